@@ -1,0 +1,11 @@
+"""official_repro: TF2 reproductions of ELECTRA-family pretraining papers.
+
+Model Garden layers are built on Keras 2 (`tf_keras`). With TensorFlow 2.20,
+`tf.keras` is Keras 3 unless `TF_USE_LEGACY_KERAS=1` is set before TensorFlow
+is first imported, so the package sets it here, before any submodule imports
+TensorFlow.
+"""
+
+import os
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')

@@ -1,0 +1,308 @@
+"""tf.data input pipeline for pretraining records.
+
+Reads the record directory written by `create_pretraining_data` and yields
+batches in Model Garden's pretraining layout (`input_word_ids`, `input_mask`,
+`input_type_ids`, `masked_lm_positions`, `masked_lm_ids`,
+`masked_lm_weights`, optionally `next_sentence_labels`). Statically masked
+records are passed through; dynamically masked records are masked per batch
+with `masking.mask_batch`, seeded from `tf.data.Dataset.random` so that every
+epoch sees new masks while a fixed `seed` keeps runs reproducible.
+
+Before a graph is built the loader checks the directory's `metadata.json`
+against the configuration (sequence length, masking mode, prediction slots) so
+that a mismatch stops with a message naming both sides rather than a parse
+error inside `tf.data`.
+"""
+
+import dataclasses
+import os
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from absl import logging
+import gin
+import tensorflow as tf
+
+from official.core import config_definitions as cfg
+from official.nlp.data import data_loader
+from official.nlp.data import data_loader_factory
+from official_repro.data import masking
+from official_repro.data import records
+from official_repro.modeling.networks import encoders
+
+
+@dataclasses.dataclass
+class PretrainDataConfig(cfg.DataConfig):
+  """Pretraining input configuration.
+
+  Attributes:
+    input_path: the record directory (holding `metadata.json`).
+    split: 'train' or 'eval'; which files of the directory to read.
+    seq_length: expected `max_seq_length` of the records.
+    masking: 'dynamic' (mask in tf.data every step) or 'static' (masks are in
+      the records); must match how the records were written.
+    mask_rate: dynamic masking: fraction of tokens to predict.
+    max_predictions_per_seq: prediction slots per sequence; None means
+      `int((mask_rate + 0.005) * seq_length)` for dynamic masking and the
+      records' value for static masking.
+    mask_token_fraction: dynamic masking: share of chosen tokens set to [MASK].
+    random_token_fraction: dynamic masking: share set to a random token.
+    use_next_sentence_label: emit `next_sentence_labels` (records must have
+      them).
+    masking_seed: seed of the dynamic masks; None draws a fresh one.
+  """
+  input_path: str = ''
+  split: str = 'train'
+  seq_length: int = 128
+  masking: str = 'dynamic'
+  mask_rate: float = 0.15
+  max_predictions_per_seq: Optional[int] = None
+  mask_token_fraction: float = 0.8
+  random_token_fraction: float = 0.1
+  use_next_sentence_label: bool = False
+  masking_seed: Optional[int] = None
+
+
+class RecordMismatchError(ValueError):
+  """The records on disk do not match the configuration that reads them."""
+
+
+def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
+  """Validates a record directory against the config; returns its metadata.
+
+  Args:
+    params: the data config.
+
+  Returns:
+    The parsed `metadata.json`.
+
+  Raises:
+    RecordMismatchError: naming the mismatching setting and both values.
+  """
+  metadata = records.load_metadata(params.input_path)
+  where = os.path.join(params.input_path, records.METADATA_FILENAME)
+  if metadata['max_seq_length'] != params.seq_length:
+    raise RecordMismatchError(
+        f'{where}: records were written with max_seq_length='
+        f'{metadata["max_seq_length"]}, but the config expects seq_length='
+        f'{params.seq_length} (pretrain_data.max_seq_length). Regenerate the '
+        'records or change the config.')
+  if metadata['masking'] != params.masking:
+    raise RecordMismatchError(
+        f'{where}: records use {metadata["masking"]} masking, but the config '
+        f'asks for {params.masking} masking (pretrain_data.masking).')
+  if params.masking == 'static':
+    written = metadata['static_masking']['max_predictions_per_seq']
+    if params.max_predictions_per_seq not in (None, written):
+      raise RecordMismatchError(
+          f'{where}: records hold {written} masked positions per sequence, '
+          'but the config asks for max_predictions_per_seq='
+          f'{params.max_predictions_per_seq}.')
+  if params.use_next_sentence_label and not metadata['next_sentence_labels']:
+    raise RecordMismatchError(
+        f'{where}: records have no next_sentence_labels, but the config '
+        'enables next-sentence prediction.')
+  if params.split not in metadata['splits']:
+    raise RecordMismatchError(
+        f'{where}: no split {params.split!r}; available: '
+        f'{sorted(metadata["splits"])}.')
+  if not metadata['splits'][params.split]['files']:
+    raise RecordMismatchError(
+        f'{where}: split {params.split!r} has no record files.')
+  return metadata
+
+
+def masking_config(params: PretrainDataConfig,
+                   metadata: Mapping[str, Any]) -> masking.MaskingConfig:
+  """The masking actually applied to these records under this config."""
+  if params.masking == 'static':
+    written = metadata['static_masking']
+    return masking.MaskingConfig(
+        mask_rate=written['mask_rate'],
+        max_predictions_per_seq=written['max_predictions_per_seq'],
+        mask_token_fraction=written['mask_token_fraction'],
+        random_token_fraction=written['random_token_fraction'])
+  max_predictions = params.max_predictions_per_seq or (
+      masking.default_max_predictions(params.seq_length, params.mask_rate))
+  return masking.MaskingConfig(
+      mask_rate=params.mask_rate,
+      max_predictions_per_seq=max_predictions,
+      mask_token_fraction=params.mask_token_fraction,
+      random_token_fraction=params.random_token_fraction)
+
+
+class PretrainDataLoader(data_loader.DataLoader):
+  """Loads pretraining records, masking them on the fly if needed."""
+
+  def __init__(self, params: PretrainDataConfig):
+    self._params = params
+    self._metadata = check_records(params)
+    self._masking = masking_config(params, self._metadata)
+    self._special_ids = sorted(
+        self._metadata['special_token_ids'].values())
+    self._name_to_features = records.feature_spec(self._metadata)
+
+  @property
+  def metadata(self) -> Dict[str, Any]:
+    return self._metadata
+
+  @property
+  def masking(self) -> masking.MaskingConfig:
+    return self._masking
+
+  def files(self) -> List[str]:
+    split = self._metadata['splits'][self._params.split]
+    return [os.path.join(self._params.input_path, name)
+            for name in split['files']]
+
+  def _decode(self, record: tf.Tensor) -> Dict[str, tf.Tensor]:
+    example = tf.io.parse_single_example(record, self._name_to_features)
+    return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+            for name, value in example.items()}
+
+  def _to_model_inputs(self, example: Dict[str, tf.Tensor]
+                       ) -> Dict[str, tf.Tensor]:
+    inputs = dict(
+        input_word_ids=example['input_ids'],
+        input_mask=example['input_mask'],
+        input_type_ids=example['segment_ids'])
+    if self._params.masking == 'static':
+      for name in ('masked_lm_positions', 'masked_lm_ids',
+                   'masked_lm_weights'):
+        inputs[name] = example[name]
+    if self._params.use_next_sentence_label:
+      inputs['next_sentence_labels'] = example['next_sentence_labels']
+    return inputs
+
+  def _mask_dynamically(self, seed: tf.Tensor, batch: Dict[str, tf.Tensor]
+                        ) -> Dict[str, tf.Tensor]:
+    special = self._metadata['special_token_ids']
+    masked = masking.mask_batch(
+        batch['input_word_ids'], batch['input_mask'],
+        config=self._masking,
+        mask_token_id=special['mask'],
+        special_token_ids=self._special_ids,
+        vocab_size=self._metadata['vocab_size'],
+        seed=seed)
+    return dict(batch, **masked)
+
+  def load(self, input_context: Optional[tf.distribute.InputContext] = None
+           ) -> tf.data.Dataset:
+    """Returns the batched dataset for this replica.
+
+    Args:
+      input_context: the distribution input context; the global batch size is
+        divided across replicas and files are sharded across input pipelines.
+    """
+    params = self._params
+    batch_size = (input_context.get_per_replica_batch_size(
+        params.global_batch_size) if input_context else
+                  params.global_batch_size)
+    files = self.files()
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if input_context and input_context.num_input_pipelines > 1:
+      if len(files) >= input_context.num_input_pipelines:
+        dataset = dataset.shard(input_context.num_input_pipelines,
+                                input_context.input_pipeline_id)
+      else:
+        logging.warning(
+            '%d record files for %d input pipelines: sharding by example.',
+            len(files), input_context.num_input_pipelines)
+    if params.is_training:
+      dataset = dataset.shuffle(len(files), seed=params.seed)
+      dataset = dataset.repeat()
+    dataset = dataset.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=min(len(files), 8),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=params.deterministic or not params.is_training)
+    if (input_context and input_context.num_input_pipelines > 1 and
+        len(files) < input_context.num_input_pipelines):
+      dataset = dataset.shard(input_context.num_input_pipelines,
+                              input_context.input_pipeline_id)
+    if params.is_training and params.shuffle_buffer_size:
+      dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
+    dataset = dataset.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.map(self._to_model_inputs,
+                          num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
+    if params.masking == 'dynamic':
+      # Training draws new masks every epoch; evaluation masks identically on
+      # every pass so that successive evaluations are comparable.
+      seed = params.masking_seed
+      if seed is None and not params.is_training:
+        seed = 0
+      seeds = tf.data.Dataset.random(
+          seed=seed, rerandomize_each_iteration=params.is_training).batch(2)
+      dataset = tf.data.Dataset.zip(seeds, dataset)
+      dataset = dataset.map(self._mask_dynamically,
+                            num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+data_loader_factory.register_data_loader_cls(PretrainDataConfig)(
+    PretrainDataLoader)
+
+
+
+@gin.configurable('pretrain_data')
+def pretraining_data_configs(
+    input_path: str = gin.REQUIRED,
+    max_seq_length: int = gin.REQUIRED,
+    train_batch_size: int = gin.REQUIRED,
+    eval_batch_size: Optional[int] = None,
+    masking_mode: str = 'dynamic',
+    mask_rate: float = 0.15,
+    max_predictions_per_seq: Optional[int] = None,
+    mask_token_fraction: float = 0.8,
+    random_token_fraction: float = 0.1,
+    shuffle_buffer_size: int = 10000,
+    use_next_sentence_label: bool = False,
+    seed: Optional[int] = None,
+) -> Tuple[PretrainDataConfig, PretrainDataConfig]:
+  """Train and eval input configs for one record directory.
+
+  Args:
+    input_path: the record directory written by `create_pretraining_data`.
+    max_seq_length: sequence length the records must have.
+    train_batch_size: global training batch size.
+    eval_batch_size: global evaluation batch size (default: training's).
+    masking_mode: 'dynamic' or 'static'; must match the records.
+    mask_rate: fraction of tokens predicted (dynamic masking).
+    max_predictions_per_seq: prediction slots (default from `mask_rate`).
+    mask_token_fraction: share of predicted tokens replaced by [MASK].
+    random_token_fraction: share replaced by random tokens.
+    shuffle_buffer_size: example shuffle buffer for training.
+    use_next_sentence_label: emit next-sentence labels.
+    seed: seed for file/example shuffling and training masks.
+
+  Returns:
+    `(train_config, eval_config)`.
+  """
+  common = dict(
+      input_path=input_path, seq_length=max_seq_length, masking=masking_mode,
+      mask_rate=mask_rate, max_predictions_per_seq=max_predictions_per_seq,
+      mask_token_fraction=mask_token_fraction,
+      random_token_fraction=random_token_fraction,
+      use_next_sentence_label=use_next_sentence_label)
+  train = PretrainDataConfig(
+      split='train', is_training=True, global_batch_size=train_batch_size,
+      shuffle_buffer_size=shuffle_buffer_size, seed=seed, masking_seed=seed,
+      drop_remainder=True, **common)
+  evaluation = PretrainDataConfig(
+      split='eval', is_training=False,
+      global_batch_size=eval_batch_size or train_batch_size,
+      drop_remainder=False, **common)
+  return train, evaluation
+
+
+def resolve_vocab_size(spec: encoders.EncoderSpec,
+                       params: PretrainDataConfig) -> encoders.EncoderSpec:
+  """Sets the encoder's vocabulary size from the records, checking it.
+
+  Raises:
+    ValueError: if the encoder names a different vocabulary size, naming the
+      records' vocab file.
+  """
+  metadata = records.load_metadata(params.input_path)
+  vocab_file = os.path.join(params.input_path, metadata['vocab_file'])
+  return spec.with_vocab_size(metadata['vocab_size'], source=vocab_file)

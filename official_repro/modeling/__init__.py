@@ -1,0 +1,1 @@
+"""Keras models: backbones (networks/), heads, pretrainers."""

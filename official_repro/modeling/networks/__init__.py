@@ -1,0 +1,1 @@
+"""Encoder backbones built from a backbone-agnostic EncoderSpec."""

@@ -1,0 +1,1 @@
+"""Optimizer and learning-rate configuration."""

@@ -1,0 +1,1 @@
+"""Model Garden Task classes, one per objective or fine-tuning task."""

@@ -1,0 +1,69 @@
+r"""Pretrains or evaluates a model described by gin files.
+
+Usage:
+  python -m official_repro.train \
+    --gin_file=gin/papers/001_ale/bert_small.gin \
+    --gin_param="pretrain_data.input_path='/data/records'" \
+    --model_dir=/tmp/bert_small --mode=train_and_eval --strategy=one_device
+
+A killed run resumes from the latest checkpoint in --model_dir. The run writes
+`config.gin`, `operative_config.gin`, `params.yaml` and `model_config.json`
+into --model_dir and prints its results followed by the operative gin config.
+"""
+
+import json
+import os
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+from absl import logging
+import gin
+
+from official_repro.training import distribute
+from official_repro.training import experiment
+from official_repro.training import gin_utils
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_multi_string('gin_file', [], 'Gin config files, in order.')
+flags.DEFINE_multi_string('gin_param', [],
+                          'Gin bindings applied after the files.')
+flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries and configs.')
+flags.DEFINE_enum('mode', 'train_and_eval', list(experiment.MODES),
+                  'What to run.')
+flags.DEFINE_enum('strategy', 'one_device', list(distribute.STRATEGIES),
+                  'Distribution strategy.')
+flags.DEFINE_string('tpu', '', 'TPU name or address for --strategy=tpu '
+                    "('local' on a Cloud TPU VM).")
+flags.DEFINE_integer('num_gpus', 0, 'GPUs for --strategy=mirrored '
+                     '(0: all visible).')
+flags.DEFINE_integer('num_cpu_devices', 1,
+                     'Logical CPU devices for --strategy=mirrored on a host '
+                     'without GPUs.')
+
+
+def main(argv):
+  del argv
+  if not FLAGS.model_dir:
+    raise app.UsageError('--model_dir is required.')
+  if not FLAGS.gin_file:
+    raise app.UsageError('--gin_file is required (see gin/).')
+  strategy = distribute.get_strategy(
+      FLAGS.strategy, tpu_address=FLAGS.tpu, num_gpus=FLAGS.num_gpus,
+      num_cpu_devices=FLAGS.num_cpu_devices)
+  gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
+  with gin.unlock_config():
+    params, settings = experiment.experiment_config()
+  result = experiment.run(params, settings, strategy, FLAGS.model_dir,
+                          FLAGS.mode)
+  logging.info('Result: %s', result)
+  print(json.dumps(result, indent=2, sort_keys=True))
+  print('Operative gin config:')
+  print(gin.operative_config_str())
+
+
+if __name__ == '__main__':
+  app.run(main)

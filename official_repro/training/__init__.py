@@ -1,0 +1,1 @@
+"""Training infrastructure: trainer, experiment assembly, strategies, gin."""

@@ -1,0 +1,74 @@
+"""Distribution strategies for CPU, one GPU, several devices and Cloud TPU.
+
+Thin layer over `official.common.distribute_utils`, adding what it lacks for
+this repository: splitting the host CPU into logical devices so that
+`MirroredStrategy` (and its all-reduce path) can be exercised without
+accelerators, which is how the multi-replica tests run.
+"""
+
+from typing import Optional
+
+import tensorflow as tf
+
+from official.common import distribute_utils
+
+STRATEGIES = ('cpu', 'one_device', 'mirrored', 'tpu')
+
+
+def split_cpu(num_devices: int) -> None:
+  """Exposes the host CPU as `num_devices` logical devices.
+
+  Must run before TensorFlow initializes its devices (before the first op).
+
+  Raises:
+    RuntimeError: if devices were already initialized with another split.
+  """
+  cpus = tf.config.list_physical_devices('CPU')
+  try:
+    tf.config.set_logical_device_configuration(
+        cpus[0], [tf.config.LogicalDeviceConfiguration()] * num_devices)
+  except RuntimeError as error:
+    existing = len(tf.config.list_logical_devices('CPU'))
+    if existing != num_devices:
+      raise RuntimeError(
+          f'Cannot split the CPU into {num_devices} devices: TensorFlow '
+          f'already initialized {existing}. Pass --num_cpu_devices before any '
+          'TensorFlow op runs.') from error
+
+
+def get_strategy(name: str,
+                 tpu_address: Optional[str] = None,
+                 num_gpus: int = 0,
+                 num_cpu_devices: int = 1) -> tf.distribute.Strategy:
+  """Returns the strategy for a `--strategy` value.
+
+  Args:
+    name: 'cpu' (one CPU device), 'one_device' (the first GPU if any, else
+      the CPU), 'mirrored' (all GPUs, or `num_cpu_devices` logical CPUs when
+      there is no GPU) or 'tpu'.
+    tpu_address: TPU name or grpc address for 'tpu' ('' or 'local' on a
+      Cloud TPU VM).
+    num_gpus: GPUs for 'mirrored' (0 means all visible).
+    num_cpu_devices: logical CPU devices for 'mirrored' on a CPU-only host.
+
+  Raises:
+    ValueError: for an unknown strategy name.
+  """
+  if name not in STRATEGIES:
+    raise ValueError(f'--strategy must be one of {STRATEGIES}, got {name!r}.')
+  if name == 'tpu':
+    return distribute_utils.get_distribution_strategy(
+        distribution_strategy='tpu', tpu_address=tpu_address or '')
+  gpus = tf.config.list_physical_devices('GPU')
+  if name == 'cpu':
+    return tf.distribute.OneDeviceStrategy('/cpu:0')
+  if name == 'one_device':
+    return tf.distribute.OneDeviceStrategy('/gpu:0' if gpus else '/cpu:0')
+  if gpus:
+    count = num_gpus or len(gpus)
+    return tf.distribute.MirroredStrategy(
+        devices=[f'/gpu:{i}' for i in range(count)])
+  if num_cpu_devices > 1:
+    split_cpu(num_cpu_devices)
+  return tf.distribute.MirroredStrategy(
+      devices=[f'/cpu:{i}' for i in range(max(1, num_cpu_devices))])

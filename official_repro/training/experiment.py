@@ -1,0 +1,213 @@
+"""Assembles a Model Garden experiment from gin and runs it with Orbit.
+
+Gin is the single source of hyperparameters: `experiment_config` turns the
+gin-bound task, trainer and optimizer settings into Model Garden's
+`ExperimentConfig`, and `run` drives it with Model Garden's
+`OrbitExperimentRunner` (checkpointing, resume from the latest checkpoint,
+TensorBoard summaries, evaluation). Around that loop `run` adds:
+  * the full gin config (`config.gin`) before training and the operative gin
+    config (`operative_config.gin`) after it, plus Model Garden's
+    `params.yaml`, all in `model_dir`;
+  * a model-compatibility check: `model_config.json` records the architecture
+    a `model_dir`'s checkpoints belong to, and a later run with a different
+    architecture stops with the differing fields instead of a restore error.
+"""
+
+import dataclasses
+import functools
+import json
+import os
+from typing import Any, Dict, Optional
+
+from absl import logging
+import gin
+import tensorflow as tf
+
+from official.core import config_definitions as cfg
+from official.core import task_factory
+from official.core import train_lib
+from official.core import train_utils
+from official.modeling import performance
+from official_repro.optimization import optimizer_config
+from official_repro.training import gin_utils
+from official_repro.training import trainer as trainer_lib
+
+MODES = ('train', 'eval', 'train_and_eval')
+MODEL_CONFIG_FILENAME = 'model_config.json'
+
+
+class IncompatibleModelDirError(ValueError):
+  """`model_dir` holds checkpoints of a different model."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+  """Settings of a run that are not part of Model Garden's config."""
+  jit_compile: bool = False
+
+
+@gin.configurable('experiment')
+def experiment_config(
+    task_config: cfg.TaskConfig = gin.REQUIRED,
+    train_steps: int = gin.REQUIRED,
+    steps_per_loop: int = 100,
+    checkpoint_interval: int = 1000,
+    summary_interval: Optional[int] = None,
+    validation_interval: Optional[int] = None,
+    validation_steps: int = -1,
+    max_to_keep: int = 5,
+    jit_compile: bool = False,
+    mixed_precision_dtype: Optional[str] = None,
+) -> (cfg.ExperimentConfig, RunSettings):
+  """Builds Model Garden's experiment config from gin bindings.
+
+  Args:
+    task_config: the objective's task config (e.g. `@masked_lm()`).
+    train_steps: optimizer steps; also the learning-rate decay horizon.
+    steps_per_loop: steps per Orbit loop (logging, loss check granularity).
+    checkpoint_interval: steps between checkpoints.
+    summary_interval: steps between TensorBoard summaries (default:
+      `steps_per_loop`).
+    validation_interval: steps between evaluations in train_and_eval
+      (default: `checkpoint_interval`).
+    validation_steps: evaluation batches; -1 evaluates the whole eval split.
+    max_to_keep: checkpoints kept.
+    jit_compile: compile the training step with XLA.
+    mixed_precision_dtype: 'float16', 'bfloat16' or None (float32).
+
+  Returns:
+    `(experiment_config, run_settings)`.
+  """
+  if checkpoint_interval % steps_per_loop:
+    raise ValueError(
+        f'experiment.checkpoint_interval={checkpoint_interval} must be a '
+        f'multiple of experiment.steps_per_loop={steps_per_loop}: checkpoints '
+        'are saved at loop ends.')
+  params = cfg.ExperimentConfig(
+      task=task_config,
+      trainer=cfg.TrainerConfig(
+          optimizer_config=optimizer_config.optimization_config(
+              train_steps=train_steps),
+          train_steps=train_steps,
+          steps_per_loop=steps_per_loop,
+          summary_interval=summary_interval or steps_per_loop,
+          checkpoint_interval=checkpoint_interval,
+          validation_interval=validation_interval or checkpoint_interval,
+          validation_steps=validation_steps,
+          max_to_keep=max_to_keep,
+          # Our trainer raises on a non-finite loss with the step and the last
+          # good checkpoint; Model Garden's recovery action is switched off.
+          recovery_max_trials=-1),
+      runtime=cfg.RuntimeConfig(mixed_precision_dtype=mixed_precision_dtype))
+  return params, RunSettings(jit_compile=jit_compile)
+
+
+def check_model_dir(model_dir: str, model_config: Dict[str, Any]) -> None:
+  """Stops if `model_dir` has checkpoints of another architecture.
+
+  Writes `model_config.json` on the first run; later runs compare with it.
+
+  Raises:
+    IncompatibleModelDirError: listing the differing fields.
+  """
+  path = os.path.join(model_dir, MODEL_CONFIG_FILENAME)
+  checkpoint = tf.train.latest_checkpoint(model_dir)
+  if tf.io.gfile.exists(path):
+    with tf.io.gfile.GFile(path) as f:
+      saved = json.load(f)
+    current = json.loads(json.dumps(model_config))
+    if checkpoint and saved != current:
+      differences = _diff(saved, current)
+      raise IncompatibleModelDirError(
+          f'--model_dir {model_dir} holds checkpoint {checkpoint} of a '
+          f'different model ({path}): ' + '; '.join(differences) +
+          '. Use a new --model_dir, or the gin config that wrote it.')
+  elif checkpoint:
+    logging.warning('%s has checkpoints but no %s; cannot verify the model '
+                    'matches before restoring.', model_dir,
+                    MODEL_CONFIG_FILENAME)
+  tf.io.gfile.makedirs(model_dir)
+  with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
+    json.dump(model_config, f, indent=2, sort_keys=True)
+  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+
+
+def _diff(saved: Any, current: Any, prefix: str = '') -> list:
+  if isinstance(saved, dict) and isinstance(current, dict):
+    out = []
+    for key in sorted(set(saved) | set(current)):
+      out += _diff(saved.get(key), current.get(key), f'{prefix}{key}.')
+    return out
+  if saved != current:
+    return [f'{prefix.rstrip(".")}: checkpoint has {saved!r}, config has '
+            f'{current!r}']
+  return []
+
+
+def run(params: cfg.ExperimentConfig,
+        settings: RunSettings,
+        strategy: tf.distribute.Strategy,
+        model_dir: str,
+        mode: str) -> Dict[str, Any]:
+  """Trains and/or evaluates; returns a summary of the run.
+
+  Args:
+    params: the experiment config.
+    settings: run settings outside Model Garden's config.
+    strategy: the distribution strategy.
+    model_dir: checkpoints, summaries and configs go here; training resumes
+      from its latest checkpoint.
+    mode: 'train', 'eval' or 'train_and_eval'.
+
+  Returns:
+    A dict with `global_step`, `eval` (final evaluation metrics, if any),
+    `model_dir`, `num_replicas`, `checkpoint`, the operative config's path
+    and the number of trainable parameters.
+  """
+  if mode not in MODES:
+    raise ValueError(f'--mode must be one of {MODES}, got {mode!r}.')
+  check_model_dir(model_dir, params.task.model.as_dict())
+  train_utils.serialize_config(params, model_dir)
+  gin_utils.save_config(model_dir, 'config.gin', operative=False)
+  if params.runtime.mixed_precision_dtype:
+    performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
+
+  task = task_factory.get_task(params.task, logging_dir=model_dir)
+  with strategy.scope():
+    trainer = train_utils.create_trainer(
+        params, task, train='train' in mode, evaluate='eval' in mode,
+        trainer_cls=functools.partial(
+            trainer_lib.Trainer, jit_compile=settings.jit_compile,
+            model_dir=model_dir))
+  runner = train_lib.OrbitExperimentRunner(
+      distribution_strategy=strategy, task=task, mode=mode, params=params,
+      model_dir=model_dir, trainer=trainer)
+  controller = runner.controller
+  eval_logs = None
+  with strategy.scope():
+    if mode == 'train':
+      controller.train(steps=params.trainer.train_steps)
+    elif mode == 'train_and_eval':
+      eval_logs = controller.train_and_evaluate(
+          train_steps=params.trainer.train_steps,
+          eval_steps=params.trainer.validation_steps,
+          eval_interval=params.trainer.validation_interval)
+    if eval_logs is None and 'eval' in mode:
+      eval_logs = controller.evaluate(steps=params.trainer.validation_steps)
+  operative = gin_utils.save_config(model_dir, 'operative_config.gin',
+                                    operative=True)
+  return dict(
+      global_step=int(trainer.global_step.numpy()),
+      eval=_to_floats(eval_logs),
+      model_dir=model_dir,
+      num_replicas=strategy.num_replicas_in_sync,
+      checkpoint=tf.train.latest_checkpoint(model_dir),
+      operative_config=operative,
+      num_params=int(sum(v.shape.num_elements()
+                         for v in trainer.model.trainable_variables)))
+
+
+def _to_floats(logs: Optional[Dict[str, Any]]) -> Optional[Dict[str, float]]:
+  if logs is None:
+    return None
+  return {name: float(value) for name, value in logs.items()}

@@ -1,0 +1,161 @@
+"""End-to-end training tests on tiny configs: strategies, resume, failures."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import gin
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_repro.data import pretrain_dataloader
+from official_repro.training import experiment
+from official_repro.training import gin_utils
+from official_repro.training import trainer
+
+REPO_ROOT = gin_utils.REPO_ROOT
+
+
+def _gin_params(records, **overrides):
+  params = {
+      'pretrain_data.input_path': repr(records),
+      'pretrain_data.max_seq_length': 32,
+      'pretrain_data.train_batch_size': 8,
+      'pretrain_data.eval_batch_size': 8,
+      'experiment.train_steps': 2,
+      'experiment.steps_per_loop': 1,
+      'experiment.checkpoint_interval': 1,
+      'optimization.learning_rate': 1e-3,
+  }
+  params.update(overrides)
+  return [f'{name} = {value}' for name, value in params.items()]
+
+
+def _gin_files():
+  return [os.path.join(REPO_ROOT, 'gin/sizes/tiny.gin'),
+          os.path.join(REPO_ROOT, 'gin/pretrain/masked_lm.gin')]
+
+
+def _run_in_process(records, model_dir, mode='train', **overrides):
+  gin.clear_config()
+  try:
+    gin_utils.parse_config(_gin_files(), _gin_params(records, **overrides))
+    params, settings = experiment.experiment_config()
+    return experiment.run(params, settings, tf.distribute.get_strategy(),
+                          str(model_dir), mode)
+  finally:
+    gin.clear_config()
+
+
+def _train_command(records, model_dir, *extra_flags, **overrides):
+  command = [sys.executable, '-m', 'official_repro.train',
+             f'--model_dir={model_dir}']
+  command += [f'--gin_file={path}' for path in _gin_files()]
+  command += [f'--gin_param={p}' for p in _gin_params(records, **overrides)]
+  return command + list(extra_flags)
+
+
+def test_train_and_eval_writes_configs_and_metrics(tiny_records, tmp_path):
+  result = _run_in_process(tiny_records, tmp_path, mode='train_and_eval')
+  assert result['global_step'] == 2
+  assert result['checkpoint'].endswith('ckpt-2')
+  assert 0.0 <= result['eval']['masked_lm_accuracy'] <= 1.0
+  assert result['eval']['lm_example_loss'] > 0.0
+  for name in ('config.gin', 'operative_config.gin', 'params.yaml',
+               'model_config.json'):
+    assert (tmp_path / name).exists(), name
+  operative = (tmp_path / 'operative_config.gin').read_text()
+  assert 'encoder.hidden_size = 32' in operative
+  assert 'optimization.learning_rate = 0.001' in operative
+
+
+def test_mirrored_strategy_on_two_logical_cpus(tiny_records, tmp_path):
+  command = _train_command(tiny_records, tmp_path, '--strategy=mirrored',
+                           '--num_cpu_devices=2', '--mode=train')
+  completed = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
+                             text=True, timeout=600, check=False)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert '"num_replicas": 2' in completed.stdout
+  assert '"global_step": 2' in completed.stdout
+  assert tf.train.latest_checkpoint(str(tmp_path)).endswith('ckpt-2')
+
+
+def test_killed_run_resumes_from_last_checkpoint(tiny_records, tmp_path):
+  command = _train_command(
+      tiny_records, tmp_path, '--strategy=cpu', '--mode=train',
+      **{'experiment.train_steps': 100000})
+  process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+  try:
+    deadline = time.time() + 300
+    while time.time() < deadline:
+      latest = tf.train.latest_checkpoint(str(tmp_path))
+      if latest and int(latest.rsplit('-', 1)[1]) >= 3:
+        break
+      assert process.poll() is None, 'training exited before the kill'
+      time.sleep(0.5)
+    else:
+      pytest.fail('no checkpoint within 300 s')
+  finally:
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+  killed_at = int(tf.train.latest_checkpoint(str(tmp_path)).rsplit('-', 1)[1])
+  result = _run_in_process(tiny_records, tmp_path,
+                           **{'experiment.train_steps': killed_at + 2})
+  assert result['global_step'] == killed_at + 2
+
+
+def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
+    tiny_records, tmp_path):
+  _run_in_process(tiny_records, tmp_path)
+  with pytest.raises(trainer.NonFiniteLossError) as raised:
+    _run_in_process(tiny_records, tmp_path, **{
+        'experiment.train_steps': 12,
+        'optimization.learning_rate': 1e30,
+        'optimization.warmup_steps': 0})
+  message = str(raised.value)
+  match = re.search(r'at steps? (\d+)', message)
+  assert match, message
+  nan_step = int(match.group(1))
+  latest = tf.train.latest_checkpoint(str(tmp_path))
+  assert latest in message
+  assert int(latest.rsplit('-', 1)[1]) < nan_step
+  reader = tf.train.load_checkpoint(latest)
+  for name in reader.get_variable_to_shape_map():
+    value = reader.get_tensor(name)
+    if hasattr(value, 'dtype') and value.dtype.kind == 'f':
+      assert np.isfinite(value).all(), name
+
+
+def test_vocab_size_mismatch_names_vocab_file(tiny_records, tmp_path):
+  with pytest.raises(ValueError, match=r'encoder.vocab_size=999.*vocab.txt'):
+    _run_in_process(tiny_records, tmp_path, **{'encoder.vocab_size': 999})
+
+
+def test_records_with_other_seq_length(tiny_records, tmp_path):
+  with pytest.raises(pretrain_dataloader.RecordMismatchError,
+                     match=r'max_seq_length=32.*seq_length=64'):
+    _run_in_process(tiny_records, tmp_path,
+                    **{'pretrain_data.max_seq_length': 64})
+
+
+def test_unknown_gin_binding_names_binding(tiny_records, tmp_path):
+  with pytest.raises(gin_utils.GinConfigError, match=r"encoder.hiden_size"):
+    _run_in_process(tiny_records, tmp_path, **{'encoder.hiden_size': 3})
+
+
+def test_missing_gin_file():
+  with pytest.raises(gin_utils.GinConfigError, match='no_such.gin'):
+    gin_utils.parse_config(['/nonexistent/no_such.gin'], [])
+
+
+def test_incompatible_checkpoint_in_model_dir(tiny_records, tmp_path):
+  _run_in_process(tiny_records, tmp_path)
+  with pytest.raises(experiment.IncompatibleModelDirError,
+                     match=r'hidden_size: checkpoint has 32, config has 64'):
+    _run_in_process(tiny_records, tmp_path, **{
+        'encoder.hidden_size': 64, 'experiment.train_steps': 4})
