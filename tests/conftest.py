@@ -42,3 +42,17 @@ def tiny_records(tmp_path_factory):
       [str(corpus)], output_dir, vocab_size=120, max_seq_length=32,
       eval_fraction=0.1, seed=3)
   return output_dir
+
+
+@pytest.fixture(scope='session')
+def static_records(tmp_path_factory):
+  """Statically masked records with next-sentence labels, 2 copies each."""
+  from official_repro.data import create_pretraining_data
+  root = tmp_path_factory.mktemp('static_records')
+  corpus = write_fixture_corpus(root / 'corpus', seed=1)
+  output_dir = str(root / 'records')
+  create_pretraining_data.prepare_pretraining_data(
+      [str(corpus)], output_dir, vocab_size=120, max_seq_length=32,
+      masking='static', dupe_factor=2, next_sentence_prediction=True,
+      eval_fraction=0.1, seed=4)
+  return output_dir

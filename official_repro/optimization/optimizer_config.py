@@ -38,9 +38,14 @@ def optimization_config(
 ) -> optimization.OptimizationConfig:
   """Builds the optimizer, schedule and warmup config.
 
-  The learning rate rises linearly from 0 to `learning_rate` over
-  `warmup_steps`, then decays polynomially (`decay_power` 1 is linear) to
-  `end_learning_rate` at `train_steps`.
+  The schedule decays polynomially (`decay_power` 1 is linear) from
+  `learning_rate` at step 0 to `end_learning_rate` at `train_steps`; during the
+  first `warmup_steps` Model Garden's linear warmup replaces it with a ramp
+  from 0 to the decayed value at `warmup_steps`. The ramp therefore ends
+  continuously at `learning_rate * (1 - warmup_steps / train_steps)` (for
+  linear decay), where BERT's and ELECTRA's TF1 code ramp to `learning_rate`
+  and then drop to that value; the difference is at most a factor
+  `warmup_steps / train_steps` (6% for 001's 10k of 163k) during warmup.
 
   Args:
     train_steps: total optimizer steps; the decay horizon.

@@ -161,7 +161,7 @@ def run(params: cfg.ExperimentConfig,
 
   Returns:
     A dict with `global_step`, `eval` (final evaluation metrics, if any),
-    `model_dir`, `num_replicas`, `checkpoint`, the operative config's path
+    `train` (the last training loop's logs, if it trained), `model_dir`, `num_replicas`, `checkpoint`, the operative config's path
     and the number of trainable parameters.
   """
   if mode not in MODES:
@@ -199,6 +199,7 @@ def run(params: cfg.ExperimentConfig,
   return dict(
       global_step=int(trainer.global_step.numpy()),
       eval=_to_floats(eval_logs),
+      train=dict(getattr(trainer, 'last_train_logs', {})),
       model_dir=model_dir,
       num_replicas=strategy.num_replicas_in_sync,
       checkpoint=tf.train.latest_checkpoint(model_dir),

@@ -6,7 +6,7 @@ papers' runs:
     here it can be requested on any device (it is faster on CPU as well, see
     `experiments/benchmark_pretraining.py`). TPU steps are always compiled.
   * `examples_per_second` (global) is added to every training log, next to
-    Orbit's `steps_per_second`.
+    Orbit's `steps_per_second`; `last_train_logs` keeps the latest loop's.
   * A NaN or infinite training loss raises `NonFiniteLossError` naming the
     steps and the last good checkpoint. The check runs at the end of each
     train loop, before Orbit saves a checkpoint, so the checkpoint on disk is
@@ -36,6 +36,7 @@ class Trainer(base_trainer.Trainer):
     self._model_dir = model_dir
     self._loop_start_time = None
     self._loop_start_step = None
+    self.last_train_logs = {}
     super().__init__(*args, **kwargs)
 
   def train_loop_begin(self):
@@ -81,6 +82,7 @@ class Trainer(base_trainer.Trainer):
     batch_size = self.config.task.train_data.global_batch_size
     if elapsed > 0 and steps > 0:
       logs['examples_per_second'] = steps * batch_size / elapsed
+    self.last_train_logs = {k: float(np.asarray(v)) for k, v in logs.items()}
     logging.info('steps %d-%d: %s', self._loop_start_step + 1, end_step,
-                 {k: float(np.asarray(v)) for k, v in logs.items()})
+                 self.last_train_logs)
     return logs

@@ -1,0 +1,1 @@
+"""Benchmarks and paper-table regeneration drivers."""

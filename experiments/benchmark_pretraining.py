@@ -1,0 +1,280 @@
+r"""Pretraining throughput of our task against Model Garden's stock task.
+
+For one gin configuration this measures, per variant:
+  * first-step time (tf.function trace, XLA compile if enabled, first batch);
+  * steady-state steps/s, examples/s and tokens/s over `--steps` steps;
+  * peak host memory (max RSS) and, on GPU, peak device memory;
+  * model FLOPs utilisation: 3 x forward FLOPs (TF profiler count of the
+    model's forward graph) per step, against a measured dense-matmul peak of
+    this machine.
+
+Variants:
+  ours   - `official_repro` task + trainer, reading the records in the masking
+           mode the gin config asks for (dynamic masking runs in tf.data).
+  stock  - Model Garden's `MaskedLMTask` with its own `BertPretrainDataLoader`
+           and base trainer, on the same model config and statically masked
+           records of the same text.
+
+Each variant runs in its own subprocess so memory and compilation caches do
+not leak between them. Records are built once under `--work_dir` from
+`--corpus` (default: the built-in Python-documentation corpus).
+
+Example (the small config of 001 at a CPU-sized batch):
+  python -m experiments.benchmark_pretraining \
+    --gin_file=gin/papers/001_ale/bert_small.gin \
+    --gin_param=pretrain_data.train_batch_size=32 --steps=20
+"""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+from absl import logging
+import gin
+import tensorflow as tf
+
+from official.core import base_trainer
+from official.core import config_definitions as cfg
+from official.core import task_factory
+from official.core import train_utils
+from official.nlp.data import pretrain_dataloader as stock_dataloader
+from official.nlp.tasks import masked_lm as stock_masked_lm
+from official_repro.data import builtin_corpus
+from official_repro.data import create_pretraining_data
+from official_repro.data import records
+from official_repro.metrics import flops as flops_lib
+from official_repro.training import experiment
+from official_repro.training import gin_utils
+from official_repro.training import trainer as trainer_lib
+
+FLAGS = flags.FLAGS
+flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
+flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
+flags.DEFINE_list('variants', ['ours', 'stock'], 'Variants to measure.')
+flags.DEFINE_integer('steps', 20, 'Timed steps per variant.')
+flags.DEFINE_integer('warmup_steps', 3, 'Untimed steps after the first.')
+flags.DEFINE_string('work_dir', '/tmp/official_repro_benchmark',
+                    'Where records are built (reused when present).')
+flags.DEFINE_string('corpus', None,
+                    'Text corpus for the records (default: built-in).')
+flags.DEFINE_string('vocab_file', None,
+                    'WordPiece vocab (default: learn --vocab_size tokens).')
+flags.DEFINE_integer('vocab_size', 8000, 'Size of a learned vocab.')
+flags.DEFINE_string('output_json', None, 'Also write the results here.')
+flags.DEFINE_string('run_variant', None,
+                    'Measure this one variant in this process and print its '
+                    'JSON (used by the parent process for isolation).')
+
+
+def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
+  """Measured dense-matmul FLOP/s (float32 on CPU, bfloat16 on GPU)."""
+  dtype = tf.bfloat16 if tf.config.list_physical_devices('GPU') else tf.float32
+  a = tf.random.normal([n, n], dtype=tf.float32)
+  a = tf.cast(a, dtype)
+
+  @tf.function
+  def chain(x):
+    for _ in range(repeats):
+      x = tf.matmul(x, a) * tf.cast(1.0 / n ** 0.5, dtype)
+    return tf.reduce_sum(tf.cast(x, tf.float32))
+
+  chain(a).numpy()
+  best = float('inf')
+  for _ in range(3):
+    start = time.perf_counter()
+    chain(a).numpy()
+    best = min(best, time.perf_counter() - start)
+  return 2.0 * n ** 3 * repeats / best
+
+
+def _record_dirs(seq_length: int, max_predictions: int) -> dict:
+  """Builds (or reuses) static and dynamic records of the same text."""
+  corpus = FLAGS.corpus
+  if corpus is None:
+    corpus_dir = os.path.join(FLAGS.work_dir, 'builtin_corpus')
+    if not tf.io.gfile.exists(corpus_dir):
+      builtin_corpus.write_builtin_corpus(corpus_dir)
+    corpus = corpus_dir
+  dirs = {}
+  for mode in ('static', 'dynamic'):
+    output_dir = os.path.join(
+        FLAGS.work_dir, f'records_{mode}_len{seq_length}_p{max_predictions}')
+    if not tf.io.gfile.exists(
+        os.path.join(output_dir, records.METADATA_FILENAME)):
+      vocab = dict(vocab_file=FLAGS.vocab_file) if FLAGS.vocab_file else (
+          dict(vocab_file=_shared_vocab(dirs)) if dirs else
+          dict(vocab_size=FLAGS.vocab_size))
+      create_pretraining_data.prepare_pretraining_data(
+          [corpus], output_dir, max_seq_length=seq_length,
+          masking=mode, max_predictions_per_seq=max_predictions,
+          **vocab)
+    dirs[mode] = output_dir
+  return dirs
+
+
+def _shared_vocab(dirs: dict) -> str:
+  first = next(iter(dirs.values()))
+  return os.path.join(first, records.VOCAB_FILENAME)
+
+
+def _configure() -> tuple:
+  gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
+  seq_length = gin.query_parameter('pretrain_data.max_seq_length')
+  mask_rate = _query_or('pretrain_data.mask_rate', 0.15)
+  max_predictions = _query_or(
+      'pretrain_data.max_predictions_per_seq', None) or max(
+          1, int((mask_rate + 0.005) * seq_length))
+  dirs = _record_dirs(seq_length, max_predictions)
+  masking_mode = _query_or('pretrain_data.masking_mode', 'dynamic')
+  with gin.unlock_config():
+    gin.bind_parameter('pretrain_data.input_path', dirs[masking_mode])
+    gin.bind_parameter('pretrain_data.max_predictions_per_seq',
+                       max_predictions)
+    gin.bind_parameter('experiment.steps_per_loop', 1)
+    gin.bind_parameter('experiment.checkpoint_interval', 1)
+    params, settings = experiment.experiment_config()
+  return params, settings, dirs, max_predictions
+
+
+def _query_or(name, default):
+  try:
+    return gin.query_parameter(name)
+  except ValueError:
+    return default
+
+
+def _stock_params(params: cfg.ExperimentConfig, static_dir: str,
+                  max_predictions: int) -> cfg.ExperimentConfig:
+  metadata = records.load_metadata(static_dir)
+  train_files = [os.path.join(static_dir, name)
+                 for name in metadata['splits']['train']['files']]
+  ours = params.task.train_data
+  task = stock_masked_lm.MaskedLMConfig(
+      model=params.task.model,
+      train_data=stock_dataloader.BertPretrainDataConfig(
+          input_path=','.join(train_files),
+          seq_length=ours.seq_length,
+          max_predictions_per_seq=max_predictions,
+          global_batch_size=ours.global_batch_size,
+          use_next_sentence_label=ours.use_next_sentence_label,
+          is_training=True))
+  return cfg.ExperimentConfig(task=task, trainer=params.trainer,
+                              runtime=params.runtime)
+
+
+def measure_variant(variant: str) -> dict:
+  """Builds one variant's trainer and times its steps."""
+  params, settings, dirs, max_predictions = _configure()
+  if variant == 'stock':
+    params = _stock_params(params, dirs['static'], max_predictions)
+    trainer_cls = base_trainer.Trainer
+  else:
+    trainer_cls = lambda *a, **k: trainer_lib.Trainer(  # pylint: disable=g-long-lambda
+        *a, jit_compile=settings.jit_compile, **k)
+  task = task_factory.get_task(params.task)
+  trainer = train_utils.create_trainer(params, task, train=True,
+                                       evaluate=False, trainer_cls=trainer_cls)
+
+  start = time.perf_counter()
+  trainer.train(tf.constant(1, tf.int32))
+  first_step_seconds = time.perf_counter() - start
+  trainer.train(tf.constant(FLAGS.warmup_steps, tf.int32))
+  start = time.perf_counter()
+  trainer.train(tf.constant(FLAGS.steps, tf.int32))
+  seconds = time.perf_counter() - start
+
+  data = params.task.train_data
+  batch_size = data.global_batch_size
+  forward = flops_lib.profiled_forward_flops(
+      trainer.model, seq_length=data.seq_length,
+      max_predictions=max_predictions)
+  result = dict(
+      variant=variant,
+      jit_compile=bool(settings.jit_compile and variant == 'ours'),
+      batch_size=batch_size,
+      seq_length=data.seq_length,
+      first_step_seconds=first_step_seconds,
+      steps_per_second=FLAGS.steps / seconds,
+      examples_per_second=FLAGS.steps * batch_size / seconds,
+      tokens_per_second=FLAGS.steps * batch_size * data.seq_length / seconds,
+      train_flops_per_step=3.0 * forward * batch_size,
+      peak_host_memory_mb=resource.getrusage(
+          resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+      num_params=int(sum(v.shape.num_elements()
+                         for v in trainer.model.trainable_variables)))
+  if tf.config.list_physical_devices('GPU'):
+    result['peak_gpu_memory_mb'] = tf.config.experimental.get_memory_info(
+        'GPU:0')['peak'] / 2 ** 20
+  return result
+
+
+def _run_isolated(variant: str) -> dict:
+  command = [sys.executable, '-m', 'experiments.benchmark_pretraining',
+             f'--run_variant={variant}', f'--steps={FLAGS.steps}',
+             f'--warmup_steps={FLAGS.warmup_steps}',
+             f'--work_dir={FLAGS.work_dir}',
+             f'--vocab_size={FLAGS.vocab_size}']
+  command += [f'--gin_file={f}' for f in FLAGS.gin_file]
+  command += [f'--gin_param={p}' for p in FLAGS.gin_param]
+  if FLAGS.corpus:
+    command.append(f'--corpus={FLAGS.corpus}')
+  if FLAGS.vocab_file:
+    command.append(f'--vocab_file={FLAGS.vocab_file}')
+  completed = subprocess.run(command, capture_output=True, text=True,
+                             cwd=gin_utils.REPO_ROOT, check=False)
+  if completed.returncode:
+    raise RuntimeError(f'variant {variant} failed:\n'
+                       f'{completed.stderr[-5000:]}')
+  return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def _print_table(results: list, peak: float) -> None:
+  print(f'matmul peak: {peak / 1e9:.1f} GFLOP/s')
+  header = ('variant', 'xla', 'first step s', 'steps/s', 'examples/s',
+            'tokens/s', 'MFU %', 'peak RSS MB')
+  print(' | '.join(header))
+  for r in results:
+    mfu = 100.0 * r['train_flops_per_step'] * r['steps_per_second'] / peak
+    r['mfu_percent'] = mfu
+    print(' | '.join([
+        r['variant'], str(r['jit_compile']), f'{r["first_step_seconds"]:.1f}',
+        f'{r["steps_per_second"]:.3f}', f'{r["examples_per_second"]:.1f}',
+        f'{r["tokens_per_second"]:.0f}', f'{mfu:.1f}',
+        f'{r["peak_host_memory_mb"]:.0f}']))
+  by_name = {r['variant']: r for r in results}
+  if 'ours' in by_name and 'stock' in by_name:
+    ratio = (by_name['ours']['examples_per_second'] /
+             by_name['stock']['examples_per_second'])
+    print(f'ours / stock examples/s: {ratio:.3f}')
+
+
+def main(argv):
+  del argv
+  logging.set_verbosity(logging.WARNING)
+  if FLAGS.run_variant:
+    print(json.dumps(measure_variant(FLAGS.run_variant)))
+    return
+  unknown = set(FLAGS.variants) - {'ours', 'stock'}
+  if unknown:
+    raise app.UsageError(f'--variants: unknown {sorted(unknown)}; '
+                         'expected ours and/or stock.')
+  peak = matmul_peak_flops()
+  results = [_run_isolated(variant) for variant in FLAGS.variants]
+  _print_table(results, peak)
+  summary = dict(matmul_peak_flops=peak, results=results,
+                 gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param)
+  if FLAGS.output_json:
+    with open(FLAGS.output_json, 'w') as f:
+      json.dump(summary, f, indent=2)
+
+
+if __name__ == '__main__':
+  app.run(main)

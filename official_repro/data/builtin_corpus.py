@@ -1,0 +1,178 @@
+"""A small English corpus that ships with every Python installation.
+
+For a quickstart without downloads: the help topics of `pydoc_data.topics`
+(one document per topic) and the docstrings of the standard library (one
+document per module: its docstring and the docstrings of its public classes,
+functions and methods, in source order).
+
+Only prose is kept. Docstrings are dedented; per paragraph, reST underlines
+(`****`, `====`) and bullet marks are dropped, and a paragraph is skipped if it
+is indented (code, literal blocks), is a `Name:` line over indented lines
+(argument lists), holds doctest prompts (`>>>`), or does not end with `.`, `!`
+or `?` (titles, and "Usage:" lines that introduced a dropped code block).
+Docstrings shorter than `min_docstring_chars` and duplicate docstrings are
+skipped.
+
+Output format (read it with `document_mode='blank_line'`): documents are
+separated by one blank line; inside a document every paragraph is one line and
+there are no blank lines, so the reader joins a document's paragraphs with
+spaces and splits the result into sentences.
+"""
+
+import ast
+import inspect
+import os
+import re
+import sysconfig
+from typing import Iterator, List, Optional, Sequence
+
+from pydoc_data import topics as pydoc_topics
+
+TOPICS_FILENAME = 'pydoc_topics.txt'
+DOCSTRINGS_FILENAME = 'stdlib_docstrings.txt'
+_SKIPPED_DIRS = frozenset([
+    'test', 'tests', 'idlelib', 'lib2to3', 'site-packages', 'dist-packages',
+    '__pycache__', 'turtledemo', 'ensurepip', 'config-3', 'venv',
+])
+_UNDERLINE = re.compile(r'^\s*([*=\-~^#+])\1{2,}\s*$')
+_BULLET = re.compile(r'^[*+\-] ')
+_SENTENCE_END = re.compile(r'[.!?]["\')\]]*$')
+
+
+def write_builtin_corpus(output_dir: str,
+                         max_chars: int = 2_000_000,
+                         min_docstring_chars: int = 200,
+                         stdlib_dir: Optional[str] = None) -> List[str]:
+  """Writes the pydoc topics and stdlib docstrings as a blank_line corpus.
+
+  Args:
+    output_dir: directory to write into (created if needed).
+    max_chars: stop adding documents once this many characters are written
+      (pydoc topics first, then docstrings by module path).
+    min_docstring_chars: skip docstrings shorter than this.
+    stdlib_dir: the standard-library source directory; default
+      `sysconfig.get_paths()['stdlib']`.
+
+  Returns:
+    The paths of the files written (a file with no document is not written).
+
+  Raises:
+    ValueError: no document could be gathered.
+  """
+  os.makedirs(output_dir, exist_ok=True)
+  stdlib_dir = stdlib_dir or sysconfig.get_paths()['stdlib']
+  budget = max_chars
+  paths = []
+  for filename, documents in (
+      (TOPICS_FILENAME, _topic_documents()),
+      (DOCSTRINGS_FILENAME, _docstring_documents(stdlib_dir,
+                                                 min_docstring_chars))):
+    kept = []
+    for document in documents:
+      size = sum(len(p) + 1 for p in document)
+      if size > budget:
+        break
+      budget -= size
+      kept.append(document)
+    if kept:
+      path = os.path.join(output_dir, filename)
+      _write_documents(path, kept)
+      paths.append(path)
+  if not paths:
+    raise ValueError('write_builtin_corpus: found no pydoc topic and no '
+                     f'docstring of at least {min_docstring_chars} characters '
+                     f'under {stdlib_dir} within max_chars={max_chars}.')
+  return paths
+
+
+def prose_paragraphs(text: str) -> List[str]:
+  """The prose paragraphs of a docstring or help text, one line each.
+
+  Args:
+    text: the text, with blank lines between paragraphs.
+
+  Returns:
+    The kept paragraphs, each with its lines joined by single spaces.
+  """
+  paragraphs = []
+  for block in re.split(r'\n\s*\n', inspect.cleandoc(text)):
+    lines = [line.rstrip() for line in block.split('\n')
+             if line.strip() and not _UNDERLINE.match(line)]
+    if not lines or lines[0][0].isspace():
+      continue
+    if lines[0].endswith(':') and len(lines) > 1 and lines[1][0].isspace():
+      continue
+    if any(line.lstrip().startswith(('>>>', '...', '$ ')) for line in lines):
+      continue
+    paragraph = _BULLET.sub('', ' '.join(line.strip() for line in lines))
+    if _SENTENCE_END.search(paragraph) and any(c.isalpha()
+                                                for c in paragraph):
+      paragraphs.append(paragraph)
+  return paragraphs
+
+
+def _topic_documents() -> Iterator[List[str]]:
+  for name in sorted(pydoc_topics.topics):
+    paragraphs = prose_paragraphs(pydoc_topics.topics[name])
+    if paragraphs:
+      yield paragraphs
+
+
+def _docstring_documents(stdlib_dir: str,
+                         min_docstring_chars: int) -> Iterator[List[str]]:
+  seen = set()
+  for path in _stdlib_modules(stdlib_dir):
+    paragraphs = []
+    for docstring in _module_docstrings(path):
+      if len(docstring) < min_docstring_chars or docstring in seen:
+        continue
+      seen.add(docstring)
+      paragraphs.extend(prose_paragraphs(docstring))
+    if paragraphs:
+      yield paragraphs
+
+
+def _stdlib_modules(stdlib_dir: str) -> Iterator[str]:
+  """Public `.py` files under `stdlib_dir`, in sorted order."""
+  for root, dirs, files in os.walk(stdlib_dir):
+    dirs[:] = sorted(d for d in dirs
+                     if d not in _SKIPPED_DIRS and not d.startswith(('_', '.'))
+                     and not d.startswith('config-'))
+    for name in sorted(files):
+      if name.endswith('.py') and (name == '__init__.py' or
+                                   not name.startswith('_')):
+        yield os.path.join(root, name)
+
+
+def _module_docstrings(path: str) -> Iterator[str]:
+  """The module docstring, then public class/function docstrings in source
+  order; nothing for a file that does not parse."""
+  try:
+    with open(path, 'r', encoding='utf-8', errors='replace') as f:
+      tree = ast.parse(f.read(), filename=path)
+  except (SyntaxError, ValueError):
+    return
+  docstring = ast.get_docstring(tree)
+  if docstring:
+    yield docstring
+  yield from _definition_docstrings(tree.body)
+
+
+def _definition_docstrings(body: Sequence[ast.stmt]) -> Iterator[str]:
+  for node in body:
+    if not isinstance(node, (ast.ClassDef, ast.FunctionDef,
+                             ast.AsyncFunctionDef)):
+      continue
+    if node.name.startswith('_'):
+      continue
+    docstring = ast.get_docstring(node)
+    if docstring:
+      yield docstring
+    if isinstance(node, ast.ClassDef):
+      yield from _definition_docstrings(node.body)
+
+
+def _write_documents(path: str, documents: Sequence[Sequence[str]]):
+  with open(path, 'w', encoding='utf-8') as f:
+    f.write('\n\n'.join('\n'.join(document) for document in documents))
+    f.write('\n')

@@ -1,0 +1,301 @@
+"""Packs tokenized documents into `[CLS] A [SEP] B [SEP]` training instances.
+
+Sentences longer than `max_seq_length - 3` tokens are first cut into pieces of
+that length, so a run-on sentence (Molly Bloom's monologue is 5,000 tokens)
+yields several instances rather than one truncated one.
+
+For every chunk a target length is drawn: `max_seq_length - 3` (room for [CLS]
+and two [SEP]), or, with probability `short_seq_prob`, a uniform length in
+`[2, max_seq_length - 3]` so the model also sees short inputs. The draw is per
+chunk rather than once per document (as in BERT) so that the share of short
+instances is `short_seq_prob` also when documents are whole books. Sentences
+are accumulated into a chunk until the chunk reaches the target (or the
+document ends); the chunk is cut at a random sentence boundary into
+segment A and segment B. With next-sentence prediction, half of the time
+(always, for a one-sentence chunk) B is instead a run of sentences from a
+random other document (label 1), and the sentences of the chunk that B would
+have used are returned to the document for the next chunk; otherwise B is
+the actual continuation (label 0). Without next-sentence prediction a
+one-sentence chunk is cut inside the sentence. Finally tokens are removed one
+at a time from the longer segment, from its front or back at random, until
+the pair fits.
+
+All randomness comes from one `random.Random`, so the output is a function of
+its seed.
+"""
+
+import dataclasses
+import random
+from typing import List, Optional, Sequence, Tuple
+
+Document = Sequence[Sequence[int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceOptions:
+  """How to pack documents into instances.
+
+  Attributes:
+    max_seq_length: length of an instance including [CLS] and two [SEP].
+    short_seq_prob: probability that a chunk's target length is drawn
+      uniformly from `[2, max_seq_length - 3]` instead of the maximum.
+    next_sentence_prediction: whether to make random-next (label 1) pairs.
+  """
+  max_seq_length: int = 128
+  short_seq_prob: float = 0.1
+  next_sentence_prediction: bool = False
+
+  def __post_init__(self):
+    if self.max_seq_length < 5:
+      raise ValueError('max_seq_length must be >= 5 ([CLS] A [SEP] B [SEP]), '
+                       f'got {self.max_seq_length}.')
+    if not 0.0 <= self.short_seq_prob <= 1.0:
+      raise ValueError('short_seq_prob must be in [0, 1], got '
+                       f'{self.short_seq_prob}.')
+
+  @property
+  def max_num_tokens(self) -> int:
+    return self.max_seq_length - 3
+
+
+@dataclasses.dataclass
+class Instance:
+  """One training instance.
+
+  Attributes:
+    input_ids: `[CLS] A [SEP] B [SEP]` token ids, at most `max_seq_length`.
+    segment_ids: 0 for [CLS], A and the first [SEP]; 1 for B and the last
+      [SEP]; same length as `input_ids`.
+    next_sentence_label: 1 if B comes from another document, 0 if B follows
+      A; None without next-sentence prediction.
+  """
+  input_ids: List[int]
+  segment_ids: List[int]
+  next_sentence_label: Optional[int] = None
+
+
+@dataclasses.dataclass
+class InstanceStats:
+  """Counters collected while making instances.
+
+  Attributes:
+    documents: documents processed.
+    instances: instances made.
+    tokens: tokens in all instances, special tokens included.
+    text_tokens: tokens in all instances, special tokens excluded.
+    truncated_instances: instances whose pair had to be truncated.
+    tokens_truncated: tokens removed by truncation.
+    short_target_chunks: chunks that drew a short target length.
+    long_sentences_split: sentences cut into `max_seq_length - 3` pieces.
+    random_next_instances: instances with a random-document B (label 1).
+    chunks_skipped: chunks with fewer than two tokens (no pair possible).
+  """
+  documents: int = 0
+  instances: int = 0
+  tokens: int = 0
+  text_tokens: int = 0
+  truncated_instances: int = 0
+  tokens_truncated: int = 0
+  short_target_chunks: int = 0
+  long_sentences_split: int = 0
+  random_next_instances: int = 0
+  chunks_skipped: int = 0
+
+
+class InstanceMaker:
+  """Makes instances from documents; see the module docstring."""
+
+  def __init__(self, options: InstanceOptions, cls_id: int, sep_id: int,
+               rng: random.Random):
+    """Initializes the maker.
+
+    Args:
+      options: packing options.
+      cls_id: id of [CLS].
+      sep_id: id of [SEP].
+      rng: the source of all randomness.
+    """
+    self._options = options
+    self._cls_id = cls_id
+    self._sep_id = sep_id
+    self._rng = rng
+    self.stats = InstanceStats()
+
+  def from_documents(self, documents: Sequence[Document]) -> List[Instance]:
+    """Makes instances from every document, in document order.
+
+    Args:
+      documents: each a list of sentences, each a list of token ids. Empty
+        sentences and documents are ignored.
+
+    Returns:
+      The instances.
+    """
+    documents = [self._cut_long_sentences(doc) for doc in documents]
+    documents = [doc for doc in documents if doc]
+    instances = []
+    for index in range(len(documents)):
+      instances.extend(self.from_document(documents, index))
+    return instances
+
+  def _cut_long_sentences(self, document: Document) -> List[List[int]]:
+    """Copies a document, dropping empty sentences and cutting long ones."""
+    limit = self._options.max_num_tokens
+    sentences = []
+    for sentence in document:
+      if len(sentence) > limit:
+        self.stats.long_sentences_split += 1
+      sentences.extend(
+          list(sentence[i:i + limit]) for i in range(0, len(sentence), limit))
+    return sentences
+
+  def from_document(self, documents: List[List[List[int]]],
+                    index: int) -> List[Instance]:
+    """Makes the instances of `documents[index]`.
+
+    Args:
+      documents: all documents (other documents supply random next segments).
+      index: the document to pack.
+
+    Returns:
+      The instances of that document.
+    """
+    document = documents[index]
+    self.stats.documents += 1
+    target_length = self._draw_target_length()
+    instances = []
+    chunk = []
+    chunk_length = 0
+    i = 0
+    while i < len(document):
+      chunk.append(document[i])
+      chunk_length += len(document[i])
+      if i == len(document) - 1 or chunk_length >= target_length:
+        instance, unused = self._chunk_to_instance(chunk, target_length,
+                                                   documents, index)
+        if instance is not None:
+          instances.append(instance)
+        i -= unused
+        chunk = []
+        chunk_length = 0
+        target_length = self._draw_target_length()
+      i += 1
+    return instances
+
+  def _draw_target_length(self) -> int:
+    max_num_tokens = self._options.max_num_tokens
+    if self._rng.random() < self._options.short_seq_prob:
+      self.stats.short_target_chunks += 1
+      return self._rng.randint(2, max_num_tokens)
+    return max_num_tokens
+
+  def _chunk_to_instance(
+      self, chunk: List[List[int]], target_length: int,
+      documents: List[List[List[int]]],
+      index: int) -> Tuple[Optional[Instance], int]:
+    """Turns one chunk into an instance.
+
+    Returns:
+      `(instance, unused)`: the instance (None if the chunk is too short for
+      a pair) and how many trailing chunk sentences were not used and go back
+      to the document.
+    """
+    if sum(len(s) for s in chunk) < 2:
+      self.stats.chunks_skipped += 1
+      return None, 0
+    split = 1 if len(chunk) < 2 else self._rng.randint(1, len(chunk) - 1)
+    segment_a = _concat(chunk[:split])
+    label = None
+    unused = 0
+    if self._options.next_sentence_prediction:
+      label = 0
+      wants_random = len(chunk) == 1 or self._rng.random() < 0.5
+      if wants_random and len(documents) > 1:
+        label = 1
+        segment_b = self._random_segment(
+            documents, index, max(1, target_length - len(segment_a)))
+        unused = len(chunk) - split
+    if label != 1:
+      segment_b = _concat(chunk[split:])
+    if not segment_b:
+      # A single sentence and no other document to draw from: cut it.
+      cut = self._rng.randint(1, len(segment_a) - 1)
+      segment_a, segment_b = segment_a[:cut], segment_a[cut:]
+    segment_a, segment_b = self._truncate_pair(segment_a, segment_b)
+    return self._make_instance(segment_a, segment_b, label), unused
+
+  def _random_segment(self, documents: List[List[List[int]]], index: int,
+                      length: int) -> List[int]:
+    """Sentences from a random other document, from a random start, until at
+    least `length` tokens (or that document's end)."""
+    other = self._rng.randrange(len(documents) - 1)
+    if other >= index:
+      other += 1
+    document = documents[other]
+    segment = []
+    for sentence in document[self._rng.randrange(len(document)):]:
+      segment.extend(sentence)
+      if len(segment) >= length:
+        break
+    self.stats.random_next_instances += 1
+    return segment
+
+  def _truncate_pair(self, segment_a: List[int],
+                     segment_b: List[int]) -> Tuple[List[int], List[int]]:
+    """Drops tokens from the front or back of the longer segment until the
+    pair fits in `max_num_tokens`."""
+    excess = len(segment_a) + len(segment_b) - self._options.max_num_tokens
+    if excess <= 0:
+      return segment_a, segment_b
+    self.stats.truncated_instances += 1
+    self.stats.tokens_truncated += excess
+    front = [0, 0]
+    back = [len(segment_a), len(segment_b)]
+    for _ in range(excess):
+      longer = 0 if back[0] - front[0] > back[1] - front[1] else 1
+      if self._rng.random() < 0.5:
+        front[longer] += 1
+      else:
+        back[longer] -= 1
+    return (segment_a[front[0]:back[0]], segment_b[front[1]:back[1]])
+
+  def _make_instance(self, segment_a: List[int], segment_b: List[int],
+                     label: Optional[int]) -> Instance:
+    input_ids = ([self._cls_id] + segment_a + [self._sep_id] + segment_b +
+                 [self._sep_id])
+    segment_ids = [0] * (len(segment_a) + 2) + [1] * (len(segment_b) + 1)
+    self.stats.instances += 1
+    self.stats.tokens += len(input_ids)
+    self.stats.text_tokens += len(segment_a) + len(segment_b)
+    return Instance(input_ids, segment_ids, label)
+
+
+def _concat(sentences: Sequence[Sequence[int]]) -> List[int]:
+  return [token for sentence in sentences for token in sentence]
+
+
+def create_instances(
+    documents: Sequence[Document],
+    options: InstanceOptions,
+    cls_id: int,
+    sep_id: int,
+    rng: random.Random,
+    shuffle: bool = True) -> Tuple[List[Instance], InstanceStats]:
+  """Makes `[CLS] A [SEP] B [SEP]` instances from tokenized documents.
+
+  Args:
+    documents: each a list of sentences, each a list of token ids.
+    options: packing options.
+    cls_id: id of [CLS].
+    sep_id: id of [SEP].
+    rng: the source of all randomness (seed it for reproducibility).
+    shuffle: shuffle the instances (with `rng`) before returning them.
+
+  Returns:
+    `(instances, stats)`.
+  """
+  maker = InstanceMaker(options, cls_id, sep_id, rng)
+  instances = maker.from_documents(documents)
+  if shuffle:
+    rng.shuffle(instances)
+  return instances, maker.stats

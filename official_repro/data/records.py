@@ -1,0 +1,228 @@
+"""The pretraining record directory: TFRecord shards plus `metadata.json`.
+
+Layout of a record directory:
+
+  vocab.txt                           the vocabulary the ids refer to
+  metadata.json                       see `validate_metadata`
+  train-00000-of-0000N.tfrecord ...   plain (uncompressed) TFRecord files
+  eval-00000-of-0000M.tfrecord ...
+
+Every `tf.train.Example` has the int64 features `input_ids`, `input_mask` and
+`segment_ids` of length `max_seq_length` (zero padded); `next_sentence_labels`
+(int64, length 1) when `metadata['next_sentence_labels']`; and with static
+masking `masked_lm_positions`, `masked_lm_ids` (int64) and `masked_lm_weights`
+(float), each of length `max_predictions_per_seq`, with `input_ids` holding
+the corrupted ids. These are the feature names Model Garden's
+`BertPretrainDataLoader` reads.
+"""
+
+import json
+import os
+from typing import Any, Dict, List, Mapping
+
+import numpy as np
+import tensorflow as tf
+
+FORMAT_VERSION = 1
+METADATA_FILENAME = 'metadata.json'
+VOCAB_FILENAME = 'vocab.txt'
+SPLITS = ('train', 'eval')
+MASKING_MODES = ('static', 'dynamic')
+
+_REQUIRED_KEYS = ('format_version', 'max_seq_length', 'vocab_file',
+                  'vocab_size', 'lower_case', 'special_token_ids',
+                  'next_sentence_labels', 'masking', 'static_masking',
+                  'splits')
+_STATIC_MASKING_KEYS = ('mask_rate', 'max_predictions_per_seq',
+                        'mask_token_fraction', 'random_token_fraction',
+                        'dupe_factor', 'seed')
+_SPECIAL_TOKEN_KEYS = ('pad', 'unk', 'cls', 'sep', 'mask')
+
+
+def shard_file_names(split: str, num_shards: int) -> List[str]:
+  """`<split>-00000-of-0000N.tfrecord` names, relative to the directory."""
+  return [f'{split}-{i:05d}-of-{num_shards:05d}.tfrecord'
+          for i in range(num_shards)]
+
+
+def feature_spec(
+    metadata: Mapping[str, Any]) -> Dict[str, tf.io.FixedLenFeature]:
+  """The `tf.io.parse_example` spec of the records a metadata describes.
+
+  Args:
+    metadata: the contents of `metadata.json`.
+
+  Returns:
+    Feature name -> `tf.io.FixedLenFeature`.
+  """
+  seq_length = int(metadata['max_seq_length'])
+  spec = {
+      'input_ids': tf.io.FixedLenFeature([seq_length], tf.int64),
+      'input_mask': tf.io.FixedLenFeature([seq_length], tf.int64),
+      'segment_ids': tf.io.FixedLenFeature([seq_length], tf.int64),
+  }
+  if metadata['next_sentence_labels']:
+    spec['next_sentence_labels'] = tf.io.FixedLenFeature([1], tf.int64)
+  if metadata['masking'] == 'static':
+    num_predictions = int(
+        metadata['static_masking']['max_predictions_per_seq'])
+    spec['masked_lm_positions'] = tf.io.FixedLenFeature([num_predictions],
+                                                        tf.int64)
+    spec['masked_lm_ids'] = tf.io.FixedLenFeature([num_predictions], tf.int64)
+    spec['masked_lm_weights'] = tf.io.FixedLenFeature([num_predictions],
+                                                      tf.float32)
+  return spec
+
+
+def make_example(features: Mapping[str, np.ndarray]) -> tf.train.Example:
+  """A `tf.train.Example` from 1-D arrays: integer arrays become int64 lists,
+  floating-point arrays float lists."""
+  feature = {}
+  for name, values in features.items():
+    values = np.asarray(values)
+    if np.issubdtype(values.dtype, np.floating):
+      feature[name] = tf.train.Feature(
+          float_list=tf.train.FloatList(value=values.tolist()))
+    else:
+      feature[name] = tf.train.Feature(
+          int64_list=tf.train.Int64List(value=values.tolist()))
+  return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def write_split(output_dir: str, split: str, features: Mapping[str,
+                                                               np.ndarray],
+                num_shards: int) -> List[str]:
+  """Writes one split as `num_shards` contiguous TFRecord shards.
+
+  Args:
+    output_dir: the record directory.
+    split: 'train' or 'eval'.
+    features: feature name -> `[num_examples, width]` array; row `i` of every
+      array is example `i`.
+    num_shards: number of files, capped at the number of examples; no file
+      is written when there are no examples.
+
+  Returns:
+    The file names written, relative to `output_dir`.
+  """
+  num_examples = len(next(iter(features.values())))
+  if num_examples == 0:
+    return []
+  num_shards = max(1, min(num_shards, num_examples))
+  names = shard_file_names(split, num_shards)
+  for shard, name in enumerate(names):
+    begin = shard * num_examples // num_shards
+    end = (shard + 1) * num_examples // num_shards
+    with tf.io.TFRecordWriter(os.path.join(output_dir, name)) as writer:
+      for row in range(begin, end):
+        example = make_example({k: v[row] for k, v in features.items()})
+        writer.write(example.SerializeToString())
+  return names
+
+
+def write_metadata(output_dir: str, metadata: Mapping[str, Any]) -> str:
+  """Validates and writes `metadata.json`; returns its path."""
+  validate_metadata(metadata, output_dir, check_files=True)
+  path = os.path.join(output_dir, METADATA_FILENAME)
+  with open(path, 'w', encoding='utf-8') as f:
+    json.dump(metadata, f, indent=2, sort_keys=False)
+    f.write('\n')
+  return path
+
+
+def load_metadata(path: str) -> Dict[str, Any]:
+  """Reads and validates the metadata of a record directory.
+
+  Args:
+    path: the record directory or its `metadata.json`.
+
+  Returns:
+    The metadata dict.
+
+  Raises:
+    FileNotFoundError: no metadata file, or a file it lists is missing.
+    ValueError: the metadata is malformed or of an unknown format_version.
+  """
+  if os.path.isdir(path):
+    directory, metadata_path = path, os.path.join(path, METADATA_FILENAME)
+  else:
+    directory, metadata_path = os.path.dirname(path), path
+  if not os.path.isfile(metadata_path):
+    raise FileNotFoundError(
+        f'Record metadata {metadata_path} does not exist; expected a '
+        'directory written by official_repro.data.create_pretraining_data.')
+  with open(metadata_path, 'r', encoding='utf-8') as f:
+    try:
+      metadata = json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f'Record metadata {metadata_path} is not valid JSON: '
+                       f'{e}') from e
+  validate_metadata(metadata, directory, check_files=True,
+                    source=metadata_path)
+  return metadata
+
+
+def split_files(metadata: Mapping[str, Any], directory: str,
+                split: str) -> List[str]:
+  """Full paths of a split's record files."""
+  return [os.path.join(directory, name)
+          for name in metadata['splits'][split]['files']]
+
+
+def validate_metadata(metadata: Mapping[str, Any],
+                      directory: str,
+                      check_files: bool = True,
+                      source: str = METADATA_FILENAME):
+  """Checks the structure of a metadata dict.
+
+  Args:
+    metadata: the dict.
+    directory: the record directory (to check that listed files exist).
+    check_files: whether to check that the vocabulary and record files exist.
+    source: name used in error messages.
+
+  Raises:
+    FileNotFoundError: a listed file is missing.
+    ValueError: a key is missing or has a bad value.
+  """
+  if not isinstance(metadata, Mapping):
+    raise ValueError(f'{source}: expected a JSON object.')
+  version = metadata.get('format_version')
+  if version != FORMAT_VERSION:
+    raise ValueError(f'{source}: unknown format_version {version!r}; this '
+                     f'code reads format_version {FORMAT_VERSION}.')
+  missing = [key for key in _REQUIRED_KEYS if key not in metadata]
+  if missing:
+    raise ValueError(f'{source}: missing keys {missing}.')
+  if metadata['masking'] not in MASKING_MODES:
+    raise ValueError(f'{source}: masking must be one of {MASKING_MODES}, got '
+                     f'{metadata["masking"]!r}.')
+  static = metadata['static_masking']
+  if metadata['masking'] == 'static':
+    if not isinstance(static, Mapping) or any(
+        key not in static for key in _STATIC_MASKING_KEYS):
+      raise ValueError(f'{source}: masking is static, so static_masking must '
+                       f'have the keys {list(_STATIC_MASKING_KEYS)}.')
+  elif static is not None:
+    raise ValueError(f'{source}: static_masking must be null when masking is '
+                     'dynamic.')
+  special = metadata['special_token_ids']
+  if not isinstance(special, Mapping) or any(
+      key not in special for key in _SPECIAL_TOKEN_KEYS):
+    raise ValueError(f'{source}: special_token_ids must have the keys '
+                     f'{list(_SPECIAL_TOKEN_KEYS)}.')
+  for split in SPLITS:
+    entry = metadata['splits'].get(split)
+    if not isinstance(entry, Mapping) or 'files' not in entry or (
+        'num_examples' not in entry):
+      raise ValueError(f'{source}: splits.{split} must have "files" and '
+                       '"num_examples".')
+  if check_files:
+    listed = [metadata['vocab_file']] + [
+        name for split in SPLITS for name in metadata['splits'][split]['files']
+    ]
+    for name in listed:
+      if not os.path.isfile(os.path.join(directory, name)):
+        raise FileNotFoundError(
+            f'{source} lists {name}, but {os.path.join(directory, name)} '
+            'does not exist.')

@@ -1,0 +1,237 @@
+"""WordPiece vocabularies: loading, special tokens, learning, tokenizing.
+
+Special token ids are always looked up by their strings in the vocabulary and
+never assumed: in the BERT uncased vocabulary [PAD] is 0 but [UNK], [CLS],
+[SEP] and [MASK] are 100..103, while a vocabulary learned by
+`build_wordpiece_vocab` puts all five first.
+"""
+
+import dataclasses
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
+
+PAD_TOKEN = '[PAD]'
+UNK_TOKEN = '[UNK]'
+CLS_TOKEN = '[CLS]'
+SEP_TOKEN = '[SEP]'
+MASK_TOKEN = '[MASK]'
+SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialTokenIds:
+  """Ids of the special tokens of one vocabulary."""
+  pad: int
+  unk: int
+  cls: int
+  sep: int
+  mask: int
+
+  @classmethod
+  def from_vocab(cls, tokens: Sequence[str]) -> 'SpecialTokenIds':
+    """Looks the special tokens up by string.
+
+    Args:
+      tokens: the vocabulary, token `i` at index `i`.
+
+    Returns:
+      The ids of [PAD], [UNK], [CLS], [SEP] and [MASK].
+
+    Raises:
+      ValueError: a special token is not in the vocabulary.
+    """
+    index = {token: i for i, token in enumerate(tokens)}
+    missing = [token for token in SPECIAL_TOKENS if token not in index]
+    if missing:
+      raise ValueError(f'Vocabulary lacks special tokens {missing}; expected '
+                       f'all of {list(SPECIAL_TOKENS)}.')
+    return cls(pad=index[PAD_TOKEN], unk=index[UNK_TOKEN],
+               cls=index[CLS_TOKEN], sep=index[SEP_TOKEN],
+               mask=index[MASK_TOKEN])
+
+  def all_ids(self) -> Tuple[int, ...]:
+    """The five ids, in the order pad, unk, cls, sep, mask."""
+    return (self.pad, self.unk, self.cls, self.sep, self.mask)
+
+  def as_dict(self) -> Dict[str, int]:
+    return dataclasses.asdict(self)
+
+
+def load_vocab(path: str,
+               required_tokens: Sequence[str] = SPECIAL_TOKENS) -> List[str]:
+  """Reads a vocabulary file with one token per line.
+
+  Args:
+    path: the vocabulary file (UTF-8).
+    required_tokens: tokens that must be present.
+
+  Returns:
+    The tokens; token `i` is on line `i + 1`.
+
+  Raises:
+    FileNotFoundError: `path` does not exist.
+    ValueError: the file is empty, has an empty line, repeats a token, or
+      lacks a required token.
+  """
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f'Vocabulary file {path} does not exist.')
+  with open(path, 'r', encoding='utf-8') as f:
+    text = f.read()
+  lines = text.splitlines()
+  if not lines:
+    raise ValueError(f'Vocabulary file {path} is empty; expected one token '
+                     'per line.')
+  first_line = {}
+  for line_number, line in enumerate(lines, start=1):
+    token = line.strip()
+    if not token:
+      raise ValueError(f'Vocabulary file {path} line {line_number}: empty '
+                       'token; expected one token per line.')
+    if token in first_line:
+      raise ValueError(
+          f'Vocabulary file {path} line {line_number}: duplicate token '
+          f'{token!r} (first on line {first_line[token]}).')
+    first_line[token] = line_number
+  missing = [token for token in required_tokens if token not in first_line]
+  if missing:
+    raise ValueError(f'Vocabulary file {path} lacks required tokens '
+                     f'{missing}.')
+  return list(first_line)
+
+
+def write_vocab(tokens: Sequence[str], path: str):
+  """Writes one token per line."""
+  with open(path, 'w', encoding='utf-8') as f:
+    for token in tokens:
+      f.write(token + '\n')
+
+
+def build_wordpiece_vocab(
+    sentences: Iterable[str],
+    vocab_size: int,
+    output_path: str,
+    lower_case: bool = True,
+    learn_params: Optional[Mapping[str, Any]] = None) -> List[str]:
+  """Learns a WordPiece vocabulary and writes it to `output_path`.
+
+  Uses `tensorflow_text`'s `bert_vocab_from_dataset`, with the special tokens
+  reserved first, so [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4.
+
+  Args:
+    sentences: the training text.
+    vocab_size: the target size; the learned vocabulary can be smaller on a
+      small corpus.
+    output_path: where to write the vocabulary.
+    lower_case: lower-case and strip accents before learning (uncased).
+    learn_params: extra keyword arguments for the WordPiece learner
+      (`wordpiece_tokenizer_learner_lib.learn`).
+
+  Returns:
+    The tokens written.
+
+  Raises:
+    ValueError: `vocab_size` is too small, or there is no text.
+  """
+  if vocab_size <= len(SPECIAL_TOKENS):
+    raise ValueError(f'vocab_size must exceed {len(SPECIAL_TOKENS)} (the '
+                     f'special tokens), got {vocab_size}.')
+  sentences = list(sentences)
+  if not sentences:
+    raise ValueError('build_wordpiece_vocab: no sentences to learn from.')
+  dataset = tf.data.Dataset.from_tensor_slices(
+      tf.constant(sentences, dtype=tf.string)).batch(1024)
+  tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
+      dataset,
+      vocab_size=vocab_size,
+      reserved_tokens=list(SPECIAL_TOKENS),
+      bert_tokenizer_params=dict(lower_case=lower_case),
+      learn_params=dict(learn_params or {}))
+  tokens = list(dict.fromkeys(tokens))
+  write_vocab(tokens, output_path)
+  return tokens
+
+
+def make_tokenizer(tokens: Sequence[str],
+                   lower_case: bool) -> tf_text.FastBertTokenizer:
+  """A BERT tokenizer (basic splitting + WordPiece) over `tokens`."""
+  return tf_text.FastBertTokenizer(
+      vocab=list(tokens),
+      token_out_type=tf.int32,
+      unknown_token=UNK_TOKEN,
+      lower_case_nfd_strip_accents=lower_case)
+
+
+def tokenize_sentences(sentences: Sequence[str],
+                       vocab_path: str,
+                       lower_case: bool,
+                       batch_size: int = 4096) -> List[List[int]]:
+  """Tokenizes sentences into WordPiece ids.
+
+  The sentences are fed through `tf.data` in batches to
+  `tensorflow_text.FastBertTokenizer` (lower-casing and accent stripping when
+  `lower_case`, punctuation splitting, WordPiece).
+
+  Args:
+    sentences: the text, one sentence per element.
+    vocab_path: the vocabulary file.
+    lower_case: whether the vocabulary is uncased.
+    batch_size: sentences per tokenizer call.
+
+  Returns:
+    One list of ids per sentence (empty for a sentence with no tokens).
+  """
+  return tokenize_with_vocab(sentences, load_vocab(vocab_path), lower_case,
+                             batch_size)
+
+
+def tokenize_with_vocab(sentences: Sequence[str],
+                        tokens: Sequence[str],
+                        lower_case: bool,
+                        batch_size: int = 4096) -> List[List[int]]:
+  """Like `tokenize_sentences`, with the vocabulary already loaded."""
+  if not sentences:
+    return []
+  tokenizer = make_tokenizer(tokens, lower_case)
+  dataset = tf.data.Dataset.from_tensor_slices(
+      tf.constant(list(sentences), dtype=tf.string))
+  dataset = dataset.batch(batch_size).map(
+      lambda batch: _flat_ids_and_lengths(tokenizer.tokenize(batch)),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=True).prefetch(tf.data.AUTOTUNE)
+  ids = []
+  for flat_ids, lengths in dataset.as_numpy_iterator():
+    offsets = np.cumsum(lengths)[:-1]
+    ids.extend(piece.tolist() for piece in np.split(flat_ids, offsets))
+  return ids
+
+
+def _flat_ids_and_lengths(
+    ragged_ids: tf.RaggedTensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """Splits ragged `[batch, (tokens)]` ids into flat ids and row lengths."""
+  if ragged_ids.shape.rank > 2:
+    ragged_ids = ragged_ids.merge_dims(1, -1)
+  return ragged_ids.flat_values, ragged_ids.row_lengths()
+
+
+def detokenize(ids: Sequence[int], tokens: Sequence[str]) -> List[str]:
+  """Maps ids to words, joining '##' continuation pieces onto the word before.
+
+  Args:
+    ids: token ids (special tokens are kept as their strings).
+    tokens: the vocabulary.
+
+  Returns:
+    The words.
+  """
+  words = []
+  for token in (tokens[i] for i in ids):
+    if token.startswith('##') and words:
+      words[-1] += token[2:]
+    else:
+      words.append(token)
+  return words

@@ -1,0 +1,1 @@
+"""Metrics and compute accounting (FLOPs)."""

@@ -1,0 +1,310 @@
+"""End-to-end tests for official_repro.data.create_pretraining_data."""
+
+import collections
+import json
+import os
+import random
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_repro.data import create_pretraining_data as cpd
+from official_repro.data import records
+from official_repro.data import vocab
+
+_SUBJECTS = ['The old man', 'A young girl', 'The farmer', 'My teacher',
+             'The small dog', 'Her brother', 'The sailor', 'A tall woman']
+_VERBS = ['saw', 'found', 'carried', 'painted', 'watched', 'followed',
+          'bought', 'cleaned']
+_OBJECTS = ['a red boat', 'the quiet river', 'an empty house',
+            'the long road', 'a heavy basket', 'the green field',
+            'some fresh bread', 'the broken gate']
+_ENDINGS = ['near the village', 'after the storm', 'before dinner',
+            'in the morning', 'with great care', 'at the market']
+_MAX_SEQ_LENGTH = 32
+
+
+def _sentence(rng):
+  return (f'{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} '
+          f'{rng.choice(_OBJECTS)} {rng.choice(_ENDINGS)}'
+          f'{rng.choice([".", ".", "!", "?"])}')
+
+
+def _write_corpus(directory, num_documents=36, seed=0):
+  """A blank_line corpus: documents of 3-8 sentences, wrapped over lines."""
+  rng = random.Random(seed)
+  documents = []
+  for _ in range(num_documents):
+    sentences = [_sentence(rng) for _ in range(rng.randint(3, 8))]
+    documents.append(sentences)
+  os.makedirs(directory, exist_ok=True)
+  with open(os.path.join(directory, 'corpus.txt'), 'w') as f:
+    for sentences in documents:
+      text = ' '.join(sentences)
+      words = text.split()
+      f.write(' '.join(words[:7]) + '\n' + ' '.join(words[7:]) + '\n\n')
+  return documents
+
+
+def _words(text):
+  """What the uncased BERT tokenizer splits a text into, as words."""
+  return re.findall(r'\w+|[^\w\s]', text.lower())
+
+
+def _parse_split(output_dir, metadata, split):
+  spec = records.feature_spec(metadata)
+  files = records.split_files(metadata, output_dir, split)
+  return [
+      {k: v.numpy() for k, v in tf.io.parse_single_example(raw, spec).items()}
+      for raw in tf.data.TFRecordDataset(files)
+  ]
+
+
+def _feature_names(output_dir, metadata, split):
+  raw = next(iter(tf.data.TFRecordDataset(
+      records.split_files(metadata, output_dir, split))))
+  return set(tf.train.Example.FromString(raw.numpy()).features.feature)
+
+
+def _restore(example):
+  """Input ids with the masked positions restored to the original ids."""
+  ids = example['input_ids'].copy()
+  real = example['masked_lm_weights'] > 0
+  ids[example['masked_lm_positions'][real]] = example['masked_lm_ids'][real]
+  return ids
+
+
+@pytest.fixture(scope='module')
+def corpus(tmp_path_factory):
+  directory = str(tmp_path_factory.mktemp('corpus'))
+  documents = _write_corpus(directory)
+  return directory, documents
+
+
+@pytest.fixture(scope='module')
+def static_run(corpus, tmp_path_factory):
+  output_dir = str(tmp_path_factory.mktemp('static'))
+  metadata = cpd.prepare_pretraining_data(
+      [corpus[0]], output_dir, vocab_size=200, max_seq_length=_MAX_SEQ_LENGTH,
+      short_seq_prob=0.0, next_sentence_prediction=True,
+      masking='static', dupe_factor=3, eval_fraction=0.1, num_shards=2,
+      seed=3)
+  return output_dir, metadata
+
+
+@pytest.fixture(scope='module')
+def dynamic_run(corpus, static_run, tmp_path_factory):
+  output_dir = str(tmp_path_factory.mktemp('dynamic'))
+  metadata = cpd.prepare_pretraining_data(
+      [corpus[0]], output_dir,
+      vocab_file=os.path.join(static_run[0], 'vocab.txt'),
+      max_seq_length=_MAX_SEQ_LENGTH, masking='dynamic',
+      eval_fraction=0.1, seed=3)
+  return output_dir, metadata
+
+
+class TestStaticRecords:
+
+  def test_metadata(self, static_run):
+    output_dir, metadata = static_run
+    assert records.load_metadata(output_dir) == metadata
+    tokens = vocab.load_vocab(os.path.join(output_dir, 'vocab.txt'))
+    assert metadata['format_version'] == 1
+    assert metadata['max_seq_length'] == _MAX_SEQ_LENGTH
+    assert metadata['vocab_file'] == 'vocab.txt'
+    assert metadata['vocab_size'] == len(tokens) <= 200
+    assert metadata['special_token_ids'] == {
+        'pad': 0, 'unk': 1, 'cls': 2, 'sep': 3, 'mask': 4}
+    assert metadata['next_sentence_labels'] is True
+    assert metadata['masking'] == 'static'
+    assert metadata['static_masking'] == {
+        'mask_rate': 0.15, 'max_predictions_per_seq': 4,
+        'mask_token_fraction': 0.8, 'random_token_fraction': 0.1,
+        'dupe_factor': 3, 'seed': 3}
+    assert metadata['splits']['train']['files'] == [
+        'train-00000-of-00002.tfrecord', 'train-00001-of-00002.tfrecord']
+    assert metadata['splits']['eval']['files'] == [
+        'eval-00000-of-00001.tfrecord']
+    assert metadata['source']['document_mode'] == 'blank_line'
+    assert metadata['stats']['corpus']['documents'] == 36
+
+  def test_dupe_factor_triples_examples(self, static_run):
+    output_dir, metadata = static_run
+    for split in records.SPLITS:
+      instances = metadata['stats']['splits'][split]['instances']['instances']
+      examples = _parse_split(output_dir, metadata, split)
+      assert len(examples) == metadata['splits'][split]['num_examples']
+      assert len(examples) == 3 * instances > 0
+
+  def test_copies_are_masked_differently(self, static_run):
+    output_dir, metadata = static_run
+    groups = collections.defaultdict(list)
+    for example in _parse_split(output_dir, metadata, 'train'):
+      groups[_restore(example).tobytes()].append(example)
+    assert all(len(group) % 3 == 0 for group in groups.values())
+    for group in groups.values():
+      masks = {(e['input_ids'].tobytes(), e['masked_lm_positions'].tobytes())
+               for e in group}
+      assert len(masks) == len(group)
+
+  def test_masked_features_consistent(self, static_run):
+    output_dir, metadata = static_run
+    special = set(metadata['special_token_ids'].values())
+    for example in _parse_split(output_dir, metadata, 'train'):
+      original = _restore(example)
+      real = example['masked_lm_weights'] > 0
+      assert 1 <= real.sum() <= 4
+      assert not special & set(example['masked_lm_ids'][real].tolist())
+      assert original[0] == 2 and (original == 3).sum() == 2
+      length = example['input_mask'].sum()
+      assert (example['input_mask'][:length] == 1).all()
+      assert (original[length:] == 0).all()
+      assert example['next_sentence_labels'].shape == (1,)
+
+  def test_nsp_labels_present(self, static_run):
+    output_dir, metadata = static_run
+    labels = {int(e['next_sentence_labels'][0])
+              for e in _parse_split(output_dir, metadata, 'train')}
+    assert labels == {0, 1}
+
+
+class TestDynamicRecords:
+
+  def test_no_masked_lm_features(self, dynamic_run):
+    output_dir, metadata = dynamic_run
+    assert metadata['masking'] == 'dynamic'
+    assert metadata['static_masking'] is None
+    assert metadata['next_sentence_labels'] is False
+    assert _feature_names(output_dir, metadata, 'train') == {
+        'input_ids', 'input_mask', 'segment_ids'}
+    assert set(records.feature_spec(metadata)) == {
+        'input_ids', 'input_mask', 'segment_ids'}
+
+  def test_tokenization_round_trip(self, corpus, dynamic_run):
+    output_dir, metadata = dynamic_run
+    tokens = vocab.load_vocab(os.path.join(output_dir, 'vocab.txt'))
+    corpus_text = ' '.join(
+        ' '.join(_words(' '.join(sentences))) for sentences in corpus[1])
+    examples = _parse_split(output_dir, metadata, 'train')
+    assert len(examples) == metadata['splits']['train']['num_examples'] > 0
+    for example in examples:
+      ids = example['input_ids'][:example['input_mask'].sum()].tolist()
+      assert 1 not in ids
+      sep = ids.index(3)
+      for segment in (ids[1:sep], ids[sep + 1:-1]):
+        # Truncation may cut a word into pieces at either end.
+        words = vocab.detokenize(segment, tokens)[1:-1]
+        assert ' '.join(words) in corpus_text
+      segments = example['segment_ids'][:len(ids)].tolist()
+      assert segments == [0] * (sep + 1) + [1] * (len(ids) - sep - 1)
+
+  def test_eval_documents_held_out(self, dynamic_run):
+    _, metadata = dynamic_run
+    splits = metadata['stats']['splits']
+    assert splits['eval']['documents'] == 4
+    assert splits['train']['documents'] == 32
+    assert metadata['splits']['eval']['num_examples'] > 0
+
+
+def test_split_train_eval():
+  documents = [[f'doc {i}.'] for i in range(20)]
+  train, held_out, how = cpd.split_train_eval(documents, 0.1, seed=5)
+  assert len(held_out) == 2 and len(train) == 18
+  assert sorted(train + held_out) == sorted(documents)
+  assert cpd.split_train_eval(documents, 0.1, seed=5)[1] == held_out
+  assert cpd.split_train_eval(documents, 0.1, seed=6)[1] != held_out
+  assert 'documents held out' in how
+  single = [[f'Sentence {i}.' for i in range(10)]]
+  train, held_out, how = cpd.split_train_eval(single, 0.2, seed=5)
+  assert train == [single[0][:8]] and held_out == [single[0][8:]]
+  assert 'single document' in how
+
+
+class TestErrors:
+
+  def test_dupe_factor_with_dynamic_masking(self, corpus, tmp_path):
+    with pytest.raises(ValueError, match='--dupe_factor=2 only applies to '
+                       '--masking=static'):
+      cpd.prepare_pretraining_data([corpus[0]], str(tmp_path), vocab_size=100,
+                                   masking='dynamic', dupe_factor=2)
+
+  def test_vocab_file_xor_vocab_size(self, corpus, tmp_path):
+    with pytest.raises(ValueError, match='exactly one of --vocab_file'):
+      cpd.prepare_pretraining_data([corpus[0]], str(tmp_path))
+
+  def test_missing_corpus(self, tmp_path):
+    with pytest.raises(FileNotFoundError, match='no_such_dir'):
+      cpd.prepare_pretraining_data([str(tmp_path / 'no_such_dir')],
+                                   str(tmp_path / 'out'), vocab_size=100)
+
+  def test_empty_corpus(self, tmp_path):
+    (tmp_path / 'empty.txt').write_text('\n\n\n')
+    with pytest.raises(ValueError, match='no text'):
+      cpd.prepare_pretraining_data([str(tmp_path / 'empty.txt')],
+                                   str(tmp_path / 'out'), vocab_size=100)
+
+  def test_missing_vocab_file(self, corpus, tmp_path):
+    with pytest.raises(FileNotFoundError, match='--vocab_file=.*nope.txt'):
+      cpd.prepare_pretraining_data([corpus[0]], str(tmp_path),
+                                   vocab_file=str(tmp_path / 'nope.txt'))
+
+  def test_vocab_file_without_mask(self, corpus, tmp_path):
+    path = tmp_path / 'vocab.txt'
+    path.write_text('[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n')
+    with pytest.raises(ValueError, match=r'--vocab_file=.*\[MASK\]'):
+      cpd.prepare_pretraining_data([corpus[0]], str(tmp_path / 'out'),
+                                   vocab_file=str(path))
+
+
+class TestMetadataLoading:
+
+  def test_missing_metadata_names_path(self, tmp_path):
+    with pytest.raises(FileNotFoundError,
+                       match=re.escape(str(tmp_path / 'metadata.json'))):
+      records.load_metadata(str(tmp_path))
+
+  def test_unknown_format_version(self, static_run, tmp_path):
+    metadata = dict(static_run[1], format_version=99)
+    (tmp_path / 'metadata.json').write_text(json.dumps(metadata))
+    with pytest.raises(ValueError, match='unknown format_version 99'):
+      records.load_metadata(str(tmp_path))
+
+  def test_missing_record_file(self, static_run, tmp_path):
+    (tmp_path / 'metadata.json').write_text(json.dumps(static_run[1]))
+    with pytest.raises(FileNotFoundError, match='vocab.txt'):
+      records.load_metadata(str(tmp_path / 'metadata.json'))
+
+
+def test_feature_spec_static_shapes(static_run):
+  spec = records.feature_spec(static_run[1])
+  assert spec['input_ids'].shape == [_MAX_SEQ_LENGTH]
+  assert spec['next_sentence_labels'].shape == [1]
+  assert spec['masked_lm_positions'].shape == [4]
+  assert spec['masked_lm_weights'].dtype == tf.float32
+  assert all(v.dtype == tf.int64 for k, v in spec.items()
+             if k != 'masked_lm_weights')
+
+
+def test_cli_prints_report(corpus, static_run, tmp_path, capsys):
+  cpd.define_flags()
+  output_dir = str(tmp_path / 'cli')
+  try:
+    cpd.FLAGS([
+        'create_pretraining_data', f'--input={corpus[0]}',
+        f'--output_dir={output_dir}',
+        f'--vocab_file={os.path.join(static_run[0], "vocab.txt")}',
+        f'--max_seq_length={_MAX_SEQ_LENGTH}', '--masking=static',
+        '--dupe_factor=2', '--eval_fraction=0'])
+    cpd.main(['create_pretraining_data'])
+  finally:
+    cpd.FLAGS.unparse_flags()
+  report = capsys.readouterr().out
+  assert 'sentences' in report and '[UNK]' in report
+  metadata = records.load_metadata(output_dir)
+  assert metadata['splits']['eval'] == {'files': [], 'num_examples': 0}
+  assert metadata['static_masking']['dupe_factor'] == 2
+  np.testing.assert_equal(
+      metadata['splits']['train']['num_examples'],
+      2 * metadata['stats']['splits']['train']['instances']['instances'])

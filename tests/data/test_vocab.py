@@ -1,0 +1,127 @@
+"""Tests for official_repro.data.vocab."""
+
+import re
+
+import pytest
+
+from official_repro.data import vocab
+
+_SENTENCES = [
+    'The old man saw a small boat near the river.',
+    'A young girl found the red ball in the garden!',
+    'Did the farmer sell his horses at the market?',
+    'The teacher read a long story to the children.',
+    'Rain fell on the quiet village all night.',
+    'The children played near the river after school.',
+    'A small dog followed the old man to the market.',
+    'The farmer and the teacher walked home together.',
+] * 4
+
+
+def _write_lines(path, lines):
+  path.write_text(''.join(line + '\n' for line in lines), encoding='utf-8')
+  return str(path)
+
+
+def _basic_words(sentence):
+  return re.findall(r'\w+|[^\w\s]', sentence.lower())
+
+
+class TestLoadVocab:
+
+  def test_loads_tokens_in_order(self, tmp_path):
+    tokens = list(vocab.SPECIAL_TOKENS) + ['the', '##s']
+    assert vocab.load_vocab(_write_lines(tmp_path / 'v.txt', tokens)) == tokens
+
+  def test_missing_file(self, tmp_path):
+    with pytest.raises(FileNotFoundError, match='missing.txt'):
+      vocab.load_vocab(str(tmp_path / 'missing.txt'))
+
+  def test_empty_file(self, tmp_path):
+    path = tmp_path / 'v.txt'
+    path.write_text('')
+    with pytest.raises(ValueError, match='is empty'):
+      vocab.load_vocab(str(path))
+
+  def test_duplicate_token_names_lines(self, tmp_path):
+    path = _write_lines(tmp_path / 'v.txt',
+                        list(vocab.SPECIAL_TOKENS) + ['cat', 'dog', 'cat'])
+    with pytest.raises(
+        ValueError, match=r"line 8: duplicate token 'cat' \(first on line 6"):
+      vocab.load_vocab(path)
+
+  def test_empty_line(self, tmp_path):
+    path = _write_lines(tmp_path / 'v.txt', ['[PAD]', '', '[UNK]'])
+    with pytest.raises(ValueError, match='line 2: empty token'):
+      vocab.load_vocab(path)
+
+  def test_missing_special_token(self, tmp_path):
+    path = _write_lines(tmp_path / 'v.txt', ['[PAD]', '[UNK]', '[CLS]',
+                                             '[SEP]', 'cat'])
+    with pytest.raises(ValueError,
+                       match=r"lacks required tokens \['\[MASK\]'\]"):
+      vocab.load_vocab(path)
+
+
+class TestSpecialTokenIds:
+
+  def test_looked_up_by_string(self):
+    # The BERT uncased layout: [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102,
+    # [MASK]=103.
+    tokens = ['[PAD]'] + [f'[unused{i}]' for i in range(99)] + [
+        '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'the']
+    ids = vocab.SpecialTokenIds.from_vocab(tokens)
+    assert ids == vocab.SpecialTokenIds(pad=0, unk=100, cls=101, sep=102,
+                                         mask=103)
+    assert ids.all_ids() == (0, 100, 101, 102, 103)
+
+  def test_other_layout(self):
+    tokens = ['a', '[MASK]', '[SEP]', '[CLS]', '[UNK]', '[PAD]']
+    assert vocab.SpecialTokenIds.from_vocab(tokens).all_ids() == (5, 4, 3, 2,
+                                                                  1)
+
+  def test_missing(self):
+    with pytest.raises(ValueError, match=r"\['\[CLS\]'\]"):
+      vocab.SpecialTokenIds.from_vocab(['[PAD]', '[UNK]', '[SEP]', '[MASK]'])
+
+
+class TestBuildAndTokenize:
+
+  @pytest.fixture(scope='class')
+  def built(self, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp('vocab') / 'vocab.txt')
+    tokens = vocab.build_wordpiece_vocab(_SENTENCES, 120, path)
+    return path, tokens
+
+  def test_build_writes_special_tokens_first(self, built):
+    path, tokens = built
+    assert tokens[:5] == list(vocab.SPECIAL_TOKENS)
+    assert len(tokens) <= 120
+    assert vocab.load_vocab(path) == tokens
+    assert vocab.SpecialTokenIds.from_vocab(tokens).all_ids() == (0, 1, 2, 3,
+                                                                  4)
+
+  def test_tokenize_round_trip(self, built):
+    path, tokens = built
+    ids = vocab.tokenize_sentences(_SENTENCES[:8], path, lower_case=True,
+                                   batch_size=3)
+    unk = tokens.index('[UNK]')
+    for sentence, sentence_ids in zip(_SENTENCES, ids):
+      assert unk not in sentence_ids
+      assert vocab.detokenize(sentence_ids, tokens) == _basic_words(sentence)
+
+  def test_batch_size_does_not_change_result(self, built):
+    path, _ = built
+    sentences = _SENTENCES[:7] + ['', '   ']
+    assert vocab.tokenize_sentences(sentences, path, True, batch_size=2) == (
+        vocab.tokenize_sentences(sentences, path, True, batch_size=100))
+    assert vocab.tokenize_sentences(sentences, path, True)[-2:] == [[], []]
+
+  def test_lower_case_strips_accents_and_unknown_is_unk(self, built):
+    path, tokens = built
+    ids, = vocab.tokenize_sentences(['THE Rivér \u4e2d'], path, True)
+    assert vocab.detokenize(ids, tokens) == ['the', 'river', '[UNK]']
+
+  def test_build_rejects_tiny_size(self, tmp_path):
+    with pytest.raises(ValueError, match='vocab_size must exceed 5'):
+      vocab.build_wordpiece_vocab(_SENTENCES, 5, str(tmp_path / 'v.txt'))
