@@ -45,12 +45,14 @@ from official.core import base_trainer
 from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.core import train_utils
+from official.nlp.configs import bert
 from official.nlp.data import pretrain_dataloader as stock_dataloader
 from official.nlp.tasks import masked_lm as stock_masked_lm
 from official_repro.data import builtin_corpus
 from official_repro.data import create_pretraining_data
 from official_repro.data import records
 from official_repro.metrics import flops as flops_lib
+from official_repro.modeling.networks import encoders
 from official_repro.training import experiment
 from official_repro.training import gin_utils
 from official_repro.training import trainer as trainer_lib
@@ -157,8 +159,13 @@ def _stock_params(params: cfg.ExperimentConfig, static_dir: str,
   train_files = [os.path.join(static_dir, name)
                  for name in metadata['splits']['train']['files']]
   ours = params.task.train_data
+  ours_model = params.task.model
   task = stock_masked_lm.MaskedLMConfig(
-      model=params.task.model,
+      model=bert.PretrainerConfig(
+          encoder=encoders.to_model_garden_config(ours_model.encoder),
+          cls_heads=ours_model.cls_heads,
+          mlm_activation=ours_model.mlm_activation,
+          mlm_initializer_range=ours_model.mlm_initializer_range),
       train_data=stock_dataloader.BertPretrainDataConfig(
           input_path=','.join(train_files),
           seq_length=ours.seq_length,

@@ -295,8 +295,8 @@ def pretraining_data_configs(
   return train, evaluation
 
 
-def resolve_vocab_size(spec: encoders.EncoderSpec,
-                       params: PretrainDataConfig) -> encoders.EncoderSpec:
+def resolve_vocab_size(config: encoders.EncoderConfig,
+                       params: PretrainDataConfig) -> encoders.EncoderConfig:
   """Sets the encoder's vocabulary size from the records, checking it.
 
   Raises:
@@ -305,4 +305,5 @@ def resolve_vocab_size(spec: encoders.EncoderSpec,
   """
   metadata = records.load_metadata(params.input_path)
   vocab_file = os.path.join(params.input_path, metadata['vocab_file'])
-  return spec.with_vocab_size(metadata['vocab_size'], source=vocab_file)
+  return encoders.with_vocab_size(config, metadata['vocab_size'],
+                                  source=vocab_file)

@@ -1,0 +1,94 @@
+"""Encoder builder: backbones, ALBERT sharing, tied embeddings, checks."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_repro.modeling.networks import encoders
+
+
+def _config(**overrides):
+  fields = dict(hidden_size=32, num_layers=3, num_attention_heads=2,
+                intermediate_size=64, embedding_size=16, vocab_size=50,
+                max_position_embeddings=16)
+  fields.update(overrides)
+  return encoders.validate(encoders.EncoderConfig(**fields))
+
+
+def _inputs(batch=2, length=8):
+  ids = tf.constant(np.arange(batch * length).reshape(batch, length) % 50,
+                    tf.int32)
+  return dict(input_word_ids=ids, input_mask=tf.ones_like(ids),
+              input_type_ids=tf.zeros_like(ids))
+
+
+def _num_params(model):
+  return sum(v.shape.num_elements() for v in model.trainable_variables)
+
+
+@pytest.mark.parametrize('backbone', ['bert', 'albert'])
+def test_output_shapes(backbone):
+  encoder = encoders.build_encoder(_config(backbone=backbone))
+  outputs = encoder(_inputs())
+  assert outputs['sequence_output'].shape == (2, 8, 32)
+  assert outputs['pooled_output'].shape == (2, 32)
+  assert encoder.get_embedding_table().shape == (50, 16)
+
+
+def test_albert_applies_one_block_to_every_layer():
+  one = encoders.build_encoder(_config(backbone='albert', num_layers=1))
+  six = encoders.build_encoder(_config(backbone='albert', num_layers=6))
+  one(_inputs())
+  six(_inputs())
+  assert _num_params(one) == _num_params(six)
+  blocks = {id(layer) for layer in six.layers
+            if 'transformer' in layer.name}
+  assert len(blocks) == 1
+  bert = encoders.build_encoder(_config(backbone='bert', num_layers=6))
+  assert _num_params(bert) > _num_params(six)
+
+
+@pytest.mark.parametrize('backbone', ['bert', 'albert'])
+def test_shared_word_embedding_is_one_variable(backbone):
+  discriminator = encoders.build_encoder(_config(backbone=backbone))
+  generator = encoders.build_encoder(
+      _config(backbone=backbone, hidden_size=8, intermediate_size=16),
+      word_embedding_layer=discriminator.get_embedding_layer())
+  assert generator.get_embedding_table() is discriminator.get_embedding_table()
+  shared = discriminator.get_embedding_table()
+  with tf.GradientTape() as tape:
+    loss = (tf.reduce_sum(generator(_inputs())['sequence_output']) +
+            tf.reduce_sum(discriminator(_inputs())['sequence_output']))
+  assert tape.gradient(loss, shared) is not None
+  assert sum(v is shared for v in generator.trainable_variables) == 1
+
+
+# 001 Table IV / V: parameters of the discriminator with embeddings.
+@pytest.mark.parametrize('backbone, expected', [('bert', 13.5e6),
+                                                ('albert', 4.8e6)])
+def test_small_parameter_counts_match_paper_001(backbone, expected):
+  config = encoders.EncoderConfig(
+      backbone=backbone, hidden_size=256, num_layers=12,
+      num_attention_heads=4, intermediate_size=1024, embedding_size=128,
+      vocab_size=30522)
+  encoder = encoders.build_encoder(config)
+  count = _num_params(encoder)
+  assert abs(count - expected) / expected < 0.03, count
+
+
+@pytest.mark.parametrize('overrides, message', [
+    (dict(backbone='gpt'), 'encoder.backbone'),
+    (dict(hidden_size=30, num_attention_heads=4),
+     r'hidden_size=30 is not divisible by encoder.num_attention_heads=4'),
+    (dict(num_layers=0), 'encoder.num_layers must be a positive int'),
+])
+def test_bad_config(overrides, message):
+  with pytest.raises(ValueError, match=message):
+    _config(**overrides)
+
+
+def test_vocab_size_conflict_names_source():
+  with pytest.raises(ValueError, match='vocab.txt'):
+    encoders.with_vocab_size(_config(vocab_size=10), 50, source='/r/vocab.txt')
+  assert encoders.with_vocab_size(_config(vocab_size=None), 50,
+                                  'x').vocab_size == 50

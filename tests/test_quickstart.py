@@ -1,0 +1,28 @@
+"""The README's main job, end to end (slow: about 5 minutes on 2 cores)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from official_repro.training import gin_utils
+
+
+@pytest.mark.slow
+def test_quickstart_runs_and_summarizes(tmp_path):
+  completed = subprocess.run(
+      [sys.executable, '-m', 'official_repro.quickstart',
+       f'--work_dir={tmp_path}'],
+      cwd=gin_utils.REPO_ROOT, capture_output=True, text=True, timeout=1200,
+      check=False)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert 'held-out:    masked-LM accuracy' in completed.stdout
+  with open(os.path.join(tmp_path, 'model', 'quickstart_summary.json')) as f:
+    summary = json.load(f)
+  assert summary['global_step'] == 600
+  assert summary['train']['examples_per_second'] > 0
+  # Better than the unigram plateau the untrained model starts from.
+  assert summary['eval']['masked_lm_accuracy'] > 0.1
+  assert os.path.exists(summary['operative_config'])
