@@ -35,6 +35,24 @@ TABLE_V_BERT_SMALL = {
 }
 
 
+_ELECTRA_TABLE_V = dict(
+    TABLE_V_BERT_SMALL,
+    **{'electra.generator_size': 0.25,       # Generator Size
+       'electra.temperature': 0.8})          # Sec. IV-B: T = 0.8
+
+# Columns of 001 Table V (and Table IV's "2x time" row), cell by cell.
+TABLE_V = {
+    'bert_small.gin': TABLE_V_BERT_SMALL,
+    'electra_small.gin': dict(_ELECTRA_TABLE_V,
+                              **{'experiment.train_steps': 125000}),
+    'electra_small_2x.gin': dict(_ELECTRA_TABLE_V,
+                                 **{'experiment.train_steps': 250000}),
+    'ale_small.gin': dict(_ELECTRA_TABLE_V,
+                          **{'experiment.train_steps': 162000,
+                             'encoder.backbone': 'albert'}),
+}
+
+
 @pytest.fixture
 def clean_gin():
   gin.clear_config()
@@ -43,11 +61,12 @@ def clean_gin():
   gin.clear_config()
 
 
-def test_bert_small_equals_table_v(clean_gin):
+@pytest.mark.parametrize('filename', sorted(TABLE_V))
+def test_001_columns_equal_table_v(clean_gin, filename):
   del clean_gin
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'papers/001_ale/bert_small.gin')], [])
-  for name, value in TABLE_V_BERT_SMALL.items():
+      [os.path.join(GIN_DIR, 'papers/001_ale', filename)], [])
+  for name, value in TABLE_V[filename].items():
     assert gin.query_parameter(name) == value, name
   heads = gin.query_parameter('encoder.num_attention_heads')
   assert gin.query_parameter('encoder.hidden_size') // heads == 64  # head size

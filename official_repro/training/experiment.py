@@ -29,6 +29,7 @@ from official.core import train_lib
 from official.core import train_utils
 from official.modeling import performance
 from official_repro.optimization import optimizer_config
+from official_repro.training import export
 from official_repro.training import gin_utils
 from official_repro.training import trainer as trainer_lib
 
@@ -196,8 +197,15 @@ def run(params: cfg.ExperimentConfig,
       eval_logs = controller.evaluate(steps=params.trainer.validation_steps)
   operative = gin_utils.save_config(model_dir, 'operative_config.gin',
                                     operative=True)
+  global_step = int(trainer.global_step.numpy())
+  exported = None
+  if 'train' in mode:
+    exported = export.export_encoder(
+        trainer.model, _encoder_config(params.task.model).as_dict(),
+        model_dir, global_step)
   return dict(
-      global_step=int(trainer.global_step.numpy()),
+      global_step=global_step,
+      exported_encoder=exported,
       eval=_to_floats(eval_logs),
       train=dict(getattr(trainer, 'last_train_logs', {})),
       model_dir=model_dir,
@@ -206,6 +214,14 @@ def run(params: cfg.ExperimentConfig,
       operative_config=operative,
       num_params=int(sum(v.shape.num_elements()
                          for v in trainer.model.trainable_variables)))
+
+
+def _encoder_config(model_config):
+  """The fine-tuned encoder's config in a pretraining model config."""
+  for field in ('discriminator', 'encoder'):
+    if hasattr(model_config, field):
+      return getattr(model_config, field)
+  raise ValueError(f'No encoder config in {type(model_config).__name__}.')
 
 
 def _to_floats(logs: Optional[Dict[str, Any]]) -> Optional[Dict[str, float]]:

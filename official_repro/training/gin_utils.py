@@ -15,6 +15,7 @@ _CONFIGURABLE_MODULES = (
     'official_repro.data.pretrain_dataloader',
     'official_repro.modeling.networks.encoders',
     'official_repro.optimization.optimizer_config',
+    'official_repro.tasks.electra',
     'official_repro.tasks.masked_lm',
     'official_repro.training.experiment',
 )

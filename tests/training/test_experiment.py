@@ -159,3 +159,26 @@ def test_incompatible_checkpoint_in_model_dir(tiny_records, tmp_path):
                      match=r'hidden_size: checkpoint has 32, config has 64'):
     _run_in_process(tiny_records, tmp_path, **{
         'encoder.hidden_size': 64, 'experiment.train_steps': 4})
+
+
+def test_exported_encoder_loads_into_model_garden_bert(tiny_records, tmp_path):
+  # pylint: disable=g-import-not-at-top
+  import json
+  from official.nlp.configs import encoders as mg_encoders
+  from official_repro.modeling.networks import encoders
+  # pylint: enable=g-import-not-at-top
+  result = _run_in_process(tiny_records, tmp_path)
+  path = result['exported_encoder']
+  with open(tmp_path / 'encoder' / 'encoder_config.json') as f:
+    config = encoders.EncoderConfig.from_args(**json.load(f))
+  stock = mg_encoders.build_encoder(encoders.to_model_garden_config(config))
+  status = tf.train.Checkpoint(encoder=stock).read(path)
+  status.assert_existing_objects_matched()
+  ours = encoders.build_encoder(config)
+  tf.train.Checkpoint(encoder=ours).read(path).assert_existing_objects_matched()
+  ids = tf.constant([[2, 5, 6, 3]])
+  inputs = dict(input_word_ids=ids, input_mask=tf.ones_like(ids),
+                input_type_ids=tf.zeros_like(ids))
+  np.testing.assert_allclose(stock(inputs)['sequence_output'].numpy(),
+                             ours(inputs)['sequence_output'].numpy(),
+                             atol=1e-5)

@@ -1,0 +1,1 @@
+"""Pretraining heads: replaced-token detection (and, later, MWS, self-critic)."""

@@ -1,0 +1,39 @@
+"""Replaced-token-detection head of ELECTRA's discriminator."""
+
+import tf_keras
+
+from official.modeling import tf_utils
+
+
+@tf_keras.utils.register_keras_serializable(package='official_repro')
+class ReplacedTokenDetectionHead(tf_keras.layers.Layer):
+  """Per-token logit that the token was replaced by the generator.
+
+  ELECTRA's discriminator head: a dense layer of the hidden width with the
+  encoder's activation, then a dense layer to one logit.
+  """
+
+  def __init__(self, hidden_size: int, activation: str = 'gelu',
+               initializer_range: float = 0.02, **kwargs):
+    super().__init__(**kwargs)
+    self._hidden_size = hidden_size
+    self._activation = activation
+    self._initializer_range = initializer_range
+    initializer = tf_keras.initializers.TruncatedNormal(
+        stddev=initializer_range)
+    self.dense = tf_keras.layers.Dense(
+        hidden_size, activation=tf_utils.get_activation(activation),
+        kernel_initializer=initializer, name='transform')
+    self.logit = tf_keras.layers.Dense(
+        1, kernel_initializer=tf_utils.clone_initializer(initializer),
+        name='logit')
+
+  def call(self, sequence_output):
+    """Maps `[batch, seq, hidden]` encoder outputs to `[batch, seq]` logits."""
+    return self.logit(self.dense(sequence_output))[..., 0]
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(hidden_size=self._hidden_size, activation=self._activation,
+                  initializer_range=self._initializer_range)
+    return config

@@ -1,0 +1,1 @@
+"""Backbone-agnostic pretraining models and their sampling utilities."""

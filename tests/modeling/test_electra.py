@@ -1,0 +1,134 @@
+"""ELECTRA pretrainer: generator scaling, sampling, labels, tying."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.pretrainers import electra
+from official_repro.modeling.pretrainers import sampling
+
+
+def _discriminator_config(backbone='bert'):
+  return encoders.validate(encoders.EncoderConfig(
+      backbone=backbone, hidden_size=32, num_layers=2, num_attention_heads=4,
+      intermediate_size=64, embedding_size=16, vocab_size=40,
+      max_position_embeddings=16))
+
+
+def test_generator_size_scales_width_not_depth():
+  discriminator = encoders.EncoderConfig(
+      hidden_size=256, num_layers=12, num_attention_heads=4,
+      intermediate_size=1024, embedding_size=128, vocab_size=100)
+  generator = electra.scale_generator(discriminator, 0.25)
+  assert (generator.hidden_size, generator.num_attention_heads,
+          generator.intermediate_size) == (64, 1, 256)
+  assert generator.num_layers == 12
+  assert generator.embedding_width == 128
+  with pytest.raises(ValueError, match='generator_size'):
+    electra.scale_generator(discriminator, 0.0)
+
+
+def test_sampling_temperature_follows_tempered_softmax():
+  logits = tf.constant([2.0, 1.0, 0.0, -1.0])
+  n = 20000
+  for temperature in (0.8, 1.0, 2.0):
+    draws = sampling.sample_from_logits(
+        tf.tile(logits[None], [n, 1]), temperature,
+        seed=tf.constant([1, int(temperature * 10)], tf.int64)).numpy()
+    counts = np.bincount(draws, minlength=4)
+    expected = tf.nn.softmax(logits / temperature).numpy() * n
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < 16.3, (temperature, counts, expected)  # 3 dof, p = 0.001
+  sharp = sampling.sample_from_logits(tf.tile(logits[None], [n, 1]), 0.5,
+                                      seed=tf.constant([2, 2], tf.int64))
+  flat = sampling.sample_from_logits(tf.tile(logits[None], [n, 1]), 2.0,
+                                     seed=tf.constant([2, 2], tf.int64))
+  assert np.mean(sharp.numpy() == 0) > np.mean(flat.numpy() == 0)
+
+
+def test_disallowed_original_is_never_sampled():
+  logits = tf.constant([[[5.0, 0.0, 0.0]] * 500])
+  draws = sampling.sample_from_logits(
+      logits, 1.0, disallowed_ids=tf.zeros([1, 500], tf.int32)).numpy()
+  assert not np.any(draws == 0)
+
+
+def test_scatter_ignores_padded_slots():
+  ids = tf.constant([[10, 11, 12, 13]])
+  out = sampling.scatter_at_positions(
+      ids, positions=tf.constant([[2, 0, 0]]), values=tf.constant([[7, 8, 9]]),
+      weights=tf.constant([[1.0, 0.0, 0.0]]))
+  np.testing.assert_array_equal(out.numpy(), [[10, 11, 7, 13]])
+
+
+def _batch():
+  ids = np.array([[2, 5, 6, 4, 8, 9, 3, 0],
+                  [2, 10, 4, 12, 13, 4, 3, 3]], np.int32)
+  return dict(
+      input_word_ids=tf.constant(ids),
+      input_mask=tf.constant((np.arange(8) < [[7], [8]]).astype(np.int32)),
+      input_type_ids=tf.zeros([2, 8], tf.int32),
+      masked_lm_positions=tf.constant([[3, 0], [2, 5]], tf.int32),
+      masked_lm_ids=tf.constant([[7, 0], [11, 14]], tf.int32),
+      masked_lm_weights=tf.constant([[1.0, 0.0], [1.0, 1.0]]))
+
+
+def _pretrainer(backbone='bert', **kwargs):
+  config = _discriminator_config(backbone)
+  networks = electra.build_networks(config, generator_size=0.5)
+  return electra.ElectraPretrainer(
+      networks.generator, networks.discriminator,
+      discriminator_hidden_size=config.hidden_size, **kwargs)
+
+
+@pytest.mark.parametrize('backbone', ['bert', 'albert'])
+def test_labels_mark_exactly_the_changed_tokens(backbone):
+  model = _pretrainer(backbone)
+  inputs = _batch()
+  outputs = model(inputs, training=False)
+  original = sampling.restore_original_ids(
+      inputs['input_word_ids'], inputs['masked_lm_positions'],
+      inputs['masked_lm_ids'], inputs['masked_lm_weights']).numpy()
+  corrupted = outputs['discriminator_ids'].numpy()
+  labels = outputs['rtd_labels'].numpy()
+  real = inputs['input_mask'].numpy()
+  np.testing.assert_array_equal(labels, (corrupted != original) * real)
+  # Only masked positions can change; a sample equal to the original is 0.
+  unmasked = np.ones_like(original, bool)
+  unmasked[0, 3] = unmasked[1, 2] = unmasked[1, 5] = False
+  np.testing.assert_array_equal(corrupted[unmasked], original[unmasked])
+  assert outputs['rtd_logits'].shape == (2, 8)
+  assert outputs['mlm_logits'].shape == (2, 2, 40)
+
+
+def test_sample_equal_to_original_gets_label_zero():
+  model = _pretrainer()
+  inputs = dict(_batch(), masked_lm_ids=tf.constant([[7, 0], [7, 7]]))
+  model(inputs)
+  # A generator that always predicts the original token 7.
+  bias = np.zeros(40, np.float32)
+  bias[7] = 1e4
+  model.mlm_head.bias.assign(bias)
+  outputs = model(inputs, training=False)
+  assert outputs['rtd_labels'].numpy().sum() == 0
+
+
+@pytest.mark.parametrize('backbone', ['bert', 'albert'])
+def test_tied_embedding_gets_gradients_from_both_losses(backbone):
+  model = _pretrainer(backbone)
+  inputs = _batch()
+  model(inputs)
+  table = model.discriminator.get_embedding_table()
+  assert model.generator.get_embedding_table() is table
+  assert sum(v is table for v in model.trainable_variables) == 1
+  with tf.GradientTape(persistent=True) as tape:
+    outputs = model(inputs, training=True)
+    mlm_loss = tf.reduce_sum(outputs['mlm_logits'])
+    rtd_loss = tf.reduce_sum(outputs['rtd_logits'])
+  assert tape.gradient(mlm_loss, table) is not None  # generator side
+  assert tape.gradient(rtd_loss, table) is not None  # discriminator side
+  # The sample is drawn under stop-gradient: RTD gives the generator's own
+  # (untied) weights no gradient.
+  own = [v for v in model.generator.trainable_variables if v is not table]
+  assert all(tape.gradient(rtd_loss, v) is None for v in own)

@@ -1,0 +1,79 @@
+"""ELECTRA task: loss weighting and short training runs on both backbones."""
+
+import os
+
+import gin
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_repro.tasks import electra
+from official_repro.training import experiment
+from official_repro.training import gin_utils
+
+
+def _outputs_and_labels():
+  labels = dict(
+      masked_lm_ids=tf.constant([[1, 2]]),
+      masked_lm_weights=tf.constant([[1.0, 0.0]]),
+      masked_lm_positions=tf.constant([[1, 0]]),
+      input_mask=tf.constant([[1, 1, 1, 0]]))
+  outputs = dict(
+      mlm_logits=tf.constant([[[0.0, 2.0, 0.0], [5.0, 0.0, 0.0]]]),
+      rtd_logits=tf.constant([[0.5, -1.0, 2.0, 9.0]]),
+      rtd_labels=tf.constant([[0, 1, 1, 1]]))
+  return labels, outputs
+
+
+def test_loss_is_weighted_mlm_plus_rtd_over_real_tokens():
+  labels, outputs = _outputs_and_labels()
+  mlm = -np.log(np.exp(2.0) / (np.exp(2.0) + 2.0))  # only slot 0 is real
+  logits = np.array([0.5, -1.0, 2.0])  # the padded 4th token is excluded
+  targets = np.array([0.0, 1.0, 1.0])
+  rtd = np.mean(np.maximum(logits, 0) - logits * targets +
+                np.log1p(np.exp(-np.abs(logits))))
+  for weights in ((1.0, 50.0), (2.0, 5.0)):
+    task = electra.ElectraPretrainTask(electra.ElectraPretrainConfig(
+        generator_loss_weight=weights[0],
+        discriminator_loss_weight=weights[1]))
+    metrics = task.build_metrics()
+    loss = task.build_losses(labels, outputs, metrics).numpy()
+    np.testing.assert_allclose(loss, weights[0] * mlm + weights[1] * rtd,
+                               rtol=1e-5)
+
+
+def test_replaced_fraction_metric():
+  labels, outputs = _outputs_and_labels()
+  task = electra.ElectraPretrainTask(electra.ElectraPretrainConfig())
+  metrics = task.build_metrics()
+  task.process_metrics(metrics, labels, outputs)
+  by_name = {m.name: m.result().numpy() for m in metrics}
+  assert by_name['replaced_fraction'] == 1.0  # position 1 is replaced
+  # Logits 0.5, -1, 2 vs labels 0, 1, 1: only the third is right.
+  assert by_name['discriminator_accuracy'] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize('backbone', ['bert', 'albert'])
+def test_two_training_steps(tiny_records, tmp_path, backbone):
+  gin.clear_config()
+  try:
+    gin_utils.parse_config(
+        [os.path.join(gin_utils.REPO_ROOT, f) for f in
+         ('gin/sizes/tiny.gin', 'gin/pretrain/electra.gin')],
+        [f'pretrain_data.input_path = {tiny_records!r}',
+         'pretrain_data.max_seq_length = 32',
+         'pretrain_data.train_batch_size = 8',
+         'experiment.train_steps = 2', 'experiment.steps_per_loop = 1',
+         'experiment.checkpoint_interval = 1',
+         'optimization.learning_rate = 1e-3',
+         'electra.generator_size = 0.5', 'electra.temperature = 0.8',
+         f'encoder.backbone = {backbone!r}'])
+    params, settings = experiment.experiment_config()
+    result = experiment.run(params, settings, tf.distribute.get_strategy(),
+                            str(tmp_path), 'train_and_eval')
+  finally:
+    gin.clear_config()
+  assert result['global_step'] == 2
+  for name in ('masked_lm_accuracy', 'discriminator_loss',
+               'discriminator_auc', 'replaced_fraction'):
+    assert np.isfinite(result['eval'][name]), name
