@@ -6,6 +6,7 @@ import re
 import gin
 import pytest
 
+from official_repro.tasks import finetuning_schedule
 from official_repro.training import gin_utils
 
 GIN_DIR = os.path.join(gin_utils.REPO_ROOT, 'gin')
@@ -72,8 +73,32 @@ def test_001_columns_equal_table_v(clean_gin, filename):
   assert gin.query_parameter('encoder.hidden_size') // heads == 64  # head size
 
 
+# 001 Table VI: (learning rate, train batch size, epochs) per GLUE task.
+TABLE_VI = {
+    'mrpc': (2e-4, 64, 3), 'cola': (7e-5, 32, 3), 'mnli': (4e-4, 256, 3),
+    'sst2': (3e-4, 256, 3), 'qqp': (5e-4, 256, 3), 'qnli': (2e-4, 256, 3),
+    'rte': (3e-4, 32, 10), 'stsb': (3e-5, 8, 10),
+}
+
+
+@pytest.mark.parametrize('task', sorted(TABLE_VI))
+def test_001_finetuning_equals_table_vi(clean_gin, task):
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'finetune/001_ale', task + '.gin')], [])
+  schedule = finetuning_schedule.FinetuningSchedule()
+  assert schedule.task == task
+  assert (schedule.learning_rate, schedule.train_batch_size,
+          schedule.num_epochs) == TABLE_VI[task]
+
+
 def _paper_gin_files():
-  for root, _, files in os.walk(os.path.join(GIN_DIR, 'papers')):
+  for folder in ('papers', 'finetune'):
+    yield from _gin_files_under(os.path.join(GIN_DIR, folder))
+
+
+def _gin_files_under(directory):
+  for root, _, files in os.walk(directory):
     for name in sorted(files):
       if name.endswith('.gin'):
         yield os.path.join(root, name)

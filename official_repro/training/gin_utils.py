@@ -16,6 +16,7 @@ _CONFIGURABLE_MODULES = (
     'official_repro.modeling.networks.encoders',
     'official_repro.optimization.optimizer_config',
     'official_repro.tasks.electra',
+    'official_repro.tasks.finetuning_schedule',
     'official_repro.tasks.masked_lm',
     'official_repro.training.experiment',
 )

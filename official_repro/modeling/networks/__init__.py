@@ -1,1 +1,1 @@
-"""Encoder backbones built from a backbone-agnostic EncoderSpec."""
+"""Encoder backbones built from a backbone-agnostic EncoderConfig."""
