@@ -34,10 +34,18 @@ from typing import Dict, Optional
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+import gin
 import tensorflow as tf
 
 from official.core import train_utils  # pylint: disable=unused-import
+from official_repro.data import masking
 from official_repro.modeling.networks import encoders
+from official_repro.modeling.pretrainers import electra
+from official_repro.tasks import electra as electra_task
+from official_repro.tasks import masked_lm
+from official_repro.training import gin_utils
 from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-direct-tensorflow-import
 
 # ELECTRA's per-element costs of the non-matmul operations.
@@ -277,9 +285,6 @@ def report_from_gin(vocab_size: int) -> ComputeReport:
     vocab_size: vocabulary size when the config does not bind
       `encoder.vocab_size` (it normally comes from the records).
   """
-  import gin  # pylint: disable=g-import-not-at-top
-  from official_repro.data import masking  # pylint: disable=g-import-not-at-top
-  from official_repro.modeling.pretrainers import electra  # pylint: disable=g-import-not-at-top
   objective = gin.query_parameter('experiment.task_config').selector
   discriminator = encoders.encoder_config()
   if discriminator.vocab_size is None:
@@ -310,13 +315,8 @@ def report_from_gin(vocab_size: int) -> ComputeReport:
 
 def build_pretrainer(report: ComputeReport) -> tf.keras.Model:
   """The Keras pretraining model of a report (for parameters and profiling)."""
-  # pylint: disable=g-import-not-at-top
-  from official_repro.tasks import electra as electra_task
-  from official_repro.tasks import masked_lm
-  # pylint: enable=g-import-not-at-top
   discriminator = report.encoder_configs['discriminator']
   if report.objective == 'electra':
-    import gin  # pylint: disable=g-import-not-at-top
     config = electra_task.ElectraModelConfig(
         discriminator=discriminator,
         generator_size=gin.query_parameter('electra.generator_size'))
@@ -334,11 +334,6 @@ def model_parameters(model: tf.keras.Model) -> Dict[str, int]:
 
 def main(argv):
   del argv
-  # pylint: disable=g-import-not-at-top
-  from absl import flags
-  import gin
-  from official_repro.training import gin_utils
-  # pylint: enable=g-import-not-at-top
   flag_values = flags.FLAGS
   gin_utils.parse_config(flag_values.gin_file, flag_values.gin_param)
   report = report_from_gin(flag_values.vocab_size)
@@ -388,7 +383,8 @@ def format_report(report: ComputeReport, parameters: Dict[str, int]) -> str:
 
 
 def define_flags():
-  from absl import flags  # pylint: disable=g-import-not-at-top
+  """The CLI's flags; defined on demand because other entry points import
+  this module and define flags of the same names."""
   flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
   flags.DEFINE_integer('vocab_size', 30522,
@@ -404,6 +400,5 @@ def define_flags():
 
 
 if __name__ == '__main__':
-  from absl import app  # pylint: disable=g-import-not-at-top
   define_flags()
   app.run(main)

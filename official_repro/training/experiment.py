@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from absl import logging
 import gin
@@ -59,7 +59,7 @@ def experiment_config(
     max_to_keep: int = 5,
     jit_compile: bool = False,
     mixed_precision_dtype: Optional[str] = None,
-) -> (cfg.ExperimentConfig, RunSettings):
+) -> Tuple[cfg.ExperimentConfig, RunSettings]:
   """Builds Model Garden's experiment config from gin bindings.
 
   Args:
