@@ -34,15 +34,7 @@ flags.DEFINE_multi_string('gin_param', [],
 flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries and configs.')
 flags.DEFINE_enum('mode', 'train_and_eval', list(experiment.MODES),
                   'What to run.')
-flags.DEFINE_enum('strategy', 'one_device', list(distribute.STRATEGIES),
-                  'Distribution strategy.')
-flags.DEFINE_string('tpu', '', 'TPU name or address for --strategy=tpu '
-                    "('local' on a Cloud TPU VM).")
-flags.DEFINE_integer('num_gpus', 0, 'GPUs for --strategy=mirrored '
-                     '(0: all visible).')
-flags.DEFINE_integer('num_cpu_devices', 1,
-                     'Logical CPU devices for --strategy=mirrored on a host '
-                     'without GPUs.')
+distribute.define_flags()
 
 
 def main(argv):
@@ -51,9 +43,7 @@ def main(argv):
     raise app.UsageError('--model_dir is required.')
   if not FLAGS.gin_file:
     raise app.UsageError('--gin_file is required (see gin/).')
-  strategy = distribute.get_strategy(
-      FLAGS.strategy, tpu_address=FLAGS.tpu, num_gpus=FLAGS.num_gpus,
-      num_cpu_devices=FLAGS.num_cpu_devices)
+  strategy = distribute.strategy_from_flags()
   gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
   with gin.unlock_config():
     params, settings = experiment.experiment_config()

@@ -111,3 +111,83 @@ def test_every_paper_binding_cites_its_source(path):
     for number, line in enumerate(f, 1):
       if binding.match(line):
         assert '#' in line, f'{path}:{number} has no citation: {line.strip()}'
+
+
+# Per paper: (runs, aggregation, selection) as its text states (see the
+# citations in gin/finetune/<paper>/protocol.gin).
+PROTOCOLS = {
+    '001_ale': (10, 'max', 'last'),
+    '002_convbert': (9, 'median', 'last'),
+    '003_teams': (15, 'median', 'best'),
+    '004_script': (8, 'mean', 'last'),
+}
+
+# (learning rate, batch, epochs, layer-wise decay, weight decay) per task:
+# 003 Table 6 (small), 004 Table 5 (small), 002 ConvBERT reference.
+_003_GLUE = (1e-4, 32, 5, None, 0.01)
+_004_GLUE = (3e-4, 32, 3, 0.8, 0.0)
+_002_GLUE = (3e-4, 32, 3, 0.8, 0.01)
+FINETUNE_TABLES = {
+    '003_teams': dict(
+        {task: _003_GLUE for task in finetuning_schedule.GLUE_TASKS},
+        squad11=(8e-5, 48, 5, None, 0.01), squad20=(8e-5, 48, 5, None, 0.01)),
+    '004_script': dict(
+        {task: _004_GLUE for task in finetuning_schedule.GLUE_TASKS},
+        rte=(3e-4, 32, 10, 0.8, 0.0), stsb=(3e-4, 32, 10, 0.8, 0.0),
+        squad11=(3e-4, 32, 2, 0.8, 0.0), squad20=(3e-4, 32, 2, 0.8, 0.0)),
+    '002_convbert': dict(
+        {task: _002_GLUE for task in finetuning_schedule.GLUE_TASKS},
+        rte=(3e-4, 32, 10, 0.8, 0.01), stsb=(3e-4, 32, 10, 0.8, 0.01)),
+}
+
+
+def _finetune_cases():
+  for paper, table in sorted(FINETUNE_TABLES.items()):
+    for task in sorted(table):
+      yield paper, task
+
+
+@pytest.mark.parametrize('paper, task', list(_finetune_cases()))
+def test_finetuning_tables(clean_gin, paper, task):
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'finetune', paper, task + '.gin')], [])
+  schedule = finetuning_schedule.FinetuningSchedule()
+  assert schedule.task == task
+  assert (schedule.learning_rate, schedule.train_batch_size,
+          schedule.num_epochs, schedule.layerwise_lr_decay,
+          schedule.weight_decay_rate) == FINETUNE_TABLES[paper][task]
+  assert schedule.warmup_fraction == 0.1
+  assert schedule.adam_epsilon == 1e-6
+  protocol = finetuning_schedule.RunProtocol()
+  selection = 'last' if task.startswith('squad') else PROTOCOLS[paper][2]
+  assert (protocol.num_runs, protocol.aggregation, protocol.selection) == (
+      PROTOCOLS[paper][:2] + (selection,))
+
+
+@pytest.mark.parametrize('task, epochs, aggregation, use_crf', [
+    ('race', 3, 'mean', False), ('pos', 3, 'mean', False),
+    ('pos_crf', 3, 'mean', True)])
+def test_001_race_and_pos(clean_gin, task, epochs, aggregation, use_crf):
+  """001 Sec. IV: lr 5e-5, 3 epochs, average over 10 runs."""
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'finetune/001_ale', task + '.gin')], [])
+  schedule = finetuning_schedule.FinetuningSchedule()
+  assert (schedule.learning_rate, schedule.num_epochs) == (5e-5, epochs)
+  protocol = finetuning_schedule.RunProtocol()
+  assert (protocol.num_runs, protocol.aggregation) == (10, aggregation)
+  if task.startswith('pos'):
+    assert gin.query_parameter('pos.use_crf') is use_crf
+  else:
+    assert gin.query_parameter('race.levels') == ('middle',)
+    assert schedule.max_seq_length == 384
+
+
+def test_001_glue_protocol(clean_gin):
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'finetune/001_ale/rte.gin')], [])
+  protocol = finetuning_schedule.RunProtocol()
+  assert (protocol.num_runs, protocol.aggregation, protocol.selection) == (
+      PROTOCOLS['001_ale'])

@@ -1,8 +1,12 @@
-"""Per-task fine-tuning hyperparameters as papers state them (gin `finetuning`).
+"""Fine-tuning hyperparameters and reporting protocol, as papers state them.
 
 Papers give fine-tuning settings in epochs, batch size and learning rate per
-GLUE task (001 Table VI, 003 Table 6, 004 Table 5); training loops need
-steps. `FinetuningSchedule` holds one task's row and converts it.
+task (001 Table VI, 003 Table 6, 004 Table 5); training loops need steps.
+`FinetuningSchedule` (gin `finetuning`) holds one task's row and converts it.
+`RunProtocol` (gin `run_protocol`) is how a paper turns several fine-tuning
+runs into the number in its table: how many seeds, which evaluation of a run
+counts (the best during fine-tuning or the last), and how runs are
+aggregated (max, median or mean).
 """
 
 import dataclasses
@@ -11,7 +15,13 @@ from typing import Optional
 
 import gin
 
+from official_repro.metrics import aggregation
+
 GLUE_TASKS = ('cola', 'sst2', 'mrpc', 'stsb', 'qqp', 'mnli', 'qnli', 'rte')
+SQUAD_TASKS = ('squad11', 'squad20')
+TASKS = GLUE_TASKS + SQUAD_TASKS + ('race', 'pos')
+SELECTIONS = aggregation.SELECTIONS
+AGGREGATIONS = aggregation.AGGREGATIONS
 
 
 @gin.configurable('finetuning')
@@ -20,12 +30,16 @@ class FinetuningSchedule:
   """One task's fine-tuning hyperparameters.
 
   Attributes:
-    task: GLUE task name (one of `GLUE_TASKS`).
+    task: task name (one of `TASKS`).
     learning_rate: peak learning rate.
     train_batch_size: global batch size.
     num_epochs: passes over the training set.
     warmup_fraction: share of the steps with linear warmup.
     layerwise_lr_decay: per-layer learning-rate decay factor (None: off).
+    max_seq_length: tokens per input sequence.
+    weight_decay_rate: decoupled weight decay (not on LayerNorm, biases).
+    adam_epsilon: Adam's epsilon.
+    eval_batch_size: evaluation batch size (None: `train_batch_size`).
   """
   task: str = gin.REQUIRED
   learning_rate: float = gin.REQUIRED
@@ -33,10 +47,14 @@ class FinetuningSchedule:
   num_epochs: float = gin.REQUIRED
   warmup_fraction: float = 0.0
   layerwise_lr_decay: Optional[float] = None
+  max_seq_length: int = 128
+  weight_decay_rate: float = 0.0
+  adam_epsilon: float = 1e-6
+  eval_batch_size: Optional[int] = None
 
   def __post_init__(self):
-    if self.task not in GLUE_TASKS:
-      raise ValueError(f'finetuning.task must be one of {GLUE_TASKS}, got '
+    if self.task not in TASKS:
+      raise ValueError(f'finetuning.task must be one of {TASKS}, got '
                        f'{self.task!r}.')
     if self.train_batch_size <= 0 or self.num_epochs <= 0:
       raise ValueError('finetuning.train_batch_size and num_epochs must be '
@@ -53,3 +71,37 @@ class FinetuningSchedule:
 
   def warmup_steps(self, num_train_examples: int) -> int:
     return int(self.warmup_fraction * self.train_steps(num_train_examples))
+
+  def steps_per_epoch(self, num_train_examples: int) -> int:
+    return math.ceil(num_train_examples / self.train_batch_size)
+
+
+@gin.configurable('run_protocol')
+@dataclasses.dataclass(frozen=True)
+class RunProtocol:
+  """How a paper reports fine-tuning over seeds.
+
+  Attributes:
+    num_runs: fine-tuning runs (seeds 0 .. num_runs - 1) per task.
+    aggregation: how the runs' scores become the reported one ('max',
+      'median' or 'mean'; mean and std are always printed beside it).
+    selection: which evaluation of a run counts: 'best' over the evaluations
+      at the end of every epoch, or 'last'.
+    stsb_metric: the correlation reported for STS-B ('spearman', 'pearson'
+      or 'corr', their mean).
+  """
+  num_runs: int = 1
+  aggregation: str = 'mean'
+  selection: str = 'last'
+  stsb_metric: str = 'spearman'
+
+  def __post_init__(self):
+    if self.num_runs < 1:
+      raise ValueError(f'run_protocol.num_runs must be >= 1, got '
+                       f'{self.num_runs}.')
+    if self.aggregation not in AGGREGATIONS:
+      raise ValueError(f'run_protocol.aggregation must be one of '
+                       f'{AGGREGATIONS}, got {self.aggregation!r}.')
+    if self.selection not in SELECTIONS:
+      raise ValueError(f'run_protocol.selection must be one of {SELECTIONS}, '
+                       f'got {self.selection!r}.')

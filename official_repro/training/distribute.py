@@ -8,6 +8,7 @@ accelerators, which is how the multi-replica tests run.
 
 from typing import Optional
 
+from absl import flags
 import tensorflow as tf
 
 from official.common import distribute_utils
@@ -72,3 +73,23 @@ def get_strategy(name: str,
     split_cpu(num_cpu_devices)
   return tf.distribute.MirroredStrategy(
       devices=[f'/cpu:{i}' for i in range(max(1, num_cpu_devices))])
+
+
+def define_flags() -> None:
+  """Defines --strategy, --tpu, --num_gpus and --num_cpu_devices."""
+  flags.DEFINE_enum('strategy', 'one_device', list(STRATEGIES),
+                    'Distribution strategy.')
+  flags.DEFINE_string('tpu', '', 'TPU name or address for --strategy=tpu '
+                      "('local' on a Cloud TPU VM).")
+  flags.DEFINE_integer('num_gpus', 0, 'GPUs for --strategy=mirrored '
+                       '(0: all visible).')
+  flags.DEFINE_integer('num_cpu_devices', 1,
+                       'Logical CPU devices for --strategy=mirrored on a host '
+                       'without GPUs.')
+
+
+def strategy_from_flags() -> tf.distribute.Strategy:
+  """The strategy the flags of `define_flags` ask for."""
+  return get_strategy(flags.FLAGS.strategy, tpu_address=flags.FLAGS.tpu,
+                      num_gpus=flags.FLAGS.num_gpus,
+                      num_cpu_devices=flags.FLAGS.num_cpu_devices)

@@ -28,6 +28,7 @@ from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
 from official.modeling import performance
+from official_repro.data import records
 from official_repro.optimization import optimizer_config
 from official_repro.training import export
 from official_repro.training import gin_utils
@@ -200,9 +201,13 @@ def run(params: cfg.ExperimentConfig,
   global_step = int(trainer.global_step.numpy())
   exported = None
   if 'train' in mode:
+    metadata = records.load_metadata(params.task.train_data.input_path)
     exported = export.export_encoder(
         trainer.model, _encoder_config(params.task.model).as_dict(),
-        model_dir, global_step)
+        model_dir, global_step,
+        vocab_file=os.path.join(params.task.train_data.input_path,
+                                metadata['vocab_file']),
+        lower_case=metadata['lower_case'])
   return dict(
       global_step=global_step,
       exported_encoder=exported,

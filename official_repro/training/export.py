@@ -4,24 +4,31 @@ The pretrainers expose the network kept for fine-tuning as
 `checkpoint_items['encoder']` (ELECTRA: the discriminator; masked LM: the
 encoder). It is written as `tf.train.Checkpoint(encoder=...)`, the layout
 Model Garden's fine-tuning tasks restore from `init_checkpoint`, together
-with the `EncoderConfig` that rebuilds it. For the BERT backbone the
+with the `EncoderConfig` that rebuilds it and the tokenizer it was trained
+with (`vocab.txt` and `tokenizer.json` holding `lower_case`), so that
+fine-tuning needs nothing but this directory
+(`official_repro.modeling.networks.pretrained`). For the BERT backbone the
 checkpoint loads into the `BertEncoder` that Model Garden builds from
 `encoders.to_model_garden_config(config)`.
 """
 
 import json
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import tensorflow as tf
 import tf_keras
 
 ENCODER_SUBDIR = 'encoder'
 ENCODER_CONFIG_FILENAME = 'encoder_config.json'
+VOCAB_FILENAME = 'vocab.txt'
+TOKENIZER_FILENAME = 'tokenizer.json'
 
 
 def export_encoder(model: tf_keras.Model, encoder_config: Dict[str, Any],
-                   model_dir: str, step: int) -> str:
+                   model_dir: str, step: int,
+                   vocab_file: Optional[str] = None,
+                   lower_case: Optional[bool] = None) -> str:
   """Writes `model_dir/encoder/encoder-<step>` and the encoder's config.
 
   Args:
@@ -29,6 +36,9 @@ def export_encoder(model: tf_keras.Model, encoder_config: Dict[str, Any],
     encoder_config: `EncoderConfig.as_dict()` of that encoder.
     model_dir: the run's directory.
     step: the global step, used in the checkpoint name.
+    vocab_file: the vocabulary the encoder was trained with; copied beside
+      the checkpoint when given.
+    lower_case: whether that vocabulary's tokenizer lower-cases.
 
   Returns:
     The checkpoint path (prefix).
@@ -37,8 +47,18 @@ def export_encoder(model: tf_keras.Model, encoder_config: Dict[str, Any],
   tf.io.gfile.makedirs(export_dir)
   checkpoint = tf.train.Checkpoint(encoder=model.checkpoint_items['encoder'])
   path = checkpoint.write(os.path.join(export_dir, f'encoder-{step}'))
-  config_path = os.path.join(export_dir, ENCODER_CONFIG_FILENAME)
-  with tf.io.gfile.GFile(config_path + '.tmp', 'w') as f:
-    json.dump(encoder_config, f, indent=2, sort_keys=True)
-  tf.io.gfile.rename(config_path + '.tmp', config_path, overwrite=True)
+  _write_json(os.path.join(export_dir, ENCODER_CONFIG_FILENAME),
+              encoder_config)
+  if vocab_file:
+    tf.io.gfile.copy(vocab_file, os.path.join(export_dir, VOCAB_FILENAME),
+                     overwrite=True)
+    _write_json(os.path.join(export_dir, TOKENIZER_FILENAME),
+                dict(vocab_file=VOCAB_FILENAME, lower_case=bool(lower_case)))
   return path
+
+
+def _write_json(path: str, content: Dict[str, Any]) -> None:
+  """Writes `content` to `path` atomically (temporary file, then rename)."""
+  with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
+    json.dump(content, f, indent=2, sort_keys=True)
+  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)

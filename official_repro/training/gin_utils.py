@@ -18,6 +18,9 @@ _CONFIGURABLE_MODULES = (
     'official_repro.tasks.electra',
     'official_repro.tasks.finetuning_schedule',
     'official_repro.tasks.masked_lm',
+    'official_repro.tasks.pos_tagging',
+    'official_repro.tasks.race',
+    'official_repro.tasks.squad',
     'official_repro.training.experiment',
 )
 

@@ -1,0 +1,450 @@
+"""GLUE readers and BERT-style feature conversion for fine-tuning.
+
+Reads the standard GLUE TSV layout, `<glue_dir>/<DIR>/<split>.tsv`, of the
+eight tasks that the reproduced papers report: CoLA, SST-2, MRPC, STS-B, QQP,
+MNLI, QNLI and RTE. WNLI is left out on purpose, as in BERT, ELECTRA and the
+papers reproduced here (TEAMS averages "all 8 tasks"): the GLUE FAQ notes that
+its dev set is adversarial, so fine-tuned models score below the majority
+baseline and the number says nothing. Only the labelled `train` and dev splits
+are read; MNLI's dev splits are `dev_matched` and `dev_mismatched`, every other
+task has `dev`. Test files carry no labels and are out of scope.
+
+The files follow a few quirks that the reader handles explicitly:
+
+* CoLA has no header; columns are found by position (label 1, sentence 3).
+  Every other file has a header and columns are found by name, so extra
+  columns (MNLI has a dozen) do not matter.
+* Quote characters are plain text (`csv.QUOTE_NONE`): MRPC and STS-B contain
+  sentences with an unmatched `"` that a quoting CSV parser would merge with
+  the following lines. Lines are split on `\\n` only and fields on `\\t` only.
+* A UTF-8 byte-order mark (MRPC's header starts with one) and CRLF line
+  endings are accepted in any file.
+
+Rows that cannot be used (wrong number of columns, an empty sentence, a line
+that is not UTF-8) are skipped, counted in a `ReadReport` with their 1-based
+line numbers and logged. A label outside the task's label set, or an STS-B
+score that is not a number in [0, 5], is a data error that would silently bias
+the metric, so it stops reading with `GlueLabelError`.
+
+`convert_examples_to_features` builds `[CLS] a [SEP] (b [SEP])` sequences with
+BERT's longest-first truncation of sentence pairs, using the Model Garden
+encoder input names.
+"""
+
+import dataclasses
+import math
+import os
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+from absl import logging
+import numpy as np
+
+_BOM = '\ufeff'
+_MAX_LINES_IN_SUMMARY = 5
+
+ColumnKey = Union[str, int]
+Label = Union[int, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueTaskSpec:
+  """What a GLUE task is and where its files are.
+
+  Attributes:
+    name: the short task name used throughout the repository, e.g. 'sst2'.
+    directory: the task's folder under the GLUE root, e.g. 'SST-2'.
+    label_list: the label strings as written in the files; a label's id is its
+      index here. Empty for the regression task STS-B.
+    is_regression: True for STS-B, whose label is a float score in [0, 5].
+    dev_splits: the labelled evaluation splits, ('dev',) or MNLI's
+      ('dev_matched', 'dev_mismatched').
+    headline_metric: the metric a paper's GLUE table shows for the task
+      ('mcc' for CoLA, 'spearman' for STS-B, 'accuracy' otherwise).
+  """
+  name: str
+  directory: str
+  label_list: Tuple[str, ...]
+  is_regression: bool
+  dev_splits: Tuple[str, ...]
+  headline_metric: str
+
+  @property
+  def splits(self) -> Tuple[str, ...]:
+    """All splits the reader accepts: 'train' and the dev splits."""
+    return ('train',) + self.dev_splits
+
+
+_BINARY = ('0', '1')
+_ENTAILMENT = ('entailment', 'not_entailment')
+
+GLUE_TASKS: Dict[str, GlueTaskSpec] = {
+    spec.name: spec for spec in (
+        GlueTaskSpec('cola', 'CoLA', _BINARY, False, ('dev',), 'mcc'),
+        GlueTaskSpec('sst2', 'SST-2', _BINARY, False, ('dev',), 'accuracy'),
+        GlueTaskSpec('mrpc', 'MRPC', _BINARY, False, ('dev',), 'accuracy'),
+        GlueTaskSpec('stsb', 'STS-B', (), True, ('dev',), 'spearman'),
+        GlueTaskSpec('qqp', 'QQP', _BINARY, False, ('dev',), 'accuracy'),
+        GlueTaskSpec('mnli', 'MNLI',
+                     ('contradiction', 'entailment', 'neutral'), False,
+                     ('dev_matched', 'dev_mismatched'), 'accuracy'),
+        GlueTaskSpec('qnli', 'QNLI', _ENTAILMENT, False, ('dev',),
+                     'accuracy'),
+        GlueTaskSpec('rte', 'RTE', _ENTAILMENT, False, ('dev',), 'accuracy'),
+    )
+}
+
+STSB_SCORE_RANGE = (0.0, 5.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Columns:
+  """Where a task's fields are: header names, or positions when headerless.
+
+  `num_columns` is the column count every data row must have: given for a
+  headerless layout, taken from the header otherwise.
+  """
+  text_a: ColumnKey
+  text_b: Optional[ColumnKey]
+  label: ColumnKey
+  num_columns: Optional[int] = None
+
+  @property
+  def has_header(self) -> bool:
+    return isinstance(self.text_a, str)
+
+
+_COLUMNS: Dict[str, _Columns] = {
+    'cola': _Columns(text_a=3, text_b=None, label=1, num_columns=4),
+    'sst2': _Columns('sentence', None, 'label'),
+    'mrpc': _Columns('#1 String', '#2 String', 'Quality'),
+    'stsb': _Columns('sentence1', 'sentence2', 'score'),
+    'qqp': _Columns('question1', 'question2', 'is_duplicate'),
+    'mnli': _Columns('sentence1', 'sentence2', 'gold_label'),
+    'qnli': _Columns('question', 'sentence', 'label'),
+    'rte': _Columns('sentence1', 'sentence2', 'label'),
+}
+
+
+class GlueLabelError(ValueError):
+  """A label outside the task's label set (or an invalid STS-B score)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueExample:
+  """One labelled GLUE example.
+
+  Attributes:
+    guid: '<task>-<split>-<i>', `i` the 0-based index of the data row in the
+      file (header excluded, skipped rows included), e.g. 'rte-train-17'.
+    text_a: the first (or only) sentence, verbatim.
+    text_b: the second sentence for pair tasks, None for CoLA and SST-2.
+    label: index into the task's `label_list`, or the float score for STS-B.
+    line_number: the 1-based line of the row in its file.
+  """
+  guid: str
+  text_a: str
+  text_b: Optional[str]
+  label: Label
+  line_number: int
+
+
+@dataclasses.dataclass
+class ReadReport:
+  """What reading one GLUE file produced.
+
+  Attributes:
+    path: the file read.
+    num_rows: data rows seen (the header excluded).
+    num_examples: rows turned into examples.
+    malformed: (1-based line number, reason) of every skipped row.
+  """
+  path: str
+  num_rows: int = 0
+  num_examples: int = 0
+  malformed: List[Tuple[int, str]] = dataclasses.field(default_factory=list)
+
+  @property
+  def num_malformed(self) -> int:
+    return len(self.malformed)
+
+  def summary(self) -> str:
+    """One line with the counts and the first few skipped lines."""
+    text = (f'{self.path}: {self.num_examples} examples from {self.num_rows} '
+            f'rows, {self.num_malformed} malformed rows skipped')
+    if self.malformed:
+      shown = '; '.join(f'line {line}: {reason}' for line, reason in
+                        self.malformed[:_MAX_LINES_IN_SUMMARY])
+      more = len(self.malformed) - _MAX_LINES_IN_SUMMARY
+      text += f' ({shown}{f"; and {more} more" if more > 0 else ""})'
+    return text
+
+
+def get_task_spec(task: str) -> GlueTaskSpec:
+  """The spec of `task`; ValueError listing the valid names if unknown."""
+  if task not in GLUE_TASKS:
+    raise ValueError(f'Unknown GLUE task {task!r}; expected one of '
+                     f'{sorted(GLUE_TASKS)} (WNLI is not supported).')
+  return GLUE_TASKS[task]
+
+
+def glue_file_path(glue_dir: str, task: str, split: str) -> str:
+  """`<glue_dir>/<DIR>/<split>.tsv`, after checking the task and split."""
+  spec = get_task_spec(task)
+  if split not in spec.splits:
+    raise ValueError(f'Unknown split {split!r} for GLUE task {task!r}; '
+                     f'expected one of {list(spec.splits)}.')
+  return os.path.join(glue_dir, spec.directory, f'{split}.tsv')
+
+
+def read_examples(glue_dir: str, task: str,
+                  split: str) -> Tuple[List[GlueExample], ReadReport]:
+  """Reads the labelled examples of one GLUE split.
+
+  Args:
+    glue_dir: the GLUE root holding one folder per task (CoLA, SST-2, ...).
+    task: one of `GLUE_TASKS`.
+    split: 'train' or one of the task's `dev_splits`.
+
+  Returns:
+    The examples in file order, and a report with the row counts and the
+    line numbers of skipped malformed rows.
+
+  Raises:
+    ValueError: unknown task or split, or a header without the needed columns.
+    FileNotFoundError: the split's file does not exist.
+    GlueLabelError: a label outside the task's label set, or an STS-B score
+      that is not a finite number in [0, 5]; the message names file and line.
+  """
+  spec = get_task_spec(task)
+  path = glue_file_path(glue_dir, task, split)
+  if not os.path.isfile(path):
+    raise FileNotFoundError(
+        f'GLUE file {path} not found (expected {spec.directory}/{split}.tsv '
+        f'under {glue_dir}).')
+  columns = _COLUMNS[task]
+  report = ReadReport(path=path)
+  examples = []
+  indices = None
+  for line_number, line in _read_lines(path):
+    if indices is None:
+      indices = _column_indices(columns, line, path)
+      if columns.has_header:
+        continue
+    row_index = report.num_rows
+    report.num_rows += 1
+    if line is None:
+      report.malformed.append((line_number, 'not valid UTF-8'))
+      continue
+    fields = line.split('\t')
+    problem = _row_problem(fields, indices, columns)
+    if problem:
+      report.malformed.append((line_number, problem))
+      continue
+    text_b = None if columns.text_b is None else fields[indices.text_b]
+    examples.append(GlueExample(
+        guid=f'{task}-{split}-{row_index}',
+        text_a=fields[indices.text_a],
+        text_b=text_b,
+        label=_parse_label(fields[indices.label], spec, path, line_number),
+        line_number=line_number))
+  if indices is None:
+    raise ValueError(f'GLUE file {path} is empty.')
+  report.num_examples = len(examples)
+  if report.malformed:
+    logging.warning('GLUE %s/%s: %s', task, split, report.summary())
+  else:
+    logging.info('GLUE %s/%s: %s', task, split, report.summary())
+  return examples, report
+
+
+def _read_lines(path: str) -> Iterator[Tuple[int, Optional[str]]]:
+  """Yields (1-based line number, text without line ending or BOM).
+
+  Splits on '\\n' only (a stray '\\r' inside a field stays text) and drops one
+  trailing '\\r' (CRLF files). The text is None for a line that is not UTF-8.
+  """
+  with open(path, 'rb') as f:
+    for line_number, raw in enumerate(f, start=1):
+      raw = raw[:-1] if raw.endswith(b'\n') else raw
+      raw = raw[:-1] if raw.endswith(b'\r') else raw
+      try:
+        line = raw.decode('utf-8')
+      except UnicodeDecodeError:
+        yield line_number, None
+        continue
+      if line_number == 1 and line.startswith(_BOM):
+        line = line[len(_BOM):]
+      yield line_number, line
+
+
+def _column_indices(columns: _Columns, first_line: Optional[str],
+                    path: str) -> _Columns:
+  """Column positions: by position, or looked up in the header line."""
+  if not columns.has_header:
+    return columns
+  header = (first_line or '').split('\t')
+  wanted = [name for name in (columns.text_a, columns.text_b, columns.label)
+            if name is not None]
+  missing = [name for name in wanted if name not in header]
+  if missing:
+    raise ValueError(f'{path}, line 1: header lacks columns {missing}; '
+                     f'expected {wanted} among the tab-separated header, '
+                     f'found {header}.')
+  return _Columns(
+      text_a=header.index(columns.text_a),
+      text_b=(None if columns.text_b is None
+              else header.index(columns.text_b)),
+      label=header.index(columns.label),
+      num_columns=len(header))
+
+
+def _row_problem(fields: Sequence[str], indices: _Columns,
+                 columns: _Columns) -> Optional[str]:
+  """Why a row cannot be used, or None if it can."""
+  if len(fields) != indices.num_columns:
+    return (f'expected {indices.num_columns} tab-separated columns, found '
+            f'{len(fields)}')
+  text_keys = [('text_a', columns.text_a), ('text_b', columns.text_b)]
+  for attribute, name in text_keys:
+    if name is not None and not fields[getattr(indices, attribute)].strip():
+      column = name if isinstance(name, str) else f'column {name}'
+      return f'empty text in {column}'
+  return None
+
+
+def _parse_label(value: str, spec: GlueTaskSpec, path: str,
+                 line_number: int) -> Label:
+  """The label id (or STS-B score) of a row's label field."""
+  value = value.strip()
+  if spec.is_regression:
+    low, high = STSB_SCORE_RANGE
+    try:
+      score = float(value)
+    except ValueError:
+      score = math.nan
+    if not (math.isfinite(score) and low <= score <= high):
+      raise GlueLabelError(
+          f'{path}, line {line_number}: {spec.name} score {value!r} is not a '
+          f'number in [{low}, {high}].')
+    return score
+  if value not in spec.label_list:
+    raise GlueLabelError(
+        f'{path}, line {line_number}: {spec.name} label {value!r} is not one '
+        f'of {list(spec.label_list)}.')
+  return spec.label_list.index(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureReport:
+  """Counts from `convert_examples_to_features`.
+
+  Attributes:
+    num_examples: examples converted (one feature each).
+    num_truncated: examples that lost tokens to fit `max_seq_length`.
+  """
+  num_examples: int
+  num_truncated: int
+
+
+def convert_examples_to_features(
+    examples: Sequence[GlueExample], tokenizer,
+    max_seq_length: int) -> Tuple[Dict[str, np.ndarray], FeatureReport]:
+  """Tokenizes examples into fixed-length BERT inputs.
+
+  A single sentence becomes `[CLS] a [SEP]`, a pair `[CLS] a [SEP] b [SEP]`,
+  then [PAD] up to `max_seq_length`. Type ids are 0 for [CLS], a and its
+  [SEP], 1 for b and its [SEP], 0 for padding. A pair that is too long loses
+  tokens from the end of the currently longer sentence, one at a time (b on a
+  tie), as in BERT; a single sentence is cut at the end.
+
+  Args:
+    examples: N examples, all classification (int labels) or all regression
+      (float labels); the label dtype follows.
+    tokenizer: an `official.nlp.tools.tokenization.FullTokenizer`-like object
+      with `tokenize`, `convert_tokens_to_ids` and a `vocab` dict holding
+      '[CLS]', '[SEP]' and '[PAD]'.
+    max_seq_length: sequence length L, at least 3.
+
+  Returns:
+    features: a dict of
+      `input_word_ids`: int32 [N, L] token ids;
+      `input_mask`: int32 [N, L], 1 for real tokens, 0 for padding;
+      `input_type_ids`: int32 [N, L] segment ids;
+      `label_ids`: int32 [N] class ids, or float32 [N] STS-B scores.
+    report: how many examples were converted and how many truncated.
+
+  Raises:
+    ValueError: no examples, mixed int and float labels, `max_seq_length` < 3,
+      or a special token missing from the vocabulary.
+  """
+  if not examples:
+    raise ValueError('No examples to convert.')
+  if max_seq_length < 3:
+    raise ValueError(f'max_seq_length must be >= 3 to hold [CLS] and two '
+                     f'[SEP], got {max_seq_length}.')
+  label_dtype = _label_dtype(examples)
+  cls_id, sep_id, pad_id = _special_ids(tokenizer.vocab)
+  num = len(examples)
+  word_ids = np.full((num, max_seq_length), pad_id, np.int32)
+  mask = np.zeros((num, max_seq_length), np.int32)
+  type_ids = np.zeros((num, max_seq_length), np.int32)
+  num_truncated = 0
+  for row, example in enumerate(examples):
+    tokens_a = tokenizer.tokenize(example.text_a)
+    tokens_b = (None if example.text_b is None
+                else tokenizer.tokenize(example.text_b))
+    truncated = _truncate(tokens_a, tokens_b, max_seq_length)
+    num_truncated += int(truncated)
+    ids = [cls_id] + tokenizer.convert_tokens_to_ids(tokens_a) + [sep_id]
+    segments = [0] * len(ids)
+    if tokens_b is not None:
+      ids_b = tokenizer.convert_tokens_to_ids(tokens_b) + [sep_id]
+      ids += ids_b
+      segments += [1] * len(ids_b)
+    word_ids[row, :len(ids)] = ids
+    mask[row, :len(ids)] = 1
+    type_ids[row, :len(ids)] = segments
+  features = dict(
+      input_word_ids=word_ids,
+      input_mask=mask,
+      input_type_ids=type_ids,
+      label_ids=np.array([example.label for example in examples], label_dtype),
+  )
+  report = FeatureReport(num_examples=num, num_truncated=num_truncated)
+  logging.info('Converted %d GLUE examples to length %d; %d truncated.', num,
+               max_seq_length, num_truncated)
+  return features, report
+
+
+def _label_dtype(examples: Sequence[GlueExample]) -> type:
+  """int32 for class ids, float32 for scores; ValueError when mixed."""
+  kinds = {isinstance(example.label, float) for example in examples}
+  if len(kinds) > 1:
+    raise ValueError('Examples mix int (classification) and float '
+                     '(regression) labels.')
+  return np.float32 if kinds.pop() else np.int32
+
+
+def _special_ids(vocab) -> Tuple[int, int, int]:
+  """Ids of [CLS], [SEP] and [PAD], looked up in the vocabulary."""
+  names = ('[CLS]', '[SEP]', '[PAD]')
+  missing = [name for name in names if name not in vocab]
+  if missing:
+    raise ValueError(f'Tokenizer vocabulary lacks {missing}.')
+  return tuple(vocab[name] for name in names)
+
+
+def _truncate(tokens_a: List[str], tokens_b: Optional[List[str]],
+              max_seq_length: int) -> bool:
+  """Cuts the token lists in place to fit; returns whether any were cut."""
+  if tokens_b is None:
+    budget = max_seq_length - 2
+    truncated = len(tokens_a) > budget
+    del tokens_a[budget:]
+    return truncated
+  budget = max_seq_length - 3
+  truncated = len(tokens_a) + len(tokens_b) > budget
+  while len(tokens_a) + len(tokens_b) > budget:
+    longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+    longer.pop()
+  return truncated

@@ -1,0 +1,600 @@
+"""Penn Treebank POS tagging: file readers, label list, features, accuracy.
+
+Paper 001 fine-tunes BERT as a word-level tagger: every encoder output goes
+through a per-token classifier (or a CRF), and
+
+  * a word's POS tag is the label of its FIRST WordPiece; its other pieces get
+    the extra label '##' (`CONTINUATION_LABEL`);
+  * [CLS], [SEP] and [PAD] get the extra label 'PAD' (`PAD_LABEL`);
+  * loss and accuracy are averaged over word-initial pieces only
+    (`label_weights`), so accuracy is per word, as usual for POS tagging.
+
+Two input formats are read into `TaggedSentence`s:
+
+  * 'conll': one token per line, fields separated by spaces or tabs. The
+    word is the FIRST field and, by default, the tag is the LAST
+    (`word TAG`, `word CHUNK TAG`, ...); other columns are ignored. CoNLL-2000
+    and CoNLL-2003 files (`word POS CHUNK [NER]`) put the POS tag in the
+    second field: read them with `conll_tag_column=1`. Blank lines separate
+    sentences; `-DOCSTART-` lines are skipped and end a sentence.
+  * 'treebank': the tagged Penn Treebank (`.pos`) files. Tokens `word/TAG`
+    are separated by whitespace and may span several lines; a sentence ends
+    at a blank line or a separator line of '=' characters. The standalone
+    chunk brackets `[` and `]` are ignored. A token splits at its LAST
+    unescaped '/', and `\\/` in the word is unescaped (`1\\/2/CD` is the word
+    `1/2` with tag CD).
+
+In both formats an ambiguous tag such as `NN|JJ` keeps its first alternative
+(`NN`); these are counted in the `ReadReport`. Malformed lines (a conll line
+with too few fields) and tokens (a treebank token without an unescaped '/')
+are skipped and reported with their 1-based line numbers; reading fails only
+when no sentence at all could be read.
+
+Sentences longer than `max_seq_length - 2` pieces are split at word boundaries
+into consecutive features rather than truncated, so that every word is scored
+exactly once.
+"""
+
+import dataclasses
+import re
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+CONTINUATION_LABEL = '##'
+PAD_LABEL = 'PAD'
+DOCSTART = '-DOCSTART-'
+FILE_FORMATS = ('auto', 'conll', 'treebank')
+
+_CHUNK_BRACKETS = ('[', ']')
+# The word is everything up to the last '/' that is not escaped as '\/'.
+_TREEBANK_TOKEN = re.compile(r'^(.*[^\\])/([^/]+)$')
+_MAX_LINES_TO_DETECT_FORMAT = 100
+_MAX_LOGGED_PROBLEMS = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggedSentence:
+  """One sentence with a POS tag per word.
+
+  Attributes:
+    words: the words, untokenized.
+    tags: the tag of each word, as long as `words`.
+    line_number: 1-based line of the sentence's first word in its file.
+    path: the file the sentence was read from ('' if not read from a file);
+      used in error messages.
+  """
+  words: Tuple[str, ...]
+  tags: Tuple[str, ...]
+  line_number: int
+  path: str = ''
+
+  def __post_init__(self):
+    if len(self.words) != len(self.tags):
+      raise ValueError(
+          f'{self.location}: {len(self.words)} words but {len(self.tags)} '
+          'tags; expected one tag per word.')
+
+  @property
+  def location(self) -> str:
+    """'path line N' (or 'line N'), for error messages."""
+    prefix = f'{self.path} ' if self.path else ''
+    return f'{prefix}line {self.line_number}'
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadReport:
+  """What `read_tagged_sentences` read and skipped.
+
+  Attributes:
+    path: the file read.
+    file_format: the format used, 'conll' or 'treebank' (resolved if 'auto').
+    num_sentences: sentences returned.
+    num_words: words in them.
+    num_docstart_lines: `-DOCSTART-` lines skipped.
+    num_ambiguous_tags: `A|B` tags reduced to their first alternative `A`.
+    malformed: `(line_number, description)` of each skipped conll line or
+      treebank token; line numbers are 1-based.
+  """
+  path: str
+  file_format: str
+  num_sentences: int
+  num_words: int
+  num_docstart_lines: int
+  num_ambiguous_tags: int
+  malformed: Tuple[Tuple[int, str], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureReport:
+  """What `convert_to_features` produced.
+
+  Attributes:
+    num_sentences: sentences converted.
+    num_words: words in them; each has weight 1 in exactly one feature.
+    num_features: rows of the feature arrays.
+    num_split_sentences: sentences longer than `max_seq_length - 2` pieces,
+      continued over several features.
+    num_empty_words: words the tokenizer turned into no piece at all (e.g. a
+      control character), fed to the model as one [UNK] piece.
+    num_truncated_words: words with more pieces than fit in one feature; their
+      trailing continuation pieces (label '##', weight 0) are dropped.
+  """
+  num_sentences: int
+  num_words: int
+  num_features: int
+  num_split_sentences: int
+  num_empty_words: int
+  num_truncated_words: int
+
+
+def read_tagged_sentences(
+    path: str,
+    file_format: str = 'auto',
+    conll_tag_column: int = -1) -> Tuple[List[TaggedSentence], ReadReport]:
+  """Reads POS-tagged sentences from a conll-style or tagged-treebank file.
+
+  Args:
+    path: the file (anything `tf.io.gfile` opens), UTF-8, LF or CRLF lines.
+    file_format: 'conll', 'treebank' or 'auto'. 'auto' picks 'treebank' if the
+      file has '=====' separator lines or if most of its first 100 content
+      lines end in a `word/TAG` token, and 'conll' otherwise (a conll tag
+      never contains '/').
+    conll_tag_column: 0-based (or negative, from the end) field holding the
+      tag in the 'conll' format; -1 is the last field. Never 0 (the word).
+
+  Returns:
+    The sentences in file order, and a report of what was read and skipped.
+
+  Raises:
+    FileNotFoundError: `path` does not exist.
+    ValueError: unknown `file_format`, `conll_tag_column` 0, a line that is
+      not UTF-8, or no
+      sentence could be read (empty file, or every line malformed).
+  """
+  if file_format not in FILE_FORMATS:
+    raise ValueError(
+        f'file_format must be one of {FILE_FORMATS}, got {file_format!r}.')
+  if conll_tag_column == 0:
+    raise ValueError('conll_tag_column must not be 0, the word column.')
+  lines = _read_lines(path)
+  if file_format == 'auto':
+    file_format = _detect_format(lines)
+  parser = _TaggedFileParser(path)
+  if file_format == 'conll':
+    parser.parse_conll(lines, conll_tag_column)
+  else:
+    parser.parse_treebank(lines)
+  report = parser.report(file_format)
+  if not parser.sentences:
+    if report.malformed:
+      line_number, description = report.malformed[0]
+      raise ValueError(
+          f'{path}: no tagged sentence could be read as {file_format}; all '
+          f'{len(report.malformed)} tagged lines/tokens are malformed, the '
+          f'first at line {line_number}: {description}')
+    raise ValueError(f'{path}: no tagged sentence found; the file is empty.')
+  _log_read_report(report)
+  return parser.sentences, report
+
+
+def build_label_list(sentences: Iterable[TaggedSentence]) -> Tuple[str, ...]:
+  """The classifier's labels: 'PAD', '##', then the sorted tag set.
+
+  'PAD' is at index 0 so that zero-filled label arrays mean padding.
+
+  Args:
+    sentences: the sentences whose tags make the tag set (normally the
+      training set; dev/test tags outside it are errors in
+      `convert_to_features`).
+
+  Returns:
+    `(PAD_LABEL, CONTINUATION_LABEL, *sorted(tags))`.
+
+  Raises:
+    ValueError: no tags at all, or a word is tagged with a reserved label.
+  """
+  tags = set()
+  for sentence in sentences:
+    for tag in sentence.tags:
+      if tag in (PAD_LABEL, CONTINUATION_LABEL):
+        raise ValueError(
+            f'{sentence.location}: tag {tag!r} is reserved for the extra '
+            f'labels {PAD_LABEL!r} and {CONTINUATION_LABEL!r}.')
+      tags.add(tag)
+  if not tags:
+    raise ValueError('build_label_list needs at least one tagged word.')
+  return (PAD_LABEL, CONTINUATION_LABEL) + tuple(sorted(tags))
+
+
+def convert_to_features(
+    sentences: Sequence[TaggedSentence],
+    tokenizer,
+    label_list: Sequence[str],
+    max_seq_length: int) -> Tuple[Dict[str, np.ndarray], FeatureReport]:
+  """Tokenizes tagged sentences into `[CLS] pieces [SEP] [PAD]...` features.
+
+  A sentence whose pieces do not fit in `max_seq_length - 2` positions is cut
+  between words into as many features as needed, each with its own [CLS] and
+  [SEP] (the later parts see no left context). A single word with more pieces
+  than that keeps its first `max_seq_length - 2` pieces.
+
+  Args:
+    sentences: the tagged sentences.
+    tokenizer: a `FullTokenizer`-like object (`tokenize`,
+      `convert_tokens_to_ids`, `vocab`) whose vocab has [CLS], [SEP], [PAD]
+      and [UNK].
+    label_list: the labels, e.g. from `build_label_list`; must contain
+      `PAD_LABEL` and `CONTINUATION_LABEL`.
+    max_seq_length: length of each feature, >= 3.
+
+  Returns:
+    A dict of arrays of shape `[num_features, max_seq_length]`:
+      `input_word_ids`: int32 token ids;
+      `input_mask`: int32, 1 for [CLS], pieces and [SEP], 0 for [PAD];
+      `input_type_ids`: int32 zeros (one segment);
+      `label_ids`: int32 index into `label_list`: the word's tag on its first
+        piece, '##' on its other pieces, 'PAD' on [CLS], [SEP] and [PAD];
+      `label_weights`: float32, 1.0 on word-initial pieces only;
+    and a report of the conversion.
+
+  Raises:
+    ValueError: `max_seq_length` < 3, a bad `label_list`, a vocab without the
+      special tokens, or a word whose tag is not in `label_list` (naming the
+      sentence's file and line).
+  """
+  if max_seq_length < 3:
+    raise ValueError(f'max_seq_length must be >= 3 ([CLS] word [SEP]), got '
+                     f'{max_seq_length}.')
+  label_ids = _label_ids(label_list)
+  special_ids = _special_token_ids(tokenizer.vocab)
+  capacity = max_seq_length - 2
+  rows = []
+  counts = dict(num_words=0, num_split_sentences=0, num_empty_words=0,
+                num_truncated_words=0)
+  for sentence in sentences:
+    words = _encode_words(sentence, tokenizer, label_ids, capacity, counts)
+    counts['num_words'] += len(words)
+    chunks = _chunk_words([len(ids) for ids, _ in words], capacity)
+    if len(chunks) > 1:
+      counts['num_split_sentences'] += 1
+    for start, end in chunks:
+      rows.append(_encode_row(words[start:end], special_ids, label_ids,
+                              max_seq_length))
+  features = _stack_rows(rows, max_seq_length)
+  report = FeatureReport(num_sentences=len(sentences),
+                         num_features=len(rows), **counts)
+  _log_feature_report(report)
+  return features, report
+
+
+def tagging_accuracy(predicted_label_ids: np.ndarray, label_ids: np.ndarray,
+                     label_weights: np.ndarray) -> float:
+  """Fraction of words whose first piece is predicted correctly.
+
+  Args:
+    predicted_label_ids: int `[num_features, seq_length]` predicted labels.
+    label_ids: int `[num_features, seq_length]` gold labels.
+    label_weights: float `[num_features, seq_length]`, 1 on word-initial
+      pieces, 0 elsewhere (as from `convert_to_features`).
+
+  Returns:
+    `sum(weights * (predicted == gold)) / sum(weights)`.
+
+  Raises:
+    ValueError: the shapes differ or the weights sum to 0.
+  """
+  predicted = np.asarray(predicted_label_ids)
+  gold = np.asarray(label_ids)
+  weights = np.asarray(label_weights, dtype=np.float64)
+  if not predicted.shape == gold.shape == weights.shape:
+    raise ValueError(
+        f'predicted_label_ids {predicted.shape}, label_ids {gold.shape} and '
+        f'label_weights {weights.shape} must have the same shape.')
+  total = weights.sum()
+  if total <= 0:
+    raise ValueError('label_weights sum to 0: there is no word to score.')
+  return float((weights * (predicted == gold)).sum() / total)
+
+
+class _TaggedFileParser:
+  """Accumulates sentences, counts and malformed entries while parsing."""
+
+  def __init__(self, path: str):
+    self._path = path
+    self.sentences: List[TaggedSentence] = []
+    self._words: List[str] = []
+    self._tags: List[str] = []
+    self._first_line = 0
+    self._num_docstart_lines = 0
+    self._num_ambiguous_tags = 0
+    self._malformed: List[Tuple[int, str]] = []
+
+  def parse_conll(self, lines: Sequence[str], tag_column: int):
+    """One word per line; blank and -DOCSTART- lines end sentences."""
+    min_fields = tag_column + 1 if tag_column > 0 else 1 - tag_column
+    for line_number, line in enumerate(lines, start=1):
+      fields = line.split()
+      if not fields or self._is_docstart(fields):
+        self._end_sentence()
+      elif len(fields) < min_fields:
+        self._malformed.append(
+            (line_number, f'expected the word and a tag in field '
+                          f'{tag_column} ({min_fields} or more whitespace-'
+                          f'separated fields), got {line.strip()!r}'))
+      else:
+        self._add_word(line_number, fields[0], fields[tag_column])
+    self._end_sentence()
+
+  def parse_treebank(self, lines: Sequence[str]):
+    """`word/TAG` tokens; blank and '=====' lines end sentences."""
+    for line_number, line in enumerate(lines, start=1):
+      tokens = line.split()
+      if (not tokens or _is_treebank_separator(line) or
+          self._is_docstart(tokens)):
+        self._end_sentence()
+        continue
+      for token in tokens:
+        if token in _CHUNK_BRACKETS:
+          continue
+        word_and_tag = _split_treebank_token(token)
+        if word_and_tag is None:
+          self._malformed.append(
+              (line_number, f'expected word/TAG, got token {token!r}'))
+        else:
+          self._add_word(line_number, *word_and_tag)
+    self._end_sentence()
+
+  def _is_docstart(self, fields: Sequence[str]) -> bool:
+    if fields[0] != DOCSTART:
+      return False
+    self._num_docstart_lines += 1
+    return True
+
+  def _add_word(self, line_number: int, word: str, tag: str):
+    if '|' in tag and tag.split('|')[0]:
+      tag = tag.split('|')[0]
+      self._num_ambiguous_tags += 1
+    if not self._words:
+      self._first_line = line_number
+    self._words.append(word)
+    self._tags.append(tag)
+
+  def _end_sentence(self):
+    if self._words:
+      self.sentences.append(TaggedSentence(
+          words=tuple(self._words), tags=tuple(self._tags),
+          line_number=self._first_line, path=self._path))
+    self._words, self._tags = [], []
+
+  def report(self, file_format: str) -> ReadReport:
+    return ReadReport(
+        path=self._path, file_format=file_format,
+        num_sentences=len(self.sentences),
+        num_words=sum(len(s.words) for s in self.sentences),
+        num_docstart_lines=self._num_docstart_lines,
+        num_ambiguous_tags=self._num_ambiguous_tags,
+        malformed=tuple(self._malformed))
+
+
+def _read_lines(path: str) -> List[str]:
+  """The file's lines without line endings (LF or CRLF), decoded as UTF-8."""
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f'POS tagging file not found: {path}')
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    data = f.read()
+  if data.startswith(b'\xef\xbb\xbf'):
+    data = data[3:]
+  lines = []
+  for line_number, raw_line in enumerate(data.split(b'\n'), start=1):
+    try:
+      lines.append(raw_line.decode('utf-8').rstrip('\r'))
+    except UnicodeDecodeError as e:
+      raise ValueError(f'{path} line {line_number}: not valid UTF-8 '
+                       f'({e.reason} at byte {e.start}).') from e
+  return lines
+
+
+def _detect_format(lines: Sequence[str]) -> str:
+  """'treebank' or 'conll', from separators and content lines' last token."""
+  treebank_votes = conll_votes = 0
+  for line in lines:
+    tokens = [t for t in line.split() if t not in _CHUNK_BRACKETS]
+    if not tokens or tokens[0] == DOCSTART:
+      continue
+    if _is_treebank_separator(line):
+      return 'treebank'
+    if _split_treebank_token(tokens[-1]) is None:
+      conll_votes += 1
+    else:
+      treebank_votes += 1
+    if treebank_votes + conll_votes >= _MAX_LINES_TO_DETECT_FORMAT:
+      break
+  return 'treebank' if treebank_votes > conll_votes else 'conll'
+
+
+def _is_treebank_separator(line: str) -> bool:
+  stripped = line.strip()
+  return len(stripped) >= 3 and set(stripped) == {'='}
+
+
+def _split_treebank_token(token: str) -> Optional[Tuple[str, str]]:
+  """`word/TAG` -> (unescaped word, TAG); None if there is no such split."""
+  match = _TREEBANK_TOKEN.match(token)
+  if match is None:
+    return None
+  return match.group(1).replace('\\/', '/'), match.group(2)
+
+
+def _label_ids(label_list: Sequence[str]) -> Dict[str, int]:
+  """label -> index, checking the extra labels are there and no duplicates."""
+  label_ids = {}
+  for index, label in enumerate(label_list):
+    if label in label_ids:
+      raise ValueError(f'label_list has {label!r} twice (at '
+                       f'{label_ids[label]} and {index}).')
+    label_ids[label] = index
+  for label in (PAD_LABEL, CONTINUATION_LABEL):
+    if label not in label_ids:
+      raise ValueError(f'label_list lacks the extra label {label!r}; build it '
+                       'with build_label_list.')
+  return label_ids
+
+
+def _tag_id(label_ids: Mapping[str, int], sentence: TaggedSentence,
+            word_index: int, tag: str) -> int:
+  """The label id of a word's tag; unknown and reserved tags are errors."""
+  if tag in label_ids and tag not in (PAD_LABEL, CONTINUATION_LABEL):
+    return label_ids[tag]
+  raise ValueError(
+      f'{sentence.location} (sentence starting there), word '
+      f'{word_index + 1} {sentence.words[word_index]!r}: tag {tag!r} is not '
+      f'a POS tag of label_list ({len(label_ids) - 2} tags from the training '
+      'data); rebuild the label list from all splits or fix the file.')
+
+
+def _special_token_ids(vocab: Mapping[str, int]) -> Dict[str, int]:
+  tokens = ('[CLS]', '[SEP]', '[PAD]', '[UNK]')
+  missing = [t for t in tokens if t not in vocab]
+  if missing:
+    raise ValueError(f'The tokenizer vocab lacks {missing}; expected all of '
+                     f'{list(tokens)}.')
+  return {t: vocab[t] for t in tokens}
+
+
+def _encode_words(sentence: TaggedSentence, tokenizer,
+                  label_ids: Mapping[str, int], capacity: int,
+                  counts: Dict[str, int]) -> List[Tuple[List[int], int]]:
+  """`(piece ids, tag label id)` of each word of a sentence.
+
+  Args:
+    sentence: the sentence.
+    tokenizer: a `FullTokenizer`-like tokenizer.
+    label_ids: label -> label id.
+    capacity: most pieces a word may keep.
+    counts: `num_empty_words` and `num_truncated_words` are incremented here.
+
+  Returns:
+    One entry per word; a word the tokenizer deletes becomes [UNK].
+  """
+  words = []
+  for index, (word, tag) in enumerate(zip(sentence.words, sentence.tags)):
+    pieces = tokenizer.tokenize(word)
+    if not pieces:
+      pieces = ['[UNK]']
+      counts['num_empty_words'] += 1
+    if len(pieces) > capacity:
+      pieces = pieces[:capacity]
+      counts['num_truncated_words'] += 1
+    words.append((tokenizer.convert_tokens_to_ids(pieces),
+                  _tag_id(label_ids, sentence, index, tag)))
+  return words
+
+
+def _chunk_words(piece_counts: Sequence[int],
+                 capacity: int) -> List[Tuple[int, int]]:
+  """Greedy `[start, end)` word ranges whose pieces fit in `capacity`.
+
+  Args:
+    piece_counts: pieces of each word, each in `[1, capacity]`.
+    capacity: pieces per feature.
+
+  Returns:
+    Consecutive ranges covering every word once (one empty range for an
+    empty sentence).
+  """
+  chunks = []
+  start, used = 0, 0
+  for index, count in enumerate(piece_counts):
+    if used + count > capacity:
+      chunks.append((start, index))
+      start, used = index, 0
+    used += count
+  chunks.append((start, len(piece_counts)))
+  return chunks
+
+
+def _encode_row(words: Sequence[Tuple[List[int], int]],
+                special_ids: Mapping[str, int], label_ids: Mapping[str, int],
+                max_seq_length: int) -> Dict[str, list]:
+  """One feature: `[CLS] pieces [SEP] [PAD]...` with its labels and weights.
+
+  Args:
+    words: `(piece ids, tag label id)` of each word; the pieces fit.
+    special_ids: ids of [CLS], [SEP] and [PAD].
+    label_ids: label -> label id, with 'PAD' and '##'.
+    max_seq_length: the row length.
+
+  Returns:
+    Lists `input_word_ids`, `label_ids` and `label_weights` of length
+    `max_seq_length`, and `length`, the number of real tokens.
+  """
+  pad_label = label_ids[PAD_LABEL]
+  continuation_label = label_ids[CONTINUATION_LABEL]
+  token_ids = [special_ids['[CLS]']]
+  labels = [pad_label]
+  weights = [0.0]
+  for piece_ids, tag_id in words:
+    token_ids.extend(piece_ids)
+    labels.extend([tag_id] + [continuation_label] * (len(piece_ids) - 1))
+    weights.extend([1.0] + [0.0] * (len(piece_ids) - 1))
+  token_ids.append(special_ids['[SEP]'])
+  labels.append(pad_label)
+  weights.append(0.0)
+  length = len(token_ids)
+  padding = max_seq_length - length
+  return dict(input_word_ids=token_ids + [special_ids['[PAD]']] * padding,
+              label_ids=labels + [pad_label] * padding,
+              label_weights=weights + [0.0] * padding,
+              length=length)
+
+
+def _stack_rows(rows: Sequence[Dict[str, list]],
+                max_seq_length: int) -> Dict[str, np.ndarray]:
+  """`[num_features, max_seq_length]` arrays from `_encode_row` outputs."""
+  lengths = np.array([row['length'] for row in rows], dtype=np.int32)
+  input_mask = (np.arange(max_seq_length)[None, :] <
+                lengths.reshape(-1, 1)).astype(np.int32)
+
+  def stack(key, dtype):
+    return np.array([row[key] for row in rows],
+                    dtype=dtype).reshape(-1, max_seq_length)
+
+  return dict(
+      input_word_ids=stack('input_word_ids', np.int32),
+      input_mask=input_mask,
+      input_type_ids=np.zeros_like(input_mask),
+      label_ids=stack('label_ids', np.int32),
+      label_weights=stack('label_weights', np.float32))
+
+
+def _log_read_report(report: ReadReport):
+  logging.info(
+      'Read %d sentences, %d words from %s (%s format); skipped %d '
+      '-DOCSTART- lines; %d ambiguous tags reduced to their first '
+      'alternative.', report.num_sentences, report.num_words, report.path,
+      report.file_format, report.num_docstart_lines,
+      report.num_ambiguous_tags)
+  if report.malformed:
+    examples = '; '.join(f'line {line_number}: {description}'
+                         for line_number, description
+                         in report.malformed[:_MAX_LOGGED_PROBLEMS])
+    logging.warning('%s: skipped %d malformed lines/tokens, e.g. %s',
+                    report.path, len(report.malformed), examples)
+
+
+def _log_feature_report(report: FeatureReport):
+  logging.info('Converted %d sentences (%d words) into %d features.',
+               report.num_sentences, report.num_words, report.num_features)
+  if report.num_split_sentences:
+    logging.info('%d sentences were longer than one feature and continue in '
+                 'the next.', report.num_split_sentences)
+  if report.num_empty_words:
+    logging.warning('%d words tokenized to no piece and were fed as [UNK].',
+                    report.num_empty_words)
+  if report.num_truncated_words:
+    logging.warning('%d words had more pieces than fit in a feature; their '
+                    'extra continuation pieces were dropped.',
+                    report.num_truncated_words)

@@ -1,0 +1,593 @@
+"""SQuAD 1.1 / 2.0 reading, windowed feature conversion and answer extraction.
+
+Model Garden's `official.nlp.data.squad_lib` is the reference implementation and
+does the heavy lifting here:
+
+* `convert_examples_to_features` tokenizes the question (truncated to
+  `max_query_length`) and the context, cuts the context into overlapping
+  windows `doc_stride` WordPieces apart, aligns the character-level answer with
+  WordPieces, and labels a training window that does not contain the answer
+  (or an impossible question) with position 0, the [CLS] token.
+* `postprocess_output` runs the n-best span search over all windows of a
+  question and maps the best span back to the original context words.
+
+This module wraps them so that they fit the rest of the harness:
+
+* `read_examples` re-implements the JSON reader. Model Garden's raises a bare
+  `KeyError` on a malformed file and silently drops training questions whose
+  answer text cannot be found at `answer_start`. Here a malformed file fails
+  with the path and the JSON location, and dropped questions are counted and
+  listed in a `ReadReport`.
+* `convert_to_features` returns numpy arrays under the encoder input names
+  instead of writing TFRecords, pads with the vocabulary's [PAD] id (Model
+  Garden pads with 0), and never adds Model Garden's duplicated evaluation
+  padding features.
+* `extract_answers` returns predictions in memory (Model Garden's
+  `write_predictions` only writes files) and leaves the SQuAD 2.0 null-score
+  threshold to the caller, who tunes it on dev.
+"""
+
+import dataclasses
+import json
+import math
+from typing import (Any, Dict, Iterator, List, Mapping, NamedTuple, Optional,
+                    Sequence, Tuple, Type, Union)
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from official.nlp.data import squad_lib
+from official.nlp.tools import tokenization
+
+SquadExample = squad_lib.SquadExample
+
+# Characters that separate context words (Model Garden's set: ASCII whitespace
+# plus the narrow no-break space U+202F).
+_WHITESPACE = frozenset(' \t\r\n\u202f')
+_SPECIAL_TOKENS = ('[CLS]', '[SEP]', '[PAD]')
+_MAX_LOGGED_IDS = 10
+# What Model Garden's `postprocess_output` returns when no span is valid.
+_NO_SPAN_PLACEHOLDER = 'empty'
+
+
+@dataclasses.dataclass
+class ReadReport:
+  """What `read_examples` read from a file and what it skipped.
+
+  Attributes:
+    path: the SQuAD JSON file.
+    num_questions: question entries in the file.
+    num_impossible: questions marked `is_impossible` (SQuAD 2.0).
+    mismatched_answer_ids: ids of training questions skipped because their
+      answer text is not found in the context at `answer_start`.
+  """
+  path: str
+  num_questions: int = 0
+  num_impossible: int = 0
+  mismatched_answer_ids: List[str] = dataclasses.field(default_factory=list)
+
+  @property
+  def num_skipped(self) -> int:
+    return len(self.mismatched_answer_ids)
+
+  @property
+  def num_examples(self) -> int:
+    return self.num_questions - self.num_skipped
+
+
+class QuestionEntry(NamedTuple):
+  """One question of a SQuAD JSON file with where it was found.
+
+  Attributes:
+    qid: the question id.
+    source: the file path, or a description of an in-memory dataset.
+    json_path: e.g. `data[0].paragraphs[2].qas[1]`.
+    paragraph: the paragraph object holding the question.
+    qa: the question object.
+  """
+  qid: str
+  source: str
+  json_path: str
+  paragraph: Dict[str, Any]
+  qa: Dict[str, Any]
+
+  def where(self, suffix: str = '') -> str:
+    """`'<source>: <json_path><suffix> (question id ...)'` for messages."""
+    return f'{self.source}: {self.json_path}{suffix} (question id {self.qid!r})'
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureMetadata:
+  """What answer extraction needs to know about one window (feature).
+
+  The attribute names are those of Model Garden's `squad_lib.InputFeatures`, so
+  these objects can be passed to `squad_lib.postprocess_output`.
+
+  Attributes:
+    unique_id: id of the feature, unique within one `convert_to_features` call.
+    example_index: index of the example in the list given to
+      `convert_to_features`.
+    doc_span_index: index of this window among the example's windows.
+    tokens: the WordPieces of the window, `[CLS] question [SEP] context [SEP]`.
+    token_to_orig_map: window position -> index of the whitespace-separated
+      context word (`example.doc_tokens`) the WordPiece comes from; only context
+      positions are keys.
+    token_is_max_context: window position -> whether this window gives the
+      token its largest context (the min of left and right context) among all
+      windows containing it.
+  """
+  unique_id: int
+  example_index: int
+  doc_span_index: int
+  tokens: List[str]
+  token_to_orig_map: Dict[int, int]
+  token_is_max_context: Dict[int, bool]
+
+
+class _RawResult(NamedTuple):
+  """Model outputs for one feature, as `squad_lib.postprocess_output` wants."""
+  unique_id: int
+  start_logits: List[float]
+  end_logits: List[float]
+
+
+def required_field(obj: Any, key: str,
+                   expected_type: Union[Type[Any], Tuple[Type[Any], ...]],
+                   location: str) -> Any:
+  """Returns `obj[key]`, checking that `obj` is an object holding the type.
+
+  Args:
+    obj: a parsed JSON value expected to be an object (dict).
+    key: the required key.
+    expected_type: the type (or types) the value must have.
+    location: where `obj` is, used in error messages.
+
+  Raises:
+    ValueError: naming `location` if `obj` is not an object, lacks `key`, or
+      the value has the wrong type.
+  """
+  if not isinstance(obj, dict):
+    raise ValueError(
+        f'{location}: expected a JSON object, got {type(obj).__name__}.')
+  if key not in obj:
+    raise ValueError(f'{location}: missing key {key!r}.')
+  value = obj[key]
+  if not isinstance(value, expected_type):
+    raise ValueError(f'{location}: {key!r} must be {_type_names(expected_type)}'
+                     f', got {type(value).__name__}.')
+  return value
+
+
+def _type_names(
+    expected_type: Union[Type[Any], Tuple[Type[Any], ...]]) -> str:
+  types = expected_type if isinstance(expected_type, tuple) else (
+      expected_type,)
+  return ' or '.join(t.__name__ for t in types)
+
+
+def load_articles(path: str) -> List[Dict[str, Any]]:
+  """Reads a SQuAD JSON file and returns its `data` list of articles.
+
+  Args:
+    path: a local or `tf.io.gfile` path.
+
+  Raises:
+    FileNotFoundError: if `path` does not exist.
+    ValueError: if the file is not JSON (with its line and column) or has no
+      top-level `data` list.
+  """
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f'SQuAD file not found: {path}')
+  with tf.io.gfile.GFile(path, 'r') as f:
+    text = f.read()
+  try:
+    dataset = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise ValueError(
+        f'{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}.') from e
+  return articles_of(dataset, source=path)
+
+
+def articles_of(dataset: Any, source: str) -> List[Dict[str, Any]]:
+  """Returns the `data` list of a parsed SQuAD JSON object.
+
+  Args:
+    dataset: the parsed file, `{'version': ..., 'data': [article, ...]}`.
+    source: the file path or a description, used in error messages.
+
+  Raises:
+    ValueError: if `dataset` has no `data` list.
+  """
+  return required_field(dataset, 'data', list, f'{source}: top level')
+
+
+def iterate_questions(articles: Sequence[Any],
+                      source: str) -> Iterator[QuestionEntry]:
+  """Yields every question of a SQuAD `data` list, checking its structure.
+
+  Checks that each article has a `paragraphs` list, each paragraph a `qas`
+  list, and each question a string `id` not used before.
+
+  Args:
+    articles: the `data` list of a SQuAD JSON file.
+    source: the file path or a description, used in error messages.
+
+  Yields:
+    One `QuestionEntry` per question, in file order.
+
+  Raises:
+    ValueError: naming the JSON location of the first structural problem or
+      duplicated question id.
+  """
+  first_seen = {}
+  for a, article in enumerate(articles):
+    article_path = f'data[{a}]'
+    paragraphs = required_field(article, 'paragraphs', list,
+                                f'{source}: {article_path}')
+    for p, paragraph in enumerate(paragraphs):
+      paragraph_path = f'{article_path}.paragraphs[{p}]'
+      qas = required_field(paragraph, 'qas', list,
+                           f'{source}: {paragraph_path}')
+      for q, qa in enumerate(qas):
+        json_path = f'{paragraph_path}.qas[{q}]'
+        qid = required_field(qa, 'id', str, f'{source}: {json_path}')
+        if qid in first_seen:
+          raise ValueError(f'{source}: {json_path}: duplicate question id '
+                           f'{qid!r}, first used at {first_seen[qid]}.')
+        first_seen[qid] = json_path
+        yield QuestionEntry(qid, source, json_path, paragraph, qa)
+
+
+def _split_words(context: str) -> Tuple[List[str], List[int]]:
+  """Splits a context on whitespace, keeping the character -> word map.
+
+  Args:
+    context: the paragraph text.
+
+  Returns:
+    `(words, char_to_word)`: the whitespace-separated words and, for every
+    character of `context`, the index of the word it belongs to (whitespace
+    belongs to the preceding word, -1 before the first word).
+  """
+  words = []
+  char_to_word = []
+  after_whitespace = True
+  for char in context:
+    if char in _WHITESPACE:
+      after_whitespace = True
+    else:
+      if after_whitespace:
+        words.append(char)
+      else:
+        words[-1] += char
+      after_whitespace = False
+    char_to_word.append(len(words) - 1)
+  return words, char_to_word
+
+
+def _answer_word_span(answer_text: str, answer_start: int, words: List[str],
+                      char_to_word: List[int]) -> Optional[Tuple[int, int]]:
+  """Maps a character-level answer to context word indices, if it matches.
+
+  The answer matches when the context words covering characters
+  `[answer_start, answer_start + len(answer_text))` contain the answer text
+  with its whitespace collapsed, Model Garden's criterion.
+
+  Returns:
+    `(first_word, last_word)`, inclusive, or None if the answer is empty, out
+    of the context, or does not match.
+  """
+  end_char = answer_start + len(answer_text) - 1
+  if (not answer_text.strip() or answer_start < 0 or
+      end_char >= len(char_to_word)):
+    return None
+  first_word = max(char_to_word[answer_start], 0)
+  last_word = char_to_word[end_char]
+  covered = ' '.join(words[first_word:last_word + 1])
+  wanted = ' '.join(tokenization.whitespace_tokenize(answer_text))
+  return (first_word, last_word) if wanted in covered else None
+
+
+def read_examples(path: str, version_2_with_negative: bool,
+                  is_training: bool) -> Tuple[List[SquadExample], ReadReport]:
+  """Reads a SQuAD 1.1 or 2.0 JSON file into Model Garden `SquadExample`s.
+
+  The file layout is `data[] -> paragraphs[] -> {context, qas[]}`, each
+  question `{id, question, answers: [{text, answer_start}], is_impossible}`
+  (`is_impossible` only in SQuAD 2.0; missing means False).
+
+  For training, each answerable question needs an answer, and the first one is
+  used (the SQuAD train files have exactly one; Model Garden refuses more). Its
+  character offsets are mapped to whitespace-separated context words; a
+  question whose answer text is not found at `answer_start` is skipped and
+  its id recorded in the report, since training on it would teach a wrong
+  span. Impossible questions get positions -1 and answer text ''. For
+  evaluation every question is kept and answers are not read.
+
+  Args:
+    path: the JSON file.
+    version_2_with_negative: whether the file may contain unanswerable
+      (`is_impossible`) questions, i.e. is SQuAD 2.0.
+    is_training: whether to read answer positions for training.
+
+  Returns:
+    `(examples, report)`: one example per kept question, in file order, and
+    the counts of read and skipped questions.
+
+  Raises:
+    FileNotFoundError: if `path` does not exist.
+    ValueError: naming the path and JSON location, for invalid JSON, missing
+      keys or wrong types, duplicated ids, an empty context, an answerable
+      training question without answers, or an `is_impossible` question when
+      `version_2_with_negative` is False.
+  """
+  articles = load_articles(path)
+  report = ReadReport(path=path)
+  examples = []
+  current_paragraph, words, char_to_word = None, [], []
+  for entry in iterate_questions(articles, path):
+    if entry.paragraph is not current_paragraph:
+      current_paragraph = entry.paragraph
+      paragraph_location = f'{path}: {entry.json_path.rsplit(".", 1)[0]}'
+      context = required_field(entry.paragraph, 'context', str,
+                               paragraph_location)
+      words, char_to_word = _split_words(context)
+      if not words:
+        raise ValueError(f'{paragraph_location}: context is empty.')
+    report.num_questions += 1
+    question = required_field(entry.qa, 'question', str, entry.where())
+    is_impossible = entry.qa.get('is_impossible', False)
+    if not isinstance(is_impossible, bool):
+      raise ValueError(f"{entry.where()}: 'is_impossible' must be bool, got "
+                       f'{type(is_impossible).__name__}.')
+    if is_impossible and not version_2_with_negative:
+      raise ValueError(
+          f'{entry.where()}: question is marked is_impossible (SQuAD 2.0 '
+          'data) but the file is read with version_2_with_negative=False.')
+    report.num_impossible += int(is_impossible)
+    if not is_training:
+      examples.append(SquadExample(entry.qid, question, words))
+    elif is_impossible:
+      examples.append(SquadExample(
+          entry.qid, question, words, orig_answer_text='', start_position=-1,
+          end_position=-1, is_impossible=True))
+    else:
+      answers = required_field(entry.qa, 'answers', list, entry.where())
+      if not answers:
+        raise ValueError(f'{entry.where()}: an answerable training question '
+                         'needs at least one answer.')
+      answer_location = entry.where('.answers[0]')
+      answer_text = required_field(answers[0], 'text', str, answer_location)
+      answer_start = required_field(answers[0], 'answer_start', int,
+                                    answer_location)
+      span = _answer_word_span(answer_text, answer_start, words, char_to_word)
+      if span is None:
+        report.mismatched_answer_ids.append(entry.qid)
+        continue
+      examples.append(SquadExample(
+          entry.qid, question, words, orig_answer_text=answer_text,
+          start_position=span[0], end_position=span[1]))
+  _log_read_report(report)
+  return examples, report
+
+
+def _log_read_report(report: ReadReport) -> None:
+  logging.info('%s: read %d questions (%d impossible), kept %d examples.',
+               report.path, report.num_questions, report.num_impossible,
+               report.num_examples)
+  if report.num_skipped:
+    logging.warning(
+        '%s: skipped %d training questions whose answer text does not match '
+        'the context at answer_start; first ids: %s', report.path,
+        report.num_skipped,
+        ', '.join(report.mismatched_answer_ids[:_MAX_LOGGED_IDS]))
+
+
+def _check_window_sizes(max_seq_length: int, doc_stride: int,
+                        max_query_length: int) -> None:
+  if doc_stride < 1 or max_query_length < 1:
+    raise ValueError('doc_stride and max_query_length must be >= 1, got '
+                     f'{doc_stride} and {max_query_length}.')
+  if max_seq_length < max_query_length + 4:
+    raise ValueError(
+        f'max_seq_length {max_seq_length} leaves no room for context: it must '
+        'hold [CLS], the question (up to max_query_length = '
+        f'{max_query_length}), two [SEP] and at least one context WordPiece.')
+
+
+def convert_to_features(
+    examples: Sequence[SquadExample], tokenizer: Any, max_seq_length: int,
+    doc_stride: int, max_query_length: int, is_training: bool
+) -> Tuple[Dict[str, np.ndarray], List[FeatureMetadata]]:
+  """Tokenizes examples into fixed-length windows for a span-prediction model.
+
+  Each window is `[CLS] question [SEP] context-window [SEP] [PAD]...` with type
+  id 0 for `[CLS] question [SEP]` and 1 for the context and its `[SEP]`. A
+  context longer than `max_seq_length - len(question) - 3` WordPieces is cut
+  into windows starting `doc_stride` WordPieces apart (Model Garden's
+  `convert_examples_to_features`), so one example may give several features.
+
+  Args:
+    examples: from `read_examples` (with the same `is_training`).
+    tokenizer: a WordPiece tokenizer with the interface of Model Garden's
+      `FullTokenizer`; its vocab must hold [CLS], [SEP] and [PAD].
+    max_seq_length: length S of every window.
+    doc_stride: distance in WordPieces between the starts of adjacent windows.
+    max_query_length: questions are truncated to this many WordPieces.
+    is_training: whether to produce answer positions.
+
+  Returns:
+    `(features, metadata)`. `features` holds, for N windows:
+      `input_word_ids`: int32 `[N, S]` WordPiece ids, padded with [PAD]'s id;
+      `input_mask`: int32 `[N, S]`, 1 for real tokens, 0 for padding;
+      `input_type_ids`: int32 `[N, S]`, 0 for the question part, 1 for the
+        context part;
+    and, when `is_training`,
+      `start_positions`, `end_positions`: int32 `[N]`, window positions of the
+        first and last answer WordPiece; 0 ([CLS]) for an impossible question
+        or a window that does not contain the whole answer.
+    `metadata` holds one `FeatureMetadata` per window, in the same order, for
+    `extract_answers`.
+
+  Raises:
+    ValueError: if the window sizes leave no room for context, the vocab lacks
+      a special token, or an example's context has no WordPieces.
+  """
+  _check_window_sizes(max_seq_length, doc_stride, max_query_length)
+  missing = [token for token in _SPECIAL_TOKENS if token not in tokenizer.vocab]
+  if missing:
+    raise ValueError(f'The tokenizer vocab lacks the special tokens {missing}.')
+
+  mg_features = []
+
+  def collect(feature: squad_lib.InputFeatures, is_padding: bool = False):
+    # With batch_size=1 below Model Garden never emits padding features.
+    del is_padding
+    mg_features.append(feature)
+
+  squad_lib.convert_examples_to_features(
+      examples=examples, tokenizer=tokenizer, max_seq_length=max_seq_length,
+      doc_stride=doc_stride, max_query_length=max_query_length,
+      is_training=is_training, output_fn=collect, batch_size=1)
+
+  with_features = {feature.example_index for feature in mg_features}
+  without_features = [example.qas_id for index, example in enumerate(examples)
+                      if index not in with_features]
+  if without_features:
+    raise ValueError(
+        f'{len(without_features)} examples have no context WordPieces (the '
+        'tokenizer dropped every character); first ids: '
+        f'{without_features[:_MAX_LOGGED_IDS]}.')
+
+  def stack(name: str) -> np.ndarray:
+    rows = [getattr(feature, name) for feature in mg_features]
+    return np.array(rows, np.int32).reshape(len(rows), max_seq_length)
+
+  arrays = dict(input_word_ids=stack('input_ids'),
+                input_mask=stack('input_mask'),
+                input_type_ids=stack('segment_ids'))
+  arrays['input_word_ids'][arrays['input_mask'] == 0] = (
+      tokenizer.vocab['[PAD]'])
+  if is_training:
+    arrays['start_positions'] = np.array(
+        [feature.start_position for feature in mg_features], np.int32)
+    arrays['end_positions'] = np.array(
+        [feature.end_position for feature in mg_features], np.int32)
+    logging.info('%d training windows of %d are labelled [CLS] (impossible '
+                 'question or answer outside the window).',
+                 int(np.sum(arrays['start_positions'] == 0)), len(mg_features))
+  logging.info('Converted %d SQuAD examples into %d windows.', len(examples),
+               len(mg_features))
+  metadata = [
+      FeatureMetadata(
+          unique_id=feature.unique_id, example_index=feature.example_index,
+          doc_span_index=feature.doc_span_index, tokens=feature.tokens,
+          token_to_orig_map=feature.token_to_orig_map,
+          token_is_max_context=feature.token_is_max_context)
+      for feature in mg_features
+  ]
+  return arrays, metadata
+
+
+def extract_answers(
+    examples: Sequence[SquadExample],
+    features_metadata: Sequence[FeatureMetadata],
+    start_logits: np.ndarray,
+    end_logits: np.ndarray,
+    n_best_size: int = 20,
+    max_answer_length: int = 30,
+    version_2_with_negative: bool = False,
+    do_lower_case: bool = True) -> Tuple[Dict[str, str], Dict[str, float]]:
+  """Turns span logits into answer texts, one per question.
+
+  Uses Model Garden's `postprocess_output`: for every window of a question,
+  the `n_best_size` best start and end positions are paired; a pair is kept if
+  both lie in the context, the start is in its max-context window,
+  `start <= end` and the span has at most `max_answer_length` WordPieces. The
+  best pair by `start_logit + end_logit` over all windows is mapped back to the
+  original context characters (case and punctuation restored).
+
+  For SQuAD 2.0 the null score is `start_logits[0] + end_logits[0]` ([CLS]),
+  minimised over the question's windows, and `null_score_diffs[qid]` is the
+  null score minus the best span score. Predictions are the best non-null
+  spans; the caller predicts '' where the diff exceeds a threshold (see
+  `metrics.squad_metrics.apply_null_threshold`). A SQuAD 2.0 question with no
+  valid span gets '' and, as in Model Garden, its null score as the diff.
+
+  Args:
+    examples: the examples given to `convert_to_features`.
+    features_metadata: the metadata it returned, in order.
+    start_logits: float `[N, S]`, one row per feature.
+    end_logits: float `[N, S]`.
+    n_best_size: number of best start and end positions tried per window.
+    max_answer_length: longest answer, in WordPieces.
+    version_2_with_negative: whether to score the null answer.
+    do_lower_case: whether the tokenizer lower-cases, needed to align the
+      WordPiece span with the original text.
+
+  Returns:
+    `(predictions, null_score_diffs)`: question id -> answer text ('' where no
+    span is valid), and for SQuAD 2.0 question id -> null score diff (empty
+    for SQuAD 1.1).
+
+  Raises:
+    ValueError: if the logits do not have one row per feature and at least as
+      many columns as the longest window, a feature points outside
+      `examples`, or an example has no feature.
+  """
+  if n_best_size < 1 or max_answer_length < 1:
+    raise ValueError('n_best_size and max_answer_length must be >= 1, got '
+                     f'{n_best_size} and {max_answer_length}.')
+  start_logits = np.asarray(start_logits)
+  end_logits = np.asarray(end_logits)
+  longest_window = max((len(f.tokens) for f in features_metadata), default=0)
+  for name, logits in (('start_logits', start_logits),
+                       ('end_logits', end_logits)):
+    if (logits.ndim != 2 or logits.shape[0] != len(features_metadata) or
+        logits.shape[1] < longest_window):
+      raise ValueError(
+          f'{name} must be [num_features={len(features_metadata)}, '
+          f'seq_length>={longest_window}], got shape {logits.shape}.')
+  example_indices = {f.example_index for f in features_metadata}
+  if any(index < 0 or index >= len(examples) for index in example_indices):
+    raise ValueError('features_metadata refers to examples outside the '
+                     f'{len(examples)} given.')
+  without_features = [example.qas_id for index, example in enumerate(examples)
+                      if index not in example_indices]
+  if without_features:
+    raise ValueError(
+        f'{len(without_features)} examples have no feature (were features '
+        f'dropped?); first ids: {without_features[:_MAX_LOGGED_IDS]}.')
+
+  results = [
+      _RawResult(feature.unique_id, start.tolist(), end.tolist())
+      for feature, start, end in zip(features_metadata, start_logits,
+                                     end_logits)
+  ]
+  predictions, nbest, null_score_diffs = squad_lib.postprocess_output(
+      all_examples=examples, all_features=features_metadata,
+      all_results=results, n_best_size=n_best_size,
+      max_answer_length=max_answer_length, do_lower_case=do_lower_case,
+      version_2_with_negative=version_2_with_negative,
+      null_score_diff_threshold=math.inf)
+  no_span_ids = [qid for qid, entries in nbest.items()
+                 if _is_no_span_placeholder(entries)]
+  for qid in no_span_ids:
+    predictions[qid] = ''
+  if no_span_ids:
+    logging.warning('%d questions have no valid answer span; predicting "". '
+                    'First ids: %s', len(no_span_ids),
+                    ', '.join(no_span_ids[:_MAX_LOGGED_IDS]))
+  return (dict(predictions),
+          {qid: float(diff) for qid, diff in null_score_diffs.items()})
+
+
+def _is_no_span_placeholder(
+    nbest_entries: Sequence[Mapping[str, Any]]) -> bool:
+  """Whether Model Garden filled an empty SQuAD 1.1 n-best list with 'empty'."""
+  return (len(nbest_entries) == 1 and
+          nbest_entries[0]['text'] == _NO_SPAN_PLACEHOLDER and
+          nbest_entries[0]['start_logit'] == 0.0 and
+          nbest_entries[0]['end_logit'] == 0.0)
+

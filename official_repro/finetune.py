@@ -1,0 +1,94 @@
+r"""Fine-tunes a pretrained encoder on one task, over the paper's seeds.
+
+Usage:
+  python -m official_repro.finetune \
+    --gin_file=gin/finetune/001_ale/mrpc.gin \
+    --init_checkpoint=/tmp/electra_small/encoder \
+    --data_dir=/data/glue --model_dir=/tmp/ft/mrpc
+
+--init_checkpoint is an encoder exported by `official_repro.train` (the
+pretraining model_dir, its `encoder/` folder or one checkpoint in it: the
+architecture and vocabulary come with it), or any
+`tf.train.Checkpoint(encoder=...)` such as Model Garden's BERT checkpoints,
+whose architecture is then given with gin (`include 'gin/sizes/base.gin'`)
+and vocabulary with --vocab_file. --data_dir is the GLUE root (holding
+CoLA/, MRPC/, ...), the SQuAD folder (train-v1.1.json, dev-v1.1.json or the
+v2.0 pair), the RACE root (train/, dev/, test/) or the POS folder (train.txt,
+dev.txt). Seeds, the evaluation each run contributes and the aggregation
+follow gin `run_protocol`; a killed command resumes where it stopped.
+Results go to --model_dir/results.json and results.md and are printed with
+the operative gin config.
+"""
+
+import json
+import os
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+import gin
+
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
+from official_repro.tasks import finetuning_schedule
+from official_repro.training import distribute
+from official_repro.training import finetuning
+from official_repro.training import gin_utils
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_multi_string('gin_file', [], 'Gin config files, in order.')
+flags.DEFINE_multi_string('gin_param', [],
+                          'Gin bindings applied after the files.')
+flags.DEFINE_string('init_checkpoint', None,
+                    'Pretrained encoder (export folder, pretraining model_dir '
+                    'or checkpoint prefix). Empty: random initialization.')
+flags.DEFINE_string('vocab_file', None,
+                    'WordPiece vocabulary; default: the one exported with '
+                    '--init_checkpoint.')
+flags.DEFINE_string('data_dir', None, "The task's data folder.")
+flags.DEFINE_string('model_dir', None, 'Run folders and results.')
+flags.DEFINE_list('seeds', None,
+                  'Seeds to run instead of 0 .. run_protocol.num_runs - 1.')
+distribute.define_flags()
+
+
+def configured_encoder() -> pretrained.PretrainedEncoder:
+  """The encoder --init_checkpoint (or gin, for foreign checkpoints) names."""
+  try:
+    gin.query_parameter('encoder.hidden_size')
+    config = encoders.encoder_config()
+  except ValueError:  # No `encoder` bindings: the checkpoint must carry one.
+    config = None
+  return pretrained.resolve(FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file,
+                            config=config)
+
+
+def main(argv):
+  del argv
+  for name in ('gin_file', 'data_dir', 'model_dir'):
+    if not getattr(FLAGS, name):
+      raise app.UsageError(f'--{name} is required.')
+  strategy = distribute.strategy_from_flags()
+  gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
+  with gin.unlock_config():
+    schedule = finetuning_schedule.FinetuningSchedule()
+    protocol = finetuning_schedule.RunProtocol()
+    encoder = configured_encoder()
+  seeds = [int(seed) for seed in FLAGS.seeds] if FLAGS.seeds else None
+  results = finetuning.run(schedule, protocol, encoder, FLAGS.data_dir,
+                           FLAGS.model_dir, strategy, seeds=seeds)
+  gin_utils.save_config(FLAGS.model_dir, 'operative_config.gin',
+                        operative=True)
+  print(finetuning.results_table(results))
+  print(json.dumps({key: results[key] for key in
+                    ('task', 'score', 'summary', 'init_checkpoint')},
+                   indent=2, sort_keys=True))
+  print('Operative gin config:')
+  print(gin.operative_config_str())
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,249 @@
+"""GLUE dev-set metrics in plain numpy, and the GLUE average.
+
+The closed forms are written out rather than taken from sklearn or scipy so
+that the definitions a reported number depends on are visible here:
+
+* accuracy: the fraction of exact matches.
+* F1 of the positive class: `2 TP / (2 TP + FP + FN)`; 0 when there is no
+  positive prediction or label (sklearn's `zero_division` default).
+* Matthews correlation (binary):
+  `(TP TN - FP FN) / sqrt((TP + FP)(TP + FN)(TN + FP)(TN + FN))`; 0 when a
+  factor of the denominator is 0, as sklearn returns.
+* Pearson: covariance over the product of standard deviations; Spearman:
+  Pearson on ranks, tied values sharing the average of their ranks. A constant
+  input has no defined correlation; 0 is returned (scipy gives NaN), so that an
+  early evaluation of a model that predicts one score does not poison a mean.
+
+Per task (`task_metrics`): CoLA reports MCC, STS-B Pearson/Spearman, MRPC and
+QQP accuracy and F1, the rest accuracy. The GLUE score (`glue_average`) is the
+unweighted mean over the eight tasks with MNLI counted once, by its matched
+dev score, as in TEAMS ("the average of all 8 tasks") and ELECTRA.
+"""
+
+import math
+from typing import Dict, Mapping, Tuple
+
+import numpy as np
+
+from official_repro.data import glue
+
+GLUE_AVERAGE_TASKS: Tuple[str, ...] = ('cola', 'sst2', 'mrpc', 'stsb', 'qqp',
+                                       'mnli', 'qnli', 'rte')
+# Reported beside MNLI (matched) in tables but not part of the average.
+MNLI_MISMATCHED = 'mnli_mismatched'
+STSB_METRICS = ('pearson', 'spearman', 'corr')
+_F1_TASKS = ('mrpc', 'qqp')
+
+
+def _validate_pair(predictions, labels) -> Tuple[np.ndarray, np.ndarray]:
+  """Both as 1-D arrays of equal, non-zero length; ValueError otherwise."""
+  predictions = np.asarray(predictions)
+  labels = np.asarray(labels)
+  if predictions.ndim != 1 or labels.ndim != 1:
+    raise ValueError(f'Expected 1-D inputs, got shapes {predictions.shape} '
+                     f'and {labels.shape}.')
+  if predictions.shape != labels.shape:
+    raise ValueError(f'Inputs differ in length: {predictions.shape[0]} '
+                     f'predictions vs {labels.shape[0]} labels.')
+  if predictions.shape[0] == 0:
+    raise ValueError('Inputs are empty.')
+  return predictions, labels
+
+
+def _validate_binary(predictions, labels) -> Tuple[np.ndarray, np.ndarray]:
+  """Validated inputs whose values are all 0 or 1."""
+  predictions, labels = _validate_pair(predictions, labels)
+  for name, values in (('predictions', predictions), ('labels', labels)):
+    if not np.isin(values, (0, 1)).all():
+      raise ValueError(f'Binary {name} must be 0 or 1, got values '
+                       f'{sorted(set(np.unique(values).tolist()))}.')
+  return predictions.astype(np.int64), labels.astype(np.int64)
+
+
+def _validate_real(x, y) -> Tuple[np.ndarray, np.ndarray]:
+  """Validated float64 inputs, finite, with at least two values."""
+  x, y = _validate_pair(x, y)
+  x = x.astype(np.float64)
+  y = y.astype(np.float64)
+  if not (np.isfinite(x).all() and np.isfinite(y).all()):
+    raise ValueError('Correlation inputs contain NaN or infinite values.')
+  if x.shape[0] < 2:
+    raise ValueError('A correlation needs at least 2 values.')
+  return x, y
+
+
+def accuracy(predictions, labels) -> float:
+  """Fraction of `predictions` equal to `labels` (both int [N])."""
+  predictions, labels = _validate_pair(predictions, labels)
+  return float(np.mean(predictions == labels))
+
+
+def f1(predictions, labels, positive: int = 1) -> float:
+  """F1 score of class `positive`.
+
+  Args:
+    predictions: int [N] predicted class ids.
+    labels: int [N] true class ids.
+    positive: the class whose precision and recall are combined.
+
+  Returns:
+    `2 TP / (2 TP + FP + FN)`, 0.0 when that denominator is 0.
+  """
+  predictions, labels = _validate_pair(predictions, labels)
+  predicted = predictions == positive
+  actual = labels == positive
+  true_positives = np.sum(predicted & actual)
+  denominator = np.sum(predicted) + np.sum(actual)
+  return float(2 * true_positives / denominator) if denominator else 0.0
+
+
+def matthews_corrcoef(predictions, labels) -> float:
+  """Matthews correlation coefficient of binary (0/1) predictions.
+
+  Args:
+    predictions: int [N] of 0/1.
+    labels: int [N] of 0/1.
+
+  Returns:
+    MCC in [-1, 1]; 0.0 when the denominator is 0 (a constant prediction or
+    label vector).
+  """
+  predictions, labels = _validate_binary(predictions, labels)
+  # Python ints: the product of four counts overflows int64 past ~55k rows.
+  tp = int(np.sum((predictions == 1) & (labels == 1)))
+  tn = int(np.sum((predictions == 0) & (labels == 0)))
+  fp = int(np.sum((predictions == 1) & (labels == 0)))
+  fn = int(np.sum((predictions == 0) & (labels == 1)))
+  denominator = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+  if denominator == 0:
+    return 0.0
+  return (tp * tn - fp * fn) / math.sqrt(denominator)
+
+
+def pearson(x, y) -> float:
+  """Pearson correlation of float [N] `x` and `y` (0.0 if one is constant)."""
+  x, y = _validate_real(x, y)
+  return _pearson(x, y)
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+  x = x - x.mean()
+  y = y - y.mean()
+  denominator = np.sqrt(np.sum(x * x) * np.sum(y * y))
+  if denominator == 0:
+    return 0.0
+  return float(np.sum(x * y) / denominator)
+
+
+def rank_average_ties(values: np.ndarray) -> np.ndarray:
+  """1-based ranks of float [N] `values`, tied values sharing their mean rank.
+
+  For example [10, 20, 20, 30] gets ranks [1, 2.5, 2.5, 4].
+  """
+  _, inverse, counts = np.unique(values, return_inverse=True,
+                                 return_counts=True)
+  last_rank = np.cumsum(counts)
+  first_rank = last_rank - counts + 1
+  return ((first_rank + last_rank) / 2.0)[inverse.reshape(-1)]
+
+
+def spearman(x, y) -> float:
+  """Spearman rank correlation of float [N] `x` and `y`, average ranks for ties.
+  """
+  x, y = _validate_real(x, y)
+  return _pearson(rank_average_ties(x), rank_average_ties(y))
+
+
+def task_metrics(task: str, predictions, labels) -> Dict[str, float]:
+  """All dev metrics of one GLUE task.
+
+  Args:
+    task: a name in `glue.GLUE_TASKS`.
+    predictions: [N] predicted class ids, or float scores for 'stsb'.
+    labels: [N] true class ids, or float scores for 'stsb'.
+
+  Returns:
+    cola: {'mcc', 'accuracy'}; stsb: {'pearson', 'spearman', 'corr'} (corr the
+    mean of both); mrpc, qqp: {'accuracy', 'f1', 'acc_and_f1'} (the mean of
+    both); other tasks: {'accuracy'}.
+  """
+  glue.get_task_spec(task)
+  if task == 'stsb':
+    scores = dict(pearson=pearson(predictions, labels),
+                  spearman=spearman(predictions, labels))
+    scores['corr'] = (scores['pearson'] + scores['spearman']) / 2.0
+    return scores
+  scores = dict(accuracy=accuracy(predictions, labels))
+  if task == 'cola':
+    scores['mcc'] = matthews_corrcoef(predictions, labels)
+  elif task in _F1_TASKS:
+    scores['f1'] = f1(predictions, labels)
+    scores['acc_and_f1'] = (scores['accuracy'] + scores['f1']) / 2.0
+  return scores
+
+
+def headline_score(task: str, metrics: Mapping[str, float],
+                   stsb_metric: str = 'spearman',
+                   use_f1: bool = False) -> float:
+  """The single number a paper's GLUE table shows for `task`.
+
+  Args:
+    task: a name in `glue.GLUE_TASKS`.
+    metrics: the task's metrics, as from `task_metrics`.
+    stsb_metric: which of `STSB_METRICS` stands for STS-B (TEAMS and ELECTRA
+      report Spearman).
+    use_f1: report F1 instead of accuracy for MRPC and QQP.
+
+  Returns:
+    cola: 'mcc'; stsb: `stsb_metric`; mrpc, qqp: 'f1' if `use_f1` else
+    'accuracy'; other tasks: 'accuracy'.
+
+  Raises:
+    ValueError: unknown task or `stsb_metric`, or the metric is not in
+      `metrics`.
+  """
+  glue.get_task_spec(task)
+  if stsb_metric not in STSB_METRICS:
+    raise ValueError(f'stsb_metric must be one of {STSB_METRICS}, got '
+                     f'{stsb_metric!r}.')
+  if task == 'cola':
+    key = 'mcc'
+  elif task == 'stsb':
+    key = stsb_metric
+  elif task in _F1_TASKS and use_f1:
+    key = 'f1'
+  else:
+    key = 'accuracy'
+  if key not in metrics:
+    raise ValueError(f'Metrics of {task} lack {key!r}; got {sorted(metrics)}.')
+  return float(metrics[key])
+
+
+def glue_average(scores: Mapping[str, float],
+                 require_all: bool = False) -> float:
+  """The GLUE score: the mean of per-task headline scores.
+
+  Args:
+    scores: headline score per task name in `GLUE_AVERAGE_TASKS`; 'mnli' is
+      the matched dev score. A 'mnli_mismatched' entry may be present and is
+      not averaged, so MNLI counts once.
+    require_all: demand all eight tasks instead of averaging those present.
+
+  Returns:
+    The unweighted mean, on the scale of the inputs.
+
+  Raises:
+    ValueError: an unknown task name, no task score at all, or (with
+      `require_all`) a missing task.
+  """
+  unknown = sorted(set(scores) - set(GLUE_AVERAGE_TASKS) - {MNLI_MISMATCHED})
+  if unknown:
+    raise ValueError(f'Unknown GLUE tasks {unknown}; expected names in '
+                     f'{list(GLUE_AVERAGE_TASKS)} (or {MNLI_MISMATCHED!r}).')
+  present = [task for task in GLUE_AVERAGE_TASKS if task in scores]
+  missing = [task for task in GLUE_AVERAGE_TASKS if task not in scores]
+  if require_all and missing:
+    raise ValueError(f'GLUE average needs all 8 tasks; missing {missing}.')
+  if not present:
+    raise ValueError('No GLUE task scores to average.')
+  return float(np.mean([scores[task] for task in present]))

@@ -1,0 +1,1 @@
+"""Reusable Keras layers for fine-tuning heads (linear-chain CRF)."""

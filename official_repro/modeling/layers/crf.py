@@ -1,0 +1,286 @@
+"""Linear-chain conditional random field (CRF) over per-token potentials.
+
+Paper 001 optionally replaces the per-token softmax of its POS tagger with a
+CRF that learns a tag-transition matrix. TensorFlow Addons, which used to
+provide one, is end-of-life, so this module implements the layer on plain
+TensorFlow ops.
+
+For one sequence of length `L >= 1` with unary potentials `x[t, k]` (e.g. the
+tagger's logits) the score of a tag path `y_0 .. y_{L-1}` is
+
+    score(y) = start[y_0] + sum_t x[t, y_t]
+               + sum_{t >= 1} transitions[y_{t-1}, y_t] + end[y_{L-1}]
+
+and its probability is `exp(score(y) - log Z)`, with `log Z` the log-sum-exp
+of the scores of all `num_tags ** L` paths, computed by the forward algorithm.
+
+Conventions shared by every method:
+  * `mask` is `[batch, seq_length]` (bool, int or float; nonzero = part of the
+    sequence) and must be left-aligned and contiguous: a sequence of length `L`
+    occupies positions `0 .. L-1`. This is assumed, not checked. `mask=None`
+    means every position is part of the sequence.
+  * A sequence of length 0 is the empty path with probability 1: its score,
+    `log Z`, log-likelihood and best score are all 0 (never NaN), and all its
+    decoded tags are 0.
+  * Tags at masked-out positions are ignored (they may hold any value, e.g. a
+    padding label or -1).
+  * Computation runs in the layer's variable dtype (float32 by default), even
+    under a mixed-precision policy: the layer does not autocast, and
+    potentials are cast up, because log-sum-exp over long sequences loses
+    precision in 16-bit floats.
+  * The time recursions use `tf.scan`, so everything works inside
+    `tf.function` with unknown batch size and sequence length, and compiles
+    with XLA. The static sequence length must be at least 1.
+"""
+
+from typing import Optional, Tuple
+
+import tensorflow as tf
+import tf_keras
+
+
+def _time_major(potentials: tf.Tensor, mask: tf.Tensor
+                ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+  """Scan inputs: `[seq, batch, tags]` potentials, `[seq, batch]` mask, and
+  a `[seq]` flag that is True at position 0.
+
+  Scanning over every position (rather than positions 1.. after an explicit
+  first step) keeps the scans non-empty, which graph mode needs to stack
+  their outputs when the batch size is unknown and the length is 1.
+  """
+  is_first = tf.equal(tf.range(tf.shape(potentials)[1]), 0)
+  return (tf.transpose(potentials, [1, 0, 2]), tf.transpose(mask), is_first)
+
+
+@tf_keras.utils.register_keras_serializable(package='official_repro')
+class CRF(tf_keras.layers.Layer):
+  """Linear-chain CRF; calling it Viterbi-decodes `[batch, seq, tags]` logits.
+
+  Attributes:
+    transitions: `[num_tags, num_tags]` variable; `transitions[i, j]` is the
+      score of tag `i` at position `t - 1` followed by tag `j` at position `t`.
+    start_transitions: `[num_tags]` variable; the score of starting a sequence
+      with each tag (added at position 0).
+    end_transitions: `[num_tags]` variable; the score of ending a sequence with
+      each tag (added at position `L - 1`).
+
+  All three are initialised from a truncated normal with standard deviation
+  `initializer_range` (0.02, the BERT initializer range): small enough that
+  at the start of fine-tuning the CRF decodes like the per-token argmax of the
+  logits, while the random values break symmetry between tags.
+  """
+
+  def __init__(self, num_tags: int, initializer_range: float = 0.02,
+               **kwargs):
+    """Creates the layer and its variables.
+
+    Args:
+      num_tags: size of the tag set, the last dimension of the potentials.
+      initializer_range: stddev of the truncated-normal initializer of the
+        transition scores.
+      **kwargs: passed to `tf_keras.layers.Layer`.
+
+    Raises:
+      ValueError: `num_tags` < 1 or `initializer_range` < 0.
+    """
+    if num_tags < 1:
+      raise ValueError(f'num_tags must be >= 1, got {num_tags}.')
+    if initializer_range < 0:
+      raise ValueError(
+          f'initializer_range must be >= 0, got {initializer_range}.')
+    kwargs.setdefault('autocast', False)
+    super().__init__(**kwargs)
+    self.supports_masking = True
+    self._num_tags = num_tags
+    self._initializer_range = initializer_range
+    self.transitions = self._add_score_weight('transitions',
+                                              (num_tags, num_tags))
+    self.start_transitions = self._add_score_weight('start_transitions',
+                                                    (num_tags,))
+    self.end_transitions = self._add_score_weight('end_transitions',
+                                                  (num_tags,))
+
+  @property
+  def num_tags(self) -> int:
+    return self._num_tags
+
+  def _add_score_weight(self, name: str, shape: Tuple[int, ...]) -> tf.Variable:
+    return self.add_weight(
+        name=name, shape=shape, dtype=self.dtype, trainable=True,
+        initializer=tf_keras.initializers.TruncatedNormal(
+            stddev=self._initializer_range))
+
+  def _prepare(self, potentials: tf.Tensor, mask: Optional[tf.Tensor]
+              ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Casts potentials, builds a bool mask and per-sequence lengths.
+
+    Args:
+      potentials: `[batch, seq_length, num_tags]` unary scores.
+      mask: `[batch, seq_length]` or None.
+
+    Returns:
+      `potentials` in the layer dtype, bool `mask` `[batch, seq_length]` and
+      int32 `lengths` `[batch]`.
+    """
+    potentials = tf.convert_to_tensor(potentials)
+    potentials = tf.cast(potentials, self.dtype)
+    if mask is None:
+      mask = tf.ones(tf.shape(potentials)[:2], dtype=tf.bool)
+    else:
+      mask = tf.cast(mask, tf.bool)
+    lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+    return potentials, mask, lengths
+
+  def sequence_score(self, potentials: tf.Tensor, tags: tf.Tensor,
+                     mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """Unnormalized score of given tag paths.
+
+    Args:
+      potentials: float `[batch, seq_length, num_tags]` unary scores.
+      tags: int `[batch, seq_length]` tag of each position; values at
+        masked-out positions are ignored.
+      mask: `[batch, seq_length]`, nonzero inside the sequence, or None.
+
+    Returns:
+      `[batch]` path scores (0 for sequences of length 0).
+    """
+    potentials, mask, lengths = self._prepare(potentials, mask)
+    tags = tf.where(mask, tf.cast(tags, tf.int32), 0)
+    one_hot = tf.one_hot(tags, self._num_tags, dtype=potentials.dtype)
+    float_mask = tf.cast(mask, potentials.dtype)
+    unary = tf.reduce_sum(one_hot * potentials, axis=-1) * float_mask
+    # Row `t` of one_hot @ transitions holds the scores of leaving tags[t].
+    leaving = tf.einsum('bsi,ij->bsj', one_hot[:, :-1], self.transitions)
+    binary = (tf.reduce_sum(leaving * one_hot[:, 1:], axis=-1) *
+              float_mask[:, 1:])
+    last_one_hot = tf.gather(one_hot, tf.maximum(lengths - 1, 0), batch_dims=1)
+    boundary = (tf.linalg.matvec(one_hot[:, 0], self.start_transitions) +
+                tf.linalg.matvec(last_one_hot, self.end_transitions))
+    score = (tf.reduce_sum(unary, axis=1) + tf.reduce_sum(binary, axis=1) +
+             boundary)
+    return tf.where(lengths > 0, score, tf.zeros_like(score))
+
+  def log_partition(self, potentials: tf.Tensor,
+                    mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """Log of the sum of `exp(score)` over all tag paths (forward algorithm).
+
+    Args:
+      potentials: float `[batch, seq_length, num_tags]` unary scores.
+      mask: `[batch, seq_length]`, nonzero inside the sequence, or None.
+
+    Returns:
+      `[batch]` log partition values `log Z` (0 for sequences of length 0).
+    """
+    potentials, mask, lengths = self._prepare(potentials, mask)
+    time_major, time_major_mask, is_first = _time_major(potentials, mask)
+    transitions = self.transitions
+    start_transitions = self.start_transitions
+
+    def forward_step(alpha, step_inputs):
+      """alpha[b, j]: log-sum-exp of the scores of paths ending in tag j."""
+      step_potentials, step_mask, step_is_first = step_inputs
+      scores = alpha[:, :, None] + transitions[None, :, :]
+      new_alpha = tf.where(step_is_first, start_transitions[None, :],
+                           tf.reduce_logsumexp(scores, axis=1))
+      new_alpha += step_potentials
+      return tf.where(step_mask[:, None], new_alpha, alpha)
+
+    alphas = tf.scan(forward_step, (time_major, time_major_mask, is_first),
+                     initializer=tf.zeros_like(time_major[0]))
+    # Masked-out steps carry alpha unchanged, so the last one is final.
+    final_alpha = alphas[-1]
+    log_z = tf.reduce_logsumexp(final_alpha + self.end_transitions[None, :],
+                                axis=1)
+    return tf.where(lengths > 0, log_z, tf.zeros_like(log_z))
+
+  def log_likelihood(self, potentials: tf.Tensor, tags: tf.Tensor,
+                     mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """Log-probability of given tag paths, `score - log Z`.
+
+    Its negation is the CRF training loss; gradients reach the potentials and
+    all three transition variables.
+
+    Args:
+      potentials: float `[batch, seq_length, num_tags]` unary scores.
+      tags: int `[batch, seq_length]` gold tags; masked-out values ignored.
+      mask: `[batch, seq_length]`, nonzero inside the sequence, or None.
+
+    Returns:
+      `[batch]` log-likelihoods, <= 0 (0 for sequences of length 0).
+    """
+    return (self.sequence_score(potentials, tags, mask) -
+            self.log_partition(potentials, mask))
+
+  def viterbi_decode(self, potentials: tf.Tensor,
+                     mask: Optional[tf.Tensor] = None
+                     ) -> Tuple[tf.Tensor, tf.Tensor]:
+    """Highest-scoring tag path of each sequence.
+
+    Ties are broken towards the lower tag id.
+
+    Args:
+      potentials: float `[batch, seq_length, num_tags]` unary scores.
+      mask: `[batch, seq_length]`, nonzero inside the sequence, or None.
+
+    Returns:
+      A tuple of int32 `[batch, seq_length]` best tags (0 at masked-out
+      positions) and float `[batch]` their scores (0 for length 0).
+    """
+    potentials, mask, lengths = self._prepare(potentials, mask)
+    time_major, time_major_mask, is_first = _time_major(potentials, mask)
+    transitions = self.transitions
+    start_transitions = self.start_transitions
+    num_tags = self._num_tags
+
+    def max_step(carry, step_inputs):
+      """Max-product step; masked-out steps keep delta, point to themselves.
+
+      backpointers[b, j] is the best tag at the previous position given tag
+      j here (meaningless at position 0, which has no previous position).
+      """
+      delta, _ = carry
+      step_potentials, step_mask, step_is_first = step_inputs
+      scores = delta[:, :, None] + transitions[None, :, :]
+      best_previous = tf.argmax(scores, axis=1, output_type=tf.int32)
+      new_delta = tf.where(step_is_first, start_transitions[None, :],
+                           tf.reduce_max(scores, axis=1))
+      new_delta += step_potentials
+      identity = tf.broadcast_to(tf.range(num_tags)[None, :],
+                                 tf.shape(best_previous))
+      step_mask = step_mask[:, None]
+      return (tf.where(step_mask, new_delta, delta),
+              tf.where(step_mask, best_previous, identity))
+
+    initial_delta = tf.zeros_like(time_major[0])
+    deltas, backpointers = tf.scan(
+        max_step, (time_major, time_major_mask, is_first),
+        initializer=(initial_delta, tf.zeros_like(initial_delta, tf.int32)))
+    final_delta = deltas[-1]
+    final_scores = final_delta + self.end_transitions[None, :]
+    best_last_tag = tf.argmax(final_scores, axis=1, output_type=tf.int32)
+    best_score = tf.reduce_max(final_scores, axis=1)
+
+    def backtrack_step(next_tag, step_backpointers):
+      return tf.gather(step_backpointers, next_tag[:, None], batch_dims=1)[:, 0]
+
+    # previous_tags[t] is the tag at position t - 1 (previous_tags[0] is
+    # unused). Identity pointers past a sequence's end carry its last tag back
+    # to position L - 1; from there the real pointers are followed.
+    previous_tags = tf.scan(backtrack_step, backpointers,
+                            initializer=best_last_tag, reverse=True)
+    tags = tf.transpose(
+        tf.concat([previous_tags[1:], best_last_tag[None]], axis=0))
+    tags = tf.where(mask, tags, tf.zeros_like(tags))
+    best_score = tf.where(lengths > 0, best_score, tf.zeros_like(best_score))
+    return tags, best_score
+
+  def call(self, potentials: tf.Tensor,
+           mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """Viterbi-decodes `[batch, seq, num_tags]` potentials to int32 tags."""
+    return self.viterbi_decode(potentials, mask)[0]
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(num_tags=self._num_tags,
+                  initializer_range=self._initializer_range)
+    return config

@@ -1,0 +1,1 @@
+"""Fine-tuning models that Model Garden's `official.nlp.modeling.models` lacks."""

@@ -1,0 +1,73 @@
+"""Token tagging over an encoder, with an optional CRF (001 Table III).
+
+The per-token scores are Model Garden's `BertTokenClassifier` (dropout and a
+dense layer over every position of the encoder's sequence output). With
+`use_crf`, a linear-chain CRF (`modeling/layers/crf.py`) scores tag
+transitions on top: training maximizes the CRF log-likelihood of the gold
+tag sequence over the real tokens of the input, and prediction is Viterbi
+decoding. Without it, each token's tag is the argmax of its scores.
+"""
+
+from typing import Dict
+
+import tensorflow as tf
+import tf_keras
+
+from official.nlp.modeling import models
+from official_repro.modeling.layers import crf as crf_layer
+
+
+class Tagger(tf_keras.Model):
+  """Per-token tag scores and predictions.
+
+  Attributes:
+    encoder: the encoder.
+    crf: the CRF layer, or None.
+  """
+
+  def __init__(self, encoder: tf_keras.Model, num_tags: int,
+               dropout_rate: float,
+               initializer: tf_keras.initializers.Initializer,
+               use_crf: bool = False, **kwargs):
+    super().__init__(**kwargs)
+    self.encoder = encoder
+    self._token_classifier = models.BertTokenClassifier(
+        network=encoder, num_classes=num_tags, initializer=initializer,
+        dropout_rate=dropout_rate, output='logits')
+    self.crf = crf_layer.CRF(num_tags, name='crf') if use_crf else None
+
+  def call(self, inputs: Dict[str, tf.Tensor],
+           training=None) -> Dict[str, tf.Tensor]:
+    """Scores and predicted tags.
+
+    Args:
+      inputs: `input_word_ids`, `input_mask`, `input_type_ids`, int32
+        `[batch, seq]`.
+      training: dropout on or off.
+
+    Returns:
+      `logits`: float `[batch, seq, num_tags]` per-token scores (the CRF's
+        unary potentials when it is used);
+      `mask`: int32 `[batch, seq]`, the input mask (the CRF's sequence);
+      `predicted_ids`: int32 `[batch, seq]`, argmax or Viterbi path; only
+        when not training (Viterbi is not needed for the loss).
+    """
+    logits = self._token_classifier(inputs, training=training)['logits']
+    outputs = dict(logits=logits, mask=inputs['input_mask'])
+    if training:
+      return outputs
+    if self.crf is None:
+      outputs['predicted_ids'] = tf.argmax(logits, axis=-1,
+                                           output_type=tf.int32)
+    else:
+      outputs['predicted_ids'] = self.crf(logits, mask=inputs['input_mask'])
+    return outputs
+
+  def log_likelihood(self, logits: tf.Tensor, tags: tf.Tensor,
+                     mask: tf.Tensor) -> tf.Tensor:
+    """CRF log-likelihood `[batch]` of `tags` (requires `use_crf`)."""
+    return self.crf.log_likelihood(logits, tags, mask)
+
+  @property
+  def checkpoint_items(self):
+    return dict(encoder=self.encoder)

@@ -1,0 +1,146 @@
+"""Finds, rebuilds and restores a pretrained encoder for fine-tuning.
+
+Two kinds of `--init_checkpoint` are accepted:
+  * an encoder exported by our pretraining (`training/export.py`): the
+    pretraining `model_dir`, its `encoder/` folder, or one `encoder-<step>`
+    prefix in it. The architecture comes from `encoder_config.json` and the
+    tokenizer from `vocab.txt` / `tokenizer.json` in that folder;
+  * any other `tf.train.Checkpoint(encoder=...)` (Model Garden's BERT
+    checkpoints use this layout): the architecture is then the gin
+    `encoder.*` configuration and the vocabulary the `--vocab_file` flag.
+Restoring checks that every encoder variable was found in the checkpoint, so
+a checkpoint of another architecture fails loudly instead of fine-tuning a
+partly random encoder.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Optional
+
+import tensorflow as tf
+import tf_keras
+
+from official_repro.data import vocab
+from official_repro.modeling.networks import encoders
+from official_repro.training import export
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainedEncoder:
+  """What fine-tuning needs to rebuild an encoder and its tokenizer.
+
+  Attributes:
+    checkpoint_path: the checkpoint prefix to restore (None: random init).
+    config: the encoder architecture.
+    vocab_file: the WordPiece vocabulary the encoder was trained with.
+    lower_case: whether its tokenizer lower-cases.
+  """
+  checkpoint_path: Optional[str]
+  config: encoders.EncoderConfig
+  vocab_file: str
+  lower_case: bool
+
+
+def _export_dir(init_checkpoint: str) -> Optional[str]:
+  """The export folder `init_checkpoint` names, or None if it names none."""
+  for candidate in (init_checkpoint,
+                    os.path.join(init_checkpoint, export.ENCODER_SUBDIR),
+                    os.path.dirname(init_checkpoint)):
+    if tf.io.gfile.exists(
+        os.path.join(candidate, export.ENCODER_CONFIG_FILENAME)):
+      return candidate
+  return None
+
+
+def _checkpoint_prefix(init_checkpoint: str, export_dir: Optional[str]) -> str:
+  if tf.io.gfile.isdir(init_checkpoint):
+    directory = export_dir or init_checkpoint
+    prefixes = sorted(
+        (path[:-len('.index')]
+         for path in tf.io.gfile.glob(os.path.join(directory, '*.index'))),
+        key=lambda prefix: int(prefix.rsplit('-', 1)[-1])
+        if prefix.rsplit('-', 1)[-1].isdigit() else -1)
+    if not prefixes:
+      raise FileNotFoundError(
+          f'--init_checkpoint {init_checkpoint}: no checkpoint (*.index) in '
+          f'{directory}.')
+    return prefixes[-1]
+  if not tf.io.gfile.exists(init_checkpoint + '.index'):
+    raise FileNotFoundError(
+        f'--init_checkpoint {init_checkpoint}: neither a directory nor a '
+        f'checkpoint prefix ({init_checkpoint}.index does not exist).')
+  return init_checkpoint
+
+
+def resolve(init_checkpoint: Optional[str],
+            vocab_file: Optional[str] = None,
+            lower_case: Optional[bool] = None,
+            config: Optional[encoders.EncoderConfig] = None
+            ) -> PretrainedEncoder:
+  """Describes the encoder to fine-tune.
+
+  Args:
+    init_checkpoint: an export folder, a pretraining model_dir, or a
+      checkpoint prefix; None fine-tunes a randomly initialised encoder.
+    vocab_file: the vocabulary; overrides the exported one.
+    lower_case: the tokenizer's casing; overrides the exported one (default
+      True when nothing says otherwise).
+    config: the architecture, used when the checkpoint carries none.
+
+  Returns:
+    The resolved `PretrainedEncoder`.
+
+  Raises:
+    FileNotFoundError: no checkpoint where `init_checkpoint` points.
+    ValueError: no architecture or no vocabulary can be found.
+  """
+  export_dir = _export_dir(init_checkpoint) if init_checkpoint else None
+  checkpoint_path = (_checkpoint_prefix(init_checkpoint, export_dir)
+                     if init_checkpoint else None)
+  tokenizer = {}
+  if export_dir:
+    with tf.io.gfile.GFile(
+        os.path.join(export_dir, export.ENCODER_CONFIG_FILENAME)) as f:
+      config = encoders.EncoderConfig.from_args(**json.load(f))
+    tokenizer_path = os.path.join(export_dir, export.TOKENIZER_FILENAME)
+    if tf.io.gfile.exists(tokenizer_path):
+      with tf.io.gfile.GFile(tokenizer_path) as f:
+        tokenizer = json.load(f)
+      tokenizer['vocab_file'] = os.path.join(export_dir,
+                                             tokenizer['vocab_file'])
+  if config is None:
+    raise ValueError(
+        f'--init_checkpoint {init_checkpoint} has no '
+        f'{export.ENCODER_CONFIG_FILENAME}; give the architecture with gin '
+        '(include a gin/sizes/*.gin file and set encoder.backbone).')
+  vocab_file = vocab_file or tokenizer.get('vocab_file')
+  if not vocab_file:
+    raise ValueError(
+        f'--init_checkpoint {init_checkpoint} has no {export.VOCAB_FILENAME}; '
+        'pass --vocab_file with the vocabulary the encoder was trained with.')
+  if not tf.io.gfile.exists(vocab_file):
+    raise FileNotFoundError(f'--vocab_file {vocab_file} does not exist.')
+  if lower_case is None:
+    lower_case = tokenizer.get('lower_case', True)
+  if config.vocab_size is None:
+    config = encoders.with_vocab_size(config, len(vocab.load_vocab(vocab_file)),
+                                      source=vocab_file)
+  return PretrainedEncoder(checkpoint_path=checkpoint_path, config=config,
+                           vocab_file=vocab_file, lower_case=lower_case)
+
+
+def restore(encoder: tf_keras.Model, checkpoint_path: str) -> None:
+  """Loads `Checkpoint(encoder=...)` weights into `encoder`.
+
+  Raises:
+    ValueError: an encoder variable has no value in the checkpoint.
+  """
+  status = tf.train.Checkpoint(encoder=encoder).read(checkpoint_path)
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as error:
+    raise ValueError(
+        f'--init_checkpoint {checkpoint_path} does not hold this encoder: '
+        f'{str(error)[:500]}') from error
+  status.expect_partial()

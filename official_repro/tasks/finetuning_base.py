@@ -1,0 +1,250 @@
+"""What every fine-tuning task shares: data in memory, encoder, optimizer.
+
+A fine-tuning task (GLUE, SQuAD, RACE, POS tagging) is a Model Garden
+`base_task.Task` whose subclass supplies four things:
+  * `load_features(split)`: the split's examples read and tokenized into a
+    dict of numpy arrays (`input_word_ids`, `input_mask`, `input_type_ids`
+    plus the task's labels), computed once per process and cached, so that
+    the seeds of one command tokenize each file once;
+  * `build_head(encoder)`: the Keras model on top of the encoder;
+  * `build_losses(labels, model_outputs)`;
+  * `compute_metrics(outputs)`: the paper's metrics from the whole
+    evaluation set's predictions, which `validation_step` returns batch by
+    batch (`eval_outputs`) and `aggregate_logs` concatenates.
+The base class restores the pretrained encoder (`initialize`) and builds the
+optimizer: Model Garden's `AdamWeightDecay` with ELECTRA's layer-wise
+learning-rate decay (`optimization/layerwise_decay.py`), under a linear
+warmup then linear decay schedule from Model Garden's `OptimizerFactory`.
+"""
+
+import dataclasses
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.core import base_task
+from official.core import config_definitions as cfg
+from official.modeling import optimization
+from official.nlp.tools import tokenization
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
+from official_repro.optimization import layerwise_decay
+
+ENCODER_INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
+
+# Not decayed, as in BERT and ELECTRA.
+WEIGHT_DECAY_EXCLUDED = ('LayerNorm', 'layer_norm', 'bias')
+
+# (task name, data dir, split, vocab, lower_case, max_seq_length, options)
+# -> (features, per-example metadata); shared by all tasks built in-process.
+_FEATURE_CACHE: Dict[Tuple[Any, ...], Tuple[Dict[str, np.ndarray], Any]] = {}
+
+
+@dataclasses.dataclass
+class FinetuneDataConfig(cfg.DataConfig):
+  """One split of a fine-tuning dataset.
+
+  Attributes:
+    split: the split name the task's reader understands ('train', 'dev',
+      'dev_matched', ...).
+  """
+  split: str = 'train'
+
+
+@dataclasses.dataclass
+class FinetuneTaskConfig(cfg.TaskConfig):
+  """Settings every fine-tuning task has.
+
+  Attributes:
+    task: the task name (e.g. 'mrpc', 'squad11', 'race', 'pos').
+    data_dir: the folder holding the task's files.
+    vocab_file: the encoder's WordPiece vocabulary.
+    lower_case: whether the tokenizer lower-cases.
+    max_seq_length: tokens per input sequence.
+    encoder: the encoder architecture.
+    head_dropout_rate: dropout before the task's output layer.
+    learning_rate: the peak learning rate (head depth).
+    layerwise_lr_decay: decay per layer towards the input; None turns it off.
+    weight_decay_rate: decoupled weight decay (not on LayerNorm and biases).
+    adam_epsilon: Adam's epsilon.
+    adam_beta_2: Adam's beta_2.
+    gradient_clip_norm: clip gradients to this global norm (0: off).
+  """
+  task: str = ''
+  data_dir: str = ''
+  vocab_file: str = ''
+  lower_case: bool = True
+  max_seq_length: int = 128
+  encoder: encoders.EncoderConfig = dataclasses.field(
+      default_factory=encoders.EncoderConfig)
+  head_dropout_rate: float = 0.1
+  learning_rate: float = 1e-4
+  layerwise_lr_decay: Optional[float] = None
+  weight_decay_rate: float = 0.0
+  adam_epsilon: float = 1e-6
+  adam_beta_2: float = 0.999
+  gradient_clip_norm: float = 1.0
+
+
+class FinetuneTask(base_task.Task):
+  """Base class of the fine-tuning tasks (see module docstring)."""
+
+  # Keys of `model_outputs` and `labels` that `validation_step` returns for
+  # `compute_metrics`; subclasses set them.
+  eval_output_keys: Tuple[str, ...] = ()
+  eval_label_keys: Tuple[str, ...] = ()
+
+  def __init__(self, params: FinetuneTaskConfig, logging_dir=None,
+               name=None):
+    super().__init__(params, logging_dir=logging_dir, name=name)
+    self._tokenizer = None
+    self._encoder = None
+    self._lr_multipliers = {}
+
+  @property
+  def tokenizer(self) -> tokenization.FullTokenizer:
+    if self._tokenizer is None:
+      self._tokenizer = tokenization.FullTokenizer(
+          self.task_config.vocab_file, do_lower_case=self.task_config.lower_case)
+    return self._tokenizer
+
+  # Data.
+  def feature_options(self) -> Tuple[Any, ...]:
+    """Task settings that change the features (part of the cache key)."""
+    return ()
+
+  def read_features(self, split: str) -> Tuple[Dict[str, np.ndarray], Any]:
+    """Reads and tokenizes `split`; returns the arrays and metadata."""
+    raise NotImplementedError
+
+  def load_features(self, split: str) -> Tuple[Dict[str, np.ndarray], Any]:
+    """`read_features(split)`, cached for the process."""
+    config = self.task_config
+    key = (config.task, config.data_dir, split, config.vocab_file,
+           config.lower_case, config.max_seq_length, self.feature_options())
+    if key not in _FEATURE_CACHE:
+      features, metadata = self.read_features(split)
+      logging.info('%s %s: %d features of length %d.', config.task, split,
+                   len(features['input_word_ids']), config.max_seq_length)
+      _FEATURE_CACHE[key] = (features, metadata)
+    return _FEATURE_CACHE[key]
+
+  def num_examples(self, split: str) -> int:
+    """Rows of the `split` arrays (one optimizer example each)."""
+    return len(self.load_features(split)[0]['input_word_ids'])
+
+  def label_keys(self) -> Tuple[str, ...]:
+    """Keys of the feature dict that are labels, not model inputs."""
+    raise NotImplementedError
+
+  def build_inputs(self, params: FinetuneDataConfig,
+                   input_context: Optional[tf.distribute.InputContext] = None
+                   ) -> tf.data.Dataset:
+    """(features, labels) batches; training data is shuffled and repeated."""
+    arrays, _ = self.load_features(params.split)
+    labels = {key: arrays[key] for key in self.label_keys()}
+    features = {key: value for key, value in arrays.items()
+                if key not in labels}
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+    batch_size = params.global_batch_size
+    if input_context:
+      dataset = dataset.shard(input_context.num_input_pipelines,
+                              input_context.input_pipeline_id)
+      batch_size = input_context.get_per_replica_batch_size(batch_size)
+    if params.is_training:
+      dataset = dataset.shuffle(len(arrays['input_word_ids']),
+                                seed=params.seed,
+                                reshuffle_each_iteration=True).repeat()
+    dataset = dataset.batch(batch_size, drop_remainder=params.is_training)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+  # Model.
+  def build_head(self, encoder: tf_keras.Model) -> tf_keras.Model:
+    raise NotImplementedError
+
+  def head_initializer(self) -> tf_keras.initializers.Initializer:
+    return tf_keras.initializers.TruncatedNormal(
+        stddev=self.task_config.encoder.initializer_range)
+
+  def build_model(self) -> tf_keras.Model:
+    config = self.task_config
+    self._encoder = encoders.build_encoder(config.encoder)
+    model = self.build_head(self._encoder)
+    depths = layerwise_decay.variable_depths(model, self._encoder)
+    self._lr_multipliers = layerwise_decay.layerwise_multipliers(
+        depths, config.encoder.num_layers, config.layerwise_lr_decay)
+    return model
+
+  def initialize(self, model: tf_keras.Model) -> None:
+    """Loads the pretrained encoder (called when no checkpoint exists yet)."""
+    del model  # The encoder was kept by build_model.
+    if self.task_config.init_checkpoint:
+      pretrained.restore(self._encoder, self.task_config.init_checkpoint)
+      logging.info('Restored the encoder from %s.',
+                   self.task_config.init_checkpoint)
+
+  # Optimizer.
+  def create_optimizer(self, optimizer_config: optimization.OptimizationConfig,
+                       runtime_config=None, dp_config=None):
+    """AdamW with layer-wise learning-rate decay; see module docstring."""
+    del runtime_config, dp_config
+    config = self.task_config
+    learning_rate = optimization.OptimizerFactory(
+        optimizer_config).build_learning_rate()
+    return layerwise_decay.LayerwiseAdamWeightDecay(
+        lr_multipliers=self._lr_multipliers,
+        learning_rate=learning_rate,
+        weight_decay_rate=config.weight_decay_rate,
+        epsilon=config.adam_epsilon,
+        beta_2=config.adam_beta_2,
+        exclude_from_weight_decay=list(WEIGHT_DECAY_EXCLUDED),
+        gradient_clip_norm=config.gradient_clip_norm)
+
+  # Evaluation.
+  def validation_step(self, inputs, model: tf_keras.Model, metrics=None):
+    features, labels = inputs
+    outputs = model(features, training=False)
+    loss = self.build_losses(labels=labels, model_outputs=outputs)
+    if metrics:
+      self.process_metrics(metrics, labels, outputs)
+    logs = {self.loss: loss}
+    outputs = outputs if isinstance(outputs, Mapping) else {'logits': outputs}
+    for key in self.eval_output_keys:
+      logs[key] = outputs[key]
+    for key in self.eval_label_keys:
+      logs[key] = labels[key]
+    return logs
+
+  def aggregate_logs(self, state=None, step_outputs=None):
+    state = state or {key: [] for key in self.eval_keys()}
+    for key in self.eval_keys():
+      state[key].extend(np.asarray(value) for value in step_outputs[key])
+    return state
+
+  def eval_keys(self) -> Tuple[str, ...]:
+    return self.eval_output_keys + self.eval_label_keys
+
+  def reduce_aggregated_logs(self, aggregated_logs, global_step=None):
+    outputs = {key: np.concatenate(values, axis=0)
+               for key, values in aggregated_logs.items()}
+    return self.compute_metrics(outputs)
+
+  def compute_metrics(self, outputs: Mapping[str, np.ndarray]
+                      ) -> Dict[str, float]:
+    """The paper's metrics over the whole evaluation split."""
+    raise NotImplementedError
+
+  def headline_metric(self) -> str:
+    """The metric key a results table shows for this task."""
+    raise NotImplementedError
+
+
+def masked_mean(values: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
+  """sum(values * weights) / max(sum(weights), 1)."""
+  weights = tf.cast(weights, values.dtype)
+  return tf.reduce_sum(values * weights) / tf.maximum(
+      tf.reduce_sum(weights), 1.0)
+

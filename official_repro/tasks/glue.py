@@ -1,0 +1,118 @@
+"""GLUE fine-tuning: sentence(-pair) classification and STS-B regression.
+
+The model is Model Garden's `BertClassifier`: the encoder's pooled [CLS]
+output, dropout, and a dense layer to the task's classes (one output for
+STS-B, trained with mean squared error as BERT and ELECTRA do). The
+evaluation split 'dev' is every labelled dev file of the task (MNLI: matched
+and mismatched, scored separately in one pass); metrics are those the papers
+report (`metrics/glue_metrics.py`).
+"""
+
+import dataclasses
+from typing import Dict, Mapping, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.nlp.modeling import models
+from official_repro.data import glue as glue_data
+from official_repro.metrics import glue_metrics
+from official_repro.tasks import finetuning_base
+
+GLUE_TASK_NAMES = tuple(glue_data.GLUE_TASKS)
+DEV_SPLIT = 'dev'
+# Index of each example's dev file (MNLI: 0 matched, 1 mismatched).
+EVAL_SPLIT_KEY = 'eval_split'
+
+
+@dataclasses.dataclass
+class GlueTaskConfig(finetuning_base.FinetuneTaskConfig):
+  """GLUE settings beyond the shared ones.
+
+  Attributes:
+    stsb_metric: which correlation stands for STS-B in the headline score.
+  """
+  stsb_metric: str = 'spearman'
+
+
+class GlueTask(finetuning_base.FinetuneTask):
+  """One GLUE task (see module docstring)."""
+
+  eval_output_keys = ('logits',)
+  eval_label_keys = ('label_ids', EVAL_SPLIT_KEY)
+
+  @property
+  def spec(self) -> glue_data.GlueTaskSpec:
+    return glue_data.get_task_spec(self.task_config.task)
+
+  def label_keys(self) -> Tuple[str, ...]:
+    return ('label_ids', EVAL_SPLIT_KEY)
+
+  def read_features(self, split: str):
+    """Features of `split`; 'dev' concatenates all of the task's dev files."""
+    config = self.task_config
+    files = self.spec.dev_splits if split == DEV_SPLIT else (split,)
+    parts = []
+    for index, file_split in enumerate(files):
+      examples, _ = glue_data.read_examples(config.data_dir, config.task,
+                                            file_split)
+      features, _ = glue_data.convert_examples_to_features(
+          examples, self.tokenizer, config.max_seq_length)
+      features[EVAL_SPLIT_KEY] = np.full(len(examples), index, np.int32)
+      parts.append(features)
+    features = {key: np.concatenate([part[key] for part in parts])
+                for key in parts[0]}
+    return features, files
+
+  def build_head(self, encoder: tf_keras.Model) -> tf_keras.Model:
+    num_outputs = 1 if self.spec.is_regression else len(self.spec.label_list)
+    return models.BertClassifier(
+        network=encoder, num_classes=num_outputs,
+        initializer=self.head_initializer(),
+        dropout_rate=self.task_config.head_dropout_rate)
+
+  def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
+    logits = tf.cast(model_outputs, tf.float32)
+    if self.spec.is_regression:
+      loss = tf.reduce_mean(
+          tf.square(logits[:, 0] - tf.cast(labels['label_ids'], tf.float32)))
+    else:
+      loss = tf.reduce_mean(
+          tf_keras.losses.sparse_categorical_crossentropy(
+              labels['label_ids'], logits, from_logits=True))
+    if aux_losses:
+      loss += tf.add_n(aux_losses)
+    return loss
+
+  def build_metrics(self, training=None):
+    del training
+    if self.spec.is_regression:
+      return []
+    return [tf_keras.metrics.SparseCategoricalAccuracy(name='accuracy')]
+
+  def process_metrics(self, metrics, labels, model_outputs):
+    for metric in metrics:
+      metric.update_state(labels['label_ids'], model_outputs)
+
+  def compute_metrics(self, outputs: Mapping[str, np.ndarray]
+                      ) -> Dict[str, float]:
+    """`glue_metrics.task_metrics` per dev file (later files prefixed)."""
+    logits = outputs['logits']
+    predictions = (logits[:, 0] if self.spec.is_regression
+                   else np.argmax(logits, axis=-1))
+    results = {}
+    for index, name in enumerate(self.spec.dev_splits):
+      selected = outputs[EVAL_SPLIT_KEY] == index
+      scores = glue_metrics.task_metrics(
+          self.task_config.task, predictions[selected],
+          outputs['label_ids'][selected])
+      prefix = '' if index == 0 else f'{name}/'
+      results.update({prefix + key: value for key, value in scores.items()})
+    results['score'] = glue_metrics.headline_score(
+        self.task_config.task, results,
+        stsb_metric=self.task_config.stsb_metric)
+    return results
+
+  def headline_metric(self) -> str:
+    return 'score'

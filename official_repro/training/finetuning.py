@@ -1,0 +1,251 @@
+"""Fine-tunes a pretrained encoder on one task over several seeds.
+
+For every seed `s` in `0 .. run_protocol.num_runs - 1` a run directory
+`<model_dir>/seed_<s>` gets its own Model Garden trainer, Orbit controller and
+checkpoints. The run evaluates on the whole dev split at the end of every
+epoch (and at the last step), appends each evaluation to `history.json`, and
+resumes from its latest checkpoint when restarted; a finished run (one with
+`result.json`) is not repeated. The protocol then selects one evaluation per
+run (best or last) and aggregates the runs (max, median or mean) the way the
+paper reports; `results.json` and `results.md` in `model_dir` hold every run,
+the aggregate, and the settings that produced them.
+"""
+
+import dataclasses
+import functools
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+
+from absl import logging
+import numpy as np
+import orbit
+import tensorflow as tf
+import tf_keras
+
+from official.core import config_definitions as cfg
+from official.core import train_utils
+from official.modeling import optimization
+from official_repro.metrics import aggregation
+from official_repro.modeling.networks import pretrained
+from official_repro.tasks import finetuning_base
+from official_repro.tasks import finetuning_schedule
+from official_repro.tasks import glue as glue_task
+from official_repro.training import trainer as trainer_lib
+
+HISTORY_FILENAME = 'history.json'
+RESULT_FILENAME = 'result.json'
+RESULTS_FILENAME = 'results.json'
+TABLE_FILENAME = 'results.md'
+TRAIN_SPLIT = 'train'
+DEV_SPLIT = 'dev'
+
+
+def _task_registry() -> Dict[str, Tuple[Type[finetuning_base.FinetuneTask],
+                                        Any]]:
+  """Task name -> (Task class, function returning its config)."""
+  # pylint: disable=g-import-not-at-top
+  from official_repro.tasks import pos_tagging
+  from official_repro.tasks import race
+  from official_repro.tasks import squad
+  # pylint: enable=g-import-not-at-top
+  registry = {name: (glue_task.GlueTask, glue_task.GlueTaskConfig)
+              for name in glue_task.GLUE_TASK_NAMES}
+  registry.update({name: (squad.SquadTask, squad.squad_task_config)
+                   for name in finetuning_schedule.SQUAD_TASKS})
+  registry['race'] = (race.RaceTask, race.race_task_config)
+  registry['pos'] = (pos_tagging.TaggingTask, pos_tagging.tagging_task_config)
+  return registry
+
+
+def build_task_config(schedule: finetuning_schedule.FinetuningSchedule,
+                      protocol: finetuning_schedule.RunProtocol,
+                      encoder: pretrained.PretrainedEncoder,
+                      data_dir: str) -> finetuning_base.FinetuneTaskConfig:
+  """The task config of `schedule.task` (task-specific fields from gin)."""
+  _, config_fn = _task_registry()[schedule.task]
+  fields = dict(
+      task=schedule.task, data_dir=data_dir,
+      init_checkpoint=encoder.checkpoint_path or '',
+      vocab_file=encoder.vocab_file, lower_case=encoder.lower_case,
+      max_seq_length=schedule.max_seq_length, encoder=encoder.config,
+      learning_rate=schedule.learning_rate,
+      layerwise_lr_decay=schedule.layerwise_lr_decay,
+      weight_decay_rate=schedule.weight_decay_rate,
+      adam_epsilon=schedule.adam_epsilon)
+  if config_fn is glue_task.GlueTaskConfig:
+    fields['stsb_metric'] = protocol.stsb_metric
+  return config_fn(**fields)
+
+
+def _optimization_config(schedule, train_steps: int, warmup_steps: int):
+  """Linear warmup, then linear decay to 0 (Model Garden's schedules)."""
+  return optimization.OptimizationConfig({
+      'optimizer': {'type': 'adamw'},
+      'learning_rate': {'type': 'polynomial', 'polynomial': {
+          'initial_learning_rate': schedule.learning_rate,
+          'decay_steps': train_steps, 'end_learning_rate': 0.0,
+          'power': 1.0}},
+      'warmup': {'type': 'linear', 'linear': {'warmup_steps': warmup_steps}},
+  })
+
+
+def evaluation_steps(steps_per_epoch: int, train_steps: int) -> List[int]:
+  """Global steps after which a run evaluates: every epoch end and the end."""
+  points = set(range(steps_per_epoch, train_steps, steps_per_epoch))
+  points.add(train_steps)
+  return sorted(points)
+
+
+def _read_json(path: str, default):
+  if not tf.io.gfile.exists(path):
+    return default
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+def _write_json(path: str, content) -> None:
+  with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
+    json.dump(content, f, indent=2, sort_keys=True)
+  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+
+
+def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
+             schedule: finetuning_schedule.FinetuningSchedule,
+             protocol: finetuning_schedule.RunProtocol,
+             seed: int, run_dir: str,
+             strategy: tf.distribute.Strategy) -> Dict[str, Any]:
+  """One fine-tuning run; returns its history and selected evaluation."""
+  done = _read_json(os.path.join(run_dir, RESULT_FILENAME), None)
+  if done is not None:
+    logging.info('%s already finished; not repeated.', run_dir)
+    return done
+  tf_keras.utils.set_random_seed(seed)
+  task_cls, _ = _task_registry()[task_config.task]
+  task_config = dataclasses.replace(
+      task_config,
+      train_data=finetuning_base.FinetuneDataConfig(
+          split=TRAIN_SPLIT, is_training=True, seed=seed,
+          global_batch_size=schedule.train_batch_size),
+      validation_data=finetuning_base.FinetuneDataConfig(
+          split=DEV_SPLIT, is_training=False, drop_remainder=False,
+          global_batch_size=(schedule.eval_batch_size or
+                             schedule.train_batch_size)))
+  task = task_cls(task_config, logging_dir=run_dir)
+  num_train = task.num_examples(TRAIN_SPLIT)
+  train_steps = schedule.train_steps(num_train)
+  steps_per_epoch = schedule.steps_per_epoch(num_train)
+  steps_per_loop = min(steps_per_epoch, 100)
+  params = cfg.ExperimentConfig(
+      task=task_config,
+      trainer=cfg.TrainerConfig(
+          train_steps=train_steps, validation_steps=-1,
+          steps_per_loop=steps_per_loop, summary_interval=steps_per_loop,
+          checkpoint_interval=steps_per_loop, max_to_keep=1,
+          optimizer_config=_optimization_config(
+              schedule, train_steps, schedule.warmup_steps(num_train))))
+  with strategy.scope():
+    trainer = train_utils.create_trainer(
+        params, task, train=True, evaluate=True,
+        trainer_cls=functools.partial(trainer_lib.Trainer, model_dir=run_dir))
+  checkpoint_manager = tf.train.CheckpointManager(
+      trainer.checkpoint, directory=run_dir, max_to_keep=1,
+      step_counter=trainer.global_step, checkpoint_interval=steps_per_loop,
+      init_fn=trainer.initialize)
+  controller = orbit.Controller(
+      strategy=strategy, trainer=trainer, evaluator=trainer,
+      global_step=trainer.global_step, steps_per_loop=steps_per_loop,
+      checkpoint_manager=checkpoint_manager,
+      summary_interval=steps_per_loop,
+      summary_dir=os.path.join(run_dir, 'train'),
+      eval_summary_dir=os.path.join(run_dir, 'eval'))
+  history_path = os.path.join(run_dir, HISTORY_FILENAME)
+  history = _read_json(history_path, [])
+  evaluated = {entry['step'] for entry in history}
+  for step in evaluation_steps(steps_per_epoch, train_steps):
+    if step in evaluated:
+      continue
+    with strategy.scope():
+      controller.train(steps=step)
+      logs = controller.evaluate(steps=-1)
+    entry = {'step': step, 'epoch': step / steps_per_epoch}
+    entry.update({key: float(value) for key, value in logs.items()
+                  if np.ndim(value) == 0})
+    history.append(entry)
+    _write_json(history_path, history)
+    logging.info('seed %d, step %d: %s', seed, step, entry)
+  key = task.headline_metric()
+  selected = aggregation.select_eval(history, key, protocol.selection)
+  result = dict(seed=seed, train_steps=train_steps, num_train_examples=num_train,
+                selected=dict(selected), score=float(selected[key]),
+                history=history)
+  _write_json(os.path.join(run_dir, RESULT_FILENAME), result)
+  return result
+
+
+def run(schedule: finetuning_schedule.FinetuningSchedule,
+        protocol: finetuning_schedule.RunProtocol,
+        encoder: pretrained.PretrainedEncoder,
+        data_dir: str, model_dir: str,
+        strategy: tf.distribute.Strategy,
+        seeds: Optional[Sequence[int]] = None) -> Dict[str, Any]:
+  """Fine-tunes over the protocol's seeds and aggregates like the paper.
+
+  Args:
+    schedule: the task's hyperparameters.
+    protocol: seeds, selection and aggregation.
+    encoder: the encoder to fine-tune.
+    data_dir: the task's data folder.
+    model_dir: run folders and results go here.
+    strategy: the distribution strategy.
+    seeds: overrides `range(protocol.num_runs)`.
+
+  Returns:
+    The content of `results.json`: settings, one entry per run, the
+    aggregated score and a summary (n, mean, std, median, max, min).
+  """
+  task_config = build_task_config(schedule, protocol, encoder, data_dir)
+  seeds = list(seeds if seeds is not None else range(protocol.num_runs))
+  runs = [run_seed(task_config, schedule, protocol, seed,
+                   os.path.join(model_dir, f'seed_{seed}'), strategy)
+          for seed in seeds]
+  scores = [entry['score'] for entry in runs]
+  results = dict(
+      task=schedule.task,
+      schedule=dataclasses.asdict(schedule),
+      protocol=dataclasses.asdict(protocol),
+      init_checkpoint=encoder.checkpoint_path,
+      encoder=encoder.config.as_dict(),
+      runs=runs,
+      score=aggregation.aggregate(scores, protocol.aggregation),
+      summary=aggregation.summarize(scores))
+  tf.io.gfile.makedirs(model_dir)
+  _write_json(os.path.join(model_dir, RESULTS_FILENAME), results)
+  with tf.io.gfile.GFile(os.path.join(model_dir, TABLE_FILENAME), 'w') as f:
+    f.write(results_table(results))
+  return results
+
+
+def results_table(results: Mapping[str, Any]) -> str:
+  """A markdown table: one row per run, then the aggregate."""
+  protocol = results['protocol']
+  metric_names = sorted({key for run in results['runs']
+                         for key in run['selected']
+                         if key not in ('step', 'epoch')})
+  lines = [f"### {results['task']}: {protocol['aggregation']} of "
+           f"{len(results['runs'])} runs, {protocol['selection']} evaluation "
+           'per run', '',
+           '| seed | step | ' + ' | '.join(metric_names) + ' |',
+           '|---|---|' + '---|' * len(metric_names)]
+  for run in results['runs']:
+    selected = run['selected']
+    cells = [f'{selected[name]:.4f}' if name in selected else ''
+             for name in metric_names]
+    lines.append(f"| {run['seed']} | {selected['step']} | " +
+                 ' | '.join(cells) + ' |')
+  summary = results['summary']
+  lines += ['', f"score ({protocol['aggregation']}): {results['score']:.4f}; "
+            f"mean {summary['mean']:.4f} ± {summary['std']:.4f} (std), "
+            f"median {summary['median']:.4f}, max {summary['max']:.4f}, "
+            f"n = {summary['n']}", '']
+  return '\n'.join(lines)

@@ -1,0 +1,239 @@
+"""Fine-tuning end to end on tiny fixtures: every task type, resume, restore."""
+
+import json
+import os
+import random
+
+import gin
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_repro.modeling.networks import pretrained
+from official_repro.tasks import finetuning_schedule
+from official_repro.training import experiment
+from official_repro.training import finetuning
+from official_repro.training import gin_utils
+
+REPO_ROOT = gin_utils.REPO_ROOT
+_WORDS = ('the quick brown fox jumps over a lazy dog while birds sing in the '
+          'old trees near the river and children play games').split()
+_TAGS = ('DT', 'JJ', 'NN', 'VBZ', 'IN')
+
+
+@pytest.fixture(scope='module')
+def exported_encoder(tiny_records, tmp_path_factory):
+  """A tiny masked-LM encoder pretrained for 2 steps and exported."""
+  model_dir = str(tmp_path_factory.mktemp('pretrain'))
+  gin.clear_config()
+  try:
+    gin_utils.parse_config(
+        [os.path.join(REPO_ROOT, 'gin/sizes/tiny.gin'),
+         os.path.join(REPO_ROOT, 'gin/pretrain/masked_lm.gin')],
+        [f'pretrain_data.input_path = {tiny_records!r}',
+         'pretrain_data.max_seq_length = 32',
+         'pretrain_data.train_batch_size = 8',
+         'experiment.train_steps = 2', 'experiment.steps_per_loop = 1',
+         'optimization.learning_rate = 1e-3'])
+    params, settings = experiment.experiment_config()
+    experiment.run(params, settings, tf.distribute.get_strategy(), model_dir,
+                   'train')
+  finally:
+    gin.clear_config()
+  return model_dir
+
+
+def _sentence(rng, length=6):
+  return ' '.join(rng.choice(_WORDS) for _ in range(length))
+
+
+def _write_glue(root, rng):
+  """MRPC (BOM header) and STS-B folders with 12 train and 6 dev rows."""
+  mrpc = root / 'MRPC'
+  stsb = root / 'STS-B'
+  mrpc.mkdir(parents=True)
+  stsb.mkdir(parents=True)
+  for split, rows in (('train', 12), ('dev', 6)):
+    lines = ['\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String']
+    lines += [f'{i % 2}\t{i}\t{i + 100}\t{_sentence(rng)}\t{_sentence(rng)}'
+              for i in range(rows)]
+    (mrpc / f'{split}.tsv').write_text('\n'.join(lines) + '\n')
+    header = ('index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\t'
+              'sentence1\tsentence2\tscore')
+    lines = [header] + [
+        f'{i}\tmain\tf\t2012\t{i}\tnone\tnone\t{_sentence(rng)}\t'
+        f'{_sentence(rng)}\t{rng.uniform(0, 5):.3f}' for i in range(rows)]
+    (stsb / f'{split}.tsv').write_text('\n'.join(lines) + '\n')
+  return str(root)
+
+
+def _write_squad(root, rng, version):
+  """`{train,dev}-v<version>.json` with answers taken from the context."""
+  root.mkdir(parents=True)
+  for split, num_questions in (('train', 8), ('dev', 4)):
+    paragraphs = []
+    for index in range(num_questions):
+      context = _sentence(rng, 30)
+      words = context.split()
+      start_word = rng.randrange(0, 25)
+      answer = ' '.join(words[start_word:start_word + 2])
+      answer_start = len(' '.join(words[:start_word])) + (start_word > 0)
+      impossible = version == '2.0' and index % 2 == 1
+      question = dict(id=f'{split}-{index}', question=_sentence(rng, 4),
+                      answers=[] if impossible else [
+                          dict(text=answer, answer_start=answer_start)])
+      if version == '2.0':
+        question['is_impossible'] = impossible
+      paragraphs.append(dict(context=context, qas=[question]))
+    data = dict(version=version, data=[dict(title='t', paragraphs=paragraphs)])
+    (root / f'{split}-v{version}.json').write_text(json.dumps(data))
+  return str(root)
+
+
+def _write_race(root, rng):
+  for split, files in (('train', 3), ('dev', 2)):
+    for level in ('middle', 'high'):
+      folder = root / split / level
+      folder.mkdir(parents=True)
+      for index in range(files):
+        content = dict(
+            id=f'{level}{index}.txt', article=_sentence(rng, 20),
+            questions=[_sentence(rng, 4), _sentence(rng, 3) + ' _ .'],
+            options=[[_sentence(rng, 2) for _ in range(4)] for _ in range(2)],
+            answers=[rng.choice('ABCD') for _ in range(2)])
+        (folder / f'{index}.txt').write_text(json.dumps(content))
+  return str(root)
+
+
+def _write_pos(root, rng):
+  root.mkdir(parents=True)
+  for split, sentences in (('train', 10), ('dev', 4)):
+    lines = []
+    for _ in range(sentences):
+      lines += [f'{rng.choice(_WORDS)} {rng.choice(_TAGS)}'
+                for _ in range(rng.randint(3, 8))]
+      lines.append('')
+    (root / f'{split}.txt').write_text('\n'.join(lines))
+  return str(root)
+
+
+_DATA_WRITERS = {
+    'mrpc': _write_glue, 'stsb': _write_glue,
+    'squad11': lambda root, rng: _write_squad(root, rng, '1.1'),
+    'squad20': lambda root, rng: _write_squad(root, rng, '2.0'),
+    'race': _write_race, 'pos': _write_pos,
+}
+
+
+def _finetune(task, encoder, data_dir, model_dir, num_epochs=1, num_runs=1,
+              seeds=None, **task_params):
+  gin.clear_config()
+  try:
+    gin_utils.parse_config([], [f'{name} = {value!r}'
+                                for name, value in task_params.items()])
+    schedule = finetuning_schedule.FinetuningSchedule(
+        task=task, learning_rate=1e-3, train_batch_size=4,
+        num_epochs=num_epochs, warmup_fraction=0.1, layerwise_lr_decay=0.8,
+        max_seq_length=64)
+    protocol = finetuning_schedule.RunProtocol(
+        num_runs=num_runs, aggregation='median', selection='best')
+    return finetuning.run(schedule, protocol, encoder, data_dir, model_dir,
+                          tf.distribute.get_strategy(), seeds=seeds)
+  finally:
+    gin.clear_config()
+
+
+@pytest.mark.parametrize('task, task_params, expected_metrics', [
+    ('mrpc', {}, {'accuracy', 'f1', 'score'}),
+    ('stsb', {}, {'pearson', 'spearman', 'score'}),
+    ('squad11', {'squad.doc_stride': 16, 'squad.max_query_length': 16}, {'exact_match', 'f1'}),
+    ('squad20', {'squad.doc_stride': 16, 'squad.max_query_length': 16},
+     {'best_f1', 'best_f1_thresh', 'HasAns_f1', 'NoAns_f1'}),
+    ('race', {}, {'accuracy_middle', 'accuracy_high', 'accuracy_all'}),
+    ('pos', {}, {'accuracy'}),
+    ('pos', {'pos.use_crf': True}, {'accuracy'}),
+])
+def test_every_task_type_trains_and_evaluates(exported_encoder, tmp_path, task,
+                                              task_params, expected_metrics):
+  data_dir = _DATA_WRITERS[task](tmp_path / 'data', random.Random(0))
+  encoder = pretrained.resolve(exported_encoder)
+  results = _finetune(task, encoder, data_dir, str(tmp_path / 'ft'),
+                      **task_params)
+  (run,) = results['runs']
+  assert expected_metrics <= set(run['selected'])
+  assert all(np.isfinite(value) for value in run['selected'].values())
+  assert run['history'][-1]['step'] == run['train_steps'] > 0
+  assert results['score'] == run['score']
+  with open(tmp_path / 'ft' / 'results.json') as f:
+    assert json.load(f)['task'] == task
+  table = (tmp_path / 'ft' / 'results.md').read_text()
+  assert f'### {task}: median of 1 runs' in table
+
+
+def test_finetuning_starts_from_the_pretrained_encoder(exported_encoder,
+                                                       tmp_path):
+  """The first evaluation sees the exported weights, not a random encoder."""
+  from official_repro.tasks import glue  # pylint: disable=g-import-not-at-top
+  data_dir = _write_glue(tmp_path / 'glue', random.Random(1))
+  encoder = pretrained.resolve(exported_encoder)
+  config = finetuning.build_task_config(
+      finetuning_schedule.FinetuningSchedule(
+          task='mrpc', learning_rate=1e-3, train_batch_size=4, num_epochs=1),
+      finetuning_schedule.RunProtocol(), encoder, data_dir)
+  task = glue.GlueTask(config)
+  model = task.build_model()
+  task.initialize(model)
+  reader = tf.train.load_checkpoint(encoder.checkpoint_path)
+  table = reader.get_tensor(
+      'encoder/layer_with_weights-0/embeddings/.ATTRIBUTES/VARIABLE_VALUE')
+  np.testing.assert_array_equal(
+      model.checkpoint_items['encoder'].get_embedding_table().numpy(), table)
+
+
+def test_seeds_aggregate_and_resume(exported_encoder, tmp_path):
+  data_dir = _write_glue(tmp_path / 'glue', random.Random(2))
+  encoder = pretrained.resolve(exported_encoder)
+  model_dir = str(tmp_path / 'ft')
+  results = _finetune('mrpc', encoder, data_dir, model_dir, num_epochs=2,
+                      num_runs=3)
+  scores = [run['score'] for run in results['runs']]
+  assert [run['seed'] for run in results['runs']] == [0, 1, 2]
+  assert results['score'] == pytest.approx(float(np.median(scores)))
+  assert results['summary']['n'] == 3
+  # Two evaluations per run (one per epoch); 'best' picks the higher.
+  for run in results['runs']:
+    assert [entry['step'] for entry in run['history']] == [3, 6]
+    assert run['score'] == max(entry['score'] for entry in run['history'])
+
+  # A finished run is not repeated: its result file is what counts.
+  seed_1 = os.path.join(model_dir, 'seed_1', finetuning.RESULT_FILENAME)
+  with open(seed_1) as f:
+    finished = json.load(f)
+  finished['score'] = 123.0
+  with open(seed_1, 'w') as f:
+    json.dump(finished, f)
+  # A run killed after its last checkpoint, before its last evaluation,
+  # resumes from the checkpoint and only evaluates.
+  seed_2 = os.path.join(model_dir, 'seed_2')
+  os.remove(os.path.join(seed_2, finetuning.RESULT_FILENAME))
+  history_path = os.path.join(seed_2, finetuning.HISTORY_FILENAME)
+  with open(history_path) as f:
+    history = json.load(f)
+  with open(history_path, 'w') as f:
+    json.dump(history[:1], f)
+  checkpoint = tf.train.latest_checkpoint(seed_2)
+
+  resumed = _finetune('mrpc', encoder, data_dir, model_dir, num_epochs=2,
+                      num_runs=3)
+  assert resumed['runs'][1]['score'] == 123.0
+  assert tf.train.latest_checkpoint(seed_2) == checkpoint
+  assert [entry['step'] for entry in resumed['runs'][2]['history']] == [3, 6]
+  assert resumed['runs'][2]['history'][1]['score'] == pytest.approx(
+      history[1]['score'], abs=1e-6)
+
+
+def test_bad_init_checkpoint(tmp_path):
+  with pytest.raises(FileNotFoundError, match='no checkpoint'):
+    pretrained.resolve(str(tmp_path))
+  with pytest.raises(FileNotFoundError, match='missing.index'):
+    pretrained.resolve(str(tmp_path / 'missing'))
