@@ -120,6 +120,7 @@ def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
   if done is not None:
     logging.info('%s already finished; not repeated.', run_dir)
     return done
+  tf_keras.backend.clear_session()
   tf_keras.utils.set_random_seed(seed)
   task_cls, _ = _task_registry()[task_config.task]
   task_config = dataclasses.replace(

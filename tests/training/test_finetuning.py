@@ -3,6 +3,8 @@
 import json
 import os
 import random
+import subprocess
+import sys
 
 import gin
 import numpy as np
@@ -237,3 +239,23 @@ def test_bad_init_checkpoint(tmp_path):
     pretrained.resolve(str(tmp_path))
   with pytest.raises(FileNotFoundError, match='missing.index'):
     pretrained.resolve(str(tmp_path / 'missing'))
+
+
+def test_glue_suite_command(exported_encoder, tmp_path):
+  data_dir = _write_glue(tmp_path / 'glue', random.Random(3))
+  model_dir = tmp_path / 'suite'
+  overrides = ['run_protocol.num_runs = 1', 'finetuning.num_epochs = 1',
+               'finetuning.train_batch_size = 4',
+               'finetuning.max_seq_length = 32']
+  command = [sys.executable, '-m', 'experiments.glue_suite', '--paper=001_ale',
+             f'--init_checkpoint={exported_encoder}', f'--glue_dir={data_dir}',
+             f'--model_dir={model_dir}', '--published_row=ELECTRA_small',
+             '--strategy=cpu'] + [f'--gin_param={p}' for p in overrides]
+  output = subprocess.run(command, cwd=REPO_ROOT, check=True,
+                          capture_output=True, text=True).stdout
+  assert '| model | mrpc | stsb | Avg. |' in output
+  assert '| 001_ale ELECTRA_small | 0.824 | 0.840 | 0.832 |' in output
+  with open(model_dir / 'glue_results.json') as f:
+    scores = json.load(f)['scores']
+  assert set(scores) == {'mrpc', 'stsb'}
+  assert os.path.exists(model_dir / 'mrpc' / 'operative_config.gin')

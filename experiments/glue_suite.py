@@ -1,0 +1,145 @@
+r"""Fine-tunes one checkpoint on the GLUE tasks and prints the paper's table.
+
+Usage:
+  python -m experiments.glue_suite --paper=001_ale \
+    --init_checkpoint=/tmp/electra_small --glue_dir=/data/glue \
+    --model_dir=/tmp/glue_electra_small --published_row=ELECTRA_small
+
+For every GLUE task whose folder exists under --glue_dir (or those named by
+--tasks), it runs `official_repro.finetune` with
+`gin/finetune/<paper>/<task>.gin` (seeds, selection and aggregation from that
+paper's `run_protocol`), then prints one row with the aggregated score per
+task and the GLUE average over the tasks run, the spread over seeds, and the
+paper's published row beside it. --gin_param bindings apply to every task
+(e.g. `run_protocol.num_runs = 3` for a quicker run). A killed suite resumes:
+finished runs are read back, an interrupted one continues from its
+checkpoint. Results: <model_dir>/glue_results.json and glue_table.md.
+"""
+
+import json
+import os
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+import gin
+
+from official_repro.data import glue as glue_data
+from official_repro.metrics import glue_metrics
+from official_repro.modeling.networks import pretrained
+from official_repro.tasks import finetuning_schedule
+from official_repro.training import distribute
+from official_repro.training import finetuning
+from official_repro.training import gin_utils
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string('paper', '001_ale',
+                    'Folder under gin/finetune/ with per-task gin files.')
+flags.DEFINE_string('init_checkpoint', None, 'Pretrained encoder to evaluate.')
+flags.DEFINE_string('vocab_file', None,
+                    'Vocabulary, if the checkpoint carries none.')
+flags.DEFINE_string('glue_dir', None, 'GLUE root (CoLA/, MRPC/, ...).')
+flags.DEFINE_string('model_dir', None, 'One folder per task, plus the table.')
+flags.DEFINE_list('tasks', None, 'Tasks to run (default: all present).')
+flags.DEFINE_multi_string('gin_param', [], 'Bindings applied to every task.')
+flags.DEFINE_string('published_row', None,
+                    'Row of the paper table to print beside ours.')
+distribute.define_flags()
+
+# Published GLUE dev results (fractions), to print beside ours.
+PUBLISHED = {
+    '001_ale': {  # 001 Table IV, max of 10 runs.
+        'BERT_small': dict(mrpc=0.838, cola=0.317, mnli=0.785, sst2=0.908,
+                           qqp=0.877, qnli=0.862, rte=0.610, stsb=0.862),
+        'ELECTRA_small': dict(mrpc=0.824, cola=0.509, mnli=0.770, sst2=0.877,
+                              qqp=0.888, qnli=0.847, rte=0.592, stsb=0.840),
+        'ELECTRA_small_2x': dict(mrpc=0.831, cola=0.561, mnli=0.769,
+                                 sst2=0.869, qqp=0.887, qnli=0.851,
+                                 rte=0.592, stsb=0.848),
+        'ALE_small': dict(mrpc=0.738, cola=0.305, mnli=0.745, sst2=0.834,
+                          qqp=0.878, qnli=0.824, rte=0.567, stsb=0.810),
+    },
+}
+
+
+def present_tasks(glue_dir: str):
+  """GLUE tasks (in paper column order) whose folder exists in `glue_dir`."""
+  return [task for task in finetuning_schedule.GLUE_TASKS
+          if os.path.isdir(os.path.join(
+              glue_dir, glue_data.get_task_spec(task).directory))]
+
+
+def run_task(task: str, encoder: pretrained.PretrainedEncoder,
+             strategy) -> dict:
+  gin.clear_config()
+  gin_utils.parse_config(
+      [os.path.join(gin_utils.REPO_ROOT, 'gin/finetune', FLAGS.paper,
+                    f'{task}.gin')], FLAGS.gin_param)
+  with gin.unlock_config():
+    schedule = finetuning_schedule.FinetuningSchedule()
+    protocol = finetuning_schedule.RunProtocol()
+  model_dir = os.path.join(FLAGS.model_dir, task)
+  results = finetuning.run(schedule, protocol, encoder, FLAGS.glue_dir,
+                           model_dir, strategy)
+  gin_utils.save_config(model_dir, 'operative_config.gin', operative=True)
+  return results
+
+
+def format_table(rows: dict, tasks) -> str:
+  """Markdown: one row per model, one column per task, then the average."""
+  lines = ['| model | ' + ' | '.join(tasks) + ' | Avg. |',
+           '|---|' + '---|' * (len(tasks) + 1)]
+  for name, scores in rows.items():
+    cells = [f'{scores[task]:.3f}' if task in scores else '-' for task in tasks]
+    present = {task: scores[task] for task in tasks if task in scores}
+    average = glue_metrics.glue_average(present) if present else float('nan')
+    lines.append(f'| {name} | ' + ' | '.join(cells) + f' | {average:.3f} |')
+  return '\n'.join(lines)
+
+
+def main(argv):
+  del argv
+  for name in ('init_checkpoint', 'glue_dir', 'model_dir'):
+    if not getattr(FLAGS, name):
+      raise app.UsageError(f'--{name} is required.')
+  strategy = distribute.strategy_from_flags()
+  encoder = pretrained.resolve(FLAGS.init_checkpoint,
+                               vocab_file=FLAGS.vocab_file)
+  tasks = FLAGS.tasks or present_tasks(FLAGS.glue_dir)
+  if not tasks:
+    raise app.UsageError(f'--glue_dir {FLAGS.glue_dir} holds no GLUE task '
+                         'folder (CoLA, SST-2, MRPC, ...).')
+  results = {task: run_task(task, encoder, strategy) for task in tasks}
+  ours = {task: result['score'] for task, result in results.items()}
+  rows = {f'ours ({FLAGS.paper} protocol)': ours}
+  published = PUBLISHED.get(FLAGS.paper, {})
+  if FLAGS.published_row:
+    if FLAGS.published_row not in published:
+      raise app.UsageError(
+          f'--published_row {FLAGS.published_row!r}: known rows for '
+          f'{FLAGS.paper} are {sorted(published)}.')
+    rows[f'{FLAGS.paper} {FLAGS.published_row}'] = published[
+        FLAGS.published_row]
+  spread = '\n'.join(
+      f"- {task}: {result['protocol']['aggregation']} of "
+      f"{result['summary']['n']} = {result['score']:.4f}; mean "
+      f"{result['summary']['mean']:.4f} ± {result['summary']['std']:.4f}, "
+      f"train steps {result['runs'][0]['train_steps']}"
+      for task, result in results.items())
+  table = (f'GLUE dev, checkpoint {encoder.checkpoint_path}\n\n'
+           f'{format_table(rows, tasks)}\n\n{spread}\n')
+  with open(os.path.join(FLAGS.model_dir, 'glue_table.md'), 'w') as f:
+    f.write(table)
+  with open(os.path.join(FLAGS.model_dir, 'glue_results.json'), 'w') as f:
+    json.dump(dict(init_checkpoint=encoder.checkpoint_path, paper=FLAGS.paper,
+                   scores=ours, gin_params=FLAGS.gin_param,
+                   summaries={task: r['summary'] for task, r in results.items()}),
+              f, indent=2, sort_keys=True)
+  print(table)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,82 @@
+"""Resolving and restoring encoders for fine-tuning, ours and foreign."""
+
+import json
+
+from official.nlp.configs import encoders as mg_encoders
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
+from official_repro.training import export
+
+_VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + [
+    f'w{i}' for i in range(25)]
+
+
+def _config(**overrides):
+  fields = dict(hidden_size=16, num_layers=2, num_attention_heads=2,
+                intermediate_size=32, max_position_embeddings=16)
+  fields.update(overrides)
+  return encoders.EncoderConfig(**fields)
+
+
+def _vocab_file(tmp_path):
+  path = tmp_path / 'vocab.txt'
+  path.write_text('\n'.join(_VOCAB) + '\n')
+  return str(path)
+
+
+def test_model_garden_bert_checkpoint_with_gin_architecture(tmp_path):
+  """A foreign `Checkpoint(encoder=BertEncoder)`: gin sizes + --vocab_file."""
+  config = _config(vocab_size=len(_VOCAB))
+  stock = mg_encoders.build_encoder(encoders.to_model_garden_config(config))
+  prefix = tf.train.Checkpoint(encoder=stock).write(str(tmp_path / 'bert'))
+  resolved = pretrained.resolve(prefix, vocab_file=_vocab_file(tmp_path),
+                                config=_config())
+  assert resolved.config.vocab_size == len(_VOCAB)  # From the vocab file.
+  assert resolved.checkpoint_path == prefix
+  ours = encoders.build_encoder(resolved.config)
+  pretrained.restore(ours, resolved.checkpoint_path)
+  np.testing.assert_array_equal(ours.get_embedding_table().numpy(),
+                                stock.get_embedding_table().numpy())
+
+
+def test_foreign_checkpoint_needs_architecture_and_vocab(tmp_path):
+  config = _config(vocab_size=len(_VOCAB))
+  stock = mg_encoders.build_encoder(encoders.to_model_garden_config(config))
+  prefix = tf.train.Checkpoint(encoder=stock).write(str(tmp_path / 'bert'))
+  with pytest.raises(ValueError, match='encoder_config.json'):
+    pretrained.resolve(prefix, vocab_file=_vocab_file(tmp_path))
+  with pytest.raises(ValueError, match='--vocab_file'):
+    pretrained.resolve(prefix, config=_config())
+
+
+def test_export_folder_latest_checkpoint_and_tokenizer(tmp_path):
+  config = _config(vocab_size=len(_VOCAB))
+  encoder = encoders.build_encoder(config)
+  holder = tf.train.Checkpoint()
+  holder.checkpoint_items = {'encoder': encoder}
+  for step in (5, 20, 10):
+    export.export_encoder(holder, config.as_dict(), str(tmp_path), step,
+                          vocab_file=_vocab_file(tmp_path), lower_case=False)
+  for path in (tmp_path, tmp_path / 'encoder'):
+    resolved = pretrained.resolve(str(path))
+    assert resolved.checkpoint_path.endswith('encoder-20')
+    assert resolved.config == config
+    assert not resolved.lower_case
+    with open(resolved.vocab_file) as f:
+      assert f.read().split() == _VOCAB
+  with open(tmp_path / 'encoder' / export.TOKENIZER_FILENAME) as f:
+    assert json.load(f) == {'lower_case': False, 'vocab_file': 'vocab.txt'}
+
+
+def test_restoring_another_architecture_fails(tmp_path):
+  config = _config(vocab_size=len(_VOCAB))
+  prefix = tf.train.Checkpoint(encoder=encoders.build_encoder(config)).write(
+      str(tmp_path / 'small'))
+  deeper = encoders.build_encoder(_config(vocab_size=len(_VOCAB),
+                                          num_layers=3))
+  with pytest.raises(ValueError, match='does not hold this encoder'):
+    pretrained.restore(deeper, prefix)
