@@ -242,6 +242,29 @@ class FinetuneTask(base_task.Task):
     raise NotImplementedError
 
 
+class AccuracyMetricMixin:
+  """Training/eval Keras accuracy of `labels['label_ids']` vs logit outputs."""
+
+  def build_metrics(self, training=None):
+    del training
+    return [tf_keras.metrics.SparseCategoricalAccuracy(name='accuracy')]
+
+  def process_metrics(self, metrics, labels, model_outputs):
+    for metric in metrics:
+      metric.update_state(labels['label_ids'], model_outputs)
+
+
+def softmax_cross_entropy(label_ids: tf.Tensor, logits: tf.Tensor,
+                          aux_losses=None) -> tf.Tensor:
+  """Mean cross-entropy of int `[batch]` labels under `[batch, classes]` logits,
+  plus the model's auxiliary losses."""
+  loss = tf.reduce_mean(tf_keras.losses.sparse_categorical_crossentropy(
+      label_ids, tf.cast(logits, tf.float32), from_logits=True))
+  if aux_losses:
+    loss += tf.add_n(aux_losses)
+  return loss
+
+
 def masked_mean(values: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
   """sum(values * weights) / max(sum(weights), 1)."""
   weights = tf.cast(weights, values.dtype)

@@ -36,7 +36,8 @@ class GlueTaskConfig(finetuning_base.FinetuneTaskConfig):
   stsb_metric: str = 'spearman'
 
 
-class GlueTask(finetuning_base.FinetuneTask):
+class GlueTask(finetuning_base.AccuracyMetricMixin,
+               finetuning_base.FinetuneTask):
   """One GLUE task (see module docstring)."""
 
   eval_output_keys = ('logits',)
@@ -73,27 +74,18 @@ class GlueTask(finetuning_base.FinetuneTask):
         dropout_rate=self.task_config.head_dropout_rate)
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
-    logits = tf.cast(model_outputs, tf.float32)
-    if self.spec.is_regression:
-      loss = tf.reduce_mean(
-          tf.square(logits[:, 0] - tf.cast(labels['label_ids'], tf.float32)))
-    else:
-      loss = tf.reduce_mean(
-          tf_keras.losses.sparse_categorical_crossentropy(
-              labels['label_ids'], logits, from_logits=True))
+    if not self.spec.is_regression:
+      return finetuning_base.softmax_cross_entropy(labels['label_ids'],
+                                                   model_outputs, aux_losses)
+    loss = tf.reduce_mean(tf.square(
+        tf.cast(model_outputs, tf.float32)[:, 0] -
+        tf.cast(labels['label_ids'], tf.float32)))
     if aux_losses:
       loss += tf.add_n(aux_losses)
     return loss
 
   def build_metrics(self, training=None):
-    del training
-    if self.spec.is_regression:
-      return []
-    return [tf_keras.metrics.SparseCategoricalAccuracy(name='accuracy')]
-
-  def process_metrics(self, metrics, labels, model_outputs):
-    for metric in metrics:
-      metric.update_state(labels['label_ids'], model_outputs)
+    return [] if self.spec.is_regression else super().build_metrics(training)
 
   def compute_metrics(self, outputs: Mapping[str, np.ndarray]
                       ) -> Dict[str, float]:

@@ -44,7 +44,8 @@ def race_task_config(levels: Tuple[str, ...] = race_data.LEVELS,
                         fill_blank=fill_blank, **fields)
 
 
-class RaceTask(finetuning_base.FinetuneTask):
+class RaceTask(finetuning_base.AccuracyMetricMixin,
+               finetuning_base.FinetuneTask):
   """RACE fine-tuning (see module docstring)."""
 
   eval_output_keys = ('logits',)
@@ -75,20 +76,8 @@ class RaceTask(finetuning_base.FinetuneTask):
         initializer=self.head_initializer())
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
-    loss = tf.reduce_mean(tf_keras.losses.sparse_categorical_crossentropy(
-        labels['label_ids'], tf.cast(model_outputs, tf.float32),
-        from_logits=True))
-    if aux_losses:
-      loss += tf.add_n(aux_losses)
-    return loss
-
-  def build_metrics(self, training=None):
-    del training
-    return [tf_keras.metrics.SparseCategoricalAccuracy(name='accuracy')]
-
-  def process_metrics(self, metrics, labels, model_outputs):
-    for metric in metrics:
-      metric.update_state(labels['label_ids'], model_outputs)
+    return finetuning_base.softmax_cross_entropy(labels['label_ids'],
+                                                 model_outputs, aux_losses)
 
   def compute_metrics(self, outputs: Mapping[str, np.ndarray]
                       ) -> Dict[str, float]:
