@@ -88,6 +88,14 @@ def run_task(task: str, encoder: pretrained.PretrainedEncoder,
   return results
 
 
+def _examples_per_second(results: dict) -> float:
+  """Mean training throughput of the runs' last loops (nan if unknown)."""
+  rates = [run.get('last_train_logs', {}).get('examples_per_second')
+           for run in results['runs']]
+  rates = [rate for rate in rates if rate is not None]
+  return sum(rates) / len(rates) if rates else float('nan')
+
+
 def format_table(rows: dict, tasks) -> str:
   """Markdown: one row per model, one column per task, then the average."""
   lines = ['| model | ' + ' | '.join(tasks) + ' | Avg. |',
@@ -127,7 +135,8 @@ def main(argv):
       f"- {task}: {result['protocol']['aggregation']} of "
       f"{result['summary']['n']} = {result['score']:.4f}; mean "
       f"{result['summary']['mean']:.4f} ± {result['summary']['std']:.4f}, "
-      f"train steps {result['runs'][0]['train_steps']}"
+      f"train steps {result['runs'][0]['train_steps']}, "
+      f"{_examples_per_second(result):.1f} train examples/s"
       for task, result in results.items())
   table = (f'GLUE dev, checkpoint {encoder.checkpoint_path}\n\n'
            f'{format_table(rows, tasks)}\n\n{spread}\n')

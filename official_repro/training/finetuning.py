@@ -179,7 +179,7 @@ def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
   selected = aggregation.select_eval(history, key, protocol.selection)
   result = dict(seed=seed, train_steps=train_steps, num_train_examples=num_train,
                 selected=dict(selected), score=float(selected[key]),
-                history=history)
+                history=history, last_train_logs=trainer.last_train_logs)
   _write_json(os.path.join(run_dir, RESULT_FILENAME), result)
   return result
 
