@@ -1,0 +1,272 @@
+"""Span-based dynamic convolution, ConvBERT's local-attention heads (paper 002).
+
+A dynamic convolution predicts a separate k-tap kernel for every position and
+head and uses it to average the values in a window of k tokens around that
+position. ConvBERT makes the kernel depend on the *span* around the token,
+not only on the token itself. With hidden states `X [B, T, D]` and the query
+`Q [B, T, N'*H]` that the attention branch also uses:
+
+1. `Ks = pointwise(depthwise_k(X))`: a separable 1-D convolution over time
+   (depthwise kernel of width k, 'same' zero padding, then a pointwise map to
+   `N'*H` with bias; no activation). `Ks` is a span-aware key.
+2. `A = Ks * Q` (element-wise).
+3. `kernel = softmax_k(reshape(Dense(A -> N'*k), [B, T, N', k]))`.
+4. `V = Dense(X -> N'*H)`, reshaped `[B, T, N', H]` (its own projection, not
+   the attention branch's values).
+5. `out[b, t, n] = sum_j kernel[b, t, n, j] * V[b, t + j - (k-1)/2, n]`, where
+   positions outside `0 .. T-1` hold zeros; the result is `[B, T, N'*H]`.
+
+With `causal=True` both the depthwise convolution and the window look only
+backwards: the time axis is zero-padded with `k-1` steps on the left and none
+on the right, so `out[t]` combines `V[t-k+1 .. t]` and depends on no input
+after `t` (usable for language modeling).
+
+Padding and dropout. As in the reference implementations, this branch has no
+dropout and ignores the padding mask (`mask_values=False`, the default): the
+hidden states of padding tokens enter the depthwise convolution and the values
+of the real tokens within `(k-1)/2` of the end of the sequence, so those
+outputs depend on how much padding follows and on what the padding tokens'
+hidden states are. With `mask_values=True` padding positions are treated like
+the zero padding beyond the sequence ends: their hidden states are zeroed
+before the depthwise convolution and their values are zeroed before the
+windowed sum, so the outputs at real positions equal those computed on the
+unpadded sequence. That is a deviation from the reference, off by default.
+
+Unfolding. Step 5 is mathematically an unfold of k shifted copies of `V` into
+`[B, T, k, N', H]` followed by a contraction with the kernel over k. It is
+implemented as `sum_j kernel[..., j] * V_padded[:, j : j + T]`: k static
+slices of the padded values, each multiplied and accumulated, which never
+materialises the k-times larger unfolded tensor. Measured on CPU (B=8, T=128,
+N'=6, H=64, k=9) this was about 6x faster forward and 1.4x faster
+forward+backward than stacking the k slices and using an einsum, and more
+than 10x faster than `tf.image.extract_patches`; under XLA the stacked and
+accumulated forms were within noise. It uses only pad, strided slice,
+multiply and add, so it compiles with XLA.
+
+Initialisation follows the TF1 original (yitu-opensource/ConvBert): the
+depthwise kernel is truncated normal with stddev `1/k`; the pointwise kernel
+and the dense kernels (dynamic-kernel generator and value projection) are
+truncated normal with stddev 0.02; all biases are zero. (Hugging Face uses
+0.02 everywhere.)
+
+Parameters for input width D: depthwise `k*D`, pointwise `D*N'H + N'H`,
+kernel generator `N'H*N'k + N'k`, values `D*N'H + N'H`.
+"""
+
+from typing import Any, Dict, Optional, Tuple, Union
+
+import tensorflow as tf
+import tf_keras
+
+from official.modeling import tf_utils
+
+_Initializer = Union[str, Dict[str, Any], tf_keras.initializers.Initializer]
+
+
+def _default_dense_initializer() -> tf_keras.initializers.Initializer:
+  return tf_keras.initializers.TruncatedNormal(stddev=0.02)
+
+
+def window_padding(kernel_size: int, causal: bool) -> Tuple[int, int]:
+  """Zeros added before and after the time axis for a k-tap window.
+
+  Args:
+    kernel_size: odd window width k.
+    causal: whether the window ends at the current position.
+
+  Returns:
+    `(left, right)`: `(k-1, 0)` if causal, else `((k-1)/2, (k-1)/2)`.
+  """
+  if causal:
+    return kernel_size - 1, 0
+  return (kernel_size - 1) // 2, (kernel_size - 1) // 2
+
+
+def apply_dynamic_kernel(values: tf.Tensor, kernel: tf.Tensor,
+                         causal: bool = False) -> tf.Tensor:
+  """Combines each position's window of values with its own k-tap kernel.
+
+  `out[b, t, n] = sum_j kernel[b, t, n, j] * values[b, t - left + j, n]`,
+  with `left` from `window_padding` and zeros outside `0 .. T-1`.
+
+  Args:
+    values: `[B, T, N, H]` float tensor.
+    kernel: `[B, T, N, k]` float tensor with a static last dimension.
+    causal: if True, the window is `t-k+1 .. t`; else centred on `t`.
+
+  Returns:
+    `[B, T, N, H]` tensor.
+  """
+  kernel_size = kernel.shape[-1]
+  left, right = window_padding(kernel_size, causal)
+  padded = tf.pad(values, [[0, 0], [left, right], [0, 0], [0, 0]])
+  seq_length = tf.shape(values)[1]
+  output = tf.zeros_like(values)
+  for tap in range(kernel_size):
+    output += padded[:, tap:tap + seq_length] * kernel[..., tap:tap + 1]
+  return output
+
+
+def _split_heads(tensor: tf.Tensor, num_heads: int, width: int) -> tf.Tensor:
+  """`[B, T, num_heads * width]` -> `[B, T, num_heads, width]`."""
+  shape = tf.shape(tensor)
+  return tf.reshape(tensor, [shape[0], shape[1], num_heads, width])
+
+
+@tf_keras.utils.register_keras_serializable(package='official_repro')
+class SpanDynamicConv(tf_keras.layers.Layer):
+  """Span-based dynamic convolution over `num_heads` heads (see module doc).
+
+  Call arguments:
+    hidden_states: `[B, T, D]` layer input X.
+    query: `[B, T, num_heads * head_size]`, the query projection shared with
+      the self-attention branch.
+    padding_mask: optional `[B, T]` (1 = real token, 0 = padding). Used only
+      when the layer was built with `mask_values=True`; ignored otherwise.
+
+  Returns:
+    `[B, T, num_heads * head_size]`.
+  """
+
+  def __init__(self,
+               num_heads: int,
+               head_size: int,
+               kernel_size: int = 9,
+               causal: bool = False,
+               mask_values: bool = False,
+               kernel_initializer: Optional[_Initializer] = None,
+               depthwise_initializer: Optional[_Initializer] = None,
+               bias_initializer: _Initializer = 'zeros',
+               **kwargs):
+    """Initializes the layer.
+
+    Args:
+      num_heads: number of convolution heads N' (>= 1).
+      head_size: width H of each head (>= 1).
+      kernel_size: window width k; odd and >= 1.
+      causal: if True, position t only sees positions <= t.
+      mask_values: if True, zero the padding positions' hidden states and
+        values (see module doc); False reproduces the reference.
+      kernel_initializer: initializer of the pointwise and dense kernels;
+        default truncated normal with stddev 0.02.
+      depthwise_initializer: initializer of the `[k, D, 1]` depthwise kernel;
+        default truncated normal with stddev `1 / kernel_size`.
+      bias_initializer: initializer of all biases.
+      **kwargs: other `tf_keras.layers.Layer` arguments.
+
+    Raises:
+      ValueError: on a non-positive head count or size, or an even or
+        non-positive kernel size.
+    """
+    super().__init__(**kwargs)
+    if num_heads < 1:
+      raise ValueError(f'num_heads must be >= 1, got num_heads={num_heads}.')
+    if head_size < 1:
+      raise ValueError(f'head_size must be >= 1, got head_size={head_size}.')
+    if kernel_size < 1 or kernel_size % 2 == 0:
+      raise ValueError(
+          f'kernel_size must be an odd integer >= 1, got kernel_size='
+          f'{kernel_size}.')
+    self._num_heads = num_heads
+    self._head_size = head_size
+    self._kernel_size = kernel_size
+    self._causal = causal
+    self._mask_values = mask_values
+    self._kernel_initializer = tf_keras.initializers.get(
+        kernel_initializer or _default_dense_initializer())
+    self._depthwise_initializer = tf_keras.initializers.get(
+        depthwise_initializer or
+        tf_keras.initializers.TruncatedNormal(stddev=1.0 / kernel_size))
+    self._bias_initializer = tf_keras.initializers.get(bias_initializer)
+
+    width = num_heads * head_size
+    self._span_key = tf_keras.layers.SeparableConv1D(
+        filters=width,
+        kernel_size=kernel_size,
+        padding='causal' if causal else 'same',
+        depthwise_initializer=tf_utils.clone_initializer(
+            self._depthwise_initializer),
+        pointwise_initializer=tf_utils.clone_initializer(
+            self._kernel_initializer),
+        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
+        name='span_key')
+    self._kernel_generator = tf_keras.layers.Dense(
+        num_heads * kernel_size,
+        kernel_initializer=tf_utils.clone_initializer(
+            self._kernel_initializer),
+        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
+        name='kernel_generator')
+    self._value_projection = tf_keras.layers.Dense(
+        width,
+        kernel_initializer=tf_utils.clone_initializer(
+            self._kernel_initializer),
+        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
+        name='conv_value')
+
+  @property
+  def num_heads(self) -> int:
+    return self._num_heads
+
+  @property
+  def head_size(self) -> int:
+    return self._head_size
+
+  @property
+  def kernel_size(self) -> int:
+    return self._kernel_size
+
+  def _masked(self, tensor: tf.Tensor,
+              padding_mask: Optional[tf.Tensor]) -> tf.Tensor:
+    """Zeros the padding rows of a `[B, T, C]` tensor if `mask_values`."""
+    if not self._mask_values or padding_mask is None:
+      return tensor
+    return tensor * tf.cast(padding_mask, tensor.dtype)[:, :, tf.newaxis]
+
+  def dynamic_kernel(self, hidden_states: tf.Tensor, query: tf.Tensor,
+                     padding_mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """Per-position, per-head convolution kernels (steps 1-3).
+
+    Args:
+      hidden_states: `[B, T, D]`.
+      query: `[B, T, num_heads * head_size]`.
+      padding_mask: optional `[B, T]`, used only with `mask_values=True`.
+
+    Returns:
+      `[B, T, num_heads, kernel_size]` kernels; each sums to 1 over the last
+      axis.
+    """
+    span_key = self._span_key(self._masked(hidden_states, padding_mask))
+    logits = self._kernel_generator(span_key * query)
+    return tf.nn.softmax(
+        _split_heads(logits, self._num_heads, self._kernel_size), axis=-1)
+
+  def call(self, hidden_states: tf.Tensor, query: tf.Tensor,
+           padding_mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+    kernel = self.dynamic_kernel(hidden_states, query, padding_mask)
+    values = _split_heads(
+        self._masked(self._value_projection(hidden_states), padding_mask),
+        self._num_heads, self._head_size)
+    output = apply_dynamic_kernel(values, kernel, causal=self._causal)
+    shape = tf.shape(hidden_states)
+    output = tf.reshape(
+        output, [shape[0], shape[1], self._num_heads * self._head_size])
+    output.set_shape(hidden_states.shape[:-1].concatenate(
+        [self._num_heads * self._head_size]))
+    return output
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update({
+        'num_heads': self._num_heads,
+        'head_size': self._head_size,
+        'kernel_size': self._kernel_size,
+        'causal': self._causal,
+        'mask_values': self._mask_values,
+        'kernel_initializer': tf_keras.initializers.serialize(
+            self._kernel_initializer),
+        'depthwise_initializer': tf_keras.initializers.serialize(
+            self._depthwise_initializer),
+        'bias_initializer': tf_keras.initializers.serialize(
+            self._bias_initializer),
+    })
+    return config
