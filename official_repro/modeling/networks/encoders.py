@@ -17,13 +17,21 @@ Objectives never build a backbone themselves: they receive an
     embedding network instance + a single `TransformerEncoderBlock` instance,
     which the scaffold reuses for every layer). Variable names differ from
     `AlbertEncoder` checkpoints.
+  * 'convbert': ConvBERT (Jiang et al. 2020, paper 002): BERT with mixed
+    attention (bottleneck self-attention plus span-based dynamic convolution
+    heads) and grouped feed-forward layers; our `ConvBertEncoder` (Model
+    Garden has none). It has the settings `head_ratio`, `conv_kernel_size`,
+    `num_groups`, `conv_only` and `attention_only`, which the other backbones
+    must leave at their defaults.
+
+ALBERT and ConvBERT embed tokens with the same sub-network
+(`embedding_network`), which can take an existing word-embedding layer.
 """
 
 import dataclasses
 from typing import Optional
 
 import gin
-import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
@@ -31,8 +39,14 @@ from official.modeling.hyperparams import base_config
 from official.nlp.configs import encoders as mg_encoders
 from official.nlp.modeling import layers
 from official.nlp.modeling import networks
+from official_repro.modeling.networks import convbert_encoder
+from official_repro.modeling.networks import embedding_network
 
-BACKBONES = ('bert', 'albert')
+BACKBONES = ('bert', 'albert', 'convbert')
+
+# ConvBERT-only settings and the defaults every other backbone must keep.
+_CONVBERT_DEFAULTS = dict(head_ratio=2, conv_kernel_size=9, num_groups=1,
+                          conv_only=False, attention_only=False)
 
 
 @dataclasses.dataclass
@@ -40,7 +54,7 @@ class EncoderConfig(base_config.Config):
   """Architecture of a transformer text encoder.
 
   Attributes:
-    backbone: 'bert' or 'albert' (see the module docstring).
+    backbone: 'bert', 'albert' or 'convbert' (see the module docstring).
     hidden_size: width H of the transformer layers.
     num_layers: number of transformer layers L (ALBERT: applications of the
       one shared block).
@@ -55,6 +69,16 @@ class EncoderConfig(base_config.Config):
     dropout_rate: dropout on embeddings and sublayer outputs.
     attention_dropout_rate: dropout on attention probabilities.
     initializer_range: stddev of the truncated-normal initializer.
+    head_ratio: ConvBERT: N / N', the self-attention heads kept per
+      configured head (the bottleneck); must divide num_attention_heads.
+    conv_kernel_size: ConvBERT: the span-based dynamic convolution window k
+      (odd).
+    num_groups: ConvBERT: groups of the grouped feed-forward matrices; must
+      divide hidden_size and intermediate_size.
+    conv_only: ConvBERT: convolution heads only (002's convolution-only
+      ablation).
+    attention_only: ConvBERT: the bottleneck self-attention without
+      convolution heads (the "+BNK,+GL" baselines of 002 Table 4).
   """
   backbone: str = 'bert'
   hidden_size: int = 0
@@ -69,6 +93,11 @@ class EncoderConfig(base_config.Config):
   dropout_rate: float = 0.1
   attention_dropout_rate: float = 0.1
   initializer_range: float = 0.02
+  head_ratio: int = 2
+  conv_kernel_size: int = 9
+  num_groups: int = 1
+  conv_only: bool = False
+  attention_only: bool = False
 
   @property
   def embedding_width(self) -> int:
@@ -98,7 +127,62 @@ def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:
     raise ValueError(
         f'{name}.hidden_size={config.hidden_size} is not divisible by '
         f'{name}.num_attention_heads={config.num_attention_heads}.')
+  if config.backbone == 'convbert':
+    _validate_convbert(config, name)
+  else:
+    for field, default in _CONVBERT_DEFAULTS.items():
+      if getattr(config, field) != default:
+        raise ValueError(
+            f'{name}.{field}={getattr(config, field)!r} is a ConvBERT '
+            f"setting; with {name}.backbone={config.backbone!r} it must keep "
+            f'its default {default!r}.')
   return config
+
+
+def _validate_convbert(config: EncoderConfig, name: str) -> None:
+  """The ConvBERT constraints of `validate`."""
+  for field in ('head_ratio', 'conv_kernel_size', 'num_groups'):
+    value = getattr(config, field)
+    if not isinstance(value, int) or value <= 0:
+      raise ValueError(f'{name}.{field} must be a positive int, got '
+                       f'{value!r}.')
+  heads, ratio = config.num_attention_heads, config.head_ratio
+  if ratio > heads:
+    raise ValueError(
+        f'{name}.head_ratio={ratio} must satisfy 1 <= head_ratio <= '
+        f'{name}.num_attention_heads={heads}.')
+  if heads % ratio:
+    raise ValueError(
+        f'{name}.num_attention_heads={heads} is not divisible by '
+        f'{name}.head_ratio={ratio}.')
+  if config.conv_kernel_size % 2 == 0:
+    raise ValueError(f'{name}.conv_kernel_size={config.conv_kernel_size} '
+                     'must be odd.')
+  for field in ('hidden_size', 'intermediate_size'):
+    if getattr(config, field) % config.num_groups:
+      raise ValueError(
+          f'{name}.{field}={getattr(config, field)} is not divisible by '
+          f'{name}.num_groups={config.num_groups}.')
+  if config.conv_only and config.attention_only:
+    raise ValueError(f'{name}.conv_only and {name}.attention_only exclude '
+                     'each other; set at most one to True.')
+
+
+def scaled_head_ratio(config: EncoderConfig, num_attention_heads: int) -> int:
+  """The `head_ratio` of a narrower copy of `config` with fewer heads.
+
+  ConvBERT's reference keeps N' = max(1, N // head_ratio) self-attention
+  heads, so a copy with fewer heads than `head_ratio` (the generator of
+  ConvBERT-small has one head) keeps one: the ratio is capped at the head
+  count. Other backbones keep their (default) ratio.
+
+  Args:
+    config: the full-width config.
+    num_attention_heads: the head count of the copy.
+  """
+  if config.backbone != 'convbert':
+    return config.head_ratio
+  return min(config.head_ratio, num_attention_heads)
 
 
 @gin.configurable('encoder')
@@ -116,6 +200,11 @@ def encoder_config(
     dropout_rate: float = 0.1,
     attention_dropout_rate: float = 0.1,
     initializer_range: float = 0.02,
+    head_ratio: int = 2,
+    conv_kernel_size: int = 9,
+    num_groups: int = 1,
+    conv_only: bool = False,
+    attention_only: bool = False,
 ) -> EncoderConfig:
   """The gin-bound encoder (see `EncoderConfig` for the arguments)."""
   return validate(EncoderConfig(
@@ -126,7 +215,9 @@ def encoder_config(
       type_vocab_size=type_vocab_size, hidden_activation=hidden_activation,
       dropout_rate=dropout_rate,
       attention_dropout_rate=attention_dropout_rate,
-      initializer_range=initializer_range))
+      initializer_range=initializer_range, head_ratio=head_ratio,
+      conv_kernel_size=conv_kernel_size, num_groups=num_groups,
+      conv_only=conv_only, attention_only=attention_only))
 
 
 def with_vocab_size(config: EncoderConfig, vocab_size: int,
@@ -150,7 +241,17 @@ def with_vocab_size(config: EncoderConfig, vocab_size: int,
 
 
 def to_model_garden_config(config: EncoderConfig) -> mg_encoders.EncoderConfig:
-  """The equivalent Model Garden `EncoderConfig` (for Model Garden's tasks)."""
+  """The equivalent Model Garden `EncoderConfig` (for Model Garden's tasks).
+
+  Raises:
+    ValueError: for the 'convbert' backbone, which Model Garden does not have
+      (build it with `build_encoder`).
+  """
+  if config.backbone == 'convbert':
+    raise ValueError(
+        "encoder.backbone='convbert' has no Model Garden encoder config "
+        '(Model Garden has no ConvBERT); build it with '
+        'official_repro.modeling.networks.encoders.build_encoder.')
   _require_vocab_size(config)
   common = dict(
       vocab_size=config.vocab_size,
@@ -194,54 +295,16 @@ def _initializer(config: EncoderConfig):
   return tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
 
-def _albert_embedding_network(
-    config: EncoderConfig,
-    word_embedding_layer: Optional[tf_keras.layers.Layer]
-) -> (tf_keras.Model, tf_keras.layers.Layer):
-  """Word + position + type embeddings (width E), LayerNorm, dropout, E -> H."""
-  word_ids = tf_keras.layers.Input(shape=(None,), dtype=tf.int32,
-                                   name='input_word_ids')
-  mask = tf_keras.layers.Input(shape=(None,), dtype=tf.int32,
-                               name='input_mask')
-  type_ids = tf_keras.layers.Input(shape=(None,), dtype=tf.int32,
-                                   name='input_type_ids')
-  if word_embedding_layer is None:
-    word_embedding_layer = layers.OnDeviceEmbedding(
-        vocab_size=config.vocab_size, embedding_width=config.embedding_width,
-        initializer=_initializer(config), name='word_embeddings')
-  word_embeddings = word_embedding_layer(word_ids)
-  position_embeddings = layers.PositionEmbedding(
-      initializer=_initializer(config),
-      max_length=config.max_position_embeddings,
-      name='position_embedding')(word_embeddings)
-  type_embeddings = layers.OnDeviceEmbedding(
-      vocab_size=config.type_vocab_size,
-      embedding_width=config.embedding_width,
-      initializer=_initializer(config), use_one_hot=True,
-      name='type_embeddings')(type_ids)
-  embeddings = tf_keras.layers.Add()(
-      [word_embeddings, position_embeddings, type_embeddings])
-  embeddings = tf_keras.layers.LayerNormalization(
-      name='embeddings/layer_norm', axis=-1, epsilon=1e-12,
-      dtype=tf.float32)(embeddings)
-  embeddings = tf_keras.layers.Dropout(rate=config.dropout_rate)(embeddings)
-  if config.embedding_width != config.hidden_size:
-    embeddings = tf_keras.layers.EinsumDense(
-        '...x,xy->...y', output_shape=config.hidden_size, bias_axes='y',
-        kernel_initializer=_initializer(config),
-        name='embedding_projection')(embeddings)
-  attention_mask = layers.SelfAttentionMask()(embeddings, mask)
-  network = tf_keras.Model([word_ids, mask, type_ids],
-                           [embeddings, attention_mask],
-                           name='albert_embeddings')
-  return network, word_embedding_layer
-
-
 def _build_albert(config: EncoderConfig,
                   word_embedding_layer: Optional[tf_keras.layers.Layer]
                   ) -> AlbertScaffoldEncoder:
-  embedding_network, word_embedding_layer = _albert_embedding_network(
-      config, word_embedding_layer)
+  embeddings, word_embedding_layer = embedding_network.build_embedding_network(
+      vocab_size=config.vocab_size, embedding_width=config.embedding_width,
+      hidden_size=config.hidden_size,
+      max_sequence_length=config.max_position_embeddings,
+      type_vocab_size=config.type_vocab_size,
+      dropout_rate=config.dropout_rate, initializer=_initializer(config),
+      word_embedding_layer=word_embedding_layer, name='albert_embeddings')
   shared_block = layers.TransformerEncoderBlock(
       num_attention_heads=config.num_attention_heads,
       inner_dim=config.intermediate_size,
@@ -252,7 +315,7 @@ def _build_albert(config: EncoderConfig,
       name='shared_transformer')
   return AlbertScaffoldEncoder(
       word_embedding_layer=word_embedding_layer,
-      embedding_cls=embedding_network,
+      embedding_cls=embeddings,
       embedding_data=word_embedding_layer.embeddings,
       hidden_cls=shared_block,
       num_hidden_instances=config.num_layers,
@@ -263,25 +326,71 @@ def _build_albert(config: EncoderConfig,
       name='albert_encoder')
 
 
+def _build_convbert(config: EncoderConfig,
+                    word_embedding_layer: Optional[tf_keras.layers.Layer],
+                    return_attention_scores: bool
+                    ) -> convbert_encoder.ConvBertEncoder:
+  return convbert_encoder.ConvBertEncoder(
+      vocab_size=config.vocab_size,
+      hidden_size=config.hidden_size,
+      num_layers=config.num_layers,
+      num_attention_heads=config.num_attention_heads,
+      intermediate_size=config.intermediate_size,
+      head_ratio=config.head_ratio,
+      kernel_size=config.conv_kernel_size,
+      num_groups=config.num_groups,
+      conv_only=config.conv_only,
+      attention_only=config.attention_only,
+      embedding_width=config.embedding_width,
+      max_sequence_length=config.max_position_embeddings,
+      type_vocab_size=config.type_vocab_size,
+      activation=config.hidden_activation,
+      dropout_rate=config.dropout_rate,
+      attention_dropout_rate=config.attention_dropout_rate,
+      initializer_range=config.initializer_range,
+      embedding_layer=word_embedding_layer,
+      return_attention_scores=return_attention_scores,
+      name='convbert_encoder')
+
+
 def build_encoder(config: EncoderConfig,
-                  word_embedding_layer: Optional[tf_keras.layers.Layer] = None
-                  ) -> tf_keras.Model:
+                  word_embedding_layer: Optional[tf_keras.layers.Layer] = None,
+                  return_attention_scores: bool = False) -> tf_keras.Model:
   """Builds the Keras encoder network a config describes.
 
   Args:
     config: the architecture, with `vocab_size` set.
     word_embedding_layer: an existing word-embedding layer (width E) to share;
       used for tied generator/discriminator embeddings.
+    return_attention_scores: add an `attention_scores` output, a list over
+      layers of the self-attention probabilities `[batch, heads, seq, seq]`
+      (ConvBERT: `num_attention_heads // head_ratio` heads). BERT and
+      ConvBERT only.
 
   Returns:
     A Keras encoder taking `input_word_ids`, `input_mask`, `input_type_ids`
     (int32 `[batch, seq]`) and returning a dict with `sequence_output`
     `[batch, seq, hidden]` and `pooled_output` `[batch, hidden]`. It has
     `get_embedding_table()` (`[vocab, E]`) and `get_embedding_layer()`.
+
+  Raises:
+    ValueError: an invalid config (see `validate`), no `vocab_size`, or
+      `return_attention_scores` for a backbone or variant without them
+      (ALBERT; ConvBERT with `conv_only`).
   """
   validate(config)
   _require_vocab_size(config)
   if config.backbone == 'albert':
+    if return_attention_scores:
+      raise ValueError(
+          "return_attention_scores is not available for encoder.backbone="
+          "'albert' (Model Garden's EncoderScaffold does not return them); "
+          "use 'bert' or 'convbert'.")
     return _build_albert(config, word_embedding_layer)
-  return mg_encoders.build_encoder(to_model_garden_config(config),
+  if config.backbone == 'convbert':
+    return _build_convbert(config, word_embedding_layer,
+                           return_attention_scores)
+  model_garden_config = to_model_garden_config(config)
+  model_garden_config.bert.return_attention_scores = return_attention_scores
+  return mg_encoders.build_encoder(model_garden_config,
                                    embedding_layer=word_embedding_layer)

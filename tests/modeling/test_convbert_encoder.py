@@ -1,0 +1,256 @@
+"""ConvBERT backbone: outputs, tying, attention scores, checks, training."""
+
+import os
+
+import gin
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from official.nlp.modeling import models
+from official_repro.modeling.layers import mixed_attention
+from official_repro.modeling.networks import convbert_encoder
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
+from official_repro.modeling.pretrainers import electra
+from official_repro.optimization import layerwise_decay
+from official_repro.training import experiment
+from official_repro.training import gin_utils
+
+VOCAB = 50
+NUM_LAYERS = 2
+
+
+def _config(**overrides):
+  fields = dict(backbone='convbert', hidden_size=32, num_layers=NUM_LAYERS,
+                num_attention_heads=4, intermediate_size=64,
+                embedding_size=16, vocab_size=VOCAB,
+                max_position_embeddings=16, conv_kernel_size=3, num_groups=2)
+  fields.update(overrides)
+  return encoders.validate(encoders.EncoderConfig(**fields))
+
+
+def _inputs(batch=2, length=8, real_lengths=None):
+  ids = np.arange(batch * length).reshape(batch, length) % (VOCAB - 1) + 1
+  mask = np.ones_like(ids)
+  for row, real in enumerate(real_lengths or []):
+    ids[row, real:] = 0
+    mask[row, real:] = 0
+  return dict(input_word_ids=tf.constant(ids, tf.int32),
+              input_mask=tf.constant(mask, tf.int32),
+              input_type_ids=tf.zeros([batch, length], tf.int32))
+
+
+def test_outputs_and_interface():
+  encoder = encoders.build_encoder(_config())
+  assert isinstance(encoder, convbert_encoder.ConvBertEncoder)
+  outputs = encoder(_inputs())
+  assert outputs['sequence_output'].shape == (2, 8, 32)
+  assert outputs['pooled_output'].shape == (2, 32)
+  assert [o.shape for o in outputs['encoder_outputs']] == [(2, 8, 32)] * 2
+  np.testing.assert_array_equal(outputs['encoder_outputs'][-1],
+                                outputs['sequence_output'])
+  assert 'attention_scores' not in outputs
+  assert encoder.get_embedding_table().shape == (VOCAB, 16)
+  assert encoder.get_embedding_layer().embeddings is (
+      encoder.get_embedding_table())
+  blocks = encoder.transformer_layers
+  assert len(blocks) == NUM_LAYERS and len({id(b) for b in blocks}) == 2
+  assert all(isinstance(b, mixed_attention.ConvBertBlock) for b in blocks)
+  np.testing.assert_allclose(
+      outputs['pooled_output'],
+      encoder.pooler_layer(outputs['sequence_output'][:, 0]), atol=1e-6)
+
+
+def test_tied_word_embedding_is_one_variable():
+  discriminator = encoders.build_encoder(_config())
+  generator_config = electra.scale_generator(_config(), 0.25)
+  generator = encoders.build_encoder(
+      generator_config,
+      word_embedding_layer=discriminator.get_embedding_layer())
+  shared = discriminator.get_embedding_table()
+  assert generator.get_embedding_table() is shared
+  with tf.GradientTape() as tape:
+    loss = (tf.reduce_sum(generator(_inputs())['sequence_output']) +
+            tf.reduce_sum(discriminator(_inputs())['sequence_output']))
+  assert tape.gradient(loss, shared) is not None
+  assert sum(v is shared for v in generator.trainable_variables) == 1
+
+
+def test_generator_with_fewer_heads_than_head_ratio_keeps_one():
+  # ConvBERT-small: 4 heads, ratio 2; the 1/4 generator has one head.
+  small = _config(hidden_size=256, num_attention_heads=4,
+                  intermediate_size=1024, num_groups=1)
+  generator = electra.scale_generator(small, 0.25)
+  assert (generator.num_attention_heads, generator.head_ratio) == (1, 1)
+  bert = electra.scale_generator(
+      _config(backbone='bert', num_groups=1, conv_kernel_size=9), 0.25)
+  assert bert.head_ratio == 2  # Other backbones keep the default.
+
+
+def test_attention_scores_are_bottleneck_probabilities():
+  encoder = encoders.build_encoder(_config(), return_attention_scores=True)
+  outputs = encoder(_inputs(real_lengths=[8, 5]))
+  scores = outputs['attention_scores']
+  assert len(scores) == NUM_LAYERS
+  for probabilities in scores:
+    assert probabilities.shape == (2, 2, 8, 8)  # N' = 4 heads / ratio 2.
+    np.testing.assert_allclose(tf.reduce_sum(probabilities, -1), 1.0,
+                               rtol=1e-5)
+    assert float(tf.reduce_max(probabilities[1, :, :, 5:])) < 1e-6
+
+
+def test_attention_scores_for_other_backbones():
+  bert = encoders.build_encoder(
+      _config(backbone='bert', num_groups=1, conv_kernel_size=9),
+      return_attention_scores=True)
+  assert [s.shape for s in bert(_inputs())['attention_scores']] == [
+      (2, 4, 8, 8)] * NUM_LAYERS
+  with pytest.raises(ValueError, match="backbone='albert'"):
+    encoders.build_encoder(
+        _config(backbone='albert', num_groups=1, conv_kernel_size=9),
+        return_attention_scores=True)
+  with pytest.raises(ValueError, match='conv_only=True'):
+    encoders.build_encoder(_config(conv_only=True),
+                           return_attention_scores=True)
+
+
+def test_attention_only_encoder_ignores_padding():
+  # Without convolution heads nothing reads padded positions, so padding
+  # content cannot change the outputs at real positions.
+  encoder = encoders.build_encoder(_config(attention_only=True))
+  inputs = _inputs(real_lengths=[8, 5])
+  changed = dict(inputs)
+  ids = inputs['input_word_ids'].numpy()
+  ids[1, 5:] = 7
+  changed['input_word_ids'] = tf.constant(ids)
+  real = slice(0, 5)
+  np.testing.assert_allclose(encoder(changed)['sequence_output'][1, real],
+                             encoder(inputs)['sequence_output'][1, real],
+                             atol=1e-5)
+  attention = encoder.transformer_layers[0].attention_layer
+  assert attention.num_conv_heads == 0
+  assert not any('span_dynamic_conv' in v.name
+                 for v in encoder.trainable_variables)
+
+
+def test_attention_only_block_round_trips_and_excludes_conv_only():
+  block = mixed_attention.ConvBertBlock(32, 4, 64, attention_only=True)
+  clone = mixed_attention.ConvBertBlock.from_config(block.get_config())
+  assert clone.get_config() == block.get_config()
+  assert clone.get_config()['attention_only']
+  with pytest.raises(ValueError, match='exclude each other'):
+    mixed_attention.MixedAttention(32, 4, conv_only=True, attention_only=True)
+
+
+@pytest.mark.parametrize('overrides, message', [
+    (dict(head_ratio=3), r'num_attention_heads=4 is not divisible by '
+                         r'encoder.head_ratio=3'),
+    (dict(head_ratio=8), r'encoder.head_ratio=8 must satisfy 1 <= head_ratio'),
+    (dict(head_ratio=0), r'encoder.head_ratio must be a positive int'),
+    (dict(conv_kernel_size=4), r'encoder.conv_kernel_size=4 must be odd'),
+    (dict(conv_kernel_size=-1), r'encoder.conv_kernel_size must be a positive'),
+    (dict(num_groups=3, intermediate_size=66),
+     r'encoder.hidden_size=32 is not divisible by encoder.num_groups=3'),
+    (dict(num_groups=4, intermediate_size=66),
+     r'encoder.intermediate_size=66 is not divisible by encoder.num_groups=4'),
+    (dict(conv_only=True, attention_only=True),
+     'conv_only and encoder.attention_only exclude each other'),
+    (dict(backbone='bert', num_groups=1, conv_kernel_size=9, head_ratio=4),
+     r"encoder.head_ratio=4 is a ConvBERT setting; with "
+     r"encoder.backbone='bert'"),
+    (dict(backbone='albert', num_groups=2, conv_kernel_size=9),
+     r'encoder.num_groups=2 is a ConvBERT setting'),
+    (dict(backbone='bert', num_groups=1, conv_only=True),
+     r'encoder.conv_kernel_size=3 is a ConvBERT setting'),
+])
+def test_bad_config_names_the_setting(overrides, message):
+  with pytest.raises(ValueError, match=message):
+    _config(**overrides)
+
+
+def test_model_garden_config_refuses_convbert():
+  with pytest.raises(ValueError, match='no Model Garden encoder config'):
+    encoders.to_model_garden_config(_config())
+
+
+def test_layerwise_depths():
+  encoder = encoders.build_encoder(_config())
+  model = models.BertClassifier(network=encoder, num_classes=2)
+  depths = layerwise_decay.variable_depths(model, encoder)
+  head = NUM_LAYERS + 2
+  assert len(depths) == len(model.trainable_variables)
+  for index, block in enumerate(encoder.transformer_layers):
+    assert block.trainable_variables
+    for variable in block.trainable_variables:
+      assert depths[variable.name] == index + 1, variable.name
+  for variable in encoder.pooler_layer.trainable_variables:
+    assert depths[variable.name] == head
+  for name in ('word_embeddings/embeddings:0', 'embedding_projection/kernel:0',
+               'embeddings/layer_norm/gamma:0'):
+    assert depths[name] == 0, name
+  assert sorted(set(depths.values())) == [0, 1, 2, head]
+
+
+@pytest.mark.parametrize('variant', ['conv_only', 'attention_only'])
+def test_ablations_train(variant):
+  tf_keras.utils.set_random_seed(1)
+  encoder = encoders.build_encoder(_config(**{variant: True}))
+  model = models.BertClassifier(network=encoder, num_classes=2)
+  optimizer = tf_keras.optimizers.SGD(0.005)
+  inputs = _inputs()
+  labels = tf.constant([0, 1])
+  losses = []
+  for _ in range(3):
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_mean(
+          tf_keras.losses.sparse_categorical_crossentropy(
+              labels, model(inputs, training=False), from_logits=True))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    assert all(g is not None for g in gradients)
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+    losses.append(float(loss))
+  assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+def test_electra_pretraining_then_restore_for_finetuning(tiny_records,
+                                                         tmp_path):
+  gin.clear_config()
+  try:
+    gin_utils.parse_config(
+        [os.path.join(gin_utils.REPO_ROOT, f) for f in
+         ('gin/sizes/tiny.gin', 'gin/pretrain/electra.gin')],
+        [f'pretrain_data.input_path = {tiny_records!r}',
+         'pretrain_data.max_seq_length = 32',
+         'pretrain_data.train_batch_size = 8',
+         'experiment.train_steps = 2', 'experiment.steps_per_loop = 1',
+         'experiment.checkpoint_interval = 1',
+         'optimization.learning_rate = 1e-3',
+         'electra.generator_size = 0.5',
+         "encoder.backbone = 'convbert'", 'encoder.num_groups = 2',
+         'encoder.conv_kernel_size = 3'])
+    params, settings = experiment.experiment_config()
+    result = experiment.run(params, settings, tf.distribute.get_strategy(),
+                            str(tmp_path), 'train')
+  finally:
+    gin.clear_config()
+  assert result['global_step'] == 2
+  for name in ('training_loss', 'lm_example_loss', 'discriminator_loss',
+               'discriminator_auc'):
+    assert np.isfinite(result['train'][name]), name
+
+  resolved = pretrained.resolve(str(tmp_path))
+  assert resolved.config.backbone == 'convbert'
+  assert (resolved.config.num_groups, resolved.config.conv_kernel_size) == (
+      2, 3)
+  # Two encoders with different random initialisations end up identical:
+  # every variable came from the exported checkpoint.
+  restored = []
+  for _ in range(2):
+    encoder = encoders.build_encoder(resolved.config)
+    pretrained.restore(encoder, resolved.checkpoint_path)
+    restored.append(encoder)
+  for first, second in zip(restored[0].trainable_variables,
+                           restored[1].trainable_variables):
+    np.testing.assert_array_equal(first.numpy(), second.numpy())
