@@ -104,10 +104,19 @@ def experiment_config(
   return params, RunSettings(jit_compile=jit_compile)
 
 
-def check_model_dir(model_dir: str, model_config: Dict[str, Any]) -> None:
+def check_model_dir(model_dir: str, model_config: Dict[str, Any],
+                    defaults: Optional[Dict[str, Any]] = None) -> None:
   """Stops if `model_dir` has checkpoints of another architecture.
 
   Writes `model_config.json` on the first run; later runs compare with it.
+  A field the saved file lacks (written before the field existed) counts as
+  its value in `defaults`, so adding a config field with a default that keeps
+  the old behaviour does not orphan existing model directories.
+
+  Args:
+    model_dir: the run's directory.
+    model_config: the model config as a nested dict.
+    defaults: the same structure holding every field's default value.
 
   Raises:
     IncompatibleModelDirError: listing the differing fields.
@@ -116,7 +125,7 @@ def check_model_dir(model_dir: str, model_config: Dict[str, Any]) -> None:
   checkpoint = tf.train.latest_checkpoint(model_dir)
   if tf.io.gfile.exists(path):
     with tf.io.gfile.GFile(path) as f:
-      saved = json.load(f)
+      saved = _fill_missing(json.load(f), defaults or {})
     current = json.loads(json.dumps(model_config))
     if checkpoint and saved != current:
       differences = _diff(saved, current)
@@ -132,6 +141,17 @@ def check_model_dir(model_dir: str, model_config: Dict[str, Any]) -> None:
   with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
     json.dump(model_config, f, indent=2, sort_keys=True)
   tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+
+
+def _fill_missing(saved: Any, defaults: Any) -> Any:
+  """`saved` with the keys only `defaults` has added, recursively."""
+  if not isinstance(saved, dict) or not isinstance(defaults, dict):
+    return saved
+  filled = {key: _fill_missing(value, defaults.get(key))
+            for key, value in saved.items()}
+  for key, value in defaults.items():
+    filled.setdefault(key, value)
+  return filled
 
 
 def _diff(saved: Any, current: Any, prefix: str = '') -> list:
@@ -168,7 +188,8 @@ def run(params: cfg.ExperimentConfig,
   """
   if mode not in MODES:
     raise ValueError(f'--mode must be one of {MODES}, got {mode!r}.')
-  check_model_dir(model_dir, params.task.model.as_dict())
+  check_model_dir(model_dir, params.task.model.as_dict(),
+                  defaults=type(params.task.model)().as_dict())
   train_utils.serialize_config(params, model_dir)
   gin_utils.save_config(model_dir, 'config.gin', operative=False)
   if params.runtime.mixed_precision_dtype:

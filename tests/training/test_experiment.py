@@ -1,5 +1,6 @@
 """End-to-end training tests on tiny configs: strategies, resume, failures."""
 
+import json
 import os
 import re
 import signal
@@ -182,3 +183,29 @@ def test_exported_encoder_loads_into_model_garden_bert(tiny_records, tmp_path):
   np.testing.assert_allclose(stock(inputs)['sequence_output'].numpy(),
                              ours(inputs)['sequence_output'].numpy(),
                              atol=1e-5)
+
+
+def _model_dir_with_checkpoint(tmp_path, saved_config):
+  tf.train.Checkpoint(step=tf.Variable(1)).save(str(tmp_path / 'ckpt'))
+  with open(tmp_path / experiment.MODEL_CONFIG_FILENAME, 'w') as f:
+    json.dump(saved_config, f)
+  return str(tmp_path)
+
+
+def test_model_dir_from_before_a_new_field_still_resumes(tmp_path):
+  # model_config.json written before `encoder.head_ratio` existed.
+  model_dir = _model_dir_with_checkpoint(
+      tmp_path, {'encoder': {'hidden_size': 32}})
+  experiment.check_model_dir(
+      model_dir, {'encoder': {'hidden_size': 32, 'head_ratio': 2}},
+      defaults={'encoder': {'hidden_size': 0, 'head_ratio': 2}})
+
+
+def test_missing_field_counts_as_its_default(tmp_path):
+  model_dir = _model_dir_with_checkpoint(
+      tmp_path, {'encoder': {'hidden_size': 32}})
+  with pytest.raises(experiment.IncompatibleModelDirError,
+                     match=r'head_ratio: checkpoint has 2, config has 4'):
+    experiment.check_model_dir(
+        model_dir, {'encoder': {'hidden_size': 32, 'head_ratio': 4}},
+        defaults={'encoder': {'hidden_size': 0, 'head_ratio': 2}})
