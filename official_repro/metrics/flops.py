@@ -25,11 +25,55 @@ times and costs `num_layers` blocks of compute (it saves parameters, not
 FLOPs); tied generator/discriminator embeddings are one parameter set but each
 network computes its own embedding. The next-sentence head, if any, is not in
 the formula (as in ELECTRA's).
+
+**ConvBERT blocks** (paper 002; ELECTRA's formula has no convolution). Our
+extension, in ELECTRA's conventions (2mn per matmul, the per-element constants
+above, biases and residuals 1 per element, the attention LayerNorm charged 5
+as ELECTRA does). Per token, with hidden h, N configured heads of size
+H = h / N, N' = N / head_ratio, attention width A = N'H, sequence s, window k,
+FFN width i and G feed-forward groups; the mixed layer has N' attention and
+N' convolution heads (conv width C = A), `conv_only` 2N' convolution heads
+(C = 2N'H, A = 0), `attention_only` none (C = 0); Q is the query width
+(C when `conv_only`, else A):
+
+    query                     2hQ + Q              (bias)
+    key, value                4hA + 2A             (bias)
+    attention scores          2As
+    softmax, dropout, scale   (5 + 4 + 1) s N'
+    attention context         2As
+    depthwise conv            2kh                  (k taps per channel)
+    pointwise conv            2hC + C              (bias)
+    Ks * Q                    C
+    kernel generator          2C(C/H)k + (C/H)k    (C/H conv heads, bias)
+    kernel softmax            5 (C/H) k
+    conv value projection     2hC + C              (bias)
+    k-tap weighted sum        2kC
+    output dense              2(A + C)h + h        (bias; input concat(A, C))
+    dropout, residual, LN     4h + h + 5
+    feed-forward              2hi/G + 8i + i + 2hi/G + h + 4h + h + 5h
+
+Without the convolution terms (C = 0) and at head_ratio 1 (A = Q = h) this
+is exactly ELECTRA's BERT block; a BERT block is the case `head_ratio=None`.
+The depthwise convolution has no bias (Keras `SeparableConv1D` adds one after
+the pointwise map). In `block_terms` the output dense is split into
+`attention_output` (2Ah) and `conv_output` (2Ch), the columns each branch
+feeds.
+
+**XLA's count** (`xla_matmul_flops`): the dot and convolution instructions
+of the HLO module XLA compiles a function to, 2 FLOPs per multiply-add. It
+checks the formula's matmul terms (`matmul_flops`) independently of how the
+Python code is written; the ConvBERT tests and `experiments/convbert_speed.py`
+use it. The TF profiler (`--profile`) counts a graph's float operations
+instead, element-wise ones included, and only einsum equations without an
+ellipsis (Model Garden's Einsum statistics); `GroupedDense` writes its einsum
+without one so that the profiler counts it.
 """
 
 import dataclasses
+import math
 import os
-from typing import Dict, Optional
+import re
+from typing import Any, Callable, Dict, List, Optional
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -58,6 +102,24 @@ SOFTMAX_FLOPS = 5
 ELECTRA_OUTPUT_FRACTION = 0.15625
 
 
+# ConvBERT settings of `NetworkShape` and the `EncoderConfig` fields (with
+# their defaults) they are read from.
+_CONVBERT_ENCODER_FIELDS = (
+    ('head_ratio', 'head_ratio', 2),
+    ('kernel_size', 'conv_kernel_size', 9),
+    ('groups', 'num_groups', 1),
+    ('conv_only', 'conv_only', False),
+    ('attention_only', 'attention_only', False),
+)
+
+# The terms of `block_terms` that are matrix products (dense layers, attention
+# einsums, convolutions): what XLA's dot/convolution count measures.
+MATMUL_TERMS = frozenset((
+    'query', 'key_value', 'attention_scores', 'attention_context',
+    'conv_depthwise', 'conv_pointwise', 'conv_kernel_generator', 'conv_value',
+    'conv_output', 'attention_output', 'ffn_intermediate', 'ffn_output'))
+
+
 @dataclasses.dataclass(frozen=True)
 class NetworkShape:
   """The sizes the formula needs for one transformer network.
@@ -67,9 +129,16 @@ class NetworkShape:
     layers: L (applications of a block; ALBERT's shared block counts L times).
     embedding: E.
     intermediate: feed-forward width.
-    heads: attention heads.
+    heads: attention heads (ConvBERT: the configured N, which sets the head
+      size hidden / N).
     seq_length: tokens per sequence.
     vocab_size: V.
+    head_ratio: ConvBERT's N / N'; None means a BERT block (and the other
+      ConvBERT fields must keep their defaults).
+    kernel_size: ConvBERT's convolution window k.
+    groups: ConvBERT's feed-forward groups G.
+    conv_only: ConvBERT with convolution heads only.
+    attention_only: ConvBERT's bottleneck attention without convolution heads.
   """
   hidden: int
   layers: int
@@ -78,44 +147,132 @@ class NetworkShape:
   heads: int
   seq_length: int
   vocab_size: int
+  head_ratio: Optional[int] = None
+  kernel_size: int = 9
+  groups: int = 1
+  conv_only: bool = False
+  attention_only: bool = False
+
+  def __post_init__(self):
+    if self.hidden % self.heads:
+      raise ValueError(f'NetworkShape: hidden={self.hidden} must be divisible '
+                       f'by heads={self.heads}.')
+    if self.head_ratio is None:
+      for name, _, default in _CONVBERT_ENCODER_FIELDS[1:]:
+        if getattr(self, name) != default:
+          raise ValueError(
+              f'NetworkShape: {name}={getattr(self, name)!r} is a ConvBERT '
+              f'setting; with head_ratio=None (a BERT block) it must be '
+              f'{default!r}.')
+      return
+    if self.head_ratio < 1 or self.heads % self.head_ratio:
+      raise ValueError(
+          f'NetworkShape: head_ratio={self.head_ratio} must be >= 1 and '
+          f'divide heads={self.heads}.')
+    if self.kernel_size < 1 or self.kernel_size % 2 == 0:
+      raise ValueError(f'NetworkShape: kernel_size={self.kernel_size} must be '
+                       'an odd integer >= 1.')
+    if self.groups < 1 or self.hidden % self.groups or (
+        self.intermediate % self.groups):
+      raise ValueError(
+          f'NetworkShape: groups={self.groups} must be >= 1 and divide '
+          f'hidden={self.hidden} and intermediate={self.intermediate}.')
+    if self.conv_only and self.attention_only:
+      raise ValueError('NetworkShape: conv_only and attention_only exclude '
+                       'each other.')
 
   @classmethod
   def from_encoder(cls, config: encoders.EncoderConfig, seq_length: int
                    ) -> 'NetworkShape':
+    """The shape of an encoder config; ConvBERT fields for 'convbert'."""
+    convbert = {}
+    if config.backbone == 'convbert':
+      convbert = {name: getattr(config, field, default)
+                  for name, field, default in _CONVBERT_ENCODER_FIELDS}
     return cls(hidden=config.hidden_size, layers=config.num_layers,
                embedding=config.embedding_width,
                intermediate=config.intermediate_size,
                heads=config.num_attention_heads, seq_length=seq_length,
-               vocab_size=config.vocab_size)
+               vocab_size=config.vocab_size, **convbert)
+
+
+def block_terms(net: NetworkShape) -> Dict[str, float]:
+  """Forward FLOPs per token of one block, term by term (module docstring).
+
+  A BERT block (`head_ratio=None`) gives ELECTRA's formula; a ConvBERT block
+  adds the `conv_*` terms and narrows the attention to N' heads.
+
+  Args:
+    net: the network's sizes.
+
+  Returns:
+    Term name -> FLOPs; terms that a variant does not have are absent.
+  """
+  h, i, s = net.hidden, net.intermediate, net.seq_length
+  head_size = h // net.heads
+  if net.head_ratio is None:
+    attention_heads, conv_heads, groups = net.heads, 0, 1
+  else:
+    attention_heads = net.heads // net.head_ratio
+    conv_heads = attention_heads
+    groups = net.groups
+    if net.conv_only:
+      attention_heads, conv_heads = 0, 2 * attention_heads
+    elif net.attention_only:
+      conv_heads = 0
+  a, c, k = attention_heads * head_size, conv_heads * head_size, (
+      net.kernel_size)
+  query = c if net.conv_only else a
+  terms = dict(query=2 * h * query, query_bias=query)
+  if attention_heads:
+    terms.update(
+        key_value=2 * 2 * h * a,
+        key_value_bias=2 * a,
+        attention_scores=2 * a * s,
+        attention_softmax=SOFTMAX_FLOPS * s * attention_heads,
+        attention_dropout=DROPOUT_FLOPS * s * attention_heads,
+        attention_scaling=s * attention_heads,
+        attention_context=2 * a * s,
+        attention_output=2 * a * h)
+  if conv_heads:
+    terms.update(
+        conv_depthwise=2 * k * h,
+        conv_pointwise=2 * h * c,
+        conv_pointwise_bias=c,
+        conv_span_query_product=c,
+        conv_kernel_generator=2 * c * conv_heads * k,
+        conv_kernel_generator_bias=conv_heads * k,
+        conv_kernel_softmax=SOFTMAX_FLOPS * conv_heads * k,
+        conv_value=2 * h * c,
+        conv_value_bias=c,
+        conv_weighted_sum=2 * k * c,
+        conv_output=2 * c * h)
+  terms.update(
+      attention_output_bias=h,
+      attention_output_dropout=DROPOUT_FLOPS * h,
+      attention_residual=h,
+      # ELECTRA charges this LayerNorm 5 in all, not 5 per element.
+      attention_layer_norm=LAYER_NORM_FLOPS,
+      ffn_intermediate=2 * h * i // groups,
+      ffn_activation=ACTIVATION_FLOPS * i,
+      ffn_intermediate_bias=i,
+      ffn_output=2 * h * i // groups,
+      ffn_output_bias=h,
+      ffn_dropout=DROPOUT_FLOPS * h,
+      ffn_residual=h,
+      ffn_layer_norm=LAYER_NORM_FLOPS * h)
+  return terms
 
 
 def block_flops(net: NetworkShape) -> float:
-  """Forward FLOPs per token of one transformer block."""
-  h, i, s, n = net.hidden, net.intermediate, net.seq_length, net.heads
-  kqv = h
-  attention = (
-      3 * 2 * h * kqv            # query, key, value projections
-      + 3 * kqv                  # their biases
-      + 2 * kqv * s              # attention scores
-      + SOFTMAX_FLOPS * s * n    # softmax
-      + DROPOUT_FLOPS * s * n    # attention dropout
-      + s * n                    # score scaling
-      + 2 * h * s                # weighted sum of values
-      + 2 * h * h                # output projection
-      + h                        # its bias
-      + DROPOUT_FLOPS * h        # output dropout
-      + h                        # residual
-      + LAYER_NORM_FLOPS)        # layer norm (ELECTRA counts 5, not 5h, here)
-  feed_forward = (
-      2 * h * i                  # intermediate matmul
-      + ACTIVATION_FLOPS * i     # GELU
-      + i                        # bias
-      + 2 * h * i                # output matmul
-      + h                        # bias
-      + DROPOUT_FLOPS * h        # dropout
-      + h                        # residual
-      + LAYER_NORM_FLOPS * h)    # layer norm
-  return attention + feed_forward
+  """Forward FLOPs per token of one transformer (BERT or ConvBERT) block."""
+  return float(sum(block_terms(net).values()))
+
+
+def matmul_flops(net: NetworkShape) -> float:
+  """Forward FLOPs per token of the block's matrix products only."""
+  return float(sum(value for name, value in block_terms(net).items()
+                   if name in MATMUL_TERMS))
 
 
 def embedding_flops(net: NetworkShape, one_hot: bool = True) -> float:
@@ -208,6 +365,75 @@ def profiled_forward_flops(model: tf.keras.Model,
       graph=frozen.graph, run_meta=tf.compat.v1.RunMetadata(),
       options=options)
   return int(profile.total_float_ops)
+
+
+_HLO_SHAPE = r'\w+\[([\d,]*)\]\S*'
+_HLO_MATMUL = re.compile(
+    r'= ' + _HLO_SHAPE + r' (dot|convolution)\(' + _HLO_SHAPE + r' %\S+, ' +
+    _HLO_SHAPE + r' %[^,)]+\)(.*)')
+
+
+def _dims(text: str) -> List[int]:
+  return [int(d) for d in text.split(',') if d]
+
+
+def hlo_matmul_flops(hlo_text: str) -> int:
+  """FLOPs of the dot and convolution instructions of an HLO module's text.
+
+  A dot costs 2 * (output elements) * (product of the lhs contracting
+  dimensions); a convolution 2 * (output elements) * (kernel elements /
+  output features), which covers grouped and depthwise convolutions.
+
+  Args:
+    hlo_text: unoptimized HLO text (operand shapes printed inline), as
+      `experimental_get_compiler_ir(...)(stage='hlo')` returns it.
+
+  Returns:
+    The FLOPs of all matrix products in the module.
+
+  Raises:
+    ValueError: on a dot or convolution instruction in a form this parser
+      does not read (e.g. optimized HLO without operand shapes).
+  """
+  total = 0
+  for line in hlo_text.splitlines():
+    if ' dot(' not in line and ' convolution(' not in line:
+      continue
+    match = _HLO_MATMUL.search(line)
+    if not match:
+      raise ValueError(f'Cannot read the operand shapes of this HLO '
+                       f'instruction (use stage="hlo"): {line.strip()[:200]}')
+    output, op, lhs, rhs, attributes = match.groups()
+    outputs = math.prod(_dims(output))
+    if op == 'dot':
+      contracting = re.search(r'lhs_contracting_dims=\{([\d,]*)\}',
+                              attributes)
+      lhs_dims = _dims(lhs)
+      reduced = math.prod(lhs_dims[d] for d in _dims(contracting.group(1)))
+    else:
+      labels = re.search(r'dim_labels=\w+_(\w+)->', attributes).group(1)
+      kernel = _dims(rhs)
+      reduced = math.prod(kernel) // kernel[labels.index('o')]
+    total += 2 * outputs * reduced
+  return total
+
+
+def xla_matmul_flops(function: Callable[..., Any], *args) -> int:
+  """Matrix-product FLOPs of `function(*args)` as XLA compiles it.
+
+  The function is lowered with `tf.function(jit_compile=True)` (no machine
+  code is generated) and `hlo_matmul_flops` counts its HLO.
+
+  Args:
+    function: a TensorFlow-traceable callable.
+    *args: example tensors (their shapes and dtypes fix the count).
+
+  Returns:
+    The FLOPs of the dot and convolution instructions.
+  """
+  compiled = tf.function(function, jit_compile=True)
+  hlo_text = compiled.experimental_get_compiler_ir(*args)(stage='hlo')
+  return hlo_matmul_flops(hlo_text)
 
 
 def pretraining_input_specs(seq_length: int, max_predictions: int,
@@ -367,10 +593,16 @@ def format_report(report: ComputeReport, parameters: Dict[str, int]) -> str:
            f'{report.batch_size}, {report.train_steps:,} steps, '
            f'{report.max_predictions} predictions per sequence']
   for name, net in report.networks.items():
+    convbert = ''
+    if net.head_ratio is not None:
+      variant = ('conv_only ' if net.conv_only else
+                 'attention_only ' if net.attention_only else '')
+      convbert = (f'{variant}head_ratio={net.head_ratio} k={net.kernel_size} '
+                  f'G={net.groups} ')
     lines.append(
         f'{name}: {report.encoder_configs[name].backbone} H={net.hidden} '
         f'L={net.layers} E={net.embedding} FFN={net.intermediate} '
-        f'heads={net.heads} V={net.vocab_size}; forward FLOPs/token '
+        f'heads={net.heads} {convbert}V={net.vocab_size}; forward FLOPs/token '
         f'{network_flops(net, report.heads[name], report.output_fraction):.4g}')
   lines.append('parameters (encoders, embeddings included): ' + ', '.join(
       f'{name} {count / 1e6:.2f}M' for name, count in parameters.items()))

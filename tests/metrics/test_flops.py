@@ -1,11 +1,17 @@
-"""ELECTRA's FLOPs formula reproduces its published values; budgets; CLI."""
+"""ELECTRA's FLOPs formula reproduces its published values; budgets; CLI;
+the ConvBERT block terms against hand counts, ELECTRA's block and XLA."""
 
+import dataclasses
 import os
 
 import gin
 import pytest
+import tensorflow as tf
 
+from official.nlp.modeling import layers as nlp_layers
 from official_repro.metrics import flops
+from official_repro.modeling.layers import grouped_dense
+from official_repro.modeling.layers import mixed_attention
 from official_repro.training import gin_utils
 
 V = 30522
@@ -77,3 +83,177 @@ def test_report_and_parameters_of_paper_configs(clean_gin):
   assert counts['electra_small']['shared'] == V * 128
   assert counts['ale_small']['generator_only'] < counts['electra_small'][
       'generator_only']
+
+
+# ConvBERT blocks (paper 002): our extension of the formula.
+
+
+def _block(hidden=256, heads=4, intermediate=1024, seq_length=128, **convbert):
+  return flops.NetworkShape(hidden=hidden, layers=1, embedding=hidden,
+                            intermediate=intermediate, heads=heads,
+                            seq_length=seq_length, vocab_size=V, **convbert)
+
+
+def _electra_bert_block(h, i, s, n):
+  """ELECTRA's block as its flops_computation.py writes it (per token)."""
+  attention = 6 * h * h + 3 * h + 2 * h * s + 10 * s * n + 2 * h * s + (
+      2 * h * h + 6 * h + 5)
+  feed_forward = 2 * h * i + 8 * i + i + 2 * h * i + 6 * h + 5 * h
+  return attention + feed_forward
+
+
+@pytest.mark.parametrize('h, n, i, s', [(256, 4, 1024, 128),
+                                        (768, 12, 3072, 512), (8, 2, 16, 6)])
+def test_convbert_without_convolution_at_ratio_one_is_electra_block(h, n, i,
+                                                                    s):
+  convbert = flops.block_terms(_block(h, n, i, s, head_ratio=1, groups=1))
+  without_conv = sum(value for name, value in convbert.items()
+                     if not name.startswith('conv_'))
+  assert without_conv == _electra_bert_block(h, i, s, n)
+  assert flops.block_flops(_block(h, n, i, s)) == _electra_bert_block(
+      h, i, s, n)
+  # The convolution adds exactly its own terms.
+  assert flops.block_flops(_block(h, n, i, s, head_ratio=1)) == sum(
+      convbert.values())
+
+
+# Hand counts at hidden 8, 2 heads of 4 (N' = 1 at ratio 2), s = 6, k = 3,
+# FFN 16 in 2 groups.
+_SHARED_HAND_COUNT = dict(
+    attention_output_bias=8, attention_output_dropout=4 * 8,
+    attention_residual=8, attention_layer_norm=5,
+    ffn_intermediate=2 * 8 * 16 // 2, ffn_activation=8 * 16,
+    ffn_intermediate_bias=16, ffn_output=2 * 16 * 8 // 2, ffn_output_bias=8,
+    ffn_dropout=4 * 8, ffn_residual=8, ffn_layer_norm=5 * 8)
+_CONV_HAND_COUNT = dict(  # width C = 4, one conv head
+    conv_depthwise=2 * 3 * 8, conv_pointwise=2 * 8 * 4, conv_pointwise_bias=4,
+    conv_span_query_product=4, conv_kernel_generator=2 * 4 * 3,
+    conv_kernel_generator_bias=3, conv_kernel_softmax=5 * 3,
+    conv_value=2 * 8 * 4, conv_value_bias=4, conv_weighted_sum=3 * 2 * 4,
+    conv_output=2 * 4 * 8)
+_ATTENTION_HAND_COUNT = dict(  # width A = 4, one attention head
+    query=2 * 8 * 4, query_bias=4, key_value=2 * 2 * 8 * 4, key_value_bias=8,
+    attention_scores=2 * 6 * 4, attention_softmax=5 * 6,
+    attention_dropout=4 * 6, attention_scaling=6, attention_context=2 * 6 * 4,
+    attention_output=2 * 4 * 8)
+_CONV_ONLY_HAND_COUNT = dict(  # width C = 8, two conv heads
+    query=2 * 8 * 8, query_bias=8, conv_depthwise=2 * 3 * 8,
+    conv_pointwise=2 * 8 * 8, conv_pointwise_bias=8, conv_span_query_product=8,
+    conv_kernel_generator=2 * 8 * 2 * 3, conv_kernel_generator_bias=2 * 3,
+    conv_kernel_softmax=5 * 2 * 3, conv_value=2 * 8 * 8, conv_value_bias=8,
+    conv_weighted_sum=3 * 2 * 8, conv_output=2 * 8 * 8)
+
+
+@pytest.mark.parametrize('variant, expected', [
+    ({}, {**_ATTENTION_HAND_COUNT, **_CONV_HAND_COUNT, **_SHARED_HAND_COUNT}),
+    ({'conv_only': True}, {**_CONV_ONLY_HAND_COUNT, **_SHARED_HAND_COUNT}),
+    ({'attention_only': True}, {**_ATTENTION_HAND_COUNT,
+                                **_SHARED_HAND_COUNT}),
+])
+def test_convbert_terms_match_hand_count(variant, expected):
+  net = _block(8, 2, 16, 6, head_ratio=2, kernel_size=3, groups=2, **variant)
+  assert flops.block_terms(net) == expected
+  assert flops.matmul_flops(net) == sum(
+      value for name, value in expected.items() if name in flops.MATMUL_TERMS)
+
+
+def test_convbert_base_is_cheaper_than_bert_base():
+  for seq_length in (128, 512):
+    bert = flops.block_flops(_block(768, 12, 3072, seq_length))
+    convbert = flops.block_flops(_block(768, 12, 3072, seq_length,
+                                        head_ratio=2))
+    assert convbert < bert
+
+
+@pytest.mark.parametrize('fields, message', [
+    (dict(conv_only=True), 'conv_only=True is a ConvBERT setting'),
+    (dict(groups=2), 'groups=2 is a ConvBERT setting'),
+    (dict(head_ratio=3), 'head_ratio=3 must be >= 1 and divide heads=4'),
+    (dict(head_ratio=2, kernel_size=4), 'kernel_size=4 must be an odd'),
+    (dict(head_ratio=2, groups=3), 'groups=3 must be >= 1 and divide'),
+    (dict(head_ratio=2, conv_only=True, attention_only=True), 'exclude'),
+])
+def test_network_shape_rejects_bad_convbert_fields(fields, message):
+  with pytest.raises(ValueError, match=message):
+    _block(**fields)
+
+
+def _xla_block_flops(layer, batch, seq_length, hidden):
+  inputs = tf.random.normal([batch, seq_length, hidden])
+  mask = tf.ones([batch, seq_length, seq_length])
+  return flops.xla_matmul_flops(
+      lambda x, m: layer([x, m], training=False), inputs, mask)
+
+
+# Every matmul term is one dot or convolution of the compiled block, so XLA's
+# count must equal the formula's matmul terms exactly (tolerance: float
+# rounding only).
+@pytest.mark.parametrize('variant', [
+    dict(num_groups=1), dict(num_groups=2), dict(conv_only=True),
+    dict(attention_only=True)])
+def test_xla_count_of_convbert_block_equals_formula_matmuls(variant):
+  hidden, heads, intermediate, batch, seq_length = 32, 4, 64, 2, 12
+  layer = mixed_attention.ConvBertBlock(
+      hidden_size=hidden, num_attention_heads=heads,
+      intermediate_size=intermediate, head_ratio=2, kernel_size=5, **variant)
+  net = _block(hidden, heads, intermediate, seq_length, head_ratio=2,
+               kernel_size=5, groups=variant.get('num_groups', 1),
+               conv_only=variant.get('conv_only', False),
+               attention_only=variant.get('attention_only', False))
+  counted = _xla_block_flops(layer, batch, seq_length, hidden)
+  assert counted == pytest.approx(
+      batch * seq_length * flops.matmul_flops(net), rel=1e-12)
+
+
+def test_xla_count_of_model_garden_block_equals_bert_matmuls():
+  hidden, heads, intermediate, batch, seq_length = 32, 4, 64, 2, 12
+  layer = nlp_layers.TransformerEncoderBlock(
+      num_attention_heads=heads, inner_dim=intermediate,
+      inner_activation='gelu')
+  counted = _xla_block_flops(layer, batch, seq_length, hidden)
+  net = _block(hidden, heads, intermediate, seq_length)
+  assert counted == pytest.approx(
+      batch * seq_length * flops.matmul_flops(net), rel=1e-12)
+
+
+def test_hlo_count_rejects_instructions_without_operand_shapes():
+  line = '%dot.1 = f32[2,3]{1,0} dot(%a, %b), lhs_contracting_dims={1}'
+  with pytest.raises(ValueError, match='Cannot read the operand shapes'):
+    flops.hlo_matmul_flops(line)
+
+
+def test_report_of_convbert_config_has_convbert_blocks(clean_gin):
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(gin_utils.REPO_ROOT, 'gin/papers/001_ale',
+                    'electra_small.gin')],
+      ["encoder.backbone = 'convbert'", 'encoder.head_ratio = 2',
+       'encoder.conv_kernel_size = 7', 'encoder.num_groups = 2'])
+  report = flops.report_from_gin(vocab_size=V)
+  discriminator = report.networks['discriminator']
+  assert (discriminator.head_ratio, discriminator.kernel_size,
+          discriminator.groups) == (2, 7, 2)
+  # The generator (one head) keeps one self-attention head.
+  assert report.networks['generator'].head_ratio == 1
+  text = flops.format_report(report, dict(discriminator=1))
+  assert 'head_ratio=2 k=7 G=2' in text
+  bert = dataclasses.replace(discriminator, head_ratio=None, kernel_size=9,
+                             groups=1)
+  assert flops.block_flops(discriminator) < flops.block_flops(bert)
+
+
+def test_profiler_counts_grouped_feed_forward():
+  # `--profile` must see GroupedDense's einsum (2 FLOPs per multiply-add of
+  # the block-diagonal product, plus the bias).
+  class _Model(tf.keras.Model):
+
+    def __init__(self):
+      super().__init__()
+      self.dense = grouped_dense.GroupedDense(128, groups=2)
+
+    def call(self, inputs):
+      return self.dense(inputs['x'])
+
+  profiled = flops.profiled_forward_flops(
+      _Model(), {'x': tf.TensorSpec([2, 16, 64])})
+  assert profiled == 2 * (2 * 16) * 64 * 128 // 2 + 2 * 16 * 128
