@@ -1,0 +1,466 @@
+r"""002 rebuttal Table 3: causal LM, transformer vs mixed attention.
+
+  python -m experiments.convbert_lm \
+    --train_file=wiki.train.tokens --valid_file=wiki.valid.tokens \
+    --architectures=transformer,mixed --output_dir=/tmp/convbert_lm
+
+or, with a single file, `--valid_fraction=0.1` instead of `--valid_file`
+(the held-out tail starts at an article title; the output says where).
+
+The rebuttal trains a transformer language model "of similar size as small
+BERT" and a mixed-attention one "of similar size as small ConvBERT" on
+WikiText-103 and reports only the two perplexities (no sizes, steps or
+learning rates). This driver trains each `--architectures` entry with the
+same data order, steps, optimizer and schedule (Model Garden's Adam, AdamW or
+LAMB, linear warmup then linear decay; `optimizer_config.optimization_config`),
+then scores the whole validation stream (and `--test_file`):
+perplexity = exp(total next-token NLL / number of target tokens), with
+non-overlapping windows of `--seq_length` (each window's first tokens see
+little context, so this is higher than sliding-window perplexity).
+
+The output bias of both models starts at the training data's log unigram
+probabilities (`--unigram_output_bias`); from zeros, a run of a few hundred
+steps stays at the unigram perplexity (486.6 and 486.2 for the two models
+after 300 steps on 90% of WikiText-2's validation file, where the unigram
+model scores 487 on the held-out 10%); see `causal_lm`.
+
+The default sizes are small BERT/ConvBERT shrunk to finish on a 2-core CPU
+in minutes (hidden 128 instead of 256, 4 layers instead of 12). At
+`--head_ratio=2` the mixed block has fewer parameters than the transformer
+block (about 3.5 H^2 vs 4 H^2 in attention); both counts are reported, and
+`--match_parameters` widens the mixed model (hidden size and feed-forward
+width, in steps of the head count) to the transformer's parameter count.
+
+Writes `<output_dir>/results.json` (the settings, data counts and each
+model's results, rewritten after each model) and `table.md` (the table
+printed at the end, beside 002's Table 3). Not resumable: a killed run
+starts over; models train in memory and are not checkpointed.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from official.modeling import optimization
+from official_repro.data import wikitext
+from official_repro.modeling.models import causal_lm
+from official_repro.optimization import optimizer_config
+
+FLAGS = flags.FLAGS
+
+# 002 rebuttal, Table 3 ("Result on WikiText-103"): perplexity.
+PUBLISHED = {'transformer': ('Transformer', 34.21),
+             'mixed': ('Ours (mixed attention)', 32.95)}
+PUBLISHED_SIZES = ('002 gives no sizes for Table 3; its text says the '
+                   'transformer is "of similar size as small BERT" and the '
+                   'mixed-attention model "of similar size as small ConvBERT" '
+                   '(small: hidden 256, 12 layers, embedding 128), and that '
+                   'the mixed model was not fully tuned.')
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """Everything one run depends on; mirrors the flags of `define_flags`."""
+  train_file: str
+  output_dir: str
+  valid_file: Optional[str] = None
+  valid_fraction: Optional[float] = None
+  test_file: Optional[str] = None
+  max_vocab_size: Optional[int] = None
+  architectures: Tuple[str, ...] = causal_lm.ARCHITECTURES
+  hidden_size: int = 128
+  num_layers: int = 4
+  num_attention_heads: int = 4
+  intermediate_size: int = 512
+  embedding_width: int = 128
+  head_ratio: int = 2
+  kernel_size: int = 9
+  num_groups: int = 1
+  match_parameters: bool = False
+  unigram_output_bias: bool = True
+  dropout_rate: float = 0.1
+  seq_length: int = 64
+  batch_size: int = 32
+  train_steps: int = 300
+  optimizer: str = 'adam'
+  learning_rate: float = 1e-3
+  warmup_steps: int = 30
+  weight_decay_rate: float = 0.0
+  global_clipnorm: Optional[float] = 1.0
+  log_every: int = 50
+  seed: int = 1
+
+  def __post_init__(self):
+    unknown = set(self.architectures) - set(causal_lm.ARCHITECTURES)
+    if not self.architectures or unknown:
+      raise ValueError(f'--architectures must be a non-empty list of '
+                       f'{causal_lm.ARCHITECTURES}, got {self.architectures}.')
+    if self.train_steps < 1 or self.log_every < 1:
+      raise ValueError(f'--train_steps={self.train_steps} and --log_every='
+                       f'{self.log_every} must be >= 1.')
+    if not 0 <= self.warmup_steps <= self.train_steps:
+      raise ValueError(f'--warmup_steps={self.warmup_steps} must be in '
+                       f'[0, --train_steps={self.train_steps}].')
+
+
+def define_flags():
+  """Defines the command-line flags (defaults from `Settings`)."""
+  defaults = Settings(train_file='', output_dir='')
+  flags.DEFINE_string('train_file', None, 'WikiText-format training file.')
+  flags.DEFINE_string('valid_file', None, 'Validation file; exclusive with '
+                      '--valid_fraction.')
+  flags.DEFINE_float('valid_fraction', None, 'Hold out this tail of '
+                     '--train_file for validation (cut at an article title).')
+  flags.DEFINE_string('test_file', None, 'Also report perplexity on this.')
+  flags.DEFINE_integer('max_vocab_size', None, 'Keep the most frequent words '
+                       '(specials included); the rest become <unk>.')
+  flags.DEFINE_list('architectures', list(defaults.architectures),
+                    f'Models to train, from {causal_lm.ARCHITECTURES}.')
+  flags.DEFINE_integer('hidden_size', defaults.hidden_size, 'Block width H.')
+  flags.DEFINE_integer('num_layers', defaults.num_layers, 'Blocks L.')
+  flags.DEFINE_integer('num_attention_heads', defaults.num_attention_heads,
+                       'Heads N (mixed: N / head_ratio attention heads and '
+                       'as many convolution heads).')
+  flags.DEFINE_integer('intermediate_size', defaults.intermediate_size,
+                       'Feed-forward width.')
+  flags.DEFINE_integer('embedding_width', defaults.embedding_width,
+                       'Embedding width E (tied input/output table).')
+  flags.DEFINE_integer('head_ratio', defaults.head_ratio,
+                       'Mixed: attention-head reduction (ConvBERT: 2).')
+  flags.DEFINE_integer('kernel_size', defaults.kernel_size,
+                       'Mixed: convolution window (ConvBERT: 9).')
+  flags.DEFINE_integer('num_groups', defaults.num_groups,
+                       'Mixed: grouped feed-forward groups.')
+  flags.DEFINE_bool('match_parameters', defaults.match_parameters,
+                    "Widen the mixed model to the transformer's parameters.")
+  flags.DEFINE_bool('unigram_output_bias', defaults.unigram_output_bias,
+                    'Start the output bias at the log unigram probabilities '
+                    'of the training data (else zeros).')
+  flags.DEFINE_float('dropout_rate', defaults.dropout_rate,
+                     'Dropout on embeddings, block outputs, attention.')
+  flags.DEFINE_integer('seq_length', defaults.seq_length, 'Window length T.')
+  flags.DEFINE_integer('batch_size', defaults.batch_size,
+                       'Windows per batch.')
+  flags.DEFINE_integer('train_steps', defaults.train_steps,
+                       'Optimizer steps per model.')
+  flags.DEFINE_enum('optimizer', defaults.optimizer, ['adam', 'adamw', 'lamb'],
+                    'Model Garden optimizer.')
+  flags.DEFINE_float('learning_rate', defaults.learning_rate,
+                     'Peak learning rate (linear warmup, linear decay to 0).')
+  flags.DEFINE_integer('warmup_steps', defaults.warmup_steps, 'Warmup steps.')
+  flags.DEFINE_float('weight_decay_rate', defaults.weight_decay_rate,
+                     'Decoupled weight decay (adamw, lamb).')
+  flags.DEFINE_float('global_clipnorm', defaults.global_clipnorm,
+                     'Clip gradients to this global norm (0: no clipping).')
+  flags.DEFINE_integer('log_every', defaults.log_every,
+                       'Log the mean training loss every this many steps.')
+  flags.DEFINE_integer('seed', defaults.seed,
+                       'Seed of initialization and data order.')
+  flags.DEFINE_string('output_dir', None, 'Where results.json and table.md '
+                      'go.')
+  flags.mark_flags_as_required(['train_file', 'output_dir'])
+
+
+def settings_from_flags() -> Settings:
+  values = {f.name: FLAGS[f.name].value for f in dataclasses.fields(Settings)}
+  values['architectures'] = tuple(values['architectures'])
+  values['global_clipnorm'] = values['global_clipnorm'] or None
+  return Settings(**values)
+
+
+def model_sizes(settings: Settings) -> Dict[str, int]:
+  """`CausalLM` size arguments from the flags (both architectures)."""
+  return dict(hidden_size=settings.hidden_size,
+              num_layers=settings.num_layers,
+              num_attention_heads=settings.num_attention_heads,
+              intermediate_size=settings.intermediate_size,
+              embedding_width=settings.embedding_width)
+
+
+def build_model(settings: Settings, architecture: str, vocab_size: int,
+                sizes: Dict[str, int]) -> causal_lm.CausalLM:
+  model = causal_lm.CausalLM(
+      vocab_size=vocab_size, architecture=architecture,
+      max_seq_length=settings.seq_length, head_ratio=settings.head_ratio,
+      kernel_size=settings.kernel_size, num_groups=settings.num_groups,
+      dropout_rate=settings.dropout_rate,
+      attention_dropout_rate=settings.dropout_rate, **sizes)
+  model(tf.zeros([1, 1], tf.int32))
+  return model
+
+
+def matched_mixed_sizes(settings: Settings, vocab_size: int,
+                        target_parameters: int) -> Dict[str, int]:
+  """Mixed-model sizes whose parameter count is closest to the target.
+
+  The hidden size grows in steps of lcm(heads, groups) (so head size and
+  groups stay valid) with the feed-forward width in proportion; head count
+  and depth stay fixed. Binary search, as the count grows with the width.
+  """
+  step = math.lcm(settings.num_attention_heads, settings.num_groups)
+  ratio = settings.intermediate_size / settings.hidden_size
+
+  def sizes_at(multiple):
+    hidden = multiple * step
+    groups = settings.num_groups
+    return dict(model_sizes(settings), hidden_size=hidden,
+                intermediate_size=max(groups,
+                                      round(hidden * ratio / groups) * groups))
+
+  counts = {}
+
+  def count(multiple):
+    if multiple not in counts:
+      counts[multiple] = build_model(settings, 'mixed', vocab_size,
+                                     sizes_at(multiple)).count_params()
+    return counts[multiple]
+
+  low = max(1, settings.hidden_size // step)
+  high = 2 * low
+  while count(high) < target_parameters:
+    low, high = high, 2 * high
+  while high - low > 1:
+    middle = (low + high) // 2
+    if count(middle) < target_parameters:
+      low = middle
+    else:
+      high = middle
+  best = min((low, high), key=lambda m: abs(count(m) - target_parameters))
+  return sizes_at(best)
+
+
+def build_optimizer(settings: Settings) -> tf_keras.optimizers.Optimizer:
+  config = optimizer_config.optimization_config(
+      train_steps=settings.train_steps, optimizer=settings.optimizer,
+      learning_rate=settings.learning_rate,
+      warmup_steps=settings.warmup_steps,
+      weight_decay_rate=settings.weight_decay_rate,
+      global_clipnorm=settings.global_clipnorm)
+  factory = optimization.OptimizerFactory(config)
+  return factory.build_optimizer(factory.build_learning_rate())
+
+
+def evaluate(model: causal_lm.CausalLM, dataset: tf.data.Dataset
+             ) -> Dict[str, float]:
+  """Perplexity over every target of a `window_dataset(training=False)`."""
+  window = dataset.element_spec['tokens'].shape[1]
+  signature = [{'tokens': tf.TensorSpec([None, window], tf.int32),
+                'weights': tf.TensorSpec([None, window - 1], tf.float32)}]
+
+  @tf.function(input_signature=signature)
+  def step(batch):
+    logits = model(batch['tokens'][:, :-1], training=False)
+    return (causal_lm.sequence_nll(logits, batch['tokens'], batch['weights']),
+            tf.reduce_sum(batch['weights']))
+
+  total_nll, total_tokens = 0.0, 0.0
+  start = time.perf_counter()
+  for batch in dataset:
+    nll, tokens = step(batch)
+    total_nll += float(nll)
+    total_tokens += float(tokens)
+  seconds = time.perf_counter() - start
+  mean_nll = total_nll / total_tokens
+  return dict(nll=mean_nll, perplexity=math.exp(mean_nll),
+              tokens=int(total_tokens),
+              tokens_per_second=total_tokens / seconds)
+
+
+def train(settings: Settings, model: causal_lm.CausalLM,
+          dataset: tf.data.Dataset) -> Dict[str, Any]:
+  """Trains for `settings.train_steps`; returns losses and throughput.
+
+  Raises:
+    FloatingPointError: a non-finite loss (the step is named).
+  """
+  optimizer = build_optimizer(settings)
+
+  @tf.function
+  def step(batch):
+    tokens, weights = batch['tokens'], batch['weights']
+    with tf.GradientTape() as tape:
+      logits = model(tokens[:, :-1], training=True)
+      loss = causal_lm.sequence_nll(logits, tokens, weights)
+      loss /= tf.reduce_sum(weights)
+    variables = model.trainable_variables
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+
+  history: List[Tuple[int, float]] = []
+  interval: List[float] = []
+  iterator = iter(dataset)
+  start = time.perf_counter()
+  timed_from = None
+  for step_number in range(1, settings.train_steps + 1):
+    loss = float(step(next(iterator)))
+    if not math.isfinite(loss):
+      raise FloatingPointError(
+          f'{model.name}: training loss {loss} at step {step_number}; lower '
+          f'--learning_rate (now {settings.learning_rate}) or set '
+          '--global_clipnorm.')
+    if step_number == 1:
+      first_step_seconds = time.perf_counter() - start
+      timed_from = time.perf_counter()
+    interval.append(loss)
+    if step_number % settings.log_every == 0 or (
+        step_number == settings.train_steps):
+      history.append((step_number, float(np.mean(interval))))
+      logging.info('%s step %d: train loss %.4f', model.name, step_number,
+                   history[-1][1])
+      interval = []
+  timed_steps = settings.train_steps - 1
+  seconds = time.perf_counter() - timed_from
+  tokens_per_step = settings.batch_size * settings.seq_length
+  return dict(
+      loss_history=history, final_train_loss=history[-1][1],
+      first_step_seconds=first_step_seconds,
+      train_seconds=first_step_seconds + seconds,
+      train_tokens_per_second=(timed_steps * tokens_per_step / seconds
+                               if timed_steps else None))
+
+
+def run(settings: Settings) -> Dict[str, Any]:
+  """Trains and scores every architecture; writes results.json as it goes."""
+  corpus = wikitext.load_corpus(settings.train_file, settings.valid_file,
+                                settings.valid_fraction,
+                                settings.max_vocab_size, settings.test_file)
+  streams = {'valid': corpus.valid}
+  if corpus.test is not None:
+    streams['test'] = corpus.test
+  train_stats = wikitext.window_stats(len(corpus.train), settings.seq_length,
+                                      settings.batch_size, training=True)
+  data = dict(corpus.stats, split=corpus.split_note,
+              train_windows=dataclasses.asdict(train_stats),
+              epochs=(settings.train_steps * settings.batch_size /
+                      train_stats.windows if train_stats.windows else None))
+  results = dict(settings=dataclasses.asdict(settings), data=data, models={},
+                 published=dict(table='002 rebuttal Table 3 (WikiText-103)',
+                                perplexity={k: v[1] for k, v in
+                                            PUBLISHED.items()},
+                                sizes=PUBLISHED_SIZES))
+  tf.io.gfile.makedirs(settings.output_dir)
+  vocab_size = len(corpus.vocab)
+  log_prior = wikitext.unigram_log_probs(corpus.train, vocab_size)
+  transformer_parameters = None
+  for architecture in settings.architectures:
+    tf_keras.utils.set_random_seed(settings.seed)
+    sizes = model_sizes(settings)
+    if architecture == 'mixed' and settings.match_parameters:
+      if transformer_parameters is None:
+        transformer_parameters = build_model(
+            settings, 'transformer', vocab_size, sizes).count_params()
+      sizes = matched_mixed_sizes(settings, vocab_size,
+                                  transformer_parameters)
+      tf_keras.utils.set_random_seed(settings.seed)
+    model = build_model(settings, architecture, vocab_size, sizes)
+    if settings.unigram_output_bias:
+      model.output_bias.assign(log_prior)
+    embedding_parameters = int(np.prod(model.word_embeddings.shape))
+    if architecture == 'transformer':
+      transformer_parameters = model.count_params()
+    logging.info('%s: %s, %d parameters.', architecture, sizes,
+                 model.count_params())
+    dataset = wikitext.window_dataset(
+        corpus.train, settings.seq_length, settings.batch_size, training=True,
+        seed=settings.seed, name='train')
+    entry = dict(sizes=sizes, parameters=model.count_params(),
+                 non_embedding_parameters=(model.count_params() -
+                                           embedding_parameters))
+    entry.update(train(settings, model, dataset))
+    for name, stream in streams.items():
+      entry[name] = evaluate(model, wikitext.window_dataset(
+          stream, settings.seq_length, settings.batch_size, training=False,
+          name=name))
+      logging.info('%s %s perplexity %.2f', architecture, name,
+                   entry[name]['perplexity'])
+    results['models'][architecture] = entry
+    _write_json(results, os.path.join(settings.output_dir, 'results.json'))
+  return results
+
+
+def _write_json(value: Dict[str, Any], path: str):
+  temporary = path + '.tmp'
+  with tf.io.gfile.GFile(temporary, 'w') as f:
+    json.dump(value, f, indent=2)
+  tf.io.gfile.rename(temporary, path, overwrite=True)
+
+
+def format_table(results: Dict[str, Any]) -> str:
+  """The markdown table of our perplexities beside 002's Table 3."""
+  models = results['models']
+  has_test = any('test' in entry for entry in models.values())
+  header = ['model', 'H x L (heads)', 'params', 'non-embedding params',
+            'valid ppl (ours)'] + (['test ppl (ours)'] if has_test else []) + [
+                'train tokens/s', 'ppl (002 Table 3, WikiText-103)']
+  lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+  for architecture, entry in models.items():
+    label, published = PUBLISHED[architecture]
+    sizes = entry['sizes']
+    heads = results['settings']['num_attention_heads']
+    if architecture == 'mixed':
+      ratio = results['settings']['head_ratio']
+      heads = f'{heads // ratio} attn + {heads // ratio} conv'
+    row = [label, f'{sizes["hidden_size"]} x {sizes["num_layers"]} ({heads})',
+           f'{entry["parameters"] / 1e6:.3f}M',
+           f'{entry["non_embedding_parameters"] / 1e6:.3f}M',
+           f'{entry["valid"]["perplexity"]:.2f}']
+    if has_test:
+      row.append(f'{entry["test"]["perplexity"]:.2f}' if 'test' in entry
+                 else '-')
+    tokens_per_second = entry['train_tokens_per_second']
+    row += [f'{tokens_per_second:,.0f}' if tokens_per_second else '-',
+            f'{published:.2f}']
+    lines.append('| ' + ' | '.join(row) + ' |')
+  if {'transformer', 'mixed'} <= set(models):
+    ours = (models['mixed']['valid']['perplexity'] /
+            models['transformer']['valid']['perplexity'])
+    paper = PUBLISHED['mixed'][1] / PUBLISHED['transformer'][1]
+    lines.append(f'\nmixed / transformer perplexity: ours {ours:.3f}, '
+                 f'002 {paper:.3f}.')
+  data, settings = results['data'], results['settings']
+  valid = data['valid']['encoding']
+  bias = 'log unigram' if settings['unigram_output_bias'] else 'zero'
+  lines += [
+      f'Data: {data["split"]} Vocabulary {data["vocab"]["size"]:,} '
+      f'(cap removed {data["vocab"]["capped_types"]:,} word types); train '
+      f'{data["train"]["encoding"]["tokens"]:,} tokens '
+      f'({data["epochs"]:.2f} epochs), valid {valid["tokens"]:,} tokens '
+      f'({valid["oov_tokens"]:,} not in the vocabulary -> <unk>).',
+      f'Post-LN blocks, {bias} initial output bias; '
+      f'{settings["train_steps"]} steps of '
+      f'{settings["batch_size"]} x {settings["seq_length"]} tokens, '
+      f'{settings["optimizer"]} at {settings["learning_rate"]:g}.',
+      f'Published sizes: {results["published"]["sizes"]}',
+      'Our corpus, vocabulary and training are far smaller than '
+      "WikiText-103's: compare the ratio, not the perplexities."]
+  return '\n'.join(lines)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  settings = settings_from_flags()
+  results = run(settings)
+  table = format_table(results)
+  with tf.io.gfile.GFile(os.path.join(settings.output_dir, 'table.md'),
+                         'w') as f:
+    f.write(table + '\n')
+  print(table)
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

@@ -1,0 +1,453 @@
+"""WikiText token files for word-level language modeling (002 rebuttal).
+
+The WikiText-2/-103 token files (`wiki.{train,valid,test}.tokens`) hold one
+paragraph per line, already tokenized with spaces; article titles and section
+headings are lines such as ` = Title = ` and ` = = Section = = `; rare words
+are already `<unk>`; blank lines separate paragraphs. As in the standard
+WikiText language-modeling setups (Transformer-XL, the PyTorch word LM
+example), every line, blank ones included, becomes its whitespace tokens plus
+an end-of-line token `EOS`; headings and `<unk>` are ordinary tokens.
+
+* `read_lines`, `tokenize`: a file to lines, lines to a token list.
+* `split_lines`: one file into train and held-out lines, at the first article
+  title at or after the requested fraction (so no article is cut), or at the
+  exact line when no title follows.
+* `Vocabulary`: built from the training tokens, optionally capped to the most
+  frequent words; words outside it encode to `UNK` and are counted.
+* `unigram_log_probs`: the training stream's log word frequencies (a
+  language model's initial output bias).
+* `window_dataset`: a token stream as `[B, T + 1]` windows with stride `T`
+  (inputs `window[:, :-1]`, targets `window[:, 1:]`), so every token after
+  the first is a target exactly once. Training windows that do not fit whole
+  are dropped (and counted); evaluation pads the last window and gives the
+  padding zero weight, so the whole stream is scored.
+* `load_corpus`: all of the above for a train file plus a validation file or
+  a held-out fraction (and an optional test file), with the counts of
+  everything read, mapped or dropped.
+"""
+
+import dataclasses
+import os
+import re
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+EOS = '<eos>'
+UNK = '<unk>'
+SPECIAL_TOKENS = (EOS, UNK)  # ids 0 and 1.
+
+# ` = Title = `, ` = = Section = = `: the same run of '=' on both sides.
+_HEADING = re.compile(r'^(=(?: =)*) (.+) \1$')
+
+
+def heading_level(line: str) -> int:
+  """1 for an article title, 2+ for section headings, 0 for other lines."""
+  match = _HEADING.match(line.strip())
+  return match.group(1).count('=') if match else 0
+
+
+@dataclasses.dataclass(frozen=True)
+class TextStats:
+  """What one split holds, before encoding.
+
+  Attributes:
+    source: file path, or `path[lines a:b]` for a part of a file.
+    lines: lines read (each adds one `EOS`).
+    blank_lines: lines without tokens (only `EOS`).
+    heading_lines: title and section-heading lines.
+    tokens: tokens including one `EOS` per line.
+    unk_tokens: `<unk>` tokens already in the text.
+  """
+  source: str
+  lines: int
+  blank_lines: int
+  heading_lines: int
+  tokens: int
+  unk_tokens: int
+
+  @classmethod
+  def of(cls, source: str, lines: Sequence[str]) -> 'TextStats':
+    words = [line.split() for line in lines]
+    return cls(source=source, lines=len(lines),
+               blank_lines=sum(not w for w in words),
+               heading_lines=sum(heading_level(line) > 0 for line in lines),
+               tokens=sum(len(w) + 1 for w in words),
+               unk_tokens=sum(w.count(UNK) for w in words))
+
+
+def read_lines(path: str) -> List[str]:
+  """The lines of a WikiText file, without line terminators.
+
+  Raises:
+    FileNotFoundError: `path` does not exist.
+    ValueError: `path` holds no token (empty or whitespace only).
+  """
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f'WikiText file {path!r} does not exist.')
+  with tf.io.gfile.GFile(path, 'r') as f:
+    lines = f.read().splitlines()
+  if not any(line.strip() for line in lines):
+    raise ValueError(f'WikiText file {path!r} is empty: it holds no token.')
+  return lines
+
+
+def tokenize(lines: Sequence[str]) -> List[str]:
+  """Whitespace tokens of every line followed by `EOS`, in order."""
+  tokens = []
+  for line in lines:
+    tokens.extend(line.split())
+    tokens.append(EOS)
+  return tokens
+
+
+@dataclasses.dataclass(frozen=True)
+class LineSplit:
+  """Where `split_lines` cut a file.
+
+  Attributes:
+    train_lines: lines `[0, cut)`.
+    heldout_lines: lines `[cut, end)`.
+    cut: 0-based index of the first held-out line.
+    at_title: whether the cut is at an article title (else the exact line).
+  """
+  train_lines: List[str]
+  heldout_lines: List[str]
+  cut: int
+  at_title: bool
+
+  def describe(self, path: str, fraction: float) -> str:
+    total = self.cut + len(self.heldout_lines)
+    where = ('the first article title at or after that point' if self.at_title
+             else 'that line (no article title follows it)')
+    return (f'held out the last {fraction:g} of {path!r}: lines '
+            f'{self.cut + 1}-{total} of {total} (1-based), cut at {where}.')
+
+
+def split_lines(lines: Sequence[str], heldout_fraction: float,
+                path: str = '<lines>') -> LineSplit:
+  """Splits a file's lines into a training part and a held-out tail.
+
+  The nominal cut is line `round(len(lines) * (1 - heldout_fraction))`; it
+  moves forward to the next article title (` = Title = `) if there is one,
+  so the held-out part starts with a whole article.
+
+  Args:
+    lines: the file's lines.
+    heldout_fraction: in (0, 1), the share of lines held out (nominally).
+    path: the file, for messages.
+
+  Returns:
+    A `LineSplit`.
+
+  Raises:
+    ValueError: `heldout_fraction` outside (0, 1), or either part has no
+      token.
+  """
+  if not 0.0 < heldout_fraction < 1.0:
+    raise ValueError(
+        f'valid_fraction must be in (0, 1), got {heldout_fraction}.')
+  nominal = int(round(len(lines) * (1.0 - heldout_fraction)))
+  cut = next((i for i in range(nominal, len(lines))
+              if heading_level(lines[i]) == 1), None)
+  at_title = cut is not None
+  if cut is None:
+    cut = nominal
+  train, heldout = list(lines[:cut]), list(lines[cut:])
+  for name, part in (('training', train), ('held-out', heldout)):
+    if not any(line.strip() for line in part):
+      raise ValueError(
+          f'Splitting {path!r} ({len(lines)} lines) with valid_fraction='
+          f'{heldout_fraction} leaves the {name} part without tokens; use a '
+          'longer file or another fraction.')
+  return LineSplit(train, heldout, cut, at_title)
+
+
+@dataclasses.dataclass(frozen=True)
+class EncodeStats:
+  """Encoding one split with a vocabulary.
+
+  Attributes:
+    tokens: tokens encoded.
+    unk_tokens: tokens that encode to `UNK` (source `<unk>` included).
+    oov_tokens: tokens that were not `<unk>` in the text but are not in the
+      vocabulary (capped away, or unseen in the training split).
+    oov_types: distinct such words.
+  """
+  tokens: int
+  unk_tokens: int
+  oov_tokens: int
+  oov_types: int
+
+
+class Vocabulary:
+  """Word <-> id map: `EOS` = 0, `UNK` = 1, then by training frequency.
+
+  Words are ordered by decreasing count, ties broken alphabetically, so the
+  same training text always gives the same ids.
+  """
+
+  def __init__(self, words: Sequence[str]):
+    """Initializes from the ordered words.
+
+    Args:
+      words: the vocabulary, starting with `EOS`, `UNK`; no duplicates.
+
+    Raises:
+      ValueError: the specials are not first or a word repeats.
+    """
+    if tuple(words[:len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
+      raise ValueError(f'A vocabulary must start with {SPECIAL_TOKENS}, got '
+                       f'{tuple(words[:len(SPECIAL_TOKENS)])}.')
+    self._words = list(words)
+    self._ids = {word: i for i, word in enumerate(self._words)}
+    if len(self._ids) != len(self._words):
+      raise ValueError('A vocabulary must not repeat words.')
+    self.build_stats: Dict[str, int] = {}
+
+  @classmethod
+  def build(cls, tokens: Sequence[str],
+            max_size: Optional[int] = None) -> 'Vocabulary':
+    """The vocabulary of `tokens`, capped to `max_size` words if given.
+
+    Args:
+      tokens: training tokens.
+      max_size: largest vocabulary, specials included (>= 3); None keeps
+        every word.
+
+    Returns:
+      The vocabulary; `build_stats` holds the counts of what the cap removed
+      (`distinct_words`, `kept_words`, `capped_types`, `capped_tokens`).
+
+    Raises:
+      ValueError: `max_size` below 3.
+    """
+    if max_size is not None and max_size < len(SPECIAL_TOKENS) + 1:
+      raise ValueError(f'max_vocab_size must be >= {len(SPECIAL_TOKENS) + 1} '
+                       f'({SPECIAL_TOKENS} and one word), got {max_size}.')
+    counts: Dict[str, int] = {}
+    for token in tokens:
+      counts[token] = counts.get(token, 0) + 1
+    words = sorted((w for w in counts if w not in SPECIAL_TOKENS),
+                   key=lambda w: (-counts[w], w))
+    limit = (len(words) if max_size is None
+             else max_size - len(SPECIAL_TOKENS))
+    kept, capped = words[:limit], words[limit:]
+    vocab = cls(list(SPECIAL_TOKENS) + kept)
+    vocab.build_stats = dict(
+        distinct_words=len(words), kept_words=len(kept),
+        capped_types=len(capped),
+        capped_tokens=sum(counts[w] for w in capped))
+    logging.info(
+        'Vocabulary: %d words + %s from %d training tokens; the cap removed '
+        '%d word types (%d tokens -> %s).', len(kept), SPECIAL_TOKENS,
+        len(tokens), len(capped), vocab.build_stats['capped_tokens'], UNK)
+    return vocab
+
+  def __len__(self) -> int:
+    return len(self._words)
+
+  @property
+  def words(self) -> List[str]:
+    return list(self._words)
+
+  def id(self, word: str) -> int:
+    return self._ids.get(word, self._ids[UNK])
+
+  def encode(self, tokens: Sequence[str]) -> Tuple[np.ndarray, EncodeStats]:
+    """Token ids `[len(tokens)]` int32 and the counts of `UNK` mappings."""
+    unk = self._ids[UNK]
+    ids = np.fromiter((self._ids.get(t, unk) for t in tokens), dtype=np.int32,
+                      count=len(tokens))
+    oov = [t for t in tokens if t not in self._ids]
+    return ids, EncodeStats(tokens=len(tokens),
+                            unk_tokens=int(np.sum(ids == unk)),
+                            oov_tokens=len(oov), oov_types=len(set(oov)))
+
+  def decode(self, ids: Sequence[int]) -> List[str]:
+    return [self._words[i] for i in ids]
+
+
+def unigram_log_probs(ids: np.ndarray, vocab_size: int) -> np.ndarray:
+  """Add-one smoothed log unigram probabilities `[vocab_size]` of `ids`."""
+  counts = np.bincount(ids, minlength=vocab_size).astype(np.float64) + 1.0
+  return np.log(counts / counts.sum()).astype(np.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowStats:
+  """How a stream of N tokens became windows of `T + 1` with stride `T`.
+
+  Attributes:
+    stream_tokens: N.
+    windows: windows made.
+    target_tokens: tokens scored as targets (weight 1).
+    dropped_targets: targets left out (training: the tail that does not fill
+      a whole window; evaluation: always 0).
+    batches: batches per pass (training: whole batches only, so
+      `windows - batches * B` windows wait for the next pass).
+  """
+  stream_tokens: int
+  windows: int
+  target_tokens: int
+  dropped_targets: int
+  batches: int
+
+
+def window_stats(num_tokens: int, seq_length: int, batch_size: int,
+                 training: bool) -> WindowStats:
+  """The `WindowStats` of `window_dataset` for a stream of `num_tokens`."""
+  targets = max(num_tokens - 1, 0)
+  if training:
+    windows = targets // seq_length
+    batches = windows // batch_size
+  else:
+    windows = -(-targets // seq_length)
+    batches = -(-windows // batch_size)
+  scored = min(windows * seq_length, targets)
+  return WindowStats(stream_tokens=num_tokens, windows=windows,
+                     target_tokens=scored, dropped_targets=targets - scored,
+                     batches=batches)
+
+
+def window_dataset(stream: np.ndarray, seq_length: int, batch_size: int,
+                   training: bool, seed: Optional[int] = None,
+                   name: str = 'stream') -> tf.data.Dataset:
+  """Batches of contiguous windows of a token stream.
+
+  Window i is `stream[i * T : i * T + T + 1]`. Training: only whole windows,
+  shuffled afresh each pass, repeated forever, whole batches. Evaluation:
+  every window in order, one pass, the last window padded with `EOS` and the
+  last batch possibly smaller; `weights` is 0 on padded targets.
+
+  Args:
+    stream: int32 `[N]` token ids.
+    seq_length: T, the model's input length (>= 1).
+    batch_size: B (>= 1).
+    training: the training or the evaluation variant (see above).
+    seed: shuffling seed (training).
+    name: the stream's name, for messages.
+
+  Returns:
+    A dataset of dicts: `tokens` int32 `[B, T + 1]`, `weights` float32
+    `[B, T]` (1 on real targets).
+
+  Raises:
+    ValueError: non-positive sizes, or a stream too short for one batch
+      (training) or one target (evaluation); the message gives the counts.
+  """
+  if seq_length < 1 or batch_size < 1:
+    raise ValueError(f'seq_length and batch_size must be >= 1, got '
+                     f'seq_length={seq_length}, batch_size={batch_size}.')
+  stats = window_stats(len(stream), seq_length, batch_size, training)
+  if stats.batches == 0:
+    need = (batch_size * seq_length + 1) if training else 2
+    raise ValueError(
+        f'The {name} stream has {len(stream)} tokens; '
+        f'{"training" if training else "evaluation"} with seq_length='
+        f'{seq_length} and batch_size={batch_size} needs at least {need}.')
+  length = stats.windows * seq_length + 1
+  padded = np.zeros([length], np.int32)
+  padded[:min(length, len(stream))] = stream[:length]
+  weights = np.zeros([length - 1], np.float32)
+  weights[:stats.target_tokens] = 1.0
+  tokens_t = tf.constant(padded)
+  weights_t = tf.constant(weights)
+
+  def window(index):
+    start = tf.cast(index, tf.int32) * seq_length
+    return dict(tokens=tf.slice(tokens_t, [start], [seq_length + 1]),
+                weights=tf.slice(weights_t, [start], [seq_length]))
+
+  dataset = tf.data.Dataset.range(stats.windows)
+  if training:
+    dataset = dataset.shuffle(stats.windows, seed=seed,
+                              reshuffle_each_iteration=True).repeat()
+  dataset = dataset.map(window, num_parallel_calls=tf.data.AUTOTUNE)
+  dataset = dataset.batch(batch_size, drop_remainder=training)
+  return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+@dataclasses.dataclass
+class Corpus:
+  """Encoded train and validation streams and how they were made.
+
+  Attributes:
+    vocab: built from the training split.
+    train: int32 `[N_train]` token ids.
+    valid: int32 `[N_valid]` token ids.
+    test: int32 `[N_test]` token ids, or None without a test file.
+    split_note: how the validation split was obtained (a file, or the cut of
+      the training file).
+    stats: per split (`train`, `valid`, `test` if any) `text` (`TextStats`)
+      and `encoding` (`EncodeStats`),
+      plus `vocab` (the cap's counts); JSON-serializable.
+  """
+  vocab: Vocabulary
+  train: np.ndarray
+  valid: np.ndarray
+  test: Optional[np.ndarray]
+  split_note: str
+  stats: Dict[str, Mapping[str, object]]
+
+
+def load_corpus(train_file: str, valid_file: Optional[str] = None,
+                valid_fraction: Optional[float] = None,
+                max_vocab_size: Optional[int] = None,
+                test_file: Optional[str] = None) -> Corpus:
+  """Reads, splits and encodes a WikiText-format corpus.
+
+  Args:
+    train_file: training token file.
+    valid_file: validation token file; exclusive with `valid_fraction`.
+    valid_fraction: hold out this tail of `train_file` instead (see
+      `split_lines`).
+    max_vocab_size: cap of the vocabulary, specials included.
+    test_file: optional test token file, encoded with the same vocabulary.
+
+  Returns:
+    A `Corpus`.
+
+  Raises:
+    ValueError: neither or both of `valid_file` and `valid_fraction`; see
+      also `read_lines`, `split_lines`, `Vocabulary.build`.
+  """
+  if (valid_file is None) == (valid_fraction is None):
+    raise ValueError('Give exactly one of valid_file and valid_fraction, got '
+                     f'valid_file={valid_file!r}, valid_fraction='
+                     f'{valid_fraction!r}.')
+  lines = read_lines(train_file)
+  if valid_file is not None:
+    train_lines, valid_lines = lines, read_lines(valid_file)
+    train_source, valid_source = train_file, valid_file
+    split_note = f'validation file {valid_file!r}.'
+  else:
+    split = split_lines(lines, valid_fraction, train_file)
+    train_lines, valid_lines = split.train_lines, split.heldout_lines
+    name = os.path.basename(train_file)
+    train_source = f'{name}[lines 1:{split.cut}]'
+    valid_source = f'{name}[lines {split.cut + 1}:{len(lines)}]'
+    split_note = split.describe(train_file, valid_fraction)
+  logging.info('WikiText split: %s', split_note)
+  parts = {'train': (train_source, train_lines),
+           'valid': (valid_source, valid_lines)}
+  if test_file is not None:
+    parts['test'] = (test_file, read_lines(test_file))
+  tokens = {name: tokenize(part_lines)
+            for name, (_, part_lines) in parts.items()}
+  vocab = Vocabulary.build(tokens['train'], max_vocab_size)
+  stats = {'vocab': dict(size=len(vocab), **vocab.build_stats)}
+  ids = {}
+  for name, (source, part_lines) in parts.items():
+    ids[name], encoding = vocab.encode(tokens[name])
+    stats[name] = dict(
+        text=dataclasses.asdict(TextStats.of(source, part_lines)),
+        encoding=dataclasses.asdict(encoding))
+    logging.info('%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, '
+                 '%d types).', name, source, encoding.tokens,
+                 encoding.unk_tokens, UNK, encoding.oov_tokens,
+                 encoding.oov_types)
+  return Corpus(vocab=vocab, train=ids['train'], valid=ids['valid'],
+                test=ids.get('test'), split_note=split_note, stats=stats)

@@ -1,0 +1,81 @@
+"""End-to-end test of the 002 Table 3 driver on a tiny WikiText-format file."""
+
+import json
+import random
+
+import pytest
+
+from experiments import convbert_lm
+
+_WORDS = 'the a cat dog sat ran on under mat tree , . <unk>'.split()
+
+
+def _write_wikitext(path, num_articles=6, seed=0):
+  rng = random.Random(seed)
+  lines = [' ']
+  for article in range(num_articles):
+    lines += [f' = Article {article} = ', ' ']
+    for section in range(2):
+      lines += [f' = = Part {section} = = ', ' ']
+      for _ in range(3):
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(5, 15))]
+        lines.append(' ' + ' '.join(words) + ' ')
+      lines.append(' ')
+  path.write_text('\n'.join(lines) + '\n')
+  return str(path)
+
+
+@pytest.fixture(name='flag_values')
+def fixture_flag_values():
+  if 'match_parameters' not in convbert_lm.FLAGS:
+    convbert_lm.define_flags()
+  yield convbert_lm.FLAGS
+  convbert_lm.FLAGS.unparse_flags()
+
+
+def test_main_writes_table_and_json(flag_values, tmp_path, capsys):
+  train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
+  test_file = _write_wikitext(tmp_path / 'wiki.test.tokens', 1, seed=1)
+  output_dir = tmp_path / 'out'
+  flag_values([
+      'convbert_lm', f'--train_file={train_file}', '--valid_fraction=0.2',
+      f'--test_file={test_file}', '--architectures=transformer,mixed',
+      '--hidden_size=16', '--num_layers=1', '--num_attention_heads=2',
+      '--intermediate_size=32', '--embedding_width=8', '--kernel_size=3',
+      '--seq_length=8', '--batch_size=2', '--train_steps=2',
+      '--warmup_steps=1', '--log_every=1', '--optimizer=lamb',
+      '--match_parameters', f'--output_dir={output_dir}'])
+  convbert_lm.main(['convbert_lm'])
+  table = capsys.readouterr().out
+  assert '| Transformer | 16 x 1 (2) |' in table
+  assert '| Ours (mixed attention) |' in table
+  assert '34.21' in table and '32.95' in table
+  assert 'mixed / transformer perplexity: ours' in table
+  assert 'held out the last 0.2 of' in table
+  assert 'log unigram initial output bias' in table
+  assert (output_dir / 'table.md').read_text().strip() == table.strip()
+
+  results = json.loads((output_dir / 'results.json').read_text())
+  assert results['settings']['train_steps'] == 2
+  assert results['settings']['optimizer'] == 'lamb'
+  assert results['published']['perplexity'] == {'transformer': 34.21,
+                                                'mixed': 32.95}
+  models = results['models']
+  assert set(models) == {'transformer', 'mixed'}
+  for entry in models.values():
+    assert entry['valid']['perplexity'] > 1.0
+    assert entry['test']['tokens'] == results['data']['test']['encoding'][
+        'tokens'] - 1
+    assert entry['valid']['tokens'] == results['data']['valid']['encoding'][
+        'tokens'] - 1
+    assert [step for step, _ in entry['loss_history']] == [1, 2]
+  # --match_parameters widened the mixed model towards the transformer.
+  assert models['mixed']['sizes']['hidden_size'] >= 16
+  transformer = models['transformer']['parameters']
+  assert abs(models['mixed']['parameters'] - transformer) < 0.1 * transformer
+
+
+def test_settings_errors():
+  with pytest.raises(ValueError, match='--architectures must be'):
+    convbert_lm.Settings(train_file='x', output_dir='y',
+                         architectures=('rnn',))
