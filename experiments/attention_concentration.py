@@ -1,0 +1,282 @@
+r"""002 (ConvBERT rebuttal) Table 1: diagonal concentration of attention.
+
+  python -m experiments.attention_concentration \
+    --init_checkpoint=/tmp/electra_small/encoder --label=BERT \
+    --init_checkpoint=/tmp/convbert_small/encoder --label=ConvBERT \
+    --glue_dir=/data/glue [--task=mrpc --split=dev --max_seq_length=128 \
+    --batch_size=32 --max_examples=N --window=4 --output_file=table1.json]
+
+The rebuttal reports the "average concentration" C = (attention mass within
+4 positions of the diagonal) / (mass beyond) on MRPC: BERT 0.941, ConvBERT
+0.608, counting ConvBERT's self-attention heads (its convolution heads have
+no attention map). `official_repro.metrics.attention_concentration` defines
+C, which tokens count and which maps are excluded.
+
+Each --init_checkpoint is an encoder exported by `official_repro.train` (the
+pretraining model_dir, its `encoder/` folder or one checkpoint in it), found
+and restored as fine-tuning does (`pretrained.resolve`, `pretrained.restore`);
+the architecture, vocabulary and casing come with it. The encoder is built
+with `return_attention_scores` (BERT: all N heads; ConvBERT: the N /
+head_ratio self-attention heads; ALBERT cannot return them) and runs in
+inference mode over the split's examples, tokenized like GLUE fine-tuning
+(`official_repro.data.glue`: `[CLS] a [SEP] b [SEP]`, longest-first
+truncation). It prints a markdown table with one row per checkpoint beside
+the paper's value for the same backbone, and writes it as JSON.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+import tensorflow as tf
+import tf_keras
+
+from official.nlp.tools import tokenization
+from official_repro.data import glue
+from official_repro.metrics import attention_concentration
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
+
+# 002 rebuttal, Table 1: average concentration on MRPC, by backbone.
+PUBLISHED = {'bert': 0.941, 'convbert': 0.608}
+
+_INPUT_KEYS = ('input_word_ids', 'input_mask', 'input_type_ids')
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """Everything one run depends on; mirrors the flags of `define_flags`.
+
+  Attributes:
+    init_checkpoints: the encoders to measure.
+    glue_dir: the GLUE root (holding MRPC/, ...).
+    labels: a row name per checkpoint; empty: the checkpoint paths.
+    task: the GLUE task whose examples are fed.
+    split: its split ('dev'; MNLI: 'dev_matched' or 'dev_mismatched').
+    max_seq_length: tokens per example, padding included.
+    batch_size: examples per forward pass.
+    max_examples: use only the first N examples; None: all.
+    window: the largest |i - j| counted as near the diagonal.
+    output_file: where to write the JSON; None: print only.
+  """
+  init_checkpoints: Tuple[str, ...]
+  glue_dir: str
+  labels: Tuple[str, ...] = ()
+  task: str = 'mrpc'
+  split: str = 'dev'
+  max_seq_length: int = 128
+  batch_size: int = 32
+  max_examples: Optional[int] = None
+  window: int = attention_concentration.DEFAULT_WINDOW
+  output_file: Optional[str] = None
+
+  def __post_init__(self):
+    if not self.init_checkpoints:
+      raise ValueError('--init_checkpoint is required (repeat it for several '
+                       'encoders).')
+    if self.labels and len(self.labels) != len(self.init_checkpoints):
+      raise ValueError(
+          f'Got {len(self.labels)} --label for {len(self.init_checkpoints)} '
+          '--init_checkpoint; give one per checkpoint, or none.')
+    if self.batch_size < 1:
+      raise ValueError(f'--batch_size={self.batch_size} must be >= 1.')
+    if self.max_examples is not None and self.max_examples < 1:
+      raise ValueError(f'--max_examples={self.max_examples} must be >= 1.')
+
+
+@dataclasses.dataclass(frozen=True)
+class _Model:
+  """A restored encoder and what produced it."""
+  label: str
+  init_checkpoint: str
+  spec: pretrained.PretrainedEncoder
+  encoder: tf_keras.Model
+
+
+def _backbone(config: encoders.EncoderConfig) -> str:
+  if config.backbone == 'convbert' and config.attention_only:
+    return 'convbert (attention_only)'
+  return config.backbone
+
+
+def load_model(init_checkpoint: str, label: str,
+               max_seq_length: int) -> _Model:
+  """Resolves, builds (with attention scores) and restores one encoder.
+
+  Raises:
+    FileNotFoundError: no checkpoint or vocabulary where it points.
+    ValueError: the checkpoint has no exported config, its backbone returns
+      no attention maps (ALBERT, ConvBERT `conv_only`), or its position
+      table is shorter than `max_seq_length`.
+  """
+  try:
+    spec = pretrained.resolve(init_checkpoint)
+  except ValueError as error:
+    raise ValueError(f'{error} (This command reads encoders exported by '
+                     'official_repro.train, whose folder holds '
+                     'encoder_config.json and vocab.txt.)') from error
+  if spec.config.max_position_embeddings < max_seq_length:
+    raise ValueError(
+        f'--max_seq_length={max_seq_length} exceeds the '
+        f'{spec.config.max_position_embeddings} positions of the encoder at '
+        f'--init_checkpoint {init_checkpoint}.')
+  try:
+    encoder = encoders.build_encoder(spec.config,
+                                     return_attention_scores=True)
+  except ValueError as error:
+    raise ValueError(f'--init_checkpoint {init_checkpoint} (backbone '
+                     f'{spec.config.backbone!r}): {error}') from error
+  pretrained.restore(encoder, spec.checkpoint_path)
+  return _Model(label, init_checkpoint, spec, encoder)
+
+
+def read_examples(settings: Settings
+                  ) -> Tuple[List[glue.GlueExample], glue.ReadReport]:
+  """The split's examples (the first `max_examples`) and the read report."""
+  try:
+    glue.glue_file_path(settings.glue_dir, settings.task, settings.split)
+  except ValueError as error:
+    raise ValueError(f'--task={settings.task} --split={settings.split}: '
+                     f'{error}') from error
+  examples, report = glue.read_examples(settings.glue_dir, settings.task,
+                                        settings.split)
+  if not examples:
+    raise ValueError(f'{report.path} holds no usable example '
+                     f'({report.summary()}).')
+  return examples[:settings.max_examples], report
+
+
+def measure(model: _Model, examples: Sequence[glue.GlueExample],
+            settings: Settings) -> Dict[str, Any]:
+  """Runs the encoder over the examples; returns its table row.
+
+  Returns:
+    The accumulator's `result()` plus label, checkpoint, backbone, the
+    paper's value for the backbone and the number of truncated examples.
+  """
+  tokenizer = tokenization.FullTokenizer(
+      model.spec.vocab_file, do_lower_case=model.spec.lower_case)
+  features, report = glue.convert_examples_to_features(
+      examples, tokenizer, settings.max_seq_length)
+  forward = tf.function(
+      lambda inputs: model.encoder(inputs, training=False)['attention_scores'],
+      reduce_retracing=True)
+  accumulator = attention_concentration.ConcentrationAccumulator(
+      settings.window)
+  for start in range(0, report.num_examples, settings.batch_size):
+    inputs = {key: features[key][start:start + settings.batch_size]
+              for key in _INPUT_KEYS}
+    scores = forward(inputs)
+    accumulator.update([layer.numpy() for layer in scores],
+                       inputs['input_mask'])
+  return dict(
+      label=model.label, init_checkpoint=model.init_checkpoint,
+      checkpoint_path=model.spec.checkpoint_path,
+      backbone=_backbone(model.spec.config),
+      paper=PUBLISHED.get(_backbone(model.spec.config)),
+      num_examples=report.num_examples, num_truncated=report.num_truncated,
+      **accumulator.result())
+
+
+def run(settings: Settings) -> Dict[str, Any]:
+  """Measures every checkpoint; writes and returns the results.
+
+  All checkpoints and the data are checked before the first forward pass.
+
+  Returns:
+    {'settings': the settings and the read report, 'rows': one `measure`
+    row per checkpoint, in order}.
+  """
+  examples, read_report = read_examples(settings)
+  labels = settings.labels or settings.init_checkpoints
+  models = [load_model(path, label, settings.max_seq_length)
+            for path, label in zip(settings.init_checkpoints, labels)]
+  results = dict(
+      settings=dict(dataclasses.asdict(settings), data_file=read_report.path,
+                    rows_read=read_report.num_rows,
+                    rows_skipped=read_report.num_malformed),
+      rows=[measure(model, examples, settings) for model in models])
+  if settings.output_file:
+    directory = os.path.dirname(settings.output_file)
+    if directory:
+      tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(settings.output_file, 'w') as f:
+      json.dump(results, f, indent=2)
+  return results
+
+
+def _number(value: Optional[float]) -> str:
+  return '-' if value is None else f'{value:.3f}'
+
+
+def format_table(results: Dict[str, Any]) -> str:
+  """The results as a markdown table beside 002 Table 1."""
+  settings = results['settings']
+  lines = [
+      f"Attention concentration, window {settings['window']}, on "
+      f"{settings['task']}/{settings['split']} ({settings['data_file']}); "
+      'paper: 002 rebuttal Table 1, MRPC (BERT 0.941, ConvBERT 0.608).',
+      '',
+      '| model | backbone | layers x heads | examples | maps | excluded | '
+      'average C | mass ratio | paper |',
+      '|---|---|---|---|---|---|---|---|---|']
+  for row in results['rows']:
+    lines.append(
+        f"| {row['label']} | {row['backbone']} | {row['num_layers']} x "
+        f"{row['num_heads']} | {row['num_examples']} | {row['num_maps']} | "
+        f"{row['num_excluded']} | {_number(row['mean_concentration'])} | "
+        f"{_number(row['mass_ratio'])} | {_number(row['paper'])} |")
+  return '\n'.join(lines)
+
+
+def define_flags():
+  """The CLI's flags; defined on demand so that importing this module (e.g.
+  from a test) defines none."""
+  defaults = Settings(init_checkpoints=('',), glue_dir='')
+  flags.DEFINE_multi_string(
+      'init_checkpoint', [],
+      'Exported encoder (pretraining model_dir, its encoder/ folder or a '
+      'checkpoint prefix); repeat for several rows.')
+  flags.DEFINE_multi_string('label', [],
+                            'Row name per --init_checkpoint, in order.')
+  flags.DEFINE_string('glue_dir', None, 'GLUE root (holding MRPC/, ...).')
+  flags.DEFINE_string('task', defaults.task, 'GLUE task.')
+  flags.DEFINE_string('split', defaults.split, 'Labelled split to read.')
+  flags.DEFINE_integer('max_seq_length', defaults.max_seq_length,
+                       'Tokens per example.')
+  flags.DEFINE_integer('batch_size', defaults.batch_size,
+                       'Examples per forward pass.')
+  flags.DEFINE_integer('max_examples', None,
+                       'Use only the first N examples (default: all).')
+  flags.DEFINE_integer('window', defaults.window,
+                       'Largest |i - j| counted as near the diagonal.')
+  flags.DEFINE_string('output_file', None, 'Also write the results as JSON.')
+
+
+def main(argv):
+  del argv
+  flag_values = flags.FLAGS
+  if not flag_values.glue_dir:
+    raise app.UsageError('--glue_dir is required.')
+  results = run(Settings(
+      init_checkpoints=tuple(flag_values.init_checkpoint),
+      labels=tuple(flag_values.label), glue_dir=flag_values.glue_dir,
+      task=flag_values.task, split=flag_values.split,
+      max_seq_length=flag_values.max_seq_length,
+      batch_size=flag_values.batch_size,
+      max_examples=flag_values.max_examples, window=flag_values.window,
+      output_file=flag_values.output_file))
+  print(format_table(results))
+  if flag_values.output_file:
+    print(f'wrote {flag_values.output_file}')
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)
