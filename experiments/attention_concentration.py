@@ -16,12 +16,13 @@ Each --init_checkpoint is an encoder exported by `official_repro.train` (the
 pretraining model_dir, its `encoder/` folder or one checkpoint in it), found
 and restored as fine-tuning does (`pretrained.resolve`, `pretrained.restore`);
 the architecture, vocabulary and casing come with it. The encoder is built
-with `return_attention_scores` (BERT: all N heads; ConvBERT: the N /
-head_ratio self-attention heads; ALBERT cannot return them) and runs in
-inference mode over the split's examples, tokenized like GLUE fine-tuning
-(`official_repro.data.glue`: `[CLS] a [SEP] b [SEP]`, longest-first
-truncation). It prints a markdown table with one row per checkpoint beside
-the paper's value for the same backbone, and writes it as JSON.
+with `return_attention_scores` (BERT: all N heads; ConvBERT: the
+max(1, N // head_ratio) self-attention heads; ALBERT cannot return them) and
+runs in inference mode over the split's examples, tokenized like GLUE
+fine-tuning (`official_repro.data.glue`: `[CLS] a [SEP] b [SEP]`,
+longest-first truncation). It prints a markdown table with one row per
+checkpoint beside the paper's value for the same backbone, and writes it as
+JSON.
 """
 
 import dataclasses

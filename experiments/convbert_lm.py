@@ -132,8 +132,8 @@ def define_flags():
   flags.DEFINE_integer('hidden_size', defaults.hidden_size, 'Block width H.')
   flags.DEFINE_integer('num_layers', defaults.num_layers, 'Blocks L.')
   flags.DEFINE_integer('num_attention_heads', defaults.num_attention_heads,
-                       'Heads N (mixed: N / head_ratio attention heads and '
-                       'as many convolution heads).')
+                       'Heads N (mixed: max(1, N // head_ratio) attention '
+                       'heads and as many convolution heads).')
   flags.DEFINE_integer('intermediate_size', defaults.intermediate_size,
                        'Feed-forward width.')
   flags.DEFINE_integer('embedding_width', defaults.embedding_width,
@@ -412,7 +412,8 @@ def format_table(results: Dict[str, Any]) -> str:
     heads = results['settings']['num_attention_heads']
     if architecture == 'mixed':
       ratio = results['settings']['head_ratio']
-      heads = f'{heads // ratio} attn + {heads // ratio} conv'
+      kept = max(1, heads // ratio)
+      heads = f'{kept} attn + {kept} conv'
     row = [label, f'{sizes["hidden_size"]} x {sizes["num_layers"]} ({heads})',
            f'{entry["parameters"] / 1e6:.3f}M',
            f'{entry["non_embedding_parameters"] / 1e6:.3f}M',

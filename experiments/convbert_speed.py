@@ -81,7 +81,7 @@ class BlockSizes:
     hidden_size: width of the hidden states.
     num_heads: configured attention heads N (head size hidden / N).
     intermediate_size: feed-forward width.
-    head_ratio: ConvBERT's N / N'.
+    head_ratio: ConvBERT's bottleneck ratio, N' = max(1, N // head_ratio).
     kernel_size: ConvBERT's convolution window k.
     num_groups: ConvBERT's feed-forward groups G.
   """
@@ -337,7 +337,8 @@ def define_flags():
   flags.DEFINE_integer('hidden_size', 768, 'Hidden width (base: 768).')
   flags.DEFINE_integer('num_heads', 12, 'Configured attention heads N.')
   flags.DEFINE_integer('intermediate_size', 3072, 'Feed-forward width.')
-  flags.DEFINE_integer('head_ratio', 2, "Mixed attention's N / N'.")
+  flags.DEFINE_integer('head_ratio', 2,
+                       "Mixed attention's ratio: N' = max(1, N // ratio).")
   flags.DEFINE_integer('kernel_size', 9, 'Convolution window k.')
   flags.DEFINE_integer('num_groups', 1, 'Feed-forward groups G (mixed).')
   flags.DEFINE_integer('batch_size', 1, 'Sequences per call.')

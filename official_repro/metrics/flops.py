@@ -30,11 +30,12 @@ the formula (as in ELECTRA's).
 extension, in ELECTRA's conventions (2mn per matmul, the per-element constants
 above, biases and residuals 1 per element, the attention LayerNorm charged 5
 as ELECTRA does). Per token, with hidden h, N configured heads of size
-H = h / N, N' = N / head_ratio, attention width A = N'H, sequence s, window k,
-FFN width i and G feed-forward groups; the mixed layer has N' attention and
-N' convolution heads (conv width C = A), `conv_only` 2N' convolution heads
-(C = 2N'H, A = 0), `attention_only` none (C = 0); Q is the query width
-(C when `conv_only`, else A):
+H = h / N, N' = max(1, N // head_ratio) (the ConvBERT reference's rule; N
+need not be divisible by head_ratio), attention width A = N'H, sequence s,
+window k, FFN width i and G feed-forward groups; the mixed layer has N'
+attention and N' convolution heads (conv width C = A), `conv_only` 2N'
+convolution heads (C = 2N'H, A = 0), `attention_only` none (C = 0); Q is the
+query width (C when `conv_only`, else A):
 
     query                     2hQ + Q              (bias)
     key, value                4hA + 2A             (bias)
@@ -133,8 +134,9 @@ class NetworkShape:
       size hidden / N).
     seq_length: tokens per sequence.
     vocab_size: V.
-    head_ratio: ConvBERT's N / N'; None means a BERT block (and the other
-      ConvBERT fields must keep their defaults).
+    head_ratio: ConvBERT's bottleneck ratio, N' = max(1, heads //
+      head_ratio) self-attention heads; None means a BERT block (and the
+      other ConvBERT fields must keep their defaults).
     kernel_size: ConvBERT's convolution window k.
     groups: ConvBERT's feed-forward groups G.
     conv_only: ConvBERT with convolution heads only.
@@ -165,10 +167,9 @@ class NetworkShape:
               f'setting; with head_ratio=None (a BERT block) it must be '
               f'{default!r}.')
       return
-    if self.head_ratio < 1 or self.heads % self.head_ratio:
+    if self.head_ratio < 1:
       raise ValueError(
-          f'NetworkShape: head_ratio={self.head_ratio} must be >= 1 and '
-          f'divide heads={self.heads}.')
+          f'NetworkShape: head_ratio={self.head_ratio} must be >= 1.')
     if self.kernel_size < 1 or self.kernel_size % 2 == 0:
       raise ValueError(f'NetworkShape: kernel_size={self.kernel_size} must be '
                        'an odd integer >= 1.')
@@ -213,7 +214,7 @@ def block_terms(net: NetworkShape) -> Dict[str, float]:
   if net.head_ratio is None:
     attention_heads, conv_heads, groups = net.heads, 0, 1
   else:
-    attention_heads = net.heads // net.head_ratio
+    attention_heads = max(1, net.heads // net.head_ratio)
     conv_heads = attention_heads
     groups = net.groups
     if net.conv_only:

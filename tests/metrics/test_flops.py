@@ -168,7 +168,7 @@ def test_convbert_base_is_cheaper_than_bert_base():
 @pytest.mark.parametrize('fields, message', [
     (dict(conv_only=True), 'conv_only=True is a ConvBERT setting'),
     (dict(groups=2), 'groups=2 is a ConvBERT setting'),
-    (dict(head_ratio=3), 'head_ratio=3 must be >= 1 and divide heads=4'),
+    (dict(head_ratio=0), 'head_ratio=0 must be >= 1'),
     (dict(head_ratio=2, kernel_size=4), 'kernel_size=4 must be an odd'),
     (dict(head_ratio=2, groups=3), 'groups=3 must be >= 1 and divide'),
     (dict(head_ratio=2, conv_only=True, attention_only=True), 'exclude'),
@@ -187,12 +187,15 @@ def _xla_block_flops(layer, batch, seq_length, hidden):
 
 # Every matmul term is one dot or convolution of the compiled block, so XLA's
 # count must equal the formula's matmul terms exactly (tolerance: float
-# rounding only).
+# rounding only). The second shape has N = 3 heads of 16 at ratio 2, which
+# the reference's rule turns into N' = max(1, 3 // 2) = 1 attention head.
+@pytest.mark.parametrize('hidden, heads', [(32, 4), (48, 3)])
 @pytest.mark.parametrize('variant', [
     dict(num_groups=1), dict(num_groups=2), dict(conv_only=True),
     dict(attention_only=True)])
-def test_xla_count_of_convbert_block_equals_formula_matmuls(variant):
-  hidden, heads, intermediate, batch, seq_length = 32, 4, 64, 2, 12
+def test_xla_count_of_convbert_block_equals_formula_matmuls(variant, hidden,
+                                                            heads):
+  intermediate, batch, seq_length = 64, 2, 12
   layer = mixed_attention.ConvBertBlock(
       hidden_size=hidden, num_attention_heads=heads,
       intermediate_size=intermediate, head_ratio=2, kernel_size=5, **variant)
@@ -233,8 +236,15 @@ def test_report_of_convbert_config_has_convbert_blocks(clean_gin):
   discriminator = report.networks['discriminator']
   assert (discriminator.head_ratio, discriminator.kernel_size,
           discriminator.groups) == (2, 7, 2)
-  # The generator (one head) keeps one self-attention head.
-  assert report.networks['generator'].head_ratio == 1
+  # The generator (one head) keeps the ratio and, by the reference's rule
+  # N' = max(1, 1 // 2), one self-attention head of its full width.
+  generator = report.networks['generator']
+  assert (generator.heads, generator.head_ratio) == (1, 2)
+  terms = flops.block_terms(generator)
+  assert terms['attention_softmax'] == (
+      flops.SOFTMAX_FLOPS * generator.seq_length)
+  assert terms['attention_scores'] == (
+      2 * generator.hidden * generator.seq_length)
   text = flops.format_report(report, dict(discriminator=1))
   assert 'head_ratio=2 k=7 G=2' in text
   bert = dataclasses.replace(discriminator, head_ratio=None, kernel_size=9,

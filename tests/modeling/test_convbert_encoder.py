@@ -79,14 +79,41 @@ def test_tied_word_embedding_is_one_variable():
 
 
 def test_generator_with_fewer_heads_than_head_ratio_keeps_one():
-  # ConvBERT-small: 4 heads, ratio 2; the 1/4 generator has one head.
+  # ConvBERT-small: 4 heads, ratio 2; the 1/4 generator has one head, and
+  # the reference's N' = max(1, 1 // 2) keeps one self-attention head of
+  # the full generator width.
   small = _config(hidden_size=256, num_attention_heads=4,
                   intermediate_size=1024, num_groups=1)
   generator = electra.scale_generator(small, 0.25)
-  assert (generator.num_attention_heads, generator.head_ratio) == (1, 1)
+  assert (generator.hidden_size, generator.num_attention_heads,
+          generator.head_ratio) == (64, 1, 2)
+  encoder = encoders.build_encoder(generator, return_attention_scores=True)
+  outputs = encoder(_inputs())
+  assert outputs['sequence_output'].shape == (2, 8, 64)
+  assert [s.shape for s in outputs['attention_scores']] == [
+      (2, 1, 8, 8)] * NUM_LAYERS
+  for block in encoder.transformer_layers:
+    attention = block.attention_layer
+    assert (attention.num_self_attention_heads, attention.num_conv_heads,
+            attention.head_size) == (1, 1, 64)
+    (kernel,) = [w for w in attention.weights
+                 if 'attention_output' in w.name and 'kernel' in w.name]
+    assert tuple(kernel.shape) == (2 * 64, 64)
   bert = electra.scale_generator(
       _config(backbone='bert', num_groups=1, conv_kernel_size=9), 0.25)
   assert bert.head_ratio == 2  # Other backbones keep the default.
+
+
+@pytest.mark.parametrize('heads, ratio, attention_heads', [
+    (4, 3, 1), (4, 8, 1), (8, 3, 2)])
+def test_head_ratio_need_not_divide_heads(heads, ratio, attention_heads):
+  encoder = encoders.build_encoder(
+      _config(num_attention_heads=heads, head_ratio=ratio),
+      return_attention_scores=True)
+  outputs = encoder(_inputs())
+  assert outputs['sequence_output'].shape == (2, 8, 32)
+  assert [s.shape for s in outputs['attention_scores']] == [
+      (2, attention_heads, 8, 8)] * NUM_LAYERS
 
 
 def test_attention_scores_are_bottleneck_probabilities():
@@ -145,10 +172,10 @@ def test_attention_only_block_round_trips_and_excludes_conv_only():
 
 
 @pytest.mark.parametrize('overrides, message', [
-    (dict(head_ratio=3), r'num_attention_heads=4 is not divisible by '
-                         r'encoder.head_ratio=3'),
-    (dict(head_ratio=8), r'encoder.head_ratio=8 must satisfy 1 <= head_ratio'),
     (dict(head_ratio=0), r'encoder.head_ratio must be a positive int'),
+    (dict(head_ratio=-2), r'encoder.head_ratio must be a positive int'),
+    (dict(num_attention_heads=3), r'encoder.hidden_size=32 is not divisible '
+                                  r'by encoder.num_attention_heads=3'),
     (dict(conv_kernel_size=4), r'encoder.conv_kernel_size=4 must be odd'),
     (dict(conv_kernel_size=-1), r'encoder.conv_kernel_size must be a positive'),
     (dict(num_groups=3, intermediate_size=66),

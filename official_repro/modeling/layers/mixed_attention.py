@@ -5,14 +5,30 @@ of them (at `head_ratio=2`) with span-based dynamic convolution heads, which
 model local context at a cost linear in the sequence length:
 
 * `MixedAttention`: with `N` configured heads of size `H = hidden / N`, the
-  self-attention branch keeps `N' = N / head_ratio` heads ("bottleneck"), and
-  `SpanDynamicConv` adds `N'` convolution heads that share the attention
-  branch's query projection. The two `[B, T, N'*H]` outputs are concatenated
-  (`2 N' H`, which is `hidden` at `head_ratio=2`) and projected back to
-  `hidden` by the output dense layer.
+  self-attention branch keeps `N' = max(1, N // head_ratio)` heads
+  ("bottleneck"), and `SpanDynamicConv` adds `N'` convolution heads that
+  share the attention branch's query projection. The two `[B, T, N'*H]`
+  outputs are concatenated (`2 N' H`, which is `hidden` at `head_ratio=2`
+  with N even) and projected back to `hidden` by the output dense layer.
 * `ConvBertBlock`: a post-LN BERT block around it: mixed attention, dropout,
   residual, LayerNorm, then the (optionally grouped, `GroupedDense`)
   feed-forward network, dropout, residual, LayerNorm.
+
+The head count follows the ConvBERT reference (yitu-opensource/ConvBert,
+`model/modeling.py`, `attention_layer`): the configured head count is
+integer-divided by the ratio and raised to 1 if that leaves none, while the
+head size stays `hidden / N`. So N need not be divisible by `head_ratio`:
+hidden 432 with N = 9 heads of 48 at `head_ratio=2` keeps N' = 4 heads, a
+192-wide attention branch, a 192-wide convolution branch and a 384 -> 432
+output dense; a 1-head generator keeps its single head (`N' = 1`, width
+`hidden`, output dense `2 hidden -> hidden`). (Hugging Face's
+`ConvBertSelfAttention` uses the same N' but a head size of
+`hidden // N' // 2`, which agrees with `hidden / N` only when `N' * 2 = N`.)
+The reference's mixed ("sdconv") path reshapes the input to `N' *
+head_ratio * H` features before the span-key convolution, which fails unless
+`N' * head_ratio = N` (or N < head_ratio); here the span-key convolution
+reads the full hidden width, so such mixed configurations also run, while
+its attention-only ("noconv") path takes any N, as here.
 
 The block follows Model Garden's `TransformerEncoderBlock` call convention:
 `block([hidden_states, attention_mask])` or `block(hidden_states)`, where
@@ -59,7 +75,10 @@ class MixedAttention(tf_keras.layers.Layer):
   """Self-attention heads plus span-based dynamic convolution heads.
 
   Shapes: `N` = `num_attention_heads`, `H = hidden_size // N`,
-  `N' = N // head_ratio` attention heads.
+  `N' = max(1, N // head_ratio)` attention heads (the ConvBERT reference's
+  rule: divide the configured head count by the ratio, rounding down, and
+  keep at least one head; N need not be divisible by `head_ratio`, and
+  `2N'H` may then be less than `2 * hidden_size / head_ratio`).
 
   * Mixed (default): query, key and value are dense `hidden -> N'H` (with
     bias); scaled dot-product attention (scale `1/sqrt(H)`, additive mask,
@@ -110,8 +129,8 @@ class MixedAttention(tf_keras.layers.Layer):
     Args:
       hidden_size: input and output width; divisible by `num_attention_heads`.
       num_attention_heads: configured head count N (sets the head size).
-      head_ratio: N / N'; >= 1, <= N, and must divide N so that the
-        concatenated width is `2 * hidden_size / head_ratio`.
+      head_ratio: >= 1; the self-attention branch keeps
+        `N' = max(1, N // head_ratio)` heads of size `hidden_size // N`.
       kernel_size: convolution window k; odd and >= 1.
       conv_only: drop the self-attention branch (see class doc).
       attention_only: drop the convolution branch (see class doc).
@@ -138,14 +157,8 @@ class MixedAttention(tf_keras.layers.Layer):
       raise ValueError(
           f'hidden_size={hidden_size} must be divisible by '
           f'num_attention_heads={num_attention_heads}.')
-    if not 1 <= head_ratio <= num_attention_heads:
-      raise ValueError(
-          f'head_ratio={head_ratio} must satisfy 1 <= head_ratio <= '
-          f'num_attention_heads={num_attention_heads}.')
-    if num_attention_heads % head_ratio:
-      raise ValueError(
-          f'num_attention_heads={num_attention_heads} must be divisible by '
-          f'head_ratio={head_ratio}.')
+    if head_ratio < 1:
+      raise ValueError(f'head_ratio must be >= 1, got head_ratio={head_ratio}.')
     if kernel_size < 1 or kernel_size % 2 == 0:
       raise ValueError(
           f'kernel_size must be an odd integer >= 1, got kernel_size='
@@ -171,7 +184,8 @@ class MixedAttention(tf_keras.layers.Layer):
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
 
     self._head_size = hidden_size // num_attention_heads
-    self._num_self_attention_heads = num_attention_heads // head_ratio
+    # The reference's rule: N' = N // head_ratio, at least 1.
+    self._num_self_attention_heads = max(1, num_attention_heads // head_ratio)
     if conv_only:
       self._num_conv_heads = 2 * self._num_self_attention_heads
     elif attention_only:
@@ -343,7 +357,8 @@ class ConvBertBlock(tf_keras.layers.Layer):
         `num_attention_heads` and by `num_groups`.
       num_attention_heads: configured head count N (see `MixedAttention`).
       intermediate_size: feed-forward width; divisible by `num_groups`.
-      head_ratio: N / N' (see `MixedAttention`).
+      head_ratio: >= 1; `N' = max(1, N // head_ratio)` self-attention heads
+        (see `MixedAttention`).
       kernel_size: odd convolution window k.
       num_groups: groups G of both feed-forward matrices (>= 1).
       conv_only: convolution-only ablation (see `MixedAttention`).

@@ -78,8 +78,8 @@ class CausalLM(tf_keras.Model):
       hidden_size: H, width of the blocks.
       num_layers: L, number of blocks.
       num_attention_heads: heads N of the transformer; configured heads of
-        the mixed block (N / head_ratio attention heads plus as many
-        convolution heads, all of size H / N).
+        the mixed block (max(1, N // head_ratio) attention heads plus as
+        many convolution heads, all of size H / N).
       intermediate_size: feed-forward width.
       max_seq_length: longest input (size of the position table).
       embedding_width: E; None means H.

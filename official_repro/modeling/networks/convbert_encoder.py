@@ -7,10 +7,11 @@ ConvBERT is BERT with every transformer block replaced by a `ConvBertBlock`:
   L blocks, each post-LN:
       x1 = LayerNorm(x + Dropout(MixedAttention(x, mask)))
       x2 = LayerNorm(x1 + Dropout(GL(act(GL(x1)))))
-    where mixed attention keeps N' = N / head_ratio self-attention heads of
-    size H / N ("bottleneck", BNK) and adds N' span-based dynamic convolution
-    heads (kernel k) sharing their query, and GL is the grouped linear layer
-    with G groups (a plain dense at G = 1);
+    where mixed attention keeps N' = max(1, N // head_ratio) self-attention
+    heads of size H / N ("bottleneck", BNK; the ConvBERT reference's rule)
+    and adds N' span-based dynamic convolution heads (kernel k) sharing their
+    query, and GL is the grouped linear layer with G groups (a plain dense at
+    G = 1);
   pooler: dense H -> H with tanh on the first ([CLS]) token.
 
 How it differs from Model Garden's `BertEncoder`, which it otherwise mirrors
@@ -18,8 +19,9 @@ How it differs from Model Garden's `BertEncoder`, which it otherwise mirrors
 `get_embedding_table`, `get_embedding_layer`, `return_attention_scores`):
   * the attention sublayer is `MixedAttention` (BNK + span-based dynamic
     convolution) and the feed-forward matrices may be grouped;
-  * the self-attention branch is N'H = H / head_ratio wide, so the scores are
-    `[B, N', T, T]` rather than `[B, N, T, T]`;
+  * the self-attention branch is N'H wide (H / head_ratio when head_ratio
+    divides N), so the scores are `[B, N', T, T]` rather than
+    `[B, N, T, T]`;
   * the convolution branch ignores the padding mask, as the reference does:
     the content of padding positions reaches the real tokens up to k // 2
     positions away in each block (`attention_only` has no such leak);
@@ -61,7 +63,7 @@ class ConvBertEncoder(tf_keras.Model):
     encoder_outputs: list of L `[B, T, H]`, every block's output.
     attention_scores: only with `return_attention_scores=True`: list of L
       `[B, N', T, T]` self-attention probabilities (before dropout), with
-      `N' = num_attention_heads // head_ratio`.
+      `N' = max(1, num_attention_heads // head_ratio)`.
   """
 
   def __init__(self,
@@ -93,7 +95,8 @@ class ConvBertEncoder(tf_keras.Model):
       num_layers: L, the number of (distinct) blocks.
       num_attention_heads: N; the head size is H / N.
       intermediate_size: feed-forward width.
-      head_ratio: N / N' (see `MixedAttention`).
+      head_ratio: >= 1; `N' = max(1, N // head_ratio)` self-attention heads
+        (see `MixedAttention`).
       kernel_size: odd convolution window k.
       num_groups: groups G of both feed-forward matrices.
       conv_only: convolution heads only (002's convolution-only ablation).

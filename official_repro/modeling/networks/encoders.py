@@ -69,8 +69,11 @@ class EncoderConfig(base_config.Config):
     dropout_rate: dropout on embeddings and sublayer outputs.
     attention_dropout_rate: dropout on attention probabilities.
     initializer_range: stddev of the truncated-normal initializer.
-    head_ratio: ConvBERT: N / N', the self-attention heads kept per
-      configured head (the bottleneck); must divide num_attention_heads.
+    head_ratio: ConvBERT: the bottleneck ratio; the self-attention branch
+      keeps N' = max(1, num_attention_heads // head_ratio) heads of size
+      hidden_size / num_attention_heads (the ConvBERT reference's rule, so
+      num_attention_heads need not be divisible by it, and a 1-head
+      generator keeps one head). >= 1.
     conv_kernel_size: ConvBERT: the span-based dynamic convolution window k
       (odd).
     num_groups: ConvBERT: groups of the grouped feed-forward matrices; must
@@ -146,15 +149,6 @@ def _validate_convbert(config: EncoderConfig, name: str) -> None:
     if not isinstance(value, int) or value <= 0:
       raise ValueError(f'{name}.{field} must be a positive int, got '
                        f'{value!r}.')
-  heads, ratio = config.num_attention_heads, config.head_ratio
-  if ratio > heads:
-    raise ValueError(
-        f'{name}.head_ratio={ratio} must satisfy 1 <= head_ratio <= '
-        f'{name}.num_attention_heads={heads}.')
-  if heads % ratio:
-    raise ValueError(
-        f'{name}.num_attention_heads={heads} is not divisible by '
-        f'{name}.head_ratio={ratio}.')
   if config.conv_kernel_size % 2 == 0:
     raise ValueError(f'{name}.conv_kernel_size={config.conv_kernel_size} '
                      'must be odd.')
@@ -166,23 +160,6 @@ def _validate_convbert(config: EncoderConfig, name: str) -> None:
   if config.conv_only and config.attention_only:
     raise ValueError(f'{name}.conv_only and {name}.attention_only exclude '
                      'each other; set at most one to True.')
-
-
-def scaled_head_ratio(config: EncoderConfig, num_attention_heads: int) -> int:
-  """The `head_ratio` of a narrower copy of `config` with fewer heads.
-
-  ConvBERT's reference keeps N' = max(1, N // head_ratio) self-attention
-  heads, so a copy with fewer heads than `head_ratio` (the generator of
-  ConvBERT-small has one head) keeps one: the ratio is capped at the head
-  count. Other backbones keep their (default) ratio.
-
-  Args:
-    config: the full-width config.
-    num_attention_heads: the head count of the copy.
-  """
-  if config.backbone != 'convbert':
-    return config.head_ratio
-  return min(config.head_ratio, num_attention_heads)
 
 
 @gin.configurable('encoder')
@@ -364,7 +341,7 @@ def build_encoder(config: EncoderConfig,
       used for tied generator/discriminator embeddings.
     return_attention_scores: add an `attention_scores` output, a list over
       layers of the self-attention probabilities `[batch, heads, seq, seq]`
-      (ConvBERT: `num_attention_heads // head_ratio` heads). BERT and
+      (ConvBERT: `max(1, num_attention_heads // head_ratio)` heads). BERT and
       ConvBERT only.
 
   Returns:

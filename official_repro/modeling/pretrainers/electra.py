@@ -36,9 +36,10 @@ def scale_generator(discriminator: encoders.EncoderConfig,
 
   Hidden size, attention heads and feed-forward size are multiplied by
   `generator_size` (rounded; at least one head); layer count, embedding width
-  and backbone stay the discriminator's. A ConvBERT generator with fewer
-  heads than `head_ratio` keeps one self-attention head, as in the ConvBERT
-  reference (`encoders.scaled_head_ratio`).
+  and backbone stay the discriminator's, and so does ConvBERT's `head_ratio`:
+  mixed attention keeps `max(1, heads // head_ratio)` self-attention heads,
+  so a generator with fewer heads than `head_ratio` keeps one, as in the
+  ConvBERT reference.
 
   Raises:
     ValueError: if the scaled hidden size is not divisible by the scaled
@@ -55,8 +56,7 @@ def scale_generator(discriminator: encoders.EncoderConfig,
   generator = discriminator.replace(
       hidden_size=hidden, num_attention_heads=heads,
       intermediate_size=intermediate,
-      embedding_size=discriminator.embedding_width,
-      head_ratio=encoders.scaled_head_ratio(discriminator, heads))
+      embedding_size=discriminator.embedding_width)
   return encoders.validate(generator, name='generator (scaled encoder)')
 
 
