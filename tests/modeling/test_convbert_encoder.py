@@ -1,8 +1,5 @@
 """ConvBERT backbone: outputs, tying, attention scores, checks, training."""
 
-import os
-
-import gin
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -15,8 +12,6 @@ from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.modeling.pretrainers import electra
 from official_repro.optimization import layerwise_decay
-from official_repro.training import experiment
-from official_repro.training import gin_utils
 
 VOCAB = 50
 NUM_LAYERS = 2
@@ -241,27 +236,11 @@ def test_ablations_train(variant):
   assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
 
 
-def test_electra_pretraining_then_restore_for_finetuning(tiny_records,
+def test_electra_pretraining_then_restore_for_finetuning(run_tiny_electra,
                                                          tmp_path):
-  gin.clear_config()
-  try:
-    gin_utils.parse_config(
-        [os.path.join(gin_utils.REPO_ROOT, f) for f in
-         ('gin/sizes/tiny.gin', 'gin/pretrain/electra.gin')],
-        [f'pretrain_data.input_path = {tiny_records!r}',
-         'pretrain_data.max_seq_length = 32',
-         'pretrain_data.train_batch_size = 8',
-         'experiment.train_steps = 2', 'experiment.steps_per_loop = 1',
-         'experiment.checkpoint_interval = 1',
-         'optimization.learning_rate = 1e-3',
-         'electra.generator_size = 0.5',
-         "encoder.backbone = 'convbert'", 'encoder.num_groups = 2',
-         'encoder.conv_kernel_size = 3'])
-    params, settings = experiment.experiment_config()
-    result = experiment.run(params, settings, tf.distribute.get_strategy(),
-                            str(tmp_path), 'train')
-  finally:
-    gin.clear_config()
+  result = run_tiny_electra(
+      tmp_path, ["encoder.backbone = 'convbert'", 'encoder.num_groups = 2',
+                 'encoder.conv_kernel_size = 3'], mode='train')
   assert result['global_step'] == 2
   for name in ('training_loss', 'lm_example_loss', 'discriminator_loss',
                'discriminator_auc'):

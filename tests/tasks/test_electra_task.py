@@ -1,15 +1,10 @@
 """ELECTRA task: loss weighting and short training runs on both backbones."""
 
-import os
-
-import gin
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from official_repro.tasks import electra
-from official_repro.training import experiment
-from official_repro.training import gin_utils
 
 
 def _outputs_and_labels():
@@ -54,25 +49,9 @@ def test_replaced_fraction_metric():
 
 
 @pytest.mark.parametrize('backbone', ['bert', 'albert'])
-def test_two_training_steps(tiny_records, tmp_path, backbone):
-  gin.clear_config()
-  try:
-    gin_utils.parse_config(
-        [os.path.join(gin_utils.REPO_ROOT, f) for f in
-         ('gin/sizes/tiny.gin', 'gin/pretrain/electra.gin')],
-        [f'pretrain_data.input_path = {tiny_records!r}',
-         'pretrain_data.max_seq_length = 32',
-         'pretrain_data.train_batch_size = 8',
-         'experiment.train_steps = 2', 'experiment.steps_per_loop = 1',
-         'experiment.checkpoint_interval = 1',
-         'optimization.learning_rate = 1e-3',
-         'electra.generator_size = 0.5', 'electra.temperature = 0.8',
-         f'encoder.backbone = {backbone!r}'])
-    params, settings = experiment.experiment_config()
-    result = experiment.run(params, settings, tf.distribute.get_strategy(),
-                            str(tmp_path), 'train_and_eval')
-  finally:
-    gin.clear_config()
+def test_two_training_steps(run_tiny_electra, tmp_path, backbone):
+  result = run_tiny_electra(tmp_path, ['electra.temperature = 0.8',
+                                       f'encoder.backbone = {backbone!r}'])
   assert result['global_step'] == 2
   for name in ('masked_lm_accuracy', 'discriminator_loss',
                'discriminator_auc', 'replaced_fraction'):
