@@ -33,8 +33,14 @@ width, in steps of the head count) to the transformer's parameter count.
 
 Writes `<output_dir>/results.json` (the settings, data counts and each
 model's results, rewritten after each model) and `table.md` (the table
-printed at the end, beside 002's Table 3). Not resumable: a killed run
-starts over; models train in memory and are not checkpointed.
+printed at the end, beside 002's Table 3).
+
+A killed run resumes when started again with the same flags: finished models
+are read back from `results.json`, an interrupted one continues from its last
+checkpoint (`<output_dir>/checkpoints/<architecture>/`, every
+`--checkpoint_every` steps: weights, optimizer state, step and loss history;
+the data order is replayed to the restored step). `settings.json` records
+the flags; an `--output_dir` written with other settings is refused.
 """
 
 import dataclasses
@@ -42,7 +48,7 @@ import json
 import math
 import os
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -101,6 +107,7 @@ class Settings:
   weight_decay_rate: float = 0.0
   global_clipnorm: Optional[float] = 1.0
   log_every: int = 50
+  checkpoint_every: int = 100
   seed: int = 1
 
   def __post_init__(self):
@@ -108,9 +115,10 @@ class Settings:
     if not self.architectures or unknown:
       raise ValueError(f'--architectures must be a non-empty list of '
                        f'{causal_lm.ARCHITECTURES}, got {self.architectures}.')
-    if self.train_steps < 1 or self.log_every < 1:
-      raise ValueError(f'--train_steps={self.train_steps} and --log_every='
-                       f'{self.log_every} must be >= 1.')
+    if min(self.train_steps, self.log_every, self.checkpoint_every) < 1:
+      raise ValueError(f'--train_steps={self.train_steps}, --log_every='
+                       f'{self.log_every} and --checkpoint_every='
+                       f'{self.checkpoint_every} must be >= 1.')
     if not 0 <= self.warmup_steps <= self.train_steps:
       raise ValueError(f'--warmup_steps={self.warmup_steps} must be in '
                        f'[0, --train_steps={self.train_steps}].')
@@ -167,6 +175,8 @@ def define_flags():
                      'Clip gradients to this global norm (0: no clipping).')
   flags.DEFINE_integer('log_every', defaults.log_every,
                        'Log the mean training loss every this many steps.')
+  flags.DEFINE_integer('checkpoint_every', defaults.checkpoint_every,
+                       'Save a resumable checkpoint every this many steps.')
   flags.DEFINE_integer('seed', defaults.seed,
                        'Seed of initialization and data order.')
   flags.DEFINE_string('output_dir', None, 'Where results.json and table.md '
@@ -280,13 +290,41 @@ def evaluate(model: causal_lm.CausalLM, dataset: tf.data.Dataset
 
 
 def train(settings: Settings, model: causal_lm.CausalLM,
-          dataset: tf.data.Dataset) -> Dict[str, Any]:
-  """Trains for `settings.train_steps`; returns losses and throughput.
+          dataset: tf.data.Dataset, checkpoint_dir: str) -> Dict[str, Any]:
+  """Trains for `settings.train_steps`, resuming from `checkpoint_dir`.
+
+  Args:
+    settings: the run's settings.
+    model: the freshly built model (restored here if a checkpoint exists).
+    dataset: the training batches from the first step on; on resume the
+      batches of the finished steps are skipped, so the data order is the
+      uninterrupted run's.
+    checkpoint_dir: where the checkpoints (with the loss history) go.
+
+  Returns:
+    Losses and throughput; `resumed_from_step` is 0 for a fresh run, and the
+    first-step time and throughput describe this process's steps.
 
   Raises:
     FloatingPointError: a non-finite loss (the step is named).
   """
   optimizer = build_optimizer(settings)
+  completed = tf.Variable(0, dtype=tf.int64, trainable=False)
+  # The loss history travels inside the checkpoint, so the two never
+  # disagree about the step.
+  saved_state = tf.Variable('', dtype=tf.string, trainable=False)
+  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
+                                   step=completed, state=saved_state)
+  manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir,
+                                       max_to_keep=1)
+  state = dict(history=[], interval=[], train_seconds=0.0)
+  if manager.latest_checkpoint:
+    checkpoint.restore(
+        manager.latest_checkpoint).assert_existing_objects_matched()
+    state = json.loads(saved_state.numpy().decode())
+    logging.info('%s: resumed from %s at step %d.', model.name,
+                 manager.latest_checkpoint, int(completed))
+  resumed_from = int(completed)
 
   @tf.function
   def step(batch):
@@ -299,37 +337,73 @@ def train(settings: Settings, model: causal_lm.CausalLM,
     optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
     return loss
 
-  history: List[Tuple[int, float]] = []
-  interval: List[float] = []
-  iterator = iter(dataset)
+  iterator = iter(dataset.skip(resumed_from))
   start = time.perf_counter()
-  timed_from = None
-  for step_number in range(1, settings.train_steps + 1):
+  first_step_seconds, timed_from = None, None
+  for step_number in range(resumed_from + 1, settings.train_steps + 1):
     loss = float(step(next(iterator)))
     if not math.isfinite(loss):
       raise FloatingPointError(
           f'{model.name}: training loss {loss} at step {step_number}; lower '
           f'--learning_rate (now {settings.learning_rate}) or set '
           '--global_clipnorm.')
-    if step_number == 1:
+    if first_step_seconds is None:
       first_step_seconds = time.perf_counter() - start
       timed_from = time.perf_counter()
-    interval.append(loss)
+    state['interval'].append(loss)
     if step_number % settings.log_every == 0 or (
         step_number == settings.train_steps):
-      history.append((step_number, float(np.mean(interval))))
+      state['history'].append((step_number, float(np.mean(state['interval']))))
       logging.info('%s step %d: train loss %.4f', model.name, step_number,
-                   history[-1][1])
-      interval = []
-  timed_steps = settings.train_steps - 1
-  seconds = time.perf_counter() - timed_from
+                   state['history'][-1][1])
+      state['interval'] = []
+    if step_number % settings.checkpoint_every == 0 or (
+        step_number == settings.train_steps):
+      completed.assign(step_number)
+      saved_state.assign(json.dumps(dict(
+          state, train_seconds=state['train_seconds'] +
+          time.perf_counter() - start)))
+      manager.save(checkpoint_number=step_number)
+  steps_here = settings.train_steps - resumed_from
+  timed_steps = steps_here - 1
+  seconds = time.perf_counter() - timed_from if timed_from else 0.0
   tokens_per_step = settings.batch_size * settings.seq_length
   return dict(
-      loss_history=history, final_train_loss=history[-1][1],
+      loss_history=state['history'], final_train_loss=state['history'][-1][1],
+      resumed_from_step=resumed_from,
       first_step_seconds=first_step_seconds,
-      train_seconds=first_step_seconds + seconds,
+      train_seconds=state['train_seconds'] + time.perf_counter() - start,
       train_tokens_per_second=(timed_steps * tokens_per_step / seconds
-                               if timed_steps else None))
+                               if timed_steps > 0 else None))
+
+
+def _check_output_dir(settings: Settings) -> Dict[str, Any]:
+  """Records the settings; returns the finished models of an earlier run.
+
+  Raises:
+    ValueError: `--output_dir` holds a run with other settings.
+  """
+  tf.io.gfile.makedirs(settings.output_dir)
+  settings_path = os.path.join(settings.output_dir, 'settings.json')
+  current = json.loads(json.dumps(dataclasses.asdict(settings)))
+  if tf.io.gfile.exists(settings_path):
+    with tf.io.gfile.GFile(settings_path) as f:
+      saved = json.load(f)
+    differences = sorted(k for k in set(saved) | set(current)
+                         if saved.get(k) != current.get(k))
+    if differences:
+      raise ValueError(
+          f'--output_dir {settings.output_dir} holds a run with other '
+          'settings (' + ', '.join(
+              f'--{k}: {saved.get(k)!r} there, {current.get(k)!r} now'
+              for k in differences) + '); use a new --output_dir.')
+  else:
+    _write_json(current, settings_path)
+  results_path = os.path.join(settings.output_dir, 'results.json')
+  if not tf.io.gfile.exists(results_path):
+    return {}
+  with tf.io.gfile.GFile(results_path) as f:
+    return json.load(f)['models']
 
 
 def run(settings: Settings) -> Dict[str, Any]:
@@ -351,11 +425,17 @@ def run(settings: Settings) -> Dict[str, Any]:
                                 perplexity={k: v[1] for k, v in
                                             PUBLISHED.items()},
                                 sizes=PUBLISHED_SIZES))
-  tf.io.gfile.makedirs(settings.output_dir)
+  finished = _check_output_dir(settings)
   vocab_size = len(corpus.vocab)
   log_prior = wikitext.unigram_log_probs(corpus.train, vocab_size)
   transformer_parameters = None
   for architecture in settings.architectures:
+    if architecture in finished:
+      logging.info('%s: finished in an earlier run; read back.', architecture)
+      results['models'][architecture] = finished[architecture]
+      if architecture == 'transformer':
+        transformer_parameters = finished[architecture]['parameters']
+      continue
     tf_keras.utils.set_random_seed(settings.seed)
     sizes = model_sizes(settings)
     if architecture == 'mixed' and settings.match_parameters:
@@ -379,7 +459,8 @@ def run(settings: Settings) -> Dict[str, Any]:
     entry = dict(sizes=sizes, parameters=model.count_params(),
                  non_embedding_parameters=(model.count_params() -
                                            embedding_parameters))
-    entry.update(train(settings, model, dataset))
+    entry.update(train(settings, model, dataset, os.path.join(
+        settings.output_dir, 'checkpoints', architecture)))
     for name, stream in streams.items():
       entry[name] = evaluate(model, wikitext.window_dataset(
           stream, settings.seq_length, settings.batch_size, training=False,

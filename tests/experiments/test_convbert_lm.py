@@ -3,7 +3,9 @@
 import json
 import random
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from experiments import convbert_lm
 
@@ -79,3 +81,62 @@ def test_settings_errors():
   with pytest.raises(ValueError, match='--architectures must be'):
     convbert_lm.Settings(train_file='x', output_dir='y',
                          architectures=('rnn',))
+
+
+class _Killed(Exception):
+  pass
+
+
+def _tiny_settings(train_file, output_dir, **overrides):
+  values = dict(
+      train_file=train_file, valid_fraction=0.2, output_dir=str(output_dir),
+      architectures=('transformer', 'mixed'), hidden_size=16, num_layers=1,
+      num_attention_heads=2, intermediate_size=32, embedding_width=8,
+      kernel_size=3, seq_length=8, batch_size=2, train_steps=4,
+      warmup_steps=1, log_every=1, checkpoint_every=2, dropout_rate=0.0)
+  values.update(overrides)
+  return convbert_lm.Settings(**values)
+
+
+def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path,
+                                                       monkeypatch):
+  train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
+  reference = convbert_lm.run(_tiny_settings(train_file, tmp_path / 'ref'))
+
+  # Kill the run right after the mixed model's step-2 checkpoint.
+  save = tf.train.CheckpointManager.save
+
+  def save_then_die(manager, checkpoint_number=None):
+    path = save(manager, checkpoint_number=checkpoint_number)
+    if 'mixed' in manager.directory and checkpoint_number == 2:
+      raise _Killed()
+    return path
+
+  settings = _tiny_settings(train_file, tmp_path / 'killed')
+  monkeypatch.setattr(tf.train.CheckpointManager, 'save', save_then_die)
+  with pytest.raises(_Killed):
+    convbert_lm.run(settings)
+  monkeypatch.undo()
+  resumed = convbert_lm.run(settings)
+
+  assert resumed['models']['transformer'] == json.loads(
+      (tmp_path / 'killed' / 'results.json').read_text())['models'][
+          'transformer']
+  mixed, expected = resumed['models']['mixed'], reference['models']['mixed']
+  assert mixed['resumed_from_step'] == 2
+  np.testing.assert_allclose(
+      np.array(mixed['loss_history']), np.array(expected['loss_history']),
+      rtol=1e-5)
+  assert mixed['valid']['perplexity'] == pytest.approx(
+      expected['valid']['perplexity'], rel=1e-5)
+
+
+def test_output_dir_of_other_settings_is_refused(tmp_path):
+  train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
+  convbert_lm.run(_tiny_settings(train_file, tmp_path / 'out',
+                                 architectures=('transformer',),
+                                 train_steps=1))
+  with pytest.raises(ValueError, match=r'--train_steps: 1 there, 2 now'):
+    convbert_lm.run(_tiny_settings(train_file, tmp_path / 'out',
+                                   architectures=('transformer',),
+                                   train_steps=2))
