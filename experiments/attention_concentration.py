@@ -159,7 +159,9 @@ def measure(model: _Model, examples: Sequence[glue.GlueExample],
 
   Returns:
     The accumulator's `result()` plus label, checkpoint, backbone, the
-    paper's value for the backbone and the number of truncated examples.
+    paper's value for the backbone, the number of truncated examples and
+    `uniform_concentration`, the mean C of uniform maps over the same
+    examples (`attention_concentration.uniform_attention`).
   """
   tokenizer = tokenization.FullTokenizer(
       model.spec.vocab_file, do_lower_case=model.spec.lower_case)
@@ -170,18 +172,23 @@ def measure(model: _Model, examples: Sequence[glue.GlueExample],
       reduce_retracing=True)
   accumulator = attention_concentration.ConcentrationAccumulator(
       settings.window)
+  uniform = attention_concentration.ConcentrationAccumulator(settings.window)
   for start in range(0, report.num_examples, settings.batch_size):
     inputs = {key: features[key][start:start + settings.batch_size]
               for key in _INPUT_KEYS}
     scores = forward(inputs)
     accumulator.update([layer.numpy() for layer in scores],
                        inputs['input_mask'])
+    uniform.update(
+        [attention_concentration.uniform_attention(inputs['input_mask'])],
+        inputs['input_mask'])
   return dict(
       label=model.label, init_checkpoint=model.init_checkpoint,
       checkpoint_path=model.spec.checkpoint_path,
       backbone=_backbone(model.spec.config),
       paper=PUBLISHED.get(_backbone(model.spec.config)),
       num_examples=report.num_examples, num_truncated=report.num_truncated,
+      uniform_concentration=uniform.result()['mean_concentration'],
       **accumulator.result())
 
 
@@ -225,14 +232,17 @@ def format_table(results: Dict[str, Any]) -> str:
       'paper: 002 rebuttal Table 1, MRPC (BERT 0.941, ConvBERT 0.608).',
       '',
       '| model | backbone | layers x heads | examples | maps | excluded | '
-      'average C | mass ratio | paper |',
-      '|---|---|---|---|---|---|---|---|---|']
+      'average C | mass ratio | uniform C | paper |',
+      '|---|---|---|---|---|---|---|---|---|---|']
   for row in results['rows']:
     lines.append(
         f"| {row['label']} | {row['backbone']} | {row['num_layers']} x "
         f"{row['num_heads']} | {row['num_examples']} | {row['num_maps']} | "
         f"{row['num_excluded']} | {_number(row['mean_concentration'])} | "
-        f"{_number(row['mass_ratio'])} | {_number(row['paper'])} |")
+        f"{_number(row['mass_ratio'])} | "
+        f"{_number(row['uniform_concentration'])} | {_number(row['paper'])} |")
+  lines += ['', 'uniform C: the same examples with attention spread evenly '
+            'over the real tokens (no locality at all).']
   return '\n'.join(lines)
 
 

@@ -90,6 +90,25 @@ def map_concentration(attention_probs: Any, input_mask: Any,
   return MapConcentration(near, far, concentration, included)
 
 
+def uniform_attention(input_mask: Any) -> np.ndarray:
+  """Maps that spread every real query's attention evenly over real keys.
+
+  Their concentration is the reference point of "no locality": it depends
+  only on the sequence lengths (about 2w / length for long sequences).
+
+  Args:
+    input_mask: `[batch, T]`, 1 for real tokens and 0 for padding.
+
+  Returns:
+    float64 `[batch, 1, T, T]`; row i of example b is `mask[b] / length[b]`.
+  """
+  mask = np.asarray(input_mask, dtype=np.float64)
+  lengths = np.maximum(np.sum(mask, axis=1), 1.0)
+  rows = mask / lengths[:, None]
+  return np.broadcast_to(rows[:, None, None, :],
+                         (mask.shape[0], 1, mask.shape[1], mask.shape[1]))
+
+
 @dataclasses.dataclass
 class _Totals:
   """Running sums over the maps of one layer."""

@@ -86,6 +86,9 @@ def test_cli_prints_and_writes_both_rows(fixture_dirs, tmp_path):
     assert row['num_excluded'] == _NUM_LAYERS * heads  # The 5-token pair.
     assert math.isfinite(row['mean_concentration'])
     assert row['mean_concentration'] > 0 and row['mass_ratio'] > 0
+    # Freshly initialised (0.02-stddev) weights attend almost uniformly.
+    assert row['mean_concentration'] == pytest.approx(
+        row['uniform_concentration'], rel=0.05)
     assert [layer['num_maps'] for layer in row['per_layer']] == [
         len(_PAIRS) * heads] * _NUM_LAYERS
     assert f"| {row['label']} | {backbone} | {_NUM_LAYERS} x {heads} |" in (

@@ -141,3 +141,13 @@ def test_errors():
     ac.map_concentration(probs, np.ones((1, 4)))
   with pytest.raises(ValueError, match=r'\[batch, heads, T, T\]'):
     ac.map_concentration(probs[0], mask)
+
+
+def test_uniform_attention_spreads_over_real_tokens():
+  mask = np.array([[1] * 8 + [0] * 3, [1] * 6 + [0] * 5])
+  maps = ac.uniform_attention(mask)
+  assert maps.shape == (2, 1, 11, 11)
+  np.testing.assert_allclose(maps[0, 0, 2], [1 / 8] * 8 + [0] * 3)
+  # Same C as the unpadded uniform maps: 52/12 for 8 tokens, 34/2 for 6.
+  np.testing.assert_allclose(
+      ac.map_concentration(maps, mask).concentration, [[52 / 12], [34 / 2]])
