@@ -17,6 +17,7 @@ learning-rate decay (`optimization/layerwise_decay.py`), under a linear
 warmup then linear decay schedule from Model Garden's `OptimizerFactory`.
 """
 
+import abc
 import dataclasses
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -116,9 +117,9 @@ class FinetuneTask(base_task.Task):
     """Task settings that change the features (part of the cache key)."""
     return ()
 
+  @abc.abstractmethod
   def read_features(self, split: str) -> Tuple[Dict[str, np.ndarray], Any]:
     """Reads and tokenizes `split`; returns the arrays and metadata."""
-    raise NotImplementedError
 
   def load_features(self, split: str) -> Tuple[Dict[str, np.ndarray], Any]:
     """`read_features(split)`, cached for the process."""
@@ -136,9 +137,9 @@ class FinetuneTask(base_task.Task):
     """Rows of the `split` arrays (one optimizer example each)."""
     return len(self.load_features(split)[0]['input_word_ids'])
 
+  @abc.abstractmethod
   def label_keys(self) -> Tuple[str, ...]:
     """Keys of the feature dict that are labels, not model inputs."""
-    raise NotImplementedError
 
   def build_inputs(self, params: FinetuneDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None
@@ -162,8 +163,9 @@ class FinetuneTask(base_task.Task):
     return dataset.prefetch(tf.data.AUTOTUNE)
 
   # Model.
+  @abc.abstractmethod
   def build_head(self, encoder: tf_keras.Model) -> tf_keras.Model:
-    raise NotImplementedError
+    """The task's Keras model around `encoder` (Model Garden heads)."""
 
   def head_initializer(self) -> tf_keras.initializers.Initializer:
     return tf_keras.initializers.TruncatedNormal(
@@ -232,14 +234,14 @@ class FinetuneTask(base_task.Task):
                for key, values in aggregated_logs.items()}
     return self.compute_metrics(outputs)
 
+  @abc.abstractmethod
   def compute_metrics(self, outputs: Mapping[str, np.ndarray]
                       ) -> Dict[str, float]:
     """The paper's metrics over the whole evaluation split."""
-    raise NotImplementedError
 
+  @abc.abstractmethod
   def headline_metric(self) -> str:
     """The metric key a results table shows for this task."""
-    raise NotImplementedError
 
 
 class AccuracyMetricMixin:
