@@ -30,10 +30,12 @@ For every block and sequence length it reports, per sample:
   * parameters.
 Then the ratios mixed / self beside the paper's (0.728 FLOPs, 0.733 time).
 
-What it showed on a shared 2-core AMD EPYC (batch 1; T = 128, 256, 512):
-mixed attention needs 0.950, 0.938, 0.915 of the self-attention FLOPs (XLA's
+What it showed on a quiet 2-core Xeon (batch 1; T = 128, 256, 512): mixed
+attention needs 0.950, 0.938, 0.915 of the self-attention FLOPs (XLA's
 matmul count agrees with the formula) and, with TensorFlow's own kernels,
-0.85, 0.90, 0.74 of its time. With `--xla` it was slower at T = 128 and 256
+0.997, 0.929, 0.826 of its time. At T = 128 the FLOPs saving is lost to the
+overhead of the convolution branch's many small ops (its k-tap sum takes
+0.74 ms for under 1 MFLOP). With `--xla` it was slower at T = 128 and 256
 (1.21x): XLA's CPU backend runs the depthwise convolution (a convolution with
 `feature_group_count` = channels) 10-30x slower than TensorFlow's kernel,
 while a sum of k shifted slices is fast under XLA but 3-8x slower without it,
