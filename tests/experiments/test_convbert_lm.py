@@ -1,13 +1,17 @@
 """End-to-end test of the 002 Table 3 driver on a tiny WikiText-format file."""
 
 import json
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from experiments import convbert_lm
+from official_repro.training import gin_utils
 
 _WORDS = 'the a cat dog sat ran on under mat tree , . <unk>'.split()
 
@@ -27,28 +31,23 @@ def _write_wikitext(path, num_articles=6, seed=0):
   return str(path)
 
 
-@pytest.fixture(name='flag_values')
-def fixture_flag_values():
-  if 'match_parameters' not in convbert_lm.FLAGS:
-    convbert_lm.define_flags()
-  yield convbert_lm.FLAGS
-  convbert_lm.FLAGS.unparse_flags()
-
-
-def test_main_writes_table_and_json(flag_values, tmp_path, capsys):
+def test_command_writes_table_and_json(tmp_path):
   train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
   test_file = _write_wikitext(tmp_path / 'wiki.test.tokens', 1, seed=1)
   output_dir = tmp_path / 'out'
-  flag_values([
-      'convbert_lm', f'--train_file={train_file}', '--valid_fraction=0.2',
+  command = [
+      sys.executable, '-m', 'experiments.convbert_lm',
+      f'--train_file={train_file}', '--valid_fraction=0.2',
       f'--test_file={test_file}', '--architectures=transformer,mixed',
       '--hidden_size=16', '--num_layers=1', '--num_attention_heads=2',
       '--intermediate_size=32', '--embedding_width=8', '--kernel_size=3',
       '--seq_length=8', '--batch_size=2', '--train_steps=2',
       '--warmup_steps=1', '--log_every=1', '--optimizer=lamb',
-      '--match_parameters', f'--output_dir={output_dir}'])
-  convbert_lm.main(['convbert_lm'])
-  table = capsys.readouterr().out
+      '--match_parameters', f'--output_dir={output_dir}']
+  table = subprocess.run(
+      command, cwd=gin_utils.REPO_ROOT, check=True, capture_output=True,
+      text=True, timeout=600,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')).stdout
   assert '| Transformer | 16 x 1 (2) |' in table
   assert '| Ours (mixed attention) |' in table
   assert '34.21' in table and '32.95' in table
