@@ -64,12 +64,6 @@ def causal_attention_mask(seq_length: tf.Tensor,
   return tf.linalg.band_part(ones, -1, 0)[tf.newaxis]
 
 
-def _split_heads(tensor: tf.Tensor, num_heads: int, width: int) -> tf.Tensor:
-  """`[B, T, num_heads * width]` -> `[B, T, num_heads, width]`."""
-  shape = tf.shape(tensor)
-  return tf.reshape(tensor, [shape[0], shape[1], num_heads, width])
-
-
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class MixedAttention(tf_keras.layers.Layer):
   """Self-attention heads plus span-based dynamic convolution heads.
@@ -244,9 +238,10 @@ class MixedAttention(tf_keras.layers.Layer):
                  training: Optional[bool]) -> Tuple[tf.Tensor, tf.Tensor]:
     """Returns the `[B, T, N'H]` context and the `[B, N', T, T]` probs."""
     num_heads, head_size = self._num_self_attention_heads, self._head_size
-    query = _split_heads(query, num_heads, head_size)
-    key = _split_heads(self._key(hidden_states), num_heads, head_size)
-    value = _split_heads(self._value(hidden_states), num_heads, head_size)
+    split_heads = span_dynamic_conv.split_heads
+    query = split_heads(query, num_heads, head_size)
+    key = split_heads(self._key(hidden_states), num_heads, head_size)
+    value = split_heads(self._value(hidden_states), num_heads, head_size)
     scores = tf.einsum('bfnh,btnh->bnft', query, key)
     scores *= tf.cast(1.0 / head_size**0.5, scores.dtype)
     if self._causal:

@@ -107,7 +107,7 @@ def apply_dynamic_kernel(values: tf.Tensor, kernel: tf.Tensor,
   return output
 
 
-def _split_heads(tensor: tf.Tensor, num_heads: int, width: int) -> tf.Tensor:
+def split_heads(tensor: tf.Tensor, num_heads: int, width: int) -> tf.Tensor:
   """`[B, T, num_heads * width]` -> `[B, T, num_heads, width]`."""
   shape = tf.shape(tensor)
   return tf.reshape(tensor, [shape[0], shape[1], num_heads, width])
@@ -238,12 +238,12 @@ class SpanDynamicConv(tf_keras.layers.Layer):
     span_key = self._span_key(self._masked(hidden_states, padding_mask))
     logits = self._kernel_generator(span_key * query)
     return tf.nn.softmax(
-        _split_heads(logits, self._num_heads, self._kernel_size), axis=-1)
+        split_heads(logits, self._num_heads, self._kernel_size), axis=-1)
 
   def call(self, hidden_states: tf.Tensor, query: tf.Tensor,
            padding_mask: Optional[tf.Tensor] = None) -> tf.Tensor:
     kernel = self.dynamic_kernel(hidden_states, query, padding_mask)
-    values = _split_heads(
+    values = split_heads(
         self._masked(self._value_projection(hidden_states), padding_mask),
         self._num_heads, self._head_size)
     output = apply_dynamic_kernel(values, kernel, causal=self._causal)
