@@ -64,6 +64,7 @@ from official.modeling import optimization
 from official_repro.data import wikitext
 from official_repro.modeling.models import causal_lm
 from official_repro.optimization import optimizer_config
+from official_repro.training import json_files
 
 FLAGS = flags.FLAGS
 
@@ -398,7 +399,7 @@ def _check_output_dir(settings: Settings) -> Dict[str, Any]:
               f'--{k}: {saved.get(k)!r} there, {current.get(k)!r} now'
               for k in differences) + '); use a new --output_dir.')
   else:
-    _write_json(current, settings_path)
+    json_files.write_json(settings_path, current, sort_keys=False)
   results_path = os.path.join(settings.output_dir, 'results.json')
   if not tf.io.gfile.exists(results_path):
     return {}
@@ -468,15 +469,11 @@ def run(settings: Settings) -> Dict[str, Any]:
       logging.info('%s %s perplexity %.2f', architecture, name,
                    entry[name]['perplexity'])
     results['models'][architecture] = entry
-    _write_json(results, os.path.join(settings.output_dir, 'results.json'))
+    json_files.write_json(os.path.join(settings.output_dir, 'results.json'),
+                          results, sort_keys=False)
   return results
 
 
-def _write_json(value: Dict[str, Any], path: str):
-  temporary = path + '.tmp'
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    json.dump(value, f, indent=2)
-  tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
 def format_table(results: Dict[str, Any]) -> str:

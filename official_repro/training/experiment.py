@@ -32,6 +32,7 @@ from official_repro.data import records
 from official_repro.optimization import optimizer_config
 from official_repro.training import export
 from official_repro.training import gin_utils
+from official_repro.training import json_files
 from official_repro.training import trainer as trainer_lib
 
 MODES = ('train', 'eval', 'train_and_eval')
@@ -138,9 +139,7 @@ def check_model_dir(model_dir: str, model_config: Dict[str, Any],
                     'matches before restoring.', model_dir,
                     MODEL_CONFIG_FILENAME)
   tf.io.gfile.makedirs(model_dir)
-  with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
-    json.dump(model_config, f, indent=2, sort_keys=True)
-  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+  json_files.write_json(path, model_config)
 
 
 def _fill_missing(saved: Any, defaults: Any) -> Any:

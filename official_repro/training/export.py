@@ -12,12 +12,13 @@ checkpoint loads into the `BertEncoder` that Model Garden builds from
 `encoders.to_model_garden_config(config)`.
 """
 
-import json
 import os
 from typing import Any, Dict, Optional
 
 import tensorflow as tf
 import tf_keras
+
+from official_repro.training import json_files
 
 ENCODER_SUBDIR = 'encoder'
 ENCODER_CONFIG_FILENAME = 'encoder_config.json'
@@ -47,18 +48,13 @@ def export_encoder(model: tf_keras.Model, encoder_config: Dict[str, Any],
   tf.io.gfile.makedirs(export_dir)
   checkpoint = tf.train.Checkpoint(encoder=model.checkpoint_items['encoder'])
   path = checkpoint.write(os.path.join(export_dir, f'encoder-{step}'))
-  _write_json(os.path.join(export_dir, ENCODER_CONFIG_FILENAME),
+  json_files.write_json(os.path.join(export_dir, ENCODER_CONFIG_FILENAME),
               encoder_config)
   if vocab_file:
     tf.io.gfile.copy(vocab_file, os.path.join(export_dir, VOCAB_FILENAME),
                      overwrite=True)
-    _write_json(os.path.join(export_dir, TOKENIZER_FILENAME),
+    json_files.write_json(os.path.join(export_dir, TOKENIZER_FILENAME),
                 dict(vocab_file=VOCAB_FILENAME, lower_case=bool(lower_case)))
   return path
 
 
-def _write_json(path: str, content: Dict[str, Any]) -> None:
-  """Writes `content` to `path` atomically (temporary file, then rename)."""
-  with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
-    json.dump(content, f, indent=2, sort_keys=True)
-  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)

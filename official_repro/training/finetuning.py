@@ -31,6 +31,7 @@ from official_repro.modeling.networks import pretrained
 from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_schedule
 from official_repro.tasks import glue as glue_task
+from official_repro.training import json_files
 from official_repro.training import trainer as trainer_lib
 
 HISTORY_FILENAME = 'history.json'
@@ -104,10 +105,6 @@ def _read_json(path: str, default):
     return json.load(f)
 
 
-def _write_json(path: str, content) -> None:
-  with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
-    json.dump(content, f, indent=2, sort_keys=True)
-  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
 
 
 def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
@@ -173,14 +170,14 @@ def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
     entry.update({key: float(value) for key, value in logs.items()
                   if np.ndim(value) == 0})
     history.append(entry)
-    _write_json(history_path, history)
+    json_files.write_json(history_path, history)
     logging.info('seed %d, step %d: %s', seed, step, entry)
   key = task.headline_metric()
   selected = aggregation.select_eval(history, key, protocol.selection)
   result = dict(seed=seed, train_steps=train_steps, num_train_examples=num_train,
                 selected=dict(selected), score=float(selected[key]),
                 history=history, last_train_logs=trainer.last_train_logs)
-  _write_json(os.path.join(run_dir, RESULT_FILENAME), result)
+  json_files.write_json(os.path.join(run_dir, RESULT_FILENAME), result)
   return result
 
 
@@ -221,7 +218,7 @@ def run(schedule: finetuning_schedule.FinetuningSchedule,
       score=aggregation.aggregate(scores, protocol.aggregation),
       summary=aggregation.summarize(scores))
   tf.io.gfile.makedirs(model_dir)
-  _write_json(os.path.join(model_dir, RESULTS_FILENAME), results)
+  json_files.write_json(os.path.join(model_dir, RESULTS_FILENAME), results)
   with tf.io.gfile.GFile(os.path.join(model_dir, TABLE_FILENAME), 'w') as f:
     f.write(results_table(results))
   return results
