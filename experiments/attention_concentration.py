@@ -17,7 +17,7 @@ pretraining model_dir, its `encoder/` folder or one checkpoint in it), found
 and restored as fine-tuning does (`pretrained.resolve`, `pretrained.restore`);
 the architecture, vocabulary and casing come with it. The encoder is built
 with `return_attention_scores` (BERT: all N heads; ConvBERT: the
-max(1, N // head_ratio) self-attention heads; ALBERT cannot return them) and
+max(1, N // head_ratio) self-attention heads; ALBERT: its shared block's) and
 runs in inference mode over the split's examples, tokenized like GLUE
 fine-tuning (`official_repro.data.glue`: `[CLS] a [SEP] b [SEP]`,
 longest-first truncation). It prints a markdown table with one row per
@@ -101,9 +101,9 @@ class _Model:
 
 
 def _backbone(config: encoders.EncoderConfig) -> str:
-  if config.backbone == 'convbert' and config.attention_only:
-    return 'convbert (attention_only)'
-  return config.backbone
+  variants = [name for name, value in config.options_dict().items()
+              if value is True]
+  return config.backbone + (f' ({", ".join(variants)})' if variants else '')
 
 
 def load_model(init_checkpoint: str, label: str,
@@ -113,7 +113,7 @@ def load_model(init_checkpoint: str, label: str,
   Raises:
     FileNotFoundError: no checkpoint or vocabulary where it points.
     ValueError: the checkpoint has no exported config, its backbone returns
-      no attention maps (ALBERT, ConvBERT `conv_only`), or its position
+      no attention maps (ConvBERT `conv_only`), or its position
       table is shorter than `max_seq_length`.
   """
   try:

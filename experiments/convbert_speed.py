@@ -65,6 +65,7 @@ import tf_keras
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official_repro.metrics import flops
+from official_repro.modeling import activations
 from official_repro.modeling.layers import mixed_attention
 
 SELF_ATTENTION = 'self-attention'
@@ -116,7 +117,8 @@ def build_block(sizes: BlockSizes, block: str) -> tf_keras.layers.Layer:
   if block == SELF_ATTENTION:
     return layers.TransformerEncoderBlock(
         num_attention_heads=sizes.num_heads,
-        inner_dim=sizes.intermediate_size, inner_activation='gelu',
+        inner_dim=sizes.intermediate_size,
+        inner_activation=activations.gelu_erf,
         kernel_initializer=tf_utils.clone_initializer(initializer),
         name='self_attention')
   if block == MIXED_ATTENTION:
@@ -124,7 +126,7 @@ def build_block(sizes: BlockSizes, block: str) -> tf_keras.layers.Layer:
         hidden_size=sizes.hidden_size, num_attention_heads=sizes.num_heads,
         intermediate_size=sizes.intermediate_size,
         head_ratio=sizes.head_ratio, kernel_size=sizes.kernel_size,
-        num_groups=sizes.num_groups, activation='gelu',
+        num_groups=sizes.num_groups, activation='gelu_erf',
         kernel_initializer=tf_utils.clone_initializer(initializer),
         name='mixed_attention')
   raise ValueError(f'block must be one of {BLOCKS}, got {block!r}.')

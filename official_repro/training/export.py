@@ -9,7 +9,8 @@ with (`vocab.txt` and `tokenizer.json` holding `lower_case`), so that
 fine-tuning needs nothing but this directory
 (`official_repro.modeling.networks.pretrained`). For the BERT backbone the
 checkpoint loads into the `BertEncoder` that Model Garden builds from
-`encoders.to_model_garden_config(config)`.
+`encoders.to_model_garden_config(config)`. The file layout is defined by
+the reader, `modeling/networks/pretrained.py`.
 """
 
 import os
@@ -18,12 +19,8 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from official_repro.modeling.networks import pretrained
 from official_repro.training import json_files
-
-ENCODER_SUBDIR = 'encoder'
-ENCODER_CONFIG_FILENAME = 'encoder_config.json'
-VOCAB_FILENAME = 'vocab.txt'
-TOKENIZER_FILENAME = 'tokenizer.json'
 
 
 def export_encoder(model: tf_keras.Model, encoder_config: Dict[str, Any],
@@ -44,17 +41,21 @@ def export_encoder(model: tf_keras.Model, encoder_config: Dict[str, Any],
   Returns:
     The checkpoint path (prefix).
   """
-  export_dir = os.path.join(model_dir, ENCODER_SUBDIR)
+  export_dir = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
   tf.io.gfile.makedirs(export_dir)
   checkpoint = tf.train.Checkpoint(encoder=model.checkpoint_items['encoder'])
   path = checkpoint.write(os.path.join(export_dir, f'encoder-{step}'))
-  json_files.write_json(os.path.join(export_dir, ENCODER_CONFIG_FILENAME),
-              encoder_config)
+  json_files.write_json(
+      os.path.join(export_dir, pretrained.ENCODER_CONFIG_FILENAME),
+      encoder_config)
   if vocab_file:
-    tf.io.gfile.copy(vocab_file, os.path.join(export_dir, VOCAB_FILENAME),
+    tf.io.gfile.copy(vocab_file,
+                     os.path.join(export_dir, pretrained.VOCAB_FILENAME),
                      overwrite=True)
-    json_files.write_json(os.path.join(export_dir, TOKENIZER_FILENAME),
-                dict(vocab_file=VOCAB_FILENAME, lower_case=bool(lower_case)))
+    json_files.write_json(
+        os.path.join(export_dir, pretrained.TOKENIZER_FILENAME),
+        dict(vocab_file=pretrained.VOCAB_FILENAME,
+             lower_case=bool(lower_case)))
   return path
 
 

@@ -29,13 +29,13 @@ _SEQ_LENGTH = 16
 _MODELS = {'bert': ('bert', 4, 4), 'convbert': ('convbert', 4, 2)}
 
 
-def _export(model_dir, backbone, num_heads):
+def _export(model_dir, backbone, num_heads, **options):
   fields = dict(backbone=backbone, hidden_size=16, num_layers=_NUM_LAYERS,
                 num_attention_heads=num_heads, intermediate_size=32,
                 vocab_size=len(_VOCAB),
                 max_position_embeddings=_SEQ_LENGTH)
   if backbone == 'convbert':
-    fields.update(conv_kernel_size=3)
+    fields.update(options=dict(kernel_size=3, **options))
   config = encoders.EncoderConfig(**fields)
   holder = tf.train.Checkpoint()
   holder.checkpoint_items = {'encoder': encoders.build_encoder(config)}
@@ -127,6 +127,6 @@ def test_bad_input_names_the_flag_or_file(fixture_dirs, tmp_path):
     attention_concentration.run(settings(max_seq_length=32))
   with pytest.raises(ValueError, match='--label'):
     settings(labels=('a', 'b'))
-  albert = _export(str(tmp_path), 'albert', 2)
-  with pytest.raises(ValueError, match="backbone 'albert'"):
-    attention_concentration.run(settings(init_checkpoints=(albert,)))
+  conv_only = _export(str(tmp_path), 'convbert', 2, conv_only=True)
+  with pytest.raises(ValueError, match=r"backbone 'convbert'\): .*conv_only"):
+    attention_concentration.run(settings(init_checkpoints=(conv_only,)))

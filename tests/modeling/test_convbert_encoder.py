@@ -7,23 +7,32 @@ import tf_keras
 
 from official.nlp.modeling import models
 from official_repro.modeling.layers import mixed_attention
-from official_repro.modeling.networks import convbert_encoder
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
-from official_repro.modeling.pretrainers import electra
+from official_repro.modeling.networks import transformer_encoder
+from official_repro.modeling.pretrainers import networks
 from official_repro.optimization import layerwise_decay
 
 VOCAB = 50
 NUM_LAYERS = 2
 
 
+_OPTIONS = ('head_ratio', 'kernel_size', 'num_groups', 'conv_only',
+            'attention_only')
+
+
 def _config(**overrides):
+  """A tiny ConvBERT config; ConvBERT options go to `options`."""
   fields = dict(backbone='convbert', hidden_size=32, num_layers=NUM_LAYERS,
                 num_attention_heads=4, intermediate_size=64,
-                embedding_size=16, vocab_size=VOCAB,
-                max_position_embeddings=16, conv_kernel_size=3, num_groups=2)
-  fields.update(overrides)
-  return encoders.validate(encoders.EncoderConfig(**fields))
+                embedding_width=16, vocab_size=VOCAB,
+                max_position_embeddings=16)
+  options = dict(kernel_size=3, num_groups=2)
+  for name, value in overrides.items():
+    (options if name in _OPTIONS else fields)[name] = value
+  if fields['backbone'] != 'convbert':
+    options = {}
+  return encoders.validate(encoders.EncoderConfig(**fields, options=options))
 
 
 def _inputs(batch=2, length=8, real_lengths=None):
@@ -39,7 +48,7 @@ def _inputs(batch=2, length=8, real_lengths=None):
 
 def test_outputs_and_interface():
   encoder = encoders.build_encoder(_config())
-  assert isinstance(encoder, convbert_encoder.ConvBertEncoder)
+  assert isinstance(encoder, transformer_encoder.TransformerEncoder)
   outputs = encoder(_inputs())
   assert outputs['sequence_output'].shape == (2, 8, 32)
   assert outputs['pooled_output'].shape == (2, 32)
@@ -60,10 +69,9 @@ def test_outputs_and_interface():
 
 def test_tied_word_embedding_is_one_variable():
   discriminator = encoders.build_encoder(_config())
-  generator_config = electra.scale_generator(_config(), 0.25)
+  generator_config = networks.scale_generator(_config(), 0.25)
   generator = encoders.build_encoder(
-      generator_config,
-      word_embedding_layer=discriminator.get_embedding_layer())
+      generator_config, shared=encoders.shared_from(discriminator))
   shared = discriminator.get_embedding_table()
   assert generator.get_embedding_table() is shared
   with tf.GradientTape() as tape:
@@ -79,9 +87,9 @@ def test_generator_with_fewer_heads_than_head_ratio_keeps_one():
   # the full generator width.
   small = _config(hidden_size=256, num_attention_heads=4,
                   intermediate_size=1024, num_groups=1)
-  generator = electra.scale_generator(small, 0.25)
+  generator = networks.scale_generator(small, 0.25)
   assert (generator.hidden_size, generator.num_attention_heads,
-          generator.head_ratio) == (64, 1, 2)
+          generator.options.head_ratio) == (64, 1, 2)
   encoder = encoders.build_encoder(generator, return_attention_scores=True)
   outputs = encoder(_inputs())
   assert outputs['sequence_output'].shape == (2, 8, 64)
@@ -94,9 +102,8 @@ def test_generator_with_fewer_heads_than_head_ratio_keeps_one():
     (kernel,) = [w for w in attention.weights
                  if 'attention_output' in w.name and 'kernel' in w.name]
     assert tuple(kernel.shape) == (2 * 64, 64)
-  bert = electra.scale_generator(
-      _config(backbone='bert', num_groups=1, conv_kernel_size=9), 0.25)
-  assert bert.head_ratio == 2  # Other backbones keep the default.
+  bert = networks.scale_generator(_config(backbone='bert'), 0.25)
+  assert not bert.options_dict()  # Other backbones have no ConvBERT options.
 
 
 @pytest.mark.parametrize('heads, ratio, attention_heads', [
@@ -123,16 +130,16 @@ def test_attention_scores_are_bottleneck_probabilities():
     assert float(tf.reduce_max(probabilities[1, :, :, 5:])) < 1e-6
 
 
-def test_attention_scores_for_other_backbones():
-  bert = encoders.build_encoder(
-      _config(backbone='bert', num_groups=1, conv_kernel_size=9),
-      return_attention_scores=True)
-  assert [s.shape for s in bert(_inputs())['attention_scores']] == [
-      (2, 4, 8, 8)] * NUM_LAYERS
-  with pytest.raises(ValueError, match="backbone='albert'"):
-    encoders.build_encoder(
-        _config(backbone='albert', num_groups=1, conv_kernel_size=9),
-        return_attention_scores=True)
+@pytest.mark.parametrize('backbone', ['bert', 'albert'])
+def test_attention_scores_for_other_backbones(backbone):
+  encoder = encoders.build_encoder(_config(backbone=backbone),
+                                   return_attention_scores=True)
+  scores = encoder(_inputs(real_lengths=[8, 5]))['attention_scores']
+  assert [s.shape for s in scores] == [(2, 4, 8, 8)] * NUM_LAYERS
+  np.testing.assert_allclose(tf.reduce_sum(scores[0], -1), 1.0, rtol=1e-5)
+
+
+def test_conv_only_has_no_attention_scores():
   with pytest.raises(ValueError, match='conv_only=True'):
     encoders.build_encoder(_config(conv_only=True),
                            return_attention_scores=True)
@@ -167,33 +174,51 @@ def test_attention_only_block_round_trips_and_excludes_conv_only():
 
 
 @pytest.mark.parametrize('overrides, message', [
-    (dict(head_ratio=0), r'encoder.head_ratio must be a positive int'),
-    (dict(head_ratio=-2), r'encoder.head_ratio must be a positive int'),
+    (dict(head_ratio=0), r'convbert.head_ratio must be a positive int'),
+    (dict(head_ratio=-2), r'convbert.head_ratio must be a positive int'),
     (dict(num_attention_heads=3), r'encoder.hidden_size=32 is not divisible '
                                   r'by encoder.num_attention_heads=3'),
-    (dict(conv_kernel_size=4), r'encoder.conv_kernel_size=4 must be odd'),
-    (dict(conv_kernel_size=-1), r'encoder.conv_kernel_size must be a positive'),
+    (dict(kernel_size=4), r'convbert.kernel_size=4 must be odd'),
+    (dict(kernel_size=-1), r'convbert.kernel_size must be a positive'),
     (dict(num_groups=3, intermediate_size=66),
-     r'encoder.hidden_size=32 is not divisible by encoder.num_groups=3'),
+     r'encoder.hidden_size=32 is not divisible by convbert.num_groups=3'),
     (dict(num_groups=4, intermediate_size=66),
-     r'encoder.intermediate_size=66 is not divisible by encoder.num_groups=4'),
+     r'encoder.intermediate_size=66 is not divisible by convbert.num_groups=4'),
     (dict(conv_only=True, attention_only=True),
-     'conv_only and encoder.attention_only exclude each other'),
-    (dict(backbone='bert', num_groups=1, conv_kernel_size=9, head_ratio=4),
-     r"encoder.head_ratio=4 is a ConvBERT setting; with "
-     r"encoder.backbone='bert'"),
-    (dict(backbone='albert', num_groups=2, conv_kernel_size=9),
-     r'encoder.num_groups=2 is a ConvBERT setting'),
-    (dict(backbone='bert', num_groups=1, conv_only=True),
-     r'encoder.conv_kernel_size=3 is a ConvBERT setting'),
+     'conv_only and convbert.attention_only exclude each other'),
+    (dict(hidden_activation='gelu'), "hidden_activation='gelu' is ambiguous"),
 ])
 def test_bad_config_names_the_setting(overrides, message):
   with pytest.raises(ValueError, match=message):
     _config(**overrides)
 
 
+def test_options_belong_to_their_backbone():
+  with pytest.raises(ValueError, match=r"encoder.options=\{'head_ratio': 4\} "
+                                       r"but backbone 'bert' takes no options"):
+    encoders.validate(encoders.EncoderConfig(
+        backbone='bert', hidden_size=32, num_layers=1, num_attention_heads=4,
+        intermediate_size=64, options=dict(head_ratio=4)))
+  with pytest.raises(ValueError, match="'kernel_siz'"):
+    encoders.validate(encoders.EncoderConfig(
+        backbone='convbert', hidden_size=32, num_layers=1,
+        num_attention_heads=4, intermediate_size=64,
+        options=dict(kernel_siz=3)))
+
+
+def test_activation_defaults_to_the_reference():
+  # ConvBERT's reference uses the exact (erf) GELU, BERT's the tanh form.
+  assert _config().hidden_activation == 'gelu_erf'
+  assert _config(backbone='bert').hidden_activation == 'gelu_tanh'
+  block = encoders.build_encoder(_config()).transformer_layers[0]
+  x = tf.constant([-1.5, 0.3, 2.0])
+  np.testing.assert_allclose(
+      block._activation(x),  # pylint: disable=protected-access
+      0.5 * x * (1 + tf.math.erf(x / np.sqrt(2.0))), rtol=1e-6)
+
+
 def test_model_garden_config_refuses_convbert():
-  with pytest.raises(ValueError, match='no Model Garden encoder config'):
+  with pytest.raises(ValueError, match='has no Model Garden encoder'):
     encoders.to_model_garden_config(_config())
 
 
@@ -239,8 +264,8 @@ def test_ablations_train(variant):
 def test_electra_pretraining_then_restore_for_finetuning(run_tiny_electra,
                                                          tmp_path):
   result = run_tiny_electra(
-      tmp_path, ["encoder.backbone = 'convbert'", 'encoder.num_groups = 2',
-                 'encoder.conv_kernel_size = 3'], mode='train')
+      tmp_path, ["encoder.backbone = 'convbert'", 'convbert.num_groups = 2',
+                 'convbert.kernel_size = 3'], mode='train')
   assert result['global_step'] == 2
   for name in ('training_loss', 'lm_example_loss', 'discriminator_loss',
                'discriminator_auc'):
@@ -248,8 +273,8 @@ def test_electra_pretraining_then_restore_for_finetuning(run_tiny_electra,
 
   resolved = pretrained.resolve(str(tmp_path))
   assert resolved.config.backbone == 'convbert'
-  assert (resolved.config.num_groups, resolved.config.conv_kernel_size) == (
-      2, 3)
+  assert (resolved.config.options.num_groups,
+          resolved.config.options.kernel_size) == (2, 3)
   # Two encoders with different random initialisations end up identical:
   # every variable came from the exported checkpoint.
   restored = []

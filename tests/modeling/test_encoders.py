@@ -1,4 +1,7 @@
-"""Encoder builder: backbones, ALBERT sharing, tied embeddings, checks."""
+"""Encoder builder: registry, sharing (embeddings, blocks), serialization."""
+
+import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -9,7 +12,7 @@ from official_repro.modeling.networks import encoders
 
 def _config(**overrides):
   fields = dict(hidden_size=32, num_layers=3, num_attention_heads=2,
-                intermediate_size=64, embedding_size=16, vocab_size=50,
+                intermediate_size=64, embedding_width=16, vocab_size=50,
                 max_position_embeddings=16)
   fields.update(overrides)
   return encoders.validate(encoders.EncoderConfig(**fields))
@@ -53,7 +56,7 @@ def test_shared_word_embedding_is_one_variable(backbone):
   discriminator = encoders.build_encoder(_config(backbone=backbone))
   generator = encoders.build_encoder(
       _config(backbone=backbone, hidden_size=8, intermediate_size=16),
-      word_embedding_layer=discriminator.get_embedding_layer())
+      shared=encoders.shared_from(discriminator))
   assert generator.get_embedding_table() is discriminator.get_embedding_table()
   shared = discriminator.get_embedding_table()
   with tf.GradientTape() as tape:
@@ -69,7 +72,7 @@ def test_shared_word_embedding_is_one_variable(backbone):
 def test_small_parameter_counts_match_paper_001(backbone, expected):
   config = encoders.EncoderConfig(
       backbone=backbone, hidden_size=256, num_layers=12,
-      num_attention_heads=4, intermediate_size=1024, embedding_size=128,
+      num_attention_heads=4, intermediate_size=1024, embedding_width=128,
       vocab_size=30522)
   encoder = encoders.build_encoder(config)
   count = _num_params(encoder)
@@ -77,7 +80,8 @@ def test_small_parameter_counts_match_paper_001(backbone, expected):
 
 
 @pytest.mark.parametrize('overrides, message', [
-    (dict(backbone='gpt'), 'encoder.backbone'),
+    (dict(backbone='gpt'), r"encoder.backbone must be one of \[.*'albert', "
+                           r".*'bert', .*'convbert'.*\], got 'gpt'"),
     (dict(hidden_size=30, num_attention_heads=4),
      r'hidden_size=30 is not divisible by encoder.num_attention_heads=4'),
     (dict(num_layers=0), 'encoder.num_layers must be a positive int'),
@@ -92,3 +96,55 @@ def test_vocab_size_conflict_names_source():
     encoders.with_vocab_size(_config(vocab_size=10), 50, source='/r/vocab.txt')
   assert encoders.with_vocab_size(_config(vocab_size=None), 50,
                                   'x').vocab_size == 50
+
+
+@pytest.mark.parametrize('backbone', ['bert', 'albert', 'convbert'])
+def test_shared_bottom_blocks_are_the_other_networks_objects(backbone):
+  discriminator = encoders.build_encoder(_config(backbone=backbone))
+  generator = encoders.build_encoder(
+      _config(backbone=backbone, num_layers=2),
+      shared=encoders.shared_from(discriminator, num_blocks=1))
+  own_blocks = generator.transformer_layers
+  assert own_blocks[0] is discriminator.transformer_layers[0]
+  assert own_blocks[1] is not discriminator.transformer_layers[1]
+  generator(_inputs())
+  discriminator(_inputs())
+  shared = {v.ref() for v in discriminator.transformer_layers[0].weights}
+  assert shared <= {v.ref() for v in generator.trainable_variables}
+  with pytest.raises(ValueError, match='Cannot share 4 blocks'):
+    encoders.shared_from(discriminator, num_blocks=4)
+
+
+@pytest.mark.parametrize('backbone', ['bert', 'albert', 'convbert'])
+def test_config_round_trip(backbone):
+  encoder = encoders.build_encoder(_config(backbone=backbone))
+  clone = type(encoder).from_config(encoder.get_config())
+  inputs = _inputs()
+  encoder(inputs)
+  clone(inputs)
+  assert clone.get_config() == encoder.get_config()
+  assert [v.shape for v in clone.trainable_variables] == [
+      v.shape for v in encoder.trainable_variables]
+  assert len({id(b) for b in clone.transformer_layers}) == len(
+      {id(b) for b in encoder.transformer_layers})
+  clone.set_weights(encoder.get_weights())
+  np.testing.assert_allclose(
+      clone(inputs, training=False)['sequence_output'],
+      encoder(inputs, training=False)['sequence_output'], atol=1e-6)
+
+
+def test_checkpoint_of_bert_backbone_restores_into_model_garden_encoder():
+  from official.nlp.configs import encoders as mg_encoders  # pylint: disable=g-import-not-at-top
+  config = _config(embedding_width=None)
+  ours = encoders.build_encoder(config)
+  stock = mg_encoders.build_encoder(encoders.to_model_garden_config(config))
+  inputs = _inputs()
+  ours(inputs)
+  stock(inputs)
+  prefix = tf.train.Checkpoint(encoder=ours).write(
+      os.path.join(tempfile.mkdtemp(), 'ours'))
+  status = tf.train.Checkpoint(encoder=stock).read(prefix)
+  status.assert_existing_objects_matched()
+  np.testing.assert_allclose(
+      stock(inputs, training=False)['sequence_output'],
+      ours(inputs, training=False)['sequence_output'], atol=1e-6)

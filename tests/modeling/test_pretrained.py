@@ -68,7 +68,7 @@ def test_export_folder_latest_checkpoint_and_tokenizer(tmp_path):
     assert not resolved.lower_case
     with open(resolved.vocab_file) as f:
       assert f.read().split() == _VOCAB
-  with open(tmp_path / 'encoder' / export.TOKENIZER_FILENAME) as f:
+  with open(tmp_path / 'encoder' / pretrained.TOKENIZER_FILENAME) as f:
     assert json.load(f) == {'lower_case': False, 'vocab_file': 'vocab.txt'}
 
 

@@ -15,7 +15,7 @@ NUM_LAYERS = 3
 def _classifier(backbone):
   config = encoders.EncoderConfig(
       backbone=backbone, hidden_size=16, num_layers=NUM_LAYERS,
-      num_attention_heads=2, intermediate_size=32, embedding_size=8,
+      num_attention_heads=2, intermediate_size=32, embedding_width=8,
       vocab_size=40, max_position_embeddings=16)
   encoder = encoders.build_encoder(config)
   return models.BertClassifier(network=encoder, num_classes=2), encoder

@@ -3,6 +3,7 @@
 import tf_keras
 
 from official.modeling import tf_utils
+from official_repro.modeling import activations
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
@@ -10,10 +11,12 @@ class ReplacedTokenDetectionHead(tf_keras.layers.Layer):
   """Per-token logit that the token was replaced by the generator.
 
   ELECTRA's discriminator head: a dense layer of the hidden width with the
-  encoder's activation, then a dense layer to one logit.
+  encoder's activation (a name of `official_repro.modeling.activations`;
+  the reference's tanh-approximated GELU by default), then a dense layer to
+  one logit.
   """
 
-  def __init__(self, hidden_size: int, activation: str = 'gelu',
+  def __init__(self, hidden_size: int, activation: str = 'gelu_tanh',
                initializer_range: float = 0.02, **kwargs):
     super().__init__(**kwargs)
     self._hidden_size = hidden_size
@@ -22,7 +25,7 @@ class ReplacedTokenDetectionHead(tf_keras.layers.Layer):
     initializer = tf_keras.initializers.TruncatedNormal(
         stddev=initializer_range)
     self.dense = tf_keras.layers.Dense(
-        hidden_size, activation=tf_utils.get_activation(activation),
+        hidden_size, activation=activations.get(activation),
         kernel_initializer=initializer, name='transform')
     self.logit = tf_keras.layers.Dense(
         1, kernel_initializer=tf_utils.clone_initializer(initializer),

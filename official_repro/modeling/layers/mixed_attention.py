@@ -51,6 +51,7 @@ import tf_keras
 
 from official.modeling import tf_utils
 from official.nlp.modeling.layers import masked_softmax
+from official_repro.modeling import activations
 from official_repro.modeling.layers import grouped_dense
 from official_repro.modeling.layers import span_dynamic_conv
 
@@ -338,12 +339,13 @@ class ConvBertBlock(tf_keras.layers.Layer):
                attention_only: bool = False,
                causal: bool = False,
                conv_mask_values: bool = False,
-               activation: Union[str, Any] = 'gelu',
+               activation: Union[str, Any] = 'gelu_erf',
                dropout_rate: float = 0.0,
                attention_dropout_rate: float = 0.0,
                layer_norm_epsilon: float = 1e-12,
                kernel_initializer: Optional[_Initializer] = None,
                bias_initializer: _Initializer = 'zeros',
+               return_attention_scores: bool = False,
                **kwargs):
     """Initializes the block.
 
@@ -363,8 +365,9 @@ class ConvBertBlock(tf_keras.layers.Layer):
         causal mask is combined with the given attention mask.
       conv_mask_values: zero padding positions in the convolution branch
         (see `SpanDynamicConv`); False reproduces the reference.
-      activation: feed-forward activation, a name or a callable ('gelu' is
-        the exact erf GELU of BERT).
+      activation: feed-forward activation, a callable or a name of
+        `official_repro.modeling.activations` (default: the exact erf GELU
+        of the ConvBERT reference).
       dropout_rate: dropout on the attention output and the feed-forward
         output, before each residual.
       attention_dropout_rate: dropout on the attention probabilities.
@@ -372,6 +375,8 @@ class ConvBertBlock(tf_keras.layers.Layer):
       kernel_initializer: initializer of all dense kernels; default truncated
         normal with stddev 0.02.
       bias_initializer: initializer of all biases.
+      return_attention_scores: the default of the call argument of the same
+        name (a block inside a functional encoder is called without it).
       **kwargs: other `tf_keras.layers.Layer` arguments.
 
     Raises:
@@ -404,7 +409,9 @@ class ConvBertBlock(tf_keras.layers.Layer):
     self._attention_only = attention_only
     self._causal = causal
     self._conv_mask_values = conv_mask_values
-    self._activation = tf_keras.activations.get(activation)
+    self._activation = (activations.get(activation)
+                        if isinstance(activation, str) else
+                        tf_keras.activations.get(activation))
     self._dropout_rate = dropout_rate
     self._attention_dropout_rate = attention_dropout_rate
     self._layer_norm_epsilon = layer_norm_epsilon
@@ -412,6 +419,7 @@ class ConvBertBlock(tf_keras.layers.Layer):
         kernel_initializer or
         tf_keras.initializers.TruncatedNormal(stddev=0.02))
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
+    self._return_attention_scores = return_attention_scores
 
     self._attention = MixedAttention(
         hidden_size=hidden_size,
@@ -455,8 +463,10 @@ class ConvBertBlock(tf_keras.layers.Layer):
   def call(self,
            inputs: Union[tf.Tensor, Sequence[tf.Tensor]],
            training: Optional[bool] = None,
-           return_attention_scores: bool = False
+           return_attention_scores: Optional[bool] = None
            ) -> Union[tf.Tensor, Tuple[tf.Tensor, tf.Tensor]]:
+    if return_attention_scores is None:
+      return_attention_scores = self._return_attention_scores
     if isinstance(inputs, (list, tuple)):
       if len(inputs) not in (1, 2):
         raise ValueError(
@@ -505,5 +515,6 @@ class ConvBertBlock(tf_keras.layers.Layer):
             self._kernel_initializer),
         'bias_initializer': tf_keras.initializers.serialize(
             self._bias_initializer),
+        'return_attention_scores': self._return_attention_scores,
     })
     return config

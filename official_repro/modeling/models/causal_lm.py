@@ -40,6 +40,7 @@ import tf_keras
 
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+from official_repro.modeling import activations
 from official_repro.modeling.layers import mixed_attention
 
 ARCHITECTURES = ('transformer', 'mixed')
@@ -65,7 +66,7 @@ class CausalLM(tf_keras.Model):
                head_ratio: int = 2,
                kernel_size: int = 9,
                num_groups: int = 1,
-               activation: str = 'gelu',
+               activation: str = 'gelu_erf',
                dropout_rate: float = 0.1,
                attention_dropout_rate: float = 0.1,
                initializer_range: float = 0.02,
@@ -86,7 +87,8 @@ class CausalLM(tf_keras.Model):
       head_ratio: mixed only, see `MixedAttention`.
       kernel_size: mixed only, odd convolution window.
       num_groups: mixed only, groups of the feed-forward matrices.
-      activation: feed-forward activation.
+      activation: feed-forward activation, a name of
+        `official_repro.modeling.activations` (default: exact erf GELU).
       dropout_rate: dropout on embeddings and block outputs.
       attention_dropout_rate: dropout on attention probabilities.
       initializer_range: stddev of the truncated-normal initializers.
@@ -142,7 +144,8 @@ class CausalLM(tf_keras.Model):
       if architecture == 'transformer':
         block = layers.TransformerEncoderBlock(
             num_attention_heads=num_attention_heads,
-            inner_dim=intermediate_size, inner_activation=activation,
+            inner_dim=intermediate_size,
+            inner_activation=activations.get(activation),
             output_dropout=dropout_rate,
             attention_dropout=attention_dropout_rate,
             kernel_initializer=init(), name=f'transformer/layer_{i}')
@@ -151,7 +154,7 @@ class CausalLM(tf_keras.Model):
             hidden_size=hidden_size, num_attention_heads=num_attention_heads,
             intermediate_size=intermediate_size, head_ratio=head_ratio,
             kernel_size=kernel_size, num_groups=num_groups, causal=True,
-            activation=activation, dropout_rate=dropout_rate,
+            activation=activations.get(activation), dropout_rate=dropout_rate,
             attention_dropout_rate=attention_dropout_rate,
             kernel_initializer=init(), name=f'mixed/layer_{i}')
       self._blocks.append(block)

@@ -1,114 +1,242 @@
-"""One gin-configured encoder description for every backbone.
+"""Encoder configuration and the backbone registry.
 
-Objectives never build a backbone themselves: they receive an
-`EncoderConfig`, scale it if they need a smaller generator, and call
-`build_encoder`. The backbones:
+A backbone is one module under `official_repro/modeling/networks/backbones/`
+(or anywhere else) that calls `register_backbone` with a `Backbone`: its name,
+its own options dataclass (gin-configurable under the backbone's name, e.g.
+`convbert.kernel_size = 9`), the reference's feed-forward activation, and a
+function that builds its transformer blocks. Everything the blocks share is
+assembled by `transformer_encoder.TransformerEncoder` (embeddings, pooler,
+outputs, checkpoint layout), so a backbone is only its block.
 
-  * 'bert': Model Garden's `BertEncoder` (factorized embedding when
-    `embedding_size != hidden_size`). Its variables are the ones Model
-    Garden's BERT fine-tuning tasks restore, so exported checkpoints load
-    there.
-  * 'albert': ALBERT (Lan et al. 2020): a factorized embedding (width E, then a
-    dense E -> H projection) and ONE transformer block applied `num_layers`
-    times. Model Garden's `AlbertEncoder` builds its embedding layer inside
-    its constructor and cannot take a shared one, which ELECTRA's tied
-    generator/discriminator embeddings (ALE, paper 001) need. So the same
-    architecture is assembled from Model Garden's `EncoderScaffold` (an
-    embedding network instance + a single `TransformerEncoderBlock` instance,
-    which the scaffold reuses for every layer). Variable names differ from
-    `AlbertEncoder` checkpoints.
-  * 'convbert': ConvBERT (Jiang et al. 2020, paper 002): BERT with mixed
-    attention (bottleneck self-attention plus span-based dynamic convolution
-    heads) and grouped feed-forward layers; our `ConvBertEncoder` (Model
-    Garden has none). It has the settings `head_ratio`, `conv_kernel_size`,
-    `num_groups`, `conv_only` and `attention_only`, which the other backbones
-    must leave at their defaults.
-
-ALBERT and ConvBERT embed tokens with the same sub-network
-(`embedding_network`), which can take an existing word-embedding layer.
+`encoder.backbone` in gin picks the backbone; objectives never name one. They
+receive an `EncoderConfig`, derive others from it (a smaller generator) and
+call `build_encoder`, optionally with `SharedLayers`: a word-embedding layer
+(ELECTRA's tied embeddings) and the bottom transformer blocks of another
+network (TEAMS' partial generator/discriminator sharing). The shared objects
+are used as they are, so their variables are the same variables.
 """
 
 import dataclasses
-from typing import Optional
+import importlib
+import pkgutil
+from typing import Any, Callable, Dict, List, Optional, Sequence, Type
 
-import gin
 import tf_keras
 
-from official.modeling import tf_utils
 from official.modeling.hyperparams import base_config
 from official.nlp.configs import encoders as mg_encoders
-from official.nlp.modeling import layers
-from official.nlp.modeling import networks
-from official_repro.modeling.networks import convbert_encoder
-from official_repro.modeling.networks import embedding_network
+from official_repro.common import gin_dataclass
+from official_repro.modeling import activations
+from official_repro.modeling.networks import transformer_encoder
 
-BACKBONES = ('bert', 'albert', 'convbert')
-
-# ConvBERT-only settings and the defaults every other backbone must keep.
-_CONVBERT_DEFAULTS = dict(head_ratio=2, conv_kernel_size=9, num_groups=1,
-                          conv_only=False, attention_only=False)
+# The package whose modules are the built-in backbones.
+BACKBONES_PACKAGE = 'official_repro.modeling.networks.backbones'
 
 
 @dataclasses.dataclass
 class EncoderConfig(base_config.Config):
-  """Architecture of a transformer text encoder.
+  """Architecture of a transformer text encoder (gin: `encoder`).
 
   Attributes:
-    backbone: 'bert', 'albert' or 'convbert' (see the module docstring).
+    backbone: a registered backbone name (`backbone_names()`): 'bert',
+      'albert', 'convbert', ...
     hidden_size: width H of the transformer layers.
     num_layers: number of transformer layers L (ALBERT: applications of the
       one shared block).
     num_attention_heads: attention heads per layer; must divide hidden_size.
     intermediate_size: feed-forward inner width.
-    embedding_size: token-embedding width E; None means E = H. When E != H a
+    embedding_width: token-embedding width E; None means E = H. When E != H a
       dense projection maps embeddings to H.
     vocab_size: number of token ids; None until taken from the data.
     max_position_embeddings: size of the learned position table.
     type_vocab_size: number of segment (token type) ids.
-    hidden_activation: feed-forward activation.
+    hidden_activation: feed-forward activation ('gelu_tanh', 'gelu_erf',
+      'relu', ...; see `activations`); None means the backbone's reference
+      activation, filled in by `validate`.
     dropout_rate: dropout on embeddings and sublayer outputs.
     attention_dropout_rate: dropout on attention probabilities.
     initializer_range: stddev of the truncated-normal initializer.
-    head_ratio: ConvBERT: the bottleneck ratio; the self-attention branch
-      keeps N' = max(1, num_attention_heads // head_ratio) heads of size
-      hidden_size / num_attention_heads (the ConvBERT reference's rule, so
-      num_attention_heads need not be divisible by it, and a 1-head
-      generator keeps one head). >= 1.
-    conv_kernel_size: ConvBERT: the span-based dynamic convolution window k
-      (odd).
-    num_groups: ConvBERT: groups of the grouped feed-forward matrices; must
-      divide hidden_size and intermediate_size.
-    conv_only: ConvBERT: convolution heads only (002's convolution-only
-      ablation).
-    attention_only: ConvBERT: the bottleneck self-attention without
-      convolution heads (the "+BNK,+GL" baselines of 002 Table 4).
+    options: the backbone's own settings (its registered options dataclass
+      as a dict; gin: `<backbone>.<option>`), e.g. ConvBERT's kernel size.
   """
   backbone: str = 'bert'
   hidden_size: int = 0
   num_layers: int = 0
   num_attention_heads: int = 0
   intermediate_size: int = 0
-  embedding_size: Optional[int] = None
+  embedding_width: Optional[int] = None
   vocab_size: Optional[int] = None
   max_position_embeddings: int = 512
   type_vocab_size: int = 2
-  hidden_activation: str = 'gelu'
+  hidden_activation: Optional[str] = None
   dropout_rate: float = 0.1
   attention_dropout_rate: float = 0.1
   initializer_range: float = 0.02
-  head_ratio: int = 2
-  conv_kernel_size: int = 9
-  num_groups: int = 1
-  conv_only: bool = False
-  attention_only: bool = False
+  options: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+  def __eq__(self, other: Any) -> bool:
+    # Model Garden stores a dict field as a field-less `Config`, which the
+    # generated dataclass equality would treat as always equal.
+    return (isinstance(other, EncoderConfig) and
+            self.as_dict() == other.as_dict())
+
+  def with_options(self, options: Dict[str, Any]) -> 'EncoderConfig':
+    """A copy with `options` replaced (`replace` cannot add new keys)."""
+    return dataclasses.replace(self, options=dict(options))
+
+  def options_dict(self) -> Dict[str, Any]:
+    """`options` as a plain dict."""
+    if hasattr(self.options, 'as_dict'):
+      return self.options.as_dict()
+    return dict(self.options or {})
 
   @property
-  def embedding_width(self) -> int:
-    return self.embedding_size or self.hidden_size
+  def width(self) -> int:
+    """E, the embedding width (H when `embedding_width` is unset)."""
+    return self.embedding_width or self.hidden_size
+
+  def initializer(self) -> tf_keras.initializers.Initializer:
+    return tf_keras.initializers.TruncatedNormal(
+        stddev=self.initializer_range)
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedLayers:
+  """Layers an encoder takes from another network instead of creating them.
+
+  Attributes:
+    word_embedding_layer: a word-embedding layer of output width E (tied
+      embeddings).
+    blocks: transformer blocks used as the encoder's bottom blocks 0..k-1
+      (same objects, so the same variables).
+  """
+  word_embedding_layer: Optional[tf_keras.layers.Layer] = None
+  blocks: Sequence[tf_keras.layers.Layer] = ()
+
+
+def shared_from(network: tf_keras.Model, num_blocks: int = 0,
+                word_embedding: bool = True) -> SharedLayers:
+  """What to take from `network`: its word embedding and bottom blocks.
+
+  Args:
+    network: an encoder built by `build_encoder`.
+    num_blocks: how many of its bottom transformer blocks to share.
+    word_embedding: share its word-embedding layer.
+
+  Raises:
+    ValueError: if `network` has fewer than `num_blocks` blocks.
+  """
+  blocks = list(network.transformer_layers)
+  if not 0 <= num_blocks <= len(blocks):
+    raise ValueError(f'Cannot share {num_blocks} blocks of {network.name!r}, '
+                     f'which has {len(blocks)}.')
+  return SharedLayers(
+      word_embedding_layer=(network.get_embedding_layer() if word_embedding
+                            else None),
+      blocks=tuple(blocks[:num_blocks]))
+
+
+BlockBuilder = Callable[[EncoderConfig, Any, int, bool],
+                        tf_keras.layers.Layer]
+
+
+@dataclasses.dataclass(frozen=True)
+class Backbone:
+  """A registered backbone.
+
+  Attributes:
+    name: the `encoder.backbone` value (also the gin name of its options).
+    build_block: `(config, options, index, return_attention_scores) -> layer`
+      builds transformer block `index` (0-based). A block is called as
+      `block([hidden_states, attention_mask])` and returns the new hidden
+      states, or `(hidden_states, probabilities [B, heads, T, T])` when built
+      with `return_attention_scores`.
+    options_cls: the dataclass of the backbone's own options (None: none).
+    default_activation: the feed-forward activation of the reference code.
+    shares_blocks_across_layers: one block object is applied at every layer
+      (ALBERT): `build_block` is called once and reused.
+    validate_options: `(config, options, name)` raises `ValueError` naming
+      the setting when the options do not fit the config.
+    flops_shape: `(config, options) -> dict` of `metrics.flops.NetworkShape`
+      keyword arguments beyond the common sizes (None: a BERT block).
+    model_garden_config: `config -> official.nlp.configs.encoders.EncoderConfig`
+      of the same network, where Model Garden has one (stock baselines).
+  """
+  name: str
+  build_block: BlockBuilder
+  options_cls: Optional[Type[Any]] = None
+  default_activation: str = 'gelu_tanh'
+  shares_blocks_across_layers: bool = False
+  validate_options: Optional[Callable[[EncoderConfig, Any, str], None]] = None
+  flops_shape: Optional[Callable[[EncoderConfig, Any], Dict[str, Any]]] = None
+  model_garden_config: Optional[
+      Callable[[EncoderConfig], mg_encoders.EncoderConfig]] = None
+
+  def parse_options(self, config: EncoderConfig, name: str = 'encoder'):
+    """The backbone's options object from `config.options`."""
+    values = config.options_dict()
+    if self.options_cls is None:
+      if values:
+        raise ValueError(f'{name}.options={values} but backbone '
+                         f'{self.name!r} takes no options.')
+      return None
+    known = {field.name for field in dataclasses.fields(self.options_cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+      raise ValueError(f'{name}.options has {unknown}, which backbone '
+                       f'{self.name!r} does not have (its options: '
+                       f'{sorted(known)}).')
+    return self.options_cls(**values)
+
+
+_BACKBONES: Dict[str, Backbone] = {}
+_OPTION_FACTORIES: Dict[str, Callable[..., Any]] = {}
+
+
+def register_backbone(backbone: Backbone) -> Backbone:
+  """Adds a backbone to the registry and its options to gin (by its name).
+
+  Raises:
+    ValueError: if another backbone has the name.
+  """
+  existing = _BACKBONES.get(backbone.name)
+  if existing is not None and existing != backbone:
+    raise ValueError(f'Backbone {backbone.name!r} is already registered.')
+  _BACKBONES[backbone.name] = backbone
+  if backbone.options_cls is not None and backbone.name not in (
+      _OPTION_FACTORIES):
+    _OPTION_FACTORIES[backbone.name] = gin_dataclass.register(
+        backbone.options_cls, backbone.name)
+  return backbone
+
+
+def _load_builtin_backbones() -> None:
+  package = importlib.import_module(BACKBONES_PACKAGE)
+  for module in pkgutil.iter_modules(package.__path__):
+    importlib.import_module(f'{BACKBONES_PACKAGE}.{module.name}')
+
+
+def backbone_names() -> List[str]:
+  _load_builtin_backbones()
+  return sorted(_BACKBONES)
+
+
+def get_backbone(name: str, setting: str = 'encoder.backbone') -> Backbone:
+  """The registered backbone `name`.
+
+  Raises:
+    ValueError: naming the setting and the registered backbones.
+  """
+  if name not in _BACKBONES:
+    _load_builtin_backbones()
+  if name not in _BACKBONES:
+    raise ValueError(f'{setting} must be one of {backbone_names()}, got '
+                     f'{name!r}.')
+  return _BACKBONES[name]
 
 
 def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:
-  """Checks an encoder config; returns it.
+  """Checks a config; returns it with the backbone's default activation.
 
   Args:
     config: the config.
@@ -117,9 +245,7 @@ def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:
   Raises:
     ValueError: naming the setting and the constraint it breaks.
   """
-  if config.backbone not in BACKBONES:
-    raise ValueError(f'{name}.backbone must be one of {BACKBONES}, got '
-                     f'{config.backbone!r}.')
+  backbone = get_backbone(config.backbone, f'{name}.backbone')
   for field in ('hidden_size', 'num_layers', 'num_attention_heads',
                 'intermediate_size'):
     value = getattr(config, field)
@@ -130,71 +256,32 @@ def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:
     raise ValueError(
         f'{name}.hidden_size={config.hidden_size} is not divisible by '
         f'{name}.num_attention_heads={config.num_attention_heads}.')
-  if config.backbone == 'convbert':
-    _validate_convbert(config, name)
-  else:
-    for field, default in _CONVBERT_DEFAULTS.items():
-      if getattr(config, field) != default:
-        raise ValueError(
-            f'{name}.{field}={getattr(config, field)!r} is a ConvBERT '
-            f"setting; with {name}.backbone={config.backbone!r} it must keep "
-            f'its default {default!r}.')
+  if config.hidden_activation is None:
+    config = config.replace(hidden_activation=backbone.default_activation)
+  activations.check_name(config.hidden_activation, f'{name}.hidden_activation')
+  options = backbone.parse_options(config, name)
+  if backbone.validate_options is not None:
+    backbone.validate_options(config, options, name)
+  if options is not None:
+    config = config.with_options(dataclasses.asdict(options))
   return config
 
 
-def _validate_convbert(config: EncoderConfig, name: str) -> None:
-  """The ConvBERT constraints of `validate`."""
-  for field in ('head_ratio', 'conv_kernel_size', 'num_groups'):
-    value = getattr(config, field)
-    if not isinstance(value, int) or value <= 0:
-      raise ValueError(f'{name}.{field} must be a positive int, got '
-                       f'{value!r}.')
-  if config.conv_kernel_size % 2 == 0:
-    raise ValueError(f'{name}.conv_kernel_size={config.conv_kernel_size} '
-                     'must be odd.')
-  for field in ('hidden_size', 'intermediate_size'):
-    if getattr(config, field) % config.num_groups:
-      raise ValueError(
-          f'{name}.{field}={getattr(config, field)} is not divisible by '
-          f'{name}.num_groups={config.num_groups}.')
-  if config.conv_only and config.attention_only:
-    raise ValueError(f'{name}.conv_only and {name}.attention_only exclude '
-                     'each other; set at most one to True.')
+def _gin_encoder_config(config: EncoderConfig) -> EncoderConfig:
+  """Fills the backbone's options from gin (`<backbone>.<option>`)."""
+  backbone = get_backbone(config.backbone)
+  if backbone.options_cls is not None:
+    options = dataclasses.asdict(_OPTION_FACTORIES[backbone.name]())
+    options.update(config.options_dict())
+    config = config.with_options(options)
+  return validate(config)
 
 
-@gin.configurable('encoder')
-def encoder_config(
-    backbone: str = 'bert',
-    hidden_size: int = gin.REQUIRED,
-    num_layers: int = gin.REQUIRED,
-    num_attention_heads: int = gin.REQUIRED,
-    intermediate_size: int = gin.REQUIRED,
-    embedding_size: Optional[int] = None,
-    vocab_size: Optional[int] = None,
-    max_position_embeddings: int = 512,
-    type_vocab_size: int = 2,
-    hidden_activation: str = 'gelu',
-    dropout_rate: float = 0.1,
-    attention_dropout_rate: float = 0.1,
-    initializer_range: float = 0.02,
-    head_ratio: int = 2,
-    conv_kernel_size: int = 9,
-    num_groups: int = 1,
-    conv_only: bool = False,
-    attention_only: bool = False,
-) -> EncoderConfig:
-  """The gin-bound encoder (see `EncoderConfig` for the arguments)."""
-  return validate(EncoderConfig(
-      backbone=backbone, hidden_size=hidden_size, num_layers=num_layers,
-      num_attention_heads=num_attention_heads,
-      intermediate_size=intermediate_size, embedding_size=embedding_size,
-      vocab_size=vocab_size, max_position_embeddings=max_position_embeddings,
-      type_vocab_size=type_vocab_size, hidden_activation=hidden_activation,
-      dropout_rate=dropout_rate,
-      attention_dropout_rate=attention_dropout_rate,
-      initializer_range=initializer_range, head_ratio=head_ratio,
-      conv_kernel_size=conv_kernel_size, num_groups=num_groups,
-      conv_only=conv_only, attention_only=attention_only))
+encoder_config = gin_dataclass.register(
+    EncoderConfig, 'encoder',
+    required=('hidden_size', 'num_layers', 'num_attention_heads',
+              'intermediate_size'),
+    exclude=('options',), finalize=_gin_encoder_config)
 
 
 def with_vocab_size(config: EncoderConfig, vocab_size: int,
@@ -218,37 +305,19 @@ def with_vocab_size(config: EncoderConfig, vocab_size: int,
 
 
 def to_model_garden_config(config: EncoderConfig) -> mg_encoders.EncoderConfig:
-  """The equivalent Model Garden `EncoderConfig` (for Model Garden's tasks).
+  """The same network as a Model Garden encoder config (stock baselines).
 
   Raises:
-    ValueError: for the 'convbert' backbone, which Model Garden does not have
-      (build it with `build_encoder`).
+    ValueError: for a backbone Model Garden does not have.
   """
-  if config.backbone == 'convbert':
+  backbone = get_backbone(config.backbone)
+  if backbone.model_garden_config is None:
     raise ValueError(
-        "encoder.backbone='convbert' has no Model Garden encoder config "
-        '(Model Garden has no ConvBERT); build it with '
-        'official_repro.modeling.networks.encoders.build_encoder.')
+        f'encoder.backbone={config.backbone!r} has no Model Garden encoder; '
+        'build it with official_repro.modeling.networks.encoders.'
+        'build_encoder.')
   _require_vocab_size(config)
-  common = dict(
-      vocab_size=config.vocab_size,
-      hidden_size=config.hidden_size,
-      num_layers=config.num_layers,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      hidden_activation=config.hidden_activation,
-      dropout_rate=config.dropout_rate,
-      attention_dropout_rate=config.attention_dropout_rate,
-      max_position_embeddings=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size,
-      initializer_range=config.initializer_range)
-  if config.backbone == 'albert':
-    return mg_encoders.EncoderConfig(
-        type='albert', albert=mg_encoders.AlbertEncoderConfig(
-            embedding_width=config.embedding_width, **common))
-  return mg_encoders.EncoderConfig(
-      type='bert', bert=mg_encoders.BertEncoderConfig(
-          embedding_size=config.embedding_size, **common))
+  return backbone.model_garden_config(validate(config))
 
 
 def _require_vocab_size(config: EncoderConfig) -> None:
@@ -257,117 +326,56 @@ def _require_vocab_size(config: EncoderConfig) -> None:
                      'data vocabulary (with_vocab_size) first.')
 
 
-class AlbertScaffoldEncoder(networks.EncoderScaffold):
-  """`EncoderScaffold` that also exposes its word-embedding layer."""
-
-  def __init__(self, word_embedding_layer: tf_keras.layers.Layer, **kwargs):
-    super().__init__(**kwargs)
-    self._word_embedding_layer = word_embedding_layer
-
-  def get_embedding_layer(self) -> tf_keras.layers.Layer:
-    return self._word_embedding_layer
-
-
-def _initializer(config: EncoderConfig):
-  return tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
-
-
-def _build_albert(config: EncoderConfig,
-                  word_embedding_layer: Optional[tf_keras.layers.Layer]
-                  ) -> AlbertScaffoldEncoder:
-  embeddings, word_embedding_layer = embedding_network.build_embedding_network(
-      vocab_size=config.vocab_size, embedding_width=config.embedding_width,
-      hidden_size=config.hidden_size,
-      max_sequence_length=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size,
-      dropout_rate=config.dropout_rate, initializer=_initializer(config),
-      word_embedding_layer=word_embedding_layer, name='albert_embeddings')
-  shared_block = layers.TransformerEncoderBlock(
-      num_attention_heads=config.num_attention_heads,
-      inner_dim=config.intermediate_size,
-      inner_activation=tf_utils.get_activation(config.hidden_activation),
-      output_dropout=config.dropout_rate,
-      attention_dropout=config.attention_dropout_rate,
-      kernel_initializer=_initializer(config),
-      name='shared_transformer')
-  return AlbertScaffoldEncoder(
-      word_embedding_layer=word_embedding_layer,
-      embedding_cls=embeddings,
-      embedding_data=word_embedding_layer.embeddings,
-      hidden_cls=shared_block,
-      num_hidden_instances=config.num_layers,
-      pooled_output_dim=config.hidden_size,
-      pooler_layer_initializer=_initializer(config),
-      return_all_layer_outputs=False,
-      dict_outputs=True,
-      name='albert_encoder')
-
-
-def _build_convbert(config: EncoderConfig,
-                    word_embedding_layer: Optional[tf_keras.layers.Layer],
-                    return_attention_scores: bool
-                    ) -> convbert_encoder.ConvBertEncoder:
-  return convbert_encoder.ConvBertEncoder(
-      vocab_size=config.vocab_size,
-      hidden_size=config.hidden_size,
-      num_layers=config.num_layers,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      head_ratio=config.head_ratio,
-      kernel_size=config.conv_kernel_size,
-      num_groups=config.num_groups,
-      conv_only=config.conv_only,
-      attention_only=config.attention_only,
-      embedding_width=config.embedding_width,
-      max_sequence_length=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size,
-      activation=config.hidden_activation,
-      dropout_rate=config.dropout_rate,
-      attention_dropout_rate=config.attention_dropout_rate,
-      initializer_range=config.initializer_range,
-      embedding_layer=word_embedding_layer,
-      return_attention_scores=return_attention_scores,
-      name='convbert_encoder')
-
-
 def build_encoder(config: EncoderConfig,
-                  word_embedding_layer: Optional[tf_keras.layers.Layer] = None,
-                  return_attention_scores: bool = False) -> tf_keras.Model:
+                  shared: Optional[SharedLayers] = None,
+                  return_attention_scores: bool = False,
+                  name: Optional[str] = None
+                  ) -> transformer_encoder.TransformerEncoder:
   """Builds the Keras encoder network a config describes.
 
   Args:
     config: the architecture, with `vocab_size` set.
-    word_embedding_layer: an existing word-embedding layer (width E) to share;
-      used for tied generator/discriminator embeddings.
+    shared: layers taken from another network (tied word embedding, bottom
+      blocks).
     return_attention_scores: add an `attention_scores` output, a list over
-      layers of the self-attention probabilities `[batch, heads, seq, seq]`
-      (ConvBERT: `max(1, num_attention_heads // head_ratio)` heads). BERT and
-      ConvBERT only.
+      layers of the self-attention probabilities `[batch, heads, seq, seq]`.
+    name: the network's name (default `<backbone>_encoder`).
 
   Returns:
-    A Keras encoder taking `input_word_ids`, `input_mask`, `input_type_ids`
-    (int32 `[batch, seq]`) and returning a dict with `sequence_output`
-    `[batch, seq, hidden]` and `pooled_output` `[batch, hidden]`. It has
-    `get_embedding_table()` (`[vocab, E]`) and `get_embedding_layer()`.
+    A `TransformerEncoder` taking `input_word_ids`, `input_mask`,
+    `input_type_ids` (int32 `[batch, seq]`) and returning a dict with
+    `sequence_output` `[batch, seq, hidden]`, `pooled_output`
+    `[batch, hidden]` and `encoder_outputs` (every layer's output).
 
   Raises:
-    ValueError: an invalid config (see `validate`), no `vocab_size`, or
-      `return_attention_scores` for a backbone or variant without them
-      (ALBERT; ConvBERT with `conv_only`).
+    ValueError: an invalid config (see `validate`), no `vocab_size`, more
+      shared blocks than layers, or attention scores from blocks without
+      self-attention (ConvBERT's `conv_only`).
   """
-  validate(config)
+  config = validate(config)
   _require_vocab_size(config)
-  if config.backbone == 'albert':
-    if return_attention_scores:
-      raise ValueError(
-          "return_attention_scores is not available for encoder.backbone="
-          "'albert' (Model Garden's EncoderScaffold does not return them); "
-          "use 'bert' or 'convbert'.")
-    return _build_albert(config, word_embedding_layer)
-  if config.backbone == 'convbert':
-    return _build_convbert(config, word_embedding_layer,
-                           return_attention_scores)
-  model_garden_config = to_model_garden_config(config)
-  model_garden_config.bert.return_attention_scores = return_attention_scores
-  return mg_encoders.build_encoder(model_garden_config,
-                                   embedding_layer=word_embedding_layer)
+  backbone = get_backbone(config.backbone)
+  options = backbone.parse_options(config)
+  shared = shared or SharedLayers()
+  if len(shared.blocks) > config.num_layers:
+    raise ValueError(f'{len(shared.blocks)} shared blocks for an encoder of '
+                     f'{config.num_layers} layers.')
+  blocks = list(shared.blocks)
+  own_block = None
+  for index in range(len(blocks), config.num_layers):
+    if own_block is None or not backbone.shares_blocks_across_layers:
+      own_block = backbone.build_block(config, options, index,
+                                       return_attention_scores)
+    blocks.append(own_block)
+  return transformer_encoder.TransformerEncoder(
+      vocab_size=config.vocab_size,
+      hidden_size=config.hidden_size,
+      blocks=blocks,
+      embedding_width=config.width,
+      max_sequence_length=config.max_position_embeddings,
+      type_vocab_size=config.type_vocab_size,
+      dropout_rate=config.dropout_rate,
+      initializer_range=config.initializer_range,
+      word_embedding_layer=shared.word_embedding_layer,
+      return_attention_scores=return_attention_scores,
+      name=name or f'{config.backbone}_encoder')

@@ -23,7 +23,14 @@ import tf_keras
 
 from official_repro.data import vocab
 from official_repro.modeling.networks import encoders
-from official_repro.training import export
+
+# The layout of an exported encoder (written by `training/export.py`):
+# `<model_dir>/encoder/encoder-<step>` checkpoints, the config that rebuilds
+# the encoder, and its tokenizer.
+ENCODER_SUBDIR = 'encoder'
+ENCODER_CONFIG_FILENAME = 'encoder_config.json'
+VOCAB_FILENAME = 'vocab.txt'
+TOKENIZER_FILENAME = 'tokenizer.json'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,10 +52,10 @@ class PretrainedEncoder:
 def _export_dir(init_checkpoint: str) -> Optional[str]:
   """The export folder `init_checkpoint` names, or None if it names none."""
   for candidate in (init_checkpoint,
-                    os.path.join(init_checkpoint, export.ENCODER_SUBDIR),
+                    os.path.join(init_checkpoint, ENCODER_SUBDIR),
                     os.path.dirname(init_checkpoint)):
     if tf.io.gfile.exists(
-        os.path.join(candidate, export.ENCODER_CONFIG_FILENAME)):
+        os.path.join(candidate, ENCODER_CONFIG_FILENAME)):
       return candidate
   return None
 
@@ -101,9 +108,9 @@ def resolve(init_checkpoint: Optional[str],
   tokenizer = {}
   if export_dir:
     with tf.io.gfile.GFile(
-        os.path.join(export_dir, export.ENCODER_CONFIG_FILENAME)) as f:
+        os.path.join(export_dir, ENCODER_CONFIG_FILENAME)) as f:
       config = encoders.EncoderConfig.from_args(**json.load(f))
-    tokenizer_path = os.path.join(export_dir, export.TOKENIZER_FILENAME)
+    tokenizer_path = os.path.join(export_dir, TOKENIZER_FILENAME)
     if tf.io.gfile.exists(tokenizer_path):
       with tf.io.gfile.GFile(tokenizer_path) as f:
         tokenizer = json.load(f)
@@ -112,12 +119,12 @@ def resolve(init_checkpoint: Optional[str],
   if config is None:
     raise ValueError(
         f'--init_checkpoint {init_checkpoint} has no '
-        f'{export.ENCODER_CONFIG_FILENAME}; give the architecture with gin '
+        f'{ENCODER_CONFIG_FILENAME}; give the architecture with gin '
         '(include a gin/sizes/*.gin file and set encoder.backbone).')
   vocab_file = vocab_file or tokenizer.get('vocab_file')
   if not vocab_file:
     raise ValueError(
-        f'--init_checkpoint {init_checkpoint} has no {export.VOCAB_FILENAME}; '
+        f'--init_checkpoint {init_checkpoint} has no {VOCAB_FILENAME}; '
         'pass --vocab_file with the vocabulary the encoder was trained with.')
   if not tf.io.gfile.exists(vocab_file):
     raise FileNotFoundError(f'--vocab_file {vocab_file} does not exist.')

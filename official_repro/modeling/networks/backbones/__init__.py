@@ -1,0 +1,1 @@
+"""Built-in backbones; every module here registers one (see `encoders`)."""
