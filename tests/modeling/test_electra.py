@@ -6,27 +6,48 @@ import tensorflow as tf
 
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
+from official_repro.modeling.pretrainers import networks
 from official_repro.modeling.pretrainers import sampling
 
 
 def _discriminator_config(backbone='bert'):
   return encoders.validate(encoders.EncoderConfig(
       backbone=backbone, hidden_size=32, num_layers=2, num_attention_heads=4,
-      intermediate_size=64, embedding_size=16, vocab_size=40,
+      intermediate_size=64, embedding_width=16, vocab_size=40,
       max_position_embeddings=16))
 
 
 def test_generator_size_scales_width_not_depth():
   discriminator = encoders.EncoderConfig(
       hidden_size=256, num_layers=12, num_attention_heads=4,
-      intermediate_size=1024, embedding_size=128, vocab_size=100)
-  generator = electra.scale_generator(discriminator, 0.25)
+      intermediate_size=1024, embedding_width=128, vocab_size=100)
+  generator = networks.scale_generator(discriminator, 0.25)
   assert (generator.hidden_size, generator.num_attention_heads,
           generator.intermediate_size) == (64, 1, 256)
   assert generator.num_layers == 12
   assert generator.embedding_width == 128
   with pytest.raises(ValueError, match='generator_size'):
-    electra.scale_generator(discriminator, 0.0)
+    networks.scale_generator(discriminator, 0.0)
+
+
+@pytest.mark.parametrize('generator_layers, depth', [
+    (0.5, 6), (1.0, 12), (1, 1), (6, 6), (12, 12), (0.01, 1)])
+def test_generator_layers_is_a_count_or_a_fraction(generator_layers, depth):
+  discriminator = encoders.EncoderConfig(
+      hidden_size=256, num_layers=12, num_attention_heads=4,
+      intermediate_size=1024, vocab_size=100)
+  generator = networks.scale_generator(discriminator, 1.0, generator_layers)
+  assert generator.num_layers == depth
+  assert generator.hidden_size == 256  # Depth and width are independent.
+
+
+@pytest.mark.parametrize('generator_layers, message', [
+    (0, r'count in \[1, 12\]'), (13, r'count in \[1, 12\]'),
+    (1.5, r'fraction in \(0, 1\]'), (0.0, r'fraction in \(0, 1\]'),
+    ('6', 'an int'), (True, 'an int')])
+def test_generator_layers_out_of_range(generator_layers, message):
+  with pytest.raises(ValueError, match=message):
+    networks.generator_depth(12, generator_layers)
 
 
 def test_sampling_temperature_follows_tempered_softmax():
@@ -76,10 +97,8 @@ def _batch():
 
 def _pretrainer(backbone='bert', **kwargs):
   config = _discriminator_config(backbone)
-  networks = electra.build_networks(config, generator_size=0.5)
   return electra.ElectraPretrainer(
-      networks.generator, networks.discriminator,
-      discriminator_hidden_size=config.hidden_size, **kwargs)
+      config, networks.scale_generator(config, 0.5), **kwargs)
 
 
 @pytest.mark.parametrize('backbone', ['bert', 'albert'])
@@ -132,3 +151,54 @@ def test_tied_embedding_gets_gradients_from_both_losses(backbone):
   # (untied) weights no gradient.
   own = [v for v in model.generator.trainable_variables if v is not table]
   assert all(tape.gradient(rtd_loss, v) is None for v in own)
+
+
+def test_config_round_trip_rebuilds_an_equal_model():
+  model = _pretrainer('albert', temperature=0.8, disallow_original=True)
+  clone = electra.ElectraPretrainer.from_config(model.get_config())
+  inputs = _batch()
+  model(inputs)
+  clone(inputs)
+  assert clone.get_config() == model.get_config()
+  assert [v.shape for v in clone.trainable_variables] == [
+      v.shape for v in model.trainable_variables]
+  # The tie is part of the config: one embedding table in the clone too.
+  assert clone.generator.get_embedding_table() is (
+      clone.discriminator.get_embedding_table())
+
+
+@pytest.mark.parametrize('backbone', ['bert', 'albert', 'convbert'])
+def test_shared_generator_blocks_get_gradients_from_both_losses(backbone):
+  # TEAMS-style partial sharing: the generator (full width, its own depth)
+  # takes the discriminator's bottom block objects.
+  config = _discriminator_config(backbone)
+  if backbone == 'convbert':
+    config = config.with_options(dict(config.options_dict(), kernel_size=3))
+  model = electra.ElectraPretrainer(
+      config, networks.scale_generator(config, 1.0, generator_layers=2),
+      num_shared_blocks=1)
+  inputs = _batch()
+  model(inputs)
+  shared_block = model.discriminator.transformer_layers[0]
+  assert model.generator.transformer_layers[0] is shared_block
+  assert model.generator.transformer_layers[1] is not (
+      model.discriminator.transformer_layers[1])
+  model_variables = {v.ref() for v in model.trainable_variables}
+  shared = [v for v in shared_block.trainable_variables
+            if 'kernel' in v.name]
+  assert shared and all(v.ref() in model_variables for v in shared)
+  with tf.GradientTape(persistent=True) as tape:
+    outputs = model(inputs, training=True)
+    mlm_loss = tf.reduce_sum(outputs['mlm_logits'])
+    rtd_loss = tf.reduce_sum(outputs['rtd_logits'])
+  for loss in (mlm_loss, rtd_loss):
+    gradients = tape.gradient(loss, shared)
+    assert all(g is not None and float(tf.reduce_max(tf.abs(g))) > 0
+               for g in gradients)
+
+
+def test_sharing_blocks_needs_equal_widths():
+  config = _discriminator_config()
+  with pytest.raises(ValueError, match='generator_size 1.0'):
+    electra.ElectraPretrainer(config, networks.scale_generator(config, 0.5),
+                              num_shared_blocks=1)

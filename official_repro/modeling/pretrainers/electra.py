@@ -1,104 +1,187 @@
 """ELECTRA: a masked-LM generator and a replaced-token-detection discriminator.
 
-Backbone-agnostic: the generator and discriminator are whatever
-`encoders.build_encoder` makes of an `EncoderConfig` (BERT for ELECTRA,
-ALBERT for ALE of paper 001). Written here rather than reusing Model Garden's
-`ElectraPretrainer` because that one samples at a fixed temperature 1.0
-(001 samples at 0.8), cannot exclude the original token from the sample, and
-accepts only Model Garden's `BertEncoder`.
+Backbone-agnostic: generator and discriminator are whatever
+`encoders.build_encoder` makes of their configs (BERT for ELECTRA, ALBERT for
+ALE of paper 001, ConvBERT for paper 002). The forward pass is a chain of
+parts that other objectives reuse or override one at a time:
 
-Forward pass on a masked batch:
-  1. generator(masked ids) -> MLM logits at the masked positions, through an
-     MLM head tied to the (shared) word-embedding table;
-  2. one replacement per masked position sampled from
-     softmax(stop_gradient(logits) / temperature);
-  3. the discriminator reads the original sequence with the samples written
-     in; its label is 1 where the token differs from the original ("replaced
-     and different"; a sample equal to the original is labelled 0).
+  1. `generator_logits`: generator(masked ids) -> MLM logits at the masked
+     positions, through an MLM head on the generator's word-embedding table;
+  2. `sample_replacements`: one id per masked position from
+     softmax(stop_gradient(logits) / temperature), optionally never the
+     original token;
+  3. `corrupt`: the original sequence with the samples written in, and the
+     RTD label 1 where a token differs from the original ("replaced and
+     different"; a sample equal to the original is labelled 0);
+  4. `discriminate`: the discriminator's outputs on the corrupted sequence;
+  5. `rtd_logits`: ELECTRA's per-token head on them.
+The losses are the task's (`official_repro.tasks.electra`).
+
+Model Garden's `ElectraPretrainer` is not subclassed, for three concrete
+reasons: its `call` always runs a next-sentence `ClassificationHead` on the
+generator output (variables and compute with no loss in ELECTRA); it samples
+through a `[batch, predictions, vocab]` one-hot at a temperature fixed to 1.0
+(001 samples at 0.8) inside its monolithic `call`; and that `call` hard-wires
+one replacement per position, where TEAMS needs K candidates and SCRIPT has
+no second network, so objectives compose the parts above instead. The
+pretrainer is built from encoder configs (not from networks) so that its
+config describes the sharing too and `from_config(get_config())` rebuilds an
+equal model.
 """
 
-import dataclasses
-from typing import Dict
+from typing import Any, Dict, Optional, Tuple, Union
 
 import tensorflow as tf
 import tf_keras
 
-from official.modeling import tf_utils
 from official.nlp.modeling import layers
+from official_repro.modeling import activations
 from official_repro.modeling.heads import rtd
 from official_repro.modeling.networks import encoders
+from official_repro.modeling.pretrainers import networks as networks_lib
 from official_repro.modeling.pretrainers import sampling
 
-
-def scale_generator(discriminator: encoders.EncoderConfig,
-                    generator_size: float) -> encoders.EncoderConfig:
-  """The generator config: the discriminator's width scaled, same depth.
-
-  Hidden size, attention heads and feed-forward size are multiplied by
-  `generator_size` (rounded; at least one head); layer count, embedding width
-  and backbone stay the discriminator's, and so does ConvBERT's `head_ratio`:
-  mixed attention keeps `max(1, heads // head_ratio)` self-attention heads,
-  so a generator with fewer heads than `head_ratio` keeps one, as in the
-  ConvBERT reference.
-
-  Raises:
-    ValueError: if the scaled hidden size is not divisible by the scaled
-      number of heads.
-  """
-  if not 0.0 < generator_size <= 1.0:
-    raise ValueError(f'generator_size must be in (0, 1], got '
-                     f'{generator_size}.')
-  hidden = max(1, int(round(discriminator.hidden_size * generator_size)))
-  heads = max(1, int(round(discriminator.num_attention_heads *
-                           generator_size)))
-  intermediate = max(1, int(round(discriminator.intermediate_size *
-                                  generator_size)))
-  generator = discriminator.replace(
-      hidden_size=hidden, num_attention_heads=heads,
-      intermediate_size=intermediate,
-      embedding_size=discriminator.embedding_width)
-  return encoders.validate(generator, name='generator (scaled encoder)')
+EncoderConfigLike = Union[encoders.EncoderConfig, Dict[str, Any]]
 
 
+def _as_encoder_config(config: EncoderConfigLike) -> encoders.EncoderConfig:
+  if isinstance(config, encoders.EncoderConfig):
+    return config
+  return encoders.EncoderConfig.from_args(**config)
+
+
+@tf_keras.utils.register_keras_serializable(package='official_repro')
 class ElectraPretrainer(tf_keras.Model):
   """Generator + discriminator trained with MLM and replaced-token detection.
 
   Attributes:
     generator: the generator encoder.
     discriminator: the discriminator encoder (the model kept for fine-tuning).
+    mlm_head: the generator's MLM head (Model Garden `MaskedLM`).
+    rtd_head: the discriminator's replaced-token-detection head.
   """
 
   def __init__(self,
-               generator: tf_keras.Model,
-               discriminator: tf_keras.Model,
-               discriminator_hidden_size: int,
+               discriminator_config: EncoderConfigLike,
+               generator_config: EncoderConfigLike,
+               tie_embeddings: bool = True,
+               num_shared_blocks: int = 0,
                temperature: float = 1.0,
                disallow_original: bool = False,
-               mlm_activation: str = 'gelu',
+               mlm_activation: str = 'gelu_tanh',
                initializer_range: float = 0.02,
                **kwargs):
+    """Builds the networks and heads.
+
+    Args:
+      discriminator_config: the discriminator's `EncoderConfig` (or its dict).
+      generator_config: the generator's (e.g. `networks.scale_generator`).
+      tie_embeddings: one word-embedding table for both networks.
+      num_shared_blocks: the generator's bottom blocks that are the
+        discriminator's (0 in ELECTRA).
+      temperature: sampling temperature of the generator's softmax (> 0).
+      disallow_original: never sample the original token.
+      mlm_activation: activation of the MLM and RTD heads' transforms.
+      initializer_range: stddev of the heads' initializers.
+      **kwargs: other `tf_keras.Model` arguments.
+    """
     super().__init__(**kwargs)
     if temperature <= 0:
       raise ValueError(f'electra.temperature must be > 0, got {temperature}.')
-    self.generator = generator
-    self.discriminator = discriminator
+    discriminator_config = _as_encoder_config(discriminator_config)
+    generator_config = _as_encoder_config(generator_config)
+    built = networks_lib.build_networks(
+        discriminator_config, generator_config, tie_embeddings,
+        num_shared_blocks)
+    self.generator = built.generator
+    self.discriminator = built.discriminator
     self._temperature = temperature
     self._disallow_original = disallow_original
     initializer = tf_keras.initializers.TruncatedNormal(
         stddev=initializer_range)
     self.mlm_head = layers.MaskedLM(
-        embedding_table=generator.get_embedding_table(),
-        activation=tf_utils.get_activation(mlm_activation),
+        embedding_table=self.generator.get_embedding_table(),
+        activation=activations.get(mlm_activation),
         initializer=initializer, output='logits', name='generator_mlm')
     self.rtd_head = rtd.ReplacedTokenDetectionHead(
-        hidden_size=discriminator_hidden_size, activation=mlm_activation,
-        initializer_range=initializer_range, name='discriminator_rtd')
+        hidden_size=discriminator_config.hidden_size,
+        activation=mlm_activation, initializer_range=initializer_range,
+        name='discriminator_rtd')
+    self._config = dict(
+        discriminator_config=discriminator_config.as_dict(),
+        generator_config=generator_config.as_dict(),
+        tie_embeddings=tie_embeddings, num_shared_blocks=num_shared_blocks,
+        temperature=temperature, disallow_original=disallow_original,
+        mlm_activation=mlm_activation, initializer_range=initializer_range)
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:
     """What fine-tuning restores (`encoder`) and the rest, by name."""
     return dict(encoder=self.discriminator, generator=self.generator,
                 generator_mlm=self.mlm_head, discriminator_rtd=self.rtd_head)
+
+  @staticmethod
+  def _encoder_inputs(word_ids: tf.Tensor,
+                      inputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    return dict(input_word_ids=word_ids, input_mask=inputs['input_mask'],
+                input_type_ids=inputs['input_type_ids'])
+
+  def generator_logits(self, inputs: Dict[str, tf.Tensor],
+                       training: Optional[bool] = None
+                       ) -> Tuple[tf.Tensor, Dict[str, Any]]:
+    """Step 1: the generator's MLM logits at the masked positions.
+
+    Returns:
+      `(mlm_logits [batch, predictions, vocab], generator outputs)`.
+    """
+    outputs = self.generator(
+        self._encoder_inputs(inputs['input_word_ids'], inputs),
+        training=training)
+    logits = self.mlm_head(outputs['sequence_output'],
+                           masked_positions=inputs['masked_lm_positions'])
+    return logits, outputs
+
+  def sample_replacements(self, mlm_logits: tf.Tensor,
+                          inputs: Dict[str, tf.Tensor]) -> tf.Tensor:
+    """Step 2: one replacement id per masked position, int32 `[B, P]`."""
+    return sampling.sample_from_logits(
+        tf.stop_gradient(mlm_logits), self._temperature,
+        disallowed_ids=(inputs['masked_lm_ids'] if self._disallow_original
+                        else None))
+
+  @staticmethod
+  def corrupt(inputs: Dict[str, tf.Tensor], replacements: tf.Tensor
+              ) -> Tuple[tf.Tensor, tf.Tensor]:
+    """Step 3: the corrupted sequence and its RTD labels.
+
+    Args:
+      inputs: the masked batch (`input_word_ids`, `input_mask`,
+        `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights`).
+      replacements: int `[B, P]` ids for the masked positions.
+
+    Returns:
+      `(corrupted_ids, rtd_labels)`, int32 `[B, T]` each; the label is 1 on
+      real tokens that differ from the original.
+    """
+    positions = inputs['masked_lm_positions']
+    weights = inputs['masked_lm_weights']
+    original = sampling.restore_original_ids(
+        inputs['input_word_ids'], positions, inputs['masked_lm_ids'], weights)
+    corrupted = sampling.scatter_at_positions(original, positions,
+                                              replacements, weights)
+    labels = tf.cast(tf.not_equal(corrupted, original), tf.int32)
+    return corrupted, labels * tf.cast(inputs['input_mask'], tf.int32)
+
+  def discriminate(self, corrupted_ids: tf.Tensor,
+                   inputs: Dict[str, tf.Tensor],
+                   training: Optional[bool] = None) -> Dict[str, Any]:
+    """Step 4: the discriminator's outputs on the corrupted sequence."""
+    return self.discriminator(self._encoder_inputs(corrupted_ids, inputs),
+                              training=training)
+
+  def rtd_logits(self, discriminator_outputs: Dict[str, Any]) -> tf.Tensor:
+    """Step 5: float `[B, T]` replaced-token logits."""
+    return self.rtd_head(discriminator_outputs['sequence_output'])
 
   def call(self, inputs: Dict[str, tf.Tensor], training=None
            ) -> Dict[str, tf.Tensor]:
@@ -118,61 +201,13 @@ class ElectraPretrainer(tf_keras.Model):
       `rtd_labels` int32 `[batch, seq]` (1 = replaced and different);
       `rtd_logits` float `[batch, seq]`.
     """
-    mask = inputs['input_mask']
-    type_ids = inputs['input_type_ids']
-    positions = inputs['masked_lm_positions']
-    weights = inputs['masked_lm_weights']
-    generator_outputs = self.generator(
-        dict(input_word_ids=inputs['input_word_ids'], input_mask=mask,
-             input_type_ids=type_ids), training=training)
-    mlm_logits = self.mlm_head(generator_outputs['sequence_output'],
-                               masked_positions=positions)
-    sampled = sampling.sample_from_logits(
-        tf.stop_gradient(mlm_logits), self._temperature,
-        disallowed_ids=(inputs['masked_lm_ids'] if self._disallow_original
-                        else None))
-    original = sampling.restore_original_ids(
-        inputs['input_word_ids'], positions, inputs['masked_lm_ids'], weights)
-    corrupted = sampling.scatter_at_positions(original, positions, sampled,
-                                              weights)
-    labels = tf.cast(tf.not_equal(corrupted, original), tf.int32)
-    labels *= tf.cast(mask, tf.int32)
-    discriminator_outputs = self.discriminator(
-        dict(input_word_ids=corrupted, input_mask=mask,
-             input_type_ids=type_ids), training=training)
-    rtd_logits = self.rtd_head(discriminator_outputs['sequence_output'])
+    mlm_logits, _ = self.generator_logits(inputs, training)
+    sampled = self.sample_replacements(mlm_logits, inputs)
+    corrupted, labels = self.corrupt(inputs, sampled)
+    discriminator_outputs = self.discriminate(corrupted, inputs, training)
     return dict(mlm_logits=mlm_logits, sampled_ids=sampled,
                 discriminator_ids=corrupted, rtd_labels=labels,
-                rtd_logits=rtd_logits)
+                rtd_logits=self.rtd_logits(discriminator_outputs))
 
-
-@dataclasses.dataclass(frozen=True)
-class ElectraNetworks:
-  """The two encoders of an ELECTRA model and their configs."""
-  generator: tf_keras.Model
-  discriminator: tf_keras.Model
-  generator_config: encoders.EncoderConfig
-  discriminator_config: encoders.EncoderConfig
-
-
-def build_networks(discriminator_config: encoders.EncoderConfig,
-                   generator_size: float,
-                   tie_embeddings: bool = True) -> ElectraNetworks:
-  """Builds the discriminator, then a scaled generator sharing its embeddings.
-
-  Args:
-    discriminator_config: the discriminator's architecture.
-    generator_size: generator width as a fraction of the discriminator's.
-    tie_embeddings: share the word-embedding table (one variable).
-
-  Returns:
-    The networks and their configs.
-  """
-  generator_config = scale_generator(discriminator_config, generator_size)
-  discriminator = encoders.build_encoder(discriminator_config)
-  generator = encoders.build_encoder(
-      generator_config,
-      word_embedding_layer=(discriminator.get_embedding_layer()
-                            if tie_embeddings else None))
-  return ElectraNetworks(generator, discriminator, generator_config,
-                         discriminator_config)
+  def get_config(self) -> Dict[str, Any]:
+    return dict(self._config, name=self.name)

@@ -1,8 +1,55 @@
-"""Sampling replacements from a generator and writing them into sequences."""
+"""Drawing tokens from a generator and writing them into sequences.
+
+Three samplers, each a function of logits `[..., vocab]`:
+  * `sample_from_logits`: one id per position from softmax(logits / T)
+    (ELECTRA, ALE; optionally never a given id, e.g. the original token);
+  * `sample_distinct`: K distinct ids per position without replacement
+    (TEAMS' "Sampled" negatives), by Gumbel-top-k: the K largest of
+    logits / T + Gumbel noise are a sample without replacement from the
+    tempered softmax (Kool et al. 2019), in one pass instead of K;
+    `top_k_excluding` gives TEAMS' "Hardest" negatives, the K most likely;
+  * `gumbel_softmax`: the relaxed sample of SCRIPT (004 Eq. 3),
+    softmax((log pi + g) / tau), whose argmax is the discrete sample, with an
+    optional straight-through gradient.
+All draws use Gumbel noise from one helper, stateless when a seed is given.
+"""
 
 from typing import Optional
 
 import tensorflow as tf
+
+# Added to the logits of ids a sampler must never return.
+_EXCLUDED_LOGIT = -1e9
+
+
+def gumbel_noise(shape: tf.Tensor, seed: Optional[tf.Tensor] = None
+                 ) -> tf.Tensor:
+  """I.i.d. standard Gumbel noise, float32; stateless when `seed` is given.
+
+  Args:
+    shape: the output shape.
+    seed: optional int `[2]` seed for `tf.random.stateless_uniform`.
+  """
+  if seed is None:
+    uniform = tf.random.uniform(shape, minval=1e-9, maxval=1.0)
+  else:
+    uniform = tf.random.stateless_uniform(shape, seed=seed, minval=1e-9,
+                                          maxval=1.0)
+  return -tf.math.log(-tf.math.log(uniform))
+
+
+def _check_temperature(temperature: float) -> None:
+  if temperature <= 0:
+    raise ValueError(f'temperature must be > 0, got {temperature}.')
+
+
+def _exclude(logits: tf.Tensor, excluded_ids: Optional[tf.Tensor]
+             ) -> tf.Tensor:
+  if excluded_ids is None:
+    return logits
+  return logits + tf.one_hot(excluded_ids, tf.shape(logits)[-1],
+                             on_value=_EXCLUDED_LOGIT, off_value=0.0,
+                             dtype=logits.dtype)
 
 
 def sample_from_logits(logits: tf.Tensor,
@@ -11,9 +58,9 @@ def sample_from_logits(logits: tf.Tensor,
                        seed: Optional[tf.Tensor] = None) -> tf.Tensor:
   """Draws one token per position from softmax(logits / temperature).
 
-  Gumbel-max: `argmax(logits / T + g)` with i.i.d. standard Gumbel noise `g`
-  is an exact sample of the tempered softmax. Gradients do not flow through
-  the sample (callers pass logits under `tf.stop_gradient`).
+  Gumbel-max: `argmax(logits / T + g)` is an exact sample of the tempered
+  softmax. Gradients do not flow through the sample (callers pass logits
+  under `tf.stop_gradient`).
 
   Args:
     logits: float `[..., vocab]`.
@@ -26,20 +73,90 @@ def sample_from_logits(logits: tf.Tensor,
   Returns:
     int32 `[...]` sampled ids.
   """
-  if temperature <= 0:
-    raise ValueError(f'temperature must be > 0, got {temperature}.')
-  logits = tf.cast(logits, tf.float32) / temperature
-  if disallowed_ids is not None:
-    vocab_size = tf.shape(logits)[-1]
-    logits += tf.one_hot(disallowed_ids, vocab_size, on_value=-1e9,
-                         off_value=0.0, dtype=tf.float32)
-  if seed is None:
-    uniform = tf.random.uniform(tf.shape(logits), minval=1e-9, maxval=1.0)
-  else:
-    uniform = tf.random.stateless_uniform(tf.shape(logits), seed=seed,
-                                          minval=1e-9, maxval=1.0)
-  gumbel = -tf.math.log(-tf.math.log(uniform))
-  return tf.argmax(logits + gumbel, axis=-1, output_type=tf.int32)
+  _check_temperature(temperature)
+  logits = _exclude(tf.cast(logits, tf.float32) / temperature, disallowed_ids)
+  return tf.argmax(logits + gumbel_noise(tf.shape(logits), seed), axis=-1,
+                   output_type=tf.int32)
+
+
+def sample_distinct(logits: tf.Tensor, num_samples: int,
+                    temperature: float = 1.0,
+                    excluded_ids: Optional[tf.Tensor] = None,
+                    seed: Optional[tf.Tensor] = None) -> tf.Tensor:
+  """Draws `num_samples` distinct ids per position without replacement.
+
+  The ids are in draw order: the distribution of the first is the tempered
+  softmax, of the second the softmax renormalised without the first, etc.
+
+  Args:
+    logits: float `[..., vocab]`.
+    num_samples: K, at most the number of ids that are not excluded.
+    temperature: T > 0 of the softmax sampled from.
+    excluded_ids: optional int `[...]` id per position never drawn (TEAMS:
+      the original token).
+    seed: optional int `[2]` stateless seed.
+
+  Returns:
+    int32 `[..., K]`.
+  """
+  _check_temperature(temperature)
+  logits = _exclude(tf.cast(logits, tf.float32) / temperature, excluded_ids)
+  _, ids = tf.math.top_k(logits + gumbel_noise(tf.shape(logits), seed),
+                         k=num_samples)
+  return tf.cast(ids, tf.int32)
+
+
+def top_k_excluding(logits: tf.Tensor, k: int,
+                    excluded_ids: Optional[tf.Tensor] = None) -> tf.Tensor:
+  """The `k` most likely ids per position, most likely first.
+
+  Args:
+    logits: float `[..., vocab]`.
+    k: how many.
+    excluded_ids: optional int `[...]` id per position left out.
+
+  Returns:
+    int32 `[..., k]`.
+  """
+  _, ids = tf.math.top_k(_exclude(tf.cast(logits, tf.float32), excluded_ids),
+                         k=k)
+  return tf.cast(ids, tf.int32)
+
+
+def gumbel_softmax(logits: tf.Tensor, temperature: float = 1.0,
+                   straight_through: bool = False,
+                   seed: Optional[tf.Tensor] = None) -> tf.Tensor:
+  """SCRIPT's relaxed sample (004 Eq. 3): softmax((log pi + g) / tau).
+
+  Args:
+    logits: float `[..., vocab]`, unnormalised log-probabilities log pi (a
+      constant shift does not change the result).
+    temperature: tau > 0; as tau -> 0 the result tends to the one-hot of
+      `argmax(log pi + g)`, as tau grows to the uniform distribution.
+    straight_through: return the one-hot of the argmax in the forward pass
+      with the gradient of the relaxed sample (straight-through estimator);
+      otherwise the relaxed sample itself.
+    seed: optional int `[2]` stateless seed.
+
+  Returns:
+    float32 `[..., vocab]`: rows on the probability simplex (one-hot with
+    `straight_through`).
+  """
+  _check_temperature(temperature)
+  logits = tf.cast(logits, tf.float32)
+  perturbed = logits + gumbel_noise(tf.shape(logits), seed)
+  relaxed = tf.nn.softmax(perturbed / temperature, axis=-1)
+  if not straight_through:
+    return relaxed
+  hard = tf.one_hot(tf.argmax(perturbed, axis=-1), tf.shape(logits)[-1],
+                    dtype=relaxed.dtype)
+  return relaxed + tf.stop_gradient(hard - relaxed)
+
+
+def gather_at_positions(sequence: tf.Tensor, positions: tf.Tensor
+                        ) -> tf.Tensor:
+  """`sequence[b, positions[b, p]]`: `[B, T, ...]` -> `[B, P, ...]`."""
+  return tf.gather(sequence, positions, batch_dims=1)
 
 
 def scatter_at_positions(ids: tf.Tensor, positions: tf.Tensor,
