@@ -11,11 +11,13 @@ For one gin configuration this measures, per variant:
 Variants:
   ours   - `official_repro` task + trainer, reading the records in the masking
            mode the gin config asks for (dynamic masking runs in tf.data).
-  stock  - Model Garden's own task (`MaskedLMTask`, or `ElectraPretrainTask`
-           for the ELECTRA objective) with its `BertPretrainDataLoader` and
-           base trainer, on the same model config and statically masked
-           records of the same text. Model Garden cannot build ALE (tied
-           ALBERT embeddings), so ALE is measured as `ours` only.
+  stock  - Model Garden's own task for the objective, as its registry entry
+           declares it (`Objective.stock_task_config`: `MaskedLMTask` for
+           masked LM, `ElectraPretrainTask` for ELECTRA), with its
+           `BertPretrainDataLoader` and base trainer, on the same model
+           config and statically masked records of the same text. Objectives
+           or configs without a Model Garden counterpart (ALE's tied ALBERT
+           embeddings, ConvBERT) are measured as `ours` only.
 
 Each variant runs in its own subprocess so memory and compilation caches do
 not leak between them. Records are built once under `--work_dir` from
@@ -47,18 +49,12 @@ from official.core import base_trainer
 from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.core import train_utils
-from official.nlp.configs import bert
-from official.nlp.configs import electra as stock_electra
 from official.nlp.data import pretrain_dataloader as stock_dataloader
-from official.nlp.tasks import electra_task as stock_electra_task
-from official.nlp.tasks import masked_lm as stock_masked_lm
 from official_repro.data import builtin_corpus
 from official_repro.data import create_pretraining_data
 from official_repro.data import records
 from official_repro.metrics import flops as flops_lib
-from official_repro.modeling.networks import encoders
-from official_repro.modeling.pretrainers import electra as electra_model
-from official_repro.tasks import electra as electra_task
+from official_repro.tasks import objectives
 from official_repro.training import experiment
 from official_repro.training import gin_utils
 from official_repro.training import trainer as trainer_lib
@@ -173,35 +169,11 @@ def _stock_params(params: cfg.ExperimentConfig, static_dir: str,
       global_batch_size=ours.global_batch_size,
       use_next_sentence_label=ours.use_next_sentence_label,
       is_training=True)
-  model = params.task.model
-  if isinstance(params.task, electra_task.ElectraPretrainConfig):
-    if model.discriminator.backbone != 'bert':
-      raise ValueError(
-          "Model Garden's stock ElectraPretrainer cannot tie the embeddings "
-          f'of {model.discriminator.backbone} encoders (AlbertEncoder has no '
-          'get_embedding_layer); measure this config with --variants=ours.')
-    generator = electra_model.scale_generator(model.discriminator,
-                                              model.generator_size)
-    task = stock_electra_task.ElectraPretrainConfig(
-        model=stock_electra.ElectraPretrainerConfig(
-            num_masked_tokens=max_predictions,
-            sequence_length=ours.seq_length,
-            discriminator_loss_weight=params.task.discriminator_loss_weight,
-            tie_embeddings=model.tie_embeddings,
-            disallow_correct=model.disallow_original,
-            generator_encoder=encoders.to_model_garden_config(generator),
-            discriminator_encoder=encoders.to_model_garden_config(
-                model.discriminator),
-            cls_heads=[]),
-        train_data=train_data)
-  else:
-    task = stock_masked_lm.MaskedLMConfig(
-        model=bert.PretrainerConfig(
-            encoder=encoders.to_model_garden_config(model.encoder),
-            cls_heads=model.cls_heads,
-            mlm_activation=model.mlm_activation,
-            mlm_initializer_range=model.mlm_initializer_range),
-        train_data=train_data)
+  objective = objectives.for_task_config(params.task)
+  if objective.stock_task_config is None:
+    raise ValueError(f'Objective {objective.name!r} has no Model Garden '
+                     'counterpart; measure it with --variants=ours.')
+  task = objective.stock_task_config(params.task, train_data, max_predictions)
   return cfg.ExperimentConfig(task=task, trainer=params.trainer,
                               runtime=params.runtime)
 

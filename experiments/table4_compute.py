@@ -18,10 +18,14 @@ import os
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from typing import Tuple
+
 from absl import app
 from absl import flags
 import gin
 
+from official.core import config_definitions as cfg
+from official_repro import count_flops
 from official_repro.metrics import flops
 from official_repro.training import gin_utils
 
@@ -39,30 +43,31 @@ PAPER = {
 BUDGET_CONFIG = 'electra_small'
 
 
-def _report(name: str) -> flops.ComputeReport:
+def _report(name: str) -> Tuple[flops.ComputeReport, cfg.TaskConfig]:
   gin.clear_config()
   gin_utils.parse_config([os.path.join(
       gin_utils.REPO_ROOT, 'gin', 'papers', '001_ale', name + '.gin')], [])
-  return flops.report_from_gin(FLAGS.vocab_size)
+  return count_flops.report_from_gin(FLAGS.vocab_size)
 
 
 def main(argv):
   del argv
-  budget = _report(BUDGET_CONFIG).total_train_flops()
+  budget = _report(BUDGET_CONFIG)[0].total_train_flops()
   header = ('model', 'params (ours)', 'params (001)', 'train FLOPs (formula)',
             'train FLOPs (001)', 'formula / 001', 'steps at equal budget',
             'steps (001)')
   print('| ' + ' | '.join(header) + ' |')
   print('|' + '---|' * len(header))
   for name, (label, paper_params, paper_flops, paper_steps) in PAPER.items():
-    report = _report(name)
-    parameters = flops.model_parameters(flops.build_pretrainer(report))
+    report, task_config = _report(name)
+    parameters = count_flops.model_parameters(
+        count_flops.build_pretrainer(task_config))
     total = report.total_train_flops()
     # 001's budget relative to ELECTRA_small's (2x for the "2x time" run).
     row_budget = budget * paper_flops / PAPER[BUDGET_CONFIG][2]
     steps = flops.steps_for_budget(row_budget, report.per_token_forward(),
                                    report.batch_size, report.seq_length)
-    print(f'| {label} | {parameters["discriminator"] / 1e6:.2f}M | '
+    print(f'| {label} | {parameters["encoder"] / 1e6:.2f}M | '
           f'{paper_params / 1e6:.1f}M | {total:.3g} | {paper_flops:.1e} | '
           f'{total / paper_flops:.2f} | {steps:,.0f} | {paper_steps:,} |')
   print(f'\nBudget: ELECTRA_small at its Table V steps, {budget:.4g} FLOPs, '

@@ -59,35 +59,51 @@ def static_records(tmp_path_factory):
 
 
 @pytest.fixture
-def run_tiny_electra(tiny_records):
-  """Returns `run(model_dir, bindings=(), mode)`: 2 ELECTRA steps, tiny sizes.
+def run_tiny_pretraining(tiny_records):
+  """Returns `run(model_dir, gin_files, bindings=(), mode)`: 2 steps, tiny.
 
-  The encoder is gin/sizes/tiny.gin with a half-width generator on
-  `tiny_records`; `bindings` (gin strings) are applied last. `run` returns
-  the experiment's result dict.
+  gin/sizes/tiny.gin, then `gin_files` (relative to the repository), on
+  `tiny_records` with batch 8; `bindings` (gin strings) are applied last.
+  `run` returns the experiment's result dict.
   """
   import gin
   import tensorflow as tf
   from official_repro.training import experiment
   from official_repro.training import gin_utils
 
-  def run(model_dir, bindings=(), mode='train_and_eval'):
+  def run(model_dir, gin_files, bindings=(), mode='train_and_eval'):
     gin.clear_config()
     try:
       gin_utils.parse_config(
           [os.path.join(gin_utils.REPO_ROOT, f) for f in
-           ('gin/sizes/tiny.gin', 'gin/pretrain/electra.gin')],
+           ('gin/sizes/tiny.gin', *gin_files)],
           [f'pretrain_data.input_path = {tiny_records!r}',
            'pretrain_data.max_seq_length = 32',
            'pretrain_data.train_batch_size = 8',
            'experiment.train_steps = 2', 'experiment.steps_per_loop = 1',
            'experiment.checkpoint_interval = 1',
-           'optimization.learning_rate = 1e-3',
-           'electra.generator_size = 0.5', *bindings])
+           'optimization.learning_rate = 1e-3', *bindings])
       params, settings = experiment.experiment_config()
       return experiment.run(params, settings, tf.distribute.get_strategy(),
                             str(model_dir), mode)
     finally:
       gin.clear_config()
+
+  return run
+
+
+@pytest.fixture
+def run_tiny_electra(run_tiny_pretraining):
+  """Returns `run(model_dir, bindings=(), mode)`: 2 ELECTRA steps, tiny sizes.
+
+  The encoder is gin/sizes/tiny.gin with a half-width generator on
+  `tiny_records`; `bindings` (gin strings) are applied last. `run` returns
+  the experiment's result dict.
+  """
+
+  def run(model_dir, bindings=(), mode='train_and_eval'):
+    return run_tiny_pretraining(
+        model_dir, ['gin/pretrain/electra.gin'],
+        ['electra.generator_size = 0.5', *bindings], mode)
 
   return run

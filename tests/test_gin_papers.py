@@ -33,7 +33,7 @@ TABLE_V_BERT_SMALL = {
     'encoder.hidden_size': 256,                 # Hidden Size
     'encoder.intermediate_size': 1024,          # FNN Size
     'encoder.num_attention_heads': 4,           # Attention Heads
-    'encoder.embedding_size': 128,              # Embedding Size
+    'encoder.embedding_width': 128,             # Embedding Size
 }
 
 
@@ -219,9 +219,9 @@ def _002_column(hidden, heads, ffn, groups, embedding, learning_rate, batch,
   return dict(_002_RECIPE, **{
       'encoder.backbone': 'convbert', 'encoder.hidden_size': hidden,
       'encoder.num_layers': 12, 'encoder.num_attention_heads': heads,
-      'encoder.intermediate_size': ffn, 'encoder.num_groups': groups,
-      'encoder.embedding_size': embedding, 'encoder.conv_kernel_size': 9,
-      'encoder.head_ratio': 2, 'optimization.learning_rate': learning_rate,
+      'encoder.intermediate_size': ffn, 'convbert.num_groups': groups,
+      'encoder.embedding_width': embedding, 'convbert.kernel_size': 9,
+      'convbert.head_ratio': 2, 'optimization.learning_rate': learning_rate,
       'pretrain_data.train_batch_size': batch,
       'electra.generator_size': generator_size}, **extra)
 
@@ -231,8 +231,8 @@ _002_SMALL = dict(hidden=256, heads=4, ffn=1024, groups=1, embedding=128,
 _002_MEDIUM_SMALL = dict(hidden=384, heads=8, ffn=1536, groups=2,
                          embedding=128, learning_rate=5e-4, batch=128,
                          generator_size=0.25)
-_002_ONLY_CONV = {'encoder.conv_only': True}
-_002_ONLY_ATTENTION = {'encoder.attention_only': True}
+_002_ONLY_CONV = {'convbert.conv_only': True}
+_002_ONLY_ATTENTION = {'convbert.attention_only': True}
 PRETRAIN_002 = {
     'small.gin': _002_column(**_002_SMALL),
     'medium_small.gin': _002_column(**_002_MEDIUM_SMALL),
@@ -265,27 +265,28 @@ PARAMETERS_002 = {
 
 def _convbert_parameters(config):
   """Closed-form trainable parameters of a ConvBERT encoder, pooler excluded."""
-  d, e, m = config.hidden_size, config.embedding_width, config.intermediate_size
-  k, g = config.conv_kernel_size, config.num_groups
+  d, e, m = config.hidden_size, config.width, config.intermediate_size
+  options = config.options
+  k, g = options.kernel_size, options.num_groups
   head_size = d // config.num_attention_heads
-  attention_heads = max(1, config.num_attention_heads // config.head_ratio)
-  conv_heads = (2 * attention_heads if config.conv_only else
-                0 if config.attention_only else attention_heads)
+  attention_heads = max(1, config.num_attention_heads // options.head_ratio)
+  conv_heads = (2 * attention_heads if options.conv_only else
+                0 if options.attention_only else attention_heads)
   count = (config.vocab_size + config.max_position_embeddings +
            config.type_vocab_size + 2) * e
   if e != d:
     count += e * d + d
   layer = 0
-  if not config.conv_only:  # Key and value.
+  if not options.conv_only:  # Key and value.
     layer += 2 * (d * attention_heads * head_size + attention_heads * head_size)
-  query = (conv_heads if config.conv_only else attention_heads) * head_size
+  query = (conv_heads if options.conv_only else attention_heads) * head_size
   layer += d * query + query
   if conv_heads:
     width = conv_heads * head_size
     layer += k * d + d * width + width  # Separable span key.
     layer += width * conv_heads * k + conv_heads * k  # Kernel generator.
     layer += d * width + width  # Values.
-  context = (0 if config.conv_only else attention_heads * head_size) + (
+  context = (0 if options.conv_only else attention_heads * head_size) + (
       conv_heads * head_size)
   layer += context * d + d + 2 * d  # Output dense, LayerNorm.
   layer += d * m // g + m + m * d // g + d + 2 * d  # Grouped FFN, LayerNorm.

@@ -27,7 +27,6 @@ from official.nlp.data import data_loader
 from official.nlp.data import data_loader_factory
 from official_repro.data import masking
 from official_repro.data import records
-from official_repro.modeling.networks import encoders
 
 
 @dataclasses.dataclass
@@ -295,15 +294,8 @@ def pretraining_data_configs(
   return train, evaluation
 
 
-def resolve_vocab_size(config: encoders.EncoderConfig,
-                       params: PretrainDataConfig) -> encoders.EncoderConfig:
-  """Sets the encoder's vocabulary size from the records, checking it.
-
-  Raises:
-    ValueError: if the encoder names a different vocabulary size, naming the
-      records' vocab file.
-  """
-  metadata = records.load_metadata(params.input_path)
-  vocab_file = os.path.join(params.input_path, metadata['vocab_file'])
-  return encoders.with_vocab_size(config, metadata['vocab_size'],
-                                  source=vocab_file)
+def records_vocabulary(input_path: str) -> Tuple[int, str]:
+  """The vocabulary size of a record directory and its vocab file's path."""
+  metadata = records.load_metadata(input_path)
+  return (metadata['vocab_size'],
+          os.path.join(input_path, metadata['vocab_file']))

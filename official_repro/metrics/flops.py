@@ -1,10 +1,8 @@
-r"""Compute accounting: parameters and training FLOPs of a pretraining config.
+"""Compute accounting: the FLOPs formulas and independent counts.
 
-  python -m official_repro.metrics.flops --gin_file=gin/papers/001_ale/ale_small.gin \
-      [--flops_budget=1.294e18 | --budget_gin_file=gin/papers/001_ale/electra_small.gin] \
-      [--profile]
-
-Two independent counts:
+The command that reports a pretraining config's parameters and FLOPs is
+`official_repro.count_flops`; the objectives declare their networks' terms
+(`NetworkCost`) with the functions here. Two independent counts:
 
 1. **ELECTRA's published formula** (google-research/electra
    `flops_computation.py`), implemented term by term below: a matmul costs
@@ -72,25 +70,12 @@ without one so that the profiler counts it.
 
 import dataclasses
 import math
-import os
 import re
 from typing import Any, Callable, Dict, List, Optional
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import app
-from absl import flags
-import gin
 import tensorflow as tf
 
 from official.core import train_utils  # pylint: disable=unused-import
-from official_repro.data import masking
-from official_repro.modeling.networks import encoders
-from official_repro.modeling.pretrainers import electra
-from official_repro.tasks import electra as electra_task
-from official_repro.tasks import masked_lm
-from official_repro.training import gin_utils
 from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-direct-tensorflow-import
 
 # ELECTRA's per-element costs of the non-matmul operations.
@@ -103,15 +88,9 @@ SOFTMAX_FLOPS = 5
 ELECTRA_OUTPUT_FRACTION = 0.15625
 
 
-# ConvBERT settings of `NetworkShape` and the `EncoderConfig` fields (with
-# their defaults) they are read from.
-_CONVBERT_ENCODER_FIELDS = (
-    ('head_ratio', 'head_ratio', 2),
-    ('kernel_size', 'conv_kernel_size', 9),
-    ('groups', 'num_groups', 1),
-    ('conv_only', 'conv_only', False),
-    ('attention_only', 'attention_only', False),
-)
+# ConvBERT fields of `NetworkShape` that a BERT block keeps at their defaults.
+_CONVBERT_DEFAULTS = (('kernel_size', 9), ('groups', 1), ('conv_only', False),
+                      ('attention_only', False))
 
 # The terms of `block_terms` that are matrix products (dense layers, attention
 # einsums, convolutions): what XLA's dot/convolution count measures.
@@ -160,7 +139,7 @@ class NetworkShape:
       raise ValueError(f'NetworkShape: hidden={self.hidden} must be divisible '
                        f'by heads={self.heads}.')
     if self.head_ratio is None:
-      for name, _, default in _CONVBERT_ENCODER_FIELDS[1:]:
+      for name, default in _CONVBERT_DEFAULTS:
         if getattr(self, name) != default:
           raise ValueError(
               f'NetworkShape: {name}={getattr(self, name)!r} is a ConvBERT '
@@ -181,20 +160,6 @@ class NetworkShape:
     if self.conv_only and self.attention_only:
       raise ValueError('NetworkShape: conv_only and attention_only exclude '
                        'each other.')
-
-  @classmethod
-  def from_encoder(cls, config: encoders.EncoderConfig, seq_length: int
-                   ) -> 'NetworkShape':
-    """The shape of an encoder config; ConvBERT fields for 'convbert'."""
-    convbert = {}
-    if config.backbone == 'convbert':
-      convbert = {name: getattr(config, field, default)
-                  for name, field, default in _CONVBERT_ENCODER_FIELDS}
-    return cls(hidden=config.hidden_size, layers=config.num_layers,
-               embedding=config.embedding_width,
-               intermediate=config.intermediate_size,
-               heads=config.num_attention_heads, seq_length=seq_length,
-               vocab_size=config.vocab_size, **convbert)
 
 
 def block_terms(net: NetworkShape) -> Dict[str, float]:
@@ -453,27 +418,49 @@ def count_parameters(variables) -> int:
   return int(sum(v.shape.num_elements() for v in variables))
 
 
-def parameter_breakdown(generator: Optional[tf.keras.Model],
-                        discriminator: tf.keras.Model) -> Dict[str, int]:
-  """Parameters of the encoders: generator-only, discriminator, shared.
+def parameter_breakdown(encoder: tf.keras.Model,
+                        others: Dict[str, tf.keras.Model]) -> Dict[str, int]:
+  """Parameters of a pretraining model's networks, shared ones counted once.
 
-  `discriminator` counts every variable of the discriminator encoder,
-  embeddings included (how 001 reports 13.5M / 4.8M); `generator_only`
-  excludes what the generator shares with it.
+  Args:
+    encoder: the network kept for fine-tuning, counted in full (embeddings
+      included, how 001 reports 13.5M / 4.8M).
+    others: the other networks by name (e.g. ELECTRA's `generator`).
+
+  Returns:
+    `encoder`: the encoder's count; for each other network `<name>_only`
+    (variables the encoder does not have), `shared` and `<name>_total`.
   """
-  discriminator_ids = {id(v) for v in discriminator.trainable_variables}
-  result = dict(discriminator=count_parameters(
-      discriminator.trainable_variables))
-  if generator is not None:
-    shared = [v for v in generator.trainable_variables
-              if id(v) in discriminator_ids]
-    own = [v for v in generator.trainable_variables
-           if id(v) not in discriminator_ids]
-    result.update(generator_only=count_parameters(own),
-                  shared=count_parameters(shared),
-                  generator_total=count_parameters(
-                      generator.trainable_variables))
+  encoder_ids = {id(v) for v in encoder.trainable_variables}
+  result = dict(encoder=count_parameters(encoder.trainable_variables))
+  for name, network in others.items():
+    variables = network.trainable_variables
+    result[f'{name}_only'] = count_parameters(
+        [v for v in variables if id(v) not in encoder_ids])
+    result['shared'] = count_parameters(
+        [v for v in variables if id(v) in encoder_ids])
+    result[f'{name}_total'] = count_parameters(variables)
   return result
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkCost:
+  """One network of a pretraining model, for the formula.
+
+  Attributes:
+    shape: its sizes (embeddings and blocks).
+    backbone: its backbone name (for reports).
+    heads: per-token forward FLOPs of each head on its output, by name
+      (e.g. `mlm_head_flops(...)`, `rtd_head_flops(...)`).
+  """
+  shape: NetworkShape
+  backbone: str
+  heads: Dict[str, float]
+
+  def per_token_forward(self, one_hot_embeddings: bool = True) -> float:
+    return (self.shape.layers * block_flops(self.shape) +
+            embedding_flops(self.shape, one_hot_embeddings) +
+            sum(self.heads.values()))
 
 
 @dataclasses.dataclass
@@ -484,18 +471,11 @@ class ComputeReport:
   batch_size: int
   train_steps: int
   max_predictions: int
-  networks: Dict[str, NetworkShape]
-  heads: Dict[str, str]
-  encoder_configs: Dict[str, encoders.EncoderConfig]
-
-  @property
-  def output_fraction(self) -> float:
-    return self.max_predictions / self.seq_length
+  networks: Dict[str, NetworkCost]
 
   def per_token_forward(self, one_hot_embeddings: bool = True) -> float:
-    return sum(network_flops(self.networks[name], self.heads[name],
-                             self.output_fraction, one_hot_embeddings)
-               for name in self.networks)
+    return sum(network.per_token_forward(one_hot_embeddings)
+               for network in self.networks.values())
 
   def train_flops_per_step(self, one_hot_embeddings: bool = True) -> float:
     return train_flops(self.per_token_forward(one_hot_embeddings),
@@ -503,135 +483,3 @@ class ComputeReport:
 
   def total_train_flops(self) -> float:
     return self.train_flops_per_step() * self.train_steps
-
-
-def report_from_gin(vocab_size: int) -> ComputeReport:
-  """The compute report of the parsed gin config.
-
-  Args:
-    vocab_size: vocabulary size when the config does not bind
-      `encoder.vocab_size` (it normally comes from the records).
-  """
-  objective = gin.query_parameter('experiment.task_config').selector
-  discriminator = encoders.encoder_config()
-  if discriminator.vocab_size is None:
-    discriminator = discriminator.replace(vocab_size=vocab_size)
-  seq_length = gin.query_parameter('pretrain_data.max_seq_length')
-  bindings = gin.get_bindings('pretrain_data')
-  max_predictions = bindings.get('max_predictions_per_seq') or (
-      masking.default_max_predictions(seq_length,
-                                      bindings.get('mask_rate', 0.15)))
-  configs = dict(discriminator=discriminator)
-  heads = dict(discriminator='mlm')
-  if objective == 'electra':
-    heads['discriminator'] = 'rtd'
-    configs['generator'] = electra.scale_generator(
-        discriminator, gin.query_parameter('electra.generator_size'))
-    heads['generator'] = 'mlm'
-  elif objective != 'masked_lm':
-    raise ValueError(f'No FLOPs model for objective {objective!r}.')
-  return ComputeReport(
-      objective=objective, seq_length=seq_length,
-      batch_size=gin.query_parameter('pretrain_data.train_batch_size'),
-      train_steps=gin.query_parameter('experiment.train_steps'),
-      max_predictions=max_predictions,
-      networks={name: NetworkShape.from_encoder(config, seq_length)
-                for name, config in configs.items()},
-      heads=heads, encoder_configs=configs)
-
-
-def build_pretrainer(report: ComputeReport) -> tf.keras.Model:
-  """The Keras pretraining model of a report (for parameters and profiling)."""
-  discriminator = report.encoder_configs['discriminator']
-  if report.objective == 'electra':
-    config = electra_task.ElectraModelConfig(
-        discriminator=discriminator,
-        generator_size=gin.query_parameter('electra.generator_size'))
-    return electra_task.ElectraPretrainTask(
-        electra_task.ElectraPretrainConfig(model=config)).build_model()
-  config = masked_lm.MaskedLMModelConfig(encoder=discriminator)
-  return masked_lm.MaskedLMPretrainTask(
-      masked_lm.MaskedLMPretrainConfig(model=config)).build_model()
-
-
-def model_parameters(model: tf.keras.Model) -> Dict[str, int]:
-  items = model.checkpoint_items
-  return parameter_breakdown(items.get('generator'), items['encoder'])
-
-
-def main(argv):
-  del argv
-  flag_values = flags.FLAGS
-  gin_utils.parse_config(flag_values.gin_file, flag_values.gin_param)
-  report = report_from_gin(flag_values.vocab_size)
-  model = build_pretrainer(report)
-  print(format_report(report, model_parameters(model)))
-  budget = flag_values.flops_budget
-  if flag_values.budget_gin_file:
-    gin.clear_config()
-    gin_utils.parse_config([flag_values.budget_gin_file], [])
-    budget = report_from_gin(flag_values.vocab_size).total_train_flops()
-  if budget:
-    steps = steps_for_budget(budget, report.per_token_forward(),
-                             report.batch_size, report.seq_length)
-    print(f'steps for a budget of {budget:.4g} FLOPs: {steps:,.0f} '
-          f'(config: {report.train_steps:,})')
-  if flag_values.profile:
-    specs = pretraining_input_specs(report.seq_length, report.max_predictions)
-    profiled = profiled_forward_flops(model, specs)
-    formula = report.per_token_forward() * report.seq_length
-    gathers = report.per_token_forward(one_hot_embeddings=False) * (
-        report.seq_length)
-    print(f'forward FLOPs per sequence: profiler {profiled:.4g}; formula '
-          f'{formula:.4g} (profiler/formula {profiled / formula:.3f}); '
-          f'formula with embeddings as gathers {gathers:.4g} '
-          f'(profiler/that {profiled / gathers:.3f})')
-
-
-def format_report(report: ComputeReport, parameters: Dict[str, int]) -> str:
-  """Human-readable parameters and FLOPs."""
-  lines = [f'objective: {report.objective}; seq {report.seq_length}, batch '
-           f'{report.batch_size}, {report.train_steps:,} steps, '
-           f'{report.max_predictions} predictions per sequence']
-  for name, net in report.networks.items():
-    convbert = ''
-    if net.head_ratio is not None:
-      variant = ('conv_only ' if net.conv_only else
-                 'attention_only ' if net.attention_only else '')
-      convbert = (f'{variant}head_ratio={net.head_ratio} k={net.kernel_size} '
-                  f'G={net.groups} ')
-    lines.append(
-        f'{name}: {report.encoder_configs[name].backbone} H={net.hidden} '
-        f'L={net.layers} E={net.embedding} FFN={net.intermediate} '
-        f'heads={net.heads} {convbert}V={net.vocab_size}; forward FLOPs/token '
-        f'{network_flops(net, report.heads[name], report.output_fraction):.4g}')
-  lines.append('parameters (encoders, embeddings included): ' + ', '.join(
-      f'{name} {count / 1e6:.2f}M' for name, count in parameters.items()))
-  lines.append(f'train FLOPs (ELECTRA formula): {report.train_flops_per_step():.4g}'
-               f' per step, {report.total_train_flops():.4g} in total')
-  lines.append('shared ALBERT layers are counted once per application (they '
-               'cost compute, not parameters); tied embeddings are one '
-               'parameter set but each network computes its own embedding.')
-  return '\n'.join(lines)
-
-
-def define_flags():
-  """The CLI's flags; defined on demand because other entry points import
-  this module and define flags of the same names."""
-  flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
-  flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
-  flags.DEFINE_integer('vocab_size', 30522,
-                       'Vocabulary size when encoder.vocab_size is unbound '
-                       '(default: BERT uncased).')
-  flags.DEFINE_float('flops_budget', None,
-                     'Print the steps this config can train for this many '
-                     'FLOPs.')
-  flags.DEFINE_string('budget_gin_file', None,
-                      'Use the total train FLOPs of this config as budget.')
-  flags.DEFINE_boolean('profile', False,
-                       'Also count forward FLOPs with the TF profiler.')
-
-
-if __name__ == '__main__':
-  define_flags()
-  app.run(main)

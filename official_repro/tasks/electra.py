@@ -1,60 +1,79 @@
-"""ELECTRA / ALE pretraining task (paper 001, Table V).
+"""ELECTRA / ALE / ConvBERT pretraining (replaced-token detection).
 
 Loss = generator_loss_weight * MLM + discriminator_loss_weight * RTD, with
-the MLM loss averaged over masked positions and the RTD loss (sigmoid
-cross-entropy) averaged over real, non-padding tokens, as in ELECTRA. Which
-backbone the two networks use (BERT: ELECTRA; ALBERT: ALE) is the encoder
-config's business, not this task's.
+the MLM loss averaged over masked positions (Model Garden's `MaskedLMTask`
+loss) and the RTD loss (sigmoid cross-entropy) averaged over real,
+non-padding tokens, as in ELECTRA. Which backbone the two networks use
+(BERT: ELECTRA; ALBERT: ALE of 001; ConvBERT: 002) is the encoder config's
+business. gin: `experiment.objective = 'electra'` and `electra.<field>` for
+the fields of `ElectraModelConfig`.
 """
 
 import dataclasses
-from typing import Dict, List, Optional
+from typing import Dict, List, Union
 
-import gin
 import tensorflow as tf
 import tf_keras
 
-from official.core import base_task
+from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.modeling.hyperparams import base_config
-from official.core import config_definitions as cfg
+from official.nlp.configs import electra as stock_electra
+from official.nlp.tasks import electra_task as stock_electra_task
 from official_repro.data import pretrain_dataloader
+from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
+from official_repro.modeling.pretrainers import networks
+from official_repro.tasks import objectives
+from official_repro.tasks import pretraining
 
 
 @dataclasses.dataclass
 class ElectraModelConfig(base_config.Config):
-  """The ELECTRA pretrainer.
+  """The ELECTRA pretrainer and its loss weights.
 
   Attributes:
-    discriminator: the discriminator's encoder (the generator is scaled from
-      it by `generator_size`).
+    discriminator: the discriminator's encoder (gin: `encoder`); the
+      generator is derived from it.
     generator_size: generator hidden/heads/FFN as a fraction of the
       discriminator's (001 Table V: 0.25).
+    generator_layers: generator depth: an int is a count, a float a fraction
+      of the discriminator's layers (ELECTRA: 1.0, the same depth).
+    num_shared_blocks: the generator's bottom blocks that are the
+      discriminator's (needs generator_size 1.0; ELECTRA: 0).
     temperature: sampling temperature of the generator's softmax.
     disallow_original: never sample the original token.
     tie_embeddings: one word-embedding table for both networks.
-    mlm_activation: activation of the MLM and RTD heads.
+    generator_loss_weight: weight of the MLM loss.
+    discriminator_loss_weight: weight of the RTD loss.
+    mlm_activation: activation of the MLM and RTD heads' transforms.
     initializer_range: stddev of the heads' initializers.
   """
   discriminator: encoders.EncoderConfig = dataclasses.field(
       default_factory=encoders.EncoderConfig)
-  generator_size: float = 0.25
+  generator_size: float = 1.0
+  generator_layers: Union[int, float] = 1.0
+  num_shared_blocks: int = 0
   temperature: float = 1.0
   disallow_original: bool = False
   tie_embeddings: bool = True
-  mlm_activation: str = 'gelu'
+  generator_loss_weight: float = 1.0
+  discriminator_loss_weight: float = 1.0
+  mlm_activation: str = 'gelu_tanh'
   initializer_range: float = 0.02
+
+  def generator(self) -> encoders.EncoderConfig:
+    """The generator's encoder config."""
+    return networks.scale_generator(self.discriminator, self.generator_size,
+                                    self.generator_layers)
 
 
 @dataclasses.dataclass
 class ElectraPretrainConfig(cfg.TaskConfig):
-  """ELECTRA pretraining task config."""
+  """ELECTRA pretraining task config (loss scaling as in `PretrainTask`)."""
   model: ElectraModelConfig = dataclasses.field(
       default_factory=ElectraModelConfig)
-  generator_loss_weight: float = 1.0
-  discriminator_loss_weight: float = 50.0
   scale_loss: bool = True
   train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
       default_factory=pretrain_dataloader.PretrainDataConfig)
@@ -63,35 +82,24 @@ class ElectraPretrainConfig(cfg.TaskConfig):
 
 
 @task_factory.register_task_cls(ElectraPretrainConfig)
-class ElectraPretrainTask(base_task.Task):
+class ElectraPretrainTask(pretraining.PretrainTask):
   """Replaced-token-detection pretraining."""
 
-  def build_model(self, params: Optional[ElectraModelConfig] = None
+  def build_model(self, params: ElectraModelConfig = None
                   ) -> electra.ElectraPretrainer:
     config = params or self.task_config.model
-    networks = electra.build_networks(config.discriminator,
-                                      config.generator_size,
-                                      config.tie_embeddings)
     return electra.ElectraPretrainer(
-        generator=networks.generator,
-        discriminator=networks.discriminator,
-        discriminator_hidden_size=config.discriminator.hidden_size,
+        discriminator_config=config.discriminator,
+        generator_config=config.generator(),
+        tie_embeddings=config.tie_embeddings,
+        num_shared_blocks=config.num_shared_blocks,
         temperature=config.temperature,
         disallow_original=config.disallow_original,
         mlm_activation=config.mlm_activation,
         initializer_range=config.initializer_range)
 
-  def build_inputs(self, params: pretrain_dataloader.PretrainDataConfig,
-                   input_context: Optional[tf.distribute.InputContext] = None
-                   ) -> tf.data.Dataset:
-    return pretrain_dataloader.PretrainDataLoader(params).load(input_context)
-
-  def build_metrics(self, training: Optional[bool] = None
-                    ) -> List[tf_keras.metrics.Metric]:
-    del training
-    return [
-        tf_keras.metrics.SparseCategoricalAccuracy(name='masked_lm_accuracy'),
-        tf_keras.metrics.Mean(name='lm_example_loss'),
+  def build_metrics(self, training=None) -> List[tf_keras.metrics.Metric]:
+    return super().build_metrics(training) + [
         tf_keras.metrics.Mean(name='discriminator_loss'),
         tf_keras.metrics.BinaryAccuracy(name='discriminator_accuracy',
                                         threshold=0.0),
@@ -107,32 +115,22 @@ class ElectraPretrainTask(base_task.Task):
                    metrics: List[tf_keras.metrics.Metric],
                    aux_losses=None) -> tf.Tensor:
     """Weighted MLM + RTD loss; updates the two loss metrics."""
-    metrics = {metric.name: metric for metric in metrics}
-    weights = tf.cast(labels['masked_lm_weights'], tf.float32)
-    mlm_losses = tf_keras.losses.sparse_categorical_crossentropy(
-        labels['masked_lm_ids'],
-        tf.cast(model_outputs['mlm_logits'], tf.float32), from_logits=True)
-    mlm_loss = tf.math.divide_no_nan(tf.reduce_sum(mlm_losses * weights),
-                                     tf.reduce_sum(weights))
-    real = tf.cast(labels['input_mask'], tf.float32)
-    rtd_losses = tf.nn.sigmoid_cross_entropy_with_logits(
-        labels=tf.cast(model_outputs['rtd_labels'], tf.float32),
-        logits=tf.cast(model_outputs['rtd_logits'], tf.float32))
-    rtd_loss = tf.math.divide_no_nan(tf.reduce_sum(rtd_losses * real),
-                                     tf.reduce_sum(real))
-    metrics['lm_example_loss'].update_state(mlm_loss)
-    metrics['discriminator_loss'].update_state(rtd_loss)
-    total = (self.task_config.generator_loss_weight * mlm_loss +
-             self.task_config.discriminator_loss_weight * rtd_loss)
+    mlm_loss = super().build_losses(labels, model_outputs, metrics)
+    rtd_loss = pretraining.replaced_token_loss(
+        model_outputs['rtd_labels'], model_outputs['rtd_logits'],
+        labels['input_mask'])
+    {metric.name: metric for metric in metrics}[
+        'discriminator_loss'].update_state(rtd_loss)
+    model = self.task_config.model
+    total = (model.generator_loss_weight * mlm_loss +
+             model.discriminator_loss_weight * rtd_loss)
     if aux_losses:
       total += tf.add_n(aux_losses)
     return total
 
   def process_metrics(self, metrics, labels, model_outputs):
+    super().process_metrics(metrics, labels, model_outputs)
     metrics = {metric.name: metric for metric in metrics}
-    weights = tf.cast(labels['masked_lm_weights'], tf.float32)
-    metrics['masked_lm_accuracy'].update_state(
-        labels['masked_lm_ids'], model_outputs['mlm_logits'], weights)
     real = tf.cast(labels['input_mask'], tf.float32)
     rtd_labels = model_outputs['rtd_labels']
     rtd_logits = tf.cast(model_outputs['rtd_logits'], tf.float32)
@@ -145,56 +143,66 @@ class ElectraPretrainTask(base_task.Task):
     replaced_at_masked = tf.gather(rtd_labels, labels['masked_lm_positions'],
                                    batch_dims=1)
     metrics['replaced_fraction'].update_state(
-        tf.cast(replaced_at_masked, tf.float32), weights)
-
-  def train_step(self, inputs, model: tf_keras.Model,
-                 optimizer: tf_keras.optimizers.Optimizer, metrics):
-    with tf.GradientTape() as tape:
-      outputs = model(inputs, training=True)
-      loss = self.build_losses(inputs, outputs, metrics, model.losses)
-      scaled_loss = loss
-      if self.task_config.scale_loss:
-        scaled_loss = loss / tf.distribute.get_strategy().num_replicas_in_sync
-    variables = model.trainable_variables
-    gradients = tape.gradient(scaled_loss, variables)
-    optimizer.apply_gradients(list(zip(gradients, variables)))
-    self.process_metrics(metrics, inputs, outputs)
-    return {self.loss: loss}
-
-  def validation_step(self, inputs, model: tf_keras.Model, metrics):
-    outputs = model(inputs, training=False)
-    loss = self.build_losses(inputs, outputs, metrics, model.losses)
-    self.process_metrics(metrics, inputs, outputs)
-    return {self.loss: loss}
+        tf.cast(replaced_at_masked, tf.float32),
+        tf.cast(labels['masked_lm_weights'], tf.float32))
 
 
-@gin.configurable('electra')
-def electra_task_config(
-    generator_size: float = gin.REQUIRED,
-    temperature: float = 1.0,
-    disallow_original: bool = False,
-    tie_embeddings: bool = True,
-    generator_loss_weight: float = 1.0,
-    discriminator_loss_weight: float = 50.0,
-    mlm_activation: str = 'gelu',
-    initializer_range: float = 0.02,
-    discriminator: Optional[encoders.EncoderConfig] = None,
-) -> ElectraPretrainConfig:
-  """Builds the task config from the gin-bound encoder and data settings.
+def _flops(task_config: ElectraPretrainConfig, seq_length: int,
+           max_predictions: int) -> Dict[str, flops.NetworkCost]:
+  """ELECTRA's terms: the generator with its MLM head, the discriminator
+  with its RTD head (each network computes its own embedding)."""
+  model = task_config.model
+  output_fraction = max_predictions / seq_length
+  generator = objectives.network_shape(model.generator(), seq_length)
+  discriminator = objectives.network_shape(model.discriminator, seq_length)
+  backbone = model.discriminator.backbone
+  return dict(
+      generator=flops.NetworkCost(
+          generator, backbone,
+          dict(mlm=flops.mlm_head_flops(generator, output_fraction))),
+      discriminator=flops.NetworkCost(
+          discriminator, backbone,
+          dict(rtd=flops.rtd_head_flops(discriminator))))
 
-  The gin-bound `encoder` is the discriminator; the generator is scaled from
-  it (see `ElectraModelConfig` for the arguments).
+
+def _stock_task_config(task_config: ElectraPretrainConfig, train_data,
+                       max_predictions: int) -> cfg.TaskConfig:
+  """Model Garden's `ElectraPretrainTask` on the same networks.
+
+  Raises:
+    ValueError: for settings Model Garden's pretrainer does not have (a
+      backbone without a Model Garden encoder, tied ALBERT embeddings, a
+      temperature other than 1, shared blocks).
   """
-  train_data, validation_data = pretrain_dataloader.pretraining_data_configs()
-  discriminator = pretrain_dataloader.resolve_vocab_size(
-      discriminator or encoders.encoder_config(), train_data)
-  return ElectraPretrainConfig(
-      model=ElectraModelConfig(
-          discriminator=discriminator, generator_size=generator_size,
-          temperature=temperature, disallow_original=disallow_original,
-          tie_embeddings=tie_embeddings, mlm_activation=mlm_activation,
-          initializer_range=initializer_range),
-      generator_loss_weight=generator_loss_weight,
-      discriminator_loss_weight=discriminator_loss_weight,
-      train_data=train_data,
-      validation_data=validation_data)
+  model = task_config.model
+  if model.temperature != 1.0 or model.num_shared_blocks:
+    raise ValueError("Model Garden's ElectraPretrainer samples at "
+                     'temperature 1.0 and shares no blocks; measure this '
+                     'config with --variants=ours.')
+  if model.discriminator.backbone != 'bert':
+    raise ValueError(
+        "Model Garden's stock ElectraPretrainer cannot tie the embeddings "
+        f'of {model.discriminator.backbone} encoders; measure this config '
+        'with --variants=ours.')
+  return stock_electra_task.ElectraPretrainConfig(
+      model=stock_electra.ElectraPretrainerConfig(
+          num_masked_tokens=max_predictions,
+          sequence_length=train_data.seq_length,
+          discriminator_loss_weight=model.discriminator_loss_weight,
+          tie_embeddings=model.tie_embeddings,
+          disallow_correct=model.disallow_original,
+          generator_encoder=encoders.to_model_garden_config(model.generator()),
+          discriminator_encoder=encoders.to_model_garden_config(
+              model.discriminator),
+          cls_heads=[]),
+      train_data=train_data)
+
+
+OBJECTIVE = objectives.register(objectives.Objective(
+    name='electra',
+    task_config_cls=ElectraPretrainConfig,
+    model_config_cls=ElectraModelConfig,
+    encoder_field='discriminator',
+    required=('generator_size',),
+    flops=_flops,
+    stock_task_config=_stock_task_config))

@@ -1,42 +1,59 @@
 """BERT masked-LM (optionally + next-sentence) pretraining task.
 
 The BERT baseline of paper 001 (Table V, BERT_small). Losses, metrics and the
-train/validation steps are Model Garden's `MaskedLMTask`; this subclass only
-swaps in our input pipeline (static or dynamic masking with record checks) and
-builds the encoder from a backbone-agnostic `EncoderConfig`, so BERT, ALBERT and
-any later backbone can be pretrained with masked LM by a gin change.
+train/validation steps are Model Garden's `MaskedLMTask` (through
+`pretraining.PretrainTask`, which swaps in our input pipeline); the model is
+Model Garden's `BertPretrainerV2` on any registered backbone. gin:
+`experiment.objective = 'masked_lm'` and `masked_lm.<field>` for the fields
+of `MaskedLMModelConfig`.
 """
 
 import dataclasses
-from typing import List, Optional
+from typing import Dict, List
 
-import gin
 import tf_keras
 
 from official.core import task_factory
-from official.modeling import tf_utils
-from official.modeling.hyperparams import base_config
 from official.nlp.configs import bert
 from official.nlp.modeling import layers
 from official.nlp.modeling import models
-from official.nlp.tasks import masked_lm
+from official.nlp.tasks import masked_lm as stock_masked_lm
+from official.modeling.hyperparams import base_config
 from official_repro.data import pretrain_dataloader
+from official_repro.metrics import flops
+from official_repro.modeling import activations
 from official_repro.modeling.networks import encoders
+from official_repro.tasks import objectives
+from official_repro.tasks import pretraining
+
+# The name of the next-sentence head (Model Garden's `MaskedLMTask` reads it).
+NEXT_SENTENCE_HEAD = 'next_sentence'
 
 
 @dataclasses.dataclass
 class MaskedLMModelConfig(base_config.Config):
-  """A masked-LM pretrainer on any backbone of `encoders`."""
+  """A masked-LM pretrainer on any registered backbone.
+
+  Attributes:
+    encoder: the backbone (gin: `encoder`).
+    next_sentence_prediction: add BERT's next-sentence head and loss (the
+      records must hold next-sentence labels).
+    cls_heads: classification heads on [CLS]; derived from
+      `next_sentence_prediction` when the task config is built from gin.
+    mlm_activation: activation of the MLM transform layer.
+    mlm_initializer_range: stddev of the MLM head initializer.
+  """
   encoder: encoders.EncoderConfig = dataclasses.field(
       default_factory=encoders.EncoderConfig)
+  next_sentence_prediction: bool = False
   cls_heads: List[bert.ClsHeadConfig] = dataclasses.field(
       default_factory=list)
-  mlm_activation: str = 'gelu'
+  mlm_activation: str = 'gelu_tanh'
   mlm_initializer_range: float = 0.02
 
 
 @dataclasses.dataclass
-class MaskedLMPretrainConfig(masked_lm.MaskedLMConfig):
+class MaskedLMPretrainConfig(stock_masked_lm.MaskedLMConfig):
   """Masked-LM pretraining on our record format.
 
   `scale_loss` is on: each replica's loss is divided by the number of replicas
@@ -53,16 +70,15 @@ class MaskedLMPretrainConfig(masked_lm.MaskedLMConfig):
 
 
 @task_factory.register_task_cls(MaskedLMPretrainConfig)
-class MaskedLMPretrainTask(masked_lm.MaskedLMTask):
+class MaskedLMPretrainTask(pretraining.PretrainTask):
   """Model Garden's masked-LM task reading `official_repro` records."""
 
-  def build_model(self, params: Optional[MaskedLMModelConfig] = None
-                  ) -> tf_keras.Model:
+  def build_model(self, params: MaskedLMModelConfig = None) -> tf_keras.Model:
     """Model Garden's `BertPretrainerV2` on an `encoders` backbone."""
     config = params or self.task_config.model
     return models.BertPretrainerV2(
         encoder_network=encoders.build_encoder(config.encoder),
-        mlm_activation=tf_utils.get_activation(config.mlm_activation),
+        mlm_activation=activations.get(config.mlm_activation),
         mlm_initializer=tf_keras.initializers.TruncatedNormal(
             stddev=config.mlm_initializer_range),
         classification_heads=[
@@ -70,39 +86,50 @@ class MaskedLMPretrainTask(masked_lm.MaskedLMTask):
             for head in config.cls_heads])
 
 
-@gin.configurable('masked_lm')
-def masked_lm_task_config(
-    next_sentence_prediction: bool = False,
-    mlm_activation: str = 'gelu',
-    mlm_initializer_range: float = 0.02,
-    encoder: Optional[encoders.EncoderConfig] = None,
-) -> MaskedLMPretrainConfig:
-  """Builds the task config from the gin-bound encoder and data settings.
+def _finalize(task_config: MaskedLMPretrainConfig) -> MaskedLMPretrainConfig:
+  """Next-sentence prediction: its head and the records' labels."""
+  model = task_config.model
+  if not model.next_sentence_prediction:
+    return task_config
+  head = bert.ClsHeadConfig(
+      inner_dim=model.encoder.hidden_size, num_classes=2,
+      dropout_rate=model.encoder.dropout_rate, name=NEXT_SENTENCE_HEAD)
+  return task_config.replace(
+      model=dict(cls_heads=[head.as_dict()]),
+      train_data=dict(use_next_sentence_label=True),
+      validation_data=dict(use_next_sentence_label=True))
 
-  Args:
-    next_sentence_prediction: add BERT's next-sentence head and loss.
-    mlm_activation: activation of the MLM transform layer.
-    mlm_initializer_range: stddev of the MLM head initializer.
-    encoder: the backbone; defaults to the gin-bound `encoder`.
 
-  Returns:
-    The task config, with the encoder's vocabulary size taken from (and
-    checked against) the training records.
-  """
-  train_data, validation_data = pretrain_dataloader.pretraining_data_configs(
-      use_next_sentence_label=next_sentence_prediction)
-  encoder = pretrain_dataloader.resolve_vocab_size(
-      encoder or encoders.encoder_config(), train_data)
-  cls_heads = []
-  if next_sentence_prediction:
-    cls_heads.append(bert.ClsHeadConfig(
-        inner_dim=encoder.hidden_size, num_classes=2,
-        dropout_rate=encoder.dropout_rate, name='next_sentence'))
-  return MaskedLMPretrainConfig(
-      model=MaskedLMModelConfig(
-          encoder=encoder,
-          cls_heads=cls_heads,
-          mlm_activation=mlm_activation,
-          mlm_initializer_range=mlm_initializer_range),
-      train_data=train_data,
-      validation_data=validation_data)
+def _flops(task_config: MaskedLMPretrainConfig, seq_length: int,
+           max_predictions: int) -> Dict[str, flops.NetworkCost]:
+  """One encoder with its MLM head (the next-sentence head is not counted,
+  as in ELECTRA's formula)."""
+  encoder = task_config.model.encoder
+  shape = objectives.network_shape(encoder, seq_length)
+  return dict(encoder=flops.NetworkCost(
+      shape, encoder.backbone,
+      dict(mlm=flops.mlm_head_flops(shape, max_predictions / seq_length))))
+
+
+def _stock_task_config(task_config: MaskedLMPretrainConfig, train_data,
+                       max_predictions: int):
+  """Model Garden's own `MaskedLMTask` on the same encoder."""
+  del max_predictions
+  model = task_config.model
+  return stock_masked_lm.MaskedLMConfig(
+      model=bert.PretrainerConfig(
+          encoder=encoders.to_model_garden_config(model.encoder),
+          cls_heads=model.cls_heads,
+          mlm_activation=activations.model_garden_name(model.mlm_activation),
+          mlm_initializer_range=model.mlm_initializer_range),
+      train_data=train_data)
+
+
+OBJECTIVE = objectives.register(objectives.Objective(
+    name='masked_lm',
+    task_config_cls=MaskedLMPretrainConfig,
+    model_config_cls=MaskedLMModelConfig,
+    encoder_field='encoder',
+    finalize=_finalize,
+    flops=_flops,
+    stock_task_config=_stock_task_config))

@@ -30,6 +30,7 @@ from official.core import train_utils
 from official.modeling import performance
 from official_repro.data import records
 from official_repro.optimization import optimizer_config
+from official_repro.tasks import objectives
 from official_repro.training import export
 from official_repro.training import gin_utils
 from official_repro.training import json_files
@@ -51,7 +52,7 @@ class RunSettings:
 
 @gin.configurable('experiment')
 def experiment_config(
-    task_config: cfg.TaskConfig = gin.REQUIRED,
+    objective: str = gin.REQUIRED,
     train_steps: int = gin.REQUIRED,
     steps_per_loop: int = 100,
     checkpoint_interval: int = 1000,
@@ -65,7 +66,8 @@ def experiment_config(
   """Builds Model Garden's experiment config from gin bindings.
 
   Args:
-    task_config: the objective's task config (e.g. `@masked_lm()`).
+    objective: the registered pretraining objective (`objectives.names()`,
+      e.g. 'electra'); its task config is built from the gin bindings.
     train_steps: optimizer steps; also the learning-rate decay horizon.
     steps_per_loop: steps per Orbit loop (logging, loss check granularity).
     checkpoint_interval: steps between checkpoints.
@@ -87,7 +89,7 @@ def experiment_config(
         f'multiple of experiment.steps_per_loop={steps_per_loop}: checkpoints '
         'are saved at loop ends.')
   params = cfg.ExperimentConfig(
-      task=task_config,
+      task=objectives.task_config_from_gin(objective),
       trainer=cfg.TrainerConfig(
           optimizer_config=optimizer_config.optimization_config(
               train_steps=train_steps),
@@ -223,7 +225,9 @@ def run(params: cfg.ExperimentConfig,
   if 'train' in mode:
     metadata = records.load_metadata(params.task.train_data.input_path)
     exported = export.export_encoder(
-        trainer.model, _encoder_config(params.task.model).as_dict(),
+        trainer.model,
+        objectives.for_task_config(params.task).exported_encoder_config(
+            params.task.model).as_dict(),
         model_dir, global_step,
         vocab_file=os.path.join(params.task.train_data.input_path,
                                 metadata['vocab_file']),
@@ -239,14 +243,6 @@ def run(params: cfg.ExperimentConfig,
       operative_config=operative,
       num_params=int(sum(v.shape.num_elements()
                          for v in trainer.model.trainable_variables)))
-
-
-def _encoder_config(model_config):
-  """The fine-tuned encoder's config in a pretraining model config."""
-  for field in ('discriminator', 'encoder'):
-    if hasattr(model_config, field):
-      return getattr(model_config, field)
-  raise ValueError(f'No encoder config in {type(model_config).__name__}.')
 
 
 def _to_floats(logs: Optional[Dict[str, Any]]) -> Optional[Dict[str, float]]:

@@ -1,5 +1,6 @@
 """Parsing gin files with clear errors, and saving the operative config."""
 
+import importlib
 import os
 from typing import Sequence
 
@@ -9,18 +10,12 @@ import tensorflow as tf
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
-# Every module that defines a gin configurable, imported before parsing so
-# that gin knows all names (an unknown name then really is a typo).
+# Modules that define gin configurables outside the registries; with the
+# registered backbones and objectives (every module of their packages) they
+# are imported before parsing, so that an unknown name really is a typo.
 _CONFIGURABLE_MODULES = (
     'official_repro.data.pretrain_dataloader',
-    'official_repro.modeling.networks.encoders',
     'official_repro.optimization.optimizer_config',
-    'official_repro.tasks.electra',
-    'official_repro.tasks.finetuning_schedule',
-    'official_repro.tasks.masked_lm',
-    'official_repro.tasks.pos_tagging',
-    'official_repro.tasks.race',
-    'official_repro.tasks.squad',
     'official_repro.training.experiment',
 )
 
@@ -30,9 +25,15 @@ class GinConfigError(ValueError):
 
 
 def register_configurables() -> None:
-  import importlib  # pylint: disable=g-import-not-at-top
+  """Imports every module that defines gin names (see above)."""
+  # pylint: disable=g-import-not-at-top
+  from official_repro.modeling.networks import encoders
+  from official_repro.tasks import objectives
+  # pylint: enable=g-import-not-at-top
   for module in _CONFIGURABLE_MODULES:
     importlib.import_module(module)
+  encoders.backbone_names()
+  objectives.load_builtin_objectives()
 
 
 def parse_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:

@@ -29,8 +29,9 @@ def test_loss_is_weighted_mlm_plus_rtd_over_real_tokens():
                 np.log1p(np.exp(-np.abs(logits))))
   for weights in ((1.0, 50.0), (2.0, 5.0)):
     task = electra.ElectraPretrainTask(electra.ElectraPretrainConfig(
-        generator_loss_weight=weights[0],
-        discriminator_loss_weight=weights[1]))
+        model=electra.ElectraModelConfig(
+            generator_loss_weight=weights[0],
+            discriminator_loss_weight=weights[1])))
     metrics = task.build_metrics()
     loss = task.build_losses(labels, outputs, metrics).numpy()
     np.testing.assert_allclose(loss, weights[0] * mlm + weights[1] * rtd,

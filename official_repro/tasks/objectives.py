@@ -1,0 +1,188 @@
+"""The pretraining-objective registry.
+
+An objective is one module (`official_repro/tasks/electra.py`,
+`masked_lm.py`, ..., or a user's own) that declares, next to its Model
+Garden `Task` (registered with `task_factory`), an `Objective`: its gin name,
+its task and model config classes, which model-config field holds the
+encoder kept for fine-tuning, its FLOPs terms and, where Model Garden has
+one, its stock counterpart for the benchmark. `gin/pretrain/<name>.gin`
+selects it with `experiment.objective = '<name>'`. The experiment builder,
+the FLOPs tool and the benchmark look objectives up here and never name one.
+
+The model config class is gin-configurable under the objective's name
+(`electra.temperature = 0.8`), derived from its fields; the encoder field is
+filled from the gin-bound `encoder` with the vocabulary size of the records.
+"""
+
+import dataclasses
+import importlib
+import pkgutil
+from typing import Any, Callable, Dict, List, Optional, Type
+
+from official.core import config_definitions as cfg
+from official_repro.common import gin_dataclass
+from official_repro.data import pretrain_dataloader
+from official_repro.metrics import flops as flops_lib
+from official_repro.modeling.networks import encoders
+
+# The package whose modules are searched for built-in objectives.
+TASKS_PACKAGE = 'official_repro.tasks'
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+  """A registered pretraining objective.
+
+  Attributes:
+    name: the `experiment.objective` value and the gin name of its model
+      config.
+    task_config_cls: its Model Garden task config class (with `model`,
+      `train_data` and `validation_data` fields); the task class is found by
+      `task_factory` from it.
+    model_config_cls: the class of `task_config_cls.model`.
+    encoder_field: the model-config field holding the `EncoderConfig` of the
+      network kept for fine-tuning (filled from gin `encoder`).
+    required: model-config fields gin must bind.
+    finalize: `task_config -> task_config` for what derives from several
+      settings (e.g. next-sentence labels in the data configs).
+    flops: `(task_config, seq_length, max_predictions) ->
+      {network name: flops.NetworkCost}`, per-token forward FLOPs of every
+      network and head in ELECTRA's conventions (None: not modelled).
+    stock_task_config: `(task_config, stock_train_data, max_predictions) ->`
+      Model Garden's own task config of the same model, for the benchmark
+      (None: Model Garden has no counterpart).
+  """
+  name: str
+  task_config_cls: Type[cfg.TaskConfig]
+  model_config_cls: Type[Any]
+  encoder_field: str
+  required: tuple = ()
+  finalize: Optional[Callable[[cfg.TaskConfig], cfg.TaskConfig]] = None
+  flops: Optional[Callable[[cfg.TaskConfig, int, int],
+                           Dict[str, flops_lib.NetworkCost]]] = None
+  stock_task_config: Optional[Callable[[cfg.TaskConfig, Any, int],
+                                       cfg.TaskConfig]] = None
+
+  def exported_encoder_config(self, model_config) -> encoders.EncoderConfig:
+    """The config of the encoder kept for fine-tuning."""
+    return getattr(model_config, self.encoder_field)
+
+
+_OBJECTIVES: Dict[str, Objective] = {}
+_MODEL_CONFIG_FACTORIES: Dict[str, Callable[..., Any]] = {}
+
+
+def register(objective: Objective) -> Objective:
+  """Adds an objective and makes its model config gin-configurable.
+
+  Raises:
+    ValueError: if another objective has the name.
+  """
+  existing = _OBJECTIVES.get(objective.name)
+  if existing is not None and existing != objective:
+    raise ValueError(f'Objective {objective.name!r} is already registered.')
+  _OBJECTIVES[objective.name] = objective
+  if objective.name not in _MODEL_CONFIG_FACTORIES:
+    _MODEL_CONFIG_FACTORIES[objective.name] = gin_dataclass.register(
+        objective.model_config_cls, objective.name,
+        required=objective.required, exclude=(objective.encoder_field,))
+  return objective
+
+
+def load_builtin_objectives() -> None:
+  """Imports every module of `official_repro.tasks` (they register)."""
+  package = importlib.import_module(TASKS_PACKAGE)
+  for module in pkgutil.iter_modules(package.__path__):
+    importlib.import_module(f'{TASKS_PACKAGE}.{module.name}')
+
+
+def names() -> List[str]:
+  load_builtin_objectives()
+  return sorted(_OBJECTIVES)
+
+
+def get(name: str) -> Objective:
+  """The objective `name`.
+
+  Raises:
+    ValueError: naming `experiment.objective` and the registered ones.
+  """
+  if name not in _OBJECTIVES:
+    load_builtin_objectives()
+  if name not in _OBJECTIVES:
+    raise ValueError(f'experiment.objective must be one of {names()}, got '
+                     f'{name!r}.')
+  return _OBJECTIVES[name]
+
+
+def for_task_config(task_config: cfg.TaskConfig) -> Objective:
+  """The objective whose task config `task_config` is.
+
+  Raises:
+    ValueError: for a task config no objective registered.
+  """
+  load_builtin_objectives()
+  for objective in _OBJECTIVES.values():
+    if type(task_config) is objective.task_config_cls:  # pylint: disable=unidiomatic-typecheck
+      return objective
+  raise ValueError(f'No registered objective has task config '
+                   f'{type(task_config).__name__}; registered: {names()}.')
+
+
+def resolve_vocab_size(config: encoders.EncoderConfig,
+                       data: pretrain_dataloader.PretrainDataConfig
+                       ) -> encoders.EncoderConfig:
+  """Sets the encoder's vocabulary size from the records, checking it.
+
+  Without records (`data.input_path` empty, e.g. for FLOPs accounting) the
+  config must already have one.
+
+  Raises:
+    ValueError: if the encoder names a different vocabulary size than the
+      records (naming their vocab file), or neither gives one.
+  """
+  if not data.input_path:
+    if config.vocab_size is None:
+      raise ValueError('Set pretrain_data.input_path (records) or '
+                       'encoder.vocab_size.')
+    return config
+  vocab_size, vocab_file = pretrain_dataloader.records_vocabulary(
+      data.input_path)
+  return encoders.with_vocab_size(config, vocab_size, source=vocab_file)
+
+
+def task_config_from_gin(name: str) -> cfg.TaskConfig:
+  """The task config of objective `name` from the parsed gin bindings.
+
+  The model config comes from `<name>.*`, its encoder from `encoder.*` with
+  the records' vocabulary size, the data configs from `pretrain_data.*`.
+  """
+  objective = get(name)
+  train_data, validation_data = pretrain_dataloader.pretraining_data_configs()
+  encoder = resolve_vocab_size(encoders.encoder_config(), train_data)
+  model = dataclasses.replace(_MODEL_CONFIG_FACTORIES[name](),
+                              **{objective.encoder_field: encoder})
+  task_config = objective.task_config_cls(
+      model=model, train_data=train_data, validation_data=validation_data)
+  return objective.finalize(task_config) if objective.finalize else (
+      task_config)
+
+
+def network_shape(config: encoders.EncoderConfig,
+                  seq_length: int) -> flops_lib.NetworkShape:
+  """The FLOPs formula's shape of an encoder config.
+
+  Raises:
+    ValueError: for a backbone that declares no FLOPs shape.
+  """
+  backbone = encoders.get_backbone(config.backbone)
+  if backbone.flops_shape is None:
+    raise ValueError(f'Backbone {config.backbone!r} declares no FLOPs shape '
+                     '(Backbone.flops_shape); its FLOPs are not modelled.')
+  config = encoders.validate(config)
+  return flops_lib.NetworkShape(
+      hidden=config.hidden_size, layers=config.num_layers,
+      embedding=config.width, intermediate=config.intermediate_size,
+      heads=config.num_attention_heads, seq_length=seq_length,
+      vocab_size=config.vocab_size,
+      **backbone.flops_shape(config, backbone.parse_options(config)))

@@ -1,0 +1,1 @@
+"""Test-only plug-ins: an objective and a backbone living outside the package."""
