@@ -60,9 +60,8 @@ class RaceTask(finetuning_base.AccuracyMetricMixin,
 
   def read_features(self, split: str):
     config = self.task_config
-    examples, report = race_data.read_examples(config.data_dir, split,
-                                               levels=config.levels)
-    logging.info('RACE %s: %s', split, report.as_dict())
+    examples, _ = race_data.read_examples(config.data_dir, split,
+                                          levels=config.levels)
     features, conversion = race_data.convert_to_features(
         examples, self.tokenizer, config.max_seq_length,
         max_query_length=config.max_query_length,
