@@ -40,8 +40,11 @@ from absl import logging
 import numpy as np
 
 from official_repro.data import read_report
+from official_repro.data import vocab as vocab_lib
 
 _BOM = '\ufeff'
+_SPECIAL_TOKENS = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
+                   vocab_lib.PAD_TOKEN)
 
 ColumnKey = Union[str, int]
 Label = Union[int, float]
@@ -351,7 +354,10 @@ def convert_examples_to_features(
     raise ValueError(f'max_seq_length must be >= 3 to hold [CLS] and two '
                      f'[SEP], got {max_seq_length}.')
   label_dtype = _label_dtype(examples)
-  cls_id, sep_id, pad_id = _special_ids(tokenizer.vocab)
+  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
+  cls_id = special_ids[vocab_lib.CLS_TOKEN]
+  sep_id = special_ids[vocab_lib.SEP_TOKEN]
+  pad_id = special_ids[vocab_lib.PAD_TOKEN]
   num = len(examples)
   word_ids = np.full((num, max_seq_length), pad_id, np.int32)
   mask = np.zeros((num, max_seq_length), np.int32)
@@ -391,15 +397,6 @@ def _label_dtype(examples: Sequence[GlueExample]) -> type:
     raise ValueError('Examples mix int (classification) and float '
                      '(regression) labels.')
   return np.float32 if kinds.pop() else np.int32
-
-
-def _special_ids(vocab) -> Tuple[int, int, int]:
-  """Ids of [CLS], [SEP] and [PAD], looked up in the vocabulary."""
-  names = ('[CLS]', '[SEP]', '[PAD]')
-  missing = [name for name in names if name not in vocab]
-  if missing:
-    raise ValueError(f'Tokenizer vocabulary lacks {missing}.')
-  return tuple(vocab[name] for name in names)
 
 
 def _truncate(tokens_a: List[str], tokens_b: Optional[List[str]],

@@ -45,6 +45,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_repro.data import read_report
+from official_repro.data import vocab as vocab_lib
 
 CONTINUATION_LABEL = '##'
 PAD_LABEL = 'PAD'
@@ -236,7 +237,9 @@ def convert_to_features(
     raise ValueError(f'max_seq_length must be >= 3 ([CLS] word [SEP]), got '
                      f'{max_seq_length}.')
   label_ids = _label_ids(label_list)
-  special_ids = _special_token_ids(tokenizer.vocab)
+  special_ids = vocab_lib.special_token_ids(
+      tokenizer.vocab, (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
+                        vocab_lib.PAD_TOKEN, vocab_lib.UNK_TOKEN))
   capacity = max_seq_length - 2
   rows = []
   counts = dict(num_words=0, num_split_sentences=0, num_empty_words=0,
@@ -432,15 +435,6 @@ def _tag_id(label_ids: Mapping[str, int], sentence: TaggedSentence,
       'data); rebuild the label list from all splits or fix the file.')
 
 
-def _special_token_ids(vocab: Mapping[str, int]) -> Dict[str, int]:
-  tokens = ('[CLS]', '[SEP]', '[PAD]', '[UNK]')
-  missing = [t for t in tokens if t not in vocab]
-  if missing:
-    raise ValueError(f'The tokenizer vocab lacks {missing}; expected all of '
-                     f'{list(tokens)}.')
-  return {t: vocab[t] for t in tokens}
-
-
 def _encode_words(sentence: TaggedSentence, tokenizer,
                   label_ids: Mapping[str, int], capacity: int,
                   counts: Dict[str, int]) -> List[Tuple[List[int], int]]:
@@ -460,7 +454,7 @@ def _encode_words(sentence: TaggedSentence, tokenizer,
   for index, (word, tag) in enumerate(zip(sentence.words, sentence.tags)):
     pieces = tokenizer.tokenize(word)
     if not pieces:
-      pieces = ['[UNK]']
+      pieces = [vocab_lib.UNK_TOKEN]
       counts['num_empty_words'] += 1
     if len(pieces) > capacity:
       pieces = pieces[:capacity]
@@ -510,19 +504,20 @@ def _encode_row(words: Sequence[Tuple[List[int], int]],
   """
   pad_label = label_ids[PAD_LABEL]
   continuation_label = label_ids[CONTINUATION_LABEL]
-  token_ids = [special_ids['[CLS]']]
+  token_ids = [special_ids[vocab_lib.CLS_TOKEN]]
   labels = [pad_label]
   weights = [0.0]
   for piece_ids, tag_id in words:
     token_ids.extend(piece_ids)
     labels.extend([tag_id] + [continuation_label] * (len(piece_ids) - 1))
     weights.extend([1.0] + [0.0] * (len(piece_ids) - 1))
-  token_ids.append(special_ids['[SEP]'])
+  token_ids.append(special_ids[vocab_lib.SEP_TOKEN])
   labels.append(pad_label)
   weights.append(0.0)
   length = len(token_ids)
   padding = max_seq_length - length
-  return dict(input_word_ids=token_ids + [special_ids['[PAD]']] * padding,
+  return dict(input_word_ids=(token_ids +
+                              [special_ids[vocab_lib.PAD_TOKEN]] * padding),
               label_ids=labels + [pad_label] * padding,
               label_weights=weights + [0.0] * padding,
               length=length)

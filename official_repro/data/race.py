@@ -48,6 +48,7 @@ from absl import logging
 import numpy as np
 
 from official_repro.data import read_report
+from official_repro.data import vocab as vocab_lib
 
 LEVELS = ('middle', 'high')
 NUM_CHOICES = 4
@@ -55,10 +56,6 @@ ANSWER_LETTERS = 'ABCD'
 SPLITS = ('train', 'dev', 'test')
 REQUIRED_KEYS = ('article', 'questions', 'options', 'answers')
 FILE_PATTERNS = ('*.txt', '*.json')
-
-CLS_TOKEN = '[CLS]'
-SEP_TOKEN = '[SEP]'
-PAD_TOKEN = '[PAD]'
 
 _BLANK = re.compile(r'_+')
 
@@ -329,11 +326,13 @@ def convert_to_features(
   if max_query_length is not None and max_query_length < 1:
     raise ValueError(
         f'max_query_length must be >= 1 or None, got {max_query_length}.')
-  special_ids = _special_token_ids(tokenizer)
+  special_ids = vocab_lib.special_token_ids(
+      tokenizer.vocab, (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
+                        vocab_lib.PAD_TOKEN))
   num_examples = len(examples)
   shape = (num_examples, NUM_CHOICES, max_seq_length)
   features = dict(
-      input_word_ids=np.full(shape, special_ids[PAD_TOKEN], np.int32),
+      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
       input_mask=np.zeros(shape, np.int32),
       input_type_ids=np.zeros(shape, np.int32),
       label_ids=np.array([e.label for e in examples], np.int32),
@@ -357,16 +356,6 @@ def convert_to_features(
       features['input_type_ids'][row, choice, :len(ids)] = type_ids
   logging.info('RACE features: %s', report.as_dict())
   return features, report
-
-
-def _special_token_ids(tokenizer: Any) -> Dict[str, int]:
-  missing = [token for token in (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN)
-             if token not in tokenizer.vocab]
-  if missing:
-    raise ValueError(f'Tokenizer vocabulary lacks {missing}; RACE features '
-                     f'need {CLS_TOKEN}, {SEP_TOKEN} and {PAD_TOKEN}.')
-  return {token: tokenizer.vocab[token]
-          for token in (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN)}
 
 
 def _segment_b(question: str, option: str, tokenizer: Any,
@@ -413,10 +402,11 @@ def _pack(article: Sequence[str], segments: List[List[str]],
   report.num_truncated_articles += int(article_length < len(article))
   report.num_truncated_segment_b += int(
       lengths != [len(segment) for segment in segments])
-  tokens = [CLS_TOKEN, *article[:article_length], SEP_TOKEN]
+  tokens = [vocab_lib.CLS_TOKEN, *article[:article_length],
+            vocab_lib.SEP_TOKEN]
   type_ids = [0] * len(tokens)
   for segment, length in zip(segments, lengths):
-    part = [*segment[:length], SEP_TOKEN]
+    part = [*segment[:length], vocab_lib.SEP_TOKEN]
     tokens.extend(part)
     type_ids.extend([1] * len(part))
   return tokens, type_ids

@@ -40,13 +40,13 @@ import tensorflow as tf
 from official.nlp.data import squad_lib
 from official.nlp.tools import tokenization
 from official_repro.data import read_report
+from official_repro.data import vocab as vocab_lib
 
 SquadExample = squad_lib.SquadExample
 
 # Characters that separate context words (Model Garden's set: ASCII whitespace
 # plus the narrow no-break space U+202F).
 _WHITESPACE = frozenset(' \t\r\n\u202f')
-_SPECIAL_TOKENS = ('[CLS]', '[SEP]', '[PAD]')
 _MAX_LOGGED_IDS = 10
 # What Model Garden's `postprocess_output` returns when no span is valid.
 _NO_SPAN_PLACEHOLDER = 'empty'
@@ -406,9 +406,9 @@ def convert_to_features(
       a special token, or an example's context has no WordPieces.
   """
   _check_window_sizes(max_seq_length, doc_stride, max_query_length)
-  missing = [token for token in _SPECIAL_TOKENS if token not in tokenizer.vocab]
-  if missing:
-    raise ValueError(f'The tokenizer vocab lacks the special tokens {missing}.')
+  pad_id = vocab_lib.special_token_ids(
+      tokenizer.vocab, (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
+                        vocab_lib.PAD_TOKEN))[vocab_lib.PAD_TOKEN]
 
   mg_features = []
 
@@ -438,8 +438,7 @@ def convert_to_features(
   arrays = dict(input_word_ids=stack('input_ids'),
                 input_mask=stack('input_mask'),
                 input_type_ids=stack('segment_ids'))
-  arrays['input_word_ids'][arrays['input_mask'] == 0] = (
-      tokenizer.vocab['[PAD]'])
+  arrays['input_word_ids'][arrays['input_mask'] == 0] = pad_id
   if is_training:
     arrays['start_positions'] = np.array(
         [feature.start_position for feature in mg_features], np.int32)

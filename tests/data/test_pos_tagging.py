@@ -236,7 +236,8 @@ def test_rejects_bad_label_list_vocab_and_length(tmp_path, tokenizer):
   vocab_file = tmp_path / 'no_cls.txt'
   vocab_file.write_text('[PAD]\n[UNK]\n[SEP]\nthe\n')
   no_cls = tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
-  with pytest.raises(ValueError, match=r"lacks \['\[CLS\]'\]"):
+  with pytest.raises(ValueError,
+                     match=r"lacks the special tokens \['\[CLS\]'\]"):
     pos_tagging.convert_to_features([sentence], no_cls,
                                     ('PAD', '##', 'DT', 'NN'), 8)
 
