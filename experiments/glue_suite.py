@@ -67,7 +67,7 @@ PUBLISHED = {
 
 def present_tasks(glue_dir: str):
   """GLUE tasks (in paper column order) whose folder exists in `glue_dir`."""
-  return [task for task in finetuning_schedule.GLUE_TASKS
+  return [task for task in glue_data.GLUE_TASK_NAMES
           if os.path.isdir(os.path.join(
               glue_dir, glue_data.get_task_spec(task).directory))]
 

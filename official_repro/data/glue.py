@@ -97,6 +97,8 @@ GLUE_TASKS: Dict[str, GlueTaskSpec] = {
     )
 }
 
+# The task names in the column order of the papers' GLUE tables.
+GLUE_TASK_NAMES: Tuple[str, ...] = tuple(GLUE_TASKS)
 STSB_SCORE_RANGE = (0.0, 5.0)
 
 

@@ -15,11 +15,11 @@ from typing import Optional
 
 import gin
 
+from official_repro.data import glue
 from official_repro.metrics import aggregation
 
-GLUE_TASKS = ('cola', 'sst2', 'mrpc', 'stsb', 'qqp', 'mnli', 'qnli', 'rte')
 SQUAD_TASKS = ('squad11', 'squad20')
-TASKS = GLUE_TASKS + SQUAD_TASKS + ('race', 'pos')
+TASKS = glue.GLUE_TASK_NAMES + SQUAD_TASKS + ('race', 'pos')
 SELECTIONS = aggregation.SELECTIONS
 AGGREGATIONS = aggregation.AGGREGATIONS
 

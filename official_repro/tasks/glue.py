@@ -20,7 +20,6 @@ from official_repro.data import glue as glue_data
 from official_repro.metrics import glue_metrics
 from official_repro.tasks import finetuning_base
 
-GLUE_TASK_NAMES = tuple(glue_data.GLUE_TASKS)
 DEV_SPLIT = 'dev'
 # Index of each example's dev file (MNLI: 0 matched, 1 mismatched).
 EVAL_SPLIT_KEY = 'eval_split'

@@ -26,6 +26,7 @@ import tf_keras
 from official.core import config_definitions as cfg
 from official.core import train_utils
 from official.modeling import optimization
+from official_repro.data import glue as glue_data
 from official_repro.metrics import aggregation
 from official_repro.modeling.networks import pretrained
 from official_repro.tasks import finetuning_base
@@ -51,7 +52,7 @@ def _task_registry() -> Dict[str, Tuple[Type[finetuning_base.FinetuneTask],
   from official_repro.tasks import squad
   # pylint: enable=g-import-not-at-top
   registry = {name: (glue_task.GlueTask, glue_task.GlueTaskConfig)
-              for name in glue_task.GLUE_TASK_NAMES}
+              for name in glue_data.GLUE_TASK_NAMES}
   registry.update({name: (squad.SquadTask, squad.squad_task_config)
                    for name in finetuning_schedule.SQUAD_TASKS})
   registry['race'] = (race.RaceTask, race.race_task_config)
