@@ -29,6 +29,7 @@ from official.modeling import optimization
 from official_repro.data import glue as glue_data
 from official_repro.metrics import aggregation
 from official_repro.modeling.networks import pretrained
+from official_repro.optimization import optimizer_config
 from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_schedule
 from official_repro.tasks import glue as glue_task
@@ -84,11 +85,8 @@ def _optimization_config(schedule, train_steps: int, warmup_steps: int):
   """Linear warmup, then linear decay to 0 (Model Garden's schedules)."""
   return optimization.OptimizationConfig({
       'optimizer': {'type': 'adamw'},
-      'learning_rate': {'type': 'polynomial', 'polynomial': {
-          'initial_learning_rate': schedule.learning_rate,
-          'decay_steps': train_steps, 'end_learning_rate': 0.0,
-          'power': 1.0}},
-      'warmup': {'type': 'linear', 'linear': {'warmup_steps': warmup_steps}},
+      **optimizer_config.learning_rate_config(
+          train_steps, schedule.learning_rate, warmup_steps),
   })
 
 
