@@ -26,7 +26,6 @@ JSON.
 """
 
 import dataclasses
-import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -39,6 +38,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.nlp.tools import tokenization
+from official_repro.common import json_files
 from official_repro.data import glue
 from official_repro.data import read_report
 from official_repro.metrics import attention_concentration
@@ -215,8 +215,7 @@ def run(settings: Settings) -> Dict[str, Any]:
     directory = os.path.dirname(settings.output_file)
     if directory:
       tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(settings.output_file, 'w') as f:
-      json.dump(results, f, indent=2)
+    json_files.write_json(settings.output_file, results, sort_keys=False)
   return results
 
 

@@ -16,7 +16,6 @@ finished runs are read back, an interrupted one continues from its
 checkpoint. Results: <model_dir>/glue_results.json and glue_table.md.
 """
 
-import json
 import os
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
@@ -26,6 +25,7 @@ from absl import app
 from absl import flags
 import gin
 
+from official_repro.common import json_files
 from official_repro.data import glue as glue_data
 from official_repro.metrics import glue_metrics
 from official_repro.modeling.networks import pretrained
@@ -142,11 +142,11 @@ def main(argv):
            f'{format_table(rows, tasks)}\n\n{spread}\n')
   with open(os.path.join(FLAGS.model_dir, 'glue_table.md'), 'w') as f:
     f.write(table)
-  with open(os.path.join(FLAGS.model_dir, 'glue_results.json'), 'w') as f:
-    json.dump(dict(init_checkpoint=encoder.checkpoint_path, paper=FLAGS.paper,
-                   scores=ours, gin_params=FLAGS.gin_param,
-                   summaries={task: r['summary'] for task, r in results.items()}),
-              f, indent=2, sort_keys=True)
+  json_files.write_json(
+      os.path.join(FLAGS.model_dir, 'glue_results.json'),
+      dict(init_checkpoint=encoder.checkpoint_path, paper=FLAGS.paper,
+           scores=ours, gin_params=FLAGS.gin_param,
+           summaries={task: r['summary'] for task, r in results.items()}))
   print(table)
 
 

@@ -26,6 +26,7 @@ import tf_keras
 from official.core import config_definitions as cfg
 from official.core import train_utils
 from official.modeling import optimization
+from official_repro.common import json_files
 from official_repro.data import glue as glue_data
 from official_repro.metrics import aggregation
 from official_repro.modeling.networks import pretrained
@@ -33,7 +34,6 @@ from official_repro.optimization import optimizer_config
 from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_schedule
 from official_repro.tasks import glue as glue_task
-from official_repro.training import json_files
 from official_repro.training import trainer as trainer_lib
 
 HISTORY_FILENAME = 'history.json'
