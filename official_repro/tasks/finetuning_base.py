@@ -33,7 +33,7 @@ from official.nlp.tools import tokenization
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.optimization import layerwise_decay
-from official_repro.optimization import optimizer_config
+from official_repro.optimization import optimizer_config as optimizer_config_lib
 
 ENCODER_INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
 
@@ -201,7 +201,7 @@ class FinetuneTask(base_task.Task):
         epsilon=config.adam_epsilon,
         beta_2=config.adam_beta_2,
         exclude_from_weight_decay=list(
-            optimizer_config.DEFAULT_WEIGHT_DECAY_EXCLUSIONS),
+            optimizer_config_lib.DEFAULT_WEIGHT_DECAY_EXCLUSIONS),
         gradient_clip_norm=config.gradient_clip_norm)
 
   # Evaluation.
