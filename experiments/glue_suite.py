@@ -29,6 +29,7 @@ from official_repro.common import json_files
 from official_repro.data import glue as glue_data
 from official_repro.metrics import glue_metrics
 from official_repro.modeling.networks import pretrained
+from official_repro.tasks import finetuning_registry
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import distribute
 from official_repro.training import finetuning
@@ -65,9 +66,14 @@ PUBLISHED = {
 }
 
 
+def glue_tasks():
+  """The fine-tuning tasks registered as GLUE's, in paper column order."""
+  return finetuning_registry.task_names(group='glue')
+
+
 def present_tasks(glue_dir: str):
   """GLUE tasks (in paper column order) whose folder exists in `glue_dir`."""
-  return [task for task in glue_data.GLUE_TASK_NAMES
+  return [task for task in glue_tasks()
           if os.path.isdir(os.path.join(
               glue_dir, glue_data.get_task_spec(task).directory))]
 
@@ -116,6 +122,10 @@ def main(argv):
   strategy = distribute.strategy_from_flags()
   encoder = pretrained.resolve(FLAGS.init_checkpoint,
                                vocab_file=FLAGS.vocab_file)
+  unknown = sorted(set(FLAGS.tasks or ()) - set(glue_tasks()))
+  if unknown:
+    raise app.UsageError(f'--tasks {unknown} are not GLUE tasks; expected '
+                         f'names in {list(glue_tasks())}.')
   tasks = FLAGS.tasks or present_tasks(FLAGS.glue_dir)
   if not tasks:
     raise app.UsageError(f'--glue_dir {FLAGS.glue_dir} holds no GLUE task '
