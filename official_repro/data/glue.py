@@ -22,9 +22,9 @@ The files follow a few quirks that the reader handles explicitly:
 
 Rows that cannot be used (wrong number of columns, an empty sentence, a line
 that is not UTF-8) are skipped, counted in a `read_report.ReadReport` with
-their 1-based line numbers and logged. A label outside the task's label set, or an STS-B
-score that is not a number in [0, 5], is a data error that would silently bias
-the metric, so it stops reading with `GlueLabelError`.
+their 1-based line numbers and logged. A label outside the task's label set,
+or an STS-B score that is not a number in [0, 5], is a data error that would
+silently bias the metric, so it stops reading with `GlueLabelError`.
 
 `convert_examples_to_features` builds `[CLS] a [SEP] (b [SEP])` sequences with
 BERT's longest-first truncation of sentence pairs, using the Model Garden
