@@ -26,7 +26,6 @@ JSON.
 """
 
 import dataclasses
-import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -39,7 +38,9 @@ import tensorflow as tf
 import tf_keras
 
 from official.nlp.tools import tokenization
+from official_repro.common import json_files
 from official_repro.data import glue
+from official_repro.data import read_report
 from official_repro.metrics import attention_concentration
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
@@ -138,7 +139,7 @@ def load_model(init_checkpoint: str, label: str,
 
 
 def read_examples(settings: Settings
-                  ) -> Tuple[List[glue.GlueExample], glue.ReadReport]:
+                  ) -> Tuple[List[glue.GlueExample], read_report.ReadReport]:
   """The split's examples (the first `max_examples`) and the read report."""
   try:
     glue.glue_file_path(settings.glue_dir, settings.task, settings.split)
@@ -201,21 +202,20 @@ def run(settings: Settings) -> Dict[str, Any]:
     {'settings': the settings and the read report, 'rows': one `measure`
     row per checkpoint, in order}.
   """
-  examples, read_report = read_examples(settings)
+  examples, report = read_examples(settings)
   labels = settings.labels or settings.init_checkpoints
   models = [load_model(path, label, settings.max_seq_length)
             for path, label in zip(settings.init_checkpoints, labels)]
   results = dict(
-      settings=dict(dataclasses.asdict(settings), data_file=read_report.path,
-                    rows_read=read_report.num_rows,
-                    rows_skipped=read_report.num_malformed),
+      settings=dict(dataclasses.asdict(settings), data_file=report.path,
+                    rows_read=report.num_records,
+                    rows_skipped=report.num_malformed),
       rows=[measure(model, examples, settings) for model in models])
   if settings.output_file:
     directory = os.path.dirname(settings.output_file)
     if directory:
       tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(settings.output_file, 'w') as f:
-      json.dump(results, f, indent=2)
+    json_files.write_json(settings.output_file, results, sort_keys=False)
   return results
 
 

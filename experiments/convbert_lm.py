@@ -64,7 +64,7 @@ from official.modeling import optimization
 from official_repro.data import wikitext
 from official_repro.modeling.models import causal_lm
 from official_repro.optimization import optimizer_config
-from official_repro.training import json_files
+from official_repro.common import json_files
 
 FLAGS = flags.FLAGS
 

@@ -47,7 +47,6 @@ the paper's ratio 0.728 is below ours at every T up to 2048 (0.82).
 """
 
 import dataclasses
-import json
 import os
 import platform
 import statistics
@@ -64,6 +63,7 @@ import tf_keras
 
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
+from official_repro.common import json_files
 from official_repro.metrics import flops
 from official_repro.modeling import activations
 from official_repro.modeling.layers import mixed_attention
@@ -328,10 +328,11 @@ def main(argv):
   if flag_values.output_dir:
     tf.io.gfile.makedirs(flag_values.output_dir)
     path = os.path.join(flag_values.output_dir, 'convbert_speed.json')
-    with tf.io.gfile.GFile(path, 'w') as f:
-      json.dump(dict(settings=settings, rows=rows, paper_matches=matches,
-                     paper={name: dict(flops=value[0], ms_per_sample=value[1])
-                            for name, value in PAPER.items()}), f, indent=2)
+    json_files.write_json(
+        path, dict(settings=settings, rows=rows, paper_matches=matches,
+                   paper={name: dict(flops=value[0], ms_per_sample=value[1])
+                          for name, value in PAPER.items()}),
+        sort_keys=False)
     print(f'wrote {path}')
 
 

@@ -16,7 +16,6 @@ finished runs are read back, an interrupted one continues from its
 checkpoint. Results: <model_dir>/glue_results.json and glue_table.md.
 """
 
-import json
 import os
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
@@ -26,9 +25,11 @@ from absl import app
 from absl import flags
 import gin
 
+from official_repro.common import json_files
 from official_repro.data import glue as glue_data
 from official_repro.metrics import glue_metrics
 from official_repro.modeling.networks import pretrained
+from official_repro.tasks import finetuning_registry
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import distribute
 from official_repro.training import finetuning
@@ -65,9 +66,14 @@ PUBLISHED = {
 }
 
 
+def glue_tasks():
+  """The fine-tuning tasks registered as GLUE's, in paper column order."""
+  return finetuning_registry.task_names(group='glue')
+
+
 def present_tasks(glue_dir: str):
   """GLUE tasks (in paper column order) whose folder exists in `glue_dir`."""
-  return [task for task in finetuning_schedule.GLUE_TASKS
+  return [task for task in glue_tasks()
           if os.path.isdir(os.path.join(
               glue_dir, glue_data.get_task_spec(task).directory))]
 
@@ -116,6 +122,10 @@ def main(argv):
   strategy = distribute.strategy_from_flags()
   encoder = pretrained.resolve(FLAGS.init_checkpoint,
                                vocab_file=FLAGS.vocab_file)
+  unknown = sorted(set(FLAGS.tasks or ()) - set(glue_tasks()))
+  if unknown:
+    raise app.UsageError(f'--tasks {unknown} are not GLUE tasks; expected '
+                         f'names in {list(glue_tasks())}.')
   tasks = FLAGS.tasks or present_tasks(FLAGS.glue_dir)
   if not tasks:
     raise app.UsageError(f'--glue_dir {FLAGS.glue_dir} holds no GLUE task '
@@ -142,11 +152,11 @@ def main(argv):
            f'{format_table(rows, tasks)}\n\n{spread}\n')
   with open(os.path.join(FLAGS.model_dir, 'glue_table.md'), 'w') as f:
     f.write(table)
-  with open(os.path.join(FLAGS.model_dir, 'glue_results.json'), 'w') as f:
-    json.dump(dict(init_checkpoint=encoder.checkpoint_path, paper=FLAGS.paper,
-                   scores=ours, gin_params=FLAGS.gin_param,
-                   summaries={task: r['summary'] for task, r in results.items()}),
-              f, indent=2, sort_keys=True)
+  json_files.write_json(
+      os.path.join(FLAGS.model_dir, 'glue_results.json'),
+      dict(init_checkpoint=encoder.checkpoint_path, paper=FLAGS.paper,
+           scores=ours, gin_params=FLAGS.gin_param,
+           summaries={task: r['summary'] for task, r in results.items()}))
   print(table)
 
 

@@ -16,7 +16,6 @@ Running it again resumes (or, when finished, only re-evaluates) the same
 run; pass a new --work_dir for a fresh one.
 """
 
-import json
 import os
 import time
 
@@ -28,6 +27,7 @@ from absl import flags
 from absl import logging
 import gin
 
+from official_repro.common import json_files
 from official_repro.data import builtin_corpus
 from official_repro.data import create_pretraining_data
 from official_repro.data import records
@@ -83,9 +83,10 @@ def main(argv):
   train_seconds = time.perf_counter() - train_started
   metadata = records.load_metadata(record_dir)
   print(format_summary(result, metadata, params, data_seconds, train_seconds))
-  with open(os.path.join(model_dir, 'quickstart_summary.json'), 'w') as f:
-    json.dump(dict(result, data_seconds=data_seconds,
-                   train_seconds=train_seconds), f, indent=2)
+  json_files.write_json(
+      os.path.join(model_dir, 'quickstart_summary.json'),
+      dict(result, data_seconds=data_seconds, train_seconds=train_seconds),
+      sort_keys=False)
 
 
 def format_summary(result, metadata, params, data_seconds, train_seconds):

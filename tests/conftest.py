@@ -107,3 +107,21 @@ def run_tiny_electra(run_tiny_pretraining):
         ['electra.generator_size = 0.5', *bindings], mode)
 
   return run
+
+
+@pytest.fixture
+def tiny_bert_encoder():
+  """Returns `build()`: a tiny Model Garden `BertEncoder` with dict outputs.
+
+  Vocabulary 50, hidden size 16, one layer, two heads, sequences up to 8; the
+  activation is named ('gelu') so that the encoder serializes.
+  """
+  from official.nlp.modeling import networks
+
+  def build():
+    return networks.BertEncoder(
+        vocab_size=50, hidden_size=16, num_layers=1, num_attention_heads=2,
+        inner_dim=32, max_sequence_length=8, inner_activation='gelu',
+        dict_outputs=True)
+
+  return build

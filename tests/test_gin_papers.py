@@ -6,6 +6,7 @@ import re
 import gin
 import pytest
 
+from official_repro.data import glue as glue_data
 from official_repro.modeling.networks import encoders
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import gin_utils
@@ -130,14 +131,14 @@ _004_GLUE = (3e-4, 32, 3, 0.8, 0.0)
 _002_GLUE = (3e-4, 32, 3, 0.8, 0.01)
 FINETUNE_TABLES = {
     '003_teams': dict(
-        {task: _003_GLUE for task in finetuning_schedule.GLUE_TASKS},
+        {task: _003_GLUE for task in glue_data.GLUE_TASK_NAMES},
         squad11=(8e-5, 48, 5, None, 0.01), squad20=(8e-5, 48, 5, None, 0.01)),
     '004_script': dict(
-        {task: _004_GLUE for task in finetuning_schedule.GLUE_TASKS},
+        {task: _004_GLUE for task in glue_data.GLUE_TASK_NAMES},
         rte=(3e-4, 32, 10, 0.8, 0.0), stsb=(3e-4, 32, 10, 0.8, 0.0),
         squad11=(3e-4, 32, 2, 0.8, 0.0), squad20=(3e-4, 32, 2, 0.8, 0.0)),
     '002_convbert': dict(
-        {task: _002_GLUE for task in finetuning_schedule.GLUE_TASKS},
+        {task: _002_GLUE for task in glue_data.GLUE_TASK_NAMES},
         rte=(3e-4, 32, 10, 0.8, 0.01), stsb=(3e-4, 32, 10, 0.8, 0.01)),
 }
 

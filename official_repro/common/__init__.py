@@ -1,0 +1,1 @@
+"""Helpers every layer may use (data, modeling, training, experiments)."""

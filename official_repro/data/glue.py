@@ -21,10 +21,10 @@ The files follow a few quirks that the reader handles explicitly:
   endings are accepted in any file.
 
 Rows that cannot be used (wrong number of columns, an empty sentence, a line
-that is not UTF-8) are skipped, counted in a `ReadReport` with their 1-based
-line numbers and logged. A label outside the task's label set, or an STS-B
-score that is not a number in [0, 5], is a data error that would silently bias
-the metric, so it stops reading with `GlueLabelError`.
+that is not UTF-8) are skipped, counted in a `read_report.ReadReport` with
+their 1-based line numbers and logged. A label outside the task's label set,
+or an STS-B score that is not a number in [0, 5], is a data error that would
+silently bias the metric, so it stops reading with `GlueLabelError`.
 
 `convert_examples_to_features` builds `[CLS] a [SEP] (b [SEP])` sequences with
 BERT's longest-first truncation of sentence pairs, using the Model Garden
@@ -39,8 +39,12 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 from absl import logging
 import numpy as np
 
+from official_repro.data import read_report
+from official_repro.data import vocab as vocab_lib
+
 _BOM = '\ufeff'
-_MAX_LINES_IN_SUMMARY = 5
+_SPECIAL_TOKENS = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
+                   vocab_lib.PAD_TOKEN)
 
 ColumnKey = Union[str, int]
 Label = Union[int, float]
@@ -93,6 +97,8 @@ GLUE_TASKS: Dict[str, GlueTaskSpec] = {
     )
 }
 
+# The task names in the column order of the papers' GLUE tables.
+GLUE_TASK_NAMES: Tuple[str, ...] = tuple(GLUE_TASKS)
 STSB_SCORE_RANGE = (0.0, 5.0)
 
 
@@ -148,37 +154,6 @@ class GlueExample:
   line_number: int
 
 
-@dataclasses.dataclass
-class ReadReport:
-  """What reading one GLUE file produced.
-
-  Attributes:
-    path: the file read.
-    num_rows: data rows seen (the header excluded).
-    num_examples: rows turned into examples.
-    malformed: (1-based line number, reason) of every skipped row.
-  """
-  path: str
-  num_rows: int = 0
-  num_examples: int = 0
-  malformed: List[Tuple[int, str]] = dataclasses.field(default_factory=list)
-
-  @property
-  def num_malformed(self) -> int:
-    return len(self.malformed)
-
-  def summary(self) -> str:
-    """One line with the counts and the first few skipped lines."""
-    text = (f'{self.path}: {self.num_examples} examples from {self.num_rows} '
-            f'rows, {self.num_malformed} malformed rows skipped')
-    if self.malformed:
-      shown = '; '.join(f'line {line}: {reason}' for line, reason in
-                        self.malformed[:_MAX_LINES_IN_SUMMARY])
-      more = len(self.malformed) - _MAX_LINES_IN_SUMMARY
-      text += f' ({shown}{f"; and {more} more" if more > 0 else ""})'
-    return text
-
-
 def get_task_spec(task: str) -> GlueTaskSpec:
   """The spec of `task`; ValueError listing the valid names if unknown."""
   if task not in GLUE_TASKS:
@@ -196,8 +171,9 @@ def glue_file_path(glue_dir: str, task: str, split: str) -> str:
   return os.path.join(glue_dir, spec.directory, f'{split}.tsv')
 
 
-def read_examples(glue_dir: str, task: str,
-                  split: str) -> Tuple[List[GlueExample], ReadReport]:
+def read_examples(
+    glue_dir: str, task: str,
+    split: str) -> Tuple[List[GlueExample], read_report.ReadReport]:
   """Reads the labelled examples of one GLUE split.
 
   Args:
@@ -206,8 +182,8 @@ def read_examples(glue_dir: str, task: str,
     split: 'train' or one of the task's `dev_splits`.
 
   Returns:
-    The examples in file order, and a report with the row counts and the
-    line numbers of skipped malformed rows.
+    The examples in file order, and a report whose records are the data rows
+    (the header excluded) and whose malformed records are the skipped rows.
 
   Raises:
     ValueError: unknown task or split, or a header without the needed columns.
@@ -222,7 +198,7 @@ def read_examples(glue_dir: str, task: str,
         f'GLUE file {path} not found (expected {spec.directory}/{split}.tsv '
         f'under {glue_dir}).')
   columns = _COLUMNS[task]
-  report = ReadReport(path=path)
+  report = read_report.ReadReport(path=path, record_name='rows')
   examples = []
   indices = None
   for line_number, line in _read_lines(path):
@@ -230,15 +206,15 @@ def read_examples(glue_dir: str, task: str,
       indices = _column_indices(columns, line, path)
       if columns.has_header:
         continue
-    row_index = report.num_rows
-    report.num_rows += 1
+    row_index = report.num_records
+    report.num_records += 1
     if line is None:
-      report.malformed.append((line_number, 'not valid UTF-8'))
+      report.add_malformed(line_number, 'not valid UTF-8')
       continue
     fields = line.split('\t')
     problem = _row_problem(fields, indices, columns)
     if problem:
-      report.malformed.append((line_number, problem))
+      report.add_malformed(line_number, problem)
       continue
     text_b = None if columns.text_b is None else fields[indices.text_b]
     examples.append(GlueExample(
@@ -250,10 +226,7 @@ def read_examples(glue_dir: str, task: str,
   if indices is None:
     raise ValueError(f'GLUE file {path} is empty.')
   report.num_examples = len(examples)
-  if report.malformed:
-    logging.warning('GLUE %s/%s: %s', task, split, report.summary())
-  else:
-    logging.info('GLUE %s/%s: %s', task, split, report.summary())
+  report.log(f'GLUE {task}/{split}')
   return examples, report
 
 
@@ -383,7 +356,10 @@ def convert_examples_to_features(
     raise ValueError(f'max_seq_length must be >= 3 to hold [CLS] and two '
                      f'[SEP], got {max_seq_length}.')
   label_dtype = _label_dtype(examples)
-  cls_id, sep_id, pad_id = _special_ids(tokenizer.vocab)
+  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
+  cls_id = special_ids[vocab_lib.CLS_TOKEN]
+  sep_id = special_ids[vocab_lib.SEP_TOKEN]
+  pad_id = special_ids[vocab_lib.PAD_TOKEN]
   num = len(examples)
   word_ids = np.full((num, max_seq_length), pad_id, np.int32)
   mask = np.zeros((num, max_seq_length), np.int32)
@@ -423,15 +399,6 @@ def _label_dtype(examples: Sequence[GlueExample]) -> type:
     raise ValueError('Examples mix int (classification) and float '
                      '(regression) labels.')
   return np.float32 if kinds.pop() else np.int32
-
-
-def _special_ids(vocab) -> Tuple[int, int, int]:
-  """Ids of [CLS], [SEP] and [PAD], looked up in the vocabulary."""
-  names = ('[CLS]', '[SEP]', '[PAD]')
-  missing = [name for name in names if name not in vocab]
-  if missing:
-    raise ValueError(f'Tokenizer vocabulary lacks {missing}.')
-  return tuple(vocab[name] for name in names)
 
 
 def _truncate(tokens_a: List[str], tokens_b: Optional[List[str]],

@@ -25,7 +25,8 @@ Two input formats are read into `TaggedSentence`s:
     `1/2` with tag CD).
 
 In both formats an ambiguous tag such as `NN|JJ` keeps its first alternative
-(`NN`); these are counted in the `ReadReport`. Malformed lines (a conll line
+(`NN`); these are counted in the `read_report.ReadReport` (its `counts` also
+hold the words and the `-DOCSTART-` lines). Malformed lines (a conll line
 with too few fields) and tokens (a treebank token without an unescaped '/')
 are skipped and reported with their 1-based line numbers; reading fails only
 when no sentence at all could be read.
@@ -43,6 +44,9 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from official_repro.data import read_report
+from official_repro.data import vocab as vocab_lib
+
 CONTINUATION_LABEL = '##'
 PAD_LABEL = 'PAD'
 DOCSTART = '-DOCSTART-'
@@ -52,7 +56,6 @@ _CHUNK_BRACKETS = ('[', ']')
 # The word is everything up to the last '/' that is not escaped as '\/'.
 _TREEBANK_TOKEN = re.compile(r'^(.*[^\\])/([^/]+)$')
 _MAX_LINES_TO_DETECT_FORMAT = 100
-_MAX_LOGGED_PROBLEMS = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,29 +88,6 @@ class TaggedSentence:
 
 
 @dataclasses.dataclass(frozen=True)
-class ReadReport:
-  """What `read_tagged_sentences` read and skipped.
-
-  Attributes:
-    path: the file read.
-    file_format: the format used, 'conll' or 'treebank' (resolved if 'auto').
-    num_sentences: sentences returned.
-    num_words: words in them.
-    num_docstart_lines: `-DOCSTART-` lines skipped.
-    num_ambiguous_tags: `A|B` tags reduced to their first alternative `A`.
-    malformed: `(line_number, description)` of each skipped conll line or
-      treebank token; line numbers are 1-based.
-  """
-  path: str
-  file_format: str
-  num_sentences: int
-  num_words: int
-  num_docstart_lines: int
-  num_ambiguous_tags: int
-  malformed: Tuple[Tuple[int, str], ...]
-
-
-@dataclasses.dataclass(frozen=True)
 class FeatureReport:
   """What `convert_to_features` produced.
 
@@ -133,7 +113,8 @@ class FeatureReport:
 def read_tagged_sentences(
     path: str,
     file_format: str = 'auto',
-    conll_tag_column: int = -1) -> Tuple[List[TaggedSentence], ReadReport]:
+    conll_tag_column: int = -1
+) -> Tuple[List[TaggedSentence], read_report.ReadReport]:
   """Reads POS-tagged sentences from a conll-style or tagged-treebank file.
 
   Args:
@@ -146,7 +127,11 @@ def read_tagged_sentences(
       tag in the 'conll' format; -1 is the last field. Never 0 (the word).
 
   Returns:
-    The sentences in file order, and a report of what was read and skipped.
+    The sentences in file order, and a report of what was read and skipped:
+    its records are the file's non-blank lines, its examples the sentences,
+    its `file_format` the format used ('auto' resolved), and its `counts` the
+    'words', the 'docstart_lines' skipped and the 'ambiguous_tags' reduced to
+    their first alternative.
 
   Raises:
     FileNotFoundError: `path` does not exist.
@@ -167,16 +152,19 @@ def read_tagged_sentences(
     parser.parse_conll(lines, conll_tag_column)
   else:
     parser.parse_treebank(lines)
-  report = parser.report(file_format)
+  report = parser.report
+  report.file_format = file_format
+  report.num_records = sum(1 for line in lines if line.strip())
+  report.num_examples = len(parser.sentences)
   if not parser.sentences:
     if report.malformed:
-      line_number, description = report.malformed[0]
+      first = report.malformed[0]
       raise ValueError(
           f'{path}: no tagged sentence could be read as {file_format}; all '
-          f'{len(report.malformed)} tagged lines/tokens are malformed, the '
-          f'first at line {line_number}: {description}')
+          f'{report.num_malformed} tagged lines/tokens are malformed, the '
+          f'first at line {first.line_number}: {first.reason}')
     raise ValueError(f'{path}: no tagged sentence found; the file is empty.')
-  _log_read_report(report)
+  report.log('POS tagging')
   return parser.sentences, report
 
 
@@ -249,7 +237,9 @@ def convert_to_features(
     raise ValueError(f'max_seq_length must be >= 3 ([CLS] word [SEP]), got '
                      f'{max_seq_length}.')
   label_ids = _label_ids(label_list)
-  special_ids = _special_token_ids(tokenizer.vocab)
+  special_ids = vocab_lib.special_token_ids(
+      tokenizer.vocab, (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
+                        vocab_lib.PAD_TOKEN, vocab_lib.UNK_TOKEN))
   capacity = max_seq_length - 2
   rows = []
   counts = dict(num_words=0, num_split_sentences=0, num_empty_words=0,
@@ -305,12 +295,10 @@ class _TaggedFileParser:
   def __init__(self, path: str):
     self._path = path
     self.sentences: List[TaggedSentence] = []
+    self.report = read_report.ReadReport(path=path, record_name='lines')
     self._words: List[str] = []
     self._tags: List[str] = []
     self._first_line = 0
-    self._num_docstart_lines = 0
-    self._num_ambiguous_tags = 0
-    self._malformed: List[Tuple[int, str]] = []
 
   def parse_conll(self, lines: Sequence[str], tag_column: int):
     """One word per line; blank and -DOCSTART- lines end sentences."""
@@ -320,10 +308,10 @@ class _TaggedFileParser:
       if not fields or self._is_docstart(fields):
         self._end_sentence()
       elif len(fields) < min_fields:
-        self._malformed.append(
-            (line_number, f'expected the word and a tag in field '
-                          f'{tag_column} ({min_fields} or more whitespace-'
-                          f'separated fields), got {line.strip()!r}'))
+        self.report.add_malformed(
+            line_number, f'expected the word and a tag in field '
+                         f'{tag_column} ({min_fields} or more whitespace-'
+                         f'separated fields), got {line.strip()!r}')
       else:
         self._add_word(line_number, fields[0], fields[tag_column])
     self._end_sentence()
@@ -341,8 +329,8 @@ class _TaggedFileParser:
           continue
         word_and_tag = _split_treebank_token(token)
         if word_and_tag is None:
-          self._malformed.append(
-              (line_number, f'expected word/TAG, got token {token!r}'))
+          self.report.add_malformed(
+              line_number, f'expected word/TAG, got token {token!r}')
         else:
           self._add_word(line_number, *word_and_tag)
     self._end_sentence()
@@ -350,15 +338,16 @@ class _TaggedFileParser:
   def _is_docstart(self, fields: Sequence[str]) -> bool:
     if fields[0] != DOCSTART:
       return False
-    self._num_docstart_lines += 1
+    self.report.counts['docstart_lines'] += 1
     return True
 
   def _add_word(self, line_number: int, word: str, tag: str):
     if '|' in tag and tag.split('|')[0]:
       tag = tag.split('|')[0]
-      self._num_ambiguous_tags += 1
+      self.report.counts['ambiguous_tags'] += 1
     if not self._words:
       self._first_line = line_number
+    self.report.counts['words'] += 1
     self._words.append(word)
     self._tags.append(tag)
 
@@ -368,15 +357,6 @@ class _TaggedFileParser:
           words=tuple(self._words), tags=tuple(self._tags),
           line_number=self._first_line, path=self._path))
     self._words, self._tags = [], []
-
-  def report(self, file_format: str) -> ReadReport:
-    return ReadReport(
-        path=self._path, file_format=file_format,
-        num_sentences=len(self.sentences),
-        num_words=sum(len(s.words) for s in self.sentences),
-        num_docstart_lines=self._num_docstart_lines,
-        num_ambiguous_tags=self._num_ambiguous_tags,
-        malformed=tuple(self._malformed))
 
 
 def _read_lines(path: str) -> List[str]:
@@ -455,15 +435,6 @@ def _tag_id(label_ids: Mapping[str, int], sentence: TaggedSentence,
       'data); rebuild the label list from all splits or fix the file.')
 
 
-def _special_token_ids(vocab: Mapping[str, int]) -> Dict[str, int]:
-  tokens = ('[CLS]', '[SEP]', '[PAD]', '[UNK]')
-  missing = [t for t in tokens if t not in vocab]
-  if missing:
-    raise ValueError(f'The tokenizer vocab lacks {missing}; expected all of '
-                     f'{list(tokens)}.')
-  return {t: vocab[t] for t in tokens}
-
-
 def _encode_words(sentence: TaggedSentence, tokenizer,
                   label_ids: Mapping[str, int], capacity: int,
                   counts: Dict[str, int]) -> List[Tuple[List[int], int]]:
@@ -483,7 +454,7 @@ def _encode_words(sentence: TaggedSentence, tokenizer,
   for index, (word, tag) in enumerate(zip(sentence.words, sentence.tags)):
     pieces = tokenizer.tokenize(word)
     if not pieces:
-      pieces = ['[UNK]']
+      pieces = [vocab_lib.UNK_TOKEN]
       counts['num_empty_words'] += 1
     if len(pieces) > capacity:
       pieces = pieces[:capacity]
@@ -533,19 +504,20 @@ def _encode_row(words: Sequence[Tuple[List[int], int]],
   """
   pad_label = label_ids[PAD_LABEL]
   continuation_label = label_ids[CONTINUATION_LABEL]
-  token_ids = [special_ids['[CLS]']]
+  token_ids = [special_ids[vocab_lib.CLS_TOKEN]]
   labels = [pad_label]
   weights = [0.0]
   for piece_ids, tag_id in words:
     token_ids.extend(piece_ids)
     labels.extend([tag_id] + [continuation_label] * (len(piece_ids) - 1))
     weights.extend([1.0] + [0.0] * (len(piece_ids) - 1))
-  token_ids.append(special_ids['[SEP]'])
+  token_ids.append(special_ids[vocab_lib.SEP_TOKEN])
   labels.append(pad_label)
   weights.append(0.0)
   length = len(token_ids)
   padding = max_seq_length - length
-  return dict(input_word_ids=token_ids + [special_ids['[PAD]']] * padding,
+  return dict(input_word_ids=(token_ids +
+                              [special_ids[vocab_lib.PAD_TOKEN]] * padding),
               label_ids=labels + [pad_label] * padding,
               label_weights=weights + [0.0] * padding,
               length=length)
@@ -568,21 +540,6 @@ def _stack_rows(rows: Sequence[Dict[str, list]],
       input_type_ids=np.zeros_like(input_mask),
       label_ids=stack('label_ids', np.int32),
       label_weights=stack('label_weights', np.float32))
-
-
-def _log_read_report(report: ReadReport):
-  logging.info(
-      'Read %d sentences, %d words from %s (%s format); skipped %d '
-      '-DOCSTART- lines; %d ambiguous tags reduced to their first '
-      'alternative.', report.num_sentences, report.num_words, report.path,
-      report.file_format, report.num_docstart_lines,
-      report.num_ambiguous_tags)
-  if report.malformed:
-    examples = '; '.join(f'line {line_number}: {description}'
-                         for line_number, description
-                         in report.malformed[:_MAX_LOGGED_PROBLEMS])
-    logging.warning('%s: skipped %d malformed lines/tokens, e.g. %s',
-                    report.path, len(report.malformed), examples)
 
 
 def _log_feature_report(report: FeatureReport):

@@ -47,16 +47,15 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from absl import logging
 import numpy as np
 
+from official_repro.data import read_report
+from official_repro.data import vocab as vocab_lib
+
 LEVELS = ('middle', 'high')
 NUM_CHOICES = 4
 ANSWER_LETTERS = 'ABCD'
 SPLITS = ('train', 'dev', 'test')
 REQUIRED_KEYS = ('article', 'questions', 'options', 'answers')
 FILE_PATTERNS = ('*.txt', '*.json')
-
-CLS_TOKEN = '[CLS]'
-SEP_TOKEN = '[SEP]'
-PAD_TOKEN = '[PAD]'
 
 _BLANK = re.compile(r'_+')
 
@@ -101,45 +100,11 @@ class RaceExample:
     return '_' in self.question
 
 
-@dataclasses.dataclass
-class ReadReport:
-  """What `read_examples` read.
-
-  Attributes:
-    num_files: files read, per level.
-    num_questions: examples (questions) produced, per level.
-    num_cloze_questions: of those, questions with a blank "_", per level.
-    files_without_questions: paths of files that hold an article but no
-      question (they produce no example).
-    num_skipped_files: files of a directory read directly whose level is not
-      in the requested `levels`.
-  """
-  num_files: Dict[str, int] = dataclasses.field(default_factory=dict)
-  num_questions: Dict[str, int] = dataclasses.field(default_factory=dict)
-  num_cloze_questions: Dict[str, int] = dataclasses.field(default_factory=dict)
-  files_without_questions: List[str] = dataclasses.field(default_factory=list)
-  num_skipped_files: int = 0
-
-  def count_file(self, level: str) -> None:
-    """Counts one file of `level`."""
-    self.num_files[level] = self.num_files.get(level, 0) + 1
-    self.num_questions.setdefault(level, 0)
-    self.num_cloze_questions.setdefault(level, 0)
-
-  def count_question(self, level: str, is_cloze: bool) -> None:
-    """Counts one question of `level`."""
-    self.num_questions[level] += 1
-    self.num_cloze_questions[level] += int(is_cloze)
-
-  def as_dict(self) -> Dict[str, Any]:
-    return dataclasses.asdict(self)
-
-
 def read_examples(
     race_dir: str,
     split: Optional[str] = None,
     levels: Sequence[str] = LEVELS,
-) -> Tuple[List[RaceExample], ReadReport]:
+) -> Tuple[List[RaceExample], read_report.ReadReport]:
   """Reads the questions of one RACE split.
 
   Args:
@@ -152,7 +117,12 @@ def read_examples(
 
   Returns:
     The examples, ordered by level (in `levels` order), file name, question;
-    and a report of the counts per level.
+    and a report whose records are the files read. Its `counts` hold, per
+    level, 'files/<level>', 'questions/<level>' and 'cloze_questions/<level>'
+    (questions with a blank "_"), and 'skipped_files_of_other_levels' (files
+    of a directory read directly whose level is not in `levels`). A file
+    holding an article but no question gives no example and is listed as
+    malformed.
 
   Raises:
     FileNotFoundError: a `<split>/<level>` directory (or `race_dir`) is
@@ -165,7 +135,7 @@ def read_examples(
   if unknown or not levels:
     raise ValueError(f'levels must be a non-empty subset of {LEVELS}, got '
                      f'{tuple(levels)}.')
-  report = ReadReport()
+  report = read_report.ReadReport(path=race_dir, record_name='files')
   examples = []
   if split is None:
     directory_level = os.path.basename(os.path.normpath(race_dir))
@@ -174,7 +144,7 @@ def read_examples(
       level = (directory_level if directory_level in LEVELS
                else _level_from_id(record, path))
       if level not in levels:
-        report.num_skipped_files += 1
+        report.counts['skipped_files_of_other_levels'] += 1
         continue
       examples.extend(_examples_from_record(record, path, level, report))
   else:
@@ -183,7 +153,8 @@ def read_examples(
       for path in _list_json_files(directory):
         examples.extend(
             _examples_from_record(_load_json(path), path, level, report))
-  _log_read_report(race_dir, split, report)
+  report.num_examples = len(examples)
+  report.log(f'RACE {split or "."}')
   return examples, report
 
 
@@ -231,7 +202,8 @@ def _level_from_id(record: Mapping[str, Any], path: str) -> str:
 
 
 def _examples_from_record(record: Mapping[str, Any], path: str, level: str,
-                          report: ReadReport) -> List[RaceExample]:
+                          report: read_report.ReadReport
+                          ) -> List[RaceExample]:
   """Validates one file's JSON object and makes one example per question."""
   missing = [key for key in REQUIRED_KEYS if key not in record]
   if missing:
@@ -255,9 +227,11 @@ def _examples_from_record(record: Mapping[str, Any], path: str, level: str,
         f'{len(answers)} answers; expected one option list and one answer per '
         'question.')
   file_id = record.get('id', os.path.basename(path))
-  report.count_file(level)
+  report.num_records += 1
+  report.counts[f'files/{level}'] += 1
+  report.counts[f'questions/{level}'] += len(questions)
   if not questions:
-    report.files_without_questions.append(path)
+    report.add_malformed(None, 'holds an article but no question', path=path)
   examples = []
   for index, (question, choices, answer) in enumerate(
       zip(questions, options, answers)):
@@ -276,25 +250,9 @@ def _examples_from_record(record: Mapping[str, Any], path: str, level: str,
         example_id=f'{file_id}-{index}', level=level, article=article,
         question=question, options=tuple(choices),
         label=ANSWER_LETTERS.index(answer))
-    report.count_question(level, example.is_cloze)
+    report.counts[f'cloze_questions/{level}'] += int(example.is_cloze)
     examples.append(example)
   return examples
-
-
-def _log_read_report(race_dir: str, split: Optional[str],
-                     report: ReadReport) -> None:
-  for level in report.num_files:
-    logging.info('RACE %s %s/%s: %d files, %d questions (%d cloze).',
-                 race_dir, split or '.', level, report.num_files[level],
-                 report.num_questions[level],
-                 report.num_cloze_questions[level])
-  if report.files_without_questions:
-    logging.warning('RACE %s: %d files have no question: %s', race_dir,
-                    len(report.files_without_questions),
-                    report.files_without_questions)
-  if report.num_skipped_files:
-    logging.info('RACE %s: skipped %d files of other levels.', race_dir,
-                 report.num_skipped_files)
 
 
 @dataclasses.dataclass
@@ -368,11 +326,13 @@ def convert_to_features(
   if max_query_length is not None and max_query_length < 1:
     raise ValueError(
         f'max_query_length must be >= 1 or None, got {max_query_length}.')
-  special_ids = _special_token_ids(tokenizer)
+  special_ids = vocab_lib.special_token_ids(
+      tokenizer.vocab, (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
+                        vocab_lib.PAD_TOKEN))
   num_examples = len(examples)
   shape = (num_examples, NUM_CHOICES, max_seq_length)
   features = dict(
-      input_word_ids=np.full(shape, special_ids[PAD_TOKEN], np.int32),
+      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
       input_mask=np.zeros(shape, np.int32),
       input_type_ids=np.zeros(shape, np.int32),
       label_ids=np.array([e.label for e in examples], np.int32),
@@ -396,16 +356,6 @@ def convert_to_features(
       features['input_type_ids'][row, choice, :len(ids)] = type_ids
   logging.info('RACE features: %s', report.as_dict())
   return features, report
-
-
-def _special_token_ids(tokenizer: Any) -> Dict[str, int]:
-  missing = [token for token in (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN)
-             if token not in tokenizer.vocab]
-  if missing:
-    raise ValueError(f'Tokenizer vocabulary lacks {missing}; RACE features '
-                     f'need {CLS_TOKEN}, {SEP_TOKEN} and {PAD_TOKEN}.')
-  return {token: tokenizer.vocab[token]
-          for token in (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN)}
 
 
 def _segment_b(question: str, option: str, tokenizer: Any,
@@ -452,10 +402,11 @@ def _pack(article: Sequence[str], segments: List[List[str]],
   report.num_truncated_articles += int(article_length < len(article))
   report.num_truncated_segment_b += int(
       lengths != [len(segment) for segment in segments])
-  tokens = [CLS_TOKEN, *article[:article_length], SEP_TOKEN]
+  tokens = [vocab_lib.CLS_TOKEN, *article[:article_length],
+            vocab_lib.SEP_TOKEN]
   type_ids = [0] * len(tokens)
   for segment, length in zip(segments, lengths):
-    part = [*segment[:length], SEP_TOKEN]
+    part = [*segment[:length], vocab_lib.SEP_TOKEN]
     tokens.extend(part)
     type_ids.extend([1] * len(part))
   return tokens, type_ids

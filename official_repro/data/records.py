@@ -23,6 +23,8 @@ from typing import Any, Dict, List, Mapping
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import json_files
+
 FORMAT_VERSION = 1
 METADATA_FILENAME = 'metadata.json'
 VOCAB_FILENAME = 'vocab.txt'
@@ -124,9 +126,7 @@ def write_metadata(output_dir: str, metadata: Mapping[str, Any]) -> str:
   """Validates and writes `metadata.json`; returns its path."""
   validate_metadata(metadata, output_dir, check_files=True)
   path = os.path.join(output_dir, METADATA_FILENAME)
-  with open(path, 'w', encoding='utf-8') as f:
-    json.dump(metadata, f, indent=2, sort_keys=False)
-    f.write('\n')
+  json_files.write_json(path, metadata, sort_keys=False)
   return path
 
 

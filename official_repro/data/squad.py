@@ -17,7 +17,7 @@ This module wraps them so that they fit the rest of the harness:
   `KeyError` on a malformed file and silently drops training questions whose
   answer text cannot be found at `answer_start`. Here a malformed file fails
   with the path and the JSON location, and dropped questions are counted and
-  listed in a `ReadReport`.
+  listed in a `read_report.ReadReport`.
 * `convert_to_features` returns numpy arrays under the encoder input names
   instead of writing TFRecords, pads with the vocabulary's [PAD] id (Model
   Garden pads with 0), and never adds Model Garden's duplicated evaluation
@@ -39,41 +39,17 @@ import tensorflow as tf
 
 from official.nlp.data import squad_lib
 from official.nlp.tools import tokenization
+from official_repro.data import read_report
+from official_repro.data import vocab as vocab_lib
 
 SquadExample = squad_lib.SquadExample
 
 # Characters that separate context words (Model Garden's set: ASCII whitespace
 # plus the narrow no-break space U+202F).
 _WHITESPACE = frozenset(' \t\r\n\u202f')
-_SPECIAL_TOKENS = ('[CLS]', '[SEP]', '[PAD]')
 _MAX_LOGGED_IDS = 10
 # What Model Garden's `postprocess_output` returns when no span is valid.
 _NO_SPAN_PLACEHOLDER = 'empty'
-
-
-@dataclasses.dataclass
-class ReadReport:
-  """What `read_examples` read from a file and what it skipped.
-
-  Attributes:
-    path: the SQuAD JSON file.
-    num_questions: question entries in the file.
-    num_impossible: questions marked `is_impossible` (SQuAD 2.0).
-    mismatched_answer_ids: ids of training questions skipped because their
-      answer text is not found in the context at `answer_start`.
-  """
-  path: str
-  num_questions: int = 0
-  num_impossible: int = 0
-  mismatched_answer_ids: List[str] = dataclasses.field(default_factory=list)
-
-  @property
-  def num_skipped(self) -> int:
-    return len(self.mismatched_answer_ids)
-
-  @property
-  def num_examples(self) -> int:
-    return self.num_questions - self.num_skipped
 
 
 class QuestionEntry(NamedTuple):
@@ -289,8 +265,9 @@ def _answer_word_span(answer_text: str, answer_start: int, words: List[str],
   return (first_word, last_word) if wanted in covered else None
 
 
-def read_examples(path: str, version_2_with_negative: bool,
-                  is_training: bool) -> Tuple[List[SquadExample], ReadReport]:
+def read_examples(
+    path: str, version_2_with_negative: bool,
+    is_training: bool) -> Tuple[List[SquadExample], read_report.ReadReport]:
   """Reads a SQuAD 1.1 or 2.0 JSON file into Model Garden `SquadExample`s.
 
   The file layout is `data[] -> paragraphs[] -> {context, qas[]}`, each
@@ -302,7 +279,8 @@ def read_examples(path: str, version_2_with_negative: bool,
   character offsets are mapped to whitespace-separated context words; a
   question whose answer text is not found at `answer_start` is skipped and
   its id recorded in the report, since training on it would teach a wrong
-  span. Impossible questions get positions -1 and answer text ''. For
+  span (a malformed record, named by its JSON location and id). Impossible
+  questions get positions -1 and answer text ''. For
   evaluation every question is kept and answers are not read.
 
   Args:
@@ -313,7 +291,8 @@ def read_examples(path: str, version_2_with_negative: bool,
 
   Returns:
     `(examples, report)`: one example per kept question, in file order, and
-    the counts of read and skipped questions.
+    the counts of read ('questions' are the records), impossible
+    (`counts['impossible']`) and skipped questions.
 
   Raises:
     FileNotFoundError: if `path` does not exist.
@@ -323,7 +302,7 @@ def read_examples(path: str, version_2_with_negative: bool,
       `version_2_with_negative` is False.
   """
   articles = load_articles(path)
-  report = ReadReport(path=path)
+  report = read_report.ReadReport(path=path, record_name='questions')
   examples = []
   current_paragraph, words, char_to_word = None, [], []
   for entry in iterate_questions(articles, path):
@@ -335,7 +314,7 @@ def read_examples(path: str, version_2_with_negative: bool,
       words, char_to_word = _split_words(context)
       if not words:
         raise ValueError(f'{paragraph_location}: context is empty.')
-    report.num_questions += 1
+    report.num_records += 1
     question = required_field(entry.qa, 'question', str, entry.where())
     is_impossible = entry.qa.get('is_impossible', False)
     if not isinstance(is_impossible, bool):
@@ -345,7 +324,7 @@ def read_examples(path: str, version_2_with_negative: bool,
       raise ValueError(
           f'{entry.where()}: question is marked is_impossible (SQuAD 2.0 '
           'data) but the file is read with version_2_with_negative=False.')
-    report.num_impossible += int(is_impossible)
+    report.counts['impossible'] += int(is_impossible)
     if not is_training:
       examples.append(SquadExample(entry.qid, question, words))
     elif is_impossible:
@@ -363,25 +342,17 @@ def read_examples(path: str, version_2_with_negative: bool,
                                     answer_location)
       span = _answer_word_span(answer_text, answer_start, words, char_to_word)
       if span is None:
-        report.mismatched_answer_ids.append(entry.qid)
+        report.add_malformed(
+            None, f'{entry.json_path} (question id {entry.qid!r}): answer '
+            f'text {answer_text!r} is not in the context at answer_start '
+            f'{answer_start}')
         continue
       examples.append(SquadExample(
           entry.qid, question, words, orig_answer_text=answer_text,
           start_position=span[0], end_position=span[1]))
-  _log_read_report(report)
+  report.num_examples = len(examples)
+  report.log('SQuAD')
   return examples, report
-
-
-def _log_read_report(report: ReadReport) -> None:
-  logging.info('%s: read %d questions (%d impossible), kept %d examples.',
-               report.path, report.num_questions, report.num_impossible,
-               report.num_examples)
-  if report.num_skipped:
-    logging.warning(
-        '%s: skipped %d training questions whose answer text does not match '
-        'the context at answer_start; first ids: %s', report.path,
-        report.num_skipped,
-        ', '.join(report.mismatched_answer_ids[:_MAX_LOGGED_IDS]))
 
 
 def _check_window_sizes(max_seq_length: int, doc_stride: int,
@@ -435,9 +406,9 @@ def convert_to_features(
       a special token, or an example's context has no WordPieces.
   """
   _check_window_sizes(max_seq_length, doc_stride, max_query_length)
-  missing = [token for token in _SPECIAL_TOKENS if token not in tokenizer.vocab]
-  if missing:
-    raise ValueError(f'The tokenizer vocab lacks the special tokens {missing}.')
+  pad_id = vocab_lib.special_token_ids(
+      tokenizer.vocab, (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
+                        vocab_lib.PAD_TOKEN))[vocab_lib.PAD_TOKEN]
 
   mg_features = []
 
@@ -467,8 +438,7 @@ def convert_to_features(
   arrays = dict(input_word_ids=stack('input_ids'),
                 input_mask=stack('input_mask'),
                 input_type_ids=stack('segment_ids'))
-  arrays['input_word_ids'][arrays['input_mask'] == 0] = (
-      tokenizer.vocab['[PAD]'])
+  arrays['input_word_ids'][arrays['input_mask'] == 0] = pad_id
   if is_training:
     arrays['start_positions'] = np.array(
         [feature.start_position for feature in mg_features], np.int32)

@@ -45,14 +45,10 @@ class SpecialTokenIds:
     Raises:
       ValueError: a special token is not in the vocabulary.
     """
-    index = {token: i for i, token in enumerate(tokens)}
-    missing = [token for token in SPECIAL_TOKENS if token not in index]
-    if missing:
-      raise ValueError(f'Vocabulary lacks special tokens {missing}; expected '
-                       f'all of {list(SPECIAL_TOKENS)}.')
-    return cls(pad=index[PAD_TOKEN], unk=index[UNK_TOKEN],
-               cls=index[CLS_TOKEN], sep=index[SEP_TOKEN],
-               mask=index[MASK_TOKEN])
+    ids = special_token_ids({token: i for i, token in enumerate(tokens)},
+                            SPECIAL_TOKENS)
+    return cls(pad=ids[PAD_TOKEN], unk=ids[UNK_TOKEN], cls=ids[CLS_TOKEN],
+               sep=ids[SEP_TOKEN], mask=ids[MASK_TOKEN])
 
   def all_ids(self) -> Tuple[int, ...]:
     """The five ids, in the order pad, unk, cls, sep, mask."""
@@ -60,6 +56,28 @@ class SpecialTokenIds:
 
   def as_dict(self) -> Dict[str, int]:
     return dataclasses.asdict(self)
+
+
+def special_token_ids(token_to_id: Mapping[str, int],
+                      tokens: Sequence[str]) -> Dict[str, int]:
+  """Looks special tokens up by string in a token -> id mapping.
+
+  Args:
+    token_to_id: the vocabulary, e.g. a `FullTokenizer`'s `vocab`.
+    tokens: the special tokens a caller needs, e.g. `(CLS_TOKEN, SEP_TOKEN,
+      PAD_TOKEN)`.
+
+  Returns:
+    token -> id for every token of `tokens`.
+
+  Raises:
+    ValueError: naming the tokens of `tokens` that the vocabulary lacks.
+  """
+  missing = [token for token in tokens if token not in token_to_id]
+  if missing:
+    raise ValueError(f'The vocabulary lacks the special tokens {missing}; '
+                     f'expected all of {list(tokens)}.')
+  return {token: token_to_id[token] for token in tokens}
 
 
 def load_vocab(path: str,

@@ -27,8 +27,6 @@ import numpy as np
 
 from official_repro.data import glue
 
-GLUE_AVERAGE_TASKS: Tuple[str, ...] = ('cola', 'sst2', 'mrpc', 'stsb', 'qqp',
-                                       'mnli', 'qnli', 'rte')
 # Reported beside MNLI (matched) in tables but not part of the average.
 MNLI_MISMATCHED = 'mnli_mismatched'
 STSB_METRICS = ('pearson', 'spearman', 'corr')
@@ -224,7 +222,7 @@ def glue_average(scores: Mapping[str, float],
   """The GLUE score: the mean of per-task headline scores.
 
   Args:
-    scores: headline score per task name in `GLUE_AVERAGE_TASKS`; 'mnli' is
+    scores: headline score per task name in `glue.GLUE_TASK_NAMES`; 'mnli' is
       the matched dev score. A 'mnli_mismatched' entry may be present and is
       not averaged, so MNLI counts once.
     require_all: demand all eight tasks instead of averaging those present.
@@ -236,12 +234,13 @@ def glue_average(scores: Mapping[str, float],
     ValueError: an unknown task name, no task score at all, or (with
       `require_all`) a missing task.
   """
-  unknown = sorted(set(scores) - set(GLUE_AVERAGE_TASKS) - {MNLI_MISMATCHED})
+  tasks = glue.GLUE_TASK_NAMES
+  unknown = sorted(set(scores) - set(tasks) - {MNLI_MISMATCHED})
   if unknown:
     raise ValueError(f'Unknown GLUE tasks {unknown}; expected names in '
-                     f'{list(GLUE_AVERAGE_TASKS)} (or {MNLI_MISMATCHED!r}).')
-  present = [task for task in GLUE_AVERAGE_TASKS if task in scores]
-  missing = [task for task in GLUE_AVERAGE_TASKS if task not in scores]
+                     f'{list(tasks)} (or {MNLI_MISMATCHED!r}).')
+  present = [task for task in tasks if task in scores]
+  missing = [task for task in tasks if task not in scores]
   if require_all and missing:
     raise ValueError(f'GLUE average needs all 8 tasks; missing {missing}.')
   if not present:

@@ -109,8 +109,13 @@ def layerwise_multipliers(depths: Mapping[str, int], num_layers: int,
           for name, depth in depths.items()}
 
 
+@tf_keras.utils.register_keras_serializable(package='official_repro')
 class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
   """Model Garden's `AdamWeightDecay` with a learning-rate multiplier per variable.
+
+  Its config also holds the weight-decay include/exclude patterns and the
+  gradient clip norm, which `AdamWeightDecay.get_config` leaves out, so that
+  `from_config(get_config())` rebuilds the same optimizer.
 
   Attributes:
     lr_multipliers: canonical variable name -> multiplier of the learning
@@ -118,8 +123,25 @@ class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
   """
 
   def __init__(self, lr_multipliers: Mapping[str, float],
-               name: str = 'LayerwiseAdamWeightDecay', **kwargs):
-    super().__init__(name=name, **kwargs)
+               name: str = 'LayerwiseAdamWeightDecay',
+               include_in_weight_decay: Optional[Sequence[str]] = None,
+               exclude_from_weight_decay: Optional[Sequence[str]] = None,
+               gradient_clip_norm: float = 1.0, **kwargs):
+    """Adam with decoupled weight decay and per-variable learning rates.
+
+    Args:
+      lr_multipliers: see the class attribute.
+      name: the optimizer's name.
+      include_in_weight_decay: variable-name patterns always decayed.
+      exclude_from_weight_decay: variable-name patterns never decayed.
+      gradient_clip_norm: clip gradients to this global norm (0: off).
+      **kwargs: other `AdamWeightDecay` arguments (`learning_rate`,
+        `weight_decay_rate`, `beta_1`, `epsilon`, ...).
+    """
+    super().__init__(
+        name=name, include_in_weight_decay=include_in_weight_decay,
+        exclude_from_weight_decay=exclude_from_weight_decay,
+        gradient_clip_norm=gradient_clip_norm, **kwargs)
     self.lr_multipliers = dict(lr_multipliers)
 
   def _multiplier(self, var: tf.Variable) -> float:
@@ -150,5 +172,9 @@ class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
 
   def get_config(self):
     config = super().get_config()
-    config['lr_multipliers'] = dict(self.lr_multipliers)
+    config.update(
+        lr_multipliers=dict(self.lr_multipliers),
+        include_in_weight_decay=self._include_in_weight_decay,
+        exclude_from_weight_decay=self._exclude_from_weight_decay,
+        gradient_clip_norm=self.gradient_clip_norm)
     return config

@@ -1,14 +1,15 @@
 """Gin front end to Model Garden's optimizer factory.
 
 Every paper in this repository pretrains with LAMB (or Adam/AdamW for the
-references), linear warmup and linear decay. Model Garden's
-`OptimizationConfig` already builds all of these (`OptimizerFactory`, type
-`lamb` is the successor of TF-Addons' LAMB); this module only exposes its
-fields as one gin configurable so that each paper's hyperparameter table maps
-to one gin line per cell.
+references), linear warmup and linear decay, and fine-tunes with the same
+schedule. Model Garden's `OptimizationConfig` already builds all of these
+(`OptimizerFactory`, type `lamb` is the successor of TF-Addons' LAMB); this
+module only writes the schedule once (`learning_rate_config`) and exposes the
+optimizer's fields as one gin configurable so that each paper's
+hyperparameter table maps to one gin line per cell.
 """
 
-from typing import Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import gin
 
@@ -19,6 +20,57 @@ from official.modeling import optimization
 DEFAULT_WEIGHT_DECAY_EXCLUSIONS = ('LayerNorm', 'layer_norm', 'bias')
 
 _OPTIMIZERS = ('lamb', 'adamw', 'adam')
+
+
+def learning_rate_config(train_steps: int, learning_rate: float,
+                         warmup_steps: int = 0, end_learning_rate: float = 0.0,
+                         decay_power: float = 1.0) -> Dict[str, Any]:
+  """The schedule part of an `OptimizationConfig`: warmup, then decay.
+
+  The schedule decays polynomially (`decay_power` 1 is linear) from
+  `learning_rate` at step 0 to `end_learning_rate` at `train_steps`; during the
+  first `warmup_steps` Model Garden's linear warmup replaces it with a ramp
+  from 0 to the decayed value at `warmup_steps`. The ramp therefore ends
+  continuously at `learning_rate * (1 - warmup_steps / train_steps)` (for
+  linear decay), where BERT's and ELECTRA's TF1 code ramp to `learning_rate`
+  and then drop to that value; the difference is at most a factor
+  `warmup_steps / train_steps` (6% for 001's 10k of 163k) during warmup.
+
+  Args:
+    train_steps: total optimizer steps; the decay horizon.
+    learning_rate: peak learning rate.
+    warmup_steps: linear warmup steps.
+    end_learning_rate: learning rate at `train_steps`.
+    decay_power: power of the polynomial decay.
+
+  Returns:
+    The `learning_rate` and `warmup` entries of an `OptimizationConfig`.
+
+  Raises:
+    ValueError: `train_steps` not positive or `warmup_steps` outside
+      `[0, train_steps]`.
+  """
+  if train_steps <= 0:
+    raise ValueError(f'train_steps must be positive, got {train_steps}.')
+  if not 0 <= warmup_steps <= train_steps:
+    raise ValueError(f'warmup_steps={warmup_steps} must be in '
+                     f'[0, train_steps={train_steps}].')
+  return {
+      'learning_rate': {
+          'type': 'polynomial',
+          'polynomial': {
+              'initial_learning_rate': learning_rate,
+              'decay_steps': train_steps,
+              'end_learning_rate': end_learning_rate,
+              'power': decay_power,
+          },
+      },
+      'warmup': {
+          'type': 'linear',
+          'linear': {'warmup_steps': warmup_steps,
+                     'warmup_learning_rate': 0.0},
+      },
+  }
 
 
 @gin.configurable('optimization')
@@ -38,14 +90,7 @@ def optimization_config(
 ) -> optimization.OptimizationConfig:
   """Builds the optimizer, schedule and warmup config.
 
-  The schedule decays polynomially (`decay_power` 1 is linear) from
-  `learning_rate` at step 0 to `end_learning_rate` at `train_steps`; during the
-  first `warmup_steps` Model Garden's linear warmup replaces it with a ramp
-  from 0 to the decayed value at `warmup_steps`. The ramp therefore ends
-  continuously at `learning_rate * (1 - warmup_steps / train_steps)` (for
-  linear decay), where BERT's and ELECTRA's TF1 code ramp to `learning_rate`
-  and then drop to that value; the difference is at most a factor
-  `warmup_steps / train_steps` (6% for 001's 10k of 163k) during warmup.
+  The schedule is `learning_rate_config`'s.
 
   Args:
     train_steps: total optimizer steps; the decay horizon.
@@ -71,11 +116,6 @@ def optimization_config(
   if optimizer not in _OPTIMIZERS:
     raise ValueError(f'optimization.optimizer must be one of {_OPTIMIZERS}, '
                      f'got {optimizer!r}.')
-  if train_steps <= 0:
-    raise ValueError(f'train_steps must be positive, got {train_steps}.')
-  if not 0 <= warmup_steps <= train_steps:
-    raise ValueError(f'optimization.warmup_steps={warmup_steps} must be in '
-                     f'[0, train_steps={train_steps}].')
   exclusions = list(exclude_from_weight_decay)
   optimizer_fields = dict(
       beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
@@ -94,18 +134,6 @@ def optimization_config(
                      f'adamw, got {optimizer!r}.')
   return optimization.OptimizationConfig({
       'optimizer': {'type': optimizer, optimizer: optimizer_fields},
-      'learning_rate': {
-          'type': 'polynomial',
-          'polynomial': {
-              'initial_learning_rate': learning_rate,
-              'decay_steps': train_steps,
-              'end_learning_rate': end_learning_rate,
-              'power': decay_power,
-          },
-      },
-      'warmup': {
-          'type': 'linear',
-          'linear': {'warmup_steps': warmup_steps,
-                     'warmup_learning_rate': 0.0},
-      },
+      **learning_rate_config(train_steps, learning_rate, warmup_steps,
+                             end_learning_rate, decay_power),
   })

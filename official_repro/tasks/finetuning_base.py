@@ -33,11 +33,9 @@ from official.nlp.tools import tokenization
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.optimization import layerwise_decay
+from official_repro.optimization import optimizer_config as optimizer_config_lib
 
 ENCODER_INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
-
-# Not decayed, as in BERT and ELECTRA.
-WEIGHT_DECAY_EXCLUDED = ('LayerNorm', 'layer_norm', 'bias')
 
 # (task name, data dir, split, vocab, lower_case, max_seq_length, options)
 # -> (features, per-example metadata); shared by all tasks built in-process.
@@ -202,7 +200,8 @@ class FinetuneTask(base_task.Task):
         weight_decay_rate=config.weight_decay_rate,
         epsilon=config.adam_epsilon,
         beta_2=config.adam_beta_2,
-        exclude_from_weight_decay=list(WEIGHT_DECAY_EXCLUDED),
+        exclude_from_weight_decay=list(
+            optimizer_config_lib.DEFAULT_WEIGHT_DECAY_EXCLUSIONS),
         gradient_clip_norm=config.gradient_clip_norm)
 
   # Evaluation.

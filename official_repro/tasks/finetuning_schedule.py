@@ -16,10 +16,9 @@ from typing import Optional
 import gin
 
 from official_repro.metrics import aggregation
+from official_repro.tasks import finetuning_registry
+from official_repro.tasks import finetuning_tasks  # pylint: disable=unused-import
 
-GLUE_TASKS = ('cola', 'sst2', 'mrpc', 'stsb', 'qqp', 'mnli', 'qnli', 'rte')
-SQUAD_TASKS = ('squad11', 'squad20')
-TASKS = GLUE_TASKS + SQUAD_TASKS + ('race', 'pos')
 SELECTIONS = aggregation.SELECTIONS
 AGGREGATIONS = aggregation.AGGREGATIONS
 
@@ -30,7 +29,7 @@ class FinetuningSchedule:
   """One task's fine-tuning hyperparameters.
 
   Attributes:
-    task: task name (one of `TASKS`).
+    task: a task name registered in `finetuning_registry`.
     learning_rate: peak learning rate.
     train_batch_size: global batch size.
     num_epochs: passes over the training set.
@@ -53,8 +52,9 @@ class FinetuningSchedule:
   eval_batch_size: Optional[int] = None
 
   def __post_init__(self):
-    if self.task not in TASKS:
-      raise ValueError(f'finetuning.task must be one of {TASKS}, got '
+    tasks = finetuning_registry.task_names()
+    if self.task not in tasks:
+      raise ValueError(f'finetuning.task must be one of {tasks}, got '
                        f'{self.task!r}.')
     if self.train_batch_size <= 0 or self.num_epochs <= 0:
       raise ValueError('finetuning.train_batch_size and num_epochs must be '

@@ -19,8 +19,8 @@ from official.nlp.modeling import models
 from official_repro.data import glue as glue_data
 from official_repro.metrics import glue_metrics
 from official_repro.tasks import finetuning_base
+from official_repro.tasks import finetuning_registry
 
-GLUE_TASK_NAMES = tuple(glue_data.GLUE_TASKS)
 DEV_SPLIT = 'dev'
 # Index of each example's dev file (MNLI: 0 matched, 1 mismatched).
 EVAL_SPLIT_KEY = 'eval_split'
@@ -31,11 +31,15 @@ class GlueTaskConfig(finetuning_base.FinetuneTaskConfig):
   """GLUE settings beyond the shared ones.
 
   Attributes:
-    stsb_metric: which correlation stands for STS-B in the headline score.
+    stsb_metric: which correlation stands for STS-B in the headline score;
+      fine-tuning copies gin `run_protocol.stsb_metric` here.
   """
   stsb_metric: str = 'spearman'
 
 
+@finetuning_registry.register(
+    glue_data.GLUE_TASK_NAMES, GlueTaskConfig,
+    protocol_fields=('stsb_metric',), group='glue')
 class GlueTask(finetuning_base.AccuracyMetricMixin,
                finetuning_base.FinetuneTask):
   """One GLUE task (see module docstring)."""

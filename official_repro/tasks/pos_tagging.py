@@ -21,6 +21,7 @@ import tf_keras
 from official_repro.data import pos_tagging as pos_data
 from official_repro.modeling.models import tagger
 from official_repro.tasks import finetuning_base
+from official_repro.tasks import finetuning_registry
 
 TRAIN_SPLIT = 'train'
 
@@ -50,6 +51,7 @@ def tagging_task_config(use_crf: bool = False, file_format: str = 'auto',
                            conll_tag_column=conll_tag_column, **fields)
 
 
+@finetuning_registry.register(('pos',), TaggingTaskConfig, tagging_task_config)
 class TaggingTask(finetuning_base.FinetuneTask):
   """POS tagging (see module docstring)."""
 

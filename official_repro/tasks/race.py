@@ -18,6 +18,7 @@ import tf_keras
 from official_repro.data import race as race_data
 from official_repro.modeling.models import multiple_choice
 from official_repro.tasks import finetuning_base
+from official_repro.tasks import finetuning_registry
 
 
 @dataclasses.dataclass
@@ -44,6 +45,7 @@ def race_task_config(levels: Tuple[str, ...] = race_data.LEVELS,
                         fill_blank=fill_blank, **fields)
 
 
+@finetuning_registry.register(('race',), RaceTaskConfig, race_task_config)
 class RaceTask(finetuning_base.AccuracyMetricMixin,
                finetuning_base.FinetuneTask):
   """RACE fine-tuning (see module docstring)."""
@@ -60,9 +62,8 @@ class RaceTask(finetuning_base.AccuracyMetricMixin,
 
   def read_features(self, split: str):
     config = self.task_config
-    examples, report = race_data.read_examples(config.data_dir, split,
-                                               levels=config.levels)
-    logging.info('RACE %s: %s', split, report.as_dict())
+    examples, _ = race_data.read_examples(config.data_dir, split,
+                                          levels=config.levels)
     features, conversion = race_data.convert_to_features(
         examples, self.tokenizer, config.max_seq_length,
         max_query_length=config.max_query_length,

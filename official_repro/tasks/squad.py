@@ -25,6 +25,7 @@ from official.nlp.modeling import models
 from official_repro.data import squad as squad_data
 from official_repro.metrics import squad_metrics
 from official_repro.tasks import finetuning_base
+from official_repro.tasks import finetuning_registry
 
 VERSIONS = {'squad11': ('v1.1', False), 'squad20': ('v2.0', True)}
 FEATURE_INDEX_KEY = 'feature_index'
@@ -57,6 +58,8 @@ def squad_task_config(doc_stride: int = 128, max_query_length: int = 64,
                          max_answer_length=max_answer_length, **fields)
 
 
+@finetuning_registry.register(tuple(VERSIONS), SquadTaskConfig,
+                              squad_task_config)
 class SquadTask(finetuning_base.FinetuneTask):
   """SQuAD fine-tuning (see module docstring)."""
 

@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from absl import logging
 import numpy as np
@@ -24,14 +24,16 @@ import tensorflow as tf
 import tf_keras
 
 from official.core import config_definitions as cfg
+from official.core import task_factory
 from official.core import train_utils
 from official.modeling import optimization
+from official_repro.common import json_files
 from official_repro.metrics import aggregation
 from official_repro.modeling.networks import pretrained
+from official_repro.optimization import optimizer_config
 from official_repro.tasks import finetuning_base
+from official_repro.tasks import finetuning_registry
 from official_repro.tasks import finetuning_schedule
-from official_repro.tasks import glue as glue_task
-from official_repro.training import json_files
 from official_repro.training import trainer as trainer_lib
 
 HISTORY_FILENAME = 'history.json'
@@ -42,29 +44,16 @@ TRAIN_SPLIT = 'train'
 DEV_SPLIT = 'dev'
 
 
-def _task_registry() -> Dict[str, Tuple[Type[finetuning_base.FinetuneTask],
-                                        Any]]:
-  """Task name -> (Task class, function returning its config)."""
-  # pylint: disable=g-import-not-at-top
-  from official_repro.tasks import pos_tagging
-  from official_repro.tasks import race
-  from official_repro.tasks import squad
-  # pylint: enable=g-import-not-at-top
-  registry = {name: (glue_task.GlueTask, glue_task.GlueTaskConfig)
-              for name in glue_task.GLUE_TASK_NAMES}
-  registry.update({name: (squad.SquadTask, squad.squad_task_config)
-                   for name in finetuning_schedule.SQUAD_TASKS})
-  registry['race'] = (race.RaceTask, race.race_task_config)
-  registry['pos'] = (pos_tagging.TaggingTask, pos_tagging.tagging_task_config)
-  return registry
-
-
 def build_task_config(schedule: finetuning_schedule.FinetuningSchedule,
                       protocol: finetuning_schedule.RunProtocol,
                       encoder: pretrained.PretrainedEncoder,
                       data_dir: str) -> finetuning_base.FinetuneTaskConfig:
-  """The task config of `schedule.task` (task-specific fields from gin)."""
-  _, config_fn = _task_registry()[schedule.task]
+  """The task config of `schedule.task` (task-specific fields from gin).
+
+  The task's `finetuning_registry` entry builds it from the fields every
+  fine-tuning task has and the `RunProtocol` fields the entry names.
+  """
+  entry = finetuning_registry.get(schedule.task)
   fields = dict(
       task=schedule.task, data_dir=data_dir,
       init_checkpoint=encoder.checkpoint_path or '',
@@ -74,20 +63,17 @@ def build_task_config(schedule: finetuning_schedule.FinetuningSchedule,
       layerwise_lr_decay=schedule.layerwise_lr_decay,
       weight_decay_rate=schedule.weight_decay_rate,
       adam_epsilon=schedule.adam_epsilon)
-  if config_fn is glue_task.GlueTaskConfig:
-    fields['stsb_metric'] = protocol.stsb_metric
-  return config_fn(**fields)
+  fields.update({name: getattr(protocol, name)
+                 for name in entry.protocol_fields})
+  return entry.build_config(**fields)
 
 
 def _optimization_config(schedule, train_steps: int, warmup_steps: int):
   """Linear warmup, then linear decay to 0 (Model Garden's schedules)."""
   return optimization.OptimizationConfig({
       'optimizer': {'type': 'adamw'},
-      'learning_rate': {'type': 'polynomial', 'polynomial': {
-          'initial_learning_rate': schedule.learning_rate,
-          'decay_steps': train_steps, 'end_learning_rate': 0.0,
-          'power': 1.0}},
-      'warmup': {'type': 'linear', 'linear': {'warmup_steps': warmup_steps}},
+      **optimizer_config.learning_rate_config(
+          train_steps, schedule.learning_rate, warmup_steps),
   })
 
 
@@ -105,8 +91,6 @@ def _read_json(path: str, default):
     return json.load(f)
 
 
-
-
 def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
              schedule: finetuning_schedule.FinetuningSchedule,
              protocol: finetuning_schedule.RunProtocol,
@@ -119,7 +103,6 @@ def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
     return done
   tf_keras.backend.clear_session()
   tf_keras.utils.set_random_seed(seed)
-  task_cls, _ = _task_registry()[task_config.task]
   task_config = dataclasses.replace(
       task_config,
       train_data=finetuning_base.FinetuneDataConfig(
@@ -129,7 +112,7 @@ def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
           split=DEV_SPLIT, is_training=False, drop_remainder=False,
           global_batch_size=(schedule.eval_batch_size or
                              schedule.train_batch_size)))
-  task = task_cls(task_config, logging_dir=run_dir)
+  task = task_factory.get_task(task_config, logging_dir=run_dir)
   num_train = task.num_examples(TRAIN_SPLIT)
   train_steps = schedule.train_steps(num_train)
   steps_per_epoch = schedule.steps_per_epoch(num_train)

@@ -65,8 +65,8 @@ class TestReaders:
     assert [(e.text_a, e.text_b, e.label, e.line_number) for e in examples] == [
         ('The cat sat.', None, 1, 1), ('Cat the sat.', None, 0, 2)]
     assert examples[1].guid == 'cola-train-1'
-    assert (report.num_rows, report.num_examples, report.malformed) == (2, 2,
-                                                                        [])
+    assert (report.num_records, report.num_examples, report.malformed) == (
+        2, 2, [])
 
   def test_sst2_keeps_text_verbatim(self, tmp_path):
     root = _write(tmp_path, 'SST-2', 'dev', [
@@ -169,11 +169,15 @@ class TestMalformedInput:
     examples, report = glue.read_examples(root, 'rte', 'dev')
     assert [e.line_number for e in examples] == [2, 7]
     assert examples[1].guid == 'rte-dev-5'
-    assert (report.num_rows, report.num_examples, report.num_malformed) == (
+    assert (report.num_records, report.num_examples, report.num_malformed) == (
         6, 2, 4)
-    assert [line for line, _ in report.malformed] == [3, 4, 5, 6]
-    assert 'expected 4 tab-separated columns, found 3' in report.malformed[0][1]
-    assert 'empty text in sentence1' in report.malformed[1][1]
+    path = str(tmp_path / 'RTE' / 'dev.tsv')
+    assert [(record.path, record.line_number)
+            for record in report.malformed] == [(path, 3), (path, 4),
+                                                (path, 5), (path, 6)]
+    assert ('expected 4 tab-separated columns, found 3' in
+            report.malformed[0].reason)
+    assert 'empty text in sentence1' in report.malformed[1].reason
     summary = report.summary()
     assert '2 examples from 6 rows, 4 malformed' in summary
     assert 'line 3:' in summary and 'line 6:' in summary
@@ -185,7 +189,7 @@ class TestMalformedInput:
     path.write_bytes(path.read_bytes().replace(b'bad', b'b\xffd'))
     examples, report = glue.read_examples(root, 'sst2', 'train')
     assert len(examples) == 1
-    assert report.malformed == [(3, 'not valid UTF-8')]
+    assert report.malformed == [(str(path), 3, 'not valid UTF-8')]
 
   def test_bad_label_stops_with_file_and_line(self, tmp_path):
     root = _write(tmp_path, 'RTE', 'train', [

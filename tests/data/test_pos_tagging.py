@@ -64,11 +64,11 @@ def test_reads_conll_with_crlf_docstart_and_malformed_line(tmp_path,
   ]
   assert sentences[0].path == path
   assert report.file_format == 'conll'
-  assert (report.num_sentences, report.num_words) == (2, 5)
-  assert report.num_docstart_lines == 1
-  assert report.num_ambiguous_tags == 1
-  assert [line for line, _ in report.malformed] == [6]
-  assert 'field -1' in report.malformed[0][1]
+  assert (report.num_examples, report.counts['words']) == (2, 5)
+  assert report.counts['docstart_lines'] == 1
+  assert report.counts['ambiguous_tags'] == 1
+  assert [(r.path, r.line_number) for r in report.malformed] == [(path, 6)]
+  assert 'field -1' in report.malformed[0].reason
 
 
 def test_conll_tag_column_reads_conll2000_order(tmp_path):
@@ -77,11 +77,11 @@ def test_conll_tag_column_reads_conll2000_order(tmp_path):
   sentences, report = pos_tagging.read_tagged_sentences(
       path, 'conll', conll_tag_column=1)
   assert sentences[0].tags == ('DT', 'NN', 'VBD')
-  assert report.malformed == ()
+  assert report.malformed == []
   sentences, report = pos_tagging.read_tagged_sentences(
       path, 'conll', conll_tag_column=-2)
   assert sentences[0].tags == ('DT', 'NN')
-  assert [line for line, _ in report.malformed] == [3]
+  assert [r.line_number for r in report.malformed] == [3]
   with pytest.raises(ValueError, match='conll_tag_column'):
     pos_tagging.read_tagged_sentences(path, 'conll', conll_tag_column=0)
 
@@ -98,8 +98,9 @@ def test_reads_treebank_with_escapes_brackets_and_separators(tmp_path,
       (('the', 'end'), ('DT', 'NN'), 11),
   ]
   assert report.file_format == 'treebank'
-  assert report.num_ambiguous_tags == 1
-  assert report.malformed == ((9, "expected word/TAG, got token 'broken'"),)
+  assert report.counts['ambiguous_tags'] == 1
+  assert report.malformed == [
+      (path, 9, "expected word/TAG, got token 'broken'")]
 
 
 def test_treebank_token_splits_at_last_unescaped_slash(tmp_path):
@@ -109,7 +110,8 @@ def test_treebank_token_splits_at_last_unescaped_slash(tmp_path):
   assert report.file_format == 'treebank'
   assert sentences[0].words == ('and/or', '3/4/5')
   assert sentences[0].tags == ('CC', 'CD')
-  assert report.malformed == ((1, "expected word/TAG, got token 'a\\\\/b'"),)
+  assert report.malformed == [
+      (path, 1, "expected word/TAG, got token 'a\\\\/b'")]
 
 
 def test_auto_keeps_conll_when_words_contain_slashes(tmp_path):
@@ -234,7 +236,8 @@ def test_rejects_bad_label_list_vocab_and_length(tmp_path, tokenizer):
   vocab_file = tmp_path / 'no_cls.txt'
   vocab_file.write_text('[PAD]\n[UNK]\n[SEP]\nthe\n')
   no_cls = tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
-  with pytest.raises(ValueError, match=r"lacks \['\[CLS\]'\]"):
+  with pytest.raises(ValueError,
+                     match=r"lacks the special tokens \['\[CLS\]'\]"):
     pos_tagging.convert_to_features([sentence], no_cls,
                                     ('PAD', '##', 'DT', 'NN'), 8)
 

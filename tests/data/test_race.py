@@ -87,25 +87,27 @@ def test_read_examples_counts_and_fields(tmp_path):
   assert cloze.question == 'The cat sat on the _.' and cloze.is_cloze
   assert cloze.options == ('box', 'tree', 'mat', 'park')
   assert cloze.article == 'The cat sat on the mat.'
-  assert report.as_dict() == dict(
-      num_files={'middle': 2, 'high': 1},
-      num_questions={'middle': 3, 'high': 2},
-      num_cloze_questions={'middle': 1, 'high': 0},
-      files_without_questions=[], num_skipped_files=0)
+  assert (report.num_records, report.num_examples, report.malformed) == (
+      3, 5, [])
+  assert report.counts == {
+      'files/middle': 2, 'files/high': 1,
+      'questions/middle': 3, 'questions/high': 2,
+      'cloze_questions/middle': 1, 'cloze_questions/high': 0}
 
 
 def test_read_one_level(tmp_path):
   examples, report = race.read_examples(str(_race_dir(tmp_path)), 'train',
                                         levels=('high',))
   assert [e.example_id for e in examples] == ['high1.txt-0', 'high1.txt-1']
-  assert dict(report.num_questions) == {'high': 2}
+  assert report.counts['questions/high'] == 2
+  assert 'questions/middle' not in report.counts
 
 
 def test_read_directory_directly(tmp_path):
   root = _race_dir(tmp_path)
   examples, report = race.read_examples(str(root / 'train' / 'middle'))
   assert len(examples) == 3 and {e.level for e in examples} == {'middle'}
-  assert dict(report.num_files) == {'middle': 2}
+  assert report.counts['files/middle'] == 2 and report.num_records == 2
 
   # A directory not named after a level: the level comes from "id".
   mixed = tmp_path / 'mixed'
@@ -113,7 +115,7 @@ def test_read_directory_directly(tmp_path):
   _write(mixed / 'b.json', HIGH_1)
   examples, report = race.read_examples(str(mixed), levels=('high',))
   assert [e.example_id for e in examples] == ['high1.txt-0', 'high1.txt-1']
-  assert report.num_skipped_files == 1
+  assert report.counts['skipped_files_of_other_levels'] == 1
 
 
 def test_file_without_questions_is_reported(tmp_path):
@@ -123,8 +125,9 @@ def test_file_without_questions_is_reported(tmp_path):
                                    answers=[]))
   examples, report = race.read_examples(str(directory))
   assert len(examples) == 1
-  assert report.files_without_questions == [str(directory / '2.txt')]
-  assert dict(report.num_files) == {'middle': 2}
+  assert report.malformed == [(str(directory / '2.txt'), None,
+                               'holds an article but no question')]
+  assert report.counts['files/middle'] == 2
 
 
 def _bad_options(index, options):

@@ -82,7 +82,7 @@ def test_reads_training_positions_as_word_indices(tmp_path):
   assert (examples[1].start_position, examples[1].end_position) == (9, 9)
   assert (examples[2].start_position, examples[2].end_position) == (0, 1)
   assert examples[0].orig_answer_text == 'John Smith'
-  assert (report.num_questions, report.num_examples, report.num_skipped) == (
+  assert (report.num_records, report.num_examples, report.num_malformed) == (
       3, 3, 0)
 
 
@@ -97,12 +97,16 @@ def test_mismatched_training_answer_is_counted_and_listed(tmp_path):
   path = _write(tmp_path, dataset)
   examples, report = squad.read_examples(path, False, is_training=True)
   assert [e.qas_id for e in examples] == ['q1', 'q2', 'q3']
-  assert report.mismatched_answer_ids == ['bad', 'out']
-  assert (report.num_questions, report.num_skipped, report.num_examples) == (
+  assert [(record.path, record.line_number)
+          for record in report.malformed] == [(path, None), (path, None)]
+  assert "data[0].paragraphs[0].qas[2] (question id 'bad')" in (
+      report.malformed[0].reason)
+  assert "question id 'out'" in report.malformed[1].reason
+  assert (report.num_records, report.num_malformed, report.num_examples) == (
       5, 2, 3)
   # Evaluation keeps every question.
   examples, report = squad.read_examples(path, False, is_training=False)
-  assert len(examples) == 5 and report.num_skipped == 0
+  assert len(examples) == 5 and report.num_malformed == 0
 
 
 def test_missing_key_names_path_and_json_location(tmp_path):
@@ -161,7 +165,7 @@ def test_impossible_question_needs_version_2(tmp_path):
   with pytest.raises(ValueError, match=r"qas\[1\].*'n1'.*is_impossible"):
     squad.read_examples(path, version_2_with_negative=False, is_training=True)
   examples, report = squad.read_examples(path, True, is_training=True)
-  assert report.num_impossible == 1
+  assert report.counts['impossible'] == 1
   assert examples[1].is_impossible
   assert (examples[1].start_position, examples[1].end_position) == (-1, -1)
 

@@ -190,6 +190,9 @@ def test_config_round_trip():
   assert config['initializer_range'] == 0.05
   clone = crf.CRF.from_config(config)
   assert clone.get_config() == config
+  assert [w.shape for w in clone.weights] == [
+      (NUM_TAGS, NUM_TAGS), (NUM_TAGS,), (NUM_TAGS,)]
+  assert [w.shape for w in clone.weights] == [w.shape for w in layer.weights]
   clone.set_weights(layer.get_weights())
   potentials, _, mask = _inputs()
   np.testing.assert_array_equal(clone(potentials, mask=mask).numpy(),

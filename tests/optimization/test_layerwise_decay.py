@@ -86,3 +86,24 @@ def test_unknown_encoder_layout():
   encoder = tf_keras.Sequential(name="plain")
   with pytest.raises(ValueError, match='transformer_layers'):
     layerwise_decay.encoder_layers(encoder)
+
+
+def test_config_round_trip_keeps_hyperparameters_and_multipliers():
+  optimizer = layerwise_decay.LayerwiseAdamWeightDecay(
+      lr_multipliers={'low:0': 0.25, 'mid:0': 0.5}, learning_rate=3e-4,
+      weight_decay_rate=0.01, epsilon=1e-6, beta_2=0.98,
+      exclude_from_weight_decay=['LayerNorm', 'bias'], gradient_clip_norm=0.5)
+  config = optimizer.get_config()
+  clone = layerwise_decay.LayerwiseAdamWeightDecay.from_config(config)
+  assert clone.get_config() == config
+  assert clone.lr_multipliers == {'low:0': 0.25, 'mid:0': 0.5}
+  assert (config['weight_decay_rate'], config['epsilon'], config['beta_2'],
+          config['gradient_clip_norm']) == (0.01, 1e-6, 0.98, 0.5)
+  assert config['learning_rate'] == pytest.approx(3e-4)
+  # The exclusions act in the clone: LayerNorm and biases are not decayed.
+  assert clone._do_use_weight_decay('dense/kernel')  # pylint: disable=protected-access
+  assert not clone._do_use_weight_decay('dense/bias')  # pylint: disable=protected-access
+  restored = tf_keras.optimizers.deserialize(
+      tf_keras.optimizers.serialize(optimizer), use_legacy_optimizer=True)
+  assert isinstance(restored, layerwise_decay.LayerwiseAdamWeightDecay)
+  assert restored.get_config() == config

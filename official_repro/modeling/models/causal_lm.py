@@ -201,6 +201,18 @@ class CausalLM(tf_keras.Model):
   def get_config(self) -> Dict[str, Any]:
     return dict(self._config)
 
+  def build_from_config(self, config: Dict[str, Any]) -> None:
+    """Creates the weights by a call on zero token ids of the built shape.
+
+    Keras' default would `build` with float inputs, which the embedding
+    lookup rejects, so a called model could not be deserialized.
+
+    Args:
+      config: from `get_build_config`, with the `[B, T]` `input_shape`.
+    """
+    shape = [dim or 1 for dim in config['input_shape']]
+    self(tf.zeros(shape, tf.int32))
+
   @classmethod
   def from_config(cls, config, custom_objects=None):
     del custom_objects

@@ -10,15 +10,18 @@ output (Model Garden's `pooler_transform`, dense + tanh over [CLS]) is what
 BERT's multiple-choice heads use.
 """
 
-from typing import Dict
+from typing import Any, Dict, Union
 
 import tensorflow as tf
 import tf_keras
 
+from official_repro.modeling.models import encoder_model
+
 _INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
 
 
-class MultipleChoiceModel(tf_keras.Model):
+@tf_keras.utils.register_keras_serializable(package='official_repro')
+class MultipleChoiceModel(encoder_model.EncoderModel):
   """Scores `[batch, num_choices, seq]` inputs as `[batch, num_choices]` logits.
 
   Attributes:
@@ -26,9 +29,22 @@ class MultipleChoiceModel(tf_keras.Model):
   """
 
   def __init__(self, encoder: tf_keras.Model, dropout_rate: float,
-               initializer: tf_keras.initializers.Initializer, **kwargs):
-    super().__init__(**kwargs)
-    self.encoder = encoder
+               initializer: Union[str, Dict[str, Any],
+                                  tf_keras.initializers.Initializer],
+               **kwargs):
+    """Builds the option scorer over `encoder`.
+
+    Args:
+      encoder: a Model Garden encoder returning `pooled_output`.
+      dropout_rate: dropout before the scoring layer.
+      initializer: the scoring layer's kernel initializer (anything
+        `tf_keras.initializers.get` accepts).
+      **kwargs: other `tf_keras.Model` arguments, e.g. `name`.
+    """
+    initializer = tf_keras.initializers.get(initializer)
+    super().__init__(
+        encoder, dict(dropout_rate=dropout_rate, initializer=initializer),
+        **kwargs)
     self._dropout = tf_keras.layers.Dropout(dropout_rate)
     self._score = tf_keras.layers.Dense(1, kernel_initializer=initializer,
                                         name='choice_score')
@@ -52,7 +68,3 @@ class MultipleChoiceModel(tf_keras.Model):
     pooled = self.encoder(flat, training=training)['pooled_output']
     scores = self._score(self._dropout(pooled, training=training))
     return tf.reshape(scores, [-1, num_choices])
-
-  @property
-  def checkpoint_items(self):
-    return dict(encoder=self.encoder)

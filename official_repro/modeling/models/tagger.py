@@ -8,16 +8,18 @@ tag sequence over the real tokens of the input, and prediction is Viterbi
 decoding. Without it, each token's tag is the argmax of its scores.
 """
 
-from typing import Dict
+from typing import Any, Dict, Union
 
 import tensorflow as tf
 import tf_keras
 
 from official.nlp.modeling import models
 from official_repro.modeling.layers import crf as crf_layer
+from official_repro.modeling.models import encoder_model
 
 
-class Tagger(tf_keras.Model):
+@tf_keras.utils.register_keras_serializable(package='official_repro')
+class Tagger(encoder_model.EncoderModel):
   """Per-token tag scores and predictions.
 
   Attributes:
@@ -27,10 +29,24 @@ class Tagger(tf_keras.Model):
 
   def __init__(self, encoder: tf_keras.Model, num_tags: int,
                dropout_rate: float,
-               initializer: tf_keras.initializers.Initializer,
+               initializer: Union[str, Dict[str, Any],
+                                  tf_keras.initializers.Initializer],
                use_crf: bool = False, **kwargs):
-    super().__init__(**kwargs)
-    self.encoder = encoder
+    """Builds the token classifier (and CRF) over `encoder`.
+
+    Args:
+      encoder: a Model Garden encoder returning `sequence_output`.
+      num_tags: size of the tag set.
+      dropout_rate: dropout before the per-token dense layer.
+      initializer: the dense layer's kernel initializer (anything
+        `tf_keras.initializers.get` accepts).
+      use_crf: score tag transitions with a CRF and decode with Viterbi.
+      **kwargs: other `tf_keras.Model` arguments, e.g. `name`.
+    """
+    initializer = tf_keras.initializers.get(initializer)
+    super().__init__(
+        encoder, dict(num_tags=num_tags, dropout_rate=dropout_rate,
+                      initializer=initializer, use_crf=use_crf), **kwargs)
     self._token_classifier = models.BertTokenClassifier(
         network=encoder, num_classes=num_tags, initializer=initializer,
         dropout_rate=dropout_rate, output='logits')
@@ -67,7 +83,3 @@ class Tagger(tf_keras.Model):
                      mask: tf.Tensor) -> tf.Tensor:
     """CRF log-likelihood `[batch]` of `tags` (requires `use_crf`)."""
     return self.crf.log_likelihood(logits, tags, mask)
-
-  @property
-  def checkpoint_items(self):
-    return dict(encoder=self.encoder)

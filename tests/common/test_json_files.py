@@ -2,7 +2,7 @@
 
 import json
 
-from official_repro.training import json_files
+from official_repro.common import json_files
 
 
 def test_write_replaces_the_file_and_leaves_no_temporary(tmp_path):

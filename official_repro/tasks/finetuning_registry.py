@@ -1,0 +1,105 @@
+"""The one registry of fine-tuning tasks: names, Task classes, config builders.
+
+A fine-tuning task module registers itself by decorating its Task class:
+
+  @finetuning_registry.register(('race',), RaceTaskConfig, race_task_config)
+  class RaceTask(finetuning_base.FinetuneTask):
+    ...
+
+This registers the Task class with Model Garden's `task_factory` under its
+config class (so `task_factory.get_task(config)` builds it, as for the
+pretraining tasks) and maps each task name (the gin `finetuning.task`) to a
+`FinetuningTaskEntry` holding the Task class and the function that builds its
+config. The fine-tuning driver (`training/finetuning.py`),
+`FinetuningSchedule`'s name check and the GLUE suite look names up here.
+`finetuning_tasks` imports every fine-tuning task module, and
+`finetuning_schedule` imports it, so the registry (and the tasks' gin
+configurables) are complete wherever a schedule can be built. Adding a task is
+one new module plus its import in `finetuning_tasks`; the driver does not
+change.
+"""
+
+import dataclasses
+from typing import Callable, Dict, Optional, Sequence, Tuple, Type
+
+from official.core import base_task
+from official.core import config_definitions as cfg
+from official.core import task_factory
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningTaskEntry:
+  """What the fine-tuning driver needs to know about one task name.
+
+  Attributes:
+    name: the task name, e.g. 'mrpc', 'squad11', 'race'.
+    task_cls: the Model Garden Task class.
+    config_cls: its config class (the `task_factory` key).
+    build_config: builds the config from the fields every fine-tuning config
+      has (`finetuning_base.FinetuneTaskConfig`'s) as keyword arguments; gin
+      may bind the task-specific ones.
+    protocol_fields: names of `finetuning_schedule.RunProtocol` attributes
+      copied into the config under the same name (GLUE: 'stsb_metric').
+    group: the benchmark the task belongs to ('glue'), or '' for none.
+  """
+  name: str
+  task_cls: Type[base_task.Task]
+  config_cls: Type[cfg.TaskConfig]
+  build_config: Callable[..., cfg.TaskConfig]
+  protocol_fields: Tuple[str, ...] = ()
+  group: str = ''
+
+
+_ENTRIES: Dict[str, FinetuningTaskEntry] = {}
+
+
+def register(names: Sequence[str],
+             config_cls: Type[cfg.TaskConfig],
+             build_config: Optional[Callable[..., cfg.TaskConfig]] = None,
+             protocol_fields: Sequence[str] = (),
+             group: str = '') -> Callable[[Type[base_task.Task]],
+                                          Type[base_task.Task]]:
+  """A class decorator registering a Task class under `names`.
+
+  Args:
+    names: the task names the class serves, in display order.
+    config_cls: the Task's config class; registered with `task_factory`.
+    build_config: builds a config from keyword fields; default `config_cls`.
+    protocol_fields: see `FinetuningTaskEntry.protocol_fields`.
+    group: see `FinetuningTaskEntry.group`.
+
+  Returns:
+    The decorator; it returns the class unchanged.
+
+  Raises:
+    ValueError: a name is already registered.
+  """
+  taken = [name for name in names if name in _ENTRIES]
+  if taken:
+    raise ValueError(f'Fine-tuning tasks {taken} are already registered, to '
+                     f'{[_ENTRIES[name].task_cls.__name__ for name in taken]}.')
+
+  def decorator(task_cls: Type[base_task.Task]) -> Type[base_task.Task]:
+    task_factory.register_task_cls(config_cls)(task_cls)
+    for name in names:
+      _ENTRIES[name] = FinetuningTaskEntry(
+          name=name, task_cls=task_cls, config_cls=config_cls,
+          build_config=build_config or config_cls,
+          protocol_fields=tuple(protocol_fields), group=group)
+    return task_cls
+
+  return decorator
+
+
+def task_names(group: Optional[str] = None) -> Tuple[str, ...]:
+  """Registered names in registration order; only `group`'s if given."""
+  return tuple(name for name, entry in _ENTRIES.items()
+               if group is None or entry.group == group)
+
+
+def get(name: str) -> FinetuningTaskEntry:
+  """The entry of `name`; ValueError listing the registered names if none."""
+  if name not in _ENTRIES:
+    raise ValueError(f'Unknown fine-tuning task {name!r}; registered tasks '
+                     f'are {list(task_names())}.')
+  return _ENTRIES[name]
