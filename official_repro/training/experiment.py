@@ -28,12 +28,12 @@ from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
 from official.modeling import performance
+from official_repro.common import json_files
 from official_repro.data import records
 from official_repro.optimization import optimizer_config
 from official_repro.tasks import objectives
 from official_repro.training import export
 from official_repro.training import gin_utils
-from official_repro.training import json_files
 from official_repro.training import trainer as trainer_lib
 
 MODES = ('train', 'eval', 'train_and_eval')

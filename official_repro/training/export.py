@@ -19,8 +19,8 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from official_repro.common import json_files
 from official_repro.modeling.networks import pretrained
-from official_repro.training import json_files
 
 
 def export_encoder(model: tf_keras.Model, encoder_config: Dict[str, Any],
