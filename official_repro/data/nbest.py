@@ -617,8 +617,13 @@ def _first_problem(report: ReadReport) -> str:
 
 def _log_report(report: ReadReport):
   """Logs the counts and the first malformed lines."""
-  logging.info('%s (%s): %d utterances, %d hypotheses, %d malformed lines.',
-               report.path, report.file_format, report.num_utterances,
-               report.num_hypotheses, len(report.malformed))
+  if report.file_format in REFERENCE_FORMATS:
+    logging.info('%s (%s): %d references, %d malformed lines.', report.path,
+                 report.file_format, report.num_utterances,
+                 len(report.malformed))
+  else:
+    logging.info('%s (%s): %d utterances, %d hypotheses, %d malformed lines.',
+                 report.path, report.file_format, report.num_utterances,
+                 report.num_hypotheses, len(report.malformed))
   for location, description in report.malformed[:_MAX_LOGGED_PROBLEMS]:
     logging.warning('%s: %s', location, description)

@@ -21,6 +21,7 @@ import math
 import re
 from typing import Dict, Iterable, List, Mapping, Protocol, Sequence, Tuple
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -28,6 +29,7 @@ from official_repro.data import nbest
 
 LmScores = Dict[Tuple[str, int], float]
 
+_MAX_LOGGED_PROBLEMS = 5
 _MAX_NAMED_IDS = 5
 
 
@@ -161,6 +163,10 @@ def read_lm_scores(path: str) -> Tuple[LmScores, ScoresReport]:
     detail = (f'; all {len(malformed)} lines are malformed, the first at '
               f'{malformed[0][0]}: {malformed[0][1]}' if malformed else '')
     raise ValueError(f'{path}: no LM score could be read{detail}.')
+  logging.info('%s: %d LM scores, %d malformed lines.', path, len(scores),
+               len(malformed))
+  for location, description in malformed[:_MAX_LOGGED_PROBLEMS]:
+    logging.warning('%s: %s', location, description)
   return scores, report
 
 
