@@ -38,9 +38,6 @@ import os
 import re
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import numpy as np
