@@ -1,0 +1,126 @@
+"""Word error rate, computed by the `jiwer` library.
+
+Corpus-level WER is the total number of word edits (substitutions, deletions
+and insertions of the minimum-edit alignment) over all utterances of a set
+divided by the total number of reference words; it is not the mean of
+per-utterance rates. Texts are compared word by word after splitting at
+whitespace; any other normalisation (case, punctuation) is the caller's.
+
+An empty reference is allowed: every hypothesis word then counts as an
+insertion. A set whose references are all empty has no WER and is an error.
+"""
+
+import dataclasses
+from typing import List, Sequence
+
+import jiwer
+
+
+@dataclasses.dataclass(frozen=True)
+class ErrorCounts:
+  """Word edits of a hypothesis (or a set of them) against its reference.
+
+  Attributes:
+    substitutions: reference words replaced by another word.
+    deletions: reference words missing from the hypothesis.
+    insertions: hypothesis words with no reference word.
+    reference_words: words in the reference(s).
+  """
+  substitutions: int = 0
+  deletions: int = 0
+  insertions: int = 0
+  reference_words: int = 0
+
+  @property
+  def errors(self) -> int:
+    """Total edits: substitutions + deletions + insertions."""
+    return self.substitutions + self.deletions + self.insertions
+
+  @property
+  def wer(self) -> float:
+    """errors / reference_words.
+
+    Raises:
+      ValueError: there are no reference words.
+    """
+    if self.reference_words == 0:
+      raise ValueError('WER is undefined: the references have no words.')
+    return self.errors / self.reference_words
+
+  def __add__(self, other: 'ErrorCounts') -> 'ErrorCounts':
+    return ErrorCounts(
+        substitutions=self.substitutions + other.substitutions,
+        deletions=self.deletions + other.deletions,
+        insertions=self.insertions + other.insertions,
+        reference_words=self.reference_words + other.reference_words)
+
+  def as_dict(self) -> dict:
+    """The counts, the total and the WER (None without reference words)."""
+    return {'substitutions': self.substitutions, 'deletions': self.deletions,
+            'insertions': self.insertions, 'errors': self.errors,
+            'reference_words': self.reference_words,
+            'wer': self.wer if self.reference_words else None}
+
+
+def utterance_error_counts(references: Sequence[str],
+                           hypotheses: Sequence[str]) -> List[ErrorCounts]:
+  """The edits of each hypothesis against the reference at the same index.
+
+  One `jiwer.process_words` call aligns all pairs; each pair's counts are
+  read from its alignment chunks.
+
+  Args:
+    references: reference texts.
+    hypotheses: hypothesis texts, as many as `references`.
+
+  Returns:
+    One `ErrorCounts` per pair, in order.
+
+  Raises:
+    ValueError: the sequences differ in length.
+  """
+  if len(references) != len(hypotheses):
+    raise ValueError(f'{len(references)} references but {len(hypotheses)} '
+                     'hypotheses; expected one hypothesis per reference.')
+  if not references:
+    return []
+  references = [_normalize_spaces(text) for text in references]
+  hypotheses = [_normalize_spaces(text) for text in hypotheses]
+  output = jiwer.process_words(references, hypotheses)
+  counts = []
+  for reference_words, alignment in zip(output.references, output.alignments):
+    edits = {'substitute': 0, 'delete': 0, 'insert': 0}
+    for chunk in alignment:
+      if chunk.type == 'insert':
+        edits['insert'] += chunk.hyp_end_idx - chunk.hyp_start_idx
+      elif chunk.type in edits:
+        edits[chunk.type] += chunk.ref_end_idx - chunk.ref_start_idx
+    counts.append(ErrorCounts(
+        substitutions=edits['substitute'], deletions=edits['delete'],
+        insertions=edits['insert'], reference_words=len(reference_words)))
+  return counts
+
+
+def corpus_error_counts(references: Sequence[str],
+                        hypotheses: Sequence[str]) -> ErrorCounts:
+  """Total edits and reference words of a set (its `.wer` is corpus WER).
+
+  Args:
+    references: reference texts.
+    hypotheses: hypothesis texts, as many as `references`.
+
+  Returns:
+    The summed `ErrorCounts` of all pairs.
+
+  Raises:
+    ValueError: the sequences differ in length.
+  """
+  total = ErrorCounts()
+  for counts in utterance_error_counts(references, hypotheses):
+    total += counts
+  return total
+
+
+def _normalize_spaces(text: str) -> str:
+  """Words joined by single spaces: any whitespace separates words."""
+  return ' '.join(text.split())

@@ -1,0 +1,414 @@
+r"""Rescores speech-recognition N-best lists with second-pass LM scores.
+
+  python -m official_repro.rescore \
+    --nbest=dev=exp/decode_dev_clean --nbest=test=exp/decode_test_clean \
+    --references=data/all/text --lm_scores=exp/pll_scores.tsv \
+    --dev_set=dev --weights=0:1:0.05 --length_bonuses=-1:2:0.5 \
+    --lower_case --output_json=/tmp/rescore.json
+
+The final score of a hypothesis is first_pass + weight * lm_score +
+length_bonus * num_words; the grid point with the fewest word errors on
+`--dev_set` is applied to every set (`rescoring.interpolation`). Printed:
+the dev WER of each grid point, then per set a markdown table of the WER of
+the first-pass output (rank 1), after rescoring, and of the oracle (the
+best hypothesis in each list).
+
+Inputs (formats in `data.nbest` and `rescoring.lm_scores`):
+
+  * `--nbest=[<set>=]<path>`, repeated per set: an ESPnet decode directory
+    (`1best_recog/`...), an mlm-scoring JSON file or a TSV file
+    `utt_id<TAB>rank<TAB>first_pass_score<TAB>text`. Without `<set>=` the
+    set is named after the path's last component (extension dropped).
+  * `--references=[<set>=]<path>`: a Kaldi `text` or sclite `.trn` file. A
+    path without `<set>=` serves every set not named otherwise; a set given
+    no references uses the "ref" entries of its JSON.
+  * `--lm_scores=[<set>=]<path>`: `utt_id<TAB>rank<TAB>score` from any LM,
+    assigned to sets like `--references`.
+
+Grids (`--weights`, `--length_bonuses`) are comma-separated values
+(`0.1,0.3,0.5`), an inclusive range `start:stop:step` (`0:1:0.1`), or a mix
+(`0:1:0.25,2`). A one-point grid needs no `--dev_set`.
+
+From Python, any `lm_scores.Scorer` replaces `--lm_scores`:
+`rescore.run(settings, scorer=my_scorer)`.
+"""
+
+import dataclasses
+import os
+import re
+from typing import List, Mapping, Optional, Sequence, Tuple
+
+from absl import app
+from absl import flags
+import numpy as np
+import tensorflow as tf
+
+from official_repro.data import nbest
+from official_repro.rescoring import interpolation
+from official_repro.rescoring import lm_scores
+from official_repro.training import json_files
+
+FLAGS = flags.FLAGS
+
+_SET_PATH = re.compile(r'^([A-Za-z0-9_.-]+)=(.+)$')
+_MAX_GRID_POINTS = 100000
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """What `run` does; the command-line flags of the same names.
+
+  Attributes:
+    nbest: `(set name, path)` of each set's N-best lists, in order.
+    nbest_format: one of `nbest.NBEST_FORMATS`.
+    references: `(set name or '' for every set, path)` pairs.
+    reference_format: one of `nbest.REFERENCE_FORMATS`.
+    lm_scores: `(set name or '' for every set, path)` pairs.
+    lower_case: lower-case hypotheses and references.
+    dev_set: the set the grid search tunes on ('' for a one-point grid).
+    weights: LM weights to try.
+    length_bonuses: per-word bonuses to try.
+    output_json: where to write the results ('' for nowhere).
+    output_text_dir: where to write each set's rescored hypotheses as
+      `<dir>/<set>/text` (Kaldi format; '' for nowhere).
+  """
+  nbest: Tuple[Tuple[str, str], ...]
+  nbest_format: str = 'auto'
+  references: Tuple[Tuple[str, str], ...] = ()
+  reference_format: str = 'auto'
+  lm_scores: Tuple[Tuple[str, str], ...] = ()
+  lower_case: bool = False
+  dev_set: str = ''
+  weights: Tuple[float, ...] = (1.0,)
+  length_bonuses: Tuple[float, ...] = (0.0,)
+  output_json: str = ''
+  output_text_dir: str = ''
+
+  def __post_init__(self):
+    names = [name for name, _ in self.nbest]
+    if not names:
+      raise ValueError('No N-best lists; give --nbest=[<set>=]<path>.')
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+      raise ValueError(f'--nbest names the sets {duplicates} more than once; '
+                       'give each set a distinct name with <set>=<path>.')
+    for flag, pairs in (('references', self.references),
+                        ('lm_scores', self.lm_scores)):
+      named = [name for name, _ in pairs]
+      unknown = sorted(set(named) - set(names) - {''})
+      if unknown:
+        raise ValueError(f'--{flag} names the sets {unknown}, which no '
+                         f'--nbest gives; the sets are {names}.')
+      repeated = sorted({name for name in named if named.count(name) > 1})
+      if repeated:
+        what = ('more than one path without <set>=' if '' in repeated else
+                f'the sets {repeated} more than once')
+        raise ValueError(f'--{flag} gives {what}; expected one path per set.')
+    grid_size = len(self.weights) * len(self.length_bonuses)
+    if not grid_size:
+      raise ValueError('--weights and --length_bonuses must each give at '
+                       'least one value.')
+    if self.dev_set and self.dev_set not in names:
+      raise ValueError(f'--dev_set={self.dev_set!r} is not one of the sets '
+                       f'{names} given by --nbest.')
+    if grid_size > 1 and not self.dev_set:
+      raise ValueError(f'The grid has {grid_size} points; give --dev_set, '
+                       'the set to choose the weight and length bonus on.')
+
+  def as_dict(self) -> dict:
+    """The settings as JSON-serialisable values."""
+    return {'nbest': dict(self.nbest), 'nbest_format': self.nbest_format,
+            'references': [list(pair) for pair in self.references],
+            'reference_format': self.reference_format,
+            'lm_scores': [list(pair) for pair in self.lm_scores],
+            'lower_case': self.lower_case, 'dev_set': self.dev_set,
+            'weights': list(self.weights),
+            'length_bonuses': list(self.length_bonuses),
+            'output_json': self.output_json,
+            'output_text_dir': self.output_text_dir}
+
+
+def define_flags():
+  """Defines the command-line flags."""
+  flags.DEFINE_multi_string(
+      'nbest', None, '[<set>=]<path> of N-best lists (ESPnet decode directory, '
+      'mlm-scoring JSON or utt_id/rank/first_pass_score/text TSV); repeat '
+      'for each set.')
+  flags.DEFINE_enum('nbest_format', 'auto', nbest.NBEST_FORMATS,
+                    'Format of every --nbest path.')
+  flags.DEFINE_multi_string(
+      'references', [], '[<set>=]<path> of a Kaldi text or sclite .trn '
+      'reference file; without <set>= it serves every other set.')
+  flags.DEFINE_enum('reference_format', 'auto', nbest.REFERENCE_FORMATS,
+                    'Format of every --references file.')
+  flags.DEFINE_multi_string(
+      'lm_scores', [], '[<set>=]<path> of utt_id<TAB>rank<TAB>score '
+      'second-pass LM scores; without <set>= it serves every other set.')
+  flags.DEFINE_bool('lower_case', False, 'Lower-case hypotheses and '
+                    'references (for uncased vocabularies).')
+  flags.DEFINE_string('dev_set', '', 'The set the grid search tunes on.')
+  flags.DEFINE_string('weights', '0:1:0.1', 'LM weights to try: values, '
+                      'start:stop:step ranges (inclusive), comma-separated.')
+  flags.DEFINE_string('length_bonuses', '0', 'Per-word bonuses to try, '
+                      'same syntax as --weights.')
+  flags.DEFINE_string('output_json', '', 'Write the grid and the results '
+                      'here.')
+  flags.DEFINE_string('output_text_dir', '', 'Write each set\'s rescored '
+                      'hypotheses to <dir>/<set>/text.')
+  flags.mark_flag_as_required('nbest')
+
+
+def settings_from_flags() -> Settings:
+  """`Settings` from the parsed flags."""
+  return Settings(
+      nbest=tuple(_named_nbest_path(value) for value in FLAGS.nbest),
+      nbest_format=FLAGS.nbest_format,
+      references=tuple(_set_and_path(v) for v in FLAGS.references),
+      reference_format=FLAGS.reference_format,
+      lm_scores=tuple(_set_and_path(v) for v in FLAGS.lm_scores),
+      lower_case=FLAGS.lower_case, dev_set=FLAGS.dev_set,
+      weights=parse_grid(FLAGS.weights, 'weights'),
+      length_bonuses=parse_grid(FLAGS.length_bonuses, 'length_bonuses'),
+      output_json=FLAGS.output_json, output_text_dir=FLAGS.output_text_dir)
+
+
+def parse_grid(spec: str, flag_name: str) -> Tuple[float, ...]:
+  """The values of a grid spec such as '0:1:0.25,2' (sorted, distinct).
+
+  Args:
+    spec: comma-separated items, each a number or `start:stop:step` (from
+      start up to stop inclusive, step > 0; values are rounded to 10
+      decimals so that 0:1:0.1 ends at exactly 1).
+    flag_name: the flag, for error messages.
+
+  Returns:
+    The values in increasing order.
+
+  Raises:
+    ValueError: an item that is neither, a step <= 0, stop < start, or more
+      than 100000 values.
+  """
+  values = set()
+  for item in spec.split(','):
+    item = item.strip()
+    parts = item.split(':')
+    try:
+      numbers = [float(part) for part in parts]
+    except ValueError:
+      numbers = []
+    if len(numbers) == 1:
+      values.add(numbers[0])
+      continue
+    if len(numbers) != 3 or not all(np.isfinite(numbers)):
+      raise ValueError(f'--{flag_name}: {item!r} is not a number or a '
+                       'start:stop:step range.')
+    start, stop, step = numbers
+    if step <= 0 or stop < start:
+      raise ValueError(f'--{flag_name}: range {item!r} needs step > 0 and '
+                       'stop >= start.')
+    count = int(np.floor((stop - start) / step + 1e-9)) + 1
+    if count > _MAX_GRID_POINTS:
+      raise ValueError(f'--{flag_name}: range {item!r} has {count} values; '
+                       f'at most {_MAX_GRID_POINTS}.')
+    values.update(round(start + i * step, 10) for i in range(count))
+  return tuple(sorted(values))
+
+
+def run(settings: Settings, scorer: Optional[lm_scores.Scorer] = None,
+        batch_size: int = 64) -> dict:
+  """Reads every set, tunes on the dev set, rescores and reports.
+
+  Args:
+    settings: what to read and try.
+    scorer: a language model to score the hypotheses with, instead of
+      `settings.lm_scores` files.
+    batch_size: texts per `scorer` call.
+
+  Returns:
+    The results (what `--output_json` receives): settings, grid search,
+    chosen weight and length bonus, and per set its read reports and WERs.
+
+  Raises:
+    ValueError: inputs that do not fit together (see `data.nbest` and
+      `Settings`), or neither or both of `scorer` and `settings.lm_scores`.
+  """
+  if (scorer is None) == (not settings.lm_scores):
+    raise ValueError('Give the LM scores either as --lm_scores files or as a '
+                     'scorer, not ' + ('both.' if scorer else 'neither.'))
+  reference_files = _CachedReader(
+      lambda path: nbest.read_references(path, settings.reference_format,
+                                         settings.lower_case))
+  score_files = _CachedReader(lm_scores.read_lm_scores)
+  scored_sets, nbest_sets, reports = {}, {}, {}
+  for name, path in settings.nbest:
+    nbest_set = nbest.read_nbest(path, settings.nbest_format,
+                                 settings.lower_case)
+    report = {'nbest': nbest_set.report.as_dict()}
+    references_path = _path_for(name, settings.references)
+    if references_path:
+      references, references_report = reference_files(references_path)
+      report['references'] = references_report.as_dict()
+    elif nbest_set.embedded_references:
+      references, references_path = nbest_set.embedded_references, path
+      report['references'] = {'path': path, 'format': 'embedded'}
+    else:
+      raise ValueError(f'Set {name!r} ({path}) has no references; give '
+                       f'--references={name}=<text or trn file>.')
+    if scorer is None:
+      scores_path = _path_for(name, settings.lm_scores)
+      if not scores_path:
+        raise ValueError(f'Set {name!r} has no LM scores; give '
+                         f'--lm_scores={name}=<tsv>.')
+      scores, scores_report = score_files(scores_path)
+      report['lm_scores'] = scores_report.as_dict()
+    else:
+      scores_path = f'scorer {type(scorer).__name__}'
+      scores = lm_scores.score_nbest(scorer, nbest_set.lists, batch_size)
+      report['lm_scores'] = {'scorer': type(scorer).__name__}
+    matched = nbest.match_references(nbest_set.lists, references, path,
+                                     references_path)
+    scored_sets[name] = interpolation.build_scored_set(
+        name, nbest_set.lists, matched, scores, scores_path)
+    nbest_sets[name] = nbest_set
+    reports[name] = report
+
+  grid = None
+  weight, length_bonus = settings.weights[0], settings.length_bonuses[0]
+  if settings.dev_set:
+    grid = interpolation.grid_search(scored_sets[settings.dev_set],
+                                     settings.weights, settings.length_bonuses)
+    weight, length_bonus = grid.best.weight, grid.best.length_bonus
+
+  results = {'settings': settings.as_dict(), 'weight': weight,
+             'length_bonus': length_bonus,
+             'grid_search': _grid_as_dict(grid) if grid else None, 'sets': {}}
+  for name, scored_set in scored_sets.items():
+    result = interpolation.evaluate(scored_set, weight, length_bonus)
+    results['sets'][name] = {**reports[name], 'result': result.as_dict(),
+                             'markdown': format_set_table(
+                                 result, name == settings.dev_set)}
+    if settings.output_text_dir:
+      _write_selected_texts(
+          f'{settings.output_text_dir.rstrip("/")}/{name}/text',
+          interpolation.selected_texts(
+              nbest_sets[name].lists,
+              interpolation.select(scored_set, weight, length_bonus)))
+  if grid:
+    results['grid_search']['markdown'] = format_grid(grid)
+  if settings.output_json:
+    json_files.write_json(settings.output_json, results, sort_keys=False)
+  return results
+
+
+def format_grid(grid: interpolation.GridSearchResult) -> str:
+  """The dev WER (%) of each grid point: weights down, bonuses across."""
+  weights = sorted({point.weight for point in grid.points})
+  bonuses = sorted({point.length_bonus for point in grid.points})
+  cells = {(point.weight, point.length_bonus): point for point in grid.points}
+  lines = [f'Dev WER (%) on {grid.dev_set!r} of each grid point (best in '
+           'bold):', '',
+           '| weight \\ length bonus | ' +
+           ' | '.join(f'{bonus:g}' for bonus in bonuses) + ' |',
+           '|---|' + '---|' * len(bonuses)]
+  for weight in weights:
+    row = []
+    for bonus in bonuses:
+      point = cells[(weight, bonus)]
+      text = f'{100 * point.errors.wer:.2f}'
+      row.append(f'**{text}**' if point == grid.best else text)
+    lines.append(f'| {weight:g} | ' + ' | '.join(row) + ' |')
+  lines += ['', f'Chosen: weight {grid.best.weight:g}, length bonus '
+            f'{grid.best.length_bonus:g}.']
+  return '\n'.join(lines)
+
+
+def format_set_table(result: interpolation.SetResult,
+                     is_dev_set: bool = False) -> str:
+  """A markdown table of the set's first-pass, rescored and oracle WERs."""
+  tuned = ' (tuning set)' if is_dev_set else ''
+  lines = [f'### {result.name}{tuned}: {result.num_utterances} utterances, '
+           f'{result.num_hypotheses} hypotheses, '
+           f'{result.first_pass.reference_words} reference words', '',
+           '| hypotheses | WER (%) | sub | del | ins |',
+           '|---|---|---|---|---|']
+  for label, counts in (
+      ('first pass (rank 1)', result.first_pass),
+      (f'rescored (weight {result.weight:g}, length bonus '
+       f'{result.length_bonus:g})', result.rescored),
+      ('oracle', result.oracle)):
+    wer_text = (f'{100 * counts.wer:.2f}' if counts.reference_words
+                else 'n/a')
+    lines.append(f'| {label} | {wer_text} | {counts.substitutions} | '
+                 f'{counts.deletions} | {counts.insertions} |')
+  if result.num_rank1_not_best_first_pass:
+    lines += ['', f'Note: in {result.num_rank1_not_best_first_pass} lists '
+              'the rank-1 hypothesis does not have the highest first-pass '
+              'score; are the scores costs (lower is better)?']
+  return '\n'.join(lines)
+
+
+class _CachedReader:
+  """Reads each path once (a file may serve several sets)."""
+
+  def __init__(self, read):
+    self._read = read
+    self._cache = {}
+
+  def __call__(self, path: str):
+    if path not in self._cache:
+      self._cache[path] = self._read(path)
+    return self._cache[path]
+
+
+def _grid_as_dict(grid: interpolation.GridSearchResult) -> dict:
+  """The grid search as JSON-serialisable values."""
+  return {'dev_set': grid.dev_set,
+          'points': [{'weight': point.weight,
+                      'length_bonus': point.length_bonus,
+                      **point.errors.as_dict()} for point in grid.points],
+          'best': {'weight': grid.best.weight,
+                   'length_bonus': grid.best.length_bonus,
+                   **grid.best.errors.as_dict()}}
+
+
+def _path_for(name: str, pairs: Sequence[Tuple[str, str]]) -> str:
+  """The path given for set `name`, else the one given for every set."""
+  paths: Mapping[str, str] = dict(pairs)
+  return paths.get(name) or paths.get('', '')
+
+
+def _set_and_path(value: str) -> Tuple[str, str]:
+  """('<set>', '<path>') for '<set>=<path>', ('', value) for a bare path."""
+  match = _SET_PATH.match(value)
+  return (match.group(1), match.group(2)) if match else ('', value)
+
+
+def _named_nbest_path(value: str) -> Tuple[str, str]:
+  """Like `_set_and_path`, naming a bare path after its last component."""
+  name, path = _set_and_path(value)
+  if not name:
+    name = os.path.splitext(os.path.basename(path.rstrip('/')))[0]
+  return name, path
+
+
+def _write_selected_texts(path: str, texts: List[Tuple[str, str]]):
+  """Writes `<utt-id> <text>` lines (Kaldi `text`) to `path`."""
+  tf.io.gfile.makedirs(path.rsplit('/', 1)[0])
+  with tf.io.gfile.GFile(path, 'w') as f:
+    for utterance_id, text in texts:
+      f.write(f'{utterance_id} {text}'.rstrip() + '\n')
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  results = run(settings_from_flags())
+  if results['grid_search']:
+    print(results['grid_search']['markdown'] + '\n')
+  for set_results in results['sets'].values():
+    print(set_results['markdown'] + '\n')
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

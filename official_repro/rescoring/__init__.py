@@ -1,0 +1,1 @@
+"""N-best rescoring: second-pass LM scores and their interpolation."""

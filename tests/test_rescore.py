@@ -1,0 +1,202 @@
+"""End-to-end tests of the rescoring command on hand-made N-best lists.
+
+The lists are those of tests/rescoring/test_interpolation.py (where the
+expected WERs are derived): the dev set is a TSV file, the test set an
+ESPnet decode directory in upper case, the references one sclite trn file
+with ESPnet's `<speaker>-<utt-id>` ids, the LM scores one TSV file. Tuned
+on dev over weights 0:1:0.1, the weight is 0.3; test WER is 2/7 for the
+first pass, 1/7 rescored, 0 for the oracle.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from official_repro import rescore
+
+DEV = {
+    'u1': ('the cat sat', [('the cat sat down', -1.0, -10.0),
+                           ('the cat sat', -2.0, -4.0),
+                           ('a cat', -3.0, -2.0)]),
+    'u2': ('hello world', [('hello word', -1.0, -8.0),
+                           ('hello world', -1.5, -6.0)]),
+}
+TEST = {
+    'v1': ('good morning sir', [('good morning', -1.0, -9.0),
+                                ('good morning sir', -1.2, -5.0),
+                                ('could morning sir sir', -4.0, -1.0)]),
+    'v2': ('yes', [('yes', -0.5, -3.0), ('yes yes', -2.0, -4.0)]),
+    'v3': ('open the door', [('open a door', -1.0, -6.0),
+                             ('open the door', -3.0, -7.0)]),
+}
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _write_inputs(root):
+  """Writes dev.tsv, test/ (ESPnet), ref.trn and lm.tsv under `root`."""
+  with open(root / 'dev.tsv', 'w') as f:
+    f.write('utt_id\trank\tfirst_pass_score\ttext\n')
+    for utterance_id, (_, hypotheses) in DEV.items():
+      for rank, (text, first_pass, _) in enumerate(hypotheses, start=1):
+        f.write(f'{utterance_id}\t{rank}\t{first_pass}\t{text}\n')
+  max_rank = max(len(h) for _, h in TEST.values())
+  for rank in range(1, max_rank + 1):
+    directory = root / 'test' / f'{rank}best_recog'
+    directory.mkdir(parents=True)
+    with open(directory / 'text', 'w') as text_file, open(
+        directory / 'score', 'w') as score_file:
+      for utterance_id, (_, hypotheses) in TEST.items():
+        if rank <= len(hypotheses):
+          text, first_pass, _ = hypotheses[rank - 1]
+          text_file.write(f'{utterance_id} {text.upper()}\n')
+          score_file.write(f'{utterance_id} tensor({first_pass})\n')
+  with open(root / 'ref.trn', 'w') as f:
+    for utterance_id, (reference, _) in {**DEV, **TEST}.items():
+      f.write(f'{reference.upper()}\t(spk-{utterance_id})\n')
+  with open(root / 'lm.tsv', 'w') as f:
+    for utterance_id, (_, hypotheses) in {**DEV, **TEST}.items():
+      for rank, (_, _, lm) in enumerate(hypotheses, start=1):
+        f.write(f'{utterance_id}\t{rank}\t{lm}\n')
+
+
+def _settings(root, **overrides):
+  values = dict(
+      nbest=(('dev', str(root / 'dev.tsv')), ('test', str(root / 'test'))),
+      references=(('', str(root / 'ref.trn')),),
+      lm_scores=(('', str(root / 'lm.tsv')),), lower_case=True,
+      dev_set='dev', weights=rescore.parse_grid('0:1:0.1', 'weights'))
+  values.update(overrides)
+  return rescore.Settings(**values)
+
+
+def test_command_end_to_end(tmp_path):
+  _write_inputs(tmp_path)
+  output_json = tmp_path / 'out' / 'results.json'
+  completed = subprocess.run(
+      [sys.executable, '-m', 'official_repro.rescore',
+       f'--nbest=dev={tmp_path / "dev.tsv"}', f'--nbest={tmp_path / "test"}',
+       f'--references={tmp_path / "ref.trn"}',
+       f'--lm_scores={tmp_path / "lm.tsv"}', '--lower_case', '--dev_set=dev',
+       '--weights=0:1:0.1', '--length_bonuses=0',
+       f'--output_json={output_json}',
+       f'--output_text_dir={tmp_path / "out"}'],
+      cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+      env={**os.environ, 'CUDA_VISIBLE_DEVICES': ''}, check=False)
+  assert completed.returncode == 0, completed.stderr
+  stdout = completed.stdout
+  assert '| 0.3 | **0.00** |' in stdout
+  assert '| 0.2 | 20.00 |' in stdout
+  assert 'Chosen: weight 0.3, length bonus 0.' in stdout
+  assert '### test: 3 utterances, 7 hypotheses, 7 reference words' in stdout
+  assert '| first pass (rank 1) | 28.57 | 1 | 1 | 0 |' in stdout
+  assert '| rescored (weight 0.3, length bonus 0) | 14.29 | 1 | 0 | 0 |' in (
+      stdout)
+  assert '| oracle | 0.00 | 0 | 0 | 0 |' in stdout
+  assert '### dev (tuning set)' in stdout
+
+  results = json.loads(output_json.read_text())
+  assert (results['weight'], results['length_bonus']) == (0.3, 0.0)
+  assert len(results['grid_search']['points']) == 11
+  test = results['sets']['test']
+  assert test['nbest']['format'] == 'espnet'
+  assert test['references']['format'] == 'trn'
+  assert test['result']['first_pass']['wer'] == pytest.approx(2 / 7)
+  assert test['result']['rescored']['wer'] == pytest.approx(1 / 7)
+  assert test['result']['oracle']['wer'] == 0.0
+  assert results['sets']['dev']['result']['first_pass']['errors'] == 2
+  assert (tmp_path / 'out' / 'test' / 'text').read_text() == (
+      'v1 good morning sir\nv2 yes\nv3 open a door\n')
+
+
+class _TableScorer:
+  """Returns the LM scores of the fixture, looked up by text."""
+
+  def __init__(self):
+    self._scores = {text: lm for _, hypotheses in {**DEV, **TEST}.values()
+                    for text, _, lm in hypotheses}
+
+  def __call__(self, sentences):
+    return np.array([self._scores[sentence] for sentence in sentences])
+
+
+def test_scorer_gives_the_same_results_as_a_scores_file(tmp_path):
+  _write_inputs(tmp_path)
+  from_file = rescore.run(_settings(tmp_path))
+  from_scorer = rescore.run(_settings(tmp_path, lm_scores=()),
+                            scorer=_TableScorer(), batch_size=3)
+  for name in ('dev', 'test'):
+    assert (from_scorer['sets'][name]['result'] ==
+            from_file['sets'][name]['result'])
+  assert from_scorer['sets']['test']['lm_scores'] == {
+      'scorer': '_TableScorer'}
+
+
+def test_one_point_grid_needs_no_dev_set(tmp_path):
+  _write_inputs(tmp_path)
+  results = rescore.run(_settings(tmp_path, dev_set='', weights=(0.0,)))
+  assert results['grid_search'] is None
+  test = results['sets']['test']['result']
+  assert test['rescored'] == test['first_pass']
+
+
+def test_embedded_json_references(tmp_path):
+  _write_inputs(tmp_path)
+  content = {utterance_id: {'ref': reference, **{
+      f'hyp_{rank}': {'score': first_pass, 'text': text}
+      for rank, (text, first_pass, _) in enumerate(hypotheses, start=1)}}
+             for utterance_id, (reference, hypotheses) in TEST.items()}
+  (tmp_path / 'test.json').write_text(json.dumps(content))
+  results = rescore.run(_settings(
+      tmp_path, nbest=(('test', str(tmp_path / 'test.json')),),
+      references=(), dev_set='', weights=(0.3,)))
+  test = results['sets']['test']
+  assert test['references'] == {'path': str(tmp_path / 'test.json'),
+                                'format': 'embedded'}
+  assert test['result']['rescored']['errors'] == 1
+
+
+def test_settings_errors(tmp_path):
+  with pytest.raises(ValueError, match='11 points; give --dev_set'):
+    _settings(tmp_path, dev_set='')
+  with pytest.raises(ValueError, match="--dev_set='eval' is not one"):
+    _settings(tmp_path, dev_set='eval')
+  with pytest.raises(ValueError, match=r"--references names the sets "
+                     r"\['eval'\]"):
+    _settings(tmp_path, references=(('eval', 'ref.trn'),))
+  with pytest.raises(ValueError, match='more than one path without'):
+    _settings(tmp_path, lm_scores=(('', 'a.tsv'), ('', 'b.tsv')))
+  with pytest.raises(ValueError, match=r"sets \['dev'\] more than once"):
+    _settings(tmp_path, nbest=(('dev', 'a'), ('dev', 'b')))
+
+
+def test_run_errors(tmp_path):
+  _write_inputs(tmp_path)
+  with pytest.raises(ValueError, match='not neither'):
+    rescore.run(_settings(tmp_path, lm_scores=()))
+  with pytest.raises(ValueError, match='not both'):
+    rescore.run(_settings(tmp_path), scorer=_TableScorer())
+  with pytest.raises(ValueError, match="Set 'dev' .* has no references"):
+    rescore.run(_settings(tmp_path, references=()))
+  (tmp_path / 'dev_only.trn').write_text('THE CAT SAT (spk-u1)\n')
+  with pytest.raises(ValueError, match='1 of 2 utterances .* have no '
+                     'reference'):
+    rescore.run(_settings(tmp_path, references=(
+        ('dev', str(tmp_path / 'dev_only.trn')),
+        ('test', str(tmp_path / 'ref.trn')))))
+
+
+def test_parse_grid():
+  assert rescore.parse_grid('0:1:0.25', 'w') == (0.0, 0.25, 0.5, 0.75, 1.0)
+  assert rescore.parse_grid('0:0.3:0.1', 'w') == (0.0, 0.1, 0.2, 0.3)
+  assert rescore.parse_grid('2, -1,0:1:0.5,2', 'w') == (-1.0, 0.0, 0.5, 1.0,
+                                                        2.0)
+  assert rescore.parse_grid('0:0.25:0.1', 'w') == (0.0, 0.1, 0.2)
+  for spec, message in (('a', 'not a number'), ('0:1', 'not a number'),
+                        ('1:0:0.1', 'stop >= start'), ('0:1:0', 'step > 0'),
+                        ('0:1e9:1e-3', 'at most')):
+    with pytest.raises(ValueError, match=message):
+      rescore.parse_grid(spec, 'weights')
