@@ -50,6 +50,12 @@ class NonFiniteLossError(FloatingPointError):
   """The training loss became NaN or infinite."""
 
 
+# Exit status of `official_repro.train` when a signal stopped it after a
+# checkpoint: 128 + SIGTERM, what a shell reports for a process SIGTERM ended.
+# run_tpu.sh's supervisor relaunches a run that ended with it.
+EXIT_STOPPED = 128 + signal.SIGTERM
+
+
 class TrainingStopped(Exception):
   """Training stopped on a signal after saving a checkpoint.
 

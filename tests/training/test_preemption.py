@@ -11,7 +11,6 @@ import threading
 import pytest
 import tensorflow as tf
 
-from official_repro import train
 from official_repro.training import gin_utils
 from official_repro.training import trainer
 
@@ -99,7 +98,7 @@ def test_sigterm_saves_checkpoint_and_rerun_resumes(tiny_records, tmp_path):
       process.wait()
   reader.join(timeout=10)
   log = ''.join(lines)
-  assert process.returncode == train.EXIT_STOPPED, log[-3000:]
+  assert process.returncode == trainer.EXIT_STOPPED, log[-3000:]
   last_step = _loops(log)[-1][1]
   assert last_step >= 3
   latest = tf.train.latest_checkpoint(str(tmp_path))
