@@ -45,7 +45,7 @@ def gin_params(records):
 
 
 def shard_of(config):
-  """(input context fields, per-replica batches) this worker's pipeline yields."""
+  """This worker's input context and the batches its pipeline yields."""
   seen = {}
 
   def dataset_fn(context):

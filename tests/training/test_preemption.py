@@ -31,10 +31,11 @@ def _command(records, model_dir, train_steps):
       'experiment.checkpoint_interval = 1000',
       'optimization.learning_rate = 1e-3',
   ]
+  gin_files = [os.path.join(REPO_ROOT, 'gin', name)
+               for name in ('sizes/tiny.gin', 'pretrain/masked_lm.gin')]
   return ([sys.executable, '-m', 'official_repro.train',
-           f'--model_dir={model_dir}', '--strategy=cpu', '--mode=train',
-           f'--gin_file={os.path.join(REPO_ROOT, "gin/sizes/tiny.gin")}',
-           f'--gin_file={os.path.join(REPO_ROOT, "gin/pretrain/masked_lm.gin")}']
+           f'--model_dir={model_dir}', '--strategy=cpu', '--mode=train']
+          + [f'--gin_file={f}' for f in gin_files]
           + [f'--gin_param={b}' for b in bindings])
 
 
