@@ -18,6 +18,13 @@ DEFAULT_TF_TPU_FIND_LINKS=https://storage.googleapis.com/libtpu-tf-releases/inde
 LOG_DIR_ON_VM='~/official_repro_logs'
 # Name of the uploaded tarball in the VM user's home directory.
 REMOTE_TARBALL=official_repro_sync.tar.gz
+# --spot / --preemptible: seconds between the supervisor's checks, and how
+# many times it recreates the VM or relaunches training before giving up.
+DEFAULT_SUPERVISE_INTERVAL=300
+DEFAULT_MAX_RESTARTS=20
+# official_repro.train's exit status after a SIGTERM made it save a checkpoint
+# and stop (official_repro/training/trainer.py, EXIT_STOPPED).
+EXIT_STOPPED=143
 
 # Copies stdin to stdout with builtins only, so that --dry_run and --help run
 # no program at all.
@@ -43,10 +50,60 @@ starts
       --model_dir=... --mode=... --strategy=tpu --tpu=local
 
 on worker 0, detached with setsid/nohup so that it survives the ssh session
-ending. Its output goes to $LOG_DIR_ON_VM/<model_dir>.log on the VM; the
-script ends by printing how to follow that log, stop the run and delete the VM.
-The TPU VM keeps running (and costs money) after training ends: delete it with
---delete.
+ending. Its output goes to $LOG_DIR_ON_VM/<model_dir>.log on the VM and its
+exit status, once it ends, to $LOG_DIR_ON_VM/train.exit; the script ends by
+printing how to follow that log, stop the run and delete the VM. The TPU VM
+keeps running (and costs money) after training ends: delete it with --delete.
+
+Pod slices (several hosts). The accelerator type says how many TPU VM hosts
+a slice has:
+  v2-N, v3-N, v4-N, v5p-N   N counts TensorCores; a host has 4 chips, 8
+                            TensorCores: N/8 hosts (v3-32: 4, v4-64: 8).
+  v5litepod-N, v6e-N        N counts chips: one host up to N=8; larger slices
+                            have 4 chips per host (v5litepod-16: 4 hosts).
+N above 8 is a multi-host slice. TensorFlow drives a slice from ONE client
+process: TPUClusterResolver(tpu=NAME) asks the Cloud TPU API for every host's
+worker address and TPUStrategy places each host's input pipeline and TPU
+cores from there; '--tpu=local' sees only the host it runs on. So on a
+multi-host slice the working tree is copied and the requirements installed
+on every host (--worker=all: each host runs its share of the input pipeline
+with the same TensorFlow), and training starts once, on worker 0, with
+--strategy=tpu --tpu=NAME and TPU_LOAD_LIBRARY=0 (the client leaves worker
+0's chips to that host's TPU worker). The hosts' TensorFlow TPU workers come
+with the TPU software version: multi-host slices need a TensorFlow pod
+version, 'tpu-vm-tf-<version>-pod-pjrt' (Cloud TPU docs, "TPU software
+versions"), given with --runtime_version; its TensorFlow must be the client's
+(--tf_tpu_package, or --skip_install to keep the image's).
+
+Batch and steps on a pod: gin values are global. pretrain_data.train_batch_size
+is the global batch; each host's input pipeline reads its own shard of the
+record files (tf.distribute.InputContext.input_pipeline_id) and batches
+global/hosts examples, and each replica gets global/replicas (replicas: one
+per TensorCore on v2/v3, one per chip on v4/v5p/v5e/v6e). experiment.train_steps
+counts global steps, so the schedule does not change with the slice. E.g.
+003's large model, batch 2048, on a v3-32: 4 hosts x 512 examples, 32
+replicas x 64; on a v4-64 (32 chips): 8 hosts x 256, 32 replicas x 64.
+Record files are split between hosts (evenly when their number is a multiple
+of the hosts); with fewer files than hosts every host reads all files and
+keeps every hosts-th example.
+
+Spot and preemptible VMs (--spot, --preemptible). After the launch the script
+stays in the foreground as a supervisor (run it under nohup, screen or tmux;
+Ctrl-C ends the supervision, not the training). Every --supervise_interval
+seconds it looks up the VM and, on a READY one, worker 0's training process:
+  - running: waits;
+  - ended with status 0: prints that training finished and exits 0;
+  - ended with status $EXIT_STOPPED (a SIGTERM made it save a checkpoint and stop),
+    or gone without a status (killed): relaunches the same command;
+  - ended with any other status (a config error, a NaN loss): stops and
+    names the log, since a relaunch would fail the same way.
+A VM in state PREEMPTED or TERMINATED (or deleted) is deleted and created
+again, the tree copied, the requirements installed and the same command
+started; STOPPED is started again. The relaunched command resumes from the
+latest checkpoint in --model_dir (on Cloud Storage, so it outlives the VM).
+Each relaunch or recreation counts towards --max_restarts. On SIGTERM the
+trainer saves at the end of the running loop of experiment.steps_per_loop
+steps: keep a loop shorter than the preemption notice (about 30 s).
 
 What is copied: the working tree as git sees it -- tracked files plus untracked
 files not ignored by .gitignore, uncommitted edits included, .git excluded --
@@ -67,13 +124,19 @@ Options:
   --project=ID             Cloud project (default: gcloud's configured
                            project, 'gcloud config get-value project').
   --accelerator_type=TYPE  Used when creating the VM (default $DEFAULT_ACCELERATOR_TYPE).
-                           Single-host slices only (--tpu=local).
+                           Multi-host slices (e.g. v3-32, v4-64) train with
+                           --tpu=NAME from worker 0; see "Pod slices" above.
   --runtime_version=VER    TPU software version used when creating the VM
                            (default $DEFAULT_RUNTIME_VERSION; TensorFlow is
                            pip-installed on top of it). 'tpu-vm-base' is too
-                           old for TF 2.20 (Python 3.8).
-  --preemptible            Create a preemptible TPU VM.
-  --spot                   Create a Spot TPU VM.
+                           old for TF 2.20 (Python 3.8). Required for
+                           multi-host slices (a TensorFlow pod version).
+  --preemptible            Create a preemptible TPU VM and supervise it.
+  --spot                   Create a Spot TPU VM and supervise it.
+  --supervise_interval=S   Seconds between the supervisor's checks (default
+                           $DEFAULT_SUPERVISE_INTERVAL).
+  --max_restarts=N         Recreations and relaunches before the supervisor
+                           gives up (default $DEFAULT_MAX_RESTARTS).
   --gin_param=BINDING      Gin binding, repeatable, applied after the files,
                            e.g. --gin_param="pretrain_data.input_path='gs://b/r'"
   --mode=MODE              train, eval or train_and_eval (default $DEFAULT_MODE).
@@ -93,11 +156,17 @@ Options:
                            '+ ', and run nothing (gcloud is not needed).
   --help                   Show this help.
 
-Example:
+Examples:
   $PROG --tpu_name=electra-v3 --zone=europe-west4-a \\
       --gin_file=gin/quickstart.gin \\
       --gin_param="pretrain_data.input_path='gs://my-bucket/records'" \\
       --model_dir=gs://my-bucket/runs/quickstart
+
+  $PROG --tpu_name=electra-pod --zone=europe-west4-a \\
+      --accelerator_type=v3-32 --runtime_version=tpu-vm-tf-VERSION-pod-pjrt \\
+      --spot --gin_file=gin/papers/001_ale/bert_small.gin \\
+      --gin_param="pretrain_data.input_path='gs://my-bucket/records'" \\
+      --model_dir=gs://my-bucket/runs/bert_small
 EOF
 }
 
@@ -183,6 +252,9 @@ TF_TPU_PACKAGE=$DEFAULT_TF_TPU_PACKAGE
 TF_TPU_FIND_LINKS=$DEFAULT_TF_TPU_FIND_LINKS
 PREEMPTIBLE=0
 SPOT=0
+SUPERVISE_INTERVAL=$DEFAULT_SUPERVISE_INTERVAL
+MAX_RESTARTS=$DEFAULT_MAX_RESTARTS
+RUNTIME_VERSION_GIVEN=0
 SKIP_INSTALL=0
 DELETE=0
 DRY_RUN=0
@@ -204,7 +276,9 @@ for arg in "$@"; do
     --zone=*) ZONE=$value ;;
     --project=*) PROJECT=$value ;;
     --accelerator_type=*) ACCELERATOR_TYPE=$value ;;
-    --runtime_version=*) RUNTIME_VERSION=$value ;;
+    --runtime_version=*) RUNTIME_VERSION=$value RUNTIME_VERSION_GIVEN=1 ;;
+    --supervise_interval=*) SUPERVISE_INTERVAL=$value ;;
+    --max_restarts=*) MAX_RESTARTS=$value ;;
     --gin_file=*) GIN_FILES+=("$value") ;;
     --gin_param=*) GIN_PARAMS+=("$value") ;;
     --model_dir=*) MODEL_DIR=$value ;;
@@ -222,7 +296,8 @@ for arg in "$@"; do
       die_usage "${arg%%=*} is a switch and takes no value (got '$arg')" ;;
     --tpu_name | --zone | --project | --accelerator_type | --runtime_version | \
       --gin_file | --gin_param | --model_dir | --mode | --env | \
-      --repo_dir_on_vm | --tf_tpu_package | --tf_tpu_find_links)
+      --repo_dir_on_vm | --tf_tpu_package | --tf_tpu_find_links | \
+      --supervise_interval | --max_restarts)
       die_usage "$arg needs a value, written $arg=VALUE" ;;
     *) die_usage "unknown flag: $arg" ;;
   esac
@@ -287,6 +362,29 @@ esac
 if [[ $PREEMPTIBLE == 1 && $SPOT == 1 ]]; then
   die_usage "--preemptible and --spot exclude each other"
 fi
+SUPERVISE=0
+if [[ $PREEMPTIBLE == 1 || $SPOT == 1 ]]; then
+  SUPERVISE=1
+fi
+[[ $SUPERVISE_INTERVAL =~ ^[0-9]+$ ]] ||
+  die_usage "--supervise_interval='$SUPERVISE_INTERVAL' must be a whole number of seconds"
+[[ $MAX_RESTARTS =~ ^[0-9]+$ ]] ||
+  die_usage "--max_restarts='$MAX_RESTARTS' must be a whole number"
+
+# TPU VM hosts of an accelerator type (see "Pod slices" in --help).
+accelerator_family=${ACCELERATOR_TYPE%-*}
+accelerator_size=${ACCELERATOR_TYPE##*-}
+[[ $accelerator_size =~ ^[1-9][0-9]*$ && $accelerator_family != "$ACCELERATOR_TYPE" ]] ||
+  die_usage "--accelerator_type='$ACCELERATOR_TYPE' is not VERSION-SIZE (e.g. v3-8, v4-64)"
+case $accelerator_family in
+  v2 | v3 | v4 | v5p) TPU_HOSTS=$(((accelerator_size + 7) / 8)) ;;
+  v5litepod | v6e)
+    if ((accelerator_size <= 8)); then TPU_HOSTS=1; else TPU_HOSTS=$((accelerator_size / 4)); fi ;;
+  *) die_usage "--accelerator_type='$ACCELERATOR_TYPE': unknown TPU version '$accelerator_family' (known: v2, v3, v4, v5p, v5litepod, v6e), so the number of hosts is unknown" ;;
+esac
+if ((TPU_HOSTS > 1 && RUNTIME_VERSION_GIVEN == 0)); then
+  die_usage "--accelerator_type=$ACCELERATOR_TYPE is a multi-host slice ($TPU_HOSTS hosts): pass --runtime_version=tpu-vm-tf-<version>-pod-pjrt, a TensorFlow pod version whose hosts run TensorFlow's TPU workers (the default $DEFAULT_RUNTIME_VERSION does not)"
+fi
 for binding in ${GIN_PARAMS[@]+"${GIN_PARAMS[@]}"}; do
   [[ -n ${binding//[[:space:]]/} ]] || die_usage "--gin_param is empty"
 done
@@ -345,6 +443,7 @@ q_repo_new=$(qpath "$REPO_DIR_ON_VM.run_tpu_new")
 q_marker=$(qpath "$REPO_DIR_ON_VM/.run_tpu_synced")
 q_logdir=$(qpath "$LOG_DIR_ON_VM")
 q_pidfile=$(qpath "$LOG_DIR_ON_VM/train.pid")
+q_exitfile=$(qpath "$LOG_DIR_ON_VM/train.exit")
 log_name=${MODEL_DIR#gs://}
 log_name=${log_name%/}
 log_name=${log_name//[^A-Za-z0-9._-]/_}.log
@@ -366,6 +465,11 @@ q_links=$(shq "$TF_TPU_FIND_LINKS")
 install_cmd="cd $q_repo && python3 -m pip install --upgrade pip && python3 -m pip install -r requirements.txt && python3 -m pip uninstall -y tensorflow && python3 -m pip install --force-reinstall --no-deps $q_pkg -f $q_links && python3 -m pip install $q_pkg -f $q_links"
 
 train_words=()
+if ((TPU_HOSTS > 1)); then
+  # The client on worker 0 must not load libtpu: worker 0's TPU worker owns
+  # its chips.
+  ENVS=(TPU_LOAD_LIBRARY=0 ${ENVS[@]+"${ENVS[@]}"})
+fi
 if ((${#ENVS[@]} > 0)); then
   train_words+=(env "${ENVS[@]}")
 fi
@@ -376,83 +480,225 @@ done
 for binding in ${GIN_PARAMS[@]+"${GIN_PARAMS[@]}"}; do
   train_words+=("--gin_param=$binding")
 done
-train_words+=("--model_dir=$MODEL_DIR" "--mode=$MODE" --strategy=tpu --tpu=local)
+train_words+=("--model_dir=$MODEL_DIR" "--mode=$MODE" --strategy=tpu)
+if ((TPU_HOSTS > 1)); then
+  train_words+=("--tpu=$TPU_NAME")
+else
+  train_words+=(--tpu=local)
+fi
 train_cmd=
 for word in "${train_words[@]}"; do
   train_cmd+="${train_cmd:+ }$(shq_word "$word")"
 done
 
-launch_cmd="mkdir -p $q_logdir || exit 1; $busy_check; cd $q_repo || exit 1; echo \"=== run_tpu: \$(date -u) starting\" >> $q_log; setsid nohup $train_cmd >> $q_log 2>&1 < /dev/null & echo \$! > $q_pidfile; ln -sfn $q_log $q_latest; echo \"run_tpu: training started on \$(hostname), pid \$(cat $q_pidfile), log $LOG_ON_VM\""
+# A shell started with setsid/nohup runs training in the background, records
+# its pid, waits for it and writes its exit status to train.exit; the pid file
+# names the training process itself, so 'kill PID' reaches it directly.
+runner_script="$train_cmd & echo \$! > $q_pidfile; wait \$!; echo \$? > $q_exitfile"
+launch_cmd="mkdir -p $q_logdir || exit 1; $busy_check; cd $q_repo || exit 1; rm -f $q_pidfile $q_exitfile; echo \"=== run_tpu: \$(date -u) starting\" >> $q_log; setsid nohup sh -c $(shq "$runner_script") >> $q_log 2>&1 < /dev/null & i=0; while [ ! -s $q_pidfile ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i + 1)); done; ln -sfn $q_log $q_latest; echo \"run_tpu: training started on \$(hostname), pid \$(cat $q_pidfile), log $LOG_ON_VM\""
+
+# What the supervisor asks worker 0: one line, 'run_tpu_status=running',
+# '...=exit:STATUS' or '...=gone' (no process and no exit status: killed).
+status_cmd="if [ -f $q_pidfile ] && kill -0 \"\$(cat $q_pidfile)\" 2>/dev/null; then echo run_tpu_status=running; elif [ -s $q_exitfile ]; then echo run_tpu_status=exit:\$(cat $q_exitfile); else echo run_tpu_status=gone; fi"
 
 # ------------------------------------------------------------ launch: steps
 
 ssh_cmd=(gcloud compute tpus tpu-vm ssh "$TPU_NAME" "${GCLOUD_LOCATION[@]}")
-
-# 1. The TPU VM: reuse it or create it.
 create_cmd=(gcloud compute tpus tpu-vm create "$TPU_NAME" "${GCLOUD_LOCATION[@]}"
   "--accelerator-type=$ACCELERATOR_TYPE" "--version=$RUNTIME_VERSION")
 [[ $PREEMPTIBLE == 1 ]] && create_cmd+=(--preemptible)
 [[ $SPOT == 1 ]] && create_cmd+=(--spot)
 describe_cmd=(gcloud compute tpus tpu-vm describe "$TPU_NAME" "${GCLOUD_LOCATION[@]}"
   '--format=value(state,acceleratorType)')
+delete_cmd=(gcloud compute tpus tpu-vm delete "$TPU_NAME" "${GCLOUD_LOCATION[@]}" --quiet)
+start_cmd=(gcloud compute tpus tpu-vm start "$TPU_NAME" "${GCLOUD_LOCATION[@]}")
 
-if [[ $DRY_RUN == 1 ]]; then
-  print_cmd "${describe_cmd[@]}"
-  note "if the TPU VM does not exist:"
-  print_cmd "${create_cmd[@]}"
-else
+if [[ $DRY_RUN != 1 ]]; then
   tmp_dir=$(mktemp -d "${TMPDIR:-/tmp}/run_tpu.XXXXXX")
   trap 'rm -rf "$tmp_dir"' EXIT
+fi
+
+# Looks the VM up: sets VM_STATE (READY, PREEMPTED, ..., or NOT_FOUND) and
+# VM_TYPE. Stops on any other lookup failure.
+describe_vm() {
+  local description describe_error
   print_cmd "${describe_cmd[@]}"
+  VM_STATE= VM_TYPE=
   if description=$("${describe_cmd[@]}" 2>"$tmp_dir/describe.err"); then
-    read -r state existing_type _ <<<"$description" || true
-    note "TPU VM $TPU_NAME exists: state ${state:-unknown}, accelerator ${existing_type:-unknown}"
-    if [[ -n ${existing_type:-} && ${existing_type##*/} != "$ACCELERATOR_TYPE" ]]; then
-      note "warning: it is a ${existing_type##*/}, not the --accelerator_type=$ACCELERATOR_TYPE asked for; reusing it"
-    fi
-    case ${state:-} in
-      READY) ;;
-      STOPPED) run gcloud compute tpus tpu-vm start "$TPU_NAME" "${GCLOUD_LOCATION[@]}" ;;
-      *) die "TPU VM $TPU_NAME is in state '${state:-unknown}'; wait for it, or delete it with: $PROG --tpu_name=$TPU_NAME --zone=$ZONE --delete" ;;
-    esac
+    read -r VM_STATE VM_TYPE _ <<<"$description" || true
+    VM_STATE=${VM_STATE:-unknown}
   else
     describe_error=$(<"$tmp_dir/describe.err")
     if [[ $describe_error == *NOT_FOUND* || $describe_error == *"not found"* ]]; then
-      run "${create_cmd[@]}"
+      VM_STATE=NOT_FOUND
     else
       printf '%s\n' "$describe_error" >&2
       die "could not look up TPU VM $TPU_NAME (gcloud compute tpus tpu-vm describe failed; see above)"
     fi
   fi
-fi
+}
 
-# 2. Copy the repository to every worker.
+# 1. The TPU VM: reuse it or create it.
+ensure_vm() {
+  if [[ $DRY_RUN == 1 ]]; then
+    print_cmd "${describe_cmd[@]}"
+    note "if the TPU VM does not exist:"
+    print_cmd "${create_cmd[@]}"
+    return 0
+  fi
+  describe_vm
+  if [[ $VM_STATE == NOT_FOUND ]]; then
+    run "${create_cmd[@]}"
+    return 0
+  fi
+  note "TPU VM $TPU_NAME exists: state $VM_STATE, accelerator ${VM_TYPE:-unknown}"
+  if [[ -n $VM_TYPE && ${VM_TYPE##*/} != "$ACCELERATOR_TYPE" ]]; then
+    note "warning: it is a ${VM_TYPE##*/}, not the --accelerator_type=$ACCELERATOR_TYPE asked for; reusing it"
+  fi
+  case $VM_STATE in
+    READY) ;;
+    STOPPED) run "${start_cmd[@]}" ;;
+    *) die "TPU VM $TPU_NAME is in state '$VM_STATE'; wait for it, or delete it with: $PROG --tpu_name=$TPU_NAME --zone=$ZONE --delete" ;;
+  esac
+}
+
+# 2. Copy the repository to every worker. The tarball is made once, so a VM
+# the supervisor recreates gets the code of the first launch even if the
+# working tree changed since.
 tarball=${tmp_dir:-${TMPDIR:-/tmp}/run_tpu.XXXXXX}/$REMOTE_TARBALL
 file_list=${tarball%/*}/files
-print_cmd git -C "$REPO_ROOT" ls-files -z --cached --others --exclude-standard
-note "... keeping the files present in the working tree, written NUL-separated to $file_list"
-if [[ $DRY_RUN != 1 ]]; then
-  : >"$file_list"
-  git -C "$REPO_ROOT" ls-files -z --cached --others --exclude-standard >"$tmp_dir/listed"
-  while IFS= read -r -d '' path; do
-    if [[ -e $REPO_ROOT/$path || -L $REPO_ROOT/$path ]]; then
-      printf '%s\0' "$path" >>"$file_list"
-    fi
-  done <"$tmp_dir/listed"
-fi
-run tar -C "$REPO_ROOT" --null -T "$file_list" -czf "$tarball"
-run gcloud compute tpus tpu-vm scp "$tarball" "$TPU_NAME:$REMOTE_TARBALL" "${GCLOUD_LOCATION[@]}" --worker=all
-run "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd"
+copy_tree() {
+  if [[ $DRY_RUN != 1 && -f $tarball ]]; then
+    note "reusing $tarball from the first launch"
+    run gcloud compute tpus tpu-vm scp "$tarball" "$TPU_NAME:$REMOTE_TARBALL" "${GCLOUD_LOCATION[@]}" --worker=all
+    run "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd"
+    return 0
+  fi
+  print_cmd git -C "$REPO_ROOT" ls-files -z --cached --others --exclude-standard
+  note "... keeping the files present in the working tree, written NUL-separated to $file_list"
+  if [[ $DRY_RUN != 1 ]]; then
+    : >"$file_list"
+    git -C "$REPO_ROOT" ls-files -z --cached --others --exclude-standard >"$tmp_dir/listed"
+    while IFS= read -r -d '' path; do
+      if [[ -e $REPO_ROOT/$path || -L $REPO_ROOT/$path ]]; then
+        printf '%s\0' "$path" >>"$file_list"
+      fi
+    done <"$tmp_dir/listed"
+  fi
+  run tar -C "$REPO_ROOT" --null -T "$file_list" -czf "$tarball"
+  run gcloud compute tpus tpu-vm scp "$tarball" "$TPU_NAME:$REMOTE_TARBALL" "${GCLOUD_LOCATION[@]}" --worker=all
+  run "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd"
+}
 
 # 3. Install the requirements and TensorFlow's TPU build on every worker.
-if [[ $SKIP_INSTALL == 1 ]]; then
-  note "--skip_install: not running pip"
-else
-  run "${ssh_cmd[@]}" --worker=all "--command=$install_cmd"
-fi
+install_requirements() {
+  if [[ $SKIP_INSTALL == 1 ]]; then
+    note "--skip_install: not running pip"
+  else
+    run "${ssh_cmd[@]}" --worker=all "--command=$install_cmd"
+  fi
+}
 
-# 4. Start training, detached, on worker 0.
-run "${ssh_cmd[@]}" --worker=0 "--command=$launch_cmd"
+# 4. Start training, detached, on worker 0: the only process on a single
+# host, TensorFlow's client of the whole slice on a multi-host one.
+launch() {
+  if ((TPU_HOSTS > 1)); then
+    note "multi-host slice ($TPU_HOSTS hosts): one training client on worker 0 drives every host (--tpu=$TPU_NAME)"
+  fi
+  run "${ssh_cmd[@]}" --worker=0 "--command=$launch_cmd"
+}
+
+# Asks worker 0 how training is doing: sets TRAIN_STATUS to running,
+# exit:STATUS or gone (or unreachable when ssh fails).
+training_status() {
+  local output
+  print_cmd "${ssh_cmd[@]}" --worker=0 "--command=$status_cmd"
+  if output=$("${ssh_cmd[@]}" --worker=0 "--command=$status_cmd" 2>"$tmp_dir/status.err"); then
+    TRAIN_STATUS=${output##*run_tpu_status=}
+    TRAIN_STATUS=${TRAIN_STATUS%%[[:space:]]*}
+  else
+    TRAIN_STATUS=unreachable
+  fi
+}
+
+recreate_and_launch() {
+  if [[ $1 != NOT_FOUND ]]; then
+    run "${delete_cmd[@]}"
+  fi
+  run "${create_cmd[@]}"
+  copy_tree
+  install_requirements
+  launch
+}
+
+# Prints, for --dry_run, what the supervisor would run.
+print_supervisor() {
+  note "supervisor (--spot/--preemptible): every $SUPERVISE_INTERVAL s until training ends, at most $MAX_RESTARTS recreations or relaunches:"
+  print_cmd "${describe_cmd[@]}"
+  note "if READY, ask worker 0 about training:"
+  print_cmd "${ssh_cmd[@]}" --worker=0 "--command=$status_cmd"
+  note "if it exited with $EXIT_STOPPED (checkpointed on SIGTERM) or is gone, relaunch it:"
+  print_cmd "${ssh_cmd[@]}" --worker=0 "--command=$launch_cmd"
+  note "if STOPPED, start it and relaunch as above:"
+  print_cmd "${start_cmd[@]}"
+  note "if PREEMPTED, TERMINATED or deleted, recreate it, copy, install and relaunch:"
+  print_cmd "${delete_cmd[@]}"
+  print_cmd "${create_cmd[@]}"
+  note "(the tarball of the first launch, $tarball, is copied again)"
+  print_cmd gcloud compute tpus tpu-vm scp "$tarball" "$TPU_NAME:$REMOTE_TARBALL" "${GCLOUD_LOCATION[@]}" --worker=all
+  print_cmd "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd"
+  if [[ $SKIP_INSTALL != 1 ]]; then
+    print_cmd "${ssh_cmd[@]}" --worker=all "--command=$install_cmd"
+  fi
+  print_cmd "${ssh_cmd[@]}" --worker=0 "--command=$launch_cmd"
+}
+
+# Keeps a Spot/preemptible run going until it finishes (see --help).
+supervise() {
+  local restarts=0 action
+  note "supervising $TPU_NAME every $SUPERVISE_INTERVAL s (Ctrl-C stops supervising, not training)"
+  while true; do
+    sleep "$SUPERVISE_INTERVAL"
+    describe_vm
+    action=
+    TRAIN_STATUS=
+    case $VM_STATE in
+      READY)
+        training_status
+        case $TRAIN_STATUS in
+          running | unreachable) ;;
+          exit:0)
+            note "training finished on $TPU_NAME (exit status 0)"
+            return 0 ;;
+          exit:"$EXIT_STOPPED" | gone) action=relaunch ;;
+          exit:*)
+            die "training on $TPU_NAME failed with status ${TRAIN_STATUS#exit:}; not relaunching (it would fail again). See its log, $LOG_ON_VM on worker 0" ;;
+          *) die "unexpected answer from worker 0: '$TRAIN_STATUS'" ;;
+        esac ;;
+      STOPPED) action=start ;;
+      PREEMPTED | TERMINATED | NOT_FOUND) action=recreate ;;
+      *) note "TPU VM $TPU_NAME is $VM_STATE; waiting" ;;
+    esac
+    [[ -n $action ]] || continue
+    if ((restarts >= MAX_RESTARTS)); then
+      die "TPU VM $TPU_NAME needs a $action (VM $VM_STATE, training ${TRAIN_STATUS:-not checked}) but --max_restarts=$MAX_RESTARTS are used up"
+    fi
+    restarts=$((restarts + 1))
+    note "restart $restarts of $MAX_RESTARTS: $action (VM $VM_STATE, training ${TRAIN_STATUS:-not checked})"
+    case $action in
+      relaunch) launch ;;
+      start)
+        run "${start_cmd[@]}"
+        launch ;;
+      recreate) recreate_and_launch "$VM_STATE" ;;
+    esac
+  done
+}
+
+ensure_vm
+copy_tree
+install_requirements
+launch
 
 location_flags=
 for word in "${GCLOUD_LOCATION[@]}"; do
@@ -470,3 +716,11 @@ TensorBoard:
 Delete the TPU VM when done (it is billed while it exists):
   bash $(shq "$0") --tpu_name=$(shq "$TPU_NAME") --zone=$(shq "$ZONE")${PROJECT:+ --project=$(shq "$PROJECT")} --delete
 EOF
+
+if [[ $SUPERVISE == 1 ]]; then
+  if [[ $DRY_RUN == 1 ]]; then
+    print_supervisor
+  else
+    supervise
+  fi
+fi

@@ -6,13 +6,24 @@ Usage:
     --gin_param="pretrain_data.input_path='/data/records'" \
     --model_dir=/tmp/bert_small --mode=train_and_eval --strategy=one_device
 
-A killed run resumes from the latest checkpoint in --model_dir. The run writes
-`config.gin`, `operative_config.gin`, `params.yaml` and `model_config.json`
-into --model_dir and prints its results followed by the operative gin config.
+A killed run resumes from the latest checkpoint in --model_dir. On SIGTERM
+(a Spot VM or a scheduler taking the host away) the run saves a checkpoint at
+the end of the current training loop and exits with status 143
+(`trainer.EXIT_STOPPED`); rerunning the same command continues from that
+checkpoint.
+The run writes `config.gin`, `operative_config.gin`, `params.yaml` and
+`model_config.json` into --model_dir and prints its results followed by the
+operative gin config.
+
+Several hosts: run the same command on every host with
+--strategy=multi_worker_mirrored and each host's `TF_CONFIG`
+(`{"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}}`).
 """
 
 import json
 import os
+import sys
+from typing import Any, Dict, Sequence
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -25,6 +36,7 @@ import gin
 from official_repro.training import distribute
 from official_repro.training import experiment
 from official_repro.training import gin_utils
+from official_repro.training import trainer as trainer_lib
 
 FLAGS = flags.FLAGS
 
@@ -37,6 +49,36 @@ flags.DEFINE_enum('mode', 'train_and_eval', list(experiment.MODES),
 distribute.define_flags()
 
 
+def run(strategy, gin_files: Sequence[str], gin_params: Sequence[str],
+        model_dir: str, mode: str) -> Dict[str, Any]:
+  """Parses the gin config and runs the experiment it describes.
+
+  Args:
+    strategy: the distribution strategy (build it before any other
+      TensorFlow op runs).
+    gin_files: gin files, in order.
+    gin_params: gin bindings applied after the files.
+    model_dir: checkpoints, summaries and configs.
+    mode: 'train', 'eval' or 'train_and_eval'.
+
+  Returns:
+    `experiment.run`'s summary of the run.
+
+  Raises:
+    trainer.TrainingStopped: a SIGTERM stopped training after a checkpoint.
+  """
+  gin_utils.parse_config(gin_files, gin_params)
+  with gin.unlock_config():
+    params, settings = experiment.experiment_config()
+  # The trainer checkpoints and stops on SIGTERM under every strategy
+  # (trainer.stop_on_signal); Model Garden's on-demand preemption checkpoint
+  # would replace that handler under multi_worker_mirrored and keep training
+  # after its save (see trainer.py's module docstring).
+  params.trainer.preemption_on_demand_checkpoint = False
+  with trainer_lib.stop_on_signal():
+    return experiment.run(params, settings, strategy, model_dir, mode)
+
+
 def main(argv):
   del argv
   if not FLAGS.model_dir:
@@ -44,11 +86,15 @@ def main(argv):
   if not FLAGS.gin_file:
     raise app.UsageError('--gin_file is required (see gin/).')
   strategy = distribute.strategy_from_flags()
-  gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
-  with gin.unlock_config():
-    params, settings = experiment.experiment_config()
-  result = experiment.run(params, settings, strategy, FLAGS.model_dir,
-                          FLAGS.mode)
+  try:
+    result = run(strategy, FLAGS.gin_file, FLAGS.gin_param, FLAGS.model_dir,
+                 FLAGS.mode)
+  except trainer_lib.TrainingStopped as stopped:
+    logging.warning('%s', stopped)
+    print(json.dumps(dict(stopped_by=stopped.signal_name,
+                          global_step=stopped.step,
+                          checkpoint=stopped.checkpoint), indent=2))
+    sys.exit(trainer_lib.EXIT_STOPPED)
   logging.info('Result: %s', result)
   print(json.dumps(result, indent=2, sort_keys=True))
   print('Operative gin config:')

@@ -63,13 +63,22 @@ def _flag(command, name):
   return values[0]
 
 
+def _runner_words(launch_command):
+  """The words of the `setsid nohup sh -c SCRIPT` script in the launch."""
+  remote = shlex.split(_flag(launch_command, '--command'))
+  start = remote.index('setsid')
+  assert remote[start:start + 3] == ['setsid', 'nohup', 'sh']
+  assert remote[start + 3] == '-c'
+  return shlex.split(remote[start + 4])
+
+
 def _train_words(launch_command):
   """The words of `python3 -m official_repro.train ...` in the launch."""
-  remote = shlex.split(_flag(launch_command, '--command'))
-  start = remote.index('official_repro.train')
-  end = remote.index('>>', start)
-  assert remote[start - 2:start] == ['python3', '-m']
-  return remote[start + 1:end]
+  runner = _runner_words(launch_command)
+  start = runner.index('official_repro.train')
+  end = runner.index('&', start)
+  assert runner[start - 2:start] == ['python3', '-m']
+  return runner[start + 1:end]
 
 
 @pytest.fixture(name='dry_run')
@@ -142,12 +151,12 @@ def test_dry_run_defaults_and_relative_gin_path(tmp_path):
                 tmp_path, cwd=REPO / 'gin')
   assert result.returncode == 0, result.stderr
   commands = _commands(result.stdout)
-  (create,) = _gcloud(commands, 'create')
+  create = _gcloud(commands, 'create')[0]  # the supervisor's recreation too
   assert '--accelerator-type=v3-8' in create and '--spot' in create
   assert not any(w.startswith('--project') for c in commands for w in c)
   launch = _gcloud(commands, 'ssh')[-1]
-  remote = shlex.split(_flag(launch, '--command'))
-  assert 'env' in remote and 'TPU_STDERR_LOG_LEVEL=0' in remote
+  runner = _runner_words(launch)
+  assert 'env' in runner and 'TPU_STDERR_LOG_LEVEL=0' in runner
   words = _train_words(launch)
   assert f'--gin_file={GIN_FILE}' in words
   assert '--mode=train_and_eval' in words
@@ -323,3 +332,193 @@ def test_real_run_against_fake_gcloud(tmp_path):
   assert (vm_home / 'official_repro_logs' / 'train.pid').is_file()
   assert 'tail -n 200 -f ~/official_repro_logs/my-bucket_runs_q1.log' in (
       result.stdout)
+
+
+POD = ('--accelerator_type=v3-32',
+       '--runtime_version=tpu-vm-tf-2.20.0-pod-pjrt')
+
+
+def test_pod_slice_copies_and_installs_everywhere_and_trains_once(tmp_path):
+  result = _run(['--dry_run', *REQUIRED, *POD, '--project=my-project'],
+                tmp_path)
+  assert result.returncode == 0, result.stderr
+  commands = _commands(result.stdout)
+  (create,) = _gcloud(commands, 'create')
+  assert '--accelerator-type=v3-32' in create
+  assert '--version=tpu-vm-tf-2.20.0-pod-pjrt' in create
+  (scp,) = _gcloud(commands, 'scp')
+  sync, install, launch = _gcloud(commands, 'ssh')
+  for command in (scp, sync, install):
+    assert '--worker=all' in command
+  # TensorFlow drives the slice from one client: started once, on worker 0,
+  # resolving every host from the TPU's name.
+  assert '--worker=0' in launch
+  words = _train_words(launch)
+  assert words[-2:] == ['--strategy=tpu', '--tpu=my-tpu']
+  runner = _runner_words(launch)
+  assert runner[:2] == ['env', 'TPU_LOAD_LIBRARY=0']
+  assert '4 hosts' in result.stdout
+
+
+@pytest.mark.parametrize('accelerator, hosts', [
+    ('v3-8', 1), ('v2-8', 1), ('v4-8', 1), ('v5litepod-8', 1), ('v3-32', 4),
+    ('v4-64', 8), ('v5p-128', 16), ('v5litepod-16', 4), ('v6e-256', 64)])
+def test_hosts_follow_the_accelerator_type(tmp_path, accelerator, hosts):
+  result = _run(['--dry_run', *REQUIRED, f'--accelerator_type={accelerator}',
+                 '--runtime_version=tpu-vm-tf-2.20.0-pod-pjrt'], tmp_path)
+  assert result.returncode == 0, result.stderr
+  launch = _gcloud(_commands(result.stdout), 'ssh')[-1]
+  tpu_flag = _train_words(launch)[-1]
+  if hosts == 1:
+    assert tpu_flag == '--tpu=local'
+    assert 'multi-host' not in result.stdout
+  else:
+    assert tpu_flag == '--tpu=my-tpu'
+    assert f'({hosts} hosts)' in result.stdout
+
+
+@pytest.mark.parametrize('args, flag', [
+    (('--accelerator_type=v3-32',), '--runtime_version'),
+    (('--accelerator_type=v9-8',), '--accelerator_type'),
+    (('--accelerator_type=v3',), '--accelerator_type'),
+    (('--spot', '--supervise_interval=soon'), '--supervise_interval'),
+    (('--spot', '--max_restarts=-1'), '--max_restarts'),
+])
+def test_bad_pod_and_supervisor_flags_are_named(tmp_path, args, flag):
+  result = _run(['--dry_run', *REQUIRED, *args], tmp_path)
+  assert result.returncode == 2
+  assert flag in result.stderr
+  assert not _commands(result.stdout)
+
+
+def test_spot_dry_run_prints_the_supervisor(tmp_path):
+  result = _run(['--dry_run', *REQUIRED, *POD, '--spot',
+                 '--supervise_interval=60'], tmp_path)
+  assert result.returncode == 0, result.stderr
+  commands = _commands(result.stdout)
+  first_create, recreate = _gcloud(commands, 'create')
+  assert '--spot' in first_create and first_create == recreate
+  describes = _gcloud(commands, 'describe')
+  assert len(describes) == 2 and describes[0] == describes[1]
+  (delete,) = _gcloud(commands, 'delete')
+  recreate_at = [i for i, c in enumerate(commands) if c == recreate][1]
+  assert commands.index(delete) == recreate_at - 1
+  ssh = _gcloud(commands, 'ssh')
+  launches = [c for c in ssh if 'official_repro.train' in _flag(c, '--command')]
+  # The first launch, the relaunch after a stop and the one after recreation
+  # are the same command on worker 0.
+  assert len(launches) == 3
+  assert launches[0] == launches[1] == launches[2]
+  (status,) = [c for c in ssh if 'run_tpu_status' in _flag(c, '--command')]
+  assert '--worker=0' in status
+  # After recreation: copy, sync and install on every worker, then launch.
+  after = commands[recreate_at:]
+  assert ['--worker=all' in c for c in after if c[:4] == ['gcloud', 'compute',
+                                                          'tpus', 'tpu-vm']
+          and c[4] in ('scp', 'ssh')] == [True, True, True, False]
+  assert 'every 60 s' in result.stdout
+  assert '143' in result.stdout
+
+
+def test_help_explains_pods_batch_and_preemption(tmp_path):
+  result = _run(['--help'], tmp_path)
+  for text in ('v3-32', '4 hosts x 512', '32\nreplicas x 64', 'PREEMPTED',
+               '--supervise_interval', '--max_restarts', 'input_pipeline_id'):
+    assert text in result.stdout, text
+
+
+_FAKE_SUPERVISED_GCLOUD = textwrap.dedent('''\
+    #!{python}
+    """Fake gcloud with a VM state file; delete wipes the fake VM's home."""
+    import json, os, shutil, subprocess, sys
+    args = sys.argv[1:]
+    home = os.environ['FAKE_VM_HOME']
+    state_file = os.path.join(os.environ['FAKE_STATE_DIR'], 'vm_state')
+    with open(os.environ['FAKE_GCLOUD_LOG'], 'a') as log:
+      log.write(json.dumps(args) + '\\n')
+    state = open(state_file).read() if os.path.exists(state_file) else ''
+    verb = args[3] if len(args) > 3 else ''
+    if verb == 'describe':
+      if not state:
+        sys.stderr.write('ERROR: NOT_FOUND\\n')
+        sys.exit(1)
+      print(state + '\\tv3-8')
+    elif verb == 'create':
+      open(state_file, 'w').write('READY')
+    elif verb == 'delete':
+      os.remove(state_file)
+      shutil.rmtree(home)
+      os.mkdir(home)
+    elif verb == 'scp':
+      shutil.copy(args[4], os.path.join(home, args[5].split(':', 1)[1]))
+    elif verb == 'ssh':
+      (command,) = [a[len('--command='):] for a in args
+                    if a.startswith('--command=')]
+      env = dict(os.environ, HOME=home)
+      sys.exit(subprocess.call(['bash', '-c', command], cwd=home, env=env))
+    ''')
+
+# Training runs in turn: stopped by SIGTERM (143), then preempted with the VM
+# (the fake marks the VM PREEMPTED and dies), then finishing; or failing.
+_FAKE_TRAINING_PYTHON3 = textwrap.dedent('''\
+    #!{python}
+    import json, os, sys
+    state_dir = os.environ['FAKE_STATE_DIR']
+    if 'official_repro.train' not in sys.argv:
+      sys.exit(0)
+    with open(os.path.join(state_dir, 'train_calls.jsonl'), 'a') as f:
+      f.write(json.dumps(sys.argv[1:]) + '\\n')
+    plan = os.environ['FAKE_TRAINING_PLAN'].split(',')
+    count = sum(1 for _ in open(os.path.join(state_dir, 'train_calls.jsonl')))
+    outcome = plan[min(count, len(plan)) - 1]
+    if outcome == 'preempted':
+      open(os.path.join(state_dir, 'vm_state'), 'w').write('PREEMPTED')
+      os.kill(os.getpid(), 9)
+    sys.exit(int(outcome))
+    ''')
+
+
+@pytest.mark.skipif(not all(shutil.which(t) for t in
+                            ('git', 'tar', 'setsid', 'nohup', 'mktemp')),
+                    reason='needs git, tar, setsid, nohup and mktemp')
+@pytest.mark.parametrize('plan, returncode, expected', [
+    ('143,preempted,0', 0, 'training finished'),
+    ('143,1', 1, 'failed with status 1; not relaunching'),
+    ('143', 1, '--max_restarts=2 are used up'),
+])
+def test_supervisor_relaunches_and_recreates(tmp_path, plan, returncode,
+                                             expected):
+  fake_bin = tmp_path / 'fake_bin'
+  fake_bin.mkdir()
+  for name, source in (('gcloud', _FAKE_SUPERVISED_GCLOUD),
+                       ('python3', _FAKE_TRAINING_PYTHON3)):
+    (fake_bin / name).write_text(source.format(python=sys.executable))
+    (fake_bin / name).chmod(0o755)
+  vm_home = tmp_path / 'vm_home'
+  vm_home.mkdir()
+  state_dir = tmp_path / 'state'
+  state_dir.mkdir()
+  gcloud_log = tmp_path / 'gcloud.jsonl'
+  result = _run([*REQUIRED, '--project=p', '--spot', '--supervise_interval=0',
+                 '--max_restarts=2'], tmp_path,
+                path=f'{fake_bin}{os.pathsep}{os.environ["PATH"]}',
+                extra_env={'FAKE_VM_HOME': str(vm_home),
+                           'FAKE_STATE_DIR': str(state_dir),
+                           'FAKE_GCLOUD_LOG': str(gcloud_log),
+                           'FAKE_TRAINING_PLAN': plan})
+  assert result.returncode == returncode, result.stdout + result.stderr
+  assert expected in result.stdout + result.stderr
+  calls = [json.loads(line) for line in gcloud_log.read_text().splitlines()]
+  verbs = [c[3] for c in calls]
+  train_calls = [json.loads(line) for line in
+                 (state_dir / 'train_calls.jsonl').read_text().splitlines()]
+  # Every run is the same command.
+  assert all(call == train_calls[0] for call in train_calls)
+  if plan.startswith('143,preempted'):
+    assert len(train_calls) == 3
+    assert verbs.count('create') == 2 and verbs.count('delete') == 1
+    assert verbs.count('scp') == 2
+    assert (vm_home / 'official_repro' / 'run_tpu.sh').is_file()
+  else:
+    assert 'delete' not in verbs and verbs.count('create') == 1
+    assert len(train_calls) == (2 if plan == '143,1' else 3)

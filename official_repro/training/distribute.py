@@ -1,19 +1,25 @@
-"""Distribution strategies for CPU, one GPU, several devices and Cloud TPU.
+"""Distribution strategies for CPU, GPUs, several hosts and Cloud TPU.
 
 Thin layer over `official.common.distribute_utils`, adding what it lacks for
 this repository: splitting the host CPU into logical devices so that
 `MirroredStrategy` (and its all-reduce path) can be exercised without
-accelerators, which is how the multi-replica tests run.
+accelerators, which is how the multi-replica tests run, and checking
+`TF_CONFIG` before `MultiWorkerMirroredStrategy` reads it, so that a missing
+or malformed cluster description stops with a message instead of silently
+training alone.
 """
 
-from typing import Optional
+import json
+import os
+from typing import Any, Dict, Optional
 
 from absl import flags
 import tensorflow as tf
 
 from official.common import distribute_utils
 
-STRATEGIES = ('cpu', 'one_device', 'mirrored', 'tpu')
+STRATEGIES = ('cpu', 'one_device', 'mirrored', 'multi_worker_mirrored',
+              'tpu')
 
 
 def split_cpu(num_devices: int) -> None:
@@ -37,6 +43,51 @@ def split_cpu(num_devices: int) -> None:
           'TensorFlow op runs.') from error
 
 
+def check_tf_config(environ: Optional[Dict[str, str]] = None
+                    ) -> Dict[str, Any]:
+  """Parses and checks `TF_CONFIG` for `--strategy=multi_worker_mirrored`.
+
+  Args:
+    environ: the environment (default `os.environ`).
+
+  Returns:
+    The parsed `TF_CONFIG`.
+
+  Raises:
+    ValueError: naming `TF_CONFIG` and what it lacks: it is unset, not JSON,
+      has no `cluster` with a non-empty `worker` (or `chief`) list, or its
+      `task` is not one of the cluster's members.
+  """
+  environ = os.environ if environ is None else environ
+  example = ('e.g. TF_CONFIG=\'{"cluster": {"worker": ["host0:12345", '
+             '"host1:12345"]}, "task": {"type": "worker", "index": 0}}\'')
+  raw = environ.get('TF_CONFIG')
+  if not raw:
+    raise ValueError(
+        '--strategy=multi_worker_mirrored needs the TF_CONFIG environment '
+        f'variable on every worker ({example}); for one host use '
+        '--strategy=mirrored.')
+  try:
+    config = json.loads(raw)
+  except json.JSONDecodeError as error:
+    raise ValueError(f'TF_CONFIG is not JSON ({error}): {raw!r}') from error
+  cluster = config.get('cluster') if isinstance(config, dict) else None
+  if not isinstance(cluster, dict) or not (cluster.get('worker') or
+                                           cluster.get('chief')):
+    raise ValueError(f'TF_CONFIG has no cluster.worker list ({example}); '
+                     f'got {raw!r}.')
+  task = config.get('task') or {}
+  members = cluster.get(task.get('type')) if isinstance(task, dict) else None
+  index = task.get('index') if isinstance(task, dict) else None
+  if (not isinstance(members, list) or not isinstance(index, int) or
+      not 0 <= index < len(members)):
+    raise ValueError(
+        'TF_CONFIG task must name this process\'s place in the cluster, '
+        '{"type": "worker", "index": i} with i in 0..'
+        f'{len(cluster.get("worker") or [None]) - 1}; got {task!r}.')
+  return config
+
+
 def get_strategy(name: str,
                  tpu_address: Optional[str] = None,
                  num_gpus: int = 0,
@@ -46,20 +97,27 @@ def get_strategy(name: str,
   Args:
     name: 'cpu' (one CPU device), 'one_device' (the first GPU if any, else
       the CPU), 'mirrored' (all GPUs, or `num_cpu_devices` logical CPUs when
-      there is no GPU) or 'tpu'.
-    tpu_address: TPU name or grpc address for 'tpu' ('' or 'local' on a
-      Cloud TPU VM).
+      there is no GPU), 'multi_worker_mirrored' (all GPUs, else the CPU, of
+      every host listed in `TF_CONFIG`; each host runs the same command with
+      its own `task.index`) or 'tpu'.
+    tpu_address: TPU name or grpc address for 'tpu': 'local' (or '') on a
+      single-host Cloud TPU VM; on a multi-host slice (pod) the TPU's name,
+      from which `TPUClusterResolver` looks up every host of the slice.
     num_gpus: GPUs for 'mirrored' (0 means all visible).
     num_cpu_devices: logical CPU devices for 'mirrored' on a CPU-only host.
 
   Raises:
-    ValueError: for an unknown strategy name.
+    ValueError: for an unknown strategy name, or a missing or malformed
+      `TF_CONFIG` with 'multi_worker_mirrored'.
   """
   if name not in STRATEGIES:
     raise ValueError(f'--strategy must be one of {STRATEGIES}, got {name!r}.')
   if name == 'tpu':
     return distribute_utils.get_distribution_strategy(
         distribution_strategy='tpu', tpu_address=tpu_address or '')
+  if name == 'multi_worker_mirrored':
+    check_tf_config()
+    return tf.distribute.MultiWorkerMirroredStrategy()
   gpus = tf.config.list_physical_devices('GPU')
   if name == 'cpu':
     return tf.distribute.OneDeviceStrategy('/cpu:0')
@@ -79,8 +137,9 @@ def define_flags() -> None:
   """Defines --strategy, --tpu, --num_gpus and --num_cpu_devices."""
   flags.DEFINE_enum('strategy', 'one_device', list(STRATEGIES),
                     'Distribution strategy.')
-  flags.DEFINE_string('tpu', '', 'TPU name or address for --strategy=tpu '
-                      "('local' on a Cloud TPU VM).")
+  flags.DEFINE_string('tpu', '', 'TPU name or address for --strategy=tpu: '
+                      "'local' on a single-host Cloud TPU VM, the TPU's name "
+                      'on a multi-host slice (pod).')
   flags.DEFINE_integer('num_gpus', 0, 'GPUs for --strategy=mirrored '
                        '(0: all visible).')
   flags.DEFINE_integer('num_cpu_devices', 1,
