@@ -137,9 +137,9 @@ def _configure() -> tuple:
       'pretrain_data.max_predictions_per_seq', None) or max(
           1, int((mask_rate + 0.005) * seq_length))
   dirs = _record_dirs(seq_length, max_predictions)
-  masking_mode = _query_or('pretrain_data.masking_mode', 'dynamic')
+  masking = _query_or('pretrain_data.masking', 'dynamic')
   with gin.unlock_config():
-    gin.bind_parameter('pretrain_data.input_path', dirs[masking_mode])
+    gin.bind_parameter('pretrain_data.input_path', dirs[masking])
     gin.bind_parameter('pretrain_data.max_predictions_per_seq',
                        max_predictions)
     gin.bind_parameter('experiment.steps_per_loop', 1)
@@ -164,7 +164,7 @@ def _stock_params(params: cfg.ExperimentConfig, static_dir: str,
       input_path=','.join(
           os.path.join(static_dir, name)
           for name in metadata['splits']['train']['files']),
-      seq_length=ours.seq_length,
+      seq_length=ours.max_seq_length,
       max_predictions_per_seq=max_predictions,
       global_batch_size=ours.global_batch_size,
       use_next_sentence_label=ours.use_next_sentence_label,
@@ -203,16 +203,16 @@ def measure_variant(variant: str) -> dict:
   batch_size = data.global_batch_size
   forward = flops_lib.profiled_forward_flops(
       trainer.model, flops_lib.pretraining_input_specs(
-          data.seq_length, max_predictions))
+          data.max_seq_length, max_predictions))
   result = dict(
       variant=variant,
       jit_compile=bool(settings.jit_compile and variant == 'ours'),
       batch_size=batch_size,
-      seq_length=data.seq_length,
+      seq_length=data.max_seq_length,
       first_step_seconds=first_step_seconds,
       steps_per_second=FLAGS.steps / seconds,
       examples_per_second=FLAGS.steps * batch_size / seconds,
-      tokens_per_second=FLAGS.steps * batch_size * data.seq_length / seconds,
+      tokens_per_second=FLAGS.steps * batch_size * data.max_seq_length / seconds,
       train_flops_per_step=3.0 * forward * batch_size,
       peak_host_memory_mb=resource.getrusage(
           resource.RUSAGE_SELF).ru_maxrss / 1024.0,

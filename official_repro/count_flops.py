@@ -60,13 +60,13 @@ def report_from_gin(vocab_size: int
   task_config = objectives.task_config_from_gin(name)
   data = task_config.train_data
   max_predictions = data.max_predictions_per_seq or (
-      masking.default_max_predictions(data.seq_length, data.mask_rate))
+      masking.default_max_predictions(data.max_seq_length, data.mask_rate))
   report = flops.ComputeReport(
-      objective=name, seq_length=data.seq_length,
+      objective=name, seq_length=data.max_seq_length,
       batch_size=data.global_batch_size,
       train_steps=gin.query_parameter('experiment.train_steps'),
       max_predictions=max_predictions,
-      networks=objective.flops(task_config, data.seq_length, max_predictions))
+      networks=objective.flops(task_config, data.max_seq_length, max_predictions))
   return report, task_config
 
 

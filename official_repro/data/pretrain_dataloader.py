@@ -36,12 +36,12 @@ class PretrainDataConfig(cfg.DataConfig):
   Attributes:
     input_path: the record directory (holding `metadata.json`).
     split: 'train' or 'eval'; which files of the directory to read.
-    seq_length: expected `max_seq_length` of the records.
+    max_seq_length: the sequence length the records must have.
     masking: 'dynamic' (mask in tf.data every step) or 'static' (masks are in
       the records); must match how the records were written.
     mask_rate: dynamic masking: fraction of tokens to predict.
     max_predictions_per_seq: prediction slots per sequence; None means
-      `int((mask_rate + 0.005) * seq_length)` for dynamic masking and the
+      `int((mask_rate + 0.005) * max_seq_length)` for dynamic masking and the
       records' value for static masking.
     mask_token_fraction: dynamic masking: share of chosen tokens set to [MASK].
     random_token_fraction: dynamic masking: share set to a random token.
@@ -51,7 +51,7 @@ class PretrainDataConfig(cfg.DataConfig):
   """
   input_path: str = ''
   split: str = 'train'
-  seq_length: int = 128
+  max_seq_length: int = 128
   masking: str = 'dynamic'
   mask_rate: float = 0.15
   max_predictions_per_seq: Optional[int] = None
@@ -79,11 +79,11 @@ def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
   """
   metadata = records.load_metadata(params.input_path)
   where = os.path.join(params.input_path, records.METADATA_FILENAME)
-  if metadata['max_seq_length'] != params.seq_length:
+  if metadata['max_seq_length'] != params.max_seq_length:
     raise RecordMismatchError(
         f'{where}: records were written with max_seq_length='
-        f'{metadata["max_seq_length"]}, but the config expects seq_length='
-        f'{params.seq_length} (pretrain_data.max_seq_length). Regenerate the '
+        f'{metadata["max_seq_length"]}, but the config expects max_seq_length='
+        f'{params.max_seq_length} (pretrain_data.max_seq_length). Regenerate the '
         'records or change the config.')
   if metadata['masking'] != params.masking:
     raise RecordMismatchError(
@@ -121,7 +121,7 @@ def masking_config(params: PretrainDataConfig,
         mask_token_fraction=written['mask_token_fraction'],
         random_token_fraction=written['random_token_fraction'])
   max_predictions = params.max_predictions_per_seq or (
-      masking.default_max_predictions(params.seq_length, params.mask_rate))
+      masking.default_max_predictions(params.max_seq_length, params.mask_rate))
   return masking.MaskingConfig(
       mask_rate=params.mask_rate,
       max_predictions_per_seq=max_predictions,
@@ -249,7 +249,7 @@ def pretraining_data_configs(
     max_seq_length: int = gin.REQUIRED,
     train_batch_size: int = gin.REQUIRED,
     eval_batch_size: Optional[int] = None,
-    masking_mode: str = 'dynamic',
+    masking: str = 'dynamic',
     mask_rate: float = 0.15,
     max_predictions_per_seq: Optional[int] = None,
     mask_token_fraction: float = 0.8,
@@ -265,7 +265,7 @@ def pretraining_data_configs(
     max_seq_length: sequence length the records must have.
     train_batch_size: global training batch size.
     eval_batch_size: global evaluation batch size (default: training's).
-    masking_mode: 'dynamic' or 'static'; must match the records.
+    masking: 'dynamic' or 'static'; must match the records.
     mask_rate: fraction of tokens predicted (dynamic masking).
     max_predictions_per_seq: prediction slots (default from `mask_rate`).
     mask_token_fraction: share of predicted tokens replaced by [MASK].
@@ -278,7 +278,7 @@ def pretraining_data_configs(
     `(train_config, eval_config)`.
   """
   common = dict(
-      input_path=input_path, seq_length=max_seq_length, masking=masking_mode,
+      input_path=input_path, max_seq_length=max_seq_length, masking=masking,
       mask_rate=mask_rate, max_predictions_per_seq=max_predictions_per_seq,
       mask_token_fraction=mask_token_fraction,
       random_token_fraction=random_token_fraction,

@@ -187,7 +187,7 @@ def _stock_task_config(task_config: ElectraPretrainConfig, train_data,
   return stock_electra_task.ElectraPretrainConfig(
       model=stock_electra.ElectraPretrainerConfig(
           num_masked_tokens=max_predictions,
-          sequence_length=train_data.seq_length,
+          sequence_length=train_data.seq_length,  # Model Garden's name.
           discriminator_loss_weight=model.discriminator_loss_weight,
           tie_embeddings=model.tie_embeddings,
           disallow_correct=model.disallow_original,

@@ -11,7 +11,7 @@ from official_repro.data import records
 
 
 def _config(path, **overrides):
-  fields = dict(input_path=path, split='train', seq_length=32,
+  fields = dict(input_path=path, split='train', max_seq_length=32,
                 global_batch_size=4, is_training=True, shuffle_buffer_size=0,
                 masking='dynamic', masking_seed=7, drop_remainder=True)
   fields.update(overrides)
@@ -89,7 +89,8 @@ def test_static_records_pass_masks_through(static_records):
 
 
 @pytest.mark.parametrize('overrides, message', [
-    (dict(seq_length=64), r'max_seq_length=32.*seq_length=64'),
+    (dict(max_seq_length=64),
+     r'max_seq_length=32.*expects max_seq_length=64'),
     (dict(masking='static'), r'dynamic masking.*static masking'),
     (dict(use_next_sentence_label=True), r'no next_sentence_labels'),
     (dict(split='test'), r"no split 'test'"),

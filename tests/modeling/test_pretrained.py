@@ -80,3 +80,31 @@ def test_restoring_another_architecture_fails(tmp_path):
                                           num_layers=3))
   with pytest.raises(ValueError, match='does not hold this encoder'):
     pretrained.restore(deeper, prefix)
+
+
+def test_encoder_exported_by_an_earlier_version_still_resolves(tmp_path):
+  # encoder_config.json as written before backbone options and explicit
+  # activation names: embedding_size, top-level ConvBERT fields, 'gelu'.
+  config = _config(vocab_size=len(_VOCAB), embedding_width=8)
+  encoder = encoders.build_encoder(config)
+  export_dir = tmp_path / 'encoder'
+  export_dir.mkdir()
+  prefix = tf.train.Checkpoint(encoder=encoder).write(
+      str(export_dir / 'encoder-7'))
+  legacy = dict(config.as_dict(), embedding_size=8, hidden_activation='gelu',
+                head_ratio=2, conv_kernel_size=9, num_groups=1,
+                conv_only=False, attention_only=False)
+  del legacy['embedding_width'], legacy['options']
+  (export_dir / 'encoder_config.json').write_text(json.dumps(legacy))
+  resolved = pretrained.resolve(str(tmp_path),
+                                vocab_file=_vocab_file(tmp_path))
+  assert resolved.checkpoint_path == prefix
+  assert resolved.config == encoders.validate(config)
+  assert resolved.config.hidden_activation == 'gelu_tanh'
+  pretrained.restore(encoders.build_encoder(resolved.config), prefix)
+  convbert = encoders.upgrade_saved_config(dict(
+      legacy, backbone='convbert', conv_kernel_size=3))
+  assert convbert['hidden_activation'] == 'gelu_erf'
+  assert convbert['options'] == dict(head_ratio=2, kernel_size=3,
+                                     num_groups=1, conv_only=False,
+                                     attention_only=False)

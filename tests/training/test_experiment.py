@@ -139,7 +139,7 @@ def test_vocab_size_mismatch_names_vocab_file(tiny_records, tmp_path):
 
 def test_records_with_other_seq_length(tiny_records, tmp_path):
   with pytest.raises(pretrain_dataloader.RecordMismatchError,
-                     match=r'max_seq_length=32.*seq_length=64'):
+                     match=r'max_seq_length=32.*expects max_seq_length=64'):
     _run_in_process(tiny_records, tmp_path,
                     **{'pretrain_data.max_seq_length': 64})
 

@@ -284,6 +284,45 @@ encoder_config = gin_dataclass.register(
     exclude=('options',), finalize=_gin_encoder_config)
 
 
+# Fields of configs saved before backbones had their own options: the old
+# name, and the ConvBERT option it became (None: a renamed common field).
+_LEGACY_FIELDS = dict(embedding_size=('embedding_width', None),
+                      head_ratio=(None, 'head_ratio'),
+                      conv_kernel_size=(None, 'kernel_size'),
+                      num_groups=(None, 'num_groups'),
+                      conv_only=(None, 'conv_only'),
+                      attention_only=(None, 'attention_only'))
+# What 'gelu' meant for each backbone before activation names were explicit.
+_LEGACY_GELU = dict(convbert='gelu_erf')
+
+
+def upgrade_saved_config(saved: Dict[str, Any]) -> Dict[str, Any]:
+  """An `EncoderConfig` dict written by an earlier version, in today's fields.
+
+  Earlier versions had `embedding_size`, ConvBERT's settings as top-level
+  fields (`head_ratio`, `conv_kernel_size`, ...; other backbones had to keep
+  their defaults, which are dropped) and a `'gelu'` activation meaning the
+  tanh form for BERT/ALBERT and the erf form for ConvBERT. Exported BERT
+  encoders (`encoder_config.json`) written then still load for fine-tuning.
+  """
+  upgraded = dict(saved)
+  backbone = upgraded.get('backbone', 'bert')
+  options = dict(upgraded.get('options') or {})
+  for old, (new_field, option) in _LEGACY_FIELDS.items():
+    if old not in upgraded:
+      continue
+    value = upgraded.pop(old)
+    if new_field is not None:
+      upgraded.setdefault(new_field, value)
+    elif backbone == 'convbert':
+      options.setdefault(option, value)
+  if backbone == 'convbert' or 'options' in saved:
+    upgraded['options'] = options
+  if upgraded.get('hidden_activation') == 'gelu':
+    upgraded['hidden_activation'] = _LEGACY_GELU.get(backbone, 'gelu_tanh')
+  return upgraded
+
+
 def with_vocab_size(config: EncoderConfig, vocab_size: int,
                     source: str) -> EncoderConfig:
   """Returns the config with `vocab_size` set, checking any explicit value.

@@ -109,7 +109,8 @@ def resolve(init_checkpoint: Optional[str],
   if export_dir:
     with tf.io.gfile.GFile(
         os.path.join(export_dir, ENCODER_CONFIG_FILENAME)) as f:
-      config = encoders.EncoderConfig.from_args(**json.load(f))
+      config = encoders.EncoderConfig.from_args(
+          **encoders.upgrade_saved_config(json.load(f)))
     tokenizer_path = os.path.join(export_dir, TOKENIZER_FILENAME)
     if tf.io.gfile.exists(tokenizer_path):
       with tf.io.gfile.GFile(tokenizer_path) as f:
