@@ -61,10 +61,10 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import optimization
+from official_repro.common import json_files
 from official_repro.data import wikitext
 from official_repro.modeling.models import causal_lm
 from official_repro.optimization import optimizer_config
-from official_repro.common import json_files
 
 FLAGS = flags.FLAGS
 

@@ -43,10 +43,10 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import json_files
 from official_repro.data import nbest
 from official_repro.rescoring import interpolation
 from official_repro.rescoring import lm_scores
-from official_repro.training import json_files
 
 FLAGS = flags.FLAGS
 
