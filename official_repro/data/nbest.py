@@ -56,6 +56,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from absl import logging
 import tensorflow as tf
 
+from official_repro.data import text_files
+
 NBEST_FORMATS = ('auto', 'espnet', 'json', 'tsv')
 REFERENCE_FORMATS = ('auto', 'kaldi', 'trn')
 TSV_HEADER = 'utt_id\trank\tfirst_pass_score\ttext'
@@ -211,7 +213,7 @@ def read_references(path: str, reference_format: str = 'auto',
   if reference_format not in REFERENCE_FORMATS:
     raise ValueError(f'reference_format must be one of {REFERENCE_FORMATS}, '
                      f'got {reference_format!r}.')
-  lines = read_lines(path, 'References file')
+  lines = text_files.read_lines(path, 'References file')
   if reference_format == 'auto':
     reference_format = _detect_reference_format(path, lines)
   references = {}
@@ -369,7 +371,7 @@ def _read_espnet(path: str, collector: _NBestCollector):
     text_path = _join(directory, 'text')
     texts = {}
     for line_number, line in enumerate(
-        read_lines(text_path, 'ESPnet hypothesis file'), start=1):
+        text_files.read_lines(text_path, 'ESPnet hypothesis file'), start=1):
       if not line.strip():
         continue
       fields = line.split(maxsplit=1)
@@ -400,7 +402,7 @@ def _read_espnet_scores(
   """`<utt-id> tensor(<score>)` lines: (score, line number) by utterance id."""
   scores = {}
   for line_number, line in enumerate(
-      read_lines(path, 'ESPnet score file'), start=1):
+      text_files.read_lines(path, 'ESPnet score file'), start=1):
     if not line.strip():
       continue
     location = f'{path} line {line_number}'
@@ -422,7 +424,7 @@ def _read_espnet_components(
   """`<utt-id> {"decoder": "tensor(x)", ...}` lines, by utterance id."""
   components = {}
   for line_number, line in enumerate(
-      read_lines(path, 'ESPnet scores file'), start=1):
+      text_files.read_lines(path, 'ESPnet scores file'), start=1):
     if not line.strip():
       continue
     location = f'{path} line {line_number}'
@@ -461,7 +463,7 @@ def _espnet_number(value) -> Optional[float]:
 def _read_mlm_scoring_json(path: str,
                            collector: _NBestCollector) -> Dict[str, str]:
   """Reads the mlm-scoring JSON; returns its "ref" entries."""
-  text = '\n'.join(read_lines(path, 'N-best JSON file'))
+  text = '\n'.join(text_files.read_lines(path, 'N-best JSON file'))
 
   def reject_duplicate_keys(pairs):
     keys = set()
@@ -516,7 +518,7 @@ def _read_mlm_scoring_json(path: str,
 def _read_tsv(path: str, collector: _NBestCollector):
   """Reads `utt_id<TAB>rank<TAB>first_pass_score<TAB>text` lines."""
   for line_number, line in enumerate(
-      read_lines(path, 'N-best TSV file'), start=1):
+      text_files.read_lines(path, 'N-best TSV file'), start=1):
     if not line.strip() or (line_number == 1 and line == TSV_HEADER):
       continue
     location = f'{path} line {line_number}'
@@ -554,36 +556,6 @@ def _detect_reference_format(path: str, lines: Sequence[str]) -> str:
   if content and all(_TRN_LINE.match(line) for line in content):
     return 'trn'
   return 'kaldi'
-
-
-def read_lines(path: str, description: str) -> List[str]:
-  """The lines of a UTF-8 text file (LF or CRLF), without line endings.
-
-  Args:
-    path: the file (anything `tf.io.gfile` opens); a leading BOM is dropped.
-    description: what the file is, for the not-found message.
-
-  Returns:
-    The lines; a final newline gives a last empty line.
-
-  Raises:
-    FileNotFoundError: `path` does not exist.
-    ValueError: a line is not valid UTF-8 (its number is named).
-  """
-  if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(f'{description} not found: {path}')
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    data = f.read()
-  if data.startswith(b'\xef\xbb\xbf'):
-    data = data[3:]
-  lines = []
-  for line_number, raw_line in enumerate(data.split(b'\n'), start=1):
-    try:
-      lines.append(raw_line.decode('utf-8').rstrip('\r'))
-    except UnicodeDecodeError as e:
-      raise ValueError(f'{path} line {line_number}: not valid UTF-8 '
-                       f'({e.reason} at byte {e.start}).') from e
-  return lines
 
 
 def _finite_float(text: str) -> Optional[float]:

@@ -42,9 +42,9 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from official_repro.data import read_report
+from official_repro.data import text_files
 from official_repro.data import vocab as vocab_lib
 
 CONTINUATION_LABEL = '##'
@@ -144,7 +144,7 @@ def read_tagged_sentences(
         f'file_format must be one of {FILE_FORMATS}, got {file_format!r}.')
   if conll_tag_column == 0:
     raise ValueError('conll_tag_column must not be 0, the word column.')
-  lines = _read_lines(path)
+  lines = text_files.read_lines(path, 'POS tagging file')
   if file_format == 'auto':
     file_format = _detect_format(lines)
   parser = _TaggedFileParser(path)
@@ -357,24 +357,6 @@ class _TaggedFileParser:
           words=tuple(self._words), tags=tuple(self._tags),
           line_number=self._first_line, path=self._path))
     self._words, self._tags = [], []
-
-
-def _read_lines(path: str) -> List[str]:
-  """The file's lines without line endings (LF or CRLF), decoded as UTF-8."""
-  if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(f'POS tagging file not found: {path}')
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    data = f.read()
-  if data.startswith(b'\xef\xbb\xbf'):
-    data = data[3:]
-  lines = []
-  for line_number, raw_line in enumerate(data.split(b'\n'), start=1):
-    try:
-      lines.append(raw_line.decode('utf-8').rstrip('\r'))
-    except UnicodeDecodeError as e:
-      raise ValueError(f'{path} line {line_number}: not valid UTF-8 '
-                       f'({e.reason} at byte {e.start}).') from e
-  return lines
 
 
 def _detect_format(lines: Sequence[str]) -> str:

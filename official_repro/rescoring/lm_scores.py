@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_repro.data import nbest
+from official_repro.data import text_files
 
 LmScores = Dict[Tuple[str, int], float]
 
@@ -131,7 +132,7 @@ def read_lm_scores(path: str) -> Tuple[LmScores, ScoresReport]:
   first_line = {}
   malformed = []
   for line_number, line in enumerate(
-      nbest.read_lines(path, 'LM scores file'), start=1):
+      text_files.read_lines(path, 'LM scores file'), start=1):
     if not line.strip():
       continue
     location = f'{path} line {line_number}'

@@ -12,19 +12,19 @@ pretraining tasks) and maps each task name (the gin `finetuning.task`) to a
 `FinetuningTaskEntry` holding the Task class and the function that builds its
 config. The fine-tuning driver (`training/finetuning.py`),
 `FinetuningSchedule`'s name check and the GLUE suite look names up here.
-`finetuning_tasks` imports every fine-tuning task module, and
-`finetuning_schedule` imports it, so the registry (and the tasks' gin
-configurables) are complete wherever a schedule can be built. Adding a task is
-one new module plus its import in `finetuning_tasks`; the driver does not
-change.
+The built-in tasks are the modules of `official_repro.tasks`, imported the
+first time a name is looked up (`common.registry`), so the registry (and the
+tasks' gin configurables) are complete wherever a name is used. Adding a task
+is one new module in `official_repro/tasks/`; nothing else changes.
 """
 
 import dataclasses
-from typing import Callable, Dict, Optional, Sequence, Tuple, Type
+from typing import Callable, Optional, Sequence, Tuple, Type
 
 from official.core import base_task
 from official.core import config_definitions as cfg
 from official.core import task_factory
+from official_repro.common import registry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +50,8 @@ class FinetuningTaskEntry:
   group: str = ''
 
 
-_ENTRIES: Dict[str, FinetuningTaskEntry] = {}
+_TASKS = registry.Registry[FinetuningTaskEntry](
+    'fine-tuning task', 'finetuning.task', ['official_repro.tasks'])
 
 
 def register(names: Sequence[str],
@@ -72,20 +73,15 @@ def register(names: Sequence[str],
     The decorator; it returns the class unchanged.
 
   Raises:
-    ValueError: a name is already registered.
+    ValueError: a name is already registered to another task.
   """
-  taken = [name for name in names if name in _ENTRIES]
-  if taken:
-    raise ValueError(f'Fine-tuning tasks {taken} are already registered, to '
-                     f'{[_ENTRIES[name].task_cls.__name__ for name in taken]}.')
-
   def decorator(task_cls: Type[base_task.Task]) -> Type[base_task.Task]:
-    task_factory.register_task_cls(config_cls)(task_cls)
     for name in names:
-      _ENTRIES[name] = FinetuningTaskEntry(
+      _TASKS.register(name, FinetuningTaskEntry(
           name=name, task_cls=task_cls, config_cls=config_cls,
           build_config=build_config or config_cls,
-          protocol_fields=tuple(protocol_fields), group=group)
+          protocol_fields=tuple(protocol_fields), group=group))
+    task_factory.register_task_cls(config_cls)(task_cls)
     return task_cls
 
   return decorator
@@ -93,13 +89,10 @@ def register(names: Sequence[str],
 
 def task_names(group: Optional[str] = None) -> Tuple[str, ...]:
   """Registered names in registration order; only `group`'s if given."""
-  return tuple(name for name, entry in _ENTRIES.items()
+  return tuple(entry.name for entry in _TASKS.entries()
                if group is None or entry.group == group)
 
 
 def get(name: str) -> FinetuningTaskEntry:
   """The entry of `name`; ValueError listing the registered names if none."""
-  if name not in _ENTRIES:
-    raise ValueError(f'Unknown fine-tuning task {name!r}; registered tasks '
-                     f'are {list(task_names())}.')
-  return _ENTRIES[name]
+  return _TASKS.get(name)

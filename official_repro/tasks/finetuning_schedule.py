@@ -17,7 +17,6 @@ import gin
 
 from official_repro.metrics import aggregation
 from official_repro.tasks import finetuning_registry
-from official_repro.tasks import finetuning_tasks  # pylint: disable=unused-import
 
 SELECTIONS = aggregation.SELECTIONS
 AGGREGATIONS = aggregation.AGGREGATIONS

@@ -15,12 +15,11 @@ filled from the gin-bound `encoder` with the vocabulary size of the records.
 """
 
 import dataclasses
-import importlib
-import pkgutil
 from typing import Any, Callable, Dict, List, Optional, Type
 
 from official.core import config_definitions as cfg
 from official_repro.common import gin_dataclass
+from official_repro.common import registry
 from official_repro.data import pretrain_dataloader
 from official_repro.metrics import flops as flops_lib
 from official_repro.modeling.networks import encoders
@@ -68,7 +67,8 @@ class Objective:
     return getattr(model_config, self.encoder_field)
 
 
-_OBJECTIVES: Dict[str, Objective] = {}
+_OBJECTIVES = registry.Registry[Objective](
+    'objective', 'experiment.objective', [TASKS_PACKAGE])
 _MODEL_CONFIG_FACTORIES: Dict[str, Callable[..., Any]] = {}
 
 
@@ -78,10 +78,7 @@ def register(objective: Objective) -> Objective:
   Raises:
     ValueError: if another objective has the name.
   """
-  existing = _OBJECTIVES.get(objective.name)
-  if existing is not None and existing != objective:
-    raise ValueError(f'Objective {objective.name!r} is already registered.')
-  _OBJECTIVES[objective.name] = objective
+  _OBJECTIVES.register(objective.name, objective)
   if objective.name not in _MODEL_CONFIG_FACTORIES:
     _MODEL_CONFIG_FACTORIES[objective.name] = gin_dataclass.register(
         objective.model_config_cls, objective.name,
@@ -91,14 +88,11 @@ def register(objective: Objective) -> Objective:
 
 def load_builtin_objectives() -> None:
   """Imports every module of `official_repro.tasks` (they register)."""
-  package = importlib.import_module(TASKS_PACKAGE)
-  for module in pkgutil.iter_modules(package.__path__):
-    importlib.import_module(f'{TASKS_PACKAGE}.{module.name}')
+  _OBJECTIVES.load_builtins()
 
 
 def names() -> List[str]:
-  load_builtin_objectives()
-  return sorted(_OBJECTIVES)
+  return sorted(_OBJECTIVES.names())
 
 
 def get(name: str) -> Objective:
@@ -107,12 +101,7 @@ def get(name: str) -> Objective:
   Raises:
     ValueError: naming `experiment.objective` and the registered ones.
   """
-  if name not in _OBJECTIVES:
-    load_builtin_objectives()
-  if name not in _OBJECTIVES:
-    raise ValueError(f'experiment.objective must be one of {names()}, got '
-                     f'{name!r}.')
-  return _OBJECTIVES[name]
+  return _OBJECTIVES.get(name)
 
 
 def for_task_config(task_config: cfg.TaskConfig) -> Objective:
@@ -121,8 +110,7 @@ def for_task_config(task_config: cfg.TaskConfig) -> Objective:
   Raises:
     ValueError: for a task config no objective registered.
   """
-  load_builtin_objectives()
-  for objective in _OBJECTIVES.values():
+  for objective in _OBJECTIVES.entries():
     if type(task_config) is objective.task_config_cls:  # pylint: disable=unidiomatic-typecheck
       return objective
   raise ValueError(f'No registered objective has task config '

@@ -61,8 +61,8 @@ def test_glue_config_takes_the_stsb_metric_from_the_protocol():
 
 
 def test_a_new_task_needs_no_change_in_the_driver(monkeypatch):
-  monkeypatch.setattr(finetuning_registry, '_ENTRIES',
-                      dict(finetuning_registry._ENTRIES))  # pylint: disable=protected-access
+  monkeypatch.setattr(finetuning_registry, '_TASKS',
+                      finetuning_registry._TASKS.copy())  # pylint: disable=protected-access
 
   @dataclasses.dataclass
   class ToyConfig(finetuning_base.FinetuneTaskConfig):
@@ -82,8 +82,10 @@ def test_a_new_task_needs_no_change_in_the_driver(monkeypatch):
 
 
 def test_names_are_registered_once_and_unknown_names_are_listed():
-  with pytest.raises(ValueError, match=r"\['race'\] are already registered"):
-    finetuning_registry.register(('race',), race.RaceTaskConfig)
-  with pytest.raises(ValueError, match="Unknown fine-tuning task 'wnli'.*"
-                     "'mrpc'"):
+  with pytest.raises(ValueError, match="task named 'race' is already "
+                     'registered'):
+    finetuning_registry.register(('race',), race.RaceTaskConfig)(
+        glue.GlueTask)
+  with pytest.raises(ValueError, match="finetuning.task must be one of .*"
+                     "'mrpc'.*got 'wnli'"):
     finetuning_registry.get('wnli')

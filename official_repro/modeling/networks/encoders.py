@@ -17,8 +17,6 @@ are used as they are, so their variables are the same variables.
 """
 
 import dataclasses
-import importlib
-import pkgutil
 from typing import Any, Callable, Dict, List, Optional, Sequence, Type
 
 import tf_keras
@@ -26,6 +24,7 @@ import tf_keras
 from official.modeling.hyperparams import base_config
 from official.nlp.configs import encoders as mg_encoders
 from official_repro.common import gin_dataclass
+from official_repro.common import registry
 from official_repro.modeling import activations
 from official_repro.modeling.networks import transformer_encoder
 
@@ -189,7 +188,8 @@ class Backbone:
     return self.options_cls(**values)
 
 
-_BACKBONES: Dict[str, Backbone] = {}
+_BACKBONES = registry.Registry[Backbone](
+    'backbone', 'encoder.backbone', [BACKBONES_PACKAGE])
 _OPTION_FACTORIES: Dict[str, Callable[..., Any]] = {}
 
 
@@ -199,10 +199,7 @@ def register_backbone(backbone: Backbone) -> Backbone:
   Raises:
     ValueError: if another backbone has the name.
   """
-  existing = _BACKBONES.get(backbone.name)
-  if existing is not None and existing != backbone:
-    raise ValueError(f'Backbone {backbone.name!r} is already registered.')
-  _BACKBONES[backbone.name] = backbone
+  _BACKBONES.register(backbone.name, backbone)
   if backbone.options_cls is not None and backbone.name not in (
       _OPTION_FACTORIES):
     _OPTION_FACTORIES[backbone.name] = gin_dataclass.register(
@@ -210,15 +207,8 @@ def register_backbone(backbone: Backbone) -> Backbone:
   return backbone
 
 
-def _load_builtin_backbones() -> None:
-  package = importlib.import_module(BACKBONES_PACKAGE)
-  for module in pkgutil.iter_modules(package.__path__):
-    importlib.import_module(f'{BACKBONES_PACKAGE}.{module.name}')
-
-
 def backbone_names() -> List[str]:
-  _load_builtin_backbones()
-  return sorted(_BACKBONES)
+  return sorted(_BACKBONES.names())
 
 
 def get_backbone(name: str, setting: str = 'encoder.backbone') -> Backbone:
@@ -227,12 +217,7 @@ def get_backbone(name: str, setting: str = 'encoder.backbone') -> Backbone:
   Raises:
     ValueError: naming the setting and the registered backbones.
   """
-  if name not in _BACKBONES:
-    _load_builtin_backbones()
-  if name not in _BACKBONES:
-    raise ValueError(f'{setting} must be one of {backbone_names()}, got '
-                     f'{name!r}.')
-  return _BACKBONES[name]
+  return _BACKBONES.get(name, setting)
 
 
 def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:

@@ -1,0 +1,99 @@
+"""Name -> entry registries whose built-in entries are found by package.
+
+Backbones, pretraining objectives and fine-tuning tasks are plug-ins: a module
+registers its entry when it is imported. The built-in ones are the modules of
+one package, imported the first time a name is looked up, so no list of them
+is written anywhere; a module elsewhere is imported by its user (in gin: an
+`import` line).
+"""
+
+import importlib
+import pkgutil
+from typing import Dict, Generic, List, Optional, Sequence, TypeVar
+
+EntryT = TypeVar('EntryT')
+
+
+def import_package_modules(package: str) -> None:
+  """Imports every module of `package` (each registers what it defines)."""
+  module = importlib.import_module(package)
+  for info in pkgutil.iter_modules(module.__path__):
+    importlib.import_module(f'{package}.{info.name}')
+
+
+class Registry(Generic[EntryT]):
+  """Entries by name, in registration order.
+
+  Attributes:
+    kind: what an entry is, for messages ('backbone').
+    setting: the setting that names an entry, for messages
+      ('encoder.backbone').
+  """
+
+  def __init__(self, kind: str, setting: str, packages: Sequence[str]):
+    """Makes an empty registry.
+
+    Args:
+      kind: what an entry is.
+      setting: the setting that names an entry.
+      packages: packages whose modules hold the built-in entries.
+    """
+    self.kind = kind
+    self.setting = setting
+    self._packages = tuple(packages)
+    self._entries: Dict[str, EntryT] = {}
+    self._loaded = False
+
+  def register(self, name: str, entry: EntryT) -> EntryT:
+    """Adds `entry` under `name`; returns it.
+
+    Raises:
+      ValueError: another entry has the name (the same entry again, as when
+        a module is imported twice under one name, is accepted).
+    """
+    existing = self._entries.get(name)
+    if existing is not None and existing != entry:
+      raise ValueError(f'A {self.kind} named {name!r} is already registered.')
+    self._entries[name] = entry
+    return entry
+
+  def copy(self) -> 'Registry[EntryT]':
+    """A registry with the same entries (e.g. to register test entries)."""
+    self.load_builtins()
+    clone = Registry[EntryT](self.kind, self.setting, self._packages)
+    clone._entries = dict(self._entries)  # pylint: disable=protected-access
+    clone._loaded = True  # pylint: disable=protected-access
+    return clone
+
+  def load_builtins(self) -> None:
+    """Imports the built-in modules (once)."""
+    if not self._loaded:
+      self._loaded = True
+      for package in self._packages:
+        import_package_modules(package)
+
+  def names(self) -> List[str]:
+    self.load_builtins()
+    return list(self._entries)
+
+  def entries(self) -> List[EntryT]:
+    self.load_builtins()
+    return list(self._entries.values())
+
+  def get(self, name: str, setting: Optional[str] = None) -> EntryT:
+    """The entry `name`.
+
+    Args:
+      name: the entry's name.
+      setting: how the error message names the setting (default
+        `self.setting`).
+
+    Raises:
+      ValueError: naming the setting and the registered names.
+    """
+    if name not in self._entries:
+      self.load_builtins()
+    if name not in self._entries:
+      raise ValueError(f'{setting or self.setting} must be one of '
+                       f'{sorted(self.names())}, got {name!r}.')
+    return self._entries[name]
