@@ -181,6 +181,8 @@ def _stock_params(params: cfg.ExperimentConfig, static_dir: str,
 def measure_variant(variant: str) -> dict:
   """Builds one variant's trainer and times its steps."""
   params, settings, dirs, max_predictions = _configure()
+  batch_size = params.task.train_data.global_batch_size
+  seq_length = params.task.train_data.max_seq_length
   if variant == 'stock':
     params = _stock_params(params, dirs['static'], max_predictions)
     trainer_cls = base_trainer.Trainer
@@ -199,20 +201,18 @@ def measure_variant(variant: str) -> dict:
   trainer.train(tf.constant(FLAGS.steps, tf.int32))
   seconds = time.perf_counter() - start
 
-  data = params.task.train_data
-  batch_size = data.global_batch_size
   forward = flops_lib.profiled_forward_flops(
       trainer.model, flops_lib.pretraining_input_specs(
-          data.max_seq_length, max_predictions))
+          seq_length, max_predictions))
   result = dict(
       variant=variant,
       jit_compile=bool(settings.jit_compile and variant == 'ours'),
       batch_size=batch_size,
-      seq_length=data.max_seq_length,
+      seq_length=seq_length,
       first_step_seconds=first_step_seconds,
       steps_per_second=FLAGS.steps / seconds,
       examples_per_second=FLAGS.steps * batch_size / seconds,
-      tokens_per_second=FLAGS.steps * batch_size * data.max_seq_length / seconds,
+      tokens_per_second=FLAGS.steps * batch_size * seq_length / seconds,
       train_flops_per_step=3.0 * forward * batch_size,
       peak_host_memory_mb=resource.getrusage(
           resource.RUSAGE_SELF).ru_maxrss / 1024.0,

@@ -31,8 +31,6 @@ rows of 002 Table 4).
 import dataclasses
 from typing import Any, Dict
 
-import tf_keras
-
 from official.modeling import tf_utils
 from official_repro.modeling import activations
 from official_repro.modeling.layers import mixed_attention
