@@ -113,20 +113,25 @@ def test_scores_a_pretraining_run_and_rescores_with_it(run_tiny_pretraining,
   assert results['sets']['test']['lm_scores'] == {'scorer': 'PllScorer'}
 
 
+def _run_module(module, *args):
+  return subprocess.run(
+      [sys.executable, '-m', module, *args], cwd=REPO_ROOT,
+      capture_output=True, text=True, check=False,
+      env=dict(os.environ, TF_USE_LEGACY_KERAS='1'))
+
+
 @pytest.mark.slow
-def test_command_prints_both_times_and_their_ratio(run_tiny_pretraining,
-                                                   tmp_path):
+def test_commands_score_and_rescore_from_a_run(run_tiny_pretraining,
+                                               tmp_path):
   model_dir = tmp_path / 'run'
   run_tiny_pretraining(model_dir, ['gin/pretrain/script.gin'], mode='train')
   sentences = tmp_path / 'sentences.txt'
   sentences.write_text('the quick brown fox\n\nbirds sing in the trees\n')
   output = tmp_path / 'scores.tsv'
-  completed = subprocess.run(
-      [sys.executable, '-m', 'official_repro.score',
-       f'--init_checkpoint={model_dir}', f'--input={sentences}',
-       '--method=both', '--batch_size=4', f'--output={output}'],
-      cwd=REPO_ROOT, capture_output=True, text=True, check=False,
-      env=dict(os.environ, TF_USE_LEGACY_KERAS='1'))
+  completed = _run_module(
+      'official_repro.score', f'--init_checkpoint={model_dir}',
+      f'--input={sentences}', '--method=both', '--batch_size=4',
+      f'--output={output}')
   assert completed.returncode == 0, completed.stderr[-2000:]
   assert 'time ratio mlm / script:' in completed.stdout
   lines = tf.io.gfile.GFile(str(output)).read().splitlines()
@@ -134,3 +139,14 @@ def test_command_prints_both_times_and_their_ratio(run_tiny_pretraining,
       'the quick brown fox', 'birds sing in the trees']
   assert all(np.isfinite(float(v)) for line in lines
              for v in line.split('\t')[:2])
+  test_rescore._write_inputs(tmp_path)  # pylint: disable=protected-access
+  completed = _run_module(
+      'official_repro.rescore', f'--init_checkpoint={model_dir}',
+      f'--nbest=dev={tmp_path / "dev.tsv"}', f'--nbest=test={tmp_path / "test"}',
+      f'--references={tmp_path / "ref.trn"}', '--lower_case',
+      '--dev_set=dev', '--weights=0:1:0.5',
+      f'--output_json={tmp_path / "rescore.json"}')
+  assert completed.returncode == 0, completed.stderr[-2000:]
+  with open(tmp_path / 'rescore.json') as f:
+    assert json.load(f)['sets']['test']['lm_scores'] == {
+        'scorer': 'PllScorer'}
