@@ -163,10 +163,15 @@ class PllScorer:
         'max_position_embeddings']
     self.method = method
     self.batch_size = batch_size
+    # One trace for every batch shape.
+    ids_spec = tf.TensorSpec([None, None], tf.int32)
     self._script_pll = tf.function(model.pseudo_log_likelihood,
-                                   reduce_retracing=True)
+                                   input_signature=[ids_spec] * 4)
     self._masked_log_probability = tf.function(
-        self._masked_token_log_probability, reduce_retracing=True)
+        self._masked_token_log_probability,
+        input_signature=[ids_spec, ids_spec,
+                         tf.TensorSpec([None, 1], tf.int32),
+                         tf.TensorSpec([None], tf.int32)])
 
   @classmethod
   def from_checkpoint(cls, init_checkpoint: str, method: str = 'script',
