@@ -30,7 +30,9 @@ Grids (`--weights`, `--length_bonuses`) are comma-separated values
 (`0:1:0.25,2`). A one-point grid needs no `--dev_set`.
 
 From Python, any `lm_scores.Scorer` replaces `--lm_scores`:
-`rescore.run(settings, scorer=my_scorer)`.
+`rescore.run(settings, scorer=my_scorer)`; on the command line
+`--init_checkpoint=<SCRIPT pretraining model_dir>` does, with the model's
+one-pass pseudo-log-likelihood (004 Eq. 7, `official_repro.score`).
 """
 
 import dataclasses
@@ -43,6 +45,7 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from official_repro import score
 from official_repro.common import json_files
 from official_repro.data import nbest
 from official_repro.rescoring import interpolation
@@ -144,6 +147,9 @@ def define_flags():
   flags.DEFINE_multi_string(
       'lm_scores', [], '[<set>=]<path> of utt_id<TAB>rank<TAB>score '
       'second-pass LM scores; without <set>= it serves every other set.')
+  flags.DEFINE_string(
+      'init_checkpoint', '', 'Instead of --lm_scores, score the hypotheses '
+      'with the one-pass PLL of this SCRIPT pretraining run (its model_dir).')
   flags.DEFINE_bool('lower_case', False, 'Lower-case hypotheses and '
                     'references (for uncased vocabularies).')
   flags.DEFINE_string('dev_set', '', 'The set the grid search tunes on.')
@@ -402,7 +408,9 @@ def _write_selected_texts(path: str, texts: List[Tuple[str, str]]):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  results = run(settings_from_flags())
+  scorer = (score.PllScorer.from_checkpoint(FLAGS.init_checkpoint)
+            if FLAGS.init_checkpoint else None)
+  results = run(settings_from_flags(), scorer=scorer)
   if results['grid_search']:
     print(results['grid_search']['markdown'] + '\n')
   for set_results in results['sets'].values():

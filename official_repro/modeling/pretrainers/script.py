@@ -1,0 +1,318 @@
+"""SCRIPT (paper 004): one masked-LM model that is its own generator and critic.
+
+The model is a BERT masked LM and nothing more: an encoder (any backbone)
+and Model Garden's `MaskedLM` head tied to the encoder's word-embedding
+table, so its parameters are exactly those of `BertPretrainerV2` on the same
+encoder (no classification heads). A training step runs it twice:
+
+  1. `mlm_logits`: masked input x^ -> logits s at the masked positions
+     (the MLM loss is the task's, Model Garden `MaskedLMTask`'s);
+  2. `sample_replacements`: at the masked positions only, x-_t = argmax of
+     the Gumbel-softmax over log pi = log_softmax(s) at temperature tau
+     (004 Eq. 3); a sample equal to the original token is a positive token;
+  3. `critic_logits`: x- (original tokens elsewhere) through the same model,
+     logits s_t over the V tokens at every position;
+  4. `critic_log_probabilities`: the (V+1)-class classifier whose extra
+     logit is fixed at 0 (004 Eq. 4-5):
+       log p(t-) = -logsumexp([s_t, 0]),
+       log p(t+) = logsumexp(s_t) - logsumexp([s_t, 0]).
+The critic loss (binary cross-entropy of those over the real tokens) and the
+combination L_MLM + alpha * L_Disc are the task's
+(`official_repro.tasks.script`); one backward pass covers both forward
+passes.
+
+Sampling and the temperature. 004 gives no value for tau (default here
+1.0). The drawn token argmax_v softmax((log pi_v + g_v) / tau) is
+argmax_v (log pi_v + g_v) for every tau > 0, i.e. an exact sample from pi
+(Gumbel-max); tau changes only the relaxed sample, so it has an effect only
+with `straight_through`, and a tau other than 1 without it is rejected
+rather than silently ignored.
+
+Gradients through the sample. By default none: the sample is a discrete
+token id and the critic pass embeds it by a table lookup, so L_Disc trains
+the model as a critic only (through pass 2), as in ELECTRA.
+`straight_through=True` feeds pass 2 at the masked positions with
+`y @ embedding_table`, where `y` is the straight-through Gumbel-softmax
+sample (`sampling.gumbel_softmax(..., straight_through=True)`): its forward
+value is the one-hot of the drawn token, so pass 2 computes exactly what it
+computes on the discrete ids, while the backward pass uses the gradient of
+the relaxed sample softmax((log pi + g) / tau), which reaches the pass-1
+logits (and the embedding table through the product). Since the encoder's
+word-embedding lookup only takes ids, that path uses a second functional
+view of the same encoder (`tf_keras.models.clone_model` with every layer
+reused, the word-embedding lookup replaced by the identity) that takes word
+embeddings; it owns no variables.
+
+The one-pass pseudo-log-likelihood of 004 Eq. 7, PLL(x) = sum_t log p(t+|x)
+over the scored tokens, is `pseudo_log_likelihood`.
+"""
+
+from typing import Any, Dict, Optional, Tuple, Union
+
+import tensorflow as tf
+import tf_keras
+
+from official.nlp.modeling import layers
+from official_repro.modeling import activations
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.pretrainers import electra
+from official_repro.modeling.pretrainers import sampling
+
+EncoderConfigLike = Union[encoders.EncoderConfig, Dict[str, Any]]
+
+
+def critic_log_probabilities(logits: tf.Tensor
+                             ) -> Tuple[tf.Tensor, tf.Tensor]:
+  """The self-critic's log p(t+) and log p(t-) (004 Eq. 4-5).
+
+  The V+1 classes are the V tokens (their logits `s_t`) and one "replaced"
+  class whose logit is fixed at 0; every log-sum-exp is
+  `tf.reduce_logsumexp`, so logits of any magnitude give finite values.
+
+  Args:
+    logits: float `[..., V]`, the token logits s_t.
+
+  Returns:
+    `(log_positive, log_negative)`, float32 `[...]` each: log p(t+), the
+    original-token probability mass, and log p(t-) = log(1 - p(t+)).
+  """
+  logits = tf.cast(logits, tf.float32)
+  log_normalizer = tf.reduce_logsumexp(
+      tf.concat([logits, tf.zeros_like(logits[..., :1])], axis=-1), axis=-1)
+  return tf.reduce_logsumexp(logits, axis=-1) - log_normalizer, (
+      -log_normalizer)
+
+
+def _as_encoder_config(config: EncoderConfigLike) -> encoders.EncoderConfig:
+  if isinstance(config, encoders.EncoderConfig):
+    return config
+  return encoders.EncoderConfig.from_args(**config)
+
+
+@tf_keras.utils.register_keras_serializable(package='official_repro')
+class ScriptPretrainer(tf_keras.Model):
+  """A masked LM trained as its own generator and critic.
+
+  Attributes:
+    encoder: the encoder network (the model kept for fine-tuning).
+    masked_lm: the MLM head (Model Garden `MaskedLM`, output 'logits') on
+      the encoder's word-embedding table.
+  """
+
+  def __init__(self,
+               encoder_config: EncoderConfigLike,
+               temperature: float = 1.0,
+               straight_through: bool = False,
+               mlm_activation: str = 'gelu_tanh',
+               mlm_initializer_range: float = 0.02,
+               **kwargs):
+    """Builds the encoder and its MLM head.
+
+    Args:
+      encoder_config: the `EncoderConfig` (or its dict), `vocab_size` set.
+      temperature: tau > 0 of the Gumbel-softmax (004 Eq. 3; the paper gives
+        no value); it changes the relaxed sample only, so it must be 1.0
+        unless `straight_through`.
+      straight_through: let L_Disc reach the pass-1 logits through the
+        straight-through Gumbel-softmax sample (see the module docstring).
+      mlm_activation: activation of the MLM transform.
+      mlm_initializer_range: stddev of the MLM head's initializer.
+      **kwargs: other `tf_keras.Model` arguments.
+
+    Raises:
+      ValueError: temperature <= 0, or != 1 without straight_through.
+    """
+    super().__init__(**kwargs)
+    if temperature <= 0:
+      raise ValueError(f'script.temperature must be > 0, got {temperature}.')
+    if temperature != 1.0 and not straight_through:
+      raise ValueError(
+          f'script.temperature = {temperature} has no effect without '
+          'script.straight_through = True: the drawn token is the argmax of '
+          'log pi + Gumbel noise for every temperature.')
+    encoder_config = _as_encoder_config(encoder_config)
+    self.encoder = encoders.build_encoder(encoder_config)
+    self.masked_lm = layers.MaskedLM(
+        embedding_table=self.encoder.get_embedding_table(),
+        activation=activations.get(mlm_activation),
+        initializer=tf_keras.initializers.TruncatedNormal(
+            stddev=mlm_initializer_range),
+        output='logits', name='cls/predictions')
+    self._temperature = temperature
+    self._straight_through = straight_through
+    # Untracked: it holds the encoder's own layers (no variables of its own).
+    self._setattr_tracking = False
+    self._encoder_on_embeddings = (
+        self._build_encoder_on_embeddings(encoder_config)
+        if straight_through else None)
+    self._setattr_tracking = True
+    self._config = dict(
+        encoder_config=encoder_config.as_dict(), temperature=temperature,
+        straight_through=straight_through, mlm_activation=mlm_activation,
+        mlm_initializer_range=mlm_initializer_range)
+
+  def _build_encoder_on_embeddings(self, config: encoders.EncoderConfig
+                                   ) -> tf_keras.Model:
+    """The encoder's graph with word embeddings `[B, T, E]` as first input."""
+    lookup = self.encoder.get_embedding_layer()
+    identity = tf_keras.layers.Activation('linear',
+                                          name='input_word_embeddings_identity')
+    inputs = [
+        tf_keras.Input(shape=(None, config.width), name='input_word_embeddings',
+                       dtype=lookup.compute_dtype),
+        tf_keras.Input(shape=(None,), dtype=tf.int32, name='input_mask'),
+        tf_keras.Input(shape=(None,), dtype=tf.int32, name='input_type_ids')]
+    return tf_keras.models.clone_model(
+        self.encoder, input_tensors=inputs,
+        clone_function=lambda layer: identity if layer is lookup else layer)
+
+  @property
+  def checkpoint_items(self) -> Dict[str, tf.Module]:
+    """What fine-tuning restores (`encoder`) and the MLM head (as in
+    Model Garden's `BertPretrainerV2`)."""
+    return dict(encoder=self.encoder, masked_lm=self.masked_lm)
+
+  def token_logits(self, input_word_ids: tf.Tensor, input_mask: tf.Tensor,
+                   input_type_ids: tf.Tensor,
+                   positions: Optional[tf.Tensor] = None,
+                   training: Optional[bool] = None) -> tf.Tensor:
+    """The model's token logits at `positions` (default: every position).
+
+    Args:
+      input_word_ids, input_mask, input_type_ids: int `[B, T]`.
+      positions: int `[B, P]` positions; None for all T.
+      training: dropout on or off.
+
+    Returns:
+      float `[B, P, V]` (`[B, T, V]` without positions).
+    """
+    outputs = self.encoder(dict(input_word_ids=input_word_ids,
+                                input_mask=input_mask,
+                                input_type_ids=input_type_ids),
+                           training=training)
+    return self._head(outputs['sequence_output'], positions)
+
+  def _head(self, sequence_output: tf.Tensor,
+            positions: Optional[tf.Tensor]) -> tf.Tensor:
+    if positions is None:
+      shape = tf.shape(sequence_output)
+      positions = tf.broadcast_to(tf.range(shape[1])[None, :], shape[:2])
+    return self.masked_lm(sequence_output, masked_positions=positions)
+
+  def mlm_logits(self, inputs: Dict[str, tf.Tensor],
+                 training: Optional[bool] = None) -> tf.Tensor:
+    """Pass 1: float `[B, P, V]` logits at `masked_lm_positions`."""
+    return self.token_logits(inputs['input_word_ids'], inputs['input_mask'],
+                             inputs['input_type_ids'],
+                             inputs['masked_lm_positions'], training)
+
+  def sample_replacements(self, mlm_logits: tf.Tensor,
+                          seed: Optional[tf.Tensor] = None
+                          ) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
+    """004 Eq. 3 at the masked positions.
+
+    Args:
+      mlm_logits: float `[B, P, V]` pass-1 logits.
+      seed: optional int `[2]` stateless seed.
+
+    Returns:
+      `(ids, one_hot)`: int32 `[B, P]` drawn tokens and, with
+      `straight_through`, their float32 `[B, P, V]` straight-through one-hot
+      (None otherwise: no gradient reaches the sample).
+    """
+    log_pi = tf.nn.log_softmax(tf.cast(mlm_logits, tf.float32), axis=-1)
+    if not self._straight_through:
+      log_pi = tf.stop_gradient(log_pi)
+    sample = sampling.gumbel_softmax(log_pi, self._temperature,
+                                     self._straight_through, seed)
+    ids = tf.argmax(sample, axis=-1, output_type=tf.int32)
+    return ids, (sample if self._straight_through else None)
+
+  def critic_logits(self, critic_ids: tf.Tensor, inputs: Dict[str, tf.Tensor],
+                    replacement_one_hot: Optional[tf.Tensor] = None,
+                    training: Optional[bool] = None) -> tf.Tensor:
+    """Pass 2: float `[B, T, V]` token logits on the sampled sequence x-.
+
+    Args:
+      critic_ids: int `[B, T]`, x-.
+      inputs: the batch (`input_mask`, `input_type_ids`,
+        `masked_lm_positions`, `masked_lm_weights`).
+      replacement_one_hot: float `[B, P, V]` straight-through samples at the
+        masked positions (their forward value is the one-hot of
+        `critic_ids` there); None embeds `critic_ids` by lookup.
+      training: dropout on or off.
+    """
+    if replacement_one_hot is None:
+      return self.token_logits(critic_ids, inputs['input_mask'],
+                               inputs['input_type_ids'], training=training)
+    if self._encoder_on_embeddings is None:
+      raise ValueError('replacement_one_hot needs a ScriptPretrainer built '
+                       'with straight_through=True.')
+    word_embeddings = self.encoder.get_embedding_layer()(critic_ids)
+    table = tf.cast(self.encoder.get_embedding_table(), word_embeddings.dtype)
+    sampled_embeddings = tf.einsum(
+        'bpv,ve->bpe', tf.cast(replacement_one_hot, table.dtype), table)
+    placement = tf.one_hot(inputs['masked_lm_positions'],
+                           tf.shape(critic_ids)[1], dtype=table.dtype)
+    placement *= tf.cast(inputs['masked_lm_weights'] > 0,
+                         table.dtype)[:, :, None]  # [B, P, T]
+    written = tf.reduce_sum(placement, axis=1)[:, :, None]  # [B, T, 1]
+    word_embeddings = word_embeddings * (1 - written) + tf.einsum(
+        'bpt,bpe->bte', placement, sampled_embeddings)
+    outputs = self._encoder_on_embeddings(
+        dict(input_word_embeddings=word_embeddings,
+             input_mask=inputs['input_mask'],
+             input_type_ids=inputs['input_type_ids']), training=training)
+    return self._head(outputs['sequence_output'], None)
+
+  def pseudo_log_likelihood(self, input_word_ids: tf.Tensor,
+                            input_mask: tf.Tensor, input_type_ids: tf.Tensor,
+                            scored_mask: tf.Tensor) -> tf.Tensor:
+    """004 Eq. 7 in one forward pass: sum of log p(t+ | x) over scored tokens.
+
+    Args:
+      input_word_ids, input_mask, input_type_ids: int `[B, T]`, the
+        unmasked sentences.
+      scored_mask: `[B, T]`, 1 on the tokens to score (e.g. real tokens
+        other than [CLS] and [SEP]).
+
+    Returns:
+      float32 `[B]` pseudo-log-likelihoods (natural log).
+    """
+    log_positive, _ = critic_log_probabilities(self.token_logits(
+        input_word_ids, input_mask, input_type_ids, training=False))
+    return tf.reduce_sum(log_positive * tf.cast(scored_mask, tf.float32),
+                         axis=-1)
+
+  def call(self, inputs: Dict[str, tf.Tensor], training=None
+           ) -> Dict[str, tf.Tensor]:
+    """Pass 1, sampling and pass 2.
+
+    Args:
+      inputs: `input_word_ids` (masked), `input_mask`, `input_type_ids`
+        (int `[B, T]`), `masked_lm_positions`, `masked_lm_ids` (int
+        `[B, P]`), `masked_lm_weights` (float `[B, P]`).
+      training: dropout on or off.
+
+    Returns:
+      `mlm_logits` float `[B, P, V]`; `sampled_ids` int32 `[B, P]`;
+      `critic_ids` int32 `[B, T]` (x-); `rtd_labels` int32 `[B, T]` (1 on
+      real tokens that differ from the original: negatives);
+      `critic_log_positive`, `critic_log_negative` float32 `[B, T]`
+      (log p(t+), log p(t-)); `rtd_logits` float32 `[B, T]`, the critic's
+      log-odds of "replaced", log p(t-) - log p(t+) = -logsumexp(s_t)
+      (ELECTRA's convention, for its metrics).
+    """
+    mlm_logits = self.mlm_logits(inputs, training)
+    sampled, one_hot = self.sample_replacements(mlm_logits)
+    critic_ids, labels = electra.ElectraPretrainer.corrupt(inputs, sampled)
+    log_positive, log_negative = critic_log_probabilities(
+        self.critic_logits(critic_ids, inputs, one_hot, training))
+    return dict(mlm_logits=mlm_logits, sampled_ids=sampled,
+                critic_ids=critic_ids, rtd_labels=labels,
+                critic_log_positive=log_positive,
+                critic_log_negative=log_negative,
+                rtd_logits=log_negative - log_positive)
+
+  def get_config(self) -> Dict[str, Any]:
+    return dict(self._config, name=self.name)

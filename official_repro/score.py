@@ -1,0 +1,348 @@
+r"""Pseudo-log-likelihoods of sentences from a SCRIPT pretraining run.
+
+  python -m official_repro.score --init_checkpoint=<pretraining model_dir> \
+      --input=sentences.txt [--method=script|mlm|both] [--batch_size=32] \
+      [--output=scores.tsv]
+
+Methods (natural log, summed over the WordPiece tokens of a sentence,
+[CLS] and [SEP] excluded):
+
+  * `script`: 004 Eq. 7, PLL(x) = sum_t log p(t+ | x), the self-critic's
+    probability that token t is original, from ONE forward pass over the
+    unmasked sentence;
+  * `mlm`: the masked-LM PLL of Salazar et al. (2020), sum_t log
+    softmax(s_t)[x_t] with token t replaced by [MASK]: one forward pass per
+    token (T passes per sentence, batched across sentences);
+  * `both`: the two, and their measured times and ratio.
+
+Each line of `--input` is one sentence (blank lines are skipped). Every
+method's wall-clock time is printed (after one warm-up batch that traces
+the TensorFlow function); `--output` gets `score<TAB>sentence` lines
+(`script<TAB>mlm<TAB>sentence` with `both`), stdout without it.
+
+The model is restored from the run's training checkpoint (`ckpt-<step>`,
+Model Garden's `Checkpoint(model=...)`), which holds the MLM head the
+exported encoder lacks; its architecture from the run's
+`model_config.json` and its tokenizer from the exported encoder's folder.
+`PllScorer` is an `official_repro.rescoring.lm_scores.Scorer`:
+`rescore.run(settings, scorer=PllScorer.from_checkpoint(model_dir))`.
+"""
+
+import dataclasses
+import json
+import os
+import time
+from typing import Dict, List, Sequence, Tuple
+
+from absl import app
+from absl import flags
+import numpy as np
+import tensorflow as tf
+
+from official_repro.data import vocab
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
+from official_repro.modeling.pretrainers import script
+from official_repro.tasks import script as script_task
+from official_repro.training import experiment
+
+METHODS = ('script', 'mlm')
+
+
+def _checkpoint_and_model_dir(init_checkpoint: str) -> Tuple[str, str]:
+  """`(training checkpoint prefix, model_dir)` of `--init_checkpoint`."""
+  if tf.io.gfile.isdir(init_checkpoint):
+    checkpoint_path = tf.train.latest_checkpoint(init_checkpoint)
+    if checkpoint_path is None:
+      raise FileNotFoundError(
+          f'--init_checkpoint {init_checkpoint}: no training checkpoint '
+          '(ckpt-<step>) in it; expected the model_dir of a SCRIPT '
+          'pretraining run.')
+    return checkpoint_path, init_checkpoint
+  if not tf.io.gfile.exists(init_checkpoint + '.index'):
+    raise FileNotFoundError(
+        f'--init_checkpoint {init_checkpoint}: neither a directory nor a '
+        f'checkpoint prefix ({init_checkpoint}.index does not exist).')
+  return init_checkpoint, os.path.dirname(init_checkpoint)
+
+
+def read_model_config(model_dir: str) -> script_task.ScriptModelConfig:
+  """The SCRIPT model config a pretraining run saved in `model_dir`.
+
+  Raises:
+    FileNotFoundError: no `model_config.json` in `model_dir`.
+    ValueError: the run was not a SCRIPT run.
+  """
+  path = os.path.join(model_dir, experiment.MODEL_CONFIG_FILENAME)
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f'--init_checkpoint: {path} does not exist; '
+                            'expected the model_dir of a pretraining run.')
+  with tf.io.gfile.GFile(path) as f:
+    saved = json.load(f)
+  fields = {field.name for field in
+            dataclasses.fields(script_task.ScriptModelConfig)}
+  unknown = sorted(set(saved) - fields)
+  if unknown or 'encoder' not in saved:
+    raise ValueError(
+        f'{path} holds no SCRIPT model (fields {unknown} are not '
+        "script.*); --init_checkpoint must be a run with experiment.objective "
+        "= 'script'.")
+  encoder = encoders.EncoderConfig.from_args(
+      **encoders.upgrade_saved_config(saved.pop('encoder')))
+  return script_task.ScriptModelConfig(encoder=encoder, **saved)
+
+
+def load_model(init_checkpoint: str
+               ) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder]:
+  """Rebuilds and restores the SCRIPT model of a pretraining run.
+
+  Args:
+    init_checkpoint: the run's model_dir (its latest `ckpt-<step>`) or one
+      training checkpoint prefix in it.
+
+  Returns:
+    The model with every variable restored, and the exported encoder's
+    description (vocabulary and casing).
+
+  Raises:
+    FileNotFoundError: no checkpoint or config where it points.
+    ValueError: not a SCRIPT run, or a checkpoint lacking model variables.
+  """
+  checkpoint_path, model_dir = _checkpoint_and_model_dir(init_checkpoint)
+  config = read_model_config(model_dir)
+  model = script_task.ScriptPretrainTask(
+      script_task.ScriptPretrainConfig(model=config)).build_model()
+  ids = tf.constant([[1, 2]], tf.int32)
+  model.token_logits(ids, tf.ones_like(ids), tf.zeros_like(ids))
+  status = tf.train.Checkpoint(model=model).read(checkpoint_path)
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as error:
+    raise ValueError(f'--init_checkpoint {checkpoint_path} does not hold '
+                     f'this SCRIPT model: {str(error)[:500]}') from error
+  status.expect_partial()
+  return model, pretrained.resolve(model_dir)
+
+
+@dataclasses.dataclass
+class _Batch:
+  """Padded sentences: int32 `[B, T]` ids, mask, and 1 on scored tokens."""
+  word_ids: np.ndarray
+  input_mask: np.ndarray
+  scored: np.ndarray
+
+
+class PllScorer:
+  """Pseudo-log-likelihoods of a SCRIPT model (a `lm_scores.Scorer`)."""
+
+  def __init__(self, model: script.ScriptPretrainer,
+               vocab_tokens: Sequence[str], lower_case: bool,
+               method: str = 'script', batch_size: int = 32):
+    """Wraps a model.
+
+    Args:
+      model: a (restored) SCRIPT model.
+      vocab_tokens: its WordPiece vocabulary, token `i` at index `i`.
+      lower_case: whether its tokenizer lower-cases.
+      method: 'script' (one pass per sentence) or 'mlm' (one per token).
+      batch_size: sentences per forward pass ('script') or masked copies
+        per forward pass ('mlm').
+
+    Raises:
+      ValueError: an unknown method or a batch size < 1.
+    """
+    if method not in METHODS:
+      raise ValueError(f'--method must be one of {METHODS}, got {method!r}.')
+    if batch_size < 1:
+      raise ValueError(f'--batch_size must be >= 1, got {batch_size}.')
+    self._model = model
+    self._tokens = list(vocab_tokens)
+    self._lower_case = lower_case
+    self._special = vocab.SpecialTokenIds.from_vocab(self._tokens)
+    self._max_length = model.get_config()['encoder_config'][
+        'max_position_embeddings']
+    self.method = method
+    self.batch_size = batch_size
+    # One trace for every batch shape.
+    ids_spec = tf.TensorSpec([None, None], tf.int32)
+    self._script_pll = tf.function(model.pseudo_log_likelihood,
+                                   input_signature=[ids_spec] * 4)
+    self._masked_log_probability = tf.function(
+        self._masked_token_log_probability,
+        input_signature=[ids_spec, ids_spec,
+                         tf.TensorSpec([None, 1], tf.int32),
+                         tf.TensorSpec([None], tf.int32)])
+
+  @classmethod
+  def from_checkpoint(cls, init_checkpoint: str, method: str = 'script',
+                      batch_size: int = 32) -> 'PllScorer':
+    """The scorer of a SCRIPT pretraining run (see `load_model`)."""
+    model, encoder = load_model(init_checkpoint)
+    return cls(model, vocab.load_vocab(encoder.vocab_file),
+               encoder.lower_case, method, batch_size)
+
+  def __call__(self, sentences: Sequence[str]) -> np.ndarray:
+    """float64 `[len(sentences)]` PLLs by `self.method` (natural log)."""
+    token_ids = vocab.tokenize_with_vocab(list(sentences), self._tokens,
+                                          self._lower_case)
+    for index, ids in enumerate(token_ids):
+      if len(ids) + 2 > self._max_length:
+        raise ValueError(
+            f'Sentence {index} ({sentences[index][:50]!r}...) has '
+            f'{len(ids)} tokens; the model takes at most '
+            f'{self._max_length - 2} besides [CLS] and [SEP].')
+    if self.method == 'script':
+      return self._script_scores(token_ids)
+    return self._mlm_scores(token_ids)
+
+  def _pad(self, token_ids: Sequence[List[int]]) -> _Batch:
+    length = max(len(ids) for ids in token_ids) + 2
+    word_ids = np.full((len(token_ids), length), self._special.pad, np.int32)
+    input_mask = np.zeros_like(word_ids)
+    scored = np.zeros_like(word_ids)
+    for row, ids in enumerate(token_ids):
+      word_ids[row, :len(ids) + 2] = [self._special.cls, *ids,
+                                      self._special.sep]
+      input_mask[row, :len(ids) + 2] = 1
+      scored[row, 1:len(ids) + 1] = 1
+    return _Batch(word_ids, input_mask, scored)
+
+  def _script_scores(self, token_ids: Sequence[List[int]]) -> np.ndarray:
+    scores = []
+    for start in range(0, len(token_ids), self.batch_size):
+      batch = self._pad(token_ids[start:start + self.batch_size])
+      scores.append(self._script_pll(
+          batch.word_ids, batch.input_mask, np.zeros_like(batch.word_ids),
+          batch.scored).numpy())
+    return np.concatenate(scores).astype(np.float64) if scores else (
+        np.zeros([0]))
+
+  def _masked_token_log_probability(self, word_ids: tf.Tensor,
+                                    input_mask: tf.Tensor,
+                                    positions: tf.Tensor,
+                                    original_ids: tf.Tensor) -> tf.Tensor:
+    """float32 `[N]`: log softmax(s_t)[x_t] with token t masked.
+
+    Args:
+      word_ids, input_mask: int32 `[N, T]`, position t already [MASK].
+      positions: int32 `[N, 1]`, t.
+      original_ids: int32 `[N]`, x_t.
+    """
+    logits = self._model.token_logits(word_ids, input_mask,
+                                      tf.zeros_like(word_ids), positions,
+                                      training=False)[:, 0]
+    log_probabilities = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+    return tf.gather(log_probabilities, original_ids, batch_dims=1)
+
+  def _mlm_scores(self, token_ids: Sequence[List[int]]) -> np.ndarray:
+    scores = np.zeros([len(token_ids)], np.float64)
+    # One masked copy per (sentence, token), in sentence order.
+    copies = [(sentence, position) for sentence, ids in enumerate(token_ids)
+              for position in range(1, len(ids) + 1)]
+    for start in range(0, len(copies), self.batch_size):
+      chunk = copies[start:start + self.batch_size]
+      sentences = [sentence for sentence, _ in chunk]
+      batch = self._pad([token_ids[sentence] for sentence in sentences])
+      rows = np.arange(len(chunk))
+      positions = np.array([position for _, position in chunk], np.int32)
+      original = batch.word_ids[rows, positions].copy()
+      batch.word_ids[rows, positions] = self._special.mask
+      values = self._masked_log_probability(
+          batch.word_ids, batch.input_mask, positions[:, None],
+          original).numpy()
+      np.add.at(scores, sentences, values)
+    return scores
+
+
+def read_sentences(path: str) -> List[str]:
+  """The non-blank lines of `path`, stripped.
+
+  Raises:
+    FileNotFoundError: `path` does not exist.
+    ValueError: it holds no sentence.
+  """
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f'--input {path} does not exist.')
+  with tf.io.gfile.GFile(path) as f:
+    sentences = [line.strip() for line in f if line.strip()]
+  if not sentences:
+    raise ValueError(f'--input {path} holds no sentence (one per line).')
+  return sentences
+
+
+def timed_scores(scorer: PllScorer, sentences: Sequence[str]
+                 ) -> Tuple[np.ndarray, float]:
+  """The scores of `sentences` and the seconds they took, after a warm-up
+  call on the first batch (which traces the TensorFlow function)."""
+  scorer(sentences[:scorer.batch_size])
+  start = time.perf_counter()
+  scores = scorer(sentences)
+  return scores, time.perf_counter() - start
+
+
+def score_file(init_checkpoint: str, input_path: str, methods: Sequence[str],
+               batch_size: int = 32
+               ) -> Tuple[List[str], Dict[str, np.ndarray], Dict[str, float]]:
+  """Scores every sentence of `input_path` by each method, timed.
+
+  Returns:
+    `(sentences, scores by method, seconds by method)`.
+  """
+  sentences = read_sentences(input_path)
+  model, encoder = load_model(init_checkpoint)
+  tokens = vocab.load_vocab(encoder.vocab_file)
+  scores, seconds = {}, {}
+  for method in methods:
+    scorer = PllScorer(model, tokens, encoder.lower_case, method, batch_size)
+    scores[method], seconds[method] = timed_scores(scorer, sentences)
+  return sentences, scores, seconds
+
+
+def format_lines(sentences: Sequence[str],
+                 scores: Dict[str, np.ndarray]) -> List[str]:
+  """`score<TAB>...<TAB>sentence` per sentence, methods in `scores` order."""
+  return ['\t'.join([*(f'{scores[m][i]:.6f}' for m in scores), sentence])
+          for i, sentence in enumerate(sentences)]
+
+
+def define_flags():
+  """Defines the command-line flags."""
+  flags.DEFINE_string('init_checkpoint', None, 'The model_dir of a SCRIPT '
+                      'pretraining run, or one ckpt-<step> prefix in it.')
+  flags.DEFINE_string('input', None, 'Sentences to score, one per line.')
+  flags.DEFINE_enum('method', 'script', [*METHODS, 'both'],
+                    'script: 004 Eq. 7 in one pass; mlm: masked-LM PLL, one '
+                    'pass per token; both: the two, with their time ratio.')
+  flags.DEFINE_integer('batch_size', 32, 'Sentences (script) or masked '
+                       'copies (mlm) per forward pass.')
+  flags.DEFINE_string('output', '', 'Write score<TAB>sentence lines here '
+                      '(default: stdout).')
+  flags.mark_flags_as_required(['init_checkpoint', 'input'])
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  flag_values = flags.FLAGS
+  methods = METHODS if flag_values.method == 'both' else (
+      flag_values.method,)
+  sentences, scores, seconds = score_file(
+      flag_values.init_checkpoint, flag_values.input, methods,
+      flag_values.batch_size)
+  lines = format_lines(sentences, scores)
+  if flag_values.output:
+    with tf.io.gfile.GFile(flag_values.output, 'w') as f:
+      f.write('\n'.join(lines) + '\n')
+  else:
+    print('\n'.join(lines))
+  for method in methods:
+    print(f'{method}: {len(sentences)} sentences in {seconds[method]:.3f} s '
+          f'({1e3 * seconds[method] / len(sentences):.2f} ms per sentence)')
+  if len(methods) == 2:
+    print(f'time ratio mlm / script: '
+          f'{seconds["mlm"] / seconds["script"]:.2f}')
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)
