@@ -52,6 +52,8 @@ from official.core import train_utils
 from official.nlp.data import pretrain_dataloader as stock_dataloader
 from official_repro.data import builtin_corpus
 from official_repro.data import create_pretraining_data
+from official_repro.data import masking as masking_lib
+from official_repro.data import pretrain_dataloader
 from official_repro.data import records
 from official_repro.metrics import flops as flops_lib
 from official_repro.tasks import objectives
@@ -132,12 +134,13 @@ def _shared_vocab(dirs: dict) -> str:
 def _configure() -> tuple:
   gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
   seq_length = gin.query_parameter('pretrain_data.max_seq_length')
-  mask_rate = _query_or('pretrain_data.mask_rate', 0.15)
+  defaults = pretrain_dataloader.PretrainDataConfig()
+  mask_rate = _query_or('pretrain_data.mask_rate', defaults.mask_rate)
   max_predictions = _query_or(
-      'pretrain_data.max_predictions_per_seq', None) or max(
-          1, int((mask_rate + 0.005) * seq_length))
+      'pretrain_data.max_predictions_per_seq', None) or (
+          masking_lib.default_max_predictions(seq_length, mask_rate))
   dirs = _record_dirs(seq_length, max_predictions)
-  masking = _query_or('pretrain_data.masking', 'dynamic')
+  masking = _query_or('pretrain_data.masking', defaults.masking)
   with gin.unlock_config():
     gin.bind_parameter('pretrain_data.input_path', dirs[masking])
     gin.bind_parameter('pretrain_data.max_predictions_per_seq',

@@ -40,7 +40,7 @@ def test_report_and_parameters_of_paper_configs(clean_gin):
   for name, expected in (('bert_small', 13.5e6), ('electra_small', 13.5e6),
                          ('ale_small', 4.8e6)):
     assert abs(counts[name]['encoder'] - expected) / expected < 0.03
-  assert counts['electra_small']['shared'] == V * 128
+  assert counts['electra_small']['generator_shared'] == V * 128
   assert counts['ale_small']['generator_only'] < counts['electra_small'][
       'generator_only']
   assert 'generator_only' not in counts['bert_small']

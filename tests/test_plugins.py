@@ -13,6 +13,7 @@ import pytest
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.tasks import objectives
+from tests.plugins import rezero_backbone  # pylint: disable=unused-import
 
 _FROZEN_GENERATOR = ['import tests.plugins.frozen_generator_mlm',
                      "experiment.objective = 'frozen_generator_mlm'"]
@@ -21,7 +22,8 @@ _REZERO = ['import tests.plugins.rezero_backbone',
 _TINY_CONVBERT = ['convbert.kernel_size = 3']
 
 
-@pytest.mark.parametrize('backbone', ['bert', 'albert', 'convbert', 'rezero'])
+# Every registered backbone: the built-in ones and the test-only one.
+@pytest.mark.parametrize('backbone', encoders.backbone_names())
 def test_test_only_objective_trains_on_every_backbone(run_tiny_pretraining,
                                                       tmp_path, backbone):
   backbone_bindings = (_REZERO if backbone == 'rezero' else
@@ -36,7 +38,6 @@ def test_test_only_objective_trains_on_every_backbone(run_tiny_pretraining,
   # The objective's encoder was exported like any other's.
   resolved = pretrained.resolve(str(tmp_path))
   assert resolved.config.backbone == backbone
-  assert objectives.get('frozen_generator_mlm').encoder_field == 'encoder'
 
 
 def test_test_only_objective_trains_the_encoder_not_the_generator():
@@ -57,6 +58,8 @@ def test_test_only_objective_trains_the_encoder_not_the_generator():
              masked_lm_weights=np.array([[1, 1], [1, 0]], np.float32)))
   trainable = {v.ref() for v in model.trainable_variables}
   assert not trainable & {v.ref() for v in model.generator.weights}
+  clone = type(model).from_config(model.get_config())
+  assert clone.get_config() == model.get_config()
   assert {v.ref() for v in model.discriminator.trainable_variables} <= (
       trainable)
 
@@ -71,7 +74,31 @@ def test_test_only_backbone_trains_under_existing_objectives(
                                 mode='train')
   assert result['global_step'] == 2
   assert np.isfinite(result['train']['training_loss'])
-  assert 'rezero' in encoders.backbone_names()
   resolved = pretrained.resolve(str(tmp_path))
   assert resolved.config.backbone == 'rezero'
   assert resolved.config.options_dict() == {'use_layer_norm': False}
+
+
+@pytest.mark.parametrize('objective, bindings, message', [
+    ('masked_lm', ["encoder.backbone = 'bert'", 'convbert.kernel_size = 3'],
+     r"convbert.kernel_size would be ignored: encoder.backbone='bert'"),
+    ('masked_lm', ['electra.temperature = 0.5'],
+     r"electra.temperature would be ignored: "
+     r"experiment.objective='masked_lm'"),
+])
+def test_settings_of_an_unselected_plug_in_are_refused(tiny_records, objective,
+                                                       bindings, message):
+  import gin  # pylint: disable=g-import-not-at-top
+  from official_repro.training import gin_utils  # pylint: disable=g-import-not-at-top
+  gin.clear_config()
+  try:
+    gin_utils.parse_config([], [
+        'encoder.hidden_size = 16', 'encoder.num_layers = 1',
+        'encoder.num_attention_heads = 2', 'encoder.intermediate_size = 32',
+        f'pretrain_data.input_path = {tiny_records!r}',
+        'pretrain_data.max_seq_length = 32',
+        'pretrain_data.train_batch_size = 8', *bindings])
+    with pytest.raises(ValueError, match=message):
+      objectives.task_config_from_gin(objective)
+  finally:
+    gin.clear_config()

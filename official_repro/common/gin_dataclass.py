@@ -70,3 +70,26 @@ def register(config_cls: Type[ConfigT],
   factory.__doc__ = (f'Builds `{config_cls.__name__}` from gin bindings '
                      f'(`{name}.<field>`); see its docstring.')
   return gin.configurable(name)(factory)
+
+
+def check_unbound(names: Iterable[str], selected_by: str) -> None:
+  """Stops when gin binds a configurable that is not in use.
+
+  A plug-in's settings (`convbert.kernel_size`, `electra.temperature`) are
+  read only when the plug-in is selected; a binding of another one would be
+  silently ignored.
+
+  Args:
+    names: gin names of the plug-ins that are not selected.
+    selected_by: the binding that selects one, for the message (e.g.
+      "encoder.backbone='bert'").
+
+  Raises:
+    ValueError: naming the ignored bindings.
+  """
+  ignored = sorted(f'{name}.{field}' for name in names
+                   for field in gin.get_bindings(name))
+  if ignored:
+    raise ValueError(f'{", ".join(ignored)} would be ignored: {selected_by} '
+                     'does not read them. Remove them or select what they '
+                     'configure.')

@@ -429,7 +429,8 @@ def parameter_breakdown(encoder: tf.keras.Model,
 
   Returns:
     `encoder`: the encoder's count; for each other network `<name>_only`
-    (variables the encoder does not have), `shared` and `<name>_total`.
+    (variables the encoder does not have), `<name>_shared` (those it has)
+    and `<name>_total`.
   """
   encoder_ids = {id(v) for v in encoder.trainable_variables}
   result = dict(encoder=count_parameters(encoder.trainable_variables))
@@ -437,7 +438,7 @@ def parameter_breakdown(encoder: tf.keras.Model,
     variables = network.trainable_variables
     result[f'{name}_only'] = count_parameters(
         [v for v in variables if id(v) not in encoder_ids])
-    result['shared'] = count_parameters(
+    result[f'{name}_shared'] = count_parameters(
         [v for v in variables if id(v) in encoder_ids])
     result[f'{name}_total'] = count_parameters(variables)
   return result

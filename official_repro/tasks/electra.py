@@ -179,11 +179,13 @@ def _stock_task_config(task_config: ElectraPretrainConfig, train_data,
     raise ValueError("Model Garden's ElectraPretrainer samples at "
                      'temperature 1.0 and shares no blocks; measure this '
                      'config with --variants=ours.')
-  if model.discriminator.backbone != 'bert':
+  discriminator = encoders.to_model_garden_config(model.discriminator)
+  if discriminator.type != 'bert':
     raise ValueError(
-        "Model Garden's stock ElectraPretrainer cannot tie the embeddings "
-        f'of {model.discriminator.backbone} encoders; measure this config '
-        'with --variants=ours.')
+        "Model Garden's stock ElectraPretrainer ties embeddings only of its "
+        f"BertEncoder, not of its {discriminator.type!r} encoder (backbone "
+        f'{model.discriminator.backbone!r}); measure this config with '
+        '--variants=ours.')
   return stock_electra_task.ElectraPretrainConfig(
       model=stock_electra.ElectraPretrainerConfig(
           num_masked_tokens=max_predictions,
@@ -192,8 +194,7 @@ def _stock_task_config(task_config: ElectraPretrainConfig, train_data,
           tie_embeddings=model.tie_embeddings,
           disallow_correct=model.disallow_original,
           generator_encoder=encoders.to_model_garden_config(model.generator()),
-          discriminator_encoder=encoders.to_model_garden_config(
-              model.discriminator),
+          discriminator_encoder=discriminator,
           cls_heads=[]),
       train_data=train_data)
 

@@ -144,8 +144,15 @@ def task_config_from_gin(name: str) -> cfg.TaskConfig:
 
   The model config comes from `<name>.*`, its encoder from `encoder.*` with
   the records' vocabulary size, the data configs from `pretrain_data.*`.
+
+  Raises:
+    ValueError: gin binds the model config of another objective.
   """
   objective = get(name)
+  load_builtin_objectives()
+  gin_dataclass.check_unbound(
+      [other for other in _MODEL_CONFIG_FACTORIES if other != name],
+      f'experiment.objective={name!r}')
   train_data, validation_data = pretrain_dataloader.pretraining_data_configs()
   encoder = resolve_vocab_size(encoders.encoder_config(), train_data)
   model = dataclasses.replace(_MODEL_CONFIG_FACTORIES[name](),

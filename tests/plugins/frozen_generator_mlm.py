@@ -51,9 +51,15 @@ class FrozenGeneratorPretrainConfig(cfg.TaskConfig):
 class FrozenGeneratorMLM(electra.ElectraPretrainer):
   """ELECTRA's generator and corruption; MLM on the corrupted sequence."""
 
-  def __init__(self, encoder_config, generator_config, **kwargs):
+  def __init__(self, encoder_config, generator_config, temperature=1.0,
+               **kwargs):
     super().__init__(encoder_config, generator_config, tie_embeddings=False,
-                     **kwargs)
+                     temperature=temperature, **kwargs)
+    self._plugin_config = dict(
+        encoder_config=encoders.as_encoder_config(encoder_config).as_dict(),
+        generator_config=encoders.as_encoder_config(
+            generator_config).as_dict(),
+        temperature=temperature)
     self.generator.trainable = False
     self.mlm_head.trainable = False
     self.encoder_mlm_head = layers.MaskedLM(
@@ -70,6 +76,9 @@ class FrozenGeneratorMLM(electra.ElectraPretrainer):
     return dict(mlm_logits=self.encoder_mlm_head(
         outputs['sequence_output'],
         masked_positions=inputs['masked_lm_positions']))
+
+  def get_config(self) -> Dict[str, Any]:
+    return dict(self._plugin_config, name=self.name)
 
 
 @task_factory.register_task_cls(FrozenGeneratorPretrainConfig)

@@ -193,7 +193,7 @@ def _model_dir_with_checkpoint(tmp_path, saved_config):
 
 
 def test_model_dir_from_before_a_new_field_still_resumes(tmp_path):
-  # model_config.json written before `encoder.head_ratio` existed.
+  # model_config.json written before a `head_ratio` field existed.
   model_dir = _model_dir_with_checkpoint(
       tmp_path, {'encoder': {'hidden_size': 32}})
   experiment.check_model_dir(

@@ -17,7 +17,7 @@ are used as they are, so their variables are the same variables.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Optional, Sequence, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, Type, Union
 
 import tf_keras
 
@@ -157,7 +157,10 @@ class Backbone:
     validate_options: `(config, options, name)` raises `ValueError` naming
       the setting when the options do not fit the config.
     flops_shape: `(config, options) -> dict` of `metrics.flops.NetworkShape`
-      keyword arguments beyond the common sizes (None: a BERT block).
+      keyword arguments beyond the common sizes (`{}`: ELECTRA's BERT block;
+      None: the backbone's FLOPs are not modelled, and `count_flops` says
+      so). The formula knows BERT and ConvBERT blocks; a block of another
+      shape adds its terms to `metrics/flops.py`.
     model_garden_config: `config -> official.nlp.configs.encoders.EncoderConfig`
       of the same network, where Model Garden has one (stock baselines).
   """
@@ -253,8 +256,15 @@ def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:
 
 
 def _gin_encoder_config(config: EncoderConfig) -> EncoderConfig:
-  """Fills the backbone's options from gin (`<backbone>.<option>`)."""
+  """Fills the backbone's options from gin (`<backbone>.<option>`).
+
+  Raises:
+    ValueError: gin binds options of another backbone.
+  """
   backbone = get_backbone(config.backbone)
+  gin_dataclass.check_unbound(
+      [name for name in _OPTION_FACTORIES if name != backbone.name],
+      f'encoder.backbone={backbone.name!r}')
   if backbone.options_cls is not None:
     options = dataclasses.asdict(_OPTION_FACTORIES[backbone.name]())
     options.update(config.options_dict())
@@ -306,6 +316,14 @@ def upgrade_saved_config(saved: Dict[str, Any]) -> Dict[str, Any]:
   if upgraded.get('hidden_activation') == 'gelu':
     upgraded['hidden_activation'] = _LEGACY_GELU.get(backbone, 'gelu_tanh')
   return upgraded
+
+
+def as_encoder_config(config: Union[EncoderConfig, Dict[str, Any]]
+                      ) -> EncoderConfig:
+  """`config` itself, or the `EncoderConfig` of its `as_dict()` form."""
+  if isinstance(config, EncoderConfig):
+    return config
+  return EncoderConfig.from_args(**config)
 
 
 def with_vocab_size(config: EncoderConfig, vocab_size: int,

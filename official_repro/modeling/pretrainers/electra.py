@@ -44,12 +44,6 @@ from official_repro.modeling.pretrainers import sampling
 EncoderConfigLike = Union[encoders.EncoderConfig, Dict[str, Any]]
 
 
-def _as_encoder_config(config: EncoderConfigLike) -> encoders.EncoderConfig:
-  if isinstance(config, encoders.EncoderConfig):
-    return config
-  return encoders.EncoderConfig.from_args(**config)
-
-
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class ElectraPretrainer(tf_keras.Model):
   """Generator + discriminator trained with MLM and replaced-token detection.
@@ -88,8 +82,8 @@ class ElectraPretrainer(tf_keras.Model):
     super().__init__(**kwargs)
     if temperature <= 0:
       raise ValueError(f'electra.temperature must be > 0, got {temperature}.')
-    discriminator_config = _as_encoder_config(discriminator_config)
-    generator_config = _as_encoder_config(generator_config)
+    discriminator_config = encoders.as_encoder_config(discriminator_config)
+    generator_config = encoders.as_encoder_config(generator_config)
     built = networks_lib.build_networks(
         discriminator_config, generator_config, tie_embeddings,
         num_shared_blocks)

@@ -83,12 +83,6 @@ def critic_log_probabilities(logits: tf.Tensor
       -log_normalizer)
 
 
-def _as_encoder_config(config: EncoderConfigLike) -> encoders.EncoderConfig:
-  if isinstance(config, encoders.EncoderConfig):
-    return config
-  return encoders.EncoderConfig.from_args(**config)
-
-
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class ScriptPretrainer(tf_keras.Model):
   """A masked LM trained as its own generator and critic.
@@ -130,7 +124,7 @@ class ScriptPretrainer(tf_keras.Model):
           f'script.temperature = {temperature} has no effect without '
           'script.straight_through = True: the drawn token is the argmax of '
           'log pi + Gumbel noise for every temperature.')
-    encoder_config = _as_encoder_config(encoder_config)
+    encoder_config = encoders.as_encoder_config(encoder_config)
     self.encoder = encoders.build_encoder(encoder_config)
     self.masked_lm = layers.MaskedLM(
         embedding_table=self.encoder.get_embedding_table(),

@@ -9,6 +9,10 @@ tied generator/discriminator embeddings (ALE, paper 001) need, so the
 network is assembled here; variable names differ from `AlbertEncoder`
 checkpoints. Feed-forward activation: GELU, tanh approximation, as in the
 ALBERT reference code.
+
+With shared blocks (`SharedLayers.blocks`, TEAMS-style), the layers below k
+apply the other network's block and the layers from k up apply this
+network's own one block: two block objects, each shared across its layers.
 """
 
 import tf_keras
