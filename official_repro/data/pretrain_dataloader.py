@@ -243,22 +243,31 @@ data_loader_factory.register_data_loader_cls(PretrainDataConfig)(
 
 
 
+# The defaults of `pretraining_data_configs` are the data config's own.
+_DEFAULTS = PretrainDataConfig()
+
+
 @gin.configurable('pretrain_data')
 def pretraining_data_configs(
     input_path: str = gin.REQUIRED,
     max_seq_length: int = gin.REQUIRED,
     train_batch_size: int = gin.REQUIRED,
     eval_batch_size: Optional[int] = None,
-    masking: str = 'dynamic',
-    mask_rate: float = 0.15,
-    max_predictions_per_seq: Optional[int] = None,
-    mask_token_fraction: float = 0.8,
-    random_token_fraction: float = 0.1,
+    masking: str = _DEFAULTS.masking,
+    mask_rate: float = _DEFAULTS.mask_rate,
+    max_predictions_per_seq: Optional[int] = _DEFAULTS.max_predictions_per_seq,
+    mask_token_fraction: float = _DEFAULTS.mask_token_fraction,
+    random_token_fraction: float = _DEFAULTS.random_token_fraction,
     shuffle_buffer_size: int = 10000,
-    use_next_sentence_label: bool = False,
     seed: Optional[int] = None,
 ) -> Tuple[PretrainDataConfig, PretrainDataConfig]:
-  """Train and eval input configs for one record directory.
+  """Train and eval input configs for one record directory, from one set of
+  bindings (the two differ in split, batch size, shuffling and masking
+  seeds).
+
+  Whether next-sentence labels are read is not a data setting: the objective
+  that uses them sets `use_next_sentence_label` (masked LM with
+  `masked_lm.next_sentence_prediction`).
 
   Args:
     input_path: the record directory written by `create_pretraining_data`.
@@ -271,7 +280,6 @@ def pretraining_data_configs(
     mask_token_fraction: share of predicted tokens replaced by [MASK].
     random_token_fraction: share replaced by random tokens.
     shuffle_buffer_size: example shuffle buffer for training.
-    use_next_sentence_label: emit next-sentence labels.
     seed: seed for file/example shuffling and training masks.
 
   Returns:
@@ -281,8 +289,7 @@ def pretraining_data_configs(
       input_path=input_path, max_seq_length=max_seq_length, masking=masking,
       mask_rate=mask_rate, max_predictions_per_seq=max_predictions_per_seq,
       mask_token_fraction=mask_token_fraction,
-      random_token_fraction=random_token_fraction,
-      use_next_sentence_label=use_next_sentence_label)
+      random_token_fraction=random_token_fraction)
   train = PretrainDataConfig(
       split='train', is_training=True, global_batch_size=train_batch_size,
       shuffle_buffer_size=shuffle_buffer_size, seed=seed, masking_seed=seed,

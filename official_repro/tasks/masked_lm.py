@@ -130,6 +130,7 @@ OBJECTIVE = objectives.register(objectives.Objective(
     task_config_cls=MaskedLMPretrainConfig,
     model_config_cls=MaskedLMModelConfig,
     encoder_field='encoder',
+    derived=('cls_heads',),
     finalize=_finalize,
     flops=_flops,
     stock_task_config=_stock_task_config))

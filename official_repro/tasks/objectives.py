@@ -42,6 +42,7 @@ class Objective:
     encoder_field: the model-config field holding the `EncoderConfig` of the
       network kept for fine-tuning (filled from gin `encoder`).
     required: model-config fields gin must bind.
+    derived: model-config fields that `finalize` sets, not gin.
     finalize: `task_config -> task_config` for what derives from several
       settings (e.g. next-sentence labels in the data configs).
     flops: `(task_config, seq_length, max_predictions) ->
@@ -56,6 +57,7 @@ class Objective:
   model_config_cls: Type[Any]
   encoder_field: str
   required: tuple = ()
+  derived: tuple = ()
   finalize: Optional[Callable[[cfg.TaskConfig], cfg.TaskConfig]] = None
   flops: Optional[Callable[[cfg.TaskConfig, int, int],
                            Dict[str, flops_lib.NetworkCost]]] = None
@@ -82,7 +84,8 @@ def register(objective: Objective) -> Objective:
   if objective.name not in _MODEL_CONFIG_FACTORIES:
     _MODEL_CONFIG_FACTORIES[objective.name] = gin_dataclass.register(
         objective.model_config_cls, objective.name,
-        required=objective.required, exclude=(objective.encoder_field,))
+        required=objective.required,
+        exclude=(objective.encoder_field, *objective.derived))
   return objective
 
 
