@@ -82,7 +82,7 @@ class ElectraPretrainConfig(cfg.TaskConfig):
 
 
 @task_factory.register_task_cls(ElectraPretrainConfig)
-class ElectraPretrainTask(pretraining.PretrainTask):
+class ElectraPretrainTask(pretraining.ReplacedTokenTask):
   """Replaced-token-detection pretraining."""
 
   def build_model(self, params: ElectraModelConfig = None
@@ -97,18 +97,6 @@ class ElectraPretrainTask(pretraining.PretrainTask):
         disallow_original=config.disallow_original,
         mlm_activation=config.mlm_activation,
         initializer_range=config.initializer_range)
-
-  def build_metrics(self, training=None) -> List[tf_keras.metrics.Metric]:
-    return super().build_metrics(training) + [
-        tf_keras.metrics.Mean(name='discriminator_loss'),
-        tf_keras.metrics.BinaryAccuracy(name='discriminator_accuracy',
-                                        threshold=0.0),
-        tf_keras.metrics.Precision(name='discriminator_precision',
-                                   thresholds=0.5),
-        tf_keras.metrics.Recall(name='discriminator_recall', thresholds=0.5),
-        tf_keras.metrics.AUC(name='discriminator_auc', from_logits=True),
-        tf_keras.metrics.Mean(name='replaced_fraction'),
-    ]
 
   def build_losses(self, labels: Dict[str, tf.Tensor],
                    model_outputs: Dict[str, tf.Tensor],
@@ -127,24 +115,6 @@ class ElectraPretrainTask(pretraining.PretrainTask):
     if aux_losses:
       total += tf.add_n(aux_losses)
     return total
-
-  def process_metrics(self, metrics, labels, model_outputs):
-    super().process_metrics(metrics, labels, model_outputs)
-    metrics = {metric.name: metric for metric in metrics}
-    real = tf.cast(labels['input_mask'], tf.float32)
-    rtd_labels = model_outputs['rtd_labels']
-    rtd_logits = tf.cast(model_outputs['rtd_logits'], tf.float32)
-    metrics['discriminator_accuracy'].update_state(rtd_labels, rtd_logits,
-                                                   real)
-    probabilities = tf.sigmoid(rtd_logits)
-    for name in ('discriminator_precision', 'discriminator_recall'):
-      metrics[name].update_state(rtd_labels, probabilities, real)
-    metrics['discriminator_auc'].update_state(rtd_labels, rtd_logits, real)
-    replaced_at_masked = tf.gather(rtd_labels, labels['masked_lm_positions'],
-                                   batch_dims=1)
-    metrics['replaced_fraction'].update_state(
-        tf.cast(replaced_at_masked, tf.float32),
-        tf.cast(labels['masked_lm_weights'], tf.float32))
 
 
 def _flops(task_config: ElectraPretrainConfig, seq_length: int,

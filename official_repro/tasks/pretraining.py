@@ -9,9 +9,10 @@ model's MLM loss over the masked positions). Objectives register themselves
 in `official_repro.tasks.objectives`.
 """
 
-from typing import Optional
+from typing import List, Optional
 
 import tensorflow as tf
+import tf_keras
 
 from official.nlp.tasks import masked_lm
 from official_repro.data import pretrain_dataloader
@@ -28,6 +29,47 @@ class PretrainTask(masked_lm.MaskedLMTask):
                    input_context: Optional[tf.distribute.InputContext] = None
                    ) -> tf.data.Dataset:
     return pretrain_dataloader.PretrainDataLoader(params).load(input_context)
+
+
+class ReplacedTokenTask(PretrainTask):
+  """A `PretrainTask` whose model also tells replaced tokens apart.
+
+  The model outputs `rtd_labels` (int `[B, T]`, 1 = replaced and different)
+  and `rtd_logits` (float `[B, T]`, the log-odds of "replaced"); this adds
+  the discriminator's metrics (ELECTRA's RTD head, SCRIPT's critic) to the
+  masked-LM ones. The subclass's `build_losses` updates
+  `discriminator_loss`.
+  """
+
+  def build_metrics(self, training=None) -> List[tf_keras.metrics.Metric]:
+    return super().build_metrics(training) + [
+        tf_keras.metrics.Mean(name='discriminator_loss'),
+        tf_keras.metrics.BinaryAccuracy(name='discriminator_accuracy',
+                                        threshold=0.0),
+        tf_keras.metrics.Precision(name='discriminator_precision',
+                                   thresholds=0.5),
+        tf_keras.metrics.Recall(name='discriminator_recall', thresholds=0.5),
+        tf_keras.metrics.AUC(name='discriminator_auc', from_logits=True),
+        tf_keras.metrics.Mean(name='replaced_fraction'),
+    ]
+
+  def process_metrics(self, metrics, labels, model_outputs):
+    super().process_metrics(metrics, labels, model_outputs)
+    metrics = {metric.name: metric for metric in metrics}
+    real = tf.cast(labels['input_mask'], tf.float32)
+    rtd_labels = model_outputs['rtd_labels']
+    rtd_logits = tf.cast(model_outputs['rtd_logits'], tf.float32)
+    metrics['discriminator_accuracy'].update_state(rtd_labels, rtd_logits,
+                                                   real)
+    probabilities = tf.sigmoid(rtd_logits)
+    for name in ('discriminator_precision', 'discriminator_recall'):
+      metrics[name].update_state(rtd_labels, probabilities, real)
+    metrics['discriminator_auc'].update_state(rtd_labels, rtd_logits, real)
+    replaced_at_masked = tf.gather(rtd_labels, labels['masked_lm_positions'],
+                                   batch_dims=1)
+    metrics['replaced_fraction'].update_state(
+        tf.cast(replaced_at_masked, tf.float32),
+        tf.cast(labels['masked_lm_weights'], tf.float32))
 
 
 def replaced_token_loss(labels: tf.Tensor, logits: tf.Tensor,

@@ -6,8 +6,8 @@ positions); L_Disc is the binary cross-entropy of the model's (V+1)-class
 critic on pass 2, -[1(t+) log p(t+) + 1(t-) log p(t-)] averaged over the
 real (non-padding) tokens, where a token is negative when it was replaced
 by a different one. The model is `modeling/pretrainers/script.py`. The
-critic metrics are ELECTRA's (this task subclasses ELECTRA's for them and
-names them `discriminator_*`; the critic is the discriminator). gin:
+critic metrics are `pretraining.ReplacedTokenTask`'s, shared with ELECTRA
+(named `discriminator_*`: the critic is the discriminator). gin:
 `experiment.objective = 'script'` and `script.<field>` for the fields of
 `ScriptModelConfig`. Model Garden has no SCRIPT, so there is no stock
 counterpart for the benchmark.
@@ -26,8 +26,8 @@ from official_repro.data import pretrain_dataloader
 from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import script
-from official_repro.tasks import electra
 from official_repro.tasks import objectives
+from official_repro.tasks import pretraining
 
 
 @dataclasses.dataclass
@@ -88,7 +88,7 @@ def critic_loss(labels: tf.Tensor, log_positive: tf.Tensor,
 
 
 @task_factory.register_task_cls(ScriptPretrainConfig)
-class ScriptPretrainTask(electra.ElectraPretrainTask):
+class ScriptPretrainTask(pretraining.ReplacedTokenTask):
   """Self-critic pretraining; ELECTRA's critic metrics on `rtd_logits`."""
 
   def build_model(self, params: ScriptModelConfig = None
@@ -106,11 +106,9 @@ class ScriptPretrainTask(electra.ElectraPretrainTask):
                    aux_losses=None) -> tf.Tensor:
     """L_MLM + alpha * L_Disc; updates the two loss metrics.
 
-    ELECTRA's `build_losses` (a sigmoid loss with two weights) is skipped:
-    the MLM loss is `PretrainTask`'s, Model Garden `MaskedLMTask`'s.
+    The MLM loss is `PretrainTask`'s, Model Garden `MaskedLMTask`'s.
     """
-    mlm_loss = super(electra.ElectraPretrainTask, self).build_losses(
-        labels, model_outputs, metrics)
+    mlm_loss = super().build_losses(labels, model_outputs, metrics)
     disc_loss = critic_loss(
         model_outputs['rtd_labels'], model_outputs['critic_log_positive'],
         model_outputs['critic_log_negative'], labels['input_mask'])
