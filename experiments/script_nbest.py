@@ -29,7 +29,8 @@ Three stages, each skipped when its output is already in `--work_dir`:
        words of all candidate sentences (their unigram distribution);
      * `delete`: one word removed;
      * `swap`: two adjacent different words exchanged.
-   An edit that repeats the sentence or an earlier hypothesis is redrawn.
+   An edit that repeats the sentence or an earlier hypothesis is redrawn
+   (at most 100 times).
    Every hypothesis is scored with the one-pass PLL (004 Eq. 7,
    `official_repro.score.PllScorer`, method 'script'); the true sentence
    ranks first when its score is strictly the highest of its list. Printed:
@@ -40,6 +41,7 @@ Three stages, each skipped when its output is already in `--work_dir`:
 import collections
 import dataclasses
 import json
+import math
 import os
 import random
 import re
@@ -58,6 +60,7 @@ from official_repro.data import records
 EDITS = ('substitute', 'delete', 'swap')
 _SENTENCE_END = ' . '
 _EXCLUDED = re.compile(r'<unk>|@|=')
+_MAX_ATTEMPTS = 100
 
 FLAGS = flags.FLAGS
 
@@ -134,7 +137,8 @@ def build_nbest(sentences: Sequence[str], num_distractors: int,
     Lists of `1 + num_distractors` distinct hypotheses.
 
   Raises:
-    ValueError: a sentence too short to edit, or a vocabulary of one word.
+    ValueError: a sentence too short to edit, a vocabulary of one word, or
+      an edit that finds no new hypothesis in 100 draws.
   """
   if len(set(vocabulary)) < 2:
     raise ValueError('The substitution vocabulary needs two different words.')
@@ -148,8 +152,13 @@ def build_nbest(sentences: Sequence[str], num_distractors: int,
     for k in range(num_distractors):
       edit = EDITS[k % len(EDITS)]
       text = sentence
-      while text in seen:
+      for _ in range(_MAX_ATTEMPTS):
+        if text not in seen:
+          break
         text = ' '.join(_edit(words, edit, rng, vocabulary))
+      else:
+        raise ValueError(f'No new {edit!r} hypothesis of {sentence!r} in '
+                         f'{_MAX_ATTEMPTS} draws; use fewer distractors.')
       seen.add(text)
       hypotheses.append(Hypothesis(text, edit))
     nbest.append(hypotheses)
@@ -214,7 +223,7 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
       f'encoder.intermediate_size = {4 * FLAGS.hidden_size}',
       'encoder.max_position_embeddings = 128',
       f'experiment.train_steps = {FLAGS.train_steps}',
-      f'experiment.steps_per_loop = {min(100, FLAGS.train_steps)}',
+      f'experiment.steps_per_loop = {math.gcd(FLAGS.train_steps, 50)}',
       f'experiment.checkpoint_interval = {FLAGS.train_steps}',
       f'experiment.validation_interval = {FLAGS.train_steps}',
       'optimization.optimizer = "adamw"',
@@ -255,8 +264,8 @@ def main(argv):
   flat = scorer([h.text for hypotheses in nbest for h in hypotheses])
   scores = np.reshape(flat, [len(nbest), -1]).tolist()
   result = dict(
-      records={key: metadata.get(key) for key in (
-          'num_train_examples', 'num_eval_examples')},
+      records={split: metadata['splits'][split]['num_examples']
+               for split in ('train', 'eval')},
       pretraining=dict(global_step=run['global_step'], eval=run.get('eval')),
       nbest=ranking_summary(nbest, scores),
       num_candidate_sentences=len(candidates))

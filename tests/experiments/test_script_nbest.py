@@ -64,6 +64,11 @@ def test_build_nbest_rejects_uneditable_input():
     script_nbest.build_nbest(['a a a'], 1, random.Random(0), ['a', 'b'])
   with pytest.raises(ValueError, match='two different words'):
     script_nbest.build_nbest(['a b c'], 1, random.Random(0), ['a', 'a'])
+  with pytest.raises(ValueError, match="No new 'swap'"):
+    # 'a b c' has two swaps; the 9th distractor would be the third.
+    script_nbest.build_nbest(['a b c'], 9, random.Random(0), ['a', 'b'])
+  assert len(script_nbest.build_nbest(['a b c'], 8, random.Random(0),
+                                      ['a', 'b'])[0]) == 9
 
 
 def test_ranking_summary_counts_strict_wins():
