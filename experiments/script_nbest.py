@@ -243,7 +243,10 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
   if completed.returncode:
     raise RuntimeError(f'Pretraining failed (exit {completed.returncode}); '
                        f'see {log_path}.')
-  return json.loads(completed.stdout.split('Operative gin config:')[0])
+  # Orbit prints its progress to stdout before the result: the result is
+  # the JSON object from the line holding only '{' to the gin config.
+  result = ('\n' + completed.stdout).split('Operative gin config:')[0]
+  return json.loads(result[result.index('\n{\n'):])
 
 
 def main(argv):
