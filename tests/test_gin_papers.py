@@ -2,13 +2,17 @@
 
 import os
 import re
+import types
 
 import gin
 import pytest
 
 from official_repro.data import glue as glue_data
 from official_repro.modeling.networks import encoders
+from official_repro.optimization import layerwise_decay
+from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_schedule
+from official_repro.training import finetuning
 from official_repro.training import gin_utils
 
 GIN_DIR = os.path.join(gin_utils.REPO_ROOT, 'gin')
@@ -332,3 +336,105 @@ def test_convbert_sizes_cite_their_source(path):
       if binding.match(line):
         assert 'ConvBERT reference code' in line or '# 002' in line, (
             f'{path}:{number} has no citation: {line.strip()}')
+
+
+# 004 (SCRIPT), Table 4 (pretraining), transcribed from the paper: the cells
+# both columns share, then each column. Train steps are Table 2's caption
+# (1,000,000 small, 766,000 base); alpha and the masking split Appendix 4.1.
+_004_TABLE_4_SHARED = {
+    'experiment.objective': 'script',
+    'script.discriminator_loss_weight': 50.0,   # Appendix 4.1: alpha 50
+    'pretrain_data.max_seq_length': 128,        # Sec. 3: ELECTRA pre-processing
+    'pretrain_data.mask_rate': 0.15,            # Mask percent 15
+    'pretrain_data.masking': 'dynamic',         # Appendix 4.1: on-the-fly
+    'pretrain_data.mask_token_fraction': 0.8,   # Appendix 4.1: 80% [MASK]
+    'pretrain_data.random_token_fraction': 0.1, # Appendix 4.1: 10% random
+    'optimization.optimizer': 'adamw',          # Adam with Weight Decay
+    'optimization.end_learning_rate': 0.0,      # Learning Rate Decay Linear
+    'optimization.decay_power': 1.0,            # Learning Rate Decay Linear
+    'optimization.warmup_steps': 10000,         # Warmup steps
+    'optimization.epsilon': 1e-6,               # Adam epsilon
+    'optimization.beta_1': 0.9,                 # Adam beta_1
+    'optimization.beta_2': 0.999,               # Adam beta_2
+    'encoder.attention_dropout_rate': 0.1,      # Attention Dropout
+    'encoder.dropout_rate': 0.1,                # Dropout
+    'optimization.weight_decay_rate': 0.01,     # Weight Decay
+    'encoder.num_layers': 12,                   # Number of layers
+}
+_004_TABLE_4_SMALL = dict(_004_TABLE_4_SHARED, **{
+    'encoder.hidden_size': 256, 'encoder.intermediate_size': 1024,
+    'encoder.num_attention_heads': 4, 'encoder.embedding_width': 128,
+    'optimization.learning_rate': 5e-4, 'pretrain_data.train_batch_size': 128,
+    'experiment.train_steps': 1000000})
+PRETRAIN_004 = {
+    'small.gin': _004_TABLE_4_SMALL,
+    'base.gin': dict(_004_TABLE_4_SHARED, **{
+        'encoder.hidden_size': 768, 'encoder.intermediate_size': 3072,
+        'encoder.num_attention_heads': 12, 'encoder.embedding_width': 768,
+        'optimization.learning_rate': 2e-4,
+        'pretrain_data.train_batch_size': 256,
+        'experiment.train_steps': 766000}),
+    # Sec. 3.1: small re-trained with 512 tokens for SQuAD.
+    'small_squad.gin': dict(_004_TABLE_4_SMALL, **{
+        'pretrain_data.max_seq_length': 512,
+        'encoder.max_position_embeddings': 512}),
+}
+
+
+@pytest.mark.parametrize('filename', sorted(PRETRAIN_004))
+def test_004_pretraining_columns_equal_table_4(clean_gin, filename):
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'papers/004_script', filename)], [])
+  for name, value in PRETRAIN_004[filename].items():
+    assert gin.query_parameter(name) == value, name
+  heads = gin.query_parameter('encoder.num_attention_heads')
+  assert gin.query_parameter('encoder.hidden_size') // heads == 64  # head size
+
+
+def test_004_small_encoder_has_14m_parameters(clean_gin):
+  """004 Sec. 3 and Table 2: SCRIPT-small has "an encoder of the 14M".
+
+  Built at the BERT uncased vocabulary (30522), 512 positions, 2 types:
+  13,548,800 parameters, 13,483,008 without the pooler (which 004's
+  encoders, ELECTRA's, do not have). 004 rounds ELECTRA's count: 13.48M is
+  "14M" in ELECTRA (Clark et al. 2020, Table 1) as well.
+  """
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'papers/004_script/small.gin')], [])
+  encoder = encoders.build_encoder(
+      encoders.encoder_config().replace(vocab_size=30522))
+  pooler = sum(v.shape.num_elements()
+               for v in encoder.pooler_layer.trainable_variables)
+  built = sum(v.shape.num_elements() for v in encoder.trainable_variables)
+  assert (built, built - pooler) == (13_548_800, 13_483_008)
+  assert built - pooler == pytest.approx(14e6, rel=0.05)
+
+
+def test_004_finetuning_base_learning_rate(clean_gin):
+  """004 Table 5: Learning Rate 1e-4 for Base; every other cell is Small's."""
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'finetune/004_script', name)
+       for name in ('rte.gin', 'base.gin')], [])
+  schedule = finetuning_schedule.FinetuningSchedule()
+  assert (schedule.task, schedule.learning_rate, schedule.num_epochs,
+          schedule.layerwise_lr_decay) == ('rte', 1e-4, 10, 0.8)
+
+
+def test_004_table_5_cells_fixed_in_code():
+  """004 Table 5's Adam betas and linear decay, which have no gin binding.
+
+  beta_1 is AdamWeightDecay's default, beta_2 the fine-tuning task's; the
+  schedule decays linearly to 0 (training/finetuning.py).
+  """
+  optimizer = layerwise_decay.LayerwiseAdamWeightDecay(lr_multipliers={})
+  task_config = finetuning_base.FinetuneTaskConfig()
+  assert (optimizer.get_config()['beta_1'], task_config.adam_beta_2) == (
+      0.9, 0.999)
+  config = finetuning._optimization_config(  # pylint: disable=protected-access
+      types.SimpleNamespace(learning_rate=1e-4), train_steps=100,
+      warmup_steps=10)
+  decay = config.learning_rate.polynomial
+  assert (decay.end_learning_rate, decay.power) == (0.0, 1.0)

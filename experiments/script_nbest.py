@@ -1,0 +1,308 @@
+r"""A short SCRIPT pretraining run and a synthetic N-best ranking test.
+
+  python -m experiments.script_nbest \
+    --corpus=/data/corpus/gutenberg --vocab_file=/data/bert_uncased_vocab.txt \
+    --sentences=/data/corpus/wikitext-2.valid.tokens.txt \
+    --work_dir=/tmp/script_nbest --train_steps=500
+
+Three stages, each skipped when its output is already in `--work_dir`:
+
+1. Records (`<work_dir>/records`): the corpus directory's books as whole
+   documents with the Project Gutenberg boilerplate stripped, the given
+   WordPiece vocabulary (lower-cased), 128-token sequences, dynamic masking
+   (`create_pretraining_data.prepare_pretraining_data`, as the README's
+   "Your own corpus" command).
+2. Pretraining (`<work_dir>/model`): `python -m official_repro.train` on
+   `gin/pretrain/script.gin` (alpha = 50) with a small encoder and schedule
+   (`--hidden_size`, `--num_layers`, `--batch_size`, `--learning_rate`,
+   `--warmup_steps`, `--train_steps`), masking 15% with BERT's 80/10/10
+   split, AdamW; the run's final held-out evaluation (masked-LM accuracy,
+   critic AUC) is reported.
+3. N-best lists. Sentences: the WikiText-2 lines are split at " . " into
+   sentences; a sentence is kept when it has `--min_words` to `--max_words`
+   words and no `<unk>`, `@` (WikiText's escaped hyphens and numbers) or
+   heading marker `=`; `--num_sentences` of them are drawn with
+   `random.Random(--seed)`. Distractors: each sentence gets
+   `--num_distractors` distinct hypotheses, the k-th made by the edit
+   `EDITS[k % 3]` at a random position (the same seeded generator):
+     * `substitute`: one word replaced by a different word drawn from the
+       words of all candidate sentences (their unigram distribution);
+     * `delete`: one word removed;
+     * `swap`: two adjacent different words exchanged.
+   An edit that repeats the sentence or an earlier hypothesis is redrawn
+   (at most 100 times).
+   Every hypothesis is scored with the one-pass PLL (004 Eq. 7,
+   `official_repro.score.PllScorer`, method 'script'); the true sentence
+   ranks first when its score is strictly the highest of its list. Printed:
+   that rate against chance 1 / (1 + num_distractors), and, per edit, how
+   often the true sentence outscores a hypothesis made by that edit.
+"""
+
+import collections
+import dataclasses
+import json
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+from typing import Dict, List, Sequence
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from official_repro import score
+from official_repro.data import create_pretraining_data
+from official_repro.data import records
+
+EDITS = ('substitute', 'delete', 'swap')
+_SENTENCE_END = ' . '
+_EXCLUDED = re.compile(r'<unk>|@|=')
+_MAX_ATTEMPTS = 100
+
+FLAGS = flags.FLAGS
+
+
+@dataclasses.dataclass(frozen=True)
+class Hypothesis:
+  """One N-best entry: its text and the edit that made it (None: true)."""
+  text: str
+  edit: str = None
+
+
+def wikitext_sentences(lines: Sequence[str], min_words: int,
+                       max_words: int) -> List[str]:
+  """The usable sentences of WikiText lines (see the module docstring).
+
+  Args:
+    lines: WikiText token-file lines.
+    min_words: fewest words of a kept sentence (its final '.' included).
+    max_words: most words of a kept sentence.
+
+  Returns:
+    The kept sentences, in file order, each ending with ' .'.
+  """
+  sentences = []
+  for line in lines:
+    line = line.strip()
+    if not line or line.startswith('='):  # Blank or a heading.
+      continue
+    for part in (line + ' ').split(_SENTENCE_END):
+      words = part.split()
+      if not words:
+        continue
+      sentence = ' '.join(words + ['.'])
+      if (min_words <= len(words) + 1 <= max_words and
+          not _EXCLUDED.search(sentence)):
+        sentences.append(sentence)
+  return sentences
+
+
+def _edit(words: List[str], edit: str, rng: random.Random,
+          vocabulary: Sequence[str]) -> List[str]:
+  """`words` changed by one `edit` at a random position."""
+  words = list(words)
+  if edit == 'substitute':
+    position = rng.randrange(len(words))
+    replacement = words[position]
+    while replacement == words[position]:
+      replacement = rng.choice(vocabulary)
+    words[position] = replacement
+  elif edit == 'delete':
+    del words[rng.randrange(len(words))]
+  elif edit == 'swap':
+    pairs = [i for i in range(len(words) - 1) if words[i] != words[i + 1]]
+    position = rng.choice(pairs)
+    words[position], words[position + 1] = words[position + 1], words[position]
+  else:
+    raise ValueError(f'Unknown edit {edit!r}; expected one of {EDITS}.')
+  return words
+
+
+def build_nbest(sentences: Sequence[str], num_distractors: int,
+                rng: random.Random,
+                vocabulary: Sequence[str]) -> List[List[Hypothesis]]:
+  """One list per sentence: the true sentence first, then its distractors.
+
+  Args:
+    sentences: the true sentences (at least 3 words, two of them different).
+    num_distractors: hypotheses per list besides the true one.
+    rng: the random generator (positions, substituted words).
+    vocabulary: words a substitution draws from (with repetitions: their
+      frequency is the draw's distribution); at least two different words.
+
+  Returns:
+    Lists of `1 + num_distractors` distinct hypotheses.
+
+  Raises:
+    ValueError: a sentence too short to edit, a vocabulary of one word, or
+      an edit that finds no new hypothesis in 100 draws.
+  """
+  if len(set(vocabulary)) < 2:
+    raise ValueError('The substitution vocabulary needs two different words.')
+  nbest = []
+  for sentence in sentences:
+    words = sentence.split()
+    if len(words) < 3 or len(set(words)) < 2:
+      raise ValueError(f'Sentence {sentence!r} is too short to edit.')
+    hypotheses = [Hypothesis(sentence)]
+    seen = {sentence}
+    for k in range(num_distractors):
+      edit = EDITS[k % len(EDITS)]
+      text = sentence
+      for _ in range(_MAX_ATTEMPTS):
+        if text not in seen:
+          break
+        text = ' '.join(_edit(words, edit, rng, vocabulary))
+      else:
+        raise ValueError(f'No new {edit!r} hypothesis of {sentence!r} in '
+                         f'{_MAX_ATTEMPTS} draws; use fewer distractors.')
+      seen.add(text)
+      hypotheses.append(Hypothesis(text, edit))
+    nbest.append(hypotheses)
+  return nbest
+
+
+def ranking_summary(nbest: Sequence[Sequence[Hypothesis]],
+                    scores: Sequence[Sequence[float]]) -> Dict[str, float]:
+  """How often the true hypothesis (first of each list) wins.
+
+  Args:
+    nbest: lists from `build_nbest`.
+    scores: one score per hypothesis, same nesting.
+
+  Returns:
+    `top1` (true strictly above every distractor), `chance` (1 / list
+    length) and `<edit>_win_rate` (true strictly above a distractor made by
+    that edit, over all such distractors).
+  """
+  top1 = 0
+  wins, counts = collections.Counter(), collections.Counter()
+  for hypotheses, values in zip(nbest, scores):
+    true_score = values[0]
+    top1 += all(true_score > value for value in values[1:])
+    for hypothesis, value in zip(hypotheses[1:], values[1:]):
+      counts[hypothesis.edit] += 1
+      wins[hypothesis.edit] += true_score > value
+  summary = dict(num_lists=len(nbest), top1=top1 / len(nbest),
+                 chance=1.0 / len(nbest[0]))
+  summary.update({f'{edit}_win_rate': wins[edit] / counts[edit]
+                   for edit in EDITS if counts[edit]})
+  return summary
+
+
+def _build_records(output_dir: str) -> Dict:
+  if os.path.exists(os.path.join(output_dir, records.METADATA_FILENAME)):
+    with open(os.path.join(output_dir, records.METADATA_FILENAME)) as f:
+      return json.load(f)
+  return create_pretraining_data.prepare_pretraining_data(
+      [FLAGS.corpus], output_dir, vocab_file=FLAGS.vocab_file,
+      lower_case=True, document_mode='file', strip_gutenberg=True,
+      max_seq_length=128, masking='dynamic')
+
+
+def _pretrain(records_dir: str, model_dir: str) -> Dict:
+  """Runs `official_repro.train` (log: `<work_dir>/train.log`) and returns
+  its printed result (it resumes from, or only evaluates, a finished run in
+  `model_dir`)."""
+  params = [
+      f"pretrain_data.input_path = '{records_dir}'",
+      'pretrain_data.max_seq_length = 128',
+      f'pretrain_data.train_batch_size = {FLAGS.batch_size}',
+      'pretrain_data.eval_batch_size = 64',
+      'pretrain_data.masking = "dynamic"',
+      'pretrain_data.mask_rate = 0.15',
+      'pretrain_data.mask_token_fraction = 0.8',
+      'pretrain_data.random_token_fraction = 0.1',
+      'pretrain_data.seed = 1',
+      f'encoder.hidden_size = {FLAGS.hidden_size}',
+      f'encoder.num_layers = {FLAGS.num_layers}',
+      f'encoder.num_attention_heads = {FLAGS.hidden_size // 64}',
+      f'encoder.intermediate_size = {4 * FLAGS.hidden_size}',
+      'encoder.max_position_embeddings = 128',
+      f'experiment.train_steps = {FLAGS.train_steps}',
+      f'experiment.steps_per_loop = {math.gcd(FLAGS.train_steps, 50)}',
+      f'experiment.checkpoint_interval = {FLAGS.train_steps}',
+      f'experiment.validation_interval = {FLAGS.train_steps}',
+      'optimization.optimizer = "adamw"',
+      f'optimization.learning_rate = {FLAGS.learning_rate}',
+      f'optimization.warmup_steps = {FLAGS.warmup_steps}',
+      'optimization.weight_decay_rate = 0.01',
+      'optimization.global_clipnorm = 1.0',
+  ]
+  command = [sys.executable, '-m', 'official_repro.train',
+             '--gin_file=gin/pretrain/script.gin', f'--model_dir={model_dir}',
+             '--mode=train_and_eval', '--strategy=cpu',
+             *(f'--gin_param={param}' for param in params)]
+  log_path = os.path.join(FLAGS.work_dir, 'train.log')
+  with open(log_path, 'w') as log:
+    completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=log,
+                               text=True, check=False)
+  if completed.returncode:
+    raise RuntimeError(f'Pretraining failed (exit {completed.returncode}); '
+                       f'see {log_path}.')
+  # Orbit prints its progress to stdout before the result: the result is
+  # the JSON object from the line holding only '{' to the gin config.
+  result = ('\n' + completed.stdout).split('Operative gin config:')[0]
+  return json.loads(result[result.index('\n{\n'):])
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  os.makedirs(FLAGS.work_dir, exist_ok=True)
+  metadata = _build_records(os.path.join(FLAGS.work_dir, 'records'))
+  model_dir = os.path.join(FLAGS.work_dir, 'model')
+  run = _pretrain(os.path.join(FLAGS.work_dir, 'records'), model_dir)
+  with open(FLAGS.sentences) as f:
+    candidates = wikitext_sentences(f.readlines(), FLAGS.min_words,
+                                    FLAGS.max_words)
+  rng = random.Random(FLAGS.seed)
+  sentences = rng.sample(candidates, FLAGS.num_sentences)
+  vocabulary = [word for sentence in candidates for word in sentence.split()]
+  nbest = build_nbest(sentences, FLAGS.num_distractors, rng, vocabulary)
+  scorer = score.PllScorer.from_checkpoint(model_dir, 'script')
+  flat = scorer([h.text for hypotheses in nbest for h in hypotheses])
+  scores = np.reshape(flat, [len(nbest), -1]).tolist()
+  result = dict(
+      records={split: metadata['splits'][split]['num_examples']
+               for split in ('train', 'eval')},
+      pretraining=dict(global_step=run['global_step'], eval=run.get('eval')),
+      nbest=ranking_summary(nbest, scores),
+      num_candidate_sentences=len(candidates))
+  print(json.dumps(result, indent=2, sort_keys=True, default=float))
+  if FLAGS.output_json:
+    with open(FLAGS.output_json, 'w') as f:
+      json.dump(dict(result, lists=[
+          [dict(text=h.text, edit=h.edit, score=s) for h, s in zip(hs, ss)]
+          for hs, ss in zip(nbest, scores)]), f, indent=1, default=float)
+
+
+def define_flags():
+  """Defines the command-line flags."""
+  flags.DEFINE_string('corpus', None, 'Corpus directory (Gutenberg books).')
+  flags.DEFINE_string('vocab_file', None, 'WordPiece vocabulary (uncased).')
+  flags.DEFINE_string('sentences', None, 'WikiText token file.')
+  flags.DEFINE_string('work_dir', '/tmp/script_nbest',
+                      'Records, model and outputs (stages are reused).')
+  flags.DEFINE_integer('hidden_size', 128, 'Encoder width (heads of 64).')
+  flags.DEFINE_integer('num_layers', 4, 'Encoder depth.')
+  flags.DEFINE_integer('batch_size', 32, 'Pretraining batch size.')
+  flags.DEFINE_float('learning_rate', 5e-3, 'Peak learning rate.')
+  flags.DEFINE_integer('warmup_steps', 100, 'Linear warmup steps.')
+  flags.DEFINE_integer('train_steps', 500, 'Pretraining steps.')
+  flags.DEFINE_integer('num_sentences', 200, 'N-best lists.')
+  flags.DEFINE_integer('num_distractors', 4, 'Distractors per list.')
+  flags.DEFINE_integer('min_words', 8, 'Shortest sentence kept.')
+  flags.DEFINE_integer('max_words', 30, 'Longest sentence kept.')
+  flags.DEFINE_integer('seed', 0, 'Seeds the sentence draw and the edits.')
+  flags.DEFINE_string('output_json', None,
+                      'Also write the summary and every scored list here.')
+  flags.mark_flags_as_required(['corpus', 'vocab_file', 'sentences'])
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

@@ -1,0 +1,82 @@
+"""The N-best construction of experiments/script_nbest.py on tiny fixtures."""
+
+import random
+
+import pytest
+
+from experiments import script_nbest
+
+WIKITEXT = [
+    ' \n',
+    ' = Homarus gammarus = \n',
+    ' The lobster is blue above . It has two claws and eight legs . \n',
+    ' The <unk> is red . The larvae swim to the water surface at night . \n',
+    ' The spines are red @-@ tipped on the claws of the lobster . \n',
+]
+
+
+def test_wikitext_sentences_skips_headings_unk_and_escapes():
+  assert script_nbest.wikitext_sentences(WIKITEXT, 5, 12) == [
+      'The lobster is blue above .',
+      'It has two claws and eight legs .',
+      'The larvae swim to the water surface at night .',
+  ]
+  assert script_nbest.wikitext_sentences(WIKITEXT, 7, 8) == [
+      'It has two claws and eight legs .']
+
+
+def _lists(seed, num_distractors=4):
+  sentences = ['the cat sat on the mat .', 'a dog ran to the park .']
+  vocabulary = ' '.join(sentences).split()
+  return script_nbest.build_nbest(sentences, num_distractors,
+                                  random.Random(seed), vocabulary)
+
+
+def test_build_nbest_makes_distinct_one_edit_distractors():
+  for hypotheses in _lists(seed=0):
+    true = hypotheses[0]
+    assert true.edit is None
+    assert [h.edit for h in hypotheses[1:]] == [
+        'substitute', 'delete', 'swap', 'substitute']
+    assert len({h.text for h in hypotheses}) == 5
+    words = true.text.split()
+    for h in hypotheses[1:]:
+      edited = h.text.split()
+      if h.edit == 'substitute':
+        assert len(edited) == len(words)
+        assert sum(a != b for a, b in zip(words, edited)) == 1
+      elif h.edit == 'delete':
+        assert any(words[:i] + words[i + 1:] == edited
+                   for i in range(len(words)))
+      else:
+        assert sorted(edited) == sorted(words)
+        changed = [i for i, (a, b) in enumerate(zip(words, edited)) if a != b]
+        assert len(changed) == 2 and changed[1] == changed[0] + 1
+
+
+def test_build_nbest_is_fixed_by_the_seed():
+  assert _lists(seed=3) == _lists(seed=3)
+  assert _lists(seed=3) != _lists(seed=4)
+
+
+def test_build_nbest_rejects_uneditable_input():
+  with pytest.raises(ValueError, match='too short'):
+    script_nbest.build_nbest(['a a a'], 1, random.Random(0), ['a', 'b'])
+  with pytest.raises(ValueError, match='two different words'):
+    script_nbest.build_nbest(['a b c'], 1, random.Random(0), ['a', 'a'])
+  with pytest.raises(ValueError, match="No new 'swap'"):
+    # 'a b c' has two swaps; the 9th distractor would be the third.
+    script_nbest.build_nbest(['a b c'], 9, random.Random(0), ['a', 'b'])
+  assert len(script_nbest.build_nbest(['a b c'], 8, random.Random(0),
+                                      ['a', 'b'])[0]) == 9
+
+
+def test_ranking_summary_counts_strict_wins():
+  nbest = _lists(seed=0, num_distractors=3)
+  scores = [[-1.0, -2.0, -0.5, -3.0],   # Loses to the deletion.
+            [-1.0, -2.0, -1.5, -1.0]]   # Tie with the swap: not first.
+  assert script_nbest.ranking_summary(nbest, scores) == dict(
+      num_lists=2, top1=0.0, chance=0.25, substitute_win_rate=1.0,
+      delete_win_rate=0.5, swap_win_rate=0.5)
+  assert script_nbest.ranking_summary(nbest, [[0.0, -1, -1, -1]] * 2)[
+      'top1'] == 1.0
