@@ -20,7 +20,6 @@ from official.core import task_factory
 from official.modeling.hyperparams import base_config
 from official.nlp.configs import electra as stock_electra
 from official.nlp.tasks import electra_task as stock_electra_task
-from official_repro.data import pretrain_dataloader
 from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
@@ -70,15 +69,10 @@ class ElectraModelConfig(base_config.Config):
 
 
 @dataclasses.dataclass
-class ElectraPretrainConfig(cfg.TaskConfig):
+class ElectraPretrainConfig(pretraining.PretrainTaskConfig):
   """ELECTRA pretraining task config (loss scaling as in `PretrainTask`)."""
   model: ElectraModelConfig = dataclasses.field(
       default_factory=ElectraModelConfig)
-  scale_loss: bool = True
-  train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
-  validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
 
 
 @task_factory.register_task_cls(ElectraPretrainConfig)

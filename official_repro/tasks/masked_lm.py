@@ -19,7 +19,6 @@ from official.nlp.modeling import layers
 from official.nlp.modeling import models
 from official.nlp.tasks import masked_lm as stock_masked_lm
 from official.modeling.hyperparams import base_config
-from official_repro.data import pretrain_dataloader
 from official_repro.metrics import flops
 from official_repro.modeling import activations
 from official_repro.modeling.networks import encoders
@@ -53,20 +52,11 @@ class MaskedLMModelConfig(base_config.Config):
 
 
 @dataclasses.dataclass
-class MaskedLMPretrainConfig(stock_masked_lm.MaskedLMConfig):
-  """Masked-LM pretraining on our record format.
-
-  `scale_loss` is on: each replica's loss is divided by the number of replicas
-  so that the summed all-reduce yields the mean gradient, which keeps gradient
-  clipping and the learning rate independent of the replica count.
-  """
-  scale_loss: bool = True
+class MaskedLMPretrainConfig(pretraining.PretrainTaskConfig):
+  """Masked-LM pretraining on our record format (Model Garden's
+  `MaskedLMTask` reads `model.cls_heads`, `train_data` and `scale_loss`)."""
   model: MaskedLMModelConfig = dataclasses.field(
       default_factory=MaskedLMModelConfig)
-  train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
-  validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
 
 
 @task_factory.register_task_cls(MaskedLMPretrainConfig)

@@ -9,20 +9,37 @@ model's MLM loss over the masked positions). Objectives register themselves
 in `official_repro.tasks.objectives`.
 """
 
+import dataclasses
 from typing import List, Optional
 
 import tensorflow as tf
 import tf_keras
 
+from official.core import config_definitions as cfg
 from official.nlp.tasks import masked_lm
 from official_repro.data import pretrain_dataloader
+
+
+@dataclasses.dataclass
+class PretrainTaskConfig(cfg.TaskConfig):
+  """The task-config fields every objective has; an objective adds `model`.
+
+  `scale_loss` is on: each replica's loss is divided by the number of
+  replicas so that the summed all-reduce yields the mean gradient, which
+  keeps gradient clipping and the learning rate independent of the replica
+  count.
+  """
+  scale_loss: bool = True
+  train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
+      default_factory=pretrain_dataloader.PretrainDataConfig)
+  validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
+      default_factory=pretrain_dataloader.PretrainDataConfig)
 
 
 class PretrainTask(masked_lm.MaskedLMTask):
   """Model Garden's `MaskedLMTask` on `official_repro` records.
 
-  The task config needs `model`, `train_data` and `validation_data`
-  (`pretrain_dataloader.PretrainDataConfig`) and `scale_loss`.
+  Its config is a `PretrainTaskConfig` with the objective's `model`.
   """
 
   def build_inputs(self, params: pretrain_dataloader.PretrainDataConfig,

@@ -19,10 +19,8 @@ from typing import Dict, List
 import tensorflow as tf
 import tf_keras
 
-from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.modeling.hyperparams import base_config
-from official_repro.data import pretrain_dataloader
 from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import script
@@ -56,15 +54,10 @@ class ScriptModelConfig(base_config.Config):
 
 
 @dataclasses.dataclass
-class ScriptPretrainConfig(cfg.TaskConfig):
+class ScriptPretrainConfig(pretraining.PretrainTaskConfig):
   """SCRIPT pretraining task config (loss scaling as in `PretrainTask`)."""
   model: ScriptModelConfig = dataclasses.field(
       default_factory=ScriptModelConfig)
-  scale_loss: bool = True
-  train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
-  validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
 
 
 def critic_loss(labels: tf.Tensor, log_positive: tf.Tensor,

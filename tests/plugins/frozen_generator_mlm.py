@@ -16,11 +16,9 @@ from typing import Any, Dict
 
 import tensorflow as tf
 
-from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.modeling.hyperparams import base_config
 from official.nlp.modeling import layers
-from official_repro.data import pretrain_dataloader
 from official_repro.modeling import activations
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
@@ -38,14 +36,9 @@ class FrozenGeneratorModelConfig(base_config.Config):
 
 
 @dataclasses.dataclass
-class FrozenGeneratorPretrainConfig(cfg.TaskConfig):
+class FrozenGeneratorPretrainConfig(pretraining.PretrainTaskConfig):
   model: FrozenGeneratorModelConfig = dataclasses.field(
       default_factory=FrozenGeneratorModelConfig)
-  scale_loss: bool = True
-  train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
-  validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
 
 
 class FrozenGeneratorMLM(electra.ElectraPretrainer):
