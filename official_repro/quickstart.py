@@ -26,6 +26,7 @@ from absl import app
 from absl import flags
 from absl import logging
 import gin
+import tensorflow as tf
 
 from official_repro.common import json_files
 from official_repro.data import builtin_corpus
@@ -51,7 +52,7 @@ MAX_SEQ_LENGTH = 128
 def prepare_records(work_dir: str, vocab_size: int) -> str:
   """Builds the corpus and records once; returns the record directory."""
   record_dir = os.path.join(work_dir, 'records')
-  if os.path.exists(os.path.join(record_dir, records.METADATA_FILENAME)):
+  if tf.io.gfile.exists(os.path.join(record_dir, records.METADATA_FILENAME)):
     logging.info('Reusing records in %s', record_dir)
     return record_dir
   corpus_dir = os.path.join(work_dir, 'corpus')

@@ -143,15 +143,16 @@ def load_metadata(path: str) -> Dict[str, Any]:
     FileNotFoundError: no metadata file, or a file it lists is missing.
     ValueError: the metadata is malformed or of an unknown format_version.
   """
-  if os.path.isdir(path):
+  if tf.io.gfile.isdir(path):
     directory, metadata_path = path, os.path.join(path, METADATA_FILENAME)
   else:
     directory, metadata_path = os.path.dirname(path), path
-  if not os.path.isfile(metadata_path):
+  if not tf.io.gfile.exists(metadata_path) or tf.io.gfile.isdir(
+      metadata_path):
     raise FileNotFoundError(
         f'Record metadata {metadata_path} does not exist; expected a '
         'directory written by official_repro.data.create_pretraining_data.')
-  with open(metadata_path, 'r', encoding='utf-8') as f:
+  with tf.io.gfile.GFile(metadata_path, 'r') as f:
     try:
       metadata = json.load(f)
     except json.JSONDecodeError as e:
@@ -222,7 +223,7 @@ def validate_metadata(metadata: Mapping[str, Any],
         name for split in SPLITS for name in metadata['splits'][split]['files']
     ]
     for name in listed:
-      if not os.path.isfile(os.path.join(directory, name)):
+      if not tf.io.gfile.exists(os.path.join(directory, name)):
         raise FileNotFoundError(
             f'{source} lists {name}, but {os.path.join(directory, name)} '
             'does not exist.')

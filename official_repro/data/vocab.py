@@ -7,7 +7,6 @@ never assumed: in the BERT uncased vocabulary [PAD] is 0 but [UNK], [CLS],
 """
 
 import dataclasses
-import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -96,9 +95,9 @@ def load_vocab(path: str,
     ValueError: the file is empty, has an empty line, repeats a token, or
       lacks a required token.
   """
-  if not os.path.isfile(path):
+  if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
     raise FileNotFoundError(f'Vocabulary file {path} does not exist.')
-  with open(path, 'r', encoding='utf-8') as f:
+  with tf.io.gfile.GFile(path, 'r') as f:
     text = f.read()
   lines = text.splitlines()
   if not lines:
@@ -124,7 +123,7 @@ def load_vocab(path: str,
 
 def write_vocab(tokens: Sequence[str], path: str):
   """Writes one token per line."""
-  with open(path, 'w', encoding='utf-8') as f:
+  with tf.io.gfile.GFile(path, 'w') as f:
     for token in tokens:
       f.write(token + '\n')
 

@@ -110,6 +110,13 @@ class TestStaticRecords:
   def test_metadata(self, static_run):
     output_dir, metadata = static_run
     assert records.load_metadata(output_dir) == metadata
+    # The same directory on a non-local filesystem (gs:// in production).
+    remote = 'ram://static_run_copy'
+    tf.io.gfile.makedirs(remote)
+    for name in tf.io.gfile.listdir(output_dir):
+      tf.io.gfile.copy(os.path.join(output_dir, name),
+                       os.path.join(remote, name), overwrite=True)
+    assert records.load_metadata(remote) == metadata
     tokens = vocab.load_vocab(os.path.join(output_dir, 'vocab.txt'))
     assert metadata['format_version'] == 1
     assert metadata['max_seq_length'] == _MAX_SEQ_LENGTH

@@ -125,3 +125,16 @@ class TestBuildAndTokenize:
   def test_build_rejects_tiny_size(self, tmp_path):
     with pytest.raises(ValueError, match='vocab_size must exceed 5'):
       vocab.build_wordpiece_vocab(_SENTENCES, 5, str(tmp_path / 'v.txt'))
+
+
+def test_vocab_round_trips_on_a_non_local_filesystem():
+  # tf.io.gfile's in-memory filesystem stands in for gs://: a reader that
+  # used open() or os.path would not find the file.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  path = 'ram://vocab_test/vocab.txt'
+  tokens = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'river', '##s']
+  vocab.write_vocab(tokens, path)
+  assert tf.io.gfile.exists(path)
+  assert vocab.load_vocab(path) == tokens
+  with pytest.raises(FileNotFoundError, match='ram://vocab_test/missing'):
+    vocab.load_vocab('ram://vocab_test/missing.txt')
