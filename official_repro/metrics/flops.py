@@ -273,6 +273,29 @@ def rtd_head_flops(net: NetworkShape) -> float:
   return 2 * h * h + h + ACTIVATION_FLOPS * h + 2 * h
 
 
+def mws_head_flops(net: NetworkShape, output_fraction: float,
+                   num_candidates: int) -> float:
+  """Forward FLOPs per token of TEAMS' multi-word selection head.
+
+  Run at the masked fraction of tokens: the MLM head's transform (dense
+  H -> E, GELU, LayerNorm), then C dot products of width E with the
+  candidates' embedding rows and a softmax over the C candidates, instead
+  of the MLM head's V.
+  """
+  e, h = net.embedding, net.hidden
+  return output_fraction * (
+      2 * h * e + e + ACTIVATION_FLOPS * e + LAYER_NORM_FLOPS * e
+      + 2 * e * num_candidates
+      + SOFTMAX_FLOPS * num_candidates + 2 * num_candidates)
+
+
+def feed_forward_flops(net: NetworkShape) -> float:
+  """Forward FLOPs per token of a block's feed-forward sublayer alone (a
+  per-token task head: `ffn_*` terms of `block_terms`)."""
+  return float(sum(value for name, value in block_terms(net).items()
+                   if name.startswith('ffn_')))
+
+
 def network_flops(net: NetworkShape, head: str,
                   output_fraction: float = ELECTRA_OUTPUT_FRACTION,
                   one_hot_embeddings: bool = True) -> float:

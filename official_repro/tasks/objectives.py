@@ -45,6 +45,9 @@ class Objective:
     derived: model-config fields that `finalize` sets, not gin.
     finalize: `task_config -> task_config` for what derives from several
       settings (e.g. next-sentence labels in the data configs).
+    exported_encoder: `model_config -> EncoderConfig` of the network kept
+      for fine-tuning when it is not the encoder field's config as it is
+      (TEAMS' extra task layer on top); None: that field's config.
     flops: `(task_config, seq_length, max_predictions) ->
       {network name: flops.NetworkCost}`, per-token forward FLOPs of every
       network and head in ELECTRA's conventions (None: not modelled).
@@ -59,6 +62,7 @@ class Objective:
   required: tuple = ()
   derived: tuple = ()
   finalize: Optional[Callable[[cfg.TaskConfig], cfg.TaskConfig]] = None
+  exported_encoder: Optional[Callable[[Any], encoders.EncoderConfig]] = None
   flops: Optional[Callable[[cfg.TaskConfig, int, int],
                            Dict[str, flops_lib.NetworkCost]]] = None
   stock_task_config: Optional[Callable[[cfg.TaskConfig, Any, int],
@@ -66,6 +70,8 @@ class Objective:
 
   def exported_encoder_config(self, model_config) -> encoders.EncoderConfig:
     """The config of the encoder kept for fine-tuning."""
+    if self.exported_encoder is not None:
+      return self.exported_encoder(model_config)
     return getattr(model_config, self.encoder_field)
 
 

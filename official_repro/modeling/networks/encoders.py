@@ -368,6 +368,24 @@ def _require_vocab_size(config: EncoderConfig) -> None:
                      'data vocabulary (with_vocab_size) first.')
 
 
+def build_block(config: EncoderConfig, index: int) -> tf_keras.layers.Layer:
+  """A new transformer block of the config's backbone, outside any network.
+
+  For task layers added beside an encoder (TEAMS' attention-based task
+  head): called as `block([hidden_states, attention_mask])` like the
+  encoder's own blocks, with its own variables (also for ALBERT, whose
+  encoder applies one block at every layer).
+
+  Args:
+    config: the architecture (the block takes its sizes and options).
+    index: the layer index it stands at (names the block).
+  """
+  config = validate(config)
+  backbone = get_backbone(config.backbone)
+  return backbone.build_block(config, backbone.parse_options(config), index,
+                              False)
+
+
 def build_encoder(config: EncoderConfig,
                   shared: Optional[SharedLayers] = None,
                   return_attention_scores: bool = False,

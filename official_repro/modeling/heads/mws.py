@@ -1,0 +1,78 @@
+"""Multi-word selection head of the TEAMS discriminator (003 Sec. 3.1-3.2).
+
+For each masked position the discriminator picks the original token out of a
+candidate set S (the original and K non-original tokens) with
+
+  P(x | x^R, S) = softmax over x' in S of e(x')^T h^MWS   (003 Eq. 7),
+
+e the word-embedding table shared with the generator. The discriminator's
+hidden width H and the embedding width E differ in the small models
+(256 vs 128), so h^MWS is the masked position's state mapped to width E:
+LayerNorm(activation(dense_{H->E}(h))), the transform of Model Garden's
+TEAMS `MultiWordSelectionHead` and of the MLM head. The logits carry no
+bias (Eq. 7 has none; neither does Model Garden's head).
+
+Model Garden's head keeps the embedding table from its constructor, so it
+cannot be rebuilt from its config; this one takes the table as a call
+argument and serializes on its own.
+"""
+
+from typing import Any, Dict
+
+import tensorflow as tf
+import tf_keras
+
+from official_repro.modeling import activations
+
+
+@tf_keras.utils.register_keras_serializable(package='official_repro')
+class MultiWordSelectionHead(tf_keras.layers.Layer):
+  """Candidate-set logits at the masked positions."""
+
+  def __init__(self, embedding_width: int, activation: str = 'gelu_tanh',
+               initializer_range: float = 0.02, **kwargs):
+    """Builds the transform.
+
+    Args:
+      embedding_width: E, the width of the word-embedding rows.
+      activation: a name of `official_repro.modeling.activations`.
+      initializer_range: stddev of the dense layer's initializer.
+      **kwargs: other `tf_keras.layers.Layer` arguments.
+    """
+    super().__init__(**kwargs)
+    self._embedding_width = embedding_width
+    self._activation = activation
+    self._initializer_range = initializer_range
+    self.dense = tf_keras.layers.Dense(
+        embedding_width, activation=activations.get(activation),
+        kernel_initializer=tf_keras.initializers.TruncatedNormal(
+            stddev=initializer_range),
+        name='transform')
+    self.layer_norm = tf_keras.layers.LayerNormalization(
+        axis=-1, epsilon=1e-12, name='transform/layer_norm')
+
+  def call(self, sequence_output: tf.Tensor, masked_positions: tf.Tensor,
+           candidate_ids: tf.Tensor, embedding_table: tf.Tensor) -> tf.Tensor:
+    """The logits of each candidate.
+
+    Args:
+      sequence_output: float `[B, T, H]`, the MWS representations.
+      masked_positions: int `[B, P]`.
+      candidate_ids: int `[B, P, C]`, the candidate sets.
+      embedding_table: float `[V, E]`, the word embeddings e.
+
+    Returns:
+      float `[B, P, C]`: e(candidate)^T h^MWS.
+    """
+    states = tf.gather(sequence_output, masked_positions, batch_dims=1)
+    states = self.layer_norm(self.dense(states))  # [B, P, E]
+    candidates = tf.gather(embedding_table, candidate_ids)  # [B, P, C, E]
+    return tf.einsum('bpe,bpce->bpc', states,
+                     tf.cast(candidates, states.dtype))
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(embedding_width=self._embedding_width,
+                  activation=self._activation,
+                  initializer_range=self._initializer_range)
+    return config

@@ -1,0 +1,67 @@
+"""A per-token feed-forward task head (003 Fig. 2 left, Table 3 ablation).
+
+The design TEAMS compares its attention-based task heads against: each
+token's task-agnostic state goes through its own feed-forward network, with
+no attention across tokens. Its shape is a transformer block's feed-forward
+sublayer, so that it differs from the attention head only by the missing
+self-attention: dense H -> I with the encoder's activation, dense I -> H,
+dropout, residual connection and LayerNorm.
+"""
+
+from typing import Any, Dict
+
+import tensorflow as tf
+import tf_keras
+
+from official.modeling import tf_utils
+from official_repro.modeling import activations
+
+
+@tf_keras.utils.register_keras_serializable(package='official_repro')
+class TokenFeedForwardHead(tf_keras.layers.Layer):
+  """Maps `[B, T, H]` states to `[B, T, H]` task states, token by token."""
+
+  def __init__(self, hidden_size: int, intermediate_size: int,
+               activation: str = 'gelu_tanh', dropout_rate: float = 0.1,
+               initializer_range: float = 0.02, **kwargs):
+    """Builds the sublayer.
+
+    Args:
+      hidden_size: H, input and output width.
+      intermediate_size: I, the inner width.
+      activation: a name of `official_repro.modeling.activations`.
+      dropout_rate: dropout before the residual connection.
+      initializer_range: stddev of the dense layers' initializers.
+      **kwargs: other `tf_keras.layers.Layer` arguments.
+    """
+    super().__init__(**kwargs)
+    self._hidden_size = hidden_size
+    self._intermediate_size = intermediate_size
+    self._activation = activation
+    self._dropout_rate = dropout_rate
+    self._initializer_range = initializer_range
+    initializer = tf_keras.initializers.TruncatedNormal(
+        stddev=initializer_range)
+    self.intermediate = tf_keras.layers.Dense(
+        intermediate_size, activation=activations.get(activation),
+        kernel_initializer=initializer, name='intermediate')
+    self.output_dense = tf_keras.layers.Dense(
+        hidden_size, kernel_initializer=tf_utils.clone_initializer(
+            initializer), name='output')
+    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.layer_norm = tf_keras.layers.LayerNormalization(
+        axis=-1, epsilon=1e-12, dtype=tf.float32, name='output/layer_norm')
+
+  def call(self, states: tf.Tensor, training=None) -> tf.Tensor:
+    outputs = self.dropout(self.output_dense(self.intermediate(states)),
+                           training=training)
+    return self.layer_norm(states + outputs)
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(hidden_size=self._hidden_size,
+                  intermediate_size=self._intermediate_size,
+                  activation=self._activation,
+                  dropout_rate=self._dropout_rate,
+                  initializer_range=self._initializer_range)
+    return config

@@ -1,0 +1,283 @@
+"""TEAMS pretraining (paper 003): MLM + lambda1 * RTD + lambda2 * MWS.
+
+Loss (003 Eq. 9) = generator_loss_weight * L_MLM + rtd_loss_weight * L_RTD
++ mws_loss_weight * L_MWS, with L_MLM averaged over the masked positions
+(Model Garden's `MaskedLMTask` loss), L_RTD ELECTRA's sigmoid cross-entropy
+averaged over real tokens, and L_MWS the softmax cross-entropy of the
+original among its K + 1 candidates (003 Eq. 8), averaged over the masked
+positions (as Model Garden's `TeamsPretrainTask`). A weight of 0 drops its
+term (003 Table 2's single-task rows). The model is
+`modeling/pretrainers/teams.py`, on any backbone (`encoder.backbone`).
+
+The generator has the discriminator's width (`generator_size` 1.0) and
+`generator_layers` of its depth (003 Table 5: 1/2); `layer_tying` sets how
+many of its bottom blocks are the discriminator's (003 Sec. 3.2, Table 4):
+'partial' the bottom half of the generator's layers (rounded down),
+'full' all of them, 'none' none.
+
+gin: `experiment.objective = 'teams'` and `teams.<field>` for the fields of
+`TeamsModelConfig`. The benchmark's stock counterpart is Model Garden's
+`official.projects.teams.teams_task.TeamsPretrainTask` with
+`candidate_size = K + 1`.
+"""
+
+import dataclasses
+from typing import Dict, List, Union
+
+import tensorflow as tf
+import tf_keras
+
+from official.core import task_factory
+from official.modeling.hyperparams import base_config
+from official.projects.teams import teams as stock_teams
+from official.projects.teams import teams_task as stock_teams_task
+from official_repro.metrics import flops
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.pretrainers import networks
+from official_repro.modeling.pretrainers import teams
+from official_repro.tasks import objectives
+from official_repro.tasks import pretraining
+
+LAYER_TYING = ('partial', 'full', 'none')
+
+
+def num_tied_layers(layer_tying: str, generator_layers: int) -> int:
+  """The generator's bottom blocks shared with the discriminator.
+
+  Raises:
+    ValueError: for an unknown `layer_tying`.
+  """
+  if layer_tying not in LAYER_TYING:
+    raise ValueError(f'teams.layer_tying={layer_tying!r}; expected one of '
+                     f'{list(LAYER_TYING)}.')
+  return dict(partial=generator_layers // 2, full=generator_layers,
+              none=0)[layer_tying]
+
+
+@dataclasses.dataclass
+class TeamsModelConfig(base_config.Config):
+  """The TEAMS pretrainer and its loss weights.
+
+  Attributes:
+    discriminator: the discriminator's encoder of L layers (gin: `encoder`);
+      the generator is derived from it.
+    generator_size: generator width as a fraction of the discriminator's
+      (TEAMS: 1.0; tying layers needs 1.0).
+    generator_layers: generator depth: an int is a count, a float a fraction
+      of L (003 Table 5: 1/2).
+    layer_tying: 'partial', 'full' or 'none' (see the module docstring).
+    num_negatives: K, non-original candidates per masked position.
+    negative_sampling: 'sampled' or 'hardest'.
+    task_heads: 'attention', 'attention_on_top' or 'ffn'.
+    exported_representations: 'mws' or 'rtd': the side kept for fine-tuning.
+    temperature: sampling temperature of the generator's softmax.
+    tie_embeddings: one word-embedding table for both networks.
+    generator_loss_weight: weight of L_MLM.
+    rtd_loss_weight: lambda1, weight of L_RTD.
+    mws_loss_weight: lambda2, weight of L_MWS.
+    mlm_activation: activation of the MLM, RTD and MWS transforms.
+    initializer_range: stddev of the heads' initializers.
+  """
+  discriminator: encoders.EncoderConfig = dataclasses.field(
+      default_factory=encoders.EncoderConfig)
+  generator_size: float = 1.0
+  generator_layers: Union[int, float] = 1.0
+  layer_tying: str = 'none'
+  num_negatives: int = 1
+  negative_sampling: str = 'sampled'
+  task_heads: str = 'attention'
+  exported_representations: str = 'mws'
+  temperature: float = 1.0
+  tie_embeddings: bool = True
+  generator_loss_weight: float = 1.0
+  rtd_loss_weight: float = 1.0
+  mws_loss_weight: float = 1.0
+  mlm_activation: str = 'gelu_tanh'
+  initializer_range: float = 0.02
+
+  def generator(self) -> encoders.EncoderConfig:
+    """The generator's encoder config (derived from the paper's L layers)."""
+    return networks.scale_generator(self.discriminator, self.generator_size,
+                                    self.generator_layers)
+
+  def num_shared_blocks(self) -> int:
+    return num_tied_layers(self.layer_tying, self.generator().num_layers)
+
+  def exported_discriminator(self) -> encoders.EncoderConfig:
+    """The discriminator network kept for fine-tuning (one layer more than
+    L with 'attention_on_top')."""
+    return self.discriminator.replace(num_layers=teams.exported_depth(
+        self.discriminator.num_layers, self.task_heads))
+
+
+@dataclasses.dataclass
+class TeamsPretrainConfig(pretraining.PretrainTaskConfig):
+  """TEAMS pretraining task config (loss scaling as in `PretrainTask`)."""
+  model: TeamsModelConfig = dataclasses.field(
+      default_factory=TeamsModelConfig)
+
+
+def mws_loss(mws_logits: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
+  """003 Eq. 8: -log P(original | candidates), averaged over masked slots.
+
+  Args:
+    mws_logits: float `[B, P, C]`, the original's logit at index 0.
+    weights: float `[B, P]`, 1 for real masked slots.
+
+  Returns:
+    The scalar loss (0 for a batch without masked slots).
+  """
+  logits = tf.cast(mws_logits, tf.float32)
+  losses = -tf.nn.log_softmax(logits, axis=-1)[..., 0]
+  weights = tf.cast(weights, tf.float32)
+  return tf.math.divide_no_nan(tf.reduce_sum(losses * weights),
+                               tf.reduce_sum(weights))
+
+
+@task_factory.register_task_cls(TeamsPretrainConfig)
+class TeamsPretrainTask(pretraining.ReplacedTokenTask):
+  """MLM + RTD + MWS pretraining; ELECTRA's RTD metrics, MWS's own."""
+
+  def build_model(self, params: TeamsModelConfig = None
+                  ) -> teams.TeamsPretrainer:
+    config = params or self.task_config.model
+    return teams.TeamsPretrainer(
+        discriminator_config=config.exported_discriminator(),
+        generator_config=config.generator(),
+        num_negatives=config.num_negatives,
+        negative_sampling=config.negative_sampling,
+        task_heads=config.task_heads,
+        exported_representations=config.exported_representations,
+        tie_embeddings=config.tie_embeddings,
+        num_shared_blocks=config.num_shared_blocks(),
+        temperature=config.temperature,
+        mlm_activation=config.mlm_activation,
+        initializer_range=config.initializer_range)
+
+  def build_metrics(self, training=None) -> List[tf_keras.metrics.Metric]:
+    return super().build_metrics(training) + [
+        tf_keras.metrics.Mean(name='mws_loss'),
+        tf_keras.metrics.Mean(name='mws_accuracy'),
+    ]
+
+  def process_metrics(self, metrics, labels, model_outputs):
+    super().process_metrics(metrics, labels, model_outputs)
+    by_name = {metric.name: metric for metric in metrics}
+    logits = model_outputs['mws_logits']
+    # Correct when the original (index 0) has the largest logit.
+    correct = tf.cast(tf.reduce_all(
+        logits[..., :1] >= logits[..., 1:], axis=-1), tf.float32)
+    by_name['mws_accuracy'].update_state(
+        correct, tf.cast(labels['masked_lm_weights'], tf.float32))
+
+  def build_losses(self, labels: Dict[str, tf.Tensor],
+                   model_outputs: Dict[str, tf.Tensor],
+                   metrics: List[tf_keras.metrics.Metric],
+                   aux_losses=None) -> tf.Tensor:
+    """003 Eq. 9; updates the three loss metrics."""
+    mlm_loss = super().build_losses(labels, model_outputs, metrics)
+    rtd_loss = pretraining.replaced_token_loss(
+        model_outputs['rtd_labels'], model_outputs['rtd_logits'],
+        labels['input_mask'])
+    selection_loss = mws_loss(model_outputs['mws_logits'],
+                              labels['masked_lm_weights'])
+    by_name = {metric.name: metric for metric in metrics}
+    by_name['discriminator_loss'].update_state(rtd_loss)
+    by_name['mws_loss'].update_state(selection_loss)
+    model = self.task_config.model
+    total = model.generator_loss_weight * mlm_loss
+    if model.rtd_loss_weight:
+      total += model.rtd_loss_weight * rtd_loss
+    if model.mws_loss_weight:
+      total += model.mws_loss_weight * selection_loss
+    if aux_losses:
+      total += tf.add_n(aux_losses)
+    return total
+
+
+def _flops(task_config: TeamsPretrainConfig, seq_length: int,
+           max_predictions: int) -> Dict[str, flops.NetworkCost]:
+  """TEAMS' terms.
+
+  `generator`: its L/2 full-width blocks (shared blocks are computed on the
+  generator's input too) with the MLM head. `discriminator`: the exported
+  network, the RTD head on every token, the MWS head at the masked fraction
+  (`flops.mws_head_flops`) and the other side's task layer: one more block
+  on every token ('attention', 'attention_on_top') or two per-token
+  feed-forward heads ('ffn'). Negative sampling is not counted, as
+  ELECTRA's formula does not count its sampling.
+  """
+  model = task_config.model
+  output_fraction = max_predictions / seq_length
+  generator = objectives.network_shape(model.generator(), seq_length)
+  discriminator = objectives.network_shape(model.exported_discriminator(),
+                                           seq_length)
+  heads = dict(rtd=flops.rtd_head_flops(discriminator),
+               mws=flops.mws_head_flops(discriminator, output_fraction,
+                                        model.num_negatives + 1))
+  if model.task_heads == 'ffn':
+    heads['task_ffn_heads'] = 2 * flops.feed_forward_flops(discriminator)
+  else:
+    heads['task_layer'] = flops.block_flops(discriminator)
+  return dict(
+      generator=flops.NetworkCost(
+          generator, model.discriminator.backbone,
+          dict(mlm=flops.mlm_head_flops(generator, output_fraction))),
+      discriminator=flops.NetworkCost(
+          discriminator, model.discriminator.backbone, heads))
+
+
+def _stock_task_config(task_config: TeamsPretrainConfig, train_data,
+                       max_predictions: int
+                       ) -> stock_teams_task.TeamsPretrainTaskConfig:
+  """Model Garden's `TeamsPretrainTask` on the same networks.
+
+  Its `candidate_size` counts the original: K + 1. It ties the whole
+  embedding network and has only the paper's head design; its task layer
+  reads layer `num_discriminator_task_agnostic_layers` = L - 1.
+
+  Raises:
+    ValueError: for settings Model Garden's TEAMS does not have (a backbone
+      other than BERT, other head designs, RTD-side export, 'hardest'
+      negatives, a temperature other than 1, untied embeddings).
+  """
+  del max_predictions  # Model Garden's TEAMS reads it from the data config.
+  model = task_config.model
+  if (model.task_heads != 'attention' or
+      model.exported_representations != 'mws' or
+      model.negative_sampling != 'sampled' or model.temperature != 1.0 or
+      not model.tie_embeddings):
+    raise ValueError(
+        "Model Garden's TeamsPretrainer has only attention task heads, the "
+        'MWS side exported, sampled negatives at temperature 1 and tied '
+        'embeddings; measure this config with --variants=ours.')
+  discriminator = encoders.to_model_garden_config(model.discriminator)
+  generator = encoders.to_model_garden_config(model.generator())
+  if discriminator.type != 'bert':
+    raise ValueError(
+        "Model Garden's TEAMS builds BERT-style networks only, not backbone "
+        f'{model.discriminator.backbone!r}; measure it with --variants=ours.')
+  return stock_teams_task.TeamsPretrainTaskConfig(
+      model=stock_teams.TeamsPretrainerConfig(
+          candidate_size=teams.model_garden_candidate_size(
+              model.num_negatives),
+          generator_loss_weight=model.generator_loss_weight,
+          discriminator_rtd_loss_weight=model.rtd_loss_weight,
+          discriminator_mws_loss_weight=model.mws_loss_weight,
+          tie_embeddings=True,
+          num_shared_generator_hidden_layers=model.num_shared_blocks(),
+          num_discriminator_task_agnostic_layers=(
+              model.discriminator.num_layers - 1),
+          generator=generator.bert, discriminator=discriminator.bert),
+      train_data=train_data)
+
+
+OBJECTIVE = objectives.register(objectives.Objective(
+    name='teams',
+    task_config_cls=TeamsPretrainConfig,
+    model_config_cls=TeamsModelConfig,
+    encoder_field='discriminator',
+    required=('generator_layers', 'layer_tying', 'num_negatives'),
+    exported_encoder=TeamsModelConfig.exported_discriminator,
+    flops=_flops,
+    stock_task_config=_stock_task_config))
