@@ -187,9 +187,10 @@ class TeamsPretrainer(electra.ElectraPretrainer):
         embedding_width=discriminator_config.width,
         activation=mlm_activation, initializer_range=initializer_range,
         name='discriminator_mws')
-    self._config.pop('disallow_original')
-    self._config.update(
-        discriminator_config=discriminator_config.as_dict(),
+    config = {name: value for name, value in self._config.items()
+              if name != 'disallow_original'}
+    self._config = dict(
+        config, discriminator_config=discriminator_config.as_dict(),
         num_negatives=num_negatives, negative_sampling=negative_sampling,
         task_heads=task_heads,
         exported_representations=exported_representations)
