@@ -12,6 +12,8 @@ from official_repro.modeling.networks import encoders
 from official_repro.optimization import layerwise_decay
 from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_schedule
+from official_repro.tasks import objectives
+from official_repro.training import experiment
 from official_repro.training import finetuning
 from official_repro.training import gin_utils
 
@@ -438,3 +440,356 @@ def test_004_table_5_cells_fixed_in_code():
       warmup_steps=10)
   decay = config.learning_rate.polynomial
   assert (decay.end_learning_rate, decay.power) == (0.0, 1.0)
+
+
+# 003 (TEAMS), Table 5 (pretraining), transcribed from the paper: the cells
+# every column shares, then each column (Small/Small++, Base/Base++ and
+# Large, split at their "/"). Sequence length 512 is Sec. 4.1's for small and
+# base (our choice for large); static masking App. B's; lambda1 = 5 and
+# lambda2 = 2 App. B's; K = 5 Sec. 4.1's.
+_003_TABLE_5_SHARED = {
+    'pretrain_data.mask_rate': 0.15,            # Mask Percentage 15
+    'optimization.end_learning_rate': 0.0,      # Learning Rate Decay Linear
+    'optimization.decay_power': 1.0,            # Learning Rate Decay Linear
+    'optimization.warmup_steps': 10000,         # Warmup Steps
+    'optimization.optimizer': 'adamw',          # Adam with Weight Decay
+    'optimization.epsilon': 1e-6,               # Adam epsilon
+    'optimization.beta_1': 0.9,                 # Adam beta_1
+    'optimization.beta_2': 0.999,               # Adam beta_2
+    'encoder.attention_dropout_rate': 0.1,      # Attention Dropout
+    'encoder.dropout_rate': 0.1,                # Dropout
+    'optimization.weight_decay_rate': 0.01,     # Weight Decay
+    'pretrain_data.masking': 'static',          # App. B: 40 static masks
+    'pretrain_data.max_seq_length': 512,        # Sec. 4.1
+}
+_003_TEAMS_OBJECTIVE = {
+    'experiment.objective': 'teams',
+    'teams.generator_layers': 0.5,              # Generator Size 1/2
+    'teams.generator_size': 1.0,                # Sec. 3.2: same width
+    'teams.layer_tying': 'partial',             # Sec. 3.2: bottom half
+    'teams.rtd_loss_weight': 5.0,               # App. B: lambda1
+    'teams.mws_loss_weight': 2.0,               # App. B: lambda2
+    'teams.num_negatives': 5,                   # Sec. 4.1: K
+    'teams.negative_sampling': 'sampled',       # Sec. 4.3, footnote 7
+    'teams.task_heads': 'attention',            # Sec. 3.2
+    'teams.exported_representations': 'mws',    # Sec. 3.2, footnote 3
+}
+
+
+def _003_column(layers, embedding, hidden, ffn, heads, learning_rate, batch,
+                steps):
+  return dict(_003_TABLE_5_SHARED, **{
+      'encoder.num_layers': layers, 'encoder.embedding_width': embedding,
+      'encoder.hidden_size': hidden, 'encoder.intermediate_size': ffn,
+      'encoder.num_attention_heads': heads,
+      'optimization.learning_rate': learning_rate,
+      'pretrain_data.train_batch_size': batch,
+      'experiment.train_steps': steps})
+
+
+TABLE_5_003 = {
+    'small': _003_column(12, 128, 256, 1024, 4, 5e-4, 256, 500_000),
+    'small_pp': _003_column(12, 128, 256, 1024, 4, 5e-4, 256, 2_000_000),
+    'base': _003_column(12, 768, 768, 3072, 12, 2e-4, 256, 1_000_000),
+    'base_pp': _003_column(12, 768, 768, 3072, 12, 3e-4, 1024, 1_000_000),
+    'large': _003_column(24, 1024, 1024, 4096, 16, 2e-4, 2048, 1_760_000),
+}
+
+
+def _parse_003(filename, bindings=()):
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'papers/003_teams', filename)], list(bindings))
+
+
+@pytest.mark.parametrize('column', sorted(TABLE_5_003))
+def test_003_pretraining_columns_equal_table_5(clean_gin, column):
+  del clean_gin
+  _parse_003(column + '.gin')
+  for name, value in dict(TABLE_5_003[column], **_003_TEAMS_OBJECTIVE).items():
+    assert gin.query_parameter(name) == value, name
+  heads = gin.query_parameter('encoder.num_attention_heads')
+  assert gin.query_parameter('encoder.hidden_size') // heads == 64  # head size
+
+
+@pytest.mark.parametrize('column', sorted(TABLE_5_003))
+def test_003_table_5_columns_have_no_objective(clean_gin, column):
+  """table5_<column>.gin: the column's cells, no objective (Table 2's MLM)."""
+  del clean_gin
+  _parse_003(f'table5_{column}.gin')
+  for name, value in TABLE_5_003[column].items():
+    assert gin.query_parameter(name) == value, name
+  assert 'objective' not in gin.get_bindings('experiment')
+  assert not gin.get_bindings('teams')
+
+
+_UNBOUND = object()
+# What gin/pretrain/teams.gin binds; Table 2's masked-LM row has none of it.
+_TEAMS_GIN_FIELDS = (
+    'generator_size', 'generator_layers', 'layer_tying', 'num_negatives',
+    'negative_sampling', 'task_heads', 'exported_representations',
+    'tie_embeddings', 'generator_loss_weight', 'rtd_loss_weight',
+    'mws_loss_weight')
+
+# 003's ablations: (the file they modify, the bindings that differ from it).
+ABLATIONS_003 = {
+    # Table 2.
+    'table2_only_mlm.gin': ('small_pp.gin', dict(
+        {'experiment.objective': 'masked_lm'},
+        **{f'teams.{field}': _UNBOUND for field in _TEAMS_GIN_FIELDS})),
+    # With lambda2 = 0 the MWS side is untrained: the RTD side is exported.
+    'table2_only_rtd.gin': ('small_pp.gin', {
+        'teams.mws_loss_weight': 0.0,
+        'teams.exported_representations': 'rtd'}),
+    'table2_only_mws.gin': ('small_pp.gin', {'teams.rtd_loss_weight': 0.0}),
+    # Table 3.
+    'table3_ffn_heads.gin': ('small_pp.gin', {'teams.task_heads': 'ffn'}),
+    'table3_task_heads_on_top.gin': ('small_pp.gin', {
+        'teams.task_heads': 'attention_on_top'}),
+    'table3_export_rtd.gin': ('small_pp.gin', {
+        'teams.exported_representations': 'rtd'}),
+    # Table 4.
+    'table4_full_tie.gin': ('small_pp.gin', {'teams.layer_tying': 'full'}),
+    'table4_no_tie.gin': ('small_pp.gin', {'teams.layer_tying': 'none'}),
+    'table4_base_pp_no_tie.gin': ('base_pp.gin', {
+        'teams.layer_tying': 'none'}),
+    # Figure 4: n generator layers (small++ has 0.5 of 12).
+    **{f'fig4_generator_layers_{n}.gin': ('small_pp.gin', {
+        'teams.generator_layers': n}) for n in range(1, 13)},
+    # Figure 5: small++ is "Sampled" with K = 5.
+    **{f'fig5_{sampling}_k{k}.gin': ('small_pp.gin', dict(
+        {'teams.negative_sampling': 'hardest'} if sampling == 'hardest'
+        else {}, **({'teams.num_negatives': k} if k != 5 else {})))
+       for sampling in ('sampled', 'hardest') for k in (3, 5, 10, 20, 50)},
+}
+
+
+def _all_bindings():
+  """Every parsed binding of the configurables a pretraining file sets."""
+  names = ['experiment', 'encoder', 'pretrain_data', 'optimization',
+           *objectives.names(), *encoders.backbone_names()]
+  bindings = {}
+  for name in names:
+    try:
+      values = gin.get_bindings(name)
+    except ValueError:  # A backbone without options.
+      continue
+    bindings.update({f'{name}.{field}': value
+                     for field, value in values.items()})
+  return bindings
+
+
+def _bindings_of_003(filename):
+  gin.clear_config()
+  _parse_003(filename)
+  return _all_bindings()
+
+
+@pytest.mark.parametrize('filename', sorted(ABLATIONS_003))
+def test_003_ablations_change_only_their_row(clean_gin, filename):
+  del clean_gin
+  reference, expected = ABLATIONS_003[filename]
+  before = _bindings_of_003(reference)
+  after = _bindings_of_003(filename)
+  difference = {name: after.get(name, _UNBOUND)
+                for name in set(before) | set(after)
+                if before.get(name, _UNBOUND) != after.get(name, _UNBOUND)}
+  assert difference == expected
+
+
+# (discriminator layers L, exported encoder layers, generator layers, generator
+# layers tied to the discriminator) of every 003 file that selects an
+# objective; None for masked LM (no generator).
+_003_SMALL_PP_LAYERS = (12, 12, 6, 3)
+LAYERS_003 = {
+    'small.gin': (12, 12, 6, 3),
+    'small_pp.gin': _003_SMALL_PP_LAYERS,
+    'base.gin': (12, 12, 6, 3),
+    'base_pp.gin': (12, 12, 6, 3),
+    'large.gin': (24, 24, 12, 6),
+    'table2_only_mlm.gin': None,
+    'table2_only_rtd.gin': _003_SMALL_PP_LAYERS,
+    'table2_only_mws.gin': _003_SMALL_PP_LAYERS,
+    'table3_ffn_heads.gin': _003_SMALL_PP_LAYERS,
+    'table3_task_heads_on_top.gin': (12, 13, 6, 3),  # "effectively 13"
+    'table3_export_rtd.gin': _003_SMALL_PP_LAYERS,
+    'table4_full_tie.gin': (12, 12, 6, 6),
+    'table4_no_tie.gin': (12, 12, 6, 0),
+    'table4_base_pp_no_tie.gin': (12, 12, 6, 0),
+    **{f'fig4_generator_layers_{n}.gin': (12, 12, n, n // 2)
+       for n in range(1, 13)},
+    **{f'fig5_{sampling}_k{k}.gin': _003_SMALL_PP_LAYERS
+       for sampling in ('sampled', 'hardest') for k in (3, 5, 10, 20, 50)},
+}
+# The files without an objective (included by the ones above).
+_003_RECIPES = ('pretrain_recipe.gin', *(f'table5_{column}.gin'
+                                        for column in TABLE_5_003))
+
+
+def test_003_every_pretraining_file_is_tested():
+  names = set(os.listdir(os.path.join(GIN_DIR, 'papers/003_teams')))
+  assert names == set(LAYERS_003) | set(_003_RECIPES)
+
+
+def _003_column_of(filename):
+  """The Table 5 column a 003 pretraining file trains."""
+  for column in ('small_pp', 'base_pp', 'small', 'base', 'large'):
+    if filename.startswith(column) or filename.startswith(f'table4_{column}'):
+      return column
+  return 'small_pp'  # Tables 2-4 and Figures 4-5 are small++ ablations.
+
+
+@pytest.mark.parametrize('filename', sorted(LAYERS_003))
+def test_003_files_build_their_experiment(clean_gin, filename):
+  """The experiment config through gin, as train.py builds it (no records:
+  the BERT uncased vocabulary size is bound instead)."""
+  del clean_gin
+  _parse_003(filename, ["pretrain_data.input_path = ''",
+                        'encoder.vocab_size = 30522'])
+  params, _ = experiment.experiment_config()
+  column = TABLE_5_003[_003_column_of(filename)]
+  task = params.task
+  assert params.trainer.train_steps == column['experiment.train_steps']
+  decay = params.trainer.optimizer_config.learning_rate.polynomial
+  assert (decay.initial_learning_rate, decay.decay_steps) == (
+      column['optimization.learning_rate'], column['experiment.train_steps'])
+  assert (task.train_data.global_batch_size, task.train_data.max_seq_length,
+          task.train_data.masking) == (
+              column['pretrain_data.train_batch_size'], 512, 'static')
+  objective = objectives.for_task_config(task)
+  exported = objective.exported_encoder_config(task.model)
+  if LAYERS_003[filename] is None:
+    assert objective.name == 'masked_lm'
+    assert exported.num_layers == column['encoder.num_layers']
+    return
+  assert objective.name == 'teams'
+  model = task.model
+  assert (model.discriminator.num_layers, exported.num_layers,
+          model.generator().num_layers, model.num_shared_blocks()) == (
+              LAYERS_003[filename])
+  assert model.generator().hidden_size == model.discriminator.hidden_size
+
+
+def _bert_parameters(config):
+  """Closed-form parameters of a BERT encoder, pooler excluded."""
+  d, e, m = config.hidden_size, config.width, config.intermediate_size
+  count = (config.vocab_size + config.max_position_embeddings +
+           config.type_vocab_size + 2) * e  # Tables and LayerNorm.
+  if e != d:
+    count += e * d + d
+  layer = 4 * (d * d + d) + 2 * d + (d * m + m) + (m * d + d) + 2 * d
+  return count + config.num_layers * layer
+
+
+def _003_exported_encoder_config(column):
+  _parse_003(column + '.gin', ["pretrain_data.input_path = ''",
+                               'encoder.vocab_size = 30522'])
+  task = experiment.experiment_config()[0].task
+  return objectives.for_task_config(task).exported_encoder_config(task.model)
+
+
+# TEAMS discriminators at the BERT uncased vocabulary (30522), 512 positions,
+# 2 types, pooler excluded (ELECTRA's discriminators have none; with it:
+# 13,548,800, 109,482,240 and 335,141,888, BERT's own counts). 003 Table 1
+# reports 14M, 110M and 335M: ELECTRA's and BERT's rounded counts.
+PARAMETERS_003 = {
+    'small': (13_483_008, 14e6),
+    'base': (108_891_648, 110e6),
+    'large': (334_092_288, 335e6),
+}
+
+
+@pytest.mark.parametrize('column', sorted(PARAMETERS_003))
+def test_003_parameters_equal_table_1(clean_gin, column):
+  del clean_gin
+  count, paper = PARAMETERS_003[column]
+  assert _bert_parameters(_003_exported_encoder_config(column)) == count
+  assert count == pytest.approx(paper, rel=0.04)
+
+
+def _built_parameters(config):
+  encoder = encoders.build_encoder(config)
+  pooler = sum(v.shape.num_elements()
+               for v in encoder.pooler_layer.trainable_variables)
+  return sum(v.shape.num_elements()
+             for v in encoder.trainable_variables) - pooler
+
+
+@pytest.mark.parametrize('column', [
+    'small', 'base', pytest.param('large', marks=pytest.mark.slow)])
+def test_003_built_discriminator_has_table_1_parameters(clean_gin, column):
+  """The count above on the real network (large: ~17 s, marked slow)."""
+  del clean_gin
+  config = _003_exported_encoder_config(column)
+  assert _built_parameters(config) == PARAMETERS_003[column][0]
+
+
+# 003 Table 6 for the base and large models: (learning rate, batch, epochs,
+# layer-wise decay, weight decay); GLUE files are composed after a task file.
+_003_GLUE_BASE_LARGE = (3e-5, 32, 5, None, 0.01)
+FINETUNE_003_SIZES = {
+    **{(task + '.gin', size): _003_GLUE_BASE_LARGE
+       for task in glue_data.GLUE_TASK_NAMES
+       for size in ('glue_base.gin', 'glue_large.gin')},
+    ('squad11_base.gin',): (5e-5, 32, 2, None, 0.01),
+    ('squad20_base.gin',): (5e-5, 32, 2, None, 0.01),
+    ('squad11_large.gin',): (3e-5, 48, 2, None, 0.01),
+    ('squad20_large.gin',): (3e-5, 48, 2, None, 0.01),
+}
+
+
+@pytest.mark.parametrize('files', sorted(FINETUNE_003_SIZES))
+def test_003_finetuning_base_and_large_equal_table_6(clean_gin, files):
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'finetune/003_teams', name) for name in files],
+      [])
+  schedule = finetuning_schedule.FinetuningSchedule()
+  assert schedule.task == files[0].split('.')[0].split('_')[0]
+  assert (schedule.learning_rate, schedule.train_batch_size,
+          schedule.num_epochs, schedule.layerwise_lr_decay,
+          schedule.weight_decay_rate) == FINETUNE_003_SIZES[files]
+  assert (schedule.warmup_fraction, schedule.adam_epsilon) == (0.1, 1e-6)
+  protocol = finetuning_schedule.RunProtocol()
+  selection = 'last' if schedule.task.startswith('squad') else 'best'
+  assert (protocol.num_runs, protocol.aggregation, protocol.selection) == (
+      15, 'median', selection)
+
+
+def test_003_table_6_cells_fixed_in_code(clean_gin):
+  """003 Table 6's linear decay, Adam betas and dropout: no gin binding.
+
+  beta_1 is AdamWeightDecay's default, beta_2 the fine-tuning task's; the
+  schedule decays linearly to 0; dropout 0.1 is the task head's and the
+  pretrained encoder's (its exported config keeps Table 5's 0.1).
+  """
+  del clean_gin
+  optimizer = layerwise_decay.LayerwiseAdamWeightDecay(lr_multipliers={})
+  task_config = finetuning_base.FinetuneTaskConfig()
+  assert (optimizer.get_config()['beta_1'], task_config.adam_beta_2) == (
+      0.9, 0.999)
+  config = finetuning._optimization_config(  # pylint: disable=protected-access
+      types.SimpleNamespace(learning_rate=3e-5), train_steps=100,
+      warmup_steps=10)
+  decay = config.learning_rate.polynomial
+  assert (decay.end_learning_rate, decay.power) == (0.0, 1.0)
+  assert task_config.head_dropout_rate == 0.1
+  exported = _003_exported_encoder_config('small_pp')
+  assert (exported.dropout_rate, exported.attention_dropout_rate) == (0.1, 0.1)
+
+
+_003_CITATION = re.compile(
+    r'#.*(003 (Table \d|Sec\. \d|App\. [A-C]|Fig\. \d|Eq\. \d)|not in 003)')
+
+
+@pytest.mark.parametrize('path', [
+    *_gin_files_under(os.path.join(GIN_DIR, 'papers/003_teams')),
+    *_gin_files_under(os.path.join(GIN_DIR, 'finetune/003_teams'))])
+def test_003_bindings_cite_a_place_in_003(path):
+  """Every 003 binding names its table, section, appendix, figure or
+  equation of 003, or says it is not in 003."""
+  binding = re.compile(r'^[A-Za-z_][\w./]*\s*=')
+  with open(path) as f:
+    for number, line in enumerate(f, 1):
+      if binding.match(line):
+        assert _003_CITATION.search(line), (
+            f'{path}:{number} cites no place in 003: {line.strip()}')
