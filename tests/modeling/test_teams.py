@@ -73,14 +73,7 @@ def test_sampled_negatives_follow_sequential_sampling_without_replacement():
   negatives = model.sample_negatives(
       tf.constant(np.tile(logits, (1, n, 1))),
       dict(masked_lm_ids=tf.zeros((1, n), tf.int32))).numpy()[0]
-  p = np.exp(logits[1:]) / np.exp(logits[1:]).sum()  # ids 1..4
-  pairs = list(itertools.permutations(range(4), 2))
-  expected = np.array([p[a] * p[b] / (1 - p[a]) for a, b in pairs]) * n
-  observed = np.array([np.sum((negatives[:, 0] == a + 1) &
-                              (negatives[:, 1] == b + 1)) for a, b in pairs])
-  assert observed.sum() == n
-  chi2 = ((observed - expected) ** 2 / expected).sum()
-  assert chi2 < 31.3, (observed, expected)  # 11 dof, p = 0.001
+  assert _pair_chi_square(negatives, logits) < 31.3  # 11 dof, p = 0.001
 
 
 def test_hardest_negatives_are_the_most_likely_non_original_ids():
@@ -342,3 +335,75 @@ def test_model_garden_teams_gives_the_same_logits_with_candidate_size_k_plus_1()
   np.testing.assert_allclose(ours.mws_logits(states['mws'], inputs,
                                              candidates), stock_mws,
                              atol=1e-5)
+
+
+def _pair_chi_square(negatives, logits):
+  """Chi-square of ordered first-two draws (original id 0 excluded) against
+  sequential sampling without replacement."""
+  p = np.exp(logits[1:]) / np.exp(logits[1:]).sum()
+  pairs = list(itertools.permutations(range(len(p)), 2))
+  n = len(negatives)
+  expected = np.array([p[a] * p[b] / (1 - p[a]) for a, b in pairs]) * n
+  observed = np.array([np.sum((negatives[:, 0] == a + 1) &
+                              (negatives[:, 1] == b + 1)) for a, b in pairs])
+  return ((observed - expected) ** 2 / expected).sum()
+
+
+def test_model_garden_negatives_have_the_same_distribution():
+  """Model Garden's K argmax passes with a finite penalty draw from the same
+  distribution as our one-pass Gumbel-top-k."""
+  from official.projects.teams import teams_pretrainer  # pylint: disable=g-import-not-at-top
+  logits = np.array([1.5, 0.0, 0.7, -0.5, 0.2], np.float32)
+  n = 20000
+  disallow = tf.one_hot(tf.zeros((1, n), tf.int32), 5)
+  negatives = teams_pretrainer.sample_k_from_softmax(
+      tf.constant(np.tile(logits, (1, n, 1))), k=2,
+      disallow=disallow).numpy()[0]
+  assert _pair_chi_square(negatives, logits) < 31.3  # 11 dof, p = 0.001
+
+
+def test_model_garden_rtd_head_feeds_every_extra_layer_the_same_input():
+  """With two extra layers its output is the last layer applied to the head's
+  input, not the two chained (harmless with the paper's one layer)."""
+  from official.projects.teams import teams_pretrainer  # pylint: disable=g-import-not-at-top
+  bert = mg_encoders.BertEncoderConfig(
+      vocab_size=_VOCAB, hidden_size=32, num_layers=3, num_attention_heads=4,
+      intermediate_size=64, hidden_activation='relu')
+  scaffold = stock_teams.get_encoder(bert)
+  head = teams_pretrainer.ReplacedTokenDetectionHead(
+      encoder_cfg=scaffold.get_config(), num_task_agnostic_layers=1)
+  states = tf.constant(np.random.RandomState(7).normal(size=(2, 5, 32)),
+                       tf.float32)
+  mask = tf.ones((2, 5), tf.int32)
+  logits = head(states, mask)
+  first, last = head.hidden_layers
+  attention_mask = tf.ones((2, 5, 5))
+  unchained = head.rtd_head(head.dense(last([states, attention_mask])))[..., 0]
+  chained = head.rtd_head(head.dense(
+      last([first([states, attention_mask]), attention_mask])))[..., 0]
+  # The logits are small (0.02-scale initialisers): compare at their scale.
+  np.testing.assert_allclose(logits, unchained, rtol=1e-5, atol=1e-7)
+  assert np.abs(logits - chained).max() > 1e-5
+
+
+def test_model_garden_ties_the_whole_embedding_network_ours_the_word_table():
+  bert = mg_encoders.BertEncoderConfig(
+      vocab_size=_VOCAB, hidden_size=32, num_layers=2, num_attention_heads=4,
+      intermediate_size=64, embedding_size=16)
+  stock = stock_teams_task._build_pretrainer(stock_teams.TeamsPretrainerConfig(  # pylint: disable=protected-access
+      candidate_size=4, num_shared_generator_hidden_layers=1,
+      num_discriminator_task_agnostic_layers=1,
+      generator=bert.replace(num_layers=2), discriminator=bert))
+  assert (stock.generator_network.embedding_network is
+          stock.discriminator_mws_network.embedding_network)
+  # Its E -> H projection has no bias; BertEncoder's (and ours) has one.
+  projection = stock.discriminator_mws_network.embedding_network.get_layer(
+      'embedding_projection')
+  assert [w.name for w in projection.weights
+          if 'bias' in w.name] == []
+  ours = _pretrainer(num_shared_blocks=1)
+  assert ours.generator.get_embedding_layer() is (
+      ours.discriminator.get_embedding_layer())
+  assert ours.generator._position_embedding_layer is not (  # pylint: disable=protected-access
+      ours.discriminator._position_embedding_layer)  # pylint: disable=protected-access
+  assert ours.discriminator._embedding_projection.bias is not None  # pylint: disable=protected-access

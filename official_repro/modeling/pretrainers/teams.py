@@ -40,14 +40,17 @@ Where Model Garden's `official.projects.teams` (`TeamsPretrainer`) differs:
   * It ties the whole embedding network (word, position and type tables,
     LayerNorm and projection) of generator and discriminator; here, as in
     our ELECTRA, the word-embedding table is tied and each network keeps its
-    own position/type embeddings.
+    own position/type embeddings. Its embedding network's E -> H projection
+    has no bias (Model Garden's `BertEncoder`, whose checkpoints ours
+    restore into, has one).
   * It has only the paper's head design and MWS-side export; the Table 3
     variants, 'hardest' negatives and the layer-tying variants are ours.
   * Its negatives come from K argmax passes with a finite penalty (1e4) on
     the excluded ids; the distribution is that of Gumbel-top-k, which is
     what `sampling.sample_distinct` computes in one pass.
 With its candidate size set to K + 1 and the same weights, its MWS and RTD
-logits equal these (`tests/modeling/test_teams.py`).
+logits equal these; each difference above is a test in
+`tests/modeling/test_teams.py`.
 """
 
 from typing import Any, Dict, Optional
