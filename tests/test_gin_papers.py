@@ -425,12 +425,9 @@ def test_004_finetuning_base_learning_rate(clean_gin):
           schedule.layerwise_lr_decay) == ('rte', 1e-4, 10, 0.8)
 
 
-def test_004_table_5_cells_fixed_in_code():
-  """004 Table 5's Adam betas and linear decay, which have no gin binding.
-
-  beta_1 is AdamWeightDecay's default, beta_2 the fine-tuning task's; the
-  schedule decays linearly to 0 (training/finetuning.py).
-  """
+def _assert_finetuning_adam_betas_and_linear_decay():
+  """Fine-tuning's Adam betas (0.9, 0.999) and its linear decay to 0: fixed
+  in code, no gin binding (the 003 and 004 fine-tuning tables give them)."""
   optimizer = layerwise_decay.LayerwiseAdamWeightDecay(lr_multipliers={})
   task_config = finetuning_base.FinetuneTaskConfig()
   assert (optimizer.get_config()['beta_1'], task_config.adam_beta_2) == (
@@ -440,6 +437,15 @@ def test_004_table_5_cells_fixed_in_code():
       warmup_steps=10)
   decay = config.learning_rate.polynomial
   assert (decay.end_learning_rate, decay.power) == (0.0, 1.0)
+
+
+def test_004_table_5_cells_fixed_in_code():
+  """004 Table 5's Adam betas and linear decay, which have no gin binding.
+
+  beta_1 is AdamWeightDecay's default, beta_2 the fine-tuning task's; the
+  schedule decays linearly to 0 (training/finetuning.py).
+  """
+  _assert_finetuning_adam_betas_and_linear_decay()
 
 
 # 003 (TEAMS), Table 5 (pretraining), transcribed from the paper: the cells
@@ -763,16 +769,8 @@ def test_003_table_6_cells_fixed_in_code(clean_gin):
   pretrained encoder's (its exported config keeps Table 5's 0.1).
   """
   del clean_gin
-  optimizer = layerwise_decay.LayerwiseAdamWeightDecay(lr_multipliers={})
-  task_config = finetuning_base.FinetuneTaskConfig()
-  assert (optimizer.get_config()['beta_1'], task_config.adam_beta_2) == (
-      0.9, 0.999)
-  config = finetuning._optimization_config(  # pylint: disable=protected-access
-      types.SimpleNamespace(learning_rate=3e-5), train_steps=100,
-      warmup_steps=10)
-  decay = config.learning_rate.polynomial
-  assert (decay.end_learning_rate, decay.power) == (0.0, 1.0)
-  assert task_config.head_dropout_rate == 0.1
+  _assert_finetuning_adam_betas_and_linear_decay()
+  assert finetuning_base.FinetuneTaskConfig().head_dropout_rate == 0.1
   exported = _003_exported_encoder_config('small_pp')
   assert (exported.dropout_rate, exported.attention_dropout_rate) == (0.1, 0.1)
 
