@@ -13,7 +13,8 @@ Variants:
            mode the gin config asks for (dynamic masking runs in tf.data).
   stock  - Model Garden's own task for the objective, as its registry entry
            declares it (`Objective.stock_task_config`: `MaskedLMTask` for
-           masked LM, `ElectraPretrainTask` for ELECTRA), with its
+           masked LM, `ElectraPretrainTask` for ELECTRA, `official.projects.teams`
+           `TeamsPretrainTask` for TEAMS), with its
            `BertPretrainDataLoader` and base trainer, on the same model
            config and statically masked records of the same text. Objectives
            or configs without a Model Garden counterpart (ALE's tied ALBERT
