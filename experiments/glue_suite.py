@@ -24,6 +24,7 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 from absl import app
 from absl import flags
 import gin
+import tensorflow as tf
 
 from official_repro.common import json_files
 from official_repro.data import glue as glue_data
@@ -74,7 +75,7 @@ def glue_tasks():
 def present_tasks(glue_dir: str):
   """GLUE tasks (in paper column order) whose folder exists in `glue_dir`."""
   return [task for task in glue_tasks()
-          if os.path.isdir(os.path.join(
+          if tf.io.gfile.isdir(os.path.join(
               glue_dir, glue_data.get_task_spec(task).directory))]
 
 
@@ -150,7 +151,8 @@ def main(argv):
       for task, result in results.items())
   table = (f'GLUE dev, checkpoint {encoder.checkpoint_path}\n\n'
            f'{format_table(rows, tasks)}\n\n{spread}\n')
-  with open(os.path.join(FLAGS.model_dir, 'glue_table.md'), 'w') as f:
+  with tf.io.gfile.GFile(os.path.join(FLAGS.model_dir, 'glue_table.md'),
+                         'w') as f:
     f.write(table)
   json_files.write_json(
       os.path.join(FLAGS.model_dir, 'glue_results.json'),

@@ -49,9 +49,13 @@ import subprocess
 import sys
 from typing import Dict, List, Sequence
 
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import numpy as np
+import tensorflow as tf
 
 from official_repro import score
 from official_repro.data import create_pretraining_data
@@ -193,9 +197,20 @@ def ranking_summary(nbest: Sequence[Sequence[Hypothesis]],
   return summary
 
 
+def _read_lines(path: str) -> List[str]:
+  """The lines of a UTF-8 text file (any `tf.io.gfile` path), split at
+  '\\n', '\\r\\n' or '\\r' as Python's text files split them."""
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f'--sentences file {path} does not exist.')
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    text = f.read().decode('utf-8')
+  return text.replace('\r\n', '\n').replace('\r', '\n').split('\n')
+
+
 def _build_records(output_dir: str) -> Dict:
-  if os.path.exists(os.path.join(output_dir, records.METADATA_FILENAME)):
-    with open(os.path.join(output_dir, records.METADATA_FILENAME)) as f:
+  metadata_path = os.path.join(output_dir, records.METADATA_FILENAME)
+  if tf.io.gfile.exists(metadata_path):
+    with tf.io.gfile.GFile(metadata_path) as f:
       return json.load(f)
   return create_pretraining_data.prepare_pretraining_data(
       [FLAGS.corpus], output_dir, vocab_file=FLAGS.vocab_file,
@@ -204,9 +219,9 @@ def _build_records(output_dir: str) -> Dict:
 
 
 def _pretrain(records_dir: str, model_dir: str) -> Dict:
-  """Runs `official_repro.train` (log: `<work_dir>/train.log`) and returns
-  its printed result (it resumes from, or only evaluates, a finished run in
-  `model_dir`)."""
+  """Runs `official_repro.train` (log: `<work_dir>/train.log`, written when
+  the run ends) and returns its printed result (it resumes from, or only
+  evaluates, a finished run in `model_dir`)."""
   params = [
       f"pretrain_data.input_path = '{records_dir}'",
       'pretrain_data.max_seq_length = 128',
@@ -237,9 +252,12 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
              '--mode=train_and_eval', '--strategy=cpu',
              *(f'--gin_param={param}' for param in params)]
   log_path = os.path.join(FLAGS.work_dir, 'train.log')
-  with open(log_path, 'w') as log:
-    completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=log,
-                               text=True, check=False)
+  # The log is captured and then written through tf.io.gfile, so that
+  # --work_dir may be a gs:// directory.
+  completed = subprocess.run(command, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, check=False)
+  with tf.io.gfile.GFile(log_path, 'w') as log:
+    log.write(completed.stderr)
   if completed.returncode:
     raise RuntimeError(f'Pretraining failed (exit {completed.returncode}); '
                        f'see {log_path}.')
@@ -252,13 +270,12 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  os.makedirs(FLAGS.work_dir, exist_ok=True)
+  tf.io.gfile.makedirs(FLAGS.work_dir)
   metadata = _build_records(os.path.join(FLAGS.work_dir, 'records'))
   model_dir = os.path.join(FLAGS.work_dir, 'model')
   run = _pretrain(os.path.join(FLAGS.work_dir, 'records'), model_dir)
-  with open(FLAGS.sentences) as f:
-    candidates = wikitext_sentences(f.readlines(), FLAGS.min_words,
-                                    FLAGS.max_words)
+  candidates = wikitext_sentences(_read_lines(FLAGS.sentences),
+                                  FLAGS.min_words, FLAGS.max_words)
   rng = random.Random(FLAGS.seed)
   sentences = rng.sample(candidates, FLAGS.num_sentences)
   vocabulary = [word for sentence in candidates for word in sentence.split()]
@@ -274,7 +291,7 @@ def main(argv):
       num_candidate_sentences=len(candidates))
   print(json.dumps(result, indent=2, sort_keys=True, default=float))
   if FLAGS.output_json:
-    with open(FLAGS.output_json, 'w') as f:
+    with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
       json.dump(dict(result, lists=[
           [dict(text=h.text, edit=h.edit, score=s) for h, s in zip(hs, ss)]
           for hs, ss in zip(nbest, scores)]), f, indent=1, default=float)

@@ -31,6 +31,49 @@ def write_fixture_corpus(directory, num_documents=30, seed=0):
   return path
 
 
+@pytest.fixture
+def ram_dir():
+  """A fresh directory on TensorFlow's in-memory `ram://` filesystem.
+
+  Readers given a path there must go through `tf.io.gfile` (`open` and
+  `os.path` see no such file), as they must for `gs://` on Cloud TPU. The
+  directory is removed after the test.
+  """
+  import uuid
+  import tensorflow as tf
+  path = f'ram://test_{uuid.uuid4().hex}'
+  tf.io.gfile.makedirs(path)
+  yield path
+  tf.io.gfile.rmtree(path)
+
+
+@pytest.fixture
+def to_ram(ram_dir):
+  """Returns `copy(local_path)`: the path of a copy of it under `ram_dir`.
+
+  `local_path` is a file or a directory (copied with everything below it);
+  the copy keeps its base name.
+  """
+  import tensorflow as tf
+
+  def copy(local_path):
+    local_path = os.path.normpath(str(local_path))
+    copied = os.path.join(ram_dir, os.path.basename(local_path))
+    if not os.path.isdir(local_path):
+      tf.io.gfile.copy(local_path, copied, overwrite=True)
+      return copied
+    for root, _, names in os.walk(local_path):
+      relative = os.path.relpath(root, local_path)
+      target = copied if relative == '.' else os.path.join(copied, relative)
+      tf.io.gfile.makedirs(target)
+      for name in names:
+        tf.io.gfile.copy(os.path.join(root, name), os.path.join(target, name),
+                         overwrite=True)
+    return copied
+
+  return copy
+
+
 @pytest.fixture(scope='session')
 def tiny_records(tmp_path_factory):
   """A dynamically masked record directory (max_seq_length 32, ~100 vocab)."""

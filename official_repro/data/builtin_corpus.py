@@ -27,6 +27,7 @@ import sysconfig
 from typing import Iterator, List, Optional, Sequence
 
 from pydoc_data import topics as pydoc_topics
+import tensorflow as tf
 
 TOPICS_FILENAME = 'pydoc_topics.txt'
 DOCSTRINGS_FILENAME = 'stdlib_docstrings.txt'
@@ -46,7 +47,8 @@ def write_builtin_corpus(output_dir: str,
   """Writes the pydoc topics and stdlib docstrings as a blank_line corpus.
 
   Args:
-    output_dir: directory to write into (created if needed).
+    output_dir: directory to write into (created if needed); any
+      `tf.io.gfile` path (local, `gs://`, ...).
     max_chars: stop adding documents once this many characters are written
       (pydoc topics first, then docstrings by module path).
     min_docstring_chars: skip docstrings shorter than this.
@@ -59,7 +61,7 @@ def write_builtin_corpus(output_dir: str,
   Raises:
     ValueError: no document could be gathered.
   """
-  os.makedirs(output_dir, exist_ok=True)
+  tf.io.gfile.makedirs(output_dir)
   stdlib_dir = stdlib_dir or sysconfig.get_paths()['stdlib']
   budget = max_chars
   paths = []
@@ -134,7 +136,11 @@ def _docstring_documents(stdlib_dir: str,
 
 def _stdlib_modules(stdlib_dir: str) -> Iterator[str]:
   """Public `.py` files under `stdlib_dir`, in sorted order."""
-  for root, dirs, files in os.walk(stdlib_dir):
+  # The standard library is the local Python installation's; it is read
+  # through tf.io.gfile (which reads local paths too) only so that a single
+  # file API is used. tf.io.gfile.walk, like os.walk, descends only into the
+  # directories left in `dirs`, in their order.
+  for root, dirs, files in tf.io.gfile.walk(stdlib_dir):
     dirs[:] = sorted(d for d in dirs
                      if d not in _SKIPPED_DIRS and not d.startswith(('_', '.'))
                      and not d.startswith('config-'))
@@ -147,9 +153,13 @@ def _stdlib_modules(stdlib_dir: str) -> Iterator[str]:
 def _module_docstrings(path: str) -> Iterator[str]:
   """The module docstring, then public class/function docstrings in source
   order; nothing for a file that does not parse."""
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    # Decoded like a local text file read with encoding='utf-8' and
+    # errors='replace', line endings included (universal newlines).
+    source = f.read().decode('utf-8', errors='replace')
+  source = source.replace('\r\n', '\n').replace('\r', '\n')
   try:
-    with open(path, 'r', encoding='utf-8', errors='replace') as f:
-      tree = ast.parse(f.read(), filename=path)
+    tree = ast.parse(source, filename=path)
   except (SyntaxError, ValueError):
     return
   docstring = ast.get_docstring(tree)
@@ -173,6 +183,6 @@ def _definition_docstrings(body: Sequence[ast.stmt]) -> Iterator[str]:
 
 
 def _write_documents(path: str, documents: Sequence[Sequence[str]]):
-  with open(path, 'w', encoding='utf-8') as f:
+  with tf.io.gfile.GFile(path, 'w') as f:
     f.write('\n\n'.join('\n'.join(document) for document in documents))
     f.write('\n')

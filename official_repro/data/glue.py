@@ -38,6 +38,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from absl import logging
 import numpy as np
+import tensorflow as tf
 
 from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
@@ -193,7 +194,7 @@ def read_examples(
   """
   spec = get_task_spec(task)
   path = glue_file_path(glue_dir, task, split)
-  if not os.path.isfile(path):
+  if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
     raise FileNotFoundError(
         f'GLUE file {path} not found (expected {spec.directory}/{split}.tsv '
         f'under {glue_dir}).')
@@ -236,18 +237,22 @@ def _read_lines(path: str) -> Iterator[Tuple[int, Optional[str]]]:
   Splits on '\\n' only (a stray '\\r' inside a field stays text) and drops one
   trailing '\\r' (CRLF files). The text is None for a line that is not UTF-8.
   """
-  with open(path, 'rb') as f:
-    for line_number, raw in enumerate(f, start=1):
-      raw = raw[:-1] if raw.endswith(b'\n') else raw
-      raw = raw[:-1] if raw.endswith(b'\r') else raw
-      try:
-        line = raw.decode('utf-8')
-      except UnicodeDecodeError:
-        yield line_number, None
-        continue
-      if line_number == 1 and line.startswith(_BOM):
-        line = line[len(_BOM):]
-      yield line_number, line
+  # The whole file is split here: iterating over a GFile would drop every
+  # '\r' of the file, inside fields as well.
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    raw_lines = f.read().split(b'\n')
+  if raw_lines[-1] == b'':  # a final '\n' ends the last line; empty file
+    raw_lines.pop()
+  for line_number, raw in enumerate(raw_lines, start=1):
+    raw = raw[:-1] if raw.endswith(b'\r') else raw
+    try:
+      line = raw.decode('utf-8')
+    except UnicodeDecodeError:
+      yield line_number, None
+      continue
+    if line_number == 1 and line.startswith(_BOM):
+      line = line[len(_BOM):]
+    yield line_number, line
 
 
 def _column_indices(columns: _Columns, first_line: Optional[str],

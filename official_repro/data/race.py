@@ -38,7 +38,6 @@ than silently shrink.
 """
 
 import dataclasses
-import glob
 import json
 import os
 import re
@@ -46,6 +45,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
+import tensorflow as tf
 
 from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
@@ -160,12 +160,15 @@ def read_examples(
 
 def _list_json_files(directory: str) -> List[str]:
   """Sorted *.txt and *.json files of `directory`; raises if there are none."""
-  if not os.path.isdir(directory):
+  if not tf.io.gfile.isdir(directory):
     raise FileNotFoundError(f'RACE directory {directory} does not exist; '
                             'expected <race_dir>/<split>/<level> with split in '
                             f'{SPLITS} and level in {LEVELS}.')
-  paths = sorted(path for pattern in FILE_PATTERNS
-                 for path in glob.glob(os.path.join(directory, pattern)))
+  # Unlike glob.glob, tf.io.gfile.glob also matches hidden files: skip them.
+  paths = sorted(
+      path for pattern in FILE_PATTERNS
+      for path in tf.io.gfile.glob(os.path.join(directory, pattern))
+      if not os.path.basename(path).startswith('.'))
   if not paths:
     raise FileNotFoundError(
         f'RACE directory {directory} holds no {" or ".join(FILE_PATTERNS)} '
@@ -176,8 +179,8 @@ def _list_json_files(directory: str) -> List[str]:
 def _load_json(path: str) -> Mapping[str, Any]:
   """Parses one RACE file into a dict."""
   try:
-    with open(path, encoding='utf-8') as f:
-      record = json.load(f)
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      record = json.loads(f.read().decode('utf-8'))
   except UnicodeDecodeError as e:
     raise RaceFormatError(f'{path}: not UTF-8 text ({e}).') from e
   except json.JSONDecodeError as e:

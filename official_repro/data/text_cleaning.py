@@ -1,10 +1,10 @@
 """Reads plain-text corpora into documents of sentences.
 
 A corpus is a list of files or directories (searched recursively for files
-matching a glob, `*.txt` by default). Files are decoded as UTF-8 (a byte-order
-mark is dropped, undecodable bytes become U+FFFD and are counted), line endings
-are normalised, optional boilerplate is removed, and the text is grouped into
-documents:
+matching a glob, `*.txt` by default); paths go through `tf.io.gfile` (local,
+`gs://`, ...). Files are decoded as UTF-8 (a byte-order mark is dropped,
+undecodable bytes become U+FFFD and are counted), line endings are normalised,
+optional boilerplate is removed, and the text is grouped into documents:
 
 * `document_mode='blank_line'`: every block of lines between blank lines is one
   document (the one-document-per-paragraph layout of many corpora).
@@ -29,6 +29,8 @@ import fnmatch
 import os
 import re
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import tensorflow as tf
 
 DOCUMENT_MODES = ('blank_line', 'file')
 
@@ -332,21 +334,23 @@ def find_files(inputs: Sequence[str], file_pattern: str = '*.txt') -> List[str]:
     raise ValueError('No corpus inputs given.')
   files = []
   for path in inputs:
-    if os.path.isfile(path):
-      files.append(path)
-    elif os.path.isdir(path):
+    if tf.io.gfile.isdir(path):
       found = sorted(_walk_matching(path, file_pattern))
       if not found:
         raise ValueError(f'corpus directory {path}: no files matching '
                          f'{file_pattern!r} found (searched recursively).')
       files.extend(found)
+    elif tf.io.gfile.exists(path):
+      files.append(path)
     else:
       raise FileNotFoundError(f'corpus input {path} does not exist.')
   return list(dict.fromkeys(files))
 
 
 def _walk_matching(directory: str, file_pattern: str) -> Iterator[str]:
-  for root, dirs, names in os.walk(directory):
+  # tf.io.gfile.walk, like os.walk, descends only into the directories left
+  # in `dirs`, in their order.
+  for root, dirs, names in tf.io.gfile.walk(directory):
     dirs.sort()
     for name in names:
       if fnmatch.fnmatch(name, file_pattern):
@@ -366,7 +370,7 @@ def read_text_file(path: str, stats: CorpusStats) -> List[str]:
   Returns:
     The lines of the file.
   """
-  with open(path, 'rb') as f:
+  with tf.io.gfile.GFile(path, 'rb') as f:
     raw = f.read()
   stats.files += 1
   stats.bytes_read += len(raw)

@@ -7,6 +7,8 @@ from typing import Sequence
 import gin
 import tensorflow as tf
 
+from official_repro.common import json_files
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -36,6 +38,15 @@ def register_configurables() -> None:
   objectives.load_builtin_objectives()
 
 
+def _is_gfile_file(path: str) -> bool:
+  return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+
+
+# Gin opens files with `open` unless another reader is registered: this one
+# reads gin files (and their includes) on gs:// and other filesystems.
+gin.config.register_file_reader(tf.io.gfile.GFile, _is_gfile_file)
+
+
 def parse_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
   """Parses gin files then bindings, like `gin.parse_config_files_and_bindings`.
 
@@ -54,7 +65,8 @@ def parse_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
   for path in gin_files:
     if not tf.io.gfile.exists(path):
       raise GinConfigError(f'--gin_file {path}: no such file.')
-    gin.add_config_file_search_path(os.path.dirname(os.path.abspath(path)))
+    gin.add_config_file_search_path(os.path.dirname(
+        path if '://' in path else os.path.abspath(path)))
     try:
       gin.parse_config_file(path)
     except (ValueError, IOError, SyntaxError) as error:
@@ -75,7 +87,8 @@ def save_config(model_dir: str, filename: str, operative: bool) -> str:
   text = gin.operative_config_str() if operative else gin.config_str()
   path = os.path.join(model_dir, filename)
   tf.io.gfile.makedirs(model_dir)
-  with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
+  temporary = json_files.temporary_path(path)
+  with tf.io.gfile.GFile(temporary, 'w') as f:
     f.write(text)
-  tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+  tf.io.gfile.rename(temporary, path, overwrite=True)
   return path

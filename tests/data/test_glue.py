@@ -153,6 +153,31 @@ class TestReaders:
     examples, _ = glue.read_examples(root, 'cola', 'dev')
     assert examples[0].text_a == 'The cat sat.'
 
+  def test_ram_filesystem_reads_like_local(self, tmp_path, to_ram):
+    _write(tmp_path / 'glue', 'MRPC', 'train', [
+        'Quality\t#1 ID\t#2 ID\t#1 String\t#2 String',
+        '1\t11\t12\tA stray \r stays.\t"No, he said.',
+        '0\t13\t14\tb\xffd\tAnother one.',
+        '',
+        '0\t15\t16\tLast one.\tNo final newline.'], newline='\r\n',
+           bom=True)
+    path = tmp_path / 'glue' / 'MRPC' / 'train.tsv'
+    path.write_bytes(path.read_bytes().replace('\xff'.encode(), b'\xff')
+                     .removesuffix(b'\r\n'))
+    local = str(tmp_path / 'glue')
+    expected, expected_report = glue.read_examples(local, 'mrpc', 'train')
+    remote = to_ram(local)
+    examples, report = glue.read_examples(remote, 'mrpc', 'train')
+    assert examples == expected
+    assert [(e.text_a, e.label, e.line_number) for e in examples] == [
+        ('A stray \r stays.', 1, 2), ('Last one.', 0, 5)]
+    assert [(r.line_number, r.reason) for r in report.malformed] == [
+        (r.line_number, r.reason) for r in expected_report.malformed] == [
+            (3, 'not valid UTF-8'), (4, 'expected 5 tab-separated columns, '
+                                        'found 1')]
+    with pytest.raises(FileNotFoundError, match=f'{remote}/MRPC/dev.tsv'):
+      glue.read_examples(remote, 'mrpc', 'dev')
+
 
 class TestMalformedInput:
 

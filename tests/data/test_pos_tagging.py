@@ -71,6 +71,19 @@ def test_reads_conll_with_crlf_docstart_and_malformed_line(tmp_path,
   assert 'field -1' in report.malformed[0].reason
 
 
+def test_reads_the_same_from_ram_filesystem(tmp_path, to_ram):
+  for name, text in (('train.txt', _CONLL), ('treebank.txt', _TREEBANK)):
+    local = _write(tmp_path, name, text)
+    remote = to_ram(local)
+    expected, expected_report = pos_tagging.read_tagged_sentences(local)
+    sentences, report = pos_tagging.read_tagged_sentences(remote)
+    assert [(s.words, s.tags, s.line_number) for s in sentences] == [
+        (s.words, s.tags, s.line_number) for s in expected]
+    assert sentences[0].path == remote
+    assert report.file_format == expected_report.file_format
+    assert report.counts == expected_report.counts
+
+
 def test_conll_tag_column_reads_conll2000_order(tmp_path):
   path = _write(tmp_path, 'conll2000.txt',
                 'The DT B-NP\ncat NN I-NP\nsat\tVBD\n\n')

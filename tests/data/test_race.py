@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from official.nlp.tools import tokenization
 from official_repro.data import race
@@ -341,3 +342,27 @@ def test_accuracy_by_level_bad_input():
     race.accuracy_by_level([0], [0], ['college'])
   with pytest.raises(ValueError, match='level ids'):
     race.accuracy_by_level([0], [0], [2])
+
+
+def test_read_examples_from_ram_filesystem(tmp_path, to_ram):
+  local = _race_dir(tmp_path)
+  # A hidden file is skipped, as glob.glob skips it on a local disk.
+  _write(local / 'train' / 'high' / '.2.txt', 'not json')
+  remote = to_ram(local)
+  assert remote.startswith('ram://')
+  for args in [('train',), ('train', ('high',))]:
+    expected, expected_report = race.read_examples(str(local), *args)
+    examples, report = race.read_examples(remote, *args)
+    assert examples == expected
+    assert report.counts == expected_report.counts
+  examples, _ = race.read_examples(os.path.join(remote, 'train', 'middle'))
+  assert len(examples) == 3
+  with pytest.raises(FileNotFoundError,
+                     match=os.path.join(remote, 'dev', 'middle')):
+    race.read_examples(remote, 'dev')
+  bad = os.path.join(remote, 'train', 'middle', '3.txt')
+  with tf.io.gfile.GFile(bad, 'wb') as f:
+    f.write(b'{"article": "\xff"}')
+  with pytest.raises(race.RaceFormatError, match='not UTF-8') as error:
+    race.read_examples(remote, 'train')
+  assert bad in str(error.value)

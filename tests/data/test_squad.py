@@ -86,6 +86,18 @@ def test_reads_training_positions_as_word_indices(tmp_path):
       3, 3, 0)
 
 
+def test_reads_the_same_from_ram_filesystem(tmp_path, to_ram):
+  local = _write(tmp_path, _v2_dataset())
+  remote = to_ram(local)
+  for is_training in (True, False):
+    expected, _ = squad.read_examples(local, version_2_with_negative=True,
+                                      is_training=is_training)
+    examples, _ = squad.read_examples(remote, version_2_with_negative=True,
+                                      is_training=is_training)
+    assert [vars(e) for e in examples] == [vars(e) for e in expected]
+    assert len(examples) == 2
+
+
 def test_mismatched_training_answer_is_counted_and_listed(tmp_path):
   dataset = _v1_dataset()
   qas = dataset['data'][0]['paragraphs'][0]['qas']

@@ -3,6 +3,7 @@
 import os
 
 import pytest
+import tensorflow as tf
 
 from official_repro.data import builtin_corpus
 from official_repro.data import text_cleaning as tc
@@ -199,6 +200,28 @@ class TestReadCorpus:
                        r'documents.*no text.*drop_line_regex'):
       tc.read_corpus([path], tc.CleaningOptions(drop_line_regexes=['^#']))
 
+  def test_ram_filesystem_reads_like_local(self, tmp_path, to_ram):
+    local = tmp_path / 'corpus'
+    _write(local / 'b.txt', 'First doc here.\n\nSecond doc.\n')
+    _write(local / 'x' / 'y' / 'deep.txt',
+           b'\xef\xbb\xbfDeep one\r\nwrapped. Bad \xff byte.\r\n')
+    _write(local / 'x' / 'skip.md', 'Not read.\n')
+    single = _write(tmp_path / 'single.txt', 'Alone here.\n')
+    expected, expected_stats = tc.read_corpus([str(local), single])
+    remote = [to_ram(local), to_ram(single)]
+    documents, stats = tc.read_corpus(remote)
+    assert documents == expected == [
+        ['First doc here.'], ['Second doc.'],
+        ['Deep one wrapped.', 'Bad \ufffd byte.'], ['Alone here.']]
+    assert (stats.files, stats.bytes_read, stats.files_with_bom,
+            stats.files_with_crlf, stats.decode_errors) == (
+                expected_stats.files, expected_stats.bytes_read, 1, 1, 1)
+    missing = os.path.join(remote[0], 'nope.txt')
+    with pytest.raises(FileNotFoundError, match=missing):
+      tc.read_corpus([missing])
+    with pytest.raises(ValueError, match='no files matching'):
+      tc.read_corpus([remote[0]], tc.CleaningOptions(file_pattern='*.text'))
+
   def test_invalid_options(self):
     with pytest.raises(ValueError, match='document_mode'):
       tc.CleaningOptions(document_mode='page')
@@ -220,6 +243,20 @@ class TestBuiltinCorpus:
     assert stats.documents == stats.paragraphs >= 5
     assert all(len(doc) >= 1 for doc in documents)
     assert not any('>>>' in s for doc in documents for s in doc)
+
+  def test_writes_the_same_corpus_on_ram_filesystem(self, tmp_path, ram_dir):
+    local = builtin_corpus.write_builtin_corpus(
+        str(tmp_path / 'local'), max_chars=20_000)
+    remote = builtin_corpus.write_builtin_corpus(
+        os.path.join(ram_dir, 'corpus'), max_chars=20_000)
+    assert [os.path.basename(p) for p in remote] == [
+        os.path.basename(p) for p in local]
+    for local_path, remote_path in zip(local, remote):
+      assert remote_path.startswith(ram_dir)
+      with open(local_path, encoding='utf-8') as f:
+        expected = f.read()
+      with tf.io.gfile.GFile(remote_path) as f:
+        assert f.read() == expected
 
   def test_prose_paragraphs_skip_code_and_titles(self):
     text = ('Title Line\n==========\n\nA real sentence here\nwrapped.\n\n'

@@ -46,6 +46,13 @@ def test_tokenize_adds_eos_per_line_and_keeps_unk(wiki_file):
   assert stats.tokens == len(tokens)
 
 
+def test_reads_the_same_from_ram_filesystem(wiki_file, to_ram):
+  remote = to_ram(wiki_file)
+  assert wikitext.read_lines(remote) == wikitext.read_lines(wiki_file)
+  with pytest.raises(FileNotFoundError, match='missing'):
+    wikitext.read_lines(remote + '.missing')
+
+
 def test_heading_level():
   assert wikitext.heading_level(' = Alpha Beta = ') == 1
   assert wikitext.heading_level(' = = History = = ') == 2

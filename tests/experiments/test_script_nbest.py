@@ -1,8 +1,10 @@
 """The N-best construction of experiments/script_nbest.py on tiny fixtures."""
 
+import os
 import random
 
 import pytest
+import tensorflow as tf
 
 from experiments import script_nbest
 
@@ -23,6 +25,23 @@ def test_wikitext_sentences_skips_headings_unk_and_escapes():
   ]
   assert script_nbest.wikitext_sentences(WIKITEXT, 7, 8) == [
       'It has two claws and eight legs .']
+
+
+def test_sentences_file_read_from_ram_filesystem(tmp_path, ram_dir):
+  text = ''.join(WIKITEXT).replace('\n', '\r\n', 2)
+  local = tmp_path / 'wiki.tokens'
+  local.write_bytes(text.encode('utf-8'))
+  remote = os.path.join(ram_dir, 'wiki.tokens')
+  with tf.io.gfile.GFile(remote, 'wb') as f:
+    f.write(text.encode('utf-8'))
+  with open(local, encoding='utf-8') as f:
+    expected = [line.rstrip('\n') for line in f.readlines()]
+  assert script_nbest._read_lines(remote) == expected + ['']
+  assert (script_nbest.wikitext_sentences(script_nbest._read_lines(remote),
+                                          5, 12) ==
+          script_nbest.wikitext_sentences(WIKITEXT, 5, 12))
+  with pytest.raises(FileNotFoundError, match=f'{ram_dir}/missing'):
+    script_nbest._read_lines(os.path.join(ram_dir, 'missing'))
 
 
 def _lists(seed, num_distractors=4):
