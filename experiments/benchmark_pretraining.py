@@ -284,7 +284,7 @@ def main(argv):
   summary = dict(matmul_peak_flops=peak, results=results,
                  gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param)
   if FLAGS.output_json:
-    with open(FLAGS.output_json, 'w') as f:
+    with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
       json.dump(summary, f, indent=2)
 
 

@@ -1,23 +1,57 @@
 """JSON files that a killed process never leaves half-written."""
 
 import json
+import os
+import socket
 from typing import Any
+import uuid
 
 import tensorflow as tf
+
+# Temporary files are `<final name><TEMPORARY_MARKER><host>-<pid>-<random>`.
+TEMPORARY_MARKER = '.tmp-'
+
+
+def temporary_path(path: str) -> str:
+  """A temporary name for writing `path`, unique to this writer.
+
+  It lies in the same directory as `path` (so renaming it into place does not
+  cross filesystems) and holds the host name, the process id and a random
+  suffix, so that workers sharing a directory (a multi-worker `model_dir` on
+  gs://) or threads of one process never write into the same temporary file.
+
+  Args:
+    path: the final path.
+
+  Returns:
+    `path + '.tmp-<host>-<pid>-<random hex>'`.
+  """
+  host = ''.join(c if c.isalnum() or c in '-_' else '_'
+                 for c in socket.gethostname()) or 'host'
+  return (f'{path}{TEMPORARY_MARKER}{host}-{os.getpid()}-'
+          f'{uuid.uuid4().hex[:12]}')
 
 
 def write_json(path: str, content: Any, sort_keys: bool = True) -> None:
   """Writes `content` to `path` (any `tf.io.gfile` path) atomically.
 
-  The JSON goes to `path + '.tmp'`, which is then renamed over `path`, so a
-  reader (or a resumed run) sees the old file or the new one, never a part.
+  The JSON goes to a temporary file of its own (`temporary_path`), which is
+  then renamed over `path`, so a reader (or a resumed run) sees the old file
+  or a new one, never a part or a mix of two writers' output. A temporary
+  file is removed if writing it fails; one left by a killed process is
+  ignored by readers of `path`.
 
   Args:
     path: the destination file.
     content: a JSON-serialisable value.
     sort_keys: sort dictionary keys (stable diffs between runs).
   """
-  temporary = path + '.tmp'
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    json.dump(content, f, indent=2, sort_keys=sort_keys)
-  tf.io.gfile.rename(temporary, path, overwrite=True)
+  temporary = temporary_path(path)
+  try:
+    with tf.io.gfile.GFile(temporary, 'w') as f:
+      json.dump(content, f, indent=2, sort_keys=sort_keys)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
+  except BaseException:
+    if tf.io.gfile.exists(temporary):
+      tf.io.gfile.remove(temporary)
+    raise

@@ -19,7 +19,6 @@ Example:
 import dataclasses
 import os
 import random
-import shutil
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -378,8 +377,8 @@ def _prepare_vocab(config: PretrainingDataConfig,
       tokens = vocab_lib.load_vocab(config.vocab_file)
     except (OSError, ValueError) as e:
       raise type(e)(f'--vocab_file={config.vocab_file}: {e}') from e
-    if os.path.abspath(config.vocab_file) != os.path.abspath(output_path):
-      shutil.copyfile(config.vocab_file, output_path)
+    if _absolute(config.vocab_file) != _absolute(output_path):
+      tf.io.gfile.copy(config.vocab_file, output_path, overwrite=True)
     return tokens
   logging.info('Learning a WordPiece vocabulary of size %d from the train '
                'split.', config.vocab_size)
@@ -508,13 +507,18 @@ def _static_masking_metadata(
   }
 
 
+def _absolute(path: str) -> str:
+  """A local path made absolute; a URL-like path (`gs://...`) as given."""
+  return path if '://' in path else os.path.abspath(path)
+
+
 def _source_metadata(inputs: Sequence[str],
                      config: PretrainingDataConfig) -> Dict[str, Any]:
-  source = {'inputs': [os.path.abspath(p) for p in inputs]}
+  source = {'inputs': [_absolute(p) for p in inputs]}
   source.update(dataclasses.asdict(config))
   source['drop_line_regexes'] = list(config.drop_line_regexes)
   if config.vocab_file is not None:
-    source['vocab_file'] = os.path.abspath(config.vocab_file)
+    source['vocab_file'] = _absolute(config.vocab_file)
   return source
 
 
@@ -556,7 +560,10 @@ def prepare_pretraining_data(inputs: Sequence[str],
                                                 config.eval_fraction,
                                                 config.seed)
   logging.info('Train/eval split: %s.', split_how)
-  os.makedirs(output_dir, exist_ok=True)
+  tf.io.gfile.makedirs(output_dir)
+  # Drops an earlier run's metadata.json and an interrupted run's temporary
+  # files; metadata.json is written last, so it marks a complete directory.
+  records.prepare_output_dir(output_dir)
   tokens = timer.measure('vocab', _prepare_vocab, config, train, output_dir)
   special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
 

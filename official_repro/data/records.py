@@ -14,12 +14,20 @@ masking `masked_lm_positions`, `masked_lm_ids` (int64) and `masked_lm_weights`
 (float), each of length `max_predictions_per_seq`, with `input_ids` holding
 the corrupted ids. These are the feature names Model Garden's
 `BertPretrainDataLoader` reads.
+
+Every file is written under a temporary name in the directory
+(`<name>.tmp-<host>-<pid>-<random>`, `json_files.temporary_path`) and renamed
+into place once complete, and `metadata.json` is written last (and removed
+when a rerun starts, `prepare_output_dir`), so a directory whose
+`metadata.json` exists is complete and a killed writer never leaves a
+half-written file under a final name.
 """
 
 import json
 import os
 from typing import Any, Dict, List, Mapping
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -115,11 +123,48 @@ def write_split(output_dir: str, split: str, features: Mapping[str,
   for shard, name in enumerate(names):
     begin = shard * num_examples // num_shards
     end = (shard + 1) * num_examples // num_shards
-    with tf.io.TFRecordWriter(os.path.join(output_dir, name)) as writer:
+    path = os.path.join(output_dir, name)
+    # Written under a temporary name and renamed when complete: a killed
+    # process leaves `<name>.tmp-...` (removed by `prepare_output_dir`), never
+    # a partial shard under its final name.
+    temporary = json_files.temporary_path(path)
+    with tf.io.TFRecordWriter(temporary) as writer:
       for row in range(begin, end):
         example = make_example({k: v[row] for k, v in features.items()})
         writer.write(example.SerializeToString())
+    tf.io.gfile.rename(temporary, path, overwrite=True)
   return names
+
+
+def prepare_output_dir(output_dir: str) -> int:
+  """Makes `output_dir` ready to be (re)written; returns the leftovers found.
+
+  Creates the directory, removes the `metadata.json` of an earlier run (its
+  files are about to be replaced, so until this run writes its own metadata
+  the directory must not look complete), and removes the temporary files
+  (`*.tmp-*`) that an interrupted run left, logging how many it found.
+
+  Args:
+    output_dir: the record directory.
+
+  Returns:
+    The number of leftover temporary files removed.
+  """
+  tf.io.gfile.makedirs(output_dir)
+  metadata_path = os.path.join(output_dir, METADATA_FILENAME)
+  if tf.io.gfile.exists(metadata_path):
+    logging.info('%s: removing the metadata.json of an earlier run; the '
+                 'directory counts as incomplete until this run finishes.',
+                 output_dir)
+    tf.io.gfile.remove(metadata_path)
+  leftovers = sorted(tf.io.gfile.glob(
+      os.path.join(output_dir, '*' + json_files.TEMPORARY_MARKER + '*')))
+  for path in leftovers:
+    tf.io.gfile.remove(path)
+  logging.info('%s: found %d leftover temporary file(s) of an interrupted '
+               'run%s.', output_dir, len(leftovers),
+               ', removed them' if leftovers else '')
+  return len(leftovers)
 
 
 def write_metadata(output_dir: str, metadata: Mapping[str, Any]) -> str:

@@ -25,6 +25,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import json_files
 from official_repro.data import nbest
 from official_repro.data import text_files
 
@@ -176,10 +177,10 @@ def write_lm_scores(path: str, scores: Mapping[Tuple[str, int], float]):
 
   Args:
     path: the destination (anything `tf.io.gfile` opens); written to
-      `path + '.tmp'` and renamed, so it is never left half-written.
+      a unique temporary name and renamed, so it is never left half-written.
     scores: the scores by `(utterance_id, rank)`, written in this order.
   """
-  temporary = path + '.tmp'
+  temporary = json_files.temporary_path(path)
   with tf.io.gfile.GFile(temporary, 'w') as f:
     for (utterance_id, rank), score in scores.items():
       f.write(f'{utterance_id}\t{rank}\t{score!r}\n')

@@ -5,10 +5,14 @@ For every seed `s` in `0 .. run_protocol.num_runs - 1` a run directory
 checkpoints. The run evaluates on the whole dev split at the end of every
 epoch (and at the last step), appends each evaluation to `history.json`, and
 resumes from its latest checkpoint when restarted; a finished run (one with
-`result.json`) is not repeated. The protocol then selects one evaluation per
-run (best or last) and aggregates the runs (max, median or mean) the way the
-paper reports; `results.json` and `results.md` in `model_dir` hold every run,
-the aggregate, and the settings that produced them.
+`result.json`) is not repeated. Each run directory keeps the settings it was
+started with (`settings.json`, `seed_settings`); a finished run is reused,
+and an interrupted one resumed, only when they equal this command's;
+otherwise the command stops, naming each differing setting. The protocol
+then selects one evaluation per run (best or last) and aggregates the runs
+(max, median or mean) the way the paper reports; `results.json` and
+`results.md` in `model_dir` hold every run, the aggregate, and the settings
+that produced them.
 """
 
 import dataclasses
@@ -38,10 +42,25 @@ from official_repro.training import trainer as trainer_lib
 
 HISTORY_FILENAME = 'history.json'
 RESULT_FILENAME = 'result.json'
+SETTINGS_FILENAME = 'settings.json'
 RESULTS_FILENAME = 'results.json'
 TABLE_FILENAME = 'results.md'
 TRAIN_SPLIT = 'train'
 DEV_SPLIT = 'dev'
+
+# `RunProtocol` fields that change what one seed's run produces; `num_runs`
+# and `aggregation` only say how many runs there are and how they combine, so
+# adding seeds to a finished set reuses the finished ones.
+_SEED_PROTOCOL_FIELDS = ('selection', 'stsb_metric')
+# Task config fields that are not compared: the data configs are rebuilt for
+# every seed from the schedule and the seed, and `data_dir` only says where the
+# data lies (local or gs://).
+_UNCHECKED_TASK_FIELDS = ('train_data', 'validation_data', 'data_dir')
+_MISSING = object()
+
+
+class SettingsMismatchError(ValueError):
+  """A run directory was started with other settings than this command's."""
 
 
 def build_task_config(schedule: finetuning_schedule.FinetuningSchedule,
@@ -91,12 +110,105 @@ def _read_json(path: str, default):
     return json.load(f)
 
 
+def _flatten(prefix: str, value: Any) -> Dict[str, Any]:
+  if isinstance(value, Mapping):
+    flat = {}
+    for key, item in value.items():
+      flat.update(_flatten(f'{prefix}.{key}', item))
+    return flat
+  return {prefix: value}
+
+
+def seed_settings(task_config: finetuning_base.FinetuneTaskConfig,
+                  schedule: finetuning_schedule.FinetuningSchedule,
+                  protocol: finetuning_schedule.RunProtocol,
+                  seed: int) -> Dict[str, Any]:
+  """The settings that determine one seed's run, as flat `name -> value`.
+
+  Names follow gin where there is one: `finetuning.<field>` (the schedule,
+  the task included), `run_protocol.<field>` (`_SEED_PROTOCOL_FIELDS`),
+  `init_checkpoint`, `encoder.<field>` (the architecture), `seed`, and
+  `task_config.<field>` for the task config's other fields (task-specific gin
+  settings such as SQuAD's `doc_stride`, the vocabulary, the head dropout).
+  Values are JSON values (what `settings.json` reads back).
+  """
+  settings = {'seed': seed}
+  schedule_values = dataclasses.asdict(schedule)
+  protocol_values = dataclasses.asdict(protocol)
+  settings.update(_flatten('finetuning', schedule_values))
+  settings.update(_flatten('run_protocol', {
+      name: protocol_values[name] for name in _SEED_PROTOCOL_FIELDS}))
+  config = task_config.as_dict()
+  settings['init_checkpoint'] = config.pop('init_checkpoint')
+  settings.update(_flatten('encoder', config.pop('encoder')))
+  # Fields copied from the schedule or the protocol are compared there.
+  for name in (*_UNCHECKED_TASK_FIELDS, *schedule_values, *protocol_values):
+    config.pop(name, None)
+  settings.update(_flatten('task_config', config))
+  return json.loads(json.dumps(settings))
+
+
+def _format_setting(settings: Mapping[str, Any], name: str) -> str:
+  return repr(settings[name]) if name in settings else '<not set>'
+
+
+def check_settings(run_dir: str, settings: Mapping[str, Any]) -> None:
+  """Checks that a run directory may be reused or resumed by this command.
+
+  A run counts as started when it has a result, a history or a checkpoint;
+  its `settings.json` must then equal `settings`. A run that is not finished
+  gets `settings` written (the settings it continues or starts with). A
+  started run without `settings.json` (written before settings were saved)
+  cannot be checked: it is reused with a warning.
+
+  Args:
+    run_dir: the seed's run directory.
+    settings: `seed_settings` of this command.
+
+  Raises:
+    SettingsMismatchError: naming every differing setting, the saved and the
+      current value, and the directory.
+  """
+  path = os.path.join(run_dir, SETTINGS_FILENAME)
+  saved = _read_json(path, None)
+  finished = tf.io.gfile.exists(os.path.join(run_dir, RESULT_FILENAME))
+  started = finished or tf.io.gfile.exists(
+      os.path.join(run_dir, HISTORY_FILENAME)) or (
+          tf.train.latest_checkpoint(run_dir) is not None)
+  if started and saved is not None:
+    differing = sorted(
+        name for name in set(saved) | set(settings)
+        if saved.get(name, _MISSING) != settings.get(name, _MISSING))
+    if differing:
+      raise SettingsMismatchError(
+          f'{run_dir} was run with ' + '; '.join(
+              f'{name}={_format_setting(saved, name)}, this command has '
+              f'{_format_setting(settings, name)}' for name in differing) +
+          '; use another --model_dir or restore the settings (saved in '
+          f'{path}).')
+    return
+  if started:
+    logging.warning('%s has no %s (it was written by an older version), so '
+                    'its settings cannot be checked; %s it.', run_dir,
+                    SETTINGS_FILENAME, 'reusing' if finished else 'resuming')
+  if not finished:
+    tf.io.gfile.makedirs(run_dir)
+    json_files.write_json(path, dict(settings))
+
+
 def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
              schedule: finetuning_schedule.FinetuningSchedule,
              protocol: finetuning_schedule.RunProtocol,
              seed: int, run_dir: str,
              strategy: tf.distribute.Strategy) -> Dict[str, Any]:
-  """One fine-tuning run; returns its history and selected evaluation."""
+  """One fine-tuning run; returns its history and selected evaluation.
+
+  Raises:
+    SettingsMismatchError: `run_dir` holds a run started with other settings
+      (`check_settings`).
+  """
+  check_settings(run_dir,
+                 seed_settings(task_config, schedule, protocol, seed))
   done = _read_json(os.path.join(run_dir, RESULT_FILENAME), None)
   if done is not None:
     logging.info('%s already finished; not repeated.', run_dir)

@@ -1,8 +1,23 @@
 """Atomic JSON writes."""
 
 import json
+import os
+import threading
+import uuid
+
+import pytest
+import tensorflow as tf
 
 from official_repro.common import json_files
+
+
+@pytest.fixture
+def ram_directory():
+  """A fresh directory on TensorFlow's in-memory `ram://` filesystem."""
+  path = f'ram://json_files_{uuid.uuid4().hex}'
+  tf.io.gfile.makedirs(path)
+  yield path
+  tf.io.gfile.rmtree(path)
 
 
 def test_write_replaces_the_file_and_leaves_no_temporary(tmp_path):
@@ -19,3 +34,65 @@ def test_key_order(tmp_path):
   assert list(json.loads(path.read_text())) == ['a', 'b']
   json_files.write_json(str(path), {'b': 1, 'a': 2}, sort_keys=False)
   assert list(json.loads(path.read_text())) == ['b', 'a']
+
+
+def test_temporary_names_are_unique_and_beside_the_file(tmp_path):
+  path = str(tmp_path / 'results.json')
+  names = {json_files.temporary_path(path) for _ in range(100)}
+  assert len(names) == 100
+  for name in names:
+    assert os.path.dirname(name) == str(tmp_path)
+    assert name.startswith(path + json_files.TEMPORARY_MARKER)
+    assert f'-{os.getpid()}-' in name
+
+
+def test_failed_write_removes_its_temporary(ram_directory):
+  path = os.path.join(ram_directory, 'x.json')
+  with pytest.raises(TypeError):
+    json_files.write_json(path, {'a': object()})
+  assert tf.io.gfile.listdir(ram_directory) == []
+
+
+@pytest.mark.parametrize('on_ram', [False, True])
+def test_concurrent_writers_never_mix(tmp_path, ram_directory, on_ram):
+  """Two threads rewrite one file while a third reads it: every read is one
+  writer's complete content, and no temporary file is left."""
+  directory = ram_directory if on_ram else str(tmp_path)
+  path = os.path.join(directory, 'shared.json')
+  # Large enough that a shared temporary file or a non-atomic write would be
+  # seen part-written or interleaved.
+  contents = [{'writer': w, 'values': [w] * 20000} for w in range(2)]
+  json_files.write_json(path, contents[0])
+  errors, reads = [], []
+  stop = threading.Event()
+
+  def write(writer):
+    try:
+      for _ in range(25):
+        json_files.write_json(path, contents[writer])
+    except Exception as e:  # pylint: disable=broad-except
+      errors.append(e)
+
+  def read():
+    while not stop.is_set():
+      with tf.io.gfile.GFile(path) as f:
+        text = f.read()
+      try:
+        reads.append(json.loads(text))
+      except json.JSONDecodeError as e:
+        errors.append(e)
+
+  reader = threading.Thread(target=read)
+  reader.start()
+  writers = [threading.Thread(target=write, args=(w,)) for w in range(2)]
+  for thread in writers:
+    thread.start()
+  for thread in writers:
+    thread.join()
+  stop.set()
+  reader.join()
+  assert not errors
+  assert reads and all(content in contents for content in reads)
+  with tf.io.gfile.GFile(path) as f:
+    assert json.load(f) in contents
+  assert tf.io.gfile.listdir(directory) == ['shared.json']

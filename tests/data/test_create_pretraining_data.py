@@ -5,6 +5,7 @@ import json
 import os
 import random
 import re
+import uuid
 
 import numpy as np
 import pytest
@@ -46,6 +47,15 @@ def _write_corpus(directory, num_documents=36, seed=0):
       words = text.split()
       f.write(' '.join(words[:7]) + '\n' + ' '.join(words[7:]) + '\n\n')
   return documents
+
+
+@pytest.fixture
+def ram_directory():
+  """A fresh directory on TensorFlow's in-memory `ram://` filesystem."""
+  path = f'ram://records_{uuid.uuid4().hex}'
+  tf.io.gfile.makedirs(path)
+  yield path
+  tf.io.gfile.rmtree(path)
 
 
 def _words(text):
@@ -214,6 +224,33 @@ class TestDynamicRecords:
     assert splits['train']['documents'] == 32
     assert metadata['splits']['eval']['num_examples'] > 0
 
+  def test_ram_filesystem_run_matches_local(self, corpus, dynamic_run,
+                                            to_ram, ram_dir):
+    local_dir, expected = dynamic_run
+    remote_corpus = to_ram(corpus[0])
+    remote_vocab = to_ram(os.path.join(local_dir, 'vocab.txt'))
+    output_dir = os.path.join(ram_dir, 'records')
+    metadata = cpd.prepare_pretraining_data(
+        [remote_corpus], output_dir, vocab_file=remote_vocab,
+        max_seq_length=_MAX_SEQ_LENGTH, masking='dynamic',
+        eval_fraction=0.1, seed=3)
+    assert metadata['source']['inputs'] == [remote_corpus]
+    assert metadata['source']['vocab_file'] == remote_vocab
+    assert metadata['splits'] == expected['splits']
+    assert records.load_metadata(output_dir) == metadata
+    with tf.io.gfile.GFile(os.path.join(output_dir, 'vocab.txt')) as f:
+      copied_vocab = f.read()
+    with open(os.path.join(local_dir, 'vocab.txt')) as f:
+      assert copied_vocab == f.read()
+    for split in records.SPLITS:
+      remote_examples = _parse_split(output_dir, metadata, split)
+      local_examples = _parse_split(local_dir, expected, split)
+      assert len(remote_examples) == len(local_examples) > 0
+      for remote_example, local_example in zip(remote_examples,
+                                               local_examples):
+        for name, value in local_example.items():
+          np.testing.assert_array_equal(remote_example[name], value)
+
 
 def test_split_train_eval():
   documents = [[f'doc {i}.'] for i in range(20)]
@@ -315,3 +352,128 @@ def test_cli_prints_report(corpus, static_run, tmp_path, capsys):
   np.testing.assert_equal(
       metadata['splits']['train']['num_examples'],
       2 * metadata['stats']['splits']['train']['instances']['instances'])
+
+
+class _KilledWriter:
+  """A `tf.io.TFRecordWriter` whose process "dies" (raises) while writing.
+
+  It raises after `after` records of a file whose name contains `shard`; the
+  records already written stay in the (temporary) file, as after a kill.
+  """
+
+  real = tf.io.TFRecordWriter
+
+  def __init__(self, shard, after):
+    self._shard, self._after = shard, after
+
+  def __call__(self, path):
+    writer = self.real(path)
+    count = [0]
+    shard, after = self._shard, self._after
+
+    class Writer:
+
+      def __enter__(self):
+        return self
+
+      def __exit__(self, *unused):
+        writer.close()
+
+      def write(self, record):
+        if shard in os.path.basename(path) and count[0] >= after:
+          raise RuntimeError('simulated kill')
+        writer.write(record)
+        count[0] += 1
+
+    return Writer()
+
+
+def _temporary_files(directory):
+  return sorted(name for name in tf.io.gfile.listdir(directory)
+                if '.tmp-' in name)
+
+
+def test_killed_run_leaves_no_complete_looking_directory(
+    corpus, static_run, dynamic_run, tmp_path, monkeypatch, caplog):
+  """A kill mid-shard leaves only temporaries and no metadata.json; a kill
+  while rewriting a complete directory removes its metadata.json first; a
+  rerun removes the leftovers (and says how many) and writes the same
+  records as an uninterrupted run."""
+  output_dir = str(tmp_path / 'records')
+
+  def prepare():
+    return cpd.prepare_pretraining_data(
+        [corpus[0]], output_dir,
+        vocab_file=os.path.join(static_run[0], 'vocab.txt'),
+        max_seq_length=_MAX_SEQ_LENGTH, masking='dynamic', eval_fraction=0.1,
+        seed=3, num_shards=2)
+
+  def check_complete(metadata):
+    assert records.load_metadata(output_dir) == metadata
+    assert metadata['splits']['train']['files'] == [
+        'train-00000-of-00002.tfrecord', 'train-00001-of-00002.tfrecord']
+    for split in records.SPLITS:
+      expected = _parse_split(dynamic_run[0], dynamic_run[1], split)
+      written = _parse_split(output_dir, metadata, split)
+      assert len(written) == len(expected) > 0
+      for got, want in zip(written, expected):
+        assert got.keys() == want.keys()
+        for name in got:
+          np.testing.assert_array_equal(got[name], want[name])
+    assert _temporary_files(output_dir) == []
+
+  # Killed after 3 records of the first train shard.
+  with monkeypatch.context() as patch:
+    patch.setattr(tf.io, 'TFRecordWriter', _KilledWriter('train-00000', 3))
+    with pytest.raises(RuntimeError, match='simulated kill'):
+      prepare()
+  names = tf.io.gfile.listdir(output_dir)
+  assert not [n for n in names if n.endswith('.tfrecord')]
+  assert records.METADATA_FILENAME not in names
+  (leftover,) = _temporary_files(output_dir)
+  assert leftover.startswith('train-00000-of-00002.tfrecord.tmp-')
+  assert sum(1 for _ in tf.data.TFRecordDataset(
+      os.path.join(output_dir, leftover))) == 3
+  with pytest.raises(FileNotFoundError, match='metadata.json'):
+    records.load_metadata(output_dir)
+
+  # The rerun finds the leftover, removes it and completes.
+  caplog.set_level('INFO', logger='absl')
+  caplog.clear()
+  metadata = prepare()
+  assert 'found 1 leftover temporary file(s)' in caplog.text
+  check_complete(metadata)
+
+  # Killed while rewriting that complete directory: its metadata.json is gone
+  # before any file is replaced, so the mix of old and new shards does not
+  # look complete.
+  with monkeypatch.context() as patch:
+    patch.setattr(tf.io, 'TFRecordWriter', _KilledWriter('train-00001', 1))
+    with pytest.raises(RuntimeError, match='simulated kill'):
+      prepare()
+  assert records.METADATA_FILENAME not in tf.io.gfile.listdir(output_dir)
+  assert [n.split('.tmp-')[0] for n in _temporary_files(output_dir)] == [
+      'train-00001-of-00002.tfrecord']
+  caplog.clear()
+  check_complete(prepare())
+  assert 'found 1 leftover temporary file(s)' in caplog.text
+
+
+def test_shards_and_metadata_are_renamed_into_place(ram_directory):
+  """On a non-local filesystem (gs:// in production) too."""
+  features = {'input_ids': np.arange(12).reshape(6, 2)}
+  stale = os.path.join(ram_directory, 'eval-00000-of-00001.tfrecord.tmp-x-1-2')
+  with tf.io.gfile.GFile(stale, 'w') as f:
+    f.write('partial')
+  with tf.io.gfile.GFile(os.path.join(ram_directory, 'metadata.json'),
+                         'w') as f:
+    f.write('{}')
+  assert records.prepare_output_dir(ram_directory) == 1
+  assert tf.io.gfile.listdir(ram_directory) == []
+  names = records.write_split(ram_directory, 'train', features, 3)
+  assert sorted(tf.io.gfile.listdir(ram_directory)) == names
+  rows = [tf.train.Example.FromString(r.numpy()).features
+          .feature['input_ids'].int64_list.value
+          for r in tf.data.TFRecordDataset(
+              [os.path.join(ram_directory, n) for n in names])]
+  assert [list(r) for r in rows] == features['input_ids'].tolist()
