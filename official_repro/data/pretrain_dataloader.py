@@ -48,6 +48,10 @@ class PretrainDataConfig(cfg.DataConfig):
     use_next_sentence_label: emit `next_sentence_labels` (records must have
       them).
     masking_seed: seed of the dynamic masks; None draws a fresh one.
+    start_step: training: the global step the stream starts at. A resumed
+      run skips the records and dynamic masks the steps before it consumed,
+      so that it reads on where the interrupted run stopped (exactly so
+      when the data order is seeded: `seed` and `masking_seed` set).
   """
   input_path: str = ''
   split: str = 'train'
@@ -59,6 +63,7 @@ class PretrainDataConfig(cfg.DataConfig):
   random_token_fraction: float = 0.1
   use_next_sentence_label: bool = False
   masking_seed: Optional[int] = None
+  start_step: int = 0
 
 
 class RecordMismatchError(ValueError):
@@ -196,30 +201,54 @@ class PretrainDataLoader(data_loader.DataLoader):
     batch_size = (input_context.get_per_replica_batch_size(
         params.global_batch_size) if input_context else
                   params.global_batch_size)
+    # Batches this pipeline serves per training step (one per replica it
+    # feeds), and so the batches the steps before `start_step` consumed.
+    batches_per_step = 1
+    if input_context:
+      batches_per_step = max(1, input_context.num_replicas_in_sync //
+                             input_context.num_input_pipelines)
+    consumed_batches = params.start_step * batches_per_step if (
+        params.is_training) else 0
+    # A seeded order is also a deterministic one, so that skipping the
+    # consumed records reproduces the interrupted run's stream.
+    deterministic = params.deterministic
+    if deterministic is None:
+      deterministic = params.seed is not None or not params.is_training
     files = self.files()
+    num_pipelines = input_context.num_input_pipelines if input_context else 1
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    # Whole files per pipeline when they divide evenly; otherwise every
+    # pipeline reads every file and keeps every n-th record of it. Either
+    # way no two pipelines read the same record, whatever the file order.
+    shard_files = num_pipelines > 1 and len(files) % num_pipelines == 0
+    shard_records = num_pipelines > 1 and not shard_files
     dataset = tf.data.Dataset.from_tensor_slices(files)
-    if input_context and input_context.num_input_pipelines > 1:
-      if len(files) >= input_context.num_input_pipelines:
-        dataset = dataset.shard(input_context.num_input_pipelines,
-                                input_context.input_pipeline_id)
-      else:
-        logging.warning(
-            '%d record files for %d input pipelines: sharding by example.',
-            len(files), input_context.num_input_pipelines)
+    if shard_files:
+      dataset = dataset.shard(num_pipelines, pipeline_id)
+    elif shard_records:
+      logging.warning('%d record files for %d input pipelines: each pipeline '
+                      'reads every file and keeps every %d-th record of it.',
+                      len(files), num_pipelines, num_pipelines)
+
+    def read(path):
+      file_records = tf.data.TFRecordDataset(path)
+      if shard_records:
+        file_records = file_records.shard(num_pipelines, pipeline_id)
+      return file_records
+
     if params.is_training:
       dataset = dataset.shuffle(len(files), seed=params.seed)
       dataset = dataset.repeat()
     dataset = dataset.interleave(
-        tf.data.TFRecordDataset,
-        cycle_length=min(len(files), 8),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=params.deterministic or not params.is_training)
-    if (input_context and input_context.num_input_pipelines > 1 and
-        len(files) < input_context.num_input_pipelines):
-      dataset = dataset.shard(input_context.num_input_pipelines,
-                              input_context.input_pipeline_id)
+        read, cycle_length=min(len(files), 8),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
     if params.is_training and params.shuffle_buffer_size:
       dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
+    if consumed_batches:
+      # Serialized records, before any decoding: the cheapest place to skip.
+      logging.info('Resuming at step %d: skipping the %d records it consumed.',
+                   params.start_step, consumed_batches * batch_size)
+      dataset = dataset.skip(consumed_batches * batch_size)
     dataset = dataset.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.map(self._to_model_inputs,
                           num_parallel_calls=tf.data.AUTOTUNE)
@@ -232,6 +261,7 @@ class PretrainDataLoader(data_loader.DataLoader):
         seed = 0
       seeds = tf.data.Dataset.random(
           seed=seed, rerandomize_each_iteration=params.is_training).batch(2)
+      seeds = seeds.skip(consumed_batches)
       dataset = tf.data.Dataset.zip(seeds, dataset)
       dataset = dataset.map(self._mask_dynamically,
                             num_parallel_calls=tf.data.AUTOTUNE)

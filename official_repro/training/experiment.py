@@ -34,6 +34,7 @@ from official_repro.optimization import optimizer_config
 from official_repro.tasks import objectives
 from official_repro.training import export
 from official_repro.training import gin_utils
+from official_repro.training import reproducibility
 from official_repro.training import trainer as trainer_lib
 
 MODES = ('train', 'eval', 'train_and_eval')
@@ -46,8 +47,17 @@ class IncompatibleModelDirError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class RunSettings:
-  """Settings of a run that are not part of Model Garden's config."""
+  """Settings of a run that are not part of Model Garden's config.
+
+  Attributes:
+    jit_compile: compile the training step with XLA.
+    seed: the run's seed (None: drawn on the first start, then kept in
+      `model_dir`; see `reproducibility.run_seed`).
+    deterministic: op determinism and checkpointed random streams.
+  """
   jit_compile: bool = False
+  seed: Optional[int] = None
+  deterministic: bool = False
 
 
 @gin.configurable('experiment')
@@ -62,6 +72,8 @@ def experiment_config(
     max_to_keep: int = 5,
     jit_compile: bool = False,
     mixed_precision_dtype: Optional[str] = None,
+    seed: Optional[int] = None,
+    deterministic: bool = False,
 ) -> Tuple[cfg.ExperimentConfig, RunSettings]:
   """Builds Model Garden's experiment config from gin bindings.
 
@@ -79,6 +91,12 @@ def experiment_config(
     max_to_keep: checkpoints kept.
     jit_compile: compile the training step with XLA.
     mixed_precision_dtype: 'float16', 'bfloat16' or None (float32).
+    seed: seeds initialisation, dropout, sampling, dynamic masking and the
+      data order (`pretrain_data.seed` overrides it for the data); None
+      draws one on the first start and keeps it in `model_dir`.
+    deterministic: TensorFlow op determinism and random streams restored
+      from checkpoints: two runs with the same seed on the same machine end
+      bit-identical, and a resumed run matches an uninterrupted one.
 
   Returns:
     `(experiment_config, run_settings)`.
@@ -104,7 +122,8 @@ def experiment_config(
           # good checkpoint; Model Garden's recovery action is switched off.
           recovery_max_trials=-1),
       runtime=cfg.RuntimeConfig(mixed_precision_dtype=mixed_precision_dtype))
-  return params, RunSettings(jit_compile=jit_compile)
+  return params, RunSettings(jit_compile=jit_compile, seed=seed,
+                             deterministic=deterministic)
 
 
 def check_model_dir(model_dir: str, model_config: Dict[str, Any],
@@ -191,6 +210,30 @@ def run(params: cfg.ExperimentConfig,
     raise ValueError(f'--mode must be one of {MODES}, got {mode!r}.')
   check_model_dir(model_dir, params.task.model.as_dict(),
                   defaults=type(params.task.model)().as_dict())
+  seed = reproducibility.run_seed(model_dir, settings.seed)
+  with reproducibility.configure(seed, settings.deterministic):
+    return _run(_resumable(params, model_dir, seed), settings, strategy,
+                model_dir, mode)
+
+
+def _resumable(params: cfg.ExperimentConfig, model_dir: str,
+               seed: int) -> cfg.ExperimentConfig:
+  """`params` with the run's seed in the data configs and the training
+  stream starting at the step of the checkpoint the run resumes from."""
+  _, step = reproducibility.latest_readable_checkpoint(model_dir)
+  train_data = params.task.train_data
+  params.task.train_data = train_data.replace(
+      seed=seed if train_data.seed is None else train_data.seed,
+      masking_seed=(seed if train_data.masking_seed is None else
+                    train_data.masking_seed),
+      start_step=step)
+  return params
+
+
+def _run(params: cfg.ExperimentConfig, settings: RunSettings,
+         strategy: tf.distribute.Strategy, model_dir: str,
+         mode: str) -> Dict[str, Any]:
+  """`run` once the seeds are set."""
   train_utils.serialize_config(params, model_dir)
   gin_utils.save_config(model_dir, 'config.gin', operative=False)
   if params.runtime.mixed_precision_dtype:

@@ -30,6 +30,9 @@ papers' runs:
     configures it to keep training after its save. `official_repro.train`
     therefore switches it off (`preemption_on_demand_checkpoint=False`) and
     this trainer handles SIGTERM the same way under every strategy.
+  * Deterministic runs (`experiment.deterministic`): the state of the
+    model's random generators (dropout, sampling) is checkpointed with the
+    weights (`reproducibility.random_generators`).
 """
 
 import contextlib
@@ -44,6 +47,7 @@ import numpy as np
 import tensorflow as tf
 
 from official.core import base_trainer
+from official_repro.training import reproducibility
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -151,6 +155,14 @@ class Trainer(base_trainer.Trainer):
     self._loop_start_step = None
     self.last_train_logs = {}
     super().__init__(*args, **kwargs)
+    generators = reproducibility.random_generators(self.model)
+    if generators:
+      # Deterministic mode: dropout and sampling streams resume with the
+      # weights (Keras leaves them out of checkpoints).
+      self._checkpoint = tf.train.Checkpoint(
+          global_step=self.global_step, model=self.model,
+          optimizer=self.optimizer, random_generators=generators,
+          **getattr(self.model, 'checkpoint_items', {}))
     self._agree_on_stop = None
     if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
       self._agree_on_stop = tf.function(self._count_stop_requests)

@@ -128,3 +128,25 @@ def test_input_pipelines_read_disjoint_examples(tiny_records):
   assert seen[0] and seen[1]
   assert len(seen[0]) + len(seen[1]) == total
   assert not set(seen[0]) & set(seen[1])
+
+
+def test_training_pipelines_stay_disjoint_with_fewer_files_than_pipelines(
+    tiny_records):
+  """Hosts that shuffle differently (other seeds) still never share a
+  record: with fewer files than pipelines each keeps every n-th record of
+  every file, rather than every n-th record of its own shuffled stream."""
+  files = records.load_metadata(tiny_records)['splits']['train']['files']
+  assert len(files) < 3
+  seen = []
+  for pipeline in range(3):
+    config = _config(tiny_records, global_batch_size=3, seed=100 + pipeline,
+                     shuffle_buffer_size=50)
+    context = tf.distribute.InputContext(
+        num_input_pipelines=3, input_pipeline_id=pipeline,
+        num_replicas_in_sync=3)
+    dataset = pretrain_dataloader.PretrainDataLoader(config).load(context)
+    seen.append({tuple(_original_ids(example))
+                 for example in _take(dataset.unbatch(), 60)})
+  assert all(seen)
+  for first, second in ((0, 1), (0, 2), (1, 2)):
+    assert not seen[first] & seen[second]

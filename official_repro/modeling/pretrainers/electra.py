@@ -91,6 +91,7 @@ class ElectraPretrainer(tf_keras.Model):
     self.discriminator = built.discriminator
     self._temperature = temperature
     self._disallow_original = disallow_original
+    self.sampling_seeds = sampling.SeedStream(name='sampling_seeds')
     initializer = tf_keras.initializers.TruncatedNormal(
         stddev=initializer_range)
     self.mlm_head = layers.MaskedLM(
@@ -141,7 +142,8 @@ class ElectraPretrainer(tf_keras.Model):
     return sampling.sample_from_logits(
         tf.stop_gradient(mlm_logits), self._temperature,
         disallowed_ids=(inputs['masked_lm_ids'] if self._disallow_original
-                        else None))
+                        else None),
+        seed=self.sampling_seeds.next_seed())
 
   @staticmethod
   def corrupt(inputs: Dict[str, tf.Tensor], replacements: tf.Tensor

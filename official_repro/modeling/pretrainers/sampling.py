@@ -12,11 +12,15 @@ Three samplers, each a function of logits `[..., vocab]`:
     softmax((log pi + g) / tau), whose argmax is the discrete sample, with an
     optional straight-through gradient.
 All draws use Gumbel noise from one helper, stateless when a seed is given.
+A pretrainer takes its seeds from a `SeedStream`, so that in deterministic
+runs its draws come from a checkpointed `tf.random.Generator`
+(`training/reproducibility.py`).
 """
 
 from typing import Optional
 
 import tensorflow as tf
+import tf_keras
 
 # Added to the logits of ids a sampler must never return.
 _EXCLUDED_LOGIT = -1e9
@@ -36,6 +40,25 @@ def gumbel_noise(shape: tf.Tensor, seed: Optional[tf.Tensor] = None
     uniform = tf.random.stateless_uniform(shape, seed=seed, minval=1e-9,
                                           maxval=1.0)
   return -tf.math.log(-tf.math.log(uniform))
+
+
+@tf_keras.utils.register_keras_serializable(package='official_repro')
+class SeedStream(tf_keras.__internal__.layers.BaseRandomLayer):
+  """Seeds for a model's stateless draws, from Keras' random generator.
+
+  `next_seed()` is None in Keras' default mode, where the samplers fall back
+  to stateful random ops (seeded by the global seed, as dropout is); with
+  Keras' `tf.random.Generator` mode on (`experiment.deterministic`) it is a
+  fresh int64 `[2]` seed drawn from this layer's generator, whose state the
+  trainer checkpoints, so a resumed run continues the same draws.
+  """
+
+  def next_seed(self) -> Optional[tf.Tensor]:
+    return self._random_generator.make_seed_for_stateless_op()
+
+  def call(self, inputs):
+    del inputs
+    return self.next_seed()
 
 
 def _check_temperature(temperature: float) -> None:

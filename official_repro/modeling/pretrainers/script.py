@@ -134,6 +134,7 @@ class ScriptPretrainer(tf_keras.Model):
         output='logits', name='cls/predictions')
     self._temperature = temperature
     self._straight_through = straight_through
+    self.sampling_seeds = sampling.SeedStream(name='sampling_seeds')
     # Untracked: it holds the encoder's own layers (no variables of its own).
     self._setattr_tracking = False
     self._encoder_on_embeddings = (
@@ -207,7 +208,8 @@ class ScriptPretrainer(tf_keras.Model):
 
     Args:
       mlm_logits: float `[B, P, V]` pass-1 logits.
-      seed: optional int `[2]` stateless seed.
+      seed: optional int `[2]` stateless seed (default: the model's
+        `sampling_seeds`).
 
     Returns:
       `(ids, one_hot)`: int32 `[B, P]` drawn tokens and, with
@@ -217,6 +219,8 @@ class ScriptPretrainer(tf_keras.Model):
     log_pi = tf.nn.log_softmax(tf.cast(mlm_logits, tf.float32), axis=-1)
     if not self._straight_through:
       log_pi = tf.stop_gradient(log_pi)
+    if seed is None:
+      seed = self.sampling_seeds.next_seed()
     sample = sampling.gumbel_softmax(log_pi, self._temperature,
                                      self._straight_through, seed)
     ids = tf.argmax(sample, axis=-1, output_type=tf.int32)

@@ -186,6 +186,11 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     else:
       self.task_layer = encoders.build_block(
           discriminator_config, discriminator_config.num_layers)
+      # Built now, as the encoders' blocks are, so that its dropout layers
+      # exist when a checkpoint restores their random streams.
+      self.task_layer([
+          tf_keras.Input((None, discriminator_config.hidden_size)),
+          tf_keras.Input((None, None))])
     self.mws_head = mws.MultiWordSelectionHead(
         embedding_width=discriminator_config.width,
         activation=mlm_activation, initializer_range=initializer_range,
@@ -224,7 +229,8 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       return sampling.top_k_excluding(logits, self._num_negatives,
                                       excluded_ids=original)
     return sampling.sample_distinct(logits, self._num_negatives,
-                                    self._temperature, excluded_ids=original)
+                                    self._temperature, excluded_ids=original,
+                                    seed=self.sampling_seeds.next_seed())
 
   @staticmethod
   def candidate_sets(inputs: Dict[str, tf.Tensor],

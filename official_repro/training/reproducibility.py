@@ -1,0 +1,181 @@
+"""Seeds, deterministic runs and the state a resumed run must restore.
+
+A pretraining run draws randomness in five places: initialisation, dropout,
+the generator's sampling, dynamic masking and the data order (file and
+example shuffling). `run_seed` fixes one seed per `model_dir` (the one gin
+gives as `experiment.seed`, or one drawn on the first start and saved in
+`seed.json`, so that a resumed run replays the same data order and masks);
+`configure` seeds Python, NumPy and TensorFlow from it and the data configs
+take it as their shuffling and masking seed.
+
+With `experiment.deterministic = True`, `configure` also turns on
+TensorFlow's op determinism and makes Keras draw dropout (and our
+pretrainers draw their samples, `sampling.SeedStream`) from
+`tf.random.Generator`s instead of stateful ops. Keras keeps those
+generators out of checkpoints on purpose (`BaseRandomLayer`);
+`random_generators` collects them so that the trainer checkpoints their
+state with the weights: a run resumed from a checkpoint then continues the
+same random streams, which is what makes its weights equal an
+uninterrupted run's.
+
+`latest_readable_checkpoint` picks the checkpoint a resumed run starts from:
+the newest one whose every tensor reads back; a corrupt or half-written
+newer one is skipped with a message naming it.
+"""
+
+import contextlib
+import json
+import os
+import random
+from typing import Iterator, List, Optional, Tuple
+
+from absl import logging
+import tensorflow as tf
+import tf_keras
+
+from tensorflow.python.framework import config as tf_config  # pylint: disable=g-direct-tensorflow-import
+from official_repro.common import json_files
+
+SEED_FILENAME = 'seed.json'
+_GLOBAL_STEP_KEY = 'global_step/.ATTRIBUTES/VARIABLE_VALUE'
+
+
+def run_seed(model_dir: str, seed: Optional[int]) -> int:
+  """The seed of the run in `model_dir`, saved there on the first start.
+
+  Args:
+    model_dir: the run's directory.
+    seed: `experiment.seed`; None uses the saved seed, or draws one.
+
+  Returns:
+    The seed.
+
+  Raises:
+    ValueError: `seed` differs from the one the directory's run was started
+      with (both named).
+  """
+  path = os.path.join(model_dir, SEED_FILENAME)
+  if tf.io.gfile.exists(path):
+    with tf.io.gfile.GFile(path) as f:
+      saved = json.load(f)['seed']
+    if seed is not None and seed != saved:
+      raise ValueError(
+          f'experiment.seed={seed}, but the run in {model_dir} was started '
+          f'with seed {saved} ({path}); resuming it with another seed would '
+          f'replay other data. Use seed {saved} or a new --model_dir.')
+    return saved
+  if seed is None:
+    seed = random.SystemRandom().randrange(2**31)
+  tf.io.gfile.makedirs(model_dir)
+  json_files.write_json(path, dict(seed=seed))
+  return seed
+
+
+@contextlib.contextmanager
+def configure(seed: int, deterministic: bool) -> Iterator[None]:
+  """Seeds everything; optionally makes ops and random streams deterministic.
+
+  Python's, NumPy's and TensorFlow's global seeds are set (initialisers and
+  op-level seeds derive from them). With `deterministic`, op determinism and
+  Keras' `tf.random.Generator`-backed random layers are switched on until
+  the context exits (both are process-wide; the previous state is restored).
+
+  Args:
+    seed: the run's seed.
+    deterministic: bit-identical runs for a seed on the same machine.
+
+  Yields:
+    Nothing.
+  """
+  tf_keras.utils.set_random_seed(seed)
+  if not deterministic:
+    yield
+    return
+  determinism_was_on = tf_config.is_op_determinism_enabled()
+  generator_was_on = tf_keras.backend.experimental.is_tf_random_generator_enabled()
+  tf_config.enable_op_determinism()
+  tf_keras.backend.experimental.enable_tf_random_generator()
+  try:
+    yield
+  finally:
+    if not determinism_was_on:
+      tf_config.disable_op_determinism()
+    if not generator_was_on:
+      tf_keras.backend.experimental.disable_tf_random_generator()
+
+
+def random_generators(model: tf.Module) -> List[tf.random.Generator]:
+  """The `tf.random.Generator`s of a model's random layers, in layer order.
+
+  Layers derived from Keras' `BaseRandomLayer` (dropout, our
+  `sampling.SeedStream`) hold one when Keras' tf.random.Generator mode is on
+  (`configure(deterministic=True)`); they are created here if the layer has
+  not been called yet, so that a checkpoint can restore them before the
+  first step. Empty in the default mode (stateful random ops, no state to
+  save).
+  """
+  base = tf_keras.__internal__.layers.BaseRandomLayer
+  generators = []
+  for module in [model, *model.submodules]:
+    if not isinstance(module, base):
+      continue
+    rng = module._random_generator  # pylint: disable=protected-access
+    rng._maybe_init()  # pylint: disable=protected-access
+    generator = getattr(rng, '_generator', None)
+    if generator is not None and not any(generator is g for g in generators):
+      generators.append(generator)
+  return generators
+
+
+def checkpoint_step(path: str) -> int:
+  """The global step a (readable) checkpoint holds."""
+  return int(tf.train.load_checkpoint(path).get_tensor(_GLOBAL_STEP_KEY))
+
+
+def _readable(path: str) -> Optional[str]:
+  """None if every tensor of the checkpoint reads back, else the error."""
+  try:
+    reader = tf.train.load_checkpoint(path)
+    for name in reader.get_variable_to_shape_map():
+      reader.get_tensor(name)
+  except (tf.errors.OpError, ValueError, IndexError) as error:
+    return f'{type(error).__name__}: {str(error).splitlines()[0]}'
+  return None
+
+
+def latest_readable_checkpoint(model_dir: str
+                               ) -> Tuple[Optional[str], int]:
+  """The newest checkpoint of `model_dir` that reads back, and its step.
+
+  Unreadable newer checkpoints (a kill while writing, a truncated copy) are
+  skipped: each is logged with its error, and the directory's checkpoint
+  state is pointed at the one returned, so that Orbit restores it.
+
+  Returns:
+    `(path, step)`, or `(None, 0)` when there is no readable checkpoint.
+  """
+  state = tf.train.get_checkpoint_state(model_dir)
+  if state is None:
+    return None, 0
+  candidates = list(state.all_model_checkpoint_paths) or [
+      state.model_checkpoint_path]
+  if state.model_checkpoint_path not in candidates:
+    candidates.append(state.model_checkpoint_path)
+  skipped = []
+  for index in range(len(candidates) - 1, -1, -1):
+    path = candidates[index]
+    if not os.path.isabs(path) and '://' not in path:
+      path = os.path.join(model_dir, path)
+    error = _readable(path)
+    if error is None:
+      if skipped:
+        tf.compat.v1.train.update_checkpoint_state(
+            model_dir, path,
+            all_model_checkpoint_paths=candidates[:index + 1])
+        logging.warning('Resuming from %s; skipped the unreadable newer '
+                        'checkpoint(s): %s', path, '; '.join(skipped))
+      return path, checkpoint_step(path)
+    skipped.append(f'{path} ({error})')
+  raise ValueError(
+      f'No checkpoint in {model_dir} reads back: ' + '; '.join(skipped) +
+      '. Remove them (or the whole --model_dir) to start afresh.')

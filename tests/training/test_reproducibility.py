@@ -1,0 +1,141 @@
+"""Seeds, bit-identical runs, exact resume and corrupt-checkpoint fallback."""
+
+import logging
+import os
+import signal
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_repro.data import pretrain_dataloader
+from official_repro.training import reproducibility
+from official_repro.training import trainer
+
+
+def test_run_seed_is_kept_in_model_dir(tmp_path):
+  drawn = reproducibility.run_seed(str(tmp_path), None)
+  assert reproducibility.run_seed(str(tmp_path), None) == drawn
+  assert reproducibility.run_seed(str(tmp_path), drawn) == drawn
+  with pytest.raises(ValueError, match=f'started with seed {drawn}'):
+    reproducibility.run_seed(str(tmp_path), drawn + 1)
+  assert reproducibility.run_seed(str(tmp_path / 'other'), 7) == 7
+
+
+def _write_checkpoints(model_dir, steps):
+  step = tf.Variable(0, dtype=tf.int64)
+  weight = tf.Variable(tf.zeros([64]))
+  checkpoint = tf.train.Checkpoint(global_step=step, weight=weight)
+  manager = tf.train.CheckpointManager(checkpoint, str(model_dir),
+                                       max_to_keep=5)
+  paths = []
+  for value in steps:
+    step.assign(value)
+    weight.assign(tf.fill([64], float(value)))
+    paths.append(manager.save(checkpoint_number=value))
+  return paths
+
+
+def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path,
+                                                                caplog):
+  paths = _write_checkpoints(tmp_path, [1, 2, 3])
+  data_file = tf.io.gfile.glob(paths[-1] + '.data-*')[0]
+  with tf.io.gfile.GFile(data_file, 'rb') as f:
+    content = f.read()
+  with tf.io.gfile.GFile(data_file, 'wb') as f:
+    f.write(content[:len(content) // 2])  # a half-written copy
+  with caplog.at_level(logging.WARNING):
+    path, step = reproducibility.latest_readable_checkpoint(str(tmp_path))
+  assert (path, step) == (paths[1], 2)
+  assert paths[-1] in caplog.text and 'Resuming from' in caplog.text
+  # Orbit restores the directory's latest checkpoint: now the readable one.
+  assert tf.train.latest_checkpoint(str(tmp_path)) == paths[1]
+
+
+def test_no_checkpoint_and_no_readable_checkpoint(tmp_path):
+  assert reproducibility.latest_readable_checkpoint(str(tmp_path)) == (None, 0)
+  (path,) = _write_checkpoints(tmp_path / 'run', [5])
+  for data_file in tf.io.gfile.glob(path + '.data-*'):
+    tf.io.gfile.remove(data_file)
+  with pytest.raises(ValueError, match='No checkpoint in .* reads back'):
+    reproducibility.latest_readable_checkpoint(str(tmp_path / 'run'))
+
+
+def _batches(records, start_step, count, input_context=None):
+  train, _ = pretrain_dataloader.pretraining_data_configs.__wrapped__(
+      input_path=records, max_seq_length=32, train_batch_size=4, seed=11)
+  config = train.replace(start_step=start_step)
+  dataset = pretrain_dataloader.PretrainDataLoader(config).load(input_context)
+  return [{name: value.numpy() for name, value in batch.items()}
+          for batch in dataset.take(count)]
+
+
+@pytest.mark.parametrize('replicas', [1, 2])
+def test_a_resumed_stream_continues_where_the_steps_before_stopped(
+    tiny_records, replicas):
+  """Records and dynamic masks from step k on equal the uninterrupted
+  stream's; each step consumes one batch per replica of the pipeline."""
+  context = tf.distribute.InputContext(
+      num_input_pipelines=1, input_pipeline_id=0,
+      num_replicas_in_sync=replicas) if replicas > 1 else None
+  uninterrupted = _batches(tiny_records, 0, 8, context)
+  resumed = _batches(tiny_records, 3, 8 - 3 * replicas, context)
+  for expected, batch in zip(uninterrupted[3 * replicas:], resumed):
+    assert expected.keys() == batch.keys()
+    for name in expected:
+      np.testing.assert_array_equal(batch[name], expected[name], name)
+  # The masks come from the skipped seed stream, not a restarted one.
+  assert not np.array_equal(resumed[0]['masked_lm_positions'],
+                            uninterrupted[0]['masked_lm_positions'])
+
+
+def _final_weights(model_dir):
+  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
+  return {name: reader.get_tensor(name)
+          for name in reader.get_variable_to_shape_map()
+          # The object graph holds Keras' per-process layer names.
+          if not name.startswith(('save_counter', '_CHECKPOINTABLE'))}
+
+
+_DETERMINISTIC = ['experiment.seed = 5', 'experiment.deterministic = True',
+                  'experiment.train_steps = 4',
+                  'experiment.steps_per_loop = 2',
+                  'experiment.checkpoint_interval = 2']
+
+
+def test_same_seed_runs_end_bit_identical(run_tiny_electra, tmp_path):
+  run_tiny_electra(tmp_path / 'a', _DETERMINISTIC, mode='train')
+  run_tiny_electra(tmp_path / 'b', _DETERMINISTIC, mode='train')
+  first = _final_weights(str(tmp_path / 'a'))
+  second = _final_weights(str(tmp_path / 'b'))
+  assert first.keys() == second.keys()
+  assert any('random_generators' in name for name in first)
+  for name in first:
+    np.testing.assert_array_equal(first[name], second[name], name)
+  run_tiny_electra(tmp_path / 'c', _DETERMINISTIC[2:] + [
+      'experiment.seed = 6', 'experiment.deterministic = True'], mode='train')
+  other = _final_weights(str(tmp_path / 'c'))
+  embeddings = [name for name in first
+                if name.startswith('encoder/') and 'embeddings/.' in name]
+  assert embeddings and all(not np.array_equal(first[name], other[name])
+                            for name in embeddings)
+
+
+def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
+    run_tiny_electra, tmp_path):
+  """Fails if the resumed run restarts from step 0, re-reads the records or
+  masks the first steps consumed, or restarts dropout or sampling."""
+  run_tiny_electra(tmp_path / 'whole', _DETERMINISTIC, mode='train')
+  with trainer.stop_on_signal():
+    os.kill(os.getpid(), signal.SIGTERM)
+    with pytest.raises(trainer.TrainingStopped) as stopped:
+      run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC, mode='train')
+  assert stopped.value.step == 2
+  result = run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC, mode='train')
+  assert result['global_step'] == 4
+  whole = _final_weights(str(tmp_path / 'whole'))
+  resumed = _final_weights(str(tmp_path / 'resumed'))
+  assert whole.keys() == resumed.keys()
+  for name in whole:
+    np.testing.assert_allclose(resumed[name], whole[name], rtol=0, atol=1e-6,
+                               err_msg=name)
