@@ -45,6 +45,10 @@ class IncompatibleModelDirError(ValueError):
   """`model_dir` holds checkpoints of a different model."""
 
 
+class CorruptRecordsError(ValueError):
+  """A record file could not be read while training or evaluating."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RunSettings:
   """Settings of a run that are not part of Model Garden's config.
@@ -251,16 +255,20 @@ def _run(params: cfg.ExperimentConfig, settings: RunSettings,
       model_dir=model_dir, trainer=trainer)
   controller = runner.controller
   eval_logs = None
-  with strategy.scope():
-    if mode == 'train':
-      controller.train(steps=params.trainer.train_steps)
-    elif mode == 'train_and_eval':
-      eval_logs = controller.train_and_evaluate(
-          train_steps=params.trainer.train_steps,
-          eval_steps=params.trainer.validation_steps,
-          eval_interval=params.trainer.validation_interval)
-    if eval_logs is None and 'eval' in mode:
-      eval_logs = controller.evaluate(steps=params.trainer.validation_steps)
+  try:
+    with strategy.scope():
+      if mode == 'train':
+        controller.train(steps=params.trainer.train_steps)
+      elif mode == 'train_and_eval':
+        eval_logs = controller.train_and_evaluate(
+            train_steps=params.trainer.train_steps,
+            eval_steps=params.trainer.validation_steps,
+            eval_interval=params.trainer.validation_interval)
+      if eval_logs is None and 'eval' in mode:
+        eval_logs = controller.evaluate(steps=params.trainer.validation_steps)
+  except tf.errors.DataLossError as error:
+    raise _corrupt_records_error(error, params, int(
+        trainer.global_step.numpy()), model_dir) from error
   operative = gin_utils.save_config(model_dir, 'operative_config.gin',
                                     operative=True)
   global_step = int(trainer.global_step.numpy())
@@ -286,6 +294,26 @@ def _run(params: cfg.ExperimentConfig, settings: RunSettings,
       operative_config=operative,
       num_params=int(sum(v.shape.num_elements()
                          for v in trainer.model.trainable_variables)))
+
+
+def _corrupt_records_error(error: tf.errors.DataLossError,
+                           params: cfg.ExperimentConfig, step: int,
+                           model_dir: str) -> CorruptRecordsError:
+  """One message naming the corrupt shard, the step and the checkpoint."""
+  directory = params.task.train_data.input_path
+  metadata = records.load_metadata(directory)
+  culprit = records.find_corrupt_file(
+      [path for split in records.SPLITS if split in metadata['splits']
+       for path in records.split_files(metadata, directory, split)])
+  where = (f'record file {culprit[0]} is corrupt ({culprit[1]})' if culprit
+           else f'a record file of {directory} could not be read '
+           f'({str(error.message).splitlines()[0]})')
+  checkpoint = tf.train.latest_checkpoint(model_dir)
+  return CorruptRecordsError(
+      f'Stopped at step {step}: {where}. The last good checkpoint is '
+      f'{checkpoint or "none (no checkpoint was written yet)"}. Rewrite the '
+      'records with create_pretraining_data (it writes every shard '
+      'atomically), then run the same command to resume.')
 
 
 def _to_floats(logs: Optional[Dict[str, Any]]) -> Optional[Dict[str, float]]:

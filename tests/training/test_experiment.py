@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from official_repro.data import pretrain_dataloader
+from official_repro.data import records
 from official_repro.training import experiment
 from official_repro.training import gin_utils
 from official_repro.training import trainer
@@ -209,3 +211,34 @@ def test_missing_field_counts_as_its_default(tmp_path):
     experiment.check_model_dir(
         model_dir, {'encoder': {'hidden_size': 32, 'head_ratio': 4}},
         defaults={'encoder': {'hidden_size': 0, 'head_ratio': 2}})
+
+
+
+def _truncate(path):
+  """Keeps the first half of a file, as a copy cut short would."""
+  with open(path, 'rb') as f:
+    content = f.read()
+  with open(path, 'wb') as f:
+    f.write(content[:len(content) // 2])
+
+
+def test_a_corrupt_record_shard_is_named_with_step_and_checkpoint(
+    run_tiny_pretraining, tiny_records, tmp_path):
+  """Training reads the intact train shard and checkpoints; the evaluation
+  after step 1 meets the truncated eval shard."""
+  records_dir = tmp_path / 'records'
+  shutil.copytree(tiny_records, records_dir)
+  metadata = records.load_metadata(str(records_dir))
+  (train_shard,) = records.split_files(metadata, str(records_dir), 'train')
+  (eval_shard,) = records.split_files(metadata, str(records_dir), 'eval')
+  assert records.find_corrupt_file([train_shard, eval_shard]) is None
+  _truncate(eval_shard)
+  path, reason = records.find_corrupt_file([train_shard, eval_shard])
+  assert path == eval_shard and 'truncated' in reason
+  with pytest.raises(experiment.CorruptRecordsError) as error:
+    run_tiny_pretraining(tmp_path / 'run', ['gin/pretrain/masked_lm.gin'],
+                         [f'pretrain_data.input_path = {str(records_dir)!r}'])
+  message = str(error.value)
+  assert f'record file {eval_shard} is corrupt' in message
+  assert 'Stopped at step 1' in message
+  assert f'checkpoint is {tmp_path / "run" / "ckpt-1"}' in message
