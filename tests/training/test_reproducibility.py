@@ -3,12 +3,16 @@
 import logging
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from official_repro.data import pretrain_dataloader
+from official_repro.training import gin_utils
 from official_repro.training import reproducibility
 from official_repro.training import trainer
 
@@ -139,3 +143,54 @@ def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
   for name in whole:
     np.testing.assert_allclose(resumed[name], whole[name], rtol=0, atol=1e-6,
                                err_msg=name)
+
+
+def _train_command(records, model_dir):
+  bindings = [f'pretrain_data.input_path = {records!r}',
+              'pretrain_data.max_seq_length = 32',
+              'pretrain_data.train_batch_size = 8',
+              'electra.generator_size = 0.5',
+              'optimization.learning_rate = 1e-3',
+              'experiment.seed = 5', 'experiment.deterministic = True',
+              'experiment.train_steps = 8', 'experiment.steps_per_loop = 1',
+              'experiment.checkpoint_interval = 1']
+  gin_files = [os.path.join(gin_utils.REPO_ROOT, 'gin', name)
+               for name in ('sizes/tiny.gin', 'pretrain/electra.gin')]
+  return ([sys.executable, '-m', 'official_repro.train',
+           f'--model_dir={model_dir}', '--strategy=cpu', '--mode=train']
+          + [f'--gin_file={f}' for f in gin_files]
+          + [f'--gin_param={b}' for b in bindings])
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_resumes_to_the_same_weights(tiny_records,
+                                                               tmp_path):
+  """kill -9 once the third checkpoint exists (wherever the run is then),
+  rerun: the final weights equal an uninterrupted run's."""
+  whole, killed = tmp_path / 'whole', tmp_path / 'killed'
+  subprocess.run(_train_command(tiny_records, whole), cwd=gin_utils.REPO_ROOT,
+                 check=True, capture_output=True, timeout=600)
+  process = subprocess.Popen(_train_command(tiny_records, killed),
+                             cwd=gin_utils.REPO_ROOT,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+  try:
+    deadline = time.time() + 300
+    while not tf.io.gfile.glob(str(killed / 'ckpt-3.index')):
+      assert process.poll() is None and time.time() < deadline
+      time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+  finally:
+    if process.poll() is None:
+      process.kill()
+  stopped_at = reproducibility.checkpoint_step(
+      tf.train.latest_checkpoint(str(killed)))
+  assert 3 <= stopped_at < 8, stopped_at
+  subprocess.run(_train_command(tiny_records, killed), cwd=gin_utils.REPO_ROOT,
+                 check=True, capture_output=True, timeout=600)
+  expected, resumed = _final_weights(str(whole)), _final_weights(str(killed))
+  assert expected.keys() == resumed.keys()
+  for name in expected:
+    np.testing.assert_allclose(resumed[name], expected[name], rtol=0,
+                               atol=1e-6, err_msg=name)
