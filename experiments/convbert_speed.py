@@ -285,11 +285,11 @@ def format_matches(matches: Dict[str, Dict[str, float]]) -> str:
 
 def _cpu_name() -> str:
   try:
-    with open('/proc/cpuinfo') as f:
+    with tf.io.gfile.GFile('/proc/cpuinfo') as f:
       for line in f:
         if line.startswith('model name'):
           return line.split(':', 1)[1].strip()
-  except OSError:
+  except (OSError, tf.errors.OpError):
     pass
   return platform.processor() or 'unknown CPU'
 

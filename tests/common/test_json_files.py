@@ -3,21 +3,11 @@
 import json
 import os
 import threading
-import uuid
 
 import pytest
 import tensorflow as tf
 
 from official_repro.common import json_files
-
-
-@pytest.fixture
-def ram_directory():
-  """A fresh directory on TensorFlow's in-memory `ram://` filesystem."""
-  path = f'ram://json_files_{uuid.uuid4().hex}'
-  tf.io.gfile.makedirs(path)
-  yield path
-  tf.io.gfile.rmtree(path)
 
 
 def test_write_replaces_the_file_and_leaves_no_temporary(tmp_path):
@@ -46,18 +36,18 @@ def test_temporary_names_are_unique_and_beside_the_file(tmp_path):
     assert f'-{os.getpid()}-' in name
 
 
-def test_failed_write_removes_its_temporary(ram_directory):
-  path = os.path.join(ram_directory, 'x.json')
+def test_failed_write_removes_its_temporary(ram_dir):
+  path = os.path.join(ram_dir, 'x.json')
   with pytest.raises(TypeError):
     json_files.write_json(path, {'a': object()})
-  assert tf.io.gfile.listdir(ram_directory) == []
+  assert tf.io.gfile.listdir(ram_dir) == []
 
 
 @pytest.mark.parametrize('on_ram', [False, True])
-def test_concurrent_writers_never_mix(tmp_path, ram_directory, on_ram):
+def test_concurrent_writers_never_mix(tmp_path, ram_dir, on_ram):
   """Two threads rewrite one file while a third reads it: every read is one
   writer's complete content, and no temporary file is left."""
-  directory = ram_directory if on_ram else str(tmp_path)
+  directory = ram_dir if on_ram else str(tmp_path)
   path = os.path.join(directory, 'shared.json')
   # Large enough that a shared temporary file or a non-atomic write would be
   # seen part-written or interleaved.

@@ -5,7 +5,6 @@ import json
 import os
 import random
 import re
-import uuid
 
 import numpy as np
 import pytest
@@ -47,15 +46,6 @@ def _write_corpus(directory, num_documents=36, seed=0):
       words = text.split()
       f.write(' '.join(words[:7]) + '\n' + ' '.join(words[7:]) + '\n\n')
   return documents
-
-
-@pytest.fixture
-def ram_directory():
-  """A fresh directory on TensorFlow's in-memory `ram://` filesystem."""
-  path = f'ram://records_{uuid.uuid4().hex}'
-  tf.io.gfile.makedirs(path)
-  yield path
-  tf.io.gfile.rmtree(path)
 
 
 def _words(text):
@@ -459,21 +449,21 @@ def test_killed_run_leaves_no_complete_looking_directory(
   assert 'found 1 leftover temporary file(s)' in caplog.text
 
 
-def test_shards_and_metadata_are_renamed_into_place(ram_directory):
+def test_shards_and_metadata_are_renamed_into_place(ram_dir):
   """On a non-local filesystem (gs:// in production) too."""
   features = {'input_ids': np.arange(12).reshape(6, 2)}
-  stale = os.path.join(ram_directory, 'eval-00000-of-00001.tfrecord.tmp-x-1-2')
+  stale = os.path.join(ram_dir, 'eval-00000-of-00001.tfrecord.tmp-x-1-2')
   with tf.io.gfile.GFile(stale, 'w') as f:
     f.write('partial')
-  with tf.io.gfile.GFile(os.path.join(ram_directory, 'metadata.json'),
+  with tf.io.gfile.GFile(os.path.join(ram_dir, 'metadata.json'),
                          'w') as f:
     f.write('{}')
-  assert records.prepare_output_dir(ram_directory) == 1
-  assert tf.io.gfile.listdir(ram_directory) == []
-  names = records.write_split(ram_directory, 'train', features, 3)
-  assert sorted(tf.io.gfile.listdir(ram_directory)) == names
+  assert records.prepare_output_dir(ram_dir) == 1
+  assert tf.io.gfile.listdir(ram_dir) == []
+  names = records.write_split(ram_dir, 'train', features, 3)
+  assert sorted(tf.io.gfile.listdir(ram_dir)) == names
   rows = [tf.train.Example.FromString(r.numpy()).features
           .feature['input_ids'].int64_list.value
           for r in tf.data.TFRecordDataset(
-              [os.path.join(ram_directory, n) for n in names])]
+              [os.path.join(ram_dir, n) for n in names])]
   assert [list(r) for r in rows] == features['input_ids'].tolist()
