@@ -30,6 +30,16 @@ label is 0); the replacement written into the sequence is drawn separately,
 as in 003 Sec. 3.2 ("First ... we sample one token ... Second, we draw K
 non-original tokens").
 
+Model Garden's `TeamsPretrainer` is not subclassed: it takes
+`EncoderScaffold` networks (it reads their `embedding_network` and the
+`hidden_cfg` of their config to build its RTD layer), so it cannot run on
+our ALBERT or ConvBERT backbones, and its `call` hard-wires the paper's head
+design and the MWS-side export. What it has that matches the paper is
+reused as parts: ELECTRA's generator, sampling and corruption
+(`ElectraPretrainer`), Model Garden's `MaskedLM` head and transformer
+blocks, and `MaskedLMTask`'s loss and metrics (`tasks/teams.py`); its
+`TeamsPretrainTask` is the benchmark's stock counterpart.
+
 Where Model Garden's `official.projects.teams` (`TeamsPretrainer`) differs:
   * `candidate_size` counts the original: its default 5 draws 4 negatives,
     where 003 draws K = 5. Here `num_negatives` is K and the candidate set
