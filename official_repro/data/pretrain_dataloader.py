@@ -217,10 +217,12 @@ class PretrainDataLoader(data_loader.DataLoader):
     files = self.files()
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
-    # Whole files per pipeline when they divide evenly; otherwise every
-    # pipeline reads every file and keeps every n-th record of it. Either
-    # way no two pipelines read the same record, whatever the file order.
-    shard_files = num_pipelines > 1 and len(files) % num_pipelines == 0
+    # Whole files per pipeline when there are at least as many files as
+    # pipelines (uneven counts only skew how often a file's records come
+    # round); otherwise every pipeline reads every file and keeps every n-th
+    # record of it. Either way no two pipelines read the same record,
+    # whatever order each shuffles its files in.
+    shard_files = num_pipelines > 1 and len(files) >= num_pipelines
     shard_records = num_pipelines > 1 and not shard_files
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if shard_files:

@@ -163,10 +163,9 @@ class TeamsPretrainTask(pretraining.ReplacedTokenTask):
   def process_metrics(self, metrics, labels, model_outputs):
     super().process_metrics(metrics, labels, model_outputs)
     by_name = {metric.name: metric for metric in metrics}
-    logits = model_outputs['mws_logits']
     # Correct when the original (index 0) has the largest logit.
-    correct = tf.cast(tf.reduce_all(
-        logits[..., :1] >= logits[..., 1:], axis=-1), tf.float32)
+    correct = tf.cast(tf.equal(
+        tf.argmax(model_outputs['mws_logits'], axis=-1), 0), tf.float32)
     by_name['mws_accuracy'].update_state(
         correct, tf.cast(labels['masked_lm_weights'], tf.float32))
 

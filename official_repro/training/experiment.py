@@ -216,15 +216,19 @@ def run(params: cfg.ExperimentConfig,
                   defaults=type(params.task.model)().as_dict())
   seed = reproducibility.run_seed(model_dir, settings.seed)
   with reproducibility.configure(seed, settings.deterministic):
-    return _run(_resumable(params, model_dir, seed), settings, strategy,
-                model_dir, mode)
+    if 'train' in mode:
+      params = _resumable(params, model_dir, seed,
+                          chief=strategy.extended.should_checkpoint)
+    return _run(params, settings, strategy, model_dir, mode)
 
 
-def _resumable(params: cfg.ExperimentConfig, model_dir: str,
-               seed: int) -> cfg.ExperimentConfig:
+def _resumable(params: cfg.ExperimentConfig, model_dir: str, seed: int,
+               chief: bool) -> cfg.ExperimentConfig:
   """`params` with the run's seed in the data configs and the training
-  stream starting at the step of the checkpoint the run resumes from."""
-  _, step = reproducibility.latest_readable_checkpoint(model_dir)
+  stream starting at the step of the checkpoint the run resumes from
+  (only the chief repoints the directory past an unreadable one)."""
+  _, step = reproducibility.latest_readable_checkpoint(
+      model_dir, repoint=chief)
   train_data = params.task.train_data
   params.task.train_data = train_data.replace(
       seed=seed if train_data.seed is None else train_data.seed,

@@ -143,13 +143,14 @@ def _readable(path: str) -> Optional[str]:
   return None
 
 
-def latest_readable_checkpoint(model_dir: str
+def latest_readable_checkpoint(model_dir: str, repoint: bool = True
                                ) -> Tuple[Optional[str], int]:
   """The newest checkpoint of `model_dir` that reads back, and its step.
 
   Unreadable newer checkpoints (a kill while writing, a truncated copy) are
-  skipped: each is logged with its error, and the directory's checkpoint
-  state is pointed at the one returned, so that Orbit restores it.
+  skipped: each is logged with its error and, with `repoint` (the chief of
+  a training run), the directory's checkpoint state is pointed at the one
+  returned, so that Orbit restores it.
 
   Returns:
     `(path, step)`, or `(None, 0)` when there is no readable checkpoint.
@@ -168,7 +169,7 @@ def latest_readable_checkpoint(model_dir: str
       path = os.path.join(model_dir, path)
     error = _readable(path)
     if error is None:
-      if skipped:
+      if skipped and repoint:
         tf.compat.v1.train.update_checkpoint_state(
             model_dir, path,
             all_model_checkpoint_paths=candidates[:index + 1])

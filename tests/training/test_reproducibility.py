@@ -128,14 +128,16 @@ def test_same_seed_runs_end_bit_identical(run_tiny_electra, tmp_path):
 def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
     run_tiny_electra, tmp_path):
   """Fails if the resumed run restarts from step 0, re-reads the records or
-  masks the first steps consumed, or restarts dropout or sampling."""
-  run_tiny_electra(tmp_path / 'whole', _DETERMINISTIC, mode='train')
+  masks the first steps consumed, or restarts dropout or sampling; both
+  evaluate after the checkpoint at step 2 (train_and_eval), which must not
+  move the training streams."""
+  run_tiny_electra(tmp_path / 'whole', _DETERMINISTIC)
   with trainer.stop_on_signal():
     os.kill(os.getpid(), signal.SIGTERM)
     with pytest.raises(trainer.TrainingStopped) as stopped:
-      run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC, mode='train')
+      run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC)
   assert stopped.value.step == 2
-  result = run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC, mode='train')
+  result = run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC)
   assert result['global_step'] == 4
   whole = _final_weights(str(tmp_path / 'whole'))
   resumed = _final_weights(str(tmp_path / 'resumed'))

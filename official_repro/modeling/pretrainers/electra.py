@@ -137,13 +137,14 @@ class ElectraPretrainer(tf_keras.Model):
     return logits, outputs
 
   def sample_replacements(self, mlm_logits: tf.Tensor,
-                          inputs: Dict[str, tf.Tensor]) -> tf.Tensor:
+                          inputs: Dict[str, tf.Tensor],
+                          training: Optional[bool] = None) -> tf.Tensor:
     """Step 2: one replacement id per masked position, int32 `[B, P]`."""
     return sampling.sample_from_logits(
         tf.stop_gradient(mlm_logits), self._temperature,
         disallowed_ids=(inputs['masked_lm_ids'] if self._disallow_original
                         else None),
-        seed=self.sampling_seeds.next_seed())
+        seed=self.sampling_seeds.next_seed(training))
 
   @staticmethod
   def corrupt(inputs: Dict[str, tf.Tensor], replacements: tf.Tensor
@@ -198,7 +199,7 @@ class ElectraPretrainer(tf_keras.Model):
       `rtd_logits` float `[batch, seq]`.
     """
     mlm_logits, _ = self.generator_logits(inputs, training)
-    sampled = self.sample_replacements(mlm_logits, inputs)
+    sampled = self.sample_replacements(mlm_logits, inputs, training)
     corrupted, labels = self.corrupt(inputs, sampled)
     discriminator_outputs = self.discriminate(corrupted, inputs, training)
     return dict(mlm_logits=mlm_logits, sampled_ids=sampled,

@@ -46,19 +46,26 @@ def gumbel_noise(shape: tf.Tensor, seed: Optional[tf.Tensor] = None
 class SeedStream(tf_keras.__internal__.layers.BaseRandomLayer):
   """Seeds for a model's stateless draws, from Keras' random generator.
 
-  `next_seed()` is None in Keras' default mode, where the samplers fall back
-  to stateful random ops (seeded by the global seed, as dropout is); with
-  Keras' `tf.random.Generator` mode on (`experiment.deterministic`) it is a
-  fresh int64 `[2]` seed drawn from this layer's generator, whose state the
-  trainer checkpoints, so a resumed run continues the same draws.
+  `next_seed(training=True)` is None in Keras' default mode, where the
+  samplers fall back to stateful random ops (seeded by the global seed, as
+  dropout is); with Keras' `tf.random.Generator` mode on
+  (`experiment.deterministic`) it is a fresh int64 `[2]` seed drawn from
+  this layer's generator, whose state the trainer checkpoints, so a resumed
+  run continues the same draws. Outside training it is always None:
+  evaluation must not advance the checkpointed stream, or a run that
+  evaluates between a checkpoint and its next step would draw otherwise
+  than one resumed from that checkpoint.
   """
 
-  def next_seed(self) -> Optional[tf.Tensor]:
+  def next_seed(self, training: Optional[bool] = True
+                ) -> Optional[tf.Tensor]:
+    if not training:
+      return None
     return self._random_generator.make_seed_for_stateless_op()
 
-  def call(self, inputs):
+  def call(self, inputs, training=None):
     del inputs
-    return self.next_seed()
+    return self.next_seed(training)
 
 
 def _check_temperature(temperature: float) -> None:

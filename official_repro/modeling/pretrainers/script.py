@@ -202,7 +202,8 @@ class ScriptPretrainer(tf_keras.Model):
                              inputs['masked_lm_positions'], training)
 
   def sample_replacements(self, mlm_logits: tf.Tensor,
-                          seed: Optional[tf.Tensor] = None
+                          seed: Optional[tf.Tensor] = None,
+                          training: Optional[bool] = None
                           ) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
     """004 Eq. 3 at the masked positions.
 
@@ -210,6 +211,7 @@ class ScriptPretrainer(tf_keras.Model):
       mlm_logits: float `[B, P, V]` pass-1 logits.
       seed: optional int `[2]` stateless seed (default: the model's
         `sampling_seeds`).
+      training: whether this is a training step (`SeedStream.next_seed`).
 
     Returns:
       `(ids, one_hot)`: int32 `[B, P]` drawn tokens and, with
@@ -220,7 +222,7 @@ class ScriptPretrainer(tf_keras.Model):
     if not self._straight_through:
       log_pi = tf.stop_gradient(log_pi)
     if seed is None:
-      seed = self.sampling_seeds.next_seed()
+      seed = self.sampling_seeds.next_seed(training)
     sample = sampling.gumbel_softmax(log_pi, self._temperature,
                                      self._straight_through, seed)
     ids = tf.argmax(sample, axis=-1, output_type=tf.int32)
@@ -302,7 +304,8 @@ class ScriptPretrainer(tf_keras.Model):
       (ELECTRA's convention, for its metrics).
     """
     mlm_logits = self.mlm_logits(inputs, training)
-    sampled, one_hot = self.sample_replacements(mlm_logits)
+    sampled, one_hot = self.sample_replacements(mlm_logits,
+                                                training=training)
     critic_ids, labels = electra.ElectraPretrainer.corrupt(inputs, sampled)
     log_positive, log_negative = critic_log_probabilities(
         self.critic_logits(critic_ids, inputs, one_hot, training))

@@ -19,8 +19,12 @@ Task heads (003 Sec. 3.2, Fig. 2, Table 3), `task_heads`:
     layer being the exported side's head, and the other head reads layer L;
   * 'ffn': L task-agnostic layers and a per-token feed-forward head per task
     ("Use FFN task heads"); the exported encoder is the L layers.
-In every case the other side's extra layer reads the discriminator's
-second-to-last output, so one code path serves the three designs.
+With attention heads the other side's extra layer reads the
+discriminator's second-to-last output, so one code path serves both
+attention designs; with 'ffn' both heads read the top layer. On ALBERT the
+discriminator's layers apply its one shared block and the extra layer is a
+block of its own (whatever `encoders.build_block` names it), so the two
+sides are not symmetric as they are on BERT.
 
 Negatives (003 Sec. 4.3, Fig. 5), `negative_sampling`: 'sampled', K draws
 without replacement from the generator's softmax (Gumbel-top-k, one pass),
@@ -227,7 +231,8 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     return self._num_negatives
 
   def sample_negatives(self, mlm_logits: tf.Tensor,
-                       inputs: Dict[str, tf.Tensor]) -> tf.Tensor:
+                       inputs: Dict[str, tf.Tensor],
+                       training: Optional[bool] = None) -> tf.Tensor:
     """K distinct non-original ids per masked position, int32 `[B, P, K]`.
 
     'sampled': without replacement from softmax(logits / temperature), in
@@ -240,7 +245,8 @@ class TeamsPretrainer(electra.ElectraPretrainer):
                                       excluded_ids=original)
     return sampling.sample_distinct(logits, self._num_negatives,
                                     self._temperature, excluded_ids=original,
-                                    seed=self.sampling_seeds.next_seed())
+                                    seed=self.sampling_seeds.next_seed(
+                                        training))
 
   @staticmethod
   def candidate_sets(inputs: Dict[str, tf.Tensor],
@@ -295,9 +301,9 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       first) and `mws_logits` float `[batch, predictions, K + 1]`.
     """
     mlm_logits, _ = self.generator_logits(inputs, training)
-    sampled = self.sample_replacements(mlm_logits, inputs)
+    sampled = self.sample_replacements(mlm_logits, inputs, training)
     candidates = self.candidate_sets(
-        inputs, self.sample_negatives(mlm_logits, inputs))
+        inputs, self.sample_negatives(mlm_logits, inputs, training))
     corrupted, labels = self.corrupt(inputs, sampled)
     discriminator_outputs = self.discriminate(corrupted, inputs, training)
     states = self.task_states(discriminator_outputs, inputs['input_mask'],
