@@ -1,0 +1,285 @@
+"""The four papers' tables and figures, transcribed once, as data.
+
+One JSON file per paper (`<paper>_<name>.json` beside this module) holds
+every table of that paper: its caption, row and column names and cells as
+printed, the unit of each column (or row), and, for results, how the paper
+aggregates runs. Everything that compares against a paper number (the gin
+citation test, `experiments.regenerate`) reads it through `load` /
+`load_all`; nothing else transcribes a paper cell.
+
+File layout (the keys each JSON object has; `?` marks optional ones):
+
+  paper           "001" .. "004"
+  short_name      "ALE", "ConvBERT", "TEAMS", "SCRIPT"
+  title           as printed
+  text_file       the paper's text in ../shared/papers/
+  sections        {id: title}: every section, subsection and appendix as
+                  cited ("IV-B", "3.1", "App. B"), so that a citation of
+                  prose can be checked to name a place that exists
+  tables          list of tables, each:
+    id            as printed ("IV", "5")
+    caption       as printed
+    kind          "results" | "hyperparameters" | "data" | "speed"
+    row_header    the header of the name column, as printed ("" if none)
+    columns       column names as printed; a two-level header is joined
+                  with a space ("SQuAD 1.1 EM")
+    units?        {column: unit}; a unit applies to every cell of the column
+    row_units?    {row key: unit}, for tables whose rows are quantities
+    aggregation?  for results: how runs are aggregated, as the paper says
+    notes?        list of strings: what the transcription had to decide
+    rows          list of rows, each:
+      name        as printed
+      key?        unique name for lookup when `name` repeats in the table
+                  ("Base++ / No Tie"); defaults to `name`
+      group?      the heading the row sits under, as printed
+      cells       list of strings as printed, one per column; "", "-" or
+                  "/" for an empty cell
+      split?      false when the row's slashes are fractions ("1/2"), not
+                  one value per part of a slashed column
+  figures         list of figures, each:
+    id, caption   as printed
+    x, y          axis quantities, as printed or described
+    series?       {series name: [[x, y], ...]} for points the paper states
+                  in its text; empty when it only draws them
+    notes?        list of strings
+
+Cells are kept as printed and parsed on lookup (`parse_cell`): "2.3e17",
+"500K", "13.5M", "1/2" and "12h" (hours) are numbers, "88.0±0.5" a number with its
+"±" term, "Linear" a string. A column printed with slashes
+("Small/Small++") holds slash-separated cells ("256/1024"); looking up one
+of its parts ("Small++") returns the matching part, and a cell with a
+single value ("12") applies to every part.
+"""
+
+import dataclasses
+import functools
+import json
+import os
+import re
+from typing import Dict, List, Optional, Tuple, Union
+
+import tensorflow as tf
+
+DATA_DIR = os.path.dirname(os.path.abspath(__file__))
+PAPERS = ('001', '002', '003', '004')
+
+_EMPTY = ('', '-', '/', '\u2013', '\u2014')
+_SUFFIXES = {'k': 1e3, 'K': 1e3, 'M': 1e6, 'B': 1e9, 'G': 1e9, 'h': 1.0}
+_NUMBER = r'[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?'
+_NUMBER_WITH_SUFFIX = re.compile(rf'^({_NUMBER})\s*([kKMBGh]?)$')
+_FRACTION = re.compile(r'^(\d+)\s*/\s*(\d+)$')
+_PLUS_MINUS = re.compile(rf'^({_NUMBER})\s*(?:\u00b1|\+/-|\+-)\s*({_NUMBER})$')
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  """One table cell.
+
+  Attributes:
+    printed: the cell as the paper prints it (one part of a slashed cell).
+    value: the parsed number, the string itself when it is not a number, or
+      None for an empty cell.
+    plus_minus: the term printed after "±" (a standard deviation or error,
+      as the table's notes say), else None.
+    unit: the unit of the cell's column or row, else None.
+    paper, table, row, column: where the cell is.
+  """
+  printed: str
+  value: Union[float, str, None]
+  plus_minus: Optional[float]
+  unit: Optional[str]
+  paper: str
+  table: str
+  row: str
+  column: str
+
+  @property
+  def is_number(self) -> bool:
+    return isinstance(self.value, float)
+
+  def cite(self) -> str:
+    """The citation of this cell as gin files write it."""
+    return f'[{self.paper} Table {self.table}: {self.row} | {self.column}]'
+
+
+def parse_cell(printed: str) -> Tuple[Union[float, str, None], Optional[float]]:
+  """Parses a printed cell into (value, plus_minus).
+
+  Args:
+    printed: e.g. "0.838", "2.3e17", "500K", "13.5M", "1/2", "88.0±0.5",
+      "Linear", "-".
+
+  Returns:
+    (number or string or None, the "±" term or None).
+  """
+  text = printed.strip()
+  if text in _EMPTY:
+    return None, None
+  match = _PLUS_MINUS.match(text)
+  if match:
+    return float(match.group(1)), float(match.group(2))
+  match = _NUMBER_WITH_SUFFIX.match(text.replace(',', '')
+                                    if re.fullmatch(r'[\d,]+', text)
+                                    else text)
+  if match:
+    return float(match.group(1)) * _SUFFIXES.get(match.group(2), 1.0), None
+  match = _FRACTION.match(text)
+  if match:
+    return float(match.group(1)) / float(match.group(2)), None
+  return text, None
+
+
+class Table:
+  """One transcribed table: cells by (row key, column name)."""
+
+  def __init__(self, paper: str, spec: Dict):
+    self.paper = paper
+    self.id = spec['id']
+    self.caption = spec['caption']
+    self.kind = spec['kind']
+    self.row_header = spec.get('row_header', '')
+    self.columns: List[str] = list(spec['columns'])
+    self.units: Dict[str, str] = dict(spec.get('units', {}))
+    self.row_units: Dict[str, str] = dict(spec.get('row_units', {}))
+    self.aggregation: Optional[str] = spec.get('aggregation')
+    self.notes: List[str] = list(spec.get('notes', []))
+    self.rows: List[Dict] = list(spec['rows'])
+    where = f'{paper} Table {self.id}'
+    if len(set(self.columns)) != len(self.columns):
+      raise ValueError(f'{where}: repeated column names {self.columns}.')
+    self._rows: Dict[str, List[str]] = {}
+    self._split: Dict[str, bool] = {}
+    for row in self.rows:
+      key = row.get('key', row['name'])
+      if key in self._rows:
+        raise ValueError(f'{where}: row {key!r} repeats; give it a "key".')
+      if len(row['cells']) != len(self.columns):
+        raise ValueError(
+            f'{where}, row {key!r}: {len(row["cells"])} cells for '
+            f'{len(self.columns)} columns {self.columns}.')
+      self._rows[key] = list(row['cells'])
+      self._split[key] = row.get('split', True)
+    for name in self.units:
+      if name not in self.columns:
+        raise ValueError(f'{where}: unit for unknown column {name!r}.')
+    for name in self.row_units:
+      if name not in self._rows:
+        raise ValueError(f'{where}: unit for unknown row {name!r}.')
+
+  @property
+  def row_keys(self) -> List[str]:
+    return list(self._rows)
+
+  def _column(self, column: str) -> Tuple[str, Optional[int], int]:
+    """(printed column, index of the slash part or None, number of parts)."""
+    if column in self.columns:
+      return column, None, 1
+    for name in self.columns:
+      parts = [part.strip() for part in name.split('/')]
+      if len(parts) > 1 and column in parts:
+        return name, parts.index(column), len(parts)
+    raise KeyError(f'{self.paper} Table {self.id} has no column {column!r}; '
+                   f'its columns are {self.columns}.')
+
+  def cell(self, row: str, column: str) -> Cell:
+    """The cell at `row` (a row key) and `column` (a column or slash part).
+
+    Raises:
+      KeyError: naming the table and its rows or columns when either does
+        not exist, or the cell is empty.
+    """
+    if row not in self._rows:
+      raise KeyError(f'{self.paper} Table {self.id} has no row {row!r}; its '
+                     f'rows are {self.row_keys}.')
+    printed_column, part, num_parts = self._column(column)
+    printed = self._rows[row][self.columns.index(printed_column)]
+    if part is not None and self._split[row]:
+      pieces = [piece.strip() for piece in printed.split('/')]
+      if len(pieces) == num_parts:
+        printed = pieces[part]
+      elif len(pieces) != 1:
+        raise ValueError(
+            f'{self.paper} Table {self.id}, row {row!r}: cell {printed!r} '
+            f'does not split into the parts of column {printed_column!r}.')
+    value, plus_minus = parse_cell(printed)
+    if value is None:
+      raise KeyError(f'{self.paper} Table {self.id}: the cell at row {row!r}, '
+                     f'column {column!r} is empty.')
+    unit = self.row_units.get(row, self.units.get(printed_column))
+    return Cell(printed=printed.strip(), value=value, plus_minus=plus_minus,
+                unit=unit,
+                paper=self.paper, table=self.id, row=row, column=column)
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+  """One figure: caption, axes and the points its text states."""
+  paper: str
+  id: str
+  caption: str
+  x: str
+  y: str
+  series: Dict[str, List[Tuple[float, float]]]
+  notes: Tuple[str, ...]
+
+
+class Paper:
+  """One paper's tables, figures and section ids."""
+
+  def __init__(self, spec: Dict, path: str):
+    self.path = path
+    self.paper = spec['paper']
+    self.short_name = spec['short_name']
+    self.title = spec['title']
+    self.text_file = spec['text_file']
+    self.sections: Dict[str, str] = dict(spec['sections'])
+    self.tables: Dict[str, Table] = {}
+    for table_spec in spec['tables']:
+      table = Table(self.paper, table_spec)
+      if table.id in self.tables:
+        raise ValueError(f'{path}: table {table.id} appears twice.')
+      self.tables[table.id] = table
+    self.figures: Dict[str, Figure] = {}
+    for figure in spec.get('figures', []):
+      series = {name: [tuple(point) for point in points]
+                for name, points in figure.get('series', {}).items()}
+      self.figures[figure['id']] = Figure(
+          paper=self.paper, id=figure['id'], caption=figure['caption'],
+          x=figure['x'], y=figure['y'], series=series,
+          notes=tuple(figure.get('notes', ())))
+
+  def table(self, table_id: str) -> Table:
+    if table_id not in self.tables:
+      raise KeyError(f'Paper {self.paper} has no Table {table_id}; it has '
+                     f'{sorted(self.tables)} ({self.path}).')
+    return self.tables[table_id]
+
+  def cell(self, table_id: str, row: str, column: str) -> Cell:
+    return self.table(table_id).cell(row, column)
+
+
+def _path_of(paper: str) -> str:
+  matches = [name for name in sorted(tf.io.gfile.listdir(DATA_DIR))
+             if name.startswith(f'{paper}_') and name.endswith('.json')]
+  if len(matches) != 1:
+    raise FileNotFoundError(
+        f'Expected one {paper}_<name>.json in {DATA_DIR}, found {matches}.')
+  return os.path.join(DATA_DIR, matches[0])
+
+
+@functools.lru_cache(maxsize=None)
+def load(paper: str) -> Paper:
+  """The transcription of `paper` ("001" .. "004")."""
+  if paper not in PAPERS:
+    raise KeyError(f'Unknown paper {paper!r}; the papers are {PAPERS}.')
+  path = _path_of(paper)
+  with tf.io.gfile.GFile(path) as f:
+    spec = json.load(f)
+  if spec.get('paper') != paper:
+    raise ValueError(f'{path} says paper {spec.get("paper")!r}, not {paper}.')
+  return Paper(spec, path)
+
+
+def load_all() -> Dict[str, Paper]:
+  """Every paper's transcription, by paper id."""
+  return {paper: load(paper) for paper in PAPERS}
