@@ -35,7 +35,12 @@ Three stages, each skipped when its output is already in `--work_dir`:
    `official_repro.score.PllScorer`, method 'script'); the true sentence
    ranks first when its score is strictly the highest of its list. Printed:
    that rate against chance 1 / (1 + num_distractors), and, per edit, how
-   often the true sentence outscores a hypothesis made by that edit.
+   often the true sentence outscores a hypothesis made by that edit; once
+   for the PLL itself (`nbest`) and once for the PLL per word
+   (`nbest_per_word`). A PLL is a sum of negative terms, one per token, so
+   a deletion gains about one term's worth by being shorter; the rescorer
+   offsets this with its length bonus, and the per-word score is the
+   length-neutral view of the same numbers.
 """
 
 import collections
@@ -197,6 +202,14 @@ def ranking_summary(nbest: Sequence[Sequence[Hypothesis]],
   return summary
 
 
+def per_word(nbest: Sequence[Sequence[Hypothesis]],
+             scores: Sequence[Sequence[float]]) -> List[List[float]]:
+  """Each score divided by its hypothesis' number of words."""
+  return [[value / len(hypothesis.text.split())
+           for hypothesis, value in zip(hypotheses, values)]
+          for hypotheses, values in zip(nbest, scores)]
+
+
 def _read_lines(path: str) -> List[str]:
   """The lines of a UTF-8 text file (any `tf.io.gfile` path), split at
   '\\n', '\\r\\n' or '\\r' as Python's text files split them."""
@@ -288,6 +301,7 @@ def main(argv):
                for split in ('train', 'eval')},
       pretraining=dict(global_step=run['global_step'], eval=run.get('eval')),
       nbest=ranking_summary(nbest, scores),
+      nbest_per_word=ranking_summary(nbest, per_word(nbest, scores)),
       num_candidate_sentences=len(candidates))
   print(json.dumps(result, indent=2, sort_keys=True, default=float))
   if FLAGS.output_json:

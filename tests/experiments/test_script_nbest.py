@@ -99,3 +99,14 @@ def test_ranking_summary_counts_strict_wins():
       delete_win_rate=0.5, swap_win_rate=0.5)
   assert script_nbest.ranking_summary(nbest, [[0.0, -1, -1, -1]] * 2)[
       'top1'] == 1.0
+
+
+def test_per_word_divides_by_each_hypothesis_word_count():
+  nbest = [[script_nbest.Hypothesis('a b c d'),
+            script_nbest.Hypothesis('a b c', 'delete')]]
+  # The deletion wins on the sum and loses per word: -4/4 > -3.6/3.
+  scores = [[-4.0, -3.6]]
+  assert script_nbest.per_word(nbest, scores) == [[-1.0, -1.2]]
+  assert script_nbest.ranking_summary(nbest, scores)['top1'] == 0.0
+  assert script_nbest.ranking_summary(
+      nbest, script_nbest.per_word(nbest, scores))['top1'] == 1.0
