@@ -29,13 +29,18 @@ File layout (the keys each JSON object has; `?` marks optional ones):
     notes?        list of strings: what the transcription had to decide
     rows          list of rows, each:
       name        as printed
-      key?        unique name for lookup when `name` repeats in the table
-                  ("Base++ / No Tie"); defaults to `name`
+      key?        the name citations use, when `name` repeats in the table
+                  ("Base++ / No Tie") or is not ASCII ("LAMB beta_1" for
+                  "LAMB β_1": gin reads its files in the locale's encoding);
+                  defaults to `name`
       group?      the heading the row sits under, as printed
       cells       list of strings as printed, one per column; "", "-" or
                   "/" for an empty cell
       split?      false when the row's slashes are fractions ("1/2"), not
                   one value per part of a slashed column
+  stated?         numbers the paper states in prose and that experiments
+                  compare with, each: key, where (a section key), printed,
+                  unit, quote (the sentence, verbatim)
   figures         list of figures, each:
     id, caption   as printed
     x, y          axis quantities, as printed or described
@@ -212,6 +217,18 @@ class Table:
 
 
 @dataclasses.dataclass(frozen=True)
+class Statement:
+  """A number the paper states in its prose (not in a table)."""
+  paper: str
+  key: str
+  where: str
+  printed: str
+  value: float
+  unit: str
+  quote: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Figure:
   """One figure: caption, axes and the points its text states."""
   paper: str
@@ -239,6 +256,19 @@ class Paper:
       if table.id in self.tables:
         raise ValueError(f'{path}: table {table.id} appears twice.')
       self.tables[table.id] = table
+    self.stated: Dict[str, Statement] = {}
+    for statement in spec.get('stated', []):
+      if statement['where'] not in self.sections:
+        raise ValueError(f'{path}: stated {statement["key"]!r} is in '
+                         f'{statement["where"]!r}, which is no section.')
+      if statement['printed'] not in statement['quote']:
+        raise ValueError(f'{path}: stated {statement["key"]!r}: '
+                         f'{statement["printed"]!r} is not in its quote.')
+      value, _ = parse_cell(statement['printed'])
+      self.stated[statement['key']] = Statement(
+          paper=self.paper, key=statement['key'], where=statement['where'],
+          printed=statement['printed'], value=value, unit=statement['unit'],
+          quote=statement['quote'])
     self.figures: Dict[str, Figure] = {}
     for figure in spec.get('figures', []):
       series = {name: [tuple(point) for point in points]

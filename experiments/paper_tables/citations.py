@@ -1,0 +1,271 @@
+"""Machine-readable citations in gin files, resolved against the papers.
+
+Every binding of a paper gin file (`gin/papers/`, `gin/finetune/`) ends in a
+comment that holds one or more bracketed citations, then free prose:
+
+  [001 Table V: Learning Rate | ELECTRA_small]  a cell (row | column): the
+                                                binding's value equals it
+  [003 Table 1]                                 a table as a whole (its
+                                                caption or protocol)
+  [003 Fig. 4]                                  a figure
+  [001 Sec. IV-B]  [003 App. B]                 a place in the paper's prose
+                                                (a key of its `sections`)
+  [code: google-research/electra configure_pretraining.py]
+                                                a file of a reference
+                                                implementation (listed in
+                                                reference_sources.json)
+  [code: official_repro/tasks/finetuning.py]    a file of this repository
+  [ours: <reason>]                              our own choice
+
+`resolve` turns a citation into what it names (or raises naming what is
+missing); `value_matches` decides whether a gin value equals a cited cell:
+numbers within a relative 1e-9, a "%" cell against a fraction, strings case-
+insensitively, and the printed words in `NAMED_VALUES` through the binding
+that spells them in gin.
+"""
+
+import ast
+import dataclasses
+import functools
+import json
+import math
+import os
+import re
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import tensorflow as tf
+
+from experiments import paper_tables
+
+REPO_ROOT = os.path.dirname(os.path.dirname(paper_tables.DATA_DIR))
+REFERENCE_SOURCES = os.path.join(paper_tables.DATA_DIR,
+                                 'reference_sources.json')
+
+_BRACKETED = re.compile(r'\[([^\[\]]+)\]')
+_CELL = re.compile(r'^(?P<paper>\d{3}) Table (?P<table>[0-9IVX]+): '
+                   r'(?P<row>[^|]+?) \| (?P<column>.+)$')
+_TABLE = re.compile(r'^(?P<paper>\d{3}) Table (?P<table>[0-9IVX]+)$')
+_FIGURE = re.compile(r'^(?P<paper>\d{3}) Fig\. (?P<figure>\d+)$')
+_SECTION = re.compile(r'^(?P<paper>\d{3}) (?P<section>.+)$')
+_CODE = re.compile(r'^code: (?P<source>.+)$')
+_OURS = re.compile(r'^ours: (?P<reason>.+)$')
+_BINDING = re.compile(r'^(?P<name>[A-Za-z_][\w.]*)\s*=\s*(?P<value>[^#]*?)'
+                      r'\s*(?:#\s*(?P<comment>.*))?$')
+
+# Printed words of the papers' tables whose gin spelling differs, by
+# binding: {printed (lower case): {binding: gin value}}.
+NAMED_VALUES = {
+    'linear': {'optimization.decay_power': 1.0},
+    'pearson corr.': {'run_protocol.stsb_metric': 'pearson'},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Citation:
+  """One bracketed citation.
+
+  Attributes:
+    text: the text between the brackets.
+    kind: 'cell', 'table', 'figure', 'section', 'code' or 'ours'.
+    paper: '001' .. '004' for the first four kinds, else None.
+    target: the table or figure id, section key, source path or reason.
+    row, column: the cell's row key and column, for kind 'cell'.
+  """
+  text: str
+  kind: str
+  paper: Optional[str] = None
+  target: Optional[str] = None
+  row: Optional[str] = None
+  column: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Binding:
+  """One `name = value  # comment` line of a gin file."""
+  path: str
+  line_number: int
+  name: str
+  value_text: str
+  comment: str
+
+  @property
+  def where(self) -> str:
+    return f'{os.path.relpath(self.path, REPO_ROOT)}:{self.line_number}'
+
+  @property
+  def value(self) -> Any:
+    """The value as a Python literal (gin's `@` references stay strings)."""
+    try:
+      return ast.literal_eval(self.value_text)
+    except (ValueError, SyntaxError):
+      return self.value_text
+
+
+def parse_citation(text: str) -> Citation:
+  """Parses the text between one pair of brackets.
+
+  Raises:
+    ValueError: when `text` matches none of the forms.
+  """
+  text = text.strip()
+  for pattern, kind in ((_CELL, 'cell'), (_TABLE, 'table'),
+                        (_FIGURE, 'figure')):
+    match = pattern.match(text)
+    if match:
+      groups = match.groupdict()
+      return Citation(text=text, kind=kind, paper=groups['paper'],
+                      target=groups.get('table') or groups.get('figure'),
+                      row=groups.get('row'), column=groups.get('column'))
+  match = _CODE.match(text)
+  if match:
+    return Citation(text=text, kind='code', target=match.group('source'))
+  match = _OURS.match(text)
+  if match:
+    return Citation(text=text, kind='ours', target=match.group('reason'))
+  match = _SECTION.match(text)
+  if match and match.group('paper') in paper_tables.PAPERS:
+    return Citation(text=text, kind='section', paper=match.group('paper'),
+                    target=match.group('section'))
+  raise ValueError(
+      f'[{text}] is not a citation: expected [<paper> Table <id>: <row> | '
+      '<column>], [<paper> Table <id>], [<paper> Fig. <id>], [<paper> '
+      '<section>], [code: <repository> <path>] or [ours: <reason>].')
+
+
+def citations_in(comment: str) -> List[Citation]:
+  """The citations of a comment, in order (brackets holding no citation
+  raise: a comment's brackets are citations only)."""
+  return [parse_citation(text) for text in _BRACKETED.findall(comment or '')]
+
+
+@functools.lru_cache(maxsize=None)
+def reference_sources() -> Dict[str, Dict[str, str]]:
+  """{repository: {path: what it holds}} of the reference implementations
+  that gin files cite."""
+  with tf.io.gfile.GFile(REFERENCE_SOURCES) as f:
+    return json.load(f)['repositories']
+
+
+def resolve(citation: Citation) -> Union[paper_tables.Cell, str]:
+  """What a citation names: the cell for a cell citation, else a
+  description of the table, figure, section or source.
+
+  Raises:
+    KeyError: naming the paper, table, row, column, figure, section or source
+      that does not exist.
+  """
+  if citation.kind == 'ours':
+    return citation.target
+  if citation.kind == 'code':
+    source = citation.target
+    repository, _, path = source.partition(' ')
+    if not path:
+      if tf.io.gfile.exists(os.path.join(REPO_ROOT, source)):
+        return source
+      raise KeyError(f'[code: {source}]: no file {source} in this repository '
+                     '(a reference file is cited as "<repository> <path>").')
+    files = reference_sources().get(repository)
+    if files is None:
+      raise KeyError(f'[code: {source}]: repository {repository!r} is not in '
+                     f'{REFERENCE_SOURCES}.')
+    if path not in files:
+      raise KeyError(f'[code: {source}]: {path!r} is not listed for '
+                     f'{repository} in {REFERENCE_SOURCES}.')
+    return files[path]
+  paper = paper_tables.load(citation.paper)
+  if citation.kind == 'cell':
+    return paper.cell(citation.target, citation.row, citation.column)
+  if citation.kind == 'table':
+    return paper.table(citation.target).caption
+  if citation.kind == 'figure':
+    if citation.target not in paper.figures:
+      raise KeyError(f'Paper {paper.paper} has no Figure {citation.target}.')
+    return paper.figures[citation.target].caption
+  if citation.target not in paper.sections:
+    raise KeyError(f'Paper {paper.paper} has no section {citation.target!r}; '
+                   f'its sections are {sorted(paper.sections)}.')
+  return paper.sections[citation.target]
+
+
+def value_matches(binding: str, value: Any, cell: paper_tables.Cell) -> bool:
+  """Whether gin `binding = value` is what `cell` prints.
+
+  Args:
+    binding: the gin binding name, e.g. 'optimization.decay_power'.
+    value: its Python value.
+    cell: the cited cell.
+  """
+  if isinstance(cell.value, str):
+    named = NAMED_VALUES.get(cell.value.lower(), {})
+    if binding in named:
+      return value == named[binding]
+    return isinstance(value, str) and value.lower() == cell.value.lower()
+  if isinstance(value, bool) or not isinstance(value, (int, float)):
+    return False
+  candidates = [float(value)]
+  if cell.unit == '%':
+    candidates.append(100.0 * value)
+  return any(math.isclose(candidate, cell.value, rel_tol=1e-9, abs_tol=0.0)
+             for candidate in candidates)
+
+
+def gin_bindings(path: str) -> List[Binding]:
+  """The binding lines of a gin file (comments and includes skipped)."""
+  with tf.io.gfile.GFile(path) as f:
+    lines = f.read().splitlines()
+  bindings = []
+  for number, line in enumerate(lines, start=1):
+    stripped = line.strip()
+    if not stripped or stripped.startswith(('#', 'include ', 'import ')):
+      continue
+    match = _BINDING.match(stripped)
+    if not match:
+      raise ValueError(f'{path}:{number}: cannot read the binding {line!r}.')
+    bindings.append(Binding(path=path, line_number=number,
+                            name=match.group('name'),
+                            value_text=match.group('value'),
+                            comment=match.group('comment') or ''))
+  return bindings
+
+
+def check_binding(binding: Binding) -> List[str]:
+  """Problems with one binding's citations (empty when it is sound).
+
+  A binding needs at least one citation; every citation must resolve; every
+  cell citation must equal the binding's value.
+  """
+  try:
+    citations = citations_in(binding.comment)
+  except ValueError as error:
+    return [f'{binding.where}: {error}']
+  if not citations:
+    return [f'{binding.where}: {binding.name} cites nothing; end the line '
+            'with a [..] citation (see experiments/paper_tables/citations.py).']
+  problems = []
+  for citation in citations:
+    try:
+      resolved = resolve(citation)
+    except (KeyError, ValueError) as error:
+      problems.append(f'{binding.where}: [{citation.text}]: {error}')
+      continue
+    if citation.kind == 'cell' and not value_matches(
+        binding.name, binding.value, resolved):
+      problems.append(
+          f'{binding.where}: {binding.name} = {binding.value_text} but '
+          f'[{citation.text}] prints {resolved.printed!r}'
+          + (f' ({resolved.unit})' if resolved.unit else '') + '.')
+  return problems
+
+
+def cited_cells(paths: List[str]) -> Dict[Tuple[str, str, str, str],
+                                          List[Binding]]:
+  """{(paper, table, row, column): bindings citing it} over gin files."""
+  cells: Dict[Tuple[str, str, str, str], List[Binding]] = {}
+  for path in paths:
+    for binding in gin_bindings(path):
+      for citation in citations_in(binding.comment):
+        if citation.kind == 'cell':
+          key = (citation.paper, citation.target, citation.row,
+                 citation.column)
+          cells.setdefault(key, []).append(binding)
+  return cells
