@@ -37,6 +37,7 @@ from absl import flags
 import tensorflow as tf
 import tf_keras
 
+from experiments import paper_tables
 from official.nlp.tools import tokenization
 from official_repro.common import json_files
 from official_repro.data import glue
@@ -45,8 +46,21 @@ from official_repro.metrics import attention_concentration
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 
-# 002 rebuttal, Table 1: average concentration on MRPC, by backbone.
-PUBLISHED = {'bert': 0.941, 'convbert': 0.608}
+# 002 rebuttal Table 1 (average concentration on MRPC): its row per backbone;
+# the cells are read from `experiments.paper_tables`.
+PAPER_ROWS = {'bert': 'BERT', 'convbert': 'ConvBERT'}
+_PAPER_COLUMN = 'C (diagonal-concentration)'
+
+
+def _paper_table() -> paper_tables.Table:
+  return paper_tables.load('002').table('1')
+
+
+def published() -> Dict[str, float]:
+  """002 Table 1's average concentration, by backbone ('bert', ...)."""
+  table = _paper_table()
+  return {backbone: table.cell(row, _PAPER_COLUMN).value
+          for backbone, row in PAPER_ROWS.items()}
 
 _INPUT_KEYS = ('input_word_ids', 'input_mask', 'input_type_ids')
 
@@ -187,7 +201,7 @@ def measure(model: _Model, examples: Sequence[glue.GlueExample],
       label=model.label, init_checkpoint=model.init_checkpoint,
       checkpoint_path=model.spec.checkpoint_path,
       backbone=_backbone(model.spec.config),
-      paper=PUBLISHED.get(_backbone(model.spec.config)),
+      paper=published().get(_backbone(model.spec.config)),
       num_examples=report.num_examples, num_truncated=report.num_truncated,
       uniform_concentration=uniform.result()['mean_concentration'],
       **accumulator.result())
@@ -226,10 +240,13 @@ def _number(value: Optional[float]) -> str:
 def format_table(results: Dict[str, Any]) -> str:
   """The results as a markdown table beside 002 Table 1."""
   settings = results['settings']
+  table = _paper_table()
+  paper = ', '.join(f'{row} {table.cell(row, _PAPER_COLUMN).printed}'
+                    for row in table.row_keys)
   lines = [
       f"Attention concentration, window {settings['window']}, on "
       f"{settings['task']}/{settings['split']} ({settings['data_file']}); "
-      'paper: 002 rebuttal Table 1, MRPC (BERT 0.941, ConvBERT 0.608).',
+      f'paper: 002 rebuttal Table 1, MRPC ({paper}).',
       '',
       '| model | backbone | layers x heads | examples | maps | excluded | '
       'average C | mass ratio | uniform C | paper |',

@@ -51,7 +51,7 @@ import os
 import platform
 import statistics
 import time
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -61,6 +61,7 @@ from absl import flags
 import tensorflow as tf
 import tf_keras
 
+from experiments import paper_tables
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official_repro.common import json_files
@@ -72,8 +73,14 @@ SELF_ATTENTION = 'self-attention'
 MIXED_ATTENTION = 'mixed-attention'
 BLOCKS = (SELF_ATTENTION, MIXED_ATTENTION)
 
-# 002 Table 2: (FLOPs, ms/sample) per block.
-PAPER = {SELF_ATTENTION: (26.5e9, 17.66), MIXED_ATTENTION: (19.3e9, 12.94)}
+
+def paper_figures() -> Dict[str, Tuple[float, float]]:
+  """002 Table 2 (read from `experiments.paper_tables`): (FLOPs,
+  ms/sample) per block; the table's rows are named as `BLOCKS`."""
+  table = paper_tables.load('002').table('2')
+  return {name: (table.cell(name, 'Flops').value,
+                 table.cell(name, 'Speed (ms/sample)').value)
+          for name in BLOCKS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,9 +231,10 @@ def measure(sizes: BlockSizes, seq_lengths: Sequence[int], batch_size: int,
 def paper_matches(sizes: BlockSizes) -> Dict[str, Dict[str, float]]:
   """Per block: the T where the formula reaches the paper's FLOPs figure,
   and both blocks' formula FLOPs at that T."""
+  paper = paper_figures()
   result = {}
   for name in BLOCKS:
-    seq_length = seq_length_for_flops(sizes, name, PAPER[name][0])
+    seq_length = seq_length_for_flops(sizes, name, paper[name][0])
     result[name] = dict(
         seq_length=seq_length,
         **{f'{other}_flops': sizes.sequence_flops(other, seq_length)
@@ -244,20 +252,21 @@ def format_table(rows: Sequence[Dict[str, Any]]) -> str:
             'matmul GFLOPs (formula / XLA)', 'ms/sample (median)',
             'paper GFLOPs', 'paper ms/sample')
   lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+  paper_values = paper_figures()
   by_length = {}
   for row in rows:
     by_length.setdefault(row['seq_length'], {})[row['block']] = row
   for seq_length, pair in by_length.items():
     for name in BLOCKS:
       row = pair[name]
-      paper_flops, paper_ms = PAPER[name]
+      paper_flops, paper_ms = paper_values[name]
       lines.append(
           f'| {seq_length} | {name} | {row["parameters"] / 1e6:.3f}M | '
           f'{row["flops"] / 1e9:.4g} | {row["matmul_flops"] / 1e9:.4g} / '
           f'{row["xla_matmul_flops"] / 1e9:.4g} | '
           f'{row["ms_per_sample"]:.3f} | {paper_flops / 1e9:.1f} | '
           f'{paper_ms:.2f} |')
-    paper = {name: dict(flops=PAPER[name][0], ms=PAPER[name][1])
+    paper = {name: dict(flops=paper_values[name][0], ms=paper_values[name][1])
              for name in BLOCKS}
     lines.append(
         f'| {seq_length} | mixed / self | {_ratio(pair, "parameters"):.3f} | '
@@ -270,13 +279,14 @@ def format_table(rows: Sequence[Dict[str, Any]]) -> str:
 
 def format_matches(matches: Dict[str, Dict[str, float]]) -> str:
   """Where the formula meets each of the paper's FLOPs figures."""
-  paper_ratio = PAPER[MIXED_ATTENTION][0] / PAPER[SELF_ATTENTION][0]
+  paper = paper_figures()
+  paper_ratio = paper[MIXED_ATTENTION][0] / paper[SELF_ATTENTION][0]
   lines = []
   for name, match in matches.items():
     self_flops = match[SELF_ATTENTION + '_flops']
     mixed_flops = match[MIXED_ATTENTION + '_flops']
     lines.append(
-        f'The formula reaches the paper\'s {name} {PAPER[name][0] / 1e9:.1f}G '
+        f'The formula reaches the paper\'s {name} {paper[name][0] / 1e9:.1f}G '
         f'at T={match["seq_length"]}; there self-attention costs '
         f'{self_flops / 1e9:.2f}G and mixed attention {mixed_flops / 1e9:.2f}G '
         f'(ratio {mixed_flops / self_flops:.3f}; paper {paper_ratio:.3f}).')
@@ -331,7 +341,7 @@ def main(argv):
     json_files.write_json(
         path, dict(settings=settings, rows=rows, paper_matches=matches,
                    paper={name: dict(flops=value[0], ms_per_sample=value[1])
-                          for name, value in PAPER.items()}),
+                          for name, value in paper_figures().items()}),
         sort_keys=False)
     print(f'wrote {path}')
 

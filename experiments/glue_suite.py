@@ -17,6 +17,7 @@ checkpoint. Results: <model_dir>/glue_results.json and glue_table.md.
 """
 
 import os
+from typing import Dict
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -26,6 +27,7 @@ from absl import flags
 import gin
 import tensorflow as tf
 
+from experiments import paper_tables
 from official_repro.common import json_files
 from official_repro.data import glue as glue_data
 from official_repro.metrics import glue_metrics
@@ -48,23 +50,31 @@ flags.DEFINE_string('model_dir', None, 'One folder per task, plus the table.')
 flags.DEFINE_list('tasks', None, 'Tasks to run (default: all present).')
 flags.DEFINE_multi_string('gin_param', [], 'Bindings applied to every task.')
 flags.DEFINE_string('published_row', None,
-                    'Row of the paper table to print beside ours.')
+                    "Row of the paper table to print beside ours, as "
+                    "experiments/paper_tables names it (001: BERT_small, "
+                    "ELECTRA_small, '2x time', ALE_small).")
 distribute.define_flags()
 
-# Published GLUE dev results (fractions), to print beside ours.
-PUBLISHED = {
-    '001_ale': {  # 001 Table IV, max of 10 runs.
-        'BERT_small': dict(mrpc=0.838, cola=0.317, mnli=0.785, sst2=0.908,
-                           qqp=0.877, qnli=0.862, rte=0.610, stsb=0.862),
-        'ELECTRA_small': dict(mrpc=0.824, cola=0.509, mnli=0.770, sst2=0.877,
-                              qqp=0.888, qnli=0.847, rte=0.592, stsb=0.840),
-        'ELECTRA_small_2x': dict(mrpc=0.831, cola=0.561, mnli=0.769,
-                                 sst2=0.869, qqp=0.887, qnli=0.851,
-                                 rte=0.592, stsb=0.848),
-        'ALE_small': dict(mrpc=0.738, cola=0.305, mnli=0.745, sst2=0.834,
-                          qqp=0.878, qnli=0.824, rte=0.567, stsb=0.810),
-    },
+# The paper table printed beside ours, per --paper: (paper, table id, {our
+# GLUE task: the table's column}); its row keys are the --published_row
+# values. The cells are read from `experiments.paper_tables`.
+PUBLISHED_TABLES = {
+    # 001 Table IV: GLUE dev, max of 10 runs, as fractions.
+    '001_ale': ('001', 'IV', dict(mrpc='MRPC', cola='CoLA', mnli='MNLI',
+                                  sst2='SST-2', qqp='QQP', qnli='QNLI',
+                                  rte='RTE', stsb='STS-B')),
 }
+
+
+def published_rows(paper: str) -> Dict[str, Dict[str, float]]:
+  """{row key: {our task: score}} of `paper`'s GLUE table ({} if none)."""
+  if paper not in PUBLISHED_TABLES:
+    return {}
+  paper_id, table_id, columns = PUBLISHED_TABLES[paper]
+  table = paper_tables.load(paper_id).table(table_id)
+  return {row: {task: table.cell(row, column).value
+                for task, column in columns.items()}
+          for row in table.row_keys}
 
 
 def glue_tasks():
@@ -134,7 +144,7 @@ def main(argv):
   results = {task: run_task(task, encoder, strategy) for task in tasks}
   ours = {task: result['score'] for task, result in results.items()}
   rows = {f'ours ({FLAGS.paper} protocol)': ours}
-  published = PUBLISHED.get(FLAGS.paper, {})
+  published = published_rows(FLAGS.paper)
   if FLAGS.published_row:
     if FLAGS.published_row not in published:
       raise app.UsageError(

@@ -18,12 +18,13 @@ import os
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from typing import Tuple
+from typing import Dict, Tuple
 
 from absl import app
 from absl import flags
 import gin
 
+from experiments import paper_tables
 from official.core import config_definitions as cfg
 from official_repro import count_flops
 from official_repro.metrics import flops
@@ -33,14 +34,32 @@ FLAGS = flags.FLAGS
 flags.DEFINE_integer('vocab_size', 30522,
                      'Vocabulary size (001 uses BERT uncased, 30,522).')
 
-# 001 Table IV (params, train FLOPs) and Table V (train steps).
-PAPER = {
-    'bert_small': ('BERT_small', 13.5e6, 2.3e17, 163000),
-    'electra_small': ('ELECTRA_small', 13.5e6, 2.3e17, 125000),
-    'electra_small_2x': ('ELECTRA_small 2x time', 13.5e6, 4.6e17, 250000),
-    'ale_small': ('ALE_small', 4.8e6, 2.3e17, 162000),
+# Our 001 gin file: (label, its 001 Table IV row, its 001 Table V column,
+# multiple of that column's Train Steps).
+ROWS = {
+    'bert_small': ('BERT_small', 'BERT_small', 'BERT_small', 1),
+    'electra_small': ('ELECTRA_small', 'ELECTRA_small', 'ELECTRA_small', 1),
+    # Table V has no "2x time" column: 001 pretrains ELECTRA_small "for 2x
+    # longer time" (Sec. IV-B), i.e. 2 x its 125k steps = 250,000, which 001
+    # does not print (its Table IV FLOPs, 4.6e17, are 2 x 2.3e17).
+    'electra_small_2x': ('ELECTRA_small 2x time', '2x time', 'ELECTRA_small',
+                         2),
+    'ale_small': ('ALE_small', 'ALE_small', 'ALE_small', 1),
 }
 BUDGET_CONFIG = 'electra_small'
+
+
+def paper_rows() -> Dict[str, Tuple[str, float, float, int]]:
+  """Per gin file: (label, params, train FLOPs, train steps) as 001 gives
+  them (Table IV Params and Train FLOPs, Table V Train Steps)."""
+  paper = paper_tables.load('001')
+  rows = {}
+  for name, (label, row, column, multiple) in ROWS.items():
+    steps = paper.cell('V', 'Train Steps', column).value
+    rows[name] = (label, paper.cell('IV', row, 'Params').value,
+                  paper.cell('IV', row, 'Train FLOPs').value,
+                  int(multiple * steps))
+  return rows
 
 
 def _report(name: str) -> Tuple[flops.ComputeReport, cfg.TaskConfig]:
@@ -58,13 +77,14 @@ def main(argv):
             'steps (001)')
   print('| ' + ' | '.join(header) + ' |')
   print('|' + '---|' * len(header))
-  for name, (label, paper_params, paper_flops, paper_steps) in PAPER.items():
+  paper = paper_rows()
+  for name, (label, paper_params, paper_flops, paper_steps) in paper.items():
     report, task_config = _report(name)
     parameters = count_flops.model_parameters(
         count_flops.build_pretrainer(task_config))
     total = report.total_train_flops()
     # 001's budget relative to ELECTRA_small's (2x for the "2x time" run).
-    row_budget = budget * paper_flops / PAPER[BUDGET_CONFIG][2]
+    row_budget = budget * paper_flops / paper[BUDGET_CONFIG][2]
     steps = flops.steps_for_budget(row_budget, report.per_token_forward(),
                                    report.batch_size, report.seq_length)
     print(f'| {label} | {parameters["encoder"] / 1e6:.2f}M | '

@@ -79,7 +79,7 @@ def test_cli_prints_and_writes_both_rows(fixture_dirs, tmp_path):
   assert [row['label'] for row in rows] == ['BERT', 'ConvBERT']
   for row, (backbone, _, heads) in zip(rows, _MODELS.values()):
     assert row['backbone'] == backbone
-    assert row['paper'] == attention_concentration.PUBLISHED[backbone]
+    assert row['paper'] == attention_concentration.published()[backbone]
     assert (row['num_layers'], row['num_heads']) == (_NUM_LAYERS, heads)
     assert row['num_examples'] == len(_PAIRS)
     assert row['num_maps'] == len(_PAIRS) * _NUM_LAYERS * heads
