@@ -173,3 +173,19 @@ def test_001_doubled_run_has_twice_the_flops_and_the_same_parameters():
   assert table.cell('2x time', 'Train FLOPs').value == 2 * table.cell(
       'ELECTRA_small', 'Train FLOPs').value
   assert table.cell('2x time', 'Params').value == 13.5e6
+
+
+def test_numbers_stated_in_prose_are_checked_against_their_quote():
+  spec = dict(paper='004', short_name='S', title='t', text_file='f',
+              sections={'Sec. 3.3': 'Computational Efficiency'}, tables=[],
+              stated=[dict(key='speed', where='Sec. 3.3', printed='31.3',
+                           unit='it/s', quote='reach 31.3 iterations')])
+  assert paper_tables.Paper(spec, 'x.json').stated['speed'].value == 31.3
+  spec['stated'][0]['printed'] = '31.4'
+  with pytest.raises(ValueError, match='is not in its quote'):
+    paper_tables.Paper(spec, 'x.json')
+  spec['stated'][0].update(printed='31.3', where='Sec. 9')
+  with pytest.raises(ValueError, match='which is no section'):
+    paper_tables.Paper(spec, 'x.json')
+  assert paper_tables.load('004').stated[
+      'SCRIPT-small iterations/s'].value == 22.7

@@ -1,0 +1,221 @@
+r"""Regenerates one paper table or figure: ours beside the paper's.
+
+  python -m experiments.regenerate --list
+  python -m experiments.regenerate --table=001.IV --scale=tiny \
+    --corpus=/data/corpus/gutenberg --vocab_file=/data/vocab.txt \
+    --glue_dir=/data/glue --out=/tmp/regenerate/001.IV
+  python -m experiments.regenerate --table=001.IV --scale=paper \
+    --bucket=gs://my-bucket/runs --glue_dir=gs://my-bucket/glue \
+    --out=/tmp/plan [--launch | --collect]
+
+Scales:
+  tiny   every compared model of the table, shrunk alike by
+         gin/regenerate/tiny.gin, pretrained on --corpus and fine-tuned on
+         the --tasks of --glue_dir (default SST-2, a quarter epoch: the one
+         GLUE task whose lexical signal a model of this size picks up in
+         minutes) with --num_runs seeds aggregated by the paper's protocol;
+         equal training FLOPs where the paper compares at equal compute.
+  gpu    the same grid with gin/regenerate/gpu.gin (larger steps and batch),
+         for a 30-minute budget per table on one GPU.
+  paper  the run plan: run_tpu.sh pretraining and glue_suite fine-tuning
+         commands per model with their FLOPs and expected TPU v3-8 hours
+         (--launch runs them in order; --collect reads finished results
+         from the model directories into the same table).
+
+Output: <out>/<key>.md and <key>.json (ours, the paper's value, the
+difference, steps, scale, seeds and aggregation), <key>.png for figures,
+and the plan as <key>.plan.md / .plan.json. A killed grid resumes where it
+stopped (finished runs are read back) and refuses to mix results of other
+settings (see experiments/regeneration/runner.py).
+"""
+
+import json
+import os
+import subprocess
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+import tensorflow as tf
+
+from experiments.regeneration import plan
+from experiments.regeneration import registry
+from experiments.regeneration import report
+from experiments.regeneration import runner
+from official_repro.training import gin_utils
+
+FLAGS = flags.FLAGS
+
+_DEFAULT_STEPS = {'tiny': 400, 'gpu': 5000}
+
+
+def define_flags():
+  """Defines the command-line flags."""
+  flags.DEFINE_boolean('list', False, 'List the tables and figures.')
+  flags.DEFINE_string('table', None, 'Table or figure key, e.g. 001.IV.')
+  flags.DEFINE_enum('scale', 'tiny', ['tiny', 'gpu', 'paper'], 'Scale.')
+  flags.DEFINE_string('corpus', None, 'Pretraining corpus directory.')
+  flags.DEFINE_string('vocab_file', None, 'WordPiece vocabulary.')
+  flags.DEFINE_string('glue_dir', None, 'GLUE root (SST-2/, MRPC/, ...).')
+  flags.DEFINE_string('lm_file', None,
+                      'Word-level text for 002.3 (WikiText tokens).')
+  flags.DEFINE_string('out', None, 'Output directory.')
+  flags.DEFINE_integer('reference_steps', None,
+                       'Steps of the reference run (default: 400 tiny, '
+                       '5000 gpu).')
+  flags.DEFINE_list('tasks', ['sst2:0.25'],
+                    'GLUE tasks fine-tuned at tiny/gpu scale, as '
+                    'task:epochs.')
+  flags.DEFINE_integer('num_runs', 3, 'Fine-tuning seeds per task.')
+  flags.DEFINE_string('strategy', 'cpu', 'Strategy of every job.')
+  flags.DEFINE_string('bucket', None, 'Paper scale: model directory root.')
+  flags.DEFINE_string('tpu_name', '$TPU_NAME', 'Paper scale: TPU VM name.')
+  flags.DEFINE_string('zone', '$ZONE', 'Paper scale: TPU zone.')
+  flags.DEFINE_boolean('launch', False, 'Paper scale: run the plan.')
+  flags.DEFINE_boolean('collect', False,
+                       'Paper scale: read finished results into the table.')
+
+
+def _tasks() -> dict:
+  tasks = {}
+  for item in FLAGS.tasks:
+    task, _, epochs = item.partition(':')
+    if not epochs:
+      raise app.UsageError(f'--tasks item {item!r}: expected task:epochs.')
+    tasks[task] = float(epochs)
+  return tasks
+
+
+def list_targets() -> str:
+  lines = ['| key | kind | what |', '|---|---|---|']
+  for target in registry.TARGETS.values():
+    lines.append(f'| {target.key} | {target.kind} | {target.description} |')
+  return '\n'.join(lines)
+
+
+def _require(*names: str) -> None:
+  missing = [f'--{name}' for name in names if not getattr(FLAGS, name)]
+  if missing:
+    raise app.UsageError(f'{FLAGS.table} at --scale={FLAGS.scale} needs '
+                         f'{", ".join(missing)}.')
+
+
+def _paper(target: registry.Target) -> None:
+  _require('bucket', 'glue_dir', 'out')
+  if not target.runs:
+    print(f'{target.key} has no pretraining runs to plan: '
+          f'{target.why_plan_only}.')
+    return
+  planned = plan.plan(target, FLAGS.bucket, FLAGS.glue_dir,
+                      tpu_name=FLAGS.tpu_name, zone=FLAGS.zone)
+  tf.io.gfile.makedirs(FLAGS.out)
+  text = plan.format_plan(target, planned)
+  if target.why_plan_only:
+    text += f'\nNot run below paper scale: {target.why_plan_only}.\n'
+  with tf.io.gfile.GFile(os.path.join(FLAGS.out, f'{target.key}.plan.md'),
+                         'w') as f:
+    f.write(text)
+  with tf.io.gfile.GFile(os.path.join(FLAGS.out, f'{target.key}.plan.json'),
+                         'w') as f:
+    json.dump(plan.as_json(planned), f, indent=1)
+  print(text)
+  if FLAGS.launch:
+    for index, run in enumerate(planned, start=1):
+      print(f'[{index}/{len(planned)}] {run.name}', flush=True)
+      for command in (run.pretrain_command, run.finetune_command):
+        if command:
+          subprocess.run(command, shell=True, check=True,
+                         cwd=gin_utils.REPO_ROOT)
+  if FLAGS.collect:
+    results = {}
+    for run in planned:
+      path = f'{run.model_dir}/glue/glue_results.json'
+      if not tf.io.gfile.exists(path):
+        print(f'{run.name}: no {path} yet.')
+        continue
+      with tf.io.gfile.GFile(path) as f:
+        glue = json.load(f)
+      results[run.name] = dict(
+          train_steps=run.train_steps,
+          glue={task: dict(score=score) for task, score in
+                glue['scores'].items()})
+    header = f'Scale: paper (collected from {FLAGS.bucket}).'
+    print(report.write(target, report.rows(target, results), header,
+                       FLAGS.out))
+
+
+def _command(target: registry.Target) -> None:
+  """Runs the experiment module that computes a 'command' target."""
+  _require('out')
+  commands = {
+      '002.2': ['experiments.convbert_speed', '--seq_lengths=128,512',
+                f'--output_dir={FLAGS.out}'],
+      '002.3': ['experiments.convbert_lm', f'--train_file={FLAGS.lm_file}',
+                '--valid_fraction=0.1', f'--output_dir={FLAGS.out}'],
+  }
+  if target.key == '002.3':
+    _require('lm_file')
+  if target.key == '004.sec3.3':
+    for gin_file in ('gin/papers/001_ale/electra_small.gin',
+                     'gin/papers/004_script/small.gin'):
+      subprocess.run(['python', '-m', 'experiments.benchmark_pretraining',
+                      f'--gin_file={gin_file}',
+                      '--gin_param=pretrain_data.train_batch_size=16',
+                      '--steps=10', '--variants=ours'],
+                     check=True, cwd=gin_utils.REPO_ROOT)
+    return
+  if target.key not in commands:
+    raise app.UsageError(
+        f'{target.key} needs pretrained BERT and ConvBERT encoders: run '
+        f'python -m {target.command} --init_checkpoint=... (see its '
+        'docstring).')
+  subprocess.run(['python', '-m', *commands[target.key]], check=True,
+                 cwd=gin_utils.REPO_ROOT)
+
+
+def _grid(target: registry.Target) -> None:
+  _require('corpus', 'vocab_file', 'glue_dir', 'out')
+  settings = runner.GridSettings(
+      target=target.key, scale=FLAGS.scale, corpus=FLAGS.corpus,
+      vocab_file=FLAGS.vocab_file, glue_dir=FLAGS.glue_dir,
+      reference_steps=FLAGS.reference_steps or _DEFAULT_STEPS[FLAGS.scale],
+      tasks=_tasks(), num_runs=FLAGS.num_runs, strategy=FLAGS.strategy)
+  results = runner.run_grid(target, settings, FLAGS.out)
+  header = (f'Scale: {FLAGS.scale} (gin/regenerate/{FLAGS.scale}.gin); '
+            f'reference steps {settings.reference_steps}'
+            + (f' ({target.reference}, others at its training FLOPs)'
+               if target.reference else '') +
+            f'; tasks {settings.tasks}; {settings.num_runs} seeds per task, '
+            f'aggregated by gin/finetune/{target.finetune_paper}/protocol.gin.')
+  print(report.write(target, report.rows(target, results), header,
+                     FLAGS.out))
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if FLAGS.list:
+    print(list_targets())
+    return
+  if not FLAGS.table:
+    raise app.UsageError('Give --table=<key> or --list.')
+  try:
+    target = registry.get(FLAGS.table)
+  except KeyError as error:
+    raise app.UsageError(str(error)) from error
+  if FLAGS.scale == 'paper':
+    _paper(target)
+  elif target.kind == 'pretrain_glue':
+    _grid(target)
+  elif target.kind == 'command':
+    _command(target)
+  else:
+    raise app.UsageError(
+        f'{target.key} runs only at --scale=paper: {target.why_plan_only}.')
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

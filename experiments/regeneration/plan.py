@@ -1,0 +1,155 @@
+"""The paper-scale run plan of a table: commands, FLOPs and TPU-hours.
+
+For each compared model the plan gives its `run_tpu.sh` pretraining command
+(the paper gin files, the model directory under `--bucket`), its training
+FLOPs by the FLOPs tool (ELECTRA's formula, `official_repro.count_flops`),
+and an expected TPU v3-8 time: FLOPs divided by the rate ELECTRA-small
+reaches in 004 Sec. 3.3 (31.3 iterations/s on a v3-8 at batch 128 and
+sequence 128, times our FLOPs per such step). That rate is one measured
+point, so the estimate is as good as the assumption that other models run
+at ELECTRA-small's utilisation (004 reports 17.9% MXU for SCRIPT against
+14.9% for ELECTRA: expect +-20%). Then the fine-tuning command per model
+(`experiments.glue_suite` with its paper's protocol) and its FLOPs, about
+6 x encoder parameters x training tokens (examples x epochs x sequence
+length x runs, the train sizes of 001 Table II).
+"""
+
+import dataclasses
+import os
+from typing import Dict, List, Optional
+
+import gin
+import tensorflow as tf
+
+from experiments import paper_tables
+from experiments.regeneration import registry
+from official_repro import count_flops
+from official_repro.data import glue as glue_data
+from official_repro.tasks import finetuning_schedule
+from official_repro.training import gin_utils
+
+# Our GLUE task name -> 001 Table II's row (train sizes).
+_TABLE_II_ROWS = dict(cola='CoLA', sst2='SST-2', mrpc='MRPC', stsb='STS-B',
+                      qqp='QQP', mnli='MNLI', qnli='QNLI', rte='RTE')
+_CALIBRATION_GIN = ('gin/papers/001_ale/electra_small.gin',)
+_CALIBRATION_BINDINGS = ('pretrain_data.train_batch_size = 128',
+                         'pretrain_data.max_seq_length = 128')
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedRun:
+  """One model's pretraining and fine-tuning jobs at paper scale."""
+  name: str
+  row: str
+  gin_files: List[str]
+  model_dir: str
+  pretrain_command: str
+  train_steps: int
+  train_flops: float
+  tpu_v3_8_hours: float
+  parameters: int
+  finetune_command: Optional[str]
+  finetune_flops: Optional[float]
+
+
+def _parse(gin_files, bindings=()) -> None:
+  gin.clear_config()
+  gin_utils.parse_config(
+      [os.path.join(gin_utils.REPO_ROOT, path) for path in gin_files],
+      list(bindings))
+
+
+def flops_report(gin_files, bindings=(), vocab_size: int = 30522):
+  """(ComputeReport, encoder parameters) of a gin configuration."""
+  _parse(gin_files, bindings)
+  report, task_config = count_flops.report_from_gin(vocab_size)
+  parameters = count_flops.model_parameters(
+      count_flops.build_pretrainer(task_config))['encoder']
+  gin.clear_config()
+  return report, parameters
+
+
+def tpu_v3_8_flops_per_second(vocab_size: int = 30522) -> float:
+  """Training FLOPs per second of a TPU v3-8: 004 Sec. 3.3's ELECTRA-small
+  iterations per second times our FLOPs per step of that configuration."""
+  report, _ = flops_report(_CALIBRATION_GIN, _CALIBRATION_BINDINGS,
+                           vocab_size)
+  per_step = report.total_train_flops() / report.train_steps
+  rate = paper_tables.load('004').stated['ELECTRA-small iterations/s'].value
+  return per_step * rate
+
+
+def _finetune_flops(paper_dir: str, parameters: int) -> float:
+  """6 x parameters x tokens over the GLUE tasks of the paper's protocol."""
+  table_ii = paper_tables.load('001').table('II')
+  total = 0.0
+  for task in glue_data.GLUE_TASK_NAMES:
+    path = f'gin/finetune/{paper_dir}/{task}.gin'
+    if not tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
+      continue
+    _parse([path])
+    schedule = finetuning_schedule.FinetuningSchedule()
+    runs = finetuning_schedule.RunProtocol().num_runs
+    examples = table_ii.cell(_TABLE_II_ROWS[task], 'Train').value
+    total += (6.0 * parameters * examples * schedule.num_epochs *
+              schedule.max_seq_length * runs)
+  gin.clear_config()
+  return total
+
+
+def plan(target: registry.Target, bucket: str, glue_dir: str,
+         tpu_name: str = '$TPU_NAME', zone: str = '$ZONE',
+         vocab_size: int = 30522) -> List[PlannedRun]:
+  """The paper-scale jobs of `target`'s compared models."""
+  rate = tpu_v3_8_flops_per_second(vocab_size)
+  planned = []
+  for run in target.runs:
+    report, parameters = flops_report(run.gin_files, vocab_size=vocab_size)
+    model_dir = f'{bucket.rstrip("/")}/{target.key}/{run.name}'
+    gin_flags = ' '.join(f'--gin_file={path}' for path in run.gin_files)
+    steps = report.train_steps
+    bindings = ''
+    if run.budget_ratio != 1.0:
+      steps = int(round(report.train_steps * run.budget_ratio))
+      bindings = f' --gin_param=experiment.train_steps={steps}'
+    train_flops = report.total_train_flops() * steps / report.train_steps
+    finetune_command = finetune_flops = None
+    if target.finetune_paper:
+      finetune_command = (
+          f'python -m experiments.glue_suite --paper={target.finetune_paper}'
+          f' --init_checkpoint={model_dir} --glue_dir={glue_dir}'
+          f' --model_dir={model_dir}/glue --strategy=tpu --tpu={tpu_name}')
+      finetune_flops = _finetune_flops(target.finetune_paper, parameters)
+    planned.append(PlannedRun(
+        name=run.name, row=run.row, gin_files=list(run.gin_files),
+        model_dir=model_dir,
+        pretrain_command=(f'./run_tpu.sh --tpu_name={tpu_name} --zone={zone} '
+                          f'{gin_flags}{bindings} --model_dir={model_dir}'),
+        train_steps=steps, train_flops=train_flops,
+        tpu_v3_8_hours=train_flops / rate / 3600.0, parameters=parameters,
+        finetune_command=finetune_command, finetune_flops=finetune_flops))
+  return planned
+
+
+def format_plan(target: registry.Target, planned: List[PlannedRun]) -> str:
+  """The plan as markdown: one table, then the commands."""
+  lines = [f'## {target.key}: {target.description} (paper scale)', '',
+           '| run | row | steps | train FLOPs | TPU v3-8 hours (est.) | '
+           'encoder params | fine-tuning FLOPs |', '|---|---|---|---|---|---|---|']
+  for run in planned:
+    finetune = (f'{run.finetune_flops:.3g}' if run.finetune_flops is not None
+                else '-')
+    lines.append(f'| {run.name} | {run.row} | {run.train_steps:,} | '
+                 f'{run.train_flops:.3g} | {run.tpu_v3_8_hours:.1f} | '
+                 f'{run.parameters / 1e6:.2f}M | {finetune} |')
+  lines += ['', 'Commands:', '', '```sh']
+  for run in planned:
+    lines.append(run.pretrain_command)
+    if run.finetune_command:
+      lines.append(run.finetune_command)
+  lines += ['```', '']
+  return '\n'.join(lines)
+
+
+def as_json(planned: List[PlannedRun]) -> List[Dict]:
+  return [dataclasses.asdict(run) for run in planned]

@@ -1,0 +1,274 @@
+"""What regenerates each paper table and figure: the registry.
+
+A `Target` names one table or figure (`001.IV`, `003.fig5`), the paper cells
+it is compared with (read from `experiments.paper_tables`), and how ours are
+produced:
+
+  * `pretrain_glue`: a grid of pretraining runs (one per compared model,
+    each a paper gin file), each fine-tuned on GLUE with its paper's
+    fine-tuning gin files and run protocol, compared at equal training FLOPs
+    where the paper compares at equal compute;
+  * `command`: an experiment module of this repository that computes the
+    table without pretraining (002 Tables 1-3, 004's speed comparison);
+  * `plan_only`: needs data or hardware no scale below `paper` can stand in
+    for (001 Table III needs RACE and Penn Treebank and pretrained
+    BERT/XLNet checkpoints; 002 Table 5 is TPU wall-clock; 004 Table 3 needs
+    LibriSpeech N-best lists): the run plan, plus what can be measured here.
+"""
+
+import dataclasses
+from typing import Dict, Optional, Tuple
+
+# Our GLUE task names and the column names the papers print for them.
+_001_COLUMNS = dict(mrpc='MRPC', cola='CoLA', mnli='MNLI', sst2='SST-2',
+                    qqp='QQP', qnli='QNLI', rte='RTE', stsb='STS-B')
+_004_COLUMNS = dict(cola='CoLA', sst2='SST', mrpc='MRPC', stsb='STS',
+                    qqp='QQP', mnli='MNLI', qnli='QNLI', rte='RTE')
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One compared model: a pretraining run and the row it fills.
+
+  Attributes:
+    name: directory name of the run.
+    row: the paper table's row key (or figure series and x, "Sampled@5").
+    gin_files: the paper gin files of its pretraining (repository-relative).
+    budget_ratio: its training FLOPs relative to the target's reference run
+      (2.0 for 001's "2x time").
+  """
+  name: str
+  row: str
+  gin_files: Tuple[str, ...]
+  budget_ratio: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+  """One table or figure and how it is regenerated.
+
+  Attributes:
+    key: '<paper>.<table id>' or '<paper>.fig<id>'.
+    paper: '001' .. '004'.
+    table: the paper_tables table id compared with, or None (figure, prose).
+    kind: 'pretrain_glue', 'command' or 'plan_only'.
+    description: one line for --list.
+    runs: the compared models (pretrain_glue).
+    reference: the run whose steps fix the FLOPs budget; None when the paper
+      compares at its own steps (each run then keeps its ratio of steps).
+    finetune_paper: folder under gin/finetune/ of the protocol.
+    columns: {our GLUE task: the table's column}.
+    average_column: the table's GLUE-average column, if any.
+    command: the module for kind 'command'.
+    figure: for figures, the x quantity of each run ('steps' for learning
+      curves, else a label).
+    why_plan_only: for kind 'plan_only'.
+  """
+  key: str
+  paper: str
+  table: Optional[str]
+  kind: str
+  description: str
+  runs: Tuple[Run, ...] = ()
+  reference: Optional[str] = None
+  finetune_paper: Optional[str] = None
+  columns: Dict[str, str] = dataclasses.field(default_factory=dict)
+  average_column: Optional[str] = None
+  command: Optional[str] = None
+  figure: Optional[str] = None
+  why_plan_only: Optional[str] = None
+
+
+def _gin(paper_dir: str, *names: str) -> Tuple[str, ...]:
+  return tuple(f'gin/papers/{paper_dir}/{name}.gin' for name in names)
+
+
+def _003_runs(column: str) -> Tuple[Run, ...]:
+  """BERT, ELECTRA and TEAMS rows of one 003 Table 1 column."""
+  label = {'small': 'Small', 'small_pp': 'Small++', 'base': 'Base',
+           'base_pp': 'Base++', 'large': 'Large'}[column]
+  return (
+      Run(f'bert_{column}', f'BERT-{label}',
+          (f'gin/papers/003_teams/table5_{column}.gin',
+           'gin/pretrain/masked_lm.gin')),
+      Run(f'electra_{column}', f'ELECTRA-{label} (Our reimplementation)',
+          (f'gin/papers/003_teams/table5_{column}.gin',
+           'gin/pretrain/electra.gin')),
+      Run(f'teams_{column}', f'TEAMS-{label}',
+          (f'gin/papers/003_teams/{column}.gin',)),
+  )
+
+
+_TARGETS = (
+    Target(
+        '001.III', '001', 'III', 'plan_only',
+        'BERT/XLNet fine-tuned on RACE-middle and Penn Treebank POS',
+        finetune_paper='001_ale',
+        why_plan_only=(
+            'needs RACE-middle, the Penn Treebank and pretrained BERT_base / '
+            'BERT_large checkpoints, none of which ../shared/data holds; '
+            'XLNet is not implemented here')),
+    Target(
+        '001.IV', '001', 'IV', 'pretrain_glue',
+        'BERT_small, ELECTRA_small (1x, 2x) and ALE_small at equal FLOPs, '
+        'GLUE dev',
+        runs=(Run('bert_small', 'BERT_small', _gin('001_ale', 'bert_small')),
+              Run('electra_small', 'ELECTRA_small',
+                  _gin('001_ale', 'electra_small')),
+              Run('electra_small_2x', '2x time',
+                  _gin('001_ale', 'electra_small'), budget_ratio=2.0),
+              Run('ale_small', 'ALE_small', _gin('001_ale', 'ale_small'))),
+        reference='electra_small', finetune_paper='001_ale',
+        columns=_001_COLUMNS, average_column='Avg.'),
+    Target('002.1', '002', '1', 'command',
+           'attention-map diagonal concentration on MRPC, BERT vs ConvBERT',
+           command='experiments.attention_concentration'),
+    Target('002.2', '002', '2', 'command',
+           'FLOPs and CPU time of a base self-attention vs mixed-attention '
+           'block', command='experiments.convbert_speed'),
+    Target('002.3', '002', '3', 'command',
+           'language-model perplexity, Transformer vs mixed attention',
+           command='experiments.convbert_lm'),
+    Target(
+        '002.4', '002', '4', 'pretrain_glue',
+        'medium-small +BNK,+GL and +Larger: parameters and GLUE',
+        runs=(Run('bnk_gl', 'ConvBERTmedium-small / +BNK,+GL',
+                  _gin('002_convbert', 'table4_bnk_gl')),
+              Run('bnk_gl_larger', 'ConvBERTmedium-small / +BNK,+GL,+Larger',
+                  _gin('002_convbert', 'table4_bnk_gl_larger'))),
+        finetune_paper='002_convbert', average_column='GLUE'),
+    Target('002.5', '002', '5', 'plan_only',
+           'pretraining wall-clock on TPU v3-8',
+           runs=(Run('electra_small', 'ELECTRA-small',
+                     _gin('001_ale', 'electra_small')),
+                 Run('convbert_small', 'CONVBERT-small',
+                     _gin('002_convbert', 'small')),
+                 Run('convbert_medium_small', 'CONVBERT-medium-small',
+                     _gin('002_convbert', 'medium_small')),
+                 Run('convbert_base', 'CONVBERT-base',
+                     _gin('002_convbert', 'base'))),
+           why_plan_only='TPU v3-8 wall-clock: the plan, and steps/s measured '
+           'here with experiments.benchmark_pretraining'),
+    Target(
+        '002.6', '002', '6', 'pretrain_glue',
+        'ConvBERT-small GLUE dev, mean ± standard error over runs',
+        runs=(Run('convbert_small', 'ConvBERT-small',
+                  _gin('002_convbert', 'small')),),
+        finetune_paper='002_convbert', columns=_001_COLUMNS,
+        average_column='Avg.'),
+    Target(
+        '003.1', '003', '1', 'pretrain_glue',
+        'BERT, ELECTRA and TEAMS, GLUE (SQuAD at paper scale)',
+        runs=sum((_003_runs(column) for column in
+                  ('small', 'small_pp', 'base', 'base_pp', 'large')), ()),
+        finetune_paper='003_teams', average_column='GLUE'),
+    Target(
+        '003.2', '003', '2', 'pretrain_glue',
+        'small++ pretraining tasks: MLM, RTD, MWS, RTD + MWS',
+        runs=(Run('only_mlm', 'Only MLM (i.e., BERT)',
+                  _gin('003_teams', 'table2_only_mlm')),
+              Run('only_rtd', 'Only RTD (i.e., ELECTRA)',
+                  _gin('003_teams', 'table2_only_rtd')),
+              Run('only_mws', 'Only MWS', _gin('003_teams', 'table2_only_mws')),
+              Run('teams', 'RTD + MWS (i.e., TEAMS)',
+                  _gin('003_teams', 'small_pp'))),
+        finetune_paper='003_teams', average_column='GLUE'),
+    Target(
+        '003.3', '003', '3', 'pretrain_glue',
+        'small++ task-head designs and exported representations',
+        runs=(Run('electra', 'ELECTRA-Small++',
+                  ('gin/papers/003_teams/table5_small_pp.gin',
+                   'gin/pretrain/electra.gin')),
+              Run('teams', 'TEAMS-Small++', _gin('003_teams', 'small_pp')),
+              Run('ffn_heads', 'Use FFN task heads',
+                  _gin('003_teams', 'table3_ffn_heads')),
+              Run('heads_on_top', 'Add task head on 12th layer',
+                  _gin('003_teams', 'table3_task_heads_on_top')),
+              Run('export_rtd', 'Use RTD task head outputs',
+                  _gin('003_teams', 'table3_export_rtd'))),
+        finetune_paper='003_teams', average_column='GLUE'),
+    Target(
+        '003.4', '003', '4', 'pretrain_glue',
+        'generator/discriminator layer tying, small++ and base++',
+        runs=(Run('electra_small_pp', 'ELECTRA-Small++',
+                  ('gin/papers/003_teams/table5_small_pp.gin',
+                   'gin/pretrain/electra.gin')),
+              Run('teams_small_pp', 'TEAMS-Small++',
+                  _gin('003_teams', 'small_pp')),
+              Run('full_tie', 'Full Tie', _gin('003_teams', 'table4_full_tie')),
+              Run('no_tie', 'Small++ / No Tie',
+                  _gin('003_teams', 'table4_no_tie')),
+              Run('electra_base_pp', 'ELECTRA-Base++',
+                  ('gin/papers/003_teams/table5_base_pp.gin',
+                   'gin/pretrain/electra.gin')),
+              Run('teams_base_pp', 'TEAMS-Base++', _gin('003_teams', 'base_pp')),
+              Run('base_pp_no_tie', 'Base++ / No Tie',
+                  _gin('003_teams', 'table4_base_pp_no_tie'))),
+        finetune_paper='003_teams', average_column='GLUE'),
+    Target(
+        '003.fig3', '003', None, 'pretrain_glue',
+        'learning curves: GLUE over pretraining steps, ELECTRA vs TEAMS',
+        runs=(Run('electra_small', 'ELECTRA-Small',
+                  ('gin/papers/003_teams/table5_small.gin',
+                   'gin/pretrain/electra.gin')),
+              Run('teams_small', 'TEAMS-Small', _gin('003_teams', 'small'))),
+        finetune_paper='003_teams', figure='steps'),
+    Target(
+        '003.fig4', '003', None, 'pretrain_glue',
+        'GLUE against the number of generator layers (TEAMS-small++)',
+        runs=tuple(Run(f'generator_layers_{n}', f'TEAMS@{n}',
+                       _gin('003_teams', f'fig4_generator_layers_{n}'))
+                   for n in range(1, 13)),
+        finetune_paper='003_teams', figure='generator layers'),
+    Target(
+        '003.fig5', '003', None, 'pretrain_glue',
+        'GLUE against K, Sampled vs Hardest negatives (TEAMS-small++)',
+        runs=tuple(Run(f'{strategy}_k{k}', f'{strategy.title()}@{k}',
+                       _gin('003_teams', f'fig5_{strategy}_k{k}'))
+                   for strategy in ('sampled', 'hardest')
+                   for k in (3, 5, 10, 20, 50)),
+        finetune_paper='003_teams', figure='K'),
+    Target(
+        '004.1', '004', '1', 'pretrain_glue',
+        'ELECTRA vs SCRIPT, GLUE mean (SQuAD at paper scale)',
+        runs=(Run('electra_small', 'ELECTRA-small',
+                  _gin('001_ale', 'electra_small')),
+              Run('script_small', 'SCRIPT-small', _gin('004_script', 'small'))),
+        finetune_paper='004_script', average_column='GLUE Mean'),
+    Target(
+        '004.2', '004', '2', 'pretrain_glue',
+        'BERT, ELECTRA and SCRIPT small, GLUE per task',
+        runs=(Run('bert_small', 'BERT-small', _gin('001_ale', 'bert_small')),
+              Run('electra_small', 'ELECTRA-small',
+                  _gin('001_ale', 'electra_small')),
+              Run('script_small', 'SCRIPT-small (ours)',
+                  _gin('004_script', 'small'))),
+        finetune_paper='004_script', columns=_004_COLUMNS,
+        average_column='Mean'),
+    Target('004.3', '004', '3', 'plan_only',
+           'LibriSpeech N-best rescoring WER with the PLL',
+           why_plan_only=(
+               'needs LibriSpeech N-best lists from a first-pass recogniser; '
+               'python -m official_repro.rescore runs on lists a user brings, '
+               'and experiments.script_nbest ranks synthetic WikiText-2 lists')),
+    Target(
+        '004.fig2', '004', None, 'pretrain_glue',
+        'GLUE mean over pretraining steps, ELECTRA-small vs SCRIPT-small',
+        runs=(Run('electra_small', 'ELECTRA-small',
+                  _gin('001_ale', 'electra_small')),
+              Run('script_small', 'SCRIPT-small', _gin('004_script', 'small'))),
+        finetune_paper='004_script', figure='steps'),
+    Target('004.sec3.3', '004', None, 'command',
+           'training speed, ELECTRA-small vs SCRIPT-small (it/s)',
+           command='experiments.benchmark_pretraining'),
+)
+
+TARGETS: Dict[str, Target] = {target.key: target for target in _TARGETS}
+
+
+def get(key: str) -> Target:
+  """The target `key` ('001.IV'), or a KeyError listing them all."""
+  if key not in TARGETS:
+    raise KeyError(f'No table or figure {key!r}; run --list. Known: '
+                   f'{", ".join(TARGETS)}.')
+  return TARGETS[key]

@@ -1,0 +1,244 @@
+"""Runs a table's grid at a small scale: pretrain, fine-tune, aggregate.
+
+Layout under `out` (any `tf.io.gfile` path):
+
+  settings.json            what the grid was started with; a later call with
+                           other settings stops with the differences named
+  records/                 the corpus as pretraining records (built once)
+  <run>/pretrain/          `official_repro.train`'s model_dir (it resumes)
+  <run>/glue/<task>/       `experiments.glue_suite`'s model_dir (it resumes)
+  <run>/result.json        the run's scores, written when it finishes; a
+                           finished run is read back, never redone
+
+Every compared model gets the paper gin files of its row, then
+`gin/regenerate/<scale>.gin`; the reference run trains `reference_steps`
+and every other run the steps that give it the reference's training FLOPs
+times its `budget_ratio`, each warming up over a tenth of its steps (ELECTRA's FLOPs formula, `official_repro.metrics.
+flops.steps_for_budget`), so models that the paper compares at equal
+compute are compared at equal compute here too. Runs go one after another,
+each in its own process, printing which run of how many, the steps, and an
+estimate of the time left from the runs done so far.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Callable, Dict, List, Sequence
+
+import tensorflow as tf
+
+from experiments.regeneration import plan
+from experiments.regeneration import registry
+from official_repro.common import json_files
+from official_repro.metrics import flops
+from official_repro.training import gin_utils
+
+SETTINGS_FILENAME = 'settings.json'
+RESULT_FILENAME = 'result.json'
+
+
+@dataclasses.dataclass(frozen=True)
+class GridSettings:
+  """Everything that decides a grid's numbers.
+
+  Attributes:
+    target: the table or figure key.
+    scale: 'tiny' or 'gpu' (the gin include `gin/regenerate/<scale>.gin`).
+    corpus: text corpus directory (one document per file).
+    vocab_file: WordPiece vocabulary.
+    glue_dir: GLUE root.
+    reference_steps: steps of the reference run.
+    tasks: GLUE tasks fine-tuned, with the epochs of each.
+    num_runs: fine-tuning seeds per task (the paper's aggregation over them).
+    strategy: distribution strategy flag value for every job.
+    curve_points: for learning-curve figures, checkpoints fine-tuned per run.
+  """
+  target: str
+  scale: str
+  corpus: str
+  vocab_file: str
+  glue_dir: str
+  reference_steps: int
+  tasks: Dict[str, float]
+  num_runs: int
+  strategy: str = 'cpu'
+  curve_points: int = 4
+
+
+def check_settings(out: str, settings: GridSettings) -> None:
+  """Writes `out/settings.json`, or checks that it holds `settings`.
+
+  Raises:
+    ValueError: naming each setting that differs from the stored one.
+  """
+  path = os.path.join(out, SETTINGS_FILENAME)
+  current = json.loads(json.dumps(dataclasses.asdict(settings)))
+  if tf.io.gfile.exists(path):
+    with tf.io.gfile.GFile(path) as f:
+      stored = json.load(f)
+    differences = [f'{name}: stored {stored.get(name)!r}, now '
+                   f'{current.get(name)!r}'
+                   for name in sorted(set(stored) | set(current))
+                   if stored.get(name) != current.get(name)]
+    if differences:
+      raise ValueError(
+          f'{out} holds results produced with other settings; use another '
+          '--out or the same settings. Differences:\n  ' +
+          '\n  '.join(differences))
+    return
+  tf.io.gfile.makedirs(out)
+  json_files.write_json(path, current)
+
+
+def _scale_gin(scale: str) -> str:
+  return f'gin/regenerate/{scale}.gin'
+
+
+def run_steps(target: registry.Target, settings: GridSettings,
+              vocab_size: int) -> Dict[str, int]:
+  """{run name: train steps}: the reference's steps, the others at its
+  training FLOPs times their budget ratio."""
+  reference = target.reference or target.runs[0].name
+  reports = {}
+  for run in target.runs:
+    report, _ = plan.flops_report(
+        run.gin_files + (_scale_gin(settings.scale),),
+        (f'experiment.train_steps = {settings.reference_steps}',),
+        vocab_size)
+    reports[run.name] = report
+  base = reports[reference]
+  budget = base.total_train_flops()
+  steps = {}
+  for run in target.runs:
+    report = reports[run.name]
+    if target.reference is None:
+      steps[run.name] = int(round(settings.reference_steps * run.budget_ratio))
+    else:
+      steps[run.name] = int(round(flops.steps_for_budget(
+          budget * run.budget_ratio, report.per_token_forward(),
+          report.batch_size, report.seq_length)))
+  return steps
+
+
+def _checkpoint_steps(train_steps: int, points: int) -> List[int]:
+  """Evenly spaced checkpoint steps ending at `train_steps`."""
+  return sorted({max(1, round(train_steps * i / points))
+                 for i in range(1, points + 1)})
+
+
+def _call(command: Sequence[str], log_path: str) -> None:
+  """Runs a job, its output to the terminal and to `log_path`."""
+  print('  $ ' + ' '.join(command), flush=True)
+  completed = subprocess.run(list(command), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             check=False, cwd=gin_utils.REPO_ROOT)
+  with tf.io.gfile.GFile(log_path, 'w') as log:
+    log.write(completed.stdout)
+  if completed.returncode:
+    raise RuntimeError(f'{command[2]} failed (exit {completed.returncode}); '
+                       f'see {log_path}.')
+
+
+def _pretrain(run: registry.Run, settings: GridSettings, records: str,
+              model_dir: str, steps: int, checkpoint_every: int) -> None:
+  command = [sys.executable, '-m', 'official_repro.train',
+             *(f'--gin_file={path}' for path in run.gin_files),
+             f'--gin_file={_scale_gin(settings.scale)}',
+             f"--gin_param=pretrain_data.input_path='{records}'",
+             f'--gin_param=experiment.train_steps={steps}',
+             f'--gin_param=optimization.warmup_steps={steps // 10}',
+             f'--gin_param=experiment.checkpoint_interval={checkpoint_every}',
+             f'--gin_param=experiment.steps_per_loop={checkpoint_every}',
+             '--gin_param=experiment.max_to_keep=100',
+             f'--model_dir={model_dir}', '--mode=train',
+             f'--strategy={settings.strategy}']
+  tf.io.gfile.makedirs(model_dir)
+  _call(command, os.path.join(model_dir, 'regenerate.log'))
+
+
+def _finetune(target: registry.Target, settings: GridSettings,
+              checkpoint: str, glue_dir_out: str) -> Dict[str, Dict]:
+  """{task: glue_suite's summary and score} for one checkpoint."""
+  scores = {}
+  for task, epochs in settings.tasks.items():
+    model_dir = os.path.join(glue_dir_out, task)
+    results_path = os.path.join(model_dir, 'glue_results.json')
+    if not tf.io.gfile.exists(results_path):
+      tf.io.gfile.makedirs(model_dir)
+      _call([sys.executable, '-m', 'experiments.glue_suite',
+             f'--paper={target.finetune_paper}',
+             f'--init_checkpoint={checkpoint}',
+             f'--vocab_file={settings.vocab_file}',
+             f'--glue_dir={settings.glue_dir}', f'--model_dir={model_dir}',
+             f'--tasks={task}',
+             f'--gin_param=run_protocol.num_runs={settings.num_runs}',
+             f'--gin_param=finetuning.num_epochs={epochs}',
+             f'--strategy={settings.strategy}'],
+            os.path.join(model_dir, 'regenerate.log'))
+    with tf.io.gfile.GFile(results_path) as f:
+      results = json.load(f)
+    scores[task] = dict(score=results['scores'][task],
+                        summary=results['summaries'][task])
+  return scores
+
+
+def build_records(settings: GridSettings, records: str) -> None:
+  """The corpus as dynamic-masking records at the scale's length, once."""
+  from official_repro.data import create_pretraining_data  # pylint: disable=g-import-not-at-top
+  if tf.io.gfile.exists(os.path.join(records, 'metadata.json')):
+    return
+  create_pretraining_data.prepare_pretraining_data(
+      [settings.corpus], records, vocab_file=settings.vocab_file,
+      lower_case=True, document_mode='file', strip_gutenberg=True,
+      max_seq_length=128, masking='dynamic')
+
+
+def run_grid(target: registry.Target, settings: GridSettings, out: str,
+             vocab_size: int = 30522,
+             clock: Callable[[], float] = time.monotonic) -> Dict[str, Dict]:
+  """Runs (or reads back) every run of `target`; returns {run: result}."""
+  if target.kind != 'pretrain_glue':
+    raise ValueError(f'{target.key} is not a pretraining grid '
+                     f'(kind {target.kind!r}).')
+  check_settings(out, settings)
+  records = os.path.join(out, 'records')
+  build_records(settings, records)
+  steps = run_steps(target, settings, vocab_size)
+  results = {}
+  started, done = clock(), 0
+  for index, run in enumerate(target.runs, start=1):
+    result_path = os.path.join(out, run.name, RESULT_FILENAME)
+    if tf.io.gfile.exists(result_path):
+      with tf.io.gfile.GFile(result_path) as f:
+        results[run.name] = json.load(f)
+      print(f'[{index}/{len(target.runs)}] {run.name}: finished earlier, '
+            'read back.', flush=True)
+      continue
+    remaining = len(target.runs) - index + 1
+    eta = ((clock() - started) / done * remaining) if done else None
+    print(f'[{index}/{len(target.runs)}] {run.name} ({run.row}): '
+          f'{steps[run.name]:,} pretraining steps'
+          + (f', about {eta / 60:.0f} min left' if eta else ''), flush=True)
+    points = settings.curve_points if target.figure == 'steps' else 1
+    checkpoints = _checkpoint_steps(steps[run.name], points)
+    interval = checkpoints[0] if points > 1 else steps[run.name]
+    pretrain_dir = os.path.join(out, run.name, 'pretrain')
+    _pretrain(run, settings, records, pretrain_dir, steps[run.name], interval)
+    evaluated = {}
+    for step in checkpoints:
+      checkpoint = (pretrain_dir if step == steps[run.name]
+                    else os.path.join(pretrain_dir, f'ckpt-{step}'))
+      evaluated[str(step)] = _finetune(
+          target, settings, checkpoint,
+          os.path.join(out, run.name, 'glue', f'step_{step}'))
+    result = dict(run=run.name, row=run.row, gin_files=list(run.gin_files),
+                  train_steps=steps[run.name], budget_ratio=run.budget_ratio,
+                  glue=evaluated[str(steps[run.name])], curve=evaluated)
+    tf.io.gfile.makedirs(os.path.dirname(result_path))
+    json_files.write_json(result_path, result)
+    results[run.name] = result
+    done += 1
+  return results

@@ -1,0 +1,203 @@
+"""experiments.regenerate: the registry, the plan, the grid runner, the
+report."""
+
+import json
+import os
+
+import pytest
+
+from experiments import paper_tables
+from experiments.regeneration import plan
+from experiments.regeneration import registry
+from experiments.regeneration import report
+from experiments.regeneration import runner
+from official_repro.training import gin_utils
+
+# What issue 14 asks one command for, per paper.
+REQUIRED = ('001.III', '001.IV', '002.1', '002.2', '002.3', '002.4', '002.5',
+            '002.6', '003.1', '003.2', '003.3', '003.4', '003.fig3',
+            '003.fig4', '003.fig5', '004.1', '004.2', '004.3', '004.fig2',
+            '004.sec3.3')
+
+
+def test_every_table_and_figure_has_a_target():
+  assert set(REQUIRED) <= set(registry.TARGETS)
+
+
+@pytest.mark.parametrize('key', sorted(registry.TARGETS))
+def test_targets_name_existing_cells_and_gin_files(key):
+  target = registry.get(key)
+  paper = paper_tables.load(target.paper)
+  if target.table:
+    table = paper.table(target.table)
+    for column in list(target.columns.values()) + [
+        column for column in [target.average_column] if column]:
+      assert column in table.columns, (key, column)
+    for run in target.runs:
+      assert run.row in table.row_keys, (key, run.row)
+  if target.figure:
+    assert key.split('.fig')[-1] in paper.figures
+  for run in target.runs:
+    for path in run.gin_files:
+      assert os.path.exists(os.path.join(gin_utils.REPO_ROOT, path)), path
+  names = [run.name for run in target.runs]
+  assert len(set(names)) == len(names)
+  if target.reference:
+    assert target.reference in names
+  if target.kind == 'plan_only':
+    assert target.why_plan_only
+
+
+def test_unknown_key_lists_the_known_ones():
+  with pytest.raises(KeyError, match='001.IV'):
+    registry.get('001.VII')
+
+
+def test_tpu_hours_follow_004s_electra_small_iterations_per_second():
+  """ELECTRA-small at 004's batch and length runs 31.3 steps/s on a v3-8,
+  so S steps of it take S / 31.3 / 3600 hours, whatever a step costs."""
+  report_, _ = plan.flops_report(
+      ('gin/papers/001_ale/electra_small.gin',),
+      ('pretrain_data.train_batch_size = 128',
+       'pretrain_data.max_seq_length = 128'))
+  hours = report_.total_train_flops() / plan.tpu_v3_8_flops_per_second() / 3600
+  assert hours == pytest.approx(report_.train_steps / 31.3 / 3600, rel=1e-9)
+
+
+def test_plan_doubles_the_steps_and_hours_of_a_doubled_budget():
+  target = registry.Target(
+      key='x', paper='001', table=None, kind='pretrain_glue',
+      description='d', finetune_paper='001_ale', runs=(
+          registry.Run('once', 'r', ('gin/papers/001_ale/electra_small.gin',)),
+          registry.Run('twice', 'r', ('gin/papers/001_ale/electra_small.gin',),
+                       budget_ratio=2.0)))
+  once, twice = plan.plan(target, 'gs://bucket/', 'gs://glue')
+  assert (once.train_steps, twice.train_steps) == (125000, 250000)
+  assert twice.tpu_v3_8_hours == pytest.approx(2 * once.tpu_v3_8_hours)
+  assert once.model_dir == 'gs://bucket/x/once'
+  assert '--gin_param=experiment.train_steps=250000' in twice.pretrain_command
+  assert ('--init_checkpoint=gs://bucket/x/twice --glue_dir=gs://glue'
+          in twice.finetune_command)
+  assert once.finetune_flops == twice.finetune_flops > 0
+
+
+def _settings(**overrides):
+  settings = dict(target='001.IV', scale='tiny', corpus='c', vocab_file='v',
+                  glue_dir='g', reference_steps=4, tasks={'sst2': 0.25},
+                  num_runs=2)
+  settings.update(overrides)
+  return runner.GridSettings(**settings)
+
+
+def test_settings_are_stored_then_checked(ram_dir):
+  runner.check_settings(ram_dir, _settings())
+  runner.check_settings(ram_dir, _settings())
+  with pytest.raises(ValueError) as error:
+    runner.check_settings(ram_dir, _settings(num_runs=3,
+                                             tasks={'sst2': 0.5}))
+  assert 'num_runs: stored 2, now 3' in str(error.value)
+  assert "tasks: stored {'sst2': 0.25}, now {'sst2': 0.5}" in str(error.value)
+
+
+def test_runs_get_the_reference_training_flops_times_their_ratio():
+  target = registry.get('001.IV')
+  steps = runner.run_steps(target, _settings(reference_steps=300), 30522)
+  assert steps['electra_small'] == 300
+  assert steps['electra_small_2x'] == 600
+  totals, per_step = {}, {}
+  for run in target.runs:
+    report_, _ = plan.flops_report(
+        run.gin_files + ('gin/regenerate/tiny.gin',),
+        (f'experiment.train_steps = {steps[run.name]}',))
+    totals[run.name] = report_.total_train_flops()
+    per_step[run.name] = totals[run.name] / steps[run.name]
+  for run in target.runs:
+    assert abs(totals[run.name] - totals['electra_small'] * run.budget_ratio
+               ) <= per_step[run.name] / 2, run.name
+  # BERT has no generator: more steps for the same FLOPs.
+  assert steps['bert_small'] > 300
+
+
+def test_a_killed_grid_resumes_without_redoing_finished_runs(
+    tmp_path, monkeypatch):
+  target = registry.get('001.IV')
+  calls = []
+
+  def pretrain(run, settings, records, model_dir, steps, interval):
+    del settings, records, model_dir, interval
+    calls.append((run.name, steps))
+    if run.name == 'electra_small_2x' and len(calls) == 3:
+      raise RuntimeError('killed')
+
+  def finetune(target, settings, checkpoint, out):
+    del target, settings, checkpoint, out
+    return {'sst2': dict(score=0.5 + 0.01 * len(calls), summary={})}
+
+  monkeypatch.setattr(runner, '_pretrain', pretrain)
+  monkeypatch.setattr(runner, '_finetune', finetune)
+  monkeypatch.setattr(runner, 'build_records', lambda *args: None)
+  monkeypatch.setattr(runner, 'run_steps', lambda *args: {
+      'bert_small': 5, 'electra_small': 4, 'electra_small_2x': 8,
+      'ale_small': 3})
+  out = str(tmp_path)
+  with pytest.raises(RuntimeError, match='killed'):
+    runner.run_grid(target, _settings(), out)
+  assert [name for name, _ in calls] == ['bert_small', 'electra_small',
+                                         'electra_small_2x']
+  results = runner.run_grid(target, _settings(), out)
+  assert [name for name, _ in calls] == [
+      'bert_small', 'electra_small', 'electra_small_2x', 'electra_small_2x',
+      'ale_small']
+  assert sorted(results) == sorted(run.name for run in target.runs)
+  with open(os.path.join(out, 'bert_small', runner.RESULT_FILENAME)) as f:
+    assert json.load(f)['train_steps'] == 5
+  with pytest.raises(ValueError, match='other settings'):
+    runner.run_grid(target, _settings(num_runs=5), out)
+
+
+def test_learning_curve_checkpoints_are_evenly_spaced():
+  assert runner._checkpoint_steps(400, 4) == [100, 200, 300, 400]  # pylint: disable=protected-access
+  assert runner._checkpoint_steps(10, 1) == [10]  # pylint: disable=protected-access
+
+
+def _result(steps, **scores):
+  return dict(train_steps=steps, glue={
+      task: dict(score=score) for task, score in scores.items()})
+
+
+def test_report_puts_ours_beside_the_paper_on_its_scale():
+  # 004 Table 2 prints scores x100; ours are fractions.
+  target = registry.get('004.2')
+  entries = report.rows(target, {
+      'bert_small': _result(10, sst2=0.80, cola=0.20),
+      'electra_small': _result(8, sst2=0.85, cola=0.30),
+  })
+  bert = entries[0]
+  sst = next(cell for cell in bert['cells'] if cell['task'] == 'sst2')
+  paper = paper_tables.load('004').cell('2', 'BERT-small', 'SST').value
+  assert sst['ours'] == pytest.approx(80.0)
+  assert sst['difference'] == pytest.approx(80.0 - paper)
+  assert bert['average']['ours'] == pytest.approx(50.0)
+  text = report.markdown(target, entries, 'header')
+  assert '| BERT-small | 10 | SST | 80.000 |' in text
+  assert 'Our order: ELECTRA-small > BERT-small' in text
+
+
+def test_report_keeps_001s_fractions():
+  target = registry.get('001.IV')
+  entries = report.rows(target, {'ale_small': _result(3, mrpc=0.7)})
+  [cell] = entries[0]['cells']
+  assert (cell['column'], cell['ours'], cell['paper']) == ('MRPC', 0.7, 0.738)
+
+
+def test_figure_is_written_as_png(tmp_path):
+  target = registry.get('003.fig5')
+  results = {f'{s}_k{k}': dict(train_steps=4, glue={'sst2': dict(score=v)},
+                               curve={'4': {'sst2': dict(score=v)}})
+             for s in ('sampled', 'hardest') for k, v in ((3, 0.6), (5, 0.7))}
+  entries = report.rows(target, results)
+  report.write(target, entries, 'header', str(tmp_path))
+  with open(os.path.join(tmp_path, '003.fig5.png'), 'rb') as f:
+    assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+  with open(os.path.join(tmp_path, '003.fig5.json')) as f:
+    assert len(json.load(f)['rows']) == 4
