@@ -15,8 +15,9 @@ Scales:
          GLUE task whose lexical signal a model of this size picks up in
          minutes) with --num_runs seeds aggregated by the paper's protocol;
          equal training FLOPs where the paper compares at equal compute.
-  gpu    the same grid with gin/regenerate/gpu.gin (larger steps and batch),
-         for a 30-minute budget per table on one GPU.
+  gpu    the same grid at the small models' size with gin/regenerate/gpu.gin
+         (batch 128, 5000 reference steps), meant for about 30 minutes per
+         table on one GPU (not yet measured on one).
   paper  the run plan: run_tpu.sh pretraining and glue_suite fine-tuning
          commands per model with their FLOPs and expected TPU v3-8 hours
          (--launch runs them in order; --collect reads finished results
@@ -49,6 +50,7 @@ from official_repro.training import gin_utils
 FLAGS = flags.FLAGS
 
 _DEFAULT_STEPS = {'tiny': 400, 'gpu': 5000}
+_DEFAULT_STRATEGY = {'tiny': 'cpu', 'gpu': 'one_device'}
 
 
 def define_flags():
@@ -69,7 +71,9 @@ def define_flags():
                     'GLUE tasks fine-tuned at tiny/gpu scale, as '
                     'task:epochs.')
   flags.DEFINE_integer('num_runs', 3, 'Fine-tuning seeds per task.')
-  flags.DEFINE_string('strategy', 'cpu', 'Strategy of every job.')
+  flags.DEFINE_string('strategy', None,
+                      'Strategy of every job (default: cpu at tiny scale, '
+                      'one_device at gpu scale).')
   flags.DEFINE_string('bucket', None, 'Paper scale: model directory root.')
   flags.DEFINE_string('tpu_name', '$TPU_NAME', 'Paper scale: TPU VM name.')
   flags.DEFINE_string('zone', '$ZONE', 'Paper scale: TPU zone.')
@@ -181,7 +185,8 @@ def _grid(target: registry.Target) -> None:
       target=target.key, scale=FLAGS.scale, corpus=FLAGS.corpus,
       vocab_file=FLAGS.vocab_file, glue_dir=FLAGS.glue_dir,
       reference_steps=FLAGS.reference_steps or _DEFAULT_STEPS[FLAGS.scale],
-      tasks=_tasks(), num_runs=FLAGS.num_runs, strategy=FLAGS.strategy)
+      tasks=_tasks(), num_runs=FLAGS.num_runs,
+      strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale])
   results = runner.run_grid(target, settings, FLAGS.out)
   header = (f'Scale: {FLAGS.scale} (gin/regenerate/{FLAGS.scale}.gin); '
             f'reference steps {settings.reference_steps}'

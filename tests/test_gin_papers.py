@@ -116,7 +116,7 @@ def _gin_files_under(directory):
 
 
 def _cited_gin_files():
-  for folder in ('papers', 'finetune', 'sizes', 'pretrain'):
+  for folder in ('papers', 'finetune', 'sizes', 'pretrain', 'regenerate'):
     yield from _gin_files_under(os.path.join(GIN_DIR, folder))
 
 
@@ -692,9 +692,37 @@ _003_RECIPES = ('pretrain_recipe.gin', *(f'table5_{column}.gin'
                                         for column in TABLE_5_003))
 
 
+# 003 Table 1's ELECTRA rows: generator width as a fraction of the
+# discriminator's (ELECTRA's reference code; 003 gives none).
+ELECTRA_003 = {'electra_small.gin': 0.25, 'electra_small_pp.gin': 0.25,
+               'electra_base.gin': 1 / 3, 'electra_base_pp.gin': 1 / 3,
+               'electra_large.gin': 0.25}
+
+
 def test_003_every_pretraining_file_is_tested():
   names = set(os.listdir(os.path.join(GIN_DIR, 'papers/003_teams')))
-  assert names == set(LAYERS_003) | set(_003_RECIPES)
+  assert names == set(LAYERS_003) | set(_003_RECIPES) | set(ELECTRA_003)
+
+
+@pytest.mark.parametrize('filename', sorted(ELECTRA_003))
+def test_003_electra_rows_are_electra_on_the_table_5_recipe(clean_gin,
+                                                            filename):
+  del clean_gin
+  _parse_003(filename, ["pretrain_data.input_path = ''",
+                        'encoder.vocab_size = 30522'])
+  params, _ = experiment.experiment_config()
+  column = TABLE_5_003[_003_column_of(filename[len('electra_'):])]
+  task = params.task
+  assert objectives.for_task_config(task).name == 'electra'
+  assert (params.trainer.train_steps, task.train_data.global_batch_size,
+          task.train_data.max_seq_length) == (
+              column['experiment.train_steps'],
+              column['pretrain_data.train_batch_size'], 512)
+  hidden = column['encoder.hidden_size']
+  assert task.model.discriminator.hidden_size == hidden
+  assert task.model.generator().hidden_size == round(
+      hidden * ELECTRA_003[filename])
+  assert task.model.generator().num_layers == column['encoder.num_layers']
 
 
 def _003_column_of(filename):

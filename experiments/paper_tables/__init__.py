@@ -4,8 +4,11 @@ One JSON file per paper (`<paper>_<name>.json` beside this module) holds
 every table of that paper: its caption, row and column names and cells as
 printed, the unit of each column (or row), and, for results, how the paper
 aggregates runs. Everything that compares against a paper number (the gin
-citation test, `experiments.regenerate`) reads it through `load` /
-`load_all`; nothing else transcribes a paper cell.
+citation test, `experiments.regenerate`, the experiment commands) reads it
+through `load` / `load_all`; the code keeps no copy of a paper cell. The one
+other transcription is deliberate: `tests/test_gin_papers.py` keeps its own
+hand transcription of the hyperparameter tables it checks whole, so that a
+mistyped cell here and a wrong gin value cannot agree unnoticed.
 
 File layout (the keys each JSON object has; `?` marks optional ones):
 

@@ -4,6 +4,7 @@ report."""
 import json
 import os
 
+import gin
 import pytest
 
 from experiments import paper_tables
@@ -11,6 +12,7 @@ from experiments.regeneration import plan
 from experiments.regeneration import registry
 from experiments.regeneration import report
 from experiments.regeneration import runner
+from official_repro.tasks import objectives
 from official_repro.training import gin_utils
 
 # What issue 14 asks one command for, per paper.
@@ -46,6 +48,23 @@ def test_targets_name_existing_cells_and_gin_files(key):
     assert target.reference in names
   if target.kind == 'plan_only':
     assert target.why_plan_only
+
+
+@pytest.mark.parametrize('scale', ['tiny', 'gpu'])
+def test_every_run_configures_at_every_scale(scale):
+  """Each compared model's paper gin files, then the scale's include, give
+  a task config (the shrunk sizes fit every backbone and objective)."""
+  for target in registry.TARGETS.values():
+    for run in target.runs:
+      gin.clear_config()
+      gin_utils.parse_config(
+          [os.path.join(gin_utils.REPO_ROOT, path) for path in
+           run.gin_files + (f'gin/regenerate/{scale}.gin',)],
+          ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522'])
+      name = gin.query_parameter('experiment.objective')
+      config = objectives.task_config_from_gin(name)
+      assert config.train_data.max_seq_length == 128, (target.key, run.name)
+  gin.clear_config()
 
 
 def test_unknown_key_lists_the_known_ones():
