@@ -193,7 +193,9 @@ def _grid(target: registry.Target) -> None:
             + (f' ({target.reference}, others at its training FLOPs)'
                if target.reference else '') +
             f'; tasks {settings.tasks}; {settings.num_runs} seeds per task, '
-            f'aggregated by gin/finetune/{target.finetune_paper}/protocol.gin.')
+            f'aggregated by gin/finetune/{target.finetune_paper}/protocol.gin.'
+            + (f' Runs: {target.small_scale_note}.'
+               if target.small_scale_note else ''))
   print(report.write(target, report.rows(target, results), header,
                      FLAGS.out))
 

@@ -36,11 +36,15 @@ class Run:
     gin_files: the paper gin files of its pretraining (repository-relative).
     budget_ratio: its training FLOPs relative to the target's reference run
       (2.0 for 001's "2x time").
+    small_scale_bindings: gin bindings after the scale's include, below
+      paper scale, for settings that are depths of the 12-layer paper model
+      (003 Fig. 4's generator layers, mapped onto the 4-layer tiny one).
   """
   name: str
   row: str
   gin_files: Tuple[str, ...]
   budget_ratio: float = 1.0
+  small_scale_bindings: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +67,8 @@ class Target:
     figure: for figures, the x quantity of each run ('steps' for learning
       curves, else a label).
     why_plan_only: for kind 'plan_only'.
+    small_scale_runs: the runs made below paper scale when not all (None:
+      all), with `small_scale_note` saying why.
   """
   key: str
   paper: str
@@ -77,6 +83,21 @@ class Target:
   command: Optional[str] = None
   figure: Optional[str] = None
   why_plan_only: Optional[str] = None
+  small_scale_runs: Optional[Tuple[str, ...]] = None
+  small_scale_note: Optional[str] = None
+
+  def runs_at(self, scale: str) -> Tuple[Run, ...]:
+    """The runs made at `scale` ('tiny', 'gpu' or 'paper')."""
+    if scale == 'paper' or self.small_scale_runs is None:
+      return self.runs
+    return tuple(run for run in self.runs
+                 if run.name in self.small_scale_runs)
+
+
+_SAME_SHRUNK_MODEL = (
+    'shrunk by gin/regenerate/<scale>.gin, the other columns are the same '
+    'model as this one (their sizes, batch and learning rate are what the '
+    'include replaces), so only this column is run')
 
 
 def _gin(paper_dir: str, *names: str) -> Tuple[str, ...]:
@@ -160,7 +181,9 @@ _TARGETS = (
         'BERT, ELECTRA and TEAMS, GLUE (SQuAD at paper scale)',
         runs=sum((_003_runs(column) for column in
                   ('small', 'small_pp', 'base', 'base_pp', 'large')), ()),
-        finetune_paper='003_teams', average_column='GLUE'),
+        finetune_paper='003_teams', average_column='GLUE',
+        small_scale_runs=('bert_small', 'electra_small', 'teams_small'),
+        small_scale_note=f'the Small column; {_SAME_SHRUNK_MODEL}'),
     Target(
         '003.2', '003', '2', 'pretrain_glue',
         'small++ pretraining tasks: MLM, RTD, MWS, RTD + MWS',
@@ -200,7 +223,10 @@ _TARGETS = (
               Run('teams_base_pp', 'TEAMS-Base++', _gin('003_teams', 'base_pp')),
               Run('base_pp_no_tie', 'Base++ / No Tie',
                   _gin('003_teams', 'table4_base_pp_no_tie'))),
-        finetune_paper='003_teams', average_column='GLUE'),
+        finetune_paper='003_teams', average_column='GLUE',
+        small_scale_runs=('electra_small_pp', 'teams_small_pp', 'full_tie',
+                          'no_tie'),
+        small_scale_note=f'the Small++ rows; {_SAME_SHRUNK_MODEL}'),
     Target(
         '003.fig3', '003', None, 'pretrain_glue',
         'learning curves: GLUE over pretraining steps, ELECTRA vs TEAMS',
@@ -212,9 +238,16 @@ _TARGETS = (
         '003.fig4', '003', None, 'pretrain_glue',
         'GLUE against the number of generator layers (TEAMS-small++)',
         runs=tuple(Run(f'generator_layers_{n}', f'TEAMS@{n}',
-                       _gin('003_teams', f'fig4_generator_layers_{n}'))
+                       _gin('003_teams', f'fig4_generator_layers_{n}'),
+                       small_scale_bindings=(
+                           f'teams.generator_layers = {n // 3}',))
                    for n in range(1, 13)),
-        finetune_paper='003_teams', figure='generator layers'),
+        finetune_paper='003_teams', figure='generator layers',
+        small_scale_runs=tuple(f'generator_layers_{n}' for n in (3, 6, 9, 12)),
+        small_scale_note=(
+            'the tiny discriminator has 4 layers, not 12: generators of 3, 6, '
+            '9 and 12 paper layers become 1, 2, 3 and 4 (a quarter of the '
+            'depth each), plotted at their paper depth')),
     Target(
         '003.fig5', '003', None, 'pretrain_glue',
         'GLUE against K, Sampled vs Hardest negatives (TEAMS-small++)',
@@ -222,7 +255,13 @@ _TARGETS = (
                        _gin('003_teams', f'fig5_{strategy}_k{k}'))
                    for strategy in ('sampled', 'hardest')
                    for k in (3, 5, 10, 20, 50)),
-        finetune_paper='003_teams', figure='K'),
+        finetune_paper='003_teams', figure='K',
+        small_scale_runs=tuple(f'{strategy}_k{k}'
+                               for strategy in ('sampled', 'hardest')
+                               for k in (3, 5, 20)),
+        small_scale_note=(
+            'K = 3, 5 and 20 of the five values, so that six runs fit the '
+            'hour')),
     Target(
         '004.1', '004', '1', 'pretrain_glue',
         'ELECTRA vs SCRIPT, GLUE mean (SQuAD at paper scale)',

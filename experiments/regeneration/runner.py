@@ -101,18 +101,20 @@ def run_steps(target: registry.Target, settings: GridSettings,
               vocab_size: int) -> Dict[str, int]:
   """{run name: train steps}: the reference's steps, the others at its
   training FLOPs times their budget ratio."""
-  reference = target.reference or target.runs[0].name
+  runs = target.runs_at(settings.scale)
+  reference = target.reference or runs[0].name
   reports = {}
-  for run in target.runs:
+  for run in runs:
     report, _ = plan.flops_report(
         run.gin_files + (_scale_gin(settings.scale),),
-        (f'experiment.train_steps = {settings.reference_steps}',),
+        (f'experiment.train_steps = {settings.reference_steps}',
+         *run.small_scale_bindings),
         vocab_size)
     reports[run.name] = report
   base = reports[reference]
   budget = base.total_train_flops()
   steps = {}
-  for run in target.runs:
+  for run in runs:
     report = reports[run.name]
     if target.reference is None:
       steps[run.name] = int(round(settings.reference_steps * run.budget_ratio))
@@ -153,6 +155,8 @@ def _pretrain(run: registry.Run, settings: GridSettings, records: str,
              f'--gin_param=experiment.checkpoint_interval={checkpoint_every}',
              f'--gin_param=experiment.steps_per_loop={checkpoint_every}',
              '--gin_param=experiment.max_to_keep=100',
+             *(f'--gin_param={binding}' for binding in
+               run.small_scale_bindings),
              f'--model_dir={model_dir}', '--mode=train',
              f'--strategy={settings.strategy}']
   tf.io.gfile.makedirs(model_dir)
@@ -209,17 +213,18 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
   steps = run_steps(target, settings, vocab_size)
   results = {}
   started, done = clock(), 0
-  for index, run in enumerate(target.runs, start=1):
+  runs = target.runs_at(settings.scale)
+  for index, run in enumerate(runs, start=1):
     result_path = os.path.join(out, run.name, RESULT_FILENAME)
     if tf.io.gfile.exists(result_path):
       with tf.io.gfile.GFile(result_path) as f:
         results[run.name] = json.load(f)
-      print(f'[{index}/{len(target.runs)}] {run.name}: finished earlier, '
+      print(f'[{index}/{len(runs)}] {run.name}: finished earlier, '
             'read back.', flush=True)
       continue
-    remaining = len(target.runs) - index + 1
+    remaining = len(runs) - index + 1
     eta = ((clock() - started) / done * remaining) if done else None
-    print(f'[{index}/{len(target.runs)}] {run.name} ({run.row}): '
+    print(f'[{index}/{len(runs)}] {run.name} ({run.row}): '
           f'{steps[run.name]:,} pretraining steps'
           + (f', about {eta / 60:.0f} min left' if eta else ''), flush=True)
     points = settings.curve_points if target.figure == 'steps' else 1

@@ -55,16 +55,28 @@ def test_every_run_configures_at_every_scale(scale):
   """Each compared model's paper gin files, then the scale's include, give
   a task config (the shrunk sizes fit every backbone and objective)."""
   for target in registry.TARGETS.values():
-    for run in target.runs:
+    for run in target.runs_at(scale):
       gin.clear_config()
       gin_utils.parse_config(
           [os.path.join(gin_utils.REPO_ROOT, path) for path in
            run.gin_files + (f'gin/regenerate/{scale}.gin',)],
-          ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522'])
+          ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522',
+           *run.small_scale_bindings])
       name = gin.query_parameter('experiment.objective')
       config = objectives.task_config_from_gin(name)
       assert config.train_data.max_seq_length == 128, (target.key, run.name)
   gin.clear_config()
+
+
+def test_small_scales_run_a_subset_only_where_a_note_says_why():
+  for target in registry.TARGETS.values():
+    names = {run.name for run in target.runs}
+    small = {run.name for run in target.runs_at('tiny')}
+    assert small <= names and target.runs_at('paper') == target.runs
+    assert (small != names) == bool(target.small_scale_note), target.key
+  fig4 = registry.get('003.fig4')
+  assert [run.small_scale_bindings for run in fig4.runs_at('tiny')] == [
+      (f'teams.generator_layers = {n}',) for n in (1, 2, 3, 4)]
 
 
 def test_unknown_key_lists_the_known_ones():
