@@ -23,6 +23,7 @@ estimate of the time left from the runs done so far.
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -131,16 +132,25 @@ def _checkpoint_steps(train_steps: int, points: int) -> List[int]:
                  for i in range(1, points + 1)})
 
 
+_PROGRESS = re.compile(r'^(train|eval) \| step:')
+
+
 def _call(command: Sequence[str], log_path: str) -> None:
-  """Runs a job, its output to the terminal and to `log_path`."""
+  """Runs a job; its Orbit progress lines ("train | step: ...") go to the
+  terminal as they come, all of its output to `log_path` at the end."""
   print('  $ ' + ' '.join(command), flush=True)
-  completed = subprocess.run(list(command), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True,
-                             check=False, cwd=gin_utils.REPO_ROOT)
+  lines = []
+  with subprocess.Popen(list(command), stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True,
+                        cwd=gin_utils.REPO_ROOT) as process:
+    for line in process.stdout:
+      lines.append(line)
+      if _PROGRESS.match(line):
+        print('    ' + line.rstrip(), flush=True)
   with tf.io.gfile.GFile(log_path, 'w') as log:
-    log.write(completed.stdout)
-  if completed.returncode:
-    raise RuntimeError(f'{command[2]} failed (exit {completed.returncode}); '
+    log.write(''.join(lines))
+  if process.returncode:
+    raise RuntimeError(f'{command[2]} failed (exit {process.returncode}); '
                        f'see {log_path}.')
 
 

@@ -3,6 +3,7 @@ report."""
 
 import json
 import os
+import sys
 
 import gin
 import pytest
@@ -232,3 +233,15 @@ def test_figure_is_written_as_png(tmp_path):
     assert f.read(8) == b'\x89PNG\r\n\x1a\n'
   with open(os.path.join(tmp_path, '003.fig5.json')) as f:
     assert len(json.load(f)['rows']) == 4
+
+
+def test_jobs_show_their_progress_and_keep_their_log(tmp_path, capsys):
+  log = os.path.join(tmp_path, 'job.log')
+  runner._call([sys.executable, '-c', 'print("train | step: 5 | x");'  # pylint: disable=protected-access
+                'print("noise")'], log)
+  printed = capsys.readouterr().out
+  assert '    train | step: 5 | x' in printed and 'noise' not in printed
+  with open(log) as f:
+    assert f.read() == 'train | step: 5 | x\nnoise\n'
+  with pytest.raises(RuntimeError, match='exit 3'):
+    runner._call([sys.executable, '-c', 'raise SystemExit(3)'], log)  # pylint: disable=protected-access
