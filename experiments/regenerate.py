@@ -33,18 +33,21 @@ settings (see experiments/regeneration/runner.py).
 import json
 import os
 import subprocess
+import sys
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
+import gin
 import tensorflow as tf
 
 from experiments.regeneration import plan
 from experiments.regeneration import registry
 from experiments.regeneration import report
 from experiments.regeneration import runner
+from official_repro.tasks import finetuning_schedule
 from official_repro.training import gin_utils
 
 FLAGS = flags.FLAGS
@@ -83,6 +86,7 @@ def define_flags():
 
 
 def _tasks() -> dict:
+  """--tasks as {task: epochs}."""
   tasks = {}
   for item in FLAGS.tasks:
     task, _, epochs = item.partition(':')
@@ -93,6 +97,7 @@ def _tasks() -> dict:
 
 
 def list_targets() -> str:
+  """The registry as a markdown table."""
   lines = ['| key | kind | what |', '|---|---|---|']
   for target in registry.TARGETS.values():
     lines.append(f'| {target.key} | {target.kind} | {target.description} |')
@@ -107,6 +112,7 @@ def _require(*names: str) -> None:
 
 
 def _paper(target: registry.Target) -> None:
+  """Writes (and with --launch runs) the plan; --collect fills the table."""
   _require('bucket', 'glue_dir', 'out')
   if not target.runs:
     print(f'{target.key} has no pretraining runs to plan: '
@@ -164,7 +170,8 @@ def _command(target: registry.Target) -> None:
   if target.key == '004.sec3.3':
     for gin_file in ('gin/papers/001_ale/electra_small.gin',
                      'gin/papers/004_script/small.gin'):
-      subprocess.run(['python', '-m', 'experiments.benchmark_pretraining',
+      subprocess.run([sys.executable, '-m',
+                      'experiments.benchmark_pretraining',
                       f'--gin_file={gin_file}',
                       '--gin_param=pretrain_data.train_batch_size=16',
                       '--steps=10', '--variants=ours'],
@@ -175,11 +182,20 @@ def _command(target: registry.Target) -> None:
         f'{target.key} needs pretrained BERT and ConvBERT encoders: run '
         f'python -m {target.command} --init_checkpoint=... (see its '
         'docstring).')
-  subprocess.run(['python', '-m', *commands[target.key]], check=True,
+  subprocess.run([sys.executable, '-m', *commands[target.key]], check=True,
                  cwd=gin_utils.REPO_ROOT)
 
 
+def _aggregation(paper_dir: str) -> str:
+  """The aggregation of the paper's fine-tuning protocol ('max', ...)."""
+  plan.parse_gin([f'gin/finetune/{paper_dir}/protocol.gin'])
+  aggregation = finetuning_schedule.RunProtocol().aggregation
+  gin.clear_config()
+  return aggregation
+
+
 def _grid(target: registry.Target) -> None:
+  """Runs a pretraining grid at tiny or gpu scale and writes its table."""
   _require('corpus', 'vocab_file', 'glue_dir', 'out')
   settings = runner.GridSettings(
       target=target.key, scale=FLAGS.scale, corpus=FLAGS.corpus,
@@ -193,7 +209,9 @@ def _grid(target: registry.Target) -> None:
             + (f' ({target.reference}, others at its training FLOPs)'
                if target.reference else '') +
             f'; tasks {settings.tasks}; {settings.num_runs} seeds per task, '
-            f'aggregated by gin/finetune/{target.finetune_paper}/protocol.gin.'
+            f'{_aggregation(target.finetune_paper)} over them (gin/finetune/'
+            f'{target.finetune_paper}/protocol.gin); vocabulary '
+            f'{settings.vocab_file}; {FLAGS.strategy or "cpu"}.'
             + (f' Runs: {target.small_scale_note}.'
                if target.small_scale_note else ''))
   print(report.write(target, report.rows(target, results), header,
@@ -201,6 +219,7 @@ def _grid(target: registry.Target) -> None:
 
 
 def main(argv):
+  """Lists, plans, runs or collects the table named by --table."""
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   if FLAGS.list:

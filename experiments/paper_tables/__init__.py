@@ -201,14 +201,19 @@ class Table:
                      f'rows are {self.row_keys}.')
     printed_column, part, num_parts = self._column(column)
     printed = self._rows[row][self.columns.index(printed_column)]
-    if part is not None and self._split[row]:
-      pieces = [piece.strip() for piece in printed.split('/')]
-      if len(pieces) == num_parts:
-        printed = pieces[part]
-      elif len(pieces) != 1:
+    parts = [name.strip() for name in printed_column.split('/')]
+    pieces = [piece.strip() for piece in printed.split('/')]
+    if self._split[row] and len(parts) > 1 and len(pieces) > 1:
+      if part is None:
+        raise ValueError(
+            f'{self.paper} Table {self.id}, row {row!r}: cell {printed!r} '
+            f'holds one value per part of column {printed_column!r}; name '
+            f'one of {parts}.')
+      if len(pieces) != num_parts:
         raise ValueError(
             f'{self.paper} Table {self.id}, row {row!r}: cell {printed!r} '
             f'does not split into the parts of column {printed_column!r}.')
+      printed = pieces[part]
     value, plus_minus = parse_cell(printed)
     if value is None:
       raise KeyError(f'{self.paper} Table {self.id}: the cell at row {row!r}, '

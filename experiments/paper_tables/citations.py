@@ -49,7 +49,7 @@ _FIGURE = re.compile(r'^(?P<paper>\d{3}) Fig\. (?P<figure>\d+)$')
 _SECTION = re.compile(r'^(?P<paper>\d{3}) (?P<section>.+)$')
 _CODE = re.compile(r'^code: (?P<source>.+)$')
 _OURS = re.compile(r'^ours: (?P<reason>.+)$')
-_BINDING = re.compile(r'^(?P<name>[A-Za-z_][\w.]*)\s*=\s*(?P<value>[^#]*?)'
+_BINDING = re.compile(r'^(?P<name>[A-Za-z_][\w./]*)\s*=\s*(?P<value>[^#]*?)'
                       r'\s*(?:#\s*(?P<comment>.*))?$')
 
 # Printed words of the papers' tables whose gin spelling differs, by

@@ -16,7 +16,7 @@ length x runs, the train sizes of 001 Table II).
 
 import dataclasses
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import gin
 import tensorflow as tf
@@ -25,12 +25,15 @@ from experiments import paper_tables
 from experiments.regeneration import registry
 from official_repro import count_flops
 from official_repro.data import glue as glue_data
+from official_repro.metrics import flops
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import gin_utils
 
 # Our GLUE task name -> 001 Table II's row (train sizes).
 _TABLE_II_ROWS = dict(cola='CoLA', sst2='SST-2', mrpc='MRPC', stsb='STS-B',
                       qqp='QQP', mnli='MNLI', qnli='QNLI', rte='RTE')
+# 002 Table 5's column: TPU v3-8 hours per model.
+_TRAINING_TIME = 'Training time'
 _CALIBRATION_GIN = ('gin/papers/001_ale/electra_small.gin',)
 _CALIBRATION_BINDINGS = ('pretrain_data.train_batch_size = 128',
                          'pretrain_data.max_seq_length = 128')
@@ -38,7 +41,20 @@ _CALIBRATION_BINDINGS = ('pretrain_data.train_batch_size = 128',
 
 @dataclasses.dataclass(frozen=True)
 class PlannedRun:
-  """One model's pretraining and fine-tuning jobs at paper scale."""
+  """One model's pretraining and fine-tuning jobs at paper scale.
+
+  Attributes:
+    name, row: the run and the paper row it fills.
+    gin_files: its paper gin files.
+    model_dir: its model directory under the bucket.
+    pretrain_command: the `run_tpu.sh` command.
+    train_steps, train_flops: its pretraining steps and FLOPs.
+    tpu_v3_8_hours: expected pretraining time on a TPU v3-8.
+    paper_hours: the time the paper reports for this row, if it does.
+    parameters: encoder parameters.
+    finetune_command: the `experiments.glue_suite` command, if any.
+    finetune_flops, finetune_tpu_v3_8_hours: its estimated cost.
+  """
   name: str
   row: str
   gin_files: List[str]
@@ -47,21 +63,28 @@ class PlannedRun:
   train_steps: int
   train_flops: float
   tpu_v3_8_hours: float
+  paper_hours: Optional[float]
   parameters: int
   finetune_command: Optional[str]
   finetune_flops: Optional[float]
+  finetune_tpu_v3_8_hours: Optional[float]
 
 
-def _parse(gin_files, bindings=()) -> None:
+def parse_gin(gin_files: Sequence[str], bindings: Sequence[str] = ()
+              ) -> None:
+  """Clears gin and parses repository-relative `gin_files`, then
+  `bindings`."""
   gin.clear_config()
   gin_utils.parse_config(
       [os.path.join(gin_utils.REPO_ROOT, path) for path in gin_files],
       list(bindings))
 
 
-def flops_report(gin_files, bindings=(), vocab_size: int = 30522):
+def flops_report(gin_files: Sequence[str], bindings: Sequence[str] = (),
+                 vocab_size: int = 30522
+                 ) -> Tuple[flops.ComputeReport, int]:
   """(ComputeReport, encoder parameters) of a gin configuration."""
-  _parse(gin_files, bindings)
+  parse_gin(gin_files, bindings)
   report, task_config = count_flops.report_from_gin(vocab_size)
   parameters = count_flops.model_parameters(
       count_flops.build_pretrainer(task_config))['encoder']
@@ -87,7 +110,7 @@ def _finetune_flops(paper_dir: str, parameters: int) -> float:
     path = f'gin/finetune/{paper_dir}/{task}.gin'
     if not tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
       continue
-    _parse([path])
+    parse_gin([path])
     schedule = finetuning_schedule.FinetuningSchedule()
     runs = finetuning_schedule.RunProtocol().num_runs
     examples = table_ii.cell(_TABLE_II_ROWS[task], 'Train').value
@@ -113,35 +136,51 @@ def plan(target: registry.Target, bucket: str, glue_dir: str,
       steps = int(round(report.train_steps * run.budget_ratio))
       bindings = f' --gin_param=experiment.train_steps={steps}'
     train_flops = report.total_train_flops() * steps / report.train_steps
-    finetune_command = finetune_flops = None
+    finetune_command = finetune_flops = finetune_hours = None
     if target.finetune_paper:
       finetune_command = (
           f'python -m experiments.glue_suite --paper={target.finetune_paper}'
           f' --init_checkpoint={model_dir} --glue_dir={glue_dir}'
           f' --model_dir={model_dir}/glue --strategy=tpu --tpu={tpu_name}')
       finetune_flops = _finetune_flops(target.finetune_paper, parameters)
+      finetune_hours = finetune_flops / rate / 3600.0
+    paper_hours = None
+    if target.table:
+      table = paper_tables.load(target.paper).table(target.table)
+      if (_TRAINING_TIME in table.columns and run.row in table.row_keys):
+        paper_hours = table.cell(run.row, _TRAINING_TIME).value
     planned.append(PlannedRun(
         name=run.name, row=run.row, gin_files=list(run.gin_files),
         model_dir=model_dir,
         pretrain_command=(f'./run_tpu.sh --tpu_name={tpu_name} --zone={zone} '
                           f'{gin_flags}{bindings} --model_dir={model_dir}'),
         train_steps=steps, train_flops=train_flops,
-        tpu_v3_8_hours=train_flops / rate / 3600.0, parameters=parameters,
-        finetune_command=finetune_command, finetune_flops=finetune_flops))
+        tpu_v3_8_hours=train_flops / rate / 3600.0, paper_hours=paper_hours,
+        parameters=parameters, finetune_command=finetune_command,
+        finetune_flops=finetune_flops,
+        finetune_tpu_v3_8_hours=finetune_hours))
   return planned
 
 
 def format_plan(target: registry.Target, planned: List[PlannedRun]) -> str:
   """The plan as markdown: one table, then the commands."""
+  with_paper = any(run.paper_hours is not None for run in planned)
   lines = [f'## {target.key}: {target.description} (paper scale)', '',
            '| run | row | steps | train FLOPs | TPU v3-8 hours (est.) | '
-           'encoder params | fine-tuning FLOPs |', '|---|---|---|---|---|---|---|']
+           + ('paper hours | ' if with_paper else '') +
+           'encoder params | fine-tuning FLOPs | fine-tuning hours (est.) |',
+           '|---|---|---|---|---|' + ('---|' if with_paper else '') +
+           '---|---|---|']
   for run in planned:
-    finetune = (f'{run.finetune_flops:.3g}' if run.finetune_flops is not None
-                else '-')
+    finetune = (f'{run.finetune_flops:.3g} | {run.finetune_tpu_v3_8_hours:.1f}'
+                if run.finetune_flops is not None else '- | -')
+    paper = ''
+    if with_paper:
+      paper = ('-' if run.paper_hours is None
+               else f'{run.paper_hours:g}') + ' | '
     lines.append(f'| {run.name} | {run.row} | {run.train_steps:,} | '
                  f'{run.train_flops:.3g} | {run.tpu_v3_8_hours:.1f} | '
-                 f'{run.parameters / 1e6:.2f}M | {finetune} |')
+                 f'{paper}{run.parameters / 1e6:.2f}M | {finetune} |')
   lines += ['', 'Commands:', '', '```sh']
   for run in planned:
     lines.append(run.pretrain_command)
@@ -152,4 +191,5 @@ def format_plan(target: registry.Target, planned: List[PlannedRun]) -> str:
 
 
 def as_json(planned: List[PlannedRun]) -> List[Dict]:
+  """The plan as JSON-serialisable dictionaries."""
   return [dataclasses.asdict(run) for run in planned]

@@ -119,6 +119,13 @@ def _003_runs(column: str) -> Tuple[Run, ...]:
   )
 
 
+def _003_small_pp_baselines(suffix: str) -> Tuple[Run, ...]:
+  """The ELECTRA-Small++ and TEAMS-Small++ rows 003's ablations repeat."""
+  return (Run(f'electra{suffix}', 'ELECTRA-Small++',
+              _gin('003_teams', 'electra_small_pp')),
+          Run(f'teams{suffix}', 'TEAMS-Small++', _gin('003_teams', 'small_pp')))
+
+
 _TARGETS = (
     Target(
         '001.III', '001', 'III', 'plan_only',
@@ -198,9 +205,7 @@ _TARGETS = (
     Target(
         '003.3', '003', '3', 'pretrain_glue',
         'small++ task-head designs and exported representations',
-        runs=(Run('electra', 'ELECTRA-Small++',
-                  _gin('003_teams', 'electra_small_pp')),
-              Run('teams', 'TEAMS-Small++', _gin('003_teams', 'small_pp')),
+        runs=(*_003_small_pp_baselines(''),
               Run('ffn_heads', 'Use FFN task heads',
                   _gin('003_teams', 'table3_ffn_heads')),
               Run('heads_on_top', 'Add task head on 12th layer',
@@ -211,10 +216,7 @@ _TARGETS = (
     Target(
         '003.4', '003', '4', 'pretrain_glue',
         'generator/discriminator layer tying, small++ and base++',
-        runs=(Run('electra_small_pp', 'ELECTRA-Small++',
-                  _gin('003_teams', 'electra_small_pp')),
-              Run('teams_small_pp', 'TEAMS-Small++',
-                  _gin('003_teams', 'small_pp')),
+        runs=(*_003_small_pp_baselines('_small_pp'),
               Run('full_tie', 'Full Tie', _gin('003_teams', 'table4_full_tie')),
               Run('no_tie', 'Small++ / No Tie',
                   _gin('003_teams', 'table4_no_tie')),

@@ -19,14 +19,21 @@ from experiments import paper_tables
 from experiments.regeneration import registry
 
 
-def _percent_scale(table: paper_tables.Table, column: str) -> float:
-  """100 when the paper prints this column's scores x100, else 1."""
-  values = [table.cell(row, column).value for row in table.row_keys
-            if _has(table, row, column)]
-  return 100.0 if values and max(values) > 1.5 else 1.0
+def score_scale(unit: Optional[str]) -> float:
+  """1 for a score printed as a fraction, 100 for one printed x100 or in %.
+
+  Raises:
+    ValueError: for a unit that says neither.
+  """
+  if unit and 'fraction' in unit:
+    return 1.0
+  if unit and ('x100' in unit or '%' in unit):
+    return 100.0
+  raise ValueError(f'Unit {unit!r} says neither "fraction" nor "x100"/"%".')
 
 
 def _has(table: paper_tables.Table, row: str, column: str) -> bool:
+  """Whether the table has a number at (row, column)."""
   try:
     return table.cell(row, column).is_number
   except (KeyError, ValueError):
@@ -34,9 +41,25 @@ def _has(table: paper_tables.Table, row: str, column: str) -> bool:
 
 
 def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
-  """One entry per run: {row, cells: [{column, ours, paper, difference}]}."""
+  """One entry per finished run, with ours beside the paper's.
+
+  Args:
+    target: the table or figure.
+    results: {run name: result} as `runner.run_grid` returns them.
+
+  Returns:
+    Entries {run, row, train_steps, cells, average, curve}: `cells` one per
+    GLUE task run ({column, task, ours, paper, difference, seeds, std});
+    `average` ours over the tasks run beside the paper's mean over the same
+    tasks where the table has a column per task, else beside the paper's
+    printed average (`paper_quantity` says which), or None; scores on the
+    paper's scale (x100 for 002-004).
+  """
   table = (paper_tables.load(target.paper).table(target.table)
            if target.table else None)
+  scale = 1.0
+  if table is not None and target.average_column:
+    scale = score_scale(table.units.get(target.average_column))
   entries = []
   for run in target.runs:
     if run.name not in results:
@@ -46,22 +69,28 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
     for task, outcome in glue.items():
       column = target.columns.get(task)
       paper = None
-      scale = 1.0
       if table is not None and column and _has(table, run.row, column):
-        scale = _percent_scale(table, column)
         paper = table.cell(run.row, column).value
+      summary = outcome.get('summary', {})
       ours = outcome['score'] * scale
-      cells.append(dict(column=column or task, task=task, ours=ours,
-                        paper=paper,
-                        difference=None if paper is None else ours - paper))
-    mean = sum(outcome['score'] for outcome in glue.values()) / len(glue)
+      cells.append(dict(
+          column=column or task, task=task, ours=ours, paper=paper,
+          difference=None if paper is None else ours - paper,
+          seeds=summary.get('n'),
+          std=None if 'std' not in summary else summary['std'] * scale))
     average = None
     if table is not None and target.average_column and _has(
         table, run.row, target.average_column):
-      scale = _percent_scale(table, target.average_column)
-      average = dict(column=target.average_column, ours=mean * scale,
-                     paper=table.cell(run.row, target.average_column).value,
-                     tasks=sorted(glue))
+      ours = sum(cell['ours'] for cell in cells) / len(cells)
+      same_tasks = [cell['paper'] for cell in cells]
+      if all(value is not None for value in same_tasks):
+        paper = sum(same_tasks) / len(same_tasks)
+        quantity = f'paper mean over {", ".join(sorted(glue))}'
+      else:
+        paper = table.cell(run.row, target.average_column).value
+        quantity = f'paper {target.average_column} (all its tasks)'
+      average = dict(column=target.average_column, ours=ours, paper=paper,
+                     paper_quantity=quantity, tasks=sorted(glue))
     entries.append(dict(run=run.name, row=run.row,
                         train_steps=results[run.name]['train_steps'],
                         cells=cells, average=average,
@@ -76,46 +105,51 @@ def _curve(result: Dict) -> Dict[int, float]:
 
 
 def _number(value: Optional[float]) -> str:
+  """Three decimals, or '-' for a missing value."""
   return '-' if value is None else f'{value:.3f}'
 
 
-def order(entries: List[Dict], key: str) -> List[str]:
-  """Row names from best to worst by `key` ('ours' or 'paper') of the
-  average (or of the only cell)."""
-  scored = []
-  for entry in entries:
-    source = entry['average'] or (entry['cells'][0] if len(
-        entry['cells']) == 1 else None)
-    if source and source.get(key) is not None:
-      scored.append((source[key], entry['row']))
-  return [row for _, row in sorted(scored, reverse=True)]
+def order(entries: List[Dict]) -> Dict[str, List[str]]:
+  """Rows with both an ours and a paper average, best first by each.
+
+  Returns:
+    {'ours': row names, 'paper': row names}, over the same rows.
+  """
+  both = [entry for entry in entries
+          if entry['average'] and entry['average']['paper'] is not None]
+  return {key: [entry['row'] for entry in sorted(
+      both, key=lambda entry: entry['average'][key], reverse=True)]
+          for key in ('ours', 'paper')}
 
 
 def markdown(target: registry.Target, entries: List[Dict], header: str
              ) -> str:
   """The comparison table, the setup and whether the order matches."""
   lines = [f'## {target.key}: {target.description}', '', header, '',
-           '| row | steps | column | ours | paper | ours - paper |',
-           '|---|---|---|---|---|---|']
+           '| row | steps | column | ours | seeds (std) | paper | '
+           'ours - paper |', '|---|---|---|---|---|---|---|']
   for entry in entries:
-    cells = list(entry['cells'])
-    if entry['average']:
-      average = entry['average']
-      cells.append(dict(column=f'{average["column"]} (ours: mean of '
-                                f'{", ".join(average["tasks"])})',
-                        ours=average['ours'], paper=average['paper'],
-                        difference=average['ours'] - average['paper']))
-    for cell in cells:
+    for cell in entry['cells']:
+      spread = ('-' if cell['seeds'] is None else
+                f'{cell["seeds"]} ({_number(cell["std"])})')
       lines.append(f'| {entry["row"]} | {entry["train_steps"]:,} | '
-                   f'{cell["column"]} | {_number(cell["ours"])} | '
+                   f'{cell["column"]} | {_number(cell["ours"])} | {spread} | '
                    f'{_number(cell["paper"])} | '
                    f'{_number(cell["difference"])} |')
-  ours, paper = order(entries, 'ours'), order(entries, 'paper')
-  if paper:
-    lines += ['', f'Paper order (best first): {" > ".join(paper)}',
-              f'Our order: {" > ".join(ours)}',
+    if entry['average']:
+      average = entry['average']
+      lines.append(
+          f'| {entry["row"]} | {entry["train_steps"]:,} | '
+          f'{average["column"]}: ours over {", ".join(average["tasks"])}; '
+          f'{average["paper_quantity"]} | {_number(average["ours"])} | - | '
+          f'{_number(average["paper"])} | '
+          f'{_number(average["ours"] - average["paper"])} |')
+  ranking = order(entries)
+  if len(ranking['paper']) > 1:
+    lines += ['', f'Paper order (best first): {" > ".join(ranking["paper"])}',
+              f'Our order: {" > ".join(ranking["ours"])}',
               'Same order as the paper: '
-              f'{"yes" if ours == paper else "no"}.']
+              f'{"yes" if ranking["ours"] == ranking["paper"] else "no"}.']
   return '\n'.join(lines) + '\n'
 
 

@@ -21,6 +21,7 @@ estimate of the time left from the runs done so far.
 """
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -29,6 +30,7 @@ import sys
 import time
 from typing import Callable, Dict, List, Sequence
 
+import gin
 import tensorflow as tf
 
 from experiments.regeneration import plan
@@ -100,10 +102,14 @@ def _scale_gin(scale: str) -> str:
 
 def run_steps(target: registry.Target, settings: GridSettings,
               vocab_size: int) -> Dict[str, int]:
-  """{run name: train steps}: the reference's steps, the others at its
-  training FLOPs times their budget ratio."""
+  """{run name: train steps} at `settings.scale`: with a reference run, the
+  steps that give each run the reference's training FLOPs (at
+  `settings.reference_steps`) times its budget ratio; without one, the
+  reference steps times the ratio."""
   runs = target.runs_at(settings.scale)
-  reference = target.reference or runs[0].name
+  if target.reference is None:
+    return {run.name: int(round(settings.reference_steps * run.budget_ratio))
+            for run in runs}
   reports = {}
   for run in runs:
     report, _ = plan.flops_report(
@@ -112,24 +118,25 @@ def run_steps(target: registry.Target, settings: GridSettings,
          *run.small_scale_bindings),
         vocab_size)
     reports[run.name] = report
-  base = reports[reference]
-  budget = base.total_train_flops()
-  steps = {}
-  for run in runs:
-    report = reports[run.name]
-    if target.reference is None:
-      steps[run.name] = int(round(settings.reference_steps * run.budget_ratio))
-    else:
-      steps[run.name] = int(round(flops.steps_for_budget(
-          budget * run.budget_ratio, report.per_token_forward(),
-          report.batch_size, report.seq_length)))
-  return steps
+  budget = reports[target.reference].total_train_flops()
+  return {run.name: int(round(flops.steps_for_budget(
+      budget * run.budget_ratio, reports[run.name].per_token_forward(),
+      reports[run.name].batch_size, reports[run.name].seq_length)))
+          for run in runs}
 
 
 def _checkpoint_steps(train_steps: int, points: int) -> List[int]:
-  """Evenly spaced checkpoint steps ending at `train_steps`."""
-  return sorted({max(1, round(train_steps * i / points))
-                 for i in range(1, points + 1)})
+  """Steps of the checkpoints a learning curve fine-tunes: every
+  `train_steps // points` steps, and the last step."""
+  interval = max(1, train_steps // points)
+  return sorted({interval * i for i in range(1, points)} | {train_steps})
+
+
+def _steps_per_loop(checkpoint_interval: int) -> int:
+  """The largest divisor of the checkpoint interval up to 50: progress at
+  least every 50 steps, checkpoints at loop ends."""
+  return max(d for d in range(1, min(50, checkpoint_interval) + 1)
+             if checkpoint_interval % d == 0)
 
 
 _PROGRESS = re.compile(r'^(train|eval) \| step:')
@@ -154,6 +161,18 @@ def _call(command: Sequence[str], log_path: str) -> None:
                        f'see {log_path}.')
 
 
+def run_fingerprint(run: registry.Run, scale: str, steps: int) -> str:
+  """SHA-256 of the gin bindings a run trains with (its paper files, the
+  scale's include, its small-scale bindings and steps): a run read back
+  from an earlier call must have been trained with the same."""
+  plan.parse_gin(run.gin_files + (_scale_gin(scale),),
+                 (*run.small_scale_bindings,
+                  f'experiment.train_steps = {steps}'))
+  config = gin.config_str()
+  gin.clear_config()
+  return hashlib.sha256(config.encode('utf-8')).hexdigest()
+
+
 def _pretrain(run: registry.Run, settings: GridSettings, records: str,
               model_dir: str, steps: int, checkpoint_every: int) -> None:
   command = [sys.executable, '-m', 'official_repro.train',
@@ -163,7 +182,8 @@ def _pretrain(run: registry.Run, settings: GridSettings, records: str,
              f'--gin_param=experiment.train_steps={steps}',
              f'--gin_param=optimization.warmup_steps={steps // 10}',
              f'--gin_param=experiment.checkpoint_interval={checkpoint_every}',
-             f'--gin_param=experiment.steps_per_loop={checkpoint_every}',
+             f'--gin_param=experiment.steps_per_loop='
+             f'{_steps_per_loop(checkpoint_every)}',
              '--gin_param=experiment.max_to_keep=100',
              *(f'--gin_param={binding}' for binding in
                run.small_scale_bindings),
@@ -210,25 +230,46 @@ def build_records(settings: GridSettings, records: str) -> None:
       max_seq_length=128, masking='dynamic')
 
 
+def _vocab_size(records: str) -> int:
+  with tf.io.gfile.GFile(os.path.join(records, 'metadata.json')) as f:
+    return json.load(f)['vocab_size']
+
+
 def run_grid(target: registry.Target, settings: GridSettings, out: str,
-             vocab_size: int = 30522,
              clock: Callable[[], float] = time.monotonic) -> Dict[str, Dict]:
-  """Runs (or reads back) every run of `target`; returns {run: result}."""
+  """Runs (or reads back) every run of `target` at `settings.scale`.
+
+  Returns:
+    {run name: its result}: row, gin files and fingerprint, train steps,
+    budget ratio, `glue` ({task: score and glue_suite's summary}) at the
+    last step and `curve` ({step: glue}) for learning curves.
+
+  Raises:
+    ValueError: when `out` holds a grid of other settings, or a finished
+      run trained with other gin bindings.
+  """
   if target.kind != 'pretrain_glue':
     raise ValueError(f'{target.key} is not a pretraining grid '
                      f'(kind {target.kind!r}).')
   check_settings(out, settings)
   records = os.path.join(out, 'records')
   build_records(settings, records)
-  steps = run_steps(target, settings, vocab_size)
+  steps = run_steps(target, settings, _vocab_size(records))
   results = {}
   started, done = clock(), 0
   runs = target.runs_at(settings.scale)
   for index, run in enumerate(runs, start=1):
     result_path = os.path.join(out, run.name, RESULT_FILENAME)
+    fingerprint = run_fingerprint(run, settings.scale, steps[run.name])
     if tf.io.gfile.exists(result_path):
       with tf.io.gfile.GFile(result_path) as f:
         results[run.name] = json.load(f)
+      if results[run.name].get('gin_fingerprint') != fingerprint:
+        raise ValueError(
+            f'{result_path} was trained with other gin bindings than '
+            f'{run.name} has now ({", ".join(run.gin_files)} + '
+            f'gin/regenerate/{settings.scale}.gin, {steps[run.name]} '
+            'steps); use another --out.')
       print(f'[{index}/{len(runs)}] {run.name}: finished earlier, '
             'read back.', flush=True)
       continue
@@ -239,7 +280,7 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
           + (f', about {eta / 60:.0f} min left' if eta else ''), flush=True)
     points = settings.curve_points if target.figure == 'steps' else 1
     checkpoints = _checkpoint_steps(steps[run.name], points)
-    interval = checkpoints[0] if points > 1 else steps[run.name]
+    interval = checkpoints[0]
     pretrain_dir = os.path.join(out, run.name, 'pretrain')
     _pretrain(run, settings, records, pretrain_dir, steps[run.name], interval)
     evaluated = {}
@@ -250,6 +291,7 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
           target, settings, checkpoint,
           os.path.join(out, run.name, 'glue', f'step_{step}'))
     result = dict(run=run.name, row=run.row, gin_files=list(run.gin_files),
+                  gin_fingerprint=fingerprint,
                   train_steps=steps[run.name], budget_ratio=run.budget_ratio,
                   glue=evaluated[str(steps[run.name])], curve=evaluated)
     tf.io.gfile.makedirs(os.path.dirname(result_path))

@@ -48,8 +48,15 @@ def test_slashed_column_parts_select_their_value():
   table = _table()
   assert table.cell('Batch Size', 'Small').value == 256
   assert table.cell('Batch Size', 'Small++').value == 1024
-  assert table.cell('Batch Size', 'Small/Small++').printed == '256/1024'
   assert table.cell('Batch Size', 'Large').value == 2048
+
+
+def test_whole_slashed_column_of_a_split_cell_is_refused():
+  # "256/1024" read whole would be the fraction 0.25.
+  with pytest.raises(ValueError, match=r"name one of \['Small', 'Small\+\+'\]"):
+    _table().cell('Batch Size', 'Small/Small++')
+  assert _table().cell('Number of Layers', 'Small/Small++').value == 12
+  assert _table().cell('Generator Size', 'Small/Small++').value == 0.5
 
 
 def test_single_value_applies_to_every_part():
