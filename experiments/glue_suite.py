@@ -10,7 +10,8 @@ For every GLUE task whose folder exists under --glue_dir (or those named by
 `gin/finetune/<paper>/<task>.gin` (seeds, selection and aggregation from that
 paper's `run_protocol`), then prints one row with the aggregated score per
 task and the GLUE average over the tasks run, the spread over seeds, and the
-paper's published row beside it. --gin_param bindings apply to every task
+paper's published row beside it. --gin_file files (after the task file) and
+--gin_param bindings apply to every task
 (e.g. `run_protocol.num_runs = 3` for a quicker run). A killed suite resumes:
 finished runs are read back, an interrupted one continues from its
 checkpoint. Results: <model_dir>/glue_results.json and glue_table.md.
@@ -48,6 +49,9 @@ flags.DEFINE_string('vocab_file', None,
 flags.DEFINE_string('glue_dir', None, 'GLUE root (CoLA/, MRPC/, ...).')
 flags.DEFINE_string('model_dir', None, 'One folder per task, plus the table.')
 flags.DEFINE_list('tasks', None, 'Tasks to run (default: all present).')
+flags.DEFINE_multi_string('gin_file', [],
+                          'Gin files parsed after each task file (e.g. '
+                          'gin/finetune/003_teams/glue_base.gin).')
 flags.DEFINE_multi_string('gin_param', [], 'Bindings applied to every task.')
 flags.DEFINE_string('published_row', None,
                     "Row of the paper table to print beside ours, as "
@@ -94,7 +98,7 @@ def run_task(task: str, encoder: pretrained.PretrainedEncoder,
   gin.clear_config()
   gin_utils.parse_config(
       [os.path.join(gin_utils.REPO_ROOT, 'gin/finetune', FLAGS.paper,
-                    f'{task}.gin')], FLAGS.gin_param)
+                    f'{task}.gin'), *FLAGS.gin_file], FLAGS.gin_param)
   with gin.unlock_config():
     schedule = finetuning_schedule.FinetuningSchedule()
     protocol = finetuning_schedule.RunProtocol()
@@ -167,7 +171,7 @@ def main(argv):
   json_files.write_json(
       os.path.join(FLAGS.model_dir, 'glue_results.json'),
       dict(init_checkpoint=encoder.checkpoint_path, paper=FLAGS.paper,
-           scores=ours, gin_params=FLAGS.gin_param,
+           scores=ours, gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param,
            summaries={task: r['summary'] for task, r in results.items()}))
   print(table)
 

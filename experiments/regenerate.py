@@ -78,6 +78,8 @@ def define_flags():
                       'Strategy of every job (default: cpu at tiny scale, '
                       'one_device at gpu scale).')
   flags.DEFINE_string('bucket', None, 'Paper scale: model directory root.')
+  flags.DEFINE_string('squad_dir', '$SQUAD_DIR',
+                      'Paper scale: folder holding squad11/ and squad20/.')
   flags.DEFINE_string('tpu_name', '$TPU_NAME', 'Paper scale: TPU VM name.')
   flags.DEFINE_string('zone', '$ZONE', 'Paper scale: TPU zone.')
   flags.DEFINE_boolean('launch', False, 'Paper scale: run the plan.')
@@ -119,7 +121,8 @@ def _paper(target: registry.Target) -> None:
           f'{target.why_plan_only}.')
     return
   planned = plan.plan(target, FLAGS.bucket, FLAGS.glue_dir,
-                      tpu_name=FLAGS.tpu_name, zone=FLAGS.zone)
+                      squad_dir=FLAGS.squad_dir, tpu_name=FLAGS.tpu_name,
+                      zone=FLAGS.zone)
   tf.io.gfile.makedirs(FLAGS.out)
   text = plan.format_plan(target, planned)
   if target.why_plan_only:
@@ -134,10 +137,10 @@ def _paper(target: registry.Target) -> None:
   if FLAGS.launch:
     for index, run in enumerate(planned, start=1):
       print(f'[{index}/{len(planned)}] {run.name}', flush=True)
-      for command in (run.pretrain_command, run.finetune_command):
-        if command:
-          subprocess.run(command, shell=True, check=True,
-                         cwd=gin_utils.REPO_ROOT)
+      for command in [run.pretrain_command,
+                      *(run.finetune_command or '').splitlines()]:
+        subprocess.run(command, shell=True, check=True,
+                       cwd=gin_utils.REPO_ROOT)
   if FLAGS.collect:
     results = {}
     for run in planned:

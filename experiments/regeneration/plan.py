@@ -9,9 +9,12 @@ sequence 128, times our FLOPs per such step). That rate is one measured
 point, so the estimate is as good as the assumption that other models run
 at ELECTRA-small's utilisation (004 reports 17.9% MXU for SCRIPT against
 14.9% for ELECTRA: expect +-20%). Then the fine-tuning command per model
-(`experiments.glue_suite` with its paper's protocol) and its FLOPs, about
-6 x encoder parameters x training tokens (examples x epochs x sequence
-length x runs, the train sizes of 001 Table II).
+(`experiments.glue_suite` with its paper's protocol and, for base and large
+models, the paper's cells of that size) and its FLOPs, about 6 x encoder
+parameters x training tokens (examples x epochs x sequence length x runs,
+the train sizes of 001 Table II); and for tables with SQuAD columns the
+`official_repro.finetune` command per SQuAD version (its FLOPs are not
+estimated).
 """
 
 import dataclasses
@@ -120,9 +123,30 @@ def _finetune_flops(paper_dir: str, parameters: int) -> float:
   return total
 
 
+def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
+  """The fine-tuning gin file of a model size, parsed after the task file.
+
+  Args:
+    paper_dir: folder under gin/finetune/.
+    task: 'glue' or a SQuAD version ('squad11').
+    size: 'base', 'large' or None (the task files' own size).
+
+  Raises:
+    FileNotFoundError: when the paper has no file for that size.
+  """
+  if size is None:
+    return []
+  for name in (f'{task}_{size}.gin', f'{size}.gin'):
+    path = f'gin/finetune/{paper_dir}/{name}'
+    if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
+      return [path]
+  raise FileNotFoundError(f'gin/finetune/{paper_dir} has no {task}_{size}.gin '
+                          f'or {size}.gin.')
+
+
 def plan(target: registry.Target, bucket: str, glue_dir: str,
-         tpu_name: str = '$TPU_NAME', zone: str = '$ZONE',
-         vocab_size: int = 30522) -> List[PlannedRun]:
+         squad_dir: str = '$SQUAD_DIR', tpu_name: str = '$TPU_NAME',
+         zone: str = '$ZONE', vocab_size: int = 30522) -> List[PlannedRun]:
   """The paper-scale jobs of `target`'s compared models."""
   rate = tpu_v3_8_flops_per_second(vocab_size)
   planned = []
@@ -138,10 +162,24 @@ def plan(target: registry.Target, bucket: str, glue_dir: str,
     train_flops = report.total_train_flops() * steps / report.train_steps
     finetune_command = finetune_flops = finetune_hours = None
     if target.finetune_paper:
-      finetune_command = (
+      sized = ''.join(
+          f' --gin_file={path}' for path in
+          size_files(target.finetune_paper, 'glue', run.finetune_size))
+      commands = [
           f'python -m experiments.glue_suite --paper={target.finetune_paper}'
           f' --init_checkpoint={model_dir} --glue_dir={glue_dir}'
-          f' --model_dir={model_dir}/glue --strategy=tpu --tpu={tpu_name}')
+          f' --model_dir={model_dir}/glue{sized} --strategy=tpu'
+          f' --tpu={tpu_name}']
+      for squad in target.squad:
+        files = [f'gin/finetune/{target.finetune_paper}/{squad}.gin',
+                 *size_files(target.finetune_paper, squad, run.finetune_size)]
+        commands.append(
+            'python -m official_repro.finetune '
+            + ' '.join(f'--gin_file={path}' for path in files) +
+            f' --init_checkpoint={model_dir} --data_dir={squad_dir}/{squad}'
+            f' --model_dir={model_dir}/{squad} --strategy=tpu'
+            f' --tpu={tpu_name}')
+      finetune_command = '\n'.join(commands)
       finetune_flops = _finetune_flops(target.finetune_paper, parameters)
       finetune_hours = finetune_flops / rate / 3600.0
     paper_hours = None

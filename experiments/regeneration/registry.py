@@ -39,12 +39,15 @@ class Run:
     small_scale_bindings: gin bindings after the scale's include, below
       paper scale, for settings that are depths of the 12-layer paper model
       (003 Fig. 4's generator layers, mapped onto the 4-layer tiny one).
+    finetune_size: 'base' or 'large' when the paper fine-tunes this size
+      with its own cells (003 Table 6, 004 Table 5), else None.
   """
   name: str
   row: str
   gin_files: Tuple[str, ...]
   budget_ratio: float = 1.0
   small_scale_bindings: Tuple[str, ...] = ()
+  finetune_size: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +72,8 @@ class Target:
     why_plan_only: for kind 'plan_only'.
     small_scale_runs: the runs made below paper scale when not all (None:
       all), with `small_scale_note` saying why.
+    squad: the SQuAD versions the table reports ('squad11', 'squad20'),
+      fine-tuned at paper scale (no SQuAD data is assumed below it).
   """
   key: str
   paper: str
@@ -85,6 +90,7 @@ class Target:
   why_plan_only: Optional[str] = None
   small_scale_runs: Optional[Tuple[str, ...]] = None
   small_scale_note: Optional[str] = None
+  squad: Tuple[str, ...] = ()
 
   def runs_at(self, scale: str) -> Tuple[Run, ...]:
     """The runs made at `scale` ('tiny', 'gpu' or 'paper')."""
@@ -108,14 +114,16 @@ def _003_runs(column: str) -> Tuple[Run, ...]:
   """BERT, ELECTRA and TEAMS rows of one 003 Table 1 column."""
   label = {'small': 'Small', 'small_pp': 'Small++', 'base': 'Base',
            'base_pp': 'Base++', 'large': 'Large'}[column]
+  size = {'base': 'base', 'base_pp': 'base', 'large': 'large'}.get(column)
   return (
       Run(f'bert_{column}', f'BERT-{label}',
           (f'gin/papers/003_teams/table5_{column}.gin',
-           'gin/pretrain/masked_lm.gin')),
+           'gin/pretrain/masked_lm.gin'), finetune_size=size),
       Run(f'electra_{column}', f'ELECTRA-{label} (Our reimplementation)',
-          (f'gin/papers/003_teams/electra_{column}.gin',)),
+          (f'gin/papers/003_teams/electra_{column}.gin',),
+          finetune_size=size),
       Run(f'teams_{column}', f'TEAMS-{label}',
-          (f'gin/papers/003_teams/{column}.gin',)),
+          (f'gin/papers/003_teams/{column}.gin',), finetune_size=size),
   )
 
 
@@ -189,6 +197,7 @@ _TARGETS = (
         runs=sum((_003_runs(column) for column in
                   ('small', 'small_pp', 'base', 'base_pp', 'large')), ()),
         finetune_paper='003_teams', average_column='GLUE',
+        squad=('squad11', 'squad20'),
         small_scale_runs=('bert_small', 'electra_small', 'teams_small'),
         small_scale_note=f'the Small column; {_SAME_SHRUNK_MODEL}'),
     Target(
@@ -201,7 +210,8 @@ _TARGETS = (
               Run('only_mws', 'Only MWS', _gin('003_teams', 'table2_only_mws')),
               Run('teams', 'RTD + MWS (i.e., TEAMS)',
                   _gin('003_teams', 'small_pp'))),
-        finetune_paper='003_teams', average_column='GLUE'),
+        finetune_paper='003_teams', average_column='GLUE',
+        squad=('squad11', 'squad20')),
     Target(
         '003.3', '003', '3', 'pretrain_glue',
         'small++ task-head designs and exported representations',
@@ -212,7 +222,8 @@ _TARGETS = (
                   _gin('003_teams', 'table3_task_heads_on_top')),
               Run('export_rtd', 'Use RTD task head outputs',
                   _gin('003_teams', 'table3_export_rtd'))),
-        finetune_paper='003_teams', average_column='GLUE'),
+        finetune_paper='003_teams', average_column='GLUE',
+        squad=('squad11', 'squad20')),
     Target(
         '003.4', '003', '4', 'pretrain_glue',
         'generator/discriminator layer tying, small++ and base++',
@@ -221,11 +232,14 @@ _TARGETS = (
               Run('no_tie', 'Small++ / No Tie',
                   _gin('003_teams', 'table4_no_tie')),
               Run('electra_base_pp', 'ELECTRA-Base++',
-                  _gin('003_teams', 'electra_base_pp')),
-              Run('teams_base_pp', 'TEAMS-Base++', _gin('003_teams', 'base_pp')),
+                  _gin('003_teams', 'electra_base_pp'), finetune_size='base'),
+              Run('teams_base_pp', 'TEAMS-Base++', _gin('003_teams', 'base_pp'),
+                  finetune_size='base'),
               Run('base_pp_no_tie', 'Base++ / No Tie',
-                  _gin('003_teams', 'table4_base_pp_no_tie'))),
+                  _gin('003_teams', 'table4_base_pp_no_tie'),
+                  finetune_size='base')),
         finetune_paper='003_teams', average_column='GLUE',
+        squad=('squad11', 'squad20'),
         small_scale_runs=('electra_small_pp', 'teams_small_pp', 'full_tie',
                           'no_tie'),
         small_scale_note=f'the Small++ rows; {_SAME_SHRUNK_MODEL}'),
@@ -270,7 +284,8 @@ _TARGETS = (
         runs=(Run('electra_small', 'ELECTRA-small',
                   _gin('001_ale', 'electra_small')),
               Run('script_small', 'SCRIPT-small', _gin('004_script', 'small'))),
-        finetune_paper='004_script', average_column='GLUE Mean'),
+        finetune_paper='004_script', average_column='GLUE Mean',
+        squad=('squad11', 'squad20')),
     Target(
         '004.2', '004', '2', 'pretrain_glue',
         'BERT, ELECTRA and SCRIPT small, GLUE per task',

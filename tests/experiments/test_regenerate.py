@@ -102,6 +102,24 @@ def test_tpu_hours_agree_with_002s_measured_electra_small_time():
   assert 0.67 < hours / measured < 1.33, hours
 
 
+def test_plan_fine_tunes_base_models_with_their_size_and_squad():
+  run = registry.get('003.1').runs[8]  # TEAMS-Base
+  target = registry.Target(
+      key='003.1', paper='003', table='1', kind='pretrain_glue',
+      description='d', runs=(run,), finetune_paper='003_teams',
+      squad=('squad11', 'squad20'))
+  [planned] = plan.plan(target, 'gs://b', 'gs://glue', squad_dir='gs://sq')
+  glue, squad11, squad20 = planned.finetune_command.splitlines()
+  assert '--gin_file=gin/finetune/003_teams/glue_base.gin' in glue
+  assert ('--gin_file=gin/finetune/003_teams/squad11.gin '
+          '--gin_file=gin/finetune/003_teams/squad11_base.gin' in squad11)
+  assert '--data_dir=gs://sq/squad20 --model_dir=gs://b/003.1/teams_base/squad20' in squad20
+  assert plan.size_files('004_script', 'glue', 'base') == [
+      'gin/finetune/004_script/base.gin']
+  with pytest.raises(FileNotFoundError, match='large'):
+    plan.size_files('004_script', 'glue', 'large')
+
+
 def test_002_table_5_plan_shows_the_papers_hours():
   target = registry.Target(
       key='002.5', paper='002', table='5', kind='plan_only', description='d',
