@@ -43,6 +43,7 @@ from absl import flags
 import gin
 import tensorflow as tf
 
+from experiments import paper_tables
 from experiments.regeneration import plan
 from experiments.regeneration import registry
 from experiments.regeneration import report
@@ -159,9 +160,66 @@ def _paper(target: registry.Target) -> None:
                        FLAGS.out))
 
 
+def _speed_comparison(target: registry.Target) -> None:
+  """004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s, same batch."""
+  results = {}
+  for run in target.runs:
+    path = os.path.join(FLAGS.out, f'{run.name}.json')
+    subprocess.run([sys.executable, '-m', 'experiments.benchmark_pretraining',
+                    *(f'--gin_file={gin_file}' for gin_file in run.gin_files),
+                    '--gin_param=pretrain_data.train_batch_size=16',
+                    '--steps=10', '--variants=ours', f'--output_json={path}'],
+                   check=True, cwd=gin_utils.REPO_ROOT)
+    with tf.io.gfile.GFile(path) as f:
+      results[run.row] = json.load(f)['results'][0]['steps_per_second']
+  stated = paper_tables.load('004').stated
+  paper = {'ELECTRA-small': stated['ELECTRA-small iterations/s'].value,
+           'SCRIPT-small': stated['SCRIPT-small iterations/s'].value}
+  ours_ratio = results['SCRIPT-small'] / results['ELECTRA-small']
+  paper_ratio = paper['SCRIPT-small'] / paper['ELECTRA-small']
+  text = (f'## {target.key}: {target.description}\n\n'
+          '| model | ours (steps/s, batch 16, this machine) | '
+          '004 (it/s, TPU v3-8) |\n|---|---|---|\n' + ''.join(
+              f'| {row} | {results[row]:.3f} | {paper[row]:g} |\n'
+              for row in results) +
+          f'\nSCRIPT / ELECTRA: ours {ours_ratio:.3f}, 004 {paper_ratio:.3f} '
+          f'({stated["SCRIPT-small iterations/s"].where}).\n')
+  with tf.io.gfile.GFile(os.path.join(FLAGS.out, f'{target.key}.md'),
+                         'w') as f:
+    f.write(text)
+  print(text)
+
+
+def _attention_concentration(target: registry.Target) -> None:
+  """002 Table 1: pretrains BERT and ConvBERT alike at the scale, then
+  measures their attention maps' diagonal concentration on MRPC."""
+  _require('corpus', 'vocab_file', 'glue_dir')
+  settings = runner.GridSettings(
+      target=target.key, scale=FLAGS.scale, corpus=FLAGS.corpus,
+      vocab_file=FLAGS.vocab_file, glue_dir=FLAGS.glue_dir,
+      reference_steps=FLAGS.reference_steps or _DEFAULT_STEPS[FLAGS.scale],
+      tasks={}, num_runs=0,
+      strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale])
+  encoders = runner.pretrain_only(target, settings, FLAGS.out)
+  command = [sys.executable, '-m', 'experiments.attention_concentration',
+             f'--glue_dir={FLAGS.glue_dir}', '--task=mrpc', '--split=dev',
+             f'--output_file={os.path.join(FLAGS.out, target.key + ".json")}']
+  for run in target.runs:
+    command += [f'--init_checkpoint={encoders[run.name]}',
+                f'--label={run.row}']
+  subprocess.run(command, check=True, cwd=gin_utils.REPO_ROOT)
+
+
 def _command(target: registry.Target) -> None:
-  """Runs the experiment module that computes a 'command' target."""
+  """Runs the experiment that computes a 'command' target."""
   _require('out')
+  tf.io.gfile.makedirs(FLAGS.out)
+  if target.key == '002.1':
+    _attention_concentration(target)
+    return
+  if target.key == '004.sec3.3':
+    _speed_comparison(target)
+    return
   commands = {
       '002.2': ['experiments.convbert_speed', '--seq_lengths=128,512',
                 f'--output_dir={FLAGS.out}'],
@@ -170,21 +228,6 @@ def _command(target: registry.Target) -> None:
   }
   if target.key == '002.3':
     _require('lm_file')
-  if target.key == '004.sec3.3':
-    for gin_file in ('gin/papers/001_ale/electra_small.gin',
-                     'gin/papers/004_script/small.gin'):
-      subprocess.run([sys.executable, '-m',
-                      'experiments.benchmark_pretraining',
-                      f'--gin_file={gin_file}',
-                      '--gin_param=pretrain_data.train_batch_size=16',
-                      '--steps=10', '--variants=ours'],
-                     check=True, cwd=gin_utils.REPO_ROOT)
-    return
-  if target.key not in commands:
-    raise app.UsageError(
-        f'{target.key} needs pretrained BERT and ConvBERT encoders: run '
-        f'python -m {target.command} --init_checkpoint=... (see its '
-        'docstring).')
   subprocess.run([sys.executable, '-m', *commands[target.key]], check=True,
                  cwd=gin_utils.REPO_ROOT)
 

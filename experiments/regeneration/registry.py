@@ -157,6 +157,9 @@ _TARGETS = (
         columns=_001_COLUMNS, average_column='Avg.'),
     Target('002.1', '002', '1', 'command',
            'attention-map diagonal concentration on MRPC, BERT vs ConvBERT',
+           runs=(Run('bert_small', 'BERT', _gin('001_ale', 'electra_small')),
+                 Run('convbert_small', 'ConvBERT',
+                     _gin('002_convbert', 'small'))),
            command='experiments.attention_concentration'),
     Target('002.2', '002', '2', 'command',
            'FLOPs and CPU time of a base self-attention vs mixed-attention '
@@ -311,6 +314,10 @@ _TARGETS = (
         finetune_paper='004_script', figure='steps'),
     Target('004.sec3.3', '004', None, 'command',
            'training speed, ELECTRA-small vs SCRIPT-small (it/s)',
+           runs=(Run('electra_small', 'ELECTRA-small',
+                     _gin('001_ale', 'electra_small')),
+                 Run('script_small', 'SCRIPT-small',
+                     _gin('004_script', 'small'))),
            command='experiments.benchmark_pretraining'),
 )
 

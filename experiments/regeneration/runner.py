@@ -230,6 +230,26 @@ def build_records(settings: GridSettings, records: str) -> None:
       max_seq_length=128, masking='dynamic')
 
 
+def pretrain_only(target: registry.Target, settings: GridSettings,
+                  out: str) -> Dict[str, str]:
+  """Pretrains (or resumes) every run of `target` at the scale, all with
+  the reference steps; returns {run name: its exported encoder folder}."""
+  check_settings(out, settings)
+  records = os.path.join(out, 'records')
+  build_records(settings, records)
+  steps = run_steps(target, settings, _vocab_size(records))
+  encoders = {}
+  runs = target.runs_at(settings.scale)
+  for index, run in enumerate(runs, start=1):
+    print(f'[{index}/{len(runs)}] {run.name} ({run.row}): '
+          f'{steps[run.name]:,} pretraining steps', flush=True)
+    model_dir = os.path.join(out, run.name, 'pretrain')
+    _pretrain(run, settings, records, model_dir, steps[run.name],
+              steps[run.name])
+    encoders[run.name] = os.path.join(model_dir, 'encoder')
+  return encoders
+
+
 def _vocab_size(records: str) -> int:
   with tf.io.gfile.GFile(os.path.join(records, 'metadata.json')) as f:
     return json.load(f)['vocab_size']

@@ -332,3 +332,19 @@ def test_jobs_show_their_progress_and_keep_their_log(tmp_path, capsys):
     assert f.read() == 'train | step: 5 | x\nnoise\n'
   with pytest.raises(RuntimeError, match='exit 3'):
     runner._call([sys.executable, '-c', 'raise SystemExit(3)'], log)  # pylint: disable=protected-access
+
+
+def test_attention_concentration_pretrains_each_backbone_alike(
+    tmp_path, monkeypatch):
+  target = registry.get('002.1')
+  calls = []
+  monkeypatch.setattr(runner, 'build_records', lambda *args: None)
+  monkeypatch.setattr(runner, '_vocab_size', lambda records: 30522)
+  monkeypatch.setattr(runner, '_pretrain', lambda run, settings, records,
+                      model_dir, steps, interval: calls.append((run.name,
+                                                                steps)))
+  encoders = runner.pretrain_only(target, _settings(target='002.1'),
+                                  str(tmp_path))
+  assert calls == [('bert_small', 4), ('convbert_small', 4)]
+  assert encoders['convbert_small'] == os.path.join(
+      tmp_path, 'convbert_small', 'pretrain', 'encoder')
