@@ -49,8 +49,9 @@ _FIGURE = re.compile(r'^(?P<paper>\d{3}) Fig\. (?P<figure>\d+)$')
 _SECTION = re.compile(r'^(?P<paper>\d{3}) (?P<section>.+)$')
 _CODE = re.compile(r'^code: (?P<source>.+)$')
 _OURS = re.compile(r'^ours: (?P<reason>.+)$')
-_BINDING = re.compile(r'^(?P<name>[A-Za-z_][\w./]*)\s*=\s*(?P<value>[^#]*?)'
-                      r'\s*(?:#\s*(?P<comment>.*))?$')
+_BINDING = re.compile(r'^(?P<name>[A-Za-z_][\w./]*)\s*=\s*(?P<value>.*?)\s*$')
+# A gin value's string literals ('...' or "..."), which may hold a '#'.
+_STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 # Printed words of the papers' tables whose gin spelling differs, by
 # binding: {printed (lower case): {binding: gin value}}.
@@ -209,6 +210,20 @@ def value_matches(binding: str, value: Any, cell: paper_tables.Cell) -> bool:
              for candidate in candidates)
 
 
+def _split_comment(line: str) -> Tuple[str, str]:
+  """(code, comment) of a gin line: the comment starts at the first '#'
+  outside a string literal."""
+  position = 0
+  while True:
+    hash_at = line.find('#', position)
+    if hash_at < 0:
+      return line, ''
+    string = _STRING.search(line, position)
+    if string is None or string.start() > hash_at:
+      return line[:hash_at].rstrip(), line[hash_at + 1:].strip()
+    position = string.end()
+
+
 def gin_bindings(path: str) -> List[Binding]:
   """The binding lines of a gin file (comments and includes skipped)."""
   with tf.io.gfile.GFile(path) as f:
@@ -218,13 +233,14 @@ def gin_bindings(path: str) -> List[Binding]:
     stripped = line.strip()
     if not stripped or stripped.startswith(('#', 'include ', 'import ')):
       continue
-    match = _BINDING.match(stripped)
-    if not match:
+    code, comment = _split_comment(stripped)
+    match = _BINDING.match(code)
+    if not match or not match.group('value'):
       raise ValueError(f'{path}:{number}: cannot read the binding {line!r}.')
     bindings.append(Binding(path=path, line_number=number,
                             name=match.group('name'),
                             value_text=match.group('value'),
-                            comment=match.group('comment') or ''))
+                            comment=comment))
   return bindings
 
 

@@ -127,6 +127,14 @@ def test_every_cell_citation_on_a_line_is_checked(tmp_path):
   assert len(problems) == 1 and 'Learning Rate' in problems[0]
 
 
+def test_hash_inside_a_string_value_is_not_a_comment(tmp_path):
+  [binding] = citations.gin_bindings(_write(
+      tmp_path, "a.b = 'x # y'  # [ours: z] prose\n"))
+  assert (binding.value, binding.comment) == ('x # y', '[ours: z] prose')
+  [binding] = citations.gin_bindings(_write(tmp_path, 'a/b.c = 3\n'))
+  assert (binding.name, binding.value, binding.comment) == ('a/b.c', 3, '')
+
+
 def test_unreadable_binding_is_named(tmp_path):
   with pytest.raises(ValueError, match='cited.gin:1: cannot read'):
     citations.gin_bindings(_write(tmp_path, '= 3\n'))
