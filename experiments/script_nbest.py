@@ -10,7 +10,7 @@ Three stages, each skipped when its output is already in `--work_dir`:
 1. Records (`<work_dir>/records`): the corpus directory's books as whole
    documents with the Project Gutenberg boilerplate stripped, the given
    WordPiece vocabulary (lower-cased), 128-token sequences, dynamic masking
-   (`create_pretraining_data.prepare_pretraining_data`, as the README's
+   (`experiments.corpus_records.books_records`, as the README's
    "Your own corpus" command).
 2. Pretraining (`<work_dir>/model`): `python -m official_repro.train` on
    `gin/pretrain/script.gin` (alpha = 50) with a small encoder and schedule
@@ -62,9 +62,8 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from experiments import corpus_records
 from official_repro import score
-from official_repro.data import create_pretraining_data
-from official_repro.data import records
 
 EDITS = ('substitute', 'delete', 'swap')
 _SENTENCE_END = ' . '
@@ -220,17 +219,6 @@ def _read_lines(path: str) -> List[str]:
   return text.replace('\r\n', '\n').replace('\r', '\n').split('\n')
 
 
-def _build_records(output_dir: str) -> Dict:
-  metadata_path = os.path.join(output_dir, records.METADATA_FILENAME)
-  if tf.io.gfile.exists(metadata_path):
-    with tf.io.gfile.GFile(metadata_path) as f:
-      return json.load(f)
-  return create_pretraining_data.prepare_pretraining_data(
-      [FLAGS.corpus], output_dir, vocab_file=FLAGS.vocab_file,
-      lower_case=True, document_mode='file', strip_gutenberg=True,
-      max_seq_length=128, masking='dynamic')
-
-
 def _pretrain(records_dir: str, model_dir: str) -> Dict:
   """Runs `official_repro.train` (log: `<work_dir>/train.log`, written when
   the run ends) and returns its printed result (it resumes from, or only
@@ -284,7 +272,8 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   tf.io.gfile.makedirs(FLAGS.work_dir)
-  metadata = _build_records(os.path.join(FLAGS.work_dir, 'records'))
+  metadata = corpus_records.books_records(
+      FLAGS.corpus, FLAGS.vocab_file, os.path.join(FLAGS.work_dir, 'records'))
   model_dir = os.path.join(FLAGS.work_dir, 'model')
   run = _pretrain(os.path.join(FLAGS.work_dir, 'records'), model_dir)
   candidates = wikitext_sentences(_read_lines(FLAGS.sentences),

@@ -33,6 +33,7 @@ from typing import Callable, Dict, List, Sequence
 import gin
 import tensorflow as tf
 
+from experiments import corpus_records
 from experiments.regeneration import plan
 from experiments.regeneration import registry
 from official_repro.common import json_files
@@ -219,15 +220,10 @@ def _finetune(target: registry.Target, settings: GridSettings,
   return scores
 
 
-def build_records(settings: GridSettings, records: str) -> None:
-  """The corpus as dynamic-masking records at the scale's length, once."""
-  from official_repro.data import create_pretraining_data  # pylint: disable=g-import-not-at-top
-  if tf.io.gfile.exists(os.path.join(records, 'metadata.json')):
-    return
-  create_pretraining_data.prepare_pretraining_data(
-      [settings.corpus], records, vocab_file=settings.vocab_file,
-      lower_case=True, document_mode='file', strip_gutenberg=True,
-      max_seq_length=128, masking='dynamic')
+def build_records(settings: GridSettings, records: str) -> int:
+  """The corpus as records (built once); returns their vocabulary size."""
+  return corpus_records.books_records(
+      settings.corpus, settings.vocab_file, records)['vocab_size']
 
 
 def pretrain_only(target: registry.Target, settings: GridSettings,
@@ -236,8 +232,7 @@ def pretrain_only(target: registry.Target, settings: GridSettings,
   the reference steps; returns {run name: its exported encoder folder}."""
   check_settings(out, settings)
   records = os.path.join(out, 'records')
-  build_records(settings, records)
-  steps = run_steps(target, settings, _vocab_size(records))
+  steps = run_steps(target, settings, build_records(settings, records))
   encoders = {}
   runs = target.runs_at(settings.scale)
   for index, run in enumerate(runs, start=1):
@@ -248,11 +243,6 @@ def pretrain_only(target: registry.Target, settings: GridSettings,
               steps[run.name])
     encoders[run.name] = os.path.join(model_dir, 'encoder')
   return encoders
-
-
-def _vocab_size(records: str) -> int:
-  with tf.io.gfile.GFile(os.path.join(records, 'metadata.json')) as f:
-    return json.load(f)['vocab_size']
 
 
 def run_grid(target: registry.Target, settings: GridSettings, out: str,
@@ -273,8 +263,7 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
                      f'(kind {target.kind!r}).')
   check_settings(out, settings)
   records = os.path.join(out, 'records')
-  build_records(settings, records)
-  steps = run_steps(target, settings, _vocab_size(records))
+  steps = run_steps(target, settings, build_records(settings, records))
   results = {}
   started, done = clock(), 0
   runs = target.runs_at(settings.scale)

@@ -202,8 +202,7 @@ def test_a_killed_grid_resumes_without_redoing_finished_runs(
 
   monkeypatch.setattr(runner, '_pretrain', pretrain)
   monkeypatch.setattr(runner, '_finetune', finetune)
-  monkeypatch.setattr(runner, 'build_records', lambda *args: None)
-  monkeypatch.setattr(runner, '_vocab_size', lambda records: 30522)
+  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
   monkeypatch.setattr(runner, 'run_steps', lambda *args: {
       'bert_small': 5, 'electra_small': 4, 'electra_small_2x': 8,
       'ale_small': 3})
@@ -338,8 +337,7 @@ def test_attention_concentration_pretrains_each_backbone_alike(
     tmp_path, monkeypatch):
   target = registry.get('002.1')
   calls = []
-  monkeypatch.setattr(runner, 'build_records', lambda *args: None)
-  monkeypatch.setattr(runner, '_vocab_size', lambda records: 30522)
+  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
   monkeypatch.setattr(runner, '_pretrain', lambda run, settings, records,
                       model_dir, steps, interval: calls.append((run.name,
                                                                 steps)))
