@@ -250,7 +250,8 @@ def _grid(target: registry.Target) -> None:
       vocab_file=FLAGS.vocab_file, glue_dir=FLAGS.glue_dir,
       reference_steps=FLAGS.reference_steps or _DEFAULT_STEPS[FLAGS.scale],
       tasks=_tasks(), num_runs=FLAGS.num_runs,
-      strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale])
+      strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale],
+      finetune_fingerprint=runner.finetune_fingerprint(FLAGS.scale))
   results = runner.run_grid(target, settings, FLAGS.out)
   header = (f'Scale: {FLAGS.scale} (gin/regenerate/{FLAGS.scale}.gin); '
             f'reference steps {settings.reference_steps}'

@@ -59,6 +59,9 @@ class GridSettings:
     num_runs: fine-tuning seeds per task (the paper's aggregation over them).
     strategy: distribution strategy flag value for every job.
     curve_points: for learning-curve figures, checkpoints fine-tuned per run.
+    finetune_fingerprint: SHA-256 of the scale's fine-tuning include
+      (`finetune_gin(scale)`), '' when the scale has none: fine-tuning
+      results of another include are not mixed in.
   """
   target: str
   scale: str
@@ -70,6 +73,7 @@ class GridSettings:
   num_runs: int
   strategy: str = 'cpu'
   curve_points: int = 4
+  finetune_fingerprint: str = ''
 
 
 def check_settings(out: str, settings: GridSettings) -> None:
@@ -99,6 +103,24 @@ def check_settings(out: str, settings: GridSettings) -> None:
 
 def _scale_gin(scale: str) -> str:
   return f'gin/regenerate/{scale}.gin'
+
+
+def finetune_gin(scale: str) -> str:
+  """The scale's fine-tuning include (repository-relative), or '' if the
+  scale fine-tunes with the papers' cells unchanged."""
+  path = f'gin/regenerate/{scale}_finetune.gin'
+  if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
+    return path
+  return ''
+
+
+def finetune_fingerprint(scale: str) -> str:
+  """SHA-256 of `finetune_gin(scale)`'s text ('' if there is none)."""
+  path = finetune_gin(scale)
+  if not path:
+    return ''
+  with tf.io.gfile.GFile(os.path.join(gin_utils.REPO_ROOT, path), 'rb') as f:
+    return hashlib.sha256(f.read()).hexdigest()
 
 
 def run_steps(target: registry.Target, settings: GridSettings,
@@ -211,6 +233,8 @@ def _finetune(target: registry.Target, settings: GridSettings,
              f'--tasks={task}',
              f'--gin_param=run_protocol.num_runs={settings.num_runs}',
              f'--gin_param=finetuning.num_epochs={epochs}',
+             *([f'--gin_file={finetune_gin(settings.scale)}']
+               if finetune_gin(settings.scale) else []),
              f'--strategy={settings.strategy}'],
             os.path.join(model_dir, 'regenerate.log'))
     with tf.io.gfile.GFile(results_path) as f:

@@ -1,6 +1,7 @@
 """experiments.regenerate: the registry, the plan, the grid runner, the
 report."""
 
+import hashlib
 import json
 import os
 import sys
@@ -224,6 +225,39 @@ def test_a_killed_grid_resumes_without_redoing_finished_runs(
   monkeypatch.setattr(runner, 'run_fingerprint', lambda *args: 'changed')
   with pytest.raises(ValueError, match='bert_small.*other gin bindings'):
     runner.run_grid(target, _settings(), out)
+
+
+def test_tiny_fine_tuning_include_is_passed_and_fingerprinted(
+    tmp_path, monkeypatch):
+  assert runner.finetune_gin('tiny') == 'gin/regenerate/tiny_finetune.gin'
+  assert runner.finetune_gin('gpu') == ''
+  assert runner.finetune_fingerprint('gpu') == ''
+  with open(os.path.join(gin_utils.REPO_ROOT,
+                         runner.finetune_gin('tiny')), 'rb') as f:
+    assert (runner.finetune_fingerprint('tiny') ==
+            hashlib.sha256(f.read()).hexdigest())
+  commands = []
+
+  def call(command, log_path):
+    commands.append(command)
+    model_dir = next(arg.split('=', 1)[1] for arg in command
+                     if arg.startswith('--model_dir='))
+    with open(os.path.join(model_dir, 'glue_results.json'), 'w') as f:
+      json.dump(dict(scores={'sst2': 0.7}, summaries={'sst2': {}}), f)
+    del log_path
+
+  monkeypatch.setattr(runner, '_call', call)
+  for scale in ('tiny', 'gpu'):
+    runner._finetune(registry.get('001.IV'), _settings(scale=scale),  # pylint: disable=protected-access
+                     'ckpt', str(tmp_path / scale))
+  tiny_command, gpu_command = commands
+  assert ('--gin_file=gin/regenerate/tiny_finetune.gin' in tiny_command)
+  assert not any(arg.startswith('--gin_file') for arg in gpu_command)
+  # Fine-tuning results of another include are refused on resume.
+  out = str(tmp_path / 'grid')
+  runner.check_settings(out, _settings(finetune_fingerprint='a'))
+  with pytest.raises(ValueError, match='finetune_fingerprint'):
+    runner.check_settings(out, _settings(finetune_fingerprint='b'))
 
 
 def test_fingerprint_follows_the_bindings_a_run_trains_with():
