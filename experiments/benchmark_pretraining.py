@@ -28,6 +28,19 @@ Example (the small config of 001 at a CPU-sized batch):
   python -m experiments.benchmark_pretraining \
     --gin_file=gin/papers/001_ale/bert_small.gin \
     --gin_param=pretrain_data.train_batch_size=32 --steps=20
+
+Scaling curves (`--sweep`): the same measurement of every variant over two
+one-dimensional sweeps of the configuration, batch size at the configured
+sequence length (`--sweep_batch_sizes`) and sequence length at one batch
+size (`--sweep_seq_lengths` at `--sweep_batch_size`). Each point rebinds
+`pretrain_data.train_batch_size`, `pretrain_data.max_seq_length`, the
+masked positions per sequence (the mask rate of the longer sequence) and, if
+shorter, `encoder.max_position_embeddings`. It writes the points to
+`--output_json` and a plot of examples/s, tokens/s, training FLOPs per token
+and peak host memory to `--output_png`:
+  python -m experiments.benchmark_pretraining --sweep \
+    --gin_file=gin/papers/001_ale/electra_small.gin --steps=10 \
+    --output_json=/tmp/sweep.json --output_png=/tmp/sweep.png
 """
 
 import json
@@ -36,6 +49,7 @@ import resource
 import subprocess
 import sys
 import time
+from typing import Dict, List, Sequence
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -76,6 +90,17 @@ flags.DEFINE_string('vocab_file', None,
                     'WordPiece vocab (default: learn --vocab_size tokens).')
 flags.DEFINE_integer('vocab_size', 8000, 'Size of a learned vocab.')
 flags.DEFINE_string('output_json', None, 'Also write the results here.')
+flags.DEFINE_boolean('sweep', False,
+                     'Measure every variant over --sweep_batch_sizes and '
+                     '--sweep_seq_lengths instead of the configuration once.')
+flags.DEFINE_list('sweep_batch_sizes', ['8', '16', '32', '64', '128'],
+                  'Sweep: batch sizes, at the configured sequence length.')
+flags.DEFINE_list('sweep_seq_lengths', ['128', '256', '512'],
+                  'Sweep: sequence lengths, at --sweep_batch_size.')
+flags.DEFINE_integer('sweep_batch_size', 16,
+                     'Sweep: the batch size of the sequence-length sweep.')
+flags.DEFINE_string('output_png', None,
+                    'Sweep: the plot (default: --output_json with .png).')
 flags.DEFINE_string('run_variant', None,
                     'Measure this one variant in this process and print its '
                     'JSON (used by the parent process for isolation).')
@@ -228,14 +253,17 @@ def measure_variant(variant: str) -> dict:
   return result
 
 
-def _run_isolated(variant: str) -> dict:
+def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
+  """Measures `variant` in a subprocess, the configuration's gin plus
+  `extra_bindings`."""
   command = [sys.executable, '-m', 'experiments.benchmark_pretraining',
              f'--run_variant={variant}', f'--steps={FLAGS.steps}',
              f'--warmup_steps={FLAGS.warmup_steps}',
              f'--work_dir={FLAGS.work_dir}',
              f'--vocab_size={FLAGS.vocab_size}']
   command += [f'--gin_file={f}' for f in FLAGS.gin_file]
-  command += [f'--gin_param={p}' for p in FLAGS.gin_param]
+  command += [f'--gin_param={p}' for p in (*FLAGS.gin_param,
+                                            *extra_bindings)]
   if FLAGS.corpus:
     command.append(f'--corpus={FLAGS.corpus}')
   if FLAGS.vocab_file:
@@ -268,6 +296,122 @@ def _print_table(results: list, peak: float) -> None:
     print(f'ours / stock examples/s: {ratio:.3f}')
 
 
+def sweep_points(seq_length: int, batch_sizes: Sequence[int],
+                 seq_lengths: Sequence[int],
+                 length_batch_size: int) -> List[Dict]:
+  """The two sweeps: batch sizes at `seq_length`, then sequence lengths at
+  `length_batch_size`; each point `{axis, batch_size, seq_length}`."""
+  points = [dict(axis='batch_size', batch_size=batch, seq_length=seq_length)
+            for batch in batch_sizes]
+  points += [dict(axis='seq_length', batch_size=length_batch_size,
+                  seq_length=length) for length in seq_lengths]
+  return points
+
+
+def point_bindings(point: Dict, configured_seq_length: int, mask_rate: float,
+                   max_positions: int) -> List[str]:
+  """Gin bindings that turn the configuration into one sweep point: its
+  batch and length, the masked positions of its length (the configured
+  ones at the configured length) and enough position embeddings."""
+  bindings = [f'pretrain_data.train_batch_size = {point["batch_size"]}',
+              f'pretrain_data.max_seq_length = {point["seq_length"]}']
+  if point['seq_length'] != configured_seq_length:
+    bindings.append('pretrain_data.max_predictions_per_seq = '
+                    f'{masking_lib.default_max_predictions(point["seq_length"], mask_rate)}')
+  if point['seq_length'] > max_positions:
+    bindings.append(f'encoder.max_position_embeddings = {point["seq_length"]}')
+  return bindings
+
+
+def run_sweep(measure=None) -> Dict:
+  """Measures every variant at every sweep point (each in its own
+  subprocess); `measure(variant, bindings)` defaults to `_run_isolated`.
+
+  Returns:
+    {matmul_peak_flops, points: [point + {variant: result}]}.
+  """
+  measure = measure or _run_isolated
+  gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
+  seq_length = gin.query_parameter('pretrain_data.max_seq_length')
+  mask_rate = _query_or('pretrain_data.mask_rate',
+                        pretrain_dataloader.PretrainDataConfig().mask_rate)
+  max_positions = _query_or('encoder.max_position_embeddings', 512)
+  gin.clear_config()
+  points = sweep_points(seq_length,
+                        [int(b) for b in FLAGS.sweep_batch_sizes],
+                        [int(t) for t in FLAGS.sweep_seq_lengths],
+                        FLAGS.sweep_batch_size)
+  for index, point in enumerate(points, start=1):
+    bindings = point_bindings(point, seq_length, mask_rate, max_positions)
+    for variant in FLAGS.variants:
+      result = measure(variant, bindings)
+      point[variant] = result
+      print(f'[{index}/{len(points)}] {variant} batch {point["batch_size"]} '
+            f'length {point["seq_length"]}: '
+            f'{result["examples_per_second"]:.1f} examples/s, '
+            f'{result["tokens_per_second"]:.0f} tokens/s, '
+            f'{result["peak_host_memory_mb"]:.0f} MB', flush=True)
+  return dict(matmul_peak_flops=matmul_peak_flops(), points=points,
+              variants=list(FLAGS.variants), gin_files=FLAGS.gin_file,
+              gin_params=FLAGS.gin_param)
+
+
+def plot_sweep(sweep: Dict, path: str) -> None:
+  """Writes the sweep's four panels as a PNG: examples/s against batch
+  size, tokens/s, training FLOPs per token and peak host memory against
+  sequence length, one line per variant."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+  panels = [('batch_size', 'examples_per_second', 'examples/s'),
+            ('batch_size', 'peak_host_memory_mb', 'peak host memory (MB)'),
+            ('seq_length', 'tokens_per_second', 'tokens/s'),
+            ('seq_length', 'flops_per_token', 'training FLOPs per token')]
+  figure, axes = pyplot.subplots(2, 2, figsize=(10, 7))
+  for ax, (axis, key, label) in zip(axes.flat, panels):
+    points = [p for p in sweep['points'] if p['axis'] == axis]
+    xs = [p[axis] for p in points]
+    for variant in sweep['variants']:
+      ax.plot(xs, [_sweep_value(p[variant], key) for p in points],
+              marker='o', label=variant)
+    ax.set_xscale('log', base=2)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([str(x) for x in xs])
+    ax.set_xlabel(axis.replace('_', ' ') + (
+        f' (length {points[0]["seq_length"]})' if axis == 'batch_size' else
+        f' (batch {points[0]["batch_size"]})'))
+    ax.set_ylabel(label)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+  figure.suptitle(' + '.join(os.path.basename(f) for f in sweep['gin_files']))
+  figure.tight_layout()
+  with tf.io.gfile.GFile(path, 'wb') as f:
+    figure.savefig(f, format='png', dpi=100)
+  pyplot.close(figure)
+
+
+def _sweep_value(result: Dict, key: str) -> float:
+  if key == 'flops_per_token':
+    return result['train_flops_per_step'] / (
+        result['batch_size'] * result['seq_length'])
+  return result[key]
+
+
+def _print_sweep(sweep: Dict) -> None:
+  print('axis | batch | length | variant | examples/s | tokens/s | '
+        'train FLOPs/token | MFU % | peak RSS MB')
+  for point in sweep['points']:
+    for variant in sweep['variants']:
+      r = point[variant]
+      mfu = (100.0 * r['train_flops_per_step'] * r['steps_per_second'] /
+             sweep['matmul_peak_flops'])
+      print(f'{point["axis"]} | {point["batch_size"]} | '
+            f'{point["seq_length"]} | {variant} | '
+            f'{r["examples_per_second"]:.1f} | {r["tokens_per_second"]:.0f} | '
+            f'{_sweep_value(r, "flops_per_token") / 1e6:.1f}M | {mfu:.1f} | '
+            f'{r["peak_host_memory_mb"]:.0f}')
+
+
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
@@ -278,6 +422,16 @@ def main(argv):
   if unknown:
     raise app.UsageError(f'--variants: unknown {sorted(unknown)}; '
                          'expected ours and/or stock.')
+  if FLAGS.sweep:
+    if not FLAGS.output_json:
+      raise app.UsageError('--sweep writes its points to --output_json.')
+    sweep = run_sweep()
+    _print_sweep(sweep)
+    with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
+      json.dump(sweep, f, indent=2)
+    plot_sweep(sweep, FLAGS.output_png or
+               os.path.splitext(FLAGS.output_json)[0] + '.png')
+    return
   peak = matmul_peak_flops()
   results = [_run_isolated(variant) for variant in FLAGS.variants]
   _print_table(results, peak)
