@@ -30,17 +30,24 @@ For every block and sequence length it reports, per sample:
   * parameters.
 Then the ratios mixed / self beside the paper's (0.728 FLOPs, 0.733 time).
 
-What it showed on a quiet 2-core Xeon (batch 1; T = 128, 256, 512): mixed
-attention needs 0.950, 0.938, 0.915 of the self-attention FLOPs (XLA's
-matmul count agrees with the formula) and, with TensorFlow's own kernels,
-0.997, 0.929, 0.826 of its time. At T = 128 the FLOPs saving is lost to the
-overhead of the convolution branch's many small ops (its k-tap sum takes
-0.74 ms for under 1 MFLOP). With `--xla` it was slower at T = 128 and 256
-(1.21x): XLA's CPU backend runs the depthwise convolution (a convolution with
-`feature_group_count` = channels) 10-30x slower than TensorFlow's kernel,
-while a sum of k shifted slices is fast under XLA but 3-8x slower without it,
-so `SpanDynamicConv` keeps the convolution (the project's CPU runs do not use
-XLA).
+What it showed on the 2-core Xeon (2026-11-24, batch 1, 20 iterations,
+other jobs paused; T = 128, 256, 512): mixed attention needs 0.950, 0.938,
+0.915 of the self-attention FLOPs (XLA's matmul count agrees with the
+formula plus the banded k-tap contraction, `compiled_matmul_flops`) and,
+with TensorFlow's own kernels, 0.989, 0.936, 0.821 of its time. Before the
+k-tap sum became one banded contraction per block (see
+`experiments/span_conv_speed.py`, which measures the sum alone) the same
+script gave 0.997, 0.929, 0.826: the banded form speeds up training (the
+backward pass, 1.8-2.8x for the sum) more than this forward-only timing. At
+T = 128 the time ratio stays above the FLOPs ratio: the convolution branch
+is six small ops (depthwise and pointwise convolution, product, kernel
+generator, softmax, banded contraction) beside matmuls of the same size as
+self-attention's; at T = 512 it falls below it, because self-attention's
+12-head softmax over T x T scores is memory-bound and costs more time per
+FLOP than the matmuls (mixed attention has 6 such heads). With `--xla` it was slower (1.21, 1.22, 1.05): XLA's
+CPU backend runs the depthwise convolution (a convolution with
+`feature_group_count` = channels) 10-30x slower than TensorFlow's kernel;
+the project's CPU runs do not use XLA.
 No single sequence length gives both of the paper's FLOPs figures with our
 formula (26.5G is self-attention at T = 1416, 19.3G mixed at T = 1234), and
 the paper's ratio 0.728 is below ours at every T up to 2048 (0.82).
@@ -183,7 +190,8 @@ def measure(sizes: BlockSizes, seq_lengths: Sequence[int], batch_size: int,
 
   Returns:
     One dict per (T, block): `seq_length`, `block`, `parameters`, `flops`,
-    `matmul_flops`, `xla_matmul_flops` (all per sample), `ms_per_sample`
+    `matmul_flops`, `compiled_matmul_flops` (the formula's plus the banded
+    k-tap contraction), `xla_matmul_flops` (all per sample), `ms_per_sample`
     (median) and `ms_per_sample_all` (every iteration).
 
   Raises:
@@ -222,6 +230,7 @@ def measure(sizes: BlockSizes, seq_lengths: Sequence[int], batch_size: int,
           parameters=flops.count_parameters(blocks[name].trainable_variables),
           flops=seq_length * flops.block_flops(shape),
           matmul_flops=seq_length * flops.matmul_flops(shape),
+          compiled_matmul_flops=flops.compiled_matmul_flops(shape),
           xla_matmul_flops=xla_count / batch_size,
           ms_per_sample=statistics.median(per_sample_ms),
           ms_per_sample_all=per_sample_ms))
@@ -249,7 +258,7 @@ def _ratio(rows: Dict[str, Dict[str, Any]], key: str) -> float:
 def format_table(rows: Sequence[Dict[str, Any]]) -> str:
   """The markdown table: both blocks and their ratio per sequence length."""
   header = ('T', 'block', 'params', 'GFLOPs (formula)',
-            'matmul GFLOPs (formula / XLA)', 'ms/sample (median)',
+            'matmul GFLOPs (formula / compiled / XLA)', 'ms/sample (median)',
             'paper GFLOPs', 'paper ms/sample')
   lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
   paper_values = paper_figures()
@@ -263,6 +272,7 @@ def format_table(rows: Sequence[Dict[str, Any]]) -> str:
       lines.append(
           f'| {seq_length} | {name} | {row["parameters"] / 1e6:.3f}M | '
           f'{row["flops"] / 1e9:.4g} | {row["matmul_flops"] / 1e9:.4g} / '
+          f'{row["compiled_matmul_flops"] / 1e9:.4g} / '
           f'{row["xla_matmul_flops"] / 1e9:.4g} | '
           f'{row["ms_per_sample"]:.3f} | {paper_flops / 1e9:.1f} | '
           f'{paper_ms:.2f} |')
@@ -271,6 +281,7 @@ def format_table(rows: Sequence[Dict[str, Any]]) -> str:
     lines.append(
         f'| {seq_length} | mixed / self | {_ratio(pair, "parameters"):.3f} | '
         f'{_ratio(pair, "flops"):.3f} | {_ratio(pair, "matmul_flops"):.3f} / '
+        f'{_ratio(pair, "compiled_matmul_flops"):.3f} / '
         f'{_ratio(pair, "xla_matmul_flops"):.3f} | '
         f'{_ratio(pair, "ms_per_sample"):.3f} | {_ratio(paper, "flops"):.3f} '
         f'| {_ratio(paper, "ms"):.3f} |')

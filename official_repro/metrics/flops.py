@@ -61,8 +61,9 @@ feeds.
 **XLA's count** (`xla_matmul_flops`): the dot and convolution instructions
 of the HLO module XLA compiles a function to, 2 FLOPs per multiply-add. It
 checks the formula's matmul terms (`matmul_flops`) independently of how the
-Python code is written; the ConvBERT tests and `experiments/convbert_speed.py`
-use it. The TF profiler (`--profile`) counts a graph's float operations
+Python code is written, plus, for ConvBERT, the banded contraction that
+computes the k-tap sum (`compiled_matmul_flops`); the ConvBERT tests and
+`experiments/convbert_speed.py` use it. The TF profiler (`--profile`) counts a graph's float operations
 instead, element-wise ones included, and only einsum equations without an
 ellipsis (Model Garden's Einsum statistics); `GroupedDense` writes its einsum
 without one so that the profiler counts it.
@@ -71,11 +72,12 @@ without one so that the profiler counts it.
 import dataclasses
 import math
 import re
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
 from official.core import train_utils  # pylint: disable=unused-import
+from official_repro.modeling.layers import span_dynamic_conv
 from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-direct-tensorflow-import
 
 # ELECTRA's per-element costs of the non-matmul operations.
@@ -162,6 +164,20 @@ class NetworkShape:
                        'each other.')
 
 
+def block_heads(net: NetworkShape) -> Tuple[int, int]:
+  """(attention heads, convolution heads) of one block: N and 0 for BERT;
+  for ConvBERT N' = max(1, N // head_ratio) of each, 2N' convolution heads
+  if `conv_only`, none if `attention_only`."""
+  if net.head_ratio is None:
+    return net.heads, 0
+  attention_heads = max(1, net.heads // net.head_ratio)
+  if net.conv_only:
+    return 0, 2 * attention_heads
+  if net.attention_only:
+    return attention_heads, 0
+  return attention_heads, attention_heads
+
+
 def block_terms(net: NetworkShape) -> Dict[str, float]:
   """Forward FLOPs per token of one block, term by term (module docstring).
 
@@ -176,16 +192,8 @@ def block_terms(net: NetworkShape) -> Dict[str, float]:
   """
   h, i, s = net.hidden, net.intermediate, net.seq_length
   head_size = h // net.heads
-  if net.head_ratio is None:
-    attention_heads, conv_heads, groups = net.heads, 0, 1
-  else:
-    attention_heads = max(1, net.heads // net.head_ratio)
-    conv_heads = attention_heads
-    groups = net.groups
-    if net.conv_only:
-      attention_heads, conv_heads = 0, 2 * attention_heads
-    elif net.attention_only:
-      conv_heads = 0
+  attention_heads, conv_heads = block_heads(net)
+  groups = 1 if net.head_ratio is None else net.groups
   a, c, k = attention_heads * head_size, conv_heads * head_size, (
       net.kernel_size)
   query = c if net.conv_only else a
@@ -228,6 +236,21 @@ def block_terms(net: NetworkShape) -> Dict[str, float]:
       ffn_residual=h,
       ffn_layer_norm=LAYER_NORM_FLOPS * h)
   return terms
+
+
+def compiled_matmul_flops(net: NetworkShape) -> float:
+  """FLOPs of the dots one block compiles to, for one sequence of
+  `net.seq_length` tokens: the formula's matmul terms, plus the banded
+  contraction that computes the convolution heads' k-tap sum (an
+  element-wise `conv_weighted_sum` in the formula; see
+  `span_dynamic_conv.window_contraction_flops`). What `xla_matmul_flops`
+  counts for a BERT or ConvBERT block."""
+  _, conv_heads = block_heads(net)
+  total = net.seq_length * matmul_flops(net)
+  if conv_heads:
+    total += span_dynamic_conv.window_contraction_flops(
+        net.seq_length, conv_heads, net.hidden // net.heads, net.kernel_size)
+  return float(total)
 
 
 def block_flops(net: NetworkShape) -> float:

@@ -154,8 +154,10 @@ def _xla_block_flops(layer, batch, seq_length, hidden):
 
 
 # Every matmul term is one dot or convolution of the compiled block, so XLA's
-# count must equal the formula's matmul terms exactly (tolerance: float
-# rounding only). The second shape has N = 3 heads of 16 at ratio 2, which
+# count must equal the formula's matmul terms exactly, plus the banded
+# contraction of the convolution heads' k-tap sum (tolerance: float rounding
+# only). That contraction is written out here: T = 12 fits one block of 32
+# positions reaching 32 + k - 1 = 36 values, per convolution head of size H. The second shape has N = 3 heads of 16 at ratio 2, which
 # the reference's rule turns into N' = max(1, 3 // 2) = 1 attention head.
 @pytest.mark.parametrize('hidden, heads', [(32, 4), (48, 3)])
 @pytest.mark.parametrize('variant', [
@@ -172,8 +174,18 @@ def test_xla_count_of_convbert_block_equals_formula_matmuls(variant, hidden,
                conv_only=variant.get('conv_only', False),
                attention_only=variant.get('attention_only', False))
   counted = _xla_block_flops(layer, batch, seq_length, hidden)
+  head_size = hidden // heads
+  conv_heads = {(32, 4): 2, (48, 3): 1}[hidden, heads]
+  if variant.get('conv_only'):
+    conv_heads *= 2
+  if variant.get('attention_only'):
+    conv_heads = 0
+  window_contraction = 2 * 32 * 36 * conv_heads * head_size
   assert counted == pytest.approx(
-      batch * seq_length * flops.matmul_flops(net), rel=1e-12)
+      batch * (seq_length * flops.matmul_flops(net) + window_contraction),
+      rel=1e-12)
+  assert flops.compiled_matmul_flops(net) == (
+      seq_length * flops.matmul_flops(net) + window_contraction)
 
 
 def test_xla_count_of_model_garden_block_equals_bert_matmuls():
@@ -185,6 +197,8 @@ def test_xla_count_of_model_garden_block_equals_bert_matmuls():
   net = _block(hidden, heads, intermediate, seq_length)
   assert counted == pytest.approx(
       batch * seq_length * flops.matmul_flops(net), rel=1e-12)
+  assert flops.compiled_matmul_flops(net) == (
+      seq_length * flops.matmul_flops(net))
 
 
 def test_hlo_count_rejects_instructions_without_operand_shapes():

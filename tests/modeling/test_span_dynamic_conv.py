@@ -83,6 +83,73 @@ def test_windowed_sum_equals_naive_loop(kernel_size, causal):
                              rtol=1e-5, atol=1e-5)
 
 
+# Lengths below, at and across the 32-position blocks, and a kernel wider
+# than a block (k - 1 = 34 > 32), each against the naive loop.
+@pytest.mark.parametrize('seq_length, kernel_size', [
+    (1, 9), (31, 9), (32, 9), (33, 9), (70, 9), (64, 3), (40, 35)])
+@pytest.mark.parametrize('causal', [False, True])
+def test_windowed_sum_across_blocks_equals_naive_loop(seq_length,
+                                                      kernel_size, causal):
+  rng = np.random.default_rng(seq_length + kernel_size)
+  values = rng.normal(size=(2, seq_length, 2, 3)).astype(np.float32)
+  kernel = rng.normal(size=(2, seq_length, 2, kernel_size)).astype(
+      np.float32)
+  got = sdc.apply_dynamic_kernel(tf.constant(values), tf.constant(kernel),
+                                 causal=causal)
+  np.testing.assert_allclose(got, _naive_windowed_sum(values, kernel, causal),
+                             rtol=1e-5, atol=1e-5)
+
+
+def _shifted_slices_sum(values, kernel, causal):
+  """The k-tap sum as k shifted slices (an independent TF formulation)."""
+  k = kernel.shape[-1]
+  left = k - 1 if causal else (k - 1) // 2
+  padded = tf.pad(values, [[0, 0], [left, k - 1 - left], [0, 0], [0, 0]])
+  length = values.shape[1]
+  return tf.add_n([padded[:, j:j + length] * kernel[..., j:j + 1]
+                   for j in range(k)])
+
+
+@pytest.mark.parametrize('causal', [False, True])
+def test_windowed_sum_gradients_equal_the_shifted_slices_form(causal):
+  rng = np.random.default_rng(3)
+  values = tf.constant(rng.normal(size=(2, 45, 2, 3)).astype(np.float32))
+  kernel = tf.constant(rng.normal(size=(2, 45, 2, 9)).astype(np.float32))
+  weights = tf.constant(rng.normal(size=(2, 45, 2, 3)).astype(np.float32))
+  gradients = []
+  for function in (sdc.apply_dynamic_kernel, _shifted_slices_sum):
+    with tf.GradientTape() as tape:
+      tape.watch([values, kernel])
+      loss = tf.reduce_sum(weights * function(values, kernel, causal))
+    gradients.append(tape.gradient(loss, [values, kernel]))
+  for got, expected in zip(*gradients):
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('jit_compile', [False, True])
+def test_windowed_sum_traces_once_for_any_length(jit_compile):
+  function = tf.function(
+      sdc.apply_dynamic_kernel, jit_compile=jit_compile,
+      input_signature=[tf.TensorSpec([None, None, 2, 3]),
+                       tf.TensorSpec([None, None, 2, 5])])
+  rng = np.random.default_rng(4)
+  for seq_length in (5, 37):
+    values = rng.normal(size=(1, seq_length, 2, 3)).astype(np.float32)
+    kernel = rng.normal(size=(1, seq_length, 2, 5)).astype(np.float32)
+    np.testing.assert_allclose(
+        function(values, kernel),
+        _naive_windowed_sum(values, kernel, causal=False),
+        rtol=1e-5, atol=1e-5)
+
+
+def test_window_contraction_flops_counts_padded_blocks():
+  # T = 70 at k = 9: 3 blocks of 32 positions, each reaching 40 values.
+  assert sdc.window_contraction_flops(70, 6, 64, 9) == (
+      2 * 3 * 32 * 40 * 6 * 64)
+  # k = 35: blocks of 34 positions reaching 68.
+  assert sdc.window_contraction_flops(34, 1, 1, 35) == 2 * 34 * 68
+
+
 def test_windowed_sum_hand_computed():
   # One sequence [1, 2, 3], one head of size 1, k = 3 with taps (a, b, c):
   # centred out[t] = a*v[t-1] + b*v[t] + c*v[t+1]; causal uses v[t-2..t].

@@ -32,16 +32,24 @@ before the depthwise convolution and their values are zeroed before the
 windowed sum, so the outputs at real positions equal those computed on the
 unpadded sequence. That is a deviation from the reference, off by default.
 
-Unfolding. Step 5 is mathematically an unfold of k shifted copies of `V` into
-`[B, T, k, N', H]` followed by a contraction with the kernel over k. It is
-implemented as `sum_j kernel[..., j] * V_padded[:, j : j + T]`: k static
-slices of the padded values, each multiplied and accumulated, which never
-materialises the k-times larger unfolded tensor. Measured on CPU (B=8, T=128,
-N'=6, H=64, k=9) this was about 6x faster forward and 1.4x faster
-forward+backward than stacking the k slices and using an einsum, and more
-than 10x faster than `tf.image.extract_patches`; under XLA the stacked and
-accumulated forms were within noise. It uses only pad, strided slice,
-multiply and add, so it compiles with XLA.
+Banded blocks. Step 5 is a product of each head's values with a banded
+`T x (T+k-1)` matrix whose row t holds position t's kernel on the diagonal
+band `t .. t+k-1` of the zero-padded values. `apply_dynamic_kernel` cuts the
+sequence into blocks of `b = max(32, k-1)` positions and does one batched
+contraction per block: the block's `b x (b+k-1)` band (built from the kernel
+by padding and reshaping alone, the skewing trick, no gather) against the
+`b+k-1` padded values its positions can reach (the block and the first `k-1`
+values of the next). That costs `2(b+k-1)H` FLOPs per position and head
+instead of the k-tap sum's `2kH` (the FLOPs tool and the papers count the
+latter; `window_contraction_flops` gives the former, which XLA's dot count
+includes), and it is faster where it matters, the backward pass: the
+earlier form, k shifted static slices multiplied and accumulated, is 27
+element-wise ops at k = 9 whose gradients each pad a full-size tensor.
+Measured with `experiments/span_conv_speed.py` (N'=6, H=64, k=9; see that
+script's docstring for the numbers). All ops are pad, reshape, slice,
+concatenate and einsum, so the layer compiles with XLA and accepts any
+sequence length (positions past the last block's end are computed on zero
+padding and dropped).
 
 Initialisation follows the TF1 original (yitu-opensource/ConvBert): the
 depthwise kernel is truncated normal with stddev `1/k`; the pointwise kernel
@@ -82,15 +90,35 @@ def window_padding(kernel_size: int, causal: bool) -> Tuple[int, int]:
   return (kernel_size - 1) // 2, (kernel_size - 1) // 2
 
 
+WINDOW_BLOCK_SIZE = 32
+
+
+def block_size_for(kernel_size: int) -> int:
+  """Positions per banded block: `WINDOW_BLOCK_SIZE`, or `k-1` if larger
+  (a block's window must fit in it and the next block)."""
+  return max(WINDOW_BLOCK_SIZE, kernel_size - 1)
+
+
+def window_contraction_flops(seq_length: int, num_heads: int, head_size: int,
+                             kernel_size: int) -> int:
+  """FLOPs of `apply_dynamic_kernel`'s banded contraction for one sequence:
+  `ceil(T/b)` blocks of `b` positions, each `2(b+k-1)H` per head."""
+  block_size = block_size_for(kernel_size)
+  num_blocks = -(-seq_length // block_size)
+  return (2 * num_blocks * block_size * (block_size + kernel_size - 1) *
+          num_heads * head_size)
+
+
 def apply_dynamic_kernel(values: tf.Tensor, kernel: tf.Tensor,
                          causal: bool = False) -> tf.Tensor:
   """Combines each position's window of values with its own k-tap kernel.
 
   `out[b, t, n] = sum_j kernel[b, t, n, j] * values[b, t - left + j, n]`,
-  with `left` from `window_padding` and zeros outside `0 .. T-1`.
+  with `left` from `window_padding` and zeros outside `0 .. T-1`, computed
+  as one banded contraction per block of positions (see the module doc).
 
   Args:
-    values: `[B, T, N, H]` float tensor.
+    values: `[B, T, N, H]` float tensor with static N and H.
     kernel: `[B, T, N, k]` float tensor with a static last dimension.
     causal: if True, the window is `t-k+1 .. t`; else centred on `t`.
 
@@ -98,13 +126,38 @@ def apply_dynamic_kernel(values: tf.Tensor, kernel: tf.Tensor,
     `[B, T, N, H]` tensor.
   """
   kernel_size = kernel.shape[-1]
-  left, right = window_padding(kernel_size, causal)
-  padded = tf.pad(values, [[0, 0], [left, right], [0, 0], [0, 0]])
-  seq_length = tf.shape(values)[1]
-  output = tf.zeros_like(values)
-  for tap in range(kernel_size):
-    output += padded[:, tap:tap + seq_length] * kernel[..., tap:tap + 1]
-  return output
+  num_heads, head_size = values.shape[2], values.shape[3]
+  block = block_size_for(kernel_size)
+  window = block + kernel_size - 1
+  left, _ = window_padding(kernel_size, causal)
+  batch_size, seq_length = tf.shape(values)[0], tf.shape(values)[1]
+  num_blocks = (seq_length + block - 1) // block
+  padded_length = num_blocks * block
+  # Values: `left` zeros in front and zeros up to one block past the last,
+  # so window c is chunk c followed by chunk c+1's first k-1 positions.
+  padded = tf.pad(values, [[0, 0], [left, padded_length + block - left -
+                                    seq_length], [0, 0], [0, 0]])
+  chunks = tf.reshape(padded, [batch_size, num_blocks + 1, block, num_heads,
+                               head_size])
+  windows = tf.concat([chunks[:, :-1], chunks[:, 1:, :kernel_size - 1]],
+                      axis=2)                      # [B, C, b+k-1, N, H]
+  # Kernel: per block and head a [b, k] matrix; padding each row with b
+  # zeros and reading the flat rows back b+k-1 wide shifts row t right by
+  # t (the zeros that come in are the previous row's), giving the band.
+  kernel = tf.pad(kernel, [[0, 0], [0, padded_length - seq_length], [0, 0],
+                           [0, 0]])
+  kernel = tf.reshape(kernel, [batch_size, num_blocks, block, num_heads,
+                               kernel_size])
+  kernel = tf.transpose(kernel, [0, 1, 3, 2, 4])   # [B, C, N, b, k]
+  kernel = tf.pad(kernel, [[0, 0], [0, 0], [0, 0], [0, 0], [0, block]])
+  flat = tf.reshape(kernel, [batch_size, num_blocks, num_heads,
+                             block * (block + kernel_size)])
+  band = tf.reshape(flat[..., :block * window],
+                    [batch_size, num_blocks, num_heads, block, window])
+  output = tf.einsum('bcnts,bcsnh->bctnh', band, windows)
+  output = tf.reshape(output, [batch_size, padded_length, num_heads,
+                               head_size])
+  return output[:, :seq_length]
 
 
 def split_heads(tensor: tf.Tensor, num_heads: int, width: int) -> tf.Tensor:
