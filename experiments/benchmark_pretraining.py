@@ -207,11 +207,13 @@ def _stock_params(params: cfg.ExperimentConfig, static_dir: str,
                               runtime=params.runtime)
 
 
-def measure_variant(variant: str) -> dict:
-  """Builds one variant's trainer and times its steps."""
+def build_trainer(variant: str) -> tuple:
+  """One variant's trainer on the configuration of the gin flags.
+
+  Returns:
+    (trainer, its experiment settings, masked positions per sequence).
+  """
   params, settings, dirs, max_predictions = _configure()
-  batch_size = params.task.train_data.global_batch_size
-  seq_length = params.task.train_data.max_seq_length
   if variant == 'stock':
     params = _stock_params(params, dirs['static'], max_predictions)
     trainer_cls = base_trainer.Trainer
@@ -221,6 +223,14 @@ def measure_variant(variant: str) -> dict:
   task = task_factory.get_task(params.task)
   trainer = train_utils.create_trainer(params, task, train=True,
                                        evaluate=False, trainer_cls=trainer_cls)
+  return trainer, settings, max_predictions
+
+
+def measure_variant(variant: str) -> dict:
+  """Builds one variant's trainer and times its steps."""
+  trainer, settings, max_predictions = build_trainer(variant)
+  batch_size = trainer.config.task.train_data.global_batch_size
+  seq_length = _seq_length(trainer.config.task.train_data)
 
   start = time.perf_counter()
   trainer.train(tf.constant(1, tf.int32))
@@ -251,6 +261,11 @@ def measure_variant(variant: str) -> dict:
     result['peak_gpu_memory_mb'] = tf.config.experimental.get_memory_info(
         'GPU:0')['peak'] / 2 ** 20
   return result
+
+
+def _seq_length(train_data) -> int:
+  """Sequence length of our data config or the stock one."""
+  return getattr(train_data, 'max_seq_length', None) or train_data.seq_length
 
 
 def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:

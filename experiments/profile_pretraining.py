@@ -1,0 +1,302 @@
+r"""Per-op time breakdown of pretraining steps, ours beside Model Garden's.
+
+  python -m experiments.profile_pretraining \
+    --gin_file=gin/papers/001_ale/electra_small.gin \
+    --gin_param=pretrain_data.train_batch_size=32 \
+    --gin_param=electra.temperature=1.0 \
+    --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
+    --steps=5 --output_dir=/tmp/profile_electra_small
+
+Builds each variant's trainer exactly as `experiments.benchmark_pretraining`
+does (same flags: `--gin_file`, `--gin_param`, `--variants`, `--steps`,
+`--warmup_steps`, `--work_dir`, `--corpus`, `--vocab_file`), each in its own
+subprocess, runs the first step and `--warmup_steps` untraced, then
+`--steps` steps under the TensorFlow profiler. The profiler's XSpace
+(`*.xplane.pb`) is read directly: every TensorFlow op execution on the host
+is an event named `<op name>:<op type>` with its duration. Summed per op
+type, per category (matmul, element-wise, reduction, layout, gather and
+scatter, softmax and cross-entropy, random, input pipeline, variable reads
+and writes, and the optimizer's update, by name scope) and per op, and divided by the steps, they give milliseconds per step. Ops run
+on two threads at once on two cores, so the op time per step can exceed the
+step's wall time; the shares are of op time.
+
+Writes `<output_dir>/<variant>.json` and `<output_dir>/profile.md`, the
+categories and the `--top` op types of both variants side by side.
+"""
+
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, Iterable, List, Sequence, Tuple
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-direct-tensorflow-import
+
+from experiments import benchmark_pretraining
+from official_repro.training import gin_utils
+
+FLAGS = flags.FLAGS
+
+# Op type (oneDNN's `_Mkl` prefix and `_Fused` variants stripped first) ->
+# category; types not listed are 'element-wise'.
+_CATEGORY_PATTERNS = (
+    ('matmul', r'^(MatMul|BatchMatMul.*|Einsum|Conv.*|DepthwiseConv.*|'
+               r'FusedMatMul)$'),
+    ('softmax and cross-entropy', r'^(Softmax|LogSoftmax|'
+                                  r'.*SoftmaxCrossEntropyWithLogits)$'),
+    ('gather and scatter', r'^(GatherV2|ResourceGather|GatherNd|'
+                           r'UnsortedSegmentSum|.*Scatter.*|'
+                           r'SparseSegment.*|OneHot)$'),
+    ('random', r'^(Random.*|Stateless.*|Multinomial|Truncated.*)$'),
+    ('reduction', r'^(Sum|Mean|Max|Min|Prod|ArgMax|ArgMin|All|Any|'
+                  r'SquaredDifference|L2Loss)$'),
+    ('layout', r'^(Transpose|Reshape|ConcatV2|Concat|Pad|PadV2|Slice|'
+               r'StridedSlice|StridedSliceGrad|Tile|Pack|Unpack|Split|'
+               r'SplitV|ExpandDims|Squeeze|Identity|BroadcastTo|'
+               r'Select|SelectV2|Fill|ZerosLike|OnesLike|Range|Shape|'
+               r'Cast|Where|TensorListFromTensor|TensorListStack)$'),
+    ('input pipeline', r'^(IteratorGetNext.*|.*Dataset.*|'
+                       r'MultiDeviceIterator.*)$'),
+    ('variables', r'^(ReadVariableOp|AssignVariableOp|AssignAddVariableOp|'
+                  r'AssignSubVariableOp|VarHandleOp|VarIsInitializedOp)$'),
+)
+# Ops under these name scopes are the optimizer's update, whatever their
+# type (Model Garden's LAMB and AdamW are written as element-wise ops).
+_OPTIMIZER_SCOPES = re.compile(
+    r'(^|/)(LAMB|Lamb|lamb|AdamWeightDecay|Adam|adam|AdamW|adamw|'
+    r'clip_by_global_norm|global_norm)(/|_|$)')
+CATEGORIES = tuple(name for name, _ in _CATEGORY_PATTERNS) + (
+    'optimizer', 'element-wise')
+
+
+def base_op_type(op_type: str) -> str:
+  """`_MklMatMul` -> `MatMul`, `_MklFusedMatMul` -> `FusedMatMul`."""
+  for prefix in ('_MklNative', '_Mkl', '_'):
+    if op_type.startswith(prefix):
+      return op_type[len(prefix):]
+  return op_type
+
+
+def type_category(op_type: str) -> str:
+  """The category of an op type (see the module doc)."""
+  base = base_op_type(op_type)
+  for name, pattern in _CATEGORY_PATTERNS:
+    if re.match(pattern, base):
+      return name
+  return 'element-wise'
+
+
+def category(op_name: str, op_type: str) -> str:
+  """The category of one op: 'optimizer' under an optimizer's name scope,
+  else its type's."""
+  if _OPTIMIZER_SCOPES.search(op_name):
+    return 'optimizer'
+  return type_category(op_type)
+
+
+def op_events(space: xplane_pb2.XSpace) -> Iterable[Tuple[str, str, int]]:
+  """(op name, op type, duration in ps) of every TensorFlow op execution on
+  the host: events named `<name>:<type>` (executor and Python events, whose
+  names have no such form or contain '::', are skipped)."""
+  for plane in space.planes:
+    if not plane.name.startswith('/host:'):
+      continue
+    for line in plane.lines:
+      for event in line.events:
+        name = plane.event_metadata[event.metadata_id].name
+        if '::' in name or ':' not in name:
+          continue
+        op_name, op_type = name.rsplit(':', 1)
+        if not op_type or not op_type[0].isalpha() and op_type[0] != '_':
+          continue
+        yield op_name, op_type, event.duration_ps
+
+
+def training_pass(op_name: str) -> str:
+  """'optimizer' (its name scopes), 'backward' (under the gradient tape),
+  else 'forward' (the loss and everything before it, input included)."""
+  if _OPTIMIZER_SCOPES.search(op_name):
+    return 'optimizer'
+  if 'gradient_tape/' in op_name:
+    return 'backward'
+  return 'forward'
+
+
+def summarize(events: Iterable[Tuple[str, str, int]], steps: int) -> Dict:
+  """Milliseconds per step per op type, category and op name.
+
+  Args:
+    events: `op_events` output.
+    steps: the traced steps the events cover.
+
+  Returns:
+    `op_ms_per_step`, and `by_pass` (`training_pass`), `by_category`,
+    `by_type`, `by_op`: lists of
+    `{name, category, ms_per_step, share, calls_per_step}`, largest first
+    (`by_type`'s category is the type's, without the optimizer's scope).
+  """
+  by_type = collections.defaultdict(lambda: [0, 0])
+  by_op = collections.defaultdict(lambda: [0, 0])
+  by_category = collections.defaultdict(lambda: [0, 0])
+  by_pass = collections.defaultdict(lambda: [0, 0])
+  for op_name, op_type, duration in events:
+    op_category = category(op_name, op_type)
+    for table, key in ((by_type, (base_op_type(op_type),
+                                  type_category(op_type))),
+                       (by_op, (op_name, op_category)),
+                       (by_category, (op_category, op_category)),
+                       (by_pass, (training_pass(op_name), op_category))):
+      table[key][0] += duration
+      table[key][1] += 1
+  total_ps = sum(duration for duration, _ in by_category.values())
+
+  def rows(table):
+    return [dict(name=name, category=cat, ms_per_step=ps / 1e9 / steps,
+                 share=ps / total_ps if total_ps else 0.0,
+                 calls_per_step=calls / steps)
+            for (name, cat), (ps, calls) in sorted(
+                table.items(), key=lambda item: -item[1][0])]
+
+  passes = collections.defaultdict(lambda: [0, 0])
+  for (name, _), (ps, calls) in by_pass.items():
+    passes[name, ''][0] += ps
+    passes[name, ''][1] += calls
+  return dict(op_ms_per_step=total_ps / 1e9 / steps,
+              by_pass=rows(passes), by_category=rows(by_category), by_type=rows(by_type),
+              by_op=rows(by_op))
+
+
+def read_xspace(logdir: str) -> xplane_pb2.XSpace:
+  """The newest `*.xplane.pb` under `logdir`."""
+  paths = sorted(tf.io.gfile.glob(
+      os.path.join(logdir, 'plugins', 'profile', '*', '*.xplane.pb')))
+  if not paths:
+    raise FileNotFoundError(f'No *.xplane.pb under {logdir}/plugins/profile.')
+  space = xplane_pb2.XSpace()
+  with tf.io.gfile.GFile(paths[-1], 'rb') as f:
+    space.ParseFromString(f.read())
+  return space
+
+
+def profile_variant(variant: str, logdir: str) -> Dict:
+  """Traces `--steps` steps of one variant's trainer and summarizes them."""
+  trainer, _, _ = benchmark_pretraining.build_trainer(variant)
+  trainer.train(tf.constant(1, tf.int32))
+  if FLAGS.warmup_steps:
+    trainer.train(tf.constant(FLAGS.warmup_steps, tf.int32))
+  tf.profiler.experimental.start(logdir)
+  start = time.perf_counter()
+  trainer.train(tf.constant(FLAGS.steps, tf.int32))
+  seconds = time.perf_counter() - start
+  tf.profiler.experimental.stop()
+  summary = summarize(op_events(read_xspace(logdir)), FLAGS.steps)
+  train_data = trainer.config.task.train_data
+  summary.update(variant=variant, steps=FLAGS.steps,
+                 step_ms=1e3 * seconds / FLAGS.steps,
+                 batch_size=train_data.global_batch_size)
+  return summary
+
+
+def _run_isolated(variant: str, output_dir: str) -> Dict:
+  path = os.path.join(output_dir, f'{variant}.json')
+  command = [sys.executable, '-m', 'experiments.profile_pretraining',
+             f'--profile_variant={variant}', f'--output_dir={output_dir}',
+             f'--steps={FLAGS.steps}', f'--warmup_steps={FLAGS.warmup_steps}',
+             f'--work_dir={FLAGS.work_dir}', f'--vocab_size={FLAGS.vocab_size}',
+             *(f'--gin_file={f}' for f in FLAGS.gin_file),
+             *(f'--gin_param={p}' for p in FLAGS.gin_param)]
+  if FLAGS.corpus:
+    command.append(f'--corpus={FLAGS.corpus}')
+  if FLAGS.vocab_file:
+    command.append(f'--vocab_file={FLAGS.vocab_file}')
+  completed = subprocess.run(command, capture_output=True, text=True,
+                             cwd=gin_utils.REPO_ROOT, check=False)
+  if completed.returncode:
+    raise RuntimeError(f'profiling {variant} failed:\n'
+                       f'{completed.stderr[-5000:]}')
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+def format_report(summaries: Sequence[Dict], top: int) -> str:
+  """Markdown: step time, passes, categories and the top op types, side by
+  side."""
+  names = [s['variant'] for s in summaries]
+
+  def cell(rows, name):
+    row = next((r for r in rows if r['name'] == name), None)
+    return (f'{row["ms_per_step"]:.2f} ({100 * row["share"]:.1f}%)'
+            if row else '-')
+
+  lines = ['| | ' + ' | '.join(names) + ' |',
+           '|---|' + '---|' * len(names),
+           '| step ms (wall) | ' + ' | '.join(
+               f'{s["step_ms"]:.1f}' for s in summaries) + ' |',
+           '| op ms per step (summed over threads) | ' + ' | '.join(
+               f'{s["op_ms_per_step"]:.1f}' for s in summaries) + ' |',
+           '', '| pass | ' + ' | '.join(
+               f'{n} ms/step (share)' for n in names) + ' |',
+           '|---|' + '---|' * len(names)]
+  lines += [f'| {name} | ' + ' | '.join(
+      cell(s['by_pass'], name) for s in summaries) + ' |'
+            for name in ('forward', 'backward', 'optimizer')]
+  lines += ['', '| category | ' + ' | '.join(
+      f'{n} ms/step (share)' for n in names) + ' |',
+            '|---|' + '---|' * len(names)]
+  for name in CATEGORIES:
+    if any(r['name'] == name for s in summaries for r in s['by_category']):
+      lines.append(f'| {name} | ' + ' | '.join(
+          cell(s['by_category'], name) for s in summaries) + ' |')
+  lines += ['', f'Top {top} op types by time in {names[0]}:', '',
+            '| op type | category | ' + ' | '.join(
+                f'{n} ms/step (share)' for n in names) + ' |',
+            '|---|---|' + '---|' * len(names)]
+  for row in summaries[0]['by_type'][:top]:
+    lines.append(f'| {row["name"]} | {row["category"]} | ' + ' | '.join(
+        cell(s['by_type'], row['name']) for s in summaries) + ' |')
+  return '\n'.join(lines)
+
+
+def main(argv):
+  del argv
+  logging.set_verbosity(logging.WARNING)
+  if not FLAGS.output_dir:
+    raise app.UsageError('--output_dir is required.')
+  tf.io.gfile.makedirs(FLAGS.output_dir)
+  if FLAGS.profile_variant:
+    with tempfile.TemporaryDirectory() as logdir:
+      summary = profile_variant(FLAGS.profile_variant, logdir)
+    with tf.io.gfile.GFile(os.path.join(
+        FLAGS.output_dir, f'{FLAGS.profile_variant}.json'), 'w') as f:
+      json.dump(summary, f, indent=2)
+    return
+  summaries = [_run_isolated(variant, FLAGS.output_dir)
+               for variant in FLAGS.variants]
+  report = (f'gin: {" ".join(FLAGS.gin_file)} '
+            f'{" ".join(FLAGS.gin_param)}; {FLAGS.steps} traced steps after '
+            f'{FLAGS.warmup_steps} warm-up steps.\n\n' +
+            format_report(summaries, FLAGS.top))
+  with tf.io.gfile.GFile(os.path.join(FLAGS.output_dir, 'profile.md'),
+                         'w') as f:
+    f.write(report + '\n')
+  print(report)
+
+
+if __name__ == '__main__':
+  flags.DEFINE_string('output_dir', None, 'Where the JSON and report go.')
+  flags.DEFINE_integer('top', 25, 'Op types listed in the report.')
+  flags.DEFINE_string('profile_variant', None,
+                      'Profile this one variant in this process (used by '
+                      'the parent process for isolation).')
+  app.run(main)
