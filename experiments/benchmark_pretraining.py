@@ -77,33 +77,39 @@ from official_repro.training import gin_utils
 from official_repro.training import trainer as trainer_lib
 
 FLAGS = flags.FLAGS
-flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
-flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
-flags.DEFINE_list('variants', ['ours', 'stock'], 'Variants to measure.')
-flags.DEFINE_integer('steps', 20, 'Timed steps per variant.')
-flags.DEFINE_integer('warmup_steps', 3, 'Untimed steps after the first.')
-flags.DEFINE_string('work_dir', '/tmp/official_repro_benchmark',
-                    'Where records are built (reused when present).')
-flags.DEFINE_string('corpus', None,
-                    'Text corpus for the records (default: built-in).')
-flags.DEFINE_string('vocab_file', None,
-                    'WordPiece vocab (default: learn --vocab_size tokens).')
-flags.DEFINE_integer('vocab_size', 8000, 'Size of a learned vocab.')
-flags.DEFINE_string('output_json', None, 'Also write the results here.')
-flags.DEFINE_boolean('sweep', False,
-                     'Measure every variant over --sweep_batch_sizes and '
-                     '--sweep_seq_lengths instead of the configuration once.')
-flags.DEFINE_list('sweep_batch_sizes', ['8', '16', '32', '64', '128'],
-                  'Sweep: batch sizes, at the configured sequence length.')
-flags.DEFINE_list('sweep_seq_lengths', ['128', '256', '512'],
-                  'Sweep: sequence lengths, at --sweep_batch_size.')
-flags.DEFINE_integer('sweep_batch_size', 16,
-                     'Sweep: the batch size of the sequence-length sweep.')
-flags.DEFINE_string('output_png', None,
-                    'Sweep: the plot (default: --output_json with .png).')
-flags.DEFINE_string('run_variant', None,
-                    'Measure this one variant in this process and print its '
-                    'JSON (used by the parent process for isolation).')
+
+
+def define_flags() -> None:
+  """Defines this script's flags (experiments.profile_pretraining uses them
+  too). Called only when a script runs: importing the module for its
+  functions defines no flags."""
+  flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
+  flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
+  flags.DEFINE_list('variants', ['ours', 'stock'], 'Variants to measure.')
+  flags.DEFINE_integer('steps', 20, 'Timed steps per variant.')
+  flags.DEFINE_integer('warmup_steps', 3, 'Untimed steps after the first.')
+  flags.DEFINE_string('work_dir', '/tmp/official_repro_benchmark',
+                      'Where records are built (reused when present).')
+  flags.DEFINE_string('corpus', None,
+                      'Text corpus for the records (default: built-in).')
+  flags.DEFINE_string('vocab_file', None,
+                      'WordPiece vocab (default: learn --vocab_size tokens).')
+  flags.DEFINE_integer('vocab_size', 8000, 'Size of a learned vocab.')
+  flags.DEFINE_string('output_json', None, 'Also write the results here.')
+  flags.DEFINE_boolean('sweep', False,
+                       'Measure every variant over --sweep_batch_sizes and '
+                       '--sweep_seq_lengths instead of the configuration once.')
+  flags.DEFINE_list('sweep_batch_sizes', ['8', '16', '32', '64', '128'],
+                    'Sweep: batch sizes, at the configured sequence length.')
+  flags.DEFINE_list('sweep_seq_lengths', ['128', '256', '512'],
+                    'Sweep: sequence lengths, at --sweep_batch_size.')
+  flags.DEFINE_integer('sweep_batch_size', 16,
+                       'Sweep: the batch size of the sequence-length sweep.')
+  flags.DEFINE_string('output_png', None,
+                      'Sweep: the plot (default: --output_json with .png).')
+  flags.DEFINE_string('run_variant', None,
+                      'Measure this one variant in this process and print its '
+                      'JSON (used by the parent process for isolation).')
 
 
 def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
@@ -338,27 +344,38 @@ def point_bindings(point: Dict, configured_seq_length: int, mask_rate: float,
   return bindings
 
 
-def run_sweep(measure=None) -> Dict:
-  """Measures every variant at every sweep point (each in its own
-  subprocess); `measure(variant, bindings)` defaults to `_run_isolated`.
+def run_sweep(gin_files: Sequence[str], gin_params: Sequence[str],
+              variants: Sequence[str], batch_sizes: Sequence[int],
+              seq_lengths: Sequence[int], length_batch_size: int,
+              measure=None) -> Dict:
+  """Measures every variant at every sweep point.
+
+  Args:
+    gin_files: the configuration's gin files.
+    gin_params: its extra bindings.
+    variants: 'ours' and/or 'stock'.
+    batch_sizes: the batch sweep, at the configured sequence length.
+    seq_lengths: the length sweep, at `length_batch_size`.
+    length_batch_size: batch size of the length sweep.
+    measure: `measure(variant, extra_bindings) -> result` (default: the
+      variant in its own subprocess, `_run_isolated`).
 
   Returns:
-    {matmul_peak_flops, points: [point + {variant: result}]}.
+    {matmul_peak_flops, points: [point + {variant: result}], variants,
+    gin_files, gin_params}.
   """
   measure = measure or _run_isolated
-  gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
+  gin_utils.parse_config(gin_files, gin_params)
   seq_length = gin.query_parameter('pretrain_data.max_seq_length')
   mask_rate = _query_or('pretrain_data.mask_rate',
                         pretrain_dataloader.PretrainDataConfig().mask_rate)
   max_positions = _query_or('encoder.max_position_embeddings', 512)
   gin.clear_config()
-  points = sweep_points(seq_length,
-                        [int(b) for b in FLAGS.sweep_batch_sizes],
-                        [int(t) for t in FLAGS.sweep_seq_lengths],
-                        FLAGS.sweep_batch_size)
+  points = sweep_points(seq_length, batch_sizes, seq_lengths,
+                        length_batch_size)
   for index, point in enumerate(points, start=1):
     bindings = point_bindings(point, seq_length, mask_rate, max_positions)
-    for variant in FLAGS.variants:
+    for variant in variants:
       result = measure(variant, bindings)
       point[variant] = result
       print(f'[{index}/{len(points)}] {variant} batch {point["batch_size"]} '
@@ -367,8 +384,8 @@ def run_sweep(measure=None) -> Dict:
             f'{result["tokens_per_second"]:.0f} tokens/s, '
             f'{result["peak_host_memory_mb"]:.0f} MB', flush=True)
   return dict(matmul_peak_flops=matmul_peak_flops(), points=points,
-              variants=list(FLAGS.variants), gin_files=FLAGS.gin_file,
-              gin_params=FLAGS.gin_param)
+              variants=list(variants), gin_files=list(gin_files),
+              gin_params=list(gin_params))
 
 
 def plot_sweep(sweep: Dict, path: str) -> None:
@@ -440,7 +457,10 @@ def main(argv):
   if FLAGS.sweep:
     if not FLAGS.output_json:
       raise app.UsageError('--sweep writes its points to --output_json.')
-    sweep = run_sweep()
+    sweep = run_sweep(FLAGS.gin_file, FLAGS.gin_param, FLAGS.variants,
+                      [int(b) for b in FLAGS.sweep_batch_sizes],
+                      [int(t) for t in FLAGS.sweep_seq_lengths],
+                      FLAGS.sweep_batch_size)
     _print_sweep(sweep)
     with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
       json.dump(sweep, f, indent=2)
@@ -458,4 +478,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)

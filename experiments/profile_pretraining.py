@@ -294,6 +294,7 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  benchmark_pretraining.define_flags()
   flags.DEFINE_string('output_dir', None, 'Where the JSON and report go.')
   flags.DEFINE_integer('top', 25, 'Op types listed in the report.')
   flags.DEFINE_string('profile_variant', None,

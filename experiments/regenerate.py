@@ -12,11 +12,11 @@ Scales:
   tiny   every compared model of the table, shrunk alike by
          gin/regenerate/tiny.gin, pretrained on --corpus and fine-tuned on
          the --tasks of --glue_dir (task:epochs; default SST-2 for a
-         quarter epoch, which at 001's batch of 256 is 66 steps and left
-         every model at the majority class when measured: give more epochs
-         or a task whose signal the budget reaches) with --num_runs seeds
-         aggregated by the paper's protocol; equal training FLOPs where the
-         paper compares at equal compute.
+         quarter epoch) with gin/regenerate/tiny_finetune.gin over each
+         task's paper cells (batch 32, learning rate 1e-3, length 64: the
+         papers' SST-2 cells left every tiny model at the majority class)
+         and --num_runs seeds aggregated by the paper's protocol; equal
+         training FLOPs where the paper compares at equal compute.
   gpu    the same grid at the small models' size with gin/regenerate/gpu.gin
          (batch 128, 5000 reference steps), meant for about 30 minutes per
          table on one GPU (not yet measured on one).

@@ -77,6 +77,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import tensorflow as tf
 
 from official.core import train_utils  # pylint: disable=unused-import
+from official_repro.modeling import activations
 from official_repro.modeling.layers import span_dynamic_conv
 from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-direct-tensorflow-import
 
@@ -356,7 +357,8 @@ def profiled_forward_flops(model: tf.keras.Model,
   """Float operations of one forward pass, counted by the TF profiler.
 
   The model's forward graph is frozen and `tf.compat.v1.profiler` counts its
-  float operations (2 per multiply-add). Importing `official.core.train_utils`
+  float operations (2 per multiply-add), with the GELUs traced unfused
+  (`activations.unfused`). Importing `official.core.train_utils`
   registers Model Garden's Einsum statistics, without which attention
   einsums would count zero.
 
@@ -367,9 +369,10 @@ def profiled_forward_flops(model: tf.keras.Model,
   Returns:
     The float-operation count.
   """
-  concrete = tf.function(
-      lambda inputs: model(inputs, training=False)).get_concrete_function(
-          specs)
+  with activations.unfused():
+    concrete = tf.function(
+        lambda inputs: model(inputs, training=False)).get_concrete_function(
+            specs)
   frozen = convert_to_constants.convert_variables_to_constants_v2(concrete)
   options = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
   options['output'] = 'none'

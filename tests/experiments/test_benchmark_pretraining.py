@@ -5,22 +5,12 @@ import os
 import subprocess
 import sys
 
-from absl import flags
-from absl.testing import flagsaver
 import pytest
 
 from experiments import benchmark_pretraining
 from official_repro.training import gin_utils
 
-FLAGS = flags.FLAGS
-
 _TINY_MASKED_LM = ('gin/papers/001_ale/bert_small.gin', 'gin/sizes/tiny.gin')
-
-
-@pytest.fixture(autouse=True)
-def _parsed_flags():
-  if not FLAGS.is_parsed():
-    FLAGS(['benchmark_pretraining'])
 
 
 def test_sweep_points_cover_both_axes():
@@ -66,12 +56,9 @@ def test_sweep_measures_every_variant_at_every_point_and_plots(tmp_path):
     measured.append((variant, tuple(bindings)))
     return _fake_result(variant, bindings)
 
-  with flagsaver.flagsaver(
-      gin_file=list(_TINY_MASKED_LM),
-      gin_param=['pretrain_data.max_seq_length = 16'],
-      sweep_batch_sizes=['2', '4'], sweep_seq_lengths=['16', '256'],
-      sweep_batch_size=3, variants=['ours', 'stock']):
-    sweep = benchmark_pretraining.run_sweep(measure)
+  sweep = benchmark_pretraining.run_sweep(
+      _TINY_MASKED_LM, ['pretrain_data.max_seq_length = 16'],
+      ['ours', 'stock'], [2, 4], [16, 256], 3, measure)
   assert [(p['axis'], p['batch_size'], p['seq_length'])
           for p in sweep['points']] == [
               ('batch_size', 2, 16), ('batch_size', 4, 16),

@@ -9,7 +9,7 @@ import tensorflow as tf
 from official_repro.modeling.pretrainers import sampling
 
 _LOGITS = np.array([1.5, 0.5, 0.0, -1.0], np.float32)
-_CHI2_P001 = {3: 16.27, 11: 31.26}  # chi-square critical values, p = 0.001
+_CHI2_P001 = {2: 13.82, 3: 16.27, 11: 31.26}  # chi-square critical values, p = 0.001
 
 
 def _chi2(counts, expected):
@@ -19,6 +19,41 @@ def _chi2(counts, expected):
 def _softmax(logits):
   e = np.exp(logits - logits.max())
   return e / e.sum()
+
+
+@pytest.mark.parametrize('seed', [None, tf.constant([5, 6], tf.int64)])
+def test_sample_from_logits_follows_the_tempered_softmax(seed):
+  n, temperature = 30000, 0.8
+  draws = sampling.sample_from_logits(
+      tf.tile(_LOGITS[None, None], [n // 10, 10, 1]), temperature,
+      seed=seed).numpy()
+  assert draws.shape == (n // 10, 10)
+  counts = np.bincount(draws.ravel(), minlength=4)
+  expected = _softmax(_LOGITS / temperature) * n
+  assert _chi2(counts, expected) < _CHI2_P001[3]
+
+
+def test_sample_from_logits_never_draws_a_disallowed_id():
+  # Each row's disallowed id is its most likely one; the others keep their
+  # renormalised probabilities.
+  n = 20000
+  logits = tf.tile(_LOGITS[None], [n, 1])
+  draws = sampling.sample_from_logits(
+      logits, disallowed_ids=tf.zeros([n], tf.int32),
+      seed=tf.constant([7, 8], tf.int64)).numpy()
+  assert not np.any(draws == 0)
+  p = _softmax(_LOGITS[1:])
+  counts = np.bincount(draws, minlength=4)[1:]
+  assert _chi2(counts, p * n) < _CHI2_P001[2]
+
+
+def test_sample_from_logits_is_a_function_of_its_seed():
+  logits = tf.random.stateless_normal([50, 100], [0, 1])
+  first = sampling.sample_from_logits(logits, seed=tf.constant([1, 2]))
+  again = sampling.sample_from_logits(logits, seed=tf.constant([1, 2]))
+  other = sampling.sample_from_logits(logits, seed=tf.constant([1, 3]))
+  np.testing.assert_array_equal(first, again)
+  assert np.any(first.numpy() != other.numpy())
 
 
 def test_sample_distinct_matches_sequential_sampling_without_replacement():
