@@ -105,8 +105,11 @@ def format_summary(result, metadata, params, data_seconds, train_seconds):
       f'model:       BERT, {result["num_params"] / 1e6:.2f}M parameters',
       f'training:    {result["global_step"]} steps of batch {batch} in '
       f'{train_seconds:.0f} s (incl. tracing, compiling and evaluation)',
-      f'throughput:  {result["train"].get("examples_per_second", 0.0):.1f} '
-      'examples/s over the last training loop',
+      (f'throughput:  {result["train"]["examples_per_second"]:.1f} '
+       'examples/s over the last training loop'
+       if result['train'].get('examples_per_second') else
+       'throughput:  none measured (no steps left to train: resumed '
+       'from the finished run)'),
       f'held-out:    masked-LM accuracy '
       f'{evaluation.get("masked_lm_accuracy", float("nan")):.4f}, loss '
       f'{evaluation.get("lm_example_loss", float("nan")):.4f}',

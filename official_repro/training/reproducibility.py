@@ -163,10 +163,10 @@ def latest_readable_checkpoint(model_dir: str, repoint: bool = True
   if state.model_checkpoint_path not in candidates:
     candidates.append(state.model_checkpoint_path)
   skipped = []
+  # `get_checkpoint_state` has already put `model_dir` in front of the
+  # relative paths that the checkpoint state file holds.
   for index in range(len(candidates) - 1, -1, -1):
     path = candidates[index]
-    if not os.path.isabs(path) and '://' not in path:
-      path = os.path.join(model_dir, path)
     error = _readable(path)
     if error is None:
       if skipped and repoint:

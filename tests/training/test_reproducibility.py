@@ -56,6 +56,16 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path,
   assert tf.train.latest_checkpoint(str(tmp_path)) == paths[1]
 
 
+def test_a_relative_model_dir_resumes(tmp_path, monkeypatch):
+  # The quickstart's default model_dir is relative: a second run must find
+  # 'runs/model/ckpt-2', not 'runs/model/runs/model/ckpt-2'.
+  monkeypatch.chdir(tmp_path)
+  _write_checkpoints('runs/model', [1, 2])
+  path, step = reproducibility.latest_readable_checkpoint('runs/model')
+  assert step == 2
+  assert os.path.normpath(path) == os.path.join('runs', 'model', 'ckpt-2')
+
+
 def test_no_checkpoint_and_no_readable_checkpoint(tmp_path):
   assert reproducibility.latest_readable_checkpoint(str(tmp_path)) == (None, 0)
   (path,) = _write_checkpoints(tmp_path / 'run', [5])
