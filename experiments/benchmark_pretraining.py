@@ -277,24 +277,36 @@ def _seq_length(train_data) -> int:
 def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
   """Measures `variant` in a subprocess, the configuration's gin plus
   `extra_bindings`."""
-  command = [sys.executable, '-m', 'experiments.benchmark_pretraining',
-             f'--run_variant={variant}', f'--steps={FLAGS.steps}',
-             f'--warmup_steps={FLAGS.warmup_steps}',
-             f'--work_dir={FLAGS.work_dir}',
-             f'--vocab_size={FLAGS.vocab_size}']
-  command += [f'--gin_file={f}' for f in FLAGS.gin_file]
-  command += [f'--gin_param={p}' for p in (*FLAGS.gin_param,
-                                            *extra_bindings)]
+  stdout = run_child('experiments.benchmark_pretraining',
+                     [f'--run_variant={variant}',
+                      *configuration_args(extra_bindings)],
+                     f'variant {variant}')
+  return json.loads(stdout.strip().splitlines()[-1])
+
+
+def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
+  """This process's configuration and step flags, for a child process,
+  with `extra_bindings` after the gin parameters."""
+  args = [f'--steps={FLAGS.steps}', f'--warmup_steps={FLAGS.warmup_steps}',
+          f'--work_dir={FLAGS.work_dir}', f'--vocab_size={FLAGS.vocab_size}',
+          *(f'--gin_file={f}' for f in FLAGS.gin_file),
+          *(f'--gin_param={p}' for p in (*FLAGS.gin_param, *extra_bindings))]
   if FLAGS.corpus:
-    command.append(f'--corpus={FLAGS.corpus}')
+    args.append(f'--corpus={FLAGS.corpus}')
   if FLAGS.vocab_file:
-    command.append(f'--vocab_file={FLAGS.vocab_file}')
-  completed = subprocess.run(command, capture_output=True, text=True,
+    args.append(f'--vocab_file={FLAGS.vocab_file}')
+  return args
+
+
+def run_child(module: str, args: Sequence[str], what: str) -> str:
+  """Runs `python -m module args` from the repository root; returns its
+  stdout, or raises naming `what` with the end of its stderr."""
+  completed = subprocess.run([sys.executable, '-m', module, *args],
+                             capture_output=True, text=True,
                              cwd=gin_utils.REPO_ROOT, check=False)
   if completed.returncode:
-    raise RuntimeError(f'variant {variant} failed:\n'
-                       f'{completed.stderr[-5000:]}')
-  return json.loads(completed.stdout.strip().splitlines()[-1])
+    raise RuntimeError(f'{what} failed:\n{completed.stderr[-5000:]}')
+  return completed.stdout
 
 
 def _print_table(results: list, peak: float) -> None:

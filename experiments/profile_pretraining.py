@@ -28,8 +28,6 @@ import collections
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import time
 from typing import Dict, Iterable, List, Sequence, Tuple
@@ -210,21 +208,11 @@ def profile_variant(variant: str, logdir: str) -> Dict:
 
 def _run_isolated(variant: str, output_dir: str) -> Dict:
   path = os.path.join(output_dir, f'{variant}.json')
-  command = [sys.executable, '-m', 'experiments.profile_pretraining',
-             f'--profile_variant={variant}', f'--output_dir={output_dir}',
-             f'--steps={FLAGS.steps}', f'--warmup_steps={FLAGS.warmup_steps}',
-             f'--work_dir={FLAGS.work_dir}', f'--vocab_size={FLAGS.vocab_size}',
-             *(f'--gin_file={f}' for f in FLAGS.gin_file),
-             *(f'--gin_param={p}' for p in FLAGS.gin_param)]
-  if FLAGS.corpus:
-    command.append(f'--corpus={FLAGS.corpus}')
-  if FLAGS.vocab_file:
-    command.append(f'--vocab_file={FLAGS.vocab_file}')
-  completed = subprocess.run(command, capture_output=True, text=True,
-                             cwd=gin_utils.REPO_ROOT, check=False)
-  if completed.returncode:
-    raise RuntimeError(f'profiling {variant} failed:\n'
-                       f'{completed.stderr[-5000:]}')
+  benchmark_pretraining.run_child(
+      'experiments.profile_pretraining',
+      [f'--profile_variant={variant}', f'--output_dir={output_dir}',
+       *benchmark_pretraining.configuration_args()],
+      f'profiling {variant}')
   with tf.io.gfile.GFile(path) as f:
     return json.load(f)
 
