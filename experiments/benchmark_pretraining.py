@@ -274,6 +274,21 @@ def _seq_length(train_data) -> int:
   return getattr(train_data, 'max_seq_length', None) or train_data.seq_length
 
 
+def prepare_records(extra_bindings: Sequence[str] = ()) -> None:
+  """Builds the records a configuration reads in this process, so that the
+  measured child processes only read them (their peak memory is then the
+  training's, not the record building's)."""
+  gin_utils.parse_config(FLAGS.gin_file, [*FLAGS.gin_param, *extra_bindings])
+  seq_length = gin.query_parameter('pretrain_data.max_seq_length')
+  mask_rate = _query_or('pretrain_data.mask_rate',
+                        pretrain_dataloader.PretrainDataConfig().mask_rate)
+  max_predictions = _query_or(
+      'pretrain_data.max_predictions_per_seq', None) or (
+          masking_lib.default_max_predictions(seq_length, mask_rate))
+  gin.clear_config()
+  _record_dirs(seq_length, max_predictions)
+
+
 def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
   """Measures `variant` in a subprocess, the configuration's gin plus
   `extra_bindings`."""
@@ -370,13 +385,13 @@ def run_sweep(gin_files: Sequence[str], gin_params: Sequence[str],
     seq_lengths: the length sweep, at `length_batch_size`.
     length_batch_size: batch size of the length sweep.
     measure: `measure(variant, extra_bindings) -> result` (default: the
-      variant in its own subprocess, `_run_isolated`).
+      variant in its own subprocess, `_run_isolated`, after this process
+      has built the point's records).
 
   Returns:
     {matmul_peak_flops, points: [point + {variant: result}], variants,
     gin_files, gin_params}.
   """
-  measure = measure or _run_isolated
   gin_utils.parse_config(gin_files, gin_params)
   seq_length = gin.query_parameter('pretrain_data.max_seq_length')
   mask_rate = _query_or('pretrain_data.mask_rate',
@@ -387,8 +402,10 @@ def run_sweep(gin_files: Sequence[str], gin_params: Sequence[str],
                         length_batch_size)
   for index, point in enumerate(points, start=1):
     bindings = point_bindings(point, seq_length, mask_rate, max_positions)
+    if measure is None:
+      prepare_records(bindings)
     for variant in variants:
-      result = measure(variant, bindings)
+      result = (measure or _run_isolated)(variant, bindings)
       point[variant] = result
       print(f'[{index}/{len(points)}] {variant} batch {point["batch_size"]} '
             f'length {point["seq_length"]}: '
@@ -480,6 +497,7 @@ def main(argv):
                os.path.splitext(FLAGS.output_json)[0] + '.png')
     return
   peak = matmul_peak_flops()
+  prepare_records()
   results = [_run_isolated(variant) for variant in FLAGS.variants]
   _print_table(results, peak)
   summary = dict(matmul_peak_flops=peak, results=results,

@@ -40,9 +40,9 @@ k-tap sum became one banded contraction per block (see
 script gave 0.997, 0.929, 0.826: the banded form speeds up training (the
 backward pass, 1.8-2.8x for the sum) more than this forward-only timing. At
 T = 128 the time ratio stays above the FLOPs ratio: the convolution branch
-is six small ops (depthwise and pointwise convolution, product, kernel
-generator, softmax, banded contraction) beside matmuls of the same size as
-self-attention's; at T = 512 it falls below it, because self-attention's
+is a dozen small ops (depthwise and pointwise convolution, product, kernel
+generator, softmax, the banded contraction's pads, reshapes, transpose and
+einsum) beside matmuls of the same size as self-attention's; at T = 512 it falls below it, because self-attention's
 12-head softmax over T x T scores is memory-bound and costs more time per
 FLOP than the matmuls (mixed attention has 6 such heads). With `--xla` it was slower (1.21, 1.22, 1.05): XLA's
 CPU backend runs the depthwise convolution (a convolution with

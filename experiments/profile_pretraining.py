@@ -18,7 +18,9 @@ type, per category (matmul, element-wise, reduction, layout, gather and
 scatter, softmax and cross-entropy, random, input pipeline, variable reads
 and writes, and the optimizer's update, by name scope) and per op, and divided by the steps, they give milliseconds per step. Ops run
 on two threads at once on two cores, so the op time per step can exceed the
-step's wall time; the shares are of op time.
+step's wall time; the shares are of op time. Only the host's TensorFlow
+ops are read: on a GPU they are kernel launches, not kernel times, so a
+trace with device planes is refused (use TensorBoard's profiler there).
 
 Writes `<output_dir>/<variant>.json` and `<output_dir>/profile.md`, the
 categories and the `--top` op types of both variants side by side.
@@ -108,6 +110,10 @@ def op_events(space: xplane_pb2.XSpace) -> Iterable[Tuple[str, str, int]]:
   the host: events named `<name>:<type>` (executor and Python events, whose
   names have no such form or contain '::', are skipped)."""
   for plane in space.planes:
+    if plane.name.startswith('/device:') and plane.lines:
+      raise ValueError(
+          f'The trace has device plane {plane.name!r}: host op times would be '
+          'kernel launches there, not kernel times.')
     if not plane.name.startswith('/host:'):
       continue
     for line in plane.lines:

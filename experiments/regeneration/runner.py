@@ -87,6 +87,10 @@ def check_settings(out: str, settings: GridSettings) -> None:
   if tf.io.gfile.exists(path):
     with tf.io.gfile.GFile(path) as f:
       stored = json.load(f)
+    # A setting added since the file was written reads as its default.
+    for field in dataclasses.fields(GridSettings):
+      if field.name not in stored and field.default is not dataclasses.MISSING:
+        stored[field.name] = field.default
     differences = [f'{name}: stored {stored.get(name)!r}, now '
                    f'{current.get(name)!r}'
                    for name in sorted(set(stored) | set(current))

@@ -10,7 +10,8 @@ Model Garden's.
 Both GELUs compute the same formulas as Keras' `gelu`, but as one
 XLA-compiled element-wise kernel forward and one backward with a
 hand-written derivative, inside graphs that are otherwise not compiled
-(`tf.custom_gradient` around two `jit_compile` functions). Left to
+(`tf.custom_gradient` around two `jit_compile` functions; not on TPUs,
+whose whole step is compiled). Left to
 TensorFlow's kernels, the tanh form is 8 element-wise ops forward and about
 twice that backward, each a pass over the `[B, T, FFN]` activations: 11%
 of the op time of an ELECTRA-small CPU training step
@@ -38,7 +39,7 @@ _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_tanh_forward(x):
   """`0.5 x (1 + tanh(u))`, `u = sqrt(2/pi) (x + 0.044715 x^3)`; also
   returns `tanh(u)` for the backward pass."""
@@ -46,7 +47,7 @@ def _gelu_tanh_forward(x):
   return 0.5 * x * (1.0 + tanh_u), tanh_u
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_tanh_backward(upstream, x, tanh_u):
   """`d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx`,
   `du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)`."""
@@ -55,13 +56,13 @@ def _gelu_tanh_backward(upstream, x, tanh_u):
                      0.5 * x * (1.0 - tanh_u * tanh_u) * du_dx)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_erf_forward(x):
   """`0.5 x (1 + erf(x / sqrt(2)))`."""
   return 0.5 * x * (1.0 + tf.math.erf(x * _SQRT_HALF))
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_erf_backward(upstream, x):
   """`d/dx = Phi(x) + x phi(x)`."""
   cdf = 0.5 * (1.0 + tf.math.erf(x * _SQRT_HALF))
@@ -83,6 +84,14 @@ def unfused() -> Iterator[None]:
     _fused = previous
 
 
+def _use_fused(x) -> bool:
+  """Fuse a TensorFlow tensor outside `unfused()` and outside TPUs (whose
+  step XLA compiles whole); Keras' functional inputs and arrays take
+  Keras' own ops."""
+  return (_fused and isinstance(x, tf.Tensor) and not isinstance(
+      tf.distribute.get_strategy(), tf.distribute.TPUStrategy))
+
+
 @tf.custom_gradient
 def _fused_gelu_tanh(x):
   output, tanh_u = _gelu_tanh_forward(x)
@@ -98,17 +107,17 @@ def _fused_gelu_erf(x):
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 def gelu_tanh(x: tf.Tensor) -> tf.Tensor:
   """GELU, tanh approximation (BERT, ELECTRA, ALBERT reference code)."""
-  if not _fused:
+  if not _use_fused(x):
     return tf_keras.activations.gelu(x, approximate=True)
-  return _fused_gelu_tanh(tf.convert_to_tensor(x))
+  return _fused_gelu_tanh(x)
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 def gelu_erf(x: tf.Tensor) -> tf.Tensor:
   """GELU, exact erf form (ConvBERT reference code)."""
-  if not _fused:
+  if not _use_fused(x):
     return tf_keras.activations.gelu(x, approximate=False)
-  return _fused_gelu_erf(tf.convert_to_tensor(x))
+  return _fused_gelu_erf(x)
 
 
 _OWN = dict(gelu_tanh=gelu_tanh, gelu_erf=gelu_erf)

@@ -258,6 +258,19 @@ def test_tiny_fine_tuning_include_is_passed_and_fingerprinted(
   runner.check_settings(out, _settings(finetune_fingerprint='a'))
   with pytest.raises(ValueError, match='finetune_fingerprint'):
     runner.check_settings(out, _settings(finetune_fingerprint='b'))
+  # A grid stored before the setting existed had no include: '' resumes,
+  # a tiny grid (which has one now) is refused.
+  older = str(tmp_path / 'older')
+  runner.check_settings(older, _settings())
+  path = os.path.join(older, runner.SETTINGS_FILENAME)
+  with open(path) as f:
+    stored = json.load(f)
+  del stored['finetune_fingerprint']
+  with open(path, 'w') as f:
+    json.dump(stored, f)
+  runner.check_settings(older, _settings())
+  with pytest.raises(ValueError, match='finetune_fingerprint'):
+    runner.check_settings(older, _settings(finetune_fingerprint='a'))
 
 
 def test_fingerprint_follows_the_bindings_a_run_trains_with():

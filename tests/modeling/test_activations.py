@@ -119,3 +119,25 @@ def test_profiler_flops_count_sees_past_the_fused_gelu():
     y = activations.gelu_tanh(x)
   assert activations._fused  # pylint: disable=protected-access
   np.testing.assert_allclose(tape.gradient(y, x), [0.8673], atol=1e-4)
+
+
+@pytest.mark.parametrize('name', ['gelu_tanh', 'gelu_erf'])
+def test_graphs_call_the_compiled_kernels_unless_unfused(name):
+  def xla_calls(function):
+    graph = tf.function(function).get_concrete_function(
+        tf.TensorSpec([2, 3])).graph
+    return [op for op in graph.get_operations()
+            if op.type in ('PartitionedCall', 'StatefulPartitionedCall') and
+            op.get_attr('_XlaMustCompile')]
+
+  activation = activations.get(name)
+  assert xla_calls(activation)
+  with activations.unfused():
+    assert not xla_calls(activation)
+
+
+def test_keras_functional_inputs_take_keras_ops():
+  inputs = tf_keras.Input([4])
+  model = tf_keras.Model(inputs, activations.gelu_tanh(inputs))
+  np.testing.assert_allclose(model(np.ones([1, 4], np.float32)),
+                             _gelu_tanh_numpy(np.ones([1, 4])), rtol=1e-5)
