@@ -49,7 +49,7 @@ import resource
 import subprocess
 import sys
 import time
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -163,16 +163,23 @@ def _shared_vocab(dirs: dict) -> str:
   return os.path.join(first, records.VOCAB_FILENAME)
 
 
-def _configure() -> tuple:
-  gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
+def _record_shape() -> Tuple[int, int]:
+  """(sequence length, masked positions per sequence) of the parsed gin."""
   seq_length = gin.query_parameter('pretrain_data.max_seq_length')
-  defaults = pretrain_dataloader.PretrainDataConfig()
-  mask_rate = _query_or('pretrain_data.mask_rate', defaults.mask_rate)
+  mask_rate = _query_or('pretrain_data.mask_rate',
+                        pretrain_dataloader.PretrainDataConfig().mask_rate)
   max_predictions = _query_or(
       'pretrain_data.max_predictions_per_seq', None) or (
           masking_lib.default_max_predictions(seq_length, mask_rate))
+  return seq_length, max_predictions
+
+
+def _configure() -> tuple:
+  gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
+  seq_length, max_predictions = _record_shape()
   dirs = _record_dirs(seq_length, max_predictions)
-  masking = _query_or('pretrain_data.masking', defaults.masking)
+  masking = _query_or('pretrain_data.masking',
+                      pretrain_dataloader.PretrainDataConfig().masking)
   with gin.unlock_config():
     gin.bind_parameter('pretrain_data.input_path', dirs[masking])
     gin.bind_parameter('pretrain_data.max_predictions_per_seq',
@@ -279,12 +286,7 @@ def prepare_records(extra_bindings: Sequence[str] = ()) -> None:
   measured child processes only read them (their peak memory is then the
   training's, not the record building's)."""
   gin_utils.parse_config(FLAGS.gin_file, [*FLAGS.gin_param, *extra_bindings])
-  seq_length = gin.query_parameter('pretrain_data.max_seq_length')
-  mask_rate = _query_or('pretrain_data.mask_rate',
-                        pretrain_dataloader.PretrainDataConfig().mask_rate)
-  max_predictions = _query_or(
-      'pretrain_data.max_predictions_per_seq', None) or (
-          masking_lib.default_max_predictions(seq_length, mask_rate))
+  seq_length, max_predictions = _record_shape()
   gin.clear_config()
   _record_dirs(seq_length, max_predictions)
 

@@ -10,13 +10,17 @@ import pytest
 from official_repro.training import gin_utils
 
 
-@pytest.mark.slow
-def test_quickstart_runs_and_summarizes(tmp_path):
-  completed = subprocess.run(
+def _quickstart(work_dir):
+  return subprocess.run(
       [sys.executable, '-m', 'official_repro.quickstart',
-       f'--work_dir={tmp_path}'],
+       f'--work_dir={work_dir}'],
       cwd=gin_utils.REPO_ROOT, capture_output=True, text=True, timeout=1200,
       check=False)
+
+
+@pytest.mark.slow
+def test_quickstart_runs_and_summarizes(tmp_path):
+  completed = _quickstart(tmp_path)
   assert completed.returncode == 0, completed.stderr[-3000:]
   assert 'held-out:    masked-LM accuracy' in completed.stdout
   with open(os.path.join(tmp_path, 'model', 'quickstart_summary.json')) as f:
@@ -27,11 +31,7 @@ def test_quickstart_runs_and_summarizes(tmp_path):
   assert summary['eval']['masked_lm_accuracy'] > 0.1
   assert os.path.exists(summary['operative_config'])
   # A second call finds the finished run and only evaluates it again.
-  again = subprocess.run(
-      [sys.executable, '-m', 'official_repro.quickstart',
-       f'--work_dir={tmp_path}'],
-      cwd=gin_utils.REPO_ROOT, capture_output=True, text=True, timeout=600,
-      check=False)
+  again = _quickstart(tmp_path)
   assert again.returncode == 0, again.stderr[-3000:]
   assert 'none measured (no steps left to train' in again.stdout
   assert 'masked-LM accuracy 0.' in again.stdout

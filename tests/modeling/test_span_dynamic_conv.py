@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from experiments import span_conv_speed
 from official_repro.modeling.layers import span_dynamic_conv as sdc
 
 BATCH, SEQ, WIDTH = 2, 7, 8
@@ -100,16 +101,6 @@ def test_windowed_sum_across_blocks_equals_naive_loop(seq_length,
                              rtol=1e-5, atol=1e-5)
 
 
-def _shifted_slices_sum(values, kernel, causal):
-  """The k-tap sum as k shifted slices (an independent TF formulation)."""
-  k = kernel.shape[-1]
-  left = k - 1 if causal else (k - 1) // 2
-  padded = tf.pad(values, [[0, 0], [left, k - 1 - left], [0, 0], [0, 0]])
-  length = values.shape[1]
-  return tf.add_n([padded[:, j:j + length] * kernel[..., j:j + 1]
-                   for j in range(k)])
-
-
 @pytest.mark.parametrize('causal', [False, True])
 def test_windowed_sum_gradients_equal_the_shifted_slices_form(causal):
   rng = np.random.default_rng(3)
@@ -117,7 +108,8 @@ def test_windowed_sum_gradients_equal_the_shifted_slices_form(causal):
   kernel = tf.constant(rng.normal(size=(2, 45, 2, 9)).astype(np.float32))
   weights = tf.constant(rng.normal(size=(2, 45, 2, 3)).astype(np.float32))
   gradients = []
-  for function in (sdc.apply_dynamic_kernel, _shifted_slices_sum):
+  for function in (sdc.apply_dynamic_kernel,
+                   span_conv_speed.shifted_slices_sum):
     with tf.GradientTape() as tape:
       tape.watch([values, kernel])
       loss = tf.reduce_sum(weights * function(values, kernel, causal))
