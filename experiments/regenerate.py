@@ -3,7 +3,8 @@ r"""Regenerates one paper table or figure: ours beside the paper's.
   python -m experiments.regenerate --list
   python -m experiments.regenerate --table=001.IV --scale=tiny \
     --corpus=/data/corpus/gutenberg --vocab_file=/data/vocab.txt \
-    --glue_dir=/data/glue --out=/tmp/regenerate/001.IV
+    --glue_dir=/data/glue --runs_dir=/tmp/regenerate/runs \
+    --out=/tmp/regenerate/001.IV
   python -m experiments.regenerate --table=001.IV --scale=paper \
     --bucket=gs://my-bucket/runs --glue_dir=gs://my-bucket/glue \
     --out=/tmp/plan [--launch | --collect]
@@ -29,7 +30,11 @@ Output: <out>/<key>.md and <key>.json (ours, the paper's value, the
 difference, steps, scale, seeds and aggregation), <key>.png for figures,
 and the plan as <key>.plan.md / .plan.json. A killed grid resumes where it
 stopped (finished runs are read back) and refuses to mix results of other
-settings (see experiments/regeneration/runner.py).
+settings. Pretraining runs are kept in --runs_dir by a digest of what
+decides their numbers, so tables given the same --runs_dir pretrain a model
+they share once (004 Tables 1 and 2 and Fig. 2; 003 Table 1 and Fig. 3);
+at paper scale the model directories under --bucket are named the same way
+(see experiments/regeneration/runner.py and plan.py).
 """
 
 import json
@@ -69,7 +74,12 @@ def define_flags():
   flags.DEFINE_string('glue_dir', None, 'GLUE root (SST-2/, MRPC/, ...).')
   flags.DEFINE_string('lm_file', None,
                       'Word-level text for 002.3 (WikiText tokens).')
-  flags.DEFINE_string('out', None, 'Output directory.')
+  flags.DEFINE_string('out', None, "Output directory of the table.")
+  flags.DEFINE_string('runs_dir', None,
+                      'Tiny/gpu scale: the run store, where pretraining runs '
+                      'and their fine-tuning are kept by what decides their '
+                      'numbers; tables given the same one share their equal '
+                      'runs (default: <out>/runs).')
   flags.DEFINE_integer('reference_steps', None,
                        'Steps of the reference run (default: 400 tiny, '
                        '5000 gpu).')
@@ -99,6 +109,10 @@ def _tasks() -> dict:
       raise app.UsageError(f'--tasks item {item!r}: expected task:epochs.')
     tasks[task] = float(epochs)
   return tasks
+
+
+def _runs_dir() -> str:
+  return FLAGS.runs_dir or os.path.join(FLAGS.out, 'runs')
 
 
 def list_targets() -> str:
@@ -147,7 +161,7 @@ def _paper(target: registry.Target) -> None:
   if FLAGS.collect:
     results = {}
     for run in planned:
-      path = f'{run.model_dir}/glue/glue_results.json'
+      path = f'{run.glue_dir}/glue_results.json'
       if not tf.io.gfile.exists(path):
         print(f'{run.name}: no {path} yet.')
         continue
@@ -202,7 +216,7 @@ def _attention_concentration(target: registry.Target) -> None:
       reference_steps=FLAGS.reference_steps or _DEFAULT_STEPS[FLAGS.scale],
       tasks={}, num_runs=0,
       strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale])
-  encoders = runner.pretrain_only(target, settings, FLAGS.out)
+  encoders = runner.pretrain_only(target, settings, FLAGS.out, _runs_dir())
   command = [sys.executable, '-m', 'experiments.attention_concentration',
              f'--glue_dir={FLAGS.glue_dir}', '--task=mrpc', '--split=dev',
              f'--output_file={os.path.join(FLAGS.out, target.key + ".json")}']
@@ -252,7 +266,7 @@ def _grid(target: registry.Target) -> None:
       tasks=_tasks(), num_runs=FLAGS.num_runs,
       strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale],
       finetune_fingerprint=runner.finetune_fingerprint(FLAGS.scale))
-  results = runner.run_grid(target, settings, FLAGS.out)
+  results = runner.run_grid(target, settings, FLAGS.out, _runs_dir())
   header = (f'Scale: {FLAGS.scale} (gin/regenerate/{FLAGS.scale}.gin); '
             f'reference steps {settings.reference_steps}'
             + (f' ({target.reference}, others at its training FLOPs)'

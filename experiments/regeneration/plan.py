@@ -18,6 +18,7 @@ estimated).
 """
 
 import dataclasses
+import hashlib
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -56,6 +57,8 @@ class PlannedRun:
     paper_hours: the time the paper reports for this row, if it does.
     parameters: encoder parameters.
     finetune_command: the `experiments.glue_suite` command, if any.
+    glue_dir: its model directory (where --collect reads
+      glue_results.json), if any.
     finetune_flops, finetune_tpu_v3_8_hours: its estimated cost.
   """
   name: str
@@ -69,6 +72,7 @@ class PlannedRun:
   paper_hours: Optional[float]
   parameters: int
   finetune_command: Optional[str]
+  glue_dir: Optional[str]
   finetune_flops: Optional[float]
   finetune_tpu_v3_8_hours: Optional[float]
 
@@ -81,6 +85,22 @@ def parse_gin(gin_files: Sequence[str], bindings: Sequence[str] = ()
   gin_utils.parse_config(
       [os.path.join(gin_utils.REPO_ROOT, path) for path in gin_files],
       list(bindings))
+
+
+def gin_fingerprint(gin_files: Sequence[str], bindings: Sequence[str] = ()
+                    ) -> str:
+  """SHA-256 of the gin bindings that `gin_files` then `bindings` make."""
+  parse_gin(gin_files, bindings)
+  config = gin.config_str()
+  gin.clear_config()
+  return hashlib.sha256(config.encode('utf-8')).hexdigest()
+
+
+def run_label(gin_files: Sequence[str]) -> str:
+  """A run directory's readable part: the first gin file's paper folder
+  and name ('001_ale.electra_small')."""
+  paper_dir, name = gin_files[0].split('/')[-2:]
+  return f'{paper_dir}.{os.path.splitext(name)[0]}'
 
 
 def flops_report(gin_files: Sequence[str], bindings: Sequence[str] = (),
@@ -144,6 +164,25 @@ def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
                           f'or {size}.gin.')
 
 
+def model_directory(bucket: str, gin_files: Sequence[str],
+                    bindings: Sequence[str] = ()) -> str:
+  """A paper-scale pretraining run's model directory under `bucket`: its
+  `run_label` and a digest of its gin bindings, so that the tables that
+  compare the same model (ELECTRA-small in 001 Table IV and 004 Tables 1
+  and 2) pretrain it once."""
+  digest = gin_fingerprint(gin_files, bindings)[:12]
+  return f'{bucket.rstrip("/")}/{run_label(gin_files)}-{digest}'
+
+
+def glue_directory(model_dir: str, target: registry.Target,
+                   run: registry.Run) -> str:
+  """The GLUE fine-tuning directory of a run under a paper's protocol (and
+  its size's cells): one pretrained model is fine-tuned once per
+  protocol."""
+  return (f'{model_dir}/glue_{target.finetune_paper}' +
+          (f'_{run.finetune_size}' if run.finetune_size else ''))
+
+
 def plan(target: registry.Target, bucket: str, glue_dir: str,
          squad_dir: str = '$SQUAD_DIR', tpu_name: str = '$TPU_NAME',
          zone: str = '$ZONE', vocab_size: int = 30522) -> List[PlannedRun]:
@@ -152,23 +191,25 @@ def plan(target: registry.Target, bucket: str, glue_dir: str,
   planned = []
   for run in target.runs:
     report, parameters = flops_report(run.gin_files, vocab_size=vocab_size)
-    model_dir = f'{bucket.rstrip("/")}/{target.key}/{run.name}'
     gin_flags = ' '.join(f'--gin_file={path}' for path in run.gin_files)
     steps = report.train_steps
-    bindings = ''
+    bindings = []
     if run.budget_ratio != 1.0:
       steps = int(round(report.train_steps * run.budget_ratio))
-      bindings = f' --gin_param=experiment.train_steps={steps}'
+      bindings = [f'experiment.train_steps={steps}']
+    model_dir = model_directory(bucket, run.gin_files, bindings)
     train_flops = report.total_train_flops() * steps / report.train_steps
-    finetune_command = finetune_flops = finetune_hours = None
+    finetune_command = finetune_flops = finetune_hours = glue_dir_out = None
     if target.finetune_paper:
+      glue_dir_out = glue_directory(model_dir, target, run)
       sized = ''.join(
           f' --gin_file={path}' for path in
           size_files(target.finetune_paper, 'glue', run.finetune_size))
       commands = [
           f'python -m experiments.glue_suite --paper={target.finetune_paper}'
           f' --init_checkpoint={model_dir} --glue_dir={glue_dir}'
-          f' --model_dir={model_dir}/glue{sized} --strategy=tpu'
+          f' --model_dir={glue_dir_out}{sized}'
+          ' --strategy=tpu'
           f' --tpu={tpu_name}']
       for squad in target.squad:
         files = [f'gin/finetune/{target.finetune_paper}/{squad}.gin',
@@ -177,7 +218,8 @@ def plan(target: registry.Target, bucket: str, glue_dir: str,
             'python -m official_repro.finetune '
             + ' '.join(f'--gin_file={path}' for path in files) +
             f' --init_checkpoint={model_dir} --data_dir={squad_dir}/{squad}'
-            f' --model_dir={model_dir}/{squad} --strategy=tpu'
+            f' --model_dir={model_dir}/{squad}_{target.finetune_paper}'
+            ' --strategy=tpu'
             f' --tpu={tpu_name}')
       finetune_command = '\n'.join(commands)
       finetune_flops = _finetune_flops(target.finetune_paper, parameters)
@@ -191,10 +233,14 @@ def plan(target: registry.Target, bucket: str, glue_dir: str,
         name=run.name, row=run.row, gin_files=list(run.gin_files),
         model_dir=model_dir,
         pretrain_command=(f'./run_tpu.sh --tpu_name={tpu_name} --zone={zone} '
-                          f'{gin_flags}{bindings} --model_dir={model_dir}'),
+                          f'{gin_flags}'
+                          + ''.join(f' --gin_param={binding}'
+                                    for binding in bindings) +
+                          f' --model_dir={model_dir}'),
         train_steps=steps, train_flops=train_flops,
         tpu_v3_8_hours=train_flops / rate / 3600.0, paper_hours=paper_hours,
         parameters=parameters, finetune_command=finetune_command,
+        glue_dir=glue_dir_out,
         finetune_flops=finetune_flops,
         finetune_tpu_v3_8_hours=finetune_hours))
   return planned

@@ -1,23 +1,42 @@
 """Runs a table's grid at a small scale: pretrain, fine-tune, aggregate.
 
-Layout under `out` (any `tf.io.gfile` path):
+Pretraining runs and their fine-tuning live in a run store, `runs_dir`
+(any `tf.io.gfile` path), named by what decides their numbers, so that
+tables that compare the same model share one run: 004 Tables 1 and 2 and
+Fig. 2 all pretrain ELECTRA-small and SCRIPT-small with the same gin
+bindings, and pass one `--runs_dir` to pretrain each once.
+
+  <runs_dir>/records-<key>/         the corpus as pretraining records, per
+                                    corpus and vocabulary (built once)
+  <runs_dir>/<label>-<key>/         `official_repro.train`'s model_dir (it
+                                    resumes); label: the first gin file's
+                                    paper folder and name; key: SHA-256 of
+                                    the run's gin bindings, corpus and
+                                    vocabulary
+    glue/<paper>-<key>/step_<N>/<task>/
+                                    `experiments.glue_suite`'s model_dir at
+                                    checkpoint N (it resumes); key: the GLUE
+                                    directory, epochs, seeds and fine-tuning
+                                    include
+
+Every pretraining saves `curve_points` checkpoints, so a learning-curve
+figure can fine-tune a run that a table pretrained. The table's own
+directory `out` holds:
 
   settings.json            what the grid was started with; a later call with
                            other settings stops with the differences named
-  records/                 the corpus as pretraining records (built once)
-  <run>/pretrain/          `official_repro.train`'s model_dir (it resumes)
-  <run>/glue/<task>/       `experiments.glue_suite`'s model_dir (it resumes)
   <run>/result.json        the run's scores, written when it finishes; a
                            finished run is read back, never redone
 
 Every compared model gets the paper gin files of its row, then
 `gin/regenerate/<scale>.gin`; the reference run trains `reference_steps`
 and every other run the steps that give it the reference's training FLOPs
-times its `budget_ratio`, each warming up over a tenth of its steps (ELECTRA's FLOPs formula, `official_repro.metrics.
-flops.steps_for_budget`), so models that the paper compares at equal
-compute are compared at equal compute here too. Runs go one after another,
-each in its own process, printing which run of how many, the steps, and an
-estimate of the time left from the runs done so far.
+times its `budget_ratio`, each warming up over a tenth of its steps
+(ELECTRA's FLOPs formula, `official_repro.metrics.flops.steps_for_budget`),
+so models that the paper compares at equal compute are compared at equal
+compute here too. Runs go one after another, each in its own process,
+printing which run of how many, the steps, and an estimate of the time
+left from the runs done so far.
 """
 
 import dataclasses
@@ -28,9 +47,8 @@ import re
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence, Tuple
 
-import gin
 import tensorflow as tf
 
 from experiments import corpus_records
@@ -58,10 +76,11 @@ class GridSettings:
     tasks: GLUE tasks fine-tuned, with the epochs of each.
     num_runs: fine-tuning seeds per task (the paper's aggregation over them).
     strategy: distribution strategy flag value for every job.
-    curve_points: for learning-curve figures, checkpoints fine-tuned per run.
-    finetune_fingerprint: SHA-256 of the scale's fine-tuning include
-      (`finetune_gin(scale)`), '' when the scale has none: fine-tuning
-      results of another include are not mixed in.
+    curve_points: checkpoints every pretraining saves (evenly spaced, the
+      last at its final step); learning-curve figures fine-tune each.
+    finetune_fingerprint: SHA-256 of the bindings of the scale's
+      fine-tuning include (`finetune_gin(scale)`), '' when the scale has
+      none: fine-tuning results of another include are not mixed in.
   """
   target: str
   scale: str
@@ -119,12 +138,10 @@ def finetune_gin(scale: str) -> str:
 
 
 def finetune_fingerprint(scale: str) -> str:
-  """SHA-256 of `finetune_gin(scale)`'s text ('' if there is none)."""
+  """SHA-256 of the bindings `finetune_gin(scale)` makes ('' if there is
+  none): its values, not its comments."""
   path = finetune_gin(scale)
-  if not path:
-    return ''
-  with tf.io.gfile.GFile(os.path.join(gin_utils.REPO_ROOT, path), 'rb') as f:
-    return hashlib.sha256(f.read()).hexdigest()
+  return plan.gin_fingerprint([path]) if path else ''
 
 
 def run_steps(target: registry.Target, settings: GridSettings,
@@ -150,6 +167,36 @@ def run_steps(target: registry.Target, settings: GridSettings,
       budget * run.budget_ratio, reports[run.name].per_token_forward(),
       reports[run.name].batch_size, reports[run.name].seq_length)))
           for run in runs}
+
+
+def _digest(*parts: str) -> str:
+  return hashlib.sha256('\n'.join(parts).encode('utf-8')).hexdigest()[:12]
+
+
+def records_dir(runs_dir: str, settings: GridSettings) -> str:
+  """The run store's records of the settings' corpus and vocabulary."""
+  return os.path.join(runs_dir, 'records-' + _digest(settings.corpus,
+                                                    settings.vocab_file))
+
+
+def run_dir(runs_dir: str, run: registry.Run, settings: GridSettings,
+            fingerprint: str) -> str:
+  """The run store's directory of a pretraining run: named by its first gin
+  file (`001_ale.electra_small`) and a digest of its gin bindings
+  (`fingerprint`), corpus and vocabulary, so that equal runs of different
+  tables are one."""
+  return os.path.join(runs_dir, f'{plan.run_label(run.gin_files)}-' + _digest(
+      fingerprint, settings.corpus, settings.vocab_file))
+
+
+def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
+  """A fine-tuning job's directory under a checkpoint's `step_dir`, named
+  by the task and a digest of what decides its scores besides the
+  checkpoint and the protocol's folder: the GLUE directory, epochs, seeds
+  and the text of the scale's fine-tuning include."""
+  return os.path.join(step_dir, f'{task}-' + _digest(
+      settings.glue_dir, repr(settings.tasks[task]), str(settings.num_runs),
+      finetune_fingerprint(settings.scale)))
 
 
 def _checkpoint_steps(train_steps: int, points: int) -> List[int]:
@@ -192,12 +239,9 @@ def run_fingerprint(run: registry.Run, scale: str, steps: int) -> str:
   """SHA-256 of the gin bindings a run trains with (its paper files, the
   scale's include, its small-scale bindings and steps): a run read back
   from an earlier call must have been trained with the same."""
-  plan.parse_gin(run.gin_files + (_scale_gin(scale),),
-                 (*run.small_scale_bindings,
-                  f'experiment.train_steps = {steps}'))
-  config = gin.config_str()
-  gin.clear_config()
-  return hashlib.sha256(config.encode('utf-8')).hexdigest()
+  return plan.gin_fingerprint(run.gin_files + (_scale_gin(scale),),
+                              (*run.small_scale_bindings,
+                               f'experiment.train_steps = {steps}'))
 
 
 def _pretrain(run: registry.Run, settings: GridSettings, records: str,
@@ -221,11 +265,12 @@ def _pretrain(run: registry.Run, settings: GridSettings, records: str,
 
 
 def _finetune(target: registry.Target, settings: GridSettings,
-              checkpoint: str, glue_dir_out: str) -> Dict[str, Dict]:
-  """{task: glue_suite's summary and score} for one checkpoint."""
+              checkpoint: str, step_dir: str) -> Dict[str, Dict]:
+  """{task: glue_suite's summary and score} for one checkpoint, each task
+  fine-tuned under `step_dir` (or read back from there)."""
   scores = {}
   for task, epochs in settings.tasks.items():
-    model_dir = os.path.join(glue_dir_out, task)
+    model_dir = _task_dir(step_dir, task, settings)
     results_path = os.path.join(model_dir, 'glue_results.json')
     if not tf.io.gfile.exists(results_path):
       tf.io.gfile.makedirs(model_dir)
@@ -254,33 +299,81 @@ def build_records(settings: GridSettings, records: str) -> int:
       settings.corpus, settings.vocab_file, records)['vocab_size']
 
 
+def _pretrain_into_store(run: registry.Run, settings: GridSettings,
+                         runs_dir: str, records: str, steps: int,
+                         fingerprint: str) -> Tuple[str, List[int]]:
+  """Pretrains `run` in the run store (or resumes it, or finds it done).
+
+  Args:
+    run: the compared model.
+    settings: the grid's settings.
+    runs_dir: the run store.
+    records: its pretraining records.
+    steps: the run's train steps.
+    fingerprint: `run_fingerprint` of the run at those steps.
+
+  Returns:
+    (its model_dir, the steps of its checkpoints).
+
+  Raises:
+    ValueError: when a run finished earlier lacks one of the checkpoints
+      `settings.curve_points` asks for.
+  """
+  model_dir = run_dir(runs_dir, run, settings, fingerprint)
+  checkpoints = _checkpoint_steps(steps, settings.curve_points)
+  if tf.io.gfile.exists(os.path.join(model_dir, f'ckpt-{steps}.index')):
+    print(f'  pretrained earlier: {model_dir}', flush=True)
+  else:
+    print(f'  pretraining into {model_dir}', flush=True)
+    _pretrain(run, settings, records, model_dir, steps, checkpoints[0])
+  missing = [step for step in checkpoints[:-1] if not tf.io.gfile.exists(
+      os.path.join(model_dir, f'ckpt-{step}.index'))]
+  if missing:
+    raise ValueError(
+        f'{model_dir} ({run.name}) finished without the checkpoints of steps '
+        f'{missing} that curve_points={settings.curve_points} needs; it '
+        'was pretrained with other checkpoint settings. Use another '
+        '--runs_dir.')
+  return model_dir, checkpoints
+
+
 def pretrain_only(target: registry.Target, settings: GridSettings,
-                  out: str) -> Dict[str, str]:
-  """Pretrains (or resumes) every run of `target` at the scale, all with
-  the reference steps; returns {run name: its exported encoder folder}."""
+                  out: str, runs_dir: str) -> Dict[str, str]:
+  """Pretrains (or resumes, or reads back from the run store `runs_dir`)
+  every run of `target` at the scale, all with the reference steps;
+  returns {run name: its exported encoder folder}."""
   check_settings(out, settings)
-  records = os.path.join(out, 'records')
+  records = records_dir(runs_dir, settings)
   steps = run_steps(target, settings, build_records(settings, records))
   encoders = {}
   runs = target.runs_at(settings.scale)
   for index, run in enumerate(runs, start=1):
     print(f'[{index}/{len(runs)}] {run.name} ({run.row}): '
           f'{steps[run.name]:,} pretraining steps', flush=True)
-    model_dir = os.path.join(out, run.name, 'pretrain')
-    _pretrain(run, settings, records, model_dir, steps[run.name],
-              steps[run.name])
+    model_dir, _ = _pretrain_into_store(
+        run, settings, runs_dir, records, steps[run.name],
+        run_fingerprint(run, settings.scale, steps[run.name]))
     encoders[run.name] = os.path.join(model_dir, 'encoder')
   return encoders
 
 
 def run_grid(target: registry.Target, settings: GridSettings, out: str,
+             runs_dir: str,
              clock: Callable[[], float] = time.monotonic) -> Dict[str, Dict]:
   """Runs (or reads back) every run of `target` at `settings.scale`.
 
+  Args:
+    target: a 'pretrain_glue' target.
+    settings: the grid's settings.
+    out: the table's directory (settings and per-run results).
+    runs_dir: the run store, shared by the tables that pass the same one.
+    clock: seconds, for the time left.
+
   Returns:
-    {run name: its result}: row, gin files and fingerprint, train steps,
-    budget ratio, `glue` ({task: score and glue_suite's summary}) at the
-    last step and `curve` ({step: glue}) for learning curves.
+    {run name: its result}: row, gin files and fingerprint, the run store's
+    directory, train steps, budget ratio, `glue` ({task: score and
+    glue_suite's summary}) at the last step and `curve` ({step: glue}) for
+    learning curves.
 
   Raises:
     ValueError: when `out` holds a grid of other settings, or a finished
@@ -290,7 +383,7 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
     raise ValueError(f'{target.key} is not a pretraining grid '
                      f'(kind {target.kind!r}).')
   check_settings(out, settings)
-  records = os.path.join(out, 'records')
+  records = records_dir(runs_dir, settings)
   steps = run_steps(target, settings, build_records(settings, records))
   results = {}
   started, done = clock(), 0
@@ -315,20 +408,20 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
     print(f'[{index}/{len(runs)}] {run.name} ({run.row}): '
           f'{steps[run.name]:,} pretraining steps'
           + (f', about {eta / 60:.0f} min left' if eta else ''), flush=True)
-    points = settings.curve_points if target.figure == 'steps' else 1
-    checkpoints = _checkpoint_steps(steps[run.name], points)
-    interval = checkpoints[0]
-    pretrain_dir = os.path.join(out, run.name, 'pretrain')
-    _pretrain(run, settings, records, pretrain_dir, steps[run.name], interval)
+    pretrain_dir, checkpoints = _pretrain_into_store(
+        run, settings, runs_dir, records, steps[run.name], fingerprint)
+    if target.figure != 'steps':
+      checkpoints = checkpoints[-1:]
     evaluated = {}
     for step in checkpoints:
       checkpoint = (pretrain_dir if step == steps[run.name]
                     else os.path.join(pretrain_dir, f'ckpt-{step}'))
       evaluated[str(step)] = _finetune(
           target, settings, checkpoint,
-          os.path.join(out, run.name, 'glue', f'step_{step}'))
+          os.path.join(pretrain_dir, 'glue', target.finetune_paper,
+                       f'step_{step}'))
     result = dict(run=run.name, row=run.row, gin_files=list(run.gin_files),
-                  gin_fingerprint=fingerprint,
+                  gin_fingerprint=fingerprint, run_dir=pretrain_dir,
                   train_steps=steps[run.name], budget_ratio=run.budget_ratio,
                   glue=evaluated[str(steps[run.name])], curve=evaluated)
     tf.io.gfile.makedirs(os.path.dirname(result_path))

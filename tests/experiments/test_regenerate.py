@@ -1,7 +1,7 @@
 """experiments.regenerate: the registry, the plan, the grid runner, the
 report."""
 
-import hashlib
+import dataclasses
 import json
 import os
 import sys
@@ -114,7 +114,12 @@ def test_plan_fine_tunes_base_models_with_their_size_and_squad():
   assert '--gin_file=gin/finetune/003_teams/glue_base.gin' in glue
   assert ('--gin_file=gin/finetune/003_teams/squad11.gin '
           '--gin_file=gin/finetune/003_teams/squad11_base.gin' in squad11)
-  assert '--data_dir=gs://sq/squad20 --model_dir=gs://b/003.1/teams_base/squad20' in squad20
+  assert planned.model_dir.startswith('gs://b/003_teams.base-')
+  assert (f'--model_dir={planned.model_dir}/glue_003_teams_base '
+          '--gin_file=gin/finetune/003_teams/glue_base.gin' in glue)
+  assert planned.glue_dir == f'{planned.model_dir}/glue_003_teams_base'
+  assert (f'--data_dir=gs://sq/squad20 --model_dir={planned.model_dir}/'
+          'squad20_003_teams' in squad20)
   assert plan.size_files('004_script', 'glue', 'base') == [
       'gin/finetune/004_script/base.gin']
   with pytest.raises(FileNotFoundError, match='large'):
@@ -140,13 +145,40 @@ def test_plan_doubles_the_steps_and_hours_of_a_doubled_budget():
   once, twice = plan.plan(target, 'gs://bucket/', 'gs://glue')
   assert (once.train_steps, twice.train_steps) == (125000, 250000)
   assert twice.tpu_v3_8_hours == pytest.approx(2 * once.tpu_v3_8_hours)
-  assert once.model_dir == 'gs://bucket/x/once'
+  assert once.model_dir.startswith('gs://bucket/001_ale.electra_small-')
+  assert twice.model_dir != once.model_dir
   assert '--gin_param=experiment.train_steps=250000' in twice.pretrain_command
-  assert ('--init_checkpoint=gs://bucket/x/twice --glue_dir=gs://glue'
+  assert (f'--init_checkpoint={twice.model_dir} --glue_dir=gs://glue'
           in twice.finetune_command)
   assert once.finetune_flops == twice.finetune_flops > 0
   assert once.finetune_tpu_v3_8_hours == pytest.approx(
       once.finetune_flops / plan.tpu_v3_8_flops_per_second() / 3600)
+
+
+def test_paper_scale_tables_share_the_model_directory_of_an_equal_model():
+  """ELECTRA-small of 001 Table IV and 004 Table 2 is one pretraining run
+  (fine-tuned once per paper's protocol); 001's doubled budget is another,
+  and so are models whose gin bindings differ."""
+  def planned(key, *names):
+    target = dataclasses.replace(
+        registry.get(key),
+        runs=tuple(run for run in registry.get(key).runs
+                   if run.name in names))
+    return {run.name: run for run in plan.plan(target, 'gs://b', 'gs://g')}
+  ale = planned('001.IV', 'electra_small', 'electra_small_2x')
+  script = planned('004.2', 'electra_small')
+  assert ale['electra_small'].model_dir == script['electra_small'].model_dir
+  assert ale['electra_small'].glue_dir == (
+      ale['electra_small'].model_dir + '/glue_001_ale')
+  assert script['electra_small'].glue_dir == (
+      ale['electra_small'].model_dir + '/glue_004_script')
+  assert ale['electra_small_2x'].model_dir != ale['electra_small'].model_dir
+  def directory(key, name):
+    [run] = [run for run in registry.get(key).runs if run.name == name]
+    return plan.model_directory('gs://b', run.gin_files)
+  assert directory('003.3', 'electra') == directory('003.4',
+                                                    'electra_small_pp')
+  assert directory('003.3', 'electra') != directory('003.1', 'electra_small')
 
 
 def _settings(**overrides):
@@ -186,16 +218,28 @@ def test_runs_get_the_reference_training_flops_times_their_ratio():
   assert steps['bert_small'] > 300
 
 
+def _fake_pretrain(calls, kill=None):
+  """A stand-in for `runner._pretrain` that records (run, steps) and writes
+  the checkpoints Orbit would (every `interval` steps and the last one);
+  `kill(run name, calls)` says when to fail before writing any."""
+  def pretrain(run, settings, records, model_dir, steps, interval):
+    del settings, records
+    calls.append((run.name, steps))
+    if kill and kill(run.name, calls):
+      raise RuntimeError('killed')
+    os.makedirs(model_dir, exist_ok=True)
+    for step in [*range(interval, steps, interval), steps]:
+      open(os.path.join(model_dir, f'ckpt-{step}.index'), 'w').close()
+  return pretrain
+
+
 def test_a_killed_grid_resumes_without_redoing_finished_runs(
     tmp_path, monkeypatch):
   target = registry.get('001.IV')
   calls = []
-
-  def pretrain(run, settings, records, model_dir, steps, interval):
-    del settings, records, model_dir, interval
-    calls.append((run.name, steps))
-    if run.name == 'electra_small_2x' and len(calls) == 3:
-      raise RuntimeError('killed')
+  pretrain = _fake_pretrain(
+      calls, kill=lambda name, calls: (name == 'electra_small_2x' and
+                                       len(calls) == 3))
 
   def finetune(target, settings, checkpoint, out):
     del target, settings, checkpoint, out
@@ -207,12 +251,12 @@ def test_a_killed_grid_resumes_without_redoing_finished_runs(
   monkeypatch.setattr(runner, 'run_steps', lambda *args: {
       'bert_small': 5, 'electra_small': 4, 'electra_small_2x': 8,
       'ale_small': 3})
-  out = str(tmp_path)
+  out, runs_dir = str(tmp_path / 'table'), str(tmp_path / 'runs')
   with pytest.raises(RuntimeError, match='killed'):
-    runner.run_grid(target, _settings(), out)
+    runner.run_grid(target, _settings(), out, runs_dir)
   assert [name for name, _ in calls] == ['bert_small', 'electra_small',
                                          'electra_small_2x']
-  results = runner.run_grid(target, _settings(), out)
+  results = runner.run_grid(target, _settings(), out, runs_dir)
   assert [name for name, _ in calls] == [
       'bert_small', 'electra_small', 'electra_small_2x', 'electra_small_2x',
       'ale_small']
@@ -220,11 +264,88 @@ def test_a_killed_grid_resumes_without_redoing_finished_runs(
   with open(os.path.join(out, 'bert_small', runner.RESULT_FILENAME)) as f:
     assert json.load(f)['train_steps'] == 5
   with pytest.raises(ValueError, match='other settings'):
-    runner.run_grid(target, _settings(num_runs=5), out)
+    runner.run_grid(target, _settings(num_runs=5), out, runs_dir)
   # A finished run whose gin bindings changed since is not read back.
   monkeypatch.setattr(runner, 'run_fingerprint', lambda *args: 'changed')
   with pytest.raises(ValueError, match='bert_small.*other gin bindings'):
-    runner.run_grid(target, _settings(), out)
+    runner.run_grid(target, _settings(), out, runs_dir)
+
+
+def _grid_with_fake_jobs(monkeypatch, pretrained, finetuned):
+  """Runs `runner.run_grid` with jobs that record what they do: pretraining
+  as `_fake_pretrain`, fine-tuning by writing glue_suite's results file of
+  the model directory it is given; every run trains 4 steps, or 6 for
+  BERT (001's equal FLOPs give it more) and 8 for 001's doubled run."""
+  def call(command, log_path):
+    del log_path
+    flags = dict(arg[2:].split('=', 1) for arg in command
+                 if arg.startswith('--'))
+    finetuned.append((flags['paper'], flags['init_checkpoint']))
+    with open(os.path.join(flags['model_dir'], 'glue_results.json'), 'w') as f:
+      json.dump(dict(scores={'sst2': 0.5}, summaries={'sst2': {}}), f)
+
+  monkeypatch.setattr(runner, '_pretrain', _fake_pretrain(pretrained))
+  monkeypatch.setattr(runner, '_call', call)
+  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
+  steps_001 = dict(bert_small=6, electra_small_2x=8)
+  monkeypatch.setattr(runner, 'run_steps', lambda target, *args: {
+      run.name: steps_001.get(run.name, 4) if target.key == '001.IV' else 4
+      for run in target.runs})
+
+  def grid(key, runs_dir, **overrides):
+    out = os.path.join(os.path.dirname(runs_dir), key + ''.join(
+        f'-{name}' for name in sorted(overrides)))
+    return runner.run_grid(registry.get(key),
+                           _settings(target=key, **overrides), out, runs_dir)
+  return grid
+
+
+def test_tables_that_compare_the_same_model_share_its_run(
+    tmp_path, monkeypatch):
+  pretrained, finetuned = [], []
+  grid = _grid_with_fake_jobs(monkeypatch, pretrained, finetuned)
+  runs_dir = str(tmp_path / 'runs')
+  table_2 = grid('004.2', runs_dir)
+  assert [name for name, _ in pretrained] == ['bert_small', 'electra_small',
+                                             'script_small']
+  assert len(finetuned) == 3
+  # 004 Table 1: both runs and their fine-tuning are 004.2's.
+  table_1 = grid('004.1', runs_dir)
+  assert len(pretrained) == 3 and len(finetuned) == 3
+  for name in ('electra_small', 'script_small'):
+    assert table_1[name]['run_dir'] == table_2[name]['run_dir']
+    assert table_1[name]['glue'] == table_2[name]['glue']
+  # 004 Fig. 2 fine-tunes the same runs' earlier checkpoints (steps 1-3);
+  # the last one's scores are read back.
+  grid('004.fig2', runs_dir)
+  assert len(pretrained) == 3
+  assert sorted(checkpoint for _, checkpoint in finetuned[3:]) == sorted(
+      os.path.join(table_2[name]['run_dir'], f'ckpt-{step}')
+      for name in ('electra_small', 'script_small') for step in (1, 2, 3))
+  # 001 Table IV: ELECTRA-small's pretraining is shared, its fine-tuning
+  # (001's protocol) is not; BERT trains other steps there, so it is
+  # another run.
+  del finetuned[:]
+  grid('001.IV', runs_dir)
+  assert [name for name, _ in pretrained[3:]] == [
+      'bert_small', 'electra_small_2x', 'ale_small']
+  assert [paper for paper, _ in finetuned] == ['001_ale'] * 4
+  assert (os.path.join(table_2['electra_small']['run_dir'])
+          in [checkpoint for _, checkpoint in finetuned])
+  # Another corpus is another run store entry, pretrained again.
+  grid('004.1', runs_dir, corpus='other')
+  assert [name for name, _ in pretrained[6:]] == ['electra_small',
+                                                 'script_small']
+
+
+def test_a_stored_run_without_a_curves_checkpoints_is_refused(
+    tmp_path, monkeypatch):
+  grid = _grid_with_fake_jobs(monkeypatch, [], [])
+  runs_dir = str(tmp_path / 'runs')
+  grid('004.1', runs_dir, curve_points=1)
+  with pytest.raises(ValueError, match=r'without the checkpoints of steps '
+                     r'\[1, 2, 3\].*curve_points=4'):
+    grid('004.fig2', runs_dir)
 
 
 def test_tiny_fine_tuning_include_is_passed_and_fingerprinted(
@@ -232,10 +353,27 @@ def test_tiny_fine_tuning_include_is_passed_and_fingerprinted(
   assert runner.finetune_gin('tiny') == 'gin/regenerate/tiny_finetune.gin'
   assert runner.finetune_gin('gpu') == ''
   assert runner.finetune_fingerprint('gpu') == ''
+  # The fingerprint follows the include's values, not its comments.
   with open(os.path.join(gin_utils.REPO_ROOT,
-                         runner.finetune_gin('tiny')), 'rb') as f:
-    assert (runner.finetune_fingerprint('tiny') ==
-            hashlib.sha256(f.read()).hexdigest())
+                         runner.finetune_gin('tiny'))) as f:
+    text = f.read()
+  fingerprint = runner.finetune_fingerprint('tiny')
+  assert len(fingerprint) == 64
+  variants = {}
+  for name, variant in (('commented', '# a comment\n' + text),
+                        ('other_rate', text.replace(
+                            'finetuning.learning_rate = 1e-3',
+                            'finetuning.learning_rate = 2e-3'))):
+    assert variant != text
+    variants[name] = tmp_path / f'{name}.gin'
+    variants[name].write_text(variant)
+  monkeypatch.setattr(runner, 'finetune_gin', lambda scale: str(
+      variants['commented']))
+  assert runner.finetune_fingerprint('tiny') == fingerprint
+  monkeypatch.setattr(runner, 'finetune_gin', lambda scale: str(
+      variants['other_rate']))
+  assert runner.finetune_fingerprint('tiny') != fingerprint
+  monkeypatch.undo()
   commands = []
 
   def call(command, log_path):
@@ -250,6 +388,12 @@ def test_tiny_fine_tuning_include_is_passed_and_fingerprinted(
   for scale in ('tiny', 'gpu'):
     runner._finetune(registry.get('001.IV'), _settings(scale=scale),  # pylint: disable=protected-access
                      'ckpt', str(tmp_path / scale))
+  # Each task's directory is named by what decides its scores.
+  tiny_dir, gpu_dir = (
+      next(arg.split('=', 1)[1] for arg in command
+           if arg.startswith('--model_dir=')) for command in commands)
+  assert os.path.basename(tiny_dir).startswith('sst2-')
+  assert os.path.basename(tiny_dir) != os.path.basename(gpu_dir)
   tiny_command, gpu_command = commands
   assert ('--gin_file=gin/regenerate/tiny_finetune.gin' in tiny_command)
   assert not any(arg.startswith('--gin_file') for arg in gpu_command)
@@ -385,11 +529,10 @@ def test_attention_concentration_pretrains_each_backbone_alike(
   target = registry.get('002.1')
   calls = []
   monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
-  monkeypatch.setattr(runner, '_pretrain', lambda run, settings, records,
-                      model_dir, steps, interval: calls.append((run.name,
-                                                                steps)))
+  monkeypatch.setattr(runner, '_pretrain', _fake_pretrain(calls))
   encoders = runner.pretrain_only(target, _settings(target='002.1'),
-                                  str(tmp_path))
+                                  str(tmp_path / '002.1'),
+                                  str(tmp_path / 'runs'))
   assert calls == [('bert_small', 4), ('convbert_small', 4)]
-  assert encoders['convbert_small'] == os.path.join(
-      tmp_path, 'convbert_small', 'pretrain', 'encoder')
+  assert os.path.dirname(encoders['convbert_small']).startswith(
+      str(tmp_path / 'runs' / '002_convbert.small-'))
