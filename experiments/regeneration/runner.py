@@ -301,8 +301,10 @@ def build_records(settings: GridSettings, records: str) -> int:
 
 def _pretrain_into_store(run: registry.Run, settings: GridSettings,
                          runs_dir: str, records: str, steps: int,
-                         fingerprint: str) -> Tuple[str, List[int]]:
-  """Pretrains `run` in the run store (or resumes it, or finds it done).
+                         fingerprint: str, curve: bool = False
+                         ) -> Tuple[str, List[int]]:
+  """Pretrains `run` in the run store (or resumes it, or finds it done),
+  saving `settings.curve_points` checkpoints.
 
   Args:
     run: the compared model.
@@ -311,13 +313,15 @@ def _pretrain_into_store(run: registry.Run, settings: GridSettings,
     records: its pretraining records.
     steps: the run's train steps.
     fingerprint: `run_fingerprint` of the run at those steps.
+    curve: whether a learning curve needs all the checkpoints, not only
+      the last.
 
   Returns:
-    (its model_dir, the steps of its checkpoints).
+    (its model_dir, the steps of the checkpoints needed).
 
   Raises:
-    ValueError: when a run finished earlier lacks one of the checkpoints
-      `settings.curve_points` asks for.
+    ValueError: when a learning curve needs a checkpoint that a run
+      finished earlier (with other checkpoint settings) lacks.
   """
   model_dir = run_dir(runs_dir, run, settings, fingerprint)
   checkpoints = _checkpoint_steps(steps, settings.curve_points)
@@ -326,6 +330,8 @@ def _pretrain_into_store(run: registry.Run, settings: GridSettings,
   else:
     print(f'  pretraining into {model_dir}', flush=True)
     _pretrain(run, settings, records, model_dir, steps, checkpoints[0])
+  if not curve:
+    return model_dir, checkpoints[-1:]
   missing = [step for step in checkpoints[:-1] if not tf.io.gfile.exists(
       os.path.join(model_dir, f'ckpt-{step}.index'))]
   if missing:
@@ -409,9 +415,8 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
           f'{steps[run.name]:,} pretraining steps'
           + (f', about {eta / 60:.0f} min left' if eta else ''), flush=True)
     pretrain_dir, checkpoints = _pretrain_into_store(
-        run, settings, runs_dir, records, steps[run.name], fingerprint)
-    if target.figure != 'steps':
-      checkpoints = checkpoints[-1:]
+        run, settings, runs_dir, records, steps[run.name], fingerprint,
+        curve=target.figure == 'steps')
     evaluated = {}
     for step in checkpoints:
       checkpoint = (pretrain_dir if step == steps[run.name]

@@ -343,6 +343,7 @@ def test_a_stored_run_without_a_curves_checkpoints_is_refused(
   grid = _grid_with_fake_jobs(monkeypatch, [], [])
   runs_dir = str(tmp_path / 'runs')
   grid('004.1', runs_dir, curve_points=1)
+  grid('004.2', runs_dir)  # Tables need the last checkpoint only.
   with pytest.raises(ValueError, match=r'without the checkpoints of steps '
                      r'\[1, 2, 3\].*curve_points=4'):
     grid('004.fig2', runs_dir)
