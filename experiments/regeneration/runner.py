@@ -11,16 +11,22 @@ bindings, and pass one `--runs_dir` to pretrain each once.
   <runs_dir>/<label>-<key>/         `official_repro.train`'s model_dir (it
                                     resumes); label: the first gin file's
                                     paper folder and name; key: SHA-256 of
-                                    the run's gin bindings, corpus and
-                                    vocabulary
-    glue/<paper>-<key>/step_<N>/<task>/
+                                    the run's gin bindings (steps and
+                                    warmup included), corpus, vocabulary
+                                    and strategy
+    glue/<paper>/step_<N>/<task>-<key>/
                                     `experiments.glue_suite`'s model_dir at
                                     checkpoint N (it resumes); key: the GLUE
-                                    directory, epochs, seeds and fine-tuning
-                                    include
+                                    directory, epochs, seeds and the
+                                    bindings of the fine-tuning include
 
-Every pretraining saves `curve_points` checkpoints, so a learning-curve
-figure can fine-tune a run that a table pretrained. The table's own
+Every pretraining saves `curve_points` checkpoints at multiples of its
+steps / `curve_points` (and its last step), so a learning-curve figure can
+fine-tune a run that a table pretrained. A run counts as pretrained once its
+encoder is exported at its last step; until then `official_repro.train`
+resumes it. The code is not part of the key: after a change to a model or an
+objective, start a new run store. One regeneration at a time per run store
+(two processes would train into the same directory). The table's own
 directory `out` holds:
 
   settings.json            what the grid was started with; a later call with
@@ -56,6 +62,7 @@ from experiments.regeneration import plan
 from experiments.regeneration import registry
 from official_repro.common import json_files
 from official_repro.metrics import flops
+from official_repro.modeling.networks import pretrained
 from official_repro.training import gin_utils
 
 SETTINGS_FILENAME = 'settings.json'
@@ -173,29 +180,37 @@ def _digest(*parts: str) -> str:
   return hashlib.sha256('\n'.join(parts).encode('utf-8')).hexdigest()[:12]
 
 
+def _path_key(path: str) -> str:
+  """A path as it enters a digest: local paths made absolute, so that the
+  same file given two ways is one run."""
+  return path if '://' in path else os.path.abspath(path)
+
+
 def records_dir(runs_dir: str, settings: GridSettings) -> str:
   """The run store's records of the settings' corpus and vocabulary."""
-  return os.path.join(runs_dir, 'records-' + _digest(settings.corpus,
-                                                    settings.vocab_file))
+  return os.path.join(runs_dir, 'records-' + _digest(
+      _path_key(settings.corpus), _path_key(settings.vocab_file)))
 
 
 def run_dir(runs_dir: str, run: registry.Run, settings: GridSettings,
             fingerprint: str) -> str:
   """The run store's directory of a pretraining run: named by its first gin
   file (`001_ale.electra_small`) and a digest of its gin bindings
-  (`fingerprint`), corpus and vocabulary, so that equal runs of different
-  tables are one."""
+  (`fingerprint`), corpus, vocabulary and strategy, so that equal runs of
+  different tables are one."""
   return os.path.join(runs_dir, f'{plan.run_label(run.gin_files)}-' + _digest(
-      fingerprint, settings.corpus, settings.vocab_file))
+      fingerprint, _path_key(settings.corpus), _path_key(settings.vocab_file),
+      settings.strategy))
 
 
 def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
   """A fine-tuning job's directory under a checkpoint's `step_dir`, named
   by the task and a digest of what decides its scores besides the
   checkpoint and the protocol's folder: the GLUE directory, epochs, seeds
-  and the text of the scale's fine-tuning include."""
+  and the bindings of the scale's fine-tuning include."""
   return os.path.join(step_dir, f'{task}-' + _digest(
-      settings.glue_dir, repr(settings.tasks[task]), str(settings.num_runs),
+      _path_key(settings.glue_dir), repr(settings.tasks[task]),
+      str(settings.num_runs),
       finetune_fingerprint(settings.scale)))
 
 
@@ -204,13 +219,6 @@ def _checkpoint_steps(train_steps: int, points: int) -> List[int]:
   `train_steps // points` steps, and the last step."""
   interval = max(1, train_steps // points)
   return sorted({interval * i for i in range(1, points)} | {train_steps})
-
-
-def _steps_per_loop(checkpoint_interval: int) -> int:
-  """The largest divisor of the checkpoint interval up to 50: progress at
-  least every 50 steps, checkpoints at loop ends."""
-  return max(d for d in range(1, min(50, checkpoint_interval) + 1)
-             if checkpoint_interval % d == 0)
 
 
 _PROGRESS = re.compile(r'^(train|eval) \| step:')
@@ -235,29 +243,41 @@ def _call(command: Sequence[str], log_path: str) -> None:
                        f'see {log_path}.')
 
 
+def _training_bindings(run: registry.Run, steps: int) -> Tuple[str, ...]:
+  """What a run trains with after its gin files and the scale's include:
+  its steps, a warmup over a tenth of them, its small-scale bindings."""
+  return (f'experiment.train_steps = {steps}',
+          f'optimization.warmup_steps = {steps // 10}',
+          *run.small_scale_bindings)
+
+
 def run_fingerprint(run: registry.Run, scale: str, steps: int) -> str:
   """SHA-256 of the gin bindings a run trains with (its paper files, the
-  scale's include, its small-scale bindings and steps): a run read back
-  from an earlier call must have been trained with the same."""
+  scale's include and `_training_bindings`): a run read back from an
+  earlier call must have been trained with the same."""
   return plan.gin_fingerprint(run.gin_files + (_scale_gin(scale),),
-                              (*run.small_scale_bindings,
-                               f'experiment.train_steps = {steps}'))
+                              _training_bindings(run, steps))
 
 
 def _pretrain(run: registry.Run, settings: GridSettings, records: str,
               model_dir: str, steps: int, checkpoint_every: int) -> None:
+  """Runs (or resumes) `official_repro.train` for one run.
+
+  One loop per checkpoint interval: `tf.train.CheckpointManager` saves at
+  the first loop's end and then once `checkpoint_every` steps have passed
+  since the last save, so with loops of that length every checkpoint is at
+  a multiple of it (also after a resume, which starts from one), besides
+  the last step.
+  """
   command = [sys.executable, '-m', 'official_repro.train',
              *(f'--gin_file={path}' for path in run.gin_files),
              f'--gin_file={_scale_gin(settings.scale)}',
              f"--gin_param=pretrain_data.input_path='{records}'",
-             f'--gin_param=experiment.train_steps={steps}',
-             f'--gin_param=optimization.warmup_steps={steps // 10}',
+             *(f'--gin_param={binding}'
+               for binding in _training_bindings(run, steps)),
              f'--gin_param=experiment.checkpoint_interval={checkpoint_every}',
-             f'--gin_param=experiment.steps_per_loop='
-             f'{_steps_per_loop(checkpoint_every)}',
+             f'--gin_param=experiment.steps_per_loop={checkpoint_every}',
              '--gin_param=experiment.max_to_keep=100',
-             *(f'--gin_param={binding}' for binding in
-               run.small_scale_bindings),
              f'--model_dir={model_dir}', '--mode=train',
              f'--strategy={settings.strategy}']
   tf.io.gfile.makedirs(model_dir)
@@ -325,7 +345,9 @@ def _pretrain_into_store(run: registry.Run, settings: GridSettings,
   """
   model_dir = run_dir(runs_dir, run, settings, fingerprint)
   checkpoints = _checkpoint_steps(steps, settings.curve_points)
-  if tf.io.gfile.exists(os.path.join(model_dir, f'ckpt-{steps}.index')):
+  export_dir = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
+  if all(tf.io.gfile.exists(os.path.join(export_dir, name)) for name in (
+      f'encoder-{steps}.index', pretrained.ENCODER_CONFIG_FILENAME)):
     print(f'  pretrained earlier: {model_dir}', flush=True)
   else:
     print(f'  pretraining into {model_dir}', flush=True)

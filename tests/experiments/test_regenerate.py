@@ -4,10 +4,13 @@ report."""
 import dataclasses
 import json
 import os
+import shutil
 import sys
 
 import gin
+import orbit
 import pytest
+import tensorflow as tf
 
 from experiments import paper_tables
 from experiments.regeneration import plan
@@ -220,16 +223,19 @@ def test_runs_get_the_reference_training_flops_times_their_ratio():
 
 def _fake_pretrain(calls, kill=None):
   """A stand-in for `runner._pretrain` that records (run, steps) and writes
-  the checkpoints Orbit would (every `interval` steps and the last one);
+  the checkpoints Orbit would (every `interval` steps and the last one) and
+  the encoder export;
   `kill(run name, calls)` says when to fail before writing any."""
   def pretrain(run, settings, records, model_dir, steps, interval):
     del settings, records
     calls.append((run.name, steps))
     if kill and kill(run.name, calls):
       raise RuntimeError('killed')
-    os.makedirs(model_dir, exist_ok=True)
+    os.makedirs(os.path.join(model_dir, 'encoder'), exist_ok=True)
     for step in [*range(interval, steps, interval), steps]:
       open(os.path.join(model_dir, f'ckpt-{step}.index'), 'w').close()
+    for name in (f'encoder-{steps}.index', 'encoder_config.json'):
+      open(os.path.join(model_dir, 'encoder', name), 'w').close()
   return pretrain
 
 
@@ -294,7 +300,8 @@ def _grid_with_fake_jobs(monkeypatch, pretrained, finetuned):
 
   def grid(key, runs_dir, **overrides):
     out = os.path.join(os.path.dirname(runs_dir), key + ''.join(
-        f'-{name}' for name in sorted(overrides)))
+        '-' + ''.join(c if c.isalnum() else '_' for c in f'{name}{value}')
+        for name, value in sorted(overrides.items())))
     return runner.run_grid(registry.get(key),
                            _settings(target=key, **overrides), out, runs_dir)
   return grid
@@ -332,18 +339,36 @@ def test_tables_that_compare_the_same_model_share_its_run(
   assert [paper for paper, _ in finetuned] == ['001_ale'] * 4
   assert (os.path.join(table_2['electra_small']['run_dir'])
           in [checkpoint for _, checkpoint in finetuned])
-  # Another corpus is another run store entry, pretrained again.
-  grid('004.1', runs_dir, corpus='other')
-  assert [name for name, _ in pretrained[6:]] == ['electra_small',
-                                                 'script_small']
+  # What decides a pretraining's numbers is in its directory's name (a
+  # path the same whether given relative or absolute)...
+  for override, new_runs in ((dict(corpus='other'), 2),
+                             (dict(vocab_file='other'), 2),
+                             (dict(strategy='one_device'), 2),
+                             (dict(corpus=os.path.abspath('c')), 0)):
+    before = len(pretrained)
+    grid('004.1', runs_dir, **override)
+    assert len(pretrained) == before + new_runs, override
+  # ... and what decides a fine-tuning's scores in its own.
+  for override in (dict(glue_dir='other'), dict(tasks={'sst2': 0.5}),
+                   dict(num_runs=5)):
+    before_pretrained, before_finetuned = len(pretrained), len(finetuned)
+    grid('004.1', runs_dir, **override)
+    assert len(pretrained) == before_pretrained, override
+    assert len(finetuned) == before_finetuned + 2, override
 
 
 def test_a_stored_run_without_a_curves_checkpoints_is_refused(
     tmp_path, monkeypatch):
-  grid = _grid_with_fake_jobs(monkeypatch, [], [])
   runs_dir = str(tmp_path / 'runs')
-  grid('004.1', runs_dir, curve_points=1)
+  grid = _grid_with_fake_jobs(monkeypatch, [], [])
+  table_1 = grid('004.1', runs_dir, curve_points=1)
+  # A run whose export is missing (killed after its last checkpoint) is
+  # resumed, which exports it.
+  shutil.rmtree(os.path.join(table_1['script_small']['run_dir'], 'encoder'))
+  pretrained = []
+  grid = _grid_with_fake_jobs(monkeypatch, pretrained, [])
   grid('004.2', runs_dir)  # Tables need the last checkpoint only.
+  assert [name for name, _ in pretrained] == ['bert_small', 'script_small']
   with pytest.raises(ValueError, match=r'without the checkpoints of steps '
                      r'\[1, 2, 3\].*curve_points=4'):
     grid('004.fig2', runs_dir)
@@ -428,19 +453,62 @@ def test_fingerprint_follows_the_bindings_a_run_trains_with():
   assert fingerprint != runner.run_fingerprint(other, 'tiny', 100)
 
 
-@pytest.mark.parametrize('steps, points, checkpoints, loop', [
-    (400, 4, [100, 200, 300, 400], 50),
-    # Orbit saves at multiples of the interval (112) and at the last step.
-    (450, 4, [112, 224, 336, 450], 28),
-    (10, 1, [10], 10),
-    (97, 1, [97], 1),
+class _StepCounter(orbit.AbstractTrainer):
+  """An Orbit trainer whose training only counts steps."""
+
+  def __init__(self, step):
+    super().__init__()
+    self._step = step
+
+  def train(self, num_steps):
+    self._step.assign_add(tf.cast(num_steps, tf.int64))
+
+
+def _orbit_checkpoints(directory, steps, steps_per_loop, interval,
+                       killed_at=None):
+  """Steps of the checkpoints Orbit's `Controller.train` writes with
+  `steps_per_loop` and `checkpoint_interval`; `killed_at`: the job dies during the
+  loop after that step (what its finished loops saved stays), and a new one
+  resumes from its last checkpoint."""
+  for stop in ([killed_at] if killed_at else []) + [steps]:
+    step = tf.Variable(0, dtype=tf.int64)
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(step=step), str(directory), max_to_keep=100,
+        step_counter=step, checkpoint_interval=interval)
+    controller = orbit.Controller(
+        trainer=_StepCounter(step), global_step=step,
+        steps_per_loop=steps_per_loop, checkpoint_manager=manager)
+    controller.train(steps=stop, checkpoint_at_completion=stop == steps)
+  return sorted(int(path.rsplit('-', 1)[1])
+                for path in manager.checkpoints)
+
+
+@pytest.mark.parametrize('steps, points, checkpoints', [
+    (400, 4, [100, 200, 300, 400]),
+    (450, 4, [112, 224, 336, 448, 450]),
+    (10, 1, [10]),
+    (97, 1, [97]),
 ])
-def test_learning_curve_checkpoints_are_ones_orbit_saves(steps, points,
-                                                       checkpoints, loop):
-  assert runner._checkpoint_steps(steps, points) == checkpoints  # pylint: disable=protected-access
-  interval = checkpoints[0]
-  assert runner._steps_per_loop(interval) == loop  # pylint: disable=protected-access
-  assert all(step % interval == 0 for step in checkpoints[:-1])
+def test_learning_curve_checkpoints_are_ones_orbit_saves(
+    tmp_path, monkeypatch, steps, points, checkpoints):
+  """The checkpoints a curve fine-tunes are among those Orbit writes with
+  the loop and interval `runner._pretrain` gives the training job."""
+  wanted = runner._checkpoint_steps(steps, points)  # pylint: disable=protected-access
+  assert wanted == [step for step in checkpoints if step != 448]
+  commands = []
+  monkeypatch.setattr(runner, '_call',
+                      lambda command, log: commands.append(command))
+  runner._pretrain(registry.get('004.2').runs[0], _settings(),  # pylint: disable=protected-access
+                   'records', str(tmp_path / 'run'), steps, wanted[0])
+  bindings = dict(arg.split('=', 2)[1:] for arg in commands[0]
+                  if arg.startswith('--gin_param=experiment.'))
+  loop, interval = (int(bindings[f'experiment.{name}'])
+                    for name in ('steps_per_loop', 'checkpoint_interval'))
+  assert _orbit_checkpoints(tmp_path / 'whole', steps, loop, interval) == (
+      checkpoints)
+  if len(checkpoints) > 1:  # Killed between two checkpoints, resumed.
+    assert _orbit_checkpoints(tmp_path / 'resumed', steps, loop, interval,
+                              killed_at=checkpoints[1]) == checkpoints
 
 
 def _result(steps, **scores):

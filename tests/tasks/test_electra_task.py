@@ -1,9 +1,13 @@
 """ELECTRA task: loss weighting and short training runs on both backbones."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
 from official_repro.tasks import electra
 
 
@@ -57,3 +61,17 @@ def test_two_training_steps(run_tiny_electra, tmp_path, backbone):
   for name in ('masked_lm_accuracy', 'discriminator_loss',
                'discriminator_auc', 'replaced_fraction'):
     assert np.isfinite(result['eval'][name]), name
+  # A training checkpoint fine-tunes as the encoder exported at its step
+  # (learning curves): ckpt-2 restores the export's weights, ckpt-1 others.
+  weights = {}
+  for name in ('ckpt-1', 'ckpt-2', ''):
+    resolved = pretrained.resolve(os.path.join(tmp_path, name))
+    assert resolved.config.backbone == backbone
+    encoder = encoders.build_encoder(resolved.config)
+    pretrained.restore(encoder, resolved.checkpoint_path)
+    weights[name] = encoder.get_weights()
+  assert resolved.checkpoint_path.endswith('encoder-2')
+  for exported, at_step_2 in zip(weights[''], weights['ckpt-2']):
+    np.testing.assert_array_equal(exported, at_step_2)
+  assert any(not np.array_equal(a, b)
+             for a, b in zip(weights['ckpt-1'], weights['']))

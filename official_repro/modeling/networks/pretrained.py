@@ -2,9 +2,12 @@
 
 Two kinds of `--init_checkpoint` are accepted:
   * an encoder exported by our pretraining (`training/export.py`): the
-    pretraining `model_dir`, its `encoder/` folder, or one `encoder-<step>`
-    prefix in it. The architecture comes from `encoder_config.json` and the
-    tokenizer from `vocab.txt` / `tokenizer.json` in that folder;
+    pretraining `model_dir`, its `encoder/` folder, one `encoder-<step>`
+    prefix in it, or one of the run's training checkpoints
+    (`<model_dir>/ckpt-<step>`, which holds the same encoder under the same
+    name, for learning curves over a run's checkpoints). The architecture
+    comes from `encoder_config.json` and the tokenizer from `vocab.txt` /
+    `tokenizer.json` in the export folder;
   * any other `tf.train.Checkpoint(encoder=...)` (Model Garden's BERT
     checkpoints use this layout): the architecture is then the gin
     `encoder.*` configuration and the vocabulary the `--vocab_file` flag.
@@ -51,9 +54,13 @@ class PretrainedEncoder:
 
 def _export_dir(init_checkpoint: str) -> Optional[str]:
   """The export folder `init_checkpoint` names, or None if it names none."""
-  for candidate in (init_checkpoint,
-                    os.path.join(init_checkpoint, ENCODER_SUBDIR),
-                    os.path.dirname(init_checkpoint)):
+  candidates = [init_checkpoint, os.path.join(init_checkpoint, ENCODER_SUBDIR),
+                os.path.dirname(init_checkpoint)]
+  if not tf.io.gfile.isdir(init_checkpoint):
+    # A training checkpoint prefix: the run's export folder is its sibling.
+    candidates.append(os.path.join(os.path.dirname(init_checkpoint),
+                                   ENCODER_SUBDIR))
+  for candidate in candidates:
     if tf.io.gfile.exists(
         os.path.join(candidate, ENCODER_CONFIG_FILENAME)):
       return candidate
