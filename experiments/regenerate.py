@@ -267,7 +267,11 @@ def _grid(target: registry.Target) -> None:
       strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale],
       finetune_fingerprint=runner.finetune_fingerprint(FLAGS.scale))
   results = runner.run_grid(target, settings, FLAGS.out, _runs_dir())
-  header = (f'Scale: {FLAGS.scale} (gin/regenerate/{FLAGS.scale}.gin); '
+  header = (f'Scale: {FLAGS.scale} (gin/regenerate/{FLAGS.scale}.gin, '
+            'learning rate by optimizer: '
+            + ', '.join(sorted({' + '.join(runner.scale_gin_files(
+                run, FLAGS.scale)[1:]) or 'none' for run in
+                                target.runs_at(FLAGS.scale)})) + '); '
             f'reference steps {settings.reference_steps}'
             + (f' ({target.reference}, others at its training FLOPs)'
                if target.reference else '') +

@@ -35,7 +35,8 @@ directory `out` holds:
                            finished run is read back, never redone
 
 Every compared model gets the paper gin files of its row, then
-`gin/regenerate/<scale>.gin`; the reference run trains `reference_steps`
+`gin/regenerate/<scale>.gin` and the learning rate of its optimizer at that
+scale (`scale_gin_files`); the reference run trains `reference_steps`
 and every other run the steps that give it the reference's training FLOPs
 times its `budget_ratio`, each warming up over a tenth of its steps
 (ELECTRA's FLOPs formula, `official_repro.metrics.flops.steps_for_budget`),
@@ -47,6 +48,7 @@ left from the runs done so far.
 
 import dataclasses
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -55,6 +57,7 @@ import sys
 import time
 from typing import Callable, Dict, List, Sequence, Tuple
 
+import gin
 import tensorflow as tf
 
 from experiments import corpus_records
@@ -63,6 +66,7 @@ from experiments.regeneration import registry
 from official_repro.common import json_files
 from official_repro.metrics import flops
 from official_repro.modeling.networks import pretrained
+from official_repro.optimization import optimizer_config
 from official_repro.training import gin_utils
 
 SETTINGS_FILENAME = 'settings.json'
@@ -131,8 +135,28 @@ def check_settings(out: str, settings: GridSettings) -> None:
   json_files.write_json(path, current)
 
 
-def _scale_gin(scale: str) -> str:
-  return f'gin/regenerate/{scale}.gin'
+def _optimizer(gin_files: Sequence[str]) -> str:
+  """The optimizer `gin_files` train with (`optimization.optimizer`, or its
+  default)."""
+  plan.parse_gin(gin_files)
+  try:
+    return gin.query_parameter('optimization.optimizer')
+  except ValueError:
+    return inspect.signature(optimizer_config.optimization_config).parameters[
+        'optimizer'].default
+  finally:
+    gin.clear_config()
+
+
+def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
+  """The includes that shrink a run to `scale`, after its paper gin files:
+  `gin/regenerate/<scale>.gin`, then `<scale>_<optimizer>.gin` where the
+  scale has one for the run's optimizer (a short run's learning rate
+  depends on it: LAMB and AdamW want different steps)."""
+  by_optimizer = f'gin/regenerate/{scale}_{_optimizer(run.gin_files)}.gin'
+  if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, by_optimizer)):
+    return (f'gin/regenerate/{scale}.gin', by_optimizer)
+  return (f'gin/regenerate/{scale}.gin',)
 
 
 def finetune_gin(scale: str) -> str:
@@ -164,7 +188,7 @@ def run_steps(target: registry.Target, settings: GridSettings,
   reports = {}
   for run in runs:
     report, _ = plan.flops_report(
-        run.gin_files + (_scale_gin(settings.scale),),
+        run.gin_files + scale_gin_files(run, settings.scale),
         (f'experiment.train_steps = {settings.reference_steps}',
          *run.small_scale_bindings),
         vocab_size)
@@ -255,7 +279,7 @@ def run_fingerprint(run: registry.Run, scale: str, steps: int) -> str:
   """SHA-256 of the gin bindings a run trains with (its paper files, the
   scale's include and `_training_bindings`): a run read back from an
   earlier call must have been trained with the same."""
-  return plan.gin_fingerprint(run.gin_files + (_scale_gin(scale),),
+  return plan.gin_fingerprint(run.gin_files + scale_gin_files(run, scale),
                               _training_bindings(run, steps))
 
 
@@ -271,7 +295,8 @@ def _pretrain(run: registry.Run, settings: GridSettings, records: str,
   """
   command = [sys.executable, '-m', 'official_repro.train',
              *(f'--gin_file={path}' for path in run.gin_files),
-             f'--gin_file={_scale_gin(settings.scale)}',
+             *(f'--gin_file={path}'
+               for path in scale_gin_files(run, settings.scale)),
              f"--gin_param=pretrain_data.input_path='{records}'",
              *(f'--gin_param={binding}'
                for binding in _training_bindings(run, steps)),
@@ -426,7 +451,8 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
         raise ValueError(
             f'{result_path} was trained with other gin bindings than '
             f'{run.name} has now ({", ".join(run.gin_files)} + '
-            f'gin/regenerate/{settings.scale}.gin, {steps[run.name]} '
+            f'{" + ".join(scale_gin_files(run, settings.scale))}, '
+            f'{steps[run.name]} '
             'steps); use another --out.')
       print(f'[{index}/{len(runs)}] {run.name}: finished earlier, '
             'read back.', flush=True)

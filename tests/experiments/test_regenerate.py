@@ -64,13 +64,31 @@ def test_every_run_configures_at_every_scale(scale):
       gin.clear_config()
       gin_utils.parse_config(
           [os.path.join(gin_utils.REPO_ROOT, path) for path in
-           run.gin_files + (f'gin/regenerate/{scale}.gin',)],
+           run.gin_files + runner.scale_gin_files(run, scale)],
           ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522',
            *run.small_scale_bindings])
       name = gin.query_parameter('experiment.objective')
       config = objectives.task_config_from_gin(name)
       assert config.train_data.max_seq_length == 128, (target.key, run.name)
   gin.clear_config()
+
+
+@pytest.mark.parametrize('gin_files, rate', [
+    (('gin/papers/001_ale/electra_small.gin',), 2e-3),  # LAMB
+    (('gin/papers/004_script/small.gin',), 5e-4),  # AdamW
+    (('gin/papers/003_teams/table5_small.gin', 'gin/pretrain/masked_lm.gin'),
+     5e-4),  # AdamW, from an included recipe
+    (('gin/sizes/tiny.gin', 'gin/pretrain/electra.gin'), 2e-3),  # default
+])
+def test_tiny_scale_learning_rate_follows_the_optimizer(gin_files, rate):
+  run = registry.Run('r', 'r', gin_files)
+  gin.clear_config()
+  gin_utils.parse_config(
+      [os.path.join(gin_utils.REPO_ROOT, path) for path in
+       gin_files + runner.scale_gin_files(run, 'tiny')], [])
+  assert gin.query_parameter('optimization.learning_rate') == rate
+  gin.clear_config()
+  assert runner.scale_gin_files(run, 'gpu') == ('gin/regenerate/gpu.gin',)
 
 
 def test_small_scales_run_a_subset_only_where_a_note_says_why():
