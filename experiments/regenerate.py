@@ -74,7 +74,7 @@ def define_flags():
   flags.DEFINE_string('glue_dir', None, 'GLUE root (SST-2/, MRPC/, ...).')
   flags.DEFINE_string('lm_file', None,
                       'Word-level text for 002.3 (WikiText tokens).')
-  flags.DEFINE_string('out', None, "Output directory of the table.")
+  flags.DEFINE_string('out', None, 'Output directory of the table.')
   flags.DEFINE_string('runs_dir', None,
                       'Tiny/gpu scale: the run store, where pretraining runs '
                       'and their fine-tuning are kept by what decides their '
@@ -267,11 +267,9 @@ def _grid(target: registry.Target) -> None:
       strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale],
       finetune_fingerprint=runner.finetune_fingerprint(FLAGS.scale))
   results = runner.run_grid(target, settings, FLAGS.out, _runs_dir())
-  header = (f'Scale: {FLAGS.scale} (gin/regenerate/{FLAGS.scale}.gin, '
-            'learning rate by optimizer: '
-            + ', '.join(sorted({' + '.join(runner.scale_gin_files(
-                run, FLAGS.scale)[1:]) or 'none' for run in
-                                target.runs_at(FLAGS.scale)})) + '); '
+  includes = sorted({path for run in target.runs_at(FLAGS.scale)
+                      for path in runner.scale_gin_files(run, FLAGS.scale)})
+  header = (f'Scale: {FLAGS.scale} ({", ".join(includes)}); '
             f'reference steps {settings.reference_steps}'
             + (f' ({target.reference}, others at its training FLOPs)'
                if target.reference else '') +

@@ -406,7 +406,7 @@ def pretrain_only(target: registry.Target, settings: GridSettings,
     model_dir, _ = _pretrain_into_store(
         run, settings, runs_dir, records, steps[run.name],
         run_fingerprint(run, settings.scale, steps[run.name]))
-    encoders[run.name] = os.path.join(model_dir, 'encoder')
+    encoders[run.name] = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
   return encoders
 
 
