@@ -43,13 +43,14 @@ and peak host memory to `--output_png`:
     --output_json=/tmp/sweep.json --output_png=/tmp/sweep.png
 """
 
+import hashlib
 import json
 import os
 import resource
 import subprocess
 import sys
 import time
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -133,6 +134,18 @@ def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
   return 2.0 * n ** 3 * repeats / best
 
 
+def records_text_key(corpus: str, vocab_file: Optional[str],
+                     vocab_size: int) -> str:
+  """8 hex digits naming the text and vocabulary records are built from, so
+  that records reused from `--work_dir` are never those of another corpus or
+  vocabulary (the vocabulary's size sets the cost of the output softmax)."""
+  vocab = (os.path.abspath(vocab_file) if vocab_file and '://' not in vocab_file
+           else vocab_file) or f'learned:{vocab_size}'
+  if '://' not in corpus:
+    corpus = os.path.abspath(corpus)
+  return hashlib.sha256(f'{corpus}\n{vocab}'.encode()).hexdigest()[:8]
+
+
 def _record_dirs(seq_length: int, max_predictions: int) -> dict:
   """Builds (or reuses) static and dynamic records of the same text."""
   corpus = FLAGS.corpus
@@ -142,9 +155,11 @@ def _record_dirs(seq_length: int, max_predictions: int) -> dict:
       builtin_corpus.write_builtin_corpus(corpus_dir)
     corpus = corpus_dir
   dirs = {}
+  text_key = records_text_key(corpus, FLAGS.vocab_file, FLAGS.vocab_size)
   for mode in ('static', 'dynamic'):
     output_dir = os.path.join(
-        FLAGS.work_dir, f'records_{mode}_len{seq_length}_p{max_predictions}')
+        FLAGS.work_dir,
+        f'records_{mode}_len{seq_length}_p{max_predictions}_{text_key}')
     if not tf.io.gfile.exists(
         os.path.join(output_dir, records.METADATA_FILENAME)):
       vocab = dict(vocab_file=FLAGS.vocab_file) if FLAGS.vocab_file else (

@@ -41,6 +41,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Optional
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -50,6 +51,9 @@ from absl import flags
 import gin
 import tensorflow as tf
 
+from experiments import attention_concentration
+from experiments import convbert_lm
+from experiments import convbert_speed
 from experiments import paper_tables
 from experiments.regeneration import plan
 from experiments.regeneration import registry
@@ -177,14 +181,18 @@ def _paper(target: registry.Target) -> None:
 
 
 def _speed_comparison(target: registry.Target) -> None:
-  """004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s, same batch."""
+  """004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s, same batch, on
+  records of the built-in corpus with --vocab_file's vocabulary (the step
+  time depends on the vocabulary's size, not on the text)."""
   results = {}
   for run in target.runs:
     path = os.path.join(FLAGS.out, f'{run.name}.json')
     subprocess.run([sys.executable, '-m', 'experiments.benchmark_pretraining',
                     *(f'--gin_file={gin_file}' for gin_file in run.gin_files),
                     '--gin_param=pretrain_data.train_batch_size=16',
-                    '--steps=10', '--variants=ours', f'--output_json={path}'],
+                    '--steps=10', '--variants=ours', f'--output_json={path}',
+                    *([f'--vocab_file={FLAGS.vocab_file}']
+                      if FLAGS.vocab_file else [])],
                    check=True, cwd=gin_utils.REPO_ROOT)
     with tf.io.gfile.GFile(path) as f:
       results[run.row] = json.load(f)['results'][0]['steps_per_second']
@@ -193,17 +201,15 @@ def _speed_comparison(target: registry.Target) -> None:
            'SCRIPT-small': stated['SCRIPT-small iterations/s'].value}
   ours_ratio = results['SCRIPT-small'] / results['ELECTRA-small']
   paper_ratio = paper['SCRIPT-small'] / paper['ELECTRA-small']
-  text = (f'## {target.key}: {target.description}\n\n'
-          '| model | ours (steps/s, batch 16, this machine) | '
+  body = ('| model | ours (steps/s, batch 16, this machine) | '
           '004 (it/s, TPU v3-8) |\n|---|---|---|\n' + ''.join(
               f'| {row} | {results[row]:.3f} | {paper[row]:g} |\n'
               for row in results) +
           f'\nSCRIPT / ELECTRA: ours {ours_ratio:.3f}, 004 {paper_ratio:.3f} '
-          f'({stated["SCRIPT-small iterations/s"].where}).\n')
-  with tf.io.gfile.GFile(os.path.join(FLAGS.out, f'{target.key}.md'),
-                         'w') as f:
-    f.write(text)
-  print(text)
+          f'({stated["SCRIPT-small iterations/s"].where}).')
+  write_command_table(target, FLAGS.out, body, dict(
+      steps_per_second=results, paper_iterations_per_second=paper,
+      ratio=dict(ours=ours_ratio, paper=paper_ratio)))
 
 
 def _attention_concentration(target: registry.Target) -> None:
@@ -217,13 +223,39 @@ def _attention_concentration(target: registry.Target) -> None:
       tasks={}, num_runs=0,
       strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale])
   encoders = runner.pretrain_only(target, settings, FLAGS.out, _runs_dir())
+  results_file = os.path.join(FLAGS.out, 'attention_concentration.json')
   command = [sys.executable, '-m', 'experiments.attention_concentration',
              f'--glue_dir={FLAGS.glue_dir}', '--task=mrpc', '--split=dev',
-             f'--output_file={os.path.join(FLAGS.out, target.key + ".json")}']
+             f'--output_file={results_file}']
   for run in target.runs:
     command += [f'--init_checkpoint={encoders[run.name]}',
                 f'--label={run.row}']
   subprocess.run(command, check=True, cwd=gin_utils.REPO_ROOT)
+  results = _read_json(results_file)
+  write_command_table(target, FLAGS.out,
+                      attention_concentration.format_table(results), results,
+                      scale=FLAGS.scale)
+
+
+def _read_json(path: str):
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+def write_command_table(target: registry.Target, out: str, body: str,
+                        results, scale: Optional[str] = None) -> str:
+  """Writes a 'command' target's <out>/<key>.md and <key>.json, as the
+  grids write theirs: a heading, the scale where the target pretrains, and
+  the experiment's own table and results; returns the markdown."""
+  header = f'Scale: {scale}.\n\n' if scale else ''
+  text = f'## {target.key}: {target.description}\n\n{header}{body}\n'
+  with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.md'), 'w') as f:
+    f.write(text)
+  with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.json'), 'w') as f:
+    json.dump(dict(target=target.key, scale=scale, command=target.command,
+                   results=results), f, indent=1)
+  print(text)
+  return text
 
 
 def _command(target: registry.Target) -> None:
@@ -236,16 +268,22 @@ def _command(target: registry.Target) -> None:
   if target.key == '004.sec3.3':
     _speed_comparison(target)
     return
-  commands = {
-      '002.2': ['experiments.convbert_speed', '--seq_lengths=128,512',
-                f'--output_dir={FLAGS.out}'],
-      '002.3': ['experiments.convbert_lm', f'--train_file={FLAGS.lm_file}',
-                '--valid_fraction=0.1', f'--output_dir={FLAGS.out}'],
-  }
-  if target.key == '002.3':
+  if target.key == '002.2':
+    subprocess.run([sys.executable, '-m', 'experiments.convbert_speed',
+                    '--seq_lengths=128,512', f'--output_dir={FLAGS.out}'],
+                   check=True, cwd=gin_utils.REPO_ROOT)
+    results = _read_json(os.path.join(FLAGS.out, 'convbert_speed.json'))
+    body = (convbert_speed.format_table(results['rows']) + '\n\n' +
+            convbert_speed.format_matches(results['paper_matches']))
+  else:
     _require('lm_file')
-  subprocess.run([sys.executable, '-m', *commands[target.key]], check=True,
-                 cwd=gin_utils.REPO_ROOT)
+    subprocess.run([sys.executable, '-m', 'experiments.convbert_lm',
+                    f'--train_file={FLAGS.lm_file}', '--valid_fraction=0.1',
+                    f'--output_dir={FLAGS.out}'],
+                   check=True, cwd=gin_utils.REPO_ROOT)
+    results = _read_json(os.path.join(FLAGS.out, 'results.json'))
+    body = convbert_lm.format_table(results)
+  write_command_table(target, FLAGS.out, body, results)
 
 
 def _aggregation(paper_dir: str) -> str:

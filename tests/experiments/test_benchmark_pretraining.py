@@ -112,3 +112,13 @@ def test_sweep_end_to_end_on_a_tiny_model(tmp_path):
     attention_growth = 3 * 2 * 4 * (32 - 16) * 32
     assert per_token[32] - per_token[16] == pytest.approx(
         attention_growth, rel=0.1)
+
+
+def test_reused_records_are_keyed_by_corpus_and_vocabulary(tmp_path):
+  key = benchmark_pretraining.records_text_key
+  base = key(str(tmp_path / 'books'), None, 8000)
+  assert key(str(tmp_path / 'books'), None, 8000) == base
+  assert key(str(tmp_path / 'wiki'), None, 8000) != base
+  assert key(str(tmp_path / 'books'), None, 4000) != base
+  assert key(str(tmp_path / 'books'), str(tmp_path / 'vocab.txt'),
+             8000) != base
