@@ -232,9 +232,12 @@ def _attention_concentration(target: registry.Target) -> None:
                 f'--label={run.row}']
   subprocess.run(command, check=True, cwd=gin_utils.REPO_ROOT)
   results = _read_json(results_file)
-  write_command_table(target, FLAGS.out,
-                      attention_concentration.format_table(results), results,
-                      scale=FLAGS.scale)
+  runs = '; '.join(f'{run.row}: {encoders[run.name]}' for run in target.runs)
+  write_command_table(
+      target, FLAGS.out, attention_concentration.format_table(results),
+      results, header=(f'Scale: {FLAGS.scale}, {settings.reference_steps} '
+                       f'pretraining steps each, both with their paper gin '
+                       f'files (ELECTRA objective). Encoders: {runs}.'))
 
 
 def _read_json(path: str):
@@ -243,16 +246,17 @@ def _read_json(path: str):
 
 
 def write_command_table(target: registry.Target, out: str, body: str,
-                        results, scale: Optional[str] = None) -> str:
+                        results, header: Optional[str] = None) -> str:
   """Writes a 'command' target's <out>/<key>.md and <key>.json, as the
-  grids write theirs: a heading, the scale where the target pretrains, and
-  the experiment's own table and results; returns the markdown."""
-  header = f'Scale: {scale}.\n\n' if scale else ''
-  text = f'## {target.key}: {target.description}\n\n{header}{body}\n'
+  grids write theirs: a heading, a header line (the scale and runs, where
+  the target pretrains), and the experiment's own table and results;
+  returns the markdown."""
+  lines = f'{header}\n\n' if header else ''
+  text = f'## {target.key}: {target.description}\n\n{lines}{body}\n'
   with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.md'), 'w') as f:
     f.write(text)
   with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.json'), 'w') as f:
-    json.dump(dict(target=target.key, scale=scale, command=target.command,
+    json.dump(dict(target=target.key, header=header, command=target.command,
                    results=results), f, indent=1)
   print(text)
   return text

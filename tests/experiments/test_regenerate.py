@@ -637,7 +637,7 @@ def test_command_targets_write_their_table_as_markdown_and_json(tmp_path):
   target = registry.get('002.1')
   regenerate.write_command_table(
       target, str(tmp_path), attention_concentration.format_table(results),
-      results, scale='tiny')
+      results, header='Scale: tiny.')
   with open(tmp_path / '002.1.md') as f:
     text = f.read()
   assert text.startswith('## 002.1: attention-map diagonal concentration')
@@ -647,4 +647,4 @@ def test_command_targets_write_their_table_as_markdown_and_json(tmp_path):
   with open(tmp_path / '002.1.json') as f:
     written = json.load(f)
   assert written['results'] == results
-  assert (written['target'], written['scale']) == ('002.1', 'tiny')
+  assert (written['target'], written['header']) == ('002.1', 'Scale: tiny.')
