@@ -36,9 +36,11 @@ class Run:
     gin_files: the paper gin files of its pretraining (repository-relative).
     budget_ratio: its training FLOPs relative to the target's reference run
       (2.0 for 001's "2x time").
-    small_scale_bindings: gin bindings after the scale's include, below
-      paper scale, for settings that are depths of the 12-layer paper model
-      (003 Fig. 4's generator layers, mapped onto the 4-layer tiny one).
+    scale_bindings: ((scale, gin bindings), ...): bindings after that
+      scale's include, for settings the include would otherwise erase: 003
+      Fig. 4's generator depths, mapped onto the 4-layer tiny model, and
+      002 Table 4's "+Larger" widening, kept as a ratio of the scale's
+      hidden size.
     finetune_size: 'base' or 'large' when the paper fine-tunes this size
       with its own cells (003 Table 6, 004 Table 5), else None.
   """
@@ -46,8 +48,12 @@ class Run:
   row: str
   gin_files: Tuple[str, ...]
   budget_ratio: float = 1.0
-  small_scale_bindings: Tuple[str, ...] = ()
+  scale_bindings: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
   finetune_size: Optional[str] = None
+
+  def bindings_at(self, scale: str) -> Tuple[str, ...]:
+    """The run's gin bindings after the include of `scale`."""
+    return dict(self.scale_bindings).get(scale, ())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +110,16 @@ _SAME_SHRUNK_MODEL = (
     'shrunk by gin/regenerate/<scale>.gin, the other columns are the same '
     'model as this one (their sizes, batch and learning rate are what the '
     'include replaces), so only this column is run')
+
+
+# 002's "+Larger" widens medium-small's hidden 384 to 432 (x1.125, feed-
+# forward 4 x hidden); the scales' includes set one width for every run, so
+# the widening is restated at each: tiny 128 -> 144, gpu 256 -> 288 (head
+# size 36 and 72 with the includes' 4 heads).
+_WIDER_BY_432_OVER_384 = tuple(
+    (scale, (f'encoder.hidden_size = {hidden * 9 // 8}',
+             f'encoder.intermediate_size = {4 * hidden * 9 // 8}'))
+    for scale, hidden in (('tiny', 128), ('gpu', 256)))
 
 
 def _gin(paper_dir: str, *names: str) -> Tuple[str, ...]:
@@ -173,7 +189,8 @@ _TARGETS = (
         runs=(Run('bnk_gl', 'ConvBERTmedium-small / +BNK,+GL',
                   _gin('002_convbert', 'table4_bnk_gl')),
               Run('bnk_gl_larger', 'ConvBERTmedium-small / +BNK,+GL,+Larger',
-                  _gin('002_convbert', 'table4_bnk_gl_larger'))),
+                  _gin('002_convbert', 'table4_bnk_gl_larger'),
+                  scale_bindings=_WIDER_BY_432_OVER_384)),
         finetune_paper='002_convbert', average_column='GLUE'),
     Target('002.5', '002', '5', 'plan_only',
            'pretraining wall-clock on TPU v3-8',
@@ -258,15 +275,15 @@ _TARGETS = (
         'GLUE against the number of generator layers (TEAMS-small++)',
         runs=tuple(Run(f'generator_layers_{n}', f'TEAMS@{n}',
                        _gin('003_teams', f'fig4_generator_layers_{n}'),
-                       small_scale_bindings=(
-                           f'teams.generator_layers = {n // 3}',))
+                       scale_bindings=(('tiny', (
+                           f'teams.generator_layers = {n // 3}',)),))
                    for n in range(1, 13)),
         finetune_paper='003_teams', figure='generator layers',
         small_scale_runs=tuple(f'generator_layers_{n}' for n in (3, 6, 9, 12)),
         small_scale_note=(
-            'the tiny discriminator has 4 layers, not 12: generators of 3, 6, '
-            '9 and 12 paper layers become 1, 2, 3 and 4 (a quarter of the '
-            'depth each), plotted at their paper depth')),
+            'generators of 3, 6, 9 and 12 layers; the tiny discriminator has '
+            '4 layers, not 12, so there they become 1, 2, 3 and 4 (a quarter '
+            'of the depth each), plotted at their paper depth')),
     Target(
         '003.fig5', '003', None, 'pretrain_glue',
         'GLUE against K, Sampled vs Hardest negatives (TEAMS-small++)',

@@ -190,7 +190,7 @@ def run_steps(target: registry.Target, settings: GridSettings,
     report, _ = plan.flops_report(
         run.gin_files + scale_gin_files(run, settings.scale),
         (f'experiment.train_steps = {settings.reference_steps}',
-         *run.small_scale_bindings),
+         *run.bindings_at(settings.scale)),
         vocab_size)
     reports[run.name] = report
   budget = reports[target.reference].total_train_flops()
@@ -221,10 +221,20 @@ def run_dir(runs_dir: str, run: registry.Run, settings: GridSettings,
   """The run store's directory of a pretraining run: named by its first gin
   file (`001_ale.electra_small`) and a digest of its gin bindings
   (`fingerprint`), corpus, vocabulary and strategy, so that equal runs of
-  different tables are one."""
-  return os.path.join(runs_dir, f'{plan.run_label(run.gin_files)}-' + _digest(
-      fingerprint, _path_key(settings.corpus), _path_key(settings.vocab_file),
-      settings.strategy))
+  different tables are one.
+
+  Runs of different gin files can train with equal bindings: below paper
+  scale the include replaces what tells 003's Small and Small++ columns
+  apart. The store keeps such a run once, under the name of the first one
+  trained, and this returns that directory for all of them.
+  """
+  digest = _digest(fingerprint, _path_key(settings.corpus),
+                   _path_key(settings.vocab_file), settings.strategy)
+  own = os.path.join(runs_dir, f'{plan.run_label(run.gin_files)}-{digest}')
+  if tf.io.gfile.exists(own):
+    return own
+  equal = sorted(tf.io.gfile.glob(os.path.join(runs_dir, f'*-{digest}')))
+  return equal[0] if equal else own
 
 
 def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
@@ -267,12 +277,13 @@ def _call(command: Sequence[str], log_path: str) -> None:
                        f'see {log_path}.')
 
 
-def _training_bindings(run: registry.Run, steps: int) -> Tuple[str, ...]:
+def _training_bindings(run: registry.Run, scale: str,
+                       steps: int) -> Tuple[str, ...]:
   """What a run trains with after its gin files and the scale's include:
-  its steps, a warmup over a tenth of them, its small-scale bindings."""
+  its steps, a warmup over a tenth of them, its bindings at the scale."""
   return (f'experiment.train_steps = {steps}',
           f'optimization.warmup_steps = {steps // 10}',
-          *run.small_scale_bindings)
+          *run.bindings_at(scale))
 
 
 def run_fingerprint(run: registry.Run, scale: str, steps: int) -> str:
@@ -280,7 +291,7 @@ def run_fingerprint(run: registry.Run, scale: str, steps: int) -> str:
   scale's include and `_training_bindings`): a run read back from an
   earlier call must have been trained with the same."""
   return plan.gin_fingerprint(run.gin_files + scale_gin_files(run, scale),
-                              _training_bindings(run, steps))
+                              _training_bindings(run, scale, steps))
 
 
 def _pretrain(run: registry.Run, settings: GridSettings, records: str,
@@ -299,7 +310,7 @@ def _pretrain(run: registry.Run, settings: GridSettings, records: str,
                for path in scale_gin_files(run, settings.scale)),
              f"--gin_param=pretrain_data.input_path='{records}'",
              *(f'--gin_param={binding}'
-               for binding in _training_bindings(run, steps)),
+               for binding in _training_bindings(run, settings.scale, steps)),
              f'--gin_param=experiment.checkpoint_interval={checkpoint_every}',
              f'--gin_param=experiment.steps_per_loop={checkpoint_every}',
              '--gin_param=experiment.max_to_keep=100',

@@ -68,11 +68,44 @@ def test_every_run_configures_at_every_scale(scale):
           [os.path.join(gin_utils.REPO_ROOT, path) for path in
            run.gin_files + runner.scale_gin_files(run, scale)],
           ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522',
-           *run.small_scale_bindings])
+           *run.bindings_at(scale)])
       name = gin.query_parameter('experiment.objective')
       config = objectives.task_config_from_gin(name)
       assert config.train_data.max_seq_length == 128, (target.key, run.name)
   gin.clear_config()
+
+
+@pytest.mark.parametrize('scale', ['tiny', 'gpu'])
+def test_no_table_compares_a_model_with_itself_at_a_small_scale(scale):
+  """The scale's include sets one size for every run: a row that differs
+  from another only in size (002 Table 4's "+Larger") must keep its
+  difference, or the table compares a model with itself."""
+  for target in registry.TARGETS.values():
+    fingerprints = {}
+    for run in target.runs_at(scale):
+      steps = int(400 * run.budget_ratio)  # 001's "2x time" trains longer.
+      fingerprints.setdefault(runner.run_fingerprint(run, scale, steps),
+                              []).append(run.name)
+    assert all(len(names) == 1 for names in fingerprints.values()), (
+        target.key, fingerprints)
+
+
+@pytest.mark.parametrize('scale, hidden', [('tiny', 128), ('gpu', 256)])
+def test_002_table_4_larger_row_is_wider_by_the_papers_ratio(scale, hidden):
+  widths = {}
+  for run in registry.get('002.4').runs_at(scale):
+    gin.clear_config()
+    gin_utils.parse_config(
+        [os.path.join(gin_utils.REPO_ROOT, path) for path in
+         run.gin_files + runner.scale_gin_files(run, scale)],
+        run.bindings_at(scale))
+    widths[run.name] = (gin.query_parameter('encoder.hidden_size'),
+                        gin.query_parameter('encoder.intermediate_size'))
+  gin.clear_config()
+  # 002 Response 5: hidden 384 -> 432 at paper scale.
+  larger = hidden * 432 // 384
+  assert widths == {'bnk_gl': (hidden, 4 * hidden),
+                    'bnk_gl_larger': (larger, 4 * larger)}
 
 
 @pytest.mark.parametrize('gin_files, rate', [
@@ -100,8 +133,10 @@ def test_small_scales_run_a_subset_only_where_a_note_says_why():
     assert small <= names and target.runs_at('paper') == target.runs
     assert (small != names) == bool(target.small_scale_note), target.key
   fig4 = registry.get('003.fig4')
-  assert [run.small_scale_bindings for run in fig4.runs_at('tiny')] == [
+  assert [run.bindings_at('tiny') for run in fig4.runs_at('tiny')] == [
       (f'teams.generator_layers = {n}',) for n in (1, 2, 3, 4)]
+  # The gpu include keeps the paper's 12 layers, and so the paper's depths.
+  assert all(not run.bindings_at('gpu') for run in fig4.runs)
 
 
 def test_unknown_key_lists_the_known_ones():
@@ -375,6 +410,24 @@ def test_tables_that_compare_the_same_model_share_its_run(
     grid('004.1', runs_dir, **override)
     assert len(pretrained) == before_pretrained, override
     assert len(finetuned) == before_finetuned + 2, override
+
+
+def test_runs_of_other_gin_files_with_equal_bindings_share_one_directory(
+    tmp_path, monkeypatch):
+  """At tiny scale the include replaces all that tells 003's Small++ rows
+  from its Small ones: Table 2's "Only MLM" and TEAMS rows are Table 1's
+  BERT- and TEAMS-Small runs, read back with their fine-tuning."""
+  pretrained, finetuned = [], []
+  grid = _grid_with_fake_jobs(monkeypatch, pretrained, finetuned)
+  runs_dir = str(tmp_path / 'runs')
+  table_1 = grid('003.1', runs_dir)
+  del pretrained[:], finetuned[:]
+  table_2 = grid('003.2', runs_dir)
+  assert [name for name, _ in pretrained] == ['only_rtd', 'only_mws']
+  assert len(finetuned) == 2
+  assert table_2['only_mlm']['run_dir'] == table_1['bert_small']['run_dir']
+  assert table_2['teams']['run_dir'] == table_1['teams_small']['run_dir']
+  assert table_2['only_rtd']['run_dir'] != table_1['electra_small']['run_dir']
 
 
 def test_a_stored_run_without_a_curves_checkpoints_is_refused(
