@@ -66,6 +66,8 @@ FLAGS = flags.FLAGS
 
 _DEFAULT_STEPS = {'tiny': 400, 'gpu': 5000}
 _DEFAULT_STRATEGY = {'tiny': 'cpu', 'gpu': 'one_device'}
+_LOCAL_PATH_FLAGS = ('corpus', 'vocab_file', 'glue_dir', 'lm_file', 'out',
+                     'runs_dir')
 
 
 def define_flags():
@@ -184,6 +186,7 @@ def _speed_comparison(target: registry.Target) -> None:
   """004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s, same batch, on
   records of the built-in corpus with --vocab_file's vocabulary (the step
   time depends on the vocabulary's size, not on the text)."""
+  _require('vocab_file')
   results = {}
   for run in target.runs:
     path = os.path.join(FLAGS.out, f'{run.name}.json')
@@ -191,8 +194,7 @@ def _speed_comparison(target: registry.Target) -> None:
                     *(f'--gin_file={gin_file}' for gin_file in run.gin_files),
                     '--gin_param=pretrain_data.train_batch_size=16',
                     '--steps=10', '--variants=ours', f'--output_json={path}',
-                    *([f'--vocab_file={FLAGS.vocab_file}']
-                      if FLAGS.vocab_file else [])],
+                    f'--vocab_file={FLAGS.vocab_file}'],
                    check=True, cwd=gin_utils.REPO_ROOT)
     with tf.io.gfile.GFile(path) as f:
       results[run.row] = json.load(f)['results'][0]['steps_per_second']
@@ -207,9 +209,11 @@ def _speed_comparison(target: registry.Target) -> None:
               for row in results) +
           f'\nSCRIPT / ELECTRA: ours {ours_ratio:.3f}, 004 {paper_ratio:.3f} '
           f'({stated["SCRIPT-small iterations/s"].where}).')
-  write_command_table(target, FLAGS.out, body, dict(
-      steps_per_second=results, paper_iterations_per_second=paper,
-      ratio=dict(ours=ours_ratio, paper=paper_ratio)))
+  write_command_table(
+      target, FLAGS.out, body,
+      dict(steps_per_second=results, paper_iterations_per_second=paper,
+           ratio=dict(ours=ours_ratio, paper=paper_ratio)),
+      header=f'Vocabulary: {FLAGS.vocab_file}; batch 16, 10 timed steps.')
 
 
 def _attention_concentration(target: registry.Target) -> None:
@@ -318,7 +322,7 @@ def _grid(target: registry.Target) -> None:
             f'; tasks {settings.tasks}; {settings.num_runs} seeds per task, '
             f'{_aggregation(target.finetune_paper)} over them (gin/finetune/'
             f'{target.finetune_paper}/protocol.gin); vocabulary '
-            f'{settings.vocab_file}; {FLAGS.strategy or "cpu"}.'
+            f'{settings.vocab_file}; {settings.strategy}.'
             + (f' Runs: {target.small_scale_note}.'
                if target.small_scale_note else ''))
   print(report.write(target, report.rows(target, results), header,
@@ -338,6 +342,12 @@ def main(argv):
     target = registry.get(FLAGS.table)
   except KeyError as error:
     raise app.UsageError(str(error)) from error
+  # The jobs run from the repository root: local paths are made absolute
+  # here, so relative ones mean the caller's directory.
+  for name in _LOCAL_PATH_FLAGS:
+    value = getattr(FLAGS, name)
+    if value and '://' not in value and not value.startswith('$'):
+      setattr(FLAGS, name, os.path.abspath(value))
   if FLAGS.scale == 'paper':
     _paper(target)
   elif target.kind == 'pretrain_glue':

@@ -18,9 +18,10 @@ estimated).
 """
 
 import dataclasses
+import functools
 import hashlib
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import gin
 import tensorflow as tf
@@ -90,6 +91,12 @@ def parse_gin(gin_files: Sequence[str], bindings: Sequence[str] = ()
 def gin_fingerprint(gin_files: Sequence[str], bindings: Sequence[str] = ()
                     ) -> str:
   """SHA-256 of the gin bindings that `gin_files` then `bindings` make."""
+  return _gin_fingerprint(tuple(gin_files), tuple(bindings))
+
+
+@functools.lru_cache(maxsize=None)
+def _gin_fingerprint(gin_files: Tuple[str, ...], bindings: Tuple[str, ...]
+                     ) -> str:
   parse_gin(gin_files, bindings)
   config = gin.config_str()
   gin.clear_config()
@@ -101,6 +108,26 @@ def run_label(gin_files: Sequence[str]) -> str:
   and name ('001_ale.electra_small')."""
   paper_dir, name = gin_files[0].split('/')[-2:]
   return f'{paper_dir}.{os.path.splitext(name)[0]}'
+
+
+def shared_label(run: registry.Run, fingerprint: str,
+                 fingerprint_of: Callable[[registry.Run], str]) -> str:
+  """The label of `run`'s directory: that of the first run in the registry
+  (in --list order) that trains the same bindings, `fingerprint_of(other)
+  == fingerprint`, else its own.
+
+  Rows of different gin files can train equal bindings (003 Table 2's "Only
+  MLM" is Table 1's BERT-Small++; Fig. 5's Sampled@5 is TEAMS-Small++; below
+  paper scale the include erases more), and are then one run under one
+  name, whichever table asks first.
+  """
+  for target in registry.TARGETS.values():
+    for other in target.runs:
+      if other.gin_files == run.gin_files:
+        return run_label(run.gin_files)
+      if fingerprint_of(other) == fingerprint:
+        return run_label(other.gin_files)
+  return run_label(run.gin_files)
 
 
 def flops_report(gin_files: Sequence[str], bindings: Sequence[str] = (),
@@ -164,14 +191,18 @@ def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
                           f'or {size}.gin.')
 
 
-def model_directory(bucket: str, gin_files: Sequence[str],
+def model_directory(bucket: str, run: registry.Run,
                     bindings: Sequence[str] = ()) -> str:
   """A paper-scale pretraining run's model directory under `bucket`: its
-  `run_label` and a digest of its gin bindings, so that the tables that
+  `shared_label` and a digest of its gin bindings, so that the tables that
   compare the same model (ELECTRA-small in 001 Table IV and 004 Tables 1
-  and 2) pretrain it once."""
-  digest = gin_fingerprint(gin_files, bindings)[:12]
-  return f'{bucket.rstrip("/")}/{run_label(gin_files)}-{digest}'
+  and 2; 003's Small++ rows repeated in Tables 2-4 and Fig. 5) pretrain it
+  once."""
+  fingerprint = gin_fingerprint(run.gin_files, bindings)
+  label = shared_label(
+      run, fingerprint, lambda other: gin_fingerprint(other.gin_files,
+                                                      bindings))
+  return f'{bucket.rstrip("/")}/{label}-{fingerprint[:12]}'
 
 
 def glue_directory(model_dir: str, target: registry.Target,
@@ -197,7 +228,7 @@ def plan(target: registry.Target, bucket: str, glue_dir: str,
     if run.budget_ratio != 1.0:
       steps = int(round(report.train_steps * run.budget_ratio))
       bindings = [f'experiment.train_steps={steps}']
-    model_dir = model_directory(bucket, run.gin_files, bindings)
+    model_dir = model_directory(bucket, run, bindings)
     train_flops = report.total_train_flops() * steps / report.train_steps
     finetune_command = finetune_flops = finetune_hours = glue_dir_out = None
     if target.finetune_paper:

@@ -39,7 +39,7 @@ class Run:
     scale_bindings: ((scale, gin bindings), ...): bindings after that
       scale's include, for settings the include would otherwise erase: 003
       Fig. 4's generator depths, mapped onto the 4-layer tiny model, and
-      002 Table 4's "+Larger" widening, kept as a ratio of the scale's
+      002 Table 4's "+Larger" widening, restated for each small scale's
       hidden size.
     finetune_size: 'base' or 'large' when the paper fine-tunes this size
       with its own cells (003 Table 6, 004 Table 5), else None.

@@ -10,7 +10,9 @@ bindings, and pass one `--runs_dir` to pretrain each once.
                                     corpus and vocabulary (built once)
   <runs_dir>/<label>-<key>/         `official_repro.train`'s model_dir (it
                                     resumes); label: the first gin file's
-                                    paper folder and name; key: SHA-256 of
+                                    paper folder and name, of the first
+                                    registry run with equal bindings
+                                    (`plan.shared_label`); key: SHA-256 of
                                     the run's gin bindings (steps and
                                     warmup included), corpus, vocabulary
                                     and strategy
@@ -47,6 +49,7 @@ left from the runs done so far.
 """
 
 import dataclasses
+import functools
 import hashlib
 import inspect
 import json
@@ -135,7 +138,8 @@ def check_settings(out: str, settings: GridSettings) -> None:
   json_files.write_json(path, current)
 
 
-def _optimizer(gin_files: Sequence[str]) -> str:
+@functools.lru_cache(maxsize=None)
+def _optimizer(gin_files: Tuple[str, ...]) -> str:
   """The optimizer `gin_files` train with (`optimization.optimizer`, or its
   default)."""
   plan.parse_gin(gin_files)
@@ -153,7 +157,7 @@ def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
   `gin/regenerate/<scale>.gin`, then `<scale>_<optimizer>.gin` where the
   scale has one for the run's optimizer (a short run's learning rate
   depends on it: LAMB and AdamW want different steps)."""
-  by_optimizer = f'gin/regenerate/{scale}_{_optimizer(run.gin_files)}.gin'
+  by_optimizer = f'gin/regenerate/{scale}_{_optimizer(tuple(run.gin_files))}.gin'
   if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, by_optimizer)):
     return (f'gin/regenerate/{scale}.gin', by_optimizer)
   return (f'gin/regenerate/{scale}.gin',)
@@ -217,24 +221,20 @@ def records_dir(runs_dir: str, settings: GridSettings) -> str:
 
 
 def run_dir(runs_dir: str, run: registry.Run, settings: GridSettings,
-            fingerprint: str) -> str:
-  """The run store's directory of a pretraining run: named by its first gin
-  file (`001_ale.electra_small`) and a digest of its gin bindings
-  (`fingerprint`), corpus, vocabulary and strategy, so that equal runs of
-  different tables are one.
-
-  Runs of different gin files can train with equal bindings: below paper
-  scale the include replaces what tells 003's Small and Small++ columns
-  apart. The store keeps such a run once, under the name of the first one
-  trained, and this returns that directory for all of them.
-  """
-  digest = _digest(fingerprint, _path_key(settings.corpus),
-                   _path_key(settings.vocab_file), settings.strategy)
-  own = os.path.join(runs_dir, f'{plan.run_label(run.gin_files)}-{digest}')
-  if tf.io.gfile.exists(own):
-    return own
-  equal = sorted(tf.io.gfile.glob(os.path.join(runs_dir, f'*-{digest}')))
-  return equal[0] if equal else own
+            steps: int) -> str:
+  """The run store's directory of a pretraining run: named by
+  `plan.shared_label` (the first gin file, `001_ale.electra_small`, of the
+  first registry run that trains the same bindings at the scale, so that
+  003's Small++ rows, equal to its Small ones below paper scale, are one
+  run) and a digest of its gin bindings, corpus, vocabulary and strategy,
+  so that equal runs of different tables are one."""
+  fingerprint = run_fingerprint(run, settings.scale, steps)
+  label = plan.shared_label(
+      run, fingerprint,
+      lambda other: run_fingerprint(other, settings.scale, steps))
+  return os.path.join(runs_dir, f'{label}-' + _digest(
+      fingerprint, _path_key(settings.corpus), _path_key(settings.vocab_file),
+      settings.strategy))
 
 
 def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
@@ -357,8 +357,7 @@ def build_records(settings: GridSettings, records: str) -> int:
 
 def _pretrain_into_store(run: registry.Run, settings: GridSettings,
                          runs_dir: str, records: str, steps: int,
-                         fingerprint: str, curve: bool = False
-                         ) -> Tuple[str, List[int]]:
+                         curve: bool = False) -> Tuple[str, List[int]]:
   """Pretrains `run` in the run store (or resumes it, or finds it done),
   saving `settings.curve_points` checkpoints.
 
@@ -368,7 +367,6 @@ def _pretrain_into_store(run: registry.Run, settings: GridSettings,
     runs_dir: the run store.
     records: its pretraining records.
     steps: the run's train steps.
-    fingerprint: `run_fingerprint` of the run at those steps.
     curve: whether a learning curve needs all the checkpoints, not only
       the last.
 
@@ -379,7 +377,7 @@ def _pretrain_into_store(run: registry.Run, settings: GridSettings,
     ValueError: when a learning curve needs a checkpoint that a run
       finished earlier (with other checkpoint settings) lacks.
   """
-  model_dir = run_dir(runs_dir, run, settings, fingerprint)
+  model_dir = run_dir(runs_dir, run, settings, steps)
   checkpoints = _checkpoint_steps(steps, settings.curve_points)
   export_dir = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
   if all(tf.io.gfile.exists(os.path.join(export_dir, name)) for name in (
@@ -415,8 +413,7 @@ def pretrain_only(target: registry.Target, settings: GridSettings,
     print(f'[{index}/{len(runs)}] {run.name} ({run.row}): '
           f'{steps[run.name]:,} pretraining steps', flush=True)
     model_dir, _ = _pretrain_into_store(
-        run, settings, runs_dir, records, steps[run.name],
-        run_fingerprint(run, settings.scale, steps[run.name]))
+        run, settings, runs_dir, records, steps[run.name])
     encoders[run.name] = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
   return encoders
 
@@ -474,7 +471,7 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
           f'{steps[run.name]:,} pretraining steps'
           + (f', about {eta / 60:.0f} min left' if eta else ''), flush=True)
     pretrain_dir, checkpoints = _pretrain_into_store(
-        run, settings, runs_dir, records, steps[run.name], fingerprint,
+        run, settings, runs_dir, records, steps[run.name],
         curve=target.figure == 'steps')
     evaluated = {}
     for step in checkpoints:

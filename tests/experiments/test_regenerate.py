@@ -233,10 +233,19 @@ def test_paper_scale_tables_share_the_model_directory_of_an_equal_model():
   assert ale['electra_small_2x'].model_dir != ale['electra_small'].model_dir
   def directory(key, name):
     [run] = [run for run in registry.get(key).runs if run.name == name]
-    return plan.model_directory('gs://b', run.gin_files)
+    return plan.model_directory('gs://b', run)
   assert directory('003.3', 'electra') == directory('003.4',
                                                     'electra_small_pp')
   assert directory('003.3', 'electra') != directory('003.1', 'electra_small')
+  # Rows of other gin files with equal bindings: one directory, named by
+  # the first table that has the run.
+  assert directory('003.2', 'only_mlm') == directory('003.1', 'bert_small_pp')
+  assert directory('003.2', 'only_mlm').startswith(
+      'gs://b/003_teams.table5_small_pp-')
+  assert directory('003.fig5', 'sampled_k5') == directory('003.1',
+                                                          'teams_small_pp')
+  assert directory('003.fig5', 'sampled_k3') != directory('003.1',
+                                                          'teams_small_pp')
 
 
 def _settings(**overrides):
