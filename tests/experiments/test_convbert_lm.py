@@ -57,6 +57,8 @@ def test_command_writes_table_and_json(tmp_path):
   assert (output_dir / 'table.md').read_text().strip() == table.strip()
 
   results = json.loads((output_dir / 'results.json').read_text())
+  # experiments.regenerate renders 002 Table 3 from results.json.
+  assert convbert_lm.format_table(results).strip() == table.strip()
   assert results['settings']['train_steps'] == 2
   assert results['settings']['optimizer'] == 'lamb'
   assert results['published']['perplexity'] == {'transformer': 34.21,

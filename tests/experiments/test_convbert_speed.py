@@ -42,6 +42,13 @@ def test_cli_prints_both_blocks_and_writes_json(tmp_path):
     assert row['xla_matmul_flops'] == row['compiled_matmul_flops']
   flops_by_block = {row['block']: row['flops'] for row in output['rows']}
   assert flops_by_block['mixed-attention'] < flops_by_block['self-attention']
+  # experiments.regenerate renders 002 Table 2 from this JSON: the same
+  # table as the command printed.
+  rendered = convbert_speed.format_table(output['rows']).splitlines()
+  assert [line for line in rendered if line.startswith('| 16 |')] == (
+      table_rows)
+  assert (convbert_speed.format_matches(output['paper_matches'])
+          in result.stdout)
 
 
 def test_measure_with_xla():
