@@ -313,6 +313,12 @@ def _grid(target: registry.Target) -> None:
       strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale],
       finetune_fingerprint=runner.finetune_fingerprint(FLAGS.scale))
   results = runner.run_grid(target, settings, FLAGS.out, _runs_dir())
+  if target.parameters_column:
+    for run in target.runs_at(FLAGS.scale):
+      if run.name in results:
+        results[run.name]['parameters'] = plan.flops_report(
+            run.gin_files + runner.scale_gin_files(run, FLAGS.scale),
+            run.bindings_at(FLAGS.scale))[1]
   includes = sorted({path for run in target.runs_at(FLAGS.scale)
                       for path in runner.scale_gin_files(run, FLAGS.scale)})
   header = (f'Scale: {FLAGS.scale} ({", ".join(includes)}); '

@@ -80,6 +80,8 @@ class Target:
       all), with `small_scale_note` saying why.
     squad: the SQuAD versions the table reports ('squad11', 'squad20'),
       fine-tuned at paper scale (no SQuAD data is assumed below it).
+    parameters_column: the table's column of parameter counts, if any;
+      ours (at the scale, by the FLOPs tool) are printed beside it.
   """
   key: str
   paper: str
@@ -97,6 +99,7 @@ class Target:
   small_scale_runs: Optional[Tuple[str, ...]] = None
   small_scale_note: Optional[str] = None
   squad: Tuple[str, ...] = ()
+  parameters_column: Optional[str] = None
 
   def runs_at(self, scale: str) -> Tuple[Run, ...]:
     """The runs made at `scale` ('tiny', 'gpu' or 'paper')."""
@@ -191,7 +194,8 @@ _TARGETS = (
               Run('bnk_gl_larger', 'ConvBERTmedium-small / +BNK,+GL,+Larger',
                   _gin('002_convbert', 'table4_bnk_gl_larger'),
                   scale_bindings=_WIDER_BY_432_OVER_384)),
-        finetune_paper='002_convbert', average_column='GLUE'),
+        finetune_paper='002_convbert', average_column='GLUE',
+        parameters_column='Params'),
     Target('002.5', '002', '5', 'plan_only',
            'pretraining wall-clock on TPU v3-8',
            runs=(Run('electra_small', 'ELECTRA-small',

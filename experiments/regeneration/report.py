@@ -48,7 +48,9 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
     results: {run name: result} as `runner.run_grid` returns them.
 
   Returns:
-    Entries {run, row, train_steps, cells, average, curve}: `cells` one per
+    Entries {run, row, train_steps, cells, average, parameters, curve}:
+    `parameters` ours beside the paper's count where the target has a
+    parameters column and the result carries one (else None); `cells` one per
     GLUE task run ({column, task, ours, paper, difference, seeds, std});
     `average` ours over the tasks run beside the paper's mean over the same
     tasks where the table has a column per task, else beside the paper's
@@ -78,6 +80,12 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
           difference=None if paper is None else ours - paper,
           seeds=summary.get('n'),
           std=None if 'std' not in summary else summary['std'] * scale))
+    parameters = None
+    if target.parameters_column and 'parameters' in results[run.name]:
+      paper = (table.cell(run.row, target.parameters_column).value
+               if _has(table, run.row, target.parameters_column) else None)
+      parameters = dict(column=target.parameters_column,
+                        ours=results[run.name]['parameters'], paper=paper)
     average = None
     if table is not None and target.average_column and _has(
         table, run.row, target.average_column):
@@ -93,7 +101,7 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
                      paper_quantity=quantity, tasks=sorted(glue))
     entries.append(dict(run=run.name, row=run.row,
                         train_steps=results[run.name]['train_steps'],
-                        cells=cells, average=average,
+                        cells=cells, average=average, parameters=parameters,
                         curve=_curve(results[run.name])))
   return entries
 
@@ -136,6 +144,13 @@ def markdown(target: registry.Target, entries: List[Dict], header: str
                    f'{cell["column"]} | {_number(cell["ours"])} | {spread} | '
                    f'{_number(cell["paper"])} | '
                    f'{_number(cell["difference"])} |')
+    if entry.get('parameters'):
+      counts = entry['parameters']
+      paper = ('-' if counts['paper'] is None
+               else f'{counts["paper"] / 1e6:g}M')
+      lines.append(f'| {entry["row"]} | {entry["train_steps"]:,} | '
+                   f'{counts["column"]} (at this scale) | '
+                   f'{counts["ours"] / 1e6:.3f}M | - | {paper} | - |')
     if entry['average']:
       average = entry['average']
       lines.append(

@@ -638,6 +638,21 @@ def test_report_without_task_columns_compares_with_the_printed_average():
   assert average['paper_quantity'] == 'paper GLUE (all its tasks)'
 
 
+def test_report_prints_our_parameters_beside_the_papers_count():
+  target = registry.get('002.4')
+  results = {'bnk_gl': dict(_result(5, sst2=0.8), parameters=2385792),
+             'bnk_gl_larger': _result(5, sst2=0.7)}
+  entries = report.rows(target, results)
+  assert entries[0]['parameters'] == dict(column='Params', ours=2385792,
+                                          paper=14e6)
+  assert entries[1]['parameters'] is None
+  text = report.markdown(target, entries, 'header')
+  assert ('| ConvBERTmedium-small / +BNK,+GL | 5 | Params (at this scale) | '
+          '2.386M | - | 14M | - |') in text
+  # The count is not a GLUE score: the average is over SST-2 alone.
+  assert entries[0]['average']['ours'] == pytest.approx(80.0)
+
+
 @pytest.mark.parametrize('unit, scale', [
     ('accuracy (fraction)', 1.0), ('GLUE average score x100', 100.0),
     ('accuracy (%)', 100.0)])
