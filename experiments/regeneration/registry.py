@@ -32,7 +32,9 @@ class Run:
 
   Attributes:
     name: directory name of the run.
-    row: the paper table's row key (or figure series and x, "Sampled@5").
+    row: the paper table's row key, or a figure's series and x
+      ("Sampled@5"); a figure row without "@" is a reference model, drawn
+      as a horizontal line at its score.
     gin_files: the paper gin files of its pretraining (repository-relative).
     budget_ratio: its training FLOPs relative to the target's reference run
       (2.0 for 001's "2x time").
@@ -294,14 +296,17 @@ _TARGETS = (
         runs=tuple(Run(f'{strategy}_k{k}', f'{strategy.title()}@{k}',
                        _gin('003_teams', f'fig5_{strategy}_k{k}'))
                    for strategy in ('sampled', 'hardest')
-                   for k in (3, 5, 10, 20, 50)),
+                   for k in (3, 5, 10, 20, 50)) + (
+                       # 003 Sec. 4.3: "for K from 3 to 50 TEAMS outperforms
+                       # ELECTRA", drawn as the figure's reference line.
+                       _003_small_pp_baselines('')[0],),
         finetune_paper='003_teams', figure='K',
         small_scale_runs=tuple(f'{strategy}_k{k}'
                                for strategy in ('sampled', 'hardest')
-                               for k in (3, 5, 20)),
+                               for k in (3, 5, 20)) + ('electra',),
         small_scale_note=(
-            'K = 3, 5 and 20 of the five values, so that six runs fit the '
-            'hour')),
+            'K = 3, 5 and 20 of the five values, so that six runs and the '
+            'ELECTRA-Small++ reference fit the hour')),
     Target(
         '004.1', '004', '1', 'pretrain_glue',
         'ELECTRA vs SCRIPT, GLUE mean (SQuAD at paper scale)',

@@ -11,7 +11,7 @@ tasks is not the paper's quantity.
 
 import json
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -159,6 +159,16 @@ def markdown(target: registry.Target, entries: List[Dict], header: str
           f'{average["paper_quantity"]} | {_number(average["ours"])} | - | '
           f'{_number(average["paper"])} | '
           f'{_number(average["ours"] - average["paper"])} |')
+  if target.figure:
+    series, references = figure_lines(target, entries)
+    x_label = ('pretraining step' if target.figure == 'steps'
+               else target.figure)
+    lines += ['', f'Figure points (x: {x_label}; y: GLUE dev, mean over the '
+              'tasks run):', '', '| series | x | ours |', '|---|---|---|']
+    lines += [f'| {name} | {x:g} | {_number(y)} |'
+              for name, points in series.items() for x, y in points]
+    lines += [f'| {name} (reference) | - | {_number(y)} |'
+              for name, y in references.items()]
   ranking = order(entries)
   if len(ranking['paper']) > 1:
     lines += ['', f'Paper order (best first): {" > ".join(ranking["paper"])}',
@@ -183,30 +193,54 @@ def write(target: registry.Target, entries: List[Dict], header: str,
   return text
 
 
+def figure_lines(target: registry.Target, entries: List[Dict]
+                 ) -> Tuple[Dict[str, List[Tuple[float, float]]],
+                            Dict[str, float]]:
+  """What a figure draws of ours.
+
+  Args:
+    target: a figure (`target.figure` set).
+    entries: `rows(target, ...)`.
+
+  Returns:
+    `(series, references)`: {series name: [(x, GLUE score), ...] sorted by
+    x} and {reference row: its GLUE score}. For learning curves ('steps')
+    each run is a series over its checkpoints; otherwise a run's row
+    "<series>@<x>" is its series' point at x (its final checkpoint), and a
+    row without "@" is a reference.
+  """
+  series: Dict[str, List[Tuple[float, float]]] = {}
+  references: Dict[str, float] = {}
+  for entry in entries:
+    curve = entry['curve']
+    if target.figure == 'steps':
+      series[entry['row']] = [(float(step), curve[step])
+                              for step in sorted(curve)]
+      continue
+    name, at, x = entry['row'].partition('@')
+    if not at:
+      references[name] = curve[max(curve)]
+      continue
+    series.setdefault(name, []).append((float(x), curve[max(curve)]))
+  return {name: sorted(points) for name, points in series.items()}, references
+
+
 def plot(target: registry.Target, entries: List[Dict], path: str) -> None:
-  """The figure: GLUE against steps (one line per run) or against the
-  runs' x value (one line per series), with the paper's stated points."""
+  """The figure: `figure_lines` (references as horizontal lines), with the
+  paper's stated points."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
   figure, axes = pyplot.subplots(figsize=(6, 4))
-  if target.figure == 'steps':
-    for entry in entries:
-      steps = sorted(entry['curve'])
-      axes.plot(steps, [entry['curve'][s] for s in steps], marker='o',
-                label=f'{entry["row"]} (ours)')
-    axes.set_xlabel('pretraining steps')
-  else:
-    series: Dict[str, List] = {}
-    for entry in entries:
-      name, _, x = entry['row'].partition('@')
-      final = entry['curve'][max(entry['curve'])]
-      series.setdefault(name, []).append((float(x), final))
-    for name, points in series.items():
-      points.sort()
-      axes.plot([p[0] for p in points], [p[1] for p in points], marker='o',
-                label=f'{name} (ours)')
-    axes.set_xlabel(target.figure)
+  series, references = figure_lines(target, entries)
+  for name, points in series.items():
+    axes.plot([p[0] for p in points], [p[1] for p in points], marker='o',
+              label=f'{name} (ours)')
+  for name, score in references.items():
+    axes.axhline(score, color='gray', linestyle=':',
+                 label=f'{name} (ours, reference)')
+  axes.set_xlabel('pretraining steps' if target.figure == 'steps'
+                  else target.figure)
   paper = paper_tables.load(target.paper)
   figure_id = target.key.split('.fig')[-1]
   for name, points in paper.figures[figure_id].series.items():

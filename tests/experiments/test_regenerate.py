@@ -246,6 +246,9 @@ def test_paper_scale_tables_share_the_model_directory_of_an_equal_model():
                                                           'teams_small_pp')
   assert directory('003.fig5', 'sampled_k3') != directory('003.1',
                                                           'teams_small_pp')
+  # Fig. 5's ELECTRA reference is 003's ELECTRA-Small++ row.
+  assert directory('003.fig5', 'electra') == directory('003.4',
+                                                       'electra_small_pp')
 
 
 def _settings(**overrides):
@@ -665,17 +668,49 @@ def test_unknown_score_unit_is_refused():
     report.score_scale('GLUE average score')
 
 
+def _fig5_results():
+  """Sampled/Hardest at K = 3 and 5 and the ELECTRA reference."""
+  scores = {'sampled_k5': 0.7, 'sampled_k3': 0.6, 'hardest_k3': 0.55,
+            'hardest_k5': 0.65, 'electra': 0.5}
+  return {name: dict(train_steps=4, glue={'sst2': dict(score=score)},
+                     curve={'2': {'sst2': dict(score=0.1)},
+                            '4': {'sst2': dict(score=score)}})
+          for name, score in scores.items()}
+
+
 def test_figure_is_written_as_png(tmp_path):
   target = registry.get('003.fig5')
-  results = {f'{s}_k{k}': dict(train_steps=4, glue={'sst2': dict(score=v)},
-                               curve={'4': {'sst2': dict(score=v)}})
-             for s in ('sampled', 'hardest') for k, v in ((3, 0.6), (5, 0.7))}
-  entries = report.rows(target, results)
+  entries = report.rows(target, _fig5_results())
   report.write(target, entries, 'header', str(tmp_path))
   with open(os.path.join(tmp_path, '003.fig5.png'), 'rb') as f:
     assert f.read(8) == b'\x89PNG\r\n\x1a\n'
   with open(os.path.join(tmp_path, '003.fig5.json')) as f:
-    assert len(json.load(f)['rows']) == 4
+    assert len(json.load(f)['rows']) == 5
+
+
+def test_figure_points_are_the_final_checkpoints_by_series_and_x():
+  target = registry.get('003.fig5')
+  entries = report.rows(target, _fig5_results())
+  series, references = report.figure_lines(target, entries)
+  assert series == {'Sampled': [(3.0, 0.6), (5.0, 0.7)],
+                    'Hardest': [(3.0, 0.55), (5.0, 0.65)]}
+  assert references == {'ELECTRA-Small++': 0.5}
+  text = report.markdown(target, entries, 'header')
+  assert '| Hardest | 3 | 0.550 |' in text
+  assert '| ELECTRA-Small++ (reference) | - | 0.500 |' in text
+
+
+def test_learning_curve_points_are_every_checkpoint_of_each_run():
+  target = registry.get('004.fig2')
+  curve = {'200': {'sst2': dict(score=0.6)}, '100': {'sst2': dict(score=0.5)}}
+  results = {'electra_small': dict(train_steps=200, glue=curve['200'],
+                                   curve=curve)}
+  series, references = report.figure_lines(
+      target, report.rows(target, results))
+  assert series == {'ELECTRA-small': [(100.0, 0.5), (200.0, 0.6)]}
+  assert not references
+  assert '| ELECTRA-small | 100 | 0.500 |' in report.markdown(
+      target, report.rows(target, results), 'header')
 
 
 def test_jobs_show_their_progress_and_keep_their_log(tmp_path, capsys):
