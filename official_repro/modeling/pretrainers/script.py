@@ -14,8 +14,9 @@ encoder (no classification heads). A training step runs it twice:
      logits s_t over the V tokens at every position;
   4. `critic_log_probabilities`: the (V+1)-class classifier whose extra
      logit is fixed at 0 (004 Eq. 4-5):
-       log p(t-) = -logsumexp([s_t, 0]),
-       log p(t+) = logsumexp(s_t) - logsumexp([s_t, 0]).
+       log p(t-) = -logsumexp([s_t, 0]) = log sigmoid(-logsumexp(s_t)),
+       log p(t+) = logsumexp(s_t) - logsumexp([s_t, 0])
+                 = log sigmoid(logsumexp(s_t)).
 The critic loss (binary cross-entropy of those over the real tokens) and the
 combination L_MLM + alpha * L_Disc are the task's
 (`official_repro.tasks.script`); one backward pass covers both forward
@@ -66,8 +67,13 @@ def critic_log_probabilities(logits: tf.Tensor
   """The self-critic's log p(t+) and log p(t-) (004 Eq. 4-5).
 
   The V+1 classes are the V tokens (their logits `s_t`) and one "replaced"
-  class whose logit is fixed at 0; every log-sum-exp is
-  `tf.reduce_logsumexp`, so logits of any magnitude give finite values.
+  class whose logit is fixed at 0. With L = logsumexp(s_t),
+  log p(t+) = L - log(1 + e^L) = log sigmoid(L) and
+  log p(t-) = -log(1 + e^L) = log sigmoid(-L): one log-sum-exp over V and
+  `tf.math.log_sigmoid`, so logits of any magnitude give finite values. (A
+  log-sum-exp over the V+1 logits concatenated with 0 gives the same values
+  at twice the cost: measured 0.79 s against 1.64 s forward and backward at
+  `[32, 128, 30522]` on 2 CPU cores, 2026-11-25.)
 
   Args:
     logits: float `[..., V]`, the token logits s_t.
@@ -76,11 +82,9 @@ def critic_log_probabilities(logits: tf.Tensor
     `(log_positive, log_negative)`, float32 `[...]` each: log p(t+), the
     original-token probability mass, and log p(t-) = log(1 - p(t+)).
   """
-  logits = tf.cast(logits, tf.float32)
-  log_normalizer = tf.reduce_logsumexp(
-      tf.concat([logits, tf.zeros_like(logits[..., :1])], axis=-1), axis=-1)
-  return tf.reduce_logsumexp(logits, axis=-1) - log_normalizer, (
-      -log_normalizer)
+  log_sum_exp = tf.reduce_logsumexp(tf.cast(logits, tf.float32), axis=-1)
+  return (tf.math.log_sigmoid(log_sum_exp),
+          tf.math.log_sigmoid(-log_sum_exp))
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
