@@ -16,8 +16,11 @@ Three stages, each skipped when its output is already in `--work_dir`:
    `gin/pretrain/script.gin` (alpha = 50) with a small encoder and schedule
    (`--hidden_size`, `--num_layers`, `--batch_size`, `--learning_rate`,
    `--warmup_steps`, `--train_steps`), masking 15% with BERT's 80/10/10
-   split, AdamW; the run's final held-out evaluation (masked-LM accuracy,
-   critic AUC) is reported.
+   split, AdamW, and the critic started at its base rate
+   (`--initial_positive_probability`, `script.initial_positive_probability`:
+   a run this short does not get past the zero bias's start at p(t+) =
+   1 - 1/V; see `official_repro/modeling/pretrainers/script.py`); the run's
+   final held-out evaluation (masked-LM accuracy, critic AUC) is reported.
 3. N-best lists. Sentences: the WikiText-2 lines are split at " . " into
    sentences; a sentence is kept when it has `--min_words` to `--max_words`
    words and no `<unk>`, `@` (WikiText's escaped hyphens and numbers) or
@@ -247,6 +250,8 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
       f'optimization.warmup_steps = {FLAGS.warmup_steps}',
       'optimization.weight_decay_rate = 0.01',
       'optimization.global_clipnorm = 1.0',
+      'script.initial_positive_probability = '
+      f'{FLAGS.initial_positive_probability}',
   ]
   command = [sys.executable, '-m', 'official_repro.train',
              '--gin_file=gin/pretrain/script.gin', f'--model_dir={model_dir}',
@@ -310,9 +315,11 @@ def define_flags():
   flags.DEFINE_integer('hidden_size', 128, 'Encoder width (heads of 64).')
   flags.DEFINE_integer('num_layers', 4, 'Encoder depth.')
   flags.DEFINE_integer('batch_size', 32, 'Pretraining batch size.')
-  flags.DEFINE_float('learning_rate', 5e-3, 'Peak learning rate.')
+  flags.DEFINE_float('learning_rate', 5e-4, 'Peak learning rate.')
   flags.DEFINE_integer('warmup_steps', 100, 'Linear warmup steps.')
   flags.DEFINE_integer('train_steps', 500, 'Pretraining steps.')
+  flags.DEFINE_float('initial_positive_probability', 0.85,
+                     "The critic's p(t+) at initialization, in (0, 1).")
   flags.DEFINE_integer('num_sentences', 200, 'N-best lists.')
   flags.DEFINE_integer('num_distractors', 4, 'Distractors per list.')
   flags.DEFINE_integer('min_words', 8, 'Shortest sentence kept.')

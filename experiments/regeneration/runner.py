@@ -152,15 +152,31 @@ def _optimizer(gin_files: Tuple[str, ...]) -> str:
     gin.clear_config()
 
 
+@functools.lru_cache(maxsize=None)
+def _objective(gin_files: Tuple[str, ...]) -> str:
+  """The objective `gin_files` pretrain (`experiment.objective`, which has
+  no default)."""
+  plan.parse_gin(gin_files)
+  try:
+    return gin.query_parameter('experiment.objective')
+  finally:
+    gin.clear_config()
+
+
 def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
   """The includes that shrink a run to `scale`, after its paper gin files:
   `gin/regenerate/<scale>.gin`, then `<scale>_<optimizer>.gin` where the
   scale has one for the run's optimizer (a short run's learning rate
-  depends on it: LAMB and AdamW want different steps)."""
-  by_optimizer = f'gin/regenerate/{scale}_{_optimizer(tuple(run.gin_files))}.gin'
-  if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, by_optimizer)):
-    return (f'gin/regenerate/{scale}.gin', by_optimizer)
-  return (f'gin/regenerate/{scale}.gin',)
+  depends on it: LAMB and AdamW want different steps), then
+  `<scale>_<objective>.gin` where it has one for the run's objective (a
+  short SCRIPT run starts its critic at its base rate)."""
+  gin_files = tuple(run.gin_files)
+  includes = [f'gin/regenerate/{scale}.gin']
+  for variant in (_optimizer(gin_files), _objective(gin_files)):
+    path = f'gin/regenerate/{scale}_{variant}.gin'
+    if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
+      includes.append(path)
+  return tuple(includes)
 
 
 def finetune_gin(scale: str) -> str:

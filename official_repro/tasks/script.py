@@ -14,7 +14,7 @@ counterpart for the benchmark.
 """
 
 import dataclasses
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -43,6 +43,10 @@ class ScriptModelConfig(base_config.Config):
     discriminator_loss_weight: alpha, the weight of L_Disc.
     mlm_activation: activation of the MLM transform layer.
     mlm_initializer_range: stddev of the MLM head initializer.
+    initial_positive_probability: the critic's p(t+) at initialization at
+      every token, set through the MLM output bias (004 does not say; None:
+      Model Garden's zero bias, p(t+) about 1 - 1/V; see
+      `modeling/pretrainers/script.py`).
   """
   encoder: encoders.EncoderConfig = dataclasses.field(
       default_factory=encoders.EncoderConfig)
@@ -51,6 +55,7 @@ class ScriptModelConfig(base_config.Config):
   discriminator_loss_weight: float = 1.0
   mlm_activation: str = 'gelu_tanh'
   mlm_initializer_range: float = 0.02
+  initial_positive_probability: Optional[float] = None
 
 
 @dataclasses.dataclass
@@ -91,7 +96,8 @@ class ScriptPretrainTask(pretraining.ReplacedTokenTask):
         encoder_config=config.encoder, temperature=config.temperature,
         straight_through=config.straight_through,
         mlm_activation=config.mlm_activation,
-        mlm_initializer_range=config.mlm_initializer_range)
+        mlm_initializer_range=config.mlm_initializer_range,
+        initial_positive_probability=config.initial_positive_probability)
 
   def build_losses(self, labels: Dict[str, tf.Tensor],
                    model_outputs: Dict[str, tf.Tensor],

@@ -123,7 +123,33 @@ def test_tiny_scale_learning_rate_follows_the_optimizer(gin_files, rate):
        gin_files + runner.scale_gin_files(run, 'tiny')], [])
   assert gin.query_parameter('optimization.learning_rate') == rate
   gin.clear_config()
-  assert runner.scale_gin_files(run, 'gpu') == ('gin/regenerate/gpu.gin',)
+  # The gpu scale has one rate for both optimizers.
+  assert not any(path.endswith(('_lamb.gin', '_adamw.gin'))
+                 for path in runner.scale_gin_files(run, 'gpu'))
+
+
+@pytest.mark.parametrize('scale', ['tiny', 'gpu'])
+def test_small_scale_script_runs_start_the_critic_at_its_base_rate(scale):
+  """Only SCRIPT runs get `<scale>_script.gin`, and with it p(t+) = 0.85."""
+  seen = set()
+  for target in registry.TARGETS.values():
+    for run in target.runs_at(scale):
+      gin.clear_config()
+      gin_utils.parse_config(
+          [os.path.join(gin_utils.REPO_ROOT, path) for path in
+           run.gin_files + runner.scale_gin_files(run, scale)],
+          ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522',
+           *run.bindings_at(scale)])
+      objective = gin.query_parameter('experiment.objective')
+      config = objectives.task_config_from_gin(objective)
+      seen.add(objective)
+      has_include = (f'gin/regenerate/{scale}_script.gin' in
+                     runner.scale_gin_files(run, scale))
+      assert has_include == (objective == 'script'), (target.key, run.name)
+      if objective == 'script':
+        assert config.model.initial_positive_probability == 0.85
+  gin.clear_config()
+  assert {'script', 'electra', 'masked_lm', 'teams'} <= seen
 
 
 def test_small_scales_run_a_subset_only_where_a_note_says_why():

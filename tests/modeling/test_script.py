@@ -138,17 +138,64 @@ def test_straight_through_is_exact_forward_and_reaches_pass_1():
   np.testing.assert_array_equal(gradient.numpy()[:, 2], 0.0)
 
 
+def test_initial_positive_probability_is_the_critic_prior_at_every_token():
+  batch = _batch()
+  default = script.ScriptPretrainer(_encoder_config())
+  default(batch)
+  model = script.ScriptPretrainer(_encoder_config(),
+                                  initial_positive_probability=0.85)
+  model(batch)
+  # The bias is the closed form logit(0.85) - log V, at every token id.
+  np.testing.assert_allclose(model.masked_lm.bias.numpy(),
+                             np.full(_VOCAB, np.log(0.85 / 0.15) -
+                                     np.log(_VOCAB)), rtol=1e-6)
+  np.testing.assert_array_equal(default.masked_lm.bias.numpy(), 0.0)
+  # Brute force over V+1 classes: p(t+) is 0.85 wherever the token scores
+  # are near 0, as they are at initialization; the default is near 1 - 1/V.
+  def positive_probability(pretrainer):
+    logits = pretrainer.token_logits(batch['input_word_ids'],
+                                     batch['input_mask'],
+                                     batch['input_type_ids']).numpy()
+    augmented = np.concatenate([logits, np.zeros(logits.shape[:-1] + (1,))],
+                               -1).astype(np.float64)
+    return 1.0 - np.exp(_log_softmax(augmented))[..., -1]
+  np.testing.assert_allclose(positive_probability(model), 0.85, atol=0.01)
+  assert np.all(positive_probability(default) > 1.0 - 1.5 / _VOCAB)
+  # The other weights are untouched: with the default's weights and this
+  # bias the masked-LM distribution is the default's.
+  for mine, theirs in zip(model.weights, default.weights):
+    if mine is not model.masked_lm.bias:
+      mine.assign(theirs)
+  tensors = {name: tf.constant(value) for name, value in batch.items()}
+  np.testing.assert_allclose(
+      _log_softmax(model.mlm_logits(tensors, training=False).numpy()),
+      _log_softmax(default.mlm_logits(tensors, training=False).numpy()),
+      atol=1e-5)
+
+
+@pytest.mark.parametrize('probability', [0.0, 1.0, 1.5])
+def test_initial_positive_probability_outside_0_1_is_rejected(probability):
+  with pytest.raises(ValueError, match='initial_positive_probability'):
+    script.ScriptPretrainer(_encoder_config(),
+                            initial_positive_probability=probability)
+
+
 def test_temperature_without_straight_through_is_rejected():
   with pytest.raises(ValueError, match='straight_through'):
     script.ScriptPretrainer(_encoder_config(), temperature=0.5)
 
 
-@pytest.mark.parametrize('backbone', ['bert', 'convbert'])
-def test_parameters_equal_the_same_size_bert_masked_lm(backbone):
+@pytest.mark.parametrize('backbone,initial_positive_probability',
+                         [('bert', None), ('convbert', None), ('bert', 0.85)])
+def test_parameters_equal_the_same_size_bert_masked_lm(
+    backbone, initial_positive_probability):
   config = _encoder_config(backbone)
   script_model = script_task.ScriptPretrainTask(
       script_task.ScriptPretrainConfig(
-          model=script_task.ScriptModelConfig(encoder=config))).build_model()
+          model=script_task.ScriptModelConfig(
+              encoder=config,
+              initial_positive_probability=initial_positive_probability))
+  ).build_model()
   bert_model = masked_lm.MaskedLMPretrainTask(
       masked_lm.MaskedLMPretrainConfig(
           model=masked_lm.MaskedLMModelConfig(encoder=config))).build_model()

@@ -44,10 +44,26 @@ view of the same encoder (`tf_keras.models.clone_model` with every layer
 reused, the word-embedding lookup replaced by the identity) that takes word
 embeddings; it owns no variables.
 
+The critic's starting point. With Model Garden's zero output bias and
+token scores near 0 at initialization, logsumexp(s_t) is about log V (10.3
+for V = 30522), so p(t+) starts at about 1 - 1/V at every token while about
+15% of the tokens are negative: L_Disc first has to lower every token's
+log-sum-exp by about 8.6 nats before it can tell tokens apart, and Adam
+moves the output bias by about the learning rate per step. 004 trains 1M
+steps with 10,000 warmup steps, where this costs a few thousand steps; a
+run of a few hundred steps never gets past it (measured, tiny scale, 400
+steps at 5e-4: critic AUC 0.50). `initial_positive_probability = p`
+instead starts the output bias at the constant logit(p) - log V, so that
+p(t+) = p at every token from the first step. A constant bias shifts all V
+logits alike, so the masked-LM softmax, the samples and the parameter count
+are unchanged. 004 does not mention it (ELECTRA's reference code, which 004
+modifies, starts the bias at zero, as here by default).
+
 The one-pass pseudo-log-likelihood of 004 Eq. 7, PLL(x) = sum_t log p(t+|x)
 over the scored tokens, is `pseudo_log_likelihood`.
 """
 
+import math
 from typing import Any, Dict, Optional, Tuple, Union
 
 import tensorflow as tf
@@ -87,6 +103,48 @@ def critic_log_probabilities(logits: tf.Tensor
           tf.math.log_sigmoid(-log_sum_exp))
 
 
+def critic_prior_output_bias(positive_probability: float,
+                             vocab_size: int) -> float:
+  """The constant output bias at which the critic's p(t+) is given.
+
+  With every token score equal to the bias b, logsumexp(s_t) = b + log V and
+  p(t+) = sigmoid(b + log V) (004 Eq. 5), so b = logit(p) - log V.
+
+  Args:
+    positive_probability: p(t+) in (0, 1).
+    vocab_size: V.
+
+  Returns:
+    The bias b.
+
+  Raises:
+    ValueError: p outside (0, 1).
+  """
+  if not 0.0 < positive_probability < 1.0:
+    raise ValueError('script.initial_positive_probability must be in (0, 1), '
+                     f'got {positive_probability}.')
+  return (math.log(positive_probability / (1.0 - positive_probability)) -
+          math.log(vocab_size))
+
+
+class _MaskedLMWithOutputBias(layers.MaskedLM):
+  """Model Garden's `MaskedLM` whose output bias starts at a constant.
+
+  Model Garden creates the bias in `build` with a zeros initializer and no
+  argument to change it; its other weights and the call are unchanged.
+  """
+
+  def __init__(self, *args, output_bias: float = 0.0, **kwargs):
+    super().__init__(*args, **kwargs)
+    self._output_bias = output_bias
+
+  def add_weight(self, name=None, *args, **kwargs):
+    if name == 'output_bias/bias':
+      kwargs['initializer'] = tf_keras.initializers.Constant(
+          self._output_bias)
+    return super().add_weight(name, *args, **kwargs)
+
+
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class ScriptPretrainer(tf_keras.Model):
   """A masked LM trained as its own generator and critic.
@@ -103,6 +161,7 @@ class ScriptPretrainer(tf_keras.Model):
                straight_through: bool = False,
                mlm_activation: str = 'gelu_tanh',
                mlm_initializer_range: float = 0.02,
+               initial_positive_probability: Optional[float] = None,
                **kwargs):
     """Builds the encoder and its MLM head.
 
@@ -115,10 +174,14 @@ class ScriptPretrainer(tf_keras.Model):
         straight-through Gumbel-softmax sample (see the module docstring).
       mlm_activation: activation of the MLM transform.
       mlm_initializer_range: stddev of the MLM head's initializer.
+      initial_positive_probability: the critic's p(t+) at initialization
+        (the MLM output bias starts at logit(p) - log V; see the module
+        docstring); None: Model Garden's zero bias.
       **kwargs: other `tf_keras.Model` arguments.
 
     Raises:
-      ValueError: temperature <= 0, or != 1 without straight_through.
+      ValueError: temperature <= 0, or != 1 without straight_through, or
+        initial_positive_probability outside (0, 1).
     """
     super().__init__(**kwargs)
     if temperature <= 0:
@@ -130,12 +193,15 @@ class ScriptPretrainer(tf_keras.Model):
           'log pi + Gumbel noise for every temperature.')
     encoder_config = encoders.as_encoder_config(encoder_config)
     self.encoder = encoders.build_encoder(encoder_config)
-    self.masked_lm = layers.MaskedLM(
+    self.masked_lm = _MaskedLMWithOutputBias(
         embedding_table=self.encoder.get_embedding_table(),
         activation=activations.get(mlm_activation),
         initializer=tf_keras.initializers.TruncatedNormal(
             stddev=mlm_initializer_range),
-        output='logits', name='cls/predictions')
+        output='logits', name='cls/predictions',
+        output_bias=(0.0 if initial_positive_probability is None else
+                     critic_prior_output_bias(initial_positive_probability,
+                                              encoder_config.vocab_size)))
     self._temperature = temperature
     self._straight_through = straight_through
     self.sampling_seeds = sampling.SeedStream(name='sampling_seeds')
@@ -148,7 +214,8 @@ class ScriptPretrainer(tf_keras.Model):
     self._config = dict(
         encoder_config=encoder_config.as_dict(), temperature=temperature,
         straight_through=straight_through, mlm_activation=mlm_activation,
-        mlm_initializer_range=mlm_initializer_range)
+        mlm_initializer_range=mlm_initializer_range,
+        initial_positive_probability=initial_positive_probability)
 
   def _build_encoder_on_embeddings(self, config: encoders.EncoderConfig
                                    ) -> tf_keras.Model:
