@@ -57,10 +57,9 @@ def test_targets_name_existing_cells_and_gin_files(key):
     assert target.why_plan_only
 
 
-@pytest.mark.parametrize('scale', ['tiny', 'gpu'])
-def test_every_run_configures_at_every_scale(scale):
-  """Each compared model's paper gin files, then the scale's include, give
-  a task config (the shrunk sizes fit every backbone and objective)."""
+def _task_configs_at(scale):
+  """(target, run, objective, task config) of every run at `scale`: its
+  paper gin files, then the scale's includes and bindings."""
   for target in registry.TARGETS.values():
     for run in target.runs_at(scale):
       gin.clear_config()
@@ -69,10 +68,17 @@ def test_every_run_configures_at_every_scale(scale):
            run.gin_files + runner.scale_gin_files(run, scale)],
           ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522',
            *run.bindings_at(scale)])
-      name = gin.query_parameter('experiment.objective')
-      config = objectives.task_config_from_gin(name)
-      assert config.train_data.max_seq_length == 128, (target.key, run.name)
+      objective = gin.query_parameter('experiment.objective')
+      yield target, run, objective, objectives.task_config_from_gin(objective)
   gin.clear_config()
+
+
+@pytest.mark.parametrize('scale', ['tiny', 'gpu'])
+def test_every_run_configures_at_every_scale(scale):
+  """Each compared model's paper gin files, then the scale's include, give
+  a task config (the shrunk sizes fit every backbone and objective)."""
+  for target, run, _, config in _task_configs_at(scale):
+    assert config.train_data.max_seq_length == 128, (target.key, run.name)
 
 
 @pytest.mark.parametrize('scale', ['tiny', 'gpu'])
@@ -132,23 +138,13 @@ def test_tiny_scale_learning_rate_follows_the_optimizer(gin_files, rate):
 def test_small_scale_script_runs_start_the_critic_at_its_base_rate(scale):
   """Only SCRIPT runs get `<scale>_script.gin`, and with it p(t+) = 0.85."""
   seen = set()
-  for target in registry.TARGETS.values():
-    for run in target.runs_at(scale):
-      gin.clear_config()
-      gin_utils.parse_config(
-          [os.path.join(gin_utils.REPO_ROOT, path) for path in
-           run.gin_files + runner.scale_gin_files(run, scale)],
-          ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522',
-           *run.bindings_at(scale)])
-      objective = gin.query_parameter('experiment.objective')
-      config = objectives.task_config_from_gin(objective)
-      seen.add(objective)
-      has_include = (f'gin/regenerate/{scale}_script.gin' in
-                     runner.scale_gin_files(run, scale))
-      assert has_include == (objective == 'script'), (target.key, run.name)
-      if objective == 'script':
-        assert config.model.initial_positive_probability == 0.85
-  gin.clear_config()
+  for target, run, objective, config in _task_configs_at(scale):
+    seen.add(objective)
+    has_include = (f'gin/regenerate/{scale}_script.gin' in
+                   runner.scale_gin_files(run, scale))
+    assert has_include == (objective == 'script'), (target.key, run.name)
+    if objective == 'script':
+      assert config.model.initial_positive_probability == 0.85
   assert {'script', 'electra', 'masked_lm', 'teams'} <= seen
 
 
