@@ -15,8 +15,9 @@ Three stages, each skipped when its output is already in `--work_dir`:
 2. Pretraining (`<work_dir>/model`): `python -m official_repro.train` on
    `gin/pretrain/script.gin` (alpha = 50) with a small encoder and schedule
    (`--hidden_size`, `--num_layers`, `--batch_size`, `--learning_rate`,
-   `--warmup_steps`, `--train_steps`), masking 15% with BERT's 80/10/10
-   split, AdamW, and the critic started at its base rate
+   `--warmup_steps`, `--train_steps`, `--discriminator_loss_weight`: alpha,
+   004's 50 by default), masking 15% with BERT's 80/10/10 split, AdamW,
+   and the critic started at its base rate
    (`--initial_positive_probability`, `script.initial_positive_probability`:
    a run this short does not get past the zero bias's start at p(t+) =
    1 - 1/V; see `official_repro/modeling/pretrainers/script.py`); the run's
@@ -252,6 +253,7 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
       'optimization.global_clipnorm = 1.0',
       'script.initial_positive_probability = '
       f'{FLAGS.initial_positive_probability}',
+      f'script.discriminator_loss_weight = {FLAGS.discriminator_loss_weight}',
   ]
   command = [sys.executable, '-m', 'official_repro.train',
              '--gin_file=gin/pretrain/script.gin', f'--model_dir={model_dir}',
@@ -318,6 +320,8 @@ def define_flags():
   flags.DEFINE_float('learning_rate', 5e-4, 'Peak learning rate.')
   flags.DEFINE_integer('warmup_steps', 100, 'Linear warmup steps.')
   flags.DEFINE_integer('train_steps', 500, 'Pretraining steps.')
+  flags.DEFINE_float('discriminator_loss_weight', 50.0,
+                     'alpha, the weight of the critic loss (004: 50).')
   flags.DEFINE_float('initial_positive_probability', 0.85,
                      "The critic's p(t+) at initialization, in (0, 1).")
   flags.DEFINE_integer('num_sentences', 200, 'N-best lists.')
