@@ -20,7 +20,8 @@ Three stages, each skipped when its output is already in `--work_dir`:
    and the critic started at its base rate
    (`--initial_positive_probability`, `script.initial_positive_probability`:
    a run this short does not get past the zero bias's start at p(t+) =
-   1 - 1/V; see `official_repro/modeling/pretrainers/script.py`); the run's
+   1 - 1/V; see `official_repro/modeling/pretrainers/script.py`; 0 keeps
+   the zero bias); the run's
    final held-out evaluation (masked-LM accuracy, critic AUC) is reported.
 3. N-best lists. Sentences: the WikiText-2 lines are split at " . " into
    sentences; a sentence is kept when it has `--min_words` to `--max_words`
@@ -252,7 +253,7 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
       'optimization.weight_decay_rate = 0.01',
       'optimization.global_clipnorm = 1.0',
       'script.initial_positive_probability = '
-      f'{FLAGS.initial_positive_probability}',
+      f'{FLAGS.initial_positive_probability or None}',
       f'script.discriminator_loss_weight = {FLAGS.discriminator_loss_weight}',
   ]
   command = [sys.executable, '-m', 'official_repro.train',
@@ -323,7 +324,8 @@ def define_flags():
   flags.DEFINE_float('discriminator_loss_weight', 50.0,
                      'alpha, the weight of the critic loss (004: 50).')
   flags.DEFINE_float('initial_positive_probability', 0.85,
-                     "The critic's p(t+) at initialization, in (0, 1).")
+                     "The critic's p(t+) at initialization, in (0, 1); 0 "
+                     "keeps Model Garden's zero output bias.")
   flags.DEFINE_integer('num_sentences', 200, 'N-best lists.')
   flags.DEFINE_integer('num_distractors', 4, 'Distractors per list.')
   flags.DEFINE_integer('min_words', 8, 'Shortest sentence kept.')

@@ -37,8 +37,9 @@ directory `out` holds:
                            finished run is read back, never redone
 
 Every compared model gets the paper gin files of its row, then
-`gin/regenerate/<scale>.gin` and the learning rate of its optimizer at that
-scale (`scale_gin_files`); the reference run trains `reference_steps`
+`gin/regenerate/<scale>.gin`, the learning rate of its optimizer at that
+scale and what its objective needs at that scale (`scale_gin_files`: a
+SCRIPT run's critic starts at its base rate); the reference run trains `reference_steps`
 and every other run the steps that give it the reference's training FLOPs
 times its `budget_ratio`, each warming up over a tenth of its steps
 (ELECTRA's FLOPs formula, `official_repro.metrics.flops.steps_for_budget`),

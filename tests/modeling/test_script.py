@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
@@ -140,8 +141,10 @@ def test_straight_through_is_exact_forward_and_reaches_pass_1():
 
 def test_initial_positive_probability_is_the_critic_prior_at_every_token():
   batch = _batch()
+  tf_keras.utils.set_random_seed(3)
   default = script.ScriptPretrainer(_encoder_config())
   default(batch)
+  tf_keras.utils.set_random_seed(3)
   model = script.ScriptPretrainer(_encoder_config(),
                                   initial_positive_probability=0.85)
   model(batch)
@@ -150,8 +153,14 @@ def test_initial_positive_probability_is_the_critic_prior_at_every_token():
                              np.full(_VOCAB, np.log(0.85 / 0.15) -
                                      np.log(_VOCAB)), rtol=1e-6)
   np.testing.assert_array_equal(default.masked_lm.bias.numpy(), 0.0)
-  # Brute force over V+1 classes: p(t+) is 0.85 wherever the token scores
-  # are near 0, as they are at initialization; the default is near 1 - 1/V.
+  # Every other weight is initialized as without the option (same seed).
+  assert len(model.weights) == len(default.weights)
+  for mine, theirs in zip(model.weights, default.weights):
+    if mine is not model.masked_lm.bias:
+      np.testing.assert_array_equal(mine.numpy(), theirs.numpy(), mine.name)
+  # Brute force over V+1 classes: p(t+) is about 0.85 wherever the token
+  # scores are near 0, as they are at initialization; the default is near
+  # 1 - 1/V.
   def positive_probability(pretrainer):
     logits = pretrainer.token_logits(batch['input_word_ids'],
                                      batch['input_mask'],
@@ -161,16 +170,24 @@ def test_initial_positive_probability_is_the_critic_prior_at_every_token():
     return 1.0 - np.exp(_log_softmax(augmented))[..., -1]
   np.testing.assert_allclose(positive_probability(model), 0.85, atol=0.01)
   assert np.all(positive_probability(default) > 1.0 - 1.5 / _VOCAB)
-  # The other weights are untouched: with the default's weights and this
-  # bias the masked-LM distribution is the default's.
-  for mine, theirs in zip(model.weights, default.weights):
-    if mine is not model.masked_lm.bias:
-      mine.assign(theirs)
+  # So at initialization the masked-LM distribution is the default's.
   tensors = {name: tf.constant(value) for name, value in batch.items()}
   np.testing.assert_allclose(
       _log_softmax(model.mlm_logits(tensors, training=False).numpy()),
       _log_softmax(default.mlm_logits(tensors, training=False).numpy()),
       atol=1e-5)
+
+
+def test_initial_positive_probability_fails_loudly_if_the_bias_is_renamed(
+    monkeypatch):
+  # As if Model Garden's MaskedLM named its output bias differently.
+  monkeypatch.setattr(script._MaskedLMWithOutputBias, '_BIAS_NAME',
+                      'renamed/bias')
+  model = script.ScriptPretrainer(_encoder_config(),
+                                  initial_positive_probability=0.85)
+  with pytest.raises(RuntimeError, match='no weight named'):
+    model(_batch())
+  script.ScriptPretrainer(_encoder_config())(_batch())  # The default builds.
 
 
 @pytest.mark.parametrize('probability', [0.0, 1.0, 1.5])

@@ -83,11 +83,14 @@ def test_flops_are_two_passes_of_one_model():
   assert objectives.get('script').stock_task_config is None
 
 
-@pytest.mark.parametrize('backbone', ['bert', 'convbert'])
+@pytest.mark.parametrize('backbone, initial_positive_probability',
+                         [('bert', 0.85), ('convbert', None)])
 def test_two_training_steps_and_export(run_tiny_pretraining, tmp_path,
-                                       backbone):
-  bindings = [f'encoder.backbone = {backbone!r}',
-              'script.initial_positive_probability = 0.85']
+                                       backbone, initial_positive_probability):
+  bindings = [f'encoder.backbone = {backbone!r}']
+  if initial_positive_probability is not None:
+    bindings.append('script.initial_positive_probability = '
+                    f'{initial_positive_probability}')
   if backbone == 'convbert':
     bindings.append('convbert.kernel_size = 3')
   result = run_tiny_pretraining(tmp_path, ['gin/pretrain/script.gin'],
@@ -101,3 +104,14 @@ def test_two_training_steps_and_export(run_tiny_pretraining, tmp_path,
   resolved = pretrained.resolve(str(tmp_path))
   assert resolved.config.backbone == backbone
   assert resolved.checkpoint_path.endswith('encoder-2')
+  # The gin binding reached the model: two steps at 1e-3 move the MLM
+  # output bias by far less than 0.01 from its start.
+  reader = tf.train.load_checkpoint(str(tmp_path))
+  [bias_key] = [key for key in reader.get_variable_to_shape_map()
+                if key.startswith('masked_lm/output_bias') and
+                'OPTIMIZER_SLOT' not in key]
+  bias = reader.get_tensor(bias_key)
+  start = 0.0 if initial_positive_probability is None else (
+      np.log(initial_positive_probability /
+             (1 - initial_positive_probability)) - np.log(bias.shape[0]))
+  np.testing.assert_allclose(bias, start, atol=0.01)

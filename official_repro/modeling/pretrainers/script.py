@@ -48,16 +48,18 @@ The critic's starting point. With Model Garden's zero output bias and
 token scores near 0 at initialization, logsumexp(s_t) is about log V (10.3
 for V = 30522), so p(t+) starts at about 1 - 1/V at every token while about
 15% of the tokens are negative: L_Disc first has to lower every token's
-log-sum-exp by about 8.6 nats before it can tell tokens apart, and Adam
-moves the output bias by about the learning rate per step. 004 trains 1M
-steps with 10,000 warmup steps, where this costs a few thousand steps; a
-run of a few hundred steps never gets past it (measured, tiny scale, 400
-steps at 5e-4: critic AUC 0.50). `initial_positive_probability = p`
-instead starts the output bias at the constant logit(p) - log V, so that
-p(t+) = p at every token from the first step. A constant bias shifts all V
-logits alike, so the masked-LM softmax, the samples and the parameter count
-are unchanged. 004 does not mention it (ELECTRA's reference code, which 004
-modifies, starts the bias at zero, as here by default).
+log-sum-exp by about 8.6 nats before it can tell tokens apart. Adam moves
+each output bias by at most about the learning rate per step (the shared
+embedding table and the transform's layer norm can lower the log-sum-exp
+too). 004 trains 1M steps with 10,000 warmup steps, where this is a short
+transient; a run of a few hundred steps does not get past it (measured,
+tiny scale, 400 steps at 5e-4: critic AUC 0.50).
+`initial_positive_probability = p` instead starts the output bias at the
+constant logit(p) - log V, so that p(t+) is about p at every token from
+the first step. A constant bias shifts all V logits alike, so at initialization the
+masked-LM softmax and the samples are those of the zero bias, and the
+parameters are the same. 004 does not mention it (ELECTRA's reference
+code, which 004 modifies, starts the bias at zero, as here by default).
 
 The one-pass pseudo-log-likelihood of 004 Eq. 7, PLL(x) = sum_t log p(t+|x)
 over the scored tokens, is `pseudo_log_likelihood`.
@@ -131,18 +133,33 @@ class _MaskedLMWithOutputBias(layers.MaskedLM):
   """Model Garden's `MaskedLM` whose output bias starts at a constant.
 
   Model Garden creates the bias in `build` with a zeros initializer and no
-  argument to change it; its other weights and the call are unchanged.
+  argument to change it, so its initializer is replaced where `build` adds
+  the weight (an assignment after `build` would overwrite values restored
+  from a checkpoint before the build); its other weights and the call are
+  unchanged.
   """
+
+  _BIAS_NAME = 'output_bias/bias'
 
   def __init__(self, *args, output_bias: float = 0.0, **kwargs):
     super().__init__(*args, **kwargs)
     self._output_bias = output_bias
+    self._output_bias_initialized = False
 
   def add_weight(self, name=None, *args, **kwargs):
-    if name == 'output_bias/bias':
+    if name == self._BIAS_NAME:
       kwargs['initializer'] = tf_keras.initializers.Constant(
           self._output_bias)
+      self._output_bias_initialized = True
     return super().add_weight(name, *args, **kwargs)
+
+  def build(self, input_shape):
+    super().build(input_shape)
+    if self._output_bias and not self._output_bias_initialized:
+      raise RuntimeError(
+          f'MaskedLM.build added no weight named {self._BIAS_NAME!r}, so '
+          'script.initial_positive_probability would have no effect; '
+          "Model Garden's MaskedLM has changed.")
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
