@@ -39,14 +39,14 @@ directory `out` holds:
 Every compared model gets the paper gin files of its row, then
 `gin/regenerate/<scale>.gin`, the learning rate of its optimizer at that
 scale and what its objective needs at that scale (`scale_gin_files`: a
-SCRIPT run's critic starts at its base rate); the reference run trains `reference_steps`
-and every other run the steps that give it the reference's training FLOPs
-times its `budget_ratio`, each warming up over a tenth of its steps
-(ELECTRA's FLOPs formula, `official_repro.metrics.flops.steps_for_budget`),
-so models that the paper compares at equal compute are compared at equal
-compute here too. Runs go one after another, each in its own process,
-printing which run of how many, the steps, and an estimate of the time
-left from the runs done so far.
+SCRIPT run's critic starts at its base rate); the reference run trains
+`reference_steps` and every other run the steps that give it the reference's
+training FLOPs times its `budget_ratio`, each warming up over a tenth of its
+steps (ELECTRA's FLOPs formula,
+`official_repro.metrics.flops.steps_for_budget`), so models that the paper
+compares at equal compute are compared at equal compute here too. Runs go
+one after another, each in its own process, printing which run of how many,
+the steps, and an estimate of the time left from the runs done so far.
 """
 
 import dataclasses
