@@ -39,8 +39,9 @@ papers' runs:
     them on the first call of a head and the first `apply_gradients` of the
     optimizers Model Garden builds (LAMB, AdamW, the loss-scale wrapper); a
     `tf.function` whose trace creates variables is traced a second time
-    before it runs, so the loop was traced twice: 12 of the 48 s of the
-    tests' 4-step tiny ELECTRA run (`cProfile`, 2-core CPU, 2026-11-25).
+    before it runs, so the loop was traced twice. The tests' 4-step tiny
+    ELECTRA run took 48.8 s before and 40.4 s after (`cProfile`, 2-core
+    CPU shared with another job, 2026-11-25).
     The heads are built like Keras' `Model.build`, by calling the model in a
     scratch graph on placeholders of one replica's training batch.
 """
