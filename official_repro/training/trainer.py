@@ -33,17 +33,24 @@ papers' runs:
   * Deterministic runs (`experiment.deterministic`): the state of the
     model's random generators (dropout, sampling) is checkpointed with the
     weights (`reproducibility.random_generators`).
-  * Every variable a training step uses (the model's lazily built heads,
-    the optimizer's step counter, hyperparameters and slots) is created
-    when the trainer is, not inside the first training loop. Keras creates
-    them on the first call of a head and the first `apply_gradients` of the
-    optimizers Model Garden builds (LAMB, AdamW, the loss-scale wrapper); a
-    `tf.function` whose trace creates variables is traced a second time
-    before it runs, so the loop was traced twice. The tests' 4-step tiny
+  * A trainer built with `train=True` creates the training step's variables
+    (the model's lazily built heads; the step counter, hyperparameters and
+    slots of the legacy Keras optimizers Model Garden builds: LAMB, AdamW
+    and the loss-scale wrapper) when it is built, not inside the first
+    training loop, where Keras would create them on the first call of a
+    head and the first `apply_gradients`. A `tf.function` whose trace
+    creates variables is traced a second time before it runs, so the loop
+    was traced twice: `test_reproducibility`'s deterministic 4-step tiny
     ELECTRA run took 48.8 s before and 40.4 s after (`cProfile`, 2-core
     CPU shared with another job, 2026-11-25).
-    The heads are built like Keras' `Model.build`, by calling the model in a
-    scratch graph on placeholders of one replica's training batch.
+
+    The heads are built like Keras' `Model.build` builds a model, by calling
+    it in a scratch graph on placeholders of one replica's training batch.
+    The optimizer gets slots for every trainable variable, also those that
+    training gives no gradient (the encoders' poolers in pretraining: their
+    slots stay zero, 2 x (H^2 + H) more floats per pooler of width H).
+    The random generators of deterministic runs are drawn before the heads
+    are built, as they were when the heads were built in the first loop.
 """
 
 import contextlib
@@ -173,9 +180,9 @@ class Trainer(base_trainer.Trainer):
     self._loop_start_step = None
     self.last_train_logs = {}
     super().__init__(*args, **kwargs)
+    generators = reproducibility.random_generators(self.model)
     if kwargs.get('train', True):
       self._create_training_variables()
-    generators = reproducibility.random_generators(self.model)
     if generators:
       # Deterministic mode: dropout and sampling streams resume with the
       # weights (Keras leaves them out of checkpoints).

@@ -11,14 +11,14 @@ from official_repro.training import trainer as trainer_lib
 ])
 def test_every_training_loop_reuses_the_first_trace(
     run_tiny_electra, tmp_path, monkeypatch, optimizer_bindings):
-  """Fails if the optimizer creates its variables inside the first loop:
-  TensorFlow then traces the loop function again on its second call."""
+  """Fails if the heads or the optimizer create variables inside the first
+  loop: TensorFlow then traces the loop twice before it runs ([2, 2, 2])."""
   traces_after_each_loop = []
   train_loop_end = trainer_lib.Trainer.train_loop_end
 
   def counting_train_loop_end(self):
-    traces_after_each_loop.append(
-        self._train_loop_fn.experimental_get_tracing_count())  # pylint: disable=protected-access
+    loop_fn = self._train_loop_fn  # pylint: disable=protected-access
+    traces_after_each_loop.append(loop_fn.experimental_get_tracing_count())
     return train_loop_end(self)
 
   monkeypatch.setattr(trainer_lib.Trainer, 'train_loop_end',
