@@ -163,10 +163,16 @@ def stop_on_signal(signals: Sequence[int] = (signal.SIGTERM,)
     _STOP_REQUEST.set(None)
 
 
-def _one_replica_spec(spec: tf.TypeSpec) -> tf.TypeSpec:
-  """One replica's spec of a distributed dataset's `PerReplicaSpec`."""
+def _placeholder(spec: tf.TypeSpec) -> tf.Tensor:
+  """A graph placeholder for one replica's share of a dataset element.
+
+  Args:
+    spec: a `TensorSpec`, or a distributed dataset's `PerReplicaSpec`.
+  """
   value_specs = getattr(spec, '_value_specs', None)
-  return value_specs[0] if value_specs else spec
+  if value_specs:
+    spec = value_specs[0]
+  return tf.compat.v1.placeholder(spec.dtype, spec.shape)
 
 
 class Trainer(base_trainer.Trainer):
@@ -196,14 +202,12 @@ class Trainer(base_trainer.Trainer):
 
   def _create_training_variables(self) -> None:
     """Builds the model on the training batch's spec, then the optimizer."""
-    spec = tf.nest.map_structure(_one_replica_spec,
-                                 self.train_dataset.element_spec)
+    spec = self.train_dataset.element_spec
     if isinstance(spec, tuple) and len(spec) == 2:
       spec = spec[0]  # (features, labels), as `base_task.Task.train_step`
     with self.strategy.scope():
       with tf.__internal__.FuncGraph('build_graph').as_default():
-        features = tf.nest.map_structure(
-            lambda s: tf.compat.v1.placeholder(s.dtype, s.shape), spec)
+        features = tf.nest.map_structure(_placeholder, spec)
         self.model(features, training=True)
       if isinstance(self.optimizer, tf_keras.optimizers.legacy.Optimizer):
         # pylint: disable=protected-access

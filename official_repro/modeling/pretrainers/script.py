@@ -58,8 +58,9 @@ tiny scale, 400 steps at 5e-4: critic AUC 0.50).
 constant logit(p) - log V, so that p(t+) is about p at every token from
 the first step. A constant bias shifts all V logits alike, so at
 initialization the masked-LM softmax and the samples are those of the zero
-bias, and the parameters are the same. 004 does not mention it (ELECTRA's reference
-code, which 004 modifies, starts the bias at zero, as here by default).
+bias, and the parameters are the same. 004 does not mention it (ELECTRA's
+reference code, which 004 modifies, starts the bias at zero, as here by
+default).
 
 The one-pass pseudo-log-likelihood of 004 Eq. 7, PLL(x) = sum_t log p(t+|x)
 over the scored tokens, is `pseudo_log_likelihood`.
