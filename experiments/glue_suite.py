@@ -17,6 +17,7 @@ finished runs are read back, an interrupted one continues from its
 checkpoint. Results: <model_dir>/glue_results.json and glue_table.md.
 """
 
+import dataclasses
 import os
 from typing import Dict
 
@@ -44,6 +45,10 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string('paper', '001_ale',
                     'Folder under gin/finetune/ with per-task gin files.')
 flags.DEFINE_string('init_checkpoint', None, 'Pretrained encoder to evaluate.')
+flags.DEFINE_boolean('random_init', False,
+                     "Fine-tune --init_checkpoint's architecture from random "
+                     'initialisation instead of its weights (the baseline '
+                     'that pretraining must beat).')
 flags.DEFINE_string('vocab_file', None,
                     'Vocabulary, if the checkpoint carries none.')
 flags.DEFINE_string('glue_dir', None, 'GLUE root (CoLA/, MRPC/, ...).')
@@ -137,6 +142,8 @@ def main(argv):
   strategy = distribute.strategy_from_flags()
   encoder = pretrained.resolve(FLAGS.init_checkpoint,
                                vocab_file=FLAGS.vocab_file)
+  if FLAGS.random_init:
+    encoder = dataclasses.replace(encoder, checkpoint_path=None)
   unknown = sorted(set(FLAGS.tasks or ()) - set(glue_tasks()))
   if unknown:
     raise app.UsageError(f'--tasks {unknown} are not GLUE tasks; expected '
@@ -163,14 +170,18 @@ def main(argv):
       f"train steps {result['runs'][0]['train_steps']}, "
       f"{_examples_per_second(result):.1f} train examples/s"
       for task, result in results.items())
-  table = (f'GLUE dev, checkpoint {encoder.checkpoint_path}\n\n'
+  source = (f'random initialisation (the architecture of '
+            f'{FLAGS.init_checkpoint})' if FLAGS.random_init else
+            f'checkpoint {encoder.checkpoint_path}')
+  table = (f'GLUE dev, {source}\n\n'
            f'{format_table(rows, tasks)}\n\n{spread}\n')
   with tf.io.gfile.GFile(os.path.join(FLAGS.model_dir, 'glue_table.md'),
                          'w') as f:
     f.write(table)
   json_files.write_json(
       os.path.join(FLAGS.model_dir, 'glue_results.json'),
-      dict(init_checkpoint=encoder.checkpoint_path, paper=FLAGS.paper,
+      dict(init_checkpoint=encoder.checkpoint_path,
+           random_init=FLAGS.random_init, paper=FLAGS.paper,
            scores=ours, gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param,
            summaries={task: r['summary'] for task, r in results.items()}))
   print(table)

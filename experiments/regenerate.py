@@ -37,6 +37,7 @@ at paper scale the model directories under --bucket are named the same way
 (see experiments/regeneration/runner.py and plan.py).
 """
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -55,17 +56,17 @@ from experiments import attention_concentration
 from experiments import convbert_lm
 from experiments import convbert_speed
 from experiments import paper_tables
+from experiments.regeneration import learning
 from experiments.regeneration import plan
 from experiments.regeneration import registry
 from experiments.regeneration import report
 from experiments.regeneration import runner
+from experiments.regeneration import scales
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import gin_utils
 
 FLAGS = flags.FLAGS
 
-_DEFAULT_STEPS = {'tiny': 400, 'gpu': 5000}
-_DEFAULT_STRATEGY = {'tiny': 'cpu', 'gpu': 'one_device'}
 _LOCAL_PATH_FLAGS = ('corpus', 'vocab_file', 'glue_dir', 'lm_file', 'out',
                      'runs_dir')
 
@@ -74,9 +75,11 @@ def define_flags():
   """Defines the command-line flags."""
   flags.DEFINE_boolean('list', False, 'List the tables and figures.')
   flags.DEFINE_string('table', None, 'Table or figure key, e.g. 001.IV.')
-  flags.DEFINE_enum('scale', 'tiny', ['tiny', 'gpu', 'paper'], 'Scale.')
+  flags.DEFINE_enum('scale', 'tiny', [*scales.SCALES, 'paper'], 'Scale.')
   flags.DEFINE_string('corpus', None, 'Pretraining corpus directory.')
-  flags.DEFINE_string('vocab_file', None, 'WordPiece vocabulary.')
+  flags.DEFINE_string('vocab_file', None,
+                      'WordPiece vocabulary (at --scale=cpu, default: one '
+                      'learned from the training books).')
   flags.DEFINE_string('glue_dir', None, 'GLUE root (SST-2/, MRPC/, ...).')
   flags.DEFINE_string('lm_file', None,
                       'Word-level text for 002.3 (WikiText tokens).')
@@ -87,15 +90,25 @@ def define_flags():
                       'numbers; tables given the same one share their equal '
                       'runs (default: <out>/runs).')
   flags.DEFINE_integer('reference_steps', None,
-                       'Steps of the reference run (default: 400 tiny, '
-                       '5000 gpu).')
-  flags.DEFINE_list('tasks', ['sst2:0.25'],
-                    'GLUE tasks fine-tuned at tiny/gpu scale, as '
-                    'task:epochs.')
+                       'Steps of the reference run (default: the scale\'s, '
+                       + ', '.join(f'{scale.reference_steps} {scale.name}'
+                                   for scale in scales.SCALES.values())
+                       + ').')
+  flags.DEFINE_list('tasks', None,
+                    'GLUE tasks fine-tuned below paper scale, as '
+                    'task:epochs (default: the scale\'s, ' + '; '.join(
+                        f'{scale.name} {",".join(scale.default_tasks)}'
+                        for scale in scales.SCALES.values()) + ').')
   flags.DEFINE_integer('num_runs', 3, 'Fine-tuning seeds per task.')
+  flags.DEFINE_integer('pretrain_seeds', None,
+                       'Pretraining seeds per compared model (default: the '
+                       "scale's, " + ', '.join(
+                           f'{scale.pretrain_seeds} {scale.name}'
+                           for scale in scales.SCALES.values()) + ').')
   flags.DEFINE_string('strategy', None,
-                      'Strategy of every job (default: cpu at tiny scale, '
-                      'one_device at gpu scale).')
+                      'Strategy of every job (default: the scale\'s, ' +
+                      ', '.join(f'{scale.strategy} {scale.name}'
+                                for scale in scales.SCALES.values()) + ').')
   flags.DEFINE_string('bucket', None, 'Paper scale: model directory root.')
   flags.DEFINE_string('squad_dir', '$SQUAD_DIR',
                       'Paper scale: folder holding squad11/ and squad20/.')
@@ -107,9 +120,9 @@ def define_flags():
 
 
 def _tasks() -> dict:
-  """--tasks as {task: epochs}."""
+  """--tasks (or the scale's default) as {task: epochs}."""
   tasks = {}
-  for item in FLAGS.tasks:
+  for item in FLAGS.tasks or scales.get(FLAGS.scale).default_tasks:
     task, _, epochs = item.partition(':')
     if not epochs:
       raise app.UsageError(f'--tasks item {item!r}: expected task:epochs.')
@@ -216,21 +229,43 @@ def _speed_comparison(target: registry.Target) -> None:
       header=f'Vocabulary: {FLAGS.vocab_file}; batch 16, 10 timed steps.')
 
 
+def grid_settings(target: registry.Target, tasks: dict,
+                  num_runs: int) -> runner.GridSettings:
+  """The settings of `target`'s grid at --scale from the flags, each unset
+  one from the scale (`scales.SCALES`)."""
+  scale = scales.get(FLAGS.scale)
+  if not FLAGS.vocab_file and not scale.learned_vocab_size:
+    raise app.UsageError(f'{FLAGS.table} at --scale={FLAGS.scale} needs '
+                         '--vocab_file.')
+  return runner.GridSettings(
+      target=target.key, scale=scale.name, corpus=FLAGS.corpus,
+      vocab_file=FLAGS.vocab_file, glue_dir=FLAGS.glue_dir,
+      reference_steps=FLAGS.reference_steps or scale.reference_steps,
+      tasks=tasks, num_runs=num_runs,
+      strategy=FLAGS.strategy or scale.strategy,
+      finetune_fingerprint=runner.finetune_fingerprint(scale.name),
+      learned_vocab_size=(None if FLAGS.vocab_file else
+                          scale.learned_vocab_size),
+      eval_fraction=scale.eval_fraction,
+      pretrain_seeds=FLAGS.pretrain_seeds or scale.pretrain_seeds,
+      held_out_steps=scale.held_out_steps)
+
+
 def _attention_concentration(target: registry.Target) -> None:
   """002 Table 1: pretrains BERT and ConvBERT alike at the scale, then
   measures their attention maps' diagonal concentration on MRPC."""
-  _require('corpus', 'vocab_file', 'glue_dir')
-  settings = runner.GridSettings(
-      target=target.key, scale=FLAGS.scale, corpus=FLAGS.corpus,
-      vocab_file=FLAGS.vocab_file, glue_dir=FLAGS.glue_dir,
-      reference_steps=FLAGS.reference_steps or _DEFAULT_STEPS[FLAGS.scale],
-      tasks={}, num_runs=0,
-      strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale])
+  _require('corpus', 'glue_dir')
+  settings = dataclasses.replace(grid_settings(target, {}, 0),
+                                 finetune_fingerprint='')
   encoders = runner.pretrain_only(target, settings, FLAGS.out, _runs_dir())
   results_file = os.path.join(FLAGS.out, 'attention_concentration.json')
   command = [sys.executable, '-m', 'experiments.attention_concentration',
              f'--glue_dir={FLAGS.glue_dir}', '--task=mrpc', '--split=dev',
              f'--output_file={results_file}']
+  max_seq_length = runner.scale_max_seq_length(FLAGS.scale)
+  if max_seq_length < 128:
+    # The encoders' position tables end there.
+    command.append(f'--max_seq_length={max_seq_length}')
   for run in target.runs:
     command += [f'--init_checkpoint={encoders[run.name]}',
                 f'--label={run.row}']
@@ -303,15 +338,9 @@ def _aggregation(paper_dir: str) -> str:
 
 
 def _grid(target: registry.Target) -> None:
-  """Runs a pretraining grid at tiny or gpu scale and writes its table."""
-  _require('corpus', 'vocab_file', 'glue_dir', 'out')
-  settings = runner.GridSettings(
-      target=target.key, scale=FLAGS.scale, corpus=FLAGS.corpus,
-      vocab_file=FLAGS.vocab_file, glue_dir=FLAGS.glue_dir,
-      reference_steps=FLAGS.reference_steps or _DEFAULT_STEPS[FLAGS.scale],
-      tasks=_tasks(), num_runs=FLAGS.num_runs,
-      strategy=FLAGS.strategy or _DEFAULT_STRATEGY[FLAGS.scale],
-      finetune_fingerprint=runner.finetune_fingerprint(FLAGS.scale))
+  """Runs a pretraining grid below paper scale and writes its table."""
+  _require('corpus', 'glue_dir', 'out')
+  settings = grid_settings(target, _tasks(), FLAGS.num_runs)
   results = runner.run_grid(target, settings, FLAGS.out, _runs_dir())
   if target.parameters_column:
     for run in target.runs_at(FLAGS.scale):
@@ -321,18 +350,34 @@ def _grid(target: registry.Target) -> None:
             run.bindings_at(FLAGS.scale))[1]
   includes = sorted({path for run in target.runs_at(FLAGS.scale)
                       for path in runner.scale_gin_files(run, FLAGS.scale)})
+  vocabulary = settings.vocab_file or (
+      f'{settings.learned_vocab_size} pieces learned from the training books')
   header = (f'Scale: {FLAGS.scale} ({", ".join(includes)}); '
             f'reference steps {settings.reference_steps}'
             + (f' ({target.reference}, others at its training FLOPs)'
                if target.reference else '') +
             f'; tasks {settings.tasks}; {settings.num_runs} seeds per task, '
             f'{_aggregation(target.finetune_paper)} over them (gin/finetune/'
-            f'{target.finetune_paper}/protocol.gin); vocabulary '
-            f'{settings.vocab_file}; {settings.strategy}.'
+            f'{target.finetune_paper}/protocol.gin)'
+            + (f'; {settings.pretrain_seeds} pretraining seeds per model, '
+               'rows their mean and std' if settings.pretrain_seeds > 1
+               else '') +
+            f'; vocabulary {vocabulary}; {settings.strategy}.'
             + (f' Runs: {target.small_scale_note}.'
                if target.small_scale_note else ''))
   print(report.write(target, report.rows(target, results), header,
                      FLAGS.out))
+
+
+def _learning(target: registry.Target) -> None:
+  """Pretrains one model per objective at the scale and writes the
+  evidence that each learns (`learning.run_learning`)."""
+  if FLAGS.scale == 'paper':
+    raise app.UsageError(f'{target.key} runs below paper scale only.')
+  _require('corpus', 'glue_dir', 'out')
+  learning.run_learning(target, grid_settings(target, _tasks(),
+                                              FLAGS.num_runs),
+                        FLAGS.out, _runs_dir())
 
 
 def main(argv):
@@ -354,7 +399,9 @@ def main(argv):
     value = getattr(FLAGS, name)
     if value and '://' not in value and not value.startswith('$'):
       setattr(FLAGS, name, os.path.abspath(value))
-  if FLAGS.scale == 'paper':
+  if target.kind == 'learning':
+    _learning(target)
+  elif FLAGS.scale == 'paper':
     _paper(target)
   elif target.kind == 'pretrain_glue':
     _grid(target)

@@ -13,7 +13,9 @@ produced:
   * `plan_only`: needs data or hardware no scale below `paper` can stand in
     for (001 Table III needs RACE and Penn Treebank and pretrained
     BERT/XLNet checkpoints; 002 Table 5 is TPU wall-clock; 004 Table 3 needs
-    LibriSpeech N-best lists): the run plan, plus what can be measured here.
+    LibriSpeech N-best lists): the run plan, plus what can be measured here;
+  * `learning`: no paper table but the evidence that every objective learns
+    at the scale (`experiments.regeneration.learning`).
 """
 
 import dataclasses
@@ -45,6 +47,8 @@ class Run:
       hidden size.
     finetune_size: 'base' or 'large' when the paper fine-tunes this size
       with its own cells (003 Table 6, 004 Table 5), else None.
+    paper_row: False for a baseline the paper's table does not print (its
+      claim is against it), which then has no paper value.
   """
   name: str
   row: str
@@ -52,6 +56,7 @@ class Run:
   budget_ratio: float = 1.0
   scale_bindings: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
   finetune_size: Optional[str] = None
+  paper_row: bool = True
 
   def bindings_at(self, scale: str) -> Tuple[str, ...]:
     """The run's gin bindings after the include of `scale`."""
@@ -63,10 +68,11 @@ class Target:
   """One table or figure and how it is regenerated.
 
   Attributes:
-    key: '<paper>.<table id>' or '<paper>.fig<id>'.
-    paper: '001' .. '004'.
+    key: '<paper>.<table id>' or '<paper>.fig<id>' ('learning' for the
+      learning evidence).
+    paper: '001' .. '004', or None for the learning evidence.
     table: the paper_tables table id compared with, or None (figure, prose).
-    kind: 'pretrain_glue', 'command' or 'plan_only'.
+    kind: 'pretrain_glue', 'command', 'plan_only' or 'learning'.
     description: one line for --list.
     runs: the compared models (pretrain_glue).
     reference: the run whose steps fix the FLOPs budget; None when the paper
@@ -80,13 +86,20 @@ class Target:
     why_plan_only: for kind 'plan_only'.
     small_scale_runs: the runs made below paper scale when not all (None:
       all), with `small_scale_note` saying why.
+    scale_runs: ((scale, run names), ...): the runs made at that scale
+      instead of `small_scale_runs`, where its depth allows fewer (003 Fig.
+      4 on the cpu scale's 2 layers), also explained by the note.
     squad: the SQuAD versions the table reports ('squad11', 'squad20'),
       fine-tuned at paper scale (no SQuAD data is assumed below it).
     parameters_column: the table's column of parameter counts, if any;
       ours (at the scale, by the FLOPs tool) are printed beside it.
+    claims: ((better run, worse run, where the paper says so), ...): orders
+      the paper states besides its table's averages (a figure's, or one
+      against a baseline the table does not print), checked over seeds
+      like the averages' order (`report.claims`).
   """
   key: str
-  paper: str
+  paper: Optional[str]
   table: Optional[str]
   kind: str
   description: str
@@ -100,15 +113,17 @@ class Target:
   why_plan_only: Optional[str] = None
   small_scale_runs: Optional[Tuple[str, ...]] = None
   small_scale_note: Optional[str] = None
+  scale_runs: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+  claims: Tuple[Tuple[str, str, str], ...] = ()
   squad: Tuple[str, ...] = ()
   parameters_column: Optional[str] = None
 
   def runs_at(self, scale: str) -> Tuple[Run, ...]:
-    """The runs made at `scale` ('tiny', 'gpu' or 'paper')."""
-    if scale == 'paper' or self.small_scale_runs is None:
+    """The runs made at `scale` ('tiny', 'cpu', 'gpu' or 'paper')."""
+    names = dict(self.scale_runs).get(scale, self.small_scale_runs)
+    if scale == 'paper' or names is None:
       return self.runs
-    return tuple(run for run in self.runs
-                 if run.name in self.small_scale_runs)
+    return tuple(run for run in self.runs if run.name in names)
 
 
 _SAME_SHRUNK_MODEL = (
@@ -119,12 +134,12 @@ _SAME_SHRUNK_MODEL = (
 
 # 002's "+Larger" widens medium-small's hidden 384 to 432 (x1.125, feed-
 # forward 4 x hidden); the scales' includes set one width for every run, so
-# the widening is restated at each: tiny 128 -> 144, gpu 256 -> 288 (head
-# size 36 and 72 with the includes' 4 heads).
+# the widening is restated at each: tiny and cpu 128 -> 144, gpu 256 -> 288
+# (head size 36, 72 and 72 with the includes' 4, 2 and 4 heads).
 _WIDER_BY_432_OVER_384 = tuple(
     (scale, (f'encoder.hidden_size = {hidden * 9 // 8}',
              f'encoder.intermediate_size = {4 * hidden * 9 // 8}'))
-    for scale, hidden in (('tiny', 128), ('gpu', 256)))
+    for scale, hidden in (('tiny', 128), ('cpu', 128), ('gpu', 256)))
 
 
 def _gin(paper_dir: str, *names: str) -> Tuple[str, ...]:
@@ -175,7 +190,12 @@ _TARGETS = (
                   _gin('001_ale', 'electra_small'), budget_ratio=2.0),
               Run('ale_small', 'ALE_small', _gin('001_ale', 'ale_small'))),
         reference='electra_small', finetune_paper='001_ale',
-        columns=_001_COLUMNS, average_column='Avg.'),
+        columns=_001_COLUMNS, average_column='Avg.',
+        scale_runs=(('cpu', ('bert_small', 'electra_small', 'ale_small')),),
+        small_scale_note=(
+            'at cpu scale the three models at equal FLOPs, each with several '
+            'pretraining seeds; "2x time" would double the grid\'s '
+            'cost')),
     Target('002.1', '002', '1', 'command',
            'attention-map diagonal concentration on MRPC, BERT vs ConvBERT',
            runs=(Run('bert_small', 'BERT', _gin('001_ale', 'electra_small')),
@@ -212,11 +232,17 @@ _TARGETS = (
            'here with experiments.benchmark_pretraining'),
     Target(
         '002.6', '002', '6', 'pretrain_glue',
-        'ConvBERT-small GLUE dev, mean ± standard error over runs',
+        'ConvBERT-small GLUE dev, mean ± standard error over runs, and the '
+        'BERT-backbone ELECTRA-small it improves on',
         runs=(Run('convbert_small', 'ConvBERT-small',
-                  _gin('002_convbert', 'small')),),
+                  _gin('002_convbert', 'small')),
+              Run('electra_small', 'ELECTRA-small (BERT backbone)',
+                  _gin('002_convbert', 'electra_small'), paper_row=False)),
         finetune_paper='002_convbert', columns=_001_COLUMNS,
-        average_column='Avg.'),
+        average_column='Avg.',
+        claims=(('convbert_small', 'electra_small',
+                 '002 Response 3: mixed attention improves on BERT\'s '
+                 'self-attention, all else equal'),)),
     Target(
         '003.1', '003', '1', 'pretrain_glue',
         'BERT, ELECTRA and TEAMS, GLUE (SQuAD at paper scale)',
@@ -281,15 +307,19 @@ _TARGETS = (
         'GLUE against the number of generator layers (TEAMS-small++)',
         runs=tuple(Run(f'generator_layers_{n}', f'TEAMS@{n}',
                        _gin('003_teams', f'fig4_generator_layers_{n}'),
-                       scale_bindings=(('tiny', (
-                           f'teams.generator_layers = {n // 3}',)),))
+                       scale_bindings=(
+                           ('tiny', (f'teams.generator_layers = {n // 3}',)),
+                           ('cpu', (f'teams.generator_layers = {n // 6}',))))
                    for n in range(1, 13)),
         finetune_paper='003_teams', figure='generator layers',
         small_scale_runs=tuple(f'generator_layers_{n}' for n in (3, 6, 9, 12)),
+        scale_runs=(('cpu', ('generator_layers_6', 'generator_layers_12')),),
         small_scale_note=(
             'generators of 3, 6, 9 and 12 layers; the tiny discriminator has '
             '4 layers, not 12, so there they become 1, 2, 3 and 4 (a quarter '
-            'of the depth each), plotted at their paper depth')),
+            'of the depth each), plotted at their paper depth; the cpu '
+            "scale's 2-layer discriminator allows only generators of 6 and "
+            '12 layers, as 1 and 2')),
     Target(
         '003.fig5', '003', None, 'pretrain_glue',
         'GLUE against K, Sampled vs Hardest negatives (TEAMS-small++)',
@@ -304,9 +334,16 @@ _TARGETS = (
         small_scale_runs=tuple(f'{strategy}_k{k}'
                                for strategy in ('sampled', 'hardest')
                                for k in (3, 5, 20)) + ('electra',),
+        scale_runs=(('cpu', ('sampled_k5', 'hardest_k5', 'electra')),),
         small_scale_note=(
             'K = 3, 5 and 20 of the five values, so that six runs and the '
-            'ELECTRA-Small++ reference fit the hour')),
+            'ELECTRA-Small++ reference fit the hour at tiny scale; at cpu '
+            'scale K = 5 (003\'s default) only, each with several '
+            'pretraining seeds'),
+        claims=(('sampled_k5', 'hardest_k5',
+                 '003 Sec. 4.3: "Sampled" negatives beat "Hardest" ones'),
+                ('sampled_k5', 'electra',
+                 '003 Sec. 4.3: TEAMS beats ELECTRA for K from 3 to 50'))),
     Target(
         '004.1', '004', '1', 'pretrain_glue',
         'ELECTRA vs SCRIPT, GLUE mean (SQuAD at paper scale)',
@@ -347,7 +384,24 @@ _TARGETS = (
            command='experiments.benchmark_pretraining'),
 )
 
-TARGETS: Dict[str, Target] = {target.key: target for target in _TARGETS}
+_LEARNING = Target(
+    'learning', None, None, 'learning',
+    'every objective leaves the unigram plateau: held-out metrics against '
+    'targets, learning curves, word order, pretrained vs random init',
+    # Each paper's own recipe of the objective, as the tables train it, so
+    # that a table at the same scale and run store reads these runs back.
+    runs=(Run('masked_lm', 'masked LM (001 BERT_small)',
+              _gin('001_ale', 'bert_small')),
+          Run('electra', 'ELECTRA (001 ELECTRA_small)',
+              _gin('001_ale', 'electra_small')),
+          Run('teams', 'TEAMS (003 TEAMS-Small)', _gin('003_teams', 'small')),
+          Run('script', 'SCRIPT (004 SCRIPT-small)',
+              _gin('004_script', 'small'))),
+    # Mean over fine-tuning seeds, the aggregation the comparison needs.
+    finetune_paper='004_script')
+
+TARGETS: Dict[str, Target] = {
+    target.key: target for target in (*_TARGETS, _LEARNING)}
 
 
 def get(key: str) -> Target:

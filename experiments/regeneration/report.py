@@ -10,13 +10,20 @@ tasks is not the paper's quantity.
 """
 
 import json
+import math
 import os
+import statistics
 from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
 from experiments import paper_tables
 from experiments.regeneration import registry
+
+
+# Held-out pretraining metrics a table prints (`held_out.read_curve` names).
+_HELD_OUT_METRICS = ('masked_lm_accuracy', 'lm_example_loss',
+                     'discriminator_auc', 'mws_accuracy')
 
 
 def score_scale(unit: Optional[str]) -> float:
@@ -102,8 +109,74 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
     entries.append(dict(run=run.name, row=run.row,
                         train_steps=results[run.name]['train_steps'],
                         cells=cells, average=average, parameters=parameters,
-                        curve=_curve(results[run.name])))
+                        curve=_curve(results[run.name]),
+                        held_out=_final(results[run.name].get('held_out')),
+                        seed_averages=_seed_averages(results[run.name],
+                                                     scale)))
   return entries
+
+
+def _final(curve: Optional[Dict[str, Dict[str, float]]]
+           ) -> Optional[Dict[str, float]]:
+  """The held-out metrics of a run's last evaluation, or None."""
+  if not curve:
+    return None
+  return curve[max(curve, key=int)]
+
+
+def _seed_averages(result: Dict, scale: float) -> Optional[List[float]]:
+  """Each pretraining seed's mean score over the tasks run (on the paper's
+  scale), or None for a run of one seed."""
+  if 'seeds' not in result:
+    return None
+  return [scale * sum(o['score'] for o in seed['glue'].values()) /
+          len(seed['glue']) for seed in result['seeds']]
+
+
+def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
+  """The paper's orders, checked against ours over pretraining seeds.
+
+  The pairs are every two rows the paper's table ranks by its average
+  (`order`) and the target's stated `claims`. For each, the difference of
+  our per-seed averages' means is compared with twice its standard error,
+  sqrt(s_a^2 / n_a + s_b^2 / n_b).
+
+  Returns:
+    One {better, worse, source, paper_gap, ours_gap, noise, verdict} per
+    pair whose rows both have several seeds, `better` the row the paper
+    ranks higher and `paper_gap` None where the paper prints no averages
+    for both; `verdict` 'reproduced' (ours ahead by more than the noise),
+    'reversed' (behind by more than it) or 'within noise'.
+  """
+  by_run = {entry['run']: entry for entry in entries}
+  ranked = sorted((entry for entry in entries if entry['average'] and
+                   entry['average']['paper'] is not None),
+                  key=lambda entry: entry['average']['paper'], reverse=True)
+  pairs = [(better['run'], worse['run'],
+            f'{target.paper} Table {target.table}: averages')
+           for i, better in enumerate(ranked) for worse in ranked[i + 1:]]
+  pairs += [claim for claim in target.claims
+            if claim[0] in by_run and claim[1] in by_run]
+  out = []
+  for better_run, worse_run, source in pairs:
+    better, worse = by_run[better_run], by_run[worse_run]
+    a, b = better.get('seed_averages'), worse.get('seed_averages')
+    if not a or not b or len(a) < 2 or len(b) < 2:
+      continue
+    gap = statistics.fmean(a) - statistics.fmean(b)
+    noise = 2.0 * math.sqrt(statistics.variance(a) / len(a) +
+                            statistics.variance(b) / len(b))
+    paper_gap = None
+    if (better['average'] and worse['average'] and
+        better['average']['paper'] is not None and
+        worse['average']['paper'] is not None):
+      paper_gap = better['average']['paper'] - worse['average']['paper']
+    out.append(dict(
+        better=better['row'], worse=worse['row'], source=source,
+        paper_gap=paper_gap, ours_gap=gap, noise=noise,
+        verdict=('reproduced' if gap > noise else
+                 'reversed' if gap < -noise else 'within noise')))
+  return out
 
 
 def _curve(result: Dict) -> Dict[int, float]:
@@ -169,12 +242,34 @@ def markdown(target: registry.Target, entries: List[Dict], header: str
               for name, points in series.items() for x, y in points]
     lines += [f'| {name} (reference) | - | {_number(y)} |'
               for name, y in references.items()]
+  held = [entry for entry in entries if entry.get('held_out')]
+  if held:
+    names = sorted({name for entry in held for name in entry['held_out']
+                    if name in _HELD_OUT_METRICS})
+    lines += ['', 'Pretraining metrics on the held-out books at the last '
+              'step (mean over pretraining seeds):', '',
+              '| row | ' + ' | '.join(names) + ' |',
+              '|---|' + '---|' * len(names)]
+    lines += [f'| {entry["row"]} | ' + ' | '.join(
+        _number(entry['held_out'].get(name)) for name in names) + ' |'
+              for entry in held]
   ranking = order(entries)
   if len(ranking['paper']) > 1:
     lines += ['', f'Paper order (best first): {" > ".join(ranking["paper"])}',
               f'Our order: {" > ".join(ranking["ours"])}',
               'Same order as the paper: '
               f'{"yes" if ranking["ours"] == ranking["paper"] else "no"}.']
+  checked = claims(target, entries)
+  if checked:
+    lines += ['', 'The paper\'s claims, ours over pretraining seeds (gap of '
+              'the seeds\' mean scores over the tasks run; noise: twice its '
+              'standard error):', '',
+              '| paper says | where | paper gap | our gap | noise | verdict |',
+              '|---|---|---|---|---|---|']
+    lines += [f'| {claim["better"]} > {claim["worse"]} | {claim["source"]} | '
+              f'{_number(claim["paper_gap"])} | {_number(claim["ours_gap"])} '
+              f'| {_number(claim["noise"])} | {claim["verdict"]} |'
+              for claim in checked]
   return '\n'.join(lines) + '\n'
 
 
@@ -186,8 +281,9 @@ def write(target: registry.Target, entries: List[Dict], header: str,
   with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.md'), 'w') as f:
     f.write(text)
   with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.json'), 'w') as f:
-    json.dump(dict(target=target.key, header=header, rows=entries), f,
-              indent=1, default=float)
+    json.dump(dict(target=target.key, header=header, rows=entries,
+                   claims=claims(target, entries)), f, indent=1,
+              default=float)
   if target.figure:
     plot(target, entries, os.path.join(out, f'{target.key}.png'))
   return text

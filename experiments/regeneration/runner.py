@@ -56,15 +56,17 @@ import inspect
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import gin
 import tensorflow as tf
 
 from experiments import corpus_records
+from experiments.regeneration import held_out
 from experiments.regeneration import plan
 from experiments.regeneration import registry
 from official_repro.common import json_files
@@ -83,9 +85,11 @@ class GridSettings:
 
   Attributes:
     target: the table or figure key.
-    scale: 'tiny' or 'gpu' (the gin include `gin/regenerate/<scale>.gin`).
+    scale: 'tiny', 'cpu' or 'gpu' (the gin include
+      `gin/regenerate/<scale>.gin`, see `scales`).
     corpus: text corpus directory (one document per file).
-    vocab_file: WordPiece vocabulary.
+    vocab_file: WordPiece vocabulary, or None to learn one of
+      `learned_vocab_size` from the training books.
     glue_dir: GLUE root.
     reference_steps: steps of the reference run.
     tasks: GLUE tasks fine-tuned, with the epochs of each.
@@ -96,11 +100,18 @@ class GridSettings:
     finetune_fingerprint: SHA-256 of the bindings of the scale's
       fine-tuning include (`finetune_gin(scale)`), '' when the scale has
       none: fine-tuning results of another include are not mixed in.
+    learned_vocab_size: size of the vocabulary learned without
+      `vocab_file`.
+    eval_fraction: share of the books held out from pretraining.
+    pretrain_seeds: pretraining seeds per compared model (1: one run with
+      the seed it draws; more: seeds 1, 2, ... bound in gin, one run each).
+    held_out_steps: batches of held-out books evaluated at every checkpoint
+      (0: pretraining only trains).
   """
   target: str
   scale: str
   corpus: str
-  vocab_file: str
+  vocab_file: Optional[str]
   glue_dir: str
   reference_steps: int
   tasks: Dict[str, float]
@@ -108,6 +119,16 @@ class GridSettings:
   strategy: str = 'cpu'
   curve_points: int = 4
   finetune_fingerprint: str = ''
+  learned_vocab_size: Optional[int] = None
+  eval_fraction: float = 0.01
+  pretrain_seeds: int = 1
+  held_out_steps: int = 0
+
+  def seeds(self) -> List[Optional[int]]:
+    """The pretraining seeds bound in gin ([None]: one run, unbound)."""
+    if self.pretrain_seeds == 1:
+      return [None]
+    return list(range(1, self.pretrain_seeds + 1))
 
 
 def check_settings(out: str, settings: GridSettings) -> None:
@@ -231,26 +252,54 @@ def _path_key(path: str) -> str:
   return path if '://' in path else os.path.abspath(path)
 
 
+def _vocabulary_key(settings: GridSettings) -> str:
+  """The vocabulary as it enters a digest: its path, or the size learned."""
+  if settings.vocab_file:
+    return _path_key(settings.vocab_file)
+  return f'learned:{settings.learned_vocab_size}'
+
+
+def scale_max_seq_length(scale: str) -> int:
+  """The records' sequence length at `scale`: its include's
+  `pretrain_data.max_seq_length`."""
+  return _query(f'gin/regenerate/{scale}.gin', 'pretrain_data.max_seq_length')
+
+
+@functools.lru_cache(maxsize=None)
+def _query(gin_file: str, name: str):
+  plan.parse_gin((gin_file,))
+  try:
+    return gin.query_parameter(name)
+  finally:
+    gin.clear_config()
+
+
 def records_dir(runs_dir: str, settings: GridSettings) -> str:
-  """The run store's records of the settings' corpus and vocabulary."""
-  return os.path.join(runs_dir, 'records-' + _digest(
-      _path_key(settings.corpus), _path_key(settings.vocab_file)))
+  """The run store's records of the settings' corpus and vocabulary (and of
+  the scale's sequence length and eval split, where they are not the
+  128 tokens and 1% of the books every scale had before the cpu scale)."""
+  parts = [_path_key(settings.corpus), _vocabulary_key(settings)]
+  max_seq_length = scale_max_seq_length(settings.scale)
+  if (max_seq_length, settings.eval_fraction) != (128, 0.01):
+    parts += [str(max_seq_length), repr(settings.eval_fraction)]
+  return os.path.join(runs_dir, 'records-' + _digest(*parts))
 
 
 def run_dir(runs_dir: str, run: registry.Run, settings: GridSettings,
-            steps: int) -> str:
+            steps: int, seed: Optional[int] = None) -> str:
   """The run store's directory of a pretraining run: named by
   `plan.shared_label` (the first gin file, `001_ale.electra_small`, of the
   first registry run that trains the same bindings at the scale, so that
   003's Small++ rows, equal to its Small ones below paper scale, are one
-  run) and a digest of its gin bindings, corpus, vocabulary and strategy,
-  so that equal runs of different tables are one."""
-  fingerprint = run_fingerprint(run, settings.scale, steps)
+  run) and a digest of its gin bindings (its pretraining seed among them),
+  corpus, vocabulary and strategy, so that equal runs of different tables
+  are one."""
   label = plan.shared_label(
-      run, fingerprint,
+      run, run_fingerprint(run, settings.scale, steps),
       lambda other: run_fingerprint(other, settings.scale, steps))
   return os.path.join(runs_dir, f'{label}-' + _digest(
-      fingerprint, _path_key(settings.corpus), _path_key(settings.vocab_file),
+      run_fingerprint(run, settings.scale, steps, seed),
+      _path_key(settings.corpus), _vocabulary_key(settings),
       settings.strategy))
 
 
@@ -294,53 +343,68 @@ def _call(command: Sequence[str], log_path: str) -> None:
                        f'see {log_path}.')
 
 
-def _training_bindings(run: registry.Run, scale: str,
-                       steps: int) -> Tuple[str, ...]:
+def _training_bindings(run: registry.Run, scale: str, steps: int,
+                       seed: Optional[int] = None) -> Tuple[str, ...]:
   """What a run trains with after its gin files and the scale's include:
-  its steps, a warmup over a tenth of them, its bindings at the scale."""
+  its steps, a warmup over a tenth of them, its bindings at the scale and,
+  if given, its pretraining seed."""
   return (f'experiment.train_steps = {steps}',
           f'optimization.warmup_steps = {steps // 10}',
-          *run.bindings_at(scale))
+          *run.bindings_at(scale),
+          *([] if seed is None else [f'experiment.seed = {seed}']))
 
 
-def run_fingerprint(run: registry.Run, scale: str, steps: int) -> str:
+def run_fingerprint(run: registry.Run, scale: str, steps: int,
+                    seed: Optional[int] = None) -> str:
   """SHA-256 of the gin bindings a run trains with (its paper files, the
   scale's include and `_training_bindings`): a run read back from an
   earlier call must have been trained with the same."""
   return plan.gin_fingerprint(run.gin_files + scale_gin_files(run, scale),
-                              _training_bindings(run, scale, steps))
+                              _training_bindings(run, scale, steps, seed))
 
 
 def _pretrain(run: registry.Run, settings: GridSettings, records: str,
-              model_dir: str, steps: int, checkpoint_every: int) -> None:
+              model_dir: str, steps: int, checkpoint_every: int,
+              seed: Optional[int] = None) -> None:
   """Runs (or resumes) `official_repro.train` for one run.
 
   One loop per checkpoint interval: `tf.train.CheckpointManager` saves at
   the first loop's end and then once `checkpoint_every` steps have passed
   since the last save, so with loops of that length every checkpoint is at
   a multiple of it (also after a resume, which starts from one), besides
-  the last step.
+  the last step. With `settings.held_out_steps` the run also evaluates that
+  many batches of the held-out books at every checkpoint
+  (`held_out.read_curve` reads them back).
   """
+  evaluation = (
+      [f'--gin_param=experiment.validation_interval={checkpoint_every}',
+       f'--gin_param=experiment.validation_steps={settings.held_out_steps}',
+       '--mode=train_and_eval'] if settings.held_out_steps else
+      ['--mode=train'])
   command = [sys.executable, '-m', 'official_repro.train',
              *(f'--gin_file={path}' for path in run.gin_files),
              *(f'--gin_file={path}'
                for path in scale_gin_files(run, settings.scale)),
              f"--gin_param=pretrain_data.input_path='{records}'",
              *(f'--gin_param={binding}'
-               for binding in _training_bindings(run, settings.scale, steps)),
+               for binding in _training_bindings(run, settings.scale, steps,
+                                                 seed)),
              f'--gin_param=experiment.checkpoint_interval={checkpoint_every}',
              f'--gin_param=experiment.steps_per_loop={checkpoint_every}',
              '--gin_param=experiment.max_to_keep=100',
-             f'--model_dir={model_dir}', '--mode=train',
+             f'--model_dir={model_dir}', *evaluation,
              f'--strategy={settings.strategy}']
   tf.io.gfile.makedirs(model_dir)
   _call(command, os.path.join(model_dir, 'regenerate.log'))
 
 
-def _finetune(target: registry.Target, settings: GridSettings,
-              checkpoint: str, step_dir: str) -> Dict[str, Dict]:
+def finetune(target: registry.Target, settings: GridSettings,
+             checkpoint: str, step_dir: str,
+             random_init: bool = False) -> Dict[str, Dict]:
   """{task: glue_suite's summary and score} for one checkpoint, each task
-  fine-tuned under `step_dir` (or read back from there)."""
+  fine-tuned under `step_dir` (or read back from there); with
+  `random_init`, the checkpoint's architecture from random
+  initialisation."""
   scores = {}
   for task, epochs in settings.tasks.items():
     model_dir = _task_dir(step_dir, task, settings)
@@ -350,7 +414,9 @@ def _finetune(target: registry.Target, settings: GridSettings,
       _call([sys.executable, '-m', 'experiments.glue_suite',
              f'--paper={target.finetune_paper}',
              f'--init_checkpoint={checkpoint}',
-             f'--vocab_file={settings.vocab_file}',
+             *(['--random_init'] if random_init else []),
+             *([f'--vocab_file={settings.vocab_file}']
+               if settings.vocab_file else []),
              f'--glue_dir={settings.glue_dir}', f'--model_dir={model_dir}',
              f'--tasks={task}',
              f'--gin_param=run_protocol.num_runs={settings.num_runs}',
@@ -369,12 +435,16 @@ def _finetune(target: registry.Target, settings: GridSettings,
 def build_records(settings: GridSettings, records: str) -> int:
   """The corpus as records (built once); returns their vocabulary size."""
   return corpus_records.books_records(
-      settings.corpus, settings.vocab_file, records)['vocab_size']
+      settings.corpus, settings.vocab_file, records,
+      max_seq_length=scale_max_seq_length(settings.scale),
+      vocab_size=settings.learned_vocab_size,
+      eval_fraction=settings.eval_fraction)['vocab_size']
 
 
-def _pretrain_into_store(run: registry.Run, settings: GridSettings,
-                         runs_dir: str, records: str, steps: int,
-                         curve: bool = False) -> Tuple[str, List[int]]:
+def pretrain_into_store(run: registry.Run, settings: GridSettings,
+                        runs_dir: str, records: str, steps: int,
+                        curve: bool = False, seed: Optional[int] = None
+                        ) -> Tuple[str, List[int]]:
   """Pretrains `run` in the run store (or resumes it, or finds it done),
   saving `settings.curve_points` checkpoints.
 
@@ -386,6 +456,7 @@ def _pretrain_into_store(run: registry.Run, settings: GridSettings,
     steps: the run's train steps.
     curve: whether a learning curve needs all the checkpoints, not only
       the last.
+    seed: the pretraining seed bound in gin (None: unbound).
 
   Returns:
     (its model_dir, the steps of the checkpoints needed).
@@ -394,7 +465,7 @@ def _pretrain_into_store(run: registry.Run, settings: GridSettings,
     ValueError: when a learning curve needs a checkpoint that a run
       finished earlier (with other checkpoint settings) lacks.
   """
-  model_dir = run_dir(runs_dir, run, settings, steps)
+  model_dir = run_dir(runs_dir, run, settings, steps, seed)
   checkpoints = _checkpoint_steps(steps, settings.curve_points)
   export_dir = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
   if all(tf.io.gfile.exists(os.path.join(export_dir, name)) for name in (
@@ -402,7 +473,7 @@ def _pretrain_into_store(run: registry.Run, settings: GridSettings,
     print(f'  pretrained earlier: {model_dir}', flush=True)
   else:
     print(f'  pretraining into {model_dir}', flush=True)
-    _pretrain(run, settings, records, model_dir, steps, checkpoints[0])
+    _pretrain(run, settings, records, model_dir, steps, checkpoints[0], seed)
   if not curve:
     return model_dir, checkpoints[-1:]
   missing = [step for step in checkpoints[:-1] if not tf.io.gfile.exists(
@@ -419,8 +490,9 @@ def _pretrain_into_store(run: registry.Run, settings: GridSettings,
 def pretrain_only(target: registry.Target, settings: GridSettings,
                   out: str, runs_dir: str) -> Dict[str, str]:
   """Pretrains (or resumes, or reads back from the run store `runs_dir`)
-  every run of `target` at the scale, all with the reference steps;
-  returns {run name: its exported encoder folder}."""
+  every run of `target` at the scale, all with the reference steps, with
+  the first pretraining seed; returns {run name: its exported encoder
+  folder}."""
   check_settings(out, settings)
   records = records_dir(runs_dir, settings)
   steps = run_steps(target, settings, build_records(settings, records))
@@ -429,10 +501,41 @@ def pretrain_only(target: registry.Target, settings: GridSettings,
   for index, run in enumerate(runs, start=1):
     print(f'[{index}/{len(runs)}] {run.name} ({run.row}): '
           f'{steps[run.name]:,} pretraining steps', flush=True)
-    model_dir, _ = _pretrain_into_store(
-        run, settings, runs_dir, records, steps[run.name])
+    model_dir, _ = pretrain_into_store(
+        run, settings, runs_dir, records, steps[run.name],
+        seed=settings.seeds()[0])
     encoders[run.name] = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
   return encoders
+
+
+def mean_over_seeds(per_seed: Sequence[Dict[str, Dict]]) -> Dict[str, Dict]:
+  """{task: {score, summary}}: each task's mean over pretraining seeds.
+
+  Args:
+    per_seed: one {task: {score, summary}} per pretraining seed, each score
+      aggregated over that seed's fine-tuning runs by the paper's protocol.
+
+  Returns:
+    {task: {score: the mean, summary: {n, mean, std, scores}}}, `std` the
+    sample standard deviation over the seeds (0 for one seed).
+  """
+  merged = {}
+  for task in per_seed[0]:
+    scores = [glue[task]['score'] for glue in per_seed]
+    mean = statistics.fmean(scores)
+    merged[task] = dict(score=mean, summary=dict(
+        n=len(scores), mean=mean, scores=scores,
+        std=statistics.stdev(scores) if len(scores) > 1 else 0.0,
+        over='pretraining seeds'))
+  return merged
+
+
+def _mean_curve(curves: Sequence[Dict[int, Dict[str, float]]]
+                ) -> Dict[int, Dict[str, float]]:
+  """Held-out metrics averaged over seeds at the steps all seeds have."""
+  steps = set.intersection(*(set(curve) for curve in curves))
+  return {step: {name: statistics.fmean(curve[step][name] for curve in curves)
+                 for name in curves[0][step]} for step in sorted(steps)}
 
 
 def run_grid(target: registry.Target, settings: GridSettings, out: str,
@@ -451,7 +554,10 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
     {run name: its result}: row, gin files and fingerprint, the run store's
     directory, train steps, budget ratio, `glue` ({task: score and
     glue_suite's summary}) at the last step and `curve` ({step: glue}) for
-    learning curves.
+    learning curves. With held-out evaluation, `held_out` ({step: {metric:
+    value}}). With several pretraining seeds these are means over the
+    seeds (`glue`'s summary then describes the seeds) and `seeds` holds
+    each seed's own result.
 
   Raises:
     ValueError: when `out` holds a grid of other settings, or a finished
@@ -486,24 +592,56 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
     eta = ((clock() - started) / done * remaining) if done else None
     print(f'[{index}/{len(runs)}] {run.name} ({run.row}): '
           f'{steps[run.name]:,} pretraining steps'
+          + (f', {settings.pretrain_seeds} pretraining seeds'
+             if settings.pretrain_seeds > 1 else '')
           + (f', about {eta / 60:.0f} min left' if eta else ''), flush=True)
-    pretrain_dir, checkpoints = _pretrain_into_store(
-        run, settings, runs_dir, records, steps[run.name],
-        curve=target.figure == 'steps')
-    evaluated = {}
-    for step in checkpoints:
-      checkpoint = (pretrain_dir if step == steps[run.name]
-                    else os.path.join(pretrain_dir, f'ckpt-{step}'))
-      evaluated[str(step)] = _finetune(
-          target, settings, checkpoint,
-          os.path.join(pretrain_dir, 'glue', target.finetune_paper,
-                       f'step_{step}'))
+    per_seed = [_run_seed(target, run, settings, runs_dir, records,
+                          steps[run.name], seed)
+                for seed in settings.seeds()]
     result = dict(run=run.name, row=run.row, gin_files=list(run.gin_files),
-                  gin_fingerprint=fingerprint, run_dir=pretrain_dir,
-                  train_steps=steps[run.name], budget_ratio=run.budget_ratio,
-                  glue=evaluated[str(steps[run.name])], curve=evaluated)
+                  gin_fingerprint=fingerprint, train_steps=steps[run.name],
+                  budget_ratio=run.budget_ratio)
+    if len(per_seed) == 1:
+      result.update(per_seed[0])
+      del result['seed']
+    else:
+      result.update(
+          run_dir=[seed['run_dir'] for seed in per_seed],
+          glue=mean_over_seeds([seed['glue'] for seed in per_seed]),
+          curve={step: mean_over_seeds([seed['curve'][step]
+                                        for seed in per_seed])
+                 for step in per_seed[0]['curve']},
+          seeds=per_seed)
+      if settings.held_out_steps:
+        result['held_out'] = _mean_curve(
+            [seed['held_out'] for seed in per_seed])
     tf.io.gfile.makedirs(os.path.dirname(result_path))
     json_files.write_json(result_path, result)
     results[run.name] = result
     done += 1
   return results
+
+
+def _run_seed(target: registry.Target, run: registry.Run,
+              settings: GridSettings, runs_dir: str, records: str,
+              steps: int, seed: Optional[int]) -> Dict:
+  """Pretrains and fine-tunes one pretraining seed of `run`; returns its
+  seed, run directory, `glue` at the last step, `curve` ({step: glue})
+  and, with held-out evaluation, `held_out`."""
+  pretrain_dir, checkpoints = pretrain_into_store(
+      run, settings, runs_dir, records, steps,
+      curve=target.figure == 'steps', seed=seed)
+  evaluated = {}
+  for step in checkpoints:
+    checkpoint = (pretrain_dir if step == steps
+                  else os.path.join(pretrain_dir, f'ckpt-{step}'))
+    evaluated[str(step)] = finetune(
+        target, settings, checkpoint,
+        os.path.join(pretrain_dir, 'glue', target.finetune_paper,
+                     f'step_{step}'))
+  result = dict(seed=seed, run_dir=pretrain_dir, glue=evaluated[str(steps)],
+                curve=evaluated)
+  if settings.held_out_steps:
+    result['held_out'] = {str(step): metrics for step, metrics in
+                          held_out.read_curve(pretrain_dir).items()}
+  return result

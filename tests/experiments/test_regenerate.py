@@ -36,14 +36,17 @@ def test_every_table_and_figure_has_a_target():
 @pytest.mark.parametrize('key', sorted(registry.TARGETS))
 def test_targets_name_existing_cells_and_gin_files(key):
   target = registry.get(key)
-  paper = paper_tables.load(target.paper)
+  if target.kind == 'learning':
+    assert target.paper is None and not target.table and not target.figure
+  else:
+    paper = paper_tables.load(target.paper)
   if target.table:
     table = paper.table(target.table)
     for column in list(target.columns.values()) + [
         column for column in [target.average_column] if column]:
       assert column in table.columns, (key, column)
     for run in target.runs:
-      assert run.row in table.row_keys, (key, run.row)
+      assert (run.row in table.row_keys) == run.paper_row, (key, run.row)
   if target.figure:
     assert key.split('.fig')[-1] in paper.figures
   for run in target.runs:
@@ -73,20 +76,42 @@ def _task_configs_at(scale):
   gin.clear_config()
 
 
-@pytest.mark.parametrize('scale', ['tiny', 'gpu'])
+@pytest.mark.parametrize('scale', ['tiny', 'cpu', 'gpu'])
 def test_every_run_configures_at_every_scale(scale):
   """Each compared model's paper gin files, then the scale's include, give
   a task config (the shrunk sizes fit every backbone and objective)."""
+  length = {'tiny': 128, 'cpu': 64, 'gpu': 128}[scale]
+  assert runner.scale_max_seq_length(scale) == length
   for target, run, _, config in _task_configs_at(scale):
-    assert config.train_data.max_seq_length == 128, (target.key, run.name)
+    assert config.train_data.max_seq_length == length, (target.key, run.name)
+    encoder = getattr(config.model, 'encoder', None) or (
+        config.model.discriminator)
+    assert encoder.max_position_embeddings == length, (target.key, run.name)
 
 
-@pytest.mark.parametrize('scale', ['tiny', 'gpu'])
+def test_cpu_scale_electra_generators_are_64_wide():
+  """The papers' small generators are 64 wide (a quarter of 256); at the
+  cpu scale's width of 128 that is half, for every ELECTRA run."""
+  seen = 0
+  for target, run, objective, config in _task_configs_at('cpu'):
+    if objective == 'electra' and run.name != 'bnk_gl_larger':
+      assert config.model.discriminator.hidden_size == 128, (target.key,
+                                                             run.name)
+      assert config.model.generator().hidden_size == 64, (target.key,
+                                                          run.name)
+      seen += 1
+  assert seen >= 5
+
+
+@pytest.mark.parametrize('scale', ['tiny', 'cpu', 'gpu'])
 def test_no_table_compares_a_model_with_itself_at_a_small_scale(scale):
   """The scale's include sets one size for every run: a row that differs
   from another only in size (002 Table 4's "+Larger") must keep its
-  difference, or the table compares a model with itself."""
+  difference, or the table compares a model with itself. (A plan-only
+  table runs at paper scale alone.)"""
   for target in registry.TARGETS.values():
+    if target.kind == 'plan_only':
+      continue
     fingerprints = {}
     for run in target.runs_at(scale):
       steps = int(400 * run.budget_ratio)  # 001's "2x time" trains longer.
@@ -96,7 +121,8 @@ def test_no_table_compares_a_model_with_itself_at_a_small_scale(scale):
         target.key, fingerprints)
 
 
-@pytest.mark.parametrize('scale, hidden', [('tiny', 128), ('gpu', 256)])
+@pytest.mark.parametrize('scale, hidden', [('tiny', 128), ('cpu', 128),
+                                           ('gpu', 256)])
 def test_002_table_4_larger_row_is_wider_by_the_papers_ratio(scale, hidden):
   widths = {}
   for run in registry.get('002.4').runs_at(scale):
@@ -134,7 +160,7 @@ def test_tiny_scale_learning_rate_follows_the_optimizer(gin_files, rate):
                  for path in runner.scale_gin_files(run, 'gpu'))
 
 
-@pytest.mark.parametrize('scale', ['tiny', 'gpu'])
+@pytest.mark.parametrize('scale', ['tiny', 'cpu', 'gpu'])
 def test_small_scale_script_runs_start_the_critic_at_its_base_rate(scale):
   """Only SCRIPT runs get `<scale>_script.gin`, and with it p(t+) = 0.85."""
   seen = set()
@@ -151,9 +177,12 @@ def test_small_scale_script_runs_start_the_critic_at_its_base_rate(scale):
 def test_small_scales_run_a_subset_only_where_a_note_says_why():
   for target in registry.TARGETS.values():
     names = {run.name for run in target.runs}
-    small = {run.name for run in target.runs_at('tiny')}
-    assert small <= names and target.runs_at('paper') == target.runs
-    assert (small != names) == bool(target.small_scale_note), target.key
+    subset = False
+    for scale in ('tiny', 'cpu', 'gpu'):
+      small = {run.name for run in target.runs_at(scale)}
+      assert small <= names and target.runs_at('paper') == target.runs
+      subset |= small != names
+    assert subset == bool(target.small_scale_note), target.key
   fig4 = registry.get('003.fig4')
   assert [run.bindings_at('tiny') for run in fig4.runs_at('tiny')] == [
       (f'teams.generator_layers = {n}',) for n in (1, 2, 3, 4)]
@@ -315,9 +344,11 @@ def _fake_pretrain(calls, kill=None):
   the checkpoints Orbit would (every `interval` steps and the last one) and
   the encoder export;
   `kill(run name, calls)` says when to fail before writing any."""
-  def pretrain(run, settings, records, model_dir, steps, interval):
+  def pretrain(run, settings, records, model_dir, steps, interval,
+               seed=None):
     del settings, records
-    calls.append((run.name, steps))
+    calls.append((run.name, steps) if seed is None else
+                 (run.name, steps, seed))
     if kill and kill(run.name, calls):
       raise RuntimeError('killed')
     os.makedirs(os.path.join(model_dir, 'encoder'), exist_ok=True)
@@ -336,12 +367,12 @@ def test_a_killed_grid_resumes_without_redoing_finished_runs(
       calls, kill=lambda name, calls: (name == 'electra_small_2x' and
                                        len(calls) == 3))
 
-  def finetune(target, settings, checkpoint, out):
-    del target, settings, checkpoint, out
+  def finetune(target, settings, checkpoint, out, random_init=False):
+    del target, settings, checkpoint, out, random_init
     return {'sst2': dict(score=0.5 + 0.01 * len(calls), summary={})}
 
   monkeypatch.setattr(runner, '_pretrain', pretrain)
-  monkeypatch.setattr(runner, '_finetune', finetune)
+  monkeypatch.setattr(runner, 'finetune', finetune)
   monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
   monkeypatch.setattr(runner, 'run_steps', lambda *args: {
       'bert_small': 5, 'electra_small': 4, 'electra_small_2x': 8,
@@ -519,8 +550,8 @@ def test_tiny_fine_tuning_include_is_passed_and_fingerprinted(
 
   monkeypatch.setattr(runner, '_call', call)
   for scale in ('tiny', 'gpu'):
-    runner._finetune(registry.get('001.IV'), _settings(scale=scale),  # pylint: disable=protected-access
-                     'ckpt', str(tmp_path / scale))
+    runner.finetune(registry.get('001.IV'), _settings(scale=scale), 'ckpt',
+                    str(tmp_path / scale))
   # Each task's directory is named by what decides its scores.
   tiny_dir, gpu_dir = (
       next(arg.split('=', 1)[1] for arg in command
@@ -782,3 +813,85 @@ def test_command_targets_write_their_table_as_markdown_and_json(tmp_path):
     written = json.load(f)
   assert written['results'] == results
   assert (written['target'], written['header']) == ('002.1', 'Scale: tiny.')
+
+
+def test_pretraining_seeds_are_runs_of_their_own_and_rows_their_mean(
+    tmp_path, monkeypatch):
+  pretrained, finetuned = [], []
+  scores = iter([0.5, 0.7, 0.6, 0.4, 0.45, 0.47])
+
+  def call(command, log_path):
+    del log_path
+    flags = dict(arg[2:].split('=', 1) for arg in command
+                 if arg.startswith('--'))
+    finetuned.append(flags['init_checkpoint'])
+    with open(os.path.join(flags['model_dir'], 'glue_results.json'), 'w') as f:
+      json.dump(dict(scores={'sst2': next(scores)},
+                     summaries={'sst2': {'n': 2}}), f)
+
+  monkeypatch.setattr(runner, '_pretrain', _fake_pretrain(pretrained))
+  monkeypatch.setattr(runner, '_call', call)
+  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
+  monkeypatch.setattr(runner, 'run_steps', lambda target, *args: {
+      run.name: 4 for run in target.runs})
+  target = registry.get('004.1')
+  results = runner.run_grid(target, _settings(target='004.1',
+                                              pretrain_seeds=3),
+                            str(tmp_path / 'out'), str(tmp_path / 'runs'))
+  assert pretrained == [(name, 4, seed) for name in ('electra_small',
+                                                     'script_small')
+                        for seed in (1, 2, 3)]
+  electra = results['electra_small']
+  assert len(set(electra['run_dir'])) == 3
+  assert [seed['glue']['sst2']['score'] for seed in electra['seeds']] == [
+      0.5, 0.7, 0.6]
+  summary = electra['glue']['sst2']['summary']
+  assert electra['glue']['sst2']['score'] == pytest.approx(0.6)
+  assert (summary['n'], summary['std']) == (3, pytest.approx(0.1))
+  # The seeds are gin bindings, so each seed's directory is named by them,
+  # and one seed is the unbound run of a grid without seeds.
+  assert runner.run_fingerprint(target.runs[0], 'tiny', 4, seed=1) != (
+      runner.run_fingerprint(target.runs[0], 'tiny', 4, seed=2))
+  assert runner.run_fingerprint(target.runs[0], 'tiny', 4) != (
+      runner.run_fingerprint(target.runs[0], 'tiny', 4, seed=1))
+  entries = report.rows(target, results)
+  assert entries[0]['seed_averages'] == pytest.approx([50.0, 70.0, 60.0])
+  text = report.markdown(target, entries, 'h')
+  assert '3 (10.000)' in text
+
+
+def _entry(run, row, paper, seeds):
+  return dict(run=run, row=row, seed_averages=seeds,
+              average=None if paper is None else dict(paper=paper))
+
+
+def test_claims_compare_the_gap_with_twice_its_standard_error():
+  target = registry.get('004.1')
+  entries = [_entry('electra_small', 'ELECTRA-small', 80.0, [70.0, 72.0]),
+             _entry('script_small', 'SCRIPT-small', 81.0, [73.0, 75.0])]
+  [claim] = report.claims(target, entries)
+  # Gap 3; standard error sqrt(2 / 2 + 2 / 2) = sqrt(2).
+  assert (claim['better'], claim['worse']) == ('SCRIPT-small',
+                                               'ELECTRA-small')
+  assert claim['ours_gap'] == pytest.approx(3.0)
+  assert claim['noise'] == pytest.approx(2.0 * 2.0 ** 0.5)
+  assert claim['paper_gap'] == pytest.approx(1.0)
+  assert claim['verdict'] == 'reproduced'
+  entries[1]['seed_averages'] = [70.0, 72.5]
+  assert report.claims(target, entries)[0]['verdict'] == 'within noise'
+  entries[1]['seed_averages'] = [60.0, 61.0]
+  assert report.claims(target, entries)[0]['verdict'] == 'reversed'
+  # A single seed has no spread to judge by.
+  entries[1]['seed_averages'] = [90.0]
+  assert report.claims(target, entries) == []
+
+
+def test_stated_claims_need_no_paper_average():
+  target = registry.get('002.6')
+  entries = [_entry('convbert_small', 'ConvBERT-small', 81.4, [61.0, 63.0]),
+             _entry('electra_small', 'ELECTRA-small (BERT backbone)', None,
+                    [60.0, 60.5])]
+  [claim] = report.claims(target, entries)
+  assert claim['source'].startswith('002 Response 3')
+  assert claim['paper_gap'] is None
+  assert claim['ours_gap'] == pytest.approx(1.75)

@@ -1,0 +1,42 @@
+"""Held-out pretraining metrics of a run, read from its evaluation summaries.
+
+A pretraining run in `train_and_eval` mode evaluates its objective's metrics
+(masked-LM accuracy, the discriminator's AUC, TEAMS' selection accuracy,
+...) on the held-out books at every checkpoint; Orbit writes them as scalar
+summaries under `<model_dir>/validation`. This module reads them back, so
+that learning curves come from the run's own files and not from its log.
+"""
+
+import os
+from typing import Dict
+
+import tensorflow as tf
+
+VALIDATION_SUBDIR = 'validation'
+# Orbit's own scalars, which say nothing about the model.
+_NOT_METRICS = ('steps_per_second',)
+
+
+def read_curve(model_dir: str) -> Dict[int, Dict[str, float]]:
+  """{step: {metric: value}} of every evaluation of a run.
+
+  Args:
+    model_dir: the pretraining run's directory (any tf.io.gfile path).
+
+  Returns:
+    The evaluations by step, in step order ({} if the run never evaluated).
+    A step evaluated twice (a resumed run repeating its last evaluation)
+    keeps the later values.
+  """
+  pattern = os.path.join(model_dir, VALIDATION_SUBDIR, 'events.out.tfevents.*')
+  curve: Dict[int, Dict[str, float]] = {}
+  for path in sorted(tf.io.gfile.glob(pattern)):
+    for record in tf.data.TFRecordDataset(path):
+      event = tf.compat.v1.Event.FromString(record.numpy())
+      for value in event.summary.value:
+        if value.tag in _NOT_METRICS:
+          continue
+        number = (float(tf.make_ndarray(value.tensor))
+                  if value.HasField('tensor') else float(value.simple_value))
+        curve.setdefault(int(event.step), {})[value.tag] = number
+  return dict(sorted(curve.items()))
