@@ -1,11 +1,16 @@
-r"""A short SCRIPT pretraining run and a synthetic N-best ranking test.
+r"""SCRIPT's one-pass pseudo-log-likelihood on synthetic N-best lists.
 
   python -m experiments.script_nbest \
     --corpus=/data/corpus/gutenberg --vocab_file=/data/bert_uncased_vocab.txt \
     --sentences=/data/corpus/wikitext-2.valid.tokens.txt \
     --work_dir=/tmp/script_nbest --train_steps=500
+  python -m experiments.script_nbest --init_checkpoint=<SCRIPT run> \
+    --sentences=/data/corpus/wikitext-2.valid.tokens.txt \
+    --work_dir=/tmp/script_nbest
 
-Three stages, each skipped when its output is already in `--work_dir`:
+Three stages, each skipped when its output is already in `--work_dir` (the
+first two also when `--init_checkpoint` names a finished SCRIPT pretraining
+run, e.g. the `learning` target's, whose records and model are used):
 
 1. Records (`<work_dir>/records`): the corpus directory's books as whole
    documents with the Project Gutenberg boilerplate stripped, the given
@@ -46,6 +51,16 @@ Three stages, each skipped when its output is already in `--work_dir`:
    a deletion gains about one term's worth by being shorter; the rescorer
    offsets this with its length bonus, and the per-word score is the
    length-neutral view of the same numbers.
+4. The T-pass masked-LM PLL (Salazar et al., `PllScorer` method 'mlm') of
+   every hypothesis: its ranking summary, and the Spearman correlation of
+   the two PLLs over the true sentences and over all hypotheses.
+5. Rescoring: the lists become two sets of mlm-scoring JSON (`dev.json`,
+   `test.json` in `--work_dir`, half the lists each), each hypothesis with a
+   first-pass score drawn from a standard normal (seeded), so that the
+   first-pass output is a random list member; then
+   `python -m official_repro.rescore --init_checkpoint=<the model>` tunes
+   the PLL's weight and length bonus on dev and reports the WER of the
+   first pass, of the rescored output and of the oracle per set.
 """
 
 import collections
@@ -65,10 +80,12 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 from absl import app
 from absl import flags
 import numpy as np
+from scipy import stats
 import tensorflow as tf
 
 from experiments import corpus_records
 from official_repro import score
+from official_repro.common import json_files
 
 EDITS = ('substitute', 'delete', 'swap')
 _SENTENCE_END = ' . '
@@ -276,42 +293,129 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
   return json.loads(result[result.index('\n{\n'):])
 
 
+def spearman(first: Sequence[float], second: Sequence[float]) -> float:
+  """Spearman's rank correlation (ties take their mean rank)."""
+  return float(stats.spearmanr(first, second).statistic)
+
+
+def first_pass_lists(nbest: Sequence[Sequence[Hypothesis]],
+                     rng: np.random.Generator, prefix: str) -> Dict:
+  """mlm-scoring JSON of `nbest` with random first-pass scores.
+
+  Each hypothesis gets a standard-normal first-pass score; `hyp_<N>` is
+  the N-th best by it, so the first-pass output is a random member of the
+  list; "ref" is the true sentence (the list's first).
+
+  Returns:
+    {'<prefix>-<index>': {'ref': ..., 'hyp_1': {'score', 'text'}, ...}}.
+  """
+  lists = {}
+  for index, hypotheses in enumerate(nbest):
+    first_pass = rng.standard_normal(len(hypotheses))
+    order = np.argsort(-first_pass)
+    entry = {'ref': hypotheses[0].text}
+    for rank, position in enumerate(order, start=1):
+      entry[f'hyp_{rank}'] = dict(score=float(first_pass[position]),
+                                  text=hypotheses[position].text)
+    lists[f'{prefix}-{index:04d}'] = entry
+  return lists
+
+
+def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
+  """Writes dev.json and test.json (half the lists each) and runs
+  `official_repro.rescore --init_checkpoint=model_dir` on them; returns its
+  JSON output."""
+  rng = np.random.default_rng(FLAGS.seed)
+  half = len(nbest) // 2
+  paths = {}
+  for name, lists in (('dev', nbest[:half]), ('test', nbest[half:])):
+    paths[name] = os.path.join(FLAGS.work_dir, f'{name}.json')
+    json_files.write_json(paths[name], first_pass_lists(lists, rng, name))
+  output = os.path.join(FLAGS.work_dir, 'rescore.json')
+  command = [sys.executable, '-m', 'official_repro.rescore',
+             *(f'--nbest={name}={path}' for name, path in paths.items()),
+             f'--init_checkpoint={model_dir}', '--dev_set=dev',
+             '--weights=0:4:0.25', '--length_bonuses=-4:4:0.5',
+             f'--output_json={output}']
+  completed = subprocess.run(command, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, check=False)
+  if completed.returncode:
+    raise RuntimeError(f'Rescoring failed (exit {completed.returncode}): '
+                       f'{completed.stderr[-2000:]}')
+  with tf.io.gfile.GFile(output) as f:
+    return dict(json.load(f), command=' '.join(command[1:]),
+                printed=completed.stdout)
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   tf.io.gfile.makedirs(FLAGS.work_dir)
-  metadata = corpus_records.books_records(
-      FLAGS.corpus, FLAGS.vocab_file, os.path.join(FLAGS.work_dir, 'records'))
-  model_dir = os.path.join(FLAGS.work_dir, 'model')
-  run = _pretrain(os.path.join(FLAGS.work_dir, 'records'), model_dir)
+  result = {}
+  if FLAGS.init_checkpoint:
+    model_dir = FLAGS.init_checkpoint
+  else:
+    for name in ('corpus', 'vocab_file'):
+      if not getattr(FLAGS, name):
+        raise app.UsageError(f'--{name} is required without '
+                             '--init_checkpoint.')
+    metadata = corpus_records.books_records(
+        FLAGS.corpus, FLAGS.vocab_file,
+        os.path.join(FLAGS.work_dir, 'records'))
+    model_dir = os.path.join(FLAGS.work_dir, 'model')
+    run = _pretrain(os.path.join(FLAGS.work_dir, 'records'), model_dir)
+    result.update(
+        records={split: metadata['splits'][split]['num_examples']
+                 for split in ('train', 'eval')},
+        pretraining=dict(global_step=run['global_step'],
+                         eval=run.get('eval')))
   candidates = wikitext_sentences(_read_lines(FLAGS.sentences),
                                   FLAGS.min_words, FLAGS.max_words)
   rng = random.Random(FLAGS.seed)
   sentences = rng.sample(candidates, FLAGS.num_sentences)
   vocabulary = [word for sentence in candidates for word in sentence.split()]
   nbest = build_nbest(sentences, FLAGS.num_distractors, rng, vocabulary)
-  scorer = score.PllScorer.from_checkpoint(model_dir, 'script')
-  flat = scorer([h.text for hypotheses in nbest for h in hypotheses])
-  scores = np.reshape(flat, [len(nbest), -1]).tolist()
-  result = dict(
-      records={split: metadata['splits'][split]['num_examples']
-               for split in ('train', 'eval')},
-      pretraining=dict(global_step=run['global_step'], eval=run.get('eval')),
-      nbest=ranking_summary(nbest, scores),
-      nbest_per_word=ranking_summary(nbest, per_word(nbest, scores)),
+  texts = [h.text for hypotheses in nbest for h in hypotheses]
+  scores = {}
+  for method in ('script', 'mlm'):
+    scorer = score.PllScorer.from_checkpoint(model_dir, method)
+    scores[method] = np.reshape(scorer(texts), [len(nbest), -1])
+  result.update(
+      model_dir=model_dir,
+      checkpoint=tf.train.latest_checkpoint(model_dir),
+      nbest=ranking_summary(nbest, scores['script'].tolist()),
+      nbest_per_word=ranking_summary(
+          nbest, per_word(nbest, scores['script'].tolist())),
+      nbest_mlm=ranking_summary(nbest, scores['mlm'].tolist()),
+      spearman_true_sentences=spearman(scores['script'][:, 0],
+                                       scores['mlm'][:, 0]),
+      spearman_all_hypotheses=spearman(scores['script'].ravel(),
+                                       scores['mlm'].ravel()),
       num_candidate_sentences=len(candidates))
-  print(json.dumps(result, indent=2, sort_keys=True, default=float))
+  if FLAGS.rescore:
+    result['rescore'] = _rescore(nbest, model_dir)
+  print(json.dumps({key: value for key, value in result.items()
+                    if key != 'rescore'}, indent=2, sort_keys=True,
+                   default=float))
+  if FLAGS.rescore:
+    print(result['rescore']['printed'])
   if FLAGS.output_json:
-    with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
-      json.dump(dict(result, lists=[
-          [dict(text=h.text, edit=h.edit, score=s) for h, s in zip(hs, ss)]
-          for hs, ss in zip(nbest, scores)]), f, indent=1, default=float)
+    json_files.write_json(FLAGS.output_json, dict(result, lists=[
+        [dict(text=h.text, edit=h.edit, script=s, mlm=m)
+         for h, s, m in zip(hs, ss, ms)]
+        for hs, ss, ms in zip(nbest, scores['script'].tolist(),
+                              scores['mlm'].tolist())]))
 
 
 def define_flags():
   """Defines the command-line flags."""
-  flags.DEFINE_string('corpus', None, 'Corpus directory (Gutenberg books).')
-  flags.DEFINE_string('vocab_file', None, 'WordPiece vocabulary (uncased).')
+  flags.DEFINE_string('init_checkpoint', None,
+                      'A finished SCRIPT pretraining run to score with '
+                      '(skips the records and the pretraining).')
+  flags.DEFINE_string('corpus', None, 'Corpus directory (Gutenberg books); '
+                      'without --init_checkpoint.')
+  flags.DEFINE_string('vocab_file', None, 'WordPiece vocabulary (uncased); '
+                      'without --init_checkpoint.')
   flags.DEFINE_string('sentences', None, 'WikiText token file.')
   flags.DEFINE_string('work_dir', '/tmp/script_nbest',
                       'Records, model and outputs (stages are reused).')
@@ -331,9 +435,11 @@ def define_flags():
   flags.DEFINE_integer('min_words', 8, 'Shortest sentence kept.')
   flags.DEFINE_integer('max_words', 30, 'Longest sentence kept.')
   flags.DEFINE_integer('seed', 0, 'Seeds the sentence draw and the edits.')
+  flags.DEFINE_boolean('rescore', True,
+                       'Rescore the lists with official_repro.rescore.')
   flags.DEFINE_string('output_json', None,
                       'Also write the summary and every scored list here.')
-  flags.mark_flags_as_required(['corpus', 'vocab_file', 'sentences'])
+  flags.mark_flags_as_required(['sentences'])
 
 
 if __name__ == '__main__':

@@ -10,14 +10,10 @@ shuffled (the [CLS]/[SEP] markers, padding and segment lengths stay in
 place, so the masked positions are the same). A model that predicts from
 context loses accuracy on the shuffled text; one that has learned only which
 tokens are frequent (or which occur together, whatever their order) scores
-the same on both. It also prints the frequent-token baseline: the accuracy
-of always predicting the training split's most frequent token, computed
-exactly over the held-out tokens (masked positions are drawn uniformly among
-them).
+the same on both. It also prints the frequent-token baseline
+(`official_repro.metrics.frequent_token`).
 """
 
-import collections
-import json
 import os
 import tempfile
 from typing import Dict, Optional
@@ -34,27 +30,13 @@ import tensorflow as tf
 from official.core import task_factory
 from official_repro.common import json_files
 from official_repro.data import records as records_lib
+from official_repro.metrics import frequent_token
 from official_repro.training import experiment
 from official_repro.training import gin_utils
 
 FLAGS = flags.FLAGS
 
 _CONFIG_FILENAME = 'config.gin'
-
-
-def _read_split(record_dir: str, split: str) -> Dict[str, np.ndarray]:
-  """{feature: [num_examples, seq_length]} of one split of a record
-  directory."""
-  metadata = records_lib.load_metadata(record_dir)
-  spec = records_lib.feature_spec(metadata)
-  dataset = tf.data.TFRecordDataset(
-      records_lib.split_files(metadata, record_dir, split)).batch(4096).map(
-          lambda batch: tf.io.parse_example(batch, spec))
-  columns = collections.defaultdict(list)
-  for batch in dataset:
-    for name, value in batch.items():
-      columns[name].append(value.numpy())
-  return {name: np.concatenate(values) for name, values in columns.items()}
 
 
 def _special_ids(metadata) -> np.ndarray:
@@ -81,7 +63,7 @@ def shuffled_copy(record_dir: str, output_dir: str, seed: int = 0) -> str:
   if metadata['masking'] != 'dynamic':
     raise ValueError(f'{record_dir}: word order is tested on dynamically '
                      'masked records; these are statically masked.')
-  features = _read_split(record_dir, 'eval')
+  features = records_lib.read_split(record_dir, 'eval')
   special = _special_ids(metadata)
   rng = np.random.default_rng(seed)
   shuffled = features['input_ids'].copy()
@@ -104,30 +86,6 @@ def shuffled_copy(record_dir: str, output_dir: str, seed: int = 0) -> str:
               source=dict(shuffled_from=record_dir, seed=seed))
   records_lib.write_metadata(output_dir, copy)
   return output_dir
-
-
-def frequent_token_baseline(record_dir: str) -> Dict[str, float]:
-  """The accuracy of always predicting the training split's most frequent
-  token, over the eval split's tokens.
-
-  Returns:
-    {token_id, train_share (its share of the training tokens), accuracy
-    (its share of the held-out tokens that masking can choose)}.
-  """
-  metadata = records_lib.load_metadata(record_dir)
-  special = _special_ids(metadata)
-
-  def counts(split):
-    ids = _read_split(record_dir, split)
-    tokens = ids['input_ids'][(ids['input_mask'] == 1) &
-                              ~np.isin(ids['input_ids'], special)]
-    return np.bincount(tokens, minlength=metadata['vocab_size']), tokens.size
-
-  train_counts, train_total = counts('train')
-  eval_counts, eval_total = counts('eval')
-  token = int(np.argmax(train_counts))
-  return dict(token_id=token, train_share=train_counts[token] / train_total,
-              accuracy=eval_counts[token] / eval_total)
 
 
 def evaluate(model_dir: str, record_dir: str, steps: int,
@@ -186,7 +144,7 @@ def word_order(model_dir: str, record_dir: str, steps: int = 50,
         checkpoint=tf.train.latest_checkpoint(model_dir),
         in_order=evaluate(model_dir, record_dir, steps),
         shuffled=evaluate(model_dir, shuffled, steps),
-        frequent_token=frequent_token_baseline(record_dir))
+        frequent_token=frequent_token.frequent_token_baseline(record_dir))
 
 
 def format_result(result: Dict[str, object]) -> str:

@@ -1,9 +1,9 @@
 """Evidence that every objective learns at a scale, not just runs.
 
 The `learning` target pretrains one model per objective (masked LM, ELECTRA,
-TEAMS, SCRIPT, each with its paper's gin files and the scale's includes) at
-equal training FLOPs, evaluating the held-out books at every checkpoint, and
-writes into `--out`:
+TEAMS, SCRIPT, each with its paper's gin files and the scale's includes) for
+the scale's reference steps, evaluating the held-out books at every
+checkpoint, and writes into `--out`:
 
   * `learning_<scale>.md` / `.json`: each run's held-out metrics at its last
     step beside the targets of issue 28 (`TARGETS`), its steps, FLOPs and
@@ -177,12 +177,12 @@ def markdown(content: Dict) -> str:
   """The report's markdown."""
   scale = content['scale']
   settings = content['settings']
+  seed = 1 if settings['pretrain_seeds'] > 1 else 'drawn by each run'
   lines = [f'## Learning at scale {scale}', '',
-           f'Scale {scale} (gin/regenerate/{scale}*.gin), pretraining seed '
-           f'{settings["pretrain_seeds"] > 1 and 1 or "drawn"}, equal '
-           'training FLOPs; held-out: '
-           f'{settings["held_out_steps"]} batches of the held-out books at '
-           'every checkpoint.', '',
+           f'Scale {scale} (gin/regenerate/{scale}*.gin), every run '
+           f'{settings["reference_steps"]:,} steps, pretraining seed {seed}; '
+           f'held-out: {settings["held_out_steps"]} batches of the held-out '
+           'books at every checkpoint.', '',
            '| run | steps | training FLOPs | minutes | metric | held-out '
            '| target | met |', '|---|---|---|---|---|---|---|---|']
   for name, run in content['runs'].items():
@@ -195,6 +195,15 @@ def markdown(content: Dict) -> str:
               f'>= {check["minimum"]:.3f} | '
               f'{"yes" if check["met"] else "no"} |' if check else
               '- | - | - | - |'))
+  names = [name for name in CURVE_METRICS + ('lm_example_loss',)
+           if any(name in run['final'] for run in content['runs'].values())]
+  lines += ['', 'Every held-out metric at the last step (a generator\'s '
+            'masked-LM accuracy for ELECTRA and TEAMS):', '',
+            '| run | ' + ' | '.join(names) + ' |',
+            '|---|' + '---|' * len(names)]
+  lines += [f'| {run["row"]} | ' + ' | '.join(
+      _number(run['final'].get(name)) for name in names) + ' |'
+            for run in content['runs'].values()]
   order = content.get('word_order')
   if order:
     lines += ['', 'Word order (masked LM, held-out books, '

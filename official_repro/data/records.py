@@ -23,6 +23,7 @@ when a rerun starts, `prepare_output_dir`), so a directory whose
 half-written file under a final name.
 """
 
+import functools
 import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -213,6 +214,30 @@ def split_files(metadata: Mapping[str, Any], directory: str,
   """Full paths of a split's record files."""
   return [os.path.join(directory, name)
           for name in metadata['splits'][split]['files']]
+
+
+def read_split(directory: str, split: str) -> Dict[str, np.ndarray]:
+  """Every example of one split, as arrays.
+
+  Args:
+    directory: a record directory.
+    split: 'train' or 'eval'.
+
+  Returns:
+    {feature: `[num_examples, width]` array} in file order (int64 ids and
+    masks, float32 weights).
+  """
+  metadata = load_metadata(directory)
+  spec = feature_spec(metadata)
+  columns = {name: [] for name in spec}
+  dataset = tf.data.TFRecordDataset(split_files(metadata, directory, split))
+  for batch in dataset.batch(4096).map(
+      functools.partial(tf.io.parse_example, features=spec)):
+    for name, value in batch.items():
+      columns[name].append(value.numpy())
+  return {name: np.concatenate(values) if values else np.zeros(
+      [0, *spec[name].shape], spec[name].dtype.as_numpy_dtype)
+          for name, values in columns.items()}
 
 
 def find_corrupt_file(paths: List[str]) -> Optional[Tuple[str, str]]:

@@ -3,6 +3,7 @@
 import os
 import random
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -110,3 +111,34 @@ def test_per_word_divides_by_each_hypothesis_word_count():
   assert script_nbest.ranking_summary(nbest, scores)['top1'] == 0.0
   assert script_nbest.ranking_summary(
       nbest, script_nbest.per_word(nbest, scores))['top1'] == 1.0
+
+
+def test_spearman_matches_the_closed_form_without_ties():
+  first = [0.3, -1.0, 2.5, 0.0, 1.1]
+  second = [10.0, 2.0, 30.0, 5.0, 1.0]
+  ranks = lambda values: {v: r for r, v in enumerate(sorted(values))}
+  rank_a, rank_b = ranks(first), ranks(second)
+  d2 = sum((rank_a[a] - rank_b[b]) ** 2 for a, b in zip(first, second))
+  n = len(first)
+  assert script_nbest.spearman(first, second) == pytest.approx(
+      1 - 6 * d2 / (n * (n * n - 1)))
+
+
+def test_first_pass_lists_rank_every_hypothesis_by_a_random_score():
+  nbest = script_nbest.build_nbest(
+      ['the cat sat on the mat .', 'a dog ran in the park today .'], 4,
+      random.Random(0), 'the a cat dog mat park sat ran on in'.split())
+  lists = script_nbest.first_pass_lists(nbest, np.random.default_rng(0),
+                                        'dev')
+  assert sorted(lists) == ['dev-0000', 'dev-0001']
+  first_ranks = []
+  for hypotheses, (_, entry) in zip(nbest, sorted(lists.items())):
+    assert entry['ref'] == hypotheses[0].text
+    ranked = [entry[f'hyp_{rank}'] for rank in range(1, 6)]
+    assert sorted(h['text'] for h in ranked) == sorted(
+        h.text for h in hypotheses)
+    scores = [h['score'] for h in ranked]
+    assert scores == sorted(scores, reverse=True)
+    first_ranks.append([h['text'] for h in ranked].index(entry['ref']))
+  # The true sentence is not always first: the first pass knows nothing.
+  assert first_ranks != [0, 0]

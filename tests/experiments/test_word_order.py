@@ -50,23 +50,6 @@ def test_statically_masked_records_are_refused(static_records, tmp_path):
     word_order.shuffled_copy(static_records, str(tmp_path / 's'))
 
 
-def test_frequent_token_baseline_counts_by_hand(tiny_records):
-  special = set(records.load_metadata(tiny_records)['special_token_ids']
-                .values())
-
-  def words(split):
-    return [int(token) for example in _examples(tiny_records, split)
-            for token, real in zip(example['input_ids'], example['input_mask'])
-            if real and int(token) not in special]
-
-  train, held = words('train'), words('eval')
-  token, count = collections.Counter(train).most_common(1)[0]
-  baseline = word_order.frequent_token_baseline(tiny_records)
-  assert baseline['token_id'] == token
-  assert baseline['train_share'] == pytest.approx(count / len(train))
-  assert baseline['accuracy'] == pytest.approx(held.count(token) / len(held))
-
-
 def test_evaluation_matches_the_runs_own(run_tiny_pretraining, tiny_records,
                                           tmp_path):
   result = run_tiny_pretraining(tmp_path / 'run', ['gin/pretrain/masked_lm.gin'])
