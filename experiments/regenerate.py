@@ -40,8 +40,10 @@ at paper scale the model directories under --bucket are named the same way
 import dataclasses
 import json
 import os
+import platform
 import subprocess
 import sys
+import time
 from typing import Optional
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
@@ -68,7 +70,7 @@ from official_repro.training import gin_utils
 FLAGS = flags.FLAGS
 
 _LOCAL_PATH_FLAGS = ('corpus', 'vocab_file', 'glue_dir', 'lm_file', 'out',
-                     'runs_dir')
+                     'runs_dir', 'report_dir')
 
 
 def define_flags():
@@ -84,6 +86,11 @@ def define_flags():
   flags.DEFINE_string('lm_file', None,
                       'Word-level text for 002.3 (WikiText tokens).')
   flags.DEFINE_string('out', None, 'Output directory of the table.')
+  flags.DEFINE_string('report_dir', None,
+                      'Below paper scale, also write the finished table '
+                      'there as regenerate_<scale>_<key>.md/.json/.png (the '
+                      "learning target as learning_<scale>.*), e.g. "
+                      'experiments/reports.')
   flags.DEFINE_string('runs_dir', None,
                       'Tiny/gpu scale: the run store, where pretraining runs '
                       'and their fine-tuning are kept by what decides their '
@@ -364,9 +371,26 @@ def _grid(target: registry.Target) -> None:
                else '') +
             f'; vocabulary {vocabulary}; {settings.strategy}.'
             + (f' Runs: {target.small_scale_note}.'
-               if target.small_scale_note else ''))
-  print(report.write(target, report.rows(target, results), header,
-                     FLAGS.out))
+               if target.small_scale_note else '') + '\n\n' + provenance())
+  entries = report.rows(target, results)
+  print(report.write(target, entries, header, FLAGS.out))
+  if FLAGS.report_dir:
+    tf.io.gfile.makedirs(FLAGS.report_dir)
+    report.write(target, entries, header, FLAGS.report_dir,
+                 name=f'regenerate_{FLAGS.scale}_{target.key}')
+
+
+def provenance() -> str:
+  """The command, the date and the machine, for a report's header."""
+  commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'],
+                          capture_output=True, text=True, check=False,
+                          cwd=gin_utils.REPO_ROOT).stdout.strip()
+  return (f'Command: `python -m experiments.regenerate '
+          f'{" ".join(sys.argv[1:])}`; finished '
+          f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} on '
+          f'{platform.node() or "an unnamed host"} ({os.cpu_count()} CPU '
+          f'cores, {platform.machine()}, TensorFlow {tf.__version__}), '
+          f'commit {commit or "unknown"}.')
 
 
 def _learning(target: registry.Target) -> None:
@@ -375,9 +399,11 @@ def _learning(target: registry.Target) -> None:
   if FLAGS.scale == 'paper':
     raise app.UsageError(f'{target.key} runs below paper scale only.')
   _require('corpus', 'glue_dir', 'out')
-  learning.run_learning(target, grid_settings(target, _tasks(),
-                                              FLAGS.num_runs),
-                        FLAGS.out, _runs_dir())
+  content = learning.run_learning(
+      target, grid_settings(target, _tasks(), FLAGS.num_runs), FLAGS.out,
+      _runs_dir(), provenance=provenance())
+  if FLAGS.report_dir:
+    learning.write(content, FLAGS.report_dir)
 
 
 def main(argv):

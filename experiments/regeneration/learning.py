@@ -103,7 +103,7 @@ def _gap(pretrained: Dict, random_init: Dict) -> Dict:
 
 
 def run_learning(target: registry.Target, settings: runner.GridSettings,
-                 out: str, runs_dir: str) -> Dict:
+                 out: str, runs_dir: str, provenance: str = '') -> Dict:
   """Pretrains (or reads back) the target's runs and writes the report.
 
   Args:
@@ -111,6 +111,7 @@ def run_learning(target: registry.Target, settings: runner.GridSettings,
     settings: its settings (`tasks` restricted to `CONTEXT_TASKS` here).
     out: where the report goes.
     runs_dir: the run store.
+    provenance: the command, date and machine, printed in the report.
 
   Returns:
     The report's JSON content.
@@ -163,9 +164,10 @@ def run_learning(target: registry.Target, settings: runner.GridSettings,
     order = word_order.word_order(masked_lm['model_dir'], records,
                                   steps=_WORD_ORDER_BATCHES)
   content = dict(target=target.key, scale=settings.scale,
+                 provenance=provenance,
                  settings=dataclasses.asdict(settings), runs=runs,
                  random_init=random_init, word_order=order)
-  write(content, out)
+  print(write(content, out))
   return content
 
 
@@ -182,7 +184,8 @@ def markdown(content: Dict) -> str:
            f'Scale {scale} (gin/regenerate/{scale}*.gin), every run '
            f'{settings["reference_steps"]:,} steps, pretraining seed {seed}; '
            f'held-out: {settings["held_out_steps"]} batches of the held-out '
-           'books at every checkpoint.', '',
+           'books at every checkpoint.', '', content.get('provenance', ''),
+           '',
            '| run | steps | training FLOPs | minutes | metric | held-out '
            '| target | met |', '|---|---|---|---|---|---|---|---|']
   for name, run in content['runs'].items():
@@ -303,5 +306,4 @@ def write(content: Dict, out: str) -> str:
     f.write(text)
   json_files.write_json(os.path.join(out, f'{name}.json'), content)
   _plot_runs(content, out)
-  print(text)
   return text

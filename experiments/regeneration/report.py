@@ -274,18 +274,27 @@ def markdown(target: registry.Target, entries: List[Dict], header: str
 
 
 def write(target: registry.Target, entries: List[Dict], header: str,
-          out: str) -> str:
-  """Writes <out>/<key>.md and .json (and .png for figures); returns the
-  markdown."""
+          out: str, name: Optional[str] = None) -> str:
+  """Writes <out>/<name>.md and .json (and .png for figures); returns the
+  markdown.
+
+  Args:
+    target: the table or figure.
+    entries: `rows(target, ...)`.
+    header: the line that says how the grid ran.
+    out: the directory.
+    name: the files' name (default: the target's key).
+  """
+  name = name or target.key
   text = markdown(target, entries, header)
-  with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.md'), 'w') as f:
+  with tf.io.gfile.GFile(os.path.join(out, f'{name}.md'), 'w') as f:
     f.write(text)
-  with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.json'), 'w') as f:
+  with tf.io.gfile.GFile(os.path.join(out, f'{name}.json'), 'w') as f:
     json.dump(dict(target=target.key, header=header, rows=entries,
                    claims=claims(target, entries)), f, indent=1,
               default=float)
   if target.figure:
-    plot(target, entries, os.path.join(out, f'{target.key}.png'))
+    plot(target, entries, os.path.join(out, f'{name}.png'))
   return text
 
 
