@@ -45,8 +45,8 @@ SCALES: Dict[str, Scale] = {
         Scale('tiny', reference_steps=400, strategy='cpu'),
         # Sized for 2 CPU cores: see gin/regenerate/cpu.gin and
         # experiments/reports/learning_cpu.md.
-        Scale('cpu', reference_steps=3000, strategy='cpu',
-              learned_vocab_size=8192, eval_fraction=0.1, pretrain_seeds=3,
+        Scale('cpu', reference_steps=4000, strategy='cpu',
+              learned_vocab_size=4096, eval_fraction=0.1, pretrain_seeds=3,
               held_out_steps=20,
               default_tasks=('sst2:1', 'mrpc:3', 'cola:3', 'rte:3',
                              'stsb:3')),

@@ -60,7 +60,7 @@ def report(tmp_path_factory):
       target='learning', scale='cpu', corpus='c', vocab_file=None,
       glue_dir='g', reference_steps=4,
       tasks={'sst2': 1.0, 'mrpc': 3.0, 'cola': 3.0, 'rte': 3.0},
-      num_runs=3, learned_vocab_size=8192, eval_fraction=0.1,
+      num_runs=3, learned_vocab_size=4096, eval_fraction=0.1,
       pretrain_seeds=3, held_out_steps=2)
   out = str(tmp_path / 'out')
   with pytest.MonkeyPatch.context() as patch:
