@@ -72,6 +72,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 from typing import Dict, List, Sequence
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
@@ -347,6 +348,44 @@ def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
                 printed=completed.stdout)
 
 
+def format_report(result: Dict, command: str) -> str:
+  """The run's results as markdown: ranking, agreement with the T-pass PLL,
+  rescoring."""
+  lines = ['## SCRIPT scoring from a trained run', '', command, '',
+           f'Model: `{result["model_dir"]}` (checkpoint '
+           f'`{result["checkpoint"]}`); {result["nbest"]["num_lists"]} '
+           f'WikiText-2 validation sentences (of '
+           f'{result["num_candidate_sentences"]} usable), each with '
+           f'{round(1 / result["nbest"]["chance"]) - 1} one-edit '
+           'distractors (a word substituted from the sentences\' unigram '
+           'distribution, a word deleted, two adjacent words swapped).', '',
+           '| score | true sentence ranked first | chance | beats '
+           'substitution | beats deletion | beats swap |',
+           '|---|---|---|---|---|---|']
+  for key, name in (('nbest', 'one-pass PLL (004 Eq. 7)'),
+                    ('nbest_per_word', 'one-pass PLL per word'),
+                    ('nbest_mlm', 'T-pass masked-LM PLL')):
+    summary = result[key]
+    lines.append(
+        f'| {name} | {summary["top1"]:.3f} | {summary["chance"]:.3f} | ' +
+        ' | '.join(f'{summary.get(f"{edit}_win_rate", float("nan")):.3f}'
+                   for edit in EDITS) + ' |')
+  lines += ['', 'Spearman correlation of the one-pass and the T-pass PLL: '
+            f'{result["spearman_true_sentences"]:.3f} over the true '
+            f'sentences, {result["spearman_all_hypotheses"]:.3f} over all '
+            'hypotheses.']
+  rescored = result.get('rescore')
+  if rescored:
+    lines += ['', 'Rescoring (`official_repro.rescore`; first-pass scores '
+              'drawn from a standard normal, so the first pass picks a '
+              f'random list member): `{rescored["command"]}`', '',
+              f'Chosen on dev: PLL weight {rescored["weight"]:g}, length '
+              f'bonus {rescored["length_bonus"]:g}.', '']
+    for entry in rescored['sets'].values():
+      lines += [entry['markdown'], '']
+  return '\n'.join(lines) + '\n'
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
@@ -399,6 +438,13 @@ def main(argv):
                    default=float))
   if FLAGS.rescore:
     print(result['rescore']['printed'])
+  if FLAGS.output_markdown:
+    command = (f'Command: `python -m experiments.script_nbest '
+               f'{" ".join(sys.argv[1:])}`; finished '
+               f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} on '
+               f'{os.cpu_count()} CPU cores.')
+    with tf.io.gfile.GFile(FLAGS.output_markdown, 'w') as f:
+      f.write(format_report(result, command))
   if FLAGS.output_json:
     json_files.write_json(FLAGS.output_json, dict(result, lists=[
         [dict(text=h.text, edit=h.edit, script=s, mlm=m)
@@ -439,6 +485,8 @@ def define_flags():
                        'Rescore the lists with official_repro.rescore.')
   flags.DEFINE_string('output_json', None,
                       'Also write the summary and every scored list here.')
+  flags.DEFINE_string('output_markdown', None,
+                      'Also write the summary as a markdown report here.')
   flags.mark_flags_as_required(['sentences'])
 
 

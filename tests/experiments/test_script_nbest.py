@@ -142,3 +142,20 @@ def test_first_pass_lists_rank_every_hypothesis_by_a_random_score():
     first_ranks.append([h['text'] for h in ranked].index(entry['ref']))
   # The true sentence is not always first: the first pass knows nothing.
   assert first_ranks != [0, 0]
+
+
+def test_report_shows_each_scores_ranking_and_the_rescoring():
+  summary = dict(num_lists=2, top1=0.5, chance=0.2, substitute_win_rate=1.0,
+                 delete_win_rate=0.5, swap_win_rate=0.75)
+  result = dict(model_dir='m', checkpoint='m/ckpt-4', num_candidate_sentences=9,
+                nbest=summary, nbest_per_word=dict(summary, top1=0.25),
+                nbest_mlm=dict(summary, top1=1.0),
+                spearman_true_sentences=0.9, spearman_all_hypotheses=0.8,
+                rescore=dict(command='c', weight=1.0, length_bonus=0.5,
+                             sets={'test': dict(markdown='### test: table')}))
+  text = script_nbest.format_report(result, 'Command: x')
+  assert '4 one-edit distractors' in text
+  assert '| one-pass PLL (004 Eq. 7) | 0.500 | 0.200 | 1.000 | 0.500 | 0.750 |' in text
+  assert '| T-pass masked-LM PLL | 1.000 |' in text
+  assert '0.900 over the true sentences, 0.800 over all' in text
+  assert 'PLL weight 1, length bonus 0.5' in text and '### test: table' in text
