@@ -10,7 +10,7 @@ in `official_repro.tasks.objectives`.
 """
 
 import dataclasses
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -39,8 +39,55 @@ class PretrainTaskConfig(cfg.TaskConfig):
 class PretrainTask(masked_lm.MaskedLMTask):
   """Model Garden's `MaskedLMTask` on `official_repro` records.
 
-  Its config is a `PretrainTaskConfig` with the objective's `model`.
+  Its config is a `PretrainTaskConfig` with the objective's `model`. Its
+  steps are Model Garden's with two changes for mixed precision, which
+  Model Garden's `MaskedLMTask` leaves to the model and the optimizer:
+  every `*logits` output reaches the losses and metrics in float32
+  (`model_outputs`), and a loss-scale optimizer (float16) gets the scaled
+  loss and returns unscaled gradients, as `official.core.base_task.Task`'s
+  own step does.
   """
+
+  def model_outputs(self, model: tf_keras.Model,
+                    inputs: Dict[str, tf.Tensor],
+                    training: bool) -> Dict[str, tf.Tensor]:
+    """The model's outputs with every `*logits` tensor in float32.
+
+    Under mixed precision the heads compute in bfloat16 or float16; the
+    softmaxes, log-sum-exps, losses and metrics that consume their logits
+    work in float32 (the objectives' own float32 terms, such as SCRIPT's
+    critic, are float32 already).
+    """
+    outputs = model(inputs, training=training)
+    return {name: tf.cast(value, tf.float32)
+            if name.endswith('logits') and value.dtype.is_floating else value
+            for name, value in outputs.items()}
+
+  def train_step(self, inputs, model: tf_keras.Model,
+                 optimizer: tf_keras.optimizers.Optimizer, metrics):
+    with tf.GradientTape() as tape:
+      outputs = self.model_outputs(model, inputs, training=True)
+      loss = self.build_losses(labels=inputs, model_outputs=outputs,
+                               metrics=metrics, aux_losses=model.losses)
+      scaled_loss = loss
+      if self.task_config.scale_loss:
+        scaled_loss /= tf.distribute.get_strategy().num_replicas_in_sync
+      if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+        scaled_loss = optimizer.get_scaled_loss(scaled_loss)
+    variables = model.trainable_variables
+    gradients = tape.gradient(scaled_loss, variables)
+    if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+      gradients = optimizer.get_unscaled_gradients(gradients)
+    optimizer.apply_gradients(list(zip(gradients, variables)))
+    self.process_metrics(metrics, inputs, outputs)
+    return {self.loss: loss}
+
+  def validation_step(self, inputs, model: tf_keras.Model, metrics):
+    outputs = self.model_outputs(model, inputs, training=False)
+    loss = self.build_losses(labels=inputs, model_outputs=outputs,
+                             metrics=metrics, aux_losses=model.losses)
+    self.process_metrics(metrics, inputs, outputs)
+    return {self.loss: loss}
 
   def build_inputs(self, params: pretrain_dataloader.PretrainDataConfig,
                    input_context: Optional[tf.distribute.InputContext] = None

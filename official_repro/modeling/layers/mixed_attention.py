@@ -483,12 +483,17 @@ class ConvBertBlock(tf_keras.layers.Layer):
     if return_attention_scores:
       attention, probabilities = attention
     attention = self._attention_dropout(attention, training=training)
-    attention = self._attention_layer_norm(hidden_states + attention)
+    # The LayerNorms compute in float32 under mixed precision (as Model
+    # Garden's TransformerEncoderBlock): each residual sum is formed in
+    # float32 from its compute-dtype branch and its float32 (or compute-
+    # dtype) input.
+    attention = self._attention_layer_norm(
+        tf.cast(hidden_states, tf.float32) + tf.cast(attention, tf.float32))
 
     intermediate = self._activation(self._intermediate(attention))
     output = self._output_dropout(self._output(intermediate),
                                   training=training)
-    output = self._output_layer_norm(attention + output)
+    output = self._output_layer_norm(attention + tf.cast(output, tf.float32))
     output = tf.cast(output, hidden_states.dtype)
     if return_attention_scores:
       return output, probabilities
