@@ -11,6 +11,7 @@ DEFAULT_ACCELERATOR_TYPE=v3-8
 # that Cloud TPU documents for v4 and older TPUs.
 DEFAULT_RUNTIME_VERSION=tpu-ubuntu2204-base
 DEFAULT_MODE=train_and_eval
+DEFAULT_MIXED_PRECISION=bfloat16
 DEFAULT_REPO_DIR_ON_VM='~/official_repro'
 DEFAULT_TF_TPU_PACKAGE='tensorflow-tpu==2.20.*'
 DEFAULT_TF_TPU_FIND_LINKS=https://storage.googleapis.com/libtpu-tf-releases/index.html
@@ -140,6 +141,9 @@ Options:
   --gin_param=BINDING      Gin binding, repeatable, applied after the files,
                            e.g. --gin_param="pretrain_data.input_path='gs://b/r'"
   --mode=MODE              train, eval or train_and_eval (default $DEFAULT_MODE).
+  --mixed_precision=TYPE   bfloat16, float32 or float16 (default
+                           $DEFAULT_MIXED_PRECISION, as Model Garden's TPU
+                           configs; official_repro.train's --mixed_precision).
   --env=NAME=VALUE         Environment variable for the training process,
                            repeatable.
   --repo_dir_on_vm=DIR     Where the repository goes on the VM (default
@@ -247,6 +251,7 @@ ACCELERATOR_TYPE=$DEFAULT_ACCELERATOR_TYPE
 RUNTIME_VERSION=$DEFAULT_RUNTIME_VERSION
 MODEL_DIR=
 MODE=$DEFAULT_MODE
+MIXED_PRECISION=$DEFAULT_MIXED_PRECISION
 REPO_DIR_ON_VM=$DEFAULT_REPO_DIR_ON_VM
 TF_TPU_PACKAGE=$DEFAULT_TF_TPU_PACKAGE
 TF_TPU_FIND_LINKS=$DEFAULT_TF_TPU_FIND_LINKS
@@ -283,6 +288,7 @@ for arg in "$@"; do
     --gin_param=*) GIN_PARAMS+=("$value") ;;
     --model_dir=*) MODEL_DIR=$value ;;
     --mode=*) MODE=$value ;;
+    --mixed_precision=*) MIXED_PRECISION=$value ;;
     --env=*) ENVS+=("$value") ;;
     --repo_dir_on_vm=*) REPO_DIR_ON_VM=$value ;;
     --tf_tpu_package=*) TF_TPU_PACKAGE=$value ;;
@@ -295,7 +301,8 @@ for arg in "$@"; do
     --preemptible=* | --spot=* | --skip_install=* | --delete=* | --dry_run=*)
       die_usage "${arg%%=*} is a switch and takes no value (got '$arg')" ;;
     --tpu_name | --zone | --project | --accelerator_type | --runtime_version | \
-      --gin_file | --gin_param | --model_dir | --mode | --env | \
+      --gin_file | --gin_param | --model_dir | --mode | --mixed_precision | \
+      --env | \
       --repo_dir_on_vm | --tf_tpu_package | --tf_tpu_find_links | \
       --supervise_interval | --max_restarts)
       die_usage "$arg needs a value, written $arg=VALUE" ;;
@@ -354,6 +361,10 @@ fi
 case $MODE in
   train | eval | train_and_eval) ;;
   *) die_usage "--mode='$MODE' must be train, eval or train_and_eval" ;;
+esac
+case $MIXED_PRECISION in
+  bfloat16 | float32 | float16) ;;
+  *) die_usage "--mixed_precision='$MIXED_PRECISION' must be bfloat16, float32 or float16" ;;
 esac
 [[ $ACCELERATOR_TYPE =~ ^[a-z0-9-]+$ ]] ||
   die_usage "--accelerator_type='$ACCELERATOR_TYPE' is not an accelerator type (e.g. v3-8)"
@@ -480,7 +491,8 @@ done
 for binding in ${GIN_PARAMS[@]+"${GIN_PARAMS[@]}"}; do
   train_words+=("--gin_param=$binding")
 done
-train_words+=("--model_dir=$MODEL_DIR" "--mode=$MODE" --strategy=tpu)
+train_words+=("--model_dir=$MODEL_DIR" "--mode=$MODE"
+  "--mixed_precision=$MIXED_PRECISION" --strategy=tpu)
 if ((TPU_HOSTS > 1)); then
   train_words+=("--tpu=$TPU_NAME")
 else

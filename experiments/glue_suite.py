@@ -39,6 +39,7 @@ from official_repro.tasks import finetuning_schedule
 from official_repro.training import distribute
 from official_repro.training import finetuning
 from official_repro.training import gin_utils
+from official_repro.training import precision
 
 FLAGS = flags.FLAGS
 
@@ -63,6 +64,7 @@ flags.DEFINE_string('published_row', None,
                     "experiments/paper_tables names it (001: BERT_small, "
                     "ELECTRA_small, '2x time', ALE_small).")
 distribute.define_flags()
+precision.define_flags()
 
 # The paper table printed beside ours, per --paper: (paper, table id, {our
 # GLUE task: the table's column}); its row keys are the --published_row
@@ -108,8 +110,9 @@ def run_task(task: str, encoder: pretrained.PretrainedEncoder,
     schedule = finetuning_schedule.FinetuningSchedule()
     protocol = finetuning_schedule.RunProtocol()
   model_dir = os.path.join(FLAGS.model_dir, task)
-  results = finetuning.run(schedule, protocol, encoder, FLAGS.glue_dir,
-                           model_dir, strategy)
+  results = finetuning.run(
+      schedule, protocol, encoder, FLAGS.glue_dir, model_dir, strategy,
+      mixed_precision=precision.resolve(FLAGS.mixed_precision, strategy))
   gin_utils.save_config(model_dir, 'operative_config.gin', operative=True)
   return results
 

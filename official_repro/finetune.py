@@ -36,6 +36,7 @@ from official_repro.tasks import finetuning_schedule
 from official_repro.training import distribute
 from official_repro.training import finetuning
 from official_repro.training import gin_utils
+from official_repro.training import precision
 
 FLAGS = flags.FLAGS
 
@@ -53,6 +54,7 @@ flags.DEFINE_string('model_dir', None, 'Run folders and results.')
 flags.DEFINE_list('seeds', None,
                   'Seeds to run instead of 0 .. run_protocol.num_runs - 1.')
 distribute.define_flags()
+precision.define_flags()
 
 
 def configured_encoder() -> pretrained.PretrainedEncoder:
@@ -78,8 +80,10 @@ def main(argv):
     protocol = finetuning_schedule.RunProtocol()
     encoder = configured_encoder()
   seeds = [int(seed) for seed in FLAGS.seeds] if FLAGS.seeds else None
-  results = finetuning.run(schedule, protocol, encoder, FLAGS.data_dir,
-                           FLAGS.model_dir, strategy, seeds=seeds)
+  results = finetuning.run(
+      schedule, protocol, encoder, FLAGS.data_dir, FLAGS.model_dir, strategy,
+      seeds=seeds,
+      mixed_precision=precision.resolve(FLAGS.mixed_precision, strategy))
   gin_utils.save_config(FLAGS.model_dir, 'operative_config.gin',
                         operative=True)
   print(finetuning.results_table(results))

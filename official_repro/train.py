@@ -20,6 +20,7 @@ Several hosts: run the same command on every host with
 (`{"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}}`).
 """
 
+import dataclasses
 import json
 import os
 import sys
@@ -36,6 +37,7 @@ import gin
 from official_repro.training import distribute
 from official_repro.training import experiment
 from official_repro.training import gin_utils
+from official_repro.training import precision
 from official_repro.training import trainer as trainer_lib
 
 FLAGS = flags.FLAGS
@@ -47,10 +49,12 @@ flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries and configs.')
 flags.DEFINE_enum('mode', 'train_and_eval', list(experiment.MODES),
                   'What to run.')
 distribute.define_flags()
+precision.define_flags()
 
 
 def run(strategy, gin_files: Sequence[str], gin_params: Sequence[str],
-        model_dir: str, mode: str) -> Dict[str, Any]:
+        model_dir: str, mode: str,
+        mixed_precision: str = 'auto') -> Dict[str, Any]:
   """Parses the gin config and runs the experiment it describes.
 
   Args:
@@ -60,6 +64,7 @@ def run(strategy, gin_files: Sequence[str], gin_params: Sequence[str],
     gin_params: gin bindings applied after the files.
     model_dir: checkpoints, summaries and configs.
     mode: 'train', 'eval' or 'train_and_eval'.
+    mixed_precision: a `precision.CHOICES` value.
 
   Returns:
     `experiment.run`'s summary of the run.
@@ -70,6 +75,8 @@ def run(strategy, gin_files: Sequence[str], gin_params: Sequence[str],
   gin_utils.parse_config(gin_files, gin_params)
   with gin.unlock_config():
     params, settings = experiment.experiment_config()
+  settings = dataclasses.replace(
+      settings, mixed_precision=precision.resolve(mixed_precision, strategy))
   # The trainer checkpoints and stops on SIGTERM under every strategy
   # (trainer.stop_on_signal); Model Garden's on-demand preemption checkpoint
   # would replace that handler under multi_worker_mirrored and keep training
@@ -88,7 +95,7 @@ def main(argv):
   strategy = distribute.strategy_from_flags()
   try:
     result = run(strategy, FLAGS.gin_file, FLAGS.gin_param, FLAGS.model_dir,
-                 FLAGS.mode)
+                 FLAGS.mode, FLAGS.mixed_precision)
   except trainer_lib.TrainingStopped as stopped:
     logging.warning('%s', stopped)
     print(json.dumps(dict(stopped_by=stopped.signal_name,

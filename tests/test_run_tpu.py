@@ -160,6 +160,8 @@ def test_dry_run_defaults_and_relative_gin_path(tmp_path):
   words = _train_words(launch)
   assert f'--gin_file={GIN_FILE}' in words
   assert '--mode=train_and_eval' in words
+  # Model Garden's TPU configs train in bfloat16.
+  assert '--mixed_precision=bfloat16' in words
 
 
 def test_help(tmp_path):
@@ -218,7 +220,8 @@ def test_gin_file_outside_repository_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize('bad', ['--mode=predict', '--tpu_name=My_TPU',
-                                 '--env=not-a-name'])
+                                 '--env=not-a-name',
+                                 '--mixed_precision=int8'])
 def test_bad_values_are_named(tmp_path, bad):
   result = _run(['--dry_run', *REQUIRED, bad], tmp_path)
   assert result.returncode != 0
@@ -324,7 +327,8 @@ def test_real_run_against_fake_gcloud(tmp_path):
   assert train['argv'] == [
       '-m', 'official_repro.train', f'--gin_file={GIN_FILE}',
       f'--gin_param={BINDING}', '--model_dir=gs://my-bucket/runs/q1',
-      '--mode=train_and_eval', '--strategy=tpu', '--tpu=local']
+      '--mode=train_and_eval', '--mixed_precision=bfloat16', '--strategy=tpu',
+      '--tpu=local']
   assert any(c['argv'][:4] == ['-m', 'pip', 'install', '-r']
              for c in python_calls)
   log = vm_home / 'official_repro_logs' / 'my-bucket_runs_q1.log'

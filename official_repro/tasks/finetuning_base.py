@@ -29,6 +29,7 @@ import tf_keras
 from official.core import base_task
 from official.core import config_definitions as cfg
 from official.modeling import optimization
+from official.modeling import performance
 from official.nlp.tools import tokenization
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
@@ -189,12 +190,14 @@ class FinetuneTask(base_task.Task):
   # Optimizer.
   def create_optimizer(self, optimizer_config: optimization.OptimizationConfig,
                        runtime_config=None, dp_config=None):
-    """AdamW with layer-wise learning-rate decay; see module docstring."""
-    del runtime_config, dp_config
+    """AdamW with layer-wise learning-rate decay (see the module docstring),
+    in a loss-scale optimizer when `runtime_config` asks for one (float16;
+    Model Garden's `Task.train_step` then scales the loss)."""
+    del dp_config
     config = self.task_config
     learning_rate = optimization.OptimizerFactory(
         optimizer_config).build_learning_rate()
-    return layerwise_decay.LayerwiseAdamWeightDecay(
+    optimizer = layerwise_decay.LayerwiseAdamWeightDecay(
         lr_multipliers=self._lr_multipliers,
         learning_rate=learning_rate,
         weight_decay_rate=config.weight_decay_rate,
@@ -203,6 +206,10 @@ class FinetuneTask(base_task.Task):
         exclude_from_weight_decay=list(
             optimizer_config_lib.DEFAULT_WEIGHT_DECAY_EXCLUSIONS),
         gradient_clip_norm=config.gradient_clip_norm)
+    if runtime_config and runtime_config.loss_scale:
+      optimizer = performance.configure_optimizer(
+          optimizer, use_float16=True, loss_scale=runtime_config.loss_scale)
+    return optimizer
 
   # Evaluation.
   def validation_step(self, inputs, model: tf_keras.Model, metrics=None):

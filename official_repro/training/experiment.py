@@ -27,13 +27,13 @@ from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
-from official.modeling import performance
 from official_repro.common import json_files
 from official_repro.data import records
 from official_repro.optimization import optimizer_config
 from official_repro.tasks import objectives
 from official_repro.training import export
 from official_repro.training import gin_utils
+from official_repro.training import precision
 from official_repro.training import reproducibility
 from official_repro.training import trainer as trainer_lib
 
@@ -58,10 +58,13 @@ class RunSettings:
     seed: the run's seed (None: drawn on the first start, then kept in
       `model_dir`; see `reproducibility.run_seed`).
     deterministic: op determinism and checkpointed random streams.
+    mixed_precision: 'bfloat16' or 'float16' (with loss scaling), or None
+      for float32 (`precision.resolve` of `--mixed_precision`).
   """
   jit_compile: bool = False
   seed: Optional[int] = None
   deterministic: bool = False
+  mixed_precision: Optional[str] = None
 
 
 @gin.configurable('experiment')
@@ -75,7 +78,6 @@ def experiment_config(
     validation_steps: int = -1,
     max_to_keep: int = 5,
     jit_compile: bool = False,
-    mixed_precision_dtype: Optional[str] = None,
     seed: Optional[int] = None,
     deterministic: bool = False,
 ) -> Tuple[cfg.ExperimentConfig, RunSettings]:
@@ -94,7 +96,6 @@ def experiment_config(
     validation_steps: evaluation batches; -1 evaluates the whole eval split.
     max_to_keep: checkpoints kept.
     jit_compile: compile the training step with XLA.
-    mixed_precision_dtype: 'float16', 'bfloat16' or None (float32).
     seed: seeds initialisation, dropout, sampling, dynamic masking and the
       data order (`pretrain_data.seed` overrides it for the data); None
       draws one on the first start and keeps it in `model_dir`.
@@ -124,8 +125,7 @@ def experiment_config(
           max_to_keep=max_to_keep,
           # Our trainer raises on a non-finite loss with the step and the last
           # good checkpoint; Model Garden's recovery action is switched off.
-          recovery_max_trials=-1),
-      runtime=cfg.RuntimeConfig(mixed_precision_dtype=mixed_precision_dtype))
+          recovery_max_trials=-1))
   return params, RunSettings(jit_compile=jit_compile, seed=seed,
                              deterministic=deterministic)
 
@@ -242,11 +242,17 @@ def _run(params: cfg.ExperimentConfig, settings: RunSettings,
          strategy: tf.distribute.Strategy, model_dir: str,
          mode: str) -> Dict[str, Any]:
   """`run` once the seeds are set."""
+  params.runtime = precision.runtime_config(settings.mixed_precision)
   train_utils.serialize_config(params, model_dir)
   gin_utils.save_config(model_dir, 'config.gin', operative=False)
-  if params.runtime.mixed_precision_dtype:
-    performance.set_mixed_precision_policy(params.runtime.mixed_precision_dtype)
+  with precision.policy(settings.mixed_precision):
+    return _run_in_policy(params, settings, strategy, model_dir, mode)
 
+
+def _run_in_policy(params: cfg.ExperimentConfig, settings: RunSettings,
+                   strategy: tf.distribute.Strategy, model_dir: str,
+                   mode: str) -> Dict[str, Any]:
+  """`_run` under the run's Keras precision policy."""
   task = task_factory.get_task(params.task, logging_dir=model_dir)
   with strategy.scope():
     trainer = train_utils.create_trainer(

@@ -38,6 +38,7 @@ from official_repro.optimization import optimizer_config
 from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_registry
 from official_repro.tasks import finetuning_schedule
+from official_repro.training import precision
 from official_repro.training import trainer as trainer_lib
 
 HISTORY_FILENAME = 'history.json'
@@ -57,6 +58,8 @@ _SEED_PROTOCOL_FIELDS = ('selection', 'stsb_metric')
 # data lies (local or gs://).
 _UNCHECKED_TASK_FIELDS = ('train_data', 'validation_data', 'data_dir')
 _MISSING = object()
+# Settings added after runs were saved, with the value those runs had.
+_ADDED_SETTINGS = {'mixed_precision': 'float32'}
 
 
 class SettingsMismatchError(ValueError):
@@ -122,17 +125,20 @@ def _flatten(prefix: str, value: Any) -> Dict[str, Any]:
 def seed_settings(task_config: finetuning_base.FinetuneTaskConfig,
                   schedule: finetuning_schedule.FinetuningSchedule,
                   protocol: finetuning_schedule.RunProtocol,
-                  seed: int) -> Dict[str, Any]:
+                  seed: int,
+                  mixed_precision: Optional[str] = None) -> Dict[str, Any]:
   """The settings that determine one seed's run, as flat `name -> value`.
 
   Names follow gin where there is one: `finetuning.<field>` (the schedule,
   the task included), `run_protocol.<field>` (`_SEED_PROTOCOL_FIELDS`),
-  `init_checkpoint`, `encoder.<field>` (the architecture), `seed`, and
+  `init_checkpoint`, `encoder.<field>` (the architecture), `seed`,
+  `mixed_precision` (the compute type, 'float32' for None; a run saved
+  without it ran in float32), and
   `task_config.<field>` for the task config's other fields (task-specific gin
   settings such as SQuAD's `doc_stride`, the vocabulary, the head dropout).
   Values are JSON values (what `settings.json` reads back).
   """
-  settings = {'seed': seed}
+  settings = {'seed': seed, 'mixed_precision': mixed_precision or 'float32'}
   schedule_values = dataclasses.asdict(schedule)
   protocol_values = dataclasses.asdict(protocol)
   settings.update(_flatten('finetuning', schedule_values))
@@ -171,6 +177,8 @@ def check_settings(run_dir: str, settings: Mapping[str, Any]) -> None:
   """
   path = os.path.join(run_dir, SETTINGS_FILENAME)
   saved = _read_json(path, None)
+  if saved is not None:
+    saved = {**_ADDED_SETTINGS, **saved}
   finished = tf.io.gfile.exists(os.path.join(run_dir, RESULT_FILENAME))
   started = finished or tf.io.gfile.exists(
       os.path.join(run_dir, HISTORY_FILENAME)) or (
@@ -200,15 +208,27 @@ def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
              schedule: finetuning_schedule.FinetuningSchedule,
              protocol: finetuning_schedule.RunProtocol,
              seed: int, run_dir: str,
-             strategy: tf.distribute.Strategy) -> Dict[str, Any]:
+             strategy: tf.distribute.Strategy,
+             mixed_precision: Optional[str] = None) -> Dict[str, Any]:
   """One fine-tuning run; returns its history and selected evaluation.
 
   Raises:
     SettingsMismatchError: `run_dir` holds a run started with other settings
       (`check_settings`).
   """
-  check_settings(run_dir,
-                 seed_settings(task_config, schedule, protocol, seed))
+  check_settings(run_dir, seed_settings(task_config, schedule, protocol, seed,
+                                        mixed_precision))
+  with precision.policy(mixed_precision):
+    return _run_seed(task_config, schedule, protocol, seed, run_dir,
+                     strategy, mixed_precision)
+
+
+def _run_seed(task_config: finetuning_base.FinetuneTaskConfig,
+              schedule: finetuning_schedule.FinetuningSchedule,
+              protocol: finetuning_schedule.RunProtocol,
+              seed: int, run_dir: str, strategy: tf.distribute.Strategy,
+              mixed_precision: Optional[str]) -> Dict[str, Any]:
+  """`run_seed` under the run's Keras precision policy."""
   done = _read_json(os.path.join(run_dir, RESULT_FILENAME), None)
   if done is not None:
     logging.info('%s already finished; not repeated.', run_dir)
@@ -236,7 +256,8 @@ def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
           steps_per_loop=steps_per_loop, summary_interval=steps_per_loop,
           checkpoint_interval=steps_per_loop, max_to_keep=1,
           optimizer_config=_optimization_config(
-              schedule, train_steps, schedule.warmup_steps(num_train))))
+              schedule, train_steps, schedule.warmup_steps(num_train))),
+      runtime=precision.runtime_config(mixed_precision))
   with strategy.scope():
     trainer = train_utils.create_trainer(
         params, task, train=True, evaluate=True,
@@ -281,7 +302,8 @@ def run(schedule: finetuning_schedule.FinetuningSchedule,
         encoder: pretrained.PretrainedEncoder,
         data_dir: str, model_dir: str,
         strategy: tf.distribute.Strategy,
-        seeds: Optional[Sequence[int]] = None) -> Dict[str, Any]:
+        seeds: Optional[Sequence[int]] = None,
+        mixed_precision: Optional[str] = None) -> Dict[str, Any]:
   """Fine-tunes over the protocol's seeds and aggregates like the paper.
 
   Args:
@@ -292,6 +314,8 @@ def run(schedule: finetuning_schedule.FinetuningSchedule,
     model_dir: run folders and results go here.
     strategy: the distribution strategy.
     seeds: overrides `range(protocol.num_runs)`.
+    mixed_precision: 'bfloat16' or 'float16' (loss-scaled), or None for
+      float32 (`precision.resolve`).
 
   Returns:
     The content of `results.json`: settings, one entry per run, the
@@ -300,7 +324,8 @@ def run(schedule: finetuning_schedule.FinetuningSchedule,
   task_config = build_task_config(schedule, protocol, encoder, data_dir)
   seeds = list(seeds if seeds is not None else range(protocol.num_runs))
   runs = [run_seed(task_config, schedule, protocol, seed,
-                   os.path.join(model_dir, f'seed_{seed}'), strategy)
+                   os.path.join(model_dir, f'seed_{seed}'), strategy,
+                   mixed_precision)
           for seed in seeds]
   scores = [entry['score'] for entry in runs]
   results = dict(

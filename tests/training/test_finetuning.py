@@ -119,7 +119,7 @@ def _write_pos(root, rng):
   return str(root)
 
 
-_DATA_WRITERS = {
+DATA_WRITERS = {
     'mrpc': _write_glue, 'stsb': _write_glue,
     'squad11': lambda root, rng: _write_squad(root, rng, '1.1'),
     'squad20': lambda root, rng: _write_squad(root, rng, '2.0'),
@@ -157,7 +157,7 @@ def _finetune(task, encoder, data_dir, model_dir, num_epochs=1, num_runs=1,
 ])
 def test_every_task_type_trains_and_evaluates(exported_encoder, tmp_path, task,
                                               task_params, expected_metrics):
-  data_dir = _DATA_WRITERS[task](tmp_path / 'data', random.Random(0))
+  data_dir = DATA_WRITERS[task](tmp_path / 'data', random.Random(0))
   encoder = pretrained.resolve(exported_encoder)
   results = _finetune(task, encoder, data_dir, str(tmp_path / 'ft'),
                       **task_params)

@@ -1,4 +1,5 @@
-"""Every objective on every backbone under XLA and mixed precision, on CPU.
+"""Every objective, backbone and fine-tuning task under XLA and mixed
+precision, on CPU.
 
 TPUs run the training step compiled by XLA in bfloat16; GPUs run it in
 float16 with loss scaling (or bfloat16). No accelerator here runs
@@ -13,9 +14,15 @@ tiny model
   * gives, on the same weights and batch, a first-step loss within
     `_TOLERANCE` of float32's in both mixed precisions;
   * keeps its variables, its logits and its loss in float32.
+
+One task of every fine-tuning task class (GLUE, SQuAD, RACE, tagging with a
+CRF) does the same from a tiny pretrained encoder, its loss-scale optimizer
+made by the task itself.
 """
 
+import dataclasses
 import os
+import random
 
 import gin
 import numpy as np
@@ -24,11 +31,20 @@ import tensorflow as tf
 import tf_keras
 
 from official.core import task_factory
+from official.modeling import optimization
 from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
+from official_repro.tasks import finetuning_base
+from official_repro.tasks import finetuning_schedule
 from official_repro.tasks import objectives
+from official_repro.training import finetuning
 from official_repro.training import gin_utils
+from official_repro.training import precision
 from tests.plugins import frozen_generator_mlm  # pylint: disable=unused-import
 from tests.plugins import rezero_backbone  # pylint: disable=unused-import
+from tests.training import test_finetuning as finetuning_fixtures
+
+exported_encoder = finetuning_fixtures.exported_encoder
 
 # Relative difference of a mixed-precision first-step loss from float32's.
 # bfloat16 keeps 8 bits of mantissa (a relative rounding of 2^-8 per
@@ -161,4 +177,83 @@ def test_trains_under_xla_and_mixed_precision(tiny_records, objective,
       optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
     losses = _train(task, model, batch, optimizer,
                     jit_compile=policy == 'mixed_bfloat16')
+    assert all(np.isfinite(losses)), (policy, losses)
+
+
+# One task of every fine-tuning task class, with its tiny data.
+_FINETUNING_TASKS = [
+    ('mrpc', {}),
+    ('squad11', {'squad.doc_stride': 16, 'squad.max_query_length': 16}),
+    ('race', {}),
+    ('pos', {'pos.use_crf': True}),
+]
+
+
+def _finetuning_task_config(task, task_params, encoder, data_dir):
+  gin.clear_config()
+  try:
+    gin_utils.parse_config([], [f'{name} = {value!r}'
+                                for name, value in task_params.items()])
+    schedule = finetuning_schedule.FinetuningSchedule(
+        task=task, learning_rate=1e-3, train_batch_size=4, num_epochs=1,
+        warmup_fraction=0.1, layerwise_lr_decay=0.8, max_seq_length=64)
+    protocol = finetuning_schedule.RunProtocol(
+        num_runs=1, aggregation='median', selection='best')
+    config = finetuning.build_task_config(schedule, protocol, encoder,
+                                          data_dir)
+  finally:
+    gin.clear_config()
+  return dataclasses.replace(
+      config, train_data=finetuning_base.FinetuneDataConfig(
+          split='train', is_training=True, seed=0, global_batch_size=4))
+
+
+def _finetuning_loss(task, model, batch):
+  features, labels = batch
+  return task.build_losses(labels=labels,
+                           model_outputs=model(features, training=False),
+                           aux_losses=model.losses)
+
+
+@pytest.mark.parametrize('task_name, task_params', _FINETUNING_TASKS)
+def test_finetuning_trains_under_xla_and_mixed_precision(
+    exported_encoder, tmp_path, task_name, task_params):
+  data_dir = finetuning_fixtures.DATA_WRITERS[task_name](tmp_path / 'data',
+                                                         random.Random(0))
+  config = _finetuning_task_config(task_name, task_params,
+                                   pretrained.resolve(exported_encoder),
+                                   data_dir)
+  task = task_factory.get_task(config)
+  batch = next(iter(task.build_inputs(config.train_data)))
+  reference = task.build_model()
+  task.initialize(reference)
+  reference_loss = _finetuning_loss(task, reference, batch)
+  weights = reference.get_weights()
+  optimization_config = optimization.OptimizationConfig(dict(
+      optimizer=dict(type='adamw'),
+      learning_rate=dict(type='constant',
+                         constant=dict(learning_rate=1e-3))))
+  for policy, dtype in (('mixed_bfloat16', 'bfloat16'),
+                        ('mixed_float16', 'float16')):
+    with precision.policy(dtype):
+      task = task_factory.get_task(config)
+      model = task.build_model()
+      model(batch[0], training=False)
+      optimizer = task.create_optimizer(optimization_config,
+                                        precision.runtime_config(dtype))
+    model.set_weights(weights)
+    assert {v.dtype for v in model.variables} == {tf.float32}, policy
+    loss = _finetuning_loss(task, model, batch)
+    assert loss.dtype == tf.float32, policy
+    assert abs(float(loss) - float(reference_loss)) <= (
+        _TOLERANCE[policy] * abs(float(reference_loss))), (
+            policy, float(loss), float(reference_loss))
+    assert isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer
+                      ) == (dtype == 'float16'), policy
+    step = task.train_step
+    if dtype == 'bfloat16':
+      step = tf.function(step, jit_compile=True)
+    metrics = task.build_metrics(training=True)
+    losses = [float(step(batch, model, optimizer, metrics)[task.loss])
+              for _ in range(2)]
     assert all(np.isfinite(losses)), (policy, losses)
