@@ -24,10 +24,11 @@ Conventions shared by every method:
     decoded tags are 0.
   * Tags at masked-out positions are ignored (they may hold any value, e.g. a
     padding label or -1).
-  * Computation runs in the layer's variable dtype (float32 by default), even
-    under a mixed-precision policy: the layer does not autocast, and
-    potentials are cast up, because log-sum-exp over long sequences loses
-    precision in 16-bit floats.
+  * Computation runs in float32 even under a mixed-precision global policy:
+    the layer's own policy defaults to float32 (so its variables are plain
+    float32 variables, never cast to 16 bits on read) and potentials are cast
+    up, because log-sum-exp over long sequences loses precision in 16-bit
+    floats.
   * The time recursions use `tf.scan`, so everything works inside
     `tf.function` with unknown batch size and sequence length, and compiles
     with XLA. The static sequence length must be at least 1.
@@ -88,7 +89,7 @@ class CRF(tf_keras.layers.Layer):
     if initializer_range < 0:
       raise ValueError(
           f'initializer_range must be >= 0, got {initializer_range}.')
-    kwargs.setdefault('autocast', False)
+    kwargs.setdefault('dtype', 'float32')
     super().__init__(**kwargs)
     self.supports_masking = True
     self._num_tags = num_tags
