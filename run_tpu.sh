@@ -154,6 +154,9 @@ Options:
   --tf_tpu_find_links=URL  pip --find-links for it and libtpu (default
                            $DEFAULT_TF_TPU_FIND_LINKS).
   --skip_install           Copy and launch only; do not run pip.
+  --skip_local_check       Do not parse the gin config locally before
+                           launching (for a machine that cannot import the
+                           repository's requirements).
   --delete                 Only delete the TPU VM --tpu_name (with --zone and
                            --project) and exit.
   --dry_run                Print every command, each on a line starting with
@@ -175,8 +178,7 @@ EOF
 }
 
 die_usage() {
-  printf '%s: error: %s\n' "$PROG" "$1" >&2
-  printf "Run '%s --help' for usage.\n" "$PROG" >&2
+  printf '%s: error: %s (see --help)\n' "$PROG" "$1" >&2
   exit 2
 }
 
@@ -261,6 +263,7 @@ SUPERVISE_INTERVAL=$DEFAULT_SUPERVISE_INTERVAL
 MAX_RESTARTS=$DEFAULT_MAX_RESTARTS
 RUNTIME_VERSION_GIVEN=0
 SKIP_INSTALL=0
+SKIP_LOCAL_CHECK=0
 DELETE=0
 DRY_RUN=0
 GIN_FILES=()
@@ -296,9 +299,11 @@ for arg in "$@"; do
     --preemptible) PREEMPTIBLE=1 ;;
     --spot) SPOT=1 ;;
     --skip_install) SKIP_INSTALL=1 ;;
+    --skip_local_check) SKIP_LOCAL_CHECK=1 ;;
     --delete) DELETE=1 ;;
     --dry_run) DRY_RUN=1 ;;
-    --preemptible=* | --spot=* | --skip_install=* | --delete=* | --dry_run=*)
+    --preemptible=* | --spot=* | --skip_install=* | --skip_local_check=* | \
+      --delete=* | --dry_run=*)
       die_usage "${arg%%=*} is a switch and takes no value (got '$arg')" ;;
     --tpu_name | --zone | --project | --accelerator_type | --runtime_version | \
       --gin_file | --gin_param | --model_dir | --mode | --mixed_precision | \
@@ -387,6 +392,18 @@ accelerator_family=${ACCELERATOR_TYPE%-*}
 accelerator_size=${ACCELERATOR_TYPE##*-}
 [[ $accelerator_size =~ ^[1-9][0-9]*$ && $accelerator_family != "$ACCELERATOR_TYPE" ]] ||
   die_usage "--accelerator_type='$ACCELERATOR_TYPE' is not VERSION-SIZE (e.g. v3-8, v4-64)"
+# Slice sizes: Cloud TPU's tables of types (v2, v3, v5litepod, v6e); v4 and
+# v5p slices come in multiples of 8 TensorCores up to a Pod.
+case $accelerator_family in
+  v2) valid_sizes=" 8 32 128 256 512 " ;;
+  v3) valid_sizes=" 8 32 64 128 256 512 1024 2048 " ;;
+  v5litepod | v6e) valid_sizes=" 1 4 8 16 32 64 128 256 " ;;
+  v4) valid_sizes=$( ((accelerator_size % 8 == 0 && accelerator_size <= 4096)) && echo " $accelerator_size ") ;;
+  v5p) valid_sizes=$( ((accelerator_size % 8 == 0 && accelerator_size <= 12288)) && echo " $accelerator_size ") ;;
+  *) valid_sizes=" $accelerator_size " ;;
+esac
+[[ $valid_sizes == *" $accelerator_size "* ]] ||
+  die_usage "--accelerator_type='$ACCELERATOR_TYPE': $accelerator_family comes in sizes${valid_sizes:- that are multiples of 8}, not $accelerator_size"
 case $accelerator_family in
   v2 | v3 | v4 | v5p) TPU_HOSTS=$(((accelerator_size + 7) / 8)) ;;
   v5litepod | v6e)
@@ -437,6 +454,23 @@ for gin_file in "${GIN_FILES[@]}"; do
     die_usage "--gin_file=$gin_file is outside the repository $REPO_ROOT, so it would not be copied to the VM; move it into the repository or use a gs:// path"
   REMOTE_GIN_FILES+=("${gin_abs#"$REPO_ROOT"/}")
 done
+
+# The gin config is parsed here, before any VM is created or billed: an
+# unknown name, a typo or a value of the wrong type stops the launch.
+if [[ $SKIP_LOCAL_CHECK != 1 ]]; then
+  check_words=(python3 -m official_repro.train --check_config)
+  for gin_file in "${GIN_FILES[@]}"; do
+    [[ $gin_file == gs://* ]] || check_words+=("--gin_file=$gin_file")
+  done
+  for binding in ${GIN_PARAMS[@]+"${GIN_PARAMS[@]}"}; do
+    check_words+=("--gin_param=$binding")
+  done
+  if ! check_output=$(cd "$REPO_ROOT" && "${check_words[@]}" 2>&1 >/dev/null); then
+    check_error=$(printf '%s\n' "$check_output" | grep ': error: ' | tail -n 1)
+    [[ -n $check_error ]] || check_error=$(printf '%s\n' "$check_output" | tail -n 1)
+    die_usage "the gin config was checked here before launching: ${check_error#*: error: }; fix it, or pass --skip_local_check where this machine cannot import the repository"
+  fi
+fi
 
 if [[ $DRY_RUN != 1 ]]; then
   require_gcloud

@@ -37,6 +37,7 @@ from absl import flags
 import tensorflow as tf
 import tf_keras
 
+from official_repro.common import cli
 from experiments import paper_tables
 from official.nlp.tools import tokenization
 from official_repro.common import json_files
@@ -288,7 +289,7 @@ def define_flags():
 
 
 def main(argv):
-  del argv
+  cli.refuse_positional(argv)
   flag_values = flags.FLAGS
   if not flag_values.glue_dir:
     raise app.UsageError('--glue_dir is required.')
@@ -307,4 +308,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

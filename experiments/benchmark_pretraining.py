@@ -66,6 +66,7 @@ from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.core import train_utils
 from official.nlp.data import pretrain_dataloader as stock_dataloader
+from official_repro.common import cli
 from official_repro.data import builtin_corpus
 from official_repro.data import create_pretraining_data
 from official_repro.data import masking as masking_lib
@@ -491,7 +492,7 @@ def _print_sweep(sweep: Dict) -> None:
 
 
 def main(argv):
-  del argv
+  cli.refuse_positional(argv)
   logging.set_verbosity(logging.WARNING)
   if FLAGS.run_variant:
     print(json.dumps(measure_variant(FLAGS.run_variant)))
@@ -526,4 +527,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

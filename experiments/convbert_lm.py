@@ -60,6 +60,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from official_repro.common import cli
 from experiments import paper_tables
 from official.modeling import optimization
 from official_repro.common import json_files
@@ -540,9 +541,7 @@ def format_table(results: Dict[str, Any]) -> str:
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  settings = settings_from_flags()
+  cli.refuse_positional(argv)
   results = run(settings)
   table = format_table(results)
   with tf.io.gfile.GFile(os.path.join(settings.output_dir, 'table.md'),
@@ -553,4 +552,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

@@ -68,6 +68,7 @@ from absl import flags
 import tensorflow as tf
 import tf_keras
 
+from official_repro.common import cli
 from experiments import paper_tables
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
@@ -316,7 +317,7 @@ def _cpu_name() -> str:
 
 
 def main(argv):
-  del argv
+  cli.refuse_positional(argv)
   flag_values = flags.FLAGS
   if flag_values.threads:
     tf.config.threading.set_intra_op_parallelism_threads(flag_values.threads)
@@ -383,4 +384,4 @@ def define_flags():
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

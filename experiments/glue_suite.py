@@ -29,6 +29,7 @@ from absl import flags
 import gin
 import tensorflow as tf
 
+from official_repro.common import cli
 from experiments import paper_tables
 from official_repro.common import json_files
 from official_repro.data import glue as glue_data
@@ -138,7 +139,7 @@ def format_table(rows: dict, tasks) -> str:
 
 
 def main(argv):
-  del argv
+  cli.refuse_positional(argv)
   for name in ('init_checkpoint', 'glue_dir', 'model_dir'):
     if not getattr(FLAGS, name):
       raise app.UsageError(f'--{name} is required.')
@@ -191,4 +192,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

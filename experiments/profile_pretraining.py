@@ -43,6 +43,7 @@ from absl import logging
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-direct-tensorflow-import
 
+from official_repro.common import cli
 from experiments import benchmark_pretraining
 from official_repro.training import gin_utils
 
@@ -263,7 +264,7 @@ def format_report(summaries: Sequence[Dict], top: int) -> str:
 
 
 def main(argv):
-  del argv
+  cli.refuse_positional(argv)
   logging.set_verbosity(logging.WARNING)
   if not FLAGS.output_dir:
     raise app.UsageError('--output_dir is required.')
@@ -294,4 +295,4 @@ if __name__ == '__main__':
   flags.DEFINE_string('profile_variant', None,
                       'Profile this one variant in this process (used by '
                       'the parent process for isolation).')
-  app.run(main)
+  cli.run(main)

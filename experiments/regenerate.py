@@ -38,6 +38,7 @@ at paper scale the model directories under --bucket are named the same way
 """
 
 import dataclasses
+import difflib
 import json
 import os
 import platform
@@ -54,6 +55,7 @@ from absl import flags
 import gin
 import tensorflow as tf
 
+from official_repro.common import cli
 from experiments import attention_concentration
 from experiments import convbert_lm
 from experiments import convbert_speed
@@ -64,6 +66,7 @@ from experiments.regeneration import registry
 from experiments.regeneration import report
 from experiments.regeneration import runner
 from experiments.regeneration import scales
+from official_repro.data import glue as glue_data
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import gin_utils
 
@@ -127,14 +130,50 @@ def define_flags():
 
 
 def _tasks() -> dict:
-  """--tasks (or the scale's default) as {task: epochs}."""
+  """--tasks (or the scale's default) as {task: epochs}, checked before any
+  job starts.
+
+  Raises:
+    UsageError: an item that is not `<GLUE task>:<epochs > 0>`.
+  """
   tasks = {}
   for item in FLAGS.tasks or scales.get(FLAGS.scale).default_tasks:
     task, _, epochs = item.partition(':')
-    if not epochs:
-      raise app.UsageError(f'--tasks item {item!r}: expected task:epochs.')
-    tasks[task] = float(epochs)
+    if task not in glue_data.GLUE_TASK_NAMES:
+      close = difflib.get_close_matches(task, glue_data.GLUE_TASK_NAMES, n=1)
+      raise app.UsageError(
+          f'--tasks item {item!r}: {task!r} is not a GLUE task'
+          + (f' (did you mean {close[0]!r}?)' if close else '') +
+          f'; known: {", ".join(glue_data.GLUE_TASK_NAMES)}.')
+    try:
+      epochs = float(epochs)
+    except ValueError:
+      epochs = 0.0
+    if not epochs > 0:
+      raise app.UsageError(f'--tasks item {item!r}: expected task:epochs '
+                           'with epochs a number > 0 (e.g. sst2:0.25).')
+    tasks[task] = epochs
   return tasks
+
+
+def _check_inputs(tasks: dict) -> None:
+  """Stops before any job when an input directory is missing.
+
+  Raises:
+    UsageError: naming the flag and the path.
+  """
+  for name in ('corpus', 'glue_dir', 'vocab_file'):
+    path = getattr(FLAGS, name)
+    if path and not tf.io.gfile.exists(path):
+      raise app.UsageError(f'--{name} {path}: no such file or directory.')
+  if FLAGS.glue_dir:
+    for task in tasks:
+      folder = os.path.join(FLAGS.glue_dir,
+                            glue_data.get_task_spec(task).directory)
+      if not tf.io.gfile.isdir(folder):
+        raise app.UsageError(f'--tasks {task}: --glue_dir has no '
+                             f'{folder}; give a GLUE root holding it or '
+                             'drop the task.')
 
 
 def _runs_dir() -> str:
@@ -408,8 +447,7 @@ def _learning(target: registry.Target) -> None:
 
 def main(argv):
   """Lists, plans, runs or collects the table named by --table."""
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  cli.refuse_positional(argv)
   if FLAGS.list:
     print(list_targets())
     return
@@ -425,6 +463,8 @@ def main(argv):
     value = getattr(FLAGS, name)
     if value and '://' not in value and not value.startswith('$'):
       setattr(FLAGS, name, os.path.abspath(value))
+  if FLAGS.scale != 'paper' and target.kind in ('pretrain_glue', 'learning'):
+    _check_inputs(_tasks())
   if target.kind == 'learning':
     _learning(target)
   elif FLAGS.scale == 'paper':
@@ -440,4 +480,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

@@ -84,6 +84,7 @@ import numpy as np
 from scipy import stats
 import tensorflow as tf
 
+from official_repro.common import cli
 from experiments import corpus_records
 from official_repro import score
 from official_repro.common import json_files
@@ -387,9 +388,7 @@ def format_report(result: Dict, command: str) -> str:
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  tf.io.gfile.makedirs(FLAGS.work_dir)
+  cli.refuse_positional(argv)
   result = {}
   if FLAGS.init_checkpoint:
     model_dir = FLAGS.init_checkpoint
@@ -492,4 +491,4 @@ def define_flags():
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

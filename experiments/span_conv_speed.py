@@ -51,6 +51,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.modeling.layers import span_dynamic_conv
 
 FORMULATIONS = ('slices', 'banded')
@@ -180,7 +181,7 @@ def _parse_shapes(items: Sequence[str]) -> List[Tuple[int, int]]:
 
 
 def main(argv):
-  del argv
+  cli.refuse_positional(argv)
   rows = measure(_parse_shapes(FLAGS.shapes), FLAGS.num_heads,
                  FLAGS.head_size, FLAGS.kernel_size, FLAGS.iterations)
   print(format_rows(rows))
@@ -202,4 +203,4 @@ if __name__ == '__main__':
   flags.DEFINE_integer('kernel_size', 9, 'Window k.')
   flags.DEFINE_integer('iterations', 30, 'Timed calls per formulation.')
   flags.DEFINE_string('output_json', None, 'Also write the rows here.')
-  app.run(main)
+  cli.run(main)

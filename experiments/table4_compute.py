@@ -24,6 +24,7 @@ from absl import app
 from absl import flags
 import gin
 
+from official_repro.common import cli
 from experiments import paper_tables
 from official.core import config_definitions as cfg
 from official_repro import count_flops
@@ -70,7 +71,7 @@ def _report(name: str) -> Tuple[flops.ComputeReport, cfg.TaskConfig]:
 
 
 def main(argv):
-  del argv
+  cli.refuse_positional(argv)
   budget = _report(BUDGET_CONFIG)[0].total_train_flops()
   header = ('model', 'params (ours)', 'params (001)', 'train FLOPs (formula)',
             'train FLOPs (001)', 'formula / 001', 'steps at equal budget',
@@ -97,4 +98,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

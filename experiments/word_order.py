@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from official.core import task_factory
+from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.data import records as records_lib
 from official_repro.metrics import frequent_token
@@ -158,8 +159,7 @@ def format_result(result: Dict[str, object]) -> str:
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  cli.refuse_positional(argv)
   for name in ('model_dir', 'records'):
     if not getattr(FLAGS, name):
       raise app.UsageError(f'--{name} is required.')
@@ -176,4 +176,4 @@ if __name__ == '__main__':
   flags.DEFINE_integer('steps', 50, 'Eval batches (-1: the whole split).')
   flags.DEFINE_integer('seed', 0, 'Seed of the shuffles.')
   flags.DEFINE_string('output_json', None, 'Where to write the results.')
-  app.run(main)
+  cli.run(main)

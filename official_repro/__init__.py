@@ -3,9 +3,13 @@
 Model Garden layers are built on Keras 2 (`tf_keras`). With TensorFlow 2.20,
 `tf.keras` is Keras 3 unless `TF_USE_LEGACY_KERAS=1` is set before TensorFlow
 is first imported, so the package sets it here, before any submodule imports
-TensorFlow.
+TensorFlow. It also quiets TensorFlow's C++ start-up messages (informational
+and warnings; `TF_CPP_MIN_LOG_LEVEL=0` brings them back), so that a
+command's own output, one line for a user's mistake (`common/cli.py`), is
+not buried in them.
 """
 
 import os
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')

@@ -24,6 +24,7 @@ import tf_keras
 
 from official.core import config_definitions as cfg
 from official.core import task_factory
+from official_repro.common import cli
 from official_repro.data import masking
 from official_repro.metrics import flops
 from official_repro.tasks import objectives
@@ -55,7 +56,7 @@ def report_from_gin(vocab_size: int
   name = gin.query_parameter('experiment.objective')
   objective = objectives.get(name)
   if objective.flops is None:
-    raise ValueError(f'Objective {name!r} declares no FLOPs terms '
+    raise cli.UserError(f'Objective {name!r} declares no FLOPs terms '
                      '(Objective.flops).')
   task_config = objectives.task_config_from_gin(name)
   data = task_config.train_data
@@ -116,8 +117,13 @@ def format_report(report: flops.ComputeReport,
 
 
 def main(argv):
-  del argv
+  cli.refuse_positional(argv)
   flag_values = flags.FLAGS
+  if not flag_values.gin_file:
+    raise cli.UserError('--gin_file is required (a pretraining config, e.g. '
+                        'gin/papers/001_ale/electra_small.gin).')
+  if flag_values.flops_budget == 0:
+    raise cli.UserError('--flops_budget must be > 0.')
   gin_utils.parse_config(flag_values.gin_file, flag_values.gin_param)
   report, task_config = report_from_gin(flag_values.vocab_size)
   model = build_pretrainer(task_config)
@@ -152,10 +158,10 @@ def define_flags():
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
   flags.DEFINE_integer('vocab_size', 30522,
                        'Vocabulary size when encoder.vocab_size is unbound '
-                       '(default: BERT uncased).')
+                       '(default: BERT uncased).', lower_bound=1)
   flags.DEFINE_float('flops_budget', None,
                      'Print the steps this config can train for this many '
-                     'FLOPs.')
+                     'FLOPs (> 0).', lower_bound=0.0)
   flags.DEFINE_string('budget_gin_file', None,
                       'Use the total train FLOPs of this config as budget.')
   flags.DEFINE_boolean('profile', False,
@@ -164,4 +170,4 @@ def define_flags():
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

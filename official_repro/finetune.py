@@ -30,6 +30,7 @@ from absl import app
 from absl import flags
 import gin
 
+from official_repro.common import cli
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.tasks import finetuning_schedule
@@ -69,7 +70,7 @@ def configured_encoder() -> pretrained.PretrainedEncoder:
 
 
 def main(argv):
-  del argv
+  cli.refuse_positional(argv)
   for name in ('gin_file', 'data_dir', 'model_dir'):
     if not getattr(FLAGS, name):
       raise app.UsageError(f'--{name} is required.')
@@ -95,4 +96,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

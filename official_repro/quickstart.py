@@ -30,6 +30,7 @@ from absl import logging
 import gin
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.data import builtin_corpus
 from official_repro.data import create_pretraining_data
@@ -69,9 +70,7 @@ def prepare_records(work_dir: str, vocab_size: int,
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}; the quickstart '
-                         'takes flags only (--work_dir=...).')
+  cli.refuse_positional(argv)
   started = time.perf_counter()
   record_dir = os.path.join(FLAGS.work_dir, 'records')
   gin_utils.parse_config(
@@ -135,4 +134,4 @@ def format_summary(result, metadata, params, data_seconds, train_seconds,
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

@@ -45,6 +45,7 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro import score
 from official_repro.common import json_files
 from official_repro.data import nbest
@@ -90,32 +91,32 @@ class Settings:
   def __post_init__(self):
     names = [name for name, _ in self.nbest]
     if not names:
-      raise ValueError('No N-best lists; give --nbest=[<set>=]<path>.')
+      raise cli.UserError('No N-best lists; give --nbest=[<set>=]<path>.')
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-      raise ValueError(f'--nbest names the sets {duplicates} more than once; '
+      raise cli.UserError(f'--nbest names the sets {duplicates} more than once; '
                        'give each set a distinct name with <set>=<path>.')
     for flag, pairs in (('references', self.references),
                         ('lm_scores', self.lm_scores)):
       named = [name for name, _ in pairs]
       unknown = sorted(set(named) - set(names) - {''})
       if unknown:
-        raise ValueError(f'--{flag} names the sets {unknown}, which no '
+        raise cli.UserError(f'--{flag} names the sets {unknown}, which no '
                          f'--nbest gives; the sets are {names}.')
       repeated = sorted({name for name in named if named.count(name) > 1})
       if repeated:
         what = ('more than one path without <set>=' if '' in repeated else
                 f'the sets {repeated} more than once')
-        raise ValueError(f'--{flag} gives {what}; expected one path per set.')
+        raise cli.UserError(f'--{flag} gives {what}; expected one path per set.')
     grid_size = len(self.weights) * len(self.length_bonuses)
     if not grid_size:
-      raise ValueError('--weights and --length_bonuses must each give at '
+      raise cli.UserError('--weights and --length_bonuses must each give at '
                        'least one value.')
     if self.dev_set and self.dev_set not in names:
-      raise ValueError(f'--dev_set={self.dev_set!r} is not one of the sets '
+      raise cli.UserError(f'--dev_set={self.dev_set!r} is not one of the sets '
                        f'{names} given by --nbest.')
     if grid_size > 1 and not self.dev_set:
-      raise ValueError(f'The grid has {grid_size} points; give --dev_set, '
+      raise cli.UserError(f'The grid has {grid_size} points; give --dev_set, '
                        'the set to choose the weight and length bonus on.')
 
   def as_dict(self) -> dict:
@@ -206,15 +207,15 @@ def parse_grid(spec: str, flag_name: str) -> Tuple[float, ...]:
       values.add(numbers[0])
       continue
     if len(numbers) != 3 or not all(np.isfinite(numbers)):
-      raise ValueError(f'--{flag_name}: {item!r} is not a number or a '
+      raise cli.UserError(f'--{flag_name}: {item!r} is not a number or a '
                        'start:stop:step range.')
     start, stop, step = numbers
     if step <= 0 or stop < start:
-      raise ValueError(f'--{flag_name}: range {item!r} needs step > 0 and '
+      raise cli.UserError(f'--{flag_name}: range {item!r} needs step > 0 and '
                        'stop >= start.')
     count = int(np.floor((stop - start) / step + 1e-9)) + 1
     if count > _MAX_GRID_POINTS:
-      raise ValueError(f'--{flag_name}: range {item!r} has {count} values; '
+      raise cli.UserError(f'--{flag_name}: range {item!r} has {count} values; '
                        f'at most {_MAX_GRID_POINTS}.')
     values.update(round(start + i * step, 10) for i in range(count))
   return tuple(sorted(values))
@@ -239,7 +240,7 @@ def run(settings: Settings, scorer: Optional[lm_scores.Scorer] = None,
       `Settings`), or neither or both of `scorer` and `settings.lm_scores`.
   """
   if (scorer is None) == (not settings.lm_scores):
-    raise ValueError('Give the LM scores either as --lm_scores files or as a '
+    raise cli.UserError('Give the LM scores either as --lm_scores files or as a '
                      'scorer, not ' + ('both.' if scorer else 'neither.'))
   reference_files = _CachedReader(
       lambda path: nbest.read_references(path, settings.reference_format,
@@ -258,12 +259,12 @@ def run(settings: Settings, scorer: Optional[lm_scores.Scorer] = None,
       references, references_path = nbest_set.embedded_references, path
       report['references'] = {'path': path, 'format': 'embedded'}
     else:
-      raise ValueError(f'Set {name!r} ({path}) has no references; give '
+      raise cli.UserError(f'Set {name!r} ({path}) has no references; give '
                        f'--references={name}=<text or trn file>.')
     if scorer is None:
       scores_path = _path_for(name, settings.lm_scores)
       if not scores_path:
-        raise ValueError(f'Set {name!r} has no LM scores; give '
+        raise cli.UserError(f'Set {name!r} has no LM scores; give '
                          f'--lm_scores={name}=<tsv>.')
       scores, scores_report = score_files(scores_path)
       report['lm_scores'] = scores_report.as_dict()
@@ -406,8 +407,7 @@ def _write_selected_texts(path: str, texts: List[Tuple[str, str]]):
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  cli.refuse_positional(argv)
   scorer = (score.PllScorer.from_checkpoint(FLAGS.init_checkpoint)
             if FLAGS.init_checkpoint else None)
   results = run(settings_from_flags(), scorer=scorer)
@@ -419,4 +419,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

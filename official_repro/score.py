@@ -39,6 +39,7 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.data import vocab
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
@@ -83,7 +84,7 @@ def read_model_config(model_dir: str) -> script_task.ScriptModelConfig:
             dataclasses.fields(script_task.ScriptModelConfig)}
   unknown = sorted(set(saved) - fields)
   if unknown or 'encoder' not in saved:
-    raise ValueError(
+    raise cli.UserError(
         f'{path} holds no SCRIPT model (fields {unknown} are not '
         "script.*); --init_checkpoint must be a run with experiment.objective "
         "= 'script'.")
@@ -118,7 +119,7 @@ def load_model(init_checkpoint: str
   try:
     status.assert_existing_objects_matched()
   except AssertionError as error:
-    raise ValueError(f'--init_checkpoint {checkpoint_path} does not hold '
+    raise cli.UserError(f'--init_checkpoint {checkpoint_path} does not hold '
                      f'this SCRIPT model: {str(error)[:500]}') from error
   status.expect_partial()
   return model, pretrained.resolve(model_dir)
@@ -152,9 +153,9 @@ class PllScorer:
       ValueError: an unknown method or a batch size < 1.
     """
     if method not in METHODS:
-      raise ValueError(f'--method must be one of {METHODS}, got {method!r}.')
+      raise cli.UserError(f'--method must be one of {METHODS}, got {method!r}.')
     if batch_size < 1:
-      raise ValueError(f'--batch_size must be >= 1, got {batch_size}.')
+      raise cli.UserError(f'--batch_size must be >= 1, got {batch_size}.')
     self._model = model
     self._tokens = list(vocab_tokens)
     self._lower_case = lower_case
@@ -187,7 +188,7 @@ class PllScorer:
                                           self._lower_case)
     for index, ids in enumerate(token_ids):
       if len(ids) + 2 > self._max_length:
-        raise ValueError(
+        raise cli.UserError(
             f'Sentence {index} ({sentences[index][:50]!r}...) has '
             f'{len(ids)} tokens; the model takes at most '
             f'{self._max_length - 2} besides [CLS] and [SEP].')
@@ -266,7 +267,7 @@ def read_sentences(path: str) -> List[str]:
   with tf.io.gfile.GFile(path) as f:
     sentences = [line.strip() for line in f if line.strip()]
   if not sentences:
-    raise ValueError(f'--input {path} holds no sentence (one per line).')
+    raise cli.UserError(f'--input {path} holds no sentence (one per line).')
   return sentences
 
 
@@ -321,9 +322,7 @@ def define_flags():
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  flag_values = flags.FLAGS
+  cli.refuse_positional(argv)
   methods = METHODS if flag_values.method == 'both' else (
       flag_values.method,)
   sentences, scores, seconds = score_file(
@@ -345,4 +344,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

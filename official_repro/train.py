@@ -33,7 +33,10 @@ from absl import app
 from absl import flags
 from absl import logging
 import gin
+import tensorflow as tf
 
+from official_repro.common import cli
+from official_repro.tasks import objectives
 from official_repro.training import distribute
 from official_repro.training import experiment
 from official_repro.training import gin_utils
@@ -48,6 +51,10 @@ flags.DEFINE_multi_string('gin_param', [],
 flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries and configs.')
 flags.DEFINE_enum('mode', 'train_and_eval', list(experiment.MODES),
                   'What to run.')
+flags.DEFINE_boolean('check_config', False,
+                     'Only parse the gin config (names, values, the '
+                     'objective) and exit; reads no data (run_tpu.sh runs '
+                     'this locally before it creates a VM).')
 distribute.define_flags()
 precision.define_flags()
 
@@ -86,12 +93,58 @@ def run(strategy, gin_files: Sequence[str], gin_params: Sequence[str],
     return experiment.run(params, settings, strategy, model_dir, mode)
 
 
+def check_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> str:
+  """Parses the gin config and checks that it selects a known objective;
+  returns the objective's name.
+
+  Raises:
+    UserError: a gin mistake (`gin_utils.GinConfigError`), or no or an
+      unknown `experiment.objective`.
+  """
+  gin_utils.parse_config(gin_files, gin_params)
+  try:
+    name = gin.query_parameter('experiment.objective')
+  except ValueError:
+    raise cli.UserError('the gin config sets no experiment.objective; '
+                        'include a gin/pretrain/<objective>.gin file.'
+                        ) from None
+  objectives.get(name)
+  return name
+
+
+def validate(gin_files: Sequence[str], gin_params: Sequence[str],
+             model_dir: str, mode: str) -> None:
+  """Everything `run` would refuse that can be checked before TensorFlow
+  starts its devices: the gin config, the records it names, and a
+  checkpoint to evaluate.
+
+  Raises:
+    UserError, FileNotFoundError: naming the setting, file or flag.
+  """
+  check_config(gin_files, gin_params)
+  try:
+    with gin.unlock_config():
+      experiment.experiment_config()
+  finally:
+    gin.clear_config()
+  if mode == 'eval' and not tf.train.latest_checkpoint(model_dir):
+    raise cli.UserError(
+        f'--mode=eval: --model_dir {model_dir} holds no checkpoint '
+        '(ckpt-<step>) to evaluate; train first, or give the directory of a '
+        'trained run.')
+
+
 def main(argv):
-  del argv
-  if not FLAGS.model_dir:
-    raise app.UsageError('--model_dir is required.')
+  cli.refuse_positional(argv)
   if not FLAGS.gin_file:
     raise app.UsageError('--gin_file is required (see gin/).')
+  if FLAGS.check_config:
+    objective = check_config(FLAGS.gin_file, FLAGS.gin_param)
+    print(f'gin config parses; objective {objective!r}.')
+    return
+  if not FLAGS.model_dir:
+    raise app.UsageError('--model_dir is required.')
+  validate(FLAGS.gin_file, FLAGS.gin_param, FLAGS.model_dir, FLAGS.mode)
   strategy = distribute.strategy_from_flags()
   try:
     result = run(strategy, FLAGS.gin_file, FLAGS.gin_param, FLAGS.model_dir,
@@ -109,4 +162,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

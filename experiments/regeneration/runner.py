@@ -326,21 +326,50 @@ _PROGRESS = re.compile(r'^(train|eval) \| step:')
 
 def _call(command: Sequence[str], log_path: str) -> None:
   """Runs a job; its Orbit progress lines ("train | step: ...") go to the
-  terminal as they come, all of its output to `log_path` at the end."""
+  terminal as they come, all of its output to `log_path` at the end.
+
+  If this process is stopped (Ctrl-C, SIGTERM) while the job runs, the job
+  is stopped too (`_stop`) before the exception goes on, so no job outlives
+  the regeneration; a rerun resumes from the job's last checkpoint.
+  """
   print('  $ ' + ' '.join(command), flush=True)
   lines = []
-  with subprocess.Popen(list(command), stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT, text=True,
-                        cwd=gin_utils.REPO_ROOT) as process:
+  process = subprocess.Popen(list(command), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             cwd=gin_utils.REPO_ROOT)
+  try:
     for line in process.stdout:
       lines.append(line)
       if _PROGRESS.match(line):
         print('    ' + line.rstrip(), flush=True)
+    process.wait()
+  except BaseException:
+    _stop(process)
+    raise
+  finally:
+    process.stdout.close()
   with tf.io.gfile.GFile(log_path, 'w') as log:
     log.write(''.join(lines))
   if process.returncode:
     raise RuntimeError(f'{command[2]} failed (exit {process.returncode}); '
                        f'see {log_path}.')
+
+
+# Seconds a stopped job gets to save its checkpoint before it is killed.
+_STOP_GRACE_SECONDS = 30
+
+
+def _stop(process: subprocess.Popen) -> None:
+  """Sends the job SIGTERM (training checkpoints at the end of its loop and
+  exits), and kills it if it has not ended within `_STOP_GRACE_SECONDS`."""
+  if process.poll() is not None:
+    return
+  process.terminate()
+  try:
+    process.wait(_STOP_GRACE_SECONDS)
+  except subprocess.TimeoutExpired:
+    process.kill()
+    process.wait()
 
 
 def _training_bindings(run: registry.Run, scale: str, steps: int,

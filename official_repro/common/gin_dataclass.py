@@ -13,9 +13,12 @@ picks up bindings (Model Garden builds configs internally, e.g. in
 
 import dataclasses
 import inspect
+import typing
 from typing import Any, Callable, Iterable, Optional, Type, TypeVar
 
 import gin
+
+from official_repro.common import cli
 
 ConfigT = TypeVar('ConfigT')
 
@@ -53,10 +56,13 @@ def register(config_cls: Type[ConfigT],
   unknown = (required | exclude) - set(fields)
   if unknown:
     raise ValueError(f'{config_cls.__name__} has no fields {sorted(unknown)}.')
+  hints = typing.get_type_hints(config_cls)
   parameters = [
       inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY,
                         default=(gin.REQUIRED if field_name in required
-                                 else _default(field)))
+                                 else _default(field)),
+                        annotation=hints.get(field_name,
+                                             inspect.Parameter.empty))
       for field_name, field in fields.items() if field_name not in exclude]
 
   def factory(**kwargs) -> ConfigT:
@@ -85,11 +91,11 @@ def check_unbound(names: Iterable[str], selected_by: str) -> None:
       "encoder.backbone='bert'").
 
   Raises:
-    ValueError: naming the ignored bindings.
+    UserError: naming the ignored bindings.
   """
   ignored = sorted(f'{name}.{field}' for name in names
                    for field in gin.get_bindings(name))
   if ignored:
-    raise ValueError(f'{", ".join(ignored)} would be ignored: {selected_by} '
+    raise cli.UserError(f'{", ".join(ignored)} would be ignored: {selected_by} '
                      'does not read them. Remove them or select what they '
                      'configure.')

@@ -7,9 +7,12 @@ is written anywhere; a module elsewhere is imported by its user (in gin: an
 `import` line).
 """
 
+import difflib
 import importlib
 import pkgutil
 from typing import Dict, Generic, List, Optional, Sequence, TypeVar
+
+from official_repro.common import cli
 
 EntryT = TypeVar('EntryT')
 
@@ -89,11 +92,14 @@ class Registry(Generic[EntryT]):
         `self.setting`).
 
     Raises:
-      ValueError: naming the setting and the registered names.
+      UserError: naming the setting, the registered names and the closest.
     """
     if name not in self._entries:
       self.load_builtins()
     if name not in self._entries:
-      raise ValueError(f'{setting or self.setting} must be one of '
-                       f'{sorted(self.names())}, got {name!r}.')
+      close = difflib.get_close_matches(str(name), self.names(), n=1)
+      raise cli.UserError(
+          f'{setting or self.setting} must be one of '
+          f'{sorted(self.names())}, got {name!r}'
+          + (f' (did you mean {close[0]!r}?)' if close else '') + '.')
     return self._entries[name]

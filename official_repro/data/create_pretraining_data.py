@@ -28,6 +28,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.data import masking as masking_lib
 from official_repro.data import pretraining_instances
 from official_repro.data import records
@@ -266,6 +267,12 @@ class PretrainingDataConfig:
     num_shards: train files.
     num_eval_shards: eval files.
     seed: seeds the split, the instances and the masks.
+    encoding_errors: 'strict' refuses a file that is not UTF-8; 'replace'
+      reads it with its bad bytes replaced (`text_cleaning`).
+    max_decode_error_rate: with 'replace', the most undecodable sequences
+      per character of the corpus before the run stops.
+    max_unk_rate: the most [UNK] tokens per token before the run stops (a
+      vocabulary that does not fit the text, or the wrong --lower_case).
     vocab_learn_params: extra arguments for the WordPiece learner
       (`wordpiece_tokenizer_learner_lib.learn`); no flag.
   """
@@ -292,33 +299,52 @@ class PretrainingDataConfig:
   num_shards: int = 1
   num_eval_shards: int = 1
   seed: int = 12345
+  encoding_errors: str = 'strict'
+  max_decode_error_rate: float = 0.001
+  max_unk_rate: float = 0.05
   vocab_learn_params: Optional[Dict[str, Any]] = None
 
   def __post_init__(self):
     object.__setattr__(self, 'drop_line_regexes',
                        tuple(self.drop_line_regexes))
     if (self.vocab_file is None) == (self.vocab_size is None):
-      raise ValueError(
+      raise cli.UserError(
           'Give exactly one of --vocab_file (an existing vocabulary) and '
           '--vocab_size (learn one from the train split); got '
           f'vocab_file={self.vocab_file!r}, vocab_size={self.vocab_size!r}.')
     if self.masking not in records.MASKING_MODES:
-      raise ValueError(f'--masking must be one of {records.MASKING_MODES}, '
+      raise cli.UserError(f'--masking must be one of {records.MASKING_MODES}, '
                        f'got {self.masking!r}.')
     if self.dupe_factor < 1:
-      raise ValueError(f'--dupe_factor must be >= 1, got {self.dupe_factor}.')
+      raise cli.UserError(f'--dupe_factor must be >= 1, got {self.dupe_factor}.')
     if self.masking == 'dynamic' and self.dupe_factor != 1:
-      raise ValueError(
+      raise cli.UserError(
           f'--dupe_factor={self.dupe_factor} only applies to --masking=static;'
           ' dynamic masking draws a fresh mask every epoch, so duplicating '
           'examples only repeats them. Drop --dupe_factor or use '
           '--masking=static.')
     if not 0.0 <= self.eval_fraction < 1.0:
-      raise ValueError('--eval_fraction must be in [0, 1), got '
+      raise cli.UserError('--eval_fraction must be in [0, 1), got '
                        f'{self.eval_fraction}.')
     if self.num_shards < 1 or self.num_eval_shards < 1:
-      raise ValueError('--num_shards and --num_eval_shards must be >= 1, got '
+      raise cli.UserError('--num_shards and --num_eval_shards must be >= 1, got '
                        f'{self.num_shards} and {self.num_eval_shards}.')
+    if self.vocab_size is not None and (
+        self.vocab_size <= len(vocab_lib.SPECIAL_TOKENS)):
+      raise cli.UserError(f'--vocab_size must exceed '
+                       f'{len(vocab_lib.SPECIAL_TOKENS)} (the special '
+                       f'tokens), got {self.vocab_size}.')
+    for name in ('max_decode_error_rate', 'max_unk_rate'):
+      if not 0.0 <= getattr(self, name) <= 1.0:
+        raise cli.UserError(f'--{name} must be in [0, 1], got '
+                         f'{getattr(self, name)}.')
+    # The options of the later stages check themselves when built.
+    try:
+      self.cleaning_options()
+      self.instance_options()
+      self.masking_config()
+    except ValueError as error:
+      raise cli.UserError(f'--{error}') from None
 
   def cleaning_options(self) -> text_cleaning.CleaningOptions:
     return text_cleaning.CleaningOptions(
@@ -328,7 +354,8 @@ class PretrainingDataConfig:
         drop_line_regexes=self.drop_line_regexes,
         drop_headings=self.drop_headings,
         min_sentence_chars=self.min_sentence_chars,
-        file_pattern=self.file_pattern)
+        file_pattern=self.file_pattern,
+        encoding_errors=self.encoding_errors)
 
   def instance_options(self) -> pretraining_instances.InstanceOptions:
     return pretraining_instances.InstanceOptions(
@@ -367,26 +394,60 @@ class _Timer:
     return round(time.time() - self._start, 2)
 
 
-def _prepare_vocab(config: PretrainingDataConfig,
-                   train_documents: List[List[str]],
-                   output_dir: str) -> List[str]:
-  """Loads `config.vocab_file` (copied into `output_dir`) or learns one."""
-  output_path = os.path.join(output_dir, records.VOCAB_FILENAME)
-  if config.vocab_file is not None:
-    try:
-      tokens = vocab_lib.load_vocab(config.vocab_file)
-    except (OSError, ValueError) as e:
-      raise type(e)(f'--vocab_file={config.vocab_file}: {e}') from e
-    if _absolute(config.vocab_file) != _absolute(output_path):
-      tf.io.gfile.copy(config.vocab_file, output_path, overwrite=True)
-    return tokens
+def _load_given_vocab(config: PretrainingDataConfig) -> Optional[List[str]]:
+  """`config.vocab_file`'s tokens (None when a vocabulary is learned).
+
+  Raises:
+    FileNotFoundError, UserError: naming --vocab_file.
+  """
+  if config.vocab_file is None:
+    return None
+  try:
+    return vocab_lib.load_vocab(config.vocab_file)
+  except FileNotFoundError as e:
+    raise FileNotFoundError(f'--vocab_file={config.vocab_file}: {e}') from e
+  except ValueError as e:
+    raise cli.UserError(f'--vocab_file={config.vocab_file}: {e}') from e
+
+
+def _learn_vocab(config: PretrainingDataConfig,
+                 train_documents: List[List[str]]) -> List[str]:
+  """A WordPiece vocabulary learned from the train split (not yet
+  written)."""
   logging.info('Learning a WordPiece vocabulary of size %d from the train '
                'split.', config.vocab_size)
   sentences = [s for document in train_documents for s in document]
   return vocab_lib.build_wordpiece_vocab(
-      sentences, config.vocab_size, output_path,
-      lower_case=config.lower_case,
+      sentences, config.vocab_size, None, lower_case=config.lower_case,
       learn_params=config.vocab_learn_params)
+
+
+def _write_vocab(config: PretrainingDataConfig, tokens: List[str],
+                 output_dir: str) -> None:
+  """Writes the vocabulary into `output_dir` (atomically), unless it is
+  `config.vocab_file` itself."""
+  output_path = os.path.join(output_dir, records.VOCAB_FILENAME)
+  if config.vocab_file is None or (
+      _absolute(config.vocab_file) != _absolute(output_path)):
+    vocab_lib.write_vocab(tokens, output_path)
+
+
+def _check_decode_error_rate(stats: text_cleaning.CorpusStats,
+                             config: PretrainingDataConfig) -> None:
+  """Stops when more of the corpus was undecodable than allowed (only
+  possible with --encoding_errors=replace).
+
+  Raises:
+    UserError: naming the rate, the files and the flag.
+  """
+  rate = stats.decode_errors / max(1, stats.characters)
+  if rate > config.max_decode_error_rate:
+    raise cli.UserError(
+        f'{stats.decode_errors:,} undecodable byte sequences in '
+        f'{stats.files_with_decode_errors} file(s), {rate:.3%} of the '
+        f'corpus, exceed --max_decode_error_rate='
+        f'{config.max_decode_error_rate}: convert the files to UTF-8, or '
+        'raise --max_decode_error_rate to write the records anyway.')
 
 
 def _case_warning(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
@@ -406,7 +467,7 @@ def _case_warning(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
 
 
 class _SplitWriter:
-  """Tokenizes, packs, masks and writes the documents of one split."""
+  """Packs, masks and writes the tokenized documents of one split."""
 
   def __init__(self, config: PretrainingDataConfig, tokens: List[str],
                output_dir: str, timer: _Timer):
@@ -417,24 +478,25 @@ class _SplitWriter:
     self._timer = timer
 
   def write(
-      self, split: str, split_index: int, documents: List[List[str]]
-  ) -> Tuple[Dict[str, Any], Dict[str, Any], TokenizationStats]:
+      self, split: str, split_index: int, documents: List[List[str]],
+      tokenized: List[List[List[int]]],
+      tokenization_stats: TokenizationStats
+  ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """Writes one split.
 
     Args:
       split: 'train' or 'eval'.
       split_index: 0 or 1, to derive distinct seeds per split.
       documents: the split's documents of sentences.
+      tokenized: the same documents as sentences of token ids
+        (`tokenize_documents`).
+      tokenization_stats: their tokenization counters.
 
     Returns:
-      `(split_metadata, split_stats, tokenization_stats)`: the
-      `metadata['splits'][split]` entry, the split's counters, and the
-      tokenization counters.
+      `(split_metadata, split_stats)`: the `metadata['splits'][split]` entry
+      and the split's counters.
     """
     config = self._config
-    tokenized, tokenization_stats = self._timer.measure(
-        f'tokenize_{split}', tokenize_documents, documents, self._tokens,
-        config.lower_case, self._special_ids.unk)
     features, instance_stats = self._timer.measure(
         f'instances_{split}', self._make_features, tokenized,
         random.Random(f'{config.seed}-{split}-instances'))
@@ -460,8 +522,7 @@ class _SplitWriter:
     if masking_config is not None:
       split_stats['masked_lm_predictions'] = int(
           features['masked_lm_weights'].sum())
-    return ({'files': files, 'num_examples': num_examples}, split_stats,
-            tokenization_stats)
+    return {'files': files, 'num_examples': num_examples}, split_stats
 
   def _make_features(self, tokenized: List[List[List[int]]],
                      rng: random.Random):
@@ -546,7 +607,14 @@ def prepare_pretraining_data(inputs: Sequence[str],
     config = PretrainingDataConfig(**options)
   elif options:
     config = dataclasses.replace(config, **options)
+  # Everything is checked, read and tokenized before the output directory is
+  # touched: a mistake in a flag, the vocabulary or the corpus leaves an
+  # earlier run's records as they were.
+  if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
+    raise cli.UserError(f'--output_dir {output_dir} is a file; expected a '
+                        'directory (new or holding records).')
   timer = _Timer()
+  given_tokens = _load_given_vocab(config)
   try:
     documents, corpus_stats = timer.measure('read_corpus',
                                             text_cleaning.read_corpus, inputs,
@@ -556,25 +624,39 @@ def prepare_pretraining_data(inputs: Sequence[str],
   logging.info('Read %d documents, %d sentences from %d files.',
                corpus_stats.documents, corpus_stats.sentences,
                corpus_stats.files)
+  _check_decode_error_rate(corpus_stats, config)
   train, held_out, split_how = split_train_eval(documents,
                                                 config.eval_fraction,
                                                 config.seed)
   logging.info('Train/eval split: %s.', split_how)
+  tokens = given_tokens or timer.measure('vocab', _learn_vocab, config,
+                                         train)
+  special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
+  tokenized = {}
+  for split, split_documents in zip(records.SPLITS, (train, held_out)):
+    tokenized[split] = timer.measure(
+        f'tokenize_{split}', tokenize_documents, split_documents, tokens,
+        config.lower_case, special_ids.unk)
+  total_tokenization = _sum_tokenization(
+      [stats for _, stats in tokenized.values()])
+  if total_tokenization.unk_rate > config.max_unk_rate:
+    raise cli.UserError(
+        f'[UNK] rate {total_tokenization.unk_rate:.2%} exceeds '
+        f'--max_unk_rate={config.max_unk_rate}: the vocabulary does not fit '
+        'the text (check --vocab_file and --lower_case), or raise '
+        '--max_unk_rate to write the records anyway.')
+
   tf.io.gfile.makedirs(output_dir)
   # Drops an earlier run's metadata.json and an interrupted run's temporary
   # files; metadata.json is written last, so it marks a complete directory.
   records.prepare_output_dir(output_dir)
-  tokens = timer.measure('vocab', _prepare_vocab, config, train, output_dir)
-  special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
+  _write_vocab(config, tokens, output_dir)
 
   writer = _SplitWriter(config, tokens, output_dir, timer)
-  splits, split_stats, tokenization = {}, {}, []
-  for split_index, (split, split_documents) in enumerate(
-      zip(records.SPLITS, (train, held_out))):
-    splits[split], split_stats[split], split_tokenization = writer.write(
-        split, split_index, split_documents)
-    tokenization.append(split_tokenization)
-  total_tokenization = _sum_tokenization(tokenization)
+  splits, split_stats = {}, {}
+  for split_index, split in enumerate(records.SPLITS):
+    splits[split], split_stats[split] = writer.write(
+        split, split_index, (train, held_out)[split_index], *tokenized[split])
 
   warnings = [w for w in [_case_warning(tokens, config.lower_case)] if w]
   if config.vocab_size is not None and len(tokens) < 0.9 * config.vocab_size:
@@ -718,6 +800,19 @@ def define_flags():
   flags.DEFINE_integer('num_shards', 1, 'Train files.')
   flags.DEFINE_integer('num_eval_shards', 1, 'Eval files.')
   flags.DEFINE_integer('seed', 12345, 'Seed of the split, instances, masks.')
+  defaults = PretrainingDataConfig(vocab_size=1000)
+  flags.DEFINE_enum('encoding_errors', defaults.encoding_errors,
+                    list(text_cleaning.ENCODING_ERRORS),
+                    'strict: refuse a file that is not UTF-8, naming it and '
+                    'its first bad byte; replace: read it with each bad byte '
+                    'sequence replaced by U+FFFD (counted).')
+  flags.DEFINE_float('max_decode_error_rate', defaults.max_decode_error_rate,
+                     'With --encoding_errors=replace: stop when more '
+                     'undecodable sequences per character than this.')
+  flags.DEFINE_float('max_unk_rate', defaults.max_unk_rate,
+                     'Stop when more [UNK] tokens per token than this (a '
+                     'vocabulary or --lower_case that does not fit the '
+                     'text).')
   flags.mark_flags_as_required(['input', 'output_dir'])
 
 
@@ -730,8 +825,7 @@ def config_from_flags() -> PretrainingDataConfig:
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  cli.refuse_positional(argv)
   metadata = prepare_pretraining_data(FLAGS.input, FLAGS.output_dir,
                                       config_from_flags())
   logging.info('Wrote %d train and %d eval examples to %s.',
@@ -742,4 +836,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

@@ -40,6 +40,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
 
@@ -132,7 +133,7 @@ _COLUMNS: Dict[str, _Columns] = {
 }
 
 
-class GlueLabelError(ValueError):
+class GlueLabelError(cli.UserError):
   """A label outside the task's label set (or an invalid STS-B score)."""
 
 
@@ -158,7 +159,7 @@ class GlueExample:
 def get_task_spec(task: str) -> GlueTaskSpec:
   """The spec of `task`; ValueError listing the valid names if unknown."""
   if task not in GLUE_TASKS:
-    raise ValueError(f'Unknown GLUE task {task!r}; expected one of '
+    raise cli.UserError(f'Unknown GLUE task {task!r}; expected one of '
                      f'{sorted(GLUE_TASKS)} (WNLI is not supported).')
   return GLUE_TASKS[task]
 
@@ -167,7 +168,7 @@ def glue_file_path(glue_dir: str, task: str, split: str) -> str:
   """`<glue_dir>/<DIR>/<split>.tsv`, after checking the task and split."""
   spec = get_task_spec(task)
   if split not in spec.splits:
-    raise ValueError(f'Unknown split {split!r} for GLUE task {task!r}; '
+    raise cli.UserError(f'Unknown split {split!r} for GLUE task {task!r}; '
                      f'expected one of {list(spec.splits)}.')
   return os.path.join(glue_dir, spec.directory, f'{split}.tsv')
 
@@ -225,7 +226,7 @@ def read_examples(
         label=_parse_label(fields[indices.label], spec, path, line_number),
         line_number=line_number))
   if indices is None:
-    raise ValueError(f'GLUE file {path} is empty.')
+    raise cli.UserError(f'GLUE file {path} is empty.')
   report.num_examples = len(examples)
   report.log(f'GLUE {task}/{split}')
   return examples, report
@@ -265,7 +266,7 @@ def _column_indices(columns: _Columns, first_line: Optional[str],
             if name is not None]
   missing = [name for name in wanted if name not in header]
   if missing:
-    raise ValueError(f'{path}, line 1: header lacks columns {missing}; '
+    raise cli.UserError(f'{path}, line 1: header lacks columns {missing}; '
                      f'expected {wanted} among the tab-separated header, '
                      f'found {header}.')
   return _Columns(
@@ -356,9 +357,9 @@ def convert_examples_to_features(
       or a special token missing from the vocabulary.
   """
   if not examples:
-    raise ValueError('No examples to convert.')
+    raise cli.UserError('No examples to convert.')
   if max_seq_length < 3:
-    raise ValueError(f'max_seq_length must be >= 3 to hold [CLS] and two '
+    raise cli.UserError(f'max_seq_length must be >= 3 to hold [CLS] and two '
                      f'[SEP], got {max_seq_length}.')
   label_dtype = _label_dtype(examples)
   special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
@@ -401,7 +402,7 @@ def _label_dtype(examples: Sequence[GlueExample]) -> type:
   """int32 for class ids, float32 for scores; ValueError when mixed."""
   kinds = {isinstance(example.label, float) for example in examples}
   if len(kinds) > 1:
-    raise ValueError('Examples mix int (classification) and float '
+    raise cli.UserError('Examples mix int (classification) and float '
                      '(regression) labels.')
   return np.float32 if kinds.pop() else np.int32
 

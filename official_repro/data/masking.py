@@ -25,6 +25,8 @@ from typing import Dict, Sequence
 
 import tensorflow as tf
 
+from official_repro.common import cli
+
 
 @dataclasses.dataclass(frozen=True)
 class MaskingConfig:
@@ -45,16 +47,16 @@ class MaskingConfig:
 
   def __post_init__(self):
     if not 0.0 < self.mask_rate <= 1.0:
-      raise ValueError(f'mask_rate must be in (0, 1], got {self.mask_rate}.')
+      raise cli.UserError(f'mask_rate must be in (0, 1], got {self.mask_rate}.')
     if self.max_predictions_per_seq < 1:
-      raise ValueError('max_predictions_per_seq must be >= 1, got '
+      raise cli.UserError('max_predictions_per_seq must be >= 1, got '
                        f'{self.max_predictions_per_seq}.')
     for name in ('mask_token_fraction', 'random_token_fraction'):
       value = getattr(self, name)
       if not 0.0 <= value <= 1.0:
-        raise ValueError(f'{name} must be in [0, 1], got {value}.')
+        raise cli.UserError(f'{name} must be in [0, 1], got {value}.')
     if self.mask_token_fraction + self.random_token_fraction > 1.0 + 1e-9:
-      raise ValueError(
+      raise cli.UserError(
           'mask_token_fraction + random_token_fraction must be <= 1, got '
           f'{self.mask_token_fraction} + {self.random_token_fraction}.')
 
@@ -175,7 +177,7 @@ def _sample_non_special_ids(shape: tf.Tensor, special: tf.Tensor,
   """
   num_special = int(special.shape[0])
   if vocab_size <= num_special:
-    raise ValueError(f'vocab_size {vocab_size} leaves no non-special token.')
+    raise cli.UserError(f'vocab_size {vocab_size} leaves no non-special token.')
   r = tf.random.stateless_uniform(
       shape, seed=seed, minval=0, maxval=vocab_size - num_special,
       dtype=tf.int32)

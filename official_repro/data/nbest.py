@@ -56,6 +56,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from absl import logging
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.data import text_files
 
 NBEST_FORMATS = ('auto', 'espnet', 'json', 'tsv')
@@ -171,7 +172,7 @@ def read_nbest(path: str, nbest_format: str = 'auto',
       JSON, a rank given twice for one utterance, or no hypothesis at all.
   """
   if nbest_format not in NBEST_FORMATS:
-    raise ValueError(
+    raise cli.UserError(
         f'nbest_format must be one of {NBEST_FORMATS}, got {nbest_format!r}.')
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'N-best path not found: {path}')
@@ -211,7 +212,7 @@ def read_references(path: str, reference_format: str = 'auto',
       or no reference at all.
   """
   if reference_format not in REFERENCE_FORMATS:
-    raise ValueError(f'reference_format must be one of {REFERENCE_FORMATS}, '
+    raise cli.UserError(f'reference_format must be one of {REFERENCE_FORMATS}, '
                      f'got {reference_format!r}.')
   lines = text_files.read_lines(path, 'References file')
   if reference_format == 'auto':
@@ -234,7 +235,7 @@ def read_references(path: str, reference_format: str = 'auto',
       utterance_id = fields[0]
       text = fields[1] if len(fields) > 1 else ''
     if utterance_id in first_line:
-      raise ValueError(
+      raise cli.UserError(
           f'{path} line {line_number}: reference id {utterance_id!r} was '
           f'already given at line {first_line[utterance_id]}; expected each '
           'id once.')
@@ -243,7 +244,7 @@ def read_references(path: str, reference_format: str = 'auto',
   report = ReadReport(path, reference_format, len(references), 0,
                       tuple(malformed))
   if not references:
-    raise ValueError(f'{path}: no reference could be read as '
+    raise cli.UserError(f'{path}: no reference could be read as '
                      f'{reference_format}{_first_problem(report)}.')
   _log_report(report)
   return references, report
@@ -285,7 +286,7 @@ def match_references(nbest_lists: Sequence[NBestList],
       continue
     candidates = by_suffix.get(utterance_id, [])
     if len(candidates) > 1:
-      raise ValueError(
+      raise cli.UserError(
           f'{references_path or "references"}: utterance {utterance_id!r} '
           f'of {nbest_path or "the N-best lists"} ends the reference ids '
           f'{candidates[:_MAX_NAMED_IDS]}; expected exactly one reference.')
@@ -294,7 +295,7 @@ def match_references(nbest_lists: Sequence[NBestList],
     else:
       missing.append(utterance_id)
   if missing:
-    raise ValueError(
+    raise cli.UserError(
         f'{len(missing)} of {len(nbest_lists)} utterances of '
         f'{nbest_path or "the N-best lists"} have no reference in '
         f'{references_path or "the references"}, e.g. '
@@ -319,7 +320,7 @@ class _NBestCollector:
     """Adds one hypothesis; `location` names its source for errors."""
     key = (utterance_id, rank)
     if key in self._locations:
-      raise ValueError(
+      raise cli.UserError(
           f'{location}: rank {rank} of utterance {utterance_id!r} was already '
           f'given at {self._locations[key]}; expected each rank of an '
           'utterance once.')
@@ -343,8 +344,16 @@ class _NBestCollector:
                         sum(len(l.hypotheses) for l in lists),
                         tuple(self.malformed))
     if not lists:
-      raise ValueError(f'{self._path}: no hypothesis could be read as '
-                       f'{file_format}{_first_problem(report)}.')
+      raise cli.UserError(f'{self._path}: no hypothesis could be read as '
+                          f'{file_format}{_first_problem(report)}.')
+    for nbest_list in lists:
+      first = nbest_list.hypotheses[0].rank
+      if first != 1:
+        raise cli.UserError(
+            f'{self._path}: the list of utterance '
+            f'{nbest_list.utterance_id!r} starts at rank {first}; expected '
+            'rank 1 (the first pass\'s best hypothesis), or the first-pass '
+            'WER would be that of another rank.')
     references = {utterance_id: _normalize_text(text, self._lower_case)
                   for utterance_id, text in references.items()}
     return NBestSet(lists, references, report)
@@ -378,7 +387,7 @@ def _read_espnet(path: str, collector: _NBestCollector):
       utterance_id = fields[0]
       location = f'{text_path} line {line_number}'
       if utterance_id in texts:
-        raise ValueError(
+        raise cli.UserError(
             f'{location}: utterance {utterance_id!r} was already given at '
             f'line {texts[utterance_id]}; expected each utterance once per '
             'rank.')
@@ -412,7 +421,7 @@ def _read_espnet_scores(
       collector.skip(location, 'expected "<utt-id> tensor(<finite score>)"')
       continue
     if fields[0] in scores:
-      raise ValueError(
+      raise cli.UserError(
           f'{location}: utterance {fields[0]!r} was already scored at line '
           f'{scores[fields[0]][1]}; expected one score per utterance.')
     scores[fields[0]] = (score, line_number)
@@ -469,7 +478,7 @@ def _read_mlm_scoring_json(path: str,
     keys = set()
     for key, _ in pairs:
       if key in keys:
-        raise ValueError(f'{path}: key {key!r} appears twice in one JSON '
+        raise cli.UserError(f'{path}: key {key!r} appears twice in one JSON '
                          'object; expected each utterance and each hyp_<N> '
                          'once.')
       keys.add(key)
@@ -478,10 +487,10 @@ def _read_mlm_scoring_json(path: str,
   try:
     content = json.loads(text, object_pairs_hook=reject_duplicate_keys)
   except json.JSONDecodeError as e:
-    raise ValueError(f'{path} line {e.lineno} column {e.colno}: not valid '
+    raise cli.UserError(f'{path} line {e.lineno} column {e.colno}: not valid '
                      f'JSON ({e.msg}).') from e
   if not isinstance(content, dict):
-    raise ValueError(f'{path}: expected a JSON object of utterances '
+    raise cli.UserError(f'{path}: expected a JSON object of utterances '
                      '{"<utt-id>": {"ref": ..., "hyp_1": {"score": ..., '
                      f'"text": ...}}}}, got a {type(content).__name__}.')
   references = {}
@@ -527,14 +536,21 @@ def _read_tsv(path: str, collector: _NBestCollector):
       collector.skip(location, f'{len(fields)} tab-separated fields; expected '
                      '4: utt_id, rank, first_pass_score, text')
       continue
-    utterance_id, rank, score, text = fields
-    rank = int(rank) if re.fullmatch(r'[0-9]+', rank.strip()) else 0
-    score = _finite_float(score)
-    if not utterance_id.strip() or rank < 1 or score is None:
-      collector.skip(location, 'expected a non-empty utt_id, an integer rank '
-                     '>= 1 and a finite first_pass_score')
+    utterance_id, rank_text, score_text, text = fields
+    if not utterance_id.strip():
+      collector.skip(location, 'empty utt_id')
       continue
-    collector.add(location, utterance_id.strip(), rank, text, score)
+    if not re.fullmatch(r'[1-9][0-9]*', rank_text.strip()):
+      raise cli.UserError(
+          f'{location}: rank {rank_text.strip()!r} is not an integer >= 1; '
+          'ranks count from 1, the first pass\'s best hypothesis.')
+    score = _finite_float(score_text)
+    if score is None:
+      raise cli.UserError(
+          f'{location}: first_pass_score {score_text.strip()!r} is not a '
+          'finite number.')
+    collector.add(location, utterance_id.strip(), int(rank_text), text,
+                  score)
 
 
 def _detect_nbest_format(path: str) -> str:

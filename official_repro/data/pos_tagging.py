@@ -43,6 +43,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from absl import logging
 import numpy as np
 
+from official_repro.common import cli
 from official_repro.data import read_report
 from official_repro.data import text_files
 from official_repro.data import vocab as vocab_lib
@@ -76,7 +77,7 @@ class TaggedSentence:
 
   def __post_init__(self):
     if len(self.words) != len(self.tags):
-      raise ValueError(
+      raise cli.UserError(
           f'{self.location}: {len(self.words)} words but {len(self.tags)} '
           'tags; expected one tag per word.')
 
@@ -140,10 +141,10 @@ def read_tagged_sentences(
       sentence could be read (empty file, or every line malformed).
   """
   if file_format not in FILE_FORMATS:
-    raise ValueError(
+    raise cli.UserError(
         f'file_format must be one of {FILE_FORMATS}, got {file_format!r}.')
   if conll_tag_column == 0:
-    raise ValueError('conll_tag_column must not be 0, the word column.')
+    raise cli.UserError('conll_tag_column must not be 0, the word column.')
   lines = text_files.read_lines(path, 'POS tagging file')
   if file_format == 'auto':
     file_format = _detect_format(lines)
@@ -159,11 +160,11 @@ def read_tagged_sentences(
   if not parser.sentences:
     if report.malformed:
       first = report.malformed[0]
-      raise ValueError(
+      raise cli.UserError(
           f'{path}: no tagged sentence could be read as {file_format}; all '
           f'{report.num_malformed} tagged lines/tokens are malformed, the '
           f'first at line {first.line_number}: {first.reason}')
-    raise ValueError(f'{path}: no tagged sentence found; the file is empty.')
+    raise cli.UserError(f'{path}: no tagged sentence found; the file is empty.')
   report.log('POS tagging')
   return parser.sentences, report
 
@@ -188,12 +189,12 @@ def build_label_list(sentences: Iterable[TaggedSentence]) -> Tuple[str, ...]:
   for sentence in sentences:
     for tag in sentence.tags:
       if tag in (PAD_LABEL, CONTINUATION_LABEL):
-        raise ValueError(
+        raise cli.UserError(
             f'{sentence.location}: tag {tag!r} is reserved for the extra '
             f'labels {PAD_LABEL!r} and {CONTINUATION_LABEL!r}.')
       tags.add(tag)
   if not tags:
-    raise ValueError('build_label_list needs at least one tagged word.')
+    raise cli.UserError('build_label_list needs at least one tagged word.')
   return (PAD_LABEL, CONTINUATION_LABEL) + tuple(sorted(tags))
 
 
@@ -234,7 +235,7 @@ def convert_to_features(
       sentence's file and line).
   """
   if max_seq_length < 3:
-    raise ValueError(f'max_seq_length must be >= 3 ([CLS] word [SEP]), got '
+    raise cli.UserError(f'max_seq_length must be >= 3 ([CLS] word [SEP]), got '
                      f'{max_seq_length}.')
   label_ids = _label_ids(label_list)
   special_ids = vocab_lib.special_token_ids(
@@ -280,12 +281,12 @@ def tagging_accuracy(predicted_label_ids: np.ndarray, label_ids: np.ndarray,
   gold = np.asarray(label_ids)
   weights = np.asarray(label_weights, dtype=np.float64)
   if not predicted.shape == gold.shape == weights.shape:
-    raise ValueError(
+    raise cli.UserError(
         f'predicted_label_ids {predicted.shape}, label_ids {gold.shape} and '
         f'label_weights {weights.shape} must have the same shape.')
   total = weights.sum()
   if total <= 0:
-    raise ValueError('label_weights sum to 0: there is no word to score.')
+    raise cli.UserError('label_weights sum to 0: there is no word to score.')
   return float((weights * (predicted == gold)).sum() / total)
 
 
@@ -395,12 +396,12 @@ def _label_ids(label_list: Sequence[str]) -> Dict[str, int]:
   label_ids = {}
   for index, label in enumerate(label_list):
     if label in label_ids:
-      raise ValueError(f'label_list has {label!r} twice (at '
+      raise cli.UserError(f'label_list has {label!r} twice (at '
                        f'{label_ids[label]} and {index}).')
     label_ids[label] = index
   for label in (PAD_LABEL, CONTINUATION_LABEL):
     if label not in label_ids:
-      raise ValueError(f'label_list lacks the extra label {label!r}; build it '
+      raise cli.UserError(f'label_list lacks the extra label {label!r}; build it '
                        'with build_label_list.')
   return label_ids
 
@@ -410,7 +411,7 @@ def _tag_id(label_ids: Mapping[str, int], sentence: TaggedSentence,
   """The label id of a word's tag; unknown and reserved tags are errors."""
   if tag in label_ids and tag not in (PAD_LABEL, CONTINUATION_LABEL):
     return label_ids[tag]
-  raise ValueError(
+  raise cli.UserError(
       f'{sentence.location} (sentence starting there), word '
       f'{word_index + 1} {sentence.words[word_index]!r}: tag {tag!r} is not '
       f'a POS tag of label_list ({len(label_ids) - 2} tags from the training '

@@ -25,6 +25,7 @@ import tensorflow as tf
 from official.core import config_definitions as cfg
 from official.nlp.data import data_loader
 from official.nlp.data import data_loader_factory
+from official_repro.common import cli
 from official_repro.data import masking
 from official_repro.data import records
 
@@ -66,7 +67,7 @@ class PretrainDataConfig(cfg.DataConfig):
   start_step: int = 0
 
 
-class RecordMismatchError(ValueError):
+class RecordMismatchError(cli.UserError):
   """The records on disk do not match the configuration that reads them."""
 
 

@@ -28,6 +28,8 @@ import dataclasses
 import random
 from typing import List, Optional, Sequence, Tuple
 
+from official_repro.common import cli
+
 Document = Sequence[Sequence[int]]
 
 
@@ -47,10 +49,10 @@ class InstanceOptions:
 
   def __post_init__(self):
     if self.max_seq_length < 5:
-      raise ValueError('max_seq_length must be >= 5 ([CLS] A [SEP] B [SEP]), '
+      raise cli.UserError('max_seq_length must be >= 5 ([CLS] A [SEP] B [SEP]), '
                        f'got {self.max_seq_length}.')
     if not 0.0 <= self.short_seq_prob <= 1.0:
-      raise ValueError('short_seq_prob must be in [0, 1], got '
+      raise cli.UserError('short_seq_prob must be in [0, 1], got '
                        f'{self.short_seq_prob}.')
 
   @property

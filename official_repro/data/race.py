@@ -47,6 +47,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
 
@@ -60,7 +61,7 @@ FILE_PATTERNS = ('*.txt', '*.json')
 _BLANK = re.compile(r'_+')
 
 
-class RaceFormatError(ValueError):
+class RaceFormatError(cli.UserError):
   """A RACE file that is not the released JSON layout."""
 
 
@@ -85,13 +86,13 @@ class RaceExample:
 
   def __post_init__(self):
     if self.level not in LEVELS:
-      raise ValueError(f'{self.example_id}: level must be one of {LEVELS}, '
+      raise cli.UserError(f'{self.example_id}: level must be one of {LEVELS}, '
                        f'got {self.level!r}.')
     if len(self.options) != NUM_CHOICES:
-      raise ValueError(f'{self.example_id}: expected {NUM_CHOICES} options, '
+      raise cli.UserError(f'{self.example_id}: expected {NUM_CHOICES} options, '
                        f'got {len(self.options)}.')
     if not 0 <= self.label < NUM_CHOICES:
-      raise ValueError(f'{self.example_id}: label must be in '
+      raise cli.UserError(f'{self.example_id}: label must be in '
                        f'[0, {NUM_CHOICES}), got {self.label}.')
 
   @property
@@ -133,7 +134,7 @@ def read_examples(
   """
   unknown = [level for level in levels if level not in LEVELS]
   if unknown or not levels:
-    raise ValueError(f'levels must be a non-empty subset of {LEVELS}, got '
+    raise cli.UserError(f'levels must be a non-empty subset of {LEVELS}, got '
                      f'{tuple(levels)}.')
   report = read_report.ReadReport(path=race_dir, record_name='files')
   examples = []
@@ -324,10 +325,10 @@ def convert_to_features(
       special token missing from `tokenizer.vocab`.
   """
   if max_seq_length < 7:
-    raise ValueError('max_seq_length must be >= 7 ([CLS] article [SEP] '
+    raise cli.UserError('max_seq_length must be >= 7 ([CLS] article [SEP] '
                      f'question [SEP] option [SEP]), got {max_seq_length}.')
   if max_query_length is not None and max_query_length < 1:
-    raise ValueError(
+    raise cli.UserError(
         f'max_query_length must be >= 1 or None, got {max_query_length}.')
   special_ids = vocab_lib.special_token_ids(
       tokenizer.vocab, (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
@@ -439,21 +440,21 @@ def accuracy_by_level(predictions: np.ndarray, labels: np.ndarray,
   levels = np.asarray(levels)
   if not (predictions.ndim == labels.ndim == levels.ndim == 1 and
           predictions.shape == labels.shape == levels.shape):
-    raise ValueError('predictions, labels and levels must be 1-D of one '
+    raise cli.UserError('predictions, labels and levels must be 1-D of one '
                      f'length, got shapes {predictions.shape}, '
                      f'{labels.shape}, {levels.shape}.')
   if not predictions.size:
-    raise ValueError('accuracy_by_level needs at least one example.')
+    raise cli.UserError('accuracy_by_level needs at least one example.')
   if np.issubdtype(levels.dtype, np.integer):
     if levels.min() < 0 or levels.max() >= len(LEVELS):
-      raise ValueError(f'level ids must be in [0, {len(LEVELS)}), got '
+      raise cli.UserError(f'level ids must be in [0, {len(LEVELS)}), got '
                        f'{sorted(set(levels.tolist()))}.')
     level_names = np.asarray(LEVELS)[levels]
   else:
     level_names = levels.astype(str)
     unknown = sorted(set(level_names.tolist()) - set(LEVELS))
     if unknown:
-      raise ValueError(f'Unknown levels {unknown}; expected {LEVELS}.')
+      raise cli.UserError(f'Unknown levels {unknown}; expected {LEVELS}.')
   correct = predictions == labels
   accuracy = {}
   for level in LEVELS:

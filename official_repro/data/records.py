@@ -32,6 +32,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.common import json_files
 
 FORMAT_VERSION = 1
@@ -202,7 +203,7 @@ def load_metadata(path: str) -> Dict[str, Any]:
     try:
       metadata = json.load(f)
     except json.JSONDecodeError as e:
-      raise ValueError(f'Record metadata {metadata_path} is not valid JSON: '
+      raise cli.UserError(f'Record metadata {metadata_path} is not valid JSON: '
                        f'{e}') from e
   validate_metadata(metadata, directory, check_files=True,
                     source=metadata_path)
@@ -276,36 +277,36 @@ def validate_metadata(metadata: Mapping[str, Any],
     ValueError: a key is missing or has a bad value.
   """
   if not isinstance(metadata, Mapping):
-    raise ValueError(f'{source}: expected a JSON object.')
+    raise cli.UserError(f'{source}: expected a JSON object.')
   version = metadata.get('format_version')
   if version != FORMAT_VERSION:
-    raise ValueError(f'{source}: unknown format_version {version!r}; this '
+    raise cli.UserError(f'{source}: unknown format_version {version!r}; this '
                      f'code reads format_version {FORMAT_VERSION}.')
   missing = [key for key in _REQUIRED_KEYS if key not in metadata]
   if missing:
-    raise ValueError(f'{source}: missing keys {missing}.')
+    raise cli.UserError(f'{source}: missing keys {missing}.')
   if metadata['masking'] not in MASKING_MODES:
-    raise ValueError(f'{source}: masking must be one of {MASKING_MODES}, got '
+    raise cli.UserError(f'{source}: masking must be one of {MASKING_MODES}, got '
                      f'{metadata["masking"]!r}.')
   static = metadata['static_masking']
   if metadata['masking'] == 'static':
     if not isinstance(static, Mapping) or any(
         key not in static for key in _STATIC_MASKING_KEYS):
-      raise ValueError(f'{source}: masking is static, so static_masking must '
+      raise cli.UserError(f'{source}: masking is static, so static_masking must '
                        f'have the keys {list(_STATIC_MASKING_KEYS)}.')
   elif static is not None:
-    raise ValueError(f'{source}: static_masking must be null when masking is '
+    raise cli.UserError(f'{source}: static_masking must be null when masking is '
                      'dynamic.')
   special = metadata['special_token_ids']
   if not isinstance(special, Mapping) or any(
       key not in special for key in _SPECIAL_TOKEN_KEYS):
-    raise ValueError(f'{source}: special_token_ids must have the keys '
+    raise cli.UserError(f'{source}: special_token_ids must have the keys '
                      f'{list(_SPECIAL_TOKEN_KEYS)}.')
   for split in SPLITS:
     entry = metadata['splits'].get(split)
     if not isinstance(entry, Mapping) or 'files' not in entry or (
         'num_examples' not in entry):
-      raise ValueError(f'{source}: splits.{split} must have "files" and '
+      raise cli.UserError(f'{source}: splits.{split} must have "files" and '
                        '"num_examples".')
   if check_files:
     listed = [metadata['vocab_file']] + [

@@ -39,6 +39,7 @@ import tensorflow as tf
 
 from official.nlp.data import squad_lib
 from official.nlp.tools import tokenization
+from official_repro.common import cli
 from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
 
@@ -124,13 +125,13 @@ def required_field(obj: Any, key: str,
       the value has the wrong type.
   """
   if not isinstance(obj, dict):
-    raise ValueError(
+    raise cli.UserError(
         f'{location}: expected a JSON object, got {type(obj).__name__}.')
   if key not in obj:
-    raise ValueError(f'{location}: missing key {key!r}.')
+    raise cli.UserError(f'{location}: missing key {key!r}.')
   value = obj[key]
   if not isinstance(value, expected_type):
-    raise ValueError(f'{location}: {key!r} must be {_type_names(expected_type)}'
+    raise cli.UserError(f'{location}: {key!r} must be {_type_names(expected_type)}'
                      f', got {type(value).__name__}.')
   return value
 
@@ -160,7 +161,7 @@ def load_articles(path: str) -> List[Dict[str, Any]]:
   try:
     dataset = json.loads(text)
   except json.JSONDecodeError as e:
-    raise ValueError(
+    raise cli.UserError(
         f'{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}.') from e
   return articles_of(dataset, source=path)
 
@@ -209,7 +210,7 @@ def iterate_questions(articles: Sequence[Any],
         json_path = f'{paragraph_path}.qas[{q}]'
         qid = required_field(qa, 'id', str, f'{source}: {json_path}')
         if qid in first_seen:
-          raise ValueError(f'{source}: {json_path}: duplicate question id '
+          raise cli.UserError(f'{source}: {json_path}: duplicate question id '
                            f'{qid!r}, first used at {first_seen[qid]}.')
         first_seen[qid] = json_path
         yield QuestionEntry(qid, source, json_path, paragraph, qa)
@@ -313,15 +314,15 @@ def read_examples(
                                paragraph_location)
       words, char_to_word = _split_words(context)
       if not words:
-        raise ValueError(f'{paragraph_location}: context is empty.')
+        raise cli.UserError(f'{paragraph_location}: context is empty.')
     report.num_records += 1
     question = required_field(entry.qa, 'question', str, entry.where())
     is_impossible = entry.qa.get('is_impossible', False)
     if not isinstance(is_impossible, bool):
-      raise ValueError(f"{entry.where()}: 'is_impossible' must be bool, got "
+      raise cli.UserError(f"{entry.where()}: 'is_impossible' must be bool, got "
                        f'{type(is_impossible).__name__}.')
     if is_impossible and not version_2_with_negative:
-      raise ValueError(
+      raise cli.UserError(
           f'{entry.where()}: question is marked is_impossible (SQuAD 2.0 '
           'data) but the file is read with version_2_with_negative=False.')
     report.counts['impossible'] += int(is_impossible)
@@ -334,7 +335,7 @@ def read_examples(
     else:
       answers = required_field(entry.qa, 'answers', list, entry.where())
       if not answers:
-        raise ValueError(f'{entry.where()}: an answerable training question '
+        raise cli.UserError(f'{entry.where()}: an answerable training question '
                          'needs at least one answer.')
       answer_location = entry.where('.answers[0]')
       answer_text = required_field(answers[0], 'text', str, answer_location)
@@ -358,10 +359,10 @@ def read_examples(
 def _check_window_sizes(max_seq_length: int, doc_stride: int,
                         max_query_length: int) -> None:
   if doc_stride < 1 or max_query_length < 1:
-    raise ValueError('doc_stride and max_query_length must be >= 1, got '
+    raise cli.UserError('doc_stride and max_query_length must be >= 1, got '
                      f'{doc_stride} and {max_query_length}.')
   if max_seq_length < max_query_length + 4:
-    raise ValueError(
+    raise cli.UserError(
         f'max_seq_length {max_seq_length} leaves no room for context: it must '
         'hold [CLS], the question (up to max_query_length = '
         f'{max_query_length}), two [SEP] and at least one context WordPiece.')
@@ -426,7 +427,7 @@ def convert_to_features(
   without_features = [example.qas_id for index, example in enumerate(examples)
                       if index not in with_features]
   if without_features:
-    raise ValueError(
+    raise cli.UserError(
         f'{len(without_features)} examples have no context WordPieces (the '
         'tokenizer dropped every character); first ids: '
         f'{without_features[:_MAX_LOGGED_IDS]}.')
@@ -507,7 +508,7 @@ def extract_answers(
       `examples`, or an example has no feature.
   """
   if n_best_size < 1 or max_answer_length < 1:
-    raise ValueError('n_best_size and max_answer_length must be >= 1, got '
+    raise cli.UserError('n_best_size and max_answer_length must be >= 1, got '
                      f'{n_best_size} and {max_answer_length}.')
   start_logits = np.asarray(start_logits)
   end_logits = np.asarray(end_logits)
@@ -516,17 +517,17 @@ def extract_answers(
                        ('end_logits', end_logits)):
     if (logits.ndim != 2 or logits.shape[0] != len(features_metadata) or
         logits.shape[1] < longest_window):
-      raise ValueError(
+      raise cli.UserError(
           f'{name} must be [num_features={len(features_metadata)}, '
           f'seq_length>={longest_window}], got shape {logits.shape}.')
   example_indices = {f.example_index for f in features_metadata}
   if any(index < 0 or index >= len(examples) for index in example_indices):
-    raise ValueError('features_metadata refers to examples outside the '
+    raise cli.UserError('features_metadata refers to examples outside the '
                      f'{len(examples)} given.')
   without_features = [example.qas_id for index, example in enumerate(examples)
                       if index not in example_indices]
   if without_features:
-    raise ValueError(
+    raise cli.UserError(
         f'{len(without_features)} examples have no feature (were features '
         f'dropped?); first ids: {without_features[:_MAX_LOGGED_IDS]}.')
 

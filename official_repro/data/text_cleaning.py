@@ -32,7 +32,10 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from official_repro.common import cli
+
 DOCUMENT_MODES = ('blank_line', 'file')
+ENCODING_ERRORS = ('strict', 'replace')
 
 _GUTENBERG_START = re.compile(r'^\*{3}\s*START OF', re.IGNORECASE)
 _GUTENBERG_END = re.compile(r'^\*{3}\s*END OF', re.IGNORECASE)
@@ -104,6 +107,9 @@ class CleaningOptions:
     min_sentence_chars: sentences shorter than this are dropped.
     file_pattern: glob matched against file names when an input is a
       directory.
+    encoding_errors: 'strict' refuses a file that is not UTF-8, naming it
+      and its first bad byte; 'replace' decodes it anyway, each undecodable
+      sequence becoming U+FFFD (counted in `decode_errors`).
   """
   document_mode: str = 'blank_line'
   sentence_per_line: bool = False
@@ -112,13 +118,17 @@ class CleaningOptions:
   drop_headings: bool = True
   min_sentence_chars: int = 1
   file_pattern: str = '*.txt'
+  encoding_errors: str = 'strict'
 
   def __post_init__(self):
+    if self.encoding_errors not in ENCODING_ERRORS:
+      raise cli.UserError(f'encoding_errors must be one of {ENCODING_ERRORS}, '
+                       f'got {self.encoding_errors!r}.')
     if self.document_mode not in DOCUMENT_MODES:
-      raise ValueError(f'document_mode must be one of {DOCUMENT_MODES}, got '
+      raise cli.UserError(f'document_mode must be one of {DOCUMENT_MODES}, got '
                        f'{self.document_mode!r}.')
     if self.min_sentence_chars < 0:
-      raise ValueError('min_sentence_chars must be >= 0, got '
+      raise cli.UserError('min_sentence_chars must be >= 0, got '
                        f'{self.min_sentence_chars}.')
     object.__setattr__(self, 'drop_line_regexes',
                        tuple(self.drop_line_regexes))
@@ -126,7 +136,7 @@ class CleaningOptions:
       try:
         re.compile(pattern)
       except re.error as e:
-        raise ValueError(
+        raise cli.UserError(
             f'drop_line_regexes: invalid regex {pattern!r}: {e}') from e
 
 
@@ -331,13 +341,13 @@ def find_files(inputs: Sequence[str], file_pattern: str = '*.txt') -> List[str]:
     ValueError: `inputs` is empty, or a directory holds no matching file.
   """
   if not inputs:
-    raise ValueError('No corpus inputs given.')
+    raise cli.UserError('No corpus inputs given.')
   files = []
   for path in inputs:
     if tf.io.gfile.isdir(path):
       found = sorted(_walk_matching(path, file_pattern))
       if not found:
-        raise ValueError(f'corpus directory {path}: no files matching '
+        raise cli.UserError(f'corpus directory {path}: no files matching '
                          f'{file_pattern!r} found (searched recursively).')
       files.extend(found)
     elif tf.io.gfile.exists(path):
@@ -357,26 +367,45 @@ def _walk_matching(directory: str, file_pattern: str) -> Iterator[str]:
         yield os.path.join(root, name)
 
 
-def read_text_file(path: str, stats: CorpusStats) -> List[str]:
+def read_text_file(path: str, stats: CorpusStats,
+                   encoding_errors: str = 'strict') -> List[str]:
   """Reads a file as UTF-8 and returns its lines without line endings.
 
-  A leading byte-order mark is dropped, CRLF and CR become LF, and undecodable
-  bytes are replaced by U+FFFD and counted in `stats.decode_errors`.
+  A leading byte-order mark is dropped and CRLF and CR become LF. A file
+  that is not UTF-8 is refused, or with `encoding_errors='replace'` its
+  undecodable bytes are replaced by U+FFFD and counted in
+  `stats.decode_errors`.
 
   Args:
     path: the file.
     stats: counters to update (files, bytes, lines, BOM, CRLF, decode errors).
+    encoding_errors: 'strict' or 'replace' (see `CleaningOptions`).
 
   Returns:
     The lines of the file.
+
+  Raises:
+    UserError: with 'strict', for a file that is not UTF-8, naming the file
+      and the offset of its first bad byte.
   """
   with tf.io.gfile.GFile(path, 'rb') as f:
     raw = f.read()
   stats.files += 1
   stats.bytes_read += len(raw)
-  if raw.startswith(b'\xef\xbb\xbf'):
+  bom = 3 if raw.startswith(b'\xef\xbb\xbf') else 0
+  if bom:
     stats.files_with_bom += 1
-    raw = raw[3:]
+    raw = raw[bom:]
+  if encoding_errors == 'strict':
+    try:
+      raw.decode('utf-8')
+    except UnicodeDecodeError as error:
+      raise cli.UserError(
+          f'{path} is not UTF-8: byte {error.start + bom} '
+          f'(0x{raw[error.start]:02x}) starts no UTF-8 character. Convert the file to UTF-8 (e.g. '
+          '`iconv -f latin1 -t utf-8`), or pass --encoding_errors=replace '
+          'to read it with each bad byte sequence replaced by U+FFFD.'
+      ) from None
   text = raw.decode('utf-8', errors='replace')
   # Each undecodable sequence becomes one U+FFFD; genuine U+FFFD characters
   # in the file are encoded as EF BF BD and are not errors.
@@ -475,7 +504,7 @@ class CorpusReader:
       documents.extend(self._read_file(path, stats))
     stats.documents = len(documents)
     if not documents:
-      raise ValueError(
+      raise cli.UserError(
           f'corpus {", ".join(inputs)}: {stats.files} files read, 0 non-empty '
           'documents after cleaning, no text found (lines read: '
           f'{stats.lines_read}; lines skipped: {stats.skipped_summary()}; '
@@ -483,7 +512,7 @@ class CorpusReader:
     return documents, stats
 
   def _read_file(self, path: str, stats: CorpusStats) -> List[List[str]]:
-    lines = read_text_file(path, stats)
+    lines = read_text_file(path, stats, self._options.encoding_errors)
     if self._options.strip_gutenberg:
       lines = strip_gutenberg_boilerplate(lines, stats)
     blocks = split_paragraphs(self._drop_lines(lines, stats), stats)

@@ -4,6 +4,8 @@ from typing import List
 
 import tensorflow as tf
 
+from official_repro.common import cli
+
 
 def read_lines(path: str, description: str) -> List[str]:
   """The lines of a UTF-8 text file (LF or CRLF), without line endings.
@@ -30,6 +32,6 @@ def read_lines(path: str, description: str) -> List[str]:
     try:
       lines.append(raw_line.decode('utf-8').rstrip('\r'))
     except UnicodeDecodeError as e:
-      raise ValueError(f'{path} line {line_number}: not valid UTF-8 '
+      raise cli.UserError(f'{path} line {line_number}: not valid UTF-8 '
                        f'({e.reason} at byte {e.start}).') from e
   return lines

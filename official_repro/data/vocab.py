@@ -14,6 +14,9 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
+from official_repro.common import cli
+from official_repro.common import json_files
+
 PAD_TOKEN = '[PAD]'
 UNK_TOKEN = '[UNK]'
 CLS_TOKEN = '[CLS]'
@@ -74,7 +77,7 @@ def special_token_ids(token_to_id: Mapping[str, int],
   """
   missing = [token for token in tokens if token not in token_to_id]
   if missing:
-    raise ValueError(f'The vocabulary lacks the special tokens {missing}; '
+    raise cli.UserError(f'The vocabulary lacks the special tokens {missing}; '
                      f'expected all of {list(tokens)}.')
   return {token: token_to_id[token] for token in tokens}
 
@@ -101,40 +104,44 @@ def load_vocab(path: str,
     text = f.read()
   lines = text.splitlines()
   if not lines:
-    raise ValueError(f'Vocabulary file {path} is empty; expected one token '
+    raise cli.UserError(f'Vocabulary file {path} is empty; expected one token '
                      'per line.')
   first_line = {}
   for line_number, line in enumerate(lines, start=1):
     token = line.strip()
     if not token:
-      raise ValueError(f'Vocabulary file {path} line {line_number}: empty '
+      raise cli.UserError(f'Vocabulary file {path} line {line_number}: empty '
                        'token; expected one token per line.')
     if token in first_line:
-      raise ValueError(
+      raise cli.UserError(
           f'Vocabulary file {path} line {line_number}: duplicate token '
           f'{token!r} (first on line {first_line[token]}).')
     first_line[token] = line_number
   missing = [token for token in required_tokens if token not in first_line]
   if missing:
-    raise ValueError(f'Vocabulary file {path} lacks required tokens '
+    raise cli.UserError(f'Vocabulary file {path} lacks required tokens '
                      f'{missing}.')
   return list(first_line)
 
 
 def write_vocab(tokens: Sequence[str], path: str):
-  """Writes one token per line."""
-  with tf.io.gfile.GFile(path, 'w') as f:
+  """Writes one token per line, under a temporary name renamed into place
+  when complete (a full disk or a kill never leaves a truncated vocabulary
+  under its final name)."""
+  temporary = json_files.temporary_path(path)
+  with tf.io.gfile.GFile(temporary, 'w') as f:
     for token in tokens:
       f.write(token + '\n')
+  tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
 def build_wordpiece_vocab(
     sentences: Iterable[str],
     vocab_size: int,
-    output_path: str,
+    output_path: Optional[str],
     lower_case: bool = True,
     learn_params: Optional[Mapping[str, Any]] = None) -> List[str]:
-  """Learns a WordPiece vocabulary and writes it to `output_path`.
+  """Learns a WordPiece vocabulary and writes it to `output_path` (if any).
 
   Uses `tensorflow_text`'s `bert_vocab_from_dataset`, with the special tokens
   reserved first, so [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4.
@@ -143,7 +150,7 @@ def build_wordpiece_vocab(
     sentences: the training text.
     vocab_size: the target size; the learned vocabulary can be smaller on a
       small corpus.
-    output_path: where to write the vocabulary.
+    output_path: where to write the vocabulary (None: only return it).
     lower_case: lower-case and strip accents before learning (uncased).
     learn_params: extra keyword arguments for the WordPiece learner
       (`wordpiece_tokenizer_learner_lib.learn`).
@@ -155,11 +162,11 @@ def build_wordpiece_vocab(
     ValueError: `vocab_size` is too small, or there is no text.
   """
   if vocab_size <= len(SPECIAL_TOKENS):
-    raise ValueError(f'vocab_size must exceed {len(SPECIAL_TOKENS)} (the '
+    raise cli.UserError(f'--vocab_size must exceed {len(SPECIAL_TOKENS)} (the '
                      f'special tokens), got {vocab_size}.')
   sentences = list(sentences)
   if not sentences:
-    raise ValueError('build_wordpiece_vocab: no sentences to learn from.')
+    raise cli.UserError('build_wordpiece_vocab: no sentences to learn from.')
   dataset = tf.data.Dataset.from_tensor_slices(
       tf.constant(sentences, dtype=tf.string)).batch(1024)
   tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
@@ -169,7 +176,8 @@ def build_wordpiece_vocab(
       bert_tokenizer_params=dict(lower_case=lower_case),
       learn_params=dict(learn_params or {}))
   tokens = list(dict.fromkeys(tokens))
-  write_vocab(tokens, output_path)
+  if output_path:
+    write_vocab(tokens, output_path)
   return tokens
 
 

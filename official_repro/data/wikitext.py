@@ -35,6 +35,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import cli
+
 EOS = '<eos>'
 UNK = '<unk>'
 SPECIAL_TOKENS = (EOS, UNK)  # ids 0 and 1.
@@ -90,7 +92,7 @@ def read_lines(path: str) -> List[str]:
   with tf.io.gfile.GFile(path, 'r') as f:
     lines = f.read().splitlines()
   if not any(line.strip() for line in lines):
-    raise ValueError(f'WikiText file {path!r} is empty: it holds no token.')
+    raise cli.UserError(f'WikiText file {path!r} is empty: it holds no token.')
   return lines
 
 
@@ -147,7 +149,7 @@ def split_lines(lines: Sequence[str], heldout_fraction: float,
       token.
   """
   if not 0.0 < heldout_fraction < 1.0:
-    raise ValueError(
+    raise cli.UserError(
         f'valid_fraction must be in (0, 1), got {heldout_fraction}.')
   nominal = int(round(len(lines) * (1.0 - heldout_fraction)))
   cut = next((i for i in range(nominal, len(lines))
@@ -158,7 +160,7 @@ def split_lines(lines: Sequence[str], heldout_fraction: float,
   train, heldout = list(lines[:cut]), list(lines[cut:])
   for name, part in (('training', train), ('held-out', heldout)):
     if not any(line.strip() for line in part):
-      raise ValueError(
+      raise cli.UserError(
           f'Splitting {path!r} ({len(lines)} lines) with valid_fraction='
           f'{heldout_fraction} leaves the {name} part without tokens; use a '
           'longer file or another fraction.')
@@ -199,12 +201,12 @@ class Vocabulary:
       ValueError: the specials are not first or a word repeats.
     """
     if tuple(words[:len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
-      raise ValueError(f'A vocabulary must start with {SPECIAL_TOKENS}, got '
+      raise cli.UserError(f'A vocabulary must start with {SPECIAL_TOKENS}, got '
                        f'{tuple(words[:len(SPECIAL_TOKENS)])}.')
     self._words = list(words)
     self._ids = {word: i for i, word in enumerate(self._words)}
     if len(self._ids) != len(self._words):
-      raise ValueError('A vocabulary must not repeat words.')
+      raise cli.UserError('A vocabulary must not repeat words.')
     self.build_stats: Dict[str, int] = {}
 
   @classmethod
@@ -225,7 +227,7 @@ class Vocabulary:
       ValueError: `max_size` below 3.
     """
     if max_size is not None and max_size < len(SPECIAL_TOKENS) + 1:
-      raise ValueError(f'max_vocab_size must be >= {len(SPECIAL_TOKENS) + 1} '
+      raise cli.UserError(f'max_vocab_size must be >= {len(SPECIAL_TOKENS) + 1} '
                        f'({SPECIAL_TOKENS} and one word), got {max_size}.')
     counts: Dict[str, int] = {}
     for token in tokens:
@@ -339,12 +341,12 @@ def window_dataset(stream: np.ndarray, seq_length: int, batch_size: int,
       (training) or one target (evaluation); the message gives the counts.
   """
   if seq_length < 1 or batch_size < 1:
-    raise ValueError(f'seq_length and batch_size must be >= 1, got '
+    raise cli.UserError(f'seq_length and batch_size must be >= 1, got '
                      f'seq_length={seq_length}, batch_size={batch_size}.')
   stats = window_stats(len(stream), seq_length, batch_size, training)
   if stats.batches == 0:
     need = (batch_size * seq_length + 1) if training else 2
-    raise ValueError(
+    raise cli.UserError(
         f'The {name} stream has {len(stream)} tokens; '
         f'{"training" if training else "evaluation"} with seq_length='
         f'{seq_length} and batch_size={batch_size} needs at least {need}.')
@@ -415,7 +417,7 @@ def load_corpus(train_file: str, valid_file: Optional[str] = None,
       also `read_lines`, `split_lines`, `Vocabulary.build`.
   """
   if (valid_file is None) == (valid_fraction is None):
-    raise ValueError('Give exactly one of valid_file and valid_fraction, got '
+    raise cli.UserError('Give exactly one of valid_file and valid_fraction, got '
                      f'valid_file={valid_file!r}, valid_fraction='
                      f'{valid_fraction!r}.')
   lines = read_lines(train_file)

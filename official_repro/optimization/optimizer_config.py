@@ -15,6 +15,8 @@ import gin
 
 from official.modeling import optimization
 
+from official_repro.common import cli
+
 # Variables whose names contain these are excluded from weight decay, as in
 # BERT, ELECTRA and ALBERT ("weight decay 0.01 excluding LayerNorm and bias").
 DEFAULT_WEIGHT_DECAY_EXCLUSIONS = ('LayerNorm', 'layer_norm', 'bias')
@@ -51,9 +53,9 @@ def learning_rate_config(train_steps: int, learning_rate: float,
       `[0, train_steps]`.
   """
   if train_steps <= 0:
-    raise ValueError(f'train_steps must be positive, got {train_steps}.')
+    raise cli.UserError(f'train_steps must be positive, got {train_steps}.')
   if not 0 <= warmup_steps <= train_steps:
-    raise ValueError(f'warmup_steps={warmup_steps} must be in '
+    raise cli.UserError(f'warmup_steps={warmup_steps} must be in '
                      f'[0, train_steps={train_steps}].')
   return {
       'learning_rate': {
@@ -114,7 +116,7 @@ def optimization_config(
     ValueError: for an unknown optimizer or inconsistent step counts.
   """
   if optimizer not in _OPTIMIZERS:
-    raise ValueError(f'optimization.optimizer must be one of {_OPTIMIZERS}, '
+    raise cli.UserError(f'optimization.optimizer must be one of {_OPTIMIZERS}, '
                      f'got {optimizer!r}.')
   exclusions = list(exclude_from_weight_decay)
   optimizer_fields = dict(
@@ -130,7 +132,7 @@ def optimization_config(
         weight_decay_rate=weight_decay_rate,
         exclude_from_weight_decay=exclusions)
   elif weight_decay_rate:
-    raise ValueError('optimization.weight_decay_rate needs optimizer lamb or '
+    raise cli.UserError('optimization.weight_decay_rate needs optimizer lamb or '
                      f'adamw, got {optimizer!r}.')
   return optimization.OptimizationConfig({
       'optimizer': {'type': optimizer, optimizer: optimizer_fields},

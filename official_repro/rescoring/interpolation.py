@@ -26,6 +26,7 @@ from typing import List, Mapping, Sequence, Tuple
 
 import numpy as np
 
+from official_repro.common import cli
 from official_repro.data import nbest
 from official_repro.metrics import wer
 from official_repro.rescoring import lm_scores
@@ -154,9 +155,9 @@ def build_scored_set(name: str, nbest_lists: Sequence[nbest.NBestList],
       without an LM score.
   """
   if not nbest_lists:
-    raise ValueError(f'Set {name!r} has no N-best lists.')
+    raise cli.UserError(f'Set {name!r} has no N-best lists.')
   if len(references) != len(nbest_lists):
-    raise ValueError(f'Set {name!r}: {len(references)} references for '
+    raise cli.UserError(f'Set {name!r}: {len(references)} references for '
                      f'{len(nbest_lists)} N-best lists; expected one each.')
   lm_scores.check_complete(scores, nbest_lists, scores_source)
   shape = (len(nbest_lists), max(len(l.hypotheses) for l in nbest_lists))
@@ -235,7 +236,7 @@ def grid_search(dev_set: ScoredSet, weights: Sequence[float],
     ValueError: an empty grid.
   """
   if not weights or not length_bonuses:
-    raise ValueError('The grid is empty; expected at least one weight and '
+    raise cli.UserError('The grid is empty; expected at least one weight and '
                      'one length bonus.')
   points = tuple(
       GridPoint(float(weight), float(length_bonus),

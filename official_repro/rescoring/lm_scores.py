@@ -25,6 +25,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.data import nbest
 from official_repro.data import text_files
@@ -91,7 +92,7 @@ def score_nbest(scorer: Scorer, nbest_lists: Iterable[nbest.NBestList],
       score that is not finite.
   """
   if batch_size < 1:
-    raise ValueError(f'batch_size must be >= 1, got {batch_size}.')
+    raise cli.UserError(f'batch_size must be >= 1, got {batch_size}.')
   keys_by_text: Dict[str, List[Tuple[str, int]]] = {}
   for nbest_list in nbest_lists:
     for hypothesis in nbest_list.hypotheses:
@@ -103,12 +104,12 @@ def score_nbest(scorer: Scorer, nbest_lists: Iterable[nbest.NBestList],
     batch = texts[start:start + batch_size]
     batch_scores = np.asarray(scorer(batch), dtype=np.float64)
     if batch_scores.shape != (len(batch),):
-      raise ValueError(
+      raise cli.UserError(
           f'The scorer returned shape {batch_scores.shape} for '
           f'{len(batch)} sentences; expected ({len(batch)},).')
     for text, score in zip(batch, batch_scores):
       if not math.isfinite(score):
-        raise ValueError(f'The scorer returned {score} for {text!r}; '
+        raise cli.UserError(f'The scorer returned {score} for {text!r}; '
                          'expected a finite log-score.')
       for key in keys_by_text[text]:
         scores[key] = float(score)
@@ -154,7 +155,7 @@ def read_lm_scores(path: str) -> Tuple[LmScores, ScoresReport]:
       continue
     key = (utterance_id, rank)
     if key in first_line:
-      raise ValueError(
+      raise cli.UserError(
           f'{location}: rank {rank} of utterance {utterance_id!r} was already '
           f'scored at line {first_line[key]}; expected one score per '
           'hypothesis.')
@@ -164,7 +165,7 @@ def read_lm_scores(path: str) -> Tuple[LmScores, ScoresReport]:
   if not scores:
     detail = (f'; all {len(malformed)} lines are malformed, the first at '
               f'{malformed[0][0]}: {malformed[0][1]}' if malformed else '')
-    raise ValueError(f'{path}: no LM score could be read{detail}.')
+    raise cli.UserError(f'{path}: no LM score could be read{detail}.')
   logging.info('%s: %d LM scores, %d malformed lines.', path, len(scores),
                len(malformed))
   for location, description in malformed[:_MAX_LOGGED_PROBLEMS]:
@@ -205,7 +206,7 @@ def check_complete(scores: Mapping[Tuple[str, int], float],
              if (nbest_list.utterance_id, hypothesis.rank) not in scores]
   if missing:
     total = sum(len(l.hypotheses) for l in nbest_lists)
-    raise ValueError(
+    raise cli.UserError(
         f'{source}: {len(missing)} of {total} hypotheses have no LM score, '
         f'e.g. (utt_id, rank) {missing[:_MAX_NAMED_IDS]}; expected a score '
         'for every hypothesis of the N-best lists.')

@@ -20,6 +20,7 @@ from official.core import task_factory
 from official.modeling.hyperparams import base_config
 from official.nlp.configs import electra as stock_electra
 from official.nlp.tasks import electra_task as stock_electra_task
+from official_repro.common import cli
 from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
@@ -140,12 +141,12 @@ def _stock_task_config(task_config: ElectraPretrainConfig, train_data,
   """
   model = task_config.model
   if model.temperature != 1.0 or model.num_shared_blocks:
-    raise ValueError("Model Garden's ElectraPretrainer samples at "
+    raise cli.UserError("Model Garden's ElectraPretrainer samples at "
                      'temperature 1.0 and shares no blocks; measure this '
                      'config with --variants=ours.')
   discriminator = encoders.to_model_garden_config(model.discriminator)
   if discriminator.type != 'bert':
-    raise ValueError(
+    raise cli.UserError(
         "Model Garden's stock ElectraPretrainer ties embeddings only of its "
         f"BertEncoder, not of its {discriminator.type!r} encoder (backbone "
         f'{model.discriminator.backbone!r}); measure this config with '

@@ -15,6 +15,7 @@ from typing import Optional
 
 import gin
 
+from official_repro.common import cli
 from official_repro.metrics import aggregation
 from official_repro.tasks import finetuning_registry
 
@@ -53,14 +54,14 @@ class FinetuningSchedule:
   def __post_init__(self):
     tasks = finetuning_registry.task_names()
     if self.task not in tasks:
-      raise ValueError(f'finetuning.task must be one of {tasks}, got '
+      raise cli.UserError(f'finetuning.task must be one of {tasks}, got '
                        f'{self.task!r}.')
     if self.train_batch_size <= 0 or self.num_epochs <= 0:
-      raise ValueError('finetuning.train_batch_size and num_epochs must be '
+      raise cli.UserError('finetuning.train_batch_size and num_epochs must be '
                        f'positive, got {self.train_batch_size} and '
                        f'{self.num_epochs}.')
     if not 0.0 <= self.warmup_fraction < 1.0:
-      raise ValueError('finetuning.warmup_fraction must be in [0, 1), got '
+      raise cli.UserError('finetuning.warmup_fraction must be in [0, 1), got '
                        f'{self.warmup_fraction}.')
 
   def train_steps(self, num_train_examples: int) -> int:
@@ -96,11 +97,11 @@ class RunProtocol:
 
   def __post_init__(self):
     if self.num_runs < 1:
-      raise ValueError(f'run_protocol.num_runs must be >= 1, got '
+      raise cli.UserError(f'run_protocol.num_runs must be >= 1, got '
                        f'{self.num_runs}.')
     if self.aggregation not in AGGREGATIONS:
-      raise ValueError(f'run_protocol.aggregation must be one of '
+      raise cli.UserError(f'run_protocol.aggregation must be one of '
                        f'{AGGREGATIONS}, got {self.aggregation!r}.')
     if self.selection not in SELECTIONS:
-      raise ValueError(f'run_protocol.selection must be one of {SELECTIONS}, '
+      raise cli.UserError(f'run_protocol.selection must be one of {SELECTIONS}, '
                        f'got {self.selection!r}.')

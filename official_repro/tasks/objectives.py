@@ -18,6 +18,7 @@ import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Type
 
 from official.core import config_definitions as cfg
+from official_repro.common import cli
 from official_repro.common import gin_dataclass
 from official_repro.common import registry
 from official_repro.data import pretrain_dataloader
@@ -122,7 +123,7 @@ def for_task_config(task_config: cfg.TaskConfig) -> Objective:
   for objective in _OBJECTIVES.entries():
     if type(task_config) is objective.task_config_cls:  # pylint: disable=unidiomatic-typecheck
       return objective
-  raise ValueError(f'No registered objective has task config '
+  raise cli.UserError(f'No registered objective has task config '
                    f'{type(task_config).__name__}; registered: {names()}.')
 
 
@@ -140,7 +141,7 @@ def resolve_vocab_size(config: encoders.EncoderConfig,
   """
   if not data.input_path:
     if config.vocab_size is None:
-      raise ValueError('Set pretrain_data.input_path (records) or '
+      raise cli.UserError('Set pretrain_data.input_path (records) or '
                        'encoder.vocab_size.')
     return config
   vocab_size, vocab_file = pretrain_dataloader.records_vocabulary(
@@ -181,7 +182,7 @@ def network_shape(config: encoders.EncoderConfig,
   """
   backbone = encoders.get_backbone(config.backbone)
   if backbone.flops_shape is None:
-    raise ValueError(f'Backbone {config.backbone!r} declares no FLOPs shape '
+    raise cli.UserError(f'Backbone {config.backbone!r} declares no FLOPs shape '
                      '(Backbone.flops_shape); its FLOPs are not modelled.')
   config = encoders.validate(config)
   return flops_lib.NetworkShape(

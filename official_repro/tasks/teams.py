@@ -31,6 +31,7 @@ from official.core import task_factory
 from official.modeling.hyperparams import base_config
 from official.projects.teams import teams as stock_teams
 from official.projects.teams import teams_task as stock_teams_task
+from official_repro.common import cli
 from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import networks
@@ -48,7 +49,7 @@ def num_tied_layers(layer_tying: str, generator_layers: int) -> int:
     ValueError: for an unknown `layer_tying`.
   """
   if layer_tying not in LAYER_TYING:
-    raise ValueError(f'teams.layer_tying={layer_tying!r}; expected one of '
+    raise cli.UserError(f'teams.layer_tying={layer_tying!r}; expected one of '
                      f'{list(LAYER_TYING)}.')
   return dict(partial=generator_layers // 2, full=generator_layers,
               none=0)[layer_tying]
@@ -246,14 +247,14 @@ def _stock_task_config(task_config: TeamsPretrainConfig, train_data,
       model.exported_representations != 'mws' or
       model.negative_sampling != 'sampled' or model.temperature != 1.0 or
       not model.tie_embeddings):
-    raise ValueError(
+    raise cli.UserError(
         "Model Garden's TeamsPretrainer has only attention task heads, the "
         'MWS side exported, sampled negatives at temperature 1 and tied '
         'embeddings; measure this config with --variants=ours.')
   discriminator = encoders.to_model_garden_config(model.discriminator)
   generator = encoders.to_model_garden_config(model.generator())
   if discriminator.type != 'bert':
-    raise ValueError(
+    raise cli.UserError(
         "Model Garden's TEAMS builds BERT-style networks only, not backbone "
         f'{model.discriminator.backbone!r}; measure it with --variants=ours.')
   return stock_teams_task.TeamsPretrainTaskConfig(

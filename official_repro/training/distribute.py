@@ -18,6 +18,8 @@ import tensorflow as tf
 
 from official.common import distribute_utils
 
+from official_repro.common import cli
+
 STRATEGIES = ('cpu', 'one_device', 'mirrored', 'multi_worker_mirrored',
               'tpu')
 
@@ -63,25 +65,25 @@ def check_tf_config(environ: Optional[Dict[str, str]] = None
              '"host1:12345"]}, "task": {"type": "worker", "index": 0}}\'')
   raw = environ.get('TF_CONFIG')
   if not raw:
-    raise ValueError(
+    raise cli.UserError(
         '--strategy=multi_worker_mirrored needs the TF_CONFIG environment '
         f'variable on every worker ({example}); for one host use '
         '--strategy=mirrored.')
   try:
     config = json.loads(raw)
   except json.JSONDecodeError as error:
-    raise ValueError(f'TF_CONFIG is not JSON ({error}): {raw!r}') from error
+    raise cli.UserError(f'TF_CONFIG is not JSON ({error}): {raw!r}') from error
   cluster = config.get('cluster') if isinstance(config, dict) else None
   if not isinstance(cluster, dict) or not (cluster.get('worker') or
                                            cluster.get('chief')):
-    raise ValueError(f'TF_CONFIG has no cluster.worker list ({example}); '
+    raise cli.UserError(f'TF_CONFIG has no cluster.worker list ({example}); '
                      f'got {raw!r}.')
   task = config.get('task') or {}
   members = cluster.get(task.get('type')) if isinstance(task, dict) else None
   index = task.get('index') if isinstance(task, dict) else None
   if (not isinstance(members, list) or not isinstance(index, int) or
       not 0 <= index < len(members)):
-    raise ValueError(
+    raise cli.UserError(
         'TF_CONFIG task must name this process\'s place in the cluster, '
         '{"type": "worker", "index": i} with i in 0..'
         f'{len(cluster.get("worker") or [None]) - 1}; got {task!r}.')
@@ -111,7 +113,7 @@ def get_strategy(name: str,
       `TF_CONFIG` with 'multi_worker_mirrored'.
   """
   if name not in STRATEGIES:
-    raise ValueError(f'--strategy must be one of {STRATEGIES}, got {name!r}.')
+    raise cli.UserError(f'--strategy must be one of {STRATEGIES}, got {name!r}.')
   if name == 'tpu':
     return distribute_utils.get_distribution_strategy(
         distribution_strategy='tpu', tpu_address=tpu_address or '')

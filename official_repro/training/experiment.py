@@ -27,6 +27,7 @@ from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.core import train_lib
 from official.core import train_utils
+from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.data import records
 from official_repro.optimization import optimizer_config
@@ -41,11 +42,11 @@ MODES = ('train', 'eval', 'train_and_eval')
 MODEL_CONFIG_FILENAME = 'model_config.json'
 
 
-class IncompatibleModelDirError(ValueError):
+class IncompatibleModelDirError(cli.UserError):
   """`model_dir` holds checkpoints of a different model."""
 
 
-class CorruptRecordsError(ValueError):
+class CorruptRecordsError(cli.UserError):
   """A record file could not be read while training or evaluating."""
 
 
@@ -107,7 +108,7 @@ def experiment_config(
     `(experiment_config, run_settings)`.
   """
   if checkpoint_interval % steps_per_loop:
-    raise ValueError(
+    raise cli.UserError(
         f'experiment.checkpoint_interval={checkpoint_interval} must be a '
         f'multiple of experiment.steps_per_loop={steps_per_loop}: checkpoints '
         'are saved at loop ends.')
@@ -211,7 +212,12 @@ def run(params: cfg.ExperimentConfig,
     and the number of trainable parameters.
   """
   if mode not in MODES:
-    raise ValueError(f'--mode must be one of {MODES}, got {mode!r}.')
+    raise cli.UserError(f'--mode must be one of {MODES}, got {mode!r}.')
+  if mode == 'eval' and tf.train.latest_checkpoint(model_dir) is None:
+    raise cli.UserError(
+        f'--mode=eval: --model_dir {model_dir} holds no checkpoint '
+        '(ckpt-<step>) to evaluate; train first, or give the directory of a '
+        'trained run.')
   check_model_dir(model_dir, params.task.model.as_dict(),
                   defaults=type(params.task.model)().as_dict())
   seed = reproducibility.run_seed(model_dir, settings.seed)

@@ -17,6 +17,7 @@ that produced them.
 
 import dataclasses
 import functools
+import hashlib
 import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -31,6 +32,7 @@ from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.core import train_utils
 from official.modeling import optimization
+from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.metrics import aggregation
 from official_repro.modeling.networks import pretrained
@@ -60,9 +62,12 @@ _UNCHECKED_TASK_FIELDS = ('train_data', 'validation_data', 'data_dir')
 _MISSING = object()
 # Settings added after runs were saved, with the value those runs had.
 _ADDED_SETTINGS = {'mixed_precision': 'float32'}
+# Settings added after runs were saved whose value those runs had is not
+# known: compared only where saved.
+_COMPARED_WHEN_SAVED = ('data_digest',)
 
 
-class SettingsMismatchError(ValueError):
+class SettingsMismatchError(cli.UserError):
   """A run directory was started with other settings than this command's."""
 
 
@@ -126,19 +131,22 @@ def seed_settings(task_config: finetuning_base.FinetuneTaskConfig,
                   schedule: finetuning_schedule.FinetuningSchedule,
                   protocol: finetuning_schedule.RunProtocol,
                   seed: int,
-                  mixed_precision: Optional[str] = None) -> Dict[str, Any]:
+                  mixed_precision: Optional[str] = None,
+                  data_digest: str = '') -> Dict[str, Any]:
   """The settings that determine one seed's run, as flat `name -> value`.
 
   Names follow gin where there is one: `finetuning.<field>` (the schedule,
   the task included), `run_protocol.<field>` (`_SEED_PROTOCOL_FIELDS`),
   `init_checkpoint`, `encoder.<field>` (the architecture), `seed`,
   `mixed_precision` (the compute type, 'float32' for None; a run saved
-  without it ran in float32), and
+  without it ran in float32), `data_digest` (`data_digest`: the examples
+  read, so that a directory is not reused for other data), and
   `task_config.<field>` for the task config's other fields (task-specific gin
   settings such as SQuAD's `doc_stride`, the vocabulary, the head dropout).
   Values are JSON values (what `settings.json` reads back).
   """
-  settings = {'seed': seed, 'mixed_precision': mixed_precision or 'float32'}
+  settings = {'seed': seed, 'mixed_precision': mixed_precision or 'float32',
+              'data_digest': data_digest}
   schedule_values = dataclasses.asdict(schedule)
   protocol_values = dataclasses.asdict(protocol)
   settings.update(_flatten('finetuning', schedule_values))
@@ -152,6 +160,19 @@ def seed_settings(task_config: finetuning_base.FinetuneTaskConfig,
     config.pop(name, None)
   settings.update(_flatten('task_config', config))
   return json.loads(json.dumps(settings))
+
+
+def data_digest(task_config: finetuning_base.FinetuneTaskConfig) -> str:
+  """SHA-256 (16 hex digits) of the train and dev examples a task reads,
+  as features (the task caches them for the run that follows)."""
+  task = task_factory.get_task(task_config)
+  digest = hashlib.sha256()
+  for split in (TRAIN_SPLIT, DEV_SPLIT):
+    features, _ = task.load_features(split)
+    for name in sorted(features):
+      digest.update(name.encode('utf-8'))
+      digest.update(np.ascontiguousarray(features[name]).tobytes())
+  return digest.hexdigest()[:16]
 
 
 def _format_setting(settings: Mapping[str, Any], name: str) -> str:
@@ -186,14 +207,17 @@ def check_settings(run_dir: str, settings: Mapping[str, Any]) -> None:
   if started and saved is not None:
     differing = sorted(
         name for name in set(saved) | set(settings)
-        if saved.get(name, _MISSING) != settings.get(name, _MISSING))
+        if saved.get(name, _MISSING) != settings.get(name, _MISSING) and not (
+            name in _COMPARED_WHEN_SAVED and name not in saved))
     if differing:
+      data = (' (the examples read from --data_dir differ from those it was '
+              'run on)' if 'data_digest' in differing else '')
       raise SettingsMismatchError(
           f'{run_dir} was run with ' + '; '.join(
               f'{name}={_format_setting(saved, name)}, this command has '
               f'{_format_setting(settings, name)}' for name in differing) +
-          '; use another --model_dir or restore the settings (saved in '
-          f'{path}).')
+          f'{data}; use another --model_dir or restore the settings (saved '
+          f'in {path}).')
     return
   if started:
     logging.warning('%s has no %s (it was written by an older version), so '
@@ -217,7 +241,8 @@ def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
       (`check_settings`).
   """
   check_settings(run_dir, seed_settings(task_config, schedule, protocol, seed,
-                                        mixed_precision))
+                                        mixed_precision,
+                                        data_digest(task_config)))
   with precision.policy(mixed_precision):
     return _run_seed(task_config, schedule, protocol, seed, run_dir,
                      strategy, mixed_precision)

@@ -1,12 +1,17 @@
 """Parsing gin files with clear errors, and saving the operative config."""
 
+import difflib
 import importlib
+import inspect
 import os
-from typing import Sequence
+import re
+from typing import Any, List, Sequence, Union
+import typing
 
 import gin
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.common import json_files
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -22,8 +27,47 @@ _CONFIGURABLE_MODULES = (
 )
 
 
-class GinConfigError(ValueError):
+class GinConfigError(cli.UserError):
   """A gin file or binding could not be applied."""
+
+
+_UNKNOWN_CONFIGURABLE = re.compile(r"No configurable matching '([^']+)'")
+_UNKNOWN_PARAMETER = re.compile(
+    r"Configurable '([^']+)' doesn't have a parameter named '([^']+)'")
+
+
+def _parameter_names(configurable: str) -> List[str]:
+  """The parameters a configurable takes (its signature's names)."""
+  try:
+    wrapped = gin.config._REGISTRY.get_match(configurable).wrapped  # pylint: disable=protected-access
+    return list(inspect.signature(wrapped).parameters)
+  except (KeyError, ValueError, TypeError):
+    return []
+
+
+def suggestion(message: str) -> str:
+  """' Did you mean ...?' for a gin error naming an unknown configurable or
+  parameter that is close to a known one ('' otherwise)."""
+  match = _UNKNOWN_CONFIGURABLE.search(message)
+  if match:
+    names = sorted({selector.split('.')[-1] for selector, _ in
+                    gin.config._REGISTRY.items()})  # pylint: disable=protected-access
+    close = difflib.get_close_matches(match.group(1), names, n=1)
+    return f' Did you mean {close[0]!r}?' if close else ''
+  match = _UNKNOWN_PARAMETER.search(message)
+  if match:
+    configurable, parameter = match.groups()
+    close = difflib.get_close_matches(parameter,
+                                      _parameter_names(configurable), n=1)
+    return (f' Did you mean {configurable}.{close[0]}?' if close else
+            f' {configurable} takes: '
+            f'{", ".join(_parameter_names(configurable))}.')
+  return ''
+
+
+def _one_line(error: Exception) -> str:
+  """Gin's message without its 'In file ... line' context lines."""
+  return str(error).strip().splitlines()[0]
 
 
 def register_configurables() -> None:
@@ -70,12 +114,88 @@ def parse_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
     try:
       gin.parse_config_file(path)
     except (ValueError, IOError, SyntaxError) as error:
-      raise GinConfigError(f'--gin_file {path}: {error}') from error
+      raise GinConfigError(
+          f'--gin_file {path}: {_location(error)}{_one_line(error)}'
+          f'{suggestion(str(error))}') from error
   for binding in gin_params:
     try:
       gin.parse_config(binding)
     except (ValueError, SyntaxError) as error:
-      raise GinConfigError(f'--gin_param {binding!r}: {error}') from error
+      raise GinConfigError(
+          f'--gin_param {binding!r}: {_one_line(error)}'
+          f'{suggestion(str(error))}') from error
+  check_types()
+
+
+def _accepts(annotation: Any, value: Any) -> bool:
+  """Whether `value` fits a simple annotation (int, float, str, bool, None
+  and their unions); other annotations, gin references and macros pass."""
+  if (annotation in (inspect.Parameter.empty, Any) or
+      type(value).__module__.startswith('gin')):
+    return True
+  if typing.get_origin(annotation) is Union:
+    return any(_accepts(option, value) for option in
+               typing.get_args(annotation))
+  if annotation is type(None):
+    return value is None
+  if annotation is bool:
+    return isinstance(value, bool)
+  if annotation is int:
+    return isinstance(value, int) and not isinstance(value, bool)
+  if annotation is float:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+  if annotation is str:
+    return isinstance(value, str)
+  return True
+
+
+def check_types() -> None:
+  """Stops at a bound value of the wrong simple type.
+
+  Gin applies `optimization.learning_rate = '1e-3'` as a string, and
+  TensorFlow fails much later with a message that names nothing the user
+  wrote; this names the binding instead.
+
+  Raises:
+    GinConfigError: naming the binding, its value and the type expected.
+  """
+  for (_, selector), bindings in gin.config._CONFIG.items():  # pylint: disable=protected-access
+    configurable = gin.config._REGISTRY.get_match(selector)  # pylint: disable=protected-access
+    if configurable is None:
+      continue
+    try:
+      signature = inspect.signature(configurable.wrapped)
+      hints = typing.get_type_hints(configurable.wrapped)
+    except (TypeError, ValueError, NameError):
+      continue
+    for name, value in bindings.items():
+      if name not in signature.parameters:
+        continue
+      annotation = hints.get(name, signature.parameters[name].annotation)
+      if not _accepts(annotation, value):
+        expected = getattr(annotation, '__name__', None) or str(
+            annotation).replace('typing.', '')
+        raise GinConfigError(
+            f'{configurable.name}.{name} = {value!r} is a '
+            f'{type(value).__name__}; expected {expected}'
+            + (' (write the number without quotes)'
+               if isinstance(value, str) and _is_number(value) else '')
+            + '.')
+
+
+def _is_number(text: str) -> bool:
+  try:
+    float(text)
+  except ValueError:
+    return False
+  return True
+
+
+def _location(error: Exception) -> str:
+  """'<file>:<line>: ' of the gin line an error is about (it may be in an
+  included file), or ''."""
+  match = re.search(r"In file \"?([^\",\n]+)\"?, line (\d+)", str(error))
+  return f'{match.group(1)}:{match.group(2)}: ' if match else ''
 
 
 def save_config(model_dir: str, filename: str, operative: bool) -> str:

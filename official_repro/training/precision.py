@@ -25,6 +25,8 @@ import tf_keras
 
 from official.core import config_definitions as cfg
 
+from official_repro.common import cli
+
 CHOICES = ('auto', 'float32', 'bfloat16', 'float16')
 # The 16-bit type each platform runs by default (None: float32).
 PLATFORM_DEFAULTS = {'TPU': 'bfloat16', 'GPU': 'float16', 'CPU': None}
@@ -57,7 +59,7 @@ def resolve(choice: str, strategy: tf.distribute.Strategy) -> Optional[str]:
     ValueError: for a choice outside `CHOICES`.
   """
   if choice not in CHOICES:
-    raise ValueError(f'--mixed_precision must be one of {CHOICES}, got '
+    raise cli.UserError(f'--mixed_precision must be one of {CHOICES}, got '
                      f'{choice!r}.')
   if choice == 'auto':
     return PLATFORM_DEFAULTS[device_type(strategy)]

@@ -93,9 +93,10 @@ def test_mlm_scoring_json(tmp_path):
   content = {
       'utt1': {'ref': 'THE CAT', 'hyp_2': {'score': -5, 'text': 'THE HAT'},
                'hyp_1': {'score': -1.5, 'text': 'THE CAT'}},
-      'utt2': {'hyp_1': {'score': 'oops', 'text': 'X'},
+      'utt2': {'hyp_1': {'score': -1.0, 'text': 'X'},
                'hyp_2': {'score': -2.0},
-               'hyp_3': {'score': -3.0, 'text': 'Y Z', 'lm_score': 1.0},
+               'hyp_3': {'score': 'oops', 'text': 'W'},
+               'hyp_4': {'score': -3.0, 'text': 'Y Z', 'lm_score': 1.0},
                'notes': 'free text'},
       'utt3': ['not', 'an', 'object'],
   }
@@ -105,13 +106,19 @@ def test_mlm_scoring_json(tmp_path):
   utt1, utt2 = nbest_set.lists
   assert [(h.rank, h.text, h.first_pass_score) for h in utt1.hypotheses] == [
       (1, 'the cat', -1.5), (2, 'the hat', -5.0)]
-  assert [(h.rank, h.text) for h in utt2.hypotheses] == [(3, 'y z')]
+  assert [(h.rank, h.text) for h in utt2.hypotheses] == [(1, 'x'),
+                                                         (4, 'y z')]
   assert nbest_set.embedded_references == {'utt1': 'the cat'}
   assert [location for location, _ in nbest_set.report.malformed] == [
-      f"{path} utterance 'utt2' key 'hyp_1'",
       f"{path} utterance 'utt2' key 'hyp_2'",
+      f"{path} utterance 'utt2' key 'hyp_3'",
       f"{path} utterance 'utt2' key 'notes'",
       f"{path} utterance 'utt3'"]
+  # Without its rank 1 the list's first-pass output would be another rank.
+  del content['utt2']['hyp_1']
+  path = _write(tmp_path / 'no_rank_1.json', json.dumps(content))
+  with pytest.raises(ValueError, match="'utt2' starts at rank 4"):
+    nbest.read_nbest(path, lower_case=True)
 
 
 def test_mlm_scoring_json_errors(tmp_path):
@@ -136,10 +143,6 @@ def test_tsv_with_header_and_malformed_lines(tmp_path):
       'u1\t1\t-1.0\tTHE CAT',
       'u1\t3\t-4.0\t',             # empty hypothesis
       'u2\t1\t-2.0',               # 3 fields
-      'u2\t0\t-2.0\tA',            # rank 0
-      'u2\tone\t-2.0\tA',          # rank not an integer
-      'u2\t1\tinf\tA',             # score not finite
-      'u2\t1\tx\tA',               # score not a number
       '\t1\t-1\tA',                # no utterance id
       'u3\t1\t-0.5\tOK',
       '']))
@@ -150,8 +153,28 @@ def test_tsv_with_header_and_malformed_lines(tmp_path):
       (1, 'THE CAT'), (2, 'THE HAT'), (3, '')]
   assert u3.hypotheses == (nbest.Hypothesis(1, 'OK', -0.5),)
   assert [location for location, _ in nbest_set.report.malformed] == [
-      f'{path} line {n}' for n in (5, 6, 7, 8, 9, 10)]
+      f'{path} line {n}' for n in (5, 6)]
   assert 'expected 4' in nbest_set.report.malformed[0][1]
+
+
+@pytest.mark.parametrize('line, message', [
+    ('u2\t0\t-2.0\tA', "rank '0' is not an integer >= 1"),
+    ('u2\t-1\t-2.0\tA', "rank '-1' is not an integer >= 1"),
+    ('u2\tone\t-2.0\tA', "rank 'one' is not an integer >= 1"),
+    ('u2\t1\tinf\tA', "first_pass_score 'inf' is not a finite number"),
+    ('u2\t1\tx\tA', "first_pass_score 'x' is not a finite number"),
+])
+def test_tsv_rank_or_score_outside_its_domain_is_refused(tmp_path, line,
+                                                         message):
+  path = _write(tmp_path / 'dev.tsv', f'u1\t1\t-1.0\tA\n{line}\n')
+  with pytest.raises(ValueError, match=f'dev.tsv line 2: {message}'):
+    nbest.read_nbest(path, 'tsv')
+
+
+def test_a_list_without_rank_1_is_refused(tmp_path):
+  path = _write(tmp_path / 'dev.tsv', 'u1\t2\t-1.0\tA\nu1\t3\t-2.0\tB\n')
+  with pytest.raises(ValueError, match="utterance 'u1' starts at rank 2"):
+    nbest.read_nbest(path, 'tsv')
 
 
 def test_tsv_duplicate_rank_is_an_error(tmp_path):

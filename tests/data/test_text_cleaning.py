@@ -130,13 +130,23 @@ class TestReadCorpus:
     assert stats.files_with_bom == 1
     assert stats.files_with_crlf == 1
 
-  def test_decode_errors_counted(self, tmp_path):
+  def test_decode_errors_counted_when_replacing(self, tmp_path):
     path = _write(tmp_path / 'a.txt',
                   b'Bad \xff byte and \xfe here. Real \xef\xbf\xbd ok.\n')
-    documents, stats = tc.read_corpus([path])
+    documents, stats = tc.read_corpus(
+        [path], tc.CleaningOptions(encoding_errors='replace'))
     assert stats.decode_errors == 2
     assert stats.files_with_decode_errors == 1
     assert documents[0][0] == 'Bad \ufffd byte and \ufffd here.'
+
+  def test_a_file_that_is_not_utf8_is_refused_by_name_and_offset(
+      self, tmp_path):
+    _write(tmp_path / 'good.txt', 'Fine text here.\n')
+    bad = _write(tmp_path / 'bad.txt',
+                 b'\xef\xbb\xbfCaf\xe9 latin-1 text.\n')
+    with pytest.raises(ValueError, match=r'bad.txt is not UTF-8: byte 6 '
+                       r'\(0xe9\)'):
+      tc.read_corpus([str(tmp_path)])
 
   def test_gutenberg_stripping(self, tmp_path):
     lines = (['The Project Gutenberg EBook of X', 'License text', '',
@@ -207,9 +217,10 @@ class TestReadCorpus:
            b'\xef\xbb\xbfDeep one\r\nwrapped. Bad \xff byte.\r\n')
     _write(local / 'x' / 'skip.md', 'Not read.\n')
     single = _write(tmp_path / 'single.txt', 'Alone here.\n')
-    expected, expected_stats = tc.read_corpus([str(local), single])
+    replace = tc.CleaningOptions(encoding_errors='replace')
+    expected, expected_stats = tc.read_corpus([str(local), single], replace)
     remote = [to_ram(local), to_ram(single)]
-    documents, stats = tc.read_corpus(remote)
+    documents, stats = tc.read_corpus(remote, replace)
     assert documents == expected == [
         ['First doc here.'], ['Second doc.'],
         ['Deep one wrapped.', 'Bad \ufffd byte.'], ['Alone here.']]

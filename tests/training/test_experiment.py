@@ -156,6 +156,43 @@ def test_missing_gin_file():
     gin_utils.parse_config(['/nonexistent/no_such.gin'], [])
 
 
+@pytest.mark.parametrize('bindings, message', [
+    (['optimizaton.learning_rate = 1e-3'],
+     "No configurable matching 'optimizaton'. Did you mean 'optimization'?"),
+    (['optimization.learning_rat = 1e-3'],
+     'Did you mean optimization.learning_rate?'),
+    (["optimization.learning_rate = '1e-3'"],
+     r"optimization.learning_rate = '1e-3' is a str; expected float \(write "
+     'the number without quotes\\)'),
+    (['encoder.hidden_size = 12.5'],
+     'encoder.hidden_size = 12.5 is a float; expected int'),
+    (['electra.generator_size = True'],
+     'electra.generator_size = True is a bool; expected float'),
+])
+def test_gin_mistakes_name_the_binding_and_the_fix(bindings, message):
+  gin.clear_config()
+  try:
+    with pytest.raises(gin_utils.GinConfigError, match=message):
+      gin_utils.parse_config([], bindings)
+  finally:
+    gin.clear_config()
+
+
+def test_every_gin_file_of_the_repository_passes_the_type_check():
+  for folder, _, names in os.walk(os.path.join(gin_utils.REPO_ROOT, 'gin')):
+    for name in names:
+      if name.endswith('.gin'):
+        gin.clear_config()
+        gin_utils.parse_config([os.path.join(folder, name)], [])
+  gin.clear_config()
+
+
+def test_eval_without_a_checkpoint_is_refused(tiny_records, tmp_path):
+  with pytest.raises(ValueError, match='--mode=eval.*holds no checkpoint'):
+    _run_in_process(tiny_records, tmp_path / 'empty', mode='eval')
+  assert not (tmp_path / 'empty').exists()
+
+
 def test_incompatible_checkpoint_in_model_dir(tiny_records, tmp_path):
   _run_in_process(tiny_records, tmp_path)
   with pytest.raises(experiment.IncompatibleModelDirError,

@@ -23,6 +23,7 @@ import tf_keras
 
 from official.modeling.hyperparams import base_config
 from official.nlp.configs import encoders as mg_encoders
+from official_repro.common import cli
 from official_repro.common import gin_dataclass
 from official_repro.common import registry
 from official_repro.modeling import activations
@@ -127,7 +128,7 @@ def shared_from(network: tf_keras.Model, num_blocks: int = 0,
   """
   blocks = list(network.transformer_layers)
   if not 0 <= num_blocks <= len(blocks):
-    raise ValueError(f'Cannot share {num_blocks} blocks of {network.name!r}, '
+    raise cli.UserError(f'Cannot share {num_blocks} blocks of {network.name!r}, '
                      f'which has {len(blocks)}.')
   return SharedLayers(
       word_embedding_layer=(network.get_embedding_layer() if word_embedding
@@ -179,13 +180,13 @@ class Backbone:
     values = config.options_dict()
     if self.options_cls is None:
       if values:
-        raise ValueError(f'{name}.options={values} but backbone '
+        raise cli.UserError(f'{name}.options={values} but backbone '
                          f'{self.name!r} takes no options.')
       return None
     known = {field.name for field in dataclasses.fields(self.options_cls)}
     unknown = sorted(set(values) - known)
     if unknown:
-      raise ValueError(f'{name}.options has {unknown}, which backbone '
+      raise cli.UserError(f'{name}.options has {unknown}, which backbone '
                        f'{self.name!r} does not have (its options: '
                        f'{sorted(known)}).')
     return self.options_cls(**values)
@@ -238,10 +239,10 @@ def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:
                 'intermediate_size'):
     value = getattr(config, field)
     if not isinstance(value, int) or value <= 0:
-      raise ValueError(f'{name}.{field} must be a positive int, got '
+      raise cli.UserError(f'{name}.{field} must be a positive int, got '
                        f'{value!r}.')
   if config.hidden_size % config.num_attention_heads:
-    raise ValueError(
+    raise cli.UserError(
         f'{name}.hidden_size={config.hidden_size} is not divisible by '
         f'{name}.num_attention_heads={config.num_attention_heads}.')
   if config.hidden_activation is None:
@@ -339,7 +340,7 @@ def with_vocab_size(config: EncoderConfig, vocab_size: int,
     ValueError: if the config names a different vocabulary size.
   """
   if config.vocab_size is not None and config.vocab_size != vocab_size:
-    raise ValueError(
+    raise cli.UserError(
         f'encoder.vocab_size={config.vocab_size} but the data uses a '
         f'vocabulary of {vocab_size} tokens ({source}). Use the vocab the '
         'records were written with, or rebind encoder.vocab_size.')
@@ -354,7 +355,7 @@ def to_model_garden_config(config: EncoderConfig) -> mg_encoders.EncoderConfig:
   """
   backbone = get_backbone(config.backbone)
   if backbone.model_garden_config is None:
-    raise ValueError(
+    raise cli.UserError(
         f'encoder.backbone={config.backbone!r} has no Model Garden encoder; '
         'build it with official_repro.modeling.networks.encoders.'
         'build_encoder.')
@@ -364,7 +365,7 @@ def to_model_garden_config(config: EncoderConfig) -> mg_encoders.EncoderConfig:
 
 def _require_vocab_size(config: EncoderConfig) -> None:
   if config.vocab_size is None:
-    raise ValueError('EncoderConfig.vocab_size is unset; set it from the '
+    raise cli.UserError('EncoderConfig.vocab_size is unset; set it from the '
                      'data vocabulary (with_vocab_size) first.')
 
 
@@ -418,7 +419,7 @@ def build_encoder(config: EncoderConfig,
   options = backbone.parse_options(config)
   shared = shared or SharedLayers()
   if len(shared.blocks) > config.num_layers:
-    raise ValueError(f'{len(shared.blocks)} shared blocks for an encoder of '
+    raise cli.UserError(f'{len(shared.blocks)} shared blocks for an encoder of '
                      f'{config.num_layers} layers.')
   blocks = list(shared.blocks)
   own_block = None

@@ -24,6 +24,7 @@ from typing import Optional
 import tensorflow as tf
 import tf_keras
 
+from official_repro.common import cli
 from official_repro.data import vocab
 from official_repro.modeling.networks import encoders
 
@@ -125,13 +126,13 @@ def resolve(init_checkpoint: Optional[str],
       tokenizer['vocab_file'] = os.path.join(export_dir,
                                              tokenizer['vocab_file'])
   if config is None:
-    raise ValueError(
+    raise cli.UserError(
         f'--init_checkpoint {init_checkpoint} has no '
         f'{ENCODER_CONFIG_FILENAME}; give the architecture with gin '
         '(include a gin/sizes/*.gin file and set encoder.backbone).')
   vocab_file = vocab_file or tokenizer.get('vocab_file')
   if not vocab_file:
-    raise ValueError(
+    raise cli.UserError(
         f'--init_checkpoint {init_checkpoint} has no {VOCAB_FILENAME}; '
         'pass --vocab_file with the vocabulary the encoder was trained with.')
   if not tf.io.gfile.exists(vocab_file):
@@ -155,7 +156,7 @@ def restore(encoder: tf_keras.Model, checkpoint_path: str) -> None:
   try:
     status.assert_existing_objects_matched()
   except AssertionError as error:
-    raise ValueError(
+    raise cli.UserError(
         f'--init_checkpoint {checkpoint_path} does not hold this encoder: '
         f'{str(error)[:500]}') from error
   status.expect_partial()

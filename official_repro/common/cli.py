@@ -1,0 +1,135 @@
+"""Entry points: a user's mistake is one line, a bug keeps its traceback.
+
+Every command of the repository starts with `cli.run(main)` instead of
+`absl.app.run(main)`. It differs in what a failure prints:
+
+  * a bad flag (unknown, unparsable, or refused by a validator), an
+    `app.UsageError`, a `UserError` (a mistake in a flag, a file or a
+    setting that the user fixes) or a `FileNotFoundError` (a path the user
+    gave; the project's messages name the flag) prints exactly one line,
+    `<command>: error: <message>`, to stderr and exits with status 2 (the
+    status of a usage error, as argparse's); no traceback;
+  * any other exception is a bug and propagates with its traceback;
+  * SIGTERM raises `Interrupted` in the main thread, as Ctrl-C raises
+    `KeyboardInterrupt`; both print one line and exit with 128 + the
+    signal's number, after the `finally` blocks and context managers of the
+    interrupted code have run (temporary files removed, checkpoints left as
+    they were), so that the same command resumes. A signal whose exception
+    was swallowed (Python ignores exceptions raised in finalizers, and
+    TensorFlow's iterators run some) still ends the command with that
+    status when `main` returns, and a second Ctrl-C or SIGTERM ends the
+    process at once.
+
+Before TensorFlow is imported the entry points also set
+`TF_CPP_MIN_LOG_LEVEL=2` unless it is set: TensorFlow's C++ start-up
+messages (informational) would otherwise surround the one line.
+"""
+
+import os
+import signal
+import sys
+from typing import Callable, NoReturn, Optional, Sequence
+
+from absl import app
+from absl import flags
+
+# The exit status of a usage error: a flag, file or setting to fix.
+EXIT_USAGE = 2
+
+
+class UserError(ValueError):
+  """A mistake in the command line, an input file or a setting.
+
+  Its message names what is wrong and how to fix it; `cli.run` prints it as
+  one line. A `ValueError`, so that callers catching those still do.
+  """
+
+
+class Interrupted(BaseException):
+  """SIGTERM reached the main thread (Ctrl-C raises KeyboardInterrupt); a
+  BaseException, as KeyboardInterrupt, so that `except Exception` does not
+  swallow it."""
+
+  def __init__(self, signal_number: int):
+    super().__init__(f'stopped by {signal.Signals(signal_number).name}')
+    self.signal_number = signal_number
+
+
+def command_name(argv0: Optional[str] = None) -> str:
+  """'python -m <module>' spelled as the module, or the script's name."""
+  main = sys.modules.get('__main__')
+  spec = getattr(main, '__spec__', None)
+  if spec is not None and spec.name:
+    return spec.name.removesuffix('.__main__')
+  return os.path.basename(argv0 or sys.argv[0])
+
+
+def fail(message: str) -> NoReturn:
+  """Prints `<command>: error: <message>` (one line) and exits with 2."""
+  line = ' '.join(str(message).split())
+  print(f'{command_name()}: error: {line}', file=sys.stderr, flush=True)
+  sys.exit(EXIT_USAGE)
+
+
+def _parse_flags(argv: Sequence[str]) -> Sequence[str]:
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as error:
+    fail(error)
+
+
+# Signals received by `run`'s handler, in order.
+_received = []
+
+
+def _on_signal(signal_number, frame):
+  """Raises `KeyboardInterrupt` (SIGINT) or `Interrupted` (SIGTERM) the
+  first time; ends the process at once the second time."""
+  del frame
+  _received.append(signal_number)
+  if len(_received) > 1:
+    print(f'{command_name()}: stopped at once by a second signal.',
+          file=sys.stderr, flush=True)
+    os._exit(128 + signal_number)  # pylint: disable=protected-access
+  if signal_number == signal.SIGINT:
+    raise KeyboardInterrupt
+  raise Interrupted(signal_number)
+
+
+def run(main: Callable[[Sequence[str]], None]) -> None:
+  """`absl.app.run(main)` with the failure handling of the module doc."""
+
+  def guarded(argv: Sequence[str]) -> None:
+    previous = {number: signal.signal(number, _on_signal)
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+      main(argv)
+    except (UserError, app.UsageError, FileNotFoundError) as error:
+      fail(error)
+    except KeyboardInterrupt:
+      _stopped(signal.SIGINT)
+    except Interrupted as stopped:
+      _stopped(stopped.signal_number)
+    finally:
+      for number, handler in previous.items():
+        signal.signal(number, handler)
+    if _received:
+      _stopped(_received[0])
+
+  app.run(guarded, flags_parser=_parse_flags)
+
+
+def _stopped(signal_number: int) -> NoReturn:
+  name = signal.Signals(signal_number).name
+  print(f'{command_name()}: stopped by {name}; rerun the same command to '
+        'resume.', file=sys.stderr, flush=True)
+  sys.exit(128 + signal_number)
+
+
+def refuse_positional(argv: Sequence[str]) -> None:
+  """Raises `UserError` when `argv` has arguments besides the program."""
+  if len(argv) > 1:
+    raise UserError(
+        f'unexpected argument(s) {" ".join(argv[1:])}: this command takes '
+        'flags only (--name=value); a flag given two values needs the flag '
+        'twice (--gin_file=a.gin --gin_file=b.gin).')

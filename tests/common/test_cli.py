@@ -1,0 +1,114 @@
+"""cli.run: one line for a user's mistake, a traceback for a bug, signals."""
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from official_repro.common import cli
+
+_SCRIPT = textwrap.dedent('''
+    import sys, time
+    from absl import flags
+    from official_repro.common import cli
+    flags.DEFINE_integer('count', 1, 'A count.', lower_bound=1)
+    flags.DEFINE_string('action', 'ok', 'What main does.')
+
+    def main(argv):
+      cli.refuse_positional(argv)
+      action = flags.FLAGS.action
+      if action == 'user':
+        raise cli.UserError('--input a.txt: no such file; give an existing '
+                            'file.')
+      if action == 'missing':
+        raise FileNotFoundError('--vocab_file v.txt does not exist.')
+      if action == 'bug':
+        raise ValueError('an internal invariant broke')
+      if action == 'sleep':
+        print('ready', flush=True)
+        time.sleep(60)
+      if action == 'swallow':
+        try:
+          print('ready', flush=True)
+          time.sleep(60)
+        except BaseException:
+          pass
+        print('finished anyway', flush=True)
+      if action == 'stuck':
+        try:
+          print('ready', flush=True)
+          time.sleep(60)
+        except BaseException:
+          print('swallowed', flush=True)
+        time.sleep(60)
+
+    cli.run(main)
+''')
+
+
+def _start(*args):
+  return subprocess.Popen([sys.executable, '-c', _SCRIPT, *args],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+
+
+def _run(*args):
+  process = _start(*args)
+  out, err = process.communicate(timeout=60)
+  return process.returncode, out, err
+
+
+@pytest.mark.parametrize('args, named', [
+    (['--action=user'], '--input a.txt: no such file'),
+    (['--action=missing'], '--vocab_file v.txt does not exist'),
+    (['--count=0'], '--count'),
+    (['--cuont=2'], 'cuont'),
+    (['--count=two'], 'two'),
+    (['b.gin'], 'unexpected argument(s) b.gin'),
+])
+def test_user_mistakes_are_one_line_with_status_2(args, named):
+  status, _, err = _run(*args)
+  assert status == cli.EXIT_USAGE
+  lines = err.strip().splitlines()
+  assert len(lines) == 1, lines
+  assert ': error: ' in lines[0] and named in lines[0]
+
+
+def test_a_bug_keeps_its_traceback():
+  status, _, err = _run('--action=bug')
+  assert status == 1
+  assert 'Traceback' in err and 'an internal invariant broke' in err
+
+
+@pytest.mark.parametrize('signal_number', [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_with_128_plus_its_number(signal_number):
+  process = _start('--action=sleep')
+  assert process.stdout.readline().strip() == 'ready'
+  process.send_signal(signal_number)
+  _, err = process.communicate(timeout=30)
+  assert process.returncode == 128 + signal_number
+  assert 'rerun the same command to resume' in err
+  assert 'Traceback' not in err
+
+
+def test_a_swallowed_signal_still_ends_nonzero():
+  process = _start('--action=swallow')
+  assert process.stdout.readline().strip() == 'ready'
+  process.send_signal(signal.SIGINT)
+  out, _ = process.communicate(timeout=30)
+  assert 'finished anyway' in out
+  assert process.returncode == 128 + signal.SIGINT
+
+
+def test_a_second_signal_ends_the_process_at_once():
+  process = _start('--action=stuck')
+  assert process.stdout.readline().strip() == 'ready'
+  process.send_signal(signal.SIGINT)
+  assert process.stdout.readline().strip() == 'swallowed'
+  process.send_signal(signal.SIGINT)
+  _, err = process.communicate(timeout=30)
+  assert process.returncode == 128 + signal.SIGINT
+  assert 'second signal' in err

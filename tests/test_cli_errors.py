@@ -1,0 +1,351 @@
+"""A user's mistakes, through the real command lines: one line, nothing lost.
+
+Every entry point gets mistakes a new user makes. Each runs in a
+subprocess, as typed in a shell, and must end with a non-zero status, print
+exactly one line of its own on stderr (TensorFlow's and absl's log lines
+aside) that names what the user typed, print no traceback, and leave the
+files of an earlier run byte-identical.
+"""
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import gin
+import pytest
+import tensorflow as tf
+
+from official_repro.training import experiment
+from official_repro.training import gin_utils
+
+REPO_ROOT = gin_utils.REPO_ROOT
+# Lines of TensorFlow's C++ logging and of absl's Python logging.
+_LOG_LINE = re.compile(
+    r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |[IWEF]\d{4} |'
+    r'WARNING: All log messages before absl::InitializeLog|'
+    r'I0000 |W0000 |E0000 )')
+
+
+def _snapshot(*paths):
+  """{path: sha256} of every file under `paths`."""
+  digests = {}
+  for root in paths:
+    for folder, _, names in os.walk(root):
+      for name in names:
+        path = os.path.join(folder, name)
+        with open(path, 'rb') as f:
+          digests[path] = hashlib.sha256(f.read()).hexdigest()
+  return digests
+
+
+def _run(args, cwd=REPO_ROOT, timeout=300):
+  command = args if args[0].endswith('.sh') else [sys.executable, '-m', *args]
+  env = dict(os.environ)
+  env.pop('TF_CPP_MIN_LOG_LEVEL', None)  # as a user's shell has it
+  return subprocess.run(command, cwd=cwd, capture_output=True, text=True,
+                        timeout=timeout, env=env, check=False)
+
+
+def check_refused(args, *named, keep=(), cwd=REPO_ROOT):
+  """Runs `args`; asserts the one-line refusal naming each of `named`, and
+  that the files under `keep` did not change."""
+  before = _snapshot(*keep)
+  completed = _run(args, cwd=cwd)
+  own = [line for line in completed.stderr.splitlines()
+         if line.strip() and not _LOG_LINE.match(line)]
+  assert completed.returncode != 0, completed.stdout[-2000:]
+  assert 'Traceback' not in completed.stderr, completed.stderr[-3000:]
+  assert len(own) == 1, own
+  assert ': error: ' in own[0], own
+  for text in named:
+    assert text in own[0], (text, own[0])
+  assert _snapshot(*keep) == before
+  return own[0]
+
+
+@pytest.fixture(scope='module')
+def workspace(tmp_path_factory, tiny_records):
+  """A folder with complete records (an earlier run's output), a tiny
+  trained masked-LM run, a vocabulary with a duplicate token and corpora
+  that are not UTF-8."""
+  root = tmp_path_factory.mktemp('workspace')
+  records = root / 'records'
+  shutil.copytree(tiny_records, records)
+  (root / 'corpus').mkdir()
+  (root / 'corpus' / 'a.txt').write_text(
+      'The cat sat on the mat. The dog ran in the park.\n\n' * 20)
+  (root / 'latin1').mkdir()
+  (root / 'latin1' / 'book.txt').write_bytes(
+      'Un caf\u00e9 tr\u00e8s cr\u00e8me.\n'.encode('latin-1'))
+  (root / 'binary').mkdir()
+  (root / 'binary' / 'noise.txt').write_bytes(bytes(range(256)) * 4)
+  tokens = (records / 'vocab.txt').read_text().split('\n')
+  (root / 'duplicate_vocab.txt').write_text(
+      '\n'.join(tokens[:12] + [tokens[8]] + tokens[12:]))
+  return root
+
+
+# --- official_repro.quickstart
+
+
+def test_quickstart_refuses_a_positional_path(workspace):
+  check_refused(['official_repro.quickstart', f'--work_dir={workspace}/qs',
+                 '/tmp/elsewhere'], '/tmp/elsewhere')
+  assert not (workspace / 'qs').exists()
+
+
+@pytest.mark.parametrize('flag, named', [
+    ('--gin_param=encoder.hiden_size=64', 'encoder.hidden_size'),
+    ('--strategy=gpu', '--strategy'),
+    ('--vocab_size=3', '--vocab_size'),
+])
+def test_quickstart_flag_mistakes(workspace, flag, named):
+  check_refused(['official_repro.quickstart', f'--work_dir={workspace}/qs',
+                 flag], named)
+  assert not (workspace / 'qs').exists()
+
+
+# --- official_repro.data.create_pretraining_data
+
+
+def _records_command(workspace, *flags):
+  return ['official_repro.data.create_pretraining_data',
+          f'--input={workspace}/corpus', f'--output_dir={workspace}/records',
+          f'--vocab_file={workspace}/records/vocab.txt', '--max_seq_length=32',
+          *flags]
+
+
+def test_records_bad_length_keeps_the_complete_records(workspace):
+  check_refused(_records_command(workspace, '--max_seq_length=3'),
+                '--max_seq_length', keep=[workspace / 'records'])
+
+
+def test_records_duplicate_vocabulary_keeps_the_complete_records(workspace):
+  command = _records_command(workspace)
+  command[3] = f'--vocab_file={workspace}/duplicate_vocab.txt'
+  check_refused(command, 'duplicate_vocab.txt', 'duplicate token',
+                keep=[workspace / 'records'])
+
+
+@pytest.mark.parametrize('corpus, named', [
+    ('latin1', 'book.txt is not UTF-8: byte 6'),
+    ('binary', 'noise.txt is not UTF-8: byte 128'),
+])
+def test_records_refuse_a_file_that_is_not_utf8(workspace, corpus, named):
+  command = _records_command(workspace)
+  command[1] = f'--input={workspace}/{corpus}'
+  check_refused(command, named, keep=[workspace / 'records'])
+
+
+def test_records_missing_input_is_named(workspace):
+  command = _records_command(workspace)
+  command[1] = f'--input={workspace}/no_such_corpus'
+  check_refused(command, 'no_such_corpus', keep=[workspace / 'records'])
+
+
+# --- official_repro.train
+
+
+def _train(workspace, *flags):
+  return ['official_repro.train', '--gin_file=gin/sizes/tiny.gin',
+          '--gin_file=gin/pretrain/masked_lm.gin',
+          f"--gin_param=pretrain_data.input_path='{workspace}/records'",
+          '--gin_param=pretrain_data.max_seq_length=32',
+          '--gin_param=experiment.train_steps=2', *flags]
+
+
+def test_train_refuses_a_second_gin_file_without_its_flag(workspace):
+  check_refused(_train(workspace, f'--model_dir={workspace}/m',
+                       'gin/papers/001_ale/electra_small.gin'),
+                'gin/papers/001_ale/electra_small.gin', '--gin_file')
+  assert not (workspace / 'm').exists()
+
+
+def test_train_eval_without_a_checkpoint_is_refused(workspace):
+  check_refused(_train(workspace, f'--model_dir={workspace}/mistyped',
+                       '--mode=eval'), '--mode=eval', 'mistyped')
+  assert not (workspace / 'mistyped').exists()
+
+
+@pytest.mark.parametrize('binding, named', [
+    ("optimization.learning_rate='1e-3'", 'without quotes'),
+    ('encoder.hiden_size=64', 'encoder.hidden_size'),
+    ("experiment.objective='electra_small'", 'experiment.objective'),
+])
+def test_train_gin_mistakes_are_named(workspace, binding, named):
+  check_refused(_train(workspace, f'--model_dir={workspace}/m',
+                       f'--gin_param={binding}'), named)
+  assert not (workspace / 'm').exists()
+
+
+# --- official_repro.count_flops
+
+
+@pytest.mark.parametrize('flags, named', [
+    (['--gin_file=gin/papers/001_ale/electra_small.gin',
+      '--flops_budget=-1e18'], '--flops_budget'),
+    ([], '--gin_file'),
+    (['--gin_file=gin/papers/001_ale/electra_small.gin',
+      '--gin_param=encoder.hidden_size=12.5'], 'encoder.hidden_size'),
+])
+def test_count_flops_mistakes(flags, named):
+  check_refused(['official_repro.count_flops', *flags], named)
+
+
+# --- official_repro.finetune
+
+
+def _glue(root, label_shift=0):
+  folder = root / 'MRPC'
+  folder.mkdir(parents=True)
+  for split, rows in (('train', 8), ('dev', 4)):
+    lines = ['Quality\t#1 ID\t#2 ID\t#1 String\t#2 String']
+    lines += [f'{(i + label_shift) % 2}\t{i}\t{i + 100}\tthe cat sat\tthe '
+              f'dog ran' for i in range(rows)]
+    (folder / f'{split}.tsv').write_text('\n'.join(lines) + '\n')
+  return str(folder)
+
+
+def _pretrain(model_dir, records):
+  """A tiny masked LM trained for 2 steps (in this process)."""
+  gin.clear_config()
+  try:
+    gin_utils.parse_config(
+        [os.path.join(REPO_ROOT, 'gin/sizes/tiny.gin'),
+         os.path.join(REPO_ROOT, 'gin/pretrain/masked_lm.gin')],
+        [f'pretrain_data.input_path = {str(records)!r}',
+         'pretrain_data.max_seq_length = 32',
+         'pretrain_data.train_batch_size = 8', 'experiment.train_steps = 2',
+         'experiment.steps_per_loop = 1'])
+    params, settings = experiment.experiment_config()
+    experiment.run(params, settings, tf.distribute.get_strategy(),
+                   str(model_dir), 'train')
+  finally:
+    gin.clear_config()
+
+
+@pytest.fixture(scope='module')
+def finetuned(workspace):
+  """A finished fine-tuning run on MRPC data A; its encoder."""
+  encoder = workspace / 'encoder_run'
+  _pretrain(encoder, workspace / 'records')
+  data = _glue(workspace / 'data_a')
+  model_dir = workspace / 'ft'
+  completed = _run(['official_repro.finetune',
+                    '--gin_file=gin/finetune/001_ale/mrpc.gin',
+                    f'--init_checkpoint={encoder}', f'--data_dir={data}',
+                    f'--model_dir={model_dir}', '--seeds=0',
+                    '--gin_param=finetuning.num_epochs=1',
+                    '--gin_param=finetuning.train_batch_size=4',
+                    '--gin_param=finetuning.max_seq_length=32'])
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  return encoder, model_dir
+
+
+def test_finetune_rerun_on_other_data_is_refused(workspace, finetuned):
+  encoder, model_dir = finetuned
+  other = _glue(workspace / 'data_b', label_shift=1)
+  check_refused(['official_repro.finetune',
+                 '--gin_file=gin/finetune/001_ale/mrpc.gin',
+                 f'--init_checkpoint={encoder}', f'--data_dir={other}',
+                 f'--model_dir={model_dir}', '--seeds=0',
+                 '--gin_param=finetuning.num_epochs=1',
+                 '--gin_param=finetuning.train_batch_size=4',
+                 '--gin_param=finetuning.max_seq_length=32'],
+                'data_digest', '--data_dir', keep=[model_dir])
+
+
+@pytest.mark.parametrize('flags, named', [
+    (['--gin_file=gin/finetune/001_ale/mrpcc.gin'], 'mrpcc.gin'),
+    (['--gin_file=gin/finetune/001_ale/mrpc.gin',
+      '--init_checkpoint=/no/such/run'], '/no/such/run'),
+    (['--gin_file=gin/finetune/001_ale/mrpc.gin', 'extra'], 'extra'),
+])
+def test_finetune_mistakes(workspace, flags, named):
+  check_refused(['official_repro.finetune', f'--data_dir={workspace}',
+                 f'--model_dir={workspace}/ft_new', *flags], named)
+  assert not (workspace / 'ft_new').exists()
+
+
+# --- official_repro.score
+
+
+@pytest.mark.parametrize('flags, named', [
+    (['--method=bogus'], '--method'),
+    (['--batch_size=0'], '--batch_size'),
+    (['--input=/no/such/sentences.txt'], '/no/such/sentences.txt'),
+])
+def test_score_mistakes(workspace, finetuned, flags, named):
+  encoder, _ = finetuned
+  sentences = workspace / 'sentences.txt'
+  sentences.write_text('the cat sat on the mat\n')
+  check_refused(['official_repro.score', f'--init_checkpoint={encoder}',
+                 f'--input={sentences}', *flags], named)
+
+
+def test_score_refuses_a_run_that_is_not_scripts(workspace, finetuned):
+  encoder, _ = finetuned
+  sentences = workspace / 'sentences.txt'
+  sentences.write_text('the cat sat on the mat\n')
+  check_refused(['official_repro.score', f'--init_checkpoint={encoder}',
+                 f'--input={sentences}'], 'SCRIPT', keep=[encoder])
+
+
+# --- official_repro.rescore
+
+
+@pytest.mark.parametrize('line, named', [
+    ('u1\t-1\t-2.0\tTHE HAT', "rank '-1'"),
+    ('u1\t2\tnan\tTHE HAT', "first_pass_score 'nan'"),
+])
+def test_rescore_refuses_out_of_domain_values(workspace, line, named):
+  nbest = workspace / f'nbest_{abs(hash(line))}.tsv'
+  nbest.write_text(f'u1\t1\t-1.0\tTHE CAT\n{line}\n')
+  references = workspace / 'references.txt'
+  references.write_text('u1 THE CAT\n')
+  scores = workspace / 'lm.tsv'
+  scores.write_text('u1\t1\t-1.0\nu1\t2\t-2.0\n')
+  check_refused(['official_repro.rescore', f'--nbest={nbest}',
+                 f'--references={references}', f'--lm_scores={scores}',
+                 '--weights=1'], named, nbest.name)
+
+
+def test_rescore_bad_grid_is_named(workspace):
+  check_refused(['official_repro.rescore', f'--nbest={workspace}/x.tsv',
+                 '--weights=a:b', '--lm_scores=s.tsv'], '--weights')
+
+
+# --- experiments.regenerate
+
+
+@pytest.mark.parametrize('flags, named', [
+    (['--table=001.IV', '--scale=cpu', '--tasks=sst3:0.25'], 'sst2'),
+    (['--table=999'], '999'),
+    (['--table=001.IV', '--scale=huge'], '--scale'),
+    (['--table=001.IV', 'now'], 'now'),
+])
+def test_regenerate_mistakes_before_any_job(workspace, flags, named):
+  out = workspace / 'regen'
+  check_refused(['experiments.regenerate', f'--out={out}',
+                 f'--corpus={workspace}/corpus', f'--glue_dir={workspace}',
+                 *flags], named)
+  assert not out.exists()
+
+
+# --- run_tpu.sh --dry_run
+
+_TPU = ['./run_tpu.sh', '--dry_run', '--tpu_name=t', '--zone=europe-west4-a',
+        '--gin_file=gin/papers/001_ale/bert_small.gin',
+        '--model_dir=gs://bucket/run']
+
+
+@pytest.mark.parametrize('flags, named', [
+    (['--accelerator_type=v3-7'], 'v3-7'),
+    (['--gin_param=encoder.hiden_size=64'], 'encoder.hidden_size'),
+    (['--mixed_precision=int8'], '--mixed_precision'),
+])
+def test_run_tpu_refuses_before_creating_anything(flags, named):
+  check_refused([*_TPU, *flags], named)
