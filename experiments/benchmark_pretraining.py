@@ -60,6 +60,7 @@ from absl import flags
 from absl import logging
 import gin
 import tensorflow as tf
+import tf_keras
 
 from official.core import base_trainer
 from official.core import config_definitions as cfg
@@ -76,6 +77,7 @@ from official_repro.metrics import flops as flops_lib
 from official_repro.tasks import objectives
 from official_repro.training import experiment
 from official_repro.training import gin_utils
+from official_repro.training import precision
 from official_repro.training import trainer as trainer_lib
 
 FLAGS = flags.FLAGS
@@ -89,6 +91,7 @@ def define_flags() -> None:
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
   flags.DEFINE_list('variants', ['ours', 'stock'], 'Variants to measure.')
   flags.DEFINE_integer('steps', 20, 'Timed steps per variant.')
+  precision.define_flags()
   flags.DEFINE_integer('warmup_steps', 3, 'Untimed steps after the first.')
   flags.DEFINE_string('work_dir', '/tmp/official_repro_benchmark',
                       'Where records are built (reused when present).')
@@ -237,12 +240,19 @@ def _stock_params(params: cfg.ExperimentConfig, static_dir: str,
 
 
 def build_trainer(variant: str) -> tuple:
-  """One variant's trainer on the configuration of the gin flags.
+  """One variant's trainer on the configuration of the gin flags, in the
+  precision of --mixed_precision (resolved for this machine), initialised
+  from `experiment.seed` when it is bound.
 
   Returns:
     (trainer, its experiment settings, masked positions per sequence).
   """
   params, settings, dirs, max_predictions = _configure()
+  dtype = precision.resolve(FLAGS.mixed_precision,
+                            tf.distribute.get_strategy())
+  params.runtime = precision.runtime_config(dtype)
+  if settings.seed is not None:
+    tf_keras.utils.set_random_seed(settings.seed)
   if variant == 'stock':
     params = _stock_params(params, dirs['static'], max_predictions)
     trainer_cls = base_trainer.Trainer
@@ -250,8 +260,10 @@ def build_trainer(variant: str) -> tuple:
     trainer_cls = lambda *a, **k: trainer_lib.Trainer(  # pylint: disable=g-long-lambda
         *a, jit_compile=settings.jit_compile, **k)
   task = task_factory.get_task(params.task)
-  trainer = train_utils.create_trainer(params, task, train=True,
-                                       evaluate=False, trainer_cls=trainer_cls)
+  with precision.policy(dtype):
+    trainer = train_utils.create_trainer(params, task, train=True,
+                                         evaluate=False,
+                                         trainer_cls=trainer_cls)
   return trainer, settings, max_predictions
 
 
@@ -264,6 +276,7 @@ def measure_variant(variant: str) -> dict:
   start = time.perf_counter()
   trainer.train(tf.constant(1, tf.int32))
   first_step_seconds = time.perf_counter() - start
+  first_loss = float(trainer.train_loop_end()[trainer.task.loss])
   trainer.train(tf.constant(FLAGS.warmup_steps, tf.int32))
   start = time.perf_counter()
   trainer.train(tf.constant(FLAGS.steps, tf.int32))
@@ -275,6 +288,9 @@ def measure_variant(variant: str) -> dict:
   result = dict(
       variant=variant,
       jit_compile=bool(settings.jit_compile and variant == 'ours'),
+      mixed_precision=trainer.config.runtime.mixed_precision_dtype or (
+          'float32'),
+      first_step_loss=first_loss,
       batch_size=batch_size,
       seq_length=seq_length,
       first_step_seconds=first_step_seconds,
@@ -322,6 +338,7 @@ def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
   with `extra_bindings` after the gin parameters."""
   args = [f'--steps={FLAGS.steps}', f'--warmup_steps={FLAGS.warmup_steps}',
           f'--work_dir={FLAGS.work_dir}', f'--vocab_size={FLAGS.vocab_size}',
+          f'--mixed_precision={FLAGS.mixed_precision}',
           *(f'--gin_file={f}' for f in FLAGS.gin_file),
           *(f'--gin_param={p}' for p in (*FLAGS.gin_param, *extra_bindings))]
   if FLAGS.corpus:
@@ -344,14 +361,15 @@ def run_child(module: str, args: Sequence[str], what: str) -> str:
 
 def _print_table(results: list, peak: float) -> None:
   print(f'matmul peak: {peak / 1e9:.1f} GFLOP/s')
-  header = ('variant', 'xla', 'first step s', 'steps/s', 'examples/s',
-            'tokens/s', 'MFU %', 'peak RSS MB')
+  header = ('variant', 'xla', 'precision', 'first step s', 'first loss',
+            'steps/s', 'examples/s', 'tokens/s', 'MFU %', 'peak RSS MB')
   print(' | '.join(header))
   for r in results:
     mfu = 100.0 * r['train_flops_per_step'] * r['steps_per_second'] / peak
     r['mfu_percent'] = mfu
     print(' | '.join([
-        r['variant'], str(r['jit_compile']), f'{r["first_step_seconds"]:.1f}',
+        r['variant'], str(r['jit_compile']), r['mixed_precision'],
+        f'{r["first_step_seconds"]:.1f}', f'{r["first_step_loss"]:.5f}',
         f'{r["steps_per_second"]:.3f}', f'{r["examples_per_second"]:.1f}',
         f'{r["tokens_per_second"]:.0f}', f'{mfu:.1f}',
         f'{r["peak_host_memory_mb"]:.0f}']))

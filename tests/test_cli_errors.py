@@ -14,12 +14,12 @@ import shutil
 import subprocess
 import sys
 
-import gin
 import pytest
-import tensorflow as tf
 
-from official_repro.training import experiment
 from official_repro.training import gin_utils
+from tests.training import test_finetuning as finetuning_fixtures
+
+exported_encoder = finetuning_fixtures.exported_encoder
 
 REPO_ROOT = gin_utils.REPO_ROOT
 # Lines of TensorFlow's C++ logging and of absl's Python logging.
@@ -209,29 +209,10 @@ def _glue(root, label_shift=0):
   return str(folder)
 
 
-def _pretrain(model_dir, records):
-  """A tiny masked LM trained for 2 steps (in this process)."""
-  gin.clear_config()
-  try:
-    gin_utils.parse_config(
-        [os.path.join(REPO_ROOT, 'gin/sizes/tiny.gin'),
-         os.path.join(REPO_ROOT, 'gin/pretrain/masked_lm.gin')],
-        [f'pretrain_data.input_path = {str(records)!r}',
-         'pretrain_data.max_seq_length = 32',
-         'pretrain_data.train_batch_size = 8', 'experiment.train_steps = 2',
-         'experiment.steps_per_loop = 1'])
-    params, settings = experiment.experiment_config()
-    experiment.run(params, settings, tf.distribute.get_strategy(),
-                   str(model_dir), 'train')
-  finally:
-    gin.clear_config()
-
-
 @pytest.fixture(scope='module')
-def finetuned(workspace):
-  """A finished fine-tuning run on MRPC data A; its encoder."""
-  encoder = workspace / 'encoder_run'
-  _pretrain(encoder, workspace / 'records')
+def finetuned(workspace, exported_encoder):
+  """A finished fine-tuning run on MRPC data A; its (masked-LM) encoder."""
+  encoder = exported_encoder
   data = _glue(workspace / 'data_a')
   model_dir = workspace / 'ft'
   completed = _run(['official_repro.finetune',
