@@ -53,7 +53,6 @@ from typing import Any, Dict, Optional, Tuple
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import app
 from absl import flags
 from absl import logging
 import numpy as np
@@ -542,6 +541,7 @@ def format_table(results: Dict[str, Any]) -> str:
 
 def main(argv):
   cli.refuse_positional(argv)
+  settings = settings_from_flags()
   results = run(settings)
   table = format_table(results)
   with tf.io.gfile.GFile(os.path.join(settings.output_dir, 'table.md'),

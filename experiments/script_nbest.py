@@ -389,6 +389,7 @@ def format_report(result: Dict, command: str) -> str:
 
 def main(argv):
   cli.refuse_positional(argv)
+  tf.io.gfile.makedirs(FLAGS.work_dir)
   result = {}
   if FLAGS.init_checkpoint:
     model_dir = FLAGS.init_checkpoint

@@ -20,7 +20,6 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from typing import Dict, Tuple
 
-from absl import app
 from absl import flags
 import gin
 

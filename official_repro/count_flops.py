@@ -17,7 +17,6 @@ an edit here.
 
 from typing import Dict, Tuple
 
-from absl import app
 from absl import flags
 import gin
 import tf_keras

@@ -24,7 +24,6 @@ import time
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import app
 from absl import flags
 from absl import logging
 import gin
@@ -35,6 +34,7 @@ from official_repro.common import json_files
 from official_repro.data import builtin_corpus
 from official_repro.data import create_pretraining_data
 from official_repro.data import records
+from official_repro.data import vocab as vocab_lib
 from official_repro.metrics import frequent_token
 from official_repro.training import distribute
 from official_repro.training import experiment
@@ -44,6 +44,10 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string('work_dir', 'runs/quickstart',
                     'Corpus, records and model go here.')
 flags.DEFINE_integer('vocab_size', 2000, 'WordPiece vocabulary size.')
+flags.register_validator(
+    'vocab_size', lambda size: size > len(vocab_lib.SPECIAL_TOKENS),
+    message=f'--vocab_size must exceed {len(vocab_lib.SPECIAL_TOKENS)}, the '
+    'special tokens.')
 flags.DEFINE_multi_string('gin_param', [],
                           'Extra gin bindings on top of gin/quickstart.gin.')
 flags.DEFINE_enum('strategy', 'one_device', list(distribute.STRATEGIES),

@@ -40,7 +40,6 @@ import os
 import re
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf

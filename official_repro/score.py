@@ -34,7 +34,6 @@ import os
 import time
 from typing import Dict, List, Sequence, Tuple
 
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
@@ -318,11 +317,14 @@ def define_flags():
                        'copies (mlm) per forward pass.')
   flags.DEFINE_string('output', '', 'Write score<TAB>sentence lines here '
                       '(default: stdout).')
+  flags.register_validator('batch_size', lambda size: size >= 1,
+                           message='--batch_size must be >= 1.')
   flags.mark_flags_as_required(['init_checkpoint', 'input'])
 
 
 def main(argv):
   cli.refuse_positional(argv)
+  flag_values = flags.FLAGS
   methods = METHODS if flag_values.method == 'both' else (
       flag_values.method,)
   sentences, scores, seconds = score_file(

@@ -154,6 +154,8 @@ def _train(workspace, *flags):
           '--gin_file=gin/pretrain/masked_lm.gin',
           f"--gin_param=pretrain_data.input_path='{workspace}/records'",
           '--gin_param=pretrain_data.max_seq_length=32',
+          '--gin_param=pretrain_data.train_batch_size=4',
+          '--gin_param=optimization.learning_rate=1e-3',
           '--gin_param=experiment.train_steps=2', *flags]
 
 
@@ -161,6 +163,13 @@ def test_train_refuses_a_second_gin_file_without_its_flag(workspace):
   check_refused(_train(workspace, f'--model_dir={workspace}/m',
                        'gin/papers/001_ale/electra_small.gin'),
                 'gin/papers/001_ale/electra_small.gin', '--gin_file')
+  assert not (workspace / 'm').exists()
+
+
+def test_train_names_a_missing_gin_binding(workspace):
+  command = [flag for flag in _train(workspace, f'--model_dir={workspace}/m')
+             if 'train_batch_size' not in flag]
+  check_refused(command, 'pretrain_data.train_batch_size')
   assert not (workspace / 'm').exists()
 
 
@@ -206,7 +215,7 @@ def _glue(root, label_shift=0):
     lines += [f'{(i + label_shift) % 2}\t{i}\t{i + 100}\tthe cat sat\tthe '
               f'dog ran' for i in range(rows)]
     (folder / f'{split}.tsv').write_text('\n'.join(lines) + '\n')
-  return str(folder)
+  return str(root)
 
 
 @pytest.fixture(scope='module')

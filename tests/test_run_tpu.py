@@ -34,6 +34,12 @@ REQUIRED = (
 
 
 def _run(args, tmp_path, path=None, cwd=REPO, extra_env=None):
+  """Runs run_tpu.sh with an empty PATH (no gcloud, no python3).
+
+  The local gin check needs python3, so it is skipped here; its behaviour is
+  tested through the real command line in tests/test_cli_errors.py.
+  """
+  args = [*args, '--skip_local_check']
   empty_bin = tmp_path / 'empty_bin'
   empty_bin.mkdir(exist_ok=True)
   home = tmp_path / 'home'
@@ -139,6 +145,7 @@ def test_dry_run_launch_command_keeps_quoted_bindings(dry_run):
       f'--gin_param={BINDING_2}',
       '--model_dir=gs://my-bucket/runs/q1',
       '--mode=train',
+      '--mixed_precision=bfloat16',
       '--strategy=tpu',
       '--tpu=local',
   ]

@@ -26,6 +26,7 @@ messages (informational) would otherwise surround the one line.
 """
 
 import os
+import re
 import signal
 import sys
 from typing import Callable, NoReturn, Optional, Sequence
@@ -106,6 +107,11 @@ def run(main: Callable[[Sequence[str]], None]) -> None:
       main(argv)
     except (UserError, app.UsageError, FileNotFoundError) as error:
       fail(error)
+    except RuntimeError as error:
+      missing = missing_gin_bindings(error)
+      if missing is None:
+        raise
+      fail(missing)
     except KeyboardInterrupt:
       _stopped(signal.SIGINT)
     except Interrupted as stopped:
@@ -117,6 +123,22 @@ def run(main: Callable[[Sequence[str]], None]) -> None:
       _stopped(_received[0])
 
   app.run(guarded, flags_parser=_parse_flags)
+
+
+_MISSING_BINDINGS = re.compile(
+    r"Required bindings for `([\w.]+)` not provided in config: \[(.*?)\]")
+
+
+def missing_gin_bindings(error: Exception) -> Optional[str]:
+  """A one-line message for gin's missing-binding error, or None."""
+  match = _MISSING_BINDINGS.match(str(error))
+  if match is None:
+    return None
+  configurable = match.group(1)
+  names = [configurable + '.' + name.strip(" '")
+           for name in match.group(2).split(',')]
+  return (f'gin: {", ".join(names)} not set; bind it in a --gin_file or '
+          f'with --gin_param={names[0]}=<value>.')
 
 
 def _stopped(signal_number: int) -> NoReturn:

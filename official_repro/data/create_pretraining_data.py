@@ -22,7 +22,6 @@ import random
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from absl import app
 from absl import flags
 from absl import logging
 import numpy as np

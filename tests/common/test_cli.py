@@ -4,7 +4,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -112,3 +111,18 @@ def test_a_second_signal_ends_the_process_at_once():
   _, err = process.communicate(timeout=30)
   assert process.returncode == 128 + signal.SIGINT
   assert 'second signal' in err
+
+
+def test_missing_gin_bindings_names_each_binding():
+  error = RuntimeError(
+      "Required bindings for `pretrain_data` not provided in config: "
+      "['train_batch_size', 'max_seq_length']\n  In call to configurable "
+      "'experiment'")
+  message = cli.missing_gin_bindings(error)
+  assert 'pretrain_data.train_batch_size' in message
+  assert 'pretrain_data.max_seq_length' in message
+  assert '\n' not in message
+
+
+def test_missing_gin_bindings_leaves_other_runtime_errors():
+  assert cli.missing_gin_bindings(RuntimeError('out of memory')) is None
