@@ -41,10 +41,8 @@ import dataclasses
 import difflib
 import json
 import os
-import platform
 import subprocess
 import sys
-import time
 from typing import Optional
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
@@ -60,6 +58,7 @@ from experiments import attention_concentration
 from experiments import convbert_lm
 from experiments import convbert_speed
 from experiments import paper_tables
+from experiments import provenance
 from experiments.regeneration import learning
 from experiments.regeneration import plan
 from experiments.regeneration import registry
@@ -410,26 +409,14 @@ def _grid(target: registry.Target) -> None:
                else '') +
             f'; vocabulary {vocabulary}; {settings.strategy}.'
             + (f' Runs: {target.small_scale_note}.'
-               if target.small_scale_note else '') + '\n\n' + provenance())
+               if target.small_scale_note else '') + '\n\n' +
+            provenance.provenance('experiments.regenerate'))
   entries = report.rows(target, results)
   print(report.write(target, entries, header, FLAGS.out))
   if FLAGS.report_dir:
     tf.io.gfile.makedirs(FLAGS.report_dir)
     report.write(target, entries, header, FLAGS.report_dir,
                  name=f'regenerate_{FLAGS.scale}_{target.key}')
-
-
-def provenance() -> str:
-  """The command, the date and the machine, for a report's header."""
-  commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'],
-                          capture_output=True, text=True, check=False,
-                          cwd=gin_utils.REPO_ROOT).stdout.strip()
-  return (f'Command: `python -m experiments.regenerate '
-          f'{" ".join(sys.argv[1:])}`; finished '
-          f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} on '
-          f'{platform.node() or "an unnamed host"} ({os.cpu_count()} CPU '
-          f'cores, {platform.machine()}, TensorFlow {tf.__version__}), '
-          f'commit {commit or "unknown"}.')
 
 
 def _learning(target: registry.Target) -> None:
@@ -440,7 +427,8 @@ def _learning(target: registry.Target) -> None:
   _require('corpus', 'glue_dir', 'out')
   content = learning.run_learning(
       target, grid_settings(target, _tasks(), FLAGS.num_runs), FLAGS.out,
-      _runs_dir(), provenance=provenance())
+      _runs_dir(),
+      provenance=provenance.provenance('experiments.regenerate'))
   if FLAGS.report_dir:
     learning.write(content, FLAGS.report_dir)
 

@@ -72,7 +72,6 @@ import random
 import re
 import subprocess
 import sys
-import time
 from typing import Dict, List, Sequence
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
@@ -86,6 +85,7 @@ import tensorflow as tf
 
 from official_repro.common import cli
 from experiments import corpus_records
+from experiments import provenance
 from official_repro import score
 from official_repro.common import json_files
 
@@ -439,10 +439,7 @@ def main(argv):
   if FLAGS.rescore:
     print(result['rescore']['printed'])
   if FLAGS.output_markdown:
-    command = (f'Command: `python -m experiments.script_nbest '
-               f'{" ".join(sys.argv[1:])}`; finished '
-               f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} on '
-               f'{os.cpu_count()} CPU cores.')
+    command = provenance.provenance('experiments.script_nbest')
     with tf.io.gfile.GFile(FLAGS.output_markdown, 'w') as f:
       f.write(format_report(result, command))
   if FLAGS.output_json:

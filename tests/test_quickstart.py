@@ -37,14 +37,3 @@ def test_quickstart_learns_and_summarizes(tmp_path):
   assert again.returncode == 0, again.stderr[-3000:]
   assert 'none measured (no steps left to train' in again.stdout
   assert 'masked-LM accuracy 0.' in again.stdout
-
-
-def test_quickstart_refuses_a_positional_argument(tmp_path):
-  completed = subprocess.run(
-      [sys.executable, '-m', 'official_repro.quickstart',
-       f'--work_dir={tmp_path}', str(tmp_path / 'elsewhere')],
-      cwd=gin_utils.REPO_ROOT, capture_output=True, text=True, timeout=600,
-      check=False)
-  assert completed.returncode != 0
-  assert 'Unexpected arguments' in completed.stderr
-  assert not os.listdir(tmp_path)

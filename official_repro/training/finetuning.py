@@ -200,14 +200,15 @@ def check_settings(run_dir: str, settings: Mapping[str, Any]) -> None:
   saved = _read_json(path, None)
   if saved is not None:
     saved = {**_ADDED_SETTINGS, **saved}
+  current = {**_ADDED_SETTINGS, **settings}
   finished = tf.io.gfile.exists(os.path.join(run_dir, RESULT_FILENAME))
   started = finished or tf.io.gfile.exists(
       os.path.join(run_dir, HISTORY_FILENAME)) or (
           tf.train.latest_checkpoint(run_dir) is not None)
   if started and saved is not None:
     differing = sorted(
-        name for name in set(saved) | set(settings)
-        if saved.get(name, _MISSING) != settings.get(name, _MISSING) and not (
+        name for name in set(saved) | set(current)
+        if saved.get(name, _MISSING) != current.get(name, _MISSING) and not (
             name in _COMPARED_WHEN_SAVED and name not in saved))
     if differing:
       data = (' (the examples read from --data_dir differ from those it was '
@@ -215,7 +216,7 @@ def check_settings(run_dir: str, settings: Mapping[str, Any]) -> None:
       raise SettingsMismatchError(
           f'{run_dir} was run with ' + '; '.join(
               f'{name}={_format_setting(saved, name)}, this command has '
-              f'{_format_setting(settings, name)}' for name in differing) +
+              f'{_format_setting(current, name)}' for name in differing) +
           f'{data}; use another --model_dir or restore the settings (saved '
           f'in {path}).')
     return

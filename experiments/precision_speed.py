@@ -1,0 +1,141 @@
+r"""Pretraining speed and first-step loss in float32 against mixed precision.
+
+For each gin configuration and each precision this runs
+`experiments.benchmark_pretraining`'s measurement of our task (one subprocess
+per point, the same seeded initial weights and the same first batch) and
+reports steps/s, the first step's loss and its relative difference from
+float32's. On a CPU this shows what the mixed-precision path costs where no
+accelerator speeds it up, and that it computes the same loss; it says
+nothing about speed on a GPU or TPU.
+
+  python -m experiments.precision_speed \
+    --configs=electra_small=gin/papers/001_ale/electra_small.gin \
+    --configs=convbert_small=gin/papers/002_convbert/small.gin \
+    --gin_param=pretrain_data.train_batch_size=16 \
+    --output_markdown=experiments/reports/mixed_precision_cpu.md
+"""
+
+import json
+import os
+from typing import Dict, List, Sequence, Tuple
+
+from absl import flags
+import tensorflow as tf
+
+from experiments import benchmark_pretraining
+from experiments import provenance
+from official_repro.common import cli
+from official_repro.common import json_files
+from official_repro.training import precision
+
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+  """Defines the command-line flags."""
+  flags.DEFINE_multi_string(
+      'configs', [], 'name=gin_file, one per configuration to measure.')
+  flags.DEFINE_multi_string('gin_param', [], 'Bindings for every config.')
+  flags.DEFINE_list('precisions', ['float32', 'bfloat16'],
+                    'Precisions to measure; the first is the reference.')
+  flags.DEFINE_integer('steps', 10, 'Timed steps per point.')
+  flags.DEFINE_integer('warmup_steps', 3, 'Untimed steps after the first.')
+  flags.DEFINE_integer('seed', 1, 'Seed of the initial weights (all points).')
+  flags.DEFINE_string('work_dir', '/tmp/official_repro_precision_speed',
+                      'Records are built here once.')
+  flags.DEFINE_string('output_markdown', None, 'Write the table here.')
+  flags.DEFINE_string('output_json', None, 'Write the measurements here.')
+
+
+def parse_configs(specs: Sequence[str]) -> List[Tuple[str, str]]:
+  """`name=gin_file` specs as `(name, gin_file)` pairs.
+
+  Raises:
+    cli.UserError: no spec, a spec without '=', or a missing gin file.
+  """
+  if not specs:
+    raise cli.UserError('--configs: give at least one name=gin_file.')
+  configs = []
+  for spec in specs:
+    name, separator, gin_file = spec.partition('=')
+    if not separator or not name or not gin_file:
+      raise cli.UserError(f'--configs={spec}: expected name=gin_file.')
+    if not tf.io.gfile.exists(gin_file):
+      raise cli.UserError(f'--configs={spec}: no gin file {gin_file}.')
+    configs.append((name, gin_file))
+  return configs
+
+
+def measure(gin_file: str, mixed_precision: str) -> Dict:
+  """One point: benchmark_pretraining's `ours` variant (records built once
+  under --work_dir, the measurement in its own subprocess)."""
+  output_json = os.path.join(FLAGS.work_dir,
+                             f'{os.getpid()}_{mixed_precision}.json')
+  args = [f'--gin_file={gin_file}', '--variants=ours',
+          f'--mixed_precision={mixed_precision}', f'--steps={FLAGS.steps}',
+          f'--warmup_steps={FLAGS.warmup_steps}',
+          f'--work_dir={FLAGS.work_dir}', f'--output_json={output_json}',
+          f'--gin_param=experiment.seed={FLAGS.seed}',
+          *(f'--gin_param={p}' for p in FLAGS.gin_param)]
+  benchmark_pretraining.run_child('experiments.benchmark_pretraining', args,
+                                  f'{gin_file} in {mixed_precision}')
+  with tf.io.gfile.GFile(output_json) as f:
+    (result,) = json.load(f)['results']
+  tf.io.gfile.remove(output_json)
+  return result
+
+
+def relative_difference(loss: float, reference: float) -> float:
+  """|loss - reference| / |reference|."""
+  return abs(loss - reference) / abs(reference)
+
+
+def format_table(points: List[Dict], header: str) -> str:
+  """The measurements as markdown, each precision against the first."""
+  lines = ['## Pretraining steps/s and first-step loss by precision', '',
+           header, '',
+           '| config | precision | steps/s | vs float32 | first-step loss '
+           '| relative difference |', '|---|---|---|---|---|---|']
+  reference = {}
+  for point in points:
+    reference.setdefault(point['config'], point)
+    base = reference[point['config']]
+    speedup = point['steps_per_second'] / base['steps_per_second']
+    difference = relative_difference(point['first_step_loss'],
+                                     base['first_step_loss'])
+    lines.append(
+        f'| {point["config"]} | {point["precision"]} | '
+        f'{point["steps_per_second"]:.2f} | {speedup:.2f}x | '
+        f'{point["first_step_loss"]:.5f} | {difference:.2e} |')
+  return '\n'.join(lines) + '\n'
+
+
+def main(argv):
+  cli.refuse_positional(argv)
+  configs = parse_configs(FLAGS.configs)
+  unknown = sorted(set(FLAGS.precisions) - set(precision.CHOICES))
+  if unknown:
+    raise cli.UserError(f'--precisions: unknown {unknown}; choose from '
+                        f'{list(precision.CHOICES)}.')
+  points = []
+  for name, gin_file in configs:
+    for mixed_precision in FLAGS.precisions:
+      result = measure(gin_file, mixed_precision)
+      points.append(dict(result, config=name, gin_file=gin_file,
+                         precision=mixed_precision))
+      print(f'{name} {mixed_precision}: {result["steps_per_second"]:.2f} '
+            f'steps/s, first-step loss {result["first_step_loss"]:.5f}',
+            flush=True)
+  table = format_table(points, provenance.provenance(
+      'experiments.precision_speed'))
+  print(table)
+  if FLAGS.output_markdown:
+    with tf.io.gfile.GFile(FLAGS.output_markdown, 'w') as f:
+      f.write(table)
+  if FLAGS.output_json:
+    json_files.write_json(FLAGS.output_json, dict(points=points))
+
+
+if __name__ == '__main__':
+  define_flags()
+  cli.run(main)
