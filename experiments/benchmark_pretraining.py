@@ -274,9 +274,9 @@ def measure_variant(variant: str) -> dict:
   seq_length = _seq_length(trainer.config.task.train_data)
 
   start = time.perf_counter()
-  trainer.train(tf.constant(1, tf.int32))
+  first_logs = trainer.train(tf.constant(1, tf.int32))
   first_step_seconds = time.perf_counter() - start
-  first_loss = float(trainer.train_loop_end()[trainer.task.loss])
+  first_loss = float(first_logs['training_loss'])
   trainer.train(tf.constant(FLAGS.warmup_steps, tf.int32))
   start = time.perf_counter()
   trainer.train(tf.constant(FLAGS.steps, tf.int32))

@@ -34,7 +34,8 @@ FLAGS = flags.FLAGS
 def define_flags() -> None:
   """Defines the command-line flags."""
   flags.DEFINE_multi_string(
-      'configs', [], 'name=gin_file, one per configuration to measure.')
+      'configs', [], 'name=gin_file[,gin_file...], one per configuration '
+      'to measure.')
   flags.DEFINE_multi_string('gin_param', [], 'Bindings for every config.')
   flags.DEFINE_list('precisions', ['float32', 'bfloat16'],
                     'Precisions to measure; the first is the reference.')
@@ -47,38 +48,42 @@ def define_flags() -> None:
   flags.DEFINE_string('output_json', None, 'Write the measurements here.')
 
 
-def parse_configs(specs: Sequence[str]) -> List[Tuple[str, str]]:
-  """`name=gin_file` specs as `(name, gin_file)` pairs.
+def parse_configs(specs: Sequence[str]) -> List[Tuple[str, List[str]]]:
+  """`name=gin_file[,gin_file...]` specs as `(name, gin_files)` pairs.
 
   Raises:
-    cli.UserError: no spec, a spec without '=', or a missing gin file.
+    cli.UserError: no spec, a spec without a name or a gin file, or a
+      missing gin file.
   """
   if not specs:
     raise cli.UserError('--configs: give at least one name=gin_file.')
   configs = []
   for spec in specs:
-    name, separator, gin_file = spec.partition('=')
-    if not separator or not name or not gin_file:
+    name, separator, files = spec.partition('=')
+    gin_files = [f for f in files.split(',') if f]
+    if not separator or not name or not gin_files:
       raise cli.UserError(f'--configs={spec}: expected name=gin_file.')
-    if not tf.io.gfile.exists(gin_file):
-      raise cli.UserError(f'--configs={spec}: no gin file {gin_file}.')
-    configs.append((name, gin_file))
+    for gin_file in gin_files:
+      if not tf.io.gfile.exists(gin_file):
+        raise cli.UserError(f'--configs={spec}: no gin file {gin_file}.')
+    configs.append((name, gin_files))
   return configs
 
 
-def measure(gin_file: str, mixed_precision: str) -> Dict:
+def measure(gin_files: Sequence[str], mixed_precision: str) -> Dict:
   """One point: benchmark_pretraining's `ours` variant (records built once
   under --work_dir, the measurement in its own subprocess)."""
   output_json = os.path.join(FLAGS.work_dir,
                              f'{os.getpid()}_{mixed_precision}.json')
-  args = [f'--gin_file={gin_file}', '--variants=ours',
+  args = [*(f'--gin_file={gin_file}' for gin_file in gin_files),
+          '--variants=ours',
           f'--mixed_precision={mixed_precision}', f'--steps={FLAGS.steps}',
           f'--warmup_steps={FLAGS.warmup_steps}',
           f'--work_dir={FLAGS.work_dir}', f'--output_json={output_json}',
           f'--gin_param=experiment.seed={FLAGS.seed}',
           *(f'--gin_param={p}' for p in FLAGS.gin_param)]
   benchmark_pretraining.run_child('experiments.benchmark_pretraining', args,
-                                  f'{gin_file} in {mixed_precision}')
+                                  f'{gin_files} in {mixed_precision}')
   with tf.io.gfile.GFile(output_json) as f:
     (result,) = json.load(f)['results']
   tf.io.gfile.remove(output_json)
@@ -118,10 +123,10 @@ def main(argv):
     raise cli.UserError(f'--precisions: unknown {unknown}; choose from '
                         f'{list(precision.CHOICES)}.')
   points = []
-  for name, gin_file in configs:
+  for name, gin_files in configs:
     for mixed_precision in FLAGS.precisions:
-      result = measure(gin_file, mixed_precision)
-      points.append(dict(result, config=name, gin_file=gin_file,
+      result = measure(gin_files, mixed_precision)
+      points.append(dict(result, config=name, gin_files=gin_files,
                          precision=mixed_precision))
       print(f'{name} {mixed_precision}: {result["steps_per_second"]:.2f} '
             f'steps/s, first-step loss {result["first_step_loss"]:.5f}',

@@ -17,12 +17,20 @@ import tensorflow as tf
 from official_repro.training import gin_utils
 
 
+def _git(*args: str) -> str:
+  completed = subprocess.run(['git', *args], capture_output=True, text=True,
+                             check=False, cwd=gin_utils.REPO_ROOT)
+  return completed.stdout.strip() if completed.returncode == 0 else ''
+
+
 def commit() -> str:
-  """The repository's short HEAD commit, or 'unknown' outside git."""
-  completed = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'],
-                             capture_output=True, text=True, check=False,
-                             cwd=gin_utils.REPO_ROOT)
-  return completed.stdout.strip() or 'unknown'
+  """The short HEAD commit, marked when tracked files have local changes;
+  'unknown' outside git."""
+  head = _git('rev-parse', '--short', 'HEAD')
+  if not head:
+    return 'unknown'
+  changed = _git('status', '--porcelain', '--untracked-files=no')
+  return f'{head} with local changes' if changed else head
 
 
 def provenance(module: str) -> str:

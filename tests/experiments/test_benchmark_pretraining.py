@@ -101,6 +101,8 @@ def test_sweep_end_to_end_on_a_tiny_model(tmp_path):
   for variant in ('ours', 'stock'):
     for point in sweep['points']:
       assert point[variant]['examples_per_second'] > 0
+      # The first step's masked-LM loss over 400 pieces, near ln(400) = 6.
+      assert point[variant]['first_step_loss'] > 3.0
       assert point[variant]['batch_size'] == point['batch_size']
       assert point[variant]['seq_length'] == point['seq_length']
     per_token = {

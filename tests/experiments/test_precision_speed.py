@@ -1,16 +1,21 @@
 """Tests for experiments.precision_speed (parsing and the report table)."""
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 from experiments import precision_speed
 from official_repro.common import cli
+from official_repro.training import gin_utils
 
 
 def test_parse_configs_pairs_names_with_gin_files(tmp_path):
   gin_file = tmp_path / 'a.gin'
   gin_file.write_text('')
   assert precision_speed.parse_configs([f'small={gin_file}']) == [
-      ('small', str(gin_file))]
+      ('small', [str(gin_file)])]
 
 
 @pytest.mark.parametrize('spec', ['small', '=x.gin', 'small=/no/such.gin'])
@@ -31,3 +36,30 @@ def test_table_compares_each_precision_with_the_first():
   assert rows[0].split('|')[4].strip() == '1.00x'
   assert rows[1].split('|')[4].strip() == '0.25x'
   assert rows[1].split('|')[6].strip() == '5.00e-03'
+
+
+@pytest.mark.slow
+def test_command_measures_the_same_first_loss_in_both_precisions(tmp_path):
+  """The tiny ELECTRA config, one step per precision: the first-step losses
+  are the same seeded weights and batch, so bfloat16's is within 3% of
+  float32's, and neither is zero (a loss read after the metrics reset)."""
+  markdown = tmp_path / 'table.md'
+  output_json = tmp_path / 'points.json'
+  subprocess.run(
+      [sys.executable, '-m', 'experiments.precision_speed',
+       '--configs=tiny_electra=gin/sizes/tiny.gin,gin/pretrain/electra.gin',
+       '--gin_param=pretrain_data.train_batch_size=2',
+       '--gin_param=pretrain_data.max_seq_length=16',
+       '--gin_param=optimization.learning_rate=1e-3',
+       '--gin_param=experiment.train_steps=10',
+       '--gin_param=electra.generator_size=0.5',
+       '--steps=1', '--warmup_steps=0', f'--work_dir={tmp_path / "work"}',
+       f'--output_markdown={markdown}', f'--output_json={output_json}'],
+      check=True, cwd=gin_utils.REPO_ROOT, timeout=600)
+  with open(output_json) as f:
+    points = json.load(f)['points']
+  assert [p['precision'] for p in points] == ['float32', 'bfloat16']
+  float32, bfloat16 = (p['first_step_loss'] for p in points)
+  assert float32 > 1.0
+  assert abs(bfloat16 - float32) <= 0.03 * float32
+  assert 'tiny_electra' in markdown.read_text()
