@@ -34,6 +34,7 @@ from experiments import word_order
 from experiments.regeneration import held_out
 from experiments.regeneration import plan
 from experiments.regeneration import registry
+from experiments.regeneration import report
 from experiments.regeneration import runner
 from official_repro.common import json_files
 
@@ -201,12 +202,9 @@ def markdown(content: Dict) -> str:
   names = [name for name in CURVE_METRICS + ('lm_example_loss',)
            if any(name in run['final'] for run in content['runs'].values())]
   lines += ['', 'Every held-out metric at the last step (a generator\'s '
-            'masked-LM accuracy for ELECTRA and TEAMS):', '',
-            '| run | ' + ' | '.join(names) + ' |',
-            '|---|' + '---|' * len(names)]
-  lines += [f'| {run["row"]} | ' + ' | '.join(
-      _number(run['final'].get(name)) for name in names) + ' |'
-            for run in content['runs'].values()]
+            'masked-LM accuracy for ELECTRA and TEAMS):', '']
+  lines += report.metric_table(
+      {run['row']: run['final'] for run in content['runs'].values()}, names)
   order = content.get('word_order')
   if order:
     lines += ['', 'Word order (masked LM, held-out books, '

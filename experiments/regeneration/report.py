@@ -190,6 +190,17 @@ def _number(value: Optional[float]) -> str:
   return '-' if value is None else f'{value:.3f}'
 
 
+def metric_table(rows: Dict[str, Dict[str, float]],
+                 names: List[str]) -> List[str]:
+  """Markdown lines: one row per `rows` key, one column per metric name."""
+  lines = ['| row | ' + ' | '.join(names) + ' |',
+           '|---|' + '---|' * len(names)]
+  lines += [f'| {row} | ' + ' | '.join(_number(values.get(name))
+                                        for name in names) + ' |'
+            for row, values in rows.items()]
+  return lines
+
+
 def order(entries: List[Dict]) -> Dict[str, List[str]]:
   """Rows with both an ours and a paper average, best first by each.
 
@@ -247,12 +258,9 @@ def markdown(target: registry.Target, entries: List[Dict], header: str
     names = sorted({name for entry in held for name in entry['held_out']
                     if name in _HELD_OUT_METRICS})
     lines += ['', 'Pretraining metrics on the held-out books at the last '
-              'step (mean over pretraining seeds):', '',
-              '| row | ' + ' | '.join(names) + ' |',
-              '|---|' + '---|' * len(names)]
-    lines += [f'| {entry["row"]} | ' + ' | '.join(
-        _number(entry['held_out'].get(name)) for name in names) + ' |'
-              for entry in held]
+              'step (mean over pretraining seeds):', '']
+    lines += metric_table({entry['row']: entry['held_out'] for entry in held},
+                          names)
   ranking = order(entries)
   if len(ranking['paper']) > 1:
     lines += ['', f'Paper order (best first): {" > ".join(ranking["paper"])}',
