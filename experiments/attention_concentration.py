@@ -60,8 +60,11 @@ def _paper_table() -> paper_tables.Table:
 def published() -> Dict[str, float]:
   """002 Table 1's average concentration, by backbone ('bert', ...)."""
   table = _paper_table()
-  return {backbone: table.cell(row, _PAPER_COLUMN).value
-          for backbone, row in PAPER_ROWS.items()}
+  return {
+      backbone: table.cell(row, _PAPER_COLUMN).value
+      for backbone, row in PAPER_ROWS.items()
+  }
+
 
 _INPUT_KEYS = ('input_word_ids', 'input_mask', 'input_type_ids')
 
@@ -82,6 +85,7 @@ class Settings:
     window: the largest |i - j| counted as near the diagonal.
     output_file: where to write the JSON; None: print only.
   """
+
   init_checkpoints: Tuple[str, ...]
   glue_dir: str
   labels: Tuple[str, ...] = ()
@@ -95,12 +99,14 @@ class Settings:
 
   def __post_init__(self):
     if not self.init_checkpoints:
-      raise ValueError('--init_checkpoint is required (repeat it for several '
-                       'encoders).')
+      raise ValueError(
+          '--init_checkpoint is required (repeat it for several ' 'encoders).'
+      )
     if self.labels and len(self.labels) != len(self.init_checkpoints):
       raise ValueError(
           f'Got {len(self.labels)} --label for {len(self.init_checkpoints)} '
-          '--init_checkpoint; give one per checkpoint, or none.')
+          '--init_checkpoint; give one per checkpoint, or none.'
+      )
     if self.batch_size < 1:
       raise ValueError(f'--batch_size={self.batch_size} must be >= 1.')
     if self.max_examples is not None and self.max_examples < 1:
@@ -110,6 +116,7 @@ class Settings:
 @dataclasses.dataclass(frozen=True)
 class _Model:
   """A restored encoder and what produced it."""
+
   label: str
   init_checkpoint: str
   spec: pretrained.PretrainedEncoder
@@ -117,13 +124,13 @@ class _Model:
 
 
 def _backbone(config: encoders.EncoderConfig) -> str:
-  variants = [name for name, value in config.options_dict().items()
-              if value is True]
+  variants = [
+      name for name, value in config.options_dict().items() if value is True
+  ]
   return config.backbone + (f' ({", ".join(variants)})' if variants else '')
 
 
-def load_model(init_checkpoint: str, label: str,
-               max_seq_length: int) -> _Model:
+def load_model(init_checkpoint: str, label: str, max_seq_length: int) -> _Model:
   """Resolves, builds (with attention scores) and restores one encoder.
 
   Raises:
@@ -135,42 +142,51 @@ def load_model(init_checkpoint: str, label: str,
   try:
     spec = pretrained.resolve(init_checkpoint)
   except ValueError as error:
-    raise ValueError(f'{error} (This command reads encoders exported by '
-                     'official_repro.train, whose folder holds '
-                     'encoder_config.json and vocab.txt.)') from error
+    raise ValueError(
+        f'{error} (This command reads encoders exported by '
+        'official_repro.train, whose folder holds '
+        'encoder_config.json and vocab.txt.)'
+    ) from error
   if spec.config.max_position_embeddings < max_seq_length:
     raise ValueError(
         f'--max_seq_length={max_seq_length} exceeds the '
         f'{spec.config.max_position_embeddings} positions of the encoder at '
-        f'--init_checkpoint {init_checkpoint}.')
+        f'--init_checkpoint {init_checkpoint}.'
+    )
   try:
-    encoder = encoders.build_encoder(spec.config,
-                                     return_attention_scores=True)
+    encoder = encoders.build_encoder(spec.config, return_attention_scores=True)
   except ValueError as error:
-    raise ValueError(f'--init_checkpoint {init_checkpoint} (backbone '
-                     f'{spec.config.backbone!r}): {error}') from error
+    raise ValueError(
+        f'--init_checkpoint {init_checkpoint} (backbone '
+        f'{spec.config.backbone!r}): {error}'
+    ) from error
   pretrained.restore(encoder, spec.checkpoint_path)
   return _Model(label, init_checkpoint, spec, encoder)
 
 
-def read_examples(settings: Settings
-                  ) -> Tuple[List[glue.GlueExample], read_report.ReadReport]:
+def read_examples(
+    settings: Settings,
+) -> Tuple[List[glue.GlueExample], read_report.ReadReport]:
   """The split's examples (the first `max_examples`) and the read report."""
   try:
     glue.glue_file_path(settings.glue_dir, settings.task, settings.split)
   except ValueError as error:
-    raise ValueError(f'--task={settings.task} --split={settings.split}: '
-                     f'{error}') from error
-  examples, report = glue.read_examples(settings.glue_dir, settings.task,
-                                        settings.split)
+    raise ValueError(
+        f'--task={settings.task} --split={settings.split}: ' f'{error}'
+    ) from error
+  examples, report = glue.read_examples(
+      settings.glue_dir, settings.task, settings.split
+  )
   if not examples:
-    raise ValueError(f'{report.path} holds no usable example '
-                     f'({report.summary()}).')
-  return examples[:settings.max_examples], report
+    raise ValueError(
+        f'{report.path} holds no usable example ' f'({report.summary()}).'
+    )
+  return examples[: settings.max_examples], report
 
 
-def measure(model: _Model, examples: Sequence[glue.GlueExample],
-            settings: Settings) -> Dict[str, Any]:
+def measure(
+    model: _Model, examples: Sequence[glue.GlueExample], settings: Settings
+) -> Dict[str, Any]:
   """Runs the encoder over the examples; returns its table row.
 
   Returns:
@@ -180,32 +196,43 @@ def measure(model: _Model, examples: Sequence[glue.GlueExample],
     examples (`attention_concentration.uniform_attention`).
   """
   tokenizer = tokenization.FullTokenizer(
-      model.spec.vocab_file, do_lower_case=model.spec.lower_case)
+      model.spec.vocab_file, do_lower_case=model.spec.lower_case
+  )
   features, report = glue.convert_examples_to_features(
-      examples, tokenizer, settings.max_seq_length)
+      examples, tokenizer, settings.max_seq_length
+  )
   forward = tf.function(
       lambda inputs: model.encoder(inputs, training=False)['attention_scores'],
-      reduce_retracing=True)
+      reduce_retracing=True,
+  )
   accumulator = attention_concentration.ConcentrationAccumulator(
-      settings.window)
+      settings.window
+  )
   uniform = attention_concentration.ConcentrationAccumulator(settings.window)
   for start in range(0, report.num_examples, settings.batch_size):
-    inputs = {key: features[key][start:start + settings.batch_size]
-              for key in _INPUT_KEYS}
+    inputs = {
+        key: features[key][start : start + settings.batch_size]
+        for key in _INPUT_KEYS
+    }
     scores = forward(inputs)
-    accumulator.update([layer.numpy() for layer in scores],
-                       inputs['input_mask'])
+    accumulator.update(
+        [layer.numpy() for layer in scores], inputs['input_mask']
+    )
     uniform.update(
         [attention_concentration.uniform_attention(inputs['input_mask'])],
-        inputs['input_mask'])
+        inputs['input_mask'],
+    )
   return dict(
-      label=model.label, init_checkpoint=model.init_checkpoint,
+      label=model.label,
+      init_checkpoint=model.init_checkpoint,
       checkpoint_path=model.spec.checkpoint_path,
       backbone=_backbone(model.spec.config),
       paper=published().get(_backbone(model.spec.config)),
-      num_examples=report.num_examples, num_truncated=report.num_truncated,
+      num_examples=report.num_examples,
+      num_truncated=report.num_truncated,
       uniform_concentration=uniform.result()['mean_concentration'],
-      **accumulator.result())
+      **accumulator.result(),
+  )
 
 
 def run(settings: Settings) -> Dict[str, Any]:
@@ -219,13 +246,19 @@ def run(settings: Settings) -> Dict[str, Any]:
   """
   examples, report = read_examples(settings)
   labels = settings.labels or settings.init_checkpoints
-  models = [load_model(path, label, settings.max_seq_length)
-            for path, label in zip(settings.init_checkpoints, labels)]
+  models = [
+      load_model(path, label, settings.max_seq_length)
+      for path, label in zip(settings.init_checkpoints, labels)
+  ]
   results = dict(
-      settings=dict(dataclasses.asdict(settings), data_file=report.path,
-                    rows_read=report.num_records,
-                    rows_skipped=report.num_malformed),
-      rows=[measure(model, examples, settings) for model in models])
+      settings=dict(
+          dataclasses.asdict(settings),
+          data_file=report.path,
+          rows_read=report.num_records,
+          rows_skipped=report.num_malformed,
+      ),
+      rows=[measure(model, examples, settings) for model in models],
+  )
   if settings.output_file:
     directory = os.path.dirname(settings.output_file)
     if directory:
@@ -242,8 +275,10 @@ def format_table(results: Dict[str, Any]) -> str:
   """The results as a markdown table beside 002 Table 1."""
   settings = results['settings']
   table = _paper_table()
-  paper = ', '.join(f'{row} {table.cell(row, _PAPER_COLUMN).printed}'
-                    for row in table.row_keys)
+  paper = ', '.join(
+      f'{row} {table.cell(row, _PAPER_COLUMN).printed}'
+      for row in table.row_keys
+  )
   lines = [
       f"Attention concentration, window {settings['window']}, on "
       f"{settings['task']}/{settings['split']} ({settings['data_file']}); "
@@ -251,16 +286,21 @@ def format_table(results: Dict[str, Any]) -> str:
       '',
       '| model | backbone | layers x heads | examples | maps | excluded | '
       'average C | mass ratio | uniform C | paper |',
-      '|---|---|---|---|---|---|---|---|---|---|']
+      '|---|---|---|---|---|---|---|---|---|---|',
+  ]
   for row in results['rows']:
     lines.append(
         f"| {row['label']} | {row['backbone']} | {row['num_layers']} x "
         f"{row['num_heads']} | {row['num_examples']} | {row['num_maps']} | "
         f"{row['num_excluded']} | {_number(row['mean_concentration'])} | "
         f"{_number(row['mass_ratio'])} | "
-        f"{_number(row['uniform_concentration'])} | {_number(row['paper'])} |")
-  lines += ['', 'uniform C: the same examples with attention spread evenly '
-            'over the real tokens (no locality at all).']
+        f"{_number(row['uniform_concentration'])} | {_number(row['paper'])} |"
+    )
+  lines += [
+      '',
+      'uniform C: the same examples with attention spread evenly '
+      'over the real tokens (no locality at all).',
+  ]
   return '\n'.join(lines)
 
 
@@ -269,22 +309,29 @@ def define_flags():
   from a test) defines none."""
   defaults = Settings(init_checkpoints=('',), glue_dir='')
   flags.DEFINE_multi_string(
-      'init_checkpoint', [],
+      'init_checkpoint',
+      [],
       'Exported encoder (pretraining model_dir, its encoder/ folder or a '
-      'checkpoint prefix); repeat for several rows.')
-  flags.DEFINE_multi_string('label', [],
-                            'Row name per --init_checkpoint, in order.')
+      'checkpoint prefix); repeat for several rows.',
+  )
+  flags.DEFINE_multi_string(
+      'label', [], 'Row name per --init_checkpoint, in order.'
+  )
   flags.DEFINE_string('glue_dir', None, 'GLUE root (holding MRPC/, ...).')
   flags.DEFINE_string('task', defaults.task, 'GLUE task.')
   flags.DEFINE_string('split', defaults.split, 'Labelled split to read.')
-  flags.DEFINE_integer('max_seq_length', defaults.max_seq_length,
-                       'Tokens per example.')
-  flags.DEFINE_integer('batch_size', defaults.batch_size,
-                       'Examples per forward pass.')
-  flags.DEFINE_integer('max_examples', None,
-                       'Use only the first N examples (default: all).')
-  flags.DEFINE_integer('window', defaults.window,
-                       'Largest |i - j| counted as near the diagonal.')
+  flags.DEFINE_integer(
+      'max_seq_length', defaults.max_seq_length, 'Tokens per example.'
+  )
+  flags.DEFINE_integer(
+      'batch_size', defaults.batch_size, 'Examples per forward pass.'
+  )
+  flags.DEFINE_integer(
+      'max_examples', None, 'Use only the first N examples (default: all).'
+  )
+  flags.DEFINE_integer(
+      'window', defaults.window, 'Largest |i - j| counted as near the diagonal.'
+  )
   flags.DEFINE_string('output_file', None, 'Also write the results as JSON.')
 
 
@@ -293,14 +340,20 @@ def main(argv):
   flag_values = flags.FLAGS
   if not flag_values.glue_dir:
     raise app.UsageError('--glue_dir is required.')
-  results = run(Settings(
-      init_checkpoints=tuple(flag_values.init_checkpoint),
-      labels=tuple(flag_values.label), glue_dir=flag_values.glue_dir,
-      task=flag_values.task, split=flag_values.split,
-      max_seq_length=flag_values.max_seq_length,
-      batch_size=flag_values.batch_size,
-      max_examples=flag_values.max_examples, window=flag_values.window,
-      output_file=flag_values.output_file))
+  results = run(
+      Settings(
+          init_checkpoints=tuple(flag_values.init_checkpoint),
+          labels=tuple(flag_values.label),
+          glue_dir=flag_values.glue_dir,
+          task=flag_values.task,
+          split=flag_values.split,
+          max_seq_length=flag_values.max_seq_length,
+          batch_size=flag_values.batch_size,
+          max_examples=flag_values.max_examples,
+          window=flag_values.window,
+          output_file=flag_values.output_file,
+      )
+  )
   print(format_table(results))
   if flag_values.output_file:
     print(f'wrote {flag_values.output_file}')

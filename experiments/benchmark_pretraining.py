@@ -93,28 +93,51 @@ def define_flags() -> None:
   flags.DEFINE_integer('steps', 20, 'Timed steps per variant.')
   precision.define_flags()
   flags.DEFINE_integer('warmup_steps', 3, 'Untimed steps after the first.')
-  flags.DEFINE_string('work_dir', '/tmp/official_repro_benchmark',
-                      'Where records are built (reused when present).')
-  flags.DEFINE_string('corpus', None,
-                      'Text corpus for the records (default: built-in).')
-  flags.DEFINE_string('vocab_file', None,
-                      'WordPiece vocab (default: learn --vocab_size tokens).')
+  flags.DEFINE_string(
+      'work_dir',
+      '/tmp/official_repro_benchmark',
+      'Where records are built (reused when present).',
+  )
+  flags.DEFINE_string(
+      'corpus', None, 'Text corpus for the records (default: built-in).'
+  )
+  flags.DEFINE_string(
+      'vocab_file',
+      None,
+      'WordPiece vocab (default: learn --vocab_size tokens).',
+  )
   flags.DEFINE_integer('vocab_size', 8000, 'Size of a learned vocab.')
   flags.DEFINE_string('output_json', None, 'Also write the results here.')
-  flags.DEFINE_boolean('sweep', False,
-                       'Measure every variant over --sweep_batch_sizes and '
-                       '--sweep_seq_lengths instead of the configuration once.')
-  flags.DEFINE_list('sweep_batch_sizes', ['8', '16', '32', '64', '128'],
-                    'Sweep: batch sizes, at the configured sequence length.')
-  flags.DEFINE_list('sweep_seq_lengths', ['128', '256', '512'],
-                    'Sweep: sequence lengths, at --sweep_batch_size.')
-  flags.DEFINE_integer('sweep_batch_size', 16,
-                       'Sweep: the batch size of the sequence-length sweep.')
-  flags.DEFINE_string('output_png', None,
-                      'Sweep: the plot (default: --output_json with .png).')
-  flags.DEFINE_string('run_variant', None,
-                      'Measure this one variant in this process and print its '
-                      'JSON (used by the parent process for isolation).')
+  flags.DEFINE_boolean(
+      'sweep',
+      False,
+      'Measure every variant over --sweep_batch_sizes and '
+      '--sweep_seq_lengths instead of the configuration once.',
+  )
+  flags.DEFINE_list(
+      'sweep_batch_sizes',
+      ['8', '16', '32', '64', '128'],
+      'Sweep: batch sizes, at the configured sequence length.',
+  )
+  flags.DEFINE_list(
+      'sweep_seq_lengths',
+      ['128', '256', '512'],
+      'Sweep: sequence lengths, at --sweep_batch_size.',
+  )
+  flags.DEFINE_integer(
+      'sweep_batch_size',
+      16,
+      'Sweep: the batch size of the sequence-length sweep.',
+  )
+  flags.DEFINE_string(
+      'output_png', None, 'Sweep: the plot (default: --output_json with .png).'
+  )
+  flags.DEFINE_string(
+      'run_variant',
+      None,
+      'Measure this one variant in this process and print its '
+      'JSON (used by the parent process for isolation).',
+  )
 
 
 def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
@@ -126,7 +149,7 @@ def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
   @tf.function
   def chain(x):
     for _ in range(repeats):
-      x = tf.matmul(x, a) * tf.cast(1.0 / n ** 0.5, dtype)
+      x = tf.matmul(x, a) * tf.cast(1.0 / n**0.5, dtype)
     return tf.reduce_sum(tf.cast(x, tf.float32))
 
   chain(a).numpy()
@@ -135,16 +158,20 @@ def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
     start = time.perf_counter()
     chain(a).numpy()
     best = min(best, time.perf_counter() - start)
-  return 2.0 * n ** 3 * repeats / best
+  return 2.0 * n**3 * repeats / best
 
 
-def records_text_key(corpus: str, vocab_file: Optional[str],
-                     vocab_size: int) -> str:
+def records_text_key(
+    corpus: str, vocab_file: Optional[str], vocab_size: int
+) -> str:
   """8 hex digits naming the text and vocabulary records are built from, so
   that records reused from `--work_dir` are never those of another corpus or
   vocabulary (the vocabulary's size sets the cost of the output softmax)."""
-  vocab = (os.path.abspath(vocab_file) if vocab_file and '://' not in vocab_file
-           else vocab_file) or f'learned:{vocab_size}'
+  vocab = (
+      os.path.abspath(vocab_file)
+      if vocab_file and '://' not in vocab_file
+      else vocab_file
+  ) or f'learned:{vocab_size}'
   if '://' not in corpus:
     corpus = os.path.abspath(corpus)
   return hashlib.sha256(f'{corpus}\n{vocab}'.encode()).hexdigest()[:8]
@@ -163,16 +190,28 @@ def _record_dirs(seq_length: int, max_predictions: int) -> dict:
   for mode in ('static', 'dynamic'):
     output_dir = os.path.join(
         FLAGS.work_dir,
-        f'records_{mode}_len{seq_length}_p{max_predictions}_{text_key}')
+        f'records_{mode}_len{seq_length}_p{max_predictions}_{text_key}',
+    )
     if not tf.io.gfile.exists(
-        os.path.join(output_dir, records.METADATA_FILENAME)):
-      vocab = dict(vocab_file=FLAGS.vocab_file) if FLAGS.vocab_file else (
-          dict(vocab_file=_shared_vocab(dirs)) if dirs else
-          dict(vocab_size=FLAGS.vocab_size))
+        os.path.join(output_dir, records.METADATA_FILENAME)
+    ):
+      vocab = (
+          dict(vocab_file=FLAGS.vocab_file)
+          if FLAGS.vocab_file
+          else (
+              dict(vocab_file=_shared_vocab(dirs))
+              if dirs
+              else dict(vocab_size=FLAGS.vocab_size)
+          )
+      )
       create_pretraining_data.prepare_pretraining_data(
-          [corpus], output_dir, max_seq_length=seq_length,
-          masking=mode, max_predictions_per_seq=max_predictions,
-          **vocab)
+          [corpus],
+          output_dir,
+          max_seq_length=seq_length,
+          masking=mode,
+          max_predictions_per_seq=max_predictions,
+          **vocab,
+      )
     dirs[mode] = output_dir
   return dirs
 
@@ -185,11 +224,13 @@ def _shared_vocab(dirs: dict) -> str:
 def _record_shape() -> Tuple[int, int]:
   """(sequence length, masked positions per sequence) of the parsed gin."""
   seq_length = gin.query_parameter('pretrain_data.max_seq_length')
-  mask_rate = _query_or('pretrain_data.mask_rate',
-                        pretrain_dataloader.PretrainDataConfig().mask_rate)
+  mask_rate = _query_or(
+      'pretrain_data.mask_rate',
+      pretrain_dataloader.PretrainDataConfig().mask_rate,
+  )
   max_predictions = _query_or(
-      'pretrain_data.max_predictions_per_seq', None) or (
-          masking_lib.default_max_predictions(seq_length, mask_rate))
+      'pretrain_data.max_predictions_per_seq', None
+  ) or (masking_lib.default_max_predictions(seq_length, mask_rate))
   return seq_length, max_predictions
 
 
@@ -197,12 +238,12 @@ def _configure() -> tuple:
   gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
   seq_length, max_predictions = _record_shape()
   dirs = _record_dirs(seq_length, max_predictions)
-  masking = _query_or('pretrain_data.masking',
-                      pretrain_dataloader.PretrainDataConfig().masking)
+  masking = _query_or(
+      'pretrain_data.masking', pretrain_dataloader.PretrainDataConfig().masking
+  )
   with gin.unlock_config():
     gin.bind_parameter('pretrain_data.input_path', dirs[masking])
-    gin.bind_parameter('pretrain_data.max_predictions_per_seq',
-                       max_predictions)
+    gin.bind_parameter('pretrain_data.max_predictions_per_seq', max_predictions)
     gin.bind_parameter('experiment.steps_per_loop', 1)
     gin.bind_parameter('experiment.checkpoint_interval', 1)
     params, settings = experiment.experiment_config()
@@ -216,27 +257,33 @@ def _query_or(name, default):
     return default
 
 
-def _stock_params(params: cfg.ExperimentConfig, static_dir: str,
-                  max_predictions: int) -> cfg.ExperimentConfig:
+def _stock_params(
+    params: cfg.ExperimentConfig, static_dir: str, max_predictions: int
+) -> cfg.ExperimentConfig:
   """Model Garden's own task on the same model, reading static records."""
   metadata = records.load_metadata(static_dir)
   ours = params.task.train_data
   train_data = stock_dataloader.BertPretrainDataConfig(
       input_path=','.join(
           os.path.join(static_dir, name)
-          for name in metadata['splits']['train']['files']),
+          for name in metadata['splits']['train']['files']
+      ),
       seq_length=ours.max_seq_length,
       max_predictions_per_seq=max_predictions,
       global_batch_size=ours.global_batch_size,
       use_next_sentence_label=ours.use_next_sentence_label,
-      is_training=True)
+      is_training=True,
+  )
   objective = objectives.for_task_config(params.task)
   if objective.stock_task_config is None:
-    raise ValueError(f'Objective {objective.name!r} has no Model Garden '
-                     'counterpart; measure it with --variants=ours.')
+    raise ValueError(
+        f'Objective {objective.name!r} has no Model Garden '
+        'counterpart; measure it with --variants=ours.'
+    )
   task = objective.stock_task_config(params.task, train_data, max_predictions)
-  return cfg.ExperimentConfig(task=task, trainer=params.trainer,
-                              runtime=params.runtime)
+  return cfg.ExperimentConfig(
+      task=task, trainer=params.trainer, runtime=params.runtime
+  )
 
 
 def build_trainer(variant: str) -> tuple:
@@ -248,8 +295,7 @@ def build_trainer(variant: str) -> tuple:
     (trainer, its experiment settings, masked positions per sequence).
   """
   params, settings, dirs, max_predictions = _configure()
-  dtype = precision.resolve(FLAGS.mixed_precision,
-                            tf.distribute.get_strategy())
+  dtype = precision.resolve(FLAGS.mixed_precision, tf.distribute.get_strategy())
   params.runtime = precision.runtime_config(dtype)
   if settings.seed is not None:
     tf_keras.utils.set_random_seed(settings.seed)
@@ -258,12 +304,13 @@ def build_trainer(variant: str) -> tuple:
     trainer_cls = base_trainer.Trainer
   else:
     trainer_cls = lambda *a, **k: trainer_lib.Trainer(  # pylint: disable=g-long-lambda
-        *a, jit_compile=settings.jit_compile, **k)
+        *a, jit_compile=settings.jit_compile, **k
+    )
   task = task_factory.get_task(params.task)
   with precision.policy(dtype):
-    trainer = train_utils.create_trainer(params, task, train=True,
-                                         evaluate=False,
-                                         trainer_cls=trainer_cls)
+    trainer = train_utils.create_trainer(
+        params, task, train=True, evaluate=False, trainer_cls=trainer_cls
+    )
   return trainer, settings, max_predictions
 
 
@@ -283,13 +330,14 @@ def measure_variant(variant: str) -> dict:
   seconds = time.perf_counter() - start
 
   forward = flops_lib.profiled_forward_flops(
-      trainer.model, flops_lib.pretraining_input_specs(
-          seq_length, max_predictions))
+      trainer.model,
+      flops_lib.pretraining_input_specs(seq_length, max_predictions),
+  )
   result = dict(
       variant=variant,
       jit_compile=bool(settings.jit_compile and variant == 'ours'),
-      mixed_precision=trainer.config.runtime.mixed_precision_dtype or (
-          'float32'),
+      mixed_precision=trainer.config.runtime.mixed_precision_dtype
+      or ('float32'),
       first_step_loss=first_loss,
       batch_size=batch_size,
       seq_length=seq_length,
@@ -298,13 +346,16 @@ def measure_variant(variant: str) -> dict:
       examples_per_second=FLAGS.steps * batch_size / seconds,
       tokens_per_second=FLAGS.steps * batch_size * seq_length / seconds,
       train_flops_per_step=3.0 * forward * batch_size,
-      peak_host_memory_mb=resource.getrusage(
-          resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-      num_params=int(sum(v.shape.num_elements()
-                         for v in trainer.model.trainable_variables)))
+      peak_host_memory_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+      / 1024.0,
+      num_params=int(
+          sum(v.shape.num_elements() for v in trainer.model.trainable_variables)
+      ),
+  )
   if tf.config.list_physical_devices('GPU'):
-    result['peak_gpu_memory_mb'] = tf.config.experimental.get_memory_info(
-        'GPU:0')['peak'] / 2 ** 20
+    result['peak_gpu_memory_mb'] = (
+        tf.config.experimental.get_memory_info('GPU:0')['peak'] / 2**20
+    )
   return result
 
 
@@ -326,21 +377,26 @@ def prepare_records(extra_bindings: Sequence[str] = ()) -> None:
 def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
   """Measures `variant` in a subprocess, the configuration's gin plus
   `extra_bindings`."""
-  stdout = run_child('experiments.benchmark_pretraining',
-                     [f'--run_variant={variant}',
-                      *configuration_args(extra_bindings)],
-                     f'variant {variant}')
+  stdout = run_child(
+      'experiments.benchmark_pretraining',
+      [f'--run_variant={variant}', *configuration_args(extra_bindings)],
+      f'variant {variant}',
+  )
   return json.loads(stdout.strip().splitlines()[-1])
 
 
 def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
   """This process's configuration and step flags, for a child process,
   with `extra_bindings` after the gin parameters."""
-  args = [f'--steps={FLAGS.steps}', f'--warmup_steps={FLAGS.warmup_steps}',
-          f'--work_dir={FLAGS.work_dir}', f'--vocab_size={FLAGS.vocab_size}',
-          f'--mixed_precision={FLAGS.mixed_precision}',
-          *(f'--gin_file={f}' for f in FLAGS.gin_file),
-          *(f'--gin_param={p}' for p in (*FLAGS.gin_param, *extra_bindings))]
+  args = [
+      f'--steps={FLAGS.steps}',
+      f'--warmup_steps={FLAGS.warmup_steps}',
+      f'--work_dir={FLAGS.work_dir}',
+      f'--vocab_size={FLAGS.vocab_size}',
+      f'--mixed_precision={FLAGS.mixed_precision}',
+      *(f'--gin_file={f}' for f in FLAGS.gin_file),
+      *(f'--gin_param={p}' for p in (*FLAGS.gin_param, *extra_bindings)),
+  ]
   if FLAGS.corpus:
     args.append(f'--corpus={FLAGS.corpus}')
   if FLAGS.vocab_file:
@@ -351,9 +407,13 @@ def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
 def run_child(module: str, args: Sequence[str], what: str) -> str:
   """Runs `python -m module args` from the repository root; returns its
   stdout, or raises naming `what` with the end of its stderr."""
-  completed = subprocess.run([sys.executable, '-m', module, *args],
-                             capture_output=True, text=True,
-                             cwd=gin_utils.REPO_ROOT, check=False)
+  completed = subprocess.run(
+      [sys.executable, '-m', module, *args],
+      capture_output=True,
+      text=True,
+      cwd=gin_utils.REPO_ROOT,
+      check=False,
+  )
   if completed.returncode:
     raise RuntimeError(f'{what} failed:\n{completed.stderr[-5000:]}')
   return completed.stdout
@@ -361,56 +421,98 @@ def run_child(module: str, args: Sequence[str], what: str) -> str:
 
 def _print_table(results: list, peak: float) -> None:
   print(f'matmul peak: {peak / 1e9:.1f} GFLOP/s')
-  header = ('variant', 'xla', 'precision', 'first step s', 'first loss',
-            'steps/s', 'examples/s', 'tokens/s', 'MFU %', 'peak RSS MB')
+  header = (
+      'variant',
+      'xla',
+      'precision',
+      'first step s',
+      'first loss',
+      'steps/s',
+      'examples/s',
+      'tokens/s',
+      'MFU %',
+      'peak RSS MB',
+  )
   print(' | '.join(header))
   for r in results:
     mfu = 100.0 * r['train_flops_per_step'] * r['steps_per_second'] / peak
     r['mfu_percent'] = mfu
-    print(' | '.join([
-        r['variant'], str(r['jit_compile']), r['mixed_precision'],
-        f'{r["first_step_seconds"]:.1f}', f'{r["first_step_loss"]:.5f}',
-        f'{r["steps_per_second"]:.3f}', f'{r["examples_per_second"]:.1f}',
-        f'{r["tokens_per_second"]:.0f}', f'{mfu:.1f}',
-        f'{r["peak_host_memory_mb"]:.0f}']))
+    print(
+        ' | '.join(
+            [
+                r['variant'],
+                str(r['jit_compile']),
+                r['mixed_precision'],
+                f'{r["first_step_seconds"]:.1f}',
+                f'{r["first_step_loss"]:.5f}',
+                f'{r["steps_per_second"]:.3f}',
+                f'{r["examples_per_second"]:.1f}',
+                f'{r["tokens_per_second"]:.0f}',
+                f'{mfu:.1f}',
+                f'{r["peak_host_memory_mb"]:.0f}',
+            ]
+        )
+    )
   by_name = {r['variant']: r for r in results}
   if 'ours' in by_name and 'stock' in by_name:
-    ratio = (by_name['ours']['examples_per_second'] /
-             by_name['stock']['examples_per_second'])
+    ratio = (
+        by_name['ours']['examples_per_second']
+        / by_name['stock']['examples_per_second']
+    )
     print(f'ours / stock examples/s: {ratio:.3f}')
 
 
-def sweep_points(seq_length: int, batch_sizes: Sequence[int],
-                 seq_lengths: Sequence[int],
-                 length_batch_size: int) -> List[Dict]:
+def sweep_points(
+    seq_length: int,
+    batch_sizes: Sequence[int],
+    seq_lengths: Sequence[int],
+    length_batch_size: int,
+) -> List[Dict]:
   """The two sweeps: batch sizes at `seq_length`, then sequence lengths at
   `length_batch_size`; each point `{axis, batch_size, seq_length}`."""
-  points = [dict(axis='batch_size', batch_size=batch, seq_length=seq_length)
-            for batch in batch_sizes]
-  points += [dict(axis='seq_length', batch_size=length_batch_size,
-                  seq_length=length) for length in seq_lengths]
+  points = [
+      dict(axis='batch_size', batch_size=batch, seq_length=seq_length)
+      for batch in batch_sizes
+  ]
+  points += [
+      dict(axis='seq_length', batch_size=length_batch_size, seq_length=length)
+      for length in seq_lengths
+  ]
   return points
 
 
-def point_bindings(point: Dict, configured_seq_length: int, mask_rate: float,
-                   max_positions: int) -> List[str]:
+def point_bindings(
+    point: Dict,
+    configured_seq_length: int,
+    mask_rate: float,
+    max_positions: int,
+) -> List[str]:
   """Gin bindings that turn the configuration into one sweep point: its
   batch and length, the masked positions of its length (the configured
   ones at the configured length) and enough position embeddings."""
-  bindings = [f'pretrain_data.train_batch_size = {point["batch_size"]}',
-              f'pretrain_data.max_seq_length = {point["seq_length"]}']
+  bindings = [
+      f'pretrain_data.train_batch_size = {point["batch_size"]}',
+      f'pretrain_data.max_seq_length = {point["seq_length"]}',
+  ]
   if point['seq_length'] != configured_seq_length:
-    bindings.append('pretrain_data.max_predictions_per_seq = '
-                    f'{masking_lib.default_max_predictions(point["seq_length"], mask_rate)}')
+    bindings.append(
+        'pretrain_data.max_predictions_per_seq = '
+        f'{masking_lib.default_max_predictions(point["seq_length"], mask_rate)}'
+    )
   if point['seq_length'] > max_positions:
     bindings.append(f'encoder.max_position_embeddings = {point["seq_length"]}')
   return bindings
 
 
-def run_sweep(gin_files: Sequence[str], gin_params: Sequence[str],
-              variants: Sequence[str], batch_sizes: Sequence[int],
-              seq_lengths: Sequence[int], length_batch_size: int,
-              measure=None) -> Dict:
+def run_sweep(
+    gin_files: Sequence[str],
+    gin_params: Sequence[str],
+    variants: Sequence[str],
+    batch_sizes: Sequence[int],
+    seq_lengths: Sequence[int],
+    length_batch_size: int,
+    measure=None,
+) -> Dict:
   """Measures every variant at every sweep point.
 
   Args:
@@ -430,12 +532,13 @@ def run_sweep(gin_files: Sequence[str], gin_params: Sequence[str],
   """
   gin_utils.parse_config(gin_files, gin_params)
   seq_length = gin.query_parameter('pretrain_data.max_seq_length')
-  mask_rate = _query_or('pretrain_data.mask_rate',
-                        pretrain_dataloader.PretrainDataConfig().mask_rate)
+  mask_rate = _query_or(
+      'pretrain_data.mask_rate',
+      pretrain_dataloader.PretrainDataConfig().mask_rate,
+  )
   max_positions = _query_or('encoder.max_position_embeddings', 512)
   gin.clear_config()
-  points = sweep_points(seq_length, batch_sizes, seq_lengths,
-                        length_batch_size)
+  points = sweep_points(seq_length, batch_sizes, seq_lengths, length_batch_size)
   for index, point in enumerate(points, start=1):
     bindings = point_bindings(point, seq_length, mask_rate, max_positions)
     if measure is None:
@@ -443,14 +546,21 @@ def run_sweep(gin_files: Sequence[str], gin_params: Sequence[str],
     for variant in variants:
       result = (measure or _run_isolated)(variant, bindings)
       point[variant] = result
-      print(f'[{index}/{len(points)}] {variant} batch {point["batch_size"]} '
-            f'length {point["seq_length"]}: '
-            f'{result["examples_per_second"]:.1f} examples/s, '
-            f'{result["tokens_per_second"]:.0f} tokens/s, '
-            f'{result["peak_host_memory_mb"]:.0f} MB', flush=True)
-  return dict(matmul_peak_flops=matmul_peak_flops(), points=points,
-              variants=list(variants), gin_files=list(gin_files),
-              gin_params=list(gin_params))
+      print(
+          f'[{index}/{len(points)}] {variant} batch {point["batch_size"]} '
+          f'length {point["seq_length"]}: '
+          f'{result["examples_per_second"]:.1f} examples/s, '
+          f'{result["tokens_per_second"]:.0f} tokens/s, '
+          f'{result["peak_host_memory_mb"]:.0f} MB',
+          flush=True,
+      )
+  return dict(
+      matmul_peak_flops=matmul_peak_flops(),
+      points=points,
+      variants=list(variants),
+      gin_files=list(gin_files),
+      gin_params=list(gin_params),
+  )
 
 
 def plot_sweep(sweep: Dict, path: str) -> None:
@@ -458,25 +568,38 @@ def plot_sweep(sweep: Dict, path: str) -> None:
   size, tokens/s, training FLOPs per token and peak host memory against
   sequence length, one line per variant."""
   import matplotlib  # pylint: disable=g-import-not-at-top
+
   matplotlib.use('Agg')
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-  panels = [('batch_size', 'examples_per_second', 'examples/s'),
-            ('batch_size', 'peak_host_memory_mb', 'peak host memory (MB)'),
-            ('seq_length', 'tokens_per_second', 'tokens/s'),
-            ('seq_length', 'flops_per_token', 'training FLOPs per token')]
+
+  panels = [
+      ('batch_size', 'examples_per_second', 'examples/s'),
+      ('batch_size', 'peak_host_memory_mb', 'peak host memory (MB)'),
+      ('seq_length', 'tokens_per_second', 'tokens/s'),
+      ('seq_length', 'flops_per_token', 'training FLOPs per token'),
+  ]
   figure, axes = pyplot.subplots(2, 2, figsize=(10, 7))
   for ax, (axis, key, label) in zip(axes.flat, panels):
     points = [p for p in sweep['points'] if p['axis'] == axis]
     xs = [p[axis] for p in points]
     for variant in sweep['variants']:
-      ax.plot(xs, [_sweep_value(p[variant], key) for p in points],
-              marker='o', label=variant)
+      ax.plot(
+          xs,
+          [_sweep_value(p[variant], key) for p in points],
+          marker='o',
+          label=variant,
+      )
     ax.set_xscale('log', base=2)
     ax.set_xticks(xs)
     ax.set_xticklabels([str(x) for x in xs])
-    ax.set_xlabel(axis.replace('_', ' ') + (
-        f' (length {points[0]["seq_length"]})' if axis == 'batch_size' else
-        f' (batch {points[0]["batch_size"]})'))
+    ax.set_xlabel(
+        axis.replace('_', ' ')
+        + (
+            f' (length {points[0]["seq_length"]})'
+            if axis == 'batch_size'
+            else f' (batch {points[0]["batch_size"]})'
+        )
+    )
     ax.set_ylabel(label)
     ax.grid(True, alpha=0.3)
     ax.legend()
@@ -490,23 +613,32 @@ def plot_sweep(sweep: Dict, path: str) -> None:
 def _sweep_value(result: Dict, key: str) -> float:
   if key == 'flops_per_token':
     return result['train_flops_per_step'] / (
-        result['batch_size'] * result['seq_length'])
+        result['batch_size'] * result['seq_length']
+    )
   return result[key]
 
 
 def _print_sweep(sweep: Dict) -> None:
-  print('axis | batch | length | variant | examples/s | tokens/s | '
-        'train FLOPs/token | MFU % | peak RSS MB')
+  print(
+      'axis | batch | length | variant | examples/s | tokens/s | '
+      'train FLOPs/token | MFU % | peak RSS MB'
+  )
   for point in sweep['points']:
     for variant in sweep['variants']:
       r = point[variant]
-      mfu = (100.0 * r['train_flops_per_step'] * r['steps_per_second'] /
-             sweep['matmul_peak_flops'])
-      print(f'{point["axis"]} | {point["batch_size"]} | '
-            f'{point["seq_length"]} | {variant} | '
-            f'{r["examples_per_second"]:.1f} | {r["tokens_per_second"]:.0f} | '
-            f'{_sweep_value(r, "flops_per_token") / 1e6:.1f}M | {mfu:.1f} | '
-            f'{r["peak_host_memory_mb"]:.0f}')
+      mfu = (
+          100.0
+          * r['train_flops_per_step']
+          * r['steps_per_second']
+          / sweep['matmul_peak_flops']
+      )
+      print(
+          f'{point["axis"]} | {point["batch_size"]} | '
+          f'{point["seq_length"]} | {variant} | '
+          f'{r["examples_per_second"]:.1f} | {r["tokens_per_second"]:.0f} | '
+          f'{_sweep_value(r, "flops_per_token") / 1e6:.1f}M | {mfu:.1f} | '
+          f'{r["peak_host_memory_mb"]:.0f}'
+      )
 
 
 def main(argv):
@@ -517,27 +649,38 @@ def main(argv):
     return
   unknown = set(FLAGS.variants) - {'ours', 'stock'}
   if unknown:
-    raise app.UsageError(f'--variants: unknown {sorted(unknown)}; '
-                         'expected ours and/or stock.')
+    raise app.UsageError(
+        f'--variants: unknown {sorted(unknown)}; ' 'expected ours and/or stock.'
+    )
   if FLAGS.sweep:
     if not FLAGS.output_json:
       raise app.UsageError('--sweep writes its points to --output_json.')
-    sweep = run_sweep(FLAGS.gin_file, FLAGS.gin_param, FLAGS.variants,
-                      [int(b) for b in FLAGS.sweep_batch_sizes],
-                      [int(t) for t in FLAGS.sweep_seq_lengths],
-                      FLAGS.sweep_batch_size)
+    sweep = run_sweep(
+        FLAGS.gin_file,
+        FLAGS.gin_param,
+        FLAGS.variants,
+        [int(b) for b in FLAGS.sweep_batch_sizes],
+        [int(t) for t in FLAGS.sweep_seq_lengths],
+        FLAGS.sweep_batch_size,
+    )
     _print_sweep(sweep)
     with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
       json.dump(sweep, f, indent=2)
-    plot_sweep(sweep, FLAGS.output_png or
-               os.path.splitext(FLAGS.output_json)[0] + '.png')
+    plot_sweep(
+        sweep,
+        FLAGS.output_png or os.path.splitext(FLAGS.output_json)[0] + '.png',
+    )
     return
   peak = matmul_peak_flops()
   prepare_records()
   results = [_run_isolated(variant) for variant in FLAGS.variants]
   _print_table(results, peak)
-  summary = dict(matmul_peak_flops=peak, results=results,
-                 gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param)
+  summary = dict(
+      matmul_peak_flops=peak,
+      results=results,
+      gin_files=FLAGS.gin_file,
+      gin_params=FLAGS.gin_param,
+  )
   if FLAGS.output_json:
     with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
       json.dump(summary, f, indent=2)

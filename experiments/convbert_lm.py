@@ -72,24 +72,32 @@ FLAGS = flags.FLAGS
 # 002 rebuttal, Table 3 ("Result on WikiText-103"): per architecture, our
 # label and the table's row; the perplexities are read from
 # `experiments.paper_tables` (`published_perplexity`).
-PUBLISHED = {'transformer': ('Transformer', 'Transformer'),
-             'mixed': ('Ours (mixed attention)', 'Ours')}
-PUBLISHED_SIZES = ('002 gives no sizes for Table 3; its text says the '
-                   'transformer is "of similar size as small BERT" and the '
-                   'mixed-attention model "of similar size as small ConvBERT" '
-                   '(small: hidden 256, 12 layers, embedding 128), and that '
-                   'the mixed model was not fully tuned.')
+PUBLISHED = {
+    'transformer': ('Transformer', 'Transformer'),
+    'mixed': ('Ours (mixed attention)', 'Ours'),
+}
+PUBLISHED_SIZES = (
+    '002 gives no sizes for Table 3; its text says the '
+    'transformer is "of similar size as small BERT" and the '
+    'mixed-attention model "of similar size as small ConvBERT" '
+    '(small: hidden 256, 12 layers, embedding 128), and that '
+    'the mixed model was not fully tuned.'
+)
 
 
 def published_perplexity(architecture: str) -> float:
   """002 Table 3's perplexity for `architecture` ('transformer', 'mixed')."""
-  return paper_tables.load('002').cell('3', PUBLISHED[architecture][1],
-                                       'Perplexity').value
+  return (
+      paper_tables.load('002')
+      .cell('3', PUBLISHED[architecture][1], 'Perplexity')
+      .value
+  )
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
   """Everything one run depends on; mirrors the flags of `define_flags`."""
+
   train_file: str
   output_dir: str
   valid_file: Optional[str] = None
@@ -123,74 +131,136 @@ class Settings:
   def __post_init__(self):
     unknown = set(self.architectures) - set(causal_lm.ARCHITECTURES)
     if not self.architectures or unknown:
-      raise ValueError(f'--architectures must be a non-empty list of '
-                       f'{causal_lm.ARCHITECTURES}, got {self.architectures}.')
+      raise ValueError(
+          f'--architectures must be a non-empty list of '
+          f'{causal_lm.ARCHITECTURES}, got {self.architectures}.'
+      )
     if min(self.train_steps, self.log_every, self.checkpoint_every) < 1:
-      raise ValueError(f'--train_steps={self.train_steps}, --log_every='
-                       f'{self.log_every} and --checkpoint_every='
-                       f'{self.checkpoint_every} must be >= 1.')
+      raise ValueError(
+          f'--train_steps={self.train_steps}, --log_every='
+          f'{self.log_every} and --checkpoint_every='
+          f'{self.checkpoint_every} must be >= 1.'
+      )
     if not 0 <= self.warmup_steps <= self.train_steps:
-      raise ValueError(f'--warmup_steps={self.warmup_steps} must be in '
-                       f'[0, --train_steps={self.train_steps}].')
+      raise ValueError(
+          f'--warmup_steps={self.warmup_steps} must be in '
+          f'[0, --train_steps={self.train_steps}].'
+      )
 
 
 def define_flags():
   """Defines the command-line flags (defaults from `Settings`)."""
   defaults = Settings(train_file='', output_dir='')
   flags.DEFINE_string('train_file', None, 'WikiText-format training file.')
-  flags.DEFINE_string('valid_file', None, 'Validation file; exclusive with '
-                      '--valid_fraction.')
-  flags.DEFINE_float('valid_fraction', None, 'Hold out this tail of '
-                     '--train_file for validation (cut at an article title).')
+  flags.DEFINE_string(
+      'valid_file', None, 'Validation file; exclusive with ' '--valid_fraction.'
+  )
+  flags.DEFINE_float(
+      'valid_fraction',
+      None,
+      'Hold out this tail of '
+      '--train_file for validation (cut at an article title).',
+  )
   flags.DEFINE_string('test_file', None, 'Also report perplexity on this.')
-  flags.DEFINE_integer('max_vocab_size', None, 'Keep the most frequent words '
-                       '(specials included); the rest become <unk>.')
-  flags.DEFINE_list('architectures', list(defaults.architectures),
-                    f'Models to train, from {causal_lm.ARCHITECTURES}.')
+  flags.DEFINE_integer(
+      'max_vocab_size',
+      None,
+      'Keep the most frequent words '
+      '(specials included); the rest become <unk>.',
+  )
+  flags.DEFINE_list(
+      'architectures',
+      list(defaults.architectures),
+      f'Models to train, from {causal_lm.ARCHITECTURES}.',
+  )
   flags.DEFINE_integer('hidden_size', defaults.hidden_size, 'Block width H.')
   flags.DEFINE_integer('num_layers', defaults.num_layers, 'Blocks L.')
-  flags.DEFINE_integer('num_attention_heads', defaults.num_attention_heads,
-                       'Heads N (mixed: max(1, N // head_ratio) attention '
-                       'heads and as many convolution heads).')
-  flags.DEFINE_integer('intermediate_size', defaults.intermediate_size,
-                       'Feed-forward width.')
-  flags.DEFINE_integer('embedding_width', defaults.embedding_width,
-                       'Embedding width E (tied input/output table).')
-  flags.DEFINE_integer('head_ratio', defaults.head_ratio,
-                       'Mixed: attention-head reduction (ConvBERT: 2).')
-  flags.DEFINE_integer('kernel_size', defaults.kernel_size,
-                       'Mixed: convolution window (ConvBERT: 9).')
-  flags.DEFINE_integer('num_groups', defaults.num_groups,
-                       'Mixed: grouped feed-forward groups.')
-  flags.DEFINE_bool('match_parameters', defaults.match_parameters,
-                    "Widen the mixed model to the transformer's parameters.")
-  flags.DEFINE_bool('unigram_output_bias', defaults.unigram_output_bias,
-                    'Start the output bias at the log unigram probabilities '
-                    'of the training data (else zeros).')
-  flags.DEFINE_float('dropout_rate', defaults.dropout_rate,
-                     'Dropout on embeddings, block outputs, attention.')
+  flags.DEFINE_integer(
+      'num_attention_heads',
+      defaults.num_attention_heads,
+      'Heads N (mixed: max(1, N // head_ratio) attention '
+      'heads and as many convolution heads).',
+  )
+  flags.DEFINE_integer(
+      'intermediate_size', defaults.intermediate_size, 'Feed-forward width.'
+  )
+  flags.DEFINE_integer(
+      'embedding_width',
+      defaults.embedding_width,
+      'Embedding width E (tied input/output table).',
+  )
+  flags.DEFINE_integer(
+      'head_ratio',
+      defaults.head_ratio,
+      'Mixed: attention-head reduction (ConvBERT: 2).',
+  )
+  flags.DEFINE_integer(
+      'kernel_size',
+      defaults.kernel_size,
+      'Mixed: convolution window (ConvBERT: 9).',
+  )
+  flags.DEFINE_integer(
+      'num_groups', defaults.num_groups, 'Mixed: grouped feed-forward groups.'
+  )
+  flags.DEFINE_bool(
+      'match_parameters',
+      defaults.match_parameters,
+      "Widen the mixed model to the transformer's parameters.",
+  )
+  flags.DEFINE_bool(
+      'unigram_output_bias',
+      defaults.unigram_output_bias,
+      'Start the output bias at the log unigram probabilities '
+      'of the training data (else zeros).',
+  )
+  flags.DEFINE_float(
+      'dropout_rate',
+      defaults.dropout_rate,
+      'Dropout on embeddings, block outputs, attention.',
+  )
   flags.DEFINE_integer('seq_length', defaults.seq_length, 'Window length T.')
-  flags.DEFINE_integer('batch_size', defaults.batch_size,
-                       'Windows per batch.')
-  flags.DEFINE_integer('train_steps', defaults.train_steps,
-                       'Optimizer steps per model.')
-  flags.DEFINE_enum('optimizer', defaults.optimizer, ['adam', 'adamw', 'lamb'],
-                    'Model Garden optimizer.')
-  flags.DEFINE_float('learning_rate', defaults.learning_rate,
-                     'Peak learning rate (linear warmup, linear decay to 0).')
+  flags.DEFINE_integer('batch_size', defaults.batch_size, 'Windows per batch.')
+  flags.DEFINE_integer(
+      'train_steps', defaults.train_steps, 'Optimizer steps per model.'
+  )
+  flags.DEFINE_enum(
+      'optimizer',
+      defaults.optimizer,
+      ['adam', 'adamw', 'lamb'],
+      'Model Garden optimizer.',
+  )
+  flags.DEFINE_float(
+      'learning_rate',
+      defaults.learning_rate,
+      'Peak learning rate (linear warmup, linear decay to 0).',
+  )
   flags.DEFINE_integer('warmup_steps', defaults.warmup_steps, 'Warmup steps.')
-  flags.DEFINE_float('weight_decay_rate', defaults.weight_decay_rate,
-                     'Decoupled weight decay (adamw, lamb).')
-  flags.DEFINE_float('global_clipnorm', defaults.global_clipnorm,
-                     'Clip gradients to this global norm (0: no clipping).')
-  flags.DEFINE_integer('log_every', defaults.log_every,
-                       'Log the mean training loss every this many steps.')
-  flags.DEFINE_integer('checkpoint_every', defaults.checkpoint_every,
-                       'Save a resumable checkpoint every this many steps.')
-  flags.DEFINE_integer('seed', defaults.seed,
-                       'Seed of initialization and data order.')
-  flags.DEFINE_string('output_dir', None, 'Where results.json and table.md '
-                      'go.')
+  flags.DEFINE_float(
+      'weight_decay_rate',
+      defaults.weight_decay_rate,
+      'Decoupled weight decay (adamw, lamb).',
+  )
+  flags.DEFINE_float(
+      'global_clipnorm',
+      defaults.global_clipnorm,
+      'Clip gradients to this global norm (0: no clipping).',
+  )
+  flags.DEFINE_integer(
+      'log_every',
+      defaults.log_every,
+      'Log the mean training loss every this many steps.',
+  )
+  flags.DEFINE_integer(
+      'checkpoint_every',
+      defaults.checkpoint_every,
+      'Save a resumable checkpoint every this many steps.',
+  )
+  flags.DEFINE_integer(
+      'seed', defaults.seed, 'Seed of initialization and data order.'
+  )
+  flags.DEFINE_string(
+      'output_dir', None, 'Where results.json and table.md ' 'go.'
+  )
   flags.mark_flags_as_required(['train_file', 'output_dir'])
 
 
@@ -203,27 +273,39 @@ def settings_from_flags() -> Settings:
 
 def model_sizes(settings: Settings) -> Dict[str, int]:
   """`CausalLM` size arguments from the flags (both architectures)."""
-  return dict(hidden_size=settings.hidden_size,
-              num_layers=settings.num_layers,
-              num_attention_heads=settings.num_attention_heads,
-              intermediate_size=settings.intermediate_size,
-              embedding_width=settings.embedding_width)
+  return dict(
+      hidden_size=settings.hidden_size,
+      num_layers=settings.num_layers,
+      num_attention_heads=settings.num_attention_heads,
+      intermediate_size=settings.intermediate_size,
+      embedding_width=settings.embedding_width,
+  )
 
 
-def build_model(settings: Settings, architecture: str, vocab_size: int,
-                sizes: Dict[str, int]) -> causal_lm.CausalLM:
+def build_model(
+    settings: Settings,
+    architecture: str,
+    vocab_size: int,
+    sizes: Dict[str, int],
+) -> causal_lm.CausalLM:
   model = causal_lm.CausalLM(
-      vocab_size=vocab_size, architecture=architecture,
-      max_seq_length=settings.seq_length, head_ratio=settings.head_ratio,
-      kernel_size=settings.kernel_size, num_groups=settings.num_groups,
+      vocab_size=vocab_size,
+      architecture=architecture,
+      max_seq_length=settings.seq_length,
+      head_ratio=settings.head_ratio,
+      kernel_size=settings.kernel_size,
+      num_groups=settings.num_groups,
       dropout_rate=settings.dropout_rate,
-      attention_dropout_rate=settings.dropout_rate, **sizes)
+      attention_dropout_rate=settings.dropout_rate,
+      **sizes,
+  )
   model(tf.zeros([1, 1], tf.int32))
   return model
 
 
-def matched_mixed_sizes(settings: Settings, vocab_size: int,
-                        target_parameters: int) -> Dict[str, int]:
+def matched_mixed_sizes(
+    settings: Settings, vocab_size: int, target_parameters: int
+) -> Dict[str, int]:
   """Mixed-model sizes whose parameter count is closest to the target.
 
   The hidden size grows in steps of lcm(heads, groups) (so head size and
@@ -236,16 +318,19 @@ def matched_mixed_sizes(settings: Settings, vocab_size: int,
   def sizes_at(multiple):
     hidden = multiple * step
     groups = settings.num_groups
-    return dict(model_sizes(settings), hidden_size=hidden,
-                intermediate_size=max(groups,
-                                      round(hidden * ratio / groups) * groups))
+    return dict(
+        model_sizes(settings),
+        hidden_size=hidden,
+        intermediate_size=max(groups, round(hidden * ratio / groups) * groups),
+    )
 
   counts = {}
 
   def count(multiple):
     if multiple not in counts:
-      counts[multiple] = build_model(settings, 'mixed', vocab_size,
-                                     sizes_at(multiple)).count_params()
+      counts[multiple] = build_model(
+          settings, 'mixed', vocab_size, sizes_at(multiple)
+      ).count_params()
     return counts[multiple]
 
   low = max(1, settings.hidden_size // step)
@@ -264,27 +349,36 @@ def matched_mixed_sizes(settings: Settings, vocab_size: int,
 
 def build_optimizer(settings: Settings) -> tf_keras.optimizers.Optimizer:
   config = optimizer_config.optimization_config(
-      train_steps=settings.train_steps, optimizer=settings.optimizer,
+      train_steps=settings.train_steps,
+      optimizer=settings.optimizer,
       learning_rate=settings.learning_rate,
       warmup_steps=settings.warmup_steps,
       weight_decay_rate=settings.weight_decay_rate,
-      global_clipnorm=settings.global_clipnorm)
+      global_clipnorm=settings.global_clipnorm,
+  )
   factory = optimization.OptimizerFactory(config)
   return factory.build_optimizer(factory.build_learning_rate())
 
 
-def evaluate(model: causal_lm.CausalLM, dataset: tf.data.Dataset
-             ) -> Dict[str, float]:
+def evaluate(
+    model: causal_lm.CausalLM, dataset: tf.data.Dataset
+) -> Dict[str, float]:
   """Perplexity over every target of a `window_dataset(training=False)`."""
   window = dataset.element_spec['tokens'].shape[1]
-  signature = [{'tokens': tf.TensorSpec([None, window], tf.int32),
-                'weights': tf.TensorSpec([None, window - 1], tf.float32)}]
+  signature = [
+      {
+          'tokens': tf.TensorSpec([None, window], tf.int32),
+          'weights': tf.TensorSpec([None, window - 1], tf.float32),
+      }
+  ]
 
   @tf.function(input_signature=signature)
   def step(batch):
     logits = model(batch['tokens'][:, :-1], training=False)
-    return (causal_lm.sequence_nll(logits, batch['tokens'], batch['weights']),
-            tf.reduce_sum(batch['weights']))
+    return (
+        causal_lm.sequence_nll(logits, batch['tokens'], batch['weights']),
+        tf.reduce_sum(batch['weights']),
+    )
 
   total_nll, total_tokens = 0.0, 0.0
   start = time.perf_counter()
@@ -294,13 +388,20 @@ def evaluate(model: causal_lm.CausalLM, dataset: tf.data.Dataset
     total_tokens += float(tokens)
   seconds = time.perf_counter() - start
   mean_nll = total_nll / total_tokens
-  return dict(nll=mean_nll, perplexity=math.exp(mean_nll),
-              tokens=int(total_tokens),
-              tokens_per_second=total_tokens / seconds)
+  return dict(
+      nll=mean_nll,
+      perplexity=math.exp(mean_nll),
+      tokens=int(total_tokens),
+      tokens_per_second=total_tokens / seconds,
+  )
 
 
-def train(settings: Settings, model: causal_lm.CausalLM,
-          dataset: tf.data.Dataset, checkpoint_dir: str) -> Dict[str, Any]:
+def train(
+    settings: Settings,
+    model: causal_lm.CausalLM,
+    dataset: tf.data.Dataset,
+    checkpoint_dir: str,
+) -> Dict[str, Any]:
   """Trains for `settings.train_steps`, resuming from `checkpoint_dir`.
 
   Args:
@@ -323,17 +424,24 @@ def train(settings: Settings, model: causal_lm.CausalLM,
   # The loss history travels inside the checkpoint, so the two never
   # disagree about the step.
   saved_state = tf.Variable('', dtype=tf.string, trainable=False)
-  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                   step=completed, state=saved_state)
-  manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir,
-                                       max_to_keep=1)
+  checkpoint = tf.train.Checkpoint(
+      model=model, optimizer=optimizer, step=completed, state=saved_state
+  )
+  manager = tf.train.CheckpointManager(
+      checkpoint, checkpoint_dir, max_to_keep=1
+  )
   state = dict(history=[], interval=[], train_seconds=0.0)
   if manager.latest_checkpoint:
     checkpoint.restore(
-        manager.latest_checkpoint).assert_existing_objects_matched()
+        manager.latest_checkpoint
+    ).assert_existing_objects_matched()
     state = json.loads(saved_state.numpy().decode())
-    logging.info('%s: resumed from %s at step %d.', model.name,
-                 manager.latest_checkpoint, int(completed))
+    logging.info(
+        '%s: resumed from %s at step %d.',
+        model.name,
+        manager.latest_checkpoint,
+        int(completed),
+    )
   resumed_from = int(completed)
 
   @tf.function
@@ -356,35 +464,52 @@ def train(settings: Settings, model: causal_lm.CausalLM,
       raise FloatingPointError(
           f'{model.name}: training loss {loss} at step {step_number}; lower '
           f'--learning_rate (now {settings.learning_rate}) or set '
-          '--global_clipnorm.')
+          '--global_clipnorm.'
+      )
     if first_step_seconds is None:
       first_step_seconds = time.perf_counter() - start
       timed_from = time.perf_counter()
     state['interval'].append(loss)
     if step_number % settings.log_every == 0 or (
-        step_number == settings.train_steps):
+        step_number == settings.train_steps
+    ):
       state['history'].append((step_number, float(np.mean(state['interval']))))
-      logging.info('%s step %d: train loss %.4f', model.name, step_number,
-                   state['history'][-1][1])
+      logging.info(
+          '%s step %d: train loss %.4f',
+          model.name,
+          step_number,
+          state['history'][-1][1],
+      )
       state['interval'] = []
     if step_number % settings.checkpoint_every == 0 or (
-        step_number == settings.train_steps):
+        step_number == settings.train_steps
+    ):
       completed.assign(step_number)
-      saved_state.assign(json.dumps(dict(
-          state, train_seconds=state['train_seconds'] +
-          time.perf_counter() - start)))
+      saved_state.assign(
+          json.dumps(
+              dict(
+                  state,
+                  train_seconds=state['train_seconds']
+                  + time.perf_counter()
+                  - start,
+              )
+          )
+      )
       manager.save(checkpoint_number=step_number)
   steps_here = settings.train_steps - resumed_from
   timed_steps = steps_here - 1
   seconds = time.perf_counter() - timed_from if timed_from else 0.0
   tokens_per_step = settings.batch_size * settings.seq_length
   return dict(
-      loss_history=state['history'], final_train_loss=state['history'][-1][1],
+      loss_history=state['history'],
+      final_train_loss=state['history'][-1][1],
       resumed_from_step=resumed_from,
       first_step_seconds=first_step_seconds,
       train_seconds=state['train_seconds'] + time.perf_counter() - start,
-      train_tokens_per_second=(timed_steps * tokens_per_step / seconds
-                               if timed_steps > 0 else None))
+      train_tokens_per_second=(
+          timed_steps * tokens_per_step / seconds if timed_steps > 0 else None
+      ),
+  )
 
 
 def _check_output_dir(settings: Settings) -> Dict[str, Any]:
@@ -399,14 +524,19 @@ def _check_output_dir(settings: Settings) -> Dict[str, Any]:
   if tf.io.gfile.exists(settings_path):
     with tf.io.gfile.GFile(settings_path) as f:
       saved = json.load(f)
-    differences = sorted(k for k in set(saved) | set(current)
-                         if saved.get(k) != current.get(k))
+    differences = sorted(
+        k for k in set(saved) | set(current) if saved.get(k) != current.get(k)
+    )
     if differences:
       raise ValueError(
           f'--output_dir {settings.output_dir} holds a run with other '
-          'settings (' + ', '.join(
+          'settings ('
+          + ', '.join(
               f'--{k}: {saved.get(k)!r} there, {current.get(k)!r} now'
-              for k in differences) + '); use a new --output_dir.')
+              for k in differences
+          )
+          + '); use a new --output_dir.'
+      )
   else:
     json_files.write_json(settings_path, current, sort_keys=False)
   results_path = os.path.join(settings.output_dir, 'results.json')
@@ -418,23 +548,39 @@ def _check_output_dir(settings: Settings) -> Dict[str, Any]:
 
 def run(settings: Settings) -> Dict[str, Any]:
   """Trains and scores every architecture; writes results.json as it goes."""
-  corpus = wikitext.load_corpus(settings.train_file, settings.valid_file,
-                                settings.valid_fraction,
-                                settings.max_vocab_size, settings.test_file)
+  corpus = wikitext.load_corpus(
+      settings.train_file,
+      settings.valid_file,
+      settings.valid_fraction,
+      settings.max_vocab_size,
+      settings.test_file,
+  )
   streams = {'valid': corpus.valid}
   if corpus.test is not None:
     streams['test'] = corpus.test
-  train_stats = wikitext.window_stats(len(corpus.train), settings.seq_length,
-                                      settings.batch_size, training=True)
-  data = dict(corpus.stats, split=corpus.split_note,
-              train_windows=dataclasses.asdict(train_stats),
-              epochs=(settings.train_steps * settings.batch_size /
-                      train_stats.windows if train_stats.windows else None))
-  results = dict(settings=dataclasses.asdict(settings), data=data, models={},
-                 published=dict(table='002 rebuttal Table 3 (WikiText-103)',
-                                perplexity={k: published_perplexity(k)
-                                            for k in PUBLISHED},
-                                sizes=PUBLISHED_SIZES))
+  train_stats = wikitext.window_stats(
+      len(corpus.train), settings.seq_length, settings.batch_size, training=True
+  )
+  data = dict(
+      corpus.stats,
+      split=corpus.split_note,
+      train_windows=dataclasses.asdict(train_stats),
+      epochs=(
+          settings.train_steps * settings.batch_size / train_stats.windows
+          if train_stats.windows
+          else None
+      ),
+  )
+  results = dict(
+      settings=dataclasses.asdict(settings),
+      data=data,
+      models={},
+      published=dict(
+          table='002 rebuttal Table 3 (WikiText-103)',
+          perplexity={k: published_perplexity(k) for k in PUBLISHED},
+          sizes=PUBLISHED_SIZES,
+      ),
+  )
   finished = _check_output_dir(settings)
   vocab_size = len(corpus.vocab)
   log_prior = wikitext.unigram_log_probs(corpus.train, vocab_size)
@@ -451,9 +597,9 @@ def run(settings: Settings) -> Dict[str, Any]:
     if architecture == 'mixed' and settings.match_parameters:
       if transformer_parameters is None:
         transformer_parameters = build_model(
-            settings, 'transformer', vocab_size, sizes).count_params()
-      sizes = matched_mixed_sizes(settings, vocab_size,
-                                  transformer_parameters)
+            settings, 'transformer', vocab_size, sizes
+        ).count_params()
+      sizes = matched_mixed_sizes(settings, vocab_size, transformer_parameters)
       tf_keras.utils.set_random_seed(settings.seed)
     model = build_model(settings, architecture, vocab_size, sizes)
     if settings.unigram_output_bias:
@@ -461,37 +607,68 @@ def run(settings: Settings) -> Dict[str, Any]:
     embedding_parameters = int(np.prod(model.word_embeddings.shape))
     if architecture == 'transformer':
       transformer_parameters = model.count_params()
-    logging.info('%s: %s, %d parameters.', architecture, sizes,
-                 model.count_params())
+    logging.info(
+        '%s: %s, %d parameters.', architecture, sizes, model.count_params()
+    )
     dataset = wikitext.window_dataset(
-        corpus.train, settings.seq_length, settings.batch_size, training=True,
-        seed=settings.seed, name='train')
-    entry = dict(sizes=sizes, parameters=model.count_params(),
-                 non_embedding_parameters=(model.count_params() -
-                                           embedding_parameters))
-    entry.update(train(settings, model, dataset, os.path.join(
-        settings.output_dir, 'checkpoints', architecture)))
+        corpus.train,
+        settings.seq_length,
+        settings.batch_size,
+        training=True,
+        seed=settings.seed,
+        name='train',
+    )
+    entry = dict(
+        sizes=sizes,
+        parameters=model.count_params(),
+        non_embedding_parameters=(model.count_params() - embedding_parameters),
+    )
+    entry.update(
+        train(
+            settings,
+            model,
+            dataset,
+            os.path.join(settings.output_dir, 'checkpoints', architecture),
+        )
+    )
     for name, stream in streams.items():
-      entry[name] = evaluate(model, wikitext.window_dataset(
-          stream, settings.seq_length, settings.batch_size, training=False,
-          name=name))
-      logging.info('%s %s perplexity %.2f', architecture, name,
-                   entry[name]['perplexity'])
+      entry[name] = evaluate(
+          model,
+          wikitext.window_dataset(
+              stream,
+              settings.seq_length,
+              settings.batch_size,
+              training=False,
+              name=name,
+          ),
+      )
+      logging.info(
+          '%s %s perplexity %.2f', architecture, name, entry[name]['perplexity']
+      )
     results['models'][architecture] = entry
-    json_files.write_json(os.path.join(settings.output_dir, 'results.json'),
-                          results, sort_keys=False)
+    json_files.write_json(
+        os.path.join(settings.output_dir, 'results.json'),
+        results,
+        sort_keys=False,
+    )
   return results
-
-
 
 
 def format_table(results: Dict[str, Any]) -> str:
   """The markdown table of our perplexities beside 002's Table 3."""
   models = results['models']
   has_test = any('test' in entry for entry in models.values())
-  header = ['model', 'H x L (heads)', 'params', 'non-embedding params',
-            'valid ppl (ours)'] + (['test ppl (ours)'] if has_test else []) + [
-                'train tokens/s', 'ppl (002 Table 3, WikiText-103)']
+  header = (
+      [
+          'model',
+          'H x L (heads)',
+          'params',
+          'non-embedding params',
+          'valid ppl (ours)',
+      ]
+      + (['test ppl (ours)'] if has_test else [])
+      + ['train tokens/s', 'ppl (002 Table 3, WikiText-103)']
+  )
   lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
   for architecture, entry in models.items():
     label = PUBLISHED[architecture][0]
@@ -502,24 +679,33 @@ def format_table(results: Dict[str, Any]) -> str:
       ratio = results['settings']['head_ratio']
       kept = max(1, heads // ratio)
       heads = f'{kept} attn + {kept} conv'
-    row = [label, f'{sizes["hidden_size"]} x {sizes["num_layers"]} ({heads})',
-           f'{entry["parameters"] / 1e6:.3f}M',
-           f'{entry["non_embedding_parameters"] / 1e6:.3f}M',
-           f'{entry["valid"]["perplexity"]:.2f}']
+    row = [
+        label,
+        f'{sizes["hidden_size"]} x {sizes["num_layers"]} ({heads})',
+        f'{entry["parameters"] / 1e6:.3f}M',
+        f'{entry["non_embedding_parameters"] / 1e6:.3f}M',
+        f'{entry["valid"]["perplexity"]:.2f}',
+    ]
     if has_test:
-      row.append(f'{entry["test"]["perplexity"]:.2f}' if 'test' in entry
-                 else '-')
+      row.append(
+          f'{entry["test"]["perplexity"]:.2f}' if 'test' in entry else '-'
+      )
     tokens_per_second = entry['train_tokens_per_second']
-    row += [f'{tokens_per_second:,.0f}' if tokens_per_second else '-',
-            f'{published:.2f}']
+    row += [
+        f'{tokens_per_second:,.0f}' if tokens_per_second else '-',
+        f'{published:.2f}',
+    ]
     lines.append('| ' + ' | '.join(row) + ' |')
   if {'transformer', 'mixed'} <= set(models):
-    ours = (models['mixed']['valid']['perplexity'] /
-            models['transformer']['valid']['perplexity'])
-    paper = (published_perplexity('mixed') /
-             published_perplexity('transformer'))
-    lines.append(f'\nmixed / transformer perplexity: ours {ours:.3f}, '
-                 f'002 {paper:.3f}.')
+    ours = (
+        models['mixed']['valid']['perplexity']
+        / models['transformer']['valid']['perplexity']
+    )
+    paper = published_perplexity('mixed') / published_perplexity('transformer')
+    lines.append(
+        f'\nmixed / transformer perplexity: ours {ours:.3f}, '
+        f'002 {paper:.3f}.'
+    )
   data, settings = results['data'], results['settings']
   valid = data['valid']['encoding']
   bias = 'log unigram' if settings['unigram_output_bias'] else 'zero'
@@ -535,7 +721,8 @@ def format_table(results: Dict[str, Any]) -> str:
       f'{settings["optimizer"]} at {settings["learning_rate"]:g}.',
       f'Published sizes: {results["published"]["sizes"]}',
       'Our corpus, vocabulary and training are far smaller than '
-      "WikiText-103's: compare the ratio, not the perplexities."]
+      "WikiText-103's: compare the ratio, not the perplexities.",
+  ]
   return '\n'.join(lines)
 
 
@@ -544,8 +731,9 @@ def main(argv):
   settings = settings_from_flags()
   results = run(settings)
   table = format_table(results)
-  with tf.io.gfile.GFile(os.path.join(settings.output_dir, 'table.md'),
-                         'w') as f:
+  with tf.io.gfile.GFile(
+      os.path.join(settings.output_dir, 'table.md'), 'w'
+  ) as f:
     f.write(table + '\n')
   print(table)
 

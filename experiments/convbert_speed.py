@@ -85,9 +85,13 @@ def paper_figures() -> Dict[str, Tuple[float, float]]:
   """002 Table 2 (read from `experiments.paper_tables`): (FLOPs,
   ms/sample) per block; the table's rows are named as `BLOCKS`."""
   table = paper_tables.load('002').table('2')
-  return {name: (table.cell(name, 'Flops').value,
-                 table.cell(name, 'Speed (ms/sample)').value)
-          for name in BLOCKS}
+  return {
+      name: (
+          table.cell(name, 'Flops').value,
+          table.cell(name, 'Speed (ms/sample)').value,
+      )
+      for name in BLOCKS
+  }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +106,7 @@ class BlockSizes:
     kernel_size: ConvBERT's convolution window k.
     num_groups: ConvBERT's feed-forward groups G.
   """
+
   hidden_size: int = 768
   num_heads: int = 12
   intermediate_size: int = 3072
@@ -113,12 +118,21 @@ class BlockSizes:
     """The one-block `NetworkShape` of `block` at `seq_length`."""
     convbert = {}
     if block == MIXED_ATTENTION:
-      convbert = dict(head_ratio=self.head_ratio, kernel_size=self.kernel_size,
-                      groups=self.num_groups)
+      convbert = dict(
+          head_ratio=self.head_ratio,
+          kernel_size=self.kernel_size,
+          groups=self.num_groups,
+      )
     return flops.NetworkShape(
-        hidden=self.hidden_size, layers=1, embedding=self.hidden_size,
-        intermediate=self.intermediate_size, heads=self.num_heads,
-        seq_length=seq_length, vocab_size=1, **convbert)
+        hidden=self.hidden_size,
+        layers=1,
+        embedding=self.hidden_size,
+        intermediate=self.intermediate_size,
+        heads=self.num_heads,
+        seq_length=seq_length,
+        vocab_size=1,
+        **convbert,
+    )
 
   def sequence_flops(self, block: str, seq_length: int) -> float:
     """Forward FLOPs of one block on one sequence (the formula)."""
@@ -134,15 +148,20 @@ def build_block(sizes: BlockSizes, block: str) -> tf_keras.layers.Layer:
         inner_dim=sizes.intermediate_size,
         inner_activation=activations.gelu_erf,
         kernel_initializer=tf_utils.clone_initializer(initializer),
-        name='self_attention')
+        name='self_attention',
+    )
   if block == MIXED_ATTENTION:
     return mixed_attention.ConvBertBlock(
-        hidden_size=sizes.hidden_size, num_attention_heads=sizes.num_heads,
+        hidden_size=sizes.hidden_size,
+        num_attention_heads=sizes.num_heads,
         intermediate_size=sizes.intermediate_size,
-        head_ratio=sizes.head_ratio, kernel_size=sizes.kernel_size,
-        num_groups=sizes.num_groups, activation='gelu_erf',
+        head_ratio=sizes.head_ratio,
+        kernel_size=sizes.kernel_size,
+        num_groups=sizes.num_groups,
+        activation='gelu_erf',
         kernel_initializer=tf_utils.clone_initializer(initializer),
-        name='mixed_attention')
+        name='mixed_attention',
+    )
   raise ValueError(f'block must be one of {BLOCKS}, got {block!r}.')
 
 
@@ -163,8 +182,10 @@ def seq_length_for_flops(sizes: BlockSizes, block: str, target: float) -> int:
 
 def _forward(layer: tf_keras.layers.Layer):
   """`(inputs, mask) -> layer([inputs, mask])` in inference mode."""
+
   def forward(inputs, mask):
     return layer([inputs, mask], training=False)
+
   return forward
 
 
@@ -174,9 +195,15 @@ def _timed_call(function, *args) -> float:
   return time.perf_counter() - start
 
 
-def measure(sizes: BlockSizes, seq_lengths: Sequence[int], batch_size: int,
-            iterations: int, warmup: int, jit_compile: bool,
-            seed: int = 0) -> List[Dict[str, Any]]:
+def measure(
+    sizes: BlockSizes,
+    seq_lengths: Sequence[int],
+    batch_size: int,
+    iterations: int,
+    warmup: int,
+    jit_compile: bool,
+    seed: int = 0,
+) -> List[Dict[str, Any]]:
   """Measures both blocks at every sequence length.
 
   Args:
@@ -201,17 +228,21 @@ def measure(sizes: BlockSizes, seq_lengths: Sequence[int], batch_size: int,
   if batch_size < 1 or iterations < 1 or warmup < 0:
     raise ValueError(
         f'batch_size and iterations must be >= 1 and warmup >= 0, got '
-        f'batch_size={batch_size}, iterations={iterations}, warmup={warmup}.')
+        f'batch_size={batch_size}, iterations={iterations}, warmup={warmup}.'
+    )
   if not seq_lengths or min(seq_lengths) < 1:
     raise ValueError(f'seq_lengths must be positive, got {list(seq_lengths)}.')
   tf_keras.utils.set_random_seed(seed)
   blocks = {name: build_block(sizes, name) for name in BLOCKS}
-  functions = {name: tf.function(_forward(layer), jit_compile=jit_compile)
-               for name, layer in blocks.items()}
+  functions = {
+      name: tf.function(_forward(layer), jit_compile=jit_compile)
+      for name, layer in blocks.items()
+  }
   rows = []
   for seq_length in seq_lengths:
-    inputs = tf.random.normal([batch_size, seq_length, sizes.hidden_size],
-                              seed=seed)
+    inputs = tf.random.normal(
+        [batch_size, seq_length, sizes.hidden_size], seed=seed
+    )
     mask = tf.ones([batch_size, seq_length, seq_length])
     for name in BLOCKS:
       for _ in range(warmup + 1):
@@ -225,15 +256,21 @@ def measure(sizes: BlockSizes, seq_lengths: Sequence[int], batch_size: int,
       shape = sizes.shape(name, seq_length)
       xla_count = flops.xla_matmul_flops(_forward(blocks[name]), inputs, mask)
       per_sample_ms = [1e3 * s / batch_size for s in seconds[name]]
-      rows.append(dict(
-          seq_length=seq_length, block=name,
-          parameters=flops.count_parameters(blocks[name].trainable_variables),
-          flops=seq_length * flops.block_flops(shape),
-          matmul_flops=seq_length * flops.matmul_flops(shape),
-          compiled_matmul_flops=flops.compiled_matmul_flops(shape),
-          xla_matmul_flops=xla_count / batch_size,
-          ms_per_sample=statistics.median(per_sample_ms),
-          ms_per_sample_all=per_sample_ms))
+      rows.append(
+          dict(
+              seq_length=seq_length,
+              block=name,
+              parameters=flops.count_parameters(
+                  blocks[name].trainable_variables
+              ),
+              flops=seq_length * flops.block_flops(shape),
+              matmul_flops=seq_length * flops.matmul_flops(shape),
+              compiled_matmul_flops=flops.compiled_matmul_flops(shape),
+              xla_matmul_flops=xla_count / batch_size,
+              ms_per_sample=statistics.median(per_sample_ms),
+              ms_per_sample_all=per_sample_ms,
+          )
+      )
   return rows
 
 
@@ -246,8 +283,11 @@ def paper_matches(sizes: BlockSizes) -> Dict[str, Dict[str, float]]:
     seq_length = seq_length_for_flops(sizes, name, paper[name][0])
     result[name] = dict(
         seq_length=seq_length,
-        **{f'{other}_flops': sizes.sequence_flops(other, seq_length)
-           for other in BLOCKS})
+        **{
+            f'{other}_flops': sizes.sequence_flops(other, seq_length)
+            for other in BLOCKS
+        },
+    )
   return result
 
 
@@ -257,9 +297,16 @@ def _ratio(rows: Dict[str, Dict[str, Any]], key: str) -> float:
 
 def format_table(rows: Sequence[Dict[str, Any]]) -> str:
   """The markdown table: both blocks and their ratio per sequence length."""
-  header = ('T', 'block', 'params', 'GFLOPs (formula)',
-            'matmul GFLOPs (formula / compiled / XLA)', 'ms/sample (median)',
-            'paper GFLOPs', 'paper ms/sample')
+  header = (
+      'T',
+      'block',
+      'params',
+      'GFLOPs (formula)',
+      'matmul GFLOPs (formula / compiled / XLA)',
+      'ms/sample (median)',
+      'paper GFLOPs',
+      'paper ms/sample',
+  )
   lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
   paper_values = paper_figures()
   by_length = {}
@@ -275,16 +322,20 @@ def format_table(rows: Sequence[Dict[str, Any]]) -> str:
           f'{row["compiled_matmul_flops"] / 1e9:.4g} / '
           f'{row["xla_matmul_flops"] / 1e9:.4g} | '
           f'{row["ms_per_sample"]:.3f} | {paper_flops / 1e9:.1f} | '
-          f'{paper_ms:.2f} |')
-    paper = {name: dict(flops=paper_values[name][0], ms=paper_values[name][1])
-             for name in BLOCKS}
+          f'{paper_ms:.2f} |'
+      )
+    paper = {
+        name: dict(flops=paper_values[name][0], ms=paper_values[name][1])
+        for name in BLOCKS
+    }
     lines.append(
         f'| {seq_length} | mixed / self | {_ratio(pair, "parameters"):.3f} | '
         f'{_ratio(pair, "flops"):.3f} | {_ratio(pair, "matmul_flops"):.3f} / '
         f'{_ratio(pair, "compiled_matmul_flops"):.3f} / '
         f'{_ratio(pair, "xla_matmul_flops"):.3f} | '
         f'{_ratio(pair, "ms_per_sample"):.3f} | {_ratio(paper, "flops"):.3f} '
-        f'| {_ratio(paper, "ms"):.3f} |')
+        f'| {_ratio(paper, "ms"):.3f} |'
+    )
   return '\n'.join(lines)
 
 
@@ -297,10 +348,11 @@ def format_matches(matches: Dict[str, Dict[str, float]]) -> str:
     self_flops = match[SELF_ATTENTION + '_flops']
     mixed_flops = match[MIXED_ATTENTION + '_flops']
     lines.append(
-        f'The formula reaches the paper\'s {name} {paper[name][0] / 1e9:.1f}G '
+        f"The formula reaches the paper's {name} {paper[name][0] / 1e9:.1f}G "
         f'at T={match["seq_length"]}; there self-attention costs '
         f'{self_flops / 1e9:.2f}G and mixed attention {mixed_flops / 1e9:.2f}G '
-        f'(ratio {mixed_flops / self_flops:.3f}; paper {paper_ratio:.3f}).')
+        f'(ratio {mixed_flops / self_flops:.3f}; paper {paper_ratio:.3f}).'
+    )
   return '\n'.join(lines)
 
 
@@ -322,38 +374,64 @@ def main(argv):
     tf.config.threading.set_intra_op_parallelism_threads(flag_values.threads)
     tf.config.threading.set_inter_op_parallelism_threads(flag_values.threads)
   sizes = BlockSizes(
-      hidden_size=flag_values.hidden_size, num_heads=flag_values.num_heads,
+      hidden_size=flag_values.hidden_size,
+      num_heads=flag_values.num_heads,
       intermediate_size=flag_values.intermediate_size,
-      head_ratio=flag_values.head_ratio, kernel_size=flag_values.kernel_size,
-      num_groups=flag_values.num_groups)
+      head_ratio=flag_values.head_ratio,
+      kernel_size=flag_values.kernel_size,
+      num_groups=flag_values.num_groups,
+  )
   seq_lengths = [int(value) for value in flag_values.seq_lengths]
   load_before = os.getloadavg()
-  rows = measure(sizes, seq_lengths, flag_values.batch_size,
-                 flag_values.iterations, flag_values.warmup, flag_values.xla,
-                 seed=flag_values.seed)
+  rows = measure(
+      sizes,
+      seq_lengths,
+      flag_values.batch_size,
+      flag_values.iterations,
+      flag_values.warmup,
+      flag_values.xla,
+      seed=flag_values.seed,
+  )
   load_after = os.getloadavg()
   matches = paper_matches(sizes)
   settings = dict(
-      sizes=dataclasses.asdict(sizes), batch_size=flag_values.batch_size,
-      iterations=flag_values.iterations, warmup=flag_values.warmup,
-      xla=flag_values.xla, threads=flag_values.threads, cpu=_cpu_name(),
-      cpu_count=os.cpu_count(), tensorflow=tf.__version__,
-      load_average_before=load_before[0], load_average_after=load_after[0])
-  print(f'{_cpu_name()} ({os.cpu_count()} logical CPUs), TF {tf.__version__}, '
-        f'batch {flag_values.batch_size}, XLA {flag_values.xla}, threads '
-        f'{flag_values.threads or "TF default"}, {flag_values.iterations} '
-        f'timed iterations after {flag_values.warmup} warmup; 1-min load '
-        f'average {load_before[0]:.2f} before, {load_after[0]:.2f} after.')
+      sizes=dataclasses.asdict(sizes),
+      batch_size=flag_values.batch_size,
+      iterations=flag_values.iterations,
+      warmup=flag_values.warmup,
+      xla=flag_values.xla,
+      threads=flag_values.threads,
+      cpu=_cpu_name(),
+      cpu_count=os.cpu_count(),
+      tensorflow=tf.__version__,
+      load_average_before=load_before[0],
+      load_average_after=load_after[0],
+  )
+  print(
+      f'{_cpu_name()} ({os.cpu_count()} logical CPUs), TF {tf.__version__}, '
+      f'batch {flag_values.batch_size}, XLA {flag_values.xla}, threads '
+      f'{flag_values.threads or "TF default"}, {flag_values.iterations} '
+      f'timed iterations after {flag_values.warmup} warmup; 1-min load '
+      f'average {load_before[0]:.2f} before, {load_after[0]:.2f} after.'
+  )
   print(format_table(rows))
   print(format_matches(matches))
   if flag_values.output_dir:
     tf.io.gfile.makedirs(flag_values.output_dir)
     path = os.path.join(flag_values.output_dir, 'convbert_speed.json')
     json_files.write_json(
-        path, dict(settings=settings, rows=rows, paper_matches=matches,
-                   paper={name: dict(flops=value[0], ms_per_sample=value[1])
-                          for name, value in paper_figures().items()}),
-        sort_keys=False)
+        path,
+        dict(
+            settings=settings,
+            rows=rows,
+            paper_matches=matches,
+            paper={
+                name: dict(flops=value[0], ms_per_sample=value[1])
+                for name, value in paper_figures().items()
+            },
+        ),
+        sort_keys=False,
+    )
     print(f'wrote {path}')
 
 
@@ -363,22 +441,27 @@ def define_flags():
   flags.DEFINE_integer('hidden_size', 768, 'Hidden width (base: 768).')
   flags.DEFINE_integer('num_heads', 12, 'Configured attention heads N.')
   flags.DEFINE_integer('intermediate_size', 3072, 'Feed-forward width.')
-  flags.DEFINE_integer('head_ratio', 2,
-                       "Mixed attention's ratio: N' = max(1, N // ratio).")
+  flags.DEFINE_integer(
+      'head_ratio', 2, "Mixed attention's ratio: N' = max(1, N // ratio)."
+  )
   flags.DEFINE_integer('kernel_size', 9, 'Convolution window k.')
   flags.DEFINE_integer('num_groups', 1, 'Feed-forward groups G (mixed).')
   flags.DEFINE_integer('batch_size', 1, 'Sequences per call.')
-  flags.DEFINE_list('seq_lengths', ['128', '256', '512'],
-                    'Sequence lengths to measure (002 does not state '
-                    'its own).')
+  flags.DEFINE_list(
+      'seq_lengths',
+      ['128', '256', '512'],
+      'Sequence lengths to measure (002 does not state ' 'its own).',
+  )
   flags.DEFINE_integer('iterations', 20, 'Timed calls per block and length.')
   flags.DEFINE_integer('warmup', 3, 'Untimed calls before timing.')
   flags.DEFINE_boolean('xla', False, 'Time the blocks compiled with XLA.')
-  flags.DEFINE_integer('threads', 0,
-                       'Intra- and inter-op threads (0: TensorFlow default).')
+  flags.DEFINE_integer(
+      'threads', 0, 'Intra- and inter-op threads (0: TensorFlow default).'
+  )
   flags.DEFINE_integer('seed', 0, 'Seed of the input and the weights.')
-  flags.DEFINE_string('output_dir', None,
-                      'Also write convbert_speed.json here.')
+  flags.DEFINE_string(
+      'output_dir', None, 'Also write convbert_speed.json here.'
+  )
 
 
 if __name__ == '__main__':

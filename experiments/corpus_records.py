@@ -16,10 +16,14 @@ from official_repro.data import create_pretraining_data
 from official_repro.data import records
 
 
-def books_records(corpus: str, vocab_file: Optional[str], output_dir: str,
-                  max_seq_length: int = 128,
-                  vocab_size: Optional[int] = None,
-                  eval_fraction: float = 0.01) -> Dict[str, Any]:
+def books_records(
+    corpus: str,
+    vocab_file: Optional[str],
+    output_dir: str,
+    max_seq_length: int = 128,
+    vocab_size: Optional[int] = None,
+    eval_fraction: float = 0.01,
+) -> Dict[str, Any]:
   """Builds the records in `output_dir` unless they are there already.
 
   Args:
@@ -38,8 +42,14 @@ def books_records(corpus: str, vocab_file: Optional[str], output_dir: str,
   if tf.io.gfile.exists(metadata_path):
     return records.load_metadata(metadata_path)
   return create_pretraining_data.prepare_pretraining_data(
-      [corpus], output_dir, vocab_file=vocab_file,
-      vocab_size=None if vocab_file else vocab_size, lower_case=True,
-      document_mode='file', strip_gutenberg=True,
-      max_seq_length=max_seq_length, masking='dynamic',
-      eval_fraction=eval_fraction)
+      [corpus],
+      output_dir,
+      vocab_file=vocab_file,
+      vocab_size=None if vocab_file else vocab_size,
+      lower_case=True,
+      document_mode='file',
+      strip_gutenberg=True,
+      max_seq_length=max_seq_length,
+      masking='dynamic',
+      eval_fraction=eval_fraction,
+  )

@@ -44,26 +44,37 @@ from official_repro.training import precision
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string('paper', '001_ale',
-                    'Folder under gin/finetune/ with per-task gin files.')
+flags.DEFINE_string(
+    'paper', '001_ale', 'Folder under gin/finetune/ with per-task gin files.'
+)
 flags.DEFINE_string('init_checkpoint', None, 'Pretrained encoder to evaluate.')
-flags.DEFINE_boolean('random_init', False,
-                     "Fine-tune --init_checkpoint's architecture from random "
-                     'initialisation instead of its weights (the baseline '
-                     'that pretraining must beat).')
-flags.DEFINE_string('vocab_file', None,
-                    'Vocabulary, if the checkpoint carries none.')
+flags.DEFINE_boolean(
+    'random_init',
+    False,
+    "Fine-tune --init_checkpoint's architecture from random "
+    'initialisation instead of its weights (the baseline '
+    'that pretraining must beat).',
+)
+flags.DEFINE_string(
+    'vocab_file', None, 'Vocabulary, if the checkpoint carries none.'
+)
 flags.DEFINE_string('glue_dir', None, 'GLUE root (CoLA/, MRPC/, ...).')
 flags.DEFINE_string('model_dir', None, 'One folder per task, plus the table.')
 flags.DEFINE_list('tasks', None, 'Tasks to run (default: all present).')
-flags.DEFINE_multi_string('gin_file', [],
-                          'Gin files parsed after each task file (e.g. '
-                          'gin/finetune/003_teams/glue_base.gin).')
+flags.DEFINE_multi_string(
+    'gin_file',
+    [],
+    'Gin files parsed after each task file (e.g. '
+    'gin/finetune/003_teams/glue_base.gin).',
+)
 flags.DEFINE_multi_string('gin_param', [], 'Bindings applied to every task.')
-flags.DEFINE_string('published_row', None,
-                    "Row of the paper table to print beside ours, as "
-                    "experiments/paper_tables names it (001: BERT_small, "
-                    "ELECTRA_small, '2x time', ALE_small).")
+flags.DEFINE_string(
+    'published_row',
+    None,
+    'Row of the paper table to print beside ours, as '
+    'experiments/paper_tables names it (001: BERT_small, '
+    "ELECTRA_small, '2x time', ALE_small).",
+)
 distribute.define_flags()
 precision.define_flags()
 
@@ -72,9 +83,20 @@ precision.define_flags()
 # values. The cells are read from `experiments.paper_tables`.
 PUBLISHED_TABLES = {
     # 001 Table IV: GLUE dev, max of 10 runs, as fractions.
-    '001_ale': ('001', 'IV', dict(mrpc='MRPC', cola='CoLA', mnli='MNLI',
-                                  sst2='SST-2', qqp='QQP', qnli='QNLI',
-                                  rte='RTE', stsb='STS-B')),
+    '001_ale': (
+        '001',
+        'IV',
+        dict(
+            mrpc='MRPC',
+            cola='CoLA',
+            mnli='MNLI',
+            sst2='SST-2',
+            qqp='QQP',
+            qnli='QNLI',
+            rte='RTE',
+            stsb='STS-B',
+        ),
+    ),
 }
 
 
@@ -84,9 +106,13 @@ def published_rows(paper: str) -> Dict[str, Dict[str, float]]:
     return {}
   paper_id, table_id, columns = PUBLISHED_TABLES[paper]
   table = paper_tables.load(paper_id).table(table_id)
-  return {row: {task: table.cell(row, column).value
-                for task, column in columns.items()}
-          for row in table.row_keys}
+  return {
+      row: {
+          task: table.cell(row, column).value
+          for task, column in columns.items()
+      }
+      for row in table.row_keys
+  }
 
 
 def glue_tasks():
@@ -96,40 +122,61 @@ def glue_tasks():
 
 def present_tasks(glue_dir: str):
   """GLUE tasks (in paper column order) whose folder exists in `glue_dir`."""
-  return [task for task in glue_tasks()
-          if tf.io.gfile.isdir(os.path.join(
-              glue_dir, glue_data.get_task_spec(task).directory))]
+  return [
+      task
+      for task in glue_tasks()
+      if tf.io.gfile.isdir(
+          os.path.join(glue_dir, glue_data.get_task_spec(task).directory)
+      )
+  ]
 
 
-def run_task(task: str, encoder: pretrained.PretrainedEncoder,
-             strategy) -> dict:
+def run_task(
+    task: str, encoder: pretrained.PretrainedEncoder, strategy
+) -> dict:
   gin.clear_config()
   gin_utils.parse_config(
-      [os.path.join(gin_utils.REPO_ROOT, 'gin/finetune', FLAGS.paper,
-                    f'{task}.gin'), *FLAGS.gin_file], FLAGS.gin_param)
+      [
+          os.path.join(
+              gin_utils.REPO_ROOT, 'gin/finetune', FLAGS.paper, f'{task}.gin'
+          ),
+          *FLAGS.gin_file,
+      ],
+      FLAGS.gin_param,
+  )
   with gin.unlock_config():
     schedule = finetuning_schedule.FinetuningSchedule()
     protocol = finetuning_schedule.RunProtocol()
   model_dir = os.path.join(FLAGS.model_dir, task)
   results = finetuning.run(
-      schedule, protocol, encoder, FLAGS.glue_dir, model_dir, strategy,
-      mixed_precision=precision.resolve(FLAGS.mixed_precision, strategy))
+      schedule,
+      protocol,
+      encoder,
+      FLAGS.glue_dir,
+      model_dir,
+      strategy,
+      mixed_precision=precision.resolve(FLAGS.mixed_precision, strategy),
+  )
   gin_utils.save_config(model_dir, 'operative_config.gin', operative=True)
   return results
 
 
 def _examples_per_second(results: dict) -> float:
   """Mean training throughput of the runs' last loops (nan if unknown)."""
-  rates = [run.get('last_train_logs', {}).get('examples_per_second')
-           for run in results['runs']]
+  rates = [
+      run.get('last_train_logs', {}).get('examples_per_second')
+      for run in results['runs']
+  ]
   rates = [rate for rate in rates if rate is not None]
   return sum(rates) / len(rates) if rates else float('nan')
 
 
 def format_table(rows: dict, tasks) -> str:
   """Markdown: one row per model, one column per task, then the average."""
-  lines = ['| model | ' + ' | '.join(tasks) + ' | Avg. |',
-           '|---|' + '---|' * (len(tasks) + 1)]
+  lines = [
+      '| model | ' + ' | '.join(tasks) + ' | Avg. |',
+      '|---|' + '---|' * (len(tasks) + 1),
+  ]
   for name, scores in rows.items():
     cells = [f'{scores[task]:.3f}' if task in scores else '-' for task in tasks]
     present = {task: scores[task] for task in tasks if task in scores}
@@ -144,18 +191,23 @@ def main(argv):
     if not getattr(FLAGS, name):
       raise app.UsageError(f'--{name} is required.')
   strategy = distribute.strategy_from_flags()
-  encoder = pretrained.resolve(FLAGS.init_checkpoint,
-                               vocab_file=FLAGS.vocab_file)
+  encoder = pretrained.resolve(
+      FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file
+  )
   if FLAGS.random_init:
     encoder = dataclasses.replace(encoder, checkpoint_path=None)
   unknown = sorted(set(FLAGS.tasks or ()) - set(glue_tasks()))
   if unknown:
-    raise app.UsageError(f'--tasks {unknown} are not GLUE tasks; expected '
-                         f'names in {list(glue_tasks())}.')
+    raise app.UsageError(
+        f'--tasks {unknown} are not GLUE tasks; expected '
+        f'names in {list(glue_tasks())}.'
+    )
   tasks = FLAGS.tasks or present_tasks(FLAGS.glue_dir)
   if not tasks:
-    raise app.UsageError(f'--glue_dir {FLAGS.glue_dir} holds no GLUE task '
-                         'folder (CoLA, SST-2, MRPC, ...).')
+    raise app.UsageError(
+        f'--glue_dir {FLAGS.glue_dir} holds no GLUE task '
+        'folder (CoLA, SST-2, MRPC, ...).'
+    )
   results = {task: run_task(task, encoder, strategy) for task in tasks}
   ours = {task: result['score'] for task, result in results.items()}
   rows = {f'ours ({FLAGS.paper} protocol)': ours}
@@ -164,30 +216,41 @@ def main(argv):
     if FLAGS.published_row not in published:
       raise app.UsageError(
           f'--published_row {FLAGS.published_row!r}: known rows for '
-          f'{FLAGS.paper} are {sorted(published)}.')
+          f'{FLAGS.paper} are {sorted(published)}.'
+      )
     rows[f'{FLAGS.paper} {FLAGS.published_row}'] = published[
-        FLAGS.published_row]
+        FLAGS.published_row
+    ]
   spread = '\n'.join(
       f"- {task}: {result['protocol']['aggregation']} of "
       f"{result['summary']['n']} = {result['score']:.4f}; mean "
       f"{result['summary']['mean']:.4f} ± {result['summary']['std']:.4f}, "
       f"train steps {result['runs'][0]['train_steps']}, "
-      f"{_examples_per_second(result):.1f} train examples/s"
-      for task, result in results.items())
-  source = (f'random initialisation (the architecture of '
-            f'{FLAGS.init_checkpoint})' if FLAGS.random_init else
-            f'checkpoint {encoder.checkpoint_path}')
-  table = (f'GLUE dev, {source}\n\n'
-           f'{format_table(rows, tasks)}\n\n{spread}\n')
-  with tf.io.gfile.GFile(os.path.join(FLAGS.model_dir, 'glue_table.md'),
-                         'w') as f:
+      f'{_examples_per_second(result):.1f} train examples/s'
+      for task, result in results.items()
+  )
+  source = (
+      f'random initialisation (the architecture of ' f'{FLAGS.init_checkpoint})'
+      if FLAGS.random_init
+      else f'checkpoint {encoder.checkpoint_path}'
+  )
+  table = f'GLUE dev, {source}\n\n' f'{format_table(rows, tasks)}\n\n{spread}\n'
+  with tf.io.gfile.GFile(
+      os.path.join(FLAGS.model_dir, 'glue_table.md'), 'w'
+  ) as f:
     f.write(table)
   json_files.write_json(
       os.path.join(FLAGS.model_dir, 'glue_results.json'),
-      dict(init_checkpoint=encoder.checkpoint_path,
-           random_init=FLAGS.random_init, paper=FLAGS.paper,
-           scores=ours, gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param,
-           summaries={task: r['summary'] for task, r in results.items()}))
+      dict(
+          init_checkpoint=encoder.checkpoint_path,
+          random_init=FLAGS.random_init,
+          paper=FLAGS.paper,
+          scores=ours,
+          gin_files=FLAGS.gin_file,
+          gin_params=FLAGS.gin_param,
+          summaries={task: r['summary'] for task, r in results.items()},
+      ),
+  )
   print(table)
 
 

@@ -34,16 +34,24 @@ FLAGS = flags.FLAGS
 def define_flags() -> None:
   """Defines the command-line flags."""
   flags.DEFINE_multi_string(
-      'configs', [], 'name=gin_file[,gin_file...], one per configuration '
-      'to measure.')
+      'configs',
+      [],
+      'name=gin_file[,gin_file...], one per configuration ' 'to measure.',
+  )
   flags.DEFINE_multi_string('gin_param', [], 'Bindings for every config.')
-  flags.DEFINE_list('precisions', ['float32', 'bfloat16'],
-                    'Precisions to measure; the first is the reference.')
+  flags.DEFINE_list(
+      'precisions',
+      ['float32', 'bfloat16'],
+      'Precisions to measure; the first is the reference.',
+  )
   flags.DEFINE_integer('steps', 10, 'Timed steps per point.')
   flags.DEFINE_integer('warmup_steps', 3, 'Untimed steps after the first.')
   flags.DEFINE_integer('seed', 1, 'Seed of the initial weights (all points).')
-  flags.DEFINE_string('work_dir', '/tmp/official_repro_precision_speed',
-                      'Records are built here once.')
+  flags.DEFINE_string(
+      'work_dir',
+      '/tmp/official_repro_precision_speed',
+      'Records are built here once.',
+  )
   flags.DEFINE_string('output_markdown', None, 'Write the table here.')
   flags.DEFINE_string('output_json', None, 'Write the measurements here.')
 
@@ -73,17 +81,25 @@ def parse_configs(specs: Sequence[str]) -> List[Tuple[str, List[str]]]:
 def measure(gin_files: Sequence[str], mixed_precision: str) -> Dict:
   """One point: benchmark_pretraining's `ours` variant (records built once
   under --work_dir, the measurement in its own subprocess)."""
-  output_json = os.path.join(FLAGS.work_dir,
-                             f'{os.getpid()}_{mixed_precision}.json')
-  args = [*(f'--gin_file={gin_file}' for gin_file in gin_files),
-          '--variants=ours',
-          f'--mixed_precision={mixed_precision}', f'--steps={FLAGS.steps}',
-          f'--warmup_steps={FLAGS.warmup_steps}',
-          f'--work_dir={FLAGS.work_dir}', f'--output_json={output_json}',
-          f'--gin_param=experiment.seed={FLAGS.seed}',
-          *(f'--gin_param={p}' for p in FLAGS.gin_param)]
-  benchmark_pretraining.run_child('experiments.benchmark_pretraining', args,
-                                  f'{gin_files} in {mixed_precision}')
+  output_json = os.path.join(
+      FLAGS.work_dir, f'{os.getpid()}_{mixed_precision}.json'
+  )
+  args = [
+      *(f'--gin_file={gin_file}' for gin_file in gin_files),
+      '--variants=ours',
+      f'--mixed_precision={mixed_precision}',
+      f'--steps={FLAGS.steps}',
+      f'--warmup_steps={FLAGS.warmup_steps}',
+      f'--work_dir={FLAGS.work_dir}',
+      f'--output_json={output_json}',
+      f'--gin_param=experiment.seed={FLAGS.seed}',
+      *(f'--gin_param={p}' for p in FLAGS.gin_param),
+  ]
+  benchmark_pretraining.run_child(
+      'experiments.benchmark_pretraining',
+      args,
+      f'{gin_files} in {mixed_precision}',
+  )
   with tf.io.gfile.GFile(output_json) as f:
     (result,) = json.load(f)['results']
   tf.io.gfile.remove(output_json)
@@ -97,21 +113,28 @@ def relative_difference(loss: float, reference: float) -> float:
 
 def format_table(points: List[Dict], header: str) -> str:
   """The measurements as markdown, each precision against the first."""
-  lines = ['## Pretraining steps/s and first-step loss by precision', '',
-           header, '',
-           '| config | precision | steps/s | vs float32 | first-step loss '
-           '| relative difference |', '|---|---|---|---|---|---|']
+  lines = [
+      '## Pretraining steps/s and first-step loss by precision',
+      '',
+      header,
+      '',
+      '| config | precision | steps/s | vs float32 | first-step loss '
+      '| relative difference |',
+      '|---|---|---|---|---|---|',
+  ]
   reference = {}
   for point in points:
     reference.setdefault(point['config'], point)
     base = reference[point['config']]
     speedup = point['steps_per_second'] / base['steps_per_second']
-    difference = relative_difference(point['first_step_loss'],
-                                     base['first_step_loss'])
+    difference = relative_difference(
+        point['first_step_loss'], base['first_step_loss']
+    )
     lines.append(
         f'| {point["config"]} | {point["precision"]} | '
         f'{point["steps_per_second"]:.2f} | {speedup:.2f}x | '
-        f'{point["first_step_loss"]:.5f} | {difference:.2e} |')
+        f'{point["first_step_loss"]:.5f} | {difference:.2e} |'
+    )
   return '\n'.join(lines) + '\n'
 
 
@@ -120,19 +143,30 @@ def main(argv):
   configs = parse_configs(FLAGS.configs)
   unknown = sorted(set(FLAGS.precisions) - set(precision.CHOICES))
   if unknown:
-    raise cli.UserError(f'--precisions: unknown {unknown}; choose from '
-                        f'{list(precision.CHOICES)}.')
+    raise cli.UserError(
+        f'--precisions: unknown {unknown}; choose from '
+        f'{list(precision.CHOICES)}.'
+    )
   points = []
   for name, gin_files in configs:
     for mixed_precision in FLAGS.precisions:
       result = measure(gin_files, mixed_precision)
-      points.append(dict(result, config=name, gin_files=gin_files,
-                         precision=mixed_precision))
-      print(f'{name} {mixed_precision}: {result["steps_per_second"]:.2f} '
-            f'steps/s, first-step loss {result["first_step_loss"]:.5f}',
-            flush=True)
-  table = format_table(points, provenance.provenance(
-      'experiments.precision_speed'))
+      points.append(
+          dict(
+              result,
+              config=name,
+              gin_files=gin_files,
+              precision=mixed_precision,
+          )
+      )
+      print(
+          f'{name} {mixed_precision}: {result["steps_per_second"]:.2f} '
+          f'steps/s, first-step loss {result["first_step_loss"]:.5f}',
+          flush=True,
+      )
+  table = format_table(
+      points, provenance.provenance('experiments.precision_speed')
+  )
   print(table)
   if FLAGS.output_markdown:
     with tf.io.gfile.GFile(FLAGS.output_markdown, 'w') as f:

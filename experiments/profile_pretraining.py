@@ -52,40 +52,62 @@ FLAGS = flags.FLAGS
 # Op type (oneDNN's `_Mkl` prefix and `_Fused` variants stripped first) ->
 # category; types not listed are 'element-wise'.
 _CATEGORY_PATTERNS = (
-    ('matmul', r'^(MatMul|BatchMatMul.*|Einsum|Conv.*|DepthwiseConv.*|'
-               r'FusedMatMul)$'),
-    ('softmax and cross-entropy', r'^(Softmax|LogSoftmax|'
-                                  r'.*SoftmaxCrossEntropyWithLogits)$'),
-    ('gather and scatter', r'^(GatherV2|ResourceGather|GatherNd|'
-                           r'UnsortedSegmentSum|.*Scatter.*|'
-                           r'SparseSegment.*|OneHot)$'),
+    (
+        'matmul',
+        r'^(MatMul|BatchMatMul.*|Einsum|Conv.*|DepthwiseConv.*|'
+        r'FusedMatMul)$',
+    ),
+    (
+        'softmax and cross-entropy',
+        r'^(Softmax|LogSoftmax|' r'.*SoftmaxCrossEntropyWithLogits)$',
+    ),
+    (
+        'gather and scatter',
+        r'^(GatherV2|ResourceGather|GatherNd|'
+        r'UnsortedSegmentSum|.*Scatter.*|'
+        r'SparseSegment.*|OneHot)$',
+    ),
     ('random', r'^(Random.*|Stateless.*|Multinomial|Truncated.*)$'),
-    ('reduction', r'^(Sum|Mean|Max|Min|Prod|ArgMax|ArgMin|All|Any|'
-                  r'SquaredDifference|L2Loss)$'),
-    ('layout', r'^(Transpose|Reshape|ConcatV2|Concat|Pad|PadV2|Slice|'
-               r'StridedSlice|StridedSliceGrad|Tile|Pack|Unpack|Split|'
-               r'SplitV|ExpandDims|Squeeze|Identity|BroadcastTo|'
-               r'Select|SelectV2|Fill|ZerosLike|OnesLike|Range|Shape|'
-               r'Cast|Where|TensorListFromTensor|TensorListStack)$'),
-    ('input pipeline', r'^(IteratorGetNext.*|.*Dataset.*|'
-                       r'MultiDeviceIterator.*)$'),
-    ('variables', r'^(ReadVariableOp|AssignVariableOp|AssignAddVariableOp|'
-                  r'AssignSubVariableOp|VarHandleOp|VarIsInitializedOp)$'),
+    (
+        'reduction',
+        r'^(Sum|Mean|Max|Min|Prod|ArgMax|ArgMin|All|Any|'
+        r'SquaredDifference|L2Loss)$',
+    ),
+    (
+        'layout',
+        r'^(Transpose|Reshape|ConcatV2|Concat|Pad|PadV2|Slice|'
+        r'StridedSlice|StridedSliceGrad|Tile|Pack|Unpack|Split|'
+        r'SplitV|ExpandDims|Squeeze|Identity|BroadcastTo|'
+        r'Select|SelectV2|Fill|ZerosLike|OnesLike|Range|Shape|'
+        r'Cast|Where|TensorListFromTensor|TensorListStack)$',
+    ),
+    (
+        'input pipeline',
+        r'^(IteratorGetNext.*|.*Dataset.*|' r'MultiDeviceIterator.*)$',
+    ),
+    (
+        'variables',
+        r'^(ReadVariableOp|AssignVariableOp|AssignAddVariableOp|'
+        r'AssignSubVariableOp|VarHandleOp|VarIsInitializedOp)$',
+    ),
 )
 # Ops under these name scopes are the optimizer's update, whatever their
 # type (Model Garden's LAMB and AdamW are written as element-wise ops).
 _OPTIMIZER_SCOPES = re.compile(
     r'(^|/)(LAMB|Lamb|lamb|AdamWeightDecay|Adam|adam|AdamW|adamw|'
-    r'clip_by_global_norm|global_norm)(/|_|$)')
+    r'clip_by_global_norm|global_norm)(/|_|$)'
+)
 CATEGORIES = tuple(name for name, _ in _CATEGORY_PATTERNS) + (
-    'optimizer', 'element-wise')
+    'optimizer',
+    'element-wise',
+)
 
 
 def base_op_type(op_type: str) -> str:
   """`_MklMatMul` -> `MatMul`, `_MklFusedMatMul` -> `FusedMatMul`."""
   for prefix in ('_MklNative', '_Mkl', '_'):
     if op_type.startswith(prefix):
-      return op_type[len(prefix):]
+      return op_type[len(prefix) :]
   return op_type
 
 
@@ -114,7 +136,8 @@ def op_events(space: xplane_pb2.XSpace) -> Iterable[Tuple[str, str, int]]:
     if plane.name.startswith('/device:') and plane.lines:
       raise ValueError(
           f'The trace has device plane {plane.name!r}: host op times would be '
-          'kernel launches there, not kernel times.')
+          'kernel launches there, not kernel times.'
+      )
     if not plane.name.startswith('/host:'):
       continue
     for line in plane.lines:
@@ -157,35 +180,50 @@ def summarize(events: Iterable[Tuple[str, str, int]], steps: int) -> Dict:
   by_pass = collections.defaultdict(lambda: [0, 0])
   for op_name, op_type, duration in events:
     op_category = category(op_name, op_type)
-    for table, key in ((by_type, (base_op_type(op_type),
-                                  type_category(op_type))),
-                       (by_op, (op_name, op_category)),
-                       (by_category, (op_category, op_category)),
-                       (by_pass, (training_pass(op_name), op_category))):
+    for table, key in (
+        (by_type, (base_op_type(op_type), type_category(op_type))),
+        (by_op, (op_name, op_category)),
+        (by_category, (op_category, op_category)),
+        (by_pass, (training_pass(op_name), op_category)),
+    ):
       table[key][0] += duration
       table[key][1] += 1
   total_ps = sum(duration for duration, _ in by_category.values())
 
   def rows(table):
-    return [dict(name=name, category=cat, ms_per_step=ps / 1e9 / steps,
-                 share=ps / total_ps if total_ps else 0.0,
-                 calls_per_step=calls / steps)
-            for (name, cat), (ps, calls) in sorted(
-                table.items(), key=lambda item: -item[1][0])]
+    return [
+        dict(
+            name=name,
+            category=cat,
+            ms_per_step=ps / 1e9 / steps,
+            share=ps / total_ps if total_ps else 0.0,
+            calls_per_step=calls / steps,
+        )
+        for (name, cat), (ps, calls) in sorted(
+            table.items(), key=lambda item: -item[1][0]
+        )
+    ]
 
   passes = collections.defaultdict(lambda: [0, 0])
   for (name, _), (ps, calls) in by_pass.items():
     passes[name, ''][0] += ps
     passes[name, ''][1] += calls
-  return dict(op_ms_per_step=total_ps / 1e9 / steps,
-              by_pass=rows(passes), by_category=rows(by_category), by_type=rows(by_type),
-              by_op=rows(by_op))
+  return dict(
+      op_ms_per_step=total_ps / 1e9 / steps,
+      by_pass=rows(passes),
+      by_category=rows(by_category),
+      by_type=rows(by_type),
+      by_op=rows(by_op),
+  )
 
 
 def read_xspace(logdir: str) -> xplane_pb2.XSpace:
   """The newest `*.xplane.pb` under `logdir`."""
-  paths = sorted(tf.io.gfile.glob(
-      os.path.join(logdir, 'plugins', 'profile', '*', '*.xplane.pb')))
+  paths = sorted(
+      tf.io.gfile.glob(
+          os.path.join(logdir, 'plugins', 'profile', '*', '*.xplane.pb')
+      )
+  )
   if not paths:
     raise FileNotFoundError(f'No *.xplane.pb under {logdir}/plugins/profile.')
   space = xplane_pb2.XSpace()
@@ -207,9 +245,12 @@ def profile_variant(variant: str, logdir: str) -> Dict:
   tf.profiler.experimental.stop()
   summary = summarize(op_events(read_xspace(logdir)), FLAGS.steps)
   train_data = trainer.config.task.train_data
-  summary.update(variant=variant, steps=FLAGS.steps,
-                 step_ms=1e3 * seconds / FLAGS.steps,
-                 batch_size=train_data.global_batch_size)
+  summary.update(
+      variant=variant,
+      steps=FLAGS.steps,
+      step_ms=1e3 * seconds / FLAGS.steps,
+      batch_size=train_data.global_batch_size,
+  )
   return summary
 
 
@@ -217,9 +258,13 @@ def _run_isolated(variant: str, output_dir: str) -> Dict:
   path = os.path.join(output_dir, f'{variant}.json')
   benchmark_pretraining.run_child(
       'experiments.profile_pretraining',
-      [f'--profile_variant={variant}', f'--output_dir={output_dir}',
-       *benchmark_pretraining.configuration_args()],
-      f'profiling {variant}')
+      [
+          f'--profile_variant={variant}',
+          f'--output_dir={output_dir}',
+          *benchmark_pretraining.configuration_args(),
+      ],
+      f'profiling {variant}',
+  )
   with tf.io.gfile.GFile(path) as f:
     return json.load(f)
 
@@ -231,35 +276,58 @@ def format_report(summaries: Sequence[Dict], top: int) -> str:
 
   def cell(rows, name):
     row = next((r for r in rows if r['name'] == name), None)
-    return (f'{row["ms_per_step"]:.2f} ({100 * row["share"]:.1f}%)'
-            if row else '-')
+    return (
+        f'{row["ms_per_step"]:.2f} ({100 * row["share"]:.1f}%)' if row else '-'
+    )
 
-  lines = ['| | ' + ' | '.join(names) + ' |',
-           '|---|' + '---|' * len(names),
-           '| step ms (wall) | ' + ' | '.join(
-               f'{s["step_ms"]:.1f}' for s in summaries) + ' |',
-           '| op ms per step (summed over threads) | ' + ' | '.join(
-               f'{s["op_ms_per_step"]:.1f}' for s in summaries) + ' |',
-           '', '| pass | ' + ' | '.join(
-               f'{n} ms/step (share)' for n in names) + ' |',
-           '|---|' + '---|' * len(names)]
-  lines += [f'| {name} | ' + ' | '.join(
-      cell(s['by_pass'], name) for s in summaries) + ' |'
-            for name in ('forward', 'backward', 'optimizer')]
-  lines += ['', '| category | ' + ' | '.join(
-      f'{n} ms/step (share)' for n in names) + ' |',
-            '|---|' + '---|' * len(names)]
+  lines = [
+      '| | ' + ' | '.join(names) + ' |',
+      '|---|' + '---|' * len(names),
+      '| step ms (wall) | '
+      + ' | '.join(f'{s["step_ms"]:.1f}' for s in summaries)
+      + ' |',
+      '| op ms per step (summed over threads) | '
+      + ' | '.join(f'{s["op_ms_per_step"]:.1f}' for s in summaries)
+      + ' |',
+      '',
+      '| pass | ' + ' | '.join(f'{n} ms/step (share)' for n in names) + ' |',
+      '|---|' + '---|' * len(names),
+  ]
+  lines += [
+      f'| {name} | '
+      + ' | '.join(cell(s['by_pass'], name) for s in summaries)
+      + ' |'
+      for name in ('forward', 'backward', 'optimizer')
+  ]
+  lines += [
+      '',
+      '| category | '
+      + ' | '.join(f'{n} ms/step (share)' for n in names)
+      + ' |',
+      '|---|' + '---|' * len(names),
+  ]
   for name in CATEGORIES:
     if any(r['name'] == name for s in summaries for r in s['by_category']):
-      lines.append(f'| {name} | ' + ' | '.join(
-          cell(s['by_category'], name) for s in summaries) + ' |')
-  lines += ['', f'Top {top} op types by time in {names[0]}:', '',
-            '| op type | category | ' + ' | '.join(
-                f'{n} ms/step (share)' for n in names) + ' |',
-            '|---|---|' + '---|' * len(names)]
+      lines.append(
+          f'| {name} | '
+          + ' | '.join(cell(s['by_category'], name) for s in summaries)
+          + ' |'
+      )
+  lines += [
+      '',
+      f'Top {top} op types by time in {names[0]}:',
+      '',
+      '| op type | category | '
+      + ' | '.join(f'{n} ms/step (share)' for n in names)
+      + ' |',
+      '|---|---|' + '---|' * len(names),
+  ]
   for row in summaries[0]['by_type'][:top]:
-    lines.append(f'| {row["name"]} | {row["category"]} | ' + ' | '.join(
-        cell(s['by_type'], row['name']) for s in summaries) + ' |')
+    lines.append(
+        f'| {row["name"]} | {row["category"]} | '
+        + ' | '.join(cell(s['by_type'], row['name']) for s in summaries)
+        + ' |'
+    )
   return '\n'.join(lines)
 
 
@@ -272,18 +340,23 @@ def main(argv):
   if FLAGS.profile_variant:
     with tempfile.TemporaryDirectory() as logdir:
       summary = profile_variant(FLAGS.profile_variant, logdir)
-    with tf.io.gfile.GFile(os.path.join(
-        FLAGS.output_dir, f'{FLAGS.profile_variant}.json'), 'w') as f:
+    with tf.io.gfile.GFile(
+        os.path.join(FLAGS.output_dir, f'{FLAGS.profile_variant}.json'), 'w'
+    ) as f:
       json.dump(summary, f, indent=2)
     return
-  summaries = [_run_isolated(variant, FLAGS.output_dir)
-               for variant in FLAGS.variants]
-  report = (f'gin: {" ".join(FLAGS.gin_file)} '
-            f'{" ".join(FLAGS.gin_param)}; {FLAGS.steps} traced steps after '
-            f'{FLAGS.warmup_steps} warm-up steps.\n\n' +
-            format_report(summaries, FLAGS.top))
-  with tf.io.gfile.GFile(os.path.join(FLAGS.output_dir, 'profile.md'),
-                         'w') as f:
+  summaries = [
+      _run_isolated(variant, FLAGS.output_dir) for variant in FLAGS.variants
+  ]
+  report = (
+      f'gin: {" ".join(FLAGS.gin_file)} '
+      f'{" ".join(FLAGS.gin_param)}; {FLAGS.steps} traced steps after '
+      f'{FLAGS.warmup_steps} warm-up steps.\n\n'
+      + format_report(summaries, FLAGS.top)
+  )
+  with tf.io.gfile.GFile(
+      os.path.join(FLAGS.output_dir, 'profile.md'), 'w'
+  ) as f:
     f.write(report + '\n')
   print(report)
 
@@ -292,7 +365,10 @@ if __name__ == '__main__':
   benchmark_pretraining.define_flags()
   flags.DEFINE_string('output_dir', None, 'Where the JSON and report go.')
   flags.DEFINE_integer('top', 25, 'Op types listed in the report.')
-  flags.DEFINE_string('profile_variant', None,
-                      'Profile this one variant in this process (used by '
-                      'the parent process for isolation).')
+  flags.DEFINE_string(
+      'profile_variant',
+      None,
+      'Profile this one variant in this process (used by '
+      'the parent process for isolation).',
+  )
   cli.run(main)

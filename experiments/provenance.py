@@ -18,8 +18,13 @@ from official_repro.training import gin_utils
 
 
 def _git(*args: str) -> str:
-  completed = subprocess.run(['git', *args], capture_output=True, text=True,
-                             check=False, cwd=gin_utils.REPO_ROOT)
+  completed = subprocess.run(
+      ['git', *args],
+      capture_output=True,
+      text=True,
+      check=False,
+      cwd=gin_utils.REPO_ROOT,
+  )
   return completed.stdout.strip() if completed.returncode == 0 else ''
 
 
@@ -36,8 +41,10 @@ def commit() -> str:
 def provenance(module: str) -> str:
   """`Command: ...; finished <date> on <machine>, commit <sha>.` for `module`
   run with this process's arguments."""
-  return (f'Command: `python -m {module} {" ".join(sys.argv[1:])}`; finished '
-          f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} on '
-          f'{platform.node() or "an unnamed host"} ({os.cpu_count()} CPU '
-          f'cores, {platform.machine()}, TensorFlow {tf.__version__}), '
-          f'commit {commit()}.')
+  return (
+      f'Command: `python -m {module} {" ".join(sys.argv[1:])}`; finished '
+      f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} on '
+      f'{platform.node() or "an unnamed host"} ({os.cpu_count()} CPU '
+      f'cores, {platform.machine()}, TensorFlow {tf.__version__}), '
+      f'commit {commit()}.'
+  )

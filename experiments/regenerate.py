@@ -71,8 +71,15 @@ from official_repro.training import gin_utils
 
 FLAGS = flags.FLAGS
 
-_LOCAL_PATH_FLAGS = ('corpus', 'vocab_file', 'glue_dir', 'lm_file', 'out',
-                     'runs_dir', 'report_dir')
+_LOCAL_PATH_FLAGS = (
+    'corpus',
+    'vocab_file',
+    'glue_dir',
+    'lm_file',
+    'out',
+    'runs_dir',
+    'report_dir',
+)
 
 
 def define_flags():
@@ -81,51 +88,87 @@ def define_flags():
   flags.DEFINE_string('table', None, 'Table or figure key, e.g. 001.IV.')
   flags.DEFINE_enum('scale', 'tiny', [*scales.SCALES, 'paper'], 'Scale.')
   flags.DEFINE_string('corpus', None, 'Pretraining corpus directory.')
-  flags.DEFINE_string('vocab_file', None,
-                      'WordPiece vocabulary (at --scale=cpu, default: one '
-                      'learned from the training books).')
+  flags.DEFINE_string(
+      'vocab_file',
+      None,
+      'WordPiece vocabulary (at --scale=cpu, default: one '
+      'learned from the training books).',
+  )
   flags.DEFINE_string('glue_dir', None, 'GLUE root (SST-2/, MRPC/, ...).')
-  flags.DEFINE_string('lm_file', None,
-                      'Word-level text for 002.3 (WikiText tokens).')
+  flags.DEFINE_string(
+      'lm_file', None, 'Word-level text for 002.3 (WikiText tokens).'
+  )
   flags.DEFINE_string('out', None, 'Output directory of the table.')
-  flags.DEFINE_string('report_dir', None,
-                      'Below paper scale, also write the finished table '
-                      'there as regenerate_<scale>_<key>.md/.json/.png (the '
-                      "learning target as learning_<scale>.*), e.g. "
-                      'experiments/reports.')
-  flags.DEFINE_string('runs_dir', None,
-                      'Tiny/gpu scale: the run store, where pretraining runs '
-                      'and their fine-tuning are kept by what decides their '
-                      'numbers; tables given the same one share their equal '
-                      'runs (default: <out>/runs).')
-  flags.DEFINE_integer('reference_steps', None,
-                       'Steps of the reference run (default: the scale\'s, '
-                       + ', '.join(f'{scale.reference_steps} {scale.name}'
-                                   for scale in scales.SCALES.values())
-                       + ').')
-  flags.DEFINE_list('tasks', None,
-                    'GLUE tasks fine-tuned below paper scale, as '
-                    'task:epochs (default: the scale\'s, ' + '; '.join(
-                        f'{scale.name} {",".join(scale.default_tasks)}'
-                        for scale in scales.SCALES.values()) + ').')
+  flags.DEFINE_string(
+      'report_dir',
+      None,
+      'Below paper scale, also write the finished table '
+      'there as regenerate_<scale>_<key>.md/.json/.png (the '
+      'learning target as learning_<scale>.*), e.g. '
+      'experiments/reports.',
+  )
+  flags.DEFINE_string(
+      'runs_dir',
+      None,
+      'Tiny/gpu scale: the run store, where pretraining runs '
+      'and their fine-tuning are kept by what decides their '
+      'numbers; tables given the same one share their equal '
+      'runs (default: <out>/runs).',
+  )
+  flags.DEFINE_integer(
+      'reference_steps',
+      None,
+      "Steps of the reference run (default: the scale's, "
+      + ', '.join(
+          f'{scale.reference_steps} {scale.name}'
+          for scale in scales.SCALES.values()
+      )
+      + ').',
+  )
+  flags.DEFINE_list(
+      'tasks',
+      None,
+      'GLUE tasks fine-tuned below paper scale, as '
+      "task:epochs (default: the scale's, "
+      + '; '.join(
+          f'{scale.name} {",".join(scale.default_tasks)}'
+          for scale in scales.SCALES.values()
+      )
+      + ').',
+  )
   flags.DEFINE_integer('num_runs', 3, 'Fine-tuning seeds per task.')
-  flags.DEFINE_integer('pretrain_seeds', None,
-                       'Pretraining seeds per compared model (default: the '
-                       "scale's, " + ', '.join(
-                           f'{scale.pretrain_seeds} {scale.name}'
-                           for scale in scales.SCALES.values()) + ').')
-  flags.DEFINE_string('strategy', None,
-                      'Strategy of every job (default: the scale\'s, ' +
-                      ', '.join(f'{scale.strategy} {scale.name}'
-                                for scale in scales.SCALES.values()) + ').')
+  flags.DEFINE_integer(
+      'pretrain_seeds',
+      None,
+      'Pretraining seeds per compared model (default: the '
+      "scale's, "
+      + ', '.join(
+          f'{scale.pretrain_seeds} {scale.name}'
+          for scale in scales.SCALES.values()
+      )
+      + ').',
+  )
+  flags.DEFINE_string(
+      'strategy',
+      None,
+      "Strategy of every job (default: the scale's, "
+      + ', '.join(
+          f'{scale.strategy} {scale.name}' for scale in scales.SCALES.values()
+      )
+      + ').',
+  )
   flags.DEFINE_string('bucket', None, 'Paper scale: model directory root.')
-  flags.DEFINE_string('squad_dir', '$SQUAD_DIR',
-                      'Paper scale: folder holding squad11/ and squad20/.')
+  flags.DEFINE_string(
+      'squad_dir',
+      '$SQUAD_DIR',
+      'Paper scale: folder holding squad11/ and squad20/.',
+  )
   flags.DEFINE_string('tpu_name', '$TPU_NAME', 'Paper scale: TPU VM name.')
   flags.DEFINE_string('zone', '$ZONE', 'Paper scale: TPU zone.')
   flags.DEFINE_boolean('launch', False, 'Paper scale: run the plan.')
-  flags.DEFINE_boolean('collect', False,
-                       'Paper scale: read finished results into the table.')
+  flags.DEFINE_boolean(
+      'collect', False, 'Paper scale: read finished results into the table.'
+  )
 
 
 def _tasks() -> dict:
@@ -142,15 +185,18 @@ def _tasks() -> dict:
       close = difflib.get_close_matches(task, glue_data.GLUE_TASK_NAMES, n=1)
       raise app.UsageError(
           f'--tasks item {item!r}: {task!r} is not a GLUE task'
-          + (f' (did you mean {close[0]!r}?)' if close else '') +
-          f'; known: {", ".join(glue_data.GLUE_TASK_NAMES)}.')
+          + (f' (did you mean {close[0]!r}?)' if close else '')
+          + f'; known: {", ".join(glue_data.GLUE_TASK_NAMES)}.'
+      )
     try:
       epochs = float(epochs)
     except ValueError:
       epochs = 0.0
     if not epochs > 0:
-      raise app.UsageError(f'--tasks item {item!r}: expected task:epochs '
-                           'with epochs a number > 0 (e.g. sst2:0.25).')
+      raise app.UsageError(
+          f'--tasks item {item!r}: expected task:epochs '
+          'with epochs a number > 0 (e.g. sst2:0.25).'
+      )
     tasks[task] = epochs
   return tasks
 
@@ -167,12 +213,15 @@ def _check_inputs(tasks: dict) -> None:
       raise app.UsageError(f'--{name} {path}: no such file or directory.')
   if FLAGS.glue_dir:
     for task in tasks:
-      folder = os.path.join(FLAGS.glue_dir,
-                            glue_data.get_task_spec(task).directory)
+      folder = os.path.join(
+          FLAGS.glue_dir, glue_data.get_task_spec(task).directory
+      )
       if not tf.io.gfile.isdir(folder):
-        raise app.UsageError(f'--tasks {task}: --glue_dir has no '
-                             f'{folder}; give a GLUE root holding it or '
-                             'drop the task.')
+        raise app.UsageError(
+            f'--tasks {task}: --glue_dir has no '
+            f'{folder}; give a GLUE root holding it or '
+            'drop the task.'
+        )
 
 
 def _runs_dir() -> str:
@@ -190,38 +239,50 @@ def list_targets() -> str:
 def _require(*names: str) -> None:
   missing = [f'--{name}' for name in names if not getattr(FLAGS, name)]
   if missing:
-    raise app.UsageError(f'{FLAGS.table} at --scale={FLAGS.scale} needs '
-                         f'{", ".join(missing)}.')
+    raise app.UsageError(
+        f'{FLAGS.table} at --scale={FLAGS.scale} needs '
+        f'{", ".join(missing)}.'
+    )
 
 
 def _paper(target: registry.Target) -> None:
   """Writes (and with --launch runs) the plan; --collect fills the table."""
   _require('bucket', 'glue_dir', 'out')
   if not target.runs:
-    print(f'{target.key} has no pretraining runs to plan: '
-          f'{target.why_plan_only}.')
+    print(
+        f'{target.key} has no pretraining runs to plan: '
+        f'{target.why_plan_only}.'
+    )
     return
-  planned = plan.plan(target, FLAGS.bucket, FLAGS.glue_dir,
-                      squad_dir=FLAGS.squad_dir, tpu_name=FLAGS.tpu_name,
-                      zone=FLAGS.zone)
+  planned = plan.plan(
+      target,
+      FLAGS.bucket,
+      FLAGS.glue_dir,
+      squad_dir=FLAGS.squad_dir,
+      tpu_name=FLAGS.tpu_name,
+      zone=FLAGS.zone,
+  )
   tf.io.gfile.makedirs(FLAGS.out)
   text = plan.format_plan(target, planned)
   if target.why_plan_only:
     text += f'\nNot run below paper scale: {target.why_plan_only}.\n'
-  with tf.io.gfile.GFile(os.path.join(FLAGS.out, f'{target.key}.plan.md'),
-                         'w') as f:
+  with tf.io.gfile.GFile(
+      os.path.join(FLAGS.out, f'{target.key}.plan.md'), 'w'
+  ) as f:
     f.write(text)
-  with tf.io.gfile.GFile(os.path.join(FLAGS.out, f'{target.key}.plan.json'),
-                         'w') as f:
+  with tf.io.gfile.GFile(
+      os.path.join(FLAGS.out, f'{target.key}.plan.json'), 'w'
+  ) as f:
     json.dump(plan.as_json(planned), f, indent=1)
   print(text)
   if FLAGS.launch:
     for index, run in enumerate(planned, start=1):
       print(f'[{index}/{len(planned)}] {run.name}', flush=True)
-      for command in [run.pretrain_command,
-                      *(run.finetune_command or '').splitlines()]:
-        subprocess.run(command, shell=True, check=True,
-                       cwd=gin_utils.REPO_ROOT)
+      for command in [
+          run.pretrain_command,
+          *(run.finetune_command or '').splitlines(),
+      ]:
+        subprocess.run(command, shell=True, check=True, cwd=gin_utils.REPO_ROOT)
   if FLAGS.collect:
     results = {}
     for run in planned:
@@ -233,11 +294,12 @@ def _paper(target: registry.Target) -> None:
         glue = json.load(f)
       results[run.name] = dict(
           train_steps=run.train_steps,
-          glue={task: dict(score=score) for task, score in
-                glue['scores'].items()})
+          glue={
+              task: dict(score=score) for task, score in glue['scores'].items()
+          },
+      )
     header = f'Scale: paper (collected from {FLAGS.bucket}).'
-    print(report.write(target, report.rows(target, results), header,
-                       FLAGS.out))
+    print(report.write(target, report.rows(target, results), header, FLAGS.out))
 
 
 def _speed_comparison(target: registry.Target) -> None:
@@ -248,80 +310,121 @@ def _speed_comparison(target: registry.Target) -> None:
   results = {}
   for run in target.runs:
     path = os.path.join(FLAGS.out, f'{run.name}.json')
-    subprocess.run([sys.executable, '-m', 'experiments.benchmark_pretraining',
-                    *(f'--gin_file={gin_file}' for gin_file in run.gin_files),
-                    '--gin_param=pretrain_data.train_batch_size=16',
-                    '--steps=10', '--variants=ours', f'--output_json={path}',
-                    f'--vocab_file={FLAGS.vocab_file}'],
-                   check=True, cwd=gin_utils.REPO_ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'experiments.benchmark_pretraining',
+            *(f'--gin_file={gin_file}' for gin_file in run.gin_files),
+            '--gin_param=pretrain_data.train_batch_size=16',
+            '--steps=10',
+            '--variants=ours',
+            f'--output_json={path}',
+            f'--vocab_file={FLAGS.vocab_file}',
+        ],
+        check=True,
+        cwd=gin_utils.REPO_ROOT,
+    )
     with tf.io.gfile.GFile(path) as f:
       results[run.row] = json.load(f)['results'][0]['steps_per_second']
   stated = paper_tables.load('004').stated
-  paper = {'ELECTRA-small': stated['ELECTRA-small iterations/s'].value,
-           'SCRIPT-small': stated['SCRIPT-small iterations/s'].value}
+  paper = {
+      'ELECTRA-small': stated['ELECTRA-small iterations/s'].value,
+      'SCRIPT-small': stated['SCRIPT-small iterations/s'].value,
+  }
   ours_ratio = results['SCRIPT-small'] / results['ELECTRA-small']
   paper_ratio = paper['SCRIPT-small'] / paper['ELECTRA-small']
-  body = ('| model | ours (steps/s, batch 16, this machine) | '
-          '004 (it/s, TPU v3-8) |\n|---|---|---|\n' + ''.join(
-              f'| {row} | {results[row]:.3f} | {paper[row]:g} |\n'
-              for row in results) +
-          f'\nSCRIPT / ELECTRA: ours {ours_ratio:.3f}, 004 {paper_ratio:.3f} '
-          f'({stated["SCRIPT-small iterations/s"].where}).')
+  body = (
+      '| model | ours (steps/s, batch 16, this machine) | '
+      '004 (it/s, TPU v3-8) |\n|---|---|---|\n'
+      + ''.join(
+          f'| {row} | {results[row]:.3f} | {paper[row]:g} |\n'
+          for row in results
+      )
+      + f'\nSCRIPT / ELECTRA: ours {ours_ratio:.3f}, 004 {paper_ratio:.3f} '
+      f'({stated["SCRIPT-small iterations/s"].where}).'
+  )
   write_command_table(
-      target, FLAGS.out, body,
-      dict(steps_per_second=results, paper_iterations_per_second=paper,
-           ratio=dict(ours=ours_ratio, paper=paper_ratio)),
-      header=f'Vocabulary: {FLAGS.vocab_file}; batch 16, 10 timed steps.')
+      target,
+      FLAGS.out,
+      body,
+      dict(
+          steps_per_second=results,
+          paper_iterations_per_second=paper,
+          ratio=dict(ours=ours_ratio, paper=paper_ratio),
+      ),
+      header=f'Vocabulary: {FLAGS.vocab_file}; batch 16, 10 timed steps.',
+  )
 
 
-def grid_settings(target: registry.Target, tasks: dict,
-                  num_runs: int) -> runner.GridSettings:
+def grid_settings(
+    target: registry.Target, tasks: dict, num_runs: int
+) -> runner.GridSettings:
   """The settings of `target`'s grid at --scale from the flags, each unset
   one from the scale (`scales.SCALES`)."""
   scale = scales.get(FLAGS.scale)
   if not FLAGS.vocab_file and not scale.learned_vocab_size:
-    raise app.UsageError(f'{FLAGS.table} at --scale={FLAGS.scale} needs '
-                         '--vocab_file.')
+    raise app.UsageError(
+        f'{FLAGS.table} at --scale={FLAGS.scale} needs ' '--vocab_file.'
+    )
   return runner.GridSettings(
-      target=target.key, scale=scale.name, corpus=FLAGS.corpus,
-      vocab_file=FLAGS.vocab_file, glue_dir=FLAGS.glue_dir,
+      target=target.key,
+      scale=scale.name,
+      corpus=FLAGS.corpus,
+      vocab_file=FLAGS.vocab_file,
+      glue_dir=FLAGS.glue_dir,
       reference_steps=FLAGS.reference_steps or scale.reference_steps,
-      tasks=tasks, num_runs=num_runs,
+      tasks=tasks,
+      num_runs=num_runs,
       strategy=FLAGS.strategy or scale.strategy,
       finetune_fingerprint=runner.finetune_fingerprint(scale.name),
-      learned_vocab_size=(None if FLAGS.vocab_file else
-                          scale.learned_vocab_size),
+      learned_vocab_size=(
+          None if FLAGS.vocab_file else scale.learned_vocab_size
+      ),
       eval_fraction=scale.eval_fraction,
       pretrain_seeds=FLAGS.pretrain_seeds or scale.pretrain_seeds,
-      held_out_steps=scale.held_out_steps)
+      held_out_steps=scale.held_out_steps,
+  )
 
 
 def _attention_concentration(target: registry.Target) -> None:
   """002 Table 1: pretrains BERT and ConvBERT alike at the scale, then
   measures their attention maps' diagonal concentration on MRPC."""
   _require('corpus', 'glue_dir')
-  settings = dataclasses.replace(grid_settings(target, {}, 0),
-                                 finetune_fingerprint='')
+  settings = dataclasses.replace(
+      grid_settings(target, {}, 0), finetune_fingerprint=''
+  )
   encoders = runner.pretrain_only(target, settings, FLAGS.out, _runs_dir())
   results_file = os.path.join(FLAGS.out, 'attention_concentration.json')
-  command = [sys.executable, '-m', 'experiments.attention_concentration',
-             f'--glue_dir={FLAGS.glue_dir}', '--task=mrpc', '--split=dev',
-             f'--output_file={results_file}']
+  command = [
+      sys.executable,
+      '-m',
+      'experiments.attention_concentration',
+      f'--glue_dir={FLAGS.glue_dir}',
+      '--task=mrpc',
+      '--split=dev',
+      f'--output_file={results_file}',
+  ]
   max_seq_length = runner.scale_max_seq_length(FLAGS.scale)
   if max_seq_length < 128:
     # The encoders' position tables end there.
     command.append(f'--max_seq_length={max_seq_length}')
   for run in target.runs:
-    command += [f'--init_checkpoint={encoders[run.name]}',
-                f'--label={run.row}']
+    command += [f'--init_checkpoint={encoders[run.name]}', f'--label={run.row}']
   subprocess.run(command, check=True, cwd=gin_utils.REPO_ROOT)
   results = _read_json(results_file)
   runs = '; '.join(f'{run.row}: {encoders[run.name]}' for run in target.runs)
   write_command_table(
-      target, FLAGS.out, attention_concentration.format_table(results),
-      results, header=(f'Scale: {FLAGS.scale}, {settings.reference_steps} '
-                       f'pretraining steps each, both with their paper gin '
-                       f'files (ELECTRA objective). Encoders: {runs}.'))
+      target,
+      FLAGS.out,
+      attention_concentration.format_table(results),
+      results,
+      header=(
+          f'Scale: {FLAGS.scale}, {settings.reference_steps} '
+          f'pretraining steps each, both with their paper gin '
+          f'files (ELECTRA objective). Encoders: {runs}.'
+      ),
+  )
 
 
 def _read_json(path: str):
@@ -329,8 +432,13 @@ def _read_json(path: str):
     return json.load(f)
 
 
-def write_command_table(target: registry.Target, out: str, body: str,
-                        results, header: Optional[str] = None) -> str:
+def write_command_table(
+    target: registry.Target,
+    out: str,
+    body: str,
+    results,
+    header: Optional[str] = None,
+) -> str:
   """Writes a 'command' target's <out>/<key>.md and <key>.json, as the
   grids write theirs: a heading, a header line (the scale and runs, where
   the target pretrains), and the experiment's own table and results;
@@ -340,8 +448,16 @@ def write_command_table(target: registry.Target, out: str, body: str,
   with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.md'), 'w') as f:
     f.write(text)
   with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.json'), 'w') as f:
-    json.dump(dict(target=target.key, header=header, command=target.command,
-                   results=results), f, indent=1)
+    json.dump(
+        dict(
+            target=target.key,
+            header=header,
+            command=target.command,
+            results=results,
+        ),
+        f,
+        indent=1,
+    )
   print(text)
   return text
 
@@ -357,18 +473,37 @@ def _command(target: registry.Target) -> None:
     _speed_comparison(target)
     return
   if target.key == '002.2':
-    subprocess.run([sys.executable, '-m', 'experiments.convbert_speed',
-                    '--seq_lengths=128,512', f'--output_dir={FLAGS.out}'],
-                   check=True, cwd=gin_utils.REPO_ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'experiments.convbert_speed',
+            '--seq_lengths=128,512',
+            f'--output_dir={FLAGS.out}',
+        ],
+        check=True,
+        cwd=gin_utils.REPO_ROOT,
+    )
     results = _read_json(os.path.join(FLAGS.out, 'convbert_speed.json'))
-    body = (convbert_speed.format_table(results['rows']) + '\n\n' +
-            convbert_speed.format_matches(results['paper_matches']))
+    body = (
+        convbert_speed.format_table(results['rows'])
+        + '\n\n'
+        + convbert_speed.format_matches(results['paper_matches'])
+    )
   else:
     _require('lm_file')
-    subprocess.run([sys.executable, '-m', 'experiments.convbert_lm',
-                    f'--train_file={FLAGS.lm_file}', '--valid_fraction=0.1',
-                    f'--output_dir={FLAGS.out}'],
-                   check=True, cwd=gin_utils.REPO_ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'experiments.convbert_lm',
+            f'--train_file={FLAGS.lm_file}',
+            '--valid_fraction=0.1',
+            f'--output_dir={FLAGS.out}',
+        ],
+        check=True,
+        cwd=gin_utils.REPO_ROOT,
+    )
     results = _read_json(os.path.join(FLAGS.out, 'results.json'))
     body = convbert_lm.format_table(results)
   write_command_table(target, FLAGS.out, body, results)
@@ -392,31 +527,55 @@ def _grid(target: registry.Target) -> None:
       if run.name in results:
         results[run.name]['parameters'] = plan.flops_report(
             run.gin_files + runner.scale_gin_files(run, FLAGS.scale),
-            run.bindings_at(FLAGS.scale))[1]
-  includes = sorted({path for run in target.runs_at(FLAGS.scale)
-                      for path in runner.scale_gin_files(run, FLAGS.scale)})
+            run.bindings_at(FLAGS.scale),
+        )[1]
+  includes = sorted(
+      {
+          path
+          for run in target.runs_at(FLAGS.scale)
+          for path in runner.scale_gin_files(run, FLAGS.scale)
+      }
+  )
   vocabulary = settings.vocab_file or (
-      f'{settings.learned_vocab_size} pieces learned from the training books')
-  header = (f'Scale: {FLAGS.scale} ({", ".join(includes)}); '
-            f'reference steps {settings.reference_steps}'
-            + (f' ({target.reference}, others at its training FLOPs)'
-               if target.reference else '') +
-            f'; tasks {settings.tasks}; {settings.num_runs} seeds per task, '
-            f'{_aggregation(target.finetune_paper)} over them (gin/finetune/'
-            f'{target.finetune_paper}/protocol.gin)'
-            + (f'; {settings.pretrain_seeds} pretraining seeds per model, '
-               'rows their mean and std' if settings.pretrain_seeds > 1
-               else '') +
-            f'; vocabulary {vocabulary}; {settings.strategy}.'
-            + (f' Runs: {target.small_scale_note}.'
-               if target.small_scale_note else '') + '\n\n' +
-            provenance.provenance('experiments.regenerate'))
+      f'{settings.learned_vocab_size} pieces learned from the training books'
+  )
+  header = (
+      f'Scale: {FLAGS.scale} ({", ".join(includes)}); '
+      f'reference steps {settings.reference_steps}'
+      + (
+          f' ({target.reference}, others at its training FLOPs)'
+          if target.reference
+          else ''
+      )
+      + f'; tasks {settings.tasks}; {settings.num_runs} seeds per task, '
+      f'{_aggregation(target.finetune_paper)} over them (gin/finetune/'
+      f'{target.finetune_paper}/protocol.gin)'
+      + (
+          f'; {settings.pretrain_seeds} pretraining seeds per model, '
+          'rows their mean and std'
+          if settings.pretrain_seeds > 1
+          else ''
+      )
+      + f'; vocabulary {vocabulary}; {settings.strategy}.'
+      + (
+          f' Runs: {target.small_scale_note}.'
+          if target.small_scale_note
+          else ''
+      )
+      + '\n\n'
+      + provenance.provenance('experiments.regenerate')
+  )
   entries = report.rows(target, results)
   print(report.write(target, entries, header, FLAGS.out))
   if FLAGS.report_dir:
     tf.io.gfile.makedirs(FLAGS.report_dir)
-    report.write(target, entries, header, FLAGS.report_dir,
-                 name=f'regenerate_{FLAGS.scale}_{target.key}')
+    report.write(
+        target,
+        entries,
+        header,
+        FLAGS.report_dir,
+        name=f'regenerate_{FLAGS.scale}_{target.key}',
+    )
 
 
 def _learning(target: registry.Target) -> None:
@@ -426,9 +585,12 @@ def _learning(target: registry.Target) -> None:
     raise app.UsageError(f'{target.key} runs below paper scale only.')
   _require('corpus', 'glue_dir', 'out')
   content = learning.run_learning(
-      target, grid_settings(target, _tasks(), FLAGS.num_runs), FLAGS.out,
+      target,
+      grid_settings(target, _tasks(), FLAGS.num_runs),
+      FLAGS.out,
       _runs_dir(),
-      provenance=provenance.provenance('experiments.regenerate'))
+      provenance=provenance.provenance('experiments.regenerate'),
+  )
   if FLAGS.report_dir:
     learning.write(content, FLAGS.report_dir)
 
@@ -463,7 +625,8 @@ def main(argv):
     _command(target)
   else:
     raise app.UsageError(
-        f'{target.key} runs only at --scale=paper: {target.why_plan_only}.')
+        f'{target.key} runs only at --scale=paper: {target.why_plan_only}.'
+    )
 
 
 if __name__ == '__main__':

@@ -100,12 +100,14 @@ FLAGS = flags.FLAGS
 @dataclasses.dataclass(frozen=True)
 class Hypothesis:
   """One N-best entry: its text and the edit that made it (None: true)."""
+
   text: str
   edit: str = None
 
 
-def wikitext_sentences(lines: Sequence[str], min_words: int,
-                       max_words: int) -> List[str]:
+def wikitext_sentences(
+    lines: Sequence[str], min_words: int, max_words: int
+) -> List[str]:
   """The usable sentences of WikiText lines (see the module docstring).
 
   Args:
@@ -126,14 +128,16 @@ def wikitext_sentences(lines: Sequence[str], min_words: int,
       if not words:
         continue
       sentence = ' '.join(words + ['.'])
-      if (min_words <= len(words) + 1 <= max_words and
-          not _EXCLUDED.search(sentence)):
+      if min_words <= len(words) + 1 <= max_words and not _EXCLUDED.search(
+          sentence
+      ):
         sentences.append(sentence)
   return sentences
 
 
-def _edit(words: List[str], edit: str, rng: random.Random,
-          vocabulary: Sequence[str]) -> List[str]:
+def _edit(
+    words: List[str], edit: str, rng: random.Random, vocabulary: Sequence[str]
+) -> List[str]:
   """`words` changed by one `edit` at a random position."""
   words = list(words)
   if edit == 'substitute':
@@ -153,9 +157,12 @@ def _edit(words: List[str], edit: str, rng: random.Random,
   return words
 
 
-def build_nbest(sentences: Sequence[str], num_distractors: int,
-                rng: random.Random,
-                vocabulary: Sequence[str]) -> List[List[Hypothesis]]:
+def build_nbest(
+    sentences: Sequence[str],
+    num_distractors: int,
+    rng: random.Random,
+    vocabulary: Sequence[str],
+) -> List[List[Hypothesis]]:
   """One list per sentence: the true sentence first, then its distractors.
 
   Args:
@@ -189,16 +196,19 @@ def build_nbest(sentences: Sequence[str], num_distractors: int,
           break
         text = ' '.join(_edit(words, edit, rng, vocabulary))
       else:
-        raise ValueError(f'No new {edit!r} hypothesis of {sentence!r} in '
-                         f'{_MAX_ATTEMPTS} draws; use fewer distractors.')
+        raise ValueError(
+            f'No new {edit!r} hypothesis of {sentence!r} in '
+            f'{_MAX_ATTEMPTS} draws; use fewer distractors.'
+        )
       seen.add(text)
       hypotheses.append(Hypothesis(text, edit))
     nbest.append(hypotheses)
   return nbest
 
 
-def ranking_summary(nbest: Sequence[Sequence[Hypothesis]],
-                    scores: Sequence[Sequence[float]]) -> Dict[str, float]:
+def ranking_summary(
+    nbest: Sequence[Sequence[Hypothesis]], scores: Sequence[Sequence[float]]
+) -> Dict[str, float]:
   """How often the true hypothesis (first of each list) wins.
 
   Args:
@@ -218,19 +228,30 @@ def ranking_summary(nbest: Sequence[Sequence[Hypothesis]],
     for hypothesis, value in zip(hypotheses[1:], values[1:]):
       counts[hypothesis.edit] += 1
       wins[hypothesis.edit] += true_score > value
-  summary = dict(num_lists=len(nbest), top1=top1 / len(nbest),
-                 chance=1.0 / len(nbest[0]))
-  summary.update({f'{edit}_win_rate': wins[edit] / counts[edit]
-                   for edit in EDITS if counts[edit]})
+  summary = dict(
+      num_lists=len(nbest), top1=top1 / len(nbest), chance=1.0 / len(nbest[0])
+  )
+  summary.update(
+      {
+          f'{edit}_win_rate': wins[edit] / counts[edit]
+          for edit in EDITS
+          if counts[edit]
+      }
+  )
   return summary
 
 
-def per_word(nbest: Sequence[Sequence[Hypothesis]],
-             scores: Sequence[Sequence[float]]) -> List[List[float]]:
+def per_word(
+    nbest: Sequence[Sequence[Hypothesis]], scores: Sequence[Sequence[float]]
+) -> List[List[float]]:
   """Each score divided by its hypothesis' number of words."""
-  return [[value / len(hypothesis.text.split())
-           for hypothesis, value in zip(hypotheses, values)]
-          for hypotheses, values in zip(nbest, scores)]
+  return [
+      [
+          value / len(hypothesis.text.split())
+          for hypothesis, value in zip(hypotheses, values)
+      ]
+      for hypotheses, values in zip(nbest, scores)
+  ]
 
 
 def _read_lines(path: str) -> List[str]:
@@ -275,24 +296,36 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
       f'{FLAGS.initial_positive_probability or None}',
       f'script.discriminator_loss_weight = {FLAGS.discriminator_loss_weight}',
   ]
-  command = [sys.executable, '-m', 'official_repro.train',
-             '--gin_file=gin/pretrain/script.gin', f'--model_dir={model_dir}',
-             '--mode=train_and_eval', '--strategy=cpu',
-             *(f'--gin_param={param}' for param in params)]
+  command = [
+      sys.executable,
+      '-m',
+      'official_repro.train',
+      '--gin_file=gin/pretrain/script.gin',
+      f'--model_dir={model_dir}',
+      '--mode=train_and_eval',
+      '--strategy=cpu',
+      *(f'--gin_param={param}' for param in params),
+  ]
   log_path = os.path.join(FLAGS.work_dir, 'train.log')
   # The log is captured and then written through tf.io.gfile, so that
   # --work_dir may be a gs:// directory.
-  completed = subprocess.run(command, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, check=False)
+  completed = subprocess.run(
+      command,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+      check=False,
+  )
   with tf.io.gfile.GFile(log_path, 'w') as log:
     log.write(completed.stderr)
   if completed.returncode:
-    raise RuntimeError(f'Pretraining failed (exit {completed.returncode}); '
-                       f'see {log_path}.')
+    raise RuntimeError(
+        f'Pretraining failed (exit {completed.returncode}); ' f'see {log_path}.'
+    )
   # Orbit prints its progress to stdout before the result: the result is
   # the JSON object from the line holding only '{' to the gin config.
   result = ('\n' + completed.stdout).split('Operative gin config:')[0]
-  return json.loads(result[result.index('\n{\n'):])
+  return json.loads(result[result.index('\n{\n') :])
 
 
 def spearman(first: Sequence[float], second: Sequence[float]) -> float:
@@ -300,8 +333,9 @@ def spearman(first: Sequence[float], second: Sequence[float]) -> float:
   return float(stats.spearmanr(first, second).statistic)
 
 
-def first_pass_lists(nbest: Sequence[Sequence[Hypothesis]],
-                     rng: np.random.Generator, prefix: str) -> Dict:
+def first_pass_lists(
+    nbest: Sequence[Sequence[Hypothesis]], rng: np.random.Generator, prefix: str
+) -> Dict:
   """mlm-scoring JSON of `nbest` with random first-pass scores.
 
   Each hypothesis gets a standard-normal first-pass score; `hyp_<N>` is
@@ -317,8 +351,9 @@ def first_pass_lists(nbest: Sequence[Sequence[Hypothesis]],
     order = np.argsort(-first_pass)
     entry = {'ref': hypotheses[0].text}
     for rank, position in enumerate(order, start=1):
-      entry[f'hyp_{rank}'] = dict(score=float(first_pass[position]),
-                                  text=hypotheses[position].text)
+      entry[f'hyp_{rank}'] = dict(
+          score=float(first_pass[position]), text=hypotheses[position].text
+      )
     lists[f'{prefix}-{index:04d}'] = entry
   return lists
 
@@ -334,54 +369,88 @@ def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
     paths[name] = os.path.join(FLAGS.work_dir, f'{name}.json')
     json_files.write_json(paths[name], first_pass_lists(lists, rng, name))
   output = os.path.join(FLAGS.work_dir, 'rescore.json')
-  command = [sys.executable, '-m', 'official_repro.rescore',
-             *(f'--nbest={name}={path}' for name, path in paths.items()),
-             f'--init_checkpoint={model_dir}', '--dev_set=dev',
-             '--weights=0:4:0.25', '--length_bonuses=-4:4:0.5',
-             f'--output_json={output}']
-  completed = subprocess.run(command, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, check=False)
+  command = [
+      sys.executable,
+      '-m',
+      'official_repro.rescore',
+      *(f'--nbest={name}={path}' for name, path in paths.items()),
+      f'--init_checkpoint={model_dir}',
+      '--dev_set=dev',
+      '--weights=0:4:0.25',
+      '--length_bonuses=-4:4:0.5',
+      f'--output_json={output}',
+  ]
+  completed = subprocess.run(
+      command,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+      check=False,
+  )
   if completed.returncode:
-    raise RuntimeError(f'Rescoring failed (exit {completed.returncode}): '
-                       f'{completed.stderr[-2000:]}')
+    raise RuntimeError(
+        f'Rescoring failed (exit {completed.returncode}): '
+        f'{completed.stderr[-2000:]}'
+    )
   with tf.io.gfile.GFile(output) as f:
-    return dict(json.load(f), command=' '.join(command[1:]),
-                printed=completed.stdout)
+    return dict(
+        json.load(f), command=' '.join(command[1:]), printed=completed.stdout
+    )
 
 
 def format_report(result: Dict, command: str) -> str:
   """The run's results as markdown: ranking, agreement with the T-pass PLL,
   rescoring."""
-  lines = ['## SCRIPT scoring from a trained run', '', command, '',
-           f'Model: `{result["model_dir"]}` (checkpoint '
-           f'`{result["checkpoint"]}`); {result["nbest"]["num_lists"]} '
-           f'WikiText-2 validation sentences (of '
-           f'{result["num_candidate_sentences"]} usable), each with '
-           f'{round(1 / result["nbest"]["chance"]) - 1} one-edit '
-           'distractors (a word substituted from the sentences\' unigram '
-           'distribution, a word deleted, two adjacent words swapped).', '',
-           '| score | true sentence ranked first | chance | beats '
-           'substitution | beats deletion | beats swap |',
-           '|---|---|---|---|---|---|']
-  for key, name in (('nbest', 'one-pass PLL (004 Eq. 7)'),
-                    ('nbest_per_word', 'one-pass PLL per word'),
-                    ('nbest_mlm', 'T-pass masked-LM PLL')):
+  lines = [
+      '## SCRIPT scoring from a trained run',
+      '',
+      command,
+      '',
+      f'Model: `{result["model_dir"]}` (checkpoint '
+      f'`{result["checkpoint"]}`); {result["nbest"]["num_lists"]} '
+      f'WikiText-2 validation sentences (of '
+      f'{result["num_candidate_sentences"]} usable), each with '
+      f'{round(1 / result["nbest"]["chance"]) - 1} one-edit '
+      "distractors (a word substituted from the sentences' unigram "
+      'distribution, a word deleted, two adjacent words swapped).',
+      '',
+      '| score | true sentence ranked first | chance | beats '
+      'substitution | beats deletion | beats swap |',
+      '|---|---|---|---|---|---|',
+  ]
+  for key, name in (
+      ('nbest', 'one-pass PLL (004 Eq. 7)'),
+      ('nbest_per_word', 'one-pass PLL per word'),
+      ('nbest_mlm', 'T-pass masked-LM PLL'),
+  ):
     summary = result[key]
     lines.append(
-        f'| {name} | {summary["top1"]:.3f} | {summary["chance"]:.3f} | ' +
-        ' | '.join(f'{summary.get(f"{edit}_win_rate", float("nan")):.3f}'
-                   for edit in EDITS) + ' |')
-  lines += ['', 'Spearman correlation of the one-pass and the T-pass PLL: '
-            f'{result["spearman_true_sentences"]:.3f} over the true '
-            f'sentences, {result["spearman_all_hypotheses"]:.3f} over all '
-            'hypotheses.']
+        f'| {name} | {summary["top1"]:.3f} | {summary["chance"]:.3f} | '
+        + ' | '.join(
+            f'{summary.get(f"{edit}_win_rate", float("nan")):.3f}'
+            for edit in EDITS
+        )
+        + ' |'
+    )
+  lines += [
+      '',
+      'Spearman correlation of the one-pass and the T-pass PLL: '
+      f'{result["spearman_true_sentences"]:.3f} over the true '
+      f'sentences, {result["spearman_all_hypotheses"]:.3f} over all '
+      'hypotheses.',
+  ]
   rescored = result.get('rescore')
   if rescored:
-    lines += ['', 'Rescoring (`official_repro.rescore`; first-pass scores '
-              'drawn from a standard normal, so the first pass picks a '
-              f'random list member): `{rescored["command"]}`', '',
-              f'Chosen on dev: PLL weight {rescored["weight"]:g}, length '
-              f'bonus {rescored["length_bonus"]:g}.', '']
+    lines += [
+        '',
+        'Rescoring (`official_repro.rescore`; first-pass scores '
+        'drawn from a standard normal, so the first pass picks a '
+        f'random list member): `{rescored["command"]}`',
+        '',
+        f'Chosen on dev: PLL weight {rescored["weight"]:g}, length '
+        f'bonus {rescored["length_bonus"]:g}.',
+        '',
+    ]
     for entry in rescored['sets'].values():
       lines += [entry['markdown'], '']
   return '\n'.join(lines) + '\n'
@@ -396,20 +465,24 @@ def main(argv):
   else:
     for name in ('corpus', 'vocab_file'):
       if not getattr(FLAGS, name):
-        raise app.UsageError(f'--{name} is required without '
-                             '--init_checkpoint.')
+        raise app.UsageError(
+            f'--{name} is required without ' '--init_checkpoint.'
+        )
     metadata = corpus_records.books_records(
-        FLAGS.corpus, FLAGS.vocab_file,
-        os.path.join(FLAGS.work_dir, 'records'))
+        FLAGS.corpus, FLAGS.vocab_file, os.path.join(FLAGS.work_dir, 'records')
+    )
     model_dir = os.path.join(FLAGS.work_dir, 'model')
     run = _pretrain(os.path.join(FLAGS.work_dir, 'records'), model_dir)
     result.update(
-        records={split: metadata['splits'][split]['num_examples']
-                 for split in ('train', 'eval')},
-        pretraining=dict(global_step=run['global_step'],
-                         eval=run.get('eval')))
-  candidates = wikitext_sentences(_read_lines(FLAGS.sentences),
-                                  FLAGS.min_words, FLAGS.max_words)
+        records={
+            split: metadata['splits'][split]['num_examples']
+            for split in ('train', 'eval')
+        },
+        pretraining=dict(global_step=run['global_step'], eval=run.get('eval')),
+    )
+  candidates = wikitext_sentences(
+      _read_lines(FLAGS.sentences), FLAGS.min_words, FLAGS.max_words
+  )
   rng = random.Random(FLAGS.seed)
   sentences = rng.sample(candidates, FLAGS.num_sentences)
   vocabulary = [word for sentence in candidates for word in sentence.split()]
@@ -424,18 +497,27 @@ def main(argv):
       checkpoint=tf.train.latest_checkpoint(model_dir),
       nbest=ranking_summary(nbest, scores['script'].tolist()),
       nbest_per_word=ranking_summary(
-          nbest, per_word(nbest, scores['script'].tolist())),
+          nbest, per_word(nbest, scores['script'].tolist())
+      ),
       nbest_mlm=ranking_summary(nbest, scores['mlm'].tolist()),
-      spearman_true_sentences=spearman(scores['script'][:, 0],
-                                       scores['mlm'][:, 0]),
-      spearman_all_hypotheses=spearman(scores['script'].ravel(),
-                                       scores['mlm'].ravel()),
-      num_candidate_sentences=len(candidates))
+      spearman_true_sentences=spearman(
+          scores['script'][:, 0], scores['mlm'][:, 0]
+      ),
+      spearman_all_hypotheses=spearman(
+          scores['script'].ravel(), scores['mlm'].ravel()
+      ),
+      num_candidate_sentences=len(candidates),
+  )
   if FLAGS.rescore:
     result['rescore'] = _rescore(nbest, model_dir)
-  print(json.dumps({key: value for key, value in result.items()
-                    if key != 'rescore'}, indent=2, sort_keys=True,
-                   default=float))
+  print(
+      json.dumps(
+          {key: value for key, value in result.items() if key != 'rescore'},
+          indent=2,
+          sort_keys=True,
+          default=float,
+      )
+  )
   if FLAGS.rescore:
     print(result['rescore']['printed'])
   if FLAGS.output_markdown:
@@ -443,47 +525,80 @@ def main(argv):
     with tf.io.gfile.GFile(FLAGS.output_markdown, 'w') as f:
       f.write(format_report(result, command))
   if FLAGS.output_json:
-    json_files.write_json(FLAGS.output_json, dict(result, lists=[
-        [dict(text=h.text, edit=h.edit, script=s, mlm=m)
-         for h, s, m in zip(hs, ss, ms)]
-        for hs, ss, ms in zip(nbest, scores['script'].tolist(),
-                              scores['mlm'].tolist())]))
+    json_files.write_json(
+        FLAGS.output_json,
+        dict(
+            result,
+            lists=[
+                [
+                    dict(text=h.text, edit=h.edit, script=s, mlm=m)
+                    for h, s, m in zip(hs, ss, ms)
+                ]
+                for hs, ss, ms in zip(
+                    nbest, scores['script'].tolist(), scores['mlm'].tolist()
+                )
+            ],
+        ),
+    )
 
 
 def define_flags():
   """Defines the command-line flags."""
-  flags.DEFINE_string('init_checkpoint', None,
-                      'A finished SCRIPT pretraining run to score with '
-                      '(skips the records and the pretraining).')
-  flags.DEFINE_string('corpus', None, 'Corpus directory (Gutenberg books); '
-                      'without --init_checkpoint.')
-  flags.DEFINE_string('vocab_file', None, 'WordPiece vocabulary (uncased); '
-                      'without --init_checkpoint.')
+  flags.DEFINE_string(
+      'init_checkpoint',
+      None,
+      'A finished SCRIPT pretraining run to score with '
+      '(skips the records and the pretraining).',
+  )
+  flags.DEFINE_string(
+      'corpus',
+      None,
+      'Corpus directory (Gutenberg books); ' 'without --init_checkpoint.',
+  )
+  flags.DEFINE_string(
+      'vocab_file',
+      None,
+      'WordPiece vocabulary (uncased); ' 'without --init_checkpoint.',
+  )
   flags.DEFINE_string('sentences', None, 'WikiText token file.')
-  flags.DEFINE_string('work_dir', '/tmp/script_nbest',
-                      'Records, model and outputs (stages are reused).')
+  flags.DEFINE_string(
+      'work_dir',
+      '/tmp/script_nbest',
+      'Records, model and outputs (stages are reused).',
+  )
   flags.DEFINE_integer('hidden_size', 128, 'Encoder width (heads of 64).')
   flags.DEFINE_integer('num_layers', 4, 'Encoder depth.')
   flags.DEFINE_integer('batch_size', 32, 'Pretraining batch size.')
   flags.DEFINE_float('learning_rate', 5e-4, 'Peak learning rate.')
   flags.DEFINE_integer('warmup_steps', 100, 'Linear warmup steps.')
   flags.DEFINE_integer('train_steps', 500, 'Pretraining steps.')
-  flags.DEFINE_float('discriminator_loss_weight', 50.0,
-                     'alpha, the weight of the critic loss (004: 50).')
-  flags.DEFINE_float('initial_positive_probability', 0.85,
-                     "The critic's p(t+) at initialization, in (0, 1); 0 "
-                     "keeps Model Garden's zero output bias.")
+  flags.DEFINE_float(
+      'discriminator_loss_weight',
+      50.0,
+      'alpha, the weight of the critic loss (004: 50).',
+  )
+  flags.DEFINE_float(
+      'initial_positive_probability',
+      0.85,
+      "The critic's p(t+) at initialization, in (0, 1); 0 "
+      "keeps Model Garden's zero output bias.",
+  )
   flags.DEFINE_integer('num_sentences', 200, 'N-best lists.')
   flags.DEFINE_integer('num_distractors', 4, 'Distractors per list.')
   flags.DEFINE_integer('min_words', 8, 'Shortest sentence kept.')
   flags.DEFINE_integer('max_words', 30, 'Longest sentence kept.')
   flags.DEFINE_integer('seed', 0, 'Seeds the sentence draw and the edits.')
-  flags.DEFINE_boolean('rescore', True,
-                       'Rescore the lists with official_repro.rescore.')
-  flags.DEFINE_string('output_json', None,
-                      'Also write the summary and every scored list here.')
-  flags.DEFINE_string('output_markdown', None,
-                      'Also write the summary as a markdown report here.')
+  flags.DEFINE_boolean(
+      'rescore', True, 'Rescore the lists with official_repro.rescore.'
+  )
+  flags.DEFINE_string(
+      'output_json', None, 'Also write the summary and every scored list here.'
+  )
+  flags.DEFINE_string(
+      'output_markdown',
+      None,
+      'Also write the summary as a markdown report here.',
+  )
   flags.mark_flags_as_required(['sentences'])
 
 

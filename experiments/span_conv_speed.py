@@ -57,8 +57,9 @@ from official_repro.modeling.layers import span_dynamic_conv
 FORMULATIONS = ('slices', 'banded')
 
 
-def shifted_slices_sum(values: tf.Tensor, kernel: tf.Tensor,
-                       causal: bool = False) -> tf.Tensor:
+def shifted_slices_sum(
+    values: tf.Tensor, kernel: tf.Tensor, causal: bool = False
+) -> tf.Tensor:
   """The k-tap sum as k shifted slices of the padded values (the earlier
   formulation of `span_dynamic_conv.apply_dynamic_kernel`).
 
@@ -76,16 +77,19 @@ def shifted_slices_sum(values: tf.Tensor, kernel: tf.Tensor,
   seq_length = tf.shape(values)[1]
   output = tf.zeros_like(values)
   for tap in range(kernel_size):
-    output += padded[:, tap:tap + seq_length] * kernel[..., tap:tap + 1]
+    output += padded[:, tap : tap + seq_length] * kernel[..., tap : tap + 1]
   return output
 
 
-_FUNCTIONS = {'slices': shifted_slices_sum,
-              'banded': span_dynamic_conv.apply_dynamic_kernel}
+_FUNCTIONS = {
+    'slices': shifted_slices_sum,
+    'banded': span_dynamic_conv.apply_dynamic_kernel,
+}
 
 
-def _compiled(formulation: str, backward: bool,
-              jit_compile: bool) -> Callable[[tf.Tensor, tf.Tensor], object]:
+def _compiled(
+    formulation: str, backward: bool, jit_compile: bool
+) -> Callable[[tf.Tensor, tf.Tensor], object]:
   function = _FUNCTIONS[formulation]
   if not backward:
     return tf.function(function, jit_compile=jit_compile)
@@ -107,8 +111,14 @@ def _call_ms(function, values: tf.Tensor, kernel: tf.Tensor) -> float:
   return 1e3 * (time.perf_counter() - start)
 
 
-def measure(shapes: Sequence[Tuple[int, int]], num_heads: int, head_size: int,
-            kernel_size: int, iterations: int, seed: int = 0) -> List[Dict]:
+def measure(
+    shapes: Sequence[Tuple[int, int]],
+    num_heads: int,
+    head_size: int,
+    kernel_size: int,
+    iterations: int,
+    seed: int = 0,
+) -> List[Dict]:
   """One row per (shape, XLA, pass): median ms of each formulation.
 
   Args:
@@ -127,16 +137,27 @@ def measure(shapes: Sequence[Tuple[int, int]], num_heads: int, head_size: int,
   rows = []
   for batch_size, seq_length in shapes:
     values = tf.random.stateless_normal(
-        [batch_size, seq_length, num_heads, head_size], [seed, 0])
-    kernel = tf.nn.softmax(tf.random.stateless_normal(
-        [batch_size, seq_length, num_heads, kernel_size], [seed, 1]))
-    difference = float(tf.reduce_max(tf.abs(
-        shifted_slices_sum(values, kernel) -
-        span_dynamic_conv.apply_dynamic_kernel(values, kernel))))
+        [batch_size, seq_length, num_heads, head_size], [seed, 0]
+    )
+    kernel = tf.nn.softmax(
+        tf.random.stateless_normal(
+            [batch_size, seq_length, num_heads, kernel_size], [seed, 1]
+        )
+    )
+    difference = float(
+        tf.reduce_max(
+            tf.abs(
+                shifted_slices_sum(values, kernel)
+                - span_dynamic_conv.apply_dynamic_kernel(values, kernel)
+            )
+        )
+    )
     for jit_compile in (False, True):
       for backward in (False, True):
-        functions = {name: _compiled(name, backward, jit_compile)
-                     for name in FORMULATIONS}
+        functions = {
+            name: _compiled(name, backward, jit_compile)
+            for name in FORMULATIONS
+        }
         times = {name: [] for name in FORMULATIONS}
         for name in FORMULATIONS:
           _call_ms(functions[name], values, kernel)
@@ -144,9 +165,13 @@ def measure(shapes: Sequence[Tuple[int, int]], num_heads: int, head_size: int,
           order = FORMULATIONS if iteration % 2 == 0 else FORMULATIONS[::-1]
           for name in order:
             times[name].append(_call_ms(functions[name], values, kernel))
-        row = dict(batch_size=batch_size, seq_length=seq_length,
-                   jit_compile=jit_compile, backward=backward,
-                   max_abs_difference=difference)
+        row = dict(
+            batch_size=batch_size,
+            seq_length=seq_length,
+            jit_compile=jit_compile,
+            backward=backward,
+            max_abs_difference=difference,
+        )
         for name in FORMULATIONS:
           row[f'{name}_ms'] = statistics.median(times[name])
         row['speedup'] = row['slices_ms'] / row['banded_ms']
@@ -156,15 +181,19 @@ def measure(shapes: Sequence[Tuple[int, int]], num_heads: int, head_size: int,
 
 def format_rows(rows: Sequence[Dict]) -> str:
   """A markdown table of `measure`'s rows."""
-  lines = ['| B x T | XLA | pass | slices ms | banded ms | slices / banded '
-           '| max abs diff |', '|---|---|---|---|---|---|---|']
+  lines = [
+      '| B x T | XLA | pass | slices ms | banded ms | slices / banded '
+      '| max abs diff |',
+      '|---|---|---|---|---|---|---|',
+  ]
   for row in rows:
     lines.append(
         f'| {row["batch_size"]} x {row["seq_length"]} | '
         f'{"yes" if row["jit_compile"] else "no"} | '
         f'{"fwd+bwd" if row["backward"] else "fwd"} | '
         f'{row["slices_ms"]:.3f} | {row["banded_ms"]:.3f} | '
-        f'{row["speedup"]:.2f} | {row["max_abs_difference"]:.1e} |')
+        f'{row["speedup"]:.2f} | {row["max_abs_difference"]:.1e} |'
+    )
   return '\n'.join(lines)
 
 
@@ -175,29 +204,45 @@ def _parse_shapes(items: Sequence[str]) -> List[Tuple[int, int]]:
       batch_size, seq_length = (int(part) for part in item.split('x'))
     except ValueError as error:
       raise app.UsageError(
-          f'--shapes item {item!r}: expected BxT, e.g. 8x128.') from error
+          f'--shapes item {item!r}: expected BxT, e.g. 8x128.'
+      ) from error
     shapes.append((batch_size, seq_length))
   return shapes
 
 
 def main(argv):
   cli.refuse_positional(argv)
-  rows = measure(_parse_shapes(FLAGS.shapes), FLAGS.num_heads,
-                 FLAGS.head_size, FLAGS.kernel_size, FLAGS.iterations)
+  rows = measure(
+      _parse_shapes(FLAGS.shapes),
+      FLAGS.num_heads,
+      FLAGS.head_size,
+      FLAGS.kernel_size,
+      FLAGS.iterations,
+  )
   print(format_rows(rows))
   if FLAGS.output_json:
     with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
-      json.dump(dict(rows=rows, num_heads=FLAGS.num_heads,
-                     head_size=FLAGS.head_size,
-                     kernel_size=FLAGS.kernel_size,
-                     iterations=FLAGS.iterations), f, indent=2)
+      json.dump(
+          dict(
+              rows=rows,
+              num_heads=FLAGS.num_heads,
+              head_size=FLAGS.head_size,
+              kernel_size=FLAGS.kernel_size,
+              iterations=FLAGS.iterations,
+          ),
+          f,
+          indent=2,
+      )
 
 
 FLAGS = flags.FLAGS
 
 if __name__ == '__main__':
-  flags.DEFINE_list('shapes', ['1x128', '1x512', '8x128', '8x512'],
-                    'Batch x sequence length pairs.')
+  flags.DEFINE_list(
+      'shapes',
+      ['1x128', '1x512', '8x128', '8x512'],
+      'Batch x sequence length pairs.',
+  )
   flags.DEFINE_integer('num_heads', 6, "Convolution heads N' (base: 6).")
   flags.DEFINE_integer('head_size', 64, 'Head size H.')
   flags.DEFINE_integer('kernel_size', 9, 'Window k.')

@@ -62,15 +62,19 @@ def shuffled_copy(record_dir: str, output_dir: str, seed: int = 0) -> str:
   """
   metadata = records_lib.load_metadata(record_dir)
   if metadata['masking'] != 'dynamic':
-    raise ValueError(f'{record_dir}: word order is tested on dynamically '
-                     'masked records; these are statically masked.')
+    raise ValueError(
+        f'{record_dir}: word order is tested on dynamically '
+        'masked records; these are statically masked.'
+    )
   features = records_lib.read_split(record_dir, 'eval')
   special = _special_ids(metadata)
   rng = np.random.default_rng(seed)
   shuffled = features['input_ids'].copy()
-  for row, (ids, mask, segments) in enumerate(zip(
-      features['input_ids'], features['input_mask'],
-      features['segment_ids'])):
+  for row, (ids, mask, segments) in enumerate(
+      zip(
+          features['input_ids'], features['input_mask'], features['segment_ids']
+      )
+  ):
     words = (mask == 1) & ~np.isin(ids, special)
     for segment in np.unique(segments[words]):
       places = np.flatnonzero(words & (segments == segment))
@@ -78,19 +82,29 @@ def shuffled_copy(record_dir: str, output_dir: str, seed: int = 0) -> str:
   features['input_ids'] = shuffled
   tf.io.gfile.makedirs(output_dir)
   files = records_lib.write_split(output_dir, 'eval', features, 1)
-  tf.io.gfile.copy(os.path.join(record_dir, metadata['vocab_file']),
-                   os.path.join(output_dir, metadata['vocab_file']),
-                   overwrite=True)
-  copy = dict(metadata, splits=dict(
-      train=dict(files=[], num_examples=0),
-      eval=dict(files=files, num_examples=len(shuffled))),
-              source=dict(shuffled_from=record_dir, seed=seed))
+  tf.io.gfile.copy(
+      os.path.join(record_dir, metadata['vocab_file']),
+      os.path.join(output_dir, metadata['vocab_file']),
+      overwrite=True,
+  )
+  copy = dict(
+      metadata,
+      splits=dict(
+          train=dict(files=[], num_examples=0),
+          eval=dict(files=files, num_examples=len(shuffled)),
+      ),
+      source=dict(shuffled_from=record_dir, seed=seed),
+  )
   records_lib.write_metadata(output_dir, copy)
   return output_dir
 
 
-def evaluate(model_dir: str, record_dir: str, steps: int,
-             checkpoint: Optional[str] = None) -> Dict[str, float]:
+def evaluate(
+    model_dir: str,
+    record_dir: str,
+    steps: int,
+    checkpoint: Optional[str] = None,
+) -> Dict[str, float]:
   """The objective's metrics of a pretraining run on a record directory's
   eval split.
 
@@ -110,7 +124,8 @@ def evaluate(model_dir: str, record_dir: str, steps: int,
   try:
     gin_utils.parse_config(
         [os.path.join(model_dir, _CONFIG_FILENAME)],
-        [f'pretrain_data.input_path = {record_dir!r}'])
+        [f'pretrain_data.input_path = {record_dir!r}'],
+    )
     params, _ = experiment.experiment_config()
   finally:
     gin.clear_config()
@@ -120,42 +135,49 @@ def evaluate(model_dir: str, record_dir: str, steps: int,
   if steps > 0:
     dataset = dataset.take(steps)
   metrics = task.build_metrics(training=False)
-  step = tf.function(lambda batch: task.validation_step(batch, model,
-                                                        metrics))
+  step = tf.function(lambda batch: task.validation_step(batch, model, metrics))
   restored = False
   for batch in dataset:
     if not restored:
       model(batch, training=False)
       tf.train.Checkpoint(model=model).read(
-          checkpoint).assert_existing_objects_matched().expect_partial()
+          checkpoint
+      ).assert_existing_objects_matched().expect_partial()
       restored = True
     step(batch)
   return {metric.name: float(metric.result()) for metric in metrics}
 
 
-def word_order(model_dir: str, record_dir: str, steps: int = 50,
-               seed: int = 0) -> Dict[str, object]:
+def word_order(
+    model_dir: str, record_dir: str, steps: int = 50, seed: int = 0
+) -> Dict[str, object]:
   """In-order and shuffled held-out metrics and the frequent-token
   baseline of a pretraining run."""
   with tempfile.TemporaryDirectory() as scratch:
-    shuffled = shuffled_copy(record_dir, os.path.join(scratch, 'shuffled'),
-                             seed)
+    shuffled = shuffled_copy(
+        record_dir, os.path.join(scratch, 'shuffled'), seed
+    )
     return dict(
-        model_dir=model_dir, records=record_dir, steps=steps,
+        model_dir=model_dir,
+        records=record_dir,
+        steps=steps,
         checkpoint=tf.train.latest_checkpoint(model_dir),
         in_order=evaluate(model_dir, record_dir, steps),
         shuffled=evaluate(model_dir, shuffled, steps),
-        frequent_token=frequent_token.frequent_token_baseline(record_dir))
+        frequent_token=frequent_token.frequent_token_baseline(record_dir),
+    )
 
 
 def format_result(result: Dict[str, object]) -> str:
   """Two lines: masked-LM accuracy in order and shuffled, and the
   baseline."""
-  return (f'masked-LM accuracy on held-out text: in order '
-          f'{result["in_order"]["masked_lm_accuracy"]:.4f}, shuffled '
-          f'{result["shuffled"]["masked_lm_accuracy"]:.4f}\n'
-          f'always the most frequent training token: '
-          f'{result["frequent_token"]["accuracy"]:.4f}')
+  return (
+      f'masked-LM accuracy on held-out text: in order '
+      f'{result["in_order"]["masked_lm_accuracy"]:.4f}, shuffled '
+      f'{result["shuffled"]["masked_lm_accuracy"]:.4f}\n'
+      f'always the most frequent training token: '
+      f'{result["frequent_token"]["accuracy"]:.4f}'
+  )
 
 
 def main(argv):
@@ -163,8 +185,7 @@ def main(argv):
   for name in ('model_dir', 'records'):
     if not getattr(FLAGS, name):
       raise app.UsageError(f'--{name} is required.')
-  result = word_order(FLAGS.model_dir, FLAGS.records, FLAGS.steps,
-                      FLAGS.seed)
+  result = word_order(FLAGS.model_dir, FLAGS.records, FLAGS.steps, FLAGS.seed)
   print(format_result(result))
   if FLAGS.output_json:
     json_files.write_json(FLAGS.output_json, result)

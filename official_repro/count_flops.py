@@ -38,8 +38,9 @@ def _bind_if_unbound(name: str, value) -> None:
       gin.bind_parameter(name, value)
 
 
-def report_from_gin(vocab_size: int
-                    ) -> Tuple[flops.ComputeReport, cfg.TaskConfig]:
+def report_from_gin(
+    vocab_size: int,
+) -> Tuple[flops.ComputeReport, cfg.TaskConfig]:
   """The compute report and task config of the parsed gin config.
 
   Args:
@@ -55,18 +56,24 @@ def report_from_gin(vocab_size: int
   name = gin.query_parameter('experiment.objective')
   objective = objectives.get(name)
   if objective.flops is None:
-    raise cli.UserError(f'Objective {name!r} declares no FLOPs terms '
-                     '(Objective.flops).')
+    raise cli.UserError(
+        f'Objective {name!r} declares no FLOPs terms ' '(Objective.flops).'
+    )
   task_config = objectives.task_config_from_gin(name)
   data = task_config.train_data
   max_predictions = data.max_predictions_per_seq or (
-      masking.default_max_predictions(data.max_seq_length, data.mask_rate))
+      masking.default_max_predictions(data.max_seq_length, data.mask_rate)
+  )
   report = flops.ComputeReport(
-      objective=name, seq_length=data.max_seq_length,
+      objective=name,
+      seq_length=data.max_seq_length,
       batch_size=data.global_batch_size,
       train_steps=gin.query_parameter('experiment.train_steps'),
       max_predictions=max_predictions,
-      networks=objective.flops(task_config, data.max_seq_length, max_predictions))
+      networks=objective.flops(
+          task_config, data.max_seq_length, max_predictions
+      ),
+  )
   return report, task_config
 
 
@@ -78,40 +85,62 @@ def build_pretrainer(task_config: cfg.TaskConfig) -> tf_keras.Model:
 def model_parameters(model: tf_keras.Model) -> Dict[str, int]:
   """`flops.parameter_breakdown` of a pretrainer's `checkpoint_items`."""
   items = model.checkpoint_items
-  others = {name: network for name, network in items.items()
-            if name != 'encoder' and isinstance(network, tf_keras.Model)
-            and hasattr(network, 'get_embedding_table')}
+  others = {
+      name: network
+      for name, network in items.items()
+      if name != 'encoder'
+      and isinstance(network, tf_keras.Model)
+      and hasattr(network, 'get_embedding_table')
+  }
   return flops.parameter_breakdown(items['encoder'], others)
 
 
-def format_report(report: flops.ComputeReport,
-                  parameters: Dict[str, int]) -> str:
+def format_report(
+    report: flops.ComputeReport, parameters: Dict[str, int]
+) -> str:
   """Human-readable parameters and FLOPs."""
-  lines = [f'objective: {report.objective}; seq {report.seq_length}, batch '
-           f'{report.batch_size}, {report.train_steps:,} steps, '
-           f'{report.max_predictions} predictions per sequence']
+  lines = [
+      f'objective: {report.objective}; seq {report.seq_length}, batch '
+      f'{report.batch_size}, {report.train_steps:,} steps, '
+      f'{report.max_predictions} predictions per sequence'
+  ]
   for name, network in report.networks.items():
     net = network.shape
     variant = ''
     if net.head_ratio is not None:
-      variant = ('conv_only ' if net.conv_only else
-                 'attention_only ' if net.attention_only else '')
-      variant += (f'head_ratio={net.head_ratio} k={net.kernel_size} '
-                  f'G={net.groups} ')
+      variant = (
+          'conv_only '
+          if net.conv_only
+          else 'attention_only '
+          if net.attention_only
+          else ''
+      )
+      variant += (
+          f'head_ratio={net.head_ratio} k={net.kernel_size} ' f'G={net.groups} '
+      )
     lines.append(
         f'{name}: {network.backbone} H={net.hidden} L={net.layers} '
         f'E={net.embedding} FFN={net.intermediate} heads={net.heads} '
         f'{variant}V={net.vocab_size}; heads {"+".join(network.heads)}; '
-        f'forward FLOPs/token {network.per_token_forward():.4g}')
-  lines.append('parameters (encoders, embeddings included): ' + ', '.join(
-      f'{name} {count / 1e6:.2f}M' for name, count in parameters.items()))
-  lines.append(f'train FLOPs (ELECTRA formula): '
-               f'{report.train_flops_per_step():.4g} per step, '
-               f'{report.total_train_flops():.4g} in total')
-  lines.append('shared blocks (ALBERT; generator blocks taken from the '
-               'discriminator) are counted once per application: they cost '
-               'compute, not parameters; tied embeddings are one parameter '
-               'set but each network computes its own embedding.')
+        f'forward FLOPs/token {network.per_token_forward():.4g}'
+    )
+  lines.append(
+      'parameters (encoders, embeddings included): '
+      + ', '.join(
+          f'{name} {count / 1e6:.2f}M' for name, count in parameters.items()
+      )
+  )
+  lines.append(
+      f'train FLOPs (ELECTRA formula): '
+      f'{report.train_flops_per_step():.4g} per step, '
+      f'{report.total_train_flops():.4g} in total'
+  )
+  lines.append(
+      'shared blocks (ALBERT; generator blocks taken from the '
+      'discriminator) are counted once per application: they cost '
+      'compute, not parameters; tied embeddings are one parameter '
+      'set but each network computes its own embedding.'
+  )
   return '\n'.join(lines)
 
 
@@ -119,8 +148,10 @@ def main(argv):
   cli.refuse_positional(argv)
   flag_values = flags.FLAGS
   if not flag_values.gin_file:
-    raise cli.UserError('--gin_file is required (a pretraining config, e.g. '
-                        'gin/papers/001_ale/electra_small.gin).')
+    raise cli.UserError(
+        '--gin_file is required (a pretraining config, e.g. '
+        'gin/papers/001_ale/electra_small.gin).'
+    )
   if flag_values.flops_budget == 0:
     raise cli.UserError('--flops_budget must be > 0.')
   gin_utils.parse_config(flag_values.gin_file, flag_values.gin_param)
@@ -133,21 +164,28 @@ def main(argv):
     gin_utils.parse_config([flag_values.budget_gin_file], [])
     budget = report_from_gin(flag_values.vocab_size)[0].total_train_flops()
   if budget:
-    steps = flops.steps_for_budget(budget, report.per_token_forward(),
-                                   report.batch_size, report.seq_length)
-    print(f'steps for a budget of {budget:.4g} FLOPs: {steps:,.0f} '
-          f'(config: {report.train_steps:,})')
+    steps = flops.steps_for_budget(
+        budget, report.per_token_forward(), report.batch_size, report.seq_length
+    )
+    print(
+        f'steps for a budget of {budget:.4g} FLOPs: {steps:,.0f} '
+        f'(config: {report.train_steps:,})'
+    )
   if flag_values.profile:
-    specs = flops.pretraining_input_specs(report.seq_length,
-                                          report.max_predictions)
+    specs = flops.pretraining_input_specs(
+        report.seq_length, report.max_predictions
+    )
     profiled = flops.profiled_forward_flops(model, specs)
     formula = report.per_token_forward() * report.seq_length
     gathers = report.per_token_forward(one_hot_embeddings=False) * (
-        report.seq_length)
-    print(f'forward FLOPs per sequence: profiler {profiled:.4g}; formula '
-          f'{formula:.4g} (profiler/formula {profiled / formula:.3f}); '
-          f'formula with embeddings as gathers {gathers:.4g} '
-          f'(profiler/that {profiled / gathers:.3f})')
+        report.seq_length
+    )
+    print(
+        f'forward FLOPs per sequence: profiler {profiled:.4g}; formula '
+        f'{formula:.4g} (profiler/formula {profiled / formula:.3f}); '
+        f'formula with embeddings as gathers {gathers:.4g} '
+        f'(profiler/that {profiled / gathers:.3f})'
+    )
 
 
 def define_flags():
@@ -155,16 +193,27 @@ def define_flags():
   this module and define flags of the same names."""
   flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
-  flags.DEFINE_integer('vocab_size', 30522,
-                       'Vocabulary size when encoder.vocab_size is unbound '
-                       '(default: BERT uncased).', lower_bound=1)
-  flags.DEFINE_float('flops_budget', None,
-                     'Print the steps this config can train for this many '
-                     'FLOPs (> 0).', lower_bound=0.0)
-  flags.DEFINE_string('budget_gin_file', None,
-                      'Use the total train FLOPs of this config as budget.')
-  flags.DEFINE_boolean('profile', False,
-                       'Also count forward FLOPs with the TF profiler.')
+  flags.DEFINE_integer(
+      'vocab_size',
+      30522,
+      'Vocabulary size when encoder.vocab_size is unbound '
+      '(default: BERT uncased).',
+      lower_bound=1,
+  )
+  flags.DEFINE_float(
+      'flops_budget',
+      None,
+      'Print the steps this config can train for this many ' 'FLOPs (> 0).',
+      lower_bound=0.0,
+  )
+  flags.DEFINE_string(
+      'budget_gin_file',
+      None,
+      'Use the total train FLOPs of this config as budget.',
+  )
+  flags.DEFINE_boolean(
+      'profile', False, 'Also count forward FLOPs with the TF profiler.'
+  )
 
 
 if __name__ == '__main__':

@@ -42,18 +42,26 @@ from official_repro.training import precision
 FLAGS = flags.FLAGS
 
 flags.DEFINE_multi_string('gin_file', [], 'Gin config files, in order.')
-flags.DEFINE_multi_string('gin_param', [],
-                          'Gin bindings applied after the files.')
-flags.DEFINE_string('init_checkpoint', None,
-                    'Pretrained encoder (export folder, pretraining model_dir '
-                    'or checkpoint prefix). Empty: random initialization.')
-flags.DEFINE_string('vocab_file', None,
-                    'WordPiece vocabulary; default: the one exported with '
-                    '--init_checkpoint.')
+flags.DEFINE_multi_string(
+    'gin_param', [], 'Gin bindings applied after the files.'
+)
+flags.DEFINE_string(
+    'init_checkpoint',
+    None,
+    'Pretrained encoder (export folder, pretraining model_dir '
+    'or checkpoint prefix). Empty: random initialization.',
+)
+flags.DEFINE_string(
+    'vocab_file',
+    None,
+    'WordPiece vocabulary; default: the one exported with '
+    '--init_checkpoint.',
+)
 flags.DEFINE_string('data_dir', None, "The task's data folder.")
 flags.DEFINE_string('model_dir', None, 'Run folders and results.')
-flags.DEFINE_list('seeds', None,
-                  'Seeds to run instead of 0 .. run_protocol.num_runs - 1.')
+flags.DEFINE_list(
+    'seeds', None, 'Seeds to run instead of 0 .. run_protocol.num_runs - 1.'
+)
 distribute.define_flags()
 precision.define_flags()
 
@@ -65,8 +73,9 @@ def configured_encoder() -> pretrained.PretrainedEncoder:
     config = encoders.encoder_config()
   except ValueError:  # No `encoder` bindings: the checkpoint must carry one.
     config = None
-  return pretrained.resolve(FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file,
-                            config=config)
+  return pretrained.resolve(
+      FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file, config=config
+  )
 
 
 def main(argv):
@@ -82,15 +91,27 @@ def main(argv):
     encoder = configured_encoder()
   seeds = [int(seed) for seed in FLAGS.seeds] if FLAGS.seeds else None
   results = finetuning.run(
-      schedule, protocol, encoder, FLAGS.data_dir, FLAGS.model_dir, strategy,
+      schedule,
+      protocol,
+      encoder,
+      FLAGS.data_dir,
+      FLAGS.model_dir,
+      strategy,
       seeds=seeds,
-      mixed_precision=precision.resolve(FLAGS.mixed_precision, strategy))
-  gin_utils.save_config(FLAGS.model_dir, 'operative_config.gin',
-                        operative=True)
+      mixed_precision=precision.resolve(FLAGS.mixed_precision, strategy),
+  )
+  gin_utils.save_config(FLAGS.model_dir, 'operative_config.gin', operative=True)
   print(finetuning.results_table(results))
-  print(json.dumps({key: results[key] for key in
-                    ('task', 'score', 'summary', 'init_checkpoint')},
-                   indent=2, sort_keys=True))
+  print(
+      json.dumps(
+          {
+              key: results[key]
+              for key in ('task', 'score', 'summary', 'init_checkpoint')
+          },
+          indent=2,
+          sort_keys=True,
+      )
+  )
   print('Operative gin config:')
   print(gin.operative_config_str())
 

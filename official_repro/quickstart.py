@@ -41,23 +41,30 @@ from official_repro.training import experiment
 from official_repro.training import gin_utils
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string('work_dir', 'runs/quickstart',
-                    'Corpus, records and model go here.')
+flags.DEFINE_string(
+    'work_dir', 'runs/quickstart', 'Corpus, records and model go here.'
+)
 flags.DEFINE_integer('vocab_size', 2000, 'WordPiece vocabulary size.')
 flags.register_validator(
-    'vocab_size', lambda size: size > len(vocab_lib.SPECIAL_TOKENS),
+    'vocab_size',
+    lambda size: size > len(vocab_lib.SPECIAL_TOKENS),
     message=f'--vocab_size must exceed {len(vocab_lib.SPECIAL_TOKENS)}, the '
-    'special tokens.')
-flags.DEFINE_multi_string('gin_param', [],
-                          'Extra gin bindings on top of gin/quickstart.gin.')
-flags.DEFINE_enum('strategy', 'one_device', list(distribute.STRATEGIES),
-                  'Distribution strategy.')
+    'special tokens.',
+)
+flags.DEFINE_multi_string(
+    'gin_param', [], 'Extra gin bindings on top of gin/quickstart.gin.'
+)
+flags.DEFINE_enum(
+    'strategy',
+    'one_device',
+    list(distribute.STRATEGIES),
+    'Distribution strategy.',
+)
 
 QUICKSTART_GIN = os.path.join(gin_utils.REPO_ROOT, 'gin', 'quickstart.gin')
 
 
-def prepare_records(work_dir: str, vocab_size: int,
-                    max_seq_length: int) -> str:
+def prepare_records(work_dir: str, vocab_size: int, max_seq_length: int) -> str:
   """Builds the corpus and records once; returns the record directory."""
   record_dir = os.path.join(work_dir, 'records')
   if tf.io.gfile.exists(os.path.join(record_dir, records.METADATA_FILENAME)):
@@ -66,9 +73,15 @@ def prepare_records(work_dir: str, vocab_size: int,
   corpus_dir = os.path.join(work_dir, 'corpus')
   builtin_corpus.write_builtin_corpus(corpus_dir)
   metadata = create_pretraining_data.prepare_pretraining_data(
-      [corpus_dir], record_dir, vocab_size=vocab_size,
-      max_seq_length=max_seq_length, masking='dynamic',
-      eval_fraction=0.05, num_shards=2, seed=1)
+      [corpus_dir],
+      record_dir,
+      vocab_size=vocab_size,
+      max_seq_length=max_seq_length,
+      masking='dynamic',
+      eval_fraction=0.05,
+      num_shards=2,
+      seed=1,
+  )
   print(create_pretraining_data.format_report(metadata))
   return record_dir
 
@@ -79,9 +92,13 @@ def main(argv):
   record_dir = os.path.join(FLAGS.work_dir, 'records')
   gin_utils.parse_config(
       [QUICKSTART_GIN],
-      [f'pretrain_data.input_path = {record_dir!r}'] + FLAGS.gin_param)
-  prepare_records(FLAGS.work_dir, FLAGS.vocab_size,
-                  gin.query_parameter('pretrain_data.max_seq_length'))
+      [f'pretrain_data.input_path = {record_dir!r}'] + FLAGS.gin_param,
+  )
+  prepare_records(
+      FLAGS.work_dir,
+      FLAGS.vocab_size,
+      gin.query_parameter('pretrain_data.max_seq_length'),
+  )
   baseline = frequent_token.frequent_token_baseline(record_dir)
   data_seconds = time.perf_counter() - started
 
@@ -90,21 +107,31 @@ def main(argv):
     params, settings = experiment.experiment_config()
   model_dir = os.path.join(FLAGS.work_dir, 'model')
   train_started = time.perf_counter()
-  result = experiment.run(params, settings, strategy, model_dir,
-                          mode='train_and_eval')
+  result = experiment.run(
+      params, settings, strategy, model_dir, mode='train_and_eval'
+  )
   train_seconds = time.perf_counter() - train_started
   metadata = records.load_metadata(record_dir)
-  print(format_summary(result, metadata, params, data_seconds, train_seconds,
-                       baseline))
+  print(
+      format_summary(
+          result, metadata, params, data_seconds, train_seconds, baseline
+      )
+  )
   json_files.write_json(
       os.path.join(model_dir, 'quickstart_summary.json'),
-      dict(result, data_seconds=data_seconds, train_seconds=train_seconds,
-           frequent_token=baseline),
-      sort_keys=False)
+      dict(
+          result,
+          data_seconds=data_seconds,
+          train_seconds=train_seconds,
+          frequent_token=baseline,
+      ),
+      sort_keys=False,
+  )
 
 
-def format_summary(result, metadata, params, data_seconds, train_seconds,
-                   baseline):
+def format_summary(
+    result, metadata, params, data_seconds, train_seconds, baseline
+):
   """The human-readable end-of-run summary."""
   batch = params.task.train_data.global_batch_size
   evaluation = result['eval'] or {}
@@ -119,11 +146,13 @@ def format_summary(result, metadata, params, data_seconds, train_seconds,
       f'model:       BERT, {result["num_params"] / 1e6:.2f}M parameters',
       f'training:    {result["global_step"]} steps of batch {batch} in '
       f'{train_seconds:.0f} s (incl. tracing, compiling and evaluation)',
-      (f'throughput:  {result["train"]["examples_per_second"]:.1f} '
-       'examples/s over the last training loop'
-       if result['train'].get('examples_per_second') else
-       'throughput:  none measured (no steps left to train: resumed '
-       'from the finished run)'),
+      (
+          f'throughput:  {result["train"]["examples_per_second"]:.1f} '
+          'examples/s over the last training loop'
+          if result['train'].get('examples_per_second')
+          else 'throughput:  none measured (no steps left to train: resumed '
+          'from the finished run)'
+      ),
       f'held-out:    masked-LM accuracy '
       f'{evaluation.get("masked_lm_accuracy", float("nan")):.4f}, loss '
       f'{evaluation.get("lm_example_loss", float("nan")):.4f}',

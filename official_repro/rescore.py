@@ -75,6 +75,7 @@ class Settings:
     output_text_dir: where to write each set's rescored hypotheses as
       `<dir>/<set>/text` (Kaldi format; '' for nowhere).
   """
+
   nbest: Tuple[Tuple[str, str], ...]
   nbest_format: str = 'auto'
   references: Tuple[Tuple[str, str], ...] = ()
@@ -93,74 +94,128 @@ class Settings:
       raise cli.UserError('No N-best lists; give --nbest=[<set>=]<path>.')
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-      raise cli.UserError(f'--nbest names the sets {duplicates} more than once; '
-                       'give each set a distinct name with <set>=<path>.')
-    for flag, pairs in (('references', self.references),
-                        ('lm_scores', self.lm_scores)):
+      raise cli.UserError(
+          f'--nbest names the sets {duplicates} more than once; '
+          'give each set a distinct name with <set>=<path>.'
+      )
+    for flag, pairs in (
+        ('references', self.references),
+        ('lm_scores', self.lm_scores),
+    ):
       named = [name for name, _ in pairs]
       unknown = sorted(set(named) - set(names) - {''})
       if unknown:
-        raise cli.UserError(f'--{flag} names the sets {unknown}, which no '
-                         f'--nbest gives; the sets are {names}.')
+        raise cli.UserError(
+            f'--{flag} names the sets {unknown}, which no '
+            f'--nbest gives; the sets are {names}.'
+        )
       repeated = sorted({name for name in named if named.count(name) > 1})
       if repeated:
-        what = ('more than one path without <set>=' if '' in repeated else
-                f'the sets {repeated} more than once')
-        raise cli.UserError(f'--{flag} gives {what}; expected one path per set.')
+        what = (
+            'more than one path without <set>='
+            if '' in repeated
+            else f'the sets {repeated} more than once'
+        )
+        raise cli.UserError(
+            f'--{flag} gives {what}; expected one path per set.'
+        )
     grid_size = len(self.weights) * len(self.length_bonuses)
     if not grid_size:
-      raise cli.UserError('--weights and --length_bonuses must each give at '
-                       'least one value.')
+      raise cli.UserError(
+          '--weights and --length_bonuses must each give at ' 'least one value.'
+      )
     if self.dev_set and self.dev_set not in names:
-      raise cli.UserError(f'--dev_set={self.dev_set!r} is not one of the sets '
-                       f'{names} given by --nbest.')
+      raise cli.UserError(
+          f'--dev_set={self.dev_set!r} is not one of the sets '
+          f'{names} given by --nbest.'
+      )
     if grid_size > 1 and not self.dev_set:
-      raise cli.UserError(f'The grid has {grid_size} points; give --dev_set, '
-                       'the set to choose the weight and length bonus on.')
+      raise cli.UserError(
+          f'The grid has {grid_size} points; give --dev_set, '
+          'the set to choose the weight and length bonus on.'
+      )
 
   def as_dict(self) -> dict:
     """The settings as JSON-serialisable values."""
-    return {'nbest': dict(self.nbest), 'nbest_format': self.nbest_format,
-            'references': [list(pair) for pair in self.references],
-            'reference_format': self.reference_format,
-            'lm_scores': [list(pair) for pair in self.lm_scores],
-            'lower_case': self.lower_case, 'dev_set': self.dev_set,
-            'weights': list(self.weights),
-            'length_bonuses': list(self.length_bonuses),
-            'output_json': self.output_json,
-            'output_text_dir': self.output_text_dir}
+    return {
+        'nbest': dict(self.nbest),
+        'nbest_format': self.nbest_format,
+        'references': [list(pair) for pair in self.references],
+        'reference_format': self.reference_format,
+        'lm_scores': [list(pair) for pair in self.lm_scores],
+        'lower_case': self.lower_case,
+        'dev_set': self.dev_set,
+        'weights': list(self.weights),
+        'length_bonuses': list(self.length_bonuses),
+        'output_json': self.output_json,
+        'output_text_dir': self.output_text_dir,
+    }
 
 
 def define_flags():
   """Defines the command-line flags."""
   flags.DEFINE_multi_string(
-      'nbest', None, '[<set>=]<path> of N-best lists (ESPnet decode directory, '
+      'nbest',
+      None,
+      '[<set>=]<path> of N-best lists (ESPnet decode directory, '
       'mlm-scoring JSON or utt_id/rank/first_pass_score/text TSV); repeat '
-      'for each set.')
-  flags.DEFINE_enum('nbest_format', 'auto', nbest.NBEST_FORMATS,
-                    'Format of every --nbest path.')
+      'for each set.',
+  )
+  flags.DEFINE_enum(
+      'nbest_format',
+      'auto',
+      nbest.NBEST_FORMATS,
+      'Format of every --nbest path.',
+  )
   flags.DEFINE_multi_string(
-      'references', [], '[<set>=]<path> of a Kaldi text or sclite .trn '
-      'reference file; without <set>= it serves every other set.')
-  flags.DEFINE_enum('reference_format', 'auto', nbest.REFERENCE_FORMATS,
-                    'Format of every --references file.')
+      'references',
+      [],
+      '[<set>=]<path> of a Kaldi text or sclite .trn '
+      'reference file; without <set>= it serves every other set.',
+  )
+  flags.DEFINE_enum(
+      'reference_format',
+      'auto',
+      nbest.REFERENCE_FORMATS,
+      'Format of every --references file.',
+  )
   flags.DEFINE_multi_string(
-      'lm_scores', [], '[<set>=]<path> of utt_id<TAB>rank<TAB>score '
-      'second-pass LM scores; without <set>= it serves every other set.')
+      'lm_scores',
+      [],
+      '[<set>=]<path> of utt_id<TAB>rank<TAB>score '
+      'second-pass LM scores; without <set>= it serves every other set.',
+  )
   flags.DEFINE_string(
-      'init_checkpoint', '', 'Instead of --lm_scores, score the hypotheses '
-      'with the one-pass PLL of this SCRIPT pretraining run (its model_dir).')
-  flags.DEFINE_bool('lower_case', False, 'Lower-case hypotheses and '
-                    'references (for uncased vocabularies).')
+      'init_checkpoint',
+      '',
+      'Instead of --lm_scores, score the hypotheses '
+      'with the one-pass PLL of this SCRIPT pretraining run (its model_dir).',
+  )
+  flags.DEFINE_bool(
+      'lower_case',
+      False,
+      'Lower-case hypotheses and ' 'references (for uncased vocabularies).',
+  )
   flags.DEFINE_string('dev_set', '', 'The set the grid search tunes on.')
-  flags.DEFINE_string('weights', '0:1:0.1', 'LM weights to try: values, '
-                      'start:stop:step ranges (inclusive), comma-separated.')
-  flags.DEFINE_string('length_bonuses', '0', 'Per-word bonuses to try, '
-                      'same syntax as --weights.')
-  flags.DEFINE_string('output_json', '', 'Write the grid and the results '
-                      'here.')
-  flags.DEFINE_string('output_text_dir', '', 'Write each set\'s rescored '
-                      'hypotheses to <dir>/<set>/text.')
+  flags.DEFINE_string(
+      'weights',
+      '0:1:0.1',
+      'LM weights to try: values, '
+      'start:stop:step ranges (inclusive), comma-separated.',
+  )
+  flags.DEFINE_string(
+      'length_bonuses',
+      '0',
+      'Per-word bonuses to try, ' 'same syntax as --weights.',
+  )
+  flags.DEFINE_string(
+      'output_json', '', 'Write the grid and the results ' 'here.'
+  )
+  flags.DEFINE_string(
+      'output_text_dir',
+      '',
+      "Write each set's rescored " 'hypotheses to <dir>/<set>/text.',
+  )
   flags.mark_flag_as_required('nbest')
 
 
@@ -172,10 +227,13 @@ def settings_from_flags() -> Settings:
       references=tuple(_set_and_path(v) for v in FLAGS.references),
       reference_format=FLAGS.reference_format,
       lm_scores=tuple(_set_and_path(v) for v in FLAGS.lm_scores),
-      lower_case=FLAGS.lower_case, dev_set=FLAGS.dev_set,
+      lower_case=FLAGS.lower_case,
+      dev_set=FLAGS.dev_set,
       weights=parse_grid(FLAGS.weights, 'weights'),
       length_bonuses=parse_grid(FLAGS.length_bonuses, 'length_bonuses'),
-      output_json=FLAGS.output_json, output_text_dir=FLAGS.output_text_dir)
+      output_json=FLAGS.output_json,
+      output_text_dir=FLAGS.output_text_dir,
+  )
 
 
 def parse_grid(spec: str, flag_name: str) -> Tuple[float, ...]:
@@ -206,22 +264,30 @@ def parse_grid(spec: str, flag_name: str) -> Tuple[float, ...]:
       values.add(numbers[0])
       continue
     if len(numbers) != 3 or not all(np.isfinite(numbers)):
-      raise cli.UserError(f'--{flag_name}: {item!r} is not a number or a '
-                       'start:stop:step range.')
+      raise cli.UserError(
+          f'--{flag_name}: {item!r} is not a number or a '
+          'start:stop:step range.'
+      )
     start, stop, step = numbers
     if step <= 0 or stop < start:
-      raise cli.UserError(f'--{flag_name}: range {item!r} needs step > 0 and '
-                       'stop >= start.')
+      raise cli.UserError(
+          f'--{flag_name}: range {item!r} needs step > 0 and ' 'stop >= start.'
+      )
     count = int(np.floor((stop - start) / step + 1e-9)) + 1
     if count > _MAX_GRID_POINTS:
-      raise cli.UserError(f'--{flag_name}: range {item!r} has {count} values; '
-                       f'at most {_MAX_GRID_POINTS}.')
+      raise cli.UserError(
+          f'--{flag_name}: range {item!r} has {count} values; '
+          f'at most {_MAX_GRID_POINTS}.'
+      )
     values.update(round(start + i * step, 10) for i in range(count))
   return tuple(sorted(values))
 
 
-def run(settings: Settings, scorer: Optional[lm_scores.Scorer] = None,
-        batch_size: int = 64) -> dict:
+def run(
+    settings: Settings,
+    scorer: Optional[lm_scores.Scorer] = None,
+    batch_size: int = 64,
+) -> dict:
   """Reads every set, tunes on the dev set, rescores and reports.
 
   Args:
@@ -239,16 +305,21 @@ def run(settings: Settings, scorer: Optional[lm_scores.Scorer] = None,
       `Settings`), or neither or both of `scorer` and `settings.lm_scores`.
   """
   if (scorer is None) == (not settings.lm_scores):
-    raise cli.UserError('Give the LM scores either as --lm_scores files or as a '
-                     'scorer, not ' + ('both.' if scorer else 'neither.'))
+    raise cli.UserError(
+        'Give the LM scores either as --lm_scores files or as a '
+        'scorer, not ' + ('both.' if scorer else 'neither.')
+    )
   reference_files = _CachedReader(
-      lambda path: nbest.read_references(path, settings.reference_format,
-                                         settings.lower_case))
+      lambda path: nbest.read_references(
+          path, settings.reference_format, settings.lower_case
+      )
+  )
   score_files = _CachedReader(lm_scores.read_lm_scores)
   scored_sets, nbest_sets, reports = {}, {}, {}
   for name, path in settings.nbest:
-    nbest_set = nbest.read_nbest(path, settings.nbest_format,
-                                 settings.lower_case)
+    nbest_set = nbest.read_nbest(
+        path, settings.nbest_format, settings.lower_case
+    )
     report = {'nbest': nbest_set.report.as_dict()}
     references_path = _path_for(name, settings.references)
     if references_path:
@@ -258,47 +329,61 @@ def run(settings: Settings, scorer: Optional[lm_scores.Scorer] = None,
       references, references_path = nbest_set.embedded_references, path
       report['references'] = {'path': path, 'format': 'embedded'}
     else:
-      raise cli.UserError(f'Set {name!r} ({path}) has no references; give '
-                       f'--references={name}=<text or trn file>.')
+      raise cli.UserError(
+          f'Set {name!r} ({path}) has no references; give '
+          f'--references={name}=<text or trn file>.'
+      )
     if scorer is None:
       scores_path = _path_for(name, settings.lm_scores)
       if not scores_path:
-        raise cli.UserError(f'Set {name!r} has no LM scores; give '
-                         f'--lm_scores={name}=<tsv>.')
+        raise cli.UserError(
+            f'Set {name!r} has no LM scores; give ' f'--lm_scores={name}=<tsv>.'
+        )
       scores, scores_report = score_files(scores_path)
       report['lm_scores'] = scores_report.as_dict()
     else:
       scores_path = f'scorer {type(scorer).__name__}'
       scores = lm_scores.score_nbest(scorer, nbest_set.lists, batch_size)
       report['lm_scores'] = {'scorer': type(scorer).__name__}
-    matched = nbest.match_references(nbest_set.lists, references, path,
-                                     references_path)
+    matched = nbest.match_references(
+        nbest_set.lists, references, path, references_path
+    )
     scored_sets[name] = interpolation.build_scored_set(
-        name, nbest_set.lists, matched, scores, scores_path)
+        name, nbest_set.lists, matched, scores, scores_path
+    )
     nbest_sets[name] = nbest_set
     reports[name] = report
 
   grid = None
   weight, length_bonus = settings.weights[0], settings.length_bonuses[0]
   if settings.dev_set:
-    grid = interpolation.grid_search(scored_sets[settings.dev_set],
-                                     settings.weights, settings.length_bonuses)
+    grid = interpolation.grid_search(
+        scored_sets[settings.dev_set], settings.weights, settings.length_bonuses
+    )
     weight, length_bonus = grid.best.weight, grid.best.length_bonus
 
-  results = {'settings': settings.as_dict(), 'weight': weight,
-             'length_bonus': length_bonus,
-             'grid_search': _grid_as_dict(grid) if grid else None, 'sets': {}}
+  results = {
+      'settings': settings.as_dict(),
+      'weight': weight,
+      'length_bonus': length_bonus,
+      'grid_search': _grid_as_dict(grid) if grid else None,
+      'sets': {},
+  }
   for name, scored_set in scored_sets.items():
     result = interpolation.evaluate(scored_set, weight, length_bonus)
-    results['sets'][name] = {**reports[name], 'result': result.as_dict(),
-                             'markdown': format_set_table(
-                                 result, name == settings.dev_set)}
+    results['sets'][name] = {
+        **reports[name],
+        'result': result.as_dict(),
+        'markdown': format_set_table(result, name == settings.dev_set),
+    }
     if settings.output_text_dir:
       _write_selected_texts(
           f'{settings.output_text_dir.rstrip("/")}/{name}/text',
           interpolation.selected_texts(
               nbest_sets[name].lists,
-              interpolation.select(scored_set, weight, length_bonus)))
+              interpolation.select(scored_set, weight, length_bonus),
+          ),
+      )
   if grid:
     results['grid_search']['markdown'] = format_grid(grid)
   if settings.output_json:
@@ -311,11 +396,14 @@ def format_grid(grid: interpolation.GridSearchResult) -> str:
   weights = sorted({point.weight for point in grid.points})
   bonuses = sorted({point.length_bonus for point in grid.points})
   cells = {(point.weight, point.length_bonus): point for point in grid.points}
-  lines = [f'Dev WER (%) on {grid.dev_set!r} of each grid point (best in '
-           'bold):', '',
-           '| weight \\ length bonus | ' +
-           ' | '.join(f'{bonus:g}' for bonus in bonuses) + ' |',
-           '|---|' + '---|' * len(bonuses)]
+  lines = [
+      f'Dev WER (%) on {grid.dev_set!r} of each grid point (best in ' 'bold):',
+      '',
+      '| weight \\ length bonus | '
+      + ' | '.join(f'{bonus:g}' for bonus in bonuses)
+      + ' |',
+      '|---|' + '---|' * len(bonuses),
+  ]
   for weight in weights:
     row = []
     for bonus in bonuses:
@@ -323,33 +411,48 @@ def format_grid(grid: interpolation.GridSearchResult) -> str:
       text = f'{100 * point.errors.wer:.2f}'
       row.append(f'**{text}**' if point == grid.best else text)
     lines.append(f'| {weight:g} | ' + ' | '.join(row) + ' |')
-  lines += ['', f'Chosen: weight {grid.best.weight:g}, length bonus '
-            f'{grid.best.length_bonus:g}.']
+  lines += [
+      '',
+      f'Chosen: weight {grid.best.weight:g}, length bonus '
+      f'{grid.best.length_bonus:g}.',
+  ]
   return '\n'.join(lines)
 
 
-def format_set_table(result: interpolation.SetResult,
-                     is_dev_set: bool = False) -> str:
+def format_set_table(
+    result: interpolation.SetResult, is_dev_set: bool = False
+) -> str:
   """A markdown table of the set's first-pass, rescored and oracle WERs."""
   tuned = ' (tuning set)' if is_dev_set else ''
-  lines = [f'### {result.name}{tuned}: {result.num_utterances} utterances, '
-           f'{result.num_hypotheses} hypotheses, '
-           f'{result.first_pass.reference_words} reference words', '',
-           '| hypotheses | WER (%) | sub | del | ins |',
-           '|---|---|---|---|---|']
+  lines = [
+      f'### {result.name}{tuned}: {result.num_utterances} utterances, '
+      f'{result.num_hypotheses} hypotheses, '
+      f'{result.first_pass.reference_words} reference words',
+      '',
+      '| hypotheses | WER (%) | sub | del | ins |',
+      '|---|---|---|---|---|',
+  ]
   for label, counts in (
       ('first pass (rank 1)', result.first_pass),
-      (f'rescored (weight {result.weight:g}, length bonus '
-       f'{result.length_bonus:g})', result.rescored),
-      ('oracle', result.oracle)):
-    wer_text = (f'{100 * counts.wer:.2f}' if counts.reference_words
-                else 'n/a')
-    lines.append(f'| {label} | {wer_text} | {counts.substitutions} | '
-                 f'{counts.deletions} | {counts.insertions} |')
+      (
+          f'rescored (weight {result.weight:g}, length bonus '
+          f'{result.length_bonus:g})',
+          result.rescored,
+      ),
+      ('oracle', result.oracle),
+  ):
+    wer_text = f'{100 * counts.wer:.2f}' if counts.reference_words else 'n/a'
+    lines.append(
+        f'| {label} | {wer_text} | {counts.substitutions} | '
+        f'{counts.deletions} | {counts.insertions} |'
+    )
   if result.num_rank1_not_best_first_pass:
-    lines += ['', f'Note: in {result.num_rank1_not_best_first_pass} lists '
-              'the rank-1 hypothesis does not have the highest first-pass '
-              'score; are the scores costs (lower is better)?']
+    lines += [
+        '',
+        f'Note: in {result.num_rank1_not_best_first_pass} lists '
+        'the rank-1 hypothesis does not have the highest first-pass '
+        'score; are the scores costs (lower is better)?',
+    ]
   return '\n'.join(lines)
 
 
@@ -368,13 +471,22 @@ class _CachedReader:
 
 def _grid_as_dict(grid: interpolation.GridSearchResult) -> dict:
   """The grid search as JSON-serialisable values."""
-  return {'dev_set': grid.dev_set,
-          'points': [{'weight': point.weight,
-                      'length_bonus': point.length_bonus,
-                      **point.errors.as_dict()} for point in grid.points],
-          'best': {'weight': grid.best.weight,
-                   'length_bonus': grid.best.length_bonus,
-                   **grid.best.errors.as_dict()}}
+  return {
+      'dev_set': grid.dev_set,
+      'points': [
+          {
+              'weight': point.weight,
+              'length_bonus': point.length_bonus,
+              **point.errors.as_dict(),
+          }
+          for point in grid.points
+      ],
+      'best': {
+          'weight': grid.best.weight,
+          'length_bonus': grid.best.length_bonus,
+          **grid.best.errors.as_dict(),
+      },
+  }
 
 
 def _path_for(name: str, pairs: Sequence[Tuple[str, str]]) -> str:
@@ -407,8 +519,11 @@ def _write_selected_texts(path: str, texts: List[Tuple[str, str]]):
 
 def main(argv):
   cli.refuse_positional(argv)
-  scorer = (score.PllScorer.from_checkpoint(FLAGS.init_checkpoint)
-            if FLAGS.init_checkpoint else None)
+  scorer = (
+      score.PllScorer.from_checkpoint(FLAGS.init_checkpoint)
+      if FLAGS.init_checkpoint
+      else None
+  )
   results = run(settings_from_flags(), scorer=scorer)
   if results['grid_search']:
     print(results['grid_search']['markdown'] + '\n')

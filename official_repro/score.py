@@ -57,12 +57,14 @@ def _checkpoint_and_model_dir(init_checkpoint: str) -> Tuple[str, str]:
       raise FileNotFoundError(
           f'--init_checkpoint {init_checkpoint}: no training checkpoint '
           '(ckpt-<step>) in it; expected the model_dir of a SCRIPT '
-          'pretraining run.')
+          'pretraining run.'
+      )
     return checkpoint_path, init_checkpoint
   if not tf.io.gfile.exists(init_checkpoint + '.index'):
     raise FileNotFoundError(
         f'--init_checkpoint {init_checkpoint}: neither a directory nor a '
-        f'checkpoint prefix ({init_checkpoint}.index does not exist).')
+        f'checkpoint prefix ({init_checkpoint}.index does not exist).'
+    )
   return init_checkpoint, os.path.dirname(init_checkpoint)
 
 
@@ -75,25 +77,31 @@ def read_model_config(model_dir: str) -> script_task.ScriptModelConfig:
   """
   path = os.path.join(model_dir, experiment.MODEL_CONFIG_FILENAME)
   if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(f'--init_checkpoint: {path} does not exist; '
-                            'expected the model_dir of a pretraining run.')
+    raise FileNotFoundError(
+        f'--init_checkpoint: {path} does not exist; '
+        'expected the model_dir of a pretraining run.'
+    )
   with tf.io.gfile.GFile(path) as f:
     saved = json.load(f)
-  fields = {field.name for field in
-            dataclasses.fields(script_task.ScriptModelConfig)}
+  fields = {
+      field.name for field in dataclasses.fields(script_task.ScriptModelConfig)
+  }
   unknown = sorted(set(saved) - fields)
   if unknown or 'encoder' not in saved:
     raise cli.UserError(
         f'{path} holds no SCRIPT model (fields {unknown} are not '
-        "script.*); --init_checkpoint must be a run with experiment.objective "
-        "= 'script'.")
+        'script.*); --init_checkpoint must be a run with experiment.objective '
+        "= 'script'."
+    )
   encoder = encoders.EncoderConfig.from_args(
-      **encoders.upgrade_saved_config(saved.pop('encoder')))
+      **encoders.upgrade_saved_config(saved.pop('encoder'))
+  )
   return script_task.ScriptModelConfig(encoder=encoder, **saved)
 
 
-def load_model(init_checkpoint: str
-               ) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder]:
+def load_model(
+    init_checkpoint: str,
+) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder]:
   """Rebuilds and restores the SCRIPT model of a pretraining run.
 
   Args:
@@ -111,15 +119,18 @@ def load_model(init_checkpoint: str
   checkpoint_path, model_dir = _checkpoint_and_model_dir(init_checkpoint)
   config = read_model_config(model_dir)
   model = script_task.ScriptPretrainTask(
-      script_task.ScriptPretrainConfig(model=config)).build_model()
+      script_task.ScriptPretrainConfig(model=config)
+  ).build_model()
   ids = tf.constant([[1, 2]], tf.int32)
   model.token_logits(ids, tf.ones_like(ids), tf.zeros_like(ids))
   status = tf.train.Checkpoint(model=model).read(checkpoint_path)
   try:
     status.assert_existing_objects_matched()
   except AssertionError as error:
-    raise cli.UserError(f'--init_checkpoint {checkpoint_path} does not hold '
-                     f'this SCRIPT model: {str(error)[:500]}') from error
+    raise cli.UserError(
+        f'--init_checkpoint {checkpoint_path} does not hold '
+        f'this SCRIPT model: {str(error)[:500]}'
+    ) from error
   status.expect_partial()
   return model, pretrained.resolve(model_dir)
 
@@ -127,6 +138,7 @@ def load_model(init_checkpoint: str
 @dataclasses.dataclass
 class _Batch:
   """Padded sentences: int32 `[B, T]` ids, mask, and 1 on scored tokens."""
+
   word_ids: np.ndarray
   input_mask: np.ndarray
   scored: np.ndarray
@@ -135,9 +147,14 @@ class _Batch:
 class PllScorer:
   """Pseudo-log-likelihoods of a SCRIPT model (a `lm_scores.Scorer`)."""
 
-  def __init__(self, model: script.ScriptPretrainer,
-               vocab_tokens: Sequence[str], lower_case: bool,
-               method: str = 'script', batch_size: int = 32):
+  def __init__(
+      self,
+      model: script.ScriptPretrainer,
+      vocab_tokens: Sequence[str],
+      lower_case: bool,
+      method: str = 'script',
+      batch_size: int = 32,
+  ):
     """Wraps a model.
 
     Args:
@@ -160,37 +177,51 @@ class PllScorer:
     self._lower_case = lower_case
     self._special = vocab.SpecialTokenIds.from_vocab(self._tokens)
     self._max_length = model.get_config()['encoder_config'][
-        'max_position_embeddings']
+        'max_position_embeddings'
+    ]
     self.method = method
     self.batch_size = batch_size
     # One trace for every batch shape.
     ids_spec = tf.TensorSpec([None, None], tf.int32)
-    self._script_pll = tf.function(model.pseudo_log_likelihood,
-                                   input_signature=[ids_spec] * 4)
+    self._script_pll = tf.function(
+        model.pseudo_log_likelihood, input_signature=[ids_spec] * 4
+    )
     self._masked_log_probability = tf.function(
         self._masked_token_log_probability,
-        input_signature=[ids_spec, ids_spec,
-                         tf.TensorSpec([None, 1], tf.int32),
-                         tf.TensorSpec([None], tf.int32)])
+        input_signature=[
+            ids_spec,
+            ids_spec,
+            tf.TensorSpec([None, 1], tf.int32),
+            tf.TensorSpec([None], tf.int32),
+        ],
+    )
 
   @classmethod
-  def from_checkpoint(cls, init_checkpoint: str, method: str = 'script',
-                      batch_size: int = 32) -> 'PllScorer':
+  def from_checkpoint(
+      cls, init_checkpoint: str, method: str = 'script', batch_size: int = 32
+  ) -> 'PllScorer':
     """The scorer of a SCRIPT pretraining run (see `load_model`)."""
     model, encoder = load_model(init_checkpoint)
-    return cls(model, vocab.load_vocab(encoder.vocab_file),
-               encoder.lower_case, method, batch_size)
+    return cls(
+        model,
+        vocab.load_vocab(encoder.vocab_file),
+        encoder.lower_case,
+        method,
+        batch_size,
+    )
 
   def __call__(self, sentences: Sequence[str]) -> np.ndarray:
     """float64 `[len(sentences)]` PLLs by `self.method` (natural log)."""
-    token_ids = vocab.tokenize_with_vocab(list(sentences), self._tokens,
-                                          self._lower_case)
+    token_ids = vocab.tokenize_with_vocab(
+        list(sentences), self._tokens, self._lower_case
+    )
     for index, ids in enumerate(token_ids):
       if len(ids) + 2 > self._max_length:
         raise cli.UserError(
             f'Sentence {index} ({sentences[index][:50]!r}...) has '
             f'{len(ids)} tokens; the model takes at most '
-            f'{self._max_length - 2} besides [CLS] and [SEP].')
+            f'{self._max_length - 2} besides [CLS] and [SEP].'
+        )
     if self.method == 'script':
       return self._script_scores(token_ids)
     return self._mlm_scores(token_ids)
@@ -201,26 +232,38 @@ class PllScorer:
     input_mask = np.zeros_like(word_ids)
     scored = np.zeros_like(word_ids)
     for row, ids in enumerate(token_ids):
-      word_ids[row, :len(ids) + 2] = [self._special.cls, *ids,
-                                      self._special.sep]
-      input_mask[row, :len(ids) + 2] = 1
-      scored[row, 1:len(ids) + 1] = 1
+      word_ids[row, : len(ids) + 2] = [
+          self._special.cls,
+          *ids,
+          self._special.sep,
+      ]
+      input_mask[row, : len(ids) + 2] = 1
+      scored[row, 1 : len(ids) + 1] = 1
     return _Batch(word_ids, input_mask, scored)
 
   def _script_scores(self, token_ids: Sequence[List[int]]) -> np.ndarray:
     scores = []
     for start in range(0, len(token_ids), self.batch_size):
-      batch = self._pad(token_ids[start:start + self.batch_size])
-      scores.append(self._script_pll(
-          batch.word_ids, batch.input_mask, np.zeros_like(batch.word_ids),
-          batch.scored).numpy())
-    return np.concatenate(scores).astype(np.float64) if scores else (
-        np.zeros([0]))
+      batch = self._pad(token_ids[start : start + self.batch_size])
+      scores.append(
+          self._script_pll(
+              batch.word_ids,
+              batch.input_mask,
+              np.zeros_like(batch.word_ids),
+              batch.scored,
+          ).numpy()
+      )
+    return (
+        np.concatenate(scores).astype(np.float64) if scores else (np.zeros([0]))
+    )
 
-  def _masked_token_log_probability(self, word_ids: tf.Tensor,
-                                    input_mask: tf.Tensor,
-                                    positions: tf.Tensor,
-                                    original_ids: tf.Tensor) -> tf.Tensor:
+  def _masked_token_log_probability(
+      self,
+      word_ids: tf.Tensor,
+      input_mask: tf.Tensor,
+      positions: tf.Tensor,
+      original_ids: tf.Tensor,
+  ) -> tf.Tensor:
     """float32 `[N]`: log softmax(s_t)[x_t] with token t masked.
 
     Args:
@@ -228,19 +271,22 @@ class PllScorer:
       positions: int32 `[N, 1]`, t.
       original_ids: int32 `[N]`, x_t.
     """
-    logits = self._model.token_logits(word_ids, input_mask,
-                                      tf.zeros_like(word_ids), positions,
-                                      training=False)[:, 0]
+    logits = self._model.token_logits(
+        word_ids, input_mask, tf.zeros_like(word_ids), positions, training=False
+    )[:, 0]
     log_probabilities = tf.nn.log_softmax(tf.cast(logits, tf.float32))
     return tf.gather(log_probabilities, original_ids, batch_dims=1)
 
   def _mlm_scores(self, token_ids: Sequence[List[int]]) -> np.ndarray:
     scores = np.zeros([len(token_ids)], np.float64)
     # One masked copy per (sentence, token), in sentence order.
-    copies = [(sentence, position) for sentence, ids in enumerate(token_ids)
-              for position in range(1, len(ids) + 1)]
+    copies = [
+        (sentence, position)
+        for sentence, ids in enumerate(token_ids)
+        for position in range(1, len(ids) + 1)
+    ]
     for start in range(0, len(copies), self.batch_size):
-      chunk = copies[start:start + self.batch_size]
+      chunk = copies[start : start + self.batch_size]
       sentences = [sentence for sentence, _ in chunk]
       batch = self._pad([token_ids[sentence] for sentence in sentences])
       rows = np.arange(len(chunk))
@@ -248,8 +294,8 @@ class PllScorer:
       original = batch.word_ids[rows, positions].copy()
       batch.word_ids[rows, positions] = self._special.mask
       values = self._masked_log_probability(
-          batch.word_ids, batch.input_mask, positions[:, None],
-          original).numpy()
+          batch.word_ids, batch.input_mask, positions[:, None], original
+      ).numpy()
       np.add.at(scores, sentences, values)
     return scores
 
@@ -270,19 +316,23 @@ def read_sentences(path: str) -> List[str]:
   return sentences
 
 
-def timed_scores(scorer: PllScorer, sentences: Sequence[str]
-                 ) -> Tuple[np.ndarray, float]:
+def timed_scores(
+    scorer: PllScorer, sentences: Sequence[str]
+) -> Tuple[np.ndarray, float]:
   """The scores of `sentences` and the seconds they took, after a warm-up
   call on the first batch (which traces the TensorFlow function)."""
-  scorer(sentences[:scorer.batch_size])
+  scorer(sentences[: scorer.batch_size])
   start = time.perf_counter()
   scores = scorer(sentences)
   return scores, time.perf_counter() - start
 
 
-def score_file(init_checkpoint: str, input_path: str, methods: Sequence[str],
-               batch_size: int = 32
-               ) -> Tuple[List[str], Dict[str, np.ndarray], Dict[str, float]]:
+def score_file(
+    init_checkpoint: str,
+    input_path: str,
+    methods: Sequence[str],
+    batch_size: int = 32,
+) -> Tuple[List[str], Dict[str, np.ndarray], Dict[str, float]]:
   """Scores every sentence of `input_path` by each method, timed.
 
   Returns:
@@ -298,38 +348,56 @@ def score_file(init_checkpoint: str, input_path: str, methods: Sequence[str],
   return sentences, scores, seconds
 
 
-def format_lines(sentences: Sequence[str],
-                 scores: Dict[str, np.ndarray]) -> List[str]:
+def format_lines(
+    sentences: Sequence[str], scores: Dict[str, np.ndarray]
+) -> List[str]:
   """`score<TAB>...<TAB>sentence` per sentence, methods in `scores` order."""
-  return ['\t'.join([*(f'{scores[m][i]:.6f}' for m in scores), sentence])
-          for i, sentence in enumerate(sentences)]
+  return [
+      '\t'.join([*(f'{scores[m][i]:.6f}' for m in scores), sentence])
+      for i, sentence in enumerate(sentences)
+  ]
 
 
 def define_flags():
   """Defines the command-line flags."""
-  flags.DEFINE_string('init_checkpoint', None, 'The model_dir of a SCRIPT '
-                      'pretraining run, or one ckpt-<step> prefix in it.')
+  flags.DEFINE_string(
+      'init_checkpoint',
+      None,
+      'The model_dir of a SCRIPT '
+      'pretraining run, or one ckpt-<step> prefix in it.',
+  )
   flags.DEFINE_string('input', None, 'Sentences to score, one per line.')
-  flags.DEFINE_enum('method', 'script', [*METHODS, 'both'],
-                    'script: 004 Eq. 7 in one pass; mlm: masked-LM PLL, one '
-                    'pass per token; both: the two, with their time ratio.')
-  flags.DEFINE_integer('batch_size', 32, 'Sentences (script) or masked '
-                       'copies (mlm) per forward pass.')
-  flags.DEFINE_string('output', '', 'Write score<TAB>sentence lines here '
-                      '(default: stdout).')
-  flags.register_validator('batch_size', lambda size: size >= 1,
-                           message='--batch_size must be >= 1.')
+  flags.DEFINE_enum(
+      'method',
+      'script',
+      [*METHODS, 'both'],
+      'script: 004 Eq. 7 in one pass; mlm: masked-LM PLL, one '
+      'pass per token; both: the two, with their time ratio.',
+  )
+  flags.DEFINE_integer(
+      'batch_size',
+      32,
+      'Sentences (script) or masked ' 'copies (mlm) per forward pass.',
+  )
+  flags.DEFINE_string(
+      'output', '', 'Write score<TAB>sentence lines here ' '(default: stdout).'
+  )
+  flags.register_validator(
+      'batch_size', lambda size: size >= 1, message='--batch_size must be >= 1.'
+  )
   flags.mark_flags_as_required(['init_checkpoint', 'input'])
 
 
 def main(argv):
   cli.refuse_positional(argv)
   flag_values = flags.FLAGS
-  methods = METHODS if flag_values.method == 'both' else (
-      flag_values.method,)
+  methods = METHODS if flag_values.method == 'both' else (flag_values.method,)
   sentences, scores, seconds = score_file(
-      flag_values.init_checkpoint, flag_values.input, methods,
-      flag_values.batch_size)
+      flag_values.init_checkpoint,
+      flag_values.input,
+      methods,
+      flag_values.batch_size,
+  )
   lines = format_lines(sentences, scores)
   if flag_values.output:
     with tf.io.gfile.GFile(flag_values.output, 'w') as f:
@@ -337,11 +405,14 @@ def main(argv):
   else:
     print('\n'.join(lines))
   for method in methods:
-    print(f'{method}: {len(sentences)} sentences in {seconds[method]:.3f} s '
-          f'({1e3 * seconds[method] / len(sentences):.2f} ms per sentence)')
+    print(
+        f'{method}: {len(sentences)} sentences in {seconds[method]:.3f} s '
+        f'({1e3 * seconds[method] / len(sentences):.2f} ms per sentence)'
+    )
   if len(methods) == 2:
-    print(f'time ratio mlm / script: '
-          f'{seconds["mlm"] / seconds["script"]:.2f}')
+    print(
+        f'time ratio mlm / script: ' f'{seconds["mlm"] / seconds["script"]:.2f}'
+    )
 
 
 if __name__ == '__main__':

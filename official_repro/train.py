@@ -46,22 +46,32 @@ from official_repro.training import trainer as trainer_lib
 FLAGS = flags.FLAGS
 
 flags.DEFINE_multi_string('gin_file', [], 'Gin config files, in order.')
-flags.DEFINE_multi_string('gin_param', [],
-                          'Gin bindings applied after the files.')
+flags.DEFINE_multi_string(
+    'gin_param', [], 'Gin bindings applied after the files.'
+)
 flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries and configs.')
-flags.DEFINE_enum('mode', 'train_and_eval', list(experiment.MODES),
-                  'What to run.')
-flags.DEFINE_boolean('check_config', False,
-                     'Only parse the gin config (names, values, the '
-                     'objective) and exit; reads no data (run_tpu.sh runs '
-                     'this locally before it creates a VM).')
+flags.DEFINE_enum(
+    'mode', 'train_and_eval', list(experiment.MODES), 'What to run.'
+)
+flags.DEFINE_boolean(
+    'check_config',
+    False,
+    'Only parse the gin config (names, values, the '
+    'objective) and exit; reads no data (run_tpu.sh runs '
+    'this locally before it creates a VM).',
+)
 distribute.define_flags()
 precision.define_flags()
 
 
-def run(strategy, gin_files: Sequence[str], gin_params: Sequence[str],
-        model_dir: str, mode: str,
-        mixed_precision: str = 'auto') -> Dict[str, Any]:
+def run(
+    strategy,
+    gin_files: Sequence[str],
+    gin_params: Sequence[str],
+    model_dir: str,
+    mode: str,
+    mixed_precision: str = 'auto',
+) -> Dict[str, Any]:
   """Parses the gin config and runs the experiment it describes.
 
   Args:
@@ -83,7 +93,8 @@ def run(strategy, gin_files: Sequence[str], gin_params: Sequence[str],
   with gin.unlock_config():
     params, settings = experiment.experiment_config()
   settings = dataclasses.replace(
-      settings, mixed_precision=precision.resolve(mixed_precision, strategy))
+      settings, mixed_precision=precision.resolve(mixed_precision, strategy)
+  )
   # The trainer checkpoints and stops on SIGTERM under every strategy
   # (trainer.stop_on_signal); Model Garden's on-demand preemption checkpoint
   # would replace that handler under multi_worker_mirrored and keep training
@@ -105,15 +116,20 @@ def check_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> str:
   try:
     name = gin.query_parameter('experiment.objective')
   except ValueError:
-    raise cli.UserError('the gin config sets no experiment.objective; '
-                        'include a gin/pretrain/<objective>.gin file.'
-                        ) from None
+    raise cli.UserError(
+        'the gin config sets no experiment.objective; '
+        'include a gin/pretrain/<objective>.gin file.'
+    ) from None
   objectives.get(name)
   return name
 
 
-def validate(gin_files: Sequence[str], gin_params: Sequence[str],
-             model_dir: str, mode: str) -> None:
+def validate(
+    gin_files: Sequence[str],
+    gin_params: Sequence[str],
+    model_dir: str,
+    mode: str,
+) -> None:
   """Everything `run` would refuse that can be checked before TensorFlow
   starts its devices: the gin config, the records it names, and a
   checkpoint to evaluate.
@@ -131,7 +147,8 @@ def validate(gin_files: Sequence[str], gin_params: Sequence[str],
     raise cli.UserError(
         f'--mode=eval: --model_dir {model_dir} holds no checkpoint '
         '(ckpt-<step>) to evaluate; train first, or give the directory of a '
-        'trained run.')
+        'trained run.'
+    )
 
 
 def main(argv):
@@ -147,13 +164,26 @@ def main(argv):
   validate(FLAGS.gin_file, FLAGS.gin_param, FLAGS.model_dir, FLAGS.mode)
   strategy = distribute.strategy_from_flags()
   try:
-    result = run(strategy, FLAGS.gin_file, FLAGS.gin_param, FLAGS.model_dir,
-                 FLAGS.mode, FLAGS.mixed_precision)
+    result = run(
+        strategy,
+        FLAGS.gin_file,
+        FLAGS.gin_param,
+        FLAGS.model_dir,
+        FLAGS.mode,
+        FLAGS.mixed_precision,
+    )
   except trainer_lib.TrainingStopped as stopped:
     logging.warning('%s', stopped)
-    print(json.dumps(dict(stopped_by=stopped.signal_name,
-                          global_step=stopped.step,
-                          checkpoint=stopped.checkpoint), indent=2))
+    print(
+        json.dumps(
+            dict(
+                stopped_by=stopped.signal_name,
+                global_step=stopped.step,
+                checkpoint=stopped.checkpoint,
+            ),
+            indent=2,
+        )
+    )
     sys.exit(trainer_lib.EXIT_STOPPED)
   logging.info('Result: %s', result)
   print(json.dumps(result, indent=2, sort_keys=True))

@@ -11,9 +11,11 @@ import random
 
 import pytest
 
-_WORDS = ('the quick brown fox jumps over a lazy dog while birds sing in the '
-          'old trees near the river and children play games on green grass '
-          'under bright summer skies').split()
+_WORDS = (
+    'the quick brown fox jumps over a lazy dog while birds sing in the '
+    'old trees near the river and children play games on green grass '
+    'under bright summer skies'
+).split()
 
 
 def write_fixture_corpus(directory, num_documents=30, seed=0):
@@ -41,6 +43,7 @@ def ram_dir():
   """
   import uuid
   import tensorflow as tf
+
   path = f'ram://test_{uuid.uuid4().hex}'
   tf.io.gfile.makedirs(path)
   yield path
@@ -67,8 +70,9 @@ def to_ram(ram_dir):
       target = copied if relative == '.' else os.path.join(copied, relative)
       tf.io.gfile.makedirs(target)
       for name in names:
-        tf.io.gfile.copy(os.path.join(root, name), os.path.join(target, name),
-                         overwrite=True)
+        tf.io.gfile.copy(
+            os.path.join(root, name), os.path.join(target, name), overwrite=True
+        )
     return copied
 
   return copy
@@ -78,12 +82,18 @@ def to_ram(ram_dir):
 def tiny_records(tmp_path_factory):
   """A dynamically masked record directory (max_seq_length 32, ~100 vocab)."""
   from official_repro.data import create_pretraining_data
+
   root = tmp_path_factory.mktemp('tiny_records')
   corpus = write_fixture_corpus(root / 'corpus')
   output_dir = str(root / 'records')
   create_pretraining_data.prepare_pretraining_data(
-      [str(corpus)], output_dir, vocab_size=120, max_seq_length=32,
-      eval_fraction=0.1, seed=3)
+      [str(corpus)],
+      output_dir,
+      vocab_size=120,
+      max_seq_length=32,
+      eval_fraction=0.1,
+      seed=3,
+  )
   return output_dir
 
 
@@ -91,13 +101,21 @@ def tiny_records(tmp_path_factory):
 def static_records(tmp_path_factory):
   """Statically masked records with next-sentence labels, 2 copies each."""
   from official_repro.data import create_pretraining_data
+
   root = tmp_path_factory.mktemp('static_records')
   corpus = write_fixture_corpus(root / 'corpus', seed=1)
   output_dir = str(root / 'records')
   create_pretraining_data.prepare_pretraining_data(
-      [str(corpus)], output_dir, vocab_size=120, max_seq_length=32,
-      masking='static', dupe_factor=2, next_sentence_prediction=True,
-      eval_fraction=0.1, seed=4)
+      [str(corpus)],
+      output_dir,
+      vocab_size=120,
+      max_seq_length=32,
+      masking='static',
+      dupe_factor=2,
+      next_sentence_prediction=True,
+      eval_fraction=0.1,
+      seed=4,
+  )
   return output_dir
 
 
@@ -118,17 +136,25 @@ def run_tiny_pretraining(tiny_records):
     gin.clear_config()
     try:
       gin_utils.parse_config(
-          [os.path.join(gin_utils.REPO_ROOT, f) for f in
-           ('gin/sizes/tiny.gin', *gin_files)],
-          [f'pretrain_data.input_path = {tiny_records!r}',
-           'pretrain_data.max_seq_length = 32',
-           'pretrain_data.train_batch_size = 8',
-           'experiment.train_steps = 2', 'experiment.steps_per_loop = 1',
-           'experiment.checkpoint_interval = 1',
-           'optimization.learning_rate = 1e-3', *bindings])
+          [
+              os.path.join(gin_utils.REPO_ROOT, f)
+              for f in ('gin/sizes/tiny.gin', *gin_files)
+          ],
+          [
+              f'pretrain_data.input_path = {tiny_records!r}',
+              'pretrain_data.max_seq_length = 32',
+              'pretrain_data.train_batch_size = 8',
+              'experiment.train_steps = 2',
+              'experiment.steps_per_loop = 1',
+              'experiment.checkpoint_interval = 1',
+              'optimization.learning_rate = 1e-3',
+              *bindings,
+          ],
+      )
       params, settings = experiment.experiment_config()
-      return experiment.run(params, settings, tf.distribute.get_strategy(),
-                            str(model_dir), mode)
+      return experiment.run(
+          params, settings, tf.distribute.get_strategy(), str(model_dir), mode
+      )
     finally:
       gin.clear_config()
 
@@ -146,8 +172,11 @@ def run_tiny_electra(run_tiny_pretraining):
 
   def run(model_dir, bindings=(), mode='train_and_eval'):
     return run_tiny_pretraining(
-        model_dir, ['gin/pretrain/electra.gin'],
-        ['electra.generator_size = 0.5', *bindings], mode)
+        model_dir,
+        ['gin/pretrain/electra.gin'],
+        ['electra.generator_size = 0.5', *bindings],
+        mode,
+    )
 
   return run
 
@@ -163,8 +192,14 @@ def tiny_bert_encoder():
 
   def build():
     return networks.BertEncoder(
-        vocab_size=50, hidden_size=16, num_layers=1, num_attention_heads=2,
-        inner_dim=32, max_sequence_length=8, inner_activation='gelu',
-        dict_outputs=True)
+        vocab_size=50,
+        hidden_size=16,
+        num_layers=1,
+        num_attention_heads=2,
+        inner_dim=32,
+        max_sequence_length=8,
+        inner_activation='gelu',
+        dict_outputs=True,
+    )
 
   return build

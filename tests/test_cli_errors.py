@@ -26,7 +26,8 @@ REPO_ROOT = gin_utils.REPO_ROOT
 _LOG_LINE = re.compile(
     r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |[IWEF]\d{4} |'
     r'WARNING: All log messages before absl::InitializeLog|'
-    r'I0000 |W0000 |E0000 )')
+    r'I0000 |W0000 |E0000 )'
+)
 
 
 def _snapshot(*paths):
@@ -45,8 +46,15 @@ def _run(args, cwd=REPO_ROOT, timeout=300):
   command = args if args[0].endswith('.sh') else [sys.executable, '-m', *args]
   env = dict(os.environ)
   env.pop('TF_CPP_MIN_LOG_LEVEL', None)  # as a user's shell has it
-  return subprocess.run(command, cwd=cwd, capture_output=True, text=True,
-                        timeout=timeout, env=env, check=False)
+  return subprocess.run(
+      command,
+      cwd=cwd,
+      capture_output=True,
+      text=True,
+      timeout=timeout,
+      env=env,
+      check=False,
+  )
 
 
 def check_refused(args, *named, keep=(), cwd=REPO_ROOT):
@@ -54,8 +62,11 @@ def check_refused(args, *named, keep=(), cwd=REPO_ROOT):
   that the files under `keep` did not change."""
   before = _snapshot(*keep)
   completed = _run(args, cwd=cwd)
-  own = [line for line in completed.stderr.splitlines()
-         if line.strip() and not _LOG_LINE.match(line)]
+  own = [
+      line
+      for line in completed.stderr.splitlines()
+      if line.strip() and not _LOG_LINE.match(line)
+  ]
   assert completed.returncode != 0, completed.stdout[-2000:]
   assert 'Traceback' not in completed.stderr, completed.stderr[-3000:]
   assert len(own) == 1, own
@@ -76,15 +87,18 @@ def workspace(tmp_path_factory, tiny_records):
   shutil.copytree(tiny_records, records)
   (root / 'corpus').mkdir()
   (root / 'corpus' / 'a.txt').write_text(
-      'The cat sat on the mat. The dog ran in the park.\n\n' * 20)
+      'The cat sat on the mat. The dog ran in the park.\n\n' * 20
+  )
   (root / 'latin1').mkdir()
   (root / 'latin1' / 'book.txt').write_bytes(
-      'Un caf\u00e9 tr\u00e8s cr\u00e8me.\n'.encode('latin-1'))
+      'Un caf\u00e9 tr\u00e8s cr\u00e8me.\n'.encode('latin-1')
+  )
   (root / 'binary').mkdir()
   (root / 'binary' / 'noise.txt').write_bytes(bytes(range(256)) * 4)
   tokens = (records / 'vocab.txt').read_text().split('\n')
   (root / 'duplicate_vocab.txt').write_text(
-      '\n'.join(tokens[:12] + [tokens[8]] + tokens[12:]))
+      '\n'.join(tokens[:12] + [tokens[8]] + tokens[12:])
+  )
   return root
 
 
@@ -92,19 +106,29 @@ def workspace(tmp_path_factory, tiny_records):
 
 
 def test_quickstart_refuses_a_positional_path(workspace):
-  check_refused(['official_repro.quickstart', f'--work_dir={workspace}/qs',
-                 '/tmp/elsewhere'], '/tmp/elsewhere')
+  check_refused(
+      [
+          'official_repro.quickstart',
+          f'--work_dir={workspace}/qs',
+          '/tmp/elsewhere',
+      ],
+      '/tmp/elsewhere',
+  )
   assert not (workspace / 'qs').exists()
 
 
-@pytest.mark.parametrize('flag, named', [
-    ('--gin_param=encoder.hiden_size=64', 'encoder.hidden_size'),
-    ('--strategy=gpu', '--strategy'),
-    ('--vocab_size=3', '--vocab_size'),
-])
+@pytest.mark.parametrize(
+    'flag, named',
+    [
+        ('--gin_param=encoder.hiden_size=64', 'encoder.hidden_size'),
+        ('--strategy=gpu', '--strategy'),
+        ('--vocab_size=3', '--vocab_size'),
+    ],
+)
 def test_quickstart_flag_mistakes(workspace, flag, named):
-  check_refused(['official_repro.quickstart', f'--work_dir={workspace}/qs',
-                 flag], named)
+  check_refused(
+      ['official_repro.quickstart', f'--work_dir={workspace}/qs', flag], named
+  )
   assert not (workspace / 'qs').exists()
 
 
@@ -112,28 +136,42 @@ def test_quickstart_flag_mistakes(workspace, flag, named):
 
 
 def _records_command(workspace, *flags):
-  return ['official_repro.data.create_pretraining_data',
-          f'--input={workspace}/corpus', f'--output_dir={workspace}/records',
-          f'--vocab_file={workspace}/records/vocab.txt', '--max_seq_length=32',
-          *flags]
+  return [
+      'official_repro.data.create_pretraining_data',
+      f'--input={workspace}/corpus',
+      f'--output_dir={workspace}/records',
+      f'--vocab_file={workspace}/records/vocab.txt',
+      '--max_seq_length=32',
+      *flags,
+  ]
 
 
 def test_records_bad_length_keeps_the_complete_records(workspace):
-  check_refused(_records_command(workspace, '--max_seq_length=3'),
-                '--max_seq_length', keep=[workspace / 'records'])
+  check_refused(
+      _records_command(workspace, '--max_seq_length=3'),
+      '--max_seq_length',
+      keep=[workspace / 'records'],
+  )
 
 
 def test_records_duplicate_vocabulary_keeps_the_complete_records(workspace):
   command = _records_command(workspace)
   command[3] = f'--vocab_file={workspace}/duplicate_vocab.txt'
-  check_refused(command, 'duplicate_vocab.txt', 'duplicate token',
-                keep=[workspace / 'records'])
+  check_refused(
+      command,
+      'duplicate_vocab.txt',
+      'duplicate token',
+      keep=[workspace / 'records'],
+  )
 
 
-@pytest.mark.parametrize('corpus, named', [
-    ('latin1', 'book.txt is not UTF-8: byte 6'),
-    ('binary', 'noise.txt is not UTF-8: byte 128'),
-])
+@pytest.mark.parametrize(
+    'corpus, named',
+    [
+        ('latin1', 'book.txt is not UTF-8: byte 6'),
+        ('binary', 'noise.txt is not UTF-8: byte 128'),
+    ],
+)
 def test_records_refuse_a_file_that_is_not_utf8(workspace, corpus, named):
   command = _records_command(workspace)
   command[1] = f'--input={workspace}/{corpus}'
@@ -150,56 +188,90 @@ def test_records_missing_input_is_named(workspace):
 
 
 def _train(workspace, *flags):
-  return ['official_repro.train', '--gin_file=gin/sizes/tiny.gin',
-          '--gin_file=gin/pretrain/masked_lm.gin',
-          f"--gin_param=pretrain_data.input_path='{workspace}/records'",
-          '--gin_param=pretrain_data.max_seq_length=32',
-          '--gin_param=pretrain_data.train_batch_size=4',
-          '--gin_param=optimization.learning_rate=1e-3',
-          '--gin_param=experiment.train_steps=2', *flags]
+  return [
+      'official_repro.train',
+      '--gin_file=gin/sizes/tiny.gin',
+      '--gin_file=gin/pretrain/masked_lm.gin',
+      f"--gin_param=pretrain_data.input_path='{workspace}/records'",
+      '--gin_param=pretrain_data.max_seq_length=32',
+      '--gin_param=pretrain_data.train_batch_size=4',
+      '--gin_param=optimization.learning_rate=1e-3',
+      '--gin_param=experiment.train_steps=2',
+      *flags,
+  ]
 
 
 def test_train_refuses_a_second_gin_file_without_its_flag(workspace):
-  check_refused(_train(workspace, f'--model_dir={workspace}/m',
-                       'gin/papers/001_ale/electra_small.gin'),
-                'gin/papers/001_ale/electra_small.gin', '--gin_file')
+  check_refused(
+      _train(
+          workspace,
+          f'--model_dir={workspace}/m',
+          'gin/papers/001_ale/electra_small.gin',
+      ),
+      'gin/papers/001_ale/electra_small.gin',
+      '--gin_file',
+  )
   assert not (workspace / 'm').exists()
 
 
 def test_train_names_a_missing_gin_binding(workspace):
-  command = [flag for flag in _train(workspace, f'--model_dir={workspace}/m')
-             if 'train_batch_size' not in flag]
+  command = [
+      flag
+      for flag in _train(workspace, f'--model_dir={workspace}/m')
+      if 'train_batch_size' not in flag
+  ]
   check_refused(command, 'pretrain_data.train_batch_size')
   assert not (workspace / 'm').exists()
 
 
 def test_train_eval_without_a_checkpoint_is_refused(workspace):
-  check_refused(_train(workspace, f'--model_dir={workspace}/mistyped',
-                       '--mode=eval'), '--mode=eval', 'mistyped')
+  check_refused(
+      _train(workspace, f'--model_dir={workspace}/mistyped', '--mode=eval'),
+      '--mode=eval',
+      'mistyped',
+  )
   assert not (workspace / 'mistyped').exists()
 
 
-@pytest.mark.parametrize('binding, named', [
-    ("optimization.learning_rate='1e-3'", 'without quotes'),
-    ('encoder.hiden_size=64', 'encoder.hidden_size'),
-    ("experiment.objective='electra_small'", 'experiment.objective'),
-])
+@pytest.mark.parametrize(
+    'binding, named',
+    [
+        ("optimization.learning_rate='1e-3'", 'without quotes'),
+        ('encoder.hiden_size=64', 'encoder.hidden_size'),
+        ("experiment.objective='electra_small'", 'experiment.objective'),
+    ],
+)
 def test_train_gin_mistakes_are_named(workspace, binding, named):
-  check_refused(_train(workspace, f'--model_dir={workspace}/m',
-                       f'--gin_param={binding}'), named)
+  check_refused(
+      _train(workspace, f'--model_dir={workspace}/m', f'--gin_param={binding}'),
+      named,
+  )
   assert not (workspace / 'm').exists()
 
 
 # --- official_repro.count_flops
 
 
-@pytest.mark.parametrize('flags, named', [
-    (['--gin_file=gin/papers/001_ale/electra_small.gin',
-      '--flops_budget=-1e18'], '--flops_budget'),
-    ([], '--gin_file'),
-    (['--gin_file=gin/papers/001_ale/electra_small.gin',
-      '--gin_param=encoder.hidden_size=12.5'], 'encoder.hidden_size'),
-])
+@pytest.mark.parametrize(
+    'flags, named',
+    [
+        (
+            [
+                '--gin_file=gin/papers/001_ale/electra_small.gin',
+                '--flops_budget=-1e18',
+            ],
+            '--flops_budget',
+        ),
+        ([], '--gin_file'),
+        (
+            [
+                '--gin_file=gin/papers/001_ale/electra_small.gin',
+                '--gin_param=encoder.hidden_size=12.5',
+            ],
+            'encoder.hidden_size',
+        ),
+    ],
+)
 def test_count_flops_mistakes(flags, named):
   check_refused(['official_repro.count_flops', *flags], named)
 
@@ -212,8 +284,10 @@ def _glue(root, label_shift=0):
   folder.mkdir(parents=True)
   for split, rows in (('train', 8), ('dev', 4)):
     lines = ['Quality\t#1 ID\t#2 ID\t#1 String\t#2 String']
-    lines += [f'{(i + label_shift) % 2}\t{i}\t{i + 100}\tthe cat sat\tthe '
-              f'dog ran' for i in range(rows)]
+    lines += [
+        f'{(i + label_shift) % 2}\t{i}\t{i + 100}\tthe cat sat\tthe ' f'dog ran'
+        for i in range(rows)
+    ]
     (folder / f'{split}.tsv').write_text('\n'.join(lines) + '\n')
   return str(root)
 
@@ -224,13 +298,19 @@ def finetuned(workspace, exported_encoder):
   encoder = exported_encoder
   data = _glue(workspace / 'data_a')
   model_dir = workspace / 'ft'
-  completed = _run(['official_repro.finetune',
-                    '--gin_file=gin/finetune/001_ale/mrpc.gin',
-                    f'--init_checkpoint={encoder}', f'--data_dir={data}',
-                    f'--model_dir={model_dir}', '--seeds=0',
-                    '--gin_param=finetuning.num_epochs=1',
-                    '--gin_param=finetuning.train_batch_size=4',
-                    '--gin_param=finetuning.max_seq_length=32'])
+  completed = _run(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={encoder}',
+          f'--data_dir={data}',
+          f'--model_dir={model_dir}',
+          '--seeds=0',
+          '--gin_param=finetuning.num_epochs=1',
+          '--gin_param=finetuning.train_batch_size=4',
+          '--gin_param=finetuning.max_seq_length=32',
+      ]
+  )
   assert completed.returncode == 0, completed.stderr[-3000:]
   return encoder, model_dir
 
@@ -238,59 +318,102 @@ def finetuned(workspace, exported_encoder):
 def test_finetune_rerun_on_other_data_is_refused(workspace, finetuned):
   encoder, model_dir = finetuned
   other = _glue(workspace / 'data_b', label_shift=1)
-  check_refused(['official_repro.finetune',
-                 '--gin_file=gin/finetune/001_ale/mrpc.gin',
-                 f'--init_checkpoint={encoder}', f'--data_dir={other}',
-                 f'--model_dir={model_dir}', '--seeds=0',
-                 '--gin_param=finetuning.num_epochs=1',
-                 '--gin_param=finetuning.train_batch_size=4',
-                 '--gin_param=finetuning.max_seq_length=32'],
-                'data_digest', '--data_dir', keep=[model_dir])
+  check_refused(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={encoder}',
+          f'--data_dir={other}',
+          f'--model_dir={model_dir}',
+          '--seeds=0',
+          '--gin_param=finetuning.num_epochs=1',
+          '--gin_param=finetuning.train_batch_size=4',
+          '--gin_param=finetuning.max_seq_length=32',
+      ],
+      'data_digest',
+      '--data_dir',
+      keep=[model_dir],
+  )
 
 
-@pytest.mark.parametrize('flags, named', [
-    (['--gin_file=gin/finetune/001_ale/mrpcc.gin'], 'mrpcc.gin'),
-    (['--gin_file=gin/finetune/001_ale/mrpc.gin',
-      '--init_checkpoint=/no/such/run'], '/no/such/run'),
-    (['--gin_file=gin/finetune/001_ale/mrpc.gin', 'extra'], 'extra'),
-])
+@pytest.mark.parametrize(
+    'flags, named',
+    [
+        (['--gin_file=gin/finetune/001_ale/mrpcc.gin'], 'mrpcc.gin'),
+        (
+            [
+                '--gin_file=gin/finetune/001_ale/mrpc.gin',
+                '--init_checkpoint=/no/such/run',
+            ],
+            '/no/such/run',
+        ),
+        (['--gin_file=gin/finetune/001_ale/mrpc.gin', 'extra'], 'extra'),
+    ],
+)
 def test_finetune_mistakes(workspace, flags, named):
-  check_refused(['official_repro.finetune', f'--data_dir={workspace}',
-                 f'--model_dir={workspace}/ft_new', *flags], named)
+  check_refused(
+      [
+          'official_repro.finetune',
+          f'--data_dir={workspace}',
+          f'--model_dir={workspace}/ft_new',
+          *flags,
+      ],
+      named,
+  )
   assert not (workspace / 'ft_new').exists()
 
 
 # --- official_repro.score
 
 
-@pytest.mark.parametrize('flags, named', [
-    (['--method=bogus'], '--method'),
-    (['--batch_size=0'], '--batch_size'),
-    (['--input=/no/such/sentences.txt'], '/no/such/sentences.txt'),
-])
+@pytest.mark.parametrize(
+    'flags, named',
+    [
+        (['--method=bogus'], '--method'),
+        (['--batch_size=0'], '--batch_size'),
+        (['--input=/no/such/sentences.txt'], '/no/such/sentences.txt'),
+    ],
+)
 def test_score_mistakes(workspace, finetuned, flags, named):
   encoder, _ = finetuned
   sentences = workspace / 'sentences.txt'
   sentences.write_text('the cat sat on the mat\n')
-  check_refused(['official_repro.score', f'--init_checkpoint={encoder}',
-                 f'--input={sentences}', *flags], named)
+  check_refused(
+      [
+          'official_repro.score',
+          f'--init_checkpoint={encoder}',
+          f'--input={sentences}',
+          *flags,
+      ],
+      named,
+  )
 
 
 def test_score_refuses_a_run_that_is_not_scripts(workspace, finetuned):
   encoder, _ = finetuned
   sentences = workspace / 'sentences.txt'
   sentences.write_text('the cat sat on the mat\n')
-  check_refused(['official_repro.score', f'--init_checkpoint={encoder}',
-                 f'--input={sentences}'], 'SCRIPT', keep=[encoder])
+  check_refused(
+      [
+          'official_repro.score',
+          f'--init_checkpoint={encoder}',
+          f'--input={sentences}',
+      ],
+      'SCRIPT',
+      keep=[encoder],
+  )
 
 
 # --- official_repro.rescore
 
 
-@pytest.mark.parametrize('line, named', [
-    ('u1\t-1\t-2.0\tTHE HAT', "rank '-1'"),
-    ('u1\t2\tnan\tTHE HAT', "first_pass_score 'nan'"),
-])
+@pytest.mark.parametrize(
+    'line, named',
+    [
+        ('u1\t-1\t-2.0\tTHE HAT', "rank '-1'"),
+        ('u1\t2\tnan\tTHE HAT', "first_pass_score 'nan'"),
+    ],
+)
 def test_rescore_refuses_out_of_domain_values(workspace, line, named):
   nbest = workspace / f'nbest_{abs(hash(line))}.tsv'
   nbest.write_text(f'u1\t1\t-1.0\tTHE CAT\n{line}\n')
@@ -298,44 +421,77 @@ def test_rescore_refuses_out_of_domain_values(workspace, line, named):
   references.write_text('u1 THE CAT\n')
   scores = workspace / 'lm.tsv'
   scores.write_text('u1\t1\t-1.0\nu1\t2\t-2.0\n')
-  check_refused(['official_repro.rescore', f'--nbest={nbest}',
-                 f'--references={references}', f'--lm_scores={scores}',
-                 '--weights=1'], named, nbest.name)
+  check_refused(
+      [
+          'official_repro.rescore',
+          f'--nbest={nbest}',
+          f'--references={references}',
+          f'--lm_scores={scores}',
+          '--weights=1',
+      ],
+      named,
+      nbest.name,
+  )
 
 
 def test_rescore_bad_grid_is_named(workspace):
-  check_refused(['official_repro.rescore', f'--nbest={workspace}/x.tsv',
-                 '--weights=a:b', '--lm_scores=s.tsv'], '--weights')
+  check_refused(
+      [
+          'official_repro.rescore',
+          f'--nbest={workspace}/x.tsv',
+          '--weights=a:b',
+          '--lm_scores=s.tsv',
+      ],
+      '--weights',
+  )
 
 
 # --- experiments.regenerate
 
 
-@pytest.mark.parametrize('flags, named', [
-    (['--table=001.IV', '--scale=cpu', '--tasks=sst3:0.25'], 'sst2'),
-    (['--table=999'], '999'),
-    (['--table=001.IV', '--scale=huge'], '--scale'),
-    (['--table=001.IV', 'now'], 'now'),
-])
+@pytest.mark.parametrize(
+    'flags, named',
+    [
+        (['--table=001.IV', '--scale=cpu', '--tasks=sst3:0.25'], 'sst2'),
+        (['--table=999'], '999'),
+        (['--table=001.IV', '--scale=huge'], '--scale'),
+        (['--table=001.IV', 'now'], 'now'),
+    ],
+)
 def test_regenerate_mistakes_before_any_job(workspace, flags, named):
   out = workspace / 'regen'
-  check_refused(['experiments.regenerate', f'--out={out}',
-                 f'--corpus={workspace}/corpus', f'--glue_dir={workspace}',
-                 *flags], named)
+  check_refused(
+      [
+          'experiments.regenerate',
+          f'--out={out}',
+          f'--corpus={workspace}/corpus',
+          f'--glue_dir={workspace}',
+          *flags,
+      ],
+      named,
+  )
   assert not out.exists()
 
 
 # --- run_tpu.sh --dry_run
 
-_TPU = ['./run_tpu.sh', '--dry_run', '--tpu_name=t', '--zone=europe-west4-a',
-        '--gin_file=gin/papers/001_ale/bert_small.gin',
-        '--model_dir=gs://bucket/run']
+_TPU = [
+    './run_tpu.sh',
+    '--dry_run',
+    '--tpu_name=t',
+    '--zone=europe-west4-a',
+    '--gin_file=gin/papers/001_ale/bert_small.gin',
+    '--model_dir=gs://bucket/run',
+]
 
 
-@pytest.mark.parametrize('flags, named', [
-    (['--accelerator_type=v3-7'], 'v3-7'),
-    (['--gin_param=encoder.hiden_size=64'], 'encoder.hidden_size'),
-    (['--mixed_precision=int8'], '--mixed_precision'),
-])
+@pytest.mark.parametrize(
+    'flags, named',
+    [
+        (['--accelerator_type=v3-7'], 'v3-7'),
+        (['--gin_param=encoder.hiden_size=64'], 'encoder.hidden_size'),
+        (['--mixed_precision=int8'], '--mixed_precision'),
+    ],
+)
 def test_run_tpu_refuses_before_creating_anything(flags, named):
   check_refused([*_TPU, *flags], named)

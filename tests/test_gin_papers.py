@@ -24,44 +24,50 @@ GIN_DIR = os.path.join(gin_utils.REPO_ROOT, 'gin')
 
 # 001 (Shao), Table V, column BERT_small, transcribed from the paper.
 TABLE_V_BERT_SMALL = {
-    'pretrain_data.max_seq_length': 128,        # Max Seq Len
-    'pretrain_data.train_batch_size': 1024,     # Train Batch Size
-    'experiment.train_steps': 163000,           # Train Steps 163k
-    'optimization.learning_rate': 5e-4,         # Learning Rate
-    'optimization.end_learning_rate': 0.0,      # LR Decay: Linear
-    'optimization.decay_power': 1.0,            # LR Decay: Linear
-    'optimization.warmup_steps': 10000,         # Warmup Steps
-    'optimization.optimizer': 'lamb',           # LAMB
-    'optimization.beta_1': 0.9,                 # LAMB beta_1
-    'optimization.beta_2': 0.999,               # LAMB beta_2
-    'optimization.epsilon': 1e-6,               # LAMB epsilon
-    'encoder.dropout_rate': 0.1,                # Dropout
-    'encoder.attention_dropout_rate': 0.1,      # Dropout
-    'optimization.weight_decay_rate': 0.01,     # Weight Decay
-    'pretrain_data.mask_rate': 0.15,            # Mask Percent 15
-    'encoder.num_layers': 12,                   # Num Layers
-    'encoder.hidden_size': 256,                 # Hidden Size
-    'encoder.intermediate_size': 1024,          # FNN Size
-    'encoder.num_attention_heads': 4,           # Attention Heads
-    'encoder.embedding_width': 128,             # Embedding Size
+    'pretrain_data.max_seq_length': 128,  # Max Seq Len
+    'pretrain_data.train_batch_size': 1024,  # Train Batch Size
+    'experiment.train_steps': 163000,  # Train Steps 163k
+    'optimization.learning_rate': 5e-4,  # Learning Rate
+    'optimization.end_learning_rate': 0.0,  # LR Decay: Linear
+    'optimization.decay_power': 1.0,  # LR Decay: Linear
+    'optimization.warmup_steps': 10000,  # Warmup Steps
+    'optimization.optimizer': 'lamb',  # LAMB
+    'optimization.beta_1': 0.9,  # LAMB beta_1
+    'optimization.beta_2': 0.999,  # LAMB beta_2
+    'optimization.epsilon': 1e-6,  # LAMB epsilon
+    'encoder.dropout_rate': 0.1,  # Dropout
+    'encoder.attention_dropout_rate': 0.1,  # Dropout
+    'optimization.weight_decay_rate': 0.01,  # Weight Decay
+    'pretrain_data.mask_rate': 0.15,  # Mask Percent 15
+    'encoder.num_layers': 12,  # Num Layers
+    'encoder.hidden_size': 256,  # Hidden Size
+    'encoder.intermediate_size': 1024,  # FNN Size
+    'encoder.num_attention_heads': 4,  # Attention Heads
+    'encoder.embedding_width': 128,  # Embedding Size
 }
 
 
 _ELECTRA_TABLE_V = dict(
     TABLE_V_BERT_SMALL,
-    **{'electra.generator_size': 0.25,       # Generator Size
-       'electra.temperature': 0.8})          # Sec. IV-B: T = 0.8
+    **{
+        'electra.generator_size': 0.25,  # Generator Size
+        'electra.temperature': 0.8,
+    },
+)  # Sec. IV-B: T = 0.8
 
 # Columns of 001 Table V (and Table IV's "2x time" row), cell by cell.
 TABLE_V = {
     'bert_small.gin': TABLE_V_BERT_SMALL,
-    'electra_small.gin': dict(_ELECTRA_TABLE_V,
-                              **{'experiment.train_steps': 125000}),
-    'electra_small_2x.gin': dict(_ELECTRA_TABLE_V,
-                                 **{'experiment.train_steps': 250000}),
-    'ale_small.gin': dict(_ELECTRA_TABLE_V,
-                          **{'experiment.train_steps': 162000,
-                             'encoder.backbone': 'albert'}),
+    'electra_small.gin': dict(
+        _ELECTRA_TABLE_V, **{'experiment.train_steps': 125000}
+    ),
+    'electra_small_2x.gin': dict(
+        _ELECTRA_TABLE_V, **{'experiment.train_steps': 250000}
+    ),
+    'ale_small.gin': dict(
+        _ELECTRA_TABLE_V,
+        **{'experiment.train_steps': 162000, 'encoder.backbone': 'albert'},
+    ),
 }
 
 
@@ -77,7 +83,8 @@ def clean_gin():
 def test_001_columns_equal_table_v(clean_gin, filename):
   del clean_gin
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'papers/001_ale', filename)], [])
+      [os.path.join(GIN_DIR, 'papers/001_ale', filename)], []
+  )
   for name, value in TABLE_V[filename].items():
     assert gin.query_parameter(name) == value, name
   heads = gin.query_parameter('encoder.num_attention_heads')
@@ -86,9 +93,14 @@ def test_001_columns_equal_table_v(clean_gin, filename):
 
 # 001 Table VI: (learning rate, train batch size, epochs) per GLUE task.
 TABLE_VI = {
-    'mrpc': (2e-4, 64, 3), 'cola': (7e-5, 32, 3), 'mnli': (4e-4, 256, 3),
-    'sst2': (3e-4, 256, 3), 'qqp': (5e-4, 256, 3), 'qnli': (2e-4, 256, 3),
-    'rte': (3e-4, 32, 10), 'stsb': (3e-5, 8, 10),
+    'mrpc': (2e-4, 64, 3),
+    'cola': (7e-5, 32, 3),
+    'mnli': (4e-4, 256, 3),
+    'sst2': (3e-4, 256, 3),
+    'qqp': (5e-4, 256, 3),
+    'qnli': (2e-4, 256, 3),
+    'rte': (3e-4, 32, 10),
+    'stsb': (3e-5, 8, 10),
 }
 
 
@@ -96,11 +108,15 @@ TABLE_VI = {
 def test_001_finetuning_equals_table_vi(clean_gin, task):
   del clean_gin
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'finetune/001_ale', task + '.gin')], [])
+      [os.path.join(GIN_DIR, 'finetune/001_ale', task + '.gin')], []
+  )
   schedule = finetuning_schedule.FinetuningSchedule()
   assert schedule.task == task
-  assert (schedule.learning_rate, schedule.train_batch_size,
-          schedule.num_epochs) == TABLE_VI[task]
+  assert (
+      schedule.learning_rate,
+      schedule.train_batch_size,
+      schedule.num_epochs,
+  ) == TABLE_VI[task]
 
 
 def _paper_gin_files():
@@ -121,8 +137,9 @@ def _cited_gin_files():
 
 
 @pytest.mark.parametrize(
-    'path', [os.path.relpath(path, GIN_DIR)
-             for path in _gin_files_under(GIN_DIR)])
+    'path',
+    [os.path.relpath(path, GIN_DIR) for path in _gin_files_under(GIN_DIR)],
+)
 def test_gin_file_is_ascii(path):
   """Gin opens files in the locale's encoding: a non-ASCII comment breaks
   parsing under LANG=C (citations use the tables' ASCII row keys)."""
@@ -131,13 +148,16 @@ def test_gin_file_is_ascii(path):
 
 
 @pytest.mark.parametrize(
-    'path', [os.path.relpath(path, GIN_DIR) for path in _cited_gin_files()])
+    'path', [os.path.relpath(path, GIN_DIR) for path in _cited_gin_files()]
+)
 def test_every_binding_cites_a_cell_section_or_source(path):
   """Every binding's citations resolve (experiments/paper_tables), and a
   binding that cites a table cell has that cell's value."""
-  problems = [problem
-              for binding in citations.gin_bindings(os.path.join(GIN_DIR, path))
-              for problem in citations.check_binding(binding)]
+  problems = [
+      problem
+      for binding in citations.gin_bindings(os.path.join(GIN_DIR, path))
+      for problem in citations.check_binding(binding)
+  ]
   assert not problems, '\n'.join(problems)
 
 
@@ -158,14 +178,21 @@ _002_GLUE = (3e-4, 32, 3, 0.8, 0.01)
 FINETUNE_TABLES = {
     '003_teams': dict(
         {task: _003_GLUE for task in glue_data.GLUE_TASK_NAMES},
-        squad11=(8e-5, 48, 5, None, 0.01), squad20=(8e-5, 48, 5, None, 0.01)),
+        squad11=(8e-5, 48, 5, None, 0.01),
+        squad20=(8e-5, 48, 5, None, 0.01),
+    ),
     '004_script': dict(
         {task: _004_GLUE for task in glue_data.GLUE_TASK_NAMES},
-        rte=(3e-4, 32, 10, 0.8, 0.0), stsb=(3e-4, 32, 10, 0.8, 0.0),
-        squad11=(3e-4, 32, 2, 0.8, 0.0), squad20=(3e-4, 32, 2, 0.8, 0.0)),
+        rte=(3e-4, 32, 10, 0.8, 0.0),
+        stsb=(3e-4, 32, 10, 0.8, 0.0),
+        squad11=(3e-4, 32, 2, 0.8, 0.0),
+        squad20=(3e-4, 32, 2, 0.8, 0.0),
+    ),
     '002_convbert': dict(
         {task: _002_GLUE for task in glue_data.GLUE_TASK_NAMES},
-        rte=(3e-4, 32, 10, 0.8, 0.01), stsb=(3e-4, 32, 10, 0.8, 0.01)),
+        rte=(3e-4, 32, 10, 0.8, 0.01),
+        stsb=(3e-4, 32, 10, 0.8, 0.01),
+    ),
 }
 
 
@@ -179,28 +206,40 @@ def _finetune_cases():
 def test_finetuning_tables(clean_gin, paper, task):
   del clean_gin
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'finetune', paper, task + '.gin')], [])
+      [os.path.join(GIN_DIR, 'finetune', paper, task + '.gin')], []
+  )
   schedule = finetuning_schedule.FinetuningSchedule()
   assert schedule.task == task
-  assert (schedule.learning_rate, schedule.train_batch_size,
-          schedule.num_epochs, schedule.layerwise_lr_decay,
-          schedule.weight_decay_rate) == FINETUNE_TABLES[paper][task]
+  assert (
+      schedule.learning_rate,
+      schedule.train_batch_size,
+      schedule.num_epochs,
+      schedule.layerwise_lr_decay,
+      schedule.weight_decay_rate,
+  ) == FINETUNE_TABLES[paper][task]
   assert schedule.warmup_fraction == 0.1
   assert schedule.adam_epsilon == 1e-6
   protocol = finetuning_schedule.RunProtocol()
   selection = 'last' if task.startswith('squad') else PROTOCOLS[paper][2]
   assert (protocol.num_runs, protocol.aggregation, protocol.selection) == (
-      PROTOCOLS[paper][:2] + (selection,))
+      PROTOCOLS[paper][:2] + (selection,)
+  )
 
 
-@pytest.mark.parametrize('task, epochs, aggregation, use_crf', [
-    ('race', 3, 'mean', False), ('pos', 3, 'mean', False),
-    ('pos_crf', 3, 'mean', True)])
+@pytest.mark.parametrize(
+    'task, epochs, aggregation, use_crf',
+    [
+        ('race', 3, 'mean', False),
+        ('pos', 3, 'mean', False),
+        ('pos_crf', 3, 'mean', True),
+    ],
+)
 def test_001_race_and_pos(clean_gin, task, epochs, aggregation, use_crf):
   """001 Sec. IV: lr 5e-5, 3 epochs, average over 10 runs."""
   del clean_gin
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'finetune/001_ale', task + '.gin')], [])
+      [os.path.join(GIN_DIR, 'finetune/001_ale', task + '.gin')], []
+  )
   schedule = finetuning_schedule.FinetuningSchedule()
   assert (schedule.learning_rate, schedule.num_epochs) == (5e-5, epochs)
   protocol = finetuning_schedule.RunProtocol()
@@ -215,12 +254,13 @@ def test_001_race_and_pos(clean_gin, task, epochs, aggregation, use_crf):
 def test_001_glue_protocol(clean_gin):
   del clean_gin
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'finetune/001_ale/rte.gin')], [])
+      [os.path.join(GIN_DIR, 'finetune/001_ale/rte.gin')], []
+  )
   protocol = finetuning_schedule.RunProtocol()
   assert (protocol.num_runs, protocol.aggregation, protocol.selection) == (
-      PROTOCOLS['001_ale'])
+      PROTOCOLS['001_ale']
+  )
   assert protocol.stsb_metric == 'pearson'  # 001 Table II: "Pearson corr."
-
 
 
 # 002 (ConvBERT): sizes and pretraining. The rebuttal has no architecture or
@@ -242,36 +282,79 @@ _002_RECIPE = {
 }
 
 
-def _002_column(hidden, heads, ffn, groups, embedding, learning_rate, batch,
-                generator_size, **extra):
-  return dict(_002_RECIPE, **{
-      'encoder.backbone': 'convbert', 'encoder.hidden_size': hidden,
-      'encoder.num_layers': 12, 'encoder.num_attention_heads': heads,
-      'encoder.intermediate_size': ffn, 'convbert.num_groups': groups,
-      'encoder.embedding_width': embedding, 'convbert.kernel_size': 9,
-      'convbert.head_ratio': 2, 'optimization.learning_rate': learning_rate,
-      'pretrain_data.train_batch_size': batch,
-      'electra.generator_size': generator_size}, **extra)
+def _002_column(
+    hidden,
+    heads,
+    ffn,
+    groups,
+    embedding,
+    learning_rate,
+    batch,
+    generator_size,
+    **extra,
+):
+  return dict(
+      _002_RECIPE,
+      **{
+          'encoder.backbone': 'convbert',
+          'encoder.hidden_size': hidden,
+          'encoder.num_layers': 12,
+          'encoder.num_attention_heads': heads,
+          'encoder.intermediate_size': ffn,
+          'convbert.num_groups': groups,
+          'encoder.embedding_width': embedding,
+          'convbert.kernel_size': 9,
+          'convbert.head_ratio': 2,
+          'optimization.learning_rate': learning_rate,
+          'pretrain_data.train_batch_size': batch,
+          'electra.generator_size': generator_size,
+      },
+      **extra,
+  )
 
 
-_002_SMALL = dict(hidden=256, heads=4, ffn=1024, groups=1, embedding=128,
-                  learning_rate=3e-4, batch=128, generator_size=0.25)
-_002_MEDIUM_SMALL = dict(hidden=384, heads=8, ffn=1536, groups=2,
-                         embedding=128, learning_rate=5e-4, batch=128,
-                         generator_size=0.25)
+_002_SMALL = dict(
+    hidden=256,
+    heads=4,
+    ffn=1024,
+    groups=1,
+    embedding=128,
+    learning_rate=3e-4,
+    batch=128,
+    generator_size=0.25,
+)
+_002_MEDIUM_SMALL = dict(
+    hidden=384,
+    heads=8,
+    ffn=1536,
+    groups=2,
+    embedding=128,
+    learning_rate=5e-4,
+    batch=128,
+    generator_size=0.25,
+)
 _002_ONLY_CONV = {'convbert.conv_only': True}
 _002_ONLY_ATTENTION = {'convbert.attention_only': True}
 PRETRAIN_002 = {
     'small.gin': _002_column(**_002_SMALL),
     'medium_small.gin': _002_column(**_002_MEDIUM_SMALL),
-    'base.gin': _002_column(hidden=768, heads=12, ffn=3072, groups=1,
-                            embedding=768, learning_rate=2e-4, batch=256,
-                            generator_size=1 / 3),
-    'table4_bnk_gl.gin': _002_column(**_002_MEDIUM_SMALL,
-                                     **_002_ONLY_ATTENTION),
+    'base.gin': _002_column(
+        hidden=768,
+        heads=12,
+        ffn=3072,
+        groups=1,
+        embedding=768,
+        learning_rate=2e-4,
+        batch=256,
+        generator_size=1 / 3,
+    ),
+    'table4_bnk_gl.gin': _002_column(
+        **_002_MEDIUM_SMALL, **_002_ONLY_ATTENTION
+    ),
     'table4_bnk_gl_larger.gin': _002_column(
         **dict(_002_MEDIUM_SMALL, hidden=432, heads=9, ffn=1728),
-        **_002_ONLY_ATTENTION),
+        **_002_ONLY_ATTENTION,
+    ),
     'table4_conv_only.gin': _002_column(**_002_SMALL, **_002_ONLY_CONV),
 }
 
@@ -299,10 +382,19 @@ def _convbert_parameters(config):
   k, g = options.kernel_size, options.num_groups
   head_size = d // config.num_attention_heads
   attention_heads = max(1, config.num_attention_heads // options.head_ratio)
-  conv_heads = (2 * attention_heads if options.conv_only else
-                0 if options.attention_only else attention_heads)
-  count = (config.vocab_size + config.max_position_embeddings +
-           config.type_vocab_size + 2) * e
+  conv_heads = (
+      2 * attention_heads
+      if options.conv_only
+      else 0
+      if options.attention_only
+      else attention_heads
+  )
+  count = (
+      config.vocab_size
+      + config.max_position_embeddings
+      + config.type_vocab_size
+      + 2
+  ) * e
   if e != d:
     count += e * d + d
   layer = 0
@@ -316,7 +408,8 @@ def _convbert_parameters(config):
     layer += width * conv_heads * k + conv_heads * k  # Kernel generator.
     layer += d * width + width  # Values.
   context = (0 if options.conv_only else attention_heads * head_size) + (
-      conv_heads * head_size)
+      conv_heads * head_size
+  )
   layer += context * d + d + 2 * d  # Output dense, LayerNorm.
   layer += d * m // g + m + m * d // g + d + 2 * d  # Grouped FFN, LayerNorm.
   return count + config.num_layers * layer
@@ -324,7 +417,8 @@ def _convbert_parameters(config):
 
 def _002_encoder_config(filename, **overrides):
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'papers/002_convbert', filename)], [])
+      [os.path.join(GIN_DIR, 'papers/002_convbert', filename)], []
+  )
   return encoders.encoder_config().replace(**overrides)
 
 
@@ -343,8 +437,9 @@ def test_002_closed_form_matches_built_encoder(clean_gin, filename):
   del clean_gin
   config = _002_encoder_config(filename, vocab_size=40, num_layers=2)
   encoder = encoders.build_encoder(config)
-  pooler = sum(v.shape.num_elements()
-               for v in encoder.pooler_layer.trainable_variables)
+  pooler = sum(
+      v.shape.num_elements() for v in encoder.pooler_layer.trainable_variables
+  )
   built = sum(v.shape.num_elements() for v in encoder.trainable_variables)
   assert built - pooler == _convbert_parameters(config)
 
@@ -370,35 +465,48 @@ def test_002_table_4_parameters(clean_gin, filename):
   14.69M and prints "14M" (rounded it would be 15M); +BNK,+GL,+Larger has
   17.03M and prints "17M"."""
   del clean_gin
-  cell = paper_tables.load('002').cell('4', TABLE_4_ROWS_002[filename],
-                                       'Params')
+  cell = paper_tables.load('002').cell(
+      '4', TABLE_4_ROWS_002[filename], 'Params'
+  )
   encoder = encoders.build_encoder(
-      _002_encoder_config(filename, vocab_size=30522))
-  pooler = sum(v.shape.num_elements()
-               for v in encoder.pooler_layer.trainable_variables)
-  count = sum(v.shape.num_elements()
-              for v in encoder.trainable_variables) - pooler
+      _002_encoder_config(filename, vocab_size=30522)
+  )
+  pooler = sum(
+      v.shape.num_elements() for v in encoder.pooler_layer.trainable_variables
+  )
+  count = (
+      sum(v.shape.num_elements() for v in encoder.trainable_variables) - pooler
+  )
   assert count == PARAMETERS_002[filename]
   assert cell.value <= count < cell.value + _printed_step(cell), (
       f'{filename}: {count} parameters, but {cell.cite()} prints '
-      f'{cell.printed}')
+      f'{cell.printed}'
+  )
 
 
-@pytest.mark.parametrize('path', sorted(
-    os.path.join(GIN_DIR, 'sizes', name)
-    for name in os.listdir(os.path.join(GIN_DIR, 'sizes'))
-    if name.startswith('convbert_')))
+@pytest.mark.parametrize(
+    'path',
+    sorted(
+        os.path.join(GIN_DIR, 'sizes', name)
+        for name in os.listdir(os.path.join(GIN_DIR, 'sizes'))
+        if name.startswith('convbert_')
+    ),
+)
 def test_convbert_sizes_cite_their_source(path):
   """Every binding of a ConvBERT size cites 002 or the ConvBERT reference code
   (that the citations resolve is test_every_binding_cites_...'s check)."""
   for binding in citations.gin_bindings(path):
     assert any(
-        citation.paper == '002' or (
-            citation.kind == 'code' and
-            citation.target.startswith('yitu-opensource/ConvBert '))
-        for citation in citations.citations_in(binding.comment)), (
-            f'{binding.where} cites neither 002 nor yitu-opensource/ConvBert: '
-            f'{binding.comment}')
+        citation.paper == '002'
+        or (
+            citation.kind == 'code'
+            and citation.target.startswith('yitu-opensource/ConvBert ')
+        )
+        for citation in citations.citations_in(binding.comment)
+    ), (
+        f'{binding.where} cites neither 002 nor yitu-opensource/ConvBert: '
+        f'{binding.comment}'
+    )
 
 
 # 004 (SCRIPT), Table 4 (pretraining), transcribed from the paper: the cells
@@ -406,41 +514,58 @@ def test_convbert_sizes_cite_their_source(path):
 # (1,000,000 small, 766,000 base); alpha and the masking split Appendix 4.1.
 _004_TABLE_4_SHARED = {
     'experiment.objective': 'script',
-    'script.discriminator_loss_weight': 50.0,   # Appendix 4.1: alpha 50
-    'pretrain_data.max_seq_length': 128,        # Sec. 3: ELECTRA pre-processing
-    'pretrain_data.mask_rate': 0.15,            # Mask percent 15
-    'pretrain_data.masking': 'dynamic',         # Appendix 4.1: on-the-fly
-    'pretrain_data.mask_token_fraction': 0.8,   # Appendix 4.1: 80% [MASK]
-    'pretrain_data.random_token_fraction': 0.1, # Appendix 4.1: 10% random
-    'optimization.optimizer': 'adamw',          # Adam with Weight Decay
-    'optimization.end_learning_rate': 0.0,      # Learning Rate Decay Linear
-    'optimization.decay_power': 1.0,            # Learning Rate Decay Linear
-    'optimization.warmup_steps': 10000,         # Warmup steps
-    'optimization.epsilon': 1e-6,               # Adam epsilon
-    'optimization.beta_1': 0.9,                 # Adam beta_1
-    'optimization.beta_2': 0.999,               # Adam beta_2
-    'encoder.attention_dropout_rate': 0.1,      # Attention Dropout
-    'encoder.dropout_rate': 0.1,                # Dropout
-    'optimization.weight_decay_rate': 0.01,     # Weight Decay
-    'encoder.num_layers': 12,                   # Number of layers
+    'script.discriminator_loss_weight': 50.0,  # Appendix 4.1: alpha 50
+    'pretrain_data.max_seq_length': 128,  # Sec. 3: ELECTRA pre-processing
+    'pretrain_data.mask_rate': 0.15,  # Mask percent 15
+    'pretrain_data.masking': 'dynamic',  # Appendix 4.1: on-the-fly
+    'pretrain_data.mask_token_fraction': 0.8,  # Appendix 4.1: 80% [MASK]
+    'pretrain_data.random_token_fraction': 0.1,  # Appendix 4.1: 10% random
+    'optimization.optimizer': 'adamw',  # Adam with Weight Decay
+    'optimization.end_learning_rate': 0.0,  # Learning Rate Decay Linear
+    'optimization.decay_power': 1.0,  # Learning Rate Decay Linear
+    'optimization.warmup_steps': 10000,  # Warmup steps
+    'optimization.epsilon': 1e-6,  # Adam epsilon
+    'optimization.beta_1': 0.9,  # Adam beta_1
+    'optimization.beta_2': 0.999,  # Adam beta_2
+    'encoder.attention_dropout_rate': 0.1,  # Attention Dropout
+    'encoder.dropout_rate': 0.1,  # Dropout
+    'optimization.weight_decay_rate': 0.01,  # Weight Decay
+    'encoder.num_layers': 12,  # Number of layers
 }
-_004_TABLE_4_SMALL = dict(_004_TABLE_4_SHARED, **{
-    'encoder.hidden_size': 256, 'encoder.intermediate_size': 1024,
-    'encoder.num_attention_heads': 4, 'encoder.embedding_width': 128,
-    'optimization.learning_rate': 5e-4, 'pretrain_data.train_batch_size': 128,
-    'experiment.train_steps': 1000000})
+_004_TABLE_4_SMALL = dict(
+    _004_TABLE_4_SHARED,
+    **{
+        'encoder.hidden_size': 256,
+        'encoder.intermediate_size': 1024,
+        'encoder.num_attention_heads': 4,
+        'encoder.embedding_width': 128,
+        'optimization.learning_rate': 5e-4,
+        'pretrain_data.train_batch_size': 128,
+        'experiment.train_steps': 1000000,
+    },
+)
 PRETRAIN_004 = {
     'small.gin': _004_TABLE_4_SMALL,
-    'base.gin': dict(_004_TABLE_4_SHARED, **{
-        'encoder.hidden_size': 768, 'encoder.intermediate_size': 3072,
-        'encoder.num_attention_heads': 12, 'encoder.embedding_width': 768,
-        'optimization.learning_rate': 2e-4,
-        'pretrain_data.train_batch_size': 256,
-        'experiment.train_steps': 766000}),
+    'base.gin': dict(
+        _004_TABLE_4_SHARED,
+        **{
+            'encoder.hidden_size': 768,
+            'encoder.intermediate_size': 3072,
+            'encoder.num_attention_heads': 12,
+            'encoder.embedding_width': 768,
+            'optimization.learning_rate': 2e-4,
+            'pretrain_data.train_batch_size': 256,
+            'experiment.train_steps': 766000,
+        },
+    ),
     # Sec. 3.1: small re-trained with 512 tokens for SQuAD.
-    'small_squad.gin': dict(_004_TABLE_4_SMALL, **{
-        'pretrain_data.max_seq_length': 512,
-        'encoder.max_position_embeddings': 512}),
+    'small_squad.gin': dict(
+        _004_TABLE_4_SMALL,
+        **{
+            'pretrain_data.max_seq_length': 512,
+            'encoder.max_position_embeddings': 512,
+        },
+    ),
 }
 
 
@@ -448,7 +573,8 @@ PRETRAIN_004 = {
 def test_004_pretraining_columns_equal_table_4(clean_gin, filename):
   del clean_gin
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'papers/004_script', filename)], [])
+      [os.path.join(GIN_DIR, 'papers/004_script', filename)], []
+  )
   for name, value in PRETRAIN_004[filename].items():
     assert gin.query_parameter(name) == value, name
   heads = gin.query_parameter('encoder.num_attention_heads')
@@ -465,11 +591,14 @@ def test_004_small_encoder_has_14m_parameters(clean_gin):
   """
   del clean_gin
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'papers/004_script/small.gin')], [])
+      [os.path.join(GIN_DIR, 'papers/004_script/small.gin')], []
+  )
   encoder = encoders.build_encoder(
-      encoders.encoder_config().replace(vocab_size=30522))
-  pooler = sum(v.shape.num_elements()
-               for v in encoder.pooler_layer.trainable_variables)
+      encoders.encoder_config().replace(vocab_size=30522)
+  )
+  pooler = sum(
+      v.shape.num_elements() for v in encoder.pooler_layer.trainable_variables
+  )
   built = sum(v.shape.num_elements() for v in encoder.trainable_variables)
   assert (built, built - pooler) == (13_548_800, 13_483_008)
   assert built - pooler == pytest.approx(14e6, rel=0.05)
@@ -479,11 +608,19 @@ def test_004_finetuning_base_learning_rate(clean_gin):
   """004 Table 5: Learning Rate 1e-4 for Base; every other cell is Small's."""
   del clean_gin
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'finetune/004_script', name)
-       for name in ('rte.gin', 'base.gin')], [])
+      [
+          os.path.join(GIN_DIR, 'finetune/004_script', name)
+          for name in ('rte.gin', 'base.gin')
+      ],
+      [],
+  )
   schedule = finetuning_schedule.FinetuningSchedule()
-  assert (schedule.task, schedule.learning_rate, schedule.num_epochs,
-          schedule.layerwise_lr_decay) == ('rte', 1e-4, 10, 0.8)
+  assert (
+      schedule.task,
+      schedule.learning_rate,
+      schedule.num_epochs,
+      schedule.layerwise_lr_decay,
+  ) == ('rte', 1e-4, 10, 0.8)
 
 
 def _assert_finetuning_adam_betas_and_linear_decay():
@@ -492,10 +629,14 @@ def _assert_finetuning_adam_betas_and_linear_decay():
   optimizer = layerwise_decay.LayerwiseAdamWeightDecay(lr_multipliers={})
   task_config = finetuning_base.FinetuneTaskConfig()
   assert (optimizer.get_config()['beta_1'], task_config.adam_beta_2) == (
-      0.9, 0.999)
+      0.9,
+      0.999,
+  )
   config = finetuning._optimization_config(  # pylint: disable=protected-access
-      types.SimpleNamespace(learning_rate=1e-4), train_steps=100,
-      warmup_steps=10)
+      types.SimpleNamespace(learning_rate=1e-4),
+      train_steps=100,
+      warmup_steps=10,
+  )
   decay = config.learning_rate.polynomial
   assert (decay.end_learning_rate, decay.power) == (0.0, 1.0)
 
@@ -515,43 +656,50 @@ def test_004_table_5_cells_fixed_in_code():
 # base (our choice for large); static masking App. B's; lambda1 = 5 and
 # lambda2 = 2 App. B's; K = 5 Sec. 4.1's.
 _003_TABLE_5_SHARED = {
-    'pretrain_data.mask_rate': 0.15,            # Mask Percentage 15
-    'optimization.end_learning_rate': 0.0,      # Learning Rate Decay Linear
-    'optimization.decay_power': 1.0,            # Learning Rate Decay Linear
-    'optimization.warmup_steps': 10000,         # Warmup Steps
-    'optimization.optimizer': 'adamw',          # Adam with Weight Decay
-    'optimization.epsilon': 1e-6,               # Adam epsilon
-    'optimization.beta_1': 0.9,                 # Adam beta_1
-    'optimization.beta_2': 0.999,               # Adam beta_2
-    'encoder.attention_dropout_rate': 0.1,      # Attention Dropout
-    'encoder.dropout_rate': 0.1,                # Dropout
-    'optimization.weight_decay_rate': 0.01,     # Weight Decay
-    'pretrain_data.masking': 'static',          # App. B: 40 static masks
-    'pretrain_data.max_seq_length': 512,        # Sec. 4.1
+    'pretrain_data.mask_rate': 0.15,  # Mask Percentage 15
+    'optimization.end_learning_rate': 0.0,  # Learning Rate Decay Linear
+    'optimization.decay_power': 1.0,  # Learning Rate Decay Linear
+    'optimization.warmup_steps': 10000,  # Warmup Steps
+    'optimization.optimizer': 'adamw',  # Adam with Weight Decay
+    'optimization.epsilon': 1e-6,  # Adam epsilon
+    'optimization.beta_1': 0.9,  # Adam beta_1
+    'optimization.beta_2': 0.999,  # Adam beta_2
+    'encoder.attention_dropout_rate': 0.1,  # Attention Dropout
+    'encoder.dropout_rate': 0.1,  # Dropout
+    'optimization.weight_decay_rate': 0.01,  # Weight Decay
+    'pretrain_data.masking': 'static',  # App. B: 40 static masks
+    'pretrain_data.max_seq_length': 512,  # Sec. 4.1
 }
 _003_TEAMS_OBJECTIVE = {
     'experiment.objective': 'teams',
-    'teams.generator_layers': 0.5,              # Generator Size 1/2
-    'teams.generator_size': 1.0,                # Sec. 3.2: same width
-    'teams.layer_tying': 'partial',             # Sec. 3.2: bottom half
-    'teams.rtd_loss_weight': 5.0,               # App. B: lambda1
-    'teams.mws_loss_weight': 2.0,               # App. B: lambda2
-    'teams.num_negatives': 5,                   # Sec. 4.1: K
-    'teams.negative_sampling': 'sampled',       # Sec. 4.3, footnote 7
-    'teams.task_heads': 'attention',            # Sec. 3.2
-    'teams.exported_representations': 'mws',    # Sec. 3.2, footnote 3
+    'teams.generator_layers': 0.5,  # Generator Size 1/2
+    'teams.generator_size': 1.0,  # Sec. 3.2: same width
+    'teams.layer_tying': 'partial',  # Sec. 3.2: bottom half
+    'teams.rtd_loss_weight': 5.0,  # App. B: lambda1
+    'teams.mws_loss_weight': 2.0,  # App. B: lambda2
+    'teams.num_negatives': 5,  # Sec. 4.1: K
+    'teams.negative_sampling': 'sampled',  # Sec. 4.3, footnote 7
+    'teams.task_heads': 'attention',  # Sec. 3.2
+    'teams.exported_representations': 'mws',  # Sec. 3.2, footnote 3
 }
 
 
-def _003_column(layers, embedding, hidden, ffn, heads, learning_rate, batch,
-                steps):
-  return dict(_003_TABLE_5_SHARED, **{
-      'encoder.num_layers': layers, 'encoder.embedding_width': embedding,
-      'encoder.hidden_size': hidden, 'encoder.intermediate_size': ffn,
-      'encoder.num_attention_heads': heads,
-      'optimization.learning_rate': learning_rate,
-      'pretrain_data.train_batch_size': batch,
-      'experiment.train_steps': steps})
+def _003_column(
+    layers, embedding, hidden, ffn, heads, learning_rate, batch, steps
+):
+  return dict(
+      _003_TABLE_5_SHARED,
+      **{
+          'encoder.num_layers': layers,
+          'encoder.embedding_width': embedding,
+          'encoder.hidden_size': hidden,
+          'encoder.intermediate_size': ffn,
+          'encoder.num_attention_heads': heads,
+          'optimization.learning_rate': learning_rate,
+          'pretrain_data.train_batch_size': batch,
+          'experiment.train_steps': steps,
+      },
+  )
 
 
 TABLE_5_003 = {
@@ -565,7 +713,8 @@ TABLE_5_003 = {
 
 def _parse_003(filename, bindings=()):
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'papers/003_teams', filename)], list(bindings))
+      [os.path.join(GIN_DIR, 'papers/003_teams', filename)], list(bindings)
+  )
 
 
 @pytest.mark.parametrize('column', sorted(TABLE_5_003))
@@ -592,56 +741,93 @@ def test_003_table_5_columns_have_no_objective(clean_gin, column):
 _UNBOUND = object()
 # What gin/pretrain/teams.gin binds; Table 2's masked-LM row has none of it.
 _TEAMS_GIN_FIELDS = (
-    'generator_size', 'generator_layers', 'layer_tying', 'num_negatives',
-    'negative_sampling', 'task_heads', 'exported_representations',
-    'tie_embeddings', 'generator_loss_weight', 'rtd_loss_weight',
-    'mws_loss_weight')
+    'generator_size',
+    'generator_layers',
+    'layer_tying',
+    'num_negatives',
+    'negative_sampling',
+    'task_heads',
+    'exported_representations',
+    'tie_embeddings',
+    'generator_loss_weight',
+    'rtd_loss_weight',
+    'mws_loss_weight',
+)
 
 # 003's ablations: (the file they modify, the bindings that differ from it).
 ABLATIONS_003 = {
     # Table 2.
-    'table2_only_mlm.gin': ('small_pp.gin', dict(
-        {'experiment.objective': 'masked_lm'},
-        **{f'teams.{field}': _UNBOUND for field in _TEAMS_GIN_FIELDS})),
+    'table2_only_mlm.gin': (
+        'small_pp.gin',
+        dict(
+            {'experiment.objective': 'masked_lm'},
+            **{f'teams.{field}': _UNBOUND for field in _TEAMS_GIN_FIELDS},
+        ),
+    ),
     # With lambda2 = 0 the MWS side is untrained: the RTD side is exported.
-    'table2_only_rtd.gin': ('small_pp.gin', {
-        'teams.mws_loss_weight': 0.0,
-        'teams.exported_representations': 'rtd'}),
+    'table2_only_rtd.gin': (
+        'small_pp.gin',
+        {'teams.mws_loss_weight': 0.0, 'teams.exported_representations': 'rtd'},
+    ),
     'table2_only_mws.gin': ('small_pp.gin', {'teams.rtd_loss_weight': 0.0}),
     # Table 3.
     'table3_ffn_heads.gin': ('small_pp.gin', {'teams.task_heads': 'ffn'}),
-    'table3_task_heads_on_top.gin': ('small_pp.gin', {
-        'teams.task_heads': 'attention_on_top'}),
-    'table3_export_rtd.gin': ('small_pp.gin', {
-        'teams.exported_representations': 'rtd'}),
+    'table3_task_heads_on_top.gin': (
+        'small_pp.gin',
+        {'teams.task_heads': 'attention_on_top'},
+    ),
+    'table3_export_rtd.gin': (
+        'small_pp.gin',
+        {'teams.exported_representations': 'rtd'},
+    ),
     # Table 4.
     'table4_full_tie.gin': ('small_pp.gin', {'teams.layer_tying': 'full'}),
     'table4_no_tie.gin': ('small_pp.gin', {'teams.layer_tying': 'none'}),
-    'table4_base_pp_no_tie.gin': ('base_pp.gin', {
-        'teams.layer_tying': 'none'}),
+    'table4_base_pp_no_tie.gin': ('base_pp.gin', {'teams.layer_tying': 'none'}),
     # Figure 4: n generator layers (small++ has 0.5 of 12).
-    **{f'fig4_generator_layers_{n}.gin': ('small_pp.gin', {
-        'teams.generator_layers': n}) for n in range(1, 13)},
+    **{
+        f'fig4_generator_layers_{n}.gin': (
+            'small_pp.gin',
+            {'teams.generator_layers': n},
+        )
+        for n in range(1, 13)
+    },
     # Figure 5: small++ is "Sampled" with K = 5.
-    **{f'fig5_{sampling}_k{k}.gin': ('small_pp.gin', dict(
-        {'teams.negative_sampling': 'hardest'} if sampling == 'hardest'
-        else {}, **({'teams.num_negatives': k} if k != 5 else {})))
-       for sampling in ('sampled', 'hardest') for k in (3, 5, 10, 20, 50)},
+    **{
+        f'fig5_{sampling}_k{k}.gin': (
+            'small_pp.gin',
+            dict(
+                {'teams.negative_sampling': 'hardest'}
+                if sampling == 'hardest'
+                else {},
+                **({'teams.num_negatives': k} if k != 5 else {}),
+            ),
+        )
+        for sampling in ('sampled', 'hardest')
+        for k in (3, 5, 10, 20, 50)
+    },
 }
 
 
 def _all_bindings():
   """Every parsed binding of the configurables a pretraining file sets."""
-  names = ['experiment', 'encoder', 'pretrain_data', 'optimization',
-           *objectives.names(), *encoders.backbone_names()]
+  names = [
+      'experiment',
+      'encoder',
+      'pretrain_data',
+      'optimization',
+      *objectives.names(),
+      *encoders.backbone_names(),
+  ]
   bindings = {}
   for name in names:
     try:
       values = gin.get_bindings(name)
     except ValueError:  # A backbone without options.
       continue
-    bindings.update({f'{name}.{field}': value
-                     for field, value in values.items()})
+    bindings.update(
+        {f'{name}.{field}': value for field, value in values.items()}
+    )
   return bindings
 
 
@@ -657,9 +843,11 @@ def test_003_ablations_change_only_their_row(clean_gin, filename):
   reference, expected = ABLATIONS_003[filename]
   before = _bindings_of_003(reference)
   after = _bindings_of_003(filename)
-  difference = {name: after.get(name, _UNBOUND)
-                for name in set(before) | set(after)
-                if before.get(name, _UNBOUND) != after.get(name, _UNBOUND)}
+  difference = {
+      name: after.get(name, _UNBOUND)
+      for name in set(before) | set(after)
+      if before.get(name, _UNBOUND) != after.get(name, _UNBOUND)
+  }
   assert difference == expected
 
 
@@ -682,48 +870,69 @@ LAYERS_003 = {
     'table4_full_tie.gin': (12, 12, 6, 6),
     'table4_no_tie.gin': (12, 12, 6, 0),
     'table4_base_pp_no_tie.gin': (12, 12, 6, 0),
-    **{f'fig4_generator_layers_{n}.gin': (12, 12, n, n // 2)
-       for n in range(1, 13)},
-    **{f'fig5_{sampling}_k{k}.gin': _003_SMALL_PP_LAYERS
-       for sampling in ('sampled', 'hardest') for k in (3, 5, 10, 20, 50)},
+    **{
+        f'fig4_generator_layers_{n}.gin': (12, 12, n, n // 2)
+        for n in range(1, 13)
+    },
+    **{
+        f'fig5_{sampling}_k{k}.gin': _003_SMALL_PP_LAYERS
+        for sampling in ('sampled', 'hardest')
+        for k in (3, 5, 10, 20, 50)
+    },
 }
 # The files without an objective (included by the ones above).
-_003_RECIPES = ('pretrain_recipe.gin', *(f'table5_{column}.gin'
-                                        for column in TABLE_5_003))
+_003_RECIPES = (
+    'pretrain_recipe.gin',
+    *(f'table5_{column}.gin' for column in TABLE_5_003),
+)
 
 
 # 003 Table 1's ELECTRA rows: generator width as a fraction of the
 # discriminator's (ELECTRA's reference code; 003 gives none).
-ELECTRA_003 = {'electra_small.gin': 0.25, 'electra_small_pp.gin': 0.25,
-               'electra_base.gin': 1 / 3, 'electra_base_pp.gin': 1 / 3,
-               'electra_large.gin': 0.25}
+ELECTRA_003 = {
+    'electra_small.gin': 0.25,
+    'electra_small_pp.gin': 0.25,
+    'electra_base.gin': 1 / 3,
+    'electra_base_pp.gin': 1 / 3,
+    'electra_large.gin': 0.25,
+}
 
 
 def test_003_every_pretraining_file_is_tested():
-  names = {name for name in os.listdir(os.path.join(GIN_DIR,
-                                                    'papers/003_teams'))
-           if name.endswith('.gin')}
+  names = {
+      name
+      for name in os.listdir(os.path.join(GIN_DIR, 'papers/003_teams'))
+      if name.endswith('.gin')
+  }
   assert names == set(LAYERS_003) | set(_003_RECIPES) | set(ELECTRA_003)
 
 
 @pytest.mark.parametrize('filename', sorted(ELECTRA_003))
-def test_003_electra_rows_are_electra_on_the_table_5_recipe(clean_gin,
-                                                            filename):
+def test_003_electra_rows_are_electra_on_the_table_5_recipe(
+    clean_gin, filename
+):
   del clean_gin
-  _parse_003(filename, ["pretrain_data.input_path = ''",
-                        'encoder.vocab_size = 30522'])
+  _parse_003(
+      filename, ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522']
+  )
   params, _ = experiment.experiment_config()
-  column = TABLE_5_003[_003_column_of(filename[len('electra_'):])]
+  column = TABLE_5_003[_003_column_of(filename[len('electra_') :])]
   task = params.task
   assert objectives.for_task_config(task).name == 'electra'
-  assert (params.trainer.train_steps, task.train_data.global_batch_size,
-          task.train_data.max_seq_length) == (
-              column['experiment.train_steps'],
-              column['pretrain_data.train_batch_size'], 512)
+  assert (
+      params.trainer.train_steps,
+      task.train_data.global_batch_size,
+      task.train_data.max_seq_length,
+  ) == (
+      column['experiment.train_steps'],
+      column['pretrain_data.train_batch_size'],
+      512,
+  )
   hidden = column['encoder.hidden_size']
   assert task.model.discriminator.hidden_size == hidden
   assert task.model.generator().hidden_size == round(
-      hidden * ELECTRA_003[filename])
+      hidden * ELECTRA_003[filename]
+  )
   assert task.model.generator().num_layers == column['encoder.num_layers']
 
 
@@ -740,18 +949,23 @@ def test_003_files_build_their_experiment(clean_gin, filename):
   """The experiment config through gin, as train.py builds it (no records:
   the BERT uncased vocabulary size is bound instead)."""
   del clean_gin
-  _parse_003(filename, ["pretrain_data.input_path = ''",
-                        'encoder.vocab_size = 30522'])
+  _parse_003(
+      filename, ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522']
+  )
   params, _ = experiment.experiment_config()
   column = TABLE_5_003[_003_column_of(filename)]
   task = params.task
   assert params.trainer.train_steps == column['experiment.train_steps']
   decay = params.trainer.optimizer_config.learning_rate.polynomial
   assert (decay.initial_learning_rate, decay.decay_steps) == (
-      column['optimization.learning_rate'], column['experiment.train_steps'])
-  assert (task.train_data.global_batch_size, task.train_data.max_seq_length,
-          task.train_data.masking) == (
-              column['pretrain_data.train_batch_size'], 512, 'static')
+      column['optimization.learning_rate'],
+      column['experiment.train_steps'],
+  )
+  assert (
+      task.train_data.global_batch_size,
+      task.train_data.max_seq_length,
+      task.train_data.masking,
+  ) == (column['pretrain_data.train_batch_size'], 512, 'static')
   objective = objectives.for_task_config(task)
   exported = objective.exported_encoder_config(task.model)
   if LAYERS_003[filename] is None:
@@ -760,17 +974,24 @@ def test_003_files_build_their_experiment(clean_gin, filename):
     return
   assert objective.name == 'teams'
   model = task.model
-  assert (model.discriminator.num_layers, exported.num_layers,
-          model.generator().num_layers, model.num_shared_blocks()) == (
-              LAYERS_003[filename])
+  assert (
+      model.discriminator.num_layers,
+      exported.num_layers,
+      model.generator().num_layers,
+      model.num_shared_blocks(),
+  ) == (LAYERS_003[filename])
   assert model.generator().hidden_size == model.discriminator.hidden_size
 
 
 def _bert_parameters(config):
   """Closed-form parameters of a BERT encoder, pooler excluded."""
   d, e, m = config.hidden_size, config.width, config.intermediate_size
-  count = (config.vocab_size + config.max_position_embeddings +
-           config.type_vocab_size + 2) * e  # Tables and LayerNorm.
+  count = (
+      config.vocab_size
+      + config.max_position_embeddings
+      + config.type_vocab_size
+      + 2
+  ) * e  # Tables and LayerNorm.
   if e != d:
     count += e * d + d
   layer = 4 * (d * d + d) + 2 * d + (d * m + m) + (m * d + d) + 2 * d
@@ -778,8 +999,10 @@ def _bert_parameters(config):
 
 
 def _003_exported_encoder_config(column):
-  _parse_003(column + '.gin', ["pretrain_data.input_path = ''",
-                               'encoder.vocab_size = 30522'])
+  _parse_003(
+      column + '.gin',
+      ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522'],
+  )
   task = experiment.experiment_config()[0].task
   return objectives.for_task_config(task).exported_encoder_config(task.model)
 
@@ -805,14 +1028,17 @@ def test_003_parameters_equal_table_1(clean_gin, column):
 
 def _built_parameters(config):
   encoder = encoders.build_encoder(config)
-  pooler = sum(v.shape.num_elements()
-               for v in encoder.pooler_layer.trainable_variables)
-  return sum(v.shape.num_elements()
-             for v in encoder.trainable_variables) - pooler
+  pooler = sum(
+      v.shape.num_elements() for v in encoder.pooler_layer.trainable_variables
+  )
+  return (
+      sum(v.shape.num_elements() for v in encoder.trainable_variables) - pooler
+  )
 
 
-@pytest.mark.parametrize('column', [
-    'small', 'base', pytest.param('large', marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    'column', ['small', 'base', pytest.param('large', marks=pytest.mark.slow)]
+)
 def test_003_built_discriminator_has_table_1_parameters(clean_gin, column):
   """The count above on the real network (large: ~17 s, marked slow)."""
   del clean_gin
@@ -824,9 +1050,11 @@ def test_003_built_discriminator_has_table_1_parameters(clean_gin, column):
 # layer-wise decay, weight decay); GLUE files are composed after a task file.
 _003_GLUE_BASE_LARGE = (3e-5, 32, 5, None, 0.01)
 FINETUNE_003_SIZES = {
-    **{(task + '.gin', size): _003_GLUE_BASE_LARGE
-       for task in glue_data.GLUE_TASK_NAMES
-       for size in ('glue_base.gin', 'glue_large.gin')},
+    **{
+        (task + '.gin', size): _003_GLUE_BASE_LARGE
+        for task in glue_data.GLUE_TASK_NAMES
+        for size in ('glue_base.gin', 'glue_large.gin')
+    },
     ('squad11_base.gin',): (5e-5, 32, 2, None, 0.01),
     ('squad20_base.gin',): (5e-5, 32, 2, None, 0.01),
     ('squad11_large.gin',): (3e-5, 48, 2, None, 0.01),
@@ -838,18 +1066,25 @@ FINETUNE_003_SIZES = {
 def test_003_finetuning_base_and_large_equal_table_6(clean_gin, files):
   del clean_gin
   gin_utils.parse_config(
-      [os.path.join(GIN_DIR, 'finetune/003_teams', name) for name in files],
-      [])
+      [os.path.join(GIN_DIR, 'finetune/003_teams', name) for name in files], []
+  )
   schedule = finetuning_schedule.FinetuningSchedule()
   assert schedule.task == files[0].split('.')[0].split('_')[0]
-  assert (schedule.learning_rate, schedule.train_batch_size,
-          schedule.num_epochs, schedule.layerwise_lr_decay,
-          schedule.weight_decay_rate) == FINETUNE_003_SIZES[files]
+  assert (
+      schedule.learning_rate,
+      schedule.train_batch_size,
+      schedule.num_epochs,
+      schedule.layerwise_lr_decay,
+      schedule.weight_decay_rate,
+  ) == FINETUNE_003_SIZES[files]
   assert (schedule.warmup_fraction, schedule.adam_epsilon) == (0.1, 1e-6)
   protocol = finetuning_schedule.RunProtocol()
   selection = 'last' if schedule.task.startswith('squad') else 'best'
   assert (protocol.num_runs, protocol.aggregation, protocol.selection) == (
-      15, 'median', selection)
+      15,
+      'median',
+      selection,
+  )
 
 
 def test_003_table_6_cells_fixed_in_code(clean_gin):

@@ -12,10 +12,18 @@ from official_repro.training import gin_utils
 
 def _quickstart(work_dir):
   return subprocess.run(
-      [sys.executable, '-m', 'official_repro.quickstart',
-       f'--work_dir={work_dir}'],
-      cwd=gin_utils.REPO_ROOT, capture_output=True, text=True, timeout=1200,
-      check=False)
+      [
+          sys.executable,
+          '-m',
+          'official_repro.quickstart',
+          f'--work_dir={work_dir}',
+      ],
+      cwd=gin_utils.REPO_ROOT,
+      capture_output=True,
+      text=True,
+      timeout=1200,
+      check=False,
+  )
 
 
 @pytest.mark.slow

@@ -34,8 +34,10 @@ def _write_inputs(root):
   for rank in range(1, max_rank + 1):
     directory = root / 'test' / f'{rank}best_recog'
     directory.mkdir(parents=True)
-    with open(directory / 'text', 'w') as text_file, open(
-        directory / 'score', 'w') as score_file:
+    with (
+        open(directory / 'text', 'w') as text_file,
+        open(directory / 'score', 'w') as score_file,
+    ):
       for utterance_id, (_, hypotheses) in TEST.items():
         if rank <= len(hypotheses):
           text, first_pass, _ = hypotheses[rank - 1]
@@ -54,8 +56,11 @@ def _settings(root, **overrides):
   values = dict(
       nbest=(('dev', str(root / 'dev.tsv')), ('test', str(root / 'test'))),
       references=(('', str(root / 'ref.trn')),),
-      lm_scores=(('', str(root / 'lm.tsv')),), lower_case=True,
-      dev_set='dev', weights=rescore.parse_grid('0:1:0.1', 'weights'))
+      lm_scores=(('', str(root / 'lm.tsv')),),
+      lower_case=True,
+      dev_set='dev',
+      weights=rescore.parse_grid('0:1:0.1', 'weights'),
+  )
   values.update(overrides)
   return rescore.Settings(**values)
 
@@ -64,15 +69,28 @@ def test_command_end_to_end(tmp_path):
   _write_inputs(tmp_path)
   output_json = tmp_path / 'out' / 'results.json'
   completed = subprocess.run(
-      [sys.executable, '-m', 'official_repro.rescore',
-       f'--nbest=dev={tmp_path / "dev.tsv"}', f'--nbest={tmp_path / "test"}',
-       f'--references={tmp_path / "ref.trn"}',
-       f'--lm_scores={tmp_path / "lm.tsv"}', '--lower_case', '--dev_set=dev',
-       '--weights=0:1:0.1', '--length_bonuses=0',
-       f'--output_json={output_json}',
-       f'--output_text_dir={tmp_path / "out"}'],
-      cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-      env={**os.environ, 'CUDA_VISIBLE_DEVICES': ''}, check=False)
+      [
+          sys.executable,
+          '-m',
+          'official_repro.rescore',
+          f'--nbest=dev={tmp_path / "dev.tsv"}',
+          f'--nbest={tmp_path / "test"}',
+          f'--references={tmp_path / "ref.trn"}',
+          f'--lm_scores={tmp_path / "lm.tsv"}',
+          '--lower_case',
+          '--dev_set=dev',
+          '--weights=0:1:0.1',
+          '--length_bonuses=0',
+          f'--output_json={output_json}',
+          f'--output_text_dir={tmp_path / "out"}',
+      ],
+      cwd=REPO_ROOT,
+      capture_output=True,
+      text=True,
+      timeout=300,
+      env={**os.environ, 'CUDA_VISIBLE_DEVICES': ''},
+      check=False,
+  )
   assert completed.returncode == 0, completed.stderr
   stdout = completed.stdout
   assert '| 0.3 | **0.00** |' in stdout
@@ -81,7 +99,8 @@ def test_command_end_to_end(tmp_path):
   assert '### test: 3 utterances, 7 hypotheses, 7 reference words' in stdout
   assert '| first pass (rank 1) | 28.57 | 1 | 1 | 0 |' in stdout
   assert '| rescored (weight 0.3, length bonus 0) | 14.29 | 1 | 0 | 0 |' in (
-      stdout)
+      stdout
+  )
   assert '| oracle | 0.00 | 0 | 0 | 0 |' in stdout
   assert '### dev (tuning set)' in stdout
 
@@ -96,15 +115,19 @@ def test_command_end_to_end(tmp_path):
   assert test['result']['oracle']['wer'] == 0.0
   assert results['sets']['dev']['result']['first_pass']['errors'] == 2
   assert (tmp_path / 'out' / 'test' / 'text').read_text() == (
-      'v1 good morning sir\nv2 yes\nv3 open a door\n')
+      'v1 good morning sir\nv2 yes\nv3 open a door\n'
+  )
 
 
 class _TableScorer:
   """Returns the LM scores of the fixture, looked up by text."""
 
   def __init__(self):
-    self._scores = {text: lm for _, hypotheses in {**DEV, **TEST}.values()
-                    for text, _, lm in hypotheses}
+    self._scores = {
+        text: lm
+        for _, hypotheses in {**DEV, **TEST}.values()
+        for text, _, lm in hypotheses
+    }
 
   def __call__(self, sentences):
     return np.array([self._scores[sentence] for sentence in sentences])
@@ -113,13 +136,14 @@ class _TableScorer:
 def test_scorer_gives_the_same_results_as_a_scores_file(tmp_path):
   _write_inputs(tmp_path)
   from_file = rescore.run(_settings(tmp_path))
-  from_scorer = rescore.run(_settings(tmp_path, lm_scores=()),
-                            scorer=_TableScorer(), batch_size=3)
+  from_scorer = rescore.run(
+      _settings(tmp_path, lm_scores=()), scorer=_TableScorer(), batch_size=3
+  )
   for name in ('dev', 'test'):
-    assert (from_scorer['sets'][name]['result'] ==
-            from_file['sets'][name]['result'])
-  assert from_scorer['sets']['test']['lm_scores'] == {
-      'scorer': '_TableScorer'}
+    assert (
+        from_scorer['sets'][name]['result'] == from_file['sets'][name]['result']
+    )
+  assert from_scorer['sets']['test']['lm_scores'] == {'scorer': '_TableScorer'}
 
 
 def test_one_point_grid_needs_no_dev_set(tmp_path):
@@ -132,17 +156,31 @@ def test_one_point_grid_needs_no_dev_set(tmp_path):
 
 def test_embedded_json_references(tmp_path):
   _write_inputs(tmp_path)
-  content = {utterance_id: {'ref': reference, **{
-      f'hyp_{rank}': {'score': first_pass, 'text': text}
-      for rank, (text, first_pass, _) in enumerate(hypotheses, start=1)}}
-             for utterance_id, (reference, hypotheses) in TEST.items()}
+  content = {
+      utterance_id: {
+          'ref': reference,
+          **{
+              f'hyp_{rank}': {'score': first_pass, 'text': text}
+              for rank, (text, first_pass, _) in enumerate(hypotheses, start=1)
+          },
+      }
+      for utterance_id, (reference, hypotheses) in TEST.items()
+  }
   (tmp_path / 'test.json').write_text(json.dumps(content))
-  results = rescore.run(_settings(
-      tmp_path, nbest=(('test', str(tmp_path / 'test.json')),),
-      references=(), dev_set='', weights=(0.3,)))
+  results = rescore.run(
+      _settings(
+          tmp_path,
+          nbest=(('test', str(tmp_path / 'test.json')),),
+          references=(),
+          dev_set='',
+          weights=(0.3,),
+      )
+  )
   test = results['sets']['test']
-  assert test['references'] == {'path': str(tmp_path / 'test.json'),
-                                'format': 'embedded'}
+  assert test['references'] == {
+      'path': str(tmp_path / 'test.json'),
+      'format': 'embedded',
+  }
   assert test['result']['rescored']['errors'] == 1
 
 
@@ -151,8 +189,9 @@ def test_settings_errors(tmp_path):
     _settings(tmp_path, dev_set='')
   with pytest.raises(ValueError, match="--dev_set='eval' is not one"):
     _settings(tmp_path, dev_set='eval')
-  with pytest.raises(ValueError, match=r"--references names the sets "
-                     r"\['eval'\]"):
+  with pytest.raises(
+      ValueError, match=r'--references names the sets ' r"\['eval'\]"
+  ):
     _settings(tmp_path, references=(('eval', 'ref.trn'),))
   with pytest.raises(ValueError, match='more than one path without'):
     _settings(tmp_path, lm_scores=(('', 'a.tsv'), ('', 'b.tsv')))
@@ -169,21 +208,37 @@ def test_run_errors(tmp_path):
   with pytest.raises(ValueError, match="Set 'dev' .* has no references"):
     rescore.run(_settings(tmp_path, references=()))
   (tmp_path / 'dev_only.trn').write_text('THE CAT SAT (spk-u1)\n')
-  with pytest.raises(ValueError, match='1 of 2 utterances .* have no '
-                     'reference'):
-    rescore.run(_settings(tmp_path, references=(
-        ('dev', str(tmp_path / 'dev_only.trn')),
-        ('test', str(tmp_path / 'ref.trn')))))
+  with pytest.raises(
+      ValueError, match='1 of 2 utterances .* have no ' 'reference'
+  ):
+    rescore.run(
+        _settings(
+            tmp_path,
+            references=(
+                ('dev', str(tmp_path / 'dev_only.trn')),
+                ('test', str(tmp_path / 'ref.trn')),
+            ),
+        )
+    )
 
 
 def test_parse_grid():
   assert rescore.parse_grid('0:1:0.25', 'w') == (0.0, 0.25, 0.5, 0.75, 1.0)
   assert rescore.parse_grid('0:0.3:0.1', 'w') == (0.0, 0.1, 0.2, 0.3)
-  assert rescore.parse_grid('2, -1,0:1:0.5,2', 'w') == (-1.0, 0.0, 0.5, 1.0,
-                                                        2.0)
+  assert rescore.parse_grid('2, -1,0:1:0.5,2', 'w') == (
+      -1.0,
+      0.0,
+      0.5,
+      1.0,
+      2.0,
+  )
   assert rescore.parse_grid('0:0.25:0.1', 'w') == (0.0, 0.1, 0.2)
-  for spec, message in (('a', 'not a number'), ('0:1', 'not a number'),
-                        ('1:0:0.1', 'stop >= start'), ('0:1:0', 'step > 0'),
-                        ('0:1e9:1e-3', 'at most')):
+  for spec, message in (
+      ('a', 'not a number'),
+      ('0:1', 'not a number'),
+      ('1:0:0.1', 'stop >= start'),
+      ('0:1:0', 'step > 0'),
+      ('0:1e9:1e-3', 'at most'),
+  ):
     with pytest.raises(ValueError, match=message):
       rescore.parse_grid(spec, 'weights')

@@ -44,23 +44,35 @@ def _run(args, tmp_path, path=None, cwd=REPO, extra_env=None):
   empty_bin.mkdir(exist_ok=True)
   home = tmp_path / 'home'
   home.mkdir(exist_ok=True)
-  env = {'PATH': path if path is not None else str(empty_bin),
-         'HOME': str(home), 'TMPDIR': str(tmp_path)}
+  env = {
+      'PATH': path if path is not None else str(empty_bin),
+      'HOME': str(home),
+      'TMPDIR': str(tmp_path),
+  }
   env.update(extra_env or {})
-  return subprocess.run([BASH, str(SCRIPT), *args], cwd=cwd, env=env,
-                        capture_output=True, text=True, timeout=120,
-                        check=False)
+  return subprocess.run(
+      [BASH, str(SCRIPT), *args],
+      cwd=cwd,
+      env=env,
+      capture_output=True,
+      text=True,
+      timeout=120,
+      check=False,
+  )
 
 
 def _commands(stdout):
   """The printed commands ('+ ' lines), each split into its words."""
-  return [shlex.split(line[2:]) for line in stdout.splitlines()
-          if line.startswith('+ ')]
+  return [
+      shlex.split(line[2:])
+      for line in stdout.splitlines()
+      if line.startswith('+ ')
+  ]
 
 
 def _gcloud(commands, verb, group=('compute', 'tpus', 'tpu-vm')):
   prefix = ['gcloud', *group, verb]
-  return [c for c in commands if c[:len(prefix)] == prefix]
+  return [c for c in commands if c[: len(prefix)] == prefix]
 
 
 def _flag(command, name):
@@ -73,7 +85,7 @@ def _runner_words(launch_command):
   """The words of the `setsid nohup sh -c SCRIPT` script in the launch."""
   remote = shlex.split(_flag(launch_command, '--command'))
   start = remote.index('setsid')
-  assert remote[start:start + 3] == ['setsid', 'nohup', 'sh']
+  assert remote[start : start + 3] == ['setsid', 'nohup', 'sh']
   assert remote[start + 3] == '-c'
   return shlex.split(remote[start + 4])
 
@@ -83,15 +95,24 @@ def _train_words(launch_command):
   runner = _runner_words(launch_command)
   start = runner.index('official_repro.train')
   end = runner.index('&', start)
-  assert runner[start - 2:start] == ['python3', '-m']
-  return runner[start + 1:end]
+  assert runner[start - 2 : start] == ['python3', '-m']
+  return runner[start + 1 : end]
 
 
 @pytest.fixture(name='dry_run')
 def fixture_dry_run(tmp_path):
-  result = _run(['--dry_run', *REQUIRED, '--accelerator_type=v2-8',
-                 '--project=my-project', f'--gin_param={BINDING}',
-                 f'--gin_param={BINDING_2}', '--mode=train'], tmp_path)
+  result = _run(
+      [
+          '--dry_run',
+          *REQUIRED,
+          '--accelerator_type=v2-8',
+          '--project=my-project',
+          f'--gin_param={BINDING}',
+          f'--gin_param={BINDING_2}',
+          '--mode=train',
+      ],
+      tmp_path,
+  )
   assert result.returncode == 0, result.stderr
   return result
 
@@ -130,8 +151,9 @@ def test_dry_run_prints_create_copy_install_launch(dry_run):
   assert 'nohup' in _flag(launch, '--command')
 
   # Order: look up / create, copy, install, launch.
-  order = [commands.index(c) for c in (describe, create, scp, sync, install,
-                                       launch)]
+  order = [
+      commands.index(c) for c in (describe, create, scp, sync, install, launch)
+  ]
   assert order == sorted(order)
   assert 'tail -n 200 -f' in dry_run.stdout  # how to follow the log
 
@@ -152,10 +174,19 @@ def test_dry_run_launch_command_keeps_quoted_bindings(dry_run):
 
 
 def test_dry_run_defaults_and_relative_gin_path(tmp_path):
-  result = _run(['--dry_run', '--tpu_name=t1', '--zone=us-central1-a',
-                 '--gin_file=quickstart.gin', '--model_dir=gs://b/m',
-                 '--spot', '--env=TPU_STDERR_LOG_LEVEL=0'],
-                tmp_path, cwd=REPO / 'gin')
+  result = _run(
+      [
+          '--dry_run',
+          '--tpu_name=t1',
+          '--zone=us-central1-a',
+          '--gin_file=quickstart.gin',
+          '--model_dir=gs://b/m',
+          '--spot',
+          '--env=TPU_STDERR_LOG_LEVEL=0',
+      ],
+      tmp_path,
+      cwd=REPO / 'gin',
+  )
   assert result.returncode == 0, result.stderr
   commands = _commands(result.stdout)
   create = _gcloud(commands, 'create')[0]  # the supervisor's recreation too
@@ -175,8 +206,16 @@ def test_help(tmp_path):
   result = _run(['--help'], tmp_path)
   assert result.returncode == 0
   assert 'Usage' in result.stdout
-  for flag in ('--tpu_name', '--zone', '--gin_file', '--gin_param',
-               '--model_dir', '--dry_run', '--delete', '--runtime_version'):
+  for flag in (
+      '--tpu_name',
+      '--zone',
+      '--gin_file',
+      '--gin_param',
+      '--model_dir',
+      '--dry_run',
+      '--delete',
+      '--runtime_version',
+  ):
     assert flag in result.stdout
 
 
@@ -211,8 +250,9 @@ def test_model_dir_must_be_gcs(tmp_path, model_dir):
 
 
 def test_missing_gin_file_is_named(tmp_path):
-  result = _run(['--dry_run', *REQUIRED,
-                 '--gin_file=gin/does_not_exist.gin'], tmp_path)
+  result = _run(
+      ['--dry_run', *REQUIRED, '--gin_file=gin/does_not_exist.gin'], tmp_path
+  )
   assert result.returncode != 0
   assert '--gin_file' in result.stderr
   assert 'gin/does_not_exist.gin' in result.stderr
@@ -226,9 +266,15 @@ def test_gin_file_outside_repository_is_refused(tmp_path):
   assert '--gin_file' in result.stderr and 'outside' in result.stderr
 
 
-@pytest.mark.parametrize('bad', ['--mode=predict', '--tpu_name=My_TPU',
-                                 '--env=not-a-name',
-                                 '--mixed_precision=int8'])
+@pytest.mark.parametrize(
+    'bad',
+    [
+        '--mode=predict',
+        '--tpu_name=My_TPU',
+        '--env=not-a-name',
+        '--mixed_precision=int8',
+    ],
+)
 def test_bad_values_are_named(tmp_path, bad):
   result = _run(['--dry_run', *REQUIRED, bad], tmp_path)
   assert result.returncode != 0
@@ -236,19 +282,30 @@ def test_bad_values_are_named(tmp_path, bad):
 
 
 def test_preemptible_and_spot_exclude_each_other(tmp_path):
-  result = _run(['--dry_run', *REQUIRED, '--preemptible', '--spot'],
-                tmp_path)
+  result = _run(['--dry_run', *REQUIRED, '--preemptible', '--spot'], tmp_path)
   assert result.returncode != 0
   assert '--preemptible' in result.stderr
 
 
 def test_delete_dry_run(tmp_path):
-  result = _run(['--dry_run', '--delete', '--tpu_name=my-tpu',
-                 '--zone=europe-west4-a'], tmp_path)
+  result = _run(
+      ['--dry_run', '--delete', '--tpu_name=my-tpu', '--zone=europe-west4-a'],
+      tmp_path,
+  )
   assert result.returncode == 0, result.stderr
   commands = _commands(result.stdout)
-  assert commands == [['gcloud', 'compute', 'tpus', 'tpu-vm', 'delete',
-                       'my-tpu', '--zone=europe-west4-a', '--quiet']]
+  assert commands == [
+      [
+          'gcloud',
+          'compute',
+          'tpus',
+          'tpu-vm',
+          'delete',
+          'my-tpu',
+          '--zone=europe-west4-a',
+          '--quiet',
+      ]
+  ]
 
 
 def test_without_gcloud_stops_with_clear_message(tmp_path):
@@ -281,17 +338,20 @@ _FAKE_GCLOUD = textwrap.dedent('''\
       sys.exit(subprocess.call(['bash', '-c', command], cwd=home, env=env))
     ''')
 
-_FAKE_PYTHON3 = textwrap.dedent('''\
+_FAKE_PYTHON3 = textwrap.dedent("""\
     #!{python}
     import json, os, sys
     with open(os.path.join(os.environ['HOME'], 'python3_calls.jsonl'), 'a') as f:
       f.write(json.dumps({{'argv': sys.argv[1:], 'cwd': os.getcwd()}}) + '\\n')
-    ''')
+    """)
 
 
-@pytest.mark.skipif(not all(shutil.which(t) for t in
-                            ('git', 'tar', 'setsid', 'nohup', 'mktemp')),
-                    reason='needs git, tar, setsid, nohup and mktemp')
+@pytest.mark.skipif(
+    not all(
+        shutil.which(t) for t in ('git', 'tar', 'setsid', 'nohup', 'mktemp')
+    ),
+    reason='needs git, tar, setsid, nohup and mktemp',
+)
 def test_real_run_against_fake_gcloud(tmp_path):
   fake_bin = tmp_path / 'fake_bin'
   fake_bin.mkdir()
@@ -301,16 +361,28 @@ def test_real_run_against_fake_gcloud(tmp_path):
   vm_home = tmp_path / 'vm_home'
   vm_home.mkdir()
   gcloud_log = tmp_path / 'gcloud.jsonl'
-  result = _run([*REQUIRED, f'--gin_param={BINDING}'], tmp_path,
-                path=f'{fake_bin}{os.pathsep}{os.environ["PATH"]}',
-                extra_env={'FAKE_VM_HOME': str(vm_home),
-                           'FAKE_GCLOUD_LOG': str(gcloud_log)})
+  result = _run(
+      [*REQUIRED, f'--gin_param={BINDING}'],
+      tmp_path,
+      path=f'{fake_bin}{os.pathsep}{os.environ["PATH"]}',
+      extra_env={
+          'FAKE_VM_HOME': str(vm_home),
+          'FAKE_GCLOUD_LOG': str(gcloud_log),
+      },
+  )
   assert result.returncode == 0, result.stdout + result.stderr
 
   calls = [json.loads(line) for line in gcloud_log.read_text().splitlines()]
   verbs = [c[3] if c[0] == 'compute' else ' '.join(c[:2]) for c in calls]
-  assert verbs == ['config get-value', 'describe', 'create', 'scp', 'ssh',
-                   'ssh', 'ssh']
+  assert verbs == [
+      'config get-value',
+      'describe',
+      'create',
+      'scp',
+      'ssh',
+      'ssh',
+      'ssh',
+  ]
   assert '--project=fake-project' in calls[2]
 
   repo_on_vm = vm_home / 'official_repro'
@@ -323,35 +395,48 @@ def test_real_run_against_fake_gcloud(tmp_path):
   calls_file = vm_home / 'python3_calls.jsonl'
   deadline = time.time() + 30
   while time.time() < deadline:
-    python_calls = [json.loads(line) for line in
-                    calls_file.read_text().splitlines()] \
-        if calls_file.exists() else []
+    python_calls = (
+        [json.loads(line) for line in calls_file.read_text().splitlines()]
+        if calls_file.exists()
+        else []
+    )
     if any('official_repro.train' in c['argv'] for c in python_calls):
       break
     time.sleep(0.1)
   (train,) = [c for c in python_calls if 'official_repro.train' in c['argv']]
   assert train['cwd'] == str(repo_on_vm)
   assert train['argv'] == [
-      '-m', 'official_repro.train', f'--gin_file={GIN_FILE}',
-      f'--gin_param={BINDING}', '--model_dir=gs://my-bucket/runs/q1',
-      '--mode=train_and_eval', '--mixed_precision=bfloat16', '--strategy=tpu',
-      '--tpu=local']
-  assert any(c['argv'][:4] == ['-m', 'pip', 'install', '-r']
-             for c in python_calls)
+      '-m',
+      'official_repro.train',
+      f'--gin_file={GIN_FILE}',
+      f'--gin_param={BINDING}',
+      '--model_dir=gs://my-bucket/runs/q1',
+      '--mode=train_and_eval',
+      '--mixed_precision=bfloat16',
+      '--strategy=tpu',
+      '--tpu=local',
+  ]
+  assert any(
+      c['argv'][:4] == ['-m', 'pip', 'install', '-r'] for c in python_calls
+  )
   log = vm_home / 'official_repro_logs' / 'my-bucket_runs_q1.log'
   assert log.is_file()
   assert (vm_home / 'official_repro_logs' / 'train.pid').is_file()
   assert 'tail -n 200 -f ~/official_repro_logs/my-bucket_runs_q1.log' in (
-      result.stdout)
+      result.stdout
+  )
 
 
-POD = ('--accelerator_type=v3-32',
-       '--runtime_version=tpu-vm-tf-2.20.0-pod-pjrt')
+POD = (
+    '--accelerator_type=v3-32',
+    '--runtime_version=tpu-vm-tf-2.20.0-pod-pjrt',
+)
 
 
 def test_pod_slice_copies_and_installs_everywhere_and_trains_once(tmp_path):
-  result = _run(['--dry_run', *REQUIRED, *POD, '--project=my-project'],
-                tmp_path)
+  result = _run(
+      ['--dry_run', *REQUIRED, *POD, '--project=my-project'], tmp_path
+  )
   assert result.returncode == 0, result.stderr
   commands = _commands(result.stdout)
   (create,) = _gcloud(commands, 'create')
@@ -371,12 +456,30 @@ def test_pod_slice_copies_and_installs_everywhere_and_trains_once(tmp_path):
   assert '4 hosts' in result.stdout
 
 
-@pytest.mark.parametrize('accelerator, hosts', [
-    ('v3-8', 1), ('v2-8', 1), ('v4-8', 1), ('v5litepod-8', 1), ('v3-32', 4),
-    ('v4-64', 8), ('v5p-128', 16), ('v5litepod-16', 4), ('v6e-256', 64)])
+@pytest.mark.parametrize(
+    'accelerator, hosts',
+    [
+        ('v3-8', 1),
+        ('v2-8', 1),
+        ('v4-8', 1),
+        ('v5litepod-8', 1),
+        ('v3-32', 4),
+        ('v4-64', 8),
+        ('v5p-128', 16),
+        ('v5litepod-16', 4),
+        ('v6e-256', 64),
+    ],
+)
 def test_hosts_follow_the_accelerator_type(tmp_path, accelerator, hosts):
-  result = _run(['--dry_run', *REQUIRED, f'--accelerator_type={accelerator}',
-                 '--runtime_version=tpu-vm-tf-2.20.0-pod-pjrt'], tmp_path)
+  result = _run(
+      [
+          '--dry_run',
+          *REQUIRED,
+          f'--accelerator_type={accelerator}',
+          '--runtime_version=tpu-vm-tf-2.20.0-pod-pjrt',
+      ],
+      tmp_path,
+  )
   assert result.returncode == 0, result.stderr
   launch = _gcloud(_commands(result.stdout), 'ssh')[-1]
   tpu_flag = _train_words(launch)[-1]
@@ -388,13 +491,16 @@ def test_hosts_follow_the_accelerator_type(tmp_path, accelerator, hosts):
     assert f'({hosts} hosts)' in result.stdout
 
 
-@pytest.mark.parametrize('args, flag', [
-    (('--accelerator_type=v3-32',), '--runtime_version'),
-    (('--accelerator_type=v9-8',), '--accelerator_type'),
-    (('--accelerator_type=v3',), '--accelerator_type'),
-    (('--spot', '--supervise_interval=soon'), '--supervise_interval'),
-    (('--spot', '--max_restarts=-1'), '--max_restarts'),
-])
+@pytest.mark.parametrize(
+    'args, flag',
+    [
+        (('--accelerator_type=v3-32',), '--runtime_version'),
+        (('--accelerator_type=v9-8',), '--accelerator_type'),
+        (('--accelerator_type=v3',), '--accelerator_type'),
+        (('--spot', '--supervise_interval=soon'), '--supervise_interval'),
+        (('--spot', '--max_restarts=-1'), '--max_restarts'),
+    ],
+)
 def test_bad_pod_and_supervisor_flags_are_named(tmp_path, args, flag):
   result = _run(['--dry_run', *REQUIRED, *args], tmp_path)
   assert result.returncode == 2
@@ -403,8 +509,10 @@ def test_bad_pod_and_supervisor_flags_are_named(tmp_path, args, flag):
 
 
 def test_spot_dry_run_prints_the_supervisor(tmp_path):
-  result = _run(['--dry_run', *REQUIRED, *POD, '--spot',
-                 '--supervise_interval=60'], tmp_path)
+  result = _run(
+      ['--dry_run', *REQUIRED, *POD, '--spot', '--supervise_interval=60'],
+      tmp_path,
+  )
   assert result.returncode == 0, result.stderr
   commands = _commands(result.stdout)
   first_create, recreate = _gcloud(commands, 'create')
@@ -424,17 +532,27 @@ def test_spot_dry_run_prints_the_supervisor(tmp_path):
   assert '--worker=0' in status
   # After recreation: copy, sync and install on every worker, then launch.
   after = commands[recreate_at:]
-  assert ['--worker=all' in c for c in after if c[:4] == ['gcloud', 'compute',
-                                                          'tpus', 'tpu-vm']
-          and c[4] in ('scp', 'ssh')] == [True, True, True, False]
+  assert [
+      '--worker=all' in c
+      for c in after
+      if c[:4] == ['gcloud', 'compute', 'tpus', 'tpu-vm']
+      and c[4] in ('scp', 'ssh')
+  ] == [True, True, True, False]
   assert 'every 60 s' in result.stdout
   assert '143' in result.stdout
 
 
 def test_help_explains_pods_batch_and_preemption(tmp_path):
   result = _run(['--help'], tmp_path)
-  for text in ('v3-32', '4 hosts x 512', '32\nreplicas x 64', 'PREEMPTED',
-               '--supervise_interval', '--max_restarts', 'input_pipeline_id'):
+  for text in (
+      'v3-32',
+      '4 hosts x 512',
+      '32\nreplicas x 64',
+      'PREEMPTED',
+      '--supervise_interval',
+      '--max_restarts',
+      'input_pipeline_id',
+  ):
     assert text in result.stdout, text
 
 
@@ -471,7 +589,7 @@ _FAKE_SUPERVISED_GCLOUD = textwrap.dedent('''\
 
 # Training runs in turn: stopped by SIGTERM (143), then preempted with the VM
 # (the fake marks the VM PREEMPTED and dies), then finishing; or failing.
-_FAKE_TRAINING_PYTHON3 = textwrap.dedent('''\
+_FAKE_TRAINING_PYTHON3 = textwrap.dedent("""\
     #!{python}
     import json, os, sys
     state_dir = os.environ['FAKE_STATE_DIR']
@@ -486,23 +604,32 @@ _FAKE_TRAINING_PYTHON3 = textwrap.dedent('''\
       open(os.path.join(state_dir, 'vm_state'), 'w').write('PREEMPTED')
       os.kill(os.getpid(), 9)
     sys.exit(int(outcome))
-    ''')
+    """)
 
 
-@pytest.mark.skipif(not all(shutil.which(t) for t in
-                            ('git', 'tar', 'setsid', 'nohup', 'mktemp')),
-                    reason='needs git, tar, setsid, nohup and mktemp')
-@pytest.mark.parametrize('plan, returncode, expected', [
-    ('143,preempted,0', 0, 'training finished'),
-    ('143,1', 1, 'failed with status 1; not relaunching'),
-    ('143', 1, '--max_restarts=2 are used up'),
-])
-def test_supervisor_relaunches_and_recreates(tmp_path, plan, returncode,
-                                             expected):
+@pytest.mark.skipif(
+    not all(
+        shutil.which(t) for t in ('git', 'tar', 'setsid', 'nohup', 'mktemp')
+    ),
+    reason='needs git, tar, setsid, nohup and mktemp',
+)
+@pytest.mark.parametrize(
+    'plan, returncode, expected',
+    [
+        ('143,preempted,0', 0, 'training finished'),
+        ('143,1', 1, 'failed with status 1; not relaunching'),
+        ('143', 1, '--max_restarts=2 are used up'),
+    ],
+)
+def test_supervisor_relaunches_and_recreates(
+    tmp_path, plan, returncode, expected
+):
   fake_bin = tmp_path / 'fake_bin'
   fake_bin.mkdir()
-  for name, source in (('gcloud', _FAKE_SUPERVISED_GCLOUD),
-                       ('python3', _FAKE_TRAINING_PYTHON3)):
+  for name, source in (
+      ('gcloud', _FAKE_SUPERVISED_GCLOUD),
+      ('python3', _FAKE_TRAINING_PYTHON3),
+  ):
     (fake_bin / name).write_text(source.format(python=sys.executable))
     (fake_bin / name).chmod(0o755)
   vm_home = tmp_path / 'vm_home'
@@ -510,19 +637,31 @@ def test_supervisor_relaunches_and_recreates(tmp_path, plan, returncode,
   state_dir = tmp_path / 'state'
   state_dir.mkdir()
   gcloud_log = tmp_path / 'gcloud.jsonl'
-  result = _run([*REQUIRED, '--project=p', '--spot', '--supervise_interval=0',
-                 '--max_restarts=2'], tmp_path,
-                path=f'{fake_bin}{os.pathsep}{os.environ["PATH"]}',
-                extra_env={'FAKE_VM_HOME': str(vm_home),
-                           'FAKE_STATE_DIR': str(state_dir),
-                           'FAKE_GCLOUD_LOG': str(gcloud_log),
-                           'FAKE_TRAINING_PLAN': plan})
+  result = _run(
+      [
+          *REQUIRED,
+          '--project=p',
+          '--spot',
+          '--supervise_interval=0',
+          '--max_restarts=2',
+      ],
+      tmp_path,
+      path=f'{fake_bin}{os.pathsep}{os.environ["PATH"]}',
+      extra_env={
+          'FAKE_VM_HOME': str(vm_home),
+          'FAKE_STATE_DIR': str(state_dir),
+          'FAKE_GCLOUD_LOG': str(gcloud_log),
+          'FAKE_TRAINING_PLAN': plan,
+      },
+  )
   assert result.returncode == returncode, result.stdout + result.stderr
   assert expected in result.stdout + result.stderr
   calls = [json.loads(line) for line in gcloud_log.read_text().splitlines()]
   verbs = [c[3] for c in calls]
-  train_calls = [json.loads(line) for line in
-                 (state_dir / 'train_calls.jsonl').read_text().splitlines()]
+  train_calls = [
+      json.loads(line)
+      for line in (state_dir / 'train_calls.jsonl').read_text().splitlines()
+  ]
   # Every run is the same command.
   assert all(call == train_calls[0] for call in train_calls)
   if plan.startswith('143,preempted'):

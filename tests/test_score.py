@@ -18,18 +18,40 @@ from official_repro.modeling.pretrainers import script
 from tests import test_rescore
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_TOKENS = [*vocab.SPECIAL_TOKENS, 'the', 'cat', 'sat', 'on', 'a', 'mat',
-           'dog', 'ran', '##s', '.']
-_SENTENCES = ['the cat sat on the mat .', 'a dog ran', 'cats',
-              'the dog sat on a cat and ran .', 'mat']
+_TOKENS = [
+    *vocab.SPECIAL_TOKENS,
+    'the',
+    'cat',
+    'sat',
+    'on',
+    'a',
+    'mat',
+    'dog',
+    'ran',
+    '##s',
+    '.',
+]
+_SENTENCES = [
+    'the cat sat on the mat .',
+    'a dog ran',
+    'cats',
+    'the dog sat on a cat and ran .',
+    'mat',
+]
 
 
 @pytest.fixture(scope='module')
 def tiny_model():
-  return script.ScriptPretrainer(encoders.EncoderConfig(
-      hidden_size=16, num_layers=2, num_attention_heads=2,
-      intermediate_size=32, vocab_size=len(_TOKENS),
-      max_position_embeddings=16))
+  return script.ScriptPretrainer(
+      encoders.EncoderConfig(
+          hidden_size=16,
+          num_layers=2,
+          num_attention_heads=2,
+          intermediate_size=32,
+          vocab_size=len(_TOKENS),
+          max_position_embeddings=16,
+      )
+  )
 
 
 def _encoded(sentence):
@@ -50,8 +72,9 @@ def test_script_pll_is_a_naive_sum_and_batching_does_not_matter(tiny_model):
   np.testing.assert_allclose(batched, one_at_a_time, rtol=1e-5, atol=1e-5)
   for sentence, value in zip(_SENTENCES, batched):
     ids, _ = _encoded(sentence)
-    logits = tiny_model.token_logits(ids, np.ones_like(ids),
-                                     np.zeros_like(ids)).numpy()[0]
+    logits = tiny_model.token_logits(
+        ids, np.ones_like(ids), np.zeros_like(ids)
+    ).numpy()[0]
     expected = 0.0
     for position in range(1, ids.shape[1] - 1):  # not [CLS], [SEP]
       s = logits[position].astype(np.float64)
@@ -68,8 +91,9 @@ def test_mlm_pll_is_a_naive_loop_over_masked_tokens(tiny_model):
     for position in range(1, ids.shape[1] - 1):
       masked = ids.copy()
       masked[0, position] = special.mask
-      logits = tiny_model.token_logits(masked, np.ones_like(ids),
-                                       np.zeros_like(ids)).numpy()[0]
+      logits = tiny_model.token_logits(
+          masked, np.ones_like(ids), np.zeros_like(ids)
+      ).numpy()[0]
       expected += _log_softmax(logits[position])[ids[0, position]]
     assert value == pytest.approx(expected, rel=1e-4)
 
@@ -90,8 +114,9 @@ def test_model_config_of_another_objective_is_rejected(tmp_path):
     score.load_model(str(tmp_path))
 
 
-def test_scores_a_pretraining_run_and_rescores_with_it(run_tiny_pretraining,
-                                                       tmp_path):
+def test_scores_a_pretraining_run_and_rescores_with_it(
+    run_tiny_pretraining, tmp_path
+):
   model_dir = tmp_path / 'run'
   run_tiny_pretraining(model_dir, ['gin/pretrain/script.gin'], mode='train')
   model, encoder = score.load_model(str(model_dir))
@@ -109,44 +134,59 @@ def test_scores_a_pretraining_run_and_rescores_with_it(run_tiny_pretraining,
   test_rescore._write_inputs(root)  # pylint: disable=protected-access
   results = rescore.run(
       test_rescore._settings(root, lm_scores=()),  # pylint: disable=protected-access
-      scorer=scorer)
+      scorer=scorer,
+  )
   assert results['sets']['test']['lm_scores'] == {'scorer': 'PllScorer'}
 
 
 def _run_module(module, *args):
   return subprocess.run(
-      [sys.executable, '-m', module, *args], cwd=REPO_ROOT,
-      capture_output=True, text=True, check=False,
-      env=dict(os.environ, TF_USE_LEGACY_KERAS='1'))
+      [sys.executable, '-m', module, *args],
+      cwd=REPO_ROOT,
+      capture_output=True,
+      text=True,
+      check=False,
+      env=dict(os.environ, TF_USE_LEGACY_KERAS='1'),
+  )
 
 
 @pytest.mark.slow
-def test_commands_score_and_rescore_from_a_run(run_tiny_pretraining,
-                                               tmp_path):
+def test_commands_score_and_rescore_from_a_run(run_tiny_pretraining, tmp_path):
   model_dir = tmp_path / 'run'
   run_tiny_pretraining(model_dir, ['gin/pretrain/script.gin'], mode='train')
   sentences = tmp_path / 'sentences.txt'
   sentences.write_text('the quick brown fox\n\nbirds sing in the trees\n')
   output = tmp_path / 'scores.tsv'
   completed = _run_module(
-      'official_repro.score', f'--init_checkpoint={model_dir}',
-      f'--input={sentences}', '--method=both', '--batch_size=4',
-      f'--output={output}')
+      'official_repro.score',
+      f'--init_checkpoint={model_dir}',
+      f'--input={sentences}',
+      '--method=both',
+      '--batch_size=4',
+      f'--output={output}',
+  )
   assert completed.returncode == 0, completed.stderr[-2000:]
   assert 'time ratio mlm / script:' in completed.stdout
   lines = tf.io.gfile.GFile(str(output)).read().splitlines()
   assert [line.split('\t')[2] for line in lines] == [
-      'the quick brown fox', 'birds sing in the trees']
-  assert all(np.isfinite(float(v)) for line in lines
-             for v in line.split('\t')[:2])
+      'the quick brown fox',
+      'birds sing in the trees',
+  ]
+  assert all(
+      np.isfinite(float(v)) for line in lines for v in line.split('\t')[:2]
+  )
   test_rescore._write_inputs(tmp_path)  # pylint: disable=protected-access
   completed = _run_module(
-      'official_repro.rescore', f'--init_checkpoint={model_dir}',
-      f'--nbest=dev={tmp_path / "dev.tsv"}', f'--nbest=test={tmp_path / "test"}',
-      f'--references={tmp_path / "ref.trn"}', '--lower_case',
-      '--dev_set=dev', '--weights=0:1:0.5',
-      f'--output_json={tmp_path / "rescore.json"}')
+      'official_repro.rescore',
+      f'--init_checkpoint={model_dir}',
+      f'--nbest=dev={tmp_path / "dev.tsv"}',
+      f'--nbest=test={tmp_path / "test"}',
+      f'--references={tmp_path / "ref.trn"}',
+      '--lower_case',
+      '--dev_set=dev',
+      '--weights=0:1:0.5',
+      f'--output_json={tmp_path / "rescore.json"}',
+  )
   assert completed.returncode == 0, completed.stderr[-2000:]
   with open(tmp_path / 'rescore.json') as f:
-    assert json.load(f)['sets']['test']['lm_scores'] == {
-        'scorer': 'PllScorer'}
+    assert json.load(f)['sets']['test']['lm_scores'] == {'scorer': 'PllScorer'}

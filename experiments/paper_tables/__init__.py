@@ -92,6 +92,7 @@ class Cell:
     unit: the unit of the cell's column or row, else None.
     paper, table, row, column: where the cell is.
   """
+
   printed: str
   value: Union[float, str, None]
   plus_minus: Optional[float]
@@ -126,9 +127,9 @@ def parse_cell(printed: str) -> Tuple[Union[float, str, None], Optional[float]]:
   match = _PLUS_MINUS.match(text)
   if match:
     return float(match.group(1)), float(match.group(2))
-  match = _NUMBER_WITH_SUFFIX.match(text.replace(',', '')
-                                    if re.fullmatch(r'[\d,]+', text)
-                                    else text)
+  match = _NUMBER_WITH_SUFFIX.match(
+      text.replace(',', '') if re.fullmatch(r'[\d,]+', text) else text
+  )
   if match:
     return float(match.group(1)) * _SUFFIXES.get(match.group(2), 1.0), None
   match = _FRACTION.match(text)
@@ -164,7 +165,8 @@ class Table:
       if len(row['cells']) != len(self.columns):
         raise ValueError(
             f'{where}, row {key!r}: {len(row["cells"])} cells for '
-            f'{len(self.columns)} columns {self.columns}.')
+            f'{len(self.columns)} columns {self.columns}.'
+        )
       self._rows[key] = list(row['cells'])
       self._split[key] = row.get('split', True)
     for name in self.units:
@@ -186,8 +188,10 @@ class Table:
       parts = [part.strip() for part in name.split('/')]
       if len(parts) > 1 and column in parts:
         return name, parts.index(column), len(parts)
-    raise KeyError(f'{self.paper} Table {self.id} has no column {column!r}; '
-                   f'its columns are {self.columns}.')
+    raise KeyError(
+        f'{self.paper} Table {self.id} has no column {column!r}; '
+        f'its columns are {self.columns}.'
+    )
 
   def cell(self, row: str, column: str) -> Cell:
     """The cell at `row` (a row key) and `column` (a column or slash part).
@@ -197,8 +201,10 @@ class Table:
         not exist, or the cell is empty.
     """
     if row not in self._rows:
-      raise KeyError(f'{self.paper} Table {self.id} has no row {row!r}; its '
-                     f'rows are {self.row_keys}.')
+      raise KeyError(
+          f'{self.paper} Table {self.id} has no row {row!r}; its '
+          f'rows are {self.row_keys}.'
+      )
     printed_column, part, num_parts = self._column(column)
     printed = self._rows[row][self.columns.index(printed_column)]
     parts = [name.strip() for name in printed_column.split('/')]
@@ -208,25 +214,37 @@ class Table:
         raise ValueError(
             f'{self.paper} Table {self.id}, row {row!r}: cell {printed!r} '
             f'holds one value per part of column {printed_column!r}; name '
-            f'one of {parts}.')
+            f'one of {parts}.'
+        )
       if len(pieces) != num_parts:
         raise ValueError(
             f'{self.paper} Table {self.id}, row {row!r}: cell {printed!r} '
-            f'does not split into the parts of column {printed_column!r}.')
+            f'does not split into the parts of column {printed_column!r}.'
+        )
       printed = pieces[part]
     value, plus_minus = parse_cell(printed)
     if value is None:
-      raise KeyError(f'{self.paper} Table {self.id}: the cell at row {row!r}, '
-                     f'column {column!r} is empty.')
+      raise KeyError(
+          f'{self.paper} Table {self.id}: the cell at row {row!r}, '
+          f'column {column!r} is empty.'
+      )
     unit = self.row_units.get(row, self.units.get(printed_column))
-    return Cell(printed=printed.strip(), value=value, plus_minus=plus_minus,
-                unit=unit,
-                paper=self.paper, table=self.id, row=row, column=column)
+    return Cell(
+        printed=printed.strip(),
+        value=value,
+        plus_minus=plus_minus,
+        unit=unit,
+        paper=self.paper,
+        table=self.id,
+        row=row,
+        column=column,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class Statement:
   """A number the paper states in its prose (not in a table)."""
+
   paper: str
   key: str
   where: str
@@ -239,6 +257,7 @@ class Statement:
 @dataclasses.dataclass(frozen=True)
 class Figure:
   """One figure: caption, axes and the points its text states."""
+
   paper: str
   id: str
   caption: str
@@ -267,29 +286,47 @@ class Paper:
     self.stated: Dict[str, Statement] = {}
     for statement in spec.get('stated', []):
       if statement['where'] not in self.sections:
-        raise ValueError(f'{path}: stated {statement["key"]!r} is in '
-                         f'{statement["where"]!r}, which is no section.')
+        raise ValueError(
+            f'{path}: stated {statement["key"]!r} is in '
+            f'{statement["where"]!r}, which is no section.'
+        )
       if statement['printed'] not in statement['quote']:
-        raise ValueError(f'{path}: stated {statement["key"]!r}: '
-                         f'{statement["printed"]!r} is not in its quote.')
+        raise ValueError(
+            f'{path}: stated {statement["key"]!r}: '
+            f'{statement["printed"]!r} is not in its quote.'
+        )
       value, _ = parse_cell(statement['printed'])
       self.stated[statement['key']] = Statement(
-          paper=self.paper, key=statement['key'], where=statement['where'],
-          printed=statement['printed'], value=value, unit=statement['unit'],
-          quote=statement['quote'])
+          paper=self.paper,
+          key=statement['key'],
+          where=statement['where'],
+          printed=statement['printed'],
+          value=value,
+          unit=statement['unit'],
+          quote=statement['quote'],
+      )
     self.figures: Dict[str, Figure] = {}
     for figure in spec.get('figures', []):
-      series = {name: [tuple(point) for point in points]
-                for name, points in figure.get('series', {}).items()}
+      series = {
+          name: [tuple(point) for point in points]
+          for name, points in figure.get('series', {}).items()
+      }
       self.figures[figure['id']] = Figure(
-          paper=self.paper, id=figure['id'], caption=figure['caption'],
-          x=figure['x'], y=figure['y'], series=series,
-          notes=tuple(figure.get('notes', ())))
+          paper=self.paper,
+          id=figure['id'],
+          caption=figure['caption'],
+          x=figure['x'],
+          y=figure['y'],
+          series=series,
+          notes=tuple(figure.get('notes', ())),
+      )
 
   def table(self, table_id: str) -> Table:
     if table_id not in self.tables:
-      raise KeyError(f'Paper {self.paper} has no Table {table_id}; it has '
-                     f'{sorted(self.tables)} ({self.path}).')
+      raise KeyError(
+          f'Paper {self.paper} has no Table {table_id}; it has '
+          f'{sorted(self.tables)} ({self.path}).'
+      )
     return self.tables[table_id]
 
   def cell(self, table_id: str, row: str, column: str) -> Cell:
@@ -297,11 +334,15 @@ class Paper:
 
 
 def _path_of(paper: str) -> str:
-  matches = [name for name in sorted(tf.io.gfile.listdir(DATA_DIR))
-             if name.startswith(f'{paper}_') and name.endswith('.json')]
+  matches = [
+      name
+      for name in sorted(tf.io.gfile.listdir(DATA_DIR))
+      if name.startswith(f'{paper}_') and name.endswith('.json')
+  ]
   if len(matches) != 1:
     raise FileNotFoundError(
-        f'Expected one {paper}_<name>.json in {DATA_DIR}, found {matches}.')
+        f'Expected one {paper}_<name>.json in {DATA_DIR}, found {matches}.'
+    )
   return os.path.join(DATA_DIR, matches[0])
 
 

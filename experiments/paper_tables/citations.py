@@ -38,12 +38,15 @@ import tensorflow as tf
 from experiments import paper_tables
 
 REPO_ROOT = os.path.dirname(os.path.dirname(paper_tables.DATA_DIR))
-REFERENCE_SOURCES = os.path.join(paper_tables.DATA_DIR,
-                                 'reference_sources.json')
+REFERENCE_SOURCES = os.path.join(
+    paper_tables.DATA_DIR, 'reference_sources.json'
+)
 
 _BRACKETED = re.compile(r'\[([^\[\]]+)\]')
-_CELL = re.compile(r'^(?P<paper>\d{3}) Table (?P<table>[0-9IVX]+): '
-                   r'(?P<row>[^|]+?) \| (?P<column>.+)$')
+_CELL = re.compile(
+    r'^(?P<paper>\d{3}) Table (?P<table>[0-9IVX]+): '
+    r'(?P<row>[^|]+?) \| (?P<column>.+)$'
+)
 _TABLE = re.compile(r'^(?P<paper>\d{3}) Table (?P<table>[0-9IVX]+)$')
 _FIGURE = re.compile(r'^(?P<paper>\d{3}) Fig\. (?P<figure>\d+)$')
 _SECTION = re.compile(r'^(?P<paper>\d{3}) (?P<section>.+)$')
@@ -72,6 +75,7 @@ class Citation:
     target: the table or figure id, section key, source path or reason.
     row, column: the cell's row key and column, for kind 'cell'.
   """
+
   text: str
   kind: str
   paper: Optional[str] = None
@@ -83,6 +87,7 @@ class Citation:
 @dataclasses.dataclass(frozen=True)
 class Binding:
   """One `name = value  # comment` line of a gin file."""
+
   path: str
   line_number: int
   name: str
@@ -109,14 +114,22 @@ def parse_citation(text: str) -> Citation:
     ValueError: when `text` matches none of the forms.
   """
   text = text.strip()
-  for pattern, kind in ((_CELL, 'cell'), (_TABLE, 'table'),
-                        (_FIGURE, 'figure')):
+  for pattern, kind in (
+      (_CELL, 'cell'),
+      (_TABLE, 'table'),
+      (_FIGURE, 'figure'),
+  ):
     match = pattern.match(text)
     if match:
       groups = match.groupdict()
-      return Citation(text=text, kind=kind, paper=groups['paper'],
-                      target=groups.get('table') or groups.get('figure'),
-                      row=groups.get('row'), column=groups.get('column'))
+      return Citation(
+          text=text,
+          kind=kind,
+          paper=groups['paper'],
+          target=groups.get('table') or groups.get('figure'),
+          row=groups.get('row'),
+          column=groups.get('column'),
+      )
   match = _CODE.match(text)
   if match:
     return Citation(text=text, kind='code', target=match.group('source'))
@@ -125,12 +138,17 @@ def parse_citation(text: str) -> Citation:
     return Citation(text=text, kind='ours', target=match.group('reason'))
   match = _SECTION.match(text)
   if match and match.group('paper') in paper_tables.PAPERS:
-    return Citation(text=text, kind='section', paper=match.group('paper'),
-                    target=match.group('section'))
+    return Citation(
+        text=text,
+        kind='section',
+        paper=match.group('paper'),
+        target=match.group('section'),
+    )
   raise ValueError(
       f'[{text}] is not a citation: expected [<paper> Table <id>: <row> | '
       '<column>], [<paper> Table <id>], [<paper> Fig. <id>], [<paper> '
-      '<section>], [code: <repository> <path>] or [ours: <reason>].')
+      '<section>], [code: <repository> <path>] or [ours: <reason>].'
+  )
 
 
 def citations_in(comment: str) -> List[Citation]:
@@ -163,15 +181,21 @@ def resolve(citation: Citation) -> Union[paper_tables.Cell, str]:
     if not path:
       if tf.io.gfile.exists(os.path.join(REPO_ROOT, source)):
         return source
-      raise KeyError(f'[code: {source}]: no file {source} in this repository '
-                     '(a reference file is cited as "<repository> <path>").')
+      raise KeyError(
+          f'[code: {source}]: no file {source} in this repository '
+          '(a reference file is cited as "<repository> <path>").'
+      )
     files = reference_sources().get(repository)
     if files is None:
-      raise KeyError(f'[code: {source}]: repository {repository!r} is not in '
-                     f'{REFERENCE_SOURCES}.')
+      raise KeyError(
+          f'[code: {source}]: repository {repository!r} is not in '
+          f'{REFERENCE_SOURCES}.'
+      )
     if path not in files:
-      raise KeyError(f'[code: {source}]: {path!r} is not listed for '
-                     f'{repository} in {REFERENCE_SOURCES}.')
+      raise KeyError(
+          f'[code: {source}]: {path!r} is not listed for '
+          f'{repository} in {REFERENCE_SOURCES}.'
+      )
     return files[path]
   paper = paper_tables.load(citation.paper)
   if citation.kind == 'cell':
@@ -183,8 +207,10 @@ def resolve(citation: Citation) -> Union[paper_tables.Cell, str]:
       raise KeyError(f'Paper {paper.paper} has no Figure {citation.target}.')
     return paper.figures[citation.target].caption
   if citation.target not in paper.sections:
-    raise KeyError(f'Paper {paper.paper} has no section {citation.target!r}; '
-                   f'its sections are {sorted(paper.sections)}.')
+    raise KeyError(
+        f'Paper {paper.paper} has no section {citation.target!r}; '
+        f'its sections are {sorted(paper.sections)}.'
+    )
   return paper.sections[citation.target]
 
 
@@ -206,8 +232,10 @@ def value_matches(binding: str, value: Any, cell: paper_tables.Cell) -> bool:
   candidates = [float(value)]
   if cell.unit == '%':
     candidates.append(100.0 * value)
-  return any(math.isclose(candidate, cell.value, rel_tol=1e-9, abs_tol=0.0)
-             for candidate in candidates)
+  return any(
+      math.isclose(candidate, cell.value, rel_tol=1e-9, abs_tol=0.0)
+      for candidate in candidates
+  )
 
 
 def _split_comment(line: str) -> Tuple[str, str]:
@@ -220,7 +248,7 @@ def _split_comment(line: str) -> Tuple[str, str]:
       return line, ''
     string = _STRING.search(line, position)
     if string is None or string.start() > hash_at:
-      return line[:hash_at].rstrip(), line[hash_at + 1:].strip()
+      return line[:hash_at].rstrip(), line[hash_at + 1 :].strip()
     position = string.end()
 
 
@@ -237,10 +265,15 @@ def gin_bindings(path: str) -> List[Binding]:
     match = _BINDING.match(code)
     if not match or not match.group('value'):
       raise ValueError(f'{path}:{number}: cannot read the binding {line!r}.')
-    bindings.append(Binding(path=path, line_number=number,
-                            name=match.group('name'),
-                            value_text=match.group('value'),
-                            comment=comment))
+    bindings.append(
+        Binding(
+            path=path,
+            line_number=number,
+            name=match.group('name'),
+            value_text=match.group('value'),
+            comment=comment,
+        )
+    )
   return bindings
 
 
@@ -255,8 +288,10 @@ def check_binding(binding: Binding) -> List[str]:
   except ValueError as error:
     return [f'{binding.where}: {error}']
   if not citations:
-    return [f'{binding.where}: {binding.name} cites nothing; end the line '
-            'with a [..] citation (see experiments/paper_tables/citations.py).']
+    return [
+        f'{binding.where}: {binding.name} cites nothing; end the line '
+        'with a [..] citation (see experiments/paper_tables/citations.py).'
+    ]
   problems = []
   for citation in citations:
     try:
@@ -265,23 +300,26 @@ def check_binding(binding: Binding) -> List[str]:
       problems.append(f'{binding.where}: [{citation.text}]: {error}')
       continue
     if citation.kind == 'cell' and not value_matches(
-        binding.name, binding.value, resolved):
+        binding.name, binding.value, resolved
+    ):
       problems.append(
           f'{binding.where}: {binding.name} = {binding.value_text} but '
           f'[{citation.text}] prints {resolved.printed!r}'
-          + (f' ({resolved.unit})' if resolved.unit else '') + '.')
+          + (f' ({resolved.unit})' if resolved.unit else '')
+          + '.'
+      )
   return problems
 
 
-def cited_cells(paths: List[str]) -> Dict[Tuple[str, str, str, str],
-                                          List[Binding]]:
+def cited_cells(
+    paths: List[str],
+) -> Dict[Tuple[str, str, str, str], List[Binding]]:
   """{(paper, table, row, column): bindings citing it} over gin files."""
   cells: Dict[Tuple[str, str, str, str], List[Binding]] = {}
   for path in paths:
     for binding in gin_bindings(path):
       for citation in citations_in(binding.comment):
         if citation.kind == 'cell':
-          key = (citation.paper, citation.target, citation.row,
-                 citation.column)
+          key = (citation.paper, citation.target, citation.row, citation.column)
           cells.setdefault(key, []).append(binding)
   return cells

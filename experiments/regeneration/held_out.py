@@ -36,7 +36,10 @@ def read_curve(model_dir: str) -> Dict[int, Dict[str, float]]:
       for value in event.summary.value:
         if value.tag in _NOT_METRICS:
           continue
-        number = (float(tf.make_ndarray(value.tensor))
-                  if value.HasField('tensor') else float(value.simple_value))
+        number = (
+            float(tf.make_ndarray(value.tensor))
+            if value.HasField('tensor')
+            else float(value.simple_value)
+        )
         curve.setdefault(int(event.step), {})[value.tag] = number
   return dict(sorted(curve.items()))

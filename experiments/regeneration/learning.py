@@ -48,6 +48,7 @@ class Threshold:
     minimum: the value to reach.
     meaning: what the metric is, for the report.
   """
+
   metric: str
   minimum: float
   meaning: str
@@ -56,13 +57,18 @@ class Threshold:
 # Issue 28's targets per run of the `learning` target. TEAMS selects among
 # the original and K = 5 sampled tokens (003 Sec. 4.1): chance is 1/6.
 TARGETS: Dict[str, Sequence[Threshold]] = {
-    'masked_lm': (Threshold('masked_lm_accuracy', 0.30,
-                            'masked-LM accuracy'),),
-    'electra': (Threshold('discriminator_auc', 0.85, 'discriminator AUC'),
-                Threshold('masked_lm_accuracy', 0.25,
-                          'generator masked-LM accuracy')),
-    'teams': (Threshold('mws_accuracy', 3.0 / 6.0,
-                        'multi-word selection accuracy (3 x chance, 1/6)'),),
+    'masked_lm': (Threshold('masked_lm_accuracy', 0.30, 'masked-LM accuracy'),),
+    'electra': (
+        Threshold('discriminator_auc', 0.85, 'discriminator AUC'),
+        Threshold('masked_lm_accuracy', 0.25, 'generator masked-LM accuracy'),
+    ),
+    'teams': (
+        Threshold(
+            'mws_accuracy',
+            3.0 / 6.0,
+            'multi-word selection accuracy (3 x chance, 1/6)',
+        ),
+    ),
     'script': (Threshold('discriminator_auc', 0.85, 'critic AUC'),),
 }
 # The fine-tuning tasks that test whether pretraining helped.
@@ -76,8 +82,9 @@ def _training_minutes(model_dir: str) -> Optional[float]:
   """Minutes from the first to the last training summary of a run (None
   without summaries); a run resumed after a pause counts the pause."""
   times = []
-  for path in tf.io.gfile.glob(os.path.join(model_dir, 'train',
-                                            'events.out.tfevents.*')):
+  for path in tf.io.gfile.glob(
+      os.path.join(model_dir, 'train', 'events.out.tfevents.*')
+  ):
     for record in tf.data.TFRecordDataset(path):
       event = tf.compat.v1.Event.FromString(record.numpy())
       if event.summary.value:
@@ -87,11 +94,16 @@ def _training_minutes(model_dir: str) -> Optional[float]:
 
 def _checked(run: registry.Run, final: Dict[str, float]) -> List[Dict]:
   """The run's thresholds with its values and whether each is met."""
-  return [dict(metric=threshold.metric, meaning=threshold.meaning,
-               minimum=threshold.minimum, value=final.get(threshold.metric),
-               met=final.get(threshold.metric, -math.inf) >=
-               threshold.minimum)
-          for threshold in TARGETS.get(run.name, ())]
+  return [
+      dict(
+          metric=threshold.metric,
+          meaning=threshold.meaning,
+          minimum=threshold.minimum,
+          value=final.get(threshold.metric),
+          met=final.get(threshold.metric, -math.inf) >= threshold.minimum,
+      )
+      for threshold in TARGETS.get(run.name, ())
+  ]
 
 
 def _gap(pretrained: Dict, random_init: Dict) -> Dict:
@@ -103,8 +115,13 @@ def _gap(pretrained: Dict, random_init: Dict) -> Dict:
   return dict(gap=gap, noise=noise, exceeds=gap > noise)
 
 
-def run_learning(target: registry.Target, settings: runner.GridSettings,
-                 out: str, runs_dir: str, provenance: str = '') -> Dict:
+def run_learning(
+    target: registry.Target,
+    settings: runner.GridSettings,
+    out: str,
+    runs_dir: str,
+    provenance: str = '',
+) -> Dict:
   """Pretrains (or reads back) the target's runs and writes the report.
 
   Args:
@@ -122,52 +139,83 @@ def run_learning(target: registry.Target, settings: runner.GridSettings,
   vocab_size = runner.build_records(settings, records)
   steps = runner.run_steps(target, settings, vocab_size)
   seed = settings.seeds()[0]
-  tasks = dataclasses.replace(settings, tasks={
-      task: epochs for task, epochs in settings.tasks.items()
-      if task in CONTEXT_TASKS})
+  tasks = dataclasses.replace(
+      settings,
+      tasks={
+          task: epochs
+          for task, epochs in settings.tasks.items()
+          if task in CONTEXT_TASKS
+      },
+  )
   runs, started = {}, time.monotonic()
   for index, run in enumerate(target.runs, start=1):
-    print(f'[{index}/{len(target.runs)}] {run.name} ({run.row}): '
-          f'{steps[run.name]:,} pretraining steps', flush=True)
+    print(
+        f'[{index}/{len(target.runs)}] {run.name} ({run.row}): '
+        f'{steps[run.name]:,} pretraining steps',
+        flush=True,
+    )
     model_dir, _ = runner.pretrain_into_store(
-        run, settings, runs_dir, records, steps[run.name], seed=seed)
+        run, settings, runs_dir, records, steps[run.name], seed=seed
+    )
     report, parameters = plan.flops_report(
         run.gin_files + runner.scale_gin_files(run, settings.scale),
-        (f'experiment.train_steps = {steps[run.name]}',), vocab_size)
+        (f'experiment.train_steps = {steps[run.name]}',),
+        vocab_size,
+    )
     curve = held_out.read_curve(model_dir)
     final = curve[max(curve)] if curve else {}
     runs[run.name] = dict(
-        row=run.row, model_dir=model_dir, train_steps=steps[run.name],
+        row=run.row,
+        model_dir=model_dir,
+        train_steps=steps[run.name],
         flops_per_step=report.train_flops_per_step(),
         parameters=parameters,
         training_minutes=_training_minutes(model_dir),
         held_out={str(step): metrics for step, metrics in curve.items()},
-        final=final, targets=_checked(run, final))
+        final=final,
+        targets=_checked(run, final),
+    )
     step_dir = os.path.join(model_dir, 'glue', target.finetune_paper)
     runs[run.name]['finetuned'] = runner.finetune(
-        target, tasks, model_dir, os.path.join(step_dir,
-                                               f'step_{steps[run.name]}'))
+        target,
+        tasks,
+        model_dir,
+        os.path.join(step_dir, f'step_{steps[run.name]}'),
+    )
     if index == 1:
       runs[run.name]['random_init'] = runner.finetune(
-          target, tasks, model_dir, os.path.join(step_dir, 'random_init'),
-          random_init=True)
-    print(f'  done, {(time.monotonic() - started) / 60:.0f} min so far',
-          flush=True)
+          target,
+          tasks,
+          model_dir,
+          os.path.join(step_dir, 'random_init'),
+          random_init=True,
+      )
+    print(
+        f'  done, {(time.monotonic() - started) / 60:.0f} min so far',
+        flush=True,
+    )
   first = target.runs[0].name
   random_init = runs[first].pop('random_init')
   for result in runs.values():
     result['against_random_init'] = {
         task: _gap(result['finetuned'][task], random_init[task])
-        for task in result['finetuned']}
+        for task in result['finetuned']
+    }
   masked_lm = runs.get('masked_lm')
   order = None
   if masked_lm:
-    order = word_order.word_order(masked_lm['model_dir'], records,
-                                  steps=_WORD_ORDER_BATCHES)
-  content = dict(target=target.key, scale=settings.scale,
-                 provenance=provenance,
-                 settings=dataclasses.asdict(settings), runs=runs,
-                 random_init=random_init, word_order=order)
+    order = word_order.word_order(
+        masked_lm['model_dir'], records, steps=_WORD_ORDER_BATCHES
+    )
+  content = dict(
+      target=target.key,
+      scale=settings.scale,
+      provenance=provenance,
+      settings=dataclasses.asdict(settings),
+      runs=runs,
+      random_init=random_init,
+      word_order=order,
+  )
   print(write(content, out))
   return content
 
@@ -181,61 +229,92 @@ def markdown(content: Dict) -> str:
   scale = content['scale']
   settings = content['settings']
   seed = 1 if settings['pretrain_seeds'] > 1 else 'drawn by each run'
-  lines = [f'## Learning at scale {scale}', '',
-           f'Scale {scale} (gin/regenerate/{scale}*.gin), every run '
-           f'{settings["reference_steps"]:,} steps, pretraining seed {seed}; '
-           f'held-out: {settings["held_out_steps"]} batches of the held-out '
-           'books at every checkpoint.', '', content.get('provenance', ''),
-           '',
-           '| run | steps | training FLOPs | minutes | metric | held-out '
-           '| target | met |', '|---|---|---|---|---|---|---|---|']
+  lines = [
+      f'## Learning at scale {scale}',
+      '',
+      f'Scale {scale} (gin/regenerate/{scale}*.gin), every run '
+      f'{settings["reference_steps"]:,} steps, pretraining seed {seed}; '
+      f'held-out: {settings["held_out_steps"]} batches of the held-out '
+      'books at every checkpoint.',
+      '',
+      content.get('provenance', ''),
+      '',
+      '| run | steps | training FLOPs | minutes | metric | held-out '
+      '| target | met |',
+      '|---|---|---|---|---|---|---|---|',
+  ]
   for name, run in content['runs'].items():
     flops_total = run['flops_per_step'] * run['train_steps']
     for check in run['targets'] or [None]:
       lines.append(
           f'| {run["row"]} | {run["train_steps"]:,} | {flops_total:.2e} | '
-          f'{_number(run["training_minutes"], 1)} | ' + (
+          f'{_number(run["training_minutes"], 1)} | '
+          + (
               f'{check["meaning"]} | {_number(check["value"])} | '
               f'>= {check["minimum"]:.3f} | '
-              f'{"yes" if check["met"] else "no"} |' if check else
-              '- | - | - | - |'))
-  names = [name for name in CURVE_METRICS + ('lm_example_loss',)
-           if any(name in run['final'] for run in content['runs'].values())]
-  lines += ['', 'Every held-out metric at the last step (a generator\'s '
-            'masked-LM accuracy for ELECTRA and TEAMS):', '']
+              f'{"yes" if check["met"] else "no"} |'
+              if check
+              else '- | - | - | - |'
+          )
+      )
+  names = [
+      name
+      for name in CURVE_METRICS + ('lm_example_loss',)
+      if any(name in run['final'] for run in content['runs'].values())
+  ]
+  lines += [
+      '',
+      "Every held-out metric at the last step (a generator's "
+      'masked-LM accuracy for ELECTRA and TEAMS):',
+      '',
+  ]
   lines += report.metric_table(
-      {run['row']: run['final'] for run in content['runs'].values()}, names)
+      {run['row']: run['final'] for run in content['runs'].values()}, names
+  )
   order = content.get('word_order')
   if order:
-    lines += ['', 'Word order (masked LM, held-out books, '
-              f'{order["steps"]} batches, the same masks):', '',
-              '| text | masked-LM accuracy |', '|---|---|',
-              f'| in order | {_number(order["in_order"]["masked_lm_accuracy"])}'
-              ' |',
-              f'| words of each segment shuffled | '
-              f'{_number(order["shuffled"]["masked_lm_accuracy"])} |',
-              f'| always the most frequent training token | '
-              f'{_number(order["frequent_token"]["accuracy"])} |']
+    lines += [
+        '',
+        'Word order (masked LM, held-out books, '
+        f'{order["steps"]} batches, the same masks):',
+        '',
+        '| text | masked-LM accuracy |',
+        '|---|---|',
+        f'| in order | {_number(order["in_order"]["masked_lm_accuracy"])}' ' |',
+        f'| words of each segment shuffled | '
+        f'{_number(order["shuffled"]["masked_lm_accuracy"])} |',
+        f'| always the most frequent training token | '
+        f'{_number(order["frequent_token"]["accuracy"])} |',
+    ]
   random_init = content['random_init']
   tasks = list(random_init)
-  lines += ['', 'Fine-tuning, pretrained encoder against the same encoder '
-            'from random initialisation (dev score, mean ± std over '
-            f'{settings["num_runs"]} fine-tuning seeds; gap > noise: more '
-            'than twice its standard error):', '',
-            '| encoder | ' + ' | '.join(tasks) + ' |',
-            '|---|' + '---|' * len(tasks),
-            '| random initialisation | ' + ' | '.join(
-                f'{random_init[task]["summary"]["mean"]:.3f} ± '
-                f'{random_init[task]["summary"]["std"]:.3f}'
-                for task in tasks) + ' |']
+  lines += [
+      '',
+      'Fine-tuning, pretrained encoder against the same encoder '
+      'from random initialisation (dev score, mean ± std over '
+      f'{settings["num_runs"]} fine-tuning seeds; gap > noise: more '
+      'than twice its standard error):',
+      '',
+      '| encoder | ' + ' | '.join(tasks) + ' |',
+      '|---|' + '---|' * len(tasks),
+      '| random initialisation | '
+      + ' | '.join(
+          f'{random_init[task]["summary"]["mean"]:.3f} ± '
+          f'{random_init[task]["summary"]["std"]:.3f}'
+          for task in tasks
+      )
+      + ' |',
+  ]
   for run in content['runs'].values():
     cells = []
     for task in tasks:
       summary = run['finetuned'][task]['summary']
       gap = run['against_random_init'][task]
-      cells.append(f'{summary["mean"]:.3f} ± {summary["std"]:.3f} '
-                   f'({gap["gap"]:+.3f}, '
-                   f'{"> noise" if gap["exceeds"] else "within noise"})')
+      cells.append(
+          f'{summary["mean"]:.3f} ± {summary["std"]:.3f} '
+          f'({gap["gap"]:+.3f}, '
+          f'{"> noise" if gap["exceeds"] else "within noise"})'
+      )
     lines.append(f'| {run["row"]} | ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines) + '\n'
 
@@ -243,8 +322,10 @@ def markdown(content: Dict) -> str:
 def _plot_runs(content: Dict, out: str) -> List[str]:
   """The per-run and overlay figures; returns their paths."""
   import matplotlib  # pylint: disable=g-import-not-at-top
+
   matplotlib.use('Agg')
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+
   scale = content['scale']
   paths = []
 
@@ -264,8 +345,12 @@ def _plot_runs(content: Dict, out: str) -> List[str]:
       if any(value is None for value in values):
         continue
       by_step.plot(steps, values, marker='o', label=metric)
-      by_flops.plot([step * run['flops_per_step'] for step in steps], values,
-                    marker='o', label=metric)
+      by_flops.plot(
+          [step * run['flops_per_step'] for step in steps],
+          values,
+          marker='o',
+          label=metric,
+      )
     for check in run['targets']:
       for axes in (by_step, by_flops):
         axes.axhline(check['minimum'], color='gray', linestyle=':')
@@ -273,8 +358,9 @@ def _plot_runs(content: Dict, out: str) -> List[str]:
     by_flops.set_xlabel('training FLOPs')
     by_step.set_ylabel('held-out books')
     by_step.legend(fontsize=7)
-    figure.suptitle(f'{run["row"]} at scale {scale} (dotted: targets)',
-                    fontsize=9)
+    figure.suptitle(
+        f'{run["row"]} at scale {scale} (dotted: targets)', fontsize=9
+    )
     save(figure, name)
 
   figure, axes = pyplot.subplots(1, 2, figsize=(9, 3.5))
@@ -283,13 +369,18 @@ def _plot_runs(content: Dict, out: str) -> List[str]:
       steps = sorted(int(step) for step in run['held_out'])
       values = [run['held_out'][str(step)].get(metric) for step in steps]
       if steps and all(value is not None for value in values):
-        panel.plot([step * run['flops_per_step'] for step in steps], values,
-                   marker='o', label=run['row'])
+        panel.plot(
+            [step * run['flops_per_step'] for step in steps],
+            values,
+            marker='o',
+            label=run['row'],
+        )
     panel.set_xlabel('training FLOPs')
     panel.set_ylabel(f'held-out {metric}')
     panel.legend(fontsize=7)
-  figure.suptitle(f'Every objective at equal training FLOPs, scale {scale}',
-                  fontsize=9)
+  figure.suptitle(
+      f'Every objective at equal training FLOPs, scale {scale}', fontsize=9
+  )
   save(figure, 'overlay')
   return paths
 

@@ -35,13 +35,23 @@ from official_repro.tasks import finetuning_schedule
 from official_repro.training import gin_utils
 
 # Our GLUE task name -> 001 Table II's row (train sizes).
-_TABLE_II_ROWS = dict(cola='CoLA', sst2='SST-2', mrpc='MRPC', stsb='STS-B',
-                      qqp='QQP', mnli='MNLI', qnli='QNLI', rte='RTE')
+_TABLE_II_ROWS = dict(
+    cola='CoLA',
+    sst2='SST-2',
+    mrpc='MRPC',
+    stsb='STS-B',
+    qqp='QQP',
+    mnli='MNLI',
+    qnli='QNLI',
+    rte='RTE',
+)
 # 002 Table 5's column: TPU v3-8 hours per model.
 _TRAINING_TIME = 'Training time'
 _CALIBRATION_GIN = ('gin/papers/001_ale/electra_small.gin',)
-_CALIBRATION_BINDINGS = ('pretrain_data.train_batch_size = 128',
-                         'pretrain_data.max_seq_length = 128')
+_CALIBRATION_BINDINGS = (
+    'pretrain_data.train_batch_size = 128',
+    'pretrain_data.max_seq_length = 128',
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +72,7 @@ class PlannedRun:
       glue_results.json), if any.
     finetune_flops, finetune_tpu_v3_8_hours: its estimated cost.
   """
+
   name: str
   row: str
   gin_files: List[str]
@@ -78,25 +89,27 @@ class PlannedRun:
   finetune_tpu_v3_8_hours: Optional[float]
 
 
-def parse_gin(gin_files: Sequence[str], bindings: Sequence[str] = ()
-              ) -> None:
+def parse_gin(gin_files: Sequence[str], bindings: Sequence[str] = ()) -> None:
   """Clears gin and parses repository-relative `gin_files`, then
   `bindings`."""
   gin.clear_config()
   gin_utils.parse_config(
       [os.path.join(gin_utils.REPO_ROOT, path) for path in gin_files],
-      list(bindings))
+      list(bindings),
+  )
 
 
-def gin_fingerprint(gin_files: Sequence[str], bindings: Sequence[str] = ()
-                    ) -> str:
+def gin_fingerprint(
+    gin_files: Sequence[str], bindings: Sequence[str] = ()
+) -> str:
   """SHA-256 of the gin bindings that `gin_files` then `bindings` make."""
   return _gin_fingerprint(tuple(gin_files), tuple(bindings))
 
 
 @functools.lru_cache(maxsize=None)
-def _gin_fingerprint(gin_files: Tuple[str, ...], bindings: Tuple[str, ...]
-                     ) -> str:
+def _gin_fingerprint(
+    gin_files: Tuple[str, ...], bindings: Tuple[str, ...]
+) -> str:
   parse_gin(gin_files, bindings)
   config = gin.config_str()
   gin.clear_config()
@@ -110,8 +123,11 @@ def run_label(gin_files: Sequence[str]) -> str:
   return f'{paper_dir}.{os.path.splitext(name)[0]}'
 
 
-def shared_label(run: registry.Run, fingerprint: str,
-                 fingerprint_of: Callable[[registry.Run], str]) -> str:
+def shared_label(
+    run: registry.Run,
+    fingerprint: str,
+    fingerprint_of: Callable[[registry.Run], str],
+) -> str:
   """The label of `run`'s directory: that of the first run in the registry
   (in --list order) that trains the same bindings, `fingerprint_of(other)
   == fingerprint`, else its own.
@@ -130,14 +146,17 @@ def shared_label(run: registry.Run, fingerprint: str,
   return run_label(run.gin_files)
 
 
-def flops_report(gin_files: Sequence[str], bindings: Sequence[str] = (),
-                 vocab_size: int = 30522
-                 ) -> Tuple[flops.ComputeReport, int]:
+def flops_report(
+    gin_files: Sequence[str],
+    bindings: Sequence[str] = (),
+    vocab_size: int = 30522,
+) -> Tuple[flops.ComputeReport, int]:
   """(ComputeReport, encoder parameters) of a gin configuration."""
   parse_gin(gin_files, bindings)
   report, task_config = count_flops.report_from_gin(vocab_size)
   parameters = count_flops.model_parameters(
-      count_flops.build_pretrainer(task_config))['encoder']
+      count_flops.build_pretrainer(task_config)
+  )['encoder']
   gin.clear_config()
   return report, parameters
 
@@ -145,8 +164,7 @@ def flops_report(gin_files: Sequence[str], bindings: Sequence[str] = (),
 def tpu_v3_8_flops_per_second(vocab_size: int = 30522) -> float:
   """Training FLOPs per second of a TPU v3-8: 004 Sec. 3.3's ELECTRA-small
   iterations per second times our FLOPs per step of that configuration."""
-  report, _ = flops_report(_CALIBRATION_GIN, _CALIBRATION_BINDINGS,
-                           vocab_size)
+  report, _ = flops_report(_CALIBRATION_GIN, _CALIBRATION_BINDINGS, vocab_size)
   per_step = report.total_train_flops() / report.train_steps
   rate = paper_tables.load('004').stated['ELECTRA-small iterations/s'].value
   return per_step * rate
@@ -164,8 +182,14 @@ def _finetune_flops(paper_dir: str, parameters: int) -> float:
     schedule = finetuning_schedule.FinetuningSchedule()
     runs = finetuning_schedule.RunProtocol().num_runs
     examples = table_ii.cell(_TABLE_II_ROWS[task], 'Train').value
-    total += (6.0 * parameters * examples * schedule.num_epochs *
-              schedule.max_seq_length * runs)
+    total += (
+        6.0
+        * parameters
+        * examples
+        * schedule.num_epochs
+        * schedule.max_seq_length
+        * runs
+    )
   gin.clear_config()
   return total
 
@@ -187,12 +211,14 @@ def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
     path = f'gin/finetune/{paper_dir}/{name}'
     if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
       return [path]
-  raise FileNotFoundError(f'gin/finetune/{paper_dir} has no {task}_{size}.gin '
-                          f'or {size}.gin.')
+  raise FileNotFoundError(
+      f'gin/finetune/{paper_dir} has no {task}_{size}.gin ' f'or {size}.gin.'
+  )
 
 
-def model_directory(bucket: str, run: registry.Run,
-                    bindings: Sequence[str] = ()) -> str:
+def model_directory(
+    bucket: str, run: registry.Run, bindings: Sequence[str] = ()
+) -> str:
   """A paper-scale pretraining run's model directory under `bucket`: its
   `shared_label` and a digest of its gin bindings, so that the tables that
   compare the same model (ELECTRA-small in 001 Table IV and 004 Tables 1
@@ -200,23 +226,31 @@ def model_directory(bucket: str, run: registry.Run,
   once."""
   fingerprint = gin_fingerprint(run.gin_files, bindings)
   label = shared_label(
-      run, fingerprint, lambda other: gin_fingerprint(other.gin_files,
-                                                      bindings))
+      run, fingerprint, lambda other: gin_fingerprint(other.gin_files, bindings)
+  )
   return f'{bucket.rstrip("/")}/{label}-{fingerprint[:12]}'
 
 
-def glue_directory(model_dir: str, target: registry.Target,
-                   run: registry.Run) -> str:
+def glue_directory(
+    model_dir: str, target: registry.Target, run: registry.Run
+) -> str:
   """The GLUE fine-tuning directory of a run under a paper's protocol (and
   its size's cells): one pretrained model is fine-tuned once per
   protocol."""
-  return (f'{model_dir}/glue_{target.finetune_paper}' +
-          (f'_{run.finetune_size}' if run.finetune_size else ''))
+  return f'{model_dir}/glue_{target.finetune_paper}' + (
+      f'_{run.finetune_size}' if run.finetune_size else ''
+  )
 
 
-def plan(target: registry.Target, bucket: str, glue_dir: str,
-         squad_dir: str = '$SQUAD_DIR', tpu_name: str = '$TPU_NAME',
-         zone: str = '$ZONE', vocab_size: int = 30522) -> List[PlannedRun]:
+def plan(
+    target: registry.Target,
+    bucket: str,
+    glue_dir: str,
+    squad_dir: str = '$SQUAD_DIR',
+    tpu_name: str = '$TPU_NAME',
+    zone: str = '$ZONE',
+    vocab_size: int = 30522,
+) -> List[PlannedRun]:
   """The paper-scale jobs of `target`'s compared models."""
   rate = tpu_v3_8_flops_per_second(vocab_size)
   planned = []
@@ -234,68 +268,92 @@ def plan(target: registry.Target, bucket: str, glue_dir: str,
     if target.finetune_paper:
       glue_dir_out = glue_directory(model_dir, target, run)
       sized = ''.join(
-          f' --gin_file={path}' for path in
-          size_files(target.finetune_paper, 'glue', run.finetune_size))
+          f' --gin_file={path}'
+          for path in size_files(
+              target.finetune_paper, 'glue', run.finetune_size
+          )
+      )
       commands = [
           f'python -m experiments.glue_suite --paper={target.finetune_paper}'
           f' --init_checkpoint={model_dir} --glue_dir={glue_dir}'
           f' --model_dir={glue_dir_out}{sized}'
           ' --strategy=tpu'
-          f' --tpu={tpu_name}']
+          f' --tpu={tpu_name}'
+      ]
       for squad in target.squad:
-        files = [f'gin/finetune/{target.finetune_paper}/{squad}.gin',
-                 *size_files(target.finetune_paper, squad, run.finetune_size)]
+        files = [
+            f'gin/finetune/{target.finetune_paper}/{squad}.gin',
+            *size_files(target.finetune_paper, squad, run.finetune_size),
+        ]
         commands.append(
             'python -m official_repro.finetune '
-            + ' '.join(f'--gin_file={path}' for path in files) +
-            f' --init_checkpoint={model_dir} --data_dir={squad_dir}/{squad}'
+            + ' '.join(f'--gin_file={path}' for path in files)
+            + f' --init_checkpoint={model_dir} --data_dir={squad_dir}/{squad}'
             f' --model_dir={model_dir}/{squad}_{target.finetune_paper}'
             ' --strategy=tpu'
-            f' --tpu={tpu_name}')
+            f' --tpu={tpu_name}'
+        )
       finetune_command = '\n'.join(commands)
       finetune_flops = _finetune_flops(target.finetune_paper, parameters)
       finetune_hours = finetune_flops / rate / 3600.0
     paper_hours = None
     if target.table:
       table = paper_tables.load(target.paper).table(target.table)
-      if (_TRAINING_TIME in table.columns and run.row in table.row_keys):
+      if _TRAINING_TIME in table.columns and run.row in table.row_keys:
         paper_hours = table.cell(run.row, _TRAINING_TIME).value
-    planned.append(PlannedRun(
-        name=run.name, row=run.row, gin_files=list(run.gin_files),
-        model_dir=model_dir,
-        pretrain_command=(f'./run_tpu.sh --tpu_name={tpu_name} --zone={zone} '
-                          f'{gin_flags}'
-                          + ''.join(f' --gin_param={binding}'
-                                    for binding in bindings) +
-                          f' --model_dir={model_dir}'),
-        train_steps=steps, train_flops=train_flops,
-        tpu_v3_8_hours=train_flops / rate / 3600.0, paper_hours=paper_hours,
-        parameters=parameters, finetune_command=finetune_command,
-        glue_dir=glue_dir_out,
-        finetune_flops=finetune_flops,
-        finetune_tpu_v3_8_hours=finetune_hours))
+    planned.append(
+        PlannedRun(
+            name=run.name,
+            row=run.row,
+            gin_files=list(run.gin_files),
+            model_dir=model_dir,
+            pretrain_command=(
+                f'./run_tpu.sh --tpu_name={tpu_name} --zone={zone} '
+                f'{gin_flags}'
+                + ''.join(f' --gin_param={binding}' for binding in bindings)
+                + f' --model_dir={model_dir}'
+            ),
+            train_steps=steps,
+            train_flops=train_flops,
+            tpu_v3_8_hours=train_flops / rate / 3600.0,
+            paper_hours=paper_hours,
+            parameters=parameters,
+            finetune_command=finetune_command,
+            glue_dir=glue_dir_out,
+            finetune_flops=finetune_flops,
+            finetune_tpu_v3_8_hours=finetune_hours,
+        )
+    )
   return planned
 
 
 def format_plan(target: registry.Target, planned: List[PlannedRun]) -> str:
   """The plan as markdown: one table, then the commands."""
   with_paper = any(run.paper_hours is not None for run in planned)
-  lines = [f'## {target.key}: {target.description} (paper scale)', '',
-           '| run | row | steps | train FLOPs | TPU v3-8 hours (est.) | '
-           + ('paper hours | ' if with_paper else '') +
-           'encoder params | fine-tuning FLOPs | fine-tuning hours (est.) |',
-           '|---|---|---|---|---|' + ('---|' if with_paper else '') +
-           '---|---|---|']
+  lines = [
+      f'## {target.key}: {target.description} (paper scale)',
+      '',
+      '| run | row | steps | train FLOPs | TPU v3-8 hours (est.) | '
+      + ('paper hours | ' if with_paper else '')
+      + 'encoder params | fine-tuning FLOPs | fine-tuning hours (est.) |',
+      '|---|---|---|---|---|' + ('---|' if with_paper else '') + '---|---|---|',
+  ]
   for run in planned:
-    finetune = (f'{run.finetune_flops:.3g} | {run.finetune_tpu_v3_8_hours:.1f}'
-                if run.finetune_flops is not None else '- | -')
+    finetune = (
+        f'{run.finetune_flops:.3g} | {run.finetune_tpu_v3_8_hours:.1f}'
+        if run.finetune_flops is not None
+        else '- | -'
+    )
     paper = ''
     if with_paper:
-      paper = ('-' if run.paper_hours is None
-               else f'{run.paper_hours:g}') + ' | '
-    lines.append(f'| {run.name} | {run.row} | {run.train_steps:,} | '
-                 f'{run.train_flops:.3g} | {run.tpu_v3_8_hours:.1f} | '
-                 f'{paper}{run.parameters / 1e6:.2f}M | {finetune} |')
+      paper = (
+          '-' if run.paper_hours is None else f'{run.paper_hours:g}'
+      ) + ' | '
+    lines.append(
+        f'| {run.name} | {run.row} | {run.train_steps:,} | '
+        f'{run.train_flops:.3g} | {run.tpu_v3_8_hours:.1f} | '
+        f'{paper}{run.parameters / 1e6:.2f}M | {finetune} |'
+    )
   lines += ['', 'Commands:', '', '```sh']
   for run in planned:
     lines.append(run.pretrain_command)

@@ -22,10 +22,26 @@ import dataclasses
 from typing import Dict, Optional, Tuple
 
 # Our GLUE task names and the column names the papers print for them.
-_001_COLUMNS = dict(mrpc='MRPC', cola='CoLA', mnli='MNLI', sst2='SST-2',
-                    qqp='QQP', qnli='QNLI', rte='RTE', stsb='STS-B')
-_004_COLUMNS = dict(cola='CoLA', sst2='SST', mrpc='MRPC', stsb='STS',
-                    qqp='QQP', mnli='MNLI', qnli='QNLI', rte='RTE')
+_001_COLUMNS = dict(
+    mrpc='MRPC',
+    cola='CoLA',
+    mnli='MNLI',
+    sst2='SST-2',
+    qqp='QQP',
+    qnli='QNLI',
+    rte='RTE',
+    stsb='STS-B',
+)
+_004_COLUMNS = dict(
+    cola='CoLA',
+    sst2='SST',
+    mrpc='MRPC',
+    stsb='STS',
+    qqp='QQP',
+    mnli='MNLI',
+    qnli='QNLI',
+    rte='RTE',
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +66,7 @@ class Run:
     paper_row: False for a baseline the paper's table does not print (its
       claim is against it), which then has no paper value.
   """
+
   name: str
   row: str
   gin_files: Tuple[str, ...]
@@ -98,6 +115,7 @@ class Target:
       against a baseline the table does not print), checked over seeds
       like the averages' order (`report.claims`).
   """
+
   key: str
   paper: Optional[str]
   table: Optional[str]
@@ -129,7 +147,8 @@ class Target:
 _SAME_SHRUNK_MODEL = (
     'shrunk by gin/regenerate/<scale>.gin, the other columns are the same '
     'model as this one (their sizes, batch and learning rate are what the '
-    'include replaces), so only this column is run')
+    'include replaces), so only this column is run'
+)
 
 
 # 002's "+Larger" widens medium-small's hidden 384 to 432 (x1.125, feed-
@@ -137,9 +156,15 @@ _SAME_SHRUNK_MODEL = (
 # the widening is restated at each: tiny and cpu 128 -> 144, gpu 256 -> 288
 # (head size 36, 72 and 72 with the includes' 4, 2 and 4 heads).
 _WIDER_BY_432_OVER_384 = tuple(
-    (scale, (f'encoder.hidden_size = {hidden * 9 // 8}',
-             f'encoder.intermediate_size = {4 * hidden * 9 // 8}'))
-    for scale, hidden in (('tiny', 128), ('cpu', 128), ('gpu', 256)))
+    (
+        scale,
+        (
+            f'encoder.hidden_size = {hidden * 9 // 8}',
+            f'encoder.intermediate_size = {4 * hidden * 9 // 8}',
+        ),
+    )
+    for scale, hidden in (('tiny', 128), ('cpu', 128), ('gpu', 256))
+)
 
 
 def _gin(paper_dir: str, *names: str) -> Tuple[str, ...]:
@@ -148,170 +173,363 @@ def _gin(paper_dir: str, *names: str) -> Tuple[str, ...]:
 
 def _003_runs(column: str) -> Tuple[Run, ...]:
   """BERT, ELECTRA and TEAMS rows of one 003 Table 1 column."""
-  label = {'small': 'Small', 'small_pp': 'Small++', 'base': 'Base',
-           'base_pp': 'Base++', 'large': 'Large'}[column]
+  label = {
+      'small': 'Small',
+      'small_pp': 'Small++',
+      'base': 'Base',
+      'base_pp': 'Base++',
+      'large': 'Large',
+  }[column]
   size = {'base': 'base', 'base_pp': 'base', 'large': 'large'}.get(column)
   return (
-      Run(f'bert_{column}', f'BERT-{label}',
-          (f'gin/papers/003_teams/table5_{column}.gin',
-           'gin/pretrain/masked_lm.gin'), finetune_size=size),
-      Run(f'electra_{column}', f'ELECTRA-{label} (Our reimplementation)',
+      Run(
+          f'bert_{column}',
+          f'BERT-{label}',
+          (
+              f'gin/papers/003_teams/table5_{column}.gin',
+              'gin/pretrain/masked_lm.gin',
+          ),
+          finetune_size=size,
+      ),
+      Run(
+          f'electra_{column}',
+          f'ELECTRA-{label} (Our reimplementation)',
           (f'gin/papers/003_teams/electra_{column}.gin',),
-          finetune_size=size),
-      Run(f'teams_{column}', f'TEAMS-{label}',
-          (f'gin/papers/003_teams/{column}.gin',), finetune_size=size),
+          finetune_size=size,
+      ),
+      Run(
+          f'teams_{column}',
+          f'TEAMS-{label}',
+          (f'gin/papers/003_teams/{column}.gin',),
+          finetune_size=size,
+      ),
   )
 
 
 def _003_small_pp_baselines(suffix: str) -> Tuple[Run, ...]:
   """The ELECTRA-Small++ and TEAMS-Small++ rows 003's ablations repeat."""
-  return (Run(f'electra{suffix}', 'ELECTRA-Small++',
-              _gin('003_teams', 'electra_small_pp')),
-          Run(f'teams{suffix}', 'TEAMS-Small++', _gin('003_teams', 'small_pp')))
+  return (
+      Run(
+          f'electra{suffix}',
+          'ELECTRA-Small++',
+          _gin('003_teams', 'electra_small_pp'),
+      ),
+      Run(f'teams{suffix}', 'TEAMS-Small++', _gin('003_teams', 'small_pp')),
+  )
 
 
 _TARGETS = (
     Target(
-        '001.III', '001', 'III', 'plan_only',
+        '001.III',
+        '001',
+        'III',
+        'plan_only',
         'BERT/XLNet fine-tuned on RACE-middle and Penn Treebank POS',
         finetune_paper='001_ale',
         why_plan_only=(
             'needs RACE-middle, the Penn Treebank and pretrained BERT_base / '
             'BERT_large checkpoints, none of which ../shared/data holds; '
-            'XLNet is not implemented here')),
+            'XLNet is not implemented here'
+        ),
+    ),
     Target(
-        '001.IV', '001', 'IV', 'pretrain_glue',
+        '001.IV',
+        '001',
+        'IV',
+        'pretrain_glue',
         'BERT_small, ELECTRA_small (1x, 2x) and ALE_small at equal FLOPs, '
         'GLUE dev',
-        runs=(Run('bert_small', 'BERT_small', _gin('001_ale', 'bert_small')),
-              Run('electra_small', 'ELECTRA_small',
-                  _gin('001_ale', 'electra_small')),
-              Run('electra_small_2x', '2x time',
-                  _gin('001_ale', 'electra_small'), budget_ratio=2.0),
-              Run('ale_small', 'ALE_small', _gin('001_ale', 'ale_small'))),
-        reference='electra_small', finetune_paper='001_ale',
-        columns=_001_COLUMNS, average_column='Avg.',
+        runs=(
+            Run('bert_small', 'BERT_small', _gin('001_ale', 'bert_small')),
+            Run(
+                'electra_small',
+                'ELECTRA_small',
+                _gin('001_ale', 'electra_small'),
+            ),
+            Run(
+                'electra_small_2x',
+                '2x time',
+                _gin('001_ale', 'electra_small'),
+                budget_ratio=2.0,
+            ),
+            Run('ale_small', 'ALE_small', _gin('001_ale', 'ale_small')),
+        ),
+        reference='electra_small',
+        finetune_paper='001_ale',
+        columns=_001_COLUMNS,
+        average_column='Avg.',
         scale_runs=(('cpu', ('bert_small', 'electra_small', 'ale_small')),),
         small_scale_note=(
             'at cpu scale the three models at equal FLOPs, each with several '
             'pretraining seeds; "2x time" would double the grid\'s '
-            'cost')),
-    Target('002.1', '002', '1', 'command',
-           'attention-map diagonal concentration on MRPC, BERT vs ConvBERT',
-           runs=(Run('bert_small', 'BERT', _gin('001_ale', 'electra_small')),
-                 Run('convbert_small', 'ConvBERT',
-                     _gin('002_convbert', 'small'))),
-           command='experiments.attention_concentration'),
-    Target('002.2', '002', '2', 'command',
-           'FLOPs and CPU time of a base self-attention vs mixed-attention '
-           'block', command='experiments.convbert_speed'),
-    Target('002.3', '002', '3', 'command',
-           'language-model perplexity, Transformer vs mixed attention',
-           command='experiments.convbert_lm'),
+            'cost'
+        ),
+    ),
     Target(
-        '002.4', '002', '4', 'pretrain_glue',
+        '002.1',
+        '002',
+        '1',
+        'command',
+        'attention-map diagonal concentration on MRPC, BERT vs ConvBERT',
+        runs=(
+            Run('bert_small', 'BERT', _gin('001_ale', 'electra_small')),
+            Run('convbert_small', 'ConvBERT', _gin('002_convbert', 'small')),
+        ),
+        command='experiments.attention_concentration',
+    ),
+    Target(
+        '002.2',
+        '002',
+        '2',
+        'command',
+        'FLOPs and CPU time of a base self-attention vs mixed-attention '
+        'block',
+        command='experiments.convbert_speed',
+    ),
+    Target(
+        '002.3',
+        '002',
+        '3',
+        'command',
+        'language-model perplexity, Transformer vs mixed attention',
+        command='experiments.convbert_lm',
+    ),
+    Target(
+        '002.4',
+        '002',
+        '4',
+        'pretrain_glue',
         'medium-small +BNK,+GL and +Larger: parameters and GLUE',
-        runs=(Run('bnk_gl', 'ConvBERTmedium-small / +BNK,+GL',
-                  _gin('002_convbert', 'table4_bnk_gl')),
-              Run('bnk_gl_larger', 'ConvBERTmedium-small / +BNK,+GL,+Larger',
-                  _gin('002_convbert', 'table4_bnk_gl_larger'),
-                  scale_bindings=_WIDER_BY_432_OVER_384)),
-        finetune_paper='002_convbert', average_column='GLUE',
-        parameters_column='Params'),
-    Target('002.5', '002', '5', 'plan_only',
-           'pretraining wall-clock on TPU v3-8',
-           runs=(Run('electra_small', 'ELECTRA-small',
-                     _gin('001_ale', 'electra_small')),
-                 Run('convbert_small', 'CONVBERT-small',
-                     _gin('002_convbert', 'small')),
-                 Run('convbert_medium_small', 'CONVBERT-medium-small',
-                     _gin('002_convbert', 'medium_small')),
-                 Run('convbert_base', 'CONVBERT-base',
-                     _gin('002_convbert', 'base'))),
-           why_plan_only='TPU v3-8 wall-clock: the plan, and steps/s measured '
-           'here with experiments.benchmark_pretraining'),
+        runs=(
+            Run(
+                'bnk_gl',
+                'ConvBERTmedium-small / +BNK,+GL',
+                _gin('002_convbert', 'table4_bnk_gl'),
+            ),
+            Run(
+                'bnk_gl_larger',
+                'ConvBERTmedium-small / +BNK,+GL,+Larger',
+                _gin('002_convbert', 'table4_bnk_gl_larger'),
+                scale_bindings=_WIDER_BY_432_OVER_384,
+            ),
+        ),
+        finetune_paper='002_convbert',
+        average_column='GLUE',
+        parameters_column='Params',
+    ),
     Target(
-        '002.6', '002', '6', 'pretrain_glue',
+        '002.5',
+        '002',
+        '5',
+        'plan_only',
+        'pretraining wall-clock on TPU v3-8',
+        runs=(
+            Run(
+                'electra_small',
+                'ELECTRA-small',
+                _gin('001_ale', 'electra_small'),
+            ),
+            Run(
+                'convbert_small',
+                'CONVBERT-small',
+                _gin('002_convbert', 'small'),
+            ),
+            Run(
+                'convbert_medium_small',
+                'CONVBERT-medium-small',
+                _gin('002_convbert', 'medium_small'),
+            ),
+            Run('convbert_base', 'CONVBERT-base', _gin('002_convbert', 'base')),
+        ),
+        why_plan_only='TPU v3-8 wall-clock: the plan, and steps/s measured '
+        'here with experiments.benchmark_pretraining',
+    ),
+    Target(
+        '002.6',
+        '002',
+        '6',
+        'pretrain_glue',
         'ConvBERT-small GLUE dev, mean ± standard error over runs, and the '
         'BERT-backbone ELECTRA-small it improves on',
-        runs=(Run('convbert_small', 'ConvBERT-small',
-                  _gin('002_convbert', 'small')),
-              Run('electra_small', 'ELECTRA-small (BERT backbone)',
-                  _gin('002_convbert', 'electra_small'), paper_row=False)),
-        finetune_paper='002_convbert', columns=_001_COLUMNS,
+        runs=(
+            Run(
+                'convbert_small',
+                'ConvBERT-small',
+                _gin('002_convbert', 'small'),
+            ),
+            Run(
+                'electra_small',
+                'ELECTRA-small (BERT backbone)',
+                _gin('002_convbert', 'electra_small'),
+                paper_row=False,
+            ),
+        ),
+        finetune_paper='002_convbert',
+        columns=_001_COLUMNS,
         average_column='Avg.',
-        claims=(('convbert_small', 'electra_small',
-                 '002 Response 3: mixed attention improves on BERT\'s '
-                 'self-attention, all else equal'),)),
+        claims=(
+            (
+                'convbert_small',
+                'electra_small',
+                "002 Response 3: mixed attention improves on BERT's "
+                'self-attention, all else equal',
+            ),
+        ),
+    ),
     Target(
-        '003.1', '003', '1', 'pretrain_glue',
+        '003.1',
+        '003',
+        '1',
+        'pretrain_glue',
         'BERT, ELECTRA and TEAMS, GLUE (SQuAD at paper scale)',
-        runs=sum((_003_runs(column) for column in
-                  ('small', 'small_pp', 'base', 'base_pp', 'large')), ()),
-        finetune_paper='003_teams', average_column='GLUE',
+        runs=sum(
+            (
+                _003_runs(column)
+                for column in ('small', 'small_pp', 'base', 'base_pp', 'large')
+            ),
+            (),
+        ),
+        finetune_paper='003_teams',
+        average_column='GLUE',
         squad=('squad11', 'squad20'),
         small_scale_runs=('bert_small', 'electra_small', 'teams_small'),
-        small_scale_note=f'the Small column; {_SAME_SHRUNK_MODEL}'),
+        small_scale_note=f'the Small column; {_SAME_SHRUNK_MODEL}',
+    ),
     Target(
-        '003.2', '003', '2', 'pretrain_glue',
+        '003.2',
+        '003',
+        '2',
+        'pretrain_glue',
         'small++ pretraining tasks: MLM, RTD, MWS, RTD + MWS',
-        runs=(Run('only_mlm', 'Only MLM (i.e., BERT)',
-                  _gin('003_teams', 'table2_only_mlm')),
-              Run('only_rtd', 'Only RTD (i.e., ELECTRA)',
-                  _gin('003_teams', 'table2_only_rtd')),
-              Run('only_mws', 'Only MWS', _gin('003_teams', 'table2_only_mws')),
-              Run('teams', 'RTD + MWS (i.e., TEAMS)',
-                  _gin('003_teams', 'small_pp'))),
-        finetune_paper='003_teams', average_column='GLUE',
-        squad=('squad11', 'squad20')),
-    Target(
-        '003.3', '003', '3', 'pretrain_glue',
-        'small++ task-head designs and exported representations',
-        runs=(*_003_small_pp_baselines(''),
-              Run('ffn_heads', 'Use FFN task heads',
-                  _gin('003_teams', 'table3_ffn_heads')),
-              Run('heads_on_top', 'Add task head on 12th layer',
-                  _gin('003_teams', 'table3_task_heads_on_top')),
-              Run('export_rtd', 'Use RTD task head outputs',
-                  _gin('003_teams', 'table3_export_rtd'))),
-        finetune_paper='003_teams', average_column='GLUE',
-        squad=('squad11', 'squad20')),
-    Target(
-        '003.4', '003', '4', 'pretrain_glue',
-        'generator/discriminator layer tying, small++ and base++',
-        runs=(*_003_small_pp_baselines('_small_pp'),
-              Run('full_tie', 'Full Tie', _gin('003_teams', 'table4_full_tie')),
-              Run('no_tie', 'Small++ / No Tie',
-                  _gin('003_teams', 'table4_no_tie')),
-              Run('electra_base_pp', 'ELECTRA-Base++',
-                  _gin('003_teams', 'electra_base_pp'), finetune_size='base'),
-              Run('teams_base_pp', 'TEAMS-Base++', _gin('003_teams', 'base_pp'),
-                  finetune_size='base'),
-              Run('base_pp_no_tie', 'Base++ / No Tie',
-                  _gin('003_teams', 'table4_base_pp_no_tie'),
-                  finetune_size='base')),
-        finetune_paper='003_teams', average_column='GLUE',
+        runs=(
+            Run(
+                'only_mlm',
+                'Only MLM (i.e., BERT)',
+                _gin('003_teams', 'table2_only_mlm'),
+            ),
+            Run(
+                'only_rtd',
+                'Only RTD (i.e., ELECTRA)',
+                _gin('003_teams', 'table2_only_rtd'),
+            ),
+            Run('only_mws', 'Only MWS', _gin('003_teams', 'table2_only_mws')),
+            Run(
+                'teams',
+                'RTD + MWS (i.e., TEAMS)',
+                _gin('003_teams', 'small_pp'),
+            ),
+        ),
+        finetune_paper='003_teams',
+        average_column='GLUE',
         squad=('squad11', 'squad20'),
-        small_scale_runs=('electra_small_pp', 'teams_small_pp', 'full_tie',
-                          'no_tie'),
-        small_scale_note=f'the Small++ rows; {_SAME_SHRUNK_MODEL}'),
+    ),
     Target(
-        '003.fig3', '003', None, 'pretrain_glue',
+        '003.3',
+        '003',
+        '3',
+        'pretrain_glue',
+        'small++ task-head designs and exported representations',
+        runs=(
+            *_003_small_pp_baselines(''),
+            Run(
+                'ffn_heads',
+                'Use FFN task heads',
+                _gin('003_teams', 'table3_ffn_heads'),
+            ),
+            Run(
+                'heads_on_top',
+                'Add task head on 12th layer',
+                _gin('003_teams', 'table3_task_heads_on_top'),
+            ),
+            Run(
+                'export_rtd',
+                'Use RTD task head outputs',
+                _gin('003_teams', 'table3_export_rtd'),
+            ),
+        ),
+        finetune_paper='003_teams',
+        average_column='GLUE',
+        squad=('squad11', 'squad20'),
+    ),
+    Target(
+        '003.4',
+        '003',
+        '4',
+        'pretrain_glue',
+        'generator/discriminator layer tying, small++ and base++',
+        runs=(
+            *_003_small_pp_baselines('_small_pp'),
+            Run('full_tie', 'Full Tie', _gin('003_teams', 'table4_full_tie')),
+            Run(
+                'no_tie', 'Small++ / No Tie', _gin('003_teams', 'table4_no_tie')
+            ),
+            Run(
+                'electra_base_pp',
+                'ELECTRA-Base++',
+                _gin('003_teams', 'electra_base_pp'),
+                finetune_size='base',
+            ),
+            Run(
+                'teams_base_pp',
+                'TEAMS-Base++',
+                _gin('003_teams', 'base_pp'),
+                finetune_size='base',
+            ),
+            Run(
+                'base_pp_no_tie',
+                'Base++ / No Tie',
+                _gin('003_teams', 'table4_base_pp_no_tie'),
+                finetune_size='base',
+            ),
+        ),
+        finetune_paper='003_teams',
+        average_column='GLUE',
+        squad=('squad11', 'squad20'),
+        small_scale_runs=(
+            'electra_small_pp',
+            'teams_small_pp',
+            'full_tie',
+            'no_tie',
+        ),
+        small_scale_note=f'the Small++ rows; {_SAME_SHRUNK_MODEL}',
+    ),
+    Target(
+        '003.fig3',
+        '003',
+        None,
+        'pretrain_glue',
         'learning curves: GLUE over pretraining steps, ELECTRA vs TEAMS',
-        runs=(Run('electra_small', 'ELECTRA-Small',
-                  _gin('003_teams', 'electra_small')),
-              Run('teams_small', 'TEAMS-Small', _gin('003_teams', 'small'))),
-        finetune_paper='003_teams', figure='steps'),
+        runs=(
+            Run(
+                'electra_small',
+                'ELECTRA-Small',
+                _gin('003_teams', 'electra_small'),
+            ),
+            Run('teams_small', 'TEAMS-Small', _gin('003_teams', 'small')),
+        ),
+        finetune_paper='003_teams',
+        figure='steps',
+    ),
     Target(
-        '003.fig4', '003', None, 'pretrain_glue',
+        '003.fig4',
+        '003',
+        None,
+        'pretrain_glue',
         'GLUE against the number of generator layers (TEAMS-small++)',
-        runs=tuple(Run(f'generator_layers_{n}', f'TEAMS@{n}',
-                       _gin('003_teams', f'fig4_generator_layers_{n}'),
-                       scale_bindings=(
-                           ('tiny', (f'teams.generator_layers = {n // 3}',)),
-                           ('cpu', (f'teams.generator_layers = {n // 6}',))))
-                   for n in range(1, 13)),
-        finetune_paper='003_teams', figure='generator layers',
+        runs=tuple(
+            Run(
+                f'generator_layers_{n}',
+                f'TEAMS@{n}',
+                _gin('003_teams', f'fig4_generator_layers_{n}'),
+                scale_bindings=(
+                    ('tiny', (f'teams.generator_layers = {n // 3}',)),
+                    ('cpu', (f'teams.generator_layers = {n // 6}',)),
+                ),
+            )
+            for n in range(1, 13)
+        ),
+        finetune_paper='003_teams',
+        figure='generator layers',
         small_scale_runs=tuple(f'generator_layers_{n}' for n in (3, 6, 9, 12)),
         scale_runs=(('cpu', ('generator_layers_6', 'generator_layers_12')),),
         small_scale_note=(
@@ -319,94 +537,182 @@ _TARGETS = (
             '4 layers, not 12, so there they become 1, 2, 3 and 4 (a quarter '
             'of the depth each), plotted at their paper depth; the cpu '
             "scale's 2-layer discriminator allows only generators of 6 and "
-            '12 layers, as 1 and 2')),
+            '12 layers, as 1 and 2'
+        ),
+    ),
     Target(
-        '003.fig5', '003', None, 'pretrain_glue',
+        '003.fig5',
+        '003',
+        None,
+        'pretrain_glue',
         'GLUE against K, Sampled vs Hardest negatives (TEAMS-small++)',
-        runs=tuple(Run(f'{strategy}_k{k}', f'{strategy.title()}@{k}',
-                       _gin('003_teams', f'fig5_{strategy}_k{k}'))
-                   for strategy in ('sampled', 'hardest')
-                   for k in (3, 5, 10, 20, 50)) + (
-                       # 003 Sec. 4.3: "for K from 3 to 50 TEAMS outperforms
-                       # ELECTRA", drawn as the figure's reference line.
-                       _003_small_pp_baselines('')[0],),
-        finetune_paper='003_teams', figure='K',
-        small_scale_runs=tuple(f'{strategy}_k{k}'
-                               for strategy in ('sampled', 'hardest')
-                               for k in (3, 5, 20)) + ('electra',),
+        runs=tuple(
+            Run(
+                f'{strategy}_k{k}',
+                f'{strategy.title()}@{k}',
+                _gin('003_teams', f'fig5_{strategy}_k{k}'),
+            )
+            for strategy in ('sampled', 'hardest')
+            for k in (3, 5, 10, 20, 50)
+        )
+        + (
+            # 003 Sec. 4.3: "for K from 3 to 50 TEAMS outperforms
+            # ELECTRA", drawn as the figure's reference line.
+            _003_small_pp_baselines('')[0],
+        ),
+        finetune_paper='003_teams',
+        figure='K',
+        small_scale_runs=tuple(
+            f'{strategy}_k{k}'
+            for strategy in ('sampled', 'hardest')
+            for k in (3, 5, 20)
+        )
+        + ('electra',),
         scale_runs=(('cpu', ('sampled_k5', 'hardest_k5', 'electra')),),
         small_scale_note=(
             'K = 3, 5 and 20 of the five values, so that six runs and the '
             'ELECTRA-Small++ reference fit the hour at tiny scale; at cpu '
-            'scale K = 5 (003\'s default) only, each with several '
-            'pretraining seeds'),
-        claims=(('sampled_k5', 'hardest_k5',
-                 '003 Sec. 4.3: "Sampled" negatives beat "Hardest" ones'),
-                ('sampled_k5', 'electra',
-                 '003 Sec. 4.3: TEAMS beats ELECTRA for K from 3 to 50'))),
+            "scale K = 5 (003's default) only, each with several "
+            'pretraining seeds'
+        ),
+        claims=(
+            (
+                'sampled_k5',
+                'hardest_k5',
+                '003 Sec. 4.3: "Sampled" negatives beat "Hardest" ones',
+            ),
+            (
+                'sampled_k5',
+                'electra',
+                '003 Sec. 4.3: TEAMS beats ELECTRA for K from 3 to 50',
+            ),
+        ),
+    ),
     Target(
-        '004.1', '004', '1', 'pretrain_glue',
+        '004.1',
+        '004',
+        '1',
+        'pretrain_glue',
         'ELECTRA vs SCRIPT, GLUE mean (SQuAD at paper scale)',
-        runs=(Run('electra_small', 'ELECTRA-small',
-                  _gin('001_ale', 'electra_small')),
-              Run('script_small', 'SCRIPT-small', _gin('004_script', 'small'))),
-        finetune_paper='004_script', average_column='GLUE Mean',
-        squad=('squad11', 'squad20')),
+        runs=(
+            Run(
+                'electra_small',
+                'ELECTRA-small',
+                _gin('001_ale', 'electra_small'),
+            ),
+            Run('script_small', 'SCRIPT-small', _gin('004_script', 'small')),
+        ),
+        finetune_paper='004_script',
+        average_column='GLUE Mean',
+        squad=('squad11', 'squad20'),
+    ),
     Target(
-        '004.2', '004', '2', 'pretrain_glue',
+        '004.2',
+        '004',
+        '2',
+        'pretrain_glue',
         'BERT, ELECTRA and SCRIPT small, GLUE per task',
-        runs=(Run('bert_small', 'BERT-small', _gin('001_ale', 'bert_small')),
-              Run('electra_small', 'ELECTRA-small',
-                  _gin('001_ale', 'electra_small')),
-              Run('script_small', 'SCRIPT-small (ours)',
-                  _gin('004_script', 'small'))),
-        finetune_paper='004_script', columns=_004_COLUMNS,
-        average_column='Mean'),
-    Target('004.3', '004', '3', 'plan_only',
-           'LibriSpeech N-best rescoring WER with the PLL',
-           why_plan_only=(
-               'needs LibriSpeech N-best lists from a first-pass recogniser; '
-               'python -m official_repro.rescore runs on lists a user brings, '
-               'and experiments.script_nbest ranks synthetic WikiText-2 lists')),
+        runs=(
+            Run('bert_small', 'BERT-small', _gin('001_ale', 'bert_small')),
+            Run(
+                'electra_small',
+                'ELECTRA-small',
+                _gin('001_ale', 'electra_small'),
+            ),
+            Run(
+                'script_small',
+                'SCRIPT-small (ours)',
+                _gin('004_script', 'small'),
+            ),
+        ),
+        finetune_paper='004_script',
+        columns=_004_COLUMNS,
+        average_column='Mean',
+    ),
     Target(
-        '004.fig2', '004', None, 'pretrain_glue',
+        '004.3',
+        '004',
+        '3',
+        'plan_only',
+        'LibriSpeech N-best rescoring WER with the PLL',
+        why_plan_only=(
+            'needs LibriSpeech N-best lists from a first-pass recogniser; '
+            'python -m official_repro.rescore runs on lists a user brings, '
+            'and experiments.script_nbest ranks synthetic WikiText-2 lists'
+        ),
+    ),
+    Target(
+        '004.fig2',
+        '004',
+        None,
+        'pretrain_glue',
         'GLUE mean over pretraining steps, ELECTRA-small vs SCRIPT-small',
-        runs=(Run('electra_small', 'ELECTRA-small',
-                  _gin('001_ale', 'electra_small')),
-              Run('script_small', 'SCRIPT-small', _gin('004_script', 'small'))),
-        finetune_paper='004_script', figure='steps'),
-    Target('004.sec3.3', '004', None, 'command',
-           'training speed, ELECTRA-small vs SCRIPT-small (it/s)',
-           runs=(Run('electra_small', 'ELECTRA-small',
-                     _gin('001_ale', 'electra_small')),
-                 Run('script_small', 'SCRIPT-small',
-                     _gin('004_script', 'small'))),
-           command='experiments.benchmark_pretraining'),
+        runs=(
+            Run(
+                'electra_small',
+                'ELECTRA-small',
+                _gin('001_ale', 'electra_small'),
+            ),
+            Run('script_small', 'SCRIPT-small', _gin('004_script', 'small')),
+        ),
+        finetune_paper='004_script',
+        figure='steps',
+    ),
+    Target(
+        '004.sec3.3',
+        '004',
+        None,
+        'command',
+        'training speed, ELECTRA-small vs SCRIPT-small (it/s)',
+        runs=(
+            Run(
+                'electra_small',
+                'ELECTRA-small',
+                _gin('001_ale', 'electra_small'),
+            ),
+            Run('script_small', 'SCRIPT-small', _gin('004_script', 'small')),
+        ),
+        command='experiments.benchmark_pretraining',
+    ),
 )
 
 _LEARNING = Target(
-    'learning', None, None, 'learning',
+    'learning',
+    None,
+    None,
+    'learning',
     'every objective leaves the unigram plateau: held-out metrics against '
     'targets, learning curves, word order, pretrained vs random init',
     # Each paper's own recipe of the objective, as the tables train it, so
     # that a table at the same scale and run store reads these runs back.
-    runs=(Run('masked_lm', 'masked LM (001 BERT_small)',
-              _gin('001_ale', 'bert_small')),
-          Run('electra', 'ELECTRA (001 ELECTRA_small)',
-              _gin('001_ale', 'electra_small')),
-          Run('teams', 'TEAMS (003 TEAMS-Small)', _gin('003_teams', 'small')),
-          Run('script', 'SCRIPT (004 SCRIPT-small)',
-              _gin('004_script', 'small'))),
+    runs=(
+        Run(
+            'masked_lm',
+            'masked LM (001 BERT_small)',
+            _gin('001_ale', 'bert_small'),
+        ),
+        Run(
+            'electra',
+            'ELECTRA (001 ELECTRA_small)',
+            _gin('001_ale', 'electra_small'),
+        ),
+        Run('teams', 'TEAMS (003 TEAMS-Small)', _gin('003_teams', 'small')),
+        Run('script', 'SCRIPT (004 SCRIPT-small)', _gin('004_script', 'small')),
+    ),
     # Mean over fine-tuning seeds, the aggregation the comparison needs.
-    finetune_paper='004_script')
+    finetune_paper='004_script',
+)
 
 TARGETS: Dict[str, Target] = {
-    target.key: target for target in (*_TARGETS, _LEARNING)}
+    target.key: target for target in (*_TARGETS, _LEARNING)
+}
 
 
 def get(key: str) -> Target:
   """The target `key` ('001.IV'), or a KeyError listing them all."""
   if key not in TARGETS:
-    raise KeyError(f'No table or figure {key!r}; run --list. Known: '
-                   f'{", ".join(TARGETS)}.')
+    raise KeyError(
+        f'No table or figure {key!r}; run --list. Known: '
+        f'{", ".join(TARGETS)}.'
+    )
   return TARGETS[key]

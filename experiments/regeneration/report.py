@@ -20,10 +20,13 @@ import tensorflow as tf
 from experiments import paper_tables
 from experiments.regeneration import registry
 
-
 # Held-out pretraining metrics a table prints (`held_out.read_curve` names).
-_HELD_OUT_METRICS = ('masked_lm_accuracy', 'lm_example_loss',
-                     'discriminator_auc', 'mws_accuracy')
+_HELD_OUT_METRICS = (
+    'masked_lm_accuracy',
+    'lm_example_loss',
+    'discriminator_auc',
+    'mws_accuracy',
+)
 
 
 def score_scale(unit: Optional[str]) -> float:
@@ -64,8 +67,11 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
     printed average (`paper_quantity` says which), or None; scores on the
     paper's scale (x100 for 002-004).
   """
-  table = (paper_tables.load(target.paper).table(target.table)
-           if target.table else None)
+  table = (
+      paper_tables.load(target.paper).table(target.table)
+      if target.table
+      else None
+  )
   scale = 1.0
   if table is not None and target.average_column:
     scale = score_scale(table.units.get(target.average_column))
@@ -82,20 +88,35 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
         paper = table.cell(run.row, column).value
       summary = outcome.get('summary', {})
       ours = outcome['score'] * scale
-      cells.append(dict(
-          column=column or task, task=task, ours=ours, paper=paper,
-          difference=None if paper is None else ours - paper,
-          seeds=summary.get('n'),
-          std=None if 'std' not in summary else summary['std'] * scale))
+      cells.append(
+          dict(
+              column=column or task,
+              task=task,
+              ours=ours,
+              paper=paper,
+              difference=None if paper is None else ours - paper,
+              seeds=summary.get('n'),
+              std=None if 'std' not in summary else summary['std'] * scale,
+          )
+      )
     parameters = None
     if target.parameters_column and 'parameters' in results[run.name]:
-      paper = (table.cell(run.row, target.parameters_column).value
-               if _has(table, run.row, target.parameters_column) else None)
-      parameters = dict(column=target.parameters_column,
-                        ours=results[run.name]['parameters'], paper=paper)
+      paper = (
+          table.cell(run.row, target.parameters_column).value
+          if _has(table, run.row, target.parameters_column)
+          else None
+      )
+      parameters = dict(
+          column=target.parameters_column,
+          ours=results[run.name]['parameters'],
+          paper=paper,
+      )
     average = None
-    if table is not None and target.average_column and _has(
-        table, run.row, target.average_column):
+    if (
+        table is not None
+        and target.average_column
+        and _has(table, run.row, target.average_column)
+    ):
       ours = sum(cell['ours'] for cell in cells) / len(cells)
       same_tasks = [cell['paper'] for cell in cells]
       if all(value is not None for value in same_tasks):
@@ -104,20 +125,32 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
       else:
         paper = table.cell(run.row, target.average_column).value
         quantity = f'paper {target.average_column} (all its tasks)'
-      average = dict(column=target.average_column, ours=ours, paper=paper,
-                     paper_quantity=quantity, tasks=sorted(glue))
-    entries.append(dict(run=run.name, row=run.row,
-                        train_steps=results[run.name]['train_steps'],
-                        cells=cells, average=average, parameters=parameters,
-                        curve=_curve(results[run.name]),
-                        held_out=_final(results[run.name].get('held_out')),
-                        seed_averages=_seed_averages(results[run.name],
-                                                     scale)))
+      average = dict(
+          column=target.average_column,
+          ours=ours,
+          paper=paper,
+          paper_quantity=quantity,
+          tasks=sorted(glue),
+      )
+    entries.append(
+        dict(
+            run=run.name,
+            row=run.row,
+            train_steps=results[run.name]['train_steps'],
+            cells=cells,
+            average=average,
+            parameters=parameters,
+            curve=_curve(results[run.name]),
+            held_out=_final(results[run.name].get('held_out')),
+            seed_averages=_seed_averages(results[run.name], scale),
+        )
+    )
   return entries
 
 
-def _final(curve: Optional[Dict[str, Dict[str, float]]]
-           ) -> Optional[Dict[str, float]]:
+def _final(
+    curve: Optional[Dict[str, Dict[str, float]]],
+) -> Optional[Dict[str, float]]:
   """The held-out metrics of a run's last evaluation, or None."""
   if not curve:
     return None
@@ -129,8 +162,10 @@ def _seed_averages(result: Dict, scale: float) -> Optional[List[float]]:
   scale), or None for a run of one seed."""
   if 'seeds' not in result:
     return None
-  return [scale * sum(o['score'] for o in seed['glue'].values()) /
-          len(seed['glue']) for seed in result['seeds']]
+  return [
+      scale * sum(o['score'] for o in seed['glue'].values()) / len(seed['glue'])
+      for seed in result['seeds']
+  ]
 
 
 def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
@@ -149,14 +184,29 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
     'reversed' (behind by more than it) or 'within noise'.
   """
   by_run = {entry['run']: entry for entry in entries}
-  ranked = sorted((entry for entry in entries if entry['average'] and
-                   entry['average']['paper'] is not None),
-                  key=lambda entry: entry['average']['paper'], reverse=True)
-  pairs = [(better['run'], worse['run'],
-            f'{target.paper} Table {target.table}: averages')
-           for i, better in enumerate(ranked) for worse in ranked[i + 1:]]
-  pairs += [claim for claim in target.claims
-            if claim[0] in by_run and claim[1] in by_run]
+  ranked = sorted(
+      (
+          entry
+          for entry in entries
+          if entry['average'] and entry['average']['paper'] is not None
+      ),
+      key=lambda entry: entry['average']['paper'],
+      reverse=True,
+  )
+  pairs = [
+      (
+          better['run'],
+          worse['run'],
+          f'{target.paper} Table {target.table}: averages',
+      )
+      for i, better in enumerate(ranked)
+      for worse in ranked[i + 1 :]
+  ]
+  pairs += [
+      claim
+      for claim in target.claims
+      if claim[0] in by_run and claim[1] in by_run
+  ]
   out = []
   for better_run, worse_run, source in pairs:
     better, worse = by_run[better_run], by_run[worse_run]
@@ -164,25 +214,43 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
     if not a or not b or len(a) < 2 or len(b) < 2:
       continue
     gap = statistics.fmean(a) - statistics.fmean(b)
-    noise = 2.0 * math.sqrt(statistics.variance(a) / len(a) +
-                            statistics.variance(b) / len(b))
+    noise = 2.0 * math.sqrt(
+        statistics.variance(a) / len(a) + statistics.variance(b) / len(b)
+    )
     paper_gap = None
-    if (better['average'] and worse['average'] and
-        better['average']['paper'] is not None and
-        worse['average']['paper'] is not None):
+    if (
+        better['average']
+        and worse['average']
+        and better['average']['paper'] is not None
+        and worse['average']['paper'] is not None
+    ):
       paper_gap = better['average']['paper'] - worse['average']['paper']
-    out.append(dict(
-        better=better['row'], worse=worse['row'], source=source,
-        paper_gap=paper_gap, ours_gap=gap, noise=noise,
-        verdict=('reproduced' if gap > noise else
-                 'reversed' if gap < -noise else 'within noise')))
+    out.append(
+        dict(
+            better=better['row'],
+            worse=worse['row'],
+            source=source,
+            paper_gap=paper_gap,
+            ours_gap=gap,
+            noise=noise,
+            verdict=(
+                'reproduced'
+                if gap > noise
+                else 'reversed'
+                if gap < -noise
+                else 'within noise'
+            ),
+        )
+    )
   return out
 
 
 def _curve(result: Dict) -> Dict[int, float]:
   """{pretraining step: mean GLUE score over the tasks run}."""
-  return {int(step): sum(o['score'] for o in glue.values()) / len(glue)
-          for step, glue in result.get('curve', {}).items()}
+  return {
+      int(step): sum(o['score'] for o in glue.values()) / len(glue)
+      for step, glue in result.get('curve', {}).items()
+  }
 
 
 def _number(value: Optional[float]) -> str:
@@ -190,14 +258,17 @@ def _number(value: Optional[float]) -> str:
   return '-' if value is None else f'{value:.3f}'
 
 
-def metric_table(rows: Dict[str, Dict[str, float]],
-                 names: List[str]) -> List[str]:
+def metric_table(
+    rows: Dict[str, Dict[str, float]], names: List[str]
+) -> List[str]:
   """Markdown lines: one row per `rows` key, one column per metric name."""
-  lines = ['| row | ' + ' | '.join(names) + ' |',
-           '|---|' + '---|' * len(names)]
-  lines += [f'| {row} | ' + ' | '.join(_number(values.get(name))
-                                        for name in names) + ' |'
-            for row, values in rows.items()]
+  lines = ['| row | ' + ' | '.join(names) + ' |', '|---|' + '---|' * len(names)]
+  lines += [
+      f'| {row} | '
+      + ' | '.join(_number(values.get(name)) for name in names)
+      + ' |'
+      for row, values in rows.items()
+  ]
   return lines
 
 
@@ -207,34 +278,53 @@ def order(entries: List[Dict]) -> Dict[str, List[str]]:
   Returns:
     {'ours': row names, 'paper': row names}, over the same rows.
   """
-  both = [entry for entry in entries
-          if entry['average'] and entry['average']['paper'] is not None]
-  return {key: [entry['row'] for entry in sorted(
-      both, key=lambda entry: entry['average'][key], reverse=True)]
-          for key in ('ours', 'paper')}
+  both = [
+      entry
+      for entry in entries
+      if entry['average'] and entry['average']['paper'] is not None
+  ]
+  return {
+      key: [
+          entry['row']
+          for entry in sorted(
+              both, key=lambda entry: entry['average'][key], reverse=True
+          )
+      ]
+      for key in ('ours', 'paper')
+  }
 
 
-def markdown(target: registry.Target, entries: List[Dict], header: str
-             ) -> str:
+def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
   """The comparison table, the setup and whether the order matches."""
-  lines = [f'## {target.key}: {target.description}', '', header, '',
-           '| row | steps | column | ours | seeds (std) | paper | '
-           'ours - paper |', '|---|---|---|---|---|---|---|']
+  lines = [
+      f'## {target.key}: {target.description}',
+      '',
+      header,
+      '',
+      '| row | steps | column | ours | seeds (std) | paper | ' 'ours - paper |',
+      '|---|---|---|---|---|---|---|',
+  ]
   for entry in entries:
     for cell in entry['cells']:
-      spread = ('-' if cell['seeds'] is None else
-                f'{cell["seeds"]} ({_number(cell["std"])})')
-      lines.append(f'| {entry["row"]} | {entry["train_steps"]:,} | '
-                   f'{cell["column"]} | {_number(cell["ours"])} | {spread} | '
-                   f'{_number(cell["paper"])} | '
-                   f'{_number(cell["difference"])} |')
+      spread = (
+          '-'
+          if cell['seeds'] is None
+          else f'{cell["seeds"]} ({_number(cell["std"])})'
+      )
+      lines.append(
+          f'| {entry["row"]} | {entry["train_steps"]:,} | '
+          f'{cell["column"]} | {_number(cell["ours"])} | {spread} | '
+          f'{_number(cell["paper"])} | '
+          f'{_number(cell["difference"])} |'
+      )
     if entry.get('parameters'):
       counts = entry['parameters']
-      paper = ('-' if counts['paper'] is None
-               else f'{counts["paper"] / 1e6:g}M')
-      lines.append(f'| {entry["row"]} | {entry["train_steps"]:,} | '
-                   f'{counts["column"]} (at this scale) | '
-                   f'{counts["ours"] / 1e6:.3f}M | - | {paper} | - |')
+      paper = '-' if counts['paper'] is None else f'{counts["paper"] / 1e6:g}M'
+      lines.append(
+          f'| {entry["row"]} | {entry["train_steps"]:,} | '
+          f'{counts["column"]} (at this scale) | '
+          f'{counts["ours"] / 1e6:.3f}M | - | {paper} | - |'
+      )
     if entry['average']:
       average = entry['average']
       lines.append(
@@ -242,47 +332,83 @@ def markdown(target: registry.Target, entries: List[Dict], header: str
           f'{average["column"]}: ours over {", ".join(average["tasks"])}; '
           f'{average["paper_quantity"]} | {_number(average["ours"])} | - | '
           f'{_number(average["paper"])} | '
-          f'{_number(average["ours"] - average["paper"])} |')
+          f'{_number(average["ours"] - average["paper"])} |'
+      )
   if target.figure:
     series, references = figure_lines(target, entries)
-    x_label = ('pretraining step' if target.figure == 'steps'
-               else target.figure)
-    lines += ['', f'Figure points (x: {x_label}; y: GLUE dev, mean over the '
-              'tasks run):', '', '| series | x | ours |', '|---|---|---|']
-    lines += [f'| {name} | {x:g} | {_number(y)} |'
-              for name, points in series.items() for x, y in points]
-    lines += [f'| {name} (reference) | - | {_number(y)} |'
-              for name, y in references.items()]
+    x_label = 'pretraining step' if target.figure == 'steps' else target.figure
+    lines += [
+        '',
+        f'Figure points (x: {x_label}; y: GLUE dev, mean over the '
+        'tasks run):',
+        '',
+        '| series | x | ours |',
+        '|---|---|---|',
+    ]
+    lines += [
+        f'| {name} | {x:g} | {_number(y)} |'
+        for name, points in series.items()
+        for x, y in points
+    ]
+    lines += [
+        f'| {name} (reference) | - | {_number(y)} |'
+        for name, y in references.items()
+    ]
   held = [entry for entry in entries if entry.get('held_out')]
   if held:
-    names = sorted({name for entry in held for name in entry['held_out']
-                    if name in _HELD_OUT_METRICS})
-    lines += ['', 'Pretraining metrics on the held-out books at the last '
-              'step (mean over pretraining seeds):', '']
-    lines += metric_table({entry['row']: entry['held_out'] for entry in held},
-                          names)
+    names = sorted(
+        {
+            name
+            for entry in held
+            for name in entry['held_out']
+            if name in _HELD_OUT_METRICS
+        }
+    )
+    lines += [
+        '',
+        'Pretraining metrics on the held-out books at the last '
+        'step (mean over pretraining seeds):',
+        '',
+    ]
+    lines += metric_table(
+        {entry['row']: entry['held_out'] for entry in held}, names
+    )
   ranking = order(entries)
   if len(ranking['paper']) > 1:
-    lines += ['', f'Paper order (best first): {" > ".join(ranking["paper"])}',
-              f'Our order: {" > ".join(ranking["ours"])}',
-              'Same order as the paper: '
-              f'{"yes" if ranking["ours"] == ranking["paper"] else "no"}.']
+    lines += [
+        '',
+        f'Paper order (best first): {" > ".join(ranking["paper"])}',
+        f'Our order: {" > ".join(ranking["ours"])}',
+        'Same order as the paper: '
+        f'{"yes" if ranking["ours"] == ranking["paper"] else "no"}.',
+    ]
   checked = claims(target, entries)
   if checked:
-    lines += ['', 'The paper\'s claims, ours over pretraining seeds (gap of '
-              'the seeds\' mean scores over the tasks run; noise: twice its '
-              'standard error):', '',
-              '| paper says | where | paper gap | our gap | noise | verdict |',
-              '|---|---|---|---|---|---|']
-    lines += [f'| {claim["better"]} > {claim["worse"]} | {claim["source"]} | '
-              f'{_number(claim["paper_gap"])} | {_number(claim["ours_gap"])} '
-              f'| {_number(claim["noise"])} | {claim["verdict"]} |'
-              for claim in checked]
+    lines += [
+        '',
+        "The paper's claims, ours over pretraining seeds (gap of "
+        "the seeds' mean scores over the tasks run; noise: twice its "
+        'standard error):',
+        '',
+        '| paper says | where | paper gap | our gap | noise | verdict |',
+        '|---|---|---|---|---|---|',
+    ]
+    lines += [
+        f'| {claim["better"]} > {claim["worse"]} | {claim["source"]} | '
+        f'{_number(claim["paper_gap"])} | {_number(claim["ours_gap"])} '
+        f'| {_number(claim["noise"])} | {claim["verdict"]} |'
+        for claim in checked
+    ]
   return '\n'.join(lines) + '\n'
 
 
-def write(target: registry.Target, entries: List[Dict], header: str,
-          out: str, name: Optional[str] = None) -> str:
+def write(
+    target: registry.Target,
+    entries: List[Dict],
+    header: str,
+    out: str,
+    name: Optional[str] = None,
+) -> str:
   """Writes <out>/<name>.md and .json (and .png for figures); returns the
   markdown.
 
@@ -298,17 +424,25 @@ def write(target: registry.Target, entries: List[Dict], header: str,
   with tf.io.gfile.GFile(os.path.join(out, f'{name}.md'), 'w') as f:
     f.write(text)
   with tf.io.gfile.GFile(os.path.join(out, f'{name}.json'), 'w') as f:
-    json.dump(dict(target=target.key, header=header, rows=entries,
-                   claims=claims(target, entries)), f, indent=1,
-              default=float)
+    json.dump(
+        dict(
+            target=target.key,
+            header=header,
+            rows=entries,
+            claims=claims(target, entries),
+        ),
+        f,
+        indent=1,
+        default=float,
+    )
   if target.figure:
     plot(target, entries, os.path.join(out, f'{name}.png'))
   return text
 
 
-def figure_lines(target: registry.Target, entries: List[Dict]
-                 ) -> Tuple[Dict[str, List[Tuple[float, float]]],
-                            Dict[str, float]]:
+def figure_lines(
+    target: registry.Target, entries: List[Dict]
+) -> Tuple[Dict[str, List[Tuple[float, float]]], Dict[str, float]]:
   """What a figure draws of ours.
 
   Args:
@@ -327,8 +461,9 @@ def figure_lines(target: registry.Target, entries: List[Dict]
   for entry in entries:
     curve = entry['curve']
     if target.figure == 'steps':
-      series[entry['row']] = [(float(step), curve[step])
-                              for step in sorted(curve)]
+      series[entry['row']] = [
+          (float(step), curve[step]) for step in sorted(curve)
+      ]
       continue
     name, at, x = entry['row'].partition('@')
     if not at:
@@ -342,23 +477,35 @@ def plot(target: registry.Target, entries: List[Dict], path: str) -> None:
   """The figure: `figure_lines` (references as horizontal lines), with the
   paper's stated points."""
   import matplotlib  # pylint: disable=g-import-not-at-top
+
   matplotlib.use('Agg')
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+
   figure, axes = pyplot.subplots(figsize=(6, 4))
   series, references = figure_lines(target, entries)
   for name, points in series.items():
-    axes.plot([p[0] for p in points], [p[1] for p in points], marker='o',
-              label=f'{name} (ours)')
+    axes.plot(
+        [p[0] for p in points],
+        [p[1] for p in points],
+        marker='o',
+        label=f'{name} (ours)',
+    )
   for name, score in references.items():
-    axes.axhline(score, color='gray', linestyle=':',
-                 label=f'{name} (ours, reference)')
-  axes.set_xlabel('pretraining steps' if target.figure == 'steps'
-                  else target.figure)
+    axes.axhline(
+        score, color='gray', linestyle=':', label=f'{name} (ours, reference)'
+    )
+  axes.set_xlabel(
+      'pretraining steps' if target.figure == 'steps' else target.figure
+  )
   paper = paper_tables.load(target.paper)
   figure_id = target.key.split('.fig')[-1]
   for name, points in paper.figures[figure_id].series.items():
-    axes.plot([p[0] for p in points], [p[1] for p in points], 'x--',
-              label=f'{name} (paper)')
+    axes.plot(
+        [p[0] for p in points],
+        [p[1] for p in points],
+        'x--',
+        label=f'{name} (paper)',
+    )
   axes.set_ylabel('GLUE dev, mean over the tasks run')
   axes.set_title(f'{target.key}: {target.description}', fontsize=8)
   axes.legend(fontsize=7)

@@ -108,6 +108,7 @@ class GridSettings:
     held_out_steps: batches of held-out books evaluated at every checkpoint
       (0: pretraining only trains).
   """
+
   target: str
   scale: str
   corpus: str
@@ -146,15 +147,17 @@ def check_settings(out: str, settings: GridSettings) -> None:
     for field in dataclasses.fields(GridSettings):
       if field.name not in stored and field.default is not dataclasses.MISSING:
         stored[field.name] = field.default
-    differences = [f'{name}: stored {stored.get(name)!r}, now '
-                   f'{current.get(name)!r}'
-                   for name in sorted(set(stored) | set(current))
-                   if stored.get(name) != current.get(name)]
+    differences = [
+        f'{name}: stored {stored.get(name)!r}, now ' f'{current.get(name)!r}'
+        for name in sorted(set(stored) | set(current))
+        if stored.get(name) != current.get(name)
+    ]
     if differences:
       raise ValueError(
           f'{out} holds results produced with other settings; use another '
-          '--out or the same settings. Differences:\n  ' +
-          '\n  '.join(differences))
+          '--out or the same settings. Differences:\n  '
+          + '\n  '.join(differences)
+      )
     return
   tf.io.gfile.makedirs(out)
   json_files.write_json(path, current)
@@ -168,8 +171,11 @@ def _optimizer(gin_files: Tuple[str, ...]) -> str:
   try:
     return gin.query_parameter('optimization.optimizer')
   except ValueError:
-    return inspect.signature(optimizer_config.optimization_config).parameters[
-        'optimizer'].default
+    return (
+        inspect.signature(optimizer_config.optimization_config)
+        .parameters['optimizer']
+        .default
+    )
   finally:
     gin.clear_config()
 
@@ -217,29 +223,44 @@ def finetune_fingerprint(scale: str) -> str:
   return plan.gin_fingerprint([path]) if path else ''
 
 
-def run_steps(target: registry.Target, settings: GridSettings,
-              vocab_size: int) -> Dict[str, int]:
+def run_steps(
+    target: registry.Target, settings: GridSettings, vocab_size: int
+) -> Dict[str, int]:
   """{run name: train steps} at `settings.scale`: with a reference run, the
   steps that give each run the reference's training FLOPs (at
   `settings.reference_steps`) times its budget ratio; without one, the
   reference steps times the ratio."""
   runs = target.runs_at(settings.scale)
   if target.reference is None:
-    return {run.name: int(round(settings.reference_steps * run.budget_ratio))
-            for run in runs}
+    return {
+        run.name: int(round(settings.reference_steps * run.budget_ratio))
+        for run in runs
+    }
   reports = {}
   for run in runs:
     report, _ = plan.flops_report(
         run.gin_files + scale_gin_files(run, settings.scale),
-        (f'experiment.train_steps = {settings.reference_steps}',
-         *run.bindings_at(settings.scale)),
-        vocab_size)
+        (
+            f'experiment.train_steps = {settings.reference_steps}',
+            *run.bindings_at(settings.scale),
+        ),
+        vocab_size,
+    )
     reports[run.name] = report
   budget = reports[target.reference].total_train_flops()
-  return {run.name: int(round(flops.steps_for_budget(
-      budget * run.budget_ratio, reports[run.name].per_token_forward(),
-      reports[run.name].batch_size, reports[run.name].seq_length)))
-          for run in runs}
+  return {
+      run.name: int(
+          round(
+              flops.steps_for_budget(
+                  budget * run.budget_ratio,
+                  reports[run.name].per_token_forward(),
+                  reports[run.name].batch_size,
+                  reports[run.name].seq_length,
+              )
+          )
+      )
+      for run in runs
+  }
 
 
 def _digest(*parts: str) -> str:
@@ -285,8 +306,13 @@ def records_dir(runs_dir: str, settings: GridSettings) -> str:
   return os.path.join(runs_dir, 'records-' + _digest(*parts))
 
 
-def run_dir(runs_dir: str, run: registry.Run, settings: GridSettings,
-            steps: int, seed: Optional[int] = None) -> str:
+def run_dir(
+    runs_dir: str,
+    run: registry.Run,
+    settings: GridSettings,
+    steps: int,
+    seed: Optional[int] = None,
+) -> str:
   """The run store's directory of a pretraining run: named by
   `plan.shared_label` (the first gin file, `001_ale.electra_small`, of the
   first registry run that trains the same bindings at the scale, so that
@@ -295,12 +321,20 @@ def run_dir(runs_dir: str, run: registry.Run, settings: GridSettings,
   corpus, vocabulary and strategy, so that equal runs of different tables
   are one."""
   label = plan.shared_label(
-      run, run_fingerprint(run, settings.scale, steps),
-      lambda other: run_fingerprint(other, settings.scale, steps))
-  return os.path.join(runs_dir, f'{label}-' + _digest(
-      run_fingerprint(run, settings.scale, steps, seed),
-      _path_key(settings.corpus), _vocabulary_key(settings),
-      settings.strategy))
+      run,
+      run_fingerprint(run, settings.scale, steps),
+      lambda other: run_fingerprint(other, settings.scale, steps),
+  )
+  return os.path.join(
+      runs_dir,
+      f'{label}-'
+      + _digest(
+          run_fingerprint(run, settings.scale, steps, seed),
+          _path_key(settings.corpus),
+          _vocabulary_key(settings),
+          settings.strategy,
+      ),
+  )
 
 
 def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
@@ -308,10 +342,16 @@ def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
   by the task and a digest of what decides its scores besides the
   checkpoint and the protocol's folder: the GLUE directory, epochs, seeds
   and the bindings of the scale's fine-tuning include."""
-  return os.path.join(step_dir, f'{task}-' + _digest(
-      _path_key(settings.glue_dir), repr(settings.tasks[task]),
-      str(settings.num_runs),
-      finetune_fingerprint(settings.scale)))
+  return os.path.join(
+      step_dir,
+      f'{task}-'
+      + _digest(
+          _path_key(settings.glue_dir),
+          repr(settings.tasks[task]),
+          str(settings.num_runs),
+          finetune_fingerprint(settings.scale),
+      ),
+  )
 
 
 def _checkpoint_steps(train_steps: int, points: int) -> List[int]:
@@ -334,9 +374,13 @@ def _call(command: Sequence[str], log_path: str) -> None:
   """
   print('  $ ' + ' '.join(command), flush=True)
   lines = []
-  process = subprocess.Popen(list(command), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True,
-                             cwd=gin_utils.REPO_ROOT)
+  process = subprocess.Popen(
+      list(command),
+      stdout=subprocess.PIPE,
+      stderr=subprocess.STDOUT,
+      text=True,
+      cwd=gin_utils.REPO_ROOT,
+  )
   try:
     for line in process.stdout:
       lines.append(line)
@@ -351,8 +395,9 @@ def _call(command: Sequence[str], log_path: str) -> None:
   with tf.io.gfile.GFile(log_path, 'w') as log:
     log.write(''.join(lines))
   if process.returncode:
-    raise RuntimeError(f'{command[2]} failed (exit {process.returncode}); '
-                       f'see {log_path}.')
+    raise RuntimeError(
+        f'{command[2]} failed (exit {process.returncode}); ' f'see {log_path}.'
+    )
 
 
 # Seconds a stopped job gets to save its checkpoint before it is killed.
@@ -372,29 +417,41 @@ def _stop(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def _training_bindings(run: registry.Run, scale: str, steps: int,
-                       seed: Optional[int] = None) -> Tuple[str, ...]:
+def _training_bindings(
+    run: registry.Run, scale: str, steps: int, seed: Optional[int] = None
+) -> Tuple[str, ...]:
   """What a run trains with after its gin files and the scale's include:
   its steps, a warmup over a tenth of them, its bindings at the scale and,
   if given, its pretraining seed."""
-  return (f'experiment.train_steps = {steps}',
-          f'optimization.warmup_steps = {steps // 10}',
-          *run.bindings_at(scale),
-          *([] if seed is None else [f'experiment.seed = {seed}']))
+  return (
+      f'experiment.train_steps = {steps}',
+      f'optimization.warmup_steps = {steps // 10}',
+      *run.bindings_at(scale),
+      *([] if seed is None else [f'experiment.seed = {seed}']),
+  )
 
 
-def run_fingerprint(run: registry.Run, scale: str, steps: int,
-                    seed: Optional[int] = None) -> str:
+def run_fingerprint(
+    run: registry.Run, scale: str, steps: int, seed: Optional[int] = None
+) -> str:
   """SHA-256 of the gin bindings a run trains with (its paper files, the
   scale's include and `_training_bindings`): a run read back from an
   earlier call must have been trained with the same."""
-  return plan.gin_fingerprint(run.gin_files + scale_gin_files(run, scale),
-                              _training_bindings(run, scale, steps, seed))
+  return plan.gin_fingerprint(
+      run.gin_files + scale_gin_files(run, scale),
+      _training_bindings(run, scale, steps, seed),
+  )
 
 
-def _pretrain(run: registry.Run, settings: GridSettings, records: str,
-              model_dir: str, steps: int, checkpoint_every: int,
-              seed: Optional[int] = None) -> None:
+def _pretrain(
+    run: registry.Run,
+    settings: GridSettings,
+    records: str,
+    model_dir: str,
+    steps: int,
+    checkpoint_every: int,
+    seed: Optional[int] = None,
+) -> None:
   """Runs (or resumes) `official_repro.train` for one run.
 
   One loop per checkpoint interval: `tf.train.CheckpointManager` saves at
@@ -406,30 +463,43 @@ def _pretrain(run: registry.Run, settings: GridSettings, records: str,
   (`held_out.read_curve` reads them back).
   """
   evaluation = (
-      [f'--gin_param=experiment.validation_interval={checkpoint_every}',
-       f'--gin_param=experiment.validation_steps={settings.held_out_steps}',
-       '--mode=train_and_eval'] if settings.held_out_steps else
-      ['--mode=train'])
-  command = [sys.executable, '-m', 'official_repro.train',
-             *(f'--gin_file={path}' for path in run.gin_files),
-             *(f'--gin_file={path}'
-               for path in scale_gin_files(run, settings.scale)),
-             f"--gin_param=pretrain_data.input_path='{records}'",
-             *(f'--gin_param={binding}'
-               for binding in _training_bindings(run, settings.scale, steps,
-                                                 seed)),
-             f'--gin_param=experiment.checkpoint_interval={checkpoint_every}',
-             f'--gin_param=experiment.steps_per_loop={checkpoint_every}',
-             '--gin_param=experiment.max_to_keep=100',
-             f'--model_dir={model_dir}', *evaluation,
-             f'--strategy={settings.strategy}']
+      [
+          f'--gin_param=experiment.validation_interval={checkpoint_every}',
+          f'--gin_param=experiment.validation_steps={settings.held_out_steps}',
+          '--mode=train_and_eval',
+      ]
+      if settings.held_out_steps
+      else ['--mode=train']
+  )
+  command = [
+      sys.executable,
+      '-m',
+      'official_repro.train',
+      *(f'--gin_file={path}' for path in run.gin_files),
+      *(f'--gin_file={path}' for path in scale_gin_files(run, settings.scale)),
+      f"--gin_param=pretrain_data.input_path='{records}'",
+      *(
+          f'--gin_param={binding}'
+          for binding in _training_bindings(run, settings.scale, steps, seed)
+      ),
+      f'--gin_param=experiment.checkpoint_interval={checkpoint_every}',
+      f'--gin_param=experiment.steps_per_loop={checkpoint_every}',
+      '--gin_param=experiment.max_to_keep=100',
+      f'--model_dir={model_dir}',
+      *evaluation,
+      f'--strategy={settings.strategy}',
+  ]
   tf.io.gfile.makedirs(model_dir)
   _call(command, os.path.join(model_dir, 'regenerate.log'))
 
 
-def finetune(target: registry.Target, settings: GridSettings,
-             checkpoint: str, step_dir: str,
-             random_init: bool = False) -> Dict[str, Dict]:
+def finetune(
+    target: registry.Target,
+    settings: GridSettings,
+    checkpoint: str,
+    step_dir: str,
+    random_init: bool = False,
+) -> Dict[str, Dict]:
   """{task: glue_suite's summary and score} for one checkpoint, each task
   fine-tuned under `step_dir` (or read back from there); with
   `random_init`, the checkpoint's architecture from random
@@ -440,40 +510,62 @@ def finetune(target: registry.Target, settings: GridSettings,
     results_path = os.path.join(model_dir, 'glue_results.json')
     if not tf.io.gfile.exists(results_path):
       tf.io.gfile.makedirs(model_dir)
-      _call([sys.executable, '-m', 'experiments.glue_suite',
-             f'--paper={target.finetune_paper}',
-             f'--init_checkpoint={checkpoint}',
-             *(['--random_init'] if random_init else []),
-             *([f'--vocab_file={settings.vocab_file}']
-               if settings.vocab_file else []),
-             f'--glue_dir={settings.glue_dir}', f'--model_dir={model_dir}',
-             f'--tasks={task}',
-             f'--gin_param=run_protocol.num_runs={settings.num_runs}',
-             f'--gin_param=finetuning.num_epochs={epochs}',
-             *([f'--gin_file={finetune_gin(settings.scale)}']
-               if finetune_gin(settings.scale) else []),
-             f'--strategy={settings.strategy}'],
-            os.path.join(model_dir, 'regenerate.log'))
+      _call(
+          [
+              sys.executable,
+              '-m',
+              'experiments.glue_suite',
+              f'--paper={target.finetune_paper}',
+              f'--init_checkpoint={checkpoint}',
+              *(['--random_init'] if random_init else []),
+              *(
+                  [f'--vocab_file={settings.vocab_file}']
+                  if settings.vocab_file
+                  else []
+              ),
+              f'--glue_dir={settings.glue_dir}',
+              f'--model_dir={model_dir}',
+              f'--tasks={task}',
+              f'--gin_param=run_protocol.num_runs={settings.num_runs}',
+              f'--gin_param=finetuning.num_epochs={epochs}',
+              *(
+                  [f'--gin_file={finetune_gin(settings.scale)}']
+                  if finetune_gin(settings.scale)
+                  else []
+              ),
+              f'--strategy={settings.strategy}',
+          ],
+          os.path.join(model_dir, 'regenerate.log'),
+      )
     with tf.io.gfile.GFile(results_path) as f:
       results = json.load(f)
-    scores[task] = dict(score=results['scores'][task],
-                        summary=results['summaries'][task])
+    scores[task] = dict(
+        score=results['scores'][task], summary=results['summaries'][task]
+    )
   return scores
 
 
 def build_records(settings: GridSettings, records: str) -> int:
   """The corpus as records (built once); returns their vocabulary size."""
   return corpus_records.books_records(
-      settings.corpus, settings.vocab_file, records,
+      settings.corpus,
+      settings.vocab_file,
+      records,
       max_seq_length=scale_max_seq_length(settings.scale),
       vocab_size=settings.learned_vocab_size,
-      eval_fraction=settings.eval_fraction)['vocab_size']
+      eval_fraction=settings.eval_fraction,
+  )['vocab_size']
 
 
-def pretrain_into_store(run: registry.Run, settings: GridSettings,
-                        runs_dir: str, records: str, steps: int,
-                        curve: bool = False, seed: Optional[int] = None
-                        ) -> Tuple[str, List[int]]:
+def pretrain_into_store(
+    run: registry.Run,
+    settings: GridSettings,
+    runs_dir: str,
+    records: str,
+    steps: int,
+    curve: bool = False,
+    seed: Optional[int] = None,
+) -> Tuple[str, List[int]]:
   """Pretrains `run` in the run store (or resumes it, or finds it done),
   saving `settings.curve_points` checkpoints.
 
@@ -497,27 +589,34 @@ def pretrain_into_store(run: registry.Run, settings: GridSettings,
   model_dir = run_dir(runs_dir, run, settings, steps, seed)
   checkpoints = _checkpoint_steps(steps, settings.curve_points)
   export_dir = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
-  if all(tf.io.gfile.exists(os.path.join(export_dir, name)) for name in (
-      f'encoder-{steps}.index', pretrained.ENCODER_CONFIG_FILENAME)):
+  if all(
+      tf.io.gfile.exists(os.path.join(export_dir, name))
+      for name in (f'encoder-{steps}.index', pretrained.ENCODER_CONFIG_FILENAME)
+  ):
     print(f'  pretrained earlier: {model_dir}', flush=True)
   else:
     print(f'  pretraining into {model_dir}', flush=True)
     _pretrain(run, settings, records, model_dir, steps, checkpoints[0], seed)
   if not curve:
     return model_dir, checkpoints[-1:]
-  missing = [step for step in checkpoints[:-1] if not tf.io.gfile.exists(
-      os.path.join(model_dir, f'ckpt-{step}.index'))]
+  missing = [
+      step
+      for step in checkpoints[:-1]
+      if not tf.io.gfile.exists(os.path.join(model_dir, f'ckpt-{step}.index'))
+  ]
   if missing:
     raise ValueError(
         f'{model_dir} ({run.name}) finished without the checkpoints of steps '
         f'{missing} that curve_points={settings.curve_points} needs; it '
         'was pretrained with other checkpoint settings. Use another '
-        '--runs_dir.')
+        '--runs_dir.'
+    )
   return model_dir, checkpoints
 
 
-def pretrain_only(target: registry.Target, settings: GridSettings,
-                  out: str, runs_dir: str) -> Dict[str, str]:
+def pretrain_only(
+    target: registry.Target, settings: GridSettings, out: str, runs_dir: str
+) -> Dict[str, str]:
   """Pretrains (or resumes, or reads back from the run store `runs_dir`)
   every run of `target` at the scale, all with the reference steps, with
   the first pretraining seed; returns {run name: its exported encoder
@@ -528,11 +627,19 @@ def pretrain_only(target: registry.Target, settings: GridSettings,
   encoders = {}
   runs = target.runs_at(settings.scale)
   for index, run in enumerate(runs, start=1):
-    print(f'[{index}/{len(runs)}] {run.name} ({run.row}): '
-          f'{steps[run.name]:,} pretraining steps', flush=True)
+    print(
+        f'[{index}/{len(runs)}] {run.name} ({run.row}): '
+        f'{steps[run.name]:,} pretraining steps',
+        flush=True,
+    )
     model_dir, _ = pretrain_into_store(
-        run, settings, runs_dir, records, steps[run.name],
-        seed=settings.seeds()[0])
+        run,
+        settings,
+        runs_dir,
+        records,
+        steps[run.name],
+        seed=settings.seeds()[0],
+    )
     encoders[run.name] = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
   return encoders
 
@@ -552,24 +659,40 @@ def mean_over_seeds(per_seed: Sequence[Dict[str, Dict]]) -> Dict[str, Dict]:
   for task in per_seed[0]:
     scores = [glue[task]['score'] for glue in per_seed]
     mean = statistics.fmean(scores)
-    merged[task] = dict(score=mean, summary=dict(
-        n=len(scores), mean=mean, scores=scores,
-        std=statistics.stdev(scores) if len(scores) > 1 else 0.0,
-        over='pretraining seeds'))
+    merged[task] = dict(
+        score=mean,
+        summary=dict(
+            n=len(scores),
+            mean=mean,
+            scores=scores,
+            std=statistics.stdev(scores) if len(scores) > 1 else 0.0,
+            over='pretraining seeds',
+        ),
+    )
   return merged
 
 
-def _mean_curve(curves: Sequence[Dict[int, Dict[str, float]]]
-                ) -> Dict[int, Dict[str, float]]:
+def _mean_curve(
+    curves: Sequence[Dict[int, Dict[str, float]]],
+) -> Dict[int, Dict[str, float]]:
   """Held-out metrics averaged over seeds at the steps all seeds have."""
   steps = set.intersection(*(set(curve) for curve in curves))
-  return {step: {name: statistics.fmean(curve[step][name] for curve in curves)
-                 for name in curves[0][step]} for step in sorted(steps)}
+  return {
+      step: {
+          name: statistics.fmean(curve[step][name] for curve in curves)
+          for name in curves[0][step]
+      }
+      for step in sorted(steps)
+  }
 
 
-def run_grid(target: registry.Target, settings: GridSettings, out: str,
-             runs_dir: str,
-             clock: Callable[[], float] = time.monotonic) -> Dict[str, Dict]:
+def run_grid(
+    target: registry.Target,
+    settings: GridSettings,
+    out: str,
+    runs_dir: str,
+    clock: Callable[[], float] = time.monotonic,
+) -> Dict[str, Dict]:
   """Runs (or reads back) every run of `target` at `settings.scale`.
 
   Args:
@@ -593,8 +716,9 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
       run trained with other gin bindings.
   """
   if target.kind != 'pretrain_glue':
-    raise ValueError(f'{target.key} is not a pretraining grid '
-                     f'(kind {target.kind!r}).')
+    raise ValueError(
+        f'{target.key} is not a pretraining grid ' f'(kind {target.kind!r}).'
+    )
   check_settings(out, settings)
   records = records_dir(runs_dir, settings)
   steps = run_steps(target, settings, build_records(settings, records))
@@ -613,23 +737,40 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
             f'{run.name} has now ({", ".join(run.gin_files)} + '
             f'{" + ".join(scale_gin_files(run, settings.scale))}, '
             f'{steps[run.name]} '
-            'steps); use another --out.')
-      print(f'[{index}/{len(runs)}] {run.name}: finished earlier, '
-            'read back.', flush=True)
+            'steps); use another --out.'
+        )
+      print(
+          f'[{index}/{len(runs)}] {run.name}: finished earlier, ' 'read back.',
+          flush=True,
+      )
       continue
     remaining = len(runs) - index + 1
     eta = ((clock() - started) / done * remaining) if done else None
-    print(f'[{index}/{len(runs)}] {run.name} ({run.row}): '
-          f'{steps[run.name]:,} pretraining steps'
-          + (f', {settings.pretrain_seeds} pretraining seeds'
-             if settings.pretrain_seeds > 1 else '')
-          + (f', about {eta / 60:.0f} min left' if eta else ''), flush=True)
-    per_seed = [_run_seed(target, run, settings, runs_dir, records,
-                          steps[run.name], seed)
-                for seed in settings.seeds()]
-    result = dict(run=run.name, row=run.row, gin_files=list(run.gin_files),
-                  gin_fingerprint=fingerprint, train_steps=steps[run.name],
-                  budget_ratio=run.budget_ratio)
+    print(
+        f'[{index}/{len(runs)}] {run.name} ({run.row}): '
+        f'{steps[run.name]:,} pretraining steps'
+        + (
+            f', {settings.pretrain_seeds} pretraining seeds'
+            if settings.pretrain_seeds > 1
+            else ''
+        )
+        + (f', about {eta / 60:.0f} min left' if eta else ''),
+        flush=True,
+    )
+    per_seed = [
+        _run_seed(
+            target, run, settings, runs_dir, records, steps[run.name], seed
+        )
+        for seed in settings.seeds()
+    ]
+    result = dict(
+        run=run.name,
+        row=run.row,
+        gin_files=list(run.gin_files),
+        gin_fingerprint=fingerprint,
+        train_steps=steps[run.name],
+        budget_ratio=run.budget_ratio,
+    )
     if len(per_seed) == 1:
       result.update(per_seed[0])
       del result['seed']
@@ -637,13 +778,16 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
       result.update(
           run_dir=[seed['run_dir'] for seed in per_seed],
           glue=mean_over_seeds([seed['glue'] for seed in per_seed]),
-          curve={step: mean_over_seeds([seed['curve'][step]
-                                        for seed in per_seed])
-                 for step in per_seed[0]['curve']},
-          seeds=per_seed)
+          curve={
+              step: mean_over_seeds([seed['curve'][step] for seed in per_seed])
+              for step in per_seed[0]['curve']
+          },
+          seeds=per_seed,
+      )
       if settings.held_out_steps:
         result['held_out'] = _mean_curve(
-            [seed['held_out'] for seed in per_seed])
+            [seed['held_out'] for seed in per_seed]
+        )
     tf.io.gfile.makedirs(os.path.dirname(result_path))
     json_files.write_json(result_path, result)
     results[run.name] = result
@@ -651,26 +795,51 @@ def run_grid(target: registry.Target, settings: GridSettings, out: str,
   return results
 
 
-def _run_seed(target: registry.Target, run: registry.Run,
-              settings: GridSettings, runs_dir: str, records: str,
-              steps: int, seed: Optional[int]) -> Dict:
+def _run_seed(
+    target: registry.Target,
+    run: registry.Run,
+    settings: GridSettings,
+    runs_dir: str,
+    records: str,
+    steps: int,
+    seed: Optional[int],
+) -> Dict:
   """Pretrains and fine-tunes one pretraining seed of `run`; returns its
   seed, run directory, `glue` at the last step, `curve` ({step: glue})
   and, with held-out evaluation, `held_out`."""
   pretrain_dir, checkpoints = pretrain_into_store(
-      run, settings, runs_dir, records, steps,
-      curve=target.figure == 'steps', seed=seed)
+      run,
+      settings,
+      runs_dir,
+      records,
+      steps,
+      curve=target.figure == 'steps',
+      seed=seed,
+  )
   evaluated = {}
   for step in checkpoints:
-    checkpoint = (pretrain_dir if step == steps
-                  else os.path.join(pretrain_dir, f'ckpt-{step}'))
+    checkpoint = (
+        pretrain_dir
+        if step == steps
+        else os.path.join(pretrain_dir, f'ckpt-{step}')
+    )
     evaluated[str(step)] = finetune(
-        target, settings, checkpoint,
-        os.path.join(pretrain_dir, 'glue', target.finetune_paper,
-                     f'step_{step}'))
-  result = dict(seed=seed, run_dir=pretrain_dir, glue=evaluated[str(steps)],
-                curve=evaluated)
+        target,
+        settings,
+        checkpoint,
+        os.path.join(
+            pretrain_dir, 'glue', target.finetune_paper, f'step_{step}'
+        ),
+    )
+  result = dict(
+      seed=seed,
+      run_dir=pretrain_dir,
+      glue=evaluated[str(steps)],
+      curve=evaluated,
+  )
   if settings.held_out_steps:
-    result['held_out'] = {str(step): metrics for step, metrics in
-                          held_out.read_curve(pretrain_dir).items()}
+    result['held_out'] = {
+        str(step): metrics
+        for step, metrics in held_out.read_curve(pretrain_dir).items()
+    }
   return result

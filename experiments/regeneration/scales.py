@@ -30,6 +30,7 @@ class Scale:
       of a pretraining run (0: none), the learning curves' points.
     default_tasks: GLUE tasks fine-tuned, as task:epochs.
   """
+
   name: str
   reference_steps: int
   strategy: str
@@ -41,17 +42,24 @@ class Scale:
 
 
 SCALES: Dict[str, Scale] = {
-    scale.name: scale for scale in (
+    scale.name: scale
+    for scale in (
         Scale('tiny', reference_steps=400, strategy='cpu'),
         # Sized for 2 CPU cores: see gin/regenerate/cpu.gin and
         # experiments/reports/learning_cpu.md.
-        Scale('cpu', reference_steps=4000, strategy='cpu',
-              learned_vocab_size=4096, eval_fraction=0.1, pretrain_seeds=3,
-              held_out_steps=20,
-              default_tasks=('sst2:1', 'mrpc:3', 'cola:3', 'rte:3',
-                             'stsb:3')),
+        Scale(
+            'cpu',
+            reference_steps=4000,
+            strategy='cpu',
+            learned_vocab_size=4096,
+            eval_fraction=0.1,
+            pretrain_seeds=3,
+            held_out_steps=20,
+            default_tasks=('sst2:1', 'mrpc:3', 'cola:3', 'rte:3', 'stsb:3'),
+        ),
         Scale('gpu', reference_steps=5000, strategy='one_device'),
-    )}
+    )
+}
 
 
 def get(name: str) -> Scale:

@@ -89,8 +89,11 @@ def _on_signal(signal_number, frame):
   del frame
   _received.append(signal_number)
   if len(_received) > 1:
-    print(f'{command_name()}: stopped at once by a second signal.',
-          file=sys.stderr, flush=True)
+    print(
+        f'{command_name()}: stopped at once by a second signal.',
+        file=sys.stderr,
+        flush=True,
+    )
     os._exit(128 + signal_number)  # pylint: disable=protected-access
   if signal_number == signal.SIGINT:
     raise KeyboardInterrupt
@@ -101,8 +104,10 @@ def run(main: Callable[[Sequence[str]], None]) -> None:
   """`absl.app.run(main)` with the failure handling of the module doc."""
 
   def guarded(argv: Sequence[str]) -> None:
-    previous = {number: signal.signal(number, _on_signal)
-                for number in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        number: signal.signal(number, _on_signal)
+        for number in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
       main(argv)
     except (UserError, app.UsageError, FileNotFoundError) as error:
@@ -126,7 +131,8 @@ def run(main: Callable[[Sequence[str]], None]) -> None:
 
 
 _MISSING_BINDINGS = re.compile(
-    r"Required bindings for `([\w.]+)` not provided in config: \[(.*?)\]")
+    r'Required bindings for `([\w.]+)` not provided in config: \[(.*?)\]'
+)
 
 
 def missing_gin_bindings(error: Exception) -> Optional[str]:
@@ -135,16 +141,24 @@ def missing_gin_bindings(error: Exception) -> Optional[str]:
   if match is None:
     return None
   configurable = match.group(1)
-  names = [configurable + '.' + name.strip(" '")
-           for name in match.group(2).split(',')]
-  return (f'gin: {", ".join(names)} not set; bind it in a --gin_file or '
-          f'with --gin_param={names[0]}=<value>.')
+  names = [
+      configurable + '.' + name.strip(" '")
+      for name in match.group(2).split(',')
+  ]
+  return (
+      f'gin: {", ".join(names)} not set; bind it in a --gin_file or '
+      f'with --gin_param={names[0]}=<value>.'
+  )
 
 
 def _stopped(signal_number: int) -> NoReturn:
   name = signal.Signals(signal_number).name
-  print(f'{command_name()}: stopped by {name}; rerun the same command to '
-        'resume.', file=sys.stderr, flush=True)
+  print(
+      f'{command_name()}: stopped by {name}; rerun the same command to '
+      'resume.',
+      file=sys.stderr,
+      flush=True,
+  )
   sys.exit(128 + signal_number)
 
 
@@ -154,4 +168,5 @@ def refuse_positional(argv: Sequence[str]) -> None:
     raise UserError(
         f'unexpected argument(s) {" ".join(argv[1:])}: this command takes '
         'flags only (--name=value); a flag given two values needs the flag '
-        'twice (--gin_file=a.gin --gin_file=b.gin).')
+        'twice (--gin_file=a.gin --gin_file=b.gin).'
+    )

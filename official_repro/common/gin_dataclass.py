@@ -26,17 +26,20 @@ ConfigT = TypeVar('ConfigT')
 def _default(field: dataclasses.Field) -> Any:
   if field.default is not dataclasses.MISSING:
     return field.default
-  if field.default_factory is not dataclasses.MISSING:  # pytype: disable=attribute-error
+  if (
+      field.default_factory is not dataclasses.MISSING
+  ):  # pytype: disable=attribute-error
     return field.default_factory()  # pytype: disable=not-callable
   return gin.REQUIRED
 
 
-def register(config_cls: Type[ConfigT],
-             name: str,
-             required: Iterable[str] = (),
-             exclude: Iterable[str] = (),
-             finalize: Optional[Callable[[ConfigT], ConfigT]] = None
-             ) -> Callable[..., ConfigT]:
+def register(
+    config_cls: Type[ConfigT],
+    name: str,
+    required: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+    finalize: Optional[Callable[[ConfigT], ConfigT]] = None,
+) -> Callable[..., ConfigT]:
   """Registers a gin configurable `name` that builds `config_cls`.
 
   Args:
@@ -58,12 +61,15 @@ def register(config_cls: Type[ConfigT],
     raise ValueError(f'{config_cls.__name__} has no fields {sorted(unknown)}.')
   hints = typing.get_type_hints(config_cls)
   parameters = [
-      inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY,
-                        default=(gin.REQUIRED if field_name in required
-                                 else _default(field)),
-                        annotation=hints.get(field_name,
-                                             inspect.Parameter.empty))
-      for field_name, field in fields.items() if field_name not in exclude]
+      inspect.Parameter(
+          field_name,
+          inspect.Parameter.KEYWORD_ONLY,
+          default=(gin.REQUIRED if field_name in required else _default(field)),
+          annotation=hints.get(field_name, inspect.Parameter.empty),
+      )
+      for field_name, field in fields.items()
+      if field_name not in exclude
+  ]
 
   def factory(**kwargs) -> ConfigT:
     config = config_cls(**kwargs)
@@ -73,8 +79,10 @@ def register(config_cls: Type[ConfigT],
   factory.__name__ = name
   factory.__qualname__ = name
   factory.__module__ = config_cls.__module__
-  factory.__doc__ = (f'Builds `{config_cls.__name__}` from gin bindings '
-                     f'(`{name}.<field>`); see its docstring.')
+  factory.__doc__ = (
+      f'Builds `{config_cls.__name__}` from gin bindings '
+      f'(`{name}.<field>`); see its docstring.'
+  )
   return gin.configurable(name)(factory)
 
 
@@ -93,9 +101,12 @@ def check_unbound(names: Iterable[str], selected_by: str) -> None:
   Raises:
     UserError: naming the ignored bindings.
   """
-  ignored = sorted(f'{name}.{field}' for name in names
-                   for field in gin.get_bindings(name))
+  ignored = sorted(
+      f'{name}.{field}' for name in names for field in gin.get_bindings(name)
+  )
   if ignored:
-    raise cli.UserError(f'{", ".join(ignored)} would be ignored: {selected_by} '
-                     'does not read them. Remove them or select what they '
-                     'configure.')
+    raise cli.UserError(
+        f'{", ".join(ignored)} would be ignored: {selected_by} '
+        'does not read them. Remove them or select what they '
+        'configure.'
+    )

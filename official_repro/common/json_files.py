@@ -26,10 +26,16 @@ def temporary_path(path: str) -> str:
   Returns:
     `path + '.tmp-<host>-<pid>-<random hex>'`.
   """
-  host = ''.join(c if c.isalnum() or c in '-_' else '_'
-                 for c in socket.gethostname()) or 'host'
-  return (f'{path}{TEMPORARY_MARKER}{host}-{os.getpid()}-'
-          f'{uuid.uuid4().hex[:12]}')
+  host = (
+      ''.join(
+          c if c.isalnum() or c in '-_' else '_' for c in socket.gethostname()
+      )
+      or 'host'
+  )
+  return (
+      f'{path}{TEMPORARY_MARKER}{host}-{os.getpid()}-'
+      f'{uuid.uuid4().hex[:12]}'
+  )
 
 
 def write_json(path: str, content: Any, sort_keys: bool = True) -> None:

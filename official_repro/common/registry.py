@@ -101,5 +101,7 @@ class Registry(Generic[EntryT]):
       raise cli.UserError(
           f'{setting or self.setting} must be one of '
           f'{sorted(self.names())}, got {name!r}'
-          + (f' (did you mean {close[0]!r}?)' if close else '') + '.')
+          + (f' (did you mean {close[0]!r}?)' if close else '')
+          + '.'
+      )
     return self._entries[name]

@@ -31,19 +31,32 @@ import tensorflow as tf
 
 TOPICS_FILENAME = 'pydoc_topics.txt'
 DOCSTRINGS_FILENAME = 'stdlib_docstrings.txt'
-_SKIPPED_DIRS = frozenset([
-    'test', 'tests', 'idlelib', 'lib2to3', 'site-packages', 'dist-packages',
-    '__pycache__', 'turtledemo', 'ensurepip', 'config-3', 'venv',
-])
+_SKIPPED_DIRS = frozenset(
+    [
+        'test',
+        'tests',
+        'idlelib',
+        'lib2to3',
+        'site-packages',
+        'dist-packages',
+        '__pycache__',
+        'turtledemo',
+        'ensurepip',
+        'config-3',
+        'venv',
+    ]
+)
 _UNDERLINE = re.compile(r'^\s*([*=\-~^#+])\1{2,}\s*$')
 _BULLET = re.compile(r'^[*+\-] ')
 _SENTENCE_END = re.compile(r'[.!?]["\')\]]*$')
 
 
-def write_builtin_corpus(output_dir: str,
-                         max_chars: int = 2_000_000,
-                         min_docstring_chars: int = 200,
-                         stdlib_dir: Optional[str] = None) -> List[str]:
+def write_builtin_corpus(
+    output_dir: str,
+    max_chars: int = 2_000_000,
+    min_docstring_chars: int = 200,
+    stdlib_dir: Optional[str] = None,
+) -> List[str]:
   """Writes the pydoc topics and stdlib docstrings as a blank_line corpus.
 
   Args:
@@ -67,8 +80,11 @@ def write_builtin_corpus(output_dir: str,
   paths = []
   for filename, documents in (
       (TOPICS_FILENAME, _topic_documents()),
-      (DOCSTRINGS_FILENAME, _docstring_documents(stdlib_dir,
-                                                 min_docstring_chars))):
+      (
+          DOCSTRINGS_FILENAME,
+          _docstring_documents(stdlib_dir, min_docstring_chars),
+      ),
+  ):
     kept = []
     for document in documents:
       size = sum(len(p) + 1 for p in document)
@@ -81,9 +97,11 @@ def write_builtin_corpus(output_dir: str,
       _write_documents(path, kept)
       paths.append(path)
   if not paths:
-    raise ValueError('write_builtin_corpus: found no pydoc topic and no '
-                     f'docstring of at least {min_docstring_chars} characters '
-                     f'under {stdlib_dir} within max_chars={max_chars}.')
+    raise ValueError(
+        'write_builtin_corpus: found no pydoc topic and no '
+        f'docstring of at least {min_docstring_chars} characters '
+        f'under {stdlib_dir} within max_chars={max_chars}.'
+    )
   return paths
 
 
@@ -98,8 +116,11 @@ def prose_paragraphs(text: str) -> List[str]:
   """
   paragraphs = []
   for block in re.split(r'\n\s*\n', inspect.cleandoc(text)):
-    lines = [line.rstrip() for line in block.split('\n')
-             if line.strip() and not _UNDERLINE.match(line)]
+    lines = [
+        line.rstrip()
+        for line in block.split('\n')
+        if line.strip() and not _UNDERLINE.match(line)
+    ]
     if not lines or lines[0][0].isspace():
       continue
     if lines[0].endswith(':') and len(lines) > 1 and lines[1][0].isspace():
@@ -107,8 +128,7 @@ def prose_paragraphs(text: str) -> List[str]:
     if any(line.lstrip().startswith(('>>>', '...', '$ ')) for line in lines):
       continue
     paragraph = _BULLET.sub('', ' '.join(line.strip() for line in lines))
-    if _SENTENCE_END.search(paragraph) and any(c.isalpha()
-                                                for c in paragraph):
+    if _SENTENCE_END.search(paragraph) and any(c.isalpha() for c in paragraph):
       paragraphs.append(paragraph)
   return paragraphs
 
@@ -120,8 +140,9 @@ def _topic_documents() -> Iterator[List[str]]:
       yield paragraphs
 
 
-def _docstring_documents(stdlib_dir: str,
-                         min_docstring_chars: int) -> Iterator[List[str]]:
+def _docstring_documents(
+    stdlib_dir: str, min_docstring_chars: int
+) -> Iterator[List[str]]:
   seen = set()
   for path in _stdlib_modules(stdlib_dir):
     paragraphs = []
@@ -141,12 +162,17 @@ def _stdlib_modules(stdlib_dir: str) -> Iterator[str]:
   # file API is used. tf.io.gfile.walk, like os.walk, descends only into the
   # directories left in `dirs`, in their order.
   for root, dirs, files in tf.io.gfile.walk(stdlib_dir):
-    dirs[:] = sorted(d for d in dirs
-                     if d not in _SKIPPED_DIRS and not d.startswith(('_', '.'))
-                     and not d.startswith('config-'))
+    dirs[:] = sorted(
+        d
+        for d in dirs
+        if d not in _SKIPPED_DIRS
+        and not d.startswith(('_', '.'))
+        and not d.startswith('config-')
+    )
     for name in sorted(files):
-      if name.endswith('.py') and (name == '__init__.py' or
-                                   not name.startswith('_')):
+      if name.endswith('.py') and (
+          name == '__init__.py' or not name.startswith('_')
+      ):
         yield os.path.join(root, name)
 
 
@@ -170,8 +196,9 @@ def _module_docstrings(path: str) -> Iterator[str]:
 
 def _definition_docstrings(body: Sequence[ast.stmt]) -> Iterator[str]:
   for node in body:
-    if not isinstance(node, (ast.ClassDef, ast.FunctionDef,
-                             ast.AsyncFunctionDef)):
+    if not isinstance(
+        node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
       continue
     if node.name.startswith('_'):
       continue

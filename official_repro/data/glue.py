@@ -45,8 +45,11 @@ from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
 
 _BOM = '\ufeff'
-_SPECIAL_TOKENS = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
-                   vocab_lib.PAD_TOKEN)
+_SPECIAL_TOKENS = (
+    vocab_lib.CLS_TOKEN,
+    vocab_lib.SEP_TOKEN,
+    vocab_lib.PAD_TOKEN,
+)
 
 ColumnKey = Union[str, int]
 Label = Union[int, float]
@@ -67,6 +70,7 @@ class GlueTaskSpec:
     headline_metric: the metric a paper's GLUE table shows for the task
       ('mcc' for CoLA, 'spearman' for STS-B, 'accuracy' otherwise).
   """
+
   name: str
   directory: str
   label_list: Tuple[str, ...]
@@ -84,17 +88,22 @@ _BINARY = ('0', '1')
 _ENTAILMENT = ('entailment', 'not_entailment')
 
 GLUE_TASKS: Dict[str, GlueTaskSpec] = {
-    spec.name: spec for spec in (
+    spec.name: spec
+    for spec in (
         GlueTaskSpec('cola', 'CoLA', _BINARY, False, ('dev',), 'mcc'),
         GlueTaskSpec('sst2', 'SST-2', _BINARY, False, ('dev',), 'accuracy'),
         GlueTaskSpec('mrpc', 'MRPC', _BINARY, False, ('dev',), 'accuracy'),
         GlueTaskSpec('stsb', 'STS-B', (), True, ('dev',), 'spearman'),
         GlueTaskSpec('qqp', 'QQP', _BINARY, False, ('dev',), 'accuracy'),
-        GlueTaskSpec('mnli', 'MNLI',
-                     ('contradiction', 'entailment', 'neutral'), False,
-                     ('dev_matched', 'dev_mismatched'), 'accuracy'),
-        GlueTaskSpec('qnli', 'QNLI', _ENTAILMENT, False, ('dev',),
-                     'accuracy'),
+        GlueTaskSpec(
+            'mnli',
+            'MNLI',
+            ('contradiction', 'entailment', 'neutral'),
+            False,
+            ('dev_matched', 'dev_mismatched'),
+            'accuracy',
+        ),
+        GlueTaskSpec('qnli', 'QNLI', _ENTAILMENT, False, ('dev',), 'accuracy'),
         GlueTaskSpec('rte', 'RTE', _ENTAILMENT, False, ('dev',), 'accuracy'),
     )
 }
@@ -111,6 +120,7 @@ class _Columns:
   `num_columns` is the column count every data row must have: given for a
   headerless layout, taken from the header otherwise.
   """
+
   text_a: ColumnKey
   text_b: Optional[ColumnKey]
   label: ColumnKey
@@ -149,6 +159,7 @@ class GlueExample:
     label: index into the task's `label_list`, or the float score for STS-B.
     line_number: the 1-based line of the row in its file.
   """
+
   guid: str
   text_a: str
   text_b: Optional[str]
@@ -159,8 +170,10 @@ class GlueExample:
 def get_task_spec(task: str) -> GlueTaskSpec:
   """The spec of `task`; ValueError listing the valid names if unknown."""
   if task not in GLUE_TASKS:
-    raise cli.UserError(f'Unknown GLUE task {task!r}; expected one of '
-                     f'{sorted(GLUE_TASKS)} (WNLI is not supported).')
+    raise cli.UserError(
+        f'Unknown GLUE task {task!r}; expected one of '
+        f'{sorted(GLUE_TASKS)} (WNLI is not supported).'
+    )
   return GLUE_TASKS[task]
 
 
@@ -168,14 +181,16 @@ def glue_file_path(glue_dir: str, task: str, split: str) -> str:
   """`<glue_dir>/<DIR>/<split>.tsv`, after checking the task and split."""
   spec = get_task_spec(task)
   if split not in spec.splits:
-    raise cli.UserError(f'Unknown split {split!r} for GLUE task {task!r}; '
-                     f'expected one of {list(spec.splits)}.')
+    raise cli.UserError(
+        f'Unknown split {split!r} for GLUE task {task!r}; '
+        f'expected one of {list(spec.splits)}.'
+    )
   return os.path.join(glue_dir, spec.directory, f'{split}.tsv')
 
 
 def read_examples(
-    glue_dir: str, task: str,
-    split: str) -> Tuple[List[GlueExample], read_report.ReadReport]:
+    glue_dir: str, task: str, split: str
+) -> Tuple[List[GlueExample], read_report.ReadReport]:
   """Reads the labelled examples of one GLUE split.
 
   Args:
@@ -198,7 +213,8 @@ def read_examples(
   if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
     raise FileNotFoundError(
         f'GLUE file {path} not found (expected {spec.directory}/{split}.tsv '
-        f'under {glue_dir}).')
+        f'under {glue_dir}).'
+    )
   columns = _COLUMNS[task]
   report = read_report.ReadReport(path=path, record_name='rows')
   examples = []
@@ -219,12 +235,15 @@ def read_examples(
       report.add_malformed(line_number, problem)
       continue
     text_b = None if columns.text_b is None else fields[indices.text_b]
-    examples.append(GlueExample(
-        guid=f'{task}-{split}-{row_index}',
-        text_a=fields[indices.text_a],
-        text_b=text_b,
-        label=_parse_label(fields[indices.label], spec, path, line_number),
-        line_number=line_number))
+    examples.append(
+        GlueExample(
+            guid=f'{task}-{split}-{row_index}',
+            text_a=fields[indices.text_a],
+            text_b=text_b,
+            label=_parse_label(fields[indices.label], spec, path, line_number),
+            line_number=line_number,
+        )
+    )
   if indices is None:
     raise cli.UserError(f'GLUE file {path} is empty.')
   report.num_examples = len(examples)
@@ -252,37 +271,46 @@ def _read_lines(path: str) -> Iterator[Tuple[int, Optional[str]]]:
       yield line_number, None
       continue
     if line_number == 1 and line.startswith(_BOM):
-      line = line[len(_BOM):]
+      line = line[len(_BOM) :]
     yield line_number, line
 
 
-def _column_indices(columns: _Columns, first_line: Optional[str],
-                    path: str) -> _Columns:
+def _column_indices(
+    columns: _Columns, first_line: Optional[str], path: str
+) -> _Columns:
   """Column positions: by position, or looked up in the header line."""
   if not columns.has_header:
     return columns
   header = (first_line or '').split('\t')
-  wanted = [name for name in (columns.text_a, columns.text_b, columns.label)
-            if name is not None]
+  wanted = [
+      name
+      for name in (columns.text_a, columns.text_b, columns.label)
+      if name is not None
+  ]
   missing = [name for name in wanted if name not in header]
   if missing:
-    raise cli.UserError(f'{path}, line 1: header lacks columns {missing}; '
-                     f'expected {wanted} among the tab-separated header, '
-                     f'found {header}.')
+    raise cli.UserError(
+        f'{path}, line 1: header lacks columns {missing}; '
+        f'expected {wanted} among the tab-separated header, '
+        f'found {header}.'
+    )
   return _Columns(
       text_a=header.index(columns.text_a),
-      text_b=(None if columns.text_b is None
-              else header.index(columns.text_b)),
+      text_b=(None if columns.text_b is None else header.index(columns.text_b)),
       label=header.index(columns.label),
-      num_columns=len(header))
+      num_columns=len(header),
+  )
 
 
-def _row_problem(fields: Sequence[str], indices: _Columns,
-                 columns: _Columns) -> Optional[str]:
+def _row_problem(
+    fields: Sequence[str], indices: _Columns, columns: _Columns
+) -> Optional[str]:
   """Why a row cannot be used, or None if it can."""
   if len(fields) != indices.num_columns:
-    return (f'expected {indices.num_columns} tab-separated columns, found '
-            f'{len(fields)}')
+    return (
+        f'expected {indices.num_columns} tab-separated columns, found '
+        f'{len(fields)}'
+    )
   text_keys = [('text_a', columns.text_a), ('text_b', columns.text_b)]
   for attribute, name in text_keys:
     if name is not None and not fields[getattr(indices, attribute)].strip():
@@ -291,8 +319,9 @@ def _row_problem(fields: Sequence[str], indices: _Columns,
   return None
 
 
-def _parse_label(value: str, spec: GlueTaskSpec, path: str,
-                 line_number: int) -> Label:
+def _parse_label(
+    value: str, spec: GlueTaskSpec, path: str, line_number: int
+) -> Label:
   """The label id (or STS-B score) of a row's label field."""
   value = value.strip()
   if spec.is_regression:
@@ -304,12 +333,14 @@ def _parse_label(value: str, spec: GlueTaskSpec, path: str,
     if not (math.isfinite(score) and low <= score <= high):
       raise GlueLabelError(
           f'{path}, line {line_number}: {spec.name} score {value!r} is not a '
-          f'number in [{low}, {high}].')
+          f'number in [{low}, {high}].'
+      )
     return score
   if value not in spec.label_list:
     raise GlueLabelError(
         f'{path}, line {line_number}: {spec.name} label {value!r} is not one '
-        f'of {list(spec.label_list)}.')
+        f'of {list(spec.label_list)}.'
+    )
   return spec.label_list.index(value)
 
 
@@ -321,13 +352,14 @@ class FeatureReport:
     num_examples: examples converted (one feature each).
     num_truncated: examples that lost tokens to fit `max_seq_length`.
   """
+
   num_examples: int
   num_truncated: int
 
 
 def convert_examples_to_features(
-    examples: Sequence[GlueExample], tokenizer,
-    max_seq_length: int) -> Tuple[Dict[str, np.ndarray], FeatureReport]:
+    examples: Sequence[GlueExample], tokenizer, max_seq_length: int
+) -> Tuple[Dict[str, np.ndarray], FeatureReport]:
   """Tokenizes examples into fixed-length BERT inputs.
 
   A single sentence becomes `[CLS] a [SEP]`, a pair `[CLS] a [SEP] b [SEP]`,
@@ -359,8 +391,10 @@ def convert_examples_to_features(
   if not examples:
     raise cli.UserError('No examples to convert.')
   if max_seq_length < 3:
-    raise cli.UserError(f'max_seq_length must be >= 3 to hold [CLS] and two '
-                     f'[SEP], got {max_seq_length}.')
+    raise cli.UserError(
+        f'max_seq_length must be >= 3 to hold [CLS] and two '
+        f'[SEP], got {max_seq_length}.'
+    )
   label_dtype = _label_dtype(examples)
   special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
   cls_id = special_ids[vocab_lib.CLS_TOKEN]
@@ -373,8 +407,9 @@ def convert_examples_to_features(
   num_truncated = 0
   for row, example in enumerate(examples):
     tokens_a = tokenizer.tokenize(example.text_a)
-    tokens_b = (None if example.text_b is None
-                else tokenizer.tokenize(example.text_b))
+    tokens_b = (
+        None if example.text_b is None else tokenizer.tokenize(example.text_b)
+    )
     truncated = _truncate(tokens_a, tokens_b, max_seq_length)
     num_truncated += int(truncated)
     ids = [cls_id] + tokenizer.convert_tokens_to_ids(tokens_a) + [sep_id]
@@ -383,9 +418,9 @@ def convert_examples_to_features(
       ids_b = tokenizer.convert_tokens_to_ids(tokens_b) + [sep_id]
       ids += ids_b
       segments += [1] * len(ids_b)
-    word_ids[row, :len(ids)] = ids
-    mask[row, :len(ids)] = 1
-    type_ids[row, :len(ids)] = segments
+    word_ids[row, : len(ids)] = ids
+    mask[row, : len(ids)] = 1
+    type_ids[row, : len(ids)] = segments
   features = dict(
       input_word_ids=word_ids,
       input_mask=mask,
@@ -393,8 +428,12 @@ def convert_examples_to_features(
       label_ids=np.array([example.label for example in examples], label_dtype),
   )
   report = FeatureReport(num_examples=num, num_truncated=num_truncated)
-  logging.info('Converted %d GLUE examples to length %d; %d truncated.', num,
-               max_seq_length, num_truncated)
+  logging.info(
+      'Converted %d GLUE examples to length %d; %d truncated.',
+      num,
+      max_seq_length,
+      num_truncated,
+  )
   return features, report
 
 
@@ -402,13 +441,15 @@ def _label_dtype(examples: Sequence[GlueExample]) -> type:
   """int32 for class ids, float32 for scores; ValueError when mixed."""
   kinds = {isinstance(example.label, float) for example in examples}
   if len(kinds) > 1:
-    raise cli.UserError('Examples mix int (classification) and float '
-                     '(regression) labels.')
+    raise cli.UserError(
+        'Examples mix int (classification) and float ' '(regression) labels.'
+    )
   return np.float32 if kinds.pop() else np.int32
 
 
-def _truncate(tokens_a: List[str], tokens_b: Optional[List[str]],
-              max_seq_length: int) -> bool:
+def _truncate(
+    tokens_a: List[str], tokens_b: Optional[List[str]], max_seq_length: int
+) -> bool:
   """Cuts the token lists in place to fit; returns whether any were cut."""
   if tokens_b is None:
     budget = max_seq_length - 2

@@ -40,6 +40,7 @@ class MaskingConfig:
     random_token_fraction: of the chosen tokens, the fraction replaced by a
       uniformly drawn non-special token; the rest keep their original token.
   """
+
   mask_rate: float = 0.15
   max_predictions_per_seq: int = 20
   mask_token_fraction: float = 0.8
@@ -49,8 +50,10 @@ class MaskingConfig:
     if not 0.0 < self.mask_rate <= 1.0:
       raise cli.UserError(f'mask_rate must be in (0, 1], got {self.mask_rate}.')
     if self.max_predictions_per_seq < 1:
-      raise cli.UserError('max_predictions_per_seq must be >= 1, got '
-                       f'{self.max_predictions_per_seq}.')
+      raise cli.UserError(
+          'max_predictions_per_seq must be >= 1, got '
+          f'{self.max_predictions_per_seq}.'
+      )
     for name in ('mask_token_fraction', 'random_token_fraction'):
       value = getattr(self, name)
       if not 0.0 <= value <= 1.0:
@@ -58,7 +61,8 @@ class MaskingConfig:
     if self.mask_token_fraction + self.random_token_fraction > 1.0 + 1e-9:
       raise cli.UserError(
           'mask_token_fraction + random_token_fraction must be <= 1, got '
-          f'{self.mask_token_fraction} + {self.random_token_fraction}.')
+          f'{self.mask_token_fraction} + {self.random_token_fraction}.'
+      )
 
   @property
   def keep_fraction(self) -> float:
@@ -70,14 +74,16 @@ def default_max_predictions(max_seq_length: int, mask_rate: float) -> int:
   return max(1, int((mask_rate + 0.005) * max_seq_length))
 
 
-def mask_batch(input_word_ids: tf.Tensor,
-               input_mask: tf.Tensor,
-               *,
-               config: MaskingConfig,
-               mask_token_id: int,
-               special_token_ids: Sequence[int],
-               vocab_size: int,
-               seed: tf.Tensor) -> Dict[str, tf.Tensor]:
+def mask_batch(
+    input_word_ids: tf.Tensor,
+    input_mask: tf.Tensor,
+    *,
+    config: MaskingConfig,
+    mask_token_id: int,
+    special_token_ids: Sequence[int],
+    vocab_size: int,
+    seed: tf.Tensor,
+) -> Dict[str, tf.Tensor]:
   """Chooses and corrupts masked-LM positions in a batch of sequences.
 
   Args:
@@ -104,26 +110,29 @@ def mask_batch(input_word_ids: tf.Tensor,
   input_mask = tf.cast(input_mask, tf.int32)
   max_predictions = config.max_predictions_per_seq
   seq_length = tf.shape(input_word_ids)[1]
-  seeds = tf.random.experimental.stateless_split(
-      tf.cast(seed, tf.int64), num=4)
+  seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=4)
 
-  special = tf.constant(sorted(set(int(i) for i in special_token_ids)),
-                        dtype=tf.int32)
+  special = tf.constant(
+      sorted(set(int(i) for i in special_token_ids)), dtype=tf.int32
+  )
   is_special = tf.reduce_any(
-      tf.equal(input_word_ids[:, :, None], special[None, None, :]), axis=-1)
-  candidate = tf.logical_and(tf.equal(input_mask, 1),
-                             tf.logical_not(is_special))
+      tf.equal(input_word_ids[:, :, None], special[None, None, :]), axis=-1
+  )
+  candidate = tf.logical_and(
+      tf.equal(input_mask, 1), tf.logical_not(is_special)
+  )
   num_candidates = tf.reduce_sum(tf.cast(candidate, tf.int32), axis=1)
   num_to_predict = tf.cast(
-      tf.round(tf.cast(num_candidates, tf.float32) * config.mask_rate),
-      tf.int32)
+      tf.round(tf.cast(num_candidates, tf.float32) * config.mask_rate), tf.int32
+  )
   num_to_predict = tf.minimum(
-      tf.minimum(tf.maximum(num_to_predict, 1), max_predictions),
-      num_candidates)
+      tf.minimum(tf.maximum(num_to_predict, 1), max_predictions), num_candidates
+  )
 
   # Sampling without replacement: rank candidates by i.i.d. uniform scores.
   scores = tf.random.stateless_uniform(
-      tf.shape(input_word_ids), seed=seeds[0], minval=0.0, maxval=1.0)
+      tf.shape(input_word_ids), seed=seeds[0], minval=0.0, maxval=1.0
+  )
   scores = tf.where(candidate, scores, -1.0)
   k = tf.minimum(max_predictions, seq_length)
   _, ranked_positions = tf.math.top_k(scores, k=k)
@@ -142,24 +151,31 @@ def mask_batch(input_word_ids: tf.Tensor,
 
   # Decide [MASK] / random / keep for each chosen position.
   action = tf.random.stateless_uniform(
-      tf.shape(positions), seed=seeds[1], minval=0.0, maxval=1.0)
+      tf.shape(positions), seed=seeds[1], minval=0.0, maxval=1.0
+  )
   use_mask = action < config.mask_token_fraction
   use_random = tf.logical_and(
       action >= config.mask_token_fraction,
-      action < config.mask_token_fraction + config.random_token_fraction)
-  random_ids = _sample_non_special_ids(tf.shape(positions), special,
-                                       vocab_size, seeds[2])
-  new_ids = tf.where(use_mask, mask_token_id,
-                     tf.where(use_random, random_ids, original_ids))
+      action < config.mask_token_fraction + config.random_token_fraction,
+  )
+  random_ids = _sample_non_special_ids(
+      tf.shape(positions), special, vocab_size, seeds[2]
+  )
+  new_ids = tf.where(
+      use_mask, mask_token_id, tf.where(use_random, random_ids, original_ids)
+  )
 
   batch_size = tf.shape(input_word_ids)[0]
-  batch_index = tf.broadcast_to(tf.range(batch_size)[:, None],
-                                tf.shape(positions))
+  batch_index = tf.broadcast_to(
+      tf.range(batch_size)[:, None], tf.shape(positions)
+  )
   scatter_index = tf.stack([batch_index, positions], axis=-1)
   real = weights > 0
   corrupted = tf.tensor_scatter_nd_update(
-      input_word_ids, tf.boolean_mask(scatter_index, real),
-      tf.boolean_mask(new_ids, real))
+      input_word_ids,
+      tf.boolean_mask(scatter_index, real),
+      tf.boolean_mask(new_ids, real),
+  )
   return dict(
       input_word_ids=corrupted,
       masked_lm_positions=positions,
@@ -168,8 +184,9 @@ def mask_batch(input_word_ids: tf.Tensor,
   )
 
 
-def _sample_non_special_ids(shape: tf.Tensor, special: tf.Tensor,
-                            vocab_size: int, seed: tf.Tensor) -> tf.Tensor:
+def _sample_non_special_ids(
+    shape: tf.Tensor, special: tf.Tensor, vocab_size: int, seed: tf.Tensor
+) -> tf.Tensor:
   """Uniform ids from `[0, vocab_size)` that are not in `special`.
 
   Draws an index into the sorted list of non-special ids without building the
@@ -179,13 +196,18 @@ def _sample_non_special_ids(shape: tf.Tensor, special: tf.Tensor,
   if vocab_size <= num_special:
     raise cli.UserError(f'vocab_size {vocab_size} leaves no non-special token.')
   r = tf.random.stateless_uniform(
-      shape, seed=seed, minval=0, maxval=vocab_size - num_special,
-      dtype=tf.int32)
+      shape,
+      seed=seed,
+      minval=0,
+      maxval=vocab_size - num_special,
+      dtype=tf.int32,
+  )
   # special is sorted; shifting past each special id <= r + shift is a
   # fixed-point iteration that converges in at most num_special steps.
   mapped = r
   for _ in range(num_special):
     shift = tf.reduce_sum(
-        tf.cast(mapped[..., None] >= special, tf.int32), axis=-1)
+        tf.cast(mapped[..., None] >= special, tf.int32), axis=-1
+    )
     mapped = r + shift
   return mapped

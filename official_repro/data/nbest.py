@@ -64,8 +64,9 @@ REFERENCE_FORMATS = ('auto', 'kaldi', 'trn')
 TSV_HEADER = 'utt_id\trank\tfirst_pass_score\ttext'
 
 _ESPNET_RANK_DIRECTORY = re.compile(r'^([1-9][0-9]*)best_recog$')
-_ESPNET_SCORE = re.compile(r'^(?:tensor\(\s*([^,()\s]+)\s*(?:,[^()]*)?\)|'
-                           r'([^()\s]+))$')
+_ESPNET_SCORE = re.compile(
+    r'^(?:tensor\(\s*([^,()\s]+)\s*(?:,[^()]*)?\)|' r'([^()\s]+))$'
+)
 _JSON_HYPOTHESIS_KEY = re.compile(r'^hyp_([1-9][0-9]*)$')
 _TRN_LINE = re.compile(r'^(.*?)\s*\(([^()\s]+)\)\s*$')
 _MAX_LINES_TO_DETECT_FORMAT = 100
@@ -84,6 +85,7 @@ class Hypothesis:
     components: the first pass's score components by name (ESPnet's
       `scores` file), empty where the format has none.
   """
+
   rank: int
   text: str
   first_pass_score: float
@@ -104,6 +106,7 @@ class NBestList:
     hypotheses: its hypotheses, sorted by rank (ranks need not be
       contiguous).
   """
+
   utterance_id: str
   hypotheses: Tuple[Hypothesis, ...]
 
@@ -121,6 +124,7 @@ class ReadReport:
       location names the file and the 1-based line number (or the JSON
       utterance and key).
   """
+
   path: str
   file_format: str
   num_utterances: int
@@ -129,12 +133,17 @@ class ReadReport:
 
   def as_dict(self) -> dict:
     """The report as JSON-serialisable values."""
-    return {'path': self.path, 'format': self.file_format,
-            'num_utterances': self.num_utterances,
-            'num_hypotheses': self.num_hypotheses,
-            'num_malformed': len(self.malformed),
-            'malformed': [{'location': location, 'description': description}
-                          for location, description in self.malformed]}
+    return {
+        'path': self.path,
+        'format': self.file_format,
+        'num_utterances': self.num_utterances,
+        'num_hypotheses': self.num_hypotheses,
+        'num_malformed': len(self.malformed),
+        'malformed': [
+            {'location': location, 'description': description}
+            for location, description in self.malformed
+        ],
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,13 +156,15 @@ class NBestSet:
       format's "ref"), by utterance id; empty for other formats.
     report: what was read and skipped.
   """
+
   lists: Tuple[NBestList, ...]
   embedded_references: Mapping[str, str]
   report: ReadReport
 
 
-def read_nbest(path: str, nbest_format: str = 'auto',
-               lower_case: bool = False) -> NBestSet:
+def read_nbest(
+    path: str, nbest_format: str = 'auto', lower_case: bool = False
+) -> NBestSet:
   """Reads N-best lists with first-pass scores.
 
   Args:
@@ -173,7 +184,8 @@ def read_nbest(path: str, nbest_format: str = 'auto',
   """
   if nbest_format not in NBEST_FORMATS:
     raise cli.UserError(
-        f'nbest_format must be one of {NBEST_FORMATS}, got {nbest_format!r}.')
+        f'nbest_format must be one of {NBEST_FORMATS}, got {nbest_format!r}.'
+    )
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'N-best path not found: {path}')
   if nbest_format == 'auto':
@@ -191,9 +203,9 @@ def read_nbest(path: str, nbest_format: str = 'auto',
   return nbest_set
 
 
-def read_references(path: str, reference_format: str = 'auto',
-                    lower_case: bool = False
-                    ) -> Tuple[Dict[str, str], ReadReport]:
+def read_references(
+    path: str, reference_format: str = 'auto', lower_case: bool = False
+) -> Tuple[Dict[str, str], ReadReport]:
   """Reads reference transcripts.
 
   Args:
@@ -212,8 +224,10 @@ def read_references(path: str, reference_format: str = 'auto',
       or no reference at all.
   """
   if reference_format not in REFERENCE_FORMATS:
-    raise cli.UserError(f'reference_format must be one of {REFERENCE_FORMATS}, '
-                     f'got {reference_format!r}.')
+    raise cli.UserError(
+        f'reference_format must be one of {REFERENCE_FORMATS}, '
+        f'got {reference_format!r}.'
+    )
   lines = text_files.read_lines(path, 'References file')
   if reference_format == 'auto':
     reference_format = _detect_reference_format(path, lines)
@@ -226,8 +240,9 @@ def read_references(path: str, reference_format: str = 'auto',
     if reference_format == 'trn':
       match = _TRN_LINE.match(line)
       if not match:
-        malformed.append((f'{path} line {line_number}',
-                          'expected "WORDS ... (<utt-id>)"'))
+        malformed.append(
+            (f'{path} line {line_number}', 'expected "WORDS ... (<utt-id>)"')
+        )
         continue
       text, utterance_id = match.group(1), match.group(2)
     else:
@@ -238,22 +253,28 @@ def read_references(path: str, reference_format: str = 'auto',
       raise cli.UserError(
           f'{path} line {line_number}: reference id {utterance_id!r} was '
           f'already given at line {first_line[utterance_id]}; expected each '
-          'id once.')
+          'id once.'
+      )
     first_line[utterance_id] = line_number
     references[utterance_id] = _normalize_text(text, lower_case)
-  report = ReadReport(path, reference_format, len(references), 0,
-                      tuple(malformed))
+  report = ReadReport(
+      path, reference_format, len(references), 0, tuple(malformed)
+  )
   if not references:
-    raise cli.UserError(f'{path}: no reference could be read as '
-                     f'{reference_format}{_first_problem(report)}.')
+    raise cli.UserError(
+        f'{path}: no reference could be read as '
+        f'{reference_format}{_first_problem(report)}.'
+    )
   _log_report(report)
   return references, report
 
 
-def match_references(nbest_lists: Sequence[NBestList],
-                     references: Mapping[str, str],
-                     nbest_path: str = '',
-                     references_path: str = '') -> List[str]:
+def match_references(
+    nbest_lists: Sequence[NBestList],
+    references: Mapping[str, str],
+    nbest_path: str = '',
+    references_path: str = '',
+) -> List[str]:
   """The reference of each N-best list.
 
   An utterance id is looked up as it is, and else as the end of a reference
@@ -275,8 +296,9 @@ def match_references(nbest_lists: Sequence[NBestList],
   for reference_id in references:
     for position, character in enumerate(reference_id):
       if character == '-' and position + 1 < len(reference_id):
-        by_suffix.setdefault(reference_id[position + 1:], []).append(
-            reference_id)
+        by_suffix.setdefault(reference_id[position + 1 :], []).append(
+            reference_id
+        )
   matched = []
   missing = []
   for nbest_list in nbest_lists:
@@ -289,7 +311,8 @@ def match_references(nbest_lists: Sequence[NBestList],
       raise cli.UserError(
           f'{references_path or "references"}: utterance {utterance_id!r} '
           f'of {nbest_path or "the N-best lists"} ends the reference ids '
-          f'{candidates[:_MAX_NAMED_IDS]}; expected exactly one reference.')
+          f'{candidates[:_MAX_NAMED_IDS]}; expected exactly one reference.'
+      )
     if candidates:
       matched.append(references[candidates[0]])
     else:
@@ -301,7 +324,8 @@ def match_references(nbest_lists: Sequence[NBestList],
         f'{references_path or "the references"}, e.g. '
         f'{missing[:_MAX_NAMED_IDS]}; expected a reference (id `<utt-id>` '
         'or `<speaker>-<utt-id>`) for every N-best list, since leaving '
-        'utterances out changes the WER.')
+        'utterances out changes the WER.'
+    )
   return matched
 
 
@@ -315,47 +339,68 @@ class _NBestCollector:
     self._locations: Dict[Tuple[str, int], str] = {}
     self.malformed: List[Tuple[str, str]] = []
 
-  def add(self, location: str, utterance_id: str, rank: int, text: str,
-          score: float, components: Optional[Mapping[str, float]] = None):
+  def add(
+      self,
+      location: str,
+      utterance_id: str,
+      rank: int,
+      text: str,
+      score: float,
+      components: Optional[Mapping[str, float]] = None,
+  ):
     """Adds one hypothesis; `location` names its source for errors."""
     key = (utterance_id, rank)
     if key in self._locations:
       raise cli.UserError(
           f'{location}: rank {rank} of utterance {utterance_id!r} was already '
           f'given at {self._locations[key]}; expected each rank of an '
-          'utterance once.')
+          'utterance once.'
+      )
     self._locations[key] = location
     self._hypotheses.setdefault(utterance_id, {})[rank] = Hypothesis(
-        rank=rank, text=_normalize_text(text, self._lower_case),
-        first_pass_score=score, components=dict(components or {}))
+        rank=rank,
+        text=_normalize_text(text, self._lower_case),
+        first_pass_score=score,
+        components=dict(components or {}),
+    )
 
   def skip(self, location: str, description: str):
     """Records a malformed line or entry."""
     self.malformed.append((location, description))
 
-  def build(self, file_format: str,
-            references: Mapping[str, str]) -> NBestSet:
+  def build(self, file_format: str, references: Mapping[str, str]) -> NBestSet:
     """The `NBestSet` of everything added."""
     lists = tuple(
-        NBestList(utterance_id,
-                  tuple(by_rank[rank] for rank in sorted(by_rank)))
-        for utterance_id, by_rank in self._hypotheses.items())
-    report = ReadReport(self._path, file_format, len(lists),
-                        sum(len(l.hypotheses) for l in lists),
-                        tuple(self.malformed))
+        NBestList(
+            utterance_id, tuple(by_rank[rank] for rank in sorted(by_rank))
+        )
+        for utterance_id, by_rank in self._hypotheses.items()
+    )
+    report = ReadReport(
+        self._path,
+        file_format,
+        len(lists),
+        sum(len(l.hypotheses) for l in lists),
+        tuple(self.malformed),
+    )
     if not lists:
-      raise cli.UserError(f'{self._path}: no hypothesis could be read as '
-                          f'{file_format}{_first_problem(report)}.')
+      raise cli.UserError(
+          f'{self._path}: no hypothesis could be read as '
+          f'{file_format}{_first_problem(report)}.'
+      )
     for nbest_list in lists:
       first = nbest_list.hypotheses[0].rank
       if first != 1:
         raise cli.UserError(
             f'{self._path}: the list of utterance '
             f'{nbest_list.utterance_id!r} starts at rank {first}; expected '
-            'rank 1 (the first pass\'s best hypothesis), or the first-pass '
-            'WER would be that of another rank.')
-    references = {utterance_id: _normalize_text(text, self._lower_case)
-                  for utterance_id, text in references.items()}
+            "rank 1 (the first pass's best hypothesis), or the first-pass "
+            'WER would be that of another rank.'
+        )
+    references = {
+        utterance_id: _normalize_text(text, self._lower_case)
+        for utterance_id, text in references.items()
+    }
     return NBestSet(lists, references, report)
 
 
@@ -368,19 +413,24 @@ def _read_espnet(path: str, collector: _NBestCollector):
       ranks[int(match.group(1))] = _join(path, match.group(0))
   if not ranks:
     raise FileNotFoundError(
-        f'{path}: no N-best directories; expected ESPnet\'s 1best_recog/, '
-        '2best_recog/, ... each holding `text` and `score`.')
+        f"{path}: no N-best directories; expected ESPnet's 1best_recog/, "
+        '2best_recog/, ... each holding `text` and `score`.'
+    )
   for rank in sorted(ranks):
     directory = ranks[rank]
     score_path = _join(directory, 'score')
     scores = _read_espnet_scores(score_path, collector)
     components_path = _join(directory, 'scores')
-    components = (_read_espnet_components(components_path, collector)
-                  if tf.io.gfile.exists(components_path) else {})
+    components = (
+        _read_espnet_components(components_path, collector)
+        if tf.io.gfile.exists(components_path)
+        else {}
+    )
     text_path = _join(directory, 'text')
     texts = {}
     for line_number, line in enumerate(
-        text_files.read_lines(text_path, 'ESPnet hypothesis file'), start=1):
+        text_files.read_lines(text_path, 'ESPnet hypothesis file'), start=1
+    ):
       if not line.strip():
         continue
       fields = line.split(maxsplit=1)
@@ -390,28 +440,41 @@ def _read_espnet(path: str, collector: _NBestCollector):
         raise cli.UserError(
             f'{location}: utterance {utterance_id!r} was already given at '
             f'line {texts[utterance_id]}; expected each utterance once per '
-            'rank.')
+            'rank.'
+        )
       texts[utterance_id] = line_number
       if utterance_id not in scores:
-        collector.skip(location, f'no score for {utterance_id!r} in '
-                       f'{score_path}; hypothesis skipped')
+        collector.skip(
+            location,
+            f'no score for {utterance_id!r} in '
+            f'{score_path}; hypothesis skipped',
+        )
         continue
-      collector.add(location, utterance_id, rank,
-                    fields[1] if len(fields) > 1 else '',
-                    scores[utterance_id][0], components.get(utterance_id))
+      collector.add(
+          location,
+          utterance_id,
+          rank,
+          fields[1] if len(fields) > 1 else '',
+          scores[utterance_id][0],
+          components.get(utterance_id),
+      )
     for utterance_id, (_, line_number) in scores.items():
       if utterance_id not in texts:
-        collector.skip(f'{score_path} line {line_number}',
-                       f'score of {utterance_id!r} has no hypothesis in '
-                       f'{text_path}; ignored')
+        collector.skip(
+            f'{score_path} line {line_number}',
+            f'score of {utterance_id!r} has no hypothesis in '
+            f'{text_path}; ignored',
+        )
 
 
 def _read_espnet_scores(
-    path: str, collector: _NBestCollector) -> Dict[str, Tuple[float, int]]:
+    path: str, collector: _NBestCollector
+) -> Dict[str, Tuple[float, int]]:
   """`<utt-id> tensor(<score>)` lines: (score, line number) by utterance id."""
   scores = {}
   for line_number, line in enumerate(
-      text_files.read_lines(path, 'ESPnet score file'), start=1):
+      text_files.read_lines(path, 'ESPnet score file'), start=1
+  ):
     if not line.strip():
       continue
     location = f'{path} line {line_number}'
@@ -423,23 +486,28 @@ def _read_espnet_scores(
     if fields[0] in scores:
       raise cli.UserError(
           f'{location}: utterance {fields[0]!r} was already scored at line '
-          f'{scores[fields[0]][1]}; expected one score per utterance.')
+          f'{scores[fields[0]][1]}; expected one score per utterance.'
+      )
     scores[fields[0]] = (score, line_number)
   return scores
 
 
 def _read_espnet_components(
-    path: str, collector: _NBestCollector) -> Dict[str, Dict[str, float]]:
+    path: str, collector: _NBestCollector
+) -> Dict[str, Dict[str, float]]:
   """`<utt-id> {"decoder": "tensor(x)", ...}` lines, by utterance id."""
   components = {}
   for line_number, line in enumerate(
-      text_files.read_lines(path, 'ESPnet scores file'), start=1):
+      text_files.read_lines(path, 'ESPnet scores file'), start=1
+  ):
     if not line.strip():
       continue
     location = f'{path} line {line_number}'
     fields = line.split(maxsplit=1)
-    expected = ('expected "<utt-id> {"<name>": "tensor(<finite score>)", '
-                '...}"; components ignored')
+    expected = (
+        'expected "<utt-id> {"<name>": "tensor(<finite score>)", '
+        '...}"; components ignored'
+    )
     try:
       values = json.loads(fields[1]) if len(fields) == 2 else None
     except json.JSONDecodeError:
@@ -469,8 +537,9 @@ def _espnet_number(value) -> Optional[float]:
   return _finite_float(match.group(1) or match.group(2))
 
 
-def _read_mlm_scoring_json(path: str,
-                           collector: _NBestCollector) -> Dict[str, str]:
+def _read_mlm_scoring_json(
+    path: str, collector: _NBestCollector
+) -> Dict[str, str]:
   """Reads the mlm-scoring JSON; returns its "ref" entries."""
   text = '\n'.join(text_files.read_lines(path, 'N-best JSON file'))
 
@@ -478,27 +547,36 @@ def _read_mlm_scoring_json(path: str,
     keys = set()
     for key, _ in pairs:
       if key in keys:
-        raise cli.UserError(f'{path}: key {key!r} appears twice in one JSON '
-                         'object; expected each utterance and each hyp_<N> '
-                         'once.')
+        raise cli.UserError(
+            f'{path}: key {key!r} appears twice in one JSON '
+            'object; expected each utterance and each hyp_<N> '
+            'once.'
+        )
       keys.add(key)
     return dict(pairs)
 
   try:
     content = json.loads(text, object_pairs_hook=reject_duplicate_keys)
   except json.JSONDecodeError as e:
-    raise cli.UserError(f'{path} line {e.lineno} column {e.colno}: not valid '
-                     f'JSON ({e.msg}).') from e
+    raise cli.UserError(
+        f'{path} line {e.lineno} column {e.colno}: not valid '
+        f'JSON ({e.msg}).'
+    ) from e
   if not isinstance(content, dict):
-    raise cli.UserError(f'{path}: expected a JSON object of utterances '
-                     '{"<utt-id>": {"ref": ..., "hyp_1": {"score": ..., '
-                     f'"text": ...}}}}, got a {type(content).__name__}.')
+    raise cli.UserError(
+        f'{path}: expected a JSON object of utterances '
+        '{"<utt-id>": {"ref": ..., "hyp_1": {"score": ..., '
+        f'"text": ...}}}}, got a {type(content).__name__}.'
+    )
   references = {}
   for utterance_id, entry in content.items():
     location = f'{path} utterance {utterance_id!r}'
     if not isinstance(entry, dict):
-      collector.skip(location, 'expected an object of "ref" and "hyp_<N>" '
-                     'entries; utterance skipped')
+      collector.skip(
+          location,
+          'expected an object of "ref" and "hyp_<N>" '
+          'entries; utterance skipped',
+      )
       continue
     for key, value in entry.items():
       key_location = f'{location} key {key!r}'
@@ -510,31 +588,43 @@ def _read_mlm_scoring_json(path: str,
         continue
       match = _JSON_HYPOTHESIS_KEY.match(key)
       if not match:
-        collector.skip(key_location, 'expected "ref" or "hyp_<N>" (N >= 1); '
-                       'ignored')
+        collector.skip(
+            key_location, 'expected "ref" or "hyp_<N>" (N >= 1); ' 'ignored'
+        )
         continue
-      score = (_espnet_number(value.get('score'))
-               if isinstance(value, dict) else None)
+      score = (
+          _espnet_number(value.get('score'))
+          if isinstance(value, dict)
+          else None
+      )
       if score is None or not isinstance(value.get('text'), str):
-        collector.skip(key_location, 'expected {"score": <finite number>, '
-                       '"text": <string>}; hypothesis skipped')
+        collector.skip(
+            key_location,
+            'expected {"score": <finite number>, '
+            '"text": <string>}; hypothesis skipped',
+        )
         continue
-      collector.add(key_location, utterance_id, int(match.group(1)),
-                    value['text'], score)
+      collector.add(
+          key_location, utterance_id, int(match.group(1)), value['text'], score
+      )
   return references
 
 
 def _read_tsv(path: str, collector: _NBestCollector):
   """Reads `utt_id<TAB>rank<TAB>first_pass_score<TAB>text` lines."""
   for line_number, line in enumerate(
-      text_files.read_lines(path, 'N-best TSV file'), start=1):
+      text_files.read_lines(path, 'N-best TSV file'), start=1
+  ):
     if not line.strip() or (line_number == 1 and line == TSV_HEADER):
       continue
     location = f'{path} line {line_number}'
     fields = line.split('\t')
     if len(fields) != 4:
-      collector.skip(location, f'{len(fields)} tab-separated fields; expected '
-                     '4: utt_id, rank, first_pass_score, text')
+      collector.skip(
+          location,
+          f'{len(fields)} tab-separated fields; expected '
+          '4: utt_id, rank, first_pass_score, text',
+      )
       continue
     utterance_id, rank_text, score_text, text = fields
     if not utterance_id.strip():
@@ -543,14 +633,15 @@ def _read_tsv(path: str, collector: _NBestCollector):
     if not re.fullmatch(r'[1-9][0-9]*', rank_text.strip()):
       raise cli.UserError(
           f'{location}: rank {rank_text.strip()!r} is not an integer >= 1; '
-          'ranks count from 1, the first pass\'s best hypothesis.')
+          "ranks count from 1, the first pass's best hypothesis."
+      )
     score = _finite_float(score_text)
     if score is None:
       raise cli.UserError(
           f'{location}: first_pass_score {score_text.strip()!r} is not a '
-          'finite number.')
-    collector.add(location, utterance_id.strip(), int(rank_text), text,
-                  score)
+          'finite number.'
+      )
+    collector.add(location, utterance_id.strip(), int(rank_text), text, score)
 
 
 def _detect_nbest_format(path: str) -> str:
@@ -599,19 +690,30 @@ def _first_problem(report: ReadReport) -> str:
   if not report.malformed:
     return ''
   location, description = report.malformed[0]
-  return (f'; all {len(report.malformed)} lines/entries are malformed, the '
-          f'first at {location}: {description}')
+  return (
+      f'; all {len(report.malformed)} lines/entries are malformed, the '
+      f'first at {location}: {description}'
+  )
 
 
 def _log_report(report: ReadReport):
   """Logs the counts and the first malformed lines."""
   if report.file_format in REFERENCE_FORMATS:
-    logging.info('%s (%s): %d references, %d malformed lines.', report.path,
-                 report.file_format, report.num_utterances,
-                 len(report.malformed))
+    logging.info(
+        '%s (%s): %d references, %d malformed lines.',
+        report.path,
+        report.file_format,
+        report.num_utterances,
+        len(report.malformed),
+    )
   else:
-    logging.info('%s (%s): %d utterances, %d hypotheses, %d malformed lines.',
-                 report.path, report.file_format, report.num_utterances,
-                 report.num_hypotheses, len(report.malformed))
+    logging.info(
+        '%s (%s): %d utterances, %d hypotheses, %d malformed lines.',
+        report.path,
+        report.file_format,
+        report.num_utterances,
+        report.num_hypotheses,
+        len(report.malformed),
+    )
   for location, description in report.malformed[:_MAX_LOGGED_PROBLEMS]:
     logging.warning('%s: %s', location, description)

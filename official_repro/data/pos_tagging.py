@@ -70,6 +70,7 @@ class TaggedSentence:
     path: the file the sentence was read from ('' if not read from a file);
       used in error messages.
   """
+
   words: Tuple[str, ...]
   tags: Tuple[str, ...]
   line_number: int
@@ -79,7 +80,8 @@ class TaggedSentence:
     if len(self.words) != len(self.tags):
       raise cli.UserError(
           f'{self.location}: {len(self.words)} words but {len(self.tags)} '
-          'tags; expected one tag per word.')
+          'tags; expected one tag per word.'
+      )
 
   @property
   def location(self) -> str:
@@ -103,6 +105,7 @@ class FeatureReport:
     num_truncated_words: words with more pieces than fit in one feature; their
       trailing continuation pieces (label '##', weight 0) are dropped.
   """
+
   num_sentences: int
   num_words: int
   num_features: int
@@ -112,9 +115,7 @@ class FeatureReport:
 
 
 def read_tagged_sentences(
-    path: str,
-    file_format: str = 'auto',
-    conll_tag_column: int = -1
+    path: str, file_format: str = 'auto', conll_tag_column: int = -1
 ) -> Tuple[List[TaggedSentence], read_report.ReadReport]:
   """Reads POS-tagged sentences from a conll-style or tagged-treebank file.
 
@@ -142,7 +143,8 @@ def read_tagged_sentences(
   """
   if file_format not in FILE_FORMATS:
     raise cli.UserError(
-        f'file_format must be one of {FILE_FORMATS}, got {file_format!r}.')
+        f'file_format must be one of {FILE_FORMATS}, got {file_format!r}.'
+    )
   if conll_tag_column == 0:
     raise cli.UserError('conll_tag_column must not be 0, the word column.')
   lines = text_files.read_lines(path, 'POS tagging file')
@@ -163,7 +165,8 @@ def read_tagged_sentences(
       raise cli.UserError(
           f'{path}: no tagged sentence could be read as {file_format}; all '
           f'{report.num_malformed} tagged lines/tokens are malformed, the '
-          f'first at line {first.line_number}: {first.reason}')
+          f'first at line {first.line_number}: {first.reason}'
+      )
     raise cli.UserError(f'{path}: no tagged sentence found; the file is empty.')
   report.log('POS tagging')
   return parser.sentences, report
@@ -191,7 +194,8 @@ def build_label_list(sentences: Iterable[TaggedSentence]) -> Tuple[str, ...]:
       if tag in (PAD_LABEL, CONTINUATION_LABEL):
         raise cli.UserError(
             f'{sentence.location}: tag {tag!r} is reserved for the extra '
-            f'labels {PAD_LABEL!r} and {CONTINUATION_LABEL!r}.')
+            f'labels {PAD_LABEL!r} and {CONTINUATION_LABEL!r}.'
+        )
       tags.add(tag)
   if not tags:
     raise cli.UserError('build_label_list needs at least one tagged word.')
@@ -202,7 +206,8 @@ def convert_to_features(
     sentences: Sequence[TaggedSentence],
     tokenizer,
     label_list: Sequence[str],
-    max_seq_length: int) -> Tuple[Dict[str, np.ndarray], FeatureReport]:
+    max_seq_length: int,
+) -> Tuple[Dict[str, np.ndarray], FeatureReport]:
   """Tokenizes tagged sentences into `[CLS] pieces [SEP] [PAD]...` features.
 
   A sentence whose pieces do not fit in `max_seq_length - 2` positions is cut
@@ -235,16 +240,28 @@ def convert_to_features(
       sentence's file and line).
   """
   if max_seq_length < 3:
-    raise cli.UserError(f'max_seq_length must be >= 3 ([CLS] word [SEP]), got '
-                     f'{max_seq_length}.')
+    raise cli.UserError(
+        f'max_seq_length must be >= 3 ([CLS] word [SEP]), got '
+        f'{max_seq_length}.'
+    )
   label_ids = _label_ids(label_list)
   special_ids = vocab_lib.special_token_ids(
-      tokenizer.vocab, (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
-                        vocab_lib.PAD_TOKEN, vocab_lib.UNK_TOKEN))
+      tokenizer.vocab,
+      (
+          vocab_lib.CLS_TOKEN,
+          vocab_lib.SEP_TOKEN,
+          vocab_lib.PAD_TOKEN,
+          vocab_lib.UNK_TOKEN,
+      ),
+  )
   capacity = max_seq_length - 2
   rows = []
-  counts = dict(num_words=0, num_split_sentences=0, num_empty_words=0,
-                num_truncated_words=0)
+  counts = dict(
+      num_words=0,
+      num_split_sentences=0,
+      num_empty_words=0,
+      num_truncated_words=0,
+  )
   for sentence in sentences:
     words = _encode_words(sentence, tokenizer, label_ids, capacity, counts)
     counts['num_words'] += len(words)
@@ -252,17 +269,22 @@ def convert_to_features(
     if len(chunks) > 1:
       counts['num_split_sentences'] += 1
     for start, end in chunks:
-      rows.append(_encode_row(words[start:end], special_ids, label_ids,
-                              max_seq_length))
+      rows.append(
+          _encode_row(words[start:end], special_ids, label_ids, max_seq_length)
+      )
   features = _stack_rows(rows, max_seq_length)
-  report = FeatureReport(num_sentences=len(sentences),
-                         num_features=len(rows), **counts)
+  report = FeatureReport(
+      num_sentences=len(sentences), num_features=len(rows), **counts
+  )
   _log_feature_report(report)
   return features, report
 
 
-def tagging_accuracy(predicted_label_ids: np.ndarray, label_ids: np.ndarray,
-                     label_weights: np.ndarray) -> float:
+def tagging_accuracy(
+    predicted_label_ids: np.ndarray,
+    label_ids: np.ndarray,
+    label_weights: np.ndarray,
+) -> float:
   """Fraction of words whose first piece is predicted correctly.
 
   Args:
@@ -283,7 +305,8 @@ def tagging_accuracy(predicted_label_ids: np.ndarray, label_ids: np.ndarray,
   if not predicted.shape == gold.shape == weights.shape:
     raise cli.UserError(
         f'predicted_label_ids {predicted.shape}, label_ids {gold.shape} and '
-        f'label_weights {weights.shape} must have the same shape.')
+        f'label_weights {weights.shape} must have the same shape.'
+    )
   total = weights.sum()
   if total <= 0:
     raise cli.UserError('label_weights sum to 0: there is no word to score.')
@@ -310,9 +333,11 @@ class _TaggedFileParser:
         self._end_sentence()
       elif len(fields) < min_fields:
         self.report.add_malformed(
-            line_number, f'expected the word and a tag in field '
-                         f'{tag_column} ({min_fields} or more whitespace-'
-                         f'separated fields), got {line.strip()!r}')
+            line_number,
+            f'expected the word and a tag in field '
+            f'{tag_column} ({min_fields} or more whitespace-'
+            f'separated fields), got {line.strip()!r}',
+        )
       else:
         self._add_word(line_number, fields[0], fields[tag_column])
     self._end_sentence()
@@ -321,8 +346,11 @@ class _TaggedFileParser:
     """`word/TAG` tokens; blank and '=====' lines end sentences."""
     for line_number, line in enumerate(lines, start=1):
       tokens = line.split()
-      if (not tokens or _is_treebank_separator(line) or
-          self._is_docstart(tokens)):
+      if (
+          not tokens
+          or _is_treebank_separator(line)
+          or self._is_docstart(tokens)
+      ):
         self._end_sentence()
         continue
       for token in tokens:
@@ -331,7 +359,8 @@ class _TaggedFileParser:
         word_and_tag = _split_treebank_token(token)
         if word_and_tag is None:
           self.report.add_malformed(
-              line_number, f'expected word/TAG, got token {token!r}')
+              line_number, f'expected word/TAG, got token {token!r}'
+          )
         else:
           self._add_word(line_number, *word_and_tag)
     self._end_sentence()
@@ -354,9 +383,14 @@ class _TaggedFileParser:
 
   def _end_sentence(self):
     if self._words:
-      self.sentences.append(TaggedSentence(
-          words=tuple(self._words), tags=tuple(self._tags),
-          line_number=self._first_line, path=self._path))
+      self.sentences.append(
+          TaggedSentence(
+              words=tuple(self._words),
+              tags=tuple(self._tags),
+              line_number=self._first_line,
+              path=self._path,
+          )
+      )
     self._words, self._tags = [], []
 
 
@@ -396,18 +430,26 @@ def _label_ids(label_list: Sequence[str]) -> Dict[str, int]:
   label_ids = {}
   for index, label in enumerate(label_list):
     if label in label_ids:
-      raise cli.UserError(f'label_list has {label!r} twice (at '
-                       f'{label_ids[label]} and {index}).')
+      raise cli.UserError(
+          f'label_list has {label!r} twice (at '
+          f'{label_ids[label]} and {index}).'
+      )
     label_ids[label] = index
   for label in (PAD_LABEL, CONTINUATION_LABEL):
     if label not in label_ids:
-      raise cli.UserError(f'label_list lacks the extra label {label!r}; build it '
-                       'with build_label_list.')
+      raise cli.UserError(
+          f'label_list lacks the extra label {label!r}; build it '
+          'with build_label_list.'
+      )
   return label_ids
 
 
-def _tag_id(label_ids: Mapping[str, int], sentence: TaggedSentence,
-            word_index: int, tag: str) -> int:
+def _tag_id(
+    label_ids: Mapping[str, int],
+    sentence: TaggedSentence,
+    word_index: int,
+    tag: str,
+) -> int:
   """The label id of a word's tag; unknown and reserved tags are errors."""
   if tag in label_ids and tag not in (PAD_LABEL, CONTINUATION_LABEL):
     return label_ids[tag]
@@ -415,12 +457,17 @@ def _tag_id(label_ids: Mapping[str, int], sentence: TaggedSentence,
       f'{sentence.location} (sentence starting there), word '
       f'{word_index + 1} {sentence.words[word_index]!r}: tag {tag!r} is not '
       f'a POS tag of label_list ({len(label_ids) - 2} tags from the training '
-      'data); rebuild the label list from all splits or fix the file.')
+      'data); rebuild the label list from all splits or fix the file.'
+  )
 
 
-def _encode_words(sentence: TaggedSentence, tokenizer,
-                  label_ids: Mapping[str, int], capacity: int,
-                  counts: Dict[str, int]) -> List[Tuple[List[int], int]]:
+def _encode_words(
+    sentence: TaggedSentence,
+    tokenizer,
+    label_ids: Mapping[str, int],
+    capacity: int,
+    counts: Dict[str, int],
+) -> List[Tuple[List[int], int]]:
   """`(piece ids, tag label id)` of each word of a sentence.
 
   Args:
@@ -442,13 +489,18 @@ def _encode_words(sentence: TaggedSentence, tokenizer,
     if len(pieces) > capacity:
       pieces = pieces[:capacity]
       counts['num_truncated_words'] += 1
-    words.append((tokenizer.convert_tokens_to_ids(pieces),
-                  _tag_id(label_ids, sentence, index, tag)))
+    words.append(
+        (
+            tokenizer.convert_tokens_to_ids(pieces),
+            _tag_id(label_ids, sentence, index, tag),
+        )
+    )
   return words
 
 
-def _chunk_words(piece_counts: Sequence[int],
-                 capacity: int) -> List[Tuple[int, int]]:
+def _chunk_words(
+    piece_counts: Sequence[int], capacity: int
+) -> List[Tuple[int, int]]:
   """Greedy `[start, end)` word ranges whose pieces fit in `capacity`.
 
   Args:
@@ -470,9 +522,12 @@ def _chunk_words(piece_counts: Sequence[int],
   return chunks
 
 
-def _encode_row(words: Sequence[Tuple[List[int], int]],
-                special_ids: Mapping[str, int], label_ids: Mapping[str, int],
-                max_seq_length: int) -> Dict[str, list]:
+def _encode_row(
+    words: Sequence[Tuple[List[int], int]],
+    special_ids: Mapping[str, int],
+    label_ids: Mapping[str, int],
+    max_seq_length: int,
+) -> Dict[str, list]:
   """One feature: `[CLS] pieces [SEP] [PAD]...` with its labels and weights.
 
   Args:
@@ -499,42 +554,58 @@ def _encode_row(words: Sequence[Tuple[List[int], int]],
   weights.append(0.0)
   length = len(token_ids)
   padding = max_seq_length - length
-  return dict(input_word_ids=(token_ids +
-                              [special_ids[vocab_lib.PAD_TOKEN]] * padding),
-              label_ids=labels + [pad_label] * padding,
-              label_weights=weights + [0.0] * padding,
-              length=length)
+  return dict(
+      input_word_ids=(token_ids + [special_ids[vocab_lib.PAD_TOKEN]] * padding),
+      label_ids=labels + [pad_label] * padding,
+      label_weights=weights + [0.0] * padding,
+      length=length,
+  )
 
 
-def _stack_rows(rows: Sequence[Dict[str, list]],
-                max_seq_length: int) -> Dict[str, np.ndarray]:
+def _stack_rows(
+    rows: Sequence[Dict[str, list]], max_seq_length: int
+) -> Dict[str, np.ndarray]:
   """`[num_features, max_seq_length]` arrays from `_encode_row` outputs."""
   lengths = np.array([row['length'] for row in rows], dtype=np.int32)
-  input_mask = (np.arange(max_seq_length)[None, :] <
-                lengths.reshape(-1, 1)).astype(np.int32)
+  input_mask = (
+      np.arange(max_seq_length)[None, :] < lengths.reshape(-1, 1)
+  ).astype(np.int32)
 
   def stack(key, dtype):
-    return np.array([row[key] for row in rows],
-                    dtype=dtype).reshape(-1, max_seq_length)
+    return np.array([row[key] for row in rows], dtype=dtype).reshape(
+        -1, max_seq_length
+    )
 
   return dict(
       input_word_ids=stack('input_word_ids', np.int32),
       input_mask=input_mask,
       input_type_ids=np.zeros_like(input_mask),
       label_ids=stack('label_ids', np.int32),
-      label_weights=stack('label_weights', np.float32))
+      label_weights=stack('label_weights', np.float32),
+  )
 
 
 def _log_feature_report(report: FeatureReport):
-  logging.info('Converted %d sentences (%d words) into %d features.',
-               report.num_sentences, report.num_words, report.num_features)
+  logging.info(
+      'Converted %d sentences (%d words) into %d features.',
+      report.num_sentences,
+      report.num_words,
+      report.num_features,
+  )
   if report.num_split_sentences:
-    logging.info('%d sentences were longer than one feature and continue in '
-                 'the next.', report.num_split_sentences)
+    logging.info(
+        '%d sentences were longer than one feature and continue in '
+        'the next.',
+        report.num_split_sentences,
+    )
   if report.num_empty_words:
-    logging.warning('%d words tokenized to no piece and were fed as [UNK].',
-                    report.num_empty_words)
+    logging.warning(
+        '%d words tokenized to no piece and were fed as [UNK].',
+        report.num_empty_words,
+    )
   if report.num_truncated_words:
-    logging.warning('%d words had more pieces than fit in a feature; their '
-                    'extra continuation pieces were dropped.',
-                    report.num_truncated_words)
+    logging.warning(
+        '%d words had more pieces than fit in a feature; their '
+        'extra continuation pieces were dropped.',
+        report.num_truncated_words,
+    )

@@ -54,6 +54,7 @@ class PretrainDataConfig(cfg.DataConfig):
       so that it reads on where the interrupted run stopped (exactly so
       when the data order is seeded: `seed` and `masking_seed` set).
   """
+
   input_path: str = ''
   split: str = 'train'
   max_seq_length: int = 128
@@ -90,34 +91,41 @@ def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
         f'{where}: records were written with max_seq_length='
         f'{metadata["max_seq_length"]}, but the config expects max_seq_length='
         f'{params.max_seq_length} (pretrain_data.max_seq_length). Regenerate the '
-        'records or change the config.')
+        'records or change the config.'
+    )
   if metadata['masking'] != params.masking:
     raise RecordMismatchError(
         f'{where}: records use {metadata["masking"]} masking, but the config '
-        f'asks for {params.masking} masking (pretrain_data.masking).')
+        f'asks for {params.masking} masking (pretrain_data.masking).'
+    )
   if params.masking == 'static':
     written = metadata['static_masking']['max_predictions_per_seq']
     if params.max_predictions_per_seq not in (None, written):
       raise RecordMismatchError(
           f'{where}: records hold {written} masked positions per sequence, '
           'but the config asks for max_predictions_per_seq='
-          f'{params.max_predictions_per_seq}.')
+          f'{params.max_predictions_per_seq}.'
+      )
   if params.use_next_sentence_label and not metadata['next_sentence_labels']:
     raise RecordMismatchError(
         f'{where}: records have no next_sentence_labels, but the config '
-        'enables next-sentence prediction.')
+        'enables next-sentence prediction.'
+    )
   if params.split not in metadata['splits']:
     raise RecordMismatchError(
         f'{where}: no split {params.split!r}; available: '
-        f'{sorted(metadata["splits"])}.')
+        f'{sorted(metadata["splits"])}.'
+    )
   if not metadata['splits'][params.split]['files']:
     raise RecordMismatchError(
-        f'{where}: split {params.split!r} has no record files.')
+        f'{where}: split {params.split!r} has no record files.'
+    )
   return metadata
 
 
-def masking_config(params: PretrainDataConfig,
-                   metadata: Mapping[str, Any]) -> masking.MaskingConfig:
+def masking_config(
+    params: PretrainDataConfig, metadata: Mapping[str, Any]
+) -> masking.MaskingConfig:
   """The masking actually applied to these records under this config."""
   if params.masking == 'static':
     written = metadata['static_masking']
@@ -125,14 +133,17 @@ def masking_config(params: PretrainDataConfig,
         mask_rate=written['mask_rate'],
         max_predictions_per_seq=written['max_predictions_per_seq'],
         mask_token_fraction=written['mask_token_fraction'],
-        random_token_fraction=written['random_token_fraction'])
+        random_token_fraction=written['random_token_fraction'],
+    )
   max_predictions = params.max_predictions_per_seq or (
-      masking.default_max_predictions(params.max_seq_length, params.mask_rate))
+      masking.default_max_predictions(params.max_seq_length, params.mask_rate)
+  )
   return masking.MaskingConfig(
       mask_rate=params.mask_rate,
       max_predictions_per_seq=max_predictions,
       mask_token_fraction=params.mask_token_fraction,
-      random_token_fraction=params.random_token_fraction)
+      random_token_fraction=params.random_token_fraction,
+  )
 
 
 class PretrainDataLoader(data_loader.DataLoader):
@@ -142,8 +153,7 @@ class PretrainDataLoader(data_loader.DataLoader):
     self._params = params
     self._metadata = check_records(params)
     self._masking = masking_config(params, self._metadata)
-    self._special_ids = sorted(
-        self._metadata['special_token_ids'].values())
+    self._special_ids = sorted(self._metadata['special_token_ids'].values())
     self._name_to_features = records.feature_spec(self._metadata)
 
   @property
@@ -156,42 +166,50 @@ class PretrainDataLoader(data_loader.DataLoader):
 
   def files(self) -> List[str]:
     split = self._metadata['splits'][self._params.split]
-    return [os.path.join(self._params.input_path, name)
-            for name in split['files']]
+    return [
+        os.path.join(self._params.input_path, name) for name in split['files']
+    ]
 
   def _decode(self, record: tf.Tensor) -> Dict[str, tf.Tensor]:
     example = tf.io.parse_single_example(record, self._name_to_features)
-    return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
-            for name, value in example.items()}
+    return {
+        name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+        for name, value in example.items()
+    }
 
-  def _to_model_inputs(self, example: Dict[str, tf.Tensor]
-                       ) -> Dict[str, tf.Tensor]:
+  def _to_model_inputs(
+      self, example: Dict[str, tf.Tensor]
+  ) -> Dict[str, tf.Tensor]:
     inputs = dict(
         input_word_ids=example['input_ids'],
         input_mask=example['input_mask'],
-        input_type_ids=example['segment_ids'])
+        input_type_ids=example['segment_ids'],
+    )
     if self._params.masking == 'static':
-      for name in ('masked_lm_positions', 'masked_lm_ids',
-                   'masked_lm_weights'):
+      for name in ('masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights'):
         inputs[name] = example[name]
     if self._params.use_next_sentence_label:
       inputs['next_sentence_labels'] = example['next_sentence_labels']
     return inputs
 
-  def _mask_dynamically(self, seed: tf.Tensor, batch: Dict[str, tf.Tensor]
-                        ) -> Dict[str, tf.Tensor]:
+  def _mask_dynamically(
+      self, seed: tf.Tensor, batch: Dict[str, tf.Tensor]
+  ) -> Dict[str, tf.Tensor]:
     special = self._metadata['special_token_ids']
     masked = masking.mask_batch(
-        batch['input_word_ids'], batch['input_mask'],
+        batch['input_word_ids'],
+        batch['input_mask'],
         config=self._masking,
         mask_token_id=special['mask'],
         special_token_ids=self._special_ids,
         vocab_size=self._metadata['vocab_size'],
-        seed=seed)
+        seed=seed,
+    )
     return dict(batch, **masked)
 
-  def load(self, input_context: Optional[tf.distribute.InputContext] = None
-           ) -> tf.data.Dataset:
+  def load(
+      self, input_context: Optional[tf.distribute.InputContext] = None
+  ) -> tf.data.Dataset:
     """Returns the batched dataset for this replica.
 
     Args:
@@ -199,17 +217,23 @@ class PretrainDataLoader(data_loader.DataLoader):
         divided across replicas and files are sharded across input pipelines.
     """
     params = self._params
-    batch_size = (input_context.get_per_replica_batch_size(
-        params.global_batch_size) if input_context else
-                  params.global_batch_size)
+    batch_size = (
+        input_context.get_per_replica_batch_size(params.global_batch_size)
+        if input_context
+        else params.global_batch_size
+    )
     # Batches this pipeline serves per training step (one per replica it
     # feeds), and so the batches the steps before `start_step` consumed.
     batches_per_step = 1
     if input_context:
-      batches_per_step = max(1, input_context.num_replicas_in_sync //
-                             input_context.num_input_pipelines)
-    consumed_batches = params.start_step * batches_per_step if (
-        params.is_training) else 0
+      batches_per_step = max(
+          1,
+          input_context.num_replicas_in_sync
+          // input_context.num_input_pipelines,
+      )
+    consumed_batches = (
+        params.start_step * batches_per_step if (params.is_training) else 0
+    )
     # A seeded order is also a deterministic one, so that skipping the
     # consumed records reproduces the interrupted run's stream.
     deterministic = params.deterministic
@@ -229,9 +253,13 @@ class PretrainDataLoader(data_loader.DataLoader):
     if shard_files:
       dataset = dataset.shard(num_pipelines, pipeline_id)
     elif shard_records:
-      logging.warning('%d record files for %d input pipelines: each pipeline '
-                      'reads every file and keeps every %d-th record of it.',
-                      len(files), num_pipelines, num_pipelines)
+      logging.warning(
+          '%d record files for %d input pipelines: each pipeline '
+          'reads every file and keeps every %d-th record of it.',
+          len(files),
+          num_pipelines,
+          num_pipelines,
+      )
 
     def read(path):
       file_records = tf.data.TFRecordDataset(path)
@@ -243,18 +271,25 @@ class PretrainDataLoader(data_loader.DataLoader):
       dataset = dataset.shuffle(len(files), seed=params.seed)
       dataset = dataset.repeat()
     dataset = dataset.interleave(
-        read, cycle_length=min(len(files), 8),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+        read,
+        cycle_length=min(len(files), 8),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic,
+    )
     if params.is_training and params.shuffle_buffer_size:
       dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
     if consumed_batches:
       # Serialized records, before any decoding: the cheapest place to skip.
-      logging.info('Resuming at step %d: skipping the %d records it consumed.',
-                   params.start_step, consumed_batches * batch_size)
+      logging.info(
+          'Resuming at step %d: skipping the %d records it consumed.',
+          params.start_step,
+          consumed_batches * batch_size,
+      )
       dataset = dataset.skip(consumed_batches * batch_size)
     dataset = dataset.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.map(self._to_model_inputs,
-                          num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.map(
+        self._to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE
+    )
     dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
     if params.masking == 'dynamic':
       # Training draws new masks every epoch; evaluation masks identically on
@@ -263,17 +298,19 @@ class PretrainDataLoader(data_loader.DataLoader):
       if seed is None and not params.is_training:
         seed = 0
       seeds = tf.data.Dataset.random(
-          seed=seed, rerandomize_each_iteration=params.is_training).batch(2)
+          seed=seed, rerandomize_each_iteration=params.is_training
+      ).batch(2)
       seeds = seeds.skip(consumed_batches)
       dataset = tf.data.Dataset.zip(seeds, dataset)
-      dataset = dataset.map(self._mask_dynamically,
-                            num_parallel_calls=tf.data.AUTOTUNE)
+      dataset = dataset.map(
+          self._mask_dynamically, num_parallel_calls=tf.data.AUTOTUNE
+      )
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 data_loader_factory.register_data_loader_cls(PretrainDataConfig)(
-    PretrainDataLoader)
-
+    PretrainDataLoader
+)
 
 
 # The defaults of `pretraining_data_configs` are the data config's own.
@@ -319,23 +356,38 @@ def pretraining_data_configs(
     `(train_config, eval_config)`.
   """
   common = dict(
-      input_path=input_path, max_seq_length=max_seq_length, masking=masking,
-      mask_rate=mask_rate, max_predictions_per_seq=max_predictions_per_seq,
+      input_path=input_path,
+      max_seq_length=max_seq_length,
+      masking=masking,
+      mask_rate=mask_rate,
+      max_predictions_per_seq=max_predictions_per_seq,
       mask_token_fraction=mask_token_fraction,
-      random_token_fraction=random_token_fraction)
+      random_token_fraction=random_token_fraction,
+  )
   train = PretrainDataConfig(
-      split='train', is_training=True, global_batch_size=train_batch_size,
-      shuffle_buffer_size=shuffle_buffer_size, seed=seed, masking_seed=seed,
-      drop_remainder=True, **common)
+      split='train',
+      is_training=True,
+      global_batch_size=train_batch_size,
+      shuffle_buffer_size=shuffle_buffer_size,
+      seed=seed,
+      masking_seed=seed,
+      drop_remainder=True,
+      **common,
+  )
   evaluation = PretrainDataConfig(
-      split='eval', is_training=False,
+      split='eval',
+      is_training=False,
       global_batch_size=eval_batch_size or train_batch_size,
-      drop_remainder=False, **common)
+      drop_remainder=False,
+      **common,
+  )
   return train, evaluation
 
 
 def records_vocabulary(input_path: str) -> Tuple[int, str]:
   """The vocabulary size of a record directory and its vocab file's path."""
   metadata = records.load_metadata(input_path)
-  return (metadata['vocab_size'],
-          os.path.join(input_path, metadata['vocab_file']))
+  return (
+      metadata['vocab_size'],
+      os.path.join(input_path, metadata['vocab_file']),
+  )

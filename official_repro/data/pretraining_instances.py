@@ -43,17 +43,21 @@ class InstanceOptions:
       uniformly from `[2, max_seq_length - 3]` instead of the maximum.
     next_sentence_prediction: whether to make random-next (label 1) pairs.
   """
+
   max_seq_length: int = 128
   short_seq_prob: float = 0.1
   next_sentence_prediction: bool = False
 
   def __post_init__(self):
     if self.max_seq_length < 5:
-      raise cli.UserError('max_seq_length must be >= 5 ([CLS] A [SEP] B [SEP]), '
-                       f'got {self.max_seq_length}.')
+      raise cli.UserError(
+          'max_seq_length must be >= 5 ([CLS] A [SEP] B [SEP]), '
+          f'got {self.max_seq_length}.'
+      )
     if not 0.0 <= self.short_seq_prob <= 1.0:
-      raise cli.UserError('short_seq_prob must be in [0, 1], got '
-                       f'{self.short_seq_prob}.')
+      raise cli.UserError(
+          'short_seq_prob must be in [0, 1], got ' f'{self.short_seq_prob}.'
+      )
 
   @property
   def max_num_tokens(self) -> int:
@@ -71,6 +75,7 @@ class Instance:
     next_sentence_label: 1 if B comes from another document, 0 if B follows
       A; None without next-sentence prediction.
   """
+
   input_ids: List[int]
   segment_ids: List[int]
   next_sentence_label: Optional[int] = None
@@ -92,6 +97,7 @@ class InstanceStats:
     random_next_instances: instances with a random-document B (label 1).
     chunks_skipped: chunks with fewer than two tokens (no pair possible).
   """
+
   documents: int = 0
   instances: int = 0
   tokens: int = 0
@@ -107,8 +113,13 @@ class InstanceStats:
 class InstanceMaker:
   """Makes instances from documents; see the module docstring."""
 
-  def __init__(self, options: InstanceOptions, cls_id: int, sep_id: int,
-               rng: random.Random):
+  def __init__(
+      self,
+      options: InstanceOptions,
+      cls_id: int,
+      sep_id: int,
+      rng: random.Random,
+  ):
     """Initializes the maker.
 
     Args:
@@ -148,11 +159,13 @@ class InstanceMaker:
       if len(sentence) > limit:
         self.stats.long_sentences_split += 1
       sentences.extend(
-          list(sentence[i:i + limit]) for i in range(0, len(sentence), limit))
+          list(sentence[i : i + limit]) for i in range(0, len(sentence), limit)
+      )
     return sentences
 
-  def from_document(self, documents: List[List[List[int]]],
-                    index: int) -> List[Instance]:
+  def from_document(
+      self, documents: List[List[List[int]]], index: int
+  ) -> List[Instance]:
     """Makes the instances of `documents[index]`.
 
     Args:
@@ -173,8 +186,9 @@ class InstanceMaker:
       chunk.append(document[i])
       chunk_length += len(document[i])
       if i == len(document) - 1 or chunk_length >= target_length:
-        instance, unused = self._chunk_to_instance(chunk, target_length,
-                                                   documents, index)
+        instance, unused = self._chunk_to_instance(
+            chunk, target_length, documents, index
+        )
         if instance is not None:
           instances.append(instance)
         i -= unused
@@ -192,9 +206,12 @@ class InstanceMaker:
     return max_num_tokens
 
   def _chunk_to_instance(
-      self, chunk: List[List[int]], target_length: int,
+      self,
+      chunk: List[List[int]],
+      target_length: int,
       documents: List[List[List[int]]],
-      index: int) -> Tuple[Optional[Instance], int]:
+      index: int,
+  ) -> Tuple[Optional[Instance], int]:
     """Turns one chunk into an instance.
 
     Returns:
@@ -215,7 +232,8 @@ class InstanceMaker:
       if wants_random and len(documents) > 1:
         label = 1
         segment_b = self._random_segment(
-            documents, index, max(1, target_length - len(segment_a)))
+            documents, index, max(1, target_length - len(segment_a))
+        )
         unused = len(chunk) - split
     if label != 1:
       segment_b = _concat(chunk[split:])
@@ -226,8 +244,9 @@ class InstanceMaker:
     segment_a, segment_b = self._truncate_pair(segment_a, segment_b)
     return self._make_instance(segment_a, segment_b, label), unused
 
-  def _random_segment(self, documents: List[List[List[int]]], index: int,
-                      length: int) -> List[int]:
+  def _random_segment(
+      self, documents: List[List[List[int]]], index: int, length: int
+  ) -> List[int]:
     """Sentences from a random other document, from a random start, until at
     least `length` tokens (or that document's end)."""
     other = self._rng.randrange(len(documents) - 1)
@@ -235,15 +254,16 @@ class InstanceMaker:
       other += 1
     document = documents[other]
     segment = []
-    for sentence in document[self._rng.randrange(len(document)):]:
+    for sentence in document[self._rng.randrange(len(document)) :]:
       segment.extend(sentence)
       if len(segment) >= length:
         break
     self.stats.random_next_instances += 1
     return segment
 
-  def _truncate_pair(self, segment_a: List[int],
-                     segment_b: List[int]) -> Tuple[List[int], List[int]]:
+  def _truncate_pair(
+      self, segment_a: List[int], segment_b: List[int]
+  ) -> Tuple[List[int], List[int]]:
     """Drops tokens from the front or back of the longer segment until the
     pair fits in `max_num_tokens`."""
     excess = len(segment_a) + len(segment_b) - self._options.max_num_tokens
@@ -259,12 +279,14 @@ class InstanceMaker:
         front[longer] += 1
       else:
         back[longer] -= 1
-    return (segment_a[front[0]:back[0]], segment_b[front[1]:back[1]])
+    return (segment_a[front[0] : back[0]], segment_b[front[1] : back[1]])
 
-  def _make_instance(self, segment_a: List[int], segment_b: List[int],
-                     label: Optional[int]) -> Instance:
-    input_ids = ([self._cls_id] + segment_a + [self._sep_id] + segment_b +
-                 [self._sep_id])
+  def _make_instance(
+      self, segment_a: List[int], segment_b: List[int], label: Optional[int]
+  ) -> Instance:
+    input_ids = (
+        [self._cls_id] + segment_a + [self._sep_id] + segment_b + [self._sep_id]
+    )
     segment_ids = [0] * (len(segment_a) + 2) + [1] * (len(segment_b) + 1)
     self.stats.instances += 1
     self.stats.tokens += len(input_ids)
@@ -282,7 +304,8 @@ def create_instances(
     cls_id: int,
     sep_id: int,
     rng: random.Random,
-    shuffle: bool = True) -> Tuple[List[Instance], InstanceStats]:
+    shuffle: bool = True,
+) -> Tuple[List[Instance], InstanceStats]:
   """Makes `[CLS] A [SEP] B [SEP]` instances from tokenized documents.
 
   Args:

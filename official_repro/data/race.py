@@ -77,6 +77,7 @@ class RaceExample:
     options: the four untokenized options, in the order A, B, C, D.
     label: index of the correct option, 0 (A) to 3 (D).
   """
+
   example_id: str
   level: str
   article: str
@@ -86,14 +87,20 @@ class RaceExample:
 
   def __post_init__(self):
     if self.level not in LEVELS:
-      raise cli.UserError(f'{self.example_id}: level must be one of {LEVELS}, '
-                       f'got {self.level!r}.')
+      raise cli.UserError(
+          f'{self.example_id}: level must be one of {LEVELS}, '
+          f'got {self.level!r}.'
+      )
     if len(self.options) != NUM_CHOICES:
-      raise cli.UserError(f'{self.example_id}: expected {NUM_CHOICES} options, '
-                       f'got {len(self.options)}.')
+      raise cli.UserError(
+          f'{self.example_id}: expected {NUM_CHOICES} options, '
+          f'got {len(self.options)}.'
+      )
     if not 0 <= self.label < NUM_CHOICES:
-      raise cli.UserError(f'{self.example_id}: label must be in '
-                       f'[0, {NUM_CHOICES}), got {self.label}.')
+      raise cli.UserError(
+          f'{self.example_id}: label must be in '
+          f'[0, {NUM_CHOICES}), got {self.label}.'
+      )
 
   @property
   def is_cloze(self) -> bool:
@@ -134,16 +141,21 @@ def read_examples(
   """
   unknown = [level for level in levels if level not in LEVELS]
   if unknown or not levels:
-    raise cli.UserError(f'levels must be a non-empty subset of {LEVELS}, got '
-                     f'{tuple(levels)}.')
+    raise cli.UserError(
+        f'levels must be a non-empty subset of {LEVELS}, got '
+        f'{tuple(levels)}.'
+    )
   report = read_report.ReadReport(path=race_dir, record_name='files')
   examples = []
   if split is None:
     directory_level = os.path.basename(os.path.normpath(race_dir))
     for path in _list_json_files(race_dir):
       record = _load_json(path)
-      level = (directory_level if directory_level in LEVELS
-               else _level_from_id(record, path))
+      level = (
+          directory_level
+          if directory_level in LEVELS
+          else _level_from_id(record, path)
+      )
       if level not in levels:
         report.counts['skipped_files_of_other_levels'] += 1
         continue
@@ -153,7 +165,8 @@ def read_examples(
       directory = os.path.join(race_dir, split, level)
       for path in _list_json_files(directory):
         examples.extend(
-            _examples_from_record(_load_json(path), path, level, report))
+            _examples_from_record(_load_json(path), path, level, report)
+        )
   report.num_examples = len(examples)
   report.log(f'RACE {split or "."}')
   return examples, report
@@ -162,18 +175,23 @@ def read_examples(
 def _list_json_files(directory: str) -> List[str]:
   """Sorted *.txt and *.json files of `directory`; raises if there are none."""
   if not tf.io.gfile.isdir(directory):
-    raise FileNotFoundError(f'RACE directory {directory} does not exist; '
-                            'expected <race_dir>/<split>/<level> with split in '
-                            f'{SPLITS} and level in {LEVELS}.')
+    raise FileNotFoundError(
+        f'RACE directory {directory} does not exist; '
+        'expected <race_dir>/<split>/<level> with split in '
+        f'{SPLITS} and level in {LEVELS}.'
+    )
   # Unlike glob.glob, tf.io.gfile.glob also matches hidden files: skip them.
   paths = sorted(
-      path for pattern in FILE_PATTERNS
+      path
+      for pattern in FILE_PATTERNS
       for path in tf.io.gfile.glob(os.path.join(directory, pattern))
-      if not os.path.basename(path).startswith('.'))
+      if not os.path.basename(path).startswith('.')
+  )
   if not paths:
     raise FileNotFoundError(
         f'RACE directory {directory} holds no {" or ".join(FILE_PATTERNS)} '
-        'file.')
+        'file.'
+    )
   return paths
 
 
@@ -187,10 +205,12 @@ def _load_json(path: str) -> Mapping[str, Any]:
   except json.JSONDecodeError as e:
     raise RaceFormatError(
         f'{path}, line {e.lineno}, column {e.colno}: not valid JSON '
-        f'({e.msg}); expected one JSON object per file.') from e
+        f'({e.msg}); expected one JSON object per file.'
+    ) from e
   if not isinstance(record, dict):
-    raise RaceFormatError(f'{path}: expected a JSON object, got '
-                          f'{type(record).__name__}.')
+    raise RaceFormatError(
+        f'{path}: expected a JSON object, got ' f'{type(record).__name__}.'
+    )
   return record
 
 
@@ -202,34 +222,46 @@ def _level_from_id(record: Mapping[str, Any], path: str) -> str:
       return level
   raise RaceFormatError(
       f'{path}: cannot tell the level: the directory is not named '
-      f'{" or ".join(LEVELS)} and "id" ({file_id!r}) does not start with one.')
+      f'{" or ".join(LEVELS)} and "id" ({file_id!r}) does not start with one.'
+  )
 
 
-def _examples_from_record(record: Mapping[str, Any], path: str, level: str,
-                          report: read_report.ReadReport
-                          ) -> List[RaceExample]:
+def _examples_from_record(
+    record: Mapping[str, Any],
+    path: str,
+    level: str,
+    report: read_report.ReadReport,
+) -> List[RaceExample]:
   """Validates one file's JSON object and makes one example per question."""
   missing = [key for key in REQUIRED_KEYS if key not in record]
   if missing:
-    raise RaceFormatError(f'{path}: missing keys {missing}; expected '
-                          f'{list(REQUIRED_KEYS)} (and "id").')
+    raise RaceFormatError(
+        f'{path}: missing keys {missing}; expected '
+        f'{list(REQUIRED_KEYS)} (and "id").'
+    )
   article = record['article']
   questions = record['questions']
   options = record['options']
   answers = record['answers']
   if not isinstance(article, str):
-    raise RaceFormatError(f'{path}: "article" must be a string, got '
-                          f'{type(article).__name__}.')
-  for key, value in (('questions', questions), ('options', options),
-                     ('answers', answers)):
+    raise RaceFormatError(
+        f'{path}: "article" must be a string, got ' f'{type(article).__name__}.'
+    )
+  for key, value in (
+      ('questions', questions),
+      ('options', options),
+      ('answers', answers),
+  ):
     if not isinstance(value, list):
-      raise RaceFormatError(f'{path}: "{key}" must be a list, got '
-                            f'{type(value).__name__}.')
+      raise RaceFormatError(
+          f'{path}: "{key}" must be a list, got ' f'{type(value).__name__}.'
+      )
   if not len(answers) == len(questions) == len(options):
     raise RaceFormatError(
         f'{path}: {len(questions)} questions, {len(options)} option lists and '
         f'{len(answers)} answers; expected one option list and one answer per '
-        'question.')
+        'question.'
+    )
   file_id = record.get('id', os.path.basename(path))
   report.num_records += 1
   report.counts[f'files/{level}'] += 1
@@ -238,22 +270,36 @@ def _examples_from_record(record: Mapping[str, Any], path: str, level: str,
     report.add_malformed(None, 'holds an article but no question', path=path)
   examples = []
   for index, (question, choices, answer) in enumerate(
-      zip(questions, options, answers)):
+      zip(questions, options, answers)
+  ):
     where = f'{path}, question index {index}'
     if not isinstance(question, str):
-      raise RaceFormatError(f'{where}: question must be a string, got '
-                            f'{type(question).__name__}.')
-    if (not isinstance(choices, list) or len(choices) != NUM_CHOICES or
-        not all(isinstance(choice, str) for choice in choices)):
-      raise RaceFormatError(f'{where}: expected a list of {NUM_CHOICES} option '
-                            f'strings, got {choices!r}.')
+      raise RaceFormatError(
+          f'{where}: question must be a string, got '
+          f'{type(question).__name__}.'
+      )
+    if (
+        not isinstance(choices, list)
+        or len(choices) != NUM_CHOICES
+        or not all(isinstance(choice, str) for choice in choices)
+    ):
+      raise RaceFormatError(
+          f'{where}: expected a list of {NUM_CHOICES} option '
+          f'strings, got {choices!r}.'
+      )
     if not isinstance(answer, str) or answer not in tuple(ANSWER_LETTERS):
-      raise RaceFormatError(f'{where}: answer must be one letter of '
-                            f'{ANSWER_LETTERS}, got {answer!r}.')
+      raise RaceFormatError(
+          f'{where}: answer must be one letter of '
+          f'{ANSWER_LETTERS}, got {answer!r}.'
+      )
     example = RaceExample(
-        example_id=f'{file_id}-{index}', level=level, article=article,
-        question=question, options=tuple(choices),
-        label=ANSWER_LETTERS.index(answer))
+        example_id=f'{file_id}-{index}',
+        level=level,
+        article=article,
+        question=question,
+        options=tuple(choices),
+        label=ANSWER_LETTERS.index(answer),
+    )
     report.counts[f'cloze_questions/{level}'] += int(example.is_cloze)
     examples.append(example)
   return examples
@@ -274,6 +320,7 @@ class ConversionReport:
     num_filled_blanks: sequences of a cloze question whose blank was replaced
       by the option (`fill_blank=True`).
   """
+
   num_examples: int = 0
   num_sequences: int = 0
   num_truncated_articles: int = 0
@@ -325,14 +372,18 @@ def convert_to_features(
       special token missing from `tokenizer.vocab`.
   """
   if max_seq_length < 7:
-    raise cli.UserError('max_seq_length must be >= 7 ([CLS] article [SEP] '
-                     f'question [SEP] option [SEP]), got {max_seq_length}.')
+    raise cli.UserError(
+        'max_seq_length must be >= 7 ([CLS] article [SEP] '
+        f'question [SEP] option [SEP]), got {max_seq_length}.'
+    )
   if max_query_length is not None and max_query_length < 1:
     raise cli.UserError(
-        f'max_query_length must be >= 1 or None, got {max_query_length}.')
+        f'max_query_length must be >= 1 or None, got {max_query_length}.'
+    )
   special_ids = vocab_lib.special_token_ids(
-      tokenizer.vocab, (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
-                        vocab_lib.PAD_TOKEN))
+      tokenizer.vocab,
+      (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),
+  )
   num_examples = len(examples)
   shape = (num_examples, NUM_CHOICES, max_seq_length)
   features = dict(
@@ -342,29 +393,40 @@ def convert_to_features(
       label_ids=np.array([e.label for e in examples], np.int32),
       level_ids=np.array([LEVELS.index(e.level) for e in examples], np.int32),
   )
-  report = ConversionReport(num_examples=num_examples,
-                            num_sequences=num_examples * NUM_CHOICES)
+  report = ConversionReport(
+      num_examples=num_examples, num_sequences=num_examples * NUM_CHOICES
+  )
   article_text, article_tokens = None, []
   for row, example in enumerate(examples):
     if example.article != article_text:  # Questions of a file share it.
       article_text = example.article
       article_tokens = tokenizer.tokenize(article_text)
     for choice, option in enumerate(example.options):
-      segments = _segment_b(example.question, option, tokenizer,
-                            max_query_length, fill_blank, report)
-      tokens, type_ids = _pack(article_tokens, segments,
-                               max_seq_length, report)
+      segments = _segment_b(
+          example.question,
+          option,
+          tokenizer,
+          max_query_length,
+          fill_blank,
+          report,
+      )
+      tokens, type_ids = _pack(article_tokens, segments, max_seq_length, report)
       ids = tokenizer.convert_tokens_to_ids(tokens)
-      features['input_word_ids'][row, choice, :len(ids)] = ids
-      features['input_mask'][row, choice, :len(ids)] = 1
-      features['input_type_ids'][row, choice, :len(ids)] = type_ids
+      features['input_word_ids'][row, choice, : len(ids)] = ids
+      features['input_mask'][row, choice, : len(ids)] = 1
+      features['input_type_ids'][row, choice, : len(ids)] = type_ids
   logging.info('RACE features: %s', report.as_dict())
   return features, report
 
 
-def _segment_b(question: str, option: str, tokenizer: Any,
-               max_query_length: Optional[int], fill_blank: bool,
-               report: ConversionReport) -> List[List[str]]:
+def _segment_b(
+    question: str,
+    option: str,
+    tokenizer: Any,
+    max_query_length: Optional[int],
+    fill_blank: bool,
+    report: ConversionReport,
+) -> List[List[str]]:
   """Segment B as wordpiece lists: [question, option] or [filled question]."""
   if fill_blank and '_' in question:
     report.num_filled_blanks += 1
@@ -377,9 +439,12 @@ def _segment_b(question: str, option: str, tokenizer: Any,
   return segments
 
 
-def _pack(article: Sequence[str], segments: List[List[str]],
-          max_seq_length: int,
-          report: ConversionReport) -> Tuple[List[str], List[int]]:
+def _pack(
+    article: Sequence[str],
+    segments: List[List[str]],
+    max_seq_length: int,
+    report: ConversionReport,
+) -> Tuple[List[str], List[int]]:
   """Truncates longest-first and joins into `[CLS] A [SEP] B.. [SEP]`.
 
   Args:
@@ -405,9 +470,9 @@ def _pack(article: Sequence[str], segments: List[List[str]],
       lengths[longest] -= 1
   report.num_truncated_articles += int(article_length < len(article))
   report.num_truncated_segment_b += int(
-      lengths != [len(segment) for segment in segments])
-  tokens = [vocab_lib.CLS_TOKEN, *article[:article_length],
-            vocab_lib.SEP_TOKEN]
+      lengths != [len(segment) for segment in segments]
+  )
+  tokens = [vocab_lib.CLS_TOKEN, *article[:article_length], vocab_lib.SEP_TOKEN]
   type_ids = [0] * len(tokens)
   for segment, length in zip(segments, lengths):
     part = [*segment[:length], vocab_lib.SEP_TOKEN]
@@ -416,8 +481,9 @@ def _pack(article: Sequence[str], segments: List[List[str]],
   return tokens, type_ids
 
 
-def accuracy_by_level(predictions: np.ndarray, labels: np.ndarray,
-                      levels: np.ndarray) -> Dict[str, float]:
+def accuracy_by_level(
+    predictions: np.ndarray, labels: np.ndarray, levels: np.ndarray
+) -> Dict[str, float]:
   """Accuracy on RACE-middle, RACE-high and both together.
 
   Args:
@@ -438,17 +504,23 @@ def accuracy_by_level(predictions: np.ndarray, labels: np.ndarray,
   predictions = np.asarray(predictions)
   labels = np.asarray(labels)
   levels = np.asarray(levels)
-  if not (predictions.ndim == labels.ndim == levels.ndim == 1 and
-          predictions.shape == labels.shape == levels.shape):
-    raise cli.UserError('predictions, labels and levels must be 1-D of one '
-                     f'length, got shapes {predictions.shape}, '
-                     f'{labels.shape}, {levels.shape}.')
+  if not (
+      predictions.ndim == labels.ndim == levels.ndim == 1
+      and predictions.shape == labels.shape == levels.shape
+  ):
+    raise cli.UserError(
+        'predictions, labels and levels must be 1-D of one '
+        f'length, got shapes {predictions.shape}, '
+        f'{labels.shape}, {levels.shape}.'
+    )
   if not predictions.size:
     raise cli.UserError('accuracy_by_level needs at least one example.')
   if np.issubdtype(levels.dtype, np.integer):
     if levels.min() < 0 or levels.max() >= len(LEVELS):
-      raise cli.UserError(f'level ids must be in [0, {len(LEVELS)}), got '
-                       f'{sorted(set(levels.tolist()))}.')
+      raise cli.UserError(
+          f'level ids must be in [0, {len(LEVELS)}), got '
+          f'{sorted(set(levels.tolist()))}.'
+      )
     level_names = np.asarray(LEVELS)[levels]
   else:
     level_names = levels.astype(str)

@@ -28,13 +28,17 @@ class MalformedRecord(NamedTuple):
     reason: why it cannot be used, e.g. 'expected 4 tab-separated columns,
       found 3'.
   """
+
   path: str
   line_number: Optional[int]
   reason: str
 
   def __str__(self) -> str:
-    where = (self.path if self.line_number is None
-             else f'{self.path}, line {self.line_number}')
+    where = (
+        self.path
+        if self.line_number is None
+        else f'{self.path}, line {self.line_number}'
+    )
     return f'{where}: {self.reason}'
 
 
@@ -54,39 +58,47 @@ class ReadReport:
     counts: further counts of this dataset by name (e.g. 'words',
       'questions/middle').
   """
+
   path: str
   record_name: str = 'records'
   file_format: str = ''
   num_records: int = 0
   num_examples: int = 0
   malformed: List[MalformedRecord] = dataclasses.field(default_factory=list)
-  counts: Counter[str] = dataclasses.field(
-      default_factory=collections.Counter)
+  counts: Counter[str] = dataclasses.field(default_factory=collections.Counter)
 
   @property
   def num_malformed(self) -> int:
     return len(self.malformed)
 
-  def add_malformed(self, line_number: Optional[int], reason: str,
-                    path: Optional[str] = None) -> None:
+  def add_malformed(
+      self, line_number: Optional[int], reason: str, path: Optional[str] = None
+  ) -> None:
     """Records one skipped record of `path` (default: the report's path)."""
     self.malformed.append(
-        MalformedRecord(self.path if path is None else path, line_number,
-                        reason))
+        MalformedRecord(
+            self.path if path is None else path, line_number, reason
+        )
+    )
 
   def summary(self) -> str:
     """One line: the counts, then the first few skipped records."""
-    text = (f'{self.path}: {self.num_examples} examples from '
-            f'{self.num_records} {self.record_name}, {self.num_malformed} '
-            f'malformed {self.record_name} skipped')
+    text = (
+        f'{self.path}: {self.num_examples} examples from '
+        f'{self.num_records} {self.record_name}, {self.num_malformed} '
+        f'malformed {self.record_name} skipped'
+    )
     if self.file_format:
       text += f' ({self.file_format} format)'
     if self.counts:
-      text += '; ' + ', '.join(f'{name}: {count}'
-                               for name, count in sorted(self.counts.items()))
+      text += '; ' + ', '.join(
+          f'{name}: {count}' for name, count in sorted(self.counts.items())
+      )
     if self.malformed:
-      shown = '; '.join(_short(record, self.path) for record in
-                        self.malformed[:_MAX_RECORDS_IN_SUMMARY])
+      shown = '; '.join(
+          _short(record, self.path)
+          for record in self.malformed[:_MAX_RECORDS_IN_SUMMARY]
+      )
       more = self.num_malformed - _MAX_RECORDS_IN_SUMMARY
       text += f' ({shown}{f"; and {more} more" if more > 0 else ""})'
     return text

@@ -41,24 +41,39 @@ VOCAB_FILENAME = 'vocab.txt'
 SPLITS = ('train', 'eval')
 MASKING_MODES = ('static', 'dynamic')
 
-_REQUIRED_KEYS = ('format_version', 'max_seq_length', 'vocab_file',
-                  'vocab_size', 'lower_case', 'special_token_ids',
-                  'next_sentence_labels', 'masking', 'static_masking',
-                  'splits')
-_STATIC_MASKING_KEYS = ('mask_rate', 'max_predictions_per_seq',
-                        'mask_token_fraction', 'random_token_fraction',
-                        'dupe_factor', 'seed')
+_REQUIRED_KEYS = (
+    'format_version',
+    'max_seq_length',
+    'vocab_file',
+    'vocab_size',
+    'lower_case',
+    'special_token_ids',
+    'next_sentence_labels',
+    'masking',
+    'static_masking',
+    'splits',
+)
+_STATIC_MASKING_KEYS = (
+    'mask_rate',
+    'max_predictions_per_seq',
+    'mask_token_fraction',
+    'random_token_fraction',
+    'dupe_factor',
+    'seed',
+)
 _SPECIAL_TOKEN_KEYS = ('pad', 'unk', 'cls', 'sep', 'mask')
 
 
 def shard_file_names(split: str, num_shards: int) -> List[str]:
   """`<split>-00000-of-0000N.tfrecord` names, relative to the directory."""
-  return [f'{split}-{i:05d}-of-{num_shards:05d}.tfrecord'
-          for i in range(num_shards)]
+  return [
+      f'{split}-{i:05d}-of-{num_shards:05d}.tfrecord' for i in range(num_shards)
+  ]
 
 
 def feature_spec(
-    metadata: Mapping[str, Any]) -> Dict[str, tf.io.FixedLenFeature]:
+    metadata: Mapping[str, Any],
+) -> Dict[str, tf.io.FixedLenFeature]:
   """The `tf.io.parse_example` spec of the records a metadata describes.
 
   Args:
@@ -76,13 +91,14 @@ def feature_spec(
   if metadata['next_sentence_labels']:
     spec['next_sentence_labels'] = tf.io.FixedLenFeature([1], tf.int64)
   if metadata['masking'] == 'static':
-    num_predictions = int(
-        metadata['static_masking']['max_predictions_per_seq'])
-    spec['masked_lm_positions'] = tf.io.FixedLenFeature([num_predictions],
-                                                        tf.int64)
+    num_predictions = int(metadata['static_masking']['max_predictions_per_seq'])
+    spec['masked_lm_positions'] = tf.io.FixedLenFeature(
+        [num_predictions], tf.int64
+    )
     spec['masked_lm_ids'] = tf.io.FixedLenFeature([num_predictions], tf.int64)
-    spec['masked_lm_weights'] = tf.io.FixedLenFeature([num_predictions],
-                                                      tf.float32)
+    spec['masked_lm_weights'] = tf.io.FixedLenFeature(
+        [num_predictions], tf.float32
+    )
   return spec
 
 
@@ -94,16 +110,21 @@ def make_example(features: Mapping[str, np.ndarray]) -> tf.train.Example:
     values = np.asarray(values)
     if np.issubdtype(values.dtype, np.floating):
       feature[name] = tf.train.Feature(
-          float_list=tf.train.FloatList(value=values.tolist()))
+          float_list=tf.train.FloatList(value=values.tolist())
+      )
     else:
       feature[name] = tf.train.Feature(
-          int64_list=tf.train.Int64List(value=values.tolist()))
+          int64_list=tf.train.Int64List(value=values.tolist())
+      )
   return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
-def write_split(output_dir: str, split: str, features: Mapping[str,
-                                                               np.ndarray],
-                num_shards: int) -> List[str]:
+def write_split(
+    output_dir: str,
+    split: str,
+    features: Mapping[str, np.ndarray],
+    num_shards: int,
+) -> List[str]:
   """Writes one split as `num_shards` contiguous TFRecord shards.
 
   Args:
@@ -155,17 +176,25 @@ def prepare_output_dir(output_dir: str) -> int:
   tf.io.gfile.makedirs(output_dir)
   metadata_path = os.path.join(output_dir, METADATA_FILENAME)
   if tf.io.gfile.exists(metadata_path):
-    logging.info('%s: removing the metadata.json of an earlier run; the '
-                 'directory counts as incomplete until this run finishes.',
-                 output_dir)
+    logging.info(
+        '%s: removing the metadata.json of an earlier run; the '
+        'directory counts as incomplete until this run finishes.',
+        output_dir,
+    )
     tf.io.gfile.remove(metadata_path)
-  leftovers = sorted(tf.io.gfile.glob(
-      os.path.join(output_dir, '*' + json_files.TEMPORARY_MARKER + '*')))
+  leftovers = sorted(
+      tf.io.gfile.glob(
+          os.path.join(output_dir, '*' + json_files.TEMPORARY_MARKER + '*')
+      )
+  )
   for path in leftovers:
     tf.io.gfile.remove(path)
-  logging.info('%s: found %d leftover temporary file(s) of an interrupted '
-               'run%s.', output_dir, len(leftovers),
-               ', removed them' if leftovers else '')
+  logging.info(
+      '%s: found %d leftover temporary file(s) of an interrupted ' 'run%s.',
+      output_dir,
+      len(leftovers),
+      ', removed them' if leftovers else '',
+  )
   return len(leftovers)
 
 
@@ -194,27 +223,30 @@ def load_metadata(path: str) -> Dict[str, Any]:
     directory, metadata_path = path, os.path.join(path, METADATA_FILENAME)
   else:
     directory, metadata_path = os.path.dirname(path), path
-  if not tf.io.gfile.exists(metadata_path) or tf.io.gfile.isdir(
-      metadata_path):
+  if not tf.io.gfile.exists(metadata_path) or tf.io.gfile.isdir(metadata_path):
     raise FileNotFoundError(
         f'Record metadata {metadata_path} does not exist; expected a '
-        'directory written by official_repro.data.create_pretraining_data.')
+        'directory written by official_repro.data.create_pretraining_data.'
+    )
   with tf.io.gfile.GFile(metadata_path, 'r') as f:
     try:
       metadata = json.load(f)
     except json.JSONDecodeError as e:
-      raise cli.UserError(f'Record metadata {metadata_path} is not valid JSON: '
-                       f'{e}') from e
-  validate_metadata(metadata, directory, check_files=True,
-                    source=metadata_path)
+      raise cli.UserError(
+          f'Record metadata {metadata_path} is not valid JSON: ' f'{e}'
+      ) from e
+  validate_metadata(metadata, directory, check_files=True, source=metadata_path)
   return metadata
 
 
-def split_files(metadata: Mapping[str, Any], directory: str,
-                split: str) -> List[str]:
+def split_files(
+    metadata: Mapping[str, Any], directory: str, split: str
+) -> List[str]:
   """Full paths of a split's record files."""
-  return [os.path.join(directory, name)
-          for name in metadata['splits'][split]['files']]
+  return [
+      os.path.join(directory, name)
+      for name in metadata['splits'][split]['files']
+  ]
 
 
 def read_split(directory: str, split: str) -> Dict[str, np.ndarray]:
@@ -233,12 +265,16 @@ def read_split(directory: str, split: str) -> Dict[str, np.ndarray]:
   columns = {name: [] for name in spec}
   dataset = tf.data.TFRecordDataset(split_files(metadata, directory, split))
   for batch in dataset.batch(4096).map(
-      functools.partial(tf.io.parse_example, features=spec)):
+      functools.partial(tf.io.parse_example, features=spec)
+  ):
     for name, value in batch.items():
       columns[name].append(value.numpy())
-  return {name: np.concatenate(values) if values else np.zeros(
-      [0, *spec[name].shape], spec[name].dtype.as_numpy_dtype)
-          for name, values in columns.items()}
+  return {
+      name: np.concatenate(values)
+      if values
+      else np.zeros([0, *spec[name].shape], spec[name].dtype.as_numpy_dtype)
+      for name, values in columns.items()
+  }
 
 
 def find_corrupt_file(paths: List[str]) -> Optional[Tuple[str, str]]:
@@ -254,16 +290,19 @@ def find_corrupt_file(paths: List[str]) -> Optional[Tuple[str, str]]:
   for path in paths:
     try:
       tf.data.TFRecordDataset(path).reduce(
-          tf.constant(0, tf.int64), lambda count, _: count + 1).numpy()
+          tf.constant(0, tf.int64), lambda count, _: count + 1
+      ).numpy()
     except tf.errors.OpError as error:
       return path, str(error.message).splitlines()[0]
   return None
 
 
-def validate_metadata(metadata: Mapping[str, Any],
-                      directory: str,
-                      check_files: bool = True,
-                      source: str = METADATA_FILENAME):
+def validate_metadata(
+    metadata: Mapping[str, Any],
+    directory: str,
+    check_files: bool = True,
+    source: str = METADATA_FILENAME,
+):
   """Checks the structure of a metadata dict.
 
   Args:
@@ -280,34 +319,49 @@ def validate_metadata(metadata: Mapping[str, Any],
     raise cli.UserError(f'{source}: expected a JSON object.')
   version = metadata.get('format_version')
   if version != FORMAT_VERSION:
-    raise cli.UserError(f'{source}: unknown format_version {version!r}; this '
-                     f'code reads format_version {FORMAT_VERSION}.')
+    raise cli.UserError(
+        f'{source}: unknown format_version {version!r}; this '
+        f'code reads format_version {FORMAT_VERSION}.'
+    )
   missing = [key for key in _REQUIRED_KEYS if key not in metadata]
   if missing:
     raise cli.UserError(f'{source}: missing keys {missing}.')
   if metadata['masking'] not in MASKING_MODES:
-    raise cli.UserError(f'{source}: masking must be one of {MASKING_MODES}, got '
-                     f'{metadata["masking"]!r}.')
+    raise cli.UserError(
+        f'{source}: masking must be one of {MASKING_MODES}, got '
+        f'{metadata["masking"]!r}.'
+    )
   static = metadata['static_masking']
   if metadata['masking'] == 'static':
     if not isinstance(static, Mapping) or any(
-        key not in static for key in _STATIC_MASKING_KEYS):
-      raise cli.UserError(f'{source}: masking is static, so static_masking must '
-                       f'have the keys {list(_STATIC_MASKING_KEYS)}.')
+        key not in static for key in _STATIC_MASKING_KEYS
+    ):
+      raise cli.UserError(
+          f'{source}: masking is static, so static_masking must '
+          f'have the keys {list(_STATIC_MASKING_KEYS)}.'
+      )
   elif static is not None:
-    raise cli.UserError(f'{source}: static_masking must be null when masking is '
-                     'dynamic.')
+    raise cli.UserError(
+        f'{source}: static_masking must be null when masking is ' 'dynamic.'
+    )
   special = metadata['special_token_ids']
   if not isinstance(special, Mapping) or any(
-      key not in special for key in _SPECIAL_TOKEN_KEYS):
-    raise cli.UserError(f'{source}: special_token_ids must have the keys '
-                     f'{list(_SPECIAL_TOKEN_KEYS)}.')
+      key not in special for key in _SPECIAL_TOKEN_KEYS
+  ):
+    raise cli.UserError(
+        f'{source}: special_token_ids must have the keys '
+        f'{list(_SPECIAL_TOKEN_KEYS)}.'
+    )
   for split in SPLITS:
     entry = metadata['splits'].get(split)
-    if not isinstance(entry, Mapping) or 'files' not in entry or (
-        'num_examples' not in entry):
-      raise cli.UserError(f'{source}: splits.{split} must have "files" and '
-                       '"num_examples".')
+    if (
+        not isinstance(entry, Mapping)
+        or 'files' not in entry
+        or ('num_examples' not in entry)
+    ):
+      raise cli.UserError(
+          f'{source}: splits.{split} must have "files" and ' '"num_examples".'
+      )
   if check_files:
     listed = [metadata['vocab_file']] + [
         name for split in SPLITS for name in metadata['splits'][split]['files']
@@ -316,4 +370,5 @@ def validate_metadata(metadata: Mapping[str, Any],
       if not tf.io.gfile.exists(os.path.join(directory, name)):
         raise FileNotFoundError(
             f'{source} lists {name}, but {os.path.join(directory, name)} '
-            'does not exist.')
+            'does not exist.'
+        )

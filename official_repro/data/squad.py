@@ -30,8 +30,19 @@ This module wraps them so that they fit the rest of the harness:
 import dataclasses
 import json
 import math
-from typing import (Any, Dict, Iterator, List, Mapping, NamedTuple, Optional,
-                    Sequence, Tuple, Type, Union)
+from typing import (
+    Any,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    Union,
+)
 
 from absl import logging
 import numpy as np
@@ -63,6 +74,7 @@ class QuestionEntry(NamedTuple):
     paragraph: the paragraph object holding the question.
     qa: the question object.
   """
+
   qid: str
   source: str
   json_path: str
@@ -94,6 +106,7 @@ class FeatureMetadata:
       token its largest context (the min of left and right context) among all
       windows containing it.
   """
+
   unique_id: int
   example_index: int
   doc_span_index: int
@@ -104,14 +117,18 @@ class FeatureMetadata:
 
 class _RawResult(NamedTuple):
   """Model outputs for one feature, as `squad_lib.postprocess_output` wants."""
+
   unique_id: int
   start_logits: List[float]
   end_logits: List[float]
 
 
-def required_field(obj: Any, key: str,
-                   expected_type: Union[Type[Any], Tuple[Type[Any], ...]],
-                   location: str) -> Any:
+def required_field(
+    obj: Any,
+    key: str,
+    expected_type: Union[Type[Any], Tuple[Type[Any], ...]],
+    location: str,
+) -> Any:
   """Returns `obj[key]`, checking that `obj` is an object holding the type.
 
   Args:
@@ -126,20 +143,23 @@ def required_field(obj: Any, key: str,
   """
   if not isinstance(obj, dict):
     raise cli.UserError(
-        f'{location}: expected a JSON object, got {type(obj).__name__}.')
+        f'{location}: expected a JSON object, got {type(obj).__name__}.'
+    )
   if key not in obj:
     raise cli.UserError(f'{location}: missing key {key!r}.')
   value = obj[key]
   if not isinstance(value, expected_type):
-    raise cli.UserError(f'{location}: {key!r} must be {_type_names(expected_type)}'
-                     f', got {type(value).__name__}.')
+    raise cli.UserError(
+        f'{location}: {key!r} must be {_type_names(expected_type)}'
+        f', got {type(value).__name__}.'
+    )
   return value
 
 
-def _type_names(
-    expected_type: Union[Type[Any], Tuple[Type[Any], ...]]) -> str:
-  types = expected_type if isinstance(expected_type, tuple) else (
-      expected_type,)
+def _type_names(expected_type: Union[Type[Any], Tuple[Type[Any], ...]]) -> str:
+  types = (
+      expected_type if isinstance(expected_type, tuple) else (expected_type,)
+  )
   return ' or '.join(t.__name__ for t in types)
 
 
@@ -162,7 +182,8 @@ def load_articles(path: str) -> List[Dict[str, Any]]:
     dataset = json.loads(text)
   except json.JSONDecodeError as e:
     raise cli.UserError(
-        f'{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}.') from e
+        f'{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}.'
+    ) from e
   return articles_of(dataset, source=path)
 
 
@@ -179,8 +200,9 @@ def articles_of(dataset: Any, source: str) -> List[Dict[str, Any]]:
   return required_field(dataset, 'data', list, f'{source}: top level')
 
 
-def iterate_questions(articles: Sequence[Any],
-                      source: str) -> Iterator[QuestionEntry]:
+def iterate_questions(
+    articles: Sequence[Any], source: str
+) -> Iterator[QuestionEntry]:
   """Yields every question of a SQuAD `data` list, checking its structure.
 
   Checks that each article has a `paragraphs` list, each paragraph a `qas`
@@ -200,18 +222,22 @@ def iterate_questions(articles: Sequence[Any],
   first_seen = {}
   for a, article in enumerate(articles):
     article_path = f'data[{a}]'
-    paragraphs = required_field(article, 'paragraphs', list,
-                                f'{source}: {article_path}')
+    paragraphs = required_field(
+        article, 'paragraphs', list, f'{source}: {article_path}'
+    )
     for p, paragraph in enumerate(paragraphs):
       paragraph_path = f'{article_path}.paragraphs[{p}]'
-      qas = required_field(paragraph, 'qas', list,
-                           f'{source}: {paragraph_path}')
+      qas = required_field(
+          paragraph, 'qas', list, f'{source}: {paragraph_path}'
+      )
       for q, qa in enumerate(qas):
         json_path = f'{paragraph_path}.qas[{q}]'
         qid = required_field(qa, 'id', str, f'{source}: {json_path}')
         if qid in first_seen:
-          raise cli.UserError(f'{source}: {json_path}: duplicate question id '
-                           f'{qid!r}, first used at {first_seen[qid]}.')
+          raise cli.UserError(
+              f'{source}: {json_path}: duplicate question id '
+              f'{qid!r}, first used at {first_seen[qid]}.'
+          )
         first_seen[qid] = json_path
         yield QuestionEntry(qid, source, json_path, paragraph, qa)
 
@@ -243,8 +269,12 @@ def _split_words(context: str) -> Tuple[List[str], List[int]]:
   return words, char_to_word
 
 
-def _answer_word_span(answer_text: str, answer_start: int, words: List[str],
-                      char_to_word: List[int]) -> Optional[Tuple[int, int]]:
+def _answer_word_span(
+    answer_text: str,
+    answer_start: int,
+    words: List[str],
+    char_to_word: List[int],
+) -> Optional[Tuple[int, int]]:
   """Maps a character-level answer to context word indices, if it matches.
 
   The answer matches when the context words covering characters
@@ -256,19 +286,22 @@ def _answer_word_span(answer_text: str, answer_start: int, words: List[str],
     of the context, or does not match.
   """
   end_char = answer_start + len(answer_text) - 1
-  if (not answer_text.strip() or answer_start < 0 or
-      end_char >= len(char_to_word)):
+  if (
+      not answer_text.strip()
+      or answer_start < 0
+      or end_char >= len(char_to_word)
+  ):
     return None
   first_word = max(char_to_word[answer_start], 0)
   last_word = char_to_word[end_char]
-  covered = ' '.join(words[first_word:last_word + 1])
+  covered = ' '.join(words[first_word : last_word + 1])
   wanted = ' '.join(tokenization.whitespace_tokenize(answer_text))
   return (first_word, last_word) if wanted in covered else None
 
 
 def read_examples(
-    path: str, version_2_with_negative: bool,
-    is_training: bool) -> Tuple[List[SquadExample], read_report.ReadReport]:
+    path: str, version_2_with_negative: bool, is_training: bool
+) -> Tuple[List[SquadExample], read_report.ReadReport]:
   """Reads a SQuAD 1.1 or 2.0 JSON file into Model Garden `SquadExample`s.
 
   The file layout is `data[] -> paragraphs[] -> {context, qas[]}`, each
@@ -310,8 +343,9 @@ def read_examples(
     if entry.paragraph is not current_paragraph:
       current_paragraph = entry.paragraph
       paragraph_location = f'{path}: {entry.json_path.rsplit(".", 1)[0]}'
-      context = required_field(entry.paragraph, 'context', str,
-                               paragraph_location)
+      context = required_field(
+          entry.paragraph, 'context', str, paragraph_location
+      )
       words, char_to_word = _split_words(context)
       if not words:
         raise cli.UserError(f'{paragraph_location}: context is empty.')
@@ -319,58 +353,89 @@ def read_examples(
     question = required_field(entry.qa, 'question', str, entry.where())
     is_impossible = entry.qa.get('is_impossible', False)
     if not isinstance(is_impossible, bool):
-      raise cli.UserError(f"{entry.where()}: 'is_impossible' must be bool, got "
-                       f'{type(is_impossible).__name__}.')
+      raise cli.UserError(
+          f"{entry.where()}: 'is_impossible' must be bool, got "
+          f'{type(is_impossible).__name__}.'
+      )
     if is_impossible and not version_2_with_negative:
       raise cli.UserError(
           f'{entry.where()}: question is marked is_impossible (SQuAD 2.0 '
-          'data) but the file is read with version_2_with_negative=False.')
+          'data) but the file is read with version_2_with_negative=False.'
+      )
     report.counts['impossible'] += int(is_impossible)
     if not is_training:
       examples.append(SquadExample(entry.qid, question, words))
     elif is_impossible:
-      examples.append(SquadExample(
-          entry.qid, question, words, orig_answer_text='', start_position=-1,
-          end_position=-1, is_impossible=True))
+      examples.append(
+          SquadExample(
+              entry.qid,
+              question,
+              words,
+              orig_answer_text='',
+              start_position=-1,
+              end_position=-1,
+              is_impossible=True,
+          )
+      )
     else:
       answers = required_field(entry.qa, 'answers', list, entry.where())
       if not answers:
-        raise cli.UserError(f'{entry.where()}: an answerable training question '
-                         'needs at least one answer.')
+        raise cli.UserError(
+            f'{entry.where()}: an answerable training question '
+            'needs at least one answer.'
+        )
       answer_location = entry.where('.answers[0]')
       answer_text = required_field(answers[0], 'text', str, answer_location)
-      answer_start = required_field(answers[0], 'answer_start', int,
-                                    answer_location)
+      answer_start = required_field(
+          answers[0], 'answer_start', int, answer_location
+      )
       span = _answer_word_span(answer_text, answer_start, words, char_to_word)
       if span is None:
         report.add_malformed(
-            None, f'{entry.json_path} (question id {entry.qid!r}): answer '
+            None,
+            f'{entry.json_path} (question id {entry.qid!r}): answer '
             f'text {answer_text!r} is not in the context at answer_start '
-            f'{answer_start}')
+            f'{answer_start}',
+        )
         continue
-      examples.append(SquadExample(
-          entry.qid, question, words, orig_answer_text=answer_text,
-          start_position=span[0], end_position=span[1]))
+      examples.append(
+          SquadExample(
+              entry.qid,
+              question,
+              words,
+              orig_answer_text=answer_text,
+              start_position=span[0],
+              end_position=span[1],
+          )
+      )
   report.num_examples = len(examples)
   report.log('SQuAD')
   return examples, report
 
 
-def _check_window_sizes(max_seq_length: int, doc_stride: int,
-                        max_query_length: int) -> None:
+def _check_window_sizes(
+    max_seq_length: int, doc_stride: int, max_query_length: int
+) -> None:
   if doc_stride < 1 or max_query_length < 1:
-    raise cli.UserError('doc_stride and max_query_length must be >= 1, got '
-                     f'{doc_stride} and {max_query_length}.')
+    raise cli.UserError(
+        'doc_stride and max_query_length must be >= 1, got '
+        f'{doc_stride} and {max_query_length}.'
+    )
   if max_seq_length < max_query_length + 4:
     raise cli.UserError(
         f'max_seq_length {max_seq_length} leaves no room for context: it must '
         'hold [CLS], the question (up to max_query_length = '
-        f'{max_query_length}), two [SEP] and at least one context WordPiece.')
+        f'{max_query_length}), two [SEP] and at least one context WordPiece.'
+    )
 
 
 def convert_to_features(
-    examples: Sequence[SquadExample], tokenizer: Any, max_seq_length: int,
-    doc_stride: int, max_query_length: int, is_training: bool
+    examples: Sequence[SquadExample],
+    tokenizer: Any,
+    max_seq_length: int,
+    doc_stride: int,
+    max_query_length: int,
+    is_training: bool,
 ) -> Tuple[Dict[str, np.ndarray], List[FeatureMetadata]]:
   """Tokenizes examples into fixed-length windows for a span-prediction model.
 
@@ -408,8 +473,9 @@ def convert_to_features(
   """
   _check_window_sizes(max_seq_length, doc_stride, max_query_length)
   pad_id = vocab_lib.special_token_ids(
-      tokenizer.vocab, (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN,
-                        vocab_lib.PAD_TOKEN))[vocab_lib.PAD_TOKEN]
+      tokenizer.vocab,
+      (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),
+  )[vocab_lib.PAD_TOKEN]
 
   mg_features = []
 
@@ -419,43 +485,66 @@ def convert_to_features(
     mg_features.append(feature)
 
   squad_lib.convert_examples_to_features(
-      examples=examples, tokenizer=tokenizer, max_seq_length=max_seq_length,
-      doc_stride=doc_stride, max_query_length=max_query_length,
-      is_training=is_training, output_fn=collect, batch_size=1)
+      examples=examples,
+      tokenizer=tokenizer,
+      max_seq_length=max_seq_length,
+      doc_stride=doc_stride,
+      max_query_length=max_query_length,
+      is_training=is_training,
+      output_fn=collect,
+      batch_size=1,
+  )
 
   with_features = {feature.example_index for feature in mg_features}
-  without_features = [example.qas_id for index, example in enumerate(examples)
-                      if index not in with_features]
+  without_features = [
+      example.qas_id
+      for index, example in enumerate(examples)
+      if index not in with_features
+  ]
   if without_features:
     raise cli.UserError(
         f'{len(without_features)} examples have no context WordPieces (the '
         'tokenizer dropped every character); first ids: '
-        f'{without_features[:_MAX_LOGGED_IDS]}.')
+        f'{without_features[:_MAX_LOGGED_IDS]}.'
+    )
 
   def stack(name: str) -> np.ndarray:
     rows = [getattr(feature, name) for feature in mg_features]
     return np.array(rows, np.int32).reshape(len(rows), max_seq_length)
 
-  arrays = dict(input_word_ids=stack('input_ids'),
-                input_mask=stack('input_mask'),
-                input_type_ids=stack('segment_ids'))
+  arrays = dict(
+      input_word_ids=stack('input_ids'),
+      input_mask=stack('input_mask'),
+      input_type_ids=stack('segment_ids'),
+  )
   arrays['input_word_ids'][arrays['input_mask'] == 0] = pad_id
   if is_training:
     arrays['start_positions'] = np.array(
-        [feature.start_position for feature in mg_features], np.int32)
+        [feature.start_position for feature in mg_features], np.int32
+    )
     arrays['end_positions'] = np.array(
-        [feature.end_position for feature in mg_features], np.int32)
-    logging.info('%d training windows of %d are labelled [CLS] (impossible '
-                 'question or answer outside the window).',
-                 int(np.sum(arrays['start_positions'] == 0)), len(mg_features))
-  logging.info('Converted %d SQuAD examples into %d windows.', len(examples),
-               len(mg_features))
+        [feature.end_position for feature in mg_features], np.int32
+    )
+    logging.info(
+        '%d training windows of %d are labelled [CLS] (impossible '
+        'question or answer outside the window).',
+        int(np.sum(arrays['start_positions'] == 0)),
+        len(mg_features),
+    )
+  logging.info(
+      'Converted %d SQuAD examples into %d windows.',
+      len(examples),
+      len(mg_features),
+  )
   metadata = [
       FeatureMetadata(
-          unique_id=feature.unique_id, example_index=feature.example_index,
-          doc_span_index=feature.doc_span_index, tokens=feature.tokens,
+          unique_id=feature.unique_id,
+          example_index=feature.example_index,
+          doc_span_index=feature.doc_span_index,
+          tokens=feature.tokens,
           token_to_orig_map=feature.token_to_orig_map,
-          token_is_max_context=feature.token_is_max_context)
+          token_is_max_context=feature.token_is_max_context,
+      )
       for feature in mg_features
   ]
   return arrays, metadata
@@ -469,7 +558,8 @@ def extract_answers(
     n_best_size: int = 20,
     max_answer_length: int = 30,
     version_2_with_negative: bool = False,
-    do_lower_case: bool = True) -> Tuple[Dict[str, str], Dict[str, float]]:
+    do_lower_case: bool = True,
+) -> Tuple[Dict[str, str], Dict[str, float]]:
   """Turns span logits into answer texts, one per question.
 
   Uses Model Garden's `postprocess_output`: for every window of a question,
@@ -508,57 +598,82 @@ def extract_answers(
       `examples`, or an example has no feature.
   """
   if n_best_size < 1 or max_answer_length < 1:
-    raise cli.UserError('n_best_size and max_answer_length must be >= 1, got '
-                     f'{n_best_size} and {max_answer_length}.')
+    raise cli.UserError(
+        'n_best_size and max_answer_length must be >= 1, got '
+        f'{n_best_size} and {max_answer_length}.'
+    )
   start_logits = np.asarray(start_logits)
   end_logits = np.asarray(end_logits)
   longest_window = max((len(f.tokens) for f in features_metadata), default=0)
-  for name, logits in (('start_logits', start_logits),
-                       ('end_logits', end_logits)):
-    if (logits.ndim != 2 or logits.shape[0] != len(features_metadata) or
-        logits.shape[1] < longest_window):
+  for name, logits in (
+      ('start_logits', start_logits),
+      ('end_logits', end_logits),
+  ):
+    if (
+        logits.ndim != 2
+        or logits.shape[0] != len(features_metadata)
+        or logits.shape[1] < longest_window
+    ):
       raise cli.UserError(
           f'{name} must be [num_features={len(features_metadata)}, '
-          f'seq_length>={longest_window}], got shape {logits.shape}.')
+          f'seq_length>={longest_window}], got shape {logits.shape}.'
+      )
   example_indices = {f.example_index for f in features_metadata}
   if any(index < 0 or index >= len(examples) for index in example_indices):
-    raise cli.UserError('features_metadata refers to examples outside the '
-                     f'{len(examples)} given.')
-  without_features = [example.qas_id for index, example in enumerate(examples)
-                      if index not in example_indices]
+    raise cli.UserError(
+        'features_metadata refers to examples outside the '
+        f'{len(examples)} given.'
+    )
+  without_features = [
+      example.qas_id
+      for index, example in enumerate(examples)
+      if index not in example_indices
+  ]
   if without_features:
     raise cli.UserError(
         f'{len(without_features)} examples have no feature (were features '
-        f'dropped?); first ids: {without_features[:_MAX_LOGGED_IDS]}.')
+        f'dropped?); first ids: {without_features[:_MAX_LOGGED_IDS]}.'
+    )
 
   results = [
       _RawResult(feature.unique_id, start.tolist(), end.tolist())
-      for feature, start, end in zip(features_metadata, start_logits,
-                                     end_logits)
+      for feature, start, end in zip(
+          features_metadata, start_logits, end_logits
+      )
   ]
   predictions, nbest, null_score_diffs = squad_lib.postprocess_output(
-      all_examples=examples, all_features=features_metadata,
-      all_results=results, n_best_size=n_best_size,
-      max_answer_length=max_answer_length, do_lower_case=do_lower_case,
+      all_examples=examples,
+      all_features=features_metadata,
+      all_results=results,
+      n_best_size=n_best_size,
+      max_answer_length=max_answer_length,
+      do_lower_case=do_lower_case,
       version_2_with_negative=version_2_with_negative,
-      null_score_diff_threshold=math.inf)
-  no_span_ids = [qid for qid, entries in nbest.items()
-                 if _is_no_span_placeholder(entries)]
+      null_score_diff_threshold=math.inf,
+  )
+  no_span_ids = [
+      qid for qid, entries in nbest.items() if _is_no_span_placeholder(entries)
+  ]
   for qid in no_span_ids:
     predictions[qid] = ''
   if no_span_ids:
-    logging.warning('%d questions have no valid answer span; predicting "". '
-                    'First ids: %s', len(no_span_ids),
-                    ', '.join(no_span_ids[:_MAX_LOGGED_IDS]))
-  return (dict(predictions),
-          {qid: float(diff) for qid, diff in null_score_diffs.items()})
+    logging.warning(
+        '%d questions have no valid answer span; predicting "". '
+        'First ids: %s',
+        len(no_span_ids),
+        ', '.join(no_span_ids[:_MAX_LOGGED_IDS]),
+    )
+  return (
+      dict(predictions),
+      {qid: float(diff) for qid, diff in null_score_diffs.items()},
+  )
 
 
-def _is_no_span_placeholder(
-    nbest_entries: Sequence[Mapping[str, Any]]) -> bool:
+def _is_no_span_placeholder(nbest_entries: Sequence[Mapping[str, Any]]) -> bool:
   """Whether Model Garden filled an empty SQuAD 1.1 n-best list with 'empty'."""
-  return (len(nbest_entries) == 1 and
-          nbest_entries[0]['text'] == _NO_SPAN_PLACEHOLDER and
-          nbest_entries[0]['start_logit'] == 0.0 and
-          nbest_entries[0]['end_logit'] == 0.0)
-
+  return (
+      len(nbest_entries) == 1
+      and nbest_entries[0]['text'] == _NO_SPAN_PLACEHOLDER
+      and nbest_entries[0]['start_logit'] == 0.0
+      and nbest_entries[0]['end_logit'] == 0.0
+  )

@@ -42,14 +42,65 @@ _GUTENBERG_END = re.compile(r'^\*{3}\s*END OF', re.IGNORECASE)
 
 # Abbreviations after which a period does not end a sentence (lower case,
 # without the final period).
-_ABBREVIATIONS = frozenset([
-    'mr', 'mrs', 'ms', 'messrs', 'mme', 'mlle', 'dr', 'st', 'jr', 'sr',
-    'prof', 'rev', 'hon', 'gen', 'col', 'capt', 'lt', 'sgt', 'gov', 'esq',
-    'vs', 'etc', 'e.g', 'i.e', 'cf', 'viz', 'al', 'approx', 'ca', 'vol',
-    'vols', 'fig', 'figs', 'pp', 'ed', 'eds', 'inc', 'ltd', 'co', 'corp',
-    'dept', 'mt', 'ft', 'jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug',
-    'sep', 'sept', 'oct', 'nov', 'dec',
-])
+_ABBREVIATIONS = frozenset(
+    [
+        'mr',
+        'mrs',
+        'ms',
+        'messrs',
+        'mme',
+        'mlle',
+        'dr',
+        'st',
+        'jr',
+        'sr',
+        'prof',
+        'rev',
+        'hon',
+        'gen',
+        'col',
+        'capt',
+        'lt',
+        'sgt',
+        'gov',
+        'esq',
+        'vs',
+        'etc',
+        'e.g',
+        'i.e',
+        'cf',
+        'viz',
+        'al',
+        'approx',
+        'ca',
+        'vol',
+        'vols',
+        'fig',
+        'figs',
+        'pp',
+        'ed',
+        'eds',
+        'inc',
+        'ltd',
+        'co',
+        'corp',
+        'dept',
+        'mt',
+        'ft',
+        'jan',
+        'feb',
+        'mar',
+        'apr',
+        'jun',
+        'jul',
+        'aug',
+        'sep',
+        'sept',
+        'oct',
+        'nov',
+        'dec',
+    ]
+)
 # Abbreviations that are also ordinary words; they only count as
 # abbreviations when a number follows ("No. 5", but "I said no. Then ...").
 _NUMERIC_ABBREVIATIONS = frozenset(['no', 'nos', 'p', 'art', 'ch', 'sec'])
@@ -58,7 +109,8 @@ _NUMERIC_ABBREVIATIONS = frozenset(['no', 'nos', 'p', 'art', 'ch', 'sec'])
 # and a lookahead for something that can start a sentence.
 _BOUNDARY = re.compile(
     r'([.!?]+)[\'"\u2019\u201d)\]]*(\s+)'
-    r'(?=[A-Z0-9\'"\u2018\u201c(\[_\u00c0-\u00de])')
+    r'(?=[A-Z0-9\'"\u2018\u201c(\[_\u00c0-\u00de])'
+)
 
 # Emphasis underscores of Project Gutenberg texts (`_word_`, `_my_self`): an
 # underscore next to a character that is neither space nor underscore.
@@ -68,21 +120,49 @@ _GUTENBERG_ILLUSTRATION = re.compile(r'^\[Illustration\b.*\]$', re.DOTALL)
 # Headings: see `is_heading`.
 _HEADING_MAX_WORDS = 30
 _TITLE_MAX_WORDS = 12
-_ORDINALS = ('first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|'
-             'tenth|last|one|two|three|four|five|six|seven|eight|nine|ten')
+_ORDINALS = (
+    'first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|'
+    'tenth|last|one|two|three|four|five|six|seven|eight|nine|ten'
+)
 # "Chapter 12", "BOOK IV. The Mail", "Part the First--...": a chapter-like
 # word and a number, then the end, punctuation or a capitalised word (not
 # prose such as "Part two of the plan ...").
 _CHAPTER_HEADING = re.compile(
     r'^(?i:chapter|book|part|volume|stave|canto|section|episode|letter)\s+'
     rf'(?i:[ivxlcdm]+\b|\d+\b|(the\s+)?({_ORDINALS})\b)'
-    r'(?=\s*$|\s*[.:,\-\u2014]|\s+[A-Z0-9(\[_"\'\u2018\u201c])')
+    r'(?=\s*$|\s*[.:,\-\u2014]|\s+[A-Z0-9(\[_"\'\u2018\u201c])'
+)
 _LEADING_NUMERAL = re.compile(r'^([IVXLCDM]+|\d+)[.:]?\s+')
-_TITLE_SMALL_WORDS = frozenset([
-    'a', 'an', 'the', 'and', 'or', 'nor', 'but', 'of', 'in', 'on', 'at', 'to',
-    'for', 'by', 'with', 'from', 'as', 'into', 'upon', 'de', 'la', 'le', 'du',
-    'von', 'van', 'der',
-])
+_TITLE_SMALL_WORDS = frozenset(
+    [
+        'a',
+        'an',
+        'the',
+        'and',
+        'or',
+        'nor',
+        'but',
+        'of',
+        'in',
+        'on',
+        'at',
+        'to',
+        'for',
+        'by',
+        'with',
+        'from',
+        'as',
+        'into',
+        'upon',
+        'de',
+        'la',
+        'le',
+        'du',
+        'von',
+        'van',
+        'der',
+    ]
+)
 _WORD_PUNCTUATION = '\'"\u2018\u2019\u201c\u201d()[]_*,;:.!?-\u2014'
 _TERMINAL_PUNCTUATION = re.compile(r'[.!?,;:\-\u2014]["\'\u2019\u201d)\]_]*$')
 _LEADING_PUNCTUATION = '(["\'\u2018\u201c_['
@@ -111,6 +191,7 @@ class CleaningOptions:
       and its first bad byte; 'replace' decodes it anyway, each undecodable
       sequence becoming U+FFFD (counted in `decode_errors`).
   """
+
   document_mode: str = 'blank_line'
   sentence_per_line: bool = False
   strip_gutenberg: bool = False
@@ -122,22 +203,27 @@ class CleaningOptions:
 
   def __post_init__(self):
     if self.encoding_errors not in ENCODING_ERRORS:
-      raise cli.UserError(f'encoding_errors must be one of {ENCODING_ERRORS}, '
-                       f'got {self.encoding_errors!r}.')
+      raise cli.UserError(
+          f'encoding_errors must be one of {ENCODING_ERRORS}, '
+          f'got {self.encoding_errors!r}.'
+      )
     if self.document_mode not in DOCUMENT_MODES:
-      raise cli.UserError(f'document_mode must be one of {DOCUMENT_MODES}, got '
-                       f'{self.document_mode!r}.')
+      raise cli.UserError(
+          f'document_mode must be one of {DOCUMENT_MODES}, got '
+          f'{self.document_mode!r}.'
+      )
     if self.min_sentence_chars < 0:
-      raise cli.UserError('min_sentence_chars must be >= 0, got '
-                       f'{self.min_sentence_chars}.')
-    object.__setattr__(self, 'drop_line_regexes',
-                       tuple(self.drop_line_regexes))
+      raise cli.UserError(
+          'min_sentence_chars must be >= 0, got ' f'{self.min_sentence_chars}.'
+      )
+    object.__setattr__(self, 'drop_line_regexes', tuple(self.drop_line_regexes))
     for pattern in self.drop_line_regexes:
       try:
         re.compile(pattern)
       except re.error as e:
         raise cli.UserError(
-            f'drop_line_regexes: invalid regex {pattern!r}: {e}') from e
+            f'drop_line_regexes: invalid regex {pattern!r}: {e}'
+        ) from e
 
 
 @dataclasses.dataclass
@@ -165,6 +251,7 @@ class CorpusStats:
     files_without_gutenberg_markers: files kept whole under
       `strip_gutenberg` because they have no `*** START OF` line.
   """
+
   files: int = 0
   bytes_read: int = 0
   documents: int = 0
@@ -174,7 +261,8 @@ class CorpusStats:
   lines_read: int = 0
   blank_lines: int = 0
   lines_skipped_by_reason: Dict[str, int] = dataclasses.field(
-      default_factory=dict)
+      default_factory=dict
+  )
   sentences_dropped_short: int = 0
   italics_underscores_removed: int = 0
   empty_documents_dropped: int = 0
@@ -188,7 +276,8 @@ class CorpusStats:
     """Adds `count` dropped lines under `reason`."""
     if count:
       self.lines_skipped_by_reason[reason] = (
-          self.lines_skipped_by_reason.get(reason, 0) + count)
+          self.lines_skipped_by_reason.get(reason, 0) + count
+      )
 
   @property
   def lines_skipped(self) -> int:
@@ -198,8 +287,10 @@ class CorpusStats:
     """One line: the skipped-line counts by reason, or 'none'."""
     if not self.lines_skipped_by_reason:
       return 'none'
-    return ', '.join(f'{reason}: {count}' for reason, count in sorted(
-        self.lines_skipped_by_reason.items()))
+    return ', '.join(
+        f'{reason}: {count}'
+        for reason, count in sorted(self.lines_skipped_by_reason.items())
+    )
 
   def report(self) -> str:
     """A readable multi-line report of the counters."""
@@ -210,8 +301,10 @@ class CorpusStats:
         ('blank lines', self.blank_lines),
         ('lines skipped', self.lines_skipped),
     ]
-    rows += [(f'  {reason}', count) for reason, count in sorted(
-        self.lines_skipped_by_reason.items())]
+    rows += [
+        (f'  {reason}', count)
+        for reason, count in sorted(self.lines_skipped_by_reason.items())
+    ]
     rows += [
         ('documents', self.documents),
         ('empty documents dropped', self.empty_documents_dropped),
@@ -224,8 +317,10 @@ class CorpusStats:
         ('files with decode errors', self.files_with_decode_errors),
         ('files with a UTF-8 BOM', self.files_with_bom),
         ('files with CRLF line endings', self.files_with_crlf),
-        ('files without gutenberg markers',
-         self.files_without_gutenberg_markers),
+        (
+            'files without gutenberg markers',
+            self.files_without_gutenberg_markers,
+        ),
     ]
     width = max(len(name) for name, _ in rows)
     return '\n'.join(f'{name:<{width}}  {value:>12,}' for name, value in rows)
@@ -254,7 +349,7 @@ def split_sentences(text: str) -> List[str]:
   for match in _BOUNDARY.finditer(text):
     if _is_abbreviation(text, match):
       continue
-    sentences.append(text[start:match.start(2)])
+    sentences.append(text[start : match.start(2)])
     start = match.end(2)
   sentences.append(text[start:])
   return [s for s in sentences if s]
@@ -266,7 +361,7 @@ def _is_abbreviation(text: str, match: 're.Match[str]') -> bool:
     return False
   # `text` has single spaces only (see `split_sentences`).
   end = match.start(1)
-  word = text[text.rfind(' ', 0, end) + 1:end].lstrip(_LEADING_PUNCTUATION)
+  word = text[text.rfind(' ', 0, end) + 1 : end].lstrip(_LEADING_PUNCTUATION)
   if not word:
     return False
   if len(word) == 1 and word.isupper() and word.isalpha() and word != 'I':
@@ -274,8 +369,10 @@ def _is_abbreviation(text: str, match: 're.Match[str]') -> bool:
   lowered = word.lower()
   if lowered in _ABBREVIATIONS:
     return True
-  return (lowered in _NUMERIC_ABBREVIATIONS and
-          text[match.end(2):match.end(2) + 1].isdigit())
+  return (
+      lowered in _NUMERIC_ABBREVIATIONS
+      and text[match.end(2) : match.end(2) + 1].isdigit()
+  )
 
 
 def is_heading(block: Sequence[str]) -> bool:
@@ -298,7 +395,8 @@ def is_heading(block: Sequence[str]) -> bool:
   if not block:
     return False
   return _is_heading_text(' '.join(block)) or all(
-      _is_heading_text(line) for line in block)
+      _is_heading_text(line) for line in block
+  )
 
 
 def _is_heading_text(text: str) -> bool:
@@ -311,7 +409,7 @@ def _is_heading_text(text: str) -> bool:
     return True
   numeral = _LEADING_NUMERAL.match(text)
   if numeral:
-    text = text[numeral.end():].rstrip('.')
+    text = text[numeral.end() :].rstrip('.')
     words = text.split()
   if not words or len(words) > _TITLE_MAX_WORDS:
     return False
@@ -319,8 +417,12 @@ def _is_heading_text(text: str) -> bool:
     return False
   for word in words:
     word = word.strip(_WORD_PUNCTUATION)
-    if word and not word[0].isupper() and not word[0].isdigit() and (
-        word.lower() not in _TITLE_SMALL_WORDS):
+    if (
+        word
+        and not word[0].isupper()
+        and not word[0].isdigit()
+        and (word.lower() not in _TITLE_SMALL_WORDS)
+    ):
       return False
   return True
 
@@ -347,8 +449,10 @@ def find_files(inputs: Sequence[str], file_pattern: str = '*.txt') -> List[str]:
     if tf.io.gfile.isdir(path):
       found = sorted(_walk_matching(path, file_pattern))
       if not found:
-        raise cli.UserError(f'corpus directory {path}: no files matching '
-                         f'{file_pattern!r} found (searched recursively).')
+        raise cli.UserError(
+            f'corpus directory {path}: no files matching '
+            f'{file_pattern!r} found (searched recursively).'
+        )
       files.extend(found)
     elif tf.io.gfile.exists(path):
       files.append(path)
@@ -367,8 +471,9 @@ def _walk_matching(directory: str, file_pattern: str) -> Iterator[str]:
         yield os.path.join(root, name)
 
 
-def read_text_file(path: str, stats: CorpusStats,
-                   encoding_errors: str = 'strict') -> List[str]:
+def read_text_file(
+    path: str, stats: CorpusStats, encoding_errors: str = 'strict'
+) -> List[str]:
   """Reads a file as UTF-8 and returns its lines without line endings.
 
   A leading byte-order mark is dropped and CRLF and CR become LF. A file
@@ -423,8 +528,9 @@ def read_text_file(path: str, stats: CorpusStats,
   return lines
 
 
-def strip_gutenberg_boilerplate(lines: List[str],
-                                stats: CorpusStats) -> List[str]:
+def strip_gutenberg_boilerplate(
+    lines: List[str], stats: CorpusStats
+) -> List[str]:
   """Keeps the lines strictly between the Gutenberg START and END markers.
 
   Args:
@@ -436,20 +542,28 @@ def strip_gutenberg_boilerplate(lines: List[str],
   Returns:
     The body lines.
   """
-  start = next((i for i, line in enumerate(lines)
-                if _GUTENBERG_START.match(line)), None)
+  start = next(
+      (i for i, line in enumerate(lines) if _GUTENBERG_START.match(line)), None
+  )
   if start is None:
     stats.files_without_gutenberg_markers += 1
     return lines
-  end = next((i for i in range(start + 1, len(lines))
-              if _GUTENBERG_END.match(lines[i])), len(lines))
+  end = next(
+      (
+          i
+          for i in range(start + 1, len(lines))
+          if _GUTENBERG_END.match(lines[i])
+      ),
+      len(lines),
+  )
   stats.skip_lines('gutenberg header', start + 1)
   stats.skip_lines('gutenberg footer', len(lines) - end)
-  return lines[start + 1:end]
+  return lines[start + 1 : end]
 
 
-def split_paragraphs(lines: Sequence[Optional[str]],
-                     stats: CorpusStats) -> List[List[str]]:
+def split_paragraphs(
+    lines: Sequence[Optional[str]], stats: CorpusStats
+) -> List[List[str]]:
   """Groups lines into blocks separated by blank lines.
 
   Args:
@@ -482,8 +596,9 @@ class CorpusReader:
 
   def __init__(self, options: CleaningOptions):
     self._options = options
-    self._drop_regexes = [(pattern, re.compile(pattern))
-                          for pattern in options.drop_line_regexes]
+    self._drop_regexes = [
+        (pattern, re.compile(pattern)) for pattern in options.drop_line_regexes
+    ]
 
   def read(self, inputs: Sequence[str]) -> Tuple[List[List[str]], CorpusStats]:
     """Reads all inputs.
@@ -508,7 +623,8 @@ class CorpusReader:
           f'corpus {", ".join(inputs)}: {stats.files} files read, 0 non-empty '
           'documents after cleaning, no text found (lines read: '
           f'{stats.lines_read}; lines skipped: {stats.skipped_summary()}; '
-          f'sentences dropped as too short: {stats.sentences_dropped_short}).')
+          f'sentences dropped as too short: {stats.sentences_dropped_short}).'
+      )
     return documents, stats
 
   def _read_file(self, path: str, stats: CorpusStats) -> List[List[str]]:
@@ -535,13 +651,15 @@ class CorpusReader:
         stats.empty_documents_dropped += 1
     return documents
 
-  def _drop_blocks(self, blocks: List[List[str]],
-                   stats: CorpusStats) -> List[List[str]]:
+  def _drop_blocks(
+      self, blocks: List[List[str]], stats: CorpusStats
+  ) -> List[List[str]]:
     """Drops illustration and heading paragraphs, counting their lines."""
     kept = []
     for block in blocks:
-      if (self._options.strip_gutenberg and
-          _GUTENBERG_ILLUSTRATION.match('\n'.join(block))):
+      if self._options.strip_gutenberg and _GUTENBERG_ILLUSTRATION.match(
+          '\n'.join(block)
+      ):
         stats.skip_lines('gutenberg illustration', len(block))
       elif self._options.drop_headings and is_heading(block):
         stats.skip_lines('heading', len(block))
@@ -549,8 +667,9 @@ class CorpusReader:
         kept.append(block)
     return kept
 
-  def _drop_lines(self, lines: Sequence[str],
-                  stats: CorpusStats) -> List[Optional[str]]:
+  def _drop_lines(
+      self, lines: Sequence[str], stats: CorpusStats
+  ) -> List[Optional[str]]:
     """Replaces lines matched by a drop regex with `None`."""
     if not self._drop_regexes:
       return list(lines)
@@ -565,8 +684,7 @@ class CorpusReader:
         kept.append(line)
     return kept
 
-  def _block_sentences(self, block: List[str],
-                       stats: CorpusStats) -> List[str]:
+  def _block_sentences(self, block: List[str], stats: CorpusStats) -> List[str]:
     """Splits one block of lines into sentences and applies the length cut."""
     if self._options.strip_gutenberg:
       block = [self._remove_italics(line, stats) for line in block]
@@ -611,4 +729,3 @@ def read_corpus(
       non-empty document after cleaning.
   """
   return CorpusReader(options).read(inputs)
-

@@ -32,6 +32,8 @@ def read_lines(path: str, description: str) -> List[str]:
     try:
       lines.append(raw_line.decode('utf-8').rstrip('\r'))
     except UnicodeDecodeError as e:
-      raise cli.UserError(f'{path} line {line_number}: not valid UTF-8 '
-                       f'({e.reason} at byte {e.start}).') from e
+      raise cli.UserError(
+          f'{path} line {line_number}: not valid UTF-8 '
+          f'({e.reason} at byte {e.start}).'
+      ) from e
   return lines

@@ -28,6 +28,7 @@ SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 @dataclasses.dataclass(frozen=True)
 class SpecialTokenIds:
   """Ids of the special tokens of one vocabulary."""
+
   pad: int
   unk: int
   cls: int
@@ -47,10 +48,16 @@ class SpecialTokenIds:
     Raises:
       ValueError: a special token is not in the vocabulary.
     """
-    ids = special_token_ids({token: i for i, token in enumerate(tokens)},
-                            SPECIAL_TOKENS)
-    return cls(pad=ids[PAD_TOKEN], unk=ids[UNK_TOKEN], cls=ids[CLS_TOKEN],
-               sep=ids[SEP_TOKEN], mask=ids[MASK_TOKEN])
+    ids = special_token_ids(
+        {token: i for i, token in enumerate(tokens)}, SPECIAL_TOKENS
+    )
+    return cls(
+        pad=ids[PAD_TOKEN],
+        unk=ids[UNK_TOKEN],
+        cls=ids[CLS_TOKEN],
+        sep=ids[SEP_TOKEN],
+        mask=ids[MASK_TOKEN],
+    )
 
   def all_ids(self) -> Tuple[int, ...]:
     """The five ids, in the order pad, unk, cls, sep, mask."""
@@ -60,8 +67,9 @@ class SpecialTokenIds:
     return dataclasses.asdict(self)
 
 
-def special_token_ids(token_to_id: Mapping[str, int],
-                      tokens: Sequence[str]) -> Dict[str, int]:
+def special_token_ids(
+    token_to_id: Mapping[str, int], tokens: Sequence[str]
+) -> Dict[str, int]:
   """Looks special tokens up by string in a token -> id mapping.
 
   Args:
@@ -77,13 +85,16 @@ def special_token_ids(token_to_id: Mapping[str, int],
   """
   missing = [token for token in tokens if token not in token_to_id]
   if missing:
-    raise cli.UserError(f'The vocabulary lacks the special tokens {missing}; '
-                     f'expected all of {list(tokens)}.')
+    raise cli.UserError(
+        f'The vocabulary lacks the special tokens {missing}; '
+        f'expected all of {list(tokens)}.'
+    )
   return {token: token_to_id[token] for token in tokens}
 
 
-def load_vocab(path: str,
-               required_tokens: Sequence[str] = SPECIAL_TOKENS) -> List[str]:
+def load_vocab(
+    path: str, required_tokens: Sequence[str] = SPECIAL_TOKENS
+) -> List[str]:
   """Reads a vocabulary file with one token per line.
 
   Args:
@@ -104,23 +115,28 @@ def load_vocab(path: str,
     text = f.read()
   lines = text.splitlines()
   if not lines:
-    raise cli.UserError(f'Vocabulary file {path} is empty; expected one token '
-                     'per line.')
+    raise cli.UserError(
+        f'Vocabulary file {path} is empty; expected one token ' 'per line.'
+    )
   first_line = {}
   for line_number, line in enumerate(lines, start=1):
     token = line.strip()
     if not token:
-      raise cli.UserError(f'Vocabulary file {path} line {line_number}: empty '
-                       'token; expected one token per line.')
+      raise cli.UserError(
+          f'Vocabulary file {path} line {line_number}: empty '
+          'token; expected one token per line.'
+      )
     if token in first_line:
       raise cli.UserError(
           f'Vocabulary file {path} line {line_number}: duplicate token '
-          f'{token!r} (first on line {first_line[token]}).')
+          f'{token!r} (first on line {first_line[token]}).'
+      )
     first_line[token] = line_number
   missing = [token for token in required_tokens if token not in first_line]
   if missing:
-    raise cli.UserError(f'Vocabulary file {path} lacks required tokens '
-                     f'{missing}.')
+    raise cli.UserError(
+        f'Vocabulary file {path} lacks required tokens ' f'{missing}.'
+    )
   return list(first_line)
 
 
@@ -140,7 +156,8 @@ def build_wordpiece_vocab(
     vocab_size: int,
     output_path: Optional[str],
     lower_case: bool = True,
-    learn_params: Optional[Mapping[str, Any]] = None) -> List[str]:
+    learn_params: Optional[Mapping[str, Any]] = None,
+) -> List[str]:
   """Learns a WordPiece vocabulary and writes it to `output_path` (if any).
 
   Uses `tensorflow_text`'s `bert_vocab_from_dataset`, with the special tokens
@@ -162,39 +179,47 @@ def build_wordpiece_vocab(
     ValueError: `vocab_size` is too small, or there is no text.
   """
   if vocab_size <= len(SPECIAL_TOKENS):
-    raise cli.UserError(f'--vocab_size must exceed {len(SPECIAL_TOKENS)} (the '
-                     f'special tokens), got {vocab_size}.')
+    raise cli.UserError(
+        f'--vocab_size must exceed {len(SPECIAL_TOKENS)} (the '
+        f'special tokens), got {vocab_size}.'
+    )
   sentences = list(sentences)
   if not sentences:
     raise cli.UserError('build_wordpiece_vocab: no sentences to learn from.')
   dataset = tf.data.Dataset.from_tensor_slices(
-      tf.constant(sentences, dtype=tf.string)).batch(1024)
+      tf.constant(sentences, dtype=tf.string)
+  ).batch(1024)
   tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
       dataset,
       vocab_size=vocab_size,
       reserved_tokens=list(SPECIAL_TOKENS),
       bert_tokenizer_params=dict(lower_case=lower_case),
-      learn_params=dict(learn_params or {}))
+      learn_params=dict(learn_params or {}),
+  )
   tokens = list(dict.fromkeys(tokens))
   if output_path:
     write_vocab(tokens, output_path)
   return tokens
 
 
-def make_tokenizer(tokens: Sequence[str],
-                   lower_case: bool) -> tf_text.FastBertTokenizer:
+def make_tokenizer(
+    tokens: Sequence[str], lower_case: bool
+) -> tf_text.FastBertTokenizer:
   """A BERT tokenizer (basic splitting + WordPiece) over `tokens`."""
   return tf_text.FastBertTokenizer(
       vocab=list(tokens),
       token_out_type=tf.int32,
       unknown_token=UNK_TOKEN,
-      lower_case_nfd_strip_accents=lower_case)
+      lower_case_nfd_strip_accents=lower_case,
+  )
 
 
-def tokenize_sentences(sentences: Sequence[str],
-                       vocab_path: str,
-                       lower_case: bool,
-                       batch_size: int = 4096) -> List[List[int]]:
+def tokenize_sentences(
+    sentences: Sequence[str],
+    vocab_path: str,
+    lower_case: bool,
+    batch_size: int = 4096,
+) -> List[List[int]]:
   """Tokenizes sentences into WordPiece ids.
 
   The sentences are fed through `tf.data` in batches to
@@ -210,24 +235,33 @@ def tokenize_sentences(sentences: Sequence[str],
   Returns:
     One list of ids per sentence (empty for a sentence with no tokens).
   """
-  return tokenize_with_vocab(sentences, load_vocab(vocab_path), lower_case,
-                             batch_size)
+  return tokenize_with_vocab(
+      sentences, load_vocab(vocab_path), lower_case, batch_size
+  )
 
 
-def tokenize_with_vocab(sentences: Sequence[str],
-                        tokens: Sequence[str],
-                        lower_case: bool,
-                        batch_size: int = 4096) -> List[List[int]]:
+def tokenize_with_vocab(
+    sentences: Sequence[str],
+    tokens: Sequence[str],
+    lower_case: bool,
+    batch_size: int = 4096,
+) -> List[List[int]]:
   """Like `tokenize_sentences`, with the vocabulary already loaded."""
   if not sentences:
     return []
   tokenizer = make_tokenizer(tokens, lower_case)
   dataset = tf.data.Dataset.from_tensor_slices(
-      tf.constant(list(sentences), dtype=tf.string))
-  dataset = dataset.batch(batch_size).map(
-      lambda batch: _flat_ids_and_lengths(tokenizer.tokenize(batch)),
-      num_parallel_calls=tf.data.AUTOTUNE,
-      deterministic=True).prefetch(tf.data.AUTOTUNE)
+      tf.constant(list(sentences), dtype=tf.string)
+  )
+  dataset = (
+      dataset.batch(batch_size)
+      .map(
+          lambda batch: _flat_ids_and_lengths(tokenizer.tokenize(batch)),
+          num_parallel_calls=tf.data.AUTOTUNE,
+          deterministic=True,
+      )
+      .prefetch(tf.data.AUTOTUNE)
+  )
   ids = []
   for flat_ids, lengths in dataset.as_numpy_iterator():
     offsets = np.cumsum(lengths)[:-1]
@@ -236,7 +270,8 @@ def tokenize_with_vocab(sentences: Sequence[str],
 
 
 def _flat_ids_and_lengths(
-    ragged_ids: tf.RaggedTensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    ragged_ids: tf.RaggedTensor,
+) -> Tuple[tf.Tensor, tf.Tensor]:
   """Splits ragged `[batch, (tokens)]` ids into flat ids and row lengths."""
   if ragged_ids.shape.rank > 2:
     ragged_ids = ragged_ids.merge_dims(1, -1)

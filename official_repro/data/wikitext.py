@@ -63,6 +63,7 @@ class TextStats:
     tokens: tokens including one `EOS` per line.
     unk_tokens: `<unk>` tokens already in the text.
   """
+
   source: str
   lines: int
   blank_lines: int
@@ -73,11 +74,14 @@ class TextStats:
   @classmethod
   def of(cls, source: str, lines: Sequence[str]) -> 'TextStats':
     words = [line.split() for line in lines]
-    return cls(source=source, lines=len(lines),
-               blank_lines=sum(not w for w in words),
-               heading_lines=sum(heading_level(line) > 0 for line in lines),
-               tokens=sum(len(w) + 1 for w in words),
-               unk_tokens=sum(w.count(UNK) for w in words))
+    return cls(
+        source=source,
+        lines=len(lines),
+        blank_lines=sum(not w for w in words),
+        heading_lines=sum(heading_level(line) > 0 for line in lines),
+        tokens=sum(len(w) + 1 for w in words),
+        unk_tokens=sum(w.count(UNK) for w in words),
+    )
 
 
 def read_lines(path: str) -> List[str]:
@@ -115,6 +119,7 @@ class LineSplit:
     cut: 0-based index of the first held-out line.
     at_title: whether the cut is at an article title (else the exact line).
   """
+
   train_lines: List[str]
   heldout_lines: List[str]
   cut: int
@@ -122,14 +127,20 @@ class LineSplit:
 
   def describe(self, path: str, fraction: float) -> str:
     total = self.cut + len(self.heldout_lines)
-    where = ('the first article title at or after that point' if self.at_title
-             else 'that line (no article title follows it)')
-    return (f'held out the last {fraction:g} of {path!r}: lines '
-            f'{self.cut + 1}-{total} of {total} (1-based), cut at {where}.')
+    where = (
+        'the first article title at or after that point'
+        if self.at_title
+        else 'that line (no article title follows it)'
+    )
+    return (
+        f'held out the last {fraction:g} of {path!r}: lines '
+        f'{self.cut + 1}-{total} of {total} (1-based), cut at {where}.'
+    )
 
 
-def split_lines(lines: Sequence[str], heldout_fraction: float,
-                path: str = '<lines>') -> LineSplit:
+def split_lines(
+    lines: Sequence[str], heldout_fraction: float, path: str = '<lines>'
+) -> LineSplit:
   """Splits a file's lines into a training part and a held-out tail.
 
   The nominal cut is line `round(len(lines) * (1 - heldout_fraction))`; it
@@ -150,10 +161,13 @@ def split_lines(lines: Sequence[str], heldout_fraction: float,
   """
   if not 0.0 < heldout_fraction < 1.0:
     raise cli.UserError(
-        f'valid_fraction must be in (0, 1), got {heldout_fraction}.')
+        f'valid_fraction must be in (0, 1), got {heldout_fraction}.'
+    )
   nominal = int(round(len(lines) * (1.0 - heldout_fraction)))
-  cut = next((i for i in range(nominal, len(lines))
-              if heading_level(lines[i]) == 1), None)
+  cut = next(
+      (i for i in range(nominal, len(lines)) if heading_level(lines[i]) == 1),
+      None,
+  )
   at_title = cut is not None
   if cut is None:
     cut = nominal
@@ -163,7 +177,8 @@ def split_lines(lines: Sequence[str], heldout_fraction: float,
       raise cli.UserError(
           f'Splitting {path!r} ({len(lines)} lines) with valid_fraction='
           f'{heldout_fraction} leaves the {name} part without tokens; use a '
-          'longer file or another fraction.')
+          'longer file or another fraction.'
+      )
   return LineSplit(train, heldout, cut, at_title)
 
 
@@ -178,6 +193,7 @@ class EncodeStats:
       vocabulary (capped away, or unseen in the training split).
     oov_types: distinct such words.
   """
+
   tokens: int
   unk_tokens: int
   oov_tokens: int
@@ -200,9 +216,11 @@ class Vocabulary:
     Raises:
       ValueError: the specials are not first or a word repeats.
     """
-    if tuple(words[:len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
-      raise cli.UserError(f'A vocabulary must start with {SPECIAL_TOKENS}, got '
-                       f'{tuple(words[:len(SPECIAL_TOKENS)])}.')
+    if tuple(words[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
+      raise cli.UserError(
+          f'A vocabulary must start with {SPECIAL_TOKENS}, got '
+          f'{tuple(words[:len(SPECIAL_TOKENS)])}.'
+      )
     self._words = list(words)
     self._ids = {word: i for i, word in enumerate(self._words)}
     if len(self._ids) != len(self._words):
@@ -210,8 +228,9 @@ class Vocabulary:
     self.build_stats: Dict[str, int] = {}
 
   @classmethod
-  def build(cls, tokens: Sequence[str],
-            max_size: Optional[int] = None) -> 'Vocabulary':
+  def build(
+      cls, tokens: Sequence[str], max_size: Optional[int] = None
+  ) -> 'Vocabulary':
     """The vocabulary of `tokens`, capped to `max_size` words if given.
 
     Args:
@@ -227,25 +246,36 @@ class Vocabulary:
       ValueError: `max_size` below 3.
     """
     if max_size is not None and max_size < len(SPECIAL_TOKENS) + 1:
-      raise cli.UserError(f'max_vocab_size must be >= {len(SPECIAL_TOKENS) + 1} '
-                       f'({SPECIAL_TOKENS} and one word), got {max_size}.')
+      raise cli.UserError(
+          f'max_vocab_size must be >= {len(SPECIAL_TOKENS) + 1} '
+          f'({SPECIAL_TOKENS} and one word), got {max_size}.'
+      )
     counts: Dict[str, int] = {}
     for token in tokens:
       counts[token] = counts.get(token, 0) + 1
-    words = sorted((w for w in counts if w not in SPECIAL_TOKENS),
-                   key=lambda w: (-counts[w], w))
-    limit = (len(words) if max_size is None
-             else max_size - len(SPECIAL_TOKENS))
+    words = sorted(
+        (w for w in counts if w not in SPECIAL_TOKENS),
+        key=lambda w: (-counts[w], w),
+    )
+    limit = len(words) if max_size is None else max_size - len(SPECIAL_TOKENS)
     kept, capped = words[:limit], words[limit:]
     vocab = cls(list(SPECIAL_TOKENS) + kept)
     vocab.build_stats = dict(
-        distinct_words=len(words), kept_words=len(kept),
+        distinct_words=len(words),
+        kept_words=len(kept),
         capped_types=len(capped),
-        capped_tokens=sum(counts[w] for w in capped))
+        capped_tokens=sum(counts[w] for w in capped),
+    )
     logging.info(
         'Vocabulary: %d words + %s from %d training tokens; the cap removed '
-        '%d word types (%d tokens -> %s).', len(kept), SPECIAL_TOKENS,
-        len(tokens), len(capped), vocab.build_stats['capped_tokens'], UNK)
+        '%d word types (%d tokens -> %s).',
+        len(kept),
+        SPECIAL_TOKENS,
+        len(tokens),
+        len(capped),
+        vocab.build_stats['capped_tokens'],
+        UNK,
+    )
     return vocab
 
   def __len__(self) -> int:
@@ -261,12 +291,18 @@ class Vocabulary:
   def encode(self, tokens: Sequence[str]) -> Tuple[np.ndarray, EncodeStats]:
     """Token ids `[len(tokens)]` int32 and the counts of `UNK` mappings."""
     unk = self._ids[UNK]
-    ids = np.fromiter((self._ids.get(t, unk) for t in tokens), dtype=np.int32,
-                      count=len(tokens))
+    ids = np.fromiter(
+        (self._ids.get(t, unk) for t in tokens),
+        dtype=np.int32,
+        count=len(tokens),
+    )
     oov = [t for t in tokens if t not in self._ids]
-    return ids, EncodeStats(tokens=len(tokens),
-                            unk_tokens=int(np.sum(ids == unk)),
-                            oov_tokens=len(oov), oov_types=len(set(oov)))
+    return ids, EncodeStats(
+        tokens=len(tokens),
+        unk_tokens=int(np.sum(ids == unk)),
+        oov_tokens=len(oov),
+        oov_types=len(set(oov)),
+    )
 
   def decode(self, ids: Sequence[int]) -> List[str]:
     return [self._words[i] for i in ids]
@@ -291,6 +327,7 @@ class WindowStats:
     batches: batches per pass (training: whole batches only, so
       `windows - batches * B` windows wait for the next pass).
   """
+
   stream_tokens: int
   windows: int
   target_tokens: int
@@ -298,8 +335,9 @@ class WindowStats:
   batches: int
 
 
-def window_stats(num_tokens: int, seq_length: int, batch_size: int,
-                 training: bool) -> WindowStats:
+def window_stats(
+    num_tokens: int, seq_length: int, batch_size: int, training: bool
+) -> WindowStats:
   """The `WindowStats` of `window_dataset` for a stream of `num_tokens`."""
   targets = max(num_tokens - 1, 0)
   if training:
@@ -309,14 +347,23 @@ def window_stats(num_tokens: int, seq_length: int, batch_size: int,
     windows = -(-targets // seq_length)
     batches = -(-windows // batch_size)
   scored = min(windows * seq_length, targets)
-  return WindowStats(stream_tokens=num_tokens, windows=windows,
-                     target_tokens=scored, dropped_targets=targets - scored,
-                     batches=batches)
+  return WindowStats(
+      stream_tokens=num_tokens,
+      windows=windows,
+      target_tokens=scored,
+      dropped_targets=targets - scored,
+      batches=batches,
+  )
 
 
-def window_dataset(stream: np.ndarray, seq_length: int, batch_size: int,
-                   training: bool, seed: Optional[int] = None,
-                   name: str = 'stream') -> tf.data.Dataset:
+def window_dataset(
+    stream: np.ndarray,
+    seq_length: int,
+    batch_size: int,
+    training: bool,
+    seed: Optional[int] = None,
+    name: str = 'stream',
+) -> tf.data.Dataset:
   """Batches of contiguous windows of a token stream.
 
   Window i is `stream[i * T : i * T + T + 1]`. Training: only whole windows,
@@ -341,32 +388,38 @@ def window_dataset(stream: np.ndarray, seq_length: int, batch_size: int,
       (training) or one target (evaluation); the message gives the counts.
   """
   if seq_length < 1 or batch_size < 1:
-    raise cli.UserError(f'seq_length and batch_size must be >= 1, got '
-                     f'seq_length={seq_length}, batch_size={batch_size}.')
+    raise cli.UserError(
+        f'seq_length and batch_size must be >= 1, got '
+        f'seq_length={seq_length}, batch_size={batch_size}.'
+    )
   stats = window_stats(len(stream), seq_length, batch_size, training)
   if stats.batches == 0:
     need = (batch_size * seq_length + 1) if training else 2
     raise cli.UserError(
         f'The {name} stream has {len(stream)} tokens; '
         f'{"training" if training else "evaluation"} with seq_length='
-        f'{seq_length} and batch_size={batch_size} needs at least {need}.')
+        f'{seq_length} and batch_size={batch_size} needs at least {need}.'
+    )
   length = stats.windows * seq_length + 1
   padded = np.zeros([length], np.int32)
-  padded[:min(length, len(stream))] = stream[:length]
+  padded[: min(length, len(stream))] = stream[:length]
   weights = np.zeros([length - 1], np.float32)
-  weights[:stats.target_tokens] = 1.0
+  weights[: stats.target_tokens] = 1.0
   tokens_t = tf.constant(padded)
   weights_t = tf.constant(weights)
 
   def window(index):
     start = tf.cast(index, tf.int32) * seq_length
-    return dict(tokens=tf.slice(tokens_t, [start], [seq_length + 1]),
-                weights=tf.slice(weights_t, [start], [seq_length]))
+    return dict(
+        tokens=tf.slice(tokens_t, [start], [seq_length + 1]),
+        weights=tf.slice(weights_t, [start], [seq_length]),
+    )
 
   dataset = tf.data.Dataset.range(stats.windows)
   if training:
-    dataset = dataset.shuffle(stats.windows, seed=seed,
-                              reshuffle_each_iteration=True).repeat()
+    dataset = dataset.shuffle(
+        stats.windows, seed=seed, reshuffle_each_iteration=True
+    ).repeat()
   dataset = dataset.map(window, num_parallel_calls=tf.data.AUTOTUNE)
   dataset = dataset.batch(batch_size, drop_remainder=training)
   return dataset.prefetch(tf.data.AUTOTUNE)
@@ -387,6 +440,7 @@ class Corpus:
       and `encoding` (`EncodeStats`),
       plus `vocab` (the cap's counts); JSON-serializable.
   """
+
   vocab: Vocabulary
   train: np.ndarray
   valid: np.ndarray
@@ -395,10 +449,13 @@ class Corpus:
   stats: Dict[str, Mapping[str, object]]
 
 
-def load_corpus(train_file: str, valid_file: Optional[str] = None,
-                valid_fraction: Optional[float] = None,
-                max_vocab_size: Optional[int] = None,
-                test_file: Optional[str] = None) -> Corpus:
+def load_corpus(
+    train_file: str,
+    valid_file: Optional[str] = None,
+    valid_fraction: Optional[float] = None,
+    max_vocab_size: Optional[int] = None,
+    test_file: Optional[str] = None,
+) -> Corpus:
   """Reads, splits and encodes a WikiText-format corpus.
 
   Args:
@@ -417,9 +474,11 @@ def load_corpus(train_file: str, valid_file: Optional[str] = None,
       also `read_lines`, `split_lines`, `Vocabulary.build`.
   """
   if (valid_file is None) == (valid_fraction is None):
-    raise cli.UserError('Give exactly one of valid_file and valid_fraction, got '
-                     f'valid_file={valid_file!r}, valid_fraction='
-                     f'{valid_fraction!r}.')
+    raise cli.UserError(
+        'Give exactly one of valid_file and valid_fraction, got '
+        f'valid_file={valid_file!r}, valid_fraction='
+        f'{valid_fraction!r}.'
+    )
   lines = read_lines(train_file)
   if valid_file is not None:
     train_lines, valid_lines = lines, read_lines(valid_file)
@@ -433,12 +492,15 @@ def load_corpus(train_file: str, valid_file: Optional[str] = None,
     valid_source = f'{name}[lines {split.cut + 1}:{len(lines)}]'
     split_note = split.describe(train_file, valid_fraction)
   logging.info('WikiText split: %s', split_note)
-  parts = {'train': (train_source, train_lines),
-           'valid': (valid_source, valid_lines)}
+  parts = {
+      'train': (train_source, train_lines),
+      'valid': (valid_source, valid_lines),
+  }
   if test_file is not None:
     parts['test'] = (test_file, read_lines(test_file))
-  tokens = {name: tokenize(part_lines)
-            for name, (_, part_lines) in parts.items()}
+  tokens = {
+      name: tokenize(part_lines) for name, (_, part_lines) in parts.items()
+  }
   vocab = Vocabulary.build(tokens['train'], max_vocab_size)
   stats = {'vocab': dict(size=len(vocab), **vocab.build_stats)}
   ids = {}
@@ -446,10 +508,23 @@ def load_corpus(train_file: str, valid_file: Optional[str] = None,
     ids[name], encoding = vocab.encode(tokens[name])
     stats[name] = dict(
         text=dataclasses.asdict(TextStats.of(source, part_lines)),
-        encoding=dataclasses.asdict(encoding))
-    logging.info('%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, '
-                 '%d types).', name, source, encoding.tokens,
-                 encoding.unk_tokens, UNK, encoding.oov_tokens,
-                 encoding.oov_types)
-  return Corpus(vocab=vocab, train=ids['train'], valid=ids['valid'],
-                test=ids.get('test'), split_note=split_note, stats=stats)
+        encoding=dataclasses.asdict(encoding),
+    )
+    logging.info(
+        '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, ' '%d types).',
+        name,
+        source,
+        encoding.tokens,
+        encoding.unk_tokens,
+        UNK,
+        encoding.oov_tokens,
+        encoding.oov_types,
+    )
+  return Corpus(
+      vocab=vocab,
+      train=ids['train'],
+      valid=ids['valid'],
+      test=ids.get('test'),
+      split_note=split_note,
+      stats=stats,
+  )

@@ -32,8 +32,9 @@ def _validate_values(values: Sequence[float]) -> np.ndarray:
   """float64 [n] of finite values, n >= 1; ValueError otherwise."""
   array = np.asarray(values, dtype=np.float64)
   if array.ndim != 1 or array.shape[0] == 0:
-    raise ValueError(f'Expected a non-empty list of run scores, got shape '
-                     f'{array.shape}.')
+    raise ValueError(
+        f'Expected a non-empty list of run scores, got shape ' f'{array.shape}.'
+    )
   if not np.isfinite(array).all():
     raise ValueError(f'Run scores must be finite, got {array.tolist()}.')
   return array
@@ -54,8 +55,9 @@ def aggregate(values: Sequence[float], method: str) -> float:
     ValueError: unknown method, or empty or non-finite values.
   """
   if method not in AGGREGATIONS:
-    raise ValueError(f'Unknown aggregation {method!r}; expected one of '
-                     f'{AGGREGATIONS}.')
+    raise ValueError(
+        f'Unknown aggregation {method!r}; expected one of ' f'{AGGREGATIONS}.'
+    )
   array = _validate_values(values)
   if method == 'max':
     return float(array.max())
@@ -94,8 +96,9 @@ def summarize(values: Sequence[float]) -> Dict[str, float]:
   )
 
 
-def select_eval(history: Sequence[Mapping[str, float]], key: str,
-                selection: str) -> Mapping[str, float]:
+def select_eval(
+    history: Sequence[Mapping[str, float]], key: str, selection: str
+) -> Mapping[str, float]:
   """Picks the evaluation of one fine-tuning run that is reported.
 
   Args:
@@ -112,8 +115,9 @@ def select_eval(history: Sequence[Mapping[str, float]], key: str,
       `key`.
   """
   if selection not in SELECTIONS:
-    raise ValueError(f'Unknown selection {selection!r}; expected one of '
-                     f'{SELECTIONS}.')
+    raise ValueError(
+        f'Unknown selection {selection!r}; expected one of ' f'{SELECTIONS}.'
+    )
   if not history:
     raise ValueError('The evaluation history is empty.')
   lacking = [i for i, metrics in enumerate(history) if key not in metrics]

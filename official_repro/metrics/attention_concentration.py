@@ -43,14 +43,16 @@ class MapConcentration(NamedTuple):
     concentration: near_mass / far_mass; NaN where `included` is False.
     included: whether the map has a C (far_mass > 0).
   """
+
   near_mass: np.ndarray
   far_mass: np.ndarray
   concentration: np.ndarray
   included: np.ndarray
 
 
-def map_concentration(attention_probs: Any, input_mask: Any,
-                      window: int = DEFAULT_WINDOW) -> MapConcentration:
+def map_concentration(
+    attention_probs: Any, input_mask: Any, window: int = DEFAULT_WINDOW
+) -> MapConcentration:
   """Near- and far-diagonal attention mass of every map in a batch.
 
   Args:
@@ -70,12 +72,16 @@ def map_concentration(attention_probs: Any, input_mask: Any,
   probs = np.asarray(attention_probs, dtype=np.float64)
   mask = np.asarray(input_mask, dtype=np.float64)
   if probs.ndim != 4 or probs.shape[2] != probs.shape[3]:
-    raise ValueError(f'attention_probs must be [batch, heads, T, T], got '
-                     f'shape {probs.shape}.')
+    raise ValueError(
+        f'attention_probs must be [batch, heads, T, T], got '
+        f'shape {probs.shape}.'
+    )
   if mask.shape != (probs.shape[0], probs.shape[2]):
-    raise ValueError(f'input_mask must be [batch, T] = '
-                     f'{[probs.shape[0], probs.shape[2]]}, got shape '
-                     f'{list(mask.shape)}.')
+    raise ValueError(
+        f'input_mask must be [batch, T] = '
+        f'{[probs.shape[0], probs.shape[2]]}, got shape '
+        f'{list(mask.shape)}.'
+    )
   if window < 0:
     raise ValueError(f'window must be >= 0, got {window}.')
   positions = np.arange(probs.shape[2])
@@ -105,13 +111,15 @@ def uniform_attention(input_mask: Any) -> np.ndarray:
   mask = np.asarray(input_mask, dtype=np.float64)
   lengths = np.maximum(np.sum(mask, axis=1), 1.0)
   rows = mask / lengths[:, None]
-  return np.broadcast_to(rows[:, None, None, :],
-                         (mask.shape[0], 1, mask.shape[1], mask.shape[1]))
+  return np.broadcast_to(
+      rows[:, None, None, :], (mask.shape[0], 1, mask.shape[1], mask.shape[1])
+  )
 
 
 @dataclasses.dataclass
 class _Totals:
   """Running sums over the maps of one layer."""
+
   num_maps: int = 0
   num_excluded: int = 0
   concentration_sum: float = 0.0
@@ -129,10 +137,13 @@ class _Totals:
   def summary(self) -> Dict[str, Any]:
     counted = self.num_maps - self.num_excluded
     return dict(
-        mean_concentration=(self.concentration_sum / counted if counted
-                            else None),
+        mean_concentration=(
+            self.concentration_sum / counted if counted else None
+        ),
         mass_ratio=self.near_mass / self.far_mass if counted else None,
-        num_maps=self.num_maps, num_excluded=self.num_excluded)
+        num_maps=self.num_maps,
+        num_excluded=self.num_excluded,
+    )
 
 
 class ConcentrationAccumulator:
@@ -169,13 +180,18 @@ class ConcentrationAccumulator:
       self._layers = [_Totals() for _ in attention_scores]
       self._num_heads = int(attention_scores[0].shape[1])
     if len(attention_scores) != len(self._layers):
-      raise ValueError(f'Got {len(attention_scores)} layers of attention '
-                       f'scores after batches of {len(self._layers)}.')
-    for layer, (totals, probs) in enumerate(zip(self._layers,
-                                                attention_scores)):
+      raise ValueError(
+          f'Got {len(attention_scores)} layers of attention '
+          f'scores after batches of {len(self._layers)}.'
+      )
+    for layer, (totals, probs) in enumerate(
+        zip(self._layers, attention_scores)
+    ):
       if probs.shape[1] != self._num_heads:
-        raise ValueError(f'Layer {layer} has {probs.shape[1]} heads, '
-                         f'expected {self._num_heads}.')
+        raise ValueError(
+            f'Layer {layer} has {probs.shape[1]} heads, '
+            f'expected {self._num_heads}.'
+        )
       totals.add(map_concentration(probs, input_mask, self._window))
 
   def result(self) -> Dict[str, Any]:
@@ -199,13 +215,21 @@ class ConcentrationAccumulator:
     total = _Totals()
     for totals in self._layers:
       for field in dataclasses.fields(_Totals):
-        setattr(total, field.name,
-                getattr(total, field.name) + getattr(totals, field.name))
+        setattr(
+            total,
+            field.name,
+            getattr(total, field.name) + getattr(totals, field.name),
+        )
     if total.num_excluded == total.num_maps:
       raise ValueError(
           f'None of the {total.num_maps} attention maps has a concentration: '
           f'every one has zero mass beyond the window {self._window} (real '
-          f'lengths <= {self._window + 1}?).')
-    return dict(total.summary(), num_layers=len(self._layers),
-                num_heads=self._num_heads, window=self._window,
-                per_layer=[totals.summary() for totals in self._layers])
+          f'lengths <= {self._window + 1}?).'
+      )
+    return dict(
+        total.summary(),
+        num_layers=len(self._layers),
+        num_heads=self._num_heads,
+        window=self._window,
+        per_layer=[totals.summary() for totals in self._layers],
+    )

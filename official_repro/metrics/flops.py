@@ -92,15 +92,31 @@ ELECTRA_OUTPUT_FRACTION = 0.15625
 
 
 # ConvBERT fields of `NetworkShape` that a BERT block keeps at their defaults.
-_CONVBERT_DEFAULTS = (('kernel_size', 9), ('groups', 1), ('conv_only', False),
-                      ('attention_only', False))
+_CONVBERT_DEFAULTS = (
+    ('kernel_size', 9),
+    ('groups', 1),
+    ('conv_only', False),
+    ('attention_only', False),
+)
 
 # The terms of `block_terms` that are matrix products (dense layers, attention
 # einsums, convolutions): what XLA's dot/convolution count measures.
-MATMUL_TERMS = frozenset((
-    'query', 'key_value', 'attention_scores', 'attention_context',
-    'conv_depthwise', 'conv_pointwise', 'conv_kernel_generator', 'conv_value',
-    'conv_output', 'attention_output', 'ffn_intermediate', 'ffn_output'))
+MATMUL_TERMS = frozenset(
+    (
+        'query',
+        'key_value',
+        'attention_scores',
+        'attention_context',
+        'conv_depthwise',
+        'conv_pointwise',
+        'conv_kernel_generator',
+        'conv_value',
+        'conv_output',
+        'attention_output',
+        'ffn_intermediate',
+        'ffn_output',
+    )
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +140,7 @@ class NetworkShape:
     conv_only: ConvBERT with convolution heads only.
     attention_only: ConvBERT's bottleneck attention without convolution heads.
   """
+
   hidden: int
   layers: int
   embedding: int
@@ -139,30 +156,41 @@ class NetworkShape:
 
   def __post_init__(self):
     if self.hidden % self.heads:
-      raise ValueError(f'NetworkShape: hidden={self.hidden} must be divisible '
-                       f'by heads={self.heads}.')
+      raise ValueError(
+          f'NetworkShape: hidden={self.hidden} must be divisible '
+          f'by heads={self.heads}.'
+      )
     if self.head_ratio is None:
       for name, default in _CONVBERT_DEFAULTS:
         if getattr(self, name) != default:
           raise ValueError(
               f'NetworkShape: {name}={getattr(self, name)!r} is a ConvBERT '
               f'setting; with head_ratio=None (a BERT block) it must be '
-              f'{default!r}.')
+              f'{default!r}.'
+          )
       return
     if self.head_ratio < 1:
       raise ValueError(
-          f'NetworkShape: head_ratio={self.head_ratio} must be >= 1.')
+          f'NetworkShape: head_ratio={self.head_ratio} must be >= 1.'
+      )
     if self.kernel_size < 1 or self.kernel_size % 2 == 0:
-      raise ValueError(f'NetworkShape: kernel_size={self.kernel_size} must be '
-                       'an odd integer >= 1.')
-    if self.groups < 1 or self.hidden % self.groups or (
-        self.intermediate % self.groups):
+      raise ValueError(
+          f'NetworkShape: kernel_size={self.kernel_size} must be '
+          'an odd integer >= 1.'
+      )
+    if (
+        self.groups < 1
+        or self.hidden % self.groups
+        or (self.intermediate % self.groups)
+    ):
       raise ValueError(
           f'NetworkShape: groups={self.groups} must be >= 1 and divide '
-          f'hidden={self.hidden} and intermediate={self.intermediate}.')
+          f'hidden={self.hidden} and intermediate={self.intermediate}.'
+      )
     if self.conv_only and self.attention_only:
-      raise ValueError('NetworkShape: conv_only and attention_only exclude '
-                       'each other.')
+      raise ValueError(
+          'NetworkShape: conv_only and attention_only exclude ' 'each other.'
+      )
 
 
 def block_heads(net: NetworkShape) -> Tuple[int, int]:
@@ -195,8 +223,11 @@ def block_terms(net: NetworkShape) -> Dict[str, float]:
   head_size = h // net.heads
   attention_heads, conv_heads = block_heads(net)
   groups = 1 if net.head_ratio is None else net.groups
-  a, c, k = attention_heads * head_size, conv_heads * head_size, (
-      net.kernel_size)
+  a, c, k = (
+      attention_heads * head_size,
+      conv_heads * head_size,
+      (net.kernel_size),
+  )
   query = c if net.conv_only else a
   terms = dict(query=2 * h * query, query_bias=query)
   if attention_heads:
@@ -208,7 +239,8 @@ def block_terms(net: NetworkShape) -> Dict[str, float]:
         attention_dropout=DROPOUT_FLOPS * s * attention_heads,
         attention_scaling=s * attention_heads,
         attention_context=2 * a * s,
-        attention_output=2 * a * h)
+        attention_output=2 * a * h,
+    )
   if conv_heads:
     terms.update(
         conv_depthwise=2 * k * h,
@@ -221,7 +253,8 @@ def block_terms(net: NetworkShape) -> Dict[str, float]:
         conv_value=2 * h * c,
         conv_value_bias=c,
         conv_weighted_sum=2 * k * c,
-        conv_output=2 * c * h)
+        conv_output=2 * c * h,
+    )
   terms.update(
       attention_output_bias=h,
       attention_output_dropout=DROPOUT_FLOPS * h,
@@ -235,7 +268,8 @@ def block_terms(net: NetworkShape) -> Dict[str, float]:
       ffn_output_bias=h,
       ffn_dropout=DROPOUT_FLOPS * h,
       ffn_residual=h,
-      ffn_layer_norm=LAYER_NORM_FLOPS * h)
+      ffn_layer_norm=LAYER_NORM_FLOPS * h,
+  )
   return terms
 
 
@@ -250,7 +284,8 @@ def compiled_matmul_flops(net: NetworkShape) -> float:
   total = net.seq_length * matmul_flops(net)
   if conv_heads:
     total += span_dynamic_conv.window_contraction_flops(
-        net.seq_length, conv_heads, net.hidden // net.heads, net.kernel_size)
+        net.seq_length, conv_heads, net.hidden // net.heads, net.kernel_size
+    )
   return float(total)
 
 
@@ -261,8 +296,13 @@ def block_flops(net: NetworkShape) -> float:
 
 def matmul_flops(net: NetworkShape) -> float:
   """Forward FLOPs per token of the block's matrix products only."""
-  return float(sum(value for name, value in block_terms(net).items()
-                   if name in MATMUL_TERMS))
+  return float(
+      sum(
+          value
+          for name, value in block_terms(net).items()
+          if name in MATMUL_TERMS
+      )
+  )
 
 
 def embedding_flops(net: NetworkShape, one_hot: bool = True) -> float:
@@ -270,25 +310,29 @@ def embedding_flops(net: NetworkShape, one_hot: bool = True) -> float:
   e, h = net.embedding, net.hidden
   flops = 0.0
   if one_hot:
-    flops += 2 * e * net.vocab_size        # token one-hot matmul
+    flops += 2 * e * net.vocab_size  # token one-hot matmul
     flops += 2 * e * (net.seq_length + 2)  # position and type one-hot matmuls
-  flops += 2 * e                           # adding the three embeddings
+  flops += 2 * e  # adding the three embeddings
   flops += LAYER_NORM_FLOPS * e + DROPOUT_FLOPS * e
   if e != h:
-    flops += 2 * h * e + h                 # projection E -> H and its bias
+    flops += 2 * h * e + h  # projection E -> H and its bias
   return flops
 
 
-def mlm_head_flops(net: NetworkShape,
-                   output_fraction: float = ELECTRA_OUTPUT_FRACTION) -> float:
+def mlm_head_flops(
+    net: NetworkShape, output_fraction: float = ELECTRA_OUTPUT_FRACTION
+) -> float:
   """Forward FLOPs per token of the MLM head (run on a fraction of tokens)."""
   e, h, v = net.embedding, net.hidden, net.vocab_size
   return output_fraction * (
-      2 * h * e + e                  # transform dense and bias
-      + ACTIVATION_FLOPS * e         # GELU
-      + LAYER_NORM_FLOPS * e         # layer norm
-      + 2 * e * v                    # logits against the embedding table
-      + SOFTMAX_FLOPS * v + 2 * v)   # softmax and loss
+      2 * h * e
+      + e  # transform dense and bias
+      + ACTIVATION_FLOPS * e  # GELU
+      + LAYER_NORM_FLOPS * e  # layer norm
+      + 2 * e * v  # logits against the embedding table
+      + SOFTMAX_FLOPS * v
+      + 2 * v
+  )  # softmax and loss
 
 
 def rtd_head_flops(net: NetworkShape) -> float:
@@ -297,8 +341,9 @@ def rtd_head_flops(net: NetworkShape) -> float:
   return 2 * h * h + h + ACTIVATION_FLOPS * h + 2 * h
 
 
-def mws_head_flops(net: NetworkShape, output_fraction: float,
-                   num_candidates: int) -> float:
+def mws_head_flops(
+    net: NetworkShape, output_fraction: float, num_candidates: int
+) -> float:
   """Forward FLOPs per token of TEAMS' multi-word selection head.
 
   Run at the masked fraction of tokens: the MLM head's transform (dense
@@ -308,21 +353,34 @@ def mws_head_flops(net: NetworkShape, output_fraction: float,
   """
   e, h = net.embedding, net.hidden
   return output_fraction * (
-      2 * h * e + e + ACTIVATION_FLOPS * e + LAYER_NORM_FLOPS * e
+      2 * h * e
+      + e
+      + ACTIVATION_FLOPS * e
+      + LAYER_NORM_FLOPS * e
       + 2 * e * num_candidates
-      + SOFTMAX_FLOPS * num_candidates + 2 * num_candidates)
+      + SOFTMAX_FLOPS * num_candidates
+      + 2 * num_candidates
+  )
 
 
 def feed_forward_flops(net: NetworkShape) -> float:
   """Forward FLOPs per token of a block's feed-forward sublayer alone (a
   per-token task head: `ffn_*` terms of `block_terms`)."""
-  return float(sum(value for name, value in block_terms(net).items()
-                   if name.startswith('ffn_')))
+  return float(
+      sum(
+          value
+          for name, value in block_terms(net).items()
+          if name.startswith('ffn_')
+      )
+  )
 
 
-def network_flops(net: NetworkShape, head: str,
-                  output_fraction: float = ELECTRA_OUTPUT_FRACTION,
-                  one_hot_embeddings: bool = True) -> float:
+def network_flops(
+    net: NetworkShape,
+    head: str,
+    output_fraction: float = ELECTRA_OUTPUT_FRACTION,
+    one_hot_embeddings: bool = True,
+) -> float:
   """Forward FLOPs per token of embeddings + blocks + one head.
 
   Args:
@@ -332,28 +390,36 @@ def network_flops(net: NetworkShape, head: str,
     one_hot_embeddings: count embedding lookups as one-hot matmuls (the
       formula) or as free gathers (what the profiler sees).
   """
-  heads = dict(mlm=lambda: mlm_head_flops(net, output_fraction),
-               rtd=lambda: rtd_head_flops(net))
+  heads = dict(
+      mlm=lambda: mlm_head_flops(net, output_fraction),
+      rtd=lambda: rtd_head_flops(net),
+  )
   if head not in heads:
     raise ValueError(f'head must be mlm or rtd, got {head!r}.')
-  return (net.layers * block_flops(net) +
-          embedding_flops(net, one_hot_embeddings) + heads[head]())
+  return (
+      net.layers * block_flops(net)
+      + embedding_flops(net, one_hot_embeddings)
+      + heads[head]()
+  )
 
 
-def train_flops(per_token_forward: float, batch_size: int, steps: float,
-                seq_length: int) -> float:
+def train_flops(
+    per_token_forward: float, batch_size: int, steps: float, seq_length: int
+) -> float:
   """ELECTRA's convention: forward + an equally expensive backward pass."""
   return 2.0 * batch_size * steps * seq_length * per_token_forward
 
 
-def steps_for_budget(budget: float, per_token_forward: float, batch_size: int,
-                     seq_length: int) -> float:
+def steps_for_budget(
+    budget: float, per_token_forward: float, batch_size: int, seq_length: int
+) -> float:
   """Training steps that spend `budget` FLOPs."""
   return budget / (2.0 * batch_size * seq_length * per_token_forward)
 
 
-def profiled_forward_flops(model: tf.keras.Model,
-                           specs: Dict[str, tf.TensorSpec]) -> int:
+def profiled_forward_flops(
+    model: tf.keras.Model, specs: Dict[str, tf.TensorSpec]
+) -> int:
   """Float operations of one forward pass, counted by the TF profiler.
 
   The model's forward graph is frozen and `tf.compat.v1.profiler` counts its
@@ -371,21 +437,27 @@ def profiled_forward_flops(model: tf.keras.Model,
   """
   with activations.unfused():
     concrete = tf.function(
-        lambda inputs: model(inputs, training=False)).get_concrete_function(
-            specs)
+        lambda inputs: model(inputs, training=False)
+    ).get_concrete_function(specs)
   frozen = convert_to_constants.convert_variables_to_constants_v2(concrete)
   options = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
   options['output'] = 'none'
   profile = tf.compat.v1.profiler.profile(
-      graph=frozen.graph, run_meta=tf.compat.v1.RunMetadata(),
-      options=options)
+      graph=frozen.graph, run_meta=tf.compat.v1.RunMetadata(), options=options
+  )
   return int(profile.total_float_ops)
 
 
 _HLO_SHAPE = r'\w+\[([\d,]*)\]\S*'
 _HLO_MATMUL = re.compile(
-    r'= ' + _HLO_SHAPE + r' (dot|convolution)\(' + _HLO_SHAPE + r' %\S+, ' +
-    _HLO_SHAPE + r' %[^,)]+\)(.*)')
+    r'= '
+    + _HLO_SHAPE
+    + r' (dot|convolution)\('
+    + _HLO_SHAPE
+    + r' %\S+, '
+    + _HLO_SHAPE
+    + r' %[^,)]+\)(.*)'
+)
 
 
 def _dims(text: str) -> List[int]:
@@ -416,13 +488,14 @@ def hlo_matmul_flops(hlo_text: str) -> int:
       continue
     match = _HLO_MATMUL.search(line)
     if not match:
-      raise ValueError(f'Cannot read the operand shapes of this HLO '
-                       f'instruction (use stage="hlo"): {line.strip()[:200]}')
+      raise ValueError(
+          f'Cannot read the operand shapes of this HLO '
+          f'instruction (use stage="hlo"): {line.strip()[:200]}'
+      )
     output, op, lhs, rhs, attributes = match.groups()
     outputs = math.prod(_dims(output))
     if op == 'dot':
-      contracting = re.search(r'lhs_contracting_dims=\{([\d,]*)\}',
-                              attributes)
+      contracting = re.search(r'lhs_contracting_dims=\{([\d,]*)\}', attributes)
       lhs_dims = _dims(lhs)
       reduced = math.prod(lhs_dims[d] for d in _dims(contracting.group(1)))
     else:
@@ -451,24 +524,31 @@ def xla_matmul_flops(function: Callable[..., Any], *args) -> int:
   return hlo_matmul_flops(hlo_text)
 
 
-def pretraining_input_specs(seq_length: int, max_predictions: int,
-                            batch_size: int = 1) -> Dict[str, tf.TensorSpec]:
+def pretraining_input_specs(
+    seq_length: int, max_predictions: int, batch_size: int = 1
+) -> Dict[str, tf.TensorSpec]:
   """The input signature of the pretraining models."""
   sequence = tf.TensorSpec([batch_size, seq_length], tf.int32)
   predictions = tf.TensorSpec([batch_size, max_predictions], tf.int32)
   return dict(
-      input_word_ids=sequence, input_mask=sequence, input_type_ids=sequence,
-      masked_lm_positions=predictions, masked_lm_ids=predictions,
-      masked_lm_weights=tf.TensorSpec([batch_size, max_predictions],
-                                      tf.float32))
+      input_word_ids=sequence,
+      input_mask=sequence,
+      input_type_ids=sequence,
+      masked_lm_positions=predictions,
+      masked_lm_ids=predictions,
+      masked_lm_weights=tf.TensorSpec(
+          [batch_size, max_predictions], tf.float32
+      ),
+  )
 
 
 def count_parameters(variables) -> int:
   return int(sum(v.shape.num_elements() for v in variables))
 
 
-def parameter_breakdown(encoder: tf.keras.Model,
-                        others: Dict[str, tf.keras.Model]) -> Dict[str, int]:
+def parameter_breakdown(
+    encoder: tf.keras.Model, others: Dict[str, tf.keras.Model]
+) -> Dict[str, int]:
   """Parameters of a pretraining model's networks, shared ones counted once.
 
   Args:
@@ -486,9 +566,11 @@ def parameter_breakdown(encoder: tf.keras.Model,
   for name, network in others.items():
     variables = network.trainable_variables
     result[f'{name}_only'] = count_parameters(
-        [v for v in variables if id(v) not in encoder_ids])
+        [v for v in variables if id(v) not in encoder_ids]
+    )
     result[f'{name}_shared'] = count_parameters(
-        [v for v in variables if id(v) in encoder_ids])
+        [v for v in variables if id(v) in encoder_ids]
+    )
     result[f'{name}_total'] = count_parameters(variables)
   return result
 
@@ -503,19 +585,23 @@ class NetworkCost:
     heads: per-token forward FLOPs of each head on its output, by name
       (e.g. `mlm_head_flops(...)`, `rtd_head_flops(...)`).
   """
+
   shape: NetworkShape
   backbone: str
   heads: Dict[str, float]
 
   def per_token_forward(self, one_hot_embeddings: bool = True) -> float:
-    return (self.shape.layers * block_flops(self.shape) +
-            embedding_flops(self.shape, one_hot_embeddings) +
-            sum(self.heads.values()))
+    return (
+        self.shape.layers * block_flops(self.shape)
+        + embedding_flops(self.shape, one_hot_embeddings)
+        + sum(self.heads.values())
+    )
 
 
 @dataclasses.dataclass
 class ComputeReport:
   """Parameters and FLOPs of one pretraining configuration."""
+
   objective: str
   seq_length: int
   batch_size: int
@@ -524,12 +610,18 @@ class ComputeReport:
   networks: Dict[str, NetworkCost]
 
   def per_token_forward(self, one_hot_embeddings: bool = True) -> float:
-    return sum(network.per_token_forward(one_hot_embeddings)
-               for network in self.networks.values())
+    return sum(
+        network.per_token_forward(one_hot_embeddings)
+        for network in self.networks.values()
+    )
 
   def train_flops_per_step(self, one_hot_embeddings: bool = True) -> float:
-    return train_flops(self.per_token_forward(one_hot_embeddings),
-                       self.batch_size, 1, self.seq_length)
+    return train_flops(
+        self.per_token_forward(one_hot_embeddings),
+        self.batch_size,
+        1,
+        self.seq_length,
+    )
 
   def total_train_flops(self) -> float:
     return self.train_flops_per_step() * self.train_steps

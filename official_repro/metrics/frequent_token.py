@@ -15,8 +15,9 @@ import numpy as np
 from official_repro.data import records
 
 
-def _word_counts(directory: str, split: str, vocab_size: int,
-                 special_ids) -> np.ndarray:
+def _word_counts(
+    directory: str, split: str, vocab_size: int, special_ids
+) -> np.ndarray:
   """Occurrences of each token id among the split's real, non-special
   tokens."""
   examples = records.read_split(directory, split)
@@ -41,5 +42,8 @@ def frequent_token_baseline(directory: str) -> Dict[str, float]:
   train = _word_counts(directory, 'train', metadata['vocab_size'], special)
   held = _word_counts(directory, 'eval', metadata['vocab_size'], special)
   token = int(np.argmax(train))
-  return dict(token_id=token, train_share=float(train[token] / train.sum()),
-              accuracy=float(held[token] / held.sum()))
+  return dict(
+      token_id=token,
+      train_share=float(train[token] / train.sum()),
+      accuracy=float(held[token] / held.sum()),
+  )

@@ -38,11 +38,15 @@ def _validate_pair(predictions, labels) -> Tuple[np.ndarray, np.ndarray]:
   predictions = np.asarray(predictions)
   labels = np.asarray(labels)
   if predictions.ndim != 1 or labels.ndim != 1:
-    raise ValueError(f'Expected 1-D inputs, got shapes {predictions.shape} '
-                     f'and {labels.shape}.')
+    raise ValueError(
+        f'Expected 1-D inputs, got shapes {predictions.shape} '
+        f'and {labels.shape}.'
+    )
   if predictions.shape != labels.shape:
-    raise ValueError(f'Inputs differ in length: {predictions.shape[0]} '
-                     f'predictions vs {labels.shape[0]} labels.')
+    raise ValueError(
+        f'Inputs differ in length: {predictions.shape[0]} '
+        f'predictions vs {labels.shape[0]} labels.'
+    )
   if predictions.shape[0] == 0:
     raise ValueError('Inputs are empty.')
   return predictions, labels
@@ -53,8 +57,10 @@ def _validate_binary(predictions, labels) -> Tuple[np.ndarray, np.ndarray]:
   predictions, labels = _validate_pair(predictions, labels)
   for name, values in (('predictions', predictions), ('labels', labels)):
     if not np.isin(values, (0, 1)).all():
-      raise ValueError(f'Binary {name} must be 0 or 1, got values '
-                       f'{sorted(set(np.unique(values).tolist()))}.')
+      raise ValueError(
+          f'Binary {name} must be 0 or 1, got values '
+          f'{sorted(set(np.unique(values).tolist()))}.'
+      )
   return predictions.astype(np.int64), labels.astype(np.int64)
 
 
@@ -138,16 +144,16 @@ def rank_average_ties(values: np.ndarray) -> np.ndarray:
 
   For example [10, 20, 20, 30] gets ranks [1, 2.5, 2.5, 4].
   """
-  _, inverse, counts = np.unique(values, return_inverse=True,
-                                 return_counts=True)
+  _, inverse, counts = np.unique(
+      values, return_inverse=True, return_counts=True
+  )
   last_rank = np.cumsum(counts)
   first_rank = last_rank - counts + 1
   return ((first_rank + last_rank) / 2.0)[inverse.reshape(-1)]
 
 
 def spearman(x, y) -> float:
-  """Spearman rank correlation of float [N] `x` and `y`, average ranks for ties.
-  """
+  """Spearman rank correlation of float [N] `x` and `y`, average ranks for ties."""
   x, y = _validate_real(x, y)
   return _pearson(rank_average_ties(x), rank_average_ties(y))
 
@@ -167,8 +173,10 @@ def task_metrics(task: str, predictions, labels) -> Dict[str, float]:
   """
   glue.get_task_spec(task)
   if task == 'stsb':
-    scores = dict(pearson=pearson(predictions, labels),
-                  spearman=spearman(predictions, labels))
+    scores = dict(
+        pearson=pearson(predictions, labels),
+        spearman=spearman(predictions, labels),
+    )
     scores['corr'] = (scores['pearson'] + scores['spearman']) / 2.0
     return scores
   scores = dict(accuracy=accuracy(predictions, labels))
@@ -180,9 +188,12 @@ def task_metrics(task: str, predictions, labels) -> Dict[str, float]:
   return scores
 
 
-def headline_score(task: str, metrics: Mapping[str, float],
-                   stsb_metric: str = 'spearman',
-                   use_f1: bool = False) -> float:
+def headline_score(
+    task: str,
+    metrics: Mapping[str, float],
+    stsb_metric: str = 'spearman',
+    use_f1: bool = False,
+) -> float:
   """The single number a paper's GLUE table shows for `task`.
 
   Args:
@@ -202,8 +213,9 @@ def headline_score(task: str, metrics: Mapping[str, float],
   """
   glue.get_task_spec(task)
   if stsb_metric not in STSB_METRICS:
-    raise ValueError(f'stsb_metric must be one of {STSB_METRICS}, got '
-                     f'{stsb_metric!r}.')
+    raise ValueError(
+        f'stsb_metric must be one of {STSB_METRICS}, got ' f'{stsb_metric!r}.'
+    )
   if task == 'cola':
     key = 'mcc'
   elif task == 'stsb':
@@ -217,8 +229,9 @@ def headline_score(task: str, metrics: Mapping[str, float],
   return float(metrics[key])
 
 
-def glue_average(scores: Mapping[str, float],
-                 require_all: bool = False) -> float:
+def glue_average(
+    scores: Mapping[str, float], require_all: bool = False
+) -> float:
   """The GLUE score: the mean of per-task headline scores.
 
   Args:
@@ -237,8 +250,10 @@ def glue_average(scores: Mapping[str, float],
   tasks = glue.GLUE_TASK_NAMES
   unknown = sorted(set(scores) - set(tasks) - {MNLI_MISMATCHED})
   if unknown:
-    raise ValueError(f'Unknown GLUE tasks {unknown}; expected names in '
-                     f'{list(tasks)} (or {MNLI_MISMATCHED!r}).')
+    raise ValueError(
+        f'Unknown GLUE tasks {unknown}; expected names in '
+        f'{list(tasks)} (or {MNLI_MISMATCHED!r}).'
+    )
   present = [task for task in tasks if task in scores]
   missing = [task for task in tasks if task not in scores]
   if require_all and missing:

@@ -37,9 +37,17 @@ DatasetLike = Union[str, os.PathLike, Mapping[str, Any], Sequence[Any]]
 
 _MAX_LISTED_IDS = 5
 _IN_MEMORY_SOURCE = '<in-memory SQuAD dataset>'
-_V2_KEYS_AT_THRESHOLD = ('exact', 'f1', 'total', 'HasAns_exact', 'HasAns_f1',
-                         'HasAns_total', 'NoAns_exact', 'NoAns_f1',
-                         'NoAns_total')
+_V2_KEYS_AT_THRESHOLD = (
+    'exact',
+    'f1',
+    'total',
+    'HasAns_exact',
+    'HasAns_f1',
+    'HasAns_total',
+    'NoAns_exact',
+    'NoAns_f1',
+    'NoAns_total',
+)
 
 
 def normalize_answer(text: str) -> str:
@@ -58,16 +66,20 @@ def normalize_answer(text: str) -> str:
 
 
 def _as_answer_list(ground_truths: Union[str, Sequence[str]]) -> List[str]:
-  answers = ([ground_truths] if isinstance(ground_truths, str)
-             else list(ground_truths))
+  answers = (
+      [ground_truths] if isinstance(ground_truths, str) else list(ground_truths)
+  )
   if not answers:
-    raise ValueError('ground_truths is empty; give at least one answer '
-                     "(the empty string '' for an unanswerable question).")
+    raise ValueError(
+        'ground_truths is empty; give at least one answer '
+        "(the empty string '' for an unanswerable question)."
+    )
   return answers
 
 
-def exact_match(prediction: str,
-                ground_truths: Union[str, Sequence[str]]) -> float:
+def exact_match(
+    prediction: str, ground_truths: Union[str, Sequence[str]]
+) -> float:
   """1.0 if the normalized prediction equals any normalized gold answer.
 
   Args:
@@ -77,8 +89,12 @@ def exact_match(prediction: str,
   Returns:
     1.0 or 0.0.
   """
-  return float(max(_official_exact(gold, prediction)
-                   for gold in _as_answer_list(ground_truths)))
+  return float(
+      max(
+          _official_exact(gold, prediction)
+          for gold in _as_answer_list(ground_truths)
+      )
+  )
 
 
 def f1(prediction: str, ground_truths: Union[str, Sequence[str]]) -> float:
@@ -98,13 +114,19 @@ def f1(prediction: str, ground_truths: Union[str, Sequence[str]]) -> float:
   Returns:
     F1 in [0, 1].
   """
-  return float(max(_official_f1(gold, prediction)
-                   for gold in _as_answer_list(ground_truths)))
+  return float(
+      max(
+          _official_f1(gold, prediction)
+          for gold in _as_answer_list(ground_truths)
+      )
+  )
 
 
-def apply_null_threshold(predictions: Mapping[str, str],
-                         null_score_diffs: Mapping[str, float],
-                         threshold: float) -> Dict[str, str]:
+def apply_null_threshold(
+    predictions: Mapping[str, str],
+    null_score_diffs: Mapping[str, float],
+    threshold: float,
+) -> Dict[str, str]:
   """Predicts no answer ('') where the null score diff exceeds a threshold.
 
   Args:
@@ -120,10 +142,14 @@ def apply_null_threshold(predictions: Mapping[str, str],
   """
   missing = [qid for qid in predictions if qid not in null_score_diffs]
   if missing:
-    raise ValueError(f'No null score diff for {len(missing)} predicted '
-                     f'questions; first ids: {missing[:_MAX_LISTED_IDS]}.')
-  return {qid: '' if null_score_diffs[qid] > threshold else text
-          for qid, text in predictions.items()}
+    raise ValueError(
+        f'No null score diff for {len(missing)} predicted '
+        f'questions; first ids: {missing[:_MAX_LISTED_IDS]}.'
+    )
+  return {
+      qid: '' if null_score_diffs[qid] > threshold else text
+      for qid, text in predictions.items()
+  }
 
 
 def _load_articles(dataset: DatasetLike) -> Tuple[List[Any], str]:
@@ -133,7 +159,8 @@ def _load_articles(dataset: DatasetLike) -> Tuple[List[Any], str]:
     return squad.load_articles(path), path
   if isinstance(dataset, Mapping):
     return squad.articles_of(dict(dataset), _IN_MEMORY_SOURCE), (
-        _IN_MEMORY_SOURCE)
+        _IN_MEMORY_SOURCE
+    )
   return list(dataset), _IN_MEMORY_SOURCE
 
 
@@ -145,39 +172,50 @@ def _gold_answers(entry: squad.QuestionEntry) -> List[str]:
   ]
 
 
-def _question_ids(articles: Sequence[Any], source: str,
-                  require_answers: bool) -> List[str]:
+def _question_ids(
+    articles: Sequence[Any], source: str, require_answers: bool
+) -> List[str]:
   """Validates the dataset and returns its question ids in file order."""
   question_ids = []
   for entry in squad.iterate_questions(articles, source):
     if not _gold_answers(entry) and require_answers:
       raise ValueError(
           f'{entry.where()}: no gold answers; SQuAD 1.1 evaluation needs at '
-          'least one (use evaluate_v2 for SQuAD 2.0 data).')
+          'least one (use evaluate_v2 for SQuAD 2.0 data).'
+      )
     question_ids.append(entry.qid)
   if not question_ids:
     raise ValueError(f'{source}: the dataset has no questions.')
   return question_ids
 
 
-def _restrict_to_questions(values: Mapping[str, Any],
-                           question_ids: Sequence[str], what: str,
-                           source: str) -> Dict[str, Any]:
+def _restrict_to_questions(
+    values: Mapping[str, Any],
+    question_ids: Sequence[str],
+    what: str,
+    source: str,
+) -> Dict[str, Any]:
   """Returns `values` for exactly `question_ids`, raising if any is missing."""
   missing = [qid for qid in question_ids if qid not in values]
   if missing:
     raise ValueError(
         f'{source}: no {what} for {len(missing)} of {len(question_ids)} '
-        f'questions; first ids: {missing[:_MAX_LISTED_IDS]}.')
+        f'questions; first ids: {missing[:_MAX_LISTED_IDS]}.'
+    )
   extra = len(values) - len(question_ids)
   if extra > 0:
-    logging.warning('%s: ignoring %d %s for questions not in the dataset.',
-                    source, extra, what)
+    logging.warning(
+        '%s: ignoring %d %s for questions not in the dataset.',
+        source,
+        extra,
+        what,
+    )
   return {qid: values[qid] for qid in question_ids}
 
 
-def evaluate_v1(dataset_json_or_path: DatasetLike,
-                predictions: Mapping[str, str]) -> Dict[str, float]:
+def evaluate_v1(
+    dataset_json_or_path: DatasetLike, predictions: Mapping[str, str]
+) -> Dict[str, float]:
   """Scores SQuAD 1.1 predictions with the official v1.1 script.
 
   Args:
@@ -196,18 +234,23 @@ def evaluate_v1(dataset_json_or_path: DatasetLike,
   """
   articles, source = _load_articles(dataset_json_or_path)
   question_ids = _question_ids(articles, source, require_answers=True)
-  predictions = _restrict_to_questions(predictions, question_ids,
-                                       'prediction', source)
+  predictions = _restrict_to_questions(
+      predictions, question_ids, 'prediction', source
+  )
   scores = squad_evaluate_v1_1.evaluate(articles, predictions)
-  return {'exact_match': 100.0 * scores['exact_match'],
-          'f1': 100.0 * scores['final_f1'],
-          'total': len(question_ids)}
+  return {
+      'exact_match': 100.0 * scores['exact_match'],
+      'f1': 100.0 * scores['final_f1'],
+      'total': len(question_ids),
+  }
 
 
-def evaluate_v2(dataset_json_or_path: DatasetLike,
-                predictions: Mapping[str, str],
-                null_score_diffs: Mapping[str, float],
-                null_score_diff_threshold: float = 0.0) -> Dict[str, float]:
+def evaluate_v2(
+    dataset_json_or_path: DatasetLike,
+    predictions: Mapping[str, str],
+    null_score_diffs: Mapping[str, float],
+    null_score_diff_threshold: float = 0.0,
+) -> Dict[str, float]:
   """Scores SQuAD 2.0 predictions with the official v2.0 script.
 
   A question with no gold answer is unanswerable; only '' is right for it.
@@ -240,22 +283,32 @@ def evaluate_v2(dataset_json_or_path: DatasetLike,
   """
   articles, source = _load_articles(dataset_json_or_path)
   question_ids = _question_ids(articles, source, require_answers=False)
-  predictions = _restrict_to_questions(predictions, question_ids,
-                                       'prediction', source)
+  predictions = _restrict_to_questions(
+      predictions, question_ids, 'prediction', source
+  )
   null_score_diffs = {
-      qid: float(diff) for qid, diff in _restrict_to_questions(
-          null_score_diffs, question_ids, 'null score diff', source).items()
+      qid: float(diff)
+      for qid, diff in _restrict_to_questions(
+          null_score_diffs, question_ids, 'null score diff', source
+      ).items()
   }
-  thresholded = apply_null_threshold(predictions, null_score_diffs,
-                                     null_score_diff_threshold)
+  thresholded = apply_null_threshold(
+      predictions, null_score_diffs, null_score_diff_threshold
+  )
   # Without na_probs the script scores the given texts as they are.
   at_threshold = squad_evaluate_v2_0.evaluate(articles, thresholded)
-  searched = squad_evaluate_v2_0.evaluate(articles, predictions,
-                                          na_probs=null_score_diffs)
-  result = {key: at_threshold[key] for key in _V2_KEYS_AT_THRESHOLD
-            if key in at_threshold}
-  result.update(best_exact=searched['final_exact'],
-                best_exact_thresh=searched['final_exact_thresh'],
-                best_f1=searched['final_f1'],
-                best_f1_thresh=searched['final_f1_thresh'])
+  searched = squad_evaluate_v2_0.evaluate(
+      articles, predictions, na_probs=null_score_diffs
+  )
+  result = {
+      key: at_threshold[key]
+      for key in _V2_KEYS_AT_THRESHOLD
+      if key in at_threshold
+  }
+  result.update(
+      best_exact=searched['final_exact'],
+      best_exact_thresh=searched['final_exact_thresh'],
+      best_f1=searched['final_f1'],
+      best_f1_thresh=searched['final_f1_thresh'],
+  )
   return result

@@ -26,6 +26,7 @@ class ErrorCounts:
     insertions: hypothesis words with no reference word.
     reference_words: words in the reference(s).
   """
+
   substitutions: int = 0
   deletions: int = 0
   insertions: int = 0
@@ -52,18 +53,24 @@ class ErrorCounts:
         substitutions=self.substitutions + other.substitutions,
         deletions=self.deletions + other.deletions,
         insertions=self.insertions + other.insertions,
-        reference_words=self.reference_words + other.reference_words)
+        reference_words=self.reference_words + other.reference_words,
+    )
 
   def as_dict(self) -> dict:
     """The counts, the total and the WER (None without reference words)."""
-    return {'substitutions': self.substitutions, 'deletions': self.deletions,
-            'insertions': self.insertions, 'errors': self.errors,
-            'reference_words': self.reference_words,
-            'wer': self.wer if self.reference_words else None}
+    return {
+        'substitutions': self.substitutions,
+        'deletions': self.deletions,
+        'insertions': self.insertions,
+        'errors': self.errors,
+        'reference_words': self.reference_words,
+        'wer': self.wer if self.reference_words else None,
+    }
 
 
-def utterance_error_counts(references: Sequence[str],
-                           hypotheses: Sequence[str]) -> List[ErrorCounts]:
+def utterance_error_counts(
+    references: Sequence[str], hypotheses: Sequence[str]
+) -> List[ErrorCounts]:
   """The edits of each hypothesis against the reference at the same index.
 
   One `jiwer.process_words` call aligns all pairs; each pair's counts are
@@ -80,8 +87,10 @@ def utterance_error_counts(references: Sequence[str],
     ValueError: the sequences differ in length.
   """
   if len(references) != len(hypotheses):
-    raise ValueError(f'{len(references)} references but {len(hypotheses)} '
-                     'hypotheses; expected one hypothesis per reference.')
+    raise ValueError(
+        f'{len(references)} references but {len(hypotheses)} '
+        'hypotheses; expected one hypothesis per reference.'
+    )
   if not references:
     return []
   references = [_normalize_spaces(text) for text in references]
@@ -95,14 +104,20 @@ def utterance_error_counts(references: Sequence[str],
         edits['insert'] += chunk.hyp_end_idx - chunk.hyp_start_idx
       elif chunk.type in edits:
         edits[chunk.type] += chunk.ref_end_idx - chunk.ref_start_idx
-    counts.append(ErrorCounts(
-        substitutions=edits['substitute'], deletions=edits['delete'],
-        insertions=edits['insert'], reference_words=len(reference_words)))
+    counts.append(
+        ErrorCounts(
+            substitutions=edits['substitute'],
+            deletions=edits['delete'],
+            insertions=edits['insert'],
+            reference_words=len(reference_words),
+        )
+    )
   return counts
 
 
-def corpus_error_counts(references: Sequence[str],
-                        hypotheses: Sequence[str]) -> ErrorCounts:
+def corpus_error_counts(
+    references: Sequence[str], hypotheses: Sequence[str]
+) -> ErrorCounts:
   """Total edits and reference words of a set (its `.wer` is corpus WER).
 
   Args:

@@ -32,7 +32,6 @@ import tf_keras
 
 from official.modeling import tf_utils
 
-
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _TANH_CUBIC = 0.044715
 _SQRT_HALF = math.sqrt(0.5)
@@ -52,8 +51,9 @@ def _gelu_tanh_backward(upstream, x, tanh_u):
   """`d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx`,
   `du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)`."""
   du_dx = _SQRT_2_OVER_PI * (1.0 + 3.0 * _TANH_CUBIC * x * x)
-  return upstream * (0.5 * (1.0 + tanh_u) +
-                     0.5 * x * (1.0 - tanh_u * tanh_u) * du_dx)
+  return upstream * (
+      0.5 * (1.0 + tanh_u) + 0.5 * x * (1.0 - tanh_u * tanh_u) * du_dx
+  )
 
 
 @tf.function(jit_compile=True, reduce_retracing=True)
@@ -88,8 +88,13 @@ def _use_fused(x) -> bool:
   """Fuse a TensorFlow tensor outside `unfused()` and outside TPUs (whose
   step XLA compiles whole); Keras' functional inputs and arrays take
   Keras' own ops."""
-  return (_fused and isinstance(x, tf.Tensor) and not isinstance(
-      tf.distribute.get_strategy(), tf.distribute.TPUStrategy))
+  return (
+      _fused
+      and isinstance(x, tf.Tensor)
+      and not isinstance(
+          tf.distribute.get_strategy(), tf.distribute.TPUStrategy
+      )
+  )
 
 
 @tf.custom_gradient
@@ -100,8 +105,7 @@ def _fused_gelu_tanh(x):
 
 @tf.custom_gradient
 def _fused_gelu_erf(x):
-  return _gelu_erf_forward(x), lambda upstream: _gelu_erf_backward(upstream,
-                                                                     x)
+  return _gelu_erf_forward(x), lambda upstream: _gelu_erf_backward(upstream, x)
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
@@ -139,13 +143,15 @@ def check_name(name: str, setting: str = 'activation') -> str:
   if name == 'gelu':
     raise ValueError(
         f"{setting}='gelu' is ambiguous (tanh approximation in BERT/ELECTRA/"
-        "ALBERT, exact erf in ConvBERT): use 'gelu_tanh' or 'gelu_erf'.")
+        "ALBERT, exact erf in ConvBERT): use 'gelu_tanh' or 'gelu_erf'."
+    )
   if name not in _OWN:
     try:
       tf_utils.get_activation(name)
     except ValueError as error:
-      raise ValueError(f'{setting}={name!r} is not a known activation.'
-                       ) from error
+      raise ValueError(
+          f'{setting}={name!r} is not a known activation.'
+      ) from error
   return name
 
 
@@ -163,6 +169,7 @@ def model_garden_name(name: str) -> str:
   """
   check_name(name)
   if name == 'gelu_erf':
-    raise ValueError("Model Garden's configs have no exact (erf) GELU; use "
-                     "'gelu_tanh'.")
+    raise ValueError(
+        "Model Garden's configs have no exact (erf) GELU; use " "'gelu_tanh'."
+    )
   return _MODEL_GARDEN_NAMES.get(name, name)

@@ -56,11 +56,13 @@ def encoder_layers(encoder: tf_keras.Model) -> Sequence[tf_keras.layers.Layer]:
   raise ValueError(
       f'Encoder {encoder.name!r} ({type(encoder).__name__}) exposes neither '
       '`transformer_layers` nor `hidden_layers`; layer-wise learning-rate '
-      'decay needs the per-depth layers.')
+      'decay needs the per-depth layers.'
+  )
 
 
-def variable_depths(model: tf_keras.Model,
-                    encoder: tf_keras.Model) -> Dict[str, int]:
+def variable_depths(
+    model: tf_keras.Model, encoder: tf_keras.Model
+) -> Dict[str, int]:
   """Depth of every trainable variable of `model` (see module docstring).
 
   Args:
@@ -91,22 +93,27 @@ def variable_depths(model: tf_keras.Model,
     depth = depth_by_ref.get(variable.ref(), head_depth)
     name = canonical_variable_name(variable.name)
     if depths.get(name, depth) != depth:
-      raise ValueError(f'Two variables named {name!r} sit at depths '
-                       f'{depths[name]} and {depth}.')
+      raise ValueError(
+          f'Two variables named {name!r} sit at depths '
+          f'{depths[name]} and {depth}.'
+      )
     depths[name] = depth
   return depths
 
 
-def layerwise_multipliers(depths: Mapping[str, int], num_layers: int,
-                          decay: Optional[float]) -> Dict[str, float]:
+def layerwise_multipliers(
+    depths: Mapping[str, int], num_layers: int, decay: Optional[float]
+) -> Dict[str, float]:
   """decay ** (L + 2 - depth) per variable; all 1.0 when `decay` is None."""
   if decay is None:
     return {name: 1.0 for name in depths}
   if not 0.0 < decay <= 1.0:
-    raise ValueError(f'finetuning.layerwise_lr_decay must be in (0, 1], got '
-                     f'{decay}.')
-  return {name: decay ** (num_layers + 2 - depth)
-          for name, depth in depths.items()}
+    raise ValueError(
+        f'finetuning.layerwise_lr_decay must be in (0, 1], got ' f'{decay}.'
+    )
+  return {
+      name: decay ** (num_layers + 2 - depth) for name, depth in depths.items()
+  }
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
@@ -122,11 +129,15 @@ class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
       rate for that variable's update (1.0 when absent).
   """
 
-  def __init__(self, lr_multipliers: Mapping[str, float],
-               name: str = 'LayerwiseAdamWeightDecay',
-               include_in_weight_decay: Optional[Sequence[str]] = None,
-               exclude_from_weight_decay: Optional[Sequence[str]] = None,
-               gradient_clip_norm: float = 1.0, **kwargs):
+  def __init__(
+      self,
+      lr_multipliers: Mapping[str, float],
+      name: str = 'LayerwiseAdamWeightDecay',
+      include_in_weight_decay: Optional[Sequence[str]] = None,
+      exclude_from_weight_decay: Optional[Sequence[str]] = None,
+      gradient_clip_norm: float = 1.0,
+      **kwargs,
+  ):
     """Adam with decoupled weight decay and per-variable learning rates.
 
     Args:
@@ -139,9 +150,12 @@ class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
         `weight_decay_rate`, `beta_1`, `epsilon`, ...).
     """
     super().__init__(
-        name=name, include_in_weight_decay=include_in_weight_decay,
+        name=name,
+        include_in_weight_decay=include_in_weight_decay,
         exclude_from_weight_decay=exclude_from_weight_decay,
-        gradient_clip_norm=gradient_clip_norm, **kwargs)
+        gradient_clip_norm=gradient_clip_norm,
+        **kwargs,
+    )
     self.lr_multipliers = dict(lr_multipliers)
 
   def _multiplier(self, var: tf.Variable) -> float:
@@ -163,12 +177,16 @@ class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
 
   def _resource_apply_dense(self, grad, var, apply_state=None):
     return super()._resource_apply_dense(
-        grad, var, apply_state=self._scaled_apply_state(var, apply_state))
+        grad, var, apply_state=self._scaled_apply_state(var, apply_state)
+    )
 
   def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
     return super()._resource_apply_sparse(
-        grad, var, indices,
-        apply_state=self._scaled_apply_state(var, apply_state))
+        grad,
+        var,
+        indices,
+        apply_state=self._scaled_apply_state(var, apply_state),
+    )
 
   def get_config(self):
     config = super().get_config()
@@ -176,5 +194,6 @@ class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
         lr_multipliers=dict(self.lr_multipliers),
         include_in_weight_decay=self._include_in_weight_decay,
         exclude_from_weight_decay=self._exclude_from_weight_decay,
-        gradient_clip_norm=self.gradient_clip_norm)
+        gradient_clip_norm=self.gradient_clip_norm,
+    )
     return config

@@ -24,9 +24,13 @@ DEFAULT_WEIGHT_DECAY_EXCLUSIONS = ('LayerNorm', 'layer_norm', 'bias')
 _OPTIMIZERS = ('lamb', 'adamw', 'adam')
 
 
-def learning_rate_config(train_steps: int, learning_rate: float,
-                         warmup_steps: int = 0, end_learning_rate: float = 0.0,
-                         decay_power: float = 1.0) -> Dict[str, Any]:
+def learning_rate_config(
+    train_steps: int,
+    learning_rate: float,
+    warmup_steps: int = 0,
+    end_learning_rate: float = 0.0,
+    decay_power: float = 1.0,
+) -> Dict[str, Any]:
   """The schedule part of an `OptimizationConfig`: warmup, then decay.
 
   The schedule decays polynomially (`decay_power` 1 is linear) from
@@ -55,8 +59,10 @@ def learning_rate_config(train_steps: int, learning_rate: float,
   if train_steps <= 0:
     raise cli.UserError(f'train_steps must be positive, got {train_steps}.')
   if not 0 <= warmup_steps <= train_steps:
-    raise cli.UserError(f'warmup_steps={warmup_steps} must be in '
-                     f'[0, train_steps={train_steps}].')
+    raise cli.UserError(
+        f'warmup_steps={warmup_steps} must be in '
+        f'[0, train_steps={train_steps}].'
+    )
   return {
       'learning_rate': {
           'type': 'polynomial',
@@ -69,8 +75,7 @@ def learning_rate_config(train_steps: int, learning_rate: float,
       },
       'warmup': {
           'type': 'linear',
-          'linear': {'warmup_steps': warmup_steps,
-                     'warmup_learning_rate': 0.0},
+          'linear': {'warmup_steps': warmup_steps, 'warmup_learning_rate': 0.0},
       },
   }
 
@@ -116,26 +121,42 @@ def optimization_config(
     ValueError: for an unknown optimizer or inconsistent step counts.
   """
   if optimizer not in _OPTIMIZERS:
-    raise cli.UserError(f'optimization.optimizer must be one of {_OPTIMIZERS}, '
-                     f'got {optimizer!r}.')
+    raise cli.UserError(
+        f'optimization.optimizer must be one of {_OPTIMIZERS}, '
+        f'got {optimizer!r}.'
+    )
   exclusions = list(exclude_from_weight_decay)
   optimizer_fields = dict(
-      beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
-      global_clipnorm=global_clipnorm)
+      beta_1=beta_1,
+      beta_2=beta_2,
+      epsilon=epsilon,
+      global_clipnorm=global_clipnorm,
+  )
   if optimizer == 'lamb':
     optimizer_fields.update(
         weight_decay_rate=weight_decay_rate,
         exclude_from_weight_decay=exclusions,
-        exclude_from_layer_adaptation=exclusions)
+        exclude_from_layer_adaptation=exclusions,
+    )
   elif optimizer == 'adamw':
     optimizer_fields.update(
         weight_decay_rate=weight_decay_rate,
-        exclude_from_weight_decay=exclusions)
+        exclude_from_weight_decay=exclusions,
+    )
   elif weight_decay_rate:
-    raise cli.UserError('optimization.weight_decay_rate needs optimizer lamb or '
-                     f'adamw, got {optimizer!r}.')
-  return optimization.OptimizationConfig({
-      'optimizer': {'type': optimizer, optimizer: optimizer_fields},
-      **learning_rate_config(train_steps, learning_rate, warmup_steps,
-                             end_learning_rate, decay_power),
-  })
+    raise cli.UserError(
+        'optimization.weight_decay_rate needs optimizer lamb or '
+        f'adamw, got {optimizer!r}.'
+    )
+  return optimization.OptimizationConfig(
+      {
+          'optimizer': {'type': optimizer, optimizer: optimizer_fields},
+          **learning_rate_config(
+              train_steps,
+              learning_rate,
+              warmup_steps,
+              end_learning_rate,
+              decay_power,
+          ),
+      }
+  )

@@ -51,6 +51,7 @@ class ScoredSet:
     insertions: per-hypothesis insertions.
     reference_words: `[utterances]`, words of each reference.
   """
+
   name: str
   utterance_ids: Tuple[str, ...]
   valid: np.ndarray
@@ -90,6 +91,7 @@ class SetResult:
       have the highest first-pass score (more than a few suggest the scores
       are costs, lower-is-better, rather than log-probabilities).
   """
+
   name: str
   num_utterances: int
   num_hypotheses: int
@@ -102,19 +104,22 @@ class SetResult:
 
   def as_dict(self) -> dict:
     """The result as JSON-serialisable values."""
-    return {'num_utterances': self.num_utterances,
-            'num_hypotheses': self.num_hypotheses,
-            'weight': self.weight, 'length_bonus': self.length_bonus,
-            'first_pass': self.first_pass.as_dict(),
-            'rescored': self.rescored.as_dict(),
-            'oracle': self.oracle.as_dict(),
-            'num_rank1_not_best_first_pass':
-                self.num_rank1_not_best_first_pass}
+    return {
+        'num_utterances': self.num_utterances,
+        'num_hypotheses': self.num_hypotheses,
+        'weight': self.weight,
+        'length_bonus': self.length_bonus,
+        'first_pass': self.first_pass.as_dict(),
+        'rescored': self.rescored.as_dict(),
+        'oracle': self.oracle.as_dict(),
+        'num_rank1_not_best_first_pass': self.num_rank1_not_best_first_pass,
+    }
 
 
 @dataclasses.dataclass(frozen=True)
 class GridPoint:
   """The dev-set edits at one `(weight, length_bonus)`."""
+
   weight: float
   length_bonus: float
   errors: wer.ErrorCounts
@@ -129,15 +134,19 @@ class GridSearchResult:
     points: one `GridPoint` per `(weight, length_bonus)`, in grid order.
     best: the point with the fewest errors (the first of equals).
   """
+
   dev_set: str
   points: Tuple[GridPoint, ...]
   best: GridPoint
 
 
-def build_scored_set(name: str, nbest_lists: Sequence[nbest.NBestList],
-                     references: Sequence[str],
-                     scores: Mapping[Tuple[str, int], float],
-                     scores_source: str = 'LM scores') -> ScoredSet:
+def build_scored_set(
+    name: str,
+    nbest_lists: Sequence[nbest.NBestList],
+    references: Sequence[str],
+    scores: Mapping[Tuple[str, int], float],
+    scores_source: str = 'LM scores',
+) -> ScoredSet:
   """Counts every hypothesis' word errors and gathers its scores.
 
   Args:
@@ -157,21 +166,28 @@ def build_scored_set(name: str, nbest_lists: Sequence[nbest.NBestList],
   if not nbest_lists:
     raise cli.UserError(f'Set {name!r} has no N-best lists.')
   if len(references) != len(nbest_lists):
-    raise cli.UserError(f'Set {name!r}: {len(references)} references for '
-                     f'{len(nbest_lists)} N-best lists; expected one each.')
+    raise cli.UserError(
+        f'Set {name!r}: {len(references)} references for '
+        f'{len(nbest_lists)} N-best lists; expected one each.'
+    )
   lm_scores.check_complete(scores, nbest_lists, scores_source)
   shape = (len(nbest_lists), max(len(l.hypotheses) for l in nbest_lists))
   arrays = {key: np.zeros(shape) for key in ('first_pass', 'lm')}
-  arrays.update({key: np.zeros(shape, dtype=np.int64) for key in (
-      'num_words', 'substitutions', 'deletions', 'insertions')})
+  arrays.update(
+      {
+          key: np.zeros(shape, dtype=np.int64)
+          for key in ('num_words', 'substitutions', 'deletions', 'insertions')
+      }
+  )
   valid = np.zeros(shape, dtype=bool)
   pair_references, pair_hypotheses, positions = [], [], []
   for row, (nbest_list, reference) in enumerate(zip(nbest_lists, references)):
     for column, hypothesis in enumerate(nbest_list.hypotheses):
       valid[row, column] = True
       arrays['first_pass'][row, column] = hypothesis.first_pass_score
-      arrays['lm'][row, column] = scores[(nbest_list.utterance_id,
-                                          hypothesis.rank)]
+      arrays['lm'][row, column] = scores[
+          (nbest_list.utterance_id, hypothesis.rank)
+      ]
       arrays['num_words'][row, column] = hypothesis.num_words
       pair_references.append(reference)
       pair_hypotheses.append(hypothesis.text)
@@ -182,22 +198,32 @@ def build_scored_set(name: str, nbest_lists: Sequence[nbest.NBestList],
     arrays['deletions'][row, column] = count.deletions
     arrays['insertions'][row, column] = count.insertions
   reference_words = np.array(
-      [len(reference.split()) for reference in references], dtype=np.int64)
+      [len(reference.split()) for reference in references], dtype=np.int64
+  )
   return ScoredSet(
-      name=name, utterance_ids=tuple(l.utterance_id for l in nbest_lists),
-      valid=valid, reference_words=reference_words, **arrays)
+      name=name,
+      utterance_ids=tuple(l.utterance_id for l in nbest_lists),
+      valid=valid,
+      reference_words=reference_words,
+      **arrays,
+  )
 
 
-def final_scores(scored_set: ScoredSet, weight: float,
-                 length_bonus: float) -> np.ndarray:
+def final_scores(
+    scored_set: ScoredSet, weight: float, length_bonus: float
+) -> np.ndarray:
   """first_pass + weight * lm + length_bonus * num_words; -inf on padding."""
-  scores = (scored_set.first_pass + weight * scored_set.lm +
-            length_bonus * scored_set.num_words)
+  scores = (
+      scored_set.first_pass
+      + weight * scored_set.lm
+      + length_bonus * scored_set.num_words
+  )
   return np.where(scored_set.valid, scores, -np.inf)
 
 
-def select(scored_set: ScoredSet, weight: float,
-           length_bonus: float) -> np.ndarray:
+def select(
+    scored_set: ScoredSet, weight: float, length_bonus: float
+) -> np.ndarray:
   """The column of each row's best final score (lowest rank on a tie)."""
   return np.argmax(final_scores(scored_set, weight, length_bonus), axis=1)
 
@@ -208,19 +234,24 @@ def oracle_columns(scored_set: ScoredSet) -> np.ndarray:
   return np.argmin(errors, axis=1)
 
 
-def selection_errors(scored_set: ScoredSet,
-                     columns: np.ndarray) -> wer.ErrorCounts:
+def selection_errors(
+    scored_set: ScoredSet, columns: np.ndarray
+) -> wer.ErrorCounts:
   """The summed edits of the hypotheses at `columns` (one per row)."""
   rows = np.arange(len(columns))
   return wer.ErrorCounts(
       substitutions=int(scored_set.substitutions[rows, columns].sum()),
       deletions=int(scored_set.deletions[rows, columns].sum()),
       insertions=int(scored_set.insertions[rows, columns].sum()),
-      reference_words=int(scored_set.reference_words.sum()))
+      reference_words=int(scored_set.reference_words.sum()),
+  )
 
 
-def grid_search(dev_set: ScoredSet, weights: Sequence[float],
-                length_bonuses: Sequence[float]) -> GridSearchResult:
+def grid_search(
+    dev_set: ScoredSet,
+    weights: Sequence[float],
+    length_bonuses: Sequence[float],
+) -> GridSearchResult:
   """Finds the `(weight, length_bonus)` with the fewest dev word errors.
 
   Args:
@@ -236,19 +267,25 @@ def grid_search(dev_set: ScoredSet, weights: Sequence[float],
     ValueError: an empty grid.
   """
   if not weights or not length_bonuses:
-    raise cli.UserError('The grid is empty; expected at least one weight and '
-                     'one length bonus.')
+    raise cli.UserError(
+        'The grid is empty; expected at least one weight and '
+        'one length bonus.'
+    )
   points = tuple(
-      GridPoint(float(weight), float(length_bonus),
-                selection_errors(dev_set,
-                                 select(dev_set, weight, length_bonus)))
-      for weight, length_bonus in itertools.product(weights, length_bonuses))
+      GridPoint(
+          float(weight),
+          float(length_bonus),
+          selection_errors(dev_set, select(dev_set, weight, length_bonus)),
+      )
+      for weight, length_bonus in itertools.product(weights, length_bonuses)
+  )
   best = min(points, key=lambda point: point.errors.errors)
   return GridSearchResult(dev_set.name, points, best)
 
 
-def evaluate(scored_set: ScoredSet, weight: float,
-             length_bonus: float) -> SetResult:
+def evaluate(
+    scored_set: ScoredSet, weight: float, length_bonus: float
+) -> SetResult:
   """First-pass, rescored and oracle edits of one set.
 
   Args:
@@ -260,25 +297,37 @@ def evaluate(scored_set: ScoredSet, weight: float,
     The set's result.
   """
   first_pass_best = np.argmax(
-      np.where(scored_set.valid, scored_set.first_pass, -np.inf), axis=1)
+      np.where(scored_set.valid, scored_set.first_pass, -np.inf), axis=1
+  )
   return SetResult(
       name=scored_set.name,
       num_utterances=len(scored_set.utterance_ids),
       num_hypotheses=scored_set.num_hypotheses,
-      weight=float(weight), length_bonus=float(length_bonus),
+      weight=float(weight),
+      length_bonus=float(length_bonus),
       first_pass=selection_errors(
-          scored_set, np.zeros(len(scored_set.utterance_ids), dtype=np.int64)),
+          scored_set, np.zeros(len(scored_set.utterance_ids), dtype=np.int64)
+      ),
       rescored=selection_errors(
-          scored_set, select(scored_set, weight, length_bonus)),
+          scored_set, select(scored_set, weight, length_bonus)
+      ),
       oracle=selection_errors(scored_set, oracle_columns(scored_set)),
       num_rank1_not_best_first_pass=int(
-          (scored_set.first_pass[:, 0] <
-           scored_set.first_pass[np.arange(len(first_pass_best)),
-                                 first_pass_best]).sum()))
+          (
+              scored_set.first_pass[:, 0]
+              < scored_set.first_pass[
+                  np.arange(len(first_pass_best)), first_pass_best
+              ]
+          ).sum()
+      ),
+  )
 
 
-def selected_texts(nbest_lists: Sequence[nbest.NBestList],
-                   columns: np.ndarray) -> List[Tuple[str, str]]:
+def selected_texts(
+    nbest_lists: Sequence[nbest.NBestList], columns: np.ndarray
+) -> List[Tuple[str, str]]:
   """`(utterance_id, text)` of the hypothesis at each list's column."""
-  return [(nbest_list.utterance_id, nbest_list.hypotheses[column].text)
-          for nbest_list, column in zip(nbest_lists, columns)]
+  return [
+      (nbest_list.utterance_id, nbest_list.hypotheses[column].text)
+      for nbest_list, column in zip(nbest_lists, columns)
+  ]

@@ -61,20 +61,27 @@ class ScoresReport:
     num_scores: scores returned.
     malformed: `(location, description)` of each skipped line.
   """
+
   path: str
   num_scores: int
   malformed: Tuple[Tuple[str, str], ...]
 
   def as_dict(self) -> dict:
     """The report as JSON-serialisable values."""
-    return {'path': self.path, 'num_scores': self.num_scores,
-            'num_malformed': len(self.malformed),
-            'malformed': [{'location': location, 'description': description}
-                          for location, description in self.malformed]}
+    return {
+        'path': self.path,
+        'num_scores': self.num_scores,
+        'num_malformed': len(self.malformed),
+        'malformed': [
+            {'location': location, 'description': description}
+            for location, description in self.malformed
+        ],
+    }
 
 
-def score_nbest(scorer: Scorer, nbest_lists: Iterable[nbest.NBestList],
-                batch_size: int = 64) -> LmScores:
+def score_nbest(
+    scorer: Scorer, nbest_lists: Iterable[nbest.NBestList], batch_size: int = 64
+) -> LmScores:
   """Scores every hypothesis with `scorer`, `batch_size` texts per call.
 
   A text that occurs in several hypotheses is scored once.
@@ -97,20 +104,24 @@ def score_nbest(scorer: Scorer, nbest_lists: Iterable[nbest.NBestList],
   for nbest_list in nbest_lists:
     for hypothesis in nbest_list.hypotheses:
       keys_by_text.setdefault(hypothesis.text, []).append(
-          (nbest_list.utterance_id, hypothesis.rank))
+          (nbest_list.utterance_id, hypothesis.rank)
+      )
   texts = list(keys_by_text)
   scores = {}
   for start in range(0, len(texts), batch_size):
-    batch = texts[start:start + batch_size]
+    batch = texts[start : start + batch_size]
     batch_scores = np.asarray(scorer(batch), dtype=np.float64)
     if batch_scores.shape != (len(batch),):
       raise cli.UserError(
           f'The scorer returned shape {batch_scores.shape} for '
-          f'{len(batch)} sentences; expected ({len(batch)},).')
+          f'{len(batch)} sentences; expected ({len(batch)},).'
+      )
     for text, score in zip(batch, batch_scores):
       if not math.isfinite(score):
-        raise cli.UserError(f'The scorer returned {score} for {text!r}; '
-                         'expected a finite log-score.')
+        raise cli.UserError(
+            f'The scorer returned {score} for {text!r}; '
+            'expected a finite log-score.'
+        )
       for key in keys_by_text[text]:
         scores[key] = float(score)
   return scores
@@ -134,14 +145,20 @@ def read_lm_scores(path: str) -> Tuple[LmScores, ScoresReport]:
   first_line = {}
   malformed = []
   for line_number, line in enumerate(
-      text_files.read_lines(path, 'LM scores file'), start=1):
+      text_files.read_lines(path, 'LM scores file'), start=1
+  ):
     if not line.strip():
       continue
     location = f'{path} line {line_number}'
     fields = line.split('\t')
     if len(fields) != 3:
-      malformed.append((location, f'{len(fields)} tab-separated fields; '
-                        'expected 3: utt_id, rank, score'))
+      malformed.append(
+          (
+              location,
+              f'{len(fields)} tab-separated fields; '
+              'expected 3: utt_id, rank, score',
+          )
+      )
       continue
     utterance_id, rank, score = (field.strip() for field in fields)
     rank = int(rank) if re.fullmatch(r'[0-9]+', rank) else 0
@@ -150,24 +167,35 @@ def read_lm_scores(path: str) -> Tuple[LmScores, ScoresReport]:
     except ValueError:
       score = math.nan
     if not utterance_id or rank < 1 or not math.isfinite(score):
-      malformed.append((location, 'expected a non-empty utt_id, an integer '
-                        'rank >= 1 and a finite score'))
+      malformed.append(
+          (
+              location,
+              'expected a non-empty utt_id, an integer '
+              'rank >= 1 and a finite score',
+          )
+      )
       continue
     key = (utterance_id, rank)
     if key in first_line:
       raise cli.UserError(
           f'{location}: rank {rank} of utterance {utterance_id!r} was already '
           f'scored at line {first_line[key]}; expected one score per '
-          'hypothesis.')
+          'hypothesis.'
+      )
     first_line[key] = line_number
     scores[key] = score
   report = ScoresReport(path, len(scores), tuple(malformed))
   if not scores:
-    detail = (f'; all {len(malformed)} lines are malformed, the first at '
-              f'{malformed[0][0]}: {malformed[0][1]}' if malformed else '')
+    detail = (
+        f'; all {len(malformed)} lines are malformed, the first at '
+        f'{malformed[0][0]}: {malformed[0][1]}'
+        if malformed
+        else ''
+    )
     raise cli.UserError(f'{path}: no LM score could be read{detail}.')
-  logging.info('%s: %d LM scores, %d malformed lines.', path, len(scores),
-               len(malformed))
+  logging.info(
+      '%s: %d LM scores, %d malformed lines.', path, len(scores), len(malformed)
+  )
   for location, description in malformed[:_MAX_LOGGED_PROBLEMS]:
     logging.warning('%s: %s', location, description)
   return scores, report
@@ -188,8 +216,11 @@ def write_lm_scores(path: str, scores: Mapping[Tuple[str, int], float]):
   tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
-def check_complete(scores: Mapping[Tuple[str, int], float],
-                   nbest_lists: Sequence[nbest.NBestList], source: str):
+def check_complete(
+    scores: Mapping[Tuple[str, int], float],
+    nbest_lists: Sequence[nbest.NBestList],
+    source: str,
+):
   """Raises if a hypothesis of `nbest_lists` has no score.
 
   Args:
@@ -200,13 +231,16 @@ def check_complete(scores: Mapping[Tuple[str, int], float],
   Raises:
     ValueError: naming how many hypotheses lack a score and a few of them.
   """
-  missing = [(nbest_list.utterance_id, hypothesis.rank)
-             for nbest_list in nbest_lists
-             for hypothesis in nbest_list.hypotheses
-             if (nbest_list.utterance_id, hypothesis.rank) not in scores]
+  missing = [
+      (nbest_list.utterance_id, hypothesis.rank)
+      for nbest_list in nbest_lists
+      for hypothesis in nbest_list.hypotheses
+      if (nbest_list.utterance_id, hypothesis.rank) not in scores
+  ]
   if missing:
     total = sum(len(l.hypotheses) for l in nbest_lists)
     raise cli.UserError(
         f'{source}: {len(missing)} of {total} hypotheses have no LM score, '
         f'e.g. (utt_id, rank) {missing[:_MAX_NAMED_IDS]}; expected a score '
-        'for every hypothesis of the N-best lists.')
+        'for every hypothesis of the N-best lists.'
+    )

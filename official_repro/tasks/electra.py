@@ -50,8 +50,10 @@ class ElectraModelConfig(base_config.Config):
     mlm_activation: activation of the MLM and RTD heads' transforms.
     initializer_range: stddev of the heads' initializers.
   """
+
   discriminator: encoders.EncoderConfig = dataclasses.field(
-      default_factory=encoders.EncoderConfig)
+      default_factory=encoders.EncoderConfig
+  )
   generator_size: float = 1.0
   generator_layers: Union[int, float] = 1.0
   num_shared_blocks: int = 0
@@ -65,23 +67,27 @@ class ElectraModelConfig(base_config.Config):
 
   def generator(self) -> encoders.EncoderConfig:
     """The generator's encoder config."""
-    return networks.scale_generator(self.discriminator, self.generator_size,
-                                    self.generator_layers)
+    return networks.scale_generator(
+        self.discriminator, self.generator_size, self.generator_layers
+    )
 
 
 @dataclasses.dataclass
 class ElectraPretrainConfig(pretraining.PretrainTaskConfig):
   """ELECTRA pretraining task config (loss scaling as in `PretrainTask`)."""
+
   model: ElectraModelConfig = dataclasses.field(
-      default_factory=ElectraModelConfig)
+      default_factory=ElectraModelConfig
+  )
 
 
 @task_factory.register_task_cls(ElectraPretrainConfig)
 class ElectraPretrainTask(pretraining.ReplacedTokenTask):
   """Replaced-token-detection pretraining."""
 
-  def build_model(self, params: ElectraModelConfig = None
-                  ) -> electra.ElectraPretrainer:
+  def build_model(
+      self, params: ElectraModelConfig = None
+  ) -> electra.ElectraPretrainer:
     config = params or self.task_config.model
     return electra.ElectraPretrainer(
         discriminator_config=config.discriminator,
@@ -91,29 +97,39 @@ class ElectraPretrainTask(pretraining.ReplacedTokenTask):
         temperature=config.temperature,
         disallow_original=config.disallow_original,
         mlm_activation=config.mlm_activation,
-        initializer_range=config.initializer_range)
+        initializer_range=config.initializer_range,
+    )
 
-  def build_losses(self, labels: Dict[str, tf.Tensor],
-                   model_outputs: Dict[str, tf.Tensor],
-                   metrics: List[tf_keras.metrics.Metric],
-                   aux_losses=None) -> tf.Tensor:
+  def build_losses(
+      self,
+      labels: Dict[str, tf.Tensor],
+      model_outputs: Dict[str, tf.Tensor],
+      metrics: List[tf_keras.metrics.Metric],
+      aux_losses=None,
+  ) -> tf.Tensor:
     """Weighted MLM + RTD loss; updates the two loss metrics."""
     mlm_loss = super().build_losses(labels, model_outputs, metrics)
     rtd_loss = pretraining.replaced_token_loss(
-        model_outputs['rtd_labels'], model_outputs['rtd_logits'],
-        labels['input_mask'])
+        model_outputs['rtd_labels'],
+        model_outputs['rtd_logits'],
+        labels['input_mask'],
+    )
     {metric.name: metric for metric in metrics}[
-        'discriminator_loss'].update_state(rtd_loss)
+        'discriminator_loss'
+    ].update_state(rtd_loss)
     model = self.task_config.model
-    total = (model.generator_loss_weight * mlm_loss +
-             model.discriminator_loss_weight * rtd_loss)
+    total = (
+        model.generator_loss_weight * mlm_loss
+        + model.discriminator_loss_weight * rtd_loss
+    )
     if aux_losses:
       total += tf.add_n(aux_losses)
     return total
 
 
-def _flops(task_config: ElectraPretrainConfig, seq_length: int,
-           max_predictions: int) -> Dict[str, flops.NetworkCost]:
+def _flops(
+    task_config: ElectraPretrainConfig, seq_length: int, max_predictions: int
+) -> Dict[str, flops.NetworkCost]:
   """ELECTRA's terms: the generator with its MLM head, the discriminator
   with its RTD head (each network computes its own embedding)."""
   model = task_config.model
@@ -123,15 +139,19 @@ def _flops(task_config: ElectraPretrainConfig, seq_length: int,
   backbone = model.discriminator.backbone
   return dict(
       generator=flops.NetworkCost(
-          generator, backbone,
-          dict(mlm=flops.mlm_head_flops(generator, output_fraction))),
+          generator,
+          backbone,
+          dict(mlm=flops.mlm_head_flops(generator, output_fraction)),
+      ),
       discriminator=flops.NetworkCost(
-          discriminator, backbone,
-          dict(rtd=flops.rtd_head_flops(discriminator))))
+          discriminator, backbone, dict(rtd=flops.rtd_head_flops(discriminator))
+      ),
+  )
 
 
-def _stock_task_config(task_config: ElectraPretrainConfig, train_data,
-                       max_predictions: int) -> cfg.TaskConfig:
+def _stock_task_config(
+    task_config: ElectraPretrainConfig, train_data, max_predictions: int
+) -> cfg.TaskConfig:
   """Model Garden's `ElectraPretrainTask` on the same networks.
 
   Raises:
@@ -141,16 +161,19 @@ def _stock_task_config(task_config: ElectraPretrainConfig, train_data,
   """
   model = task_config.model
   if model.temperature != 1.0 or model.num_shared_blocks:
-    raise cli.UserError("Model Garden's ElectraPretrainer samples at "
-                     'temperature 1.0 and shares no blocks; measure this '
-                     'config with --variants=ours.')
+    raise cli.UserError(
+        "Model Garden's ElectraPretrainer samples at "
+        'temperature 1.0 and shares no blocks; measure this '
+        'config with --variants=ours.'
+    )
   discriminator = encoders.to_model_garden_config(model.discriminator)
   if discriminator.type != 'bert':
     raise cli.UserError(
         "Model Garden's stock ElectraPretrainer ties embeddings only of its "
-        f"BertEncoder, not of its {discriminator.type!r} encoder (backbone "
+        f'BertEncoder, not of its {discriminator.type!r} encoder (backbone '
         f'{model.discriminator.backbone!r}); measure this config with '
-        '--variants=ours.')
+        '--variants=ours.'
+    )
   return stock_electra_task.ElectraPretrainConfig(
       model=stock_electra.ElectraPretrainerConfig(
           num_masked_tokens=max_predictions,
@@ -160,15 +183,20 @@ def _stock_task_config(task_config: ElectraPretrainConfig, train_data,
           disallow_correct=model.disallow_original,
           generator_encoder=encoders.to_model_garden_config(model.generator()),
           discriminator_encoder=discriminator,
-          cls_heads=[]),
-      train_data=train_data)
+          cls_heads=[],
+      ),
+      train_data=train_data,
+  )
 
 
-OBJECTIVE = objectives.register(objectives.Objective(
-    name='electra',
-    task_config_cls=ElectraPretrainConfig,
-    model_config_cls=ElectraModelConfig,
-    encoder_field='discriminator',
-    required=('generator_size',),
-    flops=_flops,
-    stock_task_config=_stock_task_config))
+OBJECTIVE = objectives.register(
+    objectives.Objective(
+        name='electra',
+        task_config_cls=ElectraPretrainConfig,
+        model_config_cls=ElectraModelConfig,
+        encoder_field='discriminator',
+        required=('generator_size',),
+        flops=_flops,
+        stock_task_config=_stock_task_config,
+    )
+)

@@ -51,6 +51,7 @@ class FinetuneDataConfig(cfg.DataConfig):
     split: the split name the task's reader understands ('train', 'dev',
       'dev_matched', ...).
   """
+
   split: str = 'train'
 
 
@@ -73,13 +74,15 @@ class FinetuneTaskConfig(cfg.TaskConfig):
     adam_beta_2: Adam's beta_2.
     gradient_clip_norm: clip gradients to this global norm (0: off).
   """
+
   task: str = ''
   data_dir: str = ''
   vocab_file: str = ''
   lower_case: bool = True
   max_seq_length: int = 128
   encoder: encoders.EncoderConfig = dataclasses.field(
-      default_factory=encoders.EncoderConfig)
+      default_factory=encoders.EncoderConfig
+  )
   head_dropout_rate: float = 0.1
   learning_rate: float = 1e-4
   layerwise_lr_decay: Optional[float] = None
@@ -97,8 +100,7 @@ class FinetuneTask(base_task.Task):
   eval_output_keys: Tuple[str, ...] = ()
   eval_label_keys: Tuple[str, ...] = ()
 
-  def __init__(self, params: FinetuneTaskConfig, logging_dir=None,
-               name=None):
+  def __init__(self, params: FinetuneTaskConfig, logging_dir=None, name=None):
     super().__init__(params, logging_dir=logging_dir, name=name)
     self._tokenizer = None
     self._encoder = None
@@ -108,7 +110,8 @@ class FinetuneTask(base_task.Task):
   def tokenizer(self) -> tokenization.FullTokenizer:
     if self._tokenizer is None:
       self._tokenizer = tokenization.FullTokenizer(
-          self.task_config.vocab_file, do_lower_case=self.task_config.lower_case)
+          self.task_config.vocab_file, do_lower_case=self.task_config.lower_case
+      )
     return self._tokenizer
 
   # Data.
@@ -123,12 +126,24 @@ class FinetuneTask(base_task.Task):
   def load_features(self, split: str) -> Tuple[Dict[str, np.ndarray], Any]:
     """`read_features(split)`, cached for the process."""
     config = self.task_config
-    key = (config.task, config.data_dir, split, config.vocab_file,
-           config.lower_case, config.max_seq_length, self.feature_options())
+    key = (
+        config.task,
+        config.data_dir,
+        split,
+        config.vocab_file,
+        config.lower_case,
+        config.max_seq_length,
+        self.feature_options(),
+    )
     if key not in _FEATURE_CACHE:
       features, metadata = self.read_features(split)
-      logging.info('%s %s: %d features of length %d.', config.task, split,
-                   len(features['input_word_ids']), config.max_seq_length)
+      logging.info(
+          '%s %s: %d features of length %d.',
+          config.task,
+          split,
+          len(features['input_word_ids']),
+          config.max_seq_length,
+      )
       _FEATURE_CACHE[key] = (features, metadata)
     return _FEATURE_CACHE[key]
 
@@ -140,24 +155,30 @@ class FinetuneTask(base_task.Task):
   def label_keys(self) -> Tuple[str, ...]:
     """Keys of the feature dict that are labels, not model inputs."""
 
-  def build_inputs(self, params: FinetuneDataConfig,
-                   input_context: Optional[tf.distribute.InputContext] = None
-                   ) -> tf.data.Dataset:
+  def build_inputs(
+      self,
+      params: FinetuneDataConfig,
+      input_context: Optional[tf.distribute.InputContext] = None,
+  ) -> tf.data.Dataset:
     """(features, labels) batches; training data is shuffled and repeated."""
     arrays, _ = self.load_features(params.split)
     labels = {key: arrays[key] for key in self.label_keys()}
-    features = {key: value for key, value in arrays.items()
-                if key not in labels}
+    features = {
+        key: value for key, value in arrays.items() if key not in labels
+    }
     dataset = tf.data.Dataset.from_tensor_slices((features, labels))
     batch_size = params.global_batch_size
     if input_context:
-      dataset = dataset.shard(input_context.num_input_pipelines,
-                              input_context.input_pipeline_id)
+      dataset = dataset.shard(
+          input_context.num_input_pipelines, input_context.input_pipeline_id
+      )
       batch_size = input_context.get_per_replica_batch_size(batch_size)
     if params.is_training:
-      dataset = dataset.shuffle(len(arrays['input_word_ids']),
-                                seed=params.seed,
-                                reshuffle_each_iteration=True).repeat()
+      dataset = dataset.shuffle(
+          len(arrays['input_word_ids']),
+          seed=params.seed,
+          reshuffle_each_iteration=True,
+      ).repeat()
     dataset = dataset.batch(batch_size, drop_remainder=params.is_training)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
@@ -168,7 +189,8 @@ class FinetuneTask(base_task.Task):
 
   def head_initializer(self) -> tf_keras.initializers.Initializer:
     return tf_keras.initializers.TruncatedNormal(
-        stddev=self.task_config.encoder.initializer_range)
+        stddev=self.task_config.encoder.initializer_range
+    )
 
   def build_model(self) -> tf_keras.Model:
     config = self.task_config
@@ -176,7 +198,8 @@ class FinetuneTask(base_task.Task):
     model = self.build_head(self._encoder)
     depths = layerwise_decay.variable_depths(model, self._encoder)
     self._lr_multipliers = layerwise_decay.layerwise_multipliers(
-        depths, config.encoder.num_layers, config.layerwise_lr_decay)
+        depths, config.encoder.num_layers, config.layerwise_lr_decay
+    )
     return model
 
   def initialize(self, model: tf_keras.Model) -> None:
@@ -184,19 +207,25 @@ class FinetuneTask(base_task.Task):
     del model  # The encoder was kept by build_model.
     if self.task_config.init_checkpoint:
       pretrained.restore(self._encoder, self.task_config.init_checkpoint)
-      logging.info('Restored the encoder from %s.',
-                   self.task_config.init_checkpoint)
+      logging.info(
+          'Restored the encoder from %s.', self.task_config.init_checkpoint
+      )
 
   # Optimizer.
-  def create_optimizer(self, optimizer_config: optimization.OptimizationConfig,
-                       runtime_config=None, dp_config=None):
+  def create_optimizer(
+      self,
+      optimizer_config: optimization.OptimizationConfig,
+      runtime_config=None,
+      dp_config=None,
+  ):
     """AdamW with layer-wise learning-rate decay (see the module docstring),
     in a loss-scale optimizer when `runtime_config` asks for one (float16;
     Model Garden's `Task.train_step` then scales the loss)."""
     del dp_config
     config = self.task_config
     learning_rate = optimization.OptimizerFactory(
-        optimizer_config).build_learning_rate()
+        optimizer_config
+    ).build_learning_rate()
     optimizer = layerwise_decay.LayerwiseAdamWeightDecay(
         lr_multipliers=self._lr_multipliers,
         learning_rate=learning_rate,
@@ -204,11 +233,14 @@ class FinetuneTask(base_task.Task):
         epsilon=config.adam_epsilon,
         beta_2=config.adam_beta_2,
         exclude_from_weight_decay=list(
-            optimizer_config_lib.DEFAULT_WEIGHT_DECAY_EXCLUSIONS),
-        gradient_clip_norm=config.gradient_clip_norm)
+            optimizer_config_lib.DEFAULT_WEIGHT_DECAY_EXCLUSIONS
+        ),
+        gradient_clip_norm=config.gradient_clip_norm,
+    )
     if runtime_config and runtime_config.loss_scale:
       optimizer = performance.configure_optimizer(
-          optimizer, use_float16=True, loss_scale=runtime_config.loss_scale)
+          optimizer, use_float16=True, loss_scale=runtime_config.loss_scale
+      )
     return optimizer
 
   # Evaluation.
@@ -236,13 +268,16 @@ class FinetuneTask(base_task.Task):
     return self.eval_output_keys + self.eval_label_keys
 
   def reduce_aggregated_logs(self, aggregated_logs, global_step=None):
-    outputs = {key: np.concatenate(values, axis=0)
-               for key, values in aggregated_logs.items()}
+    outputs = {
+        key: np.concatenate(values, axis=0)
+        for key, values in aggregated_logs.items()
+    }
     return self.compute_metrics(outputs)
 
   @abc.abstractmethod
-  def compute_metrics(self, outputs: Mapping[str, np.ndarray]
-                      ) -> Dict[str, float]:
+  def compute_metrics(
+      self, outputs: Mapping[str, np.ndarray]
+  ) -> Dict[str, float]:
     """The paper's metrics over the whole evaluation split."""
 
   @abc.abstractmethod
@@ -262,12 +297,16 @@ class AccuracyMetricMixin:
       metric.update_state(labels['label_ids'], model_outputs)
 
 
-def softmax_cross_entropy(label_ids: tf.Tensor, logits: tf.Tensor,
-                          aux_losses=None) -> tf.Tensor:
+def softmax_cross_entropy(
+    label_ids: tf.Tensor, logits: tf.Tensor, aux_losses=None
+) -> tf.Tensor:
   """Mean cross-entropy of int `[batch]` labels under `[batch, classes]` logits,
   plus the model's auxiliary losses."""
-  loss = tf.reduce_mean(tf_keras.losses.sparse_categorical_crossentropy(
-      label_ids, tf.cast(logits, tf.float32), from_logits=True))
+  loss = tf.reduce_mean(
+      tf_keras.losses.sparse_categorical_crossentropy(
+          label_ids, tf.cast(logits, tf.float32), from_logits=True
+      )
+  )
   if aux_losses:
     loss += tf.add_n(aux_losses)
   return loss
@@ -277,5 +316,5 @@ def masked_mean(values: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
   """sum(values * weights) / max(sum(weights), 1)."""
   weights = tf.cast(weights, values.dtype)
   return tf.reduce_sum(values * weights) / tf.maximum(
-      tf.reduce_sum(weights), 1.0)
-
+      tf.reduce_sum(weights), 1.0
+  )

@@ -42,6 +42,7 @@ class FinetuningTaskEntry:
       copied into the config under the same name (GLUE: 'stsb_metric').
     group: the benchmark the task belongs to ('glue'), or '' for none.
   """
+
   name: str
   task_cls: Type[base_task.Task]
   config_cls: Type[cfg.TaskConfig]
@@ -51,15 +52,17 @@ class FinetuningTaskEntry:
 
 
 _TASKS = registry.Registry[FinetuningTaskEntry](
-    'fine-tuning task', 'finetuning.task', ['official_repro.tasks'])
+    'fine-tuning task', 'finetuning.task', ['official_repro.tasks']
+)
 
 
-def register(names: Sequence[str],
-             config_cls: Type[cfg.TaskConfig],
-             build_config: Optional[Callable[..., cfg.TaskConfig]] = None,
-             protocol_fields: Sequence[str] = (),
-             group: str = '') -> Callable[[Type[base_task.Task]],
-                                          Type[base_task.Task]]:
+def register(
+    names: Sequence[str],
+    config_cls: Type[cfg.TaskConfig],
+    build_config: Optional[Callable[..., cfg.TaskConfig]] = None,
+    protocol_fields: Sequence[str] = (),
+    group: str = '',
+) -> Callable[[Type[base_task.Task]], Type[base_task.Task]]:
   """A class decorator registering a Task class under `names`.
 
   Args:
@@ -75,12 +78,20 @@ def register(names: Sequence[str],
   Raises:
     ValueError: a name is already registered to another task.
   """
+
   def decorator(task_cls: Type[base_task.Task]) -> Type[base_task.Task]:
     for name in names:
-      _TASKS.register(name, FinetuningTaskEntry(
-          name=name, task_cls=task_cls, config_cls=config_cls,
-          build_config=build_config or config_cls,
-          protocol_fields=tuple(protocol_fields), group=group))
+      _TASKS.register(
+          name,
+          FinetuningTaskEntry(
+              name=name,
+              task_cls=task_cls,
+              config_cls=config_cls,
+              build_config=build_config or config_cls,
+              protocol_fields=tuple(protocol_fields),
+              group=group,
+          ),
+      )
     task_factory.register_task_cls(config_cls)(task_cls)
     return task_cls
 
@@ -89,8 +100,11 @@ def register(names: Sequence[str],
 
 def task_names(group: Optional[str] = None) -> Tuple[str, ...]:
   """Registered names in registration order; only `group`'s if given."""
-  return tuple(entry.name for entry in _TASKS.entries()
-               if group is None or entry.group == group)
+  return tuple(
+      entry.name
+      for entry in _TASKS.entries()
+      if group is None or entry.group == group
+  )
 
 
 def get(name: str) -> FinetuningTaskEntry:

@@ -40,6 +40,7 @@ class FinetuningSchedule:
     adam_epsilon: Adam's epsilon.
     eval_batch_size: evaluation batch size (None: `train_batch_size`).
   """
+
   task: str = gin.REQUIRED
   learning_rate: float = gin.REQUIRED
   train_batch_size: int = gin.REQUIRED
@@ -54,20 +55,26 @@ class FinetuningSchedule:
   def __post_init__(self):
     tasks = finetuning_registry.task_names()
     if self.task not in tasks:
-      raise cli.UserError(f'finetuning.task must be one of {tasks}, got '
-                       f'{self.task!r}.')
+      raise cli.UserError(
+          f'finetuning.task must be one of {tasks}, got ' f'{self.task!r}.'
+      )
     if self.train_batch_size <= 0 or self.num_epochs <= 0:
-      raise cli.UserError('finetuning.train_batch_size and num_epochs must be '
-                       f'positive, got {self.train_batch_size} and '
-                       f'{self.num_epochs}.')
+      raise cli.UserError(
+          'finetuning.train_batch_size and num_epochs must be '
+          f'positive, got {self.train_batch_size} and '
+          f'{self.num_epochs}.'
+      )
     if not 0.0 <= self.warmup_fraction < 1.0:
-      raise cli.UserError('finetuning.warmup_fraction must be in [0, 1), got '
-                       f'{self.warmup_fraction}.')
+      raise cli.UserError(
+          'finetuning.warmup_fraction must be in [0, 1), got '
+          f'{self.warmup_fraction}.'
+      )
 
   def train_steps(self, num_train_examples: int) -> int:
     """Optimizer steps for `num_epochs` over `num_train_examples`."""
-    return math.ceil(self.num_epochs * num_train_examples /
-                     self.train_batch_size)
+    return math.ceil(
+        self.num_epochs * num_train_examples / self.train_batch_size
+    )
 
   def warmup_steps(self, num_train_examples: int) -> int:
     return int(self.warmup_fraction * self.train_steps(num_train_examples))
@@ -90,6 +97,7 @@ class RunProtocol:
     stsb_metric: the correlation reported for STS-B ('spearman', 'pearson'
       or 'corr', their mean).
   """
+
   num_runs: int = 1
   aggregation: str = 'mean'
   selection: str = 'last'
@@ -97,11 +105,16 @@ class RunProtocol:
 
   def __post_init__(self):
     if self.num_runs < 1:
-      raise cli.UserError(f'run_protocol.num_runs must be >= 1, got '
-                       f'{self.num_runs}.')
+      raise cli.UserError(
+          f'run_protocol.num_runs must be >= 1, got ' f'{self.num_runs}.'
+      )
     if self.aggregation not in AGGREGATIONS:
-      raise cli.UserError(f'run_protocol.aggregation must be one of '
-                       f'{AGGREGATIONS}, got {self.aggregation!r}.')
+      raise cli.UserError(
+          f'run_protocol.aggregation must be one of '
+          f'{AGGREGATIONS}, got {self.aggregation!r}.'
+      )
     if self.selection not in SELECTIONS:
-      raise cli.UserError(f'run_protocol.selection must be one of {SELECTIONS}, '
-                       f'got {self.selection!r}.')
+      raise cli.UserError(
+          f'run_protocol.selection must be one of {SELECTIONS}, '
+          f'got {self.selection!r}.'
+      )

@@ -34,14 +34,19 @@ class GlueTaskConfig(finetuning_base.FinetuneTaskConfig):
     stsb_metric: which correlation stands for STS-B in the headline score;
       fine-tuning copies gin `run_protocol.stsb_metric` here.
   """
+
   stsb_metric: str = 'spearman'
 
 
 @finetuning_registry.register(
-    glue_data.GLUE_TASK_NAMES, GlueTaskConfig,
-    protocol_fields=('stsb_metric',), group='glue')
-class GlueTask(finetuning_base.AccuracyMetricMixin,
-               finetuning_base.FinetuneTask):
+    glue_data.GLUE_TASK_NAMES,
+    GlueTaskConfig,
+    protocol_fields=('stsb_metric',),
+    group='glue',
+)
+class GlueTask(
+    finetuning_base.AccuracyMetricMixin, finetuning_base.FinetuneTask
+):
   """One GLUE task (see module docstring)."""
 
   eval_output_keys = ('logits',)
@@ -60,30 +65,39 @@ class GlueTask(finetuning_base.AccuracyMetricMixin,
     files = self.spec.dev_splits if split == DEV_SPLIT else (split,)
     parts = []
     for index, file_split in enumerate(files):
-      examples, _ = glue_data.read_examples(config.data_dir, config.task,
-                                            file_split)
+      examples, _ = glue_data.read_examples(
+          config.data_dir, config.task, file_split
+      )
       features, _ = glue_data.convert_examples_to_features(
-          examples, self.tokenizer, config.max_seq_length)
+          examples, self.tokenizer, config.max_seq_length
+      )
       features[EVAL_SPLIT_KEY] = np.full(len(examples), index, np.int32)
       parts.append(features)
-    features = {key: np.concatenate([part[key] for part in parts])
-                for key in parts[0]}
+    features = {
+        key: np.concatenate([part[key] for part in parts]) for key in parts[0]
+    }
     return features, files
 
   def build_head(self, encoder: tf_keras.Model) -> tf_keras.Model:
     num_outputs = 1 if self.spec.is_regression else len(self.spec.label_list)
     return models.BertClassifier(
-        network=encoder, num_classes=num_outputs,
+        network=encoder,
+        num_classes=num_outputs,
         initializer=self.head_initializer(),
-        dropout_rate=self.task_config.head_dropout_rate)
+        dropout_rate=self.task_config.head_dropout_rate,
+    )
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
     if not self.spec.is_regression:
-      return finetuning_base.softmax_cross_entropy(labels['label_ids'],
-                                                   model_outputs, aux_losses)
-    loss = tf.reduce_mean(tf.square(
-        tf.cast(model_outputs, tf.float32)[:, 0] -
-        tf.cast(labels['label_ids'], tf.float32)))
+      return finetuning_base.softmax_cross_entropy(
+          labels['label_ids'], model_outputs, aux_losses
+      )
+    loss = tf.reduce_mean(
+        tf.square(
+            tf.cast(model_outputs, tf.float32)[:, 0]
+            - tf.cast(labels['label_ids'], tf.float32)
+        )
+    )
     if aux_losses:
       loss += tf.add_n(aux_losses)
     return loss
@@ -91,23 +105,27 @@ class GlueTask(finetuning_base.AccuracyMetricMixin,
   def build_metrics(self, training=None):
     return [] if self.spec.is_regression else super().build_metrics(training)
 
-  def compute_metrics(self, outputs: Mapping[str, np.ndarray]
-                      ) -> Dict[str, float]:
+  def compute_metrics(
+      self, outputs: Mapping[str, np.ndarray]
+  ) -> Dict[str, float]:
     """`glue_metrics.task_metrics` per dev file (later files prefixed)."""
     logits = outputs['logits']
-    predictions = (logits[:, 0] if self.spec.is_regression
-                   else np.argmax(logits, axis=-1))
+    predictions = (
+        logits[:, 0] if self.spec.is_regression else np.argmax(logits, axis=-1)
+    )
     results = {}
     for index, name in enumerate(self.spec.dev_splits):
       selected = outputs[EVAL_SPLIT_KEY] == index
       scores = glue_metrics.task_metrics(
-          self.task_config.task, predictions[selected],
-          outputs['label_ids'][selected])
+          self.task_config.task,
+          predictions[selected],
+          outputs['label_ids'][selected],
+      )
       prefix = '' if index == 0 else f'{name}/'
       results.update({prefix + key: value for key, value in scores.items()})
     results['score'] = glue_metrics.headline_score(
-        self.task_config.task, results,
-        stsb_metric=self.task_config.stsb_metric)
+        self.task_config.task, results, stsb_metric=self.task_config.stsb_metric
+    )
     return results
 
   def headline_metric(self) -> str:

@@ -42,11 +42,12 @@ class MaskedLMModelConfig(base_config.Config):
     mlm_activation: activation of the MLM transform layer.
     mlm_initializer_range: stddev of the MLM head initializer.
   """
+
   encoder: encoders.EncoderConfig = dataclasses.field(
-      default_factory=encoders.EncoderConfig)
+      default_factory=encoders.EncoderConfig
+  )
   next_sentence_prediction: bool = False
-  cls_heads: List[bert.ClsHeadConfig] = dataclasses.field(
-      default_factory=list)
+  cls_heads: List[bert.ClsHeadConfig] = dataclasses.field(default_factory=list)
   mlm_activation: str = 'gelu_tanh'
   mlm_initializer_range: float = 0.02
 
@@ -55,8 +56,10 @@ class MaskedLMModelConfig(base_config.Config):
 class MaskedLMPretrainConfig(pretraining.PretrainTaskConfig):
   """Masked-LM pretraining on our record format (Model Garden's
   `MaskedLMTask` reads `model.cls_heads`, `train_data` and `scale_loss`)."""
+
   model: MaskedLMModelConfig = dataclasses.field(
-      default_factory=MaskedLMModelConfig)
+      default_factory=MaskedLMModelConfig
+  )
 
 
 @task_factory.register_task_cls(MaskedLMPretrainConfig)
@@ -70,10 +73,13 @@ class MaskedLMPretrainTask(pretraining.PretrainTask):
         encoder_network=encoders.build_encoder(config.encoder),
         mlm_activation=activations.get(config.mlm_activation),
         mlm_initializer=tf_keras.initializers.TruncatedNormal(
-            stddev=config.mlm_initializer_range),
+            stddev=config.mlm_initializer_range
+        ),
         classification_heads=[
             layers.ClassificationHead(**head.as_dict())
-            for head in config.cls_heads])
+            for head in config.cls_heads
+        ],
+    )
 
 
 def _finalize(task_config: MaskedLMPretrainConfig) -> MaskedLMPretrainConfig:
@@ -82,27 +88,37 @@ def _finalize(task_config: MaskedLMPretrainConfig) -> MaskedLMPretrainConfig:
   if not model.next_sentence_prediction:
     return task_config
   head = bert.ClsHeadConfig(
-      inner_dim=model.encoder.hidden_size, num_classes=2,
-      dropout_rate=model.encoder.dropout_rate, name=NEXT_SENTENCE_HEAD)
+      inner_dim=model.encoder.hidden_size,
+      num_classes=2,
+      dropout_rate=model.encoder.dropout_rate,
+      name=NEXT_SENTENCE_HEAD,
+  )
   return task_config.replace(
       model=dict(cls_heads=[head.as_dict()]),
       train_data=dict(use_next_sentence_label=True),
-      validation_data=dict(use_next_sentence_label=True))
+      validation_data=dict(use_next_sentence_label=True),
+  )
 
 
-def _flops(task_config: MaskedLMPretrainConfig, seq_length: int,
-           max_predictions: int) -> Dict[str, flops.NetworkCost]:
+def _flops(
+    task_config: MaskedLMPretrainConfig, seq_length: int, max_predictions: int
+) -> Dict[str, flops.NetworkCost]:
   """One encoder with its MLM head (the next-sentence head is not counted,
   as in ELECTRA's formula)."""
   encoder = task_config.model.encoder
   shape = objectives.network_shape(encoder, seq_length)
-  return dict(encoder=flops.NetworkCost(
-      shape, encoder.backbone,
-      dict(mlm=flops.mlm_head_flops(shape, max_predictions / seq_length))))
+  return dict(
+      encoder=flops.NetworkCost(
+          shape,
+          encoder.backbone,
+          dict(mlm=flops.mlm_head_flops(shape, max_predictions / seq_length)),
+      )
+  )
 
 
-def _stock_task_config(task_config: MaskedLMPretrainConfig, train_data,
-                       max_predictions: int):
+def _stock_task_config(
+    task_config: MaskedLMPretrainConfig, train_data, max_predictions: int
+):
   """Model Garden's own `MaskedLMTask` on the same encoder."""
   del max_predictions
   model = task_config.model
@@ -111,16 +127,21 @@ def _stock_task_config(task_config: MaskedLMPretrainConfig, train_data,
           encoder=encoders.to_model_garden_config(model.encoder),
           cls_heads=model.cls_heads,
           mlm_activation=activations.model_garden_name(model.mlm_activation),
-          mlm_initializer_range=model.mlm_initializer_range),
-      train_data=train_data)
+          mlm_initializer_range=model.mlm_initializer_range,
+      ),
+      train_data=train_data,
+  )
 
 
-OBJECTIVE = objectives.register(objectives.Objective(
-    name='masked_lm',
-    task_config_cls=MaskedLMPretrainConfig,
-    model_config_cls=MaskedLMModelConfig,
-    encoder_field='encoder',
-    derived=('cls_heads',),
-    finalize=_finalize,
-    flops=_flops,
-    stock_task_config=_stock_task_config))
+OBJECTIVE = objectives.register(
+    objectives.Objective(
+        name='masked_lm',
+        task_config_cls=MaskedLMPretrainConfig,
+        model_config_cls=MaskedLMModelConfig,
+        encoder_field='encoder',
+        derived=('cls_heads',),
+        finalize=_finalize,
+        flops=_flops,
+        stock_task_config=_stock_task_config,
+    )
+)

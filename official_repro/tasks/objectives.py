@@ -56,6 +56,7 @@ class Objective:
       Model Garden's own task config of the same model, for the benchmark
       (None: Model Garden has no counterpart).
   """
+
   name: str
   task_config_cls: Type[cfg.TaskConfig]
   model_config_cls: Type[Any]
@@ -64,10 +65,12 @@ class Objective:
   derived: tuple = ()
   finalize: Optional[Callable[[cfg.TaskConfig], cfg.TaskConfig]] = None
   exported_encoder: Optional[Callable[[Any], encoders.EncoderConfig]] = None
-  flops: Optional[Callable[[cfg.TaskConfig, int, int],
-                           Dict[str, flops_lib.NetworkCost]]] = None
-  stock_task_config: Optional[Callable[[cfg.TaskConfig, Any, int],
-                                       cfg.TaskConfig]] = None
+  flops: Optional[
+      Callable[[cfg.TaskConfig, int, int], Dict[str, flops_lib.NetworkCost]]
+  ] = None
+  stock_task_config: Optional[
+      Callable[[cfg.TaskConfig, Any, int], cfg.TaskConfig]
+  ] = None
 
   def exported_encoder_config(self, model_config) -> encoders.EncoderConfig:
     """The config of the encoder kept for fine-tuning."""
@@ -77,7 +80,8 @@ class Objective:
 
 
 _OBJECTIVES = registry.Registry[Objective](
-    'objective', 'experiment.objective', [TASKS_PACKAGE])
+    'objective', 'experiment.objective', [TASKS_PACKAGE]
+)
 _MODEL_CONFIG_FACTORIES: Dict[str, Callable[..., Any]] = {}
 
 
@@ -90,9 +94,11 @@ def register(objective: Objective) -> Objective:
   _OBJECTIVES.register(objective.name, objective)
   if objective.name not in _MODEL_CONFIG_FACTORIES:
     _MODEL_CONFIG_FACTORIES[objective.name] = gin_dataclass.register(
-        objective.model_config_cls, objective.name,
+        objective.model_config_cls,
+        objective.name,
         required=objective.required,
-        exclude=(objective.encoder_field, *objective.derived))
+        exclude=(objective.encoder_field, *objective.derived),
+    )
   return objective
 
 
@@ -123,13 +129,15 @@ def for_task_config(task_config: cfg.TaskConfig) -> Objective:
   for objective in _OBJECTIVES.entries():
     if type(task_config) is objective.task_config_cls:  # pylint: disable=unidiomatic-typecheck
       return objective
-  raise cli.UserError(f'No registered objective has task config '
-                   f'{type(task_config).__name__}; registered: {names()}.')
+  raise cli.UserError(
+      f'No registered objective has task config '
+      f'{type(task_config).__name__}; registered: {names()}.'
+  )
 
 
-def resolve_vocab_size(config: encoders.EncoderConfig,
-                       data: pretrain_dataloader.PretrainDataConfig
-                       ) -> encoders.EncoderConfig:
+def resolve_vocab_size(
+    config: encoders.EncoderConfig, data: pretrain_dataloader.PretrainDataConfig
+) -> encoders.EncoderConfig:
   """Sets the encoder's vocabulary size from the records, checking it.
 
   Without records (`data.input_path` empty, e.g. for FLOPs accounting) the
@@ -141,11 +149,13 @@ def resolve_vocab_size(config: encoders.EncoderConfig,
   """
   if not data.input_path:
     if config.vocab_size is None:
-      raise cli.UserError('Set pretrain_data.input_path (records) or '
-                       'encoder.vocab_size.')
+      raise cli.UserError(
+          'Set pretrain_data.input_path (records) or ' 'encoder.vocab_size.'
+      )
     return config
   vocab_size, vocab_file = pretrain_dataloader.records_vocabulary(
-      data.input_path)
+      data.input_path
+  )
   return encoders.with_vocab_size(config, vocab_size, source=vocab_file)
 
 
@@ -162,19 +172,24 @@ def task_config_from_gin(name: str) -> cfg.TaskConfig:
   load_builtin_objectives()
   gin_dataclass.check_unbound(
       [other for other in _MODEL_CONFIG_FACTORIES if other != name],
-      f'experiment.objective={name!r}')
+      f'experiment.objective={name!r}',
+  )
   train_data, validation_data = pretrain_dataloader.pretraining_data_configs()
   encoder = resolve_vocab_size(encoders.encoder_config(), train_data)
-  model = dataclasses.replace(_MODEL_CONFIG_FACTORIES[name](),
-                              **{objective.encoder_field: encoder})
+  model = dataclasses.replace(
+      _MODEL_CONFIG_FACTORIES[name](), **{objective.encoder_field: encoder}
+  )
   task_config = objective.task_config_cls(
-      model=model, train_data=train_data, validation_data=validation_data)
-  return objective.finalize(task_config) if objective.finalize else (
-      task_config)
+      model=model, train_data=train_data, validation_data=validation_data
+  )
+  return (
+      objective.finalize(task_config) if objective.finalize else (task_config)
+  )
 
 
-def network_shape(config: encoders.EncoderConfig,
-                  seq_length: int) -> flops_lib.NetworkShape:
+def network_shape(
+    config: encoders.EncoderConfig, seq_length: int
+) -> flops_lib.NetworkShape:
   """The FLOPs formula's shape of an encoder config.
 
   Raises:
@@ -182,12 +197,18 @@ def network_shape(config: encoders.EncoderConfig,
   """
   backbone = encoders.get_backbone(config.backbone)
   if backbone.flops_shape is None:
-    raise cli.UserError(f'Backbone {config.backbone!r} declares no FLOPs shape '
-                     '(Backbone.flops_shape); its FLOPs are not modelled.')
+    raise cli.UserError(
+        f'Backbone {config.backbone!r} declares no FLOPs shape '
+        '(Backbone.flops_shape); its FLOPs are not modelled.'
+    )
   config = encoders.validate(config)
   return flops_lib.NetworkShape(
-      hidden=config.hidden_size, layers=config.num_layers,
-      embedding=config.width, intermediate=config.intermediate_size,
-      heads=config.num_attention_heads, seq_length=seq_length,
+      hidden=config.hidden_size,
+      layers=config.num_layers,
+      embedding=config.width,
+      intermediate=config.intermediate_size,
+      heads=config.num_attention_heads,
+      seq_length=seq_length,
       vocab_size=config.vocab_size,
-      **backbone.flops_shape(config, backbone.parse_options(config)))
+      **backbone.flops_shape(config, backbone.parse_options(config)),
+  )

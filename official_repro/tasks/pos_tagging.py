@@ -37,18 +37,26 @@ class TaggingTaskConfig(finetuning_base.FinetuneTaskConfig):
     conll_tag_column: the field holding the tag in 'conll' lines (-1: the
       last; 1 for CoNLL-2000/2003 files, `word POS CHUNK [NER]`).
   """
+
   use_crf: bool = False
   file_format: str = 'auto'
   conll_tag_column: int = -1
 
 
 @gin.configurable('pos')
-def tagging_task_config(use_crf: bool = False, file_format: str = 'auto',
-                        conll_tag_column: int = -1,
-                        **fields) -> TaggingTaskConfig:
+def tagging_task_config(
+    use_crf: bool = False,
+    file_format: str = 'auto',
+    conll_tag_column: int = -1,
+    **fields,
+) -> TaggingTaskConfig:
   """The POS task config; gin binds the tagging-specific arguments."""
-  return TaggingTaskConfig(use_crf=use_crf, file_format=file_format,
-                           conll_tag_column=conll_tag_column, **fields)
+  return TaggingTaskConfig(
+      use_crf=use_crf,
+      file_format=file_format,
+      conll_tag_column=conll_tag_column,
+      **fields,
+  )
 
 
 @finetuning_registry.register(('pos',), TaggingTaskConfig, tagging_task_config)
@@ -67,8 +75,10 @@ class TaggingTask(finetuning_base.FinetuneTask):
   def _sentences(self, split: str):
     path = os.path.join(self.task_config.data_dir, f'{split}.txt')
     sentences, _ = pos_data.read_tagged_sentences(
-        path, file_format=self.task_config.file_format,
-        conll_tag_column=self.task_config.conll_tag_column)
+        path,
+        file_format=self.task_config.file_format,
+        conll_tag_column=self.task_config.conll_tag_column,
+    )
     return sentences
 
   def label_list(self) -> Tuple[str, ...]:
@@ -77,41 +87,58 @@ class TaggingTask(finetuning_base.FinetuneTask):
 
   def read_features(self, split: str):
     """Features of `split`; metadata is the label list (from train)."""
-    labels = (pos_data.build_label_list(self._sentences(TRAIN_SPLIT))
-              if split == TRAIN_SPLIT else self.label_list())
+    labels = (
+        pos_data.build_label_list(self._sentences(TRAIN_SPLIT))
+        if split == TRAIN_SPLIT
+        else self.label_list()
+    )
     features, _ = pos_data.convert_to_features(
-        self._sentences(split), self.tokenizer, labels,
-        self.task_config.max_seq_length)
+        self._sentences(split),
+        self.tokenizer,
+        labels,
+        self.task_config.max_seq_length,
+    )
     return features, labels
 
   def build_head(self, encoder: tf_keras.Model) -> tf_keras.Model:
     # Kept for the CRF likelihood in `build_losses`.
     self._tagger = tagger.Tagger(
-        encoder, num_tags=len(self.label_list()),
+        encoder,
+        num_tags=len(self.label_list()),
         dropout_rate=self.task_config.head_dropout_rate,
         initializer=self.head_initializer(),
-        use_crf=self.task_config.use_crf)
+        use_crf=self.task_config.use_crf,
+    )
     return self._tagger
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
     """Softmax: CE over word-initial pieces; CRF: -log p(tags | tokens)."""
     logits = tf.cast(model_outputs['logits'], tf.float32)
     if self.task_config.use_crf:
-      loss = -tf.reduce_mean(self._tagger.log_likelihood(
-          logits, labels['label_ids'], model_outputs['mask']))
+      loss = -tf.reduce_mean(
+          self._tagger.log_likelihood(
+              logits, labels['label_ids'], model_outputs['mask']
+          )
+      )
     else:
       losses = tf_keras.losses.sparse_categorical_crossentropy(
-          labels['label_ids'], logits, from_logits=True)
+          labels['label_ids'], logits, from_logits=True
+      )
       loss = finetuning_base.masked_mean(losses, labels['label_weights'])
     if aux_losses:
       loss += tf.add_n(aux_losses)
     return loss
 
-  def compute_metrics(self, outputs: Mapping[str, np.ndarray]
-                      ) -> Dict[str, float]:
-    return dict(accuracy=pos_data.tagging_accuracy(
-        outputs['predicted_ids'], outputs['label_ids'],
-        outputs['label_weights']))
+  def compute_metrics(
+      self, outputs: Mapping[str, np.ndarray]
+  ) -> Dict[str, float]:
+    return dict(
+        accuracy=pos_data.tagging_accuracy(
+            outputs['predicted_ids'],
+            outputs['label_ids'],
+            outputs['label_weights'],
+        )
+    )
 
   def headline_metric(self) -> str:
     return 'accuracy'

@@ -29,11 +29,14 @@ class PretrainTaskConfig(cfg.TaskConfig):
   keeps gradient clipping and the learning rate independent of the replica
   count.
   """
+
   scale_loss: bool = True
   train_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
+      default_factory=pretrain_dataloader.PretrainDataConfig
+  )
   validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
-      default_factory=pretrain_dataloader.PretrainDataConfig)
+      default_factory=pretrain_dataloader.PretrainDataConfig
+  )
 
 
 class PretrainTask(masked_lm.MaskedLMTask):
@@ -48,9 +51,9 @@ class PretrainTask(masked_lm.MaskedLMTask):
   own step does.
   """
 
-  def model_outputs(self, model: tf_keras.Model,
-                    inputs: Dict[str, tf.Tensor],
-                    training: bool) -> Dict[str, tf.Tensor]:
+  def model_outputs(
+      self, model: tf_keras.Model, inputs: Dict[str, tf.Tensor], training: bool
+  ) -> Dict[str, tf.Tensor]:
     """The model's outputs with every `*logits` tensor in float32.
 
     Under mixed precision the heads compute in bfloat16 or float16; the
@@ -59,16 +62,28 @@ class PretrainTask(masked_lm.MaskedLMTask):
     critic, are float32 already).
     """
     outputs = model(inputs, training=training)
-    return {name: tf.cast(value, tf.float32)
-            if name.endswith('logits') and value.dtype.is_floating else value
-            for name, value in outputs.items()}
+    return {
+        name: tf.cast(value, tf.float32)
+        if name.endswith('logits') and value.dtype.is_floating
+        else value
+        for name, value in outputs.items()
+    }
 
-  def train_step(self, inputs, model: tf_keras.Model,
-                 optimizer: tf_keras.optimizers.Optimizer, metrics):
+  def train_step(
+      self,
+      inputs,
+      model: tf_keras.Model,
+      optimizer: tf_keras.optimizers.Optimizer,
+      metrics,
+  ):
     with tf.GradientTape() as tape:
       outputs = self.model_outputs(model, inputs, training=True)
-      loss = self.build_losses(labels=inputs, model_outputs=outputs,
-                               metrics=metrics, aux_losses=model.losses)
+      loss = self.build_losses(
+          labels=inputs,
+          model_outputs=outputs,
+          metrics=metrics,
+          aux_losses=model.losses,
+      )
       scaled_loss = loss
       if self.task_config.scale_loss:
         scaled_loss /= tf.distribute.get_strategy().num_replicas_in_sync
@@ -84,14 +99,20 @@ class PretrainTask(masked_lm.MaskedLMTask):
 
   def validation_step(self, inputs, model: tf_keras.Model, metrics):
     outputs = self.model_outputs(model, inputs, training=False)
-    loss = self.build_losses(labels=inputs, model_outputs=outputs,
-                             metrics=metrics, aux_losses=model.losses)
+    loss = self.build_losses(
+        labels=inputs,
+        model_outputs=outputs,
+        metrics=metrics,
+        aux_losses=model.losses,
+    )
     self.process_metrics(metrics, inputs, outputs)
     return {self.loss: loss}
 
-  def build_inputs(self, params: pretrain_dataloader.PretrainDataConfig,
-                   input_context: Optional[tf.distribute.InputContext] = None
-                   ) -> tf.data.Dataset:
+  def build_inputs(
+      self,
+      params: pretrain_dataloader.PretrainDataConfig,
+      input_context: Optional[tf.distribute.InputContext] = None,
+  ) -> tf.data.Dataset:
     return pretrain_dataloader.PretrainDataLoader(params).load(input_context)
 
 
@@ -108,10 +129,12 @@ class ReplacedTokenTask(PretrainTask):
   def build_metrics(self, training=None) -> List[tf_keras.metrics.Metric]:
     return super().build_metrics(training) + [
         tf_keras.metrics.Mean(name='discriminator_loss'),
-        tf_keras.metrics.BinaryAccuracy(name='discriminator_accuracy',
-                                        threshold=0.0),
-        tf_keras.metrics.Precision(name='discriminator_precision',
-                                   thresholds=0.5),
+        tf_keras.metrics.BinaryAccuracy(
+            name='discriminator_accuracy', threshold=0.0
+        ),
+        tf_keras.metrics.Precision(
+            name='discriminator_precision', thresholds=0.5
+        ),
         tf_keras.metrics.Recall(name='discriminator_recall', thresholds=0.5),
         tf_keras.metrics.AUC(name='discriminator_auc', from_logits=True),
         tf_keras.metrics.Mean(name='replaced_fraction'),
@@ -123,21 +146,23 @@ class ReplacedTokenTask(PretrainTask):
     real = tf.cast(labels['input_mask'], tf.float32)
     rtd_labels = model_outputs['rtd_labels']
     rtd_logits = tf.cast(model_outputs['rtd_logits'], tf.float32)
-    metrics['discriminator_accuracy'].update_state(rtd_labels, rtd_logits,
-                                                   real)
+    metrics['discriminator_accuracy'].update_state(rtd_labels, rtd_logits, real)
     probabilities = tf.sigmoid(rtd_logits)
     for name in ('discriminator_precision', 'discriminator_recall'):
       metrics[name].update_state(rtd_labels, probabilities, real)
     metrics['discriminator_auc'].update_state(rtd_labels, rtd_logits, real)
-    replaced_at_masked = tf.gather(rtd_labels, labels['masked_lm_positions'],
-                                   batch_dims=1)
+    replaced_at_masked = tf.gather(
+        rtd_labels, labels['masked_lm_positions'], batch_dims=1
+    )
     metrics['replaced_fraction'].update_state(
         tf.cast(replaced_at_masked, tf.float32),
-        tf.cast(labels['masked_lm_weights'], tf.float32))
+        tf.cast(labels['masked_lm_weights'], tf.float32),
+    )
 
 
-def replaced_token_loss(labels: tf.Tensor, logits: tf.Tensor,
-                        input_mask: tf.Tensor) -> tf.Tensor:
+def replaced_token_loss(
+    labels: tf.Tensor, logits: tf.Tensor, input_mask: tf.Tensor
+) -> tf.Tensor:
   """Sigmoid cross-entropy averaged over real (non-padding) tokens.
 
   Args:
@@ -150,6 +175,8 @@ def replaced_token_loss(labels: tf.Tensor, logits: tf.Tensor,
   """
   real = tf.cast(input_mask, tf.float32)
   losses = tf.nn.sigmoid_cross_entropy_with_logits(
-      labels=tf.cast(labels, tf.float32), logits=tf.cast(logits, tf.float32))
-  return tf.math.divide_no_nan(tf.reduce_sum(losses * real),
-                               tf.reduce_sum(real))
+      labels=tf.cast(labels, tf.float32), logits=tf.cast(logits, tf.float32)
+  )
+  return tf.math.divide_no_nan(
+      tf.reduce_sum(losses * real), tf.reduce_sum(real)
+  )

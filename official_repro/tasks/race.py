@@ -31,23 +31,32 @@ class RaceTaskConfig(finetuning_base.FinetuneTaskConfig):
     fill_blank: replace a cloze question's '_' by the option (XLNet's
       preprocessing) instead of BERT's question-then-option layout.
   """
+
   levels: Tuple[str, ...] = race_data.LEVELS
   max_query_length: Optional[int] = None
   fill_blank: bool = False
 
 
 @gin.configurable('race')
-def race_task_config(levels: Tuple[str, ...] = race_data.LEVELS,
-                     max_query_length: Optional[int] = None,
-                     fill_blank: bool = False, **fields) -> RaceTaskConfig:
+def race_task_config(
+    levels: Tuple[str, ...] = race_data.LEVELS,
+    max_query_length: Optional[int] = None,
+    fill_blank: bool = False,
+    **fields,
+) -> RaceTaskConfig:
   """The RACE task config; gin binds the RACE-specific arguments."""
-  return RaceTaskConfig(levels=tuple(levels), max_query_length=max_query_length,
-                        fill_blank=fill_blank, **fields)
+  return RaceTaskConfig(
+      levels=tuple(levels),
+      max_query_length=max_query_length,
+      fill_blank=fill_blank,
+      **fields,
+  )
 
 
 @finetuning_registry.register(('race',), RaceTaskConfig, race_task_config)
-class RaceTask(finetuning_base.AccuracyMetricMixin,
-               finetuning_base.FinetuneTask):
+class RaceTask(
+    finetuning_base.AccuracyMetricMixin, finetuning_base.FinetuneTask
+):
   """RACE fine-tuning (see module docstring)."""
 
   eval_output_keys = ('logits',)
@@ -62,30 +71,40 @@ class RaceTask(finetuning_base.AccuracyMetricMixin,
 
   def read_features(self, split: str):
     config = self.task_config
-    examples, _ = race_data.read_examples(config.data_dir, split,
-                                          levels=config.levels)
+    examples, _ = race_data.read_examples(
+        config.data_dir, split, levels=config.levels
+    )
     features, conversion = race_data.convert_to_features(
-        examples, self.tokenizer, config.max_seq_length,
+        examples,
+        self.tokenizer,
+        config.max_seq_length,
         max_query_length=config.max_query_length,
-        fill_blank=config.fill_blank)
+        fill_blank=config.fill_blank,
+    )
     logging.info('RACE %s features: %s', split, conversion.as_dict())
     return features, None
 
   def build_head(self, encoder: tf_keras.Model) -> tf_keras.Model:
     return multiple_choice.MultipleChoiceModel(
-        encoder, dropout_rate=self.task_config.head_dropout_rate,
-        initializer=self.head_initializer())
+        encoder,
+        dropout_rate=self.task_config.head_dropout_rate,
+        initializer=self.head_initializer(),
+    )
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
-    return finetuning_base.softmax_cross_entropy(labels['label_ids'],
-                                                 model_outputs, aux_losses)
+    return finetuning_base.softmax_cross_entropy(
+        labels['label_ids'], model_outputs, aux_losses
+    )
 
-  def compute_metrics(self, outputs: Mapping[str, np.ndarray]
-                      ) -> Dict[str, float]:
+  def compute_metrics(
+      self, outputs: Mapping[str, np.ndarray]
+  ) -> Dict[str, float]:
     """Accuracy on 'middle', 'high' and 'all' (levels present only)."""
     scores = race_data.accuracy_by_level(
-        np.argmax(outputs['logits'], axis=-1), outputs['label_ids'],
-        outputs['level_ids'])
+        np.argmax(outputs['logits'], axis=-1),
+        outputs['label_ids'],
+        outputs['level_ids'],
+    )
     return {f'accuracy_{level}': value for level, value in scores.items()}
 
   def headline_metric(self) -> str:

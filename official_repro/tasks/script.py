@@ -48,8 +48,10 @@ class ScriptModelConfig(base_config.Config):
       Model Garden's zero bias, p(t+) about 1 - 1/V; see
       `modeling/pretrainers/script.py`).
   """
+
   encoder: encoders.EncoderConfig = dataclasses.field(
-      default_factory=encoders.EncoderConfig)
+      default_factory=encoders.EncoderConfig
+  )
   temperature: float = 1.0
   straight_through: bool = False
   discriminator_loss_weight: float = 1.0
@@ -61,12 +63,18 @@ class ScriptModelConfig(base_config.Config):
 @dataclasses.dataclass
 class ScriptPretrainConfig(pretraining.PretrainTaskConfig):
   """SCRIPT pretraining task config (loss scaling as in `PretrainTask`)."""
+
   model: ScriptModelConfig = dataclasses.field(
-      default_factory=ScriptModelConfig)
+      default_factory=ScriptModelConfig
+  )
 
 
-def critic_loss(labels: tf.Tensor, log_positive: tf.Tensor,
-                log_negative: tf.Tensor, input_mask: tf.Tensor) -> tf.Tensor:
+def critic_loss(
+    labels: tf.Tensor,
+    log_positive: tf.Tensor,
+    log_negative: tf.Tensor,
+    input_mask: tf.Tensor,
+) -> tf.Tensor:
   """004 Eq. 6: the critic's cross-entropy averaged over real tokens.
 
   Args:
@@ -81,47 +89,60 @@ def critic_loss(labels: tf.Tensor, log_positive: tf.Tensor,
   negative = tf.cast(labels, tf.float32)
   real = tf.cast(input_mask, tf.float32)
   losses = -(negative * log_negative + (1.0 - negative) * log_positive)
-  return tf.math.divide_no_nan(tf.reduce_sum(losses * real),
-                               tf.reduce_sum(real))
+  return tf.math.divide_no_nan(
+      tf.reduce_sum(losses * real), tf.reduce_sum(real)
+  )
 
 
 @task_factory.register_task_cls(ScriptPretrainConfig)
 class ScriptPretrainTask(pretraining.ReplacedTokenTask):
   """Self-critic pretraining; ELECTRA's critic metrics on `rtd_logits`."""
 
-  def build_model(self, params: ScriptModelConfig = None
-                  ) -> script.ScriptPretrainer:
+  def build_model(
+      self, params: ScriptModelConfig = None
+  ) -> script.ScriptPretrainer:
     config = params or self.task_config.model
     return script.ScriptPretrainer(
-        encoder_config=config.encoder, temperature=config.temperature,
+        encoder_config=config.encoder,
+        temperature=config.temperature,
         straight_through=config.straight_through,
         mlm_activation=config.mlm_activation,
         mlm_initializer_range=config.mlm_initializer_range,
-        initial_positive_probability=config.initial_positive_probability)
+        initial_positive_probability=config.initial_positive_probability,
+    )
 
-  def build_losses(self, labels: Dict[str, tf.Tensor],
-                   model_outputs: Dict[str, tf.Tensor],
-                   metrics: List[tf_keras.metrics.Metric],
-                   aux_losses=None) -> tf.Tensor:
+  def build_losses(
+      self,
+      labels: Dict[str, tf.Tensor],
+      model_outputs: Dict[str, tf.Tensor],
+      metrics: List[tf_keras.metrics.Metric],
+      aux_losses=None,
+  ) -> tf.Tensor:
     """L_MLM + alpha * L_Disc; updates the two loss metrics.
 
     The MLM loss is `PretrainTask`'s, Model Garden `MaskedLMTask`'s.
     """
     mlm_loss = super().build_losses(labels, model_outputs, metrics)
     disc_loss = critic_loss(
-        model_outputs['rtd_labels'], model_outputs['critic_log_positive'],
-        model_outputs['critic_log_negative'], labels['input_mask'])
+        model_outputs['rtd_labels'],
+        model_outputs['critic_log_positive'],
+        model_outputs['critic_log_negative'],
+        labels['input_mask'],
+    )
     {metric.name: metric for metric in metrics}[
-        'discriminator_loss'].update_state(disc_loss)
+        'discriminator_loss'
+    ].update_state(disc_loss)
     total = mlm_loss + (
-        self.task_config.model.discriminator_loss_weight * disc_loss)
+        self.task_config.model.discriminator_loss_weight * disc_loss
+    )
     if aux_losses:
       total += tf.add_n(aux_losses)
     return total
 
 
-def _flops(task_config: ScriptPretrainConfig, seq_length: int,
-           max_predictions: int) -> Dict[str, flops.NetworkCost]:
+def _flops(
+    task_config: ScriptPretrainConfig, seq_length: int, max_predictions: int
+) -> Dict[str, flops.NetworkCost]:
   """Two passes through the one model, counted as two networks.
 
   `mlm_pass`: embeddings, blocks and the MLM head at the masked fraction
@@ -136,18 +157,25 @@ def _flops(task_config: ScriptPretrainConfig, seq_length: int,
   shape = objectives.network_shape(encoder, seq_length)
   return dict(
       mlm_pass=flops.NetworkCost(
-          shape, encoder.backbone,
-          dict(mlm=flops.mlm_head_flops(shape,
-                                        max_predictions / seq_length))),
+          shape,
+          encoder.backbone,
+          dict(mlm=flops.mlm_head_flops(shape, max_predictions / seq_length)),
+      ),
       critic_pass=flops.NetworkCost(
-          shape, encoder.backbone,
-          dict(critic=flops.mlm_head_flops(shape, output_fraction=1.0))))
+          shape,
+          encoder.backbone,
+          dict(critic=flops.mlm_head_flops(shape, output_fraction=1.0)),
+      ),
+  )
 
 
-OBJECTIVE = objectives.register(objectives.Objective(
-    name='script',
-    task_config_cls=ScriptPretrainConfig,
-    model_config_cls=ScriptModelConfig,
-    encoder_field='encoder',
-    flops=_flops,
-    stock_task_config=None))
+OBJECTIVE = objectives.register(
+    objectives.Objective(
+        name='script',
+        task_config_cls=ScriptPretrainConfig,
+        model_config_cls=ScriptModelConfig,
+        encoder_field='encoder',
+        flops=_flops,
+        stock_task_config=None,
+    )
+)

@@ -41,6 +41,7 @@ class SquadTaskConfig(finetuning_base.FinetuneTaskConfig):
     n_best_size: start and end candidates tried per window.
     max_answer_length: longest answer, in wordpieces.
   """
+
   doc_stride: int = 128
   max_query_length: int = 64
   n_best_size: int = 20
@@ -48,18 +49,26 @@ class SquadTaskConfig(finetuning_base.FinetuneTaskConfig):
 
 
 @gin.configurable('squad')
-def squad_task_config(doc_stride: int = 128, max_query_length: int = 64,
-                      n_best_size: int = 20, max_answer_length: int = 30,
-                      **fields) -> SquadTaskConfig:
+def squad_task_config(
+    doc_stride: int = 128,
+    max_query_length: int = 64,
+    n_best_size: int = 20,
+    max_answer_length: int = 30,
+    **fields,
+) -> SquadTaskConfig:
   """The SQuAD task config; gin binds the SQuAD-specific arguments."""
-  return SquadTaskConfig(doc_stride=doc_stride,
-                         max_query_length=max_query_length,
-                         n_best_size=n_best_size,
-                         max_answer_length=max_answer_length, **fields)
+  return SquadTaskConfig(
+      doc_stride=doc_stride,
+      max_query_length=max_query_length,
+      n_best_size=n_best_size,
+      max_answer_length=max_answer_length,
+      **fields,
+  )
 
 
-@finetuning_registry.register(tuple(VERSIONS), SquadTaskConfig,
-                              squad_task_config)
+@finetuning_registry.register(
+    tuple(VERSIONS), SquadTaskConfig, squad_task_config
+)
 class SquadTask(finetuning_base.FinetuneTask):
   """SQuAD fine-tuning (see module docstring)."""
 
@@ -86,10 +95,16 @@ class SquadTask(finetuning_base.FinetuneTask):
     config = self.task_config
     is_training = split == 'train'
     examples, _ = squad_data.read_examples(
-        self.data_file(split), self.version_2_with_negative, is_training)
+        self.data_file(split), self.version_2_with_negative, is_training
+    )
     features, metadata = squad_data.convert_to_features(
-        examples, self.tokenizer, config.max_seq_length, config.doc_stride,
-        config.max_query_length, is_training)
+        examples,
+        self.tokenizer,
+        config.max_seq_length,
+        config.doc_stride,
+        config.max_query_length,
+        is_training,
+    )
     num_windows = len(features['input_word_ids'])
     features[FEATURE_INDEX_KEY] = np.arange(num_windows, dtype=np.int32)
     if not is_training:  # Positions are unused for dev; keep one layout.
@@ -99,44 +114,56 @@ class SquadTask(finetuning_base.FinetuneTask):
 
   def build_head(self, encoder: tf_keras.Model) -> tf_keras.Model:
     """`BertSpanLabeler` with its two outputs named."""
-    labeler = models.BertSpanLabeler(network=encoder,
-                                     initializer=self.head_initializer())
+    labeler = models.BertSpanLabeler(
+        network=encoder, initializer=self.head_initializer()
+    )
     start_logits, end_logits = labeler.outputs
     return tf_keras.Model(
         inputs=labeler.inputs,
-        outputs=dict(start_logits=start_logits, end_logits=end_logits))
+        outputs=dict(start_logits=start_logits, end_logits=end_logits),
+    )
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:
     losses = []
     for side in ('start', 'end'):
-      losses.append(tf.reduce_mean(
-          tf_keras.losses.sparse_categorical_crossentropy(
-              labels[f'{side}_positions'],
-              tf.cast(model_outputs[f'{side}_logits'], tf.float32),
-              from_logits=True)))
+      losses.append(
+          tf.reduce_mean(
+              tf_keras.losses.sparse_categorical_crossentropy(
+                  labels[f'{side}_positions'],
+                  tf.cast(model_outputs[f'{side}_logits'], tf.float32),
+                  from_logits=True,
+              )
+          )
+      )
     loss = (losses[0] + losses[1]) / 2.0
     if aux_losses:
       loss += tf.add_n(aux_losses)
     return loss
 
-  def compute_metrics(self, outputs: Mapping[str, np.ndarray]
-                      ) -> Dict[str, float]:
+  def compute_metrics(
+      self, outputs: Mapping[str, np.ndarray]
+  ) -> Dict[str, float]:
     """Official EM/F1 (percent) over the dev questions."""
     config = self.task_config
     examples, metadata = self.load_features('dev')[1]
     order = np.argsort(outputs[FEATURE_INDEX_KEY])
     predictions, null_score_diffs = squad_data.extract_answers(
-        examples, metadata, outputs['start_logits'][order],
-        outputs['end_logits'][order], n_best_size=config.n_best_size,
+        examples,
+        metadata,
+        outputs['start_logits'][order],
+        outputs['end_logits'][order],
+        n_best_size=config.n_best_size,
         max_answer_length=config.max_answer_length,
         version_2_with_negative=self.version_2_with_negative,
-        do_lower_case=config.lower_case)
+        do_lower_case=config.lower_case,
+    )
     dev_file = self.data_file('dev')
     if not self.version_2_with_negative:
       scores = squad_metrics.evaluate_v1(dev_file, predictions)
     else:
-      scores = squad_metrics.evaluate_v2(dev_file, predictions,
-                                         null_score_diffs)
+      scores = squad_metrics.evaluate_v2(
+          dev_file, predictions, null_score_diffs
+      )
       scores['exact_at_threshold_0'] = scores.pop('exact')
       scores['f1_at_threshold_0'] = scores['f1']
       scores['exact_match'] = scores['best_exact']

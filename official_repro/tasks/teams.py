@@ -49,10 +49,13 @@ def num_tied_layers(layer_tying: str, generator_layers: int) -> int:
     ValueError: for an unknown `layer_tying`.
   """
   if layer_tying not in LAYER_TYING:
-    raise cli.UserError(f'teams.layer_tying={layer_tying!r}; expected one of '
-                     f'{list(LAYER_TYING)}.')
-  return dict(partial=generator_layers // 2, full=generator_layers,
-              none=0)[layer_tying]
+    raise cli.UserError(
+        f'teams.layer_tying={layer_tying!r}; expected one of '
+        f'{list(LAYER_TYING)}.'
+    )
+  return dict(partial=generator_layers // 2, full=generator_layers, none=0)[
+      layer_tying
+  ]
 
 
 @dataclasses.dataclass
@@ -79,8 +82,10 @@ class TeamsModelConfig(base_config.Config):
     mlm_activation: activation of the MLM, RTD and MWS transforms.
     initializer_range: stddev of the heads' initializers.
   """
+
   discriminator: encoders.EncoderConfig = dataclasses.field(
-      default_factory=encoders.EncoderConfig)
+      default_factory=encoders.EncoderConfig
+  )
   generator_size: float = 1.0
   generator_layers: Union[int, float] = 1.0
   layer_tying: str = 'none'
@@ -98,8 +103,9 @@ class TeamsModelConfig(base_config.Config):
 
   def generator(self) -> encoders.EncoderConfig:
     """The generator's encoder config (derived from the paper's L layers)."""
-    return networks.scale_generator(self.discriminator, self.generator_size,
-                                    self.generator_layers)
+    return networks.scale_generator(
+        self.discriminator, self.generator_size, self.generator_layers
+    )
 
   def num_shared_blocks(self) -> int:
     return num_tied_layers(self.layer_tying, self.generator().num_layers)
@@ -107,15 +113,18 @@ class TeamsModelConfig(base_config.Config):
   def exported_discriminator(self) -> encoders.EncoderConfig:
     """The discriminator network kept for fine-tuning (one layer more than
     L with 'attention_on_top')."""
-    return self.discriminator.replace(num_layers=teams.exported_depth(
-        self.discriminator.num_layers, self.task_heads))
+    return self.discriminator.replace(
+        num_layers=teams.exported_depth(
+            self.discriminator.num_layers, self.task_heads
+        )
+    )
 
 
 @dataclasses.dataclass
 class TeamsPretrainConfig(pretraining.PretrainTaskConfig):
   """TEAMS pretraining task config (loss scaling as in `PretrainTask`)."""
-  model: TeamsModelConfig = dataclasses.field(
-      default_factory=TeamsModelConfig)
+
+  model: TeamsModelConfig = dataclasses.field(default_factory=TeamsModelConfig)
 
 
 def mws_loss(mws_logits: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
@@ -131,16 +140,18 @@ def mws_loss(mws_logits: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
   logits = tf.cast(mws_logits, tf.float32)
   losses = -tf.nn.log_softmax(logits, axis=-1)[..., 0]
   weights = tf.cast(weights, tf.float32)
-  return tf.math.divide_no_nan(tf.reduce_sum(losses * weights),
-                               tf.reduce_sum(weights))
+  return tf.math.divide_no_nan(
+      tf.reduce_sum(losses * weights), tf.reduce_sum(weights)
+  )
 
 
 @task_factory.register_task_cls(TeamsPretrainConfig)
 class TeamsPretrainTask(pretraining.ReplacedTokenTask):
   """MLM + RTD + MWS pretraining; ELECTRA's RTD metrics, MWS's own."""
 
-  def build_model(self, params: TeamsModelConfig = None
-                  ) -> teams.TeamsPretrainer:
+  def build_model(
+      self, params: TeamsModelConfig = None
+  ) -> teams.TeamsPretrainer:
     config = params or self.task_config.model
     return teams.TeamsPretrainer(
         discriminator_config=config.exported_discriminator(),
@@ -153,7 +164,8 @@ class TeamsPretrainTask(pretraining.ReplacedTokenTask):
         num_shared_blocks=config.num_shared_blocks(),
         temperature=config.temperature,
         mlm_activation=config.mlm_activation,
-        initializer_range=config.initializer_range)
+        initializer_range=config.initializer_range,
+    )
 
   def build_metrics(self, training=None) -> List[tf_keras.metrics.Metric]:
     return super().build_metrics(training) + [
@@ -165,22 +177,30 @@ class TeamsPretrainTask(pretraining.ReplacedTokenTask):
     super().process_metrics(metrics, labels, model_outputs)
     by_name = {metric.name: metric for metric in metrics}
     # Correct when the original (index 0) has the largest logit.
-    correct = tf.cast(tf.equal(
-        tf.argmax(model_outputs['mws_logits'], axis=-1), 0), tf.float32)
+    correct = tf.cast(
+        tf.equal(tf.argmax(model_outputs['mws_logits'], axis=-1), 0), tf.float32
+    )
     by_name['mws_accuracy'].update_state(
-        correct, tf.cast(labels['masked_lm_weights'], tf.float32))
+        correct, tf.cast(labels['masked_lm_weights'], tf.float32)
+    )
 
-  def build_losses(self, labels: Dict[str, tf.Tensor],
-                   model_outputs: Dict[str, tf.Tensor],
-                   metrics: List[tf_keras.metrics.Metric],
-                   aux_losses=None) -> tf.Tensor:
+  def build_losses(
+      self,
+      labels: Dict[str, tf.Tensor],
+      model_outputs: Dict[str, tf.Tensor],
+      metrics: List[tf_keras.metrics.Metric],
+      aux_losses=None,
+  ) -> tf.Tensor:
     """003 Eq. 9; updates the three loss metrics."""
     mlm_loss = super().build_losses(labels, model_outputs, metrics)
     rtd_loss = pretraining.replaced_token_loss(
-        model_outputs['rtd_labels'], model_outputs['rtd_logits'],
-        labels['input_mask'])
-    selection_loss = mws_loss(model_outputs['mws_logits'],
-                              labels['masked_lm_weights'])
+        model_outputs['rtd_labels'],
+        model_outputs['rtd_logits'],
+        labels['input_mask'],
+    )
+    selection_loss = mws_loss(
+        model_outputs['mws_logits'], labels['masked_lm_weights']
+    )
     by_name = {metric.name: metric for metric in metrics}
     by_name['discriminator_loss'].update_state(rtd_loss)
     by_name['mws_loss'].update_state(selection_loss)
@@ -195,8 +215,9 @@ class TeamsPretrainTask(pretraining.ReplacedTokenTask):
     return total
 
 
-def _flops(task_config: TeamsPretrainConfig, seq_length: int,
-           max_predictions: int) -> Dict[str, flops.NetworkCost]:
+def _flops(
+    task_config: TeamsPretrainConfig, seq_length: int, max_predictions: int
+) -> Dict[str, flops.NetworkCost]:
   """TEAMS' terms.
 
   `generator`: its L/2 full-width blocks (shared blocks are computed on the
@@ -210,26 +231,34 @@ def _flops(task_config: TeamsPretrainConfig, seq_length: int,
   model = task_config.model
   output_fraction = max_predictions / seq_length
   generator = objectives.network_shape(model.generator(), seq_length)
-  discriminator = objectives.network_shape(model.exported_discriminator(),
-                                           seq_length)
-  heads = dict(rtd=flops.rtd_head_flops(discriminator),
-               mws=flops.mws_head_flops(discriminator, output_fraction,
-                                        model.num_negatives + 1))
+  discriminator = objectives.network_shape(
+      model.exported_discriminator(), seq_length
+  )
+  heads = dict(
+      rtd=flops.rtd_head_flops(discriminator),
+      mws=flops.mws_head_flops(
+          discriminator, output_fraction, model.num_negatives + 1
+      ),
+  )
   if model.task_heads == 'ffn':
     heads['task_ffn_heads'] = 2 * flops.feed_forward_flops(discriminator)
   else:
     heads['task_layer'] = flops.block_flops(discriminator)
   return dict(
       generator=flops.NetworkCost(
-          generator, model.discriminator.backbone,
-          dict(mlm=flops.mlm_head_flops(generator, output_fraction))),
+          generator,
+          model.discriminator.backbone,
+          dict(mlm=flops.mlm_head_flops(generator, output_fraction)),
+      ),
       discriminator=flops.NetworkCost(
-          discriminator, model.discriminator.backbone, heads))
+          discriminator, model.discriminator.backbone, heads
+      ),
+  )
 
 
-def _stock_task_config(task_config: TeamsPretrainConfig, train_data,
-                       max_predictions: int
-                       ) -> stock_teams_task.TeamsPretrainTaskConfig:
+def _stock_task_config(
+    task_config: TeamsPretrainConfig, train_data, max_predictions: int
+) -> stock_teams_task.TeamsPretrainTaskConfig:
   """Model Garden's `TeamsPretrainTask` on the same networks.
 
   Its `candidate_size` counts the original: K + 1. It ties the whole
@@ -243,41 +272,52 @@ def _stock_task_config(task_config: TeamsPretrainConfig, train_data,
   """
   del max_predictions  # Model Garden's TEAMS reads it from the data config.
   model = task_config.model
-  if (model.task_heads != 'attention' or
-      model.exported_representations != 'mws' or
-      model.negative_sampling != 'sampled' or model.temperature != 1.0 or
-      not model.tie_embeddings):
+  if (
+      model.task_heads != 'attention'
+      or model.exported_representations != 'mws'
+      or model.negative_sampling != 'sampled'
+      or model.temperature != 1.0
+      or not model.tie_embeddings
+  ):
     raise cli.UserError(
         "Model Garden's TeamsPretrainer has only attention task heads, the "
         'MWS side exported, sampled negatives at temperature 1 and tied '
-        'embeddings; measure this config with --variants=ours.')
+        'embeddings; measure this config with --variants=ours.'
+    )
   discriminator = encoders.to_model_garden_config(model.discriminator)
   generator = encoders.to_model_garden_config(model.generator())
   if discriminator.type != 'bert':
     raise cli.UserError(
         "Model Garden's TEAMS builds BERT-style networks only, not backbone "
-        f'{model.discriminator.backbone!r}; measure it with --variants=ours.')
+        f'{model.discriminator.backbone!r}; measure it with --variants=ours.'
+    )
   return stock_teams_task.TeamsPretrainTaskConfig(
       model=stock_teams.TeamsPretrainerConfig(
-          candidate_size=teams.model_garden_candidate_size(
-              model.num_negatives),
+          candidate_size=teams.model_garden_candidate_size(model.num_negatives),
           generator_loss_weight=model.generator_loss_weight,
           discriminator_rtd_loss_weight=model.rtd_loss_weight,
           discriminator_mws_loss_weight=model.mws_loss_weight,
           tie_embeddings=True,
           num_shared_generator_hidden_layers=model.num_shared_blocks(),
           num_discriminator_task_agnostic_layers=(
-              model.discriminator.num_layers - 1),
-          generator=generator.bert, discriminator=discriminator.bert),
-      train_data=train_data)
+              model.discriminator.num_layers - 1
+          ),
+          generator=generator.bert,
+          discriminator=discriminator.bert,
+      ),
+      train_data=train_data,
+  )
 
 
-OBJECTIVE = objectives.register(objectives.Objective(
-    name='teams',
-    task_config_cls=TeamsPretrainConfig,
-    model_config_cls=TeamsModelConfig,
-    encoder_field='discriminator',
-    required=('generator_layers', 'layer_tying', 'num_negatives'),
-    exported_encoder=TeamsModelConfig.exported_discriminator,
-    flops=_flops,
-    stock_task_config=_stock_task_config))
+OBJECTIVE = objectives.register(
+    objectives.Objective(
+        name='teams',
+        task_config_cls=TeamsPretrainConfig,
+        model_config_cls=TeamsModelConfig,
+        encoder_field='discriminator',
+        required=('generator_layers', 'layer_tying', 'num_negatives'),
+        exported_encoder=TeamsModelConfig.exported_discriminator,
+        flops=_flops,
+        stock_task_config=_stock_task_config,
+    )
+)

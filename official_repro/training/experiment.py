@@ -62,6 +62,7 @@ class RunSettings:
     mixed_precision: 'bfloat16' or 'float16' (with loss scaling), or None
       for float32 (`precision.resolve` of `--mixed_precision`).
   """
+
   jit_compile: bool = False
   seed: Optional[int] = None
   deterministic: bool = False
@@ -111,12 +112,14 @@ def experiment_config(
     raise cli.UserError(
         f'experiment.checkpoint_interval={checkpoint_interval} must be a '
         f'multiple of experiment.steps_per_loop={steps_per_loop}: checkpoints '
-        'are saved at loop ends.')
+        'are saved at loop ends.'
+    )
   params = cfg.ExperimentConfig(
       task=objectives.task_config_from_gin(objective),
       trainer=cfg.TrainerConfig(
           optimizer_config=optimizer_config.optimization_config(
-              train_steps=train_steps),
+              train_steps=train_steps
+          ),
           train_steps=train_steps,
           steps_per_loop=steps_per_loop,
           summary_interval=summary_interval or steps_per_loop,
@@ -126,13 +129,19 @@ def experiment_config(
           max_to_keep=max_to_keep,
           # Our trainer raises on a non-finite loss with the step and the last
           # good checkpoint; Model Garden's recovery action is switched off.
-          recovery_max_trials=-1))
-  return params, RunSettings(jit_compile=jit_compile, seed=seed,
-                             deterministic=deterministic)
+          recovery_max_trials=-1,
+      ),
+  )
+  return params, RunSettings(
+      jit_compile=jit_compile, seed=seed, deterministic=deterministic
+  )
 
 
-def check_model_dir(model_dir: str, model_config: Dict[str, Any],
-                    defaults: Optional[Dict[str, Any]] = None) -> None:
+def check_model_dir(
+    model_dir: str,
+    model_config: Dict[str, Any],
+    defaults: Optional[Dict[str, Any]] = None,
+) -> None:
   """Stops if `model_dir` has checkpoints of another architecture.
 
   Writes `model_config.json` on the first run; later runs compare with it.
@@ -158,12 +167,17 @@ def check_model_dir(model_dir: str, model_config: Dict[str, Any],
       differences = _diff(saved, current)
       raise IncompatibleModelDirError(
           f'--model_dir {model_dir} holds checkpoint {checkpoint} of a '
-          f'different model ({path}): ' + '; '.join(differences) +
-          '. Use a new --model_dir, or the gin config that wrote it.')
+          f'different model ({path}): '
+          + '; '.join(differences)
+          + '. Use a new --model_dir, or the gin config that wrote it.'
+      )
   elif checkpoint:
-    logging.warning('%s has checkpoints but no %s; cannot verify the model '
-                    'matches before restoring.', model_dir,
-                    MODEL_CONFIG_FILENAME)
+    logging.warning(
+        '%s has checkpoints but no %s; cannot verify the model '
+        'matches before restoring.',
+        model_dir,
+        MODEL_CONFIG_FILENAME,
+    )
   tf.io.gfile.makedirs(model_dir)
   json_files.write_json(path, model_config)
 
@@ -172,8 +186,10 @@ def _fill_missing(saved: Any, defaults: Any) -> Any:
   """`saved` with the keys only `defaults` has added, recursively."""
   if not isinstance(saved, dict) or not isinstance(defaults, dict):
     return saved
-  filled = {key: _fill_missing(value, defaults.get(key))
-            for key, value in saved.items()}
+  filled = {
+      key: _fill_missing(value, defaults.get(key))
+      for key, value in saved.items()
+  }
   for key, value in defaults.items():
     filled.setdefault(key, value)
   return filled
@@ -186,16 +202,20 @@ def _diff(saved: Any, current: Any, prefix: str = '') -> list:
       out += _diff(saved.get(key), current.get(key), f'{prefix}{key}.')
     return out
   if saved != current:
-    return [f'{prefix.rstrip(".")}: checkpoint has {saved!r}, config has '
-            f'{current!r}']
+    return [
+        f'{prefix.rstrip(".")}: checkpoint has {saved!r}, config has '
+        f'{current!r}'
+    ]
   return []
 
 
-def run(params: cfg.ExperimentConfig,
-        settings: RunSettings,
-        strategy: tf.distribute.Strategy,
-        model_dir: str,
-        mode: str) -> Dict[str, Any]:
+def run(
+    params: cfg.ExperimentConfig,
+    settings: RunSettings,
+    strategy: tf.distribute.Strategy,
+    model_dir: str,
+    mode: str,
+) -> Dict[str, Any]:
   """Trains and/or evaluates; returns a summary of the run.
 
   Args:
@@ -217,36 +237,47 @@ def run(params: cfg.ExperimentConfig,
     raise cli.UserError(
         f'--mode=eval: --model_dir {model_dir} holds no checkpoint '
         '(ckpt-<step>) to evaluate; train first, or give the directory of a '
-        'trained run.')
-  check_model_dir(model_dir, params.task.model.as_dict(),
-                  defaults=type(params.task.model)().as_dict())
+        'trained run.'
+    )
+  check_model_dir(
+      model_dir,
+      params.task.model.as_dict(),
+      defaults=type(params.task.model)().as_dict(),
+  )
   seed = reproducibility.run_seed(model_dir, settings.seed)
   with reproducibility.configure(seed, settings.deterministic):
     if 'train' in mode:
-      params = _resumable(params, model_dir, seed,
-                          chief=strategy.extended.should_checkpoint)
+      params = _resumable(
+          params, model_dir, seed, chief=strategy.extended.should_checkpoint
+      )
     return _run(params, settings, strategy, model_dir, mode)
 
 
-def _resumable(params: cfg.ExperimentConfig, model_dir: str, seed: int,
-               chief: bool) -> cfg.ExperimentConfig:
+def _resumable(
+    params: cfg.ExperimentConfig, model_dir: str, seed: int, chief: bool
+) -> cfg.ExperimentConfig:
   """`params` with the run's seed in the data configs and the training
   stream starting at the step of the checkpoint the run resumes from
   (only the chief repoints the directory past an unreadable one)."""
-  _, step = reproducibility.latest_readable_checkpoint(
-      model_dir, repoint=chief)
+  _, step = reproducibility.latest_readable_checkpoint(model_dir, repoint=chief)
   train_data = params.task.train_data
   params.task.train_data = train_data.replace(
       seed=seed if train_data.seed is None else train_data.seed,
-      masking_seed=(seed if train_data.masking_seed is None else
-                    train_data.masking_seed),
-      start_step=step)
+      masking_seed=(
+          seed if train_data.masking_seed is None else train_data.masking_seed
+      ),
+      start_step=step,
+  )
   return params
 
 
-def _run(params: cfg.ExperimentConfig, settings: RunSettings,
-         strategy: tf.distribute.Strategy, model_dir: str,
-         mode: str) -> Dict[str, Any]:
+def _run(
+    params: cfg.ExperimentConfig,
+    settings: RunSettings,
+    strategy: tf.distribute.Strategy,
+    model_dir: str,
+    mode: str,
+) -> Dict[str, Any]:
   """`run` once the seeds are set."""
   params.runtime = precision.runtime_config(settings.mixed_precision)
   train_utils.serialize_config(params, model_dir)
@@ -255,20 +286,35 @@ def _run(params: cfg.ExperimentConfig, settings: RunSettings,
     return _run_in_policy(params, settings, strategy, model_dir, mode)
 
 
-def _run_in_policy(params: cfg.ExperimentConfig, settings: RunSettings,
-                   strategy: tf.distribute.Strategy, model_dir: str,
-                   mode: str) -> Dict[str, Any]:
+def _run_in_policy(
+    params: cfg.ExperimentConfig,
+    settings: RunSettings,
+    strategy: tf.distribute.Strategy,
+    model_dir: str,
+    mode: str,
+) -> Dict[str, Any]:
   """`_run` under the run's Keras precision policy."""
   task = task_factory.get_task(params.task, logging_dir=model_dir)
   with strategy.scope():
     trainer = train_utils.create_trainer(
-        params, task, train='train' in mode, evaluate='eval' in mode,
+        params,
+        task,
+        train='train' in mode,
+        evaluate='eval' in mode,
         trainer_cls=functools.partial(
-            trainer_lib.Trainer, jit_compile=settings.jit_compile,
-            model_dir=model_dir))
+            trainer_lib.Trainer,
+            jit_compile=settings.jit_compile,
+            model_dir=model_dir,
+        ),
+    )
   runner = train_lib.OrbitExperimentRunner(
-      distribution_strategy=strategy, task=task, mode=mode, params=params,
-      model_dir=model_dir, trainer=trainer)
+      distribution_strategy=strategy,
+      task=task,
+      mode=mode,
+      params=params,
+      model_dir=model_dir,
+      trainer=trainer,
+  )
   controller = runner.controller
   eval_logs = None
   try:
@@ -279,26 +325,33 @@ def _run_in_policy(params: cfg.ExperimentConfig, settings: RunSettings,
         eval_logs = controller.train_and_evaluate(
             train_steps=params.trainer.train_steps,
             eval_steps=params.trainer.validation_steps,
-            eval_interval=params.trainer.validation_interval)
+            eval_interval=params.trainer.validation_interval,
+        )
       if eval_logs is None and 'eval' in mode:
         eval_logs = controller.evaluate(steps=params.trainer.validation_steps)
   except tf.errors.DataLossError as error:
-    raise _corrupt_records_error(error, params, int(
-        trainer.global_step.numpy()), model_dir) from error
-  operative = gin_utils.save_config(model_dir, 'operative_config.gin',
-                                    operative=True)
+    raise _corrupt_records_error(
+        error, params, int(trainer.global_step.numpy()), model_dir
+    ) from error
+  operative = gin_utils.save_config(
+      model_dir, 'operative_config.gin', operative=True
+  )
   global_step = int(trainer.global_step.numpy())
   exported = None
   if 'train' in mode:
     metadata = records.load_metadata(params.task.train_data.input_path)
     exported = export.export_encoder(
         trainer.model,
-        objectives.for_task_config(params.task).exported_encoder_config(
-            params.task.model).as_dict(),
-        model_dir, global_step,
-        vocab_file=os.path.join(params.task.train_data.input_path,
-                                metadata['vocab_file']),
-        lower_case=metadata['lower_case'])
+        objectives.for_task_config(params.task)
+        .exported_encoder_config(params.task.model)
+        .as_dict(),
+        model_dir,
+        global_step,
+        vocab_file=os.path.join(
+            params.task.train_data.input_path, metadata['vocab_file']
+        ),
+        lower_case=metadata['lower_case'],
+    )
   return dict(
       global_step=global_step,
       exported_encoder=exported,
@@ -308,28 +361,42 @@ def _run_in_policy(params: cfg.ExperimentConfig, settings: RunSettings,
       num_replicas=strategy.num_replicas_in_sync,
       checkpoint=tf.train.latest_checkpoint(model_dir),
       operative_config=operative,
-      num_params=int(sum(v.shape.num_elements()
-                         for v in trainer.model.trainable_variables)))
+      num_params=int(
+          sum(v.shape.num_elements() for v in trainer.model.trainable_variables)
+      ),
+  )
 
 
-def _corrupt_records_error(error: tf.errors.DataLossError,
-                           params: cfg.ExperimentConfig, step: int,
-                           model_dir: str) -> CorruptRecordsError:
+def _corrupt_records_error(
+    error: tf.errors.DataLossError,
+    params: cfg.ExperimentConfig,
+    step: int,
+    model_dir: str,
+) -> CorruptRecordsError:
   """One message naming the corrupt shard, the step and the checkpoint."""
   directory = params.task.train_data.input_path
   metadata = records.load_metadata(directory)
   culprit = records.find_corrupt_file(
-      [path for split in records.SPLITS if split in metadata['splits']
-       for path in records.split_files(metadata, directory, split)])
-  where = (f'record file {culprit[0]} is corrupt ({culprit[1]})' if culprit
-           else f'a record file of {directory} could not be read '
-           f'({str(error.message).splitlines()[0]})')
+      [
+          path
+          for split in records.SPLITS
+          if split in metadata['splits']
+          for path in records.split_files(metadata, directory, split)
+      ]
+  )
+  where = (
+      f'record file {culprit[0]} is corrupt ({culprit[1]})'
+      if culprit
+      else f'a record file of {directory} could not be read '
+      f'({str(error.message).splitlines()[0]})'
+  )
   checkpoint = tf.train.latest_checkpoint(model_dir)
   return CorruptRecordsError(
       f'Stopped at step {step}: {where}. The last good checkpoint is '
       f'{checkpoint or "none (no checkpoint was written yet)"}. Rewrite the '
       'records with create_pretraining_data (it writes every shard '
-      'atomically), then run the same command to resume.')
+      'atomically), then run the same command to resume.'
+  )
 
 
 def _to_floats(logs: Optional[Dict[str, Any]]) -> Optional[Dict[str, float]]:

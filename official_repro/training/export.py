@@ -23,10 +23,14 @@ from official_repro.common import json_files
 from official_repro.modeling.networks import pretrained
 
 
-def export_encoder(model: tf_keras.Model, encoder_config: Dict[str, Any],
-                   model_dir: str, step: int,
-                   vocab_file: Optional[str] = None,
-                   lower_case: Optional[bool] = None) -> str:
+def export_encoder(
+    model: tf_keras.Model,
+    encoder_config: Dict[str, Any],
+    model_dir: str,
+    step: int,
+    vocab_file: Optional[str] = None,
+    lower_case: Optional[bool] = None,
+) -> str:
   """Writes `model_dir/encoder/encoder-<step>` and the encoder's config.
 
   Args:
@@ -47,15 +51,16 @@ def export_encoder(model: tf_keras.Model, encoder_config: Dict[str, Any],
   path = checkpoint.write(os.path.join(export_dir, f'encoder-{step}'))
   json_files.write_json(
       os.path.join(export_dir, pretrained.ENCODER_CONFIG_FILENAME),
-      encoder_config)
+      encoder_config,
+  )
   if vocab_file:
-    tf.io.gfile.copy(vocab_file,
-                     os.path.join(export_dir, pretrained.VOCAB_FILENAME),
-                     overwrite=True)
+    tf.io.gfile.copy(
+        vocab_file,
+        os.path.join(export_dir, pretrained.VOCAB_FILENAME),
+        overwrite=True,
+    )
     json_files.write_json(
         os.path.join(export_dir, pretrained.TOKENIZER_FILENAME),
-        dict(vocab_file=pretrained.VOCAB_FILENAME,
-             lower_case=bool(lower_case)))
+        dict(vocab_file=pretrained.VOCAB_FILENAME, lower_case=bool(lower_case)),
+    )
   return path
-
-

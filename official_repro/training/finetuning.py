@@ -71,10 +71,12 @@ class SettingsMismatchError(cli.UserError):
   """A run directory was started with other settings than this command's."""
 
 
-def build_task_config(schedule: finetuning_schedule.FinetuningSchedule,
-                      protocol: finetuning_schedule.RunProtocol,
-                      encoder: pretrained.PretrainedEncoder,
-                      data_dir: str) -> finetuning_base.FinetuneTaskConfig:
+def build_task_config(
+    schedule: finetuning_schedule.FinetuningSchedule,
+    protocol: finetuning_schedule.RunProtocol,
+    encoder: pretrained.PretrainedEncoder,
+    data_dir: str,
+) -> finetuning_base.FinetuneTaskConfig:
   """The task config of `schedule.task` (task-specific fields from gin).
 
   The task's `finetuning_registry` entry builds it from the fields every
@@ -82,26 +84,34 @@ def build_task_config(schedule: finetuning_schedule.FinetuningSchedule,
   """
   entry = finetuning_registry.get(schedule.task)
   fields = dict(
-      task=schedule.task, data_dir=data_dir,
+      task=schedule.task,
+      data_dir=data_dir,
       init_checkpoint=encoder.checkpoint_path or '',
-      vocab_file=encoder.vocab_file, lower_case=encoder.lower_case,
-      max_seq_length=schedule.max_seq_length, encoder=encoder.config,
+      vocab_file=encoder.vocab_file,
+      lower_case=encoder.lower_case,
+      max_seq_length=schedule.max_seq_length,
+      encoder=encoder.config,
       learning_rate=schedule.learning_rate,
       layerwise_lr_decay=schedule.layerwise_lr_decay,
       weight_decay_rate=schedule.weight_decay_rate,
-      adam_epsilon=schedule.adam_epsilon)
-  fields.update({name: getattr(protocol, name)
-                 for name in entry.protocol_fields})
+      adam_epsilon=schedule.adam_epsilon,
+  )
+  fields.update(
+      {name: getattr(protocol, name) for name in entry.protocol_fields}
+  )
   return entry.build_config(**fields)
 
 
 def _optimization_config(schedule, train_steps: int, warmup_steps: int):
   """Linear warmup, then linear decay to 0 (Model Garden's schedules)."""
-  return optimization.OptimizationConfig({
-      'optimizer': {'type': 'adamw'},
-      **optimizer_config.learning_rate_config(
-          train_steps, schedule.learning_rate, warmup_steps),
-  })
+  return optimization.OptimizationConfig(
+      {
+          'optimizer': {'type': 'adamw'},
+          **optimizer_config.learning_rate_config(
+              train_steps, schedule.learning_rate, warmup_steps
+          ),
+      }
+  )
 
 
 def evaluation_steps(steps_per_epoch: int, train_steps: int) -> List[int]:
@@ -127,12 +137,14 @@ def _flatten(prefix: str, value: Any) -> Dict[str, Any]:
   return {prefix: value}
 
 
-def seed_settings(task_config: finetuning_base.FinetuneTaskConfig,
-                  schedule: finetuning_schedule.FinetuningSchedule,
-                  protocol: finetuning_schedule.RunProtocol,
-                  seed: int,
-                  mixed_precision: Optional[str] = None,
-                  data_digest: str = '') -> Dict[str, Any]:
+def seed_settings(
+    task_config: finetuning_base.FinetuneTaskConfig,
+    schedule: finetuning_schedule.FinetuningSchedule,
+    protocol: finetuning_schedule.RunProtocol,
+    seed: int,
+    mixed_precision: Optional[str] = None,
+    data_digest: str = '',
+) -> Dict[str, Any]:
   """The settings that determine one seed's run, as flat `name -> value`.
 
   Names follow gin where there is one: `finetuning.<field>` (the schedule,
@@ -145,13 +157,20 @@ def seed_settings(task_config: finetuning_base.FinetuneTaskConfig,
   settings such as SQuAD's `doc_stride`, the vocabulary, the head dropout).
   Values are JSON values (what `settings.json` reads back).
   """
-  settings = {'seed': seed, 'mixed_precision': mixed_precision or 'float32',
-              'data_digest': data_digest}
+  settings = {
+      'seed': seed,
+      'mixed_precision': mixed_precision or 'float32',
+      'data_digest': data_digest,
+  }
   schedule_values = dataclasses.asdict(schedule)
   protocol_values = dataclasses.asdict(protocol)
   settings.update(_flatten('finetuning', schedule_values))
-  settings.update(_flatten('run_protocol', {
-      name: protocol_values[name] for name in _SEED_PROTOCOL_FIELDS}))
+  settings.update(
+      _flatten(
+          'run_protocol',
+          {name: protocol_values[name] for name in _SEED_PROTOCOL_FIELDS},
+      )
+  )
   config = task_config.as_dict()
   settings['init_checkpoint'] = config.pop('init_checkpoint')
   settings.update(_flatten('encoder', config.pop('encoder')))
@@ -202,58 +221,96 @@ def check_settings(run_dir: str, settings: Mapping[str, Any]) -> None:
     saved = {**_ADDED_SETTINGS, **saved}
   current = {**_ADDED_SETTINGS, **settings}
   finished = tf.io.gfile.exists(os.path.join(run_dir, RESULT_FILENAME))
-  started = finished or tf.io.gfile.exists(
-      os.path.join(run_dir, HISTORY_FILENAME)) or (
-          tf.train.latest_checkpoint(run_dir) is not None)
+  started = (
+      finished
+      or tf.io.gfile.exists(os.path.join(run_dir, HISTORY_FILENAME))
+      or (tf.train.latest_checkpoint(run_dir) is not None)
+  )
   if started and saved is not None:
     differing = sorted(
-        name for name in set(saved) | set(current)
-        if saved.get(name, _MISSING) != current.get(name, _MISSING) and not (
-            name in _COMPARED_WHEN_SAVED and name not in saved))
+        name
+        for name in set(saved) | set(current)
+        if saved.get(name, _MISSING) != current.get(name, _MISSING)
+        and not (name in _COMPARED_WHEN_SAVED and name not in saved)
+    )
     if differing:
-      data = (' (the examples read from --data_dir differ from those it was '
-              'run on)' if 'data_digest' in differing else '')
+      data = (
+          ' (the examples read from --data_dir differ from those it was '
+          'run on)'
+          if 'data_digest' in differing
+          else ''
+      )
       raise SettingsMismatchError(
-          f'{run_dir} was run with ' + '; '.join(
+          f'{run_dir} was run with '
+          + '; '.join(
               f'{name}={_format_setting(saved, name)}, this command has '
-              f'{_format_setting(current, name)}' for name in differing) +
-          f'{data}; use another --model_dir or restore the settings (saved '
-          f'in {path}).')
+              f'{_format_setting(current, name)}'
+              for name in differing
+          )
+          + f'{data}; use another --model_dir or restore the settings (saved '
+          f'in {path}).'
+      )
     return
   if started:
-    logging.warning('%s has no %s (it was written by an older version), so '
-                    'its settings cannot be checked; %s it.', run_dir,
-                    SETTINGS_FILENAME, 'reusing' if finished else 'resuming')
+    logging.warning(
+        '%s has no %s (it was written by an older version), so '
+        'its settings cannot be checked; %s it.',
+        run_dir,
+        SETTINGS_FILENAME,
+        'reusing' if finished else 'resuming',
+    )
   if not finished:
     tf.io.gfile.makedirs(run_dir)
     json_files.write_json(path, dict(settings))
 
 
-def run_seed(task_config: finetuning_base.FinetuneTaskConfig,
-             schedule: finetuning_schedule.FinetuningSchedule,
-             protocol: finetuning_schedule.RunProtocol,
-             seed: int, run_dir: str,
-             strategy: tf.distribute.Strategy,
-             mixed_precision: Optional[str] = None) -> Dict[str, Any]:
+def run_seed(
+    task_config: finetuning_base.FinetuneTaskConfig,
+    schedule: finetuning_schedule.FinetuningSchedule,
+    protocol: finetuning_schedule.RunProtocol,
+    seed: int,
+    run_dir: str,
+    strategy: tf.distribute.Strategy,
+    mixed_precision: Optional[str] = None,
+) -> Dict[str, Any]:
   """One fine-tuning run; returns its history and selected evaluation.
 
   Raises:
     SettingsMismatchError: `run_dir` holds a run started with other settings
       (`check_settings`).
   """
-  check_settings(run_dir, seed_settings(task_config, schedule, protocol, seed,
-                                        mixed_precision,
-                                        data_digest(task_config)))
+  check_settings(
+      run_dir,
+      seed_settings(
+          task_config,
+          schedule,
+          protocol,
+          seed,
+          mixed_precision,
+          data_digest(task_config),
+      ),
+  )
   with precision.policy(mixed_precision):
-    return _run_seed(task_config, schedule, protocol, seed, run_dir,
-                     strategy, mixed_precision)
+    return _run_seed(
+        task_config,
+        schedule,
+        protocol,
+        seed,
+        run_dir,
+        strategy,
+        mixed_precision,
+    )
 
 
-def _run_seed(task_config: finetuning_base.FinetuneTaskConfig,
-              schedule: finetuning_schedule.FinetuningSchedule,
-              protocol: finetuning_schedule.RunProtocol,
-              seed: int, run_dir: str, strategy: tf.distribute.Strategy,
-              mixed_precision: Optional[str]) -> Dict[str, Any]:
+def _run_seed(
+    task_config: finetuning_base.FinetuneTaskConfig,
+    schedule: finetuning_schedule.FinetuningSchedule,
+    protocol: finetuning_schedule.RunProtocol,
+    seed: int,
+    run_dir: str,
+    strategy: tf.distribute.Strategy,
+    mixed_precision: Optional[str],
+) -> Dict[str, Any]:
   """`run_seed` under the run's Keras precision policy."""
   done = _read_json(os.path.join(run_dir, RESULT_FILENAME), None)
   if done is not None:
@@ -264,12 +321,20 @@ def _run_seed(task_config: finetuning_base.FinetuneTaskConfig,
   task_config = dataclasses.replace(
       task_config,
       train_data=finetuning_base.FinetuneDataConfig(
-          split=TRAIN_SPLIT, is_training=True, seed=seed,
-          global_batch_size=schedule.train_batch_size),
+          split=TRAIN_SPLIT,
+          is_training=True,
+          seed=seed,
+          global_batch_size=schedule.train_batch_size,
+      ),
       validation_data=finetuning_base.FinetuneDataConfig(
-          split=DEV_SPLIT, is_training=False, drop_remainder=False,
-          global_batch_size=(schedule.eval_batch_size or
-                             schedule.train_batch_size)))
+          split=DEV_SPLIT,
+          is_training=False,
+          drop_remainder=False,
+          global_batch_size=(
+              schedule.eval_batch_size or schedule.train_batch_size
+          ),
+      ),
+  )
   task = task_factory.get_task(task_config, logging_dir=run_dir)
   num_train = task.num_examples(TRAIN_SPLIT)
   train_steps = schedule.train_steps(num_train)
@@ -278,27 +343,45 @@ def _run_seed(task_config: finetuning_base.FinetuneTaskConfig,
   params = cfg.ExperimentConfig(
       task=task_config,
       trainer=cfg.TrainerConfig(
-          train_steps=train_steps, validation_steps=-1,
-          steps_per_loop=steps_per_loop, summary_interval=steps_per_loop,
-          checkpoint_interval=steps_per_loop, max_to_keep=1,
+          train_steps=train_steps,
+          validation_steps=-1,
+          steps_per_loop=steps_per_loop,
+          summary_interval=steps_per_loop,
+          checkpoint_interval=steps_per_loop,
+          max_to_keep=1,
           optimizer_config=_optimization_config(
-              schedule, train_steps, schedule.warmup_steps(num_train))),
-      runtime=precision.runtime_config(mixed_precision))
+              schedule, train_steps, schedule.warmup_steps(num_train)
+          ),
+      ),
+      runtime=precision.runtime_config(mixed_precision),
+  )
   with strategy.scope():
     trainer = train_utils.create_trainer(
-        params, task, train=True, evaluate=True,
-        trainer_cls=functools.partial(trainer_lib.Trainer, model_dir=run_dir))
+        params,
+        task,
+        train=True,
+        evaluate=True,
+        trainer_cls=functools.partial(trainer_lib.Trainer, model_dir=run_dir),
+    )
   checkpoint_manager = tf.train.CheckpointManager(
-      trainer.checkpoint, directory=run_dir, max_to_keep=1,
-      step_counter=trainer.global_step, checkpoint_interval=steps_per_loop,
-      init_fn=trainer.initialize)
+      trainer.checkpoint,
+      directory=run_dir,
+      max_to_keep=1,
+      step_counter=trainer.global_step,
+      checkpoint_interval=steps_per_loop,
+      init_fn=trainer.initialize,
+  )
   controller = orbit.Controller(
-      strategy=strategy, trainer=trainer, evaluator=trainer,
-      global_step=trainer.global_step, steps_per_loop=steps_per_loop,
+      strategy=strategy,
+      trainer=trainer,
+      evaluator=trainer,
+      global_step=trainer.global_step,
+      steps_per_loop=steps_per_loop,
       checkpoint_manager=checkpoint_manager,
       summary_interval=steps_per_loop,
       summary_dir=os.path.join(run_dir, 'train'),
-      eval_summary_dir=os.path.join(run_dir, 'eval'))
+      eval_summary_dir=os.path.join(run_dir, 'eval'),
+  )
   history_path = os.path.join(run_dir, HISTORY_FILENAME)
   history = _read_json(history_path, [])
   evaluated = {entry['step'] for entry in history}
@@ -309,27 +392,41 @@ def _run_seed(task_config: finetuning_base.FinetuneTaskConfig,
       controller.train(steps=step)
       logs = controller.evaluate(steps=-1)
     entry = {'step': step, 'epoch': step / steps_per_epoch}
-    entry.update({key: float(value) for key, value in logs.items()
-                  if np.ndim(value) == 0})
+    entry.update(
+        {
+            key: float(value)
+            for key, value in logs.items()
+            if np.ndim(value) == 0
+        }
+    )
     history.append(entry)
     json_files.write_json(history_path, history)
     logging.info('seed %d, step %d: %s', seed, step, entry)
   key = task.headline_metric()
   selected = aggregation.select_eval(history, key, protocol.selection)
-  result = dict(seed=seed, train_steps=train_steps, num_train_examples=num_train,
-                selected=dict(selected), score=float(selected[key]),
-                history=history, last_train_logs=trainer.last_train_logs)
+  result = dict(
+      seed=seed,
+      train_steps=train_steps,
+      num_train_examples=num_train,
+      selected=dict(selected),
+      score=float(selected[key]),
+      history=history,
+      last_train_logs=trainer.last_train_logs,
+  )
   json_files.write_json(os.path.join(run_dir, RESULT_FILENAME), result)
   return result
 
 
-def run(schedule: finetuning_schedule.FinetuningSchedule,
-        protocol: finetuning_schedule.RunProtocol,
-        encoder: pretrained.PretrainedEncoder,
-        data_dir: str, model_dir: str,
-        strategy: tf.distribute.Strategy,
-        seeds: Optional[Sequence[int]] = None,
-        mixed_precision: Optional[str] = None) -> Dict[str, Any]:
+def run(
+    schedule: finetuning_schedule.FinetuningSchedule,
+    protocol: finetuning_schedule.RunProtocol,
+    encoder: pretrained.PretrainedEncoder,
+    data_dir: str,
+    model_dir: str,
+    strategy: tf.distribute.Strategy,
+    seeds: Optional[Sequence[int]] = None,
+    mixed_precision: Optional[str] = None,
+) -> Dict[str, Any]:
   """Fine-tunes over the protocol's seeds and aggregates like the paper.
 
   Args:
@@ -349,10 +446,18 @@ def run(schedule: finetuning_schedule.FinetuningSchedule,
   """
   task_config = build_task_config(schedule, protocol, encoder, data_dir)
   seeds = list(seeds if seeds is not None else range(protocol.num_runs))
-  runs = [run_seed(task_config, schedule, protocol, seed,
-                   os.path.join(model_dir, f'seed_{seed}'), strategy,
-                   mixed_precision)
-          for seed in seeds]
+  runs = [
+      run_seed(
+          task_config,
+          schedule,
+          protocol,
+          seed,
+          os.path.join(model_dir, f'seed_{seed}'),
+          strategy,
+          mixed_precision,
+      )
+      for seed in seeds
+  ]
   scores = [entry['score'] for entry in runs]
   results = dict(
       task=schedule.task,
@@ -362,7 +467,8 @@ def run(schedule: finetuning_schedule.FinetuningSchedule,
       encoder=encoder.config.as_dict(),
       runs=runs,
       score=aggregation.aggregate(scores, protocol.aggregation),
-      summary=aggregation.summarize(scores))
+      summary=aggregation.summarize(scores),
+  )
   tf.io.gfile.makedirs(model_dir)
   json_files.write_json(os.path.join(model_dir, RESULTS_FILENAME), results)
   with tf.io.gfile.GFile(os.path.join(model_dir, TABLE_FILENAME), 'w') as f:
@@ -373,23 +479,38 @@ def run(schedule: finetuning_schedule.FinetuningSchedule,
 def results_table(results: Mapping[str, Any]) -> str:
   """A markdown table: one row per run, then the aggregate."""
   protocol = results['protocol']
-  metric_names = sorted({key for run in results['runs']
-                         for key in run['selected']
-                         if key not in ('step', 'epoch')})
-  lines = [f"### {results['task']}: {protocol['aggregation']} of "
-           f"{len(results['runs'])} runs, {protocol['selection']} evaluation "
-           'per run', '',
-           '| seed | step | ' + ' | '.join(metric_names) + ' |',
-           '|---|---|' + '---|' * len(metric_names)]
+  metric_names = sorted(
+      {
+          key
+          for run in results['runs']
+          for key in run['selected']
+          if key not in ('step', 'epoch')
+      }
+  )
+  lines = [
+      f"### {results['task']}: {protocol['aggregation']} of "
+      f"{len(results['runs'])} runs, {protocol['selection']} evaluation "
+      'per run',
+      '',
+      '| seed | step | ' + ' | '.join(metric_names) + ' |',
+      '|---|---|' + '---|' * len(metric_names),
+  ]
   for run in results['runs']:
     selected = run['selected']
-    cells = [f'{selected[name]:.4f}' if name in selected else ''
-             for name in metric_names]
-    lines.append(f"| {run['seed']} | {selected['step']} | " +
-                 ' | '.join(cells) + ' |')
+    cells = [
+        f'{selected[name]:.4f}' if name in selected else ''
+        for name in metric_names
+    ]
+    lines.append(
+        f"| {run['seed']} | {selected['step']} | " + ' | '.join(cells) + ' |'
+    )
   summary = results['summary']
-  lines += ['', f"score ({protocol['aggregation']}): {results['score']:.4f}; "
-            f"mean {summary['mean']:.4f} ± {summary['std']:.4f} (std), "
-            f"median {summary['median']:.4f}, max {summary['max']:.4f}, "
-            f"n = {summary['n']}", '']
+  lines += [
+      '',
+      f"score ({protocol['aggregation']}): {results['score']:.4f}; "
+      f"mean {summary['mean']:.4f} ± {summary['std']:.4f} (std), "
+      f"median {summary['median']:.4f}, max {summary['max']:.4f}, "
+      f"n = {summary['n']}",
+      '',
+  ]
   return '\n'.join(lines)

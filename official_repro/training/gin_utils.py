@@ -14,8 +14,9 @@ import tensorflow as tf
 from official_repro.common import cli
 from official_repro.common import json_files
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+REPO_ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 # Modules that define gin configurables outside the registries; with the
 # registered backbones and objectives (every module of their packages) they
@@ -33,7 +34,8 @@ class GinConfigError(cli.UserError):
 
 _UNKNOWN_CONFIGURABLE = re.compile(r"No configurable matching '([^']+)'")
 _UNKNOWN_PARAMETER = re.compile(
-    r"Configurable '([^']+)' doesn't have a parameter named '([^']+)'")
+    r"Configurable '([^']+)' doesn't have a parameter named '([^']+)'"
+)
 
 
 def _parameter_names(configurable: str) -> List[str]:
@@ -50,18 +52,26 @@ def suggestion(message: str) -> str:
   parameter that is close to a known one ('' otherwise)."""
   match = _UNKNOWN_CONFIGURABLE.search(message)
   if match:
-    names = sorted({selector.split('.')[-1] for selector, _ in
-                    gin.config._REGISTRY.items()})  # pylint: disable=protected-access
+    names = sorted(
+        {
+            selector.split('.')[-1]
+            for selector, _ in gin.config._REGISTRY.items()
+        }
+    )  # pylint: disable=protected-access
     close = difflib.get_close_matches(match.group(1), names, n=1)
     return f' Did you mean {close[0]!r}?' if close else ''
   match = _UNKNOWN_PARAMETER.search(message)
   if match:
     configurable, parameter = match.groups()
-    close = difflib.get_close_matches(parameter,
-                                      _parameter_names(configurable), n=1)
-    return (f' Did you mean {configurable}.{close[0]}?' if close else
-            f' {configurable} takes: '
-            f'{", ".join(_parameter_names(configurable))}.')
+    close = difflib.get_close_matches(
+        parameter, _parameter_names(configurable), n=1
+    )
+    return (
+        f' Did you mean {configurable}.{close[0]}?'
+        if close
+        else f' {configurable} takes: '
+        f'{", ".join(_parameter_names(configurable))}.'
+    )
   return ''
 
 
@@ -109,33 +119,38 @@ def parse_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
   for path in gin_files:
     if not tf.io.gfile.exists(path):
       raise GinConfigError(f'--gin_file {path}: no such file.')
-    gin.add_config_file_search_path(os.path.dirname(
-        path if '://' in path else os.path.abspath(path)))
+    gin.add_config_file_search_path(
+        os.path.dirname(path if '://' in path else os.path.abspath(path))
+    )
     try:
       gin.parse_config_file(path)
     except (ValueError, IOError, SyntaxError) as error:
       raise GinConfigError(
           f'--gin_file {path}: {_location(error)}{_one_line(error)}'
-          f'{suggestion(str(error))}') from error
+          f'{suggestion(str(error))}'
+      ) from error
   for binding in gin_params:
     try:
       gin.parse_config(binding)
     except (ValueError, SyntaxError) as error:
       raise GinConfigError(
           f'--gin_param {binding!r}: {_one_line(error)}'
-          f'{suggestion(str(error))}') from error
+          f'{suggestion(str(error))}'
+      ) from error
   check_types()
 
 
 def _accepts(annotation: Any, value: Any) -> bool:
   """Whether `value` fits a simple annotation (int, float, str, bool, None
   and their unions); other annotations, gin references and macros pass."""
-  if (annotation in (inspect.Parameter.empty, Any) or
-      type(value).__module__.startswith('gin')):
+  if annotation in (inspect.Parameter.empty, Any) or type(
+      value
+  ).__module__.startswith('gin'):
     return True
   if typing.get_origin(annotation) is Union:
-    return any(_accepts(option, value) for option in
-               typing.get_args(annotation))
+    return any(
+        _accepts(option, value) for option in typing.get_args(annotation)
+    )
   if annotation is type(None):
     return value is None
   if annotation is bool:
@@ -174,13 +189,18 @@ def check_types() -> None:
       annotation = hints.get(name, signature.parameters[name].annotation)
       if not _accepts(annotation, value):
         expected = getattr(annotation, '__name__', None) or str(
-            annotation).replace('typing.', '')
+            annotation
+        ).replace('typing.', '')
         raise GinConfigError(
             f'{configurable.name}.{name} = {value!r} is a '
             f'{type(value).__name__}; expected {expected}'
-            + (' (write the number without quotes)'
-               if isinstance(value, str) and _is_number(value) else '')
-            + '.')
+            + (
+                ' (write the number without quotes)'
+                if isinstance(value, str) and _is_number(value)
+                else ''
+            )
+            + '.'
+        )
 
 
 def _is_number(text: str) -> bool:
@@ -194,7 +214,7 @@ def _is_number(text: str) -> bool:
 def _location(error: Exception) -> str:
   """'<file>:<line>: ' of the gin line an error is about (it may be in an
   included file), or ''."""
-  match = re.search(r"In file \"?([^\",\n]+)\"?, line (\d+)", str(error))
+  match = re.search(r'In file \"?([^\",\n]+)\"?, line (\d+)', str(error))
   return f'{match.group(1)}:{match.group(2)}: ' if match else ''
 
 

@@ -35,9 +35,12 @@ PLATFORM_DEFAULTS = {'TPU': 'bfloat16', 'GPU': 'float16', 'CPU': None}
 def define_flags() -> None:
   """Defines --mixed_precision."""
   flags.DEFINE_enum(
-      'mixed_precision', 'auto', list(CHOICES),
+      'mixed_precision',
+      'auto',
+      list(CHOICES),
       'Compute precision: auto (bfloat16 on TPUs, float16 with loss scaling '
-      'on GPUs, float32 on CPUs), or float32, bfloat16 or float16 anywhere.')
+      'on GPUs, float32 on CPUs), or float32, bfloat16 or float16 anywhere.',
+  )
 
 
 def device_type(strategy: tf.distribute.Strategy) -> str:
@@ -45,8 +48,10 @@ def device_type(strategy: tf.distribute.Strategy) -> str:
   if isinstance(strategy, tf.distribute.TPUStrategy):
     return 'TPU'
   devices = strategy.extended.worker_devices
-  if any(tf.DeviceSpec.from_string(device).device_type == 'GPU'
-         for device in devices):
+  if any(
+      tf.DeviceSpec.from_string(device).device_type == 'GPU'
+      for device in devices
+  ):
     return 'GPU'
   return 'CPU'
 
@@ -59,8 +64,9 @@ def resolve(choice: str, strategy: tf.distribute.Strategy) -> Optional[str]:
     ValueError: for a choice outside `CHOICES`.
   """
   if choice not in CHOICES:
-    raise cli.UserError(f'--mixed_precision must be one of {CHOICES}, got '
-                     f'{choice!r}.')
+    raise cli.UserError(
+        f'--mixed_precision must be one of {CHOICES}, got ' f'{choice!r}.'
+    )
   if choice == 'auto':
     return PLATFORM_DEFAULTS[device_type(strategy)]
   return None if choice == 'float32' else choice
@@ -70,9 +76,10 @@ def runtime_config(dtype: Optional[str]) -> cfg.RuntimeConfig:
   """Model Garden's runtime config of a compute type: float16 gets a
   dynamic loss scale, which makes Model Garden wrap the optimizer in a
   `LossScaleOptimizer`."""
-  return cfg.RuntimeConfig(mixed_precision_dtype=dtype,
-                           loss_scale='dynamic' if dtype == 'float16'
-                           else None)
+  return cfg.RuntimeConfig(
+      mixed_precision_dtype=dtype,
+      loss_scale='dynamic' if dtype == 'float16' else None,
+  )
 
 
 @contextlib.contextmanager
@@ -81,7 +88,8 @@ def policy(dtype: Optional[str]) -> Iterator[None]:
   block; the previous policy after it."""
   previous = tf_keras.mixed_precision.global_policy()
   tf_keras.mixed_precision.set_global_policy(
-      f'mixed_{dtype}' if dtype else 'float32')
+      f'mixed_{dtype}' if dtype else 'float32'
+  )
   try:
     yield
   finally:

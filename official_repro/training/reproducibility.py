@@ -62,7 +62,8 @@ def run_seed(model_dir: str, seed: Optional[int]) -> int:
       raise ValueError(
           f'experiment.seed={seed}, but the run in {model_dir} was started '
           f'with seed {saved} ({path}); resuming it with another seed would '
-          f'replay other data. Use seed {saved} or a new --model_dir.')
+          f'replay other data. Use seed {saved} or a new --model_dir.'
+      )
     return saved
   if seed is None:
     seed = random.SystemRandom().randrange(2**31)
@@ -92,7 +93,9 @@ def configure(seed: int, deterministic: bool) -> Iterator[None]:
     yield
     return
   determinism_was_on = tf_config.is_op_determinism_enabled()
-  generator_was_on = tf_keras.backend.experimental.is_tf_random_generator_enabled()
+  generator_was_on = (
+      tf_keras.backend.experimental.is_tf_random_generator_enabled()
+  )
   tf_config.enable_op_determinism()
   tf_keras.backend.experimental.enable_tf_random_generator()
   try:
@@ -143,8 +146,9 @@ def _readable(path: str) -> Optional[str]:
   return None
 
 
-def latest_readable_checkpoint(model_dir: str, repoint: bool = True
-                               ) -> Tuple[Optional[str], int]:
+def latest_readable_checkpoint(
+    model_dir: str, repoint: bool = True
+) -> Tuple[Optional[str], int]:
   """The newest checkpoint of `model_dir` that reads back, and its step.
 
   Unreadable newer checkpoints (a kill while writing, a truncated copy) are
@@ -159,7 +163,8 @@ def latest_readable_checkpoint(model_dir: str, repoint: bool = True
   if state is None:
     return None, 0
   candidates = list(state.all_model_checkpoint_paths) or [
-      state.model_checkpoint_path]
+      state.model_checkpoint_path
+  ]
   if state.model_checkpoint_path not in candidates:
     candidates.append(state.model_checkpoint_path)
   skipped = []
@@ -171,12 +176,18 @@ def latest_readable_checkpoint(model_dir: str, repoint: bool = True
     if error is None:
       if skipped and repoint:
         tf.compat.v1.train.update_checkpoint_state(
-            model_dir, path,
-            all_model_checkpoint_paths=candidates[:index + 1])
-        logging.warning('Resuming from %s; skipped the unreadable newer '
-                        'checkpoint(s): %s', path, '; '.join(skipped))
+            model_dir, path, all_model_checkpoint_paths=candidates[: index + 1]
+        )
+        logging.warning(
+            'Resuming from %s; skipped the unreadable newer '
+            'checkpoint(s): %s',
+            path,
+            '; '.join(skipped),
+        )
       return path, checkpoint_step(path)
     skipped.append(f'{path} ({error})')
   raise ValueError(
-      f'No checkpoint in {model_dir} reads back: ' + '; '.join(skipped) +
-      '. Remove them (or the whole --model_dir) to start afresh.')
+      f'No checkpoint in {model_dir} reads back: '
+      + '; '.join(skipped)
+      + '. Remove them (or the whole --model_dir) to start afresh.'
+  )

@@ -95,7 +95,8 @@ class TrainingStopped(Exception):
     self.checkpoint = checkpoint
     super().__init__(
         f'{signal_name} received: saved checkpoint {checkpoint} at step '
-        f'{step} and stopped. Run the same command again to resume from it.')
+        f'{step} and stopped. Run the same command again to resume from it.'
+    )
 
 
 class _StopRequest:
@@ -119,8 +120,9 @@ _STOP_REQUEST = _StopRequest()
 
 
 @contextlib.contextmanager
-def stop_on_signal(signals: Sequence[int] = (signal.SIGTERM,)
-                   ) -> Iterator[None]:
+def stop_on_signal(
+    signals: Sequence[int] = (signal.SIGTERM,)
+) -> Iterator[None]:
   """Makes training checkpoint and stop when one of `signals` arrives.
 
   While the context is active, the first such signal is recorded instead of
@@ -146,8 +148,11 @@ def stop_on_signal(signals: Sequence[int] = (signal.SIGTERM,)
   def handler(number, frame):
     del frame
     name = signal.Signals(number).name
-    logging.warning('%s received: saving a checkpoint at the end of the '
-                    'current training loop, then stopping.', name)
+    logging.warning(
+        '%s received: saving a checkpoint at the end of the '
+        'current training loop, then stopping.',
+        name,
+    )
     _STOP_REQUEST.set(name)
     for each, old in previous.items():
       signal.signal(each, old)
@@ -178,8 +183,13 @@ def _placeholder(spec: tf.TypeSpec) -> tf.Tensor:
 class Trainer(base_trainer.Trainer):
   """`base_trainer.Trainer` plus the behaviour in the module docstring."""
 
-  def __init__(self, *args, jit_compile: bool = False,
-               model_dir: Optional[str] = None, **kwargs):
+  def __init__(
+      self,
+      *args,
+      jit_compile: bool = False,
+      model_dir: Optional[str] = None,
+      **kwargs,
+  ):
     self._jit_compile = jit_compile
     self._model_dir = model_dir
     self._loop_start_time = None
@@ -193,9 +203,12 @@ class Trainer(base_trainer.Trainer):
       # Deterministic mode: dropout and sampling streams resume with the
       # weights (Keras leaves them out of checkpoints).
       self._checkpoint = tf.train.Checkpoint(
-          global_step=self.global_step, model=self.model,
-          optimizer=self.optimizer, random_generators=generators,
-          **getattr(self.model, 'checkpoint_items', {}))
+          global_step=self.global_step,
+          model=self.model,
+          optimizer=self.optimizer,
+          random_generators=generators,
+          **getattr(self.model, 'checkpoint_items', {}),
+      )
     self._agree_on_stop = None
     if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy):
       self._agree_on_stop = tf.function(self._count_stop_requests)
@@ -225,9 +238,12 @@ class Trainer(base_trainer.Trainer):
 
     def step_fn(inputs):
       task_train_step = tf.function(self.task.train_step, jit_compile=True)
-      logs = task_train_step(inputs, model=self.model,
-                             optimizer=self.optimizer,
-                             metrics=self.train_metrics)
+      logs = task_train_step(
+          inputs,
+          model=self.model,
+          optimizer=self.optimizer,
+          metrics=self.train_metrics,
+      )
       self._train_loss.update_state(logs[self.task.loss])
       self.global_step.assign_add(1)
 
@@ -240,25 +256,36 @@ class Trainer(base_trainer.Trainer):
     logs = super().train_loop_end()
     loss = float(np.asarray(logs['training_loss']))
     if not np.isfinite(loss):
-      last_checkpoint = (tf.train.latest_checkpoint(self._model_dir)
-                         if self._model_dir else None)
+      last_checkpoint = (
+          tf.train.latest_checkpoint(self._model_dir)
+          if self._model_dir
+          else None
+      )
       first_step = self._loop_start_step + 1
-      steps = (f'step {end_step}' if first_step == end_step else
-               f'steps {first_step}-{end_step}')
+      steps = (
+          f'step {end_step}'
+          if first_step == end_step
+          else f'steps {first_step}-{end_step}'
+      )
       raise NonFiniteLossError(
           f'Training loss became {loss} at {steps}. Stopped before '
           'saving a checkpoint; the last good checkpoint is '
           f'{last_checkpoint or "none (no checkpoint was written yet)"}. '
           'Lower optimization.learning_rate, raise optimization.warmup_steps '
-          'or set optimization.global_clipnorm, then resume.')
+          'or set optimization.global_clipnorm, then resume.'
+      )
     elapsed = time.perf_counter() - self._loop_start_time
     steps = end_step - self._loop_start_step
     batch_size = self.config.task.train_data.global_batch_size
     if elapsed > 0 and steps > 0:
       logs['examples_per_second'] = steps * batch_size / elapsed
     self.last_train_logs = {k: float(np.asarray(v)) for k, v in logs.items()}
-    logging.info('steps %d-%d: %s', self._loop_start_step + 1, end_step,
-                 self.last_train_logs)
+    logging.info(
+        'steps %d-%d: %s',
+        self._loop_start_step + 1,
+        end_step,
+        self.last_train_logs,
+    )
     signal_name = self._stop_signal()
     if signal_name:
       checkpoint = self._save_checkpoint_now()
@@ -268,8 +295,9 @@ class Trainer(base_trainer.Trainer):
   def _count_stop_requests(self, requested: tf.Tensor) -> tf.Tensor:
     """Sums `requested` over all replicas of all workers."""
     per_replica = self.strategy.run(lambda: tf.identity(requested))
-    return self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica,
-                                axis=None)
+    return self.strategy.reduce(
+        tf.distribute.ReduceOp.SUM, per_replica, axis=None
+    )
 
   def _stop_signal(self) -> Optional[str]:
     """The stop signal's name if this (or, multi-worker, any) worker got one.
@@ -298,16 +326,24 @@ class Trainer(base_trainer.Trainer):
     """
     if self.strategy.extended.should_checkpoint:
       if not self._model_dir:
-        raise ValueError('Trainer(model_dir=...) is needed to save a '
-                         'checkpoint when training is stopped by a signal.')
+        raise ValueError(
+            'Trainer(model_dir=...) is needed to save a '
+            'checkpoint when training is stopped by a signal.'
+        )
       directory = self._model_dir
       max_to_keep = self.config.trainer.max_to_keep
     else:
       directory, max_to_keep = tempfile.mkdtemp(), 1
     manager = tf.train.CheckpointManager(
-        self.checkpoint, directory, max_to_keep=max_to_keep,
-        step_counter=self.global_step)
+        self.checkpoint,
+        directory,
+        max_to_keep=max_to_keep,
+        step_counter=self.global_step,
+    )
     path = manager.save(checkpoint_number=self.global_step)
-    logging.info('Saved %s at step %d after a stop signal.', path,
-                 int(self.global_step.numpy()))
+    logging.info(
+        'Saved %s at step %d after a stop signal.',
+        path,
+        int(self.global_step.numpy()),
+    )
     return path

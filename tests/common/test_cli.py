@@ -9,7 +9,7 @@ import pytest
 
 from official_repro.common import cli
 
-_SCRIPT = textwrap.dedent('''
+_SCRIPT = textwrap.dedent("""
     import sys, time
     from absl import flags
     from official_repro.common import cli
@@ -45,13 +45,16 @@ _SCRIPT = textwrap.dedent('''
         time.sleep(60)
 
     cli.run(main)
-''')
+""")
 
 
 def _start(*args):
-  return subprocess.Popen([sys.executable, '-c', _SCRIPT, *args],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
+  return subprocess.Popen(
+      [sys.executable, '-c', _SCRIPT, *args],
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+  )
 
 
 def _run(*args):
@@ -60,14 +63,17 @@ def _run(*args):
   return process.returncode, out, err
 
 
-@pytest.mark.parametrize('args, named', [
-    (['--action=user'], '--input a.txt: no such file'),
-    (['--action=missing'], '--vocab_file v.txt does not exist'),
-    (['--count=0'], '--count'),
-    (['--cuont=2'], 'cuont'),
-    (['--count=two'], 'two'),
-    (['b.gin'], 'unexpected argument(s) b.gin'),
-])
+@pytest.mark.parametrize(
+    'args, named',
+    [
+        (['--action=user'], '--input a.txt: no such file'),
+        (['--action=missing'], '--vocab_file v.txt does not exist'),
+        (['--count=0'], '--count'),
+        (['--cuont=2'], 'cuont'),
+        (['--count=two'], 'two'),
+        (['b.gin'], 'unexpected argument(s) b.gin'),
+    ],
+)
 def test_user_mistakes_are_one_line_with_status_2(args, named):
   status, _, err = _run(*args)
   assert status == cli.EXIT_USAGE
@@ -115,9 +121,10 @@ def test_a_second_signal_ends_the_process_at_once():
 
 def test_missing_gin_bindings_names_each_binding():
   error = RuntimeError(
-      "Required bindings for `pretrain_data` not provided in config: "
+      'Required bindings for `pretrain_data` not provided in config: '
       "['train_batch_size', 'max_seq_length']\n  In call to configurable "
-      "'experiment'")
+      "'experiment'"
+  )
   message = cli.missing_gin_bindings(error)
   assert 'pretrain_data.train_batch_size' in message
   assert 'pretrain_data.max_seq_length' in message

@@ -22,8 +22,13 @@ def _checked(config):
   return dataclasses.replace(config, name=config.name.upper())
 
 
-_FACTORY = gin_dataclass.register(_Sizes, 'test_sizes', required=('width',),
-                                  exclude=('tags',), finalize=_checked)
+_FACTORY = gin_dataclass.register(
+    _Sizes,
+    'test_sizes',
+    required=('width',),
+    exclude=('tags',),
+    finalize=_checked,
+)
 _OTHER = gin_dataclass.register(_Sizes, 'test_other')
 
 
@@ -68,6 +73,8 @@ def test_operative_config_lists_the_fields_used():
 def test_bindings_of_unselected_plug_ins_are_refused():
   gin.parse_config('test_sizes.width = 3')
   gin_dataclass.check_unbound(['test_other'], "x='y'")  # Nothing bound.
-  with pytest.raises(ValueError, match=r"test_sizes.width would be ignored: "
-                                       r"x='y' does not read them"):
+  with pytest.raises(
+      ValueError,
+      match=r'test_sizes.width would be ignored: ' r"x='y' does not read them",
+  ):
     gin_dataclass.check_unbound(['test_sizes'], "x='y'")

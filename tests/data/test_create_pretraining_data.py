@@ -14,22 +14,53 @@ from official_repro.data import create_pretraining_data as cpd
 from official_repro.data import records
 from official_repro.data import vocab
 
-_SUBJECTS = ['The old man', 'A young girl', 'The farmer', 'My teacher',
-             'The small dog', 'Her brother', 'The sailor', 'A tall woman']
-_VERBS = ['saw', 'found', 'carried', 'painted', 'watched', 'followed',
-          'bought', 'cleaned']
-_OBJECTS = ['a red boat', 'the quiet river', 'an empty house',
-            'the long road', 'a heavy basket', 'the green field',
-            'some fresh bread', 'the broken gate']
-_ENDINGS = ['near the village', 'after the storm', 'before dinner',
-            'in the morning', 'with great care', 'at the market']
+_SUBJECTS = [
+    'The old man',
+    'A young girl',
+    'The farmer',
+    'My teacher',
+    'The small dog',
+    'Her brother',
+    'The sailor',
+    'A tall woman',
+]
+_VERBS = [
+    'saw',
+    'found',
+    'carried',
+    'painted',
+    'watched',
+    'followed',
+    'bought',
+    'cleaned',
+]
+_OBJECTS = [
+    'a red boat',
+    'the quiet river',
+    'an empty house',
+    'the long road',
+    'a heavy basket',
+    'the green field',
+    'some fresh bread',
+    'the broken gate',
+]
+_ENDINGS = [
+    'near the village',
+    'after the storm',
+    'before dinner',
+    'in the morning',
+    'with great care',
+    'at the market',
+]
 _MAX_SEQ_LENGTH = 32
 
 
 def _sentence(rng):
-  return (f'{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} '
-          f'{rng.choice(_OBJECTS)} {rng.choice(_ENDINGS)}'
-          f'{rng.choice([".", ".", "!", "?"])}')
+  return (
+      f'{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} '
+      f'{rng.choice(_OBJECTS)} {rng.choice(_ENDINGS)}'
+      f'{rng.choice([".", ".", "!", "?"])}'
+  )
 
 
 def _write_corpus(directory, num_documents=36, seed=0):
@@ -63,8 +94,13 @@ def _parse_split(output_dir, metadata, split):
 
 
 def _feature_names(output_dir, metadata, split):
-  raw = next(iter(tf.data.TFRecordDataset(
-      records.split_files(metadata, output_dir, split))))
+  raw = next(
+      iter(
+          tf.data.TFRecordDataset(
+              records.split_files(metadata, output_dir, split)
+          )
+      )
+  )
   return set(tf.train.Example.FromString(raw.numpy()).features.feature)
 
 
@@ -87,10 +123,18 @@ def corpus(tmp_path_factory):
 def static_run(corpus, tmp_path_factory):
   output_dir = str(tmp_path_factory.mktemp('static'))
   metadata = cpd.prepare_pretraining_data(
-      [corpus[0]], output_dir, vocab_size=200, max_seq_length=_MAX_SEQ_LENGTH,
-      short_seq_prob=0.0, next_sentence_prediction=True,
-      masking='static', dupe_factor=3, eval_fraction=0.1, num_shards=2,
-      seed=3)
+      [corpus[0]],
+      output_dir,
+      vocab_size=200,
+      max_seq_length=_MAX_SEQ_LENGTH,
+      short_seq_prob=0.0,
+      next_sentence_prediction=True,
+      masking='static',
+      dupe_factor=3,
+      eval_fraction=0.1,
+      num_shards=2,
+      seed=3,
+  )
   return output_dir, metadata
 
 
@@ -98,10 +142,14 @@ def static_run(corpus, tmp_path_factory):
 def dynamic_run(corpus, static_run, tmp_path_factory):
   output_dir = str(tmp_path_factory.mktemp('dynamic'))
   metadata = cpd.prepare_pretraining_data(
-      [corpus[0]], output_dir,
+      [corpus[0]],
+      output_dir,
       vocab_file=os.path.join(static_run[0], 'vocab.txt'),
-      max_seq_length=_MAX_SEQ_LENGTH, masking='dynamic',
-      eval_fraction=0.1, seed=3)
+      max_seq_length=_MAX_SEQ_LENGTH,
+      masking='dynamic',
+      eval_fraction=0.1,
+      seed=3,
+  )
   return output_dir, metadata
 
 
@@ -114,8 +162,11 @@ class TestStaticRecords:
     remote = 'ram://static_run_copy'
     tf.io.gfile.makedirs(remote)
     for name in tf.io.gfile.listdir(output_dir):
-      tf.io.gfile.copy(os.path.join(output_dir, name),
-                       os.path.join(remote, name), overwrite=True)
+      tf.io.gfile.copy(
+          os.path.join(output_dir, name),
+          os.path.join(remote, name),
+          overwrite=True,
+      )
     assert records.load_metadata(remote) == metadata
     tokens = vocab.load_vocab(os.path.join(output_dir, 'vocab.txt'))
     assert metadata['format_version'] == 1
@@ -123,17 +174,29 @@ class TestStaticRecords:
     assert metadata['vocab_file'] == 'vocab.txt'
     assert metadata['vocab_size'] == len(tokens) <= 200
     assert metadata['special_token_ids'] == {
-        'pad': 0, 'unk': 1, 'cls': 2, 'sep': 3, 'mask': 4}
+        'pad': 0,
+        'unk': 1,
+        'cls': 2,
+        'sep': 3,
+        'mask': 4,
+    }
     assert metadata['next_sentence_labels'] is True
     assert metadata['masking'] == 'static'
     assert metadata['static_masking'] == {
-        'mask_rate': 0.15, 'max_predictions_per_seq': 4,
-        'mask_token_fraction': 0.8, 'random_token_fraction': 0.1,
-        'dupe_factor': 3, 'seed': 3}
+        'mask_rate': 0.15,
+        'max_predictions_per_seq': 4,
+        'mask_token_fraction': 0.8,
+        'random_token_fraction': 0.1,
+        'dupe_factor': 3,
+        'seed': 3,
+    }
     assert metadata['splits']['train']['files'] == [
-        'train-00000-of-00002.tfrecord', 'train-00001-of-00002.tfrecord']
+        'train-00000-of-00002.tfrecord',
+        'train-00001-of-00002.tfrecord',
+    ]
     assert metadata['splits']['eval']['files'] == [
-        'eval-00000-of-00001.tfrecord']
+        'eval-00000-of-00001.tfrecord'
+    ]
     assert metadata['source']['document_mode'] == 'blank_line'
     assert metadata['stats']['corpus']['documents'] == 36
 
@@ -152,8 +215,10 @@ class TestStaticRecords:
       groups[_restore(example).tobytes()].append(example)
     assert all(len(group) % 3 == 0 for group in groups.values())
     for group in groups.values():
-      masks = {(e['input_ids'].tobytes(), e['masked_lm_positions'].tobytes())
-               for e in group}
+      masks = {
+          (e['input_ids'].tobytes(), e['masked_lm_positions'].tobytes())
+          for e in group
+      }
       assert len(masks) == len(group)
 
   def test_masked_features_consistent(self, static_run):
@@ -172,8 +237,10 @@ class TestStaticRecords:
 
   def test_nsp_labels_present(self, static_run):
     output_dir, metadata = static_run
-    labels = {int(e['next_sentence_labels'][0])
-              for e in _parse_split(output_dir, metadata, 'train')}
+    labels = {
+        int(e['next_sentence_labels'][0])
+        for e in _parse_split(output_dir, metadata, 'train')
+    }
     assert labels == {0, 1}
 
 
@@ -185,26 +252,33 @@ class TestDynamicRecords:
     assert metadata['static_masking'] is None
     assert metadata['next_sentence_labels'] is False
     assert _feature_names(output_dir, metadata, 'train') == {
-        'input_ids', 'input_mask', 'segment_ids'}
+        'input_ids',
+        'input_mask',
+        'segment_ids',
+    }
     assert set(records.feature_spec(metadata)) == {
-        'input_ids', 'input_mask', 'segment_ids'}
+        'input_ids',
+        'input_mask',
+        'segment_ids',
+    }
 
   def test_tokenization_round_trip(self, corpus, dynamic_run):
     output_dir, metadata = dynamic_run
     tokens = vocab.load_vocab(os.path.join(output_dir, 'vocab.txt'))
     corpus_text = ' '.join(
-        ' '.join(_words(' '.join(sentences))) for sentences in corpus[1])
+        ' '.join(_words(' '.join(sentences))) for sentences in corpus[1]
+    )
     examples = _parse_split(output_dir, metadata, 'train')
     assert len(examples) == metadata['splits']['train']['num_examples'] > 0
     for example in examples:
-      ids = example['input_ids'][:example['input_mask'].sum()].tolist()
+      ids = example['input_ids'][: example['input_mask'].sum()].tolist()
       assert 1 not in ids
       sep = ids.index(3)
-      for segment in (ids[1:sep], ids[sep + 1:-1]):
+      for segment in (ids[1:sep], ids[sep + 1 : -1]):
         # Truncation may cut a word into pieces at either end.
         words = vocab.detokenize(segment, tokens)[1:-1]
         assert ' '.join(words) in corpus_text
-      segments = example['segment_ids'][:len(ids)].tolist()
+      segments = example['segment_ids'][: len(ids)].tolist()
       assert segments == [0] * (sep + 1) + [1] * (len(ids) - sep - 1)
 
   def test_eval_documents_held_out(self, dynamic_run):
@@ -214,16 +288,22 @@ class TestDynamicRecords:
     assert splits['train']['documents'] == 32
     assert metadata['splits']['eval']['num_examples'] > 0
 
-  def test_ram_filesystem_run_matches_local(self, corpus, dynamic_run,
-                                            to_ram, ram_dir):
+  def test_ram_filesystem_run_matches_local(
+      self, corpus, dynamic_run, to_ram, ram_dir
+  ):
     local_dir, expected = dynamic_run
     remote_corpus = to_ram(corpus[0])
     remote_vocab = to_ram(os.path.join(local_dir, 'vocab.txt'))
     output_dir = os.path.join(ram_dir, 'records')
     metadata = cpd.prepare_pretraining_data(
-        [remote_corpus], output_dir, vocab_file=remote_vocab,
-        max_seq_length=_MAX_SEQ_LENGTH, masking='dynamic',
-        eval_fraction=0.1, seed=3)
+        [remote_corpus],
+        output_dir,
+        vocab_file=remote_vocab,
+        max_seq_length=_MAX_SEQ_LENGTH,
+        masking='dynamic',
+        eval_fraction=0.1,
+        seed=3,
+    )
     assert metadata['source']['inputs'] == [remote_corpus]
     assert metadata['source']['vocab_file'] == remote_vocab
     assert metadata['splits'] == expected['splits']
@@ -236,8 +316,7 @@ class TestDynamicRecords:
       remote_examples = _parse_split(output_dir, metadata, split)
       local_examples = _parse_split(local_dir, expected, split)
       assert len(remote_examples) == len(local_examples) > 0
-      for remote_example, local_example in zip(remote_examples,
-                                               local_examples):
+      for remote_example, local_example in zip(remote_examples, local_examples):
         for name, value in local_example.items():
           np.testing.assert_array_equal(remote_example[name], value)
 
@@ -259,10 +338,16 @@ def test_split_train_eval():
 class TestErrors:
 
   def test_dupe_factor_with_dynamic_masking(self, corpus, tmp_path):
-    with pytest.raises(ValueError, match='--dupe_factor=2 only applies to '
-                       '--masking=static'):
-      cpd.prepare_pretraining_data([corpus[0]], str(tmp_path), vocab_size=100,
-                                   masking='dynamic', dupe_factor=2)
+    with pytest.raises(
+        ValueError, match='--dupe_factor=2 only applies to ' '--masking=static'
+    ):
+      cpd.prepare_pretraining_data(
+          [corpus[0]],
+          str(tmp_path),
+          vocab_size=100,
+          masking='dynamic',
+          dupe_factor=2,
+      )
 
   def test_vocab_file_xor_vocab_size(self, corpus, tmp_path):
     with pytest.raises(ValueError, match='exactly one of --vocab_file'):
@@ -270,33 +355,38 @@ class TestErrors:
 
   def test_missing_corpus(self, tmp_path):
     with pytest.raises(FileNotFoundError, match='no_such_dir'):
-      cpd.prepare_pretraining_data([str(tmp_path / 'no_such_dir')],
-                                   str(tmp_path / 'out'), vocab_size=100)
+      cpd.prepare_pretraining_data(
+          [str(tmp_path / 'no_such_dir')], str(tmp_path / 'out'), vocab_size=100
+      )
 
   def test_empty_corpus(self, tmp_path):
     (tmp_path / 'empty.txt').write_text('\n\n\n')
     with pytest.raises(ValueError, match='no text'):
-      cpd.prepare_pretraining_data([str(tmp_path / 'empty.txt')],
-                                   str(tmp_path / 'out'), vocab_size=100)
+      cpd.prepare_pretraining_data(
+          [str(tmp_path / 'empty.txt')], str(tmp_path / 'out'), vocab_size=100
+      )
 
   def test_missing_vocab_file(self, corpus, tmp_path):
     with pytest.raises(FileNotFoundError, match='--vocab_file=.*nope.txt'):
-      cpd.prepare_pretraining_data([corpus[0]], str(tmp_path),
-                                   vocab_file=str(tmp_path / 'nope.txt'))
+      cpd.prepare_pretraining_data(
+          [corpus[0]], str(tmp_path), vocab_file=str(tmp_path / 'nope.txt')
+      )
 
   def test_vocab_file_without_mask(self, corpus, tmp_path):
     path = tmp_path / 'vocab.txt'
     path.write_text('[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n')
     with pytest.raises(ValueError, match=r'--vocab_file=.*\[MASK\]'):
-      cpd.prepare_pretraining_data([corpus[0]], str(tmp_path / 'out'),
-                                   vocab_file=str(path))
+      cpd.prepare_pretraining_data(
+          [corpus[0]], str(tmp_path / 'out'), vocab_file=str(path)
+      )
 
 
 class TestMetadataLoading:
 
   def test_missing_metadata_names_path(self, tmp_path):
-    with pytest.raises(FileNotFoundError,
-                       match=re.escape(str(tmp_path / 'metadata.json'))):
+    with pytest.raises(
+        FileNotFoundError, match=re.escape(str(tmp_path / 'metadata.json'))
+    ):
       records.load_metadata(str(tmp_path))
 
   def test_unknown_format_version(self, static_run, tmp_path):
@@ -317,20 +407,27 @@ def test_feature_spec_static_shapes(static_run):
   assert spec['next_sentence_labels'].shape == [1]
   assert spec['masked_lm_positions'].shape == [4]
   assert spec['masked_lm_weights'].dtype == tf.float32
-  assert all(v.dtype == tf.int64 for k, v in spec.items()
-             if k != 'masked_lm_weights')
+  assert all(
+      v.dtype == tf.int64 for k, v in spec.items() if k != 'masked_lm_weights'
+  )
 
 
 def test_cli_prints_report(corpus, static_run, tmp_path, capsys):
   cpd.define_flags()
   output_dir = str(tmp_path / 'cli')
   try:
-    cpd.FLAGS([
-        'create_pretraining_data', f'--input={corpus[0]}',
-        f'--output_dir={output_dir}',
-        f'--vocab_file={os.path.join(static_run[0], "vocab.txt")}',
-        f'--max_seq_length={_MAX_SEQ_LENGTH}', '--masking=static',
-        '--dupe_factor=2', '--eval_fraction=0'])
+    cpd.FLAGS(
+        [
+            'create_pretraining_data',
+            f'--input={corpus[0]}',
+            f'--output_dir={output_dir}',
+            f'--vocab_file={os.path.join(static_run[0], "vocab.txt")}',
+            f'--max_seq_length={_MAX_SEQ_LENGTH}',
+            '--masking=static',
+            '--dupe_factor=2',
+            '--eval_fraction=0',
+        ]
+    )
     cpd.main(['create_pretraining_data'])
   finally:
     cpd.FLAGS.unparse_flags()
@@ -341,7 +438,8 @@ def test_cli_prints_report(corpus, static_run, tmp_path, capsys):
   assert metadata['static_masking']['dupe_factor'] == 2
   np.testing.assert_equal(
       metadata['splits']['train']['num_examples'],
-      2 * metadata['stats']['splits']['train']['instances']['instances'])
+      2 * metadata['stats']['splits']['train']['instances']['instances'],
+  )
 
 
 class _KilledWriter:
@@ -379,12 +477,14 @@ class _KilledWriter:
 
 
 def _temporary_files(directory):
-  return sorted(name for name in tf.io.gfile.listdir(directory)
-                if '.tmp-' in name)
+  return sorted(
+      name for name in tf.io.gfile.listdir(directory) if '.tmp-' in name
+  )
 
 
 def test_killed_run_leaves_no_complete_looking_directory(
-    corpus, static_run, dynamic_run, tmp_path, monkeypatch, caplog):
+    corpus, static_run, dynamic_run, tmp_path, monkeypatch, caplog
+):
   """A kill mid-shard leaves only temporaries and no metadata.json; a kill
   while rewriting a complete directory removes its metadata.json first; a
   rerun removes the leftovers (and says how many) and writes the same
@@ -393,15 +493,22 @@ def test_killed_run_leaves_no_complete_looking_directory(
 
   def prepare():
     return cpd.prepare_pretraining_data(
-        [corpus[0]], output_dir,
+        [corpus[0]],
+        output_dir,
         vocab_file=os.path.join(static_run[0], 'vocab.txt'),
-        max_seq_length=_MAX_SEQ_LENGTH, masking='dynamic', eval_fraction=0.1,
-        seed=3, num_shards=2)
+        max_seq_length=_MAX_SEQ_LENGTH,
+        masking='dynamic',
+        eval_fraction=0.1,
+        seed=3,
+        num_shards=2,
+    )
 
   def check_complete(metadata):
     assert records.load_metadata(output_dir) == metadata
     assert metadata['splits']['train']['files'] == [
-        'train-00000-of-00002.tfrecord', 'train-00001-of-00002.tfrecord']
+        'train-00000-of-00002.tfrecord',
+        'train-00001-of-00002.tfrecord',
+    ]
     for split in records.SPLITS:
       expected = _parse_split(dynamic_run[0], dynamic_run[1], split)
       written = _parse_split(output_dir, metadata, split)
@@ -422,8 +529,12 @@ def test_killed_run_leaves_no_complete_looking_directory(
   assert records.METADATA_FILENAME not in names
   (leftover,) = _temporary_files(output_dir)
   assert leftover.startswith('train-00000-of-00002.tfrecord.tmp-')
-  assert sum(1 for _ in tf.data.TFRecordDataset(
-      os.path.join(output_dir, leftover))) == 3
+  assert (
+      sum(
+          1 for _ in tf.data.TFRecordDataset(os.path.join(output_dir, leftover))
+      )
+      == 3
+  )
   with pytest.raises(FileNotFoundError, match='metadata.json'):
     records.load_metadata(output_dir)
 
@@ -443,7 +554,8 @@ def test_killed_run_leaves_no_complete_looking_directory(
       prepare()
   assert records.METADATA_FILENAME not in tf.io.gfile.listdir(output_dir)
   assert [n.split('.tmp-')[0] for n in _temporary_files(output_dir)] == [
-      'train-00001-of-00002.tfrecord']
+      'train-00001-of-00002.tfrecord'
+  ]
   caplog.clear()
   check_complete(prepare())
   assert 'found 1 leftover temporary file(s)' in caplog.text
@@ -455,15 +567,18 @@ def test_shards_and_metadata_are_renamed_into_place(ram_dir):
   stale = os.path.join(ram_dir, 'eval-00000-of-00001.tfrecord.tmp-x-1-2')
   with tf.io.gfile.GFile(stale, 'w') as f:
     f.write('partial')
-  with tf.io.gfile.GFile(os.path.join(ram_dir, 'metadata.json'),
-                         'w') as f:
+  with tf.io.gfile.GFile(os.path.join(ram_dir, 'metadata.json'), 'w') as f:
     f.write('{}')
   assert records.prepare_output_dir(ram_dir) == 1
   assert tf.io.gfile.listdir(ram_dir) == []
   names = records.write_split(ram_dir, 'train', features, 3)
   assert sorted(tf.io.gfile.listdir(ram_dir)) == names
-  rows = [tf.train.Example.FromString(r.numpy()).features
-          .feature['input_ids'].int64_list.value
-          for r in tf.data.TFRecordDataset(
-              [os.path.join(ram_dir, n) for n in names])]
+  rows = [
+      tf.train.Example.FromString(r.numpy())
+      .features.feature['input_ids']
+      .int64_list.value
+      for r in tf.data.TFRecordDataset(
+          [os.path.join(ram_dir, n) for n in names]
+      )
+  ]
   assert [list(r) for r in rows] == features['input_ids'].tolist()

@@ -7,28 +7,34 @@ from official.nlp.tools import tokenization
 from official_repro.data import pos_tagging
 
 # [PAD] is deliberately not id 0.
-_VOCAB = ('the [UNK] [PAD] [CLS] [SEP] [MASK] cat sat on mat dog ran . un '
-          '##believ ##able 1 / 2 end').split()
-_CONLL = ('-DOCSTART- -X- O O\r\n'
-          '\r\n'
-          'The B-NP DT\r\n'
-          'cat I-NP NN\r\n'
-          'sat VBD\r\n'
-          '.\r\n'
-          '\r\n'
-          'unbelievable JJ|RB\r\n'
-          'dog\tNN\r\n')
-_TREEBANK = ('======================================\n'
-             '\n'
-             '[ The/DT cat/NN ]\n'
-             'sat/VBD on/IN \n'
-             '[ 1\\/2/CD mat/NN ]\n'
-             './. \n'
-             '\n'
-             '[ The/DT dog/NN ]\n'
-             'ran/VBD broken ./.\n'
-             '======================================\n'
-             'the/DT|NN end/NN\n')
+_VOCAB = (
+    'the [UNK] [PAD] [CLS] [SEP] [MASK] cat sat on mat dog ran . un '
+    '##believ ##able 1 / 2 end'
+).split()
+_CONLL = (
+    '-DOCSTART- -X- O O\r\n'
+    '\r\n'
+    'The B-NP DT\r\n'
+    'cat I-NP NN\r\n'
+    'sat VBD\r\n'
+    '.\r\n'
+    '\r\n'
+    'unbelievable JJ|RB\r\n'
+    'dog\tNN\r\n'
+)
+_TREEBANK = (
+    '======================================\n'
+    '\n'
+    '[ The/DT cat/NN ]\n'
+    'sat/VBD on/IN \n'
+    '[ 1\\/2/CD mat/NN ]\n'
+    './. \n'
+    '\n'
+    '[ The/DT dog/NN ]\n'
+    'ran/VBD broken ./.\n'
+    '======================================\n'
+    'the/DT|NN end/NN\n'
+)
 
 
 def _write(tmp_path, name, text):
@@ -49,13 +55,15 @@ def _id(token):
 
 
 def _sentence(words, tags, line_number=1):
-  return pos_tagging.TaggedSentence(tuple(words.split()), tuple(tags.split()),
-                                    line_number)
+  return pos_tagging.TaggedSentence(
+      tuple(words.split()), tuple(tags.split()), line_number
+  )
 
 
 @pytest.mark.parametrize('file_format', ['auto', 'conll'])
-def test_reads_conll_with_crlf_docstart_and_malformed_line(tmp_path,
-                                                           file_format):
+def test_reads_conll_with_crlf_docstart_and_malformed_line(
+    tmp_path, file_format
+):
   path = _write(tmp_path, 'train.txt', _CONLL)
   sentences, report = pos_tagging.read_tagged_sentences(path, file_format)
   assert [(s.words, s.tags, s.line_number) for s in sentences] == [
@@ -78,21 +86,25 @@ def test_reads_the_same_from_ram_filesystem(tmp_path, to_ram):
     expected, expected_report = pos_tagging.read_tagged_sentences(local)
     sentences, report = pos_tagging.read_tagged_sentences(remote)
     assert [(s.words, s.tags, s.line_number) for s in sentences] == [
-        (s.words, s.tags, s.line_number) for s in expected]
+        (s.words, s.tags, s.line_number) for s in expected
+    ]
     assert sentences[0].path == remote
     assert report.file_format == expected_report.file_format
     assert report.counts == expected_report.counts
 
 
 def test_conll_tag_column_reads_conll2000_order(tmp_path):
-  path = _write(tmp_path, 'conll2000.txt',
-                'The DT B-NP\ncat NN I-NP\nsat\tVBD\n\n')
+  path = _write(
+      tmp_path, 'conll2000.txt', 'The DT B-NP\ncat NN I-NP\nsat\tVBD\n\n'
+  )
   sentences, report = pos_tagging.read_tagged_sentences(
-      path, 'conll', conll_tag_column=1)
+      path, 'conll', conll_tag_column=1
+  )
   assert sentences[0].tags == ('DT', 'NN', 'VBD')
   assert report.malformed == []
   sentences, report = pos_tagging.read_tagged_sentences(
-      path, 'conll', conll_tag_column=-2)
+      path, 'conll', conll_tag_column=-2
+  )
   assert sentences[0].tags == ('DT', 'NN')
   assert [r.line_number for r in report.malformed] == [3]
   with pytest.raises(ValueError, match='conll_tag_column'):
@@ -100,31 +112,36 @@ def test_conll_tag_column_reads_conll2000_order(tmp_path):
 
 
 @pytest.mark.parametrize('file_format', ['auto', 'treebank'])
-def test_reads_treebank_with_escapes_brackets_and_separators(tmp_path,
-                                                             file_format):
+def test_reads_treebank_with_escapes_brackets_and_separators(
+    tmp_path, file_format
+):
   path = _write(tmp_path, 'wsj_0001.pos', _TREEBANK)
   sentences, report = pos_tagging.read_tagged_sentences(path, file_format)
   assert [(s.words, s.tags, s.line_number) for s in sentences] == [
-      (('The', 'cat', 'sat', 'on', '1/2', 'mat', '.'),
-       ('DT', 'NN', 'VBD', 'IN', 'CD', 'NN', '.'), 3),
+      (
+          ('The', 'cat', 'sat', 'on', '1/2', 'mat', '.'),
+          ('DT', 'NN', 'VBD', 'IN', 'CD', 'NN', '.'),
+          3,
+      ),
       (('The', 'dog', 'ran', '.'), ('DT', 'NN', 'VBD', '.'), 8),
       (('the', 'end'), ('DT', 'NN'), 11),
   ]
   assert report.file_format == 'treebank'
   assert report.counts['ambiguous_tags'] == 1
   assert report.malformed == [
-      (path, 9, "expected word/TAG, got token 'broken'")]
+      (path, 9, "expected word/TAG, got token 'broken'")
+  ]
 
 
 def test_treebank_token_splits_at_last_unescaped_slash(tmp_path):
-  path = _write(tmp_path, 'slashes.txt',
-                'and\\/or/CC a\\/b 3\\/4\\/5/CD\n\n')
+  path = _write(tmp_path, 'slashes.txt', 'and\\/or/CC a\\/b 3\\/4\\/5/CD\n\n')
   sentences, report = pos_tagging.read_tagged_sentences(path)
   assert report.file_format == 'treebank'
   assert sentences[0].words == ('and/or', '3/4/5')
   assert sentences[0].tags == ('CC', 'CD')
   assert report.malformed == [
-      (path, 1, "expected word/TAG, got token 'a\\\\/b'")]
+      (path, 1, "expected word/TAG, got token 'a\\\\/b'")
+  ]
 
 
 def test_auto_keeps_conll_when_words_contain_slashes(tmp_path):
@@ -153,7 +170,8 @@ def test_missing_empty_all_malformed_and_bad_encoding_files(tmp_path):
 
 def test_build_label_list_puts_extra_labels_first():
   labels = pos_tagging.build_label_list(
-      [_sentence('the cat', 'DT NN'), _sentence('ran .', 'VBD .')])
+      [_sentence('the cat', 'DT NN'), _sentence('ran .', 'VBD .')]
+  )
   assert labels == ('PAD', '##', '.', 'DT', 'NN', 'VBD')
   assert labels.index(pos_tagging.PAD_LABEL) == 0
   with pytest.raises(ValueError, match='line 4.*reserved'):
@@ -165,19 +183,37 @@ def test_build_label_list_puts_extra_labels_first():
 def test_word_pieces_get_continuation_label_and_zero_weight(tokenizer):
   sentence = _sentence('The unbelievable cat', 'DT JJ NN')
   labels = pos_tagging.build_label_list([sentence])
-  pad, cont, dt, jj, nn = (labels.index(label)
-                           for label in ('PAD', '##', 'DT', 'JJ', 'NN'))
+  pad, cont, dt, jj, nn = (
+      labels.index(label) for label in ('PAD', '##', 'DT', 'JJ', 'NN')
+  )
   features, report = pos_tagging.convert_to_features(
-      [sentence], tokenizer, labels, max_seq_length=9)
-  np.testing.assert_array_equal(features['input_word_ids'], [[
-      _id('[CLS]'), _id('the'), _id('un'), _id('##believ'), _id('##able'),
-      _id('cat'), _id('[SEP]'), _id('[PAD]'), _id('[PAD]')]])
-  np.testing.assert_array_equal(features['label_ids'],
-                                [[pad, dt, jj, cont, cont, nn, pad, pad, pad]])
-  np.testing.assert_array_equal(features['label_weights'],
-                                [[0, 1, 1, 0, 0, 1, 0, 0, 0]])
-  np.testing.assert_array_equal(features['input_mask'],
-                                [[1, 1, 1, 1, 1, 1, 1, 0, 0]])
+      [sentence], tokenizer, labels, max_seq_length=9
+  )
+  np.testing.assert_array_equal(
+      features['input_word_ids'],
+      [
+          [
+              _id('[CLS]'),
+              _id('the'),
+              _id('un'),
+              _id('##believ'),
+              _id('##able'),
+              _id('cat'),
+              _id('[SEP]'),
+              _id('[PAD]'),
+              _id('[PAD]'),
+          ]
+      ],
+  )
+  np.testing.assert_array_equal(
+      features['label_ids'], [[pad, dt, jj, cont, cont, nn, pad, pad, pad]]
+  )
+  np.testing.assert_array_equal(
+      features['label_weights'], [[0, 1, 1, 0, 0, 1, 0, 0, 0]]
+  )
+  np.testing.assert_array_equal(
+      features['input_mask'], [[1, 1, 1, 1, 1, 1, 1, 0, 0]]
+  )
   np.testing.assert_array_equal(features['input_type_ids'], np.zeros((1, 9)))
   for key in ('input_word_ids', 'input_mask', 'input_type_ids', 'label_ids'):
     assert features[key].dtype == np.int32
@@ -192,37 +228,59 @@ def test_long_sentence_continues_in_next_features(tokenizer):
   sentences = [_sentence(words, tags), _sentence('dog ran', 'NN VBD')]
   labels = pos_tagging.build_label_list(sentences)
   features, report = pos_tagging.convert_to_features(
-      sentences, tokenizer, labels, max_seq_length=6)
+      sentences, tokenizer, labels, max_seq_length=6
+  )
   # 4 pieces per feature: [the cat sat on] [the mat] [un ##believ ##able dog].
   assert features['input_word_ids'].shape == (4, 6)
-  np.testing.assert_array_equal(features['input_mask'].sum(axis=1),
-                                [6, 4, 6, 4])
-  np.testing.assert_array_equal(features['input_word_ids'][1], [
-      _id('[CLS]'), _id('the'), _id('mat'), _id('[SEP]'), _id('[PAD]'),
-      _id('[PAD]')])
+  np.testing.assert_array_equal(
+      features['input_mask'].sum(axis=1), [6, 4, 6, 4]
+  )
+  np.testing.assert_array_equal(
+      features['input_word_ids'][1],
+      [
+          _id('[CLS]'),
+          _id('the'),
+          _id('mat'),
+          _id('[SEP]'),
+          _id('[PAD]'),
+          _id('[PAD]'),
+      ],
+  )
   scored = features['label_weights'] == 1.0
   first_pieces = [_VOCAB[i] for i in features['input_word_ids'][scored]]
   assert first_pieces == 'the cat sat on the mat un dog dog ran'.split()
   assert [labels[i] for i in features['label_ids'][scored]] == (
-      tags.split() + ['NN', 'VBD'])
+      tags.split() + ['NN', 'VBD']
+  )
   assert features['label_weights'].sum() == 10
   assert np.all(features['input_word_ids'][:, 0] == _id('[CLS]'))
-  assert (report.num_sentences, report.num_words, report.num_features,
-          report.num_split_sentences) == (2, 10, 4, 1)
+  assert (
+      report.num_sentences,
+      report.num_words,
+      report.num_features,
+      report.num_split_sentences,
+  ) == (2, 10, 4, 1)
 
 
 def test_empty_and_overlong_words_are_counted(tokenizer):
   # The tokenizer deletes control characters such as BEL.
-  sentence = pos_tagging.TaggedSentence(('\x07', 'unbelievable'),
-                                        ('SYM', 'JJ'), line_number=1)
+  sentence = pos_tagging.TaggedSentence(
+      ('\x07', 'unbelievable'), ('SYM', 'JJ'), line_number=1
+  )
   labels = pos_tagging.build_label_list([sentence])
   features, report = pos_tagging.convert_to_features(
-      [sentence], tokenizer, labels, max_seq_length=4)
-  np.testing.assert_array_equal(features['input_word_ids'], [
-      [_id('[CLS]'), _id('[UNK]'), _id('[SEP]'), _id('[PAD]')],
-      [_id('[CLS]'), _id('un'), _id('##believ'), _id('[SEP]')]])
-  np.testing.assert_array_equal(features['label_weights'],
-                                [[0, 1, 0, 0], [0, 1, 0, 0]])
+      [sentence], tokenizer, labels, max_seq_length=4
+  )
+  np.testing.assert_array_equal(
+      features['input_word_ids'],
+      [
+          [_id('[CLS]'), _id('[UNK]'), _id('[SEP]'), _id('[PAD]')],
+          [_id('[CLS]'), _id('un'), _id('##believ'), _id('[SEP]')],
+      ],
+  )
+  np.testing.assert_array_equal(
+      features['label_weights'], [[0, 1, 0, 0], [0, 1, 0, 0]]
+  )
   assert report.num_empty_words == 1
   assert report.num_truncated_words == 1
 
@@ -233,26 +291,29 @@ def test_unknown_tag_raises_naming_file_and_line(tmp_path, tokenizer):
   train_sentences, _ = pos_tagging.read_tagged_sentences(train)
   dev_sentences, _ = pos_tagging.read_tagged_sentences(dev)
   labels = pos_tagging.build_label_list(train_sentences)
-  with pytest.raises(ValueError,
-                     match=r"dev.txt line 4 .*word 2 'dog'.*'VBZ'"):
+  with pytest.raises(ValueError, match=r"dev.txt line 4 .*word 2 'dog'.*'VBZ'"):
     pos_tagging.convert_to_features(dev_sentences, tokenizer, labels, 8)
 
 
 def test_rejects_bad_label_list_vocab_and_length(tmp_path, tokenizer):
   sentence = _sentence('the cat', 'DT NN')
   with pytest.raises(ValueError, match="lacks the extra label '##'"):
-    pos_tagging.convert_to_features([sentence], tokenizer,
-                                    ('PAD', 'DT', 'NN'), 8)
+    pos_tagging.convert_to_features(
+        [sentence], tokenizer, ('PAD', 'DT', 'NN'), 8
+    )
   with pytest.raises(ValueError, match='max_seq_length'):
-    pos_tagging.convert_to_features([sentence], tokenizer,
-                                    ('PAD', '##', 'DT', 'NN'), 2)
+    pos_tagging.convert_to_features(
+        [sentence], tokenizer, ('PAD', '##', 'DT', 'NN'), 2
+    )
   vocab_file = tmp_path / 'no_cls.txt'
   vocab_file.write_text('[PAD]\n[UNK]\n[SEP]\nthe\n')
   no_cls = tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
-  with pytest.raises(ValueError,
-                     match=r"lacks the special tokens \['\[CLS\]'\]"):
-    pos_tagging.convert_to_features([sentence], no_cls,
-                                    ('PAD', '##', 'DT', 'NN'), 8)
+  with pytest.raises(
+      ValueError, match=r"lacks the special tokens \['\[CLS\]'\]"
+  ):
+    pos_tagging.convert_to_features(
+        [sentence], no_cls, ('PAD', '##', 'DT', 'NN'), 8
+    )
 
 
 def test_tagging_accuracy_by_hand():

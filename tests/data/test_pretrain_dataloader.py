@@ -11,16 +11,23 @@ from official_repro.data import records
 
 
 def _config(path, **overrides):
-  fields = dict(input_path=path, split='train', max_seq_length=32,
-                global_batch_size=4, is_training=True, shuffle_buffer_size=0,
-                masking='dynamic', masking_seed=7, drop_remainder=True)
+  fields = dict(
+      input_path=path,
+      split='train',
+      max_seq_length=32,
+      global_batch_size=4,
+      is_training=True,
+      shuffle_buffer_size=0,
+      masking='dynamic',
+      masking_seed=7,
+      drop_remainder=True,
+  )
   fields.update(overrides)
   return pretrain_dataloader.PretrainDataConfig(**fields)
 
 
 def _take(dataset, n):
-  return [{k: v.numpy() for k, v in batch.items()}
-          for batch in dataset.take(n)]
+  return [{k: v.numpy() for k, v in batch.items()} for batch in dataset.take(n)]
 
 
 def _num_batches_per_epoch(path, batch_size=4):
@@ -46,14 +53,20 @@ def test_dynamic_masks_differ_across_epochs(tiny_records):
   same_positions = 0
   for a, b in zip(examples[:per_epoch], examples[per_epoch:]):
     np.testing.assert_array_equal(_original_ids(a), _original_ids(b))
-    same_positions += np.array_equal(a['masked_lm_positions'],
-                                     b['masked_lm_positions'])
+    same_positions += np.array_equal(
+        a['masked_lm_positions'], b['masked_lm_positions']
+    )
   assert same_positions < per_epoch / 2
 
 
 def test_eval_masks_are_identical_on_every_pass(tiny_records):
-  config = _config(tiny_records, split='eval', is_training=False,
-                   masking_seed=None, drop_remainder=False)
+  config = _config(
+      tiny_records,
+      split='eval',
+      is_training=False,
+      masking_seed=None,
+      drop_remainder=False,
+  )
   dataset = pretrain_dataloader.PretrainDataLoader(config).load()
   first = _take(dataset, 100)
   second = _take(dataset, 100)
@@ -76,8 +89,9 @@ def test_dynamic_batch_layout(tiny_records):
 
 
 def test_static_records_pass_masks_through(static_records):
-  config = _config(static_records, masking='static',
-                   use_next_sentence_label=True)
+  config = _config(
+      static_records, masking='static', use_next_sentence_label=True
+  )
   loader = pretrain_dataloader.PretrainDataLoader(config)
   batch = _take(loader.load(), 1)[0]
   mask_id = loader.metadata['special_token_ids']['mask']
@@ -88,42 +102,63 @@ def test_static_records_pass_masks_through(static_records):
   assert batch['next_sentence_labels'].shape == (4, 1)
 
 
-@pytest.mark.parametrize('overrides, message', [
-    (dict(max_seq_length=64),
-     r'max_seq_length=32.*expects max_seq_length=64'),
-    (dict(masking='static'), r'dynamic masking.*static masking'),
-    (dict(use_next_sentence_label=True), r'no next_sentence_labels'),
-    (dict(split='test'), r"no split 'test'"),
-])
+@pytest.mark.parametrize(
+    'overrides, message',
+    [
+        (
+            dict(max_seq_length=64),
+            r'max_seq_length=32.*expects max_seq_length=64',
+        ),
+        (dict(masking='static'), r'dynamic masking.*static masking'),
+        (dict(use_next_sentence_label=True), r'no next_sentence_labels'),
+        (dict(split='test'), r"no split 'test'"),
+    ],
+)
 def test_mismatches_are_named(tiny_records, overrides, message):
   with pytest.raises(pretrain_dataloader.RecordMismatchError, match=message):
     pretrain_dataloader.PretrainDataLoader(_config(tiny_records, **overrides))
 
 
 def test_static_prediction_slots_must_match(static_records):
-  with pytest.raises(pretrain_dataloader.RecordMismatchError,
-                     match='masked positions per sequence'):
-    pretrain_dataloader.PretrainDataLoader(_config(
-        static_records, masking='static', max_predictions_per_seq=3))
+  with pytest.raises(
+      pretrain_dataloader.RecordMismatchError,
+      match='masked positions per sequence',
+  ):
+    pretrain_dataloader.PretrainDataLoader(
+        _config(static_records, masking='static', max_predictions_per_seq=3)
+    )
 
 
 def test_missing_metadata_names_the_path(tmp_path):
-  with pytest.raises((FileNotFoundError, ValueError),
-                     match=os.path.join(str(tmp_path), 'metadata.json')):
+  with pytest.raises(
+      (FileNotFoundError, ValueError),
+      match=os.path.join(str(tmp_path), 'metadata.json'),
+  ):
     pretrain_dataloader.PretrainDataLoader(_config(str(tmp_path)))
 
 
 def test_input_pipelines_read_disjoint_examples(tiny_records):
-  config = _config(tiny_records, split='eval', is_training=False,
-                   drop_remainder=False, global_batch_size=2)
+  config = _config(
+      tiny_records,
+      split='eval',
+      is_training=False,
+      drop_remainder=False,
+      global_batch_size=2,
+  )
   seen = []
   for pipeline in range(2):
     context = tf.distribute.InputContext(
-        num_input_pipelines=2, input_pipeline_id=pipeline,
-        num_replicas_in_sync=2)
+        num_input_pipelines=2,
+        input_pipeline_id=pipeline,
+        num_replicas_in_sync=2,
+    )
     dataset = pretrain_dataloader.PretrainDataLoader(config).load(context)
-    seen.append([tuple(_original_ids(example))
-                 for example in _take(dataset.unbatch(), 1000)])
+    seen.append(
+        [
+            tuple(_original_ids(example))
+            for example in _take(dataset.unbatch(), 1000)
+        ]
+    )
   total = records.load_metadata(tiny_records)['splits']['eval']['num_examples']
   assert seen[0] and seen[1]
   assert len(seen[0]) + len(seen[1]) == total
@@ -131,7 +166,8 @@ def test_input_pipelines_read_disjoint_examples(tiny_records):
 
 
 def test_training_pipelines_stay_disjoint_with_fewer_files_than_pipelines(
-    tiny_records):
+    tiny_records,
+):
   """Hosts that shuffle differently (other seeds) still never share a
   record: with fewer files than pipelines each keeps every n-th record of
   every file, rather than every n-th record of its own shuffled stream."""
@@ -139,14 +175,24 @@ def test_training_pipelines_stay_disjoint_with_fewer_files_than_pipelines(
   assert len(files) < 3
   seen = []
   for pipeline in range(3):
-    config = _config(tiny_records, global_batch_size=3, seed=100 + pipeline,
-                     shuffle_buffer_size=50)
+    config = _config(
+        tiny_records,
+        global_batch_size=3,
+        seed=100 + pipeline,
+        shuffle_buffer_size=50,
+    )
     context = tf.distribute.InputContext(
-        num_input_pipelines=3, input_pipeline_id=pipeline,
-        num_replicas_in_sync=3)
+        num_input_pipelines=3,
+        input_pipeline_id=pipeline,
+        num_replicas_in_sync=3,
+    )
     dataset = pretrain_dataloader.PretrainDataLoader(config).load(context)
-    seen.append({tuple(_original_ids(example))
-                 for example in _take(dataset.unbatch(), 60)})
+    seen.append(
+        {
+            tuple(_original_ids(example))
+            for example in _take(dataset.unbatch(), 60)
+        }
+    )
   assert all(seen)
   for first, second in ((0, 1), (0, 2), (1, 2)):
     assert not seen[first] & seen[second]

@@ -26,14 +26,17 @@ def _make_documents(num_documents=12, seed=0):
 
 
 def _create(documents, seed=1, **options):
-  return pi.create_instances(documents, pi.InstanceOptions(**options), CLS,
-                             SEP, random.Random(seed))
+  return pi.create_instances(
+      documents, pi.InstanceOptions(**options), CLS, SEP, random.Random(seed)
+  )
 
 
 def _segments(instance):
   first_sep = instance.input_ids.index(SEP)
-  return (instance.input_ids[1:first_sep],
-          instance.input_ids[first_sep + 1:-1])
+  return (
+      instance.input_ids[1:first_sep],
+      instance.input_ids[first_sep + 1 : -1],
+  )
 
 
 def _is_contiguous(tokens):
@@ -43,9 +46,12 @@ def _is_contiguous(tokens):
 @pytest.mark.parametrize('nsp', [False, True])
 @pytest.mark.parametrize('max_seq_length', [8, 32, 128])
 def test_instance_structure(nsp, max_seq_length):
-  instances, stats = _create(_make_documents(), max_seq_length=max_seq_length,
-                             short_seq_prob=0.2,
-                             next_sentence_prediction=nsp)
+  instances, stats = _create(
+      _make_documents(),
+      max_seq_length=max_seq_length,
+      short_seq_prob=0.2,
+      next_sentence_prediction=nsp,
+  )
   assert stats.instances == len(instances) > 0
   for instance in instances:
     ids = instance.input_ids
@@ -54,8 +60,9 @@ def test_instance_structure(nsp, max_seq_length):
     assert len(ids) <= max_seq_length
     segment_a, segment_b = _segments(instance)
     assert segment_a and segment_b
-    assert instance.segment_ids == ([0] * (len(segment_a) + 2) +
-                                    [1] * (len(segment_b) + 1))
+    assert instance.segment_ids == (
+        [0] * (len(segment_a) + 2) + [1] * (len(segment_b) + 1)
+    )
     # Segments are runs of a document's token stream (token ids are
     # consecutive within a document).
     assert _is_contiguous(segment_a)
@@ -68,8 +75,9 @@ def test_instance_structure(nsp, max_seq_length):
 
 
 def test_actual_next_follows_segment_a():
-  instances, _ = _create(_make_documents(), max_seq_length=64,
-                         next_sentence_prediction=True)
+  instances, _ = _create(
+      _make_documents(), max_seq_length=64, next_sentence_prediction=True
+  )
   for instance in instances:
     segment_a, segment_b = _segments(instance)
     if instance.next_sentence_label == 0:
@@ -77,8 +85,9 @@ def test_actual_next_follows_segment_a():
 
 
 def test_nsp_labels_balanced():
-  instances, stats = _create(_make_documents(40), max_seq_length=64,
-                             next_sentence_prediction=True)
+  instances, stats = _create(
+      _make_documents(40), max_seq_length=64, next_sentence_prediction=True
+  )
   labels = [i.next_sentence_label for i in instances]
   assert 0 in labels and 1 in labels
   assert 0.3 < labels.count(1) / len(labels) < 0.75
@@ -88,10 +97,16 @@ def test_nsp_labels_balanced():
 def test_random_next_returns_unused_sentences():
   # Every sentence contributes to an instance of its own document as A or
   # as an actual-next B, even when random B segments take its place.
-  documents = [[[1000 * (d + 1) + 3 * s + k for k in range(3)]
-                for s in range(40)] for d in range(6)]
-  instances, _ = _create(documents, max_seq_length=40, short_seq_prob=0.0,
-                         next_sentence_prediction=True)
+  documents = [
+      [[1000 * (d + 1) + 3 * s + k for k in range(3)] for s in range(40)]
+      for d in range(6)
+  ]
+  instances, _ = _create(
+      documents,
+      max_seq_length=40,
+      short_seq_prob=0.0,
+      next_sentence_prediction=True,
+  )
   covered = set()
   for instance in instances:
     segment_a, segment_b = _segments(instance)
@@ -106,8 +121,12 @@ def test_random_next_returns_unused_sentences():
 def test_short_seq_prob_zero_fills_to_max_length():
   documents = _make_documents(20)
   max_seq_length = 32
-  instances, stats = _create(documents, max_seq_length=max_seq_length,
-                             short_seq_prob=0.0, next_sentence_prediction=False)
+  instances, stats = _create(
+      documents,
+      max_seq_length=max_seq_length,
+      short_seq_prob=0.0,
+      next_sentence_prediction=False,
+  )
   assert stats.short_target_chunks == 0
   full = sum(len(i.input_ids) == max_seq_length for i in instances)
   # Only the last chunk of a document can fall short.
@@ -117,8 +136,9 @@ def test_short_seq_prob_zero_fills_to_max_length():
 def test_short_seq_prob_one_makes_short_instances():
   documents = _make_documents(20)
   long_instances, _ = _create(documents, max_seq_length=64, short_seq_prob=0.0)
-  short_instances, stats = _create(documents, max_seq_length=64,
-                                   short_seq_prob=1.0)
+  short_instances, stats = _create(
+      documents, max_seq_length=64, short_seq_prob=1.0
+  )
   assert stats.short_target_chunks > 0
   mean = lambda xs: sum(len(x.input_ids) for x in xs) / len(xs)
   assert mean(short_instances) < 0.8 * mean(long_instances)
@@ -127,12 +147,27 @@ def test_short_seq_prob_one_makes_short_instances():
 
 def test_deterministic_given_seed():
   documents = _make_documents()
-  first, _ = _create(documents, seed=7, short_seq_prob=0.3,
-                     next_sentence_prediction=True, max_seq_length=24)
-  second, _ = _create(documents, seed=7, short_seq_prob=0.3,
-                      next_sentence_prediction=True, max_seq_length=24)
-  other, _ = _create(documents, seed=8, short_seq_prob=0.3,
-                     next_sentence_prediction=True, max_seq_length=24)
+  first, _ = _create(
+      documents,
+      seed=7,
+      short_seq_prob=0.3,
+      next_sentence_prediction=True,
+      max_seq_length=24,
+  )
+  second, _ = _create(
+      documents,
+      seed=7,
+      short_seq_prob=0.3,
+      next_sentence_prediction=True,
+      max_seq_length=24,
+  )
+  other, _ = _create(
+      documents,
+      seed=8,
+      short_seq_prob=0.3,
+      next_sentence_prediction=True,
+      max_seq_length=24,
+  )
   assert first == second
   assert first != other
 

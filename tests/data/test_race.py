@@ -11,18 +11,22 @@ from official.nlp.tools import tokenization
 from official_repro.data import race
 
 # [PAD] is deliberately not id 0: the code must look it up.
-VOCAB = ('the [UNK] [CLS] [SEP] [MASK] [PAD] cat sat on mat . where did sit ? '
-         'in a box under tree at school dog ran to park ##s what is _ big '
-         'small red blue one two three four five six seven eight nine ten '
-         'who went home').split()
+VOCAB = (
+    'the [UNK] [CLS] [SEP] [MASK] [PAD] cat sat on mat . where did sit ? '
+    'in a box under tree at school dog ran to park ##s what is _ big '
+    'small red blue one two three four five six seven eight nine ten '
+    'who went home'
+).split()
 ID = {token: i for i, token in enumerate(VOCAB)}
 PAD, CLS, SEP = ID['[PAD]'], ID['[CLS]'], ID['[SEP]']
 
 MIDDLE_1 = {
     'article': 'The cat sat on the mat.',
     'questions': ['Where did the cat sit?', 'The cat sat on the _.'],
-    'options': [['on the mat', 'in a box', 'under the tree', 'at school'],
-                ['box', 'tree', 'mat', 'park']],
+    'options': [
+        ['on the mat', 'in a box', 'under the tree', 'at school'],
+        ['box', 'tree', 'mat', 'park'],
+    ],
     'answers': ['A', 'C'],
     'id': 'middle1.txt',
 }
@@ -36,8 +40,10 @@ MIDDLE_2 = {
 HIGH_1 = {
     'article': 'Cats went home.',
     'questions': ['Who went home?', 'What is big?'],
-    'options': [['cats', 'dogs', 'trees', 'boxes'],
-                ['the cat', 'the dog', 'the park', 'the mat']],
+    'options': [
+        ['cats', 'dogs', 'trees', 'boxes'],
+        ['the cat', 'the dog', 'the park', 'the mat'],
+    ],
     'answers': ['A', 'D'],
     'id': 'high1.txt',
 }
@@ -65,12 +71,21 @@ def tokenizer(tmp_path):
   return tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
 
 
-def _example(article='the cat sat', question='where ?',
-             options=('on the mat', 'in a box', 'cats', 'the dog'), label=2,
-             level='middle'):
-  return race.RaceExample(example_id='x-0', level=level, article=article,
-                          question=question, options=tuple(options),
-                          label=label)
+def _example(
+    article='the cat sat',
+    question='where ?',
+    options=('on the mat', 'in a box', 'cats', 'the dog'),
+    label=2,
+    level='middle',
+):
+  return race.RaceExample(
+      example_id='x-0',
+      level=level,
+      article=article,
+      question=question,
+      options=tuple(options),
+      label=label,
+  )
 
 
 def _ids(words):
@@ -80,8 +95,12 @@ def _ids(words):
 def test_read_examples_counts_and_fields(tmp_path):
   examples, report = race.read_examples(str(_race_dir(tmp_path)), 'train')
   assert [e.example_id for e in examples] == [
-      'middle1.txt-0', 'middle1.txt-1', 'middle2.txt-0', 'high1.txt-0',
-      'high1.txt-1']
+      'middle1.txt-0',
+      'middle1.txt-1',
+      'middle2.txt-0',
+      'high1.txt-0',
+      'high1.txt-1',
+  ]
   assert [e.level for e in examples] == ['middle'] * 3 + ['high'] * 2
   assert [e.label for e in examples] == [0, 2, 1, 0, 3]
   cloze = examples[1]
@@ -89,16 +108,24 @@ def test_read_examples_counts_and_fields(tmp_path):
   assert cloze.options == ('box', 'tree', 'mat', 'park')
   assert cloze.article == 'The cat sat on the mat.'
   assert (report.num_records, report.num_examples, report.malformed) == (
-      3, 5, [])
+      3,
+      5,
+      [],
+  )
   assert report.counts == {
-      'files/middle': 2, 'files/high': 1,
-      'questions/middle': 3, 'questions/high': 2,
-      'cloze_questions/middle': 1, 'cloze_questions/high': 0}
+      'files/middle': 2,
+      'files/high': 1,
+      'questions/middle': 3,
+      'questions/high': 2,
+      'cloze_questions/middle': 1,
+      'cloze_questions/high': 0,
+  }
 
 
 def test_read_one_level(tmp_path):
-  examples, report = race.read_examples(str(_race_dir(tmp_path)), 'train',
-                                        levels=('high',))
+  examples, report = race.read_examples(
+      str(_race_dir(tmp_path)), 'train', levels=('high',)
+  )
   assert [e.example_id for e in examples] == ['high1.txt-0', 'high1.txt-1']
   assert report.counts['questions/high'] == 2
   assert 'questions/middle' not in report.counts
@@ -122,12 +149,14 @@ def test_read_directory_directly(tmp_path):
 def test_file_without_questions_is_reported(tmp_path):
   directory = tmp_path / 'middle'
   _write(directory / '1.txt', MIDDLE_2)
-  _write(directory / '2.txt', dict(MIDDLE_2, questions=[], options=[],
-                                   answers=[]))
+  _write(
+      directory / '2.txt', dict(MIDDLE_2, questions=[], options=[], answers=[])
+  )
   examples, report = race.read_examples(str(directory))
   assert len(examples) == 1
-  assert report.malformed == [(str(directory / '2.txt'), None,
-                               'holds an article but no question')]
+  assert report.malformed == [
+      (str(directory / '2.txt'), None, 'holds an article but no question')
+  ]
   assert report.counts['files/middle'] == 2
 
 
@@ -137,22 +166,25 @@ def _bad_options(index, options):
   return dict(MIDDLE_1, options=broken)
 
 
-@pytest.mark.parametrize('record, expected', [
-    ('{"article": "a",\n "questions": [}', 'line 2'),
-    ('[1, 2]', 'expected a JSON object'),
-    ({k: v for k, v in MIDDLE_1.items() if k != 'answers'}, "['answers']"),
-    (dict(MIDDLE_1, answers=['A']), '1 answers'),
-    (dict(MIDDLE_1, options=MIDDLE_1['options'][:1]), '1 option lists'),
-    (_bad_options(1, ['box', 'tree', 'mat']), 'question index 1'),
-    (_bad_options(0, ['a', 'b', 'c', 'd', 'e']), 'question index 0'),
-    (_bad_options(1, ['box', 'tree', 3, 'park']), 'question index 1'),
-    (dict(MIDDLE_1, answers=['A', 'E']), 'question index 1'),
-    (dict(MIDDLE_1, answers=['a', 'B']), 'question index 0'),
-    (dict(MIDDLE_1, answers=['A', 'AB']), 'question index 1'),
-    (dict(MIDDLE_1, answers=['', 'B']), 'question index 0'),
-    (dict(MIDDLE_1, questions=['q', None]), 'question index 1'),
-    (dict(MIDDLE_1, article=['not', 'a', 'string']), '"article"'),
-])
+@pytest.mark.parametrize(
+    'record, expected',
+    [
+        ('{"article": "a",\n "questions": [}', 'line 2'),
+        ('[1, 2]', 'expected a JSON object'),
+        ({k: v for k, v in MIDDLE_1.items() if k != 'answers'}, "['answers']"),
+        (dict(MIDDLE_1, answers=['A']), '1 answers'),
+        (dict(MIDDLE_1, options=MIDDLE_1['options'][:1]), '1 option lists'),
+        (_bad_options(1, ['box', 'tree', 'mat']), 'question index 1'),
+        (_bad_options(0, ['a', 'b', 'c', 'd', 'e']), 'question index 0'),
+        (_bad_options(1, ['box', 'tree', 3, 'park']), 'question index 1'),
+        (dict(MIDDLE_1, answers=['A', 'E']), 'question index 1'),
+        (dict(MIDDLE_1, answers=['a', 'B']), 'question index 0'),
+        (dict(MIDDLE_1, answers=['A', 'AB']), 'question index 1'),
+        (dict(MIDDLE_1, answers=['', 'B']), 'question index 0'),
+        (dict(MIDDLE_1, questions=['q', None]), 'question index 1'),
+        (dict(MIDDLE_1, article=['not', 'a', 'string']), '"article"'),
+    ],
+)
 def test_malformed_file_names_file_and_place(tmp_path, record, expected):
   root = _race_dir(tmp_path)
   bad = _write(root / 'train' / 'middle' / '3.txt', record)
@@ -200,7 +232,8 @@ def test_features_shapes_and_labels(tmp_path, tokenizer):
 
 def test_exact_ids_for_tiny_example(tokenizer):
   features, report = race.convert_to_features(
-      [_example(article='The cat sat.', question='Where?')], tokenizer, 14)
+      [_example(article='The cat sat.', question='Where?')], tokenizer, 14
+  )
   cls, sep, pad = '[CLS]', '[SEP]', '[PAD]'
   expected = {
       0: f'{cls} the cat sat . {sep} where ? {sep} on the mat {sep} {pad}',
@@ -210,39 +243,53 @@ def test_exact_ids_for_tiny_example(tokenizer):
       3: f'{cls} the cat sat . {sep} where ? {sep} the dog {sep} {pad} {pad}',
   }
   for choice, words in expected.items():
-    np.testing.assert_array_equal(features['input_word_ids'][0, choice],
-                                  _ids(words))
+    np.testing.assert_array_equal(
+        features['input_word_ids'][0, choice], _ids(words)
+    )
   np.testing.assert_array_equal(
       features['input_type_ids'][0, 0],
-      [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0])
-  np.testing.assert_array_equal(features['input_mask'][0, 2],
-                                [1] * 12 + [0] * 2)
+      [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0],
+  )
+  np.testing.assert_array_equal(
+      features['input_mask'][0, 2], [1] * 12 + [0] * 2
+  )
   assert features['label_ids'][0] == 2
   assert report.num_truncated_articles == 0
   assert report.num_truncated_segment_b == 0
 
 
-def test_truncation_cuts_article_end_and_keeps_question_and_option(
-    tokenizer):
+def test_truncation_cuts_article_end_and_keeps_question_and_option(tokenizer):
   article = ' '.join(['one two three four five six seven eight nine ten'] * 3)
-  example = _example(article=article, question='where did the cat sit ?',
-                     options=('on the mat', 'a box', 'the red tree', 'home'))
+  example = _example(
+      article=article,
+      question='where did the cat sit ?',
+      options=('on the mat', 'a box', 'the red tree', 'home'),
+  )
   max_seq_length = 24
-  features, report = race.convert_to_features([example], tokenizer,
-                                              max_seq_length)
+  features, report = race.convert_to_features(
+      [example], tokenizer, max_seq_length
+  )
   ids = features['input_word_ids'][0]
   question = _ids('where did the cat sit ?')
   for choice, option in enumerate(example.options):
     option_ids = _ids(option)
     # Budget 24 - 4 = 20 tokens: the article keeps its first 20 - 6 - |option|.
     kept = 20 - len(question) - len(option_ids)
-    expected = ([CLS] + _ids(article)[:kept] + [SEP] + question + [SEP] +
-                option_ids + [SEP])
+    expected = (
+        [CLS]
+        + _ids(article)[:kept]
+        + [SEP]
+        + question
+        + [SEP]
+        + option_ids
+        + [SEP]
+    )
     assert len(expected) == max_seq_length
     np.testing.assert_array_equal(ids[choice], expected)
     np.testing.assert_array_equal(
         features['input_type_ids'][0, choice],
-        [0] * (kept + 2) + [1] * (len(question) + len(option_ids) + 2))
+        [0] * (kept + 2) + [1] * (len(question) + len(option_ids) + 2),
+    )
   assert features['input_mask'].sum(axis=-1).max() == max_seq_length
   assert report.num_truncated_articles == 4
   assert report.num_truncated_segment_b == 0
@@ -254,47 +301,62 @@ def test_truncation_longest_first_when_question_is_long(tokenizer):
   # article 2, question 1, option 2.
   example = _example(
       article='one two three four five six seven eight nine ten',
-      question='who went home ?', options=('a box',) * 4)
+      question='who went home ?',
+      options=('a box',) * 4,
+  )
   features, report = race.convert_to_features([example], tokenizer, 9)
   np.testing.assert_array_equal(
       features['input_word_ids'][0, 0],
-      _ids('[CLS] one two [SEP] who [SEP] a box [SEP]'))
+      _ids('[CLS] one two [SEP] who [SEP] a box [SEP]'),
+  )
   assert report.num_truncated_articles == 4
   assert report.num_truncated_segment_b == 4
 
 
 def test_max_query_length_cuts_question(tokenizer):
   features, report = race.convert_to_features(
-      [_example(question='where did the cat sit ?')], tokenizer, 24,
-      max_query_length=2)
+      [_example(question='where did the cat sit ?')],
+      tokenizer,
+      24,
+      max_query_length=2,
+  )
   np.testing.assert_array_equal(
       features['input_word_ids'][0, 0, :12],
-      _ids('[CLS] the cat sat [SEP] where did [SEP] on the mat [SEP]'))
+      _ids('[CLS] the cat sat [SEP] where did [SEP] on the mat [SEP]'),
+  )
   assert report.num_truncated_questions == 4
 
 
 def test_fill_blank_replaces_blank_with_option(tokenizer):
-  cloze = _example(article='the cat sat', question='the cat sat on the _ .',
-                   options=('mat', 'a box', 'tree', 'park'))
+  cloze = _example(
+      article='the cat sat',
+      question='the cat sat on the _ .',
+      options=('mat', 'a box', 'tree', 'park'),
+  )
   plain = _example(article='the cat sat', question='where ?')
-  features, report = race.convert_to_features([cloze, plain], tokenizer, 15,
-                                              fill_blank=True)
+  features, report = race.convert_to_features(
+      [cloze, plain], tokenizer, 15, fill_blank=True
+  )
   np.testing.assert_array_equal(
       features['input_word_ids'][0, 1],
-      _ids('[CLS] the cat sat [SEP] the cat sat on the a box . [SEP] [PAD]'))
+      _ids('[CLS] the cat sat [SEP] the cat sat on the a box . [SEP] [PAD]'),
+  )
   np.testing.assert_array_equal(
-      features['input_type_ids'][0, 1], [0] * 5 + [1] * 9 + [0])
+      features['input_type_ids'][0, 1], [0] * 5 + [1] * 9 + [0]
+  )
   # A question without a blank keeps [SEP] question [SEP] option [SEP].
   np.testing.assert_array_equal(
       features['input_word_ids'][1, 0, :12],
-      _ids('[CLS] the cat sat [SEP] where ? [SEP] on the mat [SEP]'))
+      _ids('[CLS] the cat sat [SEP] where ? [SEP] on the mat [SEP]'),
+  )
   assert report.num_filled_blanks == 4
 
   # By default (BERT) the blank stays and the option follows.
   features, report = race.convert_to_features([cloze], tokenizer, 15)
   np.testing.assert_array_equal(
       features['input_word_ids'][0, 0],
-      _ids('[CLS] the cat sat [SEP] the cat sat on the _ . [SEP] mat [SEP]'))
+      _ids('[CLS] the cat sat [SEP] the cat sat on the _ . [SEP] mat [SEP]'),
+  )
   assert report.num_filled_blanks == 0
 
 
@@ -325,10 +387,13 @@ def test_accuracy_by_level():
   names = ['middle', 'middle', 'high', 'high', 'high']
   expected = {'middle': 1.0, 'high': 1 / 3, 'all': 3 / 5}
   assert race.accuracy_by_level(predictions, labels, names) == pytest.approx(
-      expected)
+      expected
+  )
   assert race.accuracy_by_level(
-      np.array(predictions), np.array(labels),
-      np.array([0, 0, 1, 1, 1], np.int32)) == pytest.approx(expected)
+      np.array(predictions),
+      np.array(labels),
+      np.array([0, 0, 1, 1, 1], np.int32),
+  ) == pytest.approx(expected)
   only_middle = race.accuracy_by_level([1, 2], [1, 3], ['middle', 'middle'])
   assert only_middle == {'middle': 0.5, 'all': 0.5}
 
@@ -357,8 +422,9 @@ def test_read_examples_from_ram_filesystem(tmp_path, to_ram):
     assert report.counts == expected_report.counts
   examples, _ = race.read_examples(os.path.join(remote, 'train', 'middle'))
   assert len(examples) == 3
-  with pytest.raises(FileNotFoundError,
-                     match=os.path.join(remote, 'dev', 'middle')):
+  with pytest.raises(
+      FileNotFoundError, match=os.path.join(remote, 'dev', 'middle')
+  ):
     race.read_examples(remote, 'dev')
   bad = os.path.join(remote, 'train', 'middle', '3.txt')
   with tf.io.gfile.GFile(bad, 'wb') as f:

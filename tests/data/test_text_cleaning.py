@@ -24,40 +24,59 @@ class TestSplitSentences:
 
   def test_basic_split(self):
     assert tc.split_sentences('It rained. We stayed in! Did you? Yes.') == [
-        'It rained.', 'We stayed in!', 'Did you?', 'Yes.']
+        'It rained.',
+        'We stayed in!',
+        'Did you?',
+        'Yes.',
+    ]
 
   def test_abbreviations_do_not_split(self):
-    text = ('Mr. Smith met Dr. Jones and Mrs. Brown at St. Paul, e.g. at '
-            'noon, i.e. early, etc. Then they left.')
+    text = (
+        'Mr. Smith met Dr. Jones and Mrs. Brown at St. Paul, e.g. at '
+        'noon, i.e. early, etc. Then they left.'
+    )
     assert tc.split_sentences(text) == [
         'Mr. Smith met Dr. Jones and Mrs. Brown at St. Paul, e.g. at noon, '
-        'i.e. early, etc. Then they left.']
+        'i.e. early, etc. Then they left.'
+    ]
 
   def test_more_abbreviations(self):
     assert tc.split_sentences(
-        'See Fig. 3 and Vol. 2 by Prof. Black vs. Jr. Lee. Done.') == [
-            'See Fig. 3 and Vol. 2 by Prof. Black vs. Jr. Lee.', 'Done.']
+        'See Fig. 3 and Vol. 2 by Prof. Black vs. Jr. Lee. Done.'
+    ) == ['See Fig. 3 and Vol. 2 by Prof. Black vs. Jr. Lee.', 'Done.']
 
   def test_initials_do_not_split_but_pronoun_does(self):
     assert tc.split_sentences(
-        'J. R. R. Tolkien wrote it. So did I. Then we ate.') == [
-            'J. R. R. Tolkien wrote it.', 'So did I.', 'Then we ate.']
+        'J. R. R. Tolkien wrote it. So did I. Then we ate.'
+    ) == ['J. R. R. Tolkien wrote it.', 'So did I.', 'Then we ate.']
 
   def test_number_abbreviation_only_before_digit(self):
     assert tc.split_sentences('Room No. 5 was empty. I said no. Then ok.') == [
-        'Room No. 5 was empty.', 'I said no.', 'Then ok.']
+        'Room No. 5 was empty.',
+        'I said no.',
+        'Then ok.',
+    ]
 
   def test_quotes_and_brackets(self):
-    text = ('"Stop!" He ran. She said "Go." "Now?" he asked. (It was late.) '
-            '\u201cFine.\u201d \u2018Sure.\u2019 Then 3 men came.')
+    text = (
+        '"Stop!" He ran. She said "Go." "Now?" he asked. (It was late.) '
+        '\u201cFine.\u201d \u2018Sure.\u2019 Then 3 men came.'
+    )
     assert tc.split_sentences(text) == [
-        '"Stop!"', 'He ran.', 'She said "Go."', '"Now?" he asked.',
-        '(It was late.)', '\u201cFine.\u201d', '\u2018Sure.\u2019',
-        'Then 3 men came.']
+        '"Stop!"',
+        'He ran.',
+        'She said "Go."',
+        '"Now?" he asked.',
+        '(It was late.)',
+        '\u201cFine.\u201d',
+        '\u2018Sure.\u2019',
+        'Then 3 men came.',
+    ]
 
   def test_no_split_before_lowercase_or_inside_numbers(self):
     assert tc.split_sentences('Pi is 3.14 or so. and more? yes.') == [
-        'Pi is 3.14 or so. and more? yes.']
+        'Pi is 3.14 or so. and more? yes.'
+    ]
 
   def test_whitespace_and_empty(self):
     assert tc.split_sentences('  One.\n\n   Two.  ') == ['One.', 'Two.']
@@ -66,21 +85,35 @@ class TestSplitSentences:
 
 class TestIsHeading:
 
-  @pytest.mark.parametrize('block', [
-      ['CHAPTER IV'], ['Chapter 12'], ['CHAPTER 45. The Affidavit.'],
-      ['Book the First--Recalled to Life'], ['I. The Period'],
-      ['* * * * *'], ['Youth'], ['New York'],
-      ['Chapter I      The Period', 'Chapter II     The Mail'],
-  ])
+  @pytest.mark.parametrize(
+      'block',
+      [
+          ['CHAPTER IV'],
+          ['Chapter 12'],
+          ['CHAPTER 45. The Affidavit.'],
+          ['Book the First--Recalled to Life'],
+          ['I. The Period'],
+          ['* * * * *'],
+          ['Youth'],
+          ['New York'],
+          ['Chapter I      The Period', 'Chapter II     The Mail'],
+      ],
+  )
   def test_headings(self, block):
     assert tc.is_heading(block)
 
-  @pytest.mark.parametrize('block', [
-      ['Yes.'], ['Oh!'], ['He said:'], ['It was the best of times,',
-                                        'it was the worst of times.'],
-      ['Part of the reason was the rain.'], ['Said he'],
-      ['Part two of the plan failed.'],
-  ])
+  @pytest.mark.parametrize(
+      'block',
+      [
+          ['Yes.'],
+          ['Oh!'],
+          ['He said:'],
+          ['It was the best of times,', 'it was the worst of times.'],
+          ['Part of the reason was the rain.'],
+          ['Said he'],
+          ['Part two of the plan failed.'],
+      ],
+  )
   def test_not_headings(self, block):
     assert not tc.is_heading(block)
 
@@ -88,24 +121,37 @@ class TestIsHeading:
 class TestReadCorpus:
 
   def test_blank_line_documents_join_wrapped_lines(self, tmp_path):
-    path = _write(tmp_path / 'a.txt',
-                  'The cat sat on\nthe mat. It slept.\n\nA dog barked.\n')
+    path = _write(
+        tmp_path / 'a.txt',
+        'The cat sat on\nthe mat. It slept.\n\nA dog barked.\n',
+    )
     documents, stats = tc.read_corpus([path])
-    assert documents == [['The cat sat on the mat.', 'It slept.'],
-                         ['A dog barked.']]
-    assert (stats.files, stats.documents, stats.paragraphs,
-            stats.sentences, stats.lines_read, stats.blank_lines) == (
-                1, 2, 2, 3, 4, 1)
+    assert documents == [
+        ['The cat sat on the mat.', 'It slept.'],
+        ['A dog barked.'],
+    ]
+    assert (
+        stats.files,
+        stats.documents,
+        stats.paragraphs,
+        stats.sentences,
+        stats.lines_read,
+        stats.blank_lines,
+    ) == (1, 2, 2, 3, 4, 1)
 
   def test_file_mode_and_sentence_per_line(self, tmp_path):
     _write(tmp_path / 'b.txt', 'First line here\nSecond one\n\nThird. Four.\n')
     _write(tmp_path / 'a.txt', 'Alpha is first.\n')
     documents, stats = tc.read_corpus(
         [str(tmp_path)],
-        tc.CleaningOptions(document_mode='file', sentence_per_line=True,
-                           drop_headings=False))
-    assert documents == [['Alpha is first.'],
-                         ['First line here', 'Second one', 'Third. Four.']]
+        tc.CleaningOptions(
+            document_mode='file', sentence_per_line=True, drop_headings=False
+        ),
+    )
+    assert documents == [
+        ['Alpha is first.'],
+        ['First line here', 'Second one', 'Third. Four.'],
+    ]
     assert stats.paragraphs == 3
 
   def test_directory_recursion_and_pattern(self, tmp_path):
@@ -115,14 +161,17 @@ class TestReadCorpus:
     documents, _ = tc.read_corpus([str(tmp_path)])
     assert documents == [['Deep text here.']]
     documents, _ = tc.read_corpus(
-        [str(tmp_path)], tc.CleaningOptions(file_pattern='*.text'))
+        [str(tmp_path)], tc.CleaningOptions(file_pattern='*.text')
+    )
     assert documents == [['Other pattern.']]
 
   def test_crlf_and_bom_read_like_lf(self, tmp_path):
     text = 'One line\nwrapped here.\n\nNext doc.\n'
     plain = _write(tmp_path / 'lf' / 'a.txt', text.encode('utf-8'))
-    crlf = _write(tmp_path / 'crlf' / 'a.txt',
-                  b'\xef\xbb\xbf' + text.replace('\n', '\r\n').encode())
+    crlf = _write(
+        tmp_path / 'crlf' / 'a.txt',
+        b'\xef\xbb\xbf' + text.replace('\n', '\r\n').encode(),
+    )
     expected, _ = tc.read_corpus([plain])
     documents, stats = tc.read_corpus([crlf])
     assert documents == expected
@@ -131,65 +180,90 @@ class TestReadCorpus:
     assert stats.files_with_crlf == 1
 
   def test_decode_errors_counted_when_replacing(self, tmp_path):
-    path = _write(tmp_path / 'a.txt',
-                  b'Bad \xff byte and \xfe here. Real \xef\xbf\xbd ok.\n')
+    path = _write(
+        tmp_path / 'a.txt',
+        b'Bad \xff byte and \xfe here. Real \xef\xbf\xbd ok.\n',
+    )
     documents, stats = tc.read_corpus(
-        [path], tc.CleaningOptions(encoding_errors='replace'))
+        [path], tc.CleaningOptions(encoding_errors='replace')
+    )
     assert stats.decode_errors == 2
     assert stats.files_with_decode_errors == 1
     assert documents[0][0] == 'Bad \ufffd byte and \ufffd here.'
 
   def test_a_file_that_is_not_utf8_is_refused_by_name_and_offset(
-      self, tmp_path):
+      self, tmp_path
+  ):
     _write(tmp_path / 'good.txt', 'Fine text here.\n')
-    bad = _write(tmp_path / 'bad.txt',
-                 b'\xef\xbb\xbfCaf\xe9 latin-1 text.\n')
-    with pytest.raises(ValueError, match=r'bad.txt is not UTF-8: byte 6 '
-                       r'\(0xe9\)'):
+    bad = _write(tmp_path / 'bad.txt', b'\xef\xbb\xbfCaf\xe9 latin-1 text.\n')
+    with pytest.raises(
+        ValueError, match=r'bad.txt is not UTF-8: byte 6 ' r'\(0xe9\)'
+    ):
       tc.read_corpus([str(tmp_path)])
 
   def test_gutenberg_stripping(self, tmp_path):
-    lines = (['The Project Gutenberg EBook of X', 'License text', '',
-              '*** START OF THIS PROJECT GUTENBERG EBOOK X ***', '',
-              'CHAPTER I', '', 'It was a _dark_ night. The end came.',
-              '', '[Illustration: A ship.]', '',
-              '***END OF THE PROJECT GUTENBERG EBOOK X***'] +
-             ['footer line'] * 5)
+    lines = [
+        'The Project Gutenberg EBook of X',
+        'License text',
+        '',
+        '*** START OF THIS PROJECT GUTENBERG EBOOK X ***',
+        '',
+        'CHAPTER I',
+        '',
+        'It was a _dark_ night. The end came.',
+        '',
+        '[Illustration: A ship.]',
+        '',
+        '***END OF THE PROJECT GUTENBERG EBOOK X***',
+    ] + ['footer line'] * 5
     book = _write(tmp_path / 'book.txt', '\n'.join(lines) + '\n')
     plain = _write(tmp_path / 'plain.txt', 'No markers at all here.\n')
     documents, stats = tc.read_corpus(
         [book, plain],
-        tc.CleaningOptions(document_mode='file', strip_gutenberg=True))
-    assert documents == [['It was a dark night.', 'The end came.'],
-                         ['No markers at all here.']]
+        tc.CleaningOptions(document_mode='file', strip_gutenberg=True),
+    )
+    assert documents == [
+        ['It was a dark night.', 'The end came.'],
+        ['No markers at all here.'],
+    ]
     assert stats.lines_skipped_by_reason == {
-        'gutenberg header': 4, 'gutenberg footer': 6,
-        'gutenberg illustration': 1, 'heading': 1}
+        'gutenberg header': 4,
+        'gutenberg footer': 6,
+        'gutenberg illustration': 1,
+        'heading': 1,
+    }
     assert stats.files_without_gutenberg_markers == 1
     assert stats.italics_underscores_removed == 2
 
   def test_headings_kept_when_disabled(self, tmp_path):
     path = _write(tmp_path / 'a.txt', 'CHAPTER I\n\nText follows.\n')
     documents, _ = tc.read_corpus(
-        [path], tc.CleaningOptions(document_mode='file', drop_headings=False))
+        [path], tc.CleaningOptions(document_mode='file', drop_headings=False)
+    )
     assert documents == [['CHAPTER I', 'Text follows.']]
 
   def test_drop_line_regexes_counted_per_regex(self, tmp_path):
-    path = _write(tmp_path / 'a.txt',
-                  'Keep this line.\n# comment one\n# comment two\n'
-                  'Page 12\nAlso kept.\n')
+    path = _write(
+        tmp_path / 'a.txt',
+        'Keep this line.\n# comment one\n# comment two\n'
+        'Page 12\nAlso kept.\n',
+    )
     page = r'^Page \d+$'
     documents, stats = tc.read_corpus(
-        [path], tc.CleaningOptions(drop_line_regexes=['^#', page]))
+        [path], tc.CleaningOptions(drop_line_regexes=['^#', page])
+    )
     assert documents == [['Keep this line.', 'Also kept.']]
     assert stats.lines_skipped_by_reason == {
-        "drop_line_regex '^#'": 2, f'drop_line_regex {page!r}': 1}
+        "drop_line_regex '^#'": 2,
+        f'drop_line_regex {page!r}': 1,
+    }
     assert 'drop_line_regex' in stats.report()
 
   def test_min_sentence_chars(self, tmp_path):
     path = _write(tmp_path / 'a.txt', 'Ok. This one is long enough.\n\nNo.\n')
     documents, stats = tc.read_corpus(
-        [path], tc.CleaningOptions(min_sentence_chars=5))
+        [path], tc.CleaningOptions(min_sentence_chars=5)
+    )
     assert documents == [['This one is long enough.']]
     assert stats.sentences_dropped_short == 2
     assert stats.empty_documents_dropped == 1
@@ -206,27 +280,43 @@ class TestReadCorpus:
 
   def test_empty_corpus_raises_no_text(self, tmp_path):
     path = _write(tmp_path / 'a.txt', '\n\n   \n# only a comment\n')
-    with pytest.raises(ValueError, match=r'a\.txt: 1 files read, 0 non-empty '
-                       r'documents.*no text.*drop_line_regex'):
+    with pytest.raises(
+        ValueError,
+        match=r'a\.txt: 1 files read, 0 non-empty '
+        r'documents.*no text.*drop_line_regex',
+    ):
       tc.read_corpus([path], tc.CleaningOptions(drop_line_regexes=['^#']))
 
   def test_ram_filesystem_reads_like_local(self, tmp_path, to_ram):
     local = tmp_path / 'corpus'
     _write(local / 'b.txt', 'First doc here.\n\nSecond doc.\n')
-    _write(local / 'x' / 'y' / 'deep.txt',
-           b'\xef\xbb\xbfDeep one\r\nwrapped. Bad \xff byte.\r\n')
+    _write(
+        local / 'x' / 'y' / 'deep.txt',
+        b'\xef\xbb\xbfDeep one\r\nwrapped. Bad \xff byte.\r\n',
+    )
     _write(local / 'x' / 'skip.md', 'Not read.\n')
     single = _write(tmp_path / 'single.txt', 'Alone here.\n')
     replace = tc.CleaningOptions(encoding_errors='replace')
     expected, expected_stats = tc.read_corpus([str(local), single], replace)
     remote = [to_ram(local), to_ram(single)]
     documents, stats = tc.read_corpus(remote, replace)
-    assert documents == expected == [
-        ['First doc here.'], ['Second doc.'],
-        ['Deep one wrapped.', 'Bad \ufffd byte.'], ['Alone here.']]
-    assert (stats.files, stats.bytes_read, stats.files_with_bom,
-            stats.files_with_crlf, stats.decode_errors) == (
-                expected_stats.files, expected_stats.bytes_read, 1, 1, 1)
+    assert (
+        documents
+        == expected
+        == [
+            ['First doc here.'],
+            ['Second doc.'],
+            ['Deep one wrapped.', 'Bad \ufffd byte.'],
+            ['Alone here.'],
+        ]
+    )
+    assert (
+        stats.files,
+        stats.bytes_read,
+        stats.files_with_bom,
+        stats.files_with_crlf,
+        stats.decode_errors,
+    ) == (expected_stats.files, expected_stats.bytes_read, 1, 1, 1)
     missing = os.path.join(remote[0], 'nope.txt')
     with pytest.raises(FileNotFoundError, match=missing):
       tc.read_corpus([missing])
@@ -244,9 +334,11 @@ class TestBuiltinCorpus:
 
   def test_writes_readable_deterministic_corpus(self, tmp_path):
     first = builtin_corpus.write_builtin_corpus(
-        str(tmp_path / 'a'), max_chars=60_000)
+        str(tmp_path / 'a'), max_chars=60_000
+    )
     second = builtin_corpus.write_builtin_corpus(
-        str(tmp_path / 'b'), max_chars=60_000)
+        str(tmp_path / 'b'), max_chars=60_000
+    )
     contents = [open(p, encoding='utf-8').read() for p in first]
     assert contents == [open(p, encoding='utf-8').read() for p in second]
     assert sum(len(c) for c in contents) <= 60_000
@@ -257,11 +349,14 @@ class TestBuiltinCorpus:
 
   def test_writes_the_same_corpus_on_ram_filesystem(self, tmp_path, ram_dir):
     local = builtin_corpus.write_builtin_corpus(
-        str(tmp_path / 'local'), max_chars=20_000)
+        str(tmp_path / 'local'), max_chars=20_000
+    )
     remote = builtin_corpus.write_builtin_corpus(
-        os.path.join(ram_dir, 'corpus'), max_chars=20_000)
+        os.path.join(ram_dir, 'corpus'), max_chars=20_000
+    )
     assert [os.path.basename(p) for p in remote] == [
-        os.path.basename(p) for p in local]
+        os.path.basename(p) for p in local
+    ]
     for local_path, remote_path in zip(local, remote):
       assert remote_path.startswith(ram_dir)
       with open(local_path, encoding='utf-8') as f:
@@ -270,7 +365,10 @@ class TestBuiltinCorpus:
         assert f.read() == expected
 
   def test_prose_paragraphs_skip_code_and_titles(self):
-    text = ('Title Line\n==========\n\nA real sentence here\nwrapped.\n\n'
-            '>>> print(1)\n1\n\nArgs:\n  x: a value.\n\n    indented code.\n')
+    text = (
+        'Title Line\n==========\n\nA real sentence here\nwrapped.\n\n'
+        '>>> print(1)\n1\n\nArgs:\n  x: a value.\n\n    indented code.\n'
+    )
     assert builtin_corpus.prose_paragraphs(text) == [
-        'A real sentence here wrapped.']
+        'A real sentence here wrapped.'
+    ]

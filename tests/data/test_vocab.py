@@ -44,10 +44,12 @@ class TestLoadVocab:
       vocab.load_vocab(str(path))
 
   def test_duplicate_token_names_lines(self, tmp_path):
-    path = _write_lines(tmp_path / 'v.txt',
-                        list(vocab.SPECIAL_TOKENS) + ['cat', 'dog', 'cat'])
+    path = _write_lines(
+        tmp_path / 'v.txt', list(vocab.SPECIAL_TOKENS) + ['cat', 'dog', 'cat']
+    )
     with pytest.raises(
-        ValueError, match=r"line 8: duplicate token 'cat' \(first on line 6"):
+        ValueError, match=r"line 8: duplicate token 'cat' \(first on line 6"
+    ):
       vocab.load_vocab(path)
 
   def test_empty_line(self, tmp_path):
@@ -56,10 +58,12 @@ class TestLoadVocab:
       vocab.load_vocab(path)
 
   def test_missing_special_token(self, tmp_path):
-    path = _write_lines(tmp_path / 'v.txt', ['[PAD]', '[UNK]', '[CLS]',
-                                             '[SEP]', 'cat'])
-    with pytest.raises(ValueError,
-                       match=r"lacks required tokens \['\[MASK\]'\]"):
+    path = _write_lines(
+        tmp_path / 'v.txt', ['[PAD]', '[UNK]', '[CLS]', '[SEP]', 'cat']
+    )
+    with pytest.raises(
+        ValueError, match=r"lacks required tokens \['\[MASK\]'\]"
+    ):
       vocab.load_vocab(path)
 
 
@@ -68,17 +72,20 @@ class TestSpecialTokenIds:
   def test_looked_up_by_string(self):
     # The BERT uncased layout: [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102,
     # [MASK]=103.
-    tokens = ['[PAD]'] + [f'[unused{i}]' for i in range(99)] + [
-        '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'the']
+    tokens = (
+        ['[PAD]']
+        + [f'[unused{i}]' for i in range(99)]
+        + ['[UNK]', '[CLS]', '[SEP]', '[MASK]', 'the']
+    )
     ids = vocab.SpecialTokenIds.from_vocab(tokens)
-    assert ids == vocab.SpecialTokenIds(pad=0, unk=100, cls=101, sep=102,
-                                         mask=103)
+    assert ids == vocab.SpecialTokenIds(
+        pad=0, unk=100, cls=101, sep=102, mask=103
+    )
     assert ids.all_ids() == (0, 100, 101, 102, 103)
 
   def test_other_layout(self):
     tokens = ['a', '[MASK]', '[SEP]', '[CLS]', '[UNK]', '[PAD]']
-    assert vocab.SpecialTokenIds.from_vocab(tokens).all_ids() == (5, 4, 3, 2,
-                                                                  1)
+    assert vocab.SpecialTokenIds.from_vocab(tokens).all_ids() == (5, 4, 3, 2, 1)
 
   def test_missing(self):
     with pytest.raises(ValueError, match=r"\['\[CLS\]'\]"):
@@ -98,13 +105,13 @@ class TestBuildAndTokenize:
     assert tokens[:5] == list(vocab.SPECIAL_TOKENS)
     assert len(tokens) <= 120
     assert vocab.load_vocab(path) == tokens
-    assert vocab.SpecialTokenIds.from_vocab(tokens).all_ids() == (0, 1, 2, 3,
-                                                                  4)
+    assert vocab.SpecialTokenIds.from_vocab(tokens).all_ids() == (0, 1, 2, 3, 4)
 
   def test_tokenize_round_trip(self, built):
     path, tokens = built
-    ids = vocab.tokenize_sentences(_SENTENCES[:8], path, lower_case=True,
-                                   batch_size=3)
+    ids = vocab.tokenize_sentences(
+        _SENTENCES[:8], path, lower_case=True, batch_size=3
+    )
     unk = tokens.index('[UNK]')
     for sentence, sentence_ids in zip(_SENTENCES, ids):
       assert unk not in sentence_ids
@@ -114,12 +121,13 @@ class TestBuildAndTokenize:
     path, _ = built
     sentences = _SENTENCES[:7] + ['', '   ']
     assert vocab.tokenize_sentences(sentences, path, True, batch_size=2) == (
-        vocab.tokenize_sentences(sentences, path, True, batch_size=100))
+        vocab.tokenize_sentences(sentences, path, True, batch_size=100)
+    )
     assert vocab.tokenize_sentences(sentences, path, True)[-2:] == [[], []]
 
   def test_lower_case_strips_accents_and_unknown_is_unk(self, built):
     path, tokens = built
-    ids, = vocab.tokenize_sentences(['THE Rivér \u4e2d'], path, True)
+    (ids,) = vocab.tokenize_sentences(['THE Rivér \u4e2d'], path, True)
     assert vocab.detokenize(ids, tokens) == ['the', 'river', '[UNK]']
 
   def test_build_rejects_tiny_size(self, tmp_path):
@@ -131,6 +139,7 @@ def test_vocab_round_trips_on_a_non_local_filesystem():
   # tf.io.gfile's in-memory filesystem stands in for gs://: a reader that
   # used open() or os.path would not find the file.
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   path = 'ram://vocab_test/vocab.txt'
   tokens = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'river', '##s']
   vocab.write_vocab(tokens, path)

@@ -91,13 +91,15 @@ def test_vocabulary_order_and_cap():
   assert full.words == ['<eos>', '<unk>', 'c', 'a', 'b', 'd']
   capped = wikitext.Vocabulary.build(tokens, max_size=4)
   assert capped.words == ['<eos>', '<unk>', 'c', 'a']
-  assert capped.build_stats == dict(distinct_words=4, kept_words=2,
-                                    capped_types=2, capped_tokens=2)
+  assert capped.build_stats == dict(
+      distinct_words=4, kept_words=2, capped_types=2, capped_tokens=2
+  )
   ids, stats = capped.encode(tokens)
   assert ids.dtype == np.int32
   assert capped.decode(ids) == '<unk> a a c c c <eos> <unk> <unk>'.split()
-  assert stats == wikitext.EncodeStats(tokens=9, unk_tokens=3, oov_tokens=2,
-                                       oov_types=2)
+  assert stats == wikitext.EncodeStats(
+      tokens=9, unk_tokens=3, oov_tokens=2, oov_types=2
+  )
   with pytest.raises(ValueError, match='max_vocab_size must be >= 3'):
     wikitext.Vocabulary.build(tokens, max_size=2)
 
@@ -112,22 +114,30 @@ def _collect(dataset):
 
 def test_eval_windows_cover_the_stream_once():
   stream = np.arange(3, 26, dtype=np.int32)  # 23 tokens, 22 targets.
-  tokens, weights = _collect(wikitext.window_dataset(
-      stream, seq_length=5, batch_size=2, training=False))
+  tokens, weights = _collect(
+      wikitext.window_dataset(
+          stream, seq_length=5, batch_size=2, training=False
+      )
+  )
   assert tokens.shape == (5, 6) and weights.shape == (5, 5)
   targets = tokens[:, 1:][weights > 0]
   np.testing.assert_array_equal(targets, stream[1:])
   np.testing.assert_array_equal(tokens[:, :-1][weights > 0], stream[:-1])
   assert weights.sum() == 22
   stats = wikitext.window_stats(23, 5, 2, training=False)
-  assert (stats.windows, stats.target_tokens, stats.dropped_targets,
-          stats.batches) == (5, 22, 0, 3)
+  assert (
+      stats.windows,
+      stats.target_tokens,
+      stats.dropped_targets,
+      stats.batches,
+  ) == (5, 22, 0, 3)
 
 
 def test_train_windows_whole_and_shuffled():
   stream = np.arange(23, dtype=np.int32)
-  dataset = wikitext.window_dataset(stream, seq_length=5, batch_size=2,
-                                    training=True, seed=0)
+  dataset = wikitext.window_dataset(
+      stream, seq_length=5, batch_size=2, training=True, seed=0
+  )
   batches = [b['tokens'].numpy() for b in dataset.take(4)]
   starts = sorted(int(w[0]) for b in batches[:2] for w in b)
   # 4 whole windows (stride 5); the last 2 targets are dropped.
@@ -137,14 +147,19 @@ def test_train_windows_whole_and_shuffled():
     np.testing.assert_array_equal(batch[:, 1:] - batch[:, :-1], 1)
   stats = wikitext.window_stats(23, 5, 2, training=True)
   assert (stats.windows, stats.target_tokens, stats.dropped_targets) == (
-      4, 20, 2)
+      4,
+      20,
+      2,
+  )
 
 
 def test_window_dataset_too_short():
-  with pytest.raises(ValueError, match='train stream has 10 tokens.*needs at '
-                     'least 21'):
-    wikitext.window_dataset(np.arange(10, dtype=np.int32), 5, 4, True,
-                            name='train')
+  with pytest.raises(
+      ValueError, match='train stream has 10 tokens.*needs at ' 'least 21'
+  ):
+    wikitext.window_dataset(
+        np.arange(10, dtype=np.int32), 5, 4, True, name='train'
+    )
 
 
 def test_missing_and_empty_files(tmp_path):
@@ -168,18 +183,26 @@ def test_load_corpus_fraction_and_files(wiki_file, tmp_path):
   assert len(corpus.valid) == valid['tokens']
   other = tmp_path / 'test.tokens'
   other.write_text(' the cat sat . \n')
-  corpus = wikitext.load_corpus(wiki_file, valid_file=wiki_file,
-                                max_vocab_size=5, test_file=str(other))
+  corpus = wikitext.load_corpus(
+      wiki_file, valid_file=wiki_file, max_vocab_size=5, test_file=str(other)
+  )
   assert len(corpus.vocab) == 5
   assert corpus.vocab.decode(corpus.test) == [
-      'the', '<unk>', '<unk>', '.', '<eos>']
-  with pytest.raises(ValueError, match='exactly one of valid_file and '
-                     'valid_fraction'):
+      'the',
+      '<unk>',
+      '<unk>',
+      '.',
+      '<eos>',
+  ]
+  with pytest.raises(
+      ValueError, match='exactly one of valid_file and ' 'valid_fraction'
+  ):
     wikitext.load_corpus(wiki_file)
 
 
 def test_unigram_log_probs_add_one():
   log_probs = wikitext.unigram_log_probs(np.array([0, 0, 2], np.int32), 4)
   assert log_probs.shape == (4,) and log_probs.dtype == np.float32
-  np.testing.assert_allclose(np.exp(log_probs), [3 / 7, 1 / 7, 2 / 7, 1 / 7],
-                             rtol=1e-6)
+  np.testing.assert_allclose(
+      np.exp(log_probs), [3 / 7, 1 / 7, 2 / 7, 1 / 7], rtol=1e-6
+  )

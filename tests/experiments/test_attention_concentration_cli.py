@@ -18,11 +18,13 @@ _WORDS = 'the quick brown fox jumps over a lazy dog near river'.split()
 _VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + _WORDS
 # MRPC dev rows; the last pair is 5 tokens long ([CLS] a [SEP] b [SEP]), too
 # short for window 4, so its maps have no concentration.
-_PAIRS = [('the quick brown fox jumps', 'a lazy dog near the river'),
-          ('a dog jumps over the fox', 'the fox jumps over a dog'),
-          ('near the river', 'the quick brown dog jumps over a lazy fox'),
-          ('the lazy fox', 'a quick dog'),
-          ('fox', 'dog')]
+_PAIRS = [
+    ('the quick brown fox jumps', 'a lazy dog near the river'),
+    ('a dog jumps over the fox', 'the fox jumps over a dog'),
+    ('near the river', 'the quick brown dog jumps over a lazy fox'),
+    ('the lazy fox', 'a quick dog'),
+    ('fox', 'dog'),
+]
 _NUM_LAYERS = 2
 _SEQ_LENGTH = 16
 # (backbone, heads configured, attention maps per layer).
@@ -30,10 +32,15 @@ _MODELS = {'bert': ('bert', 4, 4), 'convbert': ('convbert', 4, 2)}
 
 
 def _export(model_dir, backbone, num_heads, **options):
-  fields = dict(backbone=backbone, hidden_size=16, num_layers=_NUM_LAYERS,
-                num_attention_heads=num_heads, intermediate_size=32,
-                vocab_size=len(_VOCAB),
-                max_position_embeddings=_SEQ_LENGTH)
+  fields = dict(
+      backbone=backbone,
+      hidden_size=16,
+      num_layers=_NUM_LAYERS,
+      num_attention_heads=num_heads,
+      intermediate_size=32,
+      vocab_size=len(_VOCAB),
+      max_position_embeddings=_SEQ_LENGTH,
+  )
   if backbone == 'convbert':
     fields.update(options=dict(kernel_size=3, **options))
   config = encoders.EncoderConfig(**fields)
@@ -42,8 +49,14 @@ def _export(model_dir, backbone, num_heads, **options):
   vocab_file = os.path.join(model_dir, 'vocab.txt')
   with open(vocab_file, 'w') as f:
     f.write('\n'.join(_VOCAB) + '\n')
-  export.export_encoder(holder, config.as_dict(), model_dir, step=3,
-                        vocab_file=vocab_file, lower_case=True)
+  export.export_encoder(
+      holder,
+      config.as_dict(),
+      model_dir,
+      step=3,
+      vocab_file=vocab_file,
+      lower_case=True,
+  )
   return model_dir
 
 
@@ -53,27 +66,42 @@ def fixture_dirs(tmp_path_factory):
   glue_dir = tmp_path_factory.mktemp('glue')
   (glue_dir / 'MRPC').mkdir()
   lines = ['\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String']
-  lines += [f'{i % 2}\t{i}\t{i + 100}\t{a}\t{b}'
-            for i, (a, b) in enumerate(_PAIRS)]
+  lines += [
+      f'{i % 2}\t{i}\t{i + 100}\t{a}\t{b}' for i, (a, b) in enumerate(_PAIRS)
+  ]
   (glue_dir / 'MRPC' / 'dev.tsv').write_text('\n'.join(lines) + '\n')
-  model_dirs = {name: _export(str(tmp_path_factory.mktemp(name)), backbone,
-                              heads)
-                for name, (backbone, heads, _) in _MODELS.items()}
+  model_dirs = {
+      name: _export(str(tmp_path_factory.mktemp(name)), backbone, heads)
+      for name, (backbone, heads, _) in _MODELS.items()
+  }
   return str(glue_dir), model_dirs
 
 
 def test_cli_prints_and_writes_both_rows(fixture_dirs, tmp_path):
   glue_dir, model_dirs = fixture_dirs
   output_file = tmp_path / 'out' / 'table1.json'
-  command = [sys.executable, '-m', 'experiments.attention_concentration',
-             f"--init_checkpoint={model_dirs['bert']}", '--label=BERT',
-             f"--init_checkpoint={model_dirs['convbert']}/encoder",
-             '--label=ConvBERT', f'--glue_dir={glue_dir}',
-             f'--max_seq_length={_SEQ_LENGTH}', '--batch_size=2',
-             f'--output_file={output_file}']
-  result = subprocess.run(command, cwd=gin_utils.REPO_ROOT, check=True,
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+  command = [
+      sys.executable,
+      '-m',
+      'experiments.attention_concentration',
+      f"--init_checkpoint={model_dirs['bert']}",
+      '--label=BERT',
+      f"--init_checkpoint={model_dirs['convbert']}/encoder",
+      '--label=ConvBERT',
+      f'--glue_dir={glue_dir}',
+      f'--max_seq_length={_SEQ_LENGTH}',
+      '--batch_size=2',
+      f'--output_file={output_file}',
+  ]
+  result = subprocess.run(
+      command,
+      cwd=gin_utils.REPO_ROOT,
+      check=True,
+      capture_output=True,
+      text=True,
+      timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+  )
   with open(output_file) as f:
     rows = json.load(f)['rows']
   assert [row['label'] for row in rows] == ['BERT', 'ConvBERT']
@@ -88,22 +116,35 @@ def test_cli_prints_and_writes_both_rows(fixture_dirs, tmp_path):
     assert row['mean_concentration'] > 0 and row['mass_ratio'] > 0
     # Freshly initialised (0.02-stddev) weights attend almost uniformly.
     assert row['mean_concentration'] == pytest.approx(
-        row['uniform_concentration'], rel=0.05)
+        row['uniform_concentration'], rel=0.05
+    )
     assert [layer['num_maps'] for layer in row['per_layer']] == [
-        len(_PAIRS) * heads] * _NUM_LAYERS
+        len(_PAIRS) * heads
+    ] * _NUM_LAYERS
     assert f"| {row['label']} | {backbone} | {_NUM_LAYERS} x {heads} |" in (
-        result.stdout)
+        result.stdout
+    )
 
 
 def test_max_examples_and_window(fixture_dirs):
   glue_dir, model_dirs = fixture_dirs
-  results = attention_concentration.run(attention_concentration.Settings(
-      init_checkpoints=(model_dirs['convbert'],), glue_dir=glue_dir,
-      max_seq_length=_SEQ_LENGTH, max_examples=2, window=1))
+  results = attention_concentration.run(
+      attention_concentration.Settings(
+          init_checkpoints=(model_dirs['convbert'],),
+          glue_dir=glue_dir,
+          max_seq_length=_SEQ_LENGTH,
+          max_examples=2,
+          window=1,
+      )
+  )
   (row,) = results['rows']
   assert row['label'] == model_dirs['convbert']
-  assert (row['num_examples'], row['num_maps'], row['num_excluded'],
-          row['window']) == (2, 2 * _NUM_LAYERS * 2, 0, 1)
+  assert (
+      row['num_examples'],
+      row['num_maps'],
+      row['num_excluded'],
+      row['window'],
+  ) == (2, 2 * _NUM_LAYERS * 2, 0, 1)
   assert 'ConvBERT 0.608' in attention_concentration.format_table(results)
 
 
@@ -111,8 +152,11 @@ def test_bad_input_names_the_flag_or_file(fixture_dirs, tmp_path):
   glue_dir, model_dirs = fixture_dirs
 
   def settings(**overrides):
-    fields = dict(init_checkpoints=(model_dirs['bert'],), glue_dir=glue_dir,
-                  max_seq_length=_SEQ_LENGTH)
+    fields = dict(
+        init_checkpoints=(model_dirs['bert'],),
+        glue_dir=glue_dir,
+        max_seq_length=_SEQ_LENGTH,
+    )
     fields.update(overrides)
     return attention_concentration.Settings(**fields)
 

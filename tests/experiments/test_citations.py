@@ -8,24 +8,51 @@ from experiments import paper_tables
 from experiments.paper_tables import citations
 
 
-@pytest.mark.parametrize('text, kind, paper, target, row, column', [
-    ('001 Table V: Learning Rate | ELECTRA_small', 'cell', '001', 'V',
-     'Learning Rate', 'ELECTRA_small'),
-    ('003 Table 5: Batch Size | Small++', 'cell', '003', '5', 'Batch Size',
-     'Small++'),
-    ('003 Table 1', 'table', '003', '1', None, None),
-    ('003 Fig. 4', 'figure', '003', '4', None, None),
-    ('001 Sec. IV-B', 'section', '001', 'Sec. IV-B', None, None),
-    ('003 App. B', 'section', '003', 'App. B', None, None),
-    ('code: google-research/electra configure_pretraining.py', 'code', None,
-     'google-research/electra configure_pretraining.py', None, None),
-    ('ours: a CPU-sized batch', 'ours', None, 'a CPU-sized batch', None,
-     None),
-])
+@pytest.mark.parametrize(
+    'text, kind, paper, target, row, column',
+    [
+        (
+            '001 Table V: Learning Rate | ELECTRA_small',
+            'cell',
+            '001',
+            'V',
+            'Learning Rate',
+            'ELECTRA_small',
+        ),
+        (
+            '003 Table 5: Batch Size | Small++',
+            'cell',
+            '003',
+            '5',
+            'Batch Size',
+            'Small++',
+        ),
+        ('003 Table 1', 'table', '003', '1', None, None),
+        ('003 Fig. 4', 'figure', '003', '4', None, None),
+        ('001 Sec. IV-B', 'section', '001', 'Sec. IV-B', None, None),
+        ('003 App. B', 'section', '003', 'App. B', None, None),
+        (
+            'code: google-research/electra configure_pretraining.py',
+            'code',
+            None,
+            'google-research/electra configure_pretraining.py',
+            None,
+            None,
+        ),
+        (
+            'ours: a CPU-sized batch',
+            'ours',
+            None,
+            'a CPU-sized batch',
+            None,
+            None,
+        ),
+    ],
+)
 def test_parse_citation(text, kind, paper, target, row, column):
   assert citations.parse_citation(text) == citations.Citation(
-      text=text, kind=kind, paper=paper, target=target, row=row,
-      column=column)
+      text=text, kind=kind, paper=paper, target=target, row=row, column=column
+  )
 
 
 @pytest.mark.parametrize('text', ['CLS', '005 Sec. 1', 'Table V', ''])
@@ -36,30 +63,41 @@ def test_text_that_is_no_citation_is_refused(text):
 
 def _cell(printed, unit=None):
   value, plus_minus = paper_tables.parse_cell(printed)
-  return paper_tables.Cell(printed=printed, value=value,
-                           plus_minus=plus_minus, unit=unit,
-                           paper='001', table='V', row='r', column='c')
+  return paper_tables.Cell(
+      printed=printed,
+      value=value,
+      plus_minus=plus_minus,
+      unit=unit,
+      paper='001',
+      table='V',
+      row='r',
+      column='c',
+  )
 
 
-@pytest.mark.parametrize('binding, value, printed, unit, expected', [
-    ('optimization.learning_rate', 5e-4, '5e-4', None, True),
-    ('optimization.learning_rate', 3e-4, '5e-4', None, False),
-    ('experiment.train_steps', 125000, '125k', None, True),
-    ('experiment.train_steps', 12500, '125k', None, False),
-    ('pretrain_data.mask_rate', 0.15, '15', '%', True),
-    ('pretrain_data.mask_rate', 0.15, '15', None, False),
-    ('pretrain_data.mask_rate', 15, '15', '%', True),
-    ('optimization.optimizer', 'lamb', 'LAMB', None, True),
-    ('optimization.optimizer', 'adamw', 'LAMB', None, False),
-    ('optimization.decay_power', 1.0, 'Linear', None, True),
-    ('optimization.decay_power', 0.5, 'Linear', None, False),
-    ('teams.generator_layers', 0.5, '1/2', None, True),
-    ('encoder.num_layers', True, '1', None, False),
-    ('encoder.num_layers', '12', '12', None, False),
-])
+@pytest.mark.parametrize(
+    'binding, value, printed, unit, expected',
+    [
+        ('optimization.learning_rate', 5e-4, '5e-4', None, True),
+        ('optimization.learning_rate', 3e-4, '5e-4', None, False),
+        ('experiment.train_steps', 125000, '125k', None, True),
+        ('experiment.train_steps', 12500, '125k', None, False),
+        ('pretrain_data.mask_rate', 0.15, '15', '%', True),
+        ('pretrain_data.mask_rate', 0.15, '15', None, False),
+        ('pretrain_data.mask_rate', 15, '15', '%', True),
+        ('optimization.optimizer', 'lamb', 'LAMB', None, True),
+        ('optimization.optimizer', 'adamw', 'LAMB', None, False),
+        ('optimization.decay_power', 1.0, 'Linear', None, True),
+        ('optimization.decay_power', 0.5, 'Linear', None, False),
+        ('teams.generator_layers', 0.5, '1/2', None, True),
+        ('encoder.num_layers', True, '1', None, False),
+        ('encoder.num_layers', '12', '12', None, False),
+    ],
+)
 def test_value_matches(binding, value, printed, unit, expected):
   assert citations.value_matches(binding, value, _cell(printed, unit)) is (
-      expected)
+      expected
+  )
 
 
 def _write(tmp_path, text):
@@ -71,47 +109,79 @@ def _write(tmp_path, text):
 
 def _problems(tmp_path, text):
   bindings = citations.gin_bindings(_write(tmp_path, text))
-  return [problem for binding in bindings
-          for problem in citations.check_binding(binding)]
+  return [
+      problem
+      for binding in bindings
+      for problem in citations.check_binding(binding)
+  ]
 
 
 def test_correct_citations_pass(tmp_path):
-  assert _problems(tmp_path, (
-      '# A header comment: not a binding.\n'
-      "include 'gin/sizes/small.gin'\n"
-      'optimization.learning_rate = 5e-4  '
-      '# [001 Table V: Learning Rate | ELECTRA_small] prose after it\n'
-      'experiment.train_steps = 125000  '
-      '# [001 Table V: Train Steps | ELECTRA_small]\n'
-      'run_protocol.aggregation = "max"  # [001 Sec. IV-B] "max of 10 runs"\n'
-      'electra.discriminator_loss_weight = 50.0  '
-      '# [code: google-research/electra configure_pretraining.py]\n'
-      'finetuning.task = "rte"  # [code: official_repro/data/glue.py]\n'
-      'pretrain_data.train_batch_size = 32  # [ours: fits 2 cores]\n'
-  )) == []
+  assert (
+      _problems(
+          tmp_path,
+          (
+              '# A header comment: not a binding.\n'
+              "include 'gin/sizes/small.gin'\n"
+              'optimization.learning_rate = 5e-4  '
+              '# [001 Table V: Learning Rate | ELECTRA_small] prose after it\n'
+              'experiment.train_steps = 125000  '
+              '# [001 Table V: Train Steps | ELECTRA_small]\n'
+              'run_protocol.aggregation = "max"  # [001 Sec. IV-B] "max of 10 runs"\n'
+              'electra.discriminator_loss_weight = 50.0  '
+              '# [code: google-research/electra configure_pretraining.py]\n'
+              'finetuning.task = "rte"  # [code: official_repro/data/glue.py]\n'
+              'pretrain_data.train_batch_size = 32  # [ours: fits 2 cores]\n'
+          ),
+      )
+      == []
+  )
 
 
-@pytest.mark.parametrize('line, message', [
-    ('optimization.learning_rate = 3e-4  '
-     '# [001 Table V: Learning Rate | ELECTRA_small]', "prints '5e-4'"),
-    ('optimization.learning_rate = 5e-4  '
-     '# [001 Table V: Learning Rates | ELECTRA_small]', 'no row'),
-    ('optimization.learning_rate = 5e-4  '
-     '# [001 Table V: Learning Rate | ELECTRA_tiny]', 'no column'),
-    ('optimization.learning_rate = 5e-4  '
-     '# [001 Table IX: Learning Rate | ELECTRA_small]', 'no Table IX'),
-    ('run_protocol.aggregation = "max"  # [001 Sec. IV-Z]', 'no section'),
-    ('run_protocol.aggregation = "max"  # [003 Fig. 9]', 'no Figure 9'),
-    ('electra.discriminator_loss_weight = 50.0  '
-     '# [code: google-research/electra no_such_file.py]', 'is not listed'),
-    ('electra.discriminator_loss_weight = 50.0  '
-     '# [code: someone/else configure_pretraining.py]', 'is not in'),
-    ('finetuning.task = "rte"  # [code: official_repro/no_such_file.py]',
-     'no file'),
-    ('optimization.learning_rate = 5e-4  # 001 Table V', 'cites nothing'),
-    ('optimization.learning_rate = 5e-4', 'cites nothing'),
-    ('optimization.learning_rate = 5e-4  # see [CLS]', 'not a citation'),
-])
+@pytest.mark.parametrize(
+    'line, message',
+    [
+        (
+            'optimization.learning_rate = 3e-4  '
+            '# [001 Table V: Learning Rate | ELECTRA_small]',
+            "prints '5e-4'",
+        ),
+        (
+            'optimization.learning_rate = 5e-4  '
+            '# [001 Table V: Learning Rates | ELECTRA_small]',
+            'no row',
+        ),
+        (
+            'optimization.learning_rate = 5e-4  '
+            '# [001 Table V: Learning Rate | ELECTRA_tiny]',
+            'no column',
+        ),
+        (
+            'optimization.learning_rate = 5e-4  '
+            '# [001 Table IX: Learning Rate | ELECTRA_small]',
+            'no Table IX',
+        ),
+        ('run_protocol.aggregation = "max"  # [001 Sec. IV-Z]', 'no section'),
+        ('run_protocol.aggregation = "max"  # [003 Fig. 9]', 'no Figure 9'),
+        (
+            'electra.discriminator_loss_weight = 50.0  '
+            '# [code: google-research/electra no_such_file.py]',
+            'is not listed',
+        ),
+        (
+            'electra.discriminator_loss_weight = 50.0  '
+            '# [code: someone/else configure_pretraining.py]',
+            'is not in',
+        ),
+        (
+            'finetuning.task = "rte"  # [code: official_repro/no_such_file.py]',
+            'no file',
+        ),
+        ('optimization.learning_rate = 5e-4  # 001 Table V', 'cites nothing'),
+        ('optimization.learning_rate = 5e-4', 'cites nothing'),
+        ('optimization.learning_rate = 5e-4  # see [CLS]', 'not a citation'),
+    ],
+)
 def test_wrong_citations_are_named(tmp_path, line, message):
   problems = _problems(tmp_path, line + '\n')
   assert len(problems) == 1 and message in problems[0], problems
@@ -119,17 +189,22 @@ def test_wrong_citations_are_named(tmp_path, line, message):
 
 
 def test_every_cell_citation_on_a_line_is_checked(tmp_path):
-  problems = _problems(tmp_path, (
-      'optimization.warmup_steps = 10000  '
-      '# [004 Table 4: Warmup steps | Small] '
-      '[004 Table 4: Warmup steps | Small] [001 Table V: Learning Rate | '
-      'ELECTRA_small]\n'))
+  problems = _problems(
+      tmp_path,
+      (
+          'optimization.warmup_steps = 10000  '
+          '# [004 Table 4: Warmup steps | Small] '
+          '[004 Table 4: Warmup steps | Small] [001 Table V: Learning Rate | '
+          'ELECTRA_small]\n'
+      ),
+  )
   assert len(problems) == 1 and 'Learning Rate' in problems[0]
 
 
 def test_hash_inside_a_string_value_is_not_a_comment(tmp_path):
-  [binding] = citations.gin_bindings(_write(
-      tmp_path, "a.b = 'x # y'  # [ours: z] prose\n"))
+  [binding] = citations.gin_bindings(
+      _write(tmp_path, "a.b = 'x # y'  # [ours: z] prose\n")
+  )
   assert (binding.value, binding.comment) == ('x # y', '[ours: z] prose')
   [binding] = citations.gin_bindings(_write(tmp_path, 'a/b.c = 3\n'))
   assert (binding.name, binding.value, binding.comment) == ('a/b.c', 3, '')
@@ -141,10 +216,16 @@ def test_unreadable_binding_is_named(tmp_path):
 
 
 def test_cited_cells_collects_bindings_per_cell(tmp_path):
-  path = _write(tmp_path, (
-      'optimization.learning_rate = 5e-4  '
-      '# [001 Table V: Learning Rate | ELECTRA_small]\n'
-      'a.b = 1  # [ours: x]\n'))
+  path = _write(
+      tmp_path,
+      (
+          'optimization.learning_rate = 5e-4  '
+          '# [001 Table V: Learning Rate | ELECTRA_small]\n'
+          'a.b = 1  # [ours: x]\n'
+      ),
+  )
   cells = citations.cited_cells([path])
   assert list(cells) == [('001', 'V', 'Learning Rate', 'ELECTRA_small')]
-  assert cells[('001', 'V', 'Learning Rate', 'ELECTRA_small')][0].line_number == 1
+  assert (
+      cells[('001', 'V', 'Learning Rate', 'ELECTRA_small')][0].line_number == 1
+  )

@@ -36,18 +36,37 @@ def test_command_writes_table_and_json(tmp_path):
   test_file = _write_wikitext(tmp_path / 'wiki.test.tokens', 1, seed=1)
   output_dir = tmp_path / 'out'
   command = [
-      sys.executable, '-m', 'experiments.convbert_lm',
-      f'--train_file={train_file}', '--valid_fraction=0.2',
-      f'--test_file={test_file}', '--architectures=transformer,mixed',
-      '--hidden_size=16', '--num_layers=1', '--num_attention_heads=2',
-      '--intermediate_size=32', '--embedding_width=8', '--kernel_size=3',
-      '--seq_length=8', '--batch_size=2', '--train_steps=2',
-      '--warmup_steps=1', '--log_every=1', '--optimizer=lamb',
-      '--match_parameters', f'--output_dir={output_dir}']
+      sys.executable,
+      '-m',
+      'experiments.convbert_lm',
+      f'--train_file={train_file}',
+      '--valid_fraction=0.2',
+      f'--test_file={test_file}',
+      '--architectures=transformer,mixed',
+      '--hidden_size=16',
+      '--num_layers=1',
+      '--num_attention_heads=2',
+      '--intermediate_size=32',
+      '--embedding_width=8',
+      '--kernel_size=3',
+      '--seq_length=8',
+      '--batch_size=2',
+      '--train_steps=2',
+      '--warmup_steps=1',
+      '--log_every=1',
+      '--optimizer=lamb',
+      '--match_parameters',
+      f'--output_dir={output_dir}',
+  ]
   table = subprocess.run(
-      command, cwd=gin_utils.REPO_ROOT, check=True, capture_output=True,
-      text=True, timeout=600,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')).stdout
+      command,
+      cwd=gin_utils.REPO_ROOT,
+      check=True,
+      capture_output=True,
+      text=True,
+      timeout=600,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+  ).stdout
   assert '| Transformer | 16 x 1 (2) |' in table
   assert '| Ours (mixed attention) |' in table
   assert '34.21' in table and '32.95' in table
@@ -61,16 +80,22 @@ def test_command_writes_table_and_json(tmp_path):
   assert convbert_lm.format_table(results).strip() == table.strip()
   assert results['settings']['train_steps'] == 2
   assert results['settings']['optimizer'] == 'lamb'
-  assert results['published']['perplexity'] == {'transformer': 34.21,
-                                                'mixed': 32.95}
+  assert results['published']['perplexity'] == {
+      'transformer': 34.21,
+      'mixed': 32.95,
+  }
   models = results['models']
   assert set(models) == {'transformer', 'mixed'}
   for entry in models.values():
     assert entry['valid']['perplexity'] > 1.0
-    assert entry['test']['tokens'] == results['data']['test']['encoding'][
-        'tokens'] - 1
-    assert entry['valid']['tokens'] == results['data']['valid']['encoding'][
-        'tokens'] - 1
+    assert (
+        entry['test']['tokens']
+        == results['data']['test']['encoding']['tokens'] - 1
+    )
+    assert (
+        entry['valid']['tokens']
+        == results['data']['valid']['encoding']['tokens'] - 1
+    )
     assert [step for step, _ in entry['loss_history']] == [1, 2]
   # --match_parameters widened the mixed model towards the transformer.
   assert models['mixed']['sizes']['hidden_size'] >= 16
@@ -80,8 +105,7 @@ def test_command_writes_table_and_json(tmp_path):
 
 def test_settings_errors():
   with pytest.raises(ValueError, match='--architectures must be'):
-    convbert_lm.Settings(train_file='x', output_dir='y',
-                         architectures=('rnn',))
+    convbert_lm.Settings(train_file='x', output_dir='y', architectures=('rnn',))
 
 
 class _Killed(Exception):
@@ -90,17 +114,29 @@ class _Killed(Exception):
 
 def _tiny_settings(train_file, output_dir, **overrides):
   values = dict(
-      train_file=train_file, valid_fraction=0.2, output_dir=str(output_dir),
-      architectures=('transformer', 'mixed'), hidden_size=16, num_layers=1,
-      num_attention_heads=2, intermediate_size=32, embedding_width=8,
-      kernel_size=3, seq_length=8, batch_size=2, train_steps=4,
-      warmup_steps=1, log_every=1, checkpoint_every=2, dropout_rate=0.0)
+      train_file=train_file,
+      valid_fraction=0.2,
+      output_dir=str(output_dir),
+      architectures=('transformer', 'mixed'),
+      hidden_size=16,
+      num_layers=1,
+      num_attention_heads=2,
+      intermediate_size=32,
+      embedding_width=8,
+      kernel_size=3,
+      seq_length=8,
+      batch_size=2,
+      train_steps=4,
+      warmup_steps=1,
+      log_every=1,
+      checkpoint_every=2,
+      dropout_rate=0.0,
+  )
   values.update(overrides)
   return convbert_lm.Settings(**values)
 
 
-def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path,
-                                                       monkeypatch):
+def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
   train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
   reference = convbert_lm.run(_tiny_settings(train_file, tmp_path / 'ref'))
 
@@ -120,24 +156,40 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path,
   monkeypatch.undo()
   resumed = convbert_lm.run(settings)
 
-  assert resumed['models']['transformer'] == json.loads(
-      (tmp_path / 'killed' / 'results.json').read_text())['models'][
-          'transformer']
+  assert (
+      resumed['models']['transformer']
+      == json.loads((tmp_path / 'killed' / 'results.json').read_text())[
+          'models'
+      ]['transformer']
+  )
   mixed, expected = resumed['models']['mixed'], reference['models']['mixed']
   assert mixed['resumed_from_step'] == 2
   np.testing.assert_allclose(
-      np.array(mixed['loss_history']), np.array(expected['loss_history']),
-      rtol=1e-5)
+      np.array(mixed['loss_history']),
+      np.array(expected['loss_history']),
+      rtol=1e-5,
+  )
   assert mixed['valid']['perplexity'] == pytest.approx(
-      expected['valid']['perplexity'], rel=1e-5)
+      expected['valid']['perplexity'], rel=1e-5
+  )
 
 
 def test_output_dir_of_other_settings_is_refused(tmp_path):
   train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
-  convbert_lm.run(_tiny_settings(train_file, tmp_path / 'out',
-                                 architectures=('transformer',),
-                                 train_steps=1))
+  convbert_lm.run(
+      _tiny_settings(
+          train_file,
+          tmp_path / 'out',
+          architectures=('transformer',),
+          train_steps=1,
+      )
+  )
   with pytest.raises(ValueError, match=r'--train_steps: 1 there, 2 now'):
-    convbert_lm.run(_tiny_settings(train_file, tmp_path / 'out',
-                                   architectures=('transformer',),
-                                   train_steps=2))
+    convbert_lm.run(
+        _tiny_settings(
+            train_file,
+            tmp_path / 'out',
+            architectures=('transformer',),
+            train_steps=2,
+        )
+    )

@@ -8,36 +8,58 @@ import sys
 from experiments import convbert_speed
 from official_repro.training import gin_utils
 
-_TINY = convbert_speed.BlockSizes(hidden_size=32, num_heads=2,
-                                  intermediate_size=64)
+_TINY = convbert_speed.BlockSizes(
+    hidden_size=32, num_heads=2, intermediate_size=64
+)
 
 
 def test_cli_prints_both_blocks_and_writes_json(tmp_path):
-  command = [sys.executable, '-m', 'experiments.convbert_speed',
-             '--hidden_size=32', '--num_heads=2', '--intermediate_size=64',
-             '--seq_lengths=16', '--iterations=2', '--warmup=1',
-             f'--output_dir={tmp_path}']
-  result = subprocess.run(command, cwd=gin_utils.REPO_ROOT, check=True,
-                          capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
-  table_rows = [line for line in result.stdout.splitlines()
-                if line.startswith('| 16 |')]
+  command = [
+      sys.executable,
+      '-m',
+      'experiments.convbert_speed',
+      '--hidden_size=32',
+      '--num_heads=2',
+      '--intermediate_size=64',
+      '--seq_lengths=16',
+      '--iterations=2',
+      '--warmup=1',
+      f'--output_dir={tmp_path}',
+  ]
+  result = subprocess.run(
+      command,
+      cwd=gin_utils.REPO_ROOT,
+      check=True,
+      capture_output=True,
+      text=True,
+      timeout=600,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+  )
+  table_rows = [
+      line for line in result.stdout.splitlines() if line.startswith('| 16 |')
+  ]
   assert [row.split(' | ')[1] for row in table_rows] == [
-      'self-attention', 'mixed-attention', 'mixed / self']
+      'self-attention',
+      'mixed-attention',
+      'mixed / self',
+  ]
   with open(tmp_path / 'convbert_speed.json') as f:
     output = json.load(f)
-  assert [row['block'] for row in output['rows']] == list(
-      convbert_speed.BLOCKS)
+  assert [row['block'] for row in output['rows']] == list(convbert_speed.BLOCKS)
   for row in output['rows']:
-    for key in ('parameters', 'flops', 'matmul_flops', 'xla_matmul_flops',
-                'ms_per_sample'):
+    for key in (
+        'parameters',
+        'flops',
+        'matmul_flops',
+        'xla_matmul_flops',
+        'ms_per_sample',
+    ):
       assert row[key] > 0, (row['block'], key)
     assert len(row['ms_per_sample_all']) == 2
     # XLA's dot/convolution count is the formula's matmul terms, plus the
     # banded k-tap contraction for mixed attention: 1 block of 32 positions
     # reaching 40 values, 1 convolution head of 16.
-    contraction = (2 * 32 * 40 * 16 if row['block'] == 'mixed-attention'
-                   else 0)
+    contraction = 2 * 32 * 40 * 16 if row['block'] == 'mixed-attention' else 0
     assert row['compiled_matmul_flops'] == row['matmul_flops'] + contraction
     assert row['xla_matmul_flops'] == row['compiled_matmul_flops']
   flops_by_block = {row['block']: row['flops'] for row in output['rows']}
@@ -46,24 +68,31 @@ def test_cli_prints_both_blocks_and_writes_json(tmp_path):
   # table as the command printed.
   rendered = convbert_speed.format_table(output['rows']).splitlines()
   assert [line for line in rendered if line.startswith('| 16 |')] == (
-      table_rows)
-  assert (convbert_speed.format_matches(output['paper_matches'])
-          in result.stdout)
+      table_rows
+  )
+  assert convbert_speed.format_matches(output['paper_matches']) in result.stdout
 
 
 def test_measure_with_xla():
-  rows = convbert_speed.measure(_TINY, [8], batch_size=2, iterations=1,
-                                warmup=0, jit_compile=True)
+  rows = convbert_speed.measure(
+      _TINY, [8], batch_size=2, iterations=1, warmup=0, jit_compile=True
+  )
   assert len(rows) == 2
   assert all(row['ms_per_sample'] > 0 for row in rows)
-  assert all(row['xla_matmul_flops'] == row['compiled_matmul_flops']
-             for row in rows)
+  assert all(
+      row['xla_matmul_flops'] == row['compiled_matmul_flops'] for row in rows
+  )
 
 
 def test_seq_length_for_flops_is_the_first_length_reaching_the_target():
   target = _TINY.sequence_flops(convbert_speed.MIXED_ATTENTION, 40)
   found = convbert_speed.seq_length_for_flops(
-      _TINY, convbert_speed.MIXED_ATTENTION, target)
+      _TINY, convbert_speed.MIXED_ATTENTION, target
+  )
   assert found == 40
-  assert convbert_speed.seq_length_for_flops(
-      _TINY, convbert_speed.MIXED_ATTENTION, target + 1) == 41
+  assert (
+      convbert_speed.seq_length_for_flops(
+          _TINY, convbert_speed.MIXED_ATTENTION, target + 1
+      )
+      == 41
+  )

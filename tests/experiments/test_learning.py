@@ -14,14 +14,18 @@ from experiments.regeneration import runner
 # Held-out metrics each fake run evaluates at steps 2 and 4.
 _CURVES = {
     'masked_lm': [dict(masked_lm_accuracy=0.2), dict(masked_lm_accuracy=0.31)],
-    'electra': [dict(masked_lm_accuracy=0.1, discriminator_auc=0.7),
-                dict(masked_lm_accuracy=0.24, discriminator_auc=0.9)],
-    'teams': [dict(masked_lm_accuracy=0.1, discriminator_auc=0.7,
-                   mws_accuracy=0.3),
-              dict(masked_lm_accuracy=0.2, discriminator_auc=0.8,
-                   mws_accuracy=0.55)],
-    'script': [dict(masked_lm_accuracy=0.1, discriminator_auc=0.9),
-               dict(masked_lm_accuracy=0.2, discriminator_auc=0.84)],
+    'electra': [
+        dict(masked_lm_accuracy=0.1, discriminator_auc=0.7),
+        dict(masked_lm_accuracy=0.24, discriminator_auc=0.9),
+    ],
+    'teams': [
+        dict(masked_lm_accuracy=0.1, discriminator_auc=0.7, mws_accuracy=0.3),
+        dict(masked_lm_accuracy=0.2, discriminator_auc=0.8, mws_accuracy=0.55),
+    ],
+    'script': [
+        dict(masked_lm_accuracy=0.1, discriminator_auc=0.9),
+        dict(masked_lm_accuracy=0.2, discriminator_auc=0.84),
+    ],
 }
 
 
@@ -29,8 +33,9 @@ def _fake_pretrain(calls):
   def pretrain(run, settings, records, model_dir, steps, interval, seed=None):
     del settings, records, interval
     calls.append((run.name, steps, seed))
-    writer = tf.summary.create_file_writer(os.path.join(model_dir,
-                                                        'validation'))
+    writer = tf.summary.create_file_writer(
+        os.path.join(model_dir, 'validation')
+    )
     with writer.as_default():
       for step, metrics in zip((2, 4), _CURVES[run.name]):
         for name, value in metrics.items():
@@ -39,6 +44,7 @@ def _fake_pretrain(calls):
     os.makedirs(os.path.join(model_dir, 'encoder'), exist_ok=True)
     for name in (f'encoder-{steps}.index', 'encoder_config.json'):
       open(os.path.join(model_dir, 'encoder', name), 'w').close()
+
   return pretrain
 
 
@@ -52,46 +58,67 @@ def report(tmp_path_factory):
     del target, step_dir
     finetuned.append((checkpoint, random_init, sorted(settings.tasks)))
     mean = 0.5 if random_init else 0.7
-    return {task: dict(score=mean, summary=dict(n=3, mean=mean, std=0.01))
-            for task in settings.tasks}
+    return {
+        task: dict(score=mean, summary=dict(n=3, mean=mean, std=0.01))
+        for task in settings.tasks
+    }
 
   tmp_path = tmp_path_factory.mktemp('learning')
   settings = runner.GridSettings(
-      target='learning', scale='cpu', corpus='c', vocab_file=None,
-      glue_dir='g', reference_steps=4,
+      target='learning',
+      scale='cpu',
+      corpus='c',
+      vocab_file=None,
+      glue_dir='g',
+      reference_steps=4,
       tasks={'sst2': 1.0, 'mrpc': 3.0, 'cola': 3.0, 'rte': 3.0},
-      num_runs=3, learned_vocab_size=4096, eval_fraction=0.1,
-      pretrain_seeds=3, held_out_steps=2)
+      num_runs=3,
+      learned_vocab_size=4096,
+      eval_fraction=0.1,
+      pretrain_seeds=3,
+      held_out_steps=2,
+  )
   out = str(tmp_path / 'out')
   with pytest.MonkeyPatch.context() as patch:
     patch.setattr(runner, '_pretrain', _fake_pretrain(calls))
     patch.setattr(runner, 'finetune', finetune)
     patch.setattr(runner, 'build_records', lambda *args: 8192)
-    patch.setattr(word_order, 'word_order', lambda *args, **kwargs: dict(
-        steps=2, in_order=dict(masked_lm_accuracy=0.31),
-        shuffled=dict(masked_lm_accuracy=0.12),
-        frequent_token=dict(accuracy=0.07)))
-    content = learning.run_learning(registry.get('learning'), settings, out,
-                                    str(tmp_path / 'runs'))
+    patch.setattr(
+        word_order,
+        'word_order',
+        lambda *args, **kwargs: dict(
+            steps=2,
+            in_order=dict(masked_lm_accuracy=0.31),
+            shuffled=dict(masked_lm_accuracy=0.12),
+            frequent_token=dict(accuracy=0.07),
+        ),
+    )
+    content = learning.run_learning(
+        registry.get('learning'), settings, out, str(tmp_path / 'runs')
+    )
   return content, out, calls, finetuned
 
 
 def test_each_objective_trains_once_with_the_first_seed(report):
   _, _, calls, _ = report
-  assert calls == [(name, 4, 1) for name in ('masked_lm', 'electra',
-                                             'teams', 'script')]
+  assert calls == [
+      (name, 4, 1) for name in ('masked_lm', 'electra', 'teams', 'script')
+  ]
 
 
 def test_targets_are_judged_on_the_last_evaluation(report):
   content, _, _, _ = report
-  met = {(name, check['metric']): check['met']
-         for name, run in content['runs'].items() for check in run['targets']}
+  met = {
+      (name, check['metric']): check['met']
+      for name, run in content['runs'].items()
+      for check in run['targets']
+  }
   assert met == {
       ('masked_lm', 'masked_lm_accuracy'): True,
       ('electra', 'discriminator_auc'): True,
-      ('electra', 'masked_lm_accuracy'): False,   # 0.24 < 0.25
-      ('teams', 'mws_accuracy'): True,            # 0.55 >= 3 x 1/6
-      ('script', 'discriminator_auc'): False,     # 0.9 early, 0.84 at the end
+      ('electra', 'masked_lm_accuracy'): False,  # 0.24 < 0.25
+      ('teams', 'mws_accuracy'): True,  # 0.55 >= 3 x 1/6
+      ('script', 'discriminator_auc'): False,  # 0.9 early, 0.84 at the end
   }
 
 
@@ -102,7 +129,7 @@ def test_pretrained_encoders_are_compared_with_one_random_init(report):
   gap = content['runs']['electra']['against_random_init']['sst2']
   assert gap['gap'] == pytest.approx(0.2)
   # Twice the standard error: 2 * sqrt(0.01^2 / 3 * 2).
-  assert gap['noise'] == pytest.approx(2 * (2 * 0.01 ** 2 / 3) ** 0.5)
+  assert gap['noise'] == pytest.approx(2 * (2 * 0.01**2 / 3) ** 0.5)
   assert gap['exceeds']
 
 
@@ -115,9 +142,11 @@ def test_report_and_figures_are_written(report):
   assert 'critic AUC | 0.840 | >= 0.850 | no |' in text
   with open(os.path.join(out, 'learning_cpu.json')) as f:
     assert json.load(f)['runs']['teams']['final']['mws_accuracy'] == (
-        pytest.approx(0.55))
+        pytest.approx(0.55)
+    )
   for name in ('masked_lm', 'electra', 'teams', 'script', 'overlay'):
     with open(os.path.join(out, f'learning_cpu_{name}.png'), 'rb') as f:
       assert f.read(8) == b'\x89PNG\r\n\x1a\n'
   assert content['runs']['masked_lm']['held_out']['4'] == dict(
-      masked_lm_accuracy=pytest.approx(0.31))
+      masked_lm_accuracy=pytest.approx(0.31)
+  )

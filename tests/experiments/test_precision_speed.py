@@ -15,7 +15,8 @@ def test_parse_configs_pairs_names_with_gin_files(tmp_path):
   gin_file = tmp_path / 'a.gin'
   gin_file.write_text('')
   assert precision_speed.parse_configs([f'small={gin_file}']) == [
-      ('small', [str(gin_file)])]
+      ('small', [str(gin_file)])
+  ]
 
 
 @pytest.mark.parametrize('spec', ['small', '=x.gin', 'small=/no/such.gin'])
@@ -26,10 +27,18 @@ def test_parse_configs_refuses_bad_specs(spec):
 
 def test_table_compares_each_precision_with_the_first():
   points = [
-      dict(config='c', precision='float32', steps_per_second=4.0,
-           first_step_loss=10.0),
-      dict(config='c', precision='bfloat16', steps_per_second=1.0,
-           first_step_loss=10.05),
+      dict(
+          config='c',
+          precision='float32',
+          steps_per_second=4.0,
+          first_step_loss=10.0,
+      ),
+      dict(
+          config='c',
+          precision='bfloat16',
+          steps_per_second=1.0,
+          first_step_loss=10.05,
+      ),
   ]
   table = precision_speed.format_table(points, 'header')
   rows = [line for line in table.splitlines() if line.startswith('| c |')]
@@ -46,16 +55,26 @@ def test_command_measures_the_same_first_loss_in_both_precisions(tmp_path):
   markdown = tmp_path / 'table.md'
   output_json = tmp_path / 'points.json'
   subprocess.run(
-      [sys.executable, '-m', 'experiments.precision_speed',
-       '--configs=tiny_electra=gin/sizes/tiny.gin,gin/pretrain/electra.gin',
-       '--gin_param=pretrain_data.train_batch_size=2',
-       '--gin_param=pretrain_data.max_seq_length=16',
-       '--gin_param=optimization.learning_rate=1e-3',
-       '--gin_param=experiment.train_steps=10',
-       '--gin_param=electra.generator_size=0.5',
-       '--steps=1', '--warmup_steps=0', f'--work_dir={tmp_path / "work"}',
-       f'--output_markdown={markdown}', f'--output_json={output_json}'],
-      check=True, cwd=gin_utils.REPO_ROOT, timeout=600)
+      [
+          sys.executable,
+          '-m',
+          'experiments.precision_speed',
+          '--configs=tiny_electra=gin/sizes/tiny.gin,gin/pretrain/electra.gin',
+          '--gin_param=pretrain_data.train_batch_size=2',
+          '--gin_param=pretrain_data.max_seq_length=16',
+          '--gin_param=optimization.learning_rate=1e-3',
+          '--gin_param=experiment.train_steps=10',
+          '--gin_param=electra.generator_size=0.5',
+          '--steps=1',
+          '--warmup_steps=0',
+          f'--work_dir={tmp_path / "work"}',
+          f'--output_markdown={markdown}',
+          f'--output_json={output_json}',
+      ],
+      check=True,
+      cwd=gin_utils.REPO_ROOT,
+      timeout=600,
+  )
   with open(output_json) as f:
     points = json.load(f)['points']
   assert [p['precision'] for p in points] == ['float32', 'bfloat16']

@@ -42,27 +42,29 @@ def test_op_events_keep_host_ops_only():
       ('gradient_tape/model/layer/einsum/Einsum', 'Einsum'),
       ('model/Softmax', '_MklSoftmax'),
       ('LAMB/LAMB/update_3/mul_1', 'Mul'),
-      ('model/gelu/mul', 'Mul')]
+      ('model/gelu/mul', 'Mul'),
+  ]
 
 
 def test_a_device_trace_is_refused():
   space = _space(_EVENTS)
   device = space.planes.add(name='/device:GPU:0')
   device.event_metadata[1].name = 'kernel:MatMul'
-  device.lines.add(name='stream').events.add(metadata_id=1,
-                                              duration_ps=10**12)
+  device.lines.add(name='stream').events.add(metadata_id=1, duration_ps=10**12)
   with pytest.raises(ValueError, match="device plane '/device:GPU:0'"):
     list(profile_pretraining.op_events(space))
 
 
 def test_summary_per_step_by_pass_category_and_type():
   summary = profile_pretraining.summarize(
-      profile_pretraining.op_events(_space(_EVENTS)), steps=2)
+      profile_pretraining.op_events(_space(_EVENTS)), steps=2
+  )
   # 20 ms of ops over 2 steps.
   assert summary['op_ms_per_step'] == pytest.approx(10.0)
   by_pass = {r['name']: r['ms_per_step'] for r in summary['by_pass']}
   assert by_pass == pytest.approx(
-      dict(forward=4.5, backward=4.0, optimizer=1.5))
+      dict(forward=4.5, backward=4.0, optimizer=1.5)
+  )
   by_category = {r['name']: r for r in summary['by_category']}
   assert by_category['matmul']['ms_per_step'] == pytest.approx(7.0)
   assert by_category['matmul']['share'] == pytest.approx(0.7)
@@ -77,29 +79,40 @@ def test_summary_per_step_by_pass_category_and_type():
   assert summary['by_type'][0]['name'] == 'Einsum'
 
 
-@pytest.mark.parametrize('name, op_type, expected', [
-    ('m/MatMul', '_MklMatMul', 'matmul'),
-    ('m/dense/Tensordot', '_MklFusedMatMul', 'matmul'),
-    ('m/loss', 'SparseSoftmaxCrossEntropyWithLogits',
-     'softmax and cross-entropy'),
-    ('m/embeddings/Gather', 'ResourceGather', 'gather and scatter'),
-    ('gradient_tape/m/embeddings', 'UnsortedSegmentSum', 'gather and scatter'),
-    ('m/sample', 'StatelessRandomUniformV2', 'random'),
-    ('m/transpose', 'Transpose', 'layout'),
-    ('m/Sum', 'Sum', 'reduction'),
-    ('IteratorGetNext', 'IteratorGetNext', 'input pipeline'),
-    ('m/ReadVariableOp', 'ReadVariableOp', 'variables'),
-    ('AdamWeightDecay/update/mul', 'Mul', 'optimizer'),
-    ('clip_by_global_norm/mul', 'Mul', 'optimizer'),
-    ('m/gelu/Erf', 'Erf', 'element-wise'),
-])
+@pytest.mark.parametrize(
+    'name, op_type, expected',
+    [
+        ('m/MatMul', '_MklMatMul', 'matmul'),
+        ('m/dense/Tensordot', '_MklFusedMatMul', 'matmul'),
+        (
+            'm/loss',
+            'SparseSoftmaxCrossEntropyWithLogits',
+            'softmax and cross-entropy',
+        ),
+        ('m/embeddings/Gather', 'ResourceGather', 'gather and scatter'),
+        (
+            'gradient_tape/m/embeddings',
+            'UnsortedSegmentSum',
+            'gather and scatter',
+        ),
+        ('m/sample', 'StatelessRandomUniformV2', 'random'),
+        ('m/transpose', 'Transpose', 'layout'),
+        ('m/Sum', 'Sum', 'reduction'),
+        ('IteratorGetNext', 'IteratorGetNext', 'input pipeline'),
+        ('m/ReadVariableOp', 'ReadVariableOp', 'variables'),
+        ('AdamWeightDecay/update/mul', 'Mul', 'optimizer'),
+        ('clip_by_global_norm/mul', 'Mul', 'optimizer'),
+        ('m/gelu/Erf', 'Erf', 'element-wise'),
+    ],
+)
 def test_categories(name, op_type, expected):
   assert profile_pretraining.category(name, op_type) == expected
 
 
 def test_report_puts_variants_side_by_side():
   summary = profile_pretraining.summarize(
-      profile_pretraining.op_events(_space(_EVENTS)), steps=2)
+      profile_pretraining.op_events(_space(_EVENTS)), steps=2
+  )
   ours = dict(summary, variant='ours', step_ms=9.0)
   stock = dict(summary, variant='stock', step_ms=12.0)
   report = profile_pretraining.format_report([ours, stock], top=2)
@@ -114,15 +127,24 @@ def test_report_puts_variants_side_by_side():
 def test_cli_profiles_both_variants_of_a_tiny_electra(tmp_path):
   output_dir = tmp_path / 'profile'
   subprocess.run(
-      [sys.executable, '-m', 'experiments.profile_pretraining',
-       '--gin_file=gin/papers/001_ale/electra_small.gin',
-       '--gin_file=gin/sizes/tiny.gin',
-       '--gin_param=pretrain_data.max_seq_length = 16',
-       '--gin_param=pretrain_data.train_batch_size = 4',
-       '--gin_param=electra.temperature = 1.0',
-       '--steps=2', '--warmup_steps=0', '--vocab_size=400',
-       f'--work_dir={tmp_path / "work"}', f'--output_dir={output_dir}'],
-      check=True, cwd=gin_utils.REPO_ROOT)
+      [
+          sys.executable,
+          '-m',
+          'experiments.profile_pretraining',
+          '--gin_file=gin/papers/001_ale/electra_small.gin',
+          '--gin_file=gin/sizes/tiny.gin',
+          '--gin_param=pretrain_data.max_seq_length = 16',
+          '--gin_param=pretrain_data.train_batch_size = 4',
+          '--gin_param=electra.temperature = 1.0',
+          '--steps=2',
+          '--warmup_steps=0',
+          '--vocab_size=400',
+          f'--work_dir={tmp_path / "work"}',
+          f'--output_dir={output_dir}',
+      ],
+      check=True,
+      cwd=gin_utils.REPO_ROOT,
+  )
   for variant in ('ours', 'stock'):
     with open(output_dir / f'{variant}.json') as f:
       summary = json.load(f)

@@ -23,10 +23,28 @@ from official_repro.tasks import objectives
 from official_repro.training import gin_utils
 
 # What issue 14 asks one command for, per paper.
-REQUIRED = ('001.III', '001.IV', '002.1', '002.2', '002.3', '002.4', '002.5',
-            '002.6', '003.1', '003.2', '003.3', '003.4', '003.fig3',
-            '003.fig4', '003.fig5', '004.1', '004.2', '004.3', '004.fig2',
-            '004.sec3.3')
+REQUIRED = (
+    '001.III',
+    '001.IV',
+    '002.1',
+    '002.2',
+    '002.3',
+    '002.4',
+    '002.5',
+    '002.6',
+    '003.1',
+    '003.2',
+    '003.3',
+    '003.4',
+    '003.fig3',
+    '003.fig4',
+    '003.fig5',
+    '004.1',
+    '004.2',
+    '004.3',
+    '004.fig2',
+    '004.sec3.3',
+)
 
 
 def test_every_table_and_figure_has_a_target():
@@ -43,7 +61,8 @@ def test_targets_name_existing_cells_and_gin_files(key):
   if target.table:
     table = paper.table(target.table)
     for column in list(target.columns.values()) + [
-        column for column in [target.average_column] if column]:
+        column for column in [target.average_column] if column
+    ]:
       assert column in table.columns, (key, column)
     for run in target.runs:
       assert (run.row in table.row_keys) == run.paper_row, (key, run.row)
@@ -67,10 +86,16 @@ def _task_configs_at(scale):
     for run in target.runs_at(scale):
       gin.clear_config()
       gin_utils.parse_config(
-          [os.path.join(gin_utils.REPO_ROOT, path) for path in
-           run.gin_files + runner.scale_gin_files(run, scale)],
-          ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522',
-           *run.bindings_at(scale)])
+          [
+              os.path.join(gin_utils.REPO_ROOT, path)
+              for path in run.gin_files + runner.scale_gin_files(run, scale)
+          ],
+          [
+              "pretrain_data.input_path = ''",
+              'encoder.vocab_size = 30522',
+              *run.bindings_at(scale),
+          ],
+      )
       objective = gin.query_parameter('experiment.objective')
       yield target, run, objective, objectives.task_config_from_gin(objective)
   gin.clear_config()
@@ -85,7 +110,8 @@ def test_every_run_configures_at_every_scale(scale):
   for target, run, _, config in _task_configs_at(scale):
     assert config.train_data.max_seq_length == length, (target.key, run.name)
     encoder = getattr(config.model, 'encoder', None) or (
-        config.model.discriminator)
+        config.model.discriminator
+    )
     assert encoder.max_position_embeddings == length, (target.key, run.name)
 
 
@@ -95,10 +121,11 @@ def test_cpu_scale_electra_generators_are_64_wide():
   seen = 0
   for target, run, objective, config in _task_configs_at('cpu'):
     if objective == 'electra' and run.name != 'bnk_gl_larger':
-      assert config.model.discriminator.hidden_size == 128, (target.key,
-                                                             run.name)
-      assert config.model.generator().hidden_size == 64, (target.key,
-                                                          run.name)
+      assert config.model.discriminator.hidden_size == 128, (
+          target.key,
+          run.name,
+      )
+      assert config.model.generator().hidden_size == 64, (target.key, run.name)
       seen += 1
   assert seen >= 5
 
@@ -115,49 +142,74 @@ def test_no_table_compares_a_model_with_itself_at_a_small_scale(scale):
     fingerprints = {}
     for run in target.runs_at(scale):
       steps = int(400 * run.budget_ratio)  # 001's "2x time" trains longer.
-      fingerprints.setdefault(runner.run_fingerprint(run, scale, steps),
-                              []).append(run.name)
+      fingerprints.setdefault(
+          runner.run_fingerprint(run, scale, steps), []
+      ).append(run.name)
     assert all(len(names) == 1 for names in fingerprints.values()), (
-        target.key, fingerprints)
+        target.key,
+        fingerprints,
+    )
 
 
-@pytest.mark.parametrize('scale, hidden', [('tiny', 128), ('cpu', 128),
-                                           ('gpu', 256)])
+@pytest.mark.parametrize(
+    'scale, hidden', [('tiny', 128), ('cpu', 128), ('gpu', 256)]
+)
 def test_002_table_4_larger_row_is_wider_by_the_papers_ratio(scale, hidden):
   widths = {}
   for run in registry.get('002.4').runs_at(scale):
     gin.clear_config()
     gin_utils.parse_config(
-        [os.path.join(gin_utils.REPO_ROOT, path) for path in
-         run.gin_files + runner.scale_gin_files(run, scale)],
-        run.bindings_at(scale))
-    widths[run.name] = (gin.query_parameter('encoder.hidden_size'),
-                        gin.query_parameter('encoder.intermediate_size'))
+        [
+            os.path.join(gin_utils.REPO_ROOT, path)
+            for path in run.gin_files + runner.scale_gin_files(run, scale)
+        ],
+        run.bindings_at(scale),
+    )
+    widths[run.name] = (
+        gin.query_parameter('encoder.hidden_size'),
+        gin.query_parameter('encoder.intermediate_size'),
+    )
   gin.clear_config()
   # 002 Response 5: hidden 384 -> 432 at paper scale.
   larger = hidden * 432 // 384
-  assert widths == {'bnk_gl': (hidden, 4 * hidden),
-                    'bnk_gl_larger': (larger, 4 * larger)}
+  assert widths == {
+      'bnk_gl': (hidden, 4 * hidden),
+      'bnk_gl_larger': (larger, 4 * larger),
+  }
 
 
-@pytest.mark.parametrize('gin_files, rate', [
-    (('gin/papers/001_ale/electra_small.gin',), 2e-3),  # LAMB
-    (('gin/papers/004_script/small.gin',), 5e-4),  # AdamW
-    (('gin/papers/003_teams/table5_small.gin', 'gin/pretrain/masked_lm.gin'),
-     5e-4),  # AdamW, from an included recipe
-    (('gin/sizes/tiny.gin', 'gin/pretrain/electra.gin'), 2e-3),  # default
-])
+@pytest.mark.parametrize(
+    'gin_files, rate',
+    [
+        (('gin/papers/001_ale/electra_small.gin',), 2e-3),  # LAMB
+        (('gin/papers/004_script/small.gin',), 5e-4),  # AdamW
+        (
+            (
+                'gin/papers/003_teams/table5_small.gin',
+                'gin/pretrain/masked_lm.gin',
+            ),
+            5e-4,
+        ),  # AdamW, from an included recipe
+        (('gin/sizes/tiny.gin', 'gin/pretrain/electra.gin'), 2e-3),  # default
+    ],
+)
 def test_tiny_scale_learning_rate_follows_the_optimizer(gin_files, rate):
   run = registry.Run('r', 'r', gin_files)
   gin.clear_config()
   gin_utils.parse_config(
-      [os.path.join(gin_utils.REPO_ROOT, path) for path in
-       gin_files + runner.scale_gin_files(run, 'tiny')], [])
+      [
+          os.path.join(gin_utils.REPO_ROOT, path)
+          for path in gin_files + runner.scale_gin_files(run, 'tiny')
+      ],
+      [],
+  )
   assert gin.query_parameter('optimization.learning_rate') == rate
   gin.clear_config()
   # The gpu scale has one rate for both optimizers.
-  assert not any(path.endswith(('_lamb.gin', '_adamw.gin'))
-                 for path in runner.scale_gin_files(run, 'gpu'))
+  assert not any(
+      path.endswith(('_lamb.gin', '_adamw.gin'))
+      for path in runner.scale_gin_files(run, 'gpu')
+  )
 
 
 @pytest.mark.parametrize('scale', ['tiny', 'cpu', 'gpu'])
@@ -166,8 +218,10 @@ def test_small_scale_script_runs_start_the_critic_at_its_base_rate(scale):
   seen = set()
   for target, run, objective, config in _task_configs_at(scale):
     seen.add(objective)
-    has_include = (f'gin/regenerate/{scale}_script.gin' in
-                   runner.scale_gin_files(run, scale))
+    has_include = (
+        f'gin/regenerate/{scale}_script.gin'
+        in runner.scale_gin_files(run, scale)
+    )
     assert has_include == (objective == 'script'), (target.key, run.name)
     if objective == 'script':
       assert config.model.initial_positive_probability == 0.85
@@ -185,7 +239,8 @@ def test_small_scales_run_a_subset_only_where_a_note_says_why():
     assert subset == bool(target.small_scale_note), target.key
   fig4 = registry.get('003.fig4')
   assert [run.bindings_at('tiny') for run in fig4.runs_at('tiny')] == [
-      (f'teams.generator_layers = {n}',) for n in (1, 2, 3, 4)]
+      (f'teams.generator_layers = {n}',) for n in (1, 2, 3, 4)
+  ]
   # The gpu include keeps the paper's 12 layers, and so the paper's depths.
   assert all(not run.bindings_at('gpu') for run in fig4.runs)
 
@@ -203,11 +258,15 @@ def test_tpu_hours_agree_with_002s_measured_electra_small_time():
   plan's hours can promise."""
   report_, _ = plan.flops_report(
       ('gin/papers/001_ale/electra_small.gin',),
-      ('pretrain_data.train_batch_size = 128',
-       'experiment.train_steps = 1000000'))
+      (
+          'pretrain_data.train_batch_size = 128',
+          'experiment.train_steps = 1000000',
+      ),
+  )
   hours = report_.total_train_flops() / plan.tpu_v3_8_flops_per_second() / 3600
-  measured = paper_tables.load('002').cell('5', 'ELECTRA-small',
-                                           'Training time').value
+  measured = (
+      paper_tables.load('002').cell('5', 'ELECTRA-small', 'Training time').value
+  )
   assert measured == 12.0
   assert 0.67 < hours / measured < 1.33, hours
 
@@ -215,30 +274,48 @@ def test_tpu_hours_agree_with_002s_measured_electra_small_time():
 def test_plan_fine_tunes_base_models_with_their_size_and_squad():
   run = registry.get('003.1').runs[8]  # TEAMS-Base
   target = registry.Target(
-      key='003.1', paper='003', table='1', kind='pretrain_glue',
-      description='d', runs=(run,), finetune_paper='003_teams',
-      squad=('squad11', 'squad20'))
+      key='003.1',
+      paper='003',
+      table='1',
+      kind='pretrain_glue',
+      description='d',
+      runs=(run,),
+      finetune_paper='003_teams',
+      squad=('squad11', 'squad20'),
+  )
   [planned] = plan.plan(target, 'gs://b', 'gs://glue', squad_dir='gs://sq')
   glue, squad11, squad20 = planned.finetune_command.splitlines()
   assert '--gin_file=gin/finetune/003_teams/glue_base.gin' in glue
-  assert ('--gin_file=gin/finetune/003_teams/squad11.gin '
-          '--gin_file=gin/finetune/003_teams/squad11_base.gin' in squad11)
+  assert (
+      '--gin_file=gin/finetune/003_teams/squad11.gin '
+      '--gin_file=gin/finetune/003_teams/squad11_base.gin' in squad11
+  )
   assert planned.model_dir.startswith('gs://b/003_teams.base-')
-  assert (f'--model_dir={planned.model_dir}/glue_003_teams_base '
-          '--gin_file=gin/finetune/003_teams/glue_base.gin' in glue)
+  assert (
+      f'--model_dir={planned.model_dir}/glue_003_teams_base '
+      '--gin_file=gin/finetune/003_teams/glue_base.gin' in glue
+  )
   assert planned.glue_dir == f'{planned.model_dir}/glue_003_teams_base'
-  assert (f'--data_dir=gs://sq/squad20 --model_dir={planned.model_dir}/'
-          'squad20_003_teams' in squad20)
+  assert (
+      f'--data_dir=gs://sq/squad20 --model_dir={planned.model_dir}/'
+      'squad20_003_teams' in squad20
+  )
   assert plan.size_files('004_script', 'glue', 'base') == [
-      'gin/finetune/004_script/base.gin']
+      'gin/finetune/004_script/base.gin'
+  ]
   with pytest.raises(FileNotFoundError, match='large'):
     plan.size_files('004_script', 'glue', 'large')
 
 
 def test_002_table_5_plan_shows_the_papers_hours():
   target = registry.Target(
-      key='002.5', paper='002', table='5', kind='plan_only', description='d',
-      runs=(registry.get('002.5').runs[0],))
+      key='002.5',
+      paper='002',
+      table='5',
+      kind='plan_only',
+      description='d',
+      runs=(registry.get('002.5').runs[0],),
+  )
   [run] = plan.plan(target, 'gs://b', 'gs://glue')
   assert run.paper_hours == 12.0
   assert '| 12 |' in plan.format_plan(target, [run])
@@ -246,66 +323,96 @@ def test_002_table_5_plan_shows_the_papers_hours():
 
 def test_plan_doubles_the_steps_and_hours_of_a_doubled_budget():
   target = registry.Target(
-      key='x', paper='001', table=None, kind='pretrain_glue',
-      description='d', finetune_paper='001_ale', runs=(
+      key='x',
+      paper='001',
+      table=None,
+      kind='pretrain_glue',
+      description='d',
+      finetune_paper='001_ale',
+      runs=(
           registry.Run('once', 'r', ('gin/papers/001_ale/electra_small.gin',)),
-          registry.Run('twice', 'r', ('gin/papers/001_ale/electra_small.gin',),
-                       budget_ratio=2.0)))
+          registry.Run(
+              'twice',
+              'r',
+              ('gin/papers/001_ale/electra_small.gin',),
+              budget_ratio=2.0,
+          ),
+      ),
+  )
   once, twice = plan.plan(target, 'gs://bucket/', 'gs://glue')
   assert (once.train_steps, twice.train_steps) == (125000, 250000)
   assert twice.tpu_v3_8_hours == pytest.approx(2 * once.tpu_v3_8_hours)
   assert once.model_dir.startswith('gs://bucket/001_ale.electra_small-')
   assert twice.model_dir != once.model_dir
   assert '--gin_param=experiment.train_steps=250000' in twice.pretrain_command
-  assert (f'--init_checkpoint={twice.model_dir} --glue_dir=gs://glue'
-          in twice.finetune_command)
+  assert (
+      f'--init_checkpoint={twice.model_dir} --glue_dir=gs://glue'
+      in twice.finetune_command
+  )
   assert once.finetune_flops == twice.finetune_flops > 0
   assert once.finetune_tpu_v3_8_hours == pytest.approx(
-      once.finetune_flops / plan.tpu_v3_8_flops_per_second() / 3600)
+      once.finetune_flops / plan.tpu_v3_8_flops_per_second() / 3600
+  )
 
 
 def test_paper_scale_tables_share_the_model_directory_of_an_equal_model():
   """ELECTRA-small of 001 Table IV and 004 Table 2 is one pretraining run
   (fine-tuned once per paper's protocol); 001's doubled budget is another,
   and so are models whose gin bindings differ."""
+
   def planned(key, *names):
     target = dataclasses.replace(
         registry.get(key),
-        runs=tuple(run for run in registry.get(key).runs
-                   if run.name in names))
+        runs=tuple(run for run in registry.get(key).runs if run.name in names),
+    )
     return {run.name: run for run in plan.plan(target, 'gs://b', 'gs://g')}
+
   ale = planned('001.IV', 'electra_small', 'electra_small_2x')
   script = planned('004.2', 'electra_small')
   assert ale['electra_small'].model_dir == script['electra_small'].model_dir
   assert ale['electra_small'].glue_dir == (
-      ale['electra_small'].model_dir + '/glue_001_ale')
+      ale['electra_small'].model_dir + '/glue_001_ale'
+  )
   assert script['electra_small'].glue_dir == (
-      ale['electra_small'].model_dir + '/glue_004_script')
+      ale['electra_small'].model_dir + '/glue_004_script'
+  )
   assert ale['electra_small_2x'].model_dir != ale['electra_small'].model_dir
+
   def directory(key, name):
     [run] = [run for run in registry.get(key).runs if run.name == name]
     return plan.model_directory('gs://b', run)
-  assert directory('003.3', 'electra') == directory('003.4',
-                                                    'electra_small_pp')
+
+  assert directory('003.3', 'electra') == directory('003.4', 'electra_small_pp')
   assert directory('003.3', 'electra') != directory('003.1', 'electra_small')
   # Rows of other gin files with equal bindings: one directory, named by
   # the first table that has the run.
   assert directory('003.2', 'only_mlm') == directory('003.1', 'bert_small_pp')
   assert directory('003.2', 'only_mlm').startswith(
-      'gs://b/003_teams.table5_small_pp-')
-  assert directory('003.fig5', 'sampled_k5') == directory('003.1',
-                                                          'teams_small_pp')
-  assert directory('003.fig5', 'sampled_k3') != directory('003.1',
-                                                          'teams_small_pp')
+      'gs://b/003_teams.table5_small_pp-'
+  )
+  assert directory('003.fig5', 'sampled_k5') == directory(
+      '003.1', 'teams_small_pp'
+  )
+  assert directory('003.fig5', 'sampled_k3') != directory(
+      '003.1', 'teams_small_pp'
+  )
   # Fig. 5's ELECTRA reference is 003's ELECTRA-Small++ row.
-  assert directory('003.fig5', 'electra') == directory('003.4',
-                                                       'electra_small_pp')
+  assert directory('003.fig5', 'electra') == directory(
+      '003.4', 'electra_small_pp'
+  )
 
 
 def _settings(**overrides):
-  settings = dict(target='001.IV', scale='tiny', corpus='c', vocab_file='v',
-                  glue_dir='g', reference_steps=4, tasks={'sst2': 0.25},
-                  num_runs=2)
+  settings = dict(
+      target='001.IV',
+      scale='tiny',
+      corpus='c',
+      vocab_file='v',
+      glue_dir='g',
+      reference_steps=4,
+      tasks={'sst2': 0.25},
+      num_runs=2,
+  )
   settings.update(overrides)
   return runner.GridSettings(**settings)
 
@@ -314,8 +421,7 @@ def test_settings_are_stored_then_checked(ram_dir):
   runner.check_settings(ram_dir, _settings())
   runner.check_settings(ram_dir, _settings())
   with pytest.raises(ValueError) as error:
-    runner.check_settings(ram_dir, _settings(num_runs=3,
-                                             tasks={'sst2': 0.5}))
+    runner.check_settings(ram_dir, _settings(num_runs=3, tasks={'sst2': 0.5}))
   assert 'num_runs: stored 2, now 3' in str(error.value)
   assert "tasks: stored {'sst2': 0.25}, now {'sst2': 0.5}" in str(error.value)
 
@@ -329,12 +435,15 @@ def test_runs_get_the_reference_training_flops_times_their_ratio():
   for run in target.runs:
     report_, _ = plan.flops_report(
         run.gin_files + ('gin/regenerate/tiny.gin',),
-        (f'experiment.train_steps = {steps[run.name]}',))
+        (f'experiment.train_steps = {steps[run.name]}',),
+    )
     totals[run.name] = report_.total_train_flops()
     per_step[run.name] = totals[run.name] / steps[run.name]
   for run in target.runs:
-    assert abs(totals[run.name] - totals['electra_small'] * run.budget_ratio
-               ) <= per_step[run.name] / 2, run.name
+    assert (
+        abs(totals[run.name] - totals['electra_small'] * run.budget_ratio)
+        <= per_step[run.name] / 2
+    ), run.name
   # BERT has no generator: more steps for the same FLOPs.
   assert steps['bert_small'] > 300
 
@@ -344,11 +453,10 @@ def _fake_pretrain(calls, kill=None):
   the checkpoints Orbit would (every `interval` steps and the last one) and
   the encoder export;
   `kill(run name, calls)` says when to fail before writing any."""
-  def pretrain(run, settings, records, model_dir, steps, interval,
-               seed=None):
+
+  def pretrain(run, settings, records, model_dir, steps, interval, seed=None):
     del settings, records
-    calls.append((run.name, steps) if seed is None else
-                 (run.name, steps, seed))
+    calls.append((run.name, steps) if seed is None else (run.name, steps, seed))
     if kill and kill(run.name, calls):
       raise RuntimeError('killed')
     os.makedirs(os.path.join(model_dir, 'encoder'), exist_ok=True)
@@ -356,16 +464,19 @@ def _fake_pretrain(calls, kill=None):
       open(os.path.join(model_dir, f'ckpt-{step}.index'), 'w').close()
     for name in (f'encoder-{steps}.index', 'encoder_config.json'):
       open(os.path.join(model_dir, 'encoder', name), 'w').close()
+
   return pretrain
 
 
 def test_a_killed_grid_resumes_without_redoing_finished_runs(
-    tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
   target = registry.get('001.IV')
   calls = []
   pretrain = _fake_pretrain(
-      calls, kill=lambda name, calls: (name == 'electra_small_2x' and
-                                       len(calls) == 3))
+      calls,
+      kill=lambda name, calls: (name == 'electra_small_2x' and len(calls) == 3),
+  )
 
   def finetune(target, settings, checkpoint, out, random_init=False):
     del target, settings, checkpoint, out, random_init
@@ -374,18 +485,32 @@ def test_a_killed_grid_resumes_without_redoing_finished_runs(
   monkeypatch.setattr(runner, '_pretrain', pretrain)
   monkeypatch.setattr(runner, 'finetune', finetune)
   monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
-  monkeypatch.setattr(runner, 'run_steps', lambda *args: {
-      'bert_small': 5, 'electra_small': 4, 'electra_small_2x': 8,
-      'ale_small': 3})
+  monkeypatch.setattr(
+      runner,
+      'run_steps',
+      lambda *args: {
+          'bert_small': 5,
+          'electra_small': 4,
+          'electra_small_2x': 8,
+          'ale_small': 3,
+      },
+  )
   out, runs_dir = str(tmp_path / 'table'), str(tmp_path / 'runs')
   with pytest.raises(RuntimeError, match='killed'):
     runner.run_grid(target, _settings(), out, runs_dir)
-  assert [name for name, _ in calls] == ['bert_small', 'electra_small',
-                                         'electra_small_2x']
+  assert [name for name, _ in calls] == [
+      'bert_small',
+      'electra_small',
+      'electra_small_2x',
+  ]
   results = runner.run_grid(target, _settings(), out, runs_dir)
   assert [name for name, _ in calls] == [
-      'bert_small', 'electra_small', 'electra_small_2x', 'electra_small_2x',
-      'ale_small']
+      'bert_small',
+      'electra_small',
+      'electra_small_2x',
+      'electra_small_2x',
+      'ale_small',
+  ]
   assert sorted(results) == sorted(run.name for run in target.runs)
   with open(os.path.join(out, 'bert_small', runner.RESULT_FILENAME)) as f:
     assert json.load(f)['train_steps'] == 5
@@ -402,10 +527,12 @@ def _grid_with_fake_jobs(monkeypatch, pretrained, finetuned):
   as `_fake_pretrain`, fine-tuning by writing glue_suite's results file of
   the model directory it is given; every run trains 4 steps, or 6 for
   BERT (001's equal FLOPs give it more) and 8 for 001's doubled run."""
+
   def call(command, log_path):
     del log_path
-    flags = dict(arg[2:].split('=', 1) for arg in command
-                 if arg.startswith('--'))
+    flags = dict(
+        arg[2:].split('=', 1) for arg in command if arg.startswith('--')
+    )
     finetuned.append((flags['paper'], flags['init_checkpoint']))
     with open(os.path.join(flags['model_dir'], 'glue_results.json'), 'w') as f:
       json.dump(dict(scores={'sst2': 0.5}, summaries={'sst2': {}}), f)
@@ -414,27 +541,43 @@ def _grid_with_fake_jobs(monkeypatch, pretrained, finetuned):
   monkeypatch.setattr(runner, '_call', call)
   monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
   steps_001 = dict(bert_small=6, electra_small_2x=8)
-  monkeypatch.setattr(runner, 'run_steps', lambda target, *args: {
-      run.name: steps_001.get(run.name, 4) if target.key == '001.IV' else 4
-      for run in target.runs})
+  monkeypatch.setattr(
+      runner,
+      'run_steps',
+      lambda target, *args: {
+          run.name: steps_001.get(run.name, 4) if target.key == '001.IV' else 4
+          for run in target.runs
+      },
+  )
 
   def grid(key, runs_dir, **overrides):
-    out = os.path.join(os.path.dirname(runs_dir), key + ''.join(
-        '-' + ''.join(c if c.isalnum() else '_' for c in f'{name}{value}')
-        for name, value in sorted(overrides.items())))
-    return runner.run_grid(registry.get(key),
-                           _settings(target=key, **overrides), out, runs_dir)
+    out = os.path.join(
+        os.path.dirname(runs_dir),
+        key
+        + ''.join(
+            '-' + ''.join(c if c.isalnum() else '_' for c in f'{name}{value}')
+            for name, value in sorted(overrides.items())
+        ),
+    )
+    return runner.run_grid(
+        registry.get(key), _settings(target=key, **overrides), out, runs_dir
+    )
+
   return grid
 
 
 def test_tables_that_compare_the_same_model_share_its_run(
-    tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
   pretrained, finetuned = [], []
   grid = _grid_with_fake_jobs(monkeypatch, pretrained, finetuned)
   runs_dir = str(tmp_path / 'runs')
   table_2 = grid('004.2', runs_dir)
-  assert [name for name, _ in pretrained] == ['bert_small', 'electra_small',
-                                             'script_small']
+  assert [name for name, _ in pretrained] == [
+      'bert_small',
+      'electra_small',
+      'script_small',
+  ]
   assert len(finetuned) == 3
   # 004 Table 1: both runs and their fine-tuning are 004.2's.
   table_1 = grid('004.1', runs_dir)
@@ -448,29 +591,40 @@ def test_tables_that_compare_the_same_model_share_its_run(
   assert len(pretrained) == 3
   assert sorted(checkpoint for _, checkpoint in finetuned[3:]) == sorted(
       os.path.join(table_2[name]['run_dir'], f'ckpt-{step}')
-      for name in ('electra_small', 'script_small') for step in (1, 2, 3))
+      for name in ('electra_small', 'script_small')
+      for step in (1, 2, 3)
+  )
   # 001 Table IV: ELECTRA-small's pretraining is shared, its fine-tuning
   # (001's protocol) is not; BERT trains other steps there, so it is
   # another run.
   del finetuned[:]
   grid('001.IV', runs_dir)
   assert [name for name, _ in pretrained[3:]] == [
-      'bert_small', 'electra_small_2x', 'ale_small']
+      'bert_small',
+      'electra_small_2x',
+      'ale_small',
+  ]
   assert [paper for paper, _ in finetuned] == ['001_ale'] * 4
-  assert (os.path.join(table_2['electra_small']['run_dir'])
-          in [checkpoint for _, checkpoint in finetuned])
+  assert os.path.join(table_2['electra_small']['run_dir']) in [
+      checkpoint for _, checkpoint in finetuned
+  ]
   # What decides a pretraining's numbers is in its directory's name (a
   # path the same whether given relative or absolute)...
-  for override, new_runs in ((dict(corpus='other'), 2),
-                             (dict(vocab_file='other'), 2),
-                             (dict(strategy='one_device'), 2),
-                             (dict(corpus=os.path.abspath('c')), 0)):
+  for override, new_runs in (
+      (dict(corpus='other'), 2),
+      (dict(vocab_file='other'), 2),
+      (dict(strategy='one_device'), 2),
+      (dict(corpus=os.path.abspath('c')), 0),
+  ):
     before = len(pretrained)
     grid('004.1', runs_dir, **override)
     assert len(pretrained) == before + new_runs, override
   # ... and what decides a fine-tuning's scores in its own.
-  for override in (dict(glue_dir='other'), dict(tasks={'sst2': 0.5}),
-                   dict(num_runs=5)):
+  for override in (
+      dict(glue_dir='other'),
+      dict(tasks={'sst2': 0.5}),
+      dict(num_runs=5),
+  ):
     before_pretrained, before_finetuned = len(pretrained), len(finetuned)
     grid('004.1', runs_dir, **override)
     assert len(pretrained) == before_pretrained, override
@@ -478,7 +632,8 @@ def test_tables_that_compare_the_same_model_share_its_run(
 
 
 def test_runs_of_other_gin_files_with_equal_bindings_share_one_directory(
-    tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
   """At tiny scale the include replaces all that tells 003's Small++ rows
   from its Small ones: Table 2's "Only MLM" and TEAMS rows are Table 1's
   BERT- and TEAMS-Small runs, read back with their fine-tuning."""
@@ -496,7 +651,8 @@ def test_runs_of_other_gin_files_with_equal_bindings_share_one_directory(
 
 
 def test_a_stored_run_without_a_curves_checkpoints_is_refused(
-    tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
   runs_dir = str(tmp_path / 'runs')
   grid = _grid_with_fake_jobs(monkeypatch, [], [])
   table_1 = grid('004.1', runs_dir, curve_points=1)
@@ -507,59 +663,83 @@ def test_a_stored_run_without_a_curves_checkpoints_is_refused(
   grid = _grid_with_fake_jobs(monkeypatch, pretrained, [])
   grid('004.2', runs_dir)  # Tables need the last checkpoint only.
   assert [name for name, _ in pretrained] == ['bert_small', 'script_small']
-  with pytest.raises(ValueError, match=r'without the checkpoints of steps '
-                     r'\[1, 2, 3\].*curve_points=4'):
+  with pytest.raises(
+      ValueError,
+      match=r'without the checkpoints of steps ' r'\[1, 2, 3\].*curve_points=4',
+  ):
     grid('004.fig2', runs_dir)
 
 
 def test_tiny_fine_tuning_include_is_passed_and_fingerprinted(
-    tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
   assert runner.finetune_gin('tiny') == 'gin/regenerate/tiny_finetune.gin'
   assert runner.finetune_gin('gpu') == ''
   assert runner.finetune_fingerprint('gpu') == ''
   # The fingerprint follows the include's values, not its comments.
-  with open(os.path.join(gin_utils.REPO_ROOT,
-                         runner.finetune_gin('tiny'))) as f:
+  with open(
+      os.path.join(gin_utils.REPO_ROOT, runner.finetune_gin('tiny'))
+  ) as f:
     text = f.read()
   fingerprint = runner.finetune_fingerprint('tiny')
   assert len(fingerprint) == 64
   variants = {}
-  for name, variant in (('commented', '# a comment\n' + text),
-                        ('other_rate', text.replace(
-                            'finetuning.learning_rate = 1e-3',
-                            'finetuning.learning_rate = 2e-3'))):
+  for name, variant in (
+      ('commented', '# a comment\n' + text),
+      (
+          'other_rate',
+          text.replace(
+              'finetuning.learning_rate = 1e-3',
+              'finetuning.learning_rate = 2e-3',
+          ),
+      ),
+  ):
     assert variant != text
     variants[name] = tmp_path / f'{name}.gin'
     variants[name].write_text(variant)
-  monkeypatch.setattr(runner, 'finetune_gin', lambda scale: str(
-      variants['commented']))
+  monkeypatch.setattr(
+      runner, 'finetune_gin', lambda scale: str(variants['commented'])
+  )
   assert runner.finetune_fingerprint('tiny') == fingerprint
-  monkeypatch.setattr(runner, 'finetune_gin', lambda scale: str(
-      variants['other_rate']))
+  monkeypatch.setattr(
+      runner, 'finetune_gin', lambda scale: str(variants['other_rate'])
+  )
   assert runner.finetune_fingerprint('tiny') != fingerprint
   monkeypatch.undo()
   commands = []
 
   def call(command, log_path):
     commands.append(command)
-    model_dir = next(arg.split('=', 1)[1] for arg in command
-                     if arg.startswith('--model_dir='))
+    model_dir = next(
+        arg.split('=', 1)[1]
+        for arg in command
+        if arg.startswith('--model_dir=')
+    )
     with open(os.path.join(model_dir, 'glue_results.json'), 'w') as f:
       json.dump(dict(scores={'sst2': 0.7}, summaries={'sst2': {}}), f)
     del log_path
 
   monkeypatch.setattr(runner, '_call', call)
   for scale in ('tiny', 'gpu'):
-    runner.finetune(registry.get('001.IV'), _settings(scale=scale), 'ckpt',
-                    str(tmp_path / scale))
+    runner.finetune(
+        registry.get('001.IV'),
+        _settings(scale=scale),
+        'ckpt',
+        str(tmp_path / scale),
+    )
   # Each task's directory is named by what decides its scores.
   tiny_dir, gpu_dir = (
-      next(arg.split('=', 1)[1] for arg in command
-           if arg.startswith('--model_dir=')) for command in commands)
+      next(
+          arg.split('=', 1)[1]
+          for arg in command
+          if arg.startswith('--model_dir=')
+      )
+      for command in commands
+  )
   assert os.path.basename(tiny_dir).startswith('sst2-')
   assert os.path.basename(tiny_dir) != os.path.basename(gpu_dir)
   tiny_command, gpu_command = commands
-  assert ('--gin_file=gin/regenerate/tiny_finetune.gin' in tiny_command)
+  assert '--gin_file=gin/regenerate/tiny_finetune.gin' in tiny_command
   assert not any(arg.startswith('--gin_file') for arg in gpu_command)
   # Fine-tuning results of another include are refused on resume.
   out = str(tmp_path / 'grid')
@@ -602,8 +782,9 @@ class _StepCounter(orbit.AbstractTrainer):
     self._step.assign_add(tf.cast(num_steps, tf.int64))
 
 
-def _orbit_checkpoints(directory, steps, steps_per_loop, interval,
-                       killed_at=None):
+def _orbit_checkpoints(
+    directory, steps, steps_per_loop, interval, killed_at=None
+):
   """Steps of the checkpoints Orbit's `Controller.train` writes with
   `steps_per_loop` and `checkpoint_interval`; `killed_at`: the job dies during the
   loop after that step (what its finished loops saved stays), and a new one
@@ -611,57 +792,95 @@ def _orbit_checkpoints(directory, steps, steps_per_loop, interval,
   for stop in ([killed_at] if killed_at else []) + [steps]:
     step = tf.Variable(0, dtype=tf.int64)
     manager = tf.train.CheckpointManager(
-        tf.train.Checkpoint(step=step), str(directory), max_to_keep=100,
-        step_counter=step, checkpoint_interval=interval)
+        tf.train.Checkpoint(step=step),
+        str(directory),
+        max_to_keep=100,
+        step_counter=step,
+        checkpoint_interval=interval,
+    )
     controller = orbit.Controller(
-        trainer=_StepCounter(step), global_step=step,
-        steps_per_loop=steps_per_loop, checkpoint_manager=manager)
+        trainer=_StepCounter(step),
+        global_step=step,
+        steps_per_loop=steps_per_loop,
+        checkpoint_manager=manager,
+    )
     controller.train(steps=stop, checkpoint_at_completion=stop == steps)
-  return sorted(int(path.rsplit('-', 1)[1])
-                for path in manager.checkpoints)
+  return sorted(int(path.rsplit('-', 1)[1]) for path in manager.checkpoints)
 
 
-@pytest.mark.parametrize('steps, points, checkpoints', [
-    (400, 4, [100, 200, 300, 400]),
-    (450, 4, [112, 224, 336, 448, 450]),
-    (10, 1, [10]),
-    (97, 1, [97]),
-])
+@pytest.mark.parametrize(
+    'steps, points, checkpoints',
+    [
+        (400, 4, [100, 200, 300, 400]),
+        (450, 4, [112, 224, 336, 448, 450]),
+        (10, 1, [10]),
+        (97, 1, [97]),
+    ],
+)
 def test_learning_curve_checkpoints_are_ones_orbit_saves(
-    tmp_path, monkeypatch, steps, points, checkpoints):
+    tmp_path, monkeypatch, steps, points, checkpoints
+):
   """The checkpoints a curve fine-tunes are among those Orbit writes with
   the loop and interval `runner._pretrain` gives the training job."""
   wanted = runner._checkpoint_steps(steps, points)  # pylint: disable=protected-access
   assert wanted == [step for step in checkpoints if step != 448]
   commands = []
-  monkeypatch.setattr(runner, '_call',
-                      lambda command, log: commands.append(command))
-  runner._pretrain(registry.get('004.2').runs[0], _settings(),  # pylint: disable=protected-access
-                   'records', str(tmp_path / 'run'), steps, wanted[0])
-  bindings = dict(arg.split('=', 2)[1:] for arg in commands[0]
-                  if arg.startswith('--gin_param=experiment.'))
-  loop, interval = (int(bindings[f'experiment.{name}'])
-                    for name in ('steps_per_loop', 'checkpoint_interval'))
+  monkeypatch.setattr(
+      runner, '_call', lambda command, log: commands.append(command)
+  )
+  runner._pretrain(
+      registry.get('004.2').runs[0],
+      _settings(),  # pylint: disable=protected-access
+      'records',
+      str(tmp_path / 'run'),
+      steps,
+      wanted[0],
+  )
+  bindings = dict(
+      arg.split('=', 2)[1:]
+      for arg in commands[0]
+      if arg.startswith('--gin_param=experiment.')
+  )
+  loop, interval = (
+      int(bindings[f'experiment.{name}'])
+      for name in ('steps_per_loop', 'checkpoint_interval')
+  )
   assert _orbit_checkpoints(tmp_path / 'whole', steps, loop, interval) == (
-      checkpoints)
+      checkpoints
+  )
   if len(checkpoints) > 1:  # Killed between two checkpoints, resumed.
-    assert _orbit_checkpoints(tmp_path / 'resumed', steps, loop, interval,
-                              killed_at=checkpoints[1]) == checkpoints
+    assert (
+        _orbit_checkpoints(
+            tmp_path / 'resumed',
+            steps,
+            loop,
+            interval,
+            killed_at=checkpoints[1],
+        )
+        == checkpoints
+    )
 
 
 def _result(steps, **scores):
-  return dict(train_steps=steps, glue={
-      task: dict(score=score, summary=dict(n=3, std=0.01))
-      for task, score in scores.items()})
+  return dict(
+      train_steps=steps,
+      glue={
+          task: dict(score=score, summary=dict(n=3, std=0.01))
+          for task, score in scores.items()
+      },
+  )
 
 
 def test_report_puts_ours_beside_the_paper_on_its_scale():
   # 004 Table 2 prints scores x100; ours are fractions.
   target = registry.get('004.2')
-  entries = report.rows(target, {
-      'bert_small': _result(10, sst2=0.80, cola=0.20),
-      'electra_small': _result(8, sst2=0.85, cola=0.30),
-  })
+  entries = report.rows(
+      target,
+      {
+          'bert_small': _result(10, sst2=0.80, cola=0.20),
+          'electra_small': _result(8, sst2=0.85, cola=0.30),
+      },
+  )
   bert = entries[0]
   sst = next(cell for cell in bert['cells'] if cell['task'] == 'sst2')
   script = paper_tables.load('004')
@@ -672,8 +891,7 @@ def test_report_puts_ours_beside_the_paper_on_its_scale():
   assert (sst['seeds'], sst['std']) == (3, pytest.approx(1.0))
   # The average beside the paper's mean over the same two tasks.
   assert bert['average']['ours'] == pytest.approx(50.0)
-  assert bert['average']['paper'] == pytest.approx(
-      (paper_sst + paper_cola) / 2)
+  assert bert['average']['paper'] == pytest.approx((paper_sst + paper_cola) / 2)
   text = report.markdown(target, entries, 'header')
   assert '| BERT-small | 10 | SST | 80.000 | 3 (1.000) |' in text
   assert 'Our order: ELECTRA-small > BERT-small' in text
@@ -696,22 +914,32 @@ def test_report_without_task_columns_compares_with_the_printed_average():
 
 def test_report_prints_our_parameters_beside_the_papers_count():
   target = registry.get('002.4')
-  results = {'bnk_gl': dict(_result(5, sst2=0.8), parameters=2385792),
-             'bnk_gl_larger': _result(5, sst2=0.7)}
+  results = {
+      'bnk_gl': dict(_result(5, sst2=0.8), parameters=2385792),
+      'bnk_gl_larger': _result(5, sst2=0.7),
+  }
   entries = report.rows(target, results)
-  assert entries[0]['parameters'] == dict(column='Params', ours=2385792,
-                                          paper=14e6)
+  assert entries[0]['parameters'] == dict(
+      column='Params', ours=2385792, paper=14e6
+  )
   assert entries[1]['parameters'] is None
   text = report.markdown(target, entries, 'header')
-  assert ('| ConvBERTmedium-small / +BNK,+GL | 5 | Params (at this scale) | '
-          '2.386M | - | 14M | - |') in text
+  assert (
+      '| ConvBERTmedium-small / +BNK,+GL | 5 | Params (at this scale) | '
+      '2.386M | - | 14M | - |'
+  ) in text
   # The count is not a GLUE score: the average is over SST-2 alone.
   assert entries[0]['average']['ours'] == pytest.approx(80.0)
 
 
-@pytest.mark.parametrize('unit, scale', [
-    ('accuracy (fraction)', 1.0), ('GLUE average score x100', 100.0),
-    ('accuracy (%)', 100.0)])
+@pytest.mark.parametrize(
+    'unit, scale',
+    [
+        ('accuracy (fraction)', 1.0),
+        ('GLUE average score x100', 100.0),
+        ('accuracy (%)', 100.0),
+    ],
+)
 def test_score_scale_comes_from_the_unit(unit, scale):
   assert report.score_scale(unit) == scale
 
@@ -723,12 +951,24 @@ def test_unknown_score_unit_is_refused():
 
 def _fig5_results():
   """Sampled/Hardest at K = 3 and 5 and the ELECTRA reference."""
-  scores = {'sampled_k5': 0.7, 'sampled_k3': 0.6, 'hardest_k3': 0.55,
-            'hardest_k5': 0.65, 'electra': 0.5}
-  return {name: dict(train_steps=4, glue={'sst2': dict(score=score)},
-                     curve={'2': {'sst2': dict(score=0.1)},
-                            '4': {'sst2': dict(score=score)}})
-          for name, score in scores.items()}
+  scores = {
+      'sampled_k5': 0.7,
+      'sampled_k3': 0.6,
+      'hardest_k3': 0.55,
+      'hardest_k5': 0.65,
+      'electra': 0.5,
+  }
+  return {
+      name: dict(
+          train_steps=4,
+          glue={'sst2': dict(score=score)},
+          curve={
+              '2': {'sst2': dict(score=0.1)},
+              '4': {'sst2': dict(score=score)},
+          },
+      )
+      for name, score in scores.items()
+  }
 
 
 def test_figure_is_written_as_png(tmp_path):
@@ -745,8 +985,10 @@ def test_figure_points_are_the_final_checkpoints_by_series_and_x():
   target = registry.get('003.fig5')
   entries = report.rows(target, _fig5_results())
   series, references = report.figure_lines(target, entries)
-  assert series == {'Sampled': [(3.0, 0.6), (5.0, 0.7)],
-                    'Hardest': [(3.0, 0.55), (5.0, 0.65)]}
+  assert series == {
+      'Sampled': [(3.0, 0.6), (5.0, 0.7)],
+      'Hardest': [(3.0, 0.55), (5.0, 0.65)],
+  }
   assert references == {'ELECTRA-Small++': 0.5}
   text = report.markdown(target, entries, 'header')
   assert '| Hardest | 3 | 0.550 |' in text
@@ -756,20 +998,28 @@ def test_figure_points_are_the_final_checkpoints_by_series_and_x():
 def test_learning_curve_points_are_every_checkpoint_of_each_run():
   target = registry.get('004.fig2')
   curve = {'200': {'sst2': dict(score=0.6)}, '100': {'sst2': dict(score=0.5)}}
-  results = {'electra_small': dict(train_steps=200, glue=curve['200'],
-                                   curve=curve)}
-  series, references = report.figure_lines(
-      target, report.rows(target, results))
+  results = {
+      'electra_small': dict(train_steps=200, glue=curve['200'], curve=curve)
+  }
+  series, references = report.figure_lines(target, report.rows(target, results))
   assert series == {'ELECTRA-small': [(100.0, 0.5), (200.0, 0.6)]}
   assert not references
   assert '| ELECTRA-small | 100 | 0.500 |' in report.markdown(
-      target, report.rows(target, results), 'header')
+      target, report.rows(target, results), 'header'
+  )
 
 
 def test_jobs_show_their_progress_and_keep_their_log(tmp_path, capsys):
   log = os.path.join(tmp_path, 'job.log')
-  runner._call([sys.executable, '-c', 'print("train | step: 5 | x");'  # pylint: disable=protected-access
-                'print("noise")'], log)
+  runner._call(
+      [
+          sys.executable,
+          '-c',
+          'print("train | step: 5 | x");'  # pylint: disable=protected-access
+          'print("noise")',
+      ],
+      log,
+  )
   printed = capsys.readouterr().out.splitlines()
   assert printed[1:] == ['    train | step: 5 | x']
   with open(log) as f:
@@ -779,36 +1029,60 @@ def test_jobs_show_their_progress_and_keep_their_log(tmp_path, capsys):
 
 
 def test_attention_concentration_pretrains_each_backbone_alike(
-    tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
   target = registry.get('002.1')
   calls = []
   monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
   monkeypatch.setattr(runner, '_pretrain', _fake_pretrain(calls))
-  encoders = runner.pretrain_only(target, _settings(target='002.1'),
-                                  str(tmp_path / '002.1'),
-                                  str(tmp_path / 'runs'))
+  encoders = runner.pretrain_only(
+      target,
+      _settings(target='002.1'),
+      str(tmp_path / '002.1'),
+      str(tmp_path / 'runs'),
+  )
   assert calls == [('bert_small', 4), ('convbert_small', 4)]
   assert os.path.dirname(encoders['convbert_small']).startswith(
-      str(tmp_path / 'runs' / '002_convbert.small-'))
+      str(tmp_path / 'runs' / '002_convbert.small-')
+  )
 
 
 def test_command_targets_write_their_table_as_markdown_and_json(tmp_path):
-  row = dict(label='ConvBERT', backbone='convbert', num_layers=4, num_heads=2,
-             num_examples=408, num_maps=3264, num_excluded=0,
-             mean_concentration=0.215, mass_ratio=0.198,
-             uniform_concentration=0.210, paper=0.608)
-  results = dict(settings=dict(window=4, task='mrpc', split='dev',
-                               data_file='MRPC/dev.tsv'), rows=[row])
+  row = dict(
+      label='ConvBERT',
+      backbone='convbert',
+      num_layers=4,
+      num_heads=2,
+      num_examples=408,
+      num_maps=3264,
+      num_excluded=0,
+      mean_concentration=0.215,
+      mass_ratio=0.198,
+      uniform_concentration=0.210,
+      paper=0.608,
+  )
+  results = dict(
+      settings=dict(
+          window=4, task='mrpc', split='dev', data_file='MRPC/dev.tsv'
+      ),
+      rows=[row],
+  )
   target = registry.get('002.1')
   regenerate.write_command_table(
-      target, str(tmp_path), attention_concentration.format_table(results),
-      results, header='Scale: tiny.')
+      target,
+      str(tmp_path),
+      attention_concentration.format_table(results),
+      results,
+      header='Scale: tiny.',
+  )
   with open(tmp_path / '002.1.md') as f:
     text = f.read()
   assert text.startswith('## 002.1: attention-map diagonal concentration')
   assert 'Scale: tiny.' in text
-  assert ('| ConvBERT | convbert | 4 x 2 | 408 | 3264 | 0 | 0.215 | 0.198 | '
-          '0.210 | 0.608 |') in text
+  assert (
+      '| ConvBERT | convbert | 4 x 2 | 408 | 3264 | 0 | 0.215 | 0.198 | '
+      '0.210 | 0.608 |'
+  ) in text
   with open(tmp_path / '002.1.json') as f:
     written = json.load(f)
   assert written['results'] == results
@@ -816,44 +1090,60 @@ def test_command_targets_write_their_table_as_markdown_and_json(tmp_path):
 
 
 def test_pretraining_seeds_are_runs_of_their_own_and_rows_their_mean(
-    tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
   pretrained, finetuned = [], []
   scores = iter([0.5, 0.7, 0.6, 0.4, 0.45, 0.47])
 
   def call(command, log_path):
     del log_path
-    flags = dict(arg[2:].split('=', 1) for arg in command
-                 if arg.startswith('--'))
+    flags = dict(
+        arg[2:].split('=', 1) for arg in command if arg.startswith('--')
+    )
     finetuned.append(flags['init_checkpoint'])
     with open(os.path.join(flags['model_dir'], 'glue_results.json'), 'w') as f:
-      json.dump(dict(scores={'sst2': next(scores)},
-                     summaries={'sst2': {'n': 2}}), f)
+      json.dump(
+          dict(scores={'sst2': next(scores)}, summaries={'sst2': {'n': 2}}), f
+      )
 
   monkeypatch.setattr(runner, '_pretrain', _fake_pretrain(pretrained))
   monkeypatch.setattr(runner, '_call', call)
   monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
-  monkeypatch.setattr(runner, 'run_steps', lambda target, *args: {
-      run.name: 4 for run in target.runs})
+  monkeypatch.setattr(
+      runner,
+      'run_steps',
+      lambda target, *args: {run.name: 4 for run in target.runs},
+  )
   target = registry.get('004.1')
-  results = runner.run_grid(target, _settings(target='004.1',
-                                              pretrain_seeds=3),
-                            str(tmp_path / 'out'), str(tmp_path / 'runs'))
-  assert pretrained == [(name, 4, seed) for name in ('electra_small',
-                                                     'script_small')
-                        for seed in (1, 2, 3)]
+  results = runner.run_grid(
+      target,
+      _settings(target='004.1', pretrain_seeds=3),
+      str(tmp_path / 'out'),
+      str(tmp_path / 'runs'),
+  )
+  assert pretrained == [
+      (name, 4, seed)
+      for name in ('electra_small', 'script_small')
+      for seed in (1, 2, 3)
+  ]
   electra = results['electra_small']
   assert len(set(electra['run_dir'])) == 3
   assert [seed['glue']['sst2']['score'] for seed in electra['seeds']] == [
-      0.5, 0.7, 0.6]
+      0.5,
+      0.7,
+      0.6,
+  ]
   summary = electra['glue']['sst2']['summary']
   assert electra['glue']['sst2']['score'] == pytest.approx(0.6)
   assert (summary['n'], summary['std']) == (3, pytest.approx(0.1))
   # The seeds are gin bindings, so each seed's directory is named by them,
   # and one seed is the unbound run of a grid without seeds.
   assert runner.run_fingerprint(target.runs[0], 'tiny', 4, seed=1) != (
-      runner.run_fingerprint(target.runs[0], 'tiny', 4, seed=2))
+      runner.run_fingerprint(target.runs[0], 'tiny', 4, seed=2)
+  )
   assert runner.run_fingerprint(target.runs[0], 'tiny', 4) != (
-      runner.run_fingerprint(target.runs[0], 'tiny', 4, seed=1))
+      runner.run_fingerprint(target.runs[0], 'tiny', 4, seed=1)
+  )
   entries = report.rows(target, results)
   assert entries[0]['seed_averages'] == pytest.approx([50.0, 70.0, 60.0])
   text = report.markdown(target, entries, 'h')
@@ -861,20 +1151,25 @@ def test_pretraining_seeds_are_runs_of_their_own_and_rows_their_mean(
 
 
 def _entry(run, row, paper, seeds):
-  return dict(run=run, row=row, seed_averages=seeds,
-              average=None if paper is None else dict(paper=paper))
+  return dict(
+      run=run,
+      row=row,
+      seed_averages=seeds,
+      average=None if paper is None else dict(paper=paper),
+  )
 
 
 def test_claims_compare_the_gap_with_twice_its_standard_error():
   target = registry.get('004.1')
-  entries = [_entry('electra_small', 'ELECTRA-small', 80.0, [70.0, 72.0]),
-             _entry('script_small', 'SCRIPT-small', 81.0, [73.0, 75.0])]
+  entries = [
+      _entry('electra_small', 'ELECTRA-small', 80.0, [70.0, 72.0]),
+      _entry('script_small', 'SCRIPT-small', 81.0, [73.0, 75.0]),
+  ]
   [claim] = report.claims(target, entries)
   # Gap 3; standard error sqrt(2 / 2 + 2 / 2) = sqrt(2).
-  assert (claim['better'], claim['worse']) == ('SCRIPT-small',
-                                               'ELECTRA-small')
+  assert (claim['better'], claim['worse']) == ('SCRIPT-small', 'ELECTRA-small')
   assert claim['ours_gap'] == pytest.approx(3.0)
-  assert claim['noise'] == pytest.approx(2.0 * 2.0 ** 0.5)
+  assert claim['noise'] == pytest.approx(2.0 * 2.0**0.5)
   assert claim['paper_gap'] == pytest.approx(1.0)
   assert claim['verdict'] == 'reproduced'
   entries[1]['seed_averages'] = [70.0, 72.5]
@@ -888,9 +1183,12 @@ def test_claims_compare_the_gap_with_twice_its_standard_error():
 
 def test_stated_claims_need_no_paper_average():
   target = registry.get('002.6')
-  entries = [_entry('convbert_small', 'ConvBERT-small', 81.4, [61.0, 63.0]),
-             _entry('electra_small', 'ELECTRA-small (BERT backbone)', None,
-                    [60.0, 60.5])]
+  entries = [
+      _entry('convbert_small', 'ConvBERT-small', 81.4, [61.0, 63.0]),
+      _entry(
+          'electra_small', 'ELECTRA-small (BERT backbone)', None, [60.0, 60.5]
+      ),
+  ]
   [claim] = report.claims(target, entries)
   assert claim['source'].startswith('002 Response 3')
   assert claim['paper_gap'] is None

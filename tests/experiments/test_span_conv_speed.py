@@ -22,21 +22,39 @@ def test_the_replaced_formulation_computes_the_same_sum(causal):
   np.testing.assert_allclose(
       span_conv_speed.shifted_slices_sum(values, kernel, causal),
       span_dynamic_conv.apply_dynamic_kernel(values, kernel, causal),
-      rtol=1e-5, atol=1e-5)
+      rtol=1e-5,
+      atol=1e-5,
+  )
 
 
 def test_cli_times_both_formulations_in_every_mode(tmp_path):
   output = str(tmp_path / 'speed.json')
   result = subprocess.run(
-      [sys.executable, '-m', 'experiments.span_conv_speed',
-       '--shapes=2x40', '--num_heads=2', '--head_size=4', '--kernel_size=5',
-       '--iterations=2', f'--output_json={output}'],
-      cwd=gin_utils.REPO_ROOT, check=True, capture_output=True, text=True,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+      [
+          sys.executable,
+          '-m',
+          'experiments.span_conv_speed',
+          '--shapes=2x40',
+          '--num_heads=2',
+          '--head_size=4',
+          '--kernel_size=5',
+          '--iterations=2',
+          f'--output_json={output}',
+      ],
+      cwd=gin_utils.REPO_ROOT,
+      check=True,
+      capture_output=True,
+      text=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
+  )
   with open(output) as f:
     rows = json.load(f)['rows']
   assert [(row['jit_compile'], row['backward']) for row in rows] == [
-      (False, False), (False, True), (True, False), (True, True)]
+      (False, False),
+      (False, True),
+      (True, False),
+      (True, True),
+  ]
   for row in rows:
     assert row['slices_ms'] > 0 and row['banded_ms'] > 0
     assert row['speedup'] == pytest.approx(row['slices_ms'] / row['banded_ms'])

@@ -13,17 +13,23 @@ from official_repro.data import records
 def _examples(record_dir, split):
   metadata = records.load_metadata(record_dir)
   spec = records.feature_spec(metadata)
-  return [{name: value.numpy() for name, value in
-           tf.io.parse_single_example(record, spec).items()}
-          for path in records.split_files(metadata, record_dir, split)
-          for record in tf.data.TFRecordDataset(path)]
+  return [
+      {
+          name: value.numpy()
+          for name, value in tf.io.parse_single_example(record, spec).items()
+      }
+      for path in records.split_files(metadata, record_dir, split)
+      for record in tf.data.TFRecordDataset(path)
+  ]
 
 
 def test_shuffling_keeps_each_segments_words_and_every_marker(
-    tiny_records, tmp_path):
+    tiny_records, tmp_path
+):
   shuffled = word_order.shuffled_copy(tiny_records, str(tmp_path / 's'))
-  special = set(records.load_metadata(tiny_records)['special_token_ids']
-                .values())
+  special = set(
+      records.load_metadata(tiny_records)['special_token_ids'].values()
+  )
   before = _examples(tiny_records, 'eval')
   after = _examples(shuffled, 'eval')
   assert len(after) == len(before) > 0
@@ -32,17 +38,21 @@ def test_shuffling_keeps_each_segments_words_and_every_marker(
     for name in ('input_mask', 'segment_ids'):
       np.testing.assert_array_equal(old[name], new[name])
     is_special = np.isin(old['input_ids'], list(special))
-    np.testing.assert_array_equal(old['input_ids'][is_special],
-                                  new['input_ids'][is_special])
+    np.testing.assert_array_equal(
+        old['input_ids'][is_special], new['input_ids'][is_special]
+    )
     for segment in (0, 1):
-      words = (~is_special) & (old['segment_ids'] == segment) & (
-          old['input_mask'] == 1)
-      assert (collections.Counter(old['input_ids'][words]) ==
-              collections.Counter(new['input_ids'][words]))
+      words = (
+          (~is_special)
+          & (old['segment_ids'] == segment)
+          & (old['input_mask'] == 1)
+      )
+      assert collections.Counter(
+          old['input_ids'][words]
+      ) == collections.Counter(new['input_ids'][words])
     moved += int(np.sum(old['input_ids'] != new['input_ids']))
   assert moved > 0
-  assert records.load_metadata(shuffled)['splits']['train'][
-      'num_examples'] == 0
+  assert records.load_metadata(shuffled)['splits']['train']['num_examples'] == 0
 
 
 def test_statically_masked_records_are_refused(static_records, tmp_path):
@@ -50,9 +60,12 @@ def test_statically_masked_records_are_refused(static_records, tmp_path):
     word_order.shuffled_copy(static_records, str(tmp_path / 's'))
 
 
-def test_evaluation_matches_the_runs_own(run_tiny_pretraining, tiny_records,
-                                          tmp_path):
-  result = run_tiny_pretraining(tmp_path / 'run', ['gin/pretrain/masked_lm.gin'])
+def test_evaluation_matches_the_runs_own(
+    run_tiny_pretraining, tiny_records, tmp_path
+):
+  result = run_tiny_pretraining(
+      tmp_path / 'run', ['gin/pretrain/masked_lm.gin']
+  )
   ours = word_order.evaluate(str(tmp_path / 'run'), tiny_records, steps=-1)
   for name in ('masked_lm_accuracy', 'lm_example_loss'):
     assert ours[name] == pytest.approx(result['eval'][name], rel=1e-5), name

@@ -33,9 +33,17 @@ class TestSummarize:
   def test_values(self):
     summary = aggregation.summarize([4.0, 1.0, 3.0, 2.0])
     # Sample variance: (2.25 + .25 + .25 + 2.25) / 3 = 5 / 3.
-    assert summary == pytest.approx(dict(
-        n=4, max=4.0, median=2.5, mean=2.5, min=1.0,
-        std=math.sqrt(5 / 3), sem=math.sqrt(5 / 3) / 2))
+    assert summary == pytest.approx(
+        dict(
+            n=4,
+            max=4.0,
+            median=2.5,
+            mean=2.5,
+            min=1.0,
+            std=math.sqrt(5 / 3),
+            sem=math.sqrt(5 / 3) / 2,
+        )
+    )
 
   def test_single_run_has_zero_spread(self):
     summary = aggregation.summarize([0.7])
@@ -64,5 +72,4 @@ class TestSelectEval:
     with pytest.raises(ValueError, match='empty'):
       aggregation.select_eval([], 'accuracy', 'best')
     with pytest.raises(ValueError, match=r"\[1\] .*'mcc'"):
-      aggregation.select_eval([{'mcc': 0.1}, {'accuracy': 0.2}], 'mcc',
-                              'best')
+      aggregation.select_eval([{'mcc': 0.1}, {'accuracy': 0.2}], 'mcc', 'best')

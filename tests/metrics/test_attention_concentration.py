@@ -24,7 +24,7 @@ def _banded(length, half_width):
 def _single(probs, real_length=None):
   """One map as a batch of one head, and its mask."""
   mask = np.zeros((1, probs.shape[0]))
-  mask[0, :real_length or probs.shape[0]] = 1
+  mask[0, : real_length or probs.shape[0]] = 1
   return probs[None, None], mask
 
 
@@ -68,8 +68,7 @@ def test_padding_is_excluded():
   padded[:6, :6] = real
   unpadded = ac.map_concentration(*_single(real))
   with_padding = ac.map_concentration(*_single(padded, real_length=6))
-  np.testing.assert_allclose(with_padding.concentration,
-                             unpadded.concentration)
+  np.testing.assert_allclose(with_padding.concentration, unpadded.concentration)
   np.testing.assert_allclose(with_padding.far_mass, unpadded.far_mass)
   # Uniform over 6 real tokens: 2 pairs (|i - j| = 5) of 36 are far.
   maps = ac.map_concentration(*_single(_uniform(9, 6), real_length=6))
@@ -106,25 +105,34 @@ def test_accumulator_mean_versus_mass_ratio():
   accumulator.update([layer0[2:], layer1[2:]], mask[2:])
   result = accumulator.result()
   first = ac.map_concentration(layer1, mask)
-  assert first.included.tolist() == [[True, True], [True, True],
-                                     [False, False]]
+  assert first.included.tolist() == [[True, True], [True, True], [False, False]]
   layer0_mean = (52 / 12 + 17) / 2
   layer0_ratio = (52 / 8 + 34 / 6) / (12 / 8 + 2 / 6)  # = 73/11.
   layer1_mean = float(np.mean(first.concentration[:2]))
-  assert result['per_layer'][0] == pytest.approx(dict(
-      mean_concentration=layer0_mean, mass_ratio=layer0_ratio, num_maps=6,
-      num_excluded=2))
+  assert result['per_layer'][0] == pytest.approx(
+      dict(
+          mean_concentration=layer0_mean,
+          mass_ratio=layer0_ratio,
+          num_maps=6,
+          num_excluded=2,
+      )
+  )
   assert result['per_layer'][1]['mean_concentration'] == pytest.approx(
-      layer1_mean)
+      layer1_mean
+  )
   assert result['mean_concentration'] == pytest.approx(
-      (layer0_mean + layer1_mean) / 2)
+      (layer0_mean + layer1_mean) / 2
+  )
   near = 2 * (52 / 8 + 34 / 6) + np.sum(first.near_mass[:2])
   far = 2 * (12 / 8 + 2 / 6) + np.sum(first.far_mass[:2])
   assert result['mass_ratio'] == pytest.approx(near / far)
   assert result['mean_concentration'] != pytest.approx(result['mass_ratio'])
   assert (result['num_maps'], result['num_excluded']) == (12, 4)
-  assert (result['num_layers'], result['num_heads'],
-          result['window']) == (2, 2, 4)
+  assert (result['num_layers'], result['num_heads'], result['window']) == (
+      2,
+      2,
+      4,
+  )
 
 
 def test_errors():
@@ -150,4 +158,5 @@ def test_uniform_attention_spreads_over_real_tokens():
   np.testing.assert_allclose(maps[0, 0, 2], [1 / 8] * 8 + [0] * 3)
   # Same C as the unpadded uniform maps: 52/12 for 8 tokens, 34/2 for 6.
   np.testing.assert_allclose(
-      ac.map_concentration(maps, mask).concentration, [[52 / 12], [34 / 2]])
+      ac.map_concentration(maps, mask).concentration, [[52 / 12], [34 / 2]]
+  )

@@ -8,10 +8,12 @@ from official_repro.metrics import wer
 
 def test_substitution_and_deletion_counted_by_hand():
   # 'sat' -> 'sit' is a substitution, the second 'the' is deleted.
-  (counts,) = wer.utterance_error_counts(['the cat sat on the mat'],
-                                         ['the cat sit on mat'])
-  assert counts == wer.ErrorCounts(substitutions=1, deletions=1,
-                                   insertions=0, reference_words=6)
+  (counts,) = wer.utterance_error_counts(
+      ['the cat sat on the mat'], ['the cat sit on mat']
+  )
+  assert counts == wer.ErrorCounts(
+      substitutions=1, deletions=1, insertions=0, reference_words=6
+  )
   assert counts.errors == 2
   assert counts.wer == pytest.approx(2 / 6)
 
@@ -27,9 +29,14 @@ def test_corpus_wer_is_total_edits_over_total_reference_words():
   total = wer.corpus_error_counts(references, hypotheses)
   # (2 + 2) / (6 + 2), not the mean of 2/6 and 2/2.
   assert total.wer == pytest.approx(0.5)
-  assert total.as_dict() == {'substitutions': 1, 'deletions': 1,
-                             'insertions': 2, 'errors': 4,
-                             'reference_words': 8, 'wer': 0.5}
+  assert total.as_dict() == {
+      'substitutions': 1,
+      'deletions': 1,
+      'insertions': 2,
+      'errors': 4,
+      'reference_words': 8,
+      'wer': 0.5,
+  }
   assert total.wer == pytest.approx(jiwer.wer(references, hypotheses))
 
 

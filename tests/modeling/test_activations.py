@@ -10,18 +10,24 @@ import tf_keras
 from official_repro.metrics import flops
 from official_repro.modeling import activations
 
-_X = np.concatenate([np.linspace(-12.0, 12.0, 97),
-                     np.random.default_rng(0).normal(size=200) * 3.0])
+_X = np.concatenate(
+    [
+        np.linspace(-12.0, 12.0, 97),
+        np.random.default_rng(0).normal(size=200) * 3.0,
+    ]
+)
 
 
 def _gelu_tanh_numpy(x):
-  return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) *
-                                  (x + 0.044715 * x ** 3)))
+  return (
+      0.5
+      * x
+      * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+  )
 
 
 def _gelu_erf_numpy(x):
-  return np.array([0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0)))
-                   for v in x])
+  return np.array([0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x])
 
 
 _CLOSED_FORMS = dict(gelu_tanh=_gelu_tanh_numpy, gelu_erf=_gelu_erf_numpy)
@@ -30,8 +36,7 @@ _CLOSED_FORMS = dict(gelu_tanh=_gelu_tanh_numpy, gelu_erf=_gelu_erf_numpy)
 @pytest.mark.parametrize('name', ['gelu_tanh', 'gelu_erf'])
 def test_values_equal_the_closed_form(name):
   got = activations.get(name)(tf.constant(_X, tf.float32)).numpy()
-  np.testing.assert_allclose(got, _CLOSED_FORMS[name](_X), rtol=1e-5,
-                             atol=1e-6)
+  np.testing.assert_allclose(got, _CLOSED_FORMS[name](_X), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize('name', ['gelu_tanh', 'gelu_erf'])
@@ -44,18 +49,22 @@ def test_gradient_equals_central_differences(name):
     y = activations.get(name)(x)
   got = tape.gradient(y, x).numpy()
   step = 1e-6
-  expected = (_CLOSED_FORMS[name](_X + step) -
-              _CLOSED_FORMS[name](_X - step)) / (2 * step)
+  expected = (
+      _CLOSED_FORMS[name](_X + step) - _CLOSED_FORMS[name](_X - step)
+  ) / (2 * step)
   np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize('name, approximate', [('gelu_tanh', True),
-                                               ('gelu_erf', False)])
+@pytest.mark.parametrize(
+    'name, approximate', [('gelu_tanh', True), ('gelu_erf', False)]
+)
 def test_forward_and_backward_match_keras_in_a_graph(name, approximate):
-  x = tf.constant(np.random.default_rng(1).normal(size=(2, 5, 8)) * 2,
-                  tf.float32)
-  upstream = tf.constant(np.random.default_rng(2).normal(size=(2, 5, 8)),
-                         tf.float32)
+  x = tf.constant(
+      np.random.default_rng(1).normal(size=(2, 5, 8)) * 2, tf.float32
+  )
+  upstream = tf.constant(
+      np.random.default_rng(2).normal(size=(2, 5, 8)), tf.float32
+  )
 
   @tf.function
   def value_and_gradient(function):
@@ -66,7 +75,8 @@ def test_forward_and_backward_match_keras_in_a_graph(name, approximate):
 
   ours = value_and_gradient(activations.get(name))
   keras = value_and_gradient(
-      lambda t: tf_keras.activations.gelu(t, approximate=approximate))
+      lambda t: tf_keras.activations.gelu(t, approximate=approximate)
+  )
   for got, expected in zip(ours, keras):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
@@ -79,8 +89,9 @@ def test_mixed_precision_dtypes_pass_through(dtype):
     y = activations.gelu_tanh(x)
   gradient = tape.gradient(y, x)
   assert y.dtype == gradient.dtype == dtype
-  np.testing.assert_allclose(tf.cast(y, tf.float32),
-                             _gelu_tanh_numpy(_X[:16]), rtol=2e-2, atol=2e-2)
+  np.testing.assert_allclose(
+      tf.cast(y, tf.float32), _gelu_tanh_numpy(_X[:16]), rtol=2e-2, atol=2e-2
+  )
 
 
 def test_bare_gelu_is_rejected_and_names_resolve():
@@ -90,7 +101,9 @@ def test_bare_gelu_is_rejected_and_names_resolve():
     activations.check_name('gelu_fast')
   assert activations.model_garden_name('gelu_tanh') == 'gelu'
   assert activations.get('relu')(tf.constant([-1.0, 2.0])).numpy().tolist() == [
-      0.0, 2.0]
+      0.0,
+      2.0,
+  ]
 
 
 def test_keras_serialization_round_trip():
@@ -107,11 +120,14 @@ def test_profiler_flops_count_sees_past_the_fused_gelu():
 
   specs = {'x': tf.TensorSpec([1, 8])}
   keras_count = flops.profiled_forward_flops(
-      model(lambda x: tf_keras.activations.gelu(x, approximate=True)), specs)
+      model(lambda x: tf_keras.activations.gelu(x, approximate=True)), specs
+  )
   # Both dense layers (2 x 8 x 16 + 16 and 2 x 16 x 4 + 4) and the GELU.
   assert keras_count > 272 + 132
-  assert flops.profiled_forward_flops(model(activations.gelu_tanh),
-                                      specs) == keras_count
+  assert (
+      flops.profiled_forward_flops(model(activations.gelu_tanh), specs)
+      == keras_count
+  )
   # Outside the profiler the activation is the fused one again.
   with tf.GradientTape() as tape:
     x = tf.constant([0.5])
@@ -124,11 +140,15 @@ def test_profiler_flops_count_sees_past_the_fused_gelu():
 @pytest.mark.parametrize('name', ['gelu_tanh', 'gelu_erf'])
 def test_graphs_call_the_compiled_kernels_unless_unfused(name):
   def xla_calls(function):
-    graph = tf.function(function).get_concrete_function(
-        tf.TensorSpec([2, 3])).graph
-    return [op for op in graph.get_operations()
-            if op.type in ('PartitionedCall', 'StatefulPartitionedCall') and
-            op.get_attr('_XlaMustCompile')]
+    graph = (
+        tf.function(function).get_concrete_function(tf.TensorSpec([2, 3])).graph
+    )
+    return [
+        op
+        for op in graph.get_operations()
+        if op.type in ('PartitionedCall', 'StatefulPartitionedCall')
+        and op.get_attr('_XlaMustCompile')
+    ]
 
   activation = activations.get(name)
   assert xla_calls(activation)
@@ -139,5 +159,8 @@ def test_graphs_call_the_compiled_kernels_unless_unfused(name):
 def test_keras_functional_inputs_take_keras_ops():
   inputs = tf_keras.Input([4])
   model = tf_keras.Model(inputs, activations.gelu_tanh(inputs))
-  np.testing.assert_allclose(model(np.ones([1, 4], np.float32)),
-                             _gelu_tanh_numpy(np.ones([1, 4])), rtol=1e-5)
+  np.testing.assert_allclose(
+      model(np.ones([1, 4], np.float32)),
+      _gelu_tanh_numpy(np.ones([1, 4])),
+      rtol=1e-5,
+  )

@@ -28,10 +28,10 @@ def _inputs(lengths=LENGTHS, seed=1):
   """Random potentials, random tags (garbage past each end) and masks."""
   rng = np.random.default_rng(seed)
   batch = len(lengths)
-  potentials = rng.normal(size=(batch, SEQ_LENGTH, NUM_TAGS)).astype(
-      np.float32)
-  mask = (np.arange(SEQ_LENGTH)[None, :] <
-          np.array(lengths)[:, None]).astype(np.int32)
+  potentials = rng.normal(size=(batch, SEQ_LENGTH, NUM_TAGS)).astype(np.float32)
+  mask = (np.arange(SEQ_LENGTH)[None, :] < np.array(lengths)[:, None]).astype(
+      np.int32
+  )
   tags = rng.integers(0, NUM_TAGS, size=(batch, SEQ_LENGTH)).astype(np.int32)
   tags = np.where(mask == 1, tags, -7).astype(np.int32)
   return potentials, tags, mask
@@ -81,9 +81,12 @@ def test_sequence_score_and_log_likelihood_match_brute_force():
     expected_score = _path_score(layer, potentials[row], path)
     _, all_scores = _all_paths(layer, potentials[row], length)
     np.testing.assert_allclose(scores[row], expected_score, rtol=1e-5)
-    np.testing.assert_allclose(log_likelihood[row],
-                               expected_score - _logsumexp(all_scores),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        log_likelihood[row],
+        expected_score - _logsumexp(all_scores),
+        rtol=1e-5,
+        atol=1e-5,
+    )
   assert np.all(log_likelihood < 0)
 
 
@@ -105,8 +108,10 @@ def test_viterbi_matches_brute_force_argmax():
 def test_viterbi_follows_strong_transitions():
   """Flat potentials: the path is decided by start, transitions and end."""
   layer = crf.CRF(NUM_TAGS)
-  layer.transitions.assign(np.full((3, 3), -10.0) + 20.0 * np.array(
-      [[0, 1, 0], [0, 0, 1], [1, 0, 0]]))
+  layer.transitions.assign(
+      np.full((3, 3), -10.0)
+      + 20.0 * np.array([[0, 1, 0], [0, 0, 1], [1, 0, 0]])
+  )
   layer.start_transitions.assign([5.0, 0.0, 0.0])
   layer.end_transitions.assign([0.0, 0.0, 0.0])
   tags = layer(np.zeros((1, 4, 3), np.float32)).numpy()
@@ -150,9 +155,11 @@ def test_no_mask_means_full_length():
   full_mask = np.ones((2, SEQ_LENGTH), np.int32)
   np.testing.assert_allclose(
       layer.log_likelihood(potentials, tags).numpy(),
-      layer.log_likelihood(potentials, tags, full_mask).numpy())
+      layer.log_likelihood(potentials, tags, full_mask).numpy(),
+  )
   np.testing.assert_array_equal(
-      layer(potentials).numpy(), layer(potentials, mask=full_mask).numpy())
+      layer(potentials).numpy(), layer(potentials, mask=full_mask).numpy()
+  )
 
 
 def test_gradients_reach_potentials_and_transitions():
@@ -162,8 +169,11 @@ def test_gradients_reach_potentials_and_transitions():
   with tf.GradientTape() as tape:
     tape.watch(potentials)
     loss = -tf.reduce_sum(layer.log_likelihood(potentials, tags, mask))
-  variables = [layer.transitions, layer.start_transitions,
-               layer.end_transitions]
+  variables = [
+      layer.transitions,
+      layer.start_transitions,
+      layer.end_transitions,
+  ]
   gradients = tape.gradient(loss, [potentials] + variables)
   for gradient in gradients:
     gradient = gradient.numpy()
@@ -171,9 +181,9 @@ def test_gradients_reach_potentials_and_transitions():
     assert np.any(np.abs(gradient) > 1e-4)
   # Masked-out positions receive no gradient.
   np.testing.assert_array_equal(gradients[0].numpy()[1, 1:], 0.0)
-  assert {v.name.split('/')[-1].split(':')[0] for v in
-          layer.trainable_variables} == {'transitions', 'start_transitions',
-                                         'end_transitions'}
+  assert {
+      v.name.split('/')[-1].split(':')[0] for v in layer.trainable_variables
+  } == {'transitions', 'start_transitions', 'end_transitions'}
 
 
 def test_initial_transitions_are_small():
@@ -191,12 +201,16 @@ def test_config_round_trip():
   clone = crf.CRF.from_config(config)
   assert clone.get_config() == config
   assert [w.shape for w in clone.weights] == [
-      (NUM_TAGS, NUM_TAGS), (NUM_TAGS,), (NUM_TAGS,)]
+      (NUM_TAGS, NUM_TAGS),
+      (NUM_TAGS,),
+      (NUM_TAGS,),
+  ]
   assert [w.shape for w in clone.weights] == [w.shape for w in layer.weights]
   clone.set_weights(layer.get_weights())
   potentials, _, mask = _inputs()
-  np.testing.assert_array_equal(clone(potentials, mask=mask).numpy(),
-                                layer(potentials, mask=mask).numpy())
+  np.testing.assert_array_equal(
+      clone(potentials, mask=mask).numpy(), layer(potentials, mask=mask).numpy()
+  )
   restored = tf_keras.layers.deserialize(tf_keras.layers.serialize(layer))
   assert isinstance(restored, crf.CRF) and restored.num_tags == NUM_TAGS
 
@@ -208,37 +222,52 @@ def test_tf_function_with_unknown_batch_and_length():
 
   @tf.function(input_signature=[spec, int_spec, int_spec])
   def run(potentials, tags, mask):
-    return (layer.log_likelihood(potentials, tags, mask),
-            layer.viterbi_decode(potentials, mask))
+    return (
+        layer.log_likelihood(potentials, tags, mask),
+        layer.viterbi_decode(potentials, mask),
+    )
 
   potentials, tags, mask = _inputs()
   log_likelihood, (decoded, best) = run(potentials, tags, mask)
   np.testing.assert_allclose(
       log_likelihood.numpy(),
-      layer.log_likelihood(potentials, tags, mask).numpy(), rtol=1e-6)
+      layer.log_likelihood(potentials, tags, mask).numpy(),
+      rtol=1e-6,
+  )
   eager_tags, eager_best = layer.viterbi_decode(potentials, mask)
   np.testing.assert_array_equal(decoded.numpy(), eager_tags.numpy())
   np.testing.assert_allclose(best.numpy(), eager_best.numpy(), rtol=1e-6)
   short = run(potentials[:2, :1], tags[:2, :1], mask[:2, :1])[1][0]
-  np.testing.assert_array_equal(short.numpy(),
-                                np.argmax(potentials[:2, :1] +
-                                          layer.start_transitions.numpy() +
-                                          layer.end_transitions.numpy(),
-                                          axis=-1))
+  np.testing.assert_array_equal(
+      short.numpy(),
+      np.argmax(
+          potentials[:2, :1]
+          + layer.start_transitions.numpy()
+          + layer.end_transitions.numpy(),
+          axis=-1,
+      ),
+  )
 
 
 def test_xla_matches_eager():
   layer = _layer()
   potentials, tags, mask = _inputs()
   compiled = tf.function(
-      lambda p, t, m: (layer.log_likelihood(p, t, m),
-                       layer.viterbi_decode(p, m)[0]), jit_compile=True)
+      lambda p, t, m: (
+          layer.log_likelihood(p, t, m),
+          layer.viterbi_decode(p, m)[0],
+      ),
+      jit_compile=True,
+  )
   log_likelihood, decoded = compiled(potentials, tags, mask)
   np.testing.assert_allclose(
       log_likelihood.numpy(),
-      layer.log_likelihood(potentials, tags, mask).numpy(), rtol=1e-5)
+      layer.log_likelihood(potentials, tags, mask).numpy(),
+      rtol=1e-5,
+  )
   np.testing.assert_array_equal(
-      decoded.numpy(), layer.viterbi_decode(potentials, mask)[0].numpy())
+      decoded.numpy(), layer.viterbi_decode(potentials, mask)[0].numpy()
+  )
 
 
 def test_composes_on_keras_logits():
@@ -256,8 +285,10 @@ def test_half_precision_potentials_computed_in_float32():
   half = layer.log_likelihood(tf.cast(potentials, tf.float16), tags, mask)
   assert half.dtype == tf.float32
   np.testing.assert_allclose(
-      half.numpy(), layer.log_likelihood(potentials, tags, mask).numpy(),
-      atol=1e-2)
+      half.numpy(),
+      layer.log_likelihood(potentials, tags, mask).numpy(),
+      atol=1e-2,
+  )
 
 
 def test_rejects_bad_arguments():

@@ -12,40 +12,69 @@ from tests.plugins import rezero_backbone  # pylint: disable=unused-import
 
 
 def _discriminator_config(backbone='bert'):
-  return encoders.validate(encoders.EncoderConfig(
-      backbone=backbone, hidden_size=32, num_layers=2, num_attention_heads=4,
-      intermediate_size=64, embedding_width=16, vocab_size=40,
-      max_position_embeddings=16))
+  return encoders.validate(
+      encoders.EncoderConfig(
+          backbone=backbone,
+          hidden_size=32,
+          num_layers=2,
+          num_attention_heads=4,
+          intermediate_size=64,
+          embedding_width=16,
+          vocab_size=40,
+          max_position_embeddings=16,
+      )
+  )
 
 
 def test_generator_size_scales_width_not_depth():
   discriminator = encoders.EncoderConfig(
-      hidden_size=256, num_layers=12, num_attention_heads=4,
-      intermediate_size=1024, embedding_width=128, vocab_size=100)
+      hidden_size=256,
+      num_layers=12,
+      num_attention_heads=4,
+      intermediate_size=1024,
+      embedding_width=128,
+      vocab_size=100,
+  )
   generator = networks.scale_generator(discriminator, 0.25)
-  assert (generator.hidden_size, generator.num_attention_heads,
-          generator.intermediate_size) == (64, 1, 256)
+  assert (
+      generator.hidden_size,
+      generator.num_attention_heads,
+      generator.intermediate_size,
+  ) == (64, 1, 256)
   assert generator.num_layers == 12
   assert generator.embedding_width == 128
   with pytest.raises(ValueError, match='generator_size'):
     networks.scale_generator(discriminator, 0.0)
 
 
-@pytest.mark.parametrize('generator_layers, depth', [
-    (0.5, 6), (1.0, 12), (1, 1), (6, 6), (12, 12), (0.01, 1)])
+@pytest.mark.parametrize(
+    'generator_layers, depth',
+    [(0.5, 6), (1.0, 12), (1, 1), (6, 6), (12, 12), (0.01, 1)],
+)
 def test_generator_layers_is_a_count_or_a_fraction(generator_layers, depth):
   discriminator = encoders.EncoderConfig(
-      hidden_size=256, num_layers=12, num_attention_heads=4,
-      intermediate_size=1024, vocab_size=100)
+      hidden_size=256,
+      num_layers=12,
+      num_attention_heads=4,
+      intermediate_size=1024,
+      vocab_size=100,
+  )
   generator = networks.scale_generator(discriminator, 1.0, generator_layers)
   assert generator.num_layers == depth
   assert generator.hidden_size == 256  # Depth and width are independent.
 
 
-@pytest.mark.parametrize('generator_layers, message', [
-    (0, r'count in \[1, 12\]'), (13, r'count in \[1, 12\]'),
-    (1.5, r'fraction in \(0, 1\]'), (0.0, r'fraction in \(0, 1\]'),
-    ('6', 'an int'), (True, 'an int')])
+@pytest.mark.parametrize(
+    'generator_layers, message',
+    [
+        (0, r'count in \[1, 12\]'),
+        (13, r'count in \[1, 12\]'),
+        (1.5, r'fraction in \(0, 1\]'),
+        (0.0, r'fraction in \(0, 1\]'),
+        ('6', 'an int'),
+        (True, 'an int'),
+    ],
+)
 def test_generator_layers_out_of_range(generator_layers, message):
   with pytest.raises(ValueError, match=message):
     networks.generator_depth(12, generator_layers)
@@ -56,50 +85,61 @@ def test_sampling_temperature_follows_tempered_softmax():
   n = 20000
   for temperature in (0.8, 1.0, 2.0):
     draws = sampling.sample_from_logits(
-        tf.tile(logits[None], [n, 1]), temperature,
-        seed=tf.constant([1, int(temperature * 10)], tf.int64)).numpy()
+        tf.tile(logits[None], [n, 1]),
+        temperature,
+        seed=tf.constant([1, int(temperature * 10)], tf.int64),
+    ).numpy()
     counts = np.bincount(draws, minlength=4)
     expected = tf.nn.softmax(logits / temperature).numpy() * n
     chi2 = ((counts - expected) ** 2 / expected).sum()
     assert chi2 < 16.3, (temperature, counts, expected)  # 3 dof, p = 0.001
-  sharp = sampling.sample_from_logits(tf.tile(logits[None], [n, 1]), 0.5,
-                                      seed=tf.constant([2, 2], tf.int64))
-  flat = sampling.sample_from_logits(tf.tile(logits[None], [n, 1]), 2.0,
-                                     seed=tf.constant([2, 2], tf.int64))
+  sharp = sampling.sample_from_logits(
+      tf.tile(logits[None], [n, 1]), 0.5, seed=tf.constant([2, 2], tf.int64)
+  )
+  flat = sampling.sample_from_logits(
+      tf.tile(logits[None], [n, 1]), 2.0, seed=tf.constant([2, 2], tf.int64)
+  )
   assert np.mean(sharp.numpy() == 0) > np.mean(flat.numpy() == 0)
 
 
 def test_disallowed_original_is_never_sampled():
   logits = tf.constant([[[5.0, 0.0, 0.0]] * 500])
   draws = sampling.sample_from_logits(
-      logits, 1.0, disallowed_ids=tf.zeros([1, 500], tf.int32)).numpy()
+      logits, 1.0, disallowed_ids=tf.zeros([1, 500], tf.int32)
+  ).numpy()
   assert not np.any(draws == 0)
 
 
 def test_scatter_ignores_padded_slots():
   ids = tf.constant([[10, 11, 12, 13]])
   out = sampling.scatter_at_positions(
-      ids, positions=tf.constant([[2, 0, 0]]), values=tf.constant([[7, 8, 9]]),
-      weights=tf.constant([[1.0, 0.0, 0.0]]))
+      ids,
+      positions=tf.constant([[2, 0, 0]]),
+      values=tf.constant([[7, 8, 9]]),
+      weights=tf.constant([[1.0, 0.0, 0.0]]),
+  )
   np.testing.assert_array_equal(out.numpy(), [[10, 11, 7, 13]])
 
 
 def _batch():
-  ids = np.array([[2, 5, 6, 4, 8, 9, 3, 0],
-                  [2, 10, 4, 12, 13, 4, 3, 3]], np.int32)
+  ids = np.array(
+      [[2, 5, 6, 4, 8, 9, 3, 0], [2, 10, 4, 12, 13, 4, 3, 3]], np.int32
+  )
   return dict(
       input_word_ids=tf.constant(ids),
       input_mask=tf.constant((np.arange(8) < [[7], [8]]).astype(np.int32)),
       input_type_ids=tf.zeros([2, 8], tf.int32),
       masked_lm_positions=tf.constant([[3, 0], [2, 5]], tf.int32),
       masked_lm_ids=tf.constant([[7, 0], [11, 14]], tf.int32),
-      masked_lm_weights=tf.constant([[1.0, 0.0], [1.0, 1.0]]))
+      masked_lm_weights=tf.constant([[1.0, 0.0], [1.0, 1.0]]),
+  )
 
 
 def _pretrainer(backbone='bert', **kwargs):
   config = _discriminator_config(backbone)
   return electra.ElectraPretrainer(
-      config, networks.scale_generator(config, 0.5), **kwargs)
+      config, networks.scale_generator(config, 0.5), **kwargs
+  )
 
 
 @pytest.mark.parametrize('backbone', ['bert', 'albert'])
@@ -108,8 +148,11 @@ def test_labels_mark_exactly_the_changed_tokens(backbone):
   inputs = _batch()
   outputs = model(inputs, training=False)
   original = sampling.restore_original_ids(
-      inputs['input_word_ids'], inputs['masked_lm_positions'],
-      inputs['masked_lm_ids'], inputs['masked_lm_weights']).numpy()
+      inputs['input_word_ids'],
+      inputs['masked_lm_positions'],
+      inputs['masked_lm_ids'],
+      inputs['masked_lm_weights'],
+  ).numpy()
   corrupted = outputs['discriminator_ids'].numpy()
   labels = outputs['rtd_labels'].numpy()
   real = inputs['input_mask'].numpy()
@@ -162,10 +205,12 @@ def test_config_round_trip_rebuilds_an_equal_model():
   clone(inputs)
   assert clone.get_config() == model.get_config()
   assert [v.shape for v in clone.trainable_variables] == [
-      v.shape for v in model.trainable_variables]
+      v.shape for v in model.trainable_variables
+  ]
   # The tie is part of the config: one embedding table in the clone too.
   assert clone.generator.get_embedding_table() is (
-      clone.discriminator.get_embedding_table())
+      clone.discriminator.get_embedding_table()
+  )
 
 
 @pytest.mark.parametrize('backbone', encoders.backbone_names())
@@ -176,14 +221,17 @@ def test_shared_generator_blocks_get_gradients_from_both_losses(backbone):
   if backbone == 'convbert':
     config = config.with_options(dict(config.options_dict(), kernel_size=3))
   model = electra.ElectraPretrainer(
-      config, networks.scale_generator(config, 1.0, generator_layers=2),
-      num_shared_blocks=1)
+      config,
+      networks.scale_generator(config, 1.0, generator_layers=2),
+      num_shared_blocks=1,
+  )
   inputs = _batch()
   model(inputs)
   shared_block = model.discriminator.transformer_layers[0]
   assert model.generator.transformer_layers[0] is shared_block
   assert model.generator.transformer_layers[1] is not (
-      model.discriminator.transformer_layers[1])
+      model.discriminator.transformer_layers[1]
+  )
   model_variables = {v.ref() for v in model.trainable_variables}
   shared = shared_block.trainable_variables
   assert shared and all(v.ref() in model_variables for v in shared)
@@ -202,5 +250,6 @@ def test_shared_generator_blocks_get_gradients_from_both_losses(backbone):
 def test_sharing_blocks_needs_equal_widths():
   config = _discriminator_config()
   with pytest.raises(ValueError, match='generator_size 1.0'):
-    electra.ElectraPretrainer(config, networks.scale_generator(config, 0.5),
-                              num_shared_blocks=1)
+    electra.ElectraPretrainer(
+        config, networks.scale_generator(config, 0.5), num_shared_blocks=1
+    )

@@ -11,18 +11,28 @@ from official_repro.modeling.networks import encoders
 
 
 def _config(**overrides):
-  fields = dict(hidden_size=32, num_layers=3, num_attention_heads=2,
-                intermediate_size=64, embedding_width=16, vocab_size=50,
-                max_position_embeddings=16)
+  fields = dict(
+      hidden_size=32,
+      num_layers=3,
+      num_attention_heads=2,
+      intermediate_size=64,
+      embedding_width=16,
+      vocab_size=50,
+      max_position_embeddings=16,
+  )
   fields.update(overrides)
   return encoders.validate(encoders.EncoderConfig(**fields))
 
 
 def _inputs(batch=2, length=8):
-  ids = tf.constant(np.arange(batch * length).reshape(batch, length) % 50,
-                    tf.int32)
-  return dict(input_word_ids=ids, input_mask=tf.ones_like(ids),
-              input_type_ids=tf.zeros_like(ids))
+  ids = tf.constant(
+      np.arange(batch * length).reshape(batch, length) % 50, tf.int32
+  )
+  return dict(
+      input_word_ids=ids,
+      input_mask=tf.ones_like(ids),
+      input_type_ids=tf.zeros_like(ids),
+  )
 
 
 def _num_params(model):
@@ -44,8 +54,7 @@ def test_albert_applies_one_block_to_every_layer():
   one(_inputs())
   six(_inputs())
   assert _num_params(one) == _num_params(six)
-  blocks = {id(layer) for layer in six.layers
-            if 'transformer' in layer.name}
+  blocks = {id(layer) for layer in six.layers if 'transformer' in layer.name}
   assert len(blocks) == 1
   bert = encoders.build_encoder(_config(backbone='bert', num_layers=6))
   assert _num_params(bert) > _num_params(six)
@@ -56,36 +65,52 @@ def test_shared_word_embedding_is_one_variable(backbone):
   discriminator = encoders.build_encoder(_config(backbone=backbone))
   generator = encoders.build_encoder(
       _config(backbone=backbone, hidden_size=8, intermediate_size=16),
-      shared=encoders.shared_from(discriminator))
+      shared=encoders.shared_from(discriminator),
+  )
   assert generator.get_embedding_table() is discriminator.get_embedding_table()
   shared = discriminator.get_embedding_table()
   with tf.GradientTape() as tape:
-    loss = (tf.reduce_sum(generator(_inputs())['sequence_output']) +
-            tf.reduce_sum(discriminator(_inputs())['sequence_output']))
+    loss = tf.reduce_sum(
+        generator(_inputs())['sequence_output']
+    ) + tf.reduce_sum(discriminator(_inputs())['sequence_output'])
   assert tape.gradient(loss, shared) is not None
   assert sum(v is shared for v in generator.trainable_variables) == 1
 
 
 # 001 Table IV / V: parameters of the discriminator with embeddings.
-@pytest.mark.parametrize('backbone, expected', [('bert', 13.5e6),
-                                                ('albert', 4.8e6)])
+@pytest.mark.parametrize(
+    'backbone, expected', [('bert', 13.5e6), ('albert', 4.8e6)]
+)
 def test_small_parameter_counts_match_paper_001(backbone, expected):
   config = encoders.EncoderConfig(
-      backbone=backbone, hidden_size=256, num_layers=12,
-      num_attention_heads=4, intermediate_size=1024, embedding_width=128,
-      vocab_size=30522)
+      backbone=backbone,
+      hidden_size=256,
+      num_layers=12,
+      num_attention_heads=4,
+      intermediate_size=1024,
+      embedding_width=128,
+      vocab_size=30522,
+  )
   encoder = encoders.build_encoder(config)
   count = _num_params(encoder)
   assert abs(count - expected) / expected < 0.03, count
 
 
-@pytest.mark.parametrize('overrides, message', [
-    (dict(backbone='gpt'), r"encoder.backbone must be one of \[.*'albert', "
-                           r".*'bert', .*'convbert'.*\], got 'gpt'"),
-    (dict(hidden_size=30, num_attention_heads=4),
-     r'hidden_size=30 is not divisible by encoder.num_attention_heads=4'),
-    (dict(num_layers=0), 'encoder.num_layers must be a positive int'),
-])
+@pytest.mark.parametrize(
+    'overrides, message',
+    [
+        (
+            dict(backbone='gpt'),
+            r"encoder.backbone must be one of \[.*'albert', "
+            r".*'bert', .*'convbert'.*\], got 'gpt'",
+        ),
+        (
+            dict(hidden_size=30, num_attention_heads=4),
+            r'hidden_size=30 is not divisible by encoder.num_attention_heads=4',
+        ),
+        (dict(num_layers=0), 'encoder.num_layers must be a positive int'),
+    ],
+)
 def test_bad_config(overrides, message):
   with pytest.raises(ValueError, match=message):
     _config(**overrides)
@@ -94,8 +119,10 @@ def test_bad_config(overrides, message):
 def test_vocab_size_conflict_names_source():
   with pytest.raises(ValueError, match='vocab.txt'):
     encoders.with_vocab_size(_config(vocab_size=10), 50, source='/r/vocab.txt')
-  assert encoders.with_vocab_size(_config(vocab_size=None), 50,
-                                  'x').vocab_size == 50
+  assert (
+      encoders.with_vocab_size(_config(vocab_size=None), 50, 'x').vocab_size
+      == 50
+  )
 
 
 @pytest.mark.parametrize('backbone', ['bert', 'albert', 'convbert'])
@@ -103,7 +130,8 @@ def test_shared_bottom_blocks_are_the_other_networks_objects(backbone):
   discriminator = encoders.build_encoder(_config(backbone=backbone))
   generator = encoders.build_encoder(
       _config(backbone=backbone, num_layers=2),
-      shared=encoders.shared_from(discriminator, num_blocks=1))
+      shared=encoders.shared_from(discriminator, num_blocks=1),
+  )
   own_blocks = generator.transformer_layers
   assert own_blocks[0] is discriminator.transformer_layers[0]
   assert own_blocks[1] is not discriminator.transformer_layers[1]
@@ -124,17 +152,22 @@ def test_config_round_trip(backbone):
   clone(inputs)
   assert clone.get_config() == encoder.get_config()
   assert [v.shape for v in clone.trainable_variables] == [
-      v.shape for v in encoder.trainable_variables]
+      v.shape for v in encoder.trainable_variables
+  ]
   assert len({id(b) for b in clone.transformer_layers}) == len(
-      {id(b) for b in encoder.transformer_layers})
+      {id(b) for b in encoder.transformer_layers}
+  )
   clone.set_weights(encoder.get_weights())
   np.testing.assert_allclose(
       clone(inputs, training=False)['sequence_output'],
-      encoder(inputs, training=False)['sequence_output'], atol=1e-6)
+      encoder(inputs, training=False)['sequence_output'],
+      atol=1e-6,
+  )
 
 
 def test_checkpoint_of_bert_backbone_restores_into_model_garden_encoder():
   from official.nlp.configs import encoders as mg_encoders  # pylint: disable=g-import-not-at-top
+
   config = _config(embedding_width=None)
   ours = encoders.build_encoder(config)
   stock = mg_encoders.build_encoder(encoders.to_model_garden_config(config))
@@ -142,9 +175,12 @@ def test_checkpoint_of_bert_backbone_restores_into_model_garden_encoder():
   ours(inputs)
   stock(inputs)
   prefix = tf.train.Checkpoint(encoder=ours).write(
-      os.path.join(tempfile.mkdtemp(), 'ours'))
+      os.path.join(tempfile.mkdtemp(), 'ours')
+  )
   status = tf.train.Checkpoint(encoder=stock).read(prefix)
   status.assert_existing_objects_matched()
   np.testing.assert_allclose(
       stock(inputs, training=False)['sequence_output'],
-      ours(inputs, training=False)['sequence_output'], atol=1e-6)
+      ours(inputs, training=False)['sequence_output'],
+      atol=1e-6,
+  )

@@ -12,12 +12,18 @@ from official_repro.modeling.networks import pretrained
 from official_repro.training import export
 
 _VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + [
-    f'w{i}' for i in range(25)]
+    f'w{i}' for i in range(25)
+]
 
 
 def _config(**overrides):
-  fields = dict(hidden_size=16, num_layers=2, num_attention_heads=2,
-                intermediate_size=32, max_position_embeddings=16)
+  fields = dict(
+      hidden_size=16,
+      num_layers=2,
+      num_attention_heads=2,
+      intermediate_size=32,
+      max_position_embeddings=16,
+  )
   fields.update(overrides)
   return encoders.EncoderConfig(**fields)
 
@@ -33,14 +39,16 @@ def test_model_garden_bert_checkpoint_with_gin_architecture(tmp_path):
   config = _config(vocab_size=len(_VOCAB))
   stock = mg_encoders.build_encoder(encoders.to_model_garden_config(config))
   prefix = tf.train.Checkpoint(encoder=stock).write(str(tmp_path / 'bert'))
-  resolved = pretrained.resolve(prefix, vocab_file=_vocab_file(tmp_path),
-                                config=_config())
+  resolved = pretrained.resolve(
+      prefix, vocab_file=_vocab_file(tmp_path), config=_config()
+  )
   assert resolved.config.vocab_size == len(_VOCAB)  # From the vocab file.
   assert resolved.checkpoint_path == prefix
   ours = encoders.build_encoder(resolved.config)
   pretrained.restore(ours, resolved.checkpoint_path)
-  np.testing.assert_array_equal(ours.get_embedding_table().numpy(),
-                                stock.get_embedding_table().numpy())
+  np.testing.assert_array_equal(
+      ours.get_embedding_table().numpy(), stock.get_embedding_table().numpy()
+  )
 
 
 def test_foreign_checkpoint_needs_architecture_and_vocab(tmp_path):
@@ -59,8 +67,14 @@ def test_export_folder_latest_checkpoint_and_tokenizer(tmp_path):
   holder = tf.train.Checkpoint()
   holder.checkpoint_items = {'encoder': encoder}
   for step in (5, 20, 10):
-    export.export_encoder(holder, config.as_dict(), str(tmp_path), step,
-                          vocab_file=_vocab_file(tmp_path), lower_case=False)
+    export.export_encoder(
+        holder,
+        config.as_dict(),
+        str(tmp_path),
+        step,
+        vocab_file=_vocab_file(tmp_path),
+        lower_case=False,
+    )
   for path in (tmp_path, tmp_path / 'encoder'):
     resolved = pretrained.resolve(str(path))
     assert resolved.checkpoint_path.endswith('encoder-20')
@@ -75,9 +89,9 @@ def test_export_folder_latest_checkpoint_and_tokenizer(tmp_path):
 def test_restoring_another_architecture_fails(tmp_path):
   config = _config(vocab_size=len(_VOCAB))
   prefix = tf.train.Checkpoint(encoder=encoders.build_encoder(config)).write(
-      str(tmp_path / 'small'))
-  deeper = encoders.build_encoder(_config(vocab_size=len(_VOCAB),
-                                          num_layers=3))
+      str(tmp_path / 'small')
+  )
+  deeper = encoders.build_encoder(_config(vocab_size=len(_VOCAB), num_layers=3))
   with pytest.raises(ValueError, match='does not hold this encoder'):
     pretrained.restore(deeper, prefix)
 
@@ -90,21 +104,33 @@ def test_encoder_exported_by_an_earlier_version_still_resolves(tmp_path):
   export_dir = tmp_path / 'encoder'
   export_dir.mkdir()
   prefix = tf.train.Checkpoint(encoder=encoder).write(
-      str(export_dir / 'encoder-7'))
-  legacy = dict(config.as_dict(), embedding_size=8, hidden_activation='gelu',
-                head_ratio=2, conv_kernel_size=9, num_groups=1,
-                conv_only=False, attention_only=False)
+      str(export_dir / 'encoder-7')
+  )
+  legacy = dict(
+      config.as_dict(),
+      embedding_size=8,
+      hidden_activation='gelu',
+      head_ratio=2,
+      conv_kernel_size=9,
+      num_groups=1,
+      conv_only=False,
+      attention_only=False,
+  )
   del legacy['embedding_width'], legacy['options']
   (export_dir / 'encoder_config.json').write_text(json.dumps(legacy))
-  resolved = pretrained.resolve(str(tmp_path),
-                                vocab_file=_vocab_file(tmp_path))
+  resolved = pretrained.resolve(str(tmp_path), vocab_file=_vocab_file(tmp_path))
   assert resolved.checkpoint_path == prefix
   assert resolved.config == encoders.validate(config)
   assert resolved.config.hidden_activation == 'gelu_tanh'
   pretrained.restore(encoders.build_encoder(resolved.config), prefix)
-  convbert = encoders.upgrade_saved_config(dict(
-      legacy, backbone='convbert', conv_kernel_size=3))
+  convbert = encoders.upgrade_saved_config(
+      dict(legacy, backbone='convbert', conv_kernel_size=3)
+  )
   assert convbert['hidden_activation'] == 'gelu_erf'
-  assert convbert['options'] == dict(head_ratio=2, kernel_size=3,
-                                     num_groups=1, conv_only=False,
-                                     attention_only=False)
+  assert convbert['options'] == dict(
+      head_ratio=2,
+      kernel_size=3,
+      num_groups=1,
+      conv_only=False,
+      attention_only=False,
+  )

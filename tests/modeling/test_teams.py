@@ -18,10 +18,16 @@ _VOCAB = 40
 
 def _config(backbone='bert', num_layers=2, **overrides):
   settings = dict(
-      backbone=backbone, hidden_size=32, num_layers=num_layers,
-      num_attention_heads=4, intermediate_size=64, embedding_width=16,
-      vocab_size=_VOCAB, max_position_embeddings=16,
-      options=dict(kernel_size=3) if backbone == 'convbert' else {})
+      backbone=backbone,
+      hidden_size=32,
+      num_layers=num_layers,
+      num_attention_heads=4,
+      intermediate_size=64,
+      embedding_width=16,
+      vocab_size=_VOCAB,
+      max_position_embeddings=16,
+      options=dict(kernel_size=3) if backbone == 'convbert' else {},
+  )
   settings.update(overrides)
   return encoders.validate(encoders.EncoderConfig(**settings))
 
@@ -29,22 +35,27 @@ def _config(backbone='bert', num_layers=2, **overrides):
 def _inputs(seed=0, batch=2, seq=8):
   rng = np.random.RandomState(seed)
   return dict(
-      input_word_ids=tf.constant(rng.randint(5, _VOCAB, (batch, seq)),
-                                 tf.int32),
-      input_mask=tf.constant([[1] * seq, [1] * (seq - 2) + [0, 0]][:batch],
-                             tf.int32),
+      input_word_ids=tf.constant(
+          rng.randint(5, _VOCAB, (batch, seq)), tf.int32
+      ),
+      input_mask=tf.constant(
+          [[1] * seq, [1] * (seq - 2) + [0, 0]][:batch], tf.int32
+      ),
       input_type_ids=tf.zeros((batch, seq), tf.int32),
       masked_lm_positions=tf.constant([[1, 2, 3], [2, 4, 0]][:batch]),
       masked_lm_ids=tf.constant([[7, 8, 9], [10, 11, 0]][:batch]),
-      masked_lm_weights=tf.constant([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]][:batch]))
+      masked_lm_weights=tf.constant([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]][:batch]),
+  )
 
 
 def _pretrainer(discriminator=None, generator_layers=1, **kwargs):
   discriminator = discriminator or _config()
   kwargs.setdefault('num_negatives', 3)
   return teams.TeamsPretrainer(
-      discriminator, discriminator.replace(num_layers=generator_layers),
-      **kwargs)
+      discriminator,
+      discriminator.replace(num_layers=generator_layers),
+      **kwargs,
+  )
 
 
 @pytest.mark.parametrize('negative_sampling', ['sampled', 'hardest'])
@@ -56,7 +67,8 @@ def test_negatives_are_distinct_and_never_the_original(negative_sampling):
   logits = rng.normal(size=(4, 50, 8)).astype(np.float32)
   np.put_along_axis(logits, original[..., None], 20.0, axis=-1)
   negatives = model.sample_negatives(
-      tf.constant(logits), dict(masked_lm_ids=tf.constant(original))).numpy()
+      tf.constant(logits), dict(masked_lm_ids=tf.constant(original))
+  ).numpy()
   assert negatives.shape == (4, 50, 5)
   assert not np.any(negatives == original[..., None])
   for row in negatives.reshape(-1, 5):
@@ -72,7 +84,8 @@ def test_sampled_negatives_follow_sequential_sampling_without_replacement():
   n = 20000
   negatives = model.sample_negatives(
       tf.constant(np.tile(logits, (1, n, 1))),
-      dict(masked_lm_ids=tf.zeros((1, n), tf.int32))).numpy()[0]
+      dict(masked_lm_ids=tf.zeros((1, n), tf.int32)),
+  ).numpy()[0]
   assert _pair_chi_square(negatives, logits) < 31.3  # 11 dof, p = 0.001
 
 
@@ -82,7 +95,8 @@ def test_hardest_negatives_are_the_most_likely_non_original_ids():
   logits = rng.normal(size=(2, 6, 10)).astype(np.float32)
   original = rng.randint(0, 10, (2, 6))
   negatives = model.sample_negatives(
-      tf.constant(logits), dict(masked_lm_ids=tf.constant(original))).numpy()
+      tf.constant(logits), dict(masked_lm_ids=tf.constant(original))
+  ).numpy()
   for b, p in itertools.product(range(2), range(6)):
     ranked = [i for i in np.argsort(-logits[b, p]) if i != original[b, p]]
     assert list(negatives[b, p]) == ranked[:3]
@@ -92,8 +106,9 @@ def test_candidate_sets_put_the_original_first():
   inputs = _inputs()
   negatives = tf.constant(np.arange(18).reshape(2, 3, 3), tf.int32)
   candidates = teams.TeamsPretrainer.candidate_sets(inputs, negatives).numpy()
-  np.testing.assert_array_equal(candidates[..., 0],
-                                inputs['masked_lm_ids'].numpy())
+  np.testing.assert_array_equal(
+      candidates[..., 0], inputs['masked_lm_ids'].numpy()
+  )
   np.testing.assert_array_equal(candidates[..., 1:], negatives.numpy())
   assert teams.model_garden_candidate_size(5) == 6
 
@@ -104,37 +119,51 @@ def test_call_outputs_and_shapes():
   assert outputs['mws_candidates'].shape == (2, 3, 5)
   assert outputs['mws_logits'].shape == (2, 3, 5)
   assert outputs['rtd_logits'].shape == (2, 8)
-  np.testing.assert_array_equal(outputs['mws_candidates'][..., 0],
-                                _inputs()['masked_lm_ids'])
+  np.testing.assert_array_equal(
+      outputs['mws_candidates'][..., 0], _inputs()['masked_lm_ids']
+  )
   # The replacement is written in, and the RTD label marks changed tokens.
-  replaced = tf.gather(outputs['discriminator_ids'],
-                       _inputs()['masked_lm_positions'], batch_dims=1)
+  replaced = tf.gather(
+      outputs['discriminator_ids'],
+      _inputs()['masked_lm_positions'],
+      batch_dims=1,
+  )
   np.testing.assert_array_equal(replaced[0], outputs['sampled_ids'][0])
 
 
 def _perturb(block):
-  block.set_weights([w + np.random.RandomState(3).normal(size=w.shape)
-                     .astype(w.dtype) for w in block.get_weights()])
+  block.set_weights(
+      [
+          w + np.random.RandomState(3).normal(size=w.shape).astype(w.dtype)
+          for w in block.get_weights()
+      ]
+  )
 
 
-@pytest.mark.parametrize('exported, moves, stays', [
-    ('mws', 'mws', 'rtd'), ('rtd', 'rtd', 'mws')])
+@pytest.mark.parametrize(
+    'exported, moves, stays', [('mws', 'mws', 'rtd'), ('rtd', 'rtd', 'mws')]
+)
 def test_the_extra_task_layer_reads_layer_l_minus_1(exported, moves, stays):
   """Changing layer L's weights moves only the exported side's logits; the
   other side's extra layer reads layer L-1."""
-  model = _pretrainer(_config(num_layers=3), num_negatives=3,
-                      exported_representations=exported)
+  model = _pretrainer(
+      _config(num_layers=3), num_negatives=3, exported_representations=exported
+  )
   inputs = _inputs()
-  candidates = tf.constant(np.random.RandomState(4).randint(
-      0, _VOCAB, (2, 3, 4)), tf.int32)
+  candidates = tf.constant(
+      np.random.RandomState(4).randint(0, _VOCAB, (2, 3, 4)), tf.int32
+  )
 
   def logits():
     states = model.task_states(
         model.discriminate(inputs['input_word_ids'], inputs, False),
-        inputs['input_mask'], False)
-    return dict(rtd=model.rtd_head(states['rtd']).numpy(),
-                mws=model.mws_logits(states['mws'], inputs,
-                                     candidates).numpy())
+        inputs['input_mask'],
+        False,
+    )
+    return dict(
+        rtd=model.rtd_head(states['rtd']).numpy(),
+        mws=model.mws_logits(states['mws'], inputs, candidates).numpy(),
+    )
 
   before = logits()
   _perturb(model.discriminator.transformer_layers[-1])
@@ -146,16 +175,18 @@ def test_the_extra_task_layer_reads_layer_l_minus_1(exported, moves, stays):
 
 
 def test_task_heads_on_top_read_layer_l_and_export_l_plus_1_layers():
-  model = _pretrainer(_config(num_layers=3), num_negatives=2,
-                      task_heads='attention_on_top')
+  model = _pretrainer(
+      _config(num_layers=3), num_negatives=2, task_heads='attention_on_top'
+  )
   assert len(model.discriminator.transformer_layers) == 3
   inputs = _inputs()
   outputs = model.discriminate(inputs['input_word_ids'], inputs, False)
   states = model.task_states(outputs, inputs['input_mask'], False)
   mask = tf.cast(inputs['input_mask'], tf.float32)
   attention_mask = mask[:, None, :] * tf.ones_like(mask)[:, :, None]
-  expected = model.task_layer([outputs['encoder_outputs'][1],
-                               attention_mask], training=False)
+  expected = model.task_layer(
+      [outputs['encoder_outputs'][1], attention_mask], training=False
+  )
   np.testing.assert_allclose(states['rtd'], expected, atol=1e-6)
   np.testing.assert_array_equal(states['mws'], outputs['sequence_output'])
 
@@ -169,13 +200,16 @@ def test_ffn_heads_are_per_token_on_the_top_layer():
   top = outputs['sequence_output']
   for task in ('rtd', 'mws'):
     head = model.ffn_heads[task]
-    np.testing.assert_allclose(states[task], head(top, training=False),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        states[task], head(top, training=False), atol=1e-6
+    )
   # Per token: changing one token's state changes only that token's output.
   changed = top.numpy()
   changed[0, 3] += 1.0
-  delta = np.abs(model.ffn_heads['rtd'](changed, training=False) -
-                 model.ffn_heads['rtd'](top, training=False)).sum(-1)
+  delta = np.abs(
+      model.ffn_heads['rtd'](changed, training=False)
+      - model.ffn_heads['rtd'](top, training=False)
+  ).sum(-1)
   assert delta[0, 3] > 0 and delta.sum() == pytest.approx(delta[0, 3])
 
 
@@ -184,9 +218,15 @@ def test_ffn_heads_refuse_rtd_export():
     _pretrainer(task_heads='ffn', exported_representations='rtd')
 
 
-@pytest.mark.parametrize('setting, value', [
-    ('task_heads', 'conv'), ('negative_sampling', 'random'),
-    ('num_negatives', 0), ('exported_representations', 'mlm')])
+@pytest.mark.parametrize(
+    'setting, value',
+    [
+        ('task_heads', 'conv'),
+        ('negative_sampling', 'random'),
+        ('num_negatives', 0),
+        ('exported_representations', 'mlm'),
+    ],
+)
 def test_unknown_settings_are_refused_by_name(setting, value):
   with pytest.raises(ValueError, match=setting):
     _pretrainer(**{setting: value})
@@ -210,8 +250,12 @@ def test_mws_logits_are_dot_products_with_candidate_embeddings():
   positions = np.array([[0, 3], [4, 1]])
   candidates = rng.randint(0, 11, (2, 2, 3))
   table = rng.normal(size=(11, 6)).astype(np.float32)
-  logits = head(tf.constant(sequence), tf.constant(positions),
-                tf.constant(candidates), tf.constant(table)).numpy()
+  logits = head(
+      tf.constant(sequence),
+      tf.constant(positions),
+      tf.constant(candidates),
+      tf.constant(table),
+  ).numpy()
   kernel, bias = head.dense.get_weights()
   gamma, beta = head.layer_norm.get_weights()
   for b, p in itertools.product(range(2), range(2)):
@@ -219,22 +263,24 @@ def test_mws_logits_are_dot_products_with_candidate_embeddings():
     state = _layer_norm(state, gamma, beta)
     for c in range(3):
       assert logits[b, p, c] == pytest.approx(
-          float(state @ table[candidates[b, p, c]]), rel=1e-4, abs=1e-5)
+          float(state @ table[candidates[b, p, c]]), rel=1e-4, abs=1e-5
+      )
 
 
 def test_mws_head_serializes():
-  head = mws.MultiWordSelectionHead(embedding_width=6, activation='relu',
-                                    name='mws')
+  head = mws.MultiWordSelectionHead(
+      embedding_width=6, activation='relu', name='mws'
+  )
   rebuilt = mws.MultiWordSelectionHead.from_config(head.get_config())
   assert rebuilt.get_config() == head.get_config()
 
 
 @pytest.mark.parametrize('backbone', ['bert', 'convbert', 'albert'])
-def test_tied_blocks_are_the_discriminators_and_learn_from_both_sides(
-    backbone):
+def test_tied_blocks_are_the_discriminators_and_learn_from_both_sides(backbone):
   discriminator = _config(backbone, num_layers=4)
-  model = _pretrainer(discriminator, generator_layers=2, num_shared_blocks=1,
-                      num_negatives=2)
+  model = _pretrainer(
+      discriminator, generator_layers=2, num_shared_blocks=1, num_negatives=2
+  )
   generator_blocks = model.generator.transformer_layers
   discriminator_blocks = model.discriminator.transformer_layers
   assert generator_blocks[0] is discriminator_blocks[0]
@@ -249,36 +295,45 @@ def test_tied_blocks_are_the_discriminators_and_learn_from_both_sides(
       if side == 'generator':
         loss = tf.reduce_mean(outputs['mlm_logits'] ** 2)
       else:
-        loss = (tf.reduce_mean(outputs['rtd_logits'] ** 2) +
-                tf.reduce_mean(outputs['mws_logits'] ** 2))
+        loss = tf.reduce_mean(outputs['rtd_logits'] ** 2) + tf.reduce_mean(
+            outputs['mws_logits'] ** 2
+        )
     shared = [v for v in model.trainable_variables if id(v) in shared_ids]
     gradients = tape.gradient(loss, shared)
-    assert any(g is not None and float(tf.reduce_max(tf.abs(g))) > 0
-               for g in gradients), side
+    assert any(
+        g is not None and float(tf.reduce_max(tf.abs(g))) > 0 for g in gradients
+    ), side
 
 
 def test_pretrainer_rebuilds_from_its_config():
-  model = _pretrainer(_config(num_layers=3), generator_layers=2,
-                      num_shared_blocks=1, num_negatives=4,
-                      negative_sampling='hardest',
-                      exported_representations='rtd')
+  model = _pretrainer(
+      _config(num_layers=3),
+      generator_layers=2,
+      num_shared_blocks=1,
+      num_negatives=4,
+      negative_sampling='hardest',
+      exported_representations='rtd',
+  )
   model(_inputs())
   rebuilt = teams.TeamsPretrainer.from_config(model.get_config())
   rebuilt(_inputs())
   assert rebuilt.get_config() == model.get_config()
   assert rebuilt.num_negatives == 4
   assert rebuilt.generator.transformer_layers[0] is (
-      rebuilt.discriminator.transformer_layers[0])
+      rebuilt.discriminator.transformer_layers[0]
+  )
   assert model.count_params() == rebuilt.count_params()
 
 
 def _copy_scaffold_into(scaffold, encoder):
   """Copies a Model Garden `EncoderScaffold` (TEAMS' encoder) into ours."""
   embedding = scaffold.embedding_network
-  for ours, name in ((encoder.get_embedding_layer(), 'word_embeddings'),
-                     (encoder._position_embedding_layer, 'position_embedding'),
-                     (encoder._type_embedding_layer, 'type_embeddings'),
-                     (encoder._embedding_norm_layer, 'embeddings/layer_norm')):
+  for ours, name in (
+      (encoder.get_embedding_layer(), 'word_embeddings'),
+      (encoder._position_embedding_layer, 'position_embedding'),
+      (encoder._type_embedding_layer, 'type_embeddings'),
+      (encoder._embedding_norm_layer, 'embeddings/layer_norm'),
+  ):
     ours.set_weights(embedding.get_layer(name).get_weights())
   for ours, theirs in zip(encoder.transformer_layers, scaffold.hidden_layers):
     ours.set_weights(theirs.get_weights())
@@ -290,19 +345,33 @@ def test_model_garden_teams_gives_the_same_logits_with_candidate_size_k_plus_1()
   the same weights give the same RTD and MWS logits."""
   num_negatives, num_layers = 3, 3
   bert = mg_encoders.BertEncoderConfig(
-      vocab_size=_VOCAB, hidden_size=32, num_layers=num_layers,
-      num_attention_heads=4, intermediate_size=64, hidden_activation='relu',
-      max_position_embeddings=16)
-  stock = stock_teams_task._build_pretrainer(stock_teams.TeamsPretrainerConfig(  # pylint: disable=protected-access
-      candidate_size=teams.model_garden_candidate_size(num_negatives),
-      num_shared_generator_hidden_layers=1,
-      num_discriminator_task_agnostic_layers=num_layers - 1,
-      generator=bert.replace(num_layers=2), discriminator=bert))
-  ours_config = _config(num_layers=num_layers, hidden_activation='relu',
-                        embedding_width=32)
-  ours = teams.TeamsPretrainer(ours_config, ours_config.replace(num_layers=2),
-                               num_negatives=num_negatives,
-                               num_shared_blocks=1, mlm_activation='relu')
+      vocab_size=_VOCAB,
+      hidden_size=32,
+      num_layers=num_layers,
+      num_attention_heads=4,
+      intermediate_size=64,
+      hidden_activation='relu',
+      max_position_embeddings=16,
+  )
+  stock = stock_teams_task._build_pretrainer(
+      stock_teams.TeamsPretrainerConfig(  # pylint: disable=protected-access
+          candidate_size=teams.model_garden_candidate_size(num_negatives),
+          num_shared_generator_hidden_layers=1,
+          num_discriminator_task_agnostic_layers=num_layers - 1,
+          generator=bert.replace(num_layers=2),
+          discriminator=bert,
+      )
+  )
+  ours_config = _config(
+      num_layers=num_layers, hidden_activation='relu', embedding_width=32
+  )
+  ours = teams.TeamsPretrainer(
+      ours_config,
+      ours_config.replace(num_layers=2),
+      num_negatives=num_negatives,
+      num_shared_blocks=1,
+      mlm_activation='relu',
+  )
   inputs = _inputs()
   stock(inputs)
   ours(inputs)
@@ -310,31 +379,39 @@ def test_model_garden_teams_gives_the_same_logits_with_candidate_size_k_plus_1()
   (stock_layer,) = stock.discriminator_rtd_head.hidden_layers
   ours.task_layer.set_weights(stock_layer.get_weights())
   ours.rtd_head.dense.set_weights(
-      stock.discriminator_rtd_head.dense.get_weights())
+      stock.discriminator_rtd_head.dense.get_weights()
+  )
   ours.rtd_head.logit.set_weights(
-      stock.discriminator_rtd_head.rtd_head.get_weights())
+      stock.discriminator_rtd_head.rtd_head.get_weights()
+  )
   ours.mws_head.dense.set_weights(
-      stock.discriminator_mws_head.dense.get_weights())
+      stock.discriminator_mws_head.dense.get_weights()
+  )
   ours.mws_head.layer_norm.set_weights(
-      stock.discriminator_mws_head.layer_norm.get_weights())
+      stock.discriminator_mws_head.layer_norm.get_weights()
+  )
 
-  candidates = tf.constant(np.random.RandomState(6).randint(
-      0, _VOCAB, (2, 3, num_negatives + 1)), tf.int32)
+  candidates = tf.constant(
+      np.random.RandomState(6).randint(0, _VOCAB, (2, 3, num_negatives + 1)),
+      tf.int32,
+  )
   word_ids = inputs['input_word_ids']
   stock_outputs = stock.discriminator_mws_network(
-      [word_ids, inputs['input_mask'], inputs['input_type_ids']],
-      training=False)['encoder_outputs']
+      [word_ids, inputs['input_mask'], inputs['input_type_ids']], training=False
+  )['encoder_outputs']
   stock_rtd = stock.discriminator_rtd_head(
-      stock_outputs[num_layers - 2], inputs['input_mask'])
+      stock_outputs[num_layers - 2], inputs['input_mask']
+  )
   stock_mws = stock.discriminator_mws_head(
-      stock_outputs[-1], inputs['masked_lm_positions'], candidates)
-  states = ours.task_states(ours.discriminate(word_ids, inputs, False),
-                            inputs['input_mask'], False)
-  np.testing.assert_allclose(ours.rtd_head(states['rtd']), stock_rtd,
-                             atol=1e-5)
-  np.testing.assert_allclose(ours.mws_logits(states['mws'], inputs,
-                                             candidates), stock_mws,
-                             atol=1e-5)
+      stock_outputs[-1], inputs['masked_lm_positions'], candidates
+  )
+  states = ours.task_states(
+      ours.discriminate(word_ids, inputs, False), inputs['input_mask'], False
+  )
+  np.testing.assert_allclose(ours.rtd_head(states['rtd']), stock_rtd, atol=1e-5)
+  np.testing.assert_allclose(
+      ours.mws_logits(states['mws'], inputs, candidates), stock_mws, atol=1e-5
+  )
 
 
 def _pair_chi_square(negatives, logits):
@@ -344,8 +421,12 @@ def _pair_chi_square(negatives, logits):
   pairs = list(itertools.permutations(range(len(p)), 2))
   n = len(negatives)
   expected = np.array([p[a] * p[b] / (1 - p[a]) for a, b in pairs]) * n
-  observed = np.array([np.sum((negatives[:, 0] == a + 1) &
-                              (negatives[:, 1] == b + 1)) for a, b in pairs])
+  observed = np.array(
+      [
+          np.sum((negatives[:, 0] == a + 1) & (negatives[:, 1] == b + 1))
+          for a, b in pairs
+      ]
+  )
   return ((observed - expected) ** 2 / expected).sum()
 
 
@@ -353,12 +434,13 @@ def test_model_garden_negatives_have_the_same_distribution():
   """Model Garden's K argmax passes with a finite penalty draw from the same
   distribution as our one-pass Gumbel-top-k."""
   from official.projects.teams import teams_pretrainer  # pylint: disable=g-import-not-at-top
+
   logits = np.array([1.5, 0.0, 0.7, -0.5, 0.2], np.float32)
   n = 20000
   disallow = tf.one_hot(tf.zeros((1, n), tf.int32), 5)
   negatives = teams_pretrainer.sample_k_from_softmax(
-      tf.constant(np.tile(logits, (1, n, 1))), k=2,
-      disallow=disallow).numpy()[0]
+      tf.constant(np.tile(logits, (1, n, 1))), k=2, disallow=disallow
+  ).numpy()[0]
   assert _pair_chi_square(negatives, logits) < 31.3  # 11 dof, p = 0.001
 
 
@@ -366,21 +448,30 @@ def test_model_garden_rtd_head_feeds_every_extra_layer_the_same_input():
   """With two extra layers its output is the last layer applied to the head's
   input, not the two chained (harmless with the paper's one layer)."""
   from official.projects.teams import teams_pretrainer  # pylint: disable=g-import-not-at-top
+
   bert = mg_encoders.BertEncoderConfig(
-      vocab_size=_VOCAB, hidden_size=32, num_layers=3, num_attention_heads=4,
-      intermediate_size=64, hidden_activation='relu')
+      vocab_size=_VOCAB,
+      hidden_size=32,
+      num_layers=3,
+      num_attention_heads=4,
+      intermediate_size=64,
+      hidden_activation='relu',
+  )
   scaffold = stock_teams.get_encoder(bert)
   head = teams_pretrainer.ReplacedTokenDetectionHead(
-      encoder_cfg=scaffold.get_config(), num_task_agnostic_layers=1)
-  states = tf.constant(np.random.RandomState(7).normal(size=(2, 5, 32)),
-                       tf.float32)
+      encoder_cfg=scaffold.get_config(), num_task_agnostic_layers=1
+  )
+  states = tf.constant(
+      np.random.RandomState(7).normal(size=(2, 5, 32)), tf.float32
+  )
   mask = tf.ones((2, 5), tf.int32)
   logits = head(states, mask)
   first, last = head.hidden_layers
   attention_mask = tf.ones((2, 5, 5))
   unchained = head.rtd_head(head.dense(last([states, attention_mask])))[..., 0]
-  chained = head.rtd_head(head.dense(
-      last([first([states, attention_mask]), attention_mask])))[..., 0]
+  chained = head.rtd_head(
+      head.dense(last([first([states, attention_mask]), attention_mask]))
+  )[..., 0]
   # The logits are small (0.02-scale initialisers): compare at their scale.
   np.testing.assert_allclose(logits, unchained, rtol=1e-5, atol=1e-7)
   assert np.abs(logits - chained).max() > 1e-5
@@ -388,22 +479,39 @@ def test_model_garden_rtd_head_feeds_every_extra_layer_the_same_input():
 
 def test_model_garden_ties_the_whole_embedding_network_ours_the_word_table():
   bert = mg_encoders.BertEncoderConfig(
-      vocab_size=_VOCAB, hidden_size=32, num_layers=2, num_attention_heads=4,
-      intermediate_size=64, embedding_size=16)
-  stock = stock_teams_task._build_pretrainer(stock_teams.TeamsPretrainerConfig(  # pylint: disable=protected-access
-      candidate_size=4, num_shared_generator_hidden_layers=1,
-      num_discriminator_task_agnostic_layers=1,
-      generator=bert.replace(num_layers=2), discriminator=bert))
-  assert (stock.generator_network.embedding_network is
-          stock.discriminator_mws_network.embedding_network)
+      vocab_size=_VOCAB,
+      hidden_size=32,
+      num_layers=2,
+      num_attention_heads=4,
+      intermediate_size=64,
+      embedding_size=16,
+  )
+  stock = stock_teams_task._build_pretrainer(
+      stock_teams.TeamsPretrainerConfig(  # pylint: disable=protected-access
+          candidate_size=4,
+          num_shared_generator_hidden_layers=1,
+          num_discriminator_task_agnostic_layers=1,
+          generator=bert.replace(num_layers=2),
+          discriminator=bert,
+      )
+  )
+  assert (
+      stock.generator_network.embedding_network
+      is stock.discriminator_mws_network.embedding_network
+  )
   # Its E -> H projection has no bias; BertEncoder's (and ours) has one.
   projection = stock.discriminator_mws_network.embedding_network.get_layer(
-      'embedding_projection')
-  assert [w.name for w in projection.weights
-          if 'bias' in w.name] == []
+      'embedding_projection'
+  )
+  assert [w.name for w in projection.weights if 'bias' in w.name] == []
   ours = _pretrainer(num_shared_blocks=1)
   assert ours.generator.get_embedding_layer() is (
-      ours.discriminator.get_embedding_layer())
-  assert ours.generator._position_embedding_layer is not (  # pylint: disable=protected-access
-      ours.discriminator._position_embedding_layer)  # pylint: disable=protected-access
+      ours.discriminator.get_embedding_layer()
+  )
+  assert (
+      ours.generator._position_embedding_layer
+      is not (  # pylint: disable=protected-access
+          ours.discriminator._position_embedding_layer
+      )
+  )  # pylint: disable=protected-access
   assert ours.discriminator._embedding_projection.bias is not None  # pylint: disable=protected-access

@@ -30,7 +30,8 @@ from official_repro.tasks import pretraining
 @dataclasses.dataclass
 class FrozenGeneratorModelConfig(base_config.Config):
   encoder: encoders.EncoderConfig = dataclasses.field(
-      default_factory=encoders.EncoderConfig)
+      default_factory=encoders.EncoderConfig
+  )
   generator_size: float = 0.5
   temperature: float = 1.0
 
@@ -38,37 +39,49 @@ class FrozenGeneratorModelConfig(base_config.Config):
 @dataclasses.dataclass
 class FrozenGeneratorPretrainConfig(pretraining.PretrainTaskConfig):
   model: FrozenGeneratorModelConfig = dataclasses.field(
-      default_factory=FrozenGeneratorModelConfig)
+      default_factory=FrozenGeneratorModelConfig
+  )
 
 
 class FrozenGeneratorMLM(electra.ElectraPretrainer):
   """ELECTRA's generator and corruption; MLM on the corrupted sequence."""
 
-  def __init__(self, encoder_config, generator_config, temperature=1.0,
-               **kwargs):
-    super().__init__(encoder_config, generator_config, tie_embeddings=False,
-                     temperature=temperature, **kwargs)
+  def __init__(
+      self, encoder_config, generator_config, temperature=1.0, **kwargs
+  ):
+    super().__init__(
+        encoder_config,
+        generator_config,
+        tie_embeddings=False,
+        temperature=temperature,
+        **kwargs,
+    )
     self._plugin_config = dict(
         encoder_config=encoders.as_encoder_config(encoder_config).as_dict(),
-        generator_config=encoders.as_encoder_config(
-            generator_config).as_dict(),
-        temperature=temperature)
+        generator_config=encoders.as_encoder_config(generator_config).as_dict(),
+        temperature=temperature,
+    )
     self.generator.trainable = False
     self.mlm_head.trainable = False
     self.encoder_mlm_head = layers.MaskedLM(
         embedding_table=self.discriminator.get_embedding_table(),
-        activation=activations.get('gelu_tanh'), output='logits',
-        name='encoder_mlm')
+        activation=activations.get('gelu_tanh'),
+        output='logits',
+        name='encoder_mlm',
+    )
 
-  def call(self, inputs: Dict[str, tf.Tensor], training=None
-           ) -> Dict[str, Any]:
+  def call(self, inputs: Dict[str, tf.Tensor], training=None) -> Dict[str, Any]:
     generator_logits, _ = self.generator_logits(inputs, training=False)
     corrupted, _ = self.corrupt(
-        inputs, self.sample_replacements(generator_logits, inputs))
+        inputs, self.sample_replacements(generator_logits, inputs)
+    )
     outputs = self.discriminate(corrupted, inputs, training)
-    return dict(mlm_logits=self.encoder_mlm_head(
-        outputs['sequence_output'],
-        masked_positions=inputs['masked_lm_positions']))
+    return dict(
+        mlm_logits=self.encoder_mlm_head(
+            outputs['sequence_output'],
+            masked_positions=inputs['masked_lm_positions'],
+        )
+    )
 
   def get_config(self) -> Dict[str, Any]:
     return dict(self._plugin_config, name=self.name)
@@ -83,11 +96,15 @@ class FrozenGeneratorTask(pretraining.PretrainTask):
     return FrozenGeneratorMLM(
         config.encoder,
         networks.scale_generator(config.encoder, config.generator_size),
-        temperature=config.temperature)
+        temperature=config.temperature,
+    )
 
 
-OBJECTIVE = objectives.register(objectives.Objective(
-    name='frozen_generator_mlm',
-    task_config_cls=FrozenGeneratorPretrainConfig,
-    model_config_cls=FrozenGeneratorModelConfig,
-    encoder_field='encoder'))
+OBJECTIVE = objectives.register(
+    objectives.Objective(
+        name='frozen_generator_mlm',
+        task_config_cls=FrozenGeneratorPretrainConfig,
+        model_config_cls=FrozenGeneratorModelConfig,
+        encoder_field='encoder',
+    )
+)

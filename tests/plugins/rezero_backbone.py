@@ -20,9 +20,12 @@ class ReZeroOptions:
   use_layer_norm: bool = False
 
 
-def _build_block(config: encoders.EncoderConfig, options: ReZeroOptions,
-                 index: int, return_attention_scores: bool
-                 ) -> tf_keras.layers.Layer:
+def _build_block(
+    config: encoders.EncoderConfig,
+    options: ReZeroOptions,
+    index: int,
+    return_attention_scores: bool,
+) -> tf_keras.layers.Layer:
   if return_attention_scores:
     raise ValueError('The rezero backbone returns no attention scores.')
   return layers.ReZeroTransformer(
@@ -33,9 +36,15 @@ def _build_block(config: encoders.EncoderConfig, options: ReZeroOptions,
       attention_dropout_rate=config.attention_dropout_rate,
       use_layer_norm=options.use_layer_norm,
       kernel_initializer=tf_utils.clone_initializer(config.initializer()),
-      name=f'rezero/layer_{index}')
+      name=f'rezero/layer_{index}',
+  )
 
 
-BACKBONE = encoders.register_backbone(encoders.Backbone(
-    name='rezero', build_block=_build_block, options_cls=ReZeroOptions,
-    default_activation='relu'))
+BACKBONE = encoders.register_backbone(
+    encoders.Backbone(
+        name='rezero',
+        build_block=_build_block,
+        options_cls=ReZeroOptions,
+        default_activation='relu',
+    )
+)

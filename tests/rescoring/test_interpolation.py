@@ -40,9 +40,17 @@ WEIGHTS = tuple(round(0.1 * i, 10) for i in range(11))
 def _scored_set(name, utterances):
   lists, references, scores = [], [], {}
   for utterance_id, (reference, hypotheses) in utterances.items():
-    lists.append(nbest.NBestList(utterance_id, tuple(
-        nbest.Hypothesis(rank, text, first_pass)
-        for rank, (text, first_pass, _) in enumerate(hypotheses, start=1))))
+    lists.append(
+        nbest.NBestList(
+            utterance_id,
+            tuple(
+                nbest.Hypothesis(rank, text, first_pass)
+                for rank, (text, first_pass, _) in enumerate(
+                    hypotheses, start=1
+                )
+            ),
+        )
+    )
     references.append(reference)
     for rank, (_, _, lm) in enumerate(hypotheses, start=1):
       scores[(utterance_id, rank)] = lm
@@ -62,8 +70,19 @@ def test_grid_search_picks_hand_predicted_weight():
   dev, _ = _scored_set('dev', DEV)
   grid = interpolation.grid_search(dev, WEIGHTS, (0.0,))
   errors = {point.weight: point.errors.errors for point in grid.points}
-  assert errors == {0.0: 2, 0.1: 2, 0.2: 1, 0.3: 0, 0.4: 0, 0.5: 0,
-                    0.6: 2, 0.7: 2, 0.8: 2, 0.9: 2, 1.0: 2}
+  assert errors == {
+      0.0: 2,
+      0.1: 2,
+      0.2: 1,
+      0.3: 0,
+      0.4: 0,
+      0.5: 0,
+      0.6: 2,
+      0.7: 2,
+      0.8: 2,
+      0.9: 2,
+      1.0: 2,
+  }
   assert (grid.best.weight, grid.best.length_bonus) == (0.3, 0.0)
   assert grid.best.errors.wer == 0.0
 
@@ -71,10 +90,18 @@ def test_grid_search_picks_hand_predicted_weight():
 def test_grid_search_picks_hand_predicted_length_bonus():
   # 'a b' (-1, 1 deletion) vs 'a b c' (-1.5, correct): the longer wins
   # only for a bonus above 0.5.
-  lists = [nbest.NBestList('u', (nbest.Hypothesis(1, 'a b', -1.0),
-                                 nbest.Hypothesis(2, 'a b c', -1.5)))]
+  lists = [
+      nbest.NBestList(
+          'u',
+          (
+              nbest.Hypothesis(1, 'a b', -1.0),
+              nbest.Hypothesis(2, 'a b c', -1.5),
+          ),
+      )
+  ]
   scored = interpolation.build_scored_set(
-      'dev', lists, ['a b c'], {('u', 1): 0.0, ('u', 2): 0.0})
+      'dev', lists, ['a b c'], {('u', 1): 0.0, ('u', 2): 0.0}
+  )
   grid = interpolation.grid_search(scored, (0.0, 1.0), (-1.0, 0.0, 0.5, 1.0))
   assert [p.errors.errors for p in grid.points] == [1, 1, 1, 0] * 2
   assert (grid.best.weight, grid.best.length_bonus) == (0.0, 1.0)
@@ -93,7 +120,10 @@ def test_test_set_first_pass_rescored_and_oracle_wer():
   columns = interpolation.select(test, 0.3, 0.0)
   assert columns.tolist() == [1, 0, 0]
   assert interpolation.selected_texts(lists, columns) == [
-      ('v1', 'good morning sir'), ('v2', 'yes'), ('v3', 'open a door')]
+      ('v1', 'good morning sir'),
+      ('v2', 'yes'),
+      ('v3', 'open a door'),
+  ]
 
 
 def test_final_score_formula_and_padding():
@@ -105,15 +135,23 @@ def test_final_score_formula_and_padding():
 
 
 def test_rank1_that_is_not_the_first_pass_best_is_counted():
-  lists = [nbest.NBestList('u', (nbest.Hypothesis(1, 'a', 5.0),
-                                 nbest.Hypothesis(2, 'b', 1.0)))]
+  lists = [
+      nbest.NBestList(
+          'u', (nbest.Hypothesis(1, 'a', 5.0), nbest.Hypothesis(2, 'b', 1.0))
+      )
+  ]
   scored = interpolation.build_scored_set(
-      'costs', lists, ['a'], {('u', 1): 0.0, ('u', 2): 0.0})
+      'costs', lists, ['a'], {('u', 1): 0.0, ('u', 2): 0.0}
+  )
   assert interpolation.evaluate(scored, 0.0, 0.0).rescored.errors == 0
-  lists = [nbest.NBestList('u', (nbest.Hypothesis(1, 'a', 1.0),
-                                 nbest.Hypothesis(2, 'b', 5.0)))]
+  lists = [
+      nbest.NBestList(
+          'u', (nbest.Hypothesis(1, 'a', 1.0), nbest.Hypothesis(2, 'b', 5.0))
+      )
+  ]
   scored = interpolation.build_scored_set(
-      'costs', lists, ['a'], {('u', 1): 0.0, ('u', 2): 0.0})
+      'costs', lists, ['a'], {('u', 1): 0.0, ('u', 2): 0.0}
+  )
   result = interpolation.evaluate(scored, 0.0, 0.0)
   assert result.num_rank1_not_best_first_pass == 1
   assert (result.first_pass.errors, result.rescored.errors) == (0, 1)
@@ -123,7 +161,6 @@ def test_missing_lm_score_and_empty_grid_are_errors():
   lists = [nbest.NBestList('u', (nbest.Hypothesis(1, 'a', 0.0),))]
   with pytest.raises(ValueError, match='lm.tsv: 1 of 1 hypotheses'):
     interpolation.build_scored_set('dev', lists, ['a'], {}, 'lm.tsv')
-  scored = interpolation.build_scored_set('dev', lists, ['a'],
-                                          {('u', 1): 0.0})
+  scored = interpolation.build_scored_set('dev', lists, ['a'], {('u', 1): 0.0})
   with pytest.raises(ValueError, match='grid is empty'):
     interpolation.grid_search(scored, (), (0.0,))

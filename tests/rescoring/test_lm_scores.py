@@ -8,9 +8,13 @@ from official_repro.rescoring import lm_scores
 
 
 def _list(utterance_id, *texts):
-  return nbest.NBestList(utterance_id, tuple(
-      nbest.Hypothesis(rank, text, 0.0)
-      for rank, text in enumerate(texts, start=1)))
+  return nbest.NBestList(
+      utterance_id,
+      tuple(
+          nbest.Hypothesis(rank, text, 0.0)
+          for rank, text in enumerate(texts, start=1)
+      ),
+  )
 
 
 class _WordCountScorer:
@@ -28,8 +32,13 @@ def test_score_nbest_batches_and_scores_each_text_once():
   lists = [_list('u1', 'a b', 'a', 'a b c'), _list('u2', 'a', 'd e f g')]
   scorer = _WordCountScorer()
   scores = lm_scores.score_nbest(scorer, lists, batch_size=2)
-  assert scores == {('u1', 1): -2.0, ('u1', 2): -1.0, ('u1', 3): -3.0,
-                    ('u2', 1): -1.0, ('u2', 2): -4.0}
+  assert scores == {
+      ('u1', 1): -2.0,
+      ('u1', 2): -1.0,
+      ('u1', 3): -3.0,
+      ('u2', 1): -1.0,
+      ('u2', 2): -4.0,
+  }
   # 'a' is scored once; 4 distinct texts in batches of at most 2.
   assert scorer.batches == [['a b', 'a'], ['a b c', 'd e f g']]
 
@@ -46,20 +55,25 @@ def test_score_nbest_rejects_bad_scorer_output():
 
 def test_read_lm_scores_skips_and_names_malformed_lines(tmp_path):
   path = tmp_path / 'lm.tsv'
-  path.write_text('u1\t1\t-3.5\nu1\t2\t-1e1\n\nu1 3 -2\nu2\t0\t-1\n'
-                  'u2\t1\tnan\nu2\t1\t-2\n')
+  path.write_text(
+      'u1\t1\t-3.5\nu1\t2\t-1e1\n\nu1 3 -2\nu2\t0\t-1\n'
+      'u2\t1\tnan\nu2\t1\t-2\n'
+  )
   scores, report = lm_scores.read_lm_scores(str(path))
   assert scores == {('u1', 1): -3.5, ('u1', 2): -10.0, ('u2', 1): -2.0}
   assert [location for location, _ in report.malformed] == [
-      f'{path} line {n}' for n in (4, 5, 6)]
+      f'{path} line {n}' for n in (4, 5, 6)
+  ]
   assert report.as_dict()['num_scores'] == 3
 
 
 def test_read_lm_scores_errors(tmp_path):
   duplicate = tmp_path / 'dup.tsv'
   duplicate.write_text('u1\t1\t-1\nu1\t1\t-2\n')
-  with pytest.raises(ValueError, match='line 2: rank 1 of utterance '
-                     "'u1' was already scored at line 1"):
+  with pytest.raises(
+      ValueError,
+      match='line 2: rank 1 of utterance ' "'u1' was already scored at line 1",
+  ):
     lm_scores.read_lm_scores(str(duplicate))
   empty = tmp_path / 'empty.tsv'
   empty.write_text('u1 1 -1\n')
@@ -79,6 +93,9 @@ def test_write_then_read_round_trip(tmp_path):
 def test_check_complete_names_missing_hypotheses():
   lists = [_list('u1', 'a', 'b')]
   lm_scores.check_complete({('u1', 1): 0.0, ('u1', 2): 0.0}, lists, 'x')
-  with pytest.raises(ValueError, match=r"lm.tsv: 1 of 2 hypotheses have no "
-                     r"LM score, e.g. \(utt_id, rank\) \[\('u1', 2\)\]"):
+  with pytest.raises(
+      ValueError,
+      match=r'lm.tsv: 1 of 2 hypotheses have no '
+      r"LM score, e.g. \(utt_id, rank\) \[\('u1', 2\)\]",
+  ):
     lm_scores.check_complete({('u1', 1): 0.0}, lists, 'lm.tsv')

@@ -16,11 +16,13 @@ def _outputs_and_labels():
       masked_lm_ids=tf.constant([[1, 2]]),
       masked_lm_weights=tf.constant([[1.0, 0.0]]),
       masked_lm_positions=tf.constant([[1, 0]]),
-      input_mask=tf.constant([[1, 1, 1, 0]]))
+      input_mask=tf.constant([[1, 1, 1, 0]]),
+  )
   outputs = dict(
       mlm_logits=tf.constant([[[0.0, 2.0, 0.0], [5.0, 0.0, 0.0]]]),
       rtd_logits=tf.constant([[0.5, -1.0, 2.0, 9.0]]),
-      rtd_labels=tf.constant([[0, 1, 1, 1]]))
+      rtd_labels=tf.constant([[0, 1, 1, 1]]),
+  )
   return labels, outputs
 
 
@@ -29,17 +31,25 @@ def test_loss_is_weighted_mlm_plus_rtd_over_real_tokens():
   mlm = -np.log(np.exp(2.0) / (np.exp(2.0) + 2.0))  # only slot 0 is real
   logits = np.array([0.5, -1.0, 2.0])  # the padded 4th token is excluded
   targets = np.array([0.0, 1.0, 1.0])
-  rtd = np.mean(np.maximum(logits, 0) - logits * targets +
-                np.log1p(np.exp(-np.abs(logits))))
+  rtd = np.mean(
+      np.maximum(logits, 0)
+      - logits * targets
+      + np.log1p(np.exp(-np.abs(logits)))
+  )
   for weights in ((1.0, 50.0), (2.0, 5.0)):
-    task = electra.ElectraPretrainTask(electra.ElectraPretrainConfig(
-        model=electra.ElectraModelConfig(
-            generator_loss_weight=weights[0],
-            discriminator_loss_weight=weights[1])))
+    task = electra.ElectraPretrainTask(
+        electra.ElectraPretrainConfig(
+            model=electra.ElectraModelConfig(
+                generator_loss_weight=weights[0],
+                discriminator_loss_weight=weights[1],
+            )
+        )
+    )
     metrics = task.build_metrics()
     loss = task.build_losses(labels, outputs, metrics).numpy()
-    np.testing.assert_allclose(loss, weights[0] * mlm + weights[1] * rtd,
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        loss, weights[0] * mlm + weights[1] * rtd, rtol=1e-5
+    )
 
 
 def test_replaced_fraction_metric():
@@ -55,11 +65,17 @@ def test_replaced_fraction_metric():
 
 @pytest.mark.parametrize('backbone', ['bert', 'albert'])
 def test_two_training_steps(run_tiny_electra, tmp_path, backbone):
-  result = run_tiny_electra(tmp_path, ['electra.temperature = 0.8',
-                                       f'encoder.backbone = {backbone!r}'])
+  result = run_tiny_electra(
+      tmp_path,
+      ['electra.temperature = 0.8', f'encoder.backbone = {backbone!r}'],
+  )
   assert result['global_step'] == 2
-  for name in ('masked_lm_accuracy', 'discriminator_loss',
-               'discriminator_auc', 'replaced_fraction'):
+  for name in (
+      'masked_lm_accuracy',
+      'discriminator_loss',
+      'discriminator_auc',
+      'replaced_fraction',
+  ):
     assert np.isfinite(result['eval'][name]), name
   # A training checkpoint fine-tunes as the encoder exported at its step
   # (learning curves): ckpt-2 restores the export's weights, ckpt-1 others.
@@ -73,5 +89,6 @@ def test_two_training_steps(run_tiny_electra, tmp_path, backbone):
   assert resolved.checkpoint_path.endswith('encoder-2')
   for exported, at_step_2 in zip(weights[''], weights['ckpt-2']):
     np.testing.assert_array_equal(exported, at_step_2)
-  assert any(not np.array_equal(a, b)
-             for a, b in zip(weights['ckpt-1'], weights['']))
+  assert any(
+      not np.array_equal(a, b) for a, b in zip(weights['ckpt-1'], weights[''])
+  )

@@ -35,13 +35,16 @@ GIN_FILES = ('gin/sizes/tiny.gin', 'gin/pretrain/masked_lm.gin')
 
 
 def gin_params(records):
-  return [f'pretrain_data.input_path = {records!r}',
-          'pretrain_data.max_seq_length = 32',
-          'pretrain_data.train_batch_size = 8',
-          'pretrain_data.eval_batch_size = 4',
-          'experiment.train_steps = 3', 'experiment.steps_per_loop = 1',
-          'experiment.checkpoint_interval = 1',
-          'optimization.learning_rate = 1e-3']
+  return [
+      f'pretrain_data.input_path = {records!r}',
+      'pretrain_data.max_seq_length = 32',
+      'pretrain_data.train_batch_size = 8',
+      'pretrain_data.eval_batch_size = 4',
+      'experiment.train_steps = 3',
+      'experiment.steps_per_loop = 1',
+      'experiment.checkpoint_interval = 1',
+      'optimization.learning_rate = 1e-3',
+  ]
 
 
 def shard_of(config):
@@ -50,10 +53,13 @@ def shard_of(config):
 
   def dataset_fn(context):
     dataset = pretrain_dataloader.PretrainDataLoader(config).load(context)
-    seen.update(pipeline_id=context.input_pipeline_id,
-                num_pipelines=context.num_input_pipelines,
-                per_replica_batch_size=context.get_per_replica_batch_size(
-                    config.global_batch_size))
+    seen.update(
+        pipeline_id=context.input_pipeline_id,
+        num_pipelines=context.num_input_pipelines,
+        per_replica_batch_size=context.get_per_replica_batch_size(
+            config.global_batch_size
+        ),
+    )
     seen['dataset'] = dataset
     return dataset
 
@@ -73,13 +79,21 @@ def main(records, model_dir, out_path):
   gin.clear_config()
   train_context, train_batches = shard_of(params.task.train_data)
   eval_context, eval_batches = shard_of(params.task.validation_data)
-  result = train.run(STRATEGY, gin_files, gin_params(records), model_dir,
-                     'train')
+  result = train.run(
+      STRATEGY, gin_files, gin_params(records), model_dir, 'train'
+  )
   with open(out_path, 'w') as f:
-    json.dump(dict(task_id=STRATEGY.cluster_resolver.task_id,
-                   train_context=train_context, train_batches=train_batches,
-                   eval_context=eval_context, eval_batches=eval_batches,
-                   result=result), f)
+    json.dump(
+        dict(
+            task_id=STRATEGY.cluster_resolver.task_id,
+            train_context=train_context,
+            train_batches=train_batches,
+            eval_context=eval_context,
+            eval_batches=eval_batches,
+            result=result,
+        ),
+        f,
+    )
 
 
 if __name__ == '__main__':

@@ -39,8 +39,10 @@ def _gin_params(records, **overrides):
 
 
 def _gin_files():
-  return [os.path.join(REPO_ROOT, 'gin/sizes/tiny.gin'),
-          os.path.join(REPO_ROOT, 'gin/pretrain/masked_lm.gin')]
+  return [
+      os.path.join(REPO_ROOT, 'gin/sizes/tiny.gin'),
+      os.path.join(REPO_ROOT, 'gin/pretrain/masked_lm.gin'),
+  ]
 
 
 def _run_in_process(records, model_dir, mode='train', **overrides):
@@ -48,15 +50,20 @@ def _run_in_process(records, model_dir, mode='train', **overrides):
   try:
     gin_utils.parse_config(_gin_files(), _gin_params(records, **overrides))
     params, settings = experiment.experiment_config()
-    return experiment.run(params, settings, tf.distribute.get_strategy(),
-                          str(model_dir), mode)
+    return experiment.run(
+        params, settings, tf.distribute.get_strategy(), str(model_dir), mode
+    )
   finally:
     gin.clear_config()
 
 
 def _train_command(records, model_dir, *extra_flags, **overrides):
-  command = [sys.executable, '-m', 'official_repro.train',
-             f'--model_dir={model_dir}']
+  command = [
+      sys.executable,
+      '-m',
+      'official_repro.train',
+      f'--model_dir={model_dir}',
+  ]
   command += [f'--gin_file={path}' for path in _gin_files()]
   command += [f'--gin_param={p}' for p in _gin_params(records, **overrides)]
   return command + list(extra_flags)
@@ -68,8 +75,12 @@ def test_train_and_eval_writes_configs_and_metrics(tiny_records, tmp_path):
   assert result['checkpoint'].endswith('ckpt-2')
   assert 0.0 <= result['eval']['masked_lm_accuracy'] <= 1.0
   assert result['eval']['lm_example_loss'] > 0.0
-  for name in ('config.gin', 'operative_config.gin', 'params.yaml',
-               'model_config.json'):
+  for name in (
+      'config.gin',
+      'operative_config.gin',
+      'params.yaml',
+      'model_config.json',
+  ):
     assert (tmp_path / name).exists(), name
   operative = (tmp_path / 'operative_config.gin').read_text()
   assert 'encoder.hidden_size = 32' in operative
@@ -77,10 +88,21 @@ def test_train_and_eval_writes_configs_and_metrics(tiny_records, tmp_path):
 
 
 def test_mirrored_strategy_on_two_logical_cpus(tiny_records, tmp_path):
-  command = _train_command(tiny_records, tmp_path, '--strategy=mirrored',
-                           '--num_cpu_devices=2', '--mode=train')
-  completed = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
-                             text=True, timeout=600, check=False)
+  command = _train_command(
+      tiny_records,
+      tmp_path,
+      '--strategy=mirrored',
+      '--num_cpu_devices=2',
+      '--mode=train',
+  )
+  completed = subprocess.run(
+      command,
+      cwd=REPO_ROOT,
+      capture_output=True,
+      text=True,
+      timeout=600,
+      check=False,
+  )
   assert completed.returncode == 0, completed.stderr[-3000:]
   assert '"num_replicas": 2' in completed.stdout
   assert '"global_step": 2' in completed.stdout
@@ -89,10 +111,18 @@ def test_mirrored_strategy_on_two_logical_cpus(tiny_records, tmp_path):
 
 def test_killed_run_resumes_from_last_checkpoint(tiny_records, tmp_path):
   command = _train_command(
-      tiny_records, tmp_path, '--strategy=cpu', '--mode=train',
-      **{'experiment.train_steps': 100000})
-  process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+      tiny_records,
+      tmp_path,
+      '--strategy=cpu',
+      '--mode=train',
+      **{'experiment.train_steps': 100000},
+  )
+  process = subprocess.Popen(
+      command,
+      cwd=REPO_ROOT,
+      stdout=subprocess.DEVNULL,
+      stderr=subprocess.DEVNULL,
+  )
   try:
     deadline = time.time() + 300
     while time.time() < deadline:
@@ -107,19 +137,26 @@ def test_killed_run_resumes_from_last_checkpoint(tiny_records, tmp_path):
     process.send_signal(signal.SIGKILL)
     process.wait()
   killed_at = int(tf.train.latest_checkpoint(str(tmp_path)).rsplit('-', 1)[1])
-  result = _run_in_process(tiny_records, tmp_path,
-                           **{'experiment.train_steps': killed_at + 2})
+  result = _run_in_process(
+      tiny_records, tmp_path, **{'experiment.train_steps': killed_at + 2}
+  )
   assert result['global_step'] == killed_at + 2
 
 
 def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
-    tiny_records, tmp_path):
+    tiny_records, tmp_path
+):
   _run_in_process(tiny_records, tmp_path)
   with pytest.raises(trainer.NonFiniteLossError) as raised:
-    _run_in_process(tiny_records, tmp_path, **{
-        'experiment.train_steps': 12,
-        'optimization.learning_rate': 1e30,
-        'optimization.warmup_steps': 0})
+    _run_in_process(
+        tiny_records,
+        tmp_path,
+        **{
+            'experiment.train_steps': 12,
+            'optimization.learning_rate': 1e30,
+            'optimization.warmup_steps': 0,
+        },
+    )
   message = str(raised.value)
   match = re.search(r'at steps? (\d+)', message)
   assert match, message
@@ -140,14 +177,17 @@ def test_vocab_size_mismatch_names_vocab_file(tiny_records, tmp_path):
 
 
 def test_records_with_other_seq_length(tiny_records, tmp_path):
-  with pytest.raises(pretrain_dataloader.RecordMismatchError,
-                     match=r'max_seq_length=32.*expects max_seq_length=64'):
-    _run_in_process(tiny_records, tmp_path,
-                    **{'pretrain_data.max_seq_length': 64})
+  with pytest.raises(
+      pretrain_dataloader.RecordMismatchError,
+      match=r'max_seq_length=32.*expects max_seq_length=64',
+  ):
+    _run_in_process(
+        tiny_records, tmp_path, **{'pretrain_data.max_seq_length': 64}
+    )
 
 
 def test_unknown_gin_binding_names_binding(tiny_records, tmp_path):
-  with pytest.raises(gin_utils.GinConfigError, match=r"encoder.hiden_size"):
+  with pytest.raises(gin_utils.GinConfigError, match=r'encoder.hiden_size'):
     _run_in_process(tiny_records, tmp_path, **{'encoder.hiden_size': 3})
 
 
@@ -156,19 +196,32 @@ def test_missing_gin_file():
     gin_utils.parse_config(['/nonexistent/no_such.gin'], [])
 
 
-@pytest.mark.parametrize('bindings, message', [
-    (['optimizaton.learning_rate = 1e-3'],
-     "No configurable matching 'optimizaton'. Did you mean 'optimization'?"),
-    (['optimization.learning_rat = 1e-3'],
-     'Did you mean optimization.learning_rate?'),
-    (["optimization.learning_rate = '1e-3'"],
-     r"optimization.learning_rate = '1e-3' is a str; expected float \(write "
-     'the number without quotes\\)'),
-    (['encoder.hidden_size = 12.5'],
-     'encoder.hidden_size = 12.5 is a float; expected int'),
-    (['electra.generator_size = True'],
-     'electra.generator_size = True is a bool; expected float'),
-])
+@pytest.mark.parametrize(
+    'bindings, message',
+    [
+        (
+            ['optimizaton.learning_rate = 1e-3'],
+            "No configurable matching 'optimizaton'. Did you mean 'optimization'?",
+        ),
+        (
+            ['optimization.learning_rat = 1e-3'],
+            'Did you mean optimization.learning_rate?',
+        ),
+        (
+            ["optimization.learning_rate = '1e-3'"],
+            r"optimization.learning_rate = '1e-3' is a str; expected float \(write "
+            'the number without quotes\\)',
+        ),
+        (
+            ['encoder.hidden_size = 12.5'],
+            'encoder.hidden_size = 12.5 is a float; expected int',
+        ),
+        (
+            ['electra.generator_size = True'],
+            'electra.generator_size = True is a bool; expected float',
+        ),
+    ],
+)
 def test_gin_mistakes_name_the_binding_and_the_fix(bindings, message):
   gin.clear_config()
   try:
@@ -195,10 +248,15 @@ def test_eval_without_a_checkpoint_is_refused(tiny_records, tmp_path):
 
 def test_incompatible_checkpoint_in_model_dir(tiny_records, tmp_path):
   _run_in_process(tiny_records, tmp_path)
-  with pytest.raises(experiment.IncompatibleModelDirError,
-                     match=r'hidden_size: checkpoint has 32, config has 64'):
-    _run_in_process(tiny_records, tmp_path, **{
-        'encoder.hidden_size': 64, 'experiment.train_steps': 4})
+  with pytest.raises(
+      experiment.IncompatibleModelDirError,
+      match=r'hidden_size: checkpoint has 32, config has 64',
+  ):
+    _run_in_process(
+        tiny_records,
+        tmp_path,
+        **{'encoder.hidden_size': 64, 'experiment.train_steps': 4},
+    )
 
 
 def test_exported_encoder_loads_into_model_garden_bert(tiny_records, tmp_path):
@@ -217,11 +275,16 @@ def test_exported_encoder_loads_into_model_garden_bert(tiny_records, tmp_path):
   ours = encoders.build_encoder(config)
   tf.train.Checkpoint(encoder=ours).read(path).assert_existing_objects_matched()
   ids = tf.constant([[2, 5, 6, 3]])
-  inputs = dict(input_word_ids=ids, input_mask=tf.ones_like(ids),
-                input_type_ids=tf.zeros_like(ids))
-  np.testing.assert_allclose(stock(inputs)['sequence_output'].numpy(),
-                             ours(inputs)['sequence_output'].numpy(),
-                             atol=1e-5)
+  inputs = dict(
+      input_word_ids=ids,
+      input_mask=tf.ones_like(ids),
+      input_type_ids=tf.zeros_like(ids),
+  )
+  np.testing.assert_allclose(
+      stock(inputs)['sequence_output'].numpy(),
+      ours(inputs)['sequence_output'].numpy(),
+      atol=1e-5,
+  )
 
 
 def _model_dir_with_checkpoint(tmp_path, saved_config):
@@ -234,21 +297,28 @@ def _model_dir_with_checkpoint(tmp_path, saved_config):
 def test_model_dir_from_before_a_new_field_still_resumes(tmp_path):
   # model_config.json written before a `head_ratio` field existed.
   model_dir = _model_dir_with_checkpoint(
-      tmp_path, {'encoder': {'hidden_size': 32}})
+      tmp_path, {'encoder': {'hidden_size': 32}}
+  )
   experiment.check_model_dir(
-      model_dir, {'encoder': {'hidden_size': 32, 'head_ratio': 2}},
-      defaults={'encoder': {'hidden_size': 0, 'head_ratio': 2}})
+      model_dir,
+      {'encoder': {'hidden_size': 32, 'head_ratio': 2}},
+      defaults={'encoder': {'hidden_size': 0, 'head_ratio': 2}},
+  )
 
 
 def test_missing_field_counts_as_its_default(tmp_path):
   model_dir = _model_dir_with_checkpoint(
-      tmp_path, {'encoder': {'hidden_size': 32}})
-  with pytest.raises(experiment.IncompatibleModelDirError,
-                     match=r'head_ratio: checkpoint has 2, config has 4'):
+      tmp_path, {'encoder': {'hidden_size': 32}}
+  )
+  with pytest.raises(
+      experiment.IncompatibleModelDirError,
+      match=r'head_ratio: checkpoint has 2, config has 4',
+  ):
     experiment.check_model_dir(
-        model_dir, {'encoder': {'hidden_size': 32, 'head_ratio': 4}},
-        defaults={'encoder': {'hidden_size': 0, 'head_ratio': 2}})
-
+        model_dir,
+        {'encoder': {'hidden_size': 32, 'head_ratio': 4}},
+        defaults={'encoder': {'hidden_size': 0, 'head_ratio': 2}},
+    )
 
 
 def _truncate(path):
@@ -256,11 +326,12 @@ def _truncate(path):
   with open(path, 'rb') as f:
     content = f.read()
   with open(path, 'wb') as f:
-    f.write(content[:len(content) // 2])
+    f.write(content[: len(content) // 2])
 
 
 def test_a_corrupt_record_shard_is_named_with_step_and_checkpoint(
-    run_tiny_pretraining, tiny_records, tmp_path):
+    run_tiny_pretraining, tiny_records, tmp_path
+):
   """Training reads the intact train shard and checkpoints; the evaluation
   after step 1 meets the truncated eval shard."""
   records_dir = tmp_path / 'records'
@@ -273,8 +344,11 @@ def test_a_corrupt_record_shard_is_named_with_step_and_checkpoint(
   path, reason = records.find_corrupt_file([train_shard, eval_shard])
   assert path == eval_shard and 'truncated' in reason
   with pytest.raises(experiment.CorruptRecordsError) as error:
-    run_tiny_pretraining(tmp_path / 'run', ['gin/pretrain/masked_lm.gin'],
-                         [f'pretrain_data.input_path = {str(records_dir)!r}'])
+    run_tiny_pretraining(
+        tmp_path / 'run',
+        ['gin/pretrain/masked_lm.gin'],
+        [f'pretrain_data.input_path = {str(records_dir)!r}'],
+    )
   message = str(error.value)
   assert f'record file {eval_shard} is corrupt' in message
   assert 'Stopped at step 1' in message

@@ -18,8 +18,10 @@ from official_repro.training import finetuning
 from official_repro.training import gin_utils
 
 REPO_ROOT = gin_utils.REPO_ROOT
-_WORDS = ('the quick brown fox jumps over a lazy dog while birds sing in the '
-          'old trees near the river and children play games').split()
+_WORDS = (
+    'the quick brown fox jumps over a lazy dog while birds sing in the '
+    'old trees near the river and children play games'
+).split()
 _TAGS = ('DT', 'JJ', 'NN', 'VBZ', 'IN')
 
 
@@ -30,16 +32,23 @@ def exported_encoder(tiny_records, tmp_path_factory):
   gin.clear_config()
   try:
     gin_utils.parse_config(
-        [os.path.join(REPO_ROOT, 'gin/sizes/tiny.gin'),
-         os.path.join(REPO_ROOT, 'gin/pretrain/masked_lm.gin')],
-        [f'pretrain_data.input_path = {tiny_records!r}',
-         'pretrain_data.max_seq_length = 32',
-         'pretrain_data.train_batch_size = 8',
-         'experiment.train_steps = 2', 'experiment.steps_per_loop = 1',
-         'optimization.learning_rate = 1e-3'])
+        [
+            os.path.join(REPO_ROOT, 'gin/sizes/tiny.gin'),
+            os.path.join(REPO_ROOT, 'gin/pretrain/masked_lm.gin'),
+        ],
+        [
+            f'pretrain_data.input_path = {tiny_records!r}',
+            'pretrain_data.max_seq_length = 32',
+            'pretrain_data.train_batch_size = 8',
+            'experiment.train_steps = 2',
+            'experiment.steps_per_loop = 1',
+            'optimization.learning_rate = 1e-3',
+        ],
+    )
     params, settings = experiment.experiment_config()
-    experiment.run(params, settings, tf.distribute.get_strategy(), model_dir,
-                   'train')
+    experiment.run(
+        params, settings, tf.distribute.get_strategy(), model_dir, 'train'
+    )
   finally:
     gin.clear_config()
   return model_dir
@@ -57,14 +66,20 @@ def _write_glue(root, rng):
   stsb.mkdir(parents=True)
   for split, rows in (('train', 12), ('dev', 6)):
     lines = ['\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String']
-    lines += [f'{i % 2}\t{i}\t{i + 100}\t{_sentence(rng)}\t{_sentence(rng)}'
-              for i in range(rows)]
+    lines += [
+        f'{i % 2}\t{i}\t{i + 100}\t{_sentence(rng)}\t{_sentence(rng)}'
+        for i in range(rows)
+    ]
     (mrpc / f'{split}.tsv').write_text('\n'.join(lines) + '\n')
-    header = ('index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\t'
-              'sentence1\tsentence2\tscore')
+    header = (
+        'index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\t'
+        'sentence1\tsentence2\tscore'
+    )
     lines = [header] + [
         f'{i}\tmain\tf\t2012\t{i}\tnone\tnone\t{_sentence(rng)}\t'
-        f'{_sentence(rng)}\t{rng.uniform(0, 5):.3f}' for i in range(rows)]
+        f'{_sentence(rng)}\t{rng.uniform(0, 5):.3f}'
+        for i in range(rows)
+    ]
     (stsb / f'{split}.tsv').write_text('\n'.join(lines) + '\n')
   return str(root)
 
@@ -78,12 +93,16 @@ def _write_squad(root, rng, version):
       context = _sentence(rng, 30)
       words = context.split()
       start_word = rng.randrange(0, 25)
-      answer = ' '.join(words[start_word:start_word + 2])
+      answer = ' '.join(words[start_word : start_word + 2])
       answer_start = len(' '.join(words[:start_word])) + (start_word > 0)
       impossible = version == '2.0' and index % 2 == 1
-      question = dict(id=f'{split}-{index}', question=_sentence(rng, 4),
-                      answers=[] if impossible else [
-                          dict(text=answer, answer_start=answer_start)])
+      question = dict(
+          id=f'{split}-{index}',
+          question=_sentence(rng, 4),
+          answers=[]
+          if impossible
+          else [dict(text=answer, answer_start=answer_start)],
+      )
       if version == '2.0':
         question['is_impossible'] = impossible
       paragraphs.append(dict(context=context, qas=[question]))
@@ -99,10 +118,12 @@ def _write_race(root, rng):
       folder.mkdir(parents=True)
       for index in range(files):
         content = dict(
-            id=f'{level}{index}.txt', article=_sentence(rng, 20),
+            id=f'{level}{index}.txt',
+            article=_sentence(rng, 20),
             questions=[_sentence(rng, 4), _sentence(rng, 3) + ' _ .'],
             options=[[_sentence(rng, 2) for _ in range(4)] for _ in range(2)],
-            answers=[rng.choice('ABCD') for _ in range(2)])
+            answers=[rng.choice('ABCD') for _ in range(2)],
+        )
         (folder / f'{index}.txt').write_text(json.dumps(content))
   return str(root)
 
@@ -112,55 +133,93 @@ def _write_pos(root, rng):
   for split, sentences in (('train', 10), ('dev', 4)):
     lines = []
     for _ in range(sentences):
-      lines += [f'{rng.choice(_WORDS)} {rng.choice(_TAGS)}'
-                for _ in range(rng.randint(3, 8))]
+      lines += [
+          f'{rng.choice(_WORDS)} {rng.choice(_TAGS)}'
+          for _ in range(rng.randint(3, 8))
+      ]
       lines.append('')
     (root / f'{split}.txt').write_text('\n'.join(lines))
   return str(root)
 
 
 DATA_WRITERS = {
-    'mrpc': _write_glue, 'stsb': _write_glue,
+    'mrpc': _write_glue,
+    'stsb': _write_glue,
     'squad11': lambda root, rng: _write_squad(root, rng, '1.1'),
     'squad20': lambda root, rng: _write_squad(root, rng, '2.0'),
-    'race': _write_race, 'pos': _write_pos,
+    'race': _write_race,
+    'pos': _write_pos,
 }
 
 
-def _finetune(task, encoder, data_dir, model_dir, num_epochs=1, num_runs=1,
-              seeds=None, **task_params):
+def _finetune(
+    task,
+    encoder,
+    data_dir,
+    model_dir,
+    num_epochs=1,
+    num_runs=1,
+    seeds=None,
+    **task_params,
+):
   gin.clear_config()
   try:
-    gin_utils.parse_config([], [f'{name} = {value!r}'
-                                for name, value in task_params.items()])
+    gin_utils.parse_config(
+        [], [f'{name} = {value!r}' for name, value in task_params.items()]
+    )
     schedule = finetuning_schedule.FinetuningSchedule(
-        task=task, learning_rate=1e-3, train_batch_size=4,
-        num_epochs=num_epochs, warmup_fraction=0.1, layerwise_lr_decay=0.8,
-        max_seq_length=64)
+        task=task,
+        learning_rate=1e-3,
+        train_batch_size=4,
+        num_epochs=num_epochs,
+        warmup_fraction=0.1,
+        layerwise_lr_decay=0.8,
+        max_seq_length=64,
+    )
     protocol = finetuning_schedule.RunProtocol(
-        num_runs=num_runs, aggregation='median', selection='best')
-    return finetuning.run(schedule, protocol, encoder, data_dir, model_dir,
-                          tf.distribute.get_strategy(), seeds=seeds)
+        num_runs=num_runs, aggregation='median', selection='best'
+    )
+    return finetuning.run(
+        schedule,
+        protocol,
+        encoder,
+        data_dir,
+        model_dir,
+        tf.distribute.get_strategy(),
+        seeds=seeds,
+    )
   finally:
     gin.clear_config()
 
 
-@pytest.mark.parametrize('task, task_params, expected_metrics', [
-    ('mrpc', {}, {'accuracy', 'f1', 'score'}),
-    ('stsb', {}, {'pearson', 'spearman', 'score'}),
-    ('squad11', {'squad.doc_stride': 16, 'squad.max_query_length': 16}, {'exact_match', 'f1'}),
-    ('squad20', {'squad.doc_stride': 16, 'squad.max_query_length': 16},
-     {'best_f1', 'best_f1_thresh', 'HasAns_f1', 'NoAns_f1'}),
-    ('race', {}, {'accuracy_middle', 'accuracy_high', 'accuracy_all'}),
-    ('pos', {}, {'accuracy'}),
-    ('pos', {'pos.use_crf': True}, {'accuracy'}),
-])
-def test_every_task_type_trains_and_evaluates(exported_encoder, tmp_path, task,
-                                              task_params, expected_metrics):
+@pytest.mark.parametrize(
+    'task, task_params, expected_metrics',
+    [
+        ('mrpc', {}, {'accuracy', 'f1', 'score'}),
+        ('stsb', {}, {'pearson', 'spearman', 'score'}),
+        (
+            'squad11',
+            {'squad.doc_stride': 16, 'squad.max_query_length': 16},
+            {'exact_match', 'f1'},
+        ),
+        (
+            'squad20',
+            {'squad.doc_stride': 16, 'squad.max_query_length': 16},
+            {'best_f1', 'best_f1_thresh', 'HasAns_f1', 'NoAns_f1'},
+        ),
+        ('race', {}, {'accuracy_middle', 'accuracy_high', 'accuracy_all'}),
+        ('pos', {}, {'accuracy'}),
+        ('pos', {'pos.use_crf': True}, {'accuracy'}),
+    ],
+)
+def test_every_task_type_trains_and_evaluates(
+    exported_encoder, tmp_path, task, task_params, expected_metrics
+):
   data_dir = DATA_WRITERS[task](tmp_path / 'data', random.Random(0))
   encoder = pretrained.resolve(exported_encoder)
-  results = _finetune(task, encoder, data_dir, str(tmp_path / 'ft'),
-                      **task_params)
+  results = _finetune(
+      task, encoder, data_dir, str(tmp_path / 'ft'), **task_params
+  )
   (run,) = results['runs']
   assert expected_metrics <= set(run['selected'])
   assert all(np.isfinite(value) for value in run['selected'].values())
@@ -172,24 +231,32 @@ def test_every_task_type_trains_and_evaluates(exported_encoder, tmp_path, task,
   assert f'### {task}: median of 1 runs' in table
 
 
-def test_finetuning_starts_from_the_pretrained_encoder(exported_encoder,
-                                                       tmp_path):
+def test_finetuning_starts_from_the_pretrained_encoder(
+    exported_encoder, tmp_path
+):
   """The first evaluation sees the exported weights, not a random encoder."""
   from official_repro.tasks import glue  # pylint: disable=g-import-not-at-top
+
   data_dir = _write_glue(tmp_path / 'glue', random.Random(1))
   encoder = pretrained.resolve(exported_encoder)
   config = finetuning.build_task_config(
       finetuning_schedule.FinetuningSchedule(
-          task='mrpc', learning_rate=1e-3, train_batch_size=4, num_epochs=1),
-      finetuning_schedule.RunProtocol(), encoder, data_dir)
+          task='mrpc', learning_rate=1e-3, train_batch_size=4, num_epochs=1
+      ),
+      finetuning_schedule.RunProtocol(),
+      encoder,
+      data_dir,
+  )
   task = glue.GlueTask(config)
   model = task.build_model()
   task.initialize(model)
   reader = tf.train.load_checkpoint(encoder.checkpoint_path)
   table = reader.get_tensor(
-      'encoder/layer_with_weights-0/embeddings/.ATTRIBUTES/VARIABLE_VALUE')
+      'encoder/layer_with_weights-0/embeddings/.ATTRIBUTES/VARIABLE_VALUE'
+  )
   np.testing.assert_array_equal(
-      model.checkpoint_items['encoder'].get_embedding_table().numpy(), table)
+      model.checkpoint_items['encoder'].get_embedding_table().numpy(), table
+  )
 
 
 def test_finetuning_learns_a_separable_task(exported_encoder, tmp_path):
@@ -202,12 +269,18 @@ def test_finetuning_learns_a_separable_task(exported_encoder, tmp_path):
     for i in range(rows):
       label = i % 2
       word = ('fox', 'dog')[label]
-      lines.append(f'{label}\t{i}\t{i + 100}\t{" ".join([word] * 4)}\t'
-                   f'{_sentence(rng, 4)}')
+      lines.append(
+          f'{label}\t{i}\t{i + 100}\t{" ".join([word] * 4)}\t'
+          f'{_sentence(rng, 4)}'
+      )
     (mrpc / f'{split}.tsv').write_text('\n'.join(lines) + '\n')
-  results = _finetune('mrpc', pretrained.resolve(exported_encoder),
-                      str(tmp_path / 'glue'), str(tmp_path / 'ft'),
-                      num_epochs=10)
+  results = _finetune(
+      'mrpc',
+      pretrained.resolve(exported_encoder),
+      str(tmp_path / 'glue'),
+      str(tmp_path / 'ft'),
+      num_epochs=10,
+  )
   history = results['runs'][0]['history']
   # From the 0.02-stddev pooler and classifier the loss sits near ln 2 for
   # a few epochs (as in ELECTRA, whose pooler is not pretrained either).
@@ -219,8 +292,9 @@ def test_seeds_aggregate_and_resume(exported_encoder, tmp_path):
   data_dir = _write_glue(tmp_path / 'glue', random.Random(2))
   encoder = pretrained.resolve(exported_encoder)
   model_dir = str(tmp_path / 'ft')
-  results = _finetune('mrpc', encoder, data_dir, model_dir, num_epochs=2,
-                      num_runs=3)
+  results = _finetune(
+      'mrpc', encoder, data_dir, model_dir, num_epochs=2, num_runs=3
+  )
   scores = [run['score'] for run in results['runs']]
   assert [run['seed'] for run in results['runs']] == [0, 1, 2]
   assert results['score'] == pytest.approx(float(np.median(scores)))
@@ -248,13 +322,15 @@ def test_seeds_aggregate_and_resume(exported_encoder, tmp_path):
     json.dump(history[:1], f)
   checkpoint = tf.train.latest_checkpoint(seed_2)
 
-  resumed = _finetune('mrpc', encoder, data_dir, model_dir, num_epochs=2,
-                      num_runs=3)
+  resumed = _finetune(
+      'mrpc', encoder, data_dir, model_dir, num_epochs=2, num_runs=3
+  )
   assert resumed['runs'][1]['score'] == 123.0
   assert tf.train.latest_checkpoint(seed_2) == checkpoint
   assert [entry['step'] for entry in resumed['runs'][2]['history']] == [3, 6]
   assert resumed['runs'][2]['history'][1]['score'] == pytest.approx(
-      history[1]['score'], abs=1e-6)
+      history[1]['score'], abs=1e-6
+  )
 
 
 def test_bad_init_checkpoint(tmp_path):
@@ -267,15 +343,26 @@ def test_bad_init_checkpoint(tmp_path):
 def test_glue_suite_command(exported_encoder, tmp_path):
   data_dir = _write_glue(tmp_path / 'glue', random.Random(3))
   model_dir = tmp_path / 'suite'
-  overrides = ['run_protocol.num_runs = 1', 'finetuning.num_epochs = 1',
-               'finetuning.train_batch_size = 4',
-               'finetuning.max_seq_length = 32']
-  command = [sys.executable, '-m', 'experiments.glue_suite', '--paper=001_ale',
-             f'--init_checkpoint={exported_encoder}', f'--glue_dir={data_dir}',
-             f'--model_dir={model_dir}', '--published_row=ELECTRA_small',
-             '--strategy=cpu'] + [f'--gin_param={p}' for p in overrides]
-  output = subprocess.run(command, cwd=REPO_ROOT, check=True,
-                          capture_output=True, text=True).stdout
+  overrides = [
+      'run_protocol.num_runs = 1',
+      'finetuning.num_epochs = 1',
+      'finetuning.train_batch_size = 4',
+      'finetuning.max_seq_length = 32',
+  ]
+  command = [
+      sys.executable,
+      '-m',
+      'experiments.glue_suite',
+      '--paper=001_ale',
+      f'--init_checkpoint={exported_encoder}',
+      f'--glue_dir={data_dir}',
+      f'--model_dir={model_dir}',
+      '--published_row=ELECTRA_small',
+      '--strategy=cpu',
+  ] + [f'--gin_param={p}' for p in overrides]
+  output = subprocess.run(
+      command, cwd=REPO_ROOT, check=True, capture_output=True, text=True
+  ).stdout
   assert '| model | mrpc | stsb | Avg. |' in output
   assert '| 001_ale ELECTRA_small | 0.824 | 0.840 | 0.832 |' in output
   with open(model_dir / 'glue_results.json') as f:

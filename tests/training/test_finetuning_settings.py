@@ -18,25 +18,48 @@ from tests.training import test_finetuning as finetuning_fixtures
 exported_encoder = finetuning_fixtures.exported_encoder
 
 
-def _finetune(encoder, data_dir, model_dir, learning_rate=1e-3, num_epochs=1,
-              num_runs=1, aggregation='median', seeds=None):
+def _finetune(
+    encoder,
+    data_dir,
+    model_dir,
+    learning_rate=1e-3,
+    num_epochs=1,
+    num_runs=1,
+    aggregation='median',
+    seeds=None,
+):
   gin.clear_config()
   try:
     schedule = finetuning_schedule.FinetuningSchedule(
-        task='mrpc', learning_rate=learning_rate, train_batch_size=4,
-        num_epochs=num_epochs, warmup_fraction=0.1, max_seq_length=32)
+        task='mrpc',
+        learning_rate=learning_rate,
+        train_batch_size=4,
+        num_epochs=num_epochs,
+        warmup_fraction=0.1,
+        max_seq_length=32,
+    )
     protocol = finetuning_schedule.RunProtocol(
-        num_runs=num_runs, aggregation=aggregation, selection='best')
-    return finetuning.run(schedule, protocol, encoder, data_dir, model_dir,
-                          tf.distribute.get_strategy(), seeds=seeds)
+        num_runs=num_runs, aggregation=aggregation, selection='best'
+    )
+    return finetuning.run(
+        schedule,
+        protocol,
+        encoder,
+        data_dir,
+        model_dir,
+        tf.distribute.get_strategy(),
+        seeds=seeds,
+    )
   finally:
     gin.clear_config()
 
 
-def test_rerun_checks_the_saved_settings(exported_encoder, tmp_path,
-                                         monkeypatch):
+def test_rerun_checks_the_saved_settings(
+    exported_encoder, tmp_path, monkeypatch
+):
   data_dir = finetuning_fixtures._write_glue(  # pylint: disable=protected-access
-      tmp_path / 'glue', random.Random(4))
+      tmp_path / 'glue', random.Random(4)
+  )
   encoder = pretrained.resolve(exported_encoder)
   model_dir = str(tmp_path / 'ft')
   first = _finetune(encoder, data_dir, model_dir)
@@ -52,15 +75,21 @@ def test_rerun_checks_the_saved_settings(exported_encoder, tmp_path,
   assert 'task_config.head_dropout_rate' in saved
 
   # Another learning rate: the finished seed is not reused.
-  with pytest.raises(ValueError, match=re.escape(
-      f'{run_dir} was run with finetuning.learning_rate=0.001, this command '
-      'has 0.0003; use another --model_dir or restore the settings')):
+  with pytest.raises(
+      ValueError,
+      match=re.escape(
+          f'{run_dir} was run with finetuning.learning_rate=0.001, this command '
+          'has 0.0003; use another --model_dir or restore the settings'
+      ),
+  ):
     _finetune(encoder, data_dir, model_dir, learning_rate=3e-4)
   # Every differing setting is named with both values.
   with pytest.raises(ValueError) as error:
     _finetune(encoder, data_dir, model_dir, learning_rate=3e-4, num_epochs=2)
-  assert ('finetuning.learning_rate=0.001, this command has 0.0003; '
-          'finetuning.num_epochs=1, this command has 2;') in str(error.value)
+  assert (
+      'finetuning.learning_rate=0.001, this command has 0.0003; '
+      'finetuning.num_epochs=1, this command has 2;'
+  ) in str(error.value)
   # Nor is an interrupted one resumed from its checkpoint.
   result_path = os.path.join(run_dir, finetuning.RESULT_FILENAME)
   os.rename(result_path, result_path + '.aside')
@@ -74,8 +103,9 @@ def test_rerun_checks_the_saved_settings(exported_encoder, tmp_path,
     raise AssertionError('a finished seed was trained again')
 
   monkeypatch.setattr(finetuning.train_utils, 'create_trainer', no_training)
-  again = _finetune(encoder, data_dir, model_dir, num_runs=5,
-                    aggregation='max', seeds=[0])
+  again = _finetune(
+      encoder, data_dir, model_dir, num_runs=5, aggregation='max', seeds=[0]
+  )
   assert again['runs'] == first['runs']
   with open(os.path.join(run_dir, finetuning.SETTINGS_FILENAME)) as f:
     assert json.load(f) == saved
@@ -83,8 +113,11 @@ def test_rerun_checks_the_saved_settings(exported_encoder, tmp_path,
 
 def test_check_settings_without_training(tmp_path, caplog):
   run_dir = str(tmp_path / 'seed_3')
-  settings = {'seed': 3, 'finetuning.learning_rate': 1e-4,
-              'task_config.doc_stride': 128}
+  settings = {
+      'seed': 3,
+      'finetuning.learning_rate': 1e-4,
+      'task_config.doc_stride': 128,
+  }
   # A new run records its settings.
   finetuning.check_settings(run_dir, settings)
   path = os.path.join(run_dir, finetuning.SETTINGS_FILENAME)
@@ -100,15 +133,19 @@ def test_check_settings_without_training(tmp_path, caplog):
   with open(os.path.join(run_dir, finetuning.HISTORY_FILENAME), 'w') as f:
     json.dump([{'step': 1}], f)
   finetuning.check_settings(run_dir, other)
-  changed = {'seed': 3, 'finetuning.learning_rate': 1e-4,
-             'task_config.n_best_size': 20}
+  changed = {
+      'seed': 3,
+      'finetuning.learning_rate': 1e-4,
+      'task_config.n_best_size': 20,
+  }
   with pytest.raises(finetuning.SettingsMismatchError) as error:
     finetuning.check_settings(run_dir, changed)
   assert str(error.value) == (
       f'{run_dir} was run with finetuning.learning_rate=0.0002, this command '
       'has 0.0001; task_config.doc_stride=128, this command has <not set>; '
       'task_config.n_best_size=<not set>, this command has 20; use another '
-      f'--model_dir or restore the settings (saved in {path}).')
+      f'--model_dir or restore the settings (saved in {path}).'
+  )
   # A finished run from before settings were saved is reused with a warning
   # (and no settings are made up for it).
   legacy_dir = str(tmp_path / 'seed_4')

@@ -43,8 +43,9 @@ def _write_corpus(path, copy, num_lines, seed):
   with open(path, 'w') as f:
     for _ in range(num_lines):
       first = [rng.choice(_WORDS) for _ in range(_HALF_LENGTH)]
-      second = (first if copy else
-                [rng.choice(_WORDS) for _ in range(_HALF_LENGTH)])
+      second = (
+          first if copy else [rng.choice(_WORDS) for _ in range(_HALF_LENGTH)]
+      )
       f.write(' '.join(first) + '\n' + ' '.join(second) + '\n\n')
 
 
@@ -58,9 +59,15 @@ def _records(root, name, copy, num_lines, seed):
     vocab.write_text('\n'.join(_SPECIAL + _WORDS) + '\n')
   output_dir = str(root / f'{name}_records')
   create_pretraining_data.prepare_pretraining_data(
-      [str(corpus_dir)], output_dir, vocab_file=str(vocab),
-      sentence_per_line=True, max_seq_length=_MAX_SEQ_LENGTH,
-      short_seq_prob=0.0, eval_fraction=0.1, seed=seed)
+      [str(corpus_dir)],
+      output_dir,
+      vocab_file=str(vocab),
+      sentence_per_line=True,
+      max_seq_length=_MAX_SEQ_LENGTH,
+      short_seq_prob=0.0,
+      eval_fraction=0.1,
+      seed=seed,
+  )
   return output_dir
 
 
@@ -70,26 +77,33 @@ def _run(records, model_dir, mode, steps):
   try:
     gin_utils.parse_config(
         [os.path.join(gin_utils.REPO_ROOT, 'gin/pretrain/masked_lm.gin')],
-        ['encoder.hidden_size = 64', 'encoder.num_layers = 2',
-         'encoder.num_attention_heads = 4', 'encoder.intermediate_size = 128',
-         f'encoder.max_position_embeddings = {_MAX_SEQ_LENGTH}',
-         'encoder.dropout_rate = 0.0', 'encoder.attention_dropout_rate = 0.0',
-         f'pretrain_data.input_path = {records!r}',
-         f'pretrain_data.max_seq_length = {_MAX_SEQ_LENGTH}',
-         'pretrain_data.train_batch_size = 32',
-         'pretrain_data.mask_rate = 0.3',
-         'pretrain_data.eval_batch_size = 32',
-         f'experiment.train_steps = {steps}',
-         f'experiment.steps_per_loop = {steps}',
-         f'experiment.checkpoint_interval = {steps}',
-         'experiment.seed = 1',
-         'optimization.optimizer = "adamw"',
-         'optimization.learning_rate = 3e-3',
-         'optimization.warmup_steps = 50',
-         'optimization.weight_decay_rate = 0.01'])
+        [
+            'encoder.hidden_size = 64',
+            'encoder.num_layers = 2',
+            'encoder.num_attention_heads = 4',
+            'encoder.intermediate_size = 128',
+            f'encoder.max_position_embeddings = {_MAX_SEQ_LENGTH}',
+            'encoder.dropout_rate = 0.0',
+            'encoder.attention_dropout_rate = 0.0',
+            f'pretrain_data.input_path = {records!r}',
+            f'pretrain_data.max_seq_length = {_MAX_SEQ_LENGTH}',
+            'pretrain_data.train_batch_size = 32',
+            'pretrain_data.mask_rate = 0.3',
+            'pretrain_data.eval_batch_size = 32',
+            f'experiment.train_steps = {steps}',
+            f'experiment.steps_per_loop = {steps}',
+            f'experiment.checkpoint_interval = {steps}',
+            'experiment.seed = 1',
+            'optimization.optimizer = "adamw"',
+            'optimization.learning_rate = 3e-3',
+            'optimization.warmup_steps = 50',
+            'optimization.weight_decay_rate = 0.01',
+        ],
+    )
     params, settings = experiment.experiment_config()
-    return experiment.run(params, settings, tf.distribute.get_strategy(),
-                          str(model_dir), mode)
+    return experiment.run(
+        params, settings, tf.distribute.get_strategy(), str(model_dir), mode
+    )
   finally:
     gin.clear_config()
 
@@ -100,8 +114,7 @@ def trained(tmp_path_factory):
   copy corpus."""
   root = tmp_path_factory.mktemp('context')
   copy_records = _records(root, 'copy', copy=True, num_lines=2000, seed=1)
-  control_records = _records(root, 'control', copy=False, num_lines=400,
-                             seed=2)
+  control_records = _records(root, 'control', copy=False, num_lines=400, seed=2)
   model_dir = root / 'model'
   result = _run(copy_records, model_dir, 'train_and_eval', steps=800)
   control = _run(control_records, model_dir, 'eval', steps=800)

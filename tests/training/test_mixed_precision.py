@@ -84,22 +84,33 @@ def _task_config(records, objective, backbone):
   """The objective's tiny task config on `backbone`, from gin."""
   gin.clear_config()
   try:
-    gin_utils.parse_config(_objective_gin(objective),
-                           _OBJECTIVE_IMPORTS.get(objective, []))
-    gin_utils.parse_config([], [
-        f'experiment.objective = {objective!r}',
-        *(f'{objective}.{field} = {_REQUIRED[field]}'
-          for field in _unbound(objective)),
-        *_BACKBONE_BINDINGS.get(backbone, []),
-        f'encoder.backbone = {backbone!r}',
-        'encoder.hidden_size = 16', 'encoder.num_layers = 1',
-        *_OBJECTIVE_SIZES.get(objective, []),
-        'encoder.num_attention_heads = 2', 'encoder.intermediate_size = 32',
-        'encoder.max_position_embeddings = 32',
-        'encoder.dropout_rate = 0.0', 'encoder.attention_dropout_rate = 0.0',
-        f'pretrain_data.input_path = {records!r}',
-        'pretrain_data.max_seq_length = 32',
-        'pretrain_data.train_batch_size = 4', 'pretrain_data.seed = 1'])
+    gin_utils.parse_config(
+        _objective_gin(objective), _OBJECTIVE_IMPORTS.get(objective, [])
+    )
+    gin_utils.parse_config(
+        [],
+        [
+            f'experiment.objective = {objective!r}',
+            *(
+                f'{objective}.{field} = {_REQUIRED[field]}'
+                for field in _unbound(objective)
+            ),
+            *_BACKBONE_BINDINGS.get(backbone, []),
+            f'encoder.backbone = {backbone!r}',
+            'encoder.hidden_size = 16',
+            'encoder.num_layers = 1',
+            *_OBJECTIVE_SIZES.get(objective, []),
+            'encoder.num_attention_heads = 2',
+            'encoder.intermediate_size = 32',
+            'encoder.max_position_embeddings = 32',
+            'encoder.dropout_rate = 0.0',
+            'encoder.attention_dropout_rate = 0.0',
+            f'pretrain_data.input_path = {records!r}',
+            'pretrain_data.max_seq_length = 32',
+            'pretrain_data.train_batch_size = 4',
+            'pretrain_data.seed = 1',
+        ],
+    )
     return objectives.task_config_from_gin(objective)
   finally:
     gin.clear_config()
@@ -107,8 +118,11 @@ def _task_config(records, objective, backbone):
 
 def _cases():
   objectives.load_builtin_objectives()
-  return [(objective, backbone) for objective in objectives.names()
-          for backbone in encoders.backbone_names()]
+  return [
+      (objective, backbone)
+      for objective in objectives.names()
+      for backbone in encoders.backbone_names()
+  ]
 
 
 def _build(task_config, policy, batch, weights=None):
@@ -132,9 +146,12 @@ def _first_loss(task, model, batch):
   """(loss, model outputs) of one forward pass, sampling seeded alike."""
   tf.random.set_seed(1)
   outputs = task.model_outputs(model, batch, training=True)
-  loss = task.build_losses(labels=batch, model_outputs=outputs,
-                           metrics=task.build_metrics(training=True),
-                           aux_losses=model.losses)
+  loss = task.build_losses(
+      labels=batch,
+      model_outputs=outputs,
+      metrics=task.build_metrics(training=True),
+      aux_losses=model.losses,
+  )
   return loss, outputs
 
 
@@ -144,20 +161,26 @@ def _train(task, model, batch, optimizer, jit_compile):
   step = task.train_step
   if jit_compile:
     step = tf.function(step, jit_compile=True)
-  return [float(step(batch, model, optimizer, metrics)[task.loss])
-          for _ in range(2)]
+  return [
+      float(step(batch, model, optimizer, metrics)[task.loss]) for _ in range(2)
+  ]
 
 
 @pytest.mark.parametrize('objective, backbone', _cases())
-def test_trains_under_xla_and_mixed_precision(tiny_records, objective,
-                                              backbone):
+def test_trains_under_xla_and_mixed_precision(
+    tiny_records, objective, backbone
+):
   task_config = _task_config(tiny_records, objective, backbone)
-  batch = next(iter(task_factory.get_task(task_config).build_inputs(
-      task_config.train_data)))
+  batch = next(
+      iter(
+          task_factory.get_task(task_config).build_inputs(
+              task_config.train_data
+          )
+      )
+  )
   task, reference = _build(task_config, 'float32', batch)
   reference_loss, _ = _first_loss(task, reference, batch)
   weights = reference.get_weights()
-
 
   for policy in ('mixed_bfloat16', 'mixed_float16'):
     task, model = _build(task_config, policy, batch, weights)
@@ -168,15 +191,16 @@ def test_trains_under_xla_and_mixed_precision(tiny_records, objective,
       if 'logits' in name:
         assert tensor.dtype == tf.float32, (policy, name)
     assert abs(float(loss) - float(reference_loss)) <= (
-        _TOLERANCE[policy] * abs(float(reference_loss))), (
-            policy, float(loss), float(reference_loss))
+        _TOLERANCE[policy] * abs(float(reference_loss))
+    ), (policy, float(loss), float(reference_loss))
     # SGD: the fewest update ops for XLA to compile; the step's forward and
     # backward passes are the objective's whatever the optimizer.
     optimizer = tf_keras.optimizers.legacy.SGD(1e-3)
     if policy == 'mixed_float16':
       optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
-    losses = _train(task, model, batch, optimizer,
-                    jit_compile=policy == 'mixed_bfloat16')
+    losses = _train(
+        task, model, batch, optimizer, jit_compile=policy == 'mixed_bfloat16'
+    )
     assert all(np.isfinite(losses)), (policy, losses)
 
 
@@ -192,68 +216,92 @@ _FINETUNING_TASKS = [
 def _finetuning_task_config(task, task_params, encoder, data_dir):
   gin.clear_config()
   try:
-    gin_utils.parse_config([], [f'{name} = {value!r}'
-                                for name, value in task_params.items()])
+    gin_utils.parse_config(
+        [], [f'{name} = {value!r}' for name, value in task_params.items()]
+    )
     schedule = finetuning_schedule.FinetuningSchedule(
-        task=task, learning_rate=1e-3, train_batch_size=4, num_epochs=1,
-        warmup_fraction=0.1, layerwise_lr_decay=0.8, max_seq_length=64)
+        task=task,
+        learning_rate=1e-3,
+        train_batch_size=4,
+        num_epochs=1,
+        warmup_fraction=0.1,
+        layerwise_lr_decay=0.8,
+        max_seq_length=64,
+    )
     protocol = finetuning_schedule.RunProtocol(
-        num_runs=1, aggregation='median', selection='best')
-    config = finetuning.build_task_config(schedule, protocol, encoder,
-                                          data_dir)
+        num_runs=1, aggregation='median', selection='best'
+    )
+    config = finetuning.build_task_config(schedule, protocol, encoder, data_dir)
   finally:
     gin.clear_config()
   return dataclasses.replace(
-      config, train_data=finetuning_base.FinetuneDataConfig(
-          split='train', is_training=True, seed=0, global_batch_size=4))
+      config,
+      train_data=finetuning_base.FinetuneDataConfig(
+          split='train', is_training=True, seed=0, global_batch_size=4
+      ),
+  )
 
 
 def _finetuning_loss(task, model, batch):
   features, labels = batch
-  return task.build_losses(labels=labels,
-                           model_outputs=model(features, training=False),
-                           aux_losses=model.losses)
+  return task.build_losses(
+      labels=labels,
+      model_outputs=model(features, training=False),
+      aux_losses=model.losses,
+  )
 
 
 @pytest.mark.parametrize('task_name, task_params', _FINETUNING_TASKS)
 def test_finetuning_trains_under_xla_and_mixed_precision(
-    exported_encoder, tmp_path, task_name, task_params):
-  data_dir = finetuning_fixtures.DATA_WRITERS[task_name](tmp_path / 'data',
-                                                         random.Random(0))
-  config = _finetuning_task_config(task_name, task_params,
-                                   pretrained.resolve(exported_encoder),
-                                   data_dir)
+    exported_encoder, tmp_path, task_name, task_params
+):
+  data_dir = finetuning_fixtures.DATA_WRITERS[task_name](
+      tmp_path / 'data', random.Random(0)
+  )
+  config = _finetuning_task_config(
+      task_name, task_params, pretrained.resolve(exported_encoder), data_dir
+  )
   task = task_factory.get_task(config)
   batch = next(iter(task.build_inputs(config.train_data)))
   reference = task.build_model()
   task.initialize(reference)
   reference_loss = _finetuning_loss(task, reference, batch)
   weights = reference.get_weights()
-  optimization_config = optimization.OptimizationConfig(dict(
-      optimizer=dict(type='adamw'),
-      learning_rate=dict(type='constant',
-                         constant=dict(learning_rate=1e-3))))
-  for policy, dtype in (('mixed_bfloat16', 'bfloat16'),
-                        ('mixed_float16', 'float16')):
+  optimization_config = optimization.OptimizationConfig(
+      dict(
+          optimizer=dict(type='adamw'),
+          learning_rate=dict(
+              type='constant', constant=dict(learning_rate=1e-3)
+          ),
+      )
+  )
+  for policy, dtype in (
+      ('mixed_bfloat16', 'bfloat16'),
+      ('mixed_float16', 'float16'),
+  ):
     with precision.policy(dtype):
       task = task_factory.get_task(config)
       model = task.build_model()
       model(batch[0], training=False)
-      optimizer = task.create_optimizer(optimization_config,
-                                        precision.runtime_config(dtype))
+      optimizer = task.create_optimizer(
+          optimization_config, precision.runtime_config(dtype)
+      )
     model.set_weights(weights)
     assert {v.dtype for v in model.variables} == {tf.float32}, policy
     loss = _finetuning_loss(task, model, batch)
     assert loss.dtype == tf.float32, policy
     assert abs(float(loss) - float(reference_loss)) <= (
-        _TOLERANCE[policy] * abs(float(reference_loss))), (
-            policy, float(loss), float(reference_loss))
-    assert isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer
-                      ) == (dtype == 'float16'), policy
+        _TOLERANCE[policy] * abs(float(reference_loss))
+    ), (policy, float(loss), float(reference_loss))
+    assert isinstance(
+        optimizer, tf_keras.mixed_precision.LossScaleOptimizer
+    ) == (dtype == 'float16'), policy
     step = task.train_step
     if dtype == 'bfloat16':
       step = tf.function(step, jit_compile=True)
     metrics = task.build_metrics(training=True)
-    losses = [float(step(batch, model, optimizer, metrics)[task.loss])
-              for _ in range(2)]
+    losses = [
+        float(step(batch, model, optimizer, metrics)[task.loss])
+        for _ in range(2)
+    ]
     assert all(np.isfinite(losses)), (policy, losses)

@@ -8,15 +8,20 @@ from official_repro.training import precision
 
 
 def test_auto_is_bfloat16_on_tpus_float16_on_gpus_float32_on_cpus():
-  assert precision.PLATFORM_DEFAULTS == {'TPU': 'bfloat16', 'GPU': 'float16',
-                                         'CPU': None}
+  assert precision.PLATFORM_DEFAULTS == {
+      'TPU': 'bfloat16',
+      'GPU': 'float16',
+      'CPU': None,
+  }
   cpu = tf.distribute.OneDeviceStrategy('/cpu:0')
   assert precision.device_type(cpu) == 'CPU'
   assert precision.resolve('auto', cpu) is None
 
 
-@pytest.mark.parametrize('choice, dtype', [
-    ('float32', None), ('bfloat16', 'bfloat16'), ('float16', 'float16')])
+@pytest.mark.parametrize(
+    'choice, dtype',
+    [('float32', None), ('bfloat16', 'bfloat16'), ('float16', 'float16')],
+)
 def test_an_explicit_choice_holds_on_any_platform(choice, dtype):
   assert precision.resolve(choice, tf.distribute.get_strategy()) == dtype
 

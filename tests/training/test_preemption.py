@@ -31,20 +31,31 @@ def _command(records, model_dir, train_steps):
       'experiment.checkpoint_interval = 1000',
       'optimization.learning_rate = 1e-3',
   ]
-  gin_files = [os.path.join(REPO_ROOT, 'gin', name)
-               for name in ('sizes/tiny.gin', 'pretrain/masked_lm.gin')]
-  return ([sys.executable, '-m', 'official_repro.train',
-           f'--model_dir={model_dir}', '--strategy=cpu', '--mode=train']
-          + [f'--gin_file={f}' for f in gin_files]
-          + [f'--gin_param={b}' for b in bindings])
+  gin_files = [
+      os.path.join(REPO_ROOT, 'gin', name)
+      for name in ('sizes/tiny.gin', 'pretrain/masked_lm.gin')
+  ]
+  return (
+      [
+          sys.executable,
+          '-m',
+          'official_repro.train',
+          f'--model_dir={model_dir}',
+          '--strategy=cpu',
+          '--mode=train',
+      ]
+      + [f'--gin_file={f}' for f in gin_files]
+      + [f'--gin_param={b}' for b in bindings]
+  )
 
 
 def _loops(log):
   return [(int(a), int(b)) for a, b in _LOOP_LOG.findall(log)]
 
 
-def test_signal_stops_at_the_loop_end_with_a_checkpoint(run_tiny_electra,
-                                                        tmp_path):
+def test_signal_stops_at_the_loop_end_with_a_checkpoint(
+    run_tiny_electra, tmp_path
+):
   before = signal.getsignal(signal.SIGTERM)
   with trainer.stop_on_signal():
     os.kill(os.getpid(), signal.SIGTERM)
@@ -60,8 +71,9 @@ def test_signal_stops_at_the_loop_end_with_a_checkpoint(run_tiny_electra,
 
 def test_second_signal_runs_the_previous_handler():
   received = []
-  previous = signal.signal(signal.SIGTERM,
-                           lambda number, frame: received.append(number))
+  previous = signal.signal(
+      signal.SIGTERM, lambda number, frame: received.append(number)
+  )
   try:
     with trainer.stop_on_signal():
       os.kill(os.getpid(), signal.SIGTERM)
@@ -75,8 +87,12 @@ def test_second_signal_runs_the_previous_handler():
 @pytest.mark.slow
 def test_sigterm_saves_checkpoint_and_rerun_resumes(tiny_records, tmp_path):
   process = subprocess.Popen(
-      _command(tiny_records, tmp_path, train_steps=1000), cwd=REPO_ROOT,
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+      _command(tiny_records, tmp_path, train_steps=1000),
+      cwd=REPO_ROOT,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+  )
   lines = []
   third_step_done = threading.Event()
 
@@ -106,15 +122,21 @@ def test_sigterm_saves_checkpoint_and_rerun_resumes(tiny_records, tmp_path):
   assert latest is not None and latest.endswith(f'ckpt-{last_step}'), latest
   checkpoint = tf.train.load_checkpoint(latest)
   assert checkpoint.get_tensor('global_step/.ATTRIBUTES/VARIABLE_VALUE') == (
-      last_step)
-  stopped = json.loads(stdout[stdout.rindex('{\n  "stopped_by"'):])
-  assert stopped == dict(stopped_by='SIGTERM', global_step=last_step,
-                         checkpoint=latest)
+      last_step
+  )
+  stopped = json.loads(stdout[stdout.rindex('{\n  "stopped_by"') :])
+  assert stopped == dict(
+      stopped_by='SIGTERM', global_step=last_step, checkpoint=latest
+  )
 
   rerun = subprocess.run(
       _command(tiny_records, tmp_path, train_steps=last_step + 2),
-      cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
-      check=False)
+      cwd=REPO_ROOT,
+      capture_output=True,
+      text=True,
+      timeout=600,
+      check=False,
+  )
   assert rerun.returncode == 0, rerun.stderr[-3000:]
   loops = _loops(rerun.stderr)
   assert loops[0] == (last_step + 1, last_step + 1), loops

@@ -30,8 +30,9 @@ def _write_checkpoints(model_dir, steps):
   step = tf.Variable(0, dtype=tf.int64)
   weight = tf.Variable(tf.zeros([64]))
   checkpoint = tf.train.Checkpoint(global_step=step, weight=weight)
-  manager = tf.train.CheckpointManager(checkpoint, str(model_dir),
-                                       max_to_keep=5)
+  manager = tf.train.CheckpointManager(
+      checkpoint, str(model_dir), max_to_keep=5
+  )
   paths = []
   for value in steps:
     step.assign(value)
@@ -40,14 +41,15 @@ def _write_checkpoints(model_dir, steps):
   return paths
 
 
-def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path,
-                                                                caplog):
+def test_a_corrupt_latest_checkpoint_falls_back_to_the_previous(
+    tmp_path, caplog
+):
   paths = _write_checkpoints(tmp_path, [1, 2, 3])
   data_file = tf.io.gfile.glob(paths[-1] + '.data-*')[0]
   with tf.io.gfile.GFile(data_file, 'rb') as f:
     content = f.read()
   with tf.io.gfile.GFile(data_file, 'wb') as f:
-    f.write(content[:len(content) // 2])  # a half-written copy
+    f.write(content[: len(content) // 2])  # a half-written copy
   with caplog.at_level(logging.WARNING):
     path, step = reproducibility.latest_readable_checkpoint(str(tmp_path))
   assert (path, step) == (paths[1], 2)
@@ -77,44 +79,60 @@ def test_no_checkpoint_and_no_readable_checkpoint(tmp_path):
 
 def _batches(records, start_step, count, input_context=None):
   train, _ = pretrain_dataloader.pretraining_data_configs.__wrapped__(
-      input_path=records, max_seq_length=32, train_batch_size=4, seed=11)
+      input_path=records, max_seq_length=32, train_batch_size=4, seed=11
+  )
   config = train.replace(start_step=start_step)
   dataset = pretrain_dataloader.PretrainDataLoader(config).load(input_context)
-  return [{name: value.numpy() for name, value in batch.items()}
-          for batch in dataset.take(count)]
+  return [
+      {name: value.numpy() for name, value in batch.items()}
+      for batch in dataset.take(count)
+  ]
 
 
 @pytest.mark.parametrize('replicas', [1, 2])
 def test_a_resumed_stream_continues_where_the_steps_before_stopped(
-    tiny_records, replicas):
+    tiny_records, replicas
+):
   """Records and dynamic masks from step k on equal the uninterrupted
   stream's; each step consumes one batch per replica of the pipeline."""
-  context = tf.distribute.InputContext(
-      num_input_pipelines=1, input_pipeline_id=0,
-      num_replicas_in_sync=replicas) if replicas > 1 else None
+  context = (
+      tf.distribute.InputContext(
+          num_input_pipelines=1,
+          input_pipeline_id=0,
+          num_replicas_in_sync=replicas,
+      )
+      if replicas > 1
+      else None
+  )
   uninterrupted = _batches(tiny_records, 0, 8, context)
   resumed = _batches(tiny_records, 3, 8 - 3 * replicas, context)
-  for expected, batch in zip(uninterrupted[3 * replicas:], resumed):
+  for expected, batch in zip(uninterrupted[3 * replicas :], resumed):
     assert expected.keys() == batch.keys()
     for name in expected:
       np.testing.assert_array_equal(batch[name], expected[name], name)
   # The masks come from the skipped seed stream, not a restarted one.
-  assert not np.array_equal(resumed[0]['masked_lm_positions'],
-                            uninterrupted[0]['masked_lm_positions'])
+  assert not np.array_equal(
+      resumed[0]['masked_lm_positions'], uninterrupted[0]['masked_lm_positions']
+  )
 
 
 def _final_weights(model_dir):
   reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
-  return {name: reader.get_tensor(name)
-          for name in reader.get_variable_to_shape_map()
-          # The object graph holds Keras' per-process layer names.
-          if not name.startswith(('save_counter', '_CHECKPOINTABLE'))}
+  return {
+      name: reader.get_tensor(name)
+      for name in reader.get_variable_to_shape_map()
+      # The object graph holds Keras' per-process layer names.
+      if not name.startswith(('save_counter', '_CHECKPOINTABLE'))
+  }
 
 
-_DETERMINISTIC = ['experiment.seed = 5', 'experiment.deterministic = True',
-                  'experiment.train_steps = 4',
-                  'experiment.steps_per_loop = 2',
-                  'experiment.checkpoint_interval = 2']
+_DETERMINISTIC = [
+    'experiment.seed = 5',
+    'experiment.deterministic = True',
+    'experiment.train_steps = 4',
+    'experiment.steps_per_loop = 2',
+    'experiment.checkpoint_interval = 2',
+]
 
 
 def test_same_seed_runs_end_bit_identical(run_tiny_electra, tmp_path):
@@ -126,17 +144,26 @@ def test_same_seed_runs_end_bit_identical(run_tiny_electra, tmp_path):
   assert any('random_generators' in name for name in first)
   for name in first:
     np.testing.assert_array_equal(first[name], second[name], name)
-  run_tiny_electra(tmp_path / 'c', _DETERMINISTIC[2:] + [
-      'experiment.seed = 6', 'experiment.deterministic = True'], mode='train')
+  run_tiny_electra(
+      tmp_path / 'c',
+      _DETERMINISTIC[2:]
+      + ['experiment.seed = 6', 'experiment.deterministic = True'],
+      mode='train',
+  )
   other = _final_weights(str(tmp_path / 'c'))
-  embeddings = [name for name in first
-                if name.startswith('encoder/') and 'embeddings/.' in name]
-  assert embeddings and all(not np.array_equal(first[name], other[name])
-                            for name in embeddings)
+  embeddings = [
+      name
+      for name in first
+      if name.startswith('encoder/') and 'embeddings/.' in name
+  ]
+  assert embeddings and all(
+      not np.array_equal(first[name], other[name]) for name in embeddings
+  )
 
 
 def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
-    run_tiny_electra, tmp_path):
+    run_tiny_electra, tmp_path
+):
   """Fails if the resumed run restarts from step 0, re-reads the records or
   masks the first steps consumed, or restarts dropout or sampling; both
   evaluate after the checkpoint at step 2 (train_and_eval), which must not
@@ -153,39 +180,62 @@ def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
   resumed = _final_weights(str(tmp_path / 'resumed'))
   assert whole.keys() == resumed.keys()
   for name in whole:
-    np.testing.assert_allclose(resumed[name], whole[name], rtol=0, atol=1e-6,
-                               err_msg=name)
+    np.testing.assert_allclose(
+        resumed[name], whole[name], rtol=0, atol=1e-6, err_msg=name
+    )
 
 
 def _train_command(records, model_dir):
-  bindings = [f'pretrain_data.input_path = {records!r}',
-              'pretrain_data.max_seq_length = 32',
-              'pretrain_data.train_batch_size = 8',
-              'electra.generator_size = 0.5',
-              'optimization.learning_rate = 1e-3',
-              'experiment.seed = 5', 'experiment.deterministic = True',
-              'experiment.train_steps = 8', 'experiment.steps_per_loop = 1',
-              'experiment.checkpoint_interval = 1']
-  gin_files = [os.path.join(gin_utils.REPO_ROOT, 'gin', name)
-               for name in ('sizes/tiny.gin', 'pretrain/electra.gin')]
-  return ([sys.executable, '-m', 'official_repro.train',
-           f'--model_dir={model_dir}', '--strategy=cpu', '--mode=train']
-          + [f'--gin_file={f}' for f in gin_files]
-          + [f'--gin_param={b}' for b in bindings])
+  bindings = [
+      f'pretrain_data.input_path = {records!r}',
+      'pretrain_data.max_seq_length = 32',
+      'pretrain_data.train_batch_size = 8',
+      'electra.generator_size = 0.5',
+      'optimization.learning_rate = 1e-3',
+      'experiment.seed = 5',
+      'experiment.deterministic = True',
+      'experiment.train_steps = 8',
+      'experiment.steps_per_loop = 1',
+      'experiment.checkpoint_interval = 1',
+  ]
+  gin_files = [
+      os.path.join(gin_utils.REPO_ROOT, 'gin', name)
+      for name in ('sizes/tiny.gin', 'pretrain/electra.gin')
+  ]
+  return (
+      [
+          sys.executable,
+          '-m',
+          'official_repro.train',
+          f'--model_dir={model_dir}',
+          '--strategy=cpu',
+          '--mode=train',
+      ]
+      + [f'--gin_file={f}' for f in gin_files]
+      + [f'--gin_param={b}' for b in bindings]
+  )
 
 
 @pytest.mark.slow
-def test_a_run_killed_with_sigkill_resumes_to_the_same_weights(tiny_records,
-                                                               tmp_path):
+def test_a_run_killed_with_sigkill_resumes_to_the_same_weights(
+    tiny_records, tmp_path
+):
   """kill -9 once the third checkpoint exists (wherever the run is then),
   rerun: the final weights equal an uninterrupted run's."""
   whole, killed = tmp_path / 'whole', tmp_path / 'killed'
-  subprocess.run(_train_command(tiny_records, whole), cwd=gin_utils.REPO_ROOT,
-                 check=True, capture_output=True, timeout=600)
-  process = subprocess.Popen(_train_command(tiny_records, killed),
-                             cwd=gin_utils.REPO_ROOT,
-                             stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+  subprocess.run(
+      _train_command(tiny_records, whole),
+      cwd=gin_utils.REPO_ROOT,
+      check=True,
+      capture_output=True,
+      timeout=600,
+  )
+  process = subprocess.Popen(
+      _train_command(tiny_records, killed),
+      cwd=gin_utils.REPO_ROOT,
+      stdout=subprocess.DEVNULL,
+      stderr=subprocess.DEVNULL,
+  )
   try:
     deadline = time.time() + 300
     while not tf.io.gfile.glob(str(killed / 'ckpt-3.index')):
@@ -197,12 +247,19 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_weights(tiny_records,
     if process.poll() is None:
       process.kill()
   stopped_at = reproducibility.checkpoint_step(
-      tf.train.latest_checkpoint(str(killed)))
+      tf.train.latest_checkpoint(str(killed))
+  )
   assert 3 <= stopped_at < 8, stopped_at
-  subprocess.run(_train_command(tiny_records, killed), cwd=gin_utils.REPO_ROOT,
-                 check=True, capture_output=True, timeout=600)
+  subprocess.run(
+      _train_command(tiny_records, killed),
+      cwd=gin_utils.REPO_ROOT,
+      check=True,
+      capture_output=True,
+      timeout=600,
+  )
   expected, resumed = _final_weights(str(whole)), _final_weights(str(killed))
   assert expected.keys() == resumed.keys()
   for name in expected:
-    np.testing.assert_allclose(resumed[name], expected[name], rtol=0,
-                               atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(
+        resumed[name], expected[name], rtol=0, atol=1e-6, err_msg=name
+    )

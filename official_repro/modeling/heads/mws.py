@@ -29,8 +29,13 @@ from official_repro.modeling import activations
 class MultiWordSelectionHead(tf_keras.layers.Layer):
   """Candidate-set logits at the masked positions."""
 
-  def __init__(self, embedding_width: int, activation: str = 'gelu_tanh',
-               initializer_range: float = 0.02, **kwargs):
+  def __init__(
+      self,
+      embedding_width: int,
+      activation: str = 'gelu_tanh',
+      initializer_range: float = 0.02,
+      **kwargs,
+  ):
     """Builds the transform.
 
     Args:
@@ -44,15 +49,24 @@ class MultiWordSelectionHead(tf_keras.layers.Layer):
     self._activation = activation
     self._initializer_range = initializer_range
     self.dense = tf_keras.layers.Dense(
-        embedding_width, activation=activations.get(activation),
+        embedding_width,
+        activation=activations.get(activation),
         kernel_initializer=tf_keras.initializers.TruncatedNormal(
-            stddev=initializer_range),
-        name='transform')
+            stddev=initializer_range
+        ),
+        name='transform',
+    )
     self.layer_norm = tf_keras.layers.LayerNormalization(
-        axis=-1, epsilon=1e-12, name='transform/layer_norm')
+        axis=-1, epsilon=1e-12, name='transform/layer_norm'
+    )
 
-  def call(self, sequence_output: tf.Tensor, masked_positions: tf.Tensor,
-           candidate_ids: tf.Tensor, embedding_table: tf.Tensor) -> tf.Tensor:
+  def call(
+      self,
+      sequence_output: tf.Tensor,
+      masked_positions: tf.Tensor,
+      candidate_ids: tf.Tensor,
+      embedding_table: tf.Tensor,
+  ) -> tf.Tensor:
     """The logits of each candidate.
 
     Args:
@@ -67,12 +81,13 @@ class MultiWordSelectionHead(tf_keras.layers.Layer):
     states = tf.gather(sequence_output, masked_positions, batch_dims=1)
     states = self.layer_norm(self.dense(states))  # [B, P, E]
     candidates = tf.gather(embedding_table, candidate_ids)  # [B, P, C, E]
-    return tf.einsum('bpe,bpce->bpc', states,
-                     tf.cast(candidates, states.dtype))
+    return tf.einsum('bpe,bpce->bpc', states, tf.cast(candidates, states.dtype))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
-    config.update(embedding_width=self._embedding_width,
-                  activation=self._activation,
-                  initializer_range=self._initializer_range)
+    config.update(
+        embedding_width=self._embedding_width,
+        activation=self._activation,
+        initializer_range=self._initializer_range,
+    )
     return config

@@ -16,20 +16,31 @@ class ReplacedTokenDetectionHead(tf_keras.layers.Layer):
   one logit.
   """
 
-  def __init__(self, hidden_size: int, activation: str = 'gelu_tanh',
-               initializer_range: float = 0.02, **kwargs):
+  def __init__(
+      self,
+      hidden_size: int,
+      activation: str = 'gelu_tanh',
+      initializer_range: float = 0.02,
+      **kwargs,
+  ):
     super().__init__(**kwargs)
     self._hidden_size = hidden_size
     self._activation = activation
     self._initializer_range = initializer_range
     initializer = tf_keras.initializers.TruncatedNormal(
-        stddev=initializer_range)
+        stddev=initializer_range
+    )
     self.dense = tf_keras.layers.Dense(
-        hidden_size, activation=activations.get(activation),
-        kernel_initializer=initializer, name='transform')
+        hidden_size,
+        activation=activations.get(activation),
+        kernel_initializer=initializer,
+        name='transform',
+    )
     self.logit = tf_keras.layers.Dense(
-        1, kernel_initializer=tf_utils.clone_initializer(initializer),
-        name='logit')
+        1,
+        kernel_initializer=tf_utils.clone_initializer(initializer),
+        name='logit',
+    )
 
   def call(self, sequence_output):
     """Maps `[batch, seq, hidden]` encoder outputs to `[batch, seq]` logits."""
@@ -37,6 +48,9 @@ class ReplacedTokenDetectionHead(tf_keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update(hidden_size=self._hidden_size, activation=self._activation,
-                  initializer_range=self._initializer_range)
+    config.update(
+        hidden_size=self._hidden_size,
+        activation=self._activation,
+        initializer_range=self._initializer_range,
+    )
     return config

@@ -21,9 +21,15 @@ from official_repro.modeling import activations
 class TokenFeedForwardHead(tf_keras.layers.Layer):
   """Maps `[B, T, H]` states to `[B, T, H]` task states, token by token."""
 
-  def __init__(self, hidden_size: int, intermediate_size: int,
-               activation: str = 'gelu_tanh', dropout_rate: float = 0.1,
-               initializer_range: float = 0.02, **kwargs):
+  def __init__(
+      self,
+      hidden_size: int,
+      intermediate_size: int,
+      activation: str = 'gelu_tanh',
+      dropout_rate: float = 0.1,
+      initializer_range: float = 0.02,
+      **kwargs,
+  ):
     """Builds the sublayer.
 
     Args:
@@ -41,27 +47,37 @@ class TokenFeedForwardHead(tf_keras.layers.Layer):
     self._dropout_rate = dropout_rate
     self._initializer_range = initializer_range
     initializer = tf_keras.initializers.TruncatedNormal(
-        stddev=initializer_range)
+        stddev=initializer_range
+    )
     self.intermediate = tf_keras.layers.Dense(
-        intermediate_size, activation=activations.get(activation),
-        kernel_initializer=initializer, name='intermediate')
+        intermediate_size,
+        activation=activations.get(activation),
+        kernel_initializer=initializer,
+        name='intermediate',
+    )
     self.output_dense = tf_keras.layers.Dense(
-        hidden_size, kernel_initializer=tf_utils.clone_initializer(
-            initializer), name='output')
+        hidden_size,
+        kernel_initializer=tf_utils.clone_initializer(initializer),
+        name='output',
+    )
     self.dropout = tf_keras.layers.Dropout(dropout_rate)
     self.layer_norm = tf_keras.layers.LayerNormalization(
-        axis=-1, epsilon=1e-12, dtype=tf.float32, name='output/layer_norm')
+        axis=-1, epsilon=1e-12, dtype=tf.float32, name='output/layer_norm'
+    )
 
   def call(self, states: tf.Tensor, training=None) -> tf.Tensor:
-    outputs = self.dropout(self.output_dense(self.intermediate(states)),
-                           training=training)
+    outputs = self.dropout(
+        self.output_dense(self.intermediate(states)), training=training
+    )
     return self.layer_norm(states + outputs)
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
-    config.update(hidden_size=self._hidden_size,
-                  intermediate_size=self._intermediate_size,
-                  activation=self._activation,
-                  dropout_rate=self._dropout_rate,
-                  initializer_range=self._initializer_range)
+    config.update(
+        hidden_size=self._hidden_size,
+        intermediate_size=self._intermediate_size,
+        activation=self._activation,
+        dropout_rate=self._dropout_rate,
+        initializer_range=self._initializer_range,
+    )
     return config

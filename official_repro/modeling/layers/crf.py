@@ -40,8 +40,9 @@ import tensorflow as tf
 import tf_keras
 
 
-def _time_major(potentials: tf.Tensor, mask: tf.Tensor
-                ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+def _time_major(
+    potentials: tf.Tensor, mask: tf.Tensor
+) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
   """Scan inputs: `[seq, batch, tags]` potentials, `[seq, batch]` mask, and
   a `[seq]` flag that is True at position 0.
 
@@ -71,8 +72,7 @@ class CRF(tf_keras.layers.Layer):
   logits, while the random values break symmetry between tags.
   """
 
-  def __init__(self, num_tags: int, initializer_range: float = 0.02,
-               **kwargs):
+  def __init__(self, num_tags: int, initializer_range: float = 0.02, **kwargs):
     """Creates the layer and its variables.
 
     Args:
@@ -88,18 +88,22 @@ class CRF(tf_keras.layers.Layer):
       raise ValueError(f'num_tags must be >= 1, got {num_tags}.')
     if initializer_range < 0:
       raise ValueError(
-          f'initializer_range must be >= 0, got {initializer_range}.')
+          f'initializer_range must be >= 0, got {initializer_range}.'
+      )
     kwargs.setdefault('dtype', 'float32')
     super().__init__(**kwargs)
     self.supports_masking = True
     self._num_tags = num_tags
     self._initializer_range = initializer_range
-    self.transitions = self._add_score_weight('transitions',
-                                              (num_tags, num_tags))
-    self.start_transitions = self._add_score_weight('start_transitions',
-                                                    (num_tags,))
-    self.end_transitions = self._add_score_weight('end_transitions',
-                                                  (num_tags,))
+    self.transitions = self._add_score_weight(
+        'transitions', (num_tags, num_tags)
+    )
+    self.start_transitions = self._add_score_weight(
+        'start_transitions', (num_tags,)
+    )
+    self.end_transitions = self._add_score_weight(
+        'end_transitions', (num_tags,)
+    )
 
   @property
   def num_tags(self) -> int:
@@ -107,12 +111,18 @@ class CRF(tf_keras.layers.Layer):
 
   def _add_score_weight(self, name: str, shape: Tuple[int, ...]) -> tf.Variable:
     return self.add_weight(
-        name=name, shape=shape, dtype=self.dtype, trainable=True,
+        name=name,
+        shape=shape,
+        dtype=self.dtype,
+        trainable=True,
         initializer=tf_keras.initializers.TruncatedNormal(
-            stddev=self._initializer_range))
+            stddev=self._initializer_range
+        ),
+    )
 
-  def _prepare(self, potentials: tf.Tensor, mask: Optional[tf.Tensor]
-              ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+  def _prepare(
+      self, potentials: tf.Tensor, mask: Optional[tf.Tensor]
+  ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """Casts potentials, builds a bool mask and per-sequence lengths.
 
     Args:
@@ -132,8 +142,12 @@ class CRF(tf_keras.layers.Layer):
     lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
     return potentials, mask, lengths
 
-  def sequence_score(self, potentials: tf.Tensor, tags: tf.Tensor,
-                     mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+  def sequence_score(
+      self,
+      potentials: tf.Tensor,
+      tags: tf.Tensor,
+      mask: Optional[tf.Tensor] = None,
+  ) -> tf.Tensor:
     """Unnormalized score of given tag paths.
 
     Args:
@@ -152,17 +166,21 @@ class CRF(tf_keras.layers.Layer):
     unary = tf.reduce_sum(one_hot * potentials, axis=-1) * float_mask
     # Row `t` of one_hot @ transitions holds the scores of leaving tags[t].
     leaving = tf.einsum('bsi,ij->bsj', one_hot[:, :-1], self.transitions)
-    binary = (tf.reduce_sum(leaving * one_hot[:, 1:], axis=-1) *
-              float_mask[:, 1:])
+    binary = (
+        tf.reduce_sum(leaving * one_hot[:, 1:], axis=-1) * float_mask[:, 1:]
+    )
     last_one_hot = tf.gather(one_hot, tf.maximum(lengths - 1, 0), batch_dims=1)
-    boundary = (tf.linalg.matvec(one_hot[:, 0], self.start_transitions) +
-                tf.linalg.matvec(last_one_hot, self.end_transitions))
-    score = (tf.reduce_sum(unary, axis=1) + tf.reduce_sum(binary, axis=1) +
-             boundary)
+    boundary = tf.linalg.matvec(
+        one_hot[:, 0], self.start_transitions
+    ) + tf.linalg.matvec(last_one_hot, self.end_transitions)
+    score = (
+        tf.reduce_sum(unary, axis=1) + tf.reduce_sum(binary, axis=1) + boundary
+    )
     return tf.where(lengths > 0, score, tf.zeros_like(score))
 
-  def log_partition(self, potentials: tf.Tensor,
-                    mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+  def log_partition(
+      self, potentials: tf.Tensor, mask: Optional[tf.Tensor] = None
+  ) -> tf.Tensor:
     """Log of the sum of `exp(score)` over all tag paths (forward algorithm).
 
     Args:
@@ -181,21 +199,32 @@ class CRF(tf_keras.layers.Layer):
       """alpha[b, j]: log-sum-exp of the scores of paths ending in tag j."""
       step_potentials, step_mask, step_is_first = step_inputs
       scores = alpha[:, :, None] + transitions[None, :, :]
-      new_alpha = tf.where(step_is_first, start_transitions[None, :],
-                           tf.reduce_logsumexp(scores, axis=1))
+      new_alpha = tf.where(
+          step_is_first,
+          start_transitions[None, :],
+          tf.reduce_logsumexp(scores, axis=1),
+      )
       new_alpha += step_potentials
       return tf.where(step_mask[:, None], new_alpha, alpha)
 
-    alphas = tf.scan(forward_step, (time_major, time_major_mask, is_first),
-                     initializer=tf.zeros_like(time_major[0]))
+    alphas = tf.scan(
+        forward_step,
+        (time_major, time_major_mask, is_first),
+        initializer=tf.zeros_like(time_major[0]),
+    )
     # Masked-out steps carry alpha unchanged, so the last one is final.
     final_alpha = alphas[-1]
-    log_z = tf.reduce_logsumexp(final_alpha + self.end_transitions[None, :],
-                                axis=1)
+    log_z = tf.reduce_logsumexp(
+        final_alpha + self.end_transitions[None, :], axis=1
+    )
     return tf.where(lengths > 0, log_z, tf.zeros_like(log_z))
 
-  def log_likelihood(self, potentials: tf.Tensor, tags: tf.Tensor,
-                     mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+  def log_likelihood(
+      self,
+      potentials: tf.Tensor,
+      tags: tf.Tensor,
+      mask: Optional[tf.Tensor] = None,
+  ) -> tf.Tensor:
     """Log-probability of given tag paths, `score - log Z`.
 
     Its negation is the CRF training loss; gradients reach the potentials and
@@ -209,12 +238,13 @@ class CRF(tf_keras.layers.Layer):
     Returns:
       `[batch]` log-likelihoods, <= 0 (0 for sequences of length 0).
     """
-    return (self.sequence_score(potentials, tags, mask) -
-            self.log_partition(potentials, mask))
+    return self.sequence_score(potentials, tags, mask) - self.log_partition(
+        potentials, mask
+    )
 
-  def viterbi_decode(self, potentials: tf.Tensor,
-                     mask: Optional[tf.Tensor] = None
-                     ) -> Tuple[tf.Tensor, tf.Tensor]:
+  def viterbi_decode(
+      self, potentials: tf.Tensor, mask: Optional[tf.Tensor] = None
+  ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Highest-scoring tag path of each sequence.
 
     Ties are broken towards the lower tag id.
@@ -243,19 +273,27 @@ class CRF(tf_keras.layers.Layer):
       step_potentials, step_mask, step_is_first = step_inputs
       scores = delta[:, :, None] + transitions[None, :, :]
       best_previous = tf.argmax(scores, axis=1, output_type=tf.int32)
-      new_delta = tf.where(step_is_first, start_transitions[None, :],
-                           tf.reduce_max(scores, axis=1))
+      new_delta = tf.where(
+          step_is_first,
+          start_transitions[None, :],
+          tf.reduce_max(scores, axis=1),
+      )
       new_delta += step_potentials
-      identity = tf.broadcast_to(tf.range(num_tags)[None, :],
-                                 tf.shape(best_previous))
+      identity = tf.broadcast_to(
+          tf.range(num_tags)[None, :], tf.shape(best_previous)
+      )
       step_mask = step_mask[:, None]
-      return (tf.where(step_mask, new_delta, delta),
-              tf.where(step_mask, best_previous, identity))
+      return (
+          tf.where(step_mask, new_delta, delta),
+          tf.where(step_mask, best_previous, identity),
+      )
 
     initial_delta = tf.zeros_like(time_major[0])
     deltas, backpointers = tf.scan(
-        max_step, (time_major, time_major_mask, is_first),
-        initializer=(initial_delta, tf.zeros_like(initial_delta, tf.int32)))
+        max_step,
+        (time_major, time_major_mask, is_first),
+        initializer=(initial_delta, tf.zeros_like(initial_delta, tf.int32)),
+    )
     final_delta = deltas[-1]
     final_scores = final_delta + self.end_transitions[None, :]
     best_last_tag = tf.argmax(final_scores, axis=1, output_type=tf.int32)
@@ -267,21 +305,25 @@ class CRF(tf_keras.layers.Layer):
     # previous_tags[t] is the tag at position t - 1 (previous_tags[0] is
     # unused). Identity pointers past a sequence's end carry its last tag back
     # to position L - 1; from there the real pointers are followed.
-    previous_tags = tf.scan(backtrack_step, backpointers,
-                            initializer=best_last_tag, reverse=True)
+    previous_tags = tf.scan(
+        backtrack_step, backpointers, initializer=best_last_tag, reverse=True
+    )
     tags = tf.transpose(
-        tf.concat([previous_tags[1:], best_last_tag[None]], axis=0))
+        tf.concat([previous_tags[1:], best_last_tag[None]], axis=0)
+    )
     tags = tf.where(mask, tags, tf.zeros_like(tags))
     best_score = tf.where(lengths > 0, best_score, tf.zeros_like(best_score))
     return tags, best_score
 
-  def call(self, potentials: tf.Tensor,
-           mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+  def call(
+      self, potentials: tf.Tensor, mask: Optional[tf.Tensor] = None
+  ) -> tf.Tensor:
     """Viterbi-decodes `[batch, seq, num_tags]` potentials to int32 tags."""
     return self.viterbi_decode(potentials, mask)[0]
 
   def get_config(self):
     config = super().get_config()
-    config.update(num_tags=self._num_tags,
-                  initializer_range=self._initializer_range)
+    config.update(
+        num_tags=self._num_tags, initializer_range=self._initializer_range
+    )
     return config

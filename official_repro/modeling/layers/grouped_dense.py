@@ -42,13 +42,15 @@ class GroupedDense(tf_keras.layers.Layer):
     bias: `[units]` variable, or None when `use_bias=False`.
   """
 
-  def __init__(self,
-               units: int,
-               groups: int = 1,
-               kernel_initializer: _Initializer = 'glorot_uniform',
-               bias_initializer: _Initializer = 'zeros',
-               use_bias: bool = True,
-               **kwargs):
+  def __init__(
+      self,
+      units: int,
+      groups: int = 1,
+      kernel_initializer: _Initializer = 'glorot_uniform',
+      bias_initializer: _Initializer = 'zeros',
+      use_bias: bool = True,
+      **kwargs,
+  ):
     """Initializes the layer.
 
     Args:
@@ -74,7 +76,8 @@ class GroupedDense(tf_keras.layers.Layer):
     if units % groups:
       raise ValueError(
           f'units={units} must be divisible by groups={groups} (each group '
-          'gets units // groups outputs).')
+          'gets units // groups outputs).'
+      )
     self._units = units
     self._groups = groups
     self._kernel_initializer = tf_keras.initializers.get(kernel_initializer)
@@ -102,21 +105,30 @@ class GroupedDense(tf_keras.layers.Layer):
     if in_features is None:
       raise ValueError(
           f'GroupedDense {self.name!r} needs a static last input dimension, '
-          f'got input shape {input_shape}.')
+          f'got input shape {input_shape}.'
+      )
     if in_features % self._groups:
       raise ValueError(
           f'GroupedDense {self.name!r}: input features in_features='
-          f'{in_features} must be divisible by groups={self._groups}.')
+          f'{in_features} must be divisible by groups={self._groups}.'
+      )
     self.kernel = self.add_weight(
         'kernel',
-        shape=[self._groups, in_features // self._groups,
-               self._units // self._groups],
+        shape=[
+            self._groups,
+            in_features // self._groups,
+            self._units // self._groups,
+        ],
         initializer=self._kernel_initializer,
-        trainable=True)
+        trainable=True,
+    )
     if self._use_bias:
       self.bias = self.add_weight(
-          'bias', shape=[self._units], initializer=self._bias_initializer,
-          trainable=True)
+          'bias',
+          shape=[self._units],
+          initializer=self._bias_initializer,
+          trainable=True,
+      )
     else:
       self.bias = None
     super().build(input_shape)
@@ -136,28 +148,33 @@ class GroupedDense(tf_keras.layers.Layer):
     # einsum's kernel gradient materialises a [..., in/G, units/G] tensor
     # (160x slower fwd+bwd on CPU at [32, 64, 128] -> 512).
     grouped = tf.reshape(inputs, [-1, groups, group_in])
-    outputs = tf.einsum('ngi,gio->ngo', grouped,
-                        tf.cast(self.kernel, inputs.dtype))
+    outputs = tf.einsum(
+        'ngi,gio->ngo', grouped, tf.cast(self.kernel, inputs.dtype)
+    )
     outputs = tf.reshape(
-        outputs, tf.concat([leading_shape, [self._units]], axis=0))
+        outputs, tf.concat([leading_shape, [self._units]], axis=0)
+    )
     outputs.set_shape(inputs.shape[:-1].concatenate([self._units]))
     if self.bias is not None:
       outputs += tf.cast(self.bias, outputs.dtype)
     return outputs
 
-  def compute_output_shape(self, input_shape: tf.TensorShape
-                           ) -> tf.TensorShape:
+  def compute_output_shape(self, input_shape: tf.TensorShape) -> tf.TensorShape:
     return tf.TensorShape(input_shape)[:-1].concatenate([self._units])
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
-    config.update({
-        'units': self._units,
-        'groups': self._groups,
-        'kernel_initializer': tf_keras.initializers.serialize(
-            self._kernel_initializer),
-        'bias_initializer': tf_keras.initializers.serialize(
-            self._bias_initializer),
-        'use_bias': self._use_bias,
-    })
+    config.update(
+        {
+            'units': self._units,
+            'groups': self._groups,
+            'kernel_initializer': tf_keras.initializers.serialize(
+                self._kernel_initializer
+            ),
+            'bias_initializer': tf_keras.initializers.serialize(
+                self._bias_initializer
+            ),
+            'use_bias': self._use_bias,
+        }
+    )
     return config

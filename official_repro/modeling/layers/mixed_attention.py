@@ -58,8 +58,9 @@ from official_repro.modeling.layers import span_dynamic_conv
 _Initializer = Union[str, Dict[str, Any], tf_keras.initializers.Initializer]
 
 
-def causal_attention_mask(seq_length: tf.Tensor,
-                          dtype: tf.DType = tf.float32) -> tf.Tensor:
+def causal_attention_mask(
+    seq_length: tf.Tensor, dtype: tf.DType = tf.float32
+) -> tf.Tensor:
   """`[1, T, T]` lower-triangular mask: query t may attend to keys <= t."""
   ones = tf.ones([seq_length, seq_length], dtype=dtype)
   return tf.linalg.band_part(ones, -1, 0)[tf.newaxis]
@@ -106,19 +107,21 @@ class MixedAttention(tf_keras.layers.Layer):
     `return_attention_scores` is True.
   """
 
-  def __init__(self,
-               hidden_size: int,
-               num_attention_heads: int,
-               head_ratio: int = 2,
-               kernel_size: int = 9,
-               conv_only: bool = False,
-               attention_only: bool = False,
-               causal: bool = False,
-               conv_mask_values: bool = False,
-               attention_dropout: float = 0.0,
-               kernel_initializer: Optional[_Initializer] = None,
-               bias_initializer: _Initializer = 'zeros',
-               **kwargs):
+  def __init__(
+      self,
+      hidden_size: int,
+      num_attention_heads: int,
+      head_ratio: int = 2,
+      kernel_size: int = 9,
+      conv_only: bool = False,
+      attention_only: bool = False,
+      causal: bool = False,
+      conv_mask_values: bool = False,
+      attention_dropout: float = 0.0,
+      kernel_initializer: Optional[_Initializer] = None,
+      bias_initializer: _Initializer = 'zeros',
+      **kwargs,
+  ):
     """Initializes the layer.
 
     Args:
@@ -147,23 +150,29 @@ class MixedAttention(tf_keras.layers.Layer):
     if hidden_size < 1 or num_attention_heads < 1:
       raise ValueError(
           'hidden_size and num_attention_heads must be >= 1, got hidden_size='
-          f'{hidden_size}, num_attention_heads={num_attention_heads}.')
+          f'{hidden_size}, num_attention_heads={num_attention_heads}.'
+      )
     if hidden_size % num_attention_heads:
       raise ValueError(
           f'hidden_size={hidden_size} must be divisible by '
-          f'num_attention_heads={num_attention_heads}.')
+          f'num_attention_heads={num_attention_heads}.'
+      )
     if head_ratio < 1:
       raise ValueError(f'head_ratio must be >= 1, got head_ratio={head_ratio}.')
     if kernel_size < 1 or kernel_size % 2 == 0:
       raise ValueError(
           f'kernel_size must be an odd integer >= 1, got kernel_size='
-          f'{kernel_size}.')
+          f'{kernel_size}.'
+      )
     if not 0.0 <= attention_dropout < 1.0:
       raise ValueError(
-          f'attention_dropout must be in [0, 1), got {attention_dropout}.')
+          f'attention_dropout must be in [0, 1), got {attention_dropout}.'
+      )
     if conv_only and attention_only:
-      raise ValueError('conv_only and attention_only exclude each other; '
-                       'at most one may be True.')
+      raise ValueError(
+          'conv_only and attention_only exclude each other; '
+          'at most one may be True.'
+      )
     self._hidden_size = hidden_size
     self._num_attention_heads = num_attention_heads
     self._head_ratio = head_ratio
@@ -174,8 +183,8 @@ class MixedAttention(tf_keras.layers.Layer):
     self._conv_mask_values = conv_mask_values
     self._attention_dropout = attention_dropout
     self._kernel_initializer = tf_keras.initializers.get(
-        kernel_initializer or
-        tf_keras.initializers.TruncatedNormal(stddev=0.02))
+        kernel_initializer or tf_keras.initializers.TruncatedNormal(stddev=0.02)
+    )
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
 
     self._head_size = hidden_size // num_attention_heads
@@ -187,8 +196,9 @@ class MixedAttention(tf_keras.layers.Layer):
       self._num_conv_heads = 0
     else:
       self._num_conv_heads = self._num_self_attention_heads
-    query_heads = (self._num_conv_heads if conv_only
-                   else self._num_self_attention_heads)
+    query_heads = (
+        self._num_conv_heads if conv_only else self._num_self_attention_heads
+    )
 
     self._query = self._dense(query_heads * self._head_size, 'query')
     if not conv_only:
@@ -196,9 +206,9 @@ class MixedAttention(tf_keras.layers.Layer):
       self._key = self._dense(attention_width, 'key')
       self._value = self._dense(attention_width, 'value')
       self._masked_softmax = masked_softmax.MaskedSoftmax(
-          mask_expansion_axes=[1])
-      self._attention_dropout_layer = tf_keras.layers.Dropout(
-          attention_dropout)
+          mask_expansion_axes=[1]
+      )
+      self._attention_dropout_layer = tf_keras.layers.Dropout(attention_dropout)
     if not attention_only:
       self._conv = span_dynamic_conv.SpanDynamicConv(
           num_heads=self._num_conv_heads,
@@ -207,18 +217,20 @@ class MixedAttention(tf_keras.layers.Layer):
           causal=causal,
           mask_values=conv_mask_values,
           kernel_initializer=tf_utils.clone_initializer(
-              self._kernel_initializer),
+              self._kernel_initializer
+          ),
           bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-          name='span_dynamic_conv')
+          name='span_dynamic_conv',
+      )
     self._output_dense = self._dense(hidden_size, 'attention_output')
 
   def _dense(self, units: int, name: str) -> tf_keras.layers.Dense:
     return tf_keras.layers.Dense(
         units,
-        kernel_initializer=tf_utils.clone_initializer(
-            self._kernel_initializer),
+        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
         bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-        name=name)
+        name=name,
+    )
 
   @property
   def num_self_attention_heads(self) -> int:
@@ -234,9 +246,13 @@ class MixedAttention(tf_keras.layers.Layer):
   def head_size(self) -> int:
     return self._head_size
 
-  def _attention(self, hidden_states: tf.Tensor, query: tf.Tensor,
-                 attention_mask: Optional[tf.Tensor],
-                 training: Optional[bool]) -> Tuple[tf.Tensor, tf.Tensor]:
+  def _attention(
+      self,
+      hidden_states: tf.Tensor,
+      query: tf.Tensor,
+      attention_mask: Optional[tf.Tensor],
+      training: Optional[bool],
+  ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Returns the `[B, T, N'H]` context and the `[B, N', T, T]` probs."""
     num_heads, head_size = self._num_self_attention_heads, self._head_size
     split_heads = span_dynamic_conv.split_heads
@@ -246,10 +262,14 @@ class MixedAttention(tf_keras.layers.Layer):
     scores = tf.einsum('bfnh,btnh->bnft', query, key)
     scores *= tf.cast(1.0 / head_size**0.5, scores.dtype)
     if self._causal:
-      causal_mask = causal_attention_mask(tf.shape(hidden_states)[1],
-                                          scores.dtype)
-      attention_mask = (causal_mask if attention_mask is None else
-                        causal_mask * tf.cast(attention_mask, scores.dtype))
+      causal_mask = causal_attention_mask(
+          tf.shape(hidden_states)[1], scores.dtype
+      )
+      attention_mask = (
+          causal_mask
+          if attention_mask is None
+          else causal_mask * tf.cast(attention_mask, scores.dtype)
+      )
     probabilities = self._masked_softmax(scores, attention_mask)
     dropped = self._attention_dropout_layer(probabilities, training=training)
     context = tf.einsum('bnft,btnh->bfnh', dropped, value)
@@ -257,20 +277,23 @@ class MixedAttention(tf_keras.layers.Layer):
     context = tf.reshape(context, [shape[0], shape[1], num_heads * head_size])
     return context, probabilities
 
-  def call(self,
-           hidden_states: tf.Tensor,
-           attention_mask: Optional[tf.Tensor] = None,
-           training: Optional[bool] = None,
-           return_attention_scores: bool = False
-           ) -> Union[tf.Tensor, Tuple[tf.Tensor, tf.Tensor]]:
+  def call(
+      self,
+      hidden_states: tf.Tensor,
+      attention_mask: Optional[tf.Tensor] = None,
+      training: Optional[bool] = None,
+      return_attention_scores: bool = False,
+  ) -> Union[tf.Tensor, Tuple[tf.Tensor, tf.Tensor]]:
     if return_attention_scores and self._conv_only:
       raise ValueError(
           'return_attention_scores=True needs the self-attention branch, but '
-          f'MixedAttention {self.name!r} has conv_only=True.')
+          f'MixedAttention {self.name!r} has conv_only=True.'
+      )
     query = self._query(hidden_states)
     if self._attention_only:
       context, probabilities = self._attention(
-          hidden_states, query, attention_mask, training)
+          hidden_states, query, attention_mask, training
+      )
     else:
       padding_mask = None
       if self._conv_mask_values and attention_mask is not None:
@@ -279,7 +302,8 @@ class MixedAttention(tf_keras.layers.Layer):
       if self._conv_only:
         return self._output_dense(conv_context)
       attention_context, probabilities = self._attention(
-          hidden_states, query, attention_mask, training)
+          hidden_states, query, attention_mask, training
+      )
       context = tf.concat([attention_context, conv_context], axis=-1)
     output = self._output_dense(context)
     if return_attention_scores:
@@ -288,21 +312,25 @@ class MixedAttention(tf_keras.layers.Layer):
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
-    config.update({
-        'hidden_size': self._hidden_size,
-        'num_attention_heads': self._num_attention_heads,
-        'head_ratio': self._head_ratio,
-        'kernel_size': self._kernel_size,
-        'conv_only': self._conv_only,
-        'attention_only': self._attention_only,
-        'causal': self._causal,
-        'conv_mask_values': self._conv_mask_values,
-        'attention_dropout': self._attention_dropout,
-        'kernel_initializer': tf_keras.initializers.serialize(
-            self._kernel_initializer),
-        'bias_initializer': tf_keras.initializers.serialize(
-            self._bias_initializer),
-    })
+    config.update(
+        {
+            'hidden_size': self._hidden_size,
+            'num_attention_heads': self._num_attention_heads,
+            'head_ratio': self._head_ratio,
+            'kernel_size': self._kernel_size,
+            'conv_only': self._conv_only,
+            'attention_only': self._attention_only,
+            'causal': self._causal,
+            'conv_mask_values': self._conv_mask_values,
+            'attention_dropout': self._attention_dropout,
+            'kernel_initializer': tf_keras.initializers.serialize(
+                self._kernel_initializer
+            ),
+            'bias_initializer': tf_keras.initializers.serialize(
+                self._bias_initializer
+            ),
+        }
+    )
     return config
 
 
@@ -328,25 +356,27 @@ class ConvBertBlock(tf_keras.layers.Layer):
     `[B, T, hidden_size]`, or `(output, probabilities)`.
   """
 
-  def __init__(self,
-               hidden_size: int,
-               num_attention_heads: int,
-               intermediate_size: int,
-               head_ratio: int = 2,
-               kernel_size: int = 9,
-               num_groups: int = 1,
-               conv_only: bool = False,
-               attention_only: bool = False,
-               causal: bool = False,
-               conv_mask_values: bool = False,
-               activation: Union[str, Any] = 'gelu_erf',
-               dropout_rate: float = 0.0,
-               attention_dropout_rate: float = 0.0,
-               layer_norm_epsilon: float = 1e-12,
-               kernel_initializer: Optional[_Initializer] = None,
-               bias_initializer: _Initializer = 'zeros',
-               return_attention_scores: bool = False,
-               **kwargs):
+  def __init__(
+      self,
+      hidden_size: int,
+      num_attention_heads: int,
+      intermediate_size: int,
+      head_ratio: int = 2,
+      kernel_size: int = 9,
+      num_groups: int = 1,
+      conv_only: bool = False,
+      attention_only: bool = False,
+      causal: bool = False,
+      conv_mask_values: bool = False,
+      activation: Union[str, Any] = 'gelu_erf',
+      dropout_rate: float = 0.0,
+      attention_dropout_rate: float = 0.0,
+      layer_norm_epsilon: float = 1e-12,
+      kernel_initializer: Optional[_Initializer] = None,
+      bias_initializer: _Initializer = 'zeros',
+      return_attention_scores: bool = False,
+      **kwargs,
+  ):
     """Initializes the block.
 
     Args:
@@ -390,13 +420,17 @@ class ConvBertBlock(tf_keras.layers.Layer):
       raise ValueError(f'num_groups must be >= 1, got num_groups={num_groups}.')
     if intermediate_size < 1:
       raise ValueError(
-          f'intermediate_size must be >= 1, got {intermediate_size}.')
-    for name, size in (('hidden_size', hidden_size),
-                       ('intermediate_size', intermediate_size)):
+          f'intermediate_size must be >= 1, got {intermediate_size}.'
+      )
+    for name, size in (
+        ('hidden_size', hidden_size),
+        ('intermediate_size', intermediate_size),
+    ):
       if size % num_groups:
         raise ValueError(
             f'{name}={size} must be divisible by num_groups={num_groups} '
-            '(grouped feed-forward).')
+            '(grouped feed-forward).'
+        )
     if not 0.0 <= dropout_rate < 1.0:
       raise ValueError(f'dropout_rate must be in [0, 1), got {dropout_rate}.')
     self._hidden_size = hidden_size
@@ -409,15 +443,17 @@ class ConvBertBlock(tf_keras.layers.Layer):
     self._attention_only = attention_only
     self._causal = causal
     self._conv_mask_values = conv_mask_values
-    self._activation = (activations.get(activation)
-                        if isinstance(activation, str) else
-                        tf_keras.activations.get(activation))
+    self._activation = (
+        activations.get(activation)
+        if isinstance(activation, str)
+        else tf_keras.activations.get(activation)
+    )
     self._dropout_rate = dropout_rate
     self._attention_dropout_rate = attention_dropout_rate
     self._layer_norm_epsilon = layer_norm_epsilon
     self._kernel_initializer = tf_keras.initializers.get(
-        kernel_initializer or
-        tf_keras.initializers.TruncatedNormal(stddev=0.02))
+        kernel_initializer or tf_keras.initializers.TruncatedNormal(stddev=0.02)
+    )
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
     self._return_attention_scores = return_attention_scores
 
@@ -431,55 +467,65 @@ class ConvBertBlock(tf_keras.layers.Layer):
         causal=causal,
         conv_mask_values=conv_mask_values,
         attention_dropout=attention_dropout_rate,
-        kernel_initializer=tf_utils.clone_initializer(
-            self._kernel_initializer),
+        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
         bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-        name='mixed_attention')
+        name='mixed_attention',
+    )
     self._attention_dropout = tf_keras.layers.Dropout(dropout_rate)
     self._attention_layer_norm = tf_keras.layers.LayerNormalization(
-        axis=-1, epsilon=layer_norm_epsilon, dtype=tf.float32,
-        name='attention_layer_norm')
+        axis=-1,
+        epsilon=layer_norm_epsilon,
+        dtype=tf.float32,
+        name='attention_layer_norm',
+    )
     self._intermediate = self._grouped_dense(intermediate_size, 'intermediate')
     self._output = self._grouped_dense(hidden_size, 'output')
     self._output_dropout = tf_keras.layers.Dropout(dropout_rate)
     self._output_layer_norm = tf_keras.layers.LayerNormalization(
-        axis=-1, epsilon=layer_norm_epsilon, dtype=tf.float32,
-        name='output_layer_norm')
+        axis=-1,
+        epsilon=layer_norm_epsilon,
+        dtype=tf.float32,
+        name='output_layer_norm',
+    )
 
-  def _grouped_dense(self, units: int,
-                     name: str) -> grouped_dense.GroupedDense:
+  def _grouped_dense(self, units: int, name: str) -> grouped_dense.GroupedDense:
     return grouped_dense.GroupedDense(
         units,
         groups=self._num_groups,
-        kernel_initializer=tf_utils.clone_initializer(
-            self._kernel_initializer),
+        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
         bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-        name=name)
+        name=name,
+    )
 
   @property
   def attention_layer(self) -> MixedAttention:
     return self._attention
 
-  def call(self,
-           inputs: Union[tf.Tensor, Sequence[tf.Tensor]],
-           training: Optional[bool] = None,
-           return_attention_scores: Optional[bool] = None
-           ) -> Union[tf.Tensor, Tuple[tf.Tensor, tf.Tensor]]:
+  def call(
+      self,
+      inputs: Union[tf.Tensor, Sequence[tf.Tensor]],
+      training: Optional[bool] = None,
+      return_attention_scores: Optional[bool] = None,
+  ) -> Union[tf.Tensor, Tuple[tf.Tensor, tf.Tensor]]:
     if return_attention_scores is None:
       return_attention_scores = self._return_attention_scores
     if isinstance(inputs, (list, tuple)):
       if len(inputs) not in (1, 2):
         raise ValueError(
             f'ConvBertBlock {self.name!r} expects [hidden_states] or '
-            f'[hidden_states, attention_mask], got {len(inputs)} inputs.')
+            f'[hidden_states, attention_mask], got {len(inputs)} inputs.'
+        )
       hidden_states = inputs[0]
       attention_mask = inputs[1] if len(inputs) == 2 else None
     else:
       hidden_states, attention_mask = inputs, None
 
     attention = self._attention(
-        hidden_states, attention_mask, training=training,
-        return_attention_scores=return_attention_scores)
+        hidden_states,
+        attention_mask,
+        training=training,
+        return_attention_scores=return_attention_scores,
+    )
     if return_attention_scores:
       attention, probabilities = attention
     attention = self._attention_dropout(attention, training=training)
@@ -488,11 +534,11 @@ class ConvBertBlock(tf_keras.layers.Layer):
     # float32 from its compute-dtype branch and its float32 (or compute-
     # dtype) input.
     attention = self._attention_layer_norm(
-        tf.cast(hidden_states, tf.float32) + tf.cast(attention, tf.float32))
+        tf.cast(hidden_states, tf.float32) + tf.cast(attention, tf.float32)
+    )
 
     intermediate = self._activation(self._intermediate(attention))
-    output = self._output_dropout(self._output(intermediate),
-                                  training=training)
+    output = self._output_dropout(self._output(intermediate), training=training)
     output = self._output_layer_norm(attention + tf.cast(output, tf.float32))
     output = tf.cast(output, hidden_states.dtype)
     if return_attention_scores:
@@ -501,25 +547,29 @@ class ConvBertBlock(tf_keras.layers.Layer):
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
-    config.update({
-        'hidden_size': self._hidden_size,
-        'num_attention_heads': self._num_attention_heads,
-        'intermediate_size': self._intermediate_size,
-        'head_ratio': self._head_ratio,
-        'kernel_size': self._kernel_size,
-        'num_groups': self._num_groups,
-        'conv_only': self._conv_only,
-        'attention_only': self._attention_only,
-        'causal': self._causal,
-        'conv_mask_values': self._conv_mask_values,
-        'activation': tf_keras.activations.serialize(self._activation),
-        'dropout_rate': self._dropout_rate,
-        'attention_dropout_rate': self._attention_dropout_rate,
-        'layer_norm_epsilon': self._layer_norm_epsilon,
-        'kernel_initializer': tf_keras.initializers.serialize(
-            self._kernel_initializer),
-        'bias_initializer': tf_keras.initializers.serialize(
-            self._bias_initializer),
-        'return_attention_scores': self._return_attention_scores,
-    })
+    config.update(
+        {
+            'hidden_size': self._hidden_size,
+            'num_attention_heads': self._num_attention_heads,
+            'intermediate_size': self._intermediate_size,
+            'head_ratio': self._head_ratio,
+            'kernel_size': self._kernel_size,
+            'num_groups': self._num_groups,
+            'conv_only': self._conv_only,
+            'attention_only': self._attention_only,
+            'causal': self._causal,
+            'conv_mask_values': self._conv_mask_values,
+            'activation': tf_keras.activations.serialize(self._activation),
+            'dropout_rate': self._dropout_rate,
+            'attention_dropout_rate': self._attention_dropout_rate,
+            'layer_norm_epsilon': self._layer_norm_epsilon,
+            'kernel_initializer': tf_keras.initializers.serialize(
+                self._kernel_initializer
+            ),
+            'bias_initializer': tf_keras.initializers.serialize(
+                self._bias_initializer
+            ),
+            'return_attention_scores': self._return_attention_scores,
+        }
+    )
     return config

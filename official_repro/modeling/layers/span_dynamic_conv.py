@@ -100,18 +100,26 @@ def block_size_for(kernel_size: int) -> int:
   return max(WINDOW_BLOCK_SIZE, kernel_size - 1)
 
 
-def window_contraction_flops(seq_length: int, num_heads: int, head_size: int,
-                             kernel_size: int) -> int:
+def window_contraction_flops(
+    seq_length: int, num_heads: int, head_size: int, kernel_size: int
+) -> int:
   """FLOPs of `apply_dynamic_kernel`'s banded contraction for one sequence:
   `ceil(T/b)` blocks of `b` positions, each `2(b+k-1)H` per head."""
   block_size = block_size_for(kernel_size)
   num_blocks = -(-seq_length // block_size)
-  return (2 * num_blocks * block_size * (block_size + kernel_size - 1) *
-          num_heads * head_size)
+  return (
+      2
+      * num_blocks
+      * block_size
+      * (block_size + kernel_size - 1)
+      * num_heads
+      * head_size
+  )
 
 
-def apply_dynamic_kernel(values: tf.Tensor, kernel: tf.Tensor,
-                         causal: bool = False) -> tf.Tensor:
+def apply_dynamic_kernel(
+    values: tf.Tensor, kernel: tf.Tensor, causal: bool = False
+) -> tf.Tensor:
   """Combines each position's window of values with its own k-tap kernel.
 
   `out[b, t, n] = sum_j kernel[b, t, n, j] * values[b, t - left + j, n]`,
@@ -136,28 +144,41 @@ def apply_dynamic_kernel(values: tf.Tensor, kernel: tf.Tensor,
   padded_length = num_blocks * block
   # Values: `left` zeros in front and zeros up to one block past the last,
   # so window c is chunk c followed by chunk c+1's first k-1 positions.
-  padded = tf.pad(values, [[0, 0], [left, padded_length + block - left -
-                                    seq_length], [0, 0], [0, 0]])
-  chunks = tf.reshape(padded, [batch_size, num_blocks + 1, block, num_heads,
-                               head_size])
-  windows = tf.concat([chunks[:, :-1], chunks[:, 1:, :kernel_size - 1]],
-                      axis=2)                      # [B, C, b+k-1, N, H]
+  padded = tf.pad(
+      values,
+      [
+          [0, 0],
+          [left, padded_length + block - left - seq_length],
+          [0, 0],
+          [0, 0],
+      ],
+  )
+  chunks = tf.reshape(
+      padded, [batch_size, num_blocks + 1, block, num_heads, head_size]
+  )
+  windows = tf.concat(
+      [chunks[:, :-1], chunks[:, 1:, : kernel_size - 1]], axis=2
+  )  # [B, C, b+k-1, N, H]
   # Kernel: per block and head a [b, k] matrix; padding each row with b
   # zeros and reading the flat rows back b+k-1 wide shifts row t right by
   # t (the zeros that come in are the previous row's), giving the band.
-  kernel = tf.pad(kernel, [[0, 0], [0, padded_length - seq_length], [0, 0],
-                           [0, 0]])
-  kernel = tf.reshape(kernel, [batch_size, num_blocks, block, num_heads,
-                               kernel_size])
-  kernel = tf.transpose(kernel, [0, 1, 3, 2, 4])   # [B, C, N, b, k]
+  kernel = tf.pad(
+      kernel, [[0, 0], [0, padded_length - seq_length], [0, 0], [0, 0]]
+  )
+  kernel = tf.reshape(
+      kernel, [batch_size, num_blocks, block, num_heads, kernel_size]
+  )
+  kernel = tf.transpose(kernel, [0, 1, 3, 2, 4])  # [B, C, N, b, k]
   kernel = tf.pad(kernel, [[0, 0], [0, 0], [0, 0], [0, 0], [0, block]])
-  flat = tf.reshape(kernel, [batch_size, num_blocks, num_heads,
-                             block * (block + kernel_size)])
-  band = tf.reshape(flat[..., :block * window],
-                    [batch_size, num_blocks, num_heads, block, window])
+  flat = tf.reshape(
+      kernel, [batch_size, num_blocks, num_heads, block * (block + kernel_size)]
+  )
+  band = tf.reshape(
+      flat[..., : block * window],
+      [batch_size, num_blocks, num_heads, block, window],
+  )
   output = tf.einsum('bcnts,bcsnh->bctnh', band, windows)
-  output = tf.reshape(output, [batch_size, padded_length, num_heads,
-                               head_size])
+  output = tf.reshape(output, [batch_size, padded_length, num_heads, head_size])
   return output[:, :seq_length]
 
 
@@ -182,16 +203,18 @@ class SpanDynamicConv(tf_keras.layers.Layer):
     `[B, T, num_heads * head_size]`.
   """
 
-  def __init__(self,
-               num_heads: int,
-               head_size: int,
-               kernel_size: int = 9,
-               causal: bool = False,
-               mask_values: bool = False,
-               kernel_initializer: Optional[_Initializer] = None,
-               depthwise_initializer: Optional[_Initializer] = None,
-               bias_initializer: _Initializer = 'zeros',
-               **kwargs):
+  def __init__(
+      self,
+      num_heads: int,
+      head_size: int,
+      kernel_size: int = 9,
+      causal: bool = False,
+      mask_values: bool = False,
+      kernel_initializer: Optional[_Initializer] = None,
+      depthwise_initializer: Optional[_Initializer] = None,
+      bias_initializer: _Initializer = 'zeros',
+      **kwargs,
+  ):
     """Initializes the layer.
 
     Args:
@@ -220,17 +243,20 @@ class SpanDynamicConv(tf_keras.layers.Layer):
     if kernel_size < 1 or kernel_size % 2 == 0:
       raise ValueError(
           f'kernel_size must be an odd integer >= 1, got kernel_size='
-          f'{kernel_size}.')
+          f'{kernel_size}.'
+      )
     self._num_heads = num_heads
     self._head_size = head_size
     self._kernel_size = kernel_size
     self._causal = causal
     self._mask_values = mask_values
     self._kernel_initializer = tf_keras.initializers.get(
-        kernel_initializer or _default_dense_initializer())
+        kernel_initializer or _default_dense_initializer()
+    )
     self._depthwise_initializer = tf_keras.initializers.get(
-        depthwise_initializer or
-        tf_keras.initializers.TruncatedNormal(stddev=1.0 / kernel_size))
+        depthwise_initializer
+        or tf_keras.initializers.TruncatedNormal(stddev=1.0 / kernel_size)
+    )
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
 
     width = num_heads * head_size
@@ -239,23 +265,26 @@ class SpanDynamicConv(tf_keras.layers.Layer):
         kernel_size=kernel_size,
         padding='causal' if causal else 'same',
         depthwise_initializer=tf_utils.clone_initializer(
-            self._depthwise_initializer),
+            self._depthwise_initializer
+        ),
         pointwise_initializer=tf_utils.clone_initializer(
-            self._kernel_initializer),
+            self._kernel_initializer
+        ),
         bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-        name='span_key')
+        name='span_key',
+    )
     self._kernel_generator = tf_keras.layers.Dense(
         num_heads * kernel_size,
-        kernel_initializer=tf_utils.clone_initializer(
-            self._kernel_initializer),
+        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
         bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-        name='kernel_generator')
+        name='kernel_generator',
+    )
     self._value_projection = tf_keras.layers.Dense(
         width,
-        kernel_initializer=tf_utils.clone_initializer(
-            self._kernel_initializer),
+        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
         bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-        name='conv_value')
+        name='conv_value',
+    )
 
   @property
   def num_heads(self) -> int:
@@ -269,15 +298,20 @@ class SpanDynamicConv(tf_keras.layers.Layer):
   def kernel_size(self) -> int:
     return self._kernel_size
 
-  def _masked(self, tensor: tf.Tensor,
-              padding_mask: Optional[tf.Tensor]) -> tf.Tensor:
+  def _masked(
+      self, tensor: tf.Tensor, padding_mask: Optional[tf.Tensor]
+  ) -> tf.Tensor:
     """Zeros the padding rows of a `[B, T, C]` tensor if `mask_values`."""
     if not self._mask_values or padding_mask is None:
       return tensor
     return tensor * tf.cast(padding_mask, tensor.dtype)[:, :, tf.newaxis]
 
-  def dynamic_kernel(self, hidden_states: tf.Tensor, query: tf.Tensor,
-                     padding_mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+  def dynamic_kernel(
+      self,
+      hidden_states: tf.Tensor,
+      query: tf.Tensor,
+      padding_mask: Optional[tf.Tensor] = None,
+  ) -> tf.Tensor:
     """Per-position, per-head convolution kernels (steps 1-3).
 
     Args:
@@ -292,35 +326,51 @@ class SpanDynamicConv(tf_keras.layers.Layer):
     span_key = self._span_key(self._masked(hidden_states, padding_mask))
     logits = self._kernel_generator(span_key * query)
     return tf.nn.softmax(
-        split_heads(logits, self._num_heads, self._kernel_size), axis=-1)
+        split_heads(logits, self._num_heads, self._kernel_size), axis=-1
+    )
 
-  def call(self, hidden_states: tf.Tensor, query: tf.Tensor,
-           padding_mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+  def call(
+      self,
+      hidden_states: tf.Tensor,
+      query: tf.Tensor,
+      padding_mask: Optional[tf.Tensor] = None,
+  ) -> tf.Tensor:
     kernel = self.dynamic_kernel(hidden_states, query, padding_mask)
     values = split_heads(
         self._masked(self._value_projection(hidden_states), padding_mask),
-        self._num_heads, self._head_size)
+        self._num_heads,
+        self._head_size,
+    )
     output = apply_dynamic_kernel(values, kernel, causal=self._causal)
     shape = tf.shape(hidden_states)
     output = tf.reshape(
-        output, [shape[0], shape[1], self._num_heads * self._head_size])
-    output.set_shape(hidden_states.shape[:-1].concatenate(
-        [self._num_heads * self._head_size]))
+        output, [shape[0], shape[1], self._num_heads * self._head_size]
+    )
+    output.set_shape(
+        hidden_states.shape[:-1].concatenate(
+            [self._num_heads * self._head_size]
+        )
+    )
     return output
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
-    config.update({
-        'num_heads': self._num_heads,
-        'head_size': self._head_size,
-        'kernel_size': self._kernel_size,
-        'causal': self._causal,
-        'mask_values': self._mask_values,
-        'kernel_initializer': tf_keras.initializers.serialize(
-            self._kernel_initializer),
-        'depthwise_initializer': tf_keras.initializers.serialize(
-            self._depthwise_initializer),
-        'bias_initializer': tf_keras.initializers.serialize(
-            self._bias_initializer),
-    })
+    config.update(
+        {
+            'num_heads': self._num_heads,
+            'head_size': self._head_size,
+            'kernel_size': self._kernel_size,
+            'causal': self._causal,
+            'mask_values': self._mask_values,
+            'kernel_initializer': tf_keras.initializers.serialize(
+                self._kernel_initializer
+            ),
+            'depthwise_initializer': tf_keras.initializers.serialize(
+                self._depthwise_initializer
+            ),
+            'bias_initializer': tf_keras.initializers.serialize(
+                self._bias_initializer
+            ),
+        }
+    )
     return config

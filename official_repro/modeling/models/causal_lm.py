@@ -54,23 +54,25 @@ class CausalLM(tf_keras.Model):
   at positions <= t.
   """
 
-  def __init__(self,
-               vocab_size: int,
-               architecture: str,
-               hidden_size: int,
-               num_layers: int,
-               num_attention_heads: int,
-               intermediate_size: int,
-               max_seq_length: int,
-               embedding_width: Optional[int] = None,
-               head_ratio: int = 2,
-               kernel_size: int = 9,
-               num_groups: int = 1,
-               activation: str = 'gelu_erf',
-               dropout_rate: float = 0.1,
-               attention_dropout_rate: float = 0.1,
-               initializer_range: float = 0.02,
-               **kwargs):
+  def __init__(
+      self,
+      vocab_size: int,
+      architecture: str,
+      hidden_size: int,
+      num_layers: int,
+      num_attention_heads: int,
+      intermediate_size: int,
+      max_seq_length: int,
+      embedding_width: Optional[int] = None,
+      head_ratio: int = 2,
+      kernel_size: int = 9,
+      num_groups: int = 1,
+      activation: str = 'gelu_erf',
+      dropout_rate: float = 0.1,
+      attention_dropout_rate: float = 0.1,
+      initializer_range: float = 0.02,
+      **kwargs,
+  ):
     """Initializes the model.
 
     Args:
@@ -100,45 +102,61 @@ class CausalLM(tf_keras.Model):
     """
     super().__init__(**kwargs)
     if architecture not in ARCHITECTURES:
-      raise ValueError(f'architecture must be one of {ARCHITECTURES}, got '
-                       f'{architecture!r}.')
-    sizes = dict(vocab_size=vocab_size, hidden_size=hidden_size,
-                 num_layers=num_layers,
-                 num_attention_heads=num_attention_heads,
-                 intermediate_size=intermediate_size,
-                 max_seq_length=max_seq_length,
-                 embedding_width=embedding_width or hidden_size)
+      raise ValueError(
+          f'architecture must be one of {ARCHITECTURES}, got '
+          f'{architecture!r}.'
+      )
+    sizes = dict(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_attention_heads=num_attention_heads,
+        intermediate_size=intermediate_size,
+        max_seq_length=max_seq_length,
+        embedding_width=embedding_width or hidden_size,
+    )
     bad = {name: value for name, value in sizes.items() if value < 1}
     if bad:
       raise ValueError(f'CausalLM sizes must be >= 1, got {bad}.')
     self._config = dict(
-        sizes, architecture=architecture, embedding_width=embedding_width,
-        head_ratio=head_ratio, kernel_size=kernel_size, num_groups=num_groups,
-        activation=activation, dropout_rate=dropout_rate,
+        sizes,
+        architecture=architecture,
+        embedding_width=embedding_width,
+        head_ratio=head_ratio,
+        kernel_size=kernel_size,
+        num_groups=num_groups,
+        activation=activation,
+        dropout_rate=dropout_rate,
         attention_dropout_rate=attention_dropout_rate,
-        initializer_range=initializer_range)
+        initializer_range=initializer_range,
+    )
     width = sizes['embedding_width']
     initializer = tf_keras.initializers.TruncatedNormal(
-        stddev=initializer_range)
+        stddev=initializer_range
+    )
 
     def init():
       return tf_utils.clone_initializer(initializer)
 
     self._word_embedding = layers.OnDeviceEmbedding(
-        vocab_size, width, initializer=init(), name='word_embeddings')
+        vocab_size, width, initializer=init(), name='word_embeddings'
+    )
     self._position_embedding = layers.PositionEmbedding(
-        max_length=max_seq_length, initializer=init(),
-        name='position_embedding')
+        max_length=max_seq_length, initializer=init(), name='position_embedding'
+    )
     self._embedding_norm = tf_keras.layers.LayerNormalization(
-        axis=-1, epsilon=1e-12, dtype=tf.float32, name='embeddings/layer_norm')
+        axis=-1, epsilon=1e-12, dtype=tf.float32, name='embeddings/layer_norm'
+    )
     self._embedding_dropout = tf_keras.layers.Dropout(dropout_rate)
     self._input_projection = None
     self._output_projection = None
     if width != hidden_size:
       self._input_projection = tf_keras.layers.Dense(
-          hidden_size, kernel_initializer=init(), name='embedding_projection')
+          hidden_size, kernel_initializer=init(), name='embedding_projection'
+      )
       self._output_projection = tf_keras.layers.Dense(
-          width, kernel_initializer=init(), name='output_projection')
+          width, kernel_initializer=init(), name='output_projection'
+      )
     self._blocks = []
     for i in range(num_layers):
       if architecture == 'transformer':
@@ -148,18 +166,28 @@ class CausalLM(tf_keras.Model):
             inner_activation=activations.get(activation),
             output_dropout=dropout_rate,
             attention_dropout=attention_dropout_rate,
-            kernel_initializer=init(), name=f'transformer/layer_{i}')
+            kernel_initializer=init(),
+            name=f'transformer/layer_{i}',
+        )
       else:
         block = mixed_attention.ConvBertBlock(
-            hidden_size=hidden_size, num_attention_heads=num_attention_heads,
-            intermediate_size=intermediate_size, head_ratio=head_ratio,
-            kernel_size=kernel_size, num_groups=num_groups, causal=True,
-            activation=activations.get(activation), dropout_rate=dropout_rate,
+            hidden_size=hidden_size,
+            num_attention_heads=num_attention_heads,
+            intermediate_size=intermediate_size,
+            head_ratio=head_ratio,
+            kernel_size=kernel_size,
+            num_groups=num_groups,
+            causal=True,
+            activation=activations.get(activation),
+            dropout_rate=dropout_rate,
             attention_dropout_rate=attention_dropout_rate,
-            kernel_initializer=init(), name=f'mixed/layer_{i}')
+            kernel_initializer=init(),
+            name=f'mixed/layer_{i}',
+        )
       self._blocks.append(block)
     self._output_bias = self.add_weight(
-        name='output_bias', shape=[vocab_size], initializer='zeros')
+        name='output_bias', shape=[vocab_size], initializer='zeros'
+    )
 
   @property
   def word_embeddings(self) -> tf.Variable:
@@ -171,8 +199,9 @@ class CausalLM(tf_keras.Model):
     """The `[V]` bias of the logits (zeros at initialization)."""
     return self._output_bias
 
-  def call(self, token_ids: tf.Tensor,
-           training: Optional[bool] = None) -> tf.Tensor:
+  def call(
+      self, token_ids: tf.Tensor, training: Optional[bool] = None
+  ) -> tf.Tensor:
     """Next-token logits.
 
     Args:
@@ -184,13 +213,15 @@ class CausalLM(tf_keras.Model):
     """
     embeddings = self._word_embedding(token_ids)
     embeddings += self._position_embedding(embeddings)
-    hidden = self._embedding_dropout(self._embedding_norm(embeddings),
-                                     training=training)
+    hidden = self._embedding_dropout(
+        self._embedding_norm(embeddings), training=training
+    )
     if self._input_projection is not None:
       hidden = self._input_projection(hidden)
     shape = tf.shape(token_ids)
-    mask = tf.tile(mixed_attention.causal_attention_mask(shape[1]),
-                   [shape[0], 1, 1])
+    mask = tf.tile(
+        mixed_attention.causal_attention_mask(shape[1]), [shape[0], 1, 1]
+    )
     for block in self._blocks:
       hidden = block([hidden, mask], training=training)
     if self._output_projection is not None:
@@ -219,8 +250,9 @@ class CausalLM(tf_keras.Model):
     return cls(**config)
 
 
-def sequence_nll(logits: tf.Tensor, tokens: tf.Tensor,
-                 weights: tf.Tensor) -> tf.Tensor:
+def sequence_nll(
+    logits: tf.Tensor, tokens: tf.Tensor, weights: tf.Tensor
+) -> tf.Tensor:
   """Summed next-token negative log-likelihood (nats), a scalar.
 
   Args:
@@ -229,5 +261,6 @@ def sequence_nll(logits: tf.Tensor, tokens: tf.Tensor,
     weights: float `[B, T]`, 1 on targets to score, 0 on padding.
   """
   losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=tokens[:, 1:], logits=tf.cast(logits, tf.float32))
+      labels=tokens[:, 1:], logits=tf.cast(logits, tf.float32)
+  )
   return tf.reduce_sum(losses * tf.cast(weights, tf.float32))

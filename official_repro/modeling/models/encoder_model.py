@@ -20,8 +20,7 @@ class EncoderModel(tf_keras.Model):
     encoder: the encoder.
   """
 
-  def __init__(self, encoder: tf_keras.Model, config: Dict[str, Any],
-               **kwargs):
+  def __init__(self, encoder: tf_keras.Model, config: Dict[str, Any], **kwargs):
     """Keeps the encoder and the subclass's other constructor arguments.
 
     Args:
@@ -41,9 +40,13 @@ class EncoderModel(tf_keras.Model):
 
   def get_config(self) -> Dict[str, Any]:
     config = dict(self._config, encoder=self.encoder)
-    return dict(name=self.name, **{
-        key: tf_keras.utils.serialize_keras_object(value)
-        for key, value in config.items()})
+    return dict(
+        name=self.name,
+        **{
+            key: tf_keras.utils.serialize_keras_object(value)
+            for key, value in config.items()
+        },
+    )
 
   def build_from_config(self, config: Dict[str, Any]) -> None:
     """Creates the weights by a call on zero ids of the built input shapes.
@@ -55,12 +58,17 @@ class EncoderModel(tf_keras.Model):
       config: from `get_build_config`; `input_shape` maps each encoder input
         name to its shape.
     """
-    self({name: tf.zeros([dim or 1 for dim in shape], tf.int32)
-          for name, shape in config['input_shape'].items()})
+    self(
+        {
+            name: tf.zeros([dim or 1 for dim in shape], tf.int32)
+            for name, shape in config['input_shape'].items()
+        }
+    )
 
   @classmethod
   def from_config(cls, config: Dict[str, Any], custom_objects=None):
     config = dict(config)
     config['encoder'] = tf_keras.utils.deserialize_keras_object(
-        config['encoder'], custom_objects=custom_objects)
+        config['encoder'], custom_objects=custom_objects
+    )
     return cls(**config)

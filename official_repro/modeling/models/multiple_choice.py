@@ -28,10 +28,15 @@ class MultipleChoiceModel(encoder_model.EncoderModel):
     encoder: the encoder, called on `[batch * num_choices, seq]` inputs.
   """
 
-  def __init__(self, encoder: tf_keras.Model, dropout_rate: float,
-               initializer: Union[str, Dict[str, Any],
-                                  tf_keras.initializers.Initializer],
-               **kwargs):
+  def __init__(
+      self,
+      encoder: tf_keras.Model,
+      dropout_rate: float,
+      initializer: Union[
+          str, Dict[str, Any], tf_keras.initializers.Initializer
+      ],
+      **kwargs,
+  ):
     """Builds the option scorer over `encoder`.
 
     Args:
@@ -43,11 +48,14 @@ class MultipleChoiceModel(encoder_model.EncoderModel):
     """
     initializer = tf_keras.initializers.get(initializer)
     super().__init__(
-        encoder, dict(dropout_rate=dropout_rate, initializer=initializer),
-        **kwargs)
+        encoder,
+        dict(dropout_rate=dropout_rate, initializer=initializer),
+        **kwargs,
+    )
     self._dropout = tf_keras.layers.Dropout(dropout_rate)
-    self._score = tf_keras.layers.Dense(1, kernel_initializer=initializer,
-                                        name='choice_score')
+    self._score = tf_keras.layers.Dense(
+        1, kernel_initializer=initializer, name='choice_score'
+    )
 
   def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
     """Logits over options.
@@ -63,8 +71,9 @@ class MultipleChoiceModel(encoder_model.EncoderModel):
     word_ids = inputs['input_word_ids']
     num_choices = tf.shape(word_ids)[1]
     seq_length = tf.shape(word_ids)[2]
-    flat = {name: tf.reshape(inputs[name], [-1, seq_length])
-            for name in _INPUTS}
+    flat = {
+        name: tf.reshape(inputs[name], [-1, seq_length]) for name in _INPUTS
+    }
     pooled = self.encoder(flat, training=training)['pooled_output']
     scores = self._score(self._dropout(pooled, training=training))
     return tf.reshape(scores, [-1, num_choices])

@@ -27,11 +27,17 @@ class Tagger(encoder_model.EncoderModel):
     crf: the CRF layer, or None.
   """
 
-  def __init__(self, encoder: tf_keras.Model, num_tags: int,
-               dropout_rate: float,
-               initializer: Union[str, Dict[str, Any],
-                                  tf_keras.initializers.Initializer],
-               use_crf: bool = False, **kwargs):
+  def __init__(
+      self,
+      encoder: tf_keras.Model,
+      num_tags: int,
+      dropout_rate: float,
+      initializer: Union[
+          str, Dict[str, Any], tf_keras.initializers.Initializer
+      ],
+      use_crf: bool = False,
+      **kwargs,
+  ):
     """Builds the token classifier (and CRF) over `encoder`.
 
     Args:
@@ -45,15 +51,27 @@ class Tagger(encoder_model.EncoderModel):
     """
     initializer = tf_keras.initializers.get(initializer)
     super().__init__(
-        encoder, dict(num_tags=num_tags, dropout_rate=dropout_rate,
-                      initializer=initializer, use_crf=use_crf), **kwargs)
+        encoder,
+        dict(
+            num_tags=num_tags,
+            dropout_rate=dropout_rate,
+            initializer=initializer,
+            use_crf=use_crf,
+        ),
+        **kwargs,
+    )
     self._token_classifier = models.BertTokenClassifier(
-        network=encoder, num_classes=num_tags, initializer=initializer,
-        dropout_rate=dropout_rate, output='logits')
+        network=encoder,
+        num_classes=num_tags,
+        initializer=initializer,
+        dropout_rate=dropout_rate,
+        output='logits',
+    )
     self.crf = crf_layer.CRF(num_tags, name='crf') if use_crf else None
 
-  def call(self, inputs: Dict[str, tf.Tensor],
-           training=None) -> Dict[str, tf.Tensor]:
+  def call(
+      self, inputs: Dict[str, tf.Tensor], training=None
+  ) -> Dict[str, tf.Tensor]:
     """Scores and predicted tags.
 
     Args:
@@ -73,13 +91,15 @@ class Tagger(encoder_model.EncoderModel):
     if training:
       return outputs
     if self.crf is None:
-      outputs['predicted_ids'] = tf.argmax(logits, axis=-1,
-                                           output_type=tf.int32)
+      outputs['predicted_ids'] = tf.argmax(
+          logits, axis=-1, output_type=tf.int32
+      )
     else:
       outputs['predicted_ids'] = self.crf(logits, mask=inputs['input_mask'])
     return outputs
 
-  def log_likelihood(self, logits: tf.Tensor, tags: tf.Tensor,
-                     mask: tf.Tensor) -> tf.Tensor:
+  def log_likelihood(
+      self, logits: tf.Tensor, tags: tf.Tensor, mask: tf.Tensor
+  ) -> tf.Tensor:
     """CRF log-likelihood `[batch]` of `tags` (requires `use_crf`)."""
     return self.crf.log_likelihood(logits, tags, mask)

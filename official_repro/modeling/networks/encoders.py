@@ -59,6 +59,7 @@ class EncoderConfig(base_config.Config):
     options: the backbone's own settings (its registered options dataclass
       as a dict; gin: `<backbone>.<option>`), e.g. ConvBERT's kernel size.
   """
+
   backbone: str = 'bert'
   hidden_size: int = 0
   num_layers: int = 0
@@ -77,8 +78,9 @@ class EncoderConfig(base_config.Config):
   def __eq__(self, other: Any) -> bool:
     # Model Garden stores a dict field as a field-less `Config`, which the
     # generated dataclass equality would treat as always equal.
-    return (isinstance(other, EncoderConfig) and
-            self.as_dict() == other.as_dict())
+    return (
+        isinstance(other, EncoderConfig) and self.as_dict() == other.as_dict()
+    )
 
   def with_options(self, options: Dict[str, Any]) -> 'EncoderConfig':
     """A copy with `options` replaced (`replace` cannot add new keys)."""
@@ -96,8 +98,7 @@ class EncoderConfig(base_config.Config):
     return self.embedding_width or self.hidden_size
 
   def initializer(self) -> tf_keras.initializers.Initializer:
-    return tf_keras.initializers.TruncatedNormal(
-        stddev=self.initializer_range)
+    return tf_keras.initializers.TruncatedNormal(stddev=self.initializer_range)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,12 +111,14 @@ class SharedLayers:
     blocks: transformer blocks used as the encoder's bottom blocks 0..k-1
       (same objects, so the same variables).
   """
+
   word_embedding_layer: Optional[tf_keras.layers.Layer] = None
   blocks: Sequence[tf_keras.layers.Layer] = ()
 
 
-def shared_from(network: tf_keras.Model, num_blocks: int = 0,
-                word_embedding: bool = True) -> SharedLayers:
+def shared_from(
+    network: tf_keras.Model, num_blocks: int = 0, word_embedding: bool = True
+) -> SharedLayers:
   """What to take from `network`: its word embedding and bottom blocks.
 
   Args:
@@ -128,16 +131,19 @@ def shared_from(network: tf_keras.Model, num_blocks: int = 0,
   """
   blocks = list(network.transformer_layers)
   if not 0 <= num_blocks <= len(blocks):
-    raise cli.UserError(f'Cannot share {num_blocks} blocks of {network.name!r}, '
-                     f'which has {len(blocks)}.')
+    raise cli.UserError(
+        f'Cannot share {num_blocks} blocks of {network.name!r}, '
+        f'which has {len(blocks)}.'
+    )
   return SharedLayers(
-      word_embedding_layer=(network.get_embedding_layer() if word_embedding
-                            else None),
-      blocks=tuple(blocks[:num_blocks]))
+      word_embedding_layer=(
+          network.get_embedding_layer() if word_embedding else None
+      ),
+      blocks=tuple(blocks[:num_blocks]),
+  )
 
 
-BlockBuilder = Callable[[EncoderConfig, Any, int, bool],
-                        tf_keras.layers.Layer]
+BlockBuilder = Callable[[EncoderConfig, Any, int, bool], tf_keras.layers.Layer]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,6 +171,7 @@ class Backbone:
     model_garden_config: `config -> official.nlp.configs.encoders.EncoderConfig`
       of the same network, where Model Garden has one (stock baselines).
   """
+
   name: str
   build_block: BlockBuilder
   options_cls: Optional[Type[Any]] = None
@@ -173,27 +180,33 @@ class Backbone:
   validate_options: Optional[Callable[[EncoderConfig, Any, str], None]] = None
   flops_shape: Optional[Callable[[EncoderConfig, Any], Dict[str, Any]]] = None
   model_garden_config: Optional[
-      Callable[[EncoderConfig], mg_encoders.EncoderConfig]] = None
+      Callable[[EncoderConfig], mg_encoders.EncoderConfig]
+  ] = None
 
   def parse_options(self, config: EncoderConfig, name: str = 'encoder'):
     """The backbone's options object from `config.options`."""
     values = config.options_dict()
     if self.options_cls is None:
       if values:
-        raise cli.UserError(f'{name}.options={values} but backbone '
-                         f'{self.name!r} takes no options.')
+        raise cli.UserError(
+            f'{name}.options={values} but backbone '
+            f'{self.name!r} takes no options.'
+        )
       return None
     known = {field.name for field in dataclasses.fields(self.options_cls)}
     unknown = sorted(set(values) - known)
     if unknown:
-      raise cli.UserError(f'{name}.options has {unknown}, which backbone '
-                       f'{self.name!r} does not have (its options: '
-                       f'{sorted(known)}).')
+      raise cli.UserError(
+          f'{name}.options has {unknown}, which backbone '
+          f'{self.name!r} does not have (its options: '
+          f'{sorted(known)}).'
+      )
     return self.options_cls(**values)
 
 
 _BACKBONES = registry.Registry[Backbone](
-    'backbone', 'encoder.backbone', [BACKBONES_PACKAGE])
+    'backbone', 'encoder.backbone', [BACKBONES_PACKAGE]
+)
 _OPTION_FACTORIES: Dict[str, Callable[..., Any]] = {}
 
 
@@ -205,9 +218,11 @@ def register_backbone(backbone: Backbone) -> Backbone:
   """
   _BACKBONES.register(backbone.name, backbone)
   if backbone.options_cls is not None and backbone.name not in (
-      _OPTION_FACTORIES):
+      _OPTION_FACTORIES
+  ):
     _OPTION_FACTORIES[backbone.name] = gin_dataclass.register(
-        backbone.options_cls, backbone.name)
+        backbone.options_cls, backbone.name
+    )
   return backbone
 
 
@@ -235,16 +250,22 @@ def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:
     ValueError: naming the setting and the constraint it breaks.
   """
   backbone = get_backbone(config.backbone, f'{name}.backbone')
-  for field in ('hidden_size', 'num_layers', 'num_attention_heads',
-                'intermediate_size'):
+  for field in (
+      'hidden_size',
+      'num_layers',
+      'num_attention_heads',
+      'intermediate_size',
+  ):
     value = getattr(config, field)
     if not isinstance(value, int) or value <= 0:
-      raise cli.UserError(f'{name}.{field} must be a positive int, got '
-                       f'{value!r}.')
+      raise cli.UserError(
+          f'{name}.{field} must be a positive int, got ' f'{value!r}.'
+      )
   if config.hidden_size % config.num_attention_heads:
     raise cli.UserError(
         f'{name}.hidden_size={config.hidden_size} is not divisible by '
-        f'{name}.num_attention_heads={config.num_attention_heads}.')
+        f'{name}.num_attention_heads={config.num_attention_heads}.'
+    )
   if config.hidden_activation is None:
     config = config.replace(hidden_activation=backbone.default_activation)
   activations.check_name(config.hidden_activation, f'{name}.hidden_activation')
@@ -265,7 +286,8 @@ def _gin_encoder_config(config: EncoderConfig) -> EncoderConfig:
   backbone = get_backbone(config.backbone)
   gin_dataclass.check_unbound(
       [name for name in _OPTION_FACTORIES if name != backbone.name],
-      f'encoder.backbone={backbone.name!r}')
+      f'encoder.backbone={backbone.name!r}',
+  )
   if backbone.options_cls is not None:
     options = dataclasses.asdict(_OPTION_FACTORIES[backbone.name]())
     options.update(config.options_dict())
@@ -274,20 +296,29 @@ def _gin_encoder_config(config: EncoderConfig) -> EncoderConfig:
 
 
 encoder_config = gin_dataclass.register(
-    EncoderConfig, 'encoder',
-    required=('hidden_size', 'num_layers', 'num_attention_heads',
-              'intermediate_size'),
-    exclude=('options',), finalize=_gin_encoder_config)
+    EncoderConfig,
+    'encoder',
+    required=(
+        'hidden_size',
+        'num_layers',
+        'num_attention_heads',
+        'intermediate_size',
+    ),
+    exclude=('options',),
+    finalize=_gin_encoder_config,
+)
 
 
 # Fields of configs saved before backbones had their own options: the old
 # name, and the ConvBERT option it became (None: a renamed common field).
-_LEGACY_FIELDS = dict(embedding_size=('embedding_width', None),
-                      head_ratio=(None, 'head_ratio'),
-                      conv_kernel_size=(None, 'kernel_size'),
-                      num_groups=(None, 'num_groups'),
-                      conv_only=(None, 'conv_only'),
-                      attention_only=(None, 'attention_only'))
+_LEGACY_FIELDS = dict(
+    embedding_size=('embedding_width', None),
+    head_ratio=(None, 'head_ratio'),
+    conv_kernel_size=(None, 'kernel_size'),
+    num_groups=(None, 'num_groups'),
+    conv_only=(None, 'conv_only'),
+    attention_only=(None, 'attention_only'),
+)
 # What 'gelu' meant for each backbone before activation names were explicit.
 _LEGACY_GELU = dict(convbert='gelu_erf')
 
@@ -319,16 +350,18 @@ def upgrade_saved_config(saved: Dict[str, Any]) -> Dict[str, Any]:
   return upgraded
 
 
-def as_encoder_config(config: Union[EncoderConfig, Dict[str, Any]]
-                      ) -> EncoderConfig:
+def as_encoder_config(
+    config: Union[EncoderConfig, Dict[str, Any]],
+) -> EncoderConfig:
   """`config` itself, or the `EncoderConfig` of its `as_dict()` form."""
   if isinstance(config, EncoderConfig):
     return config
   return EncoderConfig.from_args(**config)
 
 
-def with_vocab_size(config: EncoderConfig, vocab_size: int,
-                    source: str) -> EncoderConfig:
+def with_vocab_size(
+    config: EncoderConfig, vocab_size: int, source: str
+) -> EncoderConfig:
   """Returns the config with `vocab_size` set, checking any explicit value.
 
   Args:
@@ -343,7 +376,8 @@ def with_vocab_size(config: EncoderConfig, vocab_size: int,
     raise cli.UserError(
         f'encoder.vocab_size={config.vocab_size} but the data uses a '
         f'vocabulary of {vocab_size} tokens ({source}). Use the vocab the '
-        'records were written with, or rebind encoder.vocab_size.')
+        'records were written with, or rebind encoder.vocab_size.'
+    )
   return config.replace(vocab_size=vocab_size)
 
 
@@ -358,15 +392,18 @@ def to_model_garden_config(config: EncoderConfig) -> mg_encoders.EncoderConfig:
     raise cli.UserError(
         f'encoder.backbone={config.backbone!r} has no Model Garden encoder; '
         'build it with official_repro.modeling.networks.encoders.'
-        'build_encoder.')
+        'build_encoder.'
+    )
   _require_vocab_size(config)
   return backbone.model_garden_config(validate(config))
 
 
 def _require_vocab_size(config: EncoderConfig) -> None:
   if config.vocab_size is None:
-    raise cli.UserError('EncoderConfig.vocab_size is unset; set it from the '
-                     'data vocabulary (with_vocab_size) first.')
+    raise cli.UserError(
+        'EncoderConfig.vocab_size is unset; set it from the '
+        'data vocabulary (with_vocab_size) first.'
+    )
 
 
 def build_block(config: EncoderConfig, index: int) -> tf_keras.layers.Layer:
@@ -383,15 +420,17 @@ def build_block(config: EncoderConfig, index: int) -> tf_keras.layers.Layer:
   """
   config = validate(config)
   backbone = get_backbone(config.backbone)
-  return backbone.build_block(config, backbone.parse_options(config), index,
-                              False)
+  return backbone.build_block(
+      config, backbone.parse_options(config), index, False
+  )
 
 
-def build_encoder(config: EncoderConfig,
-                  shared: Optional[SharedLayers] = None,
-                  return_attention_scores: bool = False,
-                  name: Optional[str] = None
-                  ) -> transformer_encoder.TransformerEncoder:
+def build_encoder(
+    config: EncoderConfig,
+    shared: Optional[SharedLayers] = None,
+    return_attention_scores: bool = False,
+    name: Optional[str] = None,
+) -> transformer_encoder.TransformerEncoder:
   """Builds the Keras encoder network a config describes.
 
   Args:
@@ -419,14 +458,17 @@ def build_encoder(config: EncoderConfig,
   options = backbone.parse_options(config)
   shared = shared or SharedLayers()
   if len(shared.blocks) > config.num_layers:
-    raise cli.UserError(f'{len(shared.blocks)} shared blocks for an encoder of '
-                     f'{config.num_layers} layers.')
+    raise cli.UserError(
+        f'{len(shared.blocks)} shared blocks for an encoder of '
+        f'{config.num_layers} layers.'
+    )
   blocks = list(shared.blocks)
   own_block = None
   for index in range(len(blocks), config.num_layers):
     if own_block is None or not backbone.shares_blocks_across_layers:
-      own_block = backbone.build_block(config, options, index,
-                                       return_attention_scores)
+      own_block = backbone.build_block(
+          config, options, index, return_attention_scores
+      )
     blocks.append(own_block)
   return transformer_encoder.TransformerEncoder(
       vocab_size=config.vocab_size,
@@ -439,4 +481,5 @@ def build_encoder(config: EncoderConfig,
       initializer_range=config.initializer_range,
       word_embedding_layer=shared.word_embedding_layer,
       return_attention_scores=return_attention_scores,
-      name=name or f'{config.backbone}_encoder')
+      name=name or f'{config.backbone}_encoder',
+  )

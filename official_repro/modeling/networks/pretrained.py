@@ -47,6 +47,7 @@ class PretrainedEncoder:
     vocab_file: the WordPiece vocabulary the encoder was trained with.
     lower_case: whether its tokenizer lower-cases.
   """
+
   checkpoint_path: Optional[str]
   config: encoders.EncoderConfig
   vocab_file: str
@@ -55,15 +56,18 @@ class PretrainedEncoder:
 
 def _export_dir(init_checkpoint: str) -> Optional[str]:
   """The export folder `init_checkpoint` names, or None if it names none."""
-  candidates = [init_checkpoint, os.path.join(init_checkpoint, ENCODER_SUBDIR),
-                os.path.dirname(init_checkpoint)]
+  candidates = [
+      init_checkpoint,
+      os.path.join(init_checkpoint, ENCODER_SUBDIR),
+      os.path.dirname(init_checkpoint),
+  ]
   if not tf.io.gfile.isdir(init_checkpoint):
     # A training checkpoint prefix: the run's export folder is its sibling.
-    candidates.append(os.path.join(os.path.dirname(init_checkpoint),
-                                   ENCODER_SUBDIR))
+    candidates.append(
+        os.path.join(os.path.dirname(init_checkpoint), ENCODER_SUBDIR)
+    )
   for candidate in candidates:
-    if tf.io.gfile.exists(
-        os.path.join(candidate, ENCODER_CONFIG_FILENAME)):
+    if tf.io.gfile.exists(os.path.join(candidate, ENCODER_CONFIG_FILENAME)):
       return candidate
   return None
 
@@ -72,27 +76,34 @@ def _checkpoint_prefix(init_checkpoint: str, export_dir: Optional[str]) -> str:
   if tf.io.gfile.isdir(init_checkpoint):
     directory = export_dir or init_checkpoint
     prefixes = sorted(
-        (path[:-len('.index')]
-         for path in tf.io.gfile.glob(os.path.join(directory, '*.index'))),
+        (
+            path[: -len('.index')]
+            for path in tf.io.gfile.glob(os.path.join(directory, '*.index'))
+        ),
         key=lambda prefix: int(prefix.rsplit('-', 1)[-1])
-        if prefix.rsplit('-', 1)[-1].isdigit() else -1)
+        if prefix.rsplit('-', 1)[-1].isdigit()
+        else -1,
+    )
     if not prefixes:
       raise FileNotFoundError(
           f'--init_checkpoint {init_checkpoint}: no checkpoint (*.index) in '
-          f'{directory}.')
+          f'{directory}.'
+      )
     return prefixes[-1]
   if not tf.io.gfile.exists(init_checkpoint + '.index'):
     raise FileNotFoundError(
         f'--init_checkpoint {init_checkpoint}: neither a directory nor a '
-        f'checkpoint prefix ({init_checkpoint}.index does not exist).')
+        f'checkpoint prefix ({init_checkpoint}.index does not exist).'
+    )
   return init_checkpoint
 
 
-def resolve(init_checkpoint: Optional[str],
-            vocab_file: Optional[str] = None,
-            lower_case: Optional[bool] = None,
-            config: Optional[encoders.EncoderConfig] = None
-            ) -> PretrainedEncoder:
+def resolve(
+    init_checkpoint: Optional[str],
+    vocab_file: Optional[str] = None,
+    lower_case: Optional[bool] = None,
+    config: Optional[encoders.EncoderConfig] = None,
+) -> PretrainedEncoder:
   """Describes the encoder to fine-tune.
 
   Args:
@@ -111,39 +122,52 @@ def resolve(init_checkpoint: Optional[str],
     ValueError: no architecture or no vocabulary can be found.
   """
   export_dir = _export_dir(init_checkpoint) if init_checkpoint else None
-  checkpoint_path = (_checkpoint_prefix(init_checkpoint, export_dir)
-                     if init_checkpoint else None)
+  checkpoint_path = (
+      _checkpoint_prefix(init_checkpoint, export_dir)
+      if init_checkpoint
+      else None
+  )
   tokenizer = {}
   if export_dir:
     with tf.io.gfile.GFile(
-        os.path.join(export_dir, ENCODER_CONFIG_FILENAME)) as f:
+        os.path.join(export_dir, ENCODER_CONFIG_FILENAME)
+    ) as f:
       config = encoders.EncoderConfig.from_args(
-          **encoders.upgrade_saved_config(json.load(f)))
+          **encoders.upgrade_saved_config(json.load(f))
+      )
     tokenizer_path = os.path.join(export_dir, TOKENIZER_FILENAME)
     if tf.io.gfile.exists(tokenizer_path):
       with tf.io.gfile.GFile(tokenizer_path) as f:
         tokenizer = json.load(f)
-      tokenizer['vocab_file'] = os.path.join(export_dir,
-                                             tokenizer['vocab_file'])
+      tokenizer['vocab_file'] = os.path.join(
+          export_dir, tokenizer['vocab_file']
+      )
   if config is None:
     raise cli.UserError(
         f'--init_checkpoint {init_checkpoint} has no '
         f'{ENCODER_CONFIG_FILENAME}; give the architecture with gin '
-        '(include a gin/sizes/*.gin file and set encoder.backbone).')
+        '(include a gin/sizes/*.gin file and set encoder.backbone).'
+    )
   vocab_file = vocab_file or tokenizer.get('vocab_file')
   if not vocab_file:
     raise cli.UserError(
         f'--init_checkpoint {init_checkpoint} has no {VOCAB_FILENAME}; '
-        'pass --vocab_file with the vocabulary the encoder was trained with.')
+        'pass --vocab_file with the vocabulary the encoder was trained with.'
+    )
   if not tf.io.gfile.exists(vocab_file):
     raise FileNotFoundError(f'--vocab_file {vocab_file} does not exist.')
   if lower_case is None:
     lower_case = tokenizer.get('lower_case', True)
   if config.vocab_size is None:
-    config = encoders.with_vocab_size(config, len(vocab.load_vocab(vocab_file)),
-                                      source=vocab_file)
-  return PretrainedEncoder(checkpoint_path=checkpoint_path, config=config,
-                           vocab_file=vocab_file, lower_case=lower_case)
+    config = encoders.with_vocab_size(
+        config, len(vocab.load_vocab(vocab_file)), source=vocab_file
+    )
+  return PretrainedEncoder(
+      checkpoint_path=checkpoint_path,
+      config=config,
+      vocab_file=vocab_file,
+      lower_case=lower_case,
+  )
 
 
 def restore(encoder: tf_keras.Model, checkpoint_path: str) -> None:
@@ -158,5 +182,6 @@ def restore(encoder: tf_keras.Model, checkpoint_path: str) -> None:
   except AssertionError as error:
     raise cli.UserError(
         f'--init_checkpoint {checkpoint_path} does not hold this encoder: '
-        f'{str(error)[:500]}') from error
+        f'{str(error)[:500]}'
+    ) from error
   status.expect_partial()

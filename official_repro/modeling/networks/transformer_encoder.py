@@ -52,18 +52,20 @@ class TransformerEncoder(tf_keras.Model):
       `[B, heads, T, T]` self-attention probabilities.
   """
 
-  def __init__(self,
-               vocab_size: int,
-               hidden_size: int,
-               blocks: Sequence[tf_keras.layers.Layer],
-               embedding_width: Optional[int] = None,
-               max_sequence_length: int = 512,
-               type_vocab_size: int = 2,
-               dropout_rate: float = 0.1,
-               initializer_range: float = 0.02,
-               word_embedding_layer: Optional[tf_keras.layers.Layer] = None,
-               return_attention_scores: bool = False,
-               **kwargs):
+  def __init__(
+      self,
+      vocab_size: int,
+      hidden_size: int,
+      blocks: Sequence[tf_keras.layers.Layer],
+      embedding_width: Optional[int] = None,
+      max_sequence_length: int = 512,
+      type_vocab_size: int = 2,
+      dropout_rate: float = 0.1,
+      initializer_range: float = 0.02,
+      word_embedding_layer: Optional[tf_keras.layers.Layer] = None,
+      return_attention_scores: bool = False,
+      **kwargs,
+  ):
     """Builds the network.
 
     Args:
@@ -92,40 +94,58 @@ class TransformerEncoder(tf_keras.Model):
       raise ValueError('TransformerEncoder needs at least one block.')
     embedding_width = embedding_width or hidden_size
     initializer = tf_keras.initializers.TruncatedNormal(
-        stddev=initializer_range)
-    word_ids = tf_keras.layers.Input(shape=(None,), dtype=tf.int32,
-                                     name='input_word_ids')
-    mask = tf_keras.layers.Input(shape=(None,), dtype=tf.int32,
-                                 name='input_mask')
-    type_ids = tf_keras.layers.Input(shape=(None,), dtype=tf.int32,
-                                     name='input_type_ids')
+        stddev=initializer_range
+    )
+    word_ids = tf_keras.layers.Input(
+        shape=(None,), dtype=tf.int32, name='input_word_ids'
+    )
+    mask = tf_keras.layers.Input(
+        shape=(None,), dtype=tf.int32, name='input_mask'
+    )
+    type_ids = tf_keras.layers.Input(
+        shape=(None,), dtype=tf.int32, name='input_type_ids'
+    )
     if word_embedding_layer is None:
       word_embedding_layer = layers.OnDeviceEmbedding(
-          vocab_size=vocab_size, embedding_width=embedding_width,
+          vocab_size=vocab_size,
+          embedding_width=embedding_width,
           initializer=tf_utils.clone_initializer(initializer),
-          name='word_embeddings')
+          name='word_embeddings',
+      )
     word_embeddings = word_embedding_layer(word_ids)
     position_embedding_layer = layers.PositionEmbedding(
         initializer=tf_utils.clone_initializer(initializer),
-        max_length=max_sequence_length, name='position_embedding')
+        max_length=max_sequence_length,
+        name='position_embedding',
+    )
     type_embedding_layer = layers.OnDeviceEmbedding(
-        vocab_size=type_vocab_size, embedding_width=embedding_width,
-        initializer=tf_utils.clone_initializer(initializer), use_one_hot=True,
-        name='type_embeddings')
-    embeddings = tf_keras.layers.Add()([
-        word_embeddings, position_embedding_layer(word_embeddings),
-        type_embedding_layer(type_ids)])
+        vocab_size=type_vocab_size,
+        embedding_width=embedding_width,
+        initializer=tf_utils.clone_initializer(initializer),
+        use_one_hot=True,
+        name='type_embeddings',
+    )
+    embeddings = tf_keras.layers.Add()(
+        [
+            word_embeddings,
+            position_embedding_layer(word_embeddings),
+            type_embedding_layer(type_ids),
+        ]
+    )
     embedding_norm_layer = tf_keras.layers.LayerNormalization(
-        name='embeddings/layer_norm', axis=-1, epsilon=1e-12,
-        dtype=tf.float32)
+        name='embeddings/layer_norm', axis=-1, epsilon=1e-12, dtype=tf.float32
+    )
     embeddings = embedding_norm_layer(embeddings)
     embeddings = tf_keras.layers.Dropout(rate=dropout_rate)(embeddings)
     embedding_projection = None
     if embedding_width != hidden_size:
       embedding_projection = tf_keras.layers.EinsumDense(
-          'abc,cd->abd', output_shape=(None, hidden_size), bias_axes='d',
+          'abc,cd->abd',
+          output_shape=(None, hidden_size),
+          bias_axes='d',
           kernel_initializer=tf_utils.clone_initializer(initializer),
-          name='embedding_projection')
+          name='embedding_projection',
+      )
       embeddings = embedding_projection(embeddings)
 
     attention_mask = layers.SelfAttentionMask()(embeddings, mask)
@@ -135,24 +155,31 @@ class TransformerEncoder(tf_keras.Model):
       output = block([hidden_states, attention_mask])
       if return_attention_scores:
         if not isinstance(output, (list, tuple)):
-          raise ValueError(f'Block {block.name!r} returns no attention '
-                           'scores; build it with return_attention_scores.')
+          raise ValueError(
+              f'Block {block.name!r} returns no attention '
+              'scores; build it with return_attention_scores.'
+          )
         output, probabilities = output
         attention_outputs.append(probabilities)
       hidden_states = output
       encoder_outputs.append(hidden_states)
 
     pooler_layer = tf_keras.layers.Dense(
-        units=hidden_size, activation='tanh',
+        units=hidden_size,
+        activation='tanh',
         kernel_initializer=tf_utils.clone_initializer(initializer),
-        name='pooler_transform')
-    outputs = dict(sequence_output=hidden_states,
-                   pooled_output=pooler_layer(hidden_states[:, 0, :]),
-                   encoder_outputs=encoder_outputs)
+        name='pooler_transform',
+    )
+    outputs = dict(
+        sequence_output=hidden_states,
+        pooled_output=pooler_layer(hidden_states[:, 0, :]),
+        encoder_outputs=encoder_outputs,
+    )
     if return_attention_scores:
       outputs['attention_scores'] = attention_outputs
-    super().__init__(inputs=[word_ids, mask, type_ids], outputs=outputs,
-                     **kwargs)
+    super().__init__(
+        inputs=[word_ids, mask, type_ids], outputs=outputs, **kwargs
+    )
 
     # Model Garden `BertEncoder`'s attribute names: checkpoint compatibility.
     self._embedding_layer = word_embedding_layer
@@ -170,16 +197,23 @@ class TransformerEncoder(tf_keras.Model):
     # Plain attribute, not tracked as a dependency (like BertEncoder's).
     self._setattr_tracking = False
     self._config = dict(
-        vocab_size=vocab_size, hidden_size=hidden_size,
-        blocks=[tf_keras.utils.serialize_keras_object(block)
-                for block in unique_blocks],
-        block_order=[next(i for i, seen in enumerate(unique_blocks)
-                          if seen is block) for block in blocks],
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        blocks=[
+            tf_keras.utils.serialize_keras_object(block)
+            for block in unique_blocks
+        ],
+        block_order=[
+            next(i for i, seen in enumerate(unique_blocks) if seen is block)
+            for block in blocks
+        ],
         embedding_width=embedding_width,
         max_sequence_length=max_sequence_length,
-        type_vocab_size=type_vocab_size, dropout_rate=dropout_rate,
+        type_vocab_size=type_vocab_size,
+        dropout_rate=dropout_rate,
         initializer_range=initializer_range,
-        return_attention_scores=return_attention_scores)
+        return_attention_scores=return_attention_scores,
+    )
     self._setattr_tracking = True
 
   def get_embedding_table(self) -> tf.Variable:
@@ -209,8 +243,10 @@ class TransformerEncoder(tf_keras.Model):
   def from_config(cls, config, custom_objects=None):
     config = dict(config)
     unique_blocks = [
-        tf_keras.utils.deserialize_keras_object(block,
-                                                custom_objects=custom_objects)
-        for block in config.pop('blocks')]
+        tf_keras.utils.deserialize_keras_object(
+            block, custom_objects=custom_objects
+        )
+        for block in config.pop('blocks')
+    ]
     blocks = [unique_blocks[index] for index in config.pop('block_order')]
     return cls(blocks=blocks, **config)

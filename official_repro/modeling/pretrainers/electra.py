@@ -55,16 +55,18 @@ class ElectraPretrainer(tf_keras.Model):
     rtd_head: the discriminator's replaced-token-detection head.
   """
 
-  def __init__(self,
-               discriminator_config: EncoderConfigLike,
-               generator_config: EncoderConfigLike,
-               tie_embeddings: bool = True,
-               num_shared_blocks: int = 0,
-               temperature: float = 1.0,
-               disallow_original: bool = False,
-               mlm_activation: str = 'gelu_tanh',
-               initializer_range: float = 0.02,
-               **kwargs):
+  def __init__(
+      self,
+      discriminator_config: EncoderConfigLike,
+      generator_config: EncoderConfigLike,
+      tie_embeddings: bool = True,
+      num_shared_blocks: int = 0,
+      temperature: float = 1.0,
+      disallow_original: bool = False,
+      mlm_activation: str = 'gelu_tanh',
+      initializer_range: float = 0.02,
+      **kwargs,
+  ):
     """Builds the networks and heads.
 
     Args:
@@ -85,45 +87,66 @@ class ElectraPretrainer(tf_keras.Model):
     discriminator_config = encoders.as_encoder_config(discriminator_config)
     generator_config = encoders.as_encoder_config(generator_config)
     built = networks_lib.build_networks(
-        discriminator_config, generator_config, tie_embeddings,
-        num_shared_blocks)
+        discriminator_config,
+        generator_config,
+        tie_embeddings,
+        num_shared_blocks,
+    )
     self.generator = built.generator
     self.discriminator = built.discriminator
     self._temperature = temperature
     self._disallow_original = disallow_original
     self.sampling_seeds = sampling.SeedStream(name='sampling_seeds')
     initializer = tf_keras.initializers.TruncatedNormal(
-        stddev=initializer_range)
+        stddev=initializer_range
+    )
     self.mlm_head = layers.MaskedLM(
         embedding_table=self.generator.get_embedding_table(),
         activation=activations.get(mlm_activation),
-        initializer=initializer, output='logits', name='generator_mlm')
+        initializer=initializer,
+        output='logits',
+        name='generator_mlm',
+    )
     self.rtd_head = rtd.ReplacedTokenDetectionHead(
         hidden_size=discriminator_config.hidden_size,
-        activation=mlm_activation, initializer_range=initializer_range,
-        name='discriminator_rtd')
+        activation=mlm_activation,
+        initializer_range=initializer_range,
+        name='discriminator_rtd',
+    )
     self._config = dict(
         discriminator_config=discriminator_config.as_dict(),
         generator_config=generator_config.as_dict(),
-        tie_embeddings=tie_embeddings, num_shared_blocks=num_shared_blocks,
-        temperature=temperature, disallow_original=disallow_original,
-        mlm_activation=mlm_activation, initializer_range=initializer_range)
+        tie_embeddings=tie_embeddings,
+        num_shared_blocks=num_shared_blocks,
+        temperature=temperature,
+        disallow_original=disallow_original,
+        mlm_activation=mlm_activation,
+        initializer_range=initializer_range,
+    )
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:
     """What fine-tuning restores (`encoder`) and the rest, by name."""
-    return dict(encoder=self.discriminator, generator=self.generator,
-                generator_mlm=self.mlm_head, discriminator_rtd=self.rtd_head)
+    return dict(
+        encoder=self.discriminator,
+        generator=self.generator,
+        generator_mlm=self.mlm_head,
+        discriminator_rtd=self.rtd_head,
+    )
 
   @staticmethod
-  def _encoder_inputs(word_ids: tf.Tensor,
-                      inputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-    return dict(input_word_ids=word_ids, input_mask=inputs['input_mask'],
-                input_type_ids=inputs['input_type_ids'])
+  def _encoder_inputs(
+      word_ids: tf.Tensor, inputs: Dict[str, tf.Tensor]
+  ) -> Dict[str, tf.Tensor]:
+    return dict(
+        input_word_ids=word_ids,
+        input_mask=inputs['input_mask'],
+        input_type_ids=inputs['input_type_ids'],
+    )
 
-  def generator_logits(self, inputs: Dict[str, tf.Tensor],
-                       training: Optional[bool] = None
-                       ) -> Tuple[tf.Tensor, Dict[str, Any]]:
+  def generator_logits(
+      self, inputs: Dict[str, tf.Tensor], training: Optional[bool] = None
+  ) -> Tuple[tf.Tensor, Dict[str, Any]]:
     """Step 1: the generator's MLM logits at the masked positions.
 
     Returns:
@@ -131,24 +154,34 @@ class ElectraPretrainer(tf_keras.Model):
     """
     outputs = self.generator(
         self._encoder_inputs(inputs['input_word_ids'], inputs),
-        training=training)
-    logits = self.mlm_head(outputs['sequence_output'],
-                           masked_positions=inputs['masked_lm_positions'])
+        training=training,
+    )
+    logits = self.mlm_head(
+        outputs['sequence_output'],
+        masked_positions=inputs['masked_lm_positions'],
+    )
     return logits, outputs
 
-  def sample_replacements(self, mlm_logits: tf.Tensor,
-                          inputs: Dict[str, tf.Tensor],
-                          training: Optional[bool] = None) -> tf.Tensor:
+  def sample_replacements(
+      self,
+      mlm_logits: tf.Tensor,
+      inputs: Dict[str, tf.Tensor],
+      training: Optional[bool] = None,
+  ) -> tf.Tensor:
     """Step 2: one replacement id per masked position, int32 `[B, P]`."""
     return sampling.sample_from_logits(
-        tf.stop_gradient(mlm_logits), self._temperature,
-        disallowed_ids=(inputs['masked_lm_ids'] if self._disallow_original
-                        else None),
-        seed=self.sampling_seeds.next_seed(training))
+        tf.stop_gradient(mlm_logits),
+        self._temperature,
+        disallowed_ids=(
+            inputs['masked_lm_ids'] if self._disallow_original else None
+        ),
+        seed=self.sampling_seeds.next_seed(training),
+    )
 
   @staticmethod
-  def corrupt(inputs: Dict[str, tf.Tensor], replacements: tf.Tensor
-              ) -> Tuple[tf.Tensor, tf.Tensor]:
+  def corrupt(
+      inputs: Dict[str, tf.Tensor], replacements: tf.Tensor
+  ) -> Tuple[tf.Tensor, tf.Tensor]:
     """Step 3: the corrupted sequence and its RTD labels.
 
     Args:
@@ -163,25 +196,32 @@ class ElectraPretrainer(tf_keras.Model):
     positions = inputs['masked_lm_positions']
     weights = inputs['masked_lm_weights']
     original = sampling.restore_original_ids(
-        inputs['input_word_ids'], positions, inputs['masked_lm_ids'], weights)
-    corrupted = sampling.scatter_at_positions(original, positions,
-                                              replacements, weights)
+        inputs['input_word_ids'], positions, inputs['masked_lm_ids'], weights
+    )
+    corrupted = sampling.scatter_at_positions(
+        original, positions, replacements, weights
+    )
     labels = tf.cast(tf.not_equal(corrupted, original), tf.int32)
     return corrupted, labels * tf.cast(inputs['input_mask'], tf.int32)
 
-  def discriminate(self, corrupted_ids: tf.Tensor,
-                   inputs: Dict[str, tf.Tensor],
-                   training: Optional[bool] = None) -> Dict[str, Any]:
+  def discriminate(
+      self,
+      corrupted_ids: tf.Tensor,
+      inputs: Dict[str, tf.Tensor],
+      training: Optional[bool] = None,
+  ) -> Dict[str, Any]:
     """Step 4: the discriminator's outputs on the corrupted sequence."""
-    return self.discriminator(self._encoder_inputs(corrupted_ids, inputs),
-                              training=training)
+    return self.discriminator(
+        self._encoder_inputs(corrupted_ids, inputs), training=training
+    )
 
   def rtd_logits(self, discriminator_outputs: Dict[str, Any]) -> tf.Tensor:
     """Step 5: float `[B, T]` replaced-token logits."""
     return self.rtd_head(discriminator_outputs['sequence_output'])
 
-  def call(self, inputs: Dict[str, tf.Tensor], training=None
-           ) -> Dict[str, tf.Tensor]:
+  def call(
+      self, inputs: Dict[str, tf.Tensor], training=None
+  ) -> Dict[str, tf.Tensor]:
     """Runs generator, sampling and discriminator.
 
     Args:
@@ -202,9 +242,13 @@ class ElectraPretrainer(tf_keras.Model):
     sampled = self.sample_replacements(mlm_logits, inputs, training)
     corrupted, labels = self.corrupt(inputs, sampled)
     discriminator_outputs = self.discriminate(corrupted, inputs, training)
-    return dict(mlm_logits=mlm_logits, sampled_ids=sampled,
-                discriminator_ids=corrupted, rtd_labels=labels,
-                rtd_logits=self.rtd_logits(discriminator_outputs))
+    return dict(
+        mlm_logits=mlm_logits,
+        sampled_ids=sampled,
+        discriminator_ids=corrupted,
+        rtd_labels=labels,
+        rtd_logits=self.rtd_logits(discriminator_outputs),
+    )
 
   def get_config(self) -> Dict[str, Any]:
     return dict(self._config, name=self.name)

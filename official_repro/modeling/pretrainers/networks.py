@@ -20,8 +20,9 @@ import tf_keras
 from official_repro.modeling.networks import encoders
 
 
-def generator_depth(num_layers: int, generator_layers: Union[int, float]
-                    ) -> int:
+def generator_depth(
+    num_layers: int, generator_layers: Union[int, float]
+) -> int:
   """The generator's layer count.
 
   Args:
@@ -33,24 +34,32 @@ def generator_depth(num_layers: int, generator_layers: Union[int, float]
     ValueError: outside those ranges.
   """
   if isinstance(generator_layers, bool) or not isinstance(
-      generator_layers, (int, float)):
-    raise ValueError(f'generator_layers must be an int (a count) or a float '
-                     f'(a fraction), got {generator_layers!r}.')
+      generator_layers, (int, float)
+  ):
+    raise ValueError(
+        f'generator_layers must be an int (a count) or a float '
+        f'(a fraction), got {generator_layers!r}.'
+    )
   if isinstance(generator_layers, int):
     if not 1 <= generator_layers <= num_layers:
-      raise ValueError(f'generator_layers={generator_layers} must be a count '
-                       f'in [1, {num_layers}].')
+      raise ValueError(
+          f'generator_layers={generator_layers} must be a count '
+          f'in [1, {num_layers}].'
+      )
     return generator_layers
   if not 0.0 < generator_layers <= 1.0:
-    raise ValueError(f'generator_layers={generator_layers} must be a '
-                     'fraction in (0, 1] (or an int count).')
+    raise ValueError(
+        f'generator_layers={generator_layers} must be a '
+        'fraction in (0, 1] (or an int count).'
+    )
   return max(1, int(round(num_layers * generator_layers)))
 
 
-def scale_generator(discriminator: encoders.EncoderConfig,
-                    generator_size: float,
-                    generator_layers: Union[int, float] = 1.0
-                    ) -> encoders.EncoderConfig:
+def scale_generator(
+    discriminator: encoders.EncoderConfig,
+    generator_size: float,
+    generator_layers: Union[int, float] = 1.0,
+) -> encoders.EncoderConfig:
   """The generator config: the discriminator's, narrowed and/or shallower.
 
   Hidden size, attention heads and feed-forward size are multiplied by
@@ -65,34 +74,40 @@ def scale_generator(discriminator: encoders.EncoderConfig,
       size not divisible by the scaled number of heads.
   """
   if not 0.0 < generator_size <= 1.0:
-    raise ValueError(f'generator_size must be in (0, 1], got '
-                     f'{generator_size}.')
+    raise ValueError(
+        f'generator_size must be in (0, 1], got ' f'{generator_size}.'
+    )
   hidden = max(1, int(round(discriminator.hidden_size * generator_size)))
-  heads = max(1, int(round(discriminator.num_attention_heads *
-                           generator_size)))
-  intermediate = max(1, int(round(discriminator.intermediate_size *
-                                  generator_size)))
+  heads = max(1, int(round(discriminator.num_attention_heads * generator_size)))
+  intermediate = max(
+      1, int(round(discriminator.intermediate_size * generator_size))
+  )
   generator = discriminator.replace(
-      hidden_size=hidden, num_attention_heads=heads,
+      hidden_size=hidden,
+      num_attention_heads=heads,
       intermediate_size=intermediate,
       num_layers=generator_depth(discriminator.num_layers, generator_layers),
-      embedding_width=discriminator.width)
+      embedding_width=discriminator.width,
+  )
   return encoders.validate(generator, name='generator (scaled encoder)')
 
 
 @dataclasses.dataclass(frozen=True)
 class GeneratorDiscriminator:
   """The two encoders of a generator/discriminator model and their configs."""
+
   generator: tf_keras.Model
   discriminator: tf_keras.Model
   generator_config: encoders.EncoderConfig
   discriminator_config: encoders.EncoderConfig
 
 
-def build_networks(discriminator_config: encoders.EncoderConfig,
-                   generator_config: encoders.EncoderConfig,
-                   tie_embeddings: bool = True,
-                   num_shared_blocks: int = 0) -> GeneratorDiscriminator:
+def build_networks(
+    discriminator_config: encoders.EncoderConfig,
+    generator_config: encoders.EncoderConfig,
+    tie_embeddings: bool = True,
+    num_shared_blocks: int = 0,
+) -> GeneratorDiscriminator:
   """Builds the discriminator, then the generator sharing what it asks.
 
   Args:
@@ -112,17 +127,23 @@ def build_networks(discriminator_config: encoders.EncoderConfig,
           f'num_shared_blocks={num_shared_blocks} needs a generator as wide as '
           f'the discriminator (generator_size 1.0), got hidden sizes '
           f'{generator_config.hidden_size} and '
-          f'{discriminator_config.hidden_size}.')
+          f'{discriminator_config.hidden_size}.'
+      )
     if num_shared_blocks > generator_config.num_layers:
       raise ValueError(
-          f'num_shared_blocks={num_shared_blocks} exceeds the generator\'s '
-          f'{generator_config.num_layers} layers.')
-  discriminator = encoders.build_encoder(discriminator_config,
-                                         name='discriminator')
+          f"num_shared_blocks={num_shared_blocks} exceeds the generator's "
+          f'{generator_config.num_layers} layers.'
+      )
+  discriminator = encoders.build_encoder(
+      discriminator_config, name='discriminator'
+  )
   generator = encoders.build_encoder(
       generator_config,
-      shared=encoders.shared_from(discriminator, num_shared_blocks,
-                                  word_embedding=tie_embeddings),
-      name='generator')
-  return GeneratorDiscriminator(generator, discriminator, generator_config,
-                                discriminator_config)
+      shared=encoders.shared_from(
+          discriminator, num_shared_blocks, word_embedding=tie_embeddings
+      ),
+      name='generator',
+  )
+  return GeneratorDiscriminator(
+      generator, discriminator, generator_config, discriminator_config
+  )

@@ -30,8 +30,9 @@ import tf_keras
 _EXCLUDED_LOGIT = -1e9
 
 
-def gumbel_noise(shape: tf.Tensor, seed: Optional[tf.Tensor] = None
-                 ) -> tf.Tensor:
+def gumbel_noise(
+    shape: tf.Tensor, seed: Optional[tf.Tensor] = None
+) -> tf.Tensor:
   """I.i.d. standard Gumbel noise, float32; stateless when `seed` is given.
 
   Args:
@@ -41,8 +42,9 @@ def gumbel_noise(shape: tf.Tensor, seed: Optional[tf.Tensor] = None
   if seed is None:
     uniform = tf.random.uniform(shape, minval=1e-9, maxval=1.0)
   else:
-    uniform = tf.random.stateless_uniform(shape, seed=seed, minval=1e-9,
-                                          maxval=1.0)
+    uniform = tf.random.stateless_uniform(
+        shape, seed=seed, minval=1e-9, maxval=1.0
+    )
   return -tf.math.log(-tf.math.log(uniform))
 
 
@@ -61,8 +63,7 @@ class SeedStream(tf_keras.__internal__.layers.BaseRandomLayer):
   than one resumed from that checkpoint.
   """
 
-  def next_seed(self, training: Optional[bool] = True
-                ) -> Optional[tf.Tensor]:
+  def next_seed(self, training: Optional[bool] = True) -> Optional[tf.Tensor]:
     if not training:
       return None
     return self._random_generator.make_seed_for_stateless_op()
@@ -77,19 +78,24 @@ def _check_temperature(temperature: float) -> None:
     raise ValueError(f'temperature must be > 0, got {temperature}.')
 
 
-def _exclude(logits: tf.Tensor, excluded_ids: Optional[tf.Tensor]
-             ) -> tf.Tensor:
+def _exclude(logits: tf.Tensor, excluded_ids: Optional[tf.Tensor]) -> tf.Tensor:
   if excluded_ids is None:
     return logits
-  return logits + tf.one_hot(excluded_ids, tf.shape(logits)[-1],
-                             on_value=_EXCLUDED_LOGIT, off_value=0.0,
-                             dtype=logits.dtype)
+  return logits + tf.one_hot(
+      excluded_ids,
+      tf.shape(logits)[-1],
+      on_value=_EXCLUDED_LOGIT,
+      off_value=0.0,
+      dtype=logits.dtype,
+  )
 
 
-def sample_from_logits(logits: tf.Tensor,
-                       temperature: float = 1.0,
-                       disallowed_ids: Optional[tf.Tensor] = None,
-                       seed: Optional[tf.Tensor] = None) -> tf.Tensor:
+def sample_from_logits(
+    logits: tf.Tensor,
+    temperature: float = 1.0,
+    disallowed_ids: Optional[tf.Tensor] = None,
+    seed: Optional[tf.Tensor] = None,
+) -> tf.Tensor:
   """Draws one token per position from softmax(logits / temperature).
 
   An exact sample of the tempered softmax (`tf.random.categorical`, or its
@@ -117,10 +123,13 @@ def sample_from_logits(logits: tf.Tensor,
   return tf.reshape(ids, tf.shape(logits)[:-1])
 
 
-def sample_distinct(logits: tf.Tensor, num_samples: int,
-                    temperature: float = 1.0,
-                    excluded_ids: Optional[tf.Tensor] = None,
-                    seed: Optional[tf.Tensor] = None) -> tf.Tensor:
+def sample_distinct(
+    logits: tf.Tensor,
+    num_samples: int,
+    temperature: float = 1.0,
+    excluded_ids: Optional[tf.Tensor] = None,
+    seed: Optional[tf.Tensor] = None,
+) -> tf.Tensor:
   """Draws `num_samples` distinct ids per position without replacement.
 
   The ids are in draw order: the distribution of the first is the tempered
@@ -139,13 +148,15 @@ def sample_distinct(logits: tf.Tensor, num_samples: int,
   """
   _check_temperature(temperature)
   logits = _exclude(tf.cast(logits, tf.float32) / temperature, excluded_ids)
-  _, ids = tf.math.top_k(logits + gumbel_noise(tf.shape(logits), seed),
-                         k=num_samples)
+  _, ids = tf.math.top_k(
+      logits + gumbel_noise(tf.shape(logits), seed), k=num_samples
+  )
   return tf.cast(ids, tf.int32)
 
 
-def top_k_excluding(logits: tf.Tensor, k: int,
-                    excluded_ids: Optional[tf.Tensor] = None) -> tf.Tensor:
+def top_k_excluding(
+    logits: tf.Tensor, k: int, excluded_ids: Optional[tf.Tensor] = None
+) -> tf.Tensor:
   """The `k` most likely ids per position, most likely first.
 
   Args:
@@ -156,14 +167,18 @@ def top_k_excluding(logits: tf.Tensor, k: int,
   Returns:
     int32 `[..., k]`.
   """
-  _, ids = tf.math.top_k(_exclude(tf.cast(logits, tf.float32), excluded_ids),
-                         k=k)
+  _, ids = tf.math.top_k(
+      _exclude(tf.cast(logits, tf.float32), excluded_ids), k=k
+  )
   return tf.cast(ids, tf.int32)
 
 
-def gumbel_softmax(logits: tf.Tensor, temperature: float = 1.0,
-                   straight_through: bool = False,
-                   seed: Optional[tf.Tensor] = None) -> tf.Tensor:
+def gumbel_softmax(
+    logits: tf.Tensor,
+    temperature: float = 1.0,
+    straight_through: bool = False,
+    seed: Optional[tf.Tensor] = None,
+) -> tf.Tensor:
   """SCRIPT's relaxed sample (004 Eq. 3): softmax((log pi + g) / tau).
 
   Args:
@@ -186,19 +201,20 @@ def gumbel_softmax(logits: tf.Tensor, temperature: float = 1.0,
   relaxed = tf.nn.softmax(perturbed / temperature, axis=-1)
   if not straight_through:
     return relaxed
-  hard = tf.one_hot(tf.argmax(perturbed, axis=-1), tf.shape(logits)[-1],
-                    dtype=relaxed.dtype)
+  hard = tf.one_hot(
+      tf.argmax(perturbed, axis=-1), tf.shape(logits)[-1], dtype=relaxed.dtype
+  )
   return relaxed + tf.stop_gradient(hard - relaxed)
 
 
-def gather_at_positions(sequence: tf.Tensor, positions: tf.Tensor
-                        ) -> tf.Tensor:
+def gather_at_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
   """`sequence[b, positions[b, p]]`: `[B, T, ...]` -> `[B, P, ...]`."""
   return tf.gather(sequence, positions, batch_dims=1)
 
 
-def scatter_at_positions(ids: tf.Tensor, positions: tf.Tensor,
-                         values: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
+def scatter_at_positions(
+    ids: tf.Tensor, positions: tf.Tensor, values: tf.Tensor, weights: tf.Tensor
+) -> tf.Tensor:
   """Writes `values` into `ids` at the real (`weights > 0`) positions.
 
   Dense one-hot arithmetic rather than `tensor_scatter_nd_update`, so padded
@@ -220,14 +236,17 @@ def scatter_at_positions(ids: tf.Tensor, positions: tf.Tensor,
   one_hot = tf.one_hot(positions, seq_length, dtype=tf.int32)  # [B, P, T]
   one_hot *= real[:, :, None]
   written = tf.reduce_max(one_hot, axis=1)  # [B, T]
-  new_values = tf.reduce_sum(one_hot * tf.cast(values, tf.int32)[:, :, None],
-                             axis=1)
+  new_values = tf.reduce_sum(
+      one_hot * tf.cast(values, tf.int32)[:, :, None], axis=1
+  )
   return tf.where(written > 0, new_values, ids)
 
 
-def restore_original_ids(input_word_ids: tf.Tensor, positions: tf.Tensor,
-                         masked_lm_ids: tf.Tensor,
-                         weights: tf.Tensor) -> tf.Tensor:
+def restore_original_ids(
+    input_word_ids: tf.Tensor,
+    positions: tf.Tensor,
+    masked_lm_ids: tf.Tensor,
+    weights: tf.Tensor,
+) -> tf.Tensor:
   """Undoes masking: puts the original tokens back at the masked positions."""
-  return scatter_at_positions(input_word_ids, positions, masked_lm_ids,
-                              weights)
+  return scatter_at_positions(input_word_ids, positions, masked_lm_ids, weights)

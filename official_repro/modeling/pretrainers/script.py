@@ -81,8 +81,7 @@ from official_repro.modeling.pretrainers import sampling
 EncoderConfigLike = Union[encoders.EncoderConfig, Dict[str, Any]]
 
 
-def critic_log_probabilities(logits: tf.Tensor
-                             ) -> Tuple[tf.Tensor, tf.Tensor]:
+def critic_log_probabilities(logits: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
   """The self-critic's log p(t+) and log p(t-) (004 Eq. 4-5).
 
   The V+1 classes are the V tokens (their logits `s_t`) and one "replaced"
@@ -102,12 +101,12 @@ def critic_log_probabilities(logits: tf.Tensor
     original-token probability mass, and log p(t-) = log(1 - p(t+)).
   """
   log_sum_exp = tf.reduce_logsumexp(tf.cast(logits, tf.float32), axis=-1)
-  return (tf.math.log_sigmoid(log_sum_exp),
-          tf.math.log_sigmoid(-log_sum_exp))
+  return (tf.math.log_sigmoid(log_sum_exp), tf.math.log_sigmoid(-log_sum_exp))
 
 
-def critic_prior_output_bias(positive_probability: float,
-                             vocab_size: int) -> float:
+def critic_prior_output_bias(
+    positive_probability: float, vocab_size: int
+) -> float:
   """The constant output bias at which the critic's p(t+) is given.
 
   With every token score equal to the bias b, logsumexp(s_t) = b + log V and
@@ -124,10 +123,13 @@ def critic_prior_output_bias(positive_probability: float,
     ValueError: p outside (0, 1).
   """
   if not 0.0 < positive_probability < 1.0:
-    raise ValueError('script.initial_positive_probability must be in (0, 1), '
-                     f'got {positive_probability}.')
-  return (math.log(positive_probability / (1.0 - positive_probability)) -
-          math.log(vocab_size))
+    raise ValueError(
+        'script.initial_positive_probability must be in (0, 1), '
+        f'got {positive_probability}.'
+    )
+  return math.log(
+      positive_probability / (1.0 - positive_probability)
+  ) - math.log(vocab_size)
 
 
 class _MaskedLMWithOutputBias(layers.MaskedLM):
@@ -149,8 +151,7 @@ class _MaskedLMWithOutputBias(layers.MaskedLM):
 
   def add_weight(self, name=None, *args, **kwargs):
     if name == self._BIAS_NAME:
-      kwargs['initializer'] = tf_keras.initializers.Constant(
-          self._output_bias)
+      kwargs['initializer'] = tf_keras.initializers.Constant(self._output_bias)
       self._output_bias_initialized = True
     return super().add_weight(name, *args, **kwargs)
 
@@ -160,7 +161,8 @@ class _MaskedLMWithOutputBias(layers.MaskedLM):
       raise RuntimeError(
           f'MaskedLM.build added no weight named {self._BIAS_NAME!r}, so '
           'script.initial_positive_probability would have no effect; '
-          "Model Garden's MaskedLM has changed.")
+          "Model Garden's MaskedLM has changed."
+      )
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
@@ -173,14 +175,16 @@ class ScriptPretrainer(tf_keras.Model):
       the encoder's word-embedding table.
   """
 
-  def __init__(self,
-               encoder_config: EncoderConfigLike,
-               temperature: float = 1.0,
-               straight_through: bool = False,
-               mlm_activation: str = 'gelu_tanh',
-               mlm_initializer_range: float = 0.02,
-               initial_positive_probability: Optional[float] = None,
-               **kwargs):
+  def __init__(
+      self,
+      encoder_config: EncoderConfigLike,
+      temperature: float = 1.0,
+      straight_through: bool = False,
+      mlm_activation: str = 'gelu_tanh',
+      mlm_initializer_range: float = 0.02,
+      initial_positive_probability: Optional[float] = None,
+      **kwargs,
+  ):
     """Builds the encoder and its MLM head.
 
     Args:
@@ -208,18 +212,26 @@ class ScriptPretrainer(tf_keras.Model):
       raise ValueError(
           f'script.temperature = {temperature} has no effect without '
           'script.straight_through = True: the drawn token is the argmax of '
-          'log pi + Gumbel noise for every temperature.')
+          'log pi + Gumbel noise for every temperature.'
+      )
     encoder_config = encoders.as_encoder_config(encoder_config)
     self.encoder = encoders.build_encoder(encoder_config)
     self.masked_lm = _MaskedLMWithOutputBias(
         embedding_table=self.encoder.get_embedding_table(),
         activation=activations.get(mlm_activation),
         initializer=tf_keras.initializers.TruncatedNormal(
-            stddev=mlm_initializer_range),
-        output='logits', name='cls/predictions',
-        output_bias=(0.0 if initial_positive_probability is None else
-                     critic_prior_output_bias(initial_positive_probability,
-                                              encoder_config.vocab_size)))
+            stddev=mlm_initializer_range
+        ),
+        output='logits',
+        name='cls/predictions',
+        output_bias=(
+            0.0
+            if initial_positive_probability is None
+            else critic_prior_output_bias(
+                initial_positive_probability, encoder_config.vocab_size
+            )
+        ),
+    )
     self._temperature = temperature
     self._straight_through = straight_through
     self.sampling_seeds = sampling.SeedStream(name='sampling_seeds')
@@ -227,28 +239,41 @@ class ScriptPretrainer(tf_keras.Model):
     self._setattr_tracking = False
     self._encoder_on_embeddings = (
         self._build_encoder_on_embeddings(encoder_config)
-        if straight_through else None)
+        if straight_through
+        else None
+    )
     self._setattr_tracking = True
     self._config = dict(
-        encoder_config=encoder_config.as_dict(), temperature=temperature,
-        straight_through=straight_through, mlm_activation=mlm_activation,
+        encoder_config=encoder_config.as_dict(),
+        temperature=temperature,
+        straight_through=straight_through,
+        mlm_activation=mlm_activation,
         mlm_initializer_range=mlm_initializer_range,
-        initial_positive_probability=initial_positive_probability)
+        initial_positive_probability=initial_positive_probability,
+    )
 
-  def _build_encoder_on_embeddings(self, config: encoders.EncoderConfig
-                                   ) -> tf_keras.Model:
+  def _build_encoder_on_embeddings(
+      self, config: encoders.EncoderConfig
+  ) -> tf_keras.Model:
     """The encoder's graph with word embeddings `[B, T, E]` as first input."""
     lookup = self.encoder.get_embedding_layer()
-    identity = tf_keras.layers.Activation('linear',
-                                          name='input_word_embeddings_identity')
+    identity = tf_keras.layers.Activation(
+        'linear', name='input_word_embeddings_identity'
+    )
     inputs = [
-        tf_keras.Input(shape=(None, config.width), name='input_word_embeddings',
-                       dtype=lookup.compute_dtype),
+        tf_keras.Input(
+            shape=(None, config.width),
+            name='input_word_embeddings',
+            dtype=lookup.compute_dtype,
+        ),
         tf_keras.Input(shape=(None,), dtype=tf.int32, name='input_mask'),
-        tf_keras.Input(shape=(None,), dtype=tf.int32, name='input_type_ids')]
+        tf_keras.Input(shape=(None,), dtype=tf.int32, name='input_type_ids'),
+    ]
     return tf_keras.models.clone_model(
-        self.encoder, input_tensors=inputs,
-        clone_function=lambda layer: identity if layer is lookup else layer)
+        self.encoder,
+        input_tensors=inputs,
+        clone_function=lambda layer: identity if layer is lookup else layer,
+    )
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:
@@ -256,10 +281,14 @@ class ScriptPretrainer(tf_keras.Model):
     Model Garden's `BertPretrainerV2`)."""
     return dict(encoder=self.encoder, masked_lm=self.masked_lm)
 
-  def token_logits(self, input_word_ids: tf.Tensor, input_mask: tf.Tensor,
-                   input_type_ids: tf.Tensor,
-                   positions: Optional[tf.Tensor] = None,
-                   training: Optional[bool] = None) -> tf.Tensor:
+  def token_logits(
+      self,
+      input_word_ids: tf.Tensor,
+      input_mask: tf.Tensor,
+      input_type_ids: tf.Tensor,
+      positions: Optional[tf.Tensor] = None,
+      training: Optional[bool] = None,
+  ) -> tf.Tensor:
     """The model's token logits at `positions` (default: every position).
 
     Args:
@@ -270,30 +299,42 @@ class ScriptPretrainer(tf_keras.Model):
     Returns:
       float `[B, P, V]` (`[B, T, V]` without positions).
     """
-    outputs = self.encoder(dict(input_word_ids=input_word_ids,
-                                input_mask=input_mask,
-                                input_type_ids=input_type_ids),
-                           training=training)
+    outputs = self.encoder(
+        dict(
+            input_word_ids=input_word_ids,
+            input_mask=input_mask,
+            input_type_ids=input_type_ids,
+        ),
+        training=training,
+    )
     return self._head(outputs['sequence_output'], positions)
 
-  def _head(self, sequence_output: tf.Tensor,
-            positions: Optional[tf.Tensor]) -> tf.Tensor:
+  def _head(
+      self, sequence_output: tf.Tensor, positions: Optional[tf.Tensor]
+  ) -> tf.Tensor:
     if positions is None:
       shape = tf.shape(sequence_output)
       positions = tf.broadcast_to(tf.range(shape[1])[None, :], shape[:2])
     return self.masked_lm(sequence_output, masked_positions=positions)
 
-  def mlm_logits(self, inputs: Dict[str, tf.Tensor],
-                 training: Optional[bool] = None) -> tf.Tensor:
+  def mlm_logits(
+      self, inputs: Dict[str, tf.Tensor], training: Optional[bool] = None
+  ) -> tf.Tensor:
     """Pass 1: float `[B, P, V]` logits at `masked_lm_positions`."""
-    return self.token_logits(inputs['input_word_ids'], inputs['input_mask'],
-                             inputs['input_type_ids'],
-                             inputs['masked_lm_positions'], training)
+    return self.token_logits(
+        inputs['input_word_ids'],
+        inputs['input_mask'],
+        inputs['input_type_ids'],
+        inputs['masked_lm_positions'],
+        training,
+    )
 
-  def sample_replacements(self, mlm_logits: tf.Tensor,
-                          seed: Optional[tf.Tensor] = None,
-                          training: Optional[bool] = None
-                          ) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
+  def sample_replacements(
+      self,
+      mlm_logits: tf.Tensor,
+      seed: Optional[tf.Tensor] = None,
+      training: Optional[bool] = None,
+  ) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
     """004 Eq. 3 at the masked positions.
 
     Args:
@@ -312,14 +353,19 @@ class ScriptPretrainer(tf_keras.Model):
       log_pi = tf.stop_gradient(log_pi)
     if seed is None:
       seed = self.sampling_seeds.next_seed(training)
-    sample = sampling.gumbel_softmax(log_pi, self._temperature,
-                                     self._straight_through, seed)
+    sample = sampling.gumbel_softmax(
+        log_pi, self._temperature, self._straight_through, seed
+    )
     ids = tf.argmax(sample, axis=-1, output_type=tf.int32)
     return ids, (sample if self._straight_through else None)
 
-  def critic_logits(self, critic_ids: tf.Tensor, inputs: Dict[str, tf.Tensor],
-                    replacement_one_hot: Optional[tf.Tensor] = None,
-                    training: Optional[bool] = None) -> tf.Tensor:
+  def critic_logits(
+      self,
+      critic_ids: tf.Tensor,
+      inputs: Dict[str, tf.Tensor],
+      replacement_one_hot: Optional[tf.Tensor] = None,
+      training: Optional[bool] = None,
+  ) -> tf.Tensor:
     """Pass 2: float `[B, T, V]` token logits on the sampled sequence x-.
 
     Args:
@@ -332,31 +378,51 @@ class ScriptPretrainer(tf_keras.Model):
       training: dropout on or off.
     """
     if replacement_one_hot is None:
-      return self.token_logits(critic_ids, inputs['input_mask'],
-                               inputs['input_type_ids'], training=training)
+      return self.token_logits(
+          critic_ids,
+          inputs['input_mask'],
+          inputs['input_type_ids'],
+          training=training,
+      )
     if self._encoder_on_embeddings is None:
-      raise ValueError('replacement_one_hot needs a ScriptPretrainer built '
-                       'with straight_through=True.')
+      raise ValueError(
+          'replacement_one_hot needs a ScriptPretrainer built '
+          'with straight_through=True.'
+      )
     word_embeddings = self.encoder.get_embedding_layer()(critic_ids)
     table = tf.cast(self.encoder.get_embedding_table(), word_embeddings.dtype)
     sampled_embeddings = tf.einsum(
-        'bpv,ve->bpe', tf.cast(replacement_one_hot, table.dtype), table)
-    placement = tf.one_hot(inputs['masked_lm_positions'],
-                           tf.shape(critic_ids)[1], dtype=table.dtype)
-    placement *= tf.cast(inputs['masked_lm_weights'] > 0,
-                         table.dtype)[:, :, None]  # [B, P, T]
+        'bpv,ve->bpe', tf.cast(replacement_one_hot, table.dtype), table
+    )
+    placement = tf.one_hot(
+        inputs['masked_lm_positions'],
+        tf.shape(critic_ids)[1],
+        dtype=table.dtype,
+    )
+    placement *= tf.cast(inputs['masked_lm_weights'] > 0, table.dtype)[
+        :, :, None
+    ]  # [B, P, T]
     written = tf.reduce_sum(placement, axis=1)[:, :, None]  # [B, T, 1]
     word_embeddings = word_embeddings * (1 - written) + tf.einsum(
-        'bpt,bpe->bte', placement, sampled_embeddings)
+        'bpt,bpe->bte', placement, sampled_embeddings
+    )
     outputs = self._encoder_on_embeddings(
-        dict(input_word_embeddings=word_embeddings,
-             input_mask=inputs['input_mask'],
-             input_type_ids=inputs['input_type_ids']), training=training)
+        dict(
+            input_word_embeddings=word_embeddings,
+            input_mask=inputs['input_mask'],
+            input_type_ids=inputs['input_type_ids'],
+        ),
+        training=training,
+    )
     return self._head(outputs['sequence_output'], None)
 
-  def pseudo_log_likelihood(self, input_word_ids: tf.Tensor,
-                            input_mask: tf.Tensor, input_type_ids: tf.Tensor,
-                            scored_mask: tf.Tensor) -> tf.Tensor:
+  def pseudo_log_likelihood(
+      self,
+      input_word_ids: tf.Tensor,
+      input_mask: tf.Tensor,
+      input_type_ids: tf.Tensor,
+      scored_mask: tf.Tensor,
+  ) -> tf.Tensor:
     """004 Eq. 7 in one forward pass: sum of log p(t+ | x) over scored tokens.
 
     Args:
@@ -368,13 +434,18 @@ class ScriptPretrainer(tf_keras.Model):
     Returns:
       float32 `[B]` pseudo-log-likelihoods (natural log).
     """
-    log_positive, _ = critic_log_probabilities(self.token_logits(
-        input_word_ids, input_mask, input_type_ids, training=False))
-    return tf.reduce_sum(log_positive * tf.cast(scored_mask, tf.float32),
-                         axis=-1)
+    log_positive, _ = critic_log_probabilities(
+        self.token_logits(
+            input_word_ids, input_mask, input_type_ids, training=False
+        )
+    )
+    return tf.reduce_sum(
+        log_positive * tf.cast(scored_mask, tf.float32), axis=-1
+    )
 
-  def call(self, inputs: Dict[str, tf.Tensor], training=None
-           ) -> Dict[str, tf.Tensor]:
+  def call(
+      self, inputs: Dict[str, tf.Tensor], training=None
+  ) -> Dict[str, tf.Tensor]:
     """Pass 1, sampling and pass 2.
 
     Args:
@@ -393,16 +464,20 @@ class ScriptPretrainer(tf_keras.Model):
       (ELECTRA's convention, for its metrics).
     """
     mlm_logits = self.mlm_logits(inputs, training)
-    sampled, one_hot = self.sample_replacements(mlm_logits,
-                                                training=training)
+    sampled, one_hot = self.sample_replacements(mlm_logits, training=training)
     critic_ids, labels = electra.ElectraPretrainer.corrupt(inputs, sampled)
     log_positive, log_negative = critic_log_probabilities(
-        self.critic_logits(critic_ids, inputs, one_hot, training))
-    return dict(mlm_logits=mlm_logits, sampled_ids=sampled,
-                critic_ids=critic_ids, rtd_labels=labels,
-                critic_log_positive=log_positive,
-                critic_log_negative=log_negative,
-                rtd_logits=log_negative - log_positive)
+        self.critic_logits(critic_ids, inputs, one_hot, training)
+    )
+    return dict(
+        mlm_logits=mlm_logits,
+        sampled_ids=sampled,
+        critic_ids=critic_ids,
+        rtd_labels=labels,
+        critic_log_positive=log_positive,
+        critic_log_negative=log_negative,
+        rtd_logits=log_negative - log_positive,
+    )
 
   def get_config(self) -> Dict[str, Any]:
     return dict(self._config, name=self.name)

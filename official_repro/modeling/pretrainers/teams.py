@@ -85,33 +85,46 @@ NEGATIVE_SAMPLING = ('sampled', 'hardest')
 
 
 def model_garden_candidate_size(num_negatives: int) -> int:
-  """Model Garden's `candidate_size` for K negatives: it counts the original.
-  """
+  """Model Garden's `candidate_size` for K negatives: it counts the original."""
   return num_negatives + 1
 
 
-def check_settings(task_heads: str, exported_representations: str,
-                   negative_sampling: str, num_negatives: int,
-                   scope: str = 'teams') -> None:
-  """Raises `ValueError` naming the setting for a value TEAMS does not have.
-  """
+def check_settings(
+    task_heads: str,
+    exported_representations: str,
+    negative_sampling: str,
+    num_negatives: int,
+    scope: str = 'teams',
+) -> None:
+  """Raises `ValueError` naming the setting for a value TEAMS does not have."""
   for name, value, allowed in (
       ('task_heads', task_heads, TASK_HEADS),
-      ('exported_representations', exported_representations,
-       EXPORTED_REPRESENTATIONS),
-      ('negative_sampling', negative_sampling, NEGATIVE_SAMPLING)):
+      (
+          'exported_representations',
+          exported_representations,
+          EXPORTED_REPRESENTATIONS,
+      ),
+      ('negative_sampling', negative_sampling, NEGATIVE_SAMPLING),
+  ):
     if value not in allowed:
-      raise ValueError(f'{scope}.{name}={value!r}; expected one of '
-                       f'{list(allowed)}.')
+      raise ValueError(
+          f'{scope}.{name}={value!r}; expected one of ' f'{list(allowed)}.'
+      )
   if task_heads == 'ffn' and exported_representations != 'mws':
     raise ValueError(
-        f"{scope}.exported_representations={exported_representations!r} "
+        f'{scope}.exported_representations={exported_representations!r} '
         f"needs attention task heads: with {scope}.task_heads='ffn' the "
-        'exported encoder is the task-agnostic layers, shared by both tasks.')
-  if isinstance(num_negatives, bool) or not isinstance(num_negatives, int) or (
-      num_negatives < 1):
-    raise ValueError(f'{scope}.num_negatives must be a positive int (K, the '
-                     f'non-original candidates), got {num_negatives!r}.')
+        'exported encoder is the task-agnostic layers, shared by both tasks.'
+    )
+  if (
+      isinstance(num_negatives, bool)
+      or not isinstance(num_negatives, int)
+      or (num_negatives < 1)
+  ):
+    raise ValueError(
+        f'{scope}.num_negatives must be a positive int (K, the '
+        f'non-original candidates), got {num_negatives!r}.'
+    )
 
 
 def exported_depth(num_layers: int, task_heads: str) -> int:
@@ -130,19 +143,21 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     mws_head: the multi-word selection head.
   """
 
-  def __init__(self,
-               discriminator_config: electra.EncoderConfigLike,
-               generator_config: electra.EncoderConfigLike,
-               num_negatives: int,
-               negative_sampling: str = 'sampled',
-               task_heads: str = 'attention',
-               exported_representations: str = 'mws',
-               tie_embeddings: bool = True,
-               num_shared_blocks: int = 0,
-               temperature: float = 1.0,
-               mlm_activation: str = 'gelu_tanh',
-               initializer_range: float = 0.02,
-               **kwargs):
+  def __init__(
+      self,
+      discriminator_config: electra.EncoderConfigLike,
+      generator_config: electra.EncoderConfigLike,
+      num_negatives: int,
+      negative_sampling: str = 'sampled',
+      task_heads: str = 'attention',
+      exported_representations: str = 'mws',
+      tie_embeddings: bool = True,
+      num_shared_blocks: int = 0,
+      temperature: float = 1.0,
+      mlm_activation: str = 'gelu_tanh',
+      initializer_range: float = 0.02,
+      **kwargs,
+  ):
     """Builds the networks and heads.
 
     Args:
@@ -167,20 +182,28 @@ class TeamsPretrainer(electra.ElectraPretrainer):
         discriminator of fewer than 2 layers (the extra layer reads the
         second-to-last one).
     """
-    check_settings(task_heads, exported_representations, negative_sampling,
-                   num_negatives)
-    super().__init__(discriminator_config, generator_config,
-                     tie_embeddings=tie_embeddings,
-                     num_shared_blocks=num_shared_blocks,
-                     temperature=temperature, disallow_original=False,
-                     mlm_activation=mlm_activation,
-                     initializer_range=initializer_range, **kwargs)
+    check_settings(
+        task_heads, exported_representations, negative_sampling, num_negatives
+    )
+    super().__init__(
+        discriminator_config,
+        generator_config,
+        tie_embeddings=tie_embeddings,
+        num_shared_blocks=num_shared_blocks,
+        temperature=temperature,
+        disallow_original=False,
+        mlm_activation=mlm_activation,
+        initializer_range=initializer_range,
+        **kwargs,
+    )
     discriminator_config = encoders.validate(
-        encoders.as_encoder_config(discriminator_config), 'discriminator')
+        encoders.as_encoder_config(discriminator_config), 'discriminator'
+    )
     if task_heads != 'ffn' and discriminator_config.num_layers < 2:
       raise ValueError(
           f'task_heads={task_heads!r} needs a discriminator of at least 2 '
-          'layers: its extra task layer reads the second-to-last one.')
+          'layers: its extra task layer reads the second-to-last one.'
+      )
     self._num_negatives = num_negatives
     self._negative_sampling = negative_sampling
     self._task_heads = task_heads
@@ -195,27 +218,41 @@ class TeamsPretrainer(electra.ElectraPretrainer):
               activation=discriminator_config.hidden_activation,
               dropout_rate=discriminator_config.dropout_rate,
               initializer_range=discriminator_config.initializer_range,
-              name=f'discriminator_{task}_ffn')
-          for task in EXPORTED_REPRESENTATIONS}
+              name=f'discriminator_{task}_ffn',
+          )
+          for task in EXPORTED_REPRESENTATIONS
+      }
     else:
       self.task_layer = encoders.build_block(
-          discriminator_config, discriminator_config.num_layers)
+          discriminator_config, discriminator_config.num_layers
+      )
       # Built now, as the encoders' blocks are, so that its dropout layers
       # exist when a checkpoint restores their random streams.
-      self.task_layer([
-          tf_keras.Input((None, discriminator_config.hidden_size)),
-          tf_keras.Input((None, None))])
+      self.task_layer(
+          [
+              tf_keras.Input((None, discriminator_config.hidden_size)),
+              tf_keras.Input((None, None)),
+          ]
+      )
     self.mws_head = mws.MultiWordSelectionHead(
         embedding_width=discriminator_config.width,
-        activation=mlm_activation, initializer_range=initializer_range,
-        name='discriminator_mws')
-    config = {name: value for name, value in self._config.items()
-              if name != 'disallow_original'}
+        activation=mlm_activation,
+        initializer_range=initializer_range,
+        name='discriminator_mws',
+    )
+    config = {
+        name: value
+        for name, value in self._config.items()
+        if name != 'disallow_original'
+    }
     self._config = dict(
-        config, discriminator_config=discriminator_config.as_dict(),
-        num_negatives=num_negatives, negative_sampling=negative_sampling,
+        config,
+        discriminator_config=discriminator_config.as_dict(),
+        num_negatives=num_negatives,
+        negative_sampling=negative_sampling,
         task_heads=task_heads,
-        exported_representations=exported_representations)
+        exported_representations=exported_representations,
+    )
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:
@@ -230,9 +267,12 @@ class TeamsPretrainer(electra.ElectraPretrainer):
   def num_negatives(self) -> int:
     return self._num_negatives
 
-  def sample_negatives(self, mlm_logits: tf.Tensor,
-                       inputs: Dict[str, tf.Tensor],
-                       training: Optional[bool] = None) -> tf.Tensor:
+  def sample_negatives(
+      self,
+      mlm_logits: tf.Tensor,
+      inputs: Dict[str, tf.Tensor],
+      training: Optional[bool] = None,
+  ) -> tf.Tensor:
     """K distinct non-original ids per masked position, int32 `[B, P, K]`.
 
     'sampled': without replacement from softmax(logits / temperature), in
@@ -241,23 +281,31 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     logits = tf.stop_gradient(mlm_logits)
     original = inputs['masked_lm_ids']
     if self._negative_sampling == 'hardest':
-      return sampling.top_k_excluding(logits, self._num_negatives,
-                                      excluded_ids=original)
-    return sampling.sample_distinct(logits, self._num_negatives,
-                                    self._temperature, excluded_ids=original,
-                                    seed=self.sampling_seeds.next_seed(
-                                        training))
+      return sampling.top_k_excluding(
+          logits, self._num_negatives, excluded_ids=original
+      )
+    return sampling.sample_distinct(
+        logits,
+        self._num_negatives,
+        self._temperature,
+        excluded_ids=original,
+        seed=self.sampling_seeds.next_seed(training),
+    )
 
   @staticmethod
-  def candidate_sets(inputs: Dict[str, tf.Tensor],
-                     negatives: tf.Tensor) -> tf.Tensor:
+  def candidate_sets(
+      inputs: Dict[str, tf.Tensor], negatives: tf.Tensor
+  ) -> tf.Tensor:
     """int32 `[B, P, K + 1]`: the original at index 0, then the negatives."""
     original = tf.cast(inputs['masked_lm_ids'], tf.int32)[:, :, None]
     return tf.concat([original, tf.cast(negatives, tf.int32)], axis=-1)
 
-  def task_states(self, discriminator_outputs: Dict[str, Any],
-                  input_mask: tf.Tensor,
-                  training: Optional[bool] = None) -> Dict[str, tf.Tensor]:
+  def task_states(
+      self,
+      discriminator_outputs: Dict[str, Any],
+      input_mask: tf.Tensor,
+      training: Optional[bool] = None,
+  ) -> Dict[str, tf.Tensor]:
     """The RTD and MWS representations, float `[B, T, H]` each.
 
     Args:
@@ -271,8 +319,10 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     """
     top = discriminator_outputs['encoder_outputs'][-1]
     if self._task_heads == 'ffn':
-      return {task: head(top, training=training)
-              for task, head in self.ffn_heads.items()}
+      return {
+          task: head(top, training=training)
+          for task, head in self.ffn_heads.items()
+      }
     below_top = discriminator_outputs['encoder_outputs'][-2]
     attention_mask = layers.SelfAttentionMask()(below_top, input_mask)
     other = self.task_layer([below_top, attention_mask], training=training)
@@ -280,14 +330,23 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       return dict(mws=top, rtd=other)
     return dict(mws=other, rtd=top)
 
-  def mws_logits(self, mws_states: tf.Tensor, inputs: Dict[str, tf.Tensor],
-                 candidates: tf.Tensor) -> tf.Tensor:
+  def mws_logits(
+      self,
+      mws_states: tf.Tensor,
+      inputs: Dict[str, tf.Tensor],
+      candidates: tf.Tensor,
+  ) -> tf.Tensor:
     """float `[B, P, K + 1]`: e(candidate)^T h^MWS (003 Eq. 7)."""
-    return self.mws_head(mws_states, inputs['masked_lm_positions'],
-                         candidates, self.discriminator.get_embedding_table())
+    return self.mws_head(
+        mws_states,
+        inputs['masked_lm_positions'],
+        candidates,
+        self.discriminator.get_embedding_table(),
+    )
 
-  def call(self, inputs: Dict[str, tf.Tensor], training=None
-           ) -> Dict[str, tf.Tensor]:
+  def call(
+      self, inputs: Dict[str, tf.Tensor], training=None
+  ) -> Dict[str, tf.Tensor]:
     """Runs generator, sampling, discriminator and both task heads.
 
     Args:
@@ -303,14 +362,19 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     mlm_logits, _ = self.generator_logits(inputs, training)
     sampled = self.sample_replacements(mlm_logits, inputs, training)
     candidates = self.candidate_sets(
-        inputs, self.sample_negatives(mlm_logits, inputs, training))
+        inputs, self.sample_negatives(mlm_logits, inputs, training)
+    )
     corrupted, labels = self.corrupt(inputs, sampled)
     discriminator_outputs = self.discriminate(corrupted, inputs, training)
-    states = self.task_states(discriminator_outputs, inputs['input_mask'],
-                              training)
-    return dict(mlm_logits=mlm_logits, sampled_ids=sampled,
-                discriminator_ids=corrupted, rtd_labels=labels,
-                rtd_logits=self.rtd_head(states['rtd']),
-                mws_candidates=candidates,
-                mws_logits=self.mws_logits(states['mws'], inputs,
-                                           candidates))
+    states = self.task_states(
+        discriminator_outputs, inputs['input_mask'], training
+    )
+    return dict(
+        mlm_logits=mlm_logits,
+        sampled_ids=sampled,
+        discriminator_ids=corrupted,
+        rtd_labels=labels,
+        rtd_logits=self.rtd_head(states['rtd']),
+        mws_candidates=candidates,
+        mws_logits=self.mws_logits(states['mws'], inputs, candidates),
+    )

@@ -21,21 +21,32 @@ from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks.backbones import bert
 
 
-def _build_block(config: encoders.EncoderConfig, options, index: int,
-                 return_attention_scores: bool) -> tf_keras.layers.Layer:
+def _build_block(
+    config: encoders.EncoderConfig,
+    options,
+    index: int,
+    return_attention_scores: bool,
+) -> tf_keras.layers.Layer:
   """The one block, applied from layer `index` up (0 unless the layers
   below are shared with another network)."""
   del options
-  name = ('shared_transformer' if index == 0 else
-          f'shared_transformer_from_layer_{index}')
+  name = (
+      'shared_transformer'
+      if index == 0
+      else f'shared_transformer_from_layer_{index}'
+  )
   return bert.transformer_block(config, name, return_attention_scores)
 
 
-BACKBONE = encoders.register_backbone(encoders.Backbone(
-    name='albert',
-    build_block=_build_block,
-    default_activation='gelu_tanh',
-    flops_shape=lambda config, options: {},  # ELECTRA's BERT block.
-    shares_blocks_across_layers=True,
-    model_garden_config=lambda config: bert.model_garden_bert_config(
-        config, model_type='albert')))
+BACKBONE = encoders.register_backbone(
+    encoders.Backbone(
+        name='albert',
+        build_block=_build_block,
+        default_activation='gelu_tanh',
+        flops_shape=lambda config, options: {},  # ELECTRA's BERT block.
+        shares_blocks_across_layers=True,
+        model_garden_config=lambda config: bert.model_garden_bert_config(
+            config, model_type='albert'
+        ),
+    )
+)

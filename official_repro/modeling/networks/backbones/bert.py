@@ -15,9 +15,10 @@ from official.nlp.modeling import layers
 from official_repro.modeling import activations
 from official_repro.modeling.networks import encoders
 
-def transformer_block(config: encoders.EncoderConfig, name: str,
-                      return_attention_scores: bool
-                      ) -> layers.TransformerEncoderBlock:
+
+def transformer_block(
+    config: encoders.EncoderConfig, name: str, return_attention_scores: bool
+) -> layers.TransformerEncoderBlock:
   """One post-LN BERT block of the config's sizes."""
   return layers.TransformerEncoderBlock(
       num_attention_heads=config.num_attention_heads,
@@ -27,12 +28,13 @@ def transformer_block(config: encoders.EncoderConfig, name: str,
       attention_dropout=config.attention_dropout_rate,
       return_attention_scores=return_attention_scores,
       kernel_initializer=tf_utils.clone_initializer(config.initializer()),
-      name=name)
+      name=name,
+  )
 
 
-def model_garden_bert_config(config: encoders.EncoderConfig,
-                             model_type: str = 'bert'
-                             ) -> mg_encoders.EncoderConfig:
+def model_garden_bert_config(
+    config: encoders.EncoderConfig, model_type: str = 'bert'
+) -> mg_encoders.EncoderConfig:
   """Model Garden's config of the same BERT (or ALBERT) network."""
   common = dict(
       vocab_size=config.vocab_size,
@@ -40,32 +42,46 @@ def model_garden_bert_config(config: encoders.EncoderConfig,
       num_layers=config.num_layers,
       num_attention_heads=config.num_attention_heads,
       intermediate_size=config.intermediate_size,
-      hidden_activation=activations.model_garden_name(
-          config.hidden_activation),
+      hidden_activation=activations.model_garden_name(config.hidden_activation),
       dropout_rate=config.dropout_rate,
       attention_dropout_rate=config.attention_dropout_rate,
       max_position_embeddings=config.max_position_embeddings,
       type_vocab_size=config.type_vocab_size,
-      initializer_range=config.initializer_range)
+      initializer_range=config.initializer_range,
+  )
   if model_type == 'albert':
     return mg_encoders.EncoderConfig(
-        type='albert', albert=mg_encoders.AlbertEncoderConfig(
-            embedding_width=config.width, **common))
+        type='albert',
+        albert=mg_encoders.AlbertEncoderConfig(
+            embedding_width=config.width, **common
+        ),
+    )
   return mg_encoders.EncoderConfig(
-      type='bert', bert=mg_encoders.BertEncoderConfig(
-          embedding_size=config.embedding_width, **common))
+      type='bert',
+      bert=mg_encoders.BertEncoderConfig(
+          embedding_size=config.embedding_width, **common
+      ),
+  )
 
 
-def _build_block(config: encoders.EncoderConfig, options, index: int,
-                 return_attention_scores: bool) -> tf_keras.layers.Layer:
+def _build_block(
+    config: encoders.EncoderConfig,
+    options,
+    index: int,
+    return_attention_scores: bool,
+) -> tf_keras.layers.Layer:
   del options
-  return transformer_block(config, f'transformer/layer_{index}',
-                           return_attention_scores)
+  return transformer_block(
+      config, f'transformer/layer_{index}', return_attention_scores
+  )
 
 
-BACKBONE = encoders.register_backbone(encoders.Backbone(
-    name='bert',
-    build_block=_build_block,
-    default_activation='gelu_tanh',
-    flops_shape=lambda config, options: {},  # ELECTRA's BERT block.
-    model_garden_config=model_garden_bert_config))
+BACKBONE = encoders.register_backbone(
+    encoders.Backbone(
+        name='bert',
+        build_block=_build_block,
+        default_activation='gelu_tanh',
+        flops_shape=lambda config, options: {},  # ELECTRA's BERT block.
+        model_garden_config=model_garden_bert_config,
+    )
+)

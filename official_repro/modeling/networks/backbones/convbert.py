@@ -52,6 +52,7 @@ class ConvBertOptions:
     conv_only: convolution heads only (002's convolution-only ablation).
     attention_only: the bottleneck self-attention without convolution heads.
   """
+
   head_ratio: int = 2
   kernel_size: int = 9
   num_groups: int = 1
@@ -59,33 +60,42 @@ class ConvBertOptions:
   attention_only: bool = False
 
 
-def _validate(config: encoders.EncoderConfig, options: ConvBertOptions,
-              name: str) -> None:
+def _validate(
+    config: encoders.EncoderConfig, options: ConvBertOptions, name: str
+) -> None:
   scope = config.backbone
   for field in ('head_ratio', 'kernel_size', 'num_groups'):
     value = getattr(options, field)
     if not isinstance(value, int) or value <= 0:
-      raise ValueError(f'{scope}.{field} must be a positive int, got '
-                       f'{value!r}.')
+      raise ValueError(
+          f'{scope}.{field} must be a positive int, got ' f'{value!r}.'
+      )
   if options.kernel_size % 2 == 0:
     raise ValueError(f'{scope}.kernel_size={options.kernel_size} must be odd.')
   for field in ('hidden_size', 'intermediate_size'):
     if getattr(config, field) % options.num_groups:
       raise ValueError(
           f'{name}.{field}={getattr(config, field)} is not divisible by '
-          f'{scope}.num_groups={options.num_groups}.')
+          f'{scope}.num_groups={options.num_groups}.'
+      )
   if options.conv_only and options.attention_only:
-    raise ValueError(f'{scope}.conv_only and {scope}.attention_only exclude '
-                     'each other; set at most one to True.')
+    raise ValueError(
+        f'{scope}.conv_only and {scope}.attention_only exclude '
+        'each other; set at most one to True.'
+    )
 
 
-def _build_block(config: encoders.EncoderConfig, options: ConvBertOptions,
-                 index: int, return_attention_scores: bool
-                 ) -> mixed_attention.ConvBertBlock:
+def _build_block(
+    config: encoders.EncoderConfig,
+    options: ConvBertOptions,
+    index: int,
+    return_attention_scores: bool,
+) -> mixed_attention.ConvBertBlock:
   if return_attention_scores and options.conv_only:
     raise ValueError(
         'return_attention_scores needs self-attention heads, but '
-        'convbert.conv_only=True (convolution heads only).')
+        'convbert.conv_only=True (convolution heads only).'
+    )
   return mixed_attention.ConvBertBlock(
       hidden_size=config.hidden_size,
       num_attention_heads=config.num_attention_heads,
@@ -100,20 +110,29 @@ def _build_block(config: encoders.EncoderConfig, options: ConvBertOptions,
       attention_dropout_rate=config.attention_dropout_rate,
       kernel_initializer=tf_utils.clone_initializer(config.initializer()),
       return_attention_scores=return_attention_scores,
-      name=f'transformer/layer_{index}')
+      name=f'transformer/layer_{index}',
+  )
 
 
-def _flops_shape(config: encoders.EncoderConfig,
-                 options: ConvBertOptions) -> Dict[str, Any]:
-  return dict(head_ratio=options.head_ratio, kernel_size=options.kernel_size,
-              groups=options.num_groups, conv_only=options.conv_only,
-              attention_only=options.attention_only)
+def _flops_shape(
+    config: encoders.EncoderConfig, options: ConvBertOptions
+) -> Dict[str, Any]:
+  return dict(
+      head_ratio=options.head_ratio,
+      kernel_size=options.kernel_size,
+      groups=options.num_groups,
+      conv_only=options.conv_only,
+      attention_only=options.attention_only,
+  )
 
 
-BACKBONE = encoders.register_backbone(encoders.Backbone(
-    name='convbert',
-    build_block=_build_block,
-    options_cls=ConvBertOptions,
-    default_activation='gelu_erf',
-    validate_options=_validate,
-    flops_shape=_flops_shape))
+BACKBONE = encoders.register_backbone(
+    encoders.Backbone(
+        name='convbert',
+        build_block=_build_block,
+        options_cls=ConvBertOptions,
+        default_activation='gelu_erf',
+        validate_options=_validate,
+        flops_shape=_flops_shape,
+    )
+)
