@@ -305,8 +305,11 @@ def format_table(results: Dict[str, Any]) -> str:
 
 
 def define_flags():
-  """The CLI's flags; defined on demand so that importing this module (e.g.
-  from a test) defines none."""
+  """Defines the CLI's flags.
+
+  The CLI's flags; defined on demand so that importing this module (e.g.
+  from a test) defines none.
+  """
   defaults = Settings(init_checkpoints=('',), glue_dir='')
   flags.DEFINE_multi_string(
       'init_checkpoint',
@@ -336,6 +339,7 @@ def define_flags():
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   flag_values = flags.FLAGS
   if not flag_values.glue_dir:

@@ -13,8 +13,8 @@ Variants:
            mode the gin config asks for (dynamic masking runs in tf.data).
   stock  - Model Garden's own task for the objective, as its registry entry
            declares it (`Objective.stock_task_config`: `MaskedLMTask` for
-           masked LM, `ElectraPretrainTask` for ELECTRA, `official.projects.teams`
-           `TeamsPretrainTask` for TEAMS), with its
+           masked LM, `ElectraPretrainTask` for ELECTRA,
+           `official.projects.teams` `TeamsPretrainTask` for TEAMS), with its
            `BertPretrainDataLoader` and base trainer, on the same model
            config and statically masked records of the same text. Objectives
            or configs without a Model Garden counterpart (ALE's tied ALBERT
@@ -84,9 +84,12 @@ FLAGS = flags.FLAGS
 
 
 def define_flags() -> None:
-  """Defines this script's flags (experiments.profile_pretraining uses them
+  """Defines this script's flags.
+
+  Defines this script's flags (experiments.profile_pretraining uses them
   too). Called only when a script runs: importing the module for its
-  functions defines no flags."""
+  functions defines no flags.
+  """
   flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
   flags.DEFINE_list('variants', ['ours', 'stock'], 'Variants to measure.')
@@ -164,9 +167,12 @@ def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
 def records_text_key(
     corpus: str, vocab_file: Optional[str], vocab_size: int
 ) -> str:
-  """8 hex digits naming the text and vocabulary records are built from, so
+  """A short digest of the text and vocabulary the records are built from.
+
+  8 hex digits naming the text and vocabulary records are built from, so
   that records reused from `--work_dir` are never those of another corpus or
-  vocabulary (the vocabulary's size sets the cost of the output softmax)."""
+  vocabulary (the vocabulary's size sets the cost of the output softmax).
+  """
   vocab = (
       os.path.abspath(vocab_file)
       if vocab_file and '://' not in vocab_file
@@ -287,7 +293,9 @@ def _stock_params(
 
 
 def build_trainer(variant: str) -> tuple:
-  """One variant's trainer on the configuration of the gin flags, in the
+  """Builds one variant's trainer from the gin flags' configuration.
+
+  One variant's trainer on the configuration of the gin flags, in the
   precision of --mixed_precision (resolved for this machine), initialised
   from `experiment.seed` when it is bound.
 
@@ -303,9 +311,12 @@ def build_trainer(variant: str) -> tuple:
     params = _stock_params(params, dirs['static'], max_predictions)
     trainer_cls = base_trainer.Trainer
   else:
-    trainer_cls = lambda *a, **k: trainer_lib.Trainer(  # pylint: disable=g-long-lambda
-        *a, jit_compile=settings.jit_compile, **k
-    )
+
+    def trainer_cls(*args, **kwargs):
+      return trainer_lib.Trainer(
+          *args, jit_compile=settings.jit_compile, **kwargs
+      )
+
   task = task_factory.get_task(params.task)
   with precision.policy(dtype):
     trainer = train_utils.create_trainer(
@@ -365,9 +376,12 @@ def _seq_length(train_data) -> int:
 
 
 def prepare_records(extra_bindings: Sequence[str] = ()) -> None:
-  """Builds the records a configuration reads in this process, so that the
+  """Builds the records a configuration reads, in this process.
+
+  Builds the records a configuration reads in this process, so that the
   measured child processes only read them (their peak memory is then the
-  training's, not the record building's)."""
+  training's, not the record building's).
+  """
   gin_utils.parse_config(FLAGS.gin_file, [*FLAGS.gin_param, *extra_bindings])
   seq_length, max_predictions = _record_shape()
   gin.clear_config()
@@ -375,8 +389,11 @@ def prepare_records(extra_bindings: Sequence[str] = ()) -> None:
 
 
 def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
-  """Measures `variant` in a subprocess, the configuration's gin plus
-  `extra_bindings`."""
+  """Measures `variant` in a subprocess.
+
+  Measures `variant` in a subprocess, the configuration's gin plus
+  `extra_bindings`.
+  """
   stdout = run_child(
       'experiments.benchmark_pretraining',
       [f'--run_variant={variant}', *configuration_args(extra_bindings)],
@@ -386,8 +403,11 @@ def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
 
 
 def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
-  """This process's configuration and step flags, for a child process,
-  with `extra_bindings` after the gin parameters."""
+  """This process's configuration and step flags, for a child process.
+
+  This process's configuration and step flags, for a child process,
+  with `extra_bindings` after the gin parameters.
+  """
   args = [
       f'--steps={FLAGS.steps}',
       f'--warmup_steps={FLAGS.warmup_steps}',
@@ -405,8 +425,11 @@ def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
 
 
 def run_child(module: str, args: Sequence[str], what: str) -> str:
-  """Runs `python -m module args` from the repository root; returns its
-  stdout, or raises naming `what` with the end of its stderr."""
+  """Runs `python -m module args` from the repository root.
+
+  Runs `python -m module args` from the repository root; returns its
+  stdout, or raises naming `what` with the end of its stderr.
+  """
   completed = subprocess.run(
       [sys.executable, '-m', module, *args],
       capture_output=True,
@@ -468,8 +491,11 @@ def sweep_points(
     seq_lengths: Sequence[int],
     length_batch_size: int,
 ) -> List[Dict]:
-  """The two sweeps: batch sizes at `seq_length`, then sequence lengths at
-  `length_batch_size`; each point `{axis, batch_size, seq_length}`."""
+  """The two sweeps: over batch sizes, then over sequence lengths.
+
+  The two sweeps: batch sizes at `seq_length`, then sequence lengths at
+  `length_batch_size`; each point `{axis, batch_size, seq_length}`.
+  """
   points = [
       dict(axis='batch_size', batch_size=batch, seq_length=seq_length)
       for batch in batch_sizes
@@ -487,9 +513,12 @@ def point_bindings(
     mask_rate: float,
     max_positions: int,
 ) -> List[str]:
-  """Gin bindings that turn the configuration into one sweep point: its
+  """Gin bindings that turn the configuration into one sweep point.
+
+  Gin bindings that turn the configuration into one sweep point: its
   batch and length, the masked positions of its length (the configured
-  ones at the configured length) and enough position embeddings."""
+  ones at the configured length) and enough position embeddings.
+  """
   bindings = [
       f'pretrain_data.train_batch_size = {point["batch_size"]}',
       f'pretrain_data.max_seq_length = {point["seq_length"]}',
@@ -564,9 +593,12 @@ def run_sweep(
 
 
 def plot_sweep(sweep: Dict, path: str) -> None:
-  """Writes the sweep's four panels as a PNG: examples/s against batch
+  """Writes the sweep's four panels as a PNG.
+
+  Writes the sweep's four panels as a PNG: examples/s against batch
   size, tokens/s, training FLOPs per token and peak host memory against
-  sequence length, one line per variant."""
+  sequence length, one line per variant.
+  """
   import matplotlib  # pylint: disable=g-import-not-at-top
 
   matplotlib.use('Agg')
@@ -642,6 +674,7 @@ def _print_sweep(sweep: Dict) -> None:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   logging.set_verbosity(logging.WARNING)
   if FLAGS.run_variant:

@@ -265,6 +265,7 @@ def define_flags():
 
 
 def settings_from_flags() -> Settings:
+  """The run's `Settings` from the command-line flags."""
   values = {f.name: FLAGS[f.name].value for f in dataclasses.fields(Settings)}
   values['architectures'] = tuple(values['architectures'])
   values['global_clipnorm'] = values['global_clipnorm'] or None
@@ -288,6 +289,7 @@ def build_model(
     vocab_size: int,
     sizes: Dict[str, int],
 ) -> causal_lm.CausalLM:
+  """A causal LM of `architecture` at the settings' sizes."""
   model = causal_lm.CausalLM(
       vocab_size=vocab_size,
       architecture=architecture,
@@ -348,6 +350,7 @@ def matched_mixed_sizes(
 
 
 def build_optimizer(settings: Settings) -> tf_keras.optimizers.Optimizer:
+  """The optimizer with the settings' learning-rate schedule."""
   config = optimizer_config.optimization_config(
       train_steps=settings.train_steps,
       optimizer=settings.optimizer,
@@ -727,6 +730,7 @@ def format_table(results: Dict[str, Any]) -> str:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   settings = settings_from_flags()
   results = run(settings)

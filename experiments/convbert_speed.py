@@ -42,10 +42,11 @@ backward pass, 1.8-2.8x for the sum) more than this forward-only timing. At
 T = 128 the time ratio stays above the FLOPs ratio: the convolution branch
 is a dozen small ops (depthwise and pointwise convolution, product, kernel
 generator, softmax, the banded contraction's pads, reshapes, transpose and
-einsum) beside matmuls of the same size as self-attention's; at T = 512 it falls below it, because self-attention's
-12-head softmax over T x T scores is memory-bound and costs more time per
-FLOP than the matmuls (mixed attention has 6 such heads). With `--xla` it was slower (1.21, 1.22, 1.05): XLA's
-CPU backend runs the depthwise convolution (a convolution with
+einsum) beside matmuls of the same size as self-attention's; at T = 512 it
+falls below it, because self-attention's 12-head softmax over T x T scores
+is memory-bound and costs more time per FLOP than the matmuls (mixed
+attention has 6 such heads). With `--xla` it was slower (1.21, 1.22, 1.05):
+XLA's CPU backend runs the depthwise convolution (a convolution with
 `feature_group_count` = channels) 10-30x slower than TensorFlow's kernel;
 the project's CPU runs do not use XLA.
 No single sequence length gives both of the paper's FLOPs figures with our
@@ -82,8 +83,11 @@ BLOCKS = (SELF_ATTENTION, MIXED_ATTENTION)
 
 
 def paper_figures() -> Dict[str, Tuple[float, float]]:
-  """002 Table 2 (read from `experiments.paper_tables`): (FLOPs,
-  ms/sample) per block; the table's rows are named as `BLOCKS`."""
+  """002 Table 2's (FLOPs, ms/sample) per block.
+
+  002 Table 2 (read from `experiments.paper_tables`): (FLOPs,
+  ms/sample) per block; the table's rows are named as `BLOCKS`.
+  """
   table = paper_tables.load('002').table('2')
   return {
       name: (
@@ -166,8 +170,11 @@ def build_block(sizes: BlockSizes, block: str) -> tf_keras.layers.Layer:
 
 
 def seq_length_for_flops(sizes: BlockSizes, block: str, target: float) -> int:
-  """The sequence length at which the formula's FLOPs of `block` reach
-  `target` (the smallest T with at least `target`)."""
+  """The sequence length at which `block`'s formula FLOPs reach `target`.
+
+  The sequence length at which the formula's FLOPs of `block` reach
+  `target` (the smallest T with at least `target`).
+  """
   low, high = 1, 1
   while sizes.sequence_flops(block, high) < target:
     low, high = high, 2 * high
@@ -275,8 +282,11 @@ def measure(
 
 
 def paper_matches(sizes: BlockSizes) -> Dict[str, Dict[str, float]]:
-  """Per block: the T where the formula reaches the paper's FLOPs figure,
-  and both blocks' formula FLOPs at that T."""
+  """Per block: the T where the formula reaches the paper's FLOPs figure.
+
+  Per block: the T where the formula reaches the paper's FLOPs figure,
+  and both blocks' formula FLOPs at that T.
+  """
   paper = paper_figures()
   result = {}
   for name in BLOCKS:
@@ -368,6 +378,7 @@ def _cpu_name() -> str:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   flag_values = flags.FLAGS
   if flag_values.threads:
@@ -436,8 +447,11 @@ def main(argv):
 
 
 def define_flags():
-  """The CLI's flags; defined on demand so that importing this module (e.g.
-  from a test) defines none."""
+  """Defines the CLI's flags.
+
+  The CLI's flags; defined on demand so that importing this module (e.g.
+  from a test) defines none.
+  """
   flags.DEFINE_integer('hidden_size', 768, 'Hidden width (base: 768).')
   flags.DEFINE_integer('num_heads', 12, 'Configured attention heads N.')
   flags.DEFINE_integer('intermediate_size', 3072, 'Feed-forward width.')

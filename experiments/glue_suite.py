@@ -134,6 +134,7 @@ def present_tasks(glue_dir: str):
 def run_task(
     task: str, encoder: pretrained.PretrainedEncoder, strategy
 ) -> dict:
+  """Fine-tunes `encoder` on one GLUE task under the gin protocol."""
   gin.clear_config()
   gin_utils.parse_config(
       [
@@ -186,6 +187,7 @@ def format_table(rows: dict, tasks) -> str:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   for name in ('init_checkpoint', 'glue_dir', 'model_dir'):
     if not getattr(FLAGS, name):

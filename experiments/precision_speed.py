@@ -79,8 +79,11 @@ def parse_configs(specs: Sequence[str]) -> List[Tuple[str, List[str]]]:
 
 
 def measure(gin_files: Sequence[str], mixed_precision: str) -> Dict:
-  """One point: benchmark_pretraining's `ours` variant (records built once
-  under --work_dir, the measurement in its own subprocess)."""
+  """Measures one point with benchmark_pretraining's `ours` variant.
+
+  One point: benchmark_pretraining's `ours` variant (records built once
+  under --work_dir, the measurement in its own subprocess).
+  """
   output_json = os.path.join(
       FLAGS.work_dir, f'{os.getpid()}_{mixed_precision}.json'
   )
@@ -139,6 +142,7 @@ def format_table(points: List[Dict], header: str) -> str:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   configs = parse_configs(FLAGS.configs)
   unknown = sorted(set(FLAGS.precisions) - set(precision.CHOICES))

@@ -16,9 +16,10 @@ subprocess, runs the first step and `--warmup_steps` untraced, then
 is an event named `<op name>:<op type>` with its duration. Summed per op
 type, per category (matmul, element-wise, reduction, layout, gather and
 scatter, softmax and cross-entropy, random, input pipeline, variable reads
-and writes, and the optimizer's update, by name scope) and per op, and divided by the steps, they give milliseconds per step. Ops run
-on two threads at once on two cores, so the op time per step can exceed the
-step's wall time; the shares are of op time. Only the host's TensorFlow
+and writes, and the optimizer's update, by name scope) and per op, and
+divided by the steps, they give milliseconds per step. Ops run on two
+threads at once on two cores, so the op time per step can exceed the step's
+wall time; the shares are of op time. Only the host's TensorFlow
 ops are read: on a GPU they are kernel launches, not kernel times, so a
 trace with device planes is refused (use TensorBoard's profiler there).
 
@@ -32,7 +33,7 @@ import os
 import re
 import tempfile
 import time
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, Sequence, Tuple
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -45,7 +46,6 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-dir
 
 from official_repro.common import cli
 from experiments import benchmark_pretraining
-from official_repro.training import gin_utils
 
 FLAGS = flags.FLAGS
 
@@ -121,17 +121,23 @@ def type_category(op_type: str) -> str:
 
 
 def category(op_name: str, op_type: str) -> str:
-  """The category of one op: 'optimizer' under an optimizer's name scope,
-  else its type's."""
+  """The category of one op.
+
+  The category of one op: 'optimizer' under an optimizer's name scope,
+  else its type's.
+  """
   if _OPTIMIZER_SCOPES.search(op_name):
     return 'optimizer'
   return type_category(op_type)
 
 
 def op_events(space: xplane_pb2.XSpace) -> Iterable[Tuple[str, str, int]]:
-  """(op name, op type, duration in ps) of every TensorFlow op execution on
+  """The TensorFlow op executions on the host.
+
+  (op name, op type, duration in ps) of every TensorFlow op execution on
   the host: events named `<name>:<type>` (executor and Python events, whose
-  names have no such form or contain '::', are skipped)."""
+  names have no such form or contain '::', are skipped).
+  """
   for plane in space.planes:
     if plane.name.startswith('/device:') and plane.lines:
       raise ValueError(
@@ -152,8 +158,11 @@ def op_events(space: xplane_pb2.XSpace) -> Iterable[Tuple[str, str, int]]:
 
 
 def training_pass(op_name: str) -> str:
-  """'optimizer' (its name scopes), 'backward' (under the gradient tape),
-  else 'forward' (the loss and everything before it, input included)."""
+  """The training phase an op belongs to.
+
+  'optimizer' (its name scopes), 'backward' (under the gradient tape),
+  else 'forward' (the loss and everything before it, input included).
+  """
   if _OPTIMIZER_SCOPES.search(op_name):
     return 'optimizer'
   if 'gradient_tape/' in op_name:
@@ -270,8 +279,11 @@ def _run_isolated(variant: str, output_dir: str) -> Dict:
 
 
 def format_report(summaries: Sequence[Dict], top: int) -> str:
-  """Markdown: step time, passes, categories and the top op types, side by
-  side."""
+  """Markdown comparing the profiles side by side.
+
+  Markdown: step time, passes, categories and the top op types, side by
+  side.
+  """
   names = [s['variant'] for s in summaries]
 
   def cell(rows, name):
@@ -332,6 +344,7 @@ def format_report(summaries: Sequence[Dict], top: int) -> str:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   logging.set_verbosity(logging.WARNING)
   if not FLAGS.output_dir:

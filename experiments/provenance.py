@@ -29,8 +29,11 @@ def _git(*args: str) -> str:
 
 
 def commit() -> str:
-  """The short HEAD commit, marked when tracked files have local changes;
-  'unknown' outside git."""
+  """The short HEAD commit.
+
+  The short HEAD commit, marked when tracked files have local changes;
+  'unknown' outside git.
+  """
   head = _git('rev-parse', '--short', 'HEAD')
   if not head:
     return 'unknown'
@@ -39,8 +42,11 @@ def commit() -> str:
 
 
 def provenance(module: str) -> str:
-  """`Command: ...; finished <date> on <machine>, commit <sha>.` for `module`
-  run with this process's arguments."""
+  """The provenance line of a report.
+
+  `Command: ...; finished <date> on <machine>, commit <sha>.` for `module`
+  run with this process's arguments.
+  """
   return (
       f'Command: `python -m {module} {" ".join(sys.argv[1:])}`; finished '
       f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} on '

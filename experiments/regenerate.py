@@ -172,7 +172,9 @@ def define_flags():
 
 
 def _tasks() -> dict:
-  """--tasks (or the scale's default) as {task: epochs}, checked before any
+  """The tasks to fine-tune, as {task: epochs}.
+
+  --tasks (or the scale's default) as {task: epochs}, checked before any
   job starts.
 
   Raises:
@@ -303,9 +305,12 @@ def _paper(target: registry.Target) -> None:
 
 
 def _speed_comparison(target: registry.Target) -> None:
-  """004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s, same batch, on
+  """004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s.
+
+  004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s, same batch, on
   records of the built-in corpus with --vocab_file's vocabulary (the step
-  time depends on the vocabulary's size, not on the text)."""
+  time depends on the vocabulary's size, not on the text).
+  """
   _require('vocab_file')
   results = {}
   for run in target.runs:
@@ -360,8 +365,11 @@ def _speed_comparison(target: registry.Target) -> None:
 def grid_settings(
     target: registry.Target, tasks: dict, num_runs: int
 ) -> runner.GridSettings:
-  """The settings of `target`'s grid at --scale from the flags, each unset
-  one from the scale (`scales.SCALES`)."""
+  """The settings of `target`'s grid at --scale.
+
+  The settings of `target`'s grid at --scale from the flags, each unset
+  one from the scale (`scales.SCALES`).
+  """
   scale = scales.get(FLAGS.scale)
   if not FLAGS.vocab_file and not scale.learned_vocab_size:
     raise app.UsageError(
@@ -388,8 +396,11 @@ def grid_settings(
 
 
 def _attention_concentration(target: registry.Target) -> None:
-  """002 Table 1: pretrains BERT and ConvBERT alike at the scale, then
-  measures their attention maps' diagonal concentration on MRPC."""
+  """002 Table 1: the attention maps' diagonal concentration.
+
+  002 Table 1: pretrains BERT and ConvBERT alike at the scale, then
+  measures their attention maps' diagonal concentration on MRPC.
+  """
   _require('corpus', 'glue_dir')
   settings = dataclasses.replace(
       grid_settings(target, {}, 0), finetune_fingerprint=''
@@ -439,10 +450,13 @@ def write_command_table(
     results,
     header: Optional[str] = None,
 ) -> str:
-  """Writes a 'command' target's <out>/<key>.md and <key>.json, as the
+  """Writes a 'command' target's markdown and JSON results.
+
+  Writes a 'command' target's <out>/<key>.md and <key>.json, as the
   grids write theirs: a heading, a header line (the scale and runs, where
   the target pretrains), and the experiment's own table and results;
-  returns the markdown."""
+  returns the markdown.
+  """
   lines = f'{header}\n\n' if header else ''
   text = f'## {target.key}: {target.description}\n\n{lines}{body}\n'
   with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.md'), 'w') as f:
@@ -579,8 +593,11 @@ def _grid(target: registry.Target) -> None:
 
 
 def _learning(target: registry.Target) -> None:
-  """Pretrains one model per objective at the scale and writes the
-  evidence that each learns (`learning.run_learning`)."""
+  """Pretrains one model per objective and writes the learning evidence.
+
+  Pretrains one model per objective at the scale and writes the
+  evidence that each learns (`learning.run_learning`).
+  """
   if FLAGS.scale == 'paper':
     raise app.UsageError(f'{target.key} runs below paper scale only.')
   _require('corpus', 'glue_dir', 'out')

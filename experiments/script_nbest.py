@@ -255,8 +255,11 @@ def per_word(
 
 
 def _read_lines(path: str) -> List[str]:
-  """The lines of a UTF-8 text file (any `tf.io.gfile` path), split at
-  '\\n', '\\r\\n' or '\\r' as Python's text files split them."""
+  r"""The lines of a UTF-8 text file (any `tf.io.gfile` path).
+
+  The lines of a UTF-8 text file (any `tf.io.gfile` path), split at
+  '\n', '\r\n' or '\r' as Python's text files split them.
+  """
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'--sentences file {path} does not exist.')
   with tf.io.gfile.GFile(path, 'rb') as f:
@@ -265,9 +268,12 @@ def _read_lines(path: str) -> List[str]:
 
 
 def _pretrain(records_dir: str, model_dir: str) -> Dict:
-  """Runs `official_repro.train` (log: `<work_dir>/train.log`, written when
+  """Runs `official_repro.train` and returns its printed result.
+
+  Runs `official_repro.train` (log: `<work_dir>/train.log`, written when
   the run ends) and returns its printed result (it resumes from, or only
-  evaluates, a finished run in `model_dir`)."""
+  evaluates, a finished run in `model_dir`).
+  """
   params = [
       f"pretrain_data.input_path = '{records_dir}'",
       'pretrain_data.max_seq_length = 128',
@@ -359,9 +365,12 @@ def first_pass_lists(
 
 
 def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
-  """Writes dev.json and test.json (half the lists each) and runs
+  """Rescores the N-best lists with `official_repro.rescore`.
+
+  Writes dev.json and test.json (half the lists each) and runs
   `official_repro.rescore --init_checkpoint=model_dir` on them; returns its
-  JSON output."""
+  JSON output.
+  """
   rng = np.random.default_rng(FLAGS.seed)
   half = len(nbest) // 2
   paths = {}
@@ -399,8 +408,11 @@ def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
 
 
 def format_report(result: Dict, command: str) -> str:
-  """The run's results as markdown: ranking, agreement with the T-pass PLL,
-  rescoring."""
+  """The run's results as markdown.
+
+  The run's results as markdown: ranking, agreement with the T-pass PLL,
+  rescoring.
+  """
   lines = [
       '## SCRIPT scoring from a trained run',
       '',
@@ -457,6 +469,7 @@ def format_report(result: Dict, command: str) -> str:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   tf.io.gfile.makedirs(FLAGS.work_dir)
   result = {}

@@ -60,7 +60,9 @@ FORMULATIONS = ('slices', 'banded')
 def shifted_slices_sum(
     values: tf.Tensor, kernel: tf.Tensor, causal: bool = False
 ) -> tf.Tensor:
-  """The k-tap sum as k shifted slices of the padded values (the earlier
+  """The k-tap sum as k shifted slices of the padded values.
+
+  The k-tap sum as k shifted slices of the padded values (the earlier
   formulation of `span_dynamic_conv.apply_dynamic_kernel`).
 
   Args:
@@ -211,6 +213,7 @@ def _parse_shapes(items: Sequence[str]) -> List[Tuple[int, int]]:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   rows = measure(
       _parse_shapes(FLAGS.shapes),

@@ -55,8 +55,11 @@ BUDGET_CONFIG = 'electra_small'
 
 
 def paper_rows() -> Dict[str, Tuple[str, float, float, int]]:
-  """Per gin file: (label, params, train FLOPs, train steps) as 001 gives
-  them (Table IV Params and Train FLOPs, Table V Train Steps)."""
+  """Per gin file: (label, params, train FLOPs, train steps) as 001 gives.
+
+  Per gin file: (label, params, train FLOPs, train steps) as 001 gives
+  them (Table IV Params and Train FLOPs, Table V Train Steps).
+  """
   paper = paper_tables.load('001')
   rows = {}
   for name, (label, row, column, multiple) in ROWS.items():
@@ -84,6 +87,7 @@ def _report(name: str) -> Tuple[flops.ComputeReport, cfg.TaskConfig]:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   budget = _report(BUDGET_CONFIG)[0].total_train_flops()
   header = (

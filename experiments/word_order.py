@@ -1,4 +1,6 @@
-r"""Does a pretrained masked LM use word order? Held-out text in order vs
+r"""Does a pretrained masked LM use word order?
+
+Does a pretrained masked LM use word order? Held-out text in order vs
 shuffled.
 
   python -m experiments.word_order --model_dir=<pretraining run> \
@@ -45,8 +47,7 @@ def _special_ids(metadata) -> np.ndarray:
 
 
 def shuffled_copy(record_dir: str, output_dir: str, seed: int = 0) -> str:
-  """Writes the eval split of `record_dir` with each segment's tokens
-  shuffled.
+  """Writes the eval split of `record_dir` with each segment's tokens shuffled.
 
   Args:
     record_dir: a dynamically masked record directory.
@@ -105,7 +106,9 @@ def evaluate(
     steps: int,
     checkpoint: Optional[str] = None,
 ) -> Dict[str, float]:
-  """The objective's metrics of a pretraining run on a record directory's
+  """The objective's metrics of a pretraining run on an eval split.
+
+  The objective's metrics of a pretraining run on a record directory's
   eval split.
 
   Args:
@@ -151,8 +154,11 @@ def evaluate(
 def word_order(
     model_dir: str, record_dir: str, steps: int = 50, seed: int = 0
 ) -> Dict[str, object]:
-  """In-order and shuffled held-out metrics and the frequent-token
-  baseline of a pretraining run."""
+  """In-order and shuffled held-out metrics and the frequent-token baseline.
+
+  In-order and shuffled held-out metrics and the frequent-token
+  baseline of a pretraining run.
+  """
   with tempfile.TemporaryDirectory() as scratch:
     shuffled = shuffled_copy(
         record_dir, os.path.join(scratch, 'shuffled'), seed
@@ -169,8 +175,7 @@ def word_order(
 
 
 def format_result(result: Dict[str, object]) -> str:
-  """Two lines: masked-LM accuracy in order and shuffled, and the
-  baseline."""
+  """Two lines: masked-LM accuracy in order and shuffled, and the baseline."""
   return (
       f'masked-LM accuracy on held-out text: in order '
       f'{result["in_order"]["masked_lm_accuracy"]:.4f}, shuffled '
@@ -181,6 +186,7 @@ def format_result(result: Dict[str, object]) -> str:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   for name in ('model_dir', 'records'):
     if not getattr(FLAGS, name):

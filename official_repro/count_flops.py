@@ -1,7 +1,9 @@
 r"""Parameters and training FLOPs of a pretraining config (any objective).
 
-  python -m official_repro.count_flops --gin_file=gin/papers/001_ale/ale_small.gin \
-      [--flops_budget=1.294e18 | --budget_gin_file=gin/papers/001_ale/electra_small.gin] \
+  python -m official_repro.count_flops \
+      --gin_file=gin/papers/001_ale/ale_small.gin \
+      [--flops_budget=1.294e18 |
+       --budget_gin_file=gin/papers/001_ale/electra_small.gin] \
       [--profile]
 
 Prints each network of the objective (its backbone and sizes, forward FLOPs
@@ -145,6 +147,7 @@ def format_report(
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   flag_values = flags.FLAGS
   if not flag_values.gin_file:
@@ -189,8 +192,11 @@ def main(argv):
 
 
 def define_flags():
-  """The CLI's flags; defined on demand because other entry points import
-  this module and define flags of the same names."""
+  """Defines the CLI's flags.
+
+  The CLI's flags; defined on demand because other entry points import
+  this module and define flags of the same names.
+  """
   flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
   flags.DEFINE_integer(

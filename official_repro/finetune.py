@@ -79,6 +79,7 @@ def configured_encoder() -> pretrained.PretrainedEncoder:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   for name in ('gin_file', 'data_dir', 'model_dir'):
     if not getattr(FLAGS, name):

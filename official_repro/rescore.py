@@ -518,6 +518,7 @@ def _write_selected_texts(path: str, texts: List[Tuple[str, str]]):
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   scorer = (
       score.PllScorer.from_checkpoint(FLAGS.init_checkpoint)

@@ -267,7 +267,8 @@ class PllScorer:
     """float32 `[N]`: log softmax(s_t)[x_t] with token t masked.
 
     Args:
-      word_ids, input_mask: int32 `[N, T]`, position t already [MASK].
+      word_ids: int32 `[N, T]`, position t already [MASK].
+      input_mask: int32 `[N, T]` padding mask.
       positions: int32 `[N, 1]`, t.
       original_ids: int32 `[N]`, x_t.
     """
@@ -319,8 +320,11 @@ def read_sentences(path: str) -> List[str]:
 def timed_scores(
     scorer: PllScorer, sentences: Sequence[str]
 ) -> Tuple[np.ndarray, float]:
-  """The scores of `sentences` and the seconds they took, after a warm-up
-  call on the first batch (which traces the TensorFlow function)."""
+  """The scores of `sentences` and the seconds they took.
+
+  The scores of `sentences` and the seconds they took, after a warm-up
+  call on the first batch (which traces the TensorFlow function).
+  """
   scorer(sentences[: scorer.batch_size])
   start = time.perf_counter()
   scores = scorer(sentences)
@@ -389,6 +393,7 @@ def define_flags():
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   flag_values = flags.FLAGS
   methods = METHODS if flag_values.method == 'both' else (flag_values.method,)

@@ -105,7 +105,9 @@ def run(
 
 
 def check_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> str:
-  """Parses the gin config and checks that it selects a known objective;
+  """Parses the gin config and returns the objective's name.
+
+  Parses the gin config and checks that it selects a known objective;
   returns the objective's name.
 
   Raises:
@@ -130,7 +132,9 @@ def validate(
     model_dir: str,
     mode: str,
 ) -> None:
-  """Everything `run` would refuse that can be checked before TensorFlow
+  """Checks what `run` would refuse before TensorFlow starts.
+
+  Everything `run` would refuse that can be checked before TensorFlow
   starts its devices: the gin config, the records it names, and a
   checkpoint to evaluate.
 
@@ -152,6 +156,7 @@ def validate(
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   if not FLAGS.gin_file:
     raise app.UsageError('--gin_file is required (see gin/).')

@@ -58,8 +58,11 @@ def _run(args, cwd=REPO_ROOT, timeout=300):
 
 
 def check_refused(args, *named, keep=(), cwd=REPO_ROOT):
-  """Runs `args`; asserts the one-line refusal naming each of `named`, and
-  that the files under `keep` did not change."""
+  """Runs `args` and checks its one-line refusal.
+
+  Runs `args`; asserts the one-line refusal naming each of `named`, and
+  that the files under `keep` did not change.
+  """
   before = _snapshot(*keep)
   completed = _run(args, cwd=cwd)
   own = [
@@ -79,9 +82,12 @@ def check_refused(args, *named, keep=(), cwd=REPO_ROOT):
 
 @pytest.fixture(scope='module')
 def workspace(tmp_path_factory, tiny_records):
-  """A folder with complete records (an earlier run's output), a tiny
+  """Inputs that the CLIs must refuse.
+
+  A folder with complete records (an earlier run's output), a tiny
   trained masked-LM run, a vocabulary with a duplicate token and corpora
-  that are not UTF-8."""
+  that are not UTF-8.
+  """
   root = tmp_path_factory.mktemp('workspace')
   records = root / 'records'
   shutil.copytree(tiny_records, records)

@@ -1,4 +1,4 @@
-"""The FLOPs/parameters command: reports of the papers' configs, any objective."""
+"""The FLOPs/parameters command: the papers' configs, any objective."""
 
 import dataclasses
 import os

@@ -141,8 +141,11 @@ def _cited_gin_files():
     [os.path.relpath(path, GIN_DIR) for path in _gin_files_under(GIN_DIR)],
 )
 def test_gin_file_is_ascii(path):
-  """Gin opens files in the locale's encoding: a non-ASCII comment breaks
-  parsing under LANG=C (citations use the tables' ASCII row keys)."""
+  """Gin files are ASCII.
+
+  Gin opens files in the locale's encoding: a non-ASCII comment breaks
+  parsing under LANG=C (citations use the tables' ASCII row keys).
+  """
   with open(os.path.join(GIN_DIR, path), 'rb') as f:
     f.read().decode('ascii')
 
@@ -151,8 +154,11 @@ def test_gin_file_is_ascii(path):
     'path', [os.path.relpath(path, GIN_DIR) for path in _cited_gin_files()]
 )
 def test_every_binding_cites_a_cell_section_or_source(path):
-  """Every binding's citations resolve (experiments/paper_tables), and a
-  binding that cites a table cell has that cell's value."""
+  """Every binding's citations resolve.
+
+  Every binding's citations resolve (experiments/paper_tables), and a
+  binding that cites a table cell has that cell's value.
+  """
   problems = [
       problem
       for binding in citations.gin_bindings(os.path.join(GIN_DIR, path))
@@ -459,11 +465,14 @@ def _printed_step(cell):
 
 @pytest.mark.parametrize('filename', sorted(TABLE_4_ROWS_002))
 def test_002_table_4_parameters(clean_gin, filename):
-  """The built encoder (12 layers, 30522 tokens, pooler excluded) has the
+  """The built encoder has 002 Table 4's printed parameters.
+
+  The built encoder (12 layers, 30522 tokens, pooler excluded) has the
   parameters 002 Table 4 prints for its row, to the printed digit. The
   rebuttal drops the digits below it rather than rounding: +BNK,+GL has
   14.69M and prints "14M" (rounded it would be 15M); +BNK,+GL,+Larger has
-  17.03M and prints "17M"."""
+  17.03M and prints "17M".
+  """
   del clean_gin
   cell = paper_tables.load('002').cell(
       '4', TABLE_4_ROWS_002[filename], 'Params'
@@ -493,8 +502,11 @@ def test_002_table_4_parameters(clean_gin, filename):
     ),
 )
 def test_convbert_sizes_cite_their_source(path):
-  """Every binding of a ConvBERT size cites 002 or the ConvBERT reference code
-  (that the citations resolve is test_every_binding_cites_...'s check)."""
+  """Every binding of a ConvBERT size cites 002 or the reference code.
+
+  Every binding of a ConvBERT size cites 002 or the ConvBERT reference code
+  (that the citations resolve is test_every_binding_cites_...'s check).
+  """
   for binding in citations.gin_bindings(path):
     assert any(
         citation.paper == '002'
@@ -624,8 +636,11 @@ def test_004_finetuning_base_learning_rate(clean_gin):
 
 
 def _assert_finetuning_adam_betas_and_linear_decay():
-  """Fine-tuning's Adam betas (0.9, 0.999) and its linear decay to 0: fixed
-  in code, no gin binding (the 003 and 004 fine-tuning tables give them)."""
+  """Fine-tuning's Adam betas and linear decay are fixed in code.
+
+  Fine-tuning's Adam betas (0.9, 0.999) and its linear decay to 0: fixed
+  in code, no gin binding (the 003 and 004 fine-tuning tables give them).
+  """
   optimizer = layerwise_decay.LayerwiseAdamWeightDecay(lr_multipliers={})
   task_config = finetuning_base.FinetuneTaskConfig()
   assert (optimizer.get_config()['beta_1'], task_config.adam_beta_2) == (
@@ -946,8 +961,11 @@ def _003_column_of(filename):
 
 @pytest.mark.parametrize('filename', sorted(LAYERS_003))
 def test_003_files_build_their_experiment(clean_gin, filename):
-  """The experiment config through gin, as train.py builds it (no records:
-  the BERT uncased vocabulary size is bound instead)."""
+  """The experiment config through gin, as train.py builds it.
+
+  The experiment config through gin, as train.py builds it (no records:
+  the BERT uncased vocabulary size is bound instead).
+  """
   del clean_gin
   _parse_003(
       filename, ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522']

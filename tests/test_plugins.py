@@ -13,7 +13,7 @@ import pytest
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.tasks import objectives
-from tests.plugins import rezero_backbone  # pylint: disable=unused-import
+from tests.plugins import rezero_backbone  # noqa: F401  (registers the plug-in)
 
 _FROZEN_GENERATOR = [
     'import tests.plugins.frozen_generator_mlm',

@@ -341,7 +341,8 @@ _FAKE_GCLOUD = textwrap.dedent('''\
 _FAKE_PYTHON3 = textwrap.dedent("""\
     #!{python}
     import json, os, sys
-    with open(os.path.join(os.environ['HOME'], 'python3_calls.jsonl'), 'a') as f:
+    calls = os.path.join(os.environ['HOME'], 'python3_calls.jsonl')
+    with open(calls, 'a') as f:
       f.write(json.dumps({{'argv': sys.argv[1:], 'cwd': os.getcwd()}}) + '\\n')
     """)
 

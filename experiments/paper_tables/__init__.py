@@ -52,8 +52,8 @@ File layout (the keys each JSON object has; `?` marks optional ones):
     notes?        list of strings
 
 Cells are kept as printed and parsed on lookup (`parse_cell`): "2.3e17",
-"500K", "13.5M", "1/2" and "12h" (hours) are numbers, "88.0±0.5" a number with its
-"±" term, "Linear" a string. A column printed with slashes
+"500K", "13.5M", "1/2" and "12h" (hours) are numbers, "88.0±0.5" a number
+with its "±" term, "Linear" a string. A column printed with slashes
 ("Small/Small++") holds slash-separated cells ("256/1024"); looking up one
 of its parts ("Small++") returns the matching part, and a cell with a
 single value ("12") applies to every part.

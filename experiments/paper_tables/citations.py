@@ -152,21 +152,29 @@ def parse_citation(text: str) -> Citation:
 
 
 def citations_in(comment: str) -> List[Citation]:
-  """The citations of a comment, in order (brackets holding no citation
-  raise: a comment's brackets are citations only)."""
+  """The citations of a comment, in order.
+
+  The citations of a comment, in order (brackets holding no citation
+  raise: a comment's brackets are citations only).
+  """
   return [parse_citation(text) for text in _BRACKETED.findall(comment or '')]
 
 
 @functools.lru_cache(maxsize=None)
 def reference_sources() -> Dict[str, Dict[str, str]]:
-  """{repository: {path: what it holds}} of the reference implementations
-  that gin files cite."""
+  """The reference implementations that gin files cite.
+
+  {repository: {path: what it holds}} of the reference implementations
+  that gin files cite.
+  """
   with tf.io.gfile.GFile(REFERENCE_SOURCES) as f:
     return json.load(f)['repositories']
 
 
 def resolve(citation: Citation) -> Union[paper_tables.Cell, str]:
-  """What a citation names: the cell for a cell citation, else a
+  """What a citation names.
+
+  What a citation names: the cell for a cell citation, else a
   description of the table, figure, section or source.
 
   Raises:
@@ -239,8 +247,11 @@ def value_matches(binding: str, value: Any, cell: paper_tables.Cell) -> bool:
 
 
 def _split_comment(line: str) -> Tuple[str, str]:
-  """(code, comment) of a gin line: the comment starts at the first '#'
-  outside a string literal."""
+  """Splits a gin line into (code, comment).
+
+  (code, comment) of a gin line: the comment starts at the first '#'
+  outside a string literal.
+  """
   position = 0
   while True:
     hash_at = line.find('#', position)

@@ -1,0 +1,1 @@
+"""Paper-table regeneration: registry, scales, plan, grid runner and report."""

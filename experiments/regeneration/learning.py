@@ -79,8 +79,11 @@ _WORD_ORDER_BATCHES = 50
 
 
 def _training_minutes(model_dir: str) -> Optional[float]:
-  """Minutes from the first to the last training summary of a run (None
-  without summaries); a run resumed after a pause counts the pause."""
+  """Minutes from the first to the last training summary of a run.
+
+  Minutes from the first to the last training summary of a run (None
+  without summaries); a run resumed after a pause counts the pause.
+  """
   times = []
   for path in tf.io.gfile.glob(
       os.path.join(model_dir, 'train', 'events.out.tfevents.*')
@@ -107,8 +110,11 @@ def _checked(run: registry.Run, final: Dict[str, float]) -> List[Dict]:
 
 
 def _gap(pretrained: Dict, random_init: Dict) -> Dict:
-  """Pretrained minus random-init mean score, and twice its standard
-  error over the fine-tuning seeds."""
+  """The pretraining gain over random initialisation, with its error.
+
+  Pretrained minus random-init mean score, and twice its standard
+  error over the fine-tuning seeds.
+  """
   a, b = pretrained['summary'], random_init['summary']
   noise = 2.0 * math.sqrt(a['std'] ** 2 / a['n'] + b['std'] ** 2 / b['n'])
   gap = a['mean'] - b['mean']
@@ -386,8 +392,7 @@ def _plot_runs(content: Dict, out: str) -> List[str]:
 
 
 def write(content: Dict, out: str) -> str:
-  """Writes the markdown, JSON and figures into `out`; returns the
-  markdown."""
+  """Writes the markdown, JSON and figures into `out`; returns the markdown."""
   tf.io.gfile.makedirs(out)
   text = markdown(content)
   name = f'learning_{content["scale"]}'

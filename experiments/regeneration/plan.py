@@ -90,8 +90,7 @@ class PlannedRun:
 
 
 def parse_gin(gin_files: Sequence[str], bindings: Sequence[str] = ()) -> None:
-  """Clears gin and parses repository-relative `gin_files`, then
-  `bindings`."""
+  """Clears gin and parses repository-relative `gin_files`, then `bindings`."""
   gin.clear_config()
   gin_utils.parse_config(
       [os.path.join(gin_utils.REPO_ROOT, path) for path in gin_files],
@@ -117,8 +116,11 @@ def _gin_fingerprint(
 
 
 def run_label(gin_files: Sequence[str]) -> str:
-  """A run directory's readable part: the first gin file's paper folder
-  and name ('001_ale.electra_small')."""
+  """A run directory's readable part.
+
+  A run directory's readable part: the first gin file's paper folder
+  and name ('001_ale.electra_small').
+  """
   paper_dir, name = gin_files[0].split('/')[-2:]
   return f'{paper_dir}.{os.path.splitext(name)[0]}'
 
@@ -128,7 +130,9 @@ def shared_label(
     fingerprint: str,
     fingerprint_of: Callable[[registry.Run], str],
 ) -> str:
-  """The label of `run`'s directory: that of the first run in the registry
+  """The label of `run`'s directory.
+
+  The label of `run`'s directory: that of the first run in the registry
   (in --list order) that trains the same bindings, `fingerprint_of(other)
   == fingerprint`, else its own.
 
@@ -162,8 +166,11 @@ def flops_report(
 
 
 def tpu_v3_8_flops_per_second(vocab_size: int = 30522) -> float:
-  """Training FLOPs per second of a TPU v3-8: 004 Sec. 3.3's ELECTRA-small
-  iterations per second times our FLOPs per step of that configuration."""
+  """Training FLOPs per second of a TPU v3-8.
+
+  Training FLOPs per second of a TPU v3-8: 004 Sec. 3.3's ELECTRA-small
+  iterations per second times our FLOPs per step of that configuration.
+  """
   report, _ = flops_report(_CALIBRATION_GIN, _CALIBRATION_BINDINGS, vocab_size)
   per_step = report.total_train_flops() / report.train_steps
   rate = paper_tables.load('004').stated['ELECTRA-small iterations/s'].value
@@ -219,11 +226,14 @@ def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
 def model_directory(
     bucket: str, run: registry.Run, bindings: Sequence[str] = ()
 ) -> str:
-  """A paper-scale pretraining run's model directory under `bucket`: its
+  """A paper-scale pretraining run's model directory under `bucket`.
+
+  A paper-scale pretraining run's model directory under `bucket`: its
   `shared_label` and a digest of its gin bindings, so that the tables that
   compare the same model (ELECTRA-small in 001 Table IV and 004 Tables 1
   and 2; 003's Small++ rows repeated in Tables 2-4 and Fig. 5) pretrain it
-  once."""
+  once.
+  """
   fingerprint = gin_fingerprint(run.gin_files, bindings)
   label = shared_label(
       run, fingerprint, lambda other: gin_fingerprint(other.gin_files, bindings)
@@ -234,9 +244,12 @@ def model_directory(
 def glue_directory(
     model_dir: str, target: registry.Target, run: registry.Run
 ) -> str:
-  """The GLUE fine-tuning directory of a run under a paper's protocol (and
+  """The GLUE fine-tuning directory of a run under a paper's protocol.
+
+  The GLUE fine-tuning directory of a run under a paper's protocol (and
   its size's cells): one pretrained model is fine-tuned once per
-  protocol."""
+  protocol.
+  """
   return f'{model_dir}/glue_{target.finetune_paper}' + (
       f'_{run.finetune_size}' if run.finetune_size else ''
   )

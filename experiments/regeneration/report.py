@@ -158,8 +158,11 @@ def _final(
 
 
 def _seed_averages(result: Dict, scale: float) -> Optional[List[float]]:
-  """Each pretraining seed's mean score over the tasks run (on the paper's
-  scale), or None for a run of one seed."""
+  """Each pretraining seed's mean score over the tasks run.
+
+  Each pretraining seed's mean score over the tasks run (on the paper's
+  scale), or None for a run of one seed.
+  """
   if 'seeds' not in result:
     return None
   return [
@@ -409,7 +412,9 @@ def write(
     out: str,
     name: Optional[str] = None,
 ) -> str:
-  """Writes <out>/<name>.md and .json (and .png for figures); returns the
+  """Writes <out>/<name>.md and .json (and .png for figures).
+
+  Writes <out>/<name>.md and .json (and .png for figures); returns the
   markdown.
 
   Args:
@@ -474,8 +479,11 @@ def figure_lines(
 
 
 def plot(target: registry.Target, entries: List[Dict], path: str) -> None:
-  """The figure: `figure_lines` (references as horizontal lines), with the
-  paper's stated points."""
+  """Draws the figure with the paper's stated points.
+
+  The figure: `figure_lines` (references as horizontal lines), with the
+  paper's stated points.
+  """
   import matplotlib  # pylint: disable=g-import-not-at-top
 
   matplotlib.use('Agg')

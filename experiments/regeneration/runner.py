@@ -165,8 +165,11 @@ def check_settings(out: str, settings: GridSettings) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _optimizer(gin_files: Tuple[str, ...]) -> str:
-  """The optimizer `gin_files` train with (`optimization.optimizer`, or its
-  default)."""
+  """The optimizer `gin_files` train with.
+
+  The optimizer `gin_files` train with (`optimization.optimizer`, or its
+  default).
+  """
   plan.parse_gin(gin_files)
   try:
     return gin.query_parameter('optimization.optimizer')
@@ -182,8 +185,11 @@ def _optimizer(gin_files: Tuple[str, ...]) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _objective(gin_files: Tuple[str, ...]) -> str:
-  """The objective `gin_files` pretrain (`experiment.objective`, which has
-  no default)."""
+  """The objective `gin_files` pretrain.
+
+  The objective `gin_files` pretrain (`experiment.objective`, which has
+  no default).
+  """
   plan.parse_gin(gin_files)
   try:
     return gin.query_parameter('experiment.objective')
@@ -192,12 +198,15 @@ def _objective(gin_files: Tuple[str, ...]) -> str:
 
 
 def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
-  """The includes that shrink a run to `scale`, after its paper gin files:
+  """The includes that shrink a run to `scale`, after its paper gin files.
+
+  The includes that shrink a run to `scale`, after its paper gin files:
   `gin/regenerate/<scale>.gin`, then `<scale>_<optimizer>.gin` where the
   scale has one for the run's optimizer (a short run's learning rate
   depends on it: LAMB and AdamW want different steps), then
   `<scale>_<objective>.gin` where it has one for the run's objective (a
-  short SCRIPT run starts its critic at its base rate)."""
+  short SCRIPT run starts its critic at its base rate).
+  """
   gin_files = tuple(run.gin_files)
   includes = [f'gin/regenerate/{scale}.gin']
   for variant in (_optimizer(gin_files), _objective(gin_files)):
@@ -208,8 +217,11 @@ def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
 
 
 def finetune_gin(scale: str) -> str:
-  """The scale's fine-tuning include (repository-relative), or '' if the
-  scale fine-tunes with the papers' cells unchanged."""
+  """The scale's fine-tuning include, or ''.
+
+  The scale's fine-tuning include (repository-relative), or '' if the
+  scale fine-tunes with the papers' cells unchanged.
+  """
   path = f'gin/regenerate/{scale}_finetune.gin'
   if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
     return path
@@ -217,8 +229,11 @@ def finetune_gin(scale: str) -> str:
 
 
 def finetune_fingerprint(scale: str) -> str:
-  """SHA-256 of the bindings `finetune_gin(scale)` makes ('' if there is
-  none): its values, not its comments."""
+  """SHA-256 of the bindings `finetune_gin(scale)` makes.
+
+  SHA-256 of the bindings `finetune_gin(scale)` makes ('' if there is
+  none): its values, not its comments.
+  """
   path = finetune_gin(scale)
   return plan.gin_fingerprint([path]) if path else ''
 
@@ -226,10 +241,13 @@ def finetune_fingerprint(scale: str) -> str:
 def run_steps(
     target: registry.Target, settings: GridSettings, vocab_size: int
 ) -> Dict[str, int]:
-  """{run name: train steps} at `settings.scale`: with a reference run, the
+  """The train steps of each run at `settings.scale`.
+
+  {run name: train steps} at `settings.scale`: with a reference run, the
   steps that give each run the reference's training FLOPs (at
   `settings.reference_steps`) times its budget ratio; without one, the
-  reference steps times the ratio."""
+  reference steps times the ratio.
+  """
   runs = target.runs_at(settings.scale)
   if target.reference is None:
     return {
@@ -268,8 +286,11 @@ def _digest(*parts: str) -> str:
 
 
 def _path_key(path: str) -> str:
-  """A path as it enters a digest: local paths made absolute, so that the
-  same file given two ways is one run."""
+  """A path as it enters a digest.
+
+  A path as it enters a digest: local paths made absolute, so that the
+  same file given two ways is one run.
+  """
   return path if '://' in path else os.path.abspath(path)
 
 
@@ -281,8 +302,11 @@ def _vocabulary_key(settings: GridSettings) -> str:
 
 
 def scale_max_seq_length(scale: str) -> int:
-  """The records' sequence length at `scale`: its include's
-  `pretrain_data.max_seq_length`."""
+  """The records' sequence length at `scale`.
+
+  The records' sequence length at `scale`: its include's
+  `pretrain_data.max_seq_length`.
+  """
   return _query(f'gin/regenerate/{scale}.gin', 'pretrain_data.max_seq_length')
 
 
@@ -296,9 +320,12 @@ def _query(gin_file: str, name: str):
 
 
 def records_dir(runs_dir: str, settings: GridSettings) -> str:
-  """The run store's records of the settings' corpus and vocabulary (and of
+  """The run store's records of the settings' corpus and vocabulary.
+
+  The run store's records of the settings' corpus and vocabulary (and of
   the scale's sequence length and eval split, where they are not the
-  128 tokens and 1% of the books every scale had before the cpu scale)."""
+  128 tokens and 1% of the books every scale had before the cpu scale).
+  """
   parts = [_path_key(settings.corpus), _vocabulary_key(settings)]
   max_seq_length = scale_max_seq_length(settings.scale)
   if (max_seq_length, settings.eval_fraction) != (128, 0.01):
@@ -313,13 +340,16 @@ def run_dir(
     steps: int,
     seed: Optional[int] = None,
 ) -> str:
-  """The run store's directory of a pretraining run: named by
+  """The run store's directory of a pretraining run.
+
+  The run store's directory of a pretraining run: named by
   `plan.shared_label` (the first gin file, `001_ale.electra_small`, of the
   first registry run that trains the same bindings at the scale, so that
   003's Small++ rows, equal to its Small ones below paper scale, are one
   run) and a digest of its gin bindings (its pretraining seed among them),
   corpus, vocabulary and strategy, so that equal runs of different tables
-  are one."""
+  are one.
+  """
   label = plan.shared_label(
       run,
       run_fingerprint(run, settings.scale, steps),
@@ -338,10 +368,13 @@ def run_dir(
 
 
 def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
-  """A fine-tuning job's directory under a checkpoint's `step_dir`, named
+  """A fine-tuning job's directory under a checkpoint's `step_dir`.
+
+  A fine-tuning job's directory under a checkpoint's `step_dir`, named
   by the task and a digest of what decides its scores besides the
   checkpoint and the protocol's folder: the GLUE directory, epochs, seeds
-  and the bindings of the scale's fine-tuning include."""
+  and the bindings of the scale's fine-tuning include.
+  """
   return os.path.join(
       step_dir,
       f'{task}-'
@@ -355,8 +388,11 @@ def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
 
 
 def _checkpoint_steps(train_steps: int, points: int) -> List[int]:
-  """Steps of the checkpoints a learning curve fine-tunes: every
-  `train_steps // points` steps, and the last step."""
+  """Steps of the checkpoints a learning curve fine-tunes.
+
+  Steps of the checkpoints a learning curve fine-tunes: every
+  `train_steps // points` steps, and the last step.
+  """
   interval = max(1, train_steps // points)
   return sorted({interval * i for i in range(1, points)} | {train_steps})
 
@@ -365,7 +401,9 @@ _PROGRESS = re.compile(r'^(train|eval) \| step:')
 
 
 def _call(command: Sequence[str], log_path: str) -> None:
-  """Runs a job; its Orbit progress lines ("train | step: ...") go to the
+  """Runs a job, showing its progress and logging its output.
+
+  Runs a job; its Orbit progress lines ("train | step: ...") go to the
   terminal as they come, all of its output to `log_path` at the end.
 
   If this process is stopped (Ctrl-C, SIGTERM) while the job runs, the job
@@ -405,8 +443,11 @@ _STOP_GRACE_SECONDS = 30
 
 
 def _stop(process: subprocess.Popen) -> None:
-  """Sends the job SIGTERM (training checkpoints at the end of its loop and
-  exits), and kills it if it has not ended within `_STOP_GRACE_SECONDS`."""
+  """Stops the job: SIGTERM, then a kill after a grace period.
+
+  Sends the job SIGTERM (training checkpoints at the end of its loop and
+  exits), and kills it if it has not ended within `_STOP_GRACE_SECONDS`.
+  """
   if process.poll() is not None:
     return
   process.terminate()
@@ -420,9 +461,12 @@ def _stop(process: subprocess.Popen) -> None:
 def _training_bindings(
     run: registry.Run, scale: str, steps: int, seed: Optional[int] = None
 ) -> Tuple[str, ...]:
-  """What a run trains with after its gin files and the scale's include:
+  """What a run trains with after its gin files and the scale's include.
+
+  What a run trains with after its gin files and the scale's include:
   its steps, a warmup over a tenth of them, its bindings at the scale and,
-  if given, its pretraining seed."""
+  if given, its pretraining seed.
+  """
   return (
       f'experiment.train_steps = {steps}',
       f'optimization.warmup_steps = {steps // 10}',
@@ -434,9 +478,12 @@ def _training_bindings(
 def run_fingerprint(
     run: registry.Run, scale: str, steps: int, seed: Optional[int] = None
 ) -> str:
-  """SHA-256 of the gin bindings a run trains with (its paper files, the
+  """SHA-256 of the gin bindings a run trains with.
+
+  SHA-256 of the gin bindings a run trains with (its paper files, the
   scale's include and `_training_bindings`): a run read back from an
-  earlier call must have been trained with the same."""
+  earlier call must have been trained with the same.
+  """
   return plan.gin_fingerprint(
       run.gin_files + scale_gin_files(run, scale),
       _training_bindings(run, scale, steps, seed),
@@ -500,10 +547,13 @@ def finetune(
     step_dir: str,
     random_init: bool = False,
 ) -> Dict[str, Dict]:
-  """{task: glue_suite's summary and score} for one checkpoint, each task
+  """Fine-tunes (or reads back) every task for one checkpoint.
+
+  {task: glue_suite's summary and score} for one checkpoint, each task
   fine-tuned under `step_dir` (or read back from there); with
   `random_init`, the checkpoint's architecture from random
-  initialisation."""
+  initialisation.
+  """
   scores = {}
   for task, epochs in settings.tasks.items():
     model_dir = _task_dir(step_dir, task, settings)
@@ -566,7 +616,9 @@ def pretrain_into_store(
     curve: bool = False,
     seed: Optional[int] = None,
 ) -> Tuple[str, List[int]]:
-  """Pretrains `run` in the run store (or resumes it, or finds it done),
+  """Pretrains `run` in the run store (or resumes it, or finds it done).
+
+  Pretrains `run` in the run store (or resumes it, or finds it done),
   saving `settings.curve_points` checkpoints.
 
   Args:
@@ -617,10 +669,13 @@ def pretrain_into_store(
 def pretrain_only(
     target: registry.Target, settings: GridSettings, out: str, runs_dir: str
 ) -> Dict[str, str]:
-  """Pretrains (or resumes, or reads back from the run store `runs_dir`)
+  """Pretrains every run of `target` at the scale.
+
+  Pretrains (or resumes, or reads back from the run store `runs_dir`)
   every run of `target` at the scale, all with the reference steps, with
   the first pretraining seed; returns {run name: its exported encoder
-  folder}."""
+  folder}.
+  """
   check_settings(out, settings)
   records = records_dir(runs_dir, settings)
   steps = run_steps(target, settings, build_records(settings, records))
@@ -804,9 +859,12 @@ def _run_seed(
     steps: int,
     seed: Optional[int],
 ) -> Dict:
-  """Pretrains and fine-tunes one pretraining seed of `run`; returns its
+  """Pretrains and fine-tunes one pretraining seed of `run`.
+
+  Pretrains and fine-tunes one pretraining seed of `run`; returns its
   seed, run directory, `glue` at the last step, `curve` ({step: glue})
-  and, with held-out evaluation, `held_out`."""
+  and, with held-out evaluation, `held_out`.
+  """
   pretrain_dir, checkpoints = pretrain_into_store(
       run,
       settings,

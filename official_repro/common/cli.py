@@ -47,9 +47,12 @@ class UserError(ValueError):
 
 
 class Interrupted(BaseException):
-  """SIGTERM reached the main thread (Ctrl-C raises KeyboardInterrupt); a
+  """SIGTERM reached the main thread.
+
+  SIGTERM reached the main thread (Ctrl-C raises KeyboardInterrupt); a
   BaseException, as KeyboardInterrupt, so that `except Exception` does not
-  swallow it."""
+  swallow it.
+  """
 
   def __init__(self, signal_number: int):
     super().__init__(f'stopped by {signal.Signals(signal_number).name}')
@@ -84,8 +87,11 @@ _received = []
 
 
 def _on_signal(signal_number, frame):
-  """Raises `KeyboardInterrupt` (SIGINT) or `Interrupted` (SIGTERM) the
-  first time; ends the process at once the second time."""
+  """Handles SIGINT and SIGTERM: an exception first, then the process ends.
+
+  Raises `KeyboardInterrupt` (SIGINT) or `Interrupted` (SIGTERM) the
+  first time; ends the process at once the second time.
+  """
   del frame
   _received.append(signal_number)
   if len(_received) > 1:

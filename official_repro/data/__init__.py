@@ -1,1 +1,1 @@
-
+"""Corpora, vocabularies, pretraining records and fine-tuning datasets."""

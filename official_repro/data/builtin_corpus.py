@@ -177,8 +177,11 @@ def _stdlib_modules(stdlib_dir: str) -> Iterator[str]:
 
 
 def _module_docstrings(path: str) -> Iterator[str]:
-  """The module docstring, then public class/function docstrings in source
-  order; nothing for a file that does not parse."""
+  """The docstrings of a Python file.
+
+  The module docstring, then public class/function docstrings in source
+  order; nothing for a file that does not parse.
+  """
   with tf.io.gfile.GFile(path, 'rb') as f:
     # Decoded like a local text file read with encoding='utf-8' and
     # errors='replace', line endings included (universal newlines).

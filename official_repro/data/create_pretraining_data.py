@@ -9,7 +9,6 @@ optionally mask them once (static masking, `masking.mask_batch`), and write the
 record directory described in `records`.
 
 Example:
-
   python -m official_repro.data.create_pretraining_data \
     --input=/data/gutenberg --document_mode=file --strip_gutenberg \
     --vocab_file=/data/bert_uncased_vocab.txt --lower_case \
@@ -465,8 +464,7 @@ def _load_given_vocab(config: PretrainingDataConfig) -> Optional[List[str]]:
 def _learn_vocab(
     config: PretrainingDataConfig, train_documents: List[List[str]]
 ) -> List[str]:
-  """A WordPiece vocabulary learned from the train split (not yet
-  written)."""
+  """A WordPiece vocabulary learned from the train split (not yet written)."""
   logging.info(
       'Learning a WordPiece vocabulary of size %d from the train ' 'split.',
       config.vocab_size,
@@ -484,8 +482,11 @@ def _learn_vocab(
 def _write_vocab(
     config: PretrainingDataConfig, tokens: List[str], output_dir: str
 ) -> None:
-  """Writes the vocabulary into `output_dir` (atomically), unless it is
-  `config.vocab_file` itself."""
+  """Writes the vocabulary into `output_dir` (atomically).
+
+  Writes the vocabulary into `output_dir` (atomically), unless it is
+  `config.vocab_file` itself.
+  """
   output_path = os.path.join(output_dir, records.VOCAB_FILENAME)
   if config.vocab_file is None or (
       _absolute(config.vocab_file) != _absolute(output_path)
@@ -496,7 +497,9 @@ def _write_vocab(
 def _check_decode_error_rate(
     stats: text_cleaning.CorpusStats, config: PretrainingDataConfig
 ) -> None:
-  """Stops when more of the corpus was undecodable than allowed (only
+  """Stops when too much of the corpus was undecodable.
+
+  Stops when more of the corpus was undecodable than allowed (only
   possible with --encoding_errors=replace).
 
   Raises:
@@ -514,8 +517,11 @@ def _check_decode_error_rate(
 
 
 def _case_warning(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
-  """A warning when the vocabulary looks cased but lower_case is on, or
-  the other way round."""
+  """A warning when the vocabulary's case disagrees with lower_case.
+
+  A warning when the vocabulary looks cased but lower_case is on, or
+  the other way round.
+  """
   words = [t for t in tokens if t.isalpha()]
   if not words:
     return None
@@ -1017,6 +1023,7 @@ def config_from_flags() -> PretrainingDataConfig:
 
 
 def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   metadata = prepare_pretraining_data(
       FLAGS.input, FLAGS.output_dir, config_from_flags()

@@ -1,4 +1,4 @@
-"""GLUE readers and BERT-style feature conversion for fine-tuning.
+r"""GLUE readers and BERT-style feature conversion for fine-tuning.
 
 Reads the standard GLUE TSV layout, `<glue_dir>/<DIR>/<split>.tsv`, of the
 eight tasks that the reproduced papers report: CoLA, SST-2, MRPC, STS-B, QQP,
@@ -16,7 +16,7 @@ The files follow a few quirks that the reader handles explicitly:
   columns (MNLI has a dozen) do not matter.
 * Quote characters are plain text (`csv.QUOTE_NONE`): MRPC and STS-B contain
   sentences with an unmatched `"` that a quoting CSV parser would merge with
-  the following lines. Lines are split on `\\n` only and fields on `\\t` only.
+  the following lines. Lines are split on `\n` only and fields on `\t` only.
 * A UTF-8 byte-order mark (MRPC's header starts with one) and CRLF line
   endings are accepted in any file.
 
@@ -252,10 +252,10 @@ def read_examples(
 
 
 def _read_lines(path: str) -> Iterator[Tuple[int, Optional[str]]]:
-  """Yields (1-based line number, text without line ending or BOM).
+  r"""Yields (1-based line number, text without line ending or BOM).
 
-  Splits on '\\n' only (a stray '\\r' inside a field stays text) and drops one
-  trailing '\\r' (CRLF files). The text is None for a line that is not UTF-8.
+  Splits on '\n' only (a stray '\r' inside a field stays text) and drops one
+  trailing '\r' (CRLF files). The text is None for a line that is not UTF-8.
   """
   # The whole file is split here: iterating over a GFile would drop every
   # '\r' of the file, inside fields as well.

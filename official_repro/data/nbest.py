@@ -380,7 +380,7 @@ class _NBestCollector:
         self._path,
         file_format,
         len(lists),
-        sum(len(l.hypotheses) for l in lists),
+        sum(len(n.hypotheses) for n in lists),
         tuple(self.malformed),
     )
     if not lists:

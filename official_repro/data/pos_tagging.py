@@ -1,4 +1,4 @@
-"""Penn Treebank POS tagging: file readers, label list, features, accuracy.
+r"""Penn Treebank POS tagging: file readers, label list, features, accuracy.
 
 Paper 001 fine-tunes BERT as a word-level tagger: every encoder output goes
 through a per-token classifier (or a CRF), and
@@ -21,7 +21,7 @@ Two input formats are read into `TaggedSentence`s:
     are separated by whitespace and may span several lines; a sentence ends
     at a blank line or a separator line of '=' characters. The standalone
     chunk brackets `[` and `]` are ignored. A token splits at its LAST
-    unescaped '/', and `\\/` in the word is unescaped (`1\\/2/CD` is the word
+    unescaped '/', and `\/` in the word is unescaped (`1\/2/CD` is the word
     `1/2` with tag CD).
 
 In both formats an ambiguous tag such as `NN|JJ` keeps its first alternative
@@ -426,7 +426,7 @@ def _split_treebank_token(token: str) -> Optional[Tuple[str, str]]:
 
 
 def _label_ids(label_list: Sequence[str]) -> Dict[str, int]:
-  """label -> index, checking the extra labels are there and no duplicates."""
+  """Maps label -> index, checking the extra labels are there, no duplicates."""
   label_ids = {}
   for index, label in enumerate(label_list):
     if label in label_ids:

@@ -90,8 +90,8 @@ def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
     raise RecordMismatchError(
         f'{where}: records were written with max_seq_length='
         f'{metadata["max_seq_length"]}, but the config expects max_seq_length='
-        f'{params.max_seq_length} (pretrain_data.max_seq_length). Regenerate the '
-        'records or change the config.'
+        f'{params.max_seq_length} (pretrain_data.max_seq_length). '
+        'Regenerate the records or change the config.'
     )
   if metadata['masking'] != params.masking:
     raise RecordMismatchError(
@@ -331,7 +331,9 @@ def pretraining_data_configs(
     shuffle_buffer_size: int = 10000,
     seed: Optional[int] = None,
 ) -> Tuple[PretrainDataConfig, PretrainDataConfig]:
-  """Train and eval input configs for one record directory, from one set of
+  """Train and eval input configs for one record directory.
+
+  Train and eval input configs for one record directory, from one set of
   bindings (the two differ in split, batch size, shuffling and masking
   seeds).
 

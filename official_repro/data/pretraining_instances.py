@@ -247,8 +247,11 @@ class InstanceMaker:
   def _random_segment(
       self, documents: List[List[List[int]]], index: int, length: int
   ) -> List[int]:
-    """Sentences from a random other document, from a random start, until at
-    least `length` tokens (or that document's end)."""
+    """Sentences from a random other document.
+
+    Sentences from a random other document, from a random start, until at
+    least `length` tokens (or that document's end).
+    """
     other = self._rng.randrange(len(documents) - 1)
     if other >= index:
       other += 1
@@ -264,8 +267,11 @@ class InstanceMaker:
   def _truncate_pair(
       self, segment_a: List[int], segment_b: List[int]
   ) -> Tuple[List[int], List[int]]:
-    """Drops tokens from the front or back of the longer segment until the
-    pair fits in `max_num_tokens`."""
+    """Truncates the longer segment until the pair fits.
+
+    Drops tokens from the front or back of the longer segment until the
+    pair fits in `max_num_tokens`.
+    """
     excess = len(segment_a) + len(segment_b) - self._options.max_num_tokens
     if excess <= 0:
       return segment_a, segment_b

@@ -103,8 +103,11 @@ def feature_spec(
 
 
 def make_example(features: Mapping[str, np.ndarray]) -> tf.train.Example:
-  """A `tf.train.Example` from 1-D arrays: integer arrays become int64 lists,
-  floating-point arrays float lists."""
+  """A `tf.train.Example` from 1-D arrays.
+
+  A `tf.train.Example` from 1-D arrays: integer arrays become int64 lists,
+  floating-point arrays float lists.
+  """
   feature = {}
   for name, values in features.items():
     values = np.asarray(values)

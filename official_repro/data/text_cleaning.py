@@ -507,7 +507,8 @@ def read_text_file(
     except UnicodeDecodeError as error:
       raise cli.UserError(
           f'{path} is not UTF-8: byte {error.start + bom} '
-          f'(0x{raw[error.start]:02x}) starts no UTF-8 character. Convert the file to UTF-8 (e.g. '
+          f'(0x{raw[error.start]:02x}) starts no UTF-8 character. '
+          'Convert the file to UTF-8 (e.g. '
           '`iconv -f latin1 -t utf-8`), or pass --encoding_errors=replace '
           'to read it with each bad byte sequence replaced by U+FFFD.'
       ) from None

@@ -141,9 +141,12 @@ def load_vocab(
 
 
 def write_vocab(tokens: Sequence[str], path: str):
-  """Writes one token per line, under a temporary name renamed into place
+  """Writes one token per line, atomically.
+
+  Writes one token per line, under a temporary name renamed into place
   when complete (a full disk or a kill never leaves a truncated vocabulary
-  under its final name)."""
+  under its final name).
+  """
   temporary = json_files.temporary_path(path)
   with tf.io.gfile.GFile(temporary, 'w') as f:
     for token in tokens:

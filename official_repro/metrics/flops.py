@@ -12,8 +12,9 @@ The command that reports a pretraining config's parameters and FLOPs is
    every network). It reproduces ELECTRA's own numbers: ELECTRA-small
    1.294e18, BERT-small 1.419e18, BERT-base 6.428e19, ELECTRA-base 6.425e19
    (`tests/metrics/test_flops.py`).
-2. **The TF profiler's count** of the model's frozen forward graph (`--profile`),
-   scaled by the same 2 * batch * steps convention, and the ratio of the two.
+2. **The TF profiler's count** of the model's frozen forward graph
+   (`--profile`), scaled by the same 2 * batch * steps convention, and the
+   ratio of the two.
    The profiler counts an embedding gather as free where the formula charges a
    one-hot matmul (2 * E * V per token, which dominates small models), so the
    tool also prints the formula without those terms.
@@ -63,10 +64,10 @@ of the HLO module XLA compiles a function to, 2 FLOPs per multiply-add. It
 checks the formula's matmul terms (`matmul_flops`) independently of how the
 Python code is written, plus, for ConvBERT, the banded contraction that
 computes the k-tap sum (`compiled_matmul_flops`); the ConvBERT tests and
-`experiments/convbert_speed.py` use it. The TF profiler (`--profile`) counts a graph's float operations
-instead, element-wise ones included, and only einsum equations without an
-ellipsis (Model Garden's Einsum statistics); `GroupedDense` writes its einsum
-without one so that the profiler counts it.
+`experiments/convbert_speed.py` use it. The TF profiler (`--profile`) counts
+a graph's float operations instead, element-wise ones included, and only
+einsum equations without an ellipsis (Model Garden's Einsum statistics);
+`GroupedDense` writes its einsum without one so that the profiler counts it.
 """
 
 import dataclasses
@@ -76,7 +77,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
-from official.core import train_utils  # pylint: disable=unused-import
+# Registers Model Garden's Einsum statistics (see profiled_forward_flops).
+from official.core import train_utils  # noqa: F401
 from official_repro.modeling import activations
 from official_repro.modeling.layers import span_dynamic_conv
 from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-direct-tensorflow-import
@@ -194,9 +196,12 @@ class NetworkShape:
 
 
 def block_heads(net: NetworkShape) -> Tuple[int, int]:
-  """(attention heads, convolution heads) of one block: N and 0 for BERT;
+  """(attention heads, convolution heads) of one block.
+
+  (attention heads, convolution heads) of one block: N and 0 for BERT;
   for ConvBERT N' = max(1, N // head_ratio) of each, 2N' convolution heads
-  if `conv_only`, none if `attention_only`."""
+  if `conv_only`, none if `attention_only`.
+  """
   if net.head_ratio is None:
     return net.heads, 0
   attention_heads = max(1, net.heads // net.head_ratio)
@@ -274,12 +279,15 @@ def block_terms(net: NetworkShape) -> Dict[str, float]:
 
 
 def compiled_matmul_flops(net: NetworkShape) -> float:
-  """FLOPs of the dots one block compiles to, for one sequence of
+  """FLOPs of the dots one block compiles to, for one sequence.
+
+  FLOPs of the dots one block compiles to, for one sequence of
   `net.seq_length` tokens: the formula's matmul terms, plus the banded
   contraction that computes the convolution heads' k-tap sum (an
   element-wise `conv_weighted_sum` in the formula; see
   `span_dynamic_conv.window_contraction_flops`). What `xla_matmul_flops`
-  counts for a BERT or ConvBERT block."""
+  counts for a BERT or ConvBERT block.
+  """
   _, conv_heads = block_heads(net)
   total = net.seq_length * matmul_flops(net)
   if conv_heads:
@@ -364,8 +372,11 @@ def mws_head_flops(
 
 
 def feed_forward_flops(net: NetworkShape) -> float:
-  """Forward FLOPs per token of a block's feed-forward sublayer alone (a
-  per-token task head: `ffn_*` terms of `block_terms`)."""
+  """Forward FLOPs per token of a block's feed-forward sublayer alone.
+
+  Forward FLOPs per token of a block's feed-forward sublayer alone (a
+  per-token task head: `ffn_*` terms of `block_terms`).
+  """
   return float(
       sum(
           value
@@ -543,6 +554,7 @@ def pretraining_input_specs(
 
 
 def count_parameters(variables) -> int:
+  """The total number of elements of `variables`."""
   return int(sum(v.shape.num_elements() for v in variables))
 
 

@@ -18,8 +18,7 @@ from official_repro.data import records
 def _word_counts(
     directory: str, split: str, vocab_size: int, special_ids
 ) -> np.ndarray:
-  """Occurrences of each token id among the split's real, non-special
-  tokens."""
+  """Occurrences of each token id among the split's real, non-special tokens."""
   examples = records.read_split(directory, split)
   ids = examples['input_ids']
   words = ids[(examples['input_mask'] == 1) & ~np.isin(ids, special_ids)]
@@ -27,7 +26,9 @@ def _word_counts(
 
 
 def frequent_token_baseline(directory: str) -> Dict[str, float]:
-  """The accuracy of always predicting the training split's most frequent
+  """The accuracy of always predicting the most frequent training token.
+
+  The accuracy of always predicting the training split's most frequent
   token on the eval split.
 
   Args:

@@ -153,7 +153,7 @@ def rank_average_ties(values: np.ndarray) -> np.ndarray:
 
 
 def spearman(x, y) -> float:
-  """Spearman rank correlation of float [N] `x` and `y`, average ranks for ties."""
+  """Spearman rank correlation of float [N] `x` and `y` (ties: mean ranks)."""
   x, y = _validate_real(x, y)
   return _pearson(rank_average_ties(x), rank_average_ties(y))
 

@@ -39,7 +39,7 @@ class ErrorCounts:
 
   @property
   def wer(self) -> float:
-    """errors / reference_words.
+    """The word error rate: errors / reference_words.
 
     Raises:
       ValueError: there are no reference words.

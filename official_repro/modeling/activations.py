@@ -40,16 +40,22 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 @tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_tanh_forward(x):
-  """`0.5 x (1 + tanh(u))`, `u = sqrt(2/pi) (x + 0.044715 x^3)`; also
-  returns `tanh(u)` for the backward pass."""
+  """The tanh approximation of GELU and its `tanh(u)`.
+
+  `0.5 x (1 + tanh(u))`, `u = sqrt(2/pi) (x + 0.044715 x^3)`; also
+  returns `tanh(u)` for the backward pass.
+  """
   tanh_u = tf.tanh(_SQRT_2_OVER_PI * (x + _TANH_CUBIC * x * x * x))
   return 0.5 * x * (1.0 + tanh_u), tanh_u
 
 
 @tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_tanh_backward(upstream, x, tanh_u):
-  """`d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx`,
-  `du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)`."""
+  """The derivative of the tanh approximation of GELU.
+
+  `d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx`,
+  `du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)`.
+  """
   du_dx = _SQRT_2_OVER_PI * (1.0 + 3.0 * _TANH_CUBIC * x * x)
   return upstream * (
       0.5 * (1.0 + tanh_u) + 0.5 * x * (1.0 - tanh_u * tanh_u) * du_dx
@@ -85,9 +91,12 @@ def unfused() -> Iterator[None]:
 
 
 def _use_fused(x) -> bool:
-  """Fuse a TensorFlow tensor outside `unfused()` and outside TPUs (whose
+  """Whether to use the fused op for `x`.
+
+  Fuse a TensorFlow tensor outside `unfused()` and outside TPUs (whose
   step XLA compiles whole); Keras' functional inputs and arrays take
-  Keras' own ops."""
+  Keras' own ops.
+  """
   return (
       _fused
       and isinstance(x, tf.Tensor)
@@ -135,7 +144,8 @@ def check_name(name: str, setting: str = 'activation') -> str:
 
   Args:
     name: the activation name.
-    setting: how error messages name the setting (e.g. 'encoder.hidden_activation').
+    setting: how error messages name the setting (e.g.
+      'encoder.hidden_activation').
 
   Raises:
     ValueError: for 'gelu' (ambiguous) or a name nobody defines.

@@ -104,7 +104,7 @@ def variable_depths(
 def layerwise_multipliers(
     depths: Mapping[str, int], num_layers: int, decay: Optional[float]
 ) -> Dict[str, float]:
-  """decay ** (L + 2 - depth) per variable; all 1.0 when `decay` is None."""
+  """Multipliers decay ** (L + 2 - depth); all 1.0 when `decay` is None."""
   if decay is None:
     return {name: 1.0 for name in depths}
   if not 0.0 < decay <= 1.0:
@@ -118,7 +118,7 @@ def layerwise_multipliers(
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
-  """Model Garden's `AdamWeightDecay` with a learning-rate multiplier per variable.
+  """Model Garden's `AdamWeightDecay` with a per-variable learning-rate factor.
 
   Its config also holds the weight-decay include/exclude patterns and the
   gradient clip norm, which `AdamWeightDecay.get_config` leaves out, so that

@@ -171,7 +171,7 @@ def build_scored_set(
         f'{len(nbest_lists)} N-best lists; expected one each.'
     )
   lm_scores.check_complete(scores, nbest_lists, scores_source)
-  shape = (len(nbest_lists), max(len(l.hypotheses) for l in nbest_lists))
+  shape = (len(nbest_lists), max(len(n.hypotheses) for n in nbest_lists))
   arrays = {key: np.zeros(shape) for key in ('first_pass', 'lm')}
   arrays.update(
       {
@@ -202,7 +202,7 @@ def build_scored_set(
   )
   return ScoredSet(
       name=name,
-      utterance_ids=tuple(l.utterance_id for l in nbest_lists),
+      utterance_ids=tuple(n.utterance_id for n in nbest_lists),
       valid=valid,
       reference_words=reference_words,
       **arrays,

@@ -238,7 +238,7 @@ def check_complete(
       if (nbest_list.utterance_id, hypothesis.rank) not in scores
   ]
   if missing:
-    total = sum(len(l.hypotheses) for l in nbest_lists)
+    total = sum(len(n.hypotheses) for n in nbest_lists)
     raise cli.UserError(
         f'{source}: {len(missing)} of {total} hypotheses have no LM score, '
         f'e.g. (utt_id, rank) {missing[:_MAX_NAMED_IDS]}; expected a score '

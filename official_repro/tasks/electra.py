@@ -130,8 +130,11 @@ class ElectraPretrainTask(pretraining.ReplacedTokenTask):
 def _flops(
     task_config: ElectraPretrainConfig, seq_length: int, max_predictions: int
 ) -> Dict[str, flops.NetworkCost]:
-  """ELECTRA's terms: the generator with its MLM head, the discriminator
-  with its RTD head (each network computes its own embedding)."""
+  """ELECTRA's terms: the generator and the discriminator.
+
+  ELECTRA's terms: the generator with its MLM head, the discriminator
+  with its RTD head (each network computes its own embedding).
+  """
   model = task_config.model
   output_fraction = max_predictions / seq_length
   generator = objectives.network_shape(model.generator(), seq_length)

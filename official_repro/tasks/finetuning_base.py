@@ -218,9 +218,12 @@ class FinetuneTask(base_task.Task):
       runtime_config=None,
       dp_config=None,
   ):
-    """AdamW with layer-wise learning-rate decay (see the module docstring),
+    """AdamW with layer-wise learning-rate decay.
+
+    AdamW with layer-wise learning-rate decay (see the module docstring),
     in a loss-scale optimizer when `runtime_config` asks for one (float16;
-    Model Garden's `Task.train_step` then scales the loss)."""
+    Model Garden's `Task.train_step` then scales the loss).
+    """
     del dp_config
     config = self.task_config
     learning_rate = optimization.OptimizerFactory(
@@ -300,8 +303,11 @@ class AccuracyMetricMixin:
 def softmax_cross_entropy(
     label_ids: tf.Tensor, logits: tf.Tensor, aux_losses=None
 ) -> tf.Tensor:
-  """Mean cross-entropy of int `[batch]` labels under `[batch, classes]` logits,
-  plus the model's auxiliary losses."""
+  """Mean cross-entropy of the labels, plus the auxiliary losses.
+
+  Mean cross-entropy of int `[batch]` labels under `[batch, classes]` logits,
+  plus the model's auxiliary losses.
+  """
   loss = tf.reduce_mean(
       tf_keras.losses.sparse_categorical_crossentropy(
           label_ids, tf.cast(logits, tf.float32), from_logits=True

@@ -54,8 +54,11 @@ class MaskedLMModelConfig(base_config.Config):
 
 @dataclasses.dataclass
 class MaskedLMPretrainConfig(pretraining.PretrainTaskConfig):
-  """Masked-LM pretraining on our record format (Model Garden's
-  `MaskedLMTask` reads `model.cls_heads`, `train_data` and `scale_loss`)."""
+  """Masked-LM pretraining on our record format.
+
+  Masked-LM pretraining on our record format (Model Garden's
+  `MaskedLMTask` reads `model.cls_heads`, `train_data` and `scale_loss`).
+  """
 
   model: MaskedLMModelConfig = dataclasses.field(
       default_factory=MaskedLMModelConfig
@@ -103,8 +106,11 @@ def _finalize(task_config: MaskedLMPretrainConfig) -> MaskedLMPretrainConfig:
 def _flops(
     task_config: MaskedLMPretrainConfig, seq_length: int, max_predictions: int
 ) -> Dict[str, flops.NetworkCost]:
-  """One encoder with its MLM head (the next-sentence head is not counted,
-  as in ELECTRA's formula)."""
+  """One encoder with its MLM head.
+
+  One encoder with its MLM head (the next-sentence head is not counted,
+  as in ELECTRA's formula).
+  """
   encoder = task_config.model.encoder
   shape = objectives.network_shape(encoder, seq_length)
   return dict(

@@ -108,6 +108,7 @@ def load_builtin_objectives() -> None:
 
 
 def names() -> List[str]:
+  """The names of the registered objectives, sorted."""
   return sorted(_OBJECTIVES.names())
 
 

@@ -111,8 +111,11 @@ class TeamsModelConfig(base_config.Config):
     return num_tied_layers(self.layer_tying, self.generator().num_layers)
 
   def exported_discriminator(self) -> encoders.EncoderConfig:
-    """The discriminator network kept for fine-tuning (one layer more than
-    L with 'attention_on_top')."""
+    """The discriminator network kept for fine-tuning.
+
+    The discriminator network kept for fine-tuning (one layer more than
+    L with 'attention_on_top').
+    """
     return self.discriminator.replace(
         num_layers=teams.exported_depth(
             self.discriminator.num_layers, self.task_heads

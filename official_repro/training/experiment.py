@@ -228,8 +228,9 @@ def run(
 
   Returns:
     A dict with `global_step`, `eval` (final evaluation metrics, if any),
-    `train` (the last training loop's logs, if it trained), `model_dir`, `num_replicas`, `checkpoint`, the operative config's path
-    and the number of trainable parameters.
+    `train` (the last training loop's logs, if it trained), `model_dir`,
+    `num_replicas`, `checkpoint`, the operative config's path and the number
+    of trainable parameters.
   """
   if mode not in MODES:
     raise cli.UserError(f'--mode must be one of {MODES}, got {mode!r}.')
@@ -256,9 +257,12 @@ def run(
 def _resumable(
     params: cfg.ExperimentConfig, model_dir: str, seed: int, chief: bool
 ) -> cfg.ExperimentConfig:
-  """`params` with the run's seed in the data configs and the training
+  """`params` with the run's seed and resumed training stream.
+
+  `params` with the run's seed in the data configs and the training
   stream starting at the step of the checkpoint the run resumes from
-  (only the chief repoints the directory past an unreadable one)."""
+  (only the chief repoints the directory past an unreadable one).
+  """
   _, step = reproducibility.latest_readable_checkpoint(model_dir, repoint=chief)
   train_data = params.task.train_data
   params.task.train_data = train_data.replace(

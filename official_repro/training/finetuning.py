@@ -182,8 +182,11 @@ def seed_settings(
 
 
 def data_digest(task_config: finetuning_base.FinetuneTaskConfig) -> str:
-  """SHA-256 (16 hex digits) of the train and dev examples a task reads,
-  as features (the task caches them for the run that follows)."""
+  """SHA-256 (16 hex digits) of the train and dev examples a task reads.
+
+  SHA-256 (16 hex digits) of the train and dev examples a task reads,
+  as features (the task caches them for the run that follows).
+  """
   task = task_factory.get_task(task_config)
   digest = hashlib.sha256()
   for split in (TRAIN_SPLIT, DEV_SPLIT):

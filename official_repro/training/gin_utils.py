@@ -48,8 +48,11 @@ def _parameter_names(configurable: str) -> List[str]:
 
 
 def suggestion(message: str) -> str:
-  """' Did you mean ...?' for a gin error naming an unknown configurable or
-  parameter that is close to a known one ('' otherwise)."""
+  """A ' Did you mean ...?' hint for a gin error.
+
+  ' Did you mean ...?' for a gin error naming an unknown configurable or
+  parameter that is close to a known one ('' otherwise).
+  """
   match = _UNKNOWN_CONFIGURABLE.search(message)
   if match:
     names = sorted(
@@ -141,8 +144,11 @@ def parse_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
 
 
 def _accepts(annotation: Any, value: Any) -> bool:
-  """Whether `value` fits a simple annotation (int, float, str, bool, None
-  and their unions); other annotations, gin references and macros pass."""
+  """Whether `value` fits a simple annotation.
+
+  Whether `value` fits a simple annotation (int, float, str, bool, None
+  and their unions); other annotations, gin references and macros pass.
+  """
   if annotation in (inspect.Parameter.empty, Any) or type(
       value
   ).__module__.startswith('gin'):
@@ -212,8 +218,11 @@ def _is_number(text: str) -> bool:
 
 
 def _location(error: Exception) -> str:
-  """'<file>:<line>: ' of the gin line an error is about (it may be in an
-  included file), or ''."""
+  """'<file>:<line>: ' of the gin line an error is about, or ''.
+
+  '<file>:<line>: ' of the gin line an error is about (it may be in an
+  included file), or ''.
+  """
   match = re.search(r'In file \"?([^\",\n]+)\"?, line (\d+)', str(error))
   return f'{match.group(1)}:{match.group(2)}: ' if match else ''
 

@@ -57,7 +57,9 @@ def device_type(strategy: tf.distribute.Strategy) -> str:
 
 
 def resolve(choice: str, strategy: tf.distribute.Strategy) -> Optional[str]:
-  """The 16-bit compute type of `--mixed_precision=choice` under `strategy`
+  """The 16-bit compute type of `--mixed_precision=choice`.
+
+  The 16-bit compute type of `--mixed_precision=choice` under `strategy`
   ('bfloat16' or 'float16'), or None for float32.
 
   Raises:
@@ -73,9 +75,12 @@ def resolve(choice: str, strategy: tf.distribute.Strategy) -> Optional[str]:
 
 
 def runtime_config(dtype: Optional[str]) -> cfg.RuntimeConfig:
-  """Model Garden's runtime config of a compute type: float16 gets a
+  """Model Garden's runtime config of a compute type.
+
+  Model Garden's runtime config of a compute type: float16 gets a
   dynamic loss scale, which makes Model Garden wrap the optimizer in a
-  `LossScaleOptimizer`."""
+  `LossScaleOptimizer`.
+  """
   return cfg.RuntimeConfig(
       mixed_precision_dtype=dtype,
       loss_scale='dynamic' if dtype == 'float16' else None,
@@ -84,8 +89,11 @@ def runtime_config(dtype: Optional[str]) -> cfg.RuntimeConfig:
 
 @contextlib.contextmanager
 def policy(dtype: Optional[str]) -> Iterator[None]:
-  """Keras' global policy `mixed_<dtype>` (float32 for None) inside the
-  block; the previous policy after it."""
+  """Sets Keras' global policy for the block.
+
+  Keras' global policy `mixed_<dtype>` (float32 for None) inside the
+  block; the previous policy after it.
+  """
   previous = tf_keras.mixed_precision.global_policy()
   tf_keras.mixed_precision.set_global_policy(
       f'mixed_{dtype}' if dtype else 'float32'

@@ -45,8 +45,11 @@ def test_failed_write_removes_its_temporary(ram_dir):
 
 @pytest.mark.parametrize('on_ram', [False, True])
 def test_concurrent_writers_never_mix(tmp_path, ram_dir, on_ram):
-  """Two threads rewrite one file while a third reads it: every read is one
-  writer's complete content, and no temporary file is left."""
+  """Concurrent writes and reads of one JSON file.
+
+  Two threads rewrite one file while a third reads it: every read is one
+  writer's complete content, and no temporary file is left.
+  """
   directory = ram_dir if on_ram else str(tmp_path)
   path = os.path.join(directory, 'shared.json')
   # Large enough that a shared temporary file or a non-atomic write would be

@@ -485,10 +485,13 @@ def _temporary_files(directory):
 def test_killed_run_leaves_no_complete_looking_directory(
     corpus, static_run, dynamic_run, tmp_path, monkeypatch, caplog
 ):
-  """A kill mid-shard leaves only temporaries and no metadata.json; a kill
+  """A killed build leaves nothing a rerun cannot clean up.
+
+  A kill mid-shard leaves only temporaries and no metadata.json; a kill
   while rewriting a complete directory removes its metadata.json first; a
   rerun removes the leftovers (and says how many) and writes the same
-  records as an uninterrupted run."""
+  records as an uninterrupted run.
+  """
   output_dir = str(tmp_path / 'records')
 
   def prepare():

@@ -12,7 +12,7 @@ VOCAB_SIZE = 50
 
 
 def _batch(batch_size=64, seq_length=40, real_lengths=None, seed=0):
-  """[CLS] a.. [SEP] b.. [SEP] [PAD].. with ids drawn from the non-special set."""
+  """[CLS] a.. [SEP] b.. [SEP] [PAD].. with ids from the non-special set."""
   rng = np.random.default_rng(seed)
   ids = np.zeros((batch_size, seq_length), np.int32)
   mask = np.zeros((batch_size, seq_length), np.int32)

@@ -47,7 +47,7 @@ def test_espnet_directory_on_ram_filesystem():
   root = _espnet_dir(_ram_dir())
   nbest_set = nbest.read_nbest(root)
   assert nbest_set.report.file_format == 'espnet'
-  assert [l.utterance_id for l in nbest_set.lists] == ['u1', 'u2']
+  assert [n.utterance_id for n in nbest_set.lists] == ['u1', 'u2']
   u1, u2 = nbest_set.lists
   assert u1.hypotheses == (
       nbest.Hypothesis(

@@ -168,9 +168,12 @@ def test_input_pipelines_read_disjoint_examples(tiny_records):
 def test_training_pipelines_stay_disjoint_with_fewer_files_than_pipelines(
     tiny_records,
 ):
-  """Hosts that shuffle differently (other seeds) still never share a
+  """Hosts that shuffle differently still never share a record.
+
+  Hosts that shuffle differently (other seeds) still never share a
   record: with fewer files than pipelines each keeps every n-th record of
-  every file, rather than every n-th record of its own shuffled stream."""
+  every file, rather than every n-th record of its own shuffled stream.
+  """
   files = records.load_metadata(tiny_records)['splits']['train']['files']
   assert len(files) < 3
   seen = []

@@ -140,7 +140,10 @@ def test_short_seq_prob_one_makes_short_instances():
       documents, max_seq_length=64, short_seq_prob=1.0
   )
   assert stats.short_target_chunks > 0
-  mean = lambda xs: sum(len(x.input_ids) for x in xs) / len(xs)
+
+  def mean(xs):
+    return sum(len(x.input_ids) for x in xs) / len(xs)
+
   assert mean(short_instances) < 0.8 * mean(long_instances)
   assert len(short_instances) > len(long_instances)
 

@@ -195,7 +195,7 @@ class TestReadCorpus:
       self, tmp_path
   ):
     _write(tmp_path / 'good.txt', 'Fine text here.\n')
-    bad = _write(tmp_path / 'bad.txt', b'\xef\xbb\xbfCaf\xe9 latin-1 text.\n')
+    _write(tmp_path / 'bad.txt', b'\xef\xbb\xbfCaf\xe9 latin-1 text.\n')
     with pytest.raises(
         ValueError, match=r'bad.txt is not UTF-8: byte 6 ' r'\(0xe9\)'
     ):

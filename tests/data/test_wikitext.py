@@ -22,7 +22,7 @@ _TEXT = """
  = Gamma = 
  
  the cat sang . 
-"""
+"""  # noqa: W291, W293  (WikiText lines begin and end with a space)
 
 
 @pytest.fixture(name='wiki_file')

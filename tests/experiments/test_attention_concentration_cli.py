@@ -1,4 +1,4 @@
-"""002 Table 1 driver (experiments/attention_concentration.py), tiny encoders."""
+"""002 Table 1 driver (experiments/attention_concentration.py), tiny."""
 
 import json
 import math

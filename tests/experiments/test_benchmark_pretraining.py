@@ -105,8 +105,11 @@ def test_sweep_measures_every_variant_at_every_point_and_plots(tmp_path):
 
 @pytest.mark.slow
 def test_sweep_end_to_end_on_a_tiny_model(tmp_path):
-  """Both variants at two batch sizes and two lengths; training FLOPs per
-  token grow with length by the attention products alone."""
+  """Both variants at two batch sizes and two lengths.
+
+  Both variants at two batch sizes and two lengths; training FLOPs per
+  token grow with length by the attention products alone.
+  """
   output = str(tmp_path / 'sweep.json')
   subprocess.run(
       [

@@ -50,8 +50,11 @@ def _fake_pretrain(calls):
 
 @pytest.fixture(scope='module')
 def report(tmp_path_factory):
-  """(content, out, pretraining calls, fine-tuning calls) of a learning
-  report made with fake jobs."""
+  """A learning report made with fake jobs.
+
+  (content, out, pretraining calls, fine-tuning calls) of a learning
+  report made with fake jobs.
+  """
   calls, finetuned = [], []
 
   def finetune(target, settings, checkpoint, step_dir, random_init=False):

@@ -49,9 +49,12 @@ def test_table_compares_each_precision_with_the_first():
 
 @pytest.mark.slow
 def test_command_measures_the_same_first_loss_in_both_precisions(tmp_path):
-  """The tiny ELECTRA config, one step per precision: the first-step losses
+  """The tiny ELECTRA config, one step per precision.
+
+  The tiny ELECTRA config, one step per precision: the first-step losses
   are the same seeded weights and batch, so bfloat16's is within 3% of
-  float32's, and neither is zero (a loss read after the metrics reset)."""
+  float32's, and neither is zero (a loss read after the metrics reset).
+  """
   markdown = tmp_path / 'table.md'
   output_json = tmp_path / 'points.json'
   subprocess.run(

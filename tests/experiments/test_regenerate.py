@@ -1,5 +1,8 @@
-"""experiments.regenerate: the registry, the plan, the grid runner, the
-report."""
+"""Tests of experiments.regenerate.
+
+experiments.regenerate: the registry, the plan, the grid runner, the
+report.
+"""
 
 import dataclasses
 import json
@@ -80,8 +83,11 @@ def test_targets_name_existing_cells_and_gin_files(key):
 
 
 def _task_configs_at(scale):
-  """(target, run, objective, task config) of every run at `scale`: its
-  paper gin files, then the scale's includes and bindings."""
+  """(target, run, objective, task config) of every run at `scale`.
+
+  (target, run, objective, task config) of every run at `scale`: its
+  paper gin files, then the scale's includes and bindings.
+  """
   for target in registry.TARGETS.values():
     for run in target.runs_at(scale):
       gin.clear_config()
@@ -103,8 +109,11 @@ def _task_configs_at(scale):
 
 @pytest.mark.parametrize('scale', ['tiny', 'cpu', 'gpu'])
 def test_every_run_configures_at_every_scale(scale):
-  """Each compared model's paper gin files, then the scale's include, give
-  a task config (the shrunk sizes fit every backbone and objective)."""
+  """Each compared model's gin files and the scale's give a task config.
+
+  Each compared model's paper gin files, then the scale's include, give
+  a task config (the shrunk sizes fit every backbone and objective).
+  """
   length = {'tiny': 128, 'cpu': 64, 'gpu': 128}[scale]
   assert runner.scale_max_seq_length(scale) == length
   for target, run, _, config in _task_configs_at(scale):
@@ -116,8 +125,11 @@ def test_every_run_configures_at_every_scale(scale):
 
 
 def test_cpu_scale_electra_generators_are_64_wide():
-  """The papers' small generators are 64 wide (a quarter of 256); at the
-  cpu scale's width of 128 that is half, for every ELECTRA run."""
+  """The small generators are half the width at the cpu scale.
+
+  The papers' small generators are 64 wide (a quarter of 256); at the
+  cpu scale's width of 128 that is half, for every ELECTRA run.
+  """
   seen = 0
   for target, run, objective, config in _task_configs_at('cpu'):
     if objective == 'electra' and run.name != 'bnk_gl_larger':
@@ -132,10 +144,13 @@ def test_cpu_scale_electra_generators_are_64_wide():
 
 @pytest.mark.parametrize('scale', ['tiny', 'cpu', 'gpu'])
 def test_no_table_compares_a_model_with_itself_at_a_small_scale(scale):
-  """The scale's include sets one size for every run: a row that differs
+  """The scale's include keeps the size differences between rows.
+
+  The scale's include sets one size for every run: a row that differs
   from another only in size (002 Table 4's "+Larger") must keep its
   difference, or the table compares a model with itself. (A plan-only
-  table runs at paper scale alone.)"""
+  table runs at paper scale alone.)
+  """
   for target in registry.TARGETS.values():
     if target.kind == 'plan_only':
       continue
@@ -251,11 +266,14 @@ def test_unknown_key_lists_the_known_ones():
 
 
 def test_tpu_hours_agree_with_002s_measured_electra_small_time():
-  """The estimate is calibrated on 004's ELECTRA-small it/s on a v3-8; 002
+  """The plan's hour estimate agrees with 002 Table 5's measurement.
+
+  The estimate is calibrated on 004's ELECTRA-small it/s on a v3-8; 002
   Table 5 measured ELECTRA-small's pretraining (1M steps at ELECTRA's batch
   128) on a v3-8 independently: 12 hours. Our estimate for that run is
   8.9 h; two published measurements agreeing within a third is what the
-  plan's hours can promise."""
+  plan's hours can promise.
+  """
   report_, _ = plan.flops_report(
       ('gin/papers/001_ale/electra_small.gin',),
       (
@@ -356,9 +374,12 @@ def test_plan_doubles_the_steps_and_hours_of_a_doubled_budget():
 
 
 def test_paper_scale_tables_share_the_model_directory_of_an_equal_model():
-  """ELECTRA-small of 001 Table IV and 004 Table 2 is one pretraining run
+  """Equal models are one pretraining run; different ones are not.
+
+  ELECTRA-small of 001 Table IV and 004 Table 2 is one pretraining run
   (fine-tuned once per paper's protocol); 001's doubled budget is another,
-  and so are models whose gin bindings differ."""
+  and so are models whose gin bindings differ.
+  """
 
   def planned(key, *names):
     target = dataclasses.replace(
@@ -449,10 +470,13 @@ def test_runs_get_the_reference_training_flops_times_their_ratio():
 
 
 def _fake_pretrain(calls, kill=None):
-  """A stand-in for `runner._pretrain` that records (run, steps) and writes
+  """A stand-in for `runner._pretrain`.
+
+  A stand-in for `runner._pretrain` that records (run, steps) and writes
   the checkpoints Orbit would (every `interval` steps and the last one) and
   the encoder export;
-  `kill(run name, calls)` says when to fail before writing any."""
+  `kill(run name, calls)` says when to fail before writing any.
+  """
 
   def pretrain(run, settings, records, model_dir, steps, interval, seed=None):
     del settings, records
@@ -523,10 +547,13 @@ def test_a_killed_grid_resumes_without_redoing_finished_runs(
 
 
 def _grid_with_fake_jobs(monkeypatch, pretrained, finetuned):
-  """Runs `runner.run_grid` with jobs that record what they do: pretraining
+  """Runs `runner.run_grid` with jobs that record what they do.
+
+  Runs `runner.run_grid` with jobs that record what they do: pretraining
   as `_fake_pretrain`, fine-tuning by writing glue_suite's results file of
   the model directory it is given; every run trains 4 steps, or 6 for
-  BERT (001's equal FLOPs give it more) and 8 for 001's doubled run."""
+  BERT (001's equal FLOPs give it more) and 8 for 001's doubled run.
+  """
 
   def call(command, log_path):
     del log_path
@@ -634,9 +661,12 @@ def test_tables_that_compare_the_same_model_share_its_run(
 def test_runs_of_other_gin_files_with_equal_bindings_share_one_directory(
     tmp_path, monkeypatch
 ):
-  """At tiny scale the include replaces all that tells 003's Small++ rows
+  """At tiny scale, 003's Small++ rows are its Small runs.
+
+  At tiny scale the include replaces all that tells 003's Small++ rows
   from its Small ones: Table 2's "Only MLM" and TEAMS rows are Table 1's
-  BERT- and TEAMS-Small runs, read back with their fine-tuning."""
+  BERT- and TEAMS-Small runs, read back with their fine-tuning.
+  """
   pretrained, finetuned = [], []
   grid = _grid_with_fake_jobs(monkeypatch, pretrained, finetuned)
   runs_dir = str(tmp_path / 'runs')
@@ -785,10 +815,13 @@ class _StepCounter(orbit.AbstractTrainer):
 def _orbit_checkpoints(
     directory, steps, steps_per_loop, interval, killed_at=None
 ):
-  """Steps of the checkpoints Orbit's `Controller.train` writes with
-  `steps_per_loop` and `checkpoint_interval`; `killed_at`: the job dies during the
-  loop after that step (what its finished loops saved stays), and a new one
-  resumes from its last checkpoint."""
+  """Steps of the checkpoints Orbit's `Controller.train` writes.
+
+  Steps of the checkpoints Orbit's `Controller.train` writes with
+  `steps_per_loop` and `checkpoint_interval`; `killed_at`: the job dies during
+  the loop after that step (what its finished loops saved stays), and a new one
+  resumes from its last checkpoint.
+  """
   for stop in ([killed_at] if killed_at else []) + [steps]:
     step = tf.Variable(0, dtype=tf.int64)
     manager = tf.train.CheckpointManager(
@@ -820,8 +853,11 @@ def _orbit_checkpoints(
 def test_learning_curve_checkpoints_are_ones_orbit_saves(
     tmp_path, monkeypatch, steps, points, checkpoints
 ):
-  """The checkpoints a curve fine-tunes are among those Orbit writes with
-  the loop and interval `runner._pretrain` gives the training job."""
+  """The checkpoints a curve fine-tunes are among those Orbit writes.
+
+  The checkpoints a curve fine-tunes are among those Orbit writes with
+  the loop and interval `runner._pretrain` gives the training job.
+  """
   wanted = runner._checkpoint_steps(steps, points)  # pylint: disable=protected-access
   assert wanted == [step for step in checkpoints if step != 448]
   commands = []

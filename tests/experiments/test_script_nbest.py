@@ -146,7 +146,10 @@ def test_per_word_divides_by_each_hypothesis_word_count():
 def test_spearman_matches_the_closed_form_without_ties():
   first = [0.3, -1.0, 2.5, 0.0, 1.1]
   second = [10.0, 2.0, 30.0, 5.0, 1.0]
-  ranks = lambda values: {v: r for r, v in enumerate(sorted(values))}
+
+  def ranks(values):
+    return {v: r for r, v in enumerate(sorted(values))}
+
   rank_a, rank_b = ranks(first), ranks(second)
   d2 = sum((rank_a[a] - rank_b[b]) ** 2 for a, b in zip(first, second))
   n = len(first)

@@ -1,5 +1,8 @@
-"""ELECTRA's FLOPs formula reproduces its published values; budgets; the
-ConvBERT block terms against hand counts, ELECTRA's block and XLA."""
+"""Tests of the FLOPs formulas.
+
+ELECTRA's FLOPs formula reproduces its published values; budgets; the
+ConvBERT block terms against hand counts, ELECTRA's block and XLA.
+"""
 
 import pytest
 import tensorflow as tf
@@ -229,8 +232,9 @@ def _xla_block_flops(layer, batch, seq_length, hidden):
 # count must equal the formula's matmul terms exactly, plus the banded
 # contraction of the convolution heads' k-tap sum (tolerance: float rounding
 # only). That contraction is written out here: T = 12 fits one block of 32
-# positions reaching 32 + k - 1 = 36 values, per convolution head of size H. The second shape has N = 3 heads of 16 at ratio 2, which
-# the reference's rule turns into N' = max(1, 3 // 2) = 1 attention head.
+# positions reaching 32 + k - 1 = 36 values, per convolution head of size H.
+# The second shape has N = 3 heads of 16 at ratio 2, which the reference's
+# rule turns into N' = max(1, 3 // 2) = 1 attention head.
 @pytest.mark.parametrize('hidden, heads', [(32, 4), (48, 3)])
 @pytest.mark.parametrize(
     'variant',

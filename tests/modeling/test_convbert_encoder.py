@@ -231,7 +231,8 @@ def test_attention_only_block_round_trips_and_excludes_conv_only():
         ),
         (
             dict(num_groups=4, intermediate_size=66),
-            r'encoder.intermediate_size=66 is not divisible by convbert.num_groups=4',
+            r'encoder.intermediate_size=66 is not divisible by '
+            r'convbert.num_groups=4',
         ),
         (
             dict(conv_only=True, attention_only=True),

@@ -8,7 +8,7 @@ from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
 from official_repro.modeling.pretrainers import networks
 from official_repro.modeling.pretrainers import sampling
-from tests.plugins import rezero_backbone  # pylint: disable=unused-import
+from tests.plugins import rezero_backbone  # noqa: F401  (registers the plug-in)
 
 
 def _discriminator_config(backbone='bert'):

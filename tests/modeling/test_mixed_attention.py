@@ -38,7 +38,10 @@ def _expected_mixed_params(hidden, heads, ratio, k):
   head_size = hidden // heads
   attention_heads = max(1, heads // ratio)
   width = attention_heads * head_size
-  dense = lambda i, o: i * o + o
+
+  def dense(i, o):
+    return i * o + o
+
   return (
       3 * dense(hidden, width)  # query, key, value
       + k * hidden
@@ -420,9 +423,9 @@ def test_get_config_round_trip(layer_fn):
   layer = layer_fn()
   hidden, _, mask = _inputs()
   call = (
-      (lambda l: l(hidden, mask))
+      (lambda layer: layer(hidden, mask))
       if isinstance(layer, ma.MixedAttention)
-      else (lambda l: l([hidden, mask]))
+      else (lambda layer: layer([hidden, mask]))
   )
   expected = call(layer)
   config = layer.get_config()

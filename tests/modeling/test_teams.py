@@ -76,9 +76,12 @@ def test_negatives_are_distinct_and_never_the_original(negative_sampling):
 
 
 def test_sampled_negatives_follow_sequential_sampling_without_replacement():
-  """Ordered pairs of draws against the exact probabilities of drawing one
+  """TEAMS' candidate draws match sampling without replacement.
+
+  Ordered pairs of draws against the exact probabilities of drawing one
   token from the softmax without the original, then one more without the
-  first (chi-square over all 12 ordered pairs)."""
+  first (chi-square over all 12 ordered pairs).
+  """
   model = _pretrainer(num_negatives=2, negative_sampling='sampled')
   logits = np.array([1.5, 0.0, 0.7, -0.5, 0.2], np.float32)  # original: 0
   n = 20000
@@ -144,8 +147,11 @@ def _perturb(block):
     'exported, moves, stays', [('mws', 'mws', 'rtd'), ('rtd', 'rtd', 'mws')]
 )
 def test_the_extra_task_layer_reads_layer_l_minus_1(exported, moves, stays):
-  """Changing layer L's weights moves only the exported side's logits; the
-  other side's extra layer reads layer L-1."""
+  """Changing layer L's weights moves only the exported side's logits.
+
+  Changing layer L's weights moves only the exported side's logits; the
+  other side's extra layer reads layer L-1.
+  """
   model = _pretrainer(
       _config(num_layers=3), num_negatives=3, exported_representations=exported
   )
@@ -339,10 +345,13 @@ def _copy_scaffold_into(scaffold, encoder):
     ours.set_weights(theirs.get_weights())
 
 
-def test_model_garden_teams_gives_the_same_logits_with_candidate_size_k_plus_1():
-  """Where Model Garden's TeamsPretrainer and ours coincide (E = H: its
+def test_model_garden_teams_gives_same_logits_with_candidate_size_k_plus_1():
+  """Our TEAMS pretrainer matches Model Garden's where they coincide.
+
+  Where Model Garden's TeamsPretrainer and ours coincide (E = H: its
   embedding projection has no bias; relu; K = 3 so its candidate_size 4),
-  the same weights give the same RTD and MWS logits."""
+  the same weights give the same RTD and MWS logits.
+  """
   num_negatives, num_layers = 3, 3
   bert = mg_encoders.BertEncoderConfig(
       vocab_size=_VOCAB,
@@ -415,8 +424,11 @@ def test_model_garden_teams_gives_the_same_logits_with_candidate_size_k_plus_1()
 
 
 def _pair_chi_square(negatives, logits):
-  """Chi-square of ordered first-two draws (original id 0 excluded) against
-  sequential sampling without replacement."""
+  """Chi-square of ordered first-two draws.
+
+  Chi-square of ordered first-two draws (original id 0 excluded) against
+  sequential sampling without replacement.
+  """
   p = np.exp(logits[1:]) / np.exp(logits[1:]).sum()
   pairs = list(itertools.permutations(range(len(p)), 2))
   n = len(negatives)
@@ -431,8 +443,11 @@ def _pair_chi_square(negatives, logits):
 
 
 def test_model_garden_negatives_have_the_same_distribution():
-  """Model Garden's K argmax passes with a finite penalty draw from the same
-  distribution as our one-pass Gumbel-top-k."""
+  """Model Garden's K argmax passes draw from the same distribution.
+
+  Model Garden's K argmax passes with a finite penalty draw from the same
+  distribution as our one-pass Gumbel-top-k.
+  """
   from official.projects.teams import teams_pretrainer  # pylint: disable=g-import-not-at-top
 
   logits = np.array([1.5, 0.0, 0.7, -0.5, 0.2], np.float32)
@@ -445,8 +460,11 @@ def test_model_garden_negatives_have_the_same_distribution():
 
 
 def test_model_garden_rtd_head_feeds_every_extra_layer_the_same_input():
-  """With two extra layers its output is the last layer applied to the head's
-  input, not the two chained (harmless with the paper's one layer)."""
+  """With two extra layers, only the last layer applies.
+
+  With two extra layers its output is the last layer applied to the head's
+  input, not the two chained (harmless with the paper's one layer).
+  """
   from official.projects.teams import teams_pretrainer  # pylint: disable=g-import-not-at-top
 
   bert = mg_encoders.BertEncoderConfig(

@@ -1,1 +1,1 @@
-"""Test-only plug-ins: an objective and a backbone living outside the package."""
+"""Test-only plug-ins: an objective and a backbone outside the package."""

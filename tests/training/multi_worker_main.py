@@ -18,7 +18,9 @@ import sys
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
+# The strategy must exist before the imports below start TensorFlow's runtime.
 # pylint: disable=g-import-not-at-top,wrong-import-position
+# ruff: noqa: E402
 from official_repro.training import distribute
 
 STRATEGY = distribute.get_strategy('multi_worker_mirrored')

@@ -201,7 +201,8 @@ def test_missing_gin_file():
     [
         (
             ['optimizaton.learning_rate = 1e-3'],
-            "No configurable matching 'optimizaton'. Did you mean 'optimization'?",
+            "No configurable matching 'optimizaton'. "
+            "Did you mean 'optimization'?",
         ),
         (
             ['optimization.learning_rat = 1e-3'],
@@ -209,8 +210,8 @@ def test_missing_gin_file():
         ),
         (
             ["optimization.learning_rate = '1e-3'"],
-            r"optimization.learning_rate = '1e-3' is a str; expected float \(write "
-            'the number without quotes\\)',
+            r"optimization.learning_rate = '1e-3' is a str; expected float "
+            r'\(write the number without quotes\)',
         ),
         (
             ['encoder.hidden_size = 12.5'],
@@ -332,8 +333,11 @@ def _truncate(path):
 def test_a_corrupt_record_shard_is_named_with_step_and_checkpoint(
     run_tiny_pretraining, tiny_records, tmp_path
 ):
-  """Training reads the intact train shard and checkpoints; the evaluation
-  after step 1 meets the truncated eval shard."""
+  """A truncated eval shard is met by the first evaluation.
+
+  Training reads the intact train shard and checkpoints; the evaluation
+  after step 1 meets the truncated eval shard.
+  """
   records_dir = tmp_path / 'records'
   shutil.copytree(tiny_records, records_dir)
   metadata = records.load_metadata(str(records_dir))

@@ -1,4 +1,4 @@
-"""A re-run fine-tuning command reuses or resumes a seed only with its settings."""
+"""A re-run fine-tuning command reuses or resumes a seed of equal settings."""
 
 import json
 import os
@@ -78,8 +78,9 @@ def test_rerun_checks_the_saved_settings(
   with pytest.raises(
       ValueError,
       match=re.escape(
-          f'{run_dir} was run with finetuning.learning_rate=0.001, this command '
-          'has 0.0003; use another --model_dir or restore the settings'
+          f'{run_dir} was run with finetuning.learning_rate=0.001, '
+          'this command has 0.0003; use another --model_dir or restore the '
+          'settings'
       ),
   ):
     _finetune(encoder, data_dir, model_dir, learning_rate=3e-4)

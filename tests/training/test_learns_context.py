@@ -37,8 +37,11 @@ _WORDS = tuple(f'w{i:02d}' for i in range(_NUM_WORDS))
 
 
 def _write_corpus(path, copy, num_lines, seed):
-  """Writes `num_lines` documents of two lines of `_HALF_LENGTH` words; the
-  second line repeats the first when `copy`, else is drawn independently."""
+  """Writes `num_lines` documents of two lines of `_HALF_LENGTH` words.
+
+  Writes `num_lines` documents of two lines of `_HALF_LENGTH` words; the
+  second line repeats the first when `copy`, else is drawn independently.
+  """
   rng = random.Random(seed)
   with open(path, 'w') as f:
     for _ in range(num_lines):
@@ -110,8 +113,11 @@ def _run(records, model_dir, mode, steps):
 
 @pytest.fixture(scope='module')
 def trained(tmp_path_factory):
-  """(copy-corpus eval, control-corpus eval) of a masked LM trained on the
-  copy corpus."""
+  """Evaluations of a masked LM trained on the copy corpus.
+
+  (copy-corpus eval, control-corpus eval) of a masked LM trained on the
+  copy corpus.
+  """
   root = tmp_path_factory.mktemp('context')
   copy_records = _records(root, 'copy', copy=True, num_lines=2000, seed=1)
   control_records = _records(root, 'control', copy=False, num_lines=400, seed=2)

@@ -1,4 +1,6 @@
-"""Every objective, backbone and fine-tuning task under XLA and mixed
+"""Mixed precision and XLA on CPU.
+
+Every objective, backbone and fine-tuning task under XLA and mixed
 precision, on CPU.
 
 TPUs run the training step compiled by XLA in bfloat16; GPUs run it in
@@ -40,8 +42,8 @@ from official_repro.tasks import objectives
 from official_repro.training import finetuning
 from official_repro.training import gin_utils
 from official_repro.training import precision
-from tests.plugins import frozen_generator_mlm  # pylint: disable=unused-import
-from tests.plugins import rezero_backbone  # pylint: disable=unused-import
+from tests.plugins import frozen_generator_mlm  # noqa: F401  (registers the plug-in)
+from tests.plugins import rezero_backbone  # noqa: F401  (registers the plug-in)
 from tests.training import test_finetuning as finetuning_fixtures
 
 exported_encoder = finetuning_fixtures.exported_encoder
@@ -126,8 +128,11 @@ def _cases():
 
 
 def _build(task_config, policy, batch, weights=None):
-  """(task, model) built under `policy`, called once on `batch`, with
-  `weights` if given."""
+  """(task, model) built under `policy` and called once on `batch`.
+
+  (task, model) built under `policy`, called once on `batch`, with
+  `weights` if given.
+  """
   previous = tf_keras.mixed_precision.global_policy()
   tf_keras.mixed_precision.set_global_policy(policy)
   try:

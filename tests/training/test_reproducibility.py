@@ -93,8 +93,11 @@ def _batches(records, start_step, count, input_context=None):
 def test_a_resumed_stream_continues_where_the_steps_before_stopped(
     tiny_records, replicas
 ):
-  """Records and dynamic masks from step k on equal the uninterrupted
-  stream's; each step consumes one batch per replica of the pipeline."""
+  """A resumed data stream equals the uninterrupted one.
+
+  Records and dynamic masks from step k on equal the uninterrupted
+  stream's; each step consumes one batch per replica of the pipeline.
+  """
   context = (
       tf.distribute.InputContext(
           num_input_pipelines=1,
@@ -164,10 +167,13 @@ def test_same_seed_runs_end_bit_identical(run_tiny_electra, tmp_path):
 def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
     run_tiny_electra, tmp_path
 ):
-  """Fails if the resumed run restarts from step 0, re-reads the records or
+  """A resumed run continues where the interrupted one stopped.
+
+  Fails if the resumed run restarts from step 0, re-reads the records or
   masks the first steps consumed, or restarts dropout or sampling; both
   evaluate after the checkpoint at step 2 (train_and_eval), which must not
-  move the training streams."""
+  move the training streams.
+  """
   run_tiny_electra(tmp_path / 'whole', _DETERMINISTIC)
   with trainer.stop_on_signal():
     os.kill(os.getpid(), signal.SIGTERM)
@@ -220,8 +226,11 @@ def _train_command(records, model_dir):
 def test_a_run_killed_with_sigkill_resumes_to_the_same_weights(
     tiny_records, tmp_path
 ):
-  """kill -9 once the third checkpoint exists (wherever the run is then),
-  rerun: the final weights equal an uninterrupted run's."""
+  """A run killed with -9 resumes to an uninterrupted run's weights.
+
+  kill -9 once the third checkpoint exists (wherever the run is then),
+  rerun: the final weights equal an uninterrupted run's.
+  """
   whole, killed = tmp_path / 'whole', tmp_path / 'killed'
   subprocess.run(
       _train_command(tiny_records, whole),

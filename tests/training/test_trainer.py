@@ -15,8 +15,11 @@ from official_repro.training import trainer as trainer_lib
 def test_every_training_loop_reuses_the_first_trace(
     run_tiny_electra, tmp_path, monkeypatch, optimizer_bindings
 ):
-  """Fails if the heads or the optimizer create variables inside the first
-  loop: TensorFlow then traces the loop twice before it runs ([2, 2, 2])."""
+  """The heads and the optimizer create their variables before the loop.
+
+  Fails if the heads or the optimizer create variables inside the first
+  loop: TensorFlow then traces the loop twice before it runs ([2, 2, 2]).
+  """
   traces_after_each_loop = []
   train_loop_end = trainer_lib.Trainer.train_loop_end
 

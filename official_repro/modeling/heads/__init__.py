@@ -1,1 +1,1 @@
-"""Pretraining heads: replaced-token detection (and, later, MWS, self-critic)."""
+"""Pretraining heads: replaced-token detection (later, MWS, self-critic)."""

@@ -43,7 +43,9 @@ import tf_keras
 def _time_major(
     potentials: tf.Tensor, mask: tf.Tensor
 ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-  """Scan inputs: `[seq, batch, tags]` potentials, `[seq, batch]` mask, and
+  """The scan inputs of the CRF.
+
+  Scan inputs: `[seq, batch, tags]` potentials, `[seq, batch]` mask, and
   a `[seq]` flag that is True at position 0.
 
   Scanning over every position (rather than positions 1.. after an explicit

@@ -95,16 +95,22 @@ WINDOW_BLOCK_SIZE = 32
 
 
 def block_size_for(kernel_size: int) -> int:
-  """Positions per banded block: `WINDOW_BLOCK_SIZE`, or `k-1` if larger
-  (a block's window must fit in it and the next block)."""
+  """Positions per banded block.
+
+  Positions per banded block: `WINDOW_BLOCK_SIZE`, or `k-1` if larger
+  (a block's window must fit in it and the next block).
+  """
   return max(WINDOW_BLOCK_SIZE, kernel_size - 1)
 
 
 def window_contraction_flops(
     seq_length: int, num_heads: int, head_size: int, kernel_size: int
 ) -> int:
-  """FLOPs of `apply_dynamic_kernel`'s banded contraction for one sequence:
-  `ceil(T/b)` blocks of `b` positions, each `2(b+k-1)H` per head."""
+  """FLOPs of `apply_dynamic_kernel`'s banded contraction for one sequence.
+
+  FLOPs of `apply_dynamic_kernel`'s banded contraction for one sequence:
+  `ceil(T/b)` blocks of `b` positions, each `2(b+k-1)H` per head.
+  """
   block_size = block_size_for(kernel_size)
   num_blocks = -(-seq_length // block_size)
   return (

@@ -1,1 +1,1 @@
-"""Fine-tuning models that Model Garden's `official.nlp.modeling.models` lacks."""
+"""Fine-tuning models missing from `official.nlp.modeling.models`."""

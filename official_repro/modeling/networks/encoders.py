@@ -227,6 +227,7 @@ def register_backbone(backbone: Backbone) -> Backbone:
 
 
 def backbone_names() -> List[str]:
+  """The names of the registered backbones, sorted."""
   return sorted(_BACKBONES.names())
 
 

@@ -235,8 +235,11 @@ class TransformerEncoder(tf_keras.Model):
     return self._pooler_layer
 
   def get_config(self) -> Dict[str, Any]:
-    """Rebuilds an equal architecture; sharing with other networks is not
-    part of a config (a rebuilt encoder owns all its layers)."""
+    """Rebuilds an equal architecture.
+
+    Rebuilds an equal architecture; sharing with other networks is not
+    part of a config (a rebuilt encoder owns all its layers).
+    """
     return dict(self._config, name=self.name)
 
   @classmethod

@@ -277,8 +277,11 @@ class ScriptPretrainer(tf_keras.Model):
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:
-    """What fine-tuning restores (`encoder`) and the MLM head (as in
-    Model Garden's `BertPretrainerV2`)."""
+    """The checkpoint items: the encoder and the MLM head.
+
+    What fine-tuning restores (`encoder`) and the MLM head (as in
+    Model Garden's `BertPretrainerV2`).
+    """
     return dict(encoder=self.encoder, masked_lm=self.masked_lm)
 
   def token_logits(
@@ -292,7 +295,9 @@ class ScriptPretrainer(tf_keras.Model):
     """The model's token logits at `positions` (default: every position).
 
     Args:
-      input_word_ids, input_mask, input_type_ids: int `[B, T]`.
+      input_word_ids: int `[B, T]` token ids.
+      input_mask: int `[B, T]` padding mask.
+      input_type_ids: int `[B, T]` segment ids.
       positions: int `[B, P]` positions; None for all T.
       training: dropout on or off.
 
@@ -426,8 +431,9 @@ class ScriptPretrainer(tf_keras.Model):
     """004 Eq. 7 in one forward pass: sum of log p(t+ | x) over scored tokens.
 
     Args:
-      input_word_ids, input_mask, input_type_ids: int `[B, T]`, the
-        unmasked sentences.
+      input_word_ids: int `[B, T]` token ids of the unmasked sentences.
+      input_mask: int `[B, T]` padding mask of the unmasked sentences.
+      input_type_ids: int `[B, T]` segment ids of the unmasked sentences.
       scored_mask: `[B, T]`, 1 on the tokens to score (e.g. real tokens
         other than [CLS] and [SEP]).
 

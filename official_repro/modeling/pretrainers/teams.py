@@ -336,7 +336,7 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       inputs: Dict[str, tf.Tensor],
       candidates: tf.Tensor,
   ) -> tf.Tensor:
-    """float `[B, P, K + 1]`: e(candidate)^T h^MWS (003 Eq. 7)."""
+    """MWS logits, float `[B, P, K + 1]`: e(candidate)^T h^MWS (003 Eq. 7)."""
     return self.mws_head(
         mws_states,
         inputs['masked_lm_positions'],

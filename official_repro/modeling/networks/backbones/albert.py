@@ -27,8 +27,11 @@ def _build_block(
     index: int,
     return_attention_scores: bool,
 ) -> tf_keras.layers.Layer:
-  """The one block, applied from layer `index` up (0 unless the layers
-  below are shared with another network)."""
+  """The one block, applied from layer `index` up.
+
+  The one block, applied from layer `index` up (0 unless the layers
+  below are shared with another network).
+  """
   del options
   name = (
       'shared_transformer'
