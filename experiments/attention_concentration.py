@@ -307,8 +307,8 @@ def format_table(results: Dict[str, Any]) -> str:
 def define_flags():
   """Defines the CLI's flags.
 
-  The CLI's flags; defined on demand so that importing this module (e.g.
-  from a test) defines none.
+  Defined on demand so that importing this module (e.g. from a test) defines
+  none.
   """
   defaults = Settings(init_checkpoints=('',), glue_dir='')
   flags.DEFINE_multi_string(

@@ -86,9 +86,8 @@ FLAGS = flags.FLAGS
 def define_flags() -> None:
   """Defines this script's flags.
 
-  Defines this script's flags (experiments.profile_pretraining uses them
-  too). Called only when a script runs: importing the module for its
-  functions defines no flags.
+  experiments.profile_pretraining uses them too. Called only when a script
+  runs: importing the module for its functions defines no flags.
   """
   flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')

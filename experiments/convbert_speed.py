@@ -449,8 +449,8 @@ def main(argv):
 def define_flags():
   """Defines the CLI's flags.
 
-  The CLI's flags; defined on demand so that importing this module (e.g.
-  from a test) defines none.
+  Defined on demand so that importing this module (e.g. from a test) defines
+  none.
   """
   flags.DEFINE_integer('hidden_size', 768, 'Hidden width (base: 768).')
   flags.DEFINE_integer('num_heads', 12, 'Configured attention heads N.')

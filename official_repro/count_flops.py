@@ -194,8 +194,8 @@ def main(argv):
 def define_flags():
   """Defines the CLI's flags.
 
-  The CLI's flags; defined on demand because other entry points import
-  this module and define flags of the same names.
+  Defined on demand because other entry points import this module and
+  define flags of the same names.
   """
   flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
