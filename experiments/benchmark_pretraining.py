@@ -68,6 +68,7 @@ from official.core import task_factory
 from official.core import train_utils
 from official.nlp.data import pretrain_dataloader as stock_dataloader
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.data import builtin_corpus
 from official_repro.data import create_pretraining_data
 from official_repro.data import masking as masking_lib
@@ -696,8 +697,7 @@ def main(argv):
         FLAGS.sweep_batch_size,
     )
     _print_sweep(sweep)
-    with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
-      json.dump(sweep, f, indent=2)
+    json_files.write_json(FLAGS.output_json, sweep, sort_keys=False)
     plot_sweep(
         sweep,
         FLAGS.output_png or os.path.splitext(FLAGS.output_json)[0] + '.png',
@@ -714,8 +714,7 @@ def main(argv):
       gin_params=FLAGS.gin_param,
   )
   if FLAGS.output_json:
-    with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
-      json.dump(summary, f, indent=2)
+    json_files.write_json(FLAGS.output_json, summary, sort_keys=False)
 
 
 if __name__ == '__main__':

@@ -45,6 +45,7 @@ import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-direct-tensorflow-import
 
 from official_repro.common import cli
+from official_repro.common import json_files
 from experiments import benchmark_pretraining
 
 FLAGS = flags.FLAGS
@@ -353,10 +354,11 @@ def main(argv):
   if FLAGS.profile_variant:
     with tempfile.TemporaryDirectory() as logdir:
       summary = profile_variant(FLAGS.profile_variant, logdir)
-    with tf.io.gfile.GFile(
-        os.path.join(FLAGS.output_dir, f'{FLAGS.profile_variant}.json'), 'w'
-    ) as f:
-      json.dump(summary, f, indent=2)
+    json_files.write_json(
+        os.path.join(FLAGS.output_dir, f'{FLAGS.profile_variant}.json'),
+        summary,
+        sort_keys=False,
+    )
     return
   summaries = [
       _run_isolated(variant, FLAGS.output_dir) for variant in FLAGS.variants

@@ -54,6 +54,7 @@ import gin
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import json_files
 from experiments import attention_concentration
 from experiments import convbert_lm
 from experiments import convbert_speed
@@ -272,10 +273,11 @@ def _paper(target: registry.Target) -> None:
       os.path.join(FLAGS.out, f'{target.key}.plan.md'), 'w'
   ) as f:
     f.write(text)
-  with tf.io.gfile.GFile(
-      os.path.join(FLAGS.out, f'{target.key}.plan.json'), 'w'
-  ) as f:
-    json.dump(plan.as_json(planned), f, indent=1)
+  json_files.write_json(
+      os.path.join(FLAGS.out, f'{target.key}.plan.json'),
+      plan.as_json(planned),
+      sort_keys=False,
+  )
   print(text)
   if FLAGS.launch:
     for index, run in enumerate(planned, start=1):
@@ -461,17 +463,16 @@ def write_command_table(
   text = f'## {target.key}: {target.description}\n\n{lines}{body}\n'
   with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.md'), 'w') as f:
     f.write(text)
-  with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.json'), 'w') as f:
-    json.dump(
-        dict(
-            target=target.key,
-            header=header,
-            command=target.command,
-            results=results,
-        ),
-        f,
-        indent=1,
-    )
+  json_files.write_json(
+      os.path.join(out, f'{target.key}.json'),
+      dict(
+          target=target.key,
+          header=header,
+          command=target.command,
+          results=results,
+      ),
+      sort_keys=False,
+  )
   print(text)
   return text
 

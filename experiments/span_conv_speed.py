@@ -38,7 +38,6 @@ was 2-2.5x slower than blocks of 32 at T = 512 (it does T/b times the
 work).
 """
 
-import json
 import os
 import statistics
 import time
@@ -52,6 +51,7 @@ from absl import flags
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.modeling.layers import span_dynamic_conv
 
 FORMULATIONS = ('slices', 'banded')
@@ -224,18 +224,17 @@ def main(argv):
   )
   print(format_rows(rows))
   if FLAGS.output_json:
-    with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
-      json.dump(
-          dict(
-              rows=rows,
-              num_heads=FLAGS.num_heads,
-              head_size=FLAGS.head_size,
-              kernel_size=FLAGS.kernel_size,
-              iterations=FLAGS.iterations,
-          ),
-          f,
-          indent=2,
-      )
+    json_files.write_json(
+        FLAGS.output_json,
+        dict(
+            rows=rows,
+            num_heads=FLAGS.num_heads,
+            head_size=FLAGS.head_size,
+            kernel_size=FLAGS.kernel_size,
+            iterations=FLAGS.iterations,
+        ),
+        sort_keys=False,
+    )
 
 
 FLAGS = flags.FLAGS

@@ -9,7 +9,6 @@ mean over the tasks run and is marked as such, since an average over fewer
 tasks is not the paper's quantity.
 """
 
-import json
 import math
 import os
 import statistics
@@ -19,6 +18,7 @@ import tensorflow as tf
 
 from experiments import paper_tables
 from experiments.regeneration import registry
+from official_repro.common import json_files
 
 # Held-out pretraining metrics a table prints (`held_out.read_curve` names).
 _HELD_OUT_METRICS = (
@@ -428,18 +428,17 @@ def write(
   text = markdown(target, entries, header)
   with tf.io.gfile.GFile(os.path.join(out, f'{name}.md'), 'w') as f:
     f.write(text)
-  with tf.io.gfile.GFile(os.path.join(out, f'{name}.json'), 'w') as f:
-    json.dump(
-        dict(
-            target=target.key,
-            header=header,
-            rows=entries,
-            claims=claims(target, entries),
-        ),
-        f,
-        indent=1,
-        default=float,
-    )
+  json_files.write_json(
+      os.path.join(out, f'{name}.json'),
+      dict(
+          target=target.key,
+          header=header,
+          rows=entries,
+          claims=claims(target, entries),
+      ),
+      sort_keys=False,
+      default=float,
+  )
   if target.figure:
     plot(target, entries, os.path.join(out, f'{name}.png'))
   return text

@@ -3,7 +3,7 @@
 import json
 import os
 import socket
-from typing import Any
+from typing import Any, Callable, Optional
 import uuid
 
 import tensorflow as tf
@@ -38,7 +38,12 @@ def temporary_path(path: str) -> str:
   )
 
 
-def write_json(path: str, content: Any, sort_keys: bool = True) -> None:
+def write_json(
+    path: str,
+    content: Any,
+    sort_keys: bool = True,
+    default: Optional[Callable[[Any], Any]] = None,
+) -> None:
   """Writes `content` to `path` (any `tf.io.gfile` path) atomically.
 
   The JSON goes to a temporary file of its own (`temporary_path`), which is
@@ -51,11 +56,13 @@ def write_json(path: str, content: Any, sort_keys: bool = True) -> None:
     path: the destination file.
     content: a JSON-serialisable value.
     sort_keys: sort dictionary keys (stable diffs between runs).
+    default: converts values `json` cannot serialise (e.g. `float` for
+      NumPy scalars).
   """
   temporary = temporary_path(path)
   try:
     with tf.io.gfile.GFile(temporary, 'w') as f:
-      json.dump(content, f, indent=2, sort_keys=sort_keys)
+      json.dump(content, f, indent=2, sort_keys=sort_keys, default=default)
     tf.io.gfile.rename(temporary, path, overwrite=True)
   except BaseException:
     if tf.io.gfile.exists(temporary):

@@ -4,6 +4,7 @@ import json
 import os
 import threading
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -24,6 +25,17 @@ def test_key_order(tmp_path):
   assert list(json.loads(path.read_text())) == ['a', 'b']
   json_files.write_json(str(path), {'b': 1, 'a': 2}, sort_keys=False)
   assert list(json.loads(path.read_text())) == ['b', 'a']
+
+
+def test_default_converts_what_json_cannot(tmp_path):
+  path = tmp_path / 'x.json'
+  old = '{"old": true}'
+  path.write_text(old)
+  with pytest.raises(TypeError):
+    json_files.write_json(str(path), {'auc': np.float32(0.5)})
+  assert path.read_text() == old
+  json_files.write_json(str(path), {'auc': np.float32(0.5)}, default=float)
+  assert json.loads(path.read_text()) == {'auc': 0.5}
 
 
 def test_temporary_names_are_unique_and_beside_the_file(tmp_path):
