@@ -1,0 +1,327 @@
+r"""Linear probes of a frozen encoder on a GLUE task: pretrained vs random.
+
+  python -m experiments.feature_probe --init_checkpoint=<export or model_dir> \
+    --glue_dir=<GLUE root> [--task=sst2] [--max_train_examples=8000] \
+    [--random_seeds=3] [--output_json=...] [--output_markdown=...]
+
+Fine-tuning compares whole training runs; this asks a narrower question:
+do the pretrained encoder's features, frozen, carry more of a task's signal
+than the same architecture's at random initialisation? Both encoders run
+over the task's training sample and its dev split; for each, the last
+layer's [CLS] vector and its mean over the real tokens are standardised and
+a multinomial logistic regression (its L2 penalty chosen on held-out
+training examples, fit exactly by Newton's method) is fit on the training
+sample and scored on dev. The
+random encoder is drawn with `--random_seeds` seeds, so its spread is
+known. Regression tasks (STS-B) are refused.
+"""
+
+import os
+from typing import Dict, List, Sequence
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import flags
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from experiments import provenance
+from official.nlp.tools import tokenization
+from official_repro.common import cli
+from official_repro.common import json_files
+from official_repro.data import glue
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
+
+FLAGS = flags.FLAGS
+
+POOLINGS = ('cls', 'mean')
+# The probes' L2 penalties, chosen per probe on held-out training examples.
+L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+
+
+def pooled_features(
+    encoder: tf_keras.Model, features: Dict[str, np.ndarray], batch_size: int
+) -> Dict[str, np.ndarray]:
+  """The last layer's [CLS] vector and its mean over the real tokens.
+
+  Args:
+    encoder: an encoder network taking `input_word_ids`, `input_mask` and
+      `input_type_ids` and returning `sequence_output` [B, L, H].
+    features: int arrays [N, L] under those three names.
+    batch_size: examples per call.
+
+  Returns:
+    {'cls': [N, H], 'mean': [N, H]} float64 arrays.
+  """
+  pooled = {name: [] for name in POOLINGS}
+  num_examples = len(features['input_word_ids'])
+  for start in range(0, num_examples, batch_size):
+    batch = {
+        key: tf.constant(features[key][start : start + batch_size])
+        for key in ('input_word_ids', 'input_mask', 'input_type_ids')
+    }
+    sequence = encoder(batch, training=False)['sequence_output'].numpy()
+    mask = batch['input_mask'].numpy()[..., None].astype(np.float64)
+    pooled['cls'].append(sequence[:, 0].astype(np.float64))
+    pooled['mean'].append((sequence * mask).sum(1) / mask.sum(1))
+  return {name: np.concatenate(parts) for name, parts in pooled.items()}
+
+
+def fit_logistic(
+    inputs: np.ndarray,
+    labels: np.ndarray,
+    num_classes: int,
+    l2: float,
+    steps: int = 30,
+) -> np.ndarray:
+  """Fits an L2-regularised multinomial logistic regression by Newton's method.
+
+  The loss is the mean negative log-likelihood plus 0.5 * l2 * |W|^2 (the
+  bias is not penalised). It is convex, and with D + 1 <= a few hundred
+  parameters per class the exact Hessian is cheap, so Newton steps reach
+  the optimum in a few iterations whatever the features' scale or
+  correlation (gradient descent's step would have to be tuned to both).
+
+  Args:
+    inputs: [N, D] features.
+    labels: [N] class ids.
+    num_classes: C.
+    l2: the penalty's weight (> 0).
+    steps: Newton iterations.
+
+  Returns:
+    Weights [D + 1, C], the last row the bias.
+  """
+  design = np.concatenate([inputs, np.ones((len(inputs), 1))], axis=1)
+  num_examples, width = design.shape
+  targets = np.eye(num_classes)[labels]
+  penalty = np.full(width, l2)
+  penalty[-1] = 1e-8 * l2
+  weights = np.zeros((width, num_classes))
+  for _ in range(steps):
+    logits = design @ weights
+    logits -= logits.max(axis=1, keepdims=True)
+    probabilities = np.exp(logits)
+    probabilities /= probabilities.sum(axis=1, keepdims=True)
+    gradient = design.T @ (probabilities - targets) / num_examples
+    gradient += penalty[:, None] * weights
+    # Hessian blocks: sum_n x_n x_n^T (p_nc [c = k] - p_nc p_nk) / N.
+    hessian = np.zeros((num_classes, width, num_classes, width))
+    for c in range(num_classes):
+      for k in range(num_classes):
+        weight = probabilities[:, c] * ((c == k) - probabilities[:, k])
+        hessian[c, :, k, :] = (design * weight[:, None]).T @ design
+    hessian = hessian.reshape(num_classes * width, -1) / num_examples
+    hessian += np.diag(np.tile(penalty, num_classes))
+    step = np.linalg.solve(hessian, gradient.T.reshape(-1))
+    weights -= step.reshape(num_classes, width).T
+  return weights
+
+
+def _accuracy(weights, inputs, labels) -> float:
+  design = np.concatenate([inputs, np.ones((len(inputs), 1))], axis=1)
+  return float(((design @ weights).argmax(axis=1) == labels).mean())
+
+
+def probe_accuracy(
+    train_inputs: np.ndarray,
+    train_labels: np.ndarray,
+    dev_inputs: np.ndarray,
+    dev_labels: np.ndarray,
+    num_classes: int,
+) -> float:
+  """Dev accuracy of a logistic regression on standardised features.
+
+  The penalty is chosen from `L2_GRID` on a fifth of the training examples
+  held out (the first-listed wins a tie), then the probe is refit on all of
+  them.
+  """
+  mean = train_inputs.mean(axis=0)
+  scale = train_inputs.std(axis=0) + 1e-6
+  train_inputs = (train_inputs - mean) / scale
+  dev_inputs = (dev_inputs - mean) / scale
+  split = len(train_inputs) - len(train_inputs) // 5
+  best = max(
+      L2_GRID,
+      key=lambda l2: _accuracy(
+          fit_logistic(
+              train_inputs[:split], train_labels[:split], num_classes, l2
+          ),
+          train_inputs[split:],
+          train_labels[split:],
+      ),
+  )
+  weights = fit_logistic(train_inputs, train_labels, num_classes, best)
+  return _accuracy(weights, dev_inputs, dev_labels)
+
+
+def _features(task, glue_dir, split, tokenizer, max_seq_length, limit, seed):
+  """The tokenized features of one split, a seeded sample of `limit`."""
+  examples, _ = glue.read_examples(glue_dir, task, split)
+  if limit and len(examples) > limit:
+    keep = np.random.default_rng(seed).choice(len(examples), limit, False)
+    examples = [examples[i] for i in sorted(keep)]
+  features, _ = glue.convert_examples_to_features(
+      examples, tokenizer, max_seq_length
+  )
+  return features
+
+
+def feature_probe(
+    init_checkpoint: str,
+    glue_dir: str,
+    task: str,
+    max_train_examples: int,
+    random_seeds: int,
+    max_seq_length: int,
+    batch_size: int = 256,
+) -> Dict[str, object]:
+  """Probes the pretrained encoder and `random_seeds` random ones.
+
+  Returns:
+    {'task', 'num_train_examples', 'num_dev_examples', 'majority' (the
+    dev accuracy of the most frequent training label), 'rows': one per
+    encoder with its 'encoder' ('pretrained' or 'random seed <s>') and an
+    accuracy per pooling}.
+  """
+  spec = glue.get_task_spec(task)
+  if spec.is_regression:
+    raise cli.UserError(
+        f'--task={task} is a regression task; probe a classification task.'
+    )
+  source = pretrained.resolve(init_checkpoint)
+  tokenizer = tokenization.FullTokenizer(
+      source.vocab_file, do_lower_case=source.lower_case
+  )
+  train = _features(
+      task,
+      glue_dir,
+      'train',
+      tokenizer,
+      max_seq_length,
+      max_train_examples,
+      seed=0,
+  )
+  dev = _features(
+      task, glue_dir, spec.dev_splits[0], tokenizer, max_seq_length, 0, 0
+  )
+  train_labels = train['label_ids'].astype(np.int64)
+  dev_labels = dev['label_ids'].astype(np.int64)
+  num_classes = len(spec.label_list)
+  majority = float((dev_labels == np.bincount(train_labels).argmax()).mean())
+  rows = []
+  for name, seed in [('pretrained', None)] + [
+      (f'random seed {s}', s) for s in range(random_seeds)
+  ]:
+    tf_keras.utils.set_random_seed(0 if seed is None else seed)
+    encoder = encoders.build_encoder(source.config)
+    if seed is None:
+      pretrained.restore(encoder, source.checkpoint_path)
+    train_pooled = pooled_features(encoder, train, batch_size)
+    dev_pooled = pooled_features(encoder, dev, batch_size)
+    rows.append(
+        dict(
+            encoder=name,
+            **{
+                pooling: probe_accuracy(
+                    train_pooled[pooling],
+                    train_labels,
+                    dev_pooled[pooling],
+                    dev_labels,
+                    num_classes,
+                )
+                for pooling in POOLINGS
+            },
+        )
+    )
+  return dict(
+      task=task,
+      num_train_examples=len(train_labels),
+      num_dev_examples=len(dev_labels),
+      majority=majority,
+      rows=rows,
+  )
+
+
+def format_result(result: Dict[str, object], header: str = '') -> str:
+  """A markdown table of the probes' dev accuracies."""
+  lines: List[str] = []
+  if header:
+    lines += [header, '']
+  lines += [
+      f'Linear probes on {result["task"]}: '
+      f'{result["num_train_examples"]} training examples, '
+      f'{result["num_dev_examples"]} dev examples, majority class '
+      f'{result["majority"]:.3f}.',
+      '',
+      '| encoder | ' + ' | '.join(f'{p} accuracy' for p in POOLINGS) + ' |',
+      '|---' * (len(POOLINGS) + 1) + '|',
+  ]
+  random_rows = [
+      row for row in result['rows'] if row['encoder'] != 'pretrained'
+  ]
+  for row in result['rows']:
+    cells = ' | '.join(f'{row[p]:.3f}' for p in POOLINGS)
+    lines.append(f'| {row["encoder"]} | {cells} |')
+  if len(random_rows) > 1:
+    cells = ' | '.join(
+        f'{np.mean([r[p] for r in random_rows]):.3f} ± '
+        f'{np.std([r[p] for r in random_rows], ddof=1):.3f}'
+        for p in POOLINGS
+    )
+    lines.append(f'| random, mean ± std | {cells} |')
+  return '\n'.join(lines) + '\n'
+
+
+def main(argv: Sequence[str]) -> None:
+  """Runs the command with the parsed flags (the absl entry point)."""
+  cli.refuse_positional(argv)
+  result = feature_probe(
+      FLAGS.init_checkpoint,
+      FLAGS.glue_dir,
+      FLAGS.task,
+      FLAGS.max_train_examples,
+      FLAGS.random_seeds,
+      FLAGS.max_seq_length,
+  )
+  text = format_result(
+      result, provenance.provenance('experiments.feature_probe')
+  )
+  print(text)
+  if FLAGS.output_json:
+    json_files.write_json(FLAGS.output_json, result)
+  if FLAGS.output_markdown:
+    with tf.io.gfile.GFile(FLAGS.output_markdown, 'w') as f:
+      f.write(text)
+
+
+def define_flags() -> None:
+  """Defines the command's flags."""
+  flags.DEFINE_string(
+      'init_checkpoint', None, 'Pretrained encoder (export or model_dir).'
+  )
+  flags.DEFINE_string('glue_dir', None, 'The GLUE root.')
+  flags.DEFINE_string('task', 'sst2', 'A GLUE classification task.')
+  flags.DEFINE_integer(
+      'max_train_examples',
+      8000,
+      'Seeded sample of the training split (0: all of it).',
+      lower_bound=0,
+  )
+  flags.DEFINE_integer(
+      'random_seeds', 3, 'Randomly initialised encoders.', lower_bound=1
+  )
+  flags.DEFINE_integer(
+      'max_seq_length', 64, 'Tokens per example.', lower_bound=3
+  )
+  flags.DEFINE_string('output_json', None, 'Where to write the results.')
+  flags.DEFINE_string('output_markdown', None, 'Where to write the table.')
+  flags.mark_flags_as_required(['init_checkpoint', 'glue_dir'])
+
+
+if __name__ == '__main__':
+  define_flags()
+  cli.run(main)

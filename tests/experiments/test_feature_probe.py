@@ -1,0 +1,199 @@
+"""Linear probes of frozen encoders (experiments/feature_probe.py)."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from experiments import feature_probe
+from official_repro.modeling.networks import encoders
+from official_repro.training import export
+from official_repro.training import gin_utils
+
+_WORDS = ['good', 'bad'] + [f'w{i}' for i in range(200)]
+_VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + _WORDS
+
+
+def _independent(rng):
+  inputs = rng.normal(size=(200, 3))
+  noise = rng.normal(size=200)
+  return inputs, (inputs @ [1.0, -2.0, 0.5] + noise > 0).astype(int)
+
+
+def _correlated(rng):
+  """60 near-copies of one feature, plus noise: an ill-conditioned design."""
+  signal = rng.normal(size=(200, 1))
+  inputs = signal + 0.1 * rng.normal(size=(200, 60))
+  noise = 0.3 * rng.normal(size=200)
+  return inputs, (signal[:, 0] + noise > 0).astype(int)
+
+
+@pytest.mark.parametrize('make_data', [_independent, _correlated])
+@pytest.mark.parametrize('num_classes', [2, 3])
+def test_fit_logistic_reaches_the_optimum(make_data, num_classes):
+  """The loss's slope along every weight, by finite differences, is zero."""
+  inputs, labels = make_data(np.random.default_rng(0))
+  if num_classes == 3:
+    labels = labels + (inputs[:, 0] > 1.0)
+  l2 = 1e-2
+  weights = feature_probe.fit_logistic(inputs, labels, num_classes, l2=l2)
+  design = np.concatenate([inputs, np.ones((len(inputs), 1))], axis=1)
+
+  def loss(w):
+    logits = design @ w
+    log_norm = np.log(np.exp(logits).sum(axis=1))
+    nll = np.mean(log_norm - logits[np.arange(len(labels)), labels])
+    return nll + 0.5 * l2 * np.sum(w[:-1] ** 2)
+
+  epsilon = 1e-5
+  for index in np.ndindex(weights.shape):
+    step = np.zeros_like(weights)
+    step[index] = epsilon
+    slope = (loss(weights + step) - loss(weights - step)) / (2 * epsilon)
+    assert abs(slope) < 1e-6, index
+
+
+def test_probe_separates_separable_classes():
+  rng = np.random.default_rng(1)
+  inputs = rng.normal(size=(300, 4))
+  labels = (inputs[:, 2] > 0).astype(int)
+  accuracy = feature_probe.probe_accuracy(
+      inputs[:200], labels[:200], inputs[200:], labels[200:], 2
+  )
+  assert accuracy > 0.95
+
+
+def test_mean_pooling_skips_padding():
+  class Echo(tf.Module):
+    """An 'encoder' whose sequence output is its word ids, as floats."""
+
+    def __call__(self, inputs, training=False):
+      ids = tf.cast(inputs['input_word_ids'], tf.float32)[..., None]
+      return {'sequence_output': tf.concat([ids, 2 * ids], axis=-1)}
+
+  features = dict(
+      input_word_ids=np.array([[2, 5, 7, 0], [2, 9, 0, 0]], np.int32),
+      input_mask=np.array([[1, 1, 1, 0], [1, 1, 0, 0]], np.int32),
+      input_type_ids=np.zeros((2, 4), np.int32),
+  )
+  pooled = feature_probe.pooled_features(Echo(), features, batch_size=1)
+  np.testing.assert_allclose(pooled['cls'], [[2, 4], [2, 4]])
+  expected = [[14 / 3, 28 / 3], [11 / 2, 11]]
+  np.testing.assert_allclose(pooled['mean'], expected)
+
+
+def _write_glue(glue_dir, rng):
+  """SST-2 whose label is whether 'good' (1) or 'bad' (0) occurs."""
+  for split, size in (('train', 40), ('dev', 60)):
+    rows = ['sentence\tlabel']
+    for _ in range(size):
+      label = int(rng.integers(2))
+      words = list(rng.choice(_WORDS[2:], size=19))
+      words.insert(int(rng.integers(20)), 'good' if label else 'bad')
+      rows.append(f'{" ".join(words)}\t{label}')
+    (glue_dir / 'SST-2').mkdir(exist_ok=True)
+    (glue_dir / 'SST-2' / f'{split}.tsv').write_text('\n'.join(rows) + '\n')
+
+
+def _export(model_dir):
+  """An encoder whose features are the label and nothing else.
+
+  Its word, position and type embeddings are zero but for the two label
+  words (opposite, zero-mean patterns, which the embedding layer
+  normalisation keeps), so its mean-pooled features take one value per
+  label. A random encoder's mix the label word with 19 random ones.
+  """
+  config = encoders.EncoderConfig(
+      backbone='bert',
+      hidden_size=16,
+      num_layers=1,
+      num_attention_heads=2,
+      intermediate_size=32,
+      vocab_size=len(_VOCAB),
+      max_position_embeddings=24,
+  )
+  encoder = encoders.build_encoder(config)
+  for variable in encoder.trainable_variables:
+    if 'position_embedding' in variable.name or 'type_embed' in variable.name:
+      variable.assign(tf.zeros_like(variable))
+  table = encoder.get_embedding_table()
+  values = np.zeros(table.shape, np.float32)
+  pattern = np.resize([1.0, -1.0], table.shape[1])
+  values[_VOCAB.index('good')] = pattern
+  values[_VOCAB.index('bad')] = -pattern
+  table.assign(values)
+  holder = tf.train.Checkpoint()
+  holder.checkpoint_items = {'encoder': encoder}
+  vocab_file = os.path.join(model_dir, 'vocab.txt')
+  with open(vocab_file, 'w') as f:
+    f.write('\n'.join(_VOCAB) + '\n')
+  export.export_encoder(
+      holder,
+      config.as_dict(),
+      model_dir,
+      step=1,
+      vocab_file=vocab_file,
+      lower_case=True,
+  )
+  return model_dir
+
+
+@pytest.fixture(scope='module')
+def probed(tmp_path_factory):
+  glue_dir = tmp_path_factory.mktemp('glue')
+  _write_glue(glue_dir, np.random.default_rng(0))
+  model_dir = _export(str(tmp_path_factory.mktemp('model')))
+  return feature_probe.feature_probe(
+      model_dir,
+      str(glue_dir),
+      'sst2',
+      max_train_examples=30,
+      random_seeds=2,
+      max_seq_length=24,
+  )
+
+
+def test_the_pretrained_weights_are_the_ones_probed(probed):
+  assert probed['num_train_examples'] == 30
+  assert probed['num_dev_examples'] == 60
+  rows = {row['encoder']: row for row in probed['rows']}
+  assert list(rows) == ['pretrained', 'random seed 0', 'random seed 1']
+  # Only the restored encoder's features are the label itself.
+  assert rows['pretrained'] == dict(encoder='pretrained', cls=1.0, mean=1.0)
+  for name in ('random seed 0', 'random seed 1'):
+    assert max(rows[name]['cls'], rows[name]['mean']) < 0.9
+  assert rows['random seed 0'] != rows['random seed 1']
+
+
+def test_table_has_every_encoder_and_the_random_spread(probed):
+  text = feature_probe.format_result(probed)
+  assert '| pretrained | ' in text
+  assert '| random, mean ± std | ' in text
+  assert f'majority class {probed["majority"]:.3f}' in text
+
+
+def test_cli_refuses_a_regression_task(tmp_path):
+  model_dir = _export(str(tmp_path))
+  completed = subprocess.run(
+      [
+          sys.executable,
+          '-m',
+          'experiments.feature_probe',
+          f'--init_checkpoint={model_dir}',
+          f'--glue_dir={tmp_path}',
+          '--task=stsb',
+      ],
+      capture_output=True,
+      text=True,
+      cwd=gin_utils.REPO_ROOT,
+      check=False,
+  )
+  assert completed.returncode == 2
+  lines = completed.stderr.strip().splitlines()
+  assert lines[-1] == (
+      'experiments.feature_probe: error: --task=stsb is a regression task; '
+      'probe a classification task.'
+  )
