@@ -29,7 +29,7 @@ config describes the sharing too and `from_config(get_config())` rebuilds an
 equal model.
 """
 
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 import tf_keras
@@ -40,8 +40,6 @@ from official_repro.modeling.heads import rtd
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import networks as networks_lib
 from official_repro.modeling.pretrainers import sampling
-
-EncoderConfigLike = Union[encoders.EncoderConfig, Dict[str, Any]]
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
@@ -57,8 +55,8 @@ class ElectraPretrainer(tf_keras.Model):
 
   def __init__(
       self,
-      discriminator_config: EncoderConfigLike,
-      generator_config: EncoderConfigLike,
+      discriminator_config: encoders.EncoderConfigLike,
+      generator_config: encoders.EncoderConfigLike,
       tie_embeddings: bool = True,
       num_shared_blocks: int = 0,
       temperature: float = 1.0,

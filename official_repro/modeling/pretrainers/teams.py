@@ -145,8 +145,8 @@ class TeamsPretrainer(electra.ElectraPretrainer):
 
   def __init__(
       self,
-      discriminator_config: electra.EncoderConfigLike,
-      generator_config: electra.EncoderConfigLike,
+      discriminator_config: encoders.EncoderConfigLike,
+      generator_config: encoders.EncoderConfigLike,
       num_negatives: int,
       negative_sampling: str = 'sampled',
       task_heads: str = 'attention',
