@@ -89,7 +89,7 @@ def _cell(printed, unit=None):
         ('optimization.optimizer', 'adamw', 'LAMB', None, False),
         ('optimization.decay_power', 1.0, 'Linear', None, True),
         ('optimization.decay_power', 0.5, 'Linear', None, False),
-        ('teams.generator_layers', 0.5, '1/2', None, True),
+        ('teams.generator_layer_fraction', 0.5, '1/2', None, True),
         ('encoder.num_layers', True, '1', None, False),
         ('encoder.num_layers', '12', '12', None, False),
     ],

@@ -63,6 +63,56 @@ def test_replaced_fraction_metric():
   assert by_name['discriminator_accuracy'] == pytest.approx(1 / 3)
 
 
+def _model_config(**model):
+  encoder = encoders.EncoderConfig(
+      hidden_size=64,
+      num_layers=12,
+      num_attention_heads=1,
+      intermediate_size=256,
+      vocab_size=100,
+  )
+  return electra.ElectraModelConfig(discriminator=encoder, **model)
+
+
+@pytest.mark.parametrize(
+    'fraction, count, depth',
+    [(0.5, None, 6), (1.0, 3, 3), (1.0, None, 12)],
+)
+def test_generator_depth_is_the_fraction_or_the_count(fraction, count, depth):
+  model = _model_config(
+      generator_layer_fraction=fraction, generator_num_layers=count
+  )
+  assert model.generator().num_layers == depth
+
+
+def test_generator_count_and_fraction_are_refused_together():
+  model = _model_config(generator_layer_fraction=0.5, generator_num_layers=3)
+  with pytest.raises(
+      ValueError,
+      match=r'electra\.generator_num_layers=3 and '
+      r'electra\.generator_layer_fraction=0\.5 both set',
+  ):
+    model.generator()
+
+
+@pytest.mark.parametrize(
+    'layer_sharing, shared', [('none', 0), ('partial', 3), ('full', 6)]
+)
+def test_layer_sharing_counts_the_generators_layers(layer_sharing, shared):
+  # TEAMS' settings on ELECTRA: a 6-layer generator of full width.
+  model = _model_config(
+      generator_layer_fraction=0.5, layer_sharing=layer_sharing
+  )
+  assert model.num_shared_layers() == shared
+  pretrainer = electra.ElectraPretrainTask(
+      electra.ElectraPretrainConfig(model=model)
+  ).build_model()
+  generator_blocks = pretrainer.generator.transformer_layers
+  discriminator_blocks = pretrainer.discriminator.transformer_layers
+  same = [a is b for a, b in zip(generator_blocks, discriminator_blocks)]
+  assert same == [True] * shared + [False] * (6 - shared)
+
+
 @pytest.mark.parametrize('backbone', ['bert', 'albert'])
 def test_two_training_steps(run_tiny_electra, tmp_path, backbone):
   result = run_tiny_electra(

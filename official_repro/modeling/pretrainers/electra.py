@@ -58,7 +58,7 @@ class ElectraPretrainer(tf_keras.Model):
       discriminator_config: encoders.EncoderConfigLike,
       generator_config: encoders.EncoderConfigLike,
       tie_embeddings: bool = True,
-      num_shared_blocks: int = 0,
+      num_shared_layers: int = 0,
       temperature: float = 1.0,
       disallow_original: bool = False,
       mlm_activation: str = 'gelu_tanh',
@@ -71,7 +71,7 @@ class ElectraPretrainer(tf_keras.Model):
       discriminator_config: the discriminator's `EncoderConfig` (or its dict).
       generator_config: the generator's (e.g. `networks.scale_generator`).
       tie_embeddings: one word-embedding table for both networks.
-      num_shared_blocks: the generator's bottom blocks that are the
+      num_shared_layers: the generator's bottom layers that are the
         discriminator's (0 in ELECTRA).
       temperature: sampling temperature of the generator's softmax (> 0).
       disallow_original: never sample the original token.
@@ -88,7 +88,7 @@ class ElectraPretrainer(tf_keras.Model):
         discriminator_config,
         generator_config,
         tie_embeddings,
-        num_shared_blocks,
+        num_shared_layers,
     )
     self.generator = built.generator
     self.discriminator = built.discriminator
@@ -115,7 +115,7 @@ class ElectraPretrainer(tf_keras.Model):
         discriminator_config=discriminator_config.as_dict(),
         generator_config=generator_config.as_dict(),
         tie_embeddings=tie_embeddings,
-        num_shared_blocks=num_shared_blocks,
+        num_shared_layers=num_shared_layers,
         temperature=temperature,
         disallow_original=disallow_original,
         mlm_activation=mlm_activation,
