@@ -282,7 +282,7 @@ _002_RECIPE = {
     'optimization.global_clipnorm': 1.0,
     'pretrain_data.mask_rate': 0.15,
     'electra.generator_loss_weight': 1.0,
-    'electra.discriminator_loss_weight': 50.0,
+    'electra.rtd_loss_weight': 50.0,
     'electra.temperature': 1.0,
     'electra.tie_embeddings': True,
 }
@@ -526,7 +526,7 @@ def test_convbert_sizes_cite_their_source(path):
 # (1,000,000 small, 766,000 base); alpha and the masking split Appendix 4.1.
 _004_TABLE_4_SHARED = {
     'experiment.objective': 'script',
-    'script.discriminator_loss_weight': 50.0,  # Appendix 4.1: alpha 50
+    'script.critic_loss_weight': 50.0,  # Appendix 4.1: alpha 50
     'pretrain_data.max_seq_length': 128,  # Sec. 3: ELECTRA pre-processing
     'pretrain_data.mask_rate': 0.15,  # Mask percent 15
     'pretrain_data.masking': 'dynamic',  # Appendix 4.1: on-the-fly

@@ -1,6 +1,6 @@
 """ELECTRA / ALE / ConvBERT pretraining (replaced-token detection).
 
-Loss = generator_loss_weight * MLM + discriminator_loss_weight * RTD, with
+Loss = generator_loss_weight * MLM + rtd_loss_weight * RTD, with
 the MLM loss averaged over masked positions (Model Garden's `MaskedLMTask`
 loss) and the RTD loss (sigmoid cross-entropy) averaged over real,
 non-padding tokens, as in ELECTRA. Which backbone the two networks use
@@ -53,7 +53,7 @@ class ElectraModelConfig(base_config.Config):
     disallow_original: never sample the original token.
     tie_embeddings: one word-embedding table for both networks.
     generator_loss_weight: weight of the MLM loss.
-    discriminator_loss_weight: weight of the RTD loss.
+    rtd_loss_weight: weight of the RTD loss.
     mlm_activation: activation of the MLM and RTD heads' transforms.
     initializer_range: stddev of the heads' initializers.
   """
@@ -69,7 +69,7 @@ class ElectraModelConfig(base_config.Config):
   disallow_original: bool = False
   tie_embeddings: bool = True
   generator_loss_weight: float = 1.0
-  discriminator_loss_weight: float = 1.0
+  rtd_loss_weight: float = 1.0
   mlm_activation: str = 'gelu_tanh'
   initializer_range: float = 0.02
 
@@ -138,7 +138,7 @@ class ElectraPretrainTask(pretraining.ReplacedTokenTask):
     model = self.task_config.model
     total = (
         model.generator_loss_weight * mlm_loss
-        + model.discriminator_loss_weight * rtd_loss
+        + model.rtd_loss_weight * rtd_loss
     )
     if aux_losses:
       total += tf.add_n(aux_losses)
@@ -199,7 +199,8 @@ def _stock_task_config(
       model=stock_electra.ElectraPretrainerConfig(
           num_masked_tokens=max_predictions,
           sequence_length=train_data.seq_length,  # Model Garden's name.
-          discriminator_loss_weight=model.discriminator_loss_weight,
+          # Model Garden's name for our `rtd_loss_weight`.
+          discriminator_loss_weight=model.rtd_loss_weight,
           tie_embeddings=model.tie_embeddings,
           disallow_correct=model.disallow_original,
           generator_encoder=encoders.to_model_garden_config(model.generator()),

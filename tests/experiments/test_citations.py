@@ -129,7 +129,7 @@ def test_correct_citations_pass(tmp_path):
               '# [001 Table V: Train Steps | ELECTRA_small]\n'
               'run_protocol.aggregation = "max"  '
               '# [001 Sec. IV-B] "max of 10 runs"\n'
-              'electra.discriminator_loss_weight = 50.0  '
+              'electra.rtd_loss_weight = 50.0  '
               '# [code: google-research/electra configure_pretraining.py]\n'
               'finetuning.task = "rte"  # [code: official_repro/data/glue.py]\n'
               'pretrain_data.train_batch_size = 32  # [ours: fits 2 cores]\n'
@@ -165,12 +165,12 @@ def test_correct_citations_pass(tmp_path):
         ('run_protocol.aggregation = "max"  # [001 Sec. IV-Z]', 'no section'),
         ('run_protocol.aggregation = "max"  # [003 Fig. 9]', 'no Figure 9'),
         (
-            'electra.discriminator_loss_weight = 50.0  '
+            'electra.rtd_loss_weight = 50.0  '
             '# [code: google-research/electra no_such_file.py]',
             'is not listed',
         ),
         (
-            'electra.discriminator_loss_weight = 50.0  '
+            'electra.rtd_loss_weight = 50.0  '
             '# [code: someone/else configure_pretraining.py]',
             'is not in',
         ),

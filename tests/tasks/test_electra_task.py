@@ -41,7 +41,7 @@ def test_loss_is_weighted_mlm_plus_rtd_over_real_tokens():
         electra.ElectraPretrainConfig(
             model=electra.ElectraModelConfig(
                 generator_loss_weight=weights[0],
-                discriminator_loss_weight=weights[1],
+                rtd_loss_weight=weights[1],
             )
         )
     )

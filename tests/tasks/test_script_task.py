@@ -49,7 +49,7 @@ def test_loss_is_mlm_plus_alpha_critic_cross_entropy_over_real_tokens():
   for alpha in (50.0, 2.0):
     task = script.ScriptPretrainTask(
         script.ScriptPretrainConfig(
-            model=script.ScriptModelConfig(discriminator_loss_weight=alpha)
+            model=script.ScriptModelConfig(critic_loss_weight=alpha)
         )
     )
     metrics = task.build_metrics()
