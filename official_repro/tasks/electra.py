@@ -133,7 +133,7 @@ class ElectraPretrainTask(pretraining.ReplacedTokenTask):
         labels['input_mask'],
     )
     {metric.name: metric for metric in metrics}[
-        'discriminator_loss'
+        self.replaced_token_loss_name
     ].update_state(rtd_loss)
     model = self.task_config.model
     total = (

@@ -6,8 +6,9 @@ positions); L_Disc is the binary cross-entropy of the model's (V+1)-class
 critic on pass 2, -[1(t+) log p(t+) + 1(t-) log p(t-)] averaged over the
 real (non-padding) tokens, where a token is negative when it was replaced
 by a different one. The model is `modeling/pretrainers/script.py`. The
-critic metrics are `pretraining.ReplacedTokenTask`'s, shared with ELECTRA
-(named `discriminator_*`: the critic is the discriminator). gin:
+critic's loss is logged as `critic_loss`; its other metrics are
+`pretraining.ReplacedTokenTask`'s, shared with ELECTRA (named
+`discriminator_*`: the critic is the discriminator). gin:
 `experiment.objective = 'script'` and `script.<field>` for the fields of
 `ScriptModelConfig`. Model Garden has no SCRIPT, so there is no stock
 counterpart for the benchmark.
@@ -98,6 +99,8 @@ def critic_loss(
 class ScriptPretrainTask(pretraining.ReplacedTokenTask):
   """Self-critic pretraining; ELECTRA's critic metrics on `rtd_logits`."""
 
+  replaced_token_loss_name = 'critic_loss'
+
   def build_model(
       self, params: ScriptModelConfig = None
   ) -> script.ScriptPretrainer:
@@ -130,7 +133,7 @@ class ScriptPretrainTask(pretraining.ReplacedTokenTask):
         labels['input_mask'],
     )
     {metric.name: metric for metric in metrics}[
-        'discriminator_loss'
+        self.replaced_token_loss_name
     ].update_state(critic)
     total = mlm_loss + self.task_config.model.critic_loss_weight * critic
     if aux_losses:

@@ -204,7 +204,7 @@ class TeamsPretrainTask(pretraining.ReplacedTokenTask):
         model_outputs['mws_logits'], labels['masked_lm_weights']
     )
     by_name = {metric.name: metric for metric in metrics}
-    by_name['discriminator_loss'].update_state(rtd_loss)
+    by_name[self.replaced_token_loss_name].update_state(rtd_loss)
     by_name['mws_loss'].update_state(selection_loss)
     model = self.task_config.model
     total = model.generator_loss_weight * mlm_loss

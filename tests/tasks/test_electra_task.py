@@ -50,6 +50,8 @@ def test_loss_is_weighted_mlm_plus_rtd_over_real_tokens():
     np.testing.assert_allclose(
         loss, weights[0] * mlm + weights[1] * rtd, rtol=1e-5
     )
+    by_name = {m.name: m.result().numpy() for m in metrics}
+    np.testing.assert_allclose(by_name['rtd_loss'], rtd, rtol=1e-5)
 
 
 def test_replaced_fraction_metric():
@@ -122,7 +124,7 @@ def test_two_training_steps(run_tiny_electra, tmp_path, backbone):
   assert result['global_step'] == 2
   for name in (
       'masked_lm_accuracy',
-      'discriminator_loss',
+      'rtd_loss',
       'discriminator_auc',
       'replaced_fraction',
   ):

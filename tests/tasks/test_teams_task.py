@@ -75,7 +75,7 @@ def test_loss_is_mlm_plus_lambda1_rtd_plus_lambda2_mws():
         loss, generator * mlm + lambda1 * rtd + lambda2 * mws, rtol=1e-5
     )
     by_name = {m.name: m.result().numpy() for m in metrics}
-    np.testing.assert_allclose(by_name['discriminator_loss'], rtd, rtol=1e-5)
+    np.testing.assert_allclose(by_name['rtd_loss'], rtd, rtol=1e-5)
     np.testing.assert_allclose(by_name['mws_loss'], mws, rtol=1e-5)
 
 
@@ -216,7 +216,7 @@ def test_two_training_steps_and_export(
   assert np.isfinite(result['train']['training_loss'])
   for name in (
       'masked_lm_accuracy',
-      'discriminator_loss',
+      'rtd_loss',
       'discriminator_auc',
       'mws_loss',
       'mws_accuracy',
