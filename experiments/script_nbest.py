@@ -20,7 +20,7 @@ run, e.g. the `learning` target's, whose records and model are used):
 2. Pretraining (`<work_dir>/model`): `python -m official_repro.train` on
    `gin/pretrain/script.gin` (alpha = 50) with a small encoder and schedule
    (`--hidden_size`, `--num_layers`, `--batch_size`, `--learning_rate`,
-   `--warmup_steps`, `--train_steps`, `--discriminator_loss_weight`: alpha,
+   `--warmup_steps`, `--train_steps`, `--critic_loss_weight`: alpha,
    004's 50 by default), masking 15% with BERT's 80/10/10 split, AdamW,
    and the critic started at its base rate
    (`--initial_positive_probability`, `script.initial_positive_probability`:
@@ -300,7 +300,7 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
       'optimization.global_clipnorm = 1.0',
       'script.initial_positive_probability = '
       f'{FLAGS.initial_positive_probability or None}',
-      f'script.discriminator_loss_weight = {FLAGS.discriminator_loss_weight}',
+      f'script.critic_loss_weight = {FLAGS.critic_loss_weight}',
   ]
   command = [
       sys.executable,
@@ -586,7 +586,7 @@ def define_flags():
   flags.DEFINE_integer('warmup_steps', 100, 'Linear warmup steps.')
   flags.DEFINE_integer('train_steps', 500, 'Pretraining steps.')
   flags.DEFINE_float(
-      'discriminator_loss_weight',
+      'critic_loss_weight',
       50.0,
       'alpha, the weight of the critic loss (004: 50).',
   )

@@ -282,7 +282,7 @@ _002_RECIPE = {
     'optimization.global_clipnorm': 1.0,
     'pretrain_data.mask_rate': 0.15,
     'electra.generator_loss_weight': 1.0,
-    'electra.discriminator_loss_weight': 50.0,
+    'electra.rtd_loss_weight': 50.0,
     'electra.temperature': 1.0,
     'electra.tie_embeddings': True,
 }
@@ -526,7 +526,7 @@ def test_convbert_sizes_cite_their_source(path):
 # (1,000,000 small, 766,000 base); alpha and the masking split Appendix 4.1.
 _004_TABLE_4_SHARED = {
     'experiment.objective': 'script',
-    'script.discriminator_loss_weight': 50.0,  # Appendix 4.1: alpha 50
+    'script.critic_loss_weight': 50.0,  # Appendix 4.1: alpha 50
     'pretrain_data.max_seq_length': 128,  # Sec. 3: ELECTRA pre-processing
     'pretrain_data.mask_rate': 0.15,  # Mask percent 15
     'pretrain_data.masking': 'dynamic',  # Appendix 4.1: on-the-fly
@@ -687,9 +687,9 @@ _003_TABLE_5_SHARED = {
 }
 _003_TEAMS_OBJECTIVE = {
     'experiment.objective': 'teams',
-    'teams.generator_layers': 0.5,  # Generator Size 1/2
+    'teams.generator_layer_fraction': 0.5,  # Generator Size 1/2
     'teams.generator_size': 1.0,  # Sec. 3.2: same width
-    'teams.layer_tying': 'partial',  # Sec. 3.2: bottom half
+    'teams.layer_sharing': 'partial',  # Sec. 3.2: bottom half
     'teams.rtd_loss_weight': 5.0,  # App. B: lambda1
     'teams.mws_loss_weight': 2.0,  # App. B: lambda2
     'teams.num_negatives': 5,  # Sec. 4.1: K
@@ -757,8 +757,8 @@ _UNBOUND = object()
 # What gin/pretrain/teams.gin binds; Table 2's masked-LM row has none of it.
 _TEAMS_GIN_FIELDS = (
     'generator_size',
-    'generator_layers',
-    'layer_tying',
+    'generator_layer_fraction',
+    'layer_sharing',
     'num_negatives',
     'negative_sampling',
     'task_heads',
@@ -796,14 +796,21 @@ ABLATIONS_003 = {
         {'teams.exported_representations': 'rtd'},
     ),
     # Table 4.
-    'table4_full_tie.gin': ('small_pp.gin', {'teams.layer_tying': 'full'}),
-    'table4_no_tie.gin': ('small_pp.gin', {'teams.layer_tying': 'none'}),
-    'table4_base_pp_no_tie.gin': ('base_pp.gin', {'teams.layer_tying': 'none'}),
-    # Figure 4: n generator layers (small++ has 0.5 of 12).
+    'table4_full_tie.gin': ('small_pp.gin', {'teams.layer_sharing': 'full'}),
+    'table4_no_tie.gin': ('small_pp.gin', {'teams.layer_sharing': 'none'}),
+    'table4_base_pp_no_tie.gin': (
+        'base_pp.gin',
+        {'teams.layer_sharing': 'none'},
+    ),
+    # Figure 4: n generator layers (small++ has 0.5 of 12), the fraction
+    # back at 1.0 as a count requires.
     **{
-        f'fig4_generator_layers_{n}.gin': (
+        f'fig4_generator_num_layers_{n}.gin': (
             'small_pp.gin',
-            {'teams.generator_layers': n},
+            {
+                'teams.generator_layer_fraction': 1.0,
+                'teams.generator_num_layers': n,
+            },
         )
         for n in range(1, 13)
     },
@@ -886,7 +893,7 @@ LAYERS_003 = {
     'table4_no_tie.gin': (12, 12, 6, 0),
     'table4_base_pp_no_tie.gin': (12, 12, 6, 0),
     **{
-        f'fig4_generator_layers_{n}.gin': (12, 12, n, n // 2)
+        f'fig4_generator_num_layers_{n}.gin': (12, 12, n, n // 2)
         for n in range(1, 13)
     },
     **{
@@ -996,7 +1003,7 @@ def test_003_files_build_their_experiment(clean_gin, filename):
       model.discriminator.num_layers,
       exported.num_layers,
       model.generator().num_layers,
-      model.num_shared_blocks(),
+      model.num_shared_layers(),
   ) == (LAYERS_003[filename])
   assert model.generator().hidden_size == model.discriminator.hidden_size
 

@@ -518,20 +518,24 @@ _TARGETS = (
         'GLUE against the number of generator layers (TEAMS-small++)',
         runs=tuple(
             Run(
-                f'generator_layers_{n}',
+                f'generator_num_layers_{n}',
                 f'TEAMS@{n}',
-                _gin('003_teams', f'fig4_generator_layers_{n}'),
+                _gin('003_teams', f'fig4_generator_num_layers_{n}'),
                 scale_bindings=(
-                    ('tiny', (f'teams.generator_layers = {n // 3}',)),
-                    ('cpu', (f'teams.generator_layers = {n // 6}',)),
+                    ('tiny', (f'teams.generator_num_layers = {n // 3}',)),
+                    ('cpu', (f'teams.generator_num_layers = {n // 6}',)),
                 ),
             )
             for n in range(1, 13)
         ),
         finetune_paper='003_teams',
         figure='generator layers',
-        small_scale_runs=tuple(f'generator_layers_{n}' for n in (3, 6, 9, 12)),
-        scale_runs=(('cpu', ('generator_layers_6', 'generator_layers_12')),),
+        small_scale_runs=tuple(
+            f'generator_num_layers_{n}' for n in (3, 6, 9, 12)
+        ),
+        scale_runs=(
+            ('cpu', ('generator_num_layers_6', 'generator_num_layers_12')),
+        ),
         small_scale_note=(
             'generators of 3, 6, 9 and 12 layers; the tiny discriminator has '
             '4 layers, not 12, so there they become 1, 2, 3 and 4 (a quarter '

@@ -1,6 +1,6 @@
 """ELECTRA / ALE / ConvBERT pretraining (replaced-token detection).
 
-Loss = generator_loss_weight * MLM + discriminator_loss_weight * RTD, with
+Loss = generator_loss_weight * MLM + rtd_loss_weight * RTD, with
 the MLM loss averaged over masked positions (Model Garden's `MaskedLMTask`
 loss) and the RTD loss (sigmoid cross-entropy) averaged over real,
 non-padding tokens, as in ELECTRA. Which backbone the two networks use
@@ -10,7 +10,7 @@ the fields of `ElectraModelConfig`.
 """
 
 import dataclasses
-from typing import Dict, List, Union
+from typing import Dict, List, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -28,6 +28,10 @@ from official_repro.modeling.pretrainers import networks
 from official_repro.tasks import objectives
 from official_repro.tasks import pretraining
 
+# The objective's name: `experiment.objective` and the gin name of
+# `ElectraModelConfig` (`electra.<field>`).
+OBJECTIVE_NAME = 'electra'
+
 
 @dataclasses.dataclass
 class ElectraModelConfig(base_config.Config):
@@ -38,15 +42,18 @@ class ElectraModelConfig(base_config.Config):
       generator is derived from it.
     generator_size: generator hidden/heads/FFN as a fraction of the
       discriminator's (001 Table V: 0.25).
-    generator_layers: generator depth: an int is a count, a float a fraction
-      of the discriminator's layers (ELECTRA: 1.0, the same depth).
-    num_shared_blocks: the generator's bottom blocks that are the
-      discriminator's (needs generator_size 1.0; ELECTRA: 0).
+    generator_layer_fraction: generator depth as a fraction of the
+      discriminator's layers, in (0, 1] (ELECTRA: 1.0, the same depth).
+    generator_num_layers: generator depth as a count of layers, used instead
+      of the fraction (which must then stay 1.0); None: the fraction.
+    layer_sharing: how many of the generator's bottom layers are the
+      discriminator's: 'none' (ELECTRA), 'partial' (the bottom half) or
+      'full' (needs generator_size 1.0; `networks.num_shared_layers_for`).
     temperature: sampling temperature of the generator's softmax.
     disallow_original: never sample the original token.
     tie_embeddings: one word-embedding table for both networks.
     generator_loss_weight: weight of the MLM loss.
-    discriminator_loss_weight: weight of the RTD loss.
+    rtd_loss_weight: weight of the RTD loss.
     mlm_activation: activation of the MLM and RTD heads' transforms.
     initializer_range: stddev of the heads' initializers.
   """
@@ -55,20 +62,31 @@ class ElectraModelConfig(base_config.Config):
       default_factory=encoders.EncoderConfig
   )
   generator_size: float = 1.0
-  generator_layers: Union[int, float] = 1.0
-  num_shared_blocks: int = 0
+  generator_layer_fraction: float = 1.0
+  generator_num_layers: Optional[int] = None
+  layer_sharing: str = 'none'
   temperature: float = 1.0
   disallow_original: bool = False
   tie_embeddings: bool = True
   generator_loss_weight: float = 1.0
-  discriminator_loss_weight: float = 1.0
+  rtd_loss_weight: float = 1.0
   mlm_activation: str = 'gelu_tanh'
   initializer_range: float = 0.02
 
   def generator(self) -> encoders.EncoderConfig:
     """The generator's encoder config."""
     return networks.scale_generator(
-        self.discriminator, self.generator_size, self.generator_layers
+        self.discriminator,
+        self.generator_size,
+        self.generator_layer_fraction,
+        self.generator_num_layers,
+        gin_name=OBJECTIVE_NAME,
+    )
+
+  def num_shared_layers(self) -> int:
+    """The generator's bottom layers that are the discriminator's."""
+    return networks.num_shared_layers_for(
+        self.layer_sharing, self.generator().num_layers, OBJECTIVE_NAME
     )
 
 
@@ -93,7 +111,7 @@ class ElectraPretrainTask(pretraining.ReplacedTokenTask):
         discriminator_config=config.discriminator,
         generator_config=config.generator(),
         tie_embeddings=config.tie_embeddings,
-        num_shared_blocks=config.num_shared_blocks,
+        num_shared_layers=config.num_shared_layers(),
         temperature=config.temperature,
         disallow_original=config.disallow_original,
         mlm_activation=config.mlm_activation,
@@ -115,12 +133,12 @@ class ElectraPretrainTask(pretraining.ReplacedTokenTask):
         labels['input_mask'],
     )
     {metric.name: metric for metric in metrics}[
-        'discriminator_loss'
+        self.replaced_token_loss_name
     ].update_state(rtd_loss)
     model = self.task_config.model
     total = (
         model.generator_loss_weight * mlm_loss
-        + model.discriminator_loss_weight * rtd_loss
+        + model.rtd_loss_weight * rtd_loss
     )
     if aux_losses:
       total += tf.add_n(aux_losses)
@@ -160,13 +178,13 @@ def _stock_task_config(
   Raises:
     ValueError: for settings Model Garden's pretrainer does not have (a
       backbone without a Model Garden encoder, tied ALBERT embeddings, a
-      temperature other than 1, shared blocks).
+      temperature other than 1, shared layers).
   """
   model = task_config.model
-  if model.temperature != 1.0 or model.num_shared_blocks:
+  if model.temperature != 1.0 or model.num_shared_layers():
     raise cli.UserError(
         "Model Garden's ElectraPretrainer samples at "
-        'temperature 1.0 and shares no blocks; measure this '
+        'temperature 1.0 and shares no transformer layers; measure this '
         'config with --variants=ours.'
     )
   discriminator = encoders.to_model_garden_config(model.discriminator)
@@ -181,7 +199,8 @@ def _stock_task_config(
       model=stock_electra.ElectraPretrainerConfig(
           num_masked_tokens=max_predictions,
           sequence_length=train_data.seq_length,  # Model Garden's name.
-          discriminator_loss_weight=model.discriminator_loss_weight,
+          # Model Garden's name for our `rtd_loss_weight`.
+          discriminator_loss_weight=model.rtd_loss_weight,
           tie_embeddings=model.tie_embeddings,
           disallow_correct=model.disallow_original,
           generator_encoder=encoders.to_model_garden_config(model.generator()),
@@ -194,7 +213,7 @@ def _stock_task_config(
 
 OBJECTIVE = objectives.register(
     objectives.Objective(
-        name='electra',
+        name=OBJECTIVE_NAME,
         task_config_cls=ElectraPretrainConfig,
         model_config_cls=ElectraModelConfig,
         encoder_field='discriminator',

@@ -122,13 +122,19 @@ class ReplacedTokenTask(PretrainTask):
   The model outputs `rtd_labels` (int `[B, T]`, 1 = replaced and different)
   and `rtd_logits` (float `[B, T]`, the log-odds of "replaced"); this adds
   the discriminator's metrics (ELECTRA's RTD head, SCRIPT's critic) to the
-  masked-LM ones. The subclass's `build_losses` updates
-  `discriminator_loss`.
+  masked-LM ones. The subclass's `build_losses` updates the loss metric
+  named `replaced_token_loss_name`.
+
+  Attributes:
+    replaced_token_loss_name: the name of the mean metric of that loss,
+      'rtd_loss' (ELECTRA, TEAMS); SCRIPT's is 'critic_loss'.
   """
+
+  replaced_token_loss_name = 'rtd_loss'
 
   def build_metrics(self, training=None) -> List[tf_keras.metrics.Metric]:
     return super().build_metrics(training) + [
-        tf_keras.metrics.Mean(name='discriminator_loss'),
+        tf_keras.metrics.Mean(name=self.replaced_token_loss_name),
         tf_keras.metrics.BinaryAccuracy(
             name='discriminator_accuracy', threshold=0.0
         ),

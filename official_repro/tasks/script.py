@@ -1,13 +1,14 @@
 """SCRIPT pretraining (paper 004): a masked LM that is its own critic.
 
-Loss = L_MLM + discriminator_loss_weight * L_Disc (004 Sec. 2). L_MLM is
+Loss = L_MLM + critic_loss_weight * L_Disc (004 Sec. 2). L_MLM is
 Model Garden's `MaskedLMTask` loss on pass 1 (averaged over the masked
 positions); L_Disc is the binary cross-entropy of the model's (V+1)-class
 critic on pass 2, -[1(t+) log p(t+) + 1(t-) log p(t-)] averaged over the
 real (non-padding) tokens, where a token is negative when it was replaced
 by a different one. The model is `modeling/pretrainers/script.py`. The
-critic metrics are `pretraining.ReplacedTokenTask`'s, shared with ELECTRA
-(named `discriminator_*`: the critic is the discriminator). gin:
+critic's loss is logged as `critic_loss`; its other metrics are
+`pretraining.ReplacedTokenTask`'s, shared with ELECTRA (named
+`discriminator_*`: the critic is the discriminator). gin:
 `experiment.objective = 'script'` and `script.<field>` for the fields of
 `ScriptModelConfig`. Model Garden has no SCRIPT, so there is no stock
 counterpart for the benchmark.
@@ -40,7 +41,7 @@ class ScriptModelConfig(base_config.Config):
     straight_through: let the critic loss reach the pass-1 logits through a
       straight-through Gumbel-softmax sample (004 does not say; off: no
       gradient through the sample).
-    discriminator_loss_weight: alpha, the weight of L_Disc.
+    critic_loss_weight: alpha, the weight of L_Disc (the critic loss).
     mlm_activation: activation of the MLM transform layer.
     mlm_initializer_range: stddev of the MLM head initializer.
     initial_positive_probability: the critic's p(t+) at initialization at
@@ -54,7 +55,7 @@ class ScriptModelConfig(base_config.Config):
   )
   temperature: float = 1.0
   straight_through: bool = False
-  discriminator_loss_weight: float = 1.0
+  critic_loss_weight: float = 1.0
   mlm_activation: str = 'gelu_tanh'
   mlm_initializer_range: float = 0.02
   initial_positive_probability: Optional[float] = None
@@ -98,6 +99,8 @@ def critic_loss(
 class ScriptPretrainTask(pretraining.ReplacedTokenTask):
   """Self-critic pretraining; ELECTRA's critic metrics on `rtd_logits`."""
 
+  replaced_token_loss_name = 'critic_loss'
+
   def build_model(
       self, params: ScriptModelConfig = None
   ) -> script.ScriptPretrainer:
@@ -123,18 +126,16 @@ class ScriptPretrainTask(pretraining.ReplacedTokenTask):
     The MLM loss is `PretrainTask`'s, Model Garden `MaskedLMTask`'s.
     """
     mlm_loss = super().build_losses(labels, model_outputs, metrics)
-    disc_loss = critic_loss(
+    critic = critic_loss(
         model_outputs['rtd_labels'],
         model_outputs['critic_log_positive'],
         model_outputs['critic_log_negative'],
         labels['input_mask'],
     )
     {metric.name: metric for metric in metrics}[
-        'discriminator_loss'
-    ].update_state(disc_loss)
-    total = mlm_loss + (
-        self.task_config.model.discriminator_loss_weight * disc_loss
-    )
+        self.replaced_token_loss_name
+    ].update_state(critic)
+    total = mlm_loss + self.task_config.model.critic_loss_weight * critic
     if aux_losses:
       total += tf.add_n(aux_losses)
     return total

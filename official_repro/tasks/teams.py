@@ -10,10 +10,12 @@ term (003 Table 2's single-task rows). The model is
 `modeling/pretrainers/teams.py`, on any backbone (`encoder.backbone`).
 
 The generator has the discriminator's width (`generator_size` 1.0) and
-`generator_layers` of its depth (003 Table 5: 1/2); `layer_tying` sets how
-many of its bottom blocks are the discriminator's (003 Sec. 3.2, Table 4):
+`generator_layer_fraction` of its depth (003 Table 5: 1/2), or
+`generator_num_layers` layers (003 Fig. 4); `layer_sharing` sets how many
+of its bottom layers are the discriminator's (003 Sec. 3.2, Table 4):
 'partial' the bottom half of the generator's layers (rounded down),
-'full' all of them, 'none' none.
+'full' all of them, 'none' none (`networks.num_shared_layers_for`, shared
+with ELECTRA).
 
 gin: `experiment.objective = 'teams'` and `teams.<field>` for the fields of
 `TeamsModelConfig`. The benchmark's stock counterpart is Model Garden's
@@ -22,7 +24,7 @@ gin: `experiment.objective = 'teams'` and `teams.<field>` for the fields of
 """
 
 import dataclasses
-from typing import Dict, List, Union
+from typing import Dict, List, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -39,23 +41,9 @@ from official_repro.modeling.pretrainers import teams
 from official_repro.tasks import objectives
 from official_repro.tasks import pretraining
 
-LAYER_TYING = ('partial', 'full', 'none')
-
-
-def num_tied_layers(layer_tying: str, generator_layers: int) -> int:
-  """The generator's bottom blocks shared with the discriminator.
-
-  Raises:
-    ValueError: for an unknown `layer_tying`.
-  """
-  if layer_tying not in LAYER_TYING:
-    raise cli.UserError(
-        f'teams.layer_tying={layer_tying!r}; expected one of '
-        f'{list(LAYER_TYING)}.'
-    )
-  return dict(partial=generator_layers // 2, full=generator_layers, none=0)[
-      layer_tying
-  ]
+# The objective's name: `experiment.objective` and the gin name of
+# `TeamsModelConfig` (`teams.<field>`).
+OBJECTIVE_NAME = 'teams'
 
 
 @dataclasses.dataclass
@@ -66,10 +54,13 @@ class TeamsModelConfig(base_config.Config):
     discriminator: the discriminator's encoder of L layers (gin: `encoder`);
       the generator is derived from it.
     generator_size: generator width as a fraction of the discriminator's
-      (TEAMS: 1.0; tying layers needs 1.0).
-    generator_layers: generator depth: an int is a count, a float a fraction
-      of L (003 Table 5: 1/2).
-    layer_tying: 'partial', 'full' or 'none' (see the module docstring).
+      (TEAMS: 1.0; sharing layers needs 1.0).
+    generator_layer_fraction: generator depth as a fraction of L, in (0, 1]
+      (003 Table 5: 1/2).
+    generator_num_layers: generator depth as a count of layers, used instead
+      of the fraction (which must then be 1.0; 003 Fig. 4); None: the
+      fraction.
+    layer_sharing: 'partial', 'full' or 'none' (see the module docstring).
     num_negatives: K, non-original candidates per masked position.
     negative_sampling: 'sampled' or 'hardest'.
     task_heads: 'attention', 'attention_on_top' or 'ffn'.
@@ -87,8 +78,9 @@ class TeamsModelConfig(base_config.Config):
       default_factory=encoders.EncoderConfig
   )
   generator_size: float = 1.0
-  generator_layers: Union[int, float] = 1.0
-  layer_tying: str = 'none'
+  generator_layer_fraction: float = 1.0
+  generator_num_layers: Optional[int] = None
+  layer_sharing: str = 'none'
   num_negatives: int = 1
   negative_sampling: str = 'sampled'
   task_heads: str = 'attention'
@@ -104,11 +96,18 @@ class TeamsModelConfig(base_config.Config):
   def generator(self) -> encoders.EncoderConfig:
     """The generator's encoder config (derived from the paper's L layers)."""
     return networks.scale_generator(
-        self.discriminator, self.generator_size, self.generator_layers
+        self.discriminator,
+        self.generator_size,
+        self.generator_layer_fraction,
+        self.generator_num_layers,
+        gin_name=OBJECTIVE_NAME,
     )
 
-  def num_shared_blocks(self) -> int:
-    return num_tied_layers(self.layer_tying, self.generator().num_layers)
+  def num_shared_layers(self) -> int:
+    """The generator's bottom layers that are the discriminator's."""
+    return networks.num_shared_layers_for(
+        self.layer_sharing, self.generator().num_layers, OBJECTIVE_NAME
+    )
 
   def exported_discriminator(self) -> encoders.EncoderConfig:
     """The discriminator network kept for fine-tuning.
@@ -164,7 +163,7 @@ class TeamsPretrainTask(pretraining.ReplacedTokenTask):
         task_heads=config.task_heads,
         exported_representations=config.exported_representations,
         tie_embeddings=config.tie_embeddings,
-        num_shared_blocks=config.num_shared_blocks(),
+        num_shared_layers=config.num_shared_layers(),
         temperature=config.temperature,
         mlm_activation=config.mlm_activation,
         initializer_range=config.initializer_range,
@@ -205,7 +204,7 @@ class TeamsPretrainTask(pretraining.ReplacedTokenTask):
         model_outputs['mws_logits'], labels['masked_lm_weights']
     )
     by_name = {metric.name: metric for metric in metrics}
-    by_name['discriminator_loss'].update_state(rtd_loss)
+    by_name[self.replaced_token_loss_name].update_state(rtd_loss)
     by_name['mws_loss'].update_state(selection_loss)
     model = self.task_config.model
     total = model.generator_loss_weight * mlm_loss
@@ -223,7 +222,7 @@ def _flops(
 ) -> Dict[str, flops.NetworkCost]:
   """TEAMS' terms.
 
-  `generator`: its L/2 full-width blocks (shared blocks are computed on the
+  `generator`: its L/2 full-width blocks (shared layers are computed on the
   generator's input too) with the MLM head. `discriminator`: the exported
   network, the RTD head on every token, the MWS head at the masked fraction
   (`flops.mws_head_flops`) and the other side's task layer: one more block
@@ -301,7 +300,7 @@ def _stock_task_config(
           discriminator_rtd_loss_weight=model.rtd_loss_weight,
           discriminator_mws_loss_weight=model.mws_loss_weight,
           tie_embeddings=True,
-          num_shared_generator_hidden_layers=model.num_shared_blocks(),
+          num_shared_generator_hidden_layers=model.num_shared_layers(),
           num_discriminator_task_agnostic_layers=(
               model.discriminator.num_layers - 1
           ),
@@ -314,11 +313,15 @@ def _stock_task_config(
 
 OBJECTIVE = objectives.register(
     objectives.Objective(
-        name='teams',
+        name=OBJECTIVE_NAME,
         task_config_cls=TeamsPretrainConfig,
         model_config_cls=TeamsModelConfig,
         encoder_field='discriminator',
-        required=('generator_layers', 'layer_tying', 'num_negatives'),
+        required=(
+            'generator_layer_fraction',
+            'layer_sharing',
+            'num_negatives',
+        ),
         exported_encoder=TeamsModelConfig.exported_discriminator,
         flops=_flops,
         stock_task_config=_stock_task_config,

@@ -89,7 +89,7 @@ def _cell(printed, unit=None):
         ('optimization.optimizer', 'adamw', 'LAMB', None, False),
         ('optimization.decay_power', 1.0, 'Linear', None, True),
         ('optimization.decay_power', 0.5, 'Linear', None, False),
-        ('teams.generator_layers', 0.5, '1/2', None, True),
+        ('teams.generator_layer_fraction', 0.5, '1/2', None, True),
         ('encoder.num_layers', True, '1', None, False),
         ('encoder.num_layers', '12', '12', None, False),
     ],
@@ -129,7 +129,7 @@ def test_correct_citations_pass(tmp_path):
               '# [001 Table V: Train Steps | ELECTRA_small]\n'
               'run_protocol.aggregation = "max"  '
               '# [001 Sec. IV-B] "max of 10 runs"\n'
-              'electra.discriminator_loss_weight = 50.0  '
+              'electra.rtd_loss_weight = 50.0  '
               '# [code: google-research/electra configure_pretraining.py]\n'
               'finetuning.task = "rte"  # [code: official_repro/data/glue.py]\n'
               'pretrain_data.train_batch_size = 32  # [ours: fits 2 cores]\n'
@@ -165,12 +165,12 @@ def test_correct_citations_pass(tmp_path):
         ('run_protocol.aggregation = "max"  # [001 Sec. IV-Z]', 'no section'),
         ('run_protocol.aggregation = "max"  # [003 Fig. 9]', 'no Figure 9'),
         (
-            'electra.discriminator_loss_weight = 50.0  '
+            'electra.rtd_loss_weight = 50.0  '
             '# [code: google-research/electra no_such_file.py]',
             'is not listed',
         ),
         (
-            'electra.discriminator_loss_weight = 50.0  '
+            'electra.rtd_loss_weight = 50.0  '
             '# [code: someone/else configure_pretraining.py]',
             'is not in',
         ),

@@ -254,7 +254,7 @@ def test_small_scales_run_a_subset_only_where_a_note_says_why():
     assert subset == bool(target.small_scale_note), target.key
   fig4 = registry.get('003.fig4')
   assert [run.bindings_at('tiny') for run in fig4.runs_at('tiny')] == [
-      (f'teams.generator_layers = {n}',) for n in (1, 2, 3, 4)
+      (f'teams.generator_num_layers = {n}',) for n in (1, 2, 3, 4)
   ]
   # The gpu include keeps the paper's 12 layers, and so the paper's depths.
   assert all(not run.bindings_at('gpu') for run in fig4.runs)

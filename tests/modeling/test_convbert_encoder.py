@@ -356,7 +356,7 @@ def test_electra_pretraining_then_restore_for_finetuning(
   for name in (
       'training_loss',
       'lm_example_loss',
-      'discriminator_loss',
+      'rtd_loss',
       'discriminator_auc',
   ):
     assert np.isfinite(result['train'][name]), name

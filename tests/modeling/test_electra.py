@@ -47,11 +47,24 @@ def test_generator_size_scales_width_not_depth():
     networks.scale_generator(discriminator, 0.0)
 
 
+# (generator_layer_fraction, generator_num_layers, depth) of a generator over
+# a 12-layer discriminator, by hand: 12 * 0.5 = 6; 12 * 0.25 = 3; 12 * 1/3 =
+# 4; 12 * 0.01 = 0.12 rounds to 0, raised to one layer; a count is itself.
 @pytest.mark.parametrize(
-    'generator_layers, depth',
-    [(0.5, 6), (1.0, 12), (1, 1), (6, 6), (12, 12), (0.01, 1)],
+    'fraction, count, depth',
+    [
+        (0.5, None, 6),
+        (1.0, None, 12),
+        (0.25, None, 3),
+        (1 / 3, None, 4),
+        (0.01, None, 1),
+        (1.0, 3, 3),
+        (1.0, 1, 1),
+        (1.0, 12, 12),
+    ],
 )
-def test_generator_layers_is_a_count_or_a_fraction(generator_layers, depth):
+def test_generator_depth_is_the_fraction_or_the_count(fraction, count, depth):
+  assert networks.generator_depth(12, fraction, count) == depth
   discriminator = encoders.EncoderConfig(
       hidden_size=256,
       num_layers=12,
@@ -59,25 +72,63 @@ def test_generator_layers_is_a_count_or_a_fraction(generator_layers, depth):
       intermediate_size=1024,
       vocab_size=100,
   )
-  generator = networks.scale_generator(discriminator, 1.0, generator_layers)
+  generator = networks.scale_generator(discriminator, 1.0, fraction, count)
   assert generator.num_layers == depth
   assert generator.hidden_size == 256  # Depth and width are independent.
 
 
+def test_a_count_and_a_fraction_are_refused_together():
+  with pytest.raises(
+      ValueError,
+      match=r'electra\.generator_num_layers=3 and '
+      r'electra\.generator_layer_fraction=0\.5 both set',
+  ):
+    networks.generator_depth(12, 0.5, 3, gin_name='electra')
+
+
 @pytest.mark.parametrize(
-    'generator_layers, message',
+    'fraction, count, message',
     [
-        (0, r'count in \[1, 12\]'),
-        (13, r'count in \[1, 12\]'),
-        (1.5, r'fraction in \(0, 1\]'),
-        (0.0, r'fraction in \(0, 1\]'),
-        ('6', 'an int'),
-        (True, 'an int'),
+        (
+            1.0,
+            0,
+            r'generator_num_layers=0 must be an int count of layers '
+            r'in \[1, 12\]',
+        ),
+        (1.0, 13, r'generator_num_layers=13 .* in \[1, 12\]'),
+        (1.0, 6.0, r'generator_num_layers=6\.0 must be an int'),
+        (1.0, True, r'generator_num_layers=True must be an int'),
+        (1.5, None, r'generator_layer_fraction=1\.5 .* in \(0, 1\]'),
+        (0.0, None, r'generator_layer_fraction=0\.0 .* in \(0, 1\]'),
+        ('0.5', None, r"generator_layer_fraction='0\.5' .* in \(0, 1\]"),
+        (True, None, r'generator_layer_fraction=True .* in \(0, 1\]'),
     ],
 )
-def test_generator_layers_out_of_range(generator_layers, message):
+def test_generator_depth_out_of_range(fraction, count, message):
   with pytest.raises(ValueError, match=message):
-    networks.generator_depth(12, generator_layers)
+    networks.generator_depth(12, fraction, count)
+
+
+@pytest.mark.parametrize(
+    'layer_sharing, generator_num_layers, shared',
+    [
+        ('partial', 6, 3),
+        ('partial', 1, 0),
+        ('partial', 7, 3),
+        ('full', 6, 6),
+        ('none', 6, 0),
+    ],
+)
+def test_num_shared_layers_for(layer_sharing, generator_num_layers, shared):
+  assert (
+      networks.num_shared_layers_for(layer_sharing, generator_num_layers)
+      == shared
+  )
+
+
+def test_unknown_layer_sharing_is_refused():
+  with pytest.raises(ValueError, match=r"electra\.layer_sharing='half'"):
+    networks.num_shared_layers_for('half', 6, gin_name='electra')
 
 
 def test_sampling_temperature_follows_tempered_softmax():
@@ -222,8 +273,8 @@ def test_shared_generator_blocks_get_gradients_from_both_losses(backbone):
     config = config.with_options(dict(config.options_dict(), kernel_size=3))
   model = electra.ElectraPretrainer(
       config,
-      networks.scale_generator(config, 1.0, generator_layers=2),
-      num_shared_blocks=1,
+      networks.scale_generator(config, 1.0, generator_num_layers=2),
+      num_shared_layers=1,
   )
   inputs = _batch()
   model(inputs)
@@ -251,5 +302,5 @@ def test_sharing_blocks_needs_equal_widths():
   config = _discriminator_config()
   with pytest.raises(ValueError, match='generator_size 1.0'):
     electra.ElectraPretrainer(
-        config, networks.scale_generator(config, 0.5), num_shared_blocks=1
+        config, networks.scale_generator(config, 0.5), num_shared_layers=1
     )

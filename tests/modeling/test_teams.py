@@ -48,12 +48,12 @@ def _inputs(seed=0, batch=2, seq=8):
   )
 
 
-def _pretrainer(discriminator=None, generator_layers=1, **kwargs):
+def _pretrainer(discriminator=None, generator_num_layers=1, **kwargs):
   discriminator = discriminator or _config()
   kwargs.setdefault('num_negatives', 3)
   return teams.TeamsPretrainer(
       discriminator,
-      discriminator.replace(num_layers=generator_layers),
+      discriminator.replace(num_layers=generator_num_layers),
       **kwargs,
   )
 
@@ -282,10 +282,15 @@ def test_mws_head_serializes():
 
 
 @pytest.mark.parametrize('backbone', ['bert', 'convbert', 'albert'])
-def test_tied_blocks_are_the_discriminators_and_learn_from_both_sides(backbone):
+def test_shared_layers_are_the_discriminators_and_learn_from_both_sides(
+    backbone,
+):
   discriminator = _config(backbone, num_layers=4)
   model = _pretrainer(
-      discriminator, generator_layers=2, num_shared_blocks=1, num_negatives=2
+      discriminator,
+      generator_num_layers=2,
+      num_shared_layers=1,
+      num_negatives=2,
   )
   generator_blocks = model.generator.transformer_layers
   discriminator_blocks = model.discriminator.transformer_layers
@@ -314,8 +319,8 @@ def test_tied_blocks_are_the_discriminators_and_learn_from_both_sides(backbone):
 def test_pretrainer_rebuilds_from_its_config():
   model = _pretrainer(
       _config(num_layers=3),
-      generator_layers=2,
-      num_shared_blocks=1,
+      generator_num_layers=2,
+      num_shared_layers=1,
       num_negatives=4,
       negative_sampling='hardest',
       exported_representations='rtd',
@@ -378,7 +383,7 @@ def test_model_garden_teams_gives_same_logits_with_candidate_size_k_plus_1():
       ours_config,
       ours_config.replace(num_layers=2),
       num_negatives=num_negatives,
-      num_shared_blocks=1,
+      num_shared_layers=1,
       mlm_activation='relu',
   )
   inputs = _inputs()
@@ -522,7 +527,7 @@ def test_model_garden_ties_the_whole_embedding_network_ours_the_word_table():
       'embedding_projection'
   )
   assert [w.name for w in projection.weights if 'bias' in w.name] == []
-  ours = _pretrainer(num_shared_blocks=1)
+  ours = _pretrainer(num_shared_layers=1)
   assert ours.generator.get_embedding_layer() is (
       ours.discriminator.get_embedding_layer()
   )

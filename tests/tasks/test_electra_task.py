@@ -41,7 +41,7 @@ def test_loss_is_weighted_mlm_plus_rtd_over_real_tokens():
         electra.ElectraPretrainConfig(
             model=electra.ElectraModelConfig(
                 generator_loss_weight=weights[0],
-                discriminator_loss_weight=weights[1],
+                rtd_loss_weight=weights[1],
             )
         )
     )
@@ -50,6 +50,8 @@ def test_loss_is_weighted_mlm_plus_rtd_over_real_tokens():
     np.testing.assert_allclose(
         loss, weights[0] * mlm + weights[1] * rtd, rtol=1e-5
     )
+    by_name = {m.name: m.result().numpy() for m in metrics}
+    np.testing.assert_allclose(by_name['rtd_loss'], rtd, rtol=1e-5)
 
 
 def test_replaced_fraction_metric():
@@ -63,6 +65,56 @@ def test_replaced_fraction_metric():
   assert by_name['discriminator_accuracy'] == pytest.approx(1 / 3)
 
 
+def _model_config(**model):
+  encoder = encoders.EncoderConfig(
+      hidden_size=64,
+      num_layers=12,
+      num_attention_heads=1,
+      intermediate_size=256,
+      vocab_size=100,
+  )
+  return electra.ElectraModelConfig(discriminator=encoder, **model)
+
+
+@pytest.mark.parametrize(
+    'fraction, count, depth',
+    [(0.5, None, 6), (1.0, 3, 3), (1.0, None, 12)],
+)
+def test_generator_depth_is_the_fraction_or_the_count(fraction, count, depth):
+  model = _model_config(
+      generator_layer_fraction=fraction, generator_num_layers=count
+  )
+  assert model.generator().num_layers == depth
+
+
+def test_generator_count_and_fraction_are_refused_together():
+  model = _model_config(generator_layer_fraction=0.5, generator_num_layers=3)
+  with pytest.raises(
+      ValueError,
+      match=r'electra\.generator_num_layers=3 and '
+      r'electra\.generator_layer_fraction=0\.5 both set',
+  ):
+    model.generator()
+
+
+@pytest.mark.parametrize(
+    'layer_sharing, shared', [('none', 0), ('partial', 3), ('full', 6)]
+)
+def test_layer_sharing_counts_the_generators_layers(layer_sharing, shared):
+  # TEAMS' settings on ELECTRA: a 6-layer generator of full width.
+  model = _model_config(
+      generator_layer_fraction=0.5, layer_sharing=layer_sharing
+  )
+  assert model.num_shared_layers() == shared
+  pretrainer = electra.ElectraPretrainTask(
+      electra.ElectraPretrainConfig(model=model)
+  ).build_model()
+  generator_blocks = pretrainer.generator.transformer_layers
+  discriminator_blocks = pretrainer.discriminator.transformer_layers
+  same = [a is b for a, b in zip(generator_blocks, discriminator_blocks)]
+  assert same == [True] * shared + [False] * (6 - shared)
+
+
 @pytest.mark.parametrize('backbone', ['bert', 'albert'])
 def test_two_training_steps(run_tiny_electra, tmp_path, backbone):
   result = run_tiny_electra(
@@ -72,7 +124,7 @@ def test_two_training_steps(run_tiny_electra, tmp_path, backbone):
   assert result['global_step'] == 2
   for name in (
       'masked_lm_accuracy',
-      'discriminator_loss',
+      'rtd_loss',
       'discriminator_auc',
       'replaced_fraction',
   ):

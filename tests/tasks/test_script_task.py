@@ -49,14 +49,14 @@ def test_loss_is_mlm_plus_alpha_critic_cross_entropy_over_real_tokens():
   for alpha in (50.0, 2.0):
     task = script.ScriptPretrainTask(
         script.ScriptPretrainConfig(
-            model=script.ScriptModelConfig(discriminator_loss_weight=alpha)
+            model=script.ScriptModelConfig(critic_loss_weight=alpha)
         )
     )
     metrics = task.build_metrics()
     loss = task.build_losses(labels, outputs, metrics).numpy()
     np.testing.assert_allclose(loss, mlm + alpha * critic, rtol=1e-5)
     by_name = {m.name: m.result().numpy() for m in metrics}
-    np.testing.assert_allclose(by_name['discriminator_loss'], critic, rtol=1e-5)
+    np.testing.assert_allclose(by_name['critic_loss'], critic, rtol=1e-5)
 
 
 def test_critic_loss_equals_sigmoid_loss_on_the_log_odds():
@@ -124,7 +124,7 @@ def test_two_training_steps_and_export(
   assert np.isfinite(result['train']['training_loss'])
   for name in (
       'masked_lm_accuracy',
-      'discriminator_loss',
+      'critic_loss',
       'discriminator_accuracy',
       'discriminator_auc',
       'replaced_fraction',

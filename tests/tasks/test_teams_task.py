@@ -75,7 +75,7 @@ def test_loss_is_mlm_plus_lambda1_rtd_plus_lambda2_mws():
         loss, generator * mlm + lambda1 * rtd + lambda2 * mws, rtol=1e-5
     )
     by_name = {m.name: m.result().numpy() for m in metrics}
-    np.testing.assert_allclose(by_name['discriminator_loss'], rtd, rtol=1e-5)
+    np.testing.assert_allclose(by_name['rtd_loss'], rtd, rtol=1e-5)
     np.testing.assert_allclose(by_name['mws_loss'], mws, rtol=1e-5)
 
 
@@ -96,25 +96,6 @@ def test_mws_accuracy_counts_real_slots_where_the_original_wins():
   assert by_name['mws_accuracy'] == pytest.approx(2 / 3)
 
 
-@pytest.mark.parametrize(
-    'layer_tying, generator_layers, tied',
-    [
-        ('partial', 6, 3),
-        ('partial', 1, 0),
-        ('partial', 7, 3),
-        ('full', 6, 6),
-        ('none', 6, 0),
-    ],
-)
-def test_layer_tying(layer_tying, generator_layers, tied):
-  assert teams.num_tied_layers(layer_tying, generator_layers) == tied
-
-
-def test_unknown_layer_tying_is_refused():
-  with pytest.raises(ValueError, match='teams.layer_tying'):
-    teams.num_tied_layers('half', 6)
-
-
 def _small_config(**model):
   encoder = encoders.EncoderConfig(
       hidden_size=256,
@@ -124,8 +105,8 @@ def _small_config(**model):
       embedding_width=128,
       vocab_size=30522,
   )
-  model.setdefault('generator_layers', 0.5)
-  model.setdefault('layer_tying', 'partial')
+  model.setdefault('generator_layer_fraction', 0.5)
+  model.setdefault('layer_sharing', 'partial')
   model.setdefault('num_negatives', 5)
   return teams.TeamsPretrainConfig(
       model=teams.TeamsModelConfig(discriminator=encoder, **model)
@@ -136,12 +117,33 @@ def test_generator_and_exported_discriminator_configs():
   config = _small_config()
   assert config.model.generator().num_layers == 6
   assert config.model.generator().hidden_size == 256
-  assert config.model.num_shared_blocks() == 3
+  assert config.model.num_shared_layers() == 3
   assert config.model.exported_discriminator().num_layers == 12
   on_top = _small_config(task_heads='attention_on_top')
   assert on_top.model.exported_discriminator().num_layers == 13
   objective = objectives.get('teams')
   assert objective.exported_encoder_config(on_top.model).num_layers == 13
+
+
+def test_generator_num_layers_replaces_the_fraction_left_at_1():
+  config = _small_config(generator_layer_fraction=1.0, generator_num_layers=4)
+  assert config.model.generator().num_layers == 4
+  assert config.model.num_shared_layers() == 2  # 'partial': 4 // 2
+
+
+def test_unknown_layer_sharing_is_refused():
+  with pytest.raises(ValueError, match=r"teams.layer_sharing='half'"):
+    _small_config(layer_sharing='half').model.num_shared_layers()
+
+
+def test_generator_num_layers_and_a_fraction_are_refused_together():
+  config = _small_config(generator_num_layers=4)  # and the fraction 0.5
+  with pytest.raises(
+      ValueError,
+      match=r'teams\.generator_num_layers=4 and '
+      r'teams\.generator_layer_fraction=0\.5',
+  ):
+    config.model.generator()
 
 
 def test_flops_add_the_mws_head_and_the_task_layer_to_electras_terms():
@@ -186,6 +188,10 @@ def test_stock_config_counts_the_original_in_candidate_size():
   stock = objectives.get('teams').stock_task_config(config, None, 76)
   assert stock.model.candidate_size == 6
   assert stock.model.num_shared_generator_hidden_layers == 3
+  full = objectives.get('teams').stock_task_config(
+      _small_config(layer_sharing='full'), None, 76
+  )
+  assert full.model.num_shared_generator_hidden_layers == 6
   assert stock.model.num_discriminator_task_agnostic_layers == 11
   assert stock.model.generator.num_layers == 6
   with pytest.raises(ValueError, match='variants=ours'):
@@ -198,7 +204,11 @@ def test_stock_config_counts_the_original_in_candidate_size():
 def test_two_training_steps_and_export(
     run_tiny_pretraining, tmp_path, backbone
 ):
-  bindings = [f'encoder.backbone = {backbone!r}', 'teams.generator_layers = 2']
+  bindings = [
+      f'encoder.backbone = {backbone!r}',
+      'teams.generator_layer_fraction = 1.0',
+      'teams.generator_num_layers = 2',
+  ]
   if backbone == 'convbert':
     bindings.append('convbert.kernel_size = 3')
   result = run_tiny_pretraining(tmp_path, ['gin/pretrain/teams.gin'], bindings)
@@ -206,7 +216,7 @@ def test_two_training_steps_and_export(
   assert np.isfinite(result['train']['training_loss'])
   for name in (
       'masked_lm_accuracy',
-      'discriminator_loss',
+      'rtd_loss',
       'discriminator_auc',
       'mws_loss',
       'mws_accuracy',

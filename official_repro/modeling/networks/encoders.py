@@ -351,9 +351,12 @@ def upgrade_saved_config(saved: Dict[str, Any]) -> Dict[str, Any]:
   return upgraded
 
 
-def as_encoder_config(
-    config: Union[EncoderConfig, Dict[str, Any]],
-) -> EncoderConfig:
+# An `EncoderConfig` or its `as_dict()` form (a pretrainer's `get_config`
+# stores the dict).
+EncoderConfigLike = Union[EncoderConfig, Dict[str, Any]]
+
+
+def as_encoder_config(config: EncoderConfigLike) -> EncoderConfig:
   """`config` itself, or the `EncoderConfig` of its `as_dict()` form."""
   if isinstance(config, EncoderConfig):
     return config

@@ -29,7 +29,7 @@ config describes the sharing too and `from_config(get_config())` rebuilds an
 equal model.
 """
 
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 import tf_keras
@@ -40,8 +40,6 @@ from official_repro.modeling.heads import rtd
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import networks as networks_lib
 from official_repro.modeling.pretrainers import sampling
-
-EncoderConfigLike = Union[encoders.EncoderConfig, Dict[str, Any]]
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
@@ -57,10 +55,10 @@ class ElectraPretrainer(tf_keras.Model):
 
   def __init__(
       self,
-      discriminator_config: EncoderConfigLike,
-      generator_config: EncoderConfigLike,
+      discriminator_config: encoders.EncoderConfigLike,
+      generator_config: encoders.EncoderConfigLike,
       tie_embeddings: bool = True,
-      num_shared_blocks: int = 0,
+      num_shared_layers: int = 0,
       temperature: float = 1.0,
       disallow_original: bool = False,
       mlm_activation: str = 'gelu_tanh',
@@ -73,7 +71,7 @@ class ElectraPretrainer(tf_keras.Model):
       discriminator_config: the discriminator's `EncoderConfig` (or its dict).
       generator_config: the generator's (e.g. `networks.scale_generator`).
       tie_embeddings: one word-embedding table for both networks.
-      num_shared_blocks: the generator's bottom blocks that are the
+      num_shared_layers: the generator's bottom layers that are the
         discriminator's (0 in ELECTRA).
       temperature: sampling temperature of the generator's softmax (> 0).
       disallow_original: never sample the original token.
@@ -90,7 +88,7 @@ class ElectraPretrainer(tf_keras.Model):
         discriminator_config,
         generator_config,
         tie_embeddings,
-        num_shared_blocks,
+        num_shared_layers,
     )
     self.generator = built.generator
     self.discriminator = built.discriminator
@@ -117,7 +115,7 @@ class ElectraPretrainer(tf_keras.Model):
         discriminator_config=discriminator_config.as_dict(),
         generator_config=generator_config.as_dict(),
         tie_embeddings=tie_embeddings,
-        num_shared_blocks=num_shared_blocks,
+        num_shared_layers=num_shared_layers,
         temperature=temperature,
         disallow_original=disallow_original,
         mlm_activation=mlm_activation,

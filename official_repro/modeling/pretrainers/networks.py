@@ -1,73 +1,135 @@
 """The networks of a generator/discriminator objective, and how they share.
 
-A generator is derived from the discriminator's config by two independent
-settings:
+A generator is derived from the discriminator's config of L layers by
+independent settings:
   * `generator_size`: the fraction of the discriminator's hidden size,
     attention heads and feed-forward size (ELECTRA and 001: 1/4);
-  * `generator_layers`: its depth, a count of layers (an int) or a fraction
-    of the discriminator's (a float; 003's generator has half the layers).
+  * its depth: `generator_layer_fraction` of L (003's generator has half
+    the layers), or `generator_num_layers`, an explicit count used instead
+    of the fraction (`generator_depth`).
 It may share with the discriminator its word-embedding layer (ELECTRA's
-tied embeddings, one variable) and its bottom `num_shared_blocks`
-transformer blocks (TEAMS' partial sharing: the same layer objects, which
-needs equal widths).
+tied embeddings, one variable) and its bottom `num_shared_layers`
+transformer layers (TEAMS' partial sharing: the same layer objects, which
+needs equal widths). The task configs set that count by `layer_sharing`,
+'none', 'partial' or 'full' (`num_shared_layers_for`).
 """
 
 import dataclasses
-from typing import Union
+from typing import Optional
 
 import tf_keras
 
+from official_repro.common import cli
 from official_repro.modeling.networks import encoders
+
+# The `layer_sharing` settings: how many of the generator's bottom layers are
+# the discriminator's (003 Sec. 3.2, Table 4).
+LAYER_SHARING = ('none', 'partial', 'full')
+
+
+def _binding(gin_name: str, field: str) -> str:
+  """`gin_name.field` (the gin binding), or `field` without a gin name."""
+  return f'{gin_name}.{field}' if gin_name else field
+
+
+def _is_number(value) -> bool:
+  return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
 def generator_depth(
-    num_layers: int, generator_layers: Union[int, float]
+    num_layers: int,
+    generator_layer_fraction: float = 1.0,
+    generator_num_layers: Optional[int] = None,
+    gin_name: str = '',
 ) -> int:
   """The generator's layer count.
 
   Args:
     num_layers: the discriminator's layer count L.
-    generator_layers: an int is a count in [1, L]; a float a fraction of L in
-      (0, 1], rounded, at least one layer.
+    generator_layer_fraction: a fraction of L in (0, 1]; the depth is L
+      times it, rounded, at least one layer.
+    generator_num_layers: an explicit count in [1, L], used instead of the
+      fraction (which must then stay at its default 1.0); None: use the
+      fraction.
+    gin_name: the gin name of the model config (e.g. 'teams'), for the
+      messages.
 
   Raises:
-    ValueError: outside those ranges.
+    ValueError: for both a count and a fraction other than 1.0, or a value
+      outside those ranges.
   """
-  if isinstance(generator_layers, bool) or not isinstance(
-      generator_layers, (int, float)
+  fraction = _binding(gin_name, 'generator_layer_fraction')
+  count = _binding(gin_name, 'generator_num_layers')
+  if not _is_number(generator_layer_fraction) or not (
+      0.0 < generator_layer_fraction <= 1.0
   ):
-    raise ValueError(
-        f'generator_layers must be an int (a count) or a float '
-        f'(a fraction), got {generator_layers!r}.'
+    raise cli.UserError(
+        f'{fraction}={generator_layer_fraction!r} must be a fraction of the '
+        "discriminator's layers in (0, 1]."
     )
-  if isinstance(generator_layers, int):
-    if not 1 <= generator_layers <= num_layers:
-      raise ValueError(
-          f'generator_layers={generator_layers} must be a count '
-          f'in [1, {num_layers}].'
-      )
-    return generator_layers
-  if not 0.0 < generator_layers <= 1.0:
-    raise ValueError(
-        f'generator_layers={generator_layers} must be a '
-        'fraction in (0, 1] (or an int count).'
+  if generator_num_layers is None:
+    return max(1, int(round(num_layers * generator_layer_fraction)))
+  if generator_layer_fraction != 1.0:
+    raise cli.UserError(
+        f'{count}={generator_num_layers!r} and '
+        f'{fraction}={generator_layer_fraction!r} both set the generator '
+        f'depth: a count needs {fraction} = 1.0 (its default); to use the '
+        f'fraction, leave {count} unbound (None).'
     )
-  return max(1, int(round(num_layers * generator_layers)))
+  if (
+      isinstance(generator_num_layers, bool)
+      or not isinstance(generator_num_layers, int)
+      or not 1 <= generator_num_layers <= num_layers
+  ):
+    raise cli.UserError(
+        f'{count}={generator_num_layers!r} must be an int count of layers '
+        f"in [1, {num_layers}] (the discriminator's), or None to use "
+        f'{fraction}.'
+    )
+  return generator_num_layers
+
+
+def num_shared_layers_for(
+    layer_sharing: str, generator_num_layers: int, gin_name: str = ''
+) -> int:
+  """The generator's bottom layers that are the discriminator's.
+
+  Args:
+    layer_sharing: 'none' (0), 'partial' (the bottom half of the generator's
+      layers, rounded down) or 'full' (all of them).
+    generator_num_layers: the generator's layer count.
+    gin_name: the gin name of the model config (e.g. 'teams'), for the
+      message.
+
+  Raises:
+    ValueError: for an unknown `layer_sharing`.
+  """
+  if layer_sharing not in LAYER_SHARING:
+    raise cli.UserError(
+        f'{_binding(gin_name, "layer_sharing")}={layer_sharing!r}; expected '
+        f'one of {list(LAYER_SHARING)}.'
+    )
+  return dict(
+      none=0, partial=generator_num_layers // 2, full=generator_num_layers
+  )[layer_sharing]
 
 
 def scale_generator(
     discriminator: encoders.EncoderConfig,
     generator_size: float,
-    generator_layers: Union[int, float] = 1.0,
+    generator_layer_fraction: float = 1.0,
+    generator_num_layers: Optional[int] = None,
+    gin_name: str = '',
 ) -> encoders.EncoderConfig:
   """The generator config: the discriminator's, narrowed and/or shallower.
 
   Hidden size, attention heads and feed-forward size are multiplied by
   `generator_size` (rounded; at least one head); the depth is
-  `generator_depth(L, generator_layers)`. Embedding width, backbone and its
-  options stay the discriminator's (ConvBERT keeps `head_ratio`: a generator
-  with fewer heads than the ratio keeps one self-attention head, as in the
-  ConvBERT reference).
+  `generator_depth(L, generator_layer_fraction, generator_num_layers,
+  gin_name)`. Embedding width, backbone and its options stay the
+  discriminator's (ConvBERT keeps `head_ratio`: a generator with fewer heads
+  than the ratio keeps one self-attention head, as in the ConvBERT
+  reference).
 
   Raises:
     ValueError: for a size outside (0, 1], a bad depth, or a scaled hidden
@@ -86,7 +148,12 @@ def scale_generator(
       hidden_size=hidden,
       num_attention_heads=heads,
       intermediate_size=intermediate,
-      num_layers=generator_depth(discriminator.num_layers, generator_layers),
+      num_layers=generator_depth(
+          discriminator.num_layers,
+          generator_layer_fraction,
+          generator_num_layers,
+          gin_name,
+      ),
       embedding_width=discriminator.width,
   )
   return encoders.validate(generator, name='generator (scaled encoder)')
@@ -106,7 +173,7 @@ def build_networks(
     discriminator_config: encoders.EncoderConfig,
     generator_config: encoders.EncoderConfig,
     tie_embeddings: bool = True,
-    num_shared_blocks: int = 0,
+    num_shared_layers: int = 0,
 ) -> GeneratorDiscriminator:
   """Builds the discriminator, then the generator sharing what it asks.
 
@@ -114,24 +181,24 @@ def build_networks(
     discriminator_config: the discriminator's architecture.
     generator_config: the generator's (e.g. from `scale_generator`).
     tie_embeddings: share the word-embedding layer (one variable).
-    num_shared_blocks: the generator's bottom blocks that are the
-      discriminator's bottom blocks (same objects).
+    num_shared_layers: the generator's bottom layers that are the
+      discriminator's bottom layers (same objects).
 
   Raises:
-    ValueError: sharing blocks between networks of different widths, or more
-      blocks than either network has.
+    ValueError: sharing layers between networks of different widths, or more
+      layers than either network has.
   """
-  if num_shared_blocks:
+  if num_shared_layers:
     if generator_config.hidden_size != discriminator_config.hidden_size:
       raise ValueError(
-          f'num_shared_blocks={num_shared_blocks} needs a generator as wide as '
+          f'num_shared_layers={num_shared_layers} needs a generator as wide as '
           f'the discriminator (generator_size 1.0), got hidden sizes '
           f'{generator_config.hidden_size} and '
           f'{discriminator_config.hidden_size}.'
       )
-    if num_shared_blocks > generator_config.num_layers:
+    if num_shared_layers > generator_config.num_layers:
       raise ValueError(
-          f"num_shared_blocks={num_shared_blocks} exceeds the generator's "
+          f"num_shared_layers={num_shared_layers} exceeds the generator's "
           f'{generator_config.num_layers} layers.'
       )
   discriminator = encoders.build_encoder(
@@ -140,7 +207,7 @@ def build_networks(
   generator = encoders.build_encoder(
       generator_config,
       shared=encoders.shared_from(
-          discriminator, num_shared_blocks, word_embedding=tie_embeddings
+          discriminator, num_shared_layers, word_embedding=tie_embeddings
       ),
       name='generator',
   )

@@ -67,7 +67,7 @@ over the scored tokens, is `pseudo_log_likelihood`.
 """
 
 import math
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 import tf_keras
@@ -77,8 +77,6 @@ from official_repro.modeling import activations
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
 from official_repro.modeling.pretrainers import sampling
-
-EncoderConfigLike = Union[encoders.EncoderConfig, Dict[str, Any]]
 
 
 def critic_log_probabilities(logits: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
@@ -176,7 +174,7 @@ class ScriptPretrainer(tf_keras.Model):
 
   def __init__(
       self,
-      encoder_config: EncoderConfigLike,
+      encoder_config: encoders.EncoderConfigLike,
       temperature: float = 1.0,
       straight_through: bool = False,
       mlm_activation: str = 'gelu_tanh',

@@ -58,7 +58,7 @@ Where Model Garden's `official.projects.teams` (`TeamsPretrainer`) differs:
     has no bias (Model Garden's `BertEncoder`, whose checkpoints ours
     restore into, has one).
   * It has only the paper's head design and MWS-side export; the Table 3
-    variants, 'hardest' negatives and the layer-tying variants are ours.
+    variants, 'hardest' negatives and the layer-sharing variants are ours.
   * Its negatives come from K argmax passes with a finite penalty (1e4) on
     the excluded ids; the distribution is that of Gumbel-top-k, which is
     what `sampling.sample_distinct` computes in one pass.
@@ -145,14 +145,14 @@ class TeamsPretrainer(electra.ElectraPretrainer):
 
   def __init__(
       self,
-      discriminator_config: electra.EncoderConfigLike,
-      generator_config: electra.EncoderConfigLike,
+      discriminator_config: encoders.EncoderConfigLike,
+      generator_config: encoders.EncoderConfigLike,
       num_negatives: int,
       negative_sampling: str = 'sampled',
       task_heads: str = 'attention',
       exported_representations: str = 'mws',
       tie_embeddings: bool = True,
-      num_shared_blocks: int = 0,
+      num_shared_layers: int = 0,
       temperature: float = 1.0,
       mlm_activation: str = 'gelu_tanh',
       initializer_range: float = 0.02,
@@ -170,7 +170,7 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       exported_representations: 'mws' or 'rtd': which task's
         representations the discriminator's top layer gives (attention heads).
       tie_embeddings: one word-embedding table for both networks.
-      num_shared_blocks: the generator's bottom blocks that are the
+      num_shared_layers: the generator's bottom layers that are the
         discriminator's.
       temperature: sampling temperature of the replacement and negatives.
       mlm_activation: activation of the MLM, RTD and MWS transforms.
@@ -189,7 +189,7 @@ class TeamsPretrainer(electra.ElectraPretrainer):
         discriminator_config,
         generator_config,
         tie_embeddings=tie_embeddings,
-        num_shared_blocks=num_shared_blocks,
+        num_shared_layers=num_shared_layers,
         temperature=temperature,
         disallow_original=False,
         mlm_activation=mlm_activation,
