@@ -87,7 +87,13 @@ def test_test_only_objective_trains_the_encoder_not_the_generator():
 @pytest.mark.parametrize(
     'gin_files, bindings',
     [
-        (['gin/pretrain/electra.gin'], ['electra.generator_size = 0.5']),
+        # The test-only backbone also trains under every objective in the
+        # default suite (tests/training/test_mixed_precision.py).
+        pytest.param(
+            ['gin/pretrain/electra.gin'],
+            ['electra.generator_size = 0.5'],
+            marks=pytest.mark.slow,
+        ),
         (['gin/pretrain/masked_lm.gin'], []),
     ],
 )

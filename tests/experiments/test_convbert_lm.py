@@ -136,6 +136,7 @@ def _tiny_settings(train_file, output_dir, **overrides):
   return convbert_lm.Settings(**values)
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
   train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
   reference = convbert_lm.run(_tiny_settings(train_file, tmp_path / 'ref'))

@@ -115,7 +115,11 @@ def test_layer_sharing_counts_the_generators_layers(layer_sharing, shared):
   assert same == [True] * shared + [False] * (6 - shared)
 
 
-@pytest.mark.parametrize('backbone', ['bert', 'albert'])
+# Every objective trains on every backbone in the default suite
+# (tests/training/test_mixed_precision.py).
+@pytest.mark.parametrize(
+    'backbone', ['bert', pytest.param('albert', marks=pytest.mark.slow)]
+)
 def test_two_training_steps(run_tiny_electra, tmp_path, backbone):
   result = run_tiny_electra(
       tmp_path,

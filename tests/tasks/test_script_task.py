@@ -106,7 +106,13 @@ def test_flops_are_two_passes_of_one_model():
 
 @pytest.mark.parametrize(
     'backbone, initial_positive_probability',
-    [('bert', 0.85), ('convbert', None)],
+    [
+        ('bert', 0.85),
+        ('bert', None),
+        # Every objective trains on every backbone in the default suite
+        # (tests/training/test_mixed_precision.py).
+        pytest.param('convbert', None, marks=pytest.mark.slow),
+    ],
 )
 def test_two_training_steps_and_export(
     run_tiny_pretraining, tmp_path, backbone, initial_positive_probability

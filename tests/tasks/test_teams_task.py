@@ -200,7 +200,17 @@ def test_stock_config_counts_the_original_in_candidate_size():
     )
 
 
-@pytest.mark.parametrize('backbone', ['bert', 'convbert', 'albert'])
+# Every objective trains on every backbone in the default suite
+# (tests/training/test_mixed_precision.py); exporting from the other
+# backbones is checked with the slow tests.
+@pytest.mark.parametrize(
+    'backbone',
+    [
+        'bert',
+        pytest.param('convbert', marks=pytest.mark.slow),
+        pytest.param('albert', marks=pytest.mark.slow),
+    ],
+)
 def test_two_training_steps_and_export(
     run_tiny_pretraining, tmp_path, backbone
 ):

@@ -202,10 +202,11 @@ def _finetune(
             {'squad.doc_stride': 16, 'squad.max_query_length': 16},
             {'exact_match', 'f1'},
         ),
-        (
+        pytest.param(
             'squad20',
             {'squad.doc_stride': 16, 'squad.max_query_length': 16},
             {'best_f1', 'best_f1_thresh', 'HasAns_f1', 'NoAns_f1'},
+            marks=pytest.mark.slow,
         ),
         ('race', {}, {'accuracy_middle', 'accuracy_high', 'accuracy_all'}),
         ('pos', {}, {'accuracy'}),
