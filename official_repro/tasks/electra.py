@@ -10,7 +10,7 @@ the fields of `ElectraModelConfig`.
 """
 
 import dataclasses
-from typing import Dict, List, Optional
+from typing import ClassVar, Dict, List, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -24,7 +24,6 @@ from official_repro.common import cli
 from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
-from official_repro.modeling.pretrainers import networks
 from official_repro.tasks import objectives
 from official_repro.tasks import pretraining
 
@@ -34,7 +33,7 @@ OBJECTIVE_NAME = 'electra'
 
 
 @dataclasses.dataclass
-class ElectraModelConfig(base_config.Config):
+class ElectraModelConfig(pretraining.GeneratorShape, base_config.Config):
   """The ELECTRA pretrainer and its loss weights.
 
   Attributes:
@@ -58,6 +57,8 @@ class ElectraModelConfig(base_config.Config):
     initializer_range: stddev of the heads' initializers.
   """
 
+  gin_name: ClassVar[str] = OBJECTIVE_NAME
+
   discriminator: encoders.EncoderConfig = dataclasses.field(
       default_factory=encoders.EncoderConfig
   )
@@ -72,22 +73,6 @@ class ElectraModelConfig(base_config.Config):
   rtd_loss_weight: float = 1.0
   mlm_activation: str = 'gelu_tanh'
   initializer_range: float = 0.02
-
-  def generator(self) -> encoders.EncoderConfig:
-    """The generator's encoder config."""
-    return networks.scale_generator(
-        self.discriminator,
-        self.generator_size,
-        self.generator_layer_fraction,
-        self.generator_num_layers,
-        gin_name=OBJECTIVE_NAME,
-    )
-
-  def num_shared_layers(self) -> int:
-    """The generator's bottom layers that are the discriminator's."""
-    return networks.num_shared_layers_for(
-        self.layer_sharing, self.generator().num_layers, OBJECTIVE_NAME
-    )
 
 
 @dataclasses.dataclass

@@ -10,7 +10,7 @@ in `official_repro.tasks.objectives`.
 """
 
 import dataclasses
-from typing import Dict, List, Optional
+from typing import ClassVar, Dict, List, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -18,6 +18,8 @@ import tf_keras
 from official.core import config_definitions as cfg
 from official.nlp.tasks import masked_lm
 from official_repro.data import pretrain_dataloader
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.pretrainers import networks
 
 
 @dataclasses.dataclass
@@ -37,6 +39,34 @@ class PretrainTaskConfig(cfg.TaskConfig):
   validation_data: pretrain_dataloader.PretrainDataConfig = dataclasses.field(
       default_factory=pretrain_dataloader.PretrainDataConfig
   )
+
+
+class GeneratorShape:
+  """A model config's generator, derived from its discriminator.
+
+  Mixed into the model configs of objectives with a generator (ELECTRA,
+  TEAMS), whose dataclass fields `discriminator`, `generator_size`,
+  `generator_layer_fraction`, `generator_num_layers` and `layer_sharing`
+  these methods read; `gin_name` names the objective in error messages.
+  """
+
+  gin_name: ClassVar[str]
+
+  def generator(self) -> encoders.EncoderConfig:
+    """The generator's encoder config."""
+    return networks.scale_generator(
+        self.discriminator,
+        self.generator_size,
+        self.generator_layer_fraction,
+        self.generator_num_layers,
+        gin_name=self.gin_name,
+    )
+
+  def num_shared_layers(self) -> int:
+    """The generator's bottom layers that are the discriminator's."""
+    return networks.num_shared_layers_for(
+        self.layer_sharing, self.generator().num_layers, self.gin_name
+    )
 
 
 class PretrainTask(masked_lm.MaskedLMTask):

@@ -24,7 +24,7 @@ gin: `experiment.objective = 'teams'` and `teams.<field>` for the fields of
 """
 
 import dataclasses
-from typing import Dict, List, Optional
+from typing import ClassVar, Dict, List, Optional
 
 import tensorflow as tf
 import tf_keras
@@ -36,7 +36,6 @@ from official.projects.teams import teams_task as stock_teams_task
 from official_repro.common import cli
 from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
-from official_repro.modeling.pretrainers import networks
 from official_repro.modeling.pretrainers import teams
 from official_repro.tasks import objectives
 from official_repro.tasks import pretraining
@@ -47,7 +46,7 @@ OBJECTIVE_NAME = 'teams'
 
 
 @dataclasses.dataclass
-class TeamsModelConfig(base_config.Config):
+class TeamsModelConfig(pretraining.GeneratorShape, base_config.Config):
   """The TEAMS pretrainer and its loss weights.
 
   Attributes:
@@ -74,6 +73,8 @@ class TeamsModelConfig(base_config.Config):
     initializer_range: stddev of the heads' initializers.
   """
 
+  gin_name: ClassVar[str] = OBJECTIVE_NAME
+
   discriminator: encoders.EncoderConfig = dataclasses.field(
       default_factory=encoders.EncoderConfig
   )
@@ -92,22 +93,6 @@ class TeamsModelConfig(base_config.Config):
   mws_loss_weight: float = 1.0
   mlm_activation: str = 'gelu_tanh'
   initializer_range: float = 0.02
-
-  def generator(self) -> encoders.EncoderConfig:
-    """The generator's encoder config (derived from the paper's L layers)."""
-    return networks.scale_generator(
-        self.discriminator,
-        self.generator_size,
-        self.generator_layer_fraction,
-        self.generator_num_layers,
-        gin_name=OBJECTIVE_NAME,
-    )
-
-  def num_shared_layers(self) -> int:
-    """The generator's bottom layers that are the discriminator's."""
-    return networks.num_shared_layers_for(
-        self.layer_sharing, self.generator().num_layers, OBJECTIVE_NAME
-    )
 
   def exported_discriminator(self) -> encoders.EncoderConfig:
     """The discriminator network kept for fine-tuning.
