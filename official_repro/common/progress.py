@@ -16,7 +16,9 @@ when the amount done reaches the total, however soon. The time left is
 elapsed * (total - done) / done, unknown until something is done. Lines go
 to absl's `logging.info` (stderr, beside the commands' other log lines, so
 that a command's stdout holds only its results) unless `log` says
-otherwise. No line is logged for a total of zero.
+otherwise. No line is logged for a total of zero, nor with an empty label:
+a function that reports its progress when its caller gives a label passes
+its `progress_label` argument, '' by default, and stays silent without one.
 """
 
 import time
@@ -72,7 +74,7 @@ class Progress:
 
   Attributes:
     total: the amount of work (items, or bytes with `unit='bytes'`).
-    label: what the work is, the start of every line.
+    label: what the work is, the start of every line ('' for no lines).
     done: the amount done so far.
   """
 
@@ -89,7 +91,7 @@ class Progress:
 
     Args:
       total: the amount of work, >= 0.
-      label: what the work is ('tokenize train').
+      label: what the work is ('tokenize train'); '' logs nothing.
       unit: what is counted ('sentences'); 'bytes' shows amounts in MB.
       interval_seconds: the least time between two progress lines; None for
         `INTERVAL_SECONDS`.
@@ -116,7 +118,7 @@ class Progress:
   def update(self, done: float) -> None:
     """Sets the work done to `done` (and logs a line if one is due)."""
     self.done = done
-    if self._finished or self.total <= 0:
+    if self._finished or self.total <= 0 or not self.label:
       return
     now = self._clock()
     if done >= self.total:

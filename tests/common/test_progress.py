@@ -81,7 +81,7 @@ def test_the_completion_line_comes_however_soon_and_once():
   assert lines == ['write train: 1,234/1,234 examples, done in 0 s']
 
 
-def test_no_interval_logs_every_update_and_no_total_logs_nothing():
+def test_no_interval_logs_every_update_no_total_or_label_nothing():
   clock = _Clock(0.0)
   reporter, lines = _reporter(3, 'jobs', clock, interval_seconds=0)
   clock.now = 60.0
@@ -94,7 +94,11 @@ def test_no_interval_logs_every_update_and_no_total_logs_nothing():
   ]
   empty, empty_lines = _reporter(0, 'nothing', clock, interval_seconds=0)
   empty.update(0)
-  assert not empty_lines
+  unlabelled, unlabelled_lines = _reporter(2, '', clock, interval_seconds=0)
+  unlabelled.advance()
+  unlabelled.advance()
+  assert not empty_lines and not unlabelled_lines
+  assert unlabelled.done == 2
 
 
 def test_default_interval_and_absl_log(monkeypatch):
