@@ -32,7 +32,9 @@ Grids (`--weights`, `--length_bonuses`) are comma-separated values
 From Python, any `lm_scores.Scorer` replaces `--lm_scores`:
 `rescore.run(settings, scorer=my_scorer)`; on the command line
 `--init_checkpoint=<SCRIPT pretraining model_dir>` does, with the model's
-one-pass pseudo-log-likelihood (004 Eq. 7, `official_repro.score`).
+one-pass pseudo-log-likelihood (004 Eq. 7, `official_repro.score`). While a
+scorer scores a set, a line every 10 seconds on stderr says how many of its
+distinct hypothesis texts are scored and the time left (`common.progress`).
 """
 
 import dataclasses
@@ -343,7 +345,9 @@ def run(
       report['lm_scores'] = scores_report.as_dict()
     else:
       scores_path = f'scorer {type(scorer).__name__}'
-      scores = lm_scores.score_nbest(scorer, nbest_set.lists, batch_size)
+      scores = lm_scores.score_nbest(
+          scorer, nbest_set.lists, batch_size, f'LM scores of {name}'
+      )
       report['lm_scores'] = {'scorer': type(scorer).__name__}
     matched = nbest.match_references(
         nbest_set.lists, references, path, references_path

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from official_repro import rescore
+from official_repro.common import progress
 from tests.rescoring.nbest_lists import DEV
 from tests.rescoring.nbest_lists import TEST
 
@@ -144,6 +145,30 @@ def test_scorer_gives_the_same_results_as_a_scores_file(tmp_path):
         from_scorer['sets'][name]['result'] == from_file['sets'][name]['result']
     )
   assert from_scorer['sets']['test']['lm_scores'] == {'scorer': '_TableScorer'}
+
+
+def test_scoring_with_a_scorer_logs_its_progress_per_set(tmp_path, monkeypatch):
+  _write_inputs(tmp_path)
+  lines = []
+  monkeypatch.setattr(
+      progress.logging, 'info', lambda *args: lines.append(args[0] % args[1:])
+  )
+  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0.0)
+  rescore.run(
+      _settings(tmp_path, lm_scores=()), scorer=_TableScorer(), batch_size=3
+  )
+  # Distinct texts: 5 in dev, 7 in test; 3 per scorer call.
+  assert [
+      line.split(' (')[0].split(',')[0]
+      for line in lines
+      if line.startswith('LM scores')
+  ] == [
+      'LM scores of dev: 3/5 texts',
+      'LM scores of dev: 5/5 texts',
+      'LM scores of test: 3/7 texts',
+      'LM scores of test: 6/7 texts',
+      'LM scores of test: 7/7 texts',
+  ]
 
 
 def test_one_point_grid_needs_no_dev_set(tmp_path):
