@@ -23,16 +23,19 @@ Scales:
          table on one GPU (not yet measured on one).
   paper  the run plan: run_tpu.sh pretraining and glue_suite fine-tuning
          commands per model with their FLOPs and expected TPU v3-8 hours
-         (--launch runs them in order; --collect reads finished results
-         from the model directories into the same table).
+         (--launch runs them in order, printing after each run the runs
+         done and the time left; --collect reads finished results from the
+         model directories into the same table).
 
 Output: <out>/<key>.md and <key>.json (ours, the paper's value, the
 difference, steps, scale, seeds and aggregation), <key>.png for figures,
-and the plan as <key>.plan.md / .plan.json. A killed grid resumes where it
-stopped (finished runs are read back) and refuses to mix results of other
-settings. Pretraining runs are kept in --runs_dir by a digest of what
-decides their numbers, so tables given the same --runs_dir pretrain a model
-they share once (004 Tables 1 and 2 and Fig. 2; 003 Table 1 and Fig. 3);
+and the plan as <key>.plan.md / .plan.json. After each job (one pretraining
+seed of a run, with its fine-tuning) a line gives the jobs done, of those to
+do, and the time left. A killed grid resumes where it stopped (finished runs
+are read back) and refuses to mix results of other settings. Pretraining
+runs are kept in --runs_dir by a digest of what decides their numbers, so
+tables given the same --runs_dir pretrain a model they share once (004
+Tables 1 and 2 and Fig. 2; 003 Table 1 and Fig. 3);
 at paper scale the model directories under --bucket are named the same way
 (see experiments/regeneration/runner.py and plan.py).
 """
@@ -43,7 +46,8 @@ import json
 import os
 import subprocess
 import sys
-from typing import Optional
+import time
+from typing import Callable, List, Optional
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -280,13 +284,7 @@ def _paper(target: registry.Target) -> None:
   )
   print(text)
   if FLAGS.launch:
-    for index, run in enumerate(planned, start=1):
-      print(f'[{index}/{len(planned)}] {run.name}', flush=True)
-      for command in [
-          run.pretrain_command,
-          *(run.finetune_command or '').splitlines(),
-      ]:
-        subprocess.run(command, shell=True, check=True, cwd=gin_utils.REPO_ROOT)
+    launch(target, planned)
   if FLAGS.collect:
     results = {}
     for run in planned:
@@ -304,6 +302,36 @@ def _paper(target: registry.Target) -> None:
       )
     header = f'Scale: paper (collected from {FLAGS.bucket}).'
     print(report.write(target, report.rows(target, results), header, FLAGS.out))
+
+
+def launch(
+    target: registry.Target,
+    planned: List[plan.PlannedRun],
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+  """Runs the plan's commands in order (--launch).
+
+  Each planned run, its pretraining then its fine-tuning, is one job; after
+  each a line gives the jobs done and the time left
+  (`runner.jobs_progress`).
+
+  Args:
+    target: the table or figure planned.
+    planned: its runs (`plan.plan`).
+    clock: seconds, for the time left.
+
+  Raises:
+    subprocess.CalledProcessError: a command failed.
+  """
+  jobs = runner.jobs_progress(target, len(planned), clock)
+  for index, run in enumerate(planned, start=1):
+    print(f'[{index}/{len(planned)}] {run.name}', flush=True)
+    for command in [
+        run.pretrain_command,
+        *(run.finetune_command or '').splitlines(),
+    ]:
+      subprocess.run(command, shell=True, check=True, cwd=gin_utils.REPO_ROOT)
+    jobs.advance()
 
 
 def _speed_comparison(target: registry.Target) -> None:

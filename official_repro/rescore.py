@@ -29,10 +29,22 @@ Grids (`--weights`, `--length_bonuses`) are comma-separated values
 (`0.1,0.3,0.5`), an inclusive range `start:stop:step` (`0:1:0.1`), or a mix
 (`0:1:0.25,2`). A one-point grid needs no `--dev_set`.
 
+Without `--lm_scores` or `--init_checkpoint` nothing is rescored: each
+set's table holds only the WERs of the first pass and of the oracle, which
+tell how much any rescoring of the lists could gain, and a last line says
+how to give LM scores (`--weights`, `--length_bonuses` and `--dev_set` then
+play no part; `--output_text_dir`, which gets rescored hypotheses, is
+refused). Giving both `--lm_scores` and `--init_checkpoint` is an error.
+
+  python -m official_repro.rescore --nbest=dev=exp/decode_dev_clean \
+    --references=data/all/text --lower_case
+
 From Python, any `lm_scores.Scorer` replaces `--lm_scores`:
 `rescore.run(settings, scorer=my_scorer)`; on the command line
 `--init_checkpoint=<SCRIPT pretraining model_dir>` does, with the model's
-one-pass pseudo-log-likelihood (004 Eq. 7, `official_repro.score`).
+one-pass pseudo-log-likelihood (004 Eq. 7, `official_repro.score`). While a
+scorer scores a set, a line every 10 seconds on stderr says how many of its
+distinct hypothesis texts are scored and the time left (`common.progress`).
 """
 
 import dataclasses
@@ -56,6 +68,13 @@ FLAGS = flags.FLAGS
 _SET_PATH = re.compile(r'^([A-Za-z0-9_.-]+)=(.+)$')
 _MAX_GRID_POINTS = 100000
 
+# The last line printed when no LM scores were given.
+NO_LM_SCORES = (
+    'No rescoring: interpolating the first pass with an LM needs LM scores; '
+    'give --lm_scores=[<set>=]<path> (utt_id<TAB>rank<TAB>score lines from '
+    'any LM) or --init_checkpoint=<SCRIPT pretraining model_dir>.'
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
@@ -74,6 +93,9 @@ class Settings:
     output_json: where to write the results ('' for nowhere).
     output_text_dir: where to write each set's rescored hypotheses as
       `<dir>/<set>/text` (Kaldi format; '' for nowhere).
+
+  Whether they fit the source of LM scores (files, a scorer or neither) is
+  checked by `check_lm_source`.
   """
 
   nbest: Tuple[Tuple[str, str], ...]
@@ -119,8 +141,7 @@ class Settings:
         raise cli.UserError(
             f'--{flag} gives {what}; expected one path per set.'
         )
-    grid_size = len(self.weights) * len(self.length_bonuses)
-    if not grid_size:
+    if not self.weights or not self.length_bonuses:
       raise cli.UserError(
           '--weights and --length_bonuses must each give at ' 'least one value.'
       )
@@ -128,11 +149,6 @@ class Settings:
       raise cli.UserError(
           f'--dev_set={self.dev_set!r} is not one of the sets '
           f'{names} given by --nbest.'
-      )
-    if grid_size > 1 and not self.dev_set:
-      raise cli.UserError(
-          f'The grid has {grid_size} points; give --dev_set, '
-          'the set to choose the weight and length bonus on.'
       )
 
   def as_dict(self) -> dict:
@@ -183,7 +199,9 @@ def define_flags():
       'lm_scores',
       [],
       '[<set>=]<path> of utt_id<TAB>rank<TAB>score '
-      'second-pass LM scores; without <set>= it serves every other set.',
+      'second-pass LM scores; without <set>= it serves every other set. '
+      'Without it or --init_checkpoint, only the first-pass and oracle WERs '
+      'are printed.',
   )
   flags.DEFINE_string(
       'init_checkpoint',
@@ -283,12 +301,48 @@ def parse_grid(spec: str, flag_name: str) -> Tuple[float, ...]:
   return tuple(sorted(values))
 
 
+def check_lm_source(settings: Settings, has_scorer: bool) -> None:
+  """Checks the settings against where the LM scores come from.
+
+  Args:
+    settings: what to read and try.
+    has_scorer: whether a scorer gives the LM scores.
+
+  Raises:
+    UserError: both a scorer and `settings.lm_scores`; neither, with
+      `output_text_dir` (there is no rescored text to write); or LM scores
+      and a grid of several points without `dev_set`.
+  """
+  if has_scorer and settings.lm_scores:
+    raise cli.UserError(
+        'Give the LM scores either as --lm_scores files or as a '
+        'scorer (--init_checkpoint), not both.'
+    )
+  if not has_scorer and not settings.lm_scores:
+    if settings.output_text_dir:
+      raise cli.UserError(
+          '--output_text_dir gets the rescored hypotheses, and rescoring '
+          'needs LM scores: give --lm_scores or --init_checkpoint, or drop '
+          '--output_text_dir.'
+      )
+    return
+  grid_size = len(settings.weights) * len(settings.length_bonuses)
+  if grid_size > 1 and not settings.dev_set:
+    raise cli.UserError(
+        f'The grid has {grid_size} points; give --dev_set, '
+        'the set to choose the weight and length bonus on.'
+    )
+
+
 def run(
     settings: Settings,
     scorer: Optional[lm_scores.Scorer] = None,
     batch_size: int = 64,
 ) -> dict:
   """Reads every set, tunes on the dev set, rescores and reports.
+
+  Without LM scores (neither `scorer` nor `settings.lm_scores`) it only
+  reports each set's first-pass and oracle WERs.
 
   Args:
     settings: what to read and try.
@@ -299,16 +353,15 @@ def run(
   Returns:
     The results (what `--output_json` receives): settings, grid search,
     chosen weight and length bonus, and per set its read reports and WERs.
+    Without LM scores the grid search, weight and length bonus are None,
+    and so are each set's rescored WER, weight and length bonus.
 
   Raises:
-    ValueError: inputs that do not fit together (see `data.nbest` and
-      `Settings`), or neither or both of `scorer` and `settings.lm_scores`.
+    ValueError: inputs that do not fit together (see `data.nbest`,
+      `Settings` and `check_lm_source`).
   """
-  if (scorer is None) == (not settings.lm_scores):
-    raise cli.UserError(
-        'Give the LM scores either as --lm_scores files or as a '
-        'scorer, not ' + ('both.' if scorer else 'neither.')
-    )
+  check_lm_source(settings, scorer is not None)
+  interpolating = scorer is not None or bool(settings.lm_scores)
   reference_files = _CachedReader(
       lambda path: nbest.read_references(
           path, settings.reference_format, settings.lower_case
@@ -333,7 +386,9 @@ def run(
           f'Set {name!r} ({path}) has no references; give '
           f'--references={name}=<text or trn file>.'
       )
-    if scorer is None:
+    if not interpolating:
+      scores, scores_path = None, ''
+    elif scorer is None:
       scores_path = _path_for(name, settings.lm_scores)
       if not scores_path:
         raise cli.UserError(
@@ -343,7 +398,9 @@ def run(
       report['lm_scores'] = scores_report.as_dict()
     else:
       scores_path = f'scorer {type(scorer).__name__}'
-      scores = lm_scores.score_nbest(scorer, nbest_set.lists, batch_size)
+      scores = lm_scores.score_nbest(
+          scorer, nbest_set.lists, batch_size, f'LM scores of {name}'
+      )
       report['lm_scores'] = {'scorer': type(scorer).__name__}
     matched = nbest.match_references(
         nbest_set.lists, references, path, references_path
@@ -354,6 +411,8 @@ def run(
     nbest_sets[name] = nbest_set
     reports[name] = report
 
+  if not interpolating:
+    return _first_pass_and_oracle(settings, scored_sets, reports)
   grid = None
   weight, length_bonus = settings.weights[0], settings.length_bonuses[0]
   if settings.dev_set:
@@ -391,6 +450,31 @@ def run(
   return results
 
 
+def _first_pass_and_oracle(
+    settings: Settings,
+    scored_sets: Mapping[str, interpolation.ScoredSet],
+    reports: Mapping[str, dict],
+) -> dict:
+  """`run`'s results without LM scores: first-pass and oracle WERs."""
+  results = {
+      'settings': settings.as_dict(),
+      'weight': None,
+      'length_bonus': None,
+      'grid_search': None,
+      'sets': {},
+  }
+  for name, scored_set in scored_sets.items():
+    result = interpolation.evaluate_without_lm(scored_set)
+    results['sets'][name] = {
+        **reports[name],
+        'result': result.as_dict(),
+        'markdown': format_set_table(result),
+    }
+  if settings.output_json:
+    json_files.write_json(settings.output_json, results, sort_keys=False)
+  return results
+
+
 def format_grid(grid: interpolation.GridSearchResult) -> str:
   """The dev WER (%) of each grid point: weights down, bonuses across."""
   weights = sorted({point.weight for point in grid.points})
@@ -422,7 +506,16 @@ def format_grid(grid: interpolation.GridSearchResult) -> str:
 def format_set_table(
     result: interpolation.SetResult, is_dev_set: bool = False
 ) -> str:
-  """A markdown table of the set's first-pass, rescored and oracle WERs."""
+  """A markdown table of the set's first-pass, rescored and oracle WERs.
+
+  Args:
+    result: the set's result; without a rescored WER (no LM scores), the
+      table has the first-pass and oracle rows only.
+    is_dev_set: whether the grid search tuned on this set.
+
+  Returns:
+    A heading and the table.
+  """
   tuned = ' (tuning set)' if is_dev_set else ''
   lines = [
       f'### {result.name}{tuned}: {result.num_utterances} utterances, '
@@ -432,15 +525,17 @@ def format_set_table(
       '| hypotheses | WER (%) | sub | del | ins |',
       '|---|---|---|---|---|',
   ]
-  for label, counts in (
-      ('first pass (rank 1)', result.first_pass),
-      (
-          f'rescored (weight {result.weight:g}, length bonus '
-          f'{result.length_bonus:g})',
-          result.rescored,
-      ),
-      ('oracle', result.oracle),
-  ):
+  rows = [('first pass (rank 1)', result.first_pass)]
+  if result.rescored is not None:
+    rows.append(
+        (
+            f'rescored (weight {result.weight:g}, length bonus '
+            f'{result.length_bonus:g})',
+            result.rescored,
+        )
+    )
+  rows.append(('oracle', result.oracle))
+  for label, counts in rows:
     wer_text = f'{100 * counts.wer:.2f}' if counts.reference_words else 'n/a'
     lines.append(
         f'| {label} | {wer_text} | {counts.substitutions} | '
@@ -520,16 +615,21 @@ def _write_selected_texts(path: str, texts: List[Tuple[str, str]]):
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
+  settings = settings_from_flags()
+  # Checked before a model is loaded, which takes a while.
+  check_lm_source(settings, bool(FLAGS.init_checkpoint))
   scorer = (
       score.PllScorer.from_checkpoint(FLAGS.init_checkpoint)
       if FLAGS.init_checkpoint
       else None
   )
-  results = run(settings_from_flags(), scorer=scorer)
+  results = run(settings, scorer=scorer)
   if results['grid_search']:
     print(results['grid_search']['markdown'] + '\n')
   for set_results in results['sets'].values():
     print(set_results['markdown'] + '\n')
+  if scorer is None and not settings.lm_scores:
+    print(NO_LM_SCORES)
 
 
 if __name__ == '__main__':

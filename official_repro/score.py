@@ -18,7 +18,10 @@ Methods (natural log, summed over the WordPiece tokens of a sentence,
 Each line of `--input` is one sentence (blank lines are skipped). Every
 method's wall-clock time is printed (after one warm-up batch that traces
 the TensorFlow function); `--output` gets `score<TAB>sentence` lines
-(`script<TAB>mlm<TAB>sentence` with `both`), stdout without it.
+(`script<TAB>mlm<TAB>sentence` with `both`), stdout without it. While a
+method scores, a line every 10 seconds on stderr says how many sentences
+(`script`) or masked tokens (`mlm`) it has scored and the time left
+(`common.progress`).
 
 The model is restored from the run's training checkpoint (`ckpt-<step>`,
 Model Garden's `Checkpoint(model=...)`), which holds the MLM head the
@@ -39,6 +42,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import progress
 from official_repro.data import vocab
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
@@ -210,8 +214,23 @@ class PllScorer:
         batch_size,
     )
 
-  def __call__(self, sentences: Sequence[str]) -> np.ndarray:
-    """float64 `[len(sentences)]` PLLs by `self.method` (natural log)."""
+  def __call__(
+      self, sentences: Sequence[str], progress_label: str = ''
+  ) -> np.ndarray:
+    """float64 `[len(sentences)]` PLLs by `self.method` (natural log).
+
+    Args:
+      sentences: the texts.
+      progress_label: logs the sentences ('script') or masked tokens
+        ('mlm') scored under this label (`progress.Progress`); '' for no
+        log.
+
+    Returns:
+      The pseudo-log-likelihood of each sentence.
+
+    Raises:
+      UserError: a sentence longer than the model's positions.
+    """
     token_ids = vocab.tokenize_with_vocab(
         list(sentences), self._tokens, self._lower_case
     )
@@ -223,8 +242,8 @@ class PllScorer:
             f'{self._max_length - 2} besides [CLS] and [SEP].'
         )
     if self.method == 'script':
-      return self._script_scores(token_ids)
-    return self._mlm_scores(token_ids)
+      return self._script_scores(token_ids, progress_label)
+    return self._mlm_scores(token_ids, progress_label)
 
   def _pad(self, token_ids: Sequence[List[int]]) -> _Batch:
     length = max(len(ids) for ids in token_ids) + 2
@@ -241,7 +260,10 @@ class PllScorer:
       scored[row, 1 : len(ids) + 1] = 1
     return _Batch(word_ids, input_mask, scored)
 
-  def _script_scores(self, token_ids: Sequence[List[int]]) -> np.ndarray:
+  def _script_scores(
+      self, token_ids: Sequence[List[int]], progress_label: str
+  ) -> np.ndarray:
+    reporter = progress.Progress(len(token_ids), progress_label, 'sentences')
     scores = []
     for start in range(0, len(token_ids), self.batch_size):
       batch = self._pad(token_ids[start : start + self.batch_size])
@@ -253,6 +275,7 @@ class PllScorer:
               batch.scored,
           ).numpy()
       )
+      reporter.advance(len(scores[-1]))
     return (
         np.concatenate(scores).astype(np.float64) if scores else (np.zeros([0]))
     )
@@ -278,7 +301,9 @@ class PllScorer:
     log_probabilities = tf.nn.log_softmax(tf.cast(logits, tf.float32))
     return tf.gather(log_probabilities, original_ids, batch_dims=1)
 
-  def _mlm_scores(self, token_ids: Sequence[List[int]]) -> np.ndarray:
+  def _mlm_scores(
+      self, token_ids: Sequence[List[int]], progress_label: str
+  ) -> np.ndarray:
     scores = np.zeros([len(token_ids)], np.float64)
     # One masked copy per (sentence, token), in sentence order.
     copies = [
@@ -286,6 +311,7 @@ class PllScorer:
         for sentence, ids in enumerate(token_ids)
         for position in range(1, len(ids) + 1)
     ]
+    reporter = progress.Progress(len(copies), progress_label, 'masked tokens')
     for start in range(0, len(copies), self.batch_size):
       chunk = copies[start : start + self.batch_size]
       sentences = [sentence for sentence, _ in chunk]
@@ -298,6 +324,7 @@ class PllScorer:
           batch.word_ids, batch.input_mask, positions[:, None], original
       ).numpy()
       np.add.at(scores, sentences, values)
+      reporter.advance(len(chunk))
     return scores
 
 
@@ -323,11 +350,12 @@ def timed_scores(
   """The scores of `sentences` and the seconds they took.
 
   The scores of `sentences` and the seconds they took, after a warm-up
-  call on the first batch (which traces the TensorFlow function).
+  call on the first batch (which traces the TensorFlow function); the
+  timed call logs its progress under the label '<method> PLL'.
   """
   scorer(sentences[: scorer.batch_size])
   start = time.perf_counter()
-  scores = scorer(sentences)
+  scores = scorer(sentences, progress_label=f'{scorer.method} PLL')
   return scores, time.perf_counter() - start
 
 

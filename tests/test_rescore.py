@@ -5,7 +5,8 @@ expected WERs are derived): the dev set is a TSV file, the test set an
 ESPnet decode directory in upper case, the references one sclite trn file
 with ESPnet's `<speaker>-<utt-id>` ids, the LM scores one TSV file. Tuned
 on dev over weights 0:1:0.1, the weight is 0.3; test WER is 2/7 for the
-first pass, 1/7 rescored, 0 for the oracle.
+first pass, 1/7 rescored, 0 for the oracle. The runs without LM scores
+read a set of their own (`_EVAL`, its word edits counted by hand beside it).
 """
 
 import json
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from official_repro import rescore
+from official_repro.common import progress
 from tests.rescoring.nbest_lists import DEV
 from tests.rescoring.nbest_lists import TEST
 
@@ -146,6 +148,30 @@ def test_scorer_gives_the_same_results_as_a_scores_file(tmp_path):
   assert from_scorer['sets']['test']['lm_scores'] == {'scorer': '_TableScorer'}
 
 
+def test_scoring_with_a_scorer_logs_its_progress_per_set(tmp_path, monkeypatch):
+  _write_inputs(tmp_path)
+  lines = []
+  monkeypatch.setattr(
+      progress.logging, 'info', lambda *args: lines.append(args[0] % args[1:])
+  )
+  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0.0)
+  rescore.run(
+      _settings(tmp_path, lm_scores=()), scorer=_TableScorer(), batch_size=3
+  )
+  # Distinct texts: 5 in dev, 7 in test; 3 per scorer call.
+  assert [
+      line.split(' (')[0].split(',')[0]
+      for line in lines
+      if line.startswith('LM scores')
+  ] == [
+      'LM scores of dev: 3/5 texts',
+      'LM scores of dev: 5/5 texts',
+      'LM scores of test: 3/7 texts',
+      'LM scores of test: 6/7 texts',
+      'LM scores of test: 7/7 texts',
+  ]
+
+
 def test_one_point_grid_needs_no_dev_set(tmp_path):
   _write_inputs(tmp_path)
   results = rescore.run(_settings(tmp_path, dev_set='', weights=(0.0,)))
@@ -185,8 +211,6 @@ def test_embedded_json_references(tmp_path):
 
 
 def test_settings_errors(tmp_path):
-  with pytest.raises(ValueError, match='11 points; give --dev_set'):
-    _settings(tmp_path, dev_set='')
   with pytest.raises(ValueError, match="--dev_set='eval' is not one"):
     _settings(tmp_path, dev_set='eval')
   with pytest.raises(
@@ -201,10 +225,18 @@ def test_settings_errors(tmp_path):
 
 def test_run_errors(tmp_path):
   _write_inputs(tmp_path)
-  with pytest.raises(ValueError, match='not neither'):
-    rescore.run(_settings(tmp_path, lm_scores=()))
   with pytest.raises(ValueError, match='not both'):
     rescore.run(_settings(tmp_path), scorer=_TableScorer())
+  with pytest.raises(ValueError, match='11 points; give --dev_set'):
+    rescore.run(_settings(tmp_path, dev_set=''))
+  with pytest.raises(ValueError, match='11 points; give --dev_set'):
+    rescore.run(
+        _settings(tmp_path, dev_set='', lm_scores=()), scorer=_TableScorer()
+    )
+  with pytest.raises(ValueError, match='--output_text_dir gets the rescored'):
+    rescore.run(
+        _settings(tmp_path, lm_scores=(), output_text_dir=str(tmp_path))
+    )
   with pytest.raises(ValueError, match="Set 'dev' .* has no references"):
     rescore.run(_settings(tmp_path, references=()))
   (tmp_path / 'dev_only.trn').write_text('THE CAT SAT (spk-u1)\n')
@@ -220,6 +252,97 @@ def test_run_errors(tmp_path):
             ),
         )
     )
+
+
+# Set 'eval' for the runs without LM scores: (reference, hypotheses by rank
+# with their first-pass scores). Word edits counted by hand:
+#   w1 'the cat sat down' (4 words): rank 1 'the hat sat' 1 sub + 1 del;
+#      rank 2 'the cat sat' 1 del (the oracle: fewest, lowest rank);
+#      rank 3 'the cat sat down now' 1 ins.
+#   w2 'hello world' (2 words): rank 1 exact (the oracle); rank 2 1 del,
+#      with the higher first-pass score (the first pass is rank 1 all the
+#      same, and the table notes the one list out of order).
+#   w3 'open the door' (3 words): rank 1 'oven' 1 sub + 2 del; rank 2
+#      'open a floor' 2 sub; rank 3 'open the' 1 del (the oracle).
+# First pass: 2 sub, 3 del, 0 ins = 5 errors / 9 words = 55.56%.
+# Oracle: 0 sub, 2 del, 0 ins = 2 errors / 9 words = 22.22%.
+_EVAL = {
+    'w1': (
+        'the cat sat down',
+        [
+            ('the hat sat', -1.0),
+            ('the cat sat', -2.0),
+            ('the cat sat down now', -3.0),
+        ],
+    ),
+    'w2': ('hello world', [('hello world', -1.5), ('hello', -0.5)]),
+    'w3': (
+        'open the door',
+        [('oven', -1.0), ('open a floor', -1.5), ('open the', -2.0)],
+    ),
+}
+
+
+def _write_eval(root):
+  """Writes `_EVAL` as eval.tsv and its references as Kaldi text."""
+  with open(root / 'eval.tsv', 'w') as f:
+    f.write('utt_id\trank\tfirst_pass_score\ttext\n')
+    for utterance_id, (_, hypotheses) in _EVAL.items():
+      for rank, (text, first_pass) in enumerate(hypotheses, start=1):
+        f.write(f'{utterance_id}\t{rank}\t{first_pass}\t{text}\n')
+  with open(root / 'text', 'w') as f:
+    for utterance_id, (reference, _) in _EVAL.items():
+      f.write(f'{utterance_id} {reference}\n')
+
+
+def test_without_lm_scores_only_first_pass_and_oracle(tmp_path):
+  _write_eval(tmp_path)
+  # The default grid of 11 weights needs no --dev_set without LM scores.
+  results = rescore.run(
+      rescore.Settings(
+          nbest=(('eval', str(tmp_path / 'eval.tsv')),),
+          references=(('', str(tmp_path / 'text')),),
+          weights=rescore.parse_grid('0:1:0.1', 'weights'),
+          output_json=str(tmp_path / 'out.json'),
+      )
+  )
+  result = results['sets']['eval']['result']
+  assert (result['first_pass']['errors'], result['oracle']['errors']) == (5, 2)
+  assert result['first_pass']['wer'] == pytest.approx(5 / 9)
+  assert result['oracle']['wer'] == pytest.approx(2 / 9)
+  assert result['rescored'] is None and results['weight'] is None
+  assert 'rescored' not in results['sets']['eval']['markdown']
+  assert json.loads((tmp_path / 'out.json').read_text()) == results
+
+
+def test_command_without_lm_scores_prints_first_pass_and_oracle(tmp_path):
+  _write_eval(tmp_path)
+  completed = subprocess.run(
+      [
+          sys.executable,
+          '-m',
+          'official_repro.rescore',
+          f'--nbest=eval={tmp_path / "eval.tsv"}',
+          f'--references={tmp_path / "text"}',
+      ],
+      cwd=REPO_ROOT,
+      capture_output=True,
+      text=True,
+      timeout=300,
+      env={**os.environ, 'CUDA_VISIBLE_DEVICES': ''},
+      check=False,
+  )
+  assert completed.returncode == 0, completed.stderr
+  stdout = completed.stdout
+  assert '### eval: 3 utterances, 8 hypotheses, 9 reference words' in stdout
+  assert '| first pass (rank 1) | 55.56 | 2 | 3 | 0 |' in stdout
+  assert '| oracle | 22.22 | 0 | 2 | 0 |' in stdout
+  assert 'Note: in 1 lists the rank-1 hypothesis' in stdout
+  assert 'rescored' not in stdout
+  assert stdout.rstrip().endswith(
+      'give --lm_scores=[<set>=]<path> (utt_id<TAB>rank<TAB>score lines from '
+      'any LM) or --init_checkpoint=<SCRIPT pretraining model_dir>.'
+  )
 
 
 def test_parse_grid():

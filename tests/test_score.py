@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from official_repro import rescore
 from official_repro import score
+from official_repro.common import progress
 from official_repro.data import vocab
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
@@ -96,6 +97,30 @@ def test_mlm_pll_is_a_naive_loop_over_masked_tokens(tiny_model):
       ).numpy()[0]
       expected += _log_softmax(logits[position])[ids[0, position]]
     assert value == pytest.approx(expected, rel=1e-4)
+
+
+def test_the_timed_call_logs_its_progress(tiny_model, monkeypatch):
+  lines = []
+  monkeypatch.setattr(
+      progress.logging, 'info', lambda *args: lines.append(args[0] % args[1:])
+  )
+  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0.0)
+  script_scorer = score.PllScorer(tiny_model, _TOKENS, True, 'script', 2)
+  score.timed_scores(script_scorer, _SENTENCES)
+  # 5 sentences in batches of 2; the warm-up batch logs nothing.
+  assert [line.split(' (')[0].split(',')[0] for line in lines] == [
+      'script PLL: 2/5 sentences',
+      'script PLL: 4/5 sentences',
+      'script PLL: 5/5 sentences',
+  ]
+  assert lines[-1].startswith('script PLL: 5/5 sentences, done in ')
+  lines.clear()
+  score.timed_scores(
+      score.PllScorer(tiny_model, _TOKENS, True, 'mlm', 8), _SENTENCES
+  )
+  # Tokens: 7 + 3 + 2 (cat ##s) + 9 ('and' is [UNK]) + 1 = 22 masked copies.
+  assert lines[0].startswith('mlm PLL: 8/22 masked tokens (36.4%), ')
+  assert lines[-1].startswith('mlm PLL: 22/22 masked tokens, done in ')
 
 
 def test_scorer_errors(tiny_model):

@@ -45,8 +45,12 @@ training FLOPs times its `budget_ratio`, each warming up over a tenth of its
 steps (ELECTRA's FLOPs formula,
 `official_repro.metrics.flops.steps_for_budget`), so models that the paper
 compares at equal compute are compared at equal compute here too. Runs go
-one after another, each in its own process, printing which run of how many,
-the steps, and an estimate of the time left from the runs done so far.
+one after another, each in its own process, printing which run of how many
+and the steps; after each job (one pretraining seed of a run, pretrained
+and fine-tuned, or pretrained only by `pretrain_only`) a line gives the
+jobs done of those to do, the time taken and the time left, estimated from
+the jobs done so far (`official_repro.common.progress`; runs finished
+earlier are read back and not counted).
 """
 
 import dataclasses
@@ -70,6 +74,7 @@ from experiments.regeneration import held_out
 from experiments.regeneration import plan
 from experiments.regeneration import registry
 from official_repro.common import json_files
+from official_repro.common import progress
 from official_repro.metrics import flops
 from official_repro.modeling.networks import pretrained
 from official_repro.optimization import optimizer_config
@@ -640,11 +645,7 @@ def pretrain_into_store(
   """
   model_dir = run_dir(runs_dir, run, settings, steps, seed)
   checkpoints = _checkpoint_steps(steps, settings.curve_points)
-  export_dir = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
-  if all(
-      tf.io.gfile.exists(os.path.join(export_dir, name))
-      for name in (f'encoder-{steps}.index', pretrained.ENCODER_CONFIG_FILENAME)
-  ):
+  if _pretrained(model_dir, steps):
     print(f'  pretrained earlier: {model_dir}', flush=True)
   else:
     print(f'  pretraining into {model_dir}', flush=True)
@@ -666,21 +667,63 @@ def pretrain_into_store(
   return model_dir, checkpoints
 
 
+def _pretrained(model_dir: str, steps: int) -> bool:
+  """Whether the run in `model_dir` exported its encoder at `steps`."""
+  export_dir = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
+  return all(
+      tf.io.gfile.exists(os.path.join(export_dir, name))
+      for name in (f'encoder-{steps}.index', pretrained.ENCODER_CONFIG_FILENAME)
+  )
+
+
+def _print_line(line: str) -> None:
+  """Prints a progress line where the runner prints its other lines."""
+  print(line, flush=True)
+
+
+def jobs_progress(
+    target: registry.Target, total: int, clock: Callable[[], float]
+) -> progress.Progress:
+  """Counts `target`'s jobs; a line after each (they take minutes)."""
+  return progress.Progress(
+      total,
+      target.key,
+      unit='jobs',
+      interval_seconds=0,
+      clock=clock,
+      log=_print_line,
+  )
+
+
 def pretrain_only(
-    target: registry.Target, settings: GridSettings, out: str, runs_dir: str
+    target: registry.Target,
+    settings: GridSettings,
+    out: str,
+    runs_dir: str,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Dict[str, str]:
   """Pretrains every run of `target` at the scale.
 
   Pretrains (or resumes, or reads back from the run store `runs_dir`)
   every run of `target` at the scale, all with the reference steps, with
   the first pretraining seed; returns {run name: its exported encoder
-  folder}.
+  folder}. `clock` (seconds) times the jobs for the time left.
   """
   check_settings(out, settings)
   records = records_dir(runs_dir, settings)
   steps = run_steps(target, settings, build_records(settings, records))
   encoders = {}
   runs = target.runs_at(settings.scale)
+  seed = settings.seeds()[0]
+  to_pretrain = {
+      run.name
+      for run in runs
+      if not _pretrained(
+          run_dir(runs_dir, run, settings, steps[run.name], seed),
+          steps[run.name],
+      )
+  }
+  jobs = jobs_progress(target, len(to_pretrain), clock)
   for index, run in enumerate(runs, start=1):
     print(
         f'[{index}/{len(runs)}] {run.name} ({run.row}): '
@@ -693,9 +736,11 @@ def pretrain_only(
         runs_dir,
         records,
         steps[run.name],
-        seed=settings.seeds()[0],
+        seed=seed,
     )
     encoders[run.name] = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
+    if run.name in to_pretrain:
+      jobs.advance()
   return encoders
 
 
@@ -755,7 +800,8 @@ def run_grid(
     settings: the grid's settings.
     out: the table's directory (settings and per-run results).
     runs_dir: the run store, shared by the tables that pass the same one.
-    clock: seconds, for the time left.
+    clock: seconds, for the time left (a job is one pretraining seed of a
+      run not finished earlier).
 
   Returns:
     {run name: its result}: row, gin files and fingerprint, the run store's
@@ -778,8 +824,13 @@ def run_grid(
   records = records_dir(runs_dir, settings)
   steps = run_steps(target, settings, build_records(settings, records))
   results = {}
-  started, done = clock(), 0
   runs = target.runs_at(settings.scale)
+  to_run = [
+      run
+      for run in runs
+      if not tf.io.gfile.exists(os.path.join(out, run.name, RESULT_FILENAME))
+  ]
+  jobs = jobs_progress(target, len(to_run) * len(settings.seeds()), clock)
   for index, run in enumerate(runs, start=1):
     result_path = os.path.join(out, run.name, RESULT_FILENAME)
     fingerprint = run_fingerprint(run, settings.scale, steps[run.name])
@@ -799,8 +850,6 @@ def run_grid(
           flush=True,
       )
       continue
-    remaining = len(runs) - index + 1
-    eta = ((clock() - started) / done * remaining) if done else None
     print(
         f'[{index}/{len(runs)}] {run.name} ({run.row}): '
         f'{steps[run.name]:,} pretraining steps'
@@ -808,16 +857,17 @@ def run_grid(
             f', {settings.pretrain_seeds} pretraining seeds'
             if settings.pretrain_seeds > 1
             else ''
-        )
-        + (f', about {eta / 60:.0f} min left' if eta else ''),
+        ),
         flush=True,
     )
-    per_seed = [
-        _run_seed(
-            target, run, settings, runs_dir, records, steps[run.name], seed
-        )
-        for seed in settings.seeds()
-    ]
+    per_seed = []
+    for seed in settings.seeds():
+      per_seed.append(
+          _run_seed(
+              target, run, settings, runs_dir, records, steps[run.name], seed
+          )
+      )
+      jobs.advance()
     result = dict(
         run=run.name,
         row=run.row,
@@ -846,7 +896,6 @@ def run_grid(
     tf.io.gfile.makedirs(os.path.dirname(result_path))
     json_files.write_json(result_path, result)
     results[run.name] = result
-    done += 1
   return results
 
 

@@ -6,7 +6,10 @@ level, before anything else, so eval text is held out), load a WordPiece
 vocabulary or learn one from the train split (`vocab`), tokenize, pack the
 documents into `[CLS] A [SEP] B [SEP]` instances (`pretraining_instances`),
 optionally mask them once (static masking, `masking.mask_batch`), and write the
-record directory described in `records`.
+record directory described in `records`. Each step that loops over the
+corpus (reading, tokenizing, packing, masking, writing) logs one line every
+10 seconds with how much of it is done and the time left, and one when it is
+done (`common.progress`).
 
 Example:
   python -m official_repro.data.create_pretraining_data \
@@ -27,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import progress
 from official_repro.data import masking as masking_lib
 from official_repro.data import pretraining_instances
 from official_repro.data import records
@@ -116,6 +120,7 @@ def tokenize_documents(
     tokens: Sequence[str],
     lower_case: bool,
     unk_id: int,
+    progress_label: str = '',
 ) -> Tuple[List[List[List[int]]], TokenizationStats]:
   """Tokenizes every sentence of every document.
 
@@ -124,13 +129,17 @@ def tokenize_documents(
     tokens: the vocabulary.
     lower_case: whether the vocabulary is uncased.
     unk_id: id of [UNK], for the [UNK] rate.
+    progress_label: logs the sentences tokenized under this label
+      (`progress.Progress`); '' for no log.
 
   Returns:
     `(tokenized, stats)`: documents of sentences of ids, with sentences that
     produced no token dropped.
   """
   flat = [sentence for document in documents for sentence in document]
-  ids = vocab_lib.tokenize_with_vocab(flat, tokens, lower_case)
+  ids = vocab_lib.tokenize_with_vocab(
+      flat, tokens, lower_case, progress_label=progress_label
+  )
   stats = TokenizationStats(sentences=len(flat))
   tokenized = []
   position = 0
@@ -188,6 +197,7 @@ def static_mask(
     dupe_factor: int,
     seed: int,
     batch_size: int = _MASK_BATCH_SIZE,
+    progress_label: str = '',
 ) -> Dict[str, np.ndarray]:
   """Masks every instance `dupe_factor` times, each copy differently.
 
@@ -203,6 +213,8 @@ def static_mask(
     dupe_factor: copies per instance.
     seed: the base seed.
     batch_size: instances per `mask_batch` call.
+    progress_label: logs the copies masked under this label
+      (`progress.Progress`); '' for no log.
 
   Returns:
     The features of the `N * dupe_factor` copies, copy-major, with corrupted
@@ -227,6 +239,7 @@ def static_mask(
       ],
   )
   num = len(features['input_ids'])
+  reporter = progress.Progress(num * dupe_factor, progress_label, 'copies')
   copies = []
   for dupe in range(dupe_factor):
     outputs = []
@@ -238,6 +251,7 @@ def static_mask(
           batch_seed,
       )
       outputs.append({k: v.numpy() for k, v in result.items()})
+      reporter.advance(len(outputs[-1]['input_word_ids']))
     copy = dict(features)
     copy['input_ids'] = _concat_rows(
         [o['input_word_ids'] for o in outputs], (0, seq_length), np.int32
@@ -583,6 +597,7 @@ class _SplitWriter:
         self._make_features,
         tokenized,
         random.Random(f'{config.seed}-{split}-instances'),
+        f'instances {split}',
     )
     masking_config = config.masking_config()
     if masking_config is not None:
@@ -592,6 +607,7 @@ class _SplitWriter:
           features,
           masking_config,
           config.seed * 2 + split_index,
+          f'mask {split}',
       )
     num_shards = (
         config.num_shards if split == 'train' else (config.num_eval_shards)
@@ -603,6 +619,7 @@ class _SplitWriter:
         split,
         features,
         num_shards,
+        f'write {split}',
     )
     num_examples = len(features['input_ids'])
     logging.info(
@@ -622,7 +639,10 @@ class _SplitWriter:
     return {'files': files, 'num_examples': num_examples}, split_stats
 
   def _make_features(
-      self, tokenized: List[List[List[int]]], rng: random.Random
+      self,
+      tokenized: List[List[List[int]]],
+      rng: random.Random,
+      progress_label: str,
   ):
     instances, instance_stats = pretraining_instances.create_instances(
         tokenized,
@@ -630,6 +650,7 @@ class _SplitWriter:
         self._special_ids.cls,
         self._special_ids.sep,
         rng,
+        progress_label=progress_label,
     )
     features = instances_to_features(
         instances,
@@ -643,6 +664,7 @@ class _SplitWriter:
       features: Dict[str, np.ndarray],
       masking_config: masking_lib.MaskingConfig,
       seed: int,
+      progress_label: str,
   ) -> Dict[str, np.ndarray]:
     features = static_mask(
         features,
@@ -651,6 +673,7 @@ class _SplitWriter:
         len(self._tokens),
         self._config.dupe_factor,
         seed,
+        progress_label=progress_label,
     )
     return _shuffle_rows(features, seed)
 
@@ -740,6 +763,7 @@ def prepare_pretraining_data(
         text_cleaning.read_corpus,
         inputs,
         config.cleaning_options(),
+        'read corpus',
     )
   except FileNotFoundError as e:
     raise FileNotFoundError(f'--input: {e}') from e
@@ -765,6 +789,7 @@ def prepare_pretraining_data(
         tokens,
         config.lower_case,
         special_ids.unk,
+        f'tokenize {split}',
     )
   total_tokenization = _sum_tokenization(
       [stats for _, stats in tokenized.values()]

@@ -28,6 +28,8 @@ import dataclasses
 import random
 from typing import List, Optional, Sequence, Tuple
 
+from official_repro.common import progress
+
 from official_repro.common import cli
 
 Document = Sequence[Sequence[int]]
@@ -134,12 +136,16 @@ class InstanceMaker:
     self._rng = rng
     self.stats = InstanceStats()
 
-  def from_documents(self, documents: Sequence[Document]) -> List[Instance]:
+  def from_documents(
+      self, documents: Sequence[Document], progress_label: str = ''
+  ) -> List[Instance]:
     """Makes instances from every document, in document order.
 
     Args:
       documents: each a list of sentences, each a list of token ids. Empty
         sentences and documents are ignored.
+      progress_label: logs the documents packed under this label
+        (`progress.Progress`); '' for no log.
 
     Returns:
       The instances.
@@ -147,8 +153,10 @@ class InstanceMaker:
     documents = [self._cut_long_sentences(doc) for doc in documents]
     documents = [doc for doc in documents if doc]
     instances = []
+    reporter = progress.Progress(len(documents), progress_label, 'documents')
     for index in range(len(documents)):
       instances.extend(self.from_document(documents, index))
+      reporter.advance()
     return instances
 
   def _cut_long_sentences(self, document: Document) -> List[List[int]]:
@@ -311,6 +319,7 @@ def create_instances(
     sep_id: int,
     rng: random.Random,
     shuffle: bool = True,
+    progress_label: str = '',
 ) -> Tuple[List[Instance], InstanceStats]:
   """Makes `[CLS] A [SEP] B [SEP]` instances from tokenized documents.
 
@@ -321,12 +330,14 @@ def create_instances(
     sep_id: id of [SEP].
     rng: the source of all randomness (seed it for reproducibility).
     shuffle: shuffle the instances (with `rng`) before returning them.
+    progress_label: logs the documents packed under this label
+      (`progress.Progress`); '' for no log.
 
   Returns:
     `(instances, stats)`.
   """
   maker = InstanceMaker(options, cls_id, sep_id, rng)
-  instances = maker.from_documents(documents)
+  instances = maker.from_documents(documents, progress_label)
   if shuffle:
     rng.shuffle(instances)
   return instances, maker.stats

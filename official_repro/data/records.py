@@ -34,6 +34,7 @@ import tensorflow as tf
 
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import progress
 
 FORMAT_VERSION = 1
 METADATA_FILENAME = 'metadata.json'
@@ -127,6 +128,7 @@ def write_split(
     split: str,
     features: Mapping[str, np.ndarray],
     num_shards: int,
+    progress_label: str = '',
 ) -> List[str]:
   """Writes one split as `num_shards` contiguous TFRecord shards.
 
@@ -137,6 +139,8 @@ def write_split(
       array is example `i`.
     num_shards: number of files, capped at the number of examples; no file
       is written when there are no examples.
+    progress_label: logs the examples written under this label
+      (`progress.Progress`); '' for no log.
 
   Returns:
     The file names written, relative to `output_dir`.
@@ -146,6 +150,7 @@ def write_split(
     return []
   num_shards = max(1, min(num_shards, num_examples))
   names = shard_file_names(split, num_shards)
+  reporter = progress.Progress(num_examples, progress_label, 'examples')
   for shard, name in enumerate(names):
     begin = shard * num_examples // num_shards
     end = (shard + 1) * num_examples // num_shards
@@ -158,6 +163,7 @@ def write_split(
       for row in range(begin, end):
         example = make_example({k: v[row] for k, v in features.items()})
         writer.write(example.SerializeToString())
+        reporter.advance()
     tf.io.gfile.rename(temporary, path, overwrite=True)
   return names
 

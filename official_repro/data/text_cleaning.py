@@ -33,6 +33,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import progress
 
 DOCUMENT_MODES = ('blank_line', 'file')
 ENCODING_ERRORS = ('strict', 'replace')
@@ -601,11 +602,15 @@ class CorpusReader:
         (pattern, re.compile(pattern)) for pattern in options.drop_line_regexes
     ]
 
-  def read(self, inputs: Sequence[str]) -> Tuple[List[List[str]], CorpusStats]:
+  def read(
+      self, inputs: Sequence[str], progress_label: str = ''
+  ) -> Tuple[List[List[str]], CorpusStats]:
     """Reads all inputs.
 
     Args:
       inputs: files or directories.
+      progress_label: logs the bytes read (file by file) under this label
+        (`progress.Progress`); '' for no log.
 
     Returns:
       `(documents, stats)`: each document is a non-empty list of sentences.
@@ -616,8 +621,17 @@ class CorpusReader:
     """
     stats = CorpusStats()
     documents = []
-    for path in find_files(inputs, self._options.file_pattern):
+    paths = find_files(inputs, self._options.file_pattern)
+    reporter = progress.Progress(
+        sum(tf.io.gfile.stat(path).length for path in paths)
+        if progress_label
+        else 0,
+        progress_label,
+        'bytes',
+    )
+    for path in paths:
       documents.extend(self._read_file(path, stats))
+      reporter.update(stats.bytes_read)
     stats.documents = len(documents)
     if not documents:
       raise cli.UserError(
@@ -713,6 +727,7 @@ class CorpusReader:
 def read_corpus(
     inputs: Sequence[str],
     options: CleaningOptions = CleaningOptions(),
+    progress_label: str = '',
 ) -> Tuple[List[List[str]], CorpusStats]:
   """Reads files or directories into documents of sentences.
 
@@ -720,6 +735,8 @@ def read_corpus(
     inputs: files or directories (searched recursively for
       `options.file_pattern`).
     options: the cleaning options.
+    progress_label: logs the bytes read (file by file) under this label
+      (`progress.Progress`); '' for no log.
 
   Returns:
     `(documents, stats)`, documents as `List[List[str]]` (sentences).
@@ -729,4 +746,4 @@ def read_corpus(
     ValueError: no inputs, a directory without matching files, or no
       non-empty document after cleaning.
   """
-  return CorpusReader(options).read(inputs)
+  return CorpusReader(options).read(inputs, progress_label)

@@ -16,6 +16,7 @@ from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import progress
 
 PAD_TOKEN = '[PAD]'
 UNK_TOKEN = '[UNK]'
@@ -248,10 +249,24 @@ def tokenize_with_vocab(
     tokens: Sequence[str],
     lower_case: bool,
     batch_size: int = 4096,
+    progress_label: str = '',
 ) -> List[List[int]]:
-  """Like `tokenize_sentences`, with the vocabulary already loaded."""
+  """Like `tokenize_sentences`, with the vocabulary already loaded.
+
+  Args:
+    sentences: the text, one sentence per element.
+    tokens: the vocabulary, token `i` at index `i`.
+    lower_case: whether the vocabulary is uncased.
+    batch_size: sentences per tokenizer call.
+    progress_label: logs the sentences tokenized under this label
+      (`progress.Progress`); '' for no log.
+
+  Returns:
+    One list of ids per sentence (empty for a sentence with no tokens).
+  """
   if not sentences:
     return []
+  reporter = progress.Progress(len(sentences), progress_label, 'sentences')
   tokenizer = make_tokenizer(tokens, lower_case)
   dataset = tf.data.Dataset.from_tensor_slices(
       tf.constant(list(sentences), dtype=tf.string)
@@ -269,6 +284,7 @@ def tokenize_with_vocab(
   for flat_ids, lengths in dataset.as_numpy_iterator():
     offsets = np.cumsum(lengths)[:-1]
     ids.extend(piece.tolist() for piece in np.split(flat_ids, offsets))
+    reporter.advance(len(lengths))
   return ids
 
 

@@ -15,6 +15,8 @@ the other sets. Each set reports three WERs from the same hypotheses:
   * oracle: the hypothesis with the fewest word errors (a lower bound for
     any rescoring of these lists).
 
+The first-pass and oracle WERs need no LM scores (`evaluate_without_lm`).
+
 Word errors are counted once per hypothesis (`metrics.wer`, i.e. jiwer);
 selecting hypotheses then only sums counts, so a grid point costs one
 vectorised argmax.
@@ -22,7 +24,7 @@ vectorised argmax.
 
 import dataclasses
 import itertools
-from typing import List, Mapping, Sequence, Tuple
+from typing import List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -44,7 +46,7 @@ class ScoredSet:
     utterance_ids: the id of each row.
     valid: bool, a hypothesis (not padding).
     first_pass: first-pass scores.
-    lm: second-pass LM scores.
+    lm: second-pass LM scores (zeros for a set built without them).
     num_words: words per hypothesis.
     substitutions: per-hypothesis word substitutions against the reference.
     deletions: per-hypothesis deletions.
@@ -82,10 +84,10 @@ class SetResult:
     name: the set's name.
     num_utterances: N-best lists.
     num_hypotheses: hypotheses in them.
-    weight: the LM weight applied.
-    length_bonus: the per-word bonus applied.
+    weight: the LM weight applied (None without LM scores).
+    length_bonus: the per-word bonus applied (None without LM scores).
     first_pass: edits of the rank-1 hypotheses.
-    rescored: edits of the rescored selection.
+    rescored: edits of the rescored selection (None without LM scores).
     oracle: edits of the best hypothesis of each list.
     num_rank1_not_best_first_pass: lists whose rank-1 hypothesis does not
       have the highest first-pass score (more than a few suggest the scores
@@ -95,10 +97,10 @@ class SetResult:
   name: str
   num_utterances: int
   num_hypotheses: int
-  weight: float
-  length_bonus: float
+  weight: Optional[float]
+  length_bonus: Optional[float]
   first_pass: wer.ErrorCounts
-  rescored: wer.ErrorCounts
+  rescored: Optional[wer.ErrorCounts]
   oracle: wer.ErrorCounts
   num_rank1_not_best_first_pass: int
 
@@ -110,7 +112,7 @@ class SetResult:
         'weight': self.weight,
         'length_bonus': self.length_bonus,
         'first_pass': self.first_pass.as_dict(),
-        'rescored': self.rescored.as_dict(),
+        'rescored': self.rescored.as_dict() if self.rescored else None,
         'oracle': self.oracle.as_dict(),
         'num_rank1_not_best_first_pass': self.num_rank1_not_best_first_pass,
     }
@@ -144,7 +146,7 @@ def build_scored_set(
     name: str,
     nbest_lists: Sequence[nbest.NBestList],
     references: Sequence[str],
-    scores: Mapping[Tuple[str, int], float],
+    scores: Optional[Mapping[Tuple[str, int], float]],
     scores_source: str = 'LM scores',
 ) -> ScoredSet:
   """Counts every hypothesis' word errors and gathers its scores.
@@ -153,7 +155,8 @@ def build_scored_set(
     name: the set's name.
     nbest_lists: its N-best lists (each with at least one hypothesis).
     references: the reference of each list (`nbest.match_references`).
-    scores: LM scores by `(utterance_id, rank)`.
+    scores: LM scores by `(utterance_id, rank)`; None for a set without
+      them, whose `lm` is zero (for `evaluate_without_lm`).
     scores_source: where `scores` came from, for error messages.
 
   Returns:
@@ -170,7 +173,8 @@ def build_scored_set(
         f'Set {name!r}: {len(references)} references for '
         f'{len(nbest_lists)} N-best lists; expected one each.'
     )
-  lm_scores.check_complete(scores, nbest_lists, scores_source)
+  if scores is not None:
+    lm_scores.check_complete(scores, nbest_lists, scores_source)
   shape = (len(nbest_lists), max(len(n.hypotheses) for n in nbest_lists))
   arrays = {key: np.zeros(shape) for key in ('first_pass', 'lm')}
   arrays.update(
@@ -185,9 +189,10 @@ def build_scored_set(
     for column, hypothesis in enumerate(nbest_list.hypotheses):
       valid[row, column] = True
       arrays['first_pass'][row, column] = hypothesis.first_pass_score
-      arrays['lm'][row, column] = scores[
-          (nbest_list.utterance_id, hypothesis.rank)
-      ]
+      if scores is not None:
+        arrays['lm'][row, column] = scores[
+            (nbest_list.utterance_id, hypothesis.rank)
+        ]
       arrays['num_words'][row, column] = hypothesis.num_words
       pair_references.append(reference)
       pair_hypotheses.append(hypothesis.text)
@@ -296,6 +301,25 @@ def evaluate(
   Returns:
     The set's result.
   """
+  return dataclasses.replace(
+      evaluate_without_lm(scored_set),
+      weight=float(weight),
+      length_bonus=float(length_bonus),
+      rescored=selection_errors(
+          scored_set, select(scored_set, weight, length_bonus)
+      ),
+  )
+
+
+def evaluate_without_lm(scored_set: ScoredSet) -> SetResult:
+  """First-pass and oracle edits of one set (no rescoring, no LM scores).
+
+  Args:
+    scored_set: the set.
+
+  Returns:
+    The set's result, with `weight`, `length_bonus` and `rescored` None.
+  """
   first_pass_best = np.argmax(
       np.where(scored_set.valid, scored_set.first_pass, -np.inf), axis=1
   )
@@ -303,14 +327,12 @@ def evaluate(
       name=scored_set.name,
       num_utterances=len(scored_set.utterance_ids),
       num_hypotheses=scored_set.num_hypotheses,
-      weight=float(weight),
-      length_bonus=float(length_bonus),
+      weight=None,
+      length_bonus=None,
       first_pass=selection_errors(
           scored_set, np.zeros(len(scored_set.utterance_ids), dtype=np.int64)
       ),
-      rescored=selection_errors(
-          scored_set, select(scored_set, weight, length_bonus)
-      ),
+      rescored=None,
       oracle=selection_errors(scored_set, oracle_columns(scored_set)),
       num_rank1_not_best_first_pass=int(
           (

@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import progress
 from official_repro.common import json_files
 from official_repro.data import nbest
 from official_repro.data import text_files
@@ -80,7 +81,10 @@ class ScoresReport:
 
 
 def score_nbest(
-    scorer: Scorer, nbest_lists: Iterable[nbest.NBestList], batch_size: int = 64
+    scorer: Scorer,
+    nbest_lists: Iterable[nbest.NBestList],
+    batch_size: int = 64,
+    progress_label: str = '',
 ) -> LmScores:
   """Scores every hypothesis with `scorer`, `batch_size` texts per call.
 
@@ -90,6 +94,8 @@ def score_nbest(
     scorer: the language model.
     nbest_lists: the N-best lists.
     batch_size: the most texts passed to one `scorer` call.
+    progress_label: logs the texts scored under this label
+      (`progress.Progress`); '' for no log.
 
   Returns:
     The score of each `(utterance_id, rank)`.
@@ -107,6 +113,7 @@ def score_nbest(
           (nbest_list.utterance_id, hypothesis.rank)
       )
   texts = list(keys_by_text)
+  reporter = progress.Progress(len(texts), progress_label, 'texts')
   scores = {}
   for start in range(0, len(texts), batch_size):
     batch = texts[start : start + batch_size]
@@ -124,6 +131,7 @@ def score_nbest(
         )
       for key in keys_by_text[text]:
         scores[key] = float(score)
+    reporter.advance(len(batch))
   return scores
 
 

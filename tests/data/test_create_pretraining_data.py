@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.common import progress
 from official_repro.data import create_pretraining_data as cpd
 from official_repro.data import records
 from official_repro.data import vocab
@@ -439,6 +440,42 @@ def test_cli_prints_report(corpus, static_run, tmp_path, capsys):
   np.testing.assert_equal(
       metadata['splits']['train']['num_examples'],
       2 * metadata['stats']['splits']['train']['instances']['instances'],
+  )
+
+
+def test_each_step_logs_its_progress(corpus, static_run, tmp_path, monkeypatch):
+  lines = []
+  monkeypatch.setattr(
+      progress.logging, 'info', lambda *args: lines.append(args[0] % args[1:])
+  )
+  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0.0)
+  metadata = cpd.prepare_pretraining_data(
+      [corpus[0]],
+      str(tmp_path / 'out'),
+      vocab_file=os.path.join(static_run[0], 'vocab.txt'),
+      max_seq_length=_MAX_SEQ_LENGTH,
+      masking='static',
+      dupe_factor=2,
+      eval_fraction=0.1,
+      seed=3,
+  )
+  stats = metadata['stats']
+  megabytes = stats['corpus']['bytes_read'] / 1e6
+  train = stats['splits']['train']
+  examples = metadata['splits']['train']['num_examples']
+  for done in (
+      f'read corpus: {megabytes:.1f}/{megabytes:.1f} MB, done in',
+      f'tokenize train: {train["sentences"]:,}/{train["sentences"]:,} '
+      'sentences, done in',
+      f'instances train: {train["documents"]}/{train["documents"]} '
+      'documents, done in',
+      f'mask train: {examples}/{examples} copies, done in',
+      f'write train: {examples}/{examples} examples, done in',
+      'write eval: ',
+  ):
+    assert any(line.startswith(done) for line in lines), (done, lines)
+  assert f'write train: 1/{examples} examples ({100 / examples:.1f}%), ' in (
+      '\n'.join(lines)
   )
 
 

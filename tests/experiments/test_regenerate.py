@@ -546,6 +546,153 @@ def test_a_killed_grid_resumes_without_redoing_finished_runs(
     runner.run_grid(target, _settings(), out, runs_dir)
 
 
+def _fake_jobs_killed_at_the_third(monkeypatch, capsys):
+  """Fake jobs for 001.IV, whose third pretraining fails the first time.
+
+  Returns a function that gives the progress lines printed since it was
+  last called, after the start of each run's header ('[1/4] bert_small').
+  """
+  monkeypatch.setattr(
+      runner,
+      '_pretrain',
+      _fake_pretrain(
+          [],
+          kill=lambda name, calls: (
+              name == 'electra_small_2x' and len(calls) == 3
+          ),
+      ),
+  )
+  monkeypatch.setattr(
+      runner,
+      'finetune',
+      lambda *args, **kwargs: {'sst2': dict(score=0.5, summary={})},
+  )
+  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
+  monkeypatch.setattr(
+      runner,
+      'run_steps',
+      lambda *args: {
+          'bert_small': 5,
+          'electra_small': 4,
+          'electra_small_2x': 8,
+          'ale_small': 3,
+      },
+  )
+
+  def progress_lines():
+    return [
+        line.split(':')[0] if line.startswith('[') else line
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith(('001.IV: ', '['))
+    ]
+
+  return progress_lines
+
+
+def test_grid_prints_the_jobs_done_and_the_time_left(
+    tmp_path, monkeypatch, capsys
+):
+  progress_lines = _fake_jobs_killed_at_the_third(monkeypatch, capsys)
+  target = registry.get('001.IV')
+  out, runs_dir = str(tmp_path / 'table'), str(tmp_path / 'runs')
+  # Ten minutes per job until the third is killed: 600 * 3 / 1 s left after
+  # the first, 1200 * 2 / 2 s after the second.
+  with pytest.raises(RuntimeError, match='killed'):
+    runner.run_grid(
+        target, _settings(), out, runs_dir, clock=iter([0, 600, 1200]).__next__
+    )
+  assert progress_lines() == [
+      '[1/4] bert_small (BERT_small)',
+      '001.IV: 1/4 jobs (25.0%), 10 min 0 s elapsed, about 30 min left',
+      '[2/4] electra_small (ELECTRA_small)',
+      '001.IV: 2/4 jobs (50.0%), 20 min 0 s elapsed, about 20 min left',
+      '[3/4] electra_small_2x (2x time)',
+  ]
+  # The rerun reads the two finished runs back: two jobs left.
+  runner.run_grid(
+      target,
+      _settings(),
+      out,
+      runs_dir,
+      clock=iter([5000, 5900, 6500]).__next__,
+  )
+  assert progress_lines() == [
+      '[1/4] bert_small',
+      '[2/4] electra_small',
+      '[3/4] electra_small_2x (2x time)',
+      '001.IV: 1/2 jobs (50.0%), 15 min 0 s elapsed, about 15 min left',
+      '[4/4] ale_small (ALE_small)',
+      '001.IV: 2/2 jobs, done in 25 min 0 s',
+  ]
+  # Each pretraining seed is a job.
+  runner.run_grid(
+      target,
+      _settings(pretrain_seeds=2),
+      str(tmp_path / 'seeds'),
+      runs_dir,
+      clock=iter(range(0, 600, 60)).__next__,
+  )
+  lines = [line for line in progress_lines() if line.startswith('001.IV')]
+  assert len(lines) == 8
+  assert lines[0].startswith('001.IV: 1/8 jobs (12.5%), 1 min 0 s elapsed')
+  assert lines[-1] == '001.IV: 8/8 jobs, done in 8 min 0 s'
+
+
+def test_pretrain_only_counts_the_runs_left_to_pretrain(
+    tmp_path, monkeypatch, capsys
+):
+  progress_lines = _fake_jobs_killed_at_the_third(monkeypatch, capsys)
+  target = registry.get('001.IV')
+  out, runs_dir = str(tmp_path / 'table'), str(tmp_path / 'runs')
+  with pytest.raises(RuntimeError, match='killed'):
+    runner.pretrain_only(
+        target, _settings(), out, runs_dir, clock=iter([0, 60, 120]).__next__
+    )
+  assert progress_lines() == [
+      '[1/4] bert_small (BERT_small)',
+      '001.IV: 1/4 jobs (25.0%), 1 min 0 s elapsed, about 3 min left',
+      '[2/4] electra_small (ELECTRA_small)',
+      '001.IV: 2/4 jobs (50.0%), 2 min 0 s elapsed, about 2 min left',
+      '[3/4] electra_small_2x (2x time)',
+  ]
+  # The rerun finds the first two pretrained: two jobs left.
+  runner.pretrain_only(
+      target, _settings(), out, runs_dir, clock=iter([0, 60, 120]).__next__
+  )
+  assert progress_lines() == [
+      '[1/4] bert_small (BERT_small)',
+      '[2/4] electra_small (ELECTRA_small)',
+      '[3/4] electra_small_2x (2x time)',
+      '001.IV: 1/2 jobs (50.0%), 1 min 0 s elapsed, about 1 min left',
+      '[4/4] ale_small (ALE_small)',
+      '001.IV: 2/2 jobs, done in 2 min 0 s',
+  ]
+
+
+def test_launch_prints_the_runs_done_and_the_time_left(monkeypatch, capsys):
+  target = registry.get('001.IV')
+  planned = plan.plan(target, 'gs://bucket', 'gs://glue')
+  commands = []
+  monkeypatch.setattr(
+      regenerate.subprocess,
+      'run',
+      lambda command, **kwargs: commands.append(command),
+  )
+  # An hour per planned run: 3600 * 3 / 1 s left after the first.
+  regenerate.launch(
+      target, planned, clock=iter([0, 3600, 7200, 10800, 14400]).__next__
+  )
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[:4] == [
+      f'[1/4] {planned[0].name}',
+      '001.IV: 1/4 jobs (25.0%), 1 h 0 min elapsed, about 3 h 0 min left',
+      f'[2/4] {planned[1].name}',
+      '001.IV: 2/4 jobs (50.0%), 2 h 0 min elapsed, about 2 h 0 min left',
+  ]
+  assert lines[-1] == '001.IV: 4/4 jobs, done in 4 h 0 min'
+  assert commands[0] == planned[0].pretrain_command
+
+
 def _grid_with_fake_jobs(monkeypatch, pretrained, finetuned):
   """Runs `runner.run_grid` with jobs that record what they do.
 
