@@ -10,8 +10,8 @@ than the same architecture's at random initialisation? Both encoders run
 over the task's training sample and its dev split; for each, the last
 layer's [CLS] vector and its mean over the real tokens are standardised and
 a multinomial logistic regression (its L2 penalty chosen on held-out
-training examples, fit exactly by Newton's method) is fit on the training
-sample and scored on dev. The
+training examples, fit by Newton's method) is fit on the training sample
+and scored on dev. The
 random encoder is drawn with `--random_seeds` seeds, so its spread is
 known. Regression tasks (STS-B) are refused.
 """
@@ -135,23 +135,24 @@ def probe_accuracy(
 ) -> float:
   """Dev accuracy of a logistic regression on standardised features.
 
-  The penalty is chosen from `L2_GRID` on a fifth of the training examples
-  held out (the first-listed wins a tie), then the probe is refit on all of
-  them.
+  The penalty is chosen from `L2_GRID` on a seeded random fifth of the
+  training examples held out (the first-listed wins a tie), then the probe
+  is refit on all of them.
   """
   mean = train_inputs.mean(axis=0)
   scale = train_inputs.std(axis=0) + 1e-6
   train_inputs = (train_inputs - mean) / scale
   dev_inputs = (dev_inputs - mean) / scale
-  split = len(train_inputs) - len(train_inputs) // 5
+  order = np.random.default_rng(0).permutation(len(train_inputs))
+  held_out, fitted = order[: len(order) // 5], order[len(order) // 5 :]
   best = max(
       L2_GRID,
       key=lambda l2: _accuracy(
           fit_logistic(
-              train_inputs[:split], train_labels[:split], num_classes, l2
+              train_inputs[fitted], train_labels[fitted], num_classes, l2
           ),
-          train_inputs[split:],
-          train_labels[split:],
+          train_inputs[held_out],
+          train_labels[held_out],
       ),
   )
   weights = fit_logistic(train_inputs, train_labels, num_classes, best)

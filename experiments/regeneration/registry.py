@@ -456,7 +456,7 @@ _TARGETS = (
         '003',
         '4',
         'pretrain_glue',
-        'generator/discriminator layer tying, small++ and base++',
+        'generator/discriminator layer sharing, small++ and base++',
         runs=(
             *_003_small_pp_baselines('_small_pp'),
             Run('full_tie', 'Full Tie', _gin('003_teams', 'table4_full_tie')),

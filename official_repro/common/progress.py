@@ -146,7 +146,7 @@ class Progress:
 
   def line(self, now: float) -> str:
     """The progress line at time `now` (a time of `clock`)."""
-    percent = 100 * self.done / self.total
+    percent = 100 * self.done / self.total if self.total else 100.0
     return (
         f'{self.label}: {self._amounts()} ({percent:.1f}%), '
         f'{format_duration(now - self._started)} elapsed, '

@@ -1,4 +1,4 @@
-"""TEAMS task: loss, metrics, tying, FLOPs terms, training and export."""
+"""TEAMS task: loss, metrics, layer sharing, FLOPs terms, training, export."""
 
 import random
 
