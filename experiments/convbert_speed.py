@@ -76,6 +76,7 @@ from official_repro.common import json_files
 from official_repro.metrics import flops
 from official_repro.modeling import activations
 from official_repro.modeling.layers import mixed_attention
+from official_repro.modeling.networks.backbones import convbert
 
 SELF_ATTENTION = 'self-attention'
 MIXED_ATTENTION = 'mixed-attention'
@@ -120,9 +121,9 @@ class BlockSizes:
 
   def shape(self, block: str, seq_length: int) -> flops.NetworkShape:
     """The one-block `NetworkShape` of `block` at `seq_length`."""
-    convbert = {}
+    terms = flops.BlockFlops()
     if block == MIXED_ATTENTION:
-      convbert = dict(
+      terms = convbert.ConvBertFlops(
           head_ratio=self.head_ratio,
           kernel_size=self.kernel_size,
           groups=self.num_groups,
@@ -135,7 +136,7 @@ class BlockSizes:
         heads=self.num_heads,
         seq_length=seq_length,
         vocab_size=1,
-        **convbert,
+        block=terms,
     )
 
   def sequence_flops(self, block: str, seq_length: int) -> float:

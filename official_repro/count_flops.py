@@ -108,18 +108,8 @@ def format_report(
   ]
   for name, network in report.networks.items():
     net = network.shape
-    variant = ''
-    if net.head_ratio is not None:
-      variant = (
-          'conv_only '
-          if net.conv_only
-          else 'attention_only '
-          if net.attention_only
-          else ''
-      )
-      variant += (
-          f'head_ratio={net.head_ratio} k={net.kernel_size} ' f'G={net.groups} '
-      )
+    variant = net.block.describe()
+    variant += ' ' if variant else ''
     lines.append(
         f'{name}: {network.backbone} H={net.hidden} L={net.layers} '
         f'E={net.embedding} FFN={net.intermediate} heads={net.heads} '

@@ -85,14 +85,14 @@ def test_report_of_convbert_config_has_convbert_blocks(clean_gin):
   report, _ = count_flops.report_from_gin(vocab_size=V)
   discriminator = report.networks['discriminator'].shape
   assert (
-      discriminator.head_ratio,
-      discriminator.kernel_size,
-      discriminator.groups,
+      discriminator.block.head_ratio,
+      discriminator.block.kernel_size,
+      discriminator.block.groups,
   ) == (2, 7, 2)
   # The generator (one head) keeps the ratio and, by the reference's rule
   # N' = max(1, 1 // 2), one self-attention head of its full width.
   generator = report.networks['generator'].shape
-  assert (generator.heads, generator.head_ratio) == (1, 2)
+  assert (generator.heads, generator.block.head_ratio) == (1, 2)
   terms = flops.block_terms(generator)
   assert terms['attention_softmax'] == (
       flops.SOFTMAX_FLOPS * generator.seq_length
@@ -102,7 +102,5 @@ def test_report_of_convbert_config_has_convbert_blocks(clean_gin):
   )
   text = count_flops.format_report(report, dict(encoder=1))
   assert 'head_ratio=2 k=7 G=2' in text
-  bert = dataclasses.replace(
-      discriminator, head_ratio=None, kernel_size=9, groups=1
-  )
+  bert = dataclasses.replace(discriminator, block=flops.BlockFlops())
   assert flops.block_flops(discriminator) < flops.block_flops(bert)

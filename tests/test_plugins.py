@@ -7,13 +7,16 @@ objective, which is what "adding TEAMS or SCRIPT is one module, one gin file
 and one test" needs.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.tasks import objectives
-from tests.plugins import rezero_backbone  # noqa: F401  (registers the plug-in)
+from tests.plugins import rezero_backbone
 
 _FROZEN_GENERATOR = [
     'import tests.plugins.frozen_generator_mlm',
@@ -151,3 +154,26 @@ def test_settings_of_an_unselected_plug_in_are_refused(
       objectives.task_config_from_gin(objective)
   finally:
     gin.clear_config()
+
+
+@pytest.mark.parametrize('use_layer_norm', [False, True])
+def test_test_only_backbone_declares_its_own_flops_terms(use_layer_norm):
+  config = encoders.EncoderConfig(
+      backbone='rezero',
+      hidden_size=16,
+      num_layers=2,
+      num_attention_heads=2,
+      intermediate_size=32,
+      vocab_size=100,
+      options=dict(use_layer_norm=use_layer_norm),
+  )
+  shape = objectives.network_shape(config, seq_length=8)
+  assert shape.block == rezero_backbone.ReZeroFlops(use_layer_norm)
+  terms = flops.block_terms(shape)
+  assert terms['attention_rezero_scale'] == terms['ffn_rezero_scale'] == 16
+  assert ('ffn_layer_norm' in terms) == use_layer_norm
+  bert = dataclasses.replace(shape, block=flops.BlockFlops())
+  layer_norms = 0 if use_layer_norm else flops.LAYER_NORM_FLOPS * (1 + 16)
+  assert flops.block_flops(shape) == (
+      flops.block_flops(bert) + 2 * 16 - layer_norms
+  )

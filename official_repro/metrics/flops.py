@@ -25,45 +25,31 @@ FLOPs); tied generator/discriminator embeddings are one parameter set but each
 network computes its own embedding. The next-sentence head, if any, is not in
 the formula (as in ELECTRA's).
 
-**ConvBERT blocks** (paper 002; ELECTRA's formula has no convolution). Our
-extension, in ELECTRA's conventions (2mn per matmul, the per-element constants
-above, biases and residuals 1 per element, the attention LayerNorm charged 5
-as ELECTRA does). Per token, with hidden h, N configured heads of size
-H = h / N, N' = max(1, N // head_ratio) (the ConvBERT reference's rule; N
-need not be divisible by head_ratio), attention width A = N'H, sequence s,
-window k, FFN width i and G feed-forward groups; the mixed layer has N'
-attention and N' convolution heads (conv width C = A), `conv_only` 2N'
-convolution heads (C = 2N'H, A = 0), `attention_only` none (C = 0); Q is the
-query width (C when `conv_only`, else A):
+**Per-backbone blocks.** The block terms belong to the backbones, so that a
+backbone with a new block is still one module that does not edit this one: a
+`NetworkShape` holds the sizes every transformer network has and a
+`BlockFlops`, which its backbone provides (`Backbone.flops_block`).
+`BlockFlops` itself is ELECTRA's BERT block, per token, with hidden h, N heads,
+sequence s and FFN width i:
 
-    query                     2hQ + Q              (bias)
-    key, value                4hA + 2A             (bias)
-    attention scores          2As
-    softmax, dropout, scale   (5 + 4 + 1) s N'
-    attention context         2As
-    depthwise conv            2kh                  (k taps per channel)
-    pointwise conv            2hC + C              (bias)
-    Ks * Q                    C
-    kernel generator          2C(C/H)k + (C/H)k    (C/H conv heads, bias)
-    kernel softmax            5 (C/H) k
-    conv value projection     2hC + C              (bias)
-    k-tap weighted sum        2kC
-    output dense              2(A + C)h + h        (bias; input concat(A, C))
-    dropout, residual, LN     4h + h + 5
-    feed-forward              2hi/G + 8i + i + 2hi/G + h + 4h + h + 5h
+    query, key, value         6h^2 + 3h            (bias)
+    attention scores          2hs
+    softmax, dropout, scale   (5 + 4 + 1) s N
+    attention context         2hs
+    output dense              2h^2 + h             (bias)
+    dropout, residual, LN     4h + h + 5           (ELECTRA charges this LN 5)
+    feed-forward              2hi + 8i + i + 2hi + h + 4h + h + 5h
 
-Without the convolution terms (C = 0) and at head_ratio 1 (A = Q = h) this
-is exactly ELECTRA's BERT block; a BERT block is the case `head_ratio=None`.
-The depthwise convolution has no bias (Keras `SeparableConv1D` adds one after
-the pointwise map). In `block_terms` the output dense is split into
-`attention_output` (2Ah) and `conv_output` (2Ch), the columns each branch
-feeds.
+A block of another shape subclasses it next to its backbone (ConvBERT's in
+`modeling/networks/backbones/convbert.py`), built from the sublayer terms
+here (`query_terms`, `self_attention_terms`, `block_tail_terms`).
 
 **XLA's count** (`xla_matmul_flops`): the dot and convolution instructions
 of the HLO module XLA compiles a function to, 2 FLOPs per multiply-add. It
 checks the formula's matmul terms (`matmul_flops`) independently of how the
-Python code is written, plus, for ConvBERT, the banded contraction that
-computes the k-tap sum (`compiled_matmul_flops`); the ConvBERT tests and
+Python code is written, plus the dots a block compiles to beyond them
+(`BlockFlops.compiled_extra_flops`, e.g. ConvBERT's banded contraction that
+computes the k-tap sum; `compiled_matmul_flops`); the ConvBERT tests and
 `experiments/convbert_speed.py` use it. The TF profiler (`--profile`) counts
 a graph's float operations instead, element-wise ones included, and only
 einsum equations without an ellipsis (Model Garden's Einsum statistics);
@@ -73,14 +59,13 @@ einsum equations without an ellipsis (Model Garden's Einsum statistics);
 import dataclasses
 import math
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Tuple
 
 import tensorflow as tf
 
 # Registers Model Garden's Einsum statistics (see profiled_forward_flops).
 from official.core import train_utils  # noqa: F401
 from official_repro.modeling import activations
-from official_repro.modeling.layers import span_dynamic_conv
 from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-direct-tensorflow-import
 
 # ELECTRA's per-element costs of the non-matmul operations.
@@ -93,27 +78,14 @@ SOFTMAX_FLOPS = 5
 ELECTRA_OUTPUT_FRACTION = 0.15625
 
 
-# ConvBERT fields of `NetworkShape` that a BERT block keeps at their defaults.
-_CONVBERT_DEFAULTS = (
-    ('kernel_size', 9),
-    ('groups', 1),
-    ('conv_only', False),
-    ('attention_only', False),
-)
-
-# The terms of `block_terms` that are matrix products (dense layers, attention
-# einsums, convolutions): what XLA's dot/convolution count measures.
+# The terms of ELECTRA's block that are matrix products (dense layers,
+# attention einsums): what XLA's dot/convolution count measures.
 MATMUL_TERMS = frozenset(
     (
         'query',
         'key_value',
         'attention_scores',
         'attention_context',
-        'conv_depthwise',
-        'conv_pointwise',
-        'conv_kernel_generator',
-        'conv_value',
-        'conv_output',
         'attention_output',
         'ffn_intermediate',
         'ffn_output',
@@ -121,146 +93,43 @@ MATMUL_TERMS = frozenset(
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class NetworkShape:
-  """The sizes the formula needs for one transformer network.
+def query_terms(hidden: int, width: int) -> Dict[str, float]:
+  """The query projection of `width` columns and its bias, per token."""
+  return dict(query=2 * hidden * width, query_bias=width)
 
-  Attributes:
-    hidden: H.
-    layers: L (applications of a block; ALBERT's shared block counts L times).
-    embedding: E.
-    intermediate: feed-forward width.
-    heads: attention heads (ConvBERT: the configured N, which sets the head
-      size hidden / N).
-    seq_length: tokens per sequence.
-    vocab_size: V.
-    head_ratio: ConvBERT's bottleneck ratio, N' = max(1, heads //
-      head_ratio) self-attention heads; None means a BERT block (and the
-      other ConvBERT fields must keep their defaults).
-    kernel_size: ConvBERT's convolution window k.
-    groups: ConvBERT's feed-forward groups G.
-    conv_only: ConvBERT with convolution heads only.
-    attention_only: ConvBERT's bottleneck attention without convolution heads.
+
+def self_attention_terms(
+    hidden: int, heads: int, head_size: int, seq_length: int
+) -> Dict[str, float]:
+  """Self-attention of `heads` heads of `head_size` but its query, per token.
+
+  The key and value projections, scores, softmax, dropout, scaling, context
+  and the output dense from the heads' width A back to `hidden` (its bias is
+  in `block_tail_terms`).
   """
-
-  hidden: int
-  layers: int
-  embedding: int
-  intermediate: int
-  heads: int
-  seq_length: int
-  vocab_size: int
-  head_ratio: Optional[int] = None
-  kernel_size: int = 9
-  groups: int = 1
-  conv_only: bool = False
-  attention_only: bool = False
-
-  def __post_init__(self):
-    if self.hidden % self.heads:
-      raise ValueError(
-          f'NetworkShape: hidden={self.hidden} must be divisible '
-          f'by heads={self.heads}.'
-      )
-    if self.head_ratio is None:
-      for name, default in _CONVBERT_DEFAULTS:
-        if getattr(self, name) != default:
-          raise ValueError(
-              f'NetworkShape: {name}={getattr(self, name)!r} is a ConvBERT '
-              f'setting; with head_ratio=None (a BERT block) it must be '
-              f'{default!r}.'
-          )
-      return
-    if self.head_ratio < 1:
-      raise ValueError(
-          f'NetworkShape: head_ratio={self.head_ratio} must be >= 1.'
-      )
-    if self.kernel_size < 1 or self.kernel_size % 2 == 0:
-      raise ValueError(
-          f'NetworkShape: kernel_size={self.kernel_size} must be '
-          'an odd integer >= 1.'
-      )
-    if (
-        self.groups < 1
-        or self.hidden % self.groups
-        or (self.intermediate % self.groups)
-    ):
-      raise ValueError(
-          f'NetworkShape: groups={self.groups} must be >= 1 and divide '
-          f'hidden={self.hidden} and intermediate={self.intermediate}.'
-      )
-    if self.conv_only and self.attention_only:
-      raise ValueError(
-          'NetworkShape: conv_only and attention_only exclude ' 'each other.'
-      )
-
-
-def block_heads(net: NetworkShape) -> Tuple[int, int]:
-  """(attention heads, convolution heads) of one block.
-
-  (attention heads, convolution heads) of one block: N and 0 for BERT;
-  for ConvBERT N' = max(1, N // head_ratio) of each, 2N' convolution heads
-  if `conv_only`, none if `attention_only`.
-  """
-  if net.head_ratio is None:
-    return net.heads, 0
-  attention_heads = max(1, net.heads // net.head_ratio)
-  if net.conv_only:
-    return 0, 2 * attention_heads
-  if net.attention_only:
-    return attention_heads, 0
-  return attention_heads, attention_heads
-
-
-def block_terms(net: NetworkShape) -> Dict[str, float]:
-  """Forward FLOPs per token of one block, term by term (module docstring).
-
-  A BERT block (`head_ratio=None`) gives ELECTRA's formula; a ConvBERT block
-  adds the `conv_*` terms and narrows the attention to N' heads.
-
-  Args:
-    net: the network's sizes.
-
-  Returns:
-    Term name -> FLOPs; terms that a variant does not have are absent.
-  """
-  h, i, s = net.hidden, net.intermediate, net.seq_length
-  head_size = h // net.heads
-  attention_heads, conv_heads = block_heads(net)
-  groups = 1 if net.head_ratio is None else net.groups
-  a, c, k = (
-      attention_heads * head_size,
-      conv_heads * head_size,
-      (net.kernel_size),
+  h, s, a = hidden, seq_length, heads * head_size
+  return dict(
+      key_value=2 * 2 * h * a,
+      key_value_bias=2 * a,
+      attention_scores=2 * a * s,
+      attention_softmax=SOFTMAX_FLOPS * s * heads,
+      attention_dropout=DROPOUT_FLOPS * s * heads,
+      attention_scaling=s * heads,
+      attention_context=2 * a * s,
+      attention_output=2 * a * h,
   )
-  query = c if net.conv_only else a
-  terms = dict(query=2 * h * query, query_bias=query)
-  if attention_heads:
-    terms.update(
-        key_value=2 * 2 * h * a,
-        key_value_bias=2 * a,
-        attention_scores=2 * a * s,
-        attention_softmax=SOFTMAX_FLOPS * s * attention_heads,
-        attention_dropout=DROPOUT_FLOPS * s * attention_heads,
-        attention_scaling=s * attention_heads,
-        attention_context=2 * a * s,
-        attention_output=2 * a * h,
-    )
-  if conv_heads:
-    terms.update(
-        conv_depthwise=2 * k * h,
-        conv_pointwise=2 * h * c,
-        conv_pointwise_bias=c,
-        conv_span_query_product=c,
-        conv_kernel_generator=2 * c * conv_heads * k,
-        conv_kernel_generator_bias=conv_heads * k,
-        conv_kernel_softmax=SOFTMAX_FLOPS * conv_heads * k,
-        conv_value=2 * h * c,
-        conv_value_bias=c,
-        conv_weighted_sum=2 * k * c,
-        conv_output=2 * c * h,
-    )
-  terms.update(
+
+
+def block_tail_terms(
+    hidden: int, intermediate: int, groups: int = 1
+) -> Dict[str, float]:
+  """The block after its attention output dense, per token.
+
+  The output dense's bias, dropout, residual and LayerNorm, then the
+  feed-forward sublayer (its two matrices in `groups` groups).
+  """
+  h, i = hidden, intermediate
+  return dict(
       attention_output_bias=h,
       attention_output_dropout=DROPOUT_FLOPS * h,
       attention_residual=h,
@@ -275,30 +144,112 @@ def block_terms(net: NetworkShape) -> Dict[str, float]:
       ffn_residual=h,
       ffn_layer_norm=LAYER_NORM_FLOPS * h,
   )
-  return terms
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockFlops:
+  """ELECTRA's BERT block; a backbone with another block subclasses it.
+
+  Attributes:
+    matmul_terms: the names of `terms` that are matrix products.
+  """
+
+  matmul_terms: ClassVar[FrozenSet[str]] = MATMUL_TERMS
+
+  def validate(self, net: 'NetworkShape') -> None:
+    """Raises `ValueError` when the block does not fit `net`'s sizes."""
+    del net  # ELECTRA's block fits every shape NetworkShape accepts.
+
+  def heads(self, net: 'NetworkShape') -> Tuple[int, int]:
+    """(attention heads, convolution heads) of one block."""
+    return net.heads, 0
+
+  def terms(self, net: 'NetworkShape') -> Dict[str, float]:
+    """Forward FLOPs per token of one block, term by term."""
+    h = net.hidden
+    return {
+        **query_terms(h, h),
+        **self_attention_terms(h, net.heads, h // net.heads, net.seq_length),
+        **block_tail_terms(h, net.intermediate),
+    }
+
+  def compiled_extra_flops(self, net: 'NetworkShape') -> float:
+    """Compiled dot FLOPs per sequence that `terms` has no matmul term for."""
+    del net  # Every dot of ELECTRA's block is a matmul term.
+    return 0.0
+
+  def describe(self) -> str:
+    """The block's settings for reports ('' for ELECTRA's block)."""
+    return ''
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkShape:
+  """The sizes the formula needs for one transformer network.
+
+  Attributes:
+    hidden: H.
+    layers: L (applications of a block; ALBERT's shared block counts L times).
+    embedding: E.
+    intermediate: feed-forward width.
+    heads: configured attention heads N (they set the head size hidden / N).
+    seq_length: tokens per sequence.
+    vocab_size: V.
+    block: the block's terms, from the network's backbone
+      (`Backbone.flops_block`); ELECTRA's BERT block by default.
+  """
+
+  hidden: int
+  layers: int
+  embedding: int
+  intermediate: int
+  heads: int
+  seq_length: int
+  vocab_size: int
+  block: BlockFlops = BlockFlops()
+
+  def __post_init__(self):
+    if self.hidden % self.heads:
+      raise ValueError(
+          f'NetworkShape: hidden={self.hidden} must be divisible '
+          f'by heads={self.heads}.'
+      )
+    self.block.validate(self)
+
+
+def block_heads(net: NetworkShape) -> Tuple[int, int]:
+  """(attention heads, convolution heads) of one block of `net`."""
+  return net.block.heads(net)
+
+
+def block_terms(net: NetworkShape) -> Dict[str, float]:
+  """Forward FLOPs per token of one block, term by term (`net.block`).
+
+  Args:
+    net: the network's sizes.
+
+  Returns:
+    Term name -> FLOPs; terms that a block does not have are absent.
+  """
+  return net.block.terms(net)
 
 
 def compiled_matmul_flops(net: NetworkShape) -> float:
   """FLOPs of the dots one block compiles to, for one sequence.
 
   FLOPs of the dots one block compiles to, for one sequence of
-  `net.seq_length` tokens: the formula's matmul terms, plus the banded
-  contraction that computes the convolution heads' k-tap sum (an
-  element-wise `conv_weighted_sum` in the formula; see
-  `span_dynamic_conv.window_contraction_flops`). What `xla_matmul_flops`
-  counts for a BERT or ConvBERT block.
+  `net.seq_length` tokens: the formula's matmul terms, plus the dots the
+  block has no matmul term for (`BlockFlops.compiled_extra_flops`, e.g.
+  ConvBERT's banded k-tap contraction). What `xla_matmul_flops` counts for
+  the block.
   """
-  _, conv_heads = block_heads(net)
-  total = net.seq_length * matmul_flops(net)
-  if conv_heads:
-    total += span_dynamic_conv.window_contraction_flops(
-        net.seq_length, conv_heads, net.hidden // net.heads, net.kernel_size
-    )
-  return float(total)
+  return float(
+      net.seq_length * matmul_flops(net) + net.block.compiled_extra_flops(net)
+  )
 
 
 def block_flops(net: NetworkShape) -> float:
-  """Forward FLOPs per token of one transformer (BERT or ConvBERT) block."""
+  """Forward FLOPs per token of one transformer block."""
   return float(sum(block_terms(net).values()))
 
 
@@ -308,7 +259,7 @@ def matmul_flops(net: NetworkShape) -> float:
       sum(
           value
           for name, value in block_terms(net).items()
-          if name in MATMUL_TERMS
+          if name in net.block.matmul_terms
       )
   )
 

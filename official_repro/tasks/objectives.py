@@ -194,13 +194,13 @@ def network_shape(
   """The FLOPs formula's shape of an encoder config.
 
   Raises:
-    ValueError: for a backbone that declares no FLOPs shape.
+    ValueError: for a backbone that declares no FLOPs block.
   """
   backbone = encoders.get_backbone(config.backbone)
-  if backbone.flops_shape is None:
+  if backbone.flops_block is None:
     raise cli.UserError(
-        f'Backbone {config.backbone!r} declares no FLOPs shape '
-        '(Backbone.flops_shape); its FLOPs are not modelled.'
+        f'Backbone {config.backbone!r} declares no FLOPs block '
+        '(Backbone.flops_block); its FLOPs are not modelled.'
     )
   config = encoders.validate(config)
   return flops_lib.NetworkShape(
@@ -211,5 +211,5 @@ def network_shape(
       heads=config.num_attention_heads,
       seq_length=seq_length,
       vocab_size=config.vocab_size,
-      **backbone.flops_shape(config, backbone.parse_options(config)),
+      block=backbone.flops_block(config, backbone.parse_options(config)),
   )

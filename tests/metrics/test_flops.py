@@ -11,6 +11,7 @@ from official.nlp.modeling import layers as nlp_layers
 from official_repro.metrics import flops
 from official_repro.modeling.layers import grouped_dense
 from official_repro.modeling.layers import mixed_attention
+from official_repro.modeling.networks.backbones import convbert as convbert_lib
 
 V = 30522
 
@@ -67,10 +68,12 @@ def test_albert_shared_block_costs_compute_like_bert():
   assert flops.network_flops(bert, 'rtd') > 12 * flops.block_flops(bert)
 
 
-# ConvBERT blocks (paper 002): our extension of the formula.
+# ConvBERT blocks (paper 002): our extension of the formula, declared by the
+# ConvBERT backbone (`convbert.ConvBertFlops`).
 
 
 def _block(hidden=256, heads=4, intermediate=1024, seq_length=128, **convbert):
+  """A one-block shape: ELECTRA's BERT block, or ConvBERT's given settings."""
   return flops.NetworkShape(
       hidden=hidden,
       layers=1,
@@ -79,7 +82,11 @@ def _block(hidden=256, heads=4, intermediate=1024, seq_length=128, **convbert):
       heads=heads,
       seq_length=seq_length,
       vocab_size=V,
-      **convbert,
+      block=(
+          convbert_lib.ConvBertFlops(**convbert)
+          if convbert
+          else flops.BlockFlops()
+      ),
   )
 
 
@@ -191,7 +198,9 @@ def test_convbert_terms_match_hand_count(variant, expected):
   net = _block(8, 2, 16, 6, head_ratio=2, kernel_size=3, groups=2, **variant)
   assert flops.block_terms(net) == expected
   assert flops.matmul_flops(net) == sum(
-      value for name, value in expected.items() if name in flops.MATMUL_TERMS
+      value
+      for name, value in expected.items()
+      if name in convbert_lib.ConvBertFlops.matmul_terms
   )
 
 
@@ -207,8 +216,6 @@ def test_convbert_base_is_cheaper_than_bert_base():
 @pytest.mark.parametrize(
     'fields, message',
     [
-        (dict(conv_only=True), 'conv_only=True is a ConvBERT setting'),
-        (dict(groups=2), 'groups=2 is a ConvBERT setting'),
         (dict(head_ratio=0), 'head_ratio=0 must be >= 1'),
         (dict(head_ratio=2, kernel_size=4), 'kernel_size=4 must be an odd'),
         (dict(head_ratio=2, groups=3), 'groups=3 must be >= 1 and divide'),

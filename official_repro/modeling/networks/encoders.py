@@ -163,11 +163,11 @@ class Backbone:
       (ALBERT): `build_block` is called once and reused.
     validate_options: `(config, options, name)` raises `ValueError` naming
       the setting when the options do not fit the config.
-    flops_shape: `(config, options) -> dict` of `metrics.flops.NetworkShape`
-      keyword arguments beyond the common sizes (`{}`: ELECTRA's BERT block;
+    flops_block: `(config, options) -> metrics.flops.BlockFlops`, the FLOPs
+      terms of the backbone's block (`BlockFlops()`: ELECTRA's BERT block;
+      a block of another shape subclasses it in the backbone's module;
       None: the backbone's FLOPs are not modelled, and `count_flops` says
-      so). The formula knows BERT and ConvBERT blocks; a block of another
-      shape adds its terms to `metrics/flops.py`.
+      so).
     model_garden_config: `config -> official.nlp.configs.encoders.EncoderConfig`
       of the same network, where Model Garden has one (stock baselines).
   """
@@ -178,7 +178,7 @@ class Backbone:
   default_activation: str = 'gelu_tanh'
   shares_blocks_across_layers: bool = False
   validate_options: Optional[Callable[[EncoderConfig, Any, str], None]] = None
-  flops_shape: Optional[Callable[[EncoderConfig, Any], Dict[str, Any]]] = None
+  flops_block: Optional[Callable[[EncoderConfig, Any], Any]] = None
   model_garden_config: Optional[
       Callable[[EncoderConfig], mg_encoders.EncoderConfig]
   ] = None

@@ -17,6 +17,7 @@ network's own one block: two block objects, each shared across its layers.
 
 import tf_keras
 
+from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks.backbones import bert
 
@@ -46,7 +47,7 @@ BACKBONE = encoders.register_backbone(
         name='albert',
         build_block=_build_block,
         default_activation='gelu_tanh',
-        flops_shape=lambda config, options: {},  # ELECTRA's BERT block.
+        flops_block=lambda config, options: flops.BlockFlops(),
         shares_blocks_across_layers=True,
         model_garden_config=lambda config: bert.model_garden_bert_config(
             config, model_type='albert'

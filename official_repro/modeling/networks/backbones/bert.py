@@ -12,6 +12,7 @@ import tf_keras
 from official.modeling import tf_utils
 from official.nlp.configs import encoders as mg_encoders
 from official.nlp.modeling import layers
+from official_repro.metrics import flops
 from official_repro.modeling import activations
 from official_repro.modeling.networks import encoders
 
@@ -81,7 +82,7 @@ BACKBONE = encoders.register_backbone(
         name='bert',
         build_block=_build_block,
         default_activation='gelu_tanh',
-        flops_shape=lambda config, options: {},  # ELECTRA's BERT block.
+        flops_block=lambda config, options: flops.BlockFlops(),
         model_garden_config=model_garden_bert_config,
     )
 )

@@ -26,14 +26,55 @@ the depthwise convolution kernel truncated normal with stddev 1/k, biases
 zero. The ablations of 002 are options: `conv_only` (convolution heads only)
 and `attention_only` (the bottleneck self-attention alone, the "+BNK,+GL"
 rows of 002 Table 4).
+
+**FLOPs** (`ConvBertFlops`). ConvBERT's block terms live here, with the
+backbone, rather than in `metrics/flops.py`: backbones own their FLOPs terms,
+so the formula's module keeps only ELECTRA's BERT block, the basis every
+backbone shares, and a new block shape is one backbone module. ELECTRA's
+formula has no convolution; this is our extension in its conventions (2mn per
+matmul, the per-element constants of `metrics.flops`, biases and residuals 1
+per element, the attention LayerNorm charged 5 as ELECTRA does). Per token,
+with hidden h, N configured heads of size H = h / N, N' = max(1, N //
+head_ratio) (the ConvBERT reference's rule; N need not be divisible by
+head_ratio), attention width A = N'H, sequence s, window k, FFN width i and G
+feed-forward groups; the mixed layer has N' attention and N' convolution heads
+(conv width C = A), `conv_only` 2N' convolution heads (C = 2N'H, A = 0),
+`attention_only` none (C = 0); Q is the query width (C when `conv_only`, else
+A):
+
+    query                     2hQ + Q              (bias)
+    key, value                4hA + 2A             (bias)
+    attention scores          2As
+    softmax, dropout, scale   (5 + 4 + 1) s N'
+    attention context         2As
+    depthwise conv            2kh                  (k taps per channel)
+    pointwise conv            2hC + C              (bias)
+    Ks * Q                    C
+    kernel generator          2C(C/H)k + (C/H)k    (C/H conv heads, bias)
+    kernel softmax            5 (C/H) k
+    conv value projection     2hC + C              (bias)
+    k-tap weighted sum        2kC
+    output dense              2(A + C)h + h        (bias; input concat(A, C))
+    dropout, residual, LN     4h + h + 5
+    feed-forward              2hi/G + 8i + i + 2hi/G + h + 4h + h + 5h
+
+Without the convolution terms (C = 0) and at head_ratio 1 (A = Q = h) this
+is exactly ELECTRA's BERT block (`metrics.flops.BlockFlops`). The depthwise
+convolution has no bias (Keras `SeparableConv1D` adds one after the
+pointwise map). In the terms the output dense is split into
+`attention_output` (2Ah) and `conv_output` (2Ch), the columns each branch
+feeds. The compiled block also has the banded contraction that computes the
+k-tap sum (`compiled_extra_flops`), an element-wise term in the formula.
 """
 
 import dataclasses
-from typing import Any, Dict
+from typing import Dict, Tuple
 
 from official.modeling import tf_utils
+from official_repro.metrics import flops
 from official_repro.modeling import activations
 from official_repro.modeling.layers import mixed_attention
+from official_repro.modeling.layers import span_dynamic_conv
 from official_repro.modeling.networks import encoders
 
 
@@ -114,10 +155,138 @@ def _build_block(
   )
 
 
-def _flops_shape(
+@dataclasses.dataclass(frozen=True)
+class ConvBertFlops(flops.BlockFlops):
+  """The FLOPs terms of a ConvBERT block (module docstring).
+
+  Attributes:
+    head_ratio: the bottleneck ratio, N' = max(1, heads // head_ratio)
+      self-attention heads.
+    kernel_size: the convolution window k.
+    groups: the feed-forward groups G.
+    conv_only: convolution heads only.
+    attention_only: the bottleneck attention without convolution heads.
+  """
+
+  head_ratio: int = 2
+  kernel_size: int = 9
+  groups: int = 1
+  conv_only: bool = False
+  attention_only: bool = False
+
+  matmul_terms = flops.MATMUL_TERMS | frozenset(
+      (
+          'conv_depthwise',
+          'conv_pointwise',
+          'conv_kernel_generator',
+          'conv_value',
+          'conv_output',
+      )
+  )
+
+  def validate(self, net: flops.NetworkShape) -> None:
+    if self.head_ratio < 1:
+      raise ValueError(
+          f'NetworkShape: head_ratio={self.head_ratio} must be >= 1.'
+      )
+    if self.kernel_size < 1 or self.kernel_size % 2 == 0:
+      raise ValueError(
+          f'NetworkShape: kernel_size={self.kernel_size} must be '
+          'an odd integer >= 1.'
+      )
+    if (
+        self.groups < 1
+        or net.hidden % self.groups
+        or net.intermediate % self.groups
+    ):
+      raise ValueError(
+          f'NetworkShape: groups={self.groups} must be >= 1 and divide '
+          f'hidden={net.hidden} and intermediate={net.intermediate}.'
+      )
+    if self.conv_only and self.attention_only:
+      raise ValueError(
+          'NetworkShape: conv_only and attention_only exclude each other.'
+      )
+
+  def heads(self, net: flops.NetworkShape) -> Tuple[int, int]:
+    """N' attention and N' convolution heads (module docstring).
+
+    `conv_only`: 2N' convolution heads; `attention_only`: none.
+    """
+    attention_heads = max(1, net.heads // self.head_ratio)
+    if self.conv_only:
+      return 0, 2 * attention_heads
+    if self.attention_only:
+      return attention_heads, 0
+    return attention_heads, attention_heads
+
+  def terms(self, net: flops.NetworkShape) -> Dict[str, float]:
+    h, k = net.hidden, self.kernel_size
+    head_size = h // net.heads
+    attention_heads, conv_heads = self.heads(net)
+    c = conv_heads * head_size
+    terms = flops.query_terms(
+        h, c if self.conv_only else attention_heads * head_size
+    )
+    if attention_heads:
+      terms.update(
+          flops.self_attention_terms(
+              h, attention_heads, head_size, net.seq_length
+          )
+      )
+    if conv_heads:
+      terms.update(
+          conv_depthwise=2 * k * h,
+          conv_pointwise=2 * h * c,
+          conv_pointwise_bias=c,
+          conv_span_query_product=c,
+          conv_kernel_generator=2 * c * conv_heads * k,
+          conv_kernel_generator_bias=conv_heads * k,
+          conv_kernel_softmax=flops.SOFTMAX_FLOPS * conv_heads * k,
+          conv_value=2 * h * c,
+          conv_value_bias=c,
+          conv_weighted_sum=2 * k * c,
+          conv_output=2 * c * h,
+      )
+    terms.update(flops.block_tail_terms(h, net.intermediate, self.groups))
+    return terms
+
+  def compiled_extra_flops(self, net: flops.NetworkShape) -> float:
+    """The convolution heads' banded k-tap contraction, per sequence.
+
+    See `span_dynamic_conv.window_contraction_flops`.
+    """
+    _, conv_heads = self.heads(net)
+    if not conv_heads:
+      return 0.0
+    return float(
+        span_dynamic_conv.window_contraction_flops(
+            net.seq_length,
+            conv_heads,
+            net.hidden // net.heads,
+            self.kernel_size,
+        )
+    )
+
+  def describe(self) -> str:
+    variant = (
+        'conv_only '
+        if self.conv_only
+        else 'attention_only '
+        if self.attention_only
+        else ''
+    )
+    return (
+        f'{variant}head_ratio={self.head_ratio} k={self.kernel_size} '
+        f'G={self.groups}'
+    )
+
+
+def _flops_block(
     config: encoders.EncoderConfig, options: ConvBertOptions
-) -> Dict[str, Any]:
-  return dict(
+) -> ConvBertFlops:
+  del config  # The sizes are NetworkShape's.
+  return ConvBertFlops(
       head_ratio=options.head_ratio,
       kernel_size=options.kernel_size,
       groups=options.num_groups,
@@ -133,6 +302,6 @@ BACKBONE = encoders.register_backbone(
         options_cls=ConvBertOptions,
         default_activation='gelu_erf',
         validate_options=_validate,
-        flops_shape=_flops_shape,
+        flops_block=_flops_block,
     )
 )
