@@ -25,6 +25,19 @@ from tests.rescoring.nbest_lists import TEST
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _run_rescore(flags):
+  """Runs `python -m official_repro.rescore` with `flags` on the CPU."""
+  return subprocess.run(
+      [sys.executable, '-m', 'official_repro.rescore', *flags],
+      cwd=REPO_ROOT,
+      capture_output=True,
+      text=True,
+      timeout=300,
+      env={**os.environ, 'CUDA_VISIBLE_DEVICES': ''},
+      check=False,
+  )
+
+
 def _write_inputs(root):
   """Writes dev.tsv, test/ (ESPnet), ref.trn and lm.tsv under `root`."""
   with open(root / 'dev.tsv', 'w') as f:
@@ -70,11 +83,8 @@ def _settings(root, **overrides):
 def test_command_end_to_end(tmp_path):
   _write_inputs(tmp_path)
   output_json = tmp_path / 'out' / 'results.json'
-  completed = subprocess.run(
+  completed = _run_rescore(
       [
-          sys.executable,
-          '-m',
-          'official_repro.rescore',
           f'--nbest=dev={tmp_path / "dev.tsv"}',
           f'--nbest={tmp_path / "test"}',
           f'--references={tmp_path / "ref.trn"}',
@@ -85,13 +95,7 @@ def test_command_end_to_end(tmp_path):
           '--length_bonuses=0',
           f'--output_json={output_json}',
           f'--output_text_dir={tmp_path / "out"}',
-      ],
-      cwd=REPO_ROOT,
-      capture_output=True,
-      text=True,
-      timeout=300,
-      env={**os.environ, 'CUDA_VISIBLE_DEVICES': ''},
-      check=False,
+      ]
   )
   assert completed.returncode == 0, completed.stderr
   stdout = completed.stdout
@@ -317,20 +321,11 @@ def test_without_lm_scores_only_first_pass_and_oracle(tmp_path):
 
 def test_command_without_lm_scores_prints_first_pass_and_oracle(tmp_path):
   _write_eval(tmp_path)
-  completed = subprocess.run(
+  completed = _run_rescore(
       [
-          sys.executable,
-          '-m',
-          'official_repro.rescore',
           f'--nbest=eval={tmp_path / "eval.tsv"}',
           f'--references={tmp_path / "text"}',
-      ],
-      cwd=REPO_ROOT,
-      capture_output=True,
-      text=True,
-      timeout=300,
-      env={**os.environ, 'CUDA_VISIBLE_DEVICES': ''},
-      check=False,
+      ]
   )
   assert completed.returncode == 0, completed.stderr
   stdout = completed.stdout
