@@ -203,3 +203,33 @@ def tiny_bert_encoder():
     )
 
   return build
+
+
+@pytest.fixture(scope='session')
+def export_encoder_with_vocab():
+  """Returns `export(model_dir, encoder, config, vocab, step)`.
+
+  It writes `vocab` (a list of pieces) to `<model_dir>/vocab.txt` and
+  exports `encoder` with its `config` (an `EncoderConfig`) as a pretraining
+  run's `encoder/` folder at `step`, lower-cased; returns `model_dir`.
+  """
+  import tensorflow as tf
+  from official_repro.training import export
+
+  def write(model_dir, encoder, config, vocab, step):
+    holder = tf.train.Checkpoint()
+    holder.checkpoint_items = {'encoder': encoder}
+    vocab_file = os.path.join(model_dir, 'vocab.txt')
+    with open(vocab_file, 'w') as f:
+      f.write('\n'.join(vocab) + '\n')
+    export.export_encoder(
+        holder,
+        config.as_dict(),
+        model_dir,
+        step=step,
+        vocab_file=vocab_file,
+        lower_case=True,
+    )
+    return model_dir
+
+  return write

@@ -7,11 +7,9 @@ import subprocess
 import sys
 
 import pytest
-import tensorflow as tf
 
 from experiments import attention_concentration
 from official_repro.modeling.networks import encoders
-from official_repro.training import export
 from official_repro.training import gin_utils
 
 _WORDS = 'the quick brown fox jumps over a lazy dog near river'.split()
@@ -31,7 +29,8 @@ _SEQ_LENGTH = 16
 _MODELS = {'bert': ('bert', 4, 4), 'convbert': ('convbert', 4, 2)}
 
 
-def _export(model_dir, backbone, num_heads, **options):
+def _encoder(backbone, num_heads, **options):
+  """A random encoder of `backbone` and its config."""
   fields = dict(
       backbone=backbone,
       hidden_size=16,
@@ -44,24 +43,11 @@ def _export(model_dir, backbone, num_heads, **options):
   if backbone == 'convbert':
     fields.update(options=dict(kernel_size=3, **options))
   config = encoders.EncoderConfig(**fields)
-  holder = tf.train.Checkpoint()
-  holder.checkpoint_items = {'encoder': encoders.build_encoder(config)}
-  vocab_file = os.path.join(model_dir, 'vocab.txt')
-  with open(vocab_file, 'w') as f:
-    f.write('\n'.join(_VOCAB) + '\n')
-  export.export_encoder(
-      holder,
-      config.as_dict(),
-      model_dir,
-      step=3,
-      vocab_file=vocab_file,
-      lower_case=True,
-  )
-  return model_dir
+  return encoders.build_encoder(config), config
 
 
 @pytest.fixture(scope='module')
-def fixture_dirs(tmp_path_factory):
+def fixture_dirs(tmp_path_factory, export_encoder_with_vocab):
   """The GLUE root with MRPC/dev.tsv, and one pretraining model_dir each."""
   glue_dir = tmp_path_factory.mktemp('glue')
   (glue_dir / 'MRPC').mkdir()
@@ -71,7 +57,12 @@ def fixture_dirs(tmp_path_factory):
   ]
   (glue_dir / 'MRPC' / 'dev.tsv').write_text('\n'.join(lines) + '\n')
   model_dirs = {
-      name: _export(str(tmp_path_factory.mktemp(name)), backbone, heads)
+      name: export_encoder_with_vocab(
+          str(tmp_path_factory.mktemp(name)),
+          *_encoder(backbone, heads),
+          _VOCAB,
+          3,
+      )
       for name, (backbone, heads, _) in _MODELS.items()
   }
   return str(glue_dir), model_dirs
@@ -148,7 +139,9 @@ def test_max_examples_and_window(fixture_dirs):
   assert 'ConvBERT 0.608' in attention_concentration.format_table(results)
 
 
-def test_bad_input_names_the_flag_or_file(fixture_dirs, tmp_path):
+def test_bad_input_names_the_flag_or_file(
+    fixture_dirs, tmp_path, export_encoder_with_vocab
+):
   glue_dir, model_dirs = fixture_dirs
 
   def settings(**overrides):
@@ -171,6 +164,8 @@ def test_bad_input_names_the_flag_or_file(fixture_dirs, tmp_path):
     attention_concentration.run(settings(max_seq_length=32))
   with pytest.raises(ValueError, match='--label'):
     settings(labels=('a', 'b'))
-  conv_only = _export(str(tmp_path), 'convbert', 2, conv_only=True)
+  conv_only = export_encoder_with_vocab(
+      str(tmp_path), *_encoder('convbert', 2, conv_only=True), _VOCAB, 3
+  )
   with pytest.raises(ValueError, match=r"backbone 'convbert'\): .*conv_only"):
     attention_concentration.run(settings(init_checkpoints=(conv_only,)))

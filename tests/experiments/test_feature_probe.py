@@ -1,6 +1,5 @@
 """Linear probes of frozen encoders (experiments/feature_probe.py)."""
 
-import os
 import subprocess
 import sys
 
@@ -10,7 +9,6 @@ import tensorflow as tf
 
 from experiments import feature_probe
 from official_repro.modeling.networks import encoders
-from official_repro.training import export
 from official_repro.training import gin_utils
 
 _WORDS = ['good', 'bad'] + [f'w{i}' for i in range(200)]
@@ -98,7 +96,7 @@ def _write_glue(glue_dir, rng):
     (glue_dir / 'SST-2' / f'{split}.tsv').write_text('\n'.join(rows) + '\n')
 
 
-def _export(model_dir):
+def _label_encoder():
   """An encoder whose features are the label and nothing else.
 
   Its word, position and type embeddings are zero but for the two label
@@ -125,27 +123,16 @@ def _export(model_dir):
   values[_VOCAB.index('good')] = pattern
   values[_VOCAB.index('bad')] = -pattern
   table.assign(values)
-  holder = tf.train.Checkpoint()
-  holder.checkpoint_items = {'encoder': encoder}
-  vocab_file = os.path.join(model_dir, 'vocab.txt')
-  with open(vocab_file, 'w') as f:
-    f.write('\n'.join(_VOCAB) + '\n')
-  export.export_encoder(
-      holder,
-      config.as_dict(),
-      model_dir,
-      step=1,
-      vocab_file=vocab_file,
-      lower_case=True,
-  )
-  return model_dir
+  return encoder, config
 
 
 @pytest.fixture(scope='module')
-def probed(tmp_path_factory):
+def probed(tmp_path_factory, export_encoder_with_vocab):
   glue_dir = tmp_path_factory.mktemp('glue')
   _write_glue(glue_dir, np.random.default_rng(0))
-  model_dir = _export(str(tmp_path_factory.mktemp('model')))
+  model_dir = export_encoder_with_vocab(
+      str(tmp_path_factory.mktemp('model')), *_label_encoder(), _VOCAB, 1
+  )
   return feature_probe.feature_probe(
       model_dir,
       str(glue_dir),
@@ -175,8 +162,10 @@ def test_table_has_every_encoder_and_the_random_spread(probed):
   assert f'majority class {probed["majority"]:.3f}' in text
 
 
-def test_cli_refuses_a_regression_task(tmp_path):
-  model_dir = _export(str(tmp_path))
+def test_cli_refuses_a_regression_task(tmp_path, export_encoder_with_vocab):
+  model_dir = export_encoder_with_vocab(
+      str(tmp_path), *_label_encoder(), _VOCAB, 1
+  )
   completed = subprocess.run(
       [
           sys.executable,
