@@ -10,7 +10,7 @@ the fields of `ElectraModelConfig`.
 """
 
 import dataclasses
-from typing import ClassVar, Dict, List, Optional
+from typing import ClassVar, Dict, List
 
 import tensorflow as tf
 import tf_keras
@@ -36,18 +36,11 @@ OBJECTIVE_NAME = 'electra'
 class ElectraModelConfig(pretraining.GeneratorShape, base_config.Config):
   """The ELECTRA pretrainer and its loss weights.
 
+  The discriminator and the generator derived from it are
+  `pretraining.GeneratorShape`'s fields; ELECTRA's keep the depth (fraction
+  1.0) and share no layer; 001 Table V sets the size to 0.25.
+
   Attributes:
-    discriminator: the discriminator's encoder (gin: `encoder`); the
-      generator is derived from it.
-    generator_size: generator hidden/heads/FFN as a fraction of the
-      discriminator's (001 Table V: 0.25).
-    generator_layer_fraction: generator depth as a fraction of the
-      discriminator's layers, in (0, 1] (ELECTRA: 1.0, the same depth).
-    generator_num_layers: generator depth as a count of layers, used instead
-      of the fraction (which must then stay 1.0); None: the fraction.
-    layer_sharing: how many of the generator's bottom layers are the
-      discriminator's: 'none' (ELECTRA), 'partial' (the bottom half) or
-      'full' (needs generator_size 1.0; `networks.num_shared_layers_for`).
     temperature: sampling temperature of the generator's softmax.
     disallow_original: never sample the original token.
     tie_embeddings: one word-embedding table for both networks.
@@ -59,13 +52,6 @@ class ElectraModelConfig(pretraining.GeneratorShape, base_config.Config):
 
   gin_name: ClassVar[str] = OBJECTIVE_NAME
 
-  discriminator: encoders.EncoderConfig = dataclasses.field(
-      default_factory=encoders.EncoderConfig
-  )
-  generator_size: float = 1.0
-  generator_layer_fraction: float = 1.0
-  generator_num_layers: Optional[int] = None
-  layer_sharing: str = 'none'
   temperature: float = 1.0
   disallow_original: bool = False
   tie_embeddings: bool = True

@@ -41,16 +41,36 @@ class PretrainTaskConfig(cfg.TaskConfig):
   )
 
 
+@dataclasses.dataclass
 class GeneratorShape:
   """A model config's generator, derived from its discriminator.
 
-  Mixed into the model configs of objectives with a generator (ELECTRA,
-  TEAMS), whose dataclass fields `discriminator`, `generator_size`,
-  `generator_layer_fraction`, `generator_num_layers` and `layer_sharing`
-  these methods read; `gin_name` names the objective in error messages.
+  The base of the model configs of objectives with a generator (ELECTRA,
+  TEAMS); `gin_name` names the objective in error messages.
+
+  Attributes:
+    discriminator: the discriminator's encoder (gin: `encoder`); the
+      generator is derived from it.
+    generator_size: generator hidden/heads/FFN as a fraction of the
+      discriminator's.
+    generator_layer_fraction: generator depth as a fraction of the
+      discriminator's layers, in (0, 1].
+    generator_num_layers: generator depth as a count of layers, used instead
+      of the fraction (which must then stay 1.0); None: the fraction.
+    layer_sharing: how many of the generator's bottom layers are the
+      discriminator's: 'none', 'partial' (the bottom half) or 'full' (needs
+      generator_size 1.0; `networks.num_shared_layers_for`).
   """
 
   gin_name: ClassVar[str]
+
+  discriminator: encoders.EncoderConfig = dataclasses.field(
+      default_factory=encoders.EncoderConfig
+  )
+  generator_size: float = 1.0
+  generator_layer_fraction: float = 1.0
+  generator_num_layers: Optional[int] = None
+  layer_sharing: str = 'none'
 
   def generator(self) -> encoders.EncoderConfig:
     """The generator's encoder config."""

@@ -24,7 +24,7 @@ gin: `experiment.objective = 'teams'` and `teams.<field>` for the fields of
 """
 
 import dataclasses
-from typing import ClassVar, Dict, List, Optional
+from typing import ClassVar, Dict, List
 
 import tensorflow as tf
 import tf_keras
@@ -49,17 +49,13 @@ OBJECTIVE_NAME = 'teams'
 class TeamsModelConfig(pretraining.GeneratorShape, base_config.Config):
   """The TEAMS pretrainer and its loss weights.
 
+  The discriminator and the generator derived from it are
+  `pretraining.GeneratorShape`'s fields: TEAMS keeps the width (sharing
+  layers needs size 1.0), takes 1/2 of the layers (003 Table 5) and shares
+  them partially (see the module docstring); 003 Fig. 4 counts layers
+  instead.
+
   Attributes:
-    discriminator: the discriminator's encoder of L layers (gin: `encoder`);
-      the generator is derived from it.
-    generator_size: generator width as a fraction of the discriminator's
-      (TEAMS: 1.0; sharing layers needs 1.0).
-    generator_layer_fraction: generator depth as a fraction of L, in (0, 1]
-      (003 Table 5: 1/2).
-    generator_num_layers: generator depth as a count of layers, used instead
-      of the fraction (which must then be 1.0; 003 Fig. 4); None: the
-      fraction.
-    layer_sharing: 'partial', 'full' or 'none' (see the module docstring).
     num_negatives: K, non-original candidates per masked position.
     negative_sampling: 'sampled' or 'hardest'.
     task_heads: 'attention', 'attention_on_top' or 'ffn'.
@@ -75,13 +71,6 @@ class TeamsModelConfig(pretraining.GeneratorShape, base_config.Config):
 
   gin_name: ClassVar[str] = OBJECTIVE_NAME
 
-  discriminator: encoders.EncoderConfig = dataclasses.field(
-      default_factory=encoders.EncoderConfig
-  )
-  generator_size: float = 1.0
-  generator_layer_fraction: float = 1.0
-  generator_num_layers: Optional[int] = None
-  layer_sharing: str = 'none'
   num_negatives: int = 1
   negative_sampling: str = 'sampled'
   task_heads: str = 'attention'
