@@ -1,8 +1,12 @@
 """What regenerates each paper table and figure: the registry.
 
 A `Target` names one table or figure (`001.IV`, `003.fig5`), the paper cells
-it is compared with (read from `experiments.paper_tables`), and how ours are
-produced:
+it is compared with (read from `experiments.paper_tables`), and the runner
+that regenerates it, by the name it is registered under
+(`experiments.regeneration.target_runners`: one function per way of
+producing ours, which `experiments.regenerate` calls without knowing the
+target). A new target is one entry here, plus its runner if none fits. The
+kinds of target, named by `Target.kind` in --list:
 
   * `pretrain_glue`: a grid of pretraining runs (one per compared model,
     each a paper gin file), each fine-tuned on GLUE with its paper's
@@ -89,8 +93,12 @@ class Target:
       learning evidence).
     paper: '001' .. '004', or None for the learning evidence.
     table: the paper_tables table id compared with, or None (figure, prose).
-    kind: 'pretrain_glue', 'command', 'plan_only' or 'learning'.
+    kind: 'pretrain_glue', 'command', 'plan_only' or 'learning' (for
+      --list; what runs is `runner`).
     description: one line for --list.
+    runner: the name of the function that regenerates the target at a
+      scale (`target_runners.RUNNERS`: 'grid', 'learning', 'plan_only',
+      or a 'command' target's own, e.g. 'convbert_speed').
     runs: the compared models (pretrain_glue).
     reference: the run whose steps fix the FLOPs budget; None when the paper
       compares at its own steps (each run then keeps its ratio of steps).
@@ -121,6 +129,7 @@ class Target:
   table: Optional[str]
   kind: str
   description: str
+  runner: str
   runs: Tuple[Run, ...] = ()
   reference: Optional[str] = None
   finetune_paper: Optional[str] = None
@@ -225,6 +234,7 @@ _TARGETS = (
         'III',
         'plan_only',
         'BERT/XLNet fine-tuned on RACE-middle and Penn Treebank POS',
+        runner='plan_only',
         finetune_paper='001_ale',
         why_plan_only=(
             'needs RACE-middle, the Penn Treebank and pretrained BERT_base / '
@@ -239,6 +249,7 @@ _TARGETS = (
         'pretrain_glue',
         'BERT_small, ELECTRA_small (1x, 2x) and ALE_small at equal FLOPs, '
         'GLUE dev',
+        runner='grid',
         runs=(
             Run('bert_small', 'BERT_small', _gin('001_ale', 'bert_small')),
             Run(
@@ -271,6 +282,7 @@ _TARGETS = (
         '1',
         'command',
         'attention-map diagonal concentration on MRPC, BERT vs ConvBERT',
+        runner='attention_concentration',
         runs=(
             Run('bert_small', 'BERT', _gin('001_ale', 'electra_small')),
             Run('convbert_small', 'ConvBERT', _gin('002_convbert', 'small')),
@@ -284,6 +296,7 @@ _TARGETS = (
         'command',
         'FLOPs and CPU time of a base self-attention vs mixed-attention '
         'block',
+        runner='convbert_speed',
         command='experiments.convbert_speed',
     ),
     Target(
@@ -292,6 +305,7 @@ _TARGETS = (
         '3',
         'command',
         'language-model perplexity, Transformer vs mixed attention',
+        runner='convbert_lm',
         command='experiments.convbert_lm',
     ),
     Target(
@@ -300,6 +314,7 @@ _TARGETS = (
         '4',
         'pretrain_glue',
         'medium-small +BNK,+GL and +Larger: parameters and GLUE',
+        runner='grid',
         runs=(
             Run(
                 'bnk_gl',
@@ -323,6 +338,7 @@ _TARGETS = (
         '5',
         'plan_only',
         'pretraining wall-clock on TPU v3-8',
+        runner='plan_only',
         runs=(
             Run(
                 'electra_small',
@@ -351,6 +367,7 @@ _TARGETS = (
         'pretrain_glue',
         'ConvBERT-small GLUE dev, mean ± standard error over runs, and the '
         'BERT-backbone ELECTRA-small it improves on',
+        runner='grid',
         runs=(
             Run(
                 'convbert_small',
@@ -382,6 +399,7 @@ _TARGETS = (
         '1',
         'pretrain_glue',
         'BERT, ELECTRA and TEAMS, GLUE (SQuAD at paper scale)',
+        runner='grid',
         runs=sum(
             (
                 _003_runs(column)
@@ -401,6 +419,7 @@ _TARGETS = (
         '2',
         'pretrain_glue',
         'small++ pretraining tasks: MLM, RTD, MWS, RTD + MWS',
+        runner='grid',
         runs=(
             Run(
                 'only_mlm',
@@ -429,6 +448,7 @@ _TARGETS = (
         '3',
         'pretrain_glue',
         'small++ task-head designs and exported representations',
+        runner='grid',
         runs=(
             *_003_small_pp_baselines(''),
             Run(
@@ -457,6 +477,7 @@ _TARGETS = (
         '4',
         'pretrain_glue',
         'generator/discriminator layer sharing, small++ and base++',
+        runner='grid',
         runs=(
             *_003_small_pp_baselines('_small_pp'),
             Run('full_tie', 'Full Tie', _gin('003_teams', 'table4_full_tie')),
@@ -499,6 +520,7 @@ _TARGETS = (
         None,
         'pretrain_glue',
         'learning curves: GLUE over pretraining steps, ELECTRA vs TEAMS',
+        runner='grid',
         runs=(
             Run(
                 'electra_small',
@@ -516,6 +538,7 @@ _TARGETS = (
         None,
         'pretrain_glue',
         'GLUE against the number of generator layers (TEAMS-small++)',
+        runner='grid',
         runs=tuple(
             Run(
                 f'generator_num_layers_{n}',
@@ -550,6 +573,7 @@ _TARGETS = (
         None,
         'pretrain_glue',
         'GLUE against K, Sampled vs Hardest negatives (TEAMS-small++)',
+        runner='grid',
         runs=tuple(
             Run(
                 f'{strategy}_k{k}',
@@ -598,6 +622,7 @@ _TARGETS = (
         '1',
         'pretrain_glue',
         'ELECTRA vs SCRIPT, GLUE mean (SQuAD at paper scale)',
+        runner='grid',
         runs=(
             Run(
                 'electra_small',
@@ -616,6 +641,7 @@ _TARGETS = (
         '2',
         'pretrain_glue',
         'BERT, ELECTRA and SCRIPT small, GLUE per task',
+        runner='grid',
         runs=(
             Run('bert_small', 'BERT-small', _gin('001_ale', 'bert_small')),
             Run(
@@ -639,6 +665,7 @@ _TARGETS = (
         '3',
         'plan_only',
         'LibriSpeech N-best rescoring WER with the PLL',
+        runner='plan_only',
         why_plan_only=(
             'needs LibriSpeech N-best lists from a first-pass recogniser; '
             'python -m official_repro.rescore runs on lists a user brings, '
@@ -651,6 +678,7 @@ _TARGETS = (
         None,
         'pretrain_glue',
         'GLUE mean over pretraining steps, ELECTRA-small vs SCRIPT-small',
+        runner='grid',
         runs=(
             Run(
                 'electra_small',
@@ -668,6 +696,7 @@ _TARGETS = (
         None,
         'command',
         'training speed, ELECTRA-small vs SCRIPT-small (it/s)',
+        runner='speed_comparison',
         runs=(
             Run(
                 'electra_small',
@@ -687,6 +716,7 @@ _LEARNING = Target(
     'learning',
     'every objective leaves the unigram plateau: held-out metrics against '
     'targets, learning curves, word order, pretrained vs random init',
+    runner='learning',
     # Each paper's own recipe of the objective, as the tables train it, so
     # that a table at the same scale and run store reads these runs back.
     runs=(

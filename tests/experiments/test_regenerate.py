@@ -15,13 +15,13 @@ import orbit
 import pytest
 import tensorflow as tf
 
-from experiments import attention_concentration
 from experiments import paper_tables
 from experiments import regenerate
 from experiments.regeneration import plan
 from experiments.regeneration import registry
 from experiments.regeneration import report
 from experiments.regeneration import runner
+from experiments.regeneration import target_runners
 from official_repro.tasks import objectives
 from official_repro.training import gin_utils
 
@@ -265,6 +265,26 @@ def test_unknown_key_lists_the_known_ones():
     registry.get('001.VII')
 
 
+def test_a_target_is_regenerated_by_the_runner_it_names(monkeypatch, tmp_path):
+  """A new entry and its runner need no change to experiments.regenerate."""
+  calls = []
+  runners = target_runners.RUNNERS.copy()
+  runners.register(
+      'fake', lambda target, request: calls.append((target.key, request))
+  )
+  monkeypatch.setattr(target_runners, 'RUNNERS', runners)
+  target = registry.Target('999.fake', None, None, 'fake', 'd', runner='fake')
+  monkeypatch.setitem(registry.TARGETS, target.key, target)
+  monkeypatch.chdir(tmp_path)
+  regenerate.regenerate(
+      target_runners.Request(table='999.fake', out='out', bucket='gs://b')
+  )
+  [(key, request)] = calls
+  assert key == '999.fake'
+  # Local paths reach the runner absolute, URLs as given.
+  assert (request.out, request.bucket) == (str(tmp_path / 'out'), 'gs://b')
+
+
 def test_tpu_hours_agree_with_002s_measured_electra_small_time():
   """The plan's hour estimate agrees with 002 Table 5's measurement.
 
@@ -297,6 +317,7 @@ def test_plan_fine_tunes_base_models_with_their_size_and_squad():
       table='1',
       kind='pretrain_glue',
       description='d',
+      runner='grid',
       runs=(run,),
       finetune_paper='003_teams',
       squad=('squad11', 'squad20'),
@@ -332,6 +353,7 @@ def test_002_table_5_plan_shows_the_papers_hours():
       table='5',
       kind='plan_only',
       description='d',
+      runner='plan_only',
       runs=(registry.get('002.5').runs[0],),
   )
   [run] = plan.plan(target, 'gs://b', 'gs://glue')
@@ -346,6 +368,7 @@ def test_plan_doubles_the_steps_and_hours_of_a_doubled_budget():
       table=None,
       kind='pretrain_glue',
       description='d',
+      runner='grid',
       finetune_paper='001_ale',
       runs=(
           registry.Run('once', 'r', ('gin/papers/001_ale/electra_small.gin',)),
@@ -667,30 +690,6 @@ def test_pretrain_only_counts_the_runs_left_to_pretrain(
       '[4/4] ale_small (ALE_small)',
       '001.IV: 2/2 jobs, done in 2 min 0 s',
   ]
-
-
-def test_launch_prints_the_runs_done_and_the_time_left(monkeypatch, capsys):
-  target = registry.get('001.IV')
-  planned = plan.plan(target, 'gs://bucket', 'gs://glue')
-  commands = []
-  monkeypatch.setattr(
-      regenerate.subprocess,
-      'run',
-      lambda command, **kwargs: commands.append(command),
-  )
-  # An hour per planned run: 3600 * 3 / 1 s left after the first.
-  regenerate.launch(
-      target, planned, clock=iter([0, 3600, 7200, 10800, 14400]).__next__
-  )
-  lines = capsys.readouterr().out.splitlines()
-  assert lines[:4] == [
-      f'[1/4] {planned[0].name}',
-      '001.IV: 1/4 jobs (25.0%), 1 h 0 min elapsed, about 3 h 0 min left',
-      f'[2/4] {planned[1].name}',
-      '001.IV: 2/4 jobs (50.0%), 2 h 0 min elapsed, about 2 h 0 min left',
-  ]
-  assert lines[-1] == '001.IV: 4/4 jobs, done in 4 h 0 min'
-  assert commands[0] == planned[0].pretrain_command
 
 
 def _grid_with_fake_jobs(monkeypatch, pretrained, finetuned):
@@ -1228,48 +1227,6 @@ def test_attention_concentration_pretrains_each_backbone_alike(
   assert os.path.dirname(encoders['convbert_small']).startswith(
       str(tmp_path / 'runs' / '002_convbert.small-')
   )
-
-
-def test_command_targets_write_their_table_as_markdown_and_json(tmp_path):
-  row = dict(
-      label='ConvBERT',
-      backbone='convbert',
-      num_layers=4,
-      num_heads=2,
-      num_examples=408,
-      num_maps=3264,
-      num_excluded=0,
-      mean_concentration=0.215,
-      mass_ratio=0.198,
-      uniform_concentration=0.210,
-      paper=0.608,
-  )
-  results = dict(
-      settings=dict(
-          window=4, task='mrpc', split='dev', data_file='MRPC/dev.tsv'
-      ),
-      rows=[row],
-  )
-  target = registry.get('002.1')
-  regenerate.write_command_table(
-      target,
-      str(tmp_path),
-      attention_concentration.format_table(results),
-      results,
-      header='Scale: tiny.',
-  )
-  with open(tmp_path / '002.1.md') as f:
-    text = f.read()
-  assert text.startswith('## 002.1: attention-map diagonal concentration')
-  assert 'Scale: tiny.' in text
-  assert (
-      '| ConvBERT | convbert | 4 x 2 | 408 | 3264 | 0 | 0.215 | 0.198 | '
-      '0.210 | 0.608 |'
-  ) in text
-  with open(tmp_path / '002.1.json') as f:
-    written = json.load(f)
-  assert written['results'] == results
-  assert (written['target'], written['header']) == ('002.1', 'Scale: tiny.')
 
 
 def test_pretraining_seeds_are_runs_of_their_own_and_rows_their_mean(

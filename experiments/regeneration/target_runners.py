@@ -1,0 +1,454 @@
+"""The functions that regenerate a target, each under the name it names.
+
+Each `registry.Target` names its runner (`Target.runner`); a runner is a
+function `(target, request)` registered in `RUNNERS`, and
+`experiments.regenerate` only builds the `Request` from its flags and calls
+the runner the target names. So a new table is one registry entry, and a new
+way of producing one is one runner here (or in another module of this
+package, registering itself) besides: no dispatch on keys or kinds to extend.
+
+The runners defined here are the grid (`grid`: pretrain, fine-tune and
+report below paper scale), the learning evidence (`learning`) and the
+targets that run only at paper scale (`plan_only`); the 'command' targets'
+own runners are in `command_runners`. Every runner but `learning` writes
+the paper-scale run plan at --scale=paper (`planned_at_paper_scale`).
+"""
+
+import dataclasses
+import difflib
+import functools
+import json
+import os
+import subprocess
+import time
+from typing import Callable, Dict, List, Optional
+
+from absl import app
+import gin
+import tensorflow as tf
+
+from experiments import provenance
+from experiments.regeneration import learning as learning_evidence
+from experiments.regeneration import plan
+from experiments.regeneration import registry
+from experiments.regeneration import report
+from experiments.regeneration import runner
+from experiments.regeneration import scales
+from official_repro.common import json_files
+from official_repro.common import registry as entry_registry
+from official_repro.data import glue as glue_data
+from official_repro.tasks import finetuning_schedule
+from official_repro.training import gin_utils
+
+# The request fields holding local paths, made absolute by `absolute_paths`.
+_LOCAL_PATHS = (
+    'corpus',
+    'vocab_file',
+    'glue_dir',
+    'lm_file',
+    'out',
+    'runs_dir',
+    'report_dir',
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+  """What a runner is asked for: experiments.regenerate's flags, by name.
+
+  Attributes are the flags of the same names (see experiments.regenerate);
+  `tasks` is the raw --tasks list (`task_epochs` checks and parses it).
+  """
+
+  table: str
+  scale: str = 'tiny'
+  corpus: Optional[str] = None
+  vocab_file: Optional[str] = None
+  glue_dir: Optional[str] = None
+  lm_file: Optional[str] = None
+  out: Optional[str] = None
+  report_dir: Optional[str] = None
+  runs_dir: Optional[str] = None
+  reference_steps: Optional[int] = None
+  tasks: Optional[List[str]] = None
+  num_runs: int = 3
+  pretrain_seeds: Optional[int] = None
+  strategy: Optional[str] = None
+  bucket: Optional[str] = None
+  squad_dir: str = '$SQUAD_DIR'
+  tpu_name: str = '$TPU_NAME'
+  zone: str = '$ZONE'
+  launch: bool = False
+  collect: bool = False
+
+  def absolute_paths(self) -> 'Request':
+    """The request with its local paths absolute.
+
+    The jobs run from the repository root, so relative paths mean the
+    caller's directory; URLs ('gs://') and unexpanded '$VARIABLES' are kept.
+    """
+    return dataclasses.replace(
+        self,
+        **{
+            name: os.path.abspath(getattr(self, name))
+            for name in _LOCAL_PATHS
+            if getattr(self, name)
+            and '://' not in getattr(self, name)
+            and not getattr(self, name).startswith('$')
+        },
+    )
+
+  def require(self, *names: str) -> None:
+    """Stops unless every flag of `names` is given.
+
+    Raises:
+      UsageError: naming the missing flags.
+    """
+    missing = [f'--{name}' for name in names if not getattr(self, name)]
+    if missing:
+      raise app.UsageError(
+          f'{self.table} at --scale={self.scale} needs '
+          f'{", ".join(missing)}.'
+      )
+
+  def task_epochs(self) -> Dict[str, float]:
+    """The tasks to fine-tune, as {task: epochs}.
+
+    --tasks (or the scale's default) as {task: epochs}, checked before any
+    job starts.
+
+    Raises:
+      UsageError: an item that is not `<GLUE task>:<epochs > 0>`.
+    """
+    tasks = {}
+    for item in self.tasks or scales.get(self.scale).default_tasks:
+      task, _, epochs = item.partition(':')
+      if task not in glue_data.GLUE_TASK_NAMES:
+        close = difflib.get_close_matches(task, glue_data.GLUE_TASK_NAMES, n=1)
+        raise app.UsageError(
+            f'--tasks item {item!r}: {task!r} is not a GLUE task'
+            + (f' (did you mean {close[0]!r}?)' if close else '')
+            + f'; known: {", ".join(glue_data.GLUE_TASK_NAMES)}.'
+        )
+      try:
+        epochs = float(epochs)
+      except ValueError:
+        epochs = 0.0
+      if not epochs > 0:
+        raise app.UsageError(
+            f'--tasks item {item!r}: expected task:epochs '
+            'with epochs a number > 0 (e.g. sst2:0.25).'
+        )
+      tasks[task] = epochs
+    return tasks
+
+  def checked_tasks(self) -> Dict[str, float]:
+    """`task_epochs`, once the input directories they need are there.
+
+    Raises:
+      UsageError: a bad --tasks item, or a missing input, naming the flag
+        and the path.
+    """
+    tasks = self.task_epochs()
+    for name in ('corpus', 'glue_dir', 'vocab_file'):
+      path = getattr(self, name)
+      if path and not tf.io.gfile.exists(path):
+        raise app.UsageError(f'--{name} {path}: no such file or directory.')
+    if self.glue_dir:
+      for task in tasks:
+        folder = os.path.join(
+            self.glue_dir, glue_data.get_task_spec(task).directory
+        )
+        if not tf.io.gfile.isdir(folder):
+          raise app.UsageError(
+              f'--tasks {task}: --glue_dir has no '
+              f'{folder}; give a GLUE root holding it or '
+              'drop the task.'
+          )
+    return tasks
+
+  def store(self) -> str:
+    """The run store: --runs_dir, default <out>/runs."""
+    return self.runs_dir or os.path.join(self.out, 'runs')
+
+  def grid_settings(
+      self, target: registry.Target, tasks: Dict[str, float], num_runs: int
+  ) -> runner.GridSettings:
+    """The settings of `target`'s grid at the scale.
+
+    The settings of `target`'s grid at the scale from the request, each
+    unset one from the scale (`scales.SCALES`).
+
+    Raises:
+      UsageError: no --vocab_file where the scale learns none.
+    """
+    scale = scales.get(self.scale)
+    if not self.vocab_file and not scale.learned_vocab_size:
+      raise app.UsageError(
+          f'{self.table} at --scale={self.scale} needs --vocab_file.'
+      )
+    return runner.GridSettings(
+        target=target.key,
+        scale=scale.name,
+        corpus=self.corpus,
+        vocab_file=self.vocab_file,
+        glue_dir=self.glue_dir,
+        reference_steps=self.reference_steps or scale.reference_steps,
+        tasks=tasks,
+        num_runs=num_runs,
+        strategy=self.strategy or scale.strategy,
+        finetune_fingerprint=runner.finetune_fingerprint(scale.name),
+        learned_vocab_size=(
+            None if self.vocab_file else scale.learned_vocab_size
+        ),
+        eval_fraction=scale.eval_fraction,
+        pretrain_seeds=self.pretrain_seeds or scale.pretrain_seeds,
+        held_out_steps=scale.held_out_steps,
+    )
+
+
+TargetRunner = Callable[[registry.Target, Request], None]
+
+# The runners by name: those of every module of this package, imported the
+# first time a name is looked up.
+RUNNERS = entry_registry.Registry[TargetRunner](
+    'target runner', 'Target.runner', ('experiments.regeneration',)
+)
+
+
+def registered(name: str) -> Callable[[TargetRunner], TargetRunner]:
+  """Decorator: registers the function as the runner `name`."""
+  return functools.partial(RUNNERS.register, name)
+
+
+def run(target: registry.Target, request: Request) -> None:
+  """Regenerates `target` by the runner it names."""
+  RUNNERS.get(target.runner)(target, request)
+
+
+def planned_at_paper_scale(regenerate: TargetRunner) -> TargetRunner:
+  """The runner that is `regenerate` below paper scale and plans at it."""
+
+  @functools.wraps(regenerate)
+  def regenerate_or_plan(target: registry.Target, request: Request) -> None:
+    if request.scale == 'paper':
+      paper_plan(target, request)
+    else:
+      regenerate(target, request)
+
+  return regenerate_or_plan
+
+
+def paper_plan(target: registry.Target, request: Request) -> None:
+  """Writes (and with --launch runs) the plan; --collect fills the table."""
+  request.require('bucket', 'glue_dir', 'out')
+  if not target.runs:
+    print(
+        f'{target.key} has no pretraining runs to plan: '
+        f'{target.why_plan_only}.'
+    )
+    return
+  planned = plan.plan(
+      target,
+      request.bucket,
+      request.glue_dir,
+      squad_dir=request.squad_dir,
+      tpu_name=request.tpu_name,
+      zone=request.zone,
+  )
+  tf.io.gfile.makedirs(request.out)
+  text = plan.format_plan(target, planned)
+  if target.why_plan_only:
+    text += f'\nNot run below paper scale: {target.why_plan_only}.\n'
+  with tf.io.gfile.GFile(
+      os.path.join(request.out, f'{target.key}.plan.md'), 'w'
+  ) as f:
+    f.write(text)
+  json_files.write_json(
+      os.path.join(request.out, f'{target.key}.plan.json'),
+      plan.as_json(planned),
+      sort_keys=False,
+  )
+  print(text)
+  if request.launch:
+    launch(target, planned)
+  if request.collect:
+    _collect(target, planned, request)
+
+
+def _collect(
+    target: registry.Target,
+    planned: List[plan.PlannedRun],
+    request: Request,
+) -> None:
+  """Writes the table of the planned runs' finished results (--collect)."""
+  results = {}
+  for run in planned:
+    path = f'{run.glue_dir}/glue_results.json'
+    if not tf.io.gfile.exists(path):
+      print(f'{run.name}: no {path} yet.')
+      continue
+    with tf.io.gfile.GFile(path) as f:
+      glue = json.load(f)
+    results[run.name] = dict(
+        train_steps=run.train_steps,
+        glue={
+            task: dict(score=score) for task, score in glue['scores'].items()
+        },
+    )
+  header = f'Scale: paper (collected from {request.bucket}).'
+  print(report.write(target, report.rows(target, results), header, request.out))
+
+
+def launch(
+    target: registry.Target,
+    planned: List[plan.PlannedRun],
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+  """Runs the plan's commands in order (--launch).
+
+  Each planned run, its pretraining then its fine-tuning, is one job; after
+  each a line gives the jobs done and the time left
+  (`runner.jobs_progress`).
+
+  Args:
+    target: the table or figure planned.
+    planned: its runs (`plan.plan`).
+    clock: seconds, for the time left.
+
+  Raises:
+    subprocess.CalledProcessError: a command failed.
+  """
+  jobs = runner.jobs_progress(target, len(planned), clock)
+  for index, run in enumerate(planned, start=1):
+    print(f'[{index}/{len(planned)}] {run.name}', flush=True)
+    for command in [
+        run.pretrain_command,
+        *(run.finetune_command or '').splitlines(),
+    ]:
+      subprocess.run(command, shell=True, check=True, cwd=gin_utils.REPO_ROOT)
+    jobs.advance()
+
+
+@registered('plan_only')
+@planned_at_paper_scale
+def plan_only(target: registry.Target, request: Request) -> None:
+  """Refuses below paper scale a target that only paper scale can run."""
+  del request
+  raise app.UsageError(
+      f'{target.key} runs only at --scale=paper: {target.why_plan_only}.'
+  )
+
+
+def _aggregation(paper_dir: str) -> str:
+  """The aggregation of the paper's fine-tuning protocol ('max', ...)."""
+  plan.parse_gin([f'gin/finetune/{paper_dir}/protocol.gin'])
+  aggregation = finetuning_schedule.RunProtocol().aggregation
+  gin.clear_config()
+  return aggregation
+
+
+def _grid_header(target: registry.Target, settings: runner.GridSettings) -> str:
+  """The header line of a grid's table: scale, steps, tasks, seeds, runs."""
+  scale = settings.scale
+  includes = sorted(
+      {
+          path
+          for run in target.runs_at(scale)
+          for path in runner.scale_gin_files(run, scale)
+      }
+  )
+  vocabulary = settings.vocab_file or (
+      f'{settings.learned_vocab_size} pieces learned from the training books'
+  )
+  return (
+      f'Scale: {scale} ({", ".join(includes)}); '
+      f'reference steps {settings.reference_steps}'
+      + (
+          f' ({target.reference}, others at its training FLOPs)'
+          if target.reference
+          else ''
+      )
+      + f'; tasks {settings.tasks}; {settings.num_runs} seeds per task, '
+      f'{_aggregation(target.finetune_paper)} over them (gin/finetune/'
+      f'{target.finetune_paper}/protocol.gin)'
+      + (
+          f'; {settings.pretrain_seeds} pretraining seeds per model, '
+          'rows their mean and std'
+          if settings.pretrain_seeds > 1
+          else ''
+      )
+      + f'; vocabulary {vocabulary}; {settings.strategy}.'
+      + (
+          f' Runs: {target.small_scale_note}.'
+          if target.small_scale_note
+          else ''
+      )
+      + '\n\n'
+      + provenance.provenance('experiments.regenerate')
+  )
+
+
+@registered('grid')
+@planned_at_paper_scale
+def grid(target: registry.Target, request: Request) -> None:
+  """Runs a pretraining grid below paper scale and writes its table."""
+  tasks = request.checked_tasks()
+  request.require('corpus', 'glue_dir', 'out')
+  settings = request.grid_settings(target, tasks, request.num_runs)
+  results = runner.run_grid(target, settings, request.out, request.store())
+  if target.parameters_column:
+    for run in target.runs_at(request.scale):
+      if run.name in results:
+        results[run.name]['parameters'] = plan.flops_report(
+            run.gin_files + runner.scale_gin_files(run, request.scale),
+            run.bindings_at(request.scale),
+        )[1]
+  header = _grid_header(target, settings)
+  entries = report.rows(target, results)
+  print(report.write(target, entries, header, request.out))
+  if request.report_dir:
+    tf.io.gfile.makedirs(request.report_dir)
+    report.write(
+        target,
+        entries,
+        header,
+        request.report_dir,
+        name=f'regenerate_{request.scale}_{target.key}',
+    )
+
+
+@registered('learning')
+def learning(target: registry.Target, request: Request) -> None:
+  """Pretrains one model per objective and writes the learning evidence.
+
+  Pretrains one model per objective at the scale and writes the
+  evidence that each learns (`learning.run_learning`).
+
+  Raises:
+    UsageError: at paper scale, or a missing or bad input.
+  """
+  if request.scale == 'paper':
+    raise app.UsageError(f'{target.key} runs below paper scale only.')
+  tasks = request.checked_tasks()
+  request.require('corpus', 'glue_dir', 'out')
+  content = learning_evidence.run_learning(
+      target,
+      request.grid_settings(target, tasks, request.num_runs),
+      request.out,
+      request.store(),
+      provenance=provenance.provenance('experiments.regenerate'),
+  )
+  if request.report_dir:
+    learning_evidence.write(content, request.report_dir)
+
+
+def output_dir(request: Request) -> str:
+  """--out, made.
+
+  Raises:
+    UsageError: no --out.
+  """
+  request.require('out')
+  tf.io.gfile.makedirs(request.out)
+  return request.out
