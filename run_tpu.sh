@@ -24,7 +24,7 @@ REMOTE_TARBALL=official_repro_sync.tar.gz
 DEFAULT_SUPERVISE_INTERVAL=300
 DEFAULT_MAX_RESTARTS=20
 # official_repro.train's exit status after a SIGTERM made it save a checkpoint
-# and stop (official_repro/training/trainer.py, EXIT_STOPPED).
+# and stop (official_repro/training/preemption.py, EXIT_STOPPED).
 EXIT_STOPPED=143
 
 # Copies stdin to stdout with builtins only, so that --dry_run and --help run

@@ -9,7 +9,7 @@ Usage:
 A killed run resumes from the latest checkpoint in --model_dir. On SIGTERM
 (a Spot VM or a scheduler taking the host away) the run saves a checkpoint at
 the end of the current training loop and exits with status 143
-(`trainer.EXIT_STOPPED`); rerunning the same command continues from that
+(`preemption.EXIT_STOPPED`); rerunning the same command continues from that
 checkpoint.
 The run writes `config.gin`, `operative_config.gin`, `params.yaml` and
 `model_config.json` into --model_dir and prints its results followed by the
@@ -41,7 +41,7 @@ from official_repro.training import distribute
 from official_repro.training import experiment
 from official_repro.training import gin_utils
 from official_repro.training import precision
-from official_repro.training import trainer as trainer_lib
+from official_repro.training import preemption
 
 FLAGS = flags.FLAGS
 
@@ -87,7 +87,7 @@ def run(
     `experiment.run`'s summary of the run.
 
   Raises:
-    trainer.TrainingStopped: a SIGTERM stopped training after a checkpoint.
+    preemption.TrainingStopped: a SIGTERM stopped training after a checkpoint.
   """
   gin_utils.parse_config(gin_files, gin_params)
   with gin.unlock_config():
@@ -96,11 +96,11 @@ def run(
       settings, mixed_precision=precision.resolve(mixed_precision, strategy)
   )
   # The trainer checkpoints and stops on SIGTERM under every strategy
-  # (trainer.stop_on_signal); Model Garden's on-demand preemption checkpoint
+  # (preemption.stop_on_signal); Model Garden's on-demand preemption checkpoint
   # would replace that handler under multi_worker_mirrored and keep training
-  # after its save (see trainer.py's module docstring).
+  # after its save (see preemption.py's module docstring).
   params.trainer.preemption_on_demand_checkpoint = False
-  with trainer_lib.stop_on_signal():
+  with preemption.stop_on_signal():
     return experiment.run(params, settings, strategy, model_dir, mode)
 
 
@@ -177,7 +177,7 @@ def main(argv):
         FLAGS.mode,
         FLAGS.mixed_precision,
     )
-  except trainer_lib.TrainingStopped as stopped:
+  except preemption.TrainingStopped as stopped:
     logging.warning('%s', stopped)
     print(
         json.dumps(
@@ -189,7 +189,7 @@ def main(argv):
             indent=2,
         )
     )
-    sys.exit(trainer_lib.EXIT_STOPPED)
+    sys.exit(preemption.EXIT_STOPPED)
   logging.info('Result: %s', result)
   print(json.dumps(result, indent=2, sort_keys=True))
   print('Operative gin config:')

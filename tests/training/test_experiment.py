@@ -18,7 +18,7 @@ from official_repro.data import pretrain_dataloader
 from official_repro.data import records
 from official_repro.training import experiment
 from official_repro.training import gin_utils
-from official_repro.training import trainer
+from official_repro.training import nonfinite_loss
 
 REPO_ROOT = gin_utils.REPO_ROOT
 
@@ -147,7 +147,7 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
     tiny_records, tmp_path
 ):
   _run_in_process(tiny_records, tmp_path)
-  with pytest.raises(trainer.NonFiniteLossError) as raised:
+  with pytest.raises(nonfinite_loss.NonFiniteLossError) as raised:
     _run_in_process(
         tiny_records,
         tmp_path,

@@ -12,10 +12,11 @@ import pytest
 import tensorflow as tf
 
 from official_repro.training import gin_utils
-from official_repro.training import trainer
+from official_repro.training import preemption
 
 REPO_ROOT = gin_utils.REPO_ROOT
-# The trainer logs 'steps A-B: {...}' at the end of every Orbit loop.
+# The trainer logs 'steps A-B: {...}' at the end of every Orbit loop
+# (step_logging.LoopLog).
 _LOOP_LOG = re.compile(r'steps (\d+)-(\d+): ')
 
 
@@ -57,9 +58,9 @@ def test_signal_stops_at_the_loop_end_with_a_checkpoint(
     run_tiny_electra, tmp_path
 ):
   before = signal.getsignal(signal.SIGTERM)
-  with trainer.stop_on_signal():
+  with preemption.stop_on_signal():
     os.kill(os.getpid(), signal.SIGTERM)
-    with pytest.raises(trainer.TrainingStopped) as stopped:
+    with pytest.raises(preemption.TrainingStopped) as stopped:
       run_tiny_electra(tmp_path, mode='train')
   assert signal.getsignal(signal.SIGTERM) is before
   assert stopped.value.signal_name == 'SIGTERM'
@@ -75,7 +76,7 @@ def test_second_signal_runs_the_previous_handler():
       signal.SIGTERM, lambda number, frame: received.append(number)
   )
   try:
-    with trainer.stop_on_signal():
+    with preemption.stop_on_signal():
       os.kill(os.getpid(), signal.SIGTERM)
       assert not received
       os.kill(os.getpid(), signal.SIGTERM)
@@ -115,7 +116,7 @@ def test_sigterm_saves_checkpoint_and_rerun_resumes(tiny_records, tmp_path):
       process.wait()
   reader.join(timeout=10)
   log = ''.join(lines)
-  assert process.returncode == trainer.EXIT_STOPPED, log[-3000:]
+  assert process.returncode == preemption.EXIT_STOPPED, log[-3000:]
   last_step = _loops(log)[-1][1]
   assert last_step >= 3
   latest = tf.train.latest_checkpoint(str(tmp_path))
@@ -142,3 +143,25 @@ def test_sigterm_saves_checkpoint_and_rerun_resumes(tiny_records, tmp_path):
   assert loops[0] == (last_step + 1, last_step + 1), loops
   assert loops[-1][1] == last_step + 2
   assert '"global_step": %d' % (last_step + 2) in rerun.stdout
+
+
+def test_the_stop_check_reports_a_signal_received_in_the_context():
+  check = preemption.StopCheck(tf.distribute.get_strategy())
+  with preemption.stop_on_signal():
+    assert check.signal_name() is None
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert check.signal_name() == 'SIGTERM'
+  assert check.signal_name() is None
+
+
+def test_the_stop_checkpoint_is_saved_in_model_dir_at_the_step(tmp_path):
+  step = tf.Variable(7, dtype=tf.int64)
+  checkpoint = tf.train.Checkpoint(global_step=step)
+  strategy = tf.distribute.get_strategy()
+  path = preemption.save_checkpoint_now(
+      checkpoint, step, strategy, str(tmp_path), max_to_keep=2
+  )
+  assert path == tf.train.latest_checkpoint(str(tmp_path))
+  assert path.endswith('ckpt-7')
+  with pytest.raises(ValueError, match='model_dir'):
+    preemption.save_checkpoint_now(checkpoint, step, strategy, None, 2)

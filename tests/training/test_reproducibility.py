@@ -14,7 +14,7 @@ import tensorflow as tf
 from official_repro.data import pretrain_dataloader
 from official_repro.training import gin_utils
 from official_repro.training import reproducibility
-from official_repro.training import trainer
+from official_repro.training import preemption
 
 
 def test_run_seed_is_kept_in_model_dir(tmp_path):
@@ -175,9 +175,9 @@ def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
   move the training streams.
   """
   run_tiny_electra(tmp_path / 'whole', _DETERMINISTIC)
-  with trainer.stop_on_signal():
+  with preemption.stop_on_signal():
     os.kill(os.getpid(), signal.SIGTERM)
-    with pytest.raises(trainer.TrainingStopped) as stopped:
+    with pytest.raises(preemption.TrainingStopped) as stopped:
       run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC)
   assert stopped.value.step == 2
   result = run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC)
