@@ -27,7 +27,10 @@ Inputs (formats in `data.nbest` and `rescoring.lm_scores`):
 
 Grids (`--weights`, `--length_bonuses`) are comma-separated values
 (`0.1,0.3,0.5`), an inclusive range `start:stop:step` (`0:1:0.1`), or a mix
-(`0:1:0.25,2`). A one-point grid needs no `--dev_set`.
+(`0:1:0.25,2`; `rescoring.grid_spec`). A one-point grid needs no `--dev_set`.
+
+This module is the command: flags, their checks and the run; the tables it
+prints and the files it writes are `rescoring.report`'s.
 
 Without `--lm_scores` or `--init_checkpoint` nothing is rescored: each
 set's table holds only the WERs of the first pass and of the oracle, which
@@ -50,23 +53,22 @@ distinct hypothesis texts are scored and the time left (`common.progress`).
 import dataclasses
 import os
 import re
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import Mapping, Optional, Sequence, Tuple
 
 from absl import flags
-import numpy as np
-import tensorflow as tf
 
 from official_repro.common import cli
 from official_repro import score
 from official_repro.common import json_files
 from official_repro.data import nbest
+from official_repro.rescoring import grid_spec
 from official_repro.rescoring import interpolation
 from official_repro.rescoring import lm_scores
+from official_repro.rescoring import report
 
 FLAGS = flags.FLAGS
 
 _SET_PATH = re.compile(r'^([A-Za-z0-9_.-]+)=(.+)$')
-_MAX_GRID_POINTS = 100000
 
 # The last line printed when no LM scores were given.
 NO_LM_SCORES = (
@@ -247,58 +249,13 @@ def settings_from_flags() -> Settings:
       lm_scores=tuple(_set_and_path(v) for v in FLAGS.lm_scores),
       lower_case=FLAGS.lower_case,
       dev_set=FLAGS.dev_set,
-      weights=parse_grid(FLAGS.weights, 'weights'),
-      length_bonuses=parse_grid(FLAGS.length_bonuses, 'length_bonuses'),
+      weights=grid_spec.parse_grid(FLAGS.weights, 'weights'),
+      length_bonuses=grid_spec.parse_grid(
+          FLAGS.length_bonuses, 'length_bonuses'
+      ),
       output_json=FLAGS.output_json,
       output_text_dir=FLAGS.output_text_dir,
   )
-
-
-def parse_grid(spec: str, flag_name: str) -> Tuple[float, ...]:
-  """The values of a grid spec such as '0:1:0.25,2' (sorted, distinct).
-
-  Args:
-    spec: comma-separated items, each a number or `start:stop:step` (from
-      start up to stop inclusive, step > 0; values are rounded to 10
-      decimals so that 0:1:0.1 ends at exactly 1).
-    flag_name: the flag, for error messages.
-
-  Returns:
-    The values in increasing order.
-
-  Raises:
-    ValueError: an item that is neither, a step <= 0, stop < start, or more
-      than 100000 values.
-  """
-  values = set()
-  for item in spec.split(','):
-    item = item.strip()
-    parts = item.split(':')
-    try:
-      numbers = [float(part) for part in parts]
-    except ValueError:
-      numbers = []
-    if len(numbers) == 1:
-      values.add(numbers[0])
-      continue
-    if len(numbers) != 3 or not all(np.isfinite(numbers)):
-      raise cli.UserError(
-          f'--{flag_name}: {item!r} is not a number or a '
-          'start:stop:step range.'
-      )
-    start, stop, step = numbers
-    if step <= 0 or stop < start:
-      raise cli.UserError(
-          f'--{flag_name}: range {item!r} needs step > 0 and ' 'stop >= start.'
-      )
-    count = int(np.floor((stop - start) / step + 1e-9)) + 1
-    if count > _MAX_GRID_POINTS:
-      raise cli.UserError(
-          f'--{flag_name}: range {item!r} has {count} values; '
-          f'at most {_MAX_GRID_POINTS}.'
-      )
-    values.update(round(start + i * step, 10) for i in range(count))
-  return tuple(sorted(values))
 
 
 def check_lm_source(settings: Settings, has_scorer: bool) -> None:
@@ -373,14 +330,14 @@ def run(
     nbest_set = nbest.read_nbest(
         path, settings.nbest_format, settings.lower_case
     )
-    report = {'nbest': nbest_set.report.as_dict()}
+    read_report = {'nbest': nbest_set.report.as_dict()}
     references_path = _path_for(name, settings.references)
     if references_path:
       references, references_report = reference_files(references_path)
-      report['references'] = references_report.as_dict()
+      read_report['references'] = references_report.as_dict()
     elif nbest_set.embedded_references:
       references, references_path = nbest_set.embedded_references, path
-      report['references'] = {'path': path, 'format': 'embedded'}
+      read_report['references'] = {'path': path, 'format': 'embedded'}
     else:
       raise cli.UserError(
           f'Set {name!r} ({path}) has no references; give '
@@ -395,13 +352,13 @@ def run(
             f'Set {name!r} has no LM scores; give ' f'--lm_scores={name}=<tsv>.'
         )
       scores, scores_report = score_files(scores_path)
-      report['lm_scores'] = scores_report.as_dict()
+      read_report['lm_scores'] = scores_report.as_dict()
     else:
       scores_path = f'scorer {type(scorer).__name__}'
       scores = lm_scores.score_nbest(
           scorer, nbest_set.lists, batch_size, f'LM scores of {name}'
       )
-      report['lm_scores'] = {'scorer': type(scorer).__name__}
+      read_report['lm_scores'] = {'scorer': type(scorer).__name__}
     matched = nbest.match_references(
         nbest_set.lists, references, path, references_path
     )
@@ -409,7 +366,7 @@ def run(
         name, nbest_set.lists, matched, scores, scores_path
     )
     nbest_sets[name] = nbest_set
-    reports[name] = report
+    reports[name] = read_report
 
   if not interpolating:
     return _first_pass_and_oracle(settings, scored_sets, reports)
@@ -425,7 +382,7 @@ def run(
       'settings': settings.as_dict(),
       'weight': weight,
       'length_bonus': length_bonus,
-      'grid_search': _grid_as_dict(grid) if grid else None,
+      'grid_search': report.grid_as_dict(grid) if grid else None,
       'sets': {},
   }
   for name, scored_set in scored_sets.items():
@@ -433,10 +390,10 @@ def run(
     results['sets'][name] = {
         **reports[name],
         'result': result.as_dict(),
-        'markdown': format_set_table(result, name == settings.dev_set),
+        'markdown': report.format_set_table(result, name == settings.dev_set),
     }
     if settings.output_text_dir:
-      _write_selected_texts(
+      report.write_kaldi_text(
           f'{settings.output_text_dir.rstrip("/")}/{name}/text',
           interpolation.selected_texts(
               nbest_sets[name].lists,
@@ -444,7 +401,7 @@ def run(
           ),
       )
   if grid:
-    results['grid_search']['markdown'] = format_grid(grid)
+    results['grid_search']['markdown'] = report.format_grid(grid)
   if settings.output_json:
     json_files.write_json(settings.output_json, results, sort_keys=False)
   return results
@@ -468,87 +425,11 @@ def _first_pass_and_oracle(
     results['sets'][name] = {
         **reports[name],
         'result': result.as_dict(),
-        'markdown': format_set_table(result),
+        'markdown': report.format_set_table(result),
     }
   if settings.output_json:
     json_files.write_json(settings.output_json, results, sort_keys=False)
   return results
-
-
-def format_grid(grid: interpolation.GridSearchResult) -> str:
-  """The dev WER (%) of each grid point: weights down, bonuses across."""
-  weights = sorted({point.weight for point in grid.points})
-  bonuses = sorted({point.length_bonus for point in grid.points})
-  cells = {(point.weight, point.length_bonus): point for point in grid.points}
-  lines = [
-      f'Dev WER (%) on {grid.dev_set!r} of each grid point (best in ' 'bold):',
-      '',
-      '| weight \\ length bonus | '
-      + ' | '.join(f'{bonus:g}' for bonus in bonuses)
-      + ' |',
-      '|---|' + '---|' * len(bonuses),
-  ]
-  for weight in weights:
-    row = []
-    for bonus in bonuses:
-      point = cells[(weight, bonus)]
-      text = f'{100 * point.errors.wer:.2f}'
-      row.append(f'**{text}**' if point == grid.best else text)
-    lines.append(f'| {weight:g} | ' + ' | '.join(row) + ' |')
-  lines += [
-      '',
-      f'Chosen: weight {grid.best.weight:g}, length bonus '
-      f'{grid.best.length_bonus:g}.',
-  ]
-  return '\n'.join(lines)
-
-
-def format_set_table(
-    result: interpolation.SetResult, is_dev_set: bool = False
-) -> str:
-  """A markdown table of the set's first-pass, rescored and oracle WERs.
-
-  Args:
-    result: the set's result; without a rescored WER (no LM scores), the
-      table has the first-pass and oracle rows only.
-    is_dev_set: whether the grid search tuned on this set.
-
-  Returns:
-    A heading and the table.
-  """
-  tuned = ' (tuning set)' if is_dev_set else ''
-  lines = [
-      f'### {result.name}{tuned}: {result.num_utterances} utterances, '
-      f'{result.num_hypotheses} hypotheses, '
-      f'{result.first_pass.reference_words} reference words',
-      '',
-      '| hypotheses | WER (%) | sub | del | ins |',
-      '|---|---|---|---|---|',
-  ]
-  rows = [('first pass (rank 1)', result.first_pass)]
-  if result.rescored is not None:
-    rows.append(
-        (
-            f'rescored (weight {result.weight:g}, length bonus '
-            f'{result.length_bonus:g})',
-            result.rescored,
-        )
-    )
-  rows.append(('oracle', result.oracle))
-  for label, counts in rows:
-    wer_text = f'{100 * counts.wer:.2f}' if counts.reference_words else 'n/a'
-    lines.append(
-        f'| {label} | {wer_text} | {counts.substitutions} | '
-        f'{counts.deletions} | {counts.insertions} |'
-    )
-  if result.num_rank1_not_best_first_pass:
-    lines += [
-        '',
-        f'Note: in {result.num_rank1_not_best_first_pass} lists '
-        'the rank-1 hypothesis does not have the highest first-pass '
-        'score; are the scores costs (lower is better)?',
-    ]
-  return '\n'.join(lines)
 
 
 class _CachedReader:
@@ -562,26 +443,6 @@ class _CachedReader:
     if path not in self._cache:
       self._cache[path] = self._read(path)
     return self._cache[path]
-
-
-def _grid_as_dict(grid: interpolation.GridSearchResult) -> dict:
-  """The grid search as JSON-serialisable values."""
-  return {
-      'dev_set': grid.dev_set,
-      'points': [
-          {
-              'weight': point.weight,
-              'length_bonus': point.length_bonus,
-              **point.errors.as_dict(),
-          }
-          for point in grid.points
-      ],
-      'best': {
-          'weight': grid.best.weight,
-          'length_bonus': grid.best.length_bonus,
-          **grid.best.errors.as_dict(),
-      },
-  }
 
 
 def _path_for(name: str, pairs: Sequence[Tuple[str, str]]) -> str:
@@ -602,14 +463,6 @@ def _named_nbest_path(value: str) -> Tuple[str, str]:
   if not name:
     name = os.path.splitext(os.path.basename(path.rstrip('/')))[0]
   return name, path
-
-
-def _write_selected_texts(path: str, texts: List[Tuple[str, str]]):
-  """Writes `<utt-id> <text>` lines (Kaldi `text`) to `path`."""
-  tf.io.gfile.makedirs(path.rsplit('/', 1)[0])
-  with tf.io.gfile.GFile(path, 'w') as f:
-    for utterance_id, text in texts:
-      f.write(f'{utterance_id} {text}'.rstrip() + '\n')
 
 
 def main(argv):

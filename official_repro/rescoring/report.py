@@ -1,0 +1,120 @@
+"""What rescoring reports: markdown tables, the JSON grid, Kaldi text.
+
+`official_repro.rescore` prints the grid search as a table of dev WERs
+(`format_grid`: weights down, length bonuses across, the best in bold) and
+each set as a table of its first-pass, rescored and oracle WERs
+(`format_set_table`); its `--output_json` holds the grid search as
+`grid_as_dict` gives it, and `--output_text_dir` each set's rescored
+hypotheses as a Kaldi `text` file (`write_kaldi_text`), which scoring tools
+take as they take the first pass's.
+"""
+
+from typing import List, Tuple
+
+import tensorflow as tf
+
+from official_repro.rescoring import interpolation
+
+
+def format_grid(grid: interpolation.GridSearchResult) -> str:
+  """The dev WER (%) of each grid point: weights down, bonuses across."""
+  weights = sorted({point.weight for point in grid.points})
+  bonuses = sorted({point.length_bonus for point in grid.points})
+  cells = {(point.weight, point.length_bonus): point for point in grid.points}
+  lines = [
+      f'Dev WER (%) on {grid.dev_set!r} of each grid point (best in bold):',
+      '',
+      '| weight \\ length bonus | '
+      + ' | '.join(f'{bonus:g}' for bonus in bonuses)
+      + ' |',
+      '|---|' + '---|' * len(bonuses),
+  ]
+  for weight in weights:
+    row = []
+    for bonus in bonuses:
+      point = cells[(weight, bonus)]
+      text = f'{100 * point.errors.wer:.2f}'
+      row.append(f'**{text}**' if point == grid.best else text)
+    lines.append(f'| {weight:g} | ' + ' | '.join(row) + ' |')
+  lines += [
+      '',
+      f'Chosen: weight {grid.best.weight:g}, length bonus '
+      f'{grid.best.length_bonus:g}.',
+  ]
+  return '\n'.join(lines)
+
+
+def format_set_table(
+    result: interpolation.SetResult, is_dev_set: bool = False
+) -> str:
+  """A markdown table of the set's first-pass, rescored and oracle WERs.
+
+  Args:
+    result: the set's result; without a rescored WER (no LM scores), the
+      table has the first-pass and oracle rows only.
+    is_dev_set: whether the grid search tuned on this set.
+
+  Returns:
+    A heading and the table.
+  """
+  tuned = ' (tuning set)' if is_dev_set else ''
+  lines = [
+      f'### {result.name}{tuned}: {result.num_utterances} utterances, '
+      f'{result.num_hypotheses} hypotheses, '
+      f'{result.first_pass.reference_words} reference words',
+      '',
+      '| hypotheses | WER (%) | sub | del | ins |',
+      '|---|---|---|---|---|',
+  ]
+  rows = [('first pass (rank 1)', result.first_pass)]
+  if result.rescored is not None:
+    rows.append(
+        (
+            f'rescored (weight {result.weight:g}, length bonus '
+            f'{result.length_bonus:g})',
+            result.rescored,
+        )
+    )
+  rows.append(('oracle', result.oracle))
+  for label, counts in rows:
+    wer_text = f'{100 * counts.wer:.2f}' if counts.reference_words else 'n/a'
+    lines.append(
+        f'| {label} | {wer_text} | {counts.substitutions} | '
+        f'{counts.deletions} | {counts.insertions} |'
+    )
+  if result.num_rank1_not_best_first_pass:
+    lines += [
+        '',
+        f'Note: in {result.num_rank1_not_best_first_pass} lists '
+        'the rank-1 hypothesis does not have the highest first-pass '
+        'score; are the scores costs (lower is better)?',
+    ]
+  return '\n'.join(lines)
+
+
+def grid_as_dict(grid: interpolation.GridSearchResult) -> dict:
+  """The grid search as JSON-serialisable values."""
+  return {
+      'dev_set': grid.dev_set,
+      'points': [
+          {
+              'weight': point.weight,
+              'length_bonus': point.length_bonus,
+              **point.errors.as_dict(),
+          }
+          for point in grid.points
+      ],
+      'best': {
+          'weight': grid.best.weight,
+          'length_bonus': grid.best.length_bonus,
+          **grid.best.errors.as_dict(),
+      },
+  }
+
+
+def write_kaldi_text(path: str, texts: List[Tuple[str, str]]) -> None:
+  """Writes `<utt-id> <text>` lines (Kaldi `text`) to `path`."""
+  tf.io.gfile.makedirs(path.rsplit('/', 1)[0])
+  with tf.io.gfile.GFile(path, 'w') as f:
+    for utterance_id, text in texts:
+      f.write(f'{utterance_id} {text}'.rstrip() + '\n')
