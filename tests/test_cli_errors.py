@@ -255,6 +255,22 @@ def test_train_gin_mistakes_are_named(workspace, binding, named):
   assert not (workspace / 'm').exists()
 
 
+def test_train_refuses_layer_sharing_a_narrow_generator(workspace):
+  """'partial' sharing needs a full-width generator: one line, nothing made."""
+  check_refused(
+      _train(
+          workspace,
+          f'--model_dir={workspace}/m',
+          '--gin_file=gin/pretrain/electra.gin',
+          '--gin_param=electra.generator_size=0.5',
+          "--gin_param=electra.layer_sharing='partial'",
+      ),
+      "electra.layer_sharing='partial'",
+      'electra.generator_size = 1.0',
+  )
+  assert not (workspace / 'm').exists()
+
+
 # --- official_repro.count_flops
 
 

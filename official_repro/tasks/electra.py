@@ -188,6 +188,7 @@ OBJECTIVE = objectives.register(
         task_config_cls=ElectraPretrainConfig,
         model_config_cls=ElectraModelConfig,
         encoder_field='discriminator',
+        finalize=pretraining.check_generator_shape,
         required=('generator_size',),
         flops=_flops,
         stock_task_config=_stock_task_config,

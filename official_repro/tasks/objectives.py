@@ -45,7 +45,8 @@ class Objective:
     required: model-config fields gin must bind.
     derived: model-config fields that `finalize` sets, not gin.
     finalize: `task_config -> task_config` for what derives from several
-      settings (e.g. next-sentence labels in the data configs).
+      settings (e.g. next-sentence labels in the data configs) or must
+      agree between them (a generator's layer sharing).
     exported_encoder: `model_config -> EncoderConfig` of the network kept
       for fine-tuning when it is not the encoder field's config as it is
       (TEAMS' extra task layer on top); None: that field's config.

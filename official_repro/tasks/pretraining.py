@@ -83,10 +83,41 @@ class GeneratorShape:
     )
 
   def num_shared_layers(self) -> int:
-    """The generator's bottom layers that are the discriminator's."""
-    return networks.num_shared_layers_for(
-        self.layer_sharing, self.generator().num_layers, self.gin_name
+    """The generator's bottom layers that are the discriminator's.
+
+    Raises:
+      UserError: an unknown `layer_sharing`, or one the generator's shape
+        cannot have (a narrower generator shares no layers), naming the
+        binding and its fix.
+    """
+    generator = self.generator()
+    shared = networks.num_shared_layers_for(
+        self.layer_sharing, generator.num_layers, self.gin_name
     )
+    networks.check_shared_layers(
+        shared,
+        generator,
+        self.discriminator,
+        f'{self.gin_name}.layer_sharing={self.layer_sharing!r}',
+        f"set {self.gin_name}.layer_sharing = 'none', or "
+        f'{self.gin_name}.generator_size = 1.0 (a generator as wide as '
+        'the discriminator)',
+    )
+    return shared
+
+
+def check_generator_shape(task_config: cfg.TaskConfig) -> cfg.TaskConfig:
+  """`Objective.finalize` of the objectives with a generator: checks its shape.
+
+  The generator's depth and its layer sharing with the discriminator are
+  checked when the config is read (`objectives.task_config_from_gin`), so
+  that a command refuses them before it writes anything.
+
+  Raises:
+    UserError: naming the binding and its fix.
+  """
+  task_config.model.num_shared_layers()
+  return task_config
 
 
 class PretrainTask(masked_lm.MaskedLMTask):

@@ -291,6 +291,7 @@ OBJECTIVE = objectives.register(
         task_config_cls=TeamsPretrainConfig,
         model_config_cls=TeamsModelConfig,
         encoder_field='discriminator',
+        finalize=pretraining.check_generator_shape,
         required=(
             'generator_layer_fraction',
             'layer_sharing',

@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.tasks import electra
+from official_repro.tasks import pretraining
 
 
 def _outputs_and_labels():
@@ -95,6 +97,22 @@ def test_generator_count_and_fraction_are_refused_together():
       r'electra\.generator_layer_fraction=0\.5 both set',
   ):
     model.generator()
+
+
+def test_layer_sharing_a_narrower_generator_names_the_fix():
+  """A quarter-width generator shares no layers: a UserError, not a crash."""
+  model = _model_config(generator_size=0.25, layer_sharing='partial')
+  with pytest.raises(cli.UserError) as raised:
+    pretraining.check_generator_shape(
+        electra.ElectraPretrainConfig(model=model)
+    )
+  assert str(raised.value) == (
+      "electra.layer_sharing='partial' shares 6 layers, which needs a "
+      'generator as wide as the discriminator, got hidden sizes 16 and 64; '
+      "set electra.layer_sharing = 'none', or electra.generator_size = 1.0 "
+      '(a generator as wide as the discriminator).'
+  )
+  assert electra.OBJECTIVE.finalize is pretraining.check_generator_shape
 
 
 @pytest.mark.parametrize(

@@ -114,6 +114,52 @@ def num_shared_layers_for(
   )[layer_sharing]
 
 
+def check_shared_layers(
+    num_shared_layers: int,
+    generator_config: encoders.EncoderConfig,
+    discriminator_config: encoders.EncoderConfig,
+    setting: str,
+    fix: str,
+) -> None:
+  """Stops layer sharing the two networks cannot have.
+
+  Shared layers are the same layer objects in both networks, so they need a
+  generator as wide as the discriminator, and no more of them than either
+  network has.
+
+  Args:
+    num_shared_layers: the generator's bottom layers to share.
+    generator_config: the generator's architecture.
+    discriminator_config: the discriminator's.
+    setting: the setting that asked for them, for the message
+      ("electra.layer_sharing='partial'").
+    fix: the change that makes the setting apply, for the message.
+
+  Raises:
+    UserError: naming `setting`, the sizes and `fix`.
+  """
+  if not num_shared_layers:
+    return
+  if generator_config.hidden_size != discriminator_config.hidden_size:
+    problem = (
+        f'needs a generator as wide as the discriminator, got hidden sizes '
+        f'{generator_config.hidden_size} and '
+        f'{discriminator_config.hidden_size}'
+    )
+  elif num_shared_layers > min(
+      generator_config.num_layers, discriminator_config.num_layers
+  ):
+    problem = (
+        f"exceeds the generator's {generator_config.num_layers} or the "
+        f"discriminator's {discriminator_config.num_layers} layers"
+    )
+  else:
+    return
+  raise cli.UserError(
+      f'{setting} shares {num_shared_layers} layers, which {problem}; {fix}.'
+  )
+
+
 def scale_generator(
     discriminator: encoders.EncoderConfig,
     generator_size: float,
@@ -185,22 +231,17 @@ def build_networks(
       discriminator's bottom layers (same objects).
 
   Raises:
-    ValueError: sharing layers between networks of different widths, or more
-      layers than either network has.
+    UserError: sharing layers between networks of different widths, or more
+      layers than either network has (`check_shared_layers`).
   """
-  if num_shared_layers:
-    if generator_config.hidden_size != discriminator_config.hidden_size:
-      raise ValueError(
-          f'num_shared_layers={num_shared_layers} needs a generator as wide as '
-          f'the discriminator (generator_size 1.0), got hidden sizes '
-          f'{generator_config.hidden_size} and '
-          f'{discriminator_config.hidden_size}.'
-      )
-    if num_shared_layers > generator_config.num_layers:
-      raise ValueError(
-          f"num_shared_layers={num_shared_layers} exceeds the generator's "
-          f'{generator_config.num_layers} layers.'
-      )
+  check_shared_layers(
+      num_shared_layers,
+      generator_config,
+      discriminator_config,
+      f'num_shared_layers={num_shared_layers}',
+      "share none, or give the generator the discriminator's width "
+      '(generator_size 1.0)',
+  )
   discriminator = encoders.build_encoder(
       discriminator_config, name='discriminator'
   )
