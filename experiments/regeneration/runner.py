@@ -49,8 +49,9 @@ one after another, each in its own process, printing which run of how many
 and the steps; after each job (one pretraining seed of a run, pretrained
 and fine-tuned, or pretrained only by `pretrain_only`) a line gives the
 jobs done of those to do, the time taken and the time left, estimated from
-the jobs done so far (`official_repro.common.progress`; runs finished
-earlier are read back and not counted).
+the jobs done so far (`official_repro.common.progress`; runs and seeds
+finished earlier are read back and not counted, and runs sharing a store
+directory are one job).
 """
 
 import dataclasses
@@ -392,6 +393,11 @@ def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
   )
 
 
+def _glue_results_path(step_dir: str, task: str, settings: GridSettings) -> str:
+  """glue_suite's results file of a fine-tuning job (`_task_dir`)."""
+  return os.path.join(_task_dir(step_dir, task, settings), 'glue_results.json')
+
+
 def _checkpoint_steps(train_steps: int, points: int) -> List[int]:
   """Steps of the checkpoints a learning curve fine-tunes.
 
@@ -561,8 +567,8 @@ def finetune(
   """
   scores = {}
   for task, epochs in settings.tasks.items():
-    model_dir = _task_dir(step_dir, task, settings)
-    results_path = os.path.join(model_dir, 'glue_results.json')
+    results_path = _glue_results_path(step_dir, task, settings)
+    model_dir = os.path.dirname(results_path)
     if not tf.io.gfile.exists(results_path):
       tf.io.gfile.makedirs(model_dir)
       _call(
@@ -715,13 +721,15 @@ def pretrain_only(
   encoders = {}
   runs = target.runs_at(settings.scale)
   seed = settings.seeds()[0]
-  to_pretrain = {
-      run.name
+  store_steps = {
+      run_dir(runs_dir, run, settings, steps[run.name], seed): steps[run.name]
       for run in runs
-      if not _pretrained(
-          run_dir(runs_dir, run, settings, steps[run.name], seed),
-          steps[run.name],
-      )
+  }
+  # A job per directory left to pretrain: runs of equal bindings share one.
+  to_pretrain = {
+      model_dir
+      for model_dir, train_steps in store_steps.items()
+      if not _pretrained(model_dir, train_steps)
   }
   jobs = jobs_progress(target, len(to_pretrain), clock)
   for index, run in enumerate(runs, start=1):
@@ -739,7 +747,8 @@ def pretrain_only(
         seed=seed,
     )
     encoders[run.name] = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
-    if run.name in to_pretrain:
+    if model_dir in to_pretrain:
+      to_pretrain.remove(model_dir)
       jobs.advance()
   return encoders
 
@@ -825,12 +834,8 @@ def run_grid(
   steps = run_steps(target, settings, build_records(settings, records))
   results = {}
   runs = target.runs_at(settings.scale)
-  to_run = [
-      run
-      for run in runs
-      if not tf.io.gfile.exists(os.path.join(out, run.name, RESULT_FILENAME))
-  ]
-  jobs = jobs_progress(target, len(to_run) * len(settings.seeds()), clock)
+  to_do = _jobs_left(target, runs, settings, out, runs_dir, steps)
+  jobs = jobs_progress(target, len(to_do), clock)
   for index, run in enumerate(runs, start=1):
     result_path = os.path.join(out, run.name, RESULT_FILENAME)
     fingerprint = run_fingerprint(run, settings.scale, steps[run.name])
@@ -867,7 +872,9 @@ def run_grid(
               target, run, settings, runs_dir, records, steps[run.name], seed
           )
       )
-      jobs.advance()
+      if per_seed[-1]['run_dir'] in to_do:
+        to_do.remove(per_seed[-1]['run_dir'])
+        jobs.advance()
     result = dict(
         run=run.name,
         row=run.row,
@@ -897,6 +904,54 @@ def run_grid(
     json_files.write_json(result_path, result)
     results[run.name] = result
   return results
+
+
+def _step_dir(pretrain_dir: str, target: registry.Target, step: int) -> str:
+  """Where `target`'s fine-tuning of the checkpoint at `step` is kept."""
+  return os.path.join(
+      pretrain_dir, 'glue', target.finetune_paper, f'step_{step}'
+  )
+
+
+def _jobs_left(
+    target: registry.Target,
+    runs: Sequence[registry.Run],
+    settings: GridSettings,
+    out: str,
+    runs_dir: str,
+    steps: Dict[str, int],
+) -> set:
+  """The run store directories of the grid's jobs left to do.
+
+  A job is one pretraining seed of a run, pretrained and fine-tuned; it is
+  left unless its run is finished in `out` or the seed is pretrained and
+  fine-tuned in the store already (a run killed between its seeds). Runs of
+  equal bindings share a directory, and so one job.
+  """
+  to_do = set()
+  for run in runs:
+    if tf.io.gfile.exists(os.path.join(out, run.name, RESULT_FILENAME)):
+      continue
+    train_steps = steps[run.name]
+    fine_tuned_steps = (
+        _checkpoint_steps(train_steps, settings.curve_points)
+        if target.figure == 'steps'
+        else [train_steps]
+    )
+    for seed in settings.seeds():
+      pretrain_dir = run_dir(runs_dir, run, settings, train_steps, seed)
+      finetuned = all(
+          tf.io.gfile.exists(
+              _glue_results_path(
+                  _step_dir(pretrain_dir, target, step), task, settings
+              )
+          )
+          for step in fine_tuned_steps
+          for task in settings.tasks
+      )
+      if not (_pretrained(pretrain_dir, train_steps) and finetuned):
+        to_do.add(pretrain_dir)
+  return to_do
 
 
 def _run_seed(
@@ -931,12 +986,7 @@ def _run_seed(
         else os.path.join(pretrain_dir, f'ckpt-{step}')
     )
     evaluated[str(step)] = finetune(
-        target,
-        settings,
-        checkpoint,
-        os.path.join(
-            pretrain_dir, 'glue', target.finetune_paper, f'step_{step}'
-        ),
+        target, settings, checkpoint, _step_dir(pretrain_dir, target, step)
     )
   result = dict(
       seed=seed,

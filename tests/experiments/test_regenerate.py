@@ -692,6 +692,64 @@ def test_pretrain_only_counts_the_runs_left_to_pretrain(
   ]
 
 
+def test_runs_sharing_a_store_directory_are_one_job(
+    tmp_path, monkeypatch, capsys
+):
+  calls = []
+  monkeypatch.setattr(runner, '_pretrain', _fake_pretrain(calls))
+  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
+  monkeypatch.setattr(runner, 'run_steps', lambda *args: dict(a=4, b=4))
+  gin_files = ('gin/papers/001_ale/electra_small.gin',)
+  target = dataclasses.replace(
+      registry.get('002.1'),
+      key='x',
+      runs=(
+          registry.Run('a', 'A', gin_files),
+          registry.Run('b', 'B', gin_files),
+      ),
+  )
+  encoders = runner.pretrain_only(
+      target,
+      _settings(target='x'),
+      str(tmp_path / 'x'),
+      str(tmp_path / 'runs'),
+      clock=iter([0, 60]).__next__,
+  )
+  assert encoders['a'] == encoders['b'] and calls == [('a', 4)]
+  assert [
+      line
+      for line in capsys.readouterr().out.splitlines()
+      if line.startswith('x: ')
+  ] == ['x: 1/1 jobs, done in 1 min 0 s']
+
+
+def test_seeds_finished_before_a_kill_are_not_jobs_left(
+    tmp_path, monkeypatch, capsys
+):
+  pretrained, finetuned = [], []
+  grid = _grid_with_fake_jobs(monkeypatch, pretrained, finetuned)
+  # Killed at ELECTRA-small's second seed: its first is pretrained and
+  # fine-tuned in the store, its result not written.
+  monkeypatch.setattr(
+      runner,
+      '_pretrain',
+      _fake_pretrain(pretrained, kill=lambda name, calls: len(calls) == 2),
+  )
+  runs_dir = str(tmp_path / 'runs')
+  with pytest.raises(RuntimeError, match='killed'):
+    grid('004.1', runs_dir, pretrain_seeds=2)
+  capsys.readouterr()
+  monkeypatch.setattr(runner, '_pretrain', _fake_pretrain(pretrained))
+  grid('004.1', runs_dir, pretrain_seeds=2)
+  counts = [
+      line.split(' jobs')[0]
+      for line in capsys.readouterr().out.splitlines()
+      if line.startswith('004.1: ')
+  ]
+  # Left: ELECTRA's second seed and SCRIPT's two.
+  assert counts == ['004.1: 1/3', '004.1: 2/3', '004.1: 3/3']
+
+
 def _grid_with_fake_jobs(monkeypatch, pretrained, finetuned):
   """Runs `runner.run_grid` with jobs that record what they do.
 
