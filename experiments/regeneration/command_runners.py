@@ -5,7 +5,7 @@ repository (`Target.command`), run as its own process; its runner here
 gives that module its flags, reads its results and writes them as the
 grids write theirs (`write_command_table`). Each is registered under the
 name its registry entry gives (`target_runners.RUNNERS`) and, at
---scale=paper, writes the run plan instead (`planned_at_paper_scale`).
+--scale=paper, writes the run plan instead (`target_runners.registered`).
 """
 
 import dataclasses
@@ -79,7 +79,6 @@ def write_command_table(
 
 
 @target_runners.registered('attention_concentration')
-@target_runners.planned_at_paper_scale
 def attention_concentration(
     target: registry.Target, request: target_runners.Request
 ) -> None:
@@ -124,7 +123,6 @@ def attention_concentration(
 
 
 @target_runners.registered('speed_comparison')
-@target_runners.planned_at_paper_scale
 def speed_comparison(
     target: registry.Target, request: target_runners.Request
 ) -> None:
@@ -180,7 +178,6 @@ def speed_comparison(
 
 
 @target_runners.registered('convbert_speed')
-@target_runners.planned_at_paper_scale
 def convbert_speed(
     target: registry.Target, request: target_runners.Request
 ) -> None:
@@ -197,7 +194,6 @@ def convbert_speed(
 
 
 @target_runners.registered('convbert_lm')
-@target_runners.planned_at_paper_scale
 def convbert_lm(
     target: registry.Target, request: target_runners.Request
 ) -> None:

@@ -1,4 +1,4 @@
-"""The functions that regenerate a target, each under the name it names.
+"""The functions that regenerate a target, each under the name it has.
 
 Each `registry.Target` names its runner (`Target.runner`); a runner is a
 function `(target, request)` registered in `RUNNERS`, and
@@ -11,7 +11,7 @@ The runners defined here are the grid (`grid`: pretrain, fine-tune and
 report below paper scale), the learning evidence (`learning`) and the
 targets that run only at paper scale (`plan_only`); the 'command' targets'
 own runners are in `command_runners`. Every runner but `learning` writes
-the paper-scale run plan at --scale=paper (`planned_at_paper_scale`).
+the paper-scale run plan at --scale=paper (`registered`).
 """
 
 import dataclasses
@@ -216,9 +216,24 @@ RUNNERS = entry_registry.Registry[TargetRunner](
 )
 
 
-def registered(name: str) -> Callable[[TargetRunner], TargetRunner]:
-  """Decorator: registers the function as the runner `name`."""
-  return functools.partial(RUNNERS.register, name)
+def registered(
+    name: str, plans_at_paper_scale: bool = True
+) -> Callable[[TargetRunner], TargetRunner]:
+  """Decorator: registers the function as the runner `name`.
+
+  Args:
+    name: what `Target.runner` calls it.
+    plans_at_paper_scale: the function runs below paper scale, and at
+      --scale=paper the runner writes the run plan (`paper_plan`); False:
+      the function runs at every scale.
+  """
+
+  def register(regenerate: TargetRunner) -> TargetRunner:
+    if plans_at_paper_scale:
+      regenerate = _planned_at_paper_scale(regenerate)
+    return RUNNERS.register(name, regenerate)
+
+  return register
 
 
 def run(target: registry.Target, request: Request) -> None:
@@ -226,7 +241,7 @@ def run(target: registry.Target, request: Request) -> None:
   RUNNERS.get(target.runner)(target, request)
 
 
-def planned_at_paper_scale(regenerate: TargetRunner) -> TargetRunner:
+def _planned_at_paper_scale(regenerate: TargetRunner) -> TargetRunner:
   """The runner that is `regenerate` below paper scale and plans at it."""
 
   @functools.wraps(regenerate)
@@ -331,7 +346,6 @@ def launch(
 
 
 @registered('plan_only')
-@planned_at_paper_scale
 def plan_only(target: registry.Target, request: Request) -> None:
   """Refuses below paper scale a target that only paper scale can run."""
   del request
@@ -390,7 +404,6 @@ def _grid_header(target: registry.Target, settings: runner.GridSettings) -> str:
 
 
 @registered('grid')
-@planned_at_paper_scale
 def grid(target: registry.Target, request: Request) -> None:
   """Runs a pretraining grid below paper scale and writes its table."""
   tasks = request.checked_tasks()
@@ -418,7 +431,7 @@ def grid(target: registry.Target, request: Request) -> None:
     )
 
 
-@registered('learning')
+@registered('learning', plans_at_paper_scale=False)
 def learning(target: registry.Target, request: Request) -> None:
   """Pretrains one model per objective and writes the learning evidence.
 
