@@ -1,10 +1,16 @@
 """Machine-readable citations in gin files, resolved against the papers.
 
-Every binding of a paper gin file (`gin/papers/`, `gin/finetune/`) ends in a
-comment that holds one or more bracketed citations, then free prose:
+Every binding of a paper gin file (`gin/papers/`, `gin/finetune/`) has a
+comment that holds one or more bracketed citations, then free prose. The
+comment is the block of `#` lines directly above the binding (no blank line
+between) followed by the comment that ends the binding's line; either may be
+absent, and a citation may run on from one comment line to the next:
 
   [001 Table V: Learning Rate | ELECTRA_small]  a cell (row | column): the
                                                 binding's value equals it
+  [003 Table 5: Warmup Steps | Small, Base]     several columns of one row,
+                                                each a cell as above (no
+                                                column name holds a comma)
   [003 Table 1]                                 a table as a whole (its
                                                 caption or protocol)
   [003 Fig. 4]                                  a figure
@@ -17,11 +23,19 @@ comment that holds one or more bracketed citations, then free prose:
   [code: official_repro/tasks/finetuning.py]    a file of this repository
   [ours: <reason>]                              our own choice
 
-`resolve` turns a citation into what it names (or raises naming what is
-missing); `value_matches` decides whether a gin value equals a cited cell:
-numbers within a relative 1e-9, a "%" cell against a fraction, strings case-
-insensitively, and the printed words in `NAMED_VALUES` through the binding
-that spells them in gin.
+For example, one binding cites five cells of a row and a section:
+
+  # [003 Table 5: Warmup Steps | Small, Small++, Base, Base++, Large]
+  # [003 App. B] "..."
+  optimization.warmup_steps = 10000
+
+`citations_in` expands a bracket of several columns into one cell citation
+per column; `resolve` turns a citation into what it names (or raises naming
+what is missing); `value_matches` decides whether a gin value equals a cited
+cell: numbers within a relative 1e-9, a "%" cell against a fraction, strings
+case-insensitively, and the printed words in `NAMED_VALUES` through the
+binding that spells them in gin. `experiments.paper_tables.gin_lint` keeps
+gin lines within a width and each citation written once.
 """
 
 import ast
@@ -52,6 +66,9 @@ _FIGURE = re.compile(r'^(?P<paper>\d{3}) Fig\. (?P<figure>\d+)$')
 _SECTION = re.compile(r'^(?P<paper>\d{3}) (?P<section>.+)$')
 _CODE = re.compile(r'^code: (?P<source>.+)$')
 _OURS = re.compile(r'^ours: (?P<reason>.+)$')
+# Separates the columns of a cell citation that names several ("| Small,
+# Base"); no column of the transcribed tables holds one.
+COLUMN_SEPARATOR = ','
 _BINDING = re.compile(r'^(?P<name>[A-Za-z_][\w./]*)\s*=\s*(?P<value>.*?)\s*$')
 # A gin value's string literals ('...' or "..."), which may hold a '#'.
 _STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
@@ -86,13 +103,25 @@ class Citation:
 
 @dataclasses.dataclass(frozen=True)
 class Binding:
-  """One `name = value  # comment` line of a gin file."""
+  """One `name = value  # comment` line of a gin file.
+
+  Attributes:
+    path: the gin file.
+    line_number: the binding's line (1-based).
+    name: the bound parameter, e.g. 'optimization.learning_rate'.
+    value_text: the value as written.
+    comment: the `#` lines directly above the binding, then the comment
+      ending its line, joined by single spaces ('' without either).
+    comment_lines: how many `#` lines directly above the binding `comment`
+      starts with.
+  """
 
   path: str
   line_number: int
   name: str
   value_text: str
   comment: str
+  comment_lines: int = 0
 
   @property
   def where(self) -> str:
@@ -108,12 +137,19 @@ class Binding:
 
 
 def parse_citation(text: str) -> Citation:
-  """Parses the text between one pair of brackets.
+  """Parses one citation (a cell citation names one column).
 
   Raises:
-    ValueError: when `text` matches none of the forms.
+    ValueError: when `text` matches none of the forms, or names several
+      columns (`parse_bracket` expands those).
   """
   text = text.strip()
+  match = _CELL.match(text)
+  if match and COLUMN_SEPARATOR in match.group('column'):
+    raise ValueError(
+        f'[{text}] names several columns; parse_bracket expands it into '
+        'one citation per column.'
+    )
   for pattern, kind in (
       (_CELL, 'cell'),
       (_TABLE, 'table'),
@@ -151,13 +187,50 @@ def parse_citation(text: str) -> Citation:
   )
 
 
+def parse_bracket(text: str) -> List[Citation]:
+  """The citations between one pair of brackets.
+
+  The citations between one pair of brackets: one, or for a cell citation
+  naming several columns of a row ('003 Table 5: Warmup Steps | Small,
+  Base') one cell citation per column, in order.
+
+  Raises:
+    ValueError: when `text` is no citation, or a column of its list is
+      empty.
+  """
+  text = ' '.join(text.split())
+  match = _CELL.match(text)
+  if not match or COLUMN_SEPARATOR not in match.group('column'):
+    return [parse_citation(text)]
+  columns = [
+      column.strip() for column in match.group('column').split(COLUMN_SEPARATOR)
+  ]
+  if not all(columns):
+    raise ValueError(
+        f'[{text}] has an empty column: expected [<paper> Table <id>: '
+        f'<row> | <column>{COLUMN_SEPARATOR} <column>...].'
+    )
+  prefix = text[: match.start('column')]
+  return [parse_citation(prefix + column) for column in columns]
+
+
+def brackets_in(comment: str) -> List[str]:
+  """The texts between the brackets of a comment, in order."""
+  return _BRACKETED.findall(comment or '')
+
+
 def citations_in(comment: str) -> List[Citation]:
   """The citations of a comment, in order.
 
-  The citations of a comment, in order (brackets holding no citation
-  raise: a comment's brackets are citations only).
+  The citations of a comment, in order, a bracket of several columns
+  expanded into one cell citation per column (brackets holding no
+  citation raise: a comment's brackets are citations only).
   """
-  return [parse_citation(text) for text in _BRACKETED.findall(comment or '')]
+  return [
+      citation
+      for text in brackets_in(comment)
+      for citation in parse_bracket(text)
+  ]
 
 
 @functools.lru_cache(maxsize=None)
@@ -264,13 +337,24 @@ def _split_comment(line: str) -> Tuple[str, str]:
 
 
 def gin_bindings(path: str) -> List[Binding]:
-  """The binding lines of a gin file (comments and includes skipped)."""
+  """The bindings of a gin file, each with its comment.
+
+  The bindings of a gin file (includes and imports skipped), each with
+  its comment: the `#` lines directly above it, then the comment ending its
+  line. A blank line, an include or an import ends a block of `#` lines
+  that no binding follows (a header, not a binding's comment).
+  """
   with tf.io.gfile.GFile(path) as f:
     lines = f.read().splitlines()
   bindings = []
+  above = []
   for number, line in enumerate(lines, start=1):
     stripped = line.strip()
-    if not stripped or stripped.startswith(('#', 'include ', 'import ')):
+    if stripped.startswith('#'):
+      above.append(stripped[1:].strip())
+      continue
+    if not stripped or stripped.startswith(('include ', 'import ')):
+      above = []
       continue
     code, comment = _split_comment(stripped)
     match = _BINDING.match(code)
@@ -282,9 +366,11 @@ def gin_bindings(path: str) -> List[Binding]:
             line_number=number,
             name=match.group('name'),
             value_text=match.group('value'),
-            comment=comment,
+            comment=' '.join(' '.join(above + [comment]).split()),
+            comment_lines=len(above),
         )
     )
+    above = []
   return bindings
 
 
@@ -301,7 +387,8 @@ def check_binding(binding: Binding) -> List[str]:
   if not citations:
     return [
         f'{binding.where}: {binding.name} cites nothing; end the line '
-        'with a [..] citation (see experiments/paper_tables/citations.py).'
+        'with a [..] citation or write one in the # lines directly above '
+        'it (see experiments/paper_tables/citations.py).'
     ]
   problems = []
   for citation in citations:

@@ -230,3 +230,110 @@ def test_cited_cells_collects_bindings_per_cell(tmp_path):
   assert (
       cells[('001', 'V', 'Learning Rate', 'ELECTRA_small')][0].line_number == 1
   )
+
+
+def test_a_bracket_of_several_columns_is_one_citation_per_column():
+  assert citations.parse_bracket(
+      '003 Table 5: Warmup Steps | Small, Small++,Large'
+  ) == [
+      citations.parse_citation(f'003 Table 5: Warmup Steps | {column}')
+      for column in ('Small', 'Small++', 'Large')
+  ]
+  assert citations.parse_bracket('003 Table 1') == [
+      citations.parse_citation('003 Table 1')
+  ]
+
+
+@pytest.mark.parametrize(
+    'text, message',
+    [
+        ('003 Table 5: Warmup Steps | Small, , Base', 'empty column'),
+        ('003 Table 5: Warmup Steps | Small,', 'empty column'),
+    ],
+)
+def test_a_bracket_with_an_empty_column_is_refused(text, message):
+  with pytest.raises(ValueError, match=message):
+    citations.parse_bracket(text)
+
+
+def test_parse_citation_refuses_several_columns():
+  with pytest.raises(ValueError, match='several columns'):
+    citations.parse_citation('003 Table 5: Warmup Steps | Small, Base')
+
+
+def test_no_column_name_holds_the_column_separator():
+  """The compact form's separator cannot clash with a column's name."""
+  for paper_id in paper_tables.PAPERS:
+    for table in paper_tables.load(paper_id).tables.values():
+      for column in table.columns:
+        assert citations.COLUMN_SEPARATOR not in column, (paper_id, column)
+
+
+def test_every_column_of_a_compact_citation_is_checked(tmp_path):
+  assert not _problems(
+      tmp_path,
+      'encoder.hidden_size = 256  # [003 Table 5: Hidden Dim. | Small, '
+      'Small++]\n',
+  )
+  problems = _problems(
+      tmp_path,
+      'encoder.hidden_size = 256  '
+      '# [003 Table 5: Hidden Dim. | Small, Base, Small++]\n',
+  )
+  assert len(problems) == 1, problems
+  assert "[003 Table 5: Hidden Dim. | Base] prints '768'" in problems[0]
+
+
+def test_an_unknown_column_of_a_compact_citation_is_named(tmp_path):
+  problems = _problems(
+      tmp_path,
+      'encoder.hidden_size = 256  '
+      '# [003 Table 5: Hidden Dim. | Small, Huge]\n',
+  )
+  assert len(problems) == 1, problems
+  assert "no column 'Huge'" in problems[0]
+
+
+def test_the_comment_lines_directly_above_a_binding_are_its_comment(
+    tmp_path,
+):
+  bindings = citations.gin_bindings(
+      _write(
+          tmp_path,
+          (
+              '# A header: a blank line ends it.\n'
+              '\n'
+              '# [003 Table 5: Hidden Dim. | Small,\n'
+              '#   Small++] the quoted\n'
+              '# text\n'
+              'encoder.hidden_size = 256  # [ours: z]\n'
+              'encoder.num_layers = 12\n'
+              '# Before an include: no binding follows it.\n'
+              "include 'gin/sizes/small.gin'\n"
+              'a.b = 1\n'
+          ),
+      )
+  )
+  assert [(b.line_number, b.comment, b.comment_lines) for b in bindings] == [
+      (
+          6,
+          '[003 Table 5: Hidden Dim. | Small, Small++] the quoted text '
+          '[ours: z]',
+          3,
+      ),
+      (7, '', 0),
+      (10, '', 0),
+  ]
+  assert [c.column for c in citations.citations_in(bindings[0].comment)] == [
+      'Small',
+      'Small++',
+      None,
+  ]
+
+
+def test_a_wrong_cell_above_the_binding_is_named(tmp_path):
+  problems = _problems(
+      tmp_path,
+      '# [003 Table 5: Hidden Dim. | Base]\nencoder.hidden_size = 256\n',
+  )
+  assert len(problems) == 1 and 'cited.gin:2' in problems[0], problems
