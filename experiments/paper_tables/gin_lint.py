@@ -1,0 +1,139 @@
+r"""Keeps gin files readable: lines within a width, each citation written once.
+
+  python -m experiments.paper_tables.gin_lint [PATH ...]
+
+Checks every `.gin` file among the given files and under the given
+directories (default: `gin`), prints one line per problem,
+`<file>:<line>: <reason>`, and exits with status 1 if there is any (0
+otherwise):
+
+  * a line longer than `MAX_LINE_LENGTH` columns; a long comment goes in the
+    `#` lines directly above its binding, wrapped at the width (both are the
+    binding's comment, see experiments/paper_tables/citations.py);
+  * a citation written twice in one binding's comment (the `#` lines
+    directly above it and the end of its line), or on one comment line;
+  * cells of one row cited in separate brackets, which the compact form
+    writes once: [003 Table 5: Warmup Steps | Small, Base].
+
+That every citation resolves and every cited cell equals its binding's
+value is tests/test_gin_papers.py's check, not this command's.
+"""
+
+import os
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import sys
+from typing import Dict, Iterator, List, Sequence, Set, Tuple
+
+from official_repro.common import cli
+from experiments.paper_tables import citations
+
+# The widest a gin line may be, in columns (gin/README.md states it too).
+MAX_LINE_LENGTH = 100
+
+
+def gin_files(paths: Sequence[str]) -> Iterator[str]:
+  """The `.gin` files among `paths` and under its directories, sorted.
+
+  Raises:
+    FileNotFoundError: naming a path that does not exist.
+  """
+  for path in paths:
+    if os.path.isfile(path):
+      yield path
+    elif os.path.isdir(path):
+      for root, directories, files in os.walk(path):
+        directories.sort()
+        for name in sorted(files):
+          if name.endswith('.gin'):
+            yield os.path.join(root, name)
+    else:
+      raise FileNotFoundError(f'{path}: no such file or directory.')
+
+
+def _repeats(comment: str) -> List[str]:
+  """Why `comment` writes a citation more than once (empty if it does not).
+
+  Brackets that hold no citation are left to the citation test.
+  """
+  problems = []
+  seen: Set[str] = set()
+  rows: Dict[Tuple[str, str, str], List[str]] = {}
+  for text in citations.brackets_in(comment):
+    try:
+      cited = citations.parse_bracket(text)
+    except ValueError:
+      continue
+    for citation in cited:
+      if citation.text in seen:
+        problems.append(f'[{citation.text}] is cited twice')
+      seen.add(citation.text)
+      if citation.kind == 'cell':
+        row = (citation.paper, citation.target, citation.row)
+        columns = rows.setdefault(row, [])
+        if citation.column not in columns:
+          columns.append(citation.column)
+    if cited[0].kind == 'cell':
+      rows[(cited[0].paper, cited[0].target, cited[0].row)].append(None)
+  for (paper, table, row), columns in rows.items():
+    brackets = columns.count(None)
+    if brackets > 1:
+      listed = f'{citations.COLUMN_SEPARATOR} '.join(
+          column for column in columns if column is not None
+      )
+      problems.append(
+          f'one row in {brackets} brackets; write it once, '
+          f'[{paper} Table {table}: {row} | {listed}]'
+      )
+  return problems
+
+
+def lint_file(path: str) -> List[str]:
+  """The problems of one gin file, each '<path>:<line>: <reason>'."""
+  with open(path, encoding='utf-8') as f:
+    lines = f.read().splitlines()
+  problems: List[Tuple[int, str]] = []
+  for number, line in enumerate(lines, start=1):
+    if len(line) > MAX_LINE_LENGTH:
+      problems.append(
+          (
+              number,
+              f"{len(line)} columns, over {MAX_LINE_LENGTH} (a binding's "
+              'comment may go in the # lines directly above it)',
+          )
+      )
+  try:
+    bindings = citations.gin_bindings(path)
+  except ValueError as error:
+    return [f'{path}:{number}: {reason}' for number, reason in problems] + [
+        str(error)
+    ]
+  in_a_binding = set()
+  for binding in bindings:
+    first = binding.line_number - binding.comment_lines
+    in_a_binding.update(range(first, binding.line_number + 1))
+    for reason in _repeats(binding.comment):
+      problems.append((binding.line_number, f'{binding.name}: {reason}'))
+  for number, line in enumerate(lines, start=1):
+    if number not in in_a_binding and line.lstrip().startswith('#'):
+      problems.extend((number, reason) for reason in _repeats(line))
+  return [f'{path}:{number}: {reason}' for number, reason in sorted(problems)]
+
+
+def main(argv: Sequence[str]) -> None:
+  """Prints the problems of the gin files `argv[1:]` names; 1 if any."""
+  problems = [
+      problem
+      for path in gin_files(argv[1:] or ['gin'])
+      for problem in lint_file(path)
+  ]
+  for problem in problems:
+    print(problem)
+  if problems:
+    sys.exit(1)
+
+
+if __name__ == '__main__':
+  cli.run(main)
