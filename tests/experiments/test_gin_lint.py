@@ -5,6 +5,7 @@ import os
 import pytest
 
 from experiments.paper_tables import gin_lint
+from official_repro.training import gin_utils
 
 WIDTH_HINT = " (a binding's comment may go in the # lines directly above it)"
 CLEAN = (
@@ -117,3 +118,13 @@ def test_main_passes_clean_files(tmp_path, capsys):
 def test_a_missing_path_is_named(tmp_path):
   with pytest.raises(FileNotFoundError, match='nothing.gin'):
     gin_lint.main(['gin_lint', os.path.join(tmp_path, 'nothing.gin')])
+
+
+def test_the_repository_gin_files_pass():
+  directory = os.path.join(gin_utils.REPO_ROOT, 'gin')
+  problems = [
+      problem
+      for path in gin_lint.gin_files([directory])
+      for problem in gin_lint.lint_file(path)
+  ]
+  assert not problems, '\n'.join(problems)
