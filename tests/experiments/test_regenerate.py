@@ -1391,3 +1391,39 @@ def test_stated_claims_need_no_paper_average():
   assert claim['source'].startswith('002 Response 3')
   assert claim['paper_gap'] is None
   assert claim['ours_gap'] == pytest.approx(1.75)
+
+
+def test_gin_fingerprint_is_of_the_bindings_not_the_text(tmp_path):
+  """Reformatting a gin file's comments keeps the run store's keys.
+
+  Runs are stored under a fingerprint of their gin bindings: a change of
+  comments or layout only must keep it (finished runs stay found), a
+  changed value must not.
+  """
+  recipe = 'gin/papers/003_teams/pretrain_recipe.gin'
+  with open(os.path.join(gin_utils.REPO_ROOT, recipe)) as f:
+    text = f.read()
+  assert '# [003 Table 5: Warmup Steps |' in text
+  bare = '\n'.join(
+      line.split('#')[0].strip()
+      for line in text.splitlines()
+      if line.split('#')[0].strip()
+  )
+  variants = {
+      'bare.gin': bare,
+      'changed.gin': bare.replace(
+          'optimization.warmup_steps = 10000',
+          'optimization.warmup_steps = 9999',
+      ),
+  }
+  for name, variant in variants.items():
+    with open(os.path.join(tmp_path, name), 'w') as f:
+      f.write(variant)
+  assert variants['changed.gin'] != bare
+  fingerprint = plan.gin_fingerprint([recipe])
+  assert plan.gin_fingerprint([os.path.join(tmp_path, 'bare.gin')]) == (
+      fingerprint
+  )
+  assert plan.gin_fingerprint([os.path.join(tmp_path, 'changed.gin')]) != (
+      fingerprint
+  )
