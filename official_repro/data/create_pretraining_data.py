@@ -1,15 +1,27 @@
-r"""Turns plain-text corpora into pretraining TFRecords.
+r"""Turns plain-text corpora into pretraining TFRecords, streaming.
 
-The pipeline: read and clean the corpus into documents of sentences
-(`text_cleaning`), split the documents into train and eval (at the document
-level, before anything else, so eval text is held out), load a WordPiece
-vocabulary or learn one from the train split (`vocab`), tokenize, pack the
-documents into `[CLS] A [SEP] B [SEP]` instances (`pretraining_instances`),
-optionally mask them once (static masking, `masking.mask_batch`), and write the
-record directory described in `records`. Each step that loops over the
-corpus (reading, tokenizing, packing, masking, writing) logs one line every
-10 seconds with how much of it is done and the time left, and one when it is
-done (`common.progress`).
+The corpus is processed a file at a time and never held in memory: each input
+file is read and cleaned into documents (`text_cleaning`), each document goes
+to train or eval by a seeded hash (`streaming.EvalSplit`), is tokenized,
+packed into `[CLS] A [SEP] B [SEP]` instances (`pretraining_instances`),
+optionally masked `dupe_factor` times (static masking, `masking.mask_batch`)
+and serialized, and every example is sent by a seeded hash of its key to a
+shard of the record directory described in `records`, in which examples are
+ordered by that hash (`streaming`). Memory is set by buffers (one file per
+worker, `--buffer_mb` of examples per worker), not by the corpus size.
+
+Two engines run the same transforms: `--engine=local` (`local_pipeline`,
+`--num_workers` processes on this machine, default all cores) and
+`--engine=beam` (`beam_pipeline`: Apache Beam's DirectRunner, or Dataflow,
+Flink, Spark through `--beam_options`). For the same input and seed both
+write the same records, whatever the number of workers. A learned vocabulary
+(`--vocab_size`) is learned from a seeded sample of at most
+`--vocab_sample_sentences` train sentences.
+
+The output directory is touched only once the whole corpus has been processed
+and checked (decode errors, [UNK] rate, an empty corpus): shards are then
+written under temporary names and renamed into place, and `metadata.json` is
+written last. Progress is logged every 10 seconds (`common.progress`).
 
 Example:
   python -m official_repro.data.create_pretraining_data \
@@ -20,336 +32,171 @@ Example:
 
 import dataclasses
 import os
-import random
 import time
+import typing
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import flags
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
 from official_repro.common import cli
-from official_repro.common import progress
+from official_repro.common import json_files
+from official_repro.data import local_pipeline
 from official_repro.data import masking as masking_lib
 from official_repro.data import pretraining_instances
 from official_repro.data import records
+from official_repro.data import streaming
 from official_repro.data import text_cleaning
 from official_repro.data import vocab as vocab_lib
 
-_MASK_BATCH_SIZE = 256
 _UNK_RATE_WARNING = 0.01
+ENGINES = ('local', 'beam')
+# Fields that say how to run, not what to write: kept out of
+# `metadata['source']` (the same records come out whatever their values).
+_EXECUTION_FIELDS = ('engine', 'num_workers', 'buffer_mb', 'beam_options')
+
+# Kept for callers of the earlier in-memory module.
+TokenizationStats = streaming.TokenizationStats
 
 
-@dataclasses.dataclass
-class TokenizationStats:
-  """Counters of the tokenization step.
-
-  Attributes:
-    sentences: sentences tokenized.
-    empty_sentences: sentences that produced no token (dropped).
-    tokens: WordPiece tokens produced.
-    unk_tokens: [UNK] tokens among them.
-    unk_rate: `unk_tokens / tokens`.
-  """
-
-  sentences: int = 0
-  empty_sentences: int = 0
-  tokens: int = 0
-  unk_tokens: int = 0
-  unk_rate: float = 0.0
-
-
-def split_train_eval(
-    documents: List[List[str]], eval_fraction: float, seed: int
-) -> Tuple[List[List[str]], List[List[str]], str]:
-  """Holds out eval documents (or, for one document, its last sentences).
-
-  Args:
-    documents: the corpus, documents of sentences.
-    eval_fraction: fraction of documents for eval; at least one document when
-      positive and there are two or more, never all of them.
-    seed: seeds the deterministic choice of eval documents.
-
-  Returns:
-    `(train_documents, eval_documents, how)`, `how` a sentence describing the
-    split.
-  """
-  if eval_fraction <= 0.0:
-    return documents, [], 'no eval split (eval_fraction is 0)'
-  if len(documents) == 1:
-    sentences = documents[0]
-    num_eval = min(
-        len(sentences) - 1, max(1, round(eval_fraction * len(sentences)))
-    )
-    if num_eval < 1:
-      return (
-          documents,
-          [],
-          (
-              'no eval split: the corpus is a single document '
-              'with a single sentence'
-          ),
-      )
-    return (
-        [sentences[:-num_eval]],
-        [sentences[-num_eval:]],
-        f'the corpus is a single document, so its last {num_eval} of '
-        f'{len(sentences)} sentences are held out for eval',
-    )
-  num_eval = min(
-      len(documents) - 1, max(1, round(eval_fraction * len(documents)))
+def _option(default, help_text: str, flag: str = '', choices=()):
+  """A config field with a command-line flag (`define_flags`)."""
+  return dataclasses.field(
+      default=default,
+      metadata={'help': help_text, 'flag': flag, 'choices': tuple(choices)},
   )
-  order = list(range(len(documents)))
-  random.Random(seed).shuffle(order)
-  eval_indices = set(order[:num_eval])
-  train = [d for i, d in enumerate(documents) if i not in eval_indices]
-  held_out = [d for i, d in enumerate(documents) if i in eval_indices]
-  return (
-      train,
-      held_out,
-      (
-          f'{num_eval} of {len(documents)} documents held '
-          'out for eval (chosen by seed)'
-      ),
-  )
-
-
-def tokenize_documents(
-    documents: Sequence[Sequence[str]],
-    tokens: Sequence[str],
-    lower_case: bool,
-    unk_id: int,
-    progress_label: str = '',
-) -> Tuple[List[List[List[int]]], TokenizationStats]:
-  """Tokenizes every sentence of every document.
-
-  Args:
-    documents: documents of sentences.
-    tokens: the vocabulary.
-    lower_case: whether the vocabulary is uncased.
-    unk_id: id of [UNK], for the [UNK] rate.
-    progress_label: logs the sentences tokenized under this label
-      (`progress.Progress`); '' for no log.
-
-  Returns:
-    `(tokenized, stats)`: documents of sentences of ids, with sentences that
-    produced no token dropped.
-  """
-  flat = [sentence for document in documents for sentence in document]
-  ids = vocab_lib.tokenize_with_vocab(
-      flat, tokens, lower_case, progress_label=progress_label
-  )
-  stats = TokenizationStats(sentences=len(flat))
-  tokenized = []
-  position = 0
-  for document in documents:
-    sentences = ids[position : position + len(document)]
-    position += len(document)
-    kept = [s for s in sentences if s]
-    stats.empty_sentences += len(sentences) - len(kept)
-    stats.tokens += sum(len(s) for s in kept)
-    stats.unk_tokens += sum(s.count(unk_id) for s in kept)
-    tokenized.append(kept)
-  stats.unk_rate = stats.unk_tokens / max(1, stats.tokens)
-  return tokenized, stats
-
-
-def instances_to_features(
-    instances: Sequence[pretraining_instances.Instance],
-    max_seq_length: int,
-    next_sentence_labels: bool,
-) -> Dict[str, np.ndarray]:
-  """Pads instances into feature arrays.
-
-  Args:
-    instances: the instances.
-    max_seq_length: padded length `T`.
-    next_sentence_labels: whether to include `next_sentence_labels`.
-
-  Returns:
-    `input_ids`, `input_mask`, `segment_ids`: int32 `[N, T]`, zero padded;
-    `next_sentence_labels`: int32 `[N, 1]` if requested.
-  """
-  num = len(instances)
-  features = {
-      'input_ids': np.zeros((num, max_seq_length), np.int32),
-      'input_mask': np.zeros((num, max_seq_length), np.int32),
-      'segment_ids': np.zeros((num, max_seq_length), np.int32),
-  }
-  for row, instance in enumerate(instances):
-    length = len(instance.input_ids)
-    features['input_ids'][row, :length] = instance.input_ids
-    features['input_mask'][row, :length] = 1
-    features['segment_ids'][row, :length] = instance.segment_ids
-  if next_sentence_labels:
-    features['next_sentence_labels'] = np.array(
-        [[instance.next_sentence_label] for instance in instances], np.int32
-    ).reshape(num, 1)
-  return features
-
-
-def static_mask(
-    features: Dict[str, np.ndarray],
-    config: masking_lib.MaskingConfig,
-    special_ids: vocab_lib.SpecialTokenIds,
-    vocab_size: int,
-    dupe_factor: int,
-    seed: int,
-    batch_size: int = _MASK_BATCH_SIZE,
-    progress_label: str = '',
-) -> Dict[str, np.ndarray]:
-  """Masks every instance `dupe_factor` times, each copy differently.
-
-  Batch `b` of copy `d` is masked with the stateless seed
-  `[seed, d * 2**32 + b]`, so copies differ and the result is reproducible.
-
-  Args:
-    features: `input_ids`, `input_mask`, `segment_ids` `[N, T]` (and
-      optionally `next_sentence_labels` `[N, 1]`).
-    config: masking rates.
-    special_ids: the special token ids (never masked, never drawn).
-    vocab_size: vocabulary size for random replacements.
-    dupe_factor: copies per instance.
-    seed: the base seed.
-    batch_size: instances per `mask_batch` call.
-    progress_label: logs the copies masked under this label
-      (`progress.Progress`); '' for no log.
-
-  Returns:
-    The features of the `N * dupe_factor` copies, copy-major, with corrupted
-    `input_ids` and `masked_lm_positions`, `masked_lm_ids` (int32 `[., P]`)
-    and `masked_lm_weights` (float32 `[., P]`).
-  """
-  seq_length = features['input_ids'].shape[1]
-  mask_fn = tf.function(
-      lambda ids, mask, batch_seed: masking_lib.mask_batch(
-          ids,
-          mask,
-          config=config,
-          mask_token_id=special_ids.mask,
-          special_token_ids=special_ids.all_ids(),
-          vocab_size=vocab_size,
-          seed=batch_seed,
-      ),
-      input_signature=[
-          tf.TensorSpec([None, seq_length], tf.int32),
-          tf.TensorSpec([None, seq_length], tf.int32),
-          tf.TensorSpec([2], tf.int64),
-      ],
-  )
-  num = len(features['input_ids'])
-  reporter = progress.Progress(num * dupe_factor, progress_label, 'copies')
-  copies = []
-  for dupe in range(dupe_factor):
-    outputs = []
-    for batch, begin in enumerate(range(0, num, batch_size)):
-      batch_seed = tf.constant([seed, dupe * 2**32 + batch], tf.int64)
-      result = mask_fn(
-          features['input_ids'][begin : begin + batch_size],
-          features['input_mask'][begin : begin + batch_size],
-          batch_seed,
-      )
-      outputs.append({k: v.numpy() for k, v in result.items()})
-      reporter.advance(len(outputs[-1]['input_word_ids']))
-    copy = dict(features)
-    copy['input_ids'] = _concat_rows(
-        [o['input_word_ids'] for o in outputs], (0, seq_length), np.int32
-    )
-    for name in ('masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights'):
-      dtype = np.float32 if name == 'masked_lm_weights' else np.int32
-      copy[name] = _concat_rows(
-          [o[name] for o in outputs], (0, config.max_predictions_per_seq), dtype
-      )
-    copies.append(copy)
-  return {name: np.concatenate([c[name] for c in copies]) for name in copies[0]}
-
-
-def _concat_rows(
-    arrays: List[np.ndarray], empty_shape: Tuple[int, int], dtype
-) -> np.ndarray:
-  if not arrays:
-    return np.zeros(empty_shape, dtype)
-  return np.concatenate(arrays).astype(dtype)
-
-
-def _shuffle_rows(
-    features: Dict[str, np.ndarray], seed: int
-) -> Dict[str, np.ndarray]:
-  """Applies one seeded permutation to the rows of every array."""
-  num = len(features['input_ids'])
-  order = np.random.default_rng(seed).permutation(num)
-  return {name: values[order] for name, values in features.items()}
 
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingDataConfig:
-  """Options of `prepare_pretraining_data`; each has a flag of the same name.
+  """Options of `prepare_pretraining_data`; each has a flag (its help).
 
-  Attributes:
-    vocab_file: an existing WordPiece vocabulary; exclusive with `vocab_size`.
-    vocab_size: learn a vocabulary of this size from the train split.
-    lower_case: lower-case and strip accents (uncased vocabulary).
-    document_mode: 'blank_line' or 'file' (see `text_cleaning`).
-    sentence_per_line: one sentence per non-empty line.
-    strip_gutenberg: keep only the text between the Project Gutenberg markers.
-    drop_line_regexes: drop lines matching any of these (flag
-      `--drop_line_regex`, repeatable).
-    drop_headings: drop heading-like paragraphs (`text_cleaning.is_heading`).
-    min_sentence_chars: drop shorter sentences.
-    file_pattern: glob for files inside input directories.
-    max_seq_length: example length, [CLS] and [SEP]s included.
-    short_seq_prob: probability of a shorter target length per chunk.
-    next_sentence_prediction: make random-next pairs and write
-      `next_sentence_labels`.
-    masking: 'static' (mask once here) or 'dynamic' (mask in the input
-      pipeline; no masked-LM features are written).
-    dupe_factor: static masking only: differently masked copies per instance.
-    mask_rate: static masking: fraction of tokens to predict.
-    max_predictions_per_seq: static masking: prediction slots per example;
-      default `int((mask_rate + 0.005) * max_seq_length)`.
-    mask_token_fraction: static masking: share of predictions shown as [MASK].
-    random_token_fraction: static masking: share replaced by random tokens.
-    eval_fraction: fraction of documents held out for eval.
-    num_shards: train files.
-    num_eval_shards: eval files.
-    seed: seeds the split, the instances and the masks.
-    encoding_errors: 'strict' refuses a file that is not UTF-8; 'replace'
-      reads it with its bad bytes replaced (`text_cleaning`).
-    max_decode_error_rate: with 'replace', the most undecodable sequences
-      per character of the corpus before the run stops.
-    max_unk_rate: the most [UNK] tokens per token before the run stops (a
-      vocabulary that does not fit the text, or the wrong --lower_case).
-    vocab_learn_params: extra arguments for the WordPiece learner
-      (`wordpiece_tokenizer_learner_lib.learn`); no flag.
+  Every field but `vocab_learn_params` is a flag of the same name
+  (`drop_line_regexes` is the repeatable `--drop_line_regex`); the flags are
+  defined from these fields (`define_flags`), defaults and help included.
   """
 
-  vocab_file: Optional[str] = None
-  vocab_size: Optional[int] = None
-  lower_case: bool = True
-  document_mode: str = 'blank_line'
-  sentence_per_line: bool = False
-  strip_gutenberg: bool = False
-  drop_line_regexes: Tuple[str, ...] = ()
-  drop_headings: bool = True
-  min_sentence_chars: int = 1
-  file_pattern: str = '*.txt'
-  max_seq_length: int = 128
-  short_seq_prob: float = 0.1
-  next_sentence_prediction: bool = False
-  masking: str = 'dynamic'
-  dupe_factor: int = 1
-  mask_rate: float = 0.15
-  max_predictions_per_seq: Optional[int] = None
-  mask_token_fraction: float = 0.8
-  random_token_fraction: float = 0.1
-  eval_fraction: float = 0.01
-  num_shards: int = 1
-  num_eval_shards: int = 1
-  seed: int = 12345
-  encoding_errors: str = 'strict'
-  max_decode_error_rate: float = 0.001
-  max_unk_rate: float = 0.05
+  vocab_file: Optional[str] = _option(None, 'WordPiece vocabulary to use.')
+  vocab_size: Optional[int] = _option(
+      None,
+      'Learn a WordPiece vocabulary of this size from a sample of the train '
+      'split instead.',
+  )
+  lower_case: bool = _option(
+      True, 'Lower-case and strip accents (uncased vocabulary).'
+  )
+  document_mode: str = _option(
+      'blank_line',
+      'blank_line: each blank-line-separated block is a document; file: each '
+      'file is a document.',
+      choices=text_cleaning.DOCUMENT_MODES,
+  )
+  sentence_per_line: bool = _option(
+      False, 'Each non-empty line is one sentence.'
+  )
+  strip_gutenberg: bool = _option(
+      False,
+      'Keep only the text between the Project Gutenberg START and END '
+      'markers.',
+  )
+  drop_line_regexes: Tuple[str, ...] = _option(
+      (),
+      'Drop lines matching this regex (repeatable).',
+      flag='drop_line_regex',
+  )
+  drop_headings: bool = _option(
+      True,
+      'Drop heading-like paragraphs (chapter headings, tables of contents, '
+      'all-capitals lines, short title-case lines).',
+  )
+  min_sentence_chars: int = _option(1, 'Drop sentences shorter than this.')
+  file_pattern: str = _option(
+      '*.txt', 'Glob for file names inside input directories.'
+  )
+  max_seq_length: int = _option(128, 'Example length.')
+  short_seq_prob: float = _option(
+      0.1, 'Probability of a shorter target length per chunk.'
+  )
+  next_sentence_prediction: bool = _option(
+      False,
+      'Make random-next pairs (the random segment from another document of '
+      'the same file) and write next_sentence_labels.',
+  )
+  masking: str = _option(
+      'dynamic',
+      'static: mask once here; dynamic: in the input pipeline.',
+      choices=records.MASKING_MODES,
+  )
+  dupe_factor: int = _option(
+      1, 'Static masking: differently masked copies per instance.'
+  )
+  mask_rate: float = _option(
+      0.15, 'Static masking: fraction of tokens to predict.'
+  )
+  max_predictions_per_seq: Optional[int] = _option(
+      None,
+      'Static masking: prediction slots per example (default '
+      'int((mask_rate + 0.005) * max_seq_length)).',
+  )
+  mask_token_fraction: float = _option(
+      0.8, 'Static masking: share of predictions shown as [MASK].'
+  )
+  random_token_fraction: float = _option(
+      0.1, 'Static masking: share of predictions replaced by random tokens.'
+  )
+  eval_fraction: float = _option(
+      0.01,
+      'Fraction of documents held out for eval (chosen per document by a '
+      'seeded hash).',
+  )
+  num_shards: int = _option(1, 'Train files.')
+  num_eval_shards: int = _option(1, 'Eval files.')
+  seed: int = _option(12345, 'Seed of the split, instances, masks, order.')
+  encoding_errors: str = _option(
+      'strict',
+      'strict: refuse a file that is not UTF-8, naming it and its first bad '
+      'byte; replace: read it with each bad byte sequence replaced by U+FFFD '
+      '(counted).',
+      choices=text_cleaning.ENCODING_ERRORS,
+  )
+  max_decode_error_rate: float = _option(
+      0.001,
+      'With --encoding_errors=replace: stop when more undecodable sequences '
+      'per character than this.',
+  )
+  max_unk_rate: float = _option(
+      0.05,
+      'Stop when more [UNK] tokens per token than this (a vocabulary or '
+      '--lower_case that does not fit the text).',
+  )
+  vocab_sample_sentences: int = _option(
+      1_000_000,
+      'With --vocab_size: learn the vocabulary from at most this many train '
+      'sentences, a seeded uniform sample.',
+  )
+  engine: str = _option(
+      'local',
+      'local: worker processes on this machine; beam: an Apache Beam pipeline '
+      '(--beam_options chooses the runner).',
+      choices=ENGINES,
+  )
+  num_workers: int = _option(
+      0,
+      'local engine: worker processes, each reading one input file at a time '
+      '(0: all cores).',
+  )
+  buffer_mb: int = _option(
+      64,
+      'local engine: MB of examples a worker holds before writing them out '
+      'sorted (bounds memory; more means fewer files to merge).',
+  )
+  beam_options: str = _option(
+      '',
+      'beam engine: Beam pipeline options, e.g. "--runner=DataflowRunner '
+      '--project=P --region=R --temp_location=gs://B/tmp '
+      '--setup_file=./setup.py"; empty: the DirectRunner.',
+  )
   vocab_learn_params: Optional[Dict[str, Any]] = None
 
   def __post_init__(self):
@@ -360,11 +207,12 @@ class PretrainingDataConfig:
           '--vocab_size (learn one from the train split); got '
           f'vocab_file={self.vocab_file!r}, vocab_size={self.vocab_size!r}.'
       )
-    if self.masking not in records.MASKING_MODES:
-      raise cli.UserError(
-          f'--masking must be one of {records.MASKING_MODES}, '
-          f'got {self.masking!r}.'
-      )
+    for name in ('masking', 'engine'):
+      choices = dict(masking=records.MASKING_MODES, engine=ENGINES)[name]
+      if getattr(self, name) not in choices:
+        raise cli.UserError(
+            f'--{name} must be one of {choices}, got {getattr(self, name)!r}.'
+        )
     if self.dupe_factor < 1:
       raise cli.UserError(
           f'--dupe_factor must be >= 1, got {self.dupe_factor}.'
@@ -385,6 +233,12 @@ class PretrainingDataConfig:
           '--num_shards and --num_eval_shards must be >= 1, got '
           f'{self.num_shards} and {self.num_eval_shards}.'
       )
+    for name in ('num_workers', 'buffer_mb', 'vocab_sample_sentences'):
+      least = 0 if name == 'num_workers' else 1
+      if getattr(self, name) < least:
+        raise cli.UserError(
+            f'--{name} must be >= {least}, got {getattr(self, name)}.'
+        )
     if self.vocab_size is not None and (
         self.vocab_size <= len(vocab_lib.SPECIAL_TOKENS)
     ):
@@ -441,6 +295,18 @@ class PretrainingDataConfig:
         random_token_fraction=self.random_token_fraction,
     )
 
+  def streaming_settings(self) -> streaming.Settings:
+    """What the per-file transforms need (`streaming.Settings`)."""
+    return streaming.Settings(
+        cleaning=self.cleaning_options(),
+        instances=self.instance_options(),
+        masking=self.masking_config(),
+        dupe_factor=self.dupe_factor,
+        lower_case=self.lower_case,
+        num_shards={'train': self.num_shards, 'eval': self.num_eval_shards},
+        seed=self.seed,
+    )
+
 
 class _Timer:
   """Accumulates wall-clock seconds per named step."""
@@ -473,24 +339,6 @@ def _load_given_vocab(config: PretrainingDataConfig) -> Optional[List[str]]:
     raise FileNotFoundError(f'--vocab_file={config.vocab_file}: {e}') from e
   except ValueError as e:
     raise cli.UserError(f'--vocab_file={config.vocab_file}: {e}') from e
-
-
-def _learn_vocab(
-    config: PretrainingDataConfig, train_documents: List[List[str]]
-) -> List[str]:
-  """A WordPiece vocabulary learned from the train split (not yet written)."""
-  logging.info(
-      'Learning a WordPiece vocabulary of size %d from the train ' 'split.',
-      config.vocab_size,
-  )
-  sentences = [s for document in train_documents for s in document]
-  return vocab_lib.build_wordpiece_vocab(
-      sentences,
-      config.vocab_size,
-      None,
-      lower_case=config.lower_case,
-      learn_params=config.vocab_learn_params,
-  )
 
 
 def _write_vocab(
@@ -553,142 +401,6 @@ def _case_warning(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
   return None
 
 
-class _SplitWriter:
-  """Packs, masks and writes the tokenized documents of one split."""
-
-  def __init__(
-      self,
-      config: PretrainingDataConfig,
-      tokens: List[str],
-      output_dir: str,
-      timer: _Timer,
-  ):
-    self._config = config
-    self._tokens = tokens
-    self._special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
-    self._output_dir = output_dir
-    self._timer = timer
-
-  def write(
-      self,
-      split: str,
-      split_index: int,
-      documents: List[List[str]],
-      tokenized: List[List[List[int]]],
-      tokenization_stats: TokenizationStats,
-  ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """Writes one split.
-
-    Args:
-      split: 'train' or 'eval'.
-      split_index: 0 or 1, to derive distinct seeds per split.
-      documents: the split's documents of sentences.
-      tokenized: the same documents as sentences of token ids
-        (`tokenize_documents`).
-      tokenization_stats: their tokenization counters.
-
-    Returns:
-      `(split_metadata, split_stats)`: the `metadata['splits'][split]` entry
-      and the split's counters.
-    """
-    config = self._config
-    features, instance_stats = self._timer.measure(
-        f'instances_{split}',
-        self._make_features,
-        tokenized,
-        random.Random(f'{config.seed}-{split}-instances'),
-        f'instances {split}',
-    )
-    masking_config = config.masking_config()
-    if masking_config is not None:
-      features = self._timer.measure(
-          f'mask_{split}',
-          self._static_mask,
-          features,
-          masking_config,
-          config.seed * 2 + split_index,
-          f'mask {split}',
-      )
-    num_shards = (
-        config.num_shards if split == 'train' else (config.num_eval_shards)
-    )
-    files = self._timer.measure(
-        f'write_{split}',
-        records.write_split,
-        self._output_dir,
-        split,
-        features,
-        num_shards,
-        f'write {split}',
-    )
-    num_examples = len(features['input_ids'])
-    logging.info(
-        '%s: %d examples written to %d files.', split, num_examples, len(files)
-    )
-    split_stats = {
-        'documents': len(documents),
-        'sentences': sum(len(d) for d in documents),
-        'tokenization': dataclasses.asdict(tokenization_stats),
-        'instances': dataclasses.asdict(instance_stats),
-        'examples': num_examples,
-    }
-    if masking_config is not None:
-      split_stats['masked_lm_predictions'] = int(
-          features['masked_lm_weights'].sum()
-      )
-    return {'files': files, 'num_examples': num_examples}, split_stats
-
-  def _make_features(
-      self,
-      tokenized: List[List[List[int]]],
-      rng: random.Random,
-      progress_label: str,
-  ):
-    instances, instance_stats = pretraining_instances.create_instances(
-        tokenized,
-        self._config.instance_options(),
-        self._special_ids.cls,
-        self._special_ids.sep,
-        rng,
-        progress_label=progress_label,
-    )
-    features = instances_to_features(
-        instances,
-        self._config.max_seq_length,
-        self._config.next_sentence_prediction,
-    )
-    return features, instance_stats
-
-  def _static_mask(
-      self,
-      features: Dict[str, np.ndarray],
-      masking_config: masking_lib.MaskingConfig,
-      seed: int,
-      progress_label: str,
-  ) -> Dict[str, np.ndarray]:
-    features = static_mask(
-        features,
-        masking_config,
-        self._special_ids,
-        len(self._tokens),
-        self._config.dupe_factor,
-        seed,
-        progress_label=progress_label,
-    )
-    return _shuffle_rows(features, seed)
-
-
-def _sum_tokenization(parts: Sequence[TokenizationStats]) -> TokenizationStats:
-  total = TokenizationStats()
-  for part in parts:
-    total.sentences += part.sentences
-    total.empty_sentences += part.empty_sentences
-    total.tokens += part.tokens
-    total.unk_tokens += part.unk_tokens
-  total.unk_rate = total.unk_tokens / max(1, total.tokens)
-  return total
-
-
 def _static_masking_metadata(
     config: PretrainingDataConfig,
 ) -> Optional[Dict[str, Any]]:
@@ -710,11 +422,208 @@ def _absolute(path: str) -> str:
   return path if '://' in path else os.path.abspath(path)
 
 
+def _sample_and_learn_vocab(
+    config: PretrainingDataConfig,
+    files: Sequence[streaming.InputFile],
+    eval_split: streaming.EvalSplit,
+    inputs: Sequence[str],
+    scratch_dir: str,
+    num_workers: int,
+) -> Tuple[List[str], Dict[str, int]]:
+  """A WordPiece vocabulary learned from a seeded sample of the train split.
+
+  Returns:
+    `(tokens, sample)`: the vocabulary (not yet written) and the sample's
+    size (`sentences`, `characters`) and population (`train_sentences`).
+
+  Raises:
+    UserError: the corpus has no train text.
+  """
+  settings = config.streaming_settings()
+  if config.engine == 'beam':
+    from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
+
+    sentences, population, corpus_stats = beam_pipeline.sample_with_beam(
+        files,
+        settings,
+        eval_split,
+        config.vocab_sample_sentences,
+        scratch_dir,
+        config.beam_options,
+    )
+  else:
+    sentences, population, corpus_stats = local_pipeline.sample_corpus(
+        files, settings, eval_split, config.vocab_sample_sentences, num_workers
+    )
+  if not corpus_stats.documents:
+    raise cli.UserError(
+        text_cleaning.empty_corpus_message(inputs, corpus_stats)
+    )
+  if not sentences:
+    raise cli.UserError(
+        f'corpus {", ".join(inputs)}: no text found in the train split to '
+        'learn a vocabulary from (every document is held out for eval); '
+        'lower --eval_fraction or give --vocab_file.'
+    )
+  sample = {
+      'sentences': len(sentences),
+      'characters': sum(len(s) for s in sentences),
+      'train_sentences': population,
+  }
+  logging.info(
+      'Learning a WordPiece vocabulary of size %d from a sample of %d of the '
+      '%d train sentences (%d characters).',
+      config.vocab_size,
+      sample['sentences'],
+      population,
+      sample['characters'],
+  )
+  tokens = vocab_lib.build_wordpiece_vocab(
+      sentences,
+      config.vocab_size,
+      None,
+      lower_case=config.lower_case,
+      learn_params=config.vocab_learn_params,
+  )
+  return tokens, sample
+
+
+def _check_corpus(
+    inputs: Sequence[str],
+    stats: streaming.RecordStats,
+    config: PretrainingDataConfig,
+) -> streaming.TokenizationStats:
+  """Stops on an empty corpus, undecodable text or a high [UNK] rate.
+
+  Returns:
+    The tokenization counters of both splits.
+
+  Raises:
+    UserError: naming the counts and the flag to change.
+  """
+  if not stats.corpus.documents:
+    raise cli.UserError(
+        text_cleaning.empty_corpus_message(inputs, stats.corpus)
+    )
+  _check_decode_error_rate(stats.corpus, config)
+  total = stats.total_tokenization()
+  if total.unk_rate > config.max_unk_rate:
+    raise cli.UserError(
+        f'[UNK] rate {total.unk_rate:.2%} exceeds '
+        f'--max_unk_rate={config.max_unk_rate}: the vocabulary does not fit '
+        'the text (check --vocab_file and --lower_case), or raise '
+        '--max_unk_rate to write the records anyway.'
+    )
+  return total
+
+
+def _warnings(
+    config: PretrainingDataConfig,
+    tokens: Sequence[str],
+    stats: streaming.RecordStats,
+    total: streaming.TokenizationStats,
+) -> List[str]:
+  """What the user should know about an otherwise complete run."""
+  warnings = [w for w in [_case_warning(tokens, config.lower_case)] if w]
+  if config.vocab_size is not None and len(tokens) < 0.9 * config.vocab_size:
+    warnings.append(
+        f'the learned vocabulary has {len(tokens)} tokens, fewer than '
+        f'--vocab_size={config.vocab_size}: the corpus is too small for that '
+        'size (the WordPiece learner drops pieces seen fewer than '
+        'lower_thresh=10 times; see vocab_learn_params).'
+    )
+  if total.unk_rate > _UNK_RATE_WARNING:
+    warnings.append(
+        f'[UNK] rate is {total.unk_rate:.2%}: check that '
+        '--lower_case matches the vocabulary and that the text is clean.'
+    )
+  corpus = stats.corpus
+  if corpus.files_unreadable:
+    warnings.append(
+        f'{corpus.files_unreadable} input files could not be read and were '
+        f'skipped, e.g. {corpus.unreadable_files[0]}; fix their permissions '
+        'or remove them from --input.'
+    )
+  if config.eval_fraction > 0 and not stats.splits['eval'].documents:
+    warnings.append(
+        f'--eval_fraction={config.eval_fraction} drew no eval document from '
+        f'{stats.splits["train"].documents} documents: the eval split is '
+        'empty; raise --eval_fraction.'
+    )
+  train_instances = stats.splits['train'].instances
+  if (
+      config.next_sentence_prediction
+      and train_instances.instances
+      and not train_instances.random_next_instances
+  ):
+    warnings.append(
+        'no random-next (label 1) pair was made: random segments come from '
+        'other documents of the same file, and every file holds a single '
+        'document (--document_mode=file?).'
+    )
+  return warnings
+
+
+def _make_scratch_dir(output_dir: str) -> str:
+  """A new temporary directory in `output_dir` (removed by a rerun if left)."""
+  path = json_files.temporary_path(os.path.join(output_dir, 'scratch'))
+  tf.io.gfile.makedirs(path)
+  return path
+
+
+def _run_engine(
+    config: PretrainingDataConfig,
+    files: Sequence[streaming.InputFile],
+    tokens: Sequence[str],
+    eval_split: streaming.EvalSplit,
+    scratch_dir: str,
+    num_workers: int,
+):
+  """Processes the corpus with the configured engine; returns its shards."""
+  settings = config.streaming_settings()
+  if config.engine == 'beam':
+    from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
+
+    return beam_pipeline.run_beam(
+        files, settings, tokens, eval_split, scratch_dir, config.beam_options
+    )
+  return local_pipeline.run_local(
+      files,
+      settings,
+      tokens,
+      eval_split,
+      scratch_dir,
+      num_workers,
+      config.buffer_mb << 20,
+  )
+
+
+def _split_stats(
+    split_stats: streaming.SplitStats,
+    summaries: Sequence[streaming.ShardSummary],
+    static: bool,
+) -> Dict[str, Any]:
+  """The `metadata['stats']['splits'][split]` entry."""
+  entry = {
+      'documents': split_stats.documents,
+      'sentences': split_stats.sentences,
+      'tokenization': dataclasses.asdict(split_stats.tokenization),
+      'instances': dataclasses.asdict(split_stats.instances),
+      'examples': split_stats.examples,
+      'mixing': streaming.mixing_stats(summaries),
+  }
+  if static:
+    entry['masked_lm_predictions'] = split_stats.masked_lm_predictions
+  return entry
+
+
 def _source_metadata(
     inputs: Sequence[str], config: PretrainingDataConfig
 ) -> Dict[str, Any]:
   source = {'inputs': [_absolute(p) for p in inputs]}
   source.update(dataclasses.asdict(config))
+  for name in _EXECUTION_FIELDS:
+    del source[name]
   source['drop_line_regexes'] = list(config.drop_line_regexes)
   if config.vocab_file is not None:
     source['vocab_file'] = _absolute(config.vocab_file)
@@ -747,9 +656,6 @@ def prepare_pretraining_data(
     config = PretrainingDataConfig(**options)
   elif options:
     config = dataclasses.replace(config, **options)
-  # Everything is checked, read and tokenized before the output directory is
-  # touched: a mistake in a flag, the vocabulary or the corpus leaves an
-  # earlier run's records as they were.
   if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
     raise cli.UserError(
         f'--output_dir {output_dir} is a file; expected a '
@@ -758,77 +664,93 @@ def prepare_pretraining_data(
   timer = _Timer()
   given_tokens = _load_given_vocab(config)
   try:
-    documents, corpus_stats = timer.measure(
-        'read_corpus',
-        text_cleaning.read_corpus,
-        inputs,
-        config.cleaning_options(),
-        'read corpus',
-    )
+    files = streaming.list_input_files(inputs, config.file_pattern)
   except FileNotFoundError as e:
     raise FileNotFoundError(f'--input: {e}') from e
+  eval_split = streaming.EvalSplit(
+      files, config.document_mode, config.eval_fraction, config.seed
+  )
+  num_workers = local_pipeline.effective_workers(config.num_workers, len(files))
+  input_bytes = sum(f.size for f in files)
   logging.info(
-      'Read %d documents, %d sentences from %d files.',
-      corpus_stats.documents,
-      corpus_stats.sentences,
-      corpus_stats.files,
+      'Processing %d files (%.1f MB) with the %s engine%s.',
+      len(files),
+      input_bytes / 1e6,
+      config.engine,
+      f', {num_workers} workers' if config.engine == 'local' else '',
   )
-  _check_decode_error_rate(corpus_stats, config)
-  train, held_out, split_how = split_train_eval(
-      documents, config.eval_fraction, config.seed
-  )
-  logging.info('Train/eval split: %s.', split_how)
-  tokens = given_tokens or timer.measure('vocab', _learn_vocab, config, train)
-  special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
-  tokenized = {}
-  for split, split_documents in zip(records.SPLITS, (train, held_out)):
-    tokenized[split] = timer.measure(
-        f'tokenize_{split}',
-        tokenize_documents,
-        split_documents,
+  # Until the whole corpus is processed and checked, only temporaries (a
+  # scratch directory) are written: a mistake in the corpus leaves an
+  # earlier run's records as they were.
+  records.remove_leftovers(output_dir)
+  scratch_dir = _make_scratch_dir(output_dir)
+  try:
+    tokens, vocab_sample = given_tokens, None
+    if tokens is None:
+      tokens, vocab_sample = timer.measure(
+          'vocab',
+          _sample_and_learn_vocab,
+          config,
+          files,
+          eval_split,
+          inputs,
+          scratch_dir,
+          num_workers,
+      )
+    shards = timer.measure(
+        'process',
+        _run_engine,
+        config,
+        files,
         tokens,
-        config.lower_case,
-        special_ids.unk,
-        f'tokenize {split}',
+        eval_split,
+        scratch_dir,
+        num_workers,
     )
-  total_tokenization = _sum_tokenization(
-      [stats for _, stats in tokenized.values()]
-  )
-  if total_tokenization.unk_rate > config.max_unk_rate:
-    raise cli.UserError(
-        f'[UNK] rate {total_tokenization.unk_rate:.2%} exceeds '
-        f'--max_unk_rate={config.max_unk_rate}: the vocabulary does not fit '
-        'the text (check --vocab_file and --lower_case), or raise '
-        '--max_unk_rate to write the records anyway.'
+    stats = shards.stats
+    total_tokenization = _check_corpus(inputs, stats, config)
+    logging.info(
+        'Read %d documents, %d sentences from %d files.',
+        stats.corpus.documents,
+        stats.corpus.sentences,
+        stats.corpus.files,
     )
+    records.remove_metadata(output_dir)
+    _write_vocab(config, tokens, output_dir)
+    splits, split_stats = {}, {}
+    for split in records.SPLITS:
+      num_examples = stats.splits[split].examples
+      num_shards = (
+          config.num_shards if split == 'train' else (config.num_eval_shards)
+      )
+      names = (
+          records.shard_file_names(split, num_shards) if num_examples else []
+      )
+      summaries = timer.measure(
+          f'write_{split}',
+          shards.write,
+          output_dir,
+          split,
+          names,
+          f'write {split}',
+      )
+      splits[split] = {'files': names, 'num_examples': num_examples}
+      split_stats[split] = _split_stats(
+          stats.splits[split], summaries, config.masking == 'static'
+      )
+      logging.info(
+          '%s: %d examples written to %d files.',
+          split,
+          num_examples,
+          len(names),
+      )
+  finally:
+    if tf.io.gfile.exists(scratch_dir):
+      tf.io.gfile.rmtree(scratch_dir)
 
-  tf.io.gfile.makedirs(output_dir)
-  # Drops an earlier run's metadata.json and an interrupted run's temporary
-  # files; metadata.json is written last, so it marks a complete directory.
-  records.prepare_output_dir(output_dir)
-  _write_vocab(config, tokens, output_dir)
-
-  writer = _SplitWriter(config, tokens, output_dir, timer)
-  splits, split_stats = {}, {}
-  for split_index, split in enumerate(records.SPLITS):
-    splits[split], split_stats[split] = writer.write(
-        split, split_index, (train, held_out)[split_index], *tokenized[split]
-    )
-
-  warnings = [w for w in [_case_warning(tokens, config.lower_case)] if w]
-  if config.vocab_size is not None and len(tokens) < 0.9 * config.vocab_size:
-    warnings.append(
-        f'the learned vocabulary has {len(tokens)} tokens, fewer than '
-        f'--vocab_size={config.vocab_size}: the corpus is too small for that '
-        'size (the WordPiece learner drops pieces seen fewer than '
-        'lower_thresh=10 times; see vocab_learn_params).'
-    )
-  if total_tokenization.unk_rate > _UNK_RATE_WARNING:
-    warnings.append(
-        f'[UNK] rate is {total_tokenization.unk_rate:.2%}: check that '
-        '--lower_case matches the vocabulary and that the text is clean.'
-    )
+  warnings = _warnings(config, tokens, stats, total_tokenization)
   timer.seconds['total'] = timer.total()
+  special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
   metadata = {
       'format_version': records.FORMAT_VERSION,
       'max_seq_length': config.max_seq_length,
@@ -841,10 +763,20 @@ def prepare_pretraining_data(
       'static_masking': _static_masking_metadata(config),
       'splits': splits,
       'stats': {
-          'corpus': dataclasses.asdict(corpus_stats),
-          'split': split_how,
+          'corpus': dataclasses.asdict(stats.corpus),
+          'split': eval_split.describe(
+              {s: stats.splits[s].documents for s in records.SPLITS}
+          ),
           'tokenization': dataclasses.asdict(total_tokenization),
           'splits': split_stats,
+          'vocab_sample': vocab_sample,
+          'execution': {
+              'engine': config.engine,
+              'num_workers': num_workers if config.engine == 'local' else None,
+              'buffer_mb': config.buffer_mb,
+              'input_files': len(files),
+              'input_bytes': input_bytes,
+          },
           'warnings': warnings,
           'seconds': timer.seconds,
       },
@@ -883,6 +815,14 @@ def format_report(metadata: Dict[str, Any]) -> str:
         f'{split_stats["examples"]:,} examples in '
         f'{len(metadata["splits"][split]["files"])} files'
     )
+    mixing = split_stats.get('mixing')
+    if mixing:
+      lines.append(
+          f'         mixing: {mixing["distinct_documents_min"]:,} distinct '
+          f'documents (min over {mixing["shards_measured"]} shards; mean '
+          f'{mixing["distinct_documents_mean"]:,}) in the first '
+          f'{mixing["window"]:,} examples of a shard'
+      )
   num_examples = sum(
       metadata['splits'][s]['num_examples'] for s in records.SPLITS
   )
@@ -895,6 +835,14 @@ def format_report(metadata: Dict[str, Any]) -> str:
   mean_fill = (
       instance_tokens / max(1, num_instances) / metadata['max_seq_length']
   )
+  sample = stats.get('vocab_sample')
+  if sample:
+    lines += [
+        '',
+        f'Vocabulary learned from {sample["sentences"]:,} of '
+        f'{sample["train_sentences"]:,} train sentences '
+        f'({sample["characters"]:,} characters; seeded sample)',
+    ]
   lines += [
       '',
       f'Vocabulary: {metadata["vocab_size"]:,} tokens, lower_case='
@@ -905,8 +853,19 @@ def format_report(metadata: Dict[str, Any]) -> str:
       f'Examples: {num_examples:,}; max_seq_length '
       f'{metadata["max_seq_length"]}; mean fill {mean_fill:.1%}; masking '
       f'{metadata["masking"]}',
-      'Seconds: ' + ', '.join(f'{k} {v}' for k, v in stats['seconds'].items()),
   ]
+  execution = stats.get('execution')
+  if execution:
+    workers = execution['num_workers']
+    lines.append(
+        f'Engine: {execution["engine"]}'
+        + (f', {workers} workers' if workers else '')
+        + f'; {execution["input_files"]:,} files, '
+        f'{execution["input_bytes"] / 1e6:,.1f} MB'
+    )
+  lines.append(
+      'Seconds: ' + ', '.join(f'{k} {v}' for k, v in stats['seconds'].items())
+  )
   lines += [f'WARNING: {w}' for w in stats['warnings']]
   return '\n'.join(lines)
 
@@ -914,8 +873,16 @@ def format_report(metadata: Dict[str, Any]) -> str:
 FLAGS = flags.FLAGS
 
 
+def _flag_type(hint) -> type:
+  """The flag type of a field's type hint (`Optional[X]` gives X)."""
+  args = [a for a in typing.get_args(hint) if a is not type(None)]
+  if typing.get_origin(hint) is tuple:
+    return tuple
+  return args[0] if args else hint
+
+
 def define_flags():
-  """Defines the command-line flags."""
+  """Defines the command-line flags, from `PretrainingDataConfig`'s fields."""
   flags.DEFINE_list(
       'input',
       None,
@@ -923,127 +890,42 @@ def define_flags():
       'separated; directories are searched recursively.',
   )
   flags.DEFINE_string('output_dir', None, 'Record directory to write.')
-  flags.DEFINE_string('vocab_file', None, 'WordPiece vocabulary to use.')
-  flags.DEFINE_integer(
-      'vocab_size',
-      None,
-      'Learn a WordPiece vocabulary of '
-      'this size from the train split instead.',
-  )
-  flags.DEFINE_bool(
-      'lower_case',
-      True,
-      'Lower-case and strip accents ' '(uncased vocabulary).',
-  )
-  flags.DEFINE_enum(
-      'document_mode',
-      'blank_line',
-      list(text_cleaning.DOCUMENT_MODES),
-      'blank_line: each blank-line-separated block is a '
-      'document; file: each file is a document.',
-  )
-  flags.DEFINE_bool(
-      'sentence_per_line', False, 'Each non-empty line is one sentence.'
-  )
-  flags.DEFINE_bool(
-      'strip_gutenberg',
-      False,
-      'Keep only the text between '
-      'the Project Gutenberg START and END markers.',
-  )
-  flags.DEFINE_multi_string(
-      'drop_line_regex', [], 'Drop lines matching this regex (repeatable).'
-  )
-  flags.DEFINE_bool(
-      'drop_headings',
-      True,
-      'Drop heading-like paragraphs '
-      '(chapter headings, tables of contents, all-capitals '
-      'lines, short title-case lines).',
-  )
-  flags.DEFINE_integer(
-      'min_sentence_chars', 1, 'Drop sentences shorter than this.'
-  )
-  flags.DEFINE_string(
-      'file_pattern', '*.txt', 'Glob for file names inside input directories.'
-  )
-  flags.DEFINE_integer('max_seq_length', 128, 'Example length.')
-  flags.DEFINE_float(
-      'short_seq_prob',
-      0.1,
-      'Probability of a shorter target length per document.',
-  )
-  flags.DEFINE_bool(
-      'next_sentence_prediction',
-      False,
-      'Make random-next pairs and write next_sentence_labels.',
-  )
-  flags.DEFINE_enum(
-      'masking',
-      'dynamic',
-      list(records.MASKING_MODES),
-      'static: mask once here; dynamic: in the input pipeline.',
-  )
-  flags.DEFINE_integer(
-      'dupe_factor',
-      1,
-      'Static masking: differently masked ' 'copies per instance.',
-  )
-  flags.DEFINE_float(
-      'mask_rate', 0.15, 'Static masking: fraction of tokens ' 'to predict.'
-  )
-  flags.DEFINE_integer(
-      'max_predictions_per_seq',
-      None,
-      'Static masking: prediction slots per example '
-      '(default int((mask_rate + 0.005) * max_seq_length)).',
-  )
-  flags.DEFINE_float(
-      'mask_token_fraction',
-      0.8,
-      'Static masking: share of predictions shown as [MASK].',
-  )
-  flags.DEFINE_float(
-      'random_token_fraction',
-      0.1,
-      'Static masking: share of ' 'predictions replaced by random tokens.',
-  )
-  flags.DEFINE_float(
-      'eval_fraction', 0.01, 'Fraction of documents held out for eval.'
-  )
-  flags.DEFINE_integer('num_shards', 1, 'Train files.')
-  flags.DEFINE_integer('num_eval_shards', 1, 'Eval files.')
-  flags.DEFINE_integer('seed', 12345, 'Seed of the split, instances, masks.')
-  defaults = PretrainingDataConfig(vocab_size=1000)
-  flags.DEFINE_enum(
-      'encoding_errors',
-      defaults.encoding_errors,
-      list(text_cleaning.ENCODING_ERRORS),
-      'strict: refuse a file that is not UTF-8, naming it and '
-      'its first bad byte; replace: read it with each bad byte '
-      'sequence replaced by U+FFFD (counted).',
-  )
-  flags.DEFINE_float(
-      'max_decode_error_rate',
-      defaults.max_decode_error_rate,
-      'With --encoding_errors=replace: stop when more '
-      'undecodable sequences per character than this.',
-  )
-  flags.DEFINE_float(
-      'max_unk_rate',
-      defaults.max_unk_rate,
-      'Stop when more [UNK] tokens per token than this (a '
-      'vocabulary or --lower_case that does not fit the '
-      'text).',
-  )
+  hints = typing.get_type_hints(PretrainingDataConfig)
+  definers = {
+      bool: flags.DEFINE_bool,
+      int: flags.DEFINE_integer,
+      float: flags.DEFINE_float,
+      str: flags.DEFINE_string,
+  }
+  for field in dataclasses.fields(PretrainingDataConfig):
+    if 'help' not in field.metadata:
+      continue
+    name = field.metadata['flag'] or field.name
+    kind = _flag_type(hints[field.name])
+    if field.metadata['choices']:
+      flags.DEFINE_enum(
+          name,
+          field.default,
+          list(field.metadata['choices']),
+          field.metadata['help'],
+      )
+    elif kind is tuple:
+      flags.DEFINE_multi_string(
+          name, list(field.default), field.metadata['help']
+      )
+    else:
+      definers[kind](name, field.default, field.metadata['help'])
   flags.mark_flags_as_required(['input', 'output_dir'])
 
 
 def config_from_flags() -> PretrainingDataConfig:
   """A `PretrainingDataConfig` from the parsed flags."""
-  fields = {f.name for f in dataclasses.fields(PretrainingDataConfig)}
-  options = {name: FLAGS[name].value for name in fields if name in FLAGS}
-  options['drop_line_regexes'] = tuple(FLAGS.drop_line_regex)
+  options = {}
+  for field in dataclasses.fields(PretrainingDataConfig):
+    name = field.metadata.get('flag') or field.name
+    if 'help' in field.metadata and name in FLAGS:
+      options[field.name] = FLAGS[name].value
+  options['drop_line_regexes'] = tuple(options.get('drop_line_regexes', ()))
   return PretrainingDataConfig(**options)
 
 

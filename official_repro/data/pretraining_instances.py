@@ -150,7 +150,7 @@ class InstanceMaker:
     Returns:
       The instances.
     """
-    documents = [self._cut_long_sentences(doc) for doc in documents]
+    documents = [self.cut_long_sentences(doc) for doc in documents]
     documents = [doc for doc in documents if doc]
     instances = []
     reporter = progress.Progress(len(documents), progress_label, 'documents')
@@ -159,7 +159,7 @@ class InstanceMaker:
       reporter.advance()
     return instances
 
-  def _cut_long_sentences(self, document: Document) -> List[List[int]]:
+  def cut_long_sentences(self, document: Document) -> List[List[int]]:
     """Copies a document, dropping empty sentences and cutting long ones."""
     limit = self._options.max_num_tokens
     sentences = []
@@ -172,17 +172,25 @@ class InstanceMaker:
     return sentences
 
   def from_document(
-      self, documents: List[List[List[int]]], index: int
+      self,
+      documents: List[List[List[int]]],
+      index: int,
+      rng: Optional[random.Random] = None,
   ) -> List[Instance]:
     """Makes the instances of `documents[index]`.
 
     Args:
-      documents: all documents (other documents supply random next segments).
+      documents: all documents (other documents supply random next segments),
+        as returned by `cut_long_sentences`.
       index: the document to pack.
+      rng: if given, the source of randomness from now on (a document's own
+        seed makes its instances independent of the documents before it).
 
     Returns:
       The instances of that document.
     """
+    if rng is not None:
+      self._rng = rng
     document = documents[index]
     self.stats.documents += 1
     target_length = self._draw_target_length()

@@ -171,18 +171,27 @@ def write_split(
 def prepare_output_dir(output_dir: str) -> int:
   """Makes `output_dir` ready to be (re)written; returns the leftovers found.
 
-  Creates the directory, removes the `metadata.json` of an earlier run (its
-  files are about to be replaced, so until this run writes its own metadata
-  the directory must not look complete), and removes the temporary files
-  (`*.tmp-*`) that an interrupted run left, logging how many it found.
+  Creates the directory, removes the temporary files and directories that an
+  interrupted run left (`remove_leftovers`) and the `metadata.json` of an
+  earlier run (`remove_metadata`).
 
   Args:
     output_dir: the record directory.
 
   Returns:
-    The number of leftover temporary files removed.
+    The number of leftover temporaries removed.
   """
-  tf.io.gfile.makedirs(output_dir)
+  found = remove_leftovers(output_dir)
+  remove_metadata(output_dir)
+  return found
+
+
+def remove_metadata(output_dir: str) -> None:
+  """Removes an earlier run's `metadata.json`, before its files are replaced.
+
+  Until this run writes its own metadata the directory must not look
+  complete.
+  """
   metadata_path = os.path.join(output_dir, METADATA_FILENAME)
   if tf.io.gfile.exists(metadata_path):
     logging.info(
@@ -191,13 +200,32 @@ def prepare_output_dir(output_dir: str) -> int:
         output_dir,
     )
     tf.io.gfile.remove(metadata_path)
+
+
+def remove_leftovers(output_dir: str) -> int:
+  """Creates `output_dir` and removes an interrupted run's temporaries.
+
+  Temporaries are the files and directories whose names hold
+  `json_files.TEMPORARY_MARKER` (half-written shards, a record run's scratch
+  directory). Logs how many were found.
+
+  Args:
+    output_dir: the record directory.
+
+  Returns:
+    The number of leftover temporaries removed.
+  """
+  tf.io.gfile.makedirs(output_dir)
   leftovers = sorted(
       tf.io.gfile.glob(
           os.path.join(output_dir, '*' + json_files.TEMPORARY_MARKER + '*')
       )
   )
   for path in leftovers:
-    tf.io.gfile.remove(path)
+    if tf.io.gfile.isdir(path):
+      tf.io.gfile.rmtree(path)
+    else:
+      tf.io.gfile.remove(path)
   logging.info(
       '%s: found %d leftover temporary file(s) of an interrupted ' 'run%s.',
       output_dir,

@@ -36,6 +36,8 @@ from official_repro.common import cli
 from official_repro.common import progress
 
 DOCUMENT_MODES = ('blank_line', 'file')
+# How many unreadable files `CorpusStats` names (all are counted).
+MAX_NAMED_FILES = 20
 ENCODING_ERRORS = ('strict', 'replace')
 
 _GUTENBERG_START = re.compile(r'^\*{3}\s*START OF', re.IGNORECASE)
@@ -251,6 +253,11 @@ class CorpusStats:
     files_with_crlf: files with CRLF or CR line endings.
     files_without_gutenberg_markers: files kept whole under
       `strip_gutenberg` because they have no `*** START OF` line.
+    files_unreadable: files that could not be read (permissions, a broken
+      link, an I/O error) and were skipped; each is named in
+      `unreadable_files`.
+    unreadable_files: `'<path>: <error>'` of the first
+      `MAX_NAMED_FILES` unreadable files.
   """
 
   files: int = 0
@@ -272,6 +279,8 @@ class CorpusStats:
   files_with_bom: int = 0
   files_with_crlf: int = 0
   files_without_gutenberg_markers: int = 0
+  files_unreadable: int = 0
+  unreadable_files: List[str] = dataclasses.field(default_factory=list)
 
   def skip_lines(self, reason: str, count: int = 1):
     """Adds `count` dropped lines under `reason`."""
@@ -279,6 +288,24 @@ class CorpusStats:
       self.lines_skipped_by_reason[reason] = (
           self.lines_skipped_by_reason.get(reason, 0) + count
       )
+
+  def skip_unreadable_file(self, path: str, error: str):
+    """Counts a file that could not be read, naming it (up to a limit)."""
+    self.files_unreadable += 1
+    if len(self.unreadable_files) < MAX_NAMED_FILES:
+      self.unreadable_files.append(f'{path}: {error}')
+
+  def add(self, other: 'CorpusStats') -> None:
+    """Adds the counters of `other` (another part of the corpus) to these."""
+    for field in dataclasses.fields(self):
+      mine, theirs = getattr(self, field.name), getattr(other, field.name)
+      if isinstance(mine, dict):
+        for key, count in theirs.items():
+          mine[key] = mine.get(key, 0) + count
+      elif isinstance(mine, list):
+        mine.extend(theirs[: max(0, MAX_NAMED_FILES - len(mine))])
+      else:
+        setattr(self, field.name, mine + theirs)
 
   @property
   def lines_skipped(self) -> int:
@@ -322,9 +349,12 @@ class CorpusStats:
             'files without gutenberg markers',
             self.files_without_gutenberg_markers,
         ),
+        ('files unreadable (skipped)', self.files_unreadable),
     ]
     width = max(len(name) for name, _ in rows)
-    return '\n'.join(f'{name:<{width}}  {value:>12,}' for name, value in rows)
+    lines = [f'{name:<{width}}  {value:>12,}' for name, value in rows]
+    lines += [f'  unreadable: {entry}' for entry in self.unreadable_files]
+    return '\n'.join(lines)
 
 
 def split_sentences(text: str) -> List[str]:
@@ -630,20 +660,34 @@ class CorpusReader:
         'bytes',
     )
     for path in paths:
-      documents.extend(self._read_file(path, stats))
+      documents.extend(self.read_file(path, stats))
       reporter.update(stats.bytes_read)
     stats.documents = len(documents)
     if not documents:
-      raise cli.UserError(
-          f'corpus {", ".join(inputs)}: {stats.files} files read, 0 non-empty '
-          'documents after cleaning, no text found (lines read: '
-          f'{stats.lines_read}; lines skipped: {stats.skipped_summary()}; '
-          f'sentences dropped as too short: {stats.sentences_dropped_short}).'
-      )
+      raise cli.UserError(empty_corpus_message(inputs, stats))
     return documents, stats
 
-  def _read_file(self, path: str, stats: CorpusStats) -> List[List[str]]:
-    lines = read_text_file(path, stats, self._options.encoding_errors)
+  def read_file(self, path: str, stats: CorpusStats) -> List[List[str]]:
+    """The documents of one file, counting what is dropped in `stats`.
+
+    Args:
+      path: the file (any `tf.io.gfile` path).
+      stats: counters to update. A file that cannot be read (permissions, a
+        broken link, an I/O error) gives no document and is counted and
+        named (`CorpusStats.skip_unreadable_file`).
+
+    Returns:
+      The file's non-empty documents, each a list of sentences.
+
+    Raises:
+      UserError: with `encoding_errors='strict'`, a file that is not UTF-8.
+    """
+    try:
+      lines = read_text_file(path, stats, self._options.encoding_errors)
+    except (tf.errors.OpError, OSError) as error:
+      message = getattr(error, 'message', None) or str(error)
+      stats.skip_unreadable_file(path, message.splitlines()[0])
+      return []
     if self._options.strip_gutenberg:
       lines = strip_gutenberg_boilerplate(lines, stats)
     blocks = split_paragraphs(self._drop_lines(lines, stats), stats)
@@ -722,6 +766,23 @@ class CorpusReader:
     line, count = _GUTENBERG_ITALICS.subn('', line)
     stats.italics_underscores_removed += count
     return line
+
+
+def empty_corpus_message(inputs: Sequence[str], stats: CorpusStats) -> str:
+  """Why a corpus gave no document: what was read, skipped and dropped."""
+  unreadable = ''
+  if stats.files_unreadable:
+    unreadable = (
+        f'; {stats.files_unreadable} unreadable files skipped, e.g. '
+        f'{stats.unreadable_files[0]}'
+    )
+  return (
+      f'corpus {", ".join(inputs)}: {stats.files} files read, 0 non-empty '
+      'documents after cleaning, no text found (lines read: '
+      f'{stats.lines_read}; lines skipped: {stats.skipped_summary()}; '
+      f'sentences dropped as too short: {stats.sentences_dropped_short}'
+      f'{unreadable}).'
+  )
 
 
 def read_corpus(

@@ -288,6 +288,43 @@ def tokenize_with_vocab(
   return ids
 
 
+class SentenceTokenizer:
+  """Tokenizes lists of sentences with one tokenizer built once.
+
+  For callers that tokenize many small lists (a file at a time): the
+  tokenizer and its traced function are made once, not per call.
+  """
+
+  def __init__(
+      self, tokens: Sequence[str], lower_case: bool, batch_size: int = 4096
+  ):
+    """Builds the tokenizer.
+
+    Args:
+      tokens: the vocabulary, token `i` at index `i`.
+      lower_case: whether the vocabulary is uncased.
+      batch_size: sentences per tokenizer call.
+    """
+    tokenizer = make_tokenizer(tokens, lower_case)
+    self._batch_size = batch_size
+    self._tokenize = tf.function(
+        lambda batch: _flat_ids_and_lengths(tokenizer.tokenize(batch)),
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
+
+  def __call__(self, sentences: Sequence[str]) -> List[List[int]]:
+    """One list of ids per sentence (empty for a sentence without tokens)."""
+    ids = []
+    for begin in range(0, len(sentences), self._batch_size):
+      batch = tf.constant(
+          list(sentences[begin : begin + self._batch_size]), tf.string
+      )
+      flat_ids, lengths = (t.numpy() for t in self._tokenize(batch))
+      offsets = np.cumsum(lengths)[:-1]
+      ids.extend(piece.tolist() for piece in np.split(flat_ids, offsets))
+    return ids
+
+
 def _flat_ids_and_lengths(
     ragged_ids: tf.RaggedTensor,
 ) -> Tuple[tf.Tensor, tf.Tensor]:

@@ -1,0 +1,237 @@
+"""Record creation as an Apache Beam pipeline (Direct, Dataflow, Flink, Spark).
+
+The pipeline runs the local run's transforms (`streaming`) on Beam workers:
+
+  Create(input files) | Reshuffle | ParDo(FileProcessor.process)
+      -> examples keyed by (split, shard) | GroupByKey
+      -> sorted by key, `streaming.write_shard` into a scratch directory
+      -> counters summed (CombineGlobally), pickled into the scratch directory
+
+so a shard holds the same examples in the same order as the local run's, and
+its bytes are the same. A shard is sorted in the memory of one Beam worker:
+choose `--num_shards` so that a shard (about 2.5 times its share of the text
+for length-128 dynamic records, times `dupe_factor` for static masking) fits
+in a worker. Learning a vocabulary first runs a sampling pipeline
+(`streaming.sample_sentences` per file, the smallest hashes kept by a
+combiner). Every path goes through `tf.io.gfile`, so inputs, scratch and
+output directories can be on `gs://`.
+
+The caller (`create_pretraining_data`) checks the counters, then moves the
+shards into the output directory and writes `metadata.json` last. Runner and
+its options come from Beam's standard pipeline options, e.g.
+`--beam_options="--runner=DataflowRunner --project=P --region=R
+--temp_location=gs://B/tmp --setup_file=./setup.py"`.
+
+Importing this module imports Apache Beam; nothing else in the package does.
+"""
+
+import heapq
+import os
+import pickle
+import shlex
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import apache_beam as beam
+from apache_beam.options import pipeline_options
+import tensorflow as tf
+
+from official_repro.common import progress
+from official_repro.data import streaming
+from official_repro.data import text_cleaning
+
+_STATS_FILE = 'stats.pickle'
+_SUMMARIES_FILE = 'summaries.pickle'
+_SAMPLE_FILE = 'sample.pickle'
+
+
+def make_options(beam_options: str) -> pipeline_options.PipelineOptions:
+  """Beam's pipeline options from a command-line string (shell quoting)."""
+  return pipeline_options.PipelineOptions(shlex.split(beam_options or ''))
+
+
+class _ProcessFile(beam.DoFn):
+  """`streaming.FileProcessor.process` as a DoFn: examples, then counters."""
+
+  def __init__(self, settings, tokens, eval_split):
+    super().__init__()
+    self._args = (settings, list(tokens), eval_split)
+    self._processor = None
+
+  def setup(self):
+    self._processor = streaming.FileProcessor(*self._args)
+
+  def process(self, input_file):
+    output, stats = self._processor.process(input_file)
+    for split, shard, key, document, data in output:
+      yield (split, shard), (key, document, data)
+    yield beam.pvalue.TaggedOutput('stats', stats)
+
+
+def _write_shard(item, scratch_dir: str, num_shards: Dict[str, int]):
+  """Sorts one shard's examples by key and writes them (`write_shard`)."""
+  (split, shard), keyed = item
+  name = f'{split}-{shard:05d}-of-{num_shards[split]:05d}.tfrecord'
+  summary = streaming.write_shard(
+      streaming.sorted_by_key(keyed), os.path.join(scratch_dir, name)
+  )
+  return split, summary
+
+
+def _write_pickle(value: Any, path: str) -> None:
+  with tf.io.gfile.GFile(path, 'wb') as f:
+    f.write(pickle.dumps(value))
+
+
+def _read_pickle(path: str) -> Any:
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    return pickle.loads(f.read())
+
+
+class BeamShards:
+  """The result of the Beam run: counters and shards in a scratch directory."""
+
+  def __init__(
+      self,
+      stats: streaming.RecordStats,
+      summaries: List[Tuple[str, streaming.ShardSummary]],
+      scratch_dir: str,
+  ):
+    self.stats = stats
+    self._summaries = {}
+    for split, summary in summaries:
+      self._summaries[(split, summary.name)] = summary
+    self._scratch_dir = scratch_dir
+
+  def write(
+      self, output_dir: str, split: str, names: Sequence[str], label: str
+  ) -> List[streaming.ShardSummary]:
+    """Moves the shards `names` of `split` into `output_dir`.
+
+    A shard that got no example is written empty, as the local run does.
+    """
+    reporter = progress.Progress(len(names), label, 'shards')
+    summaries = []
+    for name in names:
+      summary = self._summaries.get((split, name))
+      path = os.path.join(output_dir, name)
+      if summary is None:
+        summary = streaming.write_shard([], path)
+      else:
+        tf.io.gfile.rename(
+            os.path.join(self._scratch_dir, name), path, overwrite=True
+        )
+      summaries.append(summary)
+      reporter.advance()
+    return summaries
+
+
+def run_beam(
+    files: Sequence[streaming.InputFile],
+    settings: streaming.Settings,
+    tokens: Sequence[str],
+    eval_split: streaming.EvalSplit,
+    scratch_dir: str,
+    beam_options: str,
+) -> BeamShards:
+  """Runs the record pipeline; its shards and counters go to `scratch_dir`.
+
+  Args:
+    files: the corpus.
+    settings: the transforms' options.
+    tokens: the vocabulary.
+    eval_split: the train/eval decision.
+    scratch_dir: an existing temporary directory (gs:// for a remote runner).
+    beam_options: Beam pipeline options, one command-line string.
+
+  Returns:
+    The counters and shards, ready for `BeamShards.write`.
+  """
+  with beam.Pipeline(options=make_options(beam_options)) as pipeline:
+    processed = (
+        pipeline
+        | 'Files' >> beam.Create(list(files))
+        | 'SpreadFiles' >> beam.Reshuffle()
+        | 'Process'
+        >> beam.ParDo(_ProcessFile(settings, tokens, eval_split)).with_outputs(
+            'stats', main='examples'
+        )
+    )
+    _ = (
+        processed.examples
+        | 'GroupByShard' >> beam.GroupByKey()
+        | 'WriteShards'
+        >> beam.Map(
+            _write_shard,
+            scratch_dir=scratch_dir,
+            num_shards=dict(settings.num_shards),
+        )
+        | 'ListShards' >> beam.combiners.ToList()
+        | 'SaveShards'
+        >> beam.Map(
+            _write_pickle, path=os.path.join(scratch_dir, _SUMMARIES_FILE)
+        )
+    )
+    _ = (
+        processed.stats
+        | 'SumStats' >> beam.CombineGlobally(streaming.merge_stats)
+        | 'SaveStats'
+        >> beam.Map(_write_pickle, path=os.path.join(scratch_dir, _STATS_FILE))
+    )
+  return BeamShards(
+      _read_pickle(os.path.join(scratch_dir, _STATS_FILE)),
+      _read_pickle(os.path.join(scratch_dir, _SUMMARIES_FILE)),
+      scratch_dir,
+  )
+
+
+class _SmallestSentences(beam.CombineFn):
+  """Keeps the `size` sentences with the smallest hash, and counts them all."""
+
+  def __init__(self, size: int):
+    super().__init__()
+    self._size = size
+
+  def create_accumulator(self):
+    return [], 0, text_cleaning.CorpusStats()
+
+  def add_input(self, accumulator, element):
+    return self.merge_accumulators([accumulator, element])
+
+  def merge_accumulators(self, accumulators):
+    sample, count, stats = [], 0, text_cleaning.CorpusStats()
+    for part_sample, part_count, part_stats in accumulators:
+      sample.extend(part_sample)
+      count += part_count
+      stats.add(part_stats)
+    return heapq.nsmallest(self._size, sample), count, stats
+
+  def extract_output(self, accumulator):
+    return accumulator
+
+
+def sample_with_beam(
+    files: Sequence[streaming.InputFile],
+    settings: streaming.Settings,
+    eval_split: streaming.EvalSplit,
+    sample_size: int,
+    scratch_dir: str,
+    beam_options: Optional[str],
+) -> Tuple[List[str], int, text_cleaning.CorpusStats]:
+  """The vocabulary sample (as `local_pipeline.sample_corpus`), on Beam."""
+  path = os.path.join(scratch_dir, _SAMPLE_FILE)
+  with beam.Pipeline(options=make_options(beam_options)) as pipeline:
+    _ = (
+        pipeline
+        | 'Files' >> beam.Create(list(files))
+        | 'SpreadFiles' >> beam.Reshuffle()
+        | 'Sample'
+        >> beam.Map(
+            lambda f: streaming.sample_sentences(
+                settings, eval_split, f, sample_size
+            )
+        )
+        | 'Smallest' >> beam.CombineGlobally(_SmallestSentences(sample_size))
+        | 'Save' >> beam.Map(_write_pickle, path=path)
+    )
+  sample, count, stats = _read_pickle(path)
+  return [sentence for _, sentence in sample], count, stats

@@ -1,0 +1,422 @@
+"""Record creation on one machine: worker processes, sorted runs, a merge.
+
+`num_workers` worker processes (spawned, so each has its own TensorFlow) take
+input files from a queue, one file at a time, and run the shared transform
+(`streaming.FileProcessor`) on each. A worker keeps the examples it made in a
+buffer; when the buffer holds `buffer_bytes`, it writes them out, one run file
+per shard with the examples sorted by key, into a temporary directory. Once
+every file is done, each shard is written by merging its runs in key order
+(`streaming.write_shard`), at most `_MAX_FAN_IN` runs at a time.
+
+Memory is bounded by the buffers, not by the corpus: a worker holds one file
+(its text, tokens and examples) and its buffer; the merge holds one read
+buffer (`_READ_CHUNK`) per run. The output does not depend on how the files
+were divided among workers or runs: a shard is its examples in key order.
+With one worker everything runs in the calling process.
+"""
+
+import heapq
+import multiprocessing
+import os
+import queue
+import struct
+import traceback
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
+from typing import Sequence
+from typing import Tuple
+
+import tensorflow as tf
+
+from official_repro.common import cli
+from official_repro.common import progress
+from official_repro.data import streaming
+from official_repro.data import text_cleaning
+
+_RUN_HEADER = struct.Struct('>QQI')  # key, document, length of the data
+_READ_CHUNK = 1 << 18
+_MAX_FAN_IN = 64
+_POLL_SECONDS = 2.0
+
+RunKey = Tuple[str, int]  # (split, shard)
+
+
+def write_run(path: str, keyed: Iterable[Tuple[int, int, bytes]]) -> None:
+  """Writes records, already in key order, as one run file."""
+  chunk = bytearray()
+  with tf.io.gfile.GFile(path, 'wb') as f:
+    for key, document, data in keyed:
+      chunk += _RUN_HEADER.pack(key, document, len(data))
+      chunk += data
+      if len(chunk) >= _READ_CHUNK:
+        f.write(bytes(chunk))
+        chunk.clear()
+    f.write(bytes(chunk))
+
+
+def read_run(path: str) -> Iterator[Tuple[int, int, bytes]]:
+  """The `(key, document, data)` records of a run file, in its order."""
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    pending = b''
+    while True:
+      chunk = f.read(_READ_CHUNK)
+      if chunk:
+        pending += chunk
+      position = 0
+      while len(pending) - position >= _RUN_HEADER.size:
+        key, document, length = _RUN_HEADER.unpack_from(pending, position)
+        end = position + _RUN_HEADER.size + length
+        if end > len(pending):
+          break
+        yield key, document, pending[position + _RUN_HEADER.size : end]
+        position = end
+      pending = pending[position:]
+      if not chunk:
+        if pending:
+          raise ValueError(f'{path}: truncated run file.')
+        return
+
+
+class RunBuffer:
+  """Collects records and writes them out as sorted runs when full."""
+
+  def __init__(self, directory: str, buffer_bytes: int, tag: str):
+    """Starts an empty buffer.
+
+    Args:
+      directory: where the runs go.
+      buffer_bytes: spill when the buffered examples reach this size.
+      tag: makes this buffer's run names unique (e.g. the worker's index).
+    """
+    self._directory = directory
+    self._buffer_bytes = buffer_bytes
+    self._tag = tag
+    self._buffered: Dict[RunKey, List[Tuple[int, int, bytes]]] = {}
+    self._size = 0
+    self._spills = 0
+    self.runs: Dict[RunKey, List[str]] = {}
+
+  def add(self, records: Sequence[streaming.Record]) -> None:
+    for split, shard, key, document, data in records:
+      self._buffered.setdefault((split, shard), []).append(
+          (key, document, data)
+      )
+      self._size += len(data) + 100
+    if self._size >= self._buffer_bytes:
+      self.flush()
+
+  def flush(self) -> None:
+    """Writes the buffered records as runs (one per shard) and empties it."""
+    for (split, shard), keyed in sorted(self._buffered.items()):
+      path = os.path.join(
+          self._directory,
+          f'{split}-{shard:05d}-{self._tag}-{self._spills:05d}.run',
+      )
+      write_run(path, streaming.sorted_by_key(keyed))
+      self.runs.setdefault((split, shard), []).append(path)
+    self._buffered.clear()
+    self._size = 0
+    self._spills += 1
+
+
+class RecordJob:
+  """A worker's part of record creation: files in, runs and counters out."""
+
+  def __init__(
+      self,
+      settings: streaming.Settings,
+      tokens: Sequence[str],
+      eval_split: streaming.EvalSplit,
+      run_dir: str,
+      buffer_bytes: int,
+  ):
+    self._args = (settings, list(tokens), eval_split)
+    self._run_dir = run_dir
+    self._buffer_bytes = buffer_bytes
+    self._processor = None
+    self._buffer = None
+
+  def start(self, worker: int) -> None:
+    self._processor = streaming.FileProcessor(*self._args)
+    self._buffer = RunBuffer(self._run_dir, self._buffer_bytes, f'w{worker}')
+
+  def process(self, input_file: streaming.InputFile) -> streaming.RecordStats:
+    output, stats = self._processor.process(input_file)
+    self._buffer.add(output)
+    return stats
+
+  def finish(self) -> Dict[RunKey, List[str]]:
+    self._buffer.flush()
+    return self._buffer.runs
+
+
+class SampleJob:
+  """A worker's part of vocabulary sampling: files in, bottom-k samples out."""
+
+  def __init__(
+      self,
+      settings: streaming.Settings,
+      eval_split: streaming.EvalSplit,
+      sample_size: int,
+  ):
+    self._args = (settings, eval_split)
+    self._sample_size = sample_size
+
+  def start(self, worker: int) -> None:
+    del worker
+
+  def process(self, input_file: streaming.InputFile):
+    return streaming.sample_sentences(
+        *self._args, input_file, self._sample_size
+    )
+
+  def finish(self) -> None:
+    return None
+
+
+def _limit_threads() -> None:
+  """One TensorFlow thread per worker: the workers are the parallelism."""
+  tf.config.threading.set_intra_op_parallelism_threads(1)
+  tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
+def _worker_main(job, worker: int, tasks, results) -> None:
+  """A worker process: runs `job` on files from `tasks` until a None."""
+  try:
+    _limit_threads()
+    job.start(worker)
+    while True:
+      input_file = tasks.get()
+      if input_file is None:
+        break
+      results.put(('file', input_file.size, job.process(input_file)))
+    results.put(('finished', worker, job.finish()))
+  except FileNotFoundError as error:
+    results.put(('not_found', worker, str(error)))
+  except cli.UserError as error:
+    results.put(('user_error', worker, str(error)))
+  except BaseException:  # pylint: disable=broad-except
+    results.put(('error', worker, traceback.format_exc()))
+
+
+def run_jobs(
+    job,
+    files: Sequence[streaming.InputFile],
+    num_workers: int,
+    on_file: Callable[[Any], None],
+    progress_label: str = '',
+) -> List[Any]:
+  """Runs `job` over `files` with `num_workers` processes.
+
+  Args:
+    job: a `RecordJob` or `SampleJob` (picklable; `start`, `process`,
+      `finish`).
+    files: the input files, each processed once by one worker.
+    num_workers: worker processes; 1 runs everything in this process.
+    on_file: called in this process with each file's result, in the order
+      the files finish.
+    progress_label: logs the bytes processed under this label.
+
+  Returns:
+    The `finish()` results of the workers.
+
+  Raises:
+    UserError, FileNotFoundError: a worker refused a file (as in one process).
+    RuntimeError: a worker failed (its traceback) or died.
+  """
+  reporter = progress.Progress(
+      sum(f.size for f in files), progress_label, 'bytes'
+  )
+  if num_workers <= 1:
+    job.start(0)
+    for input_file in files:
+      on_file(job.process(input_file))
+      reporter.advance(input_file.size)
+    return [job.finish()]
+  context = multiprocessing.get_context('spawn')
+  tasks, results = context.Queue(), context.Queue()
+  for input_file in files:
+    tasks.put(input_file)
+  for _ in range(num_workers):
+    tasks.put(None)
+  workers = [
+      context.Process(
+          target=_worker_main, args=(job, worker, tasks, results), daemon=True
+      )
+      for worker in range(num_workers)
+  ]
+  for process in workers:
+    process.start()
+  finished = {}
+  try:
+    while len(finished) < num_workers:
+      try:
+        kind, info, payload = results.get(timeout=_POLL_SECONDS)
+      except queue.Empty:
+        _check_alive(workers, finished)
+        continue
+      if kind == 'file':
+        on_file(payload)
+        reporter.advance(info)
+      elif kind == 'finished':
+        finished[info] = payload
+      elif kind == 'user_error':
+        raise cli.UserError(payload)
+      elif kind == 'not_found':
+        raise FileNotFoundError(payload)
+      else:
+        raise RuntimeError(f'record creation worker {info} failed:\n{payload}')
+  finally:
+    for process in workers:
+      if process.is_alive():
+        process.terminate()
+      process.join()
+  return [finished[worker] for worker in sorted(finished)]
+
+
+def _check_alive(workers, finished: Dict[int, Any]) -> None:
+  for worker, process in enumerate(workers):
+    if worker not in finished and process.exitcode not in (None, 0):
+      raise RuntimeError(
+          f'record creation worker {worker} died (exit code '
+          f'{process.exitcode}; killed for lack of memory?). Rerun with fewer '
+          '--num_workers or a smaller --buffer_mb.'
+      )
+
+
+def merge_runs(
+    runs: List[str], path: str, scratch_dir: str, reporter=None
+) -> streaming.ShardSummary:
+  """Writes a shard by merging its runs in key order.
+
+  Args:
+    runs: the shard's run files.
+    path: the shard's final path.
+    scratch_dir: where intermediate runs go when there are more than
+      `_MAX_FAN_IN` runs.
+    reporter: a `progress.Progress` advanced per example, or None.
+
+  Returns:
+    The shard's summary.
+  """
+  level = 0
+  while len(runs) > _MAX_FAN_IN:
+    merged = []
+    for group in range(0, len(runs), _MAX_FAN_IN):
+      output = os.path.join(
+          scratch_dir, f'{os.path.basename(path)}-{level}-{group}.run'
+      )
+      group_runs = [read_run(r) for r in runs[group : group + _MAX_FAN_IN]]
+      write_run(output, streaming.merge_sorted(group_runs))
+      merged.append(output)
+    runs, level = merged, level + 1
+  return streaming.write_shard(
+      streaming.merge_sorted([read_run(r) for r in runs]), path, reporter
+  )
+
+
+class LocalShards:
+  """The result of the local run's first pass: counters and runs per shard."""
+
+  def __init__(
+      self,
+      stats: streaming.RecordStats,
+      runs: Dict[RunKey, List[str]],
+      scratch_dir: str,
+  ):
+    self.stats = stats
+    self._runs = runs
+    self._scratch_dir = scratch_dir
+
+  def write(
+      self, output_dir: str, split: str, names: Sequence[str], label: str
+  ) -> List[streaming.ShardSummary]:
+    """Writes the shards `names` of `split` into `output_dir`."""
+    reporter = progress.Progress(
+        self.stats.splits[split].examples, label, 'examples'
+    )
+    return [
+        merge_runs(
+            self._runs.get((split, shard), []),
+            os.path.join(output_dir, name),
+            self._scratch_dir,
+            reporter,
+        )
+        for shard, name in enumerate(names)
+    ]
+
+
+def run_local(
+    files: Sequence[streaming.InputFile],
+    settings: streaming.Settings,
+    tokens: Sequence[str],
+    eval_split: streaming.EvalSplit,
+    scratch_dir: str,
+    num_workers: int,
+    buffer_bytes: int,
+) -> LocalShards:
+  """Processes every file into sorted runs in `scratch_dir`.
+
+  Args:
+    files: the corpus.
+    settings: the transforms' options.
+    tokens: the vocabulary.
+    eval_split: the train/eval decision.
+    scratch_dir: an existing temporary directory for the runs.
+    num_workers: worker processes (1: this process).
+    buffer_bytes: each worker's buffer.
+
+  Returns:
+    The counters and runs, ready for `LocalShards.write`.
+  """
+  job = RecordJob(settings, tokens, eval_split, scratch_dir, buffer_bytes)
+  per_file = []
+  finished = run_jobs(
+      job, files, num_workers, per_file.append, 'process corpus'
+  )
+  runs: Dict[RunKey, List[str]] = {}
+  for worker_runs in finished:
+    for key, paths in worker_runs.items():
+      runs.setdefault(key, []).extend(paths)
+  return LocalShards(streaming.merge_stats(per_file), runs, scratch_dir)
+
+
+def sample_corpus(
+    files: Sequence[streaming.InputFile],
+    settings: streaming.Settings,
+    eval_split: streaming.EvalSplit,
+    sample_size: int,
+    num_workers: int,
+) -> Tuple[List[str], int, text_cleaning.CorpusStats]:
+  """A seeded sample of the train sentences (see `streaming.sample_sentences`).
+
+  Returns:
+    `(sentences, num_sentences, stats)`: at most `sample_size` sentences,
+    the number of train sentences they were drawn from, and the reading
+    counters.
+  """
+  sample: List[Tuple[int, str]] = []
+  total = [0]
+  stats = text_cleaning.CorpusStats()
+
+  def on_file(result):
+    file_sample, count, file_stats = result
+    sample.extend(file_sample)
+    if len(sample) > 2 * sample_size:
+      sample[:] = heapq.nsmallest(sample_size, sample)
+    total[0] += count
+    stats.add(file_stats)
+
+  run_jobs(
+      SampleJob(settings, eval_split, sample_size),
+      files,
+      num_workers,
+      on_file,
+      'sample corpus for the vocabulary',
+  )
+  return [s for _, s in heapq.nsmallest(sample_size, sample)], total[0], stats
+
+
+def effective_workers(requested: Optional[int], num_files: int) -> int:
+  """Workers to start: `requested` (0 or None: all cores), <= one a file."""
+  wanted = requested or os.cpu_count() or 1
+  return max(1, min(wanted, num_files))

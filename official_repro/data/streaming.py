@@ -1,0 +1,675 @@
+"""Record creation's per-file transforms, shared by the local and Beam runs.
+
+A corpus is processed one input file at a time, and nothing of a file depends
+on any other file, so files can be processed in any order, by any number of
+processes or machines:
+
+  read and clean (`text_cleaning`) -> split each document into train or eval
+  (`EvalSplit`, a seeded hash of the document) -> tokenize -> pack into
+  instances (`pretraining_instances`, seeded per document) -> with static
+  masking, mask each instance `dupe_factor` times (seeded per file and batch)
+  -> serialize each example and give it a 64-bit key, a seeded hash of
+  (split, file, document, instance, copy).
+
+An example goes to shard `key % num_shards` of its split, and a shard holds its
+examples in ascending key order. The key is a hash, so every shard is a
+uniformly random sample of its split in uniformly random order: the output is
+mixed across documents and files as well as a global shuffle would mix it, and
+it is a function of the corpus and the seed alone, whatever the number of
+workers or the runner.
+
+`FileProcessor` is the transform (used as it is by the local run,
+`local_pipeline`, and wrapped in a `beam.DoFn` by `beam_pipeline`);
+`write_shard` writes a shard from its records in key order (used by both).
+A file's name (`InputFile.name`, its path relative to the input directory) is
+part of every seed, so the records do not change when the corpus moves (to
+another directory or to `gs://`).
+"""
+
+import dataclasses
+import hashlib
+import heapq
+import os
+import random
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from official_repro.common import json_files
+from official_repro.data import masking as masking_lib
+from official_repro.data import pretraining_instances
+from official_repro.data import records
+from official_repro.data import text_cleaning
+from official_repro.data import vocab as vocab_lib
+
+# Examples at the start of a shard whose source documents are counted to
+# measure how well the shard is mixed (`ShardSummary.distinct_documents`).
+MIXING_WINDOW = 1000
+_MASK_BATCH_SIZE = 256
+
+
+def stable_hash(*parts: Any) -> int:
+  """A 64-bit hash of `parts` (their `str`), the same in every process."""
+  text = '\x1f'.join(str(part) for part in parts)
+  digest = hashlib.blake2b(text.encode('utf-8'), digest_size=8).digest()
+  return int.from_bytes(digest, 'big')
+
+
+@dataclasses.dataclass(frozen=True)
+class InputFile:
+  """One file of the corpus.
+
+  Attributes:
+    path: where it is (any `tf.io.gfile` path).
+    name: its identity in every seed: the path relative to the input
+      directory it was found in (the base name for a file given directly),
+      with `@<input index>` appended when two inputs hold the same name.
+    size: its length in bytes (0 if it cannot be read).
+  """
+
+  path: str
+  name: str
+  size: int
+
+
+def list_input_files(
+    inputs: Sequence[str], file_pattern: str = '*.txt'
+) -> List[InputFile]:
+  """The corpus's files with their names (see `InputFile`), sorted by input.
+
+  Args:
+    inputs: files or directories (searched recursively for `file_pattern`).
+    file_pattern: glob for file names inside directories.
+
+  Returns:
+    The files, in the order of `text_cleaning.find_files`.
+
+  Raises:
+    FileNotFoundError: an input does not exist.
+    UserError: no inputs, or a directory holds no matching file.
+  """
+  if not inputs:
+    text_cleaning.find_files(inputs, file_pattern)  # Raises its UserError.
+  files, seen_paths, seen_names = [], set(), set()
+  for index, root in enumerate(inputs):
+    for path in text_cleaning.find_files([root], file_pattern):
+      if path in seen_paths:
+        continue
+      seen_paths.add(path)
+      if tf.io.gfile.isdir(root):
+        name = path[len(root.rstrip('/')) + 1 :]
+      else:
+        name = os.path.basename(path)
+      if name in seen_names:
+        name = f'{name}@{index}'
+      seen_names.add(name)
+      try:
+        size = tf.io.gfile.stat(path).length
+      except tf.errors.OpError:
+        size = 0
+      files.append(InputFile(path, name, size))
+  return files
+
+
+class EvalSplit:
+  """Which documents are held out for eval, decided per document by a hash.
+
+  * `document_mode='file'` (a document is a file, so their number is known
+    before reading): the `max(1, round(fraction * n))` files (never all) with
+    the smallest seeded hash of their name; one file alone keeps its first
+    sentences for train and holds out its last `fraction`.
+  * otherwise: each document whose seeded hash of (file name, index in the
+    file) falls below `fraction`, so about `fraction` of them.
+
+  Either way the choice depends on the seed and the document alone.
+  """
+
+  def __init__(
+      self,
+      files: Sequence[InputFile],
+      document_mode: str,
+      eval_fraction: float,
+      seed: int,
+  ):
+    """Decides the split.
+
+    Args:
+      files: the corpus's files.
+      document_mode: 'blank_line' or 'file' (`text_cleaning`).
+      eval_fraction: the share of documents to hold out, in [0, 1).
+      seed: seeds the hash.
+    """
+    self.eval_fraction = eval_fraction
+    self.seed = seed
+    self.eval_files = frozenset()
+    self.single_document = False
+    if eval_fraction <= 0.0:
+      self.mode = 'none'
+    elif document_mode == 'file' and len(files) == 1:
+      self.mode = 'last_sentences'
+    elif document_mode == 'file':
+      self.mode = 'files'
+      count = min(len(files) - 1, max(1, round(eval_fraction * len(files))))
+      ranked = sorted(files, key=lambda f: stable_hash(seed, 'eval', f.name))
+      self.eval_files = frozenset(f.name for f in ranked[:count])
+    else:
+      self.mode = 'documents'
+
+  def describe(self, documents: Dict[str, int]) -> str:
+    """How the split was made, given the documents per split (one sentence)."""
+    train, held_out = documents['train'], documents['eval']
+    if self.mode == 'none':
+      return 'no eval split (eval_fraction is 0)'
+    if self.mode == 'last_sentences':
+      return (
+          'the corpus is a single document, so its last '
+          f'{self.eval_fraction:.1%} of sentences are held out for eval'
+      )
+    if self.mode == 'files':
+      return (
+          f'{len(self.eval_files)} of {len(self.eval_files) + train} files '
+          'held out for eval (the files with the smallest seeded hash of their '
+          f'name; {held_out} of them non-empty)'
+      )
+    return (
+        f'{held_out} of {train + held_out} documents held out for eval (each '
+        f'with probability {self.eval_fraction}, by a seeded hash)'
+    )
+
+  def assign(
+      self, name: str, index: int, sentences: List[str]
+  ) -> List[Tuple[str, List[str]]]:
+    """The `(split, sentences)` parts of document `index` of file `name`."""
+    if self.mode == 'none':
+      return [('train', sentences)]
+    if self.mode == 'last_sentences':
+      num_eval = min(
+          len(sentences) - 1,
+          max(1, round(self.eval_fraction * len(sentences))),
+      )
+      if num_eval < 1:
+        return [('train', sentences)]
+      return [('train', sentences[:-num_eval]), ('eval', sentences[-num_eval:])]
+    if self.mode == 'files':
+      held_out = name in self.eval_files
+    else:
+      unit = stable_hash(self.seed, 'eval', name, index) / 2.0**64
+      held_out = unit < self.eval_fraction
+    return [('eval' if held_out else 'train', sentences)]
+
+
+@dataclasses.dataclass
+class TokenizationStats:
+  """Counters of the tokenization step.
+
+  Attributes:
+    sentences: sentences tokenized.
+    empty_sentences: sentences that produced no token (dropped).
+    tokens: WordPiece tokens produced.
+    unk_tokens: [UNK] tokens among them.
+    unk_rate: `unk_tokens / tokens`.
+  """
+
+  sentences: int = 0
+  empty_sentences: int = 0
+  tokens: int = 0
+  unk_tokens: int = 0
+  unk_rate: float = 0.0
+
+
+@dataclasses.dataclass
+class SplitStats:
+  """Counters of one split.
+
+  Attributes:
+    documents: documents (or parts of one) in the split.
+    sentences: their sentences.
+    tokenization: tokenization counters.
+    instances: packing counters.
+    examples: examples written (instances times `dupe_factor`).
+    masked_lm_predictions: with static masking, positions to predict.
+  """
+
+  documents: int = 0
+  sentences: int = 0
+  tokenization: TokenizationStats = dataclasses.field(
+      default_factory=TokenizationStats
+  )
+  instances: pretraining_instances.InstanceStats = dataclasses.field(
+      default_factory=pretraining_instances.InstanceStats
+  )
+  examples: int = 0
+  masked_lm_predictions: int = 0
+
+
+@dataclasses.dataclass
+class RecordStats:
+  """Counters of record creation over some files; `add` sums two.
+
+  Attributes:
+    corpus: reading and cleaning counters.
+    splits: counters per split ('train', 'eval').
+  """
+
+  corpus: text_cleaning.CorpusStats = dataclasses.field(
+      default_factory=text_cleaning.CorpusStats
+  )
+  splits: Dict[str, SplitStats] = dataclasses.field(
+      default_factory=lambda: {split: SplitStats() for split in records.SPLITS}
+  )
+
+  def add(self, other: 'RecordStats') -> 'RecordStats':
+    """Adds `other`'s counters to these; returns self."""
+    self.corpus.add(other.corpus)
+    for split in records.SPLITS:
+      _add_counts(self.splits[split], other.splits[split])
+      tokenization = self.splits[split].tokenization
+      tokenization.unk_rate = tokenization.unk_tokens / max(
+          1, tokenization.tokens
+      )
+    return self
+
+  def total_tokenization(self) -> TokenizationStats:
+    """The tokenization counters of both splits together."""
+    total = TokenizationStats()
+    for split in records.SPLITS:
+      _add_counts(total, self.splits[split].tokenization)
+    total.unk_rate = total.unk_tokens / max(1, total.tokens)
+    return total
+
+
+def _add_counts(mine: Any, theirs: Any) -> None:
+  """Adds the int fields of dataclass `theirs` to `mine`, recursively."""
+  for field in dataclasses.fields(mine):
+    value = getattr(mine, field.name)
+    if dataclasses.is_dataclass(value):
+      _add_counts(value, getattr(theirs, field.name))
+    elif isinstance(value, int):
+      setattr(mine, field.name, value + getattr(theirs, field.name))
+
+
+def merge_stats(parts: Iterable[RecordStats]) -> RecordStats:
+  """The sum of `parts` (e.g. the stats of every file)."""
+  total = RecordStats()
+  for part in parts:
+    total.add(part)
+  return total
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """What the per-file transforms need; one object for every worker.
+
+  Attributes:
+    cleaning: how to read files into documents.
+    instances: how to pack documents.
+    masking: static masking rates, or None for dynamic masking.
+    dupe_factor: static masking: copies per instance.
+    lower_case: whether the vocabulary is uncased.
+    num_shards: shards per split, `{'train': n, 'eval': m}`.
+    seed: the seed of everything.
+  """
+
+  cleaning: text_cleaning.CleaningOptions
+  instances: pretraining_instances.InstanceOptions
+  masking: Optional[masking_lib.MaskingConfig]
+  dupe_factor: int
+  lower_case: bool
+  num_shards: Dict[str, int]
+  seed: int
+
+
+class Record(tuple):
+  """An example on its way to a shard: `(split, shard, key, document, data)`.
+
+  `key` orders the shard; `document` (a hash of the source document)
+  measures mixing; `data` is the serialized `tf.train.Example`.
+  """
+
+  __slots__ = ()
+
+  def __new__(cls, split: str, shard: int, key: int, document: int, data):
+    return super().__new__(cls, (split, shard, key, document, data))
+
+
+class FileProcessor:
+  """Turns one input file into its keyed, serialized examples and counters."""
+
+  def __init__(
+      self, settings: Settings, tokens: Sequence[str], eval_split: EvalSplit
+  ):
+    """Builds the tokenizer and, for static masking, the masking function.
+
+    Args:
+      settings: the transforms' options.
+      tokens: the vocabulary.
+      eval_split: decides each document's split.
+    """
+    self._settings = settings
+    self._eval_split = eval_split
+    self._reader = text_cleaning.CorpusReader(settings.cleaning)
+    self._tokenizer = vocab_lib.SentenceTokenizer(tokens, settings.lower_case)
+    self._special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
+    self._vocab_size = len(tokens)
+    self._mask_fn = None
+    if settings.masking is not None:
+      self._mask_fn = _make_mask_fn(
+          settings.masking,
+          self._special_ids,
+          self._vocab_size,
+          settings.instances.max_seq_length,
+      )
+
+  def process(self, input_file: InputFile) -> Tuple[List[Record], RecordStats]:
+    """The examples of one file, and its counters.
+
+    Args:
+      input_file: the file.
+
+    Returns:
+      `(records, stats)`.
+
+    Raises:
+      UserError: the file is not UTF-8 (with `encoding_errors='strict'`).
+    """
+    stats = RecordStats()
+    documents = self._reader.read_file(input_file.path, stats.corpus)
+    stats.corpus.documents = len(documents)
+    parts = {split: [] for split in records.SPLITS}
+    for index, sentences in enumerate(documents):
+      for split, part in self._eval_split.assign(
+          input_file.name, index, sentences
+      ):
+        parts[split].append((index, part))
+    output = []
+    for split in records.SPLITS:
+      if parts[split]:
+        output.extend(
+            self._split_records(input_file.name, split, parts[split], stats)
+        )
+    return output, stats
+
+  def _split_records(
+      self,
+      name: str,
+      split: str,
+      documents: List[Tuple[int, List[str]]],
+      stats: RecordStats,
+  ) -> List[Record]:
+    """Tokenizes, packs, masks and serializes a file's documents of a split."""
+    settings = self._settings
+    split_stats = stats.splits[split]
+    split_stats.documents += len(documents)
+    flat = [sentence for _, sentences in documents for sentence in sentences]
+    split_stats.sentences += len(flat)
+    ids = self._tokenizer(flat)
+    tokenization = split_stats.tokenization
+    tokenization.sentences += len(flat)
+    maker = pretraining_instances.InstanceMaker(
+        settings.instances,
+        self._special_ids.cls,
+        self._special_ids.sep,
+        random.Random(0),
+    )
+    packed, position = [], 0
+    for index, sentences in documents:
+      kept = [s for s in ids[position : position + len(sentences)] if s]
+      position += len(sentences)
+      tokenization.empty_sentences += len(sentences) - len(kept)
+      tokenization.tokens += sum(len(s) for s in kept)
+      tokenization.unk_tokens += sum(
+          s.count(self._special_ids.unk) for s in kept
+      )
+      document = maker.cut_long_sentences(kept)
+      if document:
+        packed.append((index, document))
+    pool = [document for _, document in packed]
+    instances, sources = [], []
+    for position, (index, _) in enumerate(packed):
+      rng = random.Random(f'{settings.seed}-{split}-{name}-{index}')
+      made = maker.from_document(pool, position, rng)
+      instances.extend(made)
+      sources.extend((index, number) for number in range(len(made)))
+    split_stats.instances = maker.stats
+    features = instances_to_features(
+        instances,
+        settings.instances.max_seq_length,
+        settings.instances.next_sentence_prediction,
+    )
+    copies = [features]
+    if self._mask_fn is not None:
+      copies = [
+          self._mask(features, name, split, dupe)
+          for dupe in range(settings.dupe_factor)
+      ]
+    num_shards = settings.num_shards[split]
+    output = []
+    for dupe, copy in enumerate(copies):
+      if 'masked_lm_weights' in copy:
+        split_stats.masked_lm_predictions += int(
+            copy['masked_lm_weights'].sum()
+        )
+      for row, (index, number) in enumerate(sources):
+        key = stable_hash(settings.seed, split, name, index, number, dupe)
+        example = records.make_example({k: v[row] for k, v in copy.items()})
+        output.append(
+            Record(
+                split,
+                key % num_shards,
+                key,
+                stable_hash(name, index),
+                example.SerializeToString(deterministic=True),
+            )
+        )
+    split_stats.examples += len(output)
+    return output
+
+  def _mask(
+      self, features: Dict[str, np.ndarray], name: str, split: str, dupe: int
+  ) -> Dict[str, np.ndarray]:
+    """One masked copy; batch `b` seeded by (seed, file, split, copy, b)."""
+    num = len(features['input_ids'])
+    outputs = []
+    for batch, begin in enumerate(range(0, num, _MASK_BATCH_SIZE)):
+      batch_seed = tf.constant(
+          [
+              self._settings.seed,
+              stable_hash(name, split, dupe, batch) >> 1,
+          ],
+          tf.int64,
+      )
+      result = self._mask_fn(
+          features['input_ids'][begin : begin + _MASK_BATCH_SIZE],
+          features['input_mask'][begin : begin + _MASK_BATCH_SIZE],
+          batch_seed,
+      )
+      outputs.append({k: v.numpy() for k, v in result.items()})
+    copy = dict(features)
+    copy['input_ids'] = np.concatenate([o['input_word_ids'] for o in outputs])
+    for name_ in ('masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights'):
+      copy[name_] = np.concatenate([o[name_] for o in outputs])
+    return copy
+
+
+def sample_sentences(
+    settings: Settings,
+    eval_split: EvalSplit,
+    input_file: InputFile,
+    sample_size: int,
+) -> Tuple[List[Tuple[int, str]], int, text_cleaning.CorpusStats]:
+  """The `sample_size` train sentences of a file with the smallest hash.
+
+  Taking the sentences with the smallest seeded hash of their place in the
+  corpus (bottom-k sampling) gives a uniform sample without replacement, the
+  same whichever worker reads which file; merging the samples of all files
+  with `heapq.nsmallest` gives the corpus's sample.
+
+  Args:
+    settings: the transforms' options (cleaning, seed).
+    eval_split: decides each document's split (eval text is never sampled).
+    input_file: the file.
+    sample_size: the most sentences to return.
+
+  Returns:
+    `(sample, num_sentences, stats)`: `(hash, sentence)` pairs, the number
+    of train sentences in the file, and the file's reading counters.
+  """
+  reader = text_cleaning.CorpusReader(settings.cleaning)
+  stats = text_cleaning.CorpusStats()
+  documents = reader.read_file(input_file.path, stats)
+  stats.documents = len(documents)
+  candidates = []
+  for index, sentences in enumerate(documents):
+    for split, part in eval_split.assign(input_file.name, index, sentences):
+      if split != 'train':
+        continue
+      for number, sentence in enumerate(part):
+        key = stable_hash(
+            settings.seed, 'vocab', input_file.name, index, number
+        )
+        candidates.append((key, sentence))
+  return heapq.nsmallest(sample_size, candidates), len(candidates), stats
+
+
+def _make_mask_fn(
+    config: masking_lib.MaskingConfig,
+    special_ids: vocab_lib.SpecialTokenIds,
+    vocab_size: int,
+    seq_length: int,
+):
+  """`masking.mask_batch` traced once for batches of `[None, seq_length]`."""
+  return tf.function(
+      lambda ids, mask, batch_seed: masking_lib.mask_batch(
+          ids,
+          mask,
+          config=config,
+          mask_token_id=special_ids.mask,
+          special_token_ids=special_ids.all_ids(),
+          vocab_size=vocab_size,
+          seed=batch_seed,
+      ),
+      input_signature=[
+          tf.TensorSpec([None, seq_length], tf.int32),
+          tf.TensorSpec([None, seq_length], tf.int32),
+          tf.TensorSpec([2], tf.int64),
+      ],
+  )
+
+
+def instances_to_features(
+    instances: Sequence[pretraining_instances.Instance],
+    max_seq_length: int,
+    next_sentence_labels: bool,
+) -> Dict[str, np.ndarray]:
+  """Pads instances into feature arrays.
+
+  Args:
+    instances: the instances.
+    max_seq_length: padded length `T`.
+    next_sentence_labels: whether to include `next_sentence_labels`.
+
+  Returns:
+    `input_ids`, `input_mask`, `segment_ids`: int32 `[N, T]`, zero padded;
+    `next_sentence_labels`: int32 `[N, 1]` if requested.
+  """
+  num = len(instances)
+  features = {
+      'input_ids': np.zeros((num, max_seq_length), np.int32),
+      'input_mask': np.zeros((num, max_seq_length), np.int32),
+      'segment_ids': np.zeros((num, max_seq_length), np.int32),
+  }
+  for row, instance in enumerate(instances):
+    length = len(instance.input_ids)
+    features['input_ids'][row, :length] = instance.input_ids
+    features['input_mask'][row, :length] = 1
+    features['segment_ids'][row, :length] = instance.segment_ids
+  if next_sentence_labels:
+    features['next_sentence_labels'] = np.array(
+        [[instance.next_sentence_label] for instance in instances], np.int32
+    ).reshape(num, 1)
+  return features
+
+
+@dataclasses.dataclass
+class ShardSummary:
+  """What `write_shard` wrote.
+
+  Attributes:
+    name: the shard's file name.
+    examples: examples in it.
+    distinct_documents: distinct source documents among its first
+      `window` examples (a measure of mixing: `window` for a perfect mix of
+      a corpus of many documents, 1 for no mixing at all).
+    window: `min(MIXING_WINDOW, examples)`.
+  """
+
+  name: str
+  examples: int = 0
+  distinct_documents: int = 0
+  window: int = 0
+
+
+def write_shard(
+    keyed: Iterable[Tuple[int, int, bytes]], path: str, progress=None
+) -> ShardSummary:
+  """Writes `(key, document, data)` records, already in key order, as a shard.
+
+  The shard is written under a temporary name and renamed into place when
+  complete (`records`), so a killed writer leaves no partial shard.
+
+  Args:
+    keyed: the records in ascending key order.
+    path: the shard's final path.
+    progress: a `progress.Progress` to advance per example, or None.
+
+  Returns:
+    Its summary.
+  """
+  summary = ShardSummary(os.path.basename(path))
+  documents = set()
+  # A failure leaves the temporary file, as a kill would; the next run
+  # removes it (`records.prepare_output_dir`).
+  temporary = json_files.temporary_path(path)
+  with tf.io.TFRecordWriter(temporary) as writer:
+    for _, document, data in keyed:
+      if summary.examples < MIXING_WINDOW:
+        documents.add(document)
+      writer.write(data)
+      summary.examples += 1
+      if progress is not None:
+        progress.advance()
+  tf.io.gfile.rename(temporary, path, overwrite=True)
+  summary.distinct_documents = len(documents)
+  summary.window = min(MIXING_WINDOW, summary.examples)
+  return summary
+
+
+def mixing_stats(summaries: Sequence[ShardSummary]) -> Dict[str, Any]:
+  """The mixing measure over a split's shards (see `ShardSummary`)."""
+  measured = [s for s in summaries if s.window]
+  if not measured:
+    return {}
+  return {
+      'window': MIXING_WINDOW,
+      'distinct_documents_min': min(s.distinct_documents for s in measured),
+      'distinct_documents_mean': round(
+          sum(s.distinct_documents for s in measured) / len(measured), 1
+      ),
+      'shards_measured': len(measured),
+  }
+
+
+def sorted_by_key(
+    keyed: Iterable[Tuple[int, int, bytes]],
+) -> List[Tuple[int, int, bytes]]:
+  """Records in shard order: by key, ties (never seen yet) by content."""
+  return sorted(keyed)
+
+
+def merge_sorted(
+    runs: Sequence[Iterator[Tuple[int, int, bytes]]],
+) -> Iterator[Tuple[int, int, bytes]]:
+  """Merges runs, each in key order, into one stream in key order."""
+  return heapq.merge(*runs)
