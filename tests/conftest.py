@@ -33,6 +33,21 @@ def write_fixture_corpus(directory, num_documents=30, seed=0):
   return path
 
 
+def write_fixture_files(directory, num_files, num_documents=10, seed=0):
+  """Writes `num_files` corpus files (`f000.txt`, ...); returns `directory`."""
+  for index in range(num_files):
+    path = write_fixture_corpus(directory, num_documents, seed + index)
+    path.rename(directory / f'f{index:03d}.txt')
+  return directory
+
+
+def write_fixture_vocab(path):
+  """A vocabulary covering the fixture corpora (no [UNK]); returns `path`."""
+  tokens = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '.']
+  path.write_text('\n'.join(tokens + sorted(set(_WORDS))) + '\n')
+  return path
+
+
 @pytest.fixture
 def ram_dir():
   """A fresh directory on TensorFlow's in-memory `ram://` filesystem.
