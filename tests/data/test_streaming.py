@@ -46,7 +46,9 @@ class TestEvalSplit:
     split = streaming.EvalSplit(_files(['a.txt']), 'blank_line', 0.2, seed=1)
     draws = [split.assign('a.txt', i, ['S.'])[0][0] for i in range(2000)]
     assert 300 < draws.count('eval') < 500
-    assert draws == [split.assign('a.txt', i, ['S.'])[0][0] for i in range(2000)]
+    assert draws == [
+        split.assign('a.txt', i, ['S.'])[0][0] for i in range(2000)
+    ]
 
   def test_single_document_holds_out_its_last_sentences(self):
     split = streaming.EvalSplit(_files(['book.txt']), 'file', 0.2, seed=1)
@@ -109,8 +111,10 @@ def test_file_processor_is_a_function_of_the_file(processor_inputs):
   assert len({r[2] for r in first}) == len(first)  # Unique keys.
   assert all(r[1] == r[2] % (3 if r[0] == 'train' else 1) for r in first)
   examples = sum(s.examples for s in stats.splits.values())
-  assert examples == len(first) == 2 * sum(
-      s.instances.instances for s in stats.splits.values()
+  assert (
+      examples
+      == len(first)
+      == 2 * sum(s.instances.instances for s in stats.splits.values())
   )
   assert stats.corpus.documents == 6
   assert sum(s.documents for s in stats.splits.values()) == 6
