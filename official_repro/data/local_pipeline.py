@@ -1,12 +1,13 @@
 """Record creation on one machine: worker processes, sorted runs, a merge.
 
-`num_workers` worker processes (spawned, so each has its own TensorFlow) take
-input files from a queue, one file at a time, and run the shared transform
-(`streaming.FileProcessor`) on each. A worker keeps the examples it made in a
-buffer; when the buffer holds `buffer_bytes`, it writes them out, one run file
-per shard with the examples sorted by key, into a temporary directory. Once
-every file is done, each shard is written by merging its runs in key order
-(`streaming.write_shard`), at most `_MAX_FAN_IN` runs at a time.
+`num_workers` worker processes (this one and spawned ones, each with its own
+TensorFlow) take input files from a queue, one file at a time, and run the
+shared transform (`streaming.FileProcessor`) on each. A worker keeps the
+examples it made in a buffer; when the buffer holds `buffer_bytes`, it writes
+them out, one run file per shard with the examples sorted by key, into a
+temporary directory. Once every file is done, each shard is written by
+merging its runs in key order (`streaming.write_shard`), at most
+`_MAX_FAN_IN` runs at a time.
 
 Memory is bounded by the buffers, not by the corpus: a worker holds one file
 (its text, tokens and examples) and its buffer; the merge holds one read
@@ -205,13 +206,17 @@ def run_jobs(
     on_file: Callable[[Any], None],
     progress_label: str = '',
 ) -> List[Any]:
-  """Runs `job` over `files` with `num_workers` processes.
+  """Runs `job` over `files` in this process and `num_workers - 1` others.
+
+  This process is worker 0 (each process holds a TensorFlow of about 0.7
+  GB, so a separate coordinator would cost one more); the others are
+  spawned. All take files from one queue.
 
   Args:
     job: a `RecordJob` or `SampleJob` (picklable; `start`, `process`,
       `finish`).
     files: the input files, each processed once by one worker.
-    num_workers: worker processes; 1 runs everything in this process.
+    num_workers: worker processes, this one included.
     on_file: called in this process with each file's result, in the order
       the files finish.
     progress_label: logs the bytes processed under this label.
@@ -236,45 +241,65 @@ def run_jobs(
   tasks, results = context.Queue(), context.Queue()
   for input_file in files:
     tasks.put(input_file)
-  for _ in range(num_workers):
+  for _ in range(num_workers - 1):
     tasks.put(None)
-  workers = [
+  helpers = [
       context.Process(
           target=_worker_main, args=(job, worker, tasks, results), daemon=True
       )
-      for worker in range(num_workers)
+      for worker in range(1, num_workers)
   ]
-  for process in workers:
-    process.start()
+  for process in helpers:
+    process.start()  # Pickles `job` for the helper: before it is started here.
   finished = {}
+
+  def handle(message):
+    kind, info, payload = message
+    if kind == 'file':
+      on_file(payload)
+      reporter.advance(info)
+    elif kind == 'finished':
+      finished[info] = payload
+    elif kind == 'user_error':
+      raise cli.UserError(payload)
+    elif kind == 'not_found':
+      raise FileNotFoundError(payload)
+    else:
+      raise RuntimeError(f'record creation worker {info} failed:\n{payload}')
+
   try:
+    job.start(0)
+    while 0 not in finished:
+      try:
+        input_file = tasks.get(timeout=_POLL_SECONDS)
+      except queue.Empty:
+        continue
+      if input_file is None:
+        # No file left: the end marker belongs to a helper.
+        tasks.put(None)
+        finished[0] = job.finish()
+        break
+      handle(('file', input_file.size, job.process(input_file)))
+      while True:
+        try:
+          handle(results.get_nowait())
+        except queue.Empty:
+          break
     while len(finished) < num_workers:
       try:
-        kind, info, payload = results.get(timeout=_POLL_SECONDS)
+        handle(results.get(timeout=_POLL_SECONDS))
       except queue.Empty:
-        _check_alive(workers, finished)
-        continue
-      if kind == 'file':
-        on_file(payload)
-        reporter.advance(info)
-      elif kind == 'finished':
-        finished[info] = payload
-      elif kind == 'user_error':
-        raise cli.UserError(payload)
-      elif kind == 'not_found':
-        raise FileNotFoundError(payload)
-      else:
-        raise RuntimeError(f'record creation worker {info} failed:\n{payload}')
+        _check_alive(helpers, finished)
   finally:
-    for process in workers:
+    for process in helpers:
       if process.is_alive():
         process.terminate()
       process.join()
   return [finished[worker] for worker in sorted(finished)]
 
 
-def _check_alive(workers, finished: Dict[int, Any]) -> None:
-  for worker, process in enumerate(workers):
+def _check_alive(helpers, finished: Dict[int, Any]) -> None:
+  for worker, process in enumerate(helpers, start=1):
     if worker not in finished and process.exitcode not in (None, 0):
       raise RuntimeError(
           f'record creation worker {worker} died (exit code '
