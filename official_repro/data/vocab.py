@@ -310,6 +310,7 @@ class SentenceTokenizer:
     self._tokenize = tf.function(
         lambda batch: _flat_ids_and_lengths(tokenizer.tokenize(batch)),
         input_signature=[tf.TensorSpec([None], tf.string)],
+        autograph=False,
     )
 
   def __call__(self, sentences: Sequence[str]) -> List[List[int]]:
