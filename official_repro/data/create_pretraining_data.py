@@ -16,7 +16,8 @@ Two engines run the same transforms: `--engine=local` (`local_pipeline`,
 Flink, Spark through `--beam_options`). For the same input and seed both
 write the same records, whatever the number of workers. A learned vocabulary
 (`--vocab_size`) is learned from a seeded sample of at most
-`--vocab_sample_sentences` train sentences.
+`--vocab_sample_sentences` train sentences of a seeded choice of files
+holding about `--vocab_sample_mb` of text.
 
 The output directory is touched only once the whole corpus has been processed
 and checked (decode errors, [UNK] rate, an empty corpus): shards are then
@@ -173,7 +174,12 @@ class PretrainingDataConfig:
   vocab_sample_sentences: int = _option(
       1_000_000,
       'With --vocab_size: learn the vocabulary from at most this many train '
-      'sentences, a seeded uniform sample.',
+      'sentences, a seeded uniform sample of the files read for it.',
+  )
+  vocab_sample_mb: int = _option(
+      256,
+      'With --vocab_size: read a seeded choice of files holding about this '
+      'many MB of text (all files, if the corpus is smaller) for the sample.',
   )
   engine: str = _option(
       'local',
@@ -233,7 +239,12 @@ class PretrainingDataConfig:
           '--num_shards and --num_eval_shards must be >= 1, got '
           f'{self.num_shards} and {self.num_eval_shards}.'
       )
-    for name in ('num_workers', 'buffer_mb', 'vocab_sample_sentences'):
+    for name in (
+        'num_workers',
+        'buffer_mb',
+        'vocab_sample_sentences',
+        'vocab_sample_mb',
+    ):
       least = 0 if name == 'num_workers' else 1
       if getattr(self, name) < least:
         raise cli.UserError(
@@ -440,6 +451,9 @@ def _sample_and_learn_vocab(
     UserError: the corpus has no train text.
   """
   settings = config.streaming_settings()
+  files = streaming.files_to_sample(
+      files, config.seed, config.vocab_sample_mb * 10**6
+  )
   if config.engine == 'beam':
     from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
 
@@ -469,6 +483,8 @@ def _sample_and_learn_vocab(
       'sentences': len(sentences),
       'characters': sum(len(s) for s in sentences),
       'train_sentences': population,
+      'files': len(files),
+      'bytes': sum(f.size for f in files),
   }
   logging.info(
       'Learning a WordPiece vocabulary of size %d from a sample of %d of the '
@@ -839,8 +855,9 @@ def format_report(metadata: Dict[str, Any]) -> str:
   if sample:
     lines += [
         '',
-        f'Vocabulary learned from {sample["sentences"]:,} of '
-        f'{sample["train_sentences"]:,} train sentences '
+        f'Vocabulary learned from {sample["sentences"]:,} of the '
+        f'{sample["train_sentences"]:,} train sentences of '
+        f'{sample["files"]:,} files ({sample["bytes"] / 1e6:,.1f} MB) '
         f'({sample["characters"]:,} characters; seeded sample)',
     ]
   lines += [

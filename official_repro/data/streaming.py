@@ -143,6 +143,7 @@ class EvalSplit:
     """
     self.eval_fraction = eval_fraction
     self.seed = seed
+    self.num_files = len(files)
     self.eval_files = frozenset()
     self.single_document = False
     if eval_fraction <= 0.0:
@@ -169,9 +170,9 @@ class EvalSplit:
       )
     if self.mode == 'files':
       return (
-          f'{len(self.eval_files)} of {len(self.eval_files) + train} files '
-          'held out for eval (the files with the smallest seeded hash of their '
-          f'name; {held_out} of them non-empty)'
+          f'{len(self.eval_files)} of {self.num_files} files held out for '
+          'eval (the files with the smallest seeded hash of their name; '
+          f'{held_out} of them non-empty)'
       )
     return (
         f'{held_out} of {train + held_out} documents held out for eval (each '
@@ -491,6 +492,33 @@ class FileProcessor:
     for name_ in ('masked_lm_positions', 'masked_lm_ids', 'masked_lm_weights'):
       copy[name_] = np.concatenate([o[name_] for o in outputs])
     return copy
+
+
+def files_to_sample(
+    files: Sequence[InputFile], seed: int, budget_bytes: int
+) -> List[InputFile]:
+  """A seeded choice of files holding about `budget_bytes` of text.
+
+  The files are taken in the order of a seeded hash of their names until
+  their sizes reach the budget, so that learning a vocabulary reads a
+  bounded part of the corpus (all of it when it is smaller than the budget).
+
+  Args:
+    files: the corpus.
+    seed: seeds the order.
+    budget_bytes: the least bytes to take (one file more than fits).
+
+  Returns:
+    The chosen files, in corpus order.
+  """
+  ranked = sorted(files, key=lambda f: stable_hash(seed, 'vocab', f.name))
+  chosen, total = set(), 0
+  for input_file in ranked:
+    if total >= budget_bytes:
+      break
+    chosen.add(input_file.name)
+    total += input_file.size
+  return [f for f in files if f.name in chosen]
 
 
 def sample_sentences(

@@ -64,6 +64,18 @@ class TestEvalSplit:
     assert split.assign('a.txt', 3, ['S.']) == [('train', ['S.'])]
 
 
+def test_vocabulary_sample_reads_a_bounded_seeded_choice_of_files():
+  files = [
+      streaming.InputFile(f'/c/{i}.txt', f'{i}.txt', 100) for i in range(50)
+  ]
+  chosen = streaming.files_to_sample(files, seed=3, budget_bytes=950)
+  assert len(chosen) == 10
+  assert chosen == [f for f in files if f in chosen]  # Corpus order.
+  assert streaming.files_to_sample(files[::-1], 3, 950) == chosen[::-1]
+  assert streaming.files_to_sample(files, 4, 950) != chosen
+  assert streaming.files_to_sample(files, 3, 10**9) == files
+
+
 def test_input_names_are_relative_to_the_input(tmp_path, to_ram):
   corpus = tmp_path / 'corpus'
   (corpus / 'sub').mkdir(parents=True)
