@@ -185,8 +185,14 @@ def _worker_main(job, worker: int, tasks, results) -> None:
   try:
     _limit_threads()
     job.start(worker)
+    parent = multiprocessing.parent_process()
     while True:
-      input_file = tasks.get()
+      try:
+        input_file = tasks.get(timeout=_POLL_SECONDS)
+      except queue.Empty:
+        if parent is not None and not parent.is_alive():
+          return  # The coordinating process was killed: stop too.
+        continue
       if input_file is None:
         break
       results.put(('file', input_file.size, job.process(input_file)))

@@ -4,7 +4,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 import tensorflow as tf
 
@@ -209,3 +211,69 @@ def test_memory_does_not_grow_with_the_corpus(tmp_path):
   assert text_mb > 2.0
   print(f'peak RSS {small_mb} MB, then {large_mb} MB with {text_mb:.1f} MB')
   assert large_mb - small_mb < 20, (small_mb, large_mb, text_mb)
+
+
+@pytest.mark.slow
+def test_rerun_after_sigkill_writes_the_uninterrupted_records(tmp_path):
+  """A run killed (SIGKILL) mid-way leaves no complete-looking directory.
+
+  Its helper process stops too, and the same command then writes the
+  records of an uninterrupted run.
+  """
+  corpus = write_fixture_files(tmp_path / 'corpus', 24, num_documents=300)
+  vocab = write_fixture_vocab(tmp_path / 'vocab.txt')
+
+  def command(output_dir):
+    return [
+        sys.executable,
+        '-m',
+        'official_repro.data.create_pretraining_data',
+        f'--input={corpus}',
+        f'--output_dir={output_dir}',
+        f'--vocab_file={vocab}',
+        '--max_seq_length=32',
+        '--num_shards=2',
+        '--num_workers=2',
+        '--buffer_mb=1',
+    ]
+
+  env = dict(os.environ, PYTHONPATH=_REPO_ROOT)
+  subprocess.run(
+      command(tmp_path / 'expected'),
+      cwd=_REPO_ROOT,
+      env=env,
+      check=True,
+      capture_output=True,
+  )
+  output_dir = tmp_path / 'records'
+  process = subprocess.Popen(
+      command(output_dir),
+      cwd=_REPO_ROOT,
+      env=env,
+      stdout=subprocess.DEVNULL,
+      stderr=subprocess.DEVNULL,
+  )
+  deadline = time.time() + 300
+  while time.time() < deadline:
+    scratch = [p for p in output_dir.glob('scratch.tmp-*')]
+    if scratch and list(scratch[0].glob('*.run')):
+      break
+    time.sleep(0.2)
+  helpers = psutil.Process(process.pid).children(recursive=True)
+  process.kill()
+  process.wait()
+  assert not (output_dir / 'metadata.json').exists()
+  assert list(output_dir.glob('scratch.tmp-*'))
+  psutil.wait_procs(helpers, timeout=30)
+  assert not [h for h in helpers if h.is_running()]
+  subprocess.run(
+      command(output_dir),
+      cwd=_REPO_ROOT,
+      env=env,
+      check=True,
+      capture_output=True,
+  )
+  assert not list(output_dir.glob('*.tmp-*'))
+  assert _shard_bytes(str(output_dir)) == _shard_bytes(
+      str(tmp_path / 'expected')
+  )
