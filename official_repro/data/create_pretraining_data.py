@@ -52,13 +52,12 @@ from official_repro.data import text_cleaning
 from official_repro.data import vocab as vocab_lib
 
 _UNK_RATE_WARNING = 0.01
+# Larger input files are worth splitting (a worker holds a whole file).
+_LARGE_FILE_BYTES = 256 * 10**6
 ENGINES = ('local', 'beam')
 # Fields that say how to run, not what to write: kept out of
 # `metadata['source']` (the same records come out whatever their values).
 _EXECUTION_FIELDS = ('engine', 'num_workers', 'buffer_mb', 'beam_options')
-
-# Kept for callers of the earlier in-memory module.
-TokenizationStats = streaming.TokenizationStats
 
 
 def _option(default, help_text: str, flag: str = '', choices=()):
@@ -688,6 +687,15 @@ def prepare_pretraining_data(
   )
   num_workers = local_pipeline.effective_workers(config.num_workers, len(files))
   input_bytes = sum(f.size for f in files)
+  largest = max(files, key=lambda f: f.size)
+  if largest.size > _LARGE_FILE_BYTES:
+    logging.warning(
+        '%s holds %.0f MB: a worker holds a whole file (about 15 times its '
+        'size in memory), so split large files (e.g. `split -C 64M`) to bound '
+        'memory and to use every worker.',
+        largest.path,
+        largest.size / 1e6,
+    )
   logging.info(
       'Processing %d files (%.1f MB) with the %s engine%s.',
       len(files),
