@@ -125,6 +125,15 @@ class BeamShards:
     return summaries
 
 
+def _spread_files(pipeline, files: Sequence[streaming.InputFile]):
+  """The input files as a PCollection, spread over the workers."""
+  return (
+      pipeline
+      | 'Files' >> beam.Create(list(files))
+      | 'SpreadFiles' >> beam.Reshuffle()
+  )
+
+
 def run_beam(
     files: Sequence[streaming.InputFile],
     settings: streaming.Settings,
@@ -147,15 +156,9 @@ def run_beam(
     The counters and shards, ready for `BeamShards.write`.
   """
   with beam.Pipeline(options=make_options(beam_options)) as pipeline:
-    processed = (
-        pipeline
-        | 'Files' >> beam.Create(list(files))
-        | 'SpreadFiles' >> beam.Reshuffle()
-        | 'Process'
-        >> beam.ParDo(_ProcessFile(settings, tokens, eval_split)).with_outputs(
-            'stats', main='examples'
-        )
-    )
+    processed = _spread_files(pipeline, files) | 'Process' >> beam.ParDo(
+        _ProcessFile(settings, tokens, eval_split)
+    ).with_outputs('stats', main='examples')
     _ = (
         processed.examples
         | 'GroupByShard' >> beam.GroupByKey()
@@ -221,9 +224,7 @@ def sample_with_beam(
   path = os.path.join(scratch_dir, _SAMPLE_FILE)
   with beam.Pipeline(options=make_options(beam_options)) as pipeline:
     _ = (
-        pipeline
-        | 'Files' >> beam.Create(list(files))
-        | 'SpreadFiles' >> beam.Reshuffle()
+        _spread_files(pipeline, files)
         | 'Sample'
         >> beam.Map(
             lambda f: streaming.sample_sentences(
