@@ -247,7 +247,9 @@ def run_jobs(
   tasks, results = context.Queue(), context.Queue()
   for input_file in files:
     tasks.put(input_file)
-  for _ in range(num_workers - 1):
+  # One end marker per worker, this process included: each stops at the
+  # first it takes, so each takes one.
+  for _ in range(num_workers):
     tasks.put(None)
   helpers = [
       context.Process(
@@ -281,8 +283,6 @@ def run_jobs(
       except queue.Empty:
         continue
       if input_file is None:
-        # No file left: the end marker belongs to a helper.
-        tasks.put(None)
         finished[0] = job.finish()
         break
       handle(('file', input_file.size, job.process(input_file)))

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -71,6 +72,52 @@ def test_runs_round_trip_and_merge_in_key_order(tmp_path, monkeypatch):
   (tmp_path / 'cut.run').write_bytes(data[:-1])
   with pytest.raises(ValueError, match='truncated'):
     list(local_pipeline.read_run(str(tmp_path / 'cut.run')))
+
+
+class _HelperFirstJob:
+  """A job whose worker 0 waits until a helper has processed a file.
+
+  So a helper takes the last file and then an end marker before this
+  process does.
+  """
+
+  def __init__(self, marker):
+    self._marker = marker
+    self._worker = None
+
+  def start(self, worker):
+    self._worker = worker
+
+  def process(self, input_file):
+    if self._worker == 0:
+      deadline = time.time() + 120
+      while not os.path.exists(self._marker) and time.time() < deadline:
+        time.sleep(0.1)
+    else:
+      with open(self._marker, 'w') as f:
+        f.write(input_file.name)
+    return self._worker, input_file.name
+
+  def finish(self):
+    return self._worker
+
+
+def test_every_worker_stops_whoever_takes_the_last_file(tmp_path):
+  files = [streaming.InputFile(f'/{n}', n, 1) for n in ('a.txt', 'b.txt')]
+  done = []
+  thread = threading.Thread(
+      target=lambda: done.append(
+          local_pipeline.run_jobs(
+              _HelperFirstJob(str(tmp_path / 'marker')), files, 2, done.append
+          )
+      ),
+      daemon=True,
+  )
+  thread.start()
+  thread.join(timeout=180)
+  assert not thread.is_alive(), 'run_jobs hung'
+  assert sorted(done[:2]) == [(0, 'a.txt'), (1, 'b.txt')]
+  assert done[2] == [0, 1]
 
 
 def test_output_is_the_same_for_any_worker_count(corpus, tmp_path):
