@@ -1,7 +1,8 @@
 """Mixed precision and XLA on CPU.
 
 Every objective, backbone and fine-tuning task under XLA and mixed
-precision, on CPU.
+precision, on CPU (every pair of objective and backbone with `-m slow`;
+the default suite covers each objective and each backbone once).
 
 TPUs run the training step compiled by XLA in bfloat16; GPUs run it in
 float16 with loss scaling (or bfloat16). No accelerator here runs
@@ -119,11 +120,22 @@ def _task_config(records, objective, backbone):
 
 
 def _cases():
+  """Every (objective, backbone) pair; a rotation of them runs by default.
+
+  The default suite runs objective i with backbone i modulo the number of
+  backbones, which covers every objective and every backbone; the other
+  pairs are marked slow (`-m slow` runs them).
+  """
   objectives.load_builtin_objectives()
+  backbones = encoders.backbone_names()
   return [
-      (objective, backbone)
-      for objective in objectives.names()
-      for backbone in encoders.backbone_names()
+      pytest.param(
+          objective,
+          backbone,
+          marks=() if i % len(backbones) == j else pytest.mark.slow,
+      )
+      for i, objective in enumerate(objectives.names())
+      for j, backbone in enumerate(backbones)
   ]
 
 
