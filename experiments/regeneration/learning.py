@@ -116,13 +116,17 @@ def _checked(run: registry.Run, final: Dict[str, float]) -> List[Dict]:
 def _gap(pretrained: Dict, random_init: Dict) -> Dict:
   """The pretraining gain over random initialisation, with its error.
 
-  Pretrained minus random-init mean score, and twice its standard
-  error over the fine-tuning seeds.
+  Pretrained minus random-init mean score, twice its standard error over
+  the fine-tuning seeds, and the verdict: 'ahead' or 'behind' by more than
+  that, or 'within noise'.
   """
   a, b = pretrained['summary'], random_init['summary']
   noise = 2.0 * math.sqrt(a['std'] ** 2 / a['n'] + b['std'] ** 2 / b['n'])
   gap = a['mean'] - b['mean']
-  return dict(gap=gap, noise=noise, exceeds=gap > noise)
+  verdict = (
+      'ahead' if gap > noise else 'behind' if gap < -noise else 'within noise'
+  )
+  return dict(gap=gap, noise=noise, verdict=verdict)
 
 
 def run_learning(
@@ -242,11 +246,12 @@ def markdown(content: Dict) -> str:
       f'Scale {scale} (gin/regenerate/{scale}*.gin), every run '
       f'{settings["reference_steps"]:,} steps, pretraining seed {seed}; '
       f'held-out: {settings["held_out_steps"]} batches of the held-out '
-      'books at every checkpoint.',
+      'books at every checkpoint; wall minutes from the first to the last '
+      'training summary, pauses and other jobs on the cores included.',
       '',
       content.get('provenance', ''),
       '',
-      '| run | steps | training FLOPs | minutes | metric | held-out '
+      '| run | steps | training FLOPs | wall minutes | metric | held-out '
       '| target | met |',
       '|---|---|---|---|---|---|---|---|',
   ]
@@ -301,8 +306,8 @@ def markdown(content: Dict) -> str:
       '',
       'Fine-tuning, the pretrained masked LM against the same encoder '
       'from random initialisation (dev score, mean ± std over '
-      f'{settings["num_runs"]} fine-tuning seeds; gap > noise: more '
-      'than twice its standard error):',
+      f'{settings["num_runs"]} fine-tuning seeds; the gap is ahead or '
+      'behind when it exceeds twice its standard error):',
       '',
       '| encoder | ' + ' | '.join(tasks) + ' |',
       '|---|' + '---|' * len(tasks),
@@ -323,8 +328,7 @@ def markdown(content: Dict) -> str:
       gap = run['against_random_init'][task]
       cells.append(
           f'{summary["mean"]:.3f} ± {summary["std"]:.3f} '
-          f'({gap["gap"]:+.3f}, '
-          f'{"> noise" if gap["exceeds"] else "within noise"})'
+          f'({gap["gap"]:+.3f}, {gap["verdict"]})'
       )
     lines.append(f'| {run["row"]} | ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines) + '\n'

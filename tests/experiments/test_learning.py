@@ -140,7 +140,7 @@ def test_only_the_masked_lm_is_fine_tuned_against_random_init(report):
   assert gap['gap'] == pytest.approx(0.2)
   # Twice the standard error: 2 * sqrt(0.01^2 / 3 * 2).
   assert gap['noise'] == pytest.approx(2 * (2 * 0.01**2 / 3) ** 0.5)
-  assert gap['exceeds']
+  assert gap['verdict'] == 'ahead'
 
 
 def test_report_and_figures_are_written(report):
@@ -150,9 +150,7 @@ def test_report_and_figures_are_written(report):
   assert '| in order | 0.310 |' in text
   assert '| always the most frequent training token | 0.070 |' in text
   assert 'critic AUC | 0.840 | >= 0.850 | no |' in text
-  assert '| masked LM (001 BERT_small) | 0.700 ± 0.010 (+0.200, > noise)' in (
-      text
-  )
+  assert '| masked LM (001 BERT_small) | 0.700 ± 0.010 (+0.200, ahead)' in text
   with open(os.path.join(out, 'learning_cpu.json')) as f:
     assert json.load(f)['runs']['teams']['final']['mws_accuracy'] == (
         pytest.approx(0.55)
@@ -163,3 +161,15 @@ def test_report_and_figures_are_written(report):
   assert content['runs']['masked_lm']['held_out']['4'] == dict(
       masked_lm_accuracy=pytest.approx(0.31)
   )
+
+
+@pytest.mark.parametrize(
+    'pretrained, verdict',
+    [(0.70, 'ahead'), (0.50, 'behind'), (0.605, 'within noise')],
+)
+def test_gap_verdict_is_signed(pretrained, verdict):
+  def result(mean):
+    return dict(summary=dict(n=3, mean=mean, std=0.01))
+
+  # Twice the standard error of the difference: about 0.016.
+  assert learning._gap(result(pretrained), result(0.6))['verdict'] == verdict
