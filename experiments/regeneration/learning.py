@@ -380,7 +380,8 @@ def _plot_runs(content: Dict, out: str) -> List[str]:
 
   figure, axes = pyplot.subplots(1, 2, figsize=(9, 3.5))
   for panel, metric in zip(axes, ('masked_lm_accuracy', 'discriminator_auc')):
-    for run in content['runs'].values():
+    # One colour per run in both panels.
+    for index, run in enumerate(content['runs'].values()):
       steps = sorted(int(step) for step in run['held_out'])
       values = [run['held_out'][str(step)].get(metric) for step in steps]
       if steps and all(value is not None for value in values):
@@ -388,6 +389,7 @@ def _plot_runs(content: Dict, out: str) -> List[str]:
             [step * run['flops_per_step'] for step in steps],
             values,
             marker='o',
+            color=f'C{index}',
             label=run['row'],
         )
     panel.set_xlabel('training FLOPs')
