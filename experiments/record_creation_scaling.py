@@ -17,7 +17,7 @@ Example (the README's numbers):
   python -m experiments.record_creation_scaling \
     --corpus=../shared/data/corpus/gutenberg \
     --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
-    --sizes_mb=41,164,1024 --workers=1,2 --beam_python=/path/to/venv/python
+    --sizes_mb=40,160,1024 --workers=1,2 --beam_python=/path/to/venv/python
 """
 
 import json
@@ -51,7 +51,7 @@ def define_flags():
   flags.DEFINE_string('corpus', None, 'Directory of books (*.txt) to repeat.')
   flags.DEFINE_string('vocab_file', None, 'WordPiece vocabulary.')
   flags.DEFINE_list(
-      'sizes_mb', ['41', '164', '1024'], 'Corpus sizes to build (MB, >=).'
+      'sizes_mb', ['40', '160', '1024'], 'Corpus sizes to build (MB, >=).'
   )
   flags.DEFINE_list('workers', ['1', '2'], 'Local worker counts to measure.')
   flags.DEFINE_string(
