@@ -27,6 +27,8 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 import sys
 from typing import Dict, Iterator, List, Sequence, Set, Tuple
 
+import tensorflow as tf
+
 from official_repro.common import cli
 from experiments.paper_tables import citations
 
@@ -41,16 +43,16 @@ def gin_files(paths: Sequence[str]) -> Iterator[str]:
     FileNotFoundError: naming a path that does not exist.
   """
   for path in paths:
-    if os.path.isfile(path):
-      yield path
-    elif os.path.isdir(path):
-      for root, directories, files in os.walk(path):
-        directories.sort()
-        for name in sorted(files):
-          if name.endswith('.gin'):
-            yield os.path.join(root, name)
-    else:
+    if not tf.io.gfile.exists(path):
       raise FileNotFoundError(f'{path}: no such file or directory.')
+    if not tf.io.gfile.isdir(path):
+      yield path
+      continue
+    for root, directories, files in tf.io.gfile.walk(path):
+      directories.sort()
+      for name in sorted(files):
+        if name.endswith('.gin'):
+          yield os.path.join(root, name)
 
 
 def _repeats(comment: str) -> List[str]:
@@ -92,7 +94,7 @@ def _repeats(comment: str) -> List[str]:
 
 def lint_file(path: str) -> List[str]:
   """The problems of one gin file, each '<path>:<line>: <reason>'."""
-  with open(path, encoding='utf-8') as f:
+  with tf.io.gfile.GFile(path) as f:
     lines = f.read().splitlines()
   problems: List[Tuple[int, str]] = []
   for number, line in enumerate(lines, start=1):
