@@ -83,9 +83,18 @@ def define_flags():
 def build_corpus(books: str, directory: str, size_mb: float) -> int:
   """Links copies of `books` into `directory` until it holds `size_mb` MB.
 
+  The copies are symbolic links, which only a local file system has, so
+  this benchmark reads a local `books` with `os` (not `tf.io.gfile`) and
+  refuses a remote one.
+
   Returns:
     The bytes of text in `directory`.
   """
+  if '://' in books:
+    raise cli.UserError(
+        f'--corpus {books}: the benchmark links local copies; give a local '
+        'directory.'
+    )
   names = sorted(n for n in os.listdir(books) if n.endswith('.txt'))
   if not names:
     raise cli.UserError(f'--corpus {books}: no *.txt files.')

@@ -1,0 +1,27 @@
+"""The scaling benchmark's corpus builder."""
+
+import os
+
+import pytest
+
+from experiments import record_creation_scaling
+from official_repro.common import cli
+
+
+def test_corpus_is_whole_copies_of_the_books_up_to_the_size(tmp_path):
+  books = tmp_path / 'books'
+  books.mkdir()
+  (books / 'a.txt').write_text('a' * 300_000)
+  (books / 'b.txt').write_text('b' * 200_000)
+  (books / 'notes.md').write_text('not a book')
+  out = tmp_path / 'corpus'
+  total = record_creation_scaling.build_corpus(str(books), str(out), 1.2)
+  # 0.5 MB per copy: three copies reach 1.2 MB, two do not.
+  assert total == 1_500_000
+  assert sorted(os.listdir(out)) == ['copy000', 'copy001', 'copy002']
+  assert sorted(os.listdir(out / 'copy002')) == ['a.txt', 'b.txt']
+
+
+def test_a_remote_corpus_is_refused(tmp_path):
+  with pytest.raises(cli.UserError, match='local directory'):
+    record_creation_scaling.build_corpus('gs://b/books', str(tmp_path), 1.0)
