@@ -50,7 +50,11 @@ def make_options(beam_options: str) -> pipeline_options.PipelineOptions:
 
 
 class _ProcessFile(beam.DoFn):
-  """`streaming.FileProcessor.process` as a DoFn: examples, then counters."""
+  """`streaming.FileProcessor.process` as a DoFn: examples, then counters.
+
+  The examples are yielded a group of documents at a time, as the processor
+  makes them, so a worker holds one group of a file, not the file.
+  """
 
   def __init__(self, settings, tokens, eval_split):
     super().__init__()
@@ -61,9 +65,10 @@ class _ProcessFile(beam.DoFn):
     self._processor = streaming.FileProcessor(*self._args)
 
   def process(self, input_file):
-    output, stats = self._processor.process(input_file)
-    for split, shard, key, document, data in output:
-      yield (split, shard), (key, document, data)
+    stats = streaming.RecordStats()
+    for group in self._processor.process(input_file, stats):
+      for split, shard, key, document, data in group:
+        yield (split, shard), (key, document, data)
     yield beam.pvalue.TaggedOutput('stats', stats)
 
 

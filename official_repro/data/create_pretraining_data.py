@@ -7,8 +7,10 @@ packed into `[CLS] A [SEP] B [SEP]` instances (`pretraining_instances`),
 optionally masked `dupe_factor` times (static masking, `masking.mask_batch`)
 and serialized, and every example is sent by a seeded hash of its key to a
 shard of the record directory described in `records`, in which examples are
-ordered by that hash (`streaming`). Memory is set by buffers (one file per
-worker, `--buffer_mb` of examples per worker), not by the corpus size.
+ordered by that hash (`streaming`). Memory is set by buffers, not by the
+corpus or the size of its files: each worker holds a group of documents in
+flight (`--group_mb` of text, read from its file as a stream, with its tokens
+and examples) and `--buffer_mb` of examples.
 
 Two engines run the same transforms: `--engine=local` (`local_pipeline`,
 `--num_workers` processes on this machine, default all cores) and
@@ -52,8 +54,6 @@ from official_repro.data import text_cleaning
 from official_repro.data import vocab as vocab_lib
 
 _UNK_RATE_WARNING = 0.01
-# Larger input files are worth splitting (a worker holds a whole file).
-_LARGE_FILE_BYTES = 256 * 10**6
 ENGINES = ('local', 'beam')
 # Fields that say how to run, not what to write: kept out of
 # `metadata['source']` (the same records come out whatever their values).
@@ -121,7 +121,8 @@ class PretrainingDataConfig:
   next_sentence_prediction: bool = _option(
       False,
       'Make random-next pairs (the random segment from another document of '
-      'the same file) and write next_sentence_labels.',
+      'the same group of --group_mb of a file) and write '
+      'next_sentence_labels.',
   )
   masking: str = _option(
       'dynamic',
@@ -153,6 +154,15 @@ class PretrainingDataConfig:
   num_shards: int = _option(1, 'Train files.')
   num_eval_shards: int = _option(1, 'Eval files.')
   seed: int = _option(12345, 'Seed of the split, instances, masks, order.')
+  group_mb: float = _option(
+      4.0,
+      'Documents in flight: a file is processed in groups of documents of '
+      'about this many MB of text (characters), cut where its text decides; '
+      'random-next segments come from the same group, and a longer document '
+      '(--document_mode=file) or paragraph is cut at this size. Bounds a '
+      "worker's memory (about 20 times this); files smaller than it are "
+      'processed whole.',
+  )
   encoding_errors: str = _option(
       'strict',
       'strict: refuse a file that is not UTF-8, naming it and its first bad '
@@ -232,6 +242,11 @@ class PretrainingDataConfig:
     if not 0.0 <= self.eval_fraction < 1.0:
       raise cli.UserError(
           '--eval_fraction must be in [0, 1), got ' f'{self.eval_fraction}.'
+      )
+    if not self.group_mb * 2**20 >= 1:
+      raise cli.UserError(
+          f'--group_mb must be positive (at least one character), got '
+          f'{self.group_mb}.'
       )
     if self.num_shards < 1 or self.num_eval_shards < 1:
       raise cli.UserError(
@@ -315,6 +330,7 @@ class PretrainingDataConfig:
         lower_case=self.lower_case,
         num_shards={'train': self.num_shards, 'eval': self.num_eval_shards},
         seed=self.seed,
+        group_chars=int(self.group_mb * 2**20),
     )
 
 
@@ -573,8 +589,9 @@ def _warnings(
   ):
     warnings.append(
         'no random-next (label 1) pair was made: random segments come from '
-        'other documents of the same file, and every file holds a single '
-        'document (--document_mode=file?).'
+        'other documents of the same group of documents of a file (at most '
+        'about --group_mb of text), and every group holds a single document '
+        '(--document_mode=file?).'
     )
   return warnings
 
@@ -687,15 +704,6 @@ def prepare_pretraining_data(
   )
   num_workers = local_pipeline.effective_workers(config.num_workers, len(files))
   input_bytes = sum(f.size for f in files)
-  largest = max(files, key=lambda f: f.size)
-  if largest.size > _LARGE_FILE_BYTES:
-    logging.warning(
-        '%s holds %.0f MB: a worker holds a whole file (about 15 times its '
-        'size in memory), so split large files (e.g. `split -C 64M`) to bound '
-        'memory and to use every worker.',
-        largest.path,
-        largest.size / 1e6,
-    )
   logging.info(
       'Processing %d files (%.1f MB) with the %s engine%s.',
       len(files),
@@ -793,6 +801,7 @@ def prepare_pretraining_data(
           ),
           'tokenization': dataclasses.asdict(total_tokenization),
           'splits': split_stats,
+          'groups': stats.groups,
           'vocab_sample': vocab_sample,
           'execution': {
               'engine': config.engine,
@@ -887,6 +896,11 @@ def format_report(metadata: Dict[str, Any]) -> str:
         + (f', {workers} workers' if workers else '')
         + f'; {execution["input_files"]:,} files, '
         f'{execution["input_bytes"] / 1e6:,.1f} MB'
+    )
+  if 'groups' in stats:
+    lines.append(
+        f'Groups of documents processed: {stats["groups"]:,} '
+        f'(--group_mb={metadata["source"]["group_mb"]:g})'
     )
   lines.append(
       'Seconds: ' + ', '.join(f'{k} {v}' for k, v in stats['seconds'].items())

@@ -2,16 +2,18 @@
 
 `num_workers` worker processes (this one and spawned ones, each with its own
 TensorFlow) take input files from a queue, one file at a time, and run the
-shared transform (`streaming.FileProcessor`) on each. A worker keeps the
-examples it made in a buffer; when the buffer holds `buffer_bytes`, it writes
-them out, one run file per shard with the examples sorted by key, into a
-temporary directory. Once every file is done, each shard is written by
+shared transform (`streaming.FileProcessor`) on each, which yields a file's
+examples a group of documents at a time. A worker adds each group's examples
+to its buffer; when the buffer holds `buffer_bytes`, it writes them out, one
+run file per shard with the examples sorted by key, into a temporary
+directory. Once every file is done, each shard is written by
 merging its runs in key order (`streaming.write_shard`), at most
 `_MAX_FAN_IN` runs at a time.
 
-Memory is bounded by the buffers, not by the corpus: a worker holds one file
-(its text, tokens and examples) and its buffer; the merge holds one read
-buffer (`_READ_CHUNK`) per run. The output does not depend on how the files
+Memory is bounded by the buffers, not by the corpus or its largest file: a
+worker holds one group of documents of a file (`--group_mb` of text, with its
+tokens and examples) and its buffer; the merge holds one read buffer
+(`_READ_CHUNK`) per run. The output does not depend on how the files
 were divided among workers or runs: a shard is its examples in key order.
 With one worker everything runs in the calling process.
 """
@@ -141,8 +143,10 @@ class RecordJob:
     self._buffer = RunBuffer(self._run_dir, self._buffer_bytes, f'w{worker}')
 
   def process(self, input_file: streaming.InputFile) -> streaming.RecordStats:
-    output, stats = self._processor.process(input_file)
-    self._buffer.add(output)
+    """Buffers a file's records a group at a time; returns its counters."""
+    stats = streaming.RecordStats()
+    for group in self._processor.process(input_file, stats):
+      self._buffer.add(group)
     return stats
 
   def finish(self) -> Dict[RunKey, List[str]]:

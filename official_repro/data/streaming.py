@@ -11,6 +11,12 @@ processes or machines:
   -> serialize each example and give it a 64-bit key, a seeded hash of
   (split, file, document, instance, copy).
 
+A file is read as a stream of documents and processed in groups of
+documents holding about `Settings.group_chars` characters (the documents in
+flight, `--group_mb`), cut where the file's text alone decides
+(`FileProcessor.process`), so a worker holds one group whatever the size of
+the file. Random-next segments come from the other documents of a group.
+
 An example goes to shard `key % num_shards` of its split, and a shard holds its
 examples in ascending key order. The key is a hash, so every shard is a
 uniformly random sample of its split in uniformly random order: the output is
@@ -19,7 +25,8 @@ it is a function of the corpus and the seed alone, whatever the number of
 workers or the runner.
 
 `FileProcessor` is the transform (used as it is by the local run,
-`local_pipeline`, and wrapped in a `beam.DoFn` by `beam_pipeline`);
+`local_pipeline`, and wrapped in a `beam.DoFn` by `beam_pipeline`; both take
+a group's records as it yields them);
 `write_shard` writes a shard from its records in key order (used by both).
 A file's name (`InputFile.name`, its path relative to the input directory) is
 part of every seed, so the records do not change when the corpus moves (to
@@ -118,8 +125,9 @@ class EvalSplit:
 
   * `document_mode='file'` (a document is a file, so their number is known
     before reading): the `max(1, round(fraction * n))` files (never all) with
-    the smallest seeded hash of their name; one file alone keeps its first
-    sentences for train and holds out its last `fraction`.
+    the smallest seeded hash of their name; one file alone keeps the first
+    sentences of each of its documents (one, or one per `group_chars` of
+    text for a larger file) for train and holds out their last `fraction`.
   * otherwise: each document whose seeded hash of (file name, index in the
     file) falls below `fraction`, so about `fraction` of them.
 
@@ -163,6 +171,13 @@ class EvalSplit:
     train, held_out = documents['train'], documents['eval']
     if self.mode == 'none':
       return 'no eval split (eval_fraction is 0)'
+    if self.mode == 'last_sentences' and held_out > 1:
+      return (
+          f'the corpus is a single file, read as {held_out} documents (one '
+          'per --group_mb of text), so the last '
+          f'{self.eval_fraction:.1%} of the sentences of each are held out '
+          'for eval'
+      )
     if self.mode == 'last_sentences':
       return (
           'the corpus is a single document, so its last '
@@ -252,6 +267,7 @@ class RecordStats:
   Attributes:
     corpus: reading and cleaning counters.
     splits: counters per split ('train', 'eval').
+    groups: groups of documents processed (`FileProcessor.process`).
   """
 
   corpus: text_cleaning.CorpusStats = dataclasses.field(
@@ -260,10 +276,12 @@ class RecordStats:
   splits: Dict[str, SplitStats] = dataclasses.field(
       default_factory=lambda: {split: SplitStats() for split in records.SPLITS}
   )
+  groups: int = 0
 
   def add(self, other: 'RecordStats') -> 'RecordStats':
     """Adds `other`'s counters to these; returns self."""
     self.corpus.add(other.corpus)
+    self.groups += other.groups
     for split in records.SPLITS:
       _add_counts(self.splits[split], other.splits[split])
       tokenization = self.splits[split].tokenization
@@ -311,6 +329,9 @@ class Settings:
     lower_case: whether the vocabulary is uncased.
     num_shards: shards per split, `{'train': n, 'eval': m}`.
     seed: the seed of everything.
+    group_chars: the documents in flight: a file is processed in groups of
+      documents holding about this many characters of text (see
+      `FileProcessor.process`).
   """
 
   cleaning: text_cleaning.CleaningOptions
@@ -320,6 +341,7 @@ class Settings:
   lower_case: bool
   num_shards: Dict[str, int]
   seed: int
+  group_chars: int
 
 
 class Record(tuple):
@@ -363,43 +385,92 @@ class FileProcessor:
           settings.instances.max_seq_length,
       )
 
-  def process(self, input_file: InputFile) -> Tuple[List[Record], RecordStats]:
-    """The examples of one file, and its counters.
+  def process(
+      self, input_file: InputFile, stats: RecordStats
+  ) -> Iterator[List[Record]]:
+    """The examples of one file, a group of documents at a time.
+
+    The file is read as a stream of documents (`text_cleaning`, cut at
+    `group_chars` characters), which are gathered in file order into
+    groups: a group ends after the document that brings its text to
+    `settings.group_chars` characters, or at the end of the file. So the
+    boundaries depend on the file's text and the settings alone, never on
+    the worker or the runner. Each group is tokenized, packed, masked and
+    serialized whole, and its records are yielded before the next group is
+    read. Documents keep their index in the file, which seeds their split,
+    instances and keys as before; what draws on "the other documents" draws
+    on those of the group: random-next segments come from the other
+    documents of the group (and split), and static masking numbers its
+    batches of `_MASK_BATCH_SIZE` instances on across the groups of a file
+    and split. A file of fewer bytes than `group_chars` is one group, whose
+    records are those of processing the file whole.
 
     Args:
       input_file: the file.
+      stats: counters to add the file's to (as its groups are processed).
 
-    Returns:
-      `(records, stats)`.
+    Yields:
+      The records of each group.
 
     Raises:
       UserError: the file is not UTF-8 (with `encoding_errors='strict'`).
     """
-    stats = RecordStats()
-    documents = self._reader.read_file(input_file.path, stats.corpus)
-    stats.corpus.documents = len(documents)
-    parts = {split: [] for split in records.SPLITS}
+    budget = self._settings.group_chars
+    documents = self._reader.iter_documents(
+        input_file.path, stats.corpus, budget
+    )
+    batches = {split: 0 for split in records.SPLITS}
+    group, size = [], 0
     for index, sentences in enumerate(documents):
-      for split, part in self._eval_split.assign(
-          input_file.name, index, sentences
-      ):
+      group.append((index, sentences))
+      size += sum(len(sentence) for sentence in sentences)
+      if size >= budget:
+        yield self._group_records(input_file.name, group, batches, stats)
+        group, size = [], 0
+    if group:
+      yield self._group_records(input_file.name, group, batches, stats)
+
+  def _group_records(
+      self,
+      name: str,
+      group: List[Tuple[int, List[str]]],
+      batches: Dict[str, int],
+      stats: RecordStats,
+  ) -> List[Record]:
+    """The records of a group of `(index, sentences)` documents of a file."""
+    stats.groups += 1
+    parts = {split: [] for split in records.SPLITS}
+    for index, sentences in group:
+      for split, part in self._eval_split.assign(name, index, sentences):
         parts[split].append((index, part))
     output = []
     for split in records.SPLITS:
       if parts[split]:
         output.extend(
-            self._split_records(input_file.name, split, parts[split], stats)
+            self._split_records(name, split, parts[split], batches, stats)
         )
-    return output, stats
+    return output
 
   def _split_records(
       self,
       name: str,
       split: str,
       documents: List[Tuple[int, List[str]]],
+      batches: Dict[str, int],
       stats: RecordStats,
   ) -> List[Record]:
-    """Tokenizes, packs, masks and serializes a file's documents of a split."""
+    """Tokenizes, packs, masks and serializes a group's documents of a split.
+
+    Args:
+      name: the file's name.
+      split: 'train' or 'eval'.
+      documents: the `(index in the file, sentences)` of the group in it.
+      batches: masking batches used so far per split of the file; advanced.
+      stats: counters to add to.
+
+    Returns:
+      The records.
+    """
     settings = self._settings
     split_stats = stats.splits[split]
     split_stats.documents += len(documents)
@@ -433,7 +504,9 @@ class FileProcessor:
       made = maker.from_document(pool, position, rng)
       instances.extend(made)
       sources.extend((index, number) for number in range(len(made)))
-    split_stats.instances = maker.stats
+    _add_counts(split_stats.instances, maker.stats)
+    if not instances:
+      return []
     features = instances_to_features(
         instances,
         settings.instances.max_seq_length,
@@ -442,9 +515,10 @@ class FileProcessor:
     copies = [features]
     if self._mask_fn is not None:
       copies = [
-          self._mask(features, name, split, dupe)
+          self._mask(features, name, split, dupe, batches[split])
           for dupe in range(settings.dupe_factor)
       ]
+      batches[split] += -(-len(instances) // _MASK_BATCH_SIZE)
     num_shards = settings.num_shards[split]
     output = []
     for dupe, copy in enumerate(copies):
@@ -468,12 +542,23 @@ class FileProcessor:
     return output
 
   def _mask(
-      self, features: Dict[str, np.ndarray], name: str, split: str, dupe: int
+      self,
+      features: Dict[str, np.ndarray],
+      name: str,
+      split: str,
+      dupe: int,
+      first_batch: int,
   ) -> Dict[str, np.ndarray]:
-    """One masked copy; batch `b` seeded by (seed, file, split, copy, b)."""
+    """One masked copy; batch `b` seeded by (seed, file, split, copy, b).
+
+    The batches of `features` are numbered from `first_batch` (the batches
+    of the file's earlier groups come first).
+    """
     num = len(features['input_ids'])
     outputs = []
-    for batch, begin in enumerate(range(0, num, _MASK_BATCH_SIZE)):
+    for batch, begin in enumerate(
+        range(0, num, _MASK_BATCH_SIZE), start=first_batch
+    ):
       batch_seed = tf.constant(
           [
               self._settings.seed,
@@ -532,7 +617,9 @@ def sample_sentences(
   Taking the sentences with the smallest seeded hash of their place in the
   corpus (bottom-k sampling) gives a uniform sample without replacement, the
   same whichever worker reads which file; merging the samples of all files
-  with `heapq.nsmallest` gives the corpus's sample.
+  with `heapq.nsmallest` gives the corpus's sample. The file is read as a
+  stream, into the documents that `FileProcessor.process` makes of it, and
+  at most `sample_size` sentences are held.
 
   Args:
     settings: the transforms' options (cleaning, seed).
@@ -546,19 +633,25 @@ def sample_sentences(
   """
   reader = text_cleaning.CorpusReader(settings.cleaning)
   stats = text_cleaning.CorpusStats()
-  documents = reader.read_file(input_file.path, stats)
-  stats.documents = len(documents)
-  candidates = []
-  for index, sentences in enumerate(documents):
-    for split, part in eval_split.assign(input_file.name, index, sentences):
-      if split != 'train':
-        continue
-      for number, sentence in enumerate(part):
-        key = stable_hash(
-            settings.seed, 'vocab', input_file.name, index, number
-        )
-        candidates.append((key, sentence))
-  return heapq.nsmallest(sample_size, candidates), len(candidates), stats
+  population = [0]
+
+  def train_sentences() -> Iterator[Tuple[int, str]]:
+    documents = reader.iter_documents(
+        input_file.path, stats, settings.group_chars
+    )
+    for index, sentences in enumerate(documents):
+      for split, part in eval_split.assign(input_file.name, index, sentences):
+        if split != 'train':
+          continue
+        population[0] += len(part)
+        for number, sentence in enumerate(part):
+          key = stable_hash(
+              settings.seed, 'vocab', input_file.name, index, number
+          )
+          yield key, sentence
+
+  sample = heapq.nsmallest(sample_size, train_sentences())
+  return sample, population[0], stats
 
 
 def _make_mask_fn(

@@ -8,8 +8,9 @@ optional boilerplate is removed, and the text is grouped into documents:
 
 * `document_mode='blank_line'`: every block of lines between blank lines is one
   document (the one-document-per-paragraph layout of many corpora).
-* `document_mode='file'`: every file is one document; its blank-line-separated
-  blocks are its paragraphs (books).
+* `document_mode='file'`: every file is one document (or, beyond a bound,
+  several; see below); its blank-line-separated blocks are its paragraphs
+  (books).
 
 Heading-like paragraphs (chapter headings, tables of contents, all-capitals
 titles, short title-case lines) are dropped unless `drop_headings=False`; see
@@ -22,13 +23,26 @@ result is split into sentences with `split_sentences`; with
 
 Everything that is dropped is counted in `CorpusStats`, whose `report()` says
 what was read and what was skipped and why.
+
+A file is read as a stream (`CorpusReader.iter_documents`): its lines are
+read a chunk at a time (`read_lines`) and each document is yielded as soon as
+it is complete, with the counts of reading the whole file at once. Given a
+bound of `max_chars` characters (record creation's `--group_mb`), nothing
+larger is held: a paragraph is cut after the line that reaches it, in 'file'
+mode a document after the paragraph that reaches it (so a file larger than
+the bound is several documents), and a Gutenberg file with no START marker
+in its first `max_chars` characters is read twice (once to find that it has
+none); only a single line is always held whole. A file of fewer than
+`max_chars` bytes reads exactly as without the bound.
 """
 
+import codecs
 import dataclasses
 import fnmatch
 import os
 import re
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional
+from typing import Sequence, Tuple
 
 import tensorflow as tf
 
@@ -39,6 +53,10 @@ DOCUMENT_MODES = ('blank_line', 'file')
 # How many unreadable files `CorpusStats` names (all are counted).
 MAX_NAMED_FILES = 20
 ENCODING_ERRORS = ('strict', 'replace')
+# Bytes read from a file at a time (`read_lines`).
+_READ_CHUNK = 1 << 20
+_BOM = b'\xef\xbb\xbf'
+_REPLACEMENT = '\ufffd'.encode('utf-8')
 
 _GUTENBERG_START = re.compile(r'^\*{3}\s*START OF', re.IGNORECASE)
 _GUTENBERG_END = re.compile(r'^\*{3}\s*END OF', re.IGNORECASE)
@@ -502,125 +520,212 @@ def _walk_matching(directory: str, file_pattern: str) -> Iterator[str]:
         yield os.path.join(root, name)
 
 
-def read_text_file(
+def read_lines(
     path: str, stats: CorpusStats, encoding_errors: str = 'strict'
-) -> List[str]:
-  """Reads a file as UTF-8 and returns its lines without line endings.
+) -> Optional[Iterator[str]]:
+  """Reads a file as UTF-8, line by line, without line endings.
 
-  A leading byte-order mark is dropped and CRLF and CR become LF. A file
-  that is not UTF-8 is refused, or with `encoding_errors='replace'` its
+  The file is read `_READ_CHUNK` bytes at a time and decoded incrementally,
+  so only a chunk and the line being read are held, whatever its size. A
+  leading byte-order mark is dropped and CRLF and CR become LF. A file that
+  is not UTF-8 is refused, or with `encoding_errors='replace'` its
   undecodable bytes are replaced by U+FFFD and counted in
-  `stats.decode_errors`.
+  `stats.decode_errors`. The counters are those of reading the whole file at
+  once; the per-file ones (decode errors, CRLF) are added when the last line
+  has been read.
 
   Args:
-    path: the file.
-    stats: counters to update (files, bytes, lines, BOM, CRLF, decode errors).
+    path: the file (any `tf.io.gfile` path).
+    stats: counters to update (files, bytes, lines, BOM, CRLF, decode
+      errors, unreadable files).
     encoding_errors: 'strict' or 'replace' (see `CleaningOptions`).
 
   Returns:
-    The lines of the file.
+    An iterator over the lines, or None for a file that cannot be read
+    (permissions, a broken link, an I/O error), which is counted and named
+    (`CorpusStats.skip_unreadable_file`).
 
   Raises:
-    UserError: with 'strict', for a file that is not UTF-8, naming the file
-      and the offset of its first bad byte.
+    UserError: while iterating, with 'strict', at the first bytes that are
+      not UTF-8 (naming the file and their offset); or when reading fails
+      part-way.
   """
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    raw = f.read()
+  try:
+    f = tf.io.gfile.GFile(path, 'rb')
+    head = f.read(_READ_CHUNK)
+    while len(head) < len(_BOM):
+      more = f.read(_READ_CHUNK)
+      if not more:
+        break
+      head += more
+  except (tf.errors.OpError, OSError) as error:
+    stats.skip_unreadable_file(path, _first_line(error))
+    return None
   stats.files += 1
-  stats.bytes_read += len(raw)
-  bom = 3 if raw.startswith(b'\xef\xbb\xbf') else 0
-  if bom:
-    stats.files_with_bom += 1
-    raw = raw[bom:]
-  if encoding_errors == 'strict':
-    try:
-      raw.decode('utf-8')
-    except UnicodeDecodeError as error:
-      raise cli.UserError(
-          f'{path} is not UTF-8: byte {error.start + bom} '
-          f'(0x{raw[error.start]:02x}) starts no UTF-8 character. '
-          'Convert the file to UTF-8 (e.g. '
-          '`iconv -f latin1 -t utf-8`), or pass --encoding_errors=replace '
-          'to read it with each bad byte sequence replaced by U+FFFD.'
-      ) from None
-  text = raw.decode('utf-8', errors='replace')
-  # Each undecodable sequence becomes one U+FFFD; genuine U+FFFD characters
-  # in the file are encoded as EF BF BD and are not errors.
-  errors = text.count('\ufffd') - raw.count(b'\xef\xbf\xbd')
-  if errors:
+  return _decoded_lines(f, head, path, stats, encoding_errors)
+
+
+def _first_line(error: Exception) -> str:
+  message = getattr(error, 'message', None) or str(error)
+  return message.splitlines()[0]
+
+
+def _decoded_lines(
+    f, head: bytes, path: str, stats: CorpusStats, encoding_errors: str
+) -> Iterator[str]:
+  """The lines of the open file `f`, whose first bytes `head` were read."""
+  with f:
+    bom = len(_BOM) if head.startswith(_BOM) else 0
+    stats.files_with_bom += bool(bom)
+    stats.bytes_read += len(head)
+    decoder = codecs.getincrementaldecoder('utf-8')(encoding_errors)
+    chunk, offset = head[bom:], bom  # `offset`: the file offset of `chunk`.
+    # Each undecodable sequence becomes one U+FFFD; genuine U+FFFD characters
+    # in the file are encoded as EF BF BD and are not errors. `tail` (the
+    # last bytes before `chunk`) finds those split between two chunks.
+    replacements, genuine, tail = 0, 0, b''
+    crlf, pending = False, ''
+    while True:
+      final = not chunk
+      buffered = len(decoder.getstate()[0])
+      try:
+        text = decoder.decode(chunk, final)
+      except UnicodeDecodeError as error:
+        raise cli.UserError(
+            f'{path} is not UTF-8: byte {offset - buffered + error.start} '
+            f'(0x{error.object[error.start]:02x}) starts no UTF-8 character. '
+            'Convert the file to UTF-8 (e.g. '
+            '`iconv -f latin1 -t utf-8`), or pass --encoding_errors=replace '
+            'to read it with each bad byte sequence replaced by U+FFFD.'
+        ) from None
+      replacements += text.count('\ufffd')
+      edge = len(_REPLACEMENT) - 1
+      genuine += chunk.count(_REPLACEMENT)
+      genuine += (tail + chunk[:edge]).count(_REPLACEMENT)
+      tail = (tail + chunk[-edge:])[-edge:]
+      crlf = crlf or '\r' in text
+      text = pending + text
+      hold = '\r' if text.endswith('\r') and not final else ''
+      if hold:
+        text = text[:-1]  # It may start a CRLF that the next chunk ends.
+      lines = text.replace('\r\n', '\n').replace('\r', '\n').split('\n')
+      pending = lines.pop() + hold
+      stats.lines_read += len(lines)
+      yield from lines
+      if final:
+        break
+      offset += len(chunk)
+      chunk = _read_more(f, path, offset)
+      stats.bytes_read += len(chunk)
+    if pending:
+      stats.lines_read += 1
+      yield pending
+    errors = replacements - genuine
     stats.decode_errors += errors
-    stats.files_with_decode_errors += 1
-  if '\r' in text:
-    stats.files_with_crlf += 1
-    text = text.replace('\r\n', '\n').replace('\r', '\n')
-  lines = text.split('\n')
-  if lines and not lines[-1]:
-    lines.pop()
-  stats.lines_read += len(lines)
-  return lines
+    stats.files_with_decode_errors += bool(errors)
+    stats.files_with_crlf += crlf
+
+
+def _read_more(f, path: str, offset: int) -> bytes:
+  """The next chunk of `f` (b'' at its end)."""
+  try:
+    return f.read(_READ_CHUNK)
+  except (tf.errors.OpError, OSError) as error:
+    raise cli.UserError(
+        f'{path}: reading failed at byte {offset} ({_first_line(error)}); '
+        'check that the file is intact and readable, then rerun.'
+    ) from None
 
 
 def strip_gutenberg_boilerplate(
-    lines: List[str], stats: CorpusStats
-) -> List[str]:
+    lines: Iterable[str],
+    stats: CorpusStats,
+    read_again: Callable[[], Iterable[str]],
+    max_buffered_chars: Optional[int] = None,
+) -> Iterator[str]:
   """Keeps the lines strictly between the Gutenberg START and END markers.
+
+  The lines before the first `*** START OF` line are held until it comes,
+  up to `max_buffered_chars` characters; past that they are only counted,
+  and a file that turns out to have no START line is read again
+  (`read_again`) to be returned whole. So the result and the counts are
+  those of looking at the whole file at once, with at most
+  `max_buffered_chars` held (a huge file without markers is read twice).
 
   Args:
     lines: the lines of one file.
     stats: counters; dropped lines are counted as 'gutenberg header' and
       'gutenberg footer'. A file without a START marker is returned whole and
       counted in `files_without_gutenberg_markers`.
+    read_again: gives the file's lines again, without counting them.
+    max_buffered_chars: the most characters of header lines to hold; None:
+      no limit.
 
-  Returns:
-    The body lines.
+  Yields:
+    The body lines: after the first START line and before the first END
+    line that follows it.
   """
-  start = next(
-      (i for i, line in enumerate(lines) if _GUTENBERG_START.match(line)), None
-  )
-  if start is None:
+  lines = iter(lines)
+  header, held, seen = [], 0, 0
+  for line in lines:
+    seen += 1
+    if _GUTENBERG_START.match(line):
+      stats.skip_lines('gutenberg header', seen)
+      break
+    if header is not None:
+      header.append(line)
+      held += len(line) + 1
+      if max_buffered_chars is not None and held >= max_buffered_chars:
+        header = None
+  else:
     stats.files_without_gutenberg_markers += 1
-    return lines
-  end = next(
-      (
-          i
-          for i in range(start + 1, len(lines))
-          if _GUTENBERG_END.match(lines[i])
-      ),
-      len(lines),
-  )
-  stats.skip_lines('gutenberg header', start + 1)
-  stats.skip_lines('gutenberg footer', len(lines) - end)
-  return lines[start + 1 : end]
+    yield from (header if header is not None else read_again())
+    return
+  footer = 0
+  for line in lines:
+    if footer or _GUTENBERG_END.match(line):
+      footer += 1
+    else:
+      yield line
+  stats.skip_lines('gutenberg footer', footer)
 
 
 def split_paragraphs(
-    lines: Sequence[Optional[str]], stats: CorpusStats
-) -> List[List[str]]:
+    lines: Iterable[Optional[str]],
+    stats: CorpusStats,
+    max_chars: Optional[int] = None,
+) -> Iterator[List[str]]:
   """Groups lines into blocks separated by blank lines.
 
   Args:
     lines: lines of one file; `None` marks a dropped line, which neither
       belongs to a block nor separates blocks.
     stats: counters; blank lines are counted.
+    max_chars: a block is cut after the line that brings it to this many
+      characters (its pieces are blocks of their own), so that a file
+      without blank lines is not held whole; None: no limit.
 
-  Returns:
+  Yields:
     Blocks of non-blank, stripped lines.
   """
-  blocks = []
-  block = []
+  block, size = [], 0
   for line in lines:
     if line is None:
       continue
-    if line.strip():
-      block.append(line.strip())
+    stripped = line.strip()
+    if stripped:
+      block.append(stripped)
+      size += len(stripped)
+      if max_chars is not None and size >= max_chars:
+        yield block
+        block, size = [], 0
       continue
     stats.blank_lines += 1
     if block:
-      blocks.append(block)
-      block = []
+      yield block
+      block, size = [], 0
   if block:
-    blocks.append(block)
-  return blocks
+    yield block
 
 
 class CorpusReader:
@@ -635,7 +740,7 @@ class CorpusReader:
   def read(
       self, inputs: Sequence[str], progress_label: str = ''
   ) -> Tuple[List[List[str]], CorpusStats]:
-    """Reads all inputs.
+    """Reads all inputs into memory.
 
     Args:
       inputs: files or directories.
@@ -660,61 +765,112 @@ class CorpusReader:
         'bytes',
     )
     for path in paths:
-      documents.extend(self.read_file(path, stats))
+      documents.extend(self.iter_documents(path, stats))
       reporter.update(stats.bytes_read)
-    stats.documents = len(documents)
     if not documents:
       raise cli.UserError(empty_corpus_message(inputs, stats))
     return documents, stats
 
-  def read_file(self, path: str, stats: CorpusStats) -> List[List[str]]:
-    """The documents of one file, counting what is dropped in `stats`.
+  def iter_documents(
+      self, path: str, stats: CorpusStats, max_chars: Optional[int] = None
+  ) -> Iterator[List[str]]:
+    """The documents of one file, as it is read, counting what is dropped.
+
+    The file is read line by line (`read_lines`) and each document is
+    yielded as soon as it is complete, so what is held is bounded by
+    `max_chars`: with it, a paragraph is cut after the line that brings it
+    to `max_chars` characters, in 'file' mode a document after the
+    paragraph that brings its sentences there, and a Gutenberg file without
+    a START marker in its first `max_chars` characters is read twice
+    (`strip_gutenberg_boilerplate`). A file below `max_chars` gives what it
+    gives without it; a larger one in 'file' mode gives several documents.
 
     Args:
       path: the file (any `tf.io.gfile` path).
-      stats: counters to update. A file that cannot be read (permissions, a
-        broken link, an I/O error) gives no document and is counted and
-        named (`CorpusStats.skip_unreadable_file`).
+      stats: counters to update, `documents` included. A file that cannot
+        be read (permissions, a broken link, an I/O error) gives no document
+        and is counted and named (`CorpusStats.skip_unreadable_file`).
+      max_chars: the bound above; None: none (a file in 'file' mode is one
+        document).
 
-    Returns:
+    Yields:
       The file's non-empty documents, each a list of sentences.
 
     Raises:
       UserError: with `encoding_errors='strict'`, a file that is not UTF-8.
     """
-    try:
-      lines = read_text_file(path, stats, self._options.encoding_errors)
-    except (tf.errors.OpError, OSError) as error:
-      message = getattr(error, 'message', None) or str(error)
-      stats.skip_unreadable_file(path, message.splitlines()[0])
-      return []
+    lines = read_lines(path, stats, self._options.encoding_errors)
+    if lines is None:
+      return
     if self._options.strip_gutenberg:
-      lines = strip_gutenberg_boilerplate(lines, stats)
-    blocks = split_paragraphs(self._drop_lines(lines, stats), stats)
+      lines = strip_gutenberg_boilerplate(
+          lines, stats, lambda: self._read_again(path), max_chars
+      )
+    blocks = split_paragraphs(self._drop_lines(lines, stats), stats, max_chars)
     blocks = self._drop_blocks(blocks, stats)
     if self._options.document_mode == 'file':
-      groups = [blocks]
+      documents = self._file_documents(blocks, stats, max_chars)
     else:
-      groups = [[block] for block in blocks]
-    documents = []
-    for group in groups:
-      document = []
-      for block in group:
-        sentences = self._block_sentences(block, stats)
-        if sentences:
-          stats.paragraphs += 1
-          document.extend(sentences)
+      documents = self._block_documents(blocks, stats)
+    for document in documents:
+      stats.documents += 1
+      yield document
+
+  def _read_again(self, path: str) -> Iterator[str]:
+    """The lines of a file read before, without counting them again."""
+    lines = read_lines(path, CorpusStats(), self._options.encoding_errors)
+    if lines is None:
+      raise cli.UserError(
+          f'{path} could not be read a second time (needed to keep a long '
+          'file without Gutenberg markers whole); check that it is readable '
+          'and unchanged, then rerun.'
+      )
+    return lines
+
+  def _block_documents(
+      self, blocks: Iterable[List[str]], stats: CorpusStats
+  ) -> Iterator[List[str]]:
+    """'blank_line' mode: each block with a sentence is a document."""
+    for block in blocks:
+      document = self._paragraph_sentences(block, stats)
       if document:
-        documents.append(document)
+        yield document
       else:
         stats.empty_documents_dropped += 1
-    return documents
+
+  def _file_documents(
+      self,
+      blocks: Iterable[List[str]],
+      stats: CorpusStats,
+      max_chars: Optional[int],
+  ) -> Iterator[List[str]]:
+    """'file' mode: the file's sentences, cut every `max_chars` characters."""
+    document, size, made = [], 0, False
+    for block in blocks:
+      sentences = self._paragraph_sentences(block, stats)
+      document.extend(sentences)
+      size += sum(len(s) for s in sentences)
+      if max_chars is not None and size >= max_chars:
+        yield document
+        document, size, made = [], 0, True
+    if document:
+      yield document
+    elif not made:
+      stats.empty_documents_dropped += 1
+
+  def _paragraph_sentences(
+      self, block: List[str], stats: CorpusStats
+  ) -> List[str]:
+    """The sentences of a block, counting it as a paragraph if it has any."""
+    sentences = self._block_sentences(block, stats)
+    if sentences:
+      stats.paragraphs += 1
+    return sentences
 
   def _drop_blocks(
-      self, blocks: List[List[str]], stats: CorpusStats
-  ) -> List[List[str]]:
+      self, blocks: Iterable[List[str]], stats: CorpusStats
+  ) -> Iterator[List[str]]:
     """Drops illustration and heading paragraphs, counting their lines."""
-    kept = []
     for block in blocks:
       if self._options.strip_gutenberg and _GUTENBERG_ILLUSTRATION.match(
           '\n'.join(block)
@@ -723,25 +879,27 @@ class CorpusReader:
       elif self._options.drop_headings and is_heading(block):
         stats.skip_lines('heading', len(block))
       else:
-        kept.append(block)
-    return kept
+        yield block
 
   def _drop_lines(
-      self, lines: Sequence[str], stats: CorpusStats
-  ) -> List[Optional[str]]:
+      self, lines: Iterable[str], stats: CorpusStats
+  ) -> Iterable[Optional[str]]:
     """Replaces lines matched by a drop regex with `None`."""
     if not self._drop_regexes:
-      return list(lines)
-    kept = []
+      return lines
+    return self._drop_matching_lines(lines, stats)
+
+  def _drop_matching_lines(
+      self, lines: Iterable[str], stats: CorpusStats
+  ) -> Iterator[Optional[str]]:
     for line in lines:
       for pattern, regex in self._drop_regexes:
         if regex.search(line):
           stats.skip_lines(f'drop_line_regex {pattern!r}')
-          kept.append(None)
+          yield None
           break
       else:
-        kept.append(line)
-    return kept
+        yield line
 
   def _block_sentences(self, block: List[str], stats: CorpusStats) -> List[str]:
     """Splits one block of lines into sentences and applies the length cut."""
