@@ -550,8 +550,8 @@ def read_lines(
       not UTF-8 (naming the file and their offset); or when reading fails
       part-way.
   """
+  f = tf.io.gfile.GFile(path, 'rb')
   try:
-    f = tf.io.gfile.GFile(path, 'rb')
     head = f.read(_READ_CHUNK)
     while len(head) < len(_BOM):
       more = f.read(_READ_CHUNK)
@@ -559,6 +559,7 @@ def read_lines(
         break
       head += more
   except (tf.errors.OpError, OSError) as error:
+    f.close()
     stats.skip_unreadable_file(path, _first_line(error))
     return None
   stats.files += 1
@@ -580,13 +581,13 @@ def _decoded_lines(
     stats.bytes_read += len(head)
     decoder = codecs.getincrementaldecoder('utf-8')(encoding_errors)
     chunk, offset = head[bom:], bom  # `offset`: the file offset of `chunk`.
+    final = not head
     # Each undecodable sequence becomes one U+FFFD; genuine U+FFFD characters
     # in the file are encoded as EF BF BD and are not errors. `tail` (the
     # last bytes before `chunk`) finds those split between two chunks.
     replacements, genuine, tail = 0, 0, b''
     crlf, pending = False, ''
     while True:
-      final = not chunk
       buffered = len(decoder.getstate()[0])
       try:
         text = decoder.decode(chunk, final)
@@ -617,6 +618,7 @@ def _decoded_lines(
       offset += len(chunk)
       chunk = _read_more(f, path, offset)
       stats.bytes_read += len(chunk)
+      final = not chunk
     if pending:
       stats.lines_read += 1
       yield pending
