@@ -345,6 +345,10 @@ class TestErrors:
           dupe_factor=2,
       )
 
+  def test_group_mb_must_be_positive(self):
+    with pytest.raises(ValueError, match='--group_mb must be positive'):
+      cpd.PretrainingDataConfig(vocab_size=100, group_mb=0.0)
+
   def test_vocab_file_xor_vocab_size(self, corpus, tmp_path):
     with pytest.raises(ValueError, match='exactly one of --vocab_file'):
       cpd.prepare_pretraining_data([corpus[0]], str(tmp_path))

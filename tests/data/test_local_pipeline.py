@@ -120,11 +120,61 @@ def test_every_worker_stops_whoever_takes_the_last_file(tmp_path):
   assert done[2] == [0, 1]
 
 
-def test_output_is_the_same_for_any_worker_count(corpus, tmp_path):
-  """Two workers and a small buffer write the bytes that one process does."""
-  one = _prepare(corpus, str(tmp_path / 'one'), num_workers=1)
-  two = _prepare(corpus, str(tmp_path / 'two'), num_workers=2, buffer_mb=1)
+class _HelperTakesAFileJob(local_pipeline.RecordJob):
+  """A `RecordJob` whose worker 0 starts once a helper has done a file.
+
+  So the files are shared between the workers, however quickly worker 0
+  alone could process them.
+  """
+
+  marker = None  # Set by the test; kept by each instance (pickled).
+
+  def __init__(self, *args):
+    super().__init__(*args)
+    self._marker = type(self).marker
+    self._worker = None
+
+  def start(self, worker):
+    super().start(worker)
+    self._worker = worker
+
+  def process(self, input_file):
+    if self._worker == 0:
+      deadline = time.time() + 120
+      while not os.path.exists(self._marker) and time.time() < deadline:
+        time.sleep(0.05)
+      return super().process(input_file)
+    stats = super().process(input_file)
+    with open(self._marker, 'w') as f:
+      f.write(input_file.name)
+    return stats
+
+
+def test_output_is_the_same_for_any_worker_count(corpus, tmp_path, monkeypatch):
+  """Two workers and a small buffer write the bytes that one process does.
+
+  Each file is several groups of documents (`--group_mb`), and the helper
+  certainly processes some of the files: group boundaries and seeds depend
+  on the file alone, not on the worker or on the files it did before (at
+  700 characters the first file's text ends inside a group, so a worker
+  carrying it over to its next file would change that file's groups).
+  """
+  group_mb = 700 / 2**20
+  one = _prepare(corpus, str(tmp_path / 'one'), group_mb=group_mb)
+  monkeypatch.setattr(
+      _HelperTakesAFileJob, 'marker', str(tmp_path / 'helper_done')
+  )
+  monkeypatch.setattr(local_pipeline, 'RecordJob', _HelperTakesAFileJob)
+  two = _prepare(
+      corpus,
+      str(tmp_path / 'two'),
+      num_workers=2,
+      buffer_mb=1,
+      group_mb=group_mb,
+  )
+  assert (tmp_path / 'helper_done').exists()
   assert two['stats']['execution']['num_workers'] == 2
+  assert one['stats']['groups'] == two['stats']['groups'] >= 2 * 4
   assert one['splits'] == two['splits']
   assert one['stats']['splits'] == two['stats']['splits']
   expected = _shard_bytes(str(tmp_path / 'one'))
@@ -223,15 +273,67 @@ from conftest import write_fixture_files, write_fixture_vocab
 
 root = pathlib.Path(sys.argv[2])
 vocab = str(write_fixture_vocab(root / 'vocab.txt'))
+runs = json.loads(sys.argv[3])
+
+def reset_peak():
+  # Linux: a peak of each run, not of the process (its start-up included).
+  try:
+    with open('/proc/self/clear_refs', 'w') as f:
+      f.write('5')
+  except OSError:
+    pass
+
 peaks = []
-for name, num_files in (('small', 1), ('large', int(sys.argv[3]))):
-  write_fixture_files(root / name, num_files, num_documents=400)
+# The first run warms up (TensorFlow's first calls); it is not measured.
+for name, num_files, num_documents, options in runs[:1] + runs:
+  write_fixture_files(root / name, num_files, num_documents=num_documents)
+  reset_peak()
   cpd.prepare_pretraining_data(
       [str(root / name)], str(root / (name + '_out')), vocab_file=vocab,
-      max_seq_length=64, eval_fraction=0.0, num_workers=1, buffer_mb=1)
+      max_seq_length=64, eval_fraction=0.0, num_workers=1, buffer_mb=1,
+      **options)
   peaks.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
-print(json.dumps(peaks))
+print(json.dumps(peaks[1:]))
 """
+
+
+def _peak_rss_mb(tmp_path, runs):
+  """Peak RSS (MB) after each of `runs`, made in order in one new process.
+
+  Args:
+    tmp_path: where the corpora and records go.
+    runs: `(name, num_files, num_documents, options)` each: a corpus of
+      fixture files (`write_fixture_files`) and `prepare_pretraining_data`
+      options for it.
+
+  Returns:
+    `(peaks, text_mb)`: the peak RSS of each run (on Linux; elsewhere the
+    process's peak so far, which shows a run only when it needs more than
+    the runs before it), and each corpus's MB of text.
+  """
+  completed = subprocess.run(
+      [
+          sys.executable,
+          '-c',
+          _MEMORY_SCRIPT,
+          _REPO_ROOT,
+          str(tmp_path),
+          json.dumps(runs),
+      ],
+      capture_output=True,
+      text=True,
+      cwd=_REPO_ROOT,
+      env=dict(os.environ, PYTHONPATH=_REPO_ROOT),
+      check=False,
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  peaks = json.loads(completed.stdout.strip().splitlines()[-1])
+  text_mb = [
+      sum(f.size for f in streaming.list_input_files([str(tmp_path / name)]))
+      / 2**20
+      for name, *_ in runs
+  ]
+  return peaks, text_mb
 
 
 def test_memory_does_not_grow_with_the_corpus(tmp_path):
@@ -241,21 +343,27 @@ def test_memory_does_not_grow_with_the_corpus(tmp_path):
   MB per MB of text: here by about 50 MB for the 2.3 MB more. The streaming
   run holds a file and a 1 MB buffer.
   """
-  completed = subprocess.run(
-      [sys.executable, '-c', _MEMORY_SCRIPT, _REPO_ROOT, str(tmp_path), '30'],
-      capture_output=True,
-      text=True,
-      cwd=_REPO_ROOT,
-      env=dict(os.environ, PYTHONPATH=_REPO_ROOT),
-      check=False,
-  )
-  assert completed.returncode == 0, completed.stderr[-3000:]
-  small_mb, large_mb = json.loads(completed.stdout.strip().splitlines()[-1])
-  text_mb = (
-      sum(f.size for f in streaming.list_input_files([str(tmp_path / 'large')]))
-      / 2**20
+  (small_mb, large_mb), (_, text_mb) = _peak_rss_mb(
+      tmp_path, [('small', 1, 400, {}), ('large', 30, 400, {})]
   )
   assert text_mb > 2.0
+  print(f'peak RSS {small_mb} MB, then {large_mb} MB with {text_mb:.1f} MB')
+  assert large_mb - small_mb < 20, (small_mb, large_mb, text_mb)
+
+
+def test_memory_does_not_grow_with_the_file(tmp_path):
+  """Peak RSS on one file 30 times the group budget stays near one group's.
+
+  Holding a whole file (the earlier implementation) grows the peak by about
+  20 MB per MB of the file: here by about 50 MB for the 2.5 MB more. Read
+  as a stream, the file is processed in groups of 0.1 MB of text.
+  """
+  options = {'group_mb': 0.1}
+  (small_mb, large_mb), (small_text, text_mb) = _peak_rss_mb(
+      tmp_path,
+      [('small', 1, 400, options), ('large', 1, 10_000, options)],
+  )
+  assert small_text < 0.15 and text_mb > 25 * options['group_mb']
   print(f'peak RSS {small_mb} MB, then {large_mb} MB with {text_mb:.1f} MB')
   assert large_mb - small_mb < 20, (small_mb, large_mb, text_mb)
 

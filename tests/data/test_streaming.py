@@ -1,5 +1,6 @@
 """Tests for official_repro.data.streaming (the shared per-file transforms)."""
 
+import dataclasses
 import os
 
 import pytest
@@ -135,6 +136,60 @@ def test_file_processor_is_a_function_of_the_file(processor_inputs):
   )
   assert stats.corpus.documents == 6
   assert sum(s.documents for s in stats.splits.values()) == 6
+
+
+@pytest.mark.parametrize('group_chars', [400, 700])
+def test_a_file_is_processed_in_groups_of_its_own_text(
+    processor_inputs, group_chars
+):
+  """Groups end where the file's text reaches the budget; keys stay global.
+
+  At 700 characters the files' text ends inside a group, so a processor
+  that carried a file's last group over to the next file would differ.
+  """
+  files, tokens = processor_inputs
+  config = cpd.PretrainingDataConfig(
+      vocab_size=100,
+      max_seq_length=32,
+      masking='static',
+      dupe_factor=2,
+      next_sentence_prediction=True,
+      eval_fraction=0.2,
+      group_mb=group_chars / 2**20,
+      seed=7,
+  )
+  eval_split = streaming.EvalSplit(files, 'blank_line', 0.2, seed=7)
+
+  def groups(processor, input_file):
+    stats = streaming.RecordStats()
+    return list(processor.process(input_file, stats)), stats
+
+  def processor():
+    return streaming.FileProcessor(
+        config.streaming_settings(), tokens, eval_split
+    )
+
+  for this, other in (files, files[::-1]):
+    alone, stats = groups(processor(), this)
+    assert stats.groups == len(alone) >= 2
+    assert all(alone)
+    after_another = processor()
+    groups(after_another, other)
+    assert groups(after_another, this)[0] == alone
+  first, stats = groups(processor(), files[0])
+  records_ = [r for group in first for r in group]
+  assert len({r[2] for r in records_}) == len(records_)  # Unique keys.
+  documents = {streaming.stable_hash('f000.txt', i) for i in range(6)}
+  assert {r[3] for r in records_} == documents  # Indices in the file.
+  assert stats.corpus.documents == 6
+  # A budget larger than the file: one group.
+  whole = dataclasses.replace(config, group_mb=1.0)
+  one_group = streaming.FileProcessor(
+      whole.streaming_settings(), tokens, eval_split
+  )
+  (one,), one_stats = groups(one_group, files[0])
+  assert one_stats.groups == 1
+  assert {r[3] for r in one} == documents
 
 
 def test_record_stats_add_up():

@@ -1,6 +1,7 @@
 """Tests for official_repro.data.text_cleaning and builtin_corpus."""
 
 import os
+import random
 
 import pytest
 import tensorflow as tf
@@ -372,3 +373,144 @@ class TestBuiltinCorpus:
     assert builtin_corpus.prose_paragraphs(text) == [
         'A real sentence here wrapped.'
     ]
+
+
+def _whole_file_lines(data):
+  """Brute force: decode all of `data`, then split it (the reference)."""
+  bom = data.startswith(b'\xef\xbb\xbf')
+  raw = data[3:] if bom else data
+  text = raw.decode('utf-8', errors='replace')
+  errors = text.count('\ufffd') - raw.count(b'\xef\xbf\xbd')
+  lines = text.replace('\r\n', '\n').replace('\r', '\n').split('\n')
+  if not lines[-1]:
+    lines.pop()
+  counts = {
+      'files': 1,
+      'bytes_read': len(data),
+      'lines_read': len(lines),
+      'files_with_bom': int(bom),
+      'files_with_crlf': int('\r' in text),
+      'decode_errors': errors,
+      'files_with_decode_errors': int(errors > 0),
+  }
+  return lines, counts
+
+
+# Pieces that a chunk boundary can split: a BOM, CR, LF, CRLF, multi-byte
+# characters, undecodable bytes, a cut-off sequence, a genuine U+FFFD.
+_PIECES = (
+    b'ab',
+    b'\r',
+    b'\n',
+    b'\r\n',
+    'é'.encode(),
+    '€'.encode(),
+    b'\xff',
+    b'\xe2\x82',
+    b'\xef\xbf\xbd',
+    b'\xef\xbb\xbf',
+)
+
+
+def _crafted_files():
+  rng = random.Random(0)
+  files = [
+      b'',
+      b'\n\n',
+      b'\xef\xbb',
+      b'no final newline',
+      b'\xef\xbb\xbfBOM \xe2\x82\xac line\r\nCRLF\r\rlone CR\r',
+      b'bad \xff\xfe, cut \xe2\x82 and real \xef\xbf\xbd\xef\xbf\xbd.\n',
+  ]
+  files += [b''.join(rng.choice(_PIECES) for _ in range(80)) for _ in range(20)]
+  return files
+
+
+class TestStreamedReading:
+  """Reading a file in chunks counts what reading it whole counts."""
+
+  @pytest.mark.parametrize('chunk', [1, 2, 3, 5, 1 << 20])
+  def test_lines_and_counts_match_a_whole_file_read(
+      self, tmp_path, monkeypatch, chunk
+  ):
+    monkeypatch.setattr(tc, '_READ_CHUNK', chunk)
+    for number, data in enumerate(_crafted_files()):
+      path = _write(tmp_path / f'{number}.txt', data)
+      stats = tc.CorpusStats()
+      lines = list(tc.read_lines(path, stats, 'replace'))
+      expected_lines, expected_counts = _whole_file_lines(data)
+      assert lines == expected_lines, data
+      counts = {name: getattr(stats, name) for name in expected_counts}
+      assert counts == expected_counts, data
+
+  @pytest.mark.parametrize('chunk', [1, 2, 3, 1 << 20])
+  def test_strict_names_the_first_bad_byte_of_the_file(
+      self, tmp_path, monkeypatch, chunk
+  ):
+    monkeypatch.setattr(tc, '_READ_CHUNK', chunk)
+    data = b'\xef\xbb\xbfGood \xe2\x82\xac\r\nthen \xe2\x82 cut\n\xff'
+    path = _write(tmp_path / 'bad.txt', data)
+    # The cut-off sequence at byte 18 of the file (15 after the BOM).
+    with pytest.raises(
+        ValueError, match=r'bad.txt is not UTF-8: byte 18 \(0xe2\)'
+    ):
+      list(tc.read_lines(path, tc.CorpusStats()))
+
+  def test_unreadable_file_gives_no_lines(self, tmp_path):
+    os.symlink(tmp_path / 'missing.txt', tmp_path / 'gone.txt')
+    stats = tc.CorpusStats()
+    assert tc.read_lines(str(tmp_path / 'gone.txt'), stats) is None
+    assert (stats.files, stats.files_unreadable) == (0, 1)
+    assert stats.unreadable_files[0].startswith(str(tmp_path / 'gone.txt'))
+
+  @pytest.mark.parametrize(
+      'lines',
+      [
+          ['License'] * 30 + ['*** START OF X', 'Body.', '*** END OF X', 'f'],
+          ['Title', '*** START OF X'] + ['Body.'] * 30,
+          ['No markers here.'] * 30,
+      ],
+  )
+  def test_gutenberg_stripping_holds_a_bounded_header(self, lines):
+    expected_stats = tc.CorpusStats()
+    expected = list(
+        tc.strip_gutenberg_boilerplate(lines, expected_stats, lambda: None)
+    )
+    read_again = []
+
+    def again():
+      read_again.append(True)
+      return iter(lines)
+
+    stats = tc.CorpusStats()
+    body = list(tc.strip_gutenberg_boilerplate(iter(lines), stats, again, 20))
+    assert body == expected
+    assert stats == expected_stats
+    # Only a file without START marker, longer than the bound, is read again.
+    assert bool(read_again) == (lines[0] == 'No markers here.')
+
+  def test_a_bound_cuts_long_documents_and_paragraphs_only(self, tmp_path):
+    paragraphs = [f'Sentence {i} is here. And {i} more.' for i in range(40)]
+    book = _write(tmp_path / 'book.txt', '\n\n'.join(paragraphs) + '\n')
+    size = os.path.getsize(book)
+    by_line = _write(tmp_path / 'lines.txt', '\n'.join(paragraphs) + '\n')
+    file_mode = tc.CorpusReader(tc.CleaningOptions(document_mode='file'))
+    blank_line = tc.CorpusReader(tc.CleaningOptions())
+    for reader, path in ((file_mode, book), (blank_line, by_line)):
+      whole_stats, stats = tc.CorpusStats(), tc.CorpusStats()
+      (whole,) = reader.iter_documents(path, whole_stats)
+      # A file below the bound reads as without it.
+      assert list(reader.iter_documents(path, stats, size + 1)) == [whole]
+      assert stats == whole_stats
+      cut_stats = tc.CorpusStats()
+      pieces = list(reader.iter_documents(path, cut_stats, size // 10))
+      assert len(pieces) >= 5
+      assert all(
+          sum(len(s) for s in piece) < size // 10 + 40 for piece in pieces
+      )
+      assert cut_stats.documents == len(pieces)
+      if reader is file_mode:
+        # Cut between paragraphs: the same sentences, the same counts.
+        assert [s for piece in pieces for s in piece] == whole
+        cut_stats.documents = whole_stats.documents
+        assert cut_stats == whole_stats
