@@ -10,6 +10,13 @@ per second, the peak resident memory of the largest process (`/usr/bin/time
 (distinct books among the first 1,000 examples of a shard). From the
 one-worker rate it estimates what the papers' 16 GB corpus costs on Dataflow.
 
+With `--one_file` each corpus is instead one file, the copies of the books
+concatenated, which measures memory inside a file (a file is read as a stream,
+in groups of `--group_mb` of text). Such a file is run without
+`--strip_gutenberg`, which would keep only its first book (the text between
+the first START and END markers), and by one worker whatever `--workers`
+says (a file is the unit of parallelism).
+
 Measurements mean something only on a quiet machine: the report states the
 load average at the start.
 
@@ -18,6 +25,14 @@ Example (the README's numbers):
     --corpus=../shared/data/corpus/gutenberg \
     --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
     --sizes_mb=40,160,1024 --workers=1,2 --beam_python=/path/to/venv/python
+
+One file of 1 GB:
+  python -m experiments.record_creation_scaling \
+    --corpus=../shared/data/corpus/gutenberg \
+    --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
+    --sizes_mb=1024 --workers=1 --one_file \
+    --output_markdown=experiments/reports/record_creation_one_file.md \
+    --output_json=experiments/reports/record_creation_one_file.json
 """
 
 import json
@@ -41,6 +56,14 @@ from official_repro.common import json_files
 from official_repro.training import gin_utils
 
 _PAPERS_CORPUS_GB = 16
+_LAYOUTS = {
+    False: 'Each corpus: copies of the books, one file a book, run with '
+    '--document_mode=file --strip_gutenberg.',
+    True: 'Each corpus: one file, the copies of the books concatenated, run '
+    'with --document_mode=file (without --strip_gutenberg, which would keep '
+    'only the first book) and so by one worker; its documents are the '
+    "file's --group_mb pieces.",
+}
 _REPORTS = os.path.join(gin_utils.REPO_ROOT, 'experiments', 'reports')
 
 FLAGS = flags.FLAGS
@@ -65,6 +88,12 @@ def define_flags():
       '/tmp/record_creation_scaling',
       'Corpora and records go here (emptied first).',
   )
+  flags.DEFINE_bool(
+      'one_file',
+      False,
+      'Build each corpus as one file (the copies concatenated) instead of a '
+      'directory of links, and run it without --strip_gutenberg.',
+  )
   flags.DEFINE_integer('num_shards', 8, 'Train shards of every run.')
   flags.DEFINE_integer('max_seq_length', 128, 'Example length.')
   flags.DEFINE_string(
@@ -80,12 +109,15 @@ def define_flags():
   flags.mark_flags_as_required(['corpus', 'vocab_file'])
 
 
-def build_corpus(books: str, directory: str, size_mb: float) -> int:
-  """Links copies of `books` into `directory` until it holds `size_mb` MB.
+def build_corpus(
+    books: str, directory: str, size_mb: float, one_file: bool = False
+) -> int:
+  """Copies `books` into `directory` until it holds `size_mb` MB.
 
-  The copies are symbolic links, which only a local file system has, so
-  this benchmark reads a local `books` with `os` (not `tf.io.gfile`) and
-  refuses a remote one.
+  The copies are symbolic links (`copy003/<book>.txt`), which only a local
+  file system has, so this benchmark reads a local `books` with `os` (not
+  `tf.io.gfile`) and refuses a remote one. With `one_file` they are instead
+  concatenated into one file, `directory/corpus.txt`.
 
   Returns:
     The bytes of text in `directory`.
@@ -98,15 +130,32 @@ def build_corpus(books: str, directory: str, size_mb: float) -> int:
   names = sorted(n for n in os.listdir(books) if n.endswith('.txt'))
   if not names:
     raise cli.UserError(f'--corpus {books}: no *.txt files.')
+  sources = [os.path.abspath(os.path.join(books, name)) for name in names]
+  os.makedirs(directory)
+  if one_file:
+    return _concatenate_copies(sources, directory, size_mb)
   total, copy = 0, 0
   while total < size_mb * 1e6:
     target = os.path.join(directory, f'copy{copy:03d}')
     os.makedirs(target)
-    for name in names:
-      source = os.path.abspath(os.path.join(books, name))
-      os.symlink(source, os.path.join(target, name))
+    for source in sources:
+      os.symlink(source, os.path.join(target, os.path.basename(source)))
       total += os.path.getsize(source)
     copy += 1
+  return total
+
+
+def _concatenate_copies(
+    sources: List[str], directory: str, size_mb: float
+) -> int:
+  """Writes copies of `sources`, one after another, into one file."""
+  total = 0
+  with open(os.path.join(directory, 'corpus.txt'), 'wb') as output:
+    while total < size_mb * 1e6:
+      for source in sources:
+        with open(source, 'rb') as f:
+          shutil.copyfileobj(f, output)
+        total += os.path.getsize(source)
   return total
 
 
@@ -162,13 +211,14 @@ def measure_run(
       f'--vocab_file={FLAGS.vocab_file}',
       '--lower_case',
       '--document_mode=file',
-      '--strip_gutenberg',
       f'--max_seq_length={FLAGS.max_seq_length}',
       '--masking=dynamic',
       f'--num_shards={FLAGS.num_shards}',
       f'--engine={engine}',
       f'--num_workers={workers}',
   ]
+  if not FLAGS.one_file:
+    command.append('--strip_gutenberg')
   started = time.time()
   process = subprocess.Popen(
       command,
@@ -248,6 +298,8 @@ def render_markdown(
       + (' (busy: times are not meaningful)' if load > 0.5 else ' (quiet)')
       + '.',
       '',
+      _LAYOUTS[FLAGS.one_file],
+      '',
       '| engine | workers | text MB | files | examples | wall s | MB/s | '
       'MB/s after imports | peak RSS, largest process MB | peak RSS, all '
       'processes MB | distinct books in first 1,000 examples (min over '
@@ -311,7 +363,7 @@ def main(argv):
   sizes = sorted(float(s) for s in FLAGS.sizes_mb)
   for index, size in enumerate(sizes):
     corpus = os.path.join(FLAGS.work_dir, f'corpus_{size:g}mb')
-    build_corpus(FLAGS.corpus, corpus, size)
+    build_corpus(FLAGS.corpus, corpus, size, FLAGS.one_file)
     plans = [('local', int(w), sys.executable) for w in FLAGS.workers]
     if index == 0 and FLAGS.beam_python:
       plans.append(('beam', 1, FLAGS.beam_python))
