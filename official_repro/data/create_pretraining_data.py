@@ -160,7 +160,7 @@ class PretrainingDataConfig:
       'about this many MB of text (characters), cut where its text decides; '
       'random-next segments come from the same group, and a longer document '
       '(--document_mode=file) or paragraph is cut at this size. Bounds a '
-      "worker's memory (about 20 times this); files smaller than it are "
+      "worker's memory (20 to 25 times this); smaller files are "
       'processed whole.',
   )
   encoding_errors: str = _option(
