@@ -1,10 +1,12 @@
 """A user's mistakes, through the real command lines: one line, nothing lost.
 
-Every entry point gets mistakes a new user makes. Each runs in a
-subprocess, as typed in a shell, and must end with a non-zero status, print
-exactly one line of its own on stderr (TensorFlow's and absl's log lines
-aside) that names what the user typed, print no traceback, and leave the
-files of an earlier run byte-identical.
+Every entry point gets mistakes a new user makes. Each runs in a process of
+its own, as typed in a shell (`python -m ...` in a fork of a warm
+interpreter, `tests/warm_interpreter.py`, which saves the imports of
+TensorFlow), and must end with a non-zero status, print exactly one line of
+its own on stderr (TensorFlow's and absl's log lines aside) that names what
+the user typed, print no traceback, and leave the files of an earlier run
+byte-identical.
 """
 
 import hashlib
@@ -12,11 +14,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from official_repro.training import gin_utils
+from tests import warm_interpreter
 from tests.training import test_finetuning as finetuning_fixtures
 
 exported_encoder = finetuning_fixtures.exported_encoder
@@ -42,42 +44,61 @@ def _snapshot(*paths):
   return digests
 
 
-def _run(args, cwd=REPO_ROOT, timeout=300):
-  command = args if args[0].endswith('.sh') else [sys.executable, '-m', *args]
+class _Cli:
+  """Runs command lines as a user types them and checks their refusals."""
+
+  def __init__(self, interpreter):
+    self._interpreter = interpreter
+
+  def run(self, args, cwd=REPO_ROOT, timeout=300):
+    """Runs `python -m args...` (a script if `args[0]` ends with .sh)."""
+    if not args[0].endswith('.sh'):
+      return self._interpreter.run(args, cwd, timeout)
+    return subprocess.run(
+        args,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_user_environment(),
+        check=False,
+    )
+
+  def refused(self, args, *named, keep=(), cwd=REPO_ROOT):
+    """Runs `args` and checks its one-line refusal.
+
+    Asserts the one-line refusal naming each of `named`, and that the files
+    under `keep` did not change; returns the line.
+    """
+    before = _snapshot(*keep)
+    completed = self.run(args, cwd=cwd)
+    own = [
+        line
+        for line in completed.stderr.splitlines()
+        if line.strip() and not _LOG_LINE.match(line)
+    ]
+    assert completed.returncode != 0, completed.stdout[-2000:]
+    assert 'Traceback' not in completed.stderr, completed.stderr[-3000:]
+    assert len(own) == 1, own
+    assert ': error: ' in own[0], own
+    for text in named:
+      assert text in own[0], (text, own[0])
+    assert _snapshot(*keep) == before
+    return own[0]
+
+
+def _user_environment():
   env = dict(os.environ)
   env.pop('TF_CPP_MIN_LOG_LEVEL', None)  # as a user's shell has it
-  return subprocess.run(
-      command,
-      cwd=cwd,
-      capture_output=True,
-      text=True,
-      timeout=timeout,
-      env=env,
-      check=False,
-  )
+  return env
 
 
-def check_refused(args, *named, keep=(), cwd=REPO_ROOT):
-  """Runs `args` and checks its one-line refusal.
-
-  Runs `args`; asserts the one-line refusal naming each of `named`, and
-  that the files under `keep` did not change.
-  """
-  before = _snapshot(*keep)
-  completed = _run(args, cwd=cwd)
-  own = [
-      line
-      for line in completed.stderr.splitlines()
-      if line.strip() and not _LOG_LINE.match(line)
-  ]
-  assert completed.returncode != 0, completed.stdout[-2000:]
-  assert 'Traceback' not in completed.stderr, completed.stderr[-3000:]
-  assert len(own) == 1, own
-  assert ': error: ' in own[0], own
-  for text in named:
-    assert text in own[0], (text, own[0])
-  assert _snapshot(*keep) == before
-  return own[0]
+@pytest.fixture(scope='module')
+def cli():
+  """Runs the module's command lines, Python ones in a warm interpreter."""
+  interpreter = warm_interpreter.WarmInterpreter(REPO_ROOT, _user_environment())
+  yield _Cli(interpreter)
+  interpreter.close()
 
 
 @pytest.fixture(scope='module')
@@ -111,8 +132,8 @@ def workspace(tmp_path_factory, tiny_records):
 # --- official_repro.quickstart
 
 
-def test_quickstart_refuses_a_positional_path(workspace):
-  check_refused(
+def test_quickstart_refuses_a_positional_path(cli, workspace):
+  cli.refused(
       [
           'official_repro.quickstart',
           f'--work_dir={workspace}/qs',
@@ -131,8 +152,8 @@ def test_quickstart_refuses_a_positional_path(workspace):
         ('--vocab_size=3', '--vocab_size'),
     ],
 )
-def test_quickstart_flag_mistakes(workspace, flag, named):
-  check_refused(
+def test_quickstart_flag_mistakes(cli, workspace, flag, named):
+  cli.refused(
       ['official_repro.quickstart', f'--work_dir={workspace}/qs', flag], named
   )
   assert not (workspace / 'qs').exists()
@@ -152,18 +173,20 @@ def _records_command(workspace, *flags):
   ]
 
 
-def test_records_bad_length_keeps_the_complete_records(workspace):
-  check_refused(
+def test_records_bad_length_keeps_the_complete_records(cli, workspace):
+  cli.refused(
       _records_command(workspace, '--max_seq_length=3'),
       '--max_seq_length',
       keep=[workspace / 'records'],
   )
 
 
-def test_records_duplicate_vocabulary_keeps_the_complete_records(workspace):
+def test_records_duplicate_vocabulary_keeps_the_complete_records(
+    cli, workspace
+):
   command = _records_command(workspace)
   command[3] = f'--vocab_file={workspace}/duplicate_vocab.txt'
-  check_refused(
+  cli.refused(
       command,
       'duplicate_vocab.txt',
       'duplicate token',
@@ -178,16 +201,16 @@ def test_records_duplicate_vocabulary_keeps_the_complete_records(workspace):
         ('binary', 'noise.txt is not UTF-8: byte 128'),
     ],
 )
-def test_records_refuse_a_file_that_is_not_utf8(workspace, corpus, named):
+def test_records_refuse_a_file_that_is_not_utf8(cli, workspace, corpus, named):
   command = _records_command(workspace)
   command[1] = f'--input={workspace}/{corpus}'
-  check_refused(command, named, keep=[workspace / 'records'])
+  cli.refused(command, named, keep=[workspace / 'records'])
 
 
-def test_records_missing_input_is_named(workspace):
+def test_records_missing_input_is_named(cli, workspace):
   command = _records_command(workspace)
   command[1] = f'--input={workspace}/no_such_corpus'
-  check_refused(command, 'no_such_corpus', keep=[workspace / 'records'])
+  cli.refused(command, 'no_such_corpus', keep=[workspace / 'records'])
 
 
 # --- official_repro.train
@@ -207,8 +230,8 @@ def _train(workspace, *flags):
   ]
 
 
-def test_train_refuses_a_second_gin_file_without_its_flag(workspace):
-  check_refused(
+def test_train_refuses_a_second_gin_file_without_its_flag(cli, workspace):
+  cli.refused(
       _train(
           workspace,
           f'--model_dir={workspace}/m',
@@ -220,18 +243,18 @@ def test_train_refuses_a_second_gin_file_without_its_flag(workspace):
   assert not (workspace / 'm').exists()
 
 
-def test_train_names_a_missing_gin_binding(workspace):
+def test_train_names_a_missing_gin_binding(cli, workspace):
   command = [
       flag
       for flag in _train(workspace, f'--model_dir={workspace}/m')
       if 'train_batch_size' not in flag
   ]
-  check_refused(command, 'pretrain_data.train_batch_size')
+  cli.refused(command, 'pretrain_data.train_batch_size')
   assert not (workspace / 'm').exists()
 
 
-def test_train_eval_without_a_checkpoint_is_refused(workspace):
-  check_refused(
+def test_train_eval_without_a_checkpoint_is_refused(cli, workspace):
+  cli.refused(
       _train(workspace, f'--model_dir={workspace}/mistyped', '--mode=eval'),
       '--mode=eval',
       'mistyped',
@@ -247,17 +270,17 @@ def test_train_eval_without_a_checkpoint_is_refused(workspace):
         ("experiment.objective='electra_small'", 'experiment.objective'),
     ],
 )
-def test_train_gin_mistakes_are_named(workspace, binding, named):
-  check_refused(
+def test_train_gin_mistakes_are_named(cli, workspace, binding, named):
+  cli.refused(
       _train(workspace, f'--model_dir={workspace}/m', f'--gin_param={binding}'),
       named,
   )
   assert not (workspace / 'm').exists()
 
 
-def test_train_refuses_layer_sharing_a_narrow_generator(workspace):
+def test_train_refuses_layer_sharing_a_narrow_generator(cli, workspace):
   """'partial' sharing needs a full-width generator: one line, nothing made."""
-  check_refused(
+  cli.refused(
       _train(
           workspace,
           f'--model_dir={workspace}/m',
@@ -294,8 +317,8 @@ def test_train_refuses_layer_sharing_a_narrow_generator(workspace):
         ),
     ],
 )
-def test_count_flops_mistakes(flags, named):
-  check_refused(['official_repro.count_flops', *flags], named)
+def test_count_flops_mistakes(cli, flags, named):
+  cli.refused(['official_repro.count_flops', *flags], named)
 
 
 # --- official_repro.finetune
@@ -315,12 +338,12 @@ def _glue(root, label_shift=0):
 
 
 @pytest.fixture(scope='module')
-def finetuned(workspace, exported_encoder):
+def finetuned(cli, workspace, exported_encoder):
   """A finished fine-tuning run on MRPC data A; its (masked-LM) encoder."""
   encoder = exported_encoder
   data = _glue(workspace / 'data_a')
   model_dir = workspace / 'ft'
-  completed = _run(
+  completed = cli.run(
       [
           'official_repro.finetune',
           '--gin_file=gin/finetune/001_ale/mrpc.gin',
@@ -337,10 +360,10 @@ def finetuned(workspace, exported_encoder):
   return encoder, model_dir
 
 
-def test_finetune_rerun_on_other_data_is_refused(workspace, finetuned):
+def test_finetune_rerun_on_other_data_is_refused(cli, workspace, finetuned):
   encoder, model_dir = finetuned
   other = _glue(workspace / 'data_b', label_shift=1)
-  check_refused(
+  cli.refused(
       [
           'official_repro.finetune',
           '--gin_file=gin/finetune/001_ale/mrpc.gin',
@@ -372,8 +395,8 @@ def test_finetune_rerun_on_other_data_is_refused(workspace, finetuned):
         (['--gin_file=gin/finetune/001_ale/mrpc.gin', 'extra'], 'extra'),
     ],
 )
-def test_finetune_mistakes(workspace, flags, named):
-  check_refused(
+def test_finetune_mistakes(cli, workspace, flags, named):
+  cli.refused(
       [
           'official_repro.finetune',
           f'--data_dir={workspace}',
@@ -396,11 +419,11 @@ def test_finetune_mistakes(workspace, flags, named):
         (['--input=/no/such/sentences.txt'], '/no/such/sentences.txt'),
     ],
 )
-def test_score_mistakes(workspace, finetuned, flags, named):
+def test_score_mistakes(cli, workspace, finetuned, flags, named):
   encoder, _ = finetuned
   sentences = workspace / 'sentences.txt'
   sentences.write_text('the cat sat on the mat\n')
-  check_refused(
+  cli.refused(
       [
           'official_repro.score',
           f'--init_checkpoint={encoder}',
@@ -411,11 +434,11 @@ def test_score_mistakes(workspace, finetuned, flags, named):
   )
 
 
-def test_score_refuses_a_run_that_is_not_scripts(workspace, finetuned):
+def test_score_refuses_a_run_that_is_not_scripts(cli, workspace, finetuned):
   encoder, _ = finetuned
   sentences = workspace / 'sentences.txt'
   sentences.write_text('the cat sat on the mat\n')
-  check_refused(
+  cli.refused(
       [
           'official_repro.score',
           f'--init_checkpoint={encoder}',
@@ -436,14 +459,14 @@ def test_score_refuses_a_run_that_is_not_scripts(workspace, finetuned):
         ('u1\t2\tnan\tTHE HAT', "first_pass_score 'nan'"),
     ],
 )
-def test_rescore_refuses_out_of_domain_values(workspace, line, named):
+def test_rescore_refuses_out_of_domain_values(cli, workspace, line, named):
   nbest = workspace / f'nbest_{abs(hash(line))}.tsv'
   nbest.write_text(f'u1\t1\t-1.0\tTHE CAT\n{line}\n')
   references = workspace / 'references.txt'
   references.write_text('u1 THE CAT\n')
   scores = workspace / 'lm.tsv'
   scores.write_text('u1\t1\t-1.0\nu1\t2\t-2.0\n')
-  check_refused(
+  cli.refused(
       [
           'official_repro.rescore',
           f'--nbest={nbest}',
@@ -456,8 +479,8 @@ def test_rescore_refuses_out_of_domain_values(workspace, line, named):
   )
 
 
-def test_rescore_bad_grid_is_named(workspace):
-  check_refused(
+def test_rescore_bad_grid_is_named(cli, workspace):
+  cli.refused(
       [
           'official_repro.rescore',
           f'--nbest={workspace}/x.tsv',
@@ -480,9 +503,9 @@ def test_rescore_bad_grid_is_named(workspace):
         (['--table=001.IV', 'now'], 'now'),
     ],
 )
-def test_regenerate_mistakes_before_any_job(workspace, flags, named):
+def test_regenerate_mistakes_before_any_job(cli, workspace, flags, named):
   out = workspace / 'regen'
-  check_refused(
+  cli.refused(
       [
           'experiments.regenerate',
           f'--out={out}',
@@ -515,5 +538,5 @@ _TPU = [
         (['--mixed_precision=int8'], '--mixed_precision'),
     ],
 )
-def test_run_tpu_refuses_before_creating_anything(flags, named):
-  check_refused([*_TPU, *flags], named)
+def test_run_tpu_refuses_before_creating_anything(cli, flags, named):
+  cli.refused([*_TPU, *flags], named)
