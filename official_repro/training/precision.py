@@ -44,10 +44,21 @@ def define_flags() -> None:
 
 
 def device_type(strategy: tf.distribute.Strategy) -> str:
-  """'TPU', 'GPU' or 'CPU': what the strategy's replicas run on."""
+  """'TPU', 'GPU' or 'CPU': what the strategy's replicas run on.
+
+  The default strategy (`tf.distribute.get_strategy()` outside any scope)
+  has no worker devices: it runs where TensorFlow places ops, on a GPU if
+  one is visible.
+  """
   if isinstance(strategy, tf.distribute.TPUStrategy):
     return 'TPU'
-  devices = strategy.extended.worker_devices
+  if (
+      strategy is tf.distribute.get_strategy()
+      and not tf.distribute.has_strategy()
+  ):
+    devices = [device.name for device in tf.config.list_logical_devices()]
+  else:
+    devices = strategy.extended.worker_devices
   if any(
       tf.DeviceSpec.from_string(device).device_type == 'GPU'
       for device in devices

@@ -16,6 +16,8 @@ def test_auto_is_bfloat16_on_tpus_float16_on_gpus_float32_on_cpus():
   cpu = tf.distribute.OneDeviceStrategy('/cpu:0')
   assert precision.device_type(cpu) == 'CPU'
   assert precision.resolve('auto', cpu) is None
+  # The default strategy, as the benchmark and profile commands pass it.
+  assert precision.device_type(tf.distribute.get_strategy()) == 'CPU'
 
 
 @pytest.mark.parametrize(
