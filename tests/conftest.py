@@ -94,6 +94,26 @@ def to_ram(ram_dir):
 
 
 @pytest.fixture(scope='session')
+def python_m():
+  """Returns `run(args, cwd=<repository>, timeout=600)`: `python -m args`.
+
+  The command runs in a fork of a warm interpreter (`warm_interpreter`),
+  which saves the imports of TensorFlow; `run` returns a
+  `subprocess.CompletedProcess` with the text of stdout and stderr.
+  """
+  from tests import warm_interpreter
+
+  repository = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  interpreter = warm_interpreter.WarmInterpreter(repository, dict(os.environ))
+
+  def run(args, cwd=repository, timeout=600):
+    return interpreter.run(args, cwd, timeout)
+
+  yield run
+  interpreter.close()
+
+
+@pytest.fixture(scope='session')
 def tiny_records(tmp_path_factory):
   """A dynamically masked record directory (max_seq_length 32, ~100 vocab)."""
   from official_repro.data import create_pretraining_data
@@ -134,7 +154,7 @@ def static_records(tmp_path_factory):
   return output_dir
 
 
-@pytest.fixture
+@pytest.fixture(scope='session')
 def run_tiny_pretraining(tiny_records):
   """Returns `run(model_dir, gin_files, bindings=(), mode)`: 2 steps, tiny.
 
@@ -176,7 +196,7 @@ def run_tiny_pretraining(tiny_records):
   return run
 
 
-@pytest.fixture
+@pytest.fixture(scope='session')
 def run_tiny_electra(run_tiny_pretraining):
   """Returns `run(model_dir, bindings=(), mode)`: 2 ELECTRA steps, tiny sizes.
 

@@ -2,15 +2,11 @@
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 
 from experiments import attention_concentration
 from official_repro.modeling.networks import encoders
-from official_repro.training import gin_utils
 
 _WORDS = 'the quick brown fox jumps over a lazy dog near river'.split()
 _VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + _WORDS
@@ -68,12 +64,10 @@ def fixture_dirs(tmp_path_factory, export_encoder_with_vocab):
   return str(glue_dir), model_dirs
 
 
-def test_cli_prints_and_writes_both_rows(fixture_dirs, tmp_path):
+def test_cli_prints_and_writes_both_rows(fixture_dirs, tmp_path, python_m):
   glue_dir, model_dirs = fixture_dirs
   output_file = tmp_path / 'out' / 'table1.json'
   command = [
-      sys.executable,
-      '-m',
       'experiments.attention_concentration',
       f"--init_checkpoint={model_dirs['bert']}",
       '--label=BERT',
@@ -84,15 +78,8 @@ def test_cli_prints_and_writes_both_rows(fixture_dirs, tmp_path):
       '--batch_size=2',
       f'--output_file={output_file}',
   ]
-  result = subprocess.run(
-      command,
-      cwd=gin_utils.REPO_ROOT,
-      check=True,
-      capture_output=True,
-      text=True,
-      timeout=300,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
-  )
+  result = python_m(command, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
   with open(output_file) as f:
     rows = json.load(f)['rows']
   assert [row['label'] for row in rows] == ['BERT', 'ConvBERT']

@@ -2,13 +2,10 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from experiments import benchmark_pretraining
-from official_repro.training import gin_utils
 
 _TINY_MASKED_LM = ('gin/papers/001_ale/bert_small.gin', 'gin/sizes/tiny.gin')
 
@@ -104,17 +101,15 @@ def test_sweep_measures_every_variant_at_every_point_and_plots(tmp_path):
 
 
 @pytest.mark.slow
-def test_sweep_end_to_end_on_a_tiny_model(tmp_path):
+def test_sweep_end_to_end_on_a_tiny_model(tmp_path, python_m):
   """Both variants at two batch sizes and two lengths.
 
   Both variants at two batch sizes and two lengths; training FLOPs per
   token grow with length by the attention products alone.
   """
   output = str(tmp_path / 'sweep.json')
-  subprocess.run(
+  completed = python_m(
       [
-          sys.executable,
-          '-m',
           'experiments.benchmark_pretraining',
           '--sweep',
           *(f'--gin_file={path}' for path in _TINY_MASKED_LM),
@@ -127,10 +122,9 @@ def test_sweep_end_to_end_on_a_tiny_model(tmp_path):
           '--vocab_size=400',
           f'--work_dir={tmp_path / "work"}',
           f'--output_json={output}',
-      ],
-      check=True,
-      cwd=gin_utils.REPO_ROOT,
+      ]
   )
+  assert completed.returncode == 0, completed.stderr[-3000:]
   with open(output) as f:
     sweep = json.load(f)
   assert os.path.exists(str(tmp_path / 'sweep.png'))

@@ -1,17 +1,13 @@
 """End-to-end test of the 002 Table 3 driver on a tiny WikiText-format file."""
 
 import json
-import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from experiments import convbert_lm
-from official_repro.training import gin_utils
 
 _WORDS = 'the a cat dog sat ran on under mat tree , . <unk>'.split()
 
@@ -31,13 +27,11 @@ def _write_wikitext(path, num_articles=6, seed=0):
   return str(path)
 
 
-def test_command_writes_table_and_json(tmp_path):
+def test_command_writes_table_and_json(tmp_path, python_m):
   train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
   test_file = _write_wikitext(tmp_path / 'wiki.test.tokens', 1, seed=1)
   output_dir = tmp_path / 'out'
   command = [
-      sys.executable,
-      '-m',
       'experiments.convbert_lm',
       f'--train_file={train_file}',
       '--valid_fraction=0.2',
@@ -58,15 +52,9 @@ def test_command_writes_table_and_json(tmp_path):
       '--match_parameters',
       f'--output_dir={output_dir}',
   ]
-  table = subprocess.run(
-      command,
-      cwd=gin_utils.REPO_ROOT,
-      check=True,
-      capture_output=True,
-      text=True,
-      timeout=600,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
-  ).stdout
+  completed = python_m(command, timeout=600)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  table = completed.stdout
   assert '| Transformer | 16 x 1 (2) |' in table
   assert '| Ours (mixed attention) |' in table
   assert '34.21' in table and '32.95' in table

@@ -1,22 +1,16 @@
 """002 Table 2 driver (experiments/convbert_speed.py) on tiny blocks."""
 
 import json
-import os
-import subprocess
-import sys
 
 from experiments import convbert_speed
-from official_repro.training import gin_utils
 
 _TINY = convbert_speed.BlockSizes(
     hidden_size=32, num_heads=2, intermediate_size=64
 )
 
 
-def test_cli_prints_both_blocks_and_writes_json(tmp_path):
+def test_cli_prints_both_blocks_and_writes_json(tmp_path, python_m):
   command = [
-      sys.executable,
-      '-m',
       'experiments.convbert_speed',
       '--hidden_size=32',
       '--num_heads=2',
@@ -26,15 +20,8 @@ def test_cli_prints_both_blocks_and_writes_json(tmp_path):
       '--warmup=1',
       f'--output_dir={tmp_path}',
   ]
-  result = subprocess.run(
-      command,
-      cwd=gin_utils.REPO_ROOT,
-      check=True,
-      capture_output=True,
-      text=True,
-      timeout=600,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'),
-  )
+  result = python_m(command, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
   table_rows = [
       line for line in result.stdout.splitlines() if line.startswith('| 16 |')
   ]

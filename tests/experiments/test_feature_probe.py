@@ -1,15 +1,11 @@
 """Linear probes of frozen encoders (experiments/feature_probe.py)."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from experiments import feature_probe
 from official_repro.modeling.networks import encoders
-from official_repro.training import gin_utils
 
 _WORDS = ['good', 'bad'] + [f'w{i}' for i in range(200)]
 _VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + _WORDS
@@ -162,23 +158,19 @@ def test_table_has_every_encoder_and_the_random_spread(probed):
   assert f'majority class {probed["majority"]:.3f}' in text
 
 
-def test_cli_refuses_a_regression_task(tmp_path, export_encoder_with_vocab):
+def test_cli_refuses_a_regression_task(
+    tmp_path, export_encoder_with_vocab, python_m
+):
   model_dir = export_encoder_with_vocab(
       str(tmp_path), *_label_encoder(), _VOCAB, 1
   )
-  completed = subprocess.run(
+  completed = python_m(
       [
-          sys.executable,
-          '-m',
           'experiments.feature_probe',
           f'--init_checkpoint={model_dir}',
           f'--glue_dir={tmp_path}',
           '--task=stsb',
-      ],
-      capture_output=True,
-      text=True,
-      cwd=gin_utils.REPO_ROOT,
-      check=False,
+      ]
   )
   assert completed.returncode == 2
   lines = completed.stderr.strip().splitlines()

@@ -1,14 +1,11 @@
 """Tests for experiments.precision_speed (parsing and the report table)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from experiments import precision_speed
 from official_repro.common import cli
-from official_repro.training import gin_utils
 
 
 def test_parse_configs_pairs_names_with_gin_files(tmp_path):
@@ -48,7 +45,9 @@ def test_table_compares_each_precision_with_the_first():
 
 
 @pytest.mark.slow
-def test_command_measures_the_same_first_loss_in_both_precisions(tmp_path):
+def test_command_measures_the_same_first_loss_in_both_precisions(
+    tmp_path, python_m
+):
   """The tiny ELECTRA config, one step per precision.
 
   The tiny ELECTRA config, one step per precision: the first-step losses
@@ -57,10 +56,8 @@ def test_command_measures_the_same_first_loss_in_both_precisions(tmp_path):
   """
   markdown = tmp_path / 'table.md'
   output_json = tmp_path / 'points.json'
-  subprocess.run(
+  completed = python_m(
       [
-          sys.executable,
-          '-m',
           'experiments.precision_speed',
           '--configs=tiny_electra=gin/sizes/tiny.gin,gin/pretrain/electra.gin',
           '--gin_param=pretrain_data.train_batch_size=2',
@@ -74,10 +71,9 @@ def test_command_measures_the_same_first_loss_in_both_precisions(tmp_path):
           f'--output_markdown={markdown}',
           f'--output_json={output_json}',
       ],
-      check=True,
-      cwd=gin_utils.REPO_ROOT,
       timeout=600,
   )
+  assert completed.returncode == 0, completed.stderr[-3000:]
   with open(output_json) as f:
     points = json.load(f)['points']
   assert [p['precision'] for p in points] == ['float32', 'bfloat16']

@@ -1,14 +1,11 @@
 """experiments/profile_pretraining.py: reading the profiler's XSpace."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-direct-tensorflow-import
 
 from experiments import profile_pretraining
-from official_repro.training import gin_utils
 
 
 def _space(events):
@@ -124,12 +121,10 @@ def test_report_puts_variants_side_by_side():
 
 
 @pytest.mark.slow
-def test_cli_profiles_both_variants_of_a_tiny_electra(tmp_path):
+def test_cli_profiles_both_variants_of_a_tiny_electra(tmp_path, python_m):
   output_dir = tmp_path / 'profile'
-  subprocess.run(
+  completed = python_m(
       [
-          sys.executable,
-          '-m',
           'experiments.profile_pretraining',
           '--gin_file=gin/papers/001_ale/electra_small.gin',
           '--gin_file=gin/sizes/tiny.gin',
@@ -141,10 +136,9 @@ def test_cli_profiles_both_variants_of_a_tiny_electra(tmp_path):
           '--vocab_size=400',
           f'--work_dir={tmp_path / "work"}',
           f'--output_dir={output_dir}',
-      ],
-      check=True,
-      cwd=gin_utils.REPO_ROOT,
+      ]
   )
+  assert completed.returncode == 0, completed.stderr[-3000:]
   for variant in ('ours', 'stock'):
     with open(output_dir / f'{variant}.json') as f:
       summary = json.load(f)

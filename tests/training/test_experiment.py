@@ -69,8 +69,26 @@ def _train_command(records, model_dir, *extra_flags, **overrides):
   return command + list(extra_flags)
 
 
-def test_train_and_eval_writes_configs_and_metrics(tiny_records, tmp_path):
-  result = _run_in_process(tiny_records, tmp_path, mode='train_and_eval')
+@pytest.fixture(scope='module')
+def finished_run(tiny_records, tmp_path_factory):
+  """A finished 2-step train_and_eval run: `(model_dir, result)`.
+
+  Tests that write into the run's directory work on a copy (`_copy_of`).
+  """
+  model_dir = tmp_path_factory.mktemp('finished_run')
+  return model_dir, _run_in_process(
+      tiny_records, model_dir, mode='train_and_eval'
+  )
+
+
+def _copy_of(finished_run, tmp_path):
+  copy = tmp_path / 'run'
+  shutil.copytree(finished_run[0], copy)
+  return copy
+
+
+def test_train_and_eval_writes_configs_and_metrics(finished_run):
+  tmp_path, result = finished_run
   assert result['global_step'] == 2
   assert result['checkpoint'].endswith('ckpt-2')
   assert 0.0 <= result['eval']['masked_lm_accuracy'] <= 1.0
@@ -144,9 +162,9 @@ def test_killed_run_resumes_from_last_checkpoint(tiny_records, tmp_path):
 
 
 def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
-    tiny_records, tmp_path
+    tiny_records, finished_run, tmp_path
 ):
-  _run_in_process(tiny_records, tmp_path)
+  tmp_path = _copy_of(finished_run, tmp_path)
   with pytest.raises(nonfinite_loss.NonFiniteLossError) as raised:
     _run_in_process(
         tiny_records,
@@ -247,8 +265,10 @@ def test_eval_without_a_checkpoint_is_refused(tiny_records, tmp_path):
   assert not (tmp_path / 'empty').exists()
 
 
-def test_incompatible_checkpoint_in_model_dir(tiny_records, tmp_path):
-  _run_in_process(tiny_records, tmp_path)
+def test_incompatible_checkpoint_in_model_dir(
+    tiny_records, finished_run, tmp_path
+):
+  tmp_path = _copy_of(finished_run, tmp_path)
   with pytest.raises(
       experiment.IncompatibleModelDirError,
       match=r'hidden_size: checkpoint has 32, config has 64',
@@ -260,13 +280,13 @@ def test_incompatible_checkpoint_in_model_dir(tiny_records, tmp_path):
     )
 
 
-def test_exported_encoder_loads_into_model_garden_bert(tiny_records, tmp_path):
+def test_exported_encoder_loads_into_model_garden_bert(finished_run):
   # pylint: disable=g-import-not-at-top
   import json
   from official.nlp.configs import encoders as mg_encoders
   from official_repro.modeling.networks import encoders
   # pylint: enable=g-import-not-at-top
-  result = _run_in_process(tiny_records, tmp_path)
+  tmp_path, result = finished_run
   path = result['exported_encoder']
   with open(tmp_path / 'encoder' / 'encoder_config.json') as f:
     config = encoders.EncoderConfig.from_args(**json.load(f))

@@ -3,8 +3,6 @@
 import json
 import os
 import random
-import subprocess
-import sys
 
 import gin
 import numpy as np
@@ -341,7 +339,7 @@ def test_bad_init_checkpoint(tmp_path):
     pretrained.resolve(str(tmp_path / 'missing'))
 
 
-def test_glue_suite_command(exported_encoder, tmp_path):
+def test_glue_suite_command(exported_encoder, tmp_path, python_m):
   data_dir = _write_glue(tmp_path / 'glue', random.Random(3))
   model_dir = tmp_path / 'suite'
   overrides = [
@@ -351,8 +349,6 @@ def test_glue_suite_command(exported_encoder, tmp_path):
       'finetuning.max_seq_length = 32',
   ]
   command = [
-      sys.executable,
-      '-m',
       'experiments.glue_suite',
       '--paper=001_ale',
       f'--init_checkpoint={exported_encoder}',
@@ -361,9 +357,9 @@ def test_glue_suite_command(exported_encoder, tmp_path):
       '--published_row=ELECTRA_small',
       '--strategy=cpu',
   ] + [f'--gin_param={p}' for p in overrides]
-  output = subprocess.run(
-      command, cwd=REPO_ROOT, check=True, capture_output=True, text=True
-  ).stdout
+  completed = python_m(command)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  output = completed.stdout
   assert '| model | mrpc | stsb | Avg. |' in output
   assert '| 001_ale ELECTRA_small | 0.824 | 0.840 | 0.832 |' in output
   with open(model_dir / 'glue_results.json') as f:

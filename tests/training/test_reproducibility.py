@@ -138,34 +138,50 @@ _DETERMINISTIC = [
 ]
 
 
-def test_same_seed_runs_end_bit_identical(run_tiny_electra, tmp_path):
-  run_tiny_electra(tmp_path / 'a', _DETERMINISTIC, mode='train')
-  run_tiny_electra(tmp_path / 'b', _DETERMINISTIC, mode='train')
-  first = _final_weights(str(tmp_path / 'a'))
-  second = _final_weights(str(tmp_path / 'b'))
-  assert first.keys() == second.keys()
-  assert any('random_generators' in name for name in first)
-  for name in first:
-    np.testing.assert_array_equal(first[name], second[name], name)
+@pytest.fixture(scope='module')
+def whole_run(run_tiny_electra, tmp_path_factory):
+  """The final weights of a deterministic 4-step run that evaluates at 2 and 4.
+
+  Module-scoped: run once for the tests below, which compare with it.
+  """
+  model_dir = tmp_path_factory.mktemp('whole')
+  run_tiny_electra(model_dir, _DETERMINISTIC)
+  return _final_weights(str(model_dir))
+
+
+def test_same_seed_runs_end_bit_identical(
+    run_tiny_electra, whole_run, tmp_path
+):
+  """A run repeated with its seed ends bit-identical; another seed does not.
+
+  The repeat only trains (no evaluation), so this also fails if evaluating
+  moves a training stream (records, masks, dropout, sampling).
+  """
+  run_tiny_electra(tmp_path / 'again', _DETERMINISTIC, mode='train')
+  again = _final_weights(str(tmp_path / 'again'))
+  assert whole_run.keys() == again.keys()
+  assert any('random_generators' in name for name in again)
+  for name in again:
+    np.testing.assert_array_equal(again[name], whole_run[name], name)
   run_tiny_electra(
-      tmp_path / 'c',
+      tmp_path / 'other',
       _DETERMINISTIC[2:]
       + ['experiment.seed = 6', 'experiment.deterministic = True'],
       mode='train',
   )
-  other = _final_weights(str(tmp_path / 'c'))
+  other = _final_weights(str(tmp_path / 'other'))
   embeddings = [
       name
-      for name in first
+      for name in again
       if name.startswith('encoder/') and 'embeddings/.' in name
   ]
   assert embeddings and all(
-      not np.array_equal(first[name], other[name]) for name in embeddings
+      not np.array_equal(again[name], other[name]) for name in embeddings
   )
 
 
 def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
-    run_tiny_electra, tmp_path
+    run_tiny_electra, whole_run, tmp_path
 ):
   """A resumed run continues where the interrupted one stopped.
 
@@ -174,7 +190,6 @@ def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
   evaluate after the checkpoint at step 2 (train_and_eval), which must not
   move the training streams.
   """
-  run_tiny_electra(tmp_path / 'whole', _DETERMINISTIC)
   with preemption.stop_on_signal():
     os.kill(os.getpid(), signal.SIGTERM)
     with pytest.raises(preemption.TrainingStopped) as stopped:
@@ -182,12 +197,11 @@ def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
   assert stopped.value.step == 2
   result = run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC)
   assert result['global_step'] == 4
-  whole = _final_weights(str(tmp_path / 'whole'))
   resumed = _final_weights(str(tmp_path / 'resumed'))
-  assert whole.keys() == resumed.keys()
-  for name in whole:
+  assert whole_run.keys() == resumed.keys()
+  for name in whole_run:
     np.testing.assert_allclose(
-        resumed[name], whole[name], rtol=0, atol=1e-6, err_msg=name
+        resumed[name], whole_run[name], rtol=0, atol=1e-6, err_msg=name
     )
 
 
