@@ -155,6 +155,44 @@ def static_records(tmp_path_factory):
 
 
 @pytest.fixture(scope='session')
+def exported_encoder(tiny_records, tmp_path_factory):
+  """A tiny masked-LM encoder pretrained for 2 steps and exported.
+
+  Returns the run's model directory (the fine-tuning commands' and
+  `pretrained.resolve`'s `init_checkpoint`).
+  """
+  import gin
+  import tensorflow as tf
+  from official_repro.training import experiment
+  from official_repro.training import gin_utils
+
+  model_dir = str(tmp_path_factory.mktemp('pretrain'))
+  gin.clear_config()
+  try:
+    gin_utils.parse_config(
+        [
+            os.path.join(gin_utils.REPO_ROOT, 'gin/sizes/tiny.gin'),
+            os.path.join(gin_utils.REPO_ROOT, 'gin/pretrain/masked_lm.gin'),
+        ],
+        [
+            f'pretrain_data.input_path = {tiny_records!r}',
+            'pretrain_data.max_seq_length = 32',
+            'pretrain_data.train_batch_size = 8',
+            'experiment.train_steps = 2',
+            'experiment.steps_per_loop = 1',
+            'optimization.learning_rate = 1e-3',
+        ],
+    )
+    params, settings = experiment.experiment_config()
+    experiment.run(
+        params, settings, tf.distribute.get_strategy(), model_dir, 'train'
+    )
+  finally:
+    gin.clear_config()
+  return model_dir
+
+
+@pytest.fixture(scope='session')
 def run_tiny_pretraining(tiny_records):
   """Returns `run(model_dir, gin_files, bindings=(), mode)`: 2 steps, tiny.
 

@@ -19,9 +19,10 @@ import pytest
 
 from official_repro.training import gin_utils
 from tests import warm_interpreter
-from tests.training import test_finetuning as finetuning_fixtures
 
-exported_encoder = finetuning_fixtures.exported_encoder
+# The tests share module fixtures: one xdist worker runs them all
+# (--dist loadgroup, pytest.ini), so the fixtures are built once.
+pytestmark = pytest.mark.xdist_group('test_cli_errors')
 
 REPO_ROOT = gin_utils.REPO_ROOT
 # Lines of TensorFlow's C++ logging and of absl's Python logging.

@@ -20,6 +20,10 @@ from official_repro.training import experiment
 from official_repro.training import gin_utils
 from official_repro.training import nonfinite_loss
 
+# The tests share module fixtures: one xdist worker runs them all
+# (--dist loadgroup, pytest.ini), so the fixtures are built once.
+pytestmark = pytest.mark.xdist_group('test_experiment')
+
 REPO_ROOT = gin_utils.REPO_ROOT
 
 

@@ -11,7 +11,6 @@ import tensorflow as tf
 
 from official_repro.modeling.networks import pretrained
 from official_repro.tasks import finetuning_schedule
-from official_repro.training import experiment
 from official_repro.training import finetuning
 from official_repro.training import gin_utils
 
@@ -21,35 +20,6 @@ _WORDS = (
     'old trees near the river and children play games'
 ).split()
 _TAGS = ('DT', 'JJ', 'NN', 'VBZ', 'IN')
-
-
-@pytest.fixture(scope='module')
-def exported_encoder(tiny_records, tmp_path_factory):
-  """A tiny masked-LM encoder pretrained for 2 steps and exported."""
-  model_dir = str(tmp_path_factory.mktemp('pretrain'))
-  gin.clear_config()
-  try:
-    gin_utils.parse_config(
-        [
-            os.path.join(REPO_ROOT, 'gin/sizes/tiny.gin'),
-            os.path.join(REPO_ROOT, 'gin/pretrain/masked_lm.gin'),
-        ],
-        [
-            f'pretrain_data.input_path = {tiny_records!r}',
-            'pretrain_data.max_seq_length = 32',
-            'pretrain_data.train_batch_size = 8',
-            'experiment.train_steps = 2',
-            'experiment.steps_per_loop = 1',
-            'optimization.learning_rate = 1e-3',
-        ],
-    )
-    params, settings = experiment.experiment_config()
-    experiment.run(
-        params, settings, tf.distribute.get_strategy(), model_dir, 'train'
-    )
-  finally:
-    gin.clear_config()
-  return model_dir
 
 
 def _sentence(rng, length=6):

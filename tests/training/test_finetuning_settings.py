@@ -15,7 +15,6 @@ from official_repro.training import finetuning
 from tests.training import test_finetuning as finetuning_fixtures
 
 # The tiny exported encoder (pretrained for 2 steps on `tiny_records`).
-exported_encoder = finetuning_fixtures.exported_encoder
 
 
 def _finetune(

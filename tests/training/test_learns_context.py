@@ -29,6 +29,10 @@ from official_repro.data import create_pretraining_data
 from official_repro.training import experiment
 from official_repro.training import gin_utils
 
+# The tests share module fixtures: one xdist worker runs them all
+# (--dist loadgroup, pytest.ini), so the fixtures are built once.
+pytestmark = pytest.mark.xdist_group('test_learns_context')
+
 _NUM_WORDS = 24
 _HALF_LENGTH = 16
 _MAX_SEQ_LENGTH = 2 * _HALF_LENGTH + 3

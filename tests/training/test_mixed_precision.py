@@ -47,8 +47,6 @@ from tests.plugins import frozen_generator_mlm  # noqa: F401  (registers the plu
 from tests.plugins import rezero_backbone  # noqa: F401  (registers the plug-in)
 from tests.training import test_finetuning as finetuning_fixtures
 
-exported_encoder = finetuning_fixtures.exported_encoder
-
 # Relative difference of a mixed-precision first-step loss from float32's.
 # bfloat16 keeps 8 bits of mantissa (a relative rounding of 2^-8 per
 # operation); float16 keeps 11.

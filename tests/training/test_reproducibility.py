@@ -16,6 +16,10 @@ from official_repro.training import gin_utils
 from official_repro.training import reproducibility
 from official_repro.training import preemption
 
+# The tests share module fixtures: one xdist worker runs them all
+# (--dist loadgroup, pytest.ini), so the fixtures are built once.
+pytestmark = pytest.mark.xdist_group('test_reproducibility')
+
 
 def test_run_seed_is_kept_in_model_dir(tmp_path):
   drawn = reproducibility.run_seed(str(tmp_path), None)
