@@ -24,7 +24,8 @@ holding about `--vocab_sample_mb` of text.
 The output directory is touched only once the whole corpus has been processed
 and checked (decode errors, [UNK] rate, an empty corpus): shards are then
 written under temporary names and renamed into place, and `metadata.json` is
-written last. Progress is logged every 10 seconds (`common.progress`).
+written last. Progress (the bytes read, as each group of a file is done, and
+the examples written) is logged every 10 seconds (`common.progress`).
 
 Example:
   python -m official_repro.data.create_pretraining_data \

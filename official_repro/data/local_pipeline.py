@@ -142,11 +142,26 @@ class RecordJob:
     self._processor = streaming.FileProcessor(*self._args)
     self._buffer = RunBuffer(self._run_dir, self._buffer_bytes, f'w{worker}')
 
-  def process(self, input_file: streaming.InputFile) -> streaming.RecordStats:
-    """Buffers a file's records a group at a time; returns its counters."""
+  def process(
+      self, input_file: streaming.InputFile, report: Callable[[int], None]
+  ) -> streaming.RecordStats:
+    """Buffers a file's records a group at a time; returns its counters.
+
+    Args:
+      input_file: the file.
+      report: called with the bytes read since its last call, after each
+        group; the calls for a file add up to its size.
+
+    Returns:
+      The file's counters.
+    """
     stats = streaming.RecordStats()
+    reported = 0
     for group in self._processor.process(input_file, stats):
       self._buffer.add(group)
+      report(stats.corpus.bytes_read - reported)
+      reported = stats.corpus.bytes_read
+    report(max(0, input_file.size - reported))
     return stats
 
   def finish(self) -> Dict[RunKey, List[str]]:
@@ -169,10 +184,18 @@ class SampleJob:
   def start(self, worker: int) -> None:
     del worker
 
-  def process(self, input_file: streaming.InputFile):
-    return streaming.sample_sentences(
+  def process(
+      self, input_file: streaming.InputFile, report: Callable[[int], None]
+  ):
+    """The file's bottom-k sample (`streaming.sample_sentences`).
+
+    `report` is called once, with the file's size, when it is read.
+    """
+    sample = streaming.sample_sentences(
         *self._args, input_file, self._sample_size
     )
+    report(input_file.size)
+    return sample
 
   def finish(self) -> None:
     return None
@@ -199,7 +222,10 @@ def _worker_main(job, worker: int, tasks, results) -> None:
         continue
       if input_file is None:
         break
-      results.put(('file', input_file.size, job.process(input_file)))
+      processed = job.process(
+          input_file, lambda done: results.put(('bytes', done, None))
+      )
+      results.put(('file', input_file.size, processed))
     results.put(('finished', worker, job.finish()))
   except FileNotFoundError as error:
     results.put(('not_found', worker, str(error)))
@@ -229,7 +255,8 @@ def run_jobs(
     num_workers: worker processes, this one included.
     on_file: called in this process with each file's result, in the order
       the files finish.
-    progress_label: logs the bytes processed under this label.
+    progress_label: logs the bytes processed under this label, as each
+      worker reports them (a `RecordJob` after each group of a file).
 
   Returns:
     The `finish()` results of the workers.
@@ -244,8 +271,7 @@ def run_jobs(
   if num_workers <= 1:
     job.start(0)
     for input_file in files:
-      on_file(job.process(input_file))
-      reporter.advance(input_file.size)
+      on_file(job.process(input_file, reporter.advance))
     return [job.finish()]
   context = multiprocessing.get_context('spawn')
   tasks, results = context.Queue(), context.Queue()
@@ -267,9 +293,10 @@ def run_jobs(
 
   def handle(message):
     kind, info, payload = message
-    if kind == 'file':
-      on_file(payload)
+    if kind == 'bytes':
       reporter.advance(info)
+    elif kind == 'file':
+      on_file(payload)
     elif kind == 'finished':
       finished[info] = payload
     elif kind == 'user_error':
@@ -289,7 +316,9 @@ def run_jobs(
       if input_file is None:
         finished[0] = job.finish()
         break
-      handle(('file', input_file.size, job.process(input_file)))
+      handle(
+          ('file', input_file.size, job.process(input_file, reporter.advance))
+      )
       while True:
         try:
           handle(results.get_nowait())

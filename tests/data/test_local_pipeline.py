@@ -88,7 +88,8 @@ class _HelperFirstJob:
   def start(self, worker):
     self._worker = worker
 
-  def process(self, input_file):
+  def process(self, input_file, report):
+    report(input_file.size)
     if self._worker == 0:
       deadline = time.time() + 120
       while not os.path.exists(self._marker) and time.time() < deadline:
@@ -138,13 +139,13 @@ class _HelperTakesAFileJob(local_pipeline.RecordJob):
     super().start(worker)
     self._worker = worker
 
-  def process(self, input_file):
+  def process(self, input_file, report):
     if self._worker == 0:
       deadline = time.time() + 120
       while not os.path.exists(self._marker) and time.time() < deadline:
         time.sleep(0.05)
-      return super().process(input_file)
-    stats = super().process(input_file)
+      return super().process(input_file, report)
+    stats = super().process(input_file, report)
     with open(self._marker, 'w') as f:
       f.write(input_file.name)
     return stats
@@ -432,3 +433,57 @@ def test_rerun_after_sigkill_writes_the_uninterrupted_records(tmp_path):
   assert _shard_bytes(str(output_dir)) == _shard_bytes(
       str(tmp_path / 'expected')
   )
+
+
+def _progress_lines(monkeypatch):
+  """Every progress line logged from now on, as the list it returns."""
+  from official_repro.common import progress  # pylint: disable=g-import-not-at-top
+
+  lines = []
+  monkeypatch.setattr(
+      progress.logging, 'info', lambda *args: lines.append(args[0] % args[1:])
+  )
+  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0.0)
+  return lines
+
+
+def _processed_shares(lines):
+  """The percentages of the 'process corpus' lines, and whether it ended."""
+  own = [line for line in lines if line.startswith('process corpus: ')]
+  shares = [
+      float(line.split('(')[1].split('%')[0]) for line in own if '%)' in line
+  ]
+  return shares, any('done in' in line for line in own)
+
+
+def test_progress_is_logged_inside_a_file(tmp_path, monkeypatch):
+  """One file of many groups logs the bytes read as each group is done.
+
+  A file reported only when finished (the unit of work before groups) logs
+  nothing until it is done: for minutes on a file of gigabytes. Here the
+  file is read 8 KB at a time and processed in groups of 4,000 characters.
+  """
+  from official_repro.data import text_cleaning  # pylint: disable=g-import-not-at-top
+
+  monkeypatch.setattr(text_cleaning, '_READ_CHUNK', 8192)
+  root = write_fixture_files(tmp_path / 'corpus', 1, num_documents=400)
+  vocab = write_fixture_vocab(tmp_path / 'vocab.txt')
+  lines = _progress_lines(monkeypatch)
+  _prepare(
+      (str(root), str(vocab)), str(tmp_path / 'out'), group_mb=4000 / 2**20
+  )
+  shares, done = _processed_shares(lines)
+  assert len(shares) >= 5 and shares == sorted(shares), lines
+  assert 0 < shares[0] and shares[-1] < 100 and done, shares
+
+
+def test_progress_counts_every_workers_bytes(corpus, tmp_path, monkeypatch):
+  """The bytes a helper process reports reach the total."""
+  monkeypatch.setattr(
+      _HelperTakesAFileJob, 'marker', str(tmp_path / 'helper_done')
+  )
+  monkeypatch.setattr(local_pipeline, 'RecordJob', _HelperTakesAFileJob)
+  lines = _progress_lines(monkeypatch)
+  _prepare(corpus, str(tmp_path / 'out'), num_workers=2)
+  shares, done = _processed_shares(lines)
+  assert done and shares == sorted(shares), lines
