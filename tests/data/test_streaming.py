@@ -107,17 +107,24 @@ def _process(processor, input_file):
   return output, stats
 
 
+def _static_masking_config(**options):
+  """Static masking, 2 copies, 20% eval, seed 7; `options` override."""
+  return cpd.PretrainingDataConfig(
+      **{
+          'vocab_size': 100,
+          'max_seq_length': 32,
+          'masking': 'static',
+          'dupe_factor': 2,
+          'eval_fraction': 0.2,
+          'seed': 7,
+          **options,
+      }
+  )
+
+
 def test_file_processor_is_a_function_of_the_file(processor_inputs):
   files, tokens = processor_inputs
-  config = cpd.PretrainingDataConfig(
-      vocab_size=100,
-      max_seq_length=32,
-      masking='static',
-      dupe_factor=2,
-      num_shards=3,
-      eval_fraction=0.2,
-      seed=7,
-  )
+  config = _static_masking_config(num_shards=3)
   eval_split = streaming.EvalSplit(files, 'blank_line', 0.2, seed=7)
   processor = streaming.FileProcessor(
       config.streaming_settings(), tokens, eval_split
@@ -148,15 +155,8 @@ def test_a_file_is_processed_in_groups_of_its_own_text(
   that carried a file's last group over to the next file would differ.
   """
   files, tokens = processor_inputs
-  config = cpd.PretrainingDataConfig(
-      vocab_size=100,
-      max_seq_length=32,
-      masking='static',
-      dupe_factor=2,
-      next_sentence_prediction=True,
-      eval_fraction=0.2,
-      group_mb=group_chars / 2**20,
-      seed=7,
+  config = _static_masking_config(
+      next_sentence_prediction=True, group_mb=group_chars / 2**20
   )
   eval_split = streaming.EvalSplit(files, 'blank_line', 0.2, seed=7)
 
