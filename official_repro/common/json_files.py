@@ -1,4 +1,4 @@
-"""JSON files that a killed process never leaves half-written."""
+"""JSON and text files that a killed process never leaves half-written."""
 
 import json
 import os
@@ -38,15 +38,10 @@ def temporary_path(path: str) -> str:
   )
 
 
-def write_json(
-    path: str,
-    content: Any,
-    sort_keys: bool = True,
-    default: Optional[Callable[[Any], Any]] = None,
-) -> None:
-  """Writes `content` to `path` (any `tf.io.gfile` path) atomically.
+def write_text(path: str, text: str) -> None:
+  """Writes `text` to `path` (any `tf.io.gfile` path) atomically.
 
-  The JSON goes to a temporary file of its own (`temporary_path`), which is
+  The text goes to a temporary file of its own (`temporary_path`), which is
   then renamed over `path`, so a reader (or a resumed run) sees the old file
   or a new one, never a part or a mix of two writers' output. A temporary
   file is removed if writing it fails; one left by a killed process is
@@ -54,17 +49,35 @@ def write_json(
 
   Args:
     path: the destination file.
-    content: a JSON-serialisable value.
-    sort_keys: sort dictionary keys (stable diffs between runs).
-    default: converts values `json` cannot serialise (e.g. `float` for
-      NumPy scalars).
+    text: the whole content.
   """
   temporary = temporary_path(path)
   try:
     with tf.io.gfile.GFile(temporary, 'w') as f:
-      json.dump(content, f, indent=2, sort_keys=sort_keys, default=default)
+      f.write(text)
     tf.io.gfile.rename(temporary, path, overwrite=True)
   except BaseException:
     if tf.io.gfile.exists(temporary):
       tf.io.gfile.remove(temporary)
     raise
+
+
+def write_json(
+    path: str,
+    content: Any,
+    sort_keys: bool = True,
+    default: Optional[Callable[[Any], Any]] = None,
+) -> None:
+  """Writes `content` to `path` as JSON, atomically (`write_text`).
+
+  Args:
+    path: the destination file (any `tf.io.gfile` path).
+    content: a JSON-serialisable value.
+    sort_keys: sort dictionary keys (stable diffs between runs).
+    default: converts values `json` cannot serialise (e.g. `float` for
+      NumPy scalars).
+  """
+  write_text(
+      path,
+      json.dumps(content, indent=2, sort_keys=sort_keys, default=default),
+  )

@@ -1,4 +1,4 @@
-"""Atomic JSON writes."""
+"""Atomic JSON and text writes."""
 
 import json
 import os
@@ -53,6 +53,25 @@ def test_failed_write_removes_its_temporary(ram_dir):
   with pytest.raises(TypeError):
     json_files.write_json(path, {'a': object()})
   assert tf.io.gfile.listdir(ram_dir) == []
+
+
+def test_write_text_replaces_the_file_and_leaves_no_temporary(ram_dir):
+  path = os.path.join(ram_dir, 'report.md')
+  json_files.write_text(path, 'old\n')
+  json_files.write_text(path, '# Report\n\n| a |\n')
+  with tf.io.gfile.GFile(path) as f:
+    assert f.read() == '# Report\n\n| a |\n'
+  assert tf.io.gfile.listdir(ram_dir) == ['report.md']
+
+
+def test_failed_text_write_keeps_the_old_file(ram_dir):
+  path = os.path.join(ram_dir, 'report.md')
+  json_files.write_text(path, 'old\n')
+  with pytest.raises(TypeError):
+    json_files.write_text(path, object())
+  with tf.io.gfile.GFile(path) as f:
+    assert f.read() == 'old\n'
+  assert tf.io.gfile.listdir(ram_dir) == ['report.md']
 
 
 @pytest.mark.parametrize('on_ram', [False, True])
