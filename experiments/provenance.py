@@ -3,7 +3,9 @@
 A report under `experiments/reports/` is only as good as the knowledge of
 how it was made, so every command that writes one states the exact command
 line, when it finished, the machine (host, CPU cores, TensorFlow) and the
-repository commit.
+repository commit. A report of timings also states the load average when
+the measurement started (`load_line`): they mean something only on a quiet
+machine.
 """
 
 import os
@@ -15,6 +17,10 @@ import time
 import tensorflow as tf
 
 from official_repro.training import gin_utils
+
+# A 1-minute load average above this (on any number of cores) marks the
+# machine busy: other work shared the cores with the timed code.
+BUSY_LOAD = 0.5
 
 
 def _git(*args: str) -> str:
@@ -54,3 +60,14 @@ def provenance(module: str) -> str:
       f'cores, {platform.machine()}, TensorFlow {tf.__version__}), '
       f'commit {commit()}.'
   )
+
+
+def load_average() -> float:
+  """The 1-minute load average of this machine."""
+  return os.getloadavg()[0]
+
+
+def load_line(load: float) -> str:
+  """The report line stating the load average at the start, quiet or busy."""
+  state = 'busy: times are not meaningful' if load > BUSY_LOAD else 'quiet'
+  return f'Load average (1 min) at the start: {load:.2f} ({state}).'

@@ -294,9 +294,7 @@ def render_markdown(
       '',
       header,
       '',
-      f'Load average (1 min) at the start: {load:.2f}'
-      + (' (busy: times are not meaningful)' if load > 0.5 else ' (quiet)')
-      + '.',
+      provenance.load_line(load),
       '',
       _LAYOUTS[FLAGS.one_file],
       '',
@@ -354,8 +352,8 @@ def render_markdown(
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  load = os.getloadavg()[0]
-  if load > 0.5:
+  load = provenance.load_average()
+  if load > provenance.BUSY_LOAD:
     logging.warning('Load average %.2f: the timings will not be clean.', load)
   if os.path.exists(FLAGS.work_dir):
     shutil.rmtree(FLAGS.work_dir)
@@ -390,9 +388,7 @@ def main(argv):
     )
   markdown = render_markdown(runs, estimate, load, header)
   if FLAGS.output_markdown:
-    with open(FLAGS.output_markdown + '.tmp', 'w') as f:
-      f.write(markdown)
-    os.replace(FLAGS.output_markdown + '.tmp', FLAGS.output_markdown)
+    json_files.write_text(FLAGS.output_markdown, markdown)
   print(markdown)
 
 

@@ -1,0 +1,31 @@
+"""The header lines of generated reports (experiments/provenance.py)."""
+
+import os
+import sys
+
+import tensorflow as tf
+
+from experiments import provenance
+
+
+def test_provenance_states_command_date_machine_and_commit(monkeypatch):
+  monkeypatch.setattr(sys, 'argv', ['ignored', '--iterations=2'])
+  line = provenance.provenance('experiments.span_conv_speed')
+  assert line.startswith(
+      'Command: `python -m experiments.span_conv_speed --iterations=2`; '
+      'finished 2'
+  )
+  assert ' UTC on ' in line
+  assert f'({os.cpu_count()} CPU cores, ' in line
+  assert f'TensorFlow {tf.__version__}), commit ' in line
+
+
+def test_load_line_says_quiet_or_busy():
+  assert provenance.load_line(0.2) == (
+      'Load average (1 min) at the start: 0.20 (quiet).'
+  )
+  assert provenance.load_line(provenance.BUSY_LOAD + 0.01) == (
+      'Load average (1 min) at the start: 0.51 (busy: times are not '
+      'meaningful).'
+  )
+  assert provenance.load_average() >= 0
