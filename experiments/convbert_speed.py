@@ -2,7 +2,7 @@ r"""002 (ConvBERT rebuttal) Table 2: FLOPs and CPU speed of one base block.
 
   python -m experiments.convbert_speed [--seq_lengths=128,256,512] \
       [--batch_size=1] [--iterations=20] [--warmup=3] [--xla] [--threads=0] \
-      [--output_dir=/tmp/convbert_speed]
+      [--output_markdown=report.md] [--output_json=report.json]
 
 The rebuttal times "our mixed-attention block and self-attention baseline
 from base-sized model" on an Intel i7-6900K CPU: self-attention 26.5G FLOPs
@@ -68,8 +68,9 @@ from absl import flags
 import tensorflow as tf
 import tf_keras
 
-from official_repro.common import cli
 from experiments import paper_tables
+from experiments import provenance
+from official_repro.common import cli
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official_repro.common import json_files
@@ -367,6 +368,48 @@ def format_matches(matches: Dict[str, Dict[str, float]]) -> str:
   return '\n'.join(lines)
 
 
+def render_markdown(
+    rows: Sequence[Dict[str, Any]],
+    matches: Dict[str, Dict[str, float]],
+    settings: Dict[str, Any],
+    header: str,
+) -> str:
+  """The report: provenance, load, settings, the table and the matches.
+
+  Args:
+    rows: `measure`'s rows.
+    matches: `paper_matches`'s result.
+    settings: the run's settings (`main`'s, with the CPU and the load
+      averages before and after the measurement).
+    header: the provenance line (`provenance.provenance`).
+
+  Returns:
+    The markdown text.
+  """
+  threads = settings['threads'] or 'TensorFlow default'
+  lines = [
+      '# 002 Table 2: a self-attention block against a mixed-attention block',
+      '',
+      header,
+      '',
+      provenance.load_line(settings['load_average_before']),
+      '',
+      f'{settings["cpu"]} ({settings["cpu_count"]} logical CPUs); batch '
+      f'{settings["batch_size"]}; {"XLA" if settings["xla"] else "no XLA"}; '
+      f'threads: {threads}; {settings["iterations"]} timed iterations after '
+      f'{settings["warmup"]} warmup; load average (1 min) at the end '
+      f'{settings["load_average_after"]:.2f}. Per sample: FLOPs of the '
+      "formula (ELECTRA's conventions, forward only), its matrix products "
+      "beside the compiled block's (formula plus the banded k-tap "
+      "contraction) and XLA's count of them, and the median latency.",
+      '',
+      format_table(rows),
+      '',
+      format_matches(matches),
+  ]
+  return '\n'.join(lines) + '\n'
+
+
 def _cpu_name() -> str:
   try:
     with tf.io.gfile.GFile('/proc/cpuinfo') as f:
@@ -394,7 +437,7 @@ def main(argv):
       num_groups=flag_values.num_groups,
   )
   seq_lengths = [int(value) for value in flag_values.seq_lengths]
-  load_before = os.getloadavg()
+  load_before = provenance.load_average()
   rows = measure(
       sizes,
       seq_lengths,
@@ -404,7 +447,7 @@ def main(argv):
       flag_values.xla,
       seed=flag_values.seed,
   )
-  load_after = os.getloadavg()
+  load_after = provenance.load_average()
   matches = paper_matches(sizes)
   settings = dict(
       sizes=dataclasses.asdict(sizes),
@@ -416,24 +459,16 @@ def main(argv):
       cpu=_cpu_name(),
       cpu_count=os.cpu_count(),
       tensorflow=tf.__version__,
-      load_average_before=load_before[0],
-      load_average_after=load_after[0],
+      load_average_before=load_before,
+      load_average_after=load_after,
   )
-  print(
-      f'{_cpu_name()} ({os.cpu_count()} logical CPUs), TF {tf.__version__}, '
-      f'batch {flag_values.batch_size}, XLA {flag_values.xla}, threads '
-      f'{flag_values.threads or "TF default"}, {flag_values.iterations} '
-      f'timed iterations after {flag_values.warmup} warmup; 1-min load '
-      f'average {load_before[0]:.2f} before, {load_after[0]:.2f} after.'
-  )
-  print(format_table(rows))
-  print(format_matches(matches))
-  if flag_values.output_dir:
-    tf.io.gfile.makedirs(flag_values.output_dir)
-    path = os.path.join(flag_values.output_dir, 'convbert_speed.json')
+  header = provenance.provenance('experiments.convbert_speed')
+  markdown = render_markdown(rows, matches, settings, header)
+  if flag_values.output_json:
     json_files.write_json(
-        path,
+        flag_values.output_json,
         dict(
+            provenance=header,
             settings=settings,
             rows=rows,
             paper_matches=matches,
@@ -444,7 +479,9 @@ def main(argv):
         ),
         sort_keys=False,
     )
-    print(f'wrote {path}')
+  if flag_values.output_markdown:
+    json_files.write_text(flag_values.output_markdown, markdown)
+  print(markdown)
 
 
 def define_flags():
@@ -474,9 +511,8 @@ def define_flags():
       'threads', 0, 'Intra- and inter-op threads (0: TensorFlow default).'
   )
   flags.DEFINE_integer('seed', 0, 'Seed of the input and the weights.')
-  flags.DEFINE_string(
-      'output_dir', None, 'Also write convbert_speed.json here.'
-  )
+  flags.DEFINE_string('output_markdown', None, 'Write the report here.')
+  flags.DEFINE_string('output_json', None, 'Write the measurements here.')
 
 
 if __name__ == '__main__':

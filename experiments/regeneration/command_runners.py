@@ -183,8 +183,9 @@ def convbert_speed(
 ) -> None:
   """002 Table 2: FLOPs and CPU time of self- vs mixed-attention blocks."""
   out = target_runners.output_dir(request)
-  _run_module(target.command, '--seq_lengths=128,512', f'--output_dir={out}')
-  results = _read_json(os.path.join(out, 'convbert_speed.json'))
+  path = os.path.join(out, 'convbert_speed.json')
+  _run_module(target.command, '--seq_lengths=128,512', f'--output_json={path}')
+  results = _read_json(path)
   body = (
       speed_experiment.format_table(results['rows'])
       + '\n\n'

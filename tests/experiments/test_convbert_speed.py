@@ -1,6 +1,7 @@
 """002 Table 2 driver (experiments/convbert_speed.py) on tiny blocks."""
 
 import json
+import re
 
 from experiments import convbert_speed
 
@@ -9,30 +10,55 @@ _TINY = convbert_speed.BlockSizes(
 )
 
 
-def test_cli_prints_both_blocks_and_writes_json(tmp_path, python_m):
+def test_cli_prints_both_blocks_and_writes_the_report(tmp_path, python_m):
+  markdown_path = tmp_path / 'speed.md'
+  json_path = tmp_path / 'speed.json'
   command = [
       'experiments.convbert_speed',
       '--hidden_size=32',
       '--num_heads=2',
       '--intermediate_size=64',
-      '--seq_lengths=16',
+      '--seq_lengths=16,24',
       '--iterations=2',
       '--warmup=1',
-      f'--output_dir={tmp_path}',
+      f'--output_markdown={markdown_path}',
+      f'--output_json={json_path}',
   ]
   result = python_m(command, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
-  table_rows = [
-      line for line in result.stdout.splitlines() if line.startswith('| 16 |')
-  ]
-  assert [row.split(' | ')[1] for row in table_rows] == [
-      'self-attention',
-      'mixed-attention',
-      'mixed / self',
-  ]
-  with open(tmp_path / 'convbert_speed.json') as f:
+  markdown = markdown_path.read_text()
+  # The report is what the command printed.
+  assert markdown in result.stdout
+  lines = markdown.splitlines()
+  assert lines[0].startswith('# 002 Table 2')
+  assert lines[2].startswith(
+      f'Command: `python -m {" ".join(command)}`; finished '
+  )
+  for field in (' UTC on ', ' CPU cores, ', 'TensorFlow ', ', commit '):
+    assert field in lines[2], field
+  assert re.fullmatch(
+      r'Load average \(1 min\) at the start: \d+\.\d\d \((quiet|busy: .*)\)\.',
+      lines[4],
+  )
+  assert 'batch 1; no XLA; ' in lines[6]
+  assert '2 timed iterations after 1 warmup' in lines[6]
+  table_rows = {
+      length: [line for line in lines if line.startswith(f'| {length} |')]
+      for length in (16, 24)
+  }
+  for rows in table_rows.values():
+    assert [row.split(' | ')[1] for row in rows] == [
+        'self-attention',
+        'mixed-attention',
+        'mixed / self',
+    ]
+  with open(json_path) as f:
     output = json.load(f)
-  assert [row['block'] for row in output['rows']] == list(convbert_speed.BLOCKS)
+  assert output['provenance'] == lines[2]
+  assert [row['seq_length'] for row in output['rows']] == [16, 16, 24, 24]
+  assert [row['block'] for row in output['rows']] == 2 * list(
+      convbert_speed.BLOCKS
+  )
   for row in output['rows']:
     for key in (
         'parameters',
@@ -49,15 +75,18 @@ def test_cli_prints_both_blocks_and_writes_json(tmp_path, python_m):
     contraction = 2 * 32 * 40 * 16 if row['block'] == 'mixed-attention' else 0
     assert row['compiled_matmul_flops'] == row['matmul_flops'] + contraction
     assert row['xla_matmul_flops'] == row['compiled_matmul_flops']
-  flops_by_block = {row['block']: row['flops'] for row in output['rows']}
-  assert flops_by_block['mixed-attention'] < flops_by_block['self-attention']
+  for length in (16, 24):
+    flops_by_block = {
+        row['block']: row['flops']
+        for row in output['rows']
+        if row['seq_length'] == length
+    }
+    assert flops_by_block['mixed-attention'] < flops_by_block['self-attention']
   # experiments.regenerate renders 002 Table 2 from this JSON: the same
-  # table as the command printed.
+  # table as the report.
   rendered = convbert_speed.format_table(output['rows']).splitlines()
-  assert [line for line in rendered if line.startswith('| 16 |')] == (
-      table_rows
-  )
-  assert convbert_speed.format_matches(output['paper_matches']) in result.stdout
+  assert rendered[2:] == table_rows[16] + table_rows[24]
+  assert convbert_speed.format_matches(output['paper_matches']) in markdown
 
 
 def test_measure_with_xla():
