@@ -2,7 +2,7 @@ r"""Speed of ConvBERT's k-tap span convolution sum: banded blocks vs slices.
 
   python -m experiments.span_conv_speed [--shapes=1x128,1x512,8x128,8x512] \
       [--num_heads=6] [--head_size=64] [--kernel_size=9] [--iterations=30] \
-      [--output_json=/tmp/span_conv_speed.json]
+      [--output_markdown=report.md] [--output_json=report.json]
 
 Times step 5 of `official_repro.modeling.layers.span_dynamic_conv` (each
 position's window of values combined with its own k-tap kernel) in two
@@ -50,6 +50,7 @@ from absl import app
 from absl import flags
 import tensorflow as tf
 
+from experiments import provenance
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.modeling.layers import span_dynamic_conv
@@ -199,6 +200,59 @@ def format_rows(rows: Sequence[Dict]) -> str:
   return '\n'.join(lines)
 
 
+def _mode(row: Dict) -> str:
+  return ('XLA ' if row['jit_compile'] else '') + (
+      'fwd+bwd' if row['backward'] else 'fwd'
+  )
+
+
+def format_summary(rows: Sequence[Dict]) -> str:
+  """The range of slices / banded over the shapes, per mode and pass."""
+  speedups = {}
+  for row in rows:
+    speedups.setdefault(_mode(row), []).append(row['speedup'])
+  ranges = '; '.join(
+      f'{mode} {min(values):.2f}-{max(values):.2f}'
+      for mode, values in speedups.items()
+  )
+  return (
+      f'Slices / banded over the shapes (above 1: banded is faster): '
+      f'{ranges}.'
+  )
+
+
+def render_markdown(rows: Sequence[Dict], settings: Dict, header: str) -> str:
+  """The report: provenance, load, settings, the table and its summary.
+
+  Args:
+    rows: `measure`'s rows.
+    settings: `num_heads`, `head_size`, `kernel_size`, `iterations` and the
+      load averages before and after the measurement.
+    header: the provenance line (`provenance.provenance`).
+
+  Returns:
+    The markdown text.
+  """
+  lines = [
+      "# ConvBERT's k-tap span convolution: banded blocks against slices",
+      '',
+      header,
+      '',
+      provenance.load_line(settings['load_average_before']),
+      '',
+      f"N' = {settings['num_heads']} heads of H = {settings['head_size']}, "
+      f'k = {settings["kernel_size"]}; milliseconds per call, the median '
+      f'of {settings["iterations"]} calls after a tracing call, the two '
+      'formulations alternating; load average (1 min) at the end '
+      f'{settings["load_average_after"]:.2f}.',
+      '',
+      format_rows(rows),
+      '',
+      format_summary(rows),
+  ]
+  return '\n'.join(lines) + '\n'
+
+
 def _parse_shapes(items: Sequence[str]) -> List[Tuple[int, int]]:
   shapes = []
   for item in items:
@@ -215,6 +269,7 @@ def _parse_shapes(items: Sequence[str]) -> List[Tuple[int, int]]:
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
+  load_before = provenance.load_average()
   rows = measure(
       _parse_shapes(FLAGS.shapes),
       FLAGS.num_heads,
@@ -222,19 +277,25 @@ def main(argv):
       FLAGS.kernel_size,
       FLAGS.iterations,
   )
-  print(format_rows(rows))
+  settings = dict(
+      num_heads=FLAGS.num_heads,
+      head_size=FLAGS.head_size,
+      kernel_size=FLAGS.kernel_size,
+      iterations=FLAGS.iterations,
+      load_average_before=load_before,
+      load_average_after=provenance.load_average(),
+  )
+  header = provenance.provenance('experiments.span_conv_speed')
+  markdown = render_markdown(rows, settings, header)
   if FLAGS.output_json:
     json_files.write_json(
         FLAGS.output_json,
-        dict(
-            rows=rows,
-            num_heads=FLAGS.num_heads,
-            head_size=FLAGS.head_size,
-            kernel_size=FLAGS.kernel_size,
-            iterations=FLAGS.iterations,
-        ),
+        dict(provenance=header, **settings, rows=rows),
         sort_keys=False,
     )
+  if FLAGS.output_markdown:
+    json_files.write_text(FLAGS.output_markdown, markdown)
+  print(markdown)
 
 
 FLAGS = flags.FLAGS
@@ -249,5 +310,6 @@ if __name__ == '__main__':
   flags.DEFINE_integer('head_size', 64, 'Head size H.')
   flags.DEFINE_integer('kernel_size', 9, 'Window k.')
   flags.DEFINE_integer('iterations', 30, 'Timed calls per formulation.')
-  flags.DEFINE_string('output_json', None, 'Also write the rows here.')
+  flags.DEFINE_string('output_markdown', None, 'Write the report here.')
+  flags.DEFINE_string('output_json', None, 'Write the measurements here.')
   cli.run(main)

@@ -1,9 +1,9 @@
 """002 Table 2 driver (experiments/convbert_speed.py) on tiny blocks."""
 
 import json
-import re
 
 from experiments import convbert_speed
+from tests import report_header
 
 _TINY = convbert_speed.BlockSizes(
     hidden_size=32, num_heads=2, intermediate_size=64
@@ -31,15 +31,7 @@ def test_cli_prints_both_blocks_and_writes_the_report(tmp_path, python_m):
   assert markdown in result.stdout
   lines = markdown.splitlines()
   assert lines[0].startswith('# 002 Table 2')
-  assert lines[2].startswith(
-      f'Command: `python -m {" ".join(command)}`; finished '
-  )
-  for field in (' UTC on ', ' CPU cores, ', 'TensorFlow ', ', commit '):
-    assert field in lines[2], field
-  assert re.fullmatch(
-      r'Load average \(1 min\) at the start: \d+\.\d\d \((quiet|busy: .*)\)\.',
-      lines[4],
-  )
+  report_header.assert_header(lines, command)
   assert 'batch 1; no XLA; ' in lines[6]
   assert '2 timed iterations after 1 warmup' in lines[6]
   table_rows = {
