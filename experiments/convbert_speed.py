@@ -30,28 +30,40 @@ For every block and sequence length it reports, per sample:
   * parameters.
 Then the ratios mixed / self beside the paper's (0.728 FLOPs, 0.733 time).
 
-What it showed on the 2-core Xeon (2026-11-24, batch 1, 20 iterations,
-other jobs paused; T = 128, 256, 512): mixed attention needs 0.950, 0.938,
-0.915 of the self-attention FLOPs (XLA's matmul count agrees with the
-formula plus the banded k-tap contraction, `compiled_matmul_flops`) and,
-with TensorFlow's own kernels, 0.989, 0.936, 0.821 of its time. Before the
-k-tap sum became one banded contraction per block (see
-`experiments/span_conv_speed.py`, which measures the sum alone) the same
-script gave 0.997, 0.929, 0.826: the banded form speeds up training (the
-backward pass, 1.8-2.8x for the sum) more than this forward-only timing. At
-T = 128 the time ratio stays above the FLOPs ratio: the convolution branch
-is a dozen small ops (depthwise and pointwise convolution, product, kernel
-generator, softmax, the banded contraction's pads, reshapes, transpose and
-einsum) beside matmuls of the same size as self-attention's; at T = 512 it
-falls below it, because self-attention's 12-head softmax over T x T scores
-is memory-bound and costs more time per FLOP than the matmuls (mixed
-attention has 6 such heads). With `--xla` it was slower (1.21, 1.22, 1.05):
-XLA's CPU backend runs the depthwise convolution (a convolution with
-`feature_group_count` = channels) 10-30x slower than TensorFlow's kernel;
-the project's CPU runs do not use XLA.
-No single sequence length gives both of the paper's FLOPs figures with our
-formula (26.5G is self-attention at T = 1416, 19.3G mixed at T = 1234), and
-the paper's ratio 0.728 is below ours at every T up to 2048 (0.82).
+The report, the base blocks at T = 128, 256 and 512, batch 1, 20 iterations,
+with TensorFlow's kernels and with XLA:
+`experiments/reports/convbert_speed_cpu.md` and
+`experiments/reports/convbert_speed_cpu_xla.md` (commands in their headers).
+
+What it shows, and what was decided from it:
+  * The FLOPs formula describes the code: XLA's matmul count equals the
+    formula's matmul terms plus the banded k-tap contraction
+    (`compiled_matmul_flops`).
+  * Mixed attention's time ratio falls with T faster than its FLOPs ratio.
+    At short T it stays above the FLOPs ratio: the convolution branch is a
+    dozen small ops (depthwise and pointwise convolution, product, kernel
+    generator, softmax, the banded contraction's pads, reshapes, transpose
+    and einsum) beside matmuls of the same size as self-attention's. At
+    long T it falls below it, because self-attention's softmax over T x T
+    scores is memory-bound and costs more time per FLOP than the matmuls,
+    and mixed attention has half as many such heads.
+  * The banded k-tap contraction (see `experiments/span_conv_speed.py`,
+    which times the sum alone) was chosen for training, whose backward
+    pass it speeds up more than this forward-only timing shows.
+  * The project's CPU runs do not use XLA: with `--xla` mixed attention is
+    slower than with TensorFlow's kernels at every length, and its time
+    ratio to self-attention is higher, because XLA's CPU backend runs the
+    depthwise convolution (a convolution with `feature_group_count` =
+    channels) several times slower than TensorFlow's kernel.
+  * The FLOPs ratio differs from the paper's: with our formula no single
+    sequence length gives both of the paper's FLOPs figures (the report
+    gives the length at which each is reached), and at both of those
+    lengths, as at every length measured, our ratio is above the paper's.
+    The ratio falls as T grows (the T x T terms, of which mixed attention
+    has half, take a larger share) and meets the paper's only at lengths
+    where both blocks cost far more than the paper's figures: no sequence
+    length reconciles our count with the rebuttal's, which does not say
+    how it counted.
 """
 
 import dataclasses

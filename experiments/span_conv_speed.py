@@ -17,25 +17,22 @@ values and kernel (what training runs), with TensorFlow's kernels and with
 XLA (`jit_compile=True`). Each figure is the median over `--iterations`
 calls of one `tf.function`, after a tracing call, the two formulations
 alternating so background load hits both alike. The maximum absolute
-difference of the two outputs is printed as a check.
+difference of the two outputs is reported as a check.
 
-Measured on the 2-core Xeon of this project (2026-11-24, N'=6, H=64, k=9,
-other jobs paused), ms per call, slices -> banded:
+The report, with the default shapes (N'=6, H=64, k=9, 30 iterations):
+`experiments/reports/span_conv_speed_cpu.md` (command in its header).
 
-  | B x T | forward | fwd+bwd | XLA forward | XLA fwd+bwd |
-  |---|---|---|---|---|
-  | 1 x 128 | 0.91 -> 0.99 | 3.97 -> 2.20 | 0.62 -> 0.70 | 1.46 -> 0.89 |
-  | 1 x 512 | 2.00 -> 1.61 | 14.00 -> 5.71 | 0.86 -> 1.38 | 3.92 -> 1.90 |
-  | 8 x 128 | 2.88 -> 2.31 | 27.06 -> 10.98 | 1.11 -> 1.88 | 6.38 -> 3.30 |
-  | 8 x 512 | 7.97 -> 5.94 | 109.13 -> 38.99 | 2.31 -> 5.12 | 28.23 -> 12.24 |
-
-Training (forward and backward) is 1.6-2.8x faster banded, with or without
-XLA. The forward pass alone is 0.9-1.3x with TensorFlow's kernels (slower
-only at 1 x 128) and 0.45-0.9x under XLA, which fuses the slices'
-element-wise chain well. In a first comparison, blocks of 16 and 64
-positions were within about 10% of 32, and one full `T x (T+k-1)` band
-was 2-2.5x slower than blocks of 32 at T = 512 (it does T/b times the
-work).
+What it shows, and what was decided from it: the layer uses the banded
+form because training (forward and backward) is faster banded, with or
+without XLA, at every shape; the gradients of the slices each pad a
+full-size tensor. The forward pass alone does not decide it: with
+TensorFlow's kernels banded is faster at most shapes but slower at the
+smallest, and under XLA, which fuses the slices' element-wise chain well,
+the slices are faster at every shape. The block size of the banded form (32
+positions) comes from an earlier comparison that this script does not
+repeat: blocks of 16 and 64 positions were about as fast as 32, and one
+full `T x (T+k-1)` band, which does T/b times the work, was much slower at
+long T.
 """
 
 import os

@@ -45,9 +45,9 @@ latter; `window_contraction_flops` gives the former, which XLA's dot count
 includes), and it is faster where it matters, the backward pass: the earlier
 form, k shifted static slices multiplied and accumulated, is 27 element-wise
 ops at k = 9 whose gradients each pad a full-size tensor. Forward only,
-under XLA, the slices are faster (XLA fuses them; 0.45-0.9x for the banded
-form). Measured with `experiments/span_conv_speed.py` (N'=6, H=64, k=9; see
-that script's docstring for the numbers). All ops are pad, reshape, slice,
+under XLA, the slices are faster (XLA fuses them). Measured with
+`experiments/span_conv_speed.py`; the numbers are in
+`experiments/reports/span_conv_speed_cpu.md`. All ops are pad, reshape, slice,
 concatenate, transpose and einsum, so the layer compiles with XLA and
 accepts any sequence length (positions past the last block's end are
 computed on zero padding and dropped).
