@@ -44,7 +44,6 @@ runner that regenerates it (experiments/regeneration/target_runners.py and
 command_runners.py).
 """
 
-import dataclasses
 import os
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
@@ -54,100 +53,17 @@ from absl import app
 from absl import flags
 
 from official_repro.common import cli
+from official_repro.common import dataclass_flags
 from experiments.regeneration import registry
-from experiments.regeneration import scales
 from experiments.regeneration import target_runners
 
 FLAGS = flags.FLAGS
 
 
 def define_flags():
-  """Defines the command-line flags."""
+  """Defines --list and the flags of `target_runners.Request`."""
   flags.DEFINE_boolean('list', False, 'List the tables and figures.')
-  flags.DEFINE_string('table', None, 'Table or figure key, e.g. 001.IV.')
-  flags.DEFINE_enum('scale', 'tiny', [*scales.SCALES, 'paper'], 'Scale.')
-  flags.DEFINE_string('corpus', None, 'Pretraining corpus directory.')
-  flags.DEFINE_string(
-      'vocab_file',
-      None,
-      'WordPiece vocabulary (at --scale=cpu, default: one '
-      'learned from the training books).',
-  )
-  flags.DEFINE_string('glue_dir', None, 'GLUE root (SST-2/, MRPC/, ...).')
-  flags.DEFINE_string(
-      'lm_file', None, 'Word-level text for 002.3 (WikiText tokens).'
-  )
-  flags.DEFINE_string('out', None, 'Output directory of the table.')
-  flags.DEFINE_string(
-      'report_dir',
-      None,
-      'Below paper scale, also write the finished table '
-      'there as regenerate_<scale>_<key>.md/.json/.png (the '
-      'learning target as learning_<scale>.*), e.g. '
-      'experiments/reports.',
-  )
-  flags.DEFINE_string(
-      'runs_dir',
-      None,
-      'Tiny/gpu scale: the run store, where pretraining runs '
-      'and their fine-tuning are kept by what decides their '
-      'numbers; tables given the same one share their equal '
-      'runs (default: <out>/runs).',
-  )
-  flags.DEFINE_integer(
-      'reference_steps',
-      None,
-      "Steps of the reference run (default: the scale's, "
-      + ', '.join(
-          f'{scale.reference_steps} {scale.name}'
-          for scale in scales.SCALES.values()
-      )
-      + ').',
-  )
-  flags.DEFINE_list(
-      'tasks',
-      None,
-      'GLUE tasks fine-tuned below paper scale, as '
-      "task:epochs (default: the scale's, "
-      + '; '.join(
-          f'{scale.name} {",".join(scale.default_tasks)}'
-          for scale in scales.SCALES.values()
-      )
-      + ').',
-  )
-  flags.DEFINE_integer('num_runs', 3, 'Fine-tuning seeds per task.')
-  flags.DEFINE_integer(
-      'pretrain_seeds',
-      None,
-      'Pretraining seeds per compared model (default: the '
-      "scale's, "
-      + ', '.join(
-          f'{scale.pretrain_seeds} {scale.name}'
-          for scale in scales.SCALES.values()
-      )
-      + ').',
-  )
-  flags.DEFINE_string(
-      'strategy',
-      None,
-      "Strategy of every job (default: the scale's, "
-      + ', '.join(
-          f'{scale.strategy} {scale.name}' for scale in scales.SCALES.values()
-      )
-      + ').',
-  )
-  flags.DEFINE_string('bucket', None, 'Paper scale: model directory root.')
-  flags.DEFINE_string(
-      'squad_dir',
-      '$SQUAD_DIR',
-      'Paper scale: folder holding squad11/ and squad20/.',
-  )
-  flags.DEFINE_string('tpu_name', '$TPU_NAME', 'Paper scale: TPU VM name.')
-  flags.DEFINE_string('zone', '$ZONE', 'Paper scale: TPU zone.')
-  flags.DEFINE_boolean('launch', False, 'Paper scale: run the plan.')
-  flags.DEFINE_boolean(
-      'collect', False, 'Paper scale: read finished results into the table.'
-  )
+  dataclass_flags.define_flags(target_runners.Request)
 
 
 def list_targets() -> str:
@@ -179,14 +95,7 @@ def main(argv):
     return
   if not FLAGS.table:
     raise app.UsageError('Give --table=<key> or --list.')
-  regenerate(
-      target_runners.Request(
-          **{
-              field.name: getattr(FLAGS, field.name)
-              for field in dataclasses.fields(target_runners.Request)
-          }
-      )
-  )
+  regenerate(dataclass_flags.from_flags(target_runners.Request, FLAGS))
 
 
 if __name__ == '__main__':

@@ -34,6 +34,7 @@ from experiments.regeneration import registry
 from experiments.regeneration import report
 from experiments.regeneration import runner
 from experiments.regeneration import scales
+from official_repro.common import dataclass_flags
 from official_repro.common import json_files
 from official_repro.common import registry as entry_registry
 from official_repro.data import glue as glue_data
@@ -52,34 +53,97 @@ _LOCAL_PATHS = (
 )
 
 
+def _per_scale(text: str, value: Callable, separator: str = ', ') -> str:
+  """A flag's help: `text`, then each scale's default (`value(scale)`)."""
+  defaults = separator.join(
+      f'{value(scale)} {scale.name}' for scale in scales.SCALES.values()
+  )
+  return f"{text} (default: the scale's, {defaults})."
+
+
 @dataclasses.dataclass(frozen=True)
 class Request:
-  """What a runner is asked for: experiments.regenerate's flags, by name.
+  """What a runner is asked for: experiments.regenerate's flags.
 
-  Attributes are the flags of the same names (see experiments.regenerate);
-  `tasks` is the raw --tasks list (`task_epochs` checks and parses it).
+  Each field is the flag of the same name (`dataclass_flags`: its default
+  and help are the flag's); `tasks` is the raw --tasks list (`task_epochs`
+  checks and parses it).
   """
 
-  table: str
-  scale: str = 'tiny'
-  corpus: Optional[str] = None
-  vocab_file: Optional[str] = None
-  glue_dir: Optional[str] = None
-  lm_file: Optional[str] = None
-  out: Optional[str] = None
-  report_dir: Optional[str] = None
-  runs_dir: Optional[str] = None
-  reference_steps: Optional[int] = None
-  tasks: Optional[List[str]] = None
-  num_runs: int = 3
-  pretrain_seeds: Optional[int] = None
-  strategy: Optional[str] = None
-  bucket: Optional[str] = None
-  squad_dir: str = '$SQUAD_DIR'
-  tpu_name: str = '$TPU_NAME'
-  zone: str = '$ZONE'
-  launch: bool = False
-  collect: bool = False
+  table: Optional[str] = dataclass_flags.option(
+      None, 'Table or figure key, e.g. 001.IV.'
+  )
+  scale: str = dataclass_flags.option(
+      'tiny', 'Scale.', choices=[*scales.SCALES, 'paper']
+  )
+  corpus: Optional[str] = dataclass_flags.option(
+      None, 'Pretraining corpus directory.'
+  )
+  vocab_file: Optional[str] = dataclass_flags.option(
+      None,
+      'WordPiece vocabulary (at --scale=cpu, default: one learned from the '
+      'training books).',
+  )
+  glue_dir: Optional[str] = dataclass_flags.option(
+      None, 'GLUE root (SST-2/, MRPC/, ...).'
+  )
+  lm_file: Optional[str] = dataclass_flags.option(
+      None, 'Word-level text for 002.3 (WikiText tokens).'
+  )
+  out: Optional[str] = dataclass_flags.option(
+      None, 'Output directory of the table.'
+  )
+  report_dir: Optional[str] = dataclass_flags.option(
+      None,
+      'Below paper scale, also write the finished table there as '
+      'regenerate_<scale>_<key>.md/.json/.png (the learning target as '
+      'learning_<scale>.*), e.g. experiments/reports.',
+  )
+  runs_dir: Optional[str] = dataclass_flags.option(
+      None,
+      'Tiny/gpu scale: the run store, where pretraining runs and their '
+      'fine-tuning are kept by what decides their numbers; tables given the '
+      'same one share their equal runs (default: <out>/runs).',
+  )
+  reference_steps: Optional[int] = dataclass_flags.option(
+      None,
+      _per_scale(
+          'Steps of the reference run', lambda s: f'{s.reference_steps}'
+      ),
+  )
+  tasks: Optional[List[str]] = dataclass_flags.option(
+      None,
+      _per_scale(
+          'GLUE tasks fine-tuned below paper scale, as task:epochs',
+          lambda s: ','.join(s.default_tasks),
+          separator='; ',
+      ),
+  )
+  num_runs: int = dataclass_flags.option(3, 'Fine-tuning seeds per task.')
+  pretrain_seeds: Optional[int] = dataclass_flags.option(
+      None,
+      _per_scale(
+          'Pretraining seeds per compared model',
+          lambda s: f'{s.pretrain_seeds}',
+      ),
+  )
+  strategy: Optional[str] = dataclass_flags.option(
+      None, _per_scale('Strategy of every job', lambda s: s.strategy)
+  )
+  bucket: Optional[str] = dataclass_flags.option(
+      None, 'Paper scale: model directory root.'
+  )
+  squad_dir: str = dataclass_flags.option(
+      '$SQUAD_DIR', 'Paper scale: folder holding squad11/ and squad20/.'
+  )
+  tpu_name: str = dataclass_flags.option(
+      '$TPU_NAME', 'Paper scale: TPU VM name.'
+  )
+  zone: str = dataclass_flags.option('$ZONE', 'Paper scale: TPU zone.')
+  launch: bool = dataclass_flags.option(False, 'Paper scale: run the plan.')
+  collect: bool = dataclass_flags.option(
+      False, 'Paper scale: read finished results into the table.'
+  )
 
   def absolute_paths(self) -> 'Request':
     """The request with its local paths absolute.

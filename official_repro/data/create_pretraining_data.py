@@ -37,7 +37,6 @@ Example:
 import dataclasses
 import os
 import time
-import typing
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import flags
@@ -45,6 +44,7 @@ from absl import logging
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import dataclass_flags
 from official_repro.common import json_files
 from official_repro.data import local_pipeline
 from official_repro.data import masking as masking_lib
@@ -61,14 +61,6 @@ ENGINES = ('local', 'beam')
 _EXECUTION_FIELDS = ('engine', 'num_workers', 'buffer_mb', 'beam_options')
 
 
-def _option(default, help_text: str, flag: str = '', choices=()):
-  """A config field with a command-line flag (`define_flags`)."""
-  return dataclasses.field(
-      default=default,
-      metadata={'help': help_text, 'flag': flag, 'choices': tuple(choices)},
-  )
-
-
 @dataclasses.dataclass(frozen=True)
 class PretrainingDataConfig:
   """Options of `prepare_pretraining_data`; each has a flag (its help).
@@ -78,84 +70,90 @@ class PretrainingDataConfig:
   defined from these fields (`define_flags`), defaults and help included.
   """
 
-  vocab_file: Optional[str] = _option(None, 'WordPiece vocabulary to use.')
-  vocab_size: Optional[int] = _option(
+  vocab_file: Optional[str] = dataclass_flags.option(
+      None, 'WordPiece vocabulary to use.'
+  )
+  vocab_size: Optional[int] = dataclass_flags.option(
       None,
       'Learn a WordPiece vocabulary of this size from a sample of the train '
       'split instead.',
   )
-  lower_case: bool = _option(
+  lower_case: bool = dataclass_flags.option(
       True, 'Lower-case and strip accents (uncased vocabulary).'
   )
-  document_mode: str = _option(
+  document_mode: str = dataclass_flags.option(
       'blank_line',
       'blank_line: each blank-line-separated block is a document; file: each '
       'file is a document.',
       choices=text_cleaning.DOCUMENT_MODES,
   )
-  sentence_per_line: bool = _option(
+  sentence_per_line: bool = dataclass_flags.option(
       False, 'Each non-empty line is one sentence.'
   )
-  strip_gutenberg: bool = _option(
+  strip_gutenberg: bool = dataclass_flags.option(
       False,
       'Keep only the text between the Project Gutenberg START and END '
       'markers.',
   )
-  drop_line_regexes: Tuple[str, ...] = _option(
+  drop_line_regexes: Tuple[str, ...] = dataclass_flags.option(
       (),
       'Drop lines matching this regex (repeatable).',
       flag='drop_line_regex',
   )
-  drop_headings: bool = _option(
+  drop_headings: bool = dataclass_flags.option(
       True,
       'Drop heading-like paragraphs (chapter headings, tables of contents, '
       'all-capitals lines, short title-case lines).',
   )
-  min_sentence_chars: int = _option(1, 'Drop sentences shorter than this.')
-  file_pattern: str = _option(
+  min_sentence_chars: int = dataclass_flags.option(
+      1, 'Drop sentences shorter than this.'
+  )
+  file_pattern: str = dataclass_flags.option(
       '*.txt', 'Glob for file names inside input directories.'
   )
-  max_seq_length: int = _option(128, 'Example length.')
-  short_seq_prob: float = _option(
+  max_seq_length: int = dataclass_flags.option(128, 'Example length.')
+  short_seq_prob: float = dataclass_flags.option(
       0.1, 'Probability of a shorter target length per chunk.'
   )
-  next_sentence_prediction: bool = _option(
+  next_sentence_prediction: bool = dataclass_flags.option(
       False,
       'Make random-next pairs (the random segment from another document of '
       'the same group of --group_mb of a file) and write '
       'next_sentence_labels.',
   )
-  masking: str = _option(
+  masking: str = dataclass_flags.option(
       'dynamic',
       'static: mask once here; dynamic: in the input pipeline.',
       choices=records.MASKING_MODES,
   )
-  dupe_factor: int = _option(
+  dupe_factor: int = dataclass_flags.option(
       1, 'Static masking: differently masked copies per instance.'
   )
-  mask_rate: float = _option(
+  mask_rate: float = dataclass_flags.option(
       0.15, 'Static masking: fraction of tokens to predict.'
   )
-  max_predictions_per_seq: Optional[int] = _option(
+  max_predictions_per_seq: Optional[int] = dataclass_flags.option(
       None,
       'Static masking: prediction slots per example (default '
       'int((mask_rate + 0.005) * max_seq_length)).',
   )
-  mask_token_fraction: float = _option(
+  mask_token_fraction: float = dataclass_flags.option(
       0.8, 'Static masking: share of predictions shown as [MASK].'
   )
-  random_token_fraction: float = _option(
+  random_token_fraction: float = dataclass_flags.option(
       0.1, 'Static masking: share of predictions replaced by random tokens.'
   )
-  eval_fraction: float = _option(
+  eval_fraction: float = dataclass_flags.option(
       0.01,
       'Fraction of documents held out for eval (chosen per document by a '
       'seeded hash).',
   )
-  num_shards: int = _option(1, 'Train files.')
-  num_eval_shards: int = _option(1, 'Eval files.')
-  seed: int = _option(12345, 'Seed of the split, instances, masks, order.')
-  group_mb: float = _option(
+  num_shards: int = dataclass_flags.option(1, 'Train files.')
+  num_eval_shards: int = dataclass_flags.option(1, 'Eval files.')
+  seed: int = dataclass_flags.option(
+      12345, 'Seed of the split, instances, masks, order.'
+  )
+  group_mb: float = dataclass_flags.option(
       4.0,
       'Documents in flight: a file is processed in groups of documents of '
       'about this many MB of text (characters), cut where its text decides; '
@@ -164,50 +162,50 @@ class PretrainingDataConfig:
       "worker's memory (20 to 25 times this); smaller files are "
       'processed whole.',
   )
-  encoding_errors: str = _option(
+  encoding_errors: str = dataclass_flags.option(
       'strict',
       'strict: refuse a file that is not UTF-8, naming it and its first bad '
       'byte; replace: read it with each bad byte sequence replaced by U+FFFD '
       '(counted).',
       choices=text_cleaning.ENCODING_ERRORS,
   )
-  max_decode_error_rate: float = _option(
+  max_decode_error_rate: float = dataclass_flags.option(
       0.001,
       'With --encoding_errors=replace: stop when more undecodable sequences '
       'per character than this.',
   )
-  max_unk_rate: float = _option(
+  max_unk_rate: float = dataclass_flags.option(
       0.05,
       'Stop when more [UNK] tokens per token than this (a vocabulary or '
       '--lower_case that does not fit the text).',
   )
-  vocab_sample_sentences: int = _option(
+  vocab_sample_sentences: int = dataclass_flags.option(
       1_000_000,
       'With --vocab_size: learn the vocabulary from at most this many train '
       'sentences, a seeded uniform sample of the files read for it.',
   )
-  vocab_sample_mb: int = _option(
+  vocab_sample_mb: int = dataclass_flags.option(
       256,
       'With --vocab_size: read a seeded choice of files holding about this '
       'many MB of text (all files, if the corpus is smaller) for the sample.',
   )
-  engine: str = _option(
+  engine: str = dataclass_flags.option(
       'local',
       'local: worker processes on this machine; beam: an Apache Beam pipeline '
       '(--beam_options chooses the runner).',
       choices=ENGINES,
   )
-  num_workers: int = _option(
+  num_workers: int = dataclass_flags.option(
       0,
       'local engine: worker processes, each reading one input file at a time '
       '(0: all cores).',
   )
-  buffer_mb: int = _option(
+  buffer_mb: int = dataclass_flags.option(
       64,
       'local engine: MB of examples a worker holds before writing them out '
       'sorted (bounds memory; more means fewer files to merge).',
   )
-  beam_options: str = _option(
+  beam_options: str = dataclass_flags.option(
       '',
       'beam engine: Beam pipeline options, e.g. "--runner=DataflowRunner '
       '--project=P --region=R --temp_location=gs://B/tmp '
@@ -913,14 +911,6 @@ def format_report(metadata: Dict[str, Any]) -> str:
 FLAGS = flags.FLAGS
 
 
-def _flag_type(hint) -> type:
-  """The flag type of a field's type hint (`Optional[X]` gives X)."""
-  args = [a for a in typing.get_args(hint) if a is not type(None)]
-  if typing.get_origin(hint) is tuple:
-    return tuple
-  return args[0] if args else hint
-
-
 def define_flags():
   """Defines the command-line flags, from `PretrainingDataConfig`'s fields."""
   flags.DEFINE_list(
@@ -930,43 +920,13 @@ def define_flags():
       'separated; directories are searched recursively.',
   )
   flags.DEFINE_string('output_dir', None, 'Record directory to write.')
-  hints = typing.get_type_hints(PretrainingDataConfig)
-  definers = {
-      bool: flags.DEFINE_bool,
-      int: flags.DEFINE_integer,
-      float: flags.DEFINE_float,
-      str: flags.DEFINE_string,
-  }
-  for field in dataclasses.fields(PretrainingDataConfig):
-    if 'help' not in field.metadata:
-      continue
-    name = field.metadata['flag'] or field.name
-    kind = _flag_type(hints[field.name])
-    if field.metadata['choices']:
-      flags.DEFINE_enum(
-          name,
-          field.default,
-          list(field.metadata['choices']),
-          field.metadata['help'],
-      )
-    elif kind is tuple:
-      flags.DEFINE_multi_string(
-          name, list(field.default), field.metadata['help']
-      )
-    else:
-      definers[kind](name, field.default, field.metadata['help'])
+  dataclass_flags.define_flags(PretrainingDataConfig)
   flags.mark_flags_as_required(['input', 'output_dir'])
 
 
 def config_from_flags() -> PretrainingDataConfig:
   """A `PretrainingDataConfig` from the parsed flags."""
-  options = {}
-  for field in dataclasses.fields(PretrainingDataConfig):
-    name = field.metadata.get('flag') or field.name
-    if 'help' in field.metadata and name in FLAGS:
-      options[field.name] = FLAGS[name].value
-  options['drop_line_regexes'] = tuple(options.get('drop_line_regexes', ()))
-  return PretrainingDataConfig(**options)
+  return dataclass_flags.from_flags(PretrainingDataConfig, FLAGS)
 
 
 def main(argv):

@@ -1,0 +1,102 @@
+"""absl flags defined from a dataclass's fields, defaults and help included.
+
+A command whose options are a dataclass states each default once, on the
+field, and its flags follow:
+
+  @dataclasses.dataclass(frozen=True)
+  class Options:
+    size: int = dataclass_flags.option(3, 'How many.')
+    mode: str = dataclass_flags.option('a', 'Which.', choices=('a', 'b'))
+
+  dataclass_flags.define_flags(Options)        # --size=3, --mode=a
+  options = dataclass_flags.from_flags(Options, flags.FLAGS)
+
+A field made without `option` has no flag. A field's type picks the flag:
+bool, int, float and str the flag of that type (`Optional[X]` that of X),
+`choices` an enum, a tuple a repeatable string flag and a list a
+comma-separated one.
+"""
+
+import dataclasses
+import typing
+from typing import Any, Dict, Iterable
+
+from absl import flags
+
+_DEFINERS = {
+    bool: flags.DEFINE_bool,
+    int: flags.DEFINE_integer,
+    float: flags.DEFINE_float,
+    str: flags.DEFINE_string,
+}
+
+
+def option(default, help_text: str, flag: str = '', choices: Iterable = ()):
+  """A dataclass field with a flag.
+
+  Args:
+    default: the field's default, and the flag's.
+    help_text: the flag's help.
+    flag: the flag's name when it is not the field's.
+    choices: the allowed values (an enum flag).
+
+  Returns:
+    A `dataclasses.field`.
+  """
+  return dataclasses.field(
+      default=default,
+      metadata={'help': help_text, 'flag': flag, 'choices': tuple(choices)},
+  )
+
+
+def _flag_kind(hint) -> type:
+  """The flag type of a field's type hint (`Optional[X]` gives X)."""
+  origin = typing.get_origin(hint)
+  if origin in (tuple, list):
+    return origin
+  args = [a for a in typing.get_args(hint) if a is not type(None)]
+  if args:
+    return _flag_kind(args[0])
+  return hint
+
+
+def _flag_fields(cls):
+  """`(field, flag name, flag kind)` of each field of `cls` with a flag."""
+  hints = typing.get_type_hints(cls)
+  for field in dataclasses.fields(cls):
+    if 'help' in field.metadata:
+      name = field.metadata['flag'] or field.name
+      yield field, name, _flag_kind(hints[field.name])
+
+
+def define_flags(cls, flag_values=flags.FLAGS) -> None:
+  """Defines a flag for each field of the dataclass `cls` made by `option`."""
+  for field, name, kind in _flag_fields(cls):
+    text, choices = field.metadata['help'], field.metadata['choices']
+    if choices:
+      flags.DEFINE_enum(
+          name, field.default, list(choices), text, flag_values=flag_values
+      )
+    elif kind is tuple:
+      flags.DEFINE_multi_string(
+          name, list(field.default), text, flag_values=flag_values
+      )
+    elif kind is list:
+      flags.DEFINE_list(name, field.default, text, flag_values=flag_values)
+    else:
+      _DEFINERS[kind](name, field.default, text, flag_values=flag_values)
+
+
+def flag_values_of(cls, flag_values=flags.FLAGS) -> Dict[str, Any]:
+  """{field name: parsed value} of `cls`'s fields whose flags are defined."""
+  values = {}
+  for field, name, kind in _flag_fields(cls):
+    if name in flag_values:
+      value = flag_values[name].value
+      values[field.name] = tuple(value or ()) if kind is tuple else value
+  return values
+
+
+def from_flags(cls, flag_values=flags.FLAGS):
+  """An instance of `cls` from the parsed flags (other fields: defaults)."""
+  return cls(**flag_values_of(cls, flag_values))

@@ -1,0 +1,72 @@
+"""Flags from a dataclass's fields: one default, every field type."""
+
+import dataclasses
+from typing import List, Optional, Tuple
+
+from absl import flags
+import pytest
+
+from official_repro.common import dataclass_flags
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+  count: int = dataclass_flags.option(3, 'How many.')
+  rate: float = dataclass_flags.option(0.5, 'How fast.')
+  name: Optional[str] = dataclass_flags.option(None, 'Which one.')
+  verbose: bool = dataclass_flags.option(False, 'Say more.')
+  mode: str = dataclass_flags.option('a', 'How.', choices=('a', 'b'))
+  patterns: Tuple[str, ...] = dataclass_flags.option(
+      (), 'Repeatable.', flag='pattern'
+  )
+  tasks: Optional[List[str]] = dataclass_flags.option(None, 'Listed.')
+  internal: int = 7  # no flag
+
+
+def _parse(*argv):
+  flag_values = flags.FlagValues()
+  dataclass_flags.define_flags(_Options, flag_values)
+  flag_values(['command', *argv])
+  return flag_values
+
+
+def test_defaults_are_the_fields_defaults():
+  flag_values = _parse()
+  assert dataclass_flags.from_flags(_Options, flag_values) == _Options()
+  assert 'internal' not in flag_values and 'patterns' not in flag_values
+  assert flag_values['count'].help == 'How many.'
+
+
+def test_every_field_type_parses():
+  flag_values = _parse(
+      '--count=5',
+      '--rate=0.25',
+      '--name=x',
+      '--verbose',
+      '--mode=b',
+      '--pattern=p',
+      '--pattern=q',
+      '--tasks=sst2,mrpc',
+  )
+  assert dataclass_flags.from_flags(_Options, flag_values) == _Options(
+      count=5,
+      rate=0.25,
+      name='x',
+      verbose=True,
+      mode='b',
+      patterns=('p', 'q'),
+      tasks=['sst2', 'mrpc'],
+  )
+
+
+@pytest.mark.parametrize('argv', [['--mode=c'], ['--count=x']])
+def test_a_bad_value_is_refused(argv):
+  with pytest.raises(flags.IllegalFlagValueError):
+    _parse(*argv)
+
+
+def test_values_of_flags_left_undefined_are_not_given():
+  flag_values = flags.FlagValues()
+  flags.DEFINE_integer('count', 9, 'Only this one.', flag_values=flag_values)
+  flag_values(['command'])
+  assert dataclass_flags.flag_values_of(_Options, flag_values) == {'count': 9}
