@@ -9,8 +9,12 @@ commands on its stdin; for each it forks, and the fork runs the module as
 first on `sys.path`) with its stdout and stderr written to files, then
 exits with the status Python would give. So a command sees a fresh
 `__main__`, fresh flags and an uninitialized TensorFlow runtime, as in a
-shell; only the import time is saved. The interpreter's environment is
-fixed when it starts.
+shell; only the import time is saved. Differences from a shell: the
+interpreter's environment is fixed when it starts, what the libraries print
+while they are imported goes to the interpreter's stderr (once), and
+`atexit` handlers do not run (the fork ends with `os._exit`, after flushing
+its output). A command past its timeout is killed with the processes it
+started (its process group).
 
 Protocol: one JSON line per command on the interpreter's stdin
 (`{"args": [...], "cwd": ..., "timeout": ...}`), one JSON line per result
@@ -49,14 +53,15 @@ def _exit_status(error: SystemExit) -> int:
   return 1
 
 
-def _run_module(args, stdout_path, stderr_path) -> int:
-  """In the fork: runs `args[0]` as `__main__` with `args[1:]`."""
+def _run_module(args, cwd, stdout_path, stderr_path) -> int:
+  """In the fork: runs `args[0]` as `__main__` with `args[1:]` in `cwd`."""
   os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
   for fd, path in ((1, stdout_path), (2, stderr_path)):
     os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
-  sys.argv = list(args)
-  sys.path[0] = os.getcwd()
   try:
+    os.chdir(cwd)
+    sys.argv = list(args)
+    sys.path[0] = os.getcwd()
     runpy.run_module(args[0], run_name='__main__', alter_sys=True)
     status = 0
   except SystemExit as error:
@@ -69,6 +74,16 @@ def _run_module(args, stdout_path, stderr_path) -> int:
   return status
 
 
+def _child(request, paths) -> None:
+  """The fork: runs the command in its own process group; never returns."""
+  status = 1
+  try:
+    os.setpgid(0, 0)
+    status = _run_module(request['args'], request['cwd'], *paths)
+  finally:
+    os._exit(status)  # pylint: disable=protected-access
+
+
 def _wait(pid: int, timeout: float) -> int:
   """Waits for the fork `pid`; kills it after `timeout` seconds."""
   deadline = time.time() + timeout
@@ -77,7 +92,7 @@ def _wait(pid: int, timeout: float) -> int:
     if done:
       return os.waitstatus_to_exitcode(status)
     if time.time() > deadline:
-      os.kill(pid, signal.SIGKILL)
+      os.killpg(pid, signal.SIGKILL)  # The command and what it started.
       os.waitpid(pid, 0)
       return -signal.SIGKILL
     time.sleep(0.02)
@@ -95,8 +110,11 @@ def _serve() -> None:
       paths = [os.path.join(scratch, name) for name in ('out', 'err')]
       pid = os.fork()
       if pid == 0:
-        os.chdir(request['cwd'])
-        os._exit(_run_module(request['args'], *paths))  # pylint: disable=protected-access
+        _child(request, paths)
+      try:
+        os.setpgid(pid, pid)  # Also here: the timeout may come first.
+      except OSError:
+        pass  # The fork has set it, or has already exited.
       returncode = _wait(pid, request['timeout'])
       outputs = []
       for path in paths:
@@ -128,7 +146,13 @@ class WarmInterpreter:
     request = dict(args=list(args), cwd=str(cwd), timeout=timeout)
     self._process.stdin.write(json.dumps(request) + '\n')
     self._process.stdin.flush()
-    reply = json.loads(self._process.stdout.readline())
+    line = self._process.stdout.readline()
+    if not line:
+      raise RuntimeError(
+          f'the warm interpreter stopped (status {self._process.poll()}) '
+          f'before answering {args!r}'
+      )
+    reply = json.loads(line)
     return subprocess.CompletedProcess(
         [sys.executable, '-m', *args],
         reply['returncode'],

@@ -284,6 +284,18 @@ def reset_peak():
   except OSError:
     pass
 
+def peak_mb():
+  # VmHWM, which clear_refs resets; ru_maxrss is not reset, and after exec
+  # it starts from the parent's RSS (a pytest worker's, often larger).
+  try:
+    with open('/proc/self/status') as f:
+      for line in f:
+        if line.startswith('VmHWM:'):
+          return int(line.split()[1]) // 1024
+  except OSError:
+    pass
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
 peaks = []
 # The first run warms up (TensorFlow's first calls); it is not measured.
 for name, num_files, num_documents, options in runs[:1] + runs:
@@ -293,7 +305,7 @@ for name, num_files, num_documents, options in runs[:1] + runs:
       [str(root / name)], str(root / (name + '_out')), vocab_file=vocab,
       max_seq_length=64, eval_fraction=0.0, num_workers=1, buffer_mb=1,
       **options)
-  peaks.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+  peaks.append(peak_mb())
 print(json.dumps(peaks[1:]))
 """
 
