@@ -26,11 +26,11 @@ Example (the README's numbers):
     --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
     --sizes_mb=40,160,1024 --workers=1,2 --beam_python=/path/to/venv/python
 
-One file of 1 GB:
+The books as one file of 41 MB and of 1 GB:
   python -m experiments.record_creation_scaling \
     --corpus=../shared/data/corpus/gutenberg \
     --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
-    --sizes_mb=1024 --workers=1 --one_file \
+    --sizes_mb=40,1024 --one_file \
     --output_markdown=experiments/reports/record_creation_one_file.md \
     --output_json=experiments/reports/record_creation_one_file.json
 """
@@ -362,7 +362,11 @@ def main(argv):
   for index, size in enumerate(sizes):
     corpus = os.path.join(FLAGS.work_dir, f'corpus_{size:g}mb')
     build_corpus(FLAGS.corpus, corpus, size, FLAGS.one_file)
-    plans = [('local', int(w), sys.executable) for w in FLAGS.workers]
+    # One file goes to one worker: more would measure the same run again.
+    worker_counts = (
+        [1] if FLAGS.one_file else sorted(set(FLAGS.workers), key=int)
+    )
+    plans = [('local', int(w), sys.executable) for w in worker_counts]
     if index == 0 and FLAGS.beam_python:
       plans.append(('beam', 1, FLAGS.beam_python))
     for engine, workers, python in plans:

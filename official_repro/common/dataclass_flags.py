@@ -83,8 +83,13 @@ def define_flags(cls, flag_values=flags.FLAGS) -> None:
       )
     elif kind is list:
       flags.DEFINE_list(name, field.default, text, flag_values=flag_values)
-    else:
+    elif kind in _DEFINERS:
       _DEFINERS[kind](name, field.default, text, flag_values=flag_values)
+    else:
+      raise TypeError(
+          f'{cls.__name__}.{field.name}: no flag type for {kind!r} (bool, '
+          'int, float, str, a tuple or a list, or give choices).'
+      )
 
 
 def flag_values_of(cls, flag_values=flags.FLAGS) -> Dict[str, Any]:

@@ -150,7 +150,7 @@ class RecordJob:
     Args:
       input_file: the file.
       report: called with the bytes read since its last call, after each
-        group; the calls for a file add up to its size.
+        group; the calls for a file add up to its listed size.
 
     Returns:
       The file's counters.
@@ -159,9 +159,11 @@ class RecordJob:
     reported = 0
     for group in self._processor.process(input_file, stats):
       self._buffer.add(group)
-      report(stats.corpus.bytes_read - reported)
-      reported = stats.corpus.bytes_read
-    report(max(0, input_file.size - reported))
+      # At most the listed size: a file may grow after it is listed.
+      done = min(stats.corpus.bytes_read, input_file.size)
+      report(done - reported)
+      reported = done
+    report(input_file.size - reported)
     return stats
 
   def finish(self) -> Dict[RunKey, List[str]]:

@@ -123,8 +123,9 @@ def list_input_files(
 class EvalSplit:
   """Which documents are held out for eval, decided per document by a hash.
 
-  * `document_mode='file'` (a document is a file, so their number is known
-    before reading): the `max(1, round(fraction * n))` files (never all) with
+  * `document_mode='file'` (a document is a file, or a piece of one past
+    `group_chars`, so the files are known before reading): the
+    `max(1, round(fraction * n))` files (never all) with
     the smallest seeded hash of their name; one file alone keeps the first
     sentences of each of its documents (one, or one per `group_chars` of
     text for a larger file) for train and holds out their last `fraction`.

@@ -70,3 +70,12 @@ def test_values_of_flags_left_undefined_are_not_given():
   flags.DEFINE_integer('count', 9, 'Only this one.', flag_values=flag_values)
   flag_values(['command'])
   assert dataclass_flags.flag_values_of(_Options, flag_values) == {'count': 9}
+
+
+def test_a_field_type_without_a_flag_type_is_named():
+  @dataclasses.dataclass(frozen=True)
+  class Odd:
+    mapping: dict = dataclass_flags.option(None, 'No flag type.')
+
+  with pytest.raises(TypeError, match='Odd.mapping'):
+    dataclass_flags.define_flags(Odd, flags.FlagValues())
