@@ -295,8 +295,7 @@ def main(argv: Sequence[str]) -> None:
   if FLAGS.output_json:
     json_files.write_json(FLAGS.output_json, result)
   if FLAGS.output_markdown:
-    with tf.io.gfile.GFile(FLAGS.output_markdown, 'w') as f:
-      f.write(text)
+    json_files.write_text(FLAGS.output_markdown, text)
 
 
 def define_flags() -> None:

@@ -173,8 +173,7 @@ def main(argv):
   )
   print(table)
   if FLAGS.output_markdown:
-    with tf.io.gfile.GFile(FLAGS.output_markdown, 'w') as f:
-      f.write(table)
+    json_files.write_text(FLAGS.output_markdown, table)
   if FLAGS.output_json:
     json_files.write_json(FLAGS.output_json, dict(points=points))
 

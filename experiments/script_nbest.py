@@ -535,8 +535,7 @@ def main(argv):
     print(result['rescore']['printed'])
   if FLAGS.output_markdown:
     command = provenance.provenance('experiments.script_nbest')
-    with tf.io.gfile.GFile(FLAGS.output_markdown, 'w') as f:
-      f.write(format_report(result, command))
+    json_files.write_text(FLAGS.output_markdown, format_report(result, command))
   if FLAGS.output_json:
     json_files.write_json(
         FLAGS.output_json,

@@ -42,6 +42,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.common import progress
 from official_repro.data import vocab
 from official_repro.modeling.networks import encoders
@@ -433,8 +434,7 @@ def main(argv):
   )
   lines = format_lines(sentences, scores)
   if flag_values.output:
-    with tf.io.gfile.GFile(flag_values.output, 'w') as f:
-      f.write('\n'.join(lines) + '\n')
+    json_files.write_text(flag_values.output, '\n'.join(lines) + '\n')
   else:
     print('\n'.join(lines))
   for method in methods:

@@ -29,6 +29,8 @@ from typing import Iterator, List, Optional, Sequence
 from pydoc_data import topics as pydoc_topics
 import tensorflow as tf
 
+from official_repro.common import json_files
+
 TOPICS_FILENAME = 'pydoc_topics.txt'
 DOCSTRINGS_FILENAME = 'stdlib_docstrings.txt'
 _SKIPPED_DIRS = frozenset(
@@ -213,6 +215,6 @@ def _definition_docstrings(body: Sequence[ast.stmt]) -> Iterator[str]:
 
 
 def _write_documents(path: str, documents: Sequence[Sequence[str]]):
-  with tf.io.gfile.GFile(path, 'w') as f:
-    f.write('\n\n'.join('\n'.join(document) for document in documents))
-    f.write('\n')
+  json_files.write_text(
+      path, '\n\n'.join('\n'.join(document) for document in documents) + '\n'
+  )

@@ -148,11 +148,7 @@ def write_vocab(tokens: Sequence[str], path: str):
   when complete (a full disk or a kill never leaves a truncated vocabulary
   under its final name).
   """
-  temporary = json_files.temporary_path(path)
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    for token in tokens:
-      f.write(token + '\n')
-  tf.io.gfile.rename(temporary, path, overwrite=True)
+  json_files.write_text(path, ''.join(token + '\n' for token in tokens))
 
 
 def build_wordpiece_vocab(

@@ -23,7 +23,6 @@ from typing import Dict, Iterable, List, Mapping, Protocol, Sequence, Tuple
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from official_repro.common import cli
 from official_repro.common import progress
@@ -217,11 +216,13 @@ def write_lm_scores(path: str, scores: Mapping[Tuple[str, int], float]):
       a unique temporary name and renamed, so it is never left half-written.
     scores: the scores by `(utterance_id, rank)`, written in this order.
   """
-  temporary = json_files.temporary_path(path)
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    for (utterance_id, rank), score in scores.items():
-      f.write(f'{utterance_id}\t{rank}\t{score!r}\n')
-  tf.io.gfile.rename(temporary, path, overwrite=True)
+  json_files.write_text(
+      path,
+      ''.join(
+          f'{utterance_id}\t{rank}\t{score!r}\n'
+          for (utterance_id, rank), score in scores.items()
+      ),
+  )
 
 
 def check_complete(

@@ -13,6 +13,7 @@ from typing import List, Tuple
 
 import tensorflow as tf
 
+from official_repro.common import json_files
 from official_repro.rescoring import interpolation
 
 
@@ -115,6 +116,10 @@ def grid_as_dict(grid: interpolation.GridSearchResult) -> dict:
 def write_kaldi_text(path: str, texts: List[Tuple[str, str]]) -> None:
   """Writes `<utt-id> <text>` lines (Kaldi `text`) to `path`."""
   tf.io.gfile.makedirs(path.rsplit('/', 1)[0])
-  with tf.io.gfile.GFile(path, 'w') as f:
-    for utterance_id, text in texts:
-      f.write(f'{utterance_id} {text}'.rstrip() + '\n')
+  json_files.write_text(
+      path,
+      ''.join(
+          f'{utterance_id} {text}'.rstrip() + '\n'
+          for utterance_id, text in texts
+      ),
+  )

@@ -236,8 +236,5 @@ def save_config(model_dir: str, filename: str, operative: bool) -> str:
   text = gin.operative_config_str() if operative else gin.config_str()
   path = os.path.join(model_dir, filename)
   tf.io.gfile.makedirs(model_dir)
-  temporary = json_files.temporary_path(path)
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    f.write(text)
-  tf.io.gfile.rename(temporary, path, overwrite=True)
+  json_files.write_text(path, text)
   return path
