@@ -93,18 +93,34 @@ def to_ram(ram_dir):
   return copy
 
 
+@pytest.fixture
+def progress_lines(monkeypatch):
+  """The progress lines logged during the test, every one (no throttling)."""
+  from official_repro.common import progress
+
+  lines = []
+  monkeypatch.setattr(
+      progress.logging, 'info', lambda *args: lines.append(args[0] % args[1:])
+  )
+  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0.0)
+  return lines
+
+
 @pytest.fixture(scope='session')
 def python_m():
   """Returns `run(args, cwd=<repository>, timeout=600)`: `python -m args`.
 
   The command runs in a fork of a warm interpreter (`warm_interpreter`),
-  which saves the imports of TensorFlow; `run` returns a
-  `subprocess.CompletedProcess` with the text of stdout and stderr.
+  which saves the imports of TensorFlow, in the environment of the tests
+  without `TF_CPP_MIN_LOG_LEVEL` (as a user's shell has it); `run` returns
+  a `subprocess.CompletedProcess` with the text of stdout and stderr.
   """
   from tests import warm_interpreter
 
   repository = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  interpreter = warm_interpreter.WarmInterpreter(repository, dict(os.environ))
+  environment = dict(os.environ)
+  environment.pop('TF_CPP_MIN_LOG_LEVEL', None)  # as a user's shell has it
+  interpreter = warm_interpreter.WarmInterpreter(repository, environment)
 
   def run(args, cwd=repository, timeout=600):
     return interpreter.run(args, cwd, timeout)

@@ -18,7 +18,6 @@ import subprocess
 import pytest
 
 from official_repro.training import gin_utils
-from tests import warm_interpreter
 
 # The tests share module fixtures: one xdist worker runs them all
 # (--dist loadgroup, pytest.ini), so the fixtures are built once.
@@ -48,13 +47,13 @@ def _snapshot(*paths):
 class _Cli:
   """Runs command lines as a user types them and checks their refusals."""
 
-  def __init__(self, interpreter):
-    self._interpreter = interpreter
+  def __init__(self, python_m):
+    self._python_m = python_m
 
   def run(self, args, cwd=REPO_ROOT, timeout=300):
     """Runs `python -m args...` (a script if `args[0]` ends with .sh)."""
     if not args[0].endswith('.sh'):
-      return self._interpreter.run(args, cwd, timeout)
+      return self._python_m(args, cwd, timeout)
     return subprocess.run(
         args,
         cwd=cwd,
@@ -89,17 +88,16 @@ class _Cli:
 
 
 def _user_environment():
+  """The tests' environment as a user's shell has it (as `python_m` runs)."""
   env = dict(os.environ)
-  env.pop('TF_CPP_MIN_LOG_LEVEL', None)  # as a user's shell has it
+  env.pop('TF_CPP_MIN_LOG_LEVEL', None)
   return env
 
 
 @pytest.fixture(scope='module')
-def cli():
-  """Runs the module's command lines, Python ones in a warm interpreter."""
-  interpreter = warm_interpreter.WarmInterpreter(REPO_ROOT, _user_environment())
-  yield _Cli(interpreter)
-  interpreter.close()
+def cli(python_m):
+  """Runs the module's command lines, Python ones in the warm interpreter."""
+  return _Cli(python_m)
 
 
 @pytest.fixture(scope='module')

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from official_repro import rescore
-from official_repro.common import progress
 from official_repro.rescoring import grid_spec
 from tests.rescoring.nbest_lists import DEV
 from tests.rescoring.nbest_lists import TEST
@@ -153,13 +152,11 @@ def test_scorer_gives_the_same_results_as_a_scores_file(tmp_path):
   assert from_scorer['sets']['test']['lm_scores'] == {'scorer': '_TableScorer'}
 
 
-def test_scoring_with_a_scorer_logs_its_progress_per_set(tmp_path, monkeypatch):
+def test_scoring_with_a_scorer_logs_its_progress_per_set(
+    tmp_path, progress_lines
+):
   _write_inputs(tmp_path)
-  lines = []
-  monkeypatch.setattr(
-      progress.logging, 'info', lambda *args: lines.append(args[0] % args[1:])
-  )
-  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0.0)
+  lines = progress_lines
   rescore.run(
       _settings(tmp_path, lm_scores=()), scorer=_TableScorer(), batch_size=3
   )

@@ -11,7 +11,6 @@ import tensorflow as tf
 
 from official_repro import rescore
 from official_repro import score
-from official_repro.common import progress
 from official_repro.data import vocab
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
@@ -99,12 +98,8 @@ def test_mlm_pll_is_a_naive_loop_over_masked_tokens(tiny_model):
     assert value == pytest.approx(expected, rel=1e-4)
 
 
-def test_the_timed_call_logs_its_progress(tiny_model, monkeypatch):
-  lines = []
-  monkeypatch.setattr(
-      progress.logging, 'info', lambda *args: lines.append(args[0] % args[1:])
-  )
-  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0.0)
+def test_the_timed_call_logs_its_progress(tiny_model, progress_lines):
+  lines = progress_lines
   script_scorer = score.PllScorer(tiny_model, _TOKENS, True, 'script', 2)
   score.timed_scores(script_scorer, _SENTENCES)
   # 5 sentences in batches of 2; the warm-up batch logs nothing.

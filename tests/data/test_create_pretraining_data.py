@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_repro.common import progress
 from official_repro.data import create_pretraining_data as cpd
 from official_repro.data import records
 from official_repro.data import streaming
@@ -442,12 +441,10 @@ def test_cli_prints_report(corpus, static_run, tmp_path, capsys):
   )
 
 
-def test_each_step_logs_its_progress(corpus, static_run, tmp_path, monkeypatch):
-  lines = []
-  monkeypatch.setattr(
-      progress.logging, 'info', lambda *args: lines.append(args[0] % args[1:])
-  )
-  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0.0)
+def test_each_step_logs_its_progress(
+    corpus, static_run, tmp_path, progress_lines
+):
+  lines = progress_lines
   metadata = cpd.prepare_pretraining_data(
       [corpus[0]],
       str(tmp_path / 'out'),

@@ -447,18 +447,6 @@ def test_rerun_after_sigkill_writes_the_uninterrupted_records(tmp_path):
   )
 
 
-def _progress_lines(monkeypatch):
-  """Every progress line logged from now on, as the list it returns."""
-  from official_repro.common import progress  # pylint: disable=g-import-not-at-top
-
-  lines = []
-  monkeypatch.setattr(
-      progress.logging, 'info', lambda *args: lines.append(args[0] % args[1:])
-  )
-  monkeypatch.setattr(progress, 'INTERVAL_SECONDS', 0.0)
-  return lines
-
-
 def _processed_shares(lines):
   """The percentages of the 'process corpus' lines, and whether it ended."""
   own = [line for line in lines if line.startswith('process corpus: ')]
@@ -468,7 +456,9 @@ def _processed_shares(lines):
   return shares, any('done in' in line for line in own)
 
 
-def test_progress_is_logged_inside_a_file(tmp_path, monkeypatch):
+def test_progress_is_logged_inside_a_file(
+    tmp_path, monkeypatch, progress_lines
+):
   """One file of many groups logs the bytes read as each group is done.
 
   A file reported only when finished (the unit of work before groups) logs
@@ -480,7 +470,7 @@ def test_progress_is_logged_inside_a_file(tmp_path, monkeypatch):
   monkeypatch.setattr(text_cleaning, '_READ_CHUNK', 8192)
   root = write_fixture_files(tmp_path / 'corpus', 1, num_documents=400)
   vocab = write_fixture_vocab(tmp_path / 'vocab.txt')
-  lines = _progress_lines(monkeypatch)
+  lines = progress_lines
   _prepare(
       (str(root), str(vocab)), str(tmp_path / 'out'), group_mb=4000 / 2**20
   )
@@ -489,13 +479,15 @@ def test_progress_is_logged_inside_a_file(tmp_path, monkeypatch):
   assert 0 < shares[0] and shares[-1] < 100 and done, shares
 
 
-def test_progress_counts_every_workers_bytes(corpus, tmp_path, monkeypatch):
+def test_progress_counts_every_workers_bytes(
+    corpus, tmp_path, monkeypatch, progress_lines
+):
   """The bytes a helper process reports reach the total."""
   monkeypatch.setattr(
       _HelperTakesAFileJob, 'marker', str(tmp_path / 'helper_done')
   )
   monkeypatch.setattr(local_pipeline, 'RecordJob', _HelperTakesAFileJob)
-  lines = _progress_lines(monkeypatch)
+  lines = progress_lines
   _prepare(corpus, str(tmp_path / 'out'), num_workers=2)
   shares, done = _processed_shares(lines)
   assert done and shares == sorted(shares), lines
