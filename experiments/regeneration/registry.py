@@ -394,6 +394,42 @@ _TARGETS = (
         ),
     ),
     Target(
+        '002.mlm',
+        '002',
+        None,
+        'pretrain_glue',
+        "002's mixed attention against BERT's self-attention under 001's "
+        'masked-LM recipe at equal training FLOPs: held-out masked-LM '
+        'accuracy and GLUE dev (ours: 002 trains ELECTRA, whose '
+        'discriminator does not learn at the cpu scale)',
+        runner='grid',
+        runs=(
+            Run(
+                'bert_small',
+                'BERT backbone, masked LM (001 BERT_small)',
+                _gin('001_ale', 'bert_small'),
+                paper_row=False,
+            ),
+            Run(
+                'convbert_small',
+                'ConvBERT backbone, masked LM (001 BERT_small recipe)',
+                _gin('002_convbert', 'masked_lm_small'),
+                paper_row=False,
+            ),
+        ),
+        reference='bert_small',
+        finetune_paper='002_convbert',
+        columns=_001_COLUMNS,
+        claims=(
+            (
+                'convbert_small',
+                'bert_small',
+                "002 Response 3: mixed attention improves on BERT's "
+                'self-attention, all else equal',
+            ),
+        ),
+    ),
+    Target(
         '003.1',
         '003',
         '1',
