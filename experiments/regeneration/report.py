@@ -27,6 +27,15 @@ _HELD_OUT_METRICS = (
     'discriminator_auc',
     'mws_accuracy',
 )
+# Those of them a claim is checked on, over pretraining seeds: higher is
+# better for each (a loss depends on the objective's vocabulary and masking,
+# so it does not rank models).
+_HELD_OUT_CLAIM_METRICS = (
+    'masked_lm_accuracy',
+    'discriminator_auc',
+    'mws_accuracy',
+)
+GLUE_AVERAGE = 'GLUE average'
 
 
 def score_scale(unit: Optional[str]) -> float:
@@ -58,7 +67,8 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
     results: {run name: result} as `runner.run_grid` returns them.
 
   Returns:
-    Entries {run, row, train_steps, cells, average, parameters, curve}:
+    Entries {run, row, train_steps, cells, average, parameters, curve,
+    held_out, held_out_seeds, seed_averages}:
     `parameters` ours beside the paper's count where the target has a
     parameters column and the result carries one (else None); `cells` one per
     GLUE task run ({column, task, ours, paper, difference, seeds, std});
@@ -142,6 +152,7 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
             parameters=parameters,
             curve=_curve(results[run.name]),
             held_out=_final(results[run.name].get('held_out')),
+            held_out_seeds=_held_out_seeds(results[run.name]),
             seed_averages=_seed_averages(results[run.name], scale),
         )
     )
@@ -171,20 +182,54 @@ def _seed_averages(result: Dict, scale: float) -> Optional[List[float]]:
   ]
 
 
+def _held_out_seeds(result: Dict) -> Optional[Dict[str, List[float]]]:
+  """{metric: each pretraining seed's held-out value at its last step}.
+
+  None for a run of one seed or without held-out evaluation; a metric is
+  listed only when every seed has it.
+  """
+  seeds = result.get('seeds')
+  if not seeds or not all(seed.get('held_out') for seed in seeds):
+    return None
+  finals = [_final(seed['held_out']) for seed in seeds]
+  return {
+      name: [final[name] for final in finals]
+      for name in finals[0]
+      if all(name in final for final in finals)
+  }
+
+
+def _measures(entry: Dict) -> Dict[str, List[float]]:
+  """{measure: per-seed values} of a row that a claim can be checked on."""
+  measures = {}
+  if entry.get('seed_averages'):
+    measures[GLUE_AVERAGE] = entry['seed_averages']
+  held = entry.get('held_out_seeds') or {}
+  for name in _HELD_OUT_CLAIM_METRICS:
+    if name in held:
+      measures[f'held-out {name}'] = held[name]
+  return measures
+
+
 def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
   """The paper's orders, checked against ours over pretraining seeds.
 
   The pairs are every two rows the paper's table ranks by its average
-  (`order`) and the target's stated `claims`. For each, the difference of
-  our per-seed averages' means is compared with twice its standard error,
-  sqrt(s_a^2 / n_a + s_b^2 / n_b).
+  (`order`) and the target's stated `claims`. Each is checked on every
+  measure both rows have over several seeds: the mean GLUE score of each
+  seed and, where pretraining evaluated held-out text, each held-out
+  metric that is better when higher (`_HELD_OUT_CLAIM_METRICS`). For
+  each, the difference of the per-seed values' means is compared with
+  twice its standard error, sqrt(s_a^2 / n_a + s_b^2 / n_b).
 
   Returns:
-    One {better, worse, source, paper_gap, ours_gap, noise, verdict} per
-    pair whose rows both have several seeds, `better` the row the paper
-    ranks higher and `paper_gap` None where the paper prints no averages
-    for both; `verdict` 'reproduced' (ours ahead by more than the noise),
-    'reversed' (behind by more than it) or 'within noise'.
+    One {better, worse, source, measure, paper_gap, ours_gap, noise,
+    verdict} per pair and measure that both rows have over several seeds,
+    `better` the row the paper ranks higher and `paper_gap` the paper's
+    gap of GLUE averages (None for another measure or where the paper
+    prints no averages for both); `verdict` 'reproduced' (ours ahead by
+    more than the noise), 'reversed' (behind by more than it) or 'within
+    noise'.
   """
   by_run = {entry['run']: entry for entry in entries}
   ranked = sorted(
@@ -213,13 +258,6 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
   out = []
   for better_run, worse_run, source in pairs:
     better, worse = by_run[better_run], by_run[worse_run]
-    a, b = better.get('seed_averages'), worse.get('seed_averages')
-    if not a or not b or len(a) < 2 or len(b) < 2:
-      continue
-    gap = statistics.fmean(a) - statistics.fmean(b)
-    noise = 2.0 * math.sqrt(
-        statistics.variance(a) / len(a) + statistics.variance(b) / len(b)
-    )
     paper_gap = None
     if (
         better['average']
@@ -228,23 +266,33 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
         and worse['average']['paper'] is not None
     ):
       paper_gap = better['average']['paper'] - worse['average']['paper']
-    out.append(
-        dict(
-            better=better['row'],
-            worse=worse['row'],
-            source=source,
-            paper_gap=paper_gap,
-            ours_gap=gap,
-            noise=noise,
-            verdict=(
-                'reproduced'
-                if gap > noise
-                else 'reversed'
-                if gap < -noise
-                else 'within noise'
-            ),
-        )
-    )
+    worse_measures = _measures(worse)
+    for measure, a in _measures(better).items():
+      b = worse_measures.get(measure)
+      if not b or len(a) < 2 or len(b) < 2:
+        continue
+      gap = statistics.fmean(a) - statistics.fmean(b)
+      noise = 2.0 * math.sqrt(
+          statistics.variance(a) / len(a) + statistics.variance(b) / len(b)
+      )
+      out.append(
+          dict(
+              better=better['row'],
+              worse=worse['row'],
+              source=source,
+              measure=measure,
+              paper_gap=paper_gap if measure == GLUE_AVERAGE else None,
+              ours_gap=gap,
+              noise=noise,
+              verdict=(
+                  'reproduced'
+                  if gap > noise
+                  else 'reversed'
+                  if gap < -noise
+                  else 'within noise'
+              ),
+          )
+      )
   return out
 
 
@@ -262,15 +310,31 @@ def _number(value: Optional[float]) -> str:
 
 
 def metric_table(
-    rows: Dict[str, Dict[str, float]], names: List[str]
+    rows: Dict[str, Dict[str, float]],
+    names: List[str],
+    seeds: Optional[Dict[str, Dict[str, List[float]]]] = None,
 ) -> List[str]:
-  """Markdown lines: one row per `rows` key, one column per metric name."""
+  """Markdown lines: one row per `rows` key, one column per metric name.
+
+  Args:
+    rows: {row: {metric: value}}.
+    names: the metrics, in column order.
+    seeds: {row: {metric: value per seed}}; a cell with several seeds'
+      values shows their sample standard deviation after its value.
+  """
+  seeds = seeds or {}
+
+  def cell(row: str, name: str) -> str:
+    text = _number(rows[row].get(name))
+    values = seeds.get(row, {}).get(name)
+    if values and len(values) > 1:
+      text += f' ({_number(statistics.stdev(values))})'
+    return text
+
   lines = ['| row | ' + ' | '.join(names) + ' |', '|---|' + '---|' * len(names)]
   lines += [
-      f'| {row} | '
-      + ' | '.join(_number(values.get(name)) for name in names)
-      + ' |'
-      for row, values in rows.items()
+      f'| {row} | ' + ' | '.join(cell(row, name) for name in names) + ' |'
+      for row in rows
   ]
   return lines
 
@@ -370,11 +434,13 @@ def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
     lines += [
         '',
         'Pretraining metrics on the held-out books at the last '
-        'step (mean over pretraining seeds):',
+        'step (mean over pretraining seeds, their std in brackets):',
         '',
     ]
     lines += metric_table(
-        {entry['row']: entry['held_out'] for entry in held}, names
+        {entry['row']: entry['held_out'] for entry in held},
+        names,
+        {entry['row']: entry.get('held_out_seeds') or {} for entry in held},
     )
   ranking = order(entries)
   if len(ranking['paper']) > 1:
@@ -389,17 +455,19 @@ def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
   if checked:
     lines += [
         '',
-        "The paper's claims, ours over pretraining seeds (gap of "
-        "the seeds' mean scores over the tasks run; noise: twice its "
-        'standard error):',
+        "The paper's claims, ours over pretraining seeds (gap of the "
+        "seeds' means of the measure: the GLUE average is each seed's "
+        'mean score over the tasks run; noise: twice its standard error):',
         '',
-        '| paper says | where | paper gap | our gap | noise | verdict |',
-        '|---|---|---|---|---|---|',
+        '| paper says | where | measure | paper gap | our gap | noise | '
+        'verdict |',
+        '|---|---|---|---|---|---|---|',
     ]
     lines += [
         f'| {claim["better"]} > {claim["worse"]} | {claim["source"]} | '
-        f'{_number(claim["paper_gap"])} | {_number(claim["ours_gap"])} '
-        f'| {_number(claim["noise"])} | {claim["verdict"]} |'
+        f'{claim["measure"]} | {_number(claim["paper_gap"])} | '
+        f'{_number(claim["ours_gap"])} | {_number(claim["noise"])} | '
+        f'{claim["verdict"]} |'
         for claim in checked
     ]
   return '\n'.join(lines) + '\n'

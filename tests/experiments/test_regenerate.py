@@ -1393,6 +1393,62 @@ def test_stated_claims_need_no_paper_average():
   assert claim['ours_gap'] == pytest.approx(1.75)
 
 
+def _seed_result(score, held_out):
+  return dict(
+      glue={'sst2': dict(score=score)},
+      held_out={'2': dict(masked_lm_accuracy=0.1), '4': held_out},
+  )
+
+
+def test_claims_are_checked_on_each_held_out_metric_over_seeds():
+  target = registry.get('002.mlm')
+  results = {
+      name: dict(
+          train_steps=4,
+          glue={'sst2': dict(score=0.5)},
+          held_out={'4': dict(masked_lm_accuracy=mean)},
+          seeds=[
+              _seed_result(
+                  score, dict(masked_lm_accuracy=accuracy, lm_example_loss=3.0)
+              )
+              for score, accuracy in seeds
+          ],
+      )
+      for name, mean, seeds in (
+          ('bert_small', 0.31, ((0.70, 0.30), (0.72, 0.31), (0.71, 0.32))),
+          ('convbert_small', 0.35, ((0.70, 0.34), (0.71, 0.35), (0.72, 0.36))),
+      )
+  }
+  entries = report.rows(target, results)
+  # Each seed's value at its last step, not its first.
+  assert entries[0]['held_out_seeds']['masked_lm_accuracy'] == [
+      0.30,
+      0.31,
+      0.32,
+  ]
+  by_measure = {
+      claim['measure']: claim for claim in report.claims(target, entries)
+  }
+  # The loss ranks nothing: it is not checked.
+  assert set(by_measure) == {
+      'GLUE average',
+      'held-out masked_lm_accuracy',
+  }
+  accuracy = by_measure['held-out masked_lm_accuracy']
+  assert accuracy['better'].startswith('ConvBERT')
+  # Gap 0.35 - 0.31; each side's variance 1e-4 over 3 seeds.
+  assert accuracy['ours_gap'] == pytest.approx(0.04)
+  assert accuracy['noise'] == pytest.approx(2.0 * (2e-4 / 3) ** 0.5)
+  assert accuracy['verdict'] == 'reproduced'
+  assert accuracy['paper_gap'] is None
+  assert by_measure['GLUE average']['verdict'] == 'within noise'
+  text = report.markdown(target, entries, 'h')
+  # The held-out table gives each mean with its seeds' std.
+  assert '| ConvBERT backbone, masked LM (001 BERT_small recipe) | ' in text
+  assert '0.350 (0.010)' in text
+  assert '| held-out masked_lm_accuracy | - | 0.040 |' in text
+
+
 def test_gin_fingerprint_is_of_the_bindings_not_the_text(tmp_path):
   """Reformatting a gin file's comments keeps the run store's keys.
 
