@@ -122,6 +122,11 @@ class Target:
       the paper states besides its table's averages (a figure's, or one
       against a baseline the table does not print), checked over seeds
       like the averages' order (`report.claims`).
+    held_out_claims: held-out pretraining metrics (`held_out.read_curve`
+      names, each better when higher) that the orders are checked on too,
+      where the compared rows' metrics measure the same thing (a masked
+      LM's accuracy against another masked LM's, not against an ELECTRA
+      generator's).
   """
 
   key: str
@@ -142,6 +147,7 @@ class Target:
   small_scale_note: Optional[str] = None
   scale_runs: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
   claims: Tuple[Tuple[str, str, str], ...] = ()
+  held_out_claims: Tuple[str, ...] = ()
   squad: Tuple[str, ...] = ()
   parameters_column: Optional[str] = None
 
@@ -428,6 +434,7 @@ _TARGETS = (
                 'self-attention, all else equal',
             ),
         ),
+        held_out_claims=('masked_lm_accuracy',),
     ),
     Target(
         '003.1',

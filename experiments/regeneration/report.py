@@ -27,14 +27,6 @@ _HELD_OUT_METRICS = (
     'discriminator_auc',
     'mws_accuracy',
 )
-# Those of them a claim is checked on, over pretraining seeds: higher is
-# better for each (a loss depends on the objective's vocabulary and masking,
-# so it does not rank models).
-_HELD_OUT_CLAIM_METRICS = (
-    'masked_lm_accuracy',
-    'discriminator_auc',
-    'mws_accuracy',
-)
 GLUE_AVERAGE = 'GLUE average'
 
 
@@ -199,13 +191,15 @@ def _held_out_seeds(result: Dict) -> Optional[Dict[str, List[float]]]:
   }
 
 
-def _measures(entry: Dict) -> Dict[str, List[float]]:
+def _measures(
+    entry: Dict, held_out_metrics: Tuple[str, ...]
+) -> Dict[str, List[float]]:
   """{measure: per-seed values} of a row that a claim can be checked on."""
   measures = {}
   if entry.get('seed_averages'):
     measures[GLUE_AVERAGE] = entry['seed_averages']
   held = entry.get('held_out_seeds') or {}
-  for name in _HELD_OUT_CLAIM_METRICS:
+  for name in held_out_metrics:
     if name in held:
       measures[f'held-out {name}'] = held[name]
   return measures
@@ -217,9 +211,9 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
   The pairs are every two rows the paper's table ranks by its average
   (`order`) and the target's stated `claims`. Each is checked on every
   measure both rows have over several seeds: the mean GLUE score of each
-  seed and, where pretraining evaluated held-out text, each held-out
-  metric that is better when higher (`_HELD_OUT_CLAIM_METRICS`). For
-  each, the difference of the per-seed values' means is compared with
+  seed and, where pretraining evaluated held-out text, the held-out
+  metrics the target names (`Target.held_out_claims`). For each, the
+  difference of the per-seed values' means is compared with
   twice its standard error, sqrt(s_a^2 / n_a + s_b^2 / n_b).
 
   Returns:
@@ -266,8 +260,8 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
         and worse['average']['paper'] is not None
     ):
       paper_gap = better['average']['paper'] - worse['average']['paper']
-    worse_measures = _measures(worse)
-    for measure, a in _measures(better).items():
+    worse_measures = _measures(worse, target.held_out_claims)
+    for measure, a in _measures(better, target.held_out_claims).items():
       b = worse_measures.get(measure)
       if not b or len(a) < 2 or len(b) < 2:
         continue

@@ -1429,11 +1429,15 @@ def test_claims_are_checked_on_each_held_out_metric_over_seeds():
   by_measure = {
       claim['measure']: claim for claim in report.claims(target, entries)
   }
-  # The loss ranks nothing: it is not checked.
+  # Only the metrics the target names: the loss is not one.
   assert set(by_measure) == {
       'GLUE average',
       'held-out masked_lm_accuracy',
   }
+  unnamed = dataclasses.replace(target, held_out_claims=())
+  assert [claim['measure'] for claim in report.claims(unnamed, entries)] == [
+      'GLUE average'
+  ]
   accuracy = by_measure['held-out masked_lm_accuracy']
   assert accuracy['better'].startswith('ConvBERT')
   # Gap 0.35 - 0.31; each side's variance 1e-4 over 3 seeds.
