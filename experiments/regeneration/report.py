@@ -60,7 +60,7 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
 
   Returns:
     Entries {run, row, train_steps, cells, average, parameters, curve,
-    held_out, held_out_seeds, seed_averages}:
+    held_out, held_out_curve, held_out_seeds, seed_averages}:
     `parameters` ours beside the paper's count where the target has a
     parameters column and the result carries one (else None); `cells` one per
     GLUE task run ({column, task, ours, paper, difference, seeds, std});
@@ -144,6 +144,7 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
             parameters=parameters,
             curve=_curve(results[run.name]),
             held_out=_final(results[run.name].get('held_out')),
+            held_out_curve=results[run.name].get('held_out'),
             held_out_seeds=_held_out_seeds(results[run.name]),
             seed_averages=_seed_averages(results[run.name], scale),
         )
@@ -333,6 +334,46 @@ def metric_table(
   return lines
 
 
+def held_out_curve_table(entries: List[Dict], name: str) -> List[str]:
+  """Markdown lines: held-out `name` at each row's checkpoints.
+
+  A row's k-th checkpoint is at k / n of its steps, so where rows train
+  at equal FLOPs (a reference's budget) the k-th checkpoints of all rows
+  are at equal training FLOPs too, and one column holds them.
+  """
+  curves = {
+      entry['row']: sorted(
+          (int(step), metrics[name])
+          for step, metrics in entry['held_out_curve'].items()
+          if name in metrics
+      )
+      for entry in entries
+      if entry.get('held_out_curve')
+  }
+  curves = {row: curve for row, curve in curves.items() if curve}
+  if not curves:
+    return []
+  points = max(len(curve) for curve in curves.values())
+  lines = [
+      '',
+      f'Held-out {name} at each checkpoint (mean over pretraining seeds; '
+      'the k-th checkpoints of runs at equal FLOPs are at equal FLOPs; '
+      'step in brackets):',
+      '',
+      '| row | '
+      + ' | '.join(f'{k}/{points}' for k in range(1, points + 1))
+      + ' |',
+      '|---|' + '---|' * points,
+  ]
+  lines += [
+      f'| {row} | '
+      + ' | '.join(f'{_number(value)} ({step:,})' for step, value in curve)
+      + ' |' * (1 + points - len(curve))
+      for row, curve in curves.items()
+  ]
+  return lines
+
+
 def order(entries: List[Dict]) -> Dict[str, List[str]]:
   """Rows with both an ours and a paper average, best first by each.
 
@@ -436,6 +477,8 @@ def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
         names,
         {entry['row']: entry.get('held_out_seeds') or {} for entry in held},
     )
+    for name in target.held_out_claims:
+      lines += held_out_curve_table(held, name)
   ranking = order(entries)
   if len(ranking['paper']) > 1:
     lines += [

@@ -1406,7 +1406,10 @@ def test_claims_are_checked_on_each_held_out_metric_over_seeds():
       name: dict(
           train_steps=4,
           glue={'sst2': dict(score=0.5)},
-          held_out={'4': dict(masked_lm_accuracy=mean)},
+          held_out={
+              '2': dict(masked_lm_accuracy=0.1),
+              '4': dict(masked_lm_accuracy=mean),
+          },
           seeds=[
               _seed_result(
                   score, dict(masked_lm_accuracy=accuracy, lm_example_loss=3.0)
@@ -1451,6 +1454,9 @@ def test_claims_are_checked_on_each_held_out_metric_over_seeds():
   assert '| ConvBERT backbone, masked LM (001 BERT_small recipe) | ' in text
   assert '0.350 (0.010)' in text
   assert '| held-out masked_lm_accuracy | - | 0.040 |' in text
+  # The curve of the named metric, checkpoint by checkpoint.
+  assert '| row | 1/2 | 2/2 |' in text
+  assert '| 0.100 (2) | 0.350 (4) |' in text
 
 
 def test_gin_fingerprint_is_of_the_bindings_not_the_text(tmp_path):
