@@ -123,7 +123,8 @@ class Target:
       against a baseline the table does not print), checked over seeds
       like the averages' order (`report.claims`).
     held_out_claims: held-out pretraining metrics (`held_out.read_curve`
-      names, each better when higher) that the orders are checked on too,
+      names, each better when higher: `report.HIGHER_IS_BETTER`) that the
+      orders are checked on too,
       where the compared rows' metrics measure the same thing (a masked
       LM's accuracy against another masked LM's, not against an ELECTRA
       generator's).
@@ -405,9 +406,10 @@ _TARGETS = (
         None,
         'pretrain_glue',
         "002's mixed attention against BERT's self-attention under 001's "
-        'masked-LM recipe at equal training FLOPs: held-out masked-LM '
-        'accuracy and GLUE dev (ours: 002 trains ELECTRA, whose '
-        'discriminator does not learn at the cpu scale)',
+        'masked-LM recipe: held-out masked-LM accuracy and GLUE dev, at '
+        "equal training FLOPs below paper scale (at paper scale 001's "
+        '163k steps each); ours: 002 trains ELECTRA, whose discriminator '
+        'does not learn at the cpu scale',
         runner='grid',
         runs=(
             Run(

@@ -27,7 +27,10 @@ _HELD_OUT_METRICS = (
     'discriminator_auc',
     'mws_accuracy',
 )
-GLUE_AVERAGE = 'GLUE average'
+# Held-out metrics that are better when higher: those a target's claims
+# can be checked on (`registry.Target.held_out_claims`).
+HIGHER_IS_BETTER = ('masked_lm_accuracy', 'discriminator_auc', 'mws_accuracy')
+_GLUE_MEAN = 'GLUE mean over the tasks run'
 
 
 def score_scale(unit: Optional[str]) -> float:
@@ -176,20 +179,23 @@ def _seed_averages(result: Dict, scale: float) -> Optional[List[float]]:
 
 
 def _held_out_seeds(result: Dict) -> Optional[Dict[str, List[float]]]:
-  """{metric: each pretraining seed's held-out value at its last step}.
+  """{metric: each pretraining seed's held-out value at the last step}.
 
-  None for a run of one seed or without held-out evaluation; a metric is
-  listed only when every seed has it.
+  The last step of the seeds' mean curve (`result['held_out']`, over the
+  steps all seeds have), so that a seed's value and the row's mean are
+  read at the same step. None for a run of one seed or without held-out
+  evaluation; a metric is listed only when every seed has it.
   """
   seeds = result.get('seeds')
-  if not seeds or not all(seed.get('held_out') for seed in seeds):
+  if not seeds or not result.get('held_out'):
     return None
-  finals = [_final(seed['held_out']) for seed in seeds]
+  last = str(max(int(step) for step in result['held_out']))
+  finals = [seed.get('held_out', {}).get(last, {}) for seed in seeds]
   return {
       name: [final[name] for final in finals]
-      for name in finals[0]
+      for name in result['held_out'][last]
       if all(name in final for final in finals)
-  }
+  } or None
 
 
 def _measures(
@@ -198,7 +204,7 @@ def _measures(
   """{measure: per-seed values} of a row that a claim can be checked on."""
   measures = {}
   if entry.get('seed_averages'):
-    measures[GLUE_AVERAGE] = entry['seed_averages']
+    measures[_GLUE_MEAN] = entry['seed_averages']
   held = entry.get('held_out_seeds') or {}
   for name in held_out_metrics:
     if name in held:
@@ -225,7 +231,17 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
     prints no averages for both); `verdict` 'reproduced' (ours ahead by
     more than the noise), 'reversed' (behind by more than it) or 'within
     noise'.
+
+  Raises:
+    ValueError: when the target names a held-out metric that is not
+      better when higher.
   """
+  unranked = set(target.held_out_claims) - set(HIGHER_IS_BETTER)
+  if unranked:
+    raise ValueError(
+        f'{target.key}: held_out_claims {sorted(unranked)} are not better '
+        f'when higher; claims can be checked on {", ".join(HIGHER_IS_BETTER)}.'
+    )
   by_run = {entry['run']: entry for entry in entries}
   ranked = sorted(
       (
@@ -276,7 +292,7 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
               worse=worse['row'],
               source=source,
               measure=measure,
-              paper_gap=paper_gap if measure == GLUE_AVERAGE else None,
+              paper_gap=paper_gap if measure == _GLUE_MEAN else None,
               ours_gap=gap,
               noise=noise,
               verdict=(
@@ -335,43 +351,32 @@ def metric_table(
 
 
 def held_out_curve_table(entries: List[Dict], name: str) -> List[str]:
-  """Markdown lines: held-out `name` at each row's checkpoints.
+  """Markdown lines: held-out `name` at every evaluated step of each row.
 
-  A row's k-th checkpoint is at k / n of its steps, so where rows train
-  at equal FLOPs (a reference's budget) the k-th checkpoints of all rows
-  are at equal training FLOPs too, and one column holds them.
+  Each step is also given as its share of the row's training steps: where
+  rows train at equal FLOPs (a reference's budget), equal shares are equal
+  training FLOPs.
   """
-  curves = {
-      entry['row']: sorted(
+  lines = [
+      '',
+      f'Held-out {name} during pretraining (mean over pretraining seeds; '
+      "share: of the run's steps, so of its training FLOPs):",
+      '',
+      '| row | step | share | value |',
+      '|---|---|---|---|',
+  ]
+  points = [
+      f'| {entry["row"]} | {step:,} | '
+      f'{step / entry["train_steps"]:.3f} | {_number(value)} |'
+      for entry in entries
+      if entry.get('held_out_curve')
+      for step, value in sorted(
           (int(step), metrics[name])
           for step, metrics in entry['held_out_curve'].items()
           if name in metrics
       )
-      for entry in entries
-      if entry.get('held_out_curve')
-  }
-  curves = {row: curve for row, curve in curves.items() if curve}
-  if not curves:
-    return []
-  points = max(len(curve) for curve in curves.values())
-  lines = [
-      '',
-      f'Held-out {name} at each checkpoint (mean over pretraining seeds; '
-      'the k-th checkpoints of runs at equal FLOPs are at equal FLOPs; '
-      'step in brackets):',
-      '',
-      '| row | '
-      + ' | '.join(f'{k}/{points}' for k in range(1, points + 1))
-      + ' |',
-      '|---|' + '---|' * points,
   ]
-  lines += [
-      f'| {row} | '
-      + ' | '.join(f'{_number(value)} ({step:,})' for step, value in curve)
-      + ' |' * (1 + points - len(curve))
-      for row, curve in curves.items()
-  ]
-  return lines
+  return lines + points if points else []
 
 
 def order(entries: List[Dict]) -> Dict[str, List[str]]:

@@ -1393,10 +1393,11 @@ def test_stated_claims_need_no_paper_average():
   assert claim['ours_gap'] == pytest.approx(1.75)
 
 
-def _seed_result(score, held_out):
+def _seed_result(score, last):
+  # Steps out of order, and not in string order: the last is 1000.
   return dict(
       glue={'sst2': dict(score=score)},
-      held_out={'2': dict(masked_lm_accuracy=0.1), '4': held_out},
+      held_out={'1000': last, '500': dict(masked_lm_accuracy=0.1)},
   )
 
 
@@ -1404,59 +1405,119 @@ def test_claims_are_checked_on_each_held_out_metric_over_seeds():
   target = registry.get('002.mlm')
   results = {
       name: dict(
-          train_steps=4,
+          train_steps=1000,
           glue={'sst2': dict(score=0.5)},
           held_out={
-              '2': dict(masked_lm_accuracy=0.1),
-              '4': dict(masked_lm_accuracy=mean),
+              '1000': dict(
+                  masked_lm_accuracy=mean,
+                  lm_example_loss=3.0,
+                  discriminator_auc=0.6,
+              ),
+              '500': dict(masked_lm_accuracy=0.1),
           },
           seeds=[
               _seed_result(
-                  score, dict(masked_lm_accuracy=accuracy, lm_example_loss=3.0)
+                  score,
+                  dict(
+                      masked_lm_accuracy=accuracy,
+                      lm_example_loss=3.0,
+                      # Only the first seed has it: no claim is made on it.
+                      **(dict(discriminator_auc=0.6) if i == 0 else {}),
+                  ),
               )
-              for score, accuracy in seeds
+              for i, (score, accuracy) in enumerate(seeds)
           ],
       )
       for name, mean, seeds in (
           ('bert_small', 0.31, ((0.70, 0.30), (0.72, 0.31), (0.71, 0.32))),
-          ('convbert_small', 0.35, ((0.70, 0.34), (0.71, 0.35), (0.72, 0.36))),
+          ('convbert_small', 0.35, ((0.70, 0.33), (0.71, 0.35), (0.72, 0.37))),
       )
   }
   entries = report.rows(target, results)
-  # Each seed's value at its last step, not its first.
-  assert entries[0]['held_out_seeds']['masked_lm_accuracy'] == [
-      0.30,
-      0.31,
-      0.32,
-  ]
+  # Each seed's value at the last step, not at the first or the
+  # last in string order.
+  # (discriminator_auc: not every seed has it).
+  assert entries[0]['held_out_seeds'] == dict(
+      masked_lm_accuracy=[0.30, 0.31, 0.32], lm_example_loss=[3.0, 3.0, 3.0]
+  )
+  every_metric = dataclasses.replace(
+      target, held_out_claims=report.HIGHER_IS_BETTER
+  )
   by_measure = {
-      claim['measure']: claim for claim in report.claims(target, entries)
+      claim['measure']: claim for claim in report.claims(every_metric, entries)
   }
-  # Only the metrics the target names: the loss is not one.
   assert set(by_measure) == {
-      'GLUE average',
+      'GLUE mean over the tasks run',
       'held-out masked_lm_accuracy',
   }
   unnamed = dataclasses.replace(target, held_out_claims=())
   assert [claim['measure'] for claim in report.claims(unnamed, entries)] == [
-      'GLUE average'
+      'GLUE mean over the tasks run'
   ]
   accuracy = by_measure['held-out masked_lm_accuracy']
   assert accuracy['better'].startswith('ConvBERT')
-  # Gap 0.35 - 0.31; each side's variance 1e-4 over 3 seeds.
+  # Gap 0.35 - 0.31; variances 1e-4 and 4e-4, each over 3 seeds.
   assert accuracy['ours_gap'] == pytest.approx(0.04)
-  assert accuracy['noise'] == pytest.approx(2.0 * (2e-4 / 3) ** 0.5)
+  assert accuracy['noise'] == pytest.approx(2.0 * (5e-4 / 3) ** 0.5)
   assert accuracy['verdict'] == 'reproduced'
-  assert accuracy['paper_gap'] is None
-  assert by_measure['GLUE average']['verdict'] == 'within noise'
+  assert by_measure['GLUE mean over the tasks run']['verdict'] == (
+      'within noise'
+  )
   text = report.markdown(target, entries, 'h')
-  # The held-out table gives each mean with its seeds' std.
-  assert '| ConvBERT backbone, masked LM (001 BERT_small recipe) | ' in text
-  assert '0.350 (0.010)' in text
+  # The held-out table gives each mean with its own seeds' std.
+  assert (
+      '| ConvBERT backbone, masked LM (001 BERT_small recipe) | 0.600 | '
+      '3.000 (0.000) | 0.350 (0.020) |'
+  ) in text
+  assert (
+      '| BERT backbone, masked LM (001 BERT_small) | 0.600 | 3.000 (0.000) | '
+      '0.310 (0.010) |' in text
+  )
   assert '| held-out masked_lm_accuracy | - | 0.040 |' in text
-  # The curve of the named metric, checkpoint by checkpoint.
-  assert '| row | 1/2 | 2/2 |' in text
-  assert '| 0.100 (2) | 0.350 (4) |' in text
+  # The curve of the named metric, step by step in order.
+  assert (
+      '| BERT backbone, masked LM (001 BERT_small) | 500 | 0.500 | 0.100 |\n'
+      '| BERT backbone, masked LM (001 BERT_small) | 1,000 | 1.000 | 0.310 |'
+  ) in text
+
+
+def test_held_out_claims_carry_no_paper_gap():
+  target = dataclasses.replace(
+      registry.get('004.1'), held_out_claims=('masked_lm_accuracy',)
+  )
+  entries = [
+      dict(
+          _entry('electra_small', 'ELECTRA-small', 80.0, [70.0, 72.0]),
+          held_out_seeds=dict(masked_lm_accuracy=[0.20, 0.22]),
+      ),
+      dict(
+          _entry('script_small', 'SCRIPT-small', 81.0, [73.0, 75.0]),
+          held_out_seeds=dict(masked_lm_accuracy=[0.30, 0.31]),
+      ),
+  ]
+  glue, held = report.claims(target, entries)
+  assert (glue['measure'], glue['paper_gap']) == (
+      'GLUE mean over the tasks run',
+      pytest.approx(1.0),
+  )
+  assert (held['measure'], held['paper_gap']) == (
+      'held-out masked_lm_accuracy',
+      None,
+  )
+  assert held['ours_gap'] == pytest.approx(0.095)
+
+
+@pytest.mark.parametrize('key', sorted(registry.TARGETS))
+def test_held_out_claims_are_metrics_that_rank(key):
+  assert set(registry.get(key).held_out_claims) <= set(report.HIGHER_IS_BETTER)
+
+
+def test_a_loss_is_refused_as_a_held_out_claim():
+  target = dataclasses.replace(
+      registry.get('002.mlm'), held_out_claims=('lm_example_loss',)
+  )
+  with pytest.raises(ValueError, match='lm_example_loss'):
+    report.claims(target, [])
 
 
 def test_gin_fingerprint_is_of_the_bindings_not_the_text(tmp_path):
