@@ -498,7 +498,7 @@ def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
     lines += [
         '',
         "The paper's claims, ours over pretraining seeds (gap of the "
-        "seeds' means of the measure: the GLUE average is each seed's "
+        "seeds' means of the measure: the GLUE mean is each seed's "
         'mean score over the tasks run; noise: twice its standard error):',
         '',
         '| paper says | where | measure | paper gap | our gap | noise | '

@@ -447,7 +447,8 @@ def _grid_header(target: registry.Target, settings: runner.GridSettings) -> str:
           if target.reference
           else ''
       )
-      + f'; tasks {settings.tasks}; {settings.num_runs} seeds per task, '
+      + f'; tasks {settings.tasks}; {settings.num_runs} '
+      f'seed{"s" if settings.num_runs != 1 else ""} per task, '
       f'{_aggregation(target.finetune_paper)} over them (gin/finetune/'
       f'{target.finetune_paper}/protocol.gin)'
       + (
