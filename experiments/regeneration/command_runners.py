@@ -62,8 +62,7 @@ def write_command_table(
   """
   lines = f'{header}\n\n' if header else ''
   text = f'## {target.key}: {target.description}\n\n{lines}{body}\n'
-  with tf.io.gfile.GFile(os.path.join(out, f'{target.key}.md'), 'w') as f:
-    f.write(text)
+  json_files.write_text(os.path.join(out, f'{target.key}.md'), text)
   json_files.write_json(
       os.path.join(out, f'{target.key}.json'),
       dict(

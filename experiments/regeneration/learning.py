@@ -407,8 +407,7 @@ def write(content: Dict, out: str) -> str:
   tf.io.gfile.makedirs(out)
   text = markdown(content)
   name = f'learning_{content["scale"]}'
-  with tf.io.gfile.GFile(os.path.join(out, f'{name}.md'), 'w') as f:
-    f.write(text)
+  json_files.write_text(os.path.join(out, f'{name}.md'), text)
   json_files.write_json(os.path.join(out, f'{name}.json'), content)
   _plot_runs(content, out)
   return text

@@ -21,15 +21,10 @@ from experiments.regeneration import registry
 from official_repro.common import json_files
 
 # Held-out pretraining metrics a table prints (`held_out.read_curve` names).
-_HELD_OUT_METRICS = (
-    'masked_lm_accuracy',
-    'lm_example_loss',
-    'discriminator_auc',
-    'mws_accuracy',
-)
-# Held-out metrics that are better when higher: those a target's claims
-# can be checked on (`registry.Target.held_out_claims`).
+# Those better when higher are the ones a target's claims can be checked on
+# (`registry.Target.held_out_claims`).
 HIGHER_IS_BETTER = ('masked_lm_accuracy', 'discriminator_auc', 'mws_accuracy')
+_HELD_OUT_METRICS = (*HIGHER_IS_BETTER, 'lm_example_loss')
 _GLUE_MEAN = 'GLUE mean over the tasks run'
 
 
@@ -536,8 +531,7 @@ def write(
   """
   name = name or target.key
   text = markdown(target, entries, header)
-  with tf.io.gfile.GFile(os.path.join(out, f'{name}.md'), 'w') as f:
-    f.write(text)
+  json_files.write_text(os.path.join(out, f'{name}.md'), text)
   json_files.write_json(
       os.path.join(out, f'{name}.json'),
       dict(

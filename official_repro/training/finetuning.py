@@ -474,8 +474,9 @@ def run(
   )
   tf.io.gfile.makedirs(model_dir)
   json_files.write_json(os.path.join(model_dir, RESULTS_FILENAME), results)
-  with tf.io.gfile.GFile(os.path.join(model_dir, TABLE_FILENAME), 'w') as f:
-    f.write(results_table(results))
+  json_files.write_text(
+      os.path.join(model_dir, TABLE_FILENAME), results_table(results)
+  )
   return results
 
 
