@@ -1,0 +1,475 @@
+r"""Where a discriminator leaves the call-everything-original phase.
+
+Early in ELECTRA-style pretraining the replaced-token detector calls almost
+every token original: its recall is near 0 and its accuracy is the share of
+tokens left unreplaced. google-research/electra's own code is in that phase
+at step 5,000 of its runs; released models have left it. This command
+continues one cpu-scale run of an objective (its paper gin files, then the
+scale's includes, as `experiments.regenerate --scale=cpu` trains it) on a
+long schedule, evaluating the held-out books every `--eval_every` steps,
+until the held-out discriminator recall exceeds `--recall_target` and its
+AUC reaches `--auc_target`, or the schedule ends. The run resumes from its
+checkpoints: rerun the same command to continue it.
+
+It writes `<output_dir>/discriminator_horizon_<run>.md`, `.json` and `.png`:
+the held-out curve (discriminator AUC, recall, accuracy and loss, the
+masked LM's accuracy), the step where the targets were met, if any, and the
+public points of the reference code beside it (`PUBLIC_POINTS`; at other
+sizes and batches, so they locate the phase, not a value to match).
+
+Example (the cpu scale's records are those `experiments.regenerate
+--scale=cpu` builds; `create_pretraining_data --vocab_size=4096
+--max_seq_length=64 --eval_fraction=0.1` makes the same):
+  python -m experiments.discriminator_horizon --run=electra \
+    --records=/data/records_cpu --model_dir=/tmp/horizon/electra \
+    --output_dir=experiments/reports
+"""
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from absl import flags
+import tensorflow as tf
+
+from experiments import provenance
+from experiments.regeneration import held_out
+from experiments.regeneration import registry
+from experiments.regeneration import runner
+from official_repro.common import cli
+from official_repro.common import json_files
+from official_repro.training import gin_utils
+
+FLAGS = flags.FLAGS
+
+
+@dataclasses.dataclass(frozen=True)
+class HorizonRun:
+  """One objective's long cpu-scale run.
+
+  Attributes:
+    name: the run's key (`--run`).
+    description: what it trains, for the report.
+    run: its paper gin files, as a regeneration run.
+    generator_metric: the held-out masked-LM accuracy's metric name.
+  """
+
+  name: str
+  description: str
+  run: registry.Run
+  generator_metric: str = 'masked_lm_accuracy'
+
+
+RUNS: Dict[str, HorizonRun] = {
+    h.name: h
+    for h in (
+        HorizonRun(
+            'electra',
+            "001's ELECTRA_small recipe (LAMB, temperature 0.8, a 64-wide "
+            'generator)',
+            registry.Run(
+                'electra_small',
+                'ELECTRA_small',
+                ('gin/papers/001_ale/electra_small.gin',),
+            ),
+        ),
+        HorizonRun(
+            'script',
+            "004's SCRIPT-small recipe (AdamW; one network is generator and "
+            'critic)',
+            registry.Run(
+                'script_small',
+                'SCRIPT-small',
+                ('gin/papers/004_script/small.gin',),
+            ),
+        ),
+    )
+}
+
+# Held-out metrics drawn, with their labels.
+CURVE_METRICS: Tuple[Tuple[str, str], ...] = (
+    ('discriminator_auc', 'discriminator AUC'),
+    ('discriminator_recall', 'discriminator recall'),
+    ('discriminator_accuracy', 'discriminator accuracy'),
+    ('masked_lm_accuracy', 'masked-LM accuracy'),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicPoint:
+  """A published discriminator measurement of the reference code.
+
+  Attributes:
+    source: where it was published.
+    model: what was trained, at what size and how long.
+    step: its training step.
+    auc: disc_auc.
+    recall: disc_recall.
+    accuracy: disc_accuracy, if published.
+    masked_lm_accuracy: the generator's masked_lm_accuracy, if published.
+  """
+
+  source: str
+  model: str
+  step: int
+  auc: float
+  recall: float
+  accuracy: Optional[float] = None
+  masked_lm_accuracy: Optional[float] = None
+
+
+PUBLIC_POINTS: Tuple[PublicPoint, ...] = (
+    PublicPoint(
+        'google-research/electra issue #81',
+        'ELECTRA (reference code), early in a run',
+        5000,
+        auc=0.68,
+        recall=0.048,
+        accuracy=0.867,
+        masked_lm_accuracy=0.032,
+    ),
+    PublicPoint(
+        'a released ConvBERT-small trained with that code',
+        'ConvBERT-small, 1M steps',
+        1000000,
+        auc=0.94,
+        recall=0.49,
+        masked_lm_accuracy=0.54,
+    ),
+    PublicPoint(
+        'a released ConvBERT-base trained with that code',
+        'ConvBERT-base, 1M steps',
+        1000000,
+        auc=0.88,
+        recall=0.27,
+        masked_lm_accuracy=0.62,
+    ),
+)
+
+
+def define_flags() -> None:
+  """Defines the command's flags."""
+  flags.DEFINE_enum('run', None, list(RUNS), 'The objective to continue.')
+  flags.DEFINE_string('records', None, "The cpu scale's record directory.")
+  flags.DEFINE_string('model_dir', None, 'The run (resumed when present).')
+  flags.DEFINE_string(
+      'output_dir', None, 'Where the report goes (default: --model_dir).'
+  )
+  flags.DEFINE_integer('max_steps', 30000, 'The schedule, in steps.')
+  flags.DEFINE_integer(
+      'eval_every', 1000, 'Steps between checkpoints and evaluations.'
+  )
+  flags.DEFINE_integer('held_out_steps', 20, 'Held-out batches per evaluation.')
+  flags.DEFINE_float('recall_target', 0.2, 'Stop once recall exceeds this...')
+  flags.DEFINE_float('auc_target', 0.8, '...and the AUC reaches this.')
+  flags.DEFINE_enum(
+      'mixed_precision',
+      'float32',
+      ['float32', 'bfloat16'],
+      'Compute precision of the run.',
+  )
+  flags.DEFINE_integer(
+      'poll_seconds', 30, 'Seconds between reads of the evaluations.'
+  )
+  flags.DEFINE_boolean(
+      'report_only', False, 'Write the report from the run as it stands.'
+  )
+  flags.mark_flags_as_required(['run', 'model_dir'])
+
+
+def gin_files(horizon: HorizonRun) -> Tuple[str, ...]:
+  """The run's paper gin files, then the cpu scale's includes."""
+  return tuple(horizon.run.gin_files) + runner.scale_gin_files(
+      horizon.run, 'cpu'
+  )
+
+
+def bindings(max_steps: int, eval_every: int, held_out_steps: int) -> List[str]:
+  """The schedule of the long run: warmup over a tenth, as regenerate's."""
+  return [
+      f'experiment.train_steps = {max_steps}',
+      f'optimization.warmup_steps = {max_steps // 10}',
+      f'experiment.checkpoint_interval = {eval_every}',
+      f'experiment.steps_per_loop = {eval_every}',
+      f'experiment.validation_interval = {eval_every}',
+      f'experiment.validation_steps = {held_out_steps}',
+      'experiment.max_to_keep = 5',
+  ]
+
+
+def train_command(
+    horizon: HorizonRun,
+    records: str,
+    model_dir: str,
+    max_steps: int,
+    eval_every: int,
+    held_out_steps: int,
+    mixed_precision: str,
+) -> List[str]:
+  """The `official_repro.train` command that trains (or resumes) the run."""
+  return [
+      sys.executable,
+      '-m',
+      'official_repro.train',
+      *(f'--gin_file={path}' for path in gin_files(horizon)),
+      f"--gin_param=pretrain_data.input_path='{records}'",
+      *(
+          f'--gin_param={b}'
+          for b in bindings(max_steps, eval_every, held_out_steps)
+      ),
+      f'--model_dir={model_dir}',
+      '--mode=train_and_eval',
+      '--strategy=cpu',
+      f'--mixed_precision={mixed_precision}',
+  ]
+
+
+def first_step_meeting(
+    curve: Dict[int, Dict[str, float]], recall_target: float, auc_target: float
+) -> Optional[int]:
+  """The first evaluated step with recall > target and AUC >= target."""
+  for step, metrics in sorted(curve.items()):
+    if (
+        metrics.get('discriminator_recall', 0.0) > recall_target
+        and metrics.get('discriminator_auc', 0.0) >= auc_target
+    ):
+      return step
+  return None
+
+
+def train_until_targets(
+    command: Sequence[str],
+    model_dir: str,
+    max_steps: int,
+    recall_target: float,
+    auc_target: float,
+    poll_seconds: float,
+) -> Dict[int, Dict[str, float]]:
+  """Runs `command` until the targets are met or the schedule ends.
+
+  Each new evaluation is printed as it appears; once one meets the
+  targets the job gets SIGTERM, saves a checkpoint at the end of its loop
+  and exits. Interrupting this process stops the job the same way.
+
+  Returns:
+    The held-out curve.
+  """
+  curve = held_out.read_curve(model_dir)
+  if first_step_meeting(curve, recall_target, auc_target) is not None or (
+      curve and max(curve) >= max_steps
+  ):
+    return curve
+  tf.io.gfile.makedirs(model_dir)
+  log_path = os.path.join(model_dir, 'horizon.log')
+  print('  $ ' + ' '.join(command), flush=True)
+  with open(log_path, 'a') as log:
+    process = subprocess.Popen(
+        list(command),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=gin_utils.REPO_ROOT,
+    )
+    try:
+      seen = set(curve)
+      while process.poll() is None:
+        time.sleep(poll_seconds)
+        curve = held_out.read_curve(model_dir)
+        for step in sorted(set(curve) - seen):
+          print(_curve_line(step, curve[step]), flush=True)
+        seen = set(curve)
+        if first_step_meeting(curve, recall_target, auc_target) is not None:
+          process.send_signal(signal.SIGTERM)
+          process.wait()
+          break
+    except BaseException:
+      process.send_signal(signal.SIGTERM)
+      process.wait()
+      raise
+  if process.returncode not in (0, -signal.SIGTERM, 128 + signal.SIGTERM):
+    raise RuntimeError(
+        f'training failed (exit {process.returncode}); see {log_path}.'
+    )
+  return held_out.read_curve(model_dir)
+
+
+def _curve_line(step: int, metrics: Dict[str, float]) -> str:
+  values = ', '.join(
+      f'{label} {metrics[name]:.3f}'
+      for name, label in CURVE_METRICS
+      if name in metrics
+  )
+  return f'step {step}: {values}'
+
+
+def write_report(
+    horizon: HorizonRun,
+    curve: Dict[int, Dict[str, float]],
+    command: Sequence[str],
+    output_dir: str,
+    recall_target: float,
+    auc_target: float,
+    max_steps: int,
+) -> str:
+  """Writes the markdown, JSON and PNG reports; returns the markdown path."""
+  met = first_step_meeting(curve, recall_target, auc_target)
+  stem = os.path.join(output_dir, f'discriminator_horizon_{horizon.name}')
+  png = stem + '.png'
+  plot_curve(horizon, curve, png)
+  lines = [
+      f'# Where the discriminator leaves the all-original phase: '
+      f'{horizon.name}',
+      '',
+      f'{horizon.description}, at the cpu scale (`gin/regenerate/cpu.gin`: '
+      'hidden 128, 2 layers, length 64, batch 128), on a schedule of '
+      f'{max_steps:,} steps (warmup a tenth), evaluated on '
+      'held-out books at every checkpoint.',
+      '',
+      provenance.provenance('experiments.discriminator_horizon'),
+      '',
+      '## Verdict',
+      '',
+      (
+          f'Held-out recall > {recall_target} and AUC >= {auc_target} first '
+          f'at step {met:,}.'
+          if met is not None
+          else f'Not met by step {max(curve) if curve else 0:,}: recall > '
+          f'{recall_target} and AUC >= {auc_target}.'
+      ),
+      '',
+      '## Held-out curve',
+      '',
+      '| step | ' + ' | '.join(label for _, label in CURVE_METRICS) + ' |',
+      '|---' * (len(CURVE_METRICS) + 1) + '|',
+  ]
+  for step, metrics in curve.items():
+    cells = [
+        f'{metrics[name]:.3f}' if name in metrics else '-'
+        for name, _ in CURVE_METRICS
+    ]
+    lines.append(f'| {step:,} | ' + ' | '.join(cells) + ' |')
+  lines += [
+      '',
+      '## Public points of the reference code',
+      '',
+      'At other sizes, batches and corpora: they say where the phase '
+      'ends for the reference code, not a value to match.',
+      '',
+      '| source | model | step | AUC | recall | accuracy | masked-LM '
+      'accuracy |',
+      '|---|---|---|---|---|---|---|',
+  ]
+  for point in PUBLIC_POINTS:
+    lines.append(
+        f'| {point.source} | {point.model} | {point.step:,} | '
+        f'{point.auc:.2f} | {point.recall:.3f} | '
+        f'{_optional(point.accuracy)} | '
+        f'{_optional(point.masked_lm_accuracy)} |'
+    )
+  lines += ['', f'![curve]({os.path.basename(png)})', '']
+  json_files.write_json(
+      stem + '.json',
+      dict(
+          run=horizon.name,
+          command=list(command),
+          max_steps=max_steps,
+          recall_target=recall_target,
+          auc_target=auc_target,
+          first_step_meeting_targets=met,
+          curve={str(step): metrics for step, metrics in curve.items()},
+      ),
+  )
+  json_files.write_text(stem + '.md', '\n'.join(lines))
+  return stem + '.md'
+
+
+def _optional(value: Optional[float]) -> str:
+  return '-' if value is None else f'{value:.3f}'
+
+
+def plot_curve(
+    horizon: HorizonRun, curve: Dict[int, Dict[str, float]], path: str
+) -> None:
+  """The held-out curves, with the public points as markers."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+
+  figure, axes = pyplot.subplots(1, 2, figsize=(11, 4))
+  steps = list(curve)
+  for name, label in CURVE_METRICS:
+    values = [curve[s].get(name) for s in steps]
+    if any(v is not None for v in values):
+      axes[0].plot(steps, values, marker='o', markersize=3, label=label)
+  axes[0].set_xlabel('step (cpu scale)')
+  axes[0].set_ylim(0, 1)
+  axes[0].grid(True, alpha=0.3)
+  axes[0].legend(fontsize=8)
+  axes[0].set_title(f'{horizon.name}: held-out curve')
+  for point in PUBLIC_POINTS:
+    axes[1].scatter(point.recall, point.auc, label=point.model)
+  axes[1].plot(
+      [curve[s].get('discriminator_recall', 0.0) for s in steps],
+      [curve[s].get('discriminator_auc', 0.0) for s in steps],
+      marker='.',
+      color='gray',
+      label='ours, by step',
+  )
+  axes[1].set_xlabel('discriminator recall')
+  axes[1].set_ylabel('discriminator AUC')
+  axes[1].set_xlim(0, 1)
+  axes[1].set_ylim(0.5, 1)
+  axes[1].grid(True, alpha=0.3)
+  axes[1].legend(fontsize=7)
+  axes[1].set_title('recall against AUC, beside the public points')
+  figure.tight_layout()
+  with tf.io.gfile.GFile(path, 'wb') as f:
+    figure.savefig(f, format='png', dpi=100)
+  pyplot.close(figure)
+
+
+def main(argv: Sequence[str]) -> None:
+  """Runs the command with the parsed flags (the absl entry point)."""
+  cli.refuse_positional(argv)
+  horizon = RUNS[FLAGS.run]
+  if not FLAGS.report_only and not FLAGS.records:
+    raise cli.UserError("--records: give the cpu scale's record directory.")
+  command = train_command(
+      horizon,
+      FLAGS.records or '<records>',
+      FLAGS.model_dir,
+      FLAGS.max_steps,
+      FLAGS.eval_every,
+      FLAGS.held_out_steps,
+      FLAGS.mixed_precision,
+  )
+  if FLAGS.report_only:
+    curve = held_out.read_curve(FLAGS.model_dir)
+  else:
+    curve = train_until_targets(
+        command,
+        FLAGS.model_dir,
+        FLAGS.max_steps,
+        FLAGS.recall_target,
+        FLAGS.auc_target,
+        FLAGS.poll_seconds,
+    )
+  path = write_report(
+      horizon,
+      curve,
+      sys.argv,
+      FLAGS.output_dir or FLAGS.model_dir,
+      FLAGS.recall_target,
+      FLAGS.auc_target,
+      FLAGS.max_steps,
+  )
+  print(f'report: {path}')
+
+
+if __name__ == '__main__':
+  define_flags()
+  cli.run(main)

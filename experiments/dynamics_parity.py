@@ -1,0 +1,899 @@
+r"""Training dynamics of ours against Model Garden's stock tasks, by curve.
+
+For masked LM, ELECTRA and TEAMS at the cpu scale (each objective's paper
+gin file, then the scale's includes, as `experiments.regenerate
+--scale=cpu` trains it), every variant below trains on the same text, config
+and schedule, for every `--seeds` seed, and is evaluated every
+`--eval_every` steps on the same fixed batches of held-out books:
+
+  ours_static   our task, reading statically masked records (80/10/10);
+  stock_static  Model Garden's own task (`Objective.stock_task_config`:
+                `MaskedLMTask`, `ElectraPretrainTask`, `official.projects.
+                teams`' `TeamsPretrainTask`) on the same records, built by
+                its own trainer, as `experiments.benchmark_pretraining` does;
+  ours_dynamic  our task on the masking its paper's gin file selects,
+                masked afresh every batch (masked LM, ELECTRA);
+
+and, for ELECTRA, the two runs that split the masking into its parts:
+
+  ours_dynamic_801010  dynamic masking with BERT's 80/10/10 split;
+  ours_static_85015    static records with ELECTRA's 85/0/15 split.
+
+Static and dynamic masking choose the same number of positions
+(`masking.mask_batch` serves both); within the first epoch (1,018 steps of
+128 sequences here) a static record is seen once, so re-masking cannot act
+before it.
+
+The evaluation is computed here, the same for every variant, from each
+model's outputs (ours: `mlm_logits`, `rtd_logits`, `rtd_labels`,
+`mws_logits`; Model Garden's under its names, `OUTPUT_NAMES`): the
+generator's masked-LM accuracy on every masked slot and on the slots shown
+as [MASK] alone (a kept token can be copied), the discriminator's AUC,
+accuracy, recall and loss over real tokens, and TEAMS' multi-word selection
+accuracy. The held-out batches are the static records' eval split, so
+every variant is scored on the same masks.
+
+Where the stock task lacks a setting of the paper's gin file, the setting is
+made the stock one for every variant and the report says so
+(`OBJECTIVES[...].bindings`: ELECTRA samples at temperature 1.0 here, not
+001's 0.8).
+
+Runs are kept in `--runs_dir` (`<objective>-<variant>-seed<k>/curve.json`,
+written when the run ends); a rerun skips finished runs. The report,
+`<output_dir>/dynamics_parity_cpu.md` and `.json`, gives each objective's
+mean curves and, at each checkpoint and for each metric, whether ours minus
+stock (and dynamic minus static) exceeds twice its standard error;
+`dynamics_parity_cpu_<objective>.png` overlays the variants' curves.
+
+Example (records are built under --runs_dir from --corpus when missing):
+  python -m experiments.dynamics_parity \
+    --corpus=../shared/data/corpus/gutenberg --runs_dir=/tmp/parity \
+    --output_dir=experiments/reports
+"""
+
+import dataclasses
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import flags
+import gin
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from experiments import provenance
+from experiments.regeneration import registry
+from experiments.regeneration import runner
+from official.core import base_trainer
+from official.core import config_definitions as cfg
+from official.core import task_factory
+from official.core import train_utils
+from official.nlp.data import pretrain_dataloader as stock_dataloader
+from official_repro.common import cli
+from official_repro.common import json_files
+from official_repro.data import create_pretraining_data
+from official_repro.data import pretrain_dataloader
+from official_repro.data import records
+from official_repro.tasks import objectives
+from official_repro.training import experiment
+from official_repro.training import gin_utils
+from official_repro.training import trainer as trainer_lib
+
+FLAGS = flags.FLAGS
+
+# The records every run reads, under --runs_dir: (static, mask, random).
+RECORDS = {
+    'dynamic': (False, 0.8, 0.1),
+    'static': (True, 0.8, 0.1),
+    'static_85015': (True, 0.85, 0.0),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  """One way of training an objective.
+
+  Attributes:
+    name: the variant's key.
+    stock: Model Garden's task instead of ours.
+    records: the key in `RECORDS` of the records it reads.
+    bindings: gin bindings after the objective's.
+  """
+
+  name: str
+  stock: bool
+  records: str
+  bindings: Tuple[str, ...] = ()
+
+
+VARIANTS = {
+    v.name: v
+    for v in (
+        Variant(
+            'ours_static', False, 'static', ("pretrain_data.masking='static'",)
+        ),
+        Variant(
+            'stock_static',
+            True,
+            'static',
+            ("pretrain_data.masking='static'",),
+        ),
+        Variant('ours_dynamic', False, 'dynamic'),
+        Variant(
+            'ours_dynamic_801010',
+            False,
+            'dynamic',
+            (
+                'pretrain_data.mask_token_fraction=0.8',
+                'pretrain_data.random_token_fraction=0.1',
+            ),
+        ),
+        Variant(
+            'ours_static_85015',
+            False,
+            'static_85015',
+            ("pretrain_data.masking='static'",),
+        ),
+    )
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+  """An objective's runs.
+
+  Attributes:
+    name: the objective.
+    run: its paper gin files.
+    variants: the variants it trains.
+    bindings: settings made the stock task's for every variant, each with
+      the reason in the report.
+    metrics: the held-out metrics it has.
+  """
+
+  name: str
+  run: registry.Run
+  variants: Tuple[str, ...]
+  bindings: Tuple[Tuple[str, str], ...] = ()
+  metrics: Tuple[str, ...] = ('masked_lm_accuracy', 'mask_token_accuracy')
+
+
+_DISCRIMINATOR_METRICS = (
+    'discriminator_auc',
+    'discriminator_accuracy',
+    'discriminator_recall',
+    'discriminator_loss',
+)
+
+OBJECTIVES = {
+    o.name: o
+    for o in (
+        Objective(
+            'masked_lm',
+            registry.Run(
+                'bert_small',
+                'BERT_small',
+                ('gin/papers/001_ale/bert_small.gin',),
+            ),
+            ('ours_static', 'stock_static', 'ours_dynamic'),
+        ),
+        Objective(
+            'electra',
+            registry.Run(
+                'electra_small',
+                'ELECTRA_small',
+                ('gin/papers/001_ale/electra_small.gin',),
+            ),
+            (
+                'ours_static',
+                'stock_static',
+                'ours_dynamic',
+                'ours_dynamic_801010',
+                'ours_static_85015',
+            ),
+            bindings=(
+                (
+                    'electra.temperature = 1.0',
+                    "Model Garden's ElectraPretrainer samples at temperature "
+                    "1.0 only; 001's 0.8 is tested against the formula "
+                    '(tests/tasks/test_reference_losses.py)',
+                ),
+            ),
+            metrics=(
+                'masked_lm_accuracy',
+                'mask_token_accuracy',
+                *_DISCRIMINATOR_METRICS,
+            ),
+        ),
+        Objective(
+            'teams',
+            registry.Run(
+                'teams_small',
+                'TEAMS-Small',
+                ('gin/papers/003_teams/small.gin',),
+            ),
+            ('ours_static', 'stock_static'),
+            metrics=(
+                'masked_lm_accuracy',
+                'mask_token_accuracy',
+                *_DISCRIMINATOR_METRICS,
+                'mws_accuracy',
+            ),
+        ),
+    )
+}
+
+# Each variant's output names for (MLM logits, RTD logits, RTD labels, MWS
+# logits): ours, and Model Garden's models.
+OUTPUT_NAMES = {
+    'ours': ('mlm_logits', 'rtd_logits', 'rtd_labels', 'mws_logits'),
+    'stock': ('lm_outputs', 'disc_logits', 'disc_label', None),
+    'stock_masked_lm': ('mlm_logits', None, None, None),
+    'stock_teams': (
+        'lm_outputs',
+        'disc_rtd_logits',
+        'disc_rtd_label',
+        'disc_mws_logits',
+    ),
+}
+
+
+def define_flags() -> None:
+  """Defines the command's flags."""
+  flags.DEFINE_string(
+      'corpus', None, 'Books to build the records from (when missing).'
+  )
+  flags.DEFINE_string('runs_dir', None, 'Records and runs (resumed).')
+  flags.DEFINE_string(
+      'output_dir', None, 'Where the report goes (default: --runs_dir).'
+  )
+  flags.DEFINE_list('objectives', list(OBJECTIVES), 'Objectives to run.')
+  flags.DEFINE_list('seeds', ['1', '2', '3'], 'Seeds of every variant.')
+  flags.DEFINE_integer('train_steps', 2000, 'Steps of every run.')
+  flags.DEFINE_integer('eval_every', 500, 'Steps between evaluations.')
+  flags.DEFINE_integer('eval_batches', 20, 'Held-out batches per evaluation.')
+  flags.DEFINE_boolean(
+      'report_only', False, 'Write the report from the finished runs only.'
+  )
+  flags.DEFINE_string(
+      'run', None, 'objective:variant:seed: train that run in this process.'
+  )
+  flags.mark_flag_as_required('runs_dir')
+
+
+def records_dir(runs_dir: str, key: str) -> str:
+  """The record set `key` of `RECORDS` under the runs directory."""
+  return os.path.join(runs_dir, f'records_{key}')
+
+
+def prepare_records(corpus: Optional[str], runs_dir: str) -> None:
+  """Builds the three record sets from one corpus and one vocabulary.
+
+  The dynamic records learn the cpu scale's vocabulary (4,096 pieces, as
+  `experiments.regenerate --scale=cpu`); the static ones reuse it, so every
+  set holds the same sequences.
+  """
+  for key, (static, mask, random) in RECORDS.items():
+    output_dir = records_dir(runs_dir, key)
+    if tf.io.gfile.exists(os.path.join(output_dir, records.METADATA_FILENAME)):
+      continue
+    if not corpus:
+      raise cli.UserError(
+          f'--corpus: {output_dir} holds no records; give the books to '
+          'build them from.'
+      )
+    vocabulary = (
+        dict(vocab_size=4096)
+        if key == 'dynamic'
+        else dict(
+            vocab_file=os.path.join(
+                records_dir(runs_dir, 'dynamic'), records.VOCAB_FILENAME
+            )
+        )
+    )
+    create_pretraining_data.prepare_pretraining_data(
+        [corpus],
+        output_dir,
+        lower_case=True,
+        document_mode='file',
+        strip_gutenberg=True,
+        max_seq_length=runner.scale_max_seq_length('cpu'),
+        masking='static' if static else 'dynamic',
+        mask_token_fraction=mask,
+        random_token_fraction=random,
+        eval_fraction=0.1,
+        **vocabulary,
+    )
+
+
+def run_name(objective: str, variant: str, seed: int) -> str:
+  """The directory name of one run."""
+  return f'{objective}-{variant}-seed{seed}'
+
+
+def _gin(objective: Objective, variant: Variant, runs_dir: str, seed: int):
+  files = tuple(objective.run.gin_files) + runner.scale_gin_files(
+      objective.run, 'cpu'
+  )
+  bindings = [
+      f'experiment.train_steps = {FLAGS.train_steps}',
+      f'optimization.warmup_steps = {FLAGS.train_steps // 10}',
+      f'experiment.seed = {seed}',
+      f"pretrain_data.input_path = '{records_dir(runs_dir, variant.records)}'",
+      *(binding for binding, _ in objective.bindings),
+      *variant.bindings,
+  ]
+  return files, bindings
+
+
+def _stock_params(
+    params: cfg.ExperimentConfig, static_dir: str, seed: int
+) -> cfg.ExperimentConfig:
+  """Model Garden's own task on the same model, reading the static records."""
+  metadata = records.load_metadata(static_dir)
+  ours = params.task.train_data
+  max_predictions = metadata['static_masking']['max_predictions_per_seq']
+  train_data = stock_dataloader.BertPretrainDataConfig(
+      input_path=','.join(
+          os.path.join(static_dir, name)
+          for name in metadata['splits']['train']['files']
+      ),
+      seq_length=ours.max_seq_length,
+      max_predictions_per_seq=max_predictions,
+      global_batch_size=ours.global_batch_size,
+      use_next_sentence_label=ours.use_next_sentence_label,
+      is_training=True,
+      seed=seed,
+  )
+  objective = objectives.for_task_config(params.task)
+  task = objective.stock_task_config(params.task, train_data, max_predictions)
+  return cfg.ExperimentConfig(
+      task=task, trainer=params.trainer, runtime=params.runtime
+  )
+
+
+def _held_out_batches(runs_dir: str, params, count: int) -> List[Dict]:
+  """The first `count` batches of the static records' eval split, in order."""
+  validation = params.task.validation_data.replace(
+      input_path=records_dir(runs_dir, 'static'),
+      split='eval',
+      masking='static',
+      is_training=False,
+      max_predictions_per_seq=None,
+  )
+  dataset = pretrain_dataloader.PretrainDataLoader(validation).load()
+  return [
+      {name: value for name, value in batch.items()}
+      for batch in dataset.take(count)
+  ]
+
+
+def held_out_metrics(
+    outputs: Sequence[Dict[str, np.ndarray]],
+    batches: Sequence[Dict[str, np.ndarray]],
+    mask_token_id: int,
+) -> Dict[str, float]:
+  """The held-out metrics of a model's outputs on the held-out batches.
+
+  Args:
+    outputs: per batch, `mlm_logits` `[B, P, V]` and, where the model has
+      them, `rtd_logits`, `rtd_labels` `[B, T]` and `mws_logits`
+      `[B, P, K + 1]` (the original at index 0).
+    batches: the inputs.
+    mask_token_id: the id of [MASK].
+
+  Returns:
+    `masked_lm_accuracy` (every real masked slot), `mask_token_accuracy`
+    (the slots whose input shows [MASK]); with RTD outputs
+    `discriminator_auc`, `_accuracy` (logit > 0), `_recall` and `_loss`
+    (sigmoid cross-entropy) over real tokens; with MWS outputs
+    `mws_accuracy` (the original's logit largest).
+  """
+  correct, shown_mask, real_slots = [], [], []
+  rtd_logits, rtd_labels, mws_correct = [], [], []
+  for output, batch in zip(outputs, batches):
+    weights = np.asarray(batch['masked_lm_weights']) > 0
+    predicted = np.argmax(output['mlm_logits'], axis=-1)
+    correct.append((predicted == batch['masked_lm_ids'])[weights])
+    shown = np.take_along_axis(
+        np.asarray(batch['input_word_ids']),
+        np.asarray(batch['masked_lm_positions']),
+        axis=1,
+    )
+    shown_mask.append((shown == mask_token_id)[weights])
+    real_slots.append(weights[weights])
+    if output.get('rtd_logits') is not None:
+      real = np.asarray(batch['input_mask']) > 0
+      rtd_logits.append(np.asarray(output['rtd_logits'])[real])
+      rtd_labels.append(np.asarray(output['rtd_labels'])[real])
+    if output.get('mws_logits') is not None:
+      mws_correct.append(
+          (np.argmax(output['mws_logits'], axis=-1) == 0)[weights]
+      )
+  correct = np.concatenate(correct)
+  shown_mask = np.concatenate(shown_mask)
+  metrics = dict(
+      masked_lm_accuracy=float(correct.mean()),
+      mask_token_accuracy=float(correct[shown_mask].mean()),
+  )
+  if rtd_logits:
+    logits = np.concatenate(rtd_logits).astype(np.float64)
+    labels = np.concatenate(rtd_labels).astype(np.float64)
+    metrics.update(
+        discriminator_auc=auc(labels, logits),
+        discriminator_accuracy=float(((logits > 0) == (labels > 0)).mean()),
+        discriminator_recall=float((logits[labels > 0] > 0).mean()),
+        discriminator_loss=float(
+            np.mean(
+                np.maximum(logits, 0)
+                - logits * labels
+                + np.log1p(np.exp(-np.abs(logits)))
+            )
+        ),
+    )
+  if mws_correct:
+    metrics['mws_accuracy'] = float(np.concatenate(mws_correct).mean())
+  return metrics
+
+
+def auc(labels: np.ndarray, scores: np.ndarray) -> float:
+  """Area under the ROC curve: P(score of a positive > of a negative).
+
+  Ties count one half (the Mann-Whitney statistic, by average ranks).
+  """
+  order = np.argsort(scores, kind='mergesort')
+  ranks = np.empty(len(scores))
+  sorted_scores = scores[order]
+  start = 0
+  while start < len(scores):
+    end = start
+    while (
+        end + 1 < len(scores) and sorted_scores[end + 1] == sorted_scores[start]
+    ):
+      end += 1
+    ranks[order[start : end + 1]] = 0.5 * (start + end) + 1.0
+    start = end + 1
+  positives = labels > 0
+  n_positive, n_negative = positives.sum(), (~positives).sum()
+  if not n_positive or not n_negative:
+    return float('nan')
+  return float(
+      (ranks[positives].sum() - n_positive * (n_positive + 1) / 2.0)
+      / (n_positive * n_negative)
+  )
+
+
+def _output_names(variant: Variant, objective: str) -> Tuple:
+  if not variant.stock:
+    return OUTPUT_NAMES['ours']
+  if objective == 'masked_lm':
+    return OUTPUT_NAMES['stock_masked_lm']
+  if objective == 'teams':
+    return OUTPUT_NAMES['stock_teams']
+  return OUTPUT_NAMES['stock']
+
+
+def train_one(runs_dir: str, objective_name: str, variant_name: str, seed: int):
+  """Trains one run in this process and writes its curve."""
+  objective = OBJECTIVES[objective_name]
+  variant = VARIANTS[variant_name]
+  files, bindings = _gin(objective, variant, runs_dir, seed)
+  gin_utils.parse_config(files, bindings)
+  params, _ = experiment.experiment_config()
+  operative = gin.config_str()
+  train_data = params.task.train_data
+  params.task.train_data = train_data.replace(seed=seed, masking_seed=seed)
+  tf_keras.utils.set_random_seed(seed)
+  batches = _held_out_batches(runs_dir, params, FLAGS.eval_batches)
+  if variant.stock:
+    params = _stock_params(params, records_dir(runs_dir, 'static'), seed)
+    trainer_cls = base_trainer.Trainer
+  else:
+    trainer_cls = trainer_lib.Trainer
+  task = task_factory.get_task(params.task)
+  trainer = train_utils.create_trainer(
+      params, task, train=True, evaluate=False, trainer_cls=trainer_cls
+  )
+  names = _output_names(variant, objective_name)
+  model = trainer.model
+
+  @tf.function
+  def forward(batch):
+    outputs = model(batch, training=False)
+    return {
+        key: tf.cast(outputs[name], tf.float32)
+        if 'logits' in key or 'outputs' in name
+        else outputs[name]
+        for key, name in zip(
+            ('mlm_logits', 'rtd_logits', 'rtd_labels', 'mws_logits'), names
+        )
+        if name is not None and name in outputs
+    }
+
+  mask_id = records.load_metadata(records_dir(runs_dir, 'static'))[
+      'special_token_ids'
+  ]['mask']
+  numpy_batches = [{k: v.numpy() for k, v in b.items()} for b in batches]
+  curve = {}
+  start = time.time()
+  step = 0
+  while step < FLAGS.train_steps:
+    steps = min(FLAGS.eval_every, FLAGS.train_steps - step)
+    logs = trainer.train(tf.constant(steps, tf.int32))
+    step += steps
+    outputs = [
+        {k: v.numpy() for k, v in forward(batch).items()} for batch in batches
+    ]
+    curve[step] = held_out_metrics(outputs, numpy_batches, mask_id)
+    curve[step]['training_loss'] = float(logs['training_loss'])
+    print(
+        f'{run_name(objective_name, variant_name, seed)} step {step}: '
+        + ', '.join(f'{k} {v:.4f}' for k, v in curve[step].items()),
+        flush=True,
+    )
+  out_dir = os.path.join(runs_dir, run_name(objective_name, variant_name, seed))
+  tf.io.gfile.makedirs(out_dir)
+  json_files.write_text(
+      os.path.join(out_dir, 'operative_config.gin'), operative
+  )
+  json_files.write_json(
+      os.path.join(out_dir, 'curve.json'),
+      dict(
+          objective=objective_name,
+          variant=variant_name,
+          seed=seed,
+          train_steps=FLAGS.train_steps,
+          seconds=time.time() - start,
+          curve={str(k): v for k, v in curve.items()},
+      ),
+  )
+
+
+def _curve_path(runs_dir: str, name: str) -> str:
+  return os.path.join(runs_dir, name, 'curve.json')
+
+
+def run_all(
+    runs_dir: str, objective_names: Sequence[str], seeds: Sequence[int]
+):
+  """Trains every run that has no curve yet, one subprocess each."""
+  jobs = [
+      (o, v, s)
+      for s in seeds
+      for o in objective_names
+      for v in OBJECTIVES[o].variants
+      if not tf.io.gfile.exists(_curve_path(runs_dir, run_name(o, v, s)))
+  ]
+  for index, (o, v, s) in enumerate(jobs, start=1):
+    name = run_name(o, v, s)
+    print(f'[{index}/{len(jobs)}] {name}', flush=True)
+    log_dir = os.path.join(runs_dir, name)
+    tf.io.gfile.makedirs(log_dir)
+    with open(os.path.join(log_dir, 'train.log'), 'w') as log:
+      completed = subprocess.run(
+          [
+              sys.executable,
+              '-m',
+              'experiments.dynamics_parity',
+              f'--runs_dir={runs_dir}',
+              f'--run={o}:{v}:{s}',
+              f'--train_steps={FLAGS.train_steps}',
+              f'--eval_every={FLAGS.eval_every}',
+              f'--eval_batches={FLAGS.eval_batches}',
+          ],
+          stdout=log,
+          stderr=subprocess.STDOUT,
+          cwd=gin_utils.REPO_ROOT,
+          check=False,
+      )
+    if completed.returncode:
+      raise RuntimeError(f'{name} failed; see {log_dir}/train.log.')
+
+
+def difference(a: Sequence[float], b: Sequence[float]) -> Dict[str, float]:
+  """mean(a) - mean(b), twice its standard error, and the verdict.
+
+  The standard error is sqrt(s_a^2 / n_a + s_b^2 / n_b) (sample variances);
+  the verdict is 'differs' when |gap| exceeds twice it, else 'within
+  noise'.
+  """
+  gap = statistics.fmean(a) - statistics.fmean(b)
+  noise = 2.0 * math.sqrt(
+      statistics.variance(a) / len(a) + statistics.variance(b) / len(b)
+  )
+  return dict(
+      gap=gap,
+      noise=noise,
+      verdict='differs' if abs(gap) > noise else 'within noise',
+  )
+
+
+# The comparisons of the report: (variant, against, what it asks).
+COMPARISONS = (
+    ('ours_static', 'stock_static', 'ours against Model Garden'),
+    ('ours_dynamic', 'ours_static', 'dynamic against static masking'),
+    (
+        'ours_dynamic',
+        'ours_dynamic_801010',
+        "ELECTRA's 85/0/15 against BERT's 80/10/10 split, both dynamic",
+    ),
+    (
+        'ours_static_85015',
+        'ours_static',
+        "ELECTRA's 85/0/15 against BERT's 80/10/10 split, both static",
+    ),
+    (
+        'ours_dynamic',
+        'ours_static_85015',
+        'dynamic against static masking, both 85/0/15',
+    ),
+)
+
+
+def collect(
+    runs_dir: str, objective_names: Sequence[str], seeds: Sequence[int]
+) -> Dict[str, Dict[str, Dict[int, Dict[str, List[float]]]]]:
+  """{objective: {variant: {step: {metric: [per-seed values]}}}}."""
+  out = {}
+  for o in objective_names:
+    for v in OBJECTIVES[o].variants:
+      for s in seeds:
+        path = _curve_path(runs_dir, run_name(o, v, s))
+        if not tf.io.gfile.exists(path):
+          continue
+        with tf.io.gfile.GFile(path) as f:
+          curve = json.load(f)['curve']
+        for step, metrics in curve.items():
+          target = (
+              out.setdefault(o, {}).setdefault(v, {}).setdefault(int(step), {})
+          )
+          for metric, value in metrics.items():
+            target.setdefault(metric, []).append(value)
+  return out
+
+
+def comparisons(results) -> List[Dict]:
+  """Every comparison at every checkpoint and metric both sides have."""
+  rows = []
+  for o, by_variant in results.items():
+    for a, b, question in COMPARISONS:
+      if a not in by_variant or b not in by_variant:
+        continue
+      for step in sorted(set(by_variant[a]) & set(by_variant[b])):
+        for metric in OBJECTIVES[o].metrics:
+          x = by_variant[a][step].get(metric)
+          y = by_variant[b][step].get(metric)
+          if not x or not y or len(x) < 2 or len(y) < 2:
+            continue
+          rows.append(
+              dict(
+                  objective=o,
+                  variant=a,
+                  against=b,
+                  question=question,
+                  step=step,
+                  metric=metric,
+                  mean=statistics.fmean(x),
+                  against_mean=statistics.fmean(y),
+                  seeds=(len(x), len(y)),
+                  **difference(x, y),
+              )
+          )
+  return rows
+
+
+def plot(objective: str, by_variant, metrics: Sequence[str], path: str):
+  """The variants' mean curves (and each seed faintly), a panel per metric."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+
+  columns = min(3, len(metrics))
+  rows = math.ceil(len(metrics) / columns)
+  figure, axes = pyplot.subplots(
+      rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False
+  )
+  for ax, metric in zip(axes.flat, metrics):
+    for index, (variant, curve) in enumerate(sorted(by_variant.items())):
+      color = f'C{index}'
+      steps = sorted(curve)
+      values = [curve[s].get(metric, []) for s in steps]
+      if not any(values):
+        continue
+      for seed in range(max(len(v) for v in values)):
+        ax.plot(
+            steps,
+            [v[seed] if seed < len(v) else np.nan for v in values],
+            color=color,
+            alpha=0.25,
+            linewidth=0.8,
+        )
+      ax.plot(
+          steps,
+          [statistics.fmean(v) for v in values],
+          color=color,
+          marker='o',
+          markersize=3,
+          label=variant,
+      )
+    ax.set_title(metric.replace('_', ' '), fontsize=9)
+    ax.set_xlabel('step')
+    ax.grid(True, alpha=0.3)
+  for ax in list(axes.flat)[len(metrics) :]:
+    ax.axis('off')
+  axes.flat[0].legend(fontsize=7)
+  figure.suptitle(f'{objective}: held-out curves (mean of seeds, seeds faint)')
+  figure.tight_layout()
+  with tf.io.gfile.GFile(path, 'wb') as f:
+    figure.savefig(f, format='png', dpi=100)
+  pyplot.close(figure)
+
+
+def markdown(results, rows: List[Dict], header: str) -> str:
+  """The report: settings, mean curves, and the verdict table."""
+  lines = [
+      '# Training dynamics: ours against Model Garden, and the masking',
+      '',
+      header,
+      '',
+      "Every run: the objective's paper gin file with the cpu scale's "
+      'includes (hidden 128, 2 layers, length 64, batch 128), '
+      f'{FLAGS.train_steps:,} steps (warmup a tenth), evaluated every '
+      f'{FLAGS.eval_every} steps on the same {FLAGS.eval_batches} held-out '
+      "batches of 128 sequences (the static records' eval split: 4 "
+      'held-out books). Settings made the stock ones for every variant:',
+      '',
+  ]
+  for o in results:
+    for binding, reason in OBJECTIVES[o].bindings:
+      lines.append(f'- {o}: `{binding}`: {reason}.')
+  lines += [
+      '',
+      'Variants: '
+      + '; '.join(
+          f'`{v.name}` ({"Model Garden" if v.stock else "ours"}, '
+          f'{v.records} records)'
+          for v in VARIANTS.values()
+      )
+      + '.',
+      '',
+      '## Mean held-out curves (± seed standard deviation)',
+      '',
+  ]
+  for o, by_variant in results.items():
+    metrics = OBJECTIVES[o].metrics
+    lines += [
+        f'### {o}',
+        '',
+        f'![{o}](dynamics_parity_cpu_{o}.png)',
+        '',
+        '| variant | step | seeds | ' + ' | '.join(metrics) + ' |',
+        '|---|---|---' + '|---' * len(metrics) + '|',
+    ]
+    for variant, curve in by_variant.items():
+      for step in sorted(curve):
+        cells = []
+        n = 0
+        for metric in metrics:
+          values = curve[step].get(metric, [])
+          n = max(n, len(values))
+          cells.append(
+              '-'
+              if not values
+              else f'{statistics.fmean(values):.4f}'
+              + (
+                  f' ± {statistics.stdev(values):.4f}'
+                  if len(values) > 1
+                  else ''
+              )
+          )
+        lines.append(
+            f'| {variant} | {step:,} | {n} | ' + ' | '.join(cells) + ' |'
+        )
+    lines.append('')
+  lines += [
+      '## Differences at each checkpoint',
+      '',
+      'gap = mean of the first variant minus mean of the second; noise = '
+      'twice the standard error of that difference over seeds; *differs* '
+      'when |gap| > noise.',
+      '',
+      '| objective | comparison | step | metric | first | second | gap | '
+      'noise | verdict |',
+      '|---|---|---|---|---|---|---|---|---|',
+  ]
+  for row in rows:
+    lines.append(
+        f'| {row["objective"]} | {row["variant"]} vs {row["against"]} | '
+        f'{row["step"]:,} | {row["metric"]} | {row["mean"]:.4f} | '
+        f'{row["against_mean"]:.4f} | {row["gap"]:+.4f} | '
+        f'{row["noise"]:.4f} | {row["verdict"]} |'
+    )
+  return '\n'.join(lines) + '\n'
+
+
+def write_report(
+    runs_dir: str,
+    output_dir: str,
+    objective_names: Sequence[str],
+    seeds: Sequence[int],
+) -> str:
+  """Writes the markdown, JSON and PNGs from the finished runs."""
+  results = collect(runs_dir, objective_names, seeds)
+  rows = comparisons(results)
+  tf.io.gfile.makedirs(output_dir)
+  for o, by_variant in results.items():
+    plot(
+        o,
+        by_variant,
+        OBJECTIVES[o].metrics,
+        os.path.join(output_dir, f'dynamics_parity_cpu_{o}.png'),
+    )
+  stem = os.path.join(output_dir, 'dynamics_parity_cpu')
+  json_files.write_json(
+      stem + '.json',
+      dict(
+          train_steps=FLAGS.train_steps,
+          eval_every=FLAGS.eval_every,
+          eval_batches=FLAGS.eval_batches,
+          seeds=list(seeds),
+          curves={
+              o: {
+                  v: {str(step): m for step, m in curve.items()}
+                  for v, curve in by_variant.items()
+              }
+              for o, by_variant in results.items()
+          },
+          comparisons=rows,
+      ),
+  )
+  json_files.write_text(
+      stem + '.md',
+      markdown(
+          results, rows, provenance.provenance('experiments.dynamics_parity')
+      ),
+  )
+  return stem + '.md'
+
+
+def main(argv: Sequence[str]) -> None:
+  """Runs the command with the parsed flags (the absl entry point)."""
+  cli.refuse_positional(argv)
+  try:
+    seeds = [int(s) for s in FLAGS.seeds]
+  except ValueError as e:
+    raise cli.UserError(f'--seeds: {FLAGS.seeds} are not integers.') from e
+  unknown = set(FLAGS.objectives) - set(OBJECTIVES)
+  if unknown:
+    raise cli.UserError(
+        f'--objectives: unknown {sorted(unknown)}; known: {list(OBJECTIVES)}.'
+    )
+  if FLAGS.run:
+    objective, variant, seed = FLAGS.run.split(':')
+    train_one(FLAGS.runs_dir, objective, variant, int(seed))
+    return
+  if not FLAGS.report_only:
+    prepare_records(FLAGS.corpus, FLAGS.runs_dir)
+    run_all(FLAGS.runs_dir, FLAGS.objectives, seeds)
+  path = write_report(
+      FLAGS.runs_dir,
+      FLAGS.output_dir or FLAGS.runs_dir,
+      FLAGS.objectives,
+      seeds,
+  )
+  print(f'report: {path}')
+
+
+if __name__ == '__main__':
+  define_flags()
+  cli.run(main)

@@ -1,0 +1,82 @@
+"""The long-horizon discriminator run: its stop rule, command and report."""
+
+import json
+
+from experiments import discriminator_horizon
+
+
+def test_the_targets_need_recall_above_and_auc_at_least():
+  curve = {
+      1000: dict(discriminator_recall=0.5, discriminator_auc=0.79),
+      2000: dict(discriminator_recall=0.2, discriminator_auc=0.9),
+      3000: dict(discriminator_recall=0.21, discriminator_auc=0.8),
+      4000: dict(discriminator_recall=0.9, discriminator_auc=0.95),
+  }
+  assert discriminator_horizon.first_step_meeting(curve, 0.2, 0.8) == 3000
+  assert discriminator_horizon.first_step_meeting(curve, 0.95, 0.8) is None
+
+
+def test_the_command_trains_the_cpu_scale_on_the_long_schedule():
+  command = discriminator_horizon.train_command(
+      discriminator_horizon.RUNS['script'],
+      '/records',
+      '/run',
+      max_steps=30000,
+      eval_every=1000,
+      held_out_steps=20,
+      mixed_precision='bfloat16',
+  )
+  gin_files = [
+      a.split('=', 1)[1] for a in command if a.startswith('--gin_file')
+  ]
+  assert gin_files == [
+      'gin/papers/004_script/small.gin',
+      'gin/regenerate/cpu.gin',
+      'gin/regenerate/cpu_adamw.gin',
+      'gin/regenerate/cpu_script.gin',
+  ]
+  for expected in (
+      '--gin_param=experiment.train_steps = 30000',
+      '--gin_param=optimization.warmup_steps = 3000',
+      '--gin_param=experiment.validation_interval = 1000',
+      "--gin_param=pretrain_data.input_path='/records'",
+      '--mode=train_and_eval',
+      '--mixed_precision=bfloat16',
+      '--model_dir=/run',
+  ):
+    assert expected in command
+
+
+def test_report_gives_the_curve_the_verdict_and_the_public_points(tmp_path):
+  curve = {
+      1000: dict(
+          discriminator_auc=0.62,
+          discriminator_recall=0.0,
+          discriminator_accuracy=0.88,
+          masked_lm_accuracy=0.2,
+      ),
+      2000: dict(
+          discriminator_auc=0.81,
+          discriminator_recall=0.25,
+          discriminator_accuracy=0.9,
+          masked_lm_accuracy=0.3,
+      ),
+  }
+  path = discriminator_horizon.write_report(
+      discriminator_horizon.RUNS['electra'],
+      curve,
+      ['python', '-m', 'x'],
+      str(tmp_path),
+      0.2,
+      0.8,
+      30000,
+  )
+  text = open(path).read()
+  assert 'first at step 2,000' in text
+  assert '| 1,000 | 0.620 | 0.000 | 0.880 | 0.200 |' in text
+  assert '| google-research/electra issue #81 |' in text
+  assert (tmp_path / 'discriminator_horizon_electra.png').exists()
+  data = json.loads(
+      (tmp_path / 'discriminator_horizon_electra.json').read_text()
+  )
+  assert data['first_step_meeting_targets'] == 2000

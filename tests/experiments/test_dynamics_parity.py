@@ -1,0 +1,157 @@
+"""The dynamics-parity experiment: its metrics, comparisons and report."""
+
+import itertools
+import json
+
+from absl import flags
+import numpy as np
+import pytest
+
+from experiments import dynamics_parity
+
+
+@pytest.fixture(scope='module', autouse=True)
+def _flags():
+  if 'runs_dir' not in flags.FLAGS:
+    dynamics_parity.define_flags()
+  flags.FLAGS(['dynamics_parity', '--runs_dir=unused'])
+
+
+def _pairwise_auc(labels, scores):
+  """P(positive scores above negative), ties one half, by every pair."""
+  wins = 0.0
+  positives = [s for y, s in zip(labels, scores) if y]
+  negatives = [s for y, s in zip(labels, scores) if not y]
+  for p, n in itertools.product(positives, negatives):
+    wins += 1.0 if p > n else 0.5 if p == n else 0.0
+  return wins / (len(positives) * len(negatives))
+
+
+def test_auc_is_the_pairwise_win_rate_with_ties_halved():
+  rng = np.random.RandomState(0)
+  labels = rng.rand(200) < 0.3
+  scores = np.round(rng.normal(size=200) + labels, 1)  # many ties
+  assert dynamics_parity.auc(labels, scores) == pytest.approx(
+      _pairwise_auc(labels, scores), abs=1e-12
+  )
+  assert np.isnan(dynamics_parity.auc(np.zeros(3), np.arange(3.0)))
+
+
+def test_held_out_metrics_by_hand():
+  mask_id = 4
+  batch = dict(
+      input_word_ids=np.array([[2, 4, 9, 4, 0], [2, 7, 4, 3, 0]]),
+      input_mask=np.array([[1, 1, 1, 1, 0], [1, 1, 1, 1, 0]]),
+      masked_lm_positions=np.array([[1, 2, 3], [1, 2, 0]]),
+      masked_lm_ids=np.array([[5, 9, 6], [8, 7, 0]]),
+      masked_lm_weights=np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]]),
+  )
+  vocab = 10
+  predicted = np.array([[5, 9, 1], [8, 1, 0]])  # right: 5, 9, 8
+  mlm_logits = np.eye(vocab)[predicted] * 3.0
+  rtd_logits = np.array([[-1.0, 2.0, -2.0, 0.5, 9.0], [-3.0, 1.0, 3.0, -1, 9]])
+  rtd_labels = np.array([[0, 1, 0, 0, 1], [0, 0, 1, 1, 1]])
+  mws_logits = np.array(
+      [[[2.0, 1.0], [0.0, 1.0], [3.0, 1.0]], [[1.0, 0.0], [0.0, 5.0], [0, 9]]]
+  )
+  metrics = dynamics_parity.held_out_metrics(
+      [
+          dict(
+              mlm_logits=mlm_logits,
+              rtd_logits=rtd_logits,
+              rtd_labels=rtd_labels,
+              mws_logits=mws_logits,
+          )
+      ],
+      [batch],
+      mask_id,
+  )
+  # 5 real slots, 3 right; slots showing [MASK]: (0,0), (0,2), (1,1): 1 right.
+  assert metrics['masked_lm_accuracy'] == pytest.approx(3 / 5)
+  assert metrics['mask_token_accuracy'] == pytest.approx(1 / 3)
+  # 8 real tokens (padding excluded), 3 positive: 2.0, -1, 3.0.
+  real_logits = [-1.0, 2.0, -2.0, 0.5, -3.0, 1.0, 3.0, -1.0]
+  real_labels = [0, 1, 0, 0, 0, 0, 1, 1]
+  assert metrics['discriminator_accuracy'] == pytest.approx(5 / 8)
+  assert metrics['discriminator_recall'] == pytest.approx(2 / 3)
+  assert metrics['discriminator_auc'] == pytest.approx(
+      _pairwise_auc(real_labels, real_logits)
+  )
+  expected_loss = np.mean(
+      [
+          np.log1p(np.exp(-z)) if y else np.log1p(np.exp(z))
+          for z, y in zip(real_logits, real_labels)
+      ]
+  )
+  assert metrics['discriminator_loss'] == pytest.approx(expected_loss)
+  assert metrics['mws_accuracy'] == pytest.approx(3 / 5)  # 2 of 5 lose
+
+
+def test_difference_is_the_gap_against_twice_its_standard_error():
+  a, b = [0.30, 0.32, 0.34], [0.20, 0.21, 0.25]
+  result = dynamics_parity.difference(a, b)
+  assert result['gap'] == pytest.approx(0.32 - 0.22)
+  se = np.sqrt(np.var(a, ddof=1) / 3 + np.var(b, ddof=1) / 3)
+  assert result['noise'] == pytest.approx(2 * se)
+  assert result['verdict'] == 'differs'
+  assert dynamics_parity.difference([0.3, 0.2], [0.25, 0.26])['verdict'] == (
+      'within noise'
+  )
+
+
+def _results():
+  def curve(base):
+    return {
+        500: dict(masked_lm_accuracy=[base, base + 0.01, base + 0.02]),
+        1000: dict(masked_lm_accuracy=[base + 0.1, base + 0.11, base + 0.1]),
+    }
+
+  return dict(
+      masked_lm=dict(
+          ours_static=curve(0.2),
+          stock_static=curve(0.2),
+          ours_dynamic=curve(0.3),
+      )
+  )
+
+
+def test_comparisons_pair_the_variants_each_checkpoint_and_metric():
+  rows = dynamics_parity.comparisons(_results())
+  assert {(r['variant'], r['against'], r['step']) for r in rows} == {
+      ('ours_static', 'stock_static', 500),
+      ('ours_static', 'stock_static', 1000),
+      ('ours_dynamic', 'ours_static', 500),
+      ('ours_dynamic', 'ours_static', 1000),
+  }
+  by_key = {(r['variant'], r['step']): r for r in rows}
+  assert by_key[('ours_static', 500)]['verdict'] == 'within noise'
+  assert by_key[('ours_dynamic', 1000)]['verdict'] == 'differs'
+  assert by_key[('ours_dynamic', 1000)]['gap'] == pytest.approx(0.1)
+
+
+def test_report_from_finished_runs(tmp_path):
+  for objective, variant, seed in itertools.product(
+      ['masked_lm'], ['ours_static', 'stock_static'], [1, 2]
+  ):
+    run = tmp_path / dynamics_parity.run_name(objective, variant, seed)
+    run.mkdir()
+    curve = {
+        str(step): dict(
+            masked_lm_accuracy=0.1 * step / 500 + 0.01 * seed,
+            mask_token_accuracy=0.05 * seed,
+        )
+        for step in (500, 1000)
+    }
+    (run / 'curve.json').write_text(json.dumps(dict(curve=curve)))
+  path = dynamics_parity.write_report(
+      str(tmp_path), str(tmp_path / 'out'), ['masked_lm'], [1, 2]
+  )
+  text = open(path).read()
+  assert (
+      '| masked_lm | ours_static vs stock_static | 1,000 | masked_lm_accuracy'
+      in text
+  )
+  assert '| ours_static | 500 | 2 | 0.1150 ± 0.0071 |' in text
+  assert (tmp_path / 'out' / 'dynamics_parity_cpu_masked_lm.png').exists()
+  data = json.loads((tmp_path / 'out' / 'dynamics_parity_cpu.json').read_text())
+  assert len(data['comparisons']) == 4  # 2 steps x 2 metrics
