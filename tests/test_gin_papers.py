@@ -1124,3 +1124,75 @@ def test_003_table_6_cells_fixed_in_code(clean_gin):
   assert finetuning_base.FinetuneTaskConfig().head_dropout_rate == 0.1
   exported = _003_exported_encoder_config('small_pp')
   assert (exported.dropout_rate, exported.attention_dropout_rate) == (0.1, 0.1)
+
+
+# How each paper's pretraining masks, and where it says so: (masking,
+# share shown as [MASK], share shown as a random token); the rest keep their
+# token. Static records carry the split they were written with
+# (create_pretraining_data's --mask_token_fraction, --random_token_fraction;
+# 003's recipe writes BERT's 80/10/10), so only the mode is configured.
+_BERT_SPLIT = ('dynamic', 0.8, 0.1)
+_ELECTRA_SPLIT = ('dynamic', 0.85, 0.0)
+PRETRAINING_MASKING = {
+    # 001 Sec. IV-B.1: masked afresh every time; BERT's split for its BERT.
+    '001_ale/bert_small.gin': _BERT_SPLIT,
+    # 001's ELECTRA and ALE follow google-research/electra's
+    # pretrain_helpers.py: 85% [MASK], 15% kept, no random token.
+    '001_ale/electra_small.gin': _ELECTRA_SPLIT,
+    '001_ale/electra_small_2x.gin': _ELECTRA_SPLIT,
+    '001_ale/ale_small.gin': _ELECTRA_SPLIT,
+    # 002's ConvBERT code is ELECTRA's: its pretrain_helpers.py masks alike.
+    '002_convbert/small.gin': _ELECTRA_SPLIT,
+    '002_convbert/electra_small.gin': _ELECTRA_SPLIT,
+    '002_convbert/medium_small.gin': _ELECTRA_SPLIT,
+    '002_convbert/base.gin': _ELECTRA_SPLIT,
+    '002_convbert/table4_bnk_gl.gin': _ELECTRA_SPLIT,
+    '002_convbert/table4_bnk_gl_larger.gin': _ELECTRA_SPLIT,
+    '002_convbert/table4_conv_only.gin': _ELECTRA_SPLIT,
+    # Ours: 002's architecture under 001's BERT recipe.
+    '002_convbert/masked_lm_small.gin': _BERT_SPLIT,
+    # 004 App. 4.1: on the fly, 80% [MASK], 10% random, 10% kept.
+    '004_script/small.gin': _BERT_SPLIT,
+    '004_script/small_squad.gin': _BERT_SPLIT,
+    '004_script/base.gin': _BERT_SPLIT,
+}
+
+
+def _pretraining_files():
+  """Every paper gin file that configures a whole pretraining run.
+
+  Recipes and 003's Table 5 columns (`table5_*.gin`) choose no objective:
+  the files that include them do.
+  """
+  papers = os.path.join(GIN_DIR, 'papers')
+  return sorted(
+      os.path.relpath(os.path.join(root, name), papers)
+      for root, _, names in os.walk(papers)
+      for name in names
+      if name.endswith('.gin')
+      and 'recipe' not in name
+      and not name.startswith('table5_')
+  )
+
+
+@pytest.mark.parametrize('path', _pretraining_files())
+def test_each_paper_masks_as_its_source(clean_gin, path):
+  """Dynamic or static, and the split, as the paper or its code says.
+
+  003 (App. B) masks statically, 40 copies: every one of its files.
+  """
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'papers', path)],
+      ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522'],
+  )
+  masking = gin.query_parameter('pretrain_data.masking')
+  if path.startswith('003_teams/'):
+    assert masking == 'static'
+    return
+  assert (
+      masking,
+      gin.query_parameter('pretrain_data.mask_token_fraction'),
+      gin.query_parameter('pretrain_data.random_token_fraction'),
+  ) == PRETRAINING_MASKING[path]
+  assert gin.query_parameter('pretrain_data.mask_rate') == 0.15
