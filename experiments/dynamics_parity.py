@@ -99,6 +99,21 @@ RECORDS = {
 
 
 @dataclasses.dataclass(frozen=True)
+class Schedule:
+  """How long every run trains and how it is evaluated.
+
+  Attributes:
+    train_steps: steps of every run (warmup a tenth of them).
+    eval_every: steps between held-out evaluations.
+    eval_batches: held-out batches of 128 sequences per evaluation.
+  """
+
+  train_steps: int = 2000
+  eval_every: int = 500
+  eval_batches: int = 20
+
+
+@dataclasses.dataclass(frozen=True)
 class Variant:
   """One way of training an objective.
 
@@ -320,13 +335,19 @@ def run_name(objective: str, variant: str, seed: int) -> str:
   return f'{objective}-{variant}-seed{seed}'
 
 
-def _gin(objective: Objective, variant: Variant, runs_dir: str, seed: int):
+def _gin(
+    objective: Objective,
+    variant: Variant,
+    runs_dir: str,
+    seed: int,
+    schedule: Schedule,
+):
   files = tuple(objective.run.gin_files) + runner.scale_gin_files(
       objective.run, 'cpu'
   )
   bindings = [
-      f'experiment.train_steps = {FLAGS.train_steps}',
-      f'optimization.warmup_steps = {FLAGS.train_steps // 10}',
+      f'experiment.train_steps = {schedule.train_steps}',
+      f'optimization.warmup_steps = {schedule.train_steps // 10}',
       f'experiment.seed = {seed}',
       f"pretrain_data.input_path = '{records_dir(runs_dir, variant.records)}'",
       *(binding for binding, _ in objective.bindings),
@@ -482,18 +503,24 @@ def _output_names(variant: Variant, objective: str) -> Tuple:
   return OUTPUT_NAMES['stock']
 
 
-def train_one(runs_dir: str, objective_name: str, variant_name: str, seed: int):
+def train_one(
+    runs_dir: str,
+    objective_name: str,
+    variant_name: str,
+    seed: int,
+    schedule: Schedule,
+) -> None:
   """Trains one run in this process and writes its curve."""
   objective = OBJECTIVES[objective_name]
   variant = VARIANTS[variant_name]
-  files, bindings = _gin(objective, variant, runs_dir, seed)
+  files, bindings = _gin(objective, variant, runs_dir, seed, schedule)
   gin_utils.parse_config(files, bindings)
   params, _ = experiment.experiment_config()
   operative = gin.config_str()
   train_data = params.task.train_data
   params.task.train_data = train_data.replace(seed=seed, masking_seed=seed)
   tf_keras.utils.set_random_seed(seed)
-  batches = _held_out_batches(runs_dir, params, FLAGS.eval_batches)
+  batches = _held_out_batches(runs_dir, params, schedule.eval_batches)
   if variant.stock:
     params = _stock_params(params, records_dir(runs_dir, 'static'), seed)
     trainer_cls = base_trainer.Trainer
@@ -526,8 +553,8 @@ def train_one(runs_dir: str, objective_name: str, variant_name: str, seed: int):
   curve = {}
   start = time.time()
   step = 0
-  while step < FLAGS.train_steps:
-    steps = min(FLAGS.eval_every, FLAGS.train_steps - step)
+  while step < schedule.train_steps:
+    steps = min(schedule.eval_every, schedule.train_steps - step)
     logs = trainer.train(tf.constant(steps, tf.int32))
     step += steps
     outputs = [
@@ -551,7 +578,7 @@ def train_one(runs_dir: str, objective_name: str, variant_name: str, seed: int):
           objective=objective_name,
           variant=variant_name,
           seed=seed,
-          train_steps=FLAGS.train_steps,
+          train_steps=schedule.train_steps,
           seconds=time.time() - start,
           curve={str(k): v for k, v in curve.items()},
       ),
@@ -563,8 +590,11 @@ def _curve_path(runs_dir: str, name: str) -> str:
 
 
 def run_all(
-    runs_dir: str, objective_names: Sequence[str], seeds: Sequence[int]
-):
+    runs_dir: str,
+    objective_names: Sequence[str],
+    seeds: Sequence[int],
+    schedule: Schedule,
+) -> None:
   """Trains every run that has no curve yet, one subprocess each."""
   jobs = [
       (o, v, s)
@@ -586,9 +616,9 @@ def run_all(
               'experiments.dynamics_parity',
               f'--runs_dir={runs_dir}',
               f'--run={o}:{v}:{s}',
-              f'--train_steps={FLAGS.train_steps}',
-              f'--eval_every={FLAGS.eval_every}',
-              f'--eval_batches={FLAGS.eval_batches}',
+              f'--train_steps={schedule.train_steps}',
+              f'--eval_every={schedule.eval_every}',
+              f'--eval_batches={schedule.eval_batches}',
           ],
           stdout=log,
           stderr=subprocess.STDOUT,
@@ -739,7 +769,7 @@ def plot(objective: str, by_variant, metrics: Sequence[str], path: str):
   pyplot.close(figure)
 
 
-def markdown(results, rows: List[Dict], header: str) -> str:
+def markdown(results, rows: List[Dict], header: str, schedule: Schedule) -> str:
   """The report: settings, mean curves, and the verdict table."""
   lines = [
       '# Training dynamics: ours against Model Garden, and the masking',
@@ -748,9 +778,9 @@ def markdown(results, rows: List[Dict], header: str) -> str:
       '',
       "Every run: the objective's paper gin file with the cpu scale's "
       'includes (hidden 128, 2 layers, length 64, batch 128), '
-      f'{FLAGS.train_steps:,} steps (warmup a tenth), evaluated every '
-      f'{FLAGS.eval_every} steps on the same {FLAGS.eval_batches} held-out '
-      "batches of 128 sequences (the static records' eval split: 4 "
+      f'{schedule.train_steps:,} steps (warmup a tenth), evaluated every '
+      f'{schedule.eval_every} steps on the same {schedule.eval_batches} '
+      "held-out batches of 128 sequences (the static records' eval split: 4 "
       'held-out books). Settings made the stock ones for every variant:',
       '',
   ]
@@ -827,6 +857,7 @@ def write_report(
     output_dir: str,
     objective_names: Sequence[str],
     seeds: Sequence[int],
+    schedule: Schedule,
 ) -> str:
   """Writes the markdown, JSON and PNGs from the finished runs."""
   results = collect(runs_dir, objective_names, seeds)
@@ -843,9 +874,7 @@ def write_report(
   json_files.write_json(
       stem + '.json',
       dict(
-          train_steps=FLAGS.train_steps,
-          eval_every=FLAGS.eval_every,
-          eval_batches=FLAGS.eval_batches,
+          **dataclasses.asdict(schedule),
           seeds=list(seeds),
           curves={
               o: {
@@ -860,7 +889,10 @@ def write_report(
   json_files.write_text(
       stem + '.md',
       markdown(
-          results, rows, provenance.provenance('experiments.dynamics_parity')
+          results,
+          rows,
+          provenance.provenance('experiments.dynamics_parity'),
+          schedule,
       ),
   )
   return stem + '.md'
@@ -878,18 +910,20 @@ def main(argv: Sequence[str]) -> None:
     raise cli.UserError(
         f'--objectives: unknown {sorted(unknown)}; known: {list(OBJECTIVES)}.'
     )
+  schedule = Schedule(FLAGS.train_steps, FLAGS.eval_every, FLAGS.eval_batches)
   if FLAGS.run:
     objective, variant, seed = FLAGS.run.split(':')
-    train_one(FLAGS.runs_dir, objective, variant, int(seed))
+    train_one(FLAGS.runs_dir, objective, variant, int(seed), schedule)
     return
   if not FLAGS.report_only:
     prepare_records(FLAGS.corpus, FLAGS.runs_dir)
-    run_all(FLAGS.runs_dir, FLAGS.objectives, seeds)
+    run_all(FLAGS.runs_dir, FLAGS.objectives, seeds, schedule)
   path = write_report(
       FLAGS.runs_dir,
       FLAGS.output_dir or FLAGS.runs_dir,
       FLAGS.objectives,
       seeds,
+      schedule,
   )
   print(f'report: {path}')
 

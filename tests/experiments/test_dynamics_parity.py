@@ -3,18 +3,10 @@
 import itertools
 import json
 
-from absl import flags
 import numpy as np
 import pytest
 
 from experiments import dynamics_parity
-
-
-@pytest.fixture(scope='module', autouse=True)
-def _flags():
-  if 'runs_dir' not in flags.FLAGS:
-    dynamics_parity.define_flags()
-  flags.FLAGS(['dynamics_parity', '--runs_dir=unused'])
 
 
 def _pairwise_auc(labels, scores):
@@ -144,7 +136,11 @@ def test_report_from_finished_runs(tmp_path):
     }
     (run / 'curve.json').write_text(json.dumps(dict(curve=curve)))
   path = dynamics_parity.write_report(
-      str(tmp_path), str(tmp_path / 'out'), ['masked_lm'], [1, 2]
+      str(tmp_path),
+      str(tmp_path / 'out'),
+      ['masked_lm'],
+      [1, 2],
+      dynamics_parity.Schedule(train_steps=1000),
   )
   text = open(path).read()
   assert (
@@ -155,3 +151,5 @@ def test_report_from_finished_runs(tmp_path):
   assert (tmp_path / 'out' / 'dynamics_parity_cpu_masked_lm.png').exists()
   data = json.loads((tmp_path / 'out' / 'dynamics_parity_cpu.json').read_text())
   assert len(data['comparisons']) == 4  # 2 steps x 2 metrics
+  assert data['train_steps'] == 1000
+  assert '1,000 steps (warmup a tenth)' in text
