@@ -51,10 +51,19 @@ def write_text(path: str, text: str) -> None:
     path: the destination file.
     text: the whole content.
   """
+  _write(path, text, 'w')
+
+
+def write_bytes(path: str, data: bytes) -> None:
+  """Writes `data` to `path` atomically, as `write_text` writes text."""
+  _write(path, data, 'wb')
+
+
+def _write(path: str, content, mode: str) -> None:
   temporary = temporary_path(path)
   try:
-    with tf.io.gfile.GFile(temporary, 'w') as f:
-      f.write(text)
+    with tf.io.gfile.GFile(temporary, mode) as f:
+      f.write(content)
     tf.io.gfile.rename(temporary, path, overwrite=True)
   except BaseException:
     if tf.io.gfile.exists(temporary):

@@ -1,0 +1,1 @@
+"""Released models in, trained models out: Hugging Face, TF1, Model Garden."""

@@ -1,0 +1,250 @@
+"""Hugging Face `config.json` for BERT, ALBERT, ELECTRA and ConvBERT models.
+
+The architecture of an imported model comes from its `config.json`, never
+from gin: `encoder_config` maps it onto an `EncoderConfig`, and `hf_config`
+writes one for an exported encoder. The two are inverse on every setting
+both sides have. What our encoders cannot be is refused by name: another
+model type or position-embedding type, a LayerNorm epsilon other than
+1e-12 (Model Garden's layers fix it), ALBERT with several layer groups or
+inner layers, an activation without a counterpart.
+
+Activation names differ: Hugging Face's `"gelu"` is the exact (erf) GELU
+and `"gelu_new"` (also `"gelu_fast"`, `"gelu_pytorch_tanh"`) the tanh
+approximation; ours are `'gelu_erf'` and `'gelu_tanh'`
+(`modeling/activations.py`).
+"""
+
+import dataclasses
+from typing import Any, Dict, Optional
+
+from official_repro.common import cli
+from official_repro.modeling.networks import encoders
+
+MODEL_TYPES = ('bert', 'albert', 'electra', 'convbert')
+
+# The backbone each model type's encoder is built with.
+BACKBONES = dict(
+    bert='bert', electra='bert', albert='albert', convbert='convbert'
+)
+
+ACTIVATIONS_FROM_HF = {
+    'gelu': 'gelu_erf',
+    'gelu_new': 'gelu_tanh',
+    'gelu_fast': 'gelu_tanh',
+    'gelu_pytorch_tanh': 'gelu_tanh',
+    'relu': 'relu',
+    'tanh': 'tanh',
+}
+ACTIVATIONS_TO_HF = {
+    'gelu_erf': 'gelu',
+    'gelu_tanh': 'gelu_new',
+    'relu': 'relu',
+    'tanh': 'tanh',
+}
+
+# The LayerNorm epsilon of Model Garden's transformer layers and heads.
+LAYER_NORM_EPSILON = 1e-12
+
+
+@dataclasses.dataclass(frozen=True)
+class HfArchitecture:
+  """What a `config.json` describes.
+
+  Attributes:
+    model_type: 'bert', 'albert', 'electra' or 'convbert'.
+    architectures: the saved classes (`"architectures"`, e.g.
+      `["ElectraForPreTraining"]`), possibly empty.
+    encoder: the encoder, as our config.
+    num_labels: the classifier's outputs, if the config names labels.
+    id2label: the classifier's label names by output index.
+  """
+
+  model_type: str
+  architectures: tuple
+  encoder: encoders.EncoderConfig
+  num_labels: Optional[int] = None
+  id2label: Optional[Dict[int, str]] = None
+
+
+def _activation(name: str, where: str) -> str:
+  if name not in ACTIVATIONS_FROM_HF:
+    raise cli.UserError(
+        f'{where}: hidden_act {name!r} has no counterpart here; supported: '
+        f'{sorted(ACTIVATIONS_FROM_HF)}.'
+    )
+  return ACTIVATIONS_FROM_HF[name]
+
+
+def encoder_config(config: Dict[str, Any], where: str) -> HfArchitecture:
+  """Our `EncoderConfig` of a Hugging Face config.
+
+  Args:
+    config: the parsed `config.json`.
+    where: the file, for error messages.
+
+  Raises:
+    UserError: naming the setting that our encoders cannot have.
+  """
+  model_type = config.get('model_type')
+  if model_type not in MODEL_TYPES:
+    raise cli.UserError(
+        f'{where}: model_type {model_type!r} is not one of {MODEL_TYPES}; '
+        'convert a BERT, ALBERT, ELECTRA or ConvBERT model.'
+    )
+  position = config.get('position_embedding_type', 'absolute')
+  if position != 'absolute':
+    raise cli.UserError(
+        f'{where}: position_embedding_type {position!r}; only learned '
+        'absolute position embeddings are supported.'
+    )
+  epsilon = config.get('layer_norm_eps', LAYER_NORM_EPSILON)
+  if abs(epsilon - LAYER_NORM_EPSILON) > 1e-20:
+    raise cli.UserError(
+        f'{where}: layer_norm_eps {epsilon}; our layers (Model Garden '
+        f"'s) use {LAYER_NORM_EPSILON}, so the outputs would differ."
+    )
+  if model_type == 'albert':
+    for field in ('num_hidden_groups', 'inner_group_num'):
+      if config.get(field, 1) != 1:
+        raise cli.UserError(
+            f'{where}: {field} = {config[field]}; our ALBERT shares one '
+            'block across all layers (1 group of 1 layer).'
+        )
+  options = {}
+  if model_type == 'convbert':
+    options = dict(
+        head_ratio=config.get('head_ratio', 2),
+        kernel_size=config.get('conv_kernel_size', 9),
+        num_groups=config.get('num_groups', 1),
+    )
+  default_act = 'gelu_new' if model_type == 'albert' else 'gelu'
+  embedding = config.get('embedding_size')
+  if model_type == 'bert':
+    embedding = None
+  encoder = encoders.validate(
+      encoders.EncoderConfig(
+          backbone=BACKBONES[model_type],
+          hidden_size=config['hidden_size'],
+          num_layers=config['num_hidden_layers'],
+          num_attention_heads=config['num_attention_heads'],
+          intermediate_size=config['intermediate_size'],
+          embedding_width=(
+              None
+              if embedding is None or embedding == config['hidden_size']
+              else embedding
+          ),
+          vocab_size=config['vocab_size'],
+          max_position_embeddings=config.get('max_position_embeddings', 512),
+          type_vocab_size=config.get('type_vocab_size', 2),
+          hidden_activation=_activation(
+              config.get('hidden_act', default_act), where
+          ),
+          dropout_rate=config.get('hidden_dropout_prob', 0.1),
+          attention_dropout_rate=config.get(
+              'attention_probs_dropout_prob', 0.1
+          ),
+          initializer_range=config.get('initializer_range', 0.02),
+          options=options,
+      ),
+      'encoder',
+  )
+  id2label = config.get('id2label')
+  return HfArchitecture(
+      model_type=model_type,
+      architectures=tuple(config.get('architectures') or ()),
+      encoder=encoder,
+      num_labels=len(id2label) if id2label else None,
+      id2label=(
+          {int(key): value for key, value in id2label.items()}
+          if id2label
+          else None
+      ),
+  )
+
+
+def model_type_for(encoder: encoders.EncoderConfig, electra: bool) -> str:
+  """The Hugging Face model type that is exactly `encoder`.
+
+  Args:
+    encoder: our encoder.
+    electra: whether it is an ELECTRA-style network (a discriminator or a
+      generator), which Hugging Face's ELECTRA classes hold.
+
+  Raises:
+    UserError: a backbone or setting Hugging Face's classes lack.
+  """
+  if encoder.backbone == 'albert':
+    return 'albert'
+  if encoder.backbone == 'convbert':
+    options = encoder.options_dict()
+    for option in ('conv_only', 'attention_only'):
+      if options.get(option):
+        raise cli.UserError(
+            f'convbert.{option} = True: Hugging Face ConvBERT has every block '
+            'mixed (attention and convolution heads); it cannot hold this '
+            'ablation.'
+        )
+    return 'convbert'
+  if encoder.backbone != 'bert':
+    raise cli.UserError(
+        f'encoder.backbone {encoder.backbone!r} has no Hugging Face class; '
+        'BERT, ALBERT and ConvBERT encoders export.'
+    )
+  if electra or encoder.width != encoder.hidden_size:
+    # BERT has no embedding projection; ELECTRA's classes do.
+    return 'electra'
+  return 'bert'
+
+
+def hf_config(
+    encoder: encoders.EncoderConfig,
+    model_type: str,
+    architecture: str,
+    **extra: Any,
+) -> Dict[str, Any]:
+  """The `config.json` of `encoder` as a Hugging Face `model_type` model.
+
+  Args:
+    encoder: our encoder (`vocab_size` set).
+    model_type: from `model_type_for`.
+    architecture: the class the weights are for (`"architectures"`).
+    **extra: further fields (`id2label`, ...).
+
+  Raises:
+    UserError: an activation Hugging Face does not name.
+  """
+  if encoder.hidden_activation not in ACTIVATIONS_TO_HF:
+    raise cli.UserError(
+        f'encoder.hidden_activation {encoder.hidden_activation!r} has no '
+        'Hugging Face name.'
+    )
+  config = dict(
+      model_type=model_type,
+      architectures=[architecture],
+      vocab_size=encoder.vocab_size,
+      hidden_size=encoder.hidden_size,
+      num_hidden_layers=encoder.num_layers,
+      num_attention_heads=encoder.num_attention_heads,
+      intermediate_size=encoder.intermediate_size,
+      hidden_act=ACTIVATIONS_TO_HF[encoder.hidden_activation],
+      hidden_dropout_prob=encoder.dropout_rate,
+      attention_probs_dropout_prob=encoder.attention_dropout_rate,
+      max_position_embeddings=encoder.max_position_embeddings,
+      type_vocab_size=encoder.type_vocab_size,
+      initializer_range=encoder.initializer_range,
+      layer_norm_eps=LAYER_NORM_EPSILON,
+      position_embedding_type='absolute',
+  )
+  if model_type != 'bert':
+    config['embedding_size'] = encoder.width
+  if model_type == 'albert':
+    config.update(num_hidden_groups=1, inner_group_num=1)
+  if model_type == 'convbert':
+    options = encoder.options_dict()
+    config.update(
+        head_ratio=options['head_ratio'],
+        conv_kernel_size=options['kernel_size'],
+        num_groups=options['num_groups'],
+    )
+  config.update(extra)
+  return config

@@ -1,0 +1,264 @@
+"""Hugging Face model folders: weights, config and tokenizer, read and written.
+
+A folder holds `config.json`, the weights as `model.safetensors` (PyTorch
+parameter names and layouts; sharded as `model.safetensors.index.json` plus
+its shards) or `tf_model.h5` (Keras weight names, which are turned into
+PyTorch names and layouts by Hugging Face's rules), and the tokenizer as
+`vocab.txt` or only inside `tokenizer.json` (its WordPiece `model.vocab`),
+with the casing in `tokenizer_config.json` (`do_lower_case`) or in
+`tokenizer.json`'s normalizer (`lowercase`).
+
+Weights are read with the `safetensors` package's numpy API and `h5py`,
+never through PyTorch, and every file goes through `tf.io.gfile`.
+"""
+
+import dataclasses
+import io
+import json
+import os
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import safetensors.numpy
+import tensorflow as tf
+
+from official_repro.common import cli
+from official_repro.common import json_files
+
+CONFIG_FILENAME = 'config.json'
+SAFETENSORS_FILENAME = 'model.safetensors'
+SAFETENSORS_INDEX_FILENAME = 'model.safetensors.index.json'
+H5_FILENAME = 'tf_model.h5'
+VOCAB_FILENAME = 'vocab.txt'
+TOKENIZER_FILENAME = 'tokenizer.json'
+TOKENIZER_CONFIG_FILENAME = 'tokenizer_config.json'
+
+# Buffers Hugging Face saves that are not weights.
+_BUFFERS = re.compile(r'(^|\.)(position_ids|token_type_ids)$')
+
+
+@dataclasses.dataclass
+class HfFolder:
+  """A Hugging Face model folder, read.
+
+  Attributes:
+    path: the folder.
+    config: `config.json`, parsed.
+    state: PyTorch name -> numpy array, in PyTorch layout.
+    weights_file: the file the weights came from.
+    vocab_tokens: the WordPiece vocabulary, token `i` at index `i`.
+    lower_case: the tokenizer's casing, or None if no file says.
+  """
+
+  path: str
+  config: Dict[str, Any]
+  state: Dict[str, np.ndarray]
+  weights_file: str
+  vocab_tokens: List[str]
+  lower_case: Optional[bool]
+
+
+def is_hf_folder(path: str) -> bool:
+  """Whether `path` is a folder with `config.json` and Hugging Face weights."""
+  if not tf.io.gfile.isdir(path):
+    return False
+  files = set(tf.io.gfile.listdir(path))
+  return CONFIG_FILENAME in files and bool(
+      files & {SAFETENSORS_FILENAME, SAFETENSORS_INDEX_FILENAME, H5_FILENAME}
+  )
+
+
+def _read_json(path: str) -> Dict[str, Any]:
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      return json.load(f)
+  except json.JSONDecodeError as error:
+    raise cli.UserError(f'{path}: not valid JSON ({error}).') from error
+
+
+def _read_bytes(path: str) -> bytes:
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    return f.read()
+
+
+def _normalized(name: str) -> str:
+  """Old checkpoints' LayerNorm `gamma`/`beta` under today's names."""
+  return re.sub(
+      r'LayerNorm\.gamma$',
+      'LayerNorm.weight',
+      re.sub(r'LayerNorm\.beta$', 'LayerNorm.bias', name),
+  )
+
+
+def _read_safetensors(path: str) -> Dict[str, np.ndarray]:
+  try:
+    return safetensors.numpy.load(_read_bytes(path))
+  except Exception as error:  # pylint: disable=broad-except
+    raise cli.UserError(f'{path}: not a safetensors file ({error}).') from error
+
+
+def h5_name_to_pt(name: str, shape: Tuple[int, ...]) -> Tuple[str, bool]:
+  """A Keras weight name of a Hugging Face TF model, as its PyTorch name.
+
+  Hugging Face's own rules (`modeling_tf_pytorch_utils`): the outer scope
+  (the model class) is dropped, list items `layer_._3` become `layer.3`,
+  `kernel` / `embeddings` / `gamma` become `weight`, `beta` `bias`; 2-D
+  kernels are transposed.
+
+  Returns:
+    `(name, transpose)`.
+  """
+  name = name.replace(':0', '')
+  name = re.sub(r'/[^/]*___([^/]*)/', r'/\1/', name)
+  name = name.replace('_._', '/')
+  parts = [part for part in name.split('/') if part]
+  if len(parts) > 1:
+    parts = parts[1:]
+  last = parts[-1]
+  transpose = last in ('kernel', 'pointwise_kernel', 'depthwise_kernel') or (
+      last == 'weight' and len(shape) == 2 and 'dense' in name
+  )
+  if last in ('kernel', 'embeddings', 'gamma'):
+    parts[-1] = 'weight'
+  elif last == 'beta':
+    parts[-1] = 'bias'
+  elif last in ('pointwise_kernel', 'depthwise_kernel'):
+    parts[-1] = last.replace('_kernel', '.weight')
+  return '.'.join(parts), transpose and len(shape) == 2
+
+
+def _read_h5(path: str) -> Dict[str, np.ndarray]:
+  import h5py  # pylint: disable=g-import-not-at-top
+
+  state = {}
+  try:
+    with h5py.File(io.BytesIO(_read_bytes(path)), 'r') as f:
+
+      def visit(name, item):
+        if isinstance(item, h5py.Dataset):
+          array = np.asarray(item)
+          pt_name, transpose = h5_name_to_pt(name, array.shape)
+          state[pt_name] = np.ascontiguousarray(array.T) if transpose else array
+
+      f.visititems(visit)
+  except OSError as error:
+    raise cli.UserError(f'{path}: not an HDF5 file ({error}).') from error
+  return state
+
+
+def read_weights(path: str) -> Tuple[Dict[str, np.ndarray], str]:
+  """The folder's weights by PyTorch name, and the file they came from."""
+  index = os.path.join(path, SAFETENSORS_INDEX_FILENAME)
+  single = os.path.join(path, SAFETENSORS_FILENAME)
+  if tf.io.gfile.exists(single):
+    state, source = _read_safetensors(single), single
+  elif tf.io.gfile.exists(index):
+    shards = sorted(set(_read_json(index)['weight_map'].values()))
+    state = {}
+    for shard in shards:
+      state.update(_read_safetensors(os.path.join(path, shard)))
+    source = index
+  else:
+    source = os.path.join(path, H5_FILENAME)
+    state = _read_h5(source)
+  return (
+      {
+          _normalized(name): array
+          for name, array in state.items()
+          if not _BUFFERS.search(name)
+      },
+      source,
+  )
+
+
+def _vocab_from_tokenizer_json(tokenizer: Dict[str, Any], where: str):
+  vocab = (tokenizer.get('model') or {}).get('vocab')
+  if not isinstance(vocab, dict) or not vocab:
+    raise cli.UserError(
+        f'{where}: no WordPiece vocabulary (model.vocab); give the folder a '
+        f'{VOCAB_FILENAME}.'
+    )
+  tokens = sorted(vocab, key=vocab.get)
+  if [vocab[t] for t in tokens] != list(range(len(tokens))):
+    raise cli.UserError(f'{where}: model.vocab ids are not 0..{len(tokens)-1}.')
+  return tokens
+
+
+def read_tokenizer(path: str) -> Tuple[List[str], Optional[bool]]:
+  """(vocabulary tokens, lower_case or None) of a folder's tokenizer files."""
+  vocab_path = os.path.join(path, VOCAB_FILENAME)
+  tokenizer_path = os.path.join(path, TOKENIZER_FILENAME)
+  tokenizer = (
+      _read_json(tokenizer_path) if tf.io.gfile.exists(tokenizer_path) else {}
+  )
+  if tf.io.gfile.exists(vocab_path):
+    with tf.io.gfile.GFile(vocab_path) as f:
+      tokens = [line.rstrip('\n') for line in f]
+    while tokens and not tokens[-1]:
+      tokens.pop()
+  elif tokenizer:
+    tokens = _vocab_from_tokenizer_json(tokenizer, tokenizer_path)
+  else:
+    raise cli.UserError(
+        f'{path}: neither {VOCAB_FILENAME} nor {TOKENIZER_FILENAME}; the '
+        'model needs its vocabulary.'
+    )
+  lower_case = None
+  config_path = os.path.join(path, TOKENIZER_CONFIG_FILENAME)
+  if tf.io.gfile.exists(config_path):
+    lower_case = _read_json(config_path).get('do_lower_case')
+  if lower_case is None and tokenizer:
+    normalizer = tokenizer.get('normalizer') or {}
+    if 'lowercase' in normalizer:
+      lower_case = bool(normalizer['lowercase'])
+  return tokens, lower_case
+
+
+def read_folder(path: str) -> HfFolder:
+  """Reads a Hugging Face model folder.
+
+  Raises:
+    UserError: a missing or unreadable file, naming it.
+  """
+  if not is_hf_folder(path):
+    raise cli.UserError(
+        f'{path}: not a Hugging Face model folder ({CONFIG_FILENAME} and '
+        f'{SAFETENSORS_FILENAME} or {H5_FILENAME}).'
+    )
+  config = _read_json(os.path.join(path, CONFIG_FILENAME))
+  state, source = read_weights(path)
+  tokens, lower_case = read_tokenizer(path)
+  return HfFolder(path, config, state, source, tokens, lower_case)
+
+
+def write_folder(
+    path: str,
+    config: Dict[str, Any],
+    state: Dict[str, np.ndarray],
+    vocab_tokens: List[str],
+    lower_case: bool,
+) -> None:
+  """Writes `config.json`, `model.safetensors` and the tokenizer files.
+
+  Each file is written under a temporary name and renamed
+  (`json_files`), so a failure leaves no partial file.
+  """
+  tf.io.gfile.makedirs(path)
+  weights = safetensors.numpy.save(
+      {name: np.ascontiguousarray(array) for name, array in state.items()},
+      metadata=dict(format='pt'),
+  )
+  json_files.write_bytes(os.path.join(path, SAFETENSORS_FILENAME), weights)
+  json_files.write_json(os.path.join(path, CONFIG_FILENAME), config)
+  json_files.write_text(
+      os.path.join(path, VOCAB_FILENAME), '\n'.join(vocab_tokens) + '\n'
+  )
+  json_files.write_json(
+      os.path.join(path, TOKENIZER_CONFIG_FILENAME),
+      dict(
+          tokenizer_class='BertTokenizer',
+          do_lower_case=bool(lower_case),
+          model_max_length=config.get('max_position_embeddings', 512),
+      ),
+  )
