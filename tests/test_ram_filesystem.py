@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from official_repro.data import create_pretraining_data
 from official_repro.data import records
+from official_repro.modeling.networks import export_layout
 from official_repro.modeling.networks import pretrained
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import experiment
@@ -159,7 +160,7 @@ def test_corpus_to_finetuning_on_ram_filesystem(ram_dir, tmp_path, monkeypatch):
   assert result['global_step'] == 2
   assert result['checkpoint'].startswith(model_dir)
   assert result['exported_encoder'].startswith(
-      os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
+      os.path.join(model_dir, export_layout.ENCODER_SUBDIR)
   )
   for name in (
       'config.gin',

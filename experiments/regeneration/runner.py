@@ -77,7 +77,7 @@ from experiments.regeneration import registry
 from official_repro.common import json_files
 from official_repro.common import progress
 from official_repro.metrics import flops
-from official_repro.modeling.networks import pretrained
+from official_repro.modeling.networks import export_layout
 from official_repro.optimization import optimizer_config
 from official_repro.training import gin_utils
 
@@ -675,10 +675,13 @@ def pretrain_into_store(
 
 def _pretrained(model_dir: str, steps: int) -> bool:
   """Whether the run in `model_dir` exported its encoder at `steps`."""
-  export_dir = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
+  export_dir = os.path.join(model_dir, export_layout.ENCODER_SUBDIR)
   return all(
       tf.io.gfile.exists(os.path.join(export_dir, name))
-      for name in (f'encoder-{steps}.index', pretrained.ENCODER_CONFIG_FILENAME)
+      for name in (
+          f'encoder-{steps}.index',
+          export_layout.ENCODER_CONFIG_FILENAME,
+      )
   )
 
 
@@ -746,7 +749,7 @@ def pretrain_only(
         steps[run.name],
         seed=seed,
     )
-    encoders[run.name] = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
+    encoders[run.name] = os.path.join(model_dir, export_layout.ENCODER_SUBDIR)
     if model_dir in to_pretrain:
       to_pretrain.remove(model_dir)
       jobs.advance()

@@ -20,7 +20,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_repro.common import json_files
-from official_repro.modeling.networks import pretrained
+from official_repro.modeling.networks import export_layout
 
 
 def export_encoder(
@@ -45,22 +45,24 @@ def export_encoder(
   Returns:
     The checkpoint path (prefix).
   """
-  export_dir = os.path.join(model_dir, pretrained.ENCODER_SUBDIR)
+  export_dir = os.path.join(model_dir, export_layout.ENCODER_SUBDIR)
   tf.io.gfile.makedirs(export_dir)
   checkpoint = tf.train.Checkpoint(encoder=model.checkpoint_items['encoder'])
   path = checkpoint.write(os.path.join(export_dir, f'encoder-{step}'))
   json_files.write_json(
-      os.path.join(export_dir, pretrained.ENCODER_CONFIG_FILENAME),
+      os.path.join(export_dir, export_layout.ENCODER_CONFIG_FILENAME),
       encoder_config,
   )
   if vocab_file:
     tf.io.gfile.copy(
         vocab_file,
-        os.path.join(export_dir, pretrained.VOCAB_FILENAME),
+        os.path.join(export_dir, export_layout.VOCAB_FILENAME),
         overwrite=True,
     )
     json_files.write_json(
-        os.path.join(export_dir, pretrained.TOKENIZER_FILENAME),
-        dict(vocab_file=pretrained.VOCAB_FILENAME, lower_case=bool(lower_case)),
+        os.path.join(export_dir, export_layout.TOKENIZER_FILENAME),
+        dict(
+            vocab_file=export_layout.VOCAB_FILENAME, lower_case=bool(lower_case)
+        ),
     )
   return path

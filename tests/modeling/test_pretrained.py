@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import export_layout
 from official_repro.modeling.networks import pretrained
 from official_repro.training import export
 
@@ -82,7 +83,7 @@ def test_export_folder_latest_checkpoint_and_tokenizer(tmp_path):
     assert not resolved.lower_case
     with open(resolved.vocab_file) as f:
       assert f.read().split() == _VOCAB
-  with open(tmp_path / 'encoder' / pretrained.TOKENIZER_FILENAME) as f:
+  with open(tmp_path / 'encoder' / export_layout.TOKENIZER_FILENAME) as f:
     assert json.load(f) == {'lower_case': False, 'vocab_file': 'vocab.txt'}
 
 

@@ -17,7 +17,7 @@ import io
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import safetensors.numpy
@@ -49,6 +49,9 @@ class HfFolder:
     weights_file: the file the weights came from.
     vocab_tokens: the WordPiece vocabulary, token `i` at index `i`.
     lower_case: the tokenizer's casing, or None if no file says.
+    mlm_activation: our name of the MLM head's activation where it is not
+      the Hugging Face class's (checkpoints of the reference code); None:
+      the class's.
   """
 
   path: str
@@ -57,6 +60,7 @@ class HfFolder:
   weights_file: str
   vocab_tokens: List[str]
   lower_case: Optional[bool]
+  mlm_activation: Optional[str] = None
 
 
 def is_hf_folder(path: str) -> bool:
@@ -98,16 +102,34 @@ def _read_safetensors(path: str) -> Dict[str, np.ndarray]:
     raise cli.UserError(f'{path}: not a safetensors file ({error}).') from error
 
 
-def h5_name_to_pt(name: str, shape: Tuple[int, ...]) -> Tuple[str, bool]:
+def _reversed_axes(array: np.ndarray) -> np.ndarray:
+  return np.ascontiguousarray(np.transpose(array))
+
+
+def _depthwise(array: np.ndarray) -> np.ndarray:
+  """Keras `[k, in, 1]` -> PyTorch `Conv1d` `[in, 1, k]`."""
+  return np.ascontiguousarray(np.transpose(array, (1, 2, 0)))
+
+
+def _unchanged(array: np.ndarray) -> np.ndarray:
+  return array
+
+
+def h5_name_to_pt(
+    name: str, shape: Tuple[int, ...]
+) -> Tuple[str, Callable[[np.ndarray], np.ndarray]]:
   """A Keras weight name of a Hugging Face TF model, as its PyTorch name.
 
   Hugging Face's own rules (`modeling_tf_pytorch_utils`): the outer scope
   (the model class) is dropped, list items `layer_._3` become `layer.3`,
-  `kernel` / `embeddings` / `gamma` become `weight`, `beta` `bias`; 2-D
-  kernels are transposed.
+  `kernel` / `embeddings` / `gamma` become `weight`, `beta` `bias`. Layouts:
+  a 2-D kernel is transposed; a 3-D one (ConvBERT's grouped feed-forward,
+  Keras `[out/G, in/G, G]`) and a pointwise convolution kernel
+  (`[1, in, out]`) have their axes reversed; a depthwise one
+  (`[k, in, 1]`) becomes `[in, 1, k]`.
 
   Returns:
-    `(name, transpose)`.
+    `(PyTorch name, Keras layout -> PyTorch layout)`.
   """
   name = name.replace(':0', '')
   name = re.sub(r'/[^/]*___([^/]*)/', r'/\1/', name)
@@ -116,34 +138,46 @@ def h5_name_to_pt(name: str, shape: Tuple[int, ...]) -> Tuple[str, bool]:
   if len(parts) > 1:
     parts = parts[1:]
   last = parts[-1]
-  transpose = last in ('kernel', 'pointwise_kernel', 'depthwise_kernel') or (
-      last == 'weight' and len(shape) == 2 and 'dense' in name
-  )
+  layout = _unchanged
+  if last == 'depthwise_kernel':
+    layout = _depthwise
+  elif last == 'pointwise_kernel' or (last == 'kernel' and len(shape) >= 2):
+    layout = _reversed_axes
   if last in ('kernel', 'embeddings', 'gamma'):
     parts[-1] = 'weight'
   elif last == 'beta':
     parts[-1] = 'bias'
   elif last in ('pointwise_kernel', 'depthwise_kernel'):
     parts[-1] = last.replace('_kernel', '.weight')
-  return '.'.join(parts), transpose and len(shape) == 2
+  return '.'.join(parts), layout
 
 
 def _read_h5(path: str) -> Dict[str, np.ndarray]:
+  """Weights of a Keras h5 file: each layer group lists its weights' names.
+
+  Keras writes one group per top-level layer, whose `weight_names`
+  attribute gives each weight's full name (the model's scope first) and the
+  path of its dataset in the group.
+  """
   import h5py  # pylint: disable=g-import-not-at-top
 
   state = {}
   try:
     with h5py.File(io.BytesIO(_read_bytes(path)), 'r') as f:
-
-      def visit(name, item):
-        if isinstance(item, h5py.Dataset):
-          array = np.asarray(item)
-          pt_name, transpose = h5_name_to_pt(name, array.shape)
-          state[pt_name] = np.ascontiguousarray(array.T) if transpose else array
-
-      f.visititems(visit)
+      for group in f.values():
+        for weight_name in group.attrs.get('weight_names', []):
+          weight_name = (
+              weight_name.decode('utf8')
+              if isinstance(weight_name, bytes)
+              else str(weight_name)
+          )
+          array = np.asarray(group[weight_name])
+          pt_name, layout = h5_name_to_pt(weight_name, array.shape)
+          state[pt_name] = layout(array)
   except OSError as error:
     raise cli.UserError(f'{path}: not an HDF5 file ({error}).') from error
+  if not state:
+    raise cli.UserError(f'{path}: no Keras weights (weight_names) in it.')
   return state
 
 

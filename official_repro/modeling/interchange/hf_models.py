@@ -1,9 +1,8 @@
 """Hugging Face BERT, ALBERT, ELECTRA and ConvBERT models as our networks.
 
-Import (`read`, then `build_encoder`, `build_mlm_head`, `build_rtd_head`):
-the architecture comes from the folder's `config.json`
-(`hf_config.encoder_config`), the casing and vocabulary from its tokenizer
-files, and every weight is assigned through `hf_layout`'s table. What a
+Import (`read` or `from_folder`, then `build`): the architecture comes from
+the folder's `config.json` (`hf_config.encoder_config`), the casing and
+vocabulary from its tokenizer files, and every weight is assigned through `hf_layout`'s table. What a
 folder holds beyond our networks is either a head we know and convert (the
 MLM head of `*ForMaskedLM` / `*ForPreTraining`, ELECTRA's discriminator
 head) or a task head we name and leave (`TASK_HEADS`); any other weight, a
@@ -105,7 +104,14 @@ def read(path: str, lower_case: Optional[bool] = None) -> Imported:
   Raises:
     UserError: naming the file or setting at fault and the fix.
   """
-  folder = hf_folder.read_folder(path)
+  return from_folder(hf_folder.read_folder(path), lower_case)
+
+
+def from_folder(
+    folder: hf_folder.HfFolder, lower_case: Optional[bool] = None
+) -> Imported:
+  """`read` of a folder already read (or of a TF1 checkpoint as one)."""
+  path = folder.path
   where = f'{path}/{hf_folder.CONFIG_FILENAME}'
   architecture = hf_config.encoder_config(folder.config, where)
   if folder.lower_case is not None and lower_case is not None:
@@ -154,7 +160,8 @@ def read(path: str, lower_case: Optional[bool] = None) -> Imported:
       vocab_tokens=folder.vocab_tokens,
       lower_case=bool(casing),
       heads=tuple(heads),
-      mlm_activation=_mlm_activation(model_type, architecture.encoder),
+      mlm_activation=folder.mlm_activation
+      or _mlm_activation(model_type, architecture.encoder),
   )
 
 
@@ -196,7 +203,8 @@ def assign(
   return read_names
 
 
-def _build_encoder(config: encoders.EncoderConfig) -> tf_keras.Model:
+def build_encoder(config: encoders.EncoderConfig) -> tf_keras.Model:
+  """Our encoder of `config`, built (its variables created)."""
   encoder = encoders.build_encoder(config)
   ids = tf.constant([[1, 2]], tf.int32)
   encoder(
@@ -267,7 +275,7 @@ def build(imported: Imported) -> Networks:
     UserError: a missing, extra or misshapen weight, naming it.
   """
   model_type = imported.architecture.model_type
-  encoder = _build_encoder(imported.encoder_config)
+  encoder = build_encoder(imported.encoder_config)
   read_names = assign(
       hf_layout.encoder_parameters(encoder, model_type, imported.prefix),
       imported.state,

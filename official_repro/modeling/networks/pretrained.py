@@ -27,14 +27,7 @@ import tf_keras
 from official_repro.common import cli
 from official_repro.data import vocab
 from official_repro.modeling.networks import encoders
-
-# The layout of an exported encoder (written by `training/export.py`):
-# `<model_dir>/encoder/encoder-<step>` checkpoints, the config that rebuilds
-# the encoder, and its tokenizer.
-ENCODER_SUBDIR = 'encoder'
-ENCODER_CONFIG_FILENAME = 'encoder_config.json'
-VOCAB_FILENAME = 'vocab.txt'
-TOKENIZER_FILENAME = 'tokenizer.json'
+from official_repro.modeling.networks import export_layout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,16 +51,20 @@ def _export_dir(init_checkpoint: str) -> Optional[str]:
   """The export folder `init_checkpoint` names, or None if it names none."""
   candidates = [
       init_checkpoint,
-      os.path.join(init_checkpoint, ENCODER_SUBDIR),
+      os.path.join(init_checkpoint, export_layout.ENCODER_SUBDIR),
       os.path.dirname(init_checkpoint),
   ]
   if not tf.io.gfile.isdir(init_checkpoint):
     # A training checkpoint prefix: the run's export folder is its sibling.
     candidates.append(
-        os.path.join(os.path.dirname(init_checkpoint), ENCODER_SUBDIR)
+        os.path.join(
+            os.path.dirname(init_checkpoint), export_layout.ENCODER_SUBDIR
+        )
     )
   for candidate in candidates:
-    if tf.io.gfile.exists(os.path.join(candidate, ENCODER_CONFIG_FILENAME)):
+    if tf.io.gfile.exists(
+        os.path.join(candidate, export_layout.ENCODER_CONFIG_FILENAME)
+    ):
       return candidate
   return None
 
@@ -130,12 +127,12 @@ def resolve(
   tokenizer = {}
   if export_dir:
     with tf.io.gfile.GFile(
-        os.path.join(export_dir, ENCODER_CONFIG_FILENAME)
+        os.path.join(export_dir, export_layout.ENCODER_CONFIG_FILENAME)
     ) as f:
       config = encoders.EncoderConfig.from_args(
           **encoders.upgrade_saved_config(json.load(f))
       )
-    tokenizer_path = os.path.join(export_dir, TOKENIZER_FILENAME)
+    tokenizer_path = os.path.join(export_dir, export_layout.TOKENIZER_FILENAME)
     if tf.io.gfile.exists(tokenizer_path):
       with tf.io.gfile.GFile(tokenizer_path) as f:
         tokenizer = json.load(f)
@@ -145,14 +142,15 @@ def resolve(
   if config is None:
     raise cli.UserError(
         f'--init_checkpoint {init_checkpoint} has no '
-        f'{ENCODER_CONFIG_FILENAME}; give the architecture with gin '
-        '(include a gin/sizes/*.gin file and set encoder.backbone).'
+        f'{export_layout.ENCODER_CONFIG_FILENAME}; give the architecture '
+        'with gin (include a gin/sizes/*.gin file and set encoder.backbone).'
     )
   vocab_file = vocab_file or tokenizer.get('vocab_file')
   if not vocab_file:
     raise cli.UserError(
-        f'--init_checkpoint {init_checkpoint} has no {VOCAB_FILENAME}; '
-        'pass --vocab_file with the vocabulary the encoder was trained with.'
+        f'--init_checkpoint {init_checkpoint} has no '
+        f'{export_layout.VOCAB_FILENAME}; pass --vocab_file with the '
+        'vocabulary the encoder was trained with.'
     )
   if not tf.io.gfile.exists(vocab_file):
     raise FileNotFoundError(f'--vocab_file {vocab_file} does not exist.')

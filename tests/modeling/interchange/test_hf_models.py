@@ -108,7 +108,7 @@ def _random_networks(model_type, head=None, seed=3):
   """Our networks of a reference config, with distinct random weights."""
   model, state = hf_reference.build(model_type, head or 'model')
   config = hf_models.hf_config.encoder_config(model.config.to_dict(), 'test')
-  encoder = hf_models._build_encoder(config.encoder)
+  encoder = hf_models.build_encoder(config.encoder)
   networks = hf_models.Networks(encoder)
   if head == 'mlm':
     networks.mlm_head = hf_models.build_mlm_head(
@@ -189,3 +189,20 @@ def test_an_export_loads_into_hugging_face_with_the_same_outputs(
     if 'pooler' in ours.name and model_type in ('electra', 'convbert'):
       continue  # no pooler in Hugging Face's ELECTRA or ConvBERT
     np.testing.assert_array_equal(ours.numpy(), again.numpy(), ours.name)
+
+
+def test_a_tf_model_h5_folder_imports_like_its_safetensors(tmp_path):
+  """`tf_model.h5` (Keras names) reads as the same PyTorch-named weights."""
+  model, state = hf_reference.build('convbert', 'mlm')
+  model.save_pretrained(str(tmp_path), safe_serialization=False)
+  assert (tmp_path / 'tf_model.h5').exists()
+  hf_reference.write_folder(str(tmp_path / 'unused'), model.config, state)
+  for name in ('vocab.txt', 'tokenizer_config.json'):
+    (tmp_path / name).write_bytes((tmp_path / 'unused' / name).read_bytes())
+  folder = hf_models.hf_folder.read_folder(str(tmp_path))
+  assert folder.weights_file.endswith('tf_model.h5')
+  assert set(folder.state) == set(state)
+  for name, array in state.items():
+    if name.endswith('key_conv_attn_layer.bias'):  # [out] there, [out, 1] here
+      array = array.reshape(-1)
+    np.testing.assert_array_equal(folder.state[name], array, name)

@@ -1,0 +1,236 @@
+"""Released checkpoints converted into this repository's export layout.
+
+Every command that reads a pretrained encoder reads the export layout of
+`modeling/networks/pretrained.py` (`encoder-<step>`, `encoder_config.json`,
+`vocab.txt`, `tokenizer.json`). A released checkpoint is converted into that
+layout once, and then read like one of ours:
+
+  <dir>/encoder-0.{index,data-*}   tf.train.Checkpoint(encoder=...)
+  <dir>/encoder_config.json        the architecture, from the release's
+                                   config (never from gin)
+  <dir>/vocab.txt, tokenizer.json  the vocabulary and its casing
+  <dir>/heads/heads-0.*            Checkpoint(mlm_head=..., rtd_head=...),
+  <dir>/heads/heads.json           and each head's activation, where the
+                                   release has them (score and rescore read
+                                   the MLM head)
+  <dir>/conversion.json            what was read: kind, file, model type,
+                                   classes, the task heads left out
+
+Kinds (`KINDS`, detected by `detect`): a Hugging Face folder, an original
+TF1 ELECTRA or ConvBERT checkpoint, a Model Garden TEAMS checkpoint.
+`--init_checkpoint` takes any of them directly (`cached_export`): the
+conversion goes once into a cache folder named by a digest of what was
+read, so a later command reuses it. A conversion is written into a
+temporary folder and renamed when complete, so a failed one leaves nothing.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+from typing import Any, Dict, Optional
+
+import tensorflow as tf
+
+from official_repro.common import cli
+from official_repro.common import json_files
+from official_repro.modeling.interchange import hf_folder
+from official_repro.modeling.interchange import hf_models
+from official_repro.modeling.interchange import teams_checkpoints
+from official_repro.modeling.interchange import tf1_checkpoints
+from official_repro.modeling.networks import export_layout
+
+KINDS = ('huggingface', *tf1_checkpoints.KINDS, teams_checkpoints.KIND)
+HEADS_SUBDIR = 'heads'
+HEADS_PREFIX = 'heads-0'
+HEADS_FILENAME = 'heads.json'
+CONVERSION_FILENAME = 'conversion.json'
+# Where `--init_checkpoint` conversions are kept (overridable).
+CACHE_ENVIRONMENT_VARIABLE = 'OFFICIAL_REPRO_CACHE'
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+  """What to convert.
+
+  Attributes:
+    path: the folder or checkpoint.
+    kind: one of `KINDS`, or 'auto' to detect it.
+    network: TF1 and TEAMS checkpoints hold two networks: 'discriminator'
+      or 'generator'.
+    config_file: a Hugging Face `config.json` for checkpoints that carry
+      none (TF1: replaces what cannot be read off the shapes).
+    lower_case: the casing asked for; None: the release's own.
+  """
+
+  path: str
+  kind: str = 'auto'
+  network: str = 'discriminator'
+  config_file: Optional[str] = None
+  lower_case: Optional[bool] = None
+
+
+def detect(path: str) -> Optional[str]:
+  """The kind of release at `path`, or None if it is none of `KINDS`."""
+  if hf_folder.is_hf_folder(path):
+    return 'huggingface'
+  return tf1_checkpoints.detect(path) or teams_checkpoints.detect(path)
+
+
+def read(source: Source) -> hf_models.Imported:
+  """Reads a release into our terms (`hf_models.Imported`).
+
+  Raises:
+    UserError: an unknown or undetectable kind, or a release that does not
+      match what it says it is, naming the file and the fix.
+  """
+  kind = detect(source.path) if source.kind == 'auto' else source.kind
+  if kind is None:
+    raise cli.UserError(
+        f'--input {source.path}: neither a Hugging Face folder '
+        '(config.json + model.safetensors or tf_model.h5) nor an ELECTRA, '
+        'ConvBERT or TEAMS checkpoint.'
+    )
+  if kind not in KINDS:
+    raise cli.UserError(f'--from={kind!r}: expected one of {KINDS} or auto.')
+  if kind == 'huggingface':
+    folder = hf_folder.read_folder(source.path)
+  elif kind in tf1_checkpoints.KINDS:
+    folder = tf1_checkpoints.read(
+        source.path, kind, source.network, source.config_file
+    )
+  else:
+    folder = teams_checkpoints.read(
+        source.path, source.network, source.config_file
+    )
+  return hf_models.from_folder(folder, source.lower_case)
+
+
+def _write_layout(
+    imported: hf_models.Imported,
+    networks: hf_models.Networks,
+    directory: str,
+    kind: str,
+) -> None:
+  """Writes `directory` in the export layout (see the module docstring)."""
+  tf.io.gfile.makedirs(directory)
+  tf.train.Checkpoint(encoder=networks.encoder).write(
+      os.path.join(directory, f'{export_layout.CHECKPOINT_PREFIX}-0')
+  )
+  json_files.write_json(
+      os.path.join(directory, export_layout.ENCODER_CONFIG_FILENAME),
+      imported.encoder_config.as_dict(),
+  )
+  json_files.write_text(
+      os.path.join(directory, export_layout.VOCAB_FILENAME),
+      '\n'.join(imported.vocab_tokens) + '\n',
+  )
+  json_files.write_json(
+      os.path.join(directory, export_layout.TOKENIZER_FILENAME),
+      dict(
+          vocab_file=export_layout.VOCAB_FILENAME,
+          lower_case=imported.lower_case,
+      ),
+  )
+  heads = {}
+  items = {}
+  if networks.mlm_head is not None:
+    heads['mlm'] = dict(activation=imported.mlm_activation)
+    items['mlm_head'] = networks.mlm_head
+  if networks.rtd_head is not None:
+    heads['rtd'] = dict(activation=imported.encoder_config.hidden_activation)
+    items['rtd_head'] = networks.rtd_head
+  if items:
+    heads_dir = os.path.join(directory, HEADS_SUBDIR)
+    tf.io.gfile.makedirs(heads_dir)
+    tf.train.Checkpoint(encoder=networks.encoder, **items).write(
+        os.path.join(heads_dir, HEADS_PREFIX)
+    )
+    json_files.write_json(os.path.join(heads_dir, HEADS_FILENAME), heads)
+  json_files.write_json(
+      os.path.join(directory, CONVERSION_FILENAME),
+      dict(
+          kind=kind,
+          source=imported.source,
+          model_type=imported.architecture.model_type,
+          classes=list(imported.architecture.architectures),
+          heads=list(imported.heads),
+          task_heads_not_converted=imported.task_heads,
+      ),
+  )
+
+
+def convert(source: Source, output_dir: str) -> Dict[str, Any]:
+  """Converts a release into `output_dir`, all or nothing.
+
+  Returns:
+    The conversion's record (`conversion.json`).
+
+  Raises:
+    UserError: an `output_dir` that holds files, or a release refused by
+      `read` or `hf_models.build`; nothing is written then.
+  """
+  if tf.io.gfile.exists(output_dir) and tf.io.gfile.listdir(output_dir):
+    raise cli.UserError(
+        f'--output_dir {output_dir} is not empty; give a new folder.'
+    )
+  kind = detect(source.path) if source.kind == 'auto' else source.kind
+  imported = read(dataclasses.replace(source, kind=kind or 'auto'))
+  networks = hf_models.build(imported)
+  temporary = json_files.temporary_path(output_dir.rstrip('/'))
+  try:
+    _write_layout(imported, networks, temporary, kind)
+    if tf.io.gfile.exists(output_dir):
+      tf.io.gfile.rmtree(output_dir)
+    tf.io.gfile.rename(temporary, output_dir)
+  except BaseException:
+    if tf.io.gfile.exists(temporary):
+      tf.io.gfile.rmtree(temporary)
+    raise
+  return read_conversion(output_dir)
+
+
+def read_conversion(directory: str) -> Dict[str, Any]:
+  """The record a conversion wrote (`conversion.json`)."""
+  with tf.io.gfile.GFile(os.path.join(directory, CONVERSION_FILENAME)) as f:
+    return json.load(f)
+
+
+def _digest(source: Source, kind: str) -> str:
+  """A digest of the release's files and the settings it is read with."""
+  digest = hashlib.sha256(
+      repr((kind, source.network, source.lower_case)).encode()
+  )
+  if tf.io.gfile.isdir(source.path):
+    files = sorted(tf.io.gfile.listdir(source.path))
+    paths = [os.path.join(source.path, name) for name in files]
+  else:
+    paths = sorted(tf.io.gfile.glob(source.path + '*'))
+  if source.config_file:
+    paths.append(source.config_file)
+  for path in paths:
+    if tf.io.gfile.isdir(path):
+      continue
+    digest.update(os.path.basename(path).encode())
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      while chunk := f.read(1 << 24):
+        digest.update(chunk)
+  return digest.hexdigest()[:16]
+
+
+def cache_root() -> str:
+  """`$OFFICIAL_REPRO_CACHE`, or `~/.cache/official_repro/converted`."""
+  return os.environ.get(CACHE_ENVIRONMENT_VARIABLE) or os.path.join(
+      os.path.expanduser('~'), '.cache', 'official_repro', 'converted'
+  )
+
+
+def cached_export(source: Source) -> str:
+  """The export layout of a release, converted once into the cache."""
+  kind = detect(source.path) if source.kind == 'auto' else source.kind
+  if kind is None:
+    raise cli.UserError(f'--init_checkpoint {source.path}: not a release.')
+  directory = os.path.join(cache_root(), f'{kind}-{_digest(source, kind)}')
+  if not tf.io.gfile.exists(os.path.join(directory, CONVERSION_FILENAME)):
+    convert(dataclasses.replace(source, kind=kind), directory)
+  return directory

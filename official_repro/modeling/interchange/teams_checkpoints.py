@@ -1,0 +1,221 @@
+"""Model Garden TEAMS checkpoints (`official/projects/teams`) as our networks.
+
+Model Garden's TEAMS trainer writes `tf.train.Checkpoint(model=
+TeamsPretrainer, ...)` and its `params.yaml` beside it; its encoder export
+is `tf.train.Checkpoint(encoder=<the MWS discriminator>)`. Both are read by
+object: Model Garden's own `TeamsPretrainer` is built from the config
+(`task.model` of `params.yaml`, or a given YAML) and restored, and its
+`EncoderScaffold` networks are copied into ours layer by layer (their
+blocks are Model Garden's transformer layers, weight for weight ours). The
+result is returned as a Hugging Face folder would hold it, so that
+conversion goes on as for any release (`hf_models`).
+
+What is converted: the discriminator's MWS side (the network TEAMS
+fine-tunes, 003 footnote 3) or, with `network='generator'`, the generator
+with its MLM head. Not converted, and named in the conversion's record by
+the caller: the RTD side's extra transformer layer and head, and the MWS
+head. Model Garden's embedding projection (E != H) has no bias; ours gets
+zero. Its `'gelu'` is the tanh approximation (`modeling/activations.py`).
+"""
+
+import os
+from typing import Any, Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+import yaml
+
+from official.nlp.configs import encoders as mg_encoders
+from official.projects.teams import teams as stock_teams
+from official.projects.teams import teams_task as stock_teams_task
+from official_repro.common import cli
+from official_repro.modeling import activations
+from official_repro.modeling.interchange import hf_config
+from official_repro.modeling.interchange import hf_folder
+from official_repro.modeling.interchange import hf_models
+from official_repro.modeling.interchange import tf1_checkpoints
+from official_repro.modeling.networks import encoders
+
+KIND = 'teams'
+PARAMS_FILENAME = 'params.yaml'
+
+
+def detect(path: str) -> Optional[str]:
+  """'teams' for a Model Garden TEAMS checkpoint at `path`, else None."""
+  prefix = tf1_checkpoints.checkpoint_prefix(path)
+  if prefix is None:
+    return None
+  try:
+    names = [name for name, _ in tf.train.list_variables(prefix)]
+  except (tf.errors.OpError, ValueError):
+    return None
+  if any(n.startswith('model/discriminator_mws_network/') for n in names):
+    return KIND
+  if any(n.startswith('encoder/embedding_network/') for n in names):
+    return KIND
+  return None
+
+
+def _model_config(path: str, config_file: Optional[str]) -> Dict[str, Any]:
+  directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+  config_file = config_file or os.path.join(directory, PARAMS_FILENAME)
+  if not tf.io.gfile.exists(config_file):
+    raise cli.UserError(
+        f'{config_file} does not exist: a TEAMS checkpoint carries no '
+        'architecture; give its Model Garden params.yaml (--config_file).'
+    )
+  with tf.io.gfile.GFile(config_file) as f:
+    params = yaml.safe_load(f)
+  model = ((params or {}).get('task') or {}).get('model')
+  if not model or 'discriminator' not in model:
+    raise cli.UserError(
+        f'{config_file}: no task.model.discriminator; expected the '
+        'params.yaml of a Model Garden TEAMS run.'
+    )
+  return model
+
+
+def _encoder_config(
+    bert: mg_encoders.BertEncoderConfig,
+) -> encoders.EncoderConfig:
+  activation = activations.check_name(
+      'gelu_tanh'
+      if bert.hidden_activation == 'gelu'
+      else bert.hidden_activation
+  )
+  return encoders.validate(
+      encoders.EncoderConfig(
+          hidden_size=bert.hidden_size,
+          num_layers=bert.num_layers,
+          num_attention_heads=bert.num_attention_heads,
+          intermediate_size=bert.intermediate_size,
+          embedding_width=(
+              None
+              if not bert.embedding_size
+              or bert.embedding_size == bert.hidden_size
+              else bert.embedding_size
+          ),
+          vocab_size=bert.vocab_size,
+          max_position_embeddings=bert.max_position_embeddings,
+          type_vocab_size=bert.type_vocab_size,
+          hidden_activation=activation,
+          dropout_rate=bert.dropout_rate,
+          attention_dropout_rate=bert.attention_dropout_rate,
+          initializer_range=bert.initializer_range,
+      )
+  )
+
+
+def _copy_scaffold(scaffold, encoder) -> None:
+  """An `EncoderScaffold` into our encoder, layer by layer."""
+  embedding = scaffold.embedding_network
+  for ours, name in (
+      (encoder.get_embedding_layer(), 'word_embeddings'),
+      (encoder._position_embedding_layer, 'position_embedding'),  # pylint: disable=protected-access
+      (encoder._type_embedding_layer, 'type_embeddings'),  # pylint: disable=protected-access
+      (encoder._embedding_norm_layer, 'embeddings/layer_norm'),  # pylint: disable=protected-access
+  ):
+    ours.set_weights(embedding.get_layer(name).get_weights())
+  projection = getattr(encoder, '_embedding_projection', None)
+  if projection is not None:
+    (kernel,) = embedding.get_layer('embedding_projection').get_weights()
+    projection.set_weights([kernel, np.zeros(kernel.shape[-1], kernel.dtype)])
+  for ours, theirs in zip(encoder.transformer_layers, scaffold.hidden_layers):
+    ours.set_weights(theirs.get_weights())
+  encoder.pooler_layer.set_weights(scaffold._pooler_layer.get_weights())  # pylint: disable=protected-access
+
+
+def read(
+    path: str, network: str = 'discriminator', config_file: Optional[str] = None
+) -> hf_folder.HfFolder:
+  """A TEAMS checkpoint as a Hugging Face folder would hold it.
+
+  Args:
+    path: the checkpoint prefix or its directory.
+    network: 'discriminator' (its MWS side) or 'generator' (with its MLM
+      head; a trainer checkpoint only).
+    config_file: the run's `params.yaml` (default: beside the checkpoint).
+
+  Raises:
+    UserError: no checkpoint, no config, a network the checkpoint lacks, or
+      variables that do not restore, naming the file.
+  """
+  if network not in tf1_checkpoints.NETWORKS:
+    raise cli.UserError(
+        f'--network must be one of {tf1_checkpoints.NETWORKS}, not {network!r}.'
+    )
+  prefix = tf1_checkpoints.checkpoint_prefix(path)
+  if prefix is None or detect(prefix) != KIND:
+    raise cli.UserError(
+        f'--input {path}: not a Model Garden TEAMS checkpoint (no '
+        'model/discriminator_mws_network/ or encoder/embedding_network/ '
+        'variables).'
+    )
+  model = _model_config(path, config_file)
+  pretrainer = stock_teams_task._build_pretrainer(  # pylint: disable=protected-access
+      stock_teams.TeamsPretrainerConfig(**model)
+  )
+  ids = tf.constant([[2, 3]], tf.int32)
+  pretrainer(
+      dict(
+          input_word_ids=ids,
+          input_mask=tf.ones_like(ids),
+          input_type_ids=tf.zeros_like(ids),
+          masked_lm_positions=tf.constant([[1]]),
+          masked_lm_ids=tf.constant([[3]]),
+          masked_lm_weights=tf.constant([[1.0]]),
+      )
+  )
+  names = [name for name, _ in tf.train.list_variables(prefix)]
+  encoder_only = not any(n.startswith('model/') for n in names)
+  if encoder_only and network == 'generator':
+    raise cli.UserError(
+        f'--input {path}: an encoder checkpoint holds no generator; give '
+        "the TEAMS run's training checkpoint."
+    )
+  checkpoint = (
+      tf.train.Checkpoint(encoder=pretrainer.discriminator_mws_network)
+      if encoder_only
+      else tf.train.Checkpoint(model=pretrainer)
+  )
+  status = checkpoint.read(prefix)
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as error:
+    raise cli.UserError(
+        f'--input {path} does not hold the TEAMS model its config '
+        f'describes: {str(error)[:300]}'
+    ) from error
+  status.expect_partial()
+  bert = mg_encoders.BertEncoderConfig(**model[network])
+  config = _encoder_config(bert)
+  encoder = hf_models.build_encoder(config)
+  scaffold = (
+      pretrainer.discriminator_mws_network
+      if network == 'discriminator'
+      else pretrainer.generator_network
+  )
+  _copy_scaffold(scaffold, encoder)
+  model_type = hf_config.model_type_for(config, electra=True)
+  mlm_head = None
+  if network == 'generator':
+    mlm_head = hf_models.build_mlm_head(encoder, config.hidden_activation)
+    mlm_head.set_weights(pretrainer.masked_lm.get_weights())
+  state = hf_models.export_state(
+      encoder, model_type, f'{model_type}.', mlm_head=mlm_head
+  )
+  directory = path if tf.io.gfile.isdir(path) else os.path.dirname(prefix)
+  tokens, lower_case = hf_folder.read_tokenizer(directory)
+  return hf_folder.HfFolder(
+      path=path,
+      config=hf_config.hf_config(
+          config,
+          model_type,
+          hf_models.hf_class(model_type, 'mlm' if mlm_head else None),
+      ),
+      state=state,
+      weights_file=prefix,
+      vocab_tokens=tokens,
+      lower_case=lower_case,
+      mlm_activation=config.hidden_activation,
+  )

@@ -1,0 +1,282 @@
+"""The original TF1 checkpoints of ELECTRA and ConvBERT, read by variable name.
+
+google-research/electra and yitu-opensource/ConvBert save both networks of a
+pretraining run in one TF1 checkpoint; their variable names (their
+`model/modeling.py` scopes) map onto Hugging Face's parameter names, the
+table `hf_layout` reads, as Hugging Face's own converters map them
+(`load_tf_weights_in_electra`, `load_tf_weights_in_convbert`):
+
+  electra/embeddings/{word,position,token_type}_embeddings  the shared tables
+  electra/embeddings/LayerNorm/{gamma,beta}
+  electra/embeddings_project/{kernel,bias}   (E != H)
+  electra/encoder/layer_<i>/...              the discriminator's blocks
+  generator/embeddings_project, generator/encoder/layer_<i>/...
+                                             the generator's (ELECTRA)
+  discriminator_predictions/dense{,_1}/...   the RTD head
+  generator_predictions/{dense,LayerNorm,output_bias}   the MLM head
+
+ConvBERT's blocks add `attention/self/conv_attn_key/{depthwise_kernel,
+pointwise_kernel,bias}`, `conv_attn_kernel`, `conv_attn_point`, and name a
+grouped feed-forward `g_dense`. Kernels are transposed to PyTorch's
+`[out, in]`, except the grouped ones, whose layout is PyTorch's already.
+Optimizer slots (`adam_m`, `adam_v`) and counters are skipped.
+
+These checkpoints carry no config: the architecture is read off the
+variables' shapes, with the reference code's head size of 64 (every
+released ELECTRA and ConvBERT size has it); `config_overrides` (a Hugging
+Face `config.json` given with the checkpoint) replaces what cannot be read
+off. The activation is the reference code's tanh GELU, in the encoder and
+in the generator's MLM head (where Hugging Face's ELECTRA class applies the
+exact one). The vocabulary is
+the `vocab.txt` beside the checkpoint; a vocabulary without upper-case
+letters outside its special tokens is taken as uncased.
+"""
+
+import json
+import os
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from official_repro.common import cli
+from official_repro.modeling.interchange import hf_folder
+
+KINDS = ('electra_tf1', 'convbert_tf1')
+NETWORKS = ('discriminator', 'generator')
+# The head size of every released ELECTRA and ConvBERT model.
+HEAD_SIZE = 64
+_SKIPPED = re.compile(r'(^|/)(global_step|adam_m|adam_v|temperature)($|/)')
+
+
+def checkpoint_prefix(path: str) -> Optional[str]:
+  """The TF1 checkpoint `path` names (a prefix or a directory), or None."""
+  if tf.io.gfile.isdir(path):
+    return tf.train.latest_checkpoint(path) or next(
+        (
+            p[: -len('.index')]
+            for p in sorted(tf.io.gfile.glob(os.path.join(path, '*.index')))
+        ),
+        None,
+    )
+  return path if tf.io.gfile.exists(path + '.index') else None
+
+
+def detect(path: str) -> Optional[str]:
+  """'electra_tf1', 'convbert_tf1' or None, by the checkpoint's variables."""
+  prefix = checkpoint_prefix(path)
+  if prefix is None:
+    return None
+  try:
+    names = set(tf.train.load_checkpoint(prefix).get_variable_to_shape_map())
+  except (tf.errors.OpError, ValueError):
+    return None
+  if 'electra/embeddings/word_embeddings' not in names:
+    return None
+  if any('/conv_attn_key/' in name for name in names):
+    return 'convbert_tf1'
+  return 'electra_tf1'
+
+
+def _hf_name(name: str, network: str) -> Optional[str]:
+  """The Hugging Face name of a TF1 variable of `network`, or None (skip)."""
+  if _SKIPPED.search(name):
+    return None
+  if name.startswith('generator_predictions/'):
+    if network != 'generator':
+      return None
+    name = name.replace(
+        'generator_predictions/output_bias', 'generator_lm_head/bias'
+    )
+  elif name.startswith('discriminator_predictions/'):
+    if network != 'discriminator':
+      return None
+    name = name.replace('/dense_1/', '/dense_prediction/')
+  elif name.startswith('generator/'):
+    if network != 'generator':
+      return None
+    name = 'electra/' + name[len('generator/') :]
+  elif name.startswith('electra/'):
+    if network == 'generator' and not name.startswith('electra/embeddings/'):
+      return None
+  else:
+    return None
+  name = re.sub(r'/layer_(\d+)/', r'/layer/\1/', name)
+  name = name.replace('/conv_attn_key/', '/key_conv_attn_layer/')
+  name = name.replace('/conv_attn_kernel/', '/conv_kernel_layer/')
+  name = name.replace('/conv_attn_point/', '/conv_out_layer/')
+  name = name.replace('/g_dense/', '/dense/')
+  name = re.sub(r'/(depthwise|pointwise)_kernel$', r'/\1/weight', name)
+  name = re.sub(r'/(kernel|gamma)$', '/weight', name)
+  name = re.sub(r'/beta$', '/bias', name)
+  name = re.sub(r'_embeddings$', '_embeddings/weight', name)
+  return name.replace('/', '.')
+
+
+def _pt_layout(tf1_name: str, array: np.ndarray) -> np.ndarray:
+  if tf1_name.endswith('/depthwise_kernel'):
+    return np.ascontiguousarray(np.transpose(array, (1, 2, 0)))
+  if tf1_name.endswith('/pointwise_kernel'):
+    return np.ascontiguousarray(np.transpose(array, (2, 1, 0)))
+  if tf1_name.endswith('/kernel') and '/g_dense/' not in tf1_name:
+    return np.ascontiguousarray(array.T)
+  return array
+
+
+def read_state(
+    prefix: str, network: str
+) -> Tuple[Dict[str, np.ndarray], Dict[str, List[int]]]:
+  """`(Hugging Face name -> PyTorch-layout array, TF1 shapes by name)`."""
+  reader = tf.train.load_checkpoint(prefix)
+  shapes = reader.get_variable_to_shape_map()
+  state = {}
+  for name in sorted(shapes):
+    hf_name = _hf_name(name, network)
+    if hf_name is not None:
+      state[hf_name] = _pt_layout(name, reader.get_tensor(name))
+  return state, shapes
+
+
+def _architecture(
+    kind: str,
+    network: str,
+    state: Dict[str, np.ndarray],
+    overrides: Dict[str, Any],
+) -> Dict[str, Any]:
+  """A Hugging Face config of the network, read off its weights' shapes."""
+  word = state['electra.embeddings.word_embeddings.weight']
+  query = state['electra.encoder.layer.0.attention.self.query.weight']
+  intermediate = state['electra.encoder.layer.0.intermediate.dense.weight']
+  hidden = query.shape[1]
+  layers = 1 + max(
+      int(m.group(1))
+      for m in (re.match(r'electra\.encoder\.layer\.(\d+)\.', n) for n in state)
+      if m
+  )
+  config = dict(
+      model_type='convbert' if kind == 'convbert_tf1' else 'electra',
+      architectures=[
+          'ElectraForPreTraining'
+          if network == 'discriminator'
+          else 'ElectraForMaskedLM'
+      ],
+      vocab_size=word.shape[0],
+      embedding_size=word.shape[1],
+      hidden_size=hidden,
+      num_hidden_layers=layers,
+      num_attention_heads=max(1, hidden // HEAD_SIZE),
+      max_position_embeddings=state[
+          'electra.embeddings.position_embeddings.weight'
+      ].shape[0],
+      type_vocab_size=state[
+          'electra.embeddings.token_type_embeddings.weight'
+      ].shape[0],
+      hidden_act='gelu_new',
+  )
+  if kind == 'convbert_tf1':
+    grouped = intermediate.ndim == 3
+    config.update(
+        architectures=[
+            'ConvBertModel'
+            if network == 'discriminator'
+            else 'ConvBertForMaskedLM'
+        ],
+        intermediate_size=(
+            intermediate.shape[0] * intermediate.shape[2]
+            if grouped
+            else intermediate.shape[0]
+        ),
+        num_groups=intermediate.shape[0] if grouped else 1,
+        conv_kernel_size=state[
+            'electra.encoder.layer.0.attention.self.key_conv_attn_layer'
+            '.depthwise.weight'
+        ].shape[2],
+        head_ratio=max(1, hidden // query.shape[0]),
+    )
+  else:
+    config['intermediate_size'] = intermediate.shape[0]
+  config.update(overrides)
+  return config
+
+
+def _lower_case_of_vocab(tokens: List[str]) -> bool:
+  return not any(
+      re.search(r'[A-Z]', token)
+      for token in tokens
+      if not (token.startswith('[') and token.endswith(']'))
+  )
+
+
+def read(
+    path: str,
+    kind: str,
+    network: str = 'discriminator',
+    config_file: Optional[str] = None,
+) -> hf_folder.HfFolder:
+  """A TF1 checkpoint as a Hugging Face folder would hold it.
+
+  Args:
+    path: the checkpoint prefix, or its directory.
+    kind: 'electra_tf1' or 'convbert_tf1'.
+    network: 'discriminator' (with its RTD head) or 'generator' (with its
+      MLM head).
+    config_file: a Hugging Face `config.json` whose settings replace those
+      read off the shapes (default: `config.json` beside the checkpoint).
+
+  Raises:
+    UserError: no checkpoint, another kind, a network the checkpoint lacks,
+      or no `vocab.txt` beside it.
+  """
+  if network not in NETWORKS:
+    raise cli.UserError(
+        f'--network must be one of {NETWORKS}, not {network!r}.'
+    )
+  prefix = checkpoint_prefix(path)
+  if prefix is None:
+    raise cli.UserError(f'--input {path}: no TF1 checkpoint (*.index).')
+  found = detect(prefix)
+  if found is None:
+    raise cli.UserError(
+        f'--input {path}: no electra/embeddings/word_embeddings variable; '
+        'not an ELECTRA or ConvBERT TF1 checkpoint.'
+    )
+  if found != kind:
+    raise cli.UserError(
+        f'--input {path}: a {found} checkpoint, not {kind}; pass '
+        f'--from={found}.'
+    )
+  state, shapes = read_state(prefix, network)
+  if network == 'generator' and not any(
+      name.startswith('generator/encoder/') for name in shapes
+  ):
+    raise cli.UserError(
+        f'--input {path}: no generator/encoder variables; this checkpoint '
+        'holds no separate generator network.'
+    )
+  directory = (
+      path if tf.io.gfile.isdir(path) else os.path.dirname(prefix) or '.'
+  )
+  config_file = config_file or os.path.join(
+      directory, hf_folder.CONFIG_FILENAME
+  )
+  overrides = {}
+  if tf.io.gfile.exists(config_file):
+    with tf.io.gfile.GFile(config_file) as f:
+      overrides = json.load(f)
+  tokens, _ = hf_folder.read_tokenizer(directory)
+  config = _architecture(kind, network, state, overrides)
+  if kind == 'convbert_tf1':  # ConvBERT's base model is `convbert.`
+    state = {
+        re.sub(r'^electra\.', 'convbert.', name): array
+        for name, array in state.items()
+    }
+  return hf_folder.HfFolder(
+      path=path,
+      config=config,
+      state=state,
+      weights_file=prefix,
+      vocab_tokens=tokens,
+      lower_case=_lower_case_of_vocab(tokens),
+      mlm_activation='gelu_tanh',
+  )
