@@ -3,11 +3,12 @@
 Import (`read` or `from_folder`, then `build`): the architecture comes from
 the folder's `config.json` (`hf_config.encoder_config`), the casing and
 vocabulary from its tokenizer files, and every weight is assigned through
-`hf_layout`'s table. What a folder holds beyond our networks is either a head we know and convert (the
-MLM head of `*ForMaskedLM` / `*ForPreTraining`, ELECTRA's discriminator
-head) or a task head we name and leave (`TASK_HEADS`); any other weight, a
-missing one, a shape that differs or a vocabulary of another size is
-refused with one line naming it.
+`hf_layout`'s table. What a folder holds beyond our networks is either a
+head we know and convert (the MLM head of `*ForMaskedLM` /
+`*ForPreTraining`, ELECTRA's discriminator head) or a task head we name and
+leave (`TASK_HEADS`); any other weight, a missing one, a shape that
+differs or a vocabulary of another size is refused with one line naming
+it.
 
 Export (`export`): our encoder, and where given its MLM or RTD head, as the
 Hugging Face class that computes the same function (`hf_config.
