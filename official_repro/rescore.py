@@ -45,7 +45,9 @@ refused). Giving both `--lm_scores` and `--init_checkpoint` is an error.
 From Python, any `lm_scores.Scorer` replaces `--lm_scores`:
 `rescore.run(settings, scorer=my_scorer)`; on the command line
 `--init_checkpoint=<SCRIPT pretraining model_dir>` does, with the model's
-one-pass pseudo-log-likelihood (004 Eq. 7, `official_repro.score`). While a
+one-pass pseudo-log-likelihood (004 Eq. 7, `official_repro.score`); so does
+a released masked LM (a Hugging Face folder with its MLM head, or its
+conversion), with its masked-LM pseudo-log-likelihood (one pass per token). While a
 scorer scores a set, a line every 10 seconds on stderr says how many of its
 distinct hypothesis texts are scored and the time left (`common.progress`).
 """
@@ -208,8 +210,10 @@ def define_flags():
   flags.DEFINE_string(
       'init_checkpoint',
       '',
-      'Instead of --lm_scores, score the hypotheses '
-      'with the one-pass PLL of this SCRIPT pretraining run (its model_dir).',
+      'Instead of --lm_scores, score the hypotheses with the one-pass PLL '
+      'of this SCRIPT pretraining run (its model_dir), or with the '
+      'masked-LM PLL of a released masked LM (a Hugging Face folder or a '
+      'conversion by official_repro.convert).',
   )
   flags.DEFINE_bool(
       'lower_case',

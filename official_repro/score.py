@@ -1,8 +1,14 @@
-r"""Pseudo-log-likelihoods of sentences from a SCRIPT pretraining run.
+r"""Pseudo-log-likelihoods of sentences from a SCRIPT run or a masked LM.
 
   python -m official_repro.score --init_checkpoint=<pretraining model_dir> \
       --input=sentences.txt [--method=script|mlm|both] [--batch_size=32] \
       [--output=scores.tsv]
+
+`--init_checkpoint` is a SCRIPT pretraining run, or a released masked LM
+with its MLM head (a Hugging Face `*ForMaskedLM` / `*ForPreTraining`
+folder, an ELECTRA generator's TF1 checkpoint, ...), or its conversion by
+`official_repro.convert`. A masked LM that was not trained as its own critic
+has no 004 Eq. 7 score: `mlm` is its only method (and the default).
 
 Methods (natural log, summed over the WordPiece tokens of a sentence,
 [CLS] and [SEP] excluded):
@@ -35,7 +41,7 @@ import dataclasses
 import json
 import os
 import time
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from absl import flags
 import numpy as np
@@ -45,6 +51,7 @@ from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.common import progress
 from official_repro.data import vocab
+from official_repro.modeling.interchange import converted
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.modeling.pretrainers import script
@@ -104,23 +111,66 @@ def read_model_config(model_dir: str) -> script_task.ScriptModelConfig:
   return script_task.ScriptModelConfig(encoder=encoder, **saved)
 
 
+def _masked_lm_export(
+    export_dir: str,
+) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder]:
+  """A converted masked LM: its encoder and MLM head, as a SCRIPT model.
+
+  SCRIPT's model is an encoder and Model Garden's `MaskedLM` head on its
+  word embeddings, which is any BERT-style masked LM.
+  """
+  heads_dir = os.path.join(export_dir, converted.HEADS_SUBDIR)
+  with tf.io.gfile.GFile(
+      os.path.join(heads_dir, converted.HEADS_FILENAME)
+  ) as f:
+    heads = json.load(f)
+  if 'mlm' not in heads:
+    raise cli.UserError(
+        f'--init_checkpoint {export_dir} has no MLM head (it holds '
+        f'{", ".join(heads)}); score a masked LM or a SCRIPT run.'
+    )
+  encoder = pretrained.resolve(export_dir)
+  model = script.ScriptPretrainer(
+      encoder.config, mlm_activation=heads['mlm']['activation']
+  )
+  ids = tf.constant([[1, 2]], tf.int32)
+  model.token_logits(ids, tf.ones_like(ids), tf.zeros_like(ids))
+  status = tf.train.Checkpoint(
+      encoder=model.encoder, mlm_head=model.masked_lm
+  ).read(os.path.join(heads_dir, converted.HEADS_PREFIX))
+  status.assert_existing_objects_matched()
+  status.expect_partial()
+  return model, encoder
+
+
 def load_model(
     init_checkpoint: str,
-) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder]:
-  """Rebuilds and restores the SCRIPT model of a pretraining run.
+) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder, bool]:
+  """Rebuilds and restores a SCRIPT model or a masked LM.
 
   Args:
-    init_checkpoint: the run's model_dir (its latest `ckpt-<step>`) or one
-      training checkpoint prefix in it.
+    init_checkpoint: a SCRIPT run's model_dir (its latest `ckpt-<step>`) or
+      one training checkpoint prefix in it; or a released masked LM or its
+      conversion (`official_repro.convert`).
 
   Returns:
-    The model with every variable restored, and the exported encoder's
-    description (vocabulary and casing).
+    The model with every variable restored, the exported encoder's
+    description (vocabulary and casing), and whether it was trained as its
+    own critic (a SCRIPT run).
 
   Raises:
     FileNotFoundError: no checkpoint or config where it points.
-    ValueError: not a SCRIPT run, or a checkpoint lacking model variables.
+    ValueError: not a SCRIPT run or masked LM, or a checkpoint lacking model
+      variables.
   """
+  if converted.detect(init_checkpoint):
+    init_checkpoint = converted.cached_export(converted.Source(init_checkpoint))
+  if tf.io.gfile.exists(
+      os.path.join(
+          init_checkpoint, converted.HEADS_SUBDIR, converted.HEADS_FILENAME
+      )
+  ):
+    return (*_masked_lm_export(init_checkpoint), False)
   checkpoint_path, model_dir = _checkpoint_and_model_dir(init_checkpoint)
   config = read_model_config(model_dir)
   model = script_task.ScriptPretrainTask(
@@ -137,7 +187,7 @@ def load_model(
         f'this SCRIPT model: {str(error)[:500]}'
     ) from error
   status.expect_partial()
-  return model, pretrained.resolve(model_dir)
+  return model, pretrained.resolve(model_dir), True
 
 
 @dataclasses.dataclass
@@ -203,10 +253,17 @@ class PllScorer:
 
   @classmethod
   def from_checkpoint(
-      cls, init_checkpoint: str, method: str = 'script', batch_size: int = 32
+      cls,
+      init_checkpoint: str,
+      method: Optional[str] = None,
+      batch_size: int = 32,
   ) -> 'PllScorer':
-    """The scorer of a SCRIPT pretraining run (see `load_model`)."""
-    model, encoder = load_model(init_checkpoint)
+    """The scorer of a SCRIPT run or masked LM (see `load_model`).
+
+    `method` None is 'script' for a SCRIPT run and 'mlm' for a masked LM.
+    """
+    model, encoder, critic = load_model(init_checkpoint)
+    method = check_method(method, critic, init_checkpoint)
     return cls(
         model,
         vocab.load_vocab(encoder.vocab_file),
@@ -360,19 +417,45 @@ def timed_scores(
   return scores, time.perf_counter() - start
 
 
+def check_method(
+    method: Optional[str], critic: bool, init_checkpoint: str
+) -> str:
+  """The method to score with; 'script' needs a model trained as critic.
+
+  Raises:
+    UserError: 'script' for a masked LM that is not a SCRIPT run.
+  """
+  if method is None:
+    return 'script' if critic else 'mlm'
+  if method == 'script' and not critic:
+    raise cli.UserError(
+        f'--method=script: {init_checkpoint} is a masked LM that was not '
+        "trained as its own critic (004 Eq. 7 needs SCRIPT's training); "
+        'use --method=mlm.'
+    )
+  return method
+
+
 def score_file(
     init_checkpoint: str,
     input_path: str,
-    methods: Sequence[str],
+    methods: Sequence[Optional[str]],
     batch_size: int = 32,
 ) -> Tuple[List[str], Dict[str, np.ndarray], Dict[str, float]]:
   """Scores every sentence of `input_path` by each method, timed.
+
+  Args:
+    init_checkpoint: the model (`load_model`).
+    input_path: sentences, one per line.
+    methods: 'script' and/or 'mlm'; None: the model's own (`check_method`).
+    batch_size: sentences or masked copies per forward pass.
 
   Returns:
     `(sentences, scores by method, seconds by method)`.
   """
   sentences = read_sentences(input_path)
-  model, encoder = load_model(init_checkpoint)
+  model, encoder, critic = load_model(init_checkpoint)
+  methods = [check_method(m, critic, init_checkpoint) for m in methods]
   tokens = vocab.load_vocab(encoder.vocab_file)
   scores, seconds = {}, {}
   for method in methods:
@@ -396,14 +479,16 @@ def define_flags():
   flags.DEFINE_string(
       'init_checkpoint',
       None,
-      'The model_dir of a SCRIPT '
-      'pretraining run, or one ckpt-<step> prefix in it.',
+      'The model_dir of a SCRIPT pretraining run (or one ckpt-<step> '
+      'prefix in it), or a masked LM with its MLM head: a release '
+      '(Hugging Face folder, TF1 checkpoint) or its conversion.',
   )
   flags.DEFINE_string('input', None, 'Sentences to score, one per line.')
   flags.DEFINE_enum(
       'method',
-      'script',
+      None,
       [*METHODS, 'both'],
+      'default: script for a SCRIPT run, mlm for a masked LM. '
       'script: 004 Eq. 7 in one pass; mlm: masked-LM PLL, one '
       'pass per token; both: the two, with their time ratio.',
   )
@@ -425,7 +510,13 @@ def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   flag_values = flags.FLAGS
-  methods = METHODS if flag_values.method == 'both' else (flag_values.method,)
+  methods = (
+      METHODS
+      if flag_values.method == 'both'
+      else (flag_values.method,)
+      if flag_values.method
+      else (None,)
+  )
   sentences, scores, seconds = score_file(
       flag_values.init_checkpoint,
       flag_values.input,
@@ -437,12 +528,12 @@ def main(argv):
     json_files.write_text(flag_values.output, '\n'.join(lines) + '\n')
   else:
     print('\n'.join(lines))
-  for method in methods:
+  for method in scores:
     print(
         f'{method}: {len(sentences)} sentences in {seconds[method]:.3f} s '
         f'({1e3 * seconds[method] / len(sentences):.2f} ms per sentence)'
     )
-  if len(methods) == 2:
+  if len(scores) == 2:
     print(
         f'time ratio mlm / script: ' f'{seconds["mlm"] / seconds["script"]:.2f}'
     )

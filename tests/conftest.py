@@ -5,6 +5,14 @@ import os
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 os.environ.setdefault('CUDA_VISIBLE_DEVICES', '')
+# Conversions of released models for --init_checkpoint go to a cache; the
+# tests' go to a temporary one, never to the home folder.
+os.environ.setdefault(
+    'OFFICIAL_REPRO_CACHE',
+    os.path.join(
+        os.environ.get('TMPDIR', '/tmp'), f'official_repro_cache_{os.getpid()}'
+    ),
+)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import random

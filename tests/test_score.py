@@ -139,7 +139,8 @@ def test_scores_a_pretraining_run_and_rescores_with_it(
 ):
   model_dir = tmp_path / 'run'
   run_tiny_pretraining(model_dir, ['gin/pretrain/script.gin'], mode='train')
-  model, encoder = score.load_model(str(model_dir))
+  model, encoder, critic = score.load_model(str(model_dir))
+  assert critic
   # The training checkpoint restored the encoder that was exported.
   exported = encoders.build_encoder(encoder.config)
   pretrained.restore(exported, encoder.checkpoint_path)

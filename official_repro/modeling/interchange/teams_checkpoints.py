@@ -41,7 +41,12 @@ PARAMS_FILENAME = 'params.yaml'
 
 
 def detect(path: str) -> Optional[str]:
-  """'teams' for a Model Garden TEAMS checkpoint at `path`, else None."""
+  """'teams' for a Model Garden TEAMS trainer checkpoint at `path`, else None.
+
+  An encoder-only export (`Checkpoint(encoder=...)`) has the object layout of
+  any functional encoder, so it is read when named (`--from=teams`), not
+  detected.
+  """
   prefix = tf1_checkpoints.checkpoint_prefix(path)
   if prefix is None:
     return None
@@ -50,8 +55,6 @@ def detect(path: str) -> Optional[str]:
   except (tf.errors.OpError, ValueError):
     return None
   if any(n.startswith('model/discriminator_mws_network/') for n in names):
-    return KIND
-  if any(n.startswith('encoder/embedding_network/') for n in names):
     return KIND
   return None
 
@@ -145,12 +148,8 @@ def read(
         f'--network must be one of {tf1_checkpoints.NETWORKS}, not {network!r}.'
     )
   prefix = tf1_checkpoints.checkpoint_prefix(path)
-  if prefix is None or detect(prefix) != KIND:
-    raise cli.UserError(
-        f'--input {path}: not a Model Garden TEAMS checkpoint (no '
-        'model/discriminator_mws_network/ or encoder/embedding_network/ '
-        'variables).'
-    )
+  if prefix is None:
+    raise cli.UserError(f'--input {path}: no checkpoint (*.index).')
   model = _model_config(path, config_file)
   pretrainer = stock_teams_task._build_pretrainer(  # pylint: disable=protected-access
       stock_teams.TeamsPretrainerConfig(**model)

@@ -1,6 +1,6 @@
 """Finds, rebuilds and restores a pretrained encoder for fine-tuning.
 
-Two kinds of `--init_checkpoint` are accepted:
+These kinds of `--init_checkpoint` are accepted:
   * an encoder exported by our pretraining (`training/export.py`): the
     pretraining `model_dir`, its `encoder/` folder, one `encoder-<step>`
     prefix in it, or one of the run's training checkpoints
@@ -8,6 +8,11 @@ Two kinds of `--init_checkpoint` are accepted:
     name, for learning curves over a run's checkpoints). The architecture
     comes from `encoder_config.json` and the tokenizer from `vocab.txt` /
     `tokenizer.json` in the export folder;
+  * a released model: a Hugging Face folder (BERT, ALBERT, ELECTRA,
+    ConvBERT), an original TF1 ELECTRA or ConvBERT checkpoint, or a Model
+    Garden TEAMS checkpoint. It is converted once into the export layout
+    (`modeling/interchange/converted.py`, cached), and the architecture
+    and tokenizer come from the release, never from gin;
   * any other `tf.train.Checkpoint(encoder=...)` (Model Garden's BERT
     checkpoints use this layout): the architecture is then the gin
     `encoder.*` configuration and the vocabulary the `--vocab_file` flag.
@@ -26,6 +31,7 @@ import tf_keras
 
 from official_repro.common import cli
 from official_repro.data import vocab
+from official_repro.modeling.interchange import converted
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import export_layout
 
@@ -118,6 +124,10 @@ def resolve(
     FileNotFoundError: no checkpoint where `init_checkpoint` points.
     ValueError: no architecture or no vocabulary can be found.
   """
+  if init_checkpoint and converted.detect(init_checkpoint):
+    init_checkpoint = converted.cached_export(
+        converted.Source(init_checkpoint, lower_case=lower_case)
+    )
   export_dir = _export_dir(init_checkpoint) if init_checkpoint else None
   checkpoint_path = (
       _checkpoint_prefix(init_checkpoint, export_dir)

@@ -21,13 +21,23 @@ import tensorflow as tf
 import transformers
 from transformers import modeling_tf_pytorch_utils as pt_utils
 
+# Special tokens, the words of the test fixtures' sentences, then fillers:
+# 50 tokens, so that fine-tuning a reference model reads real words.
+_WORDS = sorted(
+    set(
+        'the quick brown fox jumps over a lazy dog while birds sing in old '
+        'trees near river and children play games on green grass under '
+        'bright summer skies .'.split()
+    )
+)
 VOCAB = [
     '[PAD]',
     '[UNK]',
     '[CLS]',
     '[SEP]',
     '[MASK]',
-    *[f'w{i}' for i in range(45)],
+    *_WORDS,
+    *[f'w{i}' for i in range(45 - len(_WORDS))],
 ]
 
 _SIZES = dict(
@@ -104,7 +114,9 @@ def build(
     model's `model.safetensors` holds them.
   """
   hf_config = config(model_type, **overrides)
-  model = getattr(transformers, _CLASSES[model_type][1][kind])(hf_config)
+  class_name = _CLASSES[model_type][1][kind]
+  hf_config.architectures = [class_name[len('TF') :]]  # as save_pretrained
+  model = getattr(transformers, class_name)(hf_config)
   model(model.dummy_inputs, training=False)
   prefix = model.base_model_prefix + '.'
   rng = np.random.RandomState(seed)

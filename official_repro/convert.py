@@ -1,0 +1,103 @@
+r"""Converts a released checkpoint into this repository's export layout.
+
+  python -m official_repro.convert --input=<path> --output_dir=<dir> \
+      [--from=auto|huggingface|electra_tf1|convbert_tf1|teams] \
+      [--network=discriminator|generator] [--config_file=<file>] \
+      [--lower_case | --nolower_case]
+
+Then every command takes `--init_checkpoint=<dir>` (fine-tuning, the GLUE
+suite, scoring and rescoring with an MLM head, a pretraining warm start);
+they also take the release itself and convert it once into a cache
+(`modeling/interchange/converted.py`).
+
+Kinds (`--from`, detected by default from what is at `--input`):
+  huggingface   a folder with `config.json`, `model.safetensors` (or
+                `tf_model.h5`) and `vocab.txt` or `tokenizer.json`: BERT,
+                ALBERT, ELECTRA (`ElectraForPreTraining` keeps its RTD head,
+                `ElectraForMaskedLM` its MLM head) and ConvBERT;
+  electra_tf1   an original google-research/electra checkpoint, with the
+                `vocab.txt` beside it; `--network` picks the discriminator
+                (and its RTD head) or the generator (and its MLM head);
+  convbert_tf1  an original yitu-opensource/ConvBert checkpoint, likewise;
+  teams         a Model Garden TEAMS checkpoint with its run's
+                `params.yaml` (or `--config_file`) and `vocab.txt` beside it.
+
+The architecture always comes from the release (its config, or for TF1
+checkpoints the shapes of its variables and a `config.json` beside them),
+never from gin. A release that does not match its own config (a missing or
+extra weight, a shape, a vocabulary of another size, a cased tokenizer
+with `--lower_case`) is refused with one line and nothing is written.
+"""
+
+import json
+import os
+import sys
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+
+from official_repro.common import cli
+from official_repro.modeling.interchange import converted
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_enum(
+    'from', 'auto', ['auto', *converted.KINDS], 'The kind of release.'
+)
+flags.DEFINE_string('input', None, 'The release: a folder or a checkpoint.')
+flags.DEFINE_string('output_dir', None, 'A new folder for the export layout.')
+flags.DEFINE_enum(
+    'network',
+    'discriminator',
+    ['discriminator', 'generator'],
+    'TF1 and TEAMS checkpoints: the network to convert.',
+)
+flags.DEFINE_string(
+    'config_file',
+    None,
+    'TF1: a Hugging Face config.json replacing what the shapes cannot say; '
+    "TEAMS: the run's params.yaml (default: beside the checkpoint).",
+)
+flags.DEFINE_boolean(
+    'lower_case',
+    None,
+    "The tokenizer's casing, when the release's files do not say it.",
+)
+
+
+def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
+  cli.refuse_positional(argv)
+  for name in ('input', 'output_dir'):
+    if not getattr(FLAGS, name):
+      raise app.UsageError(f'--{name} is required.')
+  record = converted.convert(
+      converted.Source(
+          path=FLAGS.input,
+          kind=FLAGS['from'].value,
+          network=FLAGS.network,
+          config_file=FLAGS.config_file,
+          lower_case=FLAGS.lower_case,
+      ),
+      FLAGS.output_dir,
+  )
+  print(
+      f'{FLAGS.output_dir}: {record["kind"]} {record["model_type"]} '
+      f'({", ".join(record["classes"]) or "no class named"}), heads: '
+      f'{", ".join(record["heads"]) or "none"}'
+  )
+  if record['task_heads_not_converted']:
+    print(
+        'not converted (task heads): '
+        + ', '.join(record['task_heads_not_converted']),
+        file=sys.stderr,
+    )
+  print(json.dumps(record, indent=2))
+
+
+if __name__ == '__main__':
+  cli.run(main)

@@ -1,0 +1,144 @@
+"""Released models through the command lines: convert, fine-tune, score."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
+from tests.modeling.interchange import hf_reference
+
+# One worker runs these (they share the releases): --dist loadgroup.
+pytestmark = pytest.mark.xdist_group('test_convert')
+
+_SENTENCES = ['the quick brown fox', 'a lazy dog sing in the river']
+
+
+@pytest.fixture(scope='module')
+def releases(tmp_path_factory):
+  """An ELECTRA discriminator and a BERT masked LM, as Hub folders."""
+  root = tmp_path_factory.mktemp('releases')
+  discriminator, state = hf_reference.build('electra', 'rtd')
+  hf_reference.write_folder(str(root / 'electra'), discriminator.config, state)
+  masked_lm, state = hf_reference.build('bert', 'mlm', seed=2)
+  hf_reference.write_folder(str(root / 'bert'), masked_lm.config, state)
+  return root, discriminator, masked_lm
+
+
+def test_convert_writes_the_layout_every_command_reads(
+    python_m, releases, tmp_path
+):
+  root, discriminator, _ = releases
+  out = tmp_path / 'converted'
+  completed = python_m(
+      [
+          'official_repro.convert',
+          f'--input={root / "electra"}',
+          f'--output_dir={out}',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert 'huggingface electra (ElectraForPreTraining), heads: rtd' in (
+      completed.stdout
+  )
+  encoder = pretrained.resolve(str(out))
+  assert encoder.config.embedding_width == 16  # from config.json, not gin
+  assert encoder.config.hidden_activation == 'gelu_erf'  # Hugging Face gelu
+  assert encoder.lower_case
+  network = encoders.build_encoder(encoder.config)
+  pretrained.restore(network, encoder.checkpoint_path)
+  ids, mask, types = hf_reference.inputs()
+  ours = network(
+      dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
+  )['sequence_output'].numpy()
+  theirs = (
+      discriminator(
+          input_ids=ids,
+          attention_mask=mask,
+          token_type_ids=types,
+          output_hidden_states=True,
+      )
+      .hidden_states[-1]
+      .numpy()
+  )
+  real = mask.astype(bool)
+  np.testing.assert_allclose(ours[real], theirs[real], atol=1e-5)
+  record = json.loads((out / 'conversion.json').read_text())
+  assert record['heads'] == ['rtd'] and record['kind'] == 'huggingface'
+
+
+def _write_mrpc(root):
+  root.mkdir(parents=True)
+  words = hf_reference.VOCAB[5:20]
+  rng = np.random.RandomState(0)
+  for split, rows in (('train', 8), ('dev', 4)):
+    lines = ['Quality\t#1 ID\t#2 ID\t#1 String\t#2 String'] + [
+        f'{i % 2}\t{i}\t{i + 9}\t{" ".join(rng.choice(words, 4))}\t'
+        f'{" ".join(rng.choice(words, 4))}'
+        for i in range(rows)
+    ]
+    (root / f'{split}.tsv').write_text('\n'.join(lines) + '\n')
+  return root.parent
+
+
+def test_finetune_takes_a_hugging_face_folder(python_m, releases, tmp_path):
+  root, _, _ = releases
+  data_dir = _write_mrpc(tmp_path / 'glue' / 'MRPC')
+  completed = python_m(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={root / "electra"}',
+          f'--data_dir={data_dir}',
+          f'--model_dir={tmp_path / "ft"}',
+          '--strategy=cpu',
+          '--gin_param=run_protocol.num_runs = 1',
+          '--gin_param=finetuning.num_epochs = 1',
+          '--gin_param=finetuning.train_batch_size = 4',
+          '--gin_param=finetuning.max_seq_length = 16',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  with open(tmp_path / 'ft' / 'results.json') as f:
+    results = json.load(f)
+  assert results['task'] == 'mrpc' and np.isfinite(results['score'])
+  assert os.environ['OFFICIAL_REPRO_CACHE'] in results['init_checkpoint']
+
+
+def _naive_mlm_pll(model, sentence):
+  """Salazar et al.'s PLL by a loop: mask each token, sum log p(token)."""
+  tokens = [hf_reference.VOCAB.index(w) for w in sentence.split()]
+  ids = [2, *tokens, 3]
+  total = 0.0
+  for position in range(1, len(ids) - 1):
+    masked = list(ids)
+    masked[position] = 4
+    logits = model(input_ids=tf.constant([masked])).logits.numpy()[0, position]
+    logits = logits.astype(np.float64)
+    total += logits[ids[position]] - np.log(np.exp(logits).sum())
+  return total
+
+
+def test_score_takes_a_masked_lm_folder(python_m, releases, tmp_path):
+  root, _, masked_lm = releases
+  sentences = tmp_path / 'sentences.txt'
+  sentences.write_text('\n'.join(_SENTENCES) + '\n')
+  completed = python_m(
+      [
+          'official_repro.score',
+          f'--init_checkpoint={root / "bert"}',
+          f'--input={sentences}',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  scores = [
+      float(line.split('\t')[0])
+      for line in completed.stdout.splitlines()
+      if '\t' in line
+  ]
+  assert 'mlm: 2 sentences' in completed.stdout
+  expected = [_naive_mlm_pll(masked_lm, s) for s in _SENTENCES]
+  np.testing.assert_allclose(scores, expected, rtol=1e-4)
