@@ -47,9 +47,10 @@ From Python, any `lm_scores.Scorer` replaces `--lm_scores`:
 `--init_checkpoint=<SCRIPT pretraining model_dir>` does, with the model's
 one-pass pseudo-log-likelihood (004 Eq. 7, `official_repro.score`); so does
 a released masked LM (a Hugging Face folder with its MLM head, or its
-conversion), with its masked-LM pseudo-log-likelihood (one pass per token). While a
-scorer scores a set, a line every 10 seconds on stderr says how many of its
-distinct hypothesis texts are scored and the time left (`common.progress`).
+conversion), with its masked-LM pseudo-log-likelihood (one pass per
+token). While a scorer scores a set, a line every 10 seconds on stderr says
+how many of its distinct hypothesis texts are scored and the time left
+(`common.progress`).
 """
 
 import dataclasses
