@@ -1,0 +1,284 @@
+r"""Exports a trained model as a Hugging Face folder or a SavedModel.
+
+  python -m official_repro.export --model_dir=<run or export dir> \
+      --format=huggingface|saved_model --output_dir=<dir>
+
+`--model_dir` is a pretraining run (its latest `ckpt-<step>`, or
+`--checkpoint`), an exported encoder (`<run>/encoder`, a conversion by
+`official_repro.convert`) or a release.
+
+`huggingface`: a folder that `transformers` loads with the class that
+computes the same function (`model.safetensors` in PyTorch names,
+`config.json`, `vocab.txt`, `tokenizer_config.json` with the casing):
+
+  masked LM, SCRIPT          `BertForMaskedLM` (E = H) or
+                             `ElectraForMaskedLM` (E != H), the MLM head
+                             with it; SCRIPT's critic (004 Eq. 4-5) is a
+                             reading of those logits;
+  ELECTRA (BERT backbone)    `ElectraForPreTraining`: the discriminator
+                             with its RTD head; the generator goes to
+                             `<output_dir>/generator` as `*ForMaskedLM`;
+  ALE, ConvBERT-ELECTRA      `AlbertModel` / `ConvBertModel`: their Hugging
+                             Face classes have no RTD head;
+  TEAMS                      the discriminator as `ElectraModel` or
+                             `BertModel` (its MWS head and the RTD side's
+                             task layer and head have no class there), the
+                             generator as above.
+
+What a class cannot hold is printed ("not exported: ..."), and where the
+Hugging Face head computes otherwise (ELECTRA's and ConvBERT's generator
+heads apply the exact GELU) the difference is printed with its largest
+effect on the logits of a probe batch.
+
+`saved_model`: Model Garden's export conventions
+(`official.core.export_base`): `serve` from token ids to
+`sequence_output` and `pooled_output`, and `serve_text` from raw strings
+through the vocabulary's tokenizer (`training/serving.py`).
+"""
+
+import os
+import sys
+from typing import List, Optional
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+import numpy as np
+import tensorflow as tf
+
+from official_repro.common import cli
+from official_repro.data import vocab as vocab_lib
+from official_repro.modeling.interchange import converted
+from official_repro.modeling.interchange import hf_config
+from official_repro.modeling.interchange import hf_models
+from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import export_layout
+from official_repro.modeling.networks import pretrained
+from official_repro.training import saved_runs
+from official_repro.training import serving
+
+FLAGS = flags.FLAGS
+
+FORMATS = ('huggingface', 'saved_model')
+GENERATOR_SUBDIR = 'generator'
+
+flags.DEFINE_string('model_dir', None, 'A pretraining run or an export dir.')
+flags.DEFINE_enum('format', None, list(FORMATS), 'What to write.')
+flags.DEFINE_string('output_dir', None, 'A new folder for the export.')
+flags.DEFINE_string(
+    'checkpoint', None, "A pretraining run's ckpt-<step> (default: latest)."
+)
+flags.DEFINE_integer(
+    'max_seq_length',
+    None,
+    'saved_model: the length serve_text pads to (default: the positions).',
+)
+
+
+def _probe_difference(
+    head, head_activation: str, encoder, config, model_type: str
+) -> Optional[str]:
+  """How far Hugging Face's MLM head computes from ours, if it does.
+
+  The head is applied with Hugging Face's activation (a copy with the same
+  weights) to the encoder's outputs on a probe batch of random ids.
+  """
+  difference = hf_models.mlm_head_difference(
+      model_type, config.hidden_activation, head_activation
+  )
+  if difference is None:
+    return None
+  theirs_activation = (
+      'gelu_erf'
+      if model_type in ('electra', 'convbert')
+      else config.hidden_activation
+  )
+  theirs_head = hf_models.build_mlm_head(encoder, theirs_activation)
+  theirs_head.set_weights(head.get_weights())
+  rng = np.random.RandomState(0)
+  ids = tf.constant(rng.randint(5, config.vocab_size, (2, 8)), tf.int32)
+  sequence = encoder(
+      dict(
+          input_word_ids=ids,
+          input_mask=tf.ones_like(ids),
+          input_type_ids=tf.zeros_like(ids),
+      )
+  )['sequence_output']
+  positions = tf.constant(np.tile(np.arange(8, dtype=np.int32), (2, 1)))
+  gap = float(
+      np.max(
+          np.abs(
+              head(sequence, masked_positions=positions).numpy()
+              - theirs_head(sequence, masked_positions=positions).numpy()
+          )
+      )
+  )
+  return f'{difference}: logits differ by up to {gap:.2e} on a probe batch'
+
+
+def _export_hf(
+    path: str,
+    encoder,
+    config: encoders.EncoderConfig,
+    tokens: List[str],
+    lower_case: bool,
+    electra: bool,
+    mlm_head=None,
+    mlm_activation: Optional[str] = None,
+    rtd_head=None,
+) -> List[str]:
+  """Writes one folder; returns the lines to print about it."""
+  model_type = hf_config.model_type_for(config, electra or rtd_head is not None)
+  lines = []
+  if rtd_head is not None and model_type != 'electra':
+    lines.append(
+        f'not exported: the RTD head (Hugging Face {model_type} has no '
+        'replaced-token-detection class)'
+    )
+    rtd_head = None
+  written = hf_models.export(
+      path,
+      encoder,
+      config,
+      tokens,
+      lower_case,
+      electra=electra,
+      mlm_head=mlm_head,
+      rtd_head=rtd_head,
+  )
+  lines.insert(0, f'{path}: {written["class"]} ({written["model_type"]})')
+  if mlm_head is not None:
+    note = _probe_difference(
+        mlm_head, mlm_activation, encoder, config, model_type
+    )
+    if note:
+      lines.append(note)
+  return lines
+
+
+def _export_run(run: saved_runs.SavedRun, tokens, lower_case) -> List[str]:
+  """The networks of a pretraining run, by objective."""
+  model, config = run.model, run.model_config
+  name = run.objective.name
+  out = FLAGS.output_dir
+  if name in ('masked_lm', 'script'):
+    encoder = model.encoder_network if name == 'masked_lm' else model.encoder
+    lines = _export_hf(
+        out,
+        encoder,
+        config.encoder,
+        tokens,
+        lower_case,
+        electra=False,
+        mlm_head=model.masked_lm,
+        mlm_activation=config.mlm_activation,
+    )
+    if name == 'script':
+      lines.append(
+          'the critic (004 Eq. 4-5) is a reading of these MLM logits, '
+          "p(t+) = sigmoid(logsumexp(s_t)); Hugging Face's class gives the "
+          'logits'
+      )
+    return lines
+  if name in ('electra', 'teams'):
+    discriminator_config = run.objective.exported_encoder_config(config)
+    lines = _export_hf(
+        out,
+        model.discriminator,
+        discriminator_config,
+        tokens,
+        lower_case,
+        electra=True,
+        rtd_head=model.rtd_head if name == 'electra' else None,
+    )
+    if name == 'teams':
+      lines.append(
+          'not exported: the MWS head and the RTD side (its task layer and '
+          'head); the encoder is the MWS side TEAMS fine-tunes'
+      )
+    lines += _export_hf(
+        os.path.join(out, GENERATOR_SUBDIR),
+        model.generator,
+        config.generator(),
+        tokens,
+        lower_case,
+        electra=True,
+        mlm_head=model.mlm_head,
+        mlm_activation=config.mlm_activation,
+    )
+    return lines
+  encoder = model.checkpoint_items['encoder']
+  return _export_hf(
+      out,
+      encoder,
+      run.objective.exported_encoder_config(config),
+      tokens,
+      lower_case,
+      electra=False,
+  ) + [f"not exported: the {name} objective's heads"]
+
+
+def _encoder_of(source: pretrained.PretrainedEncoder):
+  encoder = encoders.build_encoder(source.config)
+  pretrained.restore(encoder, source.checkpoint_path)
+  return encoder
+
+
+def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
+  cli.refuse_positional(argv)
+  for name in ('model_dir', 'format', 'output_dir'):
+    if not getattr(FLAGS, name):
+      raise app.UsageError(f'--{name} is required.')
+  out = FLAGS.output_dir
+  if tf.io.gfile.exists(out) and tf.io.gfile.listdir(out):
+    raise cli.UserError(f'--output_dir {out} is not empty; give a new folder.')
+  source = FLAGS.model_dir
+  run = None
+  if saved_runs.is_pretraining_run(source):
+    run = saved_runs.load(source, FLAGS.checkpoint)
+  elif converted.detect(source):
+    source = converted.cached_export(converted.Source(source))
+  description = pretrained.resolve(
+      os.path.join(source, export_layout.ENCODER_SUBDIR)
+      if run is not None
+      else source
+  )
+  tokens = vocab_lib.load_vocab(description.vocab_file)
+  if FLAGS.format == 'saved_model':
+    encoder = (
+        run.model.checkpoint_items['encoder']
+        if run is not None
+        else _encoder_of(description)
+    )
+    path = serving.export(
+        encoder,
+        out,
+        description.vocab_file,
+        description.lower_case,
+        FLAGS.max_seq_length or description.config.max_position_embeddings,
+    )
+    print(f'{path}: SavedModel, signatures serve and serve_text')
+    return
+  if run is not None:
+    lines = _export_run(run, tokens, description.lower_case)
+  else:
+    encoder = _encoder_of(description)
+    lines = _export_hf(
+        out,
+        encoder,
+        description.config,
+        tokens,
+        description.lower_case,
+        electra=False,
+    )
+  print(lines[0])
+  for line in lines[1:]:
+    print(line, file=sys.stderr)
+
+
+if __name__ == '__main__':
+  cli.run(main)

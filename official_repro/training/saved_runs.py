@@ -1,0 +1,133 @@
+"""A finished pretraining run, rebuilt from its model_dir and restored.
+
+A pretraining `model_dir` says what it trained: `config.gin` names the
+objective (`experiment.objective`) and `model_config.json` holds the model
+config that was built (`experiment.check_model_dir` writes it), including
+the encoder's vocabulary size. The objective's task rebuilds the model and
+the run's training checkpoint (`ckpt-<step>`, `Checkpoint(model=...)`)
+restores every variable of it, as `experiments/word_order.py` evaluates a
+run; no records are needed.
+"""
+
+import dataclasses
+import json
+import os
+import re
+from typing import Any, Dict, Optional
+
+import tensorflow as tf
+import tf_keras
+
+from official.core import task_factory
+from official_repro.common import cli
+from official_repro.modeling.networks import encoders
+from official_repro.tasks import objectives
+from official_repro.training import experiment
+
+_OBJECTIVE = re.compile(r"^experiment\.objective\s*=\s*'(\w+)'", re.MULTILINE)
+
+
+@dataclasses.dataclass
+class SavedRun:
+  """A restored pretraining run.
+
+  Attributes:
+    model_dir: the run.
+    checkpoint: the checkpoint restored.
+    objective: its objective's registry entry.
+    model_config: its model config.
+    model: the pretrainer, every variable restored.
+  """
+
+  model_dir: str
+  checkpoint: str
+  objective: objectives.Objective
+  model_config: Any
+  model: tf_keras.Model
+
+
+def is_pretraining_run(model_dir: str) -> bool:
+  """Whether `model_dir` holds a pretraining run's config and model config."""
+  return all(
+      tf.io.gfile.exists(os.path.join(model_dir, name))
+      for name in ('config.gin', experiment.MODEL_CONFIG_FILENAME)
+  )
+
+
+def _model_config(objective: objectives.Objective, saved: Dict[str, Any]):
+  """The objective's model config from its saved dict."""
+  fields = {f.name: f for f in dataclasses.fields(objective.model_config_cls)}
+  values = {}
+  for name, value in saved.items():
+    if name not in fields:
+      raise cli.UserError(
+          f'{experiment.MODEL_CONFIG_FILENAME}: {name!r} is not a field of '
+          f'{objective.name}; the run was written by another version.'
+      )
+    if (
+        name == objective.encoder_field
+        or isinstance(value, dict)
+        and ('hidden_size' in value)
+    ):
+      value = encoders.EncoderConfig.from_args(
+          **encoders.upgrade_saved_config(value)
+      )
+    values[name] = value
+  return objective.model_config_cls(**values)
+
+
+def _dummy_batch(seq_length: int = 8, predictions: int = 2):
+  ids = tf.constant([[2] + [5] * (seq_length - 2) + [3]], tf.int32)
+  return dict(
+      input_word_ids=ids,
+      input_mask=tf.ones_like(ids),
+      input_type_ids=tf.zeros_like(ids),
+      masked_lm_positions=tf.constant([list(range(1, predictions + 1))]),
+      masked_lm_ids=tf.constant([[5] * predictions]),
+      masked_lm_weights=tf.ones([1, predictions]),
+  )
+
+
+def load(model_dir: str, checkpoint: Optional[str] = None) -> SavedRun:
+  """Rebuilds and restores the pretraining run in `model_dir`.
+
+  Args:
+    model_dir: the run.
+    checkpoint: a `ckpt-<step>` prefix of it (default: the latest).
+
+  Raises:
+    UserError: not a pretraining run, no checkpoint, or a checkpoint that
+      does not hold the model its config describes.
+  """
+  if not is_pretraining_run(model_dir):
+    raise cli.UserError(
+        f'--model_dir {model_dir}: no config.gin and '
+        f'{experiment.MODEL_CONFIG_FILENAME}; not a pretraining run.'
+    )
+  checkpoint = checkpoint or tf.train.latest_checkpoint(model_dir)
+  if checkpoint is None:
+    raise cli.UserError(
+        f'--model_dir {model_dir} holds no training checkpoint (ckpt-<step>).'
+    )
+  with tf.io.gfile.GFile(os.path.join(model_dir, 'config.gin')) as f:
+    match = _OBJECTIVE.search(f.read())
+  if match is None:
+    raise cli.UserError(
+        f'{model_dir}/config.gin names no experiment.objective.'
+    )
+  objective = objectives.get(match.group(1))
+  path = os.path.join(model_dir, experiment.MODEL_CONFIG_FILENAME)
+  with tf.io.gfile.GFile(path) as f:
+    model_config = _model_config(objective, json.load(f))
+  task = task_factory.get_task(objective.task_config_cls(model=model_config))
+  model = task.build_model()
+  model(_dummy_batch(), training=False)
+  status = tf.train.Checkpoint(model=model).read(checkpoint)
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as error:
+    raise cli.UserError(
+        f'{checkpoint} does not hold the model of {path}: {str(error)[:300]}'
+    ) from error
+  status.expect_partial()
+  return SavedRun(model_dir, checkpoint, objective, model_config, model)

@@ -1,0 +1,171 @@
+"""Trained models leave as Hugging Face folders and SavedModels."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_repro.modeling.interchange import hf_folder
+from official_repro.modeling.interchange import hf_models
+from official_repro.training import saved_runs
+
+# One worker runs these (they share the runs): --dist loadgroup.
+pytestmark = pytest.mark.xdist_group('test_export')
+
+transformers = pytest.importorskip('transformers')
+from transformers import modeling_tf_pytorch_utils as pt_utils  # noqa: E402  pylint: disable=g-import-not-at-top
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory, run_tiny_pretraining):
+  """A tiny masked-LM run (E != H) and a tiny ELECTRA run."""
+  root = tmp_path_factory.mktemp('runs')
+  run_tiny_pretraining(
+      root / 'masked_lm',
+      ['gin/pretrain/masked_lm.gin'],
+      ['encoder.embedding_width = 16'],
+      mode='train',
+  )
+  run_tiny_pretraining(
+      root / 'electra',
+      ['gin/pretrain/electra.gin'],
+      ['electra.generator_size = 0.5'],
+      mode='train',
+  )
+  return root
+
+
+def _hf_model(folder):
+  """The folder's class, built from its config and loaded from its weights."""
+  config = json.loads((folder / 'config.json').read_text())
+  (class_name,) = config['architectures']
+  hf_config = transformers.AutoConfig.for_model(**config)
+  model = getattr(transformers, 'TF' + class_name)(hf_config)
+  pt_utils.load_pytorch_state_dict_in_tf2_model(
+      model, hf_folder.read_folder(str(folder)).state
+  )
+  return model
+
+
+def _batch(vocab_size):
+  ids = (
+      np.random.RandomState(0).randint(5, vocab_size, (2, 12)).astype(np.int32)
+  )
+  mask = np.ones_like(ids)
+  mask[1, 9:] = 0
+  return ids, mask, np.zeros_like(ids)
+
+
+def test_a_masked_lm_run_exports_as_a_masked_lm(python_m, runs, tmp_path):
+  out = tmp_path / 'hf'
+  completed = python_m(
+      [
+          'official_repro.export',
+          f'--model_dir={runs / "masked_lm"}',
+          '--format=huggingface',
+          f'--output_dir={out}',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert 'ElectraForMaskedLM (electra)' in completed.stdout  # E != H
+  # Its MLM head applies the tanh GELU, Hugging Face's ELECTRA head the
+  # exact one: said, with the size of the difference.
+  assert 'applies gelu_erf there' in completed.stderr
+  run = saved_runs.load(str(runs / 'masked_lm'))
+  hf = _hf_model(out)
+  ids, mask, types = _batch(run.model_config.encoder.vocab_size)
+  ours = run.model.encoder_network(
+      dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
+  )['sequence_output'].numpy()
+  theirs = (
+      hf(
+          input_ids=ids,
+          attention_mask=mask,
+          token_type_ids=types,
+          output_hidden_states=True,
+      )
+      .hidden_states[-1]
+      .numpy()
+  )
+  real = mask.astype(bool)
+  np.testing.assert_allclose(ours[real], theirs[real], atol=1e-5)
+  tokenizer = json.loads((out / 'tokenizer_config.json').read_text())
+  assert tokenizer['do_lower_case'] is True
+
+
+def test_an_electra_run_exports_discriminator_and_generator(
+    python_m, runs, tmp_path
+):
+  out = tmp_path / 'hf'
+  completed = python_m(
+      [
+          'official_repro.export',
+          f'--model_dir={runs / "electra"}',
+          '--format=huggingface',
+          f'--output_dir={out}',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert 'ElectraForPreTraining' in completed.stdout
+  run = saved_runs.load(str(runs / 'electra'))
+  discriminator = _hf_model(out)
+  ids, mask, types = _batch(run.model_config.discriminator.vocab_size)
+  inputs = dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
+  ours = run.model.rtd_head(
+      run.model.discriminator(inputs)['sequence_output']
+  ).numpy()
+  theirs = discriminator(
+      input_ids=ids, attention_mask=mask, token_type_ids=types
+  ).logits.numpy()
+  real = mask.astype(bool)
+  np.testing.assert_allclose(ours[real], theirs[real], atol=1e-5)
+  generator = _hf_model(out / 'generator')
+  assert type(generator).__name__ == 'TFElectraForMaskedLM'
+  # Round trip: the exported discriminator reads back bit for bit.
+  back = hf_models.build(hf_models.read(str(out)))
+  for variable, again in zip(
+      run.model.discriminator.weights, back.encoder.weights
+  ):
+    if 'pooler' not in variable.name:  # Hugging Face's ELECTRA has none
+      np.testing.assert_array_equal(variable.numpy(), again.numpy())
+
+
+def test_an_encoder_exports_as_a_saved_model_from_ids_and_text(
+    python_m, runs, tmp_path
+):
+  out = tmp_path / 'saved_model'
+  completed = python_m(
+      [
+          'official_repro.export',
+          f'--model_dir={runs / "masked_lm" / "encoder"}',
+          '--format=saved_model',
+          f'--output_dir={out}',
+          '--max_seq_length=16',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  loaded = tf.saved_model.load(str(out))
+  run = saved_runs.load(str(runs / 'masked_lm'))
+  ids, mask, types = _batch(run.model_config.encoder.vocab_size)
+  served = loaded.signatures['serving_default'](
+      input_word_ids=tf.constant(ids),
+      input_mask=tf.constant(mask),
+      input_type_ids=tf.constant(types),
+  )
+  ours = run.model.encoder_network(
+      dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
+  )
+  real = mask.astype(bool)
+  np.testing.assert_allclose(
+      served['sequence_output'].numpy()[real],
+      ours['sequence_output'].numpy()[real],
+      atol=1e-5,
+  )
+  text = loaded.signatures['serve_text'](
+      text=tf.constant(['the quick brown fox', 'a dog'])
+  )
+  assert text['pooled_output'].shape == (
+      2,
+      run.model_config.encoder.hidden_size,
+  )
