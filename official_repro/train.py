@@ -24,7 +24,7 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -42,6 +42,7 @@ from official_repro.training import experiment
 from official_repro.training import gin_utils
 from official_repro.training import precision
 from official_repro.training import preemption
+from official_repro.training import warm_start
 
 FLAGS = flags.FLAGS
 
@@ -52,6 +53,13 @@ flags.DEFINE_multi_string(
 flags.DEFINE_string('model_dir', None, 'Checkpoints, summaries and configs.')
 flags.DEFINE_enum(
     'mode', 'train_and_eval', list(experiment.MODES), 'What to run.'
+)
+flags.DEFINE_string(
+    'init_checkpoint',
+    None,
+    'Start the encoder (and an MLM head on it) from this: an export, a '
+    'pretraining run, or a release (Hugging Face folder, TF1 ELECTRA or '
+    'ConvBERT, Model Garden TEAMS); ignored once the run has a checkpoint.',
 )
 flags.DEFINE_boolean(
     'check_config',
@@ -71,6 +79,7 @@ def run(
     model_dir: str,
     mode: str,
     mixed_precision: str = 'auto',
+    init_checkpoint: Optional[str] = None,
 ) -> Dict[str, Any]:
   """Parses the gin config and runs the experiment it describes.
 
@@ -82,6 +91,7 @@ def run(
     model_dir: checkpoints, summaries and configs.
     mode: 'train', 'eval' or 'train_and_eval'.
     mixed_precision: a `precision.CHOICES` value.
+    init_checkpoint: where a new run's encoder starts (`warm_start`).
 
   Returns:
     `experiment.run`'s summary of the run.
@@ -95,6 +105,8 @@ def run(
   settings = dataclasses.replace(
       settings, mixed_precision=precision.resolve(mixed_precision, strategy)
   )
+  if init_checkpoint:
+    params.task.init_checkpoint = warm_start.check(params, init_checkpoint)
   # The trainer checkpoints and stops on SIGTERM under every strategy
   # (preemption.stop_on_signal); Model Garden's on-demand preemption checkpoint
   # would replace that handler under multi_worker_mirrored and keep training
@@ -176,6 +188,7 @@ def main(argv):
         FLAGS.model_dir,
         FLAGS.mode,
         FLAGS.mixed_precision,
+        FLAGS.init_checkpoint,
     )
   except preemption.TrainingStopped as stopped:
     logging.warning('%s', stopped)

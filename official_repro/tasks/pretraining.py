@@ -12,13 +12,16 @@ in `official_repro.tasks.objectives`.
 import dataclasses
 from typing import ClassVar, Dict, List, Optional
 
+from absl import logging
 import tensorflow as tf
 import tf_keras
 
 from official.core import config_definitions as cfg
 from official.nlp.tasks import masked_lm
 from official_repro.data import pretrain_dataloader
+from official_repro.modeling.interchange import converted
 from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks import pretrained
 from official_repro.modeling.pretrainers import networks
 
 
@@ -188,6 +191,26 @@ class PretrainTask(masked_lm.MaskedLMTask):
     )
     self.process_metrics(metrics, inputs, outputs)
     return {self.loss: loss}
+
+  def initialize(self, model: tf_keras.Model) -> None:
+    """Starts the kept encoder (and an MLM head on it) from `init_checkpoint`.
+
+    Called only when the run has no checkpoint of its own. The checkpoint
+    is an encoder export, checked against the config before anything was
+    built (`training/warm_start.py`); a converted release's MLM head
+    starts the head the objective trains on that encoder (`masked_lm`).
+    """
+    path = self.task_config.init_checkpoint
+    if not path:
+      return
+    items = model.checkpoint_items
+    pretrained.restore(items['encoder'], path)
+    head = converted.mlm_head_checkpoint(path)
+    if head is not None and 'masked_lm' in items:
+      tf.train.Checkpoint(
+          encoder=items['encoder'], mlm_head=items['masked_lm']
+      ).read(head).assert_existing_objects_matched().expect_partial()
+    logging.info('Started the encoder from %s.', path)
 
   def build_inputs(
       self,

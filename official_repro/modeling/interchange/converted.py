@@ -196,6 +196,18 @@ def read_conversion(directory: str) -> Dict[str, Any]:
     return json.load(f)
 
 
+def mlm_head_checkpoint(encoder_checkpoint: str) -> Optional[str]:
+  """The MLM head checkpoint of a conversion, beside its encoder, or None."""
+  heads_dir = os.path.join(os.path.dirname(encoder_checkpoint), HEADS_SUBDIR)
+  heads_file = os.path.join(heads_dir, HEADS_FILENAME)
+  if not tf.io.gfile.exists(heads_file):
+    return None
+  with tf.io.gfile.GFile(heads_file) as f:
+    if 'mlm' not in json.load(f):
+      return None
+  return os.path.join(heads_dir, HEADS_PREFIX)
+
+
 def _digest(source: Source, kind: str) -> str:
   """A digest of the release's files and the settings it is read with."""
   digest = hashlib.sha256(
