@@ -517,6 +517,127 @@ def test_regenerate_mistakes_before_any_job(cli, workspace, flags, named):
   assert not out.exists()
 
 
+# --- official_repro.convert and official_repro.export
+
+
+@pytest.fixture(scope='module')
+def releases(tmp_path_factory):
+  """A Hugging Face ELECTRA discriminator folder and copies gone wrong."""
+  import json  # pylint: disable=g-import-not-at-top
+
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import safetensors.numpy  # pylint: disable=g-import-not-at-top
+
+  from tests.modeling.interchange import hf_reference  # pylint: disable=g-import-not-at-top
+
+  root = tmp_path_factory.mktemp('releases')
+  model, state = hf_reference.build('electra', 'rtd')
+  good = hf_reference.write_folder(str(root / 'good'), model.config, state)
+
+  def variant(name, edit_state=None, edit_config=None, files=None):
+    folder = root / name
+    shutil.copytree(good, folder)
+    if edit_state:
+      changed = dict(state)
+      edit_state(changed)
+      safetensors.numpy.save_file(changed, str(folder / 'model.safetensors'))
+    if edit_config:
+      config = json.loads((folder / 'config.json').read_text())
+      edit_config(config)
+      (folder / 'config.json').write_text(json.dumps(config))
+    for file_name, text in (files or {}).items():
+      (folder / file_name).write_text(text)
+    return folder
+
+  extra_name = 'electra.encoder.layer.0.attention.self.rotary.weight'
+  missing_name = 'electra.encoder.layer.1.output.dense.bias'
+  return dict(
+      good=root / 'good',
+      roberta=variant(
+          'roberta', edit_config=lambda c: c.update(model_type='roberta')
+      ),
+      extra=variant(
+          'extra', lambda s: s.update({extra_name: np.zeros(3, np.float32)})
+      ),
+      missing=variant('missing', lambda s: s.pop(missing_name)),
+      shape=variant(
+          'shape', edit_config=lambda c: c.update(intermediate_size=48)
+      ),
+      vocab=variant('vocab', files={'vocab.txt': 'a\nb\n'}),
+      cased=variant(
+          'cased', files={'tokenizer_config.json': '{"do_lower_case": false}'}
+      ),
+      epsilon=variant(
+          'epsilon', edit_config=lambda c: c.update(layer_norm_eps=1e-5)
+      ),
+  )
+
+
+@pytest.mark.parametrize(
+    'release, flags, named',
+    [
+        ('roberta', [], "model_type 'roberta'"),
+        ('extra', [], 'attention.self.rotary.weight'),
+        ('missing', [], 'electra.encoder.layer.1.output.dense.bias'),
+        ('shape', [], 'intermediate.dense.weight has shape'),
+        ('vocab', [], 'the vocabulary has 2 tokens'),
+        ('cased', ['--lower_case'], 'drop the flag'),
+        ('epsilon', [], 'layer_norm_eps 1e-05'),
+    ],
+)
+def test_convert_refuses_a_release_that_is_not_what_it_says(
+    cli, releases, tmp_path, release, flags, named
+):
+  out = tmp_path / 'out'
+  line = cli.refused(
+      [
+          'official_repro.convert',
+          f'--input={releases[release]}',
+          f'--output_dir={out}',
+          *flags,
+      ],
+      named,
+      keep=[releases[release]],
+  )
+  assert str(releases[release]) in line
+  assert not out.exists()
+
+
+def test_convert_and_export_refuse_a_folder_that_holds_files(
+    cli, releases, tmp_path
+):
+  (tmp_path / 'taken').mkdir()
+  (tmp_path / 'taken' / 'notes.txt').write_text('mine')
+  for command in (
+      [
+          'official_repro.convert',
+          f'--input={releases["good"]}',
+          f'--output_dir={tmp_path / "taken"}',
+      ],
+      [
+          'official_repro.export',
+          f'--model_dir={releases["good"]}',
+          '--format=huggingface',
+          f'--output_dir={tmp_path / "taken"}',
+      ],
+  ):
+    cli.refused(command, '--output_dir', 'not empty', keep=[tmp_path / 'taken'])
+
+
+def test_export_refuses_what_is_not_a_model(cli, tmp_path):
+  (tmp_path / 'empty').mkdir()
+  cli.refused(
+      [
+          'official_repro.export',
+          f'--model_dir={tmp_path / "empty"}',
+          '--format=saved_model',
+          f'--output_dir={tmp_path / "out"}',
+      ],
+      str(tmp_path / 'empty'),
+  )
+  assert not (tmp_path / 'out').exists()
+
+
 # --- run_tpu.sh --dry_run
 
 _TPU = [
