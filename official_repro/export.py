@@ -4,7 +4,8 @@ r"""Exports a trained model as a Hugging Face folder or a SavedModel.
       --format=huggingface|saved_model --output_dir=<dir>
 
 `--model_dir` is a pretraining run (its latest `ckpt-<step>`, or
-`--checkpoint`), an exported encoder (`<run>/encoder`, a conversion by
+`--checkpoint`), one seed's run of a GLUE fine-tuning (`<model_dir>/seed_<s>`),
+an exported encoder (`<run>/encoder`, a conversion by
 `official_repro.convert`) or a release.
 
 `huggingface`: a folder that `transformers` loads with the class that
@@ -23,7 +24,13 @@ computes the same function (`model.safetensors` in PyTorch names,
   TEAMS                      the discriminator as `ElectraModel` or
                              `BertModel` (its MWS head and the RTD side's
                              task layer and head have no class there), the
-                             generator as above.
+                             generator as above;
+  a GLUE classifier          `BertForSequenceClassification` (E = H) or
+                             `AlbertForSequenceClassification`, with its
+                             labels; ELECTRA's and ConvBERT's classes put a
+                             GELU layer on [CLS] where ours (BERT's) has
+                             the tanh pooler, so those are refused (a
+                             SavedModel serves them).
 
 What a class cannot hold is printed ("not exported: ..."), and where the
 Hugging Face head computes otherwise (ELECTRA's and ConvBERT's generator
@@ -32,8 +39,9 @@ effect on the logits of a probe batch.
 
 `saved_model`: Model Garden's export conventions
 (`official.core.export_base`): `serve` from token ids to
-`sequence_output` and `pooled_output`, and `serve_text` from raw strings
-through the vocabulary's tokenizer (`training/serving.py`).
+`sequence_output` and `pooled_output` (a classifier: `logits`), and
+`serve_text` from raw strings through the vocabulary's tokenizer
+(`training/serving.py`).
 """
 
 import os
@@ -221,6 +229,33 @@ def _export_run(run: saved_runs.SavedRun, tokens, lower_case) -> List[str]:
   ) + [f"not exported: the {name} objective's heads"]
 
 
+def _export_classifier(run: saved_runs.FinetunedRun) -> None:
+  """A fine-tuned GLUE classifier, in the format asked for."""
+  if FLAGS.format == 'saved_model':
+    path = serving.export(
+        run.classifier,
+        FLAGS.output_dir,
+        run.vocab_file,
+        run.lower_case,
+        FLAGS.max_seq_length or run.encoder_config.max_position_embeddings,
+    )
+    print(f'{path}: SavedModel of the {run.task} classifier (logits)')
+    return
+  written = hf_models.export(
+      FLAGS.output_dir,
+      run.classifier.checkpoint_items['encoder'],
+      run.encoder_config,
+      vocab_lib.load_vocab(run.vocab_file),
+      run.lower_case,
+      classifier=run.classifier,
+      labels=run.labels,
+  )
+  print(
+      f'{FLAGS.output_dir}: {written["class"]} ({written["model_type"]}), '
+      f'{run.task} labels {run.labels}'
+  )
+
+
 def _encoder_of(source: pretrained.PretrainedEncoder):
   encoder = encoders.build_encoder(source.config)
   pretrained.restore(encoder, source.checkpoint_path)
@@ -237,6 +272,15 @@ def main(argv):
   if tf.io.gfile.exists(out) and tf.io.gfile.listdir(out):
     raise cli.UserError(f'--output_dir {out} is not empty; give a new folder.')
   source = FLAGS.model_dir
+  if saved_runs.is_finetuning_run(source):
+    _export_classifier(saved_runs.load_finetuned(source))
+    return
+  seeds = tf.io.gfile.glob(os.path.join(source, 'seed_*'))
+  if seeds:
+    raise cli.UserError(
+        f'--model_dir {source} holds {len(seeds)} fine-tuning runs; give one: '
+        f'--model_dir={sorted(seeds)[0]}.'
+    )
   run = None
   if saved_runs.is_pretraining_run(source):
     run = saved_runs.load(source, FLAGS.checkpoint)

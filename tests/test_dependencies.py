@@ -38,5 +38,7 @@ def test_official_repro_imports_neither_torch_nor_transformers():
 
 def test_the_check_sees_an_import_inside_a_function(tmp_path):
   source = tmp_path / 'module.py'
-  source.write_text('def f():\n  import torch.nn\n  from transformers import x\n')
+  source.write_text(
+      'def f():\n  import torch.nn\n  from transformers import x\n'
+  )
   assert set(_imported_modules(str(source))) == {'torch.nn', 'transformers'}

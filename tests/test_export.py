@@ -169,3 +169,63 @@ def test_an_encoder_exports_as_a_saved_model_from_ids_and_text(
       2,
       run.model_config.encoder.hidden_size,
   )
+
+
+def test_a_glue_classifier_exports_with_its_labels(python_m, tmp_path):
+  """Fine-tuned from a Hugging Face BERT, out as its sequence classifier."""
+  from tests import test_convert  # pylint: disable=g-import-not-at-top
+  from tests.modeling.interchange import hf_reference  # pylint: disable=g-import-not-at-top
+
+  _, state = hf_reference.build('bert', 'mlm')
+  model, _ = hf_reference.build('bert', 'mlm')
+  release = hf_reference.write_folder(
+      str(tmp_path / 'bert'), model.config, state
+  )
+  data_dir = test_convert._write_mrpc(tmp_path / 'glue' / 'MRPC')  # pylint: disable=protected-access
+  completed = python_m(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={release}',
+          f'--data_dir={data_dir}',
+          f'--model_dir={tmp_path / "ft"}',
+          '--strategy=cpu',
+          '--gin_param=run_protocol.num_runs = 1',
+          '--gin_param=finetuning.num_epochs = 1',
+          '--gin_param=finetuning.train_batch_size = 4',
+          '--gin_param=finetuning.max_seq_length = 16',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  out = tmp_path / 'hf'
+  command = [
+      'official_repro.export',
+      f'--model_dir={tmp_path / "ft" / "seed_0"}',
+      '--format=huggingface',
+      f'--output_dir={out}',
+  ]
+  completed = python_m(command)
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert 'BertForSequenceClassification' in completed.stdout
+  config = json.loads((out / 'config.json').read_text())
+  assert config['id2label'] == {'0': '0', '1': '1'}
+  run = saved_runs.load_finetuned(str(tmp_path / 'ft' / 'seed_0'))
+  hf = _hf_model(out)
+  ids, mask, types = _batch(len(hf_reference.VOCAB))
+  ours = run.classifier(
+      dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
+  ).numpy()
+  theirs = hf(
+      input_ids=ids, attention_mask=mask, token_type_ids=types, training=False
+  ).logits.numpy()
+  np.testing.assert_allclose(ours, theirs, atol=1e-5)
+  # The parent folder holds one run per seed: one must be named.
+  completed = python_m(
+      [
+          *command[:1],
+          f'--model_dir={tmp_path / "ft"}',
+          *command[2:3],
+          f'--output_dir={tmp_path / "other"}',
+      ]
+  )
+  assert completed.returncode == 2 and 'seed_0' in completed.stderr

@@ -1,4 +1,4 @@
-"""A finished pretraining run, rebuilt from its model_dir and restored.
+"""A finished pretraining or fine-tuning run, rebuilt and restored.
 
 A pretraining `model_dir` says what it trained: `config.gin` names the
 objective (`experiment.objective`) and `model_config.json` holds the model
@@ -7,22 +7,30 @@ the encoder's vocabulary size. The objective's task rebuilds the model and
 the run's training checkpoint (`ckpt-<step>`, `Checkpoint(model=...)`)
 restores every variable of it, as `experiments/word_order.py` evaluates a
 run; no records are needed.
+
+A GLUE fine-tuning run (`<model_dir>/seed_<s>`) says what it fine-tuned in
+its `settings.json` (`training/finetuning.py`: the task, the encoder's
+architecture, the tokenizer); its classifier is Model Garden's
+`BertClassifier` (`tasks/glue.py`), restored from the run's checkpoint.
 """
 
 import dataclasses
 import json
 import os
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import tensorflow as tf
 import tf_keras
 
 from official.core import task_factory
+from official.nlp.modeling import models
 from official_repro.common import cli
+from official_repro.data import glue as glue_data
 from official_repro.modeling.networks import encoders
 from official_repro.tasks import objectives
 from official_repro.training import experiment
+from official_repro.training import finetuning
 
 _OBJECTIVE = re.compile(r"^experiment\.objective\s*=\s*'(\w+)'", re.MULTILINE)
 
@@ -131,3 +139,104 @@ def load(model_dir: str, checkpoint: Optional[str] = None) -> SavedRun:
     ) from error
   status.expect_partial()
   return SavedRun(model_dir, checkpoint, objective, model_config, model)
+
+
+@dataclasses.dataclass
+class FinetunedRun:
+  """A restored fine-tuning run of a GLUE task (one seed's run directory).
+
+  Attributes:
+    run_dir: `<fine-tuning model_dir>/seed_<s>`.
+    checkpoint: the checkpoint restored.
+    task: the GLUE task.
+    encoder_config: the encoder's architecture.
+    classifier: Model Garden's `BertClassifier`, every variable restored.
+    labels: the label names by output index (`['score']` for STS-B).
+    vocab_file: the tokenizer's vocabulary.
+    lower_case: its casing.
+  """
+
+  run_dir: str
+  checkpoint: str
+  task: str
+  encoder_config: encoders.EncoderConfig
+  classifier: tf_keras.Model
+  labels: List[str]
+  vocab_file: str
+  lower_case: bool
+
+
+def is_finetuning_run(run_dir: str) -> bool:
+  """Whether `run_dir` is one seed's fine-tuning run with a checkpoint."""
+  return tf.io.gfile.exists(
+      os.path.join(run_dir, finetuning.SETTINGS_FILENAME)
+  ) and bool(tf.train.latest_checkpoint(run_dir))
+
+
+def _nested(flat: Dict[str, Any], prefix: str) -> Dict[str, Any]:
+  """`{'a.b': 1}`-style settings under `prefix` as a nested dict."""
+  nested = {}
+  for key, value in flat.items():
+    if not key.startswith(prefix + '.'):
+      continue
+    *parents, leaf = key[len(prefix) + 1 :].split('.')
+    node = nested
+    for parent in parents:
+      node = node.setdefault(parent, {})
+    node[leaf] = value
+  return nested
+
+
+def load_finetuned(run_dir: str) -> FinetunedRun:
+  """Rebuilds and restores a GLUE classifier from its run directory.
+
+  Raises:
+    UserError: a task other than GLUE's, or a checkpoint that does not hold
+      the classifier its settings describe.
+  """
+  with tf.io.gfile.GFile(
+      os.path.join(run_dir, finetuning.SETTINGS_FILENAME)
+  ) as f:
+    settings = json.load(f)
+  task = settings['finetuning.task']
+  if task not in glue_data.GLUE_TASK_NAMES:
+    raise cli.UserError(
+        f'{run_dir} fine-tuned {task!r}; the classifiers of the GLUE tasks '
+        "export, other tasks' heads do not (export their encoder: "
+        '--model_dir=<the pretraining run>).'
+    )
+  config = encoders.EncoderConfig.from_args(
+      **encoders.upgrade_saved_config(_nested(settings, 'encoder'))
+  )
+  spec = glue_data.get_task_spec(task)
+  labels = ['score'] if spec.is_regression else list(spec.label_list)
+  encoder = encoders.build_encoder(config)
+  classifier = models.BertClassifier(network=encoder, num_classes=len(labels))
+  ids = tf.constant([[2, 3]], tf.int32)
+  classifier(
+      dict(
+          input_word_ids=ids,
+          input_mask=tf.ones_like(ids),
+          input_type_ids=tf.zeros_like(ids),
+      )
+  )
+  checkpoint = tf.train.latest_checkpoint(run_dir)
+  status = tf.train.Checkpoint(model=classifier).read(checkpoint)
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as error:
+    raise cli.UserError(
+        f'{checkpoint} does not hold the {task} classifier of '
+        f'{run_dir}/{finetuning.SETTINGS_FILENAME}: {str(error)[:300]}'
+    ) from error
+  status.expect_partial()
+  return FinetunedRun(
+      run_dir=run_dir,
+      checkpoint=checkpoint,
+      task=task,
+      encoder_config=config,
+      classifier=classifier,
+      labels=labels,
+      vocab_file=settings['task_config.vocab_file'],
+      lower_case=settings['task_config.lower_case'],
+  )

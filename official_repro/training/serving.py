@@ -1,9 +1,10 @@
-"""SavedModel serving of an encoder, in Model Garden's export conventions.
+"""SavedModel serving of an encoder or a classifier, in Model Garden's way.
 
-`EncoderServing` is an `official.core.export_base.ExportModule`: its
+`TextServing` is an `official.core.export_base.ExportModule`: its
 `serve` signature maps token ids (`input_word_ids`, `input_mask`,
-`input_type_ids`, int32 `[batch, seq]`) to the encoder's `sequence_output`
-`[batch, seq, hidden]` and `pooled_output` `[batch, hidden]`; with a
+`input_type_ids`, int32 `[batch, seq]`) to an encoder's `sequence_output`
+`[batch, seq, hidden]` and `pooled_output` `[batch, hidden]`, or to a
+fine-tuned classifier's `logits` `[batch, classes]`; with a
 vocabulary, `serve_text` maps raw strings `[batch]` through the
 vocabulary's WordPiece tokenizer (TF Text's `BertTokenizer`, the vocabulary
 file kept as an asset) to `[CLS] tokens [SEP]`, cut and padded to
@@ -23,8 +24,8 @@ from official_repro.data import vocab as vocab_lib
 SIGNATURES = ('serve', 'serve_text')
 
 
-class EncoderServing(export_base.ExportModule):
-  """Serves an encoder from token ids, and optionally from raw text."""
+class TextServing(export_base.ExportModule):
+  """Serves a model from token ids, and optionally from raw text."""
 
   def __init__(
       self,
@@ -36,7 +37,7 @@ class EncoderServing(export_base.ExportModule):
     """Wraps `encoder`.
 
     Args:
-      encoder: a built encoder taking the three id tensors.
+      encoder: a built encoder or classifier taking the three id tensors.
       vocab_file: its WordPiece vocabulary; enables `serve_text`.
       lower_case: the tokenizer's casing.
       max_seq_length: `serve_text`'s length, [CLS] and [SEP] included (at
@@ -73,6 +74,8 @@ class EncoderServing(export_base.ExportModule):
             input_type_ids=input_type_ids,
         )
     )
+    if not isinstance(outputs, dict):
+      return dict(logits=outputs)
     return dict(
         sequence_output=outputs['sequence_output'],
         pooled_output=outputs['pooled_output'],
@@ -121,12 +124,12 @@ def export(
     lower_case: bool = True,
     max_seq_length: int = 128,
 ) -> str:
-  """Writes the SavedModel; returns its directory.
+  """Writes `encoder` (or a classifier) as a SavedModel; returns its dir.
 
   The default signature is `serve`; `serve_text` is added with a
   vocabulary.
   """
-  module = EncoderServing(encoder, vocab_file, lower_case, max_seq_length)
+  module = TextServing(encoder, vocab_file, lower_case, max_seq_length)
   keys = {'serve': tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY}
   if vocab_file:
     keys['serve_text'] = 'serve_text'

@@ -337,3 +337,13 @@ def rtd_head_parameters(head) -> List[Parameter]:
       *_dense('discriminator_predictions.dense', head, 'transform'),
       *_dense('discriminator_predictions.dense_prediction', head, 'logit'),
   ]
+
+
+def classifier_parameters(classifier) -> List[Parameter]:
+  """Model Garden's `BertClassifier` output layer, on the encoder's pooler.
+
+  Hugging Face's BERT and ALBERT sequence classifiers are the same
+  function: the pooler (dense + tanh on [CLS], `encoder_parameters`), then
+  `classifier`.
+  """
+  return _dense('classifier', classifier, 'sentence_prediction/logits')

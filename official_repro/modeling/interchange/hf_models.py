@@ -318,6 +318,7 @@ def export_state(
     prefix: str,
     mlm_head: Optional[layers.MaskedLM] = None,
     rtd_head: Optional[rtd.ReplacedTokenDetectionHead] = None,
+    classifier: Optional[tf_keras.Model] = None,
 ) -> Dict[str, np.ndarray]:
   """Our networks' weights by Hugging Face name, in PyTorch layout."""
   params = hf_layout.encoder_parameters(encoder, model_type, prefix)
@@ -325,6 +326,8 @@ def export_state(
     params += hf_layout.mlm_head_parameters(mlm_head, model_type)
   if rtd_head is not None:
     params += hf_layout.rtd_head_parameters(rtd_head)
+  if classifier is not None:
+    params += hf_layout.classifier_parameters(classifier)
   return {
       p.name: np.asarray(p.to_theirs(p.variable.numpy()), np.float32)
       for p in params
@@ -340,8 +343,25 @@ _CLASS_NAMES = dict(
 )
 
 
+# Hugging Face's sequence classifiers that are ours (pooler, then a dense
+# layer); ELECTRA's and ConvBERT's put a GELU layer on [CLS] instead.
+_CLASSIFIER_CLASSES = dict(
+    bert='BertForSequenceClassification',
+    albert='AlbertForSequenceClassification',
+)
+
+
 def hf_class(model_type: str, head: Optional[str]) -> str:
-  """The class a folder's weights are for: the base model or its MLM/RTD."""
+  """The class a folder's weights are for: the base model or its head's."""
+  if head == 'classifier':
+    if model_type not in _CLASSIFIER_CLASSES:
+      raise cli.UserError(
+          f'A classifier on a {model_type} encoder has no Hugging Face class '
+          f"computing it: {model_type}'s sequence classifier applies GELU on "
+          "[CLS] where ours applies BERT's tanh pooler; export it with "
+          '--format=saved_model.'
+      )
+    return _CLASSIFIER_CLASSES[model_type]
   if head == 'rtd':
     if model_type != 'electra':
       raise ValueError(f'No replaced-token-detection class for {model_type}.')
@@ -379,6 +399,8 @@ def export(
     electra: bool = False,
     mlm_head: Optional[layers.MaskedLM] = None,
     rtd_head: Optional[rtd.ReplacedTokenDetectionHead] = None,
+    classifier: Optional[tf_keras.Model] = None,
+    labels: Optional[Sequence[str]] = None,
 ) -> Dict[str, str]:
   """Writes our networks as a Hugging Face folder.
 
@@ -391,6 +413,10 @@ def export(
     electra: an ELECTRA-style network (the ELECTRA classes hold it).
     mlm_head: its MLM head, written with it (`*ForMaskedLM`).
     rtd_head: its replaced-token-detection head (`ElectraForPreTraining`).
+    classifier: a fine-tuned Model Garden `BertClassifier` on `encoder`
+      (`*ForSequenceClassification`).
+    labels: the classifier's label names by output index (one output: a
+      regression, as STS-B).
 
   Returns:
     `{'model_type', 'class'}` of what was written.
@@ -398,16 +424,36 @@ def export(
   Raises:
     UserError: an encoder no Hugging Face class holds, or both heads.
   """
-  if mlm_head is not None and rtd_head is not None:
+  heads = [
+      name
+      for name, network in (
+          ('mlm', mlm_head),
+          ('rtd', rtd_head),
+          ('classifier', classifier),
+      )
+      if network is not None
+  ]
+  if len(heads) > 1:
     raise cli.UserError(
-        'One folder holds one head: export the discriminator (RTD head) and '
-        'the generator (MLM head) to two folders.'
+        f'One folder holds one head, not {" and ".join(heads)}: export the '
+        'discriminator (RTD head) and the generator (MLM head) to two '
+        'folders.'
     )
+  head = heads[0] if heads else None
   model_type = hf_config.model_type_for(
-      encoder_config, electra or bool(rtd_head)
+      encoder_config, (electra or bool(rtd_head)) and head != 'classifier'
   )
-  head = 'mlm' if mlm_head is not None else 'rtd' if rtd_head else None
   architecture = hf_class(model_type, head)
+  extra = {}
+  if classifier is not None:
+    labels = list(labels or ())
+    extra = dict(
+        id2label={str(i): label for i, label in enumerate(labels)},
+        label2id={label: i for i, label in enumerate(labels)},
+        problem_type=(
+            'regression' if len(labels) == 1 else 'single_label_classification'
+        ),
+    )
   if len(vocab_tokens) != encoder_config.vocab_size:
     raise cli.UserError(
         f'The vocabulary has {len(vocab_tokens)} tokens; the encoder '
@@ -419,10 +465,11 @@ def export(
       f'{model_type}.' if head else '',
       mlm_head=mlm_head,
       rtd_head=rtd_head,
+      classifier=classifier,
   )
   hf_folder.write_folder(
       path,
-      hf_config.hf_config(encoder_config, model_type, architecture),
+      hf_config.hf_config(encoder_config, model_type, architecture, **extra),
       state,
       list(vocab_tokens),
       lower_case,
