@@ -69,12 +69,18 @@ def _model_config(path: str, config_file: Optional[str]) -> Dict[str, Any]:
     )
   with tf.io.gfile.GFile(config_file) as f:
     params = yaml.safe_load(f)
-  model = ((params or {}).get('task') or {}).get('model')
-  if not model or 'discriminator' not in model:
-    raise cli.UserError(
-        f'{config_file}: no task.model.discriminator; expected the '
-        'params.yaml of a Model Garden TEAMS run.'
-    )
+  model = ((params or {}).get('task') or {}).get('model') or {}
+  if 'discriminator' not in model:
+    # A fine-tuning config names the TEAMS encoder `encoder: {any: ...}`.
+    encoder = model.get('encoder') or {}
+    encoder = encoder.get('any') or encoder.get('bert')
+    if not encoder:
+      raise cli.UserError(
+          f'{config_file}: no task.model.discriminator (pretraining) or '
+          'task.model.encoder (fine-tuning); expected the params.yaml of a '
+          'Model Garden TEAMS run.'
+      )
+    model = dict(discriminator=encoder)
   return model
 
 
@@ -151,32 +157,43 @@ def read(
   if prefix is None:
     raise cli.UserError(f'--input {path}: no checkpoint (*.index).')
   model = _model_config(path, config_file)
-  pretrainer = stock_teams_task._build_pretrainer(  # pylint: disable=protected-access
-      stock_teams.TeamsPretrainerConfig(**model)
-  )
-  ids = tf.constant([[2, 3]], tf.int32)
-  pretrainer(
-      dict(
-          input_word_ids=ids,
-          input_mask=tf.ones_like(ids),
-          input_type_ids=tf.zeros_like(ids),
-          masked_lm_positions=tf.constant([[1]]),
-          masked_lm_ids=tf.constant([[3]]),
-          masked_lm_weights=tf.constant([[1.0]]),
-      )
-  )
   names = [name for name, _ in tf.train.list_variables(prefix)]
   encoder_only = not any(n.startswith('model/') for n in names)
-  if encoder_only and network == 'generator':
+  if network == 'generator' and (encoder_only or 'generator' not in model):
     raise cli.UserError(
         f'--input {path}: an encoder checkpoint holds no generator; give '
-        "the TEAMS run's training checkpoint."
+        "the TEAMS run's training checkpoint and its params.yaml."
     )
-  checkpoint = (
-      tf.train.Checkpoint(encoder=pretrainer.discriminator_mws_network)
-      if encoder_only
-      else tf.train.Checkpoint(model=pretrainer)
-  )
+  if encoder_only:
+    scaffold = stock_teams.get_encoder(
+        mg_encoders.BertEncoderConfig(**model['discriminator'])
+    )
+    checkpoint = tf.train.Checkpoint(encoder=scaffold)
+    pretrainer = None
+  else:
+    pretrainer = stock_teams_task._build_pretrainer(  # pylint: disable=protected-access
+        stock_teams.TeamsPretrainerConfig(**model)
+    )
+    scaffold = (
+        pretrainer.discriminator_mws_network
+        if network == 'discriminator'
+        else pretrainer.generator_network
+    )
+    checkpoint = tf.train.Checkpoint(model=pretrainer)
+  ids = tf.constant([[2, 3]], tf.int32)
+  if pretrainer is not None:
+    pretrainer(
+        dict(
+            input_word_ids=ids,
+            input_mask=tf.ones_like(ids),
+            input_type_ids=tf.zeros_like(ids),
+            masked_lm_positions=tf.constant([[1]]),
+            masked_lm_ids=tf.constant([[3]]),
+            masked_lm_weights=tf.constant([[1.0]]),
+        )
+    )
+  else:
+    scaffold([ids, tf.ones_like(ids), tf.zeros_like(ids)])
   status = checkpoint.read(prefix)
   try:
     status.assert_existing_objects_matched()
@@ -189,11 +206,6 @@ def read(
   bert = mg_encoders.BertEncoderConfig(**model[network])
   config = _encoder_config(bert)
   encoder = hf_models.build_encoder(config)
-  scaffold = (
-      pretrainer.discriminator_mws_network
-      if network == 'discriminator'
-      else pretrainer.generator_network
-  )
   _copy_scaffold(scaffold, encoder)
   model_type = hf_config.model_type_for(config, electra=True)
   mlm_head = None

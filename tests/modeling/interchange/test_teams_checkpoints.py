@@ -115,9 +115,27 @@ def test_an_encoder_checkpoint_converts_and_has_no_generator(
   tf.train.Checkpoint(encoder=pretrainer.discriminator_mws_network).write(
       str(tmp_path / 'encoder-1')
   )
-  for name in ('params.yaml', 'vocab.txt', 'tokenizer_config.json'):
+  for name in ('vocab.txt', 'tokenizer_config.json'):
     (tmp_path / name).write_bytes((directory / name).read_bytes())
+  # A fine-tuning config names the encoder `task.model.encoder.any`.
+  (tmp_path / 'params.yaml').write_text(
+      yaml.safe_dump(dict(task=dict(model=dict(encoder=dict(any=_BERT)))))
+  )
   folder = teams_checkpoints.read(str(tmp_path))
+  networks = hf_models.build(hf_models.from_folder(folder))
+  inputs = _inputs()
+  real = inputs['input_mask'].numpy().astype(bool)
+  np.testing.assert_allclose(
+      networks.encoder(inputs)['sequence_output'].numpy()[real],
+      pretrainer.discriminator_mws_network(
+          [
+              inputs['input_word_ids'],
+              inputs['input_mask'],
+              inputs['input_type_ids'],
+          ]
+      )['sequence_output'].numpy()[real],
+      atol=1e-5,
+  )
   assert folder.config['model_type'] == 'electra'  # E = 16 != H = 32
   with pytest.raises(cli.UserError, match='holds no generator'):
     teams_checkpoints.read(str(tmp_path), network='generator')
