@@ -21,10 +21,9 @@ computes the same function (`model.safetensors` in PyTorch names,
                              `<output_dir>/generator` as `*ForMaskedLM`;
   ALE, ConvBERT-ELECTRA      `AlbertModel` / `ConvBertModel`: their Hugging
                              Face classes have no RTD head;
-  TEAMS                      the discriminator as `ElectraModel` or
-                             `BertModel` (its MWS head and the RTD side's
-                             task layer and head have no class there), the
-                             generator as above;
+  TEAMS                      the discriminator as `ElectraModel` (its MWS
+                             head and the RTD side's task layer and head
+                             have no class there), the generator as above;
   a GLUE classifier          `BertForSequenceClassification` (E = H) or
                              `AlbertForSequenceClassification`, with its
                              labels; ELECTRA's and ConvBERT's classes put a

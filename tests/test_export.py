@@ -19,7 +19,7 @@ from transformers import modeling_tf_pytorch_utils as pt_utils  # noqa: E402  py
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory, run_tiny_pretraining):
-  """A tiny masked-LM run (E != H) and a tiny ELECTRA run."""
+  """Tiny runs: masked LM (E != H), ELECTRA, TEAMS, SCRIPT."""
   root = tmp_path_factory.mktemp('runs')
   run_tiny_pretraining(
       root / 'masked_lm',
@@ -32,6 +32,15 @@ def runs(tmp_path_factory, run_tiny_pretraining):
       ['gin/pretrain/electra.gin'],
       ['electra.generator_size = 0.5'],
       mode='train',
+  )
+  run_tiny_pretraining(
+      root / 'teams',
+      ['gin/pretrain/teams.gin'],
+      [],
+      mode='train',
+  )
+  run_tiny_pretraining(
+      root / 'script', ['gin/pretrain/script.gin'], mode='train'
   )
   return root
 
@@ -229,3 +238,53 @@ def test_a_glue_classifier_exports_with_its_labels(python_m, tmp_path):
       ]
   )
   assert completed.returncode == 2 and 'seed_0' in completed.stderr
+
+
+@pytest.mark.parametrize(
+    'run_name, classes, said',
+    [
+        (
+            'teams',
+            ('TFElectraModel', 'TFElectraForMaskedLM'),
+            'not exported: the MWS head',
+        ),
+        ('script', ('TFBertForMaskedLM',), 'the critic (004 Eq. 4-5)'),
+    ],
+)
+def test_teams_and_script_export_their_backbone_and_say_what_is_lost(
+    python_m, runs, tmp_path, run_name, classes, said
+):
+  out = tmp_path / 'hf'
+  completed = python_m(
+      [
+          'official_repro.export',
+          f'--model_dir={runs / run_name}',
+          '--format=huggingface',
+          f'--output_dir={out}',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert said in completed.stderr
+  run = saved_runs.load(str(runs / run_name))
+  encoder = run.model.checkpoint_items['encoder']
+  hf = _hf_model(out)
+  assert type(hf).__name__ == classes[0]
+  vocab_size = encoder.get_config()['vocab_size']
+  ids, mask, types = _batch(vocab_size)
+  ours = encoder(
+      dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
+  )['sequence_output'].numpy()
+  theirs = (
+      hf(
+          input_ids=ids,
+          attention_mask=mask,
+          token_type_ids=types,
+          output_hidden_states=True,
+      )
+      .hidden_states[-1]
+      .numpy()
+  )
+  real = mask.astype(bool)
+  np.testing.assert_allclose(ours[real], theirs[real], atol=1e-5)
+  if len(classes) > 1:
+    assert type(_hf_model(out / 'generator')).__name__ == classes[1]
