@@ -142,3 +142,17 @@ def test_score_takes_a_masked_lm_folder(python_m, releases, tmp_path):
   assert 'mlm: 2 sentences' in completed.stdout
   expected = [_naive_mlm_pll(masked_lm, s) for s in _SENTENCES]
   np.testing.assert_allclose(scores, expected, rtol=1e-4)
+
+
+def test_rescore_scores_with_a_masked_lm_folder_by_its_own_method(releases):
+  """`rescore --init_checkpoint=<folder>`'s scorer: the masked-LM PLL."""
+  from official_repro import score  # pylint: disable=g-import-not-at-top
+
+  root, _, masked_lm = releases
+  scorer = score.PllScorer.from_checkpoint(str(root / 'bert'))
+  assert scorer.method == 'mlm'
+  np.testing.assert_allclose(
+      scorer(_SENTENCES[:1]),
+      [_naive_mlm_pll(masked_lm, _SENTENCES[0])],
+      rtol=1e-4,
+  )

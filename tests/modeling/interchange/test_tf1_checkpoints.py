@@ -281,3 +281,23 @@ def test_another_kind_or_network_is_refused_by_name(electra_checkpoint):
   with pytest.raises(cli.UserError, match='--network'):
     tf1_checkpoints.read(str(directory), 'electra_tf1', 'critic')
   assert not os.path.exists(os.path.join(directory, 'converted'))
+
+
+def test_a_conversion_writes_the_layout_fine_tuning_reads(
+    electra_checkpoint, tmp_path
+):
+  """What `python -m official_repro.convert --from=electra_tf1` writes."""
+  from official_repro.modeling.interchange import converted  # pylint: disable=g-import-not-at-top
+  from official_repro.modeling.networks import pretrained  # pylint: disable=g-import-not-at-top
+
+  directory, _, _ = electra_checkpoint
+  record = converted.convert(
+      converted.Source(str(directory), kind='electra_tf1'),
+      str(tmp_path / 'out'),
+  )
+  assert record['heads'] == ['rtd'] and record['kind'] == 'electra_tf1'
+  encoder = pretrained.resolve(str(tmp_path / 'out'))
+  assert (encoder.config.hidden_size, encoder.config.num_attention_heads) == (
+      64,
+      1,
+  )
