@@ -407,6 +407,48 @@ def test_finetune_mistakes(cli, workspace, flags, named):
   assert not (workspace / 'ft_new').exists()
 
 
+def test_finetune_refuses_a_length_beyond_the_encoders_positions(
+    cli, workspace, exported_encoder
+):
+  """The README's flow: a 128-position config on a shorter encoder."""
+  cli.refused(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={exported_encoder}',
+          f'--data_dir={_glue(workspace / "data_positions")}',
+          f'--model_dir={workspace}/ft_positions',
+          '--gin_param=finetuning.max_seq_length=256',
+      ],
+      'finetuning.max_seq_length = 256',
+      '128 position embeddings',
+      '--gin_param=finetuning.max_seq_length=128',
+  )
+  assert not (workspace / 'ft_positions').exists()
+
+
+def test_finetune_refuses_a_vocabulary_other_than_the_encoders(
+    cli, workspace, exported_encoder, tmp_path
+):
+  tokens = (workspace / 'records' / 'vocab.txt').read_text().split()
+  other = tmp_path / 'other_vocab.txt'
+  other.write_text('\n'.join(tokens[:5] + tokens[6:] + [tokens[5]]))
+  cli.refused(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={exported_encoder}',
+          f'--vocab_file={other}',
+          f'--data_dir={_glue(workspace / "data_vocab")}',
+          f'--model_dir={workspace}/ft_vocab',
+          '--gin_param=finetuning.max_seq_length=32',
+      ],
+      str(other),
+      'not the vocabulary the encoder was trained with',
+  )
+  assert not (workspace / 'ft_vocab').exists()
+
+
 # --- official_repro.score
 
 

@@ -81,7 +81,19 @@ def build_task_config(
 
   The task's `finetuning_registry` entry builds it from the fields every
   fine-tuning task has and the `RunProtocol` fields the entry names.
+
+  Raises:
+    UserError: a sequence length beyond the encoder's position embeddings,
+      naming both and the binding to set.
   """
+  positions = encoder.config.max_position_embeddings
+  if schedule.max_seq_length > positions:
+    raise cli.UserError(
+        f'finetuning.max_seq_length = {schedule.max_seq_length}, but the '
+        f'encoder ({encoder.checkpoint_path or "random init"}) has '
+        f'{positions} position embeddings; set '
+        f'--gin_param=finetuning.max_seq_length={positions}.'
+    )
   entry = finetuning_registry.get(schedule.task)
   fields = dict(
       task=schedule.task,

@@ -164,11 +164,24 @@ def resolve(
     )
   if not tf.io.gfile.exists(vocab_file):
     raise FileNotFoundError(f'--vocab_file {vocab_file} does not exist.')
+  exported_vocab = tokenizer.get('vocab_file')
+  if exported_vocab and vocab_file != exported_vocab:
+    if vocab.load_vocab(vocab_file) != vocab.load_vocab(exported_vocab):
+      raise cli.UserError(
+          f'--vocab_file {vocab_file} is not the vocabulary the encoder was '
+          f'trained with ({exported_vocab}); drop --vocab_file.'
+      )
   if lower_case is None:
     lower_case = tokenizer.get('lower_case', True)
   if config.vocab_size is None:
     config = encoders.with_vocab_size(
         config, len(vocab.load_vocab(vocab_file)), source=vocab_file
+    )
+  elif len(vocab.load_vocab(vocab_file)) != config.vocab_size:
+    raise cli.UserError(
+        f'--vocab_file {vocab_file} has {len(vocab.load_vocab(vocab_file))} '
+        f'tokens, the encoder {config.vocab_size}; give the vocabulary the '
+        'encoder was trained with.'
     )
   return PretrainedEncoder(
       checkpoint_path=checkpoint_path,
