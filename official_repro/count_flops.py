@@ -55,7 +55,14 @@ def report_from_gin(
   """
   _bind_if_unbound('encoder.vocab_size', vocab_size)
   _bind_if_unbound('pretrain_data.input_path', '')
-  name = gin.query_parameter('experiment.objective')
+  try:
+    name = gin.query_parameter('experiment.objective')
+  except ValueError:
+    raise cli.UserError(
+        'the gin config sets no experiment.objective: count_flops counts a '
+        'pretraining config (gin/papers/<paper>/*.gin, gin/pretrain/*.gin), '
+        'not a fine-tuning one.'
+    ) from None
   objective = objectives.get(name)
   if objective.flops is None:
     raise cli.UserError(

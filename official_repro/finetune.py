@@ -62,6 +62,12 @@ flags.DEFINE_string('model_dir', None, 'Run folders and results.')
 flags.DEFINE_list(
     'seeds', None, 'Seeds to run instead of 0 .. run_protocol.num_runs - 1.'
 )
+flags.register_validator(
+    'seeds',
+    lambda seeds: seeds is None
+    or (bool(seeds) and all(seed.isdigit() for seed in seeds)),
+    message='--seeds takes seeds separated by commas, e.g. --seeds=0,1,2.',
+)
 distribute.define_flags()
 precision.define_flags()
 

@@ -476,6 +476,8 @@ def main(argv):
   settings = settings_from_flags()
   # Checked before a model is loaded, which takes a while.
   check_lm_source(settings, bool(FLAGS.init_checkpoint))
+  if settings.output_json:
+    json_files.check_writable(settings.output_json, '--output_json')
   scorer = (
       score.PllScorer.from_checkpoint(FLAGS.init_checkpoint)
       if FLAGS.init_checkpoint

@@ -395,8 +395,17 @@ def read_sentences(path: str) -> List[str]:
   """
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'--input {path} does not exist.')
-  with tf.io.gfile.GFile(path) as f:
-    sentences = [line.strip() for line in f if line.strip()]
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    data = f.read()
+  try:
+    text = data.decode('utf-8')
+  except UnicodeDecodeError as error:
+    line = data[: error.start].count(b'\n') + 1
+    raise cli.UserError(
+        f'--input {path} is not UTF-8: byte {error.start} (line {line}); '
+        're-encode it as UTF-8.'
+    ) from error
+  sentences = [line.strip() for line in text.splitlines() if line.strip()]
   if not sentences:
     raise cli.UserError(f'--input {path} holds no sentence (one per line).')
   return sentences
@@ -510,6 +519,8 @@ def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   flag_values = flags.FLAGS
+  if flag_values.output:
+    json_files.check_writable(flag_values.output, '--output')
   methods = (
       METHODS
       if flag_values.method == 'both'

@@ -252,6 +252,21 @@ def test_train_names_a_missing_gin_binding(cli, workspace):
   assert not (workspace / 'm').exists()
 
 
+@pytest.mark.parametrize(
+    'flags, named',
+    [
+        (['--strategy=mirrored', '--num_gpus=4'], '--num_gpus=4'),
+        (['--strategy=tpu'], '--strategy=tpu'),
+        (['--gin_param=pretrain_data.train_batch_size=0'], 'train_batch_size'),
+    ],
+)
+def test_train_refuses_devices_that_are_not_there_and_empty_batches(
+    cli, workspace, flags, named
+):
+  cli.refused(_train(workspace, f'--model_dir={workspace}/m', *flags), named)
+  assert not (workspace / 'm').exists()
+
+
 def test_train_eval_without_a_checkpoint_is_refused(cli, workspace):
   cli.refused(
       _train(workspace, f'--model_dir={workspace}/mistyped', '--mode=eval'),
@@ -314,6 +329,7 @@ def test_train_refuses_layer_sharing_a_narrow_generator(cli, workspace):
             ],
             'encoder.hidden_size',
         ),
+        (['--gin_file=gin/finetune/001_ale/mrpc.gin'], 'not a fine-tuning one'),
     ],
 )
 def test_count_flops_mistakes(cli, flags, named):
@@ -392,6 +408,10 @@ def test_finetune_rerun_on_other_data_is_refused(cli, workspace, finetuned):
             '/no/such/run',
         ),
         (['--gin_file=gin/finetune/001_ale/mrpc.gin', 'extra'], 'extra'),
+        (
+            ['--gin_file=gin/finetune/001_ale/mrpc.gin', '--seeds=a'],
+            '--seeds',
+        ),
     ],
 )
 def test_finetune_mistakes(cli, workspace, flags, named):
@@ -472,6 +492,37 @@ def test_score_mistakes(cli, workspace, finetuned, flags, named):
           *flags,
       ],
       named,
+  )
+
+
+def test_score_refuses_latin1_and_an_unwritable_output_before_scoring(
+    cli, workspace, finetuned, tmp_path
+):
+  encoder, _ = finetuned
+  latin1 = tmp_path / 'latin1.txt'
+  latin1.write_bytes('un caf\u00e9\n'.encode('latin-1'))
+  cli.refused(
+      [
+          'official_repro.score',
+          f'--init_checkpoint={encoder}',
+          f'--input={latin1}',
+      ],
+      'latin1.txt is not UTF-8: byte 6',
+  )
+  sentences = tmp_path / 'sentences.txt'
+  sentences.write_text('the cat sat\n')
+  # A folder that cannot be made (a file is in the way; the tests run as
+  # root, who writes into read-only folders).
+  (tmp_path / 'taken').write_text('a file')
+  cli.refused(
+      [
+          'official_repro.score',
+          f'--init_checkpoint={encoder}',
+          f'--input={sentences}',
+          f'--output={tmp_path}/taken/scores.tsv',
+      ],
+      '--output',
+      'cannot be written',
   )
 
 

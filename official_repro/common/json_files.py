@@ -8,6 +8,8 @@ import uuid
 
 import tensorflow as tf
 
+from official_repro.common import cli
+
 # Temporary files are `<final name><TEMPORARY_MARKER><host>-<pid>-<random>`.
 TEMPORARY_MARKER = '.tmp-'
 
@@ -36,6 +38,35 @@ def temporary_path(path: str) -> str:
       f'{path}{TEMPORARY_MARKER}{host}-{os.getpid()}-'
       f'{uuid.uuid4().hex[:12]}'
   )
+
+
+def check_writable(path: str, flag: str) -> None:
+  """Makes `path`'s folder and checks that a file can be written in it.
+
+  For outputs written after long work (scores, reports): called first, so
+  that a folder that is missing or read-only is one line before the work,
+  not a lost result after it.
+
+  Args:
+    path: the output file (any `tf.io.gfile` path).
+    flag: the flag that named it, for the message.
+
+  Raises:
+    UserError: naming the flag, the path and the reason.
+  """
+  directory = os.path.dirname(path) or '.'
+  probe = temporary_path(path)
+  try:
+    tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(probe, 'w') as f:
+      f.write('')
+    tf.io.gfile.remove(probe)
+  except (tf.errors.OpError, OSError) as error:
+    reason = getattr(error, 'message', None) or str(error)
+    raise cli.UserError(
+        f'{flag} {path} cannot be written ({reason.splitlines()[0][:200]}); '
+        'give a writable location.'
+    ) from error
 
 
 def write_text(path: str, text: str) -> None:

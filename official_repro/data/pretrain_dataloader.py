@@ -356,7 +356,21 @@ def pretraining_data_configs(
 
   Returns:
     `(train_config, eval_config)`.
+
+  Raises:
+    UserError: a batch size below 1, naming its binding.
   """
+  for name, size in (
+      ('train_batch_size', train_batch_size),
+      ('eval_batch_size', eval_batch_size),
+  ):
+    if size is not None and (
+        isinstance(size, bool) or not isinstance(size, int) or size < 1
+    ):
+      raise cli.UserError(
+          f'pretrain_data.{name} = {size!r}; a batch holds at least 1 '
+          'sequence.'
+      )
   common = dict(
       input_path=input_path,
       max_seq_length=max_seq_length,

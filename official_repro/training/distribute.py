@@ -128,13 +128,25 @@ def get_strategy(
         f'--strategy must be one of {STRATEGIES}, got {name!r}.'
     )
   if name == 'tpu':
-    return distribute_utils.get_distribution_strategy(
-        distribution_strategy='tpu', tpu_address=tpu_address or ''
-    )
+    try:
+      return distribute_utils.get_distribution_strategy(
+          distribution_strategy='tpu', tpu_address=tpu_address or ''
+      )
+    except (ValueError, OSError, tf.errors.OpError, RuntimeError) as error:
+      raise cli.UserError(
+          f'--strategy=tpu: no TPU reachable at --tpu={tpu_address!r} '
+          f'({str(error).splitlines()[0][:200]}); run on a Cloud TPU VM '
+          '(--tpu=local) or name the TPU.'
+      ) from error
   if name == 'multi_worker_mirrored':
     check_tf_config()
     return tf.distribute.MultiWorkerMirroredStrategy()
   gpus = tf.config.list_physical_devices('GPU')
+  if num_gpus > len(gpus):
+    raise cli.UserError(
+        f'--num_gpus={num_gpus}, but this host has {len(gpus)} GPU(s) '
+        'visible to TensorFlow; lower --num_gpus or run where they are.'
+    )
   if name == 'cpu':
     return tf.distribute.OneDeviceStrategy('/cpu:0')
   if name == 'one_device':

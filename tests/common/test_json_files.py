@@ -120,3 +120,15 @@ def test_concurrent_writers_never_mix(tmp_path, ram_dir, on_ram):
   with tf.io.gfile.GFile(path) as f:
     assert json.load(f) in contents
   assert tf.io.gfile.listdir(directory) == ['shared.json']
+
+
+def test_check_writable_makes_the_folder_and_leaves_no_file(tmp_path):
+  from official_repro.common import cli  # pylint: disable=g-import-not-at-top
+
+  target = tmp_path / 'new' / 'deeper' / 'scores.tsv'
+  json_files.check_writable(str(target), '--output')
+  assert (tmp_path / 'new' / 'deeper').is_dir()
+  assert list((tmp_path / 'new' / 'deeper').iterdir()) == []
+  (tmp_path / 'file').write_text('x')
+  with pytest.raises(cli.UserError, match='--output .*file/scores.tsv cannot'):
+    json_files.check_writable(str(tmp_path / 'file' / 'scores.tsv'), '--output')
