@@ -121,6 +121,11 @@ def workspace(tmp_path_factory, tiny_records):
   )
   (root / 'binary').mkdir()
   (root / 'binary' / 'noise.txt').write_bytes(bytes(range(256)) * 4)
+  for name, encoding in (('utf16', 'utf-16-le'), ('utf16_bom', 'utf-16')):
+    (root / name).mkdir()
+    (root / name / 'book.txt').write_bytes(
+        ('The cat sat on the mat.\n' * 20).encode(encoding)
+    )
   tokens = (records / 'vocab.txt').read_text().split('\n')
   (root / 'duplicate_vocab.txt').write_text(
       '\n'.join(tokens[:12] + [tokens[8]] + tokens[12:])
@@ -198,6 +203,8 @@ def test_records_duplicate_vocabulary_keeps_the_complete_records(
     [
         ('latin1', 'book.txt is not UTF-8: byte 6'),
         ('binary', 'noise.txt is not UTF-8: byte 128'),
+        ('utf16', 'book.txt is UTF-16LE, not UTF-8'),
+        ('utf16_bom', 'book.txt is UTF-16LE, not UTF-8'),
     ],
 )
 def test_records_refuse_a_file_that_is_not_utf8(cli, workspace, corpus, named):

@@ -34,6 +34,7 @@ another directory or to `gs://`).
 """
 
 import dataclasses
+import fnmatch
 import hashlib
 import heapq
 import os
@@ -41,6 +42,7 @@ import random
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 from typing import Tuple
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -100,8 +102,9 @@ def list_input_files(
   if not inputs:
     text_cleaning.find_files(inputs, file_pattern)  # Raises its UserError.
   files, seen_paths, seen_names = [], set(), set()
+  skipped = []
   for index, root in enumerate(inputs):
-    for path in text_cleaning.find_files([root], file_pattern):
+    for path in text_cleaning.find_files([root], file_pattern, skipped):
       if path in seen_paths:
         continue
       seen_paths.add(path)
@@ -117,6 +120,21 @@ def list_input_files(
       except tf.errors.OpError:
         size = 0
       files.append(InputFile(path, name, size))
+  if skipped:
+    case_only = [
+        path
+        for path in skipped
+        if fnmatch.fnmatch(os.path.basename(path).lower(), file_pattern.lower())
+    ]
+    logging.warning(
+        '--file_pattern %r left out %d file(s) of the input folders%s: %s',
+        file_pattern,
+        len(skipped),
+        f' ({len(case_only)} of them match but for the case)'
+        if case_only
+        else '',
+        ', '.join(sorted(skipped)[:10]) + (' ...' if len(skipped) > 10 else ''),
+    )
   return files
 
 

@@ -476,13 +476,23 @@ def _is_heading_text(text: str) -> bool:
   return True
 
 
-def find_files(inputs: Sequence[str], file_pattern: str = '*.txt') -> List[str]:
+def find_files(
+    inputs: Sequence[str],
+    file_pattern: str = '*.txt',
+    skipped: Optional[List[str]] = None,
+) -> List[str]:
   """Expands files and directories into a sorted list of files.
+
+  Each real file is listed once: a local directory reached again through a
+  symbolic link (a loop, or two links to one folder) is not walked again,
+  and files are deduplicated by their real path.
 
   Args:
     inputs: file or directory paths. Directories are searched recursively for
       file names matching `file_pattern`; files are taken as given.
     file_pattern: glob for file names inside directories.
+    skipped: if given, gets the files in the directories that the pattern
+      left out.
 
   Returns:
     The files, directories expanded in sorted order, duplicates removed.
@@ -496,7 +506,7 @@ def find_files(inputs: Sequence[str], file_pattern: str = '*.txt') -> List[str]:
   files = []
   for path in inputs:
     if tf.io.gfile.isdir(path):
-      found = sorted(_walk_matching(path, file_pattern))
+      found = sorted(_walk_matching(path, file_pattern, skipped))
       if not found:
         raise cli.UserError(
             f'corpus directory {path}: no files matching '
@@ -507,17 +517,35 @@ def find_files(inputs: Sequence[str], file_pattern: str = '*.txt') -> List[str]:
       files.append(path)
     else:
       raise FileNotFoundError(f'corpus input {path} does not exist.')
-  return list(dict.fromkeys(files))
+  return list({_real_path(path): path for path in reversed(files)}.values())[
+      ::-1
+  ]
 
 
-def _walk_matching(directory: str, file_pattern: str) -> Iterator[str]:
+def _real_path(path: str) -> str:
+  """The path without symbolic links (local paths; others as they are)."""
+  return path if '://' in path else os.path.realpath(path)
+
+
+def _walk_matching(
+    directory: str, file_pattern: str, skipped: Optional[List[str]]
+) -> Iterator[str]:
   # tf.io.gfile.walk, like os.walk, descends only into the directories left
-  # in `dirs`, in their order.
+  # in `dirs`, in their order; it follows links to directories, so each real
+  # directory is walked once.
+  walked = set()
   for root, dirs, names in tf.io.gfile.walk(directory):
+    real = _real_path(root)
+    if real in walked:
+      dirs[:] = []
+      continue
+    walked.add(real)
     dirs.sort()
     for name in names:
       if fnmatch.fnmatch(name, file_pattern):
         yield os.path.join(root, name)
+      elif skipped is not None:
+        skipped.append(os.path.join(root, name))
 
 
 def read_lines(
@@ -571,10 +599,53 @@ def _first_line(error: Exception) -> str:
   return message.splitlines()[0]
 
 
+# Byte-order marks of the encodings that are not UTF-8, longest first.
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, 'UTF-32LE'),
+    (codecs.BOM_UTF32_BE, 'UTF-32BE'),
+    (codecs.BOM_UTF16_LE, 'UTF-16LE'),
+    (codecs.BOM_UTF16_BE, 'UTF-16BE'),
+)
+
+
+def wide_encoding(head: bytes) -> Optional[str]:
+  """'UTF-16LE', ... if a file's first bytes are UTF-16 or UTF-32, else None.
+
+  By the byte-order mark, or without one by the pattern of NUL bytes that
+  mostly-ASCII text has in those encodings (every second byte in UTF-16,
+  three of every four in UTF-32): such bytes are valid UTF-8, so reading
+  them as UTF-8 would turn the text into NULs and single letters.
+  """
+  for bom, name in _WIDE_BOMS:
+    if head.startswith(bom):
+      return name
+  sample = head[: 1024 - 1024 % 4]
+  if len(sample) < 8 or sample.count(0) < len(sample) // 3:
+    return None
+  by_position = [sample[i::4].count(0) / len(sample[i::4]) for i in range(4)]
+  if sum(by_position[i] > 0.9 for i in range(4)) == 3:
+    return 'UTF-32LE' if by_position[0] < 0.9 else 'UTF-32BE'
+  odd = (by_position[1] + by_position[3]) / 2
+  even = (by_position[0] + by_position[2]) / 2
+  if odd > 0.6 and even < 0.1:
+    return 'UTF-16LE'
+  if even > 0.6 and odd < 0.1:
+    return 'UTF-16BE'
+  return None
+
+
 def _decoded_lines(
     f, head: bytes, path: str, stats: CorpusStats, encoding_errors: str
 ) -> Iterator[str]:
   """The lines of the open file `f`, whose first bytes `head` were read."""
+  encoding = wide_encoding(head)
+  if encoding is not None:
+    f.close()
+    raise cli.UserError(
+        f'{path} is {encoding}, not UTF-8 (a corpus is read as UTF-8 even '
+        f'with --encoding_errors=replace); convert it, e.g. `iconv -f '
+        f'{encoding} -t UTF-8`.'
+    )
   with f:
     bom = len(_BOM) if head.startswith(_BOM) else 0
     stats.files_with_bom += bool(bom)

@@ -6,6 +6,7 @@ import random
 import pytest
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.data import builtin_corpus
 from official_repro.data import text_cleaning as tc
 
@@ -514,3 +515,44 @@ class TestStreamedReading:
         assert [s for piece in pieces for s in piece] == whole
         cut_stats.documents = whole_stats.documents
         assert cut_stats == whole_stats
+
+
+@pytest.mark.parametrize(
+    'encoding, named',
+    [
+        ('utf-16', 'UTF-16LE'),  # with its byte-order mark
+        ('utf-16-le', 'UTF-16LE'),  # without one: NUL bytes at odd offsets
+        ('utf-16-be', 'UTF-16BE'),
+        ('utf-32', 'UTF-32LE'),
+    ],
+)
+@pytest.mark.parametrize('encoding_errors', ['strict', 'replace'])
+def test_utf16_and_utf32_are_refused_by_name(
+    tmp_path, encoding, named, encoding_errors
+):
+  path = tmp_path / 'book.txt'
+  path.write_bytes(('The cat sat on the mat.\n' * 20).encode(encoding))
+  stats = tc.CorpusStats()
+  with pytest.raises(cli.UserError, match=f'book.txt is {named}, not UTF-8'):
+    list(tc.read_lines(str(path), stats, encoding_errors))
+
+
+def test_each_real_file_is_found_once_through_links_and_loops(tmp_path):
+  books = tmp_path / 'books'
+  (books / 'shelf').mkdir(parents=True)
+  (books / 'shelf' / 'a.txt').write_text('A book.\n')
+  (books / 'b.txt').write_text('Another.\n')
+  os.symlink(books, books / 'shelf' / 'loop')  # a loop back to the top
+  os.symlink(books / 'b.txt', books / 'same_as_b.txt')
+  found = tc.find_files([str(books)])
+  assert sorted(os.path.basename(p) for p in found) == ['a.txt', 'b.txt']
+
+
+def test_files_the_pattern_leaves_out_are_listed(tmp_path):
+  (tmp_path / 'a.txt').write_text('x\n')
+  (tmp_path / 'B.TXT').write_text('y\n')
+  (tmp_path / 'notes.md').write_text('z\n')
+  skipped = []
+  found = tc.find_files([str(tmp_path)], '*.txt', skipped)
+  assert [os.path.basename(p) for p in found] == ['a.txt']
+  assert sorted(os.path.basename(p) for p in skipped) == ['B.TXT', 'notes.md']
