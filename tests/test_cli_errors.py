@@ -213,6 +213,30 @@ def test_records_refuse_a_file_that_is_not_utf8(cli, workspace, corpus, named):
   cli.refused(command, named, keep=[workspace / 'records'])
 
 
+@pytest.mark.parametrize(
+    'flags, named',
+    [
+        (['--max_seq_length=100000'], '--allow_long_sequences'),
+        (['--vocab_size=10'], '--vocab_size=10 cannot hold'),
+    ],
+)
+def test_records_refuse_a_size_no_user_means(
+    cli, workspace, tmp_path, flags, named
+):
+  command = [
+      flag
+      for flag in _records_command(workspace)
+      if not flag.startswith(('--vocab_file', '--output_dir', '--max_seq'))
+  ]
+  command += [f'--output_dir={tmp_path}/out', *flags]
+  if not any(flag.startswith('--vocab_size') for flag in flags):
+    command.append(f'--vocab_file={workspace}/records/vocab.txt')
+  else:
+    command.append('--max_seq_length=32')
+  cli.refused(command, named)
+  assert not (tmp_path / 'out' / 'metadata.json').exists()
+
+
 def test_records_missing_input_is_named(cli, workspace):
   command = _records_command(workspace)
   command[1] = f'--input={workspace}/no_such_corpus'

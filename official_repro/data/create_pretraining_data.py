@@ -61,6 +61,10 @@ ENGINES = ('local', 'beam')
 _EXECUTION_FIELDS = ('engine', 'num_workers', 'buffer_mb', 'beam_options')
 
 
+# The longest example length accepted without --allow_long_sequences.
+MAX_SEQ_LENGTH = 8192
+
+
 @dataclasses.dataclass(frozen=True)
 class PretrainingDataConfig:
   """Options of `prepare_pretraining_data`; each has a flag (its help).
@@ -112,6 +116,11 @@ class PretrainingDataConfig:
       '*.txt', 'Glob for file names inside input directories.'
   )
   max_seq_length: int = dataclass_flags.option(128, 'Example length.')
+  allow_long_sequences: bool = dataclass_flags.option(
+      False,
+      f'Allow --max_seq_length above {MAX_SEQ_LENGTH} (the papers use 128 '
+      'to 512; longer examples are mostly padding on sentence-split text).',
+  )
   short_seq_prob: float = dataclass_flags.option(
       0.1, 'Probability of a shorter target length per chunk.'
   )
@@ -230,6 +239,12 @@ class PretrainingDataConfig:
     if self.dupe_factor < 1:
       raise cli.UserError(
           f'--dupe_factor must be >= 1, got {self.dupe_factor}.'
+      )
+    if self.max_seq_length > MAX_SEQ_LENGTH and not self.allow_long_sequences:
+      raise cli.UserError(
+          f'--max_seq_length={self.max_seq_length} is above '
+          f'{MAX_SEQ_LENGTH}; the papers train at 128 to 512 tokens. Give '
+          'the length the encoder will read, or pass --allow_long_sequences.'
       )
     if self.masking == 'dynamic' and self.dupe_factor != 1:
       raise cli.UserError(

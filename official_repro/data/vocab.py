@@ -197,6 +197,14 @@ def build_wordpiece_vocab(
       learn_params=dict(learn_params or {}),
   )
   tokens = list(dict.fromkeys(tokens))
+  if len(tokens) > vocab_size:
+    # The learner keeps every character (and its ## form) of the text,
+    # whatever the size asked for.
+    raise cli.UserError(
+        f'--vocab_size={vocab_size} cannot hold the special tokens and the '
+        f'characters of the corpus: the smallest vocabulary of this text has '
+        f'{len(tokens)} pieces; ask for at least that many.'
+    )
   if output_path:
     write_vocab(tokens, output_path)
   return tokens
