@@ -10,6 +10,7 @@ byte-identical.
 """
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -296,6 +297,22 @@ def test_train_refuses_devices_that_are_not_there_and_empty_batches(
 ):
   cli.refused(_train(workspace, f'--model_dir={workspace}/m', *flags), named)
   assert not (workspace / 'm').exists()
+
+
+def test_train_refuses_to_resume_on_other_records(cli, workspace, tmp_path):
+  run = tmp_path / 'run'
+  completed = cli.run(_train(workspace, f'--model_dir={run}', '--mode=train'))
+  assert completed.returncode == 0, completed.stderr[-2000:]
+  other = tmp_path / 'other'
+  shutil.copytree(workspace / 'records', other)
+  metadata = json.loads((other / 'metadata.json').read_text())
+  metadata['splits']['train']['num_examples'] += 1
+  (other / 'metadata.json').write_text(json.dumps(metadata))
+  command = [
+      flag.replace(f'{workspace}/records', str(other))
+      for flag in _train(workspace, f'--model_dir={run}', '--mode=train')
+  ]
+  cli.refused(command, str(run), 'other records', keep=[run])
 
 
 def test_train_eval_without_a_checkpoint_is_refused(cli, workspace):

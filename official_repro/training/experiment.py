@@ -15,6 +15,7 @@ TensorBoard summaries, evaluation). Around that loop `run` adds:
 
 import dataclasses
 import functools
+import hashlib
 import json
 import os
 from typing import Any, Dict, Optional, Tuple
@@ -29,7 +30,9 @@ from official.core import train_lib
 from official.core import train_utils
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.data import pretrain_dataloader
 from official_repro.data import records
+from official_repro.data import vocab as vocab_lib
 from official_repro.optimization import optimizer_config
 from official_repro.tasks import objectives
 from official_repro.training import export
@@ -61,12 +64,15 @@ class RunSettings:
     deterministic: op determinism and checkpointed random streams.
     mixed_precision: 'bfloat16' or 'float16' (with loss scaling), or None
       for float32 (`precision.resolve` of `--mixed_precision`).
+    other_records: resume training on records other than the run's
+      (`check_records`).
   """
 
   jit_compile: bool = False
   seed: Optional[int] = None
   deterministic: bool = False
   mixed_precision: Optional[str] = None
+  other_records: bool = False
 
 
 @gin.configurable('experiment')
@@ -82,6 +88,7 @@ def experiment_config(
     jit_compile: bool = False,
     seed: Optional[int] = None,
     deterministic: bool = False,
+    other_records: bool = False,
 ) -> Tuple[cfg.ExperimentConfig, RunSettings]:
   """Builds Model Garden's experiment config from gin bindings.
 
@@ -104,6 +111,8 @@ def experiment_config(
     deterministic: TensorFlow op determinism and random streams restored
       from checkpoints: two runs with the same seed on the same machine end
       bit-identical, and a resumed run matches an uninterrupted one.
+    other_records: let a run resume on records other than those it started
+      on (`check_records` refuses that otherwise).
 
   Returns:
     `(experiment_config, run_settings)`.
@@ -133,7 +142,10 @@ def experiment_config(
       ),
   )
   return params, RunSettings(
-      jit_compile=jit_compile, seed=seed, deterministic=deterministic
+      jit_compile=jit_compile,
+      seed=seed,
+      deterministic=deterministic,
+      other_records=other_records,
   )
 
 
@@ -180,6 +192,77 @@ def check_model_dir(
     )
   tf.io.gfile.makedirs(model_dir)
   json_files.write_json(path, model_config)
+
+
+RECORDS_FILENAME = 'records.json'
+
+
+def records_identity(data_config: Any) -> Optional[Dict[str, Any]]:
+  """What identifies the records a run trains on, wherever they lie.
+
+  The vocabulary (a digest of its tokens), the sequence length, the
+  masking, the example counts of the splits and the settings they were
+  written with (but not the corpus's paths): records rebuilt alike or moved
+  (local to gs://) are the same; another corpus, vocabulary or length is
+  not. None for data that are not our records.
+  """
+  if not isinstance(data_config, pretrain_dataloader.PretrainDataConfig):
+    return None
+  metadata = records.load_metadata(data_config.input_path)
+  tokens = vocab_lib.load_vocab(
+      os.path.join(data_config.input_path, metadata['vocab_file'])
+  )
+  source = dict(metadata.get('source') or {})
+  source.pop('inputs', None)
+  source.pop('vocab_file', None)
+  return dict(
+      vocab_sha256=hashlib.sha256('\n'.join(tokens).encode()).hexdigest()[:16],
+      max_seq_length=metadata['max_seq_length'],
+      masking=metadata['masking'],
+      examples={
+          split: info.get('num_examples')
+          for split, info in metadata['splits'].items()
+      },
+      source=source,
+  )
+
+
+def check_records(
+    model_dir: str, data_config: Any, other_records: bool
+) -> None:
+  """Refuses to resume a run on other records than it started on.
+
+  The records' identity (`records_identity`) is written to
+  `records.json` when the run starts; a run with a checkpoint that is
+  given other records stops before anything is written, naming what
+  differs, unless `experiment.other_records = True`.
+
+  Raises:
+    UserError: naming the differing fields and the two fixes.
+  """
+  identity = records_identity(data_config)
+  if identity is None:
+    return
+  path = os.path.join(model_dir, RECORDS_FILENAME)
+  checkpoint = tf.train.latest_checkpoint(model_dir)
+  if checkpoint and tf.io.gfile.exists(path) and not other_records:
+    with tf.io.gfile.GFile(path) as f:
+      saved = json.load(f)
+    if saved != json.loads(json.dumps(identity)):
+      differing = sorted(
+          key
+          for key in set(saved) | set(identity)
+          if saved.get(key) != json.loads(json.dumps(identity)).get(key)
+      )
+      raise IncompatibleModelDirError(
+          f'--model_dir {model_dir} holds checkpoint {checkpoint} of a run '
+          f'on other records than pretrain_data.input_path '
+          f'{data_config.input_path} ({", ".join(differing)} differ, see '
+          f'{path}); use a new --model_dir, or '
+          '--gin_param=experiment.other_records=True to continue on them.'
+      )
+  tf.io.gfile.makedirs(model_dir)
+  json_files.write_json(path, identity)
 
 
 def _fill_missing(saved: Any, defaults: Any) -> Any:
@@ -245,6 +328,8 @@ def run(
       params.task.model.as_dict(),
       defaults=type(params.task.model)().as_dict(),
   )
+  if 'train' in mode:
+    check_records(model_dir, params.task.train_data, settings.other_records)
   seed = reproducibility.run_seed(model_dir, settings.seed)
   with reproducibility.configure(seed, settings.deterministic):
     if 'train' in mode:

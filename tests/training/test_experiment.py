@@ -284,6 +284,44 @@ def test_incompatible_checkpoint_in_model_dir(
     )
 
 
+def test_a_run_resumed_on_other_records_is_refused_unless_asked(
+    tiny_records, finished_run, tmp_path
+):
+  """Other text of the same vocabulary and length: refused, config kept."""
+  from official_repro.data import create_pretraining_data  # pylint: disable=g-import-not-at-top
+  from tests import conftest  # pylint: disable=g-import-not-at-top
+
+  other = str(tmp_path / 'other_records')
+  create_pretraining_data.prepare_pretraining_data(
+      [str(conftest.write_fixture_corpus(tmp_path / 'corpus', seed=9))],
+      other,
+      vocab_file=os.path.join(tiny_records, 'vocab.txt'),
+      max_seq_length=32,
+      eval_fraction=0.1,
+      seed=3,
+  )
+  run = _copy_of(finished_run, tmp_path)
+  config = (run / 'config.gin').read_bytes()
+  with pytest.raises(
+      experiment.IncompatibleModelDirError, match=r'other records.*examples'
+  ):
+    _run_in_process(other, run, **{'experiment.train_steps': 3})
+  assert (run / 'config.gin').read_bytes() == config
+  result = _run_in_process(
+      other,
+      run,
+      **{'experiment.train_steps': 3, 'experiment.other_records': True},
+  )
+  assert result['global_step'] == 3
+  # Records moved elsewhere are the same records.
+  moved = shutil.copytree(tiny_records, tmp_path / 'moved')
+  experiment.check_records(
+      str(_copy_of(finished_run, tmp_path / 'again')),
+      experiment.pretrain_dataloader.PretrainDataConfig(input_path=str(moved)),
+      other_records=False,
+  )
+
+
 def test_exported_encoder_loads_into_model_garden_bert(finished_run):
   # pylint: disable=g-import-not-at-top
   import json
