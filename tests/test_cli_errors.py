@@ -238,6 +238,40 @@ def test_records_refuse_a_size_no_user_means(
   assert not (tmp_path / 'out' / 'metadata.json').exists()
 
 
+@pytest.fixture
+def full_disk(tmp_path):
+  """A small tmpfs (the tests run as root), unmounted after the test."""
+  disk = tmp_path / 'disk'
+  disk.mkdir()
+  mounted = subprocess.run(
+      ['mount', '-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', str(disk)],
+      capture_output=True,
+      check=False,
+  )
+  if mounted.returncode:
+    pytest.skip(f'cannot mount a tmpfs here: {mounted.stderr!r}')
+  try:
+    yield disk
+  finally:
+    subprocess.run(['umount', '-l', str(disk)], check=False)
+
+
+def test_records_rerun_on_a_full_disk_keeps_the_complete_records(
+    cli, workspace, full_disk
+):
+  """A real full disk: the rerun's staging fills it; the old records stay."""
+  records = full_disk / 'records'
+  shutil.copytree(workspace / 'records', records)
+  free = shutil.disk_usage(full_disk).free
+  (full_disk / 'ballast').write_bytes(b'x' * max(0, free - 8192))
+  command = _records_command(workspace)
+  command[2] = f'--output_dir={records}'
+  command[3] = f'--vocab_file={records}/vocab.txt'
+  cli.refused(command, 'No space left on device', keep=[records])
+  leftovers = sorted(os.listdir(full_disk))
+  assert leftovers == ['ballast', 'records'], leftovers
+
+
 def test_records_missing_input_is_named(cli, workspace):
   command = _records_command(workspace)
   command[1] = f'--input={workspace}/no_such_corpus'

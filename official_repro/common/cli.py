@@ -9,6 +9,9 @@ Every command of the repository starts with `cli.run(main)` instead of
     gave; the project's messages name the flag) prints exactly one line,
     `<command>: error: <message>`, to stderr and exits with status 2 (the
     status of a usage error, as argparse's); no traceback;
+  * a storage that refuses a write (full, over quota, read-only, no
+    permission, gs:// without credentials: `storage_failure`) is the
+    machine's doing, not a bug: one line naming the path, status 2;
   * any other exception is a bug and propagates with its traceback;
   * SIGTERM raises `Interrupted` in the main thread, as Ctrl-C raises
     `KeyboardInterrupt`; both print one line and exit with 128 + the
@@ -25,6 +28,7 @@ Before TensorFlow is imported the entry points also set
 messages (informational) would otherwise surround the one line.
 """
 
+import errno
 import os
 import re
 import signal
@@ -123,6 +127,11 @@ def run(main: Callable[[Sequence[str]], None]) -> None:
       if missing is None:
         raise
       fail(missing)
+    except Exception as error:  # pylint: disable=broad-except
+      failure = storage_failure(error)
+      if failure is None:
+        raise
+      fail(failure)
     except KeyboardInterrupt:
       _stopped(signal.SIGINT)
     except Interrupted as stopped:
@@ -134,6 +143,51 @@ def run(main: Callable[[Sequence[str]], None]) -> None:
       _stopped(_received[0])
 
   app.run(guarded, flags_parser=_parse_flags)
+
+
+# errno values of a storage that refuses a write: no space, over quota,
+# read-only, no permission.
+_STORAGE_ERRNOS = (
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EROFS,
+    errno.EACCES,
+    errno.EPERM,
+)
+# TensorFlow's errors of a file system that refuses (tf.io.gfile, gs://).
+_STORAGE_ERRORS = (
+    'ResourceExhaustedError',
+    'PermissionDeniedError',
+    'UnauthenticatedError',
+)
+
+
+def storage_failure(error: Exception) -> Optional[str]:
+  """A one-line message for a full, read-only or forbidden storage, or None.
+
+  Such failures are the machine's, not bugs: the command stops with one line
+  naming the path (every writer writes to a temporary name first, so what
+  was finished before stays as it was). Other exceptions get None.
+  """
+  if isinstance(error, OSError) and error.errno in _STORAGE_ERRNOS:
+    where = error.filename or ''
+    return (
+        f'{where}: {error.strerror or error}; free space, or give a '
+        'writable location (for gs://, check the credentials).'
+    ).lstrip(': ')
+  if type(error).__name__ in _STORAGE_ERRORS and type(
+      error
+  ).__module__.startswith('tensorflow'):
+    message = getattr(error, 'message', None) or str(error)
+    if type(error).__name__ == 'ResourceExhaustedError' and (
+        'No space left' not in message and 'quota' not in message.lower()
+    ):
+      return None  # memory, not storage
+    return (
+        f'{message.splitlines()[0][:300]}; free space, or give a writable '
+        'location (for gs://, check the credentials).'
+    )
+  return None
 
 
 _MISSING_BINDINGS = re.compile(

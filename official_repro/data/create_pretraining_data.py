@@ -725,114 +725,167 @@ def prepare_pretraining_data(
       config.engine,
       f', {num_workers} workers' if config.engine == 'local' else '',
   )
+  with records.writer_lock(output_dir):
+    return _write_records(
+        config,
+        inputs,
+        output_dir,
+        files,
+        eval_split,
+        num_workers,
+        timer,
+        given_tokens,
+        input_bytes,
+    )
+
+
+def _write_records(
+    config: PretrainingDataConfig,
+    inputs: Sequence[str],
+    output_dir: str,
+    files: Sequence[streaming.InputFile],
+    eval_split: streaming.EvalSplit,
+    num_workers: int,
+    timer: '_Timer',
+    given_tokens: Optional[List[str]],
+    input_bytes: int,
+) -> Dict[str, Any]:
+  """`prepare_pretraining_data` once the directory is locked.
+
+  Complete records already in a local `output_dir` are rewritten into a
+  staging directory beside it and swapped in only when the new ones are
+  complete (`records.replace_with`): a run that fails part-way (a full
+  disk, a bad corpus) leaves them as they were, byte for byte. Elsewhere
+  (gs://, where a directory cannot be renamed) and into a directory without
+  complete records, the files are written in place, `metadata.json` last.
+  """
   # Until the whole corpus is processed and checked, only temporaries (a
   # scratch directory) are written: a mistake in the corpus leaves an
   # earlier run's records as they were.
   records.remove_leftovers(output_dir)
-  scratch_dir = _make_scratch_dir(output_dir)
+  complete = tf.io.gfile.exists(
+      os.path.join(output_dir, records.METADATA_FILENAME)
+  )
+  staging_dir = (
+      json_files.temporary_path(output_dir.rstrip('/'))
+      if complete and '://' not in output_dir
+      else None
+  )
+  write_dir = staging_dir or output_dir
   try:
-    tokens, vocab_sample = given_tokens, None
-    if tokens is None:
-      tokens, vocab_sample = timer.measure(
-          'vocab',
-          _sample_and_learn_vocab,
+    scratch_dir = _make_scratch_dir(write_dir)
+    try:
+      tokens, vocab_sample = given_tokens, None
+      if tokens is None:
+        tokens, vocab_sample = timer.measure(
+            'vocab',
+            _sample_and_learn_vocab,
+            config,
+            files,
+            eval_split,
+            inputs,
+            scratch_dir,
+            num_workers,
+        )
+      shards = timer.measure(
+          'process',
+          _run_engine,
           config,
           files,
+          tokens,
           eval_split,
-          inputs,
           scratch_dir,
           num_workers,
       )
-    shards = timer.measure(
-        'process',
-        _run_engine,
-        config,
-        files,
-        tokens,
-        eval_split,
-        scratch_dir,
-        num_workers,
-    )
-    stats = shards.stats
-    total_tokenization = _check_corpus(inputs, stats, config)
-    logging.info(
-        'Read %d documents, %d sentences from %d files.',
-        stats.corpus.documents,
-        stats.corpus.sentences,
-        stats.corpus.files,
-    )
-    records.remove_metadata(output_dir)
-    _write_vocab(config, tokens, output_dir)
-    splits, split_stats = {}, {}
-    for split in records.SPLITS:
-      num_examples = stats.splits[split].examples
-      num_shards = (
-          config.num_shards if split == 'train' else (config.num_eval_shards)
-      )
-      names = (
-          records.shard_file_names(split, num_shards) if num_examples else []
-      )
-      summaries = timer.measure(
-          f'write_{split}',
-          shards.write,
-          output_dir,
-          split,
-          names,
-          f'write {split}',
-      )
-      splits[split] = {'files': names, 'num_examples': num_examples}
-      split_stats[split] = _split_stats(
-          stats.splits[split], summaries, config.masking == 'static'
-      )
+      stats = shards.stats
+      total_tokenization = _check_corpus(inputs, stats, config)
       logging.info(
-          '%s: %d examples written to %d files.',
-          split,
-          num_examples,
-          len(names),
+          'Read %d documents, %d sentences from %d files.',
+          stats.corpus.documents,
+          stats.corpus.sentences,
+          stats.corpus.files,
       )
-  finally:
-    if tf.io.gfile.exists(scratch_dir):
-      tf.io.gfile.rmtree(scratch_dir)
+      if write_dir == output_dir:
+        records.remove_metadata(output_dir)
+      _write_vocab(config, tokens, write_dir)
+      splits, split_stats = {}, {}
+      for split in records.SPLITS:
+        num_examples = stats.splits[split].examples
+        num_shards = (
+            config.num_shards if split == 'train' else (config.num_eval_shards)
+        )
+        names = (
+            records.shard_file_names(split, num_shards) if num_examples else []
+        )
+        summaries = timer.measure(
+            f'write_{split}',
+            shards.write,
+            write_dir,
+            split,
+            names,
+            f'write {split}',
+        )
+        splits[split] = {'files': names, 'num_examples': num_examples}
+        split_stats[split] = _split_stats(
+            stats.splits[split], summaries, config.masking == 'static'
+        )
+        logging.info(
+            '%s: %d examples written to %d files.',
+            split,
+            num_examples,
+            len(names),
+        )
+    finally:
+      if tf.io.gfile.exists(scratch_dir):
+        tf.io.gfile.rmtree(scratch_dir)
 
-  warnings = _warnings(config, tokens, stats, total_tokenization)
-  timer.seconds['total'] = timer.total()
-  special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
-  metadata = {
-      'format_version': records.FORMAT_VERSION,
-      'max_seq_length': config.max_seq_length,
-      'vocab_file': records.VOCAB_FILENAME,
-      'vocab_size': len(tokens),
-      'lower_case': config.lower_case,
-      'special_token_ids': special_ids.as_dict(),
-      'next_sentence_labels': config.next_sentence_prediction,
-      'masking': config.masking,
-      'static_masking': _static_masking_metadata(config),
-      'splits': splits,
-      'stats': {
-          'corpus': dataclasses.asdict(stats.corpus),
-          'split': eval_split.describe(
-              {s: stats.splits[s].documents for s in records.SPLITS}
-          ),
-          'tokenization': dataclasses.asdict(total_tokenization),
-          'splits': split_stats,
-          'groups': stats.groups,
-          'vocab_sample': vocab_sample,
-          'execution': {
-              'engine': config.engine,
-              'num_workers': num_workers if config.engine == 'local' else None,
-              'buffer_mb': config.buffer_mb,
-              'input_files': len(files),
-              'input_bytes': input_bytes,
-          },
-          'warnings': warnings,
-          'seconds': timer.seconds,
-      },
-      'source': _source_metadata(inputs, config),
-  }
-  records.write_metadata(output_dir, metadata)
-  for warning in warnings:
-    logging.warning(warning)
-  return metadata
+    warnings = _warnings(config, tokens, stats, total_tokenization)
+    timer.seconds['total'] = timer.total()
+    special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
+    metadata = {
+        'format_version': records.FORMAT_VERSION,
+        'max_seq_length': config.max_seq_length,
+        'vocab_file': records.VOCAB_FILENAME,
+        'vocab_size': len(tokens),
+        'lower_case': config.lower_case,
+        'special_token_ids': special_ids.as_dict(),
+        'next_sentence_labels': config.next_sentence_prediction,
+        'masking': config.masking,
+        'static_masking': _static_masking_metadata(config),
+        'splits': splits,
+        'stats': {
+            'corpus': dataclasses.asdict(stats.corpus),
+            'split': eval_split.describe(
+                {s: stats.splits[s].documents for s in records.SPLITS}
+            ),
+            'tokenization': dataclasses.asdict(total_tokenization),
+            'splits': split_stats,
+            'groups': stats.groups,
+            'vocab_sample': vocab_sample,
+            'execution': {
+                'engine': config.engine,
+                'num_workers': num_workers
+                if config.engine == 'local'
+                else None,
+                'buffer_mb': config.buffer_mb,
+                'input_files': len(files),
+                'input_bytes': input_bytes,
+            },
+            'warnings': warnings,
+            'seconds': timer.seconds,
+        },
+        'source': _source_metadata(inputs, config),
+    }
+    records.write_metadata(write_dir, metadata)
+    if staging_dir is not None:
+      records.replace_with(staging_dir, output_dir)
+    for warning in warnings:
+      logging.warning(warning)
+    return metadata
+  except BaseException:
+    if staging_dir is not None and tf.io.gfile.exists(staging_dir):
+      tf.io.gfile.rmtree(staging_dir)
+    raise
 
 
 def format_report(metadata: Dict[str, Any]) -> str:

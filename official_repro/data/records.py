@@ -23,10 +23,12 @@ when a rerun starts, `prepare_output_dir`), so a directory whose
 half-written file under a final name.
 """
 
+import contextlib
 import functools
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+import socket
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -216,9 +218,15 @@ def remove_leftovers(output_dir: str) -> int:
     The number of leftover temporaries removed.
   """
   tf.io.gfile.makedirs(output_dir)
+  base = output_dir.rstrip('/')
   leftovers = sorted(
       tf.io.gfile.glob(
           os.path.join(output_dir, '*' + json_files.TEMPORARY_MARKER + '*')
+      )
+      # A rerun's staging directory and the replaced records, beside it.
+      + tf.io.gfile.glob(base + json_files.TEMPORARY_MARKER + '*')
+      + tf.io.gfile.glob(
+          base + REPLACED_SUFFIX + json_files.TEMPORARY_MARKER + '*'
       )
   )
   for path in leftovers:
@@ -233,6 +241,89 @@ def remove_leftovers(output_dir: str) -> int:
       ', removed them' if leftovers else '',
   )
   return len(leftovers)
+
+
+# `<output_dir>.lock`: the record creation writing `output_dir`.
+LOCK_SUFFIX = '.lock'
+# `<output_dir>.replaced.tmp-...`: complete records while a rerun's are
+# swapped in (`replace_with`).
+REPLACED_SUFFIX = '.replaced'
+
+
+def _alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  return True
+
+
+@contextlib.contextmanager
+def writer_lock(output_dir: str) -> Iterator[None]:
+  """Holds `<output_dir>.lock` while one record creation writes `output_dir`.
+
+  A second creation into the same directory stops with one line naming the
+  first (its host and process), instead of removing its temporaries. A lock
+  left by a process of this host that is gone is taken over; on another
+  host (a shared disk, gs://) it must be removed by hand once its writer is
+  known to be gone, as the message says.
+
+  Raises:
+    UserError: another writer holds the lock.
+  """
+  path = output_dir.rstrip('/') + LOCK_SUFFIX
+  holder = dict(host=socket.gethostname(), pid=os.getpid())
+  local = '://' not in path
+  tf.io.gfile.makedirs(os.path.dirname(path) or '.')
+  for _ in range(2):
+    if local:
+      try:
+        descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+      except FileExistsError:
+        pass
+      else:
+        with os.fdopen(descriptor, 'w') as f:
+          json.dump(holder, f)
+        break
+    elif not tf.io.gfile.exists(path):
+      json_files.write_json(path, holder)
+      break
+    try:
+      with tf.io.gfile.GFile(path) as f:
+        other = json.load(f)
+    except (json.JSONDecodeError, tf.errors.OpError):
+      other = {}
+    if other.get('host') == holder['host'] and not _alive(other.get('pid', -1)):
+      logging.warning(
+          '%s: taking over the lock of a writer that is gone.', path
+      )
+      tf.io.gfile.remove(path)
+      continue
+    raise cli.UserError(
+        f'--output_dir {output_dir} is being written by another record '
+        f'creation (process {other.get("pid")} on {other.get("host")}, '
+        f'{path}); wait for it, or remove {path} if that process is gone.'
+    )
+  try:
+    yield
+  finally:
+    if tf.io.gfile.exists(path):
+      tf.io.gfile.remove(path)
+
+
+def replace_with(staging_dir: str, output_dir: str) -> None:
+  """Swaps complete new records in for complete old ones.
+
+  The old directory is renamed aside, the new one renamed into its place,
+  then the old one removed; until the first rename the old records are
+  untouched, so a run that fails before it leaves them as they were.
+  """
+  replaced = json_files.temporary_path(output_dir.rstrip('/') + REPLACED_SUFFIX)
+  tf.io.gfile.rename(output_dir, replaced)
+  tf.io.gfile.rename(staging_dir, output_dir)
+  tf.io.gfile.rmtree(replaced)
 
 
 def write_metadata(output_dir: str, metadata: Mapping[str, Any]) -> str:

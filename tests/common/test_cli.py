@@ -133,3 +133,26 @@ def test_missing_gin_bindings_names_each_binding():
 
 def test_missing_gin_bindings_leaves_other_runtime_errors():
   assert cli.missing_gin_bindings(RuntimeError('out of memory')) is None
+
+
+def test_a_storage_that_refuses_is_one_line_other_errors_are_bugs():
+  import errno  # pylint: disable=g-import-not-at-top
+
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  full = OSError(errno.ENOSPC, 'No space left on device', '/data/out')
+  assert cli.storage_failure(full).startswith(
+      '/data/out: No space left on device'
+  )
+  read_only = OSError(errno.EROFS, 'Read-only file system', '/mnt/ro/x')
+  assert 'Read-only file system' in cli.storage_failure(read_only)
+  tf_full = tf.errors.ResourceExhaustedError(
+      None, None, '/data/out/f; No space left on device'
+  )
+  assert cli.storage_failure(tf_full).startswith('/data/out/f; No space left')
+  gcs = tf.errors.PermissionDeniedError(None, None, 'gs://b/x: 403 Forbidden')
+  assert 'gs://b/x' in cli.storage_failure(gcs)
+  memory = tf.errors.ResourceExhaustedError(None, None, 'OOM when allocating')
+  assert cli.storage_failure(memory) is None
+  assert cli.storage_failure(OSError(errno.ENOENT, 'gone', '/x')) is None
+  assert cli.storage_failure(ZeroDivisionError()) is None

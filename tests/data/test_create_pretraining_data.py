@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.data import create_pretraining_data as cpd
 from official_repro.data import records
 from official_repro.data import streaming
@@ -516,10 +517,10 @@ def test_killed_run_leaves_no_complete_looking_directory(
 ):
   """A killed build leaves nothing a rerun cannot clean up.
 
-  A kill mid-shard leaves only temporaries and no metadata.json; a kill
-  while rewriting a complete directory removes its metadata.json first; a
-  rerun removes the leftovers (and says how many) and writes the same
-  records as an uninterrupted run.
+  A kill mid-shard leaves only temporaries and no metadata.json; a failure
+  while rewriting a complete directory leaves it as it was; a rerun removes
+  the leftovers (and says how many) and writes the same records as an
+  uninterrupted run.
   """
   output_dir = str(tmp_path / 'records')
 
@@ -578,20 +579,29 @@ def test_killed_run_leaves_no_complete_looking_directory(
   assert 'found 1 leftover temporary file(s)' in caplog.text
   check_complete(metadata)
 
-  # Killed while rewriting that complete directory: its metadata.json is gone
-  # before any file is replaced, so the mix of old and new shards does not
-  # look complete.
+  # A failure while rewriting that complete directory: the new records go
+  # to a staging directory beside it, removed on the failure, and the
+  # complete records stay as they were, byte for byte.
+  def snapshot():
+    return {
+        name: (tmp_path / 'records' / name).read_bytes()
+        for name in sorted(os.listdir(output_dir))
+    }
+
+  before = snapshot()
   with monkeypatch.context() as patch:
     patch.setattr(tf.io, 'TFRecordWriter', _KilledWriter('train-00001', 1))
     with pytest.raises(RuntimeError, match='simulated kill'):
       prepare()
-  assert records.METADATA_FILENAME not in tf.io.gfile.listdir(output_dir)
-  assert [n.split('.tmp-')[0] for n in _temporary_files(output_dir)] == [
-      'train-00001-of-00002.tfrecord'
-  ]
+  assert snapshot() == before
+  assert sorted(os.listdir(tmp_path)) == ['records']  # no staging, no lock
+  # What a process killed outright leaves beside the records (its staging
+  # directory) is removed by the rerun, which completes.
+  os.makedirs(output_dir + '.tmp-host-1-abc/scratch')
   caplog.clear()
   check_complete(prepare())
   assert 'found 1 leftover temporary file(s)' in caplog.text
+  assert sorted(os.listdir(tmp_path)) == ['records']
 
 
 def test_shards_and_metadata_are_renamed_into_place(ram_dir):
@@ -615,3 +625,26 @@ def test_shards_and_metadata_are_renamed_into_place(ram_dir):
       )
   ]
   assert [list(r) for r in rows] == features['input_ids'].tolist()
+
+
+def test_a_second_writer_of_one_directory_is_refused(tmp_path):
+  """One record creation per directory: the second stops, naming the first."""
+  output_dir = str(tmp_path / 'records')
+  with records.writer_lock(output_dir):
+    with pytest.raises(cli.UserError, match=f'process {os.getpid()} on'):
+      with records.writer_lock(output_dir):
+        pass
+  assert not os.path.exists(output_dir + records.LOCK_SUFFIX)
+
+
+def test_the_lock_of_a_writer_that_is_gone_is_taken_over(tmp_path):
+  import json  # pylint: disable=g-import-not-at-top
+  import socket  # pylint: disable=g-import-not-at-top
+
+  output_dir = str(tmp_path / 'records')
+  dead_pid = 2**22 - 1  # above the kernel's default pid_max of live ones
+  with open(output_dir + records.LOCK_SUFFIX, 'w') as f:
+    json.dump(dict(host=socket.gethostname(), pid=dead_pid), f)
+  with records.writer_lock(output_dir):
+    pass
+  assert not os.path.exists(output_dir + records.LOCK_SUFFIX)
