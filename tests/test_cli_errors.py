@@ -122,6 +122,11 @@ def workspace(tmp_path_factory, tiny_records):
   )
   (root / 'binary').mkdir()
   (root / 'binary' / 'noise.txt').write_bytes(bytes(range(256)) * 4)
+  (root / 'spaced').mkdir()
+  (root / 'spaced' / 'book.txt').write_text(
+      ' '.join('The cat sat on the mat and the dog ran in the park.') * 40
+      + '\n'
+  )
   for name, encoding in (('utf16', 'utf-16-le'), ('utf16_bom', 'utf-16')):
     (root / name).mkdir()
     (root / name / 'book.txt').write_bytes(
@@ -206,6 +211,7 @@ def test_records_duplicate_vocabulary_keeps_the_complete_records(
         ('binary', 'noise.txt is not UTF-8: byte 128'),
         ('utf16', 'book.txt is UTF-16LE, not UTF-8'),
         ('utf16_bom', 'book.txt is UTF-16LE, not UTF-8'),
+        ('spaced', 'of its words are single letters'),
     ],
 )
 def test_records_refuse_a_file_that_is_not_utf8(cli, workspace, corpus, named):

@@ -63,6 +63,11 @@ _EXECUTION_FIELDS = ('engine', 'num_workers', 'buffer_mb', 'beam_options')
 
 # The longest example length accepted without --allow_long_sequences.
 MAX_SEQ_LENGTH = 8192
+# A corpus of at least this many words of ASCII letters is refused when more
+# than this share of them are one letter long (an encoding mistake; words in
+# other scripts are not counted).
+_MIN_WORDS_FOR_LETTER_CHECK = 1000
+_MAX_SINGLE_LETTER_SHARE = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -552,6 +557,16 @@ def _check_corpus(
     )
   _check_decode_error_rate(stats.corpus, config)
   total = stats.total_tokenization()
+  letters = total.single_letter_words / max(1, total.letter_words)
+  if total.letter_words >= _MIN_WORDS_FOR_LETTER_CHECK and letters > (
+      _MAX_SINGLE_LETTER_SHARE
+  ):
+    raise cli.UserError(
+        f'corpus {", ".join(inputs)}: {letters:.0%} of its words are single '
+        'letters, which no language written in Latin letters gives: the text '
+        'was read in the wrong encoding or is spaced out letter by letter. '
+        'Check the files (e.g. `file <name>`) and convert them to UTF-8.'
+    )
   if total.unk_rate > config.max_unk_rate:
     raise cli.UserError(
         f'[UNK] rate {total.unk_rate:.2%} exceeds '

@@ -39,6 +39,7 @@ import hashlib
 import heapq
 import os
 import random
+import re
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 from typing import Tuple
 
@@ -53,6 +54,8 @@ from official_repro.data import records
 from official_repro.data import text_cleaning
 from official_repro.data import vocab as vocab_lib
 
+# A word of ASCII letters.
+_LETTER_WORD = re.compile(r'[A-Za-z]+')
 # Examples at the start of a shard whose source documents are counted to
 # measure how well the shard is mixed (`ShardSummary.distinct_documents`).
 MIXING_WINDOW = 1000
@@ -244,6 +247,11 @@ class TokenizationStats:
     empty_sentences: sentences that produced no token (dropped).
     tokens: WordPiece tokens produced.
     unk_tokens: [UNK] tokens among them.
+    letter_words: words of ASCII letters in the sentences (before
+      WordPiece).
+    single_letter_words: those of one letter: a few percent in any text
+      written in Latin letters ('a', 'I'), most of them in a text read in the
+      wrong encoding or spaced out letter by letter.
     unk_rate: `unk_tokens / tokens`.
   """
 
@@ -251,6 +259,8 @@ class TokenizationStats:
   empty_sentences: int = 0
   tokens: int = 0
   unk_tokens: int = 0
+  letter_words: int = 0
+  single_letter_words: int = 0
   unk_rate: float = 0.0
 
 
@@ -394,6 +404,7 @@ class FileProcessor:
     self._reader = text_cleaning.CorpusReader(settings.cleaning)
     self._tokenizer = vocab_lib.SentenceTokenizer(tokens, settings.lower_case)
     self._special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
+
     self._vocab_size = len(tokens)
     self._mask_fn = None
     if settings.masking is not None:
@@ -498,6 +509,10 @@ class FileProcessor:
     ids = self._tokenizer(flat)
     tokenization = split_stats.tokenization
     tokenization.sentences += len(flat)
+    for sentence in flat:
+      lengths = [len(word) for word in _LETTER_WORD.findall(sentence)]
+      tokenization.letter_words += len(lengths)
+      tokenization.single_letter_words += lengths.count(1)
     maker = pretraining_instances.InstanceMaker(
         settings.instances,
         self._special_ids.cls,
@@ -513,6 +528,7 @@ class FileProcessor:
       tokenization.unk_tokens += sum(
           s.count(self._special_ids.unk) for s in kept
       )
+
       document = maker.cut_long_sentences(kept)
       if document:
         packed.append((index, document))
