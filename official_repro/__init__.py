@@ -6,10 +6,17 @@ is first imported, so the package sets it here, before any submodule imports
 TensorFlow. It also quiets TensorFlow's C++ start-up messages (informational
 and warnings; `TF_CPP_MIN_LOG_LEVEL=0` brings them back), so that a
 command's own output, one line for a user's mistake (`common/cli.py`), is
-not buried in them.
+not buried in them. Run as `python -m official_repro.<command>`, a Ctrl-C
+or SIGTERM before the command's `main` begins (while TensorFlow imports)
+ends it at once (`cli.stop_while_starting`).
 """
 
 import os
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from official_repro.common import cli  # noqa: E402
+
+cli.stop_while_starting()

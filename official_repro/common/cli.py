@@ -110,6 +110,34 @@ def _on_signal(signal_number, frame):
   raise Interrupted(signal_number)
 
 
+def _stopped_while_starting(signal_number, frame):
+  """Ends a command stopped before its `main` began: nothing was written."""
+  del frame
+  name = signal.Signals(signal_number).name
+  print(
+      f'{command_name()}: stopped by {name} while starting; nothing was '
+      'written.',
+      file=sys.stderr,
+      flush=True,
+  )
+  os._exit(128 + signal_number)  # pylint: disable=protected-access
+
+
+def stop_while_starting() -> None:
+  """Ctrl-C or SIGTERM during a command's imports ends it at once.
+
+  Importing TensorFlow and Model Garden takes seconds, and code run while
+  importing may catch the `KeyboardInterrupt` that Python's own handler
+  raises, so a Ctrl-C then was lost and the command ran on. The packages
+  call this when they are imported for `python -m <module>` (Python sets
+  `sys.argv[0]` to '-m' while it imports the module's packages), before
+  anything else; `run` installs its own handlers when `main` starts.
+  """
+  if sys.argv[:1] == ['-m']:
+    for number in (signal.SIGINT, signal.SIGTERM):
+      signal.signal(number, _stopped_while_starting)
+
+
 def run(main: Callable[[Sequence[str]], None]) -> None:
   """`absl.app.run(main)` with the failure handling of the module doc."""
 

@@ -156,3 +156,38 @@ def test_a_storage_that_refuses_is_one_line_other_errors_are_bugs():
   assert cli.storage_failure(memory) is None
   assert cli.storage_failure(OSError(errno.ENOENT, 'gone', '/x')) is None
   assert cli.storage_failure(ZeroDivisionError()) is None
+
+
+@pytest.mark.parametrize('signal_number', [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_tensorflow_imports_ends_the_command_at_once(
+    signal_number,
+):
+  """Not lost in an import that catches it (the command ran on before)."""
+  import os  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+
+  from official_repro.training import gin_utils  # pylint: disable=g-import-not-at-top
+
+  env = dict(os.environ)
+  env.pop('TF_CPP_MIN_LOG_LEVEL', None)
+  process = subprocess.Popen(
+      [
+          sys.executable,
+          '-m',
+          'official_repro.count_flops',
+          '--gin_file=gin/papers/001_ale/electra_small.gin',
+      ],
+      cwd=gin_utils.REPO_ROOT,
+      env=env,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+  )
+  time.sleep(1.0)  # importing TensorFlow takes seconds
+  sent = time.monotonic()
+  process.send_signal(signal_number)
+  _, stderr = process.communicate(timeout=30)
+  assert time.monotonic() - sent < 5.0
+  assert process.returncode == 128 + signal_number
+  assert 'while starting; nothing was written' in stderr
+  assert 'Traceback' not in stderr
