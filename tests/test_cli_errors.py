@@ -29,6 +29,7 @@ REPO_ROOT = gin_utils.REPO_ROOT
 _LOG_LINE = re.compile(
     r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |[IWEF]\d{4} |'
     r'WARNING: All log messages before absl::InitializeLog|'
+    r'(INFO|WARNING):tensorflow:|'
     r'I0000 |W0000 |E0000 )'
 )
 
@@ -513,6 +514,27 @@ def test_finetune_mistakes(cli, workspace, flags, named):
       named,
   )
   assert not (workspace / 'ft_new').exists()
+
+
+def test_finetune_diverging_is_one_line_naming_the_last_checkpoint(
+    cli, workspace, exported_encoder
+):
+  cli.refused(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={exported_encoder}',
+          f'--data_dir={_glue(workspace / "data_nan")}',
+          f'--model_dir={workspace}/ft_nan',
+          '--seeds=0',
+          '--gin_param=finetuning.num_epochs=3',
+          '--gin_param=finetuning.train_batch_size=4',
+          '--gin_param=finetuning.max_seq_length=32',
+          '--gin_param=finetuning.learning_rate=1e12',
+      ],
+      'Training loss became',
+      'finetuning.learning_rate',
+  )
 
 
 def test_finetune_refuses_a_length_beyond_the_encoders_positions(

@@ -3,7 +3,8 @@
 A NaN or infinite training loss raises `NonFiniteLossError` naming the
 steps and the last good checkpoint. The trainer checks at the end of each
 train loop, before Orbit saves a checkpoint, so the checkpoint on disk is
-never one written after the loss diverged.
+never one written after the loss diverged. The error is the settings', not a
+bug (a `cli.UserError`): the commands print it as one line.
 """
 
 from typing import Optional
@@ -11,8 +12,10 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from official_repro.common import cli
 
-class NonFiniteLossError(FloatingPointError):
+
+class NonFiniteLossError(cli.UserError, FloatingPointError):
   """The training loss became NaN or infinite."""
 
 
@@ -44,6 +47,7 @@ def check(
       f'Training loss became {loss} at {steps}. Stopped before '
       'saving a checkpoint; the last good checkpoint is '
       f'{last_checkpoint or "none (no checkpoint was written yet)"}. '
-      'Lower optimization.learning_rate, raise optimization.warmup_steps '
-      'or set optimization.global_clipnorm, then resume.'
+      'Lower the learning rate (optimization.learning_rate; in fine-tuning '
+      'finetuning.learning_rate), raise the warmup or set '
+      'optimization.global_clipnorm, then resume.'
   )
