@@ -8,7 +8,8 @@ checkpoint, and writes into `--out`:
   * `learning_<scale>.md` / `.json`: each run's held-out metrics at its last
     step beside the targets of issue 28 (`TARGETS`), its steps, FLOPs and
     training time; the masked LM's held-out accuracy with the words of each
-    segment in order and shuffled, beside the frequent-token baseline
+    segment in order and shuffled, beside the best a model without context
+    scores on the same slots (`official_repro.metrics.context_free`)
     (`experiments.word_order`); and fine-tuning from the pretrained masked
     LM against the same encoder from random initialisation, mean and
     standard deviation over fine-tuning seeds, and whether the gap exceeds
@@ -290,13 +291,19 @@ def markdown(content: Dict) -> str:
         'Word order (masked LM, held-out books, '
         f'{order["steps"]} batches, the same masks):',
         '',
-        '| text | masked-LM accuracy |',
-        '|---|---|',
-        f'| in order | {_number(order["in_order"]["masked_lm_accuracy"])}' ' |',
-        f'| words of each segment shuffled | '
-        f'{_number(order["shuffled"]["masked_lm_accuracy"])} |',
-        f'| always the most frequent training token | '
-        f'{_number(order["frequent_token"]["accuracy"])} |',
+        '| text | masked-LM accuracy | best without context | on [MASK] '
+        'slots | best without context |',
+        '|---|---|---|---|---|',
+        *(
+            f'| {label} | {_number(order[name]["masked_lm_accuracy"])} | '
+            f'{_number(order[name].get("context_free"))} | '
+            f'{_number(order[name].get("mask_token_accuracy"))} | '
+            f'{_number(order[name].get("mask_token_context_free"))} |'
+            for name, label in (
+                ('in_order', 'in order'),
+                ('shuffled', 'words of each segment shuffled'),
+            )
+        ),
     ]
   random_init = content['random_init']
   if not random_init:

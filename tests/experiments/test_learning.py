@@ -91,9 +91,18 @@ def report(tmp_path_factory):
         'word_order',
         lambda *args, **kwargs: dict(
             steps=2,
-            in_order=dict(masked_lm_accuracy=0.31),
-            shuffled=dict(masked_lm_accuracy=0.12),
-            frequent_token=dict(accuracy=0.07),
+            in_order=dict(
+                masked_lm_accuracy=0.31,
+                context_free=0.16,
+                mask_token_accuracy=0.22,
+                mask_token_context_free=0.07,
+            ),
+            shuffled=dict(
+                masked_lm_accuracy=0.12,
+                context_free=0.16,
+                mask_token_accuracy=0.08,
+                mask_token_context_free=0.07,
+            ),
         ),
     )
     content = learning.run_learning(
@@ -147,8 +156,9 @@ def test_report_and_figures_are_written(report):
   content, out, _, _ = report
   with open(os.path.join(out, 'learning_cpu.md')) as f:
     text = f.read()
-  assert '| in order | 0.310 |' in text
-  assert '| always the most frequent training token | 0.070 |' in text
+  assert '| in order | 0.310 | 0.160 | 0.220 | 0.070 |' in text
+  shuffled = '| words of each segment shuffled | 0.120 | 0.160 | 0.080 |'
+  assert shuffled in text
   assert 'critic AUC | 0.840 | >= 0.850 | no |' in text
   assert '| masked LM (001 BERT_small) | 0.700 ± 0.010 (+0.200, ahead)' in text
   with open(os.path.join(out, 'learning_cpu.json')) as f:

@@ -1,4 +1,4 @@
-"""Word order: shuffled held-out copies, the baseline, the evaluation."""
+"""Word order: shuffled held-out copies, the evaluation beside its ceiling."""
 
 import collections
 
@@ -69,3 +69,8 @@ def test_evaluation_matches_the_runs_own(
   ours = word_order.evaluate(str(tmp_path / 'run'), tiny_records, steps=-1)
   for name in ('masked_lm_accuracy', 'lm_example_loss'):
     assert ours[name] == pytest.approx(result['eval'][name], rel=1e-5), name
+  # The slot-level accuracy is recomputed from the logits; it must agree
+  # with the task's weighted metric.
+  assert ours['accuracy'] == pytest.approx(ours['masked_lm_accuracy'], abs=1e-6)
+  assert 0 < ours['mask_token_slots'] < ours['slots']
+  assert 0 < ours['mask_token_context_free'] <= ours['context_free'] <= 1
