@@ -157,6 +157,35 @@ def tiny_records(tmp_path_factory):
 
 
 @pytest.fixture(scope='session')
+def record_words():
+  """Returns `words(record_dir, split)`: its real, non-special token ids.
+
+  Parsed one example at a time, independently of `records.read_split`.
+  """
+  import tensorflow as tf
+  from official_repro.data import records
+
+  def words(record_dir, split):
+    metadata = records.load_metadata(record_dir)
+    spec = records.feature_spec(metadata)
+    special = set(metadata['special_token_ids'].values())
+    found = []
+    for path in records.split_files(metadata, record_dir, split):
+      for record in tf.data.TFRecordDataset(path):
+        example = tf.io.parse_single_example(record, spec)
+        found += [
+            int(token)
+            for token, real in zip(
+                example['input_ids'].numpy(), example['input_mask'].numpy()
+            )
+            if real and int(token) not in special
+        ]
+    return found
+
+  return words
+
+
+@pytest.fixture(scope='session')
 def static_records(tmp_path_factory):
   """Statically masked records with next-sentence labels, 2 copies each."""
   from official_repro.data import create_pretraining_data

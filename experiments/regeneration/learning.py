@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Sequence
 
 import tensorflow as tf
 
-from experiments import word_order
+from official_repro.training import word_order
 from experiments.regeneration import held_out
 from experiments.regeneration import plan
 from experiments.regeneration import registry

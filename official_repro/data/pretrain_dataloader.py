@@ -292,15 +292,20 @@ class PretrainDataLoader(data_loader.DataLoader):
     )
     dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
     if params.masking == 'dynamic':
-      # Training draws new masks every epoch; evaluation masks identically on
-      # every pass so that successive evaluations are comparable.
-      seed = params.masking_seed
-      if seed is None and not params.is_training:
-        seed = 0
-      seeds = tf.data.Dataset.random(
-          seed=seed, rerandomize_each_iteration=params.is_training
-      ).batch(2)
-      seeds = seeds.skip(consumed_batches)
+      # Training draws new masks every epoch. Evaluation masks identically on
+      # every pass and in every run (stateless seeds from `masking_seed`
+      # alone, not the run's global seed), so that evaluations of one run
+      # and of different runs score the same slots.
+      if params.is_training:
+        seeds = tf.data.Dataset.random(
+            seed=params.masking_seed, rerandomize_each_iteration=True
+        ).batch(2)
+        seeds = seeds.skip(consumed_batches)
+      else:
+        base = tf.constant(params.masking_seed or 0, tf.int64)
+        seeds = tf.data.Dataset.counter().map(
+            lambda index: tf.stack([base, index])
+        )
       dataset = tf.data.Dataset.zip(seeds, dataset)
       dataset = dataset.map(
           self._mask_dynamically, num_parallel_calls=tf.data.AUTOTUNE

@@ -1,26 +1,112 @@
-"""What a masked LM scores without context, and what it scores with it.
+"""The best masked-LM accuracy without context, and a model's beside it.
 
 A masked slot shows the model a token: [MASK], the original (kept) or a
-random one. A model that ignores context can only map the token shown to a
-prediction. `best_accuracy` is the best any such mapping scores on the given
-slots, computed exactly: for each token shown, the original that most
-often stands behind it (behind [MASK] the most frequent token, behind a
-kept token itself, unless random replacements say otherwise). Under 80/10/10
-masking it is about 0.1 + 0.8 x the most frequent token's share: the kept
-tenth copied, the [MASK] slots guessed, the random tenth lost. Accuracy above
-it needs context. The mapping is fitted on the scored slots themselves, so
-the ceiling is generous: where a shown token is rare it also memorises what
-stood behind it.
+random replacement. A model that ignores context can only map the token
+shown to a prediction. `ContextFreePredictor` is the best such map in
+expectation under the masking used, from the training split's token
+frequencies `p`: behind [MASK] the most frequent token; behind any other
+shown token `s` the token itself (copy) when
+`keep * p(s) + random * p(s) / R >= random * max_{o != s} p(o) / R`
+(`R` the number of ids a random replacement is drawn from), else the most
+frequent token. Under 80/10/10 masking it copies every token but those far
+rarer than `1 / R` of the most frequent and scores about
+`0.1 + 0.8 x` the most frequent token's share: the kept tenth copied, the
+[MASK] slots guessed, the random tenth lost. Accuracy above it needs
+context.
 
-`masked_lm_report` scores a model on fixed masked batches against that
-ceiling, overall and on the slots shown as [MASK] alone (where copying is
-impossible).
+The map is fixed by the training split alone and scored on held-out slots,
+so it is a ceiling a context-free model reaches in expectation, not one
+fitted to the scored slots (which, on a few hundred slots, would memorise
+what stood behind each rare replacement).
 """
 
-import collections
-from typing import Callable, Dict, Iterable, Mapping, Tuple
+import dataclasses
+from typing import Callable, Dict, Iterable, Mapping, Sequence, Tuple
 
 import numpy as np
+
+from official_repro.data import records
+
+
+def token_counts(
+    record_dir: str, split: str = 'train'
+) -> Tuple[np.ndarray, Sequence[int]]:
+  """Occurrences of each token id among a split's real, non-special tokens.
+
+  Masking chooses its positions uniformly among these tokens, so their
+  shares are the probabilities of what stands behind a masked slot.
+
+  Args:
+    record_dir: a record directory.
+    split: 'train' or 'eval'.
+
+  Returns:
+    `(counts, special_ids)`: int `[vocab_size]` counts and the sorted special
+    ids of the records.
+  """
+  metadata = records.load_metadata(record_dir)
+  special = sorted(set(metadata['special_token_ids'].values()))
+  examples = records.read_split(record_dir, split)
+  ids = examples['input_ids']
+  words = ids[(examples['input_mask'] == 1) & ~np.isin(ids, special)]
+  return np.bincount(words, minlength=metadata['vocab_size']), special
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextFreePredictor:
+  """The best prediction from the shown token alone, in expectation.
+
+  Attributes:
+    counts: int `[vocab_size]`, training occurrences of each token.
+    mask_token_id: the id of [MASK].
+    mask_token_fraction: of the chosen slots, the share shown as [MASK].
+    random_token_fraction: the share shown as a random token.
+    num_replacements: how many ids a random replacement is drawn from
+      (uniformly): the vocabulary less its special tokens.
+  """
+
+  counts: np.ndarray
+  mask_token_id: int
+  mask_token_fraction: float
+  random_token_fraction: float
+  num_replacements: int
+
+  @classmethod
+  def from_records(
+      cls,
+      record_dir: str,
+      mask_token_fraction: float,
+      random_token_fraction: float,
+  ) -> 'ContextFreePredictor':
+    """The predictor for records masked with the given fractions."""
+    counts, special = token_counts(record_dir, 'train')
+    metadata = records.load_metadata(record_dir)
+    return cls(
+        counts=counts,
+        mask_token_id=metadata['special_token_ids']['mask'],
+        mask_token_fraction=mask_token_fraction,
+        random_token_fraction=random_token_fraction,
+        num_replacements=len(counts) - len(special),
+    )
+
+  def table(self) -> np.ndarray:
+    """The prediction for each shown token id, int `[vocab_size]`."""
+    share = self.counts / max(1, self.counts.sum())
+    ranked = np.argsort(-share, kind='stable')
+    top, second = int(ranked[0]), int(ranked[min(1, len(ranked) - 1)])
+    best_other = np.where(
+        np.arange(len(share)) == top, share[second], share[top]
+    )
+    keep = 1.0 - self.mask_token_fraction - self.random_token_fraction
+    random = self.random_token_fraction / self.num_replacements
+    copy = (keep + random) * share >= random * best_other
+    table = np.where(copy, np.arange(len(share)), top)
+    table[self.mask_token_id] = top
+    return table
+
+  def predict(self, shown: np.ndarray) -> np.ndarray:
+    """The predictions for shown ids (any shape)."""
+    return self.table()[shown]
 
 
 def slots(batch: Mapping[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
@@ -39,34 +125,17 @@ def slots(batch: Mapping[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
   return shown[real], np.asarray(batch['masked_lm_ids'])[real]
 
 
-def best_accuracy(shown: np.ndarray, original: np.ndarray) -> float:
-  """The best accuracy of any prediction that depends on the shown token only.
-
-  Args:
-    shown: int `[N]`, the token each slot shows.
-    original: int `[N]`, the token to predict there.
-
-  Returns:
-    `sum over shown tokens s of max over o of #(s, o)`, over N.
-  """
-  counts = collections.Counter(zip(shown.tolist(), original.tolist()))
-  best = collections.defaultdict(int)
-  for (token, _), count in counts.items():
-    best[token] = max(best[token], count)
-  return sum(best.values()) / max(1, len(shown))
-
-
 def masked_lm_report(
     predict: Callable[[Mapping[str, np.ndarray]], np.ndarray],
     batches: Iterable[Mapping[str, np.ndarray]],
-    mask_token_id: int,
+    context_free: ContextFreePredictor,
 ) -> Dict[str, float]:
   """A model's masked-LM accuracy beside the context-free ceiling.
 
   Args:
     predict: batch -> int `[B, P]` predicted ids at its masked positions.
     batches: masked batches (`slots`' keys).
-    mask_token_id: the id of [MASK].
+    context_free: the ceiling's predictor.
 
   Returns:
     `accuracy` and `context_free` over every real masked slot,
@@ -83,12 +152,13 @@ def masked_lm_report(
   shown = np.concatenate(shown_all)
   original = np.concatenate(original_all)
   correct = np.concatenate(predicted_all) == original
-  masked = shown == mask_token_id
+  guessed = context_free.predict(shown) == original
+  masked = shown == context_free.mask_token_id
   return dict(
       accuracy=float(correct.mean()),
-      context_free=best_accuracy(shown, original),
+      context_free=float(guessed.mean()),
       mask_token_accuracy=float(correct[masked].mean()),
-      mask_token_context_free=best_accuracy(shown[masked], original[masked]),
+      mask_token_context_free=float(guessed[masked].mean()),
       slots=int(len(shown)),
       mask_token_slots=int(masked.sum()),
   )

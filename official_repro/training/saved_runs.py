@@ -5,8 +5,8 @@ objective (`experiment.objective`) and `model_config.json` holds the model
 config that was built (`experiment.check_model_dir` writes it), including
 the encoder's vocabulary size. The objective's task rebuilds the model and
 the run's training checkpoint (`ckpt-<step>`, `Checkpoint(model=...)`)
-restores every variable of it, as `experiments/word_order.py` evaluates a
-run; no records are needed.
+restores every variable of it, as `word_order.evaluate` evaluates a run; no
+records are needed.
 
 A GLUE fine-tuning run (`<model_dir>/seed_<s>`) says what it fine-tuned in
 its `settings.json` (`training/finetuning.py`: the task, the encoder's

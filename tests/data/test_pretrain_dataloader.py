@@ -76,6 +76,26 @@ def test_eval_masks_are_identical_on_every_pass(tiny_records):
       np.testing.assert_array_equal(a[name], b[name])
 
 
+def test_eval_masks_do_not_depend_on_the_runs_global_seed(tiny_records):
+  config = _config(
+      tiny_records,
+      split='eval',
+      is_training=False,
+      masking_seed=None,
+      drop_remainder=False,
+  )
+  passes = []
+  for global_seed in (1, 2):
+    tf.random.set_seed(global_seed)
+    passes.append(
+        _take(pretrain_dataloader.PretrainDataLoader(config).load(), 100)
+    )
+  assert passes[0]
+  for a, b in zip(*passes):
+    for name in a:
+      np.testing.assert_array_equal(a[name], b[name])
+
+
 def test_dynamic_batch_layout(tiny_records):
   loader = pretrain_dataloader.PretrainDataLoader(_config(tiny_records))
   batch = _take(loader.load(), 1)[0]

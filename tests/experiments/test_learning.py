@@ -6,7 +6,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from experiments import word_order
+from official_repro.training import word_order
 from experiments.regeneration import learning
 from experiments.regeneration import registry
 from experiments.regeneration import runner

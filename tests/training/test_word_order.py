@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments import word_order
+from official_repro.training import word_order
+from official_repro.data import pretrain_dataloader
 from official_repro.data import records
 
 
@@ -73,4 +74,46 @@ def test_evaluation_matches_the_runs_own(
   # with the task's weighted metric.
   assert ours['accuracy'] == pytest.approx(ours['masked_lm_accuracy'], abs=1e-6)
   assert 0 < ours['mask_token_slots'] < ours['slots']
-  assert 0 < ours['mask_token_context_free'] <= ours['context_free'] <= 1
+  assert 0 < ours['mask_token_slots'] < ours['slots']
+
+
+def test_the_ceiling_is_a_count_over_the_evaluated_slots(
+    run_tiny_pretraining, tiny_records, record_words, tmp_path
+):
+  run_tiny_pretraining(tmp_path / 'run', ['gin/pretrain/masked_lm.gin'])
+  ours = word_order.evaluate(str(tmp_path / 'run'), tiny_records, steps=-1)
+
+  metadata = records.load_metadata(tiny_records)
+  mask = metadata['special_token_ids']['mask']
+  replacements = metadata['vocab_size'] - len(
+      set(metadata['special_token_ids'].values())
+  )
+  train = collections.Counter(record_words(tiny_records, 'train'))
+  ((top, most),) = train.most_common(1)
+  _, config = pretrain_dataloader.pretraining_data_configs(
+      tiny_records, max_seq_length=32, train_batch_size=8
+  )
+  # 80/10/10: a shown word is the original with weight 0.1 * (count + count
+  # / R) and any other word with 0.1 * count(other) / R: copy it unless it
+  # is that much rarer than the most frequent; behind [MASK], `top`.
+  hits = mask_hits = slots = mask_slots = 0
+  for batch in pretrain_dataloader.PretrainDataLoader(config).load():
+    ids = batch['input_word_ids'].numpy()
+    for row, positions in enumerate(batch['masked_lm_positions'].numpy()):
+      for slot, position in enumerate(positions):
+        if batch['masked_lm_weights'][row, slot] == 0:
+          continue
+        shown = int(ids[row, position])
+        original = int(batch['masked_lm_ids'][row, slot])
+        copies = shown != mask and train[shown] * (replacements + 1) >= most
+        hit = original == (shown if copies else top)
+        slots += 1
+        hits += hit
+        if shown == mask:
+          mask_slots += 1
+          mask_hits += hit
+  assert (ours['slots'], ours['mask_token_slots']) == (slots, mask_slots)
+  assert ours['context_free'] == pytest.approx(hits / slots)
+  assert ours['mask_token_context_free'] == pytest.approx(
+      mask_hits / mask_slots
+  )
