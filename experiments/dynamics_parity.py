@@ -31,7 +31,9 @@ generator's masked-LM accuracy on every masked slot and on the slots shown
 as [MASK] alone (a kept token can be copied), the discriminator's AUC,
 accuracy, recall and loss over real tokens, and TEAMS' multi-word selection
 accuracy. The held-out batches are the static records' eval split, so
-every variant is scored on the same masks.
+every variant is scored on the same masks; the report gives the best a
+masked LM without context scores on them (`official_repro.metrics.
+context_free`), computed from the records alone.
 
 Where the stock task lacks a setting of the paper's gin file, the setting is
 made the stock one for every variant and the report says so
@@ -83,6 +85,7 @@ from official_repro.common import json_files
 from official_repro.data import create_pretraining_data
 from official_repro.data import pretrain_dataloader
 from official_repro.data import records
+from official_repro.metrics import context_free
 from official_repro.tasks import objectives
 from official_repro.training import experiment
 from official_repro.training import gin_utils
@@ -96,6 +99,10 @@ RECORDS = {
     'static': (True, 0.8, 0.1),
     'static_85015': (True, 0.85, 0.0),
 }
+
+# The cpu scale's eval batch (gin/regenerate/cpu.gin), which every run's
+# held-out batches have.
+HELD_OUT_BATCH_SIZE = 128
 
 
 @dataclasses.dataclass(frozen=True)
@@ -399,6 +406,63 @@ def _held_out_batches(runs_dir: str, params, count: int) -> List[Dict]:
       {name: value for name, value in batch.items()}
       for batch in dataset.take(count)
   ]
+
+
+def held_out_ceiling(runs_dir: str, count: int) -> Dict[str, float]:
+  """The context-free ceiling on the first `count` held-out batches.
+
+  No model: the best prediction from the shown token alone
+  (`context_free.ContextFreePredictor`, from the static records' training
+  split and masking fractions), scored on the slots every run is scored on.
+
+  Args:
+    runs_dir: holds `records_static`.
+    count: held-out batches of `HELD_OUT_BATCH_SIZE` sequences.
+
+  Returns:
+    `context_free`, `mask_token_context_free`, `slots`, `mask_token_slots`.
+  """
+  directory = records_dir(runs_dir, 'static')
+  metadata = records.load_metadata(directory)
+  fractions = metadata['static_masking']
+  predictor = context_free.ContextFreePredictor.from_records(
+      directory,
+      fractions['mask_token_fraction'],
+      fractions['random_token_fraction'],
+  )
+  config = pretrain_dataloader.PretrainDataConfig(
+      input_path=directory,
+      split='eval',
+      masking='static',
+      is_training=False,
+      global_batch_size=HELD_OUT_BATCH_SIZE,
+      max_seq_length=metadata['max_seq_length'],
+      drop_remainder=False,
+  )
+  batches = [
+      {name: value.numpy() for name, value in batch.items()}
+      for batch in pretrain_dataloader.PretrainDataLoader(config)
+      .load()
+      .take(count)
+  ]
+  report = context_free.masked_lm_report(
+      lambda batch: predictor.predict(
+          np.take_along_axis(
+              batch['input_word_ids'], batch['masked_lm_positions'], axis=1
+          )
+      ),
+      batches,
+      predictor,
+  )
+  return {
+      name: report[name]
+      for name in (
+          'context_free',
+          'mask_token_context_free',
+          'slots',
+          'mask_token_slots',
+      )
+  }
 
 
 def held_out_metrics(
@@ -813,7 +877,13 @@ def plot(objective: str, by_variant, metrics: Sequence[str], path: str):
   pyplot.close(figure)
 
 
-def markdown(results, rows: List[Dict], header: str, schedule: Schedule) -> str:
+def markdown(
+    results,
+    rows: List[Dict],
+    header: str,
+    schedule: Schedule,
+    ceiling: Optional[Dict[str, float]] = None,
+) -> str:
   """The report: settings, mean curves, and the verdict table."""
   lines = [
       '# Training dynamics: ours against Model Garden, and the masking',
@@ -844,6 +914,18 @@ def markdown(results, rows: List[Dict], header: str, schedule: Schedule) -> str:
       '## Mean held-out curves (± seed standard deviation)',
       '',
   ]
+  if ceiling:
+    lines += [
+        'Without context (copy the shown token; behind [MASK], the most '
+        'frequent training token: `official_repro.metrics.context_free`) '
+        f'a masked LM scores {ceiling["context_free"]:.4f} on these '
+        f'{ceiling["slots"]:,} held-out slots and '
+        f'{ceiling["mask_token_context_free"]:.4f} on the '
+        f'{ceiling["mask_token_slots"]:,} shown as [MASK] '
+        '(`masked_lm_accuracy` and `mask_token_accuracy` above it need '
+        'context).',
+        '',
+    ]
   for o, by_variant in results.items():
     metrics = OBJECTIVES[o].metrics
     lines += [
@@ -906,6 +988,7 @@ def write_report(
   """Writes the markdown, JSON and PNGs from the finished runs."""
   results = collect(runs_dir, objective_names, seeds)
   rows = comparisons(results)
+  ceiling = held_out_ceiling(runs_dir, schedule.eval_batches)
   tf.io.gfile.makedirs(output_dir)
   for o, by_variant in results.items():
     plot(
@@ -928,6 +1011,7 @@ def write_report(
               for o, by_variant in results.items()
           },
           comparisons=rows,
+          context_free=ceiling,
       ),
   )
   json_files.write_text(
@@ -937,6 +1021,7 @@ def write_report(
           rows,
           provenance.provenance('experiments.dynamics_parity'),
           schedule,
+          ceiling,
       ),
   )
   return stem + '.md'

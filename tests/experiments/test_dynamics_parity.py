@@ -2,11 +2,15 @@
 
 import itertools
 import json
+import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from experiments import dynamics_parity
+from official_repro.data import records
+from official_repro.metrics import context_free
 
 
 def _pairwise_auc(labels, scores):
@@ -121,7 +125,34 @@ def test_comparisons_pair_the_variants_each_checkpoint_and_metric():
   assert by_key[('ours_dynamic', 1000)]['gap'] == pytest.approx(0.1)
 
 
-def test_report_from_finished_runs(tmp_path):
+def _ceiling_by_count(record_dir, batches, batch_size):
+  """Context-free hits over the first batches of the stored masks."""
+  predictor = context_free.ContextFreePredictor.from_records(
+      record_dir, 0.8, 0.1
+  )
+  metadata = records.load_metadata(record_dir)
+  spec = records.feature_spec(metadata)
+  hits = slots = 0
+  for index, record in enumerate(
+      tf.data.TFRecordDataset(records.split_files(metadata, record_dir, 'eval'))
+  ):
+    if index == batches * batch_size:
+      break
+    example = tf.io.parse_single_example(record, spec)
+    ids = example['input_ids'].numpy()
+    for position, original, weight in zip(
+        example['masked_lm_positions'].numpy(),
+        example['masked_lm_ids'].numpy(),
+        example['masked_lm_weights'].numpy(),
+    ):
+      if weight > 0:
+        slots += 1
+        hits += int(predictor.table()[ids[position]] == original)
+  return hits / slots, slots
+
+
+def test_report_from_finished_runs(tmp_path, static_records):
+  os.symlink(static_records, tmp_path / 'records_static')
   for objective, variant, seed in itertools.product(
       ['masked_lm'], ['ours_static', 'stock_static'], [1, 2]
   ):
@@ -153,3 +184,9 @@ def test_report_from_finished_runs(tmp_path):
   assert len(data['comparisons']) == 4  # 2 steps x 2 metrics
   assert data['train_steps'] == 1000
   assert '1,000 steps (warmup a tenth)' in text
+  expected, slots = _ceiling_by_count(
+      static_records, 20, dynamics_parity.HELD_OUT_BATCH_SIZE
+  )
+  assert data['context_free']['slots'] == slots
+  assert data['context_free']['context_free'] == pytest.approx(expected)
+  assert f'scores {expected:.4f} on these {slots:,} held-out slots' in text
