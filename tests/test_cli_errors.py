@@ -841,6 +841,65 @@ def test_export_refuses_what_is_not_a_model(cli, tmp_path):
   assert not (tmp_path / 'out').exists()
 
 
+# --- Cloud Storage that cannot be reached (every command)
+
+# No test machine reaches Cloud Storage (no network, no credentials): each
+# command meets TensorFlow's GCS error on its first gs:// path.
+_BUCKET = 'gs://official-repro-unreachable'
+
+
+@pytest.mark.parametrize(
+    'command',
+    [
+        [
+            'official_repro.data.create_pretraining_data',
+            f'--input={_BUCKET}/corpus',
+            '--output_dir={tmp}/records',
+            '--vocab_size=100',
+        ],
+        [
+            'official_repro.data.create_pretraining_data',
+            '--input={workspace}/corpus',
+            f'--output_dir={_BUCKET}/records',
+            '--vocab_size=100',
+        ],
+        ['official_repro.quickstart', f'--work_dir={_BUCKET}/qs'],
+        [
+            'official_repro.score',
+            f'--init_checkpoint={_BUCKET}/run',
+            '--input={workspace}/corpus/a.txt',
+        ],
+        [
+            'official_repro.finetune',
+            '--gin_file=gin/finetune/001_ale/mrpc.gin',
+            f'--init_checkpoint={_BUCKET}/run',
+            '--data_dir={tmp}',
+            '--model_dir={tmp}/ft',
+        ],
+        [
+            'official_repro.export',
+            f'--model_dir={_BUCKET}/run',
+            '--format=saved_model',
+            '--output_dir={tmp}/out',
+        ],
+    ],
+    ids=[
+        'records_in',
+        'records_out',
+        'quickstart',
+        'score',
+        'finetune',
+        'export',
+    ],
+)
+def test_unreachable_cloud_storage_is_one_line(
+    cli, workspace, tmp_path, command
+):
+  command = [arg.format(workspace=workspace, tmp=tmp_path) for arg in command]
+  cli.refused(command, _BUCKET, 'check the network and the credentials')
+  assert len(os.listdir(tmp_path)) == 0, os.listdir(tmp_path)
+
+
 # --- run_tpu.sh --dry_run
 
 _TPU = [

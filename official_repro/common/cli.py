@@ -215,7 +215,45 @@ def storage_failure(error: Exception) -> Optional[str]:
         f'{message.splitlines()[0][:300]}; free space, or give a writable '
         'location (for gs://, check the credentials).'
     )
+  remote = _remote_storage_failure(error)
+  if remote is not None:
+    return remote
   return None
+
+
+# TensorFlow's errors of a remote file system that cannot be reached.
+_REMOTE_ERRORS = (
+    'FailedPreconditionError',
+    'UnavailableError',
+    'UnknownError',
+    'AbortedError',
+    'DeadlineExceededError',
+)
+# A remote path in TensorFlow's file-system messages ('... of gs://b/x').
+_REMOTE_PATH = re.compile(r'\b(?:gs|s3|hdfs)://\S+')
+
+
+def _remote_storage_failure(error: Exception) -> Optional[str]:
+  """One line for a remote storage that cannot be reached, or None.
+
+  Without credentials or a network, TensorFlow's GCS file system fails with
+  `FailedPreconditionError` or `UnavailableError` ("Error executing an HTTP
+  request ... when reading metadata of gs://...").
+  """
+  if type(error).__name__ not in _REMOTE_ERRORS or not type(
+      error
+  ).__module__.startswith('tensorflow'):
+    return None
+  message = getattr(error, 'message', None) or str(error)
+  path = _REMOTE_PATH.search(message)
+  if path is None:
+    return None
+  return (
+      f'{path.group(0).rstrip(".,;:")}: the storage cannot be reached '
+      f'({message.splitlines()[0].strip()[:200]}); check the network and '
+      'the credentials (GOOGLE_APPLICATION_CREDENTIALS, or `gcloud auth '
+      'application-default login`).'
+  )
 
 
 _MISSING_BINDINGS = re.compile(

@@ -54,8 +54,8 @@ from official_repro.data import records
 from official_repro.data import text_cleaning
 from official_repro.data import vocab as vocab_lib
 
-# A word of ASCII letters.
-_LETTER_WORD = re.compile(r'[A-Za-z]+')
+# A word of ASCII letters only: 'w00', 'B2B' or 'café' are not one.
+_LETTER_WORD = re.compile(r'(?<!\w)[A-Za-z]+(?!\w)')
 # Examples at the start of a shard whose source documents are counted to
 # measure how well the shard is mixed (`ShardSummary.distinct_documents`).
 MIXING_WINDOW = 1000
@@ -386,6 +386,23 @@ class Record(tuple):
     return super().__new__(cls, (split, shard, key, document, data))
 
 
+def letter_words(sentence: str) -> Tuple[int, int]:
+  """Counts the words of ASCII letters only, and those of a single letter.
+
+  A word is bounded by anything that is not a letter, digit or underscore, so
+  that 'w00', 'covid19' or 'café' are not words of letters and cannot pass
+  for single letters; 'T h e' is three of them.
+
+  Args:
+    sentence: text before WordPiece.
+
+  Returns:
+    `(words of letters, of which single letters)`.
+  """
+  lengths = [len(word) for word in _LETTER_WORD.findall(sentence)]
+  return len(lengths), lengths.count(1)
+
+
 class FileProcessor:
   """Turns one input file into its keyed, serialized examples and counters."""
 
@@ -510,9 +527,9 @@ class FileProcessor:
     tokenization = split_stats.tokenization
     tokenization.sentences += len(flat)
     for sentence in flat:
-      lengths = [len(word) for word in _LETTER_WORD.findall(sentence)]
-      tokenization.letter_words += len(lengths)
-      tokenization.single_letter_words += lengths.count(1)
+      words, single = letter_words(sentence)
+      tokenization.letter_words += words
+      tokenization.single_letter_words += single
     maker = pretraining_instances.InstanceMaker(
         settings.instances,
         self._special_ids.cls,

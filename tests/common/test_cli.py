@@ -156,6 +156,18 @@ def test_a_storage_that_refuses_is_one_line_other_errors_are_bugs():
   assert cli.storage_failure(memory) is None
   assert cli.storage_failure(OSError(errno.ENOENT, 'gone', '/x')) is None
   assert cli.storage_failure(ZeroDivisionError()) is None
+  unreachable = tf.errors.FailedPreconditionError(
+      None,
+      None,
+      'Error executing an HTTP request: libcurl code 6\n\t when reading '
+      'metadata of gs://b/run.index',
+  )
+  assert cli.storage_failure(unreachable).startswith(
+      'gs://b/run.index: the storage cannot be reached (Error executing'
+  )
+  # The same error types without a remote path are bugs, with a traceback.
+  local = tf.errors.FailedPreconditionError(None, None, 'uninitialized x')
+  assert cli.storage_failure(local) is None
 
 
 @pytest.mark.parametrize('signal_number', [signal.SIGINT, signal.SIGTERM])

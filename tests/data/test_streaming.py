@@ -209,6 +209,21 @@ def test_record_stats_add_up():
   assert total.total_tokenization().tokens == 40
 
 
+@pytest.mark.parametrize(
+    'sentence, counts',
+    [
+        ('T h e  q u i c k', (8, 8)),
+        ('I saw a cat.', (4, 2)),
+        ('w00 w01 B2B covid19 x_1', (0, 0)),
+        ('caf\u00e9 au lait', (2, 0)),
+        ("don't", (2, 1)),
+        ('', (0, 0)),
+    ],
+)
+def test_letter_words_are_whole_words_of_letters(sentence, counts):
+  assert streaming.letter_words(sentence) == counts
+
+
 def test_write_shard_counts_mixing(ram_dir):
   keyed = [(key, key % 7, b'x%d' % key) for key in range(1500)]
   path = os.path.join(ram_dir, 'train-00000-of-00001.tfrecord')
