@@ -155,7 +155,19 @@ def flops_report(
     bindings: Sequence[str] = (),
     vocab_size: int = 30522,
 ) -> Tuple[flops.ComputeReport, int]:
-  """(ComputeReport, encoder parameters) of a gin configuration."""
+  """(ComputeReport, encoder parameters) of a gin configuration.
+
+  Cached per process: a plan asks for the same configurations (the
+  calibration run's, each run's) again and again, and each costs a model
+  build.
+  """
+  return _flops_report(tuple(gin_files), tuple(bindings), vocab_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _flops_report(
+    gin_files: Tuple[str, ...], bindings: Tuple[str, ...], vocab_size: int
+) -> Tuple[flops.ComputeReport, int]:
   parse_gin(gin_files, bindings)
   report, task_config = count_flops.report_from_gin(vocab_size)
   parameters = count_flops.model_parameters(

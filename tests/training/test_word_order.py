@@ -10,6 +10,10 @@ from official_repro.training import word_order
 from official_repro.data import pretrain_dataloader
 from official_repro.data import records
 
+# The tests share a trained run (a module fixture): one xdist worker runs
+# them all (--dist loadgroup, pytest.ini).
+pytestmark = pytest.mark.xdist_group('test_word_order')
+
 
 def _examples(record_dir, split):
   metadata = records.load_metadata(record_dir)
@@ -61,27 +65,28 @@ def test_statically_masked_records_are_refused(static_records, tmp_path):
     word_order.shuffled_copy(static_records, str(tmp_path / 's'))
 
 
-def test_evaluation_matches_the_runs_own(
-    run_tiny_pretraining, tiny_records, tmp_path
-):
-  result = run_tiny_pretraining(
-      tmp_path / 'run', ['gin/pretrain/masked_lm.gin']
-  )
-  ours = word_order.evaluate(str(tmp_path / 'run'), tiny_records, steps=-1)
+@pytest.fixture(scope='module')
+def evaluated(run_tiny_pretraining, tiny_records, tmp_path_factory):
+  """(the run's own result, word_order.evaluate) of a tiny masked-LM run."""
+  model_dir = tmp_path_factory.mktemp('word_order') / 'run'
+  result = run_tiny_pretraining(model_dir, ['gin/pretrain/masked_lm.gin'])
+  return result, word_order.evaluate(str(model_dir), tiny_records, steps=-1)
+
+
+def test_evaluation_matches_the_runs_own(evaluated):
+  result, ours = evaluated
   for name in ('masked_lm_accuracy', 'lm_example_loss'):
     assert ours[name] == pytest.approx(result['eval'][name], rel=1e-5), name
   # The slot-level accuracy is recomputed from the logits; it must agree
   # with the task's weighted metric.
   assert ours['accuracy'] == pytest.approx(ours['masked_lm_accuracy'], abs=1e-6)
   assert 0 < ours['mask_token_slots'] < ours['slots']
-  assert 0 < ours['mask_token_slots'] < ours['slots']
 
 
 def test_the_ceiling_is_a_count_over_the_evaluated_slots(
-    run_tiny_pretraining, tiny_records, record_words, tmp_path
+    evaluated, tiny_records, record_words
 ):
-  run_tiny_pretraining(tmp_path / 'run', ['gin/pretrain/masked_lm.gin'])
-  ours = word_order.evaluate(str(tmp_path / 'run'), tiny_records, steps=-1)
+  _, ours = evaluated
 
   metadata = records.load_metadata(tiny_records)
   mask = metadata['special_token_ids']['mask']
@@ -98,8 +103,9 @@ def test_the_ceiling_is_a_count_over_the_evaluated_slots(
   # is that much rarer than the most frequent; behind [MASK], `top`.
   hits = mask_hits = slots = mask_slots = 0
   for batch in pretrain_dataloader.PretrainDataLoader(config).load():
-    ids = batch['input_word_ids'].numpy()
-    for row, positions in enumerate(batch['masked_lm_positions'].numpy()):
+    batch = {name: value.numpy() for name, value in batch.items()}
+    ids = batch['input_word_ids']
+    for row, positions in enumerate(batch['masked_lm_positions']):
       for slot, position in enumerate(positions):
         if batch['masked_lm_weights'][row, slot] == 0:
           continue
