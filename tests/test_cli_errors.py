@@ -579,6 +579,33 @@ def test_finetune_refuses_a_vocabulary_other_than_the_encoders(
   assert not (workspace / 'ft_vocab').exists()
 
 
+def test_finetune_refuses_a_casing_the_vocabulary_does_not_have(
+    cli, workspace, exported_encoder, tmp_path
+):
+  # The tiny encoder's vocabulary is uncased (learned lower-cased); an
+  # export that says its tokenizer keeps case is a wrong conversion.
+  copy = tmp_path / 'encoder'
+  shutil.copytree(exported_encoder, copy)
+  (tokenizer,) = copy.glob('**/tokenizer.json')
+  settings = json.loads(tokenizer.read_text())
+  assert settings['lower_case'] is True
+  tokenizer.write_text(json.dumps(dict(settings, lower_case=False)))
+  cli.refused(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={copy}',
+          f'--data_dir={_glue(workspace / "data_casing")}',
+          f'--model_dir={tmp_path}/ft',
+          '--gin_param=finetuning.max_seq_length=32',
+      ],
+      str(copy),
+      'uncased',
+      'lower_case=False',
+  )
+  assert not (tmp_path / 'ft').exists()
+
+
 # --- official_repro.score
 
 

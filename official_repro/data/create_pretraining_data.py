@@ -423,29 +423,6 @@ def _check_decode_error_rate(
     )
 
 
-def _case_warning(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
-  """A warning when the vocabulary's case disagrees with lower_case.
-
-  A warning when the vocabulary looks cased but lower_case is on, or
-  the other way round.
-  """
-  words = [t for t in tokens if t.isalpha()]
-  if not words:
-    return None
-  cased = sum(1 for t in words if t != t.lower()) / len(words)
-  if lower_case and cased > 0.05:
-    return (
-        f"{cased:.0%} of the vocabulary's word tokens have upper-case "
-        'letters, but --lower_case is on: those tokens are never used.'
-    )
-  if not lower_case and cased == 0.0:
-    return (
-        'the vocabulary has no upper-case tokens, but --lower_case is off:'
-        ' capitalised words will split badly or become [UNK].'
-    )
-  return None
-
-
 def _static_masking_metadata(
     config: PretrainingDataConfig,
 ) -> Optional[Dict[str, Any]]:
@@ -584,7 +561,13 @@ def _warnings(
     total: streaming.TokenizationStats,
 ) -> List[str]:
   """What the user should know about an otherwise complete run."""
-  warnings = [w for w in [_case_warning(tokens, config.lower_case)] if w]
+  warnings = []
+  casing = vocab_lib.casing_mismatch(tokens, config.lower_case)
+  if casing:
+    warnings.append(
+        f'the vocabulary is {casing}: check --lower_case (the records are '
+        'written as asked).'
+    )
   if config.vocab_size is not None and len(tokens) < 0.9 * config.vocab_size:
     warnings.append(
         f'the learned vocabulary has {len(tokens)} tokens, fewer than '

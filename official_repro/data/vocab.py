@@ -7,6 +7,7 @@ never assumed: in the BERT uncased vocabulary [PAD] is 0 but [UNK], [CLS],
 """
 
 import dataclasses
+import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -91,6 +92,56 @@ def special_token_ids(
         f'expected all of {list(tokens)}.'
     )
   return {token: token_to_id[token] for token in tokens}
+
+
+# A vocabulary is cased when at least this share of its word pieces with
+# letters has a capital (BERT's cased vocabulary: about a fifth), uncased
+# below the second (BERT's uncased one: 2 of 28,160, 'ℝ' and '##ℝ').
+_CASED_SHARE = 0.02
+_UNCASED_SHARE = 0.001
+# Fewer word pieces with letters than this say nothing about casing.
+_MIN_PIECES_FOR_CASING = 50
+_SPECIAL_PIECE = re.compile(r'^\[[^\]]*\]$')
+
+
+def casing_mismatch(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
+  """Says why `tokens` cannot be read with that casing, or None.
+
+  An uncased vocabulary (next to no word piece has a capital) read without
+  lower-casing turns every capitalised word into [UNK] or pieces the encoder
+  never saw; a cased one (`_CASED_SHARE` of its pieces have capitals) read
+  lower-cased never uses those pieces. Bracketed tokens ([CLS], [unused0])
+  are not word pieces.
+
+  Args:
+    tokens: the vocabulary.
+    lower_case: whether the tokenizer lower-cases.
+
+  Returns:
+    The reason, naming the counts; None when they agree or the vocabulary
+    has too few pieces with letters to tell.
+  """
+  pieces = [
+      token.removeprefix('##')
+      for token in tokens
+      if not _SPECIAL_PIECE.match(token)
+  ]
+  lettered = [piece for piece in pieces if any(c.isalpha() for c in piece)]
+  if len(lettered) < _MIN_PIECES_FOR_CASING:
+    return None
+  capitals = sum(1 for piece in lettered if any(c.isupper() for c in piece))
+  if not lower_case and capitals < _UNCASED_SHARE * len(lettered):
+    return (
+        f'uncased ({capitals} of its {len(lettered)} word pieces with '
+        'letters have capitals), but the tokenizer keeps case '
+        '(lower_case=False)'
+    )
+  if lower_case and capitals >= _CASED_SHARE * len(lettered):
+    return (
+        f'cased ({capitals} of its {len(lettered)} word pieces with letters '
+        'have capitals), but the tokenizer lower-cases (lower_case=True)'
+    )
+  return None
 
 
 def load_vocab(

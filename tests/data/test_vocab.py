@@ -147,3 +147,46 @@ def test_vocab_round_trips_on_a_non_local_filesystem():
   assert vocab.load_vocab(path) == tokens
   with pytest.raises(FileNotFoundError, match='ram://vocab_test/missing'):
     vocab.load_vocab('ram://vocab_test/missing.txt')
+
+
+def _words(count):
+  """`count` (< 26**3) distinct lower-case words of three letters."""
+  letters = 'abcdefghijklmnopqrstuvwxyz'
+  return [
+      letters[i % 26] + letters[i // 26 % 26] + letters[i // 676]
+      for i in range(count)
+  ]
+
+
+@pytest.mark.parametrize(
+    'capitals, lower_case, says',
+    [
+        (0, False, 'uncased (0 of its 1000'),
+        (0, True, None),
+        # One piece in a thousand: BERT's uncased vocabulary has 'ℝ'.
+        (1, True, None),
+        (19, True, None),  # just under 2%: undecided, accepted either way
+        (19, False, None),
+        (20, True, 'cased (20 of its 1000'),
+        (200, True, 'cased (200 of its 1000'),
+        (200, False, None),
+    ],
+)
+def test_casing_mismatch_counts_pieces_with_capitals(
+    capitals, lower_case, says
+):
+  words = _words(1000)
+  tokens = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '[unused0]']
+  tokens += [w.upper() for w in words[:capitals]]
+  tokens += ['##' + w for w in words[capitals:]]
+  tokens += ['.', ',', '7']  # no letters: not counted
+  found = vocab.casing_mismatch(tokens, lower_case)
+  if says is None:
+    assert found is None
+  else:
+    assert found.startswith(says), found
+
+
+def test_casing_of_a_small_vocabulary_is_not_judged():
+  assert vocab.casing_mismatch(_words(49), lower_case=False) is None
+  assert vocab.casing_mismatch(_words(50), lower_case=False) is not None

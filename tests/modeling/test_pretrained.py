@@ -87,6 +87,27 @@ def test_export_folder_latest_checkpoint_and_tokenizer(tmp_path):
     assert json.load(f) == {'lower_case': False, 'vocab_file': 'vocab.txt'}
 
 
+def test_a_casing_the_vocabulary_does_not_have_is_refused(tmp_path):
+  words = [f'word{chr(97 + i // 26)}{chr(97 + i % 26)}' for i in range(60)]
+  tokens = _VOCAB[:5] + words
+  config = _config(vocab_size=len(tokens))
+  holder = tf.train.Checkpoint()
+  holder.checkpoint_items = {'encoder': encoders.build_encoder(config)}
+  vocab_file = tmp_path / 'uncased.txt'
+  vocab_file.write_text('\n'.join(tokens) + '\n')
+  export.export_encoder(
+      holder,
+      config.as_dict(),
+      str(tmp_path),
+      1,
+      vocab_file=str(vocab_file),
+      lower_case=False,
+  )
+  with pytest.raises(ValueError, match=r'is uncased .*lower_case=False'):
+    pretrained.resolve(str(tmp_path))
+  assert pretrained.resolve(str(tmp_path), lower_case=True).lower_case
+
+
 def test_restoring_another_architecture_fails(tmp_path):
   config = _config(vocab_size=len(_VOCAB))
   prefix = tf.train.Checkpoint(encoder=encoders.build_encoder(config)).write(

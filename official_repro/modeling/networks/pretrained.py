@@ -173,6 +173,14 @@ def resolve(
       )
   if lower_case is None:
     lower_case = tokenizer.get('lower_case', True)
+  casing = vocab.casing_mismatch(vocab.load_vocab(vocab_file), lower_case)
+  if casing:
+    raise cli.UserError(
+        f'--init_checkpoint {init_checkpoint}: its vocabulary {vocab_file} '
+        f'is {casing}; give the encoder the casing it was trained with (a '
+        'release: official_repro.convert --lower_case or --nolower_case; a '
+        "run of ours: its records' lower_case)."
+    )
   if config.vocab_size is None:
     config = encoders.with_vocab_size(
         config, len(vocab.load_vocab(vocab_file)), source=vocab_file
