@@ -141,6 +141,10 @@ _COLUMNS: Dict[str, _Columns] = {
     'qnli': _Columns('question', 'sentence', 'label'),
     'rte': _Columns('sentence1', 'sentence2', 'label'),
 }
+# The tasks of one sentence (segment ids all 0): CoLA and SST-2.
+SINGLE_SENTENCE_TASK_NAMES: Tuple[str, ...] = tuple(
+    name for name, columns in _COLUMNS.items() if columns.text_b is None
+)
 
 
 class GlueLabelError(cli.UserError):

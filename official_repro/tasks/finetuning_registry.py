@@ -41,6 +41,8 @@ class FinetuningTaskEntry:
     protocol_fields: names of `finetuning_schedule.RunProtocol` attributes
       copied into the config under the same name (GLUE: 'stsb_metric').
     group: the benchmark the task belongs to ('glue'), or '' for none.
+    segments: the segments its inputs hold (segment ids 0 to `segments` -
+      1): 2 for sentence pairs, question and passage; 1 for one sentence.
   """
 
   name: str
@@ -49,6 +51,7 @@ class FinetuningTaskEntry:
   build_config: Callable[..., cfg.TaskConfig]
   protocol_fields: Tuple[str, ...] = ()
   group: str = ''
+  segments: int = 2
 
 
 _TASKS = registry.Registry[FinetuningTaskEntry](
@@ -62,6 +65,7 @@ def register(
     build_config: Optional[Callable[..., cfg.TaskConfig]] = None,
     protocol_fields: Sequence[str] = (),
     group: str = '',
+    single_segment: Sequence[str] = (),
 ) -> Callable[[Type[base_task.Task]], Type[base_task.Task]]:
   """A class decorator registering a Task class under `names`.
 
@@ -71,6 +75,7 @@ def register(
     build_config: builds a config from keyword fields; default `config_cls`.
     protocol_fields: see `FinetuningTaskEntry.protocol_fields`.
     group: see `FinetuningTaskEntry.group`.
+    single_segment: the names among `names` whose inputs hold one segment.
 
   Returns:
     The decorator; it returns the class unchanged.
@@ -90,6 +95,7 @@ def register(
               build_config=build_config or config_cls,
               protocol_fields=tuple(protocol_fields),
               group=group,
+              segments=1 if name in single_segment else 2,
           ),
       )
     task_factory.register_task_cls(config_cls)(task_cls)

@@ -43,6 +43,7 @@ class GlueTaskConfig(finetuning_base.FinetuneTaskConfig):
     GlueTaskConfig,
     protocol_fields=('stsb_metric',),
     group='glue',
+    single_segment=glue_data.SINGLE_SENTENCE_TASK_NAMES,
 )
 class GlueTask(
     finetuning_base.AccuracyMetricMixin, finetuning_base.FinetuneTask

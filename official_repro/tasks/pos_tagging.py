@@ -59,7 +59,9 @@ def tagging_task_config(
   )
 
 
-@finetuning_registry.register(('pos',), TaggingTaskConfig, tagging_task_config)
+@finetuning_registry.register(
+    ('pos',), TaggingTaskConfig, tagging_task_config, single_segment=('pos',)
+)
 class TaggingTask(finetuning_base.FinetuneTask):
   """POS tagging (see module docstring)."""
 

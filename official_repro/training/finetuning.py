@@ -84,7 +84,8 @@ def build_task_config(
 
   Raises:
     UserError: a sequence length beyond the encoder's position embeddings,
-      naming both and the binding to set.
+      naming both and the binding to set; a task of two segments for an
+      encoder with one token type.
   """
   positions = encoder.config.max_position_embeddings
   if schedule.max_seq_length > positions:
@@ -95,6 +96,15 @@ def build_task_config(
         f'--gin_param=finetuning.max_seq_length={positions}.'
     )
   entry = finetuning_registry.get(schedule.task)
+  if encoder.config.type_vocab_size < entry.segments:
+    raise cli.UserError(
+        f'finetuning.task = {schedule.task!r} feeds {entry.segments} '
+        f'segments (segment ids 0 to {entry.segments - 1}), but the encoder '
+        f'({encoder.checkpoint_path or "random init"}) has '
+        f'type_vocab_size = {encoder.config.type_vocab_size}; fine-tune it on '
+        'a task of one sentence (cola, sst2, pos) or use an encoder with '
+        'two token types.'
+    )
   fields = dict(
       task=schedule.task,
       data_dir=data_dir,

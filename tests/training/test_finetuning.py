@@ -1,5 +1,7 @@
 """Fine-tuning end to end on tiny fixtures: every task type, resume, restore."""
 
+import dataclasses
+import functools
 import json
 import os
 import random
@@ -9,7 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.core import task_factory
 from official_repro.modeling.networks import pretrained
+from official_repro.tasks import finetuning_registry
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import finetuning
 from official_repro.training import gin_utils
@@ -336,3 +340,44 @@ def test_glue_suite_command(exported_encoder, tmp_path, python_m):
     scores = json.load(f)['scores']
   assert set(scores) == {'mrpc', 'stsb'}
   assert os.path.exists(model_dir / 'mrpc' / 'operative_config.gin')
+
+
+@pytest.mark.parametrize('task', ['mrpc', 'squad11', 'race', 'pos'])
+def test_each_task_feeds_the_segments_its_registry_entry_names(
+    exported_encoder, tmp_path, task
+):
+  data_dir = DATA_WRITERS[task](tmp_path / task, random.Random(0))
+  config = finetuning.build_task_config(
+      finetuning_schedule.FinetuningSchedule(
+          task=task, learning_rate=1e-3, train_batch_size=4, num_epochs=1
+      ),
+      finetuning_schedule.RunProtocol(),
+      pretrained.resolve(exported_encoder),
+      data_dir,
+  )
+  features, _ = task_factory.get_task(config).load_features('train')
+  segments = int(np.max(features['input_type_ids'])) + 1
+  assert segments == finetuning_registry.get(task).segments
+
+
+def test_an_encoder_of_one_token_type_is_refused_for_pairs(exported_encoder):
+  encoder = pretrained.resolve(exported_encoder)
+  one_type = dataclasses.replace(
+      encoder, config=encoder.config.replace(type_vocab_size=1)
+  )
+  for task, refused in (('mrpc', True), ('sst2', False), ('pos', False)):
+    schedule = finetuning_schedule.FinetuningSchedule(
+        task=task, learning_rate=1e-3, train_batch_size=4, num_epochs=1
+    )
+    build = functools.partial(
+        finetuning.build_task_config,
+        schedule,
+        finetuning_schedule.RunProtocol(),
+        one_type,
+        '/data',
+    )
+    if refused:
+      with pytest.raises(ValueError, match='type_vocab_size = 1; fine-tune'):
+        build()
+    else:
+      build()
