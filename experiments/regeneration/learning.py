@@ -305,6 +305,8 @@ def markdown(content: Dict) -> str:
             )
         ),
     ]
+    if order.get('note'):
+      lines += ['', order['note']]
   random_init = content['random_init']
   if not random_init:
     return '\n'.join(lines) + '\n'
