@@ -877,6 +877,49 @@ def plot(objective: str, by_variant, metrics: Sequence[str], path: str):
   pyplot.close(figure)
 
 
+def summary(rows: List[Dict]) -> List[str]:
+  """Each comparison at its last checkpoint: what differs, and by how much.
+
+  Args:
+    rows: `comparisons(...)`.
+
+  Returns:
+    Markdown lines: a heading and one bullet per objective and comparison.
+  """
+  last = {}
+  for row in rows:
+    key = (row['objective'], row['variant'], row['against'])
+    last[key] = max(last.get(key, 0), row['step'])
+  lines = ['## Summary at the last checkpoint', '']
+  for (objective, variant, against), step in last.items():
+    at_step = [
+        row
+        for row in rows
+        if (row['objective'], row['variant'], row['against'], row['step'])
+        == (objective, variant, against, step)
+    ]
+    differs = [row for row in at_step if row['verdict'] == 'differs']
+    quiet = [row['metric'] for row in at_step if row['verdict'] != 'differs']
+    seeds = at_step[0]['seeds']
+    lines.append(
+        f'- {objective}, {variant} vs {against} ({at_step[0]["question"]}; '
+        f'step {step:,}, {seeds[0]} and {seeds[1]} seeds): '
+        + (
+            'differs on '
+            + ', '.join(
+                f'{row["metric"]} ({row["gap"]:+.4f}, noise '
+                f'{row["noise"]:.4f})'
+                for row in differs
+            )
+            if differs
+            else 'nothing differs'
+        )
+        + (f'; within noise: {", ".join(quiet)}' if quiet else '')
+        + '.'
+    )
+  return lines + ['']
+
+
 def markdown(
     results,
     rows: List[Dict],
@@ -957,6 +1000,7 @@ def markdown(
             f'| {variant} | {step:,} | {n} | ' + ' | '.join(cells) + ' |'
         )
     lines.append('')
+  lines += summary(rows)
   lines += [
       '## Differences at each checkpoint',
       '',

@@ -125,6 +125,19 @@ def test_comparisons_pair_the_variants_each_checkpoint_and_metric():
   assert by_key[('ours_dynamic', 1000)]['gap'] == pytest.approx(0.1)
 
 
+def test_summary_names_what_differs_at_the_last_checkpoint_only():
+  rows = dynamics_parity.comparisons(_results())
+  lines = dynamics_parity.summary(rows)
+  bullets = [line for line in lines if line.startswith('- ')]
+  assert len(bullets) == 2  # one per comparison
+  (dynamic,) = [b for b in bullets if 'ours_dynamic vs ours_static' in b]
+  assert 'step 1,000' in dynamic
+  assert 'differs on masked_lm_accuracy (+0.1000' in dynamic
+  (stock,) = [b for b in bullets if 'ours_static vs stock_static' in b]
+  # Equal curves: the bullet says so instead of listing nothing.
+  assert 'nothing differs' in stock and 'step 1,000' in stock
+
+
 def _ceiling_by_count(record_dir, batches, batch_size):
   """Context-free hits over the first batches of the stored masks."""
   predictor = context_free.ContextFreePredictor.from_records(
