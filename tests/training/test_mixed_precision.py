@@ -223,7 +223,8 @@ def test_trains_under_xla_and_mixed_precision(
 _FINETUNING_TASKS = [
     ('mrpc', {}),
     ('squad11', {'squad.doc_stride': 16, 'squad.max_query_length': 16}),
-    ('race', {}),
+    # Multiple choice is a classifier over [CLS] per choice, like MRPC's.
+    pytest.param('race', {}, marks=pytest.mark.slow),
     ('pos', {'pos.use_crf': True}),
 ]
 
