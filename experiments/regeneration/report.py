@@ -135,7 +135,11 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
     entries.append(
         dict(
             run=run.name,
-            row=run.row,
+            row=(
+                f'{run.row} (released: {results[run.name]["released"]})'
+                if results[run.name].get('released')
+                else run.row
+            ),
             train_steps=results[run.name]['train_steps'],
             cells=cells,
             average=average,

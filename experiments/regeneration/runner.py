@@ -113,6 +113,8 @@ class GridSettings:
       the seed it draws; more: seeds 1, 2, ... bound in gin, one run each).
     held_out_steps: batches of held-out books evaluated at every checkpoint
       (0: pretraining only trains).
+    released: (run name, path) of the runs whose released encoder is
+      fine-tuned instead of pretraining them.
   """
 
   target: str
@@ -130,6 +132,7 @@ class GridSettings:
   eval_fraction: float = 0.01
   pretrain_seeds: int = 1
   held_out_steps: int = 0
+  released: Tuple[Tuple[str, str], ...] = ()
 
   def seeds(self) -> List[Optional[int]]:
     """The pretraining seeds bound in gin ([None]: one run, unbound)."""
@@ -152,7 +155,7 @@ def check_settings(out: str, settings: GridSettings) -> None:
     # A setting added since the file was written reads as its default.
     for field in dataclasses.fields(GridSettings):
       if field.name not in stored and field.default is not dataclasses.MISSING:
-        stored[field.name] = field.default
+        stored[field.name] = json.loads(json.dumps(field.default))
     differences = [
         f'{name}: stored {stored.get(name)!r}, now ' f'{current.get(name)!r}'
         for name in sorted(set(stored) | set(current))
@@ -557,13 +560,14 @@ def finetune(
     checkpoint: str,
     step_dir: str,
     random_init: bool = False,
+    released: bool = False,
 ) -> Dict[str, Dict]:
   """Fine-tunes (or reads back) every task for one checkpoint.
 
   {task: glue_suite's summary and score} for one checkpoint, each task
   fine-tuned under `step_dir` (or read back from there); with
   `random_init`, the checkpoint's architecture from random
-  initialisation.
+  initialisation; a `released` checkpoint brings its own vocabulary.
   """
   scores = {}
   for task, epochs in settings.tasks.items():
@@ -581,7 +585,7 @@ def finetune(
               *(['--random_init'] if random_init else []),
               *(
                   [f'--vocab_file={settings.vocab_file}']
-                  if settings.vocab_file
+                  if settings.vocab_file and not released
                   else []
               ),
               f'--glue_dir={settings.glue_dir}',
@@ -839,9 +843,21 @@ def run_grid(
   runs = target.runs_at(settings.scale)
   to_do = _jobs_left(target, runs, settings, out, runs_dir, steps)
   jobs = jobs_progress(target, len(to_do), clock)
+  released = dict(settings.released)
   for index, run in enumerate(runs, start=1):
     result_path = os.path.join(out, run.name, RESULT_FILENAME)
     fingerprint = run_fingerprint(run, settings.scale, steps[run.name])
+    if run.name in released and not tf.io.gfile.exists(result_path):
+      print(
+          f'[{index}/{len(runs)}] {run.name} ({run.row}): the released '
+          f'encoder {released[run.name]}, fine-tuned only',
+          flush=True,
+      )
+      results[run.name] = _released_result(
+          target, run, settings, out, released[run.name], fingerprint
+      )
+      json_files.write_json(result_path, results[run.name])
+      continue
     if tf.io.gfile.exists(result_path):
       with tf.io.gfile.GFile(result_path) as f:
         results[run.name] = json.load(f)
@@ -909,6 +925,35 @@ def run_grid(
   return results
 
 
+def _released_result(
+    target: registry.Target,
+    run: registry.Run,
+    settings: GridSettings,
+    out: str,
+    path: str,
+    fingerprint: str,
+) -> Dict:
+  """Fine-tunes a released encoder in `run`'s place; returns its result.
+
+  The result has no pretraining: `train_steps` 0, an empty `curve`, and
+  `released` (the path), which the report prints in the row.
+  """
+  tf.io.gfile.makedirs(os.path.join(out, run.name))
+  return dict(
+      run=run.name,
+      row=run.row,
+      released=path,
+      gin_files=list(run.gin_files),
+      gin_fingerprint=fingerprint,
+      train_steps=0,
+      budget_ratio=run.budget_ratio,
+      glue=finetune(
+          target, settings, path, os.path.join(out, run.name), released=True
+      ),
+      curve={},
+  )
+
+
 def _step_dir(pretrain_dir: str, target: registry.Target, step: int) -> str:
   """Where `target`'s fine-tuning of the checkpoint at `step` is kept."""
   return os.path.join(
@@ -932,8 +977,11 @@ def _jobs_left(
   equal bindings share a directory, and so one job.
   """
   to_do = set()
+  released = dict(settings.released)
   for run in runs:
-    if tf.io.gfile.exists(os.path.join(out, run.name, RESULT_FILENAME)):
+    if run.name in released or tf.io.gfile.exists(
+        os.path.join(out, run.name, RESULT_FILENAME)
+    ):
       continue
     train_steps = steps[run.name]
     fine_tuned_steps = (

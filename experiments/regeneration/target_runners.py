@@ -120,6 +120,13 @@ class Request:
       ),
   )
   num_runs: int = dataclass_flags.option(3, 'Fine-tuning seeds per task.')
+  released: Optional[List[str]] = dataclass_flags.option(
+      None,
+      'Below paper scale, ROW=PATH items: fine-tune the released encoder at '
+      'PATH (a Hugging Face folder, an original TF1 checkpoint, a TEAMS '
+      'checkpoint or an official_repro.convert output) for the ROW of the '
+      'table instead of pretraining it.',
+  )
   pretrain_seeds: Optional[int] = dataclass_flags.option(
       None,
       _per_scale(
@@ -231,6 +238,31 @@ class Request:
           )
     return tasks
 
+  def released_encoders(self, target: registry.Target) -> Dict[str, str]:
+    """--released as {run name: path}, checked against the table's rows.
+
+    Raises:
+      UsageError: an item that is not ROW=PATH, a ROW the table does not
+        have at the scale, or a PATH that is not there.
+    """
+    runs = target.runs_at(self.scale)
+    encoders = {}
+    for item in self.released or ():
+      row, _, path = item.partition('=')
+      matches = [run for run in runs if row in (run.row, run.name)]
+      if not path or not matches:
+        raise app.UsageError(
+            f'--released item {item!r}: expected ROW=PATH with ROW one of '
+            f'{", ".join(run.row for run in runs)} ({target.key} at '
+            f'--scale={self.scale}).'
+        )
+      if not tf.io.gfile.exists(path):
+        raise app.UsageError(
+            f'--released item {item!r}: {path}: no such file or directory.'
+        )
+      encoders[matches[0].name] = path
+    return encoders
+
   def store(self) -> str:
     """The run store: --runs_dir, default <out>/runs."""
     return self.runs_dir or os.path.join(self.out, 'runs')
@@ -268,6 +300,7 @@ class Request:
         eval_fraction=scale.eval_fraction,
         pretrain_seeds=self.pretrain_seeds or scale.pretrain_seeds,
         held_out_steps=scale.held_out_steps,
+        released=tuple(sorted(self.released_encoders(target).items())),
     )
 
 
@@ -301,7 +334,18 @@ def registered(
 
 
 def run(target: registry.Target, request: Request) -> None:
-  """Regenerates `target` by the runner it names."""
+  """Regenerates `target` by the runner it names.
+
+  Raises:
+    UsageError: --released for a table that is not a pretraining grid
+      below paper scale (the only runner that fine-tunes in a row's place).
+  """
+  if request.released and (target.runner != 'grid' or request.scale == 'paper'):
+    raise app.UsageError(
+        f'--released: {target.key} at --scale={request.scale} pretrains no '
+        'grid to put a release in; fine-tune a release with '
+        'experiments.glue_suite --init_checkpoint=<path>.'
+    )
   RUNNERS.get(target.runner)(target, request)
 
 

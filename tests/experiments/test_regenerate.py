@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 
+from absl import app
 import gin
 import orbit
 import pytest
@@ -610,6 +611,97 @@ def _fake_jobs_killed_at_the_third(monkeypatch, capsys):
     ]
 
   return progress_lines
+
+
+def test_a_released_row_is_fine_tuned_in_place_of_pretraining(
+    tmp_path, monkeypatch
+):
+  target = registry.get('001.IV')
+  release = str(tmp_path / 'electra-small-discriminator')
+  calls, commands = [], []
+
+  def call(command, log_path):
+    del log_path
+    commands.append(command)
+    model_dir = next(a for a in command if a.startswith('--model_dir='))
+    model_dir = model_dir.split('=', 1)[1]
+    with open(os.path.join(model_dir, 'glue_results.json'), 'w') as f:
+      json.dump(dict(scores={'sst2': 0.9}, summaries={'sst2': {}}), f)
+
+  monkeypatch.setattr(runner, '_pretrain', _fake_pretrain(calls))
+  monkeypatch.setattr(runner, '_call', call)
+  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
+  monkeypatch.setattr(
+      runner,
+      'run_steps',
+      lambda *args: {
+          'bert_small': 5,
+          'electra_small': 4,
+          'electra_small_2x': 8,
+          'ale_small': 3,
+      },
+  )
+  settings = _settings(released=(('electra_small', release),))
+  out = str(tmp_path / 'table')
+  results = runner.run_grid(target, settings, out, str(tmp_path / 'runs'))
+  assert 'electra_small' not in [name for name, _ in calls]
+  assert results['electra_small']['released'] == release
+  assert results['electra_small']['train_steps'] == 0
+  (released_command,) = [
+      c for c in commands if f'--init_checkpoint={release}' in c
+  ]
+  # The release brings its vocabulary: the grid's is not passed.
+  assert not [a for a in released_command if a.startswith('--vocab_file')]
+  others = [c for c in commands if c is not released_command]
+  assert others and all('--vocab_file=v' in c for c in others)
+  rows = [entry['row'] for entry in report.rows(target, results)]
+  assert f'ELECTRA_small (released: {release})' in rows
+  # Read back on a rerun, not fine-tuned again.
+  commands.clear()
+  runner.run_grid(target, settings, out, str(tmp_path / 'runs'))
+  assert not commands
+  with pytest.raises(ValueError, match='released: stored'):
+    runner.run_grid(target, _settings(), out, str(tmp_path / 'runs'))
+
+
+def test_released_rows_are_checked_against_the_table(tmp_path):
+  target = registry.get('001.IV')
+  release = tmp_path / 'model'
+  release.mkdir()
+  request = target_runners.Request(
+      table='001.IV', scale='cpu', released=[f'ELECTRA_small={release}']
+  )
+  assert request.released_encoders(target) == {'electra_small': str(release)}
+  for item, named in (
+      (f'GPT={release}', 'ROW one of'),
+      ('ELECTRA_small', 'ROW one of'),
+      (f'ELECTRA_small={tmp_path}/missing', 'no such file'),
+  ):
+    with pytest.raises(app.UsageError, match=named):
+      dataclasses.replace(request, released=[item]).released_encoders(target)
+
+
+@pytest.mark.parametrize(
+    'table, scale', [('001.IV', 'paper'), ('learning', 'cpu')]
+)
+def test_released_is_refused_where_no_grid_pretrains(table, scale, tmp_path):
+  request = target_runners.Request(
+      table=table, scale=scale, released=[f'ELECTRA_small={tmp_path}']
+  )
+  with pytest.raises(app.UsageError, match='--released: .*glue_suite'):
+    target_runners.run(registry.get(table), request)
+
+
+def test_settings_written_before_releases_existed_still_match(ram_dir):
+  runner.check_settings(ram_dir, _settings())
+  path = os.path.join(ram_dir, runner.SETTINGS_FILENAME)
+  with tf.io.gfile.GFile(path) as f:
+    stored = json.load(f)
+  del stored['released']
+  tf.io.gfile.remove(path)
+  with tf.io.gfile.GFile(path, 'w') as f:
+    json.dump(stored, f)
+  runner.check_settings(ram_dir, _settings())
 
 
 def test_grid_prints_the_jobs_done_and_the_time_left(
