@@ -316,6 +316,7 @@ def write_report(
 ) -> str:
   """Writes the markdown, JSON and PNG reports; returns the markdown path."""
   met = first_step_meeting(curve, recall_target, auc_target)
+  tf.io.gfile.makedirs(output_dir)
   stem = os.path.join(output_dir, f'discriminator_horizon_{horizon.name}')
   png = stem + '.png'
   plot_curve(horizon, curve, png)

@@ -66,7 +66,7 @@ def test_report_gives_the_curve_the_verdict_and_the_public_points(tmp_path):
       discriminator_horizon.RUNS['electra'],
       curve,
       ['python', '-m', 'x'],
-      str(tmp_path),
+      str(tmp_path / 'new' / 'reports'),  # written where nothing is yet
       0.2,
       0.8,
       30000,
@@ -75,6 +75,7 @@ def test_report_gives_the_curve_the_verdict_and_the_public_points(tmp_path):
   assert 'first at step 2,000' in text
   assert '| 1,000 | 0.620 | 0.000 | 0.880 | 0.200 |' in text
   assert '| google-research/electra issue #81 |' in text
+  tmp_path = tmp_path / 'new' / 'reports'
   assert (tmp_path / 'discriminator_horizon_electra.png').exists()
   data = json.loads(
       (tmp_path / 'discriminator_horizon_electra.json').read_text()
