@@ -17,6 +17,7 @@ the train sizes of 001 Table II); and for tables with SQuAD columns the
 estimated).
 """
 
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -157,11 +158,14 @@ def flops_report(
 ) -> Tuple[flops.ComputeReport, int]:
   """(ComputeReport, encoder parameters) of a gin configuration.
 
-  Cached per process: a plan asks for the same configurations (the
-  calibration run's, each run's) again and again, and each costs a model
-  build.
+  Cached per process (a copy of the report is returned): a plan asks for
+  the same configurations (the calibration run's, each run's) again and
+  again, and each costs a model build.
   """
-  return _flops_report(tuple(gin_files), tuple(bindings), vocab_size)
+  report, parameters = _flops_report(
+      tuple(gin_files), tuple(bindings), vocab_size
+  )
+  return copy.deepcopy(report), parameters
 
 
 @functools.lru_cache(maxsize=None)

@@ -242,9 +242,15 @@ class Request:
     """--released as {run name: path}, checked against the table's rows.
 
     Raises:
-      UsageError: an item that is not ROW=PATH, a ROW the table does not
-        have at the scale, or a PATH that is not there.
+      UsageError: --released for a figure, an item that is not ROW=PATH, a
+        ROW the table does not have at the scale, or a PATH that is not
+        there (a folder, a file or a checkpoint prefix).
     """
+    if self.released and target.figure:
+      raise app.UsageError(
+          f'--released: {target.key} is a figure of pretraining curves; a '
+          'release has no curve. Give it to a table.'
+      )
     runs = target.runs_at(self.scale)
     encoders = {}
     for item in self.released or ():
@@ -256,9 +262,10 @@ class Request:
             f'{", ".join(run.row for run in runs)} ({target.key} at '
             f'--scale={self.scale}).'
         )
-      if not tf.io.gfile.exists(path):
+      if not (tf.io.gfile.exists(path) or tf.io.gfile.exists(path + '.index')):
         raise app.UsageError(
-            f'--released item {item!r}: {path}: no such file or directory.'
+            f'--released item {item!r}: {path}: no such folder, file or '
+            'checkpoint prefix.'
         )
       encoders[matches[0].name] = path
     return encoders

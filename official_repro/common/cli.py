@@ -221,13 +221,18 @@ def storage_failure(error: Exception) -> Optional[str]:
   return None
 
 
-# TensorFlow's errors of a remote file system that cannot be reached.
+# TensorFlow's errors of a remote file system that cannot be reached, and
+# what their messages say about the transport (any other error that names a
+# gs:// path, a failing tf.data function or a TPU abort, keeps its
+# traceback).
 _REMOTE_ERRORS = (
     'FailedPreconditionError',
     'UnavailableError',
-    'UnknownError',
-    'AbortedError',
     'DeadlineExceededError',
+)
+_TRANSPORT_FAILURE = re.compile(
+    r'Error executing an HTTP request|libcurl|Could not resolve host|'
+    r'Timeout was reached|Couldn.t connect'
 )
 # A remote path in TensorFlow's file-system messages ('... of gs://b/x').
 _REMOTE_PATH = re.compile(r'\b(?:gs|s3|hdfs)://\S+')
@@ -246,7 +251,7 @@ def _remote_storage_failure(error: Exception) -> Optional[str]:
     return None
   message = getattr(error, 'message', None) or str(error)
   path = _REMOTE_PATH.search(message)
-  if path is None:
+  if path is None or not _TRANSPORT_FAILURE.search(message):
     return None
   return (
       f'{path.group(0).rstrip(".,;:")}: the storage cannot be reached '

@@ -99,7 +99,7 @@ def special_token_ids(
 # below the second (BERT's uncased one: 2 of 28,160, 'ℝ' and '##ℝ').
 _CASED_SHARE = 0.02
 _UNCASED_SHARE = 0.001
-# Fewer word pieces with letters than this say nothing about casing.
+# Fewer word pieces with cased letters than this say nothing about casing.
 _MIN_PIECES_FOR_CASING = 50
 _SPECIAL_PIECE = re.compile(r'^\[[^\]]*\]$')
 
@@ -111,7 +111,7 @@ def casing_mismatch(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
   lower-casing turns every capitalised word into [UNK] or pieces the encoder
   never saw; a cased one (`_CASED_SHARE` of its pieces have capitals) read
   lower-cased never uses those pieces. Bracketed tokens ([CLS], [unused0])
-  are not word pieces.
+  are not word pieces, and only pieces with a letter that has case count.
 
   Args:
     tokens: the vocabulary.
@@ -126,14 +126,18 @@ def casing_mismatch(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
       for token in tokens
       if not _SPECIAL_PIECE.match(token)
   ]
-  lettered = [piece for piece in pieces if any(c.isalpha() for c in piece)]
+  # Pieces with a letter that has case (Latin, Greek, Cyrillic, ...): scripts
+  # without case (Chinese, Devanagari, Arabic, ...) say nothing either way.
+  lettered = [
+      piece for piece in pieces if any(c.lower() != c.upper() for c in piece)
+  ]
   if len(lettered) < _MIN_PIECES_FOR_CASING:
     return None
   capitals = sum(1 for piece in lettered if any(c.isupper() for c in piece))
   if not lower_case and capitals < _UNCASED_SHARE * len(lettered):
     return (
         f'uncased ({capitals} of its {len(lettered)} word pieces with '
-        'letters have capitals), but the tokenizer keeps case '
+        'cased letters have capitals), but the tokenizer keeps case '
         '(lower_case=False)'
     )
   if lower_case and capitals >= _CASED_SHARE * len(lettered):

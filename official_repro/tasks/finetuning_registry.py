@@ -81,8 +81,15 @@ def register(
     The decorator; it returns the class unchanged.
 
   Raises:
-    ValueError: a name is already registered to another task.
+    ValueError: a name is already registered to another task, or a
+      `single_segment` name is not among `names`.
   """
+  unknown = set(single_segment) - set(names)
+  if unknown:
+    raise ValueError(
+        f'single_segment names {sorted(unknown)} that are not among the '
+        f'names registered, {list(names)}.'
+    )
 
   def decorator(task_cls: Type[base_task.Task]) -> Type[base_task.Task]:
     for name in names:

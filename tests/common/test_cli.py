@@ -165,9 +165,19 @@ def test_a_storage_that_refuses_is_one_line_other_errors_are_bugs():
   assert cli.storage_failure(unreachable).startswith(
       'gs://b/run.index: the storage cannot be reached (Error executing'
   )
-  # The same error types without a remote path are bugs, with a traceback.
+  # The same error types without a remote path, or naming one without a
+  # transport failure, are bugs, with a traceback.
   local = tf.errors.FailedPreconditionError(None, None, 'uninitialized x')
   assert cli.storage_failure(local) is None
+  for error in (
+      tf.errors.FailedPreconditionError(
+          None, None, 'Cannot delete a non-empty directory gs://b/run'
+      ),
+      tf.errors.UnknownError(
+          None, None, 'ValueError in py_function reading gs://b/x'
+      ),
+  ):
+    assert cli.storage_failure(error) is None
 
 
 @pytest.mark.parametrize('signal_number', [signal.SIGINT, signal.SIGTERM])

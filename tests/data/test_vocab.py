@@ -190,3 +190,14 @@ def test_casing_mismatch_counts_pieces_with_capitals(
 def test_casing_of_a_small_vocabulary_is_not_judged():
   assert vocab.casing_mismatch(_words(49), lower_case=False) is None
   assert vocab.casing_mismatch(_words(50), lower_case=False) is not None
+
+
+def test_scripts_without_case_are_not_judged():
+  chinese = [chr(0x4E00 + i) for i in range(3000)]
+  assert vocab.casing_mismatch(chinese, lower_case=False) is None
+  assert vocab.casing_mismatch(chinese, lower_case=True) is None
+  # Mixed with Latin pieces, only those count.
+  mixed = chinese + [w.capitalize() for w in _words(60)]
+  assert vocab.casing_mismatch(mixed, lower_case=True).startswith(
+      'cased (60 of its 60'
+  )

@@ -183,3 +183,17 @@ def test_gap_verdict_is_signed(pretrained, verdict):
 
   # Twice the standard error of the difference: about 0.016.
   assert learning._gap(result(pretrained), result(0.6))['verdict'] == verdict
+
+
+def test_a_word_order_measured_before_the_ceiling_prints_its_note(report):
+  content, _, _, _ = report
+  order = dict(
+      steps=50,
+      in_order=dict(masked_lm_accuracy=0.341),
+      shuffled=dict(masked_lm_accuracy=0.08),
+      note='Correction: the ceiling was not measured here.',
+  )
+  text = learning.markdown(dict(content, word_order=order))
+  assert '| in order | 0.341 |\n' in text
+  assert 'best without context' not in text
+  assert '\nCorrection: the ceiling was not measured here.\n' in text

@@ -672,10 +672,21 @@ def test_released_rows_are_checked_against_the_table(tmp_path):
       table='001.IV', scale='cpu', released=[f'ELECTRA_small={release}']
   )
   assert request.released_encoders(target) == {'electra_small': str(release)}
+  # A checkpoint prefix (a TF1 or TEAMS checkpoint, a run's ckpt-N).
+  (tmp_path / 'ckpt-5.index').write_text('')
+  prefix = dataclasses.replace(
+      request, released=[f'ELECTRA_small={tmp_path}/ckpt-5']
+  )
+  assert prefix.released_encoders(target) == {
+      'electra_small': f'{tmp_path}/ckpt-5'
+  }
+  figure = dataclasses.replace(request, table='003.fig5')
+  with pytest.raises(app.UsageError, match='figure'):
+    figure.released_encoders(registry.get('003.fig5'))
   for item, named in (
       (f'GPT={release}', 'ROW one of'),
       ('ELECTRA_small', 'ROW one of'),
-      (f'ELECTRA_small={tmp_path}/missing', 'no such file'),
+      (f'ELECTRA_small={tmp_path}/missing', 'no such folder'),
   ):
     with pytest.raises(app.UsageError, match=named):
       dataclasses.replace(request, released=[item]).released_encoders(target)

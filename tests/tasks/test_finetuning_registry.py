@@ -109,3 +109,10 @@ def test_names_are_registered_once_and_unknown_names_are_listed():
       ValueError, match='finetuning.task must be one of .*' "'mrpc'.*got 'wnli'"
   ):
     finetuning_registry.get('wnli')
+
+
+def test_a_single_segment_name_must_be_registered():
+  with pytest.raises(ValueError, match=r"single_segment names \['sst3'\]"):
+    finetuning_registry.register(
+        ('toy',), glue.GlueTaskConfig, single_segment=('sst3',)
+    )
