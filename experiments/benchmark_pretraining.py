@@ -263,10 +263,27 @@ def _query_or(name, default):
     return default
 
 
-def _stock_params(
-    params: cfg.ExperimentConfig, static_dir: str, max_predictions: int
+def stock_params(
+    params: cfg.ExperimentConfig,
+    static_dir: str,
+    max_predictions: int,
+    seed: Optional[int] = None,
 ) -> cfg.ExperimentConfig:
-  """Model Garden's own task on the same model, reading static records."""
+  """Model Garden's own task on the same model, reading static records.
+
+  Args:
+    params: our experiment (its model, trainer and runtime are kept).
+    static_dir: statically masked records.
+    max_predictions: their masked positions per sequence.
+    seed: of Model Garden's input pipeline (None: unseeded).
+
+  Returns:
+    The experiment with Model Garden's task (`stock_task_config` of the
+    objective) reading `static_dir`'s training split.
+
+  Raises:
+    ValueError: the objective has no Model Garden counterpart.
+  """
   metadata = records.load_metadata(static_dir)
   ours = params.task.train_data
   train_data = stock_dataloader.BertPretrainDataConfig(
@@ -279,6 +296,7 @@ def _stock_params(
       global_batch_size=ours.global_batch_size,
       use_next_sentence_label=ours.use_next_sentence_label,
       is_training=True,
+      seed=seed,
   )
   objective = objectives.for_task_config(params.task)
   if objective.stock_task_config is None:
@@ -308,7 +326,7 @@ def build_trainer(variant: str) -> tuple:
   if settings.seed is not None:
     tf_keras.utils.set_random_seed(settings.seed)
   if variant == 'stock':
-    params = _stock_params(params, dirs['static'], max_predictions)
+    params = stock_params(params, dirs['static'], max_predictions)
     trainer_cls = base_trainer.Trainer
   else:
 

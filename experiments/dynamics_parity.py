@@ -72,6 +72,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from experiments import benchmark_pretraining
 from experiments import provenance
 from experiments.regeneration import registry
 from experiments.regeneration import runner
@@ -79,14 +80,12 @@ from official.core import base_trainer
 from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.core import train_utils
-from official.nlp.data import pretrain_dataloader as stock_dataloader
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.data import create_pretraining_data
 from official_repro.data import pretrain_dataloader
 from official_repro.data import records
 from official_repro.metrics import context_free
-from official_repro.tasks import objectives
 from official_repro.training import experiment
 from official_repro.training import gin_utils
 from official_repro.training import trainer as trainer_lib
@@ -371,24 +370,11 @@ def _stock_params(
 ) -> cfg.ExperimentConfig:
   """Model Garden's own task on the same model, reading the static records."""
   metadata = records.load_metadata(static_dir)
-  ours = params.task.train_data
-  max_predictions = metadata['static_masking']['max_predictions_per_seq']
-  train_data = stock_dataloader.BertPretrainDataConfig(
-      input_path=','.join(
-          os.path.join(static_dir, name)
-          for name in metadata['splits']['train']['files']
-      ),
-      seq_length=ours.max_seq_length,
-      max_predictions_per_seq=max_predictions,
-      global_batch_size=ours.global_batch_size,
-      use_next_sentence_label=ours.use_next_sentence_label,
-      is_training=True,
+  return benchmark_pretraining.stock_params(
+      params,
+      static_dir,
+      metadata['static_masking']['max_predictions_per_seq'],
       seed=seed,
-  )
-  objective = objectives.for_task_config(params.task)
-  task = objective.stock_task_config(params.task, train_data, max_predictions)
-  return cfg.ExperimentConfig(
-      task=task, trainer=params.trainer, runtime=params.runtime
   )
 
 

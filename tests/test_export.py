@@ -16,6 +16,8 @@ pytestmark = pytest.mark.xdist_group('test_export')
 transformers = pytest.importorskip('transformers')
 from transformers import modeling_tf_pytorch_utils as pt_utils  # noqa: E402  pylint: disable=g-import-not-at-top
 
+from tests.modeling.interchange import hf_reference  # noqa: E402  pylint: disable=g-import-not-at-top
+
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory, run_tiny_pretraining):
@@ -84,21 +86,9 @@ def test_a_masked_lm_run_exports_as_a_masked_lm(python_m, runs, tmp_path):
   run = saved_runs.load(str(runs / 'masked_lm'))
   hf = _hf_model(out)
   ids, mask, types = _batch(run.model_config.encoder.vocab_size)
-  ours = run.model.encoder_network(
-      dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
-  )['sequence_output'].numpy()
-  theirs = (
-      hf(
-          input_ids=ids,
-          attention_mask=mask,
-          token_type_ids=types,
-          output_hidden_states=True,
-      )
-      .hidden_states[-1]
-      .numpy()
+  hf_reference.assert_same_sequence_output(
+      run.model.encoder_network, hf, ids, mask, types
   )
-  real = mask.astype(bool)
-  np.testing.assert_allclose(ours[real], theirs[real], atol=1e-5)
   tokenizer = json.loads((out / 'tokenizer_config.json').read_text())
   assert tokenizer['do_lower_case'] is True
 
@@ -183,7 +173,6 @@ def test_an_encoder_exports_as_a_saved_model_from_ids_and_text(
 def test_a_glue_classifier_exports_with_its_labels(python_m, tmp_path):
   """Fine-tuned from a Hugging Face BERT, out as its sequence classifier."""
   from tests import test_convert  # pylint: disable=g-import-not-at-top
-  from tests.modeling.interchange import hf_reference  # pylint: disable=g-import-not-at-top
 
   _, state = hf_reference.build('bert', 'mlm')
   model, _ = hf_reference.build('bert', 'mlm')
@@ -271,20 +260,6 @@ def test_teams_and_script_export_their_backbone_and_say_what_is_lost(
   assert type(hf).__name__ == classes[0]
   vocab_size = encoder.get_config()['vocab_size']
   ids, mask, types = _batch(vocab_size)
-  ours = encoder(
-      dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
-  )['sequence_output'].numpy()
-  theirs = (
-      hf(
-          input_ids=ids,
-          attention_mask=mask,
-          token_type_ids=types,
-          output_hidden_states=True,
-      )
-      .hidden_states[-1]
-      .numpy()
-  )
-  real = mask.astype(bool)
-  np.testing.assert_allclose(ours[real], theirs[real], atol=1e-5)
+  hf_reference.assert_same_sequence_output(encoder, hf, ids, mask, types)
   if len(classes) > 1:
     assert type(_hf_model(out / 'generator')).__name__ == classes[1]

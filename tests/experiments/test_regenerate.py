@@ -516,6 +516,21 @@ def _fake_pretrain(calls, kill=None):
   return pretrain
 
 
+def _fake_001_iv_steps(monkeypatch):
+  """Records of BERT's vocabulary and a few steps per 001.IV run, no FLOPs."""
+  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
+  monkeypatch.setattr(
+      runner,
+      'run_steps',
+      lambda *args: {
+          'bert_small': 5,
+          'electra_small': 4,
+          'electra_small_2x': 8,
+          'ale_small': 3,
+      },
+  )
+
+
 def test_a_killed_grid_resumes_without_redoing_finished_runs(
     tmp_path, monkeypatch
 ):
@@ -532,17 +547,7 @@ def test_a_killed_grid_resumes_without_redoing_finished_runs(
 
   monkeypatch.setattr(runner, '_pretrain', pretrain)
   monkeypatch.setattr(runner, 'finetune', finetune)
-  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
-  monkeypatch.setattr(
-      runner,
-      'run_steps',
-      lambda *args: {
-          'bert_small': 5,
-          'electra_small': 4,
-          'electra_small_2x': 8,
-          'ale_small': 3,
-      },
-  )
+  _fake_001_iv_steps(monkeypatch)
   out, runs_dir = str(tmp_path / 'table'), str(tmp_path / 'runs')
   with pytest.raises(RuntimeError, match='killed'):
     runner.run_grid(target, _settings(), out, runs_dir)
@@ -591,17 +596,7 @@ def _fake_jobs_killed_at_the_third(monkeypatch, capsys):
       'finetune',
       lambda *args, **kwargs: {'sst2': dict(score=0.5, summary={})},
   )
-  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
-  monkeypatch.setattr(
-      runner,
-      'run_steps',
-      lambda *args: {
-          'bert_small': 5,
-          'electra_small': 4,
-          'electra_small_2x': 8,
-          'ale_small': 3,
-      },
-  )
+  _fake_001_iv_steps(monkeypatch)
 
   def progress_lines():
     return [
@@ -630,17 +625,7 @@ def test_a_released_row_is_fine_tuned_in_place_of_pretraining(
 
   monkeypatch.setattr(runner, '_pretrain', _fake_pretrain(calls))
   monkeypatch.setattr(runner, '_call', call)
-  monkeypatch.setattr(runner, 'build_records', lambda *args: 30522)
-  monkeypatch.setattr(
-      runner,
-      'run_steps',
-      lambda *args: {
-          'bert_small': 5,
-          'electra_small': 4,
-          'electra_small_2x': 8,
-          'ale_small': 3,
-      },
-  )
+  _fake_001_iv_steps(monkeypatch)
   settings = _settings(released=(('electra_small', release),))
   out = str(tmp_path / 'table')
   results = runner.run_grid(target, settings, out, str(tmp_path / 'runs'))

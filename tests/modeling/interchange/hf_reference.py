@@ -164,3 +164,28 @@ def inputs(seed: int = 1):
   types = np.zeros_like(ids)
   types[:, 5:] = 1
   return ids, mask, types * mask
+
+
+def assert_same_sequence_output(encoder, hf_model, ids, mask, types):
+  """Our encoder's sequence output is the Hugging Face model's last layer.
+
+  Compared on the real (unpadded) tokens, within 1e-5.
+
+  Args:
+    encoder: our encoder network (Keras), called on a dict of inputs.
+    hf_model: a `transformers` TF model of the same weights.
+    ids: int `[B, T]` token ids.
+    mask: int `[B, T]`, 1 = real token.
+    types: int `[B, T]` segment ids.
+  """
+  ours = encoder(
+      dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
+  )['sequence_output'].numpy()
+  theirs = hf_model(
+      input_ids=ids,
+      attention_mask=mask,
+      token_type_ids=types,
+      output_hidden_states=True,
+  ).hidden_states[-1]
+  real = mask.astype(bool)
+  np.testing.assert_allclose(ours[real], theirs.numpy()[real], atol=1e-5)
