@@ -59,14 +59,19 @@ def test_dynamic_masks_differ_across_epochs(tiny_records):
   assert same_positions < per_epoch / 2
 
 
-def test_eval_masks_are_identical_on_every_pass(tiny_records):
-  config = _config(
-      tiny_records,
+def _eval_config(record_dir):
+  """The eval split, masked as a run's evaluation masks it (no seed given)."""
+  return _config(
+      record_dir,
       split='eval',
       is_training=False,
       masking_seed=None,
       drop_remainder=False,
   )
+
+
+def test_eval_masks_are_identical_on_every_pass(tiny_records):
+  config = _eval_config(tiny_records)
   dataset = pretrain_dataloader.PretrainDataLoader(config).load()
   first = _take(dataset, 100)
   second = _take(dataset, 100)
@@ -77,13 +82,7 @@ def test_eval_masks_are_identical_on_every_pass(tiny_records):
 
 
 def test_eval_masks_do_not_depend_on_the_runs_global_seed(tiny_records):
-  config = _config(
-      tiny_records,
-      split='eval',
-      is_training=False,
-      masking_seed=None,
-      drop_remainder=False,
-  )
+  config = _eval_config(tiny_records)
   passes = []
   for global_seed in (1, 2):
     tf.random.set_seed(global_seed)

@@ -164,16 +164,17 @@ def resolve(
     )
   if not tf.io.gfile.exists(vocab_file):
     raise FileNotFoundError(f'--vocab_file {vocab_file} does not exist.')
+  tokens = vocab.load_vocab(vocab_file)
   exported_vocab = tokenizer.get('vocab_file')
   if exported_vocab and vocab_file != exported_vocab:
-    if vocab.load_vocab(vocab_file) != vocab.load_vocab(exported_vocab):
+    if tokens != vocab.load_vocab(exported_vocab):
       raise cli.UserError(
           f'--vocab_file {vocab_file} is not the vocabulary the encoder was '
           f'trained with ({exported_vocab}); drop --vocab_file.'
       )
   if lower_case is None:
     lower_case = tokenizer.get('lower_case', True)
-  casing = vocab.casing_mismatch(vocab.load_vocab(vocab_file), lower_case)
+  casing = vocab.casing_mismatch(tokens, lower_case)
   if casing:
     raise cli.UserError(
         f'--init_checkpoint {init_checkpoint}: its vocabulary {vocab_file} '
@@ -182,12 +183,10 @@ def resolve(
         "run of ours: its records' lower_case)."
     )
   if config.vocab_size is None:
-    config = encoders.with_vocab_size(
-        config, len(vocab.load_vocab(vocab_file)), source=vocab_file
-    )
-  elif len(vocab.load_vocab(vocab_file)) != config.vocab_size:
+    config = encoders.with_vocab_size(config, len(tokens), source=vocab_file)
+  elif len(tokens) != config.vocab_size:
     raise cli.UserError(
-        f'--vocab_file {vocab_file} has {len(vocab.load_vocab(vocab_file))} '
+        f'--vocab_file {vocab_file} has {len(tokens)} '
         f'tokens, the encoder {config.vocab_size}; give the vocabulary the '
         'encoder was trained with.'
     )
