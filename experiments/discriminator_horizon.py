@@ -266,6 +266,7 @@ def train_until_targets(
   tf.io.gfile.makedirs(model_dir)
   log_path = os.path.join(model_dir, 'horizon.log')
   print('  $ ' + ' '.join(command), flush=True)
+  # A child's stdout needs an operating-system file: local directories only.
   with open(log_path, 'a') as log:
     process = subprocess.Popen(
         list(command),

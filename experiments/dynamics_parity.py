@@ -690,6 +690,7 @@ def run_all(
       print(f'[{index}/{total}] {name}', flush=True)
       log_dir = os.path.join(runs_dir, name)
       tf.io.gfile.makedirs(log_dir)
+      # A child's stdout needs an operating-system file: a local runs_dir.
       log = open(os.path.join(log_dir, 'train.log'), 'w')
       process = subprocess.Popen(
           [
