@@ -41,7 +41,14 @@ made the stock one for every variant and the report says so
 001's 0.8).
 
 Runs are kept in `--runs_dir` (`<objective>-<variant>-seed<k>/curve.json`,
-written when the run ends); a rerun skips finished runs. The report,
+written when the run ends); a rerun skips finished runs and resumes an
+interrupted one from its last evaluation (`state/`: the weights, optimizer
+and step, and the curve so far). A resumed run replays its data stream from
+that step (the same records in the same order, the same masks), but its
+sampling ops start a new random stream, so an ELECTRA or TEAMS run's
+replacements after the resumption are other draws from the same
+distribution; `curve.json` lists the steps it resumed at
+(`resumed_at`). The report,
 `<output_dir>/dynamics_parity_cpu.md` and `.json`, gives each objective's
 mean curves and, at each checkpoint and for each metric, whether ours minus
 stock (and dynamic minus static) exceeds twice its standard error;
@@ -562,12 +569,22 @@ def train_one(
     variant_name: str,
     seed: int,
     schedule: Schedule,
+    extra_bindings: Sequence[str] = (),
 ) -> None:
-  """Trains one run in this process and writes its curve."""
+  """Trains one run in this process (resuming it) and writes its curve.
+
+  Args:
+    runs_dir: the grid's directory.
+    objective_name: an `OBJECTIVES` key.
+    variant_name: a `VARIANTS` key.
+    seed: the run's seed.
+    schedule: its length and evaluations.
+    extra_bindings: gin bindings after the run's own (smaller sizes).
+  """
   objective = OBJECTIVES[objective_name]
   variant = VARIANTS[variant_name]
   files, bindings = _gin(objective, variant, runs_dir, seed, schedule)
-  gin_utils.parse_config(files, bindings)
+  gin_utils.parse_config(files, [*bindings, *extra_bindings])
   params, _ = experiment.experiment_config()
   operative = gin.config_str()
   train_data = params.task.train_data
@@ -603,9 +620,14 @@ def train_one(
       'special_token_ids'
   ]['mask']
   numpy_batches = [{k: v.numpy() for k, v in b.items()} for b in batches]
-  curve = {}
-  start = time.time()
-  step = 0
+  out_dir = os.path.join(runs_dir, run_name(objective_name, variant_name, seed))
+  state = RunState(out_dir, trainer.checkpoint)
+  progress = state.restore()
+  step = progress['step']
+  if step:
+    trainer.train_dataset = _data_from_step(trainer, task, params, step)
+    print(f'{out_dir}: resumed at step {step}', flush=True)
+  start = time.time() - progress['seconds']
   while step < schedule.train_steps:
     steps = min(schedule.eval_every, schedule.train_steps - step)
     logs = trainer.train(tf.constant(steps, tf.int32))
@@ -613,15 +635,16 @@ def train_one(
     outputs = [
         {k: v.numpy() for k, v in forward(batch).items()} for batch in batches
     ]
-    curve[step] = held_out_metrics(outputs, numpy_batches, mask_id)
-    curve[step]['training_loss'] = float(logs['training_loss'])
+    metrics = held_out_metrics(outputs, numpy_batches, mask_id)
+    metrics['training_loss'] = float(logs['training_loss'])
+    progress['curve'][str(step)] = metrics
+    progress.update(step=step, seconds=time.time() - start)
+    state.save(progress)
     print(
         f'{run_name(objective_name, variant_name, seed)} step {step}: '
-        + ', '.join(f'{k} {v:.4f}' for k, v in curve[step].items()),
+        + ', '.join(f'{k} {v:.4f}' for k, v in metrics.items()),
         flush=True,
     )
-  out_dir = os.path.join(runs_dir, run_name(objective_name, variant_name, seed))
-  tf.io.gfile.makedirs(out_dir)
   json_files.write_text(
       os.path.join(out_dir, 'operative_config.gin'), operative
   )
@@ -632,10 +655,70 @@ def train_one(
           variant=variant_name,
           seed=seed,
           train_steps=schedule.train_steps,
-          seconds=time.time() - start,
-          curve={str(k): v for k, v in curve.items()},
+          seconds=progress['seconds'],
+          resumed_at=progress['resumed_at'],
+          curve=progress['curve'],
       ),
   )
+  state.remove()
+
+
+class RunState:
+  """An unfinished run's last evaluation: its checkpoint and curve so far.
+
+  The curve (`state/progress.json`) is written before the checkpoint, so a
+  run killed between the two resumes from the older checkpoint and drops
+  the curve's points after it.
+  """
+
+  def __init__(self, run_dir: str, checkpoint: tf.train.Checkpoint):
+    self._dir = os.path.join(run_dir, 'state')
+    self._progress_path = os.path.join(self._dir, 'progress.json')
+    self._manager = tf.train.CheckpointManager(
+        checkpoint, self._dir, max_to_keep=1
+    )
+
+  def restore(self) -> Dict:
+    """Restores the last checkpoint; its step, seconds, curve and resumes."""
+    progress = dict(step=0, seconds=0.0, curve={}, resumed_at=[])
+    if self._manager.latest_checkpoint is None:
+      return progress
+    self._manager.checkpoint.restore(
+        self._manager.latest_checkpoint
+    ).assert_existing_objects_matched()
+    step = int(self._manager.checkpoint.global_step.numpy())
+    with tf.io.gfile.GFile(self._progress_path) as f:
+      saved = json.load(f)
+    progress.update(
+        step=step,
+        seconds=saved['seconds'],
+        curve={k: v for k, v in saved['curve'].items() if int(k) <= step},
+        resumed_at=[*saved['resumed_at'], step],
+    )
+    return progress
+
+  def save(self, progress: Dict) -> None:
+    """Saves the curve so far, then the weights, optimizer and step."""
+    tf.io.gfile.makedirs(self._dir)
+    json_files.write_json(self._progress_path, progress)
+    self._manager.save(checkpoint_number=progress['step'])
+
+  def remove(self) -> None:
+    """Deletes the state of a finished run (its curve.json is written)."""
+    tf.io.gfile.rmtree(self._dir)
+
+
+def _data_from_step(trainer, task, params, step: int):
+  """The run's training stream from batch `step` on, as an unbroken run's.
+
+  Skipping reads (and masks) the first `step` batches again, so every
+  random choice inside the input pipeline is replayed.
+  """
+
+  def dataset_fn(input_context=None):
+    return task.build_inputs(params.task.train_data, input_context).skip(step)
+
+  return trainer.strategy.distribute_datasets_from_function(dataset_fn)
 
 
 def _curve_path(runs_dir: str, name: str) -> str:
@@ -691,7 +774,7 @@ def run_all(
       log_dir = os.path.join(runs_dir, name)
       tf.io.gfile.makedirs(log_dir)
       # A child's stdout needs an operating-system file: a local runs_dir.
-      log = open(os.path.join(log_dir, 'train.log'), 'w')
+      log = open(os.path.join(log_dir, 'train.log'), 'a')
       process = subprocess.Popen(
           [
               sys.executable,

@@ -4,6 +4,7 @@ import itertools
 import json
 import os
 
+import gin
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -203,3 +204,73 @@ def test_report_from_finished_runs(tmp_path, static_records):
   assert data['context_free']['slots'] == slots
   assert data['context_free']['context_free'] == pytest.approx(expected)
   assert f'scores {expected:.4f} on these {slots:,} held-out slots' in text
+
+
+# A one-layer model on the fixture's records (vocabulary 120, length 32).
+_TINY = (
+    'encoder.hidden_size = 16',
+    'encoder.embedding_width = 16',
+    'encoder.num_layers = 1',
+    'encoder.num_attention_heads = 2',
+    'encoder.intermediate_size = 32',
+    'encoder.max_position_embeddings = 32',
+    'pretrain_data.max_seq_length = 32',
+    'pretrain_data.train_batch_size = 8',
+    'pretrain_data.eval_batch_size = 8',
+)
+
+
+class _Killed(Exception):
+  """Stands in for a kill after the run's first evaluation was saved."""
+
+
+def _train(runs_dir, static_records):
+  if not os.path.exists(runs_dir / 'records_static'):
+    runs_dir.mkdir(exist_ok=True)
+    os.symlink(static_records, runs_dir / 'records_static')
+  try:
+    dynamics_parity.train_one(
+        str(runs_dir),
+        'masked_lm',
+        'ours_static',
+        1,
+        dynamics_parity.Schedule(train_steps=6, eval_every=3, eval_batches=1),
+        _TINY,
+    )
+  finally:
+    gin.clear_config()
+  run = runs_dir / dynamics_parity.run_name('masked_lm', 'ours_static', 1)
+  return json.loads((run / 'curve.json').read_text()), run
+
+
+def test_a_killed_run_resumes_where_it_stopped(
+    tmp_path, static_records, monkeypatch
+):
+  """Resumed at its last evaluation, the run ends where an unbroken one does.
+
+  The masked LM at dropout 0 on static records has no randomness but its
+  data order, so a resumption that restarted the weights or the data stream
+  would change the second evaluation.
+  """
+  unbroken, _ = _train(tmp_path / 'unbroken', static_records)
+  save = dynamics_parity.RunState.save
+
+  def save_then_die(state, progress):
+    save(state, progress)
+    raise _Killed()
+
+  monkeypatch.setattr(dynamics_parity.RunState, 'save', save_then_die)
+  with pytest.raises(_Killed):
+    _train(tmp_path / 'killed', static_records)
+  monkeypatch.setattr(dynamics_parity.RunState, 'save', save)
+  resumed, run = _train(tmp_path / 'killed', static_records)
+  assert resumed['resumed_at'] == [3]
+  assert unbroken['resumed_at'] == []
+  assert sorted(resumed['curve']) == sorted(unbroken['curve']) == ['3', '6']
+  for step in ('3', '6'):
+    for name, value in unbroken['curve'][step].items():
+      assert resumed['curve'][step][name] == pytest.approx(value, rel=1e-5), (
+          step,
+          name,
+      )
+  assert not (run / 'state').exists()
