@@ -268,6 +268,7 @@ def stock_params(
     static_dir: str,
     max_predictions: int,
     seed: Optional[int] = None,
+    shuffle_buffer_size: Optional[int] = None,
 ) -> cfg.ExperimentConfig:
   """Model Garden's own task on the same model, reading static records.
 
@@ -276,6 +277,8 @@ def stock_params(
     static_dir: statically masked records.
     max_predictions: their masked positions per sequence.
     seed: of Model Garden's input pipeline (None: unseeded).
+    shuffle_buffer_size: its example shuffle buffer (None: Model Garden's
+      default).
 
   Returns:
     The experiment with Model Garden's task (`stock_task_config` of the
@@ -298,6 +301,8 @@ def stock_params(
       is_training=True,
       seed=seed,
   )
+  if shuffle_buffer_size is not None:
+    train_data = train_data.replace(shuffle_buffer_size=shuffle_buffer_size)
   objective = objectives.for_task_config(params.task)
   if objective.stock_task_config is None:
     raise ValueError(

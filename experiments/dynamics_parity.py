@@ -14,10 +14,18 @@ and schedule, for every `--seeds` seed, and is evaluated every
   ours_dynamic  our task on the masking its paper's gin file selects,
                 masked afresh every batch (masked LM, ELECTRA);
 
-and, for ELECTRA, the two runs that split the masking into its parts:
+and, for ELECTRA, the two runs that split the masking into its parts and
+one that gives the stock task our example shuffling:
 
-  ours_dynamic_801010  dynamic masking with BERT's 80/10/10 split;
-  ours_static_85015    static records with ELECTRA's 85/0/15 split.
+  ours_dynamic_801010       dynamic masking with BERT's 80/10/10 split;
+  ours_static_85015         static records with ELECTRA's 85/0/15 split;
+  stock_static_our_shuffle  stock_static shuffling its examples in a
+                            buffer of our loader's 10,000, not Model
+                            Garden's default 100 (within the first epoch
+                            both read the records' hash order nearly
+                            unchanged; from the second on, a buffer of
+                            100 replays the first epoch's batches almost
+                            as they were).
 
 Static and dynamic masking choose the same number of positions
 (`masking.mask_batch` serves both); within the first epoch (1,018 steps of
@@ -61,6 +69,7 @@ Example (records are built under --runs_dir from --corpus when missing):
 """
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -135,12 +144,16 @@ class Variant:
     stock: Model Garden's task instead of ours.
     records: the key in `RECORDS` of the records it reads.
     bindings: gin bindings after the objective's.
+    stock_shuffles_as_ours: a stock variant shuffles its examples in a
+      buffer as large as our loader's (`pretrain_data.shuffle_buffer_size`)
+      instead of Model Garden's default (`cfg.DataConfig`, 100).
   """
 
   name: str
   stock: bool
   records: str
   bindings: Tuple[str, ...] = ()
+  stock_shuffles_as_ours: bool = False
 
 
 VARIANTS = {
@@ -170,6 +183,13 @@ VARIANTS = {
             False,
             'static_85015',
             ("pretrain_data.masking='static'",),
+        ),
+        Variant(
+            'stock_static_our_shuffle',
+            True,
+            'static',
+            ("pretrain_data.masking='static'",),
+            stock_shuffles_as_ours=True,
         ),
     )
 }
@@ -227,6 +247,7 @@ OBJECTIVES = {
                 'ours_dynamic',
                 'ours_dynamic_801010',
                 'ours_static_85015',
+                'stock_static_our_shuffle',
             ),
             bindings=(
                 (
@@ -286,6 +307,12 @@ def define_flags() -> None:
   )
   flags.DEFINE_list('objectives', list(OBJECTIVES), 'Objectives to run.')
   flags.DEFINE_list('seeds', ['1', '2', '3'], 'Seeds of every variant.')
+  flags.DEFINE_list(
+      'variants',
+      None,
+      'Variants to train (default: every variant of each objective); the '
+      'report covers every finished run.',
+  )
   flags.DEFINE_integer('train_steps', 2000, 'Steps of every run.')
   flags.DEFINE_integer('eval_every', 500, 'Steps between evaluations.')
   flags.DEFINE_integer('eval_batches', 20, 'Held-out batches per evaluation.')
@@ -373,7 +400,10 @@ def _gin(
 
 
 def _stock_params(
-    params: cfg.ExperimentConfig, static_dir: str, seed: int
+    params: cfg.ExperimentConfig,
+    static_dir: str,
+    seed: int,
+    shuffles_as_ours: bool = False,
 ) -> cfg.ExperimentConfig:
   """Model Garden's own task on the same model, reading the static records."""
   metadata = records.load_metadata(static_dir)
@@ -382,6 +412,11 @@ def _stock_params(
       static_dir,
       metadata['static_masking']['max_predictions_per_seq'],
       seed=seed,
+      shuffle_buffer_size=(
+          params.task.train_data.shuffle_buffer_size
+          if shuffles_as_ours
+          else None
+      ),
   )
 
 
@@ -563,6 +598,36 @@ def _output_names(variant: Variant, objective: str) -> Tuple:
   return OUTPUT_NAMES['stock']
 
 
+def run_params(
+    runs_dir: str,
+    objective_name: str,
+    variant_name: str,
+    seed: int,
+    schedule: Schedule,
+    extra_bindings: Sequence[str] = (),
+) -> Tuple[cfg.ExperimentConfig, cfg.ExperimentConfig]:
+  """Our experiment for a run, and the one it trains (stock: Model Garden's).
+
+  Parses the run's gin configuration (`_gin`, then `extra_bindings`).
+  """
+  variant = VARIANTS[variant_name]
+  files, bindings = _gin(
+      OBJECTIVES[objective_name], variant, runs_dir, seed, schedule
+  )
+  gin_utils.parse_config(files, [*bindings, *extra_bindings])
+  ours, _ = experiment.experiment_config()
+  train_data = ours.task.train_data
+  ours.task.train_data = train_data.replace(seed=seed, masking_seed=seed)
+  if not variant.stock:
+    return ours, ours
+  return ours, _stock_params(
+      ours,
+      records_dir(runs_dir, 'static'),
+      seed,
+      variant.stock_shuffles_as_ours,
+  )
+
+
 def train_one(
     runs_dir: str,
     objective_name: str,
@@ -581,21 +646,14 @@ def train_one(
     schedule: its length and evaluations.
     extra_bindings: gin bindings after the run's own (smaller sizes).
   """
-  objective = OBJECTIVES[objective_name]
   variant = VARIANTS[variant_name]
-  files, bindings = _gin(objective, variant, runs_dir, seed, schedule)
-  gin_utils.parse_config(files, [*bindings, *extra_bindings])
-  params, _ = experiment.experiment_config()
+  ours, params = run_params(
+      runs_dir, objective_name, variant_name, seed, schedule, extra_bindings
+  )
   operative = gin.config_str()
-  train_data = params.task.train_data
-  params.task.train_data = train_data.replace(seed=seed, masking_seed=seed)
   tf_keras.utils.set_random_seed(seed)
-  batches = _held_out_batches(runs_dir, params, schedule.eval_batches)
-  if variant.stock:
-    params = _stock_params(params, records_dir(runs_dir, 'static'), seed)
-    trainer_cls = base_trainer.Trainer
-  else:
-    trainer_cls = trainer_lib.Trainer
+  batches = _held_out_batches(runs_dir, ours, schedule.eval_batches)
+  trainer_cls = base_trainer.Trainer if variant.stock else trainer_lib.Trainer
   task = task_factory.get_task(params.task)
   trainer = train_utils.create_trainer(
       params, task, train=True, evaluate=False, trainer_cls=trainer_cls
@@ -721,30 +779,115 @@ def _data_from_step(trainer, task, params, step: int):
   return trainer.strategy.distribute_datasets_from_function(dataset_fn)
 
 
+def replay_shares(
+    first: Sequence[Sequence[str]], second: Sequence[Sequence[str]]
+) -> Dict[str, float]:
+  """How much of each second-epoch batch repeats the first epoch's batches.
+
+  Args:
+    first: the first epoch's batches, each a list of its sequences' keys.
+    second: the second epoch's first batches, the same way.
+
+  Returns:
+    `same_batch`: the mean, over `second`'s batches j, of the share of
+    batch j's sequences that were in the first epoch's batch j;
+    `within_two`: the same for the first epoch's batches j-2 to j+2.
+  """
+  where = {}
+  for index, batch in enumerate(first):
+    for key in batch:
+      where.setdefault(key, []).append(index)
+  same, near = [], []
+  for j, batch in enumerate(second):
+    places = [where.get(key, []) for key in batch]
+    same.append(statistics.fmean(j in p for p in places))
+    near.append(
+        statistics.fmean(any(abs(i - j) <= 2 for i in p) for p in places)
+    )
+  return dict(
+      same_batch=statistics.fmean(same), within_two=statistics.fmean(near)
+  )
+
+
+# The variants whose training order the report measures (`epoch_replay`).
+REPLAY_VARIANTS = ('ours_static', 'stock_static', 'stock_static_our_shuffle')
+
+
+def epoch_replay(
+    runs_dir: str,
+    objective_name: str,
+    variant_name: str,
+    seed: int = 1,
+    batches: int = 50,
+    extra_bindings: Sequence[str] = (),
+) -> Dict[str, float]:
+  """`replay_shares` of a run's training stream, as its loader reads it.
+
+  Args:
+    runs_dir: the grid's directory (its static records).
+    objective_name: an `OBJECTIVES` key.
+    variant_name: a `VARIANTS` key.
+    seed: the run's seed.
+    batches: second-epoch batches compared.
+    extra_bindings: gin bindings after the run's own.
+
+  Returns:
+    `replay_shares` and the epoch's length in batches (`epoch_batches`).
+  """
+  _, params = run_params(
+      runs_dir, objective_name, variant_name, seed, Schedule(), extra_bindings
+  )
+  train_data = params.task.train_data
+  examples = records.load_metadata(records_dir(runs_dir, 'static'))['splits'][
+      'train'
+  ]['num_examples']
+  epoch = examples // train_data.global_batch_size
+  dataset = task_factory.get_task(params.task).build_inputs(train_data)
+  keys = []
+  for batch in dataset.take(epoch + batches):
+    ids = batch['input_word_ids']
+    keys.append([hashlib.md5(row.tobytes()).hexdigest() for row in ids.numpy()])
+  return dict(replay_shares(keys[:epoch], keys[epoch:]), epoch_batches=epoch)
+
+
 def _curve_path(runs_dir: str, name: str) -> str:
   return os.path.join(runs_dir, name, 'curve.json')
 
 
-# The variants that split the masking into its parts run after the others.
-_ABLATIONS = ('ours_dynamic_801010', 'ours_static_85015')
+# The diagnostic variants run after the others, in this order.
+_ABLATIONS = (
+    'stock_static_our_shuffle',
+    'ours_dynamic_801010',
+    'ours_static_85015',
+)
 
 
 def jobs_left(
-    runs_dir: str, objective_names: Sequence[str], seeds: Sequence[int]
+    runs_dir: str,
+    objective_names: Sequence[str],
+    seeds: Sequence[int],
+    variant_names: Optional[Sequence[str]] = None,
 ) -> List[Tuple[str, str, int]]:
   """(objective, variant, seed) of every run without a curve, in run order.
 
-  Seed by seed, so that an interrupted grid has whole seeds; the masking
-  ablations after every other run.
+  Seed by seed, so that an interrupted grid has whole seeds; the
+  diagnostic variants (`_ABLATIONS`: the stock task shuffling as ours, then
+  the masking's parts) after every other run, in that order.
   """
   jobs = [
       (o, v, s)
       for s in seeds
       for o in objective_names
       for v in OBJECTIVES[o].variants
+      if variant_names is None or v in variant_names
       if not tf.io.gfile.exists(_curve_path(runs_dir, run_name(o, v, s)))
   ]
-  return sorted(jobs, key=lambda job: job[1] in _ABLATIONS)
+  return sorted(
+      jobs,
+      key=lambda job: (
+          _ABLATIONS.index(job[1]) + 1 if job[1] in _ABLATIONS else 0
+      ),
+  )
 
 
 def run_all(
@@ -753,6 +896,7 @@ def run_all(
     seeds: Sequence[int],
     schedule: Schedule,
     parallel: int = 1,
+    variant_names: Optional[Sequence[str]] = None,
 ) -> None:
   """Trains every run that has no curve yet, one subprocess each.
 
@@ -760,7 +904,9 @@ def run_all(
   (`TF_NUM_INTRAOP_THREADS=1`): a model this small keeps one core busy
   better than it splits over two.
   """
-  pending = list(enumerate(jobs_left(runs_dir, objective_names, seeds), 1))
+  pending = list(
+      enumerate(jobs_left(runs_dir, objective_names, seeds, variant_names), 1)
+  )
   total = len(pending)
   running = []
   environment = dict(os.environ)
@@ -843,6 +989,17 @@ COMPARISONS = (
         'ours_dynamic',
         'ours_static_85015',
         'dynamic against static masking, both 85/0/15',
+    ),
+    (
+        'stock_static_our_shuffle',
+        'stock_static',
+        "Model Garden's task shuffling as ours (10,000 examples) against "
+        'its default (100)',
+    ),
+    (
+        'ours_static',
+        'stock_static_our_shuffle',
+        'ours against Model Garden, both shuffling 10,000 examples',
     ),
 )
 
@@ -996,6 +1153,7 @@ def markdown(
     header: str,
     schedule: Schedule,
     ceiling: Optional[Dict[str, float]] = None,
+    replay: Optional[Dict[str, Dict[str, float]]] = None,
 ) -> str:
   """The report: settings, mean curves, and the verdict table."""
   lines = [
@@ -1071,6 +1229,30 @@ def markdown(
         )
     lines.append('')
   lines += summary(rows)
+  if replay:
+    epoch = next(iter(replay.values()))['epoch_batches']
+    lines += [
+        '## Training order',
+        '',
+        "Model Garden's pretraining loader shuffles examples in a buffer of "
+        "100 (`cfg.DataConfig`'s default), ours in one of 10,000 "
+        '(`pretrain_data.shuffle_buffer_size`). The records are stored in a '
+        'hashed order, so both read a shuffled first epoch; from the second '
+        'epoch on a buffer of 100 gives back nearly the same batches. Each '
+        "loader's ELECTRA training stream, seed 1, epoch = "
+        f"{epoch:,} batches, over the second epoch's first "
+        'batches (`epoch_replay`):',
+        '',
+        '| variant | sequences of a batch from the same first-epoch batch '
+        '| from within two batches of it |',
+        '|---|---|---|',
+        *(
+            f'| {v} | {shares["same_batch"]:.3f} | '
+            f'{shares["within_two"]:.3f} |'
+            for v, shares in replay.items()
+        ),
+        '',
+    ]
   lines += [
       '## Differences at each checkpoint',
       '',
@@ -1103,6 +1285,9 @@ def write_report(
   results = collect(runs_dir, objective_names, seeds)
   rows = comparisons(results)
   ceiling = held_out_ceiling(runs_dir, schedule.eval_batches)
+  replay = None
+  if 'stock_static_our_shuffle' in results.get('electra', {}):
+    replay = {v: epoch_replay(runs_dir, 'electra', v) for v in REPLAY_VARIANTS}
   tf.io.gfile.makedirs(output_dir)
   for o, by_variant in results.items():
     plot(
@@ -1126,6 +1311,7 @@ def write_report(
           },
           comparisons=rows,
           context_free=ceiling,
+          training_order=replay,
       ),
   )
   json_files.write_text(
@@ -1136,6 +1322,7 @@ def write_report(
           provenance.provenance('experiments.dynamics_parity'),
           schedule,
           ceiling,
+          replay,
       ),
   )
   return stem + '.md'
@@ -1153,6 +1340,11 @@ def main(argv: Sequence[str]) -> None:
     raise cli.UserError(
         f'--objectives: unknown {sorted(unknown)}; known: {list(OBJECTIVES)}.'
     )
+  unknown = set(FLAGS.variants or ()) - set(VARIANTS)
+  if unknown:
+    raise cli.UserError(
+        f'--variants: unknown {sorted(unknown)}; known: {list(VARIANTS)}.'
+    )
   schedule = Schedule(FLAGS.train_steps, FLAGS.eval_every, FLAGS.eval_batches)
   if FLAGS.run:
     objective, variant, seed = FLAGS.run.split(':')
@@ -1160,7 +1352,14 @@ def main(argv: Sequence[str]) -> None:
     return
   if not FLAGS.report_only:
     prepare_records(FLAGS.corpus, FLAGS.runs_dir)
-    run_all(FLAGS.runs_dir, FLAGS.objectives, seeds, schedule, FLAGS.parallel)
+    run_all(
+        FLAGS.runs_dir,
+        FLAGS.objectives,
+        seeds,
+        schedule,
+        FLAGS.parallel,
+        FLAGS.variants,
+    )
   path = write_report(
       FLAGS.runs_dir,
       FLAGS.output_dir or FLAGS.runs_dir,

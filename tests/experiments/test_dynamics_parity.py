@@ -274,3 +274,41 @@ def test_a_killed_run_resumes_where_it_stopped(
           name,
       )
   assert not (run / 'state').exists()
+
+
+def test_replay_shares_by_hand():
+  first = [['a', 'b'], ['c', 'd'], ['e', 'f'], ['g', 'h']]
+  second = [['a', 'c'], ['e', 'z']]
+  # Batch 0: a was in batch 0, c in batch 1; batch 1: e in batch 2, z new.
+  assert dynamics_parity.replay_shares(first, second) == dict(
+      same_batch=0.25, within_two=0.75
+  )
+
+
+def test_the_stock_task_shuffles_as_ours_in_its_variant(
+    tmp_path, static_records
+):
+  """The variant gives Model Garden's loader our shuffle buffer, not 100.
+
+  With a buffer of 2 examples, the second epoch's batches are nearly the
+  first's, in ours and in the stock task given our buffer; Model Garden's
+  default buffer of 100 mixes the fixture's whole epoch.
+  """
+  os.symlink(static_records, tmp_path / 'records_static')
+  bindings = (
+      *_TINY,
+      'pretrain_data.train_batch_size = 2',
+      'pretrain_data.shuffle_buffer_size = 2',
+  )
+  try:
+    shares = {
+        v: dynamics_parity.epoch_replay(
+            str(tmp_path), 'electra', v, batches=10, extra_bindings=bindings
+        )
+        for v in dynamics_parity.REPLAY_VARIANTS
+    }
+  finally:
+    gin.clear_config()
+  assert shares['ours_static']['within_two'] > 0.5
+  assert shares['stock_static_our_shuffle']['within_two'] > 0.5
+  assert shares['stock_static']['within_two'] < 0.3
