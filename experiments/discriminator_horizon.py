@@ -56,26 +56,41 @@ class HorizonRun:
     description: what it trains, for the report.
     run: its paper gin files, as a regeneration run.
     generator_metric: the held-out masked-LM accuracy's metric name.
+    bindings: settings after the scale's, each said in `description`.
   """
 
   name: str
   description: str
   run: registry.Run
   generator_metric: str = 'masked_lm_accuracy'
+  bindings: Tuple[str, ...] = ()
 
+
+_ELECTRA_SMALL = registry.Run(
+    'electra_small', 'ELECTRA_small', ('gin/papers/001_ale/electra_small.gin',)
+)
 
 RUNS: Dict[str, HorizonRun] = {
     h.name: h
     for h in (
         HorizonRun(
             'electra',
-            "001's ELECTRA_small recipe (LAMB, temperature 0.8, a 64-wide "
-            'generator)',
-            registry.Run(
-                'electra_small',
-                'ELECTRA_small',
-                ('gin/papers/001_ale/electra_small.gin',),
+            "001's ELECTRA_small model and objective (temperature 0.8, a "
+            "64-wide generator) trained with AdamW at 2e-3, the cpu scale's "
+            "optimizer of 003 and 004, instead of 001's LAMB at 2e-2: held "
+            'near its peak, LAMB collapsed the generator '
+            '(`discriminator_horizon_electra_lamb.md`)',
+            _ELECTRA_SMALL,
+            bindings=(
+                "optimization.optimizer = 'adamw'",
+                'optimization.learning_rate = 2e-3',
             ),
+        ),
+        HorizonRun(
+            'electra_lamb',
+            "001's ELECTRA_small recipe (LAMB at 2e-2, temperature 0.8, a "
+            '64-wide generator)',
+            _ELECTRA_SMALL,
         ),
         HorizonRun(
             'script',
@@ -221,6 +236,7 @@ def train_command(
           f'--gin_param={b}'
           for b in bindings(max_steps, eval_every, held_out_steps)
       ),
+      *(f'--gin_param={b}' for b in horizon.bindings),
       f'--model_dir={model_dir}',
       '--mode=train_and_eval',
       '--strategy=cpu',

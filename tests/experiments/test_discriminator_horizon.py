@@ -2,7 +2,11 @@
 
 import json
 
+import gin
+import pytest
+
 from experiments import discriminator_horizon
+from official_repro.training import gin_utils
 
 
 def test_the_targets_need_recall_above_and_auc_at_least():
@@ -45,6 +49,34 @@ def test_the_command_trains_the_cpu_scale_on_the_long_schedule():
       '--model_dir=/run',
   ):
     assert expected in command
+
+
+@pytest.mark.parametrize(
+    'run, optimizer, learning_rate',
+    [('electra', 'adamw', 2e-3), ('electra_lamb', 'lamb', 2e-2)],
+)
+def test_the_electra_runs_train_with_their_optimizer(
+    run, optimizer, learning_rate
+):
+  """The gin the command parses ends with the run's optimizer and rate."""
+  command = discriminator_horizon.train_command(
+      discriminator_horizon.RUNS[run],
+      '/records',
+      '/run',
+      max_steps=30000,
+      eval_every=1000,
+      held_out_steps=20,
+      mixed_precision='float32',
+  )
+  files = [a.split('=', 1)[1] for a in command if a.startswith('--gin_file')]
+  params = [a.split('=', 1)[1] for a in command if a.startswith('--gin_param')]
+  try:
+    gin_utils.parse_config(files, params)
+    assert gin.query_parameter('optimization.optimizer') == optimizer
+    assert gin.query_parameter('optimization.learning_rate') == learning_rate
+    assert gin.query_parameter('electra.temperature') == 0.8
+  finally:
+    gin.clear_config()
 
 
 def test_report_gives_the_curve_the_verdict_and_the_public_points(tmp_path):
