@@ -1236,9 +1236,13 @@ def markdown(
         '',
         "Model Garden's pretraining loader shuffles examples in a buffer of "
         "100 (`cfg.DataConfig`'s default), ours in one of 10,000 "
-        '(`pretrain_data.shuffle_buffer_size`). The records are stored in a '
-        'hashed order, so both read a shuffled first epoch; from the second '
-        'epoch on a buffer of 100 gives back nearly the same batches. Each '
+        '(`pretrain_data.shuffle_buffer_size`). google-research/electra '
+        'also shuffles in a buffer of 100, but behind interleaved reads of '
+        'its shards (1,000 by default), whose order it reshuffles every '
+        'epoch; these records are one shard. They are stored in a hashed '
+        'order, so every loader reads a shuffled first epoch; from the '
+        'second on, a buffer of 100 over one shard gives back nearly the '
+        'same batches. Each '
         "loader's ELECTRA training stream, seed 1, epoch = "
         f"{epoch:,} batches, over the second epoch's first "
         'batches (`epoch_replay`):',
