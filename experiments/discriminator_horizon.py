@@ -26,6 +26,7 @@ Example (the cpu scale's records are those `experiments.regenerate
 """
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -76,10 +77,11 @@ RUNS: Dict[str, HorizonRun] = {
         HorizonRun(
             'electra',
             "001's ELECTRA_small model and objective (temperature 0.8, a "
-            "64-wide generator) trained with AdamW at 2e-3, the cpu scale's "
-            "optimizer of 003 and 004, instead of 001's LAMB at 2e-2: held "
-            'near its peak, LAMB collapsed the generator '
-            '(`discriminator_horizon_electra_lamb.md`)',
+            "64-wide generator) trained with AdamW at 2e-3 (the cpu scale's "
+            "optimizer of 002, 003 and 004; 001's betas, epsilon and weight "
+            "decay kept) instead of 001's LAMB at 2e-2, under which one run "
+            "of this schedule lost its generator's accuracy once the rate "
+            'neared its peak (`discriminator_horizon_electra_lamb.md`)',
             _ELECTRA_SMALL,
             bindings=(
                 "optimization.optimizer = 'adamw'",
@@ -450,12 +452,43 @@ def plot_curve(
   pyplot.close(figure)
 
 
+RUN_FILENAME = 'horizon_run.json'
+
+
+def claim_model_dir(model_dir: str, horizon: HorizonRun) -> None:
+  """Marks `model_dir` as `horizon`'s run; refuses another run's directory.
+
+  `official_repro.train` refuses a directory trained on another model or
+  records, but not under another optimizer, which is what tells the
+  ELECTRA runs apart.
+
+  Raises:
+    cli.UserError: the directory holds another horizon run.
+  """
+  path = os.path.join(model_dir, RUN_FILENAME)
+  mine = dict(run=horizon.name, bindings=list(horizon.bindings))
+  if tf.io.gfile.exists(path):
+    with tf.io.gfile.GFile(path) as f:
+      theirs = json.load(f)
+    if theirs != mine:
+      raise cli.UserError(
+          f'--model_dir {model_dir} holds the horizon run '
+          f'{theirs["run"]!r} ({theirs["bindings"]}), not '
+          f'--run={horizon.name}; give its own directory.'
+      )
+    return
+  tf.io.gfile.makedirs(model_dir)
+  json_files.write_json(path, mine)
+
+
 def main(argv: Sequence[str]) -> None:
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   horizon = RUNS[FLAGS.run]
   if not FLAGS.report_only and not FLAGS.records:
     raise cli.UserError("--records: give the cpu scale's record directory.")
+  if not FLAGS.report_only:
+    claim_model_dir(FLAGS.model_dir, horizon)
   command = train_command(
       horizon,
       FLAGS.records or '<records>',

@@ -21,16 +21,16 @@ one that gives the stock task our example shuffling:
   ours_static_85015         static records with ELECTRA's 85/0/15 split;
   stock_static_our_shuffle  stock_static shuffling its examples in a
                             buffer of our loader's 10,000, not Model
-                            Garden's default 100 (within the first epoch
-                            both read the records' hash order nearly
-                            unchanged; from the second on, a buffer of
-                            100 replays the first epoch's batches almost
-                            as they were).
+                            Garden's default 100: over records in one
+                            shard, a buffer of 100 puts most sequences of
+                            the second epoch back within a batch of where
+                            the first epoch had them (`epoch_replay`,
+                            measured in the report).
 
 Static and dynamic masking choose the same number of positions
-(`masking.mask_batch` serves both); within the first epoch (1,018 steps of
-128 sequences here) a static record is seen once, so re-masking cannot act
-before it.
+(`masking.mask_batch` serves both); within the first epoch (130,277
+sequences here, 1,017.8 batches of 128) a static record is seen once, so
+re-masking cannot act before it.
 
 The evaluation is computed here, the same for every variant, from each
 model's outputs (ours: `mlm_logits`, `rtd_logits`, `rtd_labels`,
@@ -53,10 +53,10 @@ written when the run ends); a rerun skips finished runs and resumes an
 interrupted one from its last evaluation (`state/`: the weights, optimizer
 and step, and the curve so far). A resumed run replays its data stream from
 that step (the same records in the same order, the same masks), but its
-sampling ops start a new random stream, so an ELECTRA or TEAMS run's
-replacements after the resumption are other draws from the same
-distribution; `curve.json` lists the steps it resumed at
-(`resumed_at`). The report,
+sampling ops restart their seeded stream from its beginning, so an ELECTRA
+or TEAMS run's replacements after the resumption are not the unbroken
+run's; `curve.json` lists the steps it resumed at (`resumed_at`). A run is
+resumed only under the schedule it started with. The report,
 `<output_dir>/dynamics_parity_cpu.md` and `.json`, gives each objective's
 mean curves and, at each checkpoint and for each metric, whether ours minus
 stock (and dynamic minus static) exceeds twice its standard error;
@@ -77,7 +77,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -92,6 +92,7 @@ from experiments import benchmark_pretraining
 from experiments import provenance
 from experiments.regeneration import registry
 from experiments.regeneration import runner
+from official.core import base_task
 from official.core import base_trainer
 from official.core import config_definitions as cfg
 from official.core import task_factory
@@ -403,7 +404,7 @@ def _stock_params(
     params: cfg.ExperimentConfig,
     static_dir: str,
     seed: int,
-    shuffles_as_ours: bool = False,
+    stock_shuffles_as_ours: bool = False,
 ) -> cfg.ExperimentConfig:
   """Model Garden's own task on the same model, reading the static records."""
   metadata = records.load_metadata(static_dir)
@@ -414,7 +415,7 @@ def _stock_params(
       seed=seed,
       shuffle_buffer_size=(
           params.task.train_data.shuffle_buffer_size
-          if shuffles_as_ours
+          if stock_shuffles_as_ours
           else None
       ),
   )
@@ -608,8 +609,19 @@ def run_params(
 ) -> Tuple[cfg.ExperimentConfig, cfg.ExperimentConfig]:
   """Our experiment for a run, and the one it trains (stock: Model Garden's).
 
-  Parses the run's gin configuration (`_gin`, then `extra_bindings`).
+  Args:
+    runs_dir: the grid's directory.
+    objective_name: an `OBJECTIVES` key.
+    variant_name: a `VARIANTS` key.
+    seed: the run's seed.
+    schedule: its length and evaluations.
+    extra_bindings: gin bindings after the run's own.
+
+  Returns:
+    (ours, the run's): the same experiment for our variants; for a stock
+    one, Model Garden's task on ours' model, trainer and records.
   """
+  gin.clear_config()
   variant = VARIANTS[variant_name]
   files, bindings = _gin(
       OBJECTIVES[objective_name], variant, runs_dir, seed, schedule
@@ -680,11 +692,15 @@ def train_one(
   numpy_batches = [{k: v.numpy() for k, v in b.items()} for b in batches]
   out_dir = os.path.join(runs_dir, run_name(objective_name, variant_name, seed))
   state = RunState(out_dir, trainer.checkpoint)
-  progress = state.restore()
+  progress = state.restore(schedule)
   step = progress['step']
   if step:
     trainer.train_dataset = _data_from_step(trainer, task, params, step)
-    print(f'{out_dir}: resumed at step {step}', flush=True)
+    print(
+        f'{run_name(objective_name, variant_name, seed)} resumed at step '
+        f'{step}',
+        flush=True,
+    )
   start = time.time() - progress['seconds']
   while step < schedule.train_steps:
     steps = min(schedule.eval_every, schedule.train_steps - step)
@@ -730,32 +746,62 @@ class RunState:
   """
 
   def __init__(self, run_dir: str, checkpoint: tf.train.Checkpoint):
+    """Keeps the state under `run_dir`/state.
+
+    Args:
+      run_dir: the run's directory.
+      checkpoint: what a resumption restores (with a `global_step`).
+    """
     self._dir = os.path.join(run_dir, 'state')
     self._progress_path = os.path.join(self._dir, 'progress.json')
     self._manager = tf.train.CheckpointManager(
         checkpoint, self._dir, max_to_keep=1
     )
 
-  def restore(self) -> Dict:
-    """Restores the last checkpoint; its step, seconds, curve and resumes."""
-    progress = dict(step=0, seconds=0.0, curve={}, resumed_at=[])
+  def restore(self, schedule: Schedule) -> Dict[str, Any]:
+    """Restores the last checkpoint, if any, and the progress up to it.
+
+    Args:
+      schedule: the run's; it must be the one the state was saved under.
+
+    Returns:
+      `step` (0 for a new run), `seconds` of training so far, the `curve`
+      up to `step` ({str(step): metrics}) and the steps it `resumed_at`.
+
+    Raises:
+      cli.UserError: the state was saved under another schedule.
+    """
+    progress = dict(
+        step=0,
+        seconds=0.0,
+        curve={},
+        resumed_at=[],
+        schedule=dataclasses.asdict(schedule),
+    )
     if self._manager.latest_checkpoint is None:
       return progress
+    with tf.io.gfile.GFile(self._progress_path) as f:
+      saved = json.load(f)
+    if saved['schedule'] != progress['schedule']:
+      raise cli.UserError(
+          f'{self._dir}: this run was started with {saved["schedule"]}, not '
+          f'{progress["schedule"]}; rerun with those flags, or delete '
+          f'{os.path.dirname(self._dir)} to start it again.'
+      )
     self._manager.checkpoint.restore(
         self._manager.latest_checkpoint
     ).assert_existing_objects_matched()
     step = int(self._manager.checkpoint.global_step.numpy())
-    with tf.io.gfile.GFile(self._progress_path) as f:
-      saved = json.load(f)
     progress.update(
         step=step,
         seconds=saved['seconds'],
         curve={k: v for k, v in saved['curve'].items() if int(k) <= step},
-        resumed_at=[*saved['resumed_at'], step],
+        resumed_at=saved['resumed_at']
+        + ([step] if step < schedule.train_steps else []),
     )
     return progress
 
-  def save(self, progress: Dict) -> None:
+  def save(self, progress: Dict[str, Any]) -> None:
     """Saves the curve so far, then the weights, optimizer and step."""
     tf.io.gfile.makedirs(self._dir)
     json_files.write_json(self._progress_path, progress)
@@ -763,14 +809,23 @@ class RunState:
 
   def remove(self) -> None:
     """Deletes the state of a finished run (its curve.json is written)."""
-    tf.io.gfile.rmtree(self._dir)
+    if tf.io.gfile.exists(self._dir):
+      tf.io.gfile.rmtree(self._dir)
 
 
-def _data_from_step(trainer, task, params, step: int):
+def _data_from_step(
+    trainer: base_trainer.Trainer,
+    task: base_task.Task,
+    params: cfg.ExperimentConfig,
+    step: int,
+) -> tf.distribute.DistributedDataset:
   """The run's training stream from batch `step` on, as an unbroken run's.
 
   Skipping reads (and masks) the first `step` batches again, so every
-  random choice inside the input pipeline is replayed.
+  random choice inside the input pipeline is replayed. One mechanism for
+  both loaders: Model Garden's has no counterpart of our loader's
+  `start_step` (which skips records before decoding them), and a resumed
+  parity run re-reads at most 2,000 batches.
   """
 
   def dataset_fn(input_context=None):
@@ -780,36 +835,40 @@ def _data_from_step(trainer, task, params, step: int):
 
 
 def replay_shares(
-    first: Sequence[Sequence[str]], second: Sequence[Sequence[str]]
+    stream: Sequence[str], epoch: int, batch_size: int
 ) -> Dict[str, float]:
-  """How much of each second-epoch batch repeats the first epoch's batches.
+  """Where a training stream's second epoch puts each sequence.
+
+  A sequence at position p of the second epoch that was at position q of
+  the first has moved |p - q| places (the nearest q if it was there more
+  than once; infinitely far if it was not there).
 
   Args:
-    first: the first epoch's batches, each a list of its sequences' keys.
-    second: the second epoch's first batches, the same way.
+    stream: the stream's sequence keys in order; its first `epoch` keys are
+      the first epoch and the rest the start of the second.
+    epoch: sequences in an epoch.
+    batch_size: sequences in a batch.
 
   Returns:
-    `same_batch`: the mean, over `second`'s batches j, of the share of
-    batch j's sequences that were in the first epoch's batch j;
-    `within_two`: the same for the first epoch's batches j-2 to j+2.
+    `within_one_batch`: the share of the second epoch's sequences that
+    moved fewer than `batch_size` places (each one's batch then shares
+    sequences with its first-epoch batch); `median_batches_moved`: the
+    median move, in batches.
   """
   where = {}
-  for index, batch in enumerate(first):
-    for key in batch:
-      where.setdefault(key, []).append(index)
-  same, near = [], []
-  for j, batch in enumerate(second):
-    places = [where.get(key, []) for key in batch]
-    same.append(statistics.fmean(j in p for p in places))
-    near.append(
-        statistics.fmean(any(abs(i - j) <= 2 for i in p) for p in places)
-    )
+  for position, key in enumerate(stream[:epoch]):
+    where.setdefault(key, []).append(position)
+  moves = [
+      min((abs(p - q) for q in where.get(key, ())), default=math.inf)
+      for p, key in enumerate(stream[epoch:])
+  ]
   return dict(
-      same_batch=statistics.fmean(same), within_two=statistics.fmean(near)
+      within_one_batch=statistics.fmean(m < batch_size for m in moves),
+      median_batches_moved=statistics.median(moves) / batch_size,
   )
 
 
-# The variants whose training order the report measures (`epoch_replay`).
+# The variants whose second epoch the report measures (`epoch_replay`).
 REPLAY_VARIANTS = ('ours_static', 'stock_static', 'stock_static_our_shuffle')
 
 
@@ -828,34 +887,42 @@ def epoch_replay(
     objective_name: an `OBJECTIVES` key.
     variant_name: a `VARIANTS` key.
     seed: the run's seed.
-    batches: second-epoch batches compared.
+    batches: the second epoch's batches measured.
     extra_bindings: gin bindings after the run's own.
 
   Returns:
-    `replay_shares` and the epoch's length in batches (`epoch_batches`).
+    `replay_shares`, with the epoch's length in sequences
+    (`epoch_sequences`) and the batch size.
   """
   _, params = run_params(
       runs_dir, objective_name, variant_name, seed, Schedule(), extra_bindings
   )
   train_data = params.task.train_data
-  examples = records.load_metadata(records_dir(runs_dir, 'static'))['splits'][
+  epoch = records.load_metadata(records_dir(runs_dir, 'static'))['splits'][
       'train'
   ]['num_examples']
-  epoch = examples // train_data.global_batch_size
+  size = train_data.global_batch_size
+  stream = []
   dataset = task_factory.get_task(params.task).build_inputs(train_data)
-  keys = []
-  for batch in dataset.take(epoch + batches):
-    ids = batch['input_word_ids']
-    keys.append([hashlib.md5(row.tobytes()).hexdigest() for row in ids.numpy()])
-  return dict(replay_shares(keys[:epoch], keys[epoch:]), epoch_batches=epoch)
+  for batch in dataset.take(math.ceil(epoch / size) + batches):
+    stream += [
+        hashlib.md5(row.tobytes()).hexdigest()
+        for row in batch['input_word_ids'].numpy()
+    ]
+  return dict(
+      replay_shares(stream[: epoch + batches * size], epoch, size),
+      epoch_sequences=epoch,
+      batch_size=size,
+  )
 
 
 def _curve_path(runs_dir: str, name: str) -> str:
   return os.path.join(runs_dir, name, 'curve.json')
 
 
-# The diagnostic variants run after the others, in this order.
-_ABLATIONS = (
+# The diagnostic variants, which run after the others in this order: the
+# stock task shuffling as ours, then the masking's parts.
+_DIAGNOSTICS = (
     'stock_static_our_shuffle',
     'ours_dynamic_801010',
     'ours_static_85015',
@@ -870,9 +937,9 @@ def jobs_left(
 ) -> List[Tuple[str, str, int]]:
   """(objective, variant, seed) of every run without a curve, in run order.
 
-  Seed by seed, so that an interrupted grid has whole seeds; the
-  diagnostic variants (`_ABLATIONS`: the stock task shuffling as ours, then
-  the masking's parts) after every other run, in that order.
+  The main variants seed by seed, so that an interrupted grid has whole
+  seeds; then the diagnostic ones (`_DIAGNOSTICS`) variant by variant, every
+  seed of one before the next.
   """
   jobs = [
       (o, v, s)
@@ -885,7 +952,7 @@ def jobs_left(
   return sorted(
       jobs,
       key=lambda job: (
-          _ABLATIONS.index(job[1]) + 1 if job[1] in _ABLATIONS else 0
+          _DIAGNOSTICS.index(job[1]) + 1 if job[1] in _DIAGNOSTICS else 0
       ),
   )
 
@@ -921,6 +988,8 @@ def run_all(
       tf.io.gfile.makedirs(log_dir)
       # A child's stdout needs an operating-system file: a local runs_dir.
       log = open(os.path.join(log_dir, 'train.log'), 'a')
+      log.write(f'== {time.strftime("%Y-%m-%d %H:%M:%S")} started\n')
+      log.flush()
       process = subprocess.Popen(
           [
               sys.executable,
@@ -1177,7 +1246,8 @@ def markdown(
       'Variants: '
       + '; '.join(
           f'`{v.name}` ({"Model Garden" if v.stock else "ours"}, '
-          f'{v.records} records)'
+          f'{v.records} records'
+          f'{", shuffled as ours" if v.stock_shuffles_as_ours else ""})'
           for v in VARIANTS.values()
       )
       + '.',
@@ -1230,9 +1300,9 @@ def markdown(
     lines.append('')
   lines += summary(rows)
   if replay:
-    epoch = next(iter(replay.values()))['epoch_batches']
+    first = next(iter(replay.values()))
     lines += [
-        '## Training order',
+        '## Second-epoch replay',
         '',
         "Model Garden's pretraining loader shuffles examples in a buffer of "
         "100 (`cfg.DataConfig`'s default), ours in one of 10,000 "
@@ -1240,19 +1310,19 @@ def markdown(
         'also shuffles in a buffer of 100, but behind interleaved reads of '
         'its shards (1,000 by default), whose order it reshuffles every '
         'epoch; these records are one shard. They are stored in a hashed '
-        'order, so every loader reads a shuffled first epoch; from the '
-        'second on, a buffer of 100 over one shard gives back nearly the '
-        'same batches. Each '
-        "loader's ELECTRA training stream, seed 1, epoch = "
-        f"{epoch:,} batches, over the second epoch's first "
-        'batches (`epoch_replay`):',
+        'order, so every loader reads a shuffled first epoch; the '
+        'question is how far the second epoch moves each sequence from '
+        "its first-epoch place. Each loader's ELECTRA training stream, "
+        f'seed 1, an epoch of {first["epoch_sequences"]:,} sequences, '
+        f'batches of {first["batch_size"]}, over the second epoch\'s first '
+        '50 batches (`epoch_replay`):',
         '',
-        '| variant | sequences of a batch from the same first-epoch batch '
-        '| from within two batches of it |',
+        '| variant | sequences back within one batch of their first-epoch '
+        'place | median move (batches) |',
         '|---|---|---|',
         *(
-            f'| {v} | {shares["same_batch"]:.3f} | '
-            f'{shares["within_two"]:.3f} |'
+            f'| {v} | {shares["within_one_batch"]:.3f} | '
+            f'{shares["median_batches_moved"]:.1f} |'
             for v, shares in replay.items()
         ),
         '',
@@ -1315,7 +1385,7 @@ def write_report(
           },
           comparisons=rows,
           context_free=ceiling,
-          training_order=replay,
+          epoch_replay=replay,
       ),
   )
   json_files.write_text(
@@ -1344,10 +1414,19 @@ def main(argv: Sequence[str]) -> None:
     raise cli.UserError(
         f'--objectives: unknown {sorted(unknown)}; known: {list(OBJECTIVES)}.'
     )
-  unknown = set(FLAGS.variants or ()) - set(VARIANTS)
-  if unknown:
+  if FLAGS.variants is not None:
+    trained = {v for o in FLAGS.objectives for v in OBJECTIVES[o].variants}
+    unknown = set(FLAGS.variants) - trained
+    if unknown or not FLAGS.variants:
+      raise cli.UserError(
+          f'--variants: {sorted(unknown) or "none given"} not among the '
+          f'variants of --objectives={",".join(FLAGS.objectives)}: '
+          f'{sorted(trained)}.'
+      )
+  if FLAGS.train_steps < 1 or FLAGS.eval_every < 1:
     raise cli.UserError(
-        f'--variants: unknown {sorted(unknown)}; known: {list(VARIANTS)}.'
+        f'--train_steps={FLAGS.train_steps} and --eval_every='
+        f'{FLAGS.eval_every} must be at least 1.'
     )
   schedule = Schedule(FLAGS.train_steps, FLAGS.eval_every, FLAGS.eval_batches)
   if FLAGS.run:

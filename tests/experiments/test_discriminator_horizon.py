@@ -6,6 +6,7 @@ import gin
 import pytest
 
 from experiments import discriminator_horizon
+from official_repro.common import cli
 from official_repro.training import gin_utils
 
 
@@ -77,6 +78,14 @@ def test_the_electra_runs_train_with_their_optimizer(
     assert gin.query_parameter('electra.temperature') == 0.8
   finally:
     gin.clear_config()
+
+
+def test_a_run_directory_belongs_to_one_horizon_run(tmp_path):
+  runs = discriminator_horizon.RUNS
+  discriminator_horizon.claim_model_dir(str(tmp_path), runs['electra'])
+  discriminator_horizon.claim_model_dir(str(tmp_path), runs['electra'])
+  with pytest.raises(cli.UserError, match="holds the horizon run 'electra'"):
+    discriminator_horizon.claim_model_dir(str(tmp_path), runs['electra_lamb'])
 
 
 def test_report_gives_the_curve_the_verdict_and_the_public_points(tmp_path):
