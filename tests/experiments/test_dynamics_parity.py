@@ -244,7 +244,11 @@ def _train(runs_dir, static_records, variant):
   return json.loads((run / 'curve.json').read_text()), run
 
 
-@pytest.mark.parametrize('variant', ['ours_static', 'stock_static'])
+@pytest.mark.parametrize(
+    'variant',
+    # Model Garden's loader resumes by the same skip (-m slow).
+    ['ours_static', pytest.param('stock_static', marks=pytest.mark.slow)],
+)
 def test_a_killed_run_resumes_where_it_stopped(
     tmp_path, static_records, monkeypatch, variant
 ):
