@@ -659,6 +659,7 @@ def train_one(
     extra_bindings: gin bindings after the run's own (smaller sizes).
   """
   variant = VARIANTS[variant_name]
+  name = run_name(objective_name, variant_name, seed)
   ours, params = run_params(
       runs_dir, objective_name, variant_name, seed, schedule, extra_bindings
   )
@@ -690,17 +691,13 @@ def train_one(
       'special_token_ids'
   ]['mask']
   numpy_batches = [{k: v.numpy() for k, v in b.items()} for b in batches]
-  out_dir = os.path.join(runs_dir, run_name(objective_name, variant_name, seed))
+  out_dir = os.path.join(runs_dir, name)
   state = RunState(out_dir, trainer.checkpoint)
   progress = state.restore(schedule)
   step = progress['step']
   if step:
     trainer.train_dataset = _data_from_step(trainer, task, params, step)
-    print(
-        f'{run_name(objective_name, variant_name, seed)} resumed at step '
-        f'{step}',
-        flush=True,
-    )
+    print(f'{name} resumed at step {step}', flush=True)
   start = time.time() - progress['seconds']
   while step < schedule.train_steps:
     steps = min(schedule.eval_every, schedule.train_steps - step)
@@ -715,7 +712,7 @@ def train_one(
     progress.update(step=step, seconds=time.time() - start)
     state.save(progress)
     print(
-        f'{run_name(objective_name, variant_name, seed)} step {step}: '
+        f'{name} step {step}: '
         + ', '.join(f'{k} {v:.4f}' for k, v in metrics.items()),
         flush=True,
     )
