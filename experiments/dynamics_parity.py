@@ -900,6 +900,9 @@ def epoch_replay(
   ]['num_examples']
   size = train_data.global_batch_size
   stream = []
+  # The loaders' shuffles take the global seed with their own, as in the
+  # run (`train_one`); unset, it is whatever the process set last.
+  tf_keras.utils.set_random_seed(seed)
   dataset = task_factory.get_task(params.task).build_inputs(train_data)
   for batch in dataset.take(math.ceil(epoch / size) + batches):
     stream += [
