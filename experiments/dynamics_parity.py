@@ -59,7 +59,8 @@ run's; `curve.json` lists the steps it resumed at (`resumed_at`). A run is
 resumed only under the schedule it started with. The report,
 `<output_dir>/dynamics_parity_cpu.md` and `.json`, gives each objective's
 mean curves and, at each checkpoint and for each metric, whether ours minus
-stock (and dynamic minus static) exceeds twice its standard error;
+stock (and dynamic minus static) exceeds twice its standard error, with
+Welch's p-value and how often that criterion flags equal means by chance;
 `dynamics_parity_cpu_<objective>.png` overlays the variants' curves.
 
 Example (records are built under --runs_dir from --corpus when missing):
@@ -85,6 +86,7 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 from absl import flags
 import gin
 import numpy as np
+from scipy import stats as scipy_stats
 import tensorflow as tf
 import tf_keras
 
@@ -1027,16 +1029,30 @@ def difference(a: Sequence[float], b: Sequence[float]) -> Dict[str, float]:
 
   The standard error is sqrt(s_a^2 / n_a + s_b^2 / n_b) (sample variances);
   the verdict is 'differs' when |gap| exceeds twice it, else 'within
-  noise'.
+  noise'. With a few seeds that criterion is loose, so two more figures
+  come with it, both from Welch's t distribution (Welch-Satterthwaite
+  degrees of freedom): `p`, the two-sided p-value of the gap, and
+  `chance_flag`, the probability that the criterion says 'differs' when
+  the two means are equal (normal seed-to-seed variation).
   """
   gap = statistics.fmean(a) - statistics.fmean(b)
-  noise = 2.0 * math.sqrt(
-      statistics.variance(a) / len(a) + statistics.variance(b) / len(b)
-  )
+  share_a = statistics.variance(a) / len(a)
+  share_b = statistics.variance(b) / len(b)
+  error = math.sqrt(share_a + share_b)
+  if error == 0.0:
+    p, chance_flag = (1.0 if gap == 0.0 else 0.0), 0.0
+  else:
+    dof = (share_a + share_b) ** 2 / (
+        share_a**2 / (len(a) - 1) + share_b**2 / (len(b) - 1)
+    )
+    p = float(2.0 * scipy_stats.t.sf(abs(gap) / error, dof))
+    chance_flag = float(2.0 * scipy_stats.t.sf(2.0, dof))
   return dict(
       gap=gap,
-      noise=noise,
-      verdict='differs' if abs(gap) > noise else 'within noise',
+      noise=2.0 * error,
+      p=p,
+      chance_flag=chance_flag,
+      verdict='differs' if abs(gap) > 2.0 * error else 'within noise',
   )
 
 
@@ -1197,6 +1213,14 @@ def summary(rows: List[Dict]) -> List[str]:
     differs = [row for row in at_step if row['verdict'] == 'differs']
     quiet = [row['metric'] for row in at_step if row['verdict'] != 'differs']
     seeds = at_step[0]['seeds']
+    every_step = [
+        row
+        for row in rows
+        if (row['objective'], row['variant'], row['against'])
+        == (objective, variant, against)
+    ]
+    flagged = sum(row['verdict'] == 'differs' for row in every_step)
+    expected = sum(row['chance_flag'] for row in every_step)
     lines.append(
         f'- {objective}, {variant} vs {against} ({at_step[0]["question"]}; '
         f'step {step:,}, {seeds[0]} and {seeds[1]} seeds): '
@@ -1204,16 +1228,24 @@ def summary(rows: List[Dict]) -> List[str]:
             'differs on '
             + ', '.join(
                 f'{row["metric"]} ({row["gap"]:+.4f}, noise '
-                f'{row["noise"]:.4f})'
+                f'{row["noise"]:.4f}, p {row["p"]:.2f})'
                 for row in differs
             )
             if differs
             else 'nothing differs'
         )
         + (f'; within noise: {", ".join(quiet)}' if quiet else '')
-        + '.'
+        + f'. Over every checkpoint, {flagged} of {len(every_step)} checks '
+        f'differ; {expected:.1f} would by chance.'
     )
   return lines + ['']
+
+
+def _share_range(shares: Sequence[float]) -> str:
+  """'a-b%' over the nonzero shares (one figure when they round alike)."""
+  shares = [x for x in shares if x > 0.0] or [0.0]
+  low, high = round(100 * min(shares)), round(100 * max(shares))
+  return f'{low}%' if low == high else f'{low}-{high}%'
 
 
 def markdown(
@@ -1332,18 +1364,24 @@ def markdown(
       '',
       'gap = mean of the first variant minus mean of the second; noise = '
       'twice the standard error of that difference over seeds; *differs* '
-      'when |gap| > noise.',
+      "when |gap| > noise. p = the gap's two-sided p-value under Welch's "
+      't-test. With 2 or 3 seeds a side the criterion is loose: when the '
+      'means are equal, it flags a check with probability P(|t| > 2) at '
+      'the Welch degrees of freedom '
+      f'({_share_range([row["chance_flag"] for row in rows])} here; the '
+      'summary above adds these up), so a lone *differs* is no finding; '
+      'a gap that holds across checkpoints and seeds is.',
       '',
       '| objective | comparison | step | metric | first | second | gap | '
-      'noise | verdict |',
-      '|---|---|---|---|---|---|---|---|---|',
+      'noise | p | verdict |',
+      '|---|---|---|---|---|---|---|---|---|---|',
   ]
   for row in rows:
     lines.append(
         f'| {row["objective"]} | {row["variant"]} vs {row["against"]} | '
         f'{row["step"]:,} | {row["metric"]} | {row["mean"]:.4f} | '
         f'{row["against_mean"]:.4f} | {row["gap"]:+.4f} | '
-        f'{row["noise"]:.4f} | {row["verdict"]} |'
+        f'{row["noise"]:.4f} | {row["p"]:.2f} | {row["verdict"]} |'
     )
   return '\n'.join(lines) + '\n'
 

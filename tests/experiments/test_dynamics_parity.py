@@ -97,6 +97,23 @@ def test_difference_is_the_gap_against_twice_its_standard_error():
   )
 
 
+def test_difference_p_and_chance_flag_follow_welchs_t():
+  # One side constant: Welch's degrees of freedom are n - 1 = 1, a Cauchy
+  # distribution, P(|T| > t) = 1 - 2 atan(t) / pi. Gap 1, standard error 1.
+  result = dynamics_parity.difference([0.0, 2.0], [0.0, 0.0])
+  assert result['p'] == pytest.approx(0.5)
+  assert result['chance_flag'] == pytest.approx(1 - 2 * np.arctan(2) / np.pi)
+  # Equal spreads, 3 and 3 seeds: 4 degrees of freedom, where
+  # P(|T| > t) = 1 - t (6 + t^2) / (t^2 + 4)^1.5 (Student's t, nu = 4).
+  result = dynamics_parity.difference([1.0, 2.0, 3.0], [0.0, 1.0, 2.0])
+  t = 1.0 / np.sqrt(2.0 / 3.0)
+  assert result['p'] == pytest.approx(1 - t * (6 + t**2) / (t**2 + 4) ** 1.5)
+  assert result['chance_flag'] == pytest.approx(1 - 2 * (6 + 4) / 8**1.5)
+  # No spread: an equal gap is certain to be noise, another certain not to.
+  assert dynamics_parity.difference([0.0, 0.0], [0.0, 0.0])['p'] == 1.0
+  assert dynamics_parity.difference([1.0, 1.0], [0.0, 0.0])['p'] == 0.0
+
+
 def _results():
   def curve(base):
     return {
