@@ -1241,6 +1241,16 @@ def summary(rows: List[Dict]) -> List[str]:
   return lines + ['']
 
 
+def _by_seed(by_variant, metric: str) -> List[str]:
+  """Each variant's `metric` at its last checkpoint, seed by seed."""
+  lines = [f'`{metric}` at the last checkpoint, in seed order:', '']
+  for variant, curve in by_variant.items():
+    step = max(curve)
+    values = ', '.join(f'{x:.4f}' for x in curve[step].get(metric, []))
+    lines.append(f'- {variant} (step {step:,}): {values}')
+  return lines
+
+
 def _share_range(shares: Sequence[float]) -> str:
   """'a-b%' over the nonzero shares (one figure when they round alike)."""
   shares = [x for x in shares if x > 0.0] or [0.0]
@@ -1329,7 +1339,7 @@ def markdown(
         lines.append(
             f'| {variant} | {step:,} | {n} | ' + ' | '.join(cells) + ' |'
         )
-    lines.append('')
+    lines += ['', *_by_seed(by_variant, metrics[0]), '']
   lines += summary(rows)
   if replay:
     first = next(iter(replay.values()))

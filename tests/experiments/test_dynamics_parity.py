@@ -211,6 +211,14 @@ def test_report_from_finished_runs(tmp_path, static_records):
       in text
   )
   assert '| ours_static | 500 | 2 | 0.1150 ± 0.0071 |' in text
+  # Seed by seed at the last checkpoint: 0.2 + 0.01 * seed.
+  assert '- ours_static (step 1,000): 0.2100, 0.2200' in text
+  # Equal curves: 0 of 4 checks differ; each flags by chance with
+  # P(|t| > 2) at Welch's 2 degrees of freedom, 1 - 2 / sqrt(6).
+  assert (
+      f'0 of 4 checks differ; {4 * (1 - 2 / np.sqrt(6)):.1f} would by '
+      'chance' in text
+  )
   assert (tmp_path / 'out' / 'dynamics_parity_cpu_masked_lm.png').exists()
   data = json.loads((tmp_path / 'out' / 'dynamics_parity_cpu.json').read_text())
   assert len(data['comparisons']) == 4  # 2 steps x 2 metrics
