@@ -91,8 +91,11 @@ RUNS: Dict[str, HorizonRun] = {
         HorizonRun(
             'electra_lamb',
             "001's ELECTRA_small recipe (LAMB at 2e-2, temperature 0.8, a "
-            '64-wide generator)',
+            '64-wide generator), its generator tied to the discriminator by '
+            'the word table only (the run predates the whole-block tying of '
+            "001's gin file)",
             _ELECTRA_SMALL,
+            bindings=('electra.tie_embedding_block = False',),
         ),
         HorizonRun(
             'script',

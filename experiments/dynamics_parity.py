@@ -259,6 +259,13 @@ OBJECTIVES = {
                     "1.0 only; 001's 0.8 is tested against the formula "
                     '(tests/tasks/test_reference_losses.py)',
                 ),
+                (
+                    'electra.tie_embedding_block = False',
+                    "Model Garden's ElectraPretrainer ties the word table "
+                    "only; 001's code also ties the position and type "
+                    'tables and the embedding LayerNorm (the paper gin '
+                    "file's setting)",
+                ),
             ),
             metrics=(
                 'masked_lm_accuracy',
@@ -274,6 +281,16 @@ OBJECTIVES = {
                 ('gin/papers/003_teams/small.gin',),
             ),
             ('ours_static', 'stock_static'),
+            bindings=(
+                (
+                    'teams.tie_embedding_block = False',
+                    "ours ties the word table only, as in this grid's "
+                    "runs made before the setting existed; Model Garden's "
+                    'TEAMS ties the whole embedding block (gin/pretrain/'
+                    'teams.gin does too; tests/tasks/'
+                    'test_model_garden_parity.py checks both against it)',
+                ),
+            ),
             metrics=(
                 'masked_lm_accuracy',
                 'mask_token_accuracy',

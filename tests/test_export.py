@@ -21,7 +21,7 @@ from tests.modeling.interchange import hf_reference  # noqa: E402  pylint: disab
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory, run_tiny_pretraining):
-  """Tiny runs: masked LM (E != H), ELECTRA, TEAMS, SCRIPT."""
+  """Tiny runs: masked LM (E != H), ELECTRA (tied block), TEAMS, SCRIPT."""
   root = tmp_path_factory.mktemp('runs')
   run_tiny_pretraining(
       root / 'masked_lm',
@@ -29,10 +29,10 @@ def runs(tmp_path_factory, run_tiny_pretraining):
       ['encoder.embedding_width = 16'],
       mode='train',
   )
-  run_tiny_pretraining(
+  run_tiny_pretraining(  # tied as the papers' code ties (one embedding block)
       root / 'electra',
       ['gin/pretrain/electra.gin'],
-      ['electra.generator_size = 0.5'],
+      ['electra.generator_size = 0.5', 'electra.tie_embedding_block = True'],
       mode='train',
   )
   run_tiny_pretraining(
@@ -121,6 +121,11 @@ def test_an_electra_run_exports_discriminator_and_generator(
   np.testing.assert_allclose(ours[real], theirs[real], atol=1e-5)
   generator = _hf_model(out / 'generator')
   assert type(generator).__name__ == 'TFElectraForMaskedLM'
+  # The generator's folder carries the shared position table.
+  np.testing.assert_array_equal(
+      generator.electra.embeddings.position_embeddings.numpy(),
+      run.model.discriminator.embedding_block[0].weights[0].numpy(),
+  )
   # Round trip: the exported discriminator reads back bit for bit.
   back = hf_models.build(hf_models.read(str(out)))
   for variable, again in zip(

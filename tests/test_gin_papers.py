@@ -764,6 +764,7 @@ _TEAMS_GIN_FIELDS = (
     'task_heads',
     'exported_representations',
     'tie_embeddings',
+    'tie_embedding_block',
     'generator_loss_weight',
     'rtd_loss_weight',
     'mws_loss_weight',
@@ -1196,3 +1197,39 @@ def test_each_paper_masks_as_its_source(clean_gin, path):
       gin.query_parameter('pretrain_data.random_token_fraction'),
   ) == PRETRAINING_MASKING[path]
   assert gin.query_parameter('pretrain_data.mask_rate') == 0.15
+
+
+# 003's ELECTRA baselines are its own reimplementation, whose code is not
+# public: they keep the word-only tying of Model Garden's ElectraPretrainer.
+_WORD_ONLY_TYING = ('003_teams/electra_',)
+
+
+def _bound_or_default(name, default):
+  try:
+    return gin.query_parameter(name)
+  except ValueError:
+    return default
+
+
+@pytest.mark.parametrize('path', _pretraining_files())
+def test_each_generator_ties_the_embedding_block_as_its_code(clean_gin, path):
+  """A generator shares the whole embedding block, as the papers' code.
+
+  google-research/electra (001), its ConvBERT fork (002) and Model Garden's
+  TEAMS (003) give the generator the discriminator's position and type
+  tables and embedding LayerNorm with its word table; SCRIPT (004) has one
+  network and masked LM none to tie.
+  """
+  del clean_gin
+  gin_utils.parse_config(
+      [os.path.join(GIN_DIR, 'papers', path)],
+      ["pretrain_data.input_path = ''", 'encoder.vocab_size = 30522'],
+  )
+  objective = gin.query_parameter('experiment.objective')
+  if objective in ('masked_lm', 'script'):
+    return
+  assert objective in ('electra', 'teams'), (path, objective)
+  assert _bound_or_default(f'{objective}.tie_embeddings', True) is True
+  assert _bound_or_default(f'{objective}.tie_embedding_block', False) is (
+      not path.startswith(_WORD_ONLY_TYING)
+  ), path

@@ -44,6 +44,9 @@ class ElectraModelConfig(pretraining.GeneratorShape, base_config.Config):
     temperature: sampling temperature of the generator's softmax.
     disallow_original: never sample the original token.
     tie_embeddings: one word-embedding table for both networks.
+    tie_embedding_block: also one position table, type table and embedding
+      LayerNorm (google-research/electra's tying; Model Garden's
+      `ElectraPretrainer` ties the word table only).
     generator_loss_weight: weight of the MLM loss.
     rtd_loss_weight: weight of the RTD loss.
     mlm_activation: activation of the MLM and RTD heads' transforms.
@@ -55,6 +58,7 @@ class ElectraModelConfig(pretraining.GeneratorShape, base_config.Config):
   temperature: float = 1.0
   disallow_original: bool = False
   tie_embeddings: bool = True
+  tie_embedding_block: bool = False
   generator_loss_weight: float = 1.0
   rtd_loss_weight: float = 1.0
   mlm_activation: str = 'gelu_tanh'
@@ -87,6 +91,7 @@ class ElectraPretrainTask(pretraining.ReplacedTokenTask):
         disallow_original=config.disallow_original,
         mlm_activation=config.mlm_activation,
         initializer_range=config.initializer_range,
+        tie_embedding_block=config.tie_embedding_block,
     )
 
   def build_losses(
@@ -157,6 +162,12 @@ def _stock_task_config(
         "Model Garden's ElectraPretrainer samples at "
         'temperature 1.0 and shares no transformer layers; measure this '
         'config with --variants=ours.'
+    )
+  if model.tie_embedding_block:
+    raise cli.UserError(
+        "Model Garden's stock ElectraPretrainer ties the word table only, "
+        'not the position and type embeddings; set '
+        'electra.tie_embedding_block = False to compare with it.'
     )
   discriminator = encoders.to_model_garden_config(model.discriminator)
   if discriminator.type != 'bert':

@@ -62,6 +62,8 @@ class TeamsModelConfig(pretraining.GeneratorShape, base_config.Config):
     exported_representations: 'mws' or 'rtd': the side kept for fine-tuning.
     temperature: sampling temperature of the generator's softmax.
     tie_embeddings: one word-embedding table for both networks.
+    tie_embedding_block: also one position table, type table and embedding
+      LayerNorm (Model Garden's TEAMS ties its whole embedding network).
     generator_loss_weight: weight of L_MLM.
     rtd_loss_weight: lambda1, weight of L_RTD.
     mws_loss_weight: lambda2, weight of L_MWS.
@@ -77,6 +79,7 @@ class TeamsModelConfig(pretraining.GeneratorShape, base_config.Config):
   exported_representations: str = 'mws'
   temperature: float = 1.0
   tie_embeddings: bool = True
+  tie_embedding_block: bool = False
   generator_loss_weight: float = 1.0
   rtd_loss_weight: float = 1.0
   mws_loss_weight: float = 1.0
@@ -141,6 +144,7 @@ class TeamsPretrainTask(pretraining.ReplacedTokenTask):
         temperature=config.temperature,
         mlm_activation=config.mlm_activation,
         initializer_range=config.initializer_range,
+        tie_embedding_block=config.tie_embedding_block,
     )
 
   def build_metrics(self, training=None) -> List[tf_keras.metrics.Metric]:

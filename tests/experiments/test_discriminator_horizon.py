@@ -53,13 +53,17 @@ def test_the_command_trains_the_cpu_scale_on_the_long_schedule():
 
 
 @pytest.mark.parametrize(
-    'run, optimizer, learning_rate',
-    [('electra', 'adamw', 2e-3), ('electra_lamb', 'lamb', 2e-2)],
+    'run, optimizer, learning_rate, whole_block',
+    [('electra', 'adamw', 2e-3, True), ('electra_lamb', 'lamb', 2e-2, False)],
 )
 def test_the_electra_runs_train_with_their_optimizer(
-    run, optimizer, learning_rate
+    run, optimizer, learning_rate, whole_block
 ):
-  """The gin the command parses ends with the run's optimizer and rate."""
+  """The gin the command parses ends with the run's optimizer and rate.
+
+  And with its embedding tying: 001's whole block, except for the LAMB run
+  made before 001's gin file set it.
+  """
   command = discriminator_horizon.train_command(
       discriminator_horizon.RUNS[run],
       '/records',
@@ -76,6 +80,7 @@ def test_the_electra_runs_train_with_their_optimizer(
     assert gin.query_parameter('optimization.optimizer') == optimizer
     assert gin.query_parameter('optimization.learning_rate') == learning_rate
     assert gin.query_parameter('electra.temperature') == 0.8
+    assert gin.query_parameter('electra.tie_embedding_block') is whole_block
   finally:
     gin.clear_config()
 

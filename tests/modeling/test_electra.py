@@ -304,3 +304,46 @@ def test_sharing_blocks_needs_equal_widths():
     electra.ElectraPretrainer(
         config, networks.scale_generator(config, 0.5), num_shared_layers=1
     )
+
+
+@pytest.mark.parametrize('backbone', ['bert', 'albert'])
+def test_tied_embedding_block_is_one_set_of_layers_trained_by_both(backbone):
+  """google-research/electra's tying: the whole embedding block is shared.
+
+  Position and type tables and the embedding LayerNorm become the
+  discriminator's objects (the generator keeps its embedding projection),
+  each gets gradients from both losses, and the config rebuilds the tie.
+  """
+  untied = _pretrainer(backbone)
+  model = _pretrainer(backbone, tie_embedding_block=True)
+  inputs = _batch()
+  untied(inputs)
+  model(inputs)
+  block = model.discriminator.embedding_block
+  assert model.generator.embedding_block == block
+  assert (
+      untied.generator.embedding_block != untied.discriminator.embedding_block
+  )
+  shared = [v for layer in block for v in layer.trainable_variables]
+  assert len(shared) == 4  # position, type, LayerNorm gamma and beta
+  assert len(model.trainable_variables) == len(untied.trainable_variables) - 4
+  with tf.GradientTape(persistent=True) as tape:
+    outputs = model(inputs, training=True)
+    mlm_loss = tf.reduce_sum(outputs['mlm_logits'])
+    rtd_loss = tf.reduce_sum(outputs['rtd_logits'])
+  for loss in (mlm_loss, rtd_loss):
+    assert all(g is not None for g in tape.gradient(loss, shared))
+  clone = electra.ElectraPretrainer.from_config(model.get_config())
+  clone(inputs)
+  assert clone.generator.embedding_block == clone.discriminator.embedding_block
+
+
+def test_tying_the_embedding_block_needs_the_word_table_and_equal_shapes():
+  config = _discriminator_config()
+  with pytest.raises(ValueError, match='set tie_embeddings = True'):
+    _pretrainer(tie_embeddings=False, tie_embedding_block=True)
+  generator = networks.scale_generator(config, 0.5).replace(
+      max_position_embeddings=config.max_position_embeddings // 2
+  )
+  with pytest.raises(ValueError, match='max_position_embeddings'):
+    electra.ElectraPretrainer(config, generator, tie_embedding_block=True)

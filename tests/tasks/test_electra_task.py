@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.nlp.data import pretrain_dataloader as stock_dataloader
 from official_repro.common import cli
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
@@ -113,6 +114,20 @@ def test_layer_sharing_a_narrower_generator_names_the_fix():
       '(a generator as wide as the discriminator).'
   )
   assert electra.OBJECTIVE.finalize is pretraining.check_generator_shape
+
+
+def test_model_gardens_electra_is_not_offered_a_tied_embedding_block():
+  """Its ElectraPretrainer ties the word table only: refused, not mapped."""
+  config = electra.ElectraPretrainConfig(
+      model=_model_config(generator_size=0.25, tie_embedding_block=True)
+  )
+  with pytest.raises(cli.UserError, match='electra.tie_embedding_block = F'):
+    electra.OBJECTIVE.stock_task_config(config, None, 20)
+  untied = config.replace(model=config.model.replace(tie_embedding_block=False))
+  stock = electra.OBJECTIVE.stock_task_config(
+      untied, stock_dataloader.BertPretrainDataConfig(seq_length=32), 20
+  )
+  assert stock.model.tie_embeddings
 
 
 @pytest.mark.parametrize(

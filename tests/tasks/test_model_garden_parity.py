@@ -415,7 +415,8 @@ def _negatives(batch, num_negatives: int) -> np.ndarray:
   return negatives
 
 
-def test_teams_step_equals_teams_pretrainer_and_task():
+@pytest.mark.parametrize('tie_embedding_block', [True, False])
+def test_teams_step_equals_teams_pretrainer_and_task(tie_embedding_block):
   """TEAMS with Model Garden's settings made ours, each difference named.
 
   * Candidate size: Model Garden's `candidate_size` counts the original
@@ -424,12 +425,14 @@ def test_teams_step_equals_teams_pretrainer_and_task():
     instead of chaining them; with the paper's one extra layer (L - 1
     task-agnostic layers), as here, the two agree.
   * Embedding tying: it ties the whole embedding network (word, position
-    and type tables and the LayerNorm); ours ties the word table and each
-    network keeps its own position and type tables and LayerNorm. Ours are
-    set equal to the discriminator's, so the forward passes are the same,
-    and its gradient on each shared variable is the sum of ours on the two
-    copies (`tied_in_stock`). Its embedding projection has no bias, so
-    E = H here (no projection on either side).
+    and type tables and the LayerNorm), as ours does with
+    `tie_embedding_block`: then every variable is one variable on both
+    sides. Without it, ours ties the word table and each network keeps its
+    own position and type tables and LayerNorm: ours are set equal to the
+    discriminator's, so the forward passes are the same, and its gradient
+    on each shared variable is the sum of ours on the two copies
+    (`tied_in_stock`). Its embedding projection has no bias, so E = H here
+    (no projection on either side).
   """
   num_negatives = 3
   config = teams.TeamsPretrainConfig(
@@ -440,6 +443,7 @@ def test_teams_step_equals_teams_pretrainer_and_task():
           num_negatives=num_negatives,
           rtd_loss_weight=5.0,
           mws_loss_weight=2.0,
+          tie_embedding_block=tie_embedding_block,
       )
   )
   ours_task = teams.TeamsPretrainTask(config)
@@ -450,13 +454,13 @@ def test_teams_step_equals_teams_pretrainer_and_task():
   ours(batch, training=True)
   stock(batch, training=True)
   _randomize(ours, seed=3)
-  for name in ('_position_embedding_layer', '_type_embedding_layer'):
-    getattr(ours.generator, name).set_weights(
-        getattr(ours.discriminator, name).get_weights()
-    )
-  ours.generator._embedding_norm_layer.set_weights(  # pylint: disable=protected-access
-      ours.discriminator._embedding_norm_layer.get_weights()  # pylint: disable=protected-access
-  )
+  assert (
+      ours.generator.embedding_block == ours.discriminator.embedding_block
+  ) is (tie_embedding_block)
+  for layer, twin in zip(
+      ours.generator.embedding_block, ours.discriminator.embedding_block
+  ):
+    layer.set_weights(twin.get_weights())
   _copy_encoder_into_scaffold(
       ours.discriminator, stock.discriminator_mws_network
   )
@@ -564,10 +568,8 @@ def test_teams_step_equals_teams_pretrainer_and_task():
       stock_gradients,
       ours.trainable_variables,
       ours_gradients,
-      tied_in_stock=(
-          'position_embedding',
-          'type_embeddings',
-          'embeddings/layer_norm',
-      ),
+      tied_in_stock=()
+      if tie_embedding_block
+      else ('position_embedding', 'type_embeddings', 'embeddings/layer_norm'),
   )
   assert compared > 60

@@ -110,21 +110,29 @@ class SharedLayers:
       embeddings).
     blocks: transformer blocks used as the encoder's bottom blocks 0..k-1
       (same objects, so the same variables).
+    embedding_block: the (position-embedding, type-embedding, LayerNorm)
+      layers of width E (`TransformerEncoder.embedding_block`), or None.
   """
 
   word_embedding_layer: Optional[tf_keras.layers.Layer] = None
   blocks: Sequence[tf_keras.layers.Layer] = ()
+  embedding_block: Optional[Sequence[tf_keras.layers.Layer]] = None
 
 
 def shared_from(
-    network: tf_keras.Model, num_blocks: int = 0, word_embedding: bool = True
+    network: tf_keras.Model,
+    num_blocks: int = 0,
+    word_embedding: bool = True,
+    embedding_block: bool = False,
 ) -> SharedLayers:
-  """What to take from `network`: its word embedding and bottom blocks.
+  """What to take from `network`: its embeddings and bottom blocks.
 
   Args:
     network: an encoder built by `build_encoder`.
     num_blocks: how many of its bottom transformer blocks to share.
     word_embedding: share its word-embedding layer.
+    embedding_block: share its position and type embeddings and their
+      LayerNorm too.
 
   Raises:
     ValueError: if `network` has fewer than `num_blocks` blocks.
@@ -140,6 +148,7 @@ def shared_from(
           network.get_embedding_layer() if word_embedding else None
       ),
       blocks=tuple(blocks[:num_blocks]),
+      embedding_block=network.embedding_block if embedding_block else None,
   )
 
 
@@ -484,6 +493,7 @@ def build_encoder(
       dropout_rate=config.dropout_rate,
       initializer_range=config.initializer_range,
       word_embedding_layer=shared.word_embedding_layer,
+      embedding_block=shared.embedding_block,
       return_attention_scores=return_attention_scores,
       name=name or f'{config.backbone}_encoder',
   )

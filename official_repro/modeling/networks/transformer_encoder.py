@@ -28,7 +28,7 @@ ELECTRA-small training step, and writing it out cut the step's wall time by
 12% (`experiments/reports/profile_electra_small.md`).
 """
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 import tf_keras
@@ -64,6 +64,7 @@ class TransformerEncoder(tf_keras.Model):
       initializer_range: float = 0.02,
       word_embedding_layer: Optional[tf_keras.layers.Layer] = None,
       return_attention_scores: bool = False,
+      embedding_block: Optional[Sequence[tf_keras.layers.Layer]] = None,
       **kwargs,
   ):
     """Builds the network.
@@ -84,6 +85,9 @@ class TransformerEncoder(tf_keras.Model):
       word_embedding_layer: an existing word-embedding layer of output width
         E to use (tied embeddings).
       return_attention_scores: add the `attention_scores` output.
+      embedding_block: existing (position-embedding, type-embedding,
+        LayerNorm) layers of width E to use instead of new ones
+        (google-research/electra's tying of the whole embedding block).
       **kwargs: other `tf_keras.Model` arguments (e.g. `name`).
 
     Raises:
@@ -113,17 +117,29 @@ class TransformerEncoder(tf_keras.Model):
           name='word_embeddings',
       )
     word_embeddings = word_embedding_layer(word_ids)
-    position_embedding_layer = layers.PositionEmbedding(
-        initializer=tf_utils.clone_initializer(initializer),
-        max_length=max_sequence_length,
-        name='position_embedding',
-    )
-    type_embedding_layer = layers.OnDeviceEmbedding(
-        vocab_size=type_vocab_size,
-        embedding_width=embedding_width,
-        initializer=tf_utils.clone_initializer(initializer),
-        use_one_hot=True,
-        name='type_embeddings',
+    if embedding_block is None:
+      embedding_block = (
+          layers.PositionEmbedding(
+              initializer=tf_utils.clone_initializer(initializer),
+              max_length=max_sequence_length,
+              name='position_embedding',
+          ),
+          layers.OnDeviceEmbedding(
+              vocab_size=type_vocab_size,
+              embedding_width=embedding_width,
+              initializer=tf_utils.clone_initializer(initializer),
+              use_one_hot=True,
+              name='type_embeddings',
+          ),
+          tf_keras.layers.LayerNormalization(
+              name='embeddings/layer_norm',
+              axis=-1,
+              epsilon=1e-12,
+              dtype=tf.float32,
+          ),
+      )
+    position_embedding_layer, type_embedding_layer, embedding_norm_layer = (
+        embedding_block
     )
     embeddings = tf_keras.layers.Add()(
         [
@@ -131,9 +147,6 @@ class TransformerEncoder(tf_keras.Model):
             position_embedding_layer(word_embeddings),
             type_embedding_layer(type_ids),
         ]
-    )
-    embedding_norm_layer = tf_keras.layers.LayerNormalization(
-        name='embeddings/layer_norm', axis=-1, epsilon=1e-12, dtype=tf.float32
     )
     embeddings = embedding_norm_layer(embeddings)
     embeddings = tf_keras.layers.Dropout(rate=dropout_rate)(embeddings)
@@ -223,6 +236,15 @@ class TransformerEncoder(tf_keras.Model):
   def get_embedding_layer(self) -> tf_keras.layers.Layer:
     """The word-embedding layer (share it to tie embeddings)."""
     return self._embedding_layer
+
+  @property
+  def embedding_block(self) -> Tuple[tf_keras.layers.Layer, ...]:
+    """The (position-embedding, type-embedding, LayerNorm) layers."""
+    return (
+        self._position_embedding_layer,
+        self._type_embedding_layer,
+        self._embedding_norm_layer,
+    )
 
   @property
   def transformer_layers(self) -> List[tf_keras.layers.Layer]:

@@ -63,6 +63,7 @@ class ElectraPretrainer(tf_keras.Model):
       disallow_original: bool = False,
       mlm_activation: str = 'gelu_tanh',
       initializer_range: float = 0.02,
+      tie_embedding_block: bool = False,
       **kwargs,
   ):
     """Builds the networks and heads.
@@ -77,6 +78,8 @@ class ElectraPretrainer(tf_keras.Model):
       disallow_original: never sample the original token.
       mlm_activation: activation of the MLM and RTD heads' transforms.
       initializer_range: stddev of the heads' initializers.
+      tie_embedding_block: also one position table, type table and
+        embedding LayerNorm for both (google-research/electra's tying).
       **kwargs: other `tf_keras.Model` arguments.
     """
     super().__init__(**kwargs)
@@ -89,6 +92,7 @@ class ElectraPretrainer(tf_keras.Model):
         generator_config,
         tie_embeddings,
         num_shared_layers,
+        tie_embedding_block,
     )
     self.generator = built.generator
     self.discriminator = built.discriminator
@@ -120,6 +124,7 @@ class ElectraPretrainer(tf_keras.Model):
         disallow_original=disallow_original,
         mlm_activation=mlm_activation,
         initializer_range=initializer_range,
+        tie_embedding_block=tie_embedding_block,
     )
 
   @property

@@ -8,7 +8,11 @@ independent settings:
     the layers), or `generator_num_layers`, an explicit count used instead
     of the fraction (`generator_depth`).
 It may share with the discriminator its word-embedding layer (ELECTRA's
-tied embeddings, one variable) and its bottom `num_shared_layers`
+tied embeddings, one variable), optionally with the rest of the embedding
+block (position and type embeddings and their LayerNorm: how
+google-research/electra and Model Garden's TEAMS tie; Model Garden's
+`ElectraPretrainer` ties the word table only), and its bottom
+`num_shared_layers`
 transformer layers (TEAMS' partial sharing: the same layer objects, which
 needs equal widths). The task configs set that count by `layer_sharing`,
 'none', 'partial' or 'full' (`num_shared_layers_for`).
@@ -205,6 +209,28 @@ def scale_generator(
   return encoders.validate(generator, name='generator (scaled encoder)')
 
 
+def _check_embedding_block(
+    tie_embeddings: bool,
+    generator: encoders.EncoderConfig,
+    discriminator: encoders.EncoderConfig,
+) -> None:
+  """Raises UserError unless the two embedding blocks can be one."""
+  if not tie_embeddings:
+    raise cli.UserError(
+        'tie_embedding_block = True shares the position and type '
+        'embeddings beside a shared word table; set tie_embeddings = True '
+        'too, or tie_embedding_block = False.'
+    )
+  for field in ('width', 'max_position_embeddings', 'type_vocab_size'):
+    ours, theirs = getattr(generator, field), getattr(discriminator, field)
+    if ours != theirs:
+      raise cli.UserError(
+          f"tie_embedding_block = True needs the generator's {field} "
+          f"({ours}) to be the discriminator's ({theirs}); set "
+          'tie_embedding_block = False.'
+      )
+
+
 @dataclasses.dataclass(frozen=True)
 class GeneratorDiscriminator:
   """The two encoders of a generator/discriminator model and their configs."""
@@ -220,6 +246,7 @@ def build_networks(
     generator_config: encoders.EncoderConfig,
     tie_embeddings: bool = True,
     num_shared_layers: int = 0,
+    tie_embedding_block: bool = False,
 ) -> GeneratorDiscriminator:
   """Builds the discriminator, then the generator sharing what it asks.
 
@@ -229,10 +256,15 @@ def build_networks(
     tie_embeddings: share the word-embedding layer (one variable).
     num_shared_layers: the generator's bottom layers that are the
       discriminator's bottom layers (same objects).
+    tie_embedding_block: also share the position and type embeddings and
+      their LayerNorm (needs `tie_embeddings`, and equal embedding widths,
+      positions and types).
 
   Raises:
     UserError: sharing layers between networks of different widths, or more
-      layers than either network has (`check_shared_layers`).
+      layers than either network has (`check_shared_layers`); tying the
+      embedding block without the word table, or between embedding blocks
+      of different shapes.
   """
   check_shared_layers(
       num_shared_layers,
@@ -242,13 +274,20 @@ def build_networks(
       "share none, or give the generator the discriminator's width "
       '(generator_size 1.0)',
   )
+  if tie_embedding_block:
+    _check_embedding_block(
+        tie_embeddings, generator_config, discriminator_config
+    )
   discriminator = encoders.build_encoder(
       discriminator_config, name='discriminator'
   )
   generator = encoders.build_encoder(
       generator_config,
       shared=encoders.shared_from(
-          discriminator, num_shared_layers, word_embedding=tie_embeddings
+          discriminator,
+          num_shared_layers,
+          word_embedding=tie_embeddings,
+          embedding_block=tie_embedding_block,
       ),
       name='generator',
   )

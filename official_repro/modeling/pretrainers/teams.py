@@ -156,6 +156,7 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       temperature: float = 1.0,
       mlm_activation: str = 'gelu_tanh',
       initializer_range: float = 0.02,
+      tie_embedding_block: bool = False,
       **kwargs,
   ):
     """Builds the networks and heads.
@@ -175,6 +176,8 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       temperature: sampling temperature of the replacement and negatives.
       mlm_activation: activation of the MLM, RTD and MWS transforms.
       initializer_range: stddev of the heads' initializers.
+      tie_embedding_block: also one position table, type table and
+        embedding LayerNorm for both (Model Garden's TEAMS ties so).
       **kwargs: other `tf_keras.Model` arguments.
 
     Raises:
@@ -194,6 +197,7 @@ class TeamsPretrainer(electra.ElectraPretrainer):
         disallow_original=False,
         mlm_activation=mlm_activation,
         initializer_range=initializer_range,
+        tie_embedding_block=tie_embedding_block,
         **kwargs,
     )
     discriminator_config = encoders.validate(
