@@ -32,7 +32,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import flags
 import tensorflow as tf
@@ -335,8 +335,12 @@ def write_report(
     recall_target: float,
     auc_target: float,
     max_steps: int,
+    mixed_precision: Optional[str] = None,
 ) -> str:
-  """Writes the markdown, JSON and PNG reports; returns the markdown path."""
+  """Writes the markdown, JSON and PNG reports; returns the markdown path.
+
+  `mixed_precision` is the run's compute precision (None: not recorded).
+  """
   met = first_step_meeting(curve, recall_target, auc_target)
   tf.io.gfile.makedirs(output_dir)
   stem = os.path.join(output_dir, f'discriminator_horizon_{horizon.name}')
@@ -348,8 +352,9 @@ def write_report(
       '',
       f'{horizon.description}, at the cpu scale (`gin/regenerate/cpu.gin`: '
       'hidden 128, 2 layers, length 64, batch 128), on a schedule of '
-      f'{max_steps:,} steps (warmup a tenth), evaluated on '
-      'held-out books at every checkpoint.',
+      f'{max_steps:,} steps (warmup a tenth), computed in '
+      f'{_PRECISION.get(mixed_precision, "a precision not recorded")}, '
+      'evaluated on held-out books at every checkpoint.',
       '',
       provenance.provenance('experiments.discriminator_horizon'),
       '',
@@ -399,6 +404,7 @@ def write_report(
           run=horizon.name,
           command=list(command),
           max_steps=max_steps,
+          mixed_precision=mixed_precision,
           recall_target=recall_target,
           auc_target=auc_target,
           first_step_meeting_targets=met,
@@ -407,6 +413,12 @@ def write_report(
   )
   json_files.write_text(stem + '.md', '\n'.join(lines))
   return stem + '.md'
+
+
+_PRECISION = {
+    'float32': 'float32',
+    'bfloat16': 'mixed bfloat16 (float32 variables)',
+}
 
 
 def _optional(value: Optional[float]) -> str:
@@ -458,30 +470,46 @@ def plot_curve(
 RUN_FILENAME = 'horizon_run.json'
 
 
-def claim_model_dir(model_dir: str, horizon: HorizonRun) -> None:
+def claim_model_dir(
+    model_dir: str, horizon: HorizonRun, mixed_precision: str
+) -> None:
   """Marks `model_dir` as `horizon`'s run; refuses another run's directory.
 
   `official_repro.train` refuses a directory trained on another model or
   records, but not under another optimizer, which is what tells the
-  ELECTRA runs apart.
+  ELECTRA runs apart, nor in another precision, which the report states.
 
   Raises:
-    cli.UserError: the directory holds another horizon run.
+    cli.UserError: the directory holds another horizon run, or this one in
+      another precision.
   """
   path = os.path.join(model_dir, RUN_FILENAME)
-  mine = dict(run=horizon.name, bindings=list(horizon.bindings))
-  if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      theirs = json.load(f)
-    if theirs != mine:
-      raise cli.UserError(
-          f'--model_dir {model_dir} holds the horizon run '
-          f'{theirs["run"]!r} ({theirs["bindings"]}), not '
-          f'--run={horizon.name}; give its own directory.'
-      )
-    return
-  tf.io.gfile.makedirs(model_dir)
-  json_files.write_json(path, mine)
+  mine = dict(
+      run=horizon.name,
+      bindings=list(horizon.bindings),
+      mixed_precision=mixed_precision,
+  )
+  theirs = read_claim(model_dir)
+  if theirs is None:
+    tf.io.gfile.makedirs(model_dir)
+    json_files.write_json(path, mine)
+  elif theirs != mine:
+    raise cli.UserError(
+        f'--model_dir {model_dir} holds the horizon run '
+        f'{theirs["run"]!r} ({theirs["bindings"]}) in '
+        f'{theirs.get("mixed_precision")}, not --run={horizon.name} in '
+        f'--mixed_precision={mixed_precision}; give its own directory, or '
+        'its precision.'
+    )
+
+
+def read_claim(model_dir: str) -> Optional[Dict[str, Any]]:
+  """The run `model_dir` holds (`claim_model_dir`), or None."""
+  path = os.path.join(model_dir, RUN_FILENAME)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
 
 
 def main(argv: Sequence[str]) -> None:
@@ -491,7 +519,8 @@ def main(argv: Sequence[str]) -> None:
   if not FLAGS.report_only and not FLAGS.records:
     raise cli.UserError("--records: give the cpu scale's record directory.")
   if not FLAGS.report_only:
-    claim_model_dir(FLAGS.model_dir, horizon)
+    claim_model_dir(FLAGS.model_dir, horizon, FLAGS.mixed_precision)
+  claim = read_claim(FLAGS.model_dir) or {}
   command = train_command(
       horizon,
       FLAGS.records or '<records>',
@@ -520,6 +549,7 @@ def main(argv: Sequence[str]) -> None:
       FLAGS.recall_target,
       FLAGS.auc_target,
       FLAGS.max_steps,
+      claim.get('mixed_precision'),
   )
   print(f'report: {path}')
 

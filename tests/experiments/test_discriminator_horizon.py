@@ -87,10 +87,16 @@ def test_the_electra_runs_train_with_their_optimizer(
 
 def test_a_run_directory_belongs_to_one_horizon_run(tmp_path):
   runs = discriminator_horizon.RUNS
-  discriminator_horizon.claim_model_dir(str(tmp_path), runs['electra'])
-  discriminator_horizon.claim_model_dir(str(tmp_path), runs['electra'])
+  claim = discriminator_horizon.claim_model_dir
+  claim(str(tmp_path), runs['electra'], 'bfloat16')
+  claim(str(tmp_path), runs['electra'], 'bfloat16')
   with pytest.raises(cli.UserError, match="holds the horizon run 'electra'"):
-    discriminator_horizon.claim_model_dir(str(tmp_path), runs['electra_lamb'])
+    claim(str(tmp_path), runs['electra_lamb'], 'bfloat16')
+  with pytest.raises(cli.UserError, match='in bfloat16, not .* in --mixed'):
+    claim(str(tmp_path), runs['electra'], 'float32')
+  assert discriminator_horizon.read_claim(str(tmp_path))['mixed_precision'] == (
+      'bfloat16'
+  )
 
 
 def test_report_gives_the_curve_the_verdict_and_the_public_points(tmp_path):
@@ -116,8 +122,10 @@ def test_report_gives_the_curve_the_verdict_and_the_public_points(tmp_path):
       0.2,
       0.8,
       30000,
+      'bfloat16',
   )
   text = open(path).read()
+  assert 'computed in mixed bfloat16 (float32 variables)' in text
   assert 'first at step 2,000' in text
   assert '| 1,000 | 0.620 | 0.000 | 0.880 | 0.200 |' in text
   assert '| google-research/electra issue #81 |' in text
