@@ -56,23 +56,6 @@ def write_fixture_vocab(path):
   return path
 
 
-@pytest.fixture(scope='session', autouse=True)
-def _graph_rewrites_off():
-  """Turns Grappler's graph rewrites off for the tests run in this process.
-
-  Grappler's meta-optimizer rewrites every new function graph; in a 2-step
-  run at tiny sizes that is about a quarter of the CPU (measured with
-  py-spy, 2026-11-27), which the suite's time budget cannot afford. Only
-  TensorFlow's rewrites (constant folding, op fusion, pruning) are skipped;
-  the model code and its traced graphs are the same. Tests of the command
-  lines run their commands in other processes, with the rewrites on, as
-  users have them.
-  """
-  import tensorflow as tf
-
-  tf.config.optimizer.set_experimental_options({'disable_meta_optimizer': True})
-
-
 @pytest.fixture
 def ram_dir():
   """A fresh directory on TensorFlow's in-memory `ram://` filesystem.
