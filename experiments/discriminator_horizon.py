@@ -77,7 +77,8 @@ RUNS: Dict[str, HorizonRun] = {
         HorizonRun(
             'electra',
             "001's ELECTRA_small model and objective (temperature 0.8, a "
-            "64-wide generator) trained with AdamW at 2e-3 (the cpu scale's "
+            "64-wide generator sharing the discriminator's whole embedding "
+            "block) trained with AdamW at 2e-3 (the cpu scale's "
             "optimizer of 002, 003 and 004; 001's betas, epsilon and weight "
             "decay kept) instead of 001's LAMB at 2e-2, under which one run "
             "of this schedule lost its generator's accuracy once the rate "
@@ -93,7 +94,8 @@ RUNS: Dict[str, HorizonRun] = {
             "001's ELECTRA_small recipe (LAMB at 2e-2, temperature 0.8, a "
             '64-wide generator), its generator tied to the discriminator by '
             'the word table only (the run predates the whole-block tying of '
-            "001's gin file)",
+            "001's gin file); steps 1-3,000 ran in bfloat16, 3,001-4,000 in "
+            'float32',
             _ELECTRA_SMALL,
             bindings=('electra.tie_embedding_block = False',),
         ),
@@ -327,6 +329,12 @@ def _curve_line(step: int, metrics: Dict[str, float]) -> str:
   return f'step {step}: {values}'
 
 
+_PRECISION = {
+    'float32': 'float32',
+    'bfloat16': 'mixed bfloat16 (float32 variables)',
+}
+
+
 def write_report(
     horizon: HorizonRun,
     curve: Dict[int, Dict[str, float]],
@@ -415,12 +423,6 @@ def write_report(
   return stem + '.md'
 
 
-_PRECISION = {
-    'float32': 'float32',
-    'bfloat16': 'mixed bfloat16 (float32 variables)',
-}
-
-
 def _optional(value: Optional[float]) -> str:
   return '-' if value is None else f'{value:.3f}'
 
@@ -493,7 +495,10 @@ def claim_model_dir(
   if theirs is None:
     tf.io.gfile.makedirs(model_dir)
     json_files.write_json(path, mine)
-  elif theirs != mine:
+    return
+  if 'mixed_precision' not in theirs:  # claimed before precisions were kept
+    theirs = dict(theirs, mixed_precision=mixed_precision)
+  if theirs != mine:
     raise cli.UserError(
         f'--model_dir {model_dir} holds the horizon run '
         f'{theirs["run"]!r} ({theirs["bindings"]}) in '

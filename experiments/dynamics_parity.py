@@ -1050,7 +1050,8 @@ def difference(a: Sequence[float], b: Sequence[float]) -> Dict[str, float]:
   come with it, both from Welch's t distribution (Welch-Satterthwaite
   degrees of freedom): `p`, the two-sided p-value of the gap, and
   `chance_flag`, the probability that the criterion says 'differs' when
-  the two means are equal (normal seed-to-seed variation).
+  the two means are equal (normal seed-to-seed variation; approximate, as
+  the degrees of freedom are estimated from the observed variances).
   """
   gap = statistics.fmean(a) - statistics.fmean(b)
   share_a = statistics.variance(a) / len(a)

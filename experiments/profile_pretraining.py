@@ -4,6 +4,7 @@ r"""Per-op time breakdown of pretraining steps, ours beside Model Garden's.
     --gin_file=gin/papers/001_ale/electra_small.gin \
     --gin_param=pretrain_data.train_batch_size=32 \
     --gin_param=electra.temperature=1.0 \
+    --gin_param=electra.tie_embedding_block=False \
     --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
     --steps=5 --output_dir=/tmp/profile_electra_small
 

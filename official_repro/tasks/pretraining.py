@@ -112,14 +112,23 @@ class GeneratorShape:
 def check_generator_shape(task_config: cfg.TaskConfig) -> cfg.TaskConfig:
   """`Objective.finalize` of the objectives with a generator: checks its shape.
 
-  The generator's depth and its layer sharing with the discriminator are
-  checked when the config is read (`objectives.task_config_from_gin`), so
-  that a command refuses them before it writes anything.
+  The generator's depth, its layer sharing and its embedding tying with the
+  discriminator are checked when the config is read
+  (`objectives.task_config_from_gin`), so that a command refuses them before
+  it writes anything.
 
   Raises:
     UserError: naming the binding and its fix.
   """
-  task_config.model.num_shared_layers()
+  model = task_config.model
+  model.num_shared_layers()
+  if getattr(model, 'tie_embedding_block', False):
+    networks.check_embedding_block(
+        model.tie_embeddings,
+        model.generator(),
+        model.discriminator,
+        model.gin_name,
+    )
   return task_config
 
 

@@ -248,7 +248,11 @@ def _stock_task_config(
   Raises:
     ValueError: for settings Model Garden's TEAMS does not have (a backbone
       other than BERT, other head designs, RTD-side export, 'hardest'
-      negatives, a temperature other than 1, untied embeddings).
+      negatives, a temperature other than 1, untied embeddings). Model
+      Garden's TEAMS always ties the whole embedding block; a config that
+      ties the word table only (`tie_embedding_block = False`) is mapped
+      onto it, the difference `tests/tasks/test_model_garden_parity.py`
+      names.
   """
   del max_predictions  # Model Garden's TEAMS reads it from the data config.
   model = task_config.model

@@ -97,6 +97,15 @@ def test_a_run_directory_belongs_to_one_horizon_run(tmp_path):
   assert discriminator_horizon.read_claim(str(tmp_path))['mixed_precision'] == (
       'bfloat16'
   )
+  # A directory claimed before precisions were kept resumes in any.
+  legacy = tmp_path / 'legacy'
+  legacy.mkdir()
+  (legacy / discriminator_horizon.RUN_FILENAME).write_text(
+      json.dumps(dict(run='electra', bindings=list(runs['electra'].bindings)))
+  )
+  claim(str(legacy), runs['electra'], 'float32')
+  with pytest.raises(cli.UserError, match="holds the horizon run 'electra'"):
+    claim(str(legacy), runs['electra_lamb'], 'float32')
 
 
 def test_report_gives_the_curve_the_verdict_and_the_public_points(tmp_path):

@@ -116,6 +116,22 @@ def test_layer_sharing_a_narrower_generator_names_the_fix():
   assert electra.OBJECTIVE.finalize is pretraining.check_generator_shape
 
 
+def test_a_tied_embedding_block_without_the_word_table_is_refused_early():
+  """Refused when the config is read, naming the bindings."""
+  model = _model_config(
+      generator_size=0.25, tie_embeddings=False, tie_embedding_block=True
+  )
+  with pytest.raises(cli.UserError) as raised:
+    pretraining.check_generator_shape(
+        electra.ElectraPretrainConfig(model=model)
+    )
+  assert str(raised.value) == (
+      'electra.tie_embedding_block = True shares the position and type '
+      'embeddings beside a shared word table; set electra.tie_embeddings = '
+      'True too, or electra.tie_embedding_block = False.'
+  )
+
+
 def test_model_gardens_electra_is_not_offered_a_tied_embedding_block():
   """Its ElectraPretrainer ties the word table only: refused, not mapped."""
   config = electra.ElectraPretrainConfig(

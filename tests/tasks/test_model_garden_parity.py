@@ -454,9 +454,10 @@ def test_teams_step_equals_teams_pretrainer_and_task(tie_embedding_block):
   ours(batch, training=True)
   stock(batch, training=True)
   _randomize(ours, seed=3)
-  assert (
+  shares_block = (
       ours.generator.embedding_block == ours.discriminator.embedding_block
-  ) is (tie_embedding_block)
+  )
+  assert shares_block is tie_embedding_block
   for layer, twin in zip(
       ours.generator.embedding_block, ours.discriminator.embedding_block
   ):

@@ -87,7 +87,10 @@ class TransformerEncoder(tf_keras.Model):
       return_attention_scores: add the `attention_scores` output.
       embedding_block: existing (position-embedding, type-embedding,
         LayerNorm) layers of width E to use instead of new ones
-        (google-research/electra's tying of the whole embedding block).
+        (google-research/electra's tying of the whole embedding block);
+        their positions and types must be `max_sequence_length` and
+        `type_vocab_size` (`networks.check_embedding_block` checks the
+        configs).
       **kwargs: other `tf_keras.Model` arguments (e.g. `name`).
 
     Raises:

@@ -12,10 +12,9 @@ tied embeddings, one variable), optionally with the rest of the embedding
 block (position and type embeddings and their LayerNorm: how
 google-research/electra and Model Garden's TEAMS tie; Model Garden's
 `ElectraPretrainer` ties the word table only), and its bottom
-`num_shared_layers`
-transformer layers (TEAMS' partial sharing: the same layer objects, which
-needs equal widths). The task configs set that count by `layer_sharing`,
-'none', 'partial' or 'full' (`num_shared_layers_for`).
+`num_shared_layers` transformer layers (TEAMS' partial sharing: the same
+layer objects, which needs equal widths). The task configs set that count
+by `layer_sharing`, 'none', 'partial' or 'full' (`num_shared_layers_for`).
 """
 
 import dataclasses
@@ -209,25 +208,34 @@ def scale_generator(
   return encoders.validate(generator, name='generator (scaled encoder)')
 
 
-def _check_embedding_block(
+def check_embedding_block(
     tie_embeddings: bool,
     generator: encoders.EncoderConfig,
     discriminator: encoders.EncoderConfig,
+    gin_name: str = '',
 ) -> None:
-  """Raises UserError unless the two embedding blocks can be one."""
+  """Raises UserError unless the two embedding blocks can be one.
+
+  Args:
+    tie_embeddings: whether the word table is shared too (it must be).
+    generator: the generator's config.
+    discriminator: the discriminator's config.
+    gin_name: the gin name of the model config (e.g. 'electra'), for the
+      messages.
+  """
+  block = _binding(gin_name, 'tie_embedding_block')
   if not tie_embeddings:
     raise cli.UserError(
-        'tie_embedding_block = True shares the position and type '
-        'embeddings beside a shared word table; set tie_embeddings = True '
-        'too, or tie_embedding_block = False.'
+        f'{block} = True shares the position and type embeddings beside a '
+        f"shared word table; set {_binding(gin_name, 'tie_embeddings')} = "
+        f'True too, or {block} = False.'
     )
   for field in ('width', 'max_position_embeddings', 'type_vocab_size'):
     ours, theirs = getattr(generator, field), getattr(discriminator, field)
     if ours != theirs:
       raise cli.UserError(
-          f"tie_embedding_block = True needs the generator's {field} "
-          f"({ours}) to be the discriminator's ({theirs}); set "
-          'tie_embedding_block = False.'
+          f"{block} = True needs the generator's {field} ({ours}) to be the "
+          f"discriminator's ({theirs}); set {block} = False."
       )
 
 
@@ -275,7 +283,7 @@ def build_networks(
       '(generator_size 1.0)',
   )
   if tie_embedding_block:
-    _check_embedding_block(
+    check_embedding_block(
         tie_embeddings, generator_config, discriminator_config
     )
   discriminator = encoders.build_encoder(
