@@ -100,36 +100,35 @@ def test_generator_count_and_fraction_are_refused_together():
     model.generator()
 
 
-def test_layer_sharing_a_narrower_generator_names_the_fix():
-  """A quarter-width generator shares no layers: a UserError, not a crash."""
-  model = _model_config(generator_size=0.25, layer_sharing='partial')
+@pytest.mark.parametrize(
+    'settings, message',
+    [
+        (  # a quarter-width generator shares no layers
+            dict(layer_sharing='partial'),
+            "electra.layer_sharing='partial' shares 6 layers, which needs a "
+            'generator as wide as the discriminator, got hidden sizes 16 and '
+            "64; set electra.layer_sharing = 'none', or "
+            'electra.generator_size = 1.0 (a generator as wide as the '
+            'discriminator).',
+        ),
+        (  # the embedding block is tied beside the word table only
+            dict(tie_embeddings=False, tie_embedding_block=True),
+            'electra.tie_embedding_block = True shares the position and type '
+            'embeddings beside a shared word table; set '
+            'electra.tie_embeddings = True too, or '
+            'electra.tie_embedding_block = False.',
+        ),
+    ],
+)
+def test_generator_shape_mistakes_name_the_fix_when_read(settings, message):
+  """A UserError when the config is read, not a crash when it is built."""
+  model = _model_config(generator_size=0.25, **settings)
   with pytest.raises(cli.UserError) as raised:
     pretraining.check_generator_shape(
         electra.ElectraPretrainConfig(model=model)
     )
-  assert str(raised.value) == (
-      "electra.layer_sharing='partial' shares 6 layers, which needs a "
-      'generator as wide as the discriminator, got hidden sizes 16 and 64; '
-      "set electra.layer_sharing = 'none', or electra.generator_size = 1.0 "
-      '(a generator as wide as the discriminator).'
-  )
+  assert str(raised.value) == message
   assert electra.OBJECTIVE.finalize is pretraining.check_generator_shape
-
-
-def test_a_tied_embedding_block_without_the_word_table_is_refused_early():
-  """Refused when the config is read, naming the bindings."""
-  model = _model_config(
-      generator_size=0.25, tie_embeddings=False, tie_embedding_block=True
-  )
-  with pytest.raises(cli.UserError) as raised:
-    pretraining.check_generator_shape(
-        electra.ElectraPretrainConfig(model=model)
-    )
-  assert str(raised.value) == (
-      'electra.tie_embedding_block = True shares the position and type '
-      'embeddings beside a shared word table; set electra.tie_embeddings = '
-      'True too, or electra.tie_embedding_block = False.'
-  )
 
 
 def test_model_gardens_electra_is_not_offered_a_tied_embedding_block():
