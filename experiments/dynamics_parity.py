@@ -1054,17 +1054,15 @@ def difference(a: Sequence[float], b: Sequence[float]) -> Dict[str, float]:
   the degrees of freedom are estimated from the observed variances).
   """
   gap = statistics.fmean(a) - statistics.fmean(b)
-  share_a = statistics.variance(a) / len(a)
-  share_b = statistics.variance(b) / len(b)
-  error = math.sqrt(share_a + share_b)
-  if error == 0.0:
+  error = math.sqrt(
+      statistics.variance(a) / len(a) + statistics.variance(b) / len(b)
+  )
+  if error == 0.0:  # Welch's t is undefined without spread
     p, chance_flag = (1.0 if gap == 0.0 else 0.0), 0.0
   else:
-    dof = (share_a + share_b) ** 2 / (
-        share_a**2 / (len(a) - 1) + share_b**2 / (len(b) - 1)
-    )
-    p = float(2.0 * scipy_stats.t.sf(abs(gap) / error, dof))
-    chance_flag = float(2.0 * scipy_stats.t.sf(2.0, dof))
+    welch = scipy_stats.ttest_ind(a, b, equal_var=False)
+    p = float(welch.pvalue)
+    chance_flag = float(2.0 * scipy_stats.t.sf(2.0, welch.df))
   return dict(
       gap=gap,
       noise=2.0 * error,
