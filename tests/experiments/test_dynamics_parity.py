@@ -381,6 +381,23 @@ def test_jobs_run_main_variants_by_seed_then_diagnostics_by_variant(
   ]
 
 
+@pytest.mark.parametrize(
+    'variant, tied', [('ours_static', True), ('ours_static_word_tied', False)]
+)
+def test_teams_ties_the_embedding_block_as_model_garden_unless_word_tied(
+    tmp_path, static_records, variant, tied
+):
+  os.symlink(static_records, tmp_path / 'records_static')
+  try:
+    ours, _ = dynamics_parity.run_params(
+        str(tmp_path), 'teams', variant, 1, dynamics_parity.Schedule()
+    )
+  finally:
+    gin.clear_config()
+  assert ours.task.model.tie_embeddings
+  assert ours.task.model.tie_embedding_block is tied
+
+
 def test_the_stock_task_shuffles_as_ours_in_its_variant(
     tmp_path, static_records
 ):
