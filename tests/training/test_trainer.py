@@ -8,7 +8,7 @@ from official_repro.training import trainer as trainer_lib
 @pytest.mark.parametrize(
     'optimizer_bindings',
     [
-        [],  # gin/pretrain/electra.gin's LAMB
+        ["optimization.optimizer = 'lamb'"],  # gin/pretrain/electra.gin's
         ["optimization.optimizer = 'adamw'"],
     ],
 )
