@@ -5,6 +5,10 @@ import os
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 os.environ.setdefault('CUDA_VISIBLE_DEVICES', '')
+# One thread per op: the suite runs two workers (-n 2, README) on two cores,
+# and tiny models gain nothing from splitting an op over a second thread
+# that the other worker needs. Commands the tests start inherit it.
+os.environ.setdefault('TF_NUM_INTRAOP_THREADS', '1')
 # Conversions of released models for --init_checkpoint go to a cache; the
 # tests' go to a temporary one, never to the home folder.
 os.environ.setdefault(
