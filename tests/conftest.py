@@ -258,7 +258,7 @@ def run_tiny_pretraining(tiny_records):
   `run` returns the experiment's result dict.
 
   The runs train with AdamW, not the papers' LAMB: these tests are about
-  what a run writes and reads, and LAMB's per-variable update takes a fifth
+  what a run writes and reads, and LAMB's per-variable update takes a sixth
   of a tiny run's time to trace. LAMB runs in the command-line tests (the
   gin files' own optimizer), tests/training/test_reproducibility.py and
   tests/training/test_trainer.py.
