@@ -111,6 +111,7 @@ from official_repro.data import create_pretraining_data
 from official_repro.data import pretrain_dataloader
 from official_repro.data import records
 from official_repro.metrics import context_free
+from official_repro.metrics import ranking
 from official_repro.training import experiment
 from official_repro.training import gin_utils
 from official_repro.training import trainer as trainer_lib
@@ -570,7 +571,7 @@ def held_out_metrics(
     logits = np.concatenate(rtd_logits).astype(np.float64)
     labels = np.concatenate(rtd_labels).astype(np.float64)
     metrics.update(
-        discriminator_auc=auc(labels, logits),
+        discriminator_auc=ranking.auc(labels, logits),
         discriminator_accuracy=float(((logits > 0) == (labels > 0)).mean()),
         discriminator_recall=float((logits[labels > 0] > 0).mean()),
         discriminator_loss=float(
@@ -584,33 +585,6 @@ def held_out_metrics(
   if mws_correct:
     metrics['mws_accuracy'] = float(np.concatenate(mws_correct).mean())
   return metrics
-
-
-def auc(labels: np.ndarray, scores: np.ndarray) -> float:
-  """Area under the ROC curve: P(score of a positive > of a negative).
-
-  Ties count one half (the Mann-Whitney statistic, by average ranks).
-  """
-  order = np.argsort(scores, kind='mergesort')
-  ranks = np.empty(len(scores))
-  sorted_scores = scores[order]
-  start = 0
-  while start < len(scores):
-    end = start
-    while (
-        end + 1 < len(scores) and sorted_scores[end + 1] == sorted_scores[start]
-    ):
-      end += 1
-    ranks[order[start : end + 1]] = 0.5 * (start + end) + 1.0
-    start = end + 1
-  positives = labels > 0
-  n_positive, n_negative = positives.sum(), (~positives).sum()
-  if not n_positive or not n_negative:
-    return float('nan')
-  return float(
-      (ranks[positives].sum() - n_positive * (n_positive + 1) / 2.0)
-      / (n_positive * n_negative)
-  )
 
 
 def _output_names(variant: Variant, objective: str) -> Tuple:

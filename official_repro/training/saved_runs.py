@@ -18,11 +18,15 @@ import dataclasses
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
+
+import gin
 
 import tensorflow as tf
 import tf_keras
 
+from official.core import base_task
+from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.nlp.modeling import models
 from official_repro.common import cli
@@ -31,6 +35,7 @@ from official_repro.modeling.networks import encoders
 from official_repro.tasks import objectives
 from official_repro.training import experiment
 from official_repro.training import finetuning
+from official_repro.training import gin_utils
 
 _OBJECTIVE = re.compile(r"^experiment\.objective\s*=\s*'(\w+)'", re.MULTILINE)
 
@@ -139,6 +144,31 @@ def load(model_dir: str, checkpoint: Optional[str] = None) -> SavedRun:
     ) from error
   status.expect_partial()
   return SavedRun(model_dir, checkpoint, objective, model_config, model)
+
+
+def pretraining_task(
+    model_dir: str, record_dir: Optional[str] = None
+) -> Tuple[cfg.ExperimentConfig, base_task.Task]:
+  """A pretraining run's experiment config and task, as its config says.
+
+  Args:
+    model_dir: the run (its `config.gin`).
+    record_dir: records to read instead of the run's own (same vocabulary
+      and sequence length).
+
+  Returns:
+    `(params, task)`; `params.task.validation_data` reads the eval split.
+  """
+  gin.clear_config()
+  try:
+    gin_utils.parse_config(
+        [os.path.join(model_dir, 'config.gin')],
+        [f'pretrain_data.input_path = {record_dir!r}'] if record_dir else [],
+    )
+    params, _ = experiment.experiment_config()
+  finally:
+    gin.clear_config()
+  return params, task_factory.get_task(params.task)
 
 
 @dataclasses.dataclass

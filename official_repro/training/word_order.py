@@ -20,18 +20,13 @@ import os
 import tempfile
 from typing import Dict, Optional
 
-import gin
 import numpy as np
 import tensorflow as tf
 
-from official.core import task_factory
 from official_repro.data import records as records_lib
 from official_repro.data import word_shuffle
 from official_repro.metrics import context_free
-from official_repro.training import experiment
-from official_repro.training import gin_utils
-
-_CONFIG_FILENAME = 'config.gin'
+from official_repro.training import saved_runs
 
 
 def _special_ids(metadata) -> np.ndarray:
@@ -106,16 +101,7 @@ def evaluate(
   checkpoint = checkpoint or tf.train.latest_checkpoint(model_dir)
   if checkpoint is None:
     raise FileNotFoundError(f'--model_dir {model_dir} holds no checkpoint.')
-  gin.clear_config()
-  try:
-    gin_utils.parse_config(
-        [os.path.join(model_dir, _CONFIG_FILENAME)],
-        [f'pretrain_data.input_path = {record_dir!r}'],
-    )
-    params, _ = experiment.experiment_config()
-  finally:
-    gin.clear_config()
-  task = task_factory.get_task(params.task)
+  params, task = saved_runs.pretraining_task(model_dir, record_dir)
   model = task.build_model()
   dataset = task.build_inputs(params.task.validation_data)
   if steps > 0:

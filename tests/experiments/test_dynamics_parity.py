@@ -13,26 +13,7 @@ from experiments import dynamics_parity
 from official_repro.common import cli
 from official_repro.data import records
 from official_repro.metrics import context_free
-
-
-def _pairwise_auc(labels, scores):
-  """P(positive scores above negative), ties one half, by every pair."""
-  wins = 0.0
-  positives = [s for y, s in zip(labels, scores) if y]
-  negatives = [s for y, s in zip(labels, scores) if not y]
-  for p, n in itertools.product(positives, negatives):
-    wins += 1.0 if p > n else 0.5 if p == n else 0.0
-  return wins / (len(positives) * len(negatives))
-
-
-def test_auc_is_the_pairwise_win_rate_with_ties_halved():
-  rng = np.random.RandomState(0)
-  labels = rng.rand(200) < 0.3
-  scores = np.round(rng.normal(size=200) + labels, 1)  # many ties
-  assert dynamics_parity.auc(labels, scores) == pytest.approx(
-      _pairwise_auc(labels, scores), abs=1e-12
-  )
-  assert np.isnan(dynamics_parity.auc(np.zeros(3), np.arange(3.0)))
+from tests.metrics.test_ranking import pairwise_auc
 
 
 def test_held_out_metrics_by_hand():
@@ -73,7 +54,7 @@ def test_held_out_metrics_by_hand():
   assert metrics['discriminator_accuracy'] == pytest.approx(5 / 8)
   assert metrics['discriminator_recall'] == pytest.approx(2 / 3)
   assert metrics['discriminator_auc'] == pytest.approx(
-      _pairwise_auc(real_labels, real_logits)
+      pairwise_auc(real_labels, real_logits)
   )
   expected_loss = np.mean(
       [

@@ -1,0 +1,138 @@
+r"""What a run's replaced-token detector detects, as a report.
+
+  python -m experiments.discriminator_probe --model_dir=<ELECTRA-family run> \
+    --name=electra --output_dir=experiments/reports [--records=...] \
+    [--checkpoint=<model_dir>/ckpt-<step>] [--steps=20]
+
+Writes `<output_dir>/discriminator_probe_<name>.md` and `.json`: the
+detector's held-out AUC, recall and accuracy on the generator's
+replacements, on context-free (unigram) and on uniform replacements at the
+same masked positions, each beside the best identity-only scorer; and its
+recall by the generator's probability of the replaced token
+(`official_repro.training.discriminator_probe`). The horizon runs
+(`experiments/discriminator_horizon.py`) are probed with it.
+"""
+
+import os
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import math
+from typing import Any, Dict, List, Sequence
+
+from absl import flags
+import tensorflow as tf
+
+from experiments import provenance
+from official_repro.common import cli
+from official_repro.common import json_files
+from official_repro.training import discriminator_probe
+
+FLAGS = flags.FLAGS
+
+_SOURCE_LABELS = {
+    'generator': "the run's generator (its temperature)",
+    'unigram': 'training-split unigram frequencies (ignores context)',
+    'uniform': 'any non-special token, equally likely',
+}
+
+
+def define_flags() -> None:
+  """The command's flags."""
+  flags.DEFINE_string('model_dir', None, 'The ELECTRA-family run.')
+  flags.DEFINE_string('name', None, 'Names the report files.')
+  flags.DEFINE_string('output_dir', None, 'Where the report goes.')
+  flags.DEFINE_string('records', None, "Records (default: the run's own).")
+  flags.DEFINE_string('checkpoint', None, 'ckpt-<step> (default: latest).')
+  flags.DEFINE_integer('steps', 20, 'Held-out batches (-1: the whole split).')
+  flags.DEFINE_integer('seed', 0, 'Seeds the replacement draws.')
+
+
+def _cell(value: float) -> str:
+  return '-' if math.isnan(value) else f'{value:.3f}'
+
+
+def report_lines(result: Dict[str, Any]) -> List[str]:
+  """The markdown body: one table of sources, one of plausibility bands."""
+  lines = [
+      f'Checkpoint `{result["checkpoint"]}` (step {result["step"]:,}), '
+      f'{result["batches"]} held-out batches of `{result["records"]}` with '
+      "the run's dynamic masks, evaluated in float32; draws seeded "
+      f'{result["seed"]}.',
+      '',
+      '## By source of the replacements',
+      '',
+      'Identity-only AUC: each token scored by its replaced rate on the even '
+      "sequences, on the odd ones, beside the detector's AUC there.",
+      '',
+      '| replacements | AUC | recall | accuracy | replaced share of tokens '
+      '| masked slots unchanged | identity-only AUC | detector AUC, same '
+      'half |',
+      '|---|---|---|---|---|---|---|---|',
+  ]
+  for source, metrics in result['sources'].items():
+    lines.append(
+        f'| {_SOURCE_LABELS[source]} | {_cell(metrics["auc"])} | '
+        f'{_cell(metrics["recall"])} | {_cell(metrics["accuracy"])} | '
+        f'{_cell(metrics["replaced_share"])} | '
+        f'{_cell(metrics["unchanged_share_of_masked"])} | '
+        f'{_cell(metrics["identity_auc"])} | '
+        f'{_cell(metrics["auc_on_identity_half"])} |'
+    )
+  lines += [
+      '',
+      "## The generator's replacements by its probability of them",
+      '',
+      'The probability is the softmax at temperature 1 of the generator; '
+      'AUC is against every original token.',
+      '',
+      '| probability | replaced tokens | recall | AUC |',
+      '|---|---|---|---|',
+  ]
+  for band in result['plausibility']:
+    lines.append(
+        f'| [{band["low"]:g}, {band["high"]:g}) | {band["replaced"]:,} | '
+        f'{_cell(band["recall"])} | {_cell(band["auc"])} |'
+    )
+  return lines
+
+
+def write_report(result: Dict[str, Any], name: str, output_dir: str) -> str:
+  """Writes `discriminator_probe_<name>.md` and `.json`; returns the md."""
+  tf.io.gfile.makedirs(output_dir)
+  stem = os.path.join(output_dir, f'discriminator_probe_{name}')
+  lines = [
+      f'# What the replaced-token detector detects: {name}',
+      '',
+      provenance.provenance('experiments.discriminator_probe'),
+      '',
+      *report_lines(result),
+      '',
+  ]
+  json_files.write_json(stem + '.json', result)
+  json_files.write_text(stem + '.md', '\n'.join(lines))
+  return stem + '.md'
+
+
+def main(argv: Sequence[str]) -> None:
+  """Runs the command with the parsed flags (the absl entry point)."""
+  cli.refuse_positional(argv)
+  for name in ('model_dir', 'name', 'output_dir'):
+    if not getattr(FLAGS, name):
+      raise cli.UserError(f'--{name} is required.')
+  if FLAGS.steps == 0 or FLAGS.steps < -1:
+    raise cli.UserError(f'--steps={FLAGS.steps}: give a positive count or -1.')
+  stem = os.path.join(FLAGS.output_dir, f'discriminator_probe_{FLAGS.name}')
+  for suffix in ('.md', '.json'):
+    json_files.check_writable(stem + suffix, '--output_dir')
+  result = discriminator_probe.probe(
+      FLAGS.model_dir, FLAGS.records, FLAGS.steps, FLAGS.checkpoint, FLAGS.seed
+  )
+  print('\n'.join(report_lines(result)))
+  print(f'report: {write_report(result, FLAGS.name, FLAGS.output_dir)}')
+
+
+if __name__ == '__main__':
+  define_flags()
+  cli.run(main)

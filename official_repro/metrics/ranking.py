@@ -1,0 +1,35 @@
+"""Ranking metrics of a binary scorer on numpy arrays.
+
+The replaced-token detector is judged by the area under its ROC curve, as
+google-research/electra's `disc_auc` judges it. Model Garden's streaming
+`tf_keras.metrics.AUC` approximates it on 200 thresholds; analyses of saved
+logits (`experiments/dynamics_parity.py`, `training/discriminator_probe.py`)
+need it exactly, from average ranks.
+"""
+
+import numpy as np
+from scipy import stats
+
+
+def auc(labels: np.ndarray, scores: np.ndarray) -> float:
+  """Area under the ROC curve: P(score of a positive > of a negative).
+
+  Ties count one half (the Mann-Whitney statistic, by average ranks).
+
+  Args:
+    labels: `[n]`, positive where > 0.
+    scores: float `[n]`.
+
+  Returns:
+    The AUC, or NaN when either class is empty.
+  """
+  positives = np.asarray(labels) > 0
+  n_positive = int(positives.sum())
+  n_negative = positives.size - n_positive
+  if not n_positive or not n_negative:
+    return float('nan')
+  ranks = stats.rankdata(np.asarray(scores, np.float64))
+  return float(
+      (ranks[positives].sum() - n_positive * (n_positive + 1) / 2.0)
+      / (n_positive * n_negative)
+  )

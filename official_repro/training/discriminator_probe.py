@@ -1,0 +1,292 @@
+"""What a replaced-token detector detects: probes of a pretraining checkpoint.
+
+A held-out discriminator AUC of 0.7 says little on its own: the detector may
+find every implausible substitution and miss only the generator's plausible
+ones, or it may score tokens by their identity alone (rare tokens are more
+often generator samples). This module evaluates an ELECTRA-family run's
+checkpoint (ELECTRA, ALE, TEAMS: any `ElectraPretrainer`) on its held-out
+records, with the run's own dynamic masks, under three sources of
+replacements at the same masked positions:
+
+  * `generator`: the run's generator, sampled as in training (its
+    temperature), so the detector meets the negatives it trains on;
+  * `unigram`: the training split's token frequencies, a generator that
+    ignores context (plausible words, implausible places);
+  * `uniform`: any non-special token, equally likely.
+
+For each source it reports the detector's AUC, recall (logit > 0 on replaced
+tokens) and accuracy over real tokens, and beside them the AUC of the best
+scorer that sees only a token's identity: each token's replaced rate, fit on
+half the sequences and scored on the other half (the detector's AUC on that
+same half is given with it). The generator's replacements are also split by
+the generator's own probability of the sampled token (softmax at
+temperature 1), with the detector's recall and AUC (against all original
+tokens) in each band: a detector limited by the generator's plausibility
+loses recall as that probability grows.
+
+`experiments/discriminator_probe.py` runs it and writes the report.
+"""
+
+import dataclasses
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from official_repro.common import cli
+from official_repro.metrics import context_free
+from official_repro.metrics import ranking
+from official_repro.modeling.pretrainers import electra
+from official_repro.training import saved_runs
+
+SOURCES = ('generator', 'unigram', 'uniform')
+# Bands of the generator's probability of its sampled token.
+PLAUSIBILITY_EDGES = (0.0, 0.01, 0.1, 0.3, 1.0)
+
+
+@dataclasses.dataclass
+class DetectedTokens:
+  """The real tokens of the probed batches under one source, flattened.
+
+  Attributes:
+    sequence: int `[n]`, the held-out sequence each token came from.
+    token_ids: int `[n]`, the token the detector saw.
+    labels: int `[n]`, 1 where it differs from the original.
+    logits: float `[n]`, the detector's replaced-token logit.
+    generator_probability: float `[n]`, the generator's probability of a
+      replaced token (NaN elsewhere; `generator` source only).
+    masked: int, masked slots probed.
+    unchanged: int, masked slots whose replacement equals the original.
+  """
+
+  sequence: np.ndarray
+  token_ids: np.ndarray
+  labels: np.ndarray
+  logits: np.ndarray
+  generator_probability: np.ndarray
+  masked: int
+  unchanged: int
+
+
+def _flatten(
+    first_sequence: int,
+    batch: Dict[str, np.ndarray],
+    corrupted: np.ndarray,
+    labels: np.ndarray,
+    logits: np.ndarray,
+    replacements: np.ndarray,
+    probabilities: Optional[np.ndarray],
+) -> DetectedTokens:
+  """One batch's real tokens under one source."""
+  real = batch['input_mask'] > 0
+  weights = batch['masked_lm_weights'] > 0
+  on_sequence = np.full(corrupted.shape, np.nan)
+  if probabilities is not None:
+    rows = np.nonzero(weights)[0]
+    on_sequence[rows, batch['masked_lm_positions'][weights]] = probabilities[
+        weights
+    ]
+  return DetectedTokens(
+      sequence=(first_sequence + np.nonzero(real)[0]).astype(np.int64),
+      token_ids=corrupted[real],
+      labels=labels[real],
+      logits=logits[real].astype(np.float64),
+      generator_probability=np.where(
+          labels[real] > 0, on_sequence[real], np.nan
+      ),
+      masked=int(weights.sum()),
+      unchanged=int(
+          (replacements[weights] == batch['masked_lm_ids'][weights]).sum()
+      ),
+  )
+
+
+def _concatenate(parts: Sequence[DetectedTokens]) -> DetectedTokens:
+  return DetectedTokens(
+      *(
+          np.concatenate([getattr(p, f.name) for p in parts])
+          for f in dataclasses.fields(DetectedTokens)[:5]
+      ),
+      masked=sum(p.masked for p in parts),
+      unchanged=sum(p.unchanged for p in parts),
+  )
+
+
+def identity_auc(
+    tokens: DetectedTokens, vocab_size: int
+) -> Tuple[float, float]:
+  """The best identity-only scorer's AUC, beside the detector's, on a half.
+
+  Each token id is scored by its replaced rate (Laplace-smoothed) among the
+  tokens of the even sequences; both AUCs are taken on the odd ones.
+
+  Returns:
+    `(identity_auc, detector_auc)` on the odd sequences.
+  """
+  fit = tokens.sequence % 2 == 0
+  replaced = np.bincount(
+      tokens.token_ids[fit], tokens.labels[fit], minlength=vocab_size
+  )
+  seen = np.bincount(tokens.token_ids[fit], minlength=vocab_size)
+  rate = (replaced + 1.0) / (seen + 2.0)
+  scored = ~fit
+  return (
+      ranking.auc(tokens.labels[scored], rate[tokens.token_ids[scored]]),
+      ranking.auc(tokens.labels[scored], tokens.logits[scored]),
+  )
+
+
+def detection_metrics(
+    tokens: DetectedTokens, vocab_size: int
+) -> Dict[str, float]:
+  """AUC, recall, accuracy and the identity baseline of one source."""
+  replaced = tokens.labels > 0
+  said_replaced = tokens.logits > 0
+  identity, detector_on_half = identity_auc(tokens, vocab_size)
+  return dict(
+      tokens=int(tokens.labels.size),
+      replaced_share=float(replaced.mean()),
+      unchanged_share_of_masked=tokens.unchanged / max(1, tokens.masked),
+      auc=ranking.auc(tokens.labels, tokens.logits),
+      recall=float(said_replaced[replaced].mean()),
+      accuracy=float((said_replaced == replaced).mean()),
+      identity_auc=identity,
+      auc_on_identity_half=detector_on_half,
+  )
+
+
+def plausibility_bands(tokens: DetectedTokens) -> List[Dict[str, float]]:
+  """Recall and AUC of the generator's replacements, by its probability."""
+  original = tokens.labels == 0
+  bands = []
+  edges = PLAUSIBILITY_EDGES
+  for low, high in zip(edges[:-1], edges[1:]):
+    probability = tokens.generator_probability
+    upper = probability <= high if high == edges[-1] else probability < high
+    band = (tokens.labels > 0) & (probability >= low) & upper
+    bands.append(
+        dict(
+            low=low,
+            high=high,
+            replaced=int(band.sum()),
+            recall=float((tokens.logits[band] > 0).mean())
+            if band.any()
+            else float('nan'),
+            auc=ranking.auc(
+                np.concatenate([np.ones(band.sum()), np.zeros(original.sum())]),
+                np.concatenate([tokens.logits[band], tokens.logits[original]]),
+            ),
+        )
+    )
+  return bands
+
+
+class _Replacements:
+  """Context-free replacement draws for the masked slots of a batch."""
+
+  def __init__(self, counts: np.ndarray, special_ids: Sequence[int], seed: int):
+    self._rng = np.random.default_rng(seed)
+    self._unigram = counts / counts.sum()
+    self._ordinary = np.setdiff1d(np.arange(len(counts)), special_ids)
+
+  def draw(self, source: str, shape: Tuple[int, ...]) -> np.ndarray:
+    if source == 'unigram':
+      return self._rng.choice(len(self._unigram), shape, p=self._unigram)
+    return self._rng.choice(self._ordinary, shape)
+
+
+def probe(
+    model_dir: str,
+    record_dir: Optional[str] = None,
+    steps: int = 20,
+    checkpoint: Optional[str] = None,
+    seed: int = 0,
+) -> Dict[str, Any]:
+  """Probes a run's detector on held-out batches under each source.
+
+  Args:
+    model_dir: an ELECTRA-family pretraining run.
+    record_dir: its records (default: those its `config.gin` trained on).
+    steps: held-out batches (-1: the whole eval split).
+    checkpoint: a `ckpt-<step>` prefix (default: the latest).
+    seed: seeds the generator's draws and the context-free ones.
+
+  Returns:
+    `checkpoint`, `step`, `batches`, `sources` ({source: metrics of
+    `detection_metrics`}) and `plausibility` (`plausibility_bands` of the
+    generator's replacements).
+
+  Raises:
+    UserError: a run whose model is not an `ElectraPretrainer`.
+  """
+  run = saved_runs.load(model_dir, checkpoint)
+  model = run.model
+  if not isinstance(model, electra.ElectraPretrainer):
+    raise cli.UserError(
+        f'--model_dir {model_dir}: a {run.objective.name} run has no '
+        'separate generator and replaced-token detector to probe; give an '
+        'ELECTRA, ALE or TEAMS run.'
+    )
+  params, task = saved_runs.pretraining_task(model_dir, record_dir)
+  record_dir = params.task.validation_data.input_path
+  counts, special_ids = context_free.token_counts(record_dir, 'train')
+  draws = _Replacements(counts, special_ids, seed)
+  tf.random.set_seed(seed)
+
+  @tf.function
+  def sample(batch):
+    logits, _ = model.generator_logits(batch, training=False)
+    sampled = model.sample_replacements(logits, batch, training=False)
+    probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))
+    return sampled, tf.gather(probabilities, sampled, batch_dims=2)
+
+  @tf.function
+  def detect(batch, replacements):
+    corrupted, labels = model.corrupt(batch, replacements)
+    outputs = model.discriminate(corrupted, batch, training=False)
+    return corrupted, labels, tf.cast(model.rtd_logits(outputs), tf.float32)
+
+  dataset = task.build_inputs(params.task.validation_data)
+  if steps > 0:
+    dataset = dataset.take(steps)
+  parts = {source: [] for source in SOURCES}
+  batches = sequences = 0
+  for batch in dataset:
+    batches += 1
+    numpy_batch = {k: v.numpy() for k, v in batch.items()}
+    sampled, probabilities = sample(batch)
+    by_source = dict(generator=(sampled.numpy(), probabilities.numpy()))
+    shape = numpy_batch['masked_lm_ids'].shape
+    for source in SOURCES[1:]:
+      by_source[source] = (draws.draw(source, shape).astype(np.int32), None)
+    for source, (replacements, probability) in by_source.items():
+      corrupted, labels, logits = detect(batch, tf.constant(replacements))
+      parts[source].append(
+          _flatten(
+              sequences,
+              numpy_batch,
+              corrupted.numpy(),
+              labels.numpy(),
+              logits.numpy(),
+              replacements,
+              probability,
+          )
+      )
+    sequences += len(numpy_batch['input_mask'])
+  if not batches:
+    raise cli.UserError(f'{record_dir}: the eval split holds no batch.')
+  tokens = {source: _concatenate(p) for source, p in parts.items()}
+  vocab_size = len(counts)
+  return dict(
+      model_dir=model_dir,
+      records=record_dir,
+      checkpoint=run.checkpoint,
+      step=int(run.checkpoint.rsplit('-', 1)[-1]),
+      batches=batches,
+      seed=seed,
+      sources={
+          source: detection_metrics(tokens[source], vocab_size)
+          for source in SOURCES
+      },
+      plausibility=plausibility_bands(tokens['generator']),
+  )

@@ -1,0 +1,161 @@
+"""Probes of a replaced-token detector, against naive re-computations."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from experiments import discriminator_probe as probe_command
+from official_repro.common import cli
+from official_repro.training import discriminator_probe
+from tests.metrics.test_ranking import pairwise_auc
+
+
+def _tokens(seed=0, n=400, vocab=7):
+  rng = np.random.RandomState(seed)
+  labels = (rng.rand(n) < 0.3).astype(np.int64)
+  probability = np.where(labels > 0, rng.rand(n), np.nan)
+  return discriminator_probe.DetectedTokens(
+      sequence=rng.randint(0, 6, n),
+      token_ids=rng.randint(0, vocab, n),
+      labels=labels,
+      logits=np.round(rng.normal(size=n) + labels, 1),
+      generator_probability=probability,
+      masked=int(labels.sum()) + 10,
+      unchanged=10,
+  )
+
+
+def test_identity_scorer_is_each_tokens_replaced_rate_on_the_even_sequences():
+  tokens = _tokens()
+  replaced, seen = {}, {}
+  for b, t, y in zip(tokens.sequence, tokens.token_ids, tokens.labels):
+    if b % 2 == 0:
+      seen[t] = seen.get(t, 0) + 1
+      replaced[t] = replaced.get(t, 0) + y
+  odd = [i for i, b in enumerate(tokens.sequence) if b % 2]
+  labels = [tokens.labels[i] for i in odd]
+  rates = [
+      (replaced.get(tokens.token_ids[i], 0) + 1.0)
+      / (seen.get(tokens.token_ids[i], 0) + 2.0)
+      for i in odd
+  ]
+  identity, detector = discriminator_probe.identity_auc(tokens, vocab_size=7)
+  assert identity == pytest.approx(pairwise_auc(labels, rates), abs=1e-12)
+  assert detector == pytest.approx(
+      pairwise_auc(labels, [tokens.logits[i] for i in odd]), abs=1e-12
+  )
+
+
+def test_an_identity_only_source_is_found_by_the_identity_scorer():
+  rng = np.random.RandomState(1)
+  token_ids = rng.randint(0, 50, 4000)
+  labels = (token_ids >= 40).astype(np.int64)  # only tokens 40-49 replaced
+  tokens = discriminator_probe.DetectedTokens(
+      sequence=np.arange(4000) % 8,
+      token_ids=token_ids,
+      labels=labels,
+      logits=rng.normal(size=4000),
+      generator_probability=np.full(4000, np.nan),
+      masked=0,
+      unchanged=0,
+  )
+  identity, detector = discriminator_probe.identity_auc(tokens, vocab_size=50)
+  assert identity == 1.0
+  assert abs(detector - 0.5) < 0.05
+
+
+def test_plausibility_bands_by_a_loop_over_tokens():
+  tokens = _tokens(seed=2)
+  bands = discriminator_probe.plausibility_bands(tokens)
+  edges = discriminator_probe.PLAUSIBILITY_EDGES
+  assert [(b['low'], b['high']) for b in bands] == list(zip(edges, edges[1:]))
+  originals = [s for y, s in zip(tokens.labels, tokens.logits) if y == 0]
+  for band in bands:
+    members = [
+        s
+        for y, s, p in zip(
+            tokens.labels, tokens.logits, tokens.generator_probability
+        )
+        if y > 0
+        and band['low'] <= p
+        and (p < band['high'] or (band['high'] == 1.0 and p <= 1.0))
+    ]
+    assert band['replaced'] == len(members)
+    assert band['recall'] == pytest.approx(np.mean([s > 0 for s in members]))
+    assert band['auc'] == pytest.approx(
+        pairwise_auc(
+            [1] * len(members) + [0] * len(originals), members + originals
+        ),
+        abs=1e-12,
+    )
+  assert sum(b['replaced'] for b in bands) == tokens.labels.sum()
+
+
+def test_each_slots_probability_lands_on_its_position_of_the_real_tokens():
+  batch = dict(
+      input_mask=np.array([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]]),
+      masked_lm_positions=np.array([[1, 3], [2, 0]]),
+      masked_lm_weights=np.array([[1.0, 1.0], [1.0, 0.0]]),
+      masked_lm_ids=np.array([[7, 8], [9, 0]]),
+  )
+  corrupted = np.array([[2, 6, 5, 8, 0], [2, 4, 5, 0, 0]])
+  labels = np.array([[0, 1, 0, 0, 0], [0, 0, 1, 0, 0]])
+  logits = np.arange(10.0).reshape(2, 5)
+  replacements = np.array([[6, 8], [5, 3]])
+  probabilities = np.array([[0.25, 0.5], [0.75, 0.9]])
+  tokens = discriminator_probe._flatten(
+      3, batch, corrupted, labels, logits, replacements, probabilities
+  )
+  np.testing.assert_array_equal(tokens.token_ids, [2, 6, 5, 8, 2, 4, 5])
+  np.testing.assert_array_equal(tokens.labels, [0, 1, 0, 0, 0, 0, 1])
+  np.testing.assert_array_equal(tokens.logits, [0, 1, 2, 3, 5, 6, 7])
+  np.testing.assert_array_equal(
+      tokens.generator_probability,
+      [np.nan, 0.25, np.nan, np.nan, np.nan, np.nan, 0.75],
+  )
+  np.testing.assert_array_equal(tokens.sequence, [3, 3, 3, 3, 4, 4, 4])
+  # Slot (0, 1) sampled its original (8); the unweighted slot is not counted.
+  assert (tokens.masked, tokens.unchanged) == (3, 1)
+
+
+@pytest.fixture(scope='module')
+def electra_run(run_tiny_electra, tmp_path_factory):
+  model_dir = tmp_path_factory.mktemp('probed_electra')
+  run_tiny_electra(model_dir, ['encoder.num_layers = 1'], mode='train')
+  return str(model_dir)
+
+
+def test_every_source_is_probed_and_reported(electra_run, tmp_path):
+  result = discriminator_probe.probe(electra_run, steps=3)
+  probe_command.write_report(result, 'tiny', str(tmp_path))
+  with open(tmp_path / 'discriminator_probe_tiny.json') as f:
+    result = json.load(f)
+  assert result['step'] == 2 and result['batches'] >= 1
+  sources = result['sources']
+  assert set(sources) == set(discriminator_probe.SOURCES)
+  for metrics in sources.values():
+    assert metrics['tokens'] == sources['generator']['tokens']
+  # Context-free draws over a vocabulary of dozens rarely hit the original.
+  assert sources['uniform']['unchanged_share_of_masked'] < 0.2
+  assert (
+      sources['uniform']['replaced_share']
+      > sources['generator']['replaced_share'] * 0.5
+  )
+  replaced = round(
+      sources['generator']['replaced_share'] * sources['generator']['tokens']
+  )
+  assert sum(b['replaced'] for b in result['plausibility']) == replaced
+  report = (tmp_path / 'discriminator_probe_tiny.md').read_text()
+  assert 'Command: `python -m experiments.discriminator_probe' in report
+  assert (
+      report.count('\n| [') == len(discriminator_probe.PLAUSIBILITY_EDGES) - 1
+  )
+
+
+def test_a_run_without_a_detector_is_refused_in_one_line(exported_encoder):
+  with pytest.raises(cli.UserError, match='no separate generator') as error:
+    discriminator_probe.probe(exported_encoder, steps=1)
+  assert '\n' not in str(error.value)
+  assert os.path.basename(exported_encoder) in str(error.value)
