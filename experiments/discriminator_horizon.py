@@ -37,12 +37,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from absl import flags
 import tensorflow as tf
 
+from experiments import discriminator_probe as probe_report
 from experiments import provenance
 from experiments.regeneration import held_out
 from experiments.regeneration import registry
 from experiments.regeneration import runner
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.training import discriminator_probe
 from official_repro.training import gin_utils
 
 FLAGS = flags.FLAGS
@@ -58,6 +60,8 @@ class HorizonRun:
     run: its paper gin files, as a regeneration run.
     generator_metric: the held-out masked-LM accuracy's metric name.
     bindings: settings after the scale's, each said in `description`.
+    probed: whether its checkpoints are probed (`discriminator_probe`: an
+      ELECTRA-family run with a separate generator and detector).
   """
 
   name: str
@@ -65,6 +69,7 @@ class HorizonRun:
   run: registry.Run
   generator_metric: str = 'masked_lm_accuracy'
   bindings: Tuple[str, ...] = ()
+  probed: bool = True
 
 
 _ELECTRA_SMALL = registry.Run(
@@ -108,6 +113,7 @@ RUNS: Dict[str, HorizonRun] = {
                 'SCRIPT-small',
                 ('gin/papers/004_script/small.gin',),
             ),
+            probed=False,
         ),
     )
 }
@@ -200,6 +206,11 @@ def define_flags() -> None:
   flags.DEFINE_boolean(
       'report_only', False, 'Write the report from the run as it stands.'
   )
+  flags.DEFINE_integer(
+      'probe_steps',
+      20,
+      'Held-out batches of each checkpoint probe (0: no probes).',
+  )
   flags.mark_flags_as_required(['run', 'model_dir'])
 
 
@@ -264,6 +275,50 @@ def first_step_meeting(
   return None
 
 
+# Probes of the run's checkpoints, kept because the run keeps only its last
+# five checkpoints: <model_dir>/probes/step_<N>.json.
+PROBES_SUBDIR = 'probes'
+
+
+def read_probes(model_dir: str) -> Dict[int, Dict[str, Any]]:
+  """{step: probe result} of every checkpoint probed so far, in step order."""
+  probes = {}
+  pattern = os.path.join(model_dir, PROBES_SUBDIR, 'step_*.json')
+  for path in tf.io.gfile.glob(pattern):
+    with tf.io.gfile.GFile(path) as f:
+      result = json.load(f)
+    probes[int(result['step'])] = result
+  return dict(sorted(probes.items()))
+
+
+def probe_checkpoints(
+    model_dir: str, probe_steps: int
+) -> Dict[int, Dict[str, Any]]:
+  """Probes each complete checkpoint not yet probed; returns every probe.
+
+  A checkpoint the run deletes while it is probed is skipped.
+  """
+  state = tf.train.get_checkpoint_state(model_dir)
+  for checkpoint in state.all_model_checkpoint_paths if state else ():
+    checkpoint = os.path.join(model_dir, os.path.basename(checkpoint))
+    step = int(checkpoint.rsplit('-', 1)[-1])
+    path = os.path.join(model_dir, PROBES_SUBDIR, f'step_{step}.json')
+    if tf.io.gfile.exists(path):
+      continue
+    try:
+      result = discriminator_probe.probe(
+          model_dir, steps=probe_steps, checkpoint=checkpoint
+      )
+    except (tf.errors.NotFoundError, cli.UserError):
+      if tf.io.gfile.exists(checkpoint + '.index'):
+        raise
+      continue
+    tf.io.gfile.makedirs(os.path.dirname(path))
+    json_files.write_json(path, result)
+    print(f'probed step {step}', flush=True)
+  return read_probes(model_dir)
+
+
 def train_until_targets(
     command: Sequence[str],
     model_dir: str,
@@ -271,8 +326,12 @@ def train_until_targets(
     recall_target: float,
     auc_target: float,
     poll_seconds: float,
+    probe_steps: int = 0,
 ) -> Dict[int, Dict[str, float]]:
   """Runs `command` until the targets are met or the schedule ends.
+
+  With `probe_steps` > 0, each new checkpoint is probed as it appears
+  (`probe_checkpoints`).
 
   Each new evaluation is printed as it appears; once one meets the
   targets the job gets SIGTERM, saves a checkpoint at the end of its loop
@@ -304,6 +363,8 @@ def train_until_targets(
         curve = held_out.read_curve(model_dir)
         for step in sorted(set(curve) - seen):
           print(_curve_line(step, curve[step]), flush=True)
+        if probe_steps and set(curve) - seen:
+          probe_checkpoints(model_dir, probe_steps)
         seen = set(curve)
         if first_step_meeting(curve, recall_target, auc_target) is not None:
           process.send_signal(signal.SIGTERM)
@@ -344,10 +405,12 @@ def write_report(
     auc_target: float,
     max_steps: int,
     mixed_precision: Optional[str] = None,
+    probes: Optional[Dict[int, Dict[str, Any]]] = None,
 ) -> str:
   """Writes the markdown, JSON and PNG reports; returns the markdown path.
 
-  `mixed_precision` is the run's compute precision (None: not recorded).
+  `mixed_precision` is the run's compute precision (None: not recorded);
+  `probes` are the checkpoints' probes by step (`probe_checkpoints`).
   """
   met = first_step_meeting(curve, recall_target, auc_target)
   tf.io.gfile.makedirs(output_dir)
@@ -406,6 +469,8 @@ def write_report(
         f'{_optional(point.masked_lm_accuracy)} |'
     )
   lines += ['', f'![curve]({os.path.basename(png)})', '']
+  if probes:
+    lines += probe_lines(probes)
   json_files.write_json(
       stem + '.json',
       dict(
@@ -417,10 +482,53 @@ def write_report(
           auc_target=auc_target,
           first_step_meeting_targets=met,
           curve={str(step): metrics for step, metrics in curve.items()},
+          probes={str(step): probe for step, probe in (probes or {}).items()},
       ),
   )
   json_files.write_text(stem + '.md', '\n'.join(lines))
   return stem + '.md'
+
+
+def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
+  """The report's probe section: a row per checkpoint, then the last."""
+  edges = discriminator_probe.PLAUSIBILITY_EDGES
+  bands = ' / '.join(f'{low:g}-{high:g}' for low, high in zip(edges, edges[1:]))
+  lines = [
+      '## What the detector detects, checkpoint by checkpoint',
+      '',
+      '`experiments.discriminator_probe` on each checkpoint (the run keeps '
+      'its last five; each probe is kept in `<model_dir>/probes/`): the '
+      "detector's held-out AUC on its generator's replacements, on unigram "
+      'and on uniform replacements at the same slots, each beside the best '
+      "identity-only scorer, and its recall on the generator's replacements "
+      f"by the generator's probability of them ({bands}).",
+      '',
+      '| step | generator AUC | identity-only | unigram AUC | unigram '
+      'recall | uniform AUC | identity-only | recall by generator '
+      'probability |',
+      '|---|---|---|---|---|---|---|---|',
+  ]
+  for step, probe in probes.items():
+    sources = probe['sources']
+    recalls = ' / '.join(
+        probe_report.cell(band['recall']) for band in probe['plausibility']
+    )
+    lines.append(
+        f'| {step:,} | {probe_report.cell(sources["generator"]["auc"])} | '
+        f'{probe_report.cell(sources["generator"]["identity_auc"])} | '
+        f'{probe_report.cell(sources["unigram"]["auc"])} | '
+        f'{probe_report.cell(sources["unigram"]["recall"])} | '
+        f'{probe_report.cell(sources["uniform"]["auc"])} | '
+        f'{probe_report.cell(sources["uniform"]["identity_auc"])} | '
+        f'{recalls} |'
+    )
+  last = probes[max(probes)]
+  lines += ['', f'### The probe at step {last["step"]:,}', '']
+  lines += [
+      line.replace('## ', '#### ', 1) if line.startswith('## ') else line
+      for line in probe_report.report_lines(last)
+  ]
+  return lines + ['']
 
 
 def _optional(value: Optional[float]) -> str:
@@ -535,6 +643,7 @@ def main(argv: Sequence[str]) -> None:
       FLAGS.held_out_steps,
       FLAGS.mixed_precision,
   )
+  probe_steps = FLAGS.probe_steps if horizon.probed else 0
   if FLAGS.report_only:
     curve = held_out.read_curve(FLAGS.model_dir)
   else:
@@ -545,7 +654,13 @@ def main(argv: Sequence[str]) -> None:
         FLAGS.recall_target,
         FLAGS.auc_target,
         FLAGS.poll_seconds,
+        probe_steps,
     )
+  probes = (
+      probe_checkpoints(FLAGS.model_dir, probe_steps)
+      if probe_steps
+      else read_probes(FLAGS.model_dir)
+  )
   path = write_report(
       horizon,
       curve,
@@ -555,6 +670,7 @@ def main(argv: Sequence[str]) -> None:
       FLAGS.auc_target,
       FLAGS.max_steps,
       claim.get('mixed_precision'),
+      probes,
   )
   print(f'report: {path}')
 

@@ -49,7 +49,8 @@ def define_flags() -> None:
   flags.DEFINE_integer('seed', 0, 'Seeds the replacement draws.')
 
 
-def _cell(value: float) -> str:
+def cell(value: float) -> str:
+  """A table cell: three decimals, '-' for NaN."""
   return '-' if math.isnan(value) else f'{value:.3f}'
 
 
@@ -73,12 +74,12 @@ def report_lines(result: Dict[str, Any]) -> List[str]:
   ]
   for source, metrics in result['sources'].items():
     lines.append(
-        f'| {_SOURCE_LABELS[source]} | {_cell(metrics["auc"])} | '
-        f'{_cell(metrics["recall"])} | {_cell(metrics["accuracy"])} | '
-        f'{_cell(metrics["replaced_share"])} | '
-        f'{_cell(metrics["unchanged_share_of_masked"])} | '
-        f'{_cell(metrics["identity_auc"])} | '
-        f'{_cell(metrics["auc_on_identity_half"])} |'
+        f'| {_SOURCE_LABELS[source]} | {cell(metrics["auc"])} | '
+        f'{cell(metrics["recall"])} | {cell(metrics["accuracy"])} | '
+        f'{cell(metrics["replaced_share"])} | '
+        f'{cell(metrics["unchanged_share_of_masked"])} | '
+        f'{cell(metrics["identity_auc"])} | '
+        f'{cell(metrics["auc_on_identity_half"])} |'
     )
   lines += [
       '',
@@ -93,7 +94,7 @@ def report_lines(result: Dict[str, Any]) -> List[str]:
   for band in result['plausibility']:
     lines.append(
         f'| [{band["low"]:g}, {band["high"]:g}) | {band["replaced"]:,} | '
-        f'{_cell(band["recall"])} | {_cell(band["auc"])} |'
+        f'{cell(band["recall"])} | {cell(band["auc"])} |'
     )
   return lines
 

@@ -2,10 +2,12 @@
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
 
+from experiments import discriminator_horizon
 from experiments import discriminator_probe as probe_command
 from official_repro.common import cli
 from official_repro.training import discriminator_probe
@@ -159,3 +161,30 @@ def test_a_run_without_a_detector_is_refused_in_one_line(exported_encoder):
     discriminator_probe.probe(exported_encoder, steps=1)
   assert '\n' not in str(error.value)
   assert os.path.basename(exported_encoder) in str(error.value)
+
+
+def test_the_horizon_probes_each_checkpoint_once_and_reports_each(
+    electra_run, tmp_path
+):
+  run = tmp_path / 'run'
+  shutil.copytree(electra_run, run)
+  probes = discriminator_horizon.probe_checkpoints(str(run), 1)
+  assert sorted(probes) == [1, 2]
+  kept = run / discriminator_horizon.PROBES_SUBDIR / 'step_1.json'
+  before = kept.stat().st_mtime_ns
+  # The run deletes ckpt-1, as max_to_keep does: its probe stays.
+  for path in run.glob('ckpt-1.*'):
+    path.unlink()
+  (run / discriminator_horizon.PROBES_SUBDIR / 'step_2.json').unlink()
+  probes = discriminator_horizon.probe_checkpoints(str(run), 1)
+  assert sorted(probes) == [1, 2] and kept.stat().st_mtime_ns == before
+  lines = discriminator_horizon.probe_lines(probes)
+  rows = [
+      line
+      for line in lines
+      if line.startswith('| 1 |') or line.startswith('| 2 |')
+  ]
+  assert len(rows) == 2
+  generator_auc = probes[2]['sources']['generator']['auc']
+  assert rows[1].split(' | ')[1] == f'{generator_auc:.3f}'
+  assert '### The probe at step 2' in lines
