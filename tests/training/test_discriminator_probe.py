@@ -125,13 +125,13 @@ def test_each_slots_probability_lands_on_its_position_of_the_real_tokens():
 @pytest.fixture(scope='module')
 def electra_run(run_tiny_electra, tmp_path_factory):
   model_dir = tmp_path_factory.mktemp('probed_electra')
-  run_tiny_electra(model_dir, ['encoder.num_layers = 1'], mode='train')
+  run_tiny_electra(model_dir, mode='train')
   return str(model_dir)
 
 
 def test_every_source_is_probed_and_reported(electra_run, tmp_path):
   result = discriminator_probe.probe(electra_run, steps=3)
-  probe_command.write_report(result, 'tiny', str(tmp_path))
+  probe_command.write_report(result, 'tiny', str(tmp_path), 'A tiny run.')
   with open(tmp_path / 'discriminator_probe_tiny.json') as f:
     result = json.load(f)
   assert result['step'] == 2 and result['batches'] >= 1
@@ -151,6 +151,9 @@ def test_every_source_is_probed_and_reported(electra_run, tmp_path):
   assert sum(b['replaced'] for b in result['plausibility']) == replaced
   report = (tmp_path / 'discriminator_probe_tiny.md').read_text()
   assert 'Command: `python -m experiments.discriminator_probe' in report
+  assert report.startswith(
+      '# What the replaced-token detector detects: tiny\n\nA tiny run.\n'
+  )
   assert (
       report.count('\n| [') == len(discriminator_probe.PLAUSIBILITY_EDGES) - 1
   )
