@@ -2,7 +2,7 @@ r"""What a run's replaced-token detector detects, as a report.
 
   python -m experiments.discriminator_probe --model_dir=<ELECTRA-family run> \
     --name=electra --output_dir=experiments/reports [--records=...] \
-    [--checkpoint=<model_dir>/ckpt-<step>] [--steps=20]
+    [--checkpoint=<model_dir>/ckpt-<step>] [--steps=20] [--description=...]
 
 Writes `<output_dir>/discriminator_probe_<name>.md` and `.json`: the
 detector's held-out AUC, recall and accuracy on the generator's
@@ -19,7 +19,7 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import math
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from absl import flags
 import tensorflow as tf
@@ -47,6 +47,9 @@ def define_flags() -> None:
   flags.DEFINE_string('checkpoint', None, 'ckpt-<step> (default: latest).')
   flags.DEFINE_integer('steps', 20, 'Held-out batches (-1: the whole split).')
   flags.DEFINE_integer('seed', 0, 'Seeds the replacement draws.')
+  flags.DEFINE_string(
+      'description', None, 'What the run is, for the report (optional).'
+  )
 
 
 def cell(value: float) -> str:
@@ -72,7 +75,8 @@ def report_lines(result: Dict[str, Any]) -> List[str]:
       'half |',
       '|---|---|---|---|---|---|---|---|',
   ]
-  for source, metrics in result['sources'].items():
+  for source in discriminator_probe.SOURCES:
+    metrics = result['sources'][source]
     lines.append(
         f'| {_SOURCE_LABELS[source]} | {cell(metrics["auc"])} | '
         f'{cell(metrics["recall"])} | {cell(metrics["accuracy"])} | '
@@ -99,13 +103,19 @@ def report_lines(result: Dict[str, Any]) -> List[str]:
   return lines
 
 
-def write_report(result: Dict[str, Any], name: str, output_dir: str) -> str:
+def write_report(
+    result: Dict[str, Any],
+    name: str,
+    output_dir: str,
+    description: Optional[str] = None,
+) -> str:
   """Writes `discriminator_probe_<name>.md` and `.json`; returns the md."""
   tf.io.gfile.makedirs(output_dir)
   stem = os.path.join(output_dir, f'discriminator_probe_{name}')
   lines = [
       f'# What the replaced-token detector detects: {name}',
       '',
+      *([description, ''] if description else []),
       provenance.provenance('experiments.discriminator_probe'),
       '',
       *report_lines(result),
@@ -131,7 +141,8 @@ def main(argv: Sequence[str]) -> None:
       FLAGS.model_dir, FLAGS.records, FLAGS.steps, FLAGS.checkpoint, FLAGS.seed
   )
   print('\n'.join(report_lines(result)))
-  print(f'report: {write_report(result, FLAGS.name, FLAGS.output_dir)}')
+  path = write_report(result, FLAGS.name, FLAGS.output_dir, FLAGS.description)
+  print(f'report: {path}')
 
 
 if __name__ == '__main__':
