@@ -105,7 +105,7 @@ def test_each_slots_probability_lands_on_its_position_of_the_real_tokens():
   corrupted = np.array([[2, 6, 5, 8, 0], [2, 4, 5, 0, 0]])
   labels = np.array([[0, 1, 0, 0, 0], [0, 0, 1, 0, 0]])
   logits = np.arange(10.0).reshape(2, 5)
-  replacements = np.array([[6, 8], [5, 3]])
+  replacements = np.array([[6, 8], [5, 0]])
   probabilities = np.array([[0.25, 0.5], [0.75, 0.9]])
   tokens = discriminator_probe._flatten(
       3, batch, corrupted, labels, logits, replacements, probabilities
