@@ -60,8 +60,6 @@ class HorizonRun:
     run: its paper gin files, as a regeneration run.
     generator_metric: the held-out masked-LM accuracy's metric name.
     bindings: settings after the scale's, each said in `description`.
-    probed: whether its checkpoints are probed (`discriminator_probe`: an
-      ELECTRA-family run with a separate generator and detector).
   """
 
   name: str
@@ -69,7 +67,6 @@ class HorizonRun:
   run: registry.Run
   generator_metric: str = 'masked_lm_accuracy'
   bindings: Tuple[str, ...] = ()
-  probed: bool = True
 
 
 _ELECTRA_SMALL = registry.Run(
@@ -113,7 +110,6 @@ RUNS: Dict[str, HorizonRun] = {
                 'SCRIPT-small',
                 ('gin/papers/004_script/small.gin',),
             ),
-            probed=False,
         ),
     )
 }
@@ -643,7 +639,6 @@ def main(argv: Sequence[str]) -> None:
       FLAGS.held_out_steps,
       FLAGS.mixed_precision,
   )
-  probe_steps = FLAGS.probe_steps if horizon.probed else 0
   if FLAGS.report_only:
     curve = held_out.read_curve(FLAGS.model_dir)
   else:
@@ -654,11 +649,11 @@ def main(argv: Sequence[str]) -> None:
         FLAGS.recall_target,
         FLAGS.auc_target,
         FLAGS.poll_seconds,
-        probe_steps,
+        FLAGS.probe_steps,
     )
   probes = (
-      probe_checkpoints(FLAGS.model_dir, probe_steps)
-      if probe_steps
+      probe_checkpoints(FLAGS.model_dir, FLAGS.probe_steps)
+      if FLAGS.probe_steps
       else read_probes(FLAGS.model_dir)
   )
   path = write_report(

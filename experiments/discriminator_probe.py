@@ -1,14 +1,15 @@
 r"""What a run's replaced-token detector detects, as a report.
 
-  python -m experiments.discriminator_probe --model_dir=<ELECTRA-family run> \
+  python -m experiments.discriminator_probe --model_dir=<pretraining run> \
     --name=electra --output_dir=experiments/reports [--records=...] \
     [--checkpoint=<model_dir>/ckpt-<step>] [--steps=20] [--description=...]
 
-Writes `<output_dir>/discriminator_probe_<name>.md` and `.json`: the
-detector's held-out AUC, recall and accuracy on the generator's
-replacements, on context-free (unigram) and on uniform replacements at the
-same masked positions, each beside the best identity-only scorer; and its
-recall by the generator's probability of the replaced token
+Probes an ELECTRA, ALE, TEAMS or SCRIPT run. Writes
+`<output_dir>/discriminator_probe_<name>.md` and `.json`: the detector's
+held-out AUC, recall and accuracy on the generator's replacements, on
+context-free (unigram) and on uniform replacements at the same masked
+positions, each beside the best identity-only scorer; and its recall by the
+generator's probability of the replaced token
 (`official_repro.training.discriminator_probe`). The horizon runs
 (`experiments/discriminator_horizon.py`) are probed with it.
 """
@@ -40,7 +41,7 @@ _SOURCE_LABELS = {
 
 def define_flags() -> None:
   """The command's flags."""
-  flags.DEFINE_string('model_dir', None, 'The ELECTRA-family run.')
+  flags.DEFINE_string('model_dir', None, 'An ELECTRA-family or SCRIPT run.')
   flags.DEFINE_string('name', None, 'Names the report files.')
   flags.DEFINE_string('output_dir', None, 'Where the report goes.')
   flags.DEFINE_string('records', None, "Records (default: the run's own).")

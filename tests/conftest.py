@@ -320,6 +320,14 @@ def run_tiny_electra(run_tiny_pretraining):
   return run
 
 
+@pytest.fixture(scope='session')
+def tiny_script_run(run_tiny_pretraining, tmp_path_factory):
+  """A tiny SCRIPT pretraining run (2 steps); its directory, read only."""
+  model_dir = tmp_path_factory.mktemp('script') / 'run'
+  run_tiny_pretraining(model_dir, ['gin/pretrain/script.gin'], mode='train')
+  return model_dir
+
+
 @pytest.fixture
 def tiny_bert_encoder():
   """Returns `build()`: a tiny Model Garden `BertEncoder` with dict outputs.

@@ -134,16 +134,10 @@ def test_model_config_of_another_objective_is_rejected(tmp_path):
     score.load_model(str(tmp_path))
 
 
-@pytest.fixture(scope='module')
-def script_run(run_tiny_pretraining, tmp_path_factory):
-  """A tiny SCRIPT pretraining run (2 steps), read by the tests below."""
-  model_dir = tmp_path_factory.mktemp('script') / 'run'
-  run_tiny_pretraining(model_dir, ['gin/pretrain/script.gin'], mode='train')
-  return model_dir
-
-
-def test_scores_a_pretraining_run_and_rescores_with_it(script_run, tmp_path):
-  model_dir = script_run
+def test_scores_a_pretraining_run_and_rescores_with_it(
+    tiny_script_run, tmp_path
+):
+  model_dir = tiny_script_run
   model, encoder, critic = score.load_model(str(model_dir))
   assert critic
   # The training checkpoint restored the encoder that was exported.
@@ -177,8 +171,8 @@ def _run_module(module, *args):
 
 
 @pytest.mark.slow
-def test_commands_score_and_rescore_from_a_run(script_run, tmp_path):
-  model_dir = script_run
+def test_commands_score_and_rescore_from_a_run(tiny_script_run, tmp_path):
+  model_dir = tiny_script_run
   sentences = tmp_path / 'sentences.txt'
   sentences.write_text('the quick brown fox\n\nbirds sing in the trees\n')
   output = tmp_path / 'scores.tsv'

@@ -2,9 +2,10 @@
 
 A held-out discriminator AUC of 0.7 says little on its own: the detector may
 find every implausible substitution and miss only the generator's plausible
-ones, or it may score tokens by their identity alone (rare tokens are more
-often generator samples). This module evaluates an ELECTRA-family run's
-checkpoint (ELECTRA, ALE, TEAMS: any `ElectraPretrainer`) on its held-out
+ones, or it may score tokens by their identity alone (the generator draws
+some tokens more often than the text has them). This module evaluates the
+detector of a run's checkpoint (an `ElectraPretrainer`'s discriminator:
+ELECTRA, ALE, TEAMS; SCRIPT's self-critic, 004 Eq. 4-5) on its held-out
 records, with the run's own dynamic masks, under three sources of
 replacements at the same masked positions:
 
@@ -37,6 +38,7 @@ from official_repro.common import cli
 from official_repro.metrics import context_free
 from official_repro.metrics import ranking
 from official_repro.modeling.pretrainers import electra
+from official_repro.modeling.pretrainers import script
 from official_repro.training import saved_runs
 
 SOURCES = ('generator', 'unigram', 'uniform')
@@ -195,6 +197,54 @@ class _Replacements:
     return self._rng.choice(self._ordinary, shape)
 
 
+def _probed_functions(run: saved_runs.SavedRun):
+  """The run's generator and detector, as `(generate, detect)`.
+
+  `generate(batch)` gives the generator's logits at the masked positions,
+  float `[B, P, V]`, and its sampled ids, int32 `[B, P]`, drawn as in
+  training; `detect(batch, replacements)` gives the corrupted ids and their
+  labels, int32 `[B, T]`, and the detector's log-odds of "replaced", float32
+  `[B, T]`. ELECTRA's family detects with its discriminator, SCRIPT with its
+  own critic (004 Eq. 4-5: log p(t-) - log p(t+)).
+
+  Raises:
+    UserError: a run with neither.
+  """
+  model = run.model
+  if isinstance(model, electra.ElectraPretrainer):
+
+    def generate(batch):
+      logits, _ = model.generator_logits(batch, training=False)
+      return logits, model.sample_replacements(logits, batch, training=False)
+
+    def detect(batch, replacements):
+      corrupted, labels = model.corrupt(batch, replacements)
+      outputs = model.discriminate(corrupted, batch, training=False)
+      return corrupted, labels, tf.cast(model.rtd_logits(outputs), tf.float32)
+
+    return generate, detect
+  if isinstance(model, script.ScriptPretrainer):
+
+    def generate(batch):
+      logits = model.mlm_logits(batch, training=False)
+      sampled, _ = model.sample_replacements(logits, training=False)
+      return logits, sampled
+
+    def detect(batch, replacements):
+      corrupted, labels = electra.ElectraPretrainer.corrupt(batch, replacements)
+      log_positive, log_negative = script.critic_log_probabilities(
+          model.critic_logits(corrupted, batch, training=False)
+      )
+      return corrupted, labels, log_negative - log_positive
+
+    return generate, detect
+  raise cli.UserError(
+      f'--model_dir {run.model_dir}: a {run.objective.name} run has no '
+      'replaced-token detector to probe; give an ELECTRA, ALE, TEAMS or '
+      'SCRIPT run.'
+  )
+
+
 def probe(
     model_dir: str,
     record_dir: Optional[str] = None,
@@ -205,7 +255,7 @@ def probe(
   """Probes a run's detector on held-out batches under each source.
 
   Args:
-    model_dir: an ELECTRA-family pretraining run.
+    model_dir: an ELECTRA-family or SCRIPT pretraining run.
     record_dir: its records (default: those its `config.gin` trained on).
     steps: held-out batches (-1: the whole eval split).
     checkpoint: a `ckpt-<step>` prefix (default: the latest).
@@ -217,16 +267,10 @@ def probe(
     generator's replacements).
 
   Raises:
-    UserError: a run whose model is not an `ElectraPretrainer`.
+    UserError: a run without a replaced-token detector.
   """
   run = saved_runs.load(model_dir, checkpoint)
-  model = run.model
-  if not isinstance(model, electra.ElectraPretrainer):
-    raise cli.UserError(
-        f'--model_dir {model_dir}: a {run.objective.name} run has no '
-        'separate generator and replaced-token detector to probe; give an '
-        'ELECTRA, ALE or TEAMS run.'
-    )
+  generate, detect = _probed_functions(run)
   params, task = saved_runs.pretraining_task(model_dir, record_dir)
   record_dir = params.task.validation_data.input_path
   counts, special_ids = context_free.token_counts(record_dir, 'train')
@@ -235,17 +279,11 @@ def probe(
 
   @tf.function
   def sample(batch):
-    logits, _ = model.generator_logits(batch, training=False)
-    sampled = model.sample_replacements(logits, batch, training=False)
+    logits, sampled = generate(batch)
     probabilities = tf.nn.softmax(tf.cast(logits, tf.float32))
     return sampled, tf.gather(probabilities, sampled, batch_dims=2)
 
-  @tf.function
-  def detect(batch, replacements):
-    corrupted, labels = model.corrupt(batch, replacements)
-    outputs = model.discriminate(corrupted, batch, training=False)
-    return corrupted, labels, tf.cast(model.rtd_logits(outputs), tf.float32)
-
+  detect_step = tf.function(detect)
   dataset = task.build_inputs(params.task.validation_data)
   if steps > 0:
     dataset = dataset.take(steps)
@@ -260,7 +298,7 @@ def probe(
     for source in SOURCES[1:]:
       by_source[source] = (draws.draw(source, shape).astype(np.int32), None)
     for source, (replacements, probability) in by_source.items():
-      corrupted, labels, logits = detect(batch, tf.constant(replacements))
+      corrupted, labels, logits = detect_step(batch, tf.constant(replacements))
       parts[source].append(
           _flatten(
               sequences,

@@ -6,11 +6,14 @@ import shutil
 
 import numpy as np
 import pytest
+from scipy import special
+import tensorflow as tf
 
 from experiments import discriminator_horizon
 from experiments import discriminator_probe as probe_command
 from official_repro.common import cli
 from official_repro.training import discriminator_probe
+from official_repro.training import saved_runs
 from tests.metrics.test_ranking import pairwise_auc
 
 
@@ -160,10 +163,43 @@ def test_every_source_is_probed_and_reported(electra_run, tmp_path):
 
 
 def test_a_run_without_a_detector_is_refused_in_one_line(exported_encoder):
-  with pytest.raises(cli.UserError, match='no separate generator') as error:
+  with pytest.raises(
+      cli.UserError, match='no replaced-token detector'
+  ) as error:
     discriminator_probe.probe(exported_encoder, steps=1)
   assert '\n' not in str(error.value)
   assert os.path.basename(exported_encoder) in str(error.value)
+
+
+def test_scripts_critic_is_probed_as_its_detector(tiny_script_run):
+  result = discriminator_probe.probe(str(tiny_script_run), steps=1)
+  generator = result['sources']['generator']
+  replaced = round(generator['replaced_share'] * generator['tokens'])
+  assert replaced > 0
+  assert sum(b['replaced'] for b in result['plausibility']) == replaced
+  for metrics in result['sources'].values():
+    assert 0.0 <= metrics['auc'] <= 1.0
+  # The critic's "replaced" log-odds is -logsumexp of its V token logits
+  # (004 Eq. 4-5: the replaced class has logit 0), on the corrupted ids.
+  run = saved_runs.load(str(tiny_script_run))
+  _, detect = discriminator_probe._probed_functions(run)
+  batch = dict(
+      input_word_ids=tf.constant([[2, 4, 4, 7, 3, 0]]),
+      input_mask=tf.constant([[1, 1, 1, 1, 1, 0]]),
+      input_type_ids=tf.zeros([1, 6], tf.int32),
+      masked_lm_positions=tf.constant([[1, 2]]),
+      masked_lm_ids=tf.constant([[5, 6]]),
+      masked_lm_weights=tf.constant([[1.0, 1.0]]),
+  )
+  corrupted, labels, logits = detect(batch, tf.constant([[8, 6]]))
+  np.testing.assert_array_equal(corrupted, [[2, 8, 6, 7, 3, 0]])
+  np.testing.assert_array_equal(labels, [[0, 1, 0, 0, 0, 0]])
+  token_logits = run.model.token_logits(
+      corrupted, batch['input_mask'], batch['input_type_ids'], training=False
+  ).numpy()
+  np.testing.assert_allclose(
+      logits, -special.logsumexp(token_logits, axis=-1), rtol=1e-5, atol=1e-5
+  )
 
 
 def test_the_horizon_probes_each_checkpoint_once_and_reports_each(
