@@ -22,6 +22,34 @@ os.environ.setdefault(
 import random
 
 import pytest
+from tensorflow.python.data.ops import dataset_ops
+from tensorflow.python.data.ops import options as tf_data_options
+
+
+def _without_autotuning(apply_debug_options):
+  """TensorFlow's last hook before an iterator, turning autotuning off."""
+
+  def apply(dataset):
+    options = tf_data_options.Options()
+    options.autotune.enabled = False
+    return apply_debug_options(dataset).with_options(options)
+
+  return apply
+
+
+# tf.data without autotuning, in the test processes only. An autotuned
+# iterator's destructor waits for its tuning thread, which sleeps up to 60 s
+# between rounds (longer the older the iterator). Iterators that a test
+# leaves in reference cycles (trainers) are destroyed when the garbage
+# collector next runs, in some later test: that test then sat idle for
+# 78-83 s with the CPUs free, once in each of three suite runs (2026-11-27;
+# stacks taken during the waits showed the collector in
+# `RootDataset::Iterator::~Iterator`). Autotuning changes how many threads
+# tf.data uses, not what it yields. The hook is the one TensorFlow's own
+# debug mode uses to turn autotuning off.
+dataset_ops.DatasetV2._apply_debug_options = _without_autotuning(  # pylint: disable=protected-access
+    dataset_ops.DatasetV2._apply_debug_options  # pylint: disable=protected-access
+)
 
 _WORDS = (
     'the quick brown fox jumps over a lazy dog while birds sing in the '
