@@ -200,12 +200,16 @@ def define_flags() -> None:
       'poll_seconds', 30, 'Seconds between reads of the evaluations.'
   )
   flags.DEFINE_boolean(
-      'report_only', False, 'Write the report from the run as it stands.'
+      'report_only',
+      False,
+      'Write the report from the run as it stands (probing the checkpoints '
+      'not yet probed, unless --probe_steps=0).',
   )
   flags.DEFINE_integer(
       'probe_steps',
       20,
-      'Held-out batches of each checkpoint probe (0: no probes).',
+      'Held-out batches of each checkpoint probe (0: no probes; -1: the '
+      'whole eval split).',
   )
   flags.mark_flags_as_required(['run', 'model_dir'])
 
@@ -315,6 +319,18 @@ def probe_checkpoints(
   return read_probes(model_dir)
 
 
+def _probe_without_stopping(model_dir: str, probe_steps: int) -> None:
+  """Probes the new checkpoints; a failed probe is printed, not raised.
+
+  The training job outlives a probe that fails (records moved, memory): the
+  next poll tries again, and `--report_only` probes what is left.
+  """
+  try:
+    probe_checkpoints(model_dir, probe_steps)
+  except Exception as error:  # pylint: disable=broad-except
+    print(f'probe failed, training continues: {error}', flush=True)
+
+
 def train_until_targets(
     command: Sequence[str],
     model_dir: str,
@@ -359,13 +375,13 @@ def train_until_targets(
         curve = held_out.read_curve(model_dir)
         for step in sorted(set(curve) - seen):
           print(_curve_line(step, curve[step]), flush=True)
-        if probe_steps and set(curve) - seen:
-          probe_checkpoints(model_dir, probe_steps)
-        seen = set(curve)
         if first_step_meeting(curve, recall_target, auc_target) is not None:
           process.send_signal(signal.SIGTERM)
           process.wait()
           break
+        if probe_steps and set(curve) - seen:
+          _probe_without_stopping(model_dir, probe_steps)
+        seen = set(curve)
     except BaseException:
       process.send_signal(signal.SIGTERM)
       process.wait()
@@ -487,6 +503,7 @@ def write_report(
 
 def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
   """The report's probe section: a row per checkpoint, then the last."""
+  cell = probe_report.cell
   edges = discriminator_probe.PLAUSIBILITY_EDGES
   bands = ' / '.join(f'{low:g}-{high:g}' for low, high in zip(edges, edges[1:]))
   lines = [
@@ -494,29 +511,29 @@ def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
       '',
       '`experiments.discriminator_probe` on each checkpoint (the run keeps '
       'its last five; each probe is kept in `<model_dir>/probes/`): the '
-      "detector's held-out AUC on its generator's replacements, on unigram "
-      'and on uniform replacements at the same slots, each beside the best '
-      "identity-only scorer, and its recall on the generator's replacements "
-      f"by the generator's probability of them ({bands}).",
+      "detector's held-out AUC on its generator's replacements and on "
+      'unigram replacements at the same slots, on the odd sequences beside '
+      'the best identity-only scorer fit on the even ones; its AUC on '
+      "uniform replacements; and its recall on the generator's replacements "
+      "by the generator's probability of them at temperature 1 "
+      f'({bands}).',
       '',
-      '| step | generator AUC | identity-only | unigram AUC | unigram '
-      'recall | uniform AUC | identity-only | recall by generator '
-      'probability |',
+      '| step | generator AUC (odd half) | identity-only | unigram AUC '
+      '(odd half) | identity-only | unigram recall | uniform AUC | recall by '
+      'generator probability |',
       '|---|---|---|---|---|---|---|---|',
   ]
   for step, probe in probes.items():
     sources = probe['sources']
-    recalls = ' / '.join(
-        probe_report.cell(band['recall']) for band in probe['plausibility']
-    )
+    recalls = ' / '.join(cell(band['recall']) for band in probe['plausibility'])
     lines.append(
-        f'| {step:,} | {probe_report.cell(sources["generator"]["auc"])} | '
-        f'{probe_report.cell(sources["generator"]["identity_auc"])} | '
-        f'{probe_report.cell(sources["unigram"]["auc"])} | '
-        f'{probe_report.cell(sources["unigram"]["recall"])} | '
-        f'{probe_report.cell(sources["uniform"]["auc"])} | '
-        f'{probe_report.cell(sources["uniform"]["identity_auc"])} | '
-        f'{recalls} |'
+        f'| {step:,} | '
+        f'{cell(sources["generator"]["auc_on_identity_half"])} | '
+        f'{cell(sources["generator"]["identity_auc"])} | '
+        f'{cell(sources["unigram"]["auc_on_identity_half"])} | '
+        f'{cell(sources["unigram"]["identity_auc"])} | '
+        f'{cell(sources["unigram"]["recall"])} | '
+        f'{cell(sources["uniform"]["auc"])} | {recalls} |'
     )
   last = probes[max(probes)]
   lines += ['', f'### The probe at step {last["step"]:,}', '']

@@ -63,7 +63,7 @@ def report_lines(result: Dict[str, Any]) -> List[str]:
   lines = [
       f'Checkpoint `{result["checkpoint"]}` (step {result["step"]:,}), '
       f'{result["batches"]} held-out batches of `{result["records"]}` with '
-      "the run's dynamic masks, evaluated in float32; draws seeded "
+      "the records' masks, evaluated in float32; draws seeded "
       f'{result["seed"]}.',
       '',
       '## By source of the replacements',
@@ -98,7 +98,9 @@ def report_lines(result: Dict[str, Any]) -> List[str]:
   ]
   for band in result['plausibility']:
     lines.append(
-        f'| [{band["low"]:g}, {band["high"]:g}) | {band["replaced"]:,} | '
+        f'| [{band["low"]:g}, {band["high"]:g}'
+        f'{"]" if band is result["plausibility"][-1] else ")"} | '
+        f'{band["replaced"]:,} | '
         f'{cell(band["recall"])} | {cell(band["auc"])} |'
     )
   return lines

@@ -10,6 +10,7 @@ machine.
 
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -54,7 +55,7 @@ def provenance(module: str) -> str:
   run with this process's arguments.
   """
   return (
-      f'Command: `python -m {module} {" ".join(sys.argv[1:])}`; finished '
+      f'Command: `python -m {module} {shlex.join(sys.argv[1:])}`; finished '
       f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} on '
       f'{platform.node() or "an unnamed host"} ({os.cpu_count()} CPU '
       f'cores, {platform.machine()}, TensorFlow {tf.__version__}), '

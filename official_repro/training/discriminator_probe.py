@@ -29,6 +29,8 @@ loses recall as that probability grows.
 """
 
 import dataclasses
+import os
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -103,12 +105,22 @@ def _flatten(
   )
 
 
+_TOKEN_ARRAYS = (
+    'sequence',
+    'token_ids',
+    'labels',
+    'logits',
+    'generator_probability',
+)
+
+
 def _concatenate(parts: Sequence[DetectedTokens]) -> DetectedTokens:
+  """The tokens of several batches as one `DetectedTokens`."""
   return DetectedTokens(
-      *(
-          np.concatenate([getattr(p, f.name) for p in parts])
-          for f in dataclasses.fields(DetectedTokens)[:5]
-      ),
+      **{
+          name: np.concatenate([getattr(p, name) for p in parts])
+          for name in _TOKEN_ARRAYS
+      },
       masked=sum(p.masked for p in parts),
       unchanged=sum(p.unchanged for p in parts),
   )
@@ -192,9 +204,39 @@ class _Replacements:
     self._ordinary = np.setdiff1d(np.arange(len(counts)), special_ids)
 
   def draw(self, source: str, shape: Tuple[int, ...]) -> np.ndarray:
+    """Draws int ids of `shape`: by training frequency or uniformly."""
     if source == 'unigram':
       return self._rng.choice(len(self._unigram), shape, p=self._unigram)
-    return self._rng.choice(self._ordinary, shape)
+    if source == 'uniform':
+      return self._rng.choice(self._ordinary, shape)
+    raise ValueError(f'{source!r} is not a context-free source.')
+
+
+def _checkpoint_prefix(model_dir: str, checkpoint: str) -> str:
+  """`checkpoint` as a prefix whose `.index` exists (or one clean error).
+
+  A bare name (`ckpt-4000`) is looked up in `model_dir`; a file of the
+  checkpoint (`.index`, `.data-*`) stands for its prefix.
+  """
+  prefix = re.sub(r'\.(index|data-\d+-of-\d+)$', '', checkpoint)
+  if not tf.io.gfile.exists(prefix + '.index'):
+    prefix = os.path.join(model_dir, os.path.basename(prefix))
+  if not tf.io.gfile.exists(prefix + '.index'):
+    raise cli.UserError(
+        f'--checkpoint {checkpoint}: no {prefix}.index; give a ckpt-<step> '
+        f'of {model_dir}.'
+    )
+  return prefix
+
+
+def _checkpoint_step(checkpoint: str) -> int:
+  """The step of a `ckpt-<step>` prefix."""
+  match = re.search(r'-(\d+)$', checkpoint)
+  if match is None:
+    raise cli.UserError(
+        f'{checkpoint}: not a training checkpoint (ckpt-<step>).'
+    )
+  return int(match.group(1))
 
 
 def _probed_functions(run: saved_runs.SavedRun):
@@ -269,7 +311,10 @@ def probe(
   Raises:
     UserError: a run without a replaced-token detector.
   """
+  if checkpoint is not None:
+    checkpoint = _checkpoint_prefix(model_dir, checkpoint)
   run = saved_runs.load(model_dir, checkpoint)
+  step = _checkpoint_step(run.checkpoint)
   generate, detect = _probed_functions(run)
   params, task = saved_runs.pretraining_task(model_dir, record_dir)
   record_dir = params.task.validation_data.input_path
@@ -319,7 +364,7 @@ def probe(
       model_dir=model_dir,
       records=record_dir,
       checkpoint=run.checkpoint,
-      step=int(run.checkpoint.rsplit('-', 1)[-1]),
+      step=step,
       batches=batches,
       seed=seed,
       sources={

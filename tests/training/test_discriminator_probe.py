@@ -171,6 +171,17 @@ def test_a_run_without_a_detector_is_refused_in_one_line(exported_encoder):
   assert os.path.basename(exported_encoder) in str(error.value)
 
 
+def test_a_checkpoint_is_named_by_prefix_file_or_name_else_refused(
+    electra_run,
+):
+  prefix = os.path.join(electra_run, 'ckpt-1')
+  for given in (prefix, prefix + '.index', 'ckpt-1'):
+    assert discriminator_probe._checkpoint_prefix(electra_run, given) == prefix
+  with pytest.raises(cli.UserError, match='ckpt-9: no .*ckpt-9.index') as error:
+    discriminator_probe.probe(electra_run, steps=1, checkpoint='ckpt-9')
+  assert '\n' not in str(error.value)
+
+
 def test_scripts_critic_is_probed_as_its_detector(tiny_script_run):
   result = discriminator_probe.probe(str(tiny_script_run), steps=1)
   generator = result['sources']['generator']
@@ -224,6 +235,6 @@ def test_the_horizon_probes_each_checkpoint_once_and_reports_each(
       if line.startswith('| 1 |') or line.startswith('| 2 |')
   ]
   assert len(rows) == 2
-  generator_auc = probes[2]['sources']['generator']['auc']
-  assert rows[1].split(' | ')[1] == f'{generator_auc:.3f}'
+  on_half = probes[2]['sources']['generator']['auc_on_identity_half']
+  assert rows[1].split(' | ')[1] == f'{on_half:.3f}'
   assert '### The probe at step 2' in lines
