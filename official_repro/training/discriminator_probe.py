@@ -41,6 +41,7 @@ from official_repro.metrics import context_free
 from official_repro.metrics import ranking
 from official_repro.modeling.pretrainers import electra
 from official_repro.modeling.pretrainers import script
+from official_repro.training import reproducibility
 from official_repro.training import saved_runs
 
 SOURCES = ('generator', 'unigram', 'uniform')
@@ -229,16 +230,6 @@ def _checkpoint_prefix(model_dir: str, checkpoint: str) -> str:
   return prefix
 
 
-def _checkpoint_step(checkpoint: str) -> int:
-  """The step of a `ckpt-<step>` prefix."""
-  match = re.search(r'-(\d+)$', checkpoint)
-  if match is None:
-    raise cli.UserError(
-        f'{checkpoint}: not a training checkpoint (ckpt-<step>).'
-    )
-  return int(match.group(1))
-
-
 def _probed_functions(run: saved_runs.SavedRun):
   """The run's generator and detector, as `(generate, detect)`.
 
@@ -314,7 +305,6 @@ def probe(
   if checkpoint is not None:
     checkpoint = _checkpoint_prefix(model_dir, checkpoint)
   run = saved_runs.load(model_dir, checkpoint)
-  step = _checkpoint_step(run.checkpoint)
   generate, detect = _probed_functions(run)
   params, task = saved_runs.pretraining_task(model_dir, record_dir)
   record_dir = params.task.validation_data.input_path
@@ -364,7 +354,7 @@ def probe(
       model_dir=model_dir,
       records=record_dir,
       checkpoint=run.checkpoint,
-      step=step,
+      step=reproducibility.checkpoint_step(run.checkpoint),
       batches=batches,
       seed=seed,
       sources={
