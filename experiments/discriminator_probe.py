@@ -44,7 +44,11 @@ def define_flags() -> None:
   flags.DEFINE_string('model_dir', None, 'An ELECTRA-family or SCRIPT run.')
   flags.DEFINE_string('name', None, 'Names the report files.')
   flags.DEFINE_string('output_dir', None, 'Where the report goes.')
-  flags.DEFINE_string('records', None, "Records (default: the run's own).")
+  flags.DEFINE_string(
+      'records',
+      None,
+      "Records (default: the run's own); same vocabulary and length.",
+  )
   flags.DEFINE_string('checkpoint', None, 'ckpt-<step> (default: latest).')
   flags.DEFINE_integer('steps', 20, 'Held-out batches (-1: the whole split).')
   flags.DEFINE_integer('seed', 0, 'Seeds the replacement draws.')

@@ -158,6 +158,10 @@ def pretraining_task(
 
   Returns:
     `(params, task)`; `params.task.validation_data` reads the eval split.
+
+  Raises:
+    UserError: `record_dir` has another vocabulary or sequence length than
+      the records the run trained on (its `records.json`).
   """
   gin.clear_config()
   try:
@@ -168,7 +172,38 @@ def pretraining_task(
     params, _ = experiment.experiment_config()
   finally:
     gin.clear_config()
+  if record_dir:
+    _check_same_vocabulary(model_dir, record_dir, params.task.train_data)
   return params, task_factory.get_task(params.task)
+
+
+def _check_same_vocabulary(
+    model_dir: str, record_dir: str, data_config: Any
+) -> None:
+  """Refuses records whose token ids or length mean other things to the run.
+
+  Other corpora and maskings are fine (the probes read static records for
+  runs trained on dynamic ones); another vocabulary maps ids to other
+  words, and another length to other position embeddings. Runs from before
+  `records.json` existed are not checked.
+  """
+  path = os.path.join(model_dir, experiment.RECORDS_FILENAME)
+  if not tf.io.gfile.exists(path):
+    return
+  with tf.io.gfile.GFile(path) as f:
+    trained_on = json.load(f)
+  given = experiment.records_identity(data_config)
+  differing = [
+      key
+      for key in ('vocab_sha256', 'max_seq_length')
+      if key in trained_on and trained_on[key] != given[key]
+  ]
+  if differing:
+    raise cli.UserError(
+        f'--records {record_dir}: {" and ".join(differing)} differ from '
+        f'the records --model_dir {model_dir} trained on ({path}); give '
+        'records written with the same vocabulary and --max_seq_length.'
+    )
 
 
 @dataclasses.dataclass
