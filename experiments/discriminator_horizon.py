@@ -291,19 +291,27 @@ def read_probes(model_dir: str) -> Dict[int, Dict[str, Any]]:
   return dict(sorted(probes.items()))
 
 
+def _probed_steps(probe: Dict[str, Any]) -> int:
+  """The `probe_steps` a kept probe ran with (older probes: its batches)."""
+  return probe.get('steps', probe['batches'])
+
+
 def probe_checkpoints(
     model_dir: str, probe_steps: int
 ) -> Dict[int, Dict[str, Any]]:
-  """Probes each complete checkpoint not yet probed; returns every probe.
+  """Probes each complete checkpoint not yet probed so; returns every probe.
 
-  A checkpoint the run deletes while it is probed is skipped.
+  A checkpoint's kept probe is reused when it ran on `probe_steps` batches
+  and redone otherwise. A checkpoint the run deletes while it is probed is
+  skipped (its earlier probe, if any, stays).
   """
+  kept = read_probes(model_dir)
   state = tf.train.get_checkpoint_state(model_dir)
   for checkpoint in state.all_model_checkpoint_paths if state else ():
     checkpoint = os.path.join(model_dir, os.path.basename(checkpoint))
     step = int(checkpoint.rsplit('-', 1)[-1])
     path = os.path.join(model_dir, PROBES_SUBDIR, f'step_{step}.json')
-    if tf.io.gfile.exists(path):
+    if step in kept and _probed_steps(kept[step]) == probe_steps:
       continue
     try:
       result = discriminator_probe.probe(
@@ -520,8 +528,8 @@ def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
       '',
       '| step | generator AUC (odd half) | identity-only | unigram AUC '
       '(odd half) | identity-only | unigram recall | uniform AUC | recall by '
-      'generator probability |',
-      '|---|---|---|---|---|---|---|---|',
+      'generator probability | held-out batches |',
+      '|---|---|---|---|---|---|---|---|---|',
   ]
   for step, probe in probes.items():
     sources = probe['sources']
@@ -533,7 +541,8 @@ def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
         f'{cell(sources["unigram"]["auc_on_identity_half"])} | '
         f'{cell(sources["unigram"]["identity_auc"])} | '
         f'{cell(sources["unigram"]["recall"])} | '
-        f'{cell(sources["uniform"]["auc"])} | {recalls} |'
+        f'{cell(sources["uniform"]["auc"])} | {recalls} | '
+        f'{probe["batches"]} |'
     )
   last = probes[max(probes)]
   lines += ['', f'### The probe at step {last["step"]:,}', '']

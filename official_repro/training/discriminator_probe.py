@@ -295,9 +295,9 @@ def probe(
     seed: seeds the generator's draws and the context-free ones.
 
   Returns:
-    `checkpoint`, `step`, `batches`, `sources` ({source: metrics of
-    `detection_metrics`}) and `plausibility` (`plausibility_bands` of the
-    generator's replacements).
+    `checkpoint`, `step`, `steps` (as given), `batches`, `sources`
+    ({source: metrics of `detection_metrics`}) and `plausibility`
+    (`plausibility_bands` of the generator's replacements).
 
   Raises:
     UserError: a run without a replaced-token detector.
@@ -355,6 +355,7 @@ def probe(
       records=record_dir,
       checkpoint=run.checkpoint,
       step=reproducibility.checkpoint_step(run.checkpoint),
+      steps=steps,
       batches=batches,
       seed=seed,
       sources={

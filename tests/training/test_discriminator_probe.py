@@ -228,6 +228,11 @@ def test_the_horizon_probes_each_checkpoint_once_and_reports_each(
   (run / discriminator_horizon.PROBES_SUBDIR / 'step_2.json').unlink()
   probes = discriminator_horizon.probe_checkpoints(str(run), 1)
   assert sorted(probes) == [1, 2] and kept.stat().st_mtime_ns == before
+  assert probes[1]['steps'] == probes[2]['steps'] == 1
+  # Probed on more batches, the checkpoint still on disk is probed again.
+  probes = discriminator_horizon.probe_checkpoints(str(run), 2)
+  assert kept.stat().st_mtime_ns == before
+  assert (probes[1]['steps'], probes[2]['steps']) == (1, 2)
   lines = discriminator_horizon.probe_lines(probes)
   rows = [
       line
@@ -237,4 +242,5 @@ def test_the_horizon_probes_each_checkpoint_once_and_reports_each(
   assert len(rows) == 2
   on_half = probes[2]['sources']['generator']['auc_on_identity_half']
   assert rows[1].split(' | ')[1] == f'{on_half:.3f}'
+  assert rows[1].endswith(f" | {probes[2]['batches']} |")
   assert '### The probe at step 2' in lines
