@@ -203,7 +203,7 @@ def define_flags() -> None:
       'report_only',
       False,
       'Write the report from the run as it stands (probing the checkpoints '
-      'not yet probed, unless --probe_steps=0).',
+      'not yet probed on --probe_steps batches, unless --probe_steps=0).',
   )
   flags.DEFINE_integer(
       'probe_steps',
@@ -299,11 +299,14 @@ def _probed_steps(probe: Dict[str, Any]) -> int:
 def probe_checkpoints(
     model_dir: str, probe_steps: int
 ) -> Dict[int, Dict[str, Any]]:
-  """Probes each complete checkpoint not yet probed so; returns every probe.
+  """Probes each checkpoint not yet probed on `probe_steps` batches.
 
   A checkpoint's kept probe is reused when it ran on `probe_steps` batches
   and redone otherwise. A checkpoint the run deletes while it is probed is
   skipped (its earlier probe, if any, stays).
+
+  Returns:
+    Every kept probe by step (`read_probes`).
   """
   kept = read_probes(model_dir)
   state = tf.train.get_checkpoint_state(model_dir)

@@ -67,7 +67,8 @@ def report_lines(result: Dict[str, Any]) -> List[str]:
   lines = [
       f'Checkpoint `{result["checkpoint"]}` (step {result["step"]:,}), '
       f'{result["batches"]} held-out batches of `{result["records"]}` with '
-      "the records' masks, evaluated in float32; draws seeded "
+      "the masks the run's input pipeline gives them, evaluated in "
+      'float32; draws seeded '
       f'{result["seed"]}.',
       '',
       '## By source of the replacements',

@@ -182,27 +182,40 @@ def _check_same_vocabulary(
 ) -> None:
   """Refuses records whose token ids or length mean other things to the run.
 
-  Other corpora and maskings are fine (the probes read static records for
-  runs trained on dynamic ones); another vocabulary maps ids to other
+  Other corpora and copies elsewhere are fine (the word-order test reads a
+  shuffled copy of the eval split); another vocabulary maps ids to other
   words, and another length to other position embeddings. Runs from before
   `records.json` existed are not checked.
   """
   path = os.path.join(model_dir, experiment.RECORDS_FILENAME)
   if not tf.io.gfile.exists(path):
     return
-  with tf.io.gfile.GFile(path) as f:
-    trained_on = json.load(f)
-  given = experiment.records_identity(data_config)
-  differing = [
-      key
-      for key in ('vocab_sha256', 'max_seq_length')
-      if key in trained_on and trained_on[key] != given[key]
-  ]
-  if differing:
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      trained_on = json.load(f)
+  except json.JSONDecodeError as error:
     raise cli.UserError(
-        f'--records {record_dir}: {" and ".join(differing)} differ from '
-        f'the records --model_dir {model_dir} trained on ({path}); give '
-        'records written with the same vocabulary and --max_seq_length.'
+        f'--model_dir {model_dir}: {path} is not JSON ({error}); restore it '
+        'or delete it to skip the check of --records.'
+    ) from error
+  given = experiment.records_identity(data_config)
+  differences = []
+  if trained_on.get('vocab_sha256', given['vocab_sha256']) != (
+      given['vocab_sha256']
+  ):
+    differences.append('another vocabulary')
+  if trained_on.get('max_seq_length', given['max_seq_length']) != (
+      given['max_seq_length']
+  ):
+    differences.append(
+        f'max_seq_length {given["max_seq_length"]} where the run had '
+        f'{trained_on["max_seq_length"]}'
+    )
+  if differences:
+    raise cli.UserError(
+        f'--records {record_dir}: {", ".join(differences)}: not the records '
+        f'--model_dir {model_dir} trained on ({path}); give records written '
+        'with its vocabulary and --max_seq_length.'
     )
 
 

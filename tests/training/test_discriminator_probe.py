@@ -220,18 +220,27 @@ def test_the_horizon_probes_each_checkpoint_once_and_reports_each(
   shutil.copytree(electra_run, run)
   probes = discriminator_horizon.probe_checkpoints(str(run), 1)
   assert sorted(probes) == [1, 2]
-  kept = run / discriminator_horizon.PROBES_SUBDIR / 'step_1.json'
-  before = kept.stat().st_mtime_ns
-  # The run deletes ckpt-1, as max_to_keep does: its probe stays.
+  assert probes[1]['steps'] == probes[2]['steps'] == 1
+  kept_dir = run / discriminator_horizon.PROBES_SUBDIR
+  first, second = kept_dir / 'step_1.json', kept_dir / 'step_2.json'
+  before = first.stat().st_mtime_ns, second.stat().st_mtime_ns
+  # Same --probe_steps, both checkpoints on disk: both probes are reused.
+  discriminator_horizon.probe_checkpoints(str(run), 1)
+  assert (first.stat().st_mtime_ns, second.stat().st_mtime_ns) == before
+  # A probe from before `steps` was kept is reused when its batches match.
+  older = json.loads(second.read_text())
+  del older['steps']
+  second.write_text(json.dumps(older))
+  before = second.stat().st_mtime_ns
+  discriminator_horizon.probe_checkpoints(str(run), 1)
+  assert second.stat().st_mtime_ns == before
+  # The run deletes ckpt-1, as max_to_keep does: its probe stays, while
+  # ckpt-2, probed on other batches than asked, is probed again.
   for path in run.glob('ckpt-1.*'):
     path.unlink()
-  (run / discriminator_horizon.PROBES_SUBDIR / 'step_2.json').unlink()
-  probes = discriminator_horizon.probe_checkpoints(str(run), 1)
-  assert sorted(probes) == [1, 2] and kept.stat().st_mtime_ns == before
-  assert probes[1]['steps'] == probes[2]['steps'] == 1
-  # Probed on more batches, the checkpoint still on disk is probed again.
+  before = first.stat().st_mtime_ns
   probes = discriminator_horizon.probe_checkpoints(str(run), 2)
-  assert kept.stat().st_mtime_ns == before
+  assert sorted(probes) == [1, 2] and first.stat().st_mtime_ns == before
   assert (probes[1]['steps'], probes[2]['steps']) == (1, 2)
   lines = discriminator_horizon.probe_lines(probes)
   rows = [

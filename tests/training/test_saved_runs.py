@@ -1,7 +1,7 @@
 """Rebuilding a finished pretraining run's task on other records."""
 
-import json
 import os
+import shutil
 
 import pytest
 
@@ -9,6 +9,7 @@ from official_repro.common import cli
 from official_repro.data import create_pretraining_data
 from official_repro.training import experiment
 from official_repro.training import saved_runs
+from official_repro.training import word_order
 from tests import conftest
 
 
@@ -30,34 +31,51 @@ def _records(root, **options):
   return str(root / 'records')
 
 
-def test_records_with_the_runs_vocabulary_and_length_are_read(
+def test_a_moved_or_shuffled_copy_of_its_records_is_read(
     electra_run, tiny_records, tmp_path
 ):
-  remasked = _records(tmp_path, masking='static', dupe_factor=2)
-  for record_dir in (tiny_records, remasked):
-    params, _ = saved_runs.pretraining_task(electra_run, record_dir)
+  moved = str(tmp_path / 'moved')
+  shutil.copytree(tiny_records, moved)
+  shuffled = word_order.shuffled_copy(tiny_records, str(tmp_path / 'shuffled'))
+  for record_dir in (moved, shuffled):
+    params, task = saved_runs.pretraining_task(electra_run, record_dir)
     assert params.task.validation_data.input_path == record_dir
+    batch = next(iter(task.build_inputs(params.task.validation_data)))
+    assert batch['input_word_ids'].shape[1] == 32
 
 
 @pytest.mark.parametrize(
-    'options, differing',
+    'options, difference',
     [
-        (dict(max_seq_length=16), 'max_seq_length differ'),
-        (dict(vocab_size=None, vocab_file='VOCAB'), 'vocab_sha256 differ'),
+        (dict(max_seq_length=16), 'max_seq_length 16 where the run had 32'),
+        (dict(vocab_size=None, vocab_file='VOCAB'), 'another vocabulary'),
     ],
 )
 def test_records_that_mean_other_tokens_are_refused_in_one_line(
-    electra_run, tmp_path, options, differing
+    electra_run, tmp_path, options, difference
 ):
   if options.get('vocab_file'):
     vocab = conftest.write_fixture_vocab(tmp_path / 'vocab.txt')
     options = dict(options, vocab_file=str(vocab))
   record_dir = _records(tmp_path, **options)
-  with pytest.raises(cli.UserError, match=differing) as error:
+  with pytest.raises(cli.UserError) as error:
     saved_runs.pretraining_task(electra_run, record_dir)
   message = str(error.value)
   assert '\n' not in message
-  assert message.startswith(f'--records {record_dir}: {differing} from ')
+  assert message.startswith(
+      f'--records {record_dir}: {difference}: not the records --model_dir '
+  )
+
+
+def test_a_damaged_records_json_is_named_in_one_line(
+    electra_run, tiny_records, tmp_path
+):
+  run = tmp_path / 'run'
+  shutil.copytree(electra_run, run)
+  (run / experiment.RECORDS_FILENAME).write_text('{"vocab_sha')
+  with pytest.raises(cli.UserError, match='records.json is not JSON') as error:
+    saved_runs.pretraining_task(str(run), tiny_records)
+  assert '\n' not in str(error.value)
 
 
 def test_runs_from_before_the_records_identity_are_not_checked(
@@ -66,10 +84,8 @@ def test_runs_from_before_the_records_identity_are_not_checked(
   old_run = tmp_path / 'old_run'
   os.makedirs(old_run)
   for name in ('config.gin', 'model_config.json'):
-    with open(os.path.join(electra_run, name)) as f:
-      (old_run / name).write_text(f.read())
+    shutil.copy(os.path.join(electra_run, name), old_run / name)
   record_dir = _records(tmp_path, max_seq_length=16)
   params, _ = saved_runs.pretraining_task(str(old_run), record_dir)
   assert params.task.validation_data.input_path == record_dir
-  with open(os.path.join(electra_run, experiment.RECORDS_FILENAME)) as f:
-    assert json.load(f)['max_seq_length'] == 32
+  assert os.path.exists(os.path.join(electra_run, experiment.RECORDS_FILENAME))
