@@ -82,7 +82,25 @@ def _flatten(
     replacements: np.ndarray,
     probabilities: Optional[np.ndarray],
 ) -> DetectedTokens:
-  """One batch's real tokens under one source."""
+  """One batch's real tokens under one source.
+
+  Args:
+    first_sequence: the batch's first sequence's index in the probe.
+    batch: the input batch as numpy: `input_mask` `[B, T]`,
+      `masked_lm_positions`, `masked_lm_ids` and `masked_lm_weights`
+      `[B, P]`.
+    corrupted: the detector's input ids, int `[B, T]`.
+    labels: 1 where `corrupted` differs from the original, int `[B, T]`.
+    logits: the detector's log-odds of "replaced", float `[B, T]`.
+    replacements: the ids drawn for the masked slots, int `[B, P]`.
+    probabilities: the generator's probability of each drawn id, float
+      `[B, P]`; None for the context-free sources.
+
+  Returns:
+    The real (non-padding) tokens in order, with the generator's
+    probability on the replaced ones (NaN elsewhere) and the batch's counts
+    of masked slots and of slots whose draw kept the original.
+  """
   real = batch['input_mask'] > 0
   weights = batch['masked_lm_weights'] > 0
   on_sequence = np.full(corrupted.shape, np.nan)
