@@ -349,6 +349,14 @@ def run_tiny_electra(run_tiny_pretraining):
 
 
 @pytest.fixture(scope='session')
+def tiny_electra_run(run_tiny_electra, tmp_path_factory):
+  """A tiny ELECTRA pretraining run (2 steps); its directory, read only."""
+  model_dir = tmp_path_factory.mktemp('electra') / 'run'
+  run_tiny_electra(model_dir, mode='train')
+  return str(model_dir)
+
+
+@pytest.fixture(scope='session')
 def tiny_script_run(run_tiny_pretraining, tmp_path_factory):
   """A tiny SCRIPT pretraining run (2 steps); its directory, read only."""
   model_dir = tmp_path_factory.mktemp('script') / 'run'

@@ -125,15 +125,8 @@ def test_each_slots_probability_lands_on_its_position_of_the_real_tokens():
   assert (tokens.masked, tokens.unchanged) == (3, 1)
 
 
-@pytest.fixture(scope='module')
-def electra_run(run_tiny_electra, tmp_path_factory):
-  model_dir = tmp_path_factory.mktemp('probed_electra')
-  run_tiny_electra(model_dir, mode='train')
-  return str(model_dir)
-
-
-def test_every_source_is_probed_and_reported(electra_run, tmp_path):
-  result = discriminator_probe.probe(electra_run, steps=3)
+def test_every_source_is_probed_and_reported(tiny_electra_run, tmp_path):
+  result = discriminator_probe.probe(tiny_electra_run, steps=3)
   probe_command.write_report(result, 'tiny', str(tmp_path), 'A tiny run.')
   with open(tmp_path / 'discriminator_probe_tiny.json') as f:
     result = json.load(f)
@@ -172,13 +165,16 @@ def test_a_run_without_a_detector_is_refused_in_one_line(exported_encoder):
 
 
 def test_a_checkpoint_is_named_by_prefix_file_or_name_else_refused(
-    electra_run,
+    tiny_electra_run,
 ):
-  prefix = os.path.join(electra_run, 'ckpt-1')
+  prefix = os.path.join(tiny_electra_run, 'ckpt-1')
   for given in (prefix, prefix + '.index', 'ckpt-1'):
-    assert discriminator_probe._checkpoint_prefix(electra_run, given) == prefix
+    assert (
+        discriminator_probe._checkpoint_prefix(tiny_electra_run, given)
+        == prefix
+    )
   with pytest.raises(cli.UserError, match='ckpt-9: no .*ckpt-9.index') as error:
-    discriminator_probe.probe(electra_run, steps=1, checkpoint='ckpt-9')
+    discriminator_probe.probe(tiny_electra_run, steps=1, checkpoint='ckpt-9')
   assert '\n' not in str(error.value)
 
 
@@ -214,10 +210,10 @@ def test_scripts_critic_is_probed_as_its_detector(tiny_script_run):
 
 
 def test_the_horizon_probes_each_checkpoint_once_and_reports_each(
-    electra_run, tmp_path
+    tiny_electra_run, tmp_path
 ):
   run = tmp_path / 'run'
-  shutil.copytree(electra_run, run)
+  shutil.copytree(tiny_electra_run, run)
   probes = discriminator_horizon.probe_checkpoints(str(run), 1)
   assert sorted(probes) == [1, 2]
   assert probes[1]['steps'] == probes[2]['steps'] == 1

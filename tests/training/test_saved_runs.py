@@ -13,13 +13,6 @@ from official_repro.training import word_order
 from tests import conftest
 
 
-@pytest.fixture(scope='module')
-def electra_run(run_tiny_electra, tmp_path_factory):
-  model_dir = tmp_path_factory.mktemp('saved_electra') / 'run'
-  run_tiny_electra(model_dir, mode='train')
-  return str(model_dir)
-
-
 def _records(root, **options):
   """Records of the `tiny_records` corpus with `options` changed."""
   corpus = conftest.write_fixture_corpus(root / 'corpus')
@@ -32,13 +25,13 @@ def _records(root, **options):
 
 
 def test_a_moved_or_shuffled_copy_of_its_records_is_read(
-    electra_run, tiny_records, tmp_path
+    tiny_electra_run, tiny_records, tmp_path
 ):
   moved = str(tmp_path / 'moved')
   shutil.copytree(tiny_records, moved)
   shuffled = word_order.shuffled_copy(tiny_records, str(tmp_path / 'shuffled'))
   for record_dir in (moved, shuffled):
-    params, task = saved_runs.pretraining_task(electra_run, record_dir)
+    params, task = saved_runs.pretraining_task(tiny_electra_run, record_dir)
     assert params.task.validation_data.input_path == record_dir
     batch = next(iter(task.build_inputs(params.task.validation_data)))
     assert batch['input_word_ids'].shape[1] == 32
@@ -52,14 +45,14 @@ def test_a_moved_or_shuffled_copy_of_its_records_is_read(
     ],
 )
 def test_records_that_mean_other_tokens_are_refused_in_one_line(
-    electra_run, tmp_path, options, difference
+    tiny_electra_run, tmp_path, options, difference
 ):
   if options.get('vocab_file'):
     vocab = conftest.write_fixture_vocab(tmp_path / 'vocab.txt')
     options = dict(options, vocab_file=str(vocab))
   record_dir = _records(tmp_path, **options)
   with pytest.raises(cli.UserError) as error:
-    saved_runs.pretraining_task(electra_run, record_dir)
+    saved_runs.pretraining_task(tiny_electra_run, record_dir)
   message = str(error.value)
   assert '\n' not in message
   assert message.startswith(
@@ -68,10 +61,10 @@ def test_records_that_mean_other_tokens_are_refused_in_one_line(
 
 
 def test_a_damaged_records_json_is_named_in_one_line(
-    electra_run, tiny_records, tmp_path
+    tiny_electra_run, tiny_records, tmp_path
 ):
   run = tmp_path / 'run'
-  shutil.copytree(electra_run, run)
+  shutil.copytree(tiny_electra_run, run)
   (run / experiment.RECORDS_FILENAME).write_text('{"vocab_sha')
   with pytest.raises(cli.UserError, match='records.json is not JSON') as error:
     saved_runs.pretraining_task(str(run), tiny_records)
@@ -79,13 +72,15 @@ def test_a_damaged_records_json_is_named_in_one_line(
 
 
 def test_runs_from_before_the_records_identity_are_not_checked(
-    electra_run, tmp_path
+    tiny_electra_run, tmp_path
 ):
   old_run = tmp_path / 'old_run'
   os.makedirs(old_run)
   for name in ('config.gin', 'model_config.json'):
-    shutil.copy(os.path.join(electra_run, name), old_run / name)
+    shutil.copy(os.path.join(tiny_electra_run, name), old_run / name)
   record_dir = _records(tmp_path, max_seq_length=16)
   params, _ = saved_runs.pretraining_task(str(old_run), record_dir)
   assert params.task.validation_data.input_path == record_dir
-  assert os.path.exists(os.path.join(electra_run, experiment.RECORDS_FILENAME))
+  assert os.path.exists(
+      os.path.join(tiny_electra_run, experiment.RECORDS_FILENAME)
+  )
