@@ -199,14 +199,14 @@ def _check_same_vocabulary(
         'or delete it to skip the check of --records.'
     ) from error
   given = experiment.records_identity(data_config)
+
+  def differs(key):
+    return key in trained_on and trained_on[key] != given[key]
+
   differences = []
-  if trained_on.get('vocab_sha256', given['vocab_sha256']) != (
-      given['vocab_sha256']
-  ):
+  if differs('vocab_sha256'):
     differences.append('another vocabulary')
-  if trained_on.get('max_seq_length', given['max_seq_length']) != (
-      given['max_seq_length']
-  ):
+  if differs('max_seq_length'):
     differences.append(
         f'max_seq_length {given["max_seq_length"]} where the run had '
         f'{trained_on["max_seq_length"]}'
