@@ -169,23 +169,27 @@ def python_m():
   interpreter.close()
 
 
+def write_tiny_records(root, **options):
+  """Writes `tiny_records`' records under `root`, `options` changed.
+
+  With no `options` the vocabulary, length and masks are `tiny_records`';
+  returns the record directory.
+  """
+  from official_repro.data import create_pretraining_data
+
+  corpus = write_fixture_corpus(root / 'corpus')
+  output_dir = str(root / 'records')
+  settings = dict(vocab_size=120, max_seq_length=32, eval_fraction=0.1, seed=3)
+  create_pretraining_data.prepare_pretraining_data(
+      [str(corpus)], output_dir, **dict(settings, **options)
+  )
+  return output_dir
+
+
 @pytest.fixture(scope='session')
 def tiny_records(tmp_path_factory):
   """A dynamically masked record directory (max_seq_length 32, ~100 vocab)."""
-  from official_repro.data import create_pretraining_data
-
-  root = tmp_path_factory.mktemp('tiny_records')
-  corpus = write_fixture_corpus(root / 'corpus')
-  output_dir = str(root / 'records')
-  create_pretraining_data.prepare_pretraining_data(
-      [str(corpus)],
-      output_dir,
-      vocab_size=120,
-      max_seq_length=32,
-      eval_fraction=0.1,
-      seed=3,
-  )
-  return output_dir
+  return write_tiny_records(tmp_path_factory.mktemp('tiny_records'))
 
 
 @pytest.fixture(scope='session')

@@ -6,22 +6,10 @@ import shutil
 import pytest
 
 from official_repro.common import cli
-from official_repro.data import create_pretraining_data
 from official_repro.training import experiment
 from official_repro.training import saved_runs
 from official_repro.training import word_order
 from tests import conftest
-
-
-def _records(root, **options):
-  """Records of the `tiny_records` corpus with `options` changed."""
-  corpus = conftest.write_fixture_corpus(root / 'corpus')
-  settings = dict(vocab_size=120, max_seq_length=32, eval_fraction=0.1, seed=3)
-  settings.update(options)
-  create_pretraining_data.prepare_pretraining_data(
-      [str(corpus)], str(root / 'records'), **settings
-  )
-  return str(root / 'records')
 
 
 def test_a_moved_or_shuffled_copy_of_its_records_is_read(
@@ -50,7 +38,7 @@ def test_records_that_mean_other_tokens_are_refused_in_one_line(
   if options.get('vocab_file'):
     vocab = conftest.write_fixture_vocab(tmp_path / 'vocab.txt')
     options = dict(options, vocab_file=str(vocab))
-  record_dir = _records(tmp_path, **options)
+  record_dir = conftest.write_tiny_records(tmp_path, **options)
   with pytest.raises(cli.UserError) as error:
     saved_runs.pretraining_task(tiny_electra_run, record_dir)
   message = str(error.value)
@@ -78,7 +66,7 @@ def test_runs_from_before_the_records_identity_are_not_checked(
   os.makedirs(old_run)
   for name in ('config.gin', 'model_config.json'):
     shutil.copy(os.path.join(tiny_electra_run, name), old_run / name)
-  record_dir = _records(tmp_path, max_seq_length=16)
+  record_dir = conftest.write_tiny_records(tmp_path, max_seq_length=16)
   params, _ = saved_runs.pretraining_task(str(old_run), record_dir)
   assert params.task.validation_data.input_path == record_dir
   assert os.path.exists(
