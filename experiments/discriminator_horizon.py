@@ -11,7 +11,8 @@ until the held-out discriminator recall exceeds `--recall_target` and its
 AUC reaches `--auc_target`, or the schedule ends. The run resumes from its
 checkpoints: rerun the same command to continue it.
 
-It writes `<output_dir>/discriminator_horizon_<run>.md`, `.json` and `.png`:
+It writes `<output_dir>/discriminator_horizon_<run>.md`, `.json` and `.png`
+(`<run>_float32` for a float32 run):
 the held-out curve (discriminator AUC, recall, accuracy and loss, the
 masked LM's accuracy), the step where the targets were met, if any, and the
 public points of the reference code beside it (`PUBLIC_POINTS`; at other
@@ -89,6 +90,19 @@ RUNS: Dict[str, HorizonRun] = {
             bindings=(
                 "optimization.optimizer = 'adamw'",
                 'optimization.learning_rate = 2e-3',
+            ),
+        ),
+        HorizonRun(
+            'electra_word_tied',
+            'As --run=electra, with the generator tied to the discriminator '
+            "by the word table only, as Model Garden's `ElectraPretrainer` "
+            "ties them (001's gin file ties the whole embedding block, as "
+            'google-research/electra does)',
+            _ELECTRA_SMALL,
+            bindings=(
+                "optimization.optimizer = 'adamw'",
+                'optimization.learning_rate = 2e-3',
+                'electra.tie_embedding_block = False',
             ),
         ),
         HorizonRun(
@@ -419,6 +433,18 @@ _PRECISION = {
 }
 
 
+def report_stem(horizon: HorizonRun, mixed_precision: Optional[str]) -> str:
+  """The report's file name without extension.
+
+  The long runs here compute in bfloat16, faster on this CPU
+  (`experiments/reports/mixed_precision_cpu.md`); a float32 run of the same
+  objective gets its own files (`_float32`), so both precisions can sit in
+  one report directory.
+  """
+  suffix = '_float32' if mixed_precision == 'float32' else ''
+  return f'discriminator_horizon_{horizon.name}{suffix}'
+
+
 def write_report(
     horizon: HorizonRun,
     curve: Dict[int, Dict[str, float]],
@@ -437,7 +463,7 @@ def write_report(
   """
   met = first_step_meeting(curve, recall_target, auc_target)
   tf.io.gfile.makedirs(output_dir)
-  stem = os.path.join(output_dir, f'discriminator_horizon_{horizon.name}')
+  stem = os.path.join(output_dir, report_stem(horizon, mixed_precision))
   png = stem + '.png'
   plot_curve(horizon, curve, png)
   lines = [

@@ -1,6 +1,7 @@
 """The long-horizon discriminator run: its stop rule, command and report."""
 
 import json
+import os
 
 import gin
 import pytest
@@ -54,15 +55,20 @@ def test_the_command_trains_the_cpu_scale_on_the_long_schedule():
 
 @pytest.mark.parametrize(
     'run, optimizer, learning_rate, whole_block',
-    [('electra', 'adamw', 2e-3, True), ('electra_lamb', 'lamb', 2e-2, False)],
+    [
+        ('electra', 'adamw', 2e-3, True),
+        ('electra_word_tied', 'adamw', 2e-3, False),
+        ('electra_lamb', 'lamb', 2e-2, False),
+    ],
 )
 def test_the_electra_runs_train_with_their_optimizer(
     run, optimizer, learning_rate, whole_block
 ):
   """The gin the command parses ends with the run's optimizer and rate.
 
-  And with its embedding tying: 001's whole block, except for the LAMB run
-  made before 001's gin file set it.
+  And with its embedding tying: 001's whole block, except for the run that
+  ties the word table only, as Model Garden does, and the LAMB run made
+  before 001's gin file set it.
   """
   command = discriminator_horizon.train_command(
       discriminator_horizon.RUNS[run],
@@ -144,3 +150,36 @@ def test_report_gives_the_curve_the_verdict_and_the_public_points(tmp_path):
       (tmp_path / 'discriminator_horizon_electra.json').read_text()
   )
   assert data['first_step_meeting_targets'] == 2000
+
+
+def test_a_float32_run_reports_beside_the_bfloat16_run(tmp_path):
+  """Both precisions of one run keep their own files in one directory."""
+  curve = {1000: dict(discriminator_auc=0.6, discriminator_recall=0.0)}
+  paths = {
+      precision: discriminator_horizon.write_report(
+          discriminator_horizon.RUNS['electra'],
+          curve,
+          ['python'],
+          str(tmp_path),
+          0.2,
+          0.8,
+          30000,
+          precision,
+      )
+      for precision in ('bfloat16', 'float32', None)
+  }
+  assert (
+      os.path.basename(paths['bfloat16']) == 'discriminator_horizon_electra.md'
+  )
+  assert os.path.basename(paths['float32']) == (
+      'discriminator_horizon_electra_float32.md'
+  )
+  assert paths[None] == paths['bfloat16']
+  assert 'computed in float32,' in open(paths['float32']).read()
+  assert (tmp_path / 'discriminator_horizon_electra_float32.png').exists()
+  assert (
+      json.loads(
+          (tmp_path / 'discriminator_horizon_electra_float32.json').read_text()
+      )['mixed_precision']
+      == 'float32'
+  )
