@@ -8,8 +8,9 @@ continues one cpu-scale run of an objective (its paper gin files, then the
 scale's includes, as `experiments.regenerate --scale=cpu` trains it) on a
 long schedule, evaluating the held-out books every `--eval_every` steps,
 until the held-out discriminator recall exceeds `--recall_target` and its
-AUC reaches `--auc_target`, or the schedule ends. The run resumes from its
-checkpoints: rerun the same command to continue it.
+AUC reaches `--auc_target`, or the schedule ends (or `--stop_at_step`, on
+the same schedule). The run resumes from its checkpoints: rerun the same
+command to continue it.
 
 It writes `<output_dir>/discriminator_horizon_<run>.md`, `.json` and `.png`
 (`<run>_float32` for a float32 run):
@@ -199,6 +200,12 @@ def define_flags() -> None:
   )
   flags.DEFINE_integer('max_steps', 30000, 'The schedule, in steps.')
   flags.DEFINE_integer(
+      'stop_at_step',
+      0,
+      'Stop once this step is evaluated, keeping the --max_steps schedule '
+      '(0: run the schedule); rerun with a later one to continue.',
+  )
+  flags.DEFINE_integer(
       'eval_every', 1000, 'Steps between checkpoints and evaluations.'
   )
   flags.DEFINE_integer('held_out_steps', 20, 'Held-out batches per evaluation.')
@@ -364,23 +371,32 @@ def train_until_targets(
     auc_target: float,
     poll_seconds: float,
     probe_steps: int = 0,
+    stop_at_step: int = 0,
 ) -> Dict[int, Dict[str, float]]:
   """Runs `command` until the targets are met or the schedule ends.
 
   With `probe_steps` > 0, each new checkpoint is probed as it appears
-  (`probe_checkpoints`).
+  (`probe_checkpoints`). With `stop_at_step` > 0, the run also stops once
+  it has evaluated that step (the schedule, and so the learning rate,
+  stays `max_steps`'s).
 
   Each new evaluation is printed as it appears; once one meets the
-  targets the job gets SIGTERM, saves a checkpoint at the end of its loop
-  and exits. Interrupting this process stops the job the same way.
+  targets or the stop step the job gets SIGTERM, saves a checkpoint at the
+  end of its loop and exits. Interrupting this process stops the job the
+  same way.
 
   Returns:
     The held-out curve.
   """
+  last_step = min(stop_at_step, max_steps) if stop_at_step else max_steps
+
+  def done(curve: Dict[int, Dict[str, float]]) -> bool:
+    return first_step_meeting(
+        curve, recall_target, auc_target
+    ) is not None or bool(curve and max(curve) >= last_step)
+
   curve = held_out.read_curve(model_dir)
-  if first_step_meeting(curve, recall_target, auc_target) is not None or (
-      curve and max(curve) >= max_steps
-  ):
+  if done(curve):
     return curve
   tf.io.gfile.makedirs(model_dir)
   log_path = os.path.join(model_dir, 'horizon.log')
@@ -400,13 +416,13 @@ def train_until_targets(
         curve = held_out.read_curve(model_dir)
         for step in sorted(set(curve) - seen):
           print(_curve_line(step, curve[step]), flush=True)
-        if first_step_meeting(curve, recall_target, auc_target) is not None:
-          process.send_signal(signal.SIGTERM)
-          process.wait()
-          break
         if probe_steps and set(curve) - seen:
           _probe_without_stopping(model_dir, probe_steps)
         seen = set(curve)
+        if done(curve):
+          process.send_signal(signal.SIGTERM)
+          process.wait()
+          break
     except BaseException:
       process.send_signal(signal.SIGTERM)
       process.wait()
@@ -682,6 +698,11 @@ def main(argv: Sequence[str]) -> None:
   horizon = RUNS[FLAGS.run]
   if not FLAGS.report_only and not FLAGS.records:
     raise cli.UserError("--records: give the cpu scale's record directory.")
+  if FLAGS.stop_at_step < 0:
+    raise cli.UserError(
+        f'--stop_at_step={FLAGS.stop_at_step}: give a step, or 0 for the '
+        'whole schedule.'
+    )
   if not FLAGS.report_only:
     claim_model_dir(FLAGS.model_dir, horizon, FLAGS.mixed_precision)
   claim = read_claim(FLAGS.model_dir) or {}
@@ -705,6 +726,7 @@ def main(argv: Sequence[str]) -> None:
         FLAGS.auc_target,
         FLAGS.poll_seconds,
         FLAGS.probe_steps,
+        FLAGS.stop_at_step,
     )
   probes = (
       probe_checkpoints(FLAGS.model_dir, FLAGS.probe_steps)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import sys
 
 import gin
 import pytest
@@ -183,3 +184,68 @@ def test_a_float32_run_reports_beside_the_bfloat16_run(tmp_path):
       )['mixed_precision']
       == 'float32'
   )
+
+
+_STAND_IN_JOB = """
+import os, signal, sys, time
+import tensorflow as tf
+
+model_dir, recalls = sys.argv[1], [float(r) for r in sys.argv[2].split(',')]
+stopped = os.path.join(model_dir, 'stopped_at')
+
+
+def on_term(signum, frame):
+  with open(stopped, 'w') as f:
+    f.write(str(step))
+  sys.exit(0)
+
+
+signal.signal(signal.SIGTERM, on_term)
+writer = tf.summary.create_file_writer(os.path.join(model_dir, 'validation'))
+for step, recall in zip(range(1000, 1000 * len(recalls) + 1, 1000), recalls):
+  with writer.as_default(step=step):
+    tf.summary.scalar('discriminator_recall', recall)
+    tf.summary.scalar('discriminator_auc', 0.9)
+  writer.flush()
+  time.sleep(1.5)
+"""
+
+
+@pytest.mark.parametrize(
+    'recalls, stop_at_step, stopped_at',
+    [
+        ('0,0,0,0,0,0,0,0', 1000, 1000),  # the stop step, targets unmet
+        ('0,0.5,0,0,0,0,0,0', 5000, 2000),  # the targets, before the stop
+    ],
+)
+def test_the_job_is_stopped_at_the_targets_or_the_stop_step(
+    tmp_path, recalls, stop_at_step, stopped_at
+):
+  """A stand-in job evaluates every 1.5 s until it gets SIGTERM."""
+  job = tmp_path / 'job.py'
+  job.write_text(_STAND_IN_JOB)
+  model_dir = tmp_path / 'run'
+  model_dir.mkdir()
+  curve = discriminator_horizon.train_until_targets(
+      [sys.executable, str(job), str(model_dir), recalls],
+      str(model_dir),
+      max_steps=8000,
+      recall_target=0.2,
+      auc_target=0.8,
+      poll_seconds=0.1,
+      stop_at_step=stop_at_step,
+  )
+  assert (model_dir / 'stopped_at').read_text() == str(stopped_at)
+  assert max(curve) == stopped_at
+  # Rerun: nothing left to do, so the job is not started again.
+  (model_dir / 'stopped_at').unlink()
+  discriminator_horizon.train_until_targets(
+      [sys.executable, str(job), str(model_dir), recalls],
+      str(model_dir),
+      max_steps=8000,
+      recall_target=0.2,
+      auc_target=0.8,
+      poll_seconds=0.1,
+      stop_at_step=stop_at_step,
+  )
+  assert not (model_dir / 'stopped_at').exists()
