@@ -13,7 +13,8 @@ the same schedule). The run resumes from its checkpoints: rerun the same
 command to continue it.
 
 It writes `<output_dir>/discriminator_horizon_<run>.md`, `.json` and `.png`
-(`<run>_float32` for a float32 run):
+(`<run>_float32` for a run in float32, the flag's default; the runs in
+`experiments/reports` are bfloat16 unless so named):
 the held-out curve (discriminator AUC, recall, accuracy and loss, the
 masked LM's accuracy), the step where the targets were met, if any, and the
 public points of the reference code beside it (`PUBLIC_POINTS`; at other
@@ -96,7 +97,7 @@ RUNS: Dict[str, HorizonRun] = {
         HorizonRun(
             'electra_word_tied',
             'As --run=electra, with the generator tied to the discriminator '
-            "by the word table only, as Model Garden's `ElectraPretrainer` "
+            "by the word table only, as Model Garden's `ElectraPretrainTask` "
             "ties them (001's gin file ties the whole embedding block, as "
             'google-research/electra does)',
             _ELECTRA_SMALL,
@@ -202,8 +203,9 @@ def define_flags() -> None:
   flags.DEFINE_integer(
       'stop_at_step',
       0,
-      'Stop once this step is evaluated, keeping the --max_steps schedule '
-      '(0: run the schedule); rerun with a later one to continue.',
+      'Stop once this step, or the first evaluated step after it, is '
+      'evaluated, keeping the --max_steps schedule (0: run the schedule); '
+      'rerun with a later one to continue.',
   )
   flags.DEFINE_integer(
       'eval_every', 1000, 'Steps between checkpoints and evaluations.'
@@ -373,34 +375,38 @@ def train_until_targets(
     probe_steps: int = 0,
     stop_at_step: int = 0,
 ) -> Dict[int, Dict[str, float]]:
-  """Runs `command` until the targets are met or the schedule ends.
+  """Runs `command` until the targets, `stop_at_step` or the schedule's end.
 
   With `probe_steps` > 0, each new checkpoint is probed as it appears
   (`probe_checkpoints`). With `stop_at_step` > 0, the run also stops once
-  it has evaluated that step (the schedule, and so the learning rate,
-  stays `max_steps`'s).
+  it has evaluated that step or the first evaluated step after it (the
+  schedule, and so the learning rate, stays `max_steps`'s).
 
-  Each new evaluation is printed as it appears; once one meets the
-  targets or the stop step the job gets SIGTERM, saves a checkpoint at the
-  end of its loop and exits. Interrupting this process stops the job the
-  same way.
+  Each new evaluation is printed as it appears. Once one meets the targets
+  the job gets SIGTERM, saves a checkpoint at the end of its loop and
+  exits. At the stop step the job, already training the next interval, is
+  killed if the evaluated step is its last checkpoint, so that a rerun
+  resumes exactly there (exact resume after SIGKILL:
+  tests/training/test_reproducibility.py), and gets SIGTERM otherwise.
+  Interrupting this process stops the job with SIGTERM.
 
   Returns:
     The held-out curve.
   """
   last_step = min(stop_at_step, max_steps) if stop_at_step else max_steps
 
-  def done(curve: Dict[int, Dict[str, float]]) -> bool:
-    return first_step_meeting(
-        curve, recall_target, auc_target
-    ) is not None or bool(curve and max(curve) >= last_step)
+  def reached_stop(curve: Dict[int, Dict[str, float]]) -> bool:
+    return bool(curve) and max(curve) >= last_step
 
   curve = held_out.read_curve(model_dir)
-  if done(curve):
+  if first_step_meeting(
+      curve, recall_target, auc_target
+  ) is not None or reached_stop(curve):
     return curve
   tf.io.gfile.makedirs(model_dir)
   log_path = os.path.join(model_dir, 'horizon.log')
   print('  $ ' + ' '.join(command), flush=True)
+  stop_signal = signal.SIGTERM
   # A child's stdout needs an operating-system file: local directories only.
   with open(log_path, 'a') as log:
     process = subprocess.Popen(
@@ -416,22 +422,43 @@ def train_until_targets(
         curve = held_out.read_curve(model_dir)
         for step in sorted(set(curve) - seen):
           print(_curve_line(step, curve[step]), flush=True)
-        if probe_steps and set(curve) - seen:
-          _probe_without_stopping(model_dir, probe_steps)
-        seen = set(curve)
-        if done(curve):
+        if first_step_meeting(curve, recall_target, auc_target) is not None:
           process.send_signal(signal.SIGTERM)
           process.wait()
           break
+        if last_step < max_steps and reached_stop(curve):
+          if _last_checkpoint_step(model_dir) == max(curve):
+            stop_signal = signal.SIGKILL
+          process.send_signal(stop_signal)
+          process.wait()
+          break
+        if probe_steps and set(curve) - seen:
+          _probe_without_stopping(model_dir, probe_steps)
+        seen = set(curve)
     except BaseException:
       process.send_signal(signal.SIGTERM)
       process.wait()
       raise
-  if process.returncode not in (0, -signal.SIGTERM, 128 + signal.SIGTERM):
+  if process.returncode not in (
+      0,
+      -stop_signal,
+      128 + stop_signal,
+      -signal.SIGTERM,
+      128 + signal.SIGTERM,
+  ):
     raise RuntimeError(
         f'training failed (exit {process.returncode}); see {log_path}.'
     )
   return held_out.read_curve(model_dir)
+
+
+def _last_checkpoint_step(model_dir: str) -> Optional[int]:
+  """The step of `model_dir`'s latest checkpoint (`ckpt-<step>`), or None."""
+  path = tf.train.latest_checkpoint(model_dir)
+  if path is None:
+    return None
+  suffix = path.rsplit('-', 1)[-1]
+  return int(suffix) if suffix.isdigit() else None
 
 
 def _curve_line(step: int, metrics: Dict[str, float]) -> str:
@@ -698,10 +725,10 @@ def main(argv: Sequence[str]) -> None:
   horizon = RUNS[FLAGS.run]
   if not FLAGS.report_only and not FLAGS.records:
     raise cli.UserError("--records: give the cpu scale's record directory.")
-  if FLAGS.stop_at_step < 0:
+  if not 0 <= FLAGS.stop_at_step <= FLAGS.max_steps:
     raise cli.UserError(
-        f'--stop_at_step={FLAGS.stop_at_step}: give a step, or 0 for the '
-        'whole schedule.'
+        f'--stop_at_step={FLAGS.stop_at_step}: give a step up to '
+        f'--max_steps={FLAGS.max_steps}, or 0 for the whole schedule.'
     )
   if not FLAGS.report_only:
     claim_model_dir(FLAGS.model_dir, horizon, FLAGS.mixed_precision)

@@ -46,7 +46,7 @@ class ElectraModelConfig(pretraining.GeneratorShape, base_config.Config):
     tie_embeddings: one word-embedding table for both networks.
     tie_embedding_block: also one position table, type table and embedding
       LayerNorm (google-research/electra's tying; Model Garden's
-      `ElectraPretrainer` ties the word table only).
+      `ElectraPretrainTask` ties the word table only).
     generator_loss_weight: weight of the MLM loss.
     rtd_loss_weight: weight of the RTD loss.
     mlm_activation: activation of the MLM and RTD heads' transforms.

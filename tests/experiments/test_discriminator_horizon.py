@@ -2,6 +2,8 @@
 
 import json
 import os
+import signal
+import subprocess
 import sys
 
 import gin
@@ -191,6 +193,7 @@ import os, signal, sys, time
 import tensorflow as tf
 
 model_dir, recalls = sys.argv[1], [float(r) for r in sys.argv[2].split(',')]
+long_pause_after = int(sys.argv[3])  # the step the driver should stop at
 stopped = os.path.join(model_dir, 'stopped_at')
 
 
@@ -203,49 +206,62 @@ def on_term(signum, frame):
 signal.signal(signal.SIGTERM, on_term)
 writer = tf.summary.create_file_writer(os.path.join(model_dir, 'validation'))
 for step, recall in zip(range(1000, 1000 * len(recalls) + 1, 1000), recalls):
+  # As Orbit: the checkpoint of a step is written before its evaluation.
+  with open(os.path.join(model_dir, f'ckpt-{step}.index'), 'w'):
+    pass
+  with open(os.path.join(model_dir, 'checkpoint'), 'w') as f:
+    f.write(f'model_checkpoint_path: "ckpt-{step}"')
   with writer.as_default(step=step):
     tf.summary.scalar('discriminator_recall', recall)
     tf.summary.scalar('discriminator_auc', 0.9)
   writer.flush()
-  time.sleep(1.5)
+  # A driver that stops in time never sees the next step.
+  time.sleep(60.0 if step == long_pause_after else 0.2)
 """
 
 
 @pytest.mark.parametrize(
-    'recalls, stop_at_step, stopped_at',
+    'recalls, stop_at_step, stopped_at, exit_code',
     [
-        ('0,0,0,0,0,0,0,0', 1000, 1000),  # the stop step, targets unmet
-        ('0,0.5,0,0,0,0,0,0', 5000, 2000),  # the targets, before the stop
+        # The stop step, targets unmet: killed at its last checkpoint.
+        ('0,0,0,0,0', 2000, 2000, -signal.SIGKILL),
+        # The targets, before the stop step: SIGTERM, handled by the job.
+        ('0,0.5,0,0,0', 4000, 2000, 0),
     ],
 )
 def test_the_job_is_stopped_at_the_targets_or_the_stop_step(
-    tmp_path, recalls, stop_at_step, stopped_at
+    tmp_path, monkeypatch, recalls, stop_at_step, stopped_at, exit_code
 ):
-  """A stand-in job evaluates every 1.5 s until it gets SIGTERM."""
+  """A stand-in job evaluates a step at a time until the driver stops it."""
   job = tmp_path / 'job.py'
   job.write_text(_STAND_IN_JOB)
   model_dir = tmp_path / 'run'
   model_dir.mkdir()
-  curve = discriminator_horizon.train_until_targets(
-      [sys.executable, str(job), str(model_dir), recalls],
-      str(model_dir),
-      max_steps=8000,
-      recall_target=0.2,
-      auc_target=0.8,
-      poll_seconds=0.1,
-      stop_at_step=stop_at_step,
-  )
-  assert (model_dir / 'stopped_at').read_text() == str(stopped_at)
+  popen = subprocess.Popen
+  jobs = []
+
+  def recording_popen(*args, **kwargs):
+    jobs.append(popen(*args, **kwargs))
+    return jobs[-1]
+
+  monkeypatch.setattr(subprocess, 'Popen', recording_popen)
+
+  def run():
+    return discriminator_horizon.train_until_targets(
+        [sys.executable, str(job), str(model_dir), recalls, str(stopped_at)],
+        str(model_dir),
+        max_steps=5000,
+        recall_target=0.2,
+        auc_target=0.8,
+        poll_seconds=0.1,
+        stop_at_step=stop_at_step,
+    )
+
+  curve = run()
   assert max(curve) == stopped_at
-  # Rerun: nothing left to do, so the job is not started again.
-  (model_dir / 'stopped_at').unlink()
-  discriminator_horizon.train_until_targets(
-      [sys.executable, str(job), str(model_dir), recalls],
-      str(model_dir),
-      max_steps=8000,
-      recall_target=0.2,
-      auc_target=0.8,
-      poll_seconds=0.1,
-      stop_at_step=stop_at_step,
-  )
-  assert not (model_dir / 'stopped_at').exists()
+  assert jobs[0].returncode == exit_code
+  if exit_code == 0:
+    assert (model_dir / 'stopped_at').read_text() == str(stopped_at)
+  # Rerun: nothing left to do, so no job is started.
+  run()
+  assert len(jobs) == 1

@@ -80,7 +80,7 @@ class ElectraPretrainer(tf_keras.Model):
       initializer_range: stddev of the heads' initializers.
       tie_embedding_block: also one position table, type table and
         embedding LayerNorm for both (google-research/electra's tying;
-        Model Garden's `ElectraPretrainer` ties the word table only). At
+        Model Garden's `ElectraPretrainTask` ties the word table only). At
         the cpu scale it decides when the discriminator starts calling
         tokens replaced: experiments/reports/cpu_scale_search.md.
       **kwargs: other `tf_keras.Model` arguments.

@@ -11,7 +11,7 @@ It may share with the discriminator its word-embedding layer (ELECTRA's
 tied embeddings, one variable), optionally with the rest of the embedding
 block (position and type embeddings and their LayerNorm: how
 google-research/electra and Model Garden's TEAMS tie; Model Garden's
-`ElectraPretrainer` ties the word table only), and its bottom
+`ElectraPretrainTask` ties the word table only), and its bottom
 `num_shared_layers` transformer layers (TEAMS' partial sharing: the same
 layer objects, which needs equal widths). The task configs set that count
 by `layer_sharing`, 'none', 'partial' or 'full' (`num_shared_layers_for`).
