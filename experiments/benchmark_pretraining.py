@@ -42,7 +42,7 @@ and peak host memory to `--output_png`:
     --gin_file=gin/papers/001_ale/electra_small.gin --steps=10 \
     --gin_param=electra.tie_embedding_block=False \
     --output_json=/tmp/sweep.json --output_png=/tmp/sweep.png
-(Model Garden's ElectraPretrainer ties the word table only, 001's the whole
+(Model Garden's ElectraPretrainTask ties the word table only, 001's the whole
 embedding block; the tying changes no FLOP.)
 """
 

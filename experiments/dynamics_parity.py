@@ -277,7 +277,7 @@ OBJECTIVES = {
                 ),
                 (
                     'electra.tie_embedding_block = False',
-                    "Model Garden's ElectraPretrainer ties the word table "
+                    "Model Garden's ElectraPretrainTask ties the word table "
                     "only; 001's code also ties the position and type "
                     'tables and the embedding LayerNorm (the paper gin '
                     "file's setting)",

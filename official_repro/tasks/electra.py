@@ -165,14 +165,14 @@ def _stock_task_config(
     )
   if model.tie_embedding_block:
     raise cli.UserError(
-        "Model Garden's stock ElectraPretrainer ties the word table only, "
+        "Model Garden's stock ElectraPretrainTask ties the word table only, "
         'not the position and type embeddings; set '
         'electra.tie_embedding_block = False to compare with it.'
     )
   discriminator = encoders.to_model_garden_config(model.discriminator)
   if discriminator.type != 'bert':
     raise cli.UserError(
-        "Model Garden's stock ElectraPretrainer ties embeddings only of its "
+        "Model Garden's stock ElectraPretrainTask ties embeddings only of its "
         f'BertEncoder, not of its {discriminator.type!r} encoder (backbone '
         f'{model.discriminator.backbone!r}); measure this config with '
         '--variants=ours.'

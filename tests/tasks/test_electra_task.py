@@ -132,7 +132,7 @@ def test_generator_shape_mistakes_name_the_fix_when_read(settings, message):
 
 
 def test_model_gardens_electra_is_not_offered_a_tied_embedding_block():
-  """Its ElectraPretrainer ties the word table only: refused, not mapped."""
+  """Its ElectraPretrainTask ties the word table only: refused, not mapped."""
   config = electra.ElectraPretrainConfig(
       model=_model_config(generator_size=0.25, tie_embedding_block=True)
   )
