@@ -335,7 +335,7 @@ def probe_checkpoints(
   state = tf.train.get_checkpoint_state(model_dir)
   for checkpoint in state.all_model_checkpoint_paths if state else ():
     checkpoint = os.path.join(model_dir, os.path.basename(checkpoint))
-    step = int(checkpoint.rsplit('-', 1)[-1])
+    step = _checkpoint_step(checkpoint)
     path = os.path.join(model_dir, PROBES_SUBDIR, f'step_{step}.json')
     if step in kept and _probed_steps(kept[step]) == probe_steps:
       continue
@@ -427,7 +427,8 @@ def train_until_targets(
           process.wait()
           break
         if last_step < max_steps and reached_stop(curve):
-          if _last_checkpoint_step(model_dir) == max(curve):
+          latest = tf.train.latest_checkpoint(model_dir)
+          if latest and _checkpoint_step(latest) == max(curve):
             stop_signal = signal.SIGKILL
           process.send_signal(stop_signal)
           process.wait()
@@ -439,26 +440,22 @@ def train_until_targets(
       process.send_signal(signal.SIGTERM)
       process.wait()
       raise
-  if process.returncode not in (
+  if process.returncode not in {
       0,
-      -stop_signal,
-      128 + stop_signal,
       -signal.SIGTERM,
       128 + signal.SIGTERM,
-  ):
+      -stop_signal,
+      128 + stop_signal,
+  }:
     raise RuntimeError(
         f'training failed (exit {process.returncode}); see {log_path}.'
     )
   return held_out.read_curve(model_dir)
 
 
-def _last_checkpoint_step(model_dir: str) -> Optional[int]:
-  """The step of `model_dir`'s latest checkpoint (`ckpt-<step>`), or None."""
-  path = tf.train.latest_checkpoint(model_dir)
-  if path is None:
-    return None
-  suffix = path.rsplit('-', 1)[-1]
-  return int(suffix) if suffix.isdigit() else None
+def _checkpoint_step(prefix: str) -> int:
+  """The step in a checkpoint prefix the trainer names `ckpt-<step>`."""
+  return int(prefix.rsplit('-', 1)[-1])
 
 
 def _curve_line(step: int, metrics: Dict[str, float]) -> str:
