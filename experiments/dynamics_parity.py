@@ -67,7 +67,12 @@ resumed only under the schedule it started with. The report,
 mean curves and, at each checkpoint and for each metric, whether ours minus
 stock (and dynamic minus static) exceeds twice its standard error, with
 Welch's p-value and how often that criterion flags equal means by chance;
-`dynamics_parity_cpu_<objective>.png` overlays the variants' curves.
+`dynamics_parity_cpu_<objective>.png` overlays the variants' curves. The
+JSON keeps every run's curve file (`runs`); given as `--prior_report`, its
+runs count as finished, so a grid goes on from the committed report on a
+machine that has none of the earlier runs (their records are rebuilt from
+the same books: the report's context-free ceiling checks they are the
+same).
 
 Example (records are built under --runs_dir from --corpus when missing):
   python -m experiments.dynamics_parity \
@@ -347,6 +352,13 @@ def define_flags() -> None:
   )
   flags.DEFINE_boolean(
       'report_only', False, 'Write the report from the finished runs only.'
+  )
+  flags.DEFINE_string(
+      'prior_report',
+      None,
+      "An earlier report's JSON: each run it holds (its `runs`) counts as "
+      'finished and is not trained again, so a grid goes on where another '
+      'machine left it.',
   )
   flags.DEFINE_string(
       'run', None, 'objective:variant:seed: train that run in this process.'
@@ -933,19 +945,22 @@ def jobs_left(
     objective_names: Sequence[str],
     seeds: Sequence[int],
     variant_names: Optional[Sequence[str]] = None,
+    prior_runs: Optional[Dict[str, Dict[str, Any]]] = None,
 ) -> List[Tuple[str, str, int]]:
   """(objective, variant, seed) of every run without a curve, in run order.
 
   The main variants seed by seed, so that an interrupted grid has whole
   seeds; then the diagnostic ones (`_DIAGNOSTICS`) variant by variant, every
-  seed of one before the next.
+  seed of one before the next. A run in `prior_runs` (by name) is finished.
   """
+  prior_runs = prior_runs or {}
   jobs = [
       (o, v, s)
       for s in seeds
       for o in objective_names
       for v in OBJECTIVES[o].variants
       if variant_names is None or v in variant_names
+      if run_name(o, v, s) not in prior_runs
       if not tf.io.gfile.exists(_curve_path(runs_dir, run_name(o, v, s)))
   ]
   return sorted(
@@ -963,6 +978,7 @@ def run_all(
     schedule: Schedule,
     parallel: int = 1,
     variant_names: Optional[Sequence[str]] = None,
+    prior_runs: Optional[Dict[str, Dict[str, Any]]] = None,
 ) -> None:
   """Trains every run that has no curve yet, one subprocess each.
 
@@ -971,7 +987,12 @@ def run_all(
   better than it splits over two.
   """
   pending = list(
-      enumerate(jobs_left(runs_dir, objective_names, seeds, variant_names), 1)
+      enumerate(
+          jobs_left(
+              runs_dir, objective_names, seeds, variant_names, prior_runs
+          ),
+          1,
+      )
   )
   total = len(pending)
   running = []
@@ -1091,25 +1112,83 @@ COMPARISONS = (
 )
 
 
-def collect(
-    runs_dir: str, objective_names: Sequence[str], seeds: Sequence[int]
-) -> Dict[str, Dict[str, Dict[int, Dict[str, List[float]]]]]:
-  """{objective: {variant: {step: {metric: [per-seed values]}}}}."""
-  out = {}
+def read_prior_runs(path: str, schedule: Schedule) -> Dict[str, Dict]:
+  """The runs an earlier report's JSON holds, by run name.
+
+  Args:
+    path: a `dynamics_parity_cpu.json` written by `write_report`.
+    schedule: this grid's; the report's must be the same.
+
+  Returns:
+    {run name: the run's curve file (objective, variant, seed, curve, ...)}.
+
+  Raises:
+    cli.UserError: the file is missing, holds no runs, or was trained on
+      another schedule.
+  """
+  if not tf.io.gfile.exists(path):
+    raise cli.UserError(f'--prior_report: {path} does not exist.')
+  with tf.io.gfile.GFile(path) as f:
+    try:
+      report = json.load(f)
+    except json.JSONDecodeError as e:
+      raise cli.UserError(f'--prior_report: {path} is not JSON ({e}).') from e
+  if not isinstance(report, dict) or not isinstance(report.get('runs'), dict):
+    raise cli.UserError(
+        f'--prior_report: {path} holds no `runs`; give a report written by '
+        'this command.'
+    )
+  theirs = Schedule(
+      *(report.get(k) for k in ('train_steps', 'eval_every', 'eval_batches'))
+  )
+  if theirs != schedule:
+    raise cli.UserError(
+        f"--prior_report: {path} was trained on {theirs}, not this grid's "
+        f'{schedule}; give the same --train_steps, --eval_every and '
+        '--eval_batches.'
+    )
+  return report['runs']
+
+
+def finished_runs(
+    runs_dir: str,
+    objective_names: Sequence[str],
+    seeds: Sequence[int],
+    prior_runs: Optional[Dict[str, Dict[str, Any]]] = None,
+) -> Dict[str, Dict[str, Any]]:
+  """Every finished run of the grid by name, objective, variant then seed.
+
+  A run's curve file under `runs_dir` wins over the same run in
+  `prior_runs`.
+  """
+  runs = {}
   for o in objective_names:
     for v in OBJECTIVES[o].variants:
       for s in seeds:
-        path = _curve_path(runs_dir, run_name(o, v, s))
-        if not tf.io.gfile.exists(path):
-          continue
-        with tf.io.gfile.GFile(path) as f:
-          curve = json.load(f)['curve']
-        for step, metrics in curve.items():
-          target = (
-              out.setdefault(o, {}).setdefault(v, {}).setdefault(int(step), {})
-          )
-          for metric, value in metrics.items():
-            target.setdefault(metric, []).append(value)
+        name = run_name(o, v, s)
+        path = _curve_path(runs_dir, name)
+        if tf.io.gfile.exists(path):
+          with tf.io.gfile.GFile(path) as f:
+            runs[name] = dict(json.load(f), objective=o, variant=v, seed=s)
+        elif prior_runs and name in prior_runs:
+          runs[name] = prior_runs[name]
+  return runs
+
+
+def collect(
+    runs: Dict[str, Dict[str, Any]],
+) -> Dict[str, Dict[str, Dict[int, Dict[str, List[float]]]]]:
+  """{objective: {variant: {step: {metric: [per-seed values]}}}}."""
+  out = {}
+  for run in runs.values():
+    for step, metrics in run['curve'].items():
+      target = (
+          out.setdefault(run['objective'], {})
+          .setdefault(run['variant'], {})
+          .setdefault(int(step), {})
+      )
+      for metric, value in metrics.items():
+        target.setdefault(metric, []).append(value)
   return out
 
 
@@ -1267,6 +1346,9 @@ def markdown(
     schedule: Schedule,
     ceiling: Optional[Dict[str, float]] = None,
     replay: Optional[Dict[str, Dict[str, float]]] = None,
+    trained_here: Sequence[str] = (),
+    prior_report: Optional[str] = None,
+    prior_count: int = 0,
 ) -> str:
   """The report: settings, mean curves, and the verdict table."""
   lines = [
@@ -1274,6 +1356,17 @@ def markdown(
       '',
       header,
       '',
+  ]
+  if prior_count:
+    lines += [
+        f'Runs: {prior_count} read from `{prior_report}` (trained by earlier '
+        'invocations; its history in git says when and where), '
+        f'{len(trained_here)} trained for this report'
+        + (f': {", ".join(trained_here)}' if trained_here else '')
+        + '.',
+        '',
+    ]
+  lines += [
       "Every run: the objective's paper gin file with the cpu scale's "
       'includes (hidden 128, 2 layers, length 64, batch 128), '
       f'{schedule.train_steps:,} steps (warmup a tenth), evaluated every '
@@ -1404,9 +1497,16 @@ def write_report(
     objective_names: Sequence[str],
     seeds: Sequence[int],
     schedule: Schedule,
+    prior_report: Optional[str] = None,
 ) -> str:
-  """Writes the markdown, JSON and PNGs from the finished runs."""
-  results = collect(runs_dir, objective_names, seeds)
+  """Writes the markdown, JSON and PNGs from the finished runs.
+
+  The JSON keeps every run's curve file (`runs`), so that it can be the
+  `prior_report` of a later grid.
+  """
+  prior_runs = read_prior_runs(prior_report, schedule) if prior_report else {}
+  runs = finished_runs(runs_dir, objective_names, seeds, prior_runs)
+  results = collect(runs)
   rows = comparisons(results)
   ceiling = held_out_ceiling(runs_dir, schedule.eval_batches)
   replay = None
@@ -1420,6 +1520,9 @@ def write_report(
         OBJECTIVES[o].metrics,
         os.path.join(output_dir, f'dynamics_parity_cpu_{o}.png'),
     )
+  trained_here = [
+      name for name in runs if tf.io.gfile.exists(_curve_path(runs_dir, name))
+  ]
   stem = os.path.join(output_dir, 'dynamics_parity_cpu')
   json_files.write_json(
       stem + '.json',
@@ -1436,6 +1539,7 @@ def write_report(
           comparisons=rows,
           context_free=ceiling,
           epoch_replay=replay,
+          runs=runs,
       ),
   )
   json_files.write_text(
@@ -1447,6 +1551,9 @@ def write_report(
           schedule,
           ceiling,
           replay,
+          trained_here=trained_here,
+          prior_report=prior_report,
+          prior_count=len(runs) - len(trained_here),
       ),
   )
   return stem + '.md'
@@ -1483,6 +1590,11 @@ def main(argv: Sequence[str]) -> None:
     objective, variant, seed = FLAGS.run.split(':')
     train_one(FLAGS.runs_dir, objective, variant, int(seed), schedule)
     return
+  prior_runs = (
+      read_prior_runs(FLAGS.prior_report, schedule)
+      if FLAGS.prior_report
+      else None
+  )
   if not FLAGS.report_only:
     prepare_records(FLAGS.corpus, FLAGS.runs_dir)
     run_all(
@@ -1492,6 +1604,7 @@ def main(argv: Sequence[str]) -> None:
         schedule,
         FLAGS.parallel,
         FLAGS.variants,
+        prior_runs,
     )
   path = write_report(
       FLAGS.runs_dir,
@@ -1499,6 +1612,7 @@ def main(argv: Sequence[str]) -> None:
       FLAGS.objectives,
       seeds,
       schedule,
+      FLAGS.prior_report,
   )
   print(f'report: {path}')
 

@@ -213,6 +213,95 @@ def test_report_from_finished_runs(tmp_path, static_records):
   assert f'scores {expected:.4f} on these {slots:,} held-out slots' in text
 
 
+def _write_curve(runs_dir, objective, variant, seed, accuracy):
+  run = runs_dir / dynamics_parity.run_name(objective, variant, seed)
+  run.mkdir(parents=True)
+  curve = {
+      '500': dict(masked_lm_accuracy=accuracy, mask_token_accuracy=accuracy)
+  }
+  (run / 'curve.json').write_text(json.dumps(dict(curve=curve)))
+
+
+def test_a_prior_reports_runs_count_and_are_not_trained_again(
+    tmp_path, static_records
+):
+  schedule = dynamics_parity.Schedule(train_steps=500)
+  first, second = tmp_path / 'first', tmp_path / 'second'
+  for runs_dir in (first, second):
+    runs_dir.mkdir()
+    os.symlink(static_records, runs_dir / 'records_static')
+  for seed, accuracy in ((1, 0.10), (2, 0.20)):
+    _write_curve(first, 'masked_lm', 'ours_static', seed, accuracy)
+    _write_curve(first, 'masked_lm', 'stock_static', seed, accuracy + 0.01)
+  dynamics_parity.write_report(
+      str(first), str(first / 'out'), ['masked_lm'], [1, 2], schedule
+  )
+  prior = str(first / 'out' / 'dynamics_parity_cpu.json')
+  # A new machine: seed 3 trained there; seed 2 of ours_static trained again
+  # there too, which wins over the prior report's.
+  _write_curve(second, 'masked_lm', 'ours_static', 3, 0.30)
+  _write_curve(second, 'masked_lm', 'stock_static', 3, 0.31)
+  _write_curve(second, 'masked_lm', 'ours_static', 2, 0.25)
+  prior_runs = dynamics_parity.read_prior_runs(prior, schedule)
+  assert sorted(prior_runs) == [
+      'masked_lm-ours_static-seed1',
+      'masked_lm-ours_static-seed2',
+      'masked_lm-stock_static-seed1',
+      'masked_lm-stock_static-seed2',
+  ]
+  assert dynamics_parity.jobs_left(
+      str(second), ['masked_lm'], [1, 2, 3, 4], None, prior_runs
+  ) == [
+      ('masked_lm', 'ours_dynamic', 1),
+      ('masked_lm', 'ours_dynamic', 2),
+      ('masked_lm', 'ours_dynamic', 3),
+      ('masked_lm', 'ours_static', 4),
+      ('masked_lm', 'stock_static', 4),
+      ('masked_lm', 'ours_dynamic', 4),
+  ]
+  path = dynamics_parity.write_report(
+      str(second),
+      str(second / 'out'),
+      ['masked_lm'],
+      [1, 2, 3],
+      schedule,
+      prior_report=prior,
+  )
+  text = open(path).read()
+  assert '- ours_static (step 500): 0.1000, 0.2500, 0.3000' in text
+  assert '- stock_static (step 500): 0.1100, 0.2100, 0.3100' in text
+  assert (
+      f'Runs: 3 read from `{prior}` (trained by earlier invocations; its '
+      'history in git says when and where), 3 trained for this report: '
+      'masked_lm-ours_static-seed2, masked_lm-ours_static-seed3, '
+      'masked_lm-stock_static-seed3.' in text
+  )
+  data = json.loads((second / 'out' / 'dynamics_parity_cpu.json').read_text())
+  assert len(data['runs']) == 6
+
+
+def test_a_prior_report_of_another_schedule_or_without_runs_is_refused(
+    tmp_path,
+):
+  path = tmp_path / 'report.json'
+  path.write_text(
+      json.dumps(dict(train_steps=2000, eval_every=500, eval_batches=20))
+  )
+  with pytest.raises(cli.UserError, match='holds no `runs`'):
+    dynamics_parity.read_prior_runs(str(path), dynamics_parity.Schedule())
+  path.write_text(
+      json.dumps(
+          dict(train_steps=1000, eval_every=500, eval_batches=20, runs={})
+      )
+  )
+  with pytest.raises(cli.UserError, match='--train_steps, --eval_every'):
+    dynamics_parity.read_prior_runs(str(path), dynamics_parity.Schedule())
+  with pytest.raises(cli.UserError, match='does not exist'):
+    dynamics_parity.read_prior_runs(
+        str(tmp_path / 'missing.json'), dynamics_parity.Schedule()
+    )
+
+
 # A one-layer model on the fixture's records (vocabulary 120, length 32).
 _TINY = (
     'encoder.hidden_size = 16',
