@@ -151,6 +151,7 @@ def main(argv):
         f'--precisions: unknown {unknown}; choose from '
         f'{list(precision.CHOICES)}.'
     )
+  load = provenance.load_average()
   points = []
   for name, gin_files in configs:
     for mixed_precision in FLAGS.precisions:
@@ -169,7 +170,14 @@ def main(argv):
           flush=True,
       )
   table = format_table(
-      points, provenance.provenance('experiments.precision_speed')
+      points,
+      ' '.join(
+          (
+              provenance.provenance('experiments.precision_speed'),
+              provenance.cpu_line(),
+              provenance.load_line(load),
+          )
+      ),
   )
   print(table)
   if FLAGS.output_markdown:
