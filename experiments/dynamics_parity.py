@@ -70,9 +70,9 @@ Welch's p-value and how often that criterion flags equal means by chance;
 `dynamics_parity_cpu_<objective>.png` overlays the variants' curves. The
 JSON keeps every run's curve file (`runs`); given as `--prior_report`, its
 runs count as finished, so a grid goes on from the committed report on a
-machine that has none of the earlier runs (their records are rebuilt from
-the same books: the report's context-free ceiling checks they are the
-same).
+machine that has none of the earlier runs (their records rebuilt from the
+same books: a prior report whose context-free ceiling differs from the
+rebuilt records' is refused).
 
 Example (records are built under --runs_dir from --corpus when missing):
   python -m experiments.dynamics_parity \
@@ -1112,19 +1112,37 @@ COMPARISONS = (
 )
 
 
-def read_prior_runs(path: str, schedule: Schedule) -> Dict[str, Dict]:
-  """The runs an earlier report's JSON holds, by run name.
+@dataclasses.dataclass(frozen=True)
+class PriorReport:
+  """The finished runs of an earlier report.
+
+  Attributes:
+    path: its JSON file.
+    runs: {run name: the run's curve file (objective, variant, seed, curve,
+      ...)}.
+    context_free: the held-out context-free ceiling its runs were scored
+      against (`held_out_ceiling`), to check the records are the same.
+  """
+
+  path: str
+  runs: Dict[str, Dict[str, Any]]
+  context_free: Dict[str, float]
+
+
+def read_prior_report(path: str, schedule: Schedule) -> PriorReport:
+  """Reads the runs an earlier report's JSON holds.
 
   Args:
     path: a `dynamics_parity_cpu.json` written by `write_report`.
     schedule: this grid's; the report's must be the same.
 
   Returns:
-    {run name: the run's curve file (objective, variant, seed, curve, ...)}.
+    The report's runs and ceiling.
 
   Raises:
-    cli.UserError: the file is missing, holds no runs, or was trained on
-      another schedule.
+    cli.UserError: the file is missing, is not such a report, was trained
+      on another schedule, or holds a run that is not a finished run of a
+      known objective and variant.
   """
   if not tf.io.gfile.exists(path):
     raise cli.UserError(f'--prior_report: {path} does not exist.')
@@ -1138,16 +1156,54 @@ def read_prior_runs(path: str, schedule: Schedule) -> Dict[str, Dict]:
         f'--prior_report: {path} holds no `runs`; give a report written by '
         'this command.'
     )
-  theirs = Schedule(
-      *(report.get(k) for k in ('train_steps', 'eval_every', 'eval_batches'))
-  )
+  keys = ('train_steps', 'eval_every', 'eval_batches')
+  if any(not isinstance(report.get(k), int) for k in keys):
+    raise cli.UserError(
+        f'--prior_report: {path} states no schedule ({", ".join(keys)}); '
+        'give a report written by this command.'
+    )
+  theirs = Schedule(*(report[k] for k in keys))
   if theirs != schedule:
     raise cli.UserError(
         f"--prior_report: {path} was trained on {theirs}, not this grid's "
         f'{schedule}; give the same --train_steps, --eval_every and '
         '--eval_batches.'
     )
-  return report['runs']
+  for name, run in report['runs'].items():
+    known = (
+        isinstance(run, dict)
+        and run.get('objective') in OBJECTIVES
+        and run.get('variant') in OBJECTIVES[run['objective']].variants
+        and isinstance(run.get('seed'), int)
+        and name == run_name(run['objective'], run['variant'], run['seed'])
+        and isinstance(run.get('curve'), dict)
+    )
+    if not known:
+      raise cli.UserError(
+          f'--prior_report: {path}: run {name!r} is not the curve of a '
+          'known objective, variant and seed under its name.'
+      )
+  return PriorReport(path, report['runs'], report.get('context_free') or {})
+
+
+def check_same_records(prior: PriorReport, ceiling: Dict[str, float]) -> None:
+  """Refuses a prior report whose runs were scored on other held-out slots.
+
+  Raises:
+    cli.UserError: its context-free ceiling differs from `ceiling`, that of
+      the records under --runs_dir.
+  """
+  differ = {
+      k: (v, ceiling.get(k))
+      for k, v in prior.context_free.items()
+      if ceiling.get(k) is None or not math.isclose(v, ceiling[k])
+  }
+  if differ:
+    raise cli.UserError(
+        f'--prior_report: {prior.path} was scored on other held-out records '
+        f'than those under --runs_dir (context-free ceiling, theirs against '
+        f'these: {differ}); build the records from the same books.'
+    )
 
 
 def finished_runs(
@@ -1155,13 +1211,17 @@ def finished_runs(
     objective_names: Sequence[str],
     seeds: Sequence[int],
     prior_runs: Optional[Dict[str, Dict[str, Any]]] = None,
-) -> Dict[str, Dict[str, Any]]:
-  """Every finished run of the grid by name, objective, variant then seed.
+) -> Tuple[Dict[str, Dict[str, Any]], List[str]]:
+  """Every finished run of the grid, and those found under `runs_dir`.
 
   A run's curve file under `runs_dir` wins over the same run in
   `prior_runs`.
+
+  Returns:
+    ({run name: its curve file}, in objective, variant then seed order;
+    the names of those read from `runs_dir`).
   """
-  runs = {}
+  runs, found = {}, []
   for o in objective_names:
     for v in OBJECTIVES[o].variants:
       for s in seeds:
@@ -1170,9 +1230,10 @@ def finished_runs(
         if tf.io.gfile.exists(path):
           with tf.io.gfile.GFile(path) as f:
             runs[name] = dict(json.load(f), objective=o, variant=v, seed=s)
+          found.append(name)
         elif prior_runs and name in prior_runs:
           runs[name] = prior_runs[name]
-  return runs
+  return runs, found
 
 
 def collect(
@@ -1346,7 +1407,7 @@ def markdown(
     schedule: Schedule,
     ceiling: Optional[Dict[str, float]] = None,
     replay: Optional[Dict[str, Dict[str, float]]] = None,
-    trained_here: Sequence[str] = (),
+    found: Sequence[str] = (),
     prior_report: Optional[str] = None,
     prior_count: int = 0,
 ) -> str:
@@ -1360,9 +1421,9 @@ def markdown(
   if prior_count:
     lines += [
         f'Runs: {prior_count} read from `{prior_report}` (trained by earlier '
-        'invocations; its history in git says when and where), '
-        f'{len(trained_here)} trained for this report'
-        + (f': {", ".join(trained_here)}' if trained_here else '')
+        'invocations), '
+        f'{len(found)} found under --runs_dir'
+        + (f': {", ".join(found)}' if found else '')
         + '.',
         '',
     ]
@@ -1497,18 +1558,22 @@ def write_report(
     objective_names: Sequence[str],
     seeds: Sequence[int],
     schedule: Schedule,
-    prior_report: Optional[str] = None,
+    prior: Optional[PriorReport] = None,
 ) -> str:
   """Writes the markdown, JSON and PNGs from the finished runs.
 
-  The JSON keeps every run's curve file (`runs`), so that it can be the
-  `prior_report` of a later grid.
+  The JSON keeps every run's curve file (`runs`: the grid's, and the runs
+  of `prior` outside it, which the report leaves out), so that it can be
+  the `prior` of a later grid.
   """
-  prior_runs = read_prior_runs(prior_report, schedule) if prior_report else {}
-  runs = finished_runs(runs_dir, objective_names, seeds, prior_runs)
+  runs, found = finished_runs(
+      runs_dir, objective_names, seeds, prior.runs if prior else None
+  )
   results = collect(runs)
   rows = comparisons(results)
   ceiling = held_out_ceiling(runs_dir, schedule.eval_batches)
+  if prior:
+    check_same_records(prior, ceiling)
   replay = None
   if 'stock_static_our_shuffle' in results.get('electra', {}):
     replay = {v: epoch_replay(runs_dir, 'electra', v) for v in REPLAY_VARIANTS}
@@ -1520,9 +1585,6 @@ def write_report(
         OBJECTIVES[o].metrics,
         os.path.join(output_dir, f'dynamics_parity_cpu_{o}.png'),
     )
-  trained_here = [
-      name for name in runs if tf.io.gfile.exists(_curve_path(runs_dir, name))
-  ]
   stem = os.path.join(output_dir, 'dynamics_parity_cpu')
   json_files.write_json(
       stem + '.json',
@@ -1539,7 +1601,14 @@ def write_report(
           comparisons=rows,
           context_free=ceiling,
           epoch_replay=replay,
-          runs=runs,
+          runs=dict(
+              runs,
+              **{
+                  k: v
+                  for k, v in (prior.runs if prior else {}).items()
+                  if k not in runs
+              },
+          ),
       ),
   )
   json_files.write_text(
@@ -1551,9 +1620,9 @@ def write_report(
           schedule,
           ceiling,
           replay,
-          trained_here=trained_here,
-          prior_report=prior_report,
-          prior_count=len(runs) - len(trained_here),
+          found=found,
+          prior_report=prior.path if prior else None,
+          prior_count=len(runs) - len(found),
       ),
   )
   return stem + '.md'
@@ -1590,8 +1659,8 @@ def main(argv: Sequence[str]) -> None:
     objective, variant, seed = FLAGS.run.split(':')
     train_one(FLAGS.runs_dir, objective, variant, int(seed), schedule)
     return
-  prior_runs = (
-      read_prior_runs(FLAGS.prior_report, schedule)
+  prior = (
+      read_prior_report(FLAGS.prior_report, schedule)
       if FLAGS.prior_report
       else None
   )
@@ -1604,7 +1673,7 @@ def main(argv: Sequence[str]) -> None:
         schedule,
         FLAGS.parallel,
         FLAGS.variants,
-        prior_runs,
+        prior.runs if prior else None,
     )
   path = write_report(
       FLAGS.runs_dir,
@@ -1612,7 +1681,7 @@ def main(argv: Sequence[str]) -> None:
       FLAGS.objectives,
       seeds,
       schedule,
-      FLAGS.prior_report,
+      prior,
   )
   print(f'report: {path}')
 

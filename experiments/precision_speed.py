@@ -6,7 +6,10 @@ per point, the same seeded initial weights and the same first batch) and
 reports steps/s, the first step's loss and its relative difference from
 float32's. On a CPU this shows what the mixed-precision path costs where no
 accelerator speeds it up, and that it computes the same loss; it says
-nothing about speed on a GPU or TPU.
+nothing about speed on a GPU or TPU. The report names the CPU and its
+vector extensions and the load at the start: bfloat16 is faster than
+float32 on some CPUs and much slower on others
+(`experiments/reports/mixed_precision_cpu*.md`).
 
   python -m experiments.precision_speed \
     --configs=electra_small=gin/papers/001_ale/electra_small.gin \
@@ -169,12 +172,13 @@ def main(argv):
           f'steps/s, first-step loss {result["first_step_loss"]:.5f}',
           flush=True,
       )
+  cpu = provenance.cpu_line()
   table = format_table(
       points,
       ' '.join(
           (
               provenance.provenance('experiments.precision_speed'),
-              provenance.cpu_line(),
+              cpu,
               provenance.load_line(load),
           )
       ),
@@ -183,7 +187,9 @@ def main(argv):
   if FLAGS.output_markdown:
     json_files.write_text(FLAGS.output_markdown, table)
   if FLAGS.output_json:
-    json_files.write_json(FLAGS.output_json, dict(points=points))
+    json_files.write_json(
+        FLAGS.output_json, dict(points=points, cpu=cpu, load_average=load)
+    )
 
 
 if __name__ == '__main__':

@@ -5,9 +5,9 @@ how it was made, so every command that writes one states the exact command
 line, when it finished, the machine (host, CPU cores, TensorFlow) and the
 repository commit. A report of timings also states the load average when
 the measurement started (`load_line`): they mean something only on a quiet
-machine; and the CPU with the vector extensions it has (`cpu_line`), which
-decide how fast mixed precision runs on it (`experiments/reports/
-mixed_precision_cpu*.md`).
+machine. A report of float32 against bfloat16 timings also names the CPU
+and the vector extensions it has (`cpu_line`): which precision is faster
+differs between CPUs (`experiments/reports/mixed_precision_cpu*.md`).
 """
 
 import os
@@ -105,9 +105,11 @@ def cpu_line(cpuinfo: Optional[str] = None) -> str:
   flags = set(fields.get('flags', '').split())
   present = [e for e in SPEED_EXTENSIONS if e in flags]
   absent = [e for e in SPEED_EXTENSIONS if e not in flags]
+  model = fields.get('model name') or platform.processor() or 'unknown'
+  if not present:
+    return f'CPU: {model}; extensions: none of {", ".join(absent)}.'
   return (
-      f'CPU: {fields.get("model name", "unknown")}; extensions: '
-      f'{", ".join(present) or "none"}'
+      f'CPU: {model}; extensions: {", ".join(present)}'
       + (f' (none of {", ".join(absent)})' if absent else '')
       + '.'
   )

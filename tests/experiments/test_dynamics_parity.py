@@ -230,74 +230,141 @@ def test_a_prior_reports_runs_count_and_are_not_trained_again(
   for runs_dir in (first, second):
     runs_dir.mkdir()
     os.symlink(static_records, runs_dir / 'records_static')
-  for seed, accuracy in ((1, 0.10), (2, 0.20)):
+  for seed, accuracy in ((1, 0.10), (2, 0.20), (4, 0.40)):
     _write_curve(first, 'masked_lm', 'ours_static', seed, accuracy)
     _write_curve(first, 'masked_lm', 'stock_static', seed, accuracy + 0.01)
   dynamics_parity.write_report(
-      str(first), str(first / 'out'), ['masked_lm'], [1, 2], schedule
+      str(first), str(first / 'out'), ['masked_lm'], [1, 2, 4], schedule
   )
-  prior = str(first / 'out' / 'dynamics_parity_cpu.json')
+  prior_path = str(first / 'out' / 'dynamics_parity_cpu.json')
   # A new machine: seed 3 trained there; seed 2 of ours_static trained again
   # there too, which wins over the prior report's.
   _write_curve(second, 'masked_lm', 'ours_static', 3, 0.30)
   _write_curve(second, 'masked_lm', 'stock_static', 3, 0.31)
   _write_curve(second, 'masked_lm', 'ours_static', 2, 0.25)
-  prior_runs = dynamics_parity.read_prior_runs(prior, schedule)
-  assert sorted(prior_runs) == [
-      'masked_lm-ours_static-seed1',
-      'masked_lm-ours_static-seed2',
-      'masked_lm-stock_static-seed1',
-      'masked_lm-stock_static-seed2',
-  ]
+  prior = dynamics_parity.read_prior_report(prior_path, schedule)
+  assert len(prior.runs) == 6
   assert dynamics_parity.jobs_left(
-      str(second), ['masked_lm'], [1, 2, 3, 4], None, prior_runs
+      str(second), ['masked_lm'], [1, 2, 3], None, prior.runs
   ) == [
       ('masked_lm', 'ours_dynamic', 1),
       ('masked_lm', 'ours_dynamic', 2),
       ('masked_lm', 'ours_dynamic', 3),
-      ('masked_lm', 'ours_static', 4),
-      ('masked_lm', 'stock_static', 4),
-      ('masked_lm', 'ours_dynamic', 4),
   ]
+  # Seeds 1-3 only: the prior report's seed 4 stays out of the statistics
+  # but is kept in the new report's runs.
   path = dynamics_parity.write_report(
       str(second),
       str(second / 'out'),
       ['masked_lm'],
       [1, 2, 3],
       schedule,
-      prior_report=prior,
+      prior,
   )
   text = open(path).read()
   assert '- ours_static (step 500): 0.1000, 0.2500, 0.3000' in text
   assert '- stock_static (step 500): 0.1100, 0.2100, 0.3100' in text
   assert (
-      f'Runs: 3 read from `{prior}` (trained by earlier invocations; its '
-      'history in git says when and where), 3 trained for this report: '
-      'masked_lm-ours_static-seed2, masked_lm-ours_static-seed3, '
-      'masked_lm-stock_static-seed3.' in text
+      f'Runs: 3 read from `{prior_path}` (trained by earlier invocations), 3 '
+      'found under --runs_dir: masked_lm-ours_static-seed2, '
+      'masked_lm-ours_static-seed3, masked_lm-stock_static-seed3.' in text
   )
   data = json.loads((second / 'out' / 'dynamics_parity_cpu.json').read_text())
-  assert len(data['runs']) == 6
+  assert sorted(data['runs']) == sorted(
+      dynamics_parity.run_name('masked_lm', v, s)
+      for v in ('ours_static', 'stock_static')
+      for s in (1, 2, 3, 4)
+  )
+  assert data['runs']['masked_lm-ours_static-seed4']['curve']['500'] == {
+      'masked_lm_accuracy': 0.40,
+      'mask_token_accuracy': 0.40,
+  }
 
 
-def test_a_prior_report_of_another_schedule_or_without_runs_is_refused(
-    tmp_path,
-):
+def test_a_prior_report_on_other_records_is_refused(tmp_path, static_records):
+  schedule = dynamics_parity.Schedule(train_steps=500)
+  os.symlink(static_records, tmp_path / 'records_static')
+  for variant in ('ours_static', 'stock_static'):
+    for seed in (1, 2):
+      _write_curve(tmp_path, 'masked_lm', variant, seed, 0.1 * seed)
+  path = dynamics_parity.write_report(
+      str(tmp_path), str(tmp_path / 'out'), ['masked_lm'], [1, 2], schedule
+  )
+  prior_path = path.replace('.md', '.json')
+  data = json.loads(open(prior_path).read())
+  data['context_free']['slots'] += 1
+  with open(prior_path, 'w') as f:
+    json.dump(data, f)
+  prior = dynamics_parity.read_prior_report(prior_path, schedule)
+  with pytest.raises(cli.UserError, match='scored on other held-out records'):
+    dynamics_parity.write_report(
+        str(tmp_path),
+        str(tmp_path / 'again'),
+        ['masked_lm'],
+        [1, 2],
+        schedule,
+        prior,
+    )
+
+
+def test_the_committed_reports_runs_give_its_curves():
+  path = os.path.join(
+      os.path.dirname(__file__),
+      '..',
+      '..',
+      'experiments',
+      'reports',
+      'dynamics_parity_cpu.json',
+  )
+  report = json.loads(open(path).read())
+  prior = dynamics_parity.read_prior_report(path, dynamics_parity.Schedule())
+  curves = dynamics_parity.collect(prior.runs)
+  assert {
+      o: {
+          v: {str(step): m for step, m in curve.items()}
+          for v, curve in by_variant.items()
+      }
+      for o, by_variant in curves.items()
+  } == report['curves']
+
+
+@pytest.mark.parametrize(
+    'report, message',
+    [
+        (dict(train_steps=2000, eval_every=500, eval_batches=20), 'no `runs`'),
+        (dict(runs={}), 'states no schedule'),
+        (
+            dict(train_steps=1000, eval_every=500, eval_batches=20, runs={}),
+            '--train_steps, --eval_every',
+        ),
+        (
+            dict(
+                train_steps=2000,
+                eval_every=500,
+                eval_batches=20,
+                runs={
+                    'electra-ours_static-seed2': dict(
+                        objective='electra',
+                        variant='ours_static',
+                        seed=1,
+                        curve={},
+                    )
+                },
+            ),
+            "run 'electra-ours_static-seed2' is not the curve",
+        ),
+    ],
+)
+def test_a_prior_report_that_is_not_one_is_refused(tmp_path, report, message):
   path = tmp_path / 'report.json'
-  path.write_text(
-      json.dumps(dict(train_steps=2000, eval_every=500, eval_batches=20))
-  )
-  with pytest.raises(cli.UserError, match='holds no `runs`'):
-    dynamics_parity.read_prior_runs(str(path), dynamics_parity.Schedule())
-  path.write_text(
-      json.dumps(
-          dict(train_steps=1000, eval_every=500, eval_batches=20, runs={})
-      )
-  )
-  with pytest.raises(cli.UserError, match='--train_steps, --eval_every'):
-    dynamics_parity.read_prior_runs(str(path), dynamics_parity.Schedule())
+  path.write_text(json.dumps(report))
+  with pytest.raises(cli.UserError, match=message):
+    dynamics_parity.read_prior_report(str(path), dynamics_parity.Schedule())
+
+
+def test_a_missing_prior_report_is_refused(tmp_path):
   with pytest.raises(cli.UserError, match='does not exist'):
-    dynamics_parity.read_prior_runs(
+    dynamics_parity.read_prior_report(
         str(tmp_path / 'missing.json'), dynamics_parity.Schedule()
     )
 

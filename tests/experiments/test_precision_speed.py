@@ -5,6 +5,7 @@ import json
 import pytest
 
 from experiments import precision_speed
+from experiments import provenance
 from official_repro.common import cli
 
 
@@ -75,7 +76,11 @@ def test_command_measures_the_same_first_loss_in_both_precisions(
   )
   assert completed.returncode == 0, completed.stderr[-3000:]
   with open(output_json) as f:
-    points = json.load(f)['points']
+    data = json.load(f)
+  points = data['points']
+  assert data['cpu'] == provenance.cpu_line()
+  assert provenance.cpu_line() in markdown.read_text()
+  assert 'Load average (1 min) at the start: ' in markdown.read_text()
   assert [p['precision'] for p in points] == ['float32', 'bfloat16']
   float32, bfloat16 = (p['first_step_loss'] for p in points)
   assert float32 > 1.0

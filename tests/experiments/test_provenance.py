@@ -47,4 +47,14 @@ def test_cpu_line_names_the_model_and_which_extensions_it_has():
   assert provenance.cpu_line(cpuinfo) == (
       'CPU: Intel Xeon; extensions: avx2, avx512f, avx512_bf16, amx_bf16.'
   )
-  assert provenance.cpu_line('').startswith('CPU: unknown; extensions: none')
+  assert provenance.cpu_line('model name\t: Old\nflags\t\t: fpu sse2\n') == (
+      'CPU: Old; extensions: none of avx2, avx512f, avx512_bf16, amx_bf16.'
+  )
+
+
+def test_cpu_line_without_cpuinfo_says_unknown(monkeypatch):
+  def no_file(*args, **kwargs):
+    raise OSError('no /proc')
+
+  monkeypatch.setattr('builtins.open', no_file)
+  assert provenance.cpu_line().startswith('CPU: unknown (')
