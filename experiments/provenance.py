@@ -42,16 +42,29 @@ def _git(*args: str) -> str:
   return completed.stdout.strip() if completed.returncode == 0 else ''
 
 
+# Where the commands write their reports: changes there are outputs, not
+# the code that made them.
+REPORTS_DIR = 'experiments/reports'
+
+
 def commit() -> str:
   """The short HEAD commit.
 
-  The short HEAD commit, marked when tracked files have local changes;
-  'unknown' outside git.
+  The short HEAD commit, marked when tracked files outside `REPORTS_DIR`
+  have local changes (so a report, or a figure written before it, does not
+  mark the commit that wrote it); 'unknown' outside git.
   """
   head = _git('rev-parse', '--short', 'HEAD')
   if not head:
     return 'unknown'
-  changed = _git('status', '--porcelain', '--untracked-files=no')
+  changed = _git(
+      'status',
+      '--porcelain',
+      '--untracked-files=no',
+      '--',
+      '.',
+      f':(exclude){REPORTS_DIR}',
+  )
   return f'{head} with local changes' if changed else head
 
 

@@ -1,11 +1,13 @@
 """The header lines of generated reports (experiments/provenance.py)."""
 
 import os
+import subprocess
 import sys
 
 import tensorflow as tf
 
 from experiments import provenance
+from official_repro.training import gin_utils
 
 
 def test_provenance_states_command_date_machine_and_commit(monkeypatch):
@@ -18,6 +20,35 @@ def test_provenance_states_command_date_machine_and_commit(monkeypatch):
   assert ' UTC on ' in line
   assert f'({os.cpu_count()} CPU cores, ' in line
   assert f'TensorFlow {tf.__version__}), commit ' in line
+
+
+def test_commit_is_marked_for_changed_code_not_for_changed_reports(
+    tmp_path, monkeypatch
+):
+  def git(*args):
+    subprocess.run(
+        ['git', '-c', 'user.name=t', '-c', 'user.email=t@t', *args],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+
+  report = tmp_path / provenance.REPORTS_DIR / 'report.md'
+  report.parent.mkdir(parents=True)
+  code = tmp_path / 'experiments' / 'tool.py'
+  report.write_text('old figures')
+  code.write_text('old code')
+  git('init', '-q')
+  git('add', '.')
+  git('commit', '-q', '-m', 'first')
+  monkeypatch.setattr(gin_utils, 'REPO_ROOT', str(tmp_path))
+  head = provenance.commit()
+  assert head and ' ' not in head and head != 'unknown'
+  report.write_text('new figures')
+  (tmp_path / 'untracked.txt').write_text('not in git')
+  assert provenance.commit() == head
+  code.write_text('new code')
+  assert provenance.commit() == f'{head} with local changes'
 
 
 def test_load_line_says_quiet_or_busy():
