@@ -27,7 +27,16 @@ def test_commit_is_marked_for_changed_code_not_for_changed_reports(
 ):
   def git(*args):
     subprocess.run(
-        ['git', '-c', 'user.name=t', '-c', 'user.email=t@t', *args],
+        [
+            'git',
+            '-c',
+            'user.name=t',
+            '-c',
+            'user.email=t@t',
+            '-c',
+            'commit.gpgsign=false',
+            *args,
+        ],
         cwd=tmp_path,
         check=True,
         capture_output=True,
