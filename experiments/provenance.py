@@ -106,6 +106,7 @@ def cpu_line(cpuinfo: Optional[str] = None) -> str:
   """
   if cpuinfo is None:
     try:
+      # The kernel's description of this machine: a local file, never gs://.
       with open('/proc/cpuinfo') as f:
         cpuinfo = f.read()
     except OSError:
