@@ -41,6 +41,8 @@ usage() {
 Usage:
   $PROG --tpu_name=NAME --zone=ZONE --gin_file=FILE [--gin_file=FILE ...]
       --model_dir=gs://BUCKET/PATH [options]
+  $PROG --tpu_name=NAME --zone=ZONE --module=MODULE --model_dir=gs://BUCKET/PATH
+      [options] -- [MODULE'S FLAGS ...]
   $PROG --tpu_name=NAME --zone=ZONE --delete [--project=ID] [--dry_run]
 
 Creates the Cloud TPU VM NAME (or reuses it if it already exists), copies this
@@ -51,10 +53,16 @@ starts
       --model_dir=... --mode=... --strategy=tpu --tpu=local
 
 on worker 0, detached with setsid/nohup so that it survives the ssh session
-ending. Its output goes to $LOG_DIR_ON_VM/<model_dir>.log on the VM and its
-exit status, once it ends, to $LOG_DIR_ON_VM/train.exit; the script ends by
-printing how to follow that log, stop the run and delete the VM. The TPU VM
-keeps running (and costs money) after training ends: delete it with --delete.
+ending. With --module=MODULE it starts that command of this repository
+instead (e.g. experiments.glue_suite or official_repro.finetune), with the
+words after '--' and --model_dir, --mixed_precision and --strategy=tpu
+--tpu=local. A job is named by its --model_dir: its output goes to
+$LOG_DIR_ON_VM/<job>.log on the VM, its pid to <job>.pid and its exit
+status, once it ends, to <job>.exit. A job already running on the VM is not
+started again: the script reports it (and with --wait supervises it); a VM
+running another job is refused. The script ends by printing how to follow
+the log, stop the job and delete the VM. The TPU VM keeps running (and costs
+money) after the job ends: delete it with --delete.
 
 Pod slices (several hosts). The accelerator type says how many TPU VM hosts
 a slice has:
@@ -88,23 +96,25 @@ Record files are split between hosts (evenly when their number is a multiple
 of the hosts); with fewer files than hosts every host reads all files and
 keeps every hosts-th example.
 
-Spot and preemptible VMs (--spot, --preemptible). After the launch the script
-stays in the foreground as a supervisor (run it under nohup, screen or tmux;
-Ctrl-C ends the supervision, not the training). Every --supervise_interval
-seconds it looks up the VM and, on a READY one, worker 0's training process:
-  - running: waits;
-  - ended with status 0: prints that training finished and exits 0;
+Spot and preemptible VMs (--spot, --preemptible), and --wait. After the launch
+the script stays in the foreground as a supervisor (run it under nohup, screen
+or tmux; Ctrl-C ends the supervision, not the job). Every --supervise_interval
+seconds it looks up the VM and, on a READY one, worker 0's job:
+  - running (or worker 0 unreachable): waits;
+  - ended with status 0: prints that the job finished and exits 0;
   - ended with status $EXIT_STOPPED (a SIGTERM made it save a checkpoint and stop),
     or gone without a status (killed): relaunches the same command;
-  - ended with any other status (a config error, a NaN loss): stops and
-    names the log, since a relaunch would fail the same way.
+  - ended with any other status (a config error, a NaN loss): exits 1 with
+    one line naming the log, since a relaunch would fail the same way.
 A VM in state PREEMPTED or TERMINATED (or deleted) is deleted and created
 again, the tree copied, the requirements installed and the same command
 started; STOPPED is started again. The relaunched command resumes from the
 latest checkpoint in --model_dir (on Cloud Storage, so it outlives the VM).
 Each relaunch or recreation counts towards --max_restarts. On SIGTERM the
-trainer saves at the end of the running loop of experiment.steps_per_loop
-steps: keep a loop shorter than the preemption notice (about 30 s).
+trainer saves a checkpoint and exits 143; experiments.glue_suite and
+official_repro.finetune die with 143 and resume at their last finished run.
+An ssh or scp that fails to connect (gcloud's exit status 255) is retried
+3 times, 5 s apart.
 
 What is copied: the working tree as git sees it -- tracked files plus untracked
 files not ignored by .gitignore, uncommitted edits included, .git excluded --
@@ -118,10 +128,21 @@ Required:
                            exist and lie inside this repository (it is passed
                            to the VM by its path inside the repository); a
                            gs:// path is passed through unchecked.
-  --model_dir=gs://...     Checkpoints and summaries. Must be a gs:// path:
-                           training on a TPU reads and writes Cloud Storage.
+  --model_dir=gs://...     Checkpoints and summaries (the job's output
+                           folder). Must be a gs:// path: a TPU job reads
+                           and writes Cloud Storage.
+  --gin_file is required for official_repro.train only.
 
 Options:
+  --module=MODULE          The repository's command to start (default
+                           official_repro.train; any official_repro.* or
+                           experiments.* module). Its flags follow '--'.
+  --wait                   Supervise the job to its end as --spot does, on
+                           any VM: exit 0 when it finished, 1 when it failed.
+  --strategy=NAME          tpu (default), or cpu for a rehearsal against a
+                           fake gcloud (experiments.regenerate --rehearse):
+                           the job runs with --strategy=cpu and --model_dir
+                           may then be a local absolute path.
   --project=ID             Cloud project (default: gcloud's configured
                            project, 'gcloud config get-value project').
   --accelerator_type=TYPE  Used when creating the VM (default $DEFAULT_ACCELERATOR_TYPE).
@@ -143,7 +164,7 @@ Options:
   --mode=MODE              train, eval or train_and_eval (default $DEFAULT_MODE).
   --mixed_precision=TYPE   bfloat16, float32 or float16 (default
                            $DEFAULT_MIXED_PRECISION, as Model Garden's TPU
-                           configs; official_repro.train's --mixed_precision).
+                           configs; the job's --mixed_precision).
   --env=NAME=VALUE         Environment variable for the training process,
                            repeatable.
   --repo_dir_on_vm=DIR     Where the repository goes on the VM (default
@@ -244,6 +265,21 @@ note() {
   printf '# %s\n' "$*"
 }
 
+# Like run, for gcloud ssh and scp: a connection failure (exit status 255)
+# is retried 3 times, 5 s apart; any other failure stops the script.
+run_remote() {
+  local attempt status
+  for attempt in 1 2 3 4; do
+    status=0
+    run "$@" || status=$?
+    if [[ $status != 255 || $attempt == 4 ]]; then
+      return "$status"
+    fi
+    note "connection failed (exit status 255); retrying in 5 s ($attempt of 3)"
+    sleep 5
+  done
+}
+
 # ---------------------------------------------------------------- arguments
 
 TPU_NAME=
@@ -269,17 +305,35 @@ DRY_RUN=0
 GIN_FILES=()
 GIN_PARAMS=()
 ENVS=()
+MODULE=official_repro.train
+MODULE_ARGS=()
+STRATEGY=tpu
+WAIT=0
 
-for arg in "$@"; do
+OWN_ARGS=()
+while (($# > 0)); do
+  if [[ $1 == -- ]]; then
+    shift
+    MODULE_ARGS=("$@")
+    break
+  fi
+  OWN_ARGS+=("$1")
+  shift
+done
+
+for arg in ${OWN_ARGS[@]+"${OWN_ARGS[@]}"}; do
   if [[ $arg == --help || $arg == -h ]]; then
     usage
     exit 0
   fi
 done
 
-for arg in "$@"; do
+for arg in ${OWN_ARGS[@]+"${OWN_ARGS[@]}"}; do
   value=${arg#*=}
   case $arg in
+    --module=*) MODULE=$value ;;
+    --strategy=*) STRATEGY=$value ;;
+    --wait) WAIT=1 ;;
     --tpu_name=*) TPU_NAME=$value ;;
     --zone=*) ZONE=$value ;;
     --project=*) PROJECT=$value ;;
@@ -303,11 +357,11 @@ for arg in "$@"; do
     --delete) DELETE=1 ;;
     --dry_run) DRY_RUN=1 ;;
     --preemptible=* | --spot=* | --skip_install=* | --skip_local_check=* | \
-      --delete=* | --dry_run=*)
+      --delete=* | --dry_run=* | --wait=*)
       die_usage "${arg%%=*} is a switch and takes no value (got '$arg')" ;;
     --tpu_name | --zone | --project | --accelerator_type | --runtime_version | \
       --gin_file | --gin_param | --model_dir | --mode | --mixed_precision | \
-      --env | \
+      --env | --module | --strategy | \
       --repo_dir_on_vm | --tf_tpu_package | --tf_tpu_find_links | \
       --supervise_interval | --max_restarts)
       die_usage "$arg needs a value, written $arg=VALUE" ;;
@@ -359,10 +413,27 @@ fi
 
 # ---------------------------------------------------------- launch: checking
 
-((${#GIN_FILES[@]} > 0)) || die_usage "--gin_file is required (at least one, e.g. --gin_file=gin/quickstart.gin)"
+[[ $MODULE =~ ^(official_repro|experiments)(\.[a-z_][a-z0-9_]*)+$ ]] ||
+  die_usage "--module='$MODULE' is not a command of this repository (official_repro.* or experiments.*, e.g. experiments.glue_suite)"
+IS_TRAIN=0
+[[ $MODULE == official_repro.train ]] && IS_TRAIN=1
+if [[ $IS_TRAIN == 1 ]]; then
+  ((${#GIN_FILES[@]} > 0)) || die_usage "--gin_file is required (at least one, e.g. --gin_file=gin/quickstart.gin)"
+elif ((${#GIN_FILES[@]} + ${#GIN_PARAMS[@]} > 0)); then
+  die_usage "--gin_file and --gin_param are official_repro.train's; give $MODULE its flags after '--'"
+fi
+case $STRATEGY in
+  tpu | cpu) ;;
+  *) die_usage "--strategy='$STRATEGY' must be tpu, or cpu for a rehearsal" ;;
+esac
 [[ -n $MODEL_DIR ]] || die_usage "--model_dir is required (a gs:// path)"
-[[ $MODEL_DIR =~ ^gs://[^/]+ ]] ||
-  die_usage "--model_dir='$MODEL_DIR' must be a gs:// path (gs://BUCKET/PATH): TPU training reads and writes Cloud Storage"
+if [[ $STRATEGY == tpu ]]; then
+  [[ $MODEL_DIR =~ ^gs://[^/]+ ]] ||
+    die_usage "--model_dir='$MODEL_DIR' must be a gs:// path (gs://BUCKET/PATH): TPU training reads and writes Cloud Storage"
+else
+  [[ $MODEL_DIR =~ ^(gs://[^/]+|/) ]] ||
+    die_usage "--model_dir='$MODEL_DIR' must be a gs:// path or, with --strategy=$STRATEGY, an absolute local path"
+fi
 case $MODE in
   train | eval | train_and_eval) ;;
   *) die_usage "--mode='$MODE' must be train, eval or train_and_eval" ;;
@@ -378,7 +449,7 @@ esac
 if [[ $PREEMPTIBLE == 1 && $SPOT == 1 ]]; then
   die_usage "--preemptible and --spot exclude each other"
 fi
-SUPERVISE=0
+SUPERVISE=$WAIT
 if [[ $PREEMPTIBLE == 1 || $SPOT == 1 ]]; then
   SUPERVISE=1
 fi
@@ -457,7 +528,7 @@ done
 
 # The gin config is parsed here, before any VM is created or billed: an
 # unknown name, a typo or a value of the wrong type stops the launch.
-if [[ $SKIP_LOCAL_CHECK != 1 ]]; then
+if [[ $SKIP_LOCAL_CHECK != 1 && $IS_TRAIN == 1 ]]; then
   check_words=(python3 -m official_repro.train --check_config)
   for gin_file in "${GIN_FILES[@]}"; do
     [[ $gin_file == gs://* ]] || check_words+=("--gin_file=$gin_file")
@@ -487,17 +558,19 @@ q_repo=$(qpath "$REPO_DIR_ON_VM")
 q_repo_new=$(qpath "$REPO_DIR_ON_VM.run_tpu_new")
 q_marker=$(qpath "$REPO_DIR_ON_VM/.run_tpu_synced")
 q_logdir=$(qpath "$LOG_DIR_ON_VM")
-q_pidfile=$(qpath "$LOG_DIR_ON_VM/train.pid")
-q_exitfile=$(qpath "$LOG_DIR_ON_VM/train.exit")
-log_name=${MODEL_DIR#gs://}
-log_name=${log_name%/}
-log_name=${log_name//[^A-Za-z0-9._-]/_}.log
-LOG_ON_VM=$LOG_DIR_ON_VM/$log_name
+# A job is named by its model directory.
+JOB=${MODEL_DIR#gs://}
+JOB=${JOB%/}
+JOB=${JOB#/}
+JOB=${JOB//[^A-Za-z0-9._-]/_}
+q_pidfile=$(qpath "$LOG_DIR_ON_VM/$JOB.pid")
+q_exitfile=$(qpath "$LOG_DIR_ON_VM/$JOB.exit")
+LOG_ON_VM=$LOG_DIR_ON_VM/$JOB.log
 q_log=$(qpath "$LOG_ON_VM")
 q_latest=$(qpath "$LOG_DIR_ON_VM/latest.log")
 
-# Refuses to touch a VM whose previous run is still going.
-busy_check="if [ -f $q_pidfile ] && kill -0 \"\$(cat $q_pidfile)\" 2>/dev/null; then echo \"run_tpu: training (pid \$(cat $q_pidfile)) is still running on \$(hostname); stop it first: kill \$(cat $q_pidfile)\" >&2; exit 1; fi"
+# Refuses to touch a VM where a job (this one or another) is running.
+busy_check="for p in $q_logdir/*.pid; do if [ -f \"\$p\" ] && kill -0 \"\$(cat \"\$p\")\" 2>/dev/null; then echo \"run_tpu: job \$(basename \"\$p\" .pid) (pid \$(cat \"\$p\")) is still running on \$(hostname); wait for it, or stop it: kill \$(cat \"\$p\")\" >&2; exit 1; fi; done"
 
 # Replaces the repository copy; refuses to delete a folder it did not make.
 sync_cmd="$busy_check; if [ -e $q_repo ] && [ ! -f $q_marker ]; then echo \"run_tpu: $REPO_DIR_ON_VM exists but was not made by run_tpu.sh; remove it or pass another --repo_dir_on_vm\" >&2; exit 1; fi; rm -rf $q_repo_new && mkdir -p $q_repo_new && tar -xzf ~/$REMOTE_TARBALL -C $q_repo_new && touch $q_repo_new/.run_tpu_synced && rm -rf $q_repo && mv $q_repo_new $q_repo && rm -f ~/$REMOTE_TARBALL"
@@ -518,16 +591,19 @@ fi
 if ((${#ENVS[@]} > 0)); then
   train_words+=(env "${ENVS[@]}")
 fi
-train_words+=(python3 -m official_repro.train)
-for gin_file in "${REMOTE_GIN_FILES[@]}"; do
+train_words+=(python3 -m "$MODULE")
+for gin_file in ${REMOTE_GIN_FILES[@]+"${REMOTE_GIN_FILES[@]}"}; do
   train_words+=("--gin_file=$gin_file")
 done
 for binding in ${GIN_PARAMS[@]+"${GIN_PARAMS[@]}"}; do
   train_words+=("--gin_param=$binding")
 done
-train_words+=("--model_dir=$MODEL_DIR" "--mode=$MODE"
-  "--mixed_precision=$MIXED_PRECISION" --strategy=tpu)
-if ((TPU_HOSTS > 1)); then
+train_words+=(${MODULE_ARGS[@]+"${MODULE_ARGS[@]}"} "--model_dir=$MODEL_DIR")
+[[ $IS_TRAIN == 1 ]] && train_words+=("--mode=$MODE")
+train_words+=("--mixed_precision=$MIXED_PRECISION" "--strategy=$STRATEGY")
+if [[ $STRATEGY != tpu ]]; then
+  :
+elif ((TPU_HOSTS > 1)); then
   train_words+=("--tpu=$TPU_NAME")
 else
   train_words+=(--tpu=local)
@@ -541,7 +617,7 @@ done
 # its pid, waits for it and writes its exit status to train.exit; the pid file
 # names the training process itself, so 'kill PID' reaches it directly.
 runner_script="$train_cmd & echo \$! > $q_pidfile; wait \$!; echo \$? > $q_exitfile"
-launch_cmd="mkdir -p $q_logdir || exit 1; $busy_check; cd $q_repo || exit 1; rm -f $q_pidfile $q_exitfile; echo \"=== run_tpu: \$(date -u) starting\" >> $q_log; setsid nohup sh -c $(shq "$runner_script") >> $q_log 2>&1 < /dev/null & i=0; while [ ! -s $q_pidfile ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i + 1)); done; ln -sfn $q_log $q_latest; echo \"run_tpu: training started on \$(hostname), pid \$(cat $q_pidfile), log $LOG_ON_VM\""
+launch_cmd="mkdir -p $q_logdir || exit 1; if [ -f $q_pidfile ] && kill -0 \"\$(cat $q_pidfile)\" 2>/dev/null; then echo \"run_tpu: job $JOB is already running on \$(hostname), pid \$(cat $q_pidfile); not starting it again\"; exit 0; fi; $busy_check; cd $q_repo || exit 1; rm -f $q_pidfile $q_exitfile; echo \"=== run_tpu: \$(date -u) starting\" >> $q_log; setsid nohup sh -c $(shq "$runner_script") >> $q_log 2>&1 < /dev/null & i=0; while [ ! -s $q_pidfile ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i + 1)); done; ln -sfn $q_log $q_latest; echo \"run_tpu: job $JOB started on \$(hostname), pid \$(cat $q_pidfile), log $LOG_ON_VM\""
 
 # What the supervisor asks worker 0: one line, 'run_tpu_status=running',
 # '...=exit:STATUS' or '...=gone' (no process and no exit status: killed).
@@ -602,7 +678,12 @@ ensure_vm() {
     note "warning: it is a ${VM_TYPE##*/}, not the --accelerator_type=$ACCELERATOR_TYPE asked for; reusing it"
   fi
   case $VM_STATE in
-    READY) ;;
+    READY)
+      training_status
+      if [[ $TRAIN_STATUS == running ]]; then
+        ATTACHED=1
+        note "job $JOB is already running on $TPU_NAME: not copying, installing or starting anything"
+      fi ;;
     STOPPED) run "${start_cmd[@]}" ;;
     *) die "TPU VM $TPU_NAME is in state '$VM_STATE'; wait for it, or delete it with: $PROG --tpu_name=$TPU_NAME --zone=$ZONE --delete" ;;
   esac
@@ -616,8 +697,8 @@ file_list=${tarball%/*}/files
 copy_tree() {
   if [[ $DRY_RUN != 1 && -f $tarball ]]; then
     note "reusing $tarball from the first launch"
-    run gcloud compute tpus tpu-vm scp "$tarball" "$TPU_NAME:$REMOTE_TARBALL" "${GCLOUD_LOCATION[@]}" --worker=all
-    run "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd"
+    run_remote gcloud compute tpus tpu-vm scp "$tarball" "$TPU_NAME:$REMOTE_TARBALL" "${GCLOUD_LOCATION[@]}" --worker=all
+    run_remote "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd"
     return 0
   fi
   print_cmd git -C "$REPO_ROOT" ls-files -z --cached --others --exclude-standard
@@ -632,8 +713,8 @@ copy_tree() {
     done <"$tmp_dir/listed"
   fi
   run tar -C "$REPO_ROOT" --null -T "$file_list" -czf "$tarball"
-  run gcloud compute tpus tpu-vm scp "$tarball" "$TPU_NAME:$REMOTE_TARBALL" "${GCLOUD_LOCATION[@]}" --worker=all
-  run "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd"
+  run_remote gcloud compute tpus tpu-vm scp "$tarball" "$TPU_NAME:$REMOTE_TARBALL" "${GCLOUD_LOCATION[@]}" --worker=all
+  run_remote "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd"
 }
 
 # 3. Install the requirements and TensorFlow's TPU build on every worker.
@@ -641,7 +722,7 @@ install_requirements() {
   if [[ $SKIP_INSTALL == 1 ]]; then
     note "--skip_install: not running pip"
   else
-    run "${ssh_cmd[@]}" --worker=all "--command=$install_cmd"
+    run_remote "${ssh_cmd[@]}" --worker=all "--command=$install_cmd"
   fi
 }
 
@@ -651,7 +732,7 @@ launch() {
   if ((TPU_HOSTS > 1)); then
     note "multi-host slice ($TPU_HOSTS hosts): one training client on worker 0 drives every host (--tpu=$TPU_NAME)"
   fi
-  run "${ssh_cmd[@]}" --worker=0 "--command=$launch_cmd"
+  run_remote "${ssh_cmd[@]}" --worker=0 "--command=$launch_cmd"
 }
 
 # Asks worker 0 how training is doing: sets TRAIN_STATUS to running,
@@ -702,7 +783,7 @@ print_supervisor() {
 # Keeps a Spot/preemptible run going until it finishes (see --help).
 supervise() {
   local restarts=0 action
-  note "supervising $TPU_NAME every $SUPERVISE_INTERVAL s (Ctrl-C stops supervising, not training)"
+  note "supervising job $JOB on $TPU_NAME every $SUPERVISE_INTERVAL s (Ctrl-C stops supervising, not the job)"
   while true; do
     sleep "$SUPERVISE_INTERVAL"
     describe_vm
@@ -714,11 +795,11 @@ supervise() {
         case $TRAIN_STATUS in
           running | unreachable) ;;
           exit:0)
-            note "training finished on $TPU_NAME (exit status 0)"
+            note "job $JOB finished on $TPU_NAME (exit status 0)"
             return 0 ;;
           exit:"$EXIT_STOPPED" | gone) action=relaunch ;;
           exit:*)
-            die "training on $TPU_NAME failed with status ${TRAIN_STATUS#exit:}; not relaunching (it would fail again). See its log, $LOG_ON_VM on worker 0" ;;
+            die "job $JOB on $TPU_NAME failed with status ${TRAIN_STATUS#exit:}; not relaunching (it would fail again). See its log, $LOG_ON_VM on worker 0" ;;
           *) die "unexpected answer from worker 0: '$TRAIN_STATUS'" ;;
         esac ;;
       STOPPED) action=start ;;
@@ -741,10 +822,13 @@ supervise() {
   done
 }
 
+ATTACHED=0
 ensure_vm
-copy_tree
-install_requirements
-launch
+if [[ $ATTACHED == 0 ]]; then
+  copy_tree
+  install_requirements
+  launch
+fi
 
 location_flags=
 for word in "${GCLOUD_LOCATION[@]}"; do
@@ -753,7 +837,7 @@ done
 follow="gcloud compute tpus tpu-vm ssh $(shq "$TPU_NAME")$location_flags --worker=0"
 emit <<EOF
 
-Training runs detached on $TPU_NAME (worker 0). Follow its log with:
+Job $JOB runs detached on $TPU_NAME (worker 0). Follow its log with:
   $follow --command=$(shq "tail -n 200 -f $q_log")
 Stop it with:
   $follow --command=$(shq "kill \$(cat $q_pidfile)")

@@ -422,7 +422,7 @@ def test_real_run_against_fake_gcloud(tmp_path):
   )
   log = vm_home / 'official_repro_logs' / 'my-bucket_runs_q1.log'
   assert log.is_file()
-  assert (vm_home / 'official_repro_logs' / 'train.pid').is_file()
+  assert (vm_home / 'official_repro_logs' / 'my-bucket_runs_q1.pid').is_file()
   assert 'tail -n 200 -f ~/official_repro_logs/my-bucket_runs_q1.log' in (
       result.stdout
   )
@@ -617,7 +617,7 @@ _FAKE_TRAINING_PYTHON3 = textwrap.dedent("""\
 @pytest.mark.parametrize(
     'plan, returncode, expected',
     [
-        ('143,preempted,0', 0, 'training finished'),
+        ('143,preempted,0', 0, 'job my-bucket_runs_q1 finished'),
         ('143,1', 1, 'failed with status 1; not relaunching'),
         ('143', 1, '--max_restarts=2 are used up'),
     ],

@@ -1,0 +1,440 @@
+#!/usr/bin/env python3
+"""A stand-in for `gcloud compute tpus tpu-vm` that runs VMs on this machine.
+
+`experiments.regenerate --rehearse` puts this on PATH as `gcloud`, so that
+`run_tpu.sh` and its supervisor run unchanged against it. It implements what
+`run_tpu.sh` uses, as the Cloud SDK documents it: `config get-value project`
+and `compute tpus tpu-vm create | describe | list | start | stop | delete |
+scp | ssh`. A VM is a folder `$FAKE_GCLOUD_ROOT/<project>/<zone>/<name>/`
+holding `vm.json` (state, accelerator type) and one home folder per worker;
+`ssh --command` runs the command with bash in that home, with this machine's
+environment standing in for the VM's. The fake rewrites no command: what a
+rehearsal changes (strategy, steps, data) is in the commands it is sent.
+
+Faults (`$FAKE_GCLOUD_FAULTS`, a JSON list; each fires once):
+  {"kind": "preempt", "vm": GLOB, "when": PATH_GLOB}: once a file matching
+      PATH_GLOB exists, the VM's processes get SIGTERM, then SIGKILL 2 s
+      later, and the VM goes PREEMPTED (a Spot VM taken back);
+  {"kind": "crash", "vm": GLOB, "when": PATH_GLOB}: the VM's processes get
+      SIGABRT (a job that dies with a non-retryable status);
+  {"kind": "ssh_drop", "vm": GLOB, "call": N}: the N-th `ssh` to a matching
+      VM exits 255 without running its command (a dropped connection).
+A watcher process, started with the first VM, checks the file conditions
+every 0.2 s, so a fault fires while a job runs, not only when gcloud is
+called. Every call is appended to `$FAKE_GCLOUD_ROOT/calls.jsonl`.
+
+Written for this repository because no maintained fake of the Cloud TPU CLI
+exists; it runs only with `FAKE_GCLOUD_ROOT` set, so it cannot be mistaken
+for the real CLI.
+"""
+
+import fnmatch
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+_VM_MARK = 'FAKE_GCLOUD_VM'
+_WATCH_SECONDS = 0.2
+
+
+class GcloudError(Exception):
+  """A failed call: printed as gcloud prints errors, exit status 1."""
+
+
+def _root() -> str:
+  root = os.environ.get('FAKE_GCLOUD_ROOT')
+  if not root:
+    sys.stderr.write(
+        'ERROR: (fake gcloud) FAKE_GCLOUD_ROOT is not set; this is the '
+        'rehearsal stand-in for gcloud, not the Cloud SDK.\n'
+    )
+    sys.exit(2)
+  os.makedirs(root, exist_ok=True)
+  return root
+
+
+def _read_json(path, default):
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except FileNotFoundError:
+    return default
+
+
+def _write_json(path, value) -> None:
+  temporary = f'{path}.{os.getpid()}.tmp'
+  with open(temporary, 'w') as f:
+    json.dump(value, f)
+  os.replace(temporary, path)
+
+
+def _options(args):
+  """(positional words, {--flag: value}) of a gcloud argument list."""
+  words, options = [], {}
+  for arg in args:
+    if arg.startswith('--'):
+      name, has_value, value = arg[2:].partition('=')
+      options[name] = value if has_value else True
+    else:
+      words.append(arg)
+  return words, options
+
+
+def _project(options) -> str:
+  return options.get('project') or os.environ.get(
+      'FAKE_GCLOUD_PROJECT', 'rehearsal-project'
+  )
+
+
+def _vm_dir(name: str, options) -> str:
+  zone = options.get('zone')
+  if not zone:
+    raise GcloudError('argument --zone: Must be specified.')
+  return os.path.join(_root(), _project(options), zone, name)
+
+
+def _hosts(accelerator_type: str) -> int:
+  """TPU VM hosts of an accelerator type (Cloud TPU's rule, as run_tpu.sh)."""
+  family, _, size = accelerator_type.rpartition('-')
+  size = int(size)
+  if family in ('v5litepod', 'v6e'):
+    return 1 if size <= 8 else size // 4
+  return max(1, (size + 7) // 8)
+
+
+def _vm(vm_dir: str, name: str):
+  vm = _read_json(os.path.join(vm_dir, 'vm.json'), None)
+  if vm is None:
+    raise GcloudError(
+        f'NOT_FOUND: Resource projects/.../nodes/{name} was not found.'
+    )
+  return vm
+
+
+def _set_state(vm_dir: str, state: str) -> None:
+  path = os.path.join(vm_dir, 'vm.json')
+  vm = _read_json(path, None)
+  if vm is not None:
+    vm['state'] = state
+    _write_json(path, vm)
+
+
+def _vm_processes(vm_dir: str):
+  """Pids of the processes started on the VM (their environment says so)."""
+  mark = f'{_VM_MARK}={vm_dir}'.encode()
+  pids = []
+  for entry in os.listdir('/proc'):
+    if not entry.isdigit() or int(entry) == os.getpid():
+      continue
+    try:
+      with open(f'/proc/{entry}/environ', 'rb') as f:
+        if mark in f.read().split(b'\0'):
+          pids.append(int(entry))
+    except OSError:
+      continue
+  return pids
+
+
+def _signal_all(pids, signum) -> None:
+  for pid in pids:
+    try:
+      os.kill(pid, signum)
+    except ProcessLookupError:
+      pass
+
+
+def _halt(vm_dir: str, notice_seconds: float = 2.0) -> None:
+  """Ends the VM's processes: SIGTERM, then SIGKILL after the notice."""
+  _signal_all(_vm_processes(vm_dir), signal.SIGTERM)
+  deadline = time.time() + notice_seconds
+  while time.time() < deadline and _vm_processes(vm_dir):
+    time.sleep(0.1)
+  _signal_all(_vm_processes(vm_dir), signal.SIGKILL)
+
+
+def create(name, options) -> None:
+  vm_dir = _vm_dir(name, options)
+  if os.path.exists(os.path.join(vm_dir, 'vm.json')):
+    raise GcloudError(f'ALREADY_EXISTS: Resource {name} already exists.')
+  accelerator_type = options.get('accelerator-type', 'v2-8')
+  try:
+    hosts = _hosts(accelerator_type)
+  except ValueError as error:
+    raise GcloudError(
+        f'INVALID_ARGUMENT: accelerator type {accelerator_type}'
+    ) from error
+  shutil.rmtree(vm_dir, ignore_errors=True)
+  for worker in range(hosts):
+    os.makedirs(os.path.join(vm_dir, f'worker-{worker}', 'home'))
+  _write_json(
+      os.path.join(vm_dir, 'vm.json'),
+      dict(
+          name=name,
+          state='READY',
+          acceleratorType=accelerator_type,
+          runtimeVersion=options.get('version', ''),
+          spot=bool(options.get('spot') or options.get('preemptible')),
+          hosts=hosts,
+      ),
+  )
+  sys.stderr.write(f'Create request issued for: [{name}]\n')
+  _start_watcher()
+
+
+def _format(vm, fmt) -> str:
+  if fmt and fmt.startswith('value(') and fmt.endswith(')'):
+    fields = fmt[len('value(') : -1].split(',')
+    return '\t'.join(str(vm.get(field.strip(), '')) for field in fields)
+  if fmt == 'json':
+    return json.dumps(vm, indent=2)
+  return '\n'.join(f'{key}: {value}' for key, value in vm.items())
+
+
+def describe(name, options) -> None:
+  vm = _vm(_vm_dir(name, options), name)
+  print(_format(vm, options.get('format')))
+
+
+def list_vms(options) -> None:
+  zone_dir = os.path.join(_root(), _project(options), options.get('zone', ''))
+  vms = [
+      _read_json(path, {})
+      for path in sorted(glob.glob(os.path.join(zone_dir, '*', 'vm.json')))
+  ]
+  fmt = options.get('format')
+  if fmt == 'json':
+    print(json.dumps(vms, indent=2))
+    return
+  if not fmt:
+    print('NAME\tZONE\tACCELERATOR_TYPE\tSTATUS')
+  for vm in vms:
+    print(
+        _format(vm, fmt)
+        if fmt
+        else (
+            f'{vm["name"]}\t{options.get("zone")}\t'
+            f'{vm["acceleratorType"]}\t{vm["state"]}'
+        )
+    )
+
+
+def start(name, options) -> None:
+  vm_dir = _vm_dir(name, options)
+  vm = _vm(vm_dir, name)
+  if vm['state'] not in ('STOPPED', 'READY'):
+    raise GcloudError(f'FAILED_PRECONDITION: {name} is {vm["state"]}.')
+  _set_state(vm_dir, 'READY')
+
+
+def stop(name, options) -> None:
+  vm_dir = _vm_dir(name, options)
+  _vm(vm_dir, name)
+  _halt(vm_dir)
+  _set_state(vm_dir, 'STOPPED')
+
+
+def delete(name, options) -> None:
+  vm_dir = _vm_dir(name, options)
+  _vm(vm_dir, name)
+  _halt(vm_dir, notice_seconds=0.0)
+  shutil.rmtree(vm_dir)
+  sys.stderr.write(f'Deleted [{name}].\n')
+
+
+def _workers(vm, options):
+  worker = options.get('worker', '0')
+  if worker == 'all':
+    return list(range(vm['hosts']))
+  try:
+    index = int(worker)
+  except ValueError as error:
+    raise GcloudError(f'argument --worker: invalid value {worker!r}') from error
+  if not 0 <= index < vm['hosts']:
+    raise GcloudError(f'--worker={worker}: the VM has {vm["hosts"]} workers.')
+  return [index]
+
+
+def _ready(vm_dir, name):
+  vm = _vm(vm_dir, name)
+  if vm['state'] != 'READY':
+    raise GcloudError(
+        f'FAILED_PRECONDITION: {name} is {vm["state"]}, not READY.'
+    )
+  return vm
+
+
+def scp(words, options) -> None:
+  source, destination = words
+  name, _, remote = destination.partition(':')
+  vm_dir = _vm_dir(name, options)
+  vm = _ready(vm_dir, name)
+  for worker in _workers(vm, options):
+    home = os.path.join(vm_dir, f'worker-{worker}', 'home')
+    target = os.path.join(home, remote.replace('~/', '', 1) or '.')
+    shutil.copy(source, target)
+
+
+def _ssh_dropped(name) -> bool:
+  """Whether an ssh_drop fault takes this call (counting calls per fault)."""
+  root = _root()
+  fired_path = os.path.join(root, 'faults.json')
+  state = _read_json(fired_path, {})
+  dropped = False
+  for index, fault in enumerate(_faults()):
+    if fault.get('kind') != 'ssh_drop':
+      continue
+    if not fnmatch.fnmatch(name, fault.get('vm', '*')):
+      continue
+    key = f'ssh_calls_{index}'
+    state[key] = state.get(key, 0) + 1
+    if state[key] == int(fault['call']):
+      dropped = True
+  _write_json(fired_path, state)
+  return dropped
+
+
+def ssh(name, options) -> int:
+  vm_dir = _vm_dir(name, options)
+  vm = _ready(vm_dir, name)
+  command = options.get('command')
+  if not isinstance(command, str):
+    raise GcloudError('--command is required here (no interactive shell).')
+  _check_faults()
+  if _ssh_dropped(name):
+    sys.stderr.write(
+        'Connection closed by remote host.\n'
+        'ERROR: (gcloud.compute.tpus.tpu-vm.ssh) [/usr/bin/ssh] exited '
+        'with return code [255].\n'
+    )
+    return 255
+  status = 0
+  for worker in _workers(vm, options):
+    home = os.path.join(vm_dir, f'worker-{worker}', 'home')
+    env = dict(os.environ, HOME=home, **{_VM_MARK: vm_dir})
+    env.pop('FAKE_GCLOUD_WATCHER', None)
+    status = (
+        subprocess.call(['bash', '-c', command], cwd=home, env=env) or status
+    )
+  return status
+
+
+def _faults():
+  path = os.environ.get('FAKE_GCLOUD_FAULTS')
+  return _read_json(path, []) if path else []
+
+
+def _check_faults() -> bool:
+  """Fires the file-triggered faults whose condition holds; any pending?"""
+  root = _root()
+  fired_path = os.path.join(root, 'faults.json')
+  state = _read_json(fired_path, {})
+  pending = False
+  for index, fault in enumerate(_faults()):
+    kind = fault.get('kind')
+    if kind not in ('preempt', 'crash') or state.get(f'fired_{index}'):
+      continue
+    pending = True
+    if not glob.glob(fault['when']):
+      continue
+    for vm_json in glob.glob(os.path.join(root, '*', '*', '*', 'vm.json')):
+      vm_dir = os.path.dirname(vm_json)
+      vm = _read_json(vm_json, {})
+      if not fnmatch.fnmatch(vm.get('name', ''), fault.get('vm', '*')):
+        continue
+      if vm.get('state') != 'READY':
+        continue
+      state[f'fired_{index}'] = True
+      _write_json(fired_path, state)
+      _log(dict(fault=fault, vm=vm['name']))
+      if kind == 'preempt':
+        _set_state(vm_dir, 'PREEMPTED')
+        _halt(vm_dir)
+      else:
+        _signal_all(_vm_processes(vm_dir), signal.SIGABRT)
+  return pending
+
+
+def _start_watcher() -> None:
+  """Starts the fault watcher unless one runs or no fault is pending."""
+  if not _faults() or os.environ.get('FAKE_GCLOUD_WATCHER'):
+    return
+  pid_path = os.path.join(_root(), 'watcher.pid')
+  try:
+    with open(pid_path) as f:
+      os.kill(int(f.read()), 0)
+    return
+  except (OSError, ValueError):
+    pass
+  watcher = subprocess.Popen(
+      [sys.executable, os.path.abspath(__file__), '--watch'],
+      env=dict(os.environ, FAKE_GCLOUD_WATCHER='1'),
+      stdin=subprocess.DEVNULL,
+      stdout=subprocess.DEVNULL,
+      stderr=subprocess.DEVNULL,
+      start_new_session=True,
+  )
+  with open(pid_path, 'w') as f:
+    f.write(str(watcher.pid))
+
+
+def watch() -> None:
+  """Checks the faults until none is pending or no VM is left for a minute."""
+  idle_since = time.time()
+  while _check_faults():
+    if glob.glob(os.path.join(_root(), '*', '*', '*', 'vm.json')):
+      idle_since = time.time()
+    elif time.time() - idle_since > 60:
+      return
+    time.sleep(_WATCH_SECONDS)
+
+
+def _log(entry) -> None:
+  with open(os.path.join(_root(), 'calls.jsonl'), 'a') as f:
+    f.write(json.dumps(entry) + '\n')
+
+
+def main(args) -> int:
+  if args == ['--watch']:
+    watch()
+    return 0
+  _log(args)
+  words, options = _options(args)
+  if words[:2] == ['config', 'get-value'] and words[2:] == ['project']:
+    print(_project(options))
+    return 0
+  if words[:3] != ['compute', 'tpus', 'tpu-vm'] or len(words) < 4:
+    raise GcloudError(f'(fake gcloud) unsupported command: {" ".join(args)}')
+  verb, rest = words[3], words[4:]
+  if verb == 'list':
+    list_vms(options)
+    return 0
+  if verb == 'scp':
+    scp(rest, options)
+    return 0
+  if len(rest) != 1:
+    raise GcloudError(f'{verb}: expected one TPU name, got {rest}')
+  name = rest[0]
+  verbs = dict(
+      create=create, describe=describe, start=start, stop=stop, delete=delete
+  )
+  if verb == 'ssh':
+    return ssh(name, options)
+  if verb not in verbs:
+    raise GcloudError(f'(fake gcloud) unsupported verb: {verb}')
+  _check_faults()
+  verbs[verb](name, options)
+  return 0
+
+
+if __name__ == '__main__':
+  try:
+    sys.exit(main(sys.argv[1:]))
+  except GcloudError as error:
+    command = '.'.join(['gcloud', *sys.argv[1:5]])
+    sys.stderr.write(f'ERROR: ({command}) {error}\n')
+    sys.exit(1)
