@@ -557,6 +557,9 @@ resolve_project
 q_repo=$(qpath "$REPO_DIR_ON_VM")
 q_repo_new=$(qpath "$REPO_DIR_ON_VM.run_tpu_new")
 q_marker=$(qpath "$REPO_DIR_ON_VM/.run_tpu_synced")
+q_installed=$(qpath "$REPO_DIR_ON_VM/.run_tpu_installed")
+# What each worker holds: the id of its tree and of its last install.
+tree_state_cmd="echo run_tpu_synced=\$(cat $q_marker 2>/dev/null); echo run_tpu_installed=\$(cat $q_installed 2>/dev/null)"
 q_logdir=$(qpath "$LOG_DIR_ON_VM")
 # A job is named by its model directory.
 JOB=${MODEL_DIR#gs://}
@@ -694,13 +697,8 @@ ensure_vm() {
 # working tree changed since.
 tarball=${tmp_dir:-${TMPDIR:-/tmp}/run_tpu.XXXXXX}/$REMOTE_TARBALL
 file_list=${tarball%/*}/files
-copy_tree() {
-  if [[ $DRY_RUN != 1 && -f $tarball ]]; then
-    note "reusing $tarball from the first launch"
-    run_remote gcloud compute tpus tpu-vm scp "$tarball" "$TPU_NAME:$REMOTE_TARBALL" "${GCLOUD_LOCATION[@]}" --worker=all
-    run_remote "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd"
-    return 0
-  fi
+# The tarball, made once: its sha256 (TREE_ID) names the tree on the VM.
+make_tarball() {
   print_cmd git -C "$REPO_ROOT" ls-files -z --cached --others --exclude-standard
   note "... keeping the files present in the working tree, written NUL-separated to $file_list"
   if [[ $DRY_RUN != 1 ]]; then
@@ -713,16 +711,49 @@ copy_tree() {
     done <"$tmp_dir/listed"
   fi
   run tar -C "$REPO_ROOT" --null -T "$file_list" -czf "$tarball"
+  if [[ $DRY_RUN != 1 ]]; then
+    TREE_ID=$(sha256sum "$tarball")
+    TREE_ID=${TREE_ID:0:16}
+  fi
+}
+
+# Sets WORKERS_SYNCED and WORKERS_INSTALLED: how many workers hold this
+# tree, and have installed its requirements.
+vm_tree_state() {
+  local output
+  WORKERS_SYNCED=0 WORKERS_INSTALLED=0
+  print_cmd "${ssh_cmd[@]}" --worker=all "--command=$tree_state_cmd"
+  output=$("${ssh_cmd[@]}" --worker=all "--command=$tree_state_cmd" 2>/dev/null) || return 0
+  WORKERS_SYNCED=$(grep -c "^run_tpu_synced=$TREE_ID\$" <<<"$output" || true)
+  WORKERS_INSTALLED=$(grep -c "^run_tpu_installed=$TREE_ID\$" <<<"$output" || true)
+}
+
+copy_tree() {
+  if [[ $DRY_RUN == 1 || ! -f $tarball ]]; then
+    make_tarball
+  else
+    note "reusing $tarball from the first launch"
+  fi
+  if [[ $DRY_RUN != 1 ]]; then
+    vm_tree_state
+    if ((WORKERS_SYNCED == TPU_HOSTS)); then
+      note "every worker holds this tree already ($TREE_ID): not copying it"
+      return 0
+    fi
+  fi
   run_remote gcloud compute tpus tpu-vm scp "$tarball" "$TPU_NAME:$REMOTE_TARBALL" "${GCLOUD_LOCATION[@]}" --worker=all
-  run_remote "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd"
+  run_remote "${ssh_cmd[@]}" --worker=all "--command=$sync_cmd && echo $TREE_ID > $q_marker"
+  WORKERS_INSTALLED=0
 }
 
 # 3. Install the requirements and TensorFlow's TPU build on every worker.
 install_requirements() {
   if [[ $SKIP_INSTALL == 1 ]]; then
     note "--skip_install: not running pip"
+  elif ((WORKERS_INSTALLED == TPU_HOSTS)); then
+    note "every worker installed this tree's requirements already: not running pip"
   else
-    run_remote "${ssh_cmd[@]}" --worker=all "--command=$install_cmd"
+    run_remote "${ssh_cmd[@]}" --worker=all "--command=$install_cmd && echo $TREE_ID > $q_installed"
   fi
 }
 
@@ -746,6 +777,16 @@ training_status() {
   else
     TRAIN_STATUS=unreachable
   fi
+}
+
+# Prints the last lines of the job's log on worker 0, each behind '  | '.
+print_log_tail() {
+  local tail_cmd="tail -n 20 $q_log"
+  note "the last lines of $LOG_ON_VM on worker 0:"
+  print_cmd "${ssh_cmd[@]}" --worker=0 "--command=$tail_cmd"
+  "${ssh_cmd[@]}" --worker=0 "--command=$tail_cmd" 2>/dev/null | while IFS= read -r line; do
+    printf '  | %s\n' "$line"
+  done || true
 }
 
 recreate_and_launch() {
@@ -799,6 +840,7 @@ supervise() {
             return 0 ;;
           exit:"$EXIT_STOPPED" | gone) action=relaunch ;;
           exit:*)
+            print_log_tail
             die "job $JOB on $TPU_NAME failed with status ${TRAIN_STATUS#exit:}; not relaunching (it would fail again). See its log, $LOG_ON_VM on worker 0" ;;
           *) die "unexpected answer from worker 0: '$TRAIN_STATUS'" ;;
         esac ;;
@@ -823,6 +865,9 @@ supervise() {
 }
 
 ATTACHED=0
+TREE_ID='<sha256 of the tarball>'
+WORKERS_SYNCED=0
+WORKERS_INSTALLED=0
 ensure_vm
 if [[ $ATTACHED == 0 ]]; then
   copy_tree

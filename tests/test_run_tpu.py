@@ -379,6 +379,7 @@ def test_real_run_against_fake_gcloud(tmp_path):
       'config get-value',
       'describe',
       'create',
+      'ssh',
       'scp',
       'ssh',
       'ssh',

@@ -22,16 +22,20 @@ import dataclasses
 import functools
 import hashlib
 import os
+import re
+import shlex
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import gin
 import tensorflow as tf
 
 from experiments import paper_tables
+from experiments.regeneration import fit as fit_lib
 from experiments.regeneration import registry
 from official_repro import count_flops
 from official_repro.data import glue as glue_data
 from official_repro.metrics import flops
+from official_repro.modeling.networks import export_layout
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import gin_utils
 
@@ -56,6 +60,53 @@ _CALIBRATION_BINDINGS = (
 
 
 @dataclasses.dataclass(frozen=True)
+class Stage:
+  """One job of a planned run, started on a TPU VM by `run_tpu.sh`.
+
+  Attributes:
+    name: 'pretrain', 'glue' or a SQuAD version ('squad11').
+    model_dir: the job's output folder (`run_tpu.sh --model_dir`).
+    done_file: the file that exists once the job has finished.
+    flags: `run_tpu.sh`'s flags for the job, after those of the VM.
+  """
+
+  name: str
+  model_dir: str
+  done_file: str
+  flags: Tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperSettings:
+  """What a paper-scale plan is made from besides the table.
+
+  Attributes:
+    bucket: model directory root (gs://, or local in a rehearsal).
+    glue_dir: GLUE root the fine-tuning jobs read.
+    squad_dir: folder holding squad11/ and squad20/ (None: no SQuAD jobs).
+    records: --records items, `LENGTH-MASKING=PATH` or one PATH for all.
+    accelerator_types: --accelerator_type items, `TYPE` or `RUN=TYPE`.
+    extra_gin_files: gin files after every run's (a rehearsal's sizes).
+    pretrain_bindings: gin bindings after every run's (a rehearsal's caps).
+    train_steps_cap: a rehearsal's steps for a run of budget ratio 1 (the
+      others train as many times their ratio); None trains the plan's steps.
+    finetune_flags: flags after every fine-tuning job's (a rehearsal's).
+    vocab_size: vocabulary size where the records are not read.
+  """
+
+  bucket: str
+  glue_dir: str
+  squad_dir: Optional[str] = None
+  records: Tuple[str, ...] = ()
+  accelerator_types: Tuple[str, ...] = ('v3-8',)
+  extra_gin_files: Tuple[str, ...] = ()
+  pretrain_bindings: Tuple[str, ...] = ()
+  train_steps_cap: Optional[int] = None
+  finetune_flags: Tuple[str, ...] = ()
+  vocab_size: int = 30522
+
+
+@dataclasses.dataclass(frozen=True)
 class PlannedRun:
   """One model's pretraining and fine-tuning jobs at paper scale.
 
@@ -63,31 +114,65 @@ class PlannedRun:
     name, row: the run and the paper row it fills.
     gin_files: its paper gin files.
     model_dir: its model directory under the bucket.
-    pretrain_command: the `run_tpu.sh` command.
+    records: the records its pretraining reads (`records_key` names them).
+    records_key: '<max_seq_length>-<masking>' of those records.
     train_steps, train_flops: its pretraining steps and FLOPs.
     tpu_v3_8_hours: expected pretraining time on a TPU v3-8.
     paper_hours: the time the paper reports for this row, if it does.
     parameters: encoder parameters.
-    finetune_command: the `experiments.glue_suite` command, if any.
-    glue_dir: its model directory (where --collect reads
+    glue_dir: its GLUE fine-tuning directory (where --collect reads
       glue_results.json), if any.
     finetune_flops, finetune_tpu_v3_8_hours: its estimated cost.
+    accelerator_type: the TPU it runs on; hours: its estimated pretraining
+      and fine-tuning hours there (`fit.Accelerator.hours_from_v3_8`).
+    fit: its per-replica batch and memory there (`fit.check`).
+    refusal: why it cannot run there, or None.
+    stages: its jobs in order.
   """
 
   name: str
   row: str
   gin_files: List[str]
   model_dir: str
-  pretrain_command: str
+  records: str
+  records_key: str
   train_steps: int
   train_flops: float
   tpu_v3_8_hours: float
   paper_hours: Optional[float]
   parameters: int
-  finetune_command: Optional[str]
   glue_dir: Optional[str]
   finetune_flops: Optional[float]
   finetune_tpu_v3_8_hours: Optional[float]
+  accelerator_type: str
+  hours: float
+  fit: fit_lib.Fit
+  refusal: Optional[str]
+  stages: Tuple[Stage, ...]
+
+  def commands(self, tpu_name: str = '$TPU_NAME', zone: str = '$ZONE'):
+    """Its jobs as `run_tpu.sh` command lines on VM `tpu_name`."""
+    return [
+        ' '.join(
+            ['./run_tpu.sh', f'--tpu_name={tpu_name}', f'--zone={zone}']
+            + [f'--accelerator_type={self.accelerator_type}']
+            + [_display_quote(flag) for flag in stage.flags]
+        )
+        for stage in self.stages
+    ]
+
+
+def _display_quote(word: str) -> str:
+  """A command-line word for a shell, double-quoted where it can be.
+
+  Double quotes keep a gin string's single quotes readable and let a
+  placeholder ($RECORDS_128_DYNAMIC) expand; other words as `shlex.quote`.
+  """
+  if re.fullmatch(r'[A-Za-z0-9_@%+=:,./-]+', word):
+    return word
+  if not re.search(r'["\\`]', word):
+    return f'"{word}"'
+  return shlex.quote(word)
 
 
 def parse_gin(gin_files: Sequence[str], bindings: Sequence[str] = ()) -> None:
@@ -162,23 +247,55 @@ def flops_report(
   the same configurations (the calibration run's, each run's) again and
   again, and each costs a model build.
   """
-  report, parameters = _flops_report(
-      tuple(gin_files), tuple(bindings), vocab_size
-  )
-  return copy.deepcopy(report), parameters
+  facts = config_facts(gin_files, bindings, vocab_size)
+  return copy.deepcopy(facts.report), facts.encoder_parameters
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigFacts:
+  """What a plan reads from a pretraining gin configuration."""
+
+  report: flops.ComputeReport
+  encoder_parameters: int
+  trainable_parameters: int
+  optimizer: str
+  masking: str
+
+
+def config_facts(
+    gin_files: Sequence[str],
+    bindings: Sequence[str] = (),
+    vocab_size: int = 30522,
+) -> ConfigFacts:
+  """The `ConfigFacts` of a gin configuration (cached per process)."""
+  return _config_facts(tuple(gin_files), tuple(bindings), vocab_size)
 
 
 @functools.lru_cache(maxsize=None)
-def _flops_report(
+def _config_facts(
     gin_files: Tuple[str, ...], bindings: Tuple[str, ...], vocab_size: int
-) -> Tuple[flops.ComputeReport, int]:
+) -> ConfigFacts:
   parse_gin(gin_files, bindings)
   report, task_config = count_flops.report_from_gin(vocab_size)
-  parameters = count_flops.model_parameters(
-      count_flops.build_pretrainer(task_config)
-  )['encoder']
+  model = count_flops.build_pretrainer(task_config)
+  facts = ConfigFacts(
+      report=report,
+      encoder_parameters=count_flops.model_parameters(model)['encoder'],
+      trainable_parameters=int(
+          sum(v.shape.num_elements() for v in model.trainable_variables)
+      ),
+      optimizer=_query('optimization.optimizer', 'lamb'),
+      masking=_query('pretrain_data.masking', 'dynamic'),
+  )
   gin.clear_config()
-  return report, parameters
+  return facts
+
+
+def _query(name: str, default: str) -> str:
+  try:
+    return gin.query_parameter(name)
+  except ValueError:
+    return default
 
 
 def tpu_v3_8_flops_per_second(vocab_size: int = 30522) -> float:
@@ -240,19 +357,25 @@ def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
 
 
 def model_directory(
-    bucket: str, run: registry.Run, bindings: Sequence[str] = ()
+    bucket: str,
+    run: registry.Run,
+    bindings: Sequence[str] = (),
+    extra_gin_files: Sequence[str] = (),
 ) -> str:
   """A paper-scale pretraining run's model directory under `bucket`.
 
   A paper-scale pretraining run's model directory under `bucket`: its
-  `shared_label` and a digest of its gin bindings, so that the tables that
-  compare the same model (ELECTRA-small in 001 Table IV and 004 Tables 1
-  and 2; 003's Small++ rows repeated in Tables 2-4 and Fig. 5) pretrain it
-  once.
+  `shared_label` and a digest of its gin bindings (those of its gin files,
+  `extra_gin_files`, then `bindings`), so that the tables that compare the
+  same model (ELECTRA-small in 001 Table IV and 004 Tables 1 and 2; 003's
+  Small++ rows repeated in Tables 2-4 and Fig. 5) pretrain it once.
   """
-  fingerprint = gin_fingerprint(run.gin_files, bindings)
+  extra = tuple(extra_gin_files)
+  fingerprint = gin_fingerprint(tuple(run.gin_files) + extra, bindings)
   label = shared_label(
-      run, fingerprint, lambda other: gin_fingerprint(other.gin_files, bindings)
+      run,
+      fingerprint,
+      lambda other: gin_fingerprint(tuple(other.gin_files) + extra, bindings),
   )
   return f'{bucket.rstrip("/")}/{label}-{fingerprint[:12]}'
 
@@ -271,101 +394,213 @@ def glue_directory(
   )
 
 
-def plan(
+def records_key(facts: ConfigFacts) -> str:
+  """'<max_seq_length>-<masking>': which records a run reads."""
+  return f'{facts.report.seq_length}-{facts.masking}'
+
+
+def records_paths(items: Sequence[str]) -> Dict[str, str]:
+  """--records items as {records key or '': path}.
+
+  Raises:
+    ValueError: an item whose key is not LENGTH-MASKING, or a key twice.
+  """
+  paths = {}
+  for item in items:
+    key, has_key, path = item.partition('=')
+    if not has_key:
+      key, path = '', item
+    elif not re.fullmatch(r'[0-9]+-(dynamic|static)', key):
+      raise ValueError(
+          f'--records item {item!r}: expected PATH or LENGTH-MASKING=PATH '
+          '(e.g. 512-static=gs://bucket/records_512).'
+      )
+    if key in paths:
+      raise ValueError(f'--records names {key or "a default"} twice.')
+    paths[key] = path
+  return paths
+
+
+def _finetune_stages(
     target: registry.Target,
-    bucket: str,
-    glue_dir: str,
-    squad_dir: str = '$SQUAD_DIR',
-    tpu_name: str = '$TPU_NAME',
-    zone: str = '$ZONE',
-    vocab_size: int = 30522,
-) -> List[PlannedRun]:
-  """The paper-scale jobs of `target`'s compared models."""
-  rate = tpu_v3_8_flops_per_second(vocab_size)
+    run: registry.Run,
+    model_dir: str,
+    settings: PaperSettings,
+) -> List[Stage]:
+  """The GLUE suite (and SQuAD) jobs of one pretrained run."""
+  glue_dir = glue_directory(model_dir, target, run)
+  sized = tuple(
+      f'--gin_file={path}'
+      for path in size_files(target.finetune_paper, 'glue', run.finetune_size)
+  )
+  stages = [
+      Stage(
+          'glue',
+          glue_dir,
+          f'{glue_dir}/glue_results.json',
+          (
+              '--module=experiments.glue_suite',
+              f'--model_dir={glue_dir}',
+              '--',
+              f'--paper={target.finetune_paper}',
+              f'--init_checkpoint={model_dir}',
+              f'--glue_dir={settings.glue_dir}',
+              *sized,
+              *settings.finetune_flags,
+          ),
+      )
+  ]
+  for squad in target.squad if settings.squad_dir else ():
+    files = [
+        f'gin/finetune/{target.finetune_paper}/{squad}.gin',
+        *size_files(target.finetune_paper, squad, run.finetune_size),
+    ]
+    squad_dir = f'{model_dir}/{squad}_{target.finetune_paper}'
+    stages.append(
+        Stage(
+            squad,
+            squad_dir,
+            f'{squad_dir}/results.json',
+            (
+                '--module=official_repro.finetune',
+                f'--model_dir={squad_dir}',
+                '--',
+                *(f'--gin_file={path}' for path in files),
+                f'--init_checkpoint={model_dir}',
+                f'--data_dir={settings.squad_dir}/{squad}',
+                *settings.finetune_flags,
+            ),
+        )
+    )
+  return stages
+
+
+def _paper_hours(target: registry.Target, run: registry.Run):
+  if not target.table:
+    return None
+  table = paper_tables.load(target.paper).table(target.table)
+  if _TRAINING_TIME in table.columns and run.row in table.row_keys:
+    return table.cell(run.row, _TRAINING_TIME).value
+  return None
+
+
+def plan(target: registry.Target, settings: PaperSettings) -> List[PlannedRun]:
+  """The paper-scale jobs of `target`'s compared models.
+
+  Raises:
+    ValueError: a bad --records or --accelerator_type item, or a global
+      batch that does not divide over a run's replicas.
+  """
+  rate = tpu_v3_8_flops_per_second(settings.vocab_size)
+  records = records_paths(settings.records)
+  default_type, run_types = fit_lib.parse_types(settings.accelerator_types)
+  unknown = set(run_types) - {run.name for run in target.runs}
+  if unknown:
+    raise ValueError(
+        f'--accelerator_type names {", ".join(sorted(unknown))}, not a run '
+        f'of {target.key}: {", ".join(run.name for run in target.runs)}.'
+    )
   planned = []
   for run in target.runs:
-    report, parameters = flops_report(run.gin_files, vocab_size=vocab_size)
-    gin_flags = ' '.join(f'--gin_file={path}' for path in run.gin_files)
-    steps = report.train_steps
     bindings = []
+    gin_files = tuple(run.gin_files) + settings.extra_gin_files
+    facts = config_facts(gin_files, vocab_size=settings.vocab_size)
+    report = facts.report
+    steps = trained_steps = report.train_steps
     if run.budget_ratio != 1.0:
-      steps = int(round(report.train_steps * run.budget_ratio))
+      steps = trained_steps = int(round(report.train_steps * run.budget_ratio))
       bindings = [f'experiment.train_steps={steps}']
-    model_dir = model_directory(bucket, run, bindings)
+    if settings.train_steps_cap:
+      trained_steps = int(round(settings.train_steps_cap * run.budget_ratio))
+      bindings = [f'experiment.train_steps={trained_steps}']
+    bindings += settings.pretrain_bindings
+    model_dir = model_directory(
+        settings.bucket, run, bindings, settings.extra_gin_files
+    )
+    key = records_key(facts)
+    run_records = records.get(
+        key, records.get('', f'$RECORDS_{key.replace("-", "_").upper()}')
+    )
     train_flops = report.total_train_flops() * steps / report.train_steps
-    finetune_command = finetune_flops = finetune_hours = glue_dir_out = None
-    if target.finetune_paper:
-      glue_dir_out = glue_directory(model_dir, target, run)
-      sized = ''.join(
-          f' --gin_file={path}'
-          for path in size_files(
-              target.finetune_paper, 'glue', run.finetune_size
-          )
-      )
-      commands = [
-          f'python -m experiments.glue_suite --paper={target.finetune_paper}'
-          f' --init_checkpoint={model_dir} --glue_dir={glue_dir}'
-          f' --model_dir={glue_dir_out}{sized}'
-          ' --strategy=tpu'
-          f' --tpu={tpu_name}'
-      ]
-      for squad in target.squad:
-        files = [
-            f'gin/finetune/{target.finetune_paper}/{squad}.gin',
-            *size_files(target.finetune_paper, squad, run.finetune_size),
-        ]
-        commands.append(
-            'python -m official_repro.finetune '
-            + ' '.join(f'--gin_file={path}' for path in files)
-            + f' --init_checkpoint={model_dir} --data_dir={squad_dir}/{squad}'
-            f' --model_dir={model_dir}/{squad}_{target.finetune_paper}'
-            ' --strategy=tpu'
-            f' --tpu={tpu_name}'
+    stages = [
+        Stage(
+            'pretrain',
+            model_dir,
+            f'{model_dir}/{export_layout.ENCODER_SUBDIR}/encoder-'
+            f'{trained_steps}.index',
+            (
+                *(f'--gin_file={path}' for path in gin_files),
+                f"--gin_param=pretrain_data.input_path='{run_records}'",
+                *(f'--gin_param={binding}' for binding in bindings),
+                f'--model_dir={model_dir}',
+            ),
         )
-      finetune_command = '\n'.join(commands)
-      finetune_flops = _finetune_flops(target.finetune_paper, parameters)
+    ]
+    finetune_flops = finetune_hours = None
+    if target.finetune_paper:
+      stages += _finetune_stages(target, run, model_dir, settings)
+      finetune_flops = _finetune_flops(
+          target.finetune_paper, facts.encoder_parameters
+      )
       finetune_hours = finetune_flops / rate / 3600.0
-    paper_hours = None
-    if target.table:
-      table = paper_tables.load(target.paper).table(target.table)
-      if _TRAINING_TIME in table.columns and run.row in table.row_keys:
-        paper_hours = table.cell(run.row, _TRAINING_TIME).value
+    device = fit_lib.accelerator(run_types.get(run.name, default_type))
+    what = f'{run.name} on a {device.name}'
+    run_fit = fit_lib.check(
+        report, facts.trainable_parameters, facts.optimizer, device, what
+    )
+    hours = train_flops / rate / 3600.0
     planned.append(
         PlannedRun(
             name=run.name,
             row=run.row,
             gin_files=list(run.gin_files),
             model_dir=model_dir,
-            pretrain_command=(
-                f'./run_tpu.sh --tpu_name={tpu_name} --zone={zone} '
-                f'{gin_flags}'
-                + ''.join(f' --gin_param={binding}' for binding in bindings)
-                + f' --model_dir={model_dir}'
-            ),
+            records=run_records,
+            records_key=key,
             train_steps=steps,
             train_flops=train_flops,
-            tpu_v3_8_hours=train_flops / rate / 3600.0,
-            paper_hours=paper_hours,
-            parameters=parameters,
-            finetune_command=finetune_command,
-            glue_dir=glue_dir_out,
+            tpu_v3_8_hours=hours,
+            paper_hours=_paper_hours(target, run),
+            parameters=facts.encoder_parameters,
+            glue_dir=stages[1].model_dir if target.finetune_paper else None,
             finetune_flops=finetune_flops,
             finetune_tpu_v3_8_hours=finetune_hours,
+            accelerator_type=device.name,
+            hours=device.hours_from_v3_8(hours + (finetune_hours or 0.0)),
+            fit=run_fit,
+            refusal=fit_lib.refusal(run_fit, report.batch_size, what),
+            stages=tuple(stages),
         )
     )
   return planned
 
 
-def format_plan(target: registry.Target, planned: List[PlannedRun]) -> str:
-  """The plan as markdown: one table, then the commands."""
+def format_plan(
+    target: registry.Target,
+    planned: List[PlannedRun],
+    vms: Optional[Dict[str, str]] = None,
+    zone: str = '$ZONE',
+) -> str:
+  """The plan as markdown: one table, then the commands.
+
+  Args:
+    target: the table planned.
+    planned: its runs.
+    vms: {run name: the TPU VM it runs on} (default '$TPU_NAME').
+    zone: the VMs' zone.
+  """
+  vms = vms or {}
   with_paper = any(run.paper_hours is not None for run in planned)
   lines = [
       f'## {target.key}: {target.description} (paper scale)',
       '',
       '| run | row | steps | train FLOPs | TPU v3-8 hours (est.) | '
       + ('paper hours | ' if with_paper else '')
-      + 'encoder params | fine-tuning FLOPs | fine-tuning hours (est.) |',
-      '|---|---|---|---|---|' + ('---|' if with_paper else '') + '---|---|---|',
+      + 'encoder params | fine-tuning FLOPs | fine-tuning hours (est.) | '
+      'accelerator | VM | hours there (est.) | per-replica batch, memory |',
+      '|---|---|---|---|---|'
+      + ('---|' if with_paper else '')
+      + '---|---|---|---|---|---|---|',
   ]
   for run in planned:
     finetune = (
@@ -381,13 +616,25 @@ def format_plan(target: registry.Target, planned: List[PlannedRun]) -> str:
     lines.append(
         f'| {run.name} | {run.row} | {run.train_steps:,} | '
         f'{run.train_flops:.3g} | {run.tpu_v3_8_hours:.1f} | '
-        f'{paper}{run.parameters / 1e6:.2f}M | {finetune} |'
+        f'{paper}{run.parameters / 1e6:.2f}M | {finetune} | '
+        f'{run.accelerator_type} | {vms.get(run.name, "$TPU_NAME")} | '
+        f'{run.hours:.1f} | {run.fit.describe()}'
+        + (' (does not fit)' if run.refusal else '')
+        + ' |'
     )
-  lines += ['', 'Commands:', '', '```sh']
+  lines += [
+      '',
+      'Memory: an analytic estimate of one replica in a pretraining step '
+      '(weights, gradients, optimizer slots, stored activations, masked-LM '
+      'logits; experiments/regeneration/fit.py), not a measurement. Hours '
+      'elsewhere than a v3-8: scaled by peak bfloat16 FLOP/s.',
+      '',
+      'Commands:',
+      '',
+      '```sh',
+  ]
   for run in planned:
-    lines.append(run.pretrain_command)
-    if run.finetune_command:
-      lines.append(run.finetune_command)
+    lines += run.commands(vms.get(run.name, '$TPU_NAME'), zone)
   lines += ['```', '']
   return '\n'.join(lines)
 

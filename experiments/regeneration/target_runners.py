@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from experiments import provenance
 from experiments.regeneration import learning as learning_evidence
+from experiments.regeneration import paper_scale
 from experiments.regeneration import plan
 from experiments.regeneration import registry
 from experiments.regeneration import report
@@ -50,6 +51,8 @@ _LOCAL_PATHS = (
     'out',
     'runs_dir',
     'report_dir',
+    'rehearse_faults',
+    'rehearse_gcloud',
 )
 
 
@@ -138,18 +141,73 @@ class Request:
       None, _per_scale('Strategy of every job', lambda s: s.strategy)
   )
   bucket: Optional[str] = dataclass_flags.option(
-      None, 'Paper scale: model directory root.'
+      None,
+      'Paper scale: model directory root (gs://...; with --rehearse a local '
+      'folder, default <out>/rehearsal/bucket).',
   )
-  squad_dir: str = dataclass_flags.option(
-      '$SQUAD_DIR', 'Paper scale: folder holding squad11/ and squad20/.'
+  records: Optional[List[str]] = dataclass_flags.option(
+      None,
+      'Paper scale: pretraining records, PATH or LENGTH-MASKING=PATH items '
+      '(e.g. 128-dynamic=gs://b/records_128,512-static=gs://b/records_512); '
+      'the plan names the keys its runs read.',
   )
-  tpu_name: str = dataclass_flags.option(
-      '$TPU_NAME', 'Paper scale: TPU VM name.'
+  squad_dir: Optional[str] = dataclass_flags.option(
+      None,
+      'Paper scale: folder holding squad11/ and squad20/ (without it no '
+      'SQuAD jobs are planned).',
+  )
+  tpu_names: Optional[List[str]] = dataclass_flags.option(
+      None,
+      'Paper scale: TPU VMs to run on, one job at a time each, created when '
+      'missing (default: one, $TPU_NAME; with --rehearse rehearsal-a).',
+  )
+  accelerator_type: Optional[List[str]] = dataclass_flags.option(
+      None,
+      'Paper scale: TYPE (default v3-8), and RUN=TYPE items for runs on '
+      'another type.',
   )
   zone: str = dataclass_flags.option('$ZONE', 'Paper scale: TPU zone.')
-  launch: bool = dataclass_flags.option(False, 'Paper scale: run the plan.')
+  project: Optional[str] = dataclass_flags.option(
+      None, "Paper scale: Cloud project (default: gcloud's)."
+  )
+  spot: bool = dataclass_flags.option(
+      False, 'Paper scale: Spot VMs (recreated when preempted).'
+  )
+  launch: bool = dataclass_flags.option(
+      False,
+      'Paper scale: run the plan to the end (resumable: finished jobs are '
+      'skipped, running ones waited for).',
+  )
+  confirm: bool = dataclass_flags.option(
+      False,
+      'Paper scale: with --launch, start the VMs the plan lists (without '
+      'it --launch prints what it would create and stops).',
+  )
   collect: bool = dataclass_flags.option(
-      False, 'Paper scale: read finished results into the table.'
+      False,
+      'Paper scale: print each run as finished, running or failed and the '
+      'table of the finished ones.',
+  )
+  rehearse: bool = dataclass_flags.option(
+      False,
+      'Paper scale: run the launch on this machine against a fake gcloud '
+      '(needs --corpus, --vocab_file, --glue_dir; see README).',
+  )
+  rehearse_sizes: str = dataclass_flags.option(
+      'paper',
+      "With --rehearse: the papers' model sizes, or tiny ones "
+      '(gin/regenerate/tiny.gin).',
+      choices=['paper', 'tiny'],
+  )
+  rehearse_faults: Optional[str] = dataclass_flags.option(
+      None,
+      'With --rehearse: JSON list of faults for the fake gcloud '
+      '(experiments/regeneration/fake_gcloud.py).',
+  )
+  rehearse_gcloud: Optional[str] = dataclass_flags.option(
+      None,
+      'With --rehearse: another fake gcloud to run against instead of '
+      "this repository's.",
   )
 
   def absolute_paths(self) -> 'Request':
@@ -362,102 +420,11 @@ def _planned_at_paper_scale(regenerate: TargetRunner) -> TargetRunner:
   @functools.wraps(regenerate)
   def regenerate_or_plan(target: registry.Target, request: Request) -> None:
     if request.scale == 'paper':
-      paper_plan(target, request)
+      paper_scale.run(target, request)
     else:
       regenerate(target, request)
 
   return regenerate_or_plan
-
-
-def paper_plan(target: registry.Target, request: Request) -> None:
-  """Writes (and with --launch runs) the plan; --collect fills the table."""
-  request.require('bucket', 'glue_dir', 'out')
-  if not target.runs:
-    print(
-        f'{target.key} has no pretraining runs to plan: '
-        f'{target.why_plan_only}.'
-    )
-    return
-  planned = plan.plan(
-      target,
-      request.bucket,
-      request.glue_dir,
-      squad_dir=request.squad_dir,
-      tpu_name=request.tpu_name,
-      zone=request.zone,
-  )
-  tf.io.gfile.makedirs(request.out)
-  text = plan.format_plan(target, planned)
-  if target.why_plan_only:
-    text += f'\nNot run below paper scale: {target.why_plan_only}.\n'
-  with tf.io.gfile.GFile(
-      os.path.join(request.out, f'{target.key}.plan.md'), 'w'
-  ) as f:
-    f.write(text)
-  json_files.write_json(
-      os.path.join(request.out, f'{target.key}.plan.json'),
-      plan.as_json(planned),
-      sort_keys=False,
-  )
-  print(text)
-  if request.launch:
-    launch(target, planned)
-  if request.collect:
-    _collect(target, planned, request)
-
-
-def _collect(
-    target: registry.Target,
-    planned: List[plan.PlannedRun],
-    request: Request,
-) -> None:
-  """Writes the table of the planned runs' finished results (--collect)."""
-  results = {}
-  for run in planned:
-    path = f'{run.glue_dir}/glue_results.json'
-    if not tf.io.gfile.exists(path):
-      print(f'{run.name}: no {path} yet.')
-      continue
-    with tf.io.gfile.GFile(path) as f:
-      glue = json.load(f)
-    results[run.name] = dict(
-        train_steps=run.train_steps,
-        glue={
-            task: dict(score=score) for task, score in glue['scores'].items()
-        },
-    )
-  header = f'Scale: paper (collected from {request.bucket}).'
-  print(report.write(target, report.rows(target, results), header, request.out))
-
-
-def launch(
-    target: registry.Target,
-    planned: List[plan.PlannedRun],
-    clock: Callable[[], float] = time.monotonic,
-) -> None:
-  """Runs the plan's commands in order (--launch).
-
-  Each planned run, its pretraining then its fine-tuning, is one job; after
-  each a line gives the jobs done and the time left
-  (`runner.jobs_progress`).
-
-  Args:
-    target: the table or figure planned.
-    planned: its runs (`plan.plan`).
-    clock: seconds, for the time left.
-
-  Raises:
-    subprocess.CalledProcessError: a command failed.
-  """
-  jobs = runner.jobs_progress(target, len(planned), clock)
-  for index, run in enumerate(planned, start=1):
-    print(f'[{index}/{len(planned)}] {run.name}', flush=True)
-    for command in [
-        run.pretrain_command,
-        *(run.finetune_command or '').splitlines(),
-    ]:
-      subprocess.run(command, shell=True, check=True, cwd=gin_utils.REPO_ROOT)
-    jobs.advance()
 
 
 @registered('plan_only')
