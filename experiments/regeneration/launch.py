@@ -257,6 +257,13 @@ def launch(
         if not _run_stage(run, stage, vm, cloud, state, log_dir, say, clock):
           outcome[run.name] = 'failed'
           break
+      failed = sum(value == 'failed' for value in outcome.values())
+      say(
+          f'{len(outcome)} of {len(planned)} runs done ({failed} failed), '
+          f'{(clock() - started) / 3600:.1f} h since this launch started'
+      )
+
+  started = clock()
 
   threads = [
       threading.Thread(target=work, args=(vm,), daemon=True)

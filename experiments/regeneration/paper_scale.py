@@ -23,6 +23,7 @@ from experiments.regeneration import report
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.data import records as records_lib
+from official_repro.metrics import aggregation
 
 _PLACEHOLDER_TPU = '$TPU_NAME'
 
@@ -244,6 +245,33 @@ def _launch(target, request, planned, cloud, vms, state_path, bucket):
     )
 
 
+# The SQuAD columns of the papers' tables, per our metric name.
+_SQUAD_COLUMNS = dict(squad11='SQuAD 1.1', squad20='SQuAD 2.0')
+_SQUAD_METRICS = dict(exact_match='EM', f1='F1')
+
+
+def _squad_scores(run: plan.PlannedRun) -> Dict[str, float]:
+  """{'SQuAD 1.1 EM': percent, ...} of a run's finished SQuAD jobs.
+
+  Each metric aggregated over the fine-tuning seeds by the protocol's
+  aggregation, as the GLUE suite aggregates its score.
+  """
+  scores = {}
+  for stage in run.stages:
+    if stage.name not in _SQUAD_COLUMNS:
+      continue
+    if not tf.io.gfile.exists(stage.done_file):
+      continue
+    with tf.io.gfile.GFile(stage.done_file) as f:
+      results = json.load(f)
+    for metric, label in _SQUAD_METRICS.items():
+      values = [seed['selected'][metric] for seed in results['runs']]
+      scores[f'{_SQUAD_COLUMNS[stage.name]} {label}'] = aggregation.aggregate(
+          values, results['protocol']['aggregation']
+      )
+  return scores
+
+
 def collect(
     target: registry.Target,
     planned: Sequence[plan.PlannedRun],
@@ -264,6 +292,7 @@ def collect(
             task: dict(score=score, summary=glue['summaries'].get(task, {}))
             for task, score in glue['scores'].items()
         },
+        squad=_squad_scores(run),
     )
   header = (
       f'Scale: paper (collected from {bucket}); {len(results)} of '

@@ -132,6 +132,7 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
           paper_quantity=quantity,
           tasks=sorted(glue),
       )
+    cells += _squad_cells(table, run, results[run.name].get('squad', {}))
     entries.append(
         dict(
             run=run.name,
@@ -152,6 +153,27 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
         )
     )
   return entries
+
+
+def _squad_cells(table, run: registry.Run, squad: Dict[str, float]):
+  """Cells of a run's SQuAD scores ({column: percent}), not averaged."""
+  cells = []
+  for column, ours in squad.items():
+    paper = None
+    if table is not None and _has(table, run.row, column):
+      paper = table.cell(run.row, column).value
+    cells.append(
+        dict(
+            column=column,
+            task=column,
+            ours=ours,
+            paper=paper,
+            difference=None if paper is None else ours - paper,
+            seeds=None,
+            std=None,
+        )
+    )
+  return cells
 
 
 def _final(

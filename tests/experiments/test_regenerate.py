@@ -323,23 +323,27 @@ def test_plan_fine_tunes_base_models_with_their_size_and_squad():
       finetune_paper='003_teams',
       squad=('squad11', 'squad20'),
   )
-  [planned] = plan.plan(target, 'gs://b', 'gs://glue', squad_dir='gs://sq')
+  [planned] = plan.plan(
+      target, plan.PaperSettings('gs://b', 'gs://glue', squad_dir='gs://sq')
+  )
   glue, squad11, squad20 = planned.finetune_command.splitlines()
   assert '--gin_file=gin/finetune/003_teams/glue_base.gin' in glue
   assert (
-      '--gin_file=gin/finetune/003_teams/squad11.gin '
+      '-- --gin_file=gin/finetune/003_teams/squad11.gin '
       '--gin_file=gin/finetune/003_teams/squad11_base.gin' in squad11
   )
   assert planned.model_dir.startswith('gs://b/003_teams.base-')
   assert (
-      f'--model_dir={planned.model_dir}/glue_003_teams_base '
-      '--gin_file=gin/finetune/003_teams/glue_base.gin' in glue
+      '--module=experiments.glue_suite '
+      f'--model_dir={planned.model_dir}/glue_003_teams_base -- ' in glue
   )
+  assert glue.endswith('--gin_file=gin/finetune/003_teams/glue_base.gin')
   assert planned.glue_dir == f'{planned.model_dir}/glue_003_teams_base'
   assert (
-      f'--data_dir=gs://sq/squad20 --model_dir={planned.model_dir}/'
-      'squad20_003_teams' in squad20
+      '--module=official_repro.finetune '
+      f'--model_dir={planned.model_dir}/squad20_003_teams -- ' in squad20
   )
+  assert squad20.endswith('--data_dir=gs://sq/squad20')
   assert plan.size_files('004_script', 'glue', 'base') == [
       'gin/finetune/004_script/base.gin'
   ]
@@ -357,7 +361,7 @@ def test_002_table_5_plan_shows_the_papers_hours():
       runner='plan_only',
       runs=(registry.get('002.5').runs[0],),
   )
-  [run] = plan.plan(target, 'gs://b', 'gs://glue')
+  [run] = plan.plan(target, plan.PaperSettings('gs://b', 'gs://glue'))
   assert run.paper_hours == 12.0
   assert '| 12 |' in plan.format_plan(target, [run])
 
@@ -381,7 +385,7 @@ def test_plan_doubles_the_steps_and_hours_of_a_doubled_budget():
           ),
       ),
   )
-  once, twice = plan.plan(target, 'gs://bucket/', 'gs://glue')
+  once, twice = plan.plan(target, plan.PaperSettings('gs://bucket/', 'gs://glue'))
   assert (once.train_steps, twice.train_steps) == (125000, 250000)
   assert twice.tpu_v3_8_hours == pytest.approx(2 * once.tpu_v3_8_hours)
   assert once.model_dir.startswith('gs://bucket/001_ale.electra_small-')
@@ -410,7 +414,10 @@ def test_paper_scale_tables_share_the_model_directory_of_an_equal_model():
         registry.get(key),
         runs=tuple(run for run in registry.get(key).runs if run.name in names),
     )
-    return {run.name: run for run in plan.plan(target, 'gs://b', 'gs://g')}
+    return {
+        run.name: run
+        for run in plan.plan(target, plan.PaperSettings('gs://b', 'gs://g'))
+    }
 
   ale = planned('001.IV', 'electra_small', 'electra_small_2x')
   script = planned('004.2', 'electra_small')
