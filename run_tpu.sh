@@ -624,7 +624,9 @@ launch_cmd="mkdir -p $q_logdir || exit 1; if [ -f $q_pidfile ] && kill -0 \"\$(c
 
 # What the supervisor asks worker 0: one line, 'run_tpu_status=running',
 # '...=exit:STATUS' or '...=gone' (no process and no exit status: killed).
-status_cmd="if [ -f $q_pidfile ] && kill -0 \"\$(cat $q_pidfile)\" 2>/dev/null; then echo run_tpu_status=running; elif [ -s $q_exitfile ]; then echo run_tpu_status=exit:\$(cat $q_exitfile); else echo run_tpu_status=gone; fi"
+# A job that has just ended leaves its exit status a moment later (its
+# shell writes it after the wait): "gone" only when it is still missing 2 s on.
+status_cmd="if [ -f $q_pidfile ] && kill -0 \"\$(cat $q_pidfile)\" 2>/dev/null; then echo run_tpu_status=running; else [ -s $q_exitfile ] || sleep 2; if [ -s $q_exitfile ]; then echo run_tpu_status=exit:\$(cat $q_exitfile); else echo run_tpu_status=gone; fi; fi"
 
 # ------------------------------------------------------------ launch: steps
 

@@ -15,8 +15,9 @@ Faults (`$FAKE_GCLOUD_FAULTS`, a JSON list; each fires once):
   {"kind": "preempt", "vm": GLOB, "when": PATH_GLOB}: once a file matching
       PATH_GLOB exists, the VM's processes get SIGTERM, then SIGKILL 2 s
       later, and the VM goes PREEMPTED (a Spot VM taken back);
-  {"kind": "crash", "vm": GLOB, "when": PATH_GLOB}: the VM's processes get
-      SIGABRT (a job that dies with a non-retryable status);
+  {"kind": "crash", "vm": GLOB, "when": PATH_GLOB}: the VM's processes
+      other than shells get SIGABRT (a job that dies with status 134, which
+      a supervisor does not retry);
   {"kind": "ssh_drop", "vm": GLOB, "call": N}: the N-th `ssh` to a matching
       VM exits 255 without running its command (a dropped connection).
 A watcher process, started with the first VM, checks the file conditions
@@ -124,8 +125,11 @@ def _set_state(vm_dir: str, state: str) -> None:
     _write_json(path, vm)
 
 
-def _vm_processes(vm_dir: str):
-  """Pids of the processes started on the VM (their environment says so)."""
+def _vm_processes(vm_dir: str, shells: bool = True):
+  """Pids of the processes started on the VM (their environment says so).
+
+  With `shells=False`, not the shells among them: the jobs they run.
+  """
   mark = f'{_VM_MARK}={vm_dir}'.encode()
   pids = []
   for entry in os.listdir('/proc'):
@@ -133,8 +137,12 @@ def _vm_processes(vm_dir: str):
       continue
     try:
       with open(f'/proc/{entry}/environ', 'rb') as f:
-        if mark in f.read().split(b'\0'):
-          pids.append(int(entry))
+        if mark not in f.read().split(b'\0'):
+          continue
+      with open(f'/proc/{entry}/comm') as f:
+        if not shells and f.read().strip() in ('sh', 'bash', 'dash'):
+          continue
+      pids.append(int(entry))
     except OSError:
       continue
   return pids
@@ -355,7 +363,7 @@ def _check_faults() -> bool:
         _set_state(vm_dir, 'PREEMPTED')
         _halt(vm_dir)
       else:
-        _signal_all(_vm_processes(vm_dir), signal.SIGABRT)
+        _signal_all(_vm_processes(vm_dir, shells=False), signal.SIGABRT)
   return pending
 
 
