@@ -6,8 +6,9 @@ r"""Regenerates one paper table or figure: ours beside the paper's.
     --glue_dir=/data/glue --runs_dir=/tmp/regenerate/runs \
     --out=/tmp/regenerate/001.IV
   python -m experiments.regenerate --table=001.IV --scale=paper \
-    --bucket=gs://my-bucket/runs --glue_dir=gs://my-bucket/glue \
-    --out=/tmp/plan [--launch | --collect]
+    --bucket=gs://my-bucket/runs --records=128-dynamic=gs://my-bucket/r128 \
+    --glue_dir=gs://my-bucket/glue --tpu_names=a,b --zone=europe-west4-a \
+    --out=/tmp/001.IV [--launch [--confirm] | --collect] [--rehearse]
 
 Scales:
   tiny   every compared model of the table, shrunk alike by
@@ -19,13 +20,14 @@ Scales:
          and --num_runs seeds aggregated by the paper's protocol; equal
          training FLOPs where the paper compares at equal compute.
   gpu    the same grid at the small models' size with gin/regenerate/gpu.gin
-         (batch 128, 5000 reference steps), meant for about 30 minutes per
-         table on one GPU (not yet measured on one).
-  paper  the run plan: run_tpu.sh pretraining and glue_suite fine-tuning
-         commands per model with their FLOPs and expected TPU v3-8 hours
-         (--launch runs them in order, printing after each run the runs
-         done and the time left; --collect reads finished results from the
-         model directories into the same table).
+         (batch 128, 5000 reference steps, float16 with loss scaling),
+         meant for about 30 minutes per table on one GPU (not measured on
+         one); --rehearse runs it here with capped steps.
+  paper  the run plan (experiments/regeneration/plan.py: per run its jobs,
+         FLOPs, TPU-hours, VM, per-replica batch and memory); --launch runs
+         it on TPU VMs to the end and writes the table (launch.py), resumably;
+         --collect prints each run's state and the table so far; --rehearse
+         runs the launch here against a fake gcloud (rehearsal.py).
 
 Output: <out>/<key>.md and <key>.json (ours, the paper's value, the
 difference, steps, scale, seeds and aggregation), <key>.png for figures,

@@ -16,6 +16,7 @@ chosen here, in the commands `run_tpu.sh` sends, never by the fake:
     on CPUs without AMX), and this machine's environment for the VM's.
 """
 
+import dataclasses
 import json
 import os
 import sys
@@ -161,3 +162,27 @@ def build_records(
     paths[key] = path
   return paths
 
+
+
+def gpu_grid(settings, root: str):
+  """The gpu scale's grid settings, rehearsed on this machine.
+
+  The gpu scale's models and records (its include), capped steps, batches,
+  seeds and GLUE rows, float16 with loss scaling on `one_device`, as on
+  one GPU; the GLUE tasks cut into `root`.
+  """
+  return dataclasses.replace(
+      settings,
+      glue_dir=slice_glue(
+          settings.glue_dir, os.path.join(root, 'data', 'glue'), settings.tasks
+      ),
+      reference_steps=2 * TRAIN_STEPS,
+      tasks={task: 1.0 for task in settings.tasks},
+      num_runs=1,
+      pretrain_seeds=1,
+      strategy='one_device',
+      mixed_precision='float16',
+      pretrain_bindings=PRETRAIN_BINDINGS[:2]
+      + ('experiment.validation_steps=1',),
+      finetune_flags=FINETUNE_FLAGS[2:],
+  )

@@ -115,6 +115,11 @@ class GridSettings:
       (0: pretraining only trains).
     released: (run name, path) of the runs whose released encoder is
       fine-tuned instead of pretraining them.
+    mixed_precision: every job's --mixed_precision (None: the jobs'
+      default, 'auto').
+    pretrain_bindings: gin bindings after every pretraining's (a
+      rehearsal's caps).
+    finetune_flags: flags after every fine-tuning job's (a rehearsal's).
   """
 
   target: str
@@ -133,6 +138,15 @@ class GridSettings:
   pretrain_seeds: int = 1
   held_out_steps: int = 0
   released: Tuple[Tuple[str, str], ...] = ()
+  mixed_precision: Optional[str] = None
+  pretrain_bindings: Tuple[str, ...] = ()
+  finetune_flags: Tuple[str, ...] = ()
+
+  def precision_flags(self) -> List[str]:
+    """The jobs' --mixed_precision flag, if the settings name one."""
+    if self.mixed_precision:
+      return [f'--mixed_precision={self.mixed_precision}']
+    return []
 
   def seeds(self) -> List[Optional[int]]:
     """The pretraining seeds bound in gin ([None]: one run, unbound)."""
@@ -546,9 +560,11 @@ def _pretrain(
       f'--gin_param=experiment.checkpoint_interval={checkpoint_every}',
       f'--gin_param=experiment.steps_per_loop={checkpoint_every}',
       '--gin_param=experiment.max_to_keep=100',
+      *(f'--gin_param={binding}' for binding in settings.pretrain_bindings),
       f'--model_dir={model_dir}',
       *evaluation,
       f'--strategy={settings.strategy}',
+      *settings.precision_flags(),
   ]
   tf.io.gfile.makedirs(model_dir)
   _call(command, os.path.join(model_dir, 'regenerate.log'))
@@ -598,7 +614,9 @@ def finetune(
                   if finetune_gin(settings.scale)
                   else []
               ),
+              *settings.finetune_flags,
               f'--strategy={settings.strategy}',
+              *settings.precision_flags(),
           ],
           os.path.join(model_dir, 'regenerate.log'),
       )

@@ -32,6 +32,7 @@ from experiments.regeneration import learning as learning_evidence
 from experiments.regeneration import paper_scale
 from experiments.regeneration import plan
 from experiments.regeneration import registry
+from experiments.regeneration import rehearsal
 from experiments.regeneration import report
 from experiments.regeneration import runner
 from experiments.regeneration import scales
@@ -492,7 +493,16 @@ def grid(target: registry.Target, request: Request) -> None:
   tasks = request.checked_tasks()
   request.require('corpus', 'glue_dir', 'out')
   settings = request.grid_settings(target, tasks, request.num_runs)
-  results = runner.run_grid(target, settings, request.out, request.store())
+  store = request.store()
+  if request.rehearse:
+    if request.scale != 'gpu':
+      raise app.UsageError(
+          '--rehearse rehearses --scale=paper (a launch) or --scale=gpu.'
+      )
+    root = os.path.join(request.out, 'rehearsal')
+    settings = rehearsal.gpu_grid(settings, root)
+    store = os.path.join(root, 'runs')
+  results = runner.run_grid(target, settings, request.out, store)
   if target.parameters_column:
     for run in target.runs_at(request.scale):
       if run.name in results:
@@ -501,6 +511,12 @@ def grid(target: registry.Target, request: Request) -> None:
             run.bindings_at(request.scale),
         )[1]
   header = _grid_header(target, settings)
+  if request.rehearse:
+    header += (
+        '\n\nA rehearsal of --scale=gpu on this machine (float16 with loss '
+        'scaling on one_device; steps, batches and GLUE rows capped): its '
+        'numbers compare nothing.'
+    )
   entries = report.rows(target, results)
   print(report.write(target, entries, header, request.out))
   if request.report_dir:
