@@ -166,6 +166,7 @@ def _halt(vm_dir: str, notice_seconds: float = 2.0) -> None:
 
 
 def create(name, options) -> None:
+  """`tpu-vm create`: a READY VM with one home folder per worker."""
   vm_dir = _vm_dir(name, options)
   if os.path.exists(os.path.join(vm_dir, 'vm.json')):
     raise GcloudError(f'ALREADY_EXISTS: Resource {name} already exists.')
@@ -204,11 +205,13 @@ def _format(vm, fmt) -> str:
 
 
 def describe(name, options) -> None:
+  """`tpu-vm describe`, in the --format asked for."""
   vm = _vm(_vm_dir(name, options), name)
   print(_format(vm, options.get('format')))
 
 
 def list_vms(options) -> None:
+  """`tpu-vm list`: the zone's VMs."""
   zone_dir = os.path.join(_root(), _project(options), options.get('zone', ''))
   vms = [
       _read_json(path, {})
@@ -232,6 +235,7 @@ def list_vms(options) -> None:
 
 
 def start(name, options) -> None:
+  """`tpu-vm start`: a STOPPED VM READY again."""
   vm_dir = _vm_dir(name, options)
   vm = _vm(vm_dir, name)
   if vm['state'] not in ('STOPPED', 'READY'):
@@ -240,6 +244,7 @@ def start(name, options) -> None:
 
 
 def stop(name, options) -> None:
+  """`tpu-vm stop`: its processes ended, the VM STOPPED."""
   vm_dir = _vm_dir(name, options)
   _vm(vm_dir, name)
   _halt(vm_dir)
@@ -247,6 +252,7 @@ def stop(name, options) -> None:
 
 
 def delete(name, options) -> None:
+  """`tpu-vm delete`: its processes killed and its folders removed."""
   vm_dir = _vm_dir(name, options)
   _vm(vm_dir, name)
   _halt(vm_dir, notice_seconds=0.0)
@@ -277,6 +283,7 @@ def _ready(vm_dir, name):
 
 
 def scp(words, options) -> None:
+  """`tpu-vm scp SRC NAME:DST`: a file into the workers' homes."""
   source, destination = words
   name, _, remote = destination.partition(':')
   vm_dir = _vm_dir(name, options)
@@ -307,6 +314,7 @@ def _ssh_dropped(name) -> bool:
 
 
 def ssh(name, options) -> int:
+  """`tpu-vm ssh --command`: the command's status (255: dropped)."""
   vm_dir = _vm_dir(name, options)
   vm = _ready(vm_dir, name)
   command = options.get('command')
@@ -407,6 +415,7 @@ def _log(entry) -> None:
 
 
 def main(args) -> int:
+  """Runs one gcloud call; its exit status."""
   if args == ['--watch']:
     watch()
     return 0

@@ -60,7 +60,9 @@ class Cloud:
   progress_seconds: float = 600.0
 
 
-def vm_names(planned: Sequence[plan.PlannedRun], cloud: Cloud) -> Dict[str, str]:
+def vm_names(
+    planned: Sequence[plan.PlannedRun], cloud: Cloud
+) -> Dict[str, str]:
   """{run name: VM}: runs with one model directory share a VM, in turn.
 
   Model directories are dealt out in sorted order, so the assignment does
@@ -71,7 +73,9 @@ def vm_names(planned: Sequence[plan.PlannedRun], cloud: Cloud) -> Dict[str, str]
   directories = sorted({run.model_dir for run in planned})
   names = {}
   for run in planned:
-    name = cloud.tpu_names[directories.index(run.model_dir) % len(cloud.tpu_names)]
+    name = cloud.tpu_names[
+        directories.index(run.model_dir) % len(cloud.tpu_names)
+    ]
     if len(types) > 1:
       name = f'{name}-{run.accelerator_type}'
     names[run.name] = name
@@ -149,10 +153,10 @@ def _latest_step(model_dir: str) -> Optional[int]:
 class _Progress:
   """Progress lines of one waiting stage: step, checkpoint, time left."""
 
-  def __init__(self, run, stage, vm, total_steps, clock, say):
+  def __init__(self, run, stage, vm, total_steps, clock):
     self.run, self.stage, self.vm = run, stage, vm
     self.total_steps = total_steps
-    self.clock, self.say = clock, say
+    self.clock = clock
     self.started = clock()
     self.first: Optional[Tuple[float, int]] = None
 
@@ -172,9 +176,7 @@ class _Progress:
     if done > 0 and seconds > 0:
       hours = (self.total_steps - step) / (done / seconds) / 3600.0
       left = f', about {hours:.1f} h left'
-    return (
-        f'{head}, step {step:,} of {self.total_steps:,} (ckpt-{step}){left}'
-    )
+    return f'{head}, step {step:,} of {self.total_steps:,} (ckpt-{step}){left}'
 
 
 def _run_stage(
@@ -191,7 +193,7 @@ def _run_stage(
   log_path = os.path.join(log_dir, f'{run.name}.{stage.name}.log')
   state.set(run.name, stage.name, state='running', vm=vm, log=log_path)
   say(f'{run.name}: {stage.name} on {vm} (log {log_path})')
-  progress = _Progress(run, stage, vm, _stage_steps(run, stage), clock, say)
+  progress = _Progress(run, stage, vm, trained_steps(run), clock)
   last_line = clock()
   # run_tpu.sh's output goes to an operating-system file (a local path).
   with open(log_path, 'a') as log:
@@ -218,15 +220,16 @@ def _run_stage(
   state.set(
       run.name, stage.name, state='failed', vm=vm, log=log_path, error=error
   )
-  say(
-      f'FAILED {run.name}: {stage.name} on VM {vm}: {error} (log {log_path})'
-  )
+  say(f'FAILED {run.name}: {stage.name} on VM {vm}: {error} (log {log_path})')
   return False
 
 
-def _stage_steps(run: plan.PlannedRun, stage: plan.Stage) -> int:
-  """The steps a pretraining stage trains (its done file names them)."""
-  match = re.search(r'encoder-(\d+)\.index$', stage.done_file)
+def trained_steps(run: plan.PlannedRun) -> int:
+  """The steps its pretraining trains (its done file names them).
+
+  The plan's steps, or a rehearsal's capped ones.
+  """
+  match = re.search(r'encoder-(\d+)\.index$', run.stages[0].done_file)
   return int(match.group(1)) if match else run.train_steps
 
 
@@ -248,15 +251,16 @@ def launch(
     for run in planned:
       if vms[run.name] != vm:
         continue
-      outcome[run.name] = 'finished'
+      result = 'finished'
       for stage in run.stages:
         if tf.io.gfile.exists(stage.done_file):
           if state.get(run.name, stage.name).get('state') != 'finished':
             state.set(run.name, stage.name, state='finished', vm=vm)
           continue
         if not _run_stage(run, stage, vm, cloud, state, log_dir, say, clock):
-          outcome[run.name] = 'failed'
+          result = 'failed'
           break
+      outcome[run.name] = result
       failed = sum(value == 'failed' for value in outcome.values())
       say(
           f'{len(outcome)} of {len(planned)} runs done ({failed} failed), '
@@ -296,9 +300,7 @@ def status_lines(
           f'(log {entry["log"]})'
       )
     elif entry.get('state') == 'running':
-      step = (
-          _latest_step(stage.model_dir) if stage.name == 'pretrain' else None
-      )
+      step = _latest_step(stage.model_dir) if stage.name == 'pretrain' else None
       lines.append(
           f'{run.name}: {stage.name} running{where} since '
           f'{entry["updated"]}'

@@ -22,6 +22,7 @@ from experiments.regeneration import rehearsal
 from experiments.regeneration import report
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.data import glue as glue_data
 from official_repro.data import records as records_lib
 from official_repro.metrics import aggregation
 
@@ -32,9 +33,15 @@ def _tasks(request) -> List[str]:
   """The GLUE tasks a rehearsal cuts: --tasks, else those in --glue_dir."""
   if request.tasks:
     return list(request.task_epochs())
-  from experiments import glue_suite  # pylint: disable=g-import-not-at-top
-
-  return glue_suite.present_tasks(request.glue_dir)
+  return [
+      task
+      for task in glue_data.GLUE_TASK_NAMES
+      if tf.io.gfile.isdir(
+          os.path.join(
+              request.glue_dir, glue_data.get_task_spec(task).directory
+          )
+      )
+  ]
 
 
 def _rehearsal(
@@ -125,7 +132,9 @@ def check_records(planned: Sequence[plan.PlannedRun]) -> None:
         f'--max_seq_length={length} --masking={masking}'
     )
     if run.records.startswith('$'):
-      raise app.UsageError(f'{run.name} reads {run.records_key} records: {fix}.')
+      raise app.UsageError(
+          f'{run.name} reads {run.records_key} records: {fix}.'
+      )
     path = os.path.join(run.records, records_lib.METADATA_FILENAME)
     if not tf.io.gfile.exists(path):
       raise app.UsageError(
@@ -185,7 +194,9 @@ def run(target: registry.Target, request) -> None:
   if request.rehearse and not request.launch and not request.collect:
     raise app.UsageError('--rehearse goes with --launch (or --collect).')
   settings, cloud = (
-      _rehearsal(target, request) if request.rehearse else _cloud(target, request)
+      _rehearsal(target, request)
+      if request.rehearse
+      else _cloud(target, request)
   )
   try:
     planned = plan.plan(target, settings)
@@ -211,7 +222,7 @@ def run(target: registry.Target, request) -> None:
     _launch(target, request, planned, cloud, vms, state_path, settings.bucket)
   elif request.collect:
     print('\n'.join(launch_lib.status_lines(planned, state_path)))
-    collect(target, planned, request.out, settings.bucket)
+    collect(target, planned, request.out, settings.bucket, request.rehearse)
 
 
 def _launch(target, request, planned, cloud, vms, state_path, bucket):
@@ -220,7 +231,11 @@ def _launch(target, request, planned, cloud, vms, state_path, bucket):
   if refusals:
     raise app.UsageError(
         refusals[0]
-        + (f' ({len(refusals) - 1} more runs do not fit.)' if refusals[1:] else '')
+        + (
+            f' ({len(refusals) - 1} more runs do not fit.)'
+            if refusals[1:]
+            else ''
+        )
     )
   check_records(planned)
   _check_cloud(cloud)
@@ -235,8 +250,10 @@ def _launch(target, request, planned, cloud, vms, state_path, bucket):
       planned, cloud, state_path, os.path.join(request.out, 'logs')
   )
   print('\n'.join(launch_lib.status_lines(planned, state_path)))
-  collect(target, planned, request.out, bucket)
-  failed = sorted(name for name, state in outcome.items() if state != 'finished')
+  collect(target, planned, request.out, bucket, request.rehearse)
+  failed = sorted(
+      name for name, state in outcome.items() if state != 'finished'
+  )
   if failed:
     raise cli.UserError(
         f'{len(failed)} run(s) failed ({", ".join(failed)}); see the lines '
@@ -277,6 +294,7 @@ def collect(
     planned: Sequence[plan.PlannedRun],
     out: str,
     bucket: str,
+    rehearsed: bool = False,
 ) -> None:
   """Writes the table of the planned runs' finished results."""
   results = {}
@@ -287,7 +305,7 @@ def collect(
     with tf.io.gfile.GFile(path) as f:
       glue = json.load(f)
     results[run.name] = dict(
-        train_steps=run.train_steps,
+        train_steps=launch_lib.trained_steps(run),
         glue={
             task: dict(score=score, summary=glue['summaries'].get(task, {}))
             for task, score in glue['scores'].items()
@@ -298,4 +316,9 @@ def collect(
       f'Scale: paper (collected from {bucket}); {len(results)} of '
       f'{len(planned)} runs finished.'
   )
+  if rehearsed:
+    header += (
+        ' A rehearsal on this machine against a fake gcloud (steps, batches '
+        'and GLUE rows capped): its numbers compare nothing.'
+    )
   print(report.write(target, report.rows(target, results), header, out))

@@ -147,7 +147,9 @@ def build_records(
   for key in sorted(set(keys)):
     length, masking = key.split('-')
     path = os.path.join(root, f'records-{key}')
-    if not tf.io.gfile.exists(os.path.join(path, records_lib.METADATA_FILENAME)):
+    if not tf.io.gfile.exists(
+        os.path.join(path, records_lib.METADATA_FILENAME)
+    ):
       create_pretraining_data.prepare_pretraining_data(
           [corpus],
           path,
@@ -161,7 +163,6 @@ def build_records(
       )
     paths[key] = path
   return paths
-
 
 
 def gpu_grid(settings, root: str):

@@ -17,10 +17,7 @@ the paper-scale run plan at --scale=paper (`registered`).
 import dataclasses
 import difflib
 import functools
-import json
 import os
-import subprocess
-import time
 from typing import Callable, Dict, List, Optional
 
 from absl import app
@@ -37,11 +34,9 @@ from experiments.regeneration import report
 from experiments.regeneration import runner
 from experiments.regeneration import scales
 from official_repro.common import dataclass_flags
-from official_repro.common import json_files
 from official_repro.common import registry as entry_registry
 from official_repro.data import glue as glue_data
 from official_repro.tasks import finetuning_schedule
-from official_repro.training import gin_utils
 
 # The request fields holding local paths, made absolute by `absolute_paths`.
 _LOCAL_PATHS = (

@@ -1,4 +1,4 @@
-"""Tests of experiments/regeneration/fake_gcloud.py, through its command line."""
+"""Tests of experiments/regeneration/fake_gcloud.py, by its command line."""
 
 import json
 import os
@@ -89,7 +89,12 @@ def test_create_describe_list_stop_start_delete(tmp_path):
   )
   assert described.stdout == 'READY\tv3-8\n'
   again = _gcloud(
-      tmp_path, *_VM, 'create', 'vm', *_WHERE, '--accelerator-type=v3-8',
+      tmp_path,
+      *_VM,
+      'create',
+      'vm',
+      *_WHERE,
+      '--accelerator-type=v3-8',
       check=False,
   )
   assert again.returncode == 1 and 'ALREADY_EXISTS' in again.stderr
@@ -104,9 +109,10 @@ def test_create_describe_list_stop_start_delete(tmp_path):
   _gcloud(tmp_path, *_VM, 'start', 'vm', *_WHERE)
   assert _state(tmp_path) == 'READY'
   _gcloud(tmp_path, *_VM, 'delete', 'vm', *_WHERE, '--quiet')
-  assert _gcloud(
-      tmp_path, *_VM, 'describe', 'vm', *_WHERE, check=False
-  ).returncode == 1
+  assert (
+      _gcloud(tmp_path, *_VM, 'describe', 'vm', *_WHERE, check=False).returncode
+      == 1
+  )
   assert _gcloud(tmp_path, 'config', 'get-value', 'project').stdout == (
       'rehearsal-project\n'
   )
@@ -117,7 +123,12 @@ def test_scp_and_ssh_reach_every_worker_of_a_pod_in_its_own_home(tmp_path):
   payload = tmp_path / 'payload.txt'
   payload.write_text('hello')
   _gcloud(
-      tmp_path, *_VM, 'scp', str(payload), 'vm:payload.txt', *_WHERE,
+      tmp_path,
+      *_VM,
+      'scp',
+      str(payload),
+      'vm:payload.txt',
+      *_WHERE,
       '--worker=all',
   )
   result = _gcloud(
@@ -134,7 +145,13 @@ def test_scp_and_ssh_reach_every_worker_of_a_pod_in_its_own_home(tmp_path):
   assert all(line.startswith('hello ') for line in result.stdout.splitlines())
   assert all(home.endswith('/home') for home in homes)
   status = _gcloud(
-      tmp_path, *_VM, 'ssh', 'vm', *_WHERE, '--worker=0', '--command=exit 7',
+      tmp_path,
+      *_VM,
+      'ssh',
+      'vm',
+      *_WHERE,
+      '--worker=0',
+      '--command=exit 7',
       check=False,
   )
   assert status.returncode == 7
@@ -227,8 +244,13 @@ def test_ssh_drop_fault_fails_the_nth_call_without_running_it(tmp_path):
 
 @pytest.mark.parametrize(
     'accelerator, hosts',
-    [('v3-8', 1), ('v3-32', 4), ('v4-64', 8), ('v5litepod-8', 1),
-     ('v5litepod-16', 4)],
+    [
+        ('v3-8', 1),
+        ('v3-32', 4),
+        ('v4-64', 8),
+        ('v5litepod-8', 1),
+        ('v5litepod-16', 4),
+    ],
 )
 def test_hosts_follow_cloud_tpus_rule(accelerator, hosts):
   assert fake_gcloud._hosts(accelerator) == hosts  # pylint: disable=protected-access

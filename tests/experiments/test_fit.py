@@ -61,9 +61,12 @@ def test_the_global_batch_must_divide_over_the_replicas():
     fit.per_replica_batch(100, fit.accelerator('v3-8'), 'r')
 
 
-@pytest.mark.parametrize('hidden, heads, seq, batch', [(768, 12, 128, 32),
-                                                       (1024, 16, 512, 8)])
-def test_activations_are_korthikanti_et_al_in_bfloat16(hidden, heads, seq, batch):
+@pytest.mark.parametrize(
+    'hidden, heads, seq, batch', [(768, 12, 128, 32), (1024, 16, 512, 8)]
+)
+def test_activations_are_korthikanti_et_al_in_bfloat16(
+    hidden, heads, seq, batch
+):
   # Korthikanti et al. 2022, Eq. (1) without tensor parallelism:
   # s * b * h * (34 + 5 * a * s / h) bytes per layer (16-bit, i = 4h).
   expected = seq * batch * hidden * (34 + 5 * heads * seq / hidden)
@@ -87,7 +90,9 @@ def test_a_large_model_at_a_v3_8_per_core_batch_is_refused_with_the_fix():
   assert 'e.g. v3-' in reason
   # The suggested slice fits.
   suggested = reason.split('e.g. ')[1].split(')')[0]
-  bigger = fit.check(report, 335_000_000, 'lamb', fit.accelerator(suggested), 'r')
+  bigger = fit.check(
+      report, 335_000_000, 'lamb', fit.accelerator(suggested), 'r'
+  )
   assert bigger.fits and fit.refusal(bigger, 2048, 'r') is None
 
 

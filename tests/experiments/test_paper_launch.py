@@ -91,8 +91,16 @@ def _vm_job_logs(out):
       os.path.basename(path)
       for path in glob.glob(
           os.path.join(
-              out, 'rehearsal', 'vms', '*', '*', '*', 'worker-0', 'home',
-              'official_repro_logs', '*.log',
+              out,
+              'rehearsal',
+              'vms',
+              '*',
+              '*',
+              '*',
+              'worker-0',
+              'home',
+              'official_repro_logs',
+              '*.log',
           )
       )
   }
@@ -130,7 +138,9 @@ def test_a_rehearsed_launch_runs_every_job_on_a_vm_and_a_second_starts_nothing(
   launches = [
       call
       for call in _calls(out)
-      if isinstance(call, list) and 'ssh' in call and 'setsid nohup' in str(call)
+      if isinstance(call, list)
+      and 'ssh' in call
+      and 'setsid nohup' in str(call)
   ]
   assert [
       'official_repro.train' in str(c) or 'experiments.glue_suite' in str(c)
@@ -139,8 +149,18 @@ def test_a_rehearsed_launch_runs_every_job_on_a_vm_and_a_second_starts_nothing(
   # Fine-tuning started once its pretraining had finished: the VM's log of
   # each fine-tuning job follows its pretraining's exit status 0.
   for exit_file in glob.glob(
-      os.path.join(out, 'rehearsal', 'vms', '*', '*', '*', 'worker-0',
-                   'home', 'official_repro_logs', '*.exit')
+      os.path.join(
+          out,
+          'rehearsal',
+          'vms',
+          '*',
+          '*',
+          '*',
+          'worker-0',
+          'home',
+          'official_repro_logs',
+          '*.exit',
+      )
   ):
     with open(exit_file) as f:
       assert f.read().strip() == '0', exit_file
@@ -234,16 +254,23 @@ def test_a_failed_run_is_named_the_others_finish_and_a_rerun_redoes_only_it(
   )
   failed = _rehearse(python_m, inputs, out, '004.1', *flags, crash)
   assert failed.returncode == 1
-  assert failed.stderr.strip().splitlines()[-1].endswith(
-      '1 run(s) failed (script_small); see the lines above, fix the cause '
-      'and run the same command again: finished jobs are kept.'
+  assert (
+      failed.stderr.strip()
+      .splitlines()[-1]
+      .endswith(
+          '1 run(s) failed (script_small); see the lines above, fix the cause '
+          'and run the same command again: finished jobs are kept.'
+      )
   )
-  [line] = [l for l in failed.stdout.splitlines() if l.startswith('FAILED')]
+  [line] = [
+      text for text in failed.stdout.splitlines() if text.startswith('FAILED')
+  ]
   assert line.startswith('FAILED script_small: pretrain on VM rehearsal-a: ')
   assert line.endswith(f'(log {out}/logs/script_small.pretrain.log)')
   assert set(_cells(_table(out, '004.1'))) == {'ELECTRA-small'}
-  electra_done = glob.glob(f'{bucket}/001_ale.electra_small-*/glue_*/'
-                           'glue_results.json')
+  electra_done = glob.glob(
+      f'{bucket}/001_ale.electra_small-*/glue_*/' 'glue_results.json'
+  )
   before = {path: os.path.getmtime(path) for path in electra_done}
 
   rerun = _rehearse(python_m, inputs, out, '004.1', *flags)
@@ -295,8 +322,13 @@ def test_squad_jobs_run_on_the_vm_and_fill_the_tables_squad_columns(
   test_finetuning._write_squad(squad / 'squad20', rng, '2.0')  # pylint: disable=protected-access
   out = str(tmp_path / 'out')
   result = _rehearse(
-      python_m, inputs, out, '004.1', '--rehearse_sizes=tiny',
-      '--tasks=mrpc:1', f'--squad_dir={squad}',
+      python_m,
+      inputs,
+      out,
+      '004.1',
+      '--rehearse_sizes=tiny',
+      '--tasks=mrpc:1',
+      f'--squad_dir={squad}',
   )
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
   columns = {'SQuAD 1.1 EM', 'SQuAD 1.1 F1', 'SQuAD 2.0 EM', 'SQuAD 2.0 F1'}
@@ -304,3 +336,44 @@ def test_squad_jobs_run_on_the_vm_and_fill_the_tables_squad_columns(
     assert columns <= set(row)
   logs = _vm_job_logs(out)
   assert len([log for log in logs if 'squad11_004_script' in log]) == 2
+
+
+@pytest.mark.slow
+def test_the_gpu_scale_rehearses_here_in_float16_on_one_device(
+    python_m, inputs, tmp_path
+):
+  corpus, vocab, glue = inputs
+  out = tmp_path / 'out'
+  result = python_m(
+      [
+          'experiments.regenerate',
+          '--table=004.1',
+          '--scale=gpu',
+          '--rehearse',
+          f'--corpus={corpus}',
+          f'--vocab_file={vocab}',
+          f'--glue_dir={glue}',
+          '--tasks=mrpc:1',
+          f'--out={out}',
+      ],
+      timeout=3000,
+  )
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  table = _table(str(out), '004.1')
+  assert {row['row'] for row in table['rows']} == {
+      run.row for run in registry.get('004.1').runs
+  }
+  assert 'A rehearsal of --scale=gpu on this machine' in table['header']
+  # Every pretraining ran at the gpu include's sizes, in float16 with a
+  # dynamic loss scale, on one device.
+  params = glob.glob(str(out / 'rehearsal' / 'runs' / '*' / 'params.yaml'))
+  assert len(params) == 2
+  for path in params:
+    text = open(path).read()
+    assert 'mixed_precision_dtype: float16' in text
+    assert 'loss_scale: dynamic' in text
+  configs = glob.glob(
+      str(out / 'rehearsal' / 'runs' / '*' / 'operative_config.gin')
+  )
+  for path in configs:
+    assert 'encoder.hidden_size = 256' in open(path).read()

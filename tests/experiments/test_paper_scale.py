@@ -16,7 +16,9 @@ def _target():
   target = registry.get('001.IV')
   return dataclasses.replace(
       target,
-      runs=tuple(r for r in target.runs if r.name in ('bert_small', 'ale_small')),
+      runs=tuple(
+          r for r in target.runs if r.name in ('bert_small', 'ale_small')
+      ),
   )
 
 
@@ -99,8 +101,8 @@ def test_launch_without_confirm_states_the_cost_and_starts_nothing(
   )
   out = capsys.readouterr().out
   # Runs are dealt to the VMs by model directory, one each here.
-  lines = [l for l in out.splitlines() if '(created if missing)' in l]
-  assert sorted(l.split()[3] for l in lines) == ['vm-a', 'vm-b']
+  lines = [text for text in out.splitlines() if '(created if missing)' in text]
+  assert sorted(text.split()[3] for text in lines) == ['vm-a', 'vm-b']
   assert lines[0].startswith('  bert_small: v3-8 VM ')
   assert 'accelerator-hours on 2 VM(s)' in out
   assert out.rstrip().endswith(
@@ -124,6 +126,10 @@ def test_the_plan_prints_per_replica_batch_and_memory_for_every_run(tmp_path):
   paper_scale.run(_target(), _request(tmp_path, launch=False))
   plan_text = (tmp_path / 'out' / '001.IV.plan.md').read_text()
   for name in ('bert_small', 'ale_small'):
-    [line] = [l for l in plan_text.splitlines() if l.startswith(f'| {name} |')]
+    [line] = [
+        text
+        for text in plan_text.splitlines()
+        if text.startswith(f'| {name} |')
+    ]
     assert '| v3-8 | vm-a |' in line
     assert '128 per replica, about ' in line and ' of 16 GiB |' in line

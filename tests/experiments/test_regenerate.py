@@ -385,7 +385,9 @@ def test_plan_doubles_the_steps_and_hours_of_a_doubled_budget():
           ),
       ),
   )
-  once, twice = plan.plan(target, plan.PaperSettings('gs://bucket/', 'gs://glue'))
+  once, twice = plan.plan(
+      target, plan.PaperSettings('gs://bucket/', 'gs://glue')
+  )
   assert (once.train_steps, twice.train_steps) == (125000, 250000)
   assert twice.tpu_v3_8_hours == pytest.approx(2 * once.tpu_v3_8_hours)
   assert once.model_dir.startswith('gs://bucket/001_ale.electra_small-')
