@@ -54,6 +54,14 @@ class Accelerator:
   def family(self) -> str:
     return self.name.rpartition('-')[0]
 
+  @property
+  def hosts(self) -> int:
+    """TPU VM hosts of the slice (Cloud TPU's rule, as run_tpu.sh's)."""
+    size = int(self.name.rpartition('-')[2])
+    if self.family in ('v5litepod', 'v6e'):
+      return 1 if size <= 8 else size // 4
+    return (size + 7) // 8
+
   def hours_from_v3_8(self, v3_8_hours: float) -> float:
     """Hours at this type's peak bfloat16 rate, from hours on a v3-8."""
     return v3_8_hours * _V3_8_PEAK_TFLOPS / (self.replicas * self.peak_tflops)

@@ -26,6 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from experiments.regeneration import fit
 from experiments.regeneration import plan
 from official_repro.common import json_files
 from official_repro.training import gin_utils
@@ -48,6 +49,8 @@ class Cloud:
       stand-ins: --strategy=cpu, --skip_install, ...).
     env: environment of `run_tpu.sh` (None: this process's).
     progress_seconds: seconds between progress lines.
+    pod_runtime_version: `run_tpu.sh --runtime_version` of the jobs on
+      multi-host slices.
   """
 
   zone: str
@@ -58,6 +61,7 @@ class Cloud:
   run_tpu_flags: Tuple[str, ...] = ()
   env: Optional[Dict[str, str]] = None
   progress_seconds: float = 600.0
+  pod_runtime_version: Optional[str] = None
 
 
 def vm_names(
@@ -99,6 +103,8 @@ def run_tpu_words(
     words.append(f'--project={cloud.project}')
   if cloud.spot:
     words.append('--spot')
+  if fit.accelerator(run.accelerator_type).hosts > 1:
+    words.append(f'--runtime_version={cloud.pod_runtime_version}')
   return words + list(cloud.run_tpu_flags) + list(stage.flags)
 
 

@@ -15,6 +15,7 @@ from typing import Dict, List, Sequence, Tuple
 from absl import app
 import tensorflow as tf
 
+from experiments.regeneration import fit as fit_lib
 from experiments.regeneration import launch as launch_lib
 from experiments.regeneration import plan
 from experiments.regeneration import registry
@@ -93,6 +94,7 @@ def _rehearsal(
       spot=request.spot,
       supervise_interval=1,
       run_tpu_flags=rehearsal.RUN_TPU_FLAGS,
+      pod_runtime_version=request.pod_runtime_version or rehearsal.POD_VERSION,
       env=rehearsal.environment(root, bin_dir, request.rehearse_faults),
       progress_seconds=30.0,
   )
@@ -114,6 +116,7 @@ def _cloud(target: registry.Target, request):
       tpu_names=tuple(request.tpu_names or (_PLACEHOLDER_TPU,)),
       project=request.project,
       spot=request.spot,
+      pod_runtime_version=request.pod_runtime_version,
   )
   return settings, cloud
 
@@ -239,6 +242,17 @@ def _launch(target, request, planned, cloud, vms, state_path, bucket):
     )
   check_records(planned)
   _check_cloud(cloud)
+  pods = [
+      run.name
+      for run in planned
+      if fit_lib.accelerator(run.accelerator_type).hosts > 1
+  ]
+  if pods and not cloud.pod_runtime_version:
+    raise app.UsageError(
+        f'{", ".join(pods)} run on multi-host slices: give '
+        '--pod_runtime_version=tpu-vm-tf-<version>-pod-pjrt, a TensorFlow pod '
+        'version (see ./run_tpu.sh --help, "Pod slices").'
+    )
   print('\n'.join(cost_lines(planned, vms)))
   if not (request.confirm or request.rehearse):
     print(

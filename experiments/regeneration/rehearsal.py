@@ -50,6 +50,9 @@ RUN_TPU_FLAGS = (
     '--skip_install',
     '--project=rehearsal-project',
 )
+# The TPU software version a rehearsal names for multi-host slices (the fake
+# creates their hosts; it installs nothing).
+POD_VERSION = 'tpu-vm-tf-2.20.0-pod-pjrt'
 SIZES = dict(paper=(), tiny=('gin/regenerate/tiny.gin',))
 _TRAIN_ROWS = 8
 _DEV_ROWS = 8

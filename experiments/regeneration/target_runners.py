@@ -163,6 +163,11 @@ class Request:
       'another type.',
   )
   zone: str = dataclass_flags.option('$ZONE', 'Paper scale: TPU zone.')
+  pod_runtime_version: Optional[str] = dataclass_flags.option(
+      None,
+      'Paper scale: the TPU software version of runs on multi-host slices '
+      '(a TensorFlow pod version, tpu-vm-tf-<version>-pod-pjrt).',
+  )
   project: Optional[str] = dataclass_flags.option(
       None, "Paper scale: Cloud project (default: gcloud's)."
   )

@@ -85,25 +85,27 @@ def _calls(out):
     return [json.loads(line) for line in f]
 
 
+def _vm_files(out, pattern):
+  """Paths of the VMs' job files (`*.log`, `*.exit`) in worker 0's home."""
+  return glob.glob(
+      os.path.join(
+          out,
+          'rehearsal',
+          'vms',
+          '*',
+          '*',
+          '*',
+          'worker-0',
+          'home',
+          'official_repro_logs',
+          pattern,
+      )
+  )
+
+
 def _vm_job_logs(out):
   """The job logs the VMs wrote, by file name (the VM homes persist)."""
-  return {
-      os.path.basename(path)
-      for path in glob.glob(
-          os.path.join(
-              out,
-              'rehearsal',
-              'vms',
-              '*',
-              '*',
-              '*',
-              'worker-0',
-              'home',
-              'official_repro_logs',
-              '*.log',
-          )
-      )
-  }
+  return {os.path.basename(path) for path in _vm_files(out, '*.log')}
 
 
 def _table(out, key):
@@ -146,22 +148,9 @@ def test_a_rehearsed_launch_runs_every_job_on_a_vm_and_a_second_starts_nothing(
       'official_repro.train' in str(c) or 'experiments.glue_suite' in str(c)
       for c in launches
   ] == [True] * 4
-  # Fine-tuning started once its pretraining had finished: the VM's log of
-  # each fine-tuning job follows its pretraining's exit status 0.
-  for exit_file in glob.glob(
-      os.path.join(
-          out,
-          'rehearsal',
-          'vms',
-          '*',
-          '*',
-          '*',
-          'worker-0',
-          'home',
-          'official_repro_logs',
-          '*.exit',
-      )
-  ):
+  # Every job ended with status 0: a fine-tuning started while its
+  # pretraining ran would have been refused (the VM is busy) or failed.
+  for exit_file in _vm_files(out, '*.exit'):
     with open(exit_file) as f:
       assert f.read().strip() == '0', exit_file
 
@@ -282,13 +271,61 @@ def test_a_failed_run_is_named_the_others_finish_and_a_rerun_redoes_only_it(
   assert 'electra_small: pretrain on' not in rerun.stdout
 
 
-# Every table with pretraining runs but 001 Table IV (above), in an order
-# that lets later tables read the runs they share with earlier ones.
-_OTHER_TABLES = [
-    key
-    for key, target in registry.TARGETS.items()
-    if target.runs and key not in ('001.IV', 'learning')
-]
+@pytest.mark.slow
+def test_a_preempted_fine_tuning_resumes_on_a_recreated_vm(
+    python_m, inputs, tmp_path
+):
+  out = str(tmp_path / 'out')
+  bucket = os.path.join(out, 'rehearsal', 'bucket')
+  preempt = _faults(
+      tmp_path / 'faults.json',
+      dict(
+          kind='preempt',
+          when=f'{bucket}/004_script.small-*/glue_004_script/mrpc/results.json',
+      ),
+  )
+  result = _rehearse(
+      python_m,
+      inputs,
+      out,
+      '004.1',
+      '--rehearse_sizes=tiny',
+      '--tasks=mrpc:1,stsb:1',
+      preempt,
+  )
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  assert _fired(out) == ['preempt']
+  assert _verbs(out).count('create') == 2
+  cells = _cells(_table(out, '004.1'))
+  assert set(cells['SCRIPT-small']) == {'mrpc', 'stsb'}
+
+
+# Every table with pretraining runs but 001 Table IV (above); 003 Table 1,
+# with the base and large models, last: it reads the Small++ runs the
+# others share with it.
+_OTHER_TABLES = sorted(
+    (
+        key
+        for key, target in registry.TARGETS.items()
+        if target.runs and key not in ('001.IV', 'learning')
+    ),
+    key=lambda key: (key == '003.1', key),
+)
+
+
+def _accelerator_types(key):
+  """--accelerator_type items that fit each run of `key`.
+
+  003's base and large models at 8 examples per replica: the plan refuses
+  them on a v3-8.
+  """
+  items = ['v3-8']
+  for run in registry.get(key).runs:
+    if key.startswith('003') and 'large' in run.name:
+      items.append(f'{run.name}=v3-256')
+    elif key.startswith('003') and 'base' in run.name:
+      items.append(f'{run.name}=v3-{128 if "_pp" in run.name else 32}')
+  return ','.join(items)
 
 
 @pytest.fixture(scope='module')
@@ -302,7 +339,14 @@ def test_every_table_rehearses_at_the_papers_sizes(
     python_m, inputs, shared_out, key
 ):
   result = _rehearse(
-      python_m, inputs, shared_out, key, '--tasks=mrpc:1', timeout=5400
+      python_m,
+      inputs,
+      shared_out,
+      key,
+      '--tasks=mrpc:1',
+      '--tpu_names=vm-a,vm-b',
+      f'--accelerator_type={_accelerator_types(key)}',
+      timeout=5400,
   )
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
   target = registry.get(key)
