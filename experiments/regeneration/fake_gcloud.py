@@ -11,10 +11,12 @@ holding `vm.json` (state, accelerator type) and one home folder per worker;
 environment standing in for the VM's. The fake rewrites no command: what a
 rehearsal changes (strategy, steps, data) is in the commands it is sent.
 
-Faults (`$FAKE_GCLOUD_FAULTS`, a JSON list; each fires once):
-  {"kind": "preempt", "vm": GLOB, "when": PATH_GLOB}: once a file matching
-      PATH_GLOB exists, the VM's processes get SIGTERM, then SIGKILL 2 s
-      later, and the VM goes PREEMPTED (a Spot VM taken back);
+Faults (`$FAKE_GCLOUD_FAULTS`, a JSON list; each fires once, on the first
+READY VM whose name matches "vm" (default any) and, with "job", that runs a
+process with that text in its command line):
+  {"kind": "preempt", "vm": GLOB, "job": TEXT, "when": PATH_GLOB}: once a
+      file matching PATH_GLOB exists, the VM's processes get SIGTERM, then
+      SIGKILL 2 s later, and the VM goes PREEMPTED (a Spot VM taken back);
   {"kind": "crash", "vm": GLOB, "when": PATH_GLOB}: the VM's processes
       other than shells get SIGABRT (a job that dies with status 134, which
       a supervisor does not retry);
@@ -29,6 +31,7 @@ exists; it runs only with `FAKE_GCLOUD_ROOT` set, so it cannot be mistaken
 for the real CLI.
 """
 
+import fcntl
 import fnmatch
 import glob
 import json
@@ -296,21 +299,22 @@ def scp(words, options) -> None:
 
 def _ssh_dropped(name) -> bool:
   """Whether an ssh_drop fault takes this call (counting calls per fault)."""
-  root = _root()
-  fired_path = os.path.join(root, 'faults.json')
-  state = _read_json(fired_path, {})
-  dropped = False
-  for index, fault in enumerate(_faults()):
-    if fault.get('kind') != 'ssh_drop':
-      continue
-    if not fnmatch.fnmatch(name, fault.get('vm', '*')):
-      continue
-    key = f'ssh_calls_{index}'
-    state[key] = state.get(key, 0) + 1
-    if state[key] == int(fault['call']):
-      dropped = True
-  _write_json(fired_path, state)
-  return dropped
+  with open(os.path.join(_root(), 'faults.lock'), 'w') as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    fired_path = os.path.join(_root(), 'faults.json')
+    state = _read_json(fired_path, {})
+    dropped = False
+    for index, fault in enumerate(_faults()):
+      if fault.get('kind') != 'ssh_drop':
+        continue
+      if not fnmatch.fnmatch(name, fault.get('vm', '*')):
+        continue
+      key = f'ssh_calls_{index}'
+      state[key] = state.get(key, 0) + 1
+      if state[key] == int(fault['call']):
+        dropped = True
+    _write_json(fired_path, state)
+    return dropped
 
 
 def ssh(name, options) -> int:
@@ -344,35 +348,65 @@ def _faults():
   return _read_json(path, []) if path else []
 
 
+def _runs_job(vm_dir: str, job: str) -> bool:
+  """Whether a process on the VM has `job` in its command line.
+
+  The command line's words joined by spaces.
+  """
+  for pid in _vm_processes(vm_dir):
+    try:
+      with open(f'/proc/{pid}/cmdline', 'rb') as f:
+        if job.encode() in f.read().replace(b'\0', b' '):
+          return True
+    except OSError:
+      continue
+  return False
+
+
+def _target_vm(fault):
+  """The first READY VM the fault names (and whose job it names), or None."""
+  for vm_json in sorted(
+      glob.glob(os.path.join(_root(), '*', '*', '*', 'vm.json'))
+  ):
+    vm = _read_json(vm_json, {})
+    vm_dir = os.path.dirname(vm_json)
+    if (
+        vm.get('state') == 'READY'
+        and fnmatch.fnmatch(vm.get('name', ''), fault.get('vm', '*'))
+        and (not fault.get('job') or _runs_job(vm_dir, fault['job']))
+    ):
+      return vm_dir, vm['name']
+  return None
+
+
 def _check_faults() -> bool:
-  """Fires the file-triggered faults whose condition holds; any pending?"""
-  root = _root()
-  fired_path = os.path.join(root, 'faults.json')
-  state = _read_json(fired_path, {})
-  pending = False
-  for index, fault in enumerate(_faults()):
-    kind = fault.get('kind')
-    if kind not in ('preempt', 'crash') or state.get(f'fired_{index}'):
-      continue
-    pending = True
-    if not glob.glob(fault['when']):
-      continue
-    for vm_json in glob.glob(os.path.join(root, '*', '*', '*', 'vm.json')):
-      vm_dir = os.path.dirname(vm_json)
-      vm = _read_json(vm_json, {})
-      if not fnmatch.fnmatch(vm.get('name', ''), fault.get('vm', '*')):
+  """Fires the file-triggered faults whose condition holds; any pending?
+
+  Each fires once, on one VM, under a lock shared by every fake process.
+  """
+  with open(os.path.join(_root(), 'faults.lock'), 'w') as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    fired_path = os.path.join(_root(), 'faults.json')
+    state = _read_json(fired_path, {})
+    pending = False
+    for index, fault in enumerate(_faults()):
+      kind = fault.get('kind')
+      if kind not in ('preempt', 'crash') or state.get(f'fired_{index}'):
         continue
-      if vm.get('state') != 'READY':
+      pending = True
+      target = _target_vm(fault) if glob.glob(fault['when']) else None
+      if target is None:
         continue
+      vm_dir, name = target
       state[f'fired_{index}'] = True
       _write_json(fired_path, state)
-      _log(dict(fault=fault, vm=vm['name']))
+      _log(dict(fault=fault, vm=name))
       if kind == 'preempt':
         _set_state(vm_dir, 'PREEMPTED')
         _halt(vm_dir)
       else:
         _signal_all(_vm_processes(vm_dir, shells=False), signal.SIGABRT)
-  return pending
+    return pending
 
 
 def _start_watcher() -> None:

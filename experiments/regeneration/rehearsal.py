@@ -37,6 +37,11 @@ PRETRAIN_BINDINGS = (
     'experiment.validation_steps=1',
     'experiment.max_to_keep=10',
     'optimization.warmup_steps=1',
+    # One seed and op determinism, so that a rehearsal preempted mid-run
+    # gives the table of one that was not (a run resumed from a checkpoint
+    # continues the same random streams).
+    'experiment.seed=1',
+    'experiment.deterministic=True',
 )
 FINETUNE_FLAGS = (
     '--gin_param=run_protocol.num_runs=1',

@@ -254,3 +254,25 @@ def test_ssh_drop_fault_fails_the_nth_call_without_running_it(tmp_path):
 )
 def test_hosts_follow_cloud_tpus_rule(accelerator, hosts):
   assert fake_gcloud._hosts(accelerator) == hosts  # pylint: disable=protected-access
+
+
+def test_a_fault_with_a_job_fires_on_the_vm_running_it_only(tmp_path):
+  faults = tmp_path / 'faults.json'
+  trigger = tmp_path / 'go'
+  faults.write_text(
+      json.dumps([dict(kind='preempt', job='sleep 60', when=str(trigger))])
+  )
+  root = tmp_path / 'root'
+  _create(root, name='a-idle', faults=faults)
+  _create(root, name='b-busy', faults=faults)
+  _gcloud(
+      root,
+      *_VM,
+      'ssh',
+      'b-busy',
+      *_WHERE,
+      '--command=setsid nohup sleep 60 > /dev/null 2>&1 < /dev/null &',
+  )
+  trigger.write_text('')
+  assert _wait(lambda: _state(root, 'b-busy') == 'PREEMPTED')
+  assert _state(root, 'a-idle') == 'READY'

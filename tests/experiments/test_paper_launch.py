@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import random
+import sys
 
 import pytest
 
@@ -204,11 +205,14 @@ def test_001_iv_at_paper_sizes_preempted_twice_gives_the_same_table(
       # Mid-pretraining: ELECTRA-small's VM once its first checkpoint is in.
       dict(
           kind='preempt',
+          job='official_repro.train --gin_file=gin/papers/001_ale/electra',
           when=f'{bucket}/001_ale.electra_small-*/ckpt-1.index',
       ),
       # Mid-fine-tuning: ALE-small's VM once MRPC is done, before STS-B.
       dict(
           kind='preempt',
+          job='experiments.glue_suite --paper=001_ale --init_checkpoint='
+          f'{bucket}/001_ale.ale_small',
           when=f'{bucket}/001_ale.ale_small-*/glue_001_ale/mrpc/results.json',
       ),
       dict(kind='ssh_drop', vm='vm-b', call=4),
@@ -421,3 +425,71 @@ def test_the_gpu_scale_rehearses_here_in_float16_on_one_device(
   )
   for path in configs:
     assert 'encoder.hidden_size = 256' in open(path).read()
+
+
+# Another fake of the Cloud TPU CLI, written apart from fake_gcloud.py and
+# as small as the documented behaviour allows: one home per VM, no workers,
+# no faults. A rehearsal must work against it too.
+_OTHER_GCLOUD = """#!{python}
+import json, os, shutil, subprocess, sys
+args = sys.argv[1:]
+root = os.path.join(os.environ['FAKE_GCLOUD_ROOT'], 'other')
+os.makedirs(root, exist_ok=True)
+words = [a for a in args if not a.startswith('--')]
+flags = dict(a[2:].partition('=')[::2] for a in args if a.startswith('--'))
+if words[:2] == ['config', 'get-value']:
+  print('other-project')
+  sys.exit(0)
+verb, name = words[3], (words[4] if len(words) > 4 else '')
+if verb == 'scp':
+  name = words[5].split(':')[0]
+state = os.path.join(root, name + '.json')
+home = os.path.join(root, name + '.home')
+if verb == 'create':
+  os.makedirs(home, exist_ok=True)
+  json.dump(dict(state='READY', acceleratorType=flags['accelerator-type']),
+            open(state, 'w'))
+elif verb == 'describe':
+  if not os.path.exists(state):
+    sys.stderr.write('ERROR: (gcloud) NOT_FOUND: ' + name + '\\n')
+    sys.exit(1)
+  vm = json.load(open(state))
+  print(vm['state'] + '\\t' + vm['acceleratorType'])
+elif verb == 'delete':
+  os.remove(state)
+  shutil.rmtree(home)
+elif verb == 'scp':
+  shutil.copy(words[4], os.path.join(home, words[5].split(':', 1)[1]))
+elif verb == 'ssh':
+  env = dict(os.environ, HOME=home)
+  sys.exit(subprocess.call(['bash', '-c', flags['command']], cwd=home,
+                           env=env))
+else:
+  sys.stderr.write('ERROR: unsupported ' + verb + '\\n')
+  sys.exit(1)
+"""
+
+
+@pytest.mark.slow
+def test_a_rehearsal_runs_against_another_fake_gcloud(
+    python_m, inputs, tmp_path
+):
+  other = tmp_path / 'gcloud'
+  other.write_text(_OTHER_GCLOUD.format(python=sys.executable))
+  other.chmod(0o755)
+  out = str(tmp_path / 'out')
+  result = _rehearse(
+      python_m,
+      inputs,
+      out,
+      '004.1',
+      '--rehearse_sizes=tiny',
+      '--tasks=mrpc:1',
+      f'--rehearse_gcloud={other}',
+  )
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  assert set(_cells(_table(out, '004.1'))) == {
+      run.row for run in registry.get('004.1').runs
+  }
+  homes = glob.glob(os.path.join(out, 'rehearsal', 'vms', 'other', '*.home'))
+  assert [os.path.basename(home) for home in homes] == ['rehearsal-a.home']
