@@ -1,6 +1,6 @@
 """Runs a table's paper-scale plan on TPU VMs to the end, resumably.
 
-`launch` gives each planned run to one of the VMs (`assign`: the same run
+`launch` gives each planned run to one of the VMs (`vm_names`: the same run
 always to the same VM, so a second launch finds its job where the first left
 it) and works through each VM's runs in order, one thread per VM. A run is
 its stages (`plan.Stage`: pretraining, the GLUE suite, SQuAD), each started
