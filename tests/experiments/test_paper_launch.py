@@ -215,7 +215,8 @@ def test_001_iv_at_paper_sizes_preempted_twice_gives_the_same_table(
           f'{bucket}/001_ale.ale_small',
           when=f'{bucket}/001_ale.ale_small-*/glue_001_ale/mrpc/results.json',
       ),
-      dict(kind='ssh_drop', vm='vm-b', call=4),
+      # The second ssh to vm-b, the tree's sync to the new VM: retried.
+      dict(kind='ssh_drop', vm='vm-b', call=2),
   )
   result = _rehearse(python_m, inputs, faulty, '001.IV', *flags, faults)
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
