@@ -781,9 +781,9 @@ training_status() {
   fi
 }
 
-# Prints the last lines of the job's log on worker 0, each behind '  | '.
+# Prints the last 60 lines of the job's log on worker 0, each behind '  | '.
 print_log_tail() {
-  local tail_cmd="tail -n 20 $q_log"
+  local tail_cmd="tail -n 60 $q_log"
   note "the last lines of $LOG_ON_VM on worker 0:"
   print_cmd "${ssh_cmd[@]}" --worker=0 "--command=$tail_cmd"
   "${ssh_cmd[@]}" --worker=0 "--command=$tail_cmd" 2>/dev/null | while IFS= read -r line; do

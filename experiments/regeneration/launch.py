@@ -33,6 +33,9 @@ from official_repro.training import gin_utils
 
 _RUN_TPU = os.path.join(gin_utils.REPO_ROOT, 'run_tpu.sh')
 _POLL_SECONDS = 1.0
+# An error line: a command's 'name: error: ...', Python's 'Fatal Python
+# error', an exception; not a module name such as h5py._errors.
+_ERROR = re.compile(r'\berror\b|Error:', re.IGNORECASE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +147,7 @@ def _last_error(log_path: str) -> str:
     lines = [line.rstrip() for line in f if line.strip()]
   job = [line[4:] for line in lines if line.startswith('  | ')]
   for candidates in (job, lines):
-    errors = [line for line in candidates if 'error' in line.lower()]
+    errors = [line for line in candidates if _ERROR.search(line)]
     if errors:
       return errors[-1].strip()
   return (lines or ['(empty log)'])[-1].strip()

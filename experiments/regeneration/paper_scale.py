@@ -83,7 +83,8 @@ def _rehearsal(
       extra_gin_files=extra,
       pretrain_bindings=rehearsal.PRETRAIN_BINDINGS,
       train_steps_cap=rehearsal.TRAIN_STEPS,
-      finetune_flags=rehearsal.FINETUNE_FLAGS,
+      finetune_flags=rehearsal.FINETUNE_FLAGS
+      + (rehearsal.TINY_FINETUNE_FLAGS if extra else ()),
   )
   bin_dir = rehearsal.write_gcloud(
       os.path.join(root, 'bin'), request.rehearse_gcloud
