@@ -28,7 +28,8 @@ called. Every call is appended to `$FAKE_GCLOUD_ROOT/calls.jsonl`.
 
 Written for this repository because no maintained fake of the Cloud TPU CLI
 exists; it runs only with `FAKE_GCLOUD_ROOT` set, so it cannot be mistaken
-for the real CLI.
+for the real CLI. Standard library only, so that each call starts fast; its
+files are this machine's (its state folder, /proc), read with `open`.
 """
 
 import fcntl
