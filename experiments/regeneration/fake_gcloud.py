@@ -32,6 +32,7 @@ for the real CLI. Standard library only, so that each call starts fast; its
 files are this machine's (its state folder, /proc), read with `open`.
 """
 
+import contextlib
 import fcntl
 import fnmatch
 import glob
@@ -298,13 +299,21 @@ def scp(words, options) -> None:
     shutil.copy(source, target)
 
 
-def _ssh_dropped(name) -> bool:
-  """Whether an ssh_drop fault takes this call (counting calls per fault)."""
+@contextlib.contextmanager
+def _fault_state():
+  """The faults' counters and fired flags, locked and written back."""
   with open(os.path.join(_root(), 'faults.lock'), 'w') as lock:
     fcntl.flock(lock, fcntl.LOCK_EX)
-    fired_path = os.path.join(_root(), 'faults.json')
-    state = _read_json(fired_path, {})
-    dropped = False
+    path = os.path.join(_root(), 'faults.json')
+    state = _read_json(path, {})
+    yield state
+    _write_json(path, state)
+
+
+def _ssh_dropped(name) -> bool:
+  """Whether an ssh_drop fault takes this call (counting calls per fault)."""
+  dropped = False
+  with _fault_state() as state:
     for index, fault in enumerate(_faults()):
       if fault.get('kind') != 'ssh_drop':
         continue
@@ -314,8 +323,7 @@ def _ssh_dropped(name) -> bool:
       state[key] = state.get(key, 0) + 1
       if state[key] == int(fault['call']):
         dropped = True
-    _write_json(fired_path, state)
-    return dropped
+  return dropped
 
 
 def ssh(name, options) -> int:
@@ -385,11 +393,8 @@ def _check_faults() -> bool:
 
   Each fires once, on one VM, under a lock shared by every fake process.
   """
-  with open(os.path.join(_root(), 'faults.lock'), 'w') as lock:
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    fired_path = os.path.join(_root(), 'faults.json')
-    state = _read_json(fired_path, {})
-    pending = False
+  pending = False
+  with _fault_state() as state:
     for index, fault in enumerate(_faults()):
       kind = fault.get('kind')
       if kind not in ('preempt', 'crash') or state.get(f'fired_{index}'):
@@ -400,14 +405,13 @@ def _check_faults() -> bool:
         continue
       vm_dir, name = target
       state[f'fired_{index}'] = True
-      _write_json(fired_path, state)
       _log(dict(fault=fault, vm=name))
       if kind == 'preempt':
         _set_state(vm_dir, 'PREEMPTED')
         _halt(vm_dir)
       else:
         _signal_all(_vm_processes(vm_dir, shells=False), signal.SIGABRT)
-    return pending
+  return pending
 
 
 def _start_watcher() -> None:
