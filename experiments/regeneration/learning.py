@@ -39,6 +39,7 @@ from experiments.regeneration import registry
 from experiments.regeneration import report
 from experiments.regeneration import runner
 from official_repro.common import json_files
+from official_repro.metrics import aggregation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,13 +122,11 @@ def _gap(pretrained: Dict, random_init: Dict) -> Dict:
   the fine-tuning seeds, and the verdict: 'ahead' or 'behind' by more than
   that, or 'within noise'.
   """
-  a, b = pretrained['summary'], random_init['summary']
-  noise = 2.0 * math.sqrt(a['std'] ** 2 / a['n'] + b['std'] ** 2 / b['n'])
-  gap = a['mean'] - b['mean']
-  verdict = (
-      'ahead' if gap > noise else 'behind' if gap < -noise else 'within noise'
+  return dataclasses.asdict(
+      aggregation.compare_summaries(
+          pretrained['summary'], random_init['summary']
+      )
   )
-  return dict(gap=gap, noise=noise, verdict=verdict)
 
 
 def run_learning(

@@ -9,7 +9,6 @@ mean over the tasks run and is marked as such, since an average over fewer
 tasks is not the paper's quantity.
 """
 
-import math
 import os
 import statistics
 from typing import Dict, List, Optional, Tuple
@@ -19,6 +18,7 @@ import tensorflow as tf
 from experiments import paper_tables
 from experiments.regeneration import registry
 from official_repro.common import json_files
+from official_repro.metrics import aggregation
 
 # Held-out pretraining metrics a table prints (`held_out.read_curve` names).
 # Those better when higher are the ones a target's claims can be checked on
@@ -249,9 +249,9 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
     verdict} per pair and measure that both rows have over several seeds,
     `better` the row the paper ranks higher and `paper_gap` the paper's
     gap of GLUE averages (None for another measure or where the paper
-    prints no averages for both); `verdict` 'reproduced' (ours ahead by
-    more than the noise), 'reversed' (behind by more than it) or 'within
-    noise'.
+    prints no averages for both); `verdict` `aggregation.compare`'s of
+    the paper's better row against its worse: 'ahead' (the paper's order
+    reproduced), 'behind' (reversed) or 'within noise'.
 
   Raises:
     ValueError: when the target names a held-out metric that is not
@@ -303,10 +303,7 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
       b = worse_measures.get(measure)
       if not b or len(a) < 2 or len(b) < 2:
         continue
-      gap = statistics.fmean(a) - statistics.fmean(b)
-      noise = 2.0 * math.sqrt(
-          statistics.variance(a) / len(a) + statistics.variance(b) / len(b)
-      )
+      comparison = aggregation.compare(a, b)
       out.append(
           dict(
               better=better['row'],
@@ -314,15 +311,9 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
               source=source,
               measure=measure,
               paper_gap=paper_gap if measure == _GLUE_MEAN else None,
-              ours_gap=gap,
-              noise=noise,
-              verdict=(
-                  'reproduced'
-                  if gap > noise
-                  else 'reversed'
-                  if gap < -noise
-                  else 'within noise'
-              ),
+              ours_gap=comparison.gap,
+              noise=comparison.noise,
+              verdict=comparison.verdict,
           )
       )
   return out
@@ -523,7 +514,7 @@ def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
         'mean score over the tasks run; noise: twice its standard error):',
         '',
         '| paper says | where | measure | paper gap | our gap | noise | '
-        'verdict |',
+        'ours: the first |',
         '|---|---|---|---|---|---|---|',
     ]
     lines += [

@@ -17,9 +17,14 @@ evaluations made during fine-tuning) and across runs (`aggregate`: 'max',
 within a run gets 'last', the score of the fine-tuned model as trained. The
 papers' choices are gin (`run_protocol` in `gin/finetune/<paper>/protocol.gin`),
 each line citing the paper.
+
+`compare` is the one verdict every experiment and report gives on two sets
+of per-seed values: 'ahead', 'behind' or 'within noise', by whether the gap
+of their means exceeds twice its standard error.
 """
 
 import math
+import dataclasses
 from typing import Dict, Mapping, Sequence
 
 import numpy as np
@@ -94,6 +99,55 @@ def summarize(values: Sequence[float]) -> Dict[str, float]:
       std=std,
       sem=std / math.sqrt(n),
   )
+
+
+VERDICTS = ('ahead', 'behind', 'within noise')
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+  """`a` against `b`: the gap of their means, its noise and the verdict."""
+
+  gap: float
+  noise: float
+  verdict: str
+
+
+def compare(a: Sequence[float], b: Sequence[float]) -> Comparison:
+  """Whether `a`'s mean differs from `b`'s beyond noise.
+
+  Args:
+    a: n_a >= 2 per-seed values.
+    b: n_b >= 2 per-seed values.
+
+  Returns:
+    gap = mean(a) - mean(b); noise = twice its standard error,
+    2 sqrt(s_a^2 / n_a + s_b^2 / n_b) (Welch's, sample variances); verdict
+    'ahead' (gap > noise), 'behind' (gap < -noise) or 'within noise'.
+
+  Raises:
+    ValueError: fewer than two values on a side (no spread to judge by).
+  """
+  if len(a) < 2 or len(b) < 2:
+    raise ValueError(
+        f'compare needs at least 2 values a side, got {len(a)} and {len(b)}.'
+    )
+  return compare_summaries(summarize(a), summarize(b))
+
+
+def compare_summaries(
+    a: Mapping[str, float], b: Mapping[str, float]
+) -> Comparison:
+  """`compare` of two `summarize` results (their 'n', 'mean' and 'std')."""
+  gap = a['mean'] - b['mean']
+  noise = 2.0 * math.sqrt(a['std'] ** 2 / a['n'] + b['std'] ** 2 / b['n'])
+  if gap > noise:
+    verdict = 'ahead'
+  elif gap < -noise:
+    verdict = 'behind'
+  else:
+    verdict = 'within noise'
+  return Comparison(gap=gap, noise=noise, verdict=verdict)
 
 
 def select_eval(

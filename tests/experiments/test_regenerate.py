@@ -1466,11 +1466,11 @@ def test_claims_compare_the_gap_with_twice_its_standard_error():
   assert claim['ours_gap'] == pytest.approx(3.0)
   assert claim['noise'] == pytest.approx(2.0 * 2.0**0.5)
   assert claim['paper_gap'] == pytest.approx(1.0)
-  assert claim['verdict'] == 'reproduced'
+  assert claim['verdict'] == 'ahead'
   entries[1]['seed_averages'] = [70.0, 72.5]
   assert report.claims(target, entries)[0]['verdict'] == 'within noise'
   entries[1]['seed_averages'] = [60.0, 61.0]
-  assert report.claims(target, entries)[0]['verdict'] == 'reversed'
+  assert report.claims(target, entries)[0]['verdict'] == 'behind'
   # A single seed has no spread to judge by.
   entries[1]['seed_averages'] = [90.0]
   assert report.claims(target, entries) == []
@@ -1556,7 +1556,7 @@ def test_claims_are_checked_on_each_held_out_metric_over_seeds():
   # Gap 0.35 - 0.31; variances 1e-4 and 4e-4, each over 3 seeds.
   assert accuracy['ours_gap'] == pytest.approx(0.04)
   assert accuracy['noise'] == pytest.approx(2.0 * (5e-4 / 3) ** 0.5)
-  assert accuracy['verdict'] == 'reproduced'
+  assert accuracy['verdict'] == 'ahead'
   assert by_measure['GLUE mean over the tasks run']['verdict'] == (
       'within noise'
   )

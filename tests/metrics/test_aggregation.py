@@ -2,7 +2,9 @@
 
 import math
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from official_repro.metrics import aggregation
 
@@ -73,3 +75,26 @@ class TestSelectEval:
       aggregation.select_eval([], 'accuracy', 'best')
     with pytest.raises(ValueError, match=r"\[1\] .*'mcc'"):
       aggregation.select_eval([{'mcc': 0.1}, {'accuracy': 0.2}], 'mcc', 'best')
+
+
+class TestCompare:
+
+  def test_noise_is_twice_welchs_standard_error(self):
+    a, b = [0.30, 0.34, 0.33, 0.31], [0.25, 0.29, 0.24]
+    welch = stats.ttest_ind(a, b, equal_var=False)
+    gap = np.mean(a) - np.mean(b)
+    result = aggregation.compare(a, b)
+    assert result.gap == pytest.approx(gap)
+    # Welch's t is the gap over its standard error.
+    assert result.noise == pytest.approx(2.0 * gap / welch.statistic)
+    assert result.verdict == 'ahead'
+    assert aggregation.compare(b, a).verdict == 'behind'
+
+  def test_a_gap_inside_the_noise(self):
+    result = aggregation.compare([0.30, 0.40], [0.33, 0.36])
+    assert abs(result.gap) < result.noise
+    assert result.verdict == 'within noise'
+
+  def test_one_value_has_no_spread(self):
+    with pytest.raises(ValueError, match='at least 2 values'):
+      aggregation.compare([0.3], [0.2, 0.1])
