@@ -90,8 +90,9 @@ FLAGS = flags.FLAGS
 def define_flags() -> None:
   """Defines this script's flags.
 
-  experiments.profile_pretraining uses them too. Called only when a script
-  runs: importing the module for its functions defines no flags.
+  experiments.investigations.profile_pretraining uses them too. Called only
+  when a script runs: importing the module for its functions defines no
+  flags.
   """
   flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')

@@ -47,9 +47,10 @@ What it shows, and what was decided from it:
     long T it falls below it, because self-attention's softmax over T x T
     scores is memory-bound and costs more time per FLOP than the matmuls,
     and mixed attention has half as many such heads.
-  * The banded k-tap contraction (see `experiments/span_conv_speed.py`,
-    which times the sum alone) was chosen for training, whose backward
-    pass it speeds up more than this forward-only timing shows.
+  * The banded k-tap contraction (see
+    `experiments/investigations/span_conv_speed.py`, which times the sum
+    alone) was chosen for training, whose backward pass it speeds up more
+    than this forward-only timing shows.
   * The project's CPU runs do not use XLA: with `--xla` mixed attention is
     slower than with TensorFlow's kernels at every length, and its time
     ratio to self-attention is higher, because XLA's CPU backend runs the

@@ -23,7 +23,7 @@ sizes and batches, so they locate the phase, not a value to match).
 Example (the cpu scale's records are those `experiments.regenerate
 --scale=cpu` builds; `create_pretraining_data --vocab_size=4096
 --max_seq_length=64 --eval_fraction=0.1` makes the same):
-  python -m experiments.discriminator_horizon --run=electra \
+  python -m experiments.investigations.discriminator_horizon --run=electra \
     --records=/data/records_cpu --model_dir=/tmp/horizon/electra \
     --output_dir=experiments/reports
 """
@@ -40,14 +40,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from absl import flags
 import tensorflow as tf
 
-from experiments import discriminator_probe as probe_report
+from experiments.investigations import discriminator_probe as probe_report
 from experiments import provenance
 from experiments.regeneration import held_out
 from experiments.regeneration import registry
 from experiments.regeneration import runner
 from official_repro.common import cli
 from official_repro.common import json_files
-from official_repro.training import discriminator_probe
+from experiments.investigations import discriminator_probe_lib
 from official_repro.training import gin_utils
 
 FLAGS = flags.FLAGS
@@ -340,7 +340,7 @@ def probe_checkpoints(
     if step in kept and _probed_steps(kept[step]) == probe_steps:
       continue
     try:
-      result = discriminator_probe.probe(
+      result = discriminator_probe_lib.probe(
           model_dir, steps=probe_steps, checkpoint=checkpoint
       )
     except (tf.errors.NotFoundError, cli.UserError):
@@ -517,7 +517,7 @@ def write_report(
       f'{_PRECISION.get(mixed_precision, "a precision not recorded")}, '
       'evaluated on held-out books at every checkpoint.',
       '',
-      provenance.provenance('experiments.discriminator_horizon'),
+      provenance.provenance('experiments.investigations.discriminator_horizon'),
       '',
       '## Verdict',
       '',
@@ -582,13 +582,14 @@ def write_report(
 def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
   """The report's probe section: a row per checkpoint, then the last."""
   cell = probe_report.cell
-  edges = discriminator_probe.PLAUSIBILITY_EDGES
+  edges = discriminator_probe_lib.PLAUSIBILITY_EDGES
   bands = ' / '.join(f'{low:g}-{high:g}' for low, high in zip(edges, edges[1:]))
   lines = [
       '## What the detector detects, checkpoint by checkpoint',
       '',
-      '`experiments.discriminator_probe` on each checkpoint (the run keeps '
-      'its last five; each probe is kept in `<model_dir>/probes/`): the '
+      '`experiments.investigations.discriminator_probe` on each checkpoint '
+      '(the run keeps its last five; each probe is kept in '
+      '`<model_dir>/probes/`): the '
       "detector's held-out AUC on its generator's replacements and on "
       'unigram replacements at the same slots, on the odd sequences beside '
       'the best identity-only scorer fit on the even ones; its AUC on '

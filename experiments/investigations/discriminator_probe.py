@@ -1,6 +1,7 @@
 r"""What a run's replaced-token detector detects, as a report.
 
-  python -m experiments.discriminator_probe --model_dir=<pretraining run> \
+  python -m experiments.investigations.discriminator_probe \
+    --model_dir=<pretraining run> \
     --name=electra --output_dir=experiments/reports [--records=...] \
     [--checkpoint=<model_dir>/ckpt-<step>] [--steps=20] [--description=...]
 
@@ -10,8 +11,8 @@ held-out AUC, recall and accuracy on the generator's replacements, on
 context-free (unigram) and on uniform replacements at the same masked
 positions, each beside the best identity-only scorer; and its recall by the
 generator's probability of the replaced token
-(`official_repro.training.discriminator_probe`). The horizon runs
-(`experiments/discriminator_horizon.py`) are probed with it.
+(`experiments.investigations.discriminator_probe_lib`). The horizon runs
+(`experiments/investigations/discriminator_horizon.py`) are probed with it.
 """
 
 import os
@@ -28,7 +29,7 @@ import tensorflow as tf
 from experiments import provenance
 from official_repro.common import cli
 from official_repro.common import json_files
-from official_repro.training import discriminator_probe
+from experiments.investigations import discriminator_probe_lib
 
 FLAGS = flags.FLAGS
 
@@ -81,7 +82,7 @@ def report_lines(result: Dict[str, Any]) -> List[str]:
       'half |',
       '|---|---|---|---|---|---|---|---|',
   ]
-  for source in discriminator_probe.SOURCES:
+  for source in discriminator_probe_lib.SOURCES:
     metrics = result['sources'][source]
     lines.append(
         f'| {_SOURCE_LABELS[source]} | {cell(metrics["auc"])} | '
@@ -124,7 +125,7 @@ def write_report(
       f'# What the replaced-token detector detects: {name}',
       '',
       *([description, ''] if description else []),
-      provenance.provenance('experiments.discriminator_probe'),
+      provenance.provenance('experiments.investigations.discriminator_probe'),
       '',
       *report_lines(result),
       '',
@@ -145,7 +146,7 @@ def main(argv: Sequence[str]) -> None:
   stem = os.path.join(FLAGS.output_dir, f'discriminator_probe_{FLAGS.name}')
   for suffix in ('.md', '.json'):
     json_files.check_writable(stem + suffix, '--output_dir')
-  result = discriminator_probe.probe(
+  result = discriminator_probe_lib.probe(
       FLAGS.model_dir, FLAGS.records, FLAGS.steps, FLAGS.checkpoint, FLAGS.seed
   )
   print('\n'.join(report_lines(result)))

@@ -25,7 +25,8 @@ temperature 1), with the detector's recall and AUC (against all original
 tokens) in each band: a detector limited by the generator's plausibility
 loses recall as that probability grows.
 
-`experiments/discriminator_probe.py` runs it and writes the report.
+`experiments/investigations/discriminator_probe.py` runs it and writes the
+report.
 """
 
 import dataclasses

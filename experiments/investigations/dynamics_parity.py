@@ -75,7 +75,7 @@ same books: a prior report whose context-free ceiling differs from the
 rebuilt records' is refused).
 
 Example (records are built under --runs_dir from --corpus when missing):
-  python -m experiments.dynamics_parity \
+  python -m experiments.investigations.dynamics_parity \
     --corpus=../shared/data/corpus/gutenberg --runs_dir=/tmp/parity \
     --output_dir=experiments/reports
 """
@@ -1014,7 +1014,7 @@ def run_all(
           [
               sys.executable,
               '-m',
-              'experiments.dynamics_parity',
+              'experiments.investigations.dynamics_parity',
               f'--runs_dir={runs_dir}',
               f'--run={o}:{v}:{s}',
               f'--train_steps={schedule.train_steps}',
@@ -1616,7 +1616,7 @@ def write_report(
       markdown(
           results,
           rows,
-          provenance.provenance('experiments.dynamics_parity'),
+          provenance.provenance('experiments.investigations.dynamics_parity'),
           schedule,
           ceiling,
           replay,

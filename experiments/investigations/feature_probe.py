@@ -1,6 +1,7 @@
 r"""Linear probes of a frozen encoder on a GLUE task: pretrained vs random.
 
-  python -m experiments.feature_probe --init_checkpoint=<export or model_dir> \
+  python -m experiments.investigations.feature_probe \
+    --init_checkpoint=<export or model_dir> \
     --glue_dir=<GLUE root> [--task=sst2] [--max_train_examples=8000] \
     [--random_seeds=3] [--output_json=...] [--output_markdown=...]
 
@@ -289,7 +290,7 @@ def main(argv: Sequence[str]) -> None:
       FLAGS.max_seq_length,
   )
   text = format_result(
-      result, provenance.provenance('experiments.feature_probe')
+      result, provenance.provenance('experiments.investigations.feature_probe')
   )
   print(text)
   if FLAGS.output_json:

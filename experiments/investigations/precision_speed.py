@@ -11,7 +11,7 @@ vector extensions and the load at the start: bfloat16 is faster than
 float32 on some CPUs and much slower on others
 (`experiments/reports/mixed_precision_cpu*.md`).
 
-  python -m experiments.precision_speed \
+  python -m experiments.investigations.precision_speed \
     --configs=electra_small=gin/papers/001_ale/electra_small.gin \
     --configs=convbert_small=gin/papers/002_convbert/small.gin \
     --gin_param=pretrain_data.train_batch_size=16 \
@@ -177,7 +177,9 @@ def main(argv):
       points,
       ' '.join(
           (
-              provenance.provenance('experiments.precision_speed'),
+              provenance.provenance(
+                  'experiments.investigations.precision_speed'
+              ),
               cpu,
               provenance.load_line(load),
           )

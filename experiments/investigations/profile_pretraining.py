@@ -1,6 +1,6 @@
 r"""Per-op time breakdown of pretraining steps, ours beside Model Garden's.
 
-  python -m experiments.profile_pretraining \
+  python -m experiments.investigations.profile_pretraining \
     --gin_file=gin/papers/001_ale/electra_small.gin \
     --gin_param=pretrain_data.train_batch_size=32 \
     --gin_param=electra.temperature=1.0 \
@@ -268,7 +268,7 @@ def profile_variant(variant: str, logdir: str) -> Dict:
 def _run_isolated(variant: str, output_dir: str) -> Dict:
   path = os.path.join(output_dir, f'{variant}.json')
   benchmark_pretraining.run_child(
-      'experiments.profile_pretraining',
+      'experiments.investigations.profile_pretraining',
       [
           f'--profile_variant={variant}',
           f'--output_dir={output_dir}',

@@ -21,13 +21,13 @@ Measurements mean something only on a quiet machine: the report states the
 load average at the start.
 
 Example (the README's numbers):
-  python -m experiments.record_creation_scaling \
+  python -m experiments.investigations.record_creation_scaling \
     --corpus=../shared/data/corpus/gutenberg \
     --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
     --sizes_mb=40,160,1024 --workers=1,2 --beam_python=/path/to/venv/python
 
 The books as one file of 41 MB and of 1 GB:
-  python -m experiments.record_creation_scaling \
+  python -m experiments.investigations.record_creation_scaling \
     --corpus=../shared/data/corpus/gutenberg \
     --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
     --sizes_mb=40,1024 --one_file \
@@ -379,7 +379,9 @@ def main(argv):
       shutil.rmtree(output_dir)
     shutil.rmtree(corpus)
   estimate = dataflow_estimate(runs)
-  header = provenance.provenance('experiments.record_creation_scaling')
+  header = provenance.provenance(
+      'experiments.investigations.record_creation_scaling'
+  )
   if FLAGS.output_json:
     json_files.write_json(
         FLAGS.output_json,

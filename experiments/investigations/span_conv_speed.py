@@ -1,6 +1,7 @@
 r"""Speed of ConvBERT's k-tap span convolution sum: banded blocks vs slices.
 
-  python -m experiments.span_conv_speed [--shapes=1x128,1x512,8x128,8x512] \
+  python -m experiments.investigations.span_conv_speed \
+      [--shapes=1x128,1x512,8x128,8x512] \
       [--num_heads=6] [--head_size=64] [--kernel_size=9] [--iterations=30] \
       [--output_markdown=report.md] [--output_json=report.json]
 
@@ -282,7 +283,7 @@ def main(argv):
       load_average_before=load_before,
       load_average_after=provenance.load_average(),
   )
-  header = provenance.provenance('experiments.span_conv_speed')
+  header = provenance.provenance('experiments.investigations.span_conv_speed')
   markdown = render_markdown(rows, settings, header)
   if FLAGS.output_json:
     json_files.write_json(

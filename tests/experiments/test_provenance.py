@@ -12,9 +12,9 @@ from official_repro.training import gin_utils
 
 def test_provenance_states_command_date_machine_and_commit(monkeypatch):
   monkeypatch.setattr(sys, 'argv', ['ignored', '--iterations=2'])
-  line = provenance.provenance('experiments.span_conv_speed')
+  line = provenance.provenance('experiments.convbert_speed')
   assert line.startswith(
-      'Command: `python -m experiments.span_conv_speed --iterations=2`; '
+      'Command: `python -m experiments.convbert_speed --iterations=2`; '
       'finished 2'
   )
   assert ' UTC on ' in line

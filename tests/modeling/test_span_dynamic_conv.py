@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from experiments import span_conv_speed
+from experiments.investigations import span_conv_speed
 from official_repro.modeling.layers import span_dynamic_conv as sdc
 
 BATCH, SEQ, WIDTH = 2, 7, 8

@@ -46,7 +46,7 @@ includes), and it is faster where it matters, the backward pass: the earlier
 form, k shifted static slices multiplied and accumulated, is 27 element-wise
 ops at k = 9 whose gradients each pad a full-size tensor. Forward only,
 under XLA, the slices are faster (XLA fuses them). Measured with
-`experiments/span_conv_speed.py`; the numbers are in
+`experiments/investigations/span_conv_speed.py`; the numbers are in
 `experiments/reports/span_conv_speed_cpu.md`. All ops are pad, reshape, slice,
 concatenate, transpose and einsum, so the layer compiles with XLA and
 accepts any sequence length (positions past the last block's end are

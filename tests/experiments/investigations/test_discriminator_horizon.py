@@ -9,9 +9,11 @@ import sys
 import gin
 import pytest
 
-from experiments import discriminator_horizon
+from experiments.investigations import discriminator_horizon
 from official_repro.common import cli
 from official_repro.training import gin_utils
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_targets_need_recall_above_and_auc_at_least():

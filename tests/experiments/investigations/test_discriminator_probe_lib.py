@@ -9,19 +9,21 @@ import pytest
 from scipy import special
 import tensorflow as tf
 
-from experiments import discriminator_horizon
-from experiments import discriminator_probe as probe_command
+from experiments.investigations import discriminator_horizon
+from experiments.investigations import discriminator_probe as probe_command
+from experiments.investigations import discriminator_probe_lib
 from official_repro.common import cli
-from official_repro.training import discriminator_probe
 from official_repro.training import saved_runs
 from tests.metrics.test_ranking import pairwise_auc
+
+pytestmark = pytest.mark.slow
 
 
 def _tokens(seed=0, n=400, vocab=7):
   rng = np.random.RandomState(seed)
   labels = (rng.rand(n) < 0.3).astype(np.int64)
   probability = np.where(labels > 0, rng.rand(n), np.nan)
-  return discriminator_probe.DetectedTokens(
+  return discriminator_probe_lib.DetectedTokens(
       sequence=rng.randint(0, 6, n),
       token_ids=rng.randint(0, vocab, n),
       labels=labels,
@@ -46,7 +48,9 @@ def test_identity_scorer_is_each_tokens_replaced_rate_on_the_even_sequences():
       / (seen.get(tokens.token_ids[i], 0) + 2.0)
       for i in odd
   ]
-  identity, detector = discriminator_probe.identity_auc(tokens, vocab_size=7)
+  identity, detector = discriminator_probe_lib.identity_auc(
+      tokens, vocab_size=7
+  )
   assert identity == pytest.approx(pairwise_auc(labels, rates), abs=1e-12)
   assert detector == pytest.approx(
       pairwise_auc(labels, [tokens.logits[i] for i in odd]), abs=1e-12
@@ -57,7 +61,7 @@ def test_an_identity_only_source_is_found_by_the_identity_scorer():
   rng = np.random.RandomState(1)
   token_ids = rng.randint(0, 50, 4000)
   labels = (token_ids >= 40).astype(np.int64)  # only tokens 40-49 replaced
-  tokens = discriminator_probe.DetectedTokens(
+  tokens = discriminator_probe_lib.DetectedTokens(
       sequence=np.arange(4000) % 8,
       token_ids=token_ids,
       labels=labels,
@@ -66,15 +70,17 @@ def test_an_identity_only_source_is_found_by_the_identity_scorer():
       masked=0,
       unchanged=0,
   )
-  identity, detector = discriminator_probe.identity_auc(tokens, vocab_size=50)
+  identity, detector = discriminator_probe_lib.identity_auc(
+      tokens, vocab_size=50
+  )
   assert identity == 1.0
   assert abs(detector - 0.5) < 0.05
 
 
 def test_plausibility_bands_by_a_loop_over_tokens():
   tokens = _tokens(seed=2)
-  bands = discriminator_probe.plausibility_bands(tokens)
-  edges = discriminator_probe.PLAUSIBILITY_EDGES
+  bands = discriminator_probe_lib.plausibility_bands(tokens)
+  edges = discriminator_probe_lib.PLAUSIBILITY_EDGES
   assert [(b['low'], b['high']) for b in bands] == list(zip(edges, edges[1:]))
   originals = [s for y, s in zip(tokens.labels, tokens.logits) if y == 0]
   for band in bands:
@@ -110,7 +116,7 @@ def test_each_slots_probability_lands_on_its_position_of_the_real_tokens():
   logits = np.arange(10.0).reshape(2, 5)
   replacements = np.array([[6, 8], [5, 0]])
   probabilities = np.array([[0.25, 0.5], [0.75, 0.9]])
-  tokens = discriminator_probe._flatten(
+  tokens = discriminator_probe_lib._flatten(
       3, batch, corrupted, labels, logits, replacements, probabilities
   )
   np.testing.assert_array_equal(tokens.token_ids, [2, 6, 5, 8, 2, 4, 5])
@@ -126,13 +132,13 @@ def test_each_slots_probability_lands_on_its_position_of_the_real_tokens():
 
 
 def test_every_source_is_probed_and_reported(tiny_electra_run, tmp_path):
-  result = discriminator_probe.probe(tiny_electra_run, steps=3)
+  result = discriminator_probe_lib.probe(tiny_electra_run, steps=3)
   probe_command.write_report(result, 'tiny', str(tmp_path), 'A tiny run.')
   with open(tmp_path / 'discriminator_probe_tiny.json') as f:
     result = json.load(f)
   assert result['step'] == 2 and result['batches'] >= 1
   sources = result['sources']
-  assert set(sources) == set(discriminator_probe.SOURCES)
+  assert set(sources) == set(discriminator_probe_lib.SOURCES)
   for metrics in sources.values():
     assert metrics['tokens'] == sources['generator']['tokens']
   # Context-free draws over a vocabulary of dozens rarely hit the original.
@@ -146,12 +152,16 @@ def test_every_source_is_probed_and_reported(tiny_electra_run, tmp_path):
   )
   assert sum(b['replaced'] for b in result['plausibility']) == replaced
   report = (tmp_path / 'discriminator_probe_tiny.md').read_text()
-  assert 'Command: `python -m experiments.discriminator_probe' in report
+  assert (
+      'Command: `python -m experiments.investigations.discriminator_probe'
+      in report
+  )
   assert report.startswith(
       '# What the replaced-token detector detects: tiny\n\nA tiny run.\n'
   )
   assert (
-      report.count('\n| [') == len(discriminator_probe.PLAUSIBILITY_EDGES) - 1
+      report.count('\n| [')
+      == len(discriminator_probe_lib.PLAUSIBILITY_EDGES) - 1
   )
 
 
@@ -159,7 +169,7 @@ def test_a_run_without_a_detector_is_refused_in_one_line(exported_encoder):
   with pytest.raises(
       cli.UserError, match='no replaced-token detector'
   ) as error:
-    discriminator_probe.probe(exported_encoder, steps=1)
+    discriminator_probe_lib.probe(exported_encoder, steps=1)
   assert '\n' not in str(error.value)
   assert os.path.basename(exported_encoder) in str(error.value)
 
@@ -170,16 +180,18 @@ def test_a_checkpoint_is_named_by_prefix_file_or_name_else_refused(
   prefix = os.path.join(tiny_electra_run, 'ckpt-1')
   for given in (prefix, prefix + '.index', 'ckpt-1'):
     assert (
-        discriminator_probe._checkpoint_prefix(tiny_electra_run, given)
+        discriminator_probe_lib._checkpoint_prefix(tiny_electra_run, given)
         == prefix
     )
   with pytest.raises(cli.UserError, match='ckpt-9: no .*ckpt-9.index') as error:
-    discriminator_probe.probe(tiny_electra_run, steps=1, checkpoint='ckpt-9')
+    discriminator_probe_lib.probe(
+        tiny_electra_run, steps=1, checkpoint='ckpt-9'
+    )
   assert '\n' not in str(error.value)
 
 
 def test_scripts_critic_is_probed_as_its_detector(tiny_script_run):
-  result = discriminator_probe.probe(str(tiny_script_run), steps=1)
+  result = discriminator_probe_lib.probe(str(tiny_script_run), steps=1)
   generator = result['sources']['generator']
   replaced = round(generator['replaced_share'] * generator['tokens'])
   assert replaced > 0
@@ -189,7 +201,7 @@ def test_scripts_critic_is_probed_as_its_detector(tiny_script_run):
   # The critic's "replaced" log-odds is -logsumexp of its V token logits
   # (004 Eq. 4-5: the replaced class has logit 0), on the corrupted ids.
   run = saved_runs.load(str(tiny_script_run))
-  _, detect = discriminator_probe._probed_functions(run)
+  _, detect = discriminator_probe_lib._probed_functions(run)
   batch = dict(
       input_word_ids=tf.constant([[2, 4, 4, 7, 3, 0]]),
       input_mask=tf.constant([[1, 1, 1, 1, 1, 0]]),

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments import dynamics_parity
+from experiments.investigations import dynamics_parity
 from official_repro.common import cli
 from official_repro.data import records
 from official_repro.metrics import context_free
 from tests.metrics.test_ranking import pairwise_auc
+
+pytestmark = pytest.mark.slow
 
 
 def test_held_out_metrics_by_hand():
@@ -408,8 +410,8 @@ def _train(runs_dir, static_records, variant):
 
 @pytest.mark.parametrize(
     'variant',
-    # Model Garden's loader resumes by the same skip (-m slow).
-    ['ours_static', pytest.param('stock_static', marks=pytest.mark.slow)],
+    # Model Garden's loader resumes by the same skip.
+    ['ours_static', 'stock_static'],
 )
 def test_a_killed_run_resumes_where_it_stopped(
     tmp_path, static_records, monkeypatch, variant

@@ -1,11 +1,13 @@
-"""Linear probes of frozen encoders (experiments/feature_probe.py)."""
+"""Linear probes of frozen encoders (investigations/feature_probe.py)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments import feature_probe
+from experiments.investigations import feature_probe
 from official_repro.modeling.networks import encoders
+
+pytestmark = pytest.mark.slow
 
 _WORDS = ['good', 'bad'] + [f'w{i}' for i in range(200)]
 _VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] + _WORDS
@@ -166,7 +168,7 @@ def test_cli_refuses_a_regression_task(
   )
   completed = python_m(
       [
-          'experiments.feature_probe',
+          'experiments.investigations.feature_probe',
           f'--init_checkpoint={model_dir}',
           f'--glue_dir={tmp_path}',
           '--task=stsb',
@@ -175,6 +177,6 @@ def test_cli_refuses_a_regression_task(
   assert completed.returncode == 2
   lines = completed.stderr.strip().splitlines()
   assert lines[-1] == (
-      'experiments.feature_probe: error: --task=stsb is a regression task; '
-      'probe a classification task.'
+      'experiments.investigations.feature_probe: error: --task=stsb is a '
+      'regression task; probe a classification task.'
   )

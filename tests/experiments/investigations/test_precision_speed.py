@@ -1,12 +1,14 @@
-"""Tests for experiments.precision_speed (parsing and the report table)."""
+"""investigations.precision_speed: parsing, the report table, the command."""
 
 import json
 
 import pytest
 
-from experiments import precision_speed
 from experiments import provenance
+from experiments.investigations import precision_speed
 from official_repro.common import cli
+
+pytestmark = pytest.mark.slow
 
 
 def test_parse_configs_pairs_names_with_gin_files(tmp_path):
@@ -45,7 +47,6 @@ def test_table_compares_each_precision_with_the_first():
   assert rows[1].split('|')[6].strip() == '5.00e-03'
 
 
-@pytest.mark.slow
 def test_command_measures_the_same_first_loss_in_both_precisions(
     tmp_path, python_m
 ):
@@ -59,7 +60,7 @@ def test_command_measures_the_same_first_loss_in_both_precisions(
   output_json = tmp_path / 'points.json'
   completed = python_m(
       [
-          'experiments.precision_speed',
+          'experiments.investigations.precision_speed',
           '--configs=tiny_electra=gin/sizes/tiny.gin,gin/pretrain/electra.gin',
           '--gin_param=pretrain_data.train_batch_size=2',
           '--gin_param=pretrain_data.max_seq_length=16',

@@ -1,11 +1,13 @@
-"""experiments/profile_pretraining.py: reading the profiler's XSpace."""
+"""investigations/profile_pretraining.py: reading the profiler's XSpace."""
 
 import json
 
 import pytest
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-direct-tensorflow-import
 
-from experiments import profile_pretraining
+from experiments.investigations import profile_pretraining
+
+pytestmark = pytest.mark.slow
 
 
 def _space(events):
@@ -120,12 +122,11 @@ def test_report_puts_variants_side_by_side():
   assert 'Softmax |' not in report.split('Top 2 op types')[1]
 
 
-@pytest.mark.slow
 def test_cli_profiles_both_variants_of_a_tiny_electra(tmp_path, python_m):
   output_dir = tmp_path / 'profile'
   completed = python_m(
       [
-          'experiments.profile_pretraining',
+          'experiments.investigations.profile_pretraining',
           '--gin_file=gin/papers/001_ale/electra_small.gin',
           '--gin_file=gin/sizes/tiny.gin',
           '--gin_param=pretrain_data.max_seq_length = 16',

@@ -4,8 +4,10 @@ import os
 
 import pytest
 
-from experiments import record_creation_scaling
+from experiments.investigations import record_creation_scaling
 from official_repro.common import cli
+
+pytestmark = pytest.mark.slow
 
 
 def test_corpus_is_whole_copies_of_the_books_up_to_the_size(tmp_path):

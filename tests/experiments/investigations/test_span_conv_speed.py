@@ -1,4 +1,4 @@
-"""experiments/span_conv_speed.py on tiny shapes."""
+"""experiments/investigations/span_conv_speed.py on tiny shapes."""
 
 import json
 
@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments import span_conv_speed
+from experiments.investigations import span_conv_speed
 from official_repro.modeling.layers import span_dynamic_conv
 from tests import report_header
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize('causal', [False, True])
@@ -28,7 +30,7 @@ def test_cli_times_both_formulations_in_every_mode(tmp_path, python_m):
   markdown_path = tmp_path / 'speed.md'
   json_path = tmp_path / 'speed.json'
   command = [
-      'experiments.span_conv_speed',
+      'experiments.investigations.span_conv_speed',
       '--shapes=2x40,1x20',
       '--num_heads=2',
       '--head_size=4',

@@ -1,0 +1,1 @@
+"""One-off investigations of this project's development, not the product."""
