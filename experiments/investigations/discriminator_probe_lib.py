@@ -37,9 +37,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from experiments.investigations import ranking
 from official_repro.common import cli
 from official_repro.metrics import context_free
-from official_repro.metrics import ranking
 from official_repro.modeling.pretrainers import electra
 from official_repro.modeling.pretrainers import script
 from official_repro.training import reproducibility

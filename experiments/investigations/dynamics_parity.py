@@ -103,6 +103,7 @@ import tf_keras
 
 from experiments import benchmark_pretraining
 from experiments import provenance
+from experiments.investigations import ranking
 from experiments.regeneration import registry
 from experiments.regeneration import runner
 from official.core import base_task
@@ -116,7 +117,6 @@ from official_repro.data import create_pretraining_data
 from official_repro.data import pretrain_dataloader
 from official_repro.data import records
 from official_repro.metrics import context_free
-from official_repro.metrics import ranking
 from official_repro.training import experiment
 from official_repro.training import gin_utils
 from official_repro.training import trainer as trainer_lib

@@ -14,7 +14,7 @@ from experiments.investigations import discriminator_probe as probe_command
 from experiments.investigations import discriminator_probe_lib
 from official_repro.common import cli
 from official_repro.training import saved_runs
-from tests.metrics.test_ranking import pairwise_auc
+from tests.experiments.investigations.test_ranking import pairwise_auc
 
 pytestmark = pytest.mark.slow
 

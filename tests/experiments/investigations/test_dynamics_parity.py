@@ -13,7 +13,7 @@ from experiments.investigations import dynamics_parity
 from official_repro.common import cli
 from official_repro.data import records
 from official_repro.metrics import context_free
-from tests.metrics.test_ranking import pairwise_auc
+from tests.experiments.investigations.test_ranking import pairwise_auc
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,9 @@ import itertools
 import numpy as np
 import pytest
 
-from official_repro.metrics import ranking
+from experiments.investigations import ranking
+
+pytestmark = pytest.mark.slow
 
 
 def pairwise_auc(labels, scores):

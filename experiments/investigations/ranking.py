@@ -3,8 +3,8 @@
 The replaced-token detector is judged by the area under its ROC curve, as
 google-research/electra's `disc_auc` judges it. Model Garden's streaming
 `tf_keras.metrics.AUC` approximates it on 200 thresholds; analyses of saved
-logits (`experiments/dynamics_parity.py`, `training/discriminator_probe.py`)
-need it exactly, from average ranks.
+logits (`dynamics_parity.py`, `discriminator_probe_lib.py`) need it exactly,
+from average ranks.
 """
 
 import numpy as np
