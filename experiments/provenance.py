@@ -5,9 +5,7 @@ how it was made, so every command that writes one states the exact command
 line, when it finished, the machine (host, CPU cores, TensorFlow) and the
 repository commit. A report of timings also states the load average when
 the measurement started (`load_line`): they mean something only on a quiet
-machine. A report of float32 against bfloat16 timings also names the CPU
-and the vector extensions it has (`cpu_line`): which precision is faster
-differs between CPUs (`experiments/reports/mixed_precision_cpu*.md`).
+machine.
 """
 
 import os
@@ -16,15 +14,10 @@ import shlex
 import subprocess
 import sys
 import time
-from typing import Optional
 
 import tensorflow as tf
 
 from official_repro.training import gin_utils
-
-# The vector extensions a timing report names, in /proc/cpuinfo's spelling:
-# AVX2 and AVX-512 for float32, AVX-512 BF16 and AMX for bfloat16.
-SPEED_EXTENSIONS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
 
 # A 1-minute load average above this (on any number of cores) marks the
 # machine busy: other work shared the cores with the timed code.
@@ -92,38 +85,3 @@ def load_line(load: float) -> str:
   """The report line stating the load average at the start, quiet or busy."""
   state = 'busy: times are not meaningful' if load > BUSY_LOAD else 'quiet'
   return f'Load average (1 min) at the start: {load:.2f} ({state}).'
-
-
-def cpu_line(cpuinfo: Optional[str] = None) -> str:
-  """The report line naming the CPU and its `SPEED_EXTENSIONS`.
-
-  Args:
-    cpuinfo: the text of /proc/cpuinfo; read from this machine when None.
-
-  Returns:
-    `CPU: <model>; extensions: <present> (none of <absent>).`, or that the
-    CPU is unknown where there is no /proc/cpuinfo.
-  """
-  if cpuinfo is None:
-    try:
-      # The kernel's description of this machine: a local file, never gs://.
-      with open('/proc/cpuinfo') as f:
-        cpuinfo = f.read()
-    except OSError:
-      return f'CPU: unknown ({platform.processor() or platform.machine()}).'
-  fields = {}
-  for line in cpuinfo.splitlines():
-    key, separator, value = line.partition(':')
-    if separator:
-      fields.setdefault(key.strip(), value.strip())
-  flags = set(fields.get('flags', '').split())
-  present = [e for e in SPEED_EXTENSIONS if e in flags]
-  absent = [e for e in SPEED_EXTENSIONS if e not in flags]
-  model = fields.get('model name') or platform.processor() or 'unknown'
-  if not present:
-    return f'CPU: {model}; extensions: none of {", ".join(absent)}.'
-  return (
-      f'CPU: {model}; extensions: {", ".join(present)}'
-      + (f' (none of {", ".join(absent)})' if absent else '')
-      + '.'
-  )

@@ -20,7 +20,8 @@ float32 on some CPUs and much slower on others
 
 import json
 import os
-from typing import Dict, List, Sequence, Tuple
+import platform
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from absl import flags
 import tensorflow as tf
@@ -32,6 +33,45 @@ from official_repro.common import json_files
 from official_repro.training import precision
 
 FLAGS = flags.FLAGS
+
+# The vector extensions a timing report names, in /proc/cpuinfo's spelling:
+# AVX2 and AVX-512 for float32, AVX-512 BF16 and AMX for bfloat16.
+SPEED_EXTENSIONS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
+
+
+def cpu_line(cpuinfo: Optional[str] = None) -> str:
+  """The report line naming the CPU and its `SPEED_EXTENSIONS`.
+
+  Args:
+    cpuinfo: the text of /proc/cpuinfo; read from this machine when None.
+
+  Returns:
+    `CPU: <model>; extensions: <present> (none of <absent>).`, or that the
+    CPU is unknown where there is no /proc/cpuinfo.
+  """
+  if cpuinfo is None:
+    try:
+      # The kernel's description of this machine: a local file, never gs://.
+      with open('/proc/cpuinfo') as f:
+        cpuinfo = f.read()
+    except OSError:
+      return f'CPU: unknown ({platform.processor() or platform.machine()}).'
+  fields = {}
+  for line in cpuinfo.splitlines():
+    key, separator, value = line.partition(':')
+    if separator:
+      fields.setdefault(key.strip(), value.strip())
+  cpu_flags = set(fields.get('flags', '').split())
+  present = [e for e in SPEED_EXTENSIONS if e in cpu_flags]
+  absent = [e for e in SPEED_EXTENSIONS if e not in cpu_flags]
+  model = fields.get('model name') or platform.processor() or 'unknown'
+  if not present:
+    return f'CPU: {model}; extensions: none of {", ".join(absent)}.'
+  return (
+      f'CPU: {model}; extensions: {", ".join(present)}'
+      + (f' (none of {", ".join(absent)})' if absent else '')
+      + '.'
+  )
 
 
 def define_flags() -> None:
@@ -172,7 +212,7 @@ def main(argv):
           f'steps/s, first-step loss {result["first_step_loss"]:.5f}',
           flush=True,
       )
-  cpu = provenance.cpu_line()
+  cpu = cpu_line()
   table = format_table(
       points,
       ' '.join(

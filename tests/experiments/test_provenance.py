@@ -69,32 +69,3 @@ def test_load_line_says_quiet_or_busy():
       'meaningful).'
   )
   assert provenance.load_average() >= 0
-
-
-def test_cpu_line_names_the_model_and_which_extensions_it_has():
-  cpuinfo = (
-      'processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n\n'
-      'processor\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n'
-  )
-  assert provenance.cpu_line(cpuinfo) == (
-      'CPU: AMD EPYC; extensions: avx2 (none of avx512f, avx512_bf16, '
-      'amx_bf16).'
-  )
-  cpuinfo = (
-      'model name\t: Intel Xeon\nflags\t\t: avx2 avx512f avx512_bf16 '
-      'amx_bf16 amx_tile\n'
-  )
-  assert provenance.cpu_line(cpuinfo) == (
-      'CPU: Intel Xeon; extensions: avx2, avx512f, avx512_bf16, amx_bf16.'
-  )
-  assert provenance.cpu_line('model name\t: Old\nflags\t\t: fpu sse2\n') == (
-      'CPU: Old; extensions: none of avx2, avx512f, avx512_bf16, amx_bf16.'
-  )
-
-
-def test_cpu_line_without_cpuinfo_says_unknown(monkeypatch):
-  def no_file(*args, **kwargs):
-    raise OSError('no /proc')
-
-  monkeypatch.setattr('builtins.open', no_file)
-  assert provenance.cpu_line().startswith('CPU: unknown (')

@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from experiments import provenance
 from experiments.investigations import precision_speed
 from official_repro.common import cli
 
@@ -47,6 +46,36 @@ def test_table_compares_each_precision_with_the_first():
   assert rows[1].split('|')[6].strip() == '5.00e-03'
 
 
+def test_cpu_line_names_the_model_and_which_extensions_it_has():
+  cpuinfo = (
+      'processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n\n'
+      'processor\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n'
+  )
+  assert precision_speed.cpu_line(cpuinfo) == (
+      'CPU: AMD EPYC; extensions: avx2 (none of avx512f, avx512_bf16, '
+      'amx_bf16).'
+  )
+  cpuinfo = (
+      'model name\t: Intel Xeon\nflags\t\t: avx2 avx512f avx512_bf16 '
+      'amx_bf16 amx_tile\n'
+  )
+  assert precision_speed.cpu_line(cpuinfo) == (
+      'CPU: Intel Xeon; extensions: avx2, avx512f, avx512_bf16, amx_bf16.'
+  )
+  cpuinfo = 'model name\t: Old\nflags\t\t: fpu sse2\n'
+  assert precision_speed.cpu_line(cpuinfo) == (
+      'CPU: Old; extensions: none of avx2, avx512f, avx512_bf16, amx_bf16.'
+  )
+
+
+def test_cpu_line_without_cpuinfo_says_unknown(monkeypatch):
+  def no_file(*args, **kwargs):
+    raise OSError('no /proc')
+
+  monkeypatch.setattr('builtins.open', no_file)
+  assert precision_speed.cpu_line().startswith('CPU: unknown (')
+
+
 def test_command_measures_the_same_first_loss_in_both_precisions(
     tmp_path, python_m
 ):
@@ -79,8 +108,8 @@ def test_command_measures_the_same_first_loss_in_both_precisions(
   with open(output_json) as f:
     data = json.load(f)
   points = data['points']
-  assert data['cpu'] == provenance.cpu_line()
-  assert provenance.cpu_line() in markdown.read_text()
+  assert data['cpu'] == precision_speed.cpu_line()
+  assert precision_speed.cpu_line() in markdown.read_text()
   assert 'Load average (1 min) at the start: ' in markdown.read_text()
   assert [p['precision'] for p in points] == ['float32', 'bfloat16']
   float32, bfloat16 = (p['first_step_loss'] for p in points)
