@@ -223,7 +223,8 @@ class PretrainingDataConfig:
       '',
       'beam engine: Beam pipeline options, e.g. "--runner=DataflowRunner '
       '--project=P --region=R --temp_location=gs://B/tmp '
-      '--setup_file=./setup.py"; empty: the DirectRunner.',
+      '--extra_package=<this package\'s wheel>" (data/README.md); empty: '
+      'the DirectRunner.',
   )
   vocab_learn_params: Optional[Dict[str, Any]] = None
 
