@@ -20,8 +20,9 @@ The caller (`create_pretraining_data`) checks the counters, then moves the
 shards into the output directory and writes `metadata.json` last. Runner and
 its options come from Beam's standard pipeline options, e.g.
 `--beam_options="--runner=DataflowRunner --project=P --region=R
---temp_location=gs://B/tmp --extra_package=dist/official_repro-0.1.0-py3-none-any.whl"`
-(the wheel of `python -m pip wheel --no-deps -w dist .`).
+--temp_location=gs://B/tmp
+--extra_package=dist/official_repro-0.1.0-py3-none-any.whl"` (the wheel of
+`python -m pip wheel --no-deps -w dist .`).
 
 Importing this module imports Apache Beam; nothing else in the package does.
 """
