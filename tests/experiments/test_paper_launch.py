@@ -3,8 +3,9 @@
 `experiments.regenerate --scale=paper --rehearse --launch` through its real
 command line: `run_tpu.sh`, its supervisor, the jobs on the (fake) VMs, the
 bucket, the table. The default suite rehearses one table at tiny sizes; the
-slow tier rehearses 001 Table IV at the papers' sizes with preemptions and
-failures, and every other table.
+slow tier rehearses preemptions, dropped connections and failures at tiny
+sizes; `-m hours` rehearses 001 Table IV with its faults and every other
+table at the papers' sizes.
 """
 
 import glob
@@ -186,11 +187,21 @@ def _verbs(out):
   ]
 
 
-@pytest.mark.slow
-def test_001_iv_at_paper_sizes_preempted_twice_gives_the_same_table(
-    python_m, inputs, tmp_path
+@pytest.mark.parametrize(
+    'sizes',
+    [
+        pytest.param('tiny', marks=pytest.mark.slow),
+        pytest.param('paper', marks=[pytest.mark.slow, pytest.mark.hours]),
+    ],
+)
+def test_001_iv_preempted_twice_gives_the_same_table(
+    python_m, inputs, tmp_path, sizes
 ):
-  flags = ('--tasks=mrpc:1,stsb:1', '--tpu_names=vm-a,vm-b')
+  flags = (
+      '--tasks=mrpc:1,stsb:1',
+      '--tpu_names=vm-a,vm-b',
+      f'--rehearse_sizes={sizes}',
+  )
   clean = str(tmp_path / 'clean')
   result = _rehearse(python_m, inputs, clean, '001.IV', *flags)
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -339,6 +350,7 @@ def shared_out(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.hours
 @pytest.mark.parametrize('key', _OTHER_TABLES)
 def test_every_table_rehearses_at_the_papers_sizes(
     python_m, inputs, shared_out, key
