@@ -31,8 +31,8 @@ from absl import flags
 import gin
 
 from official_repro.common import cli
-from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
+from official_repro.tasks import encoder_gin
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import distribute
 from official_repro.training import finetuning
@@ -76,7 +76,7 @@ def configured_encoder() -> pretrained.PretrainedEncoder:
   """The encoder --init_checkpoint (or gin, for foreign checkpoints) names."""
   try:
     gin.query_parameter('encoder.hidden_size')
-    config = encoders.encoder_config()
+    config = encoder_gin.encoder_config()
   except ValueError:  # No `encoder` bindings: the checkpoint must carry one.
     config = None
   return pretrained.resolve(

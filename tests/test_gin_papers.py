@@ -13,6 +13,7 @@ from experiments.paper_tables import citations
 from official_repro.data import glue as glue_data
 from official_repro.modeling.networks import encoders
 from official_repro.optimization import layerwise_decay
+from official_repro.tasks import encoder_gin
 from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_schedule
 from official_repro.tasks import objectives
@@ -425,7 +426,7 @@ def _002_encoder_config(filename, **overrides):
   gin_utils.parse_config(
       [os.path.join(GIN_DIR, 'papers/002_convbert', filename)], []
   )
-  return encoders.encoder_config().replace(**overrides)
+  return encoder_gin.encoder_config().replace(**overrides)
 
 
 @pytest.mark.parametrize('filename', sorted(PRETRAIN_002))
@@ -606,7 +607,7 @@ def test_004_small_encoder_has_14m_parameters(clean_gin):
       [os.path.join(GIN_DIR, 'papers/004_script/small.gin')], []
   )
   encoder = encoders.build_encoder(
-      encoders.encoder_config().replace(vocab_size=30522)
+      encoder_gin.encoder_config().replace(vocab_size=30522)
   )
   pooler = sum(
       v.shape.num_elements() for v in encoder.pooler_layer.trainable_variables

@@ -24,6 +24,7 @@ from official_repro.common import registry
 from official_repro.data import pretrain_dataloader
 from official_repro.metrics import flops as flops_lib
 from official_repro.modeling.networks import encoders
+from official_repro.tasks import encoder_gin
 
 # The package whose modules are searched for built-in objectives.
 TASKS_PACKAGE = 'official_repro.tasks'
@@ -177,7 +178,7 @@ def task_config_from_gin(name: str) -> cfg.TaskConfig:
       f'experiment.objective={name!r}',
   )
   train_data, validation_data = pretrain_dataloader.pretraining_data_configs()
-  encoder = resolve_vocab_size(encoders.encoder_config(), train_data)
+  encoder = resolve_vocab_size(encoder_gin.encoder_config(), train_data)
   model = dataclasses.replace(
       _MODEL_CONFIG_FACTORIES[name](), **{objective.encoder_field: encoder}
   )

@@ -21,9 +21,12 @@ REPO_ROOT = os.path.dirname(
 # Modules that define gin configurables outside the registries; with the
 # registered backbones and objectives (every module of their packages) they
 # are imported before parsing, so that an unknown name really is a typo.
+# `encoder_gin` registers `encoder` and each backbone's options, the
+# backbones registered then and those a gin `import` line adds later.
 _CONFIGURABLE_MODULES = (
     'official_repro.data.pretrain_dataloader',
     'official_repro.optimization.optimizer_config',
+    'official_repro.tasks.encoder_gin',
     'official_repro.training.experiment',
 )
 
@@ -85,13 +88,10 @@ def _one_line(error: Exception) -> str:
 
 def register_configurables() -> None:
   """Imports every module that defines gin names (see above)."""
-  # pylint: disable=g-import-not-at-top
-  from official_repro.modeling.networks import encoders
-  from official_repro.tasks import objectives
-  # pylint: enable=g-import-not-at-top
+  from official_repro.tasks import objectives  # pylint: disable=g-import-not-at-top
+
   for module in _CONFIGURABLE_MODULES:
     importlib.import_module(module)
-  encoders.backbone_names()
   objectives.load_builtin_objectives()
 
 

@@ -2,13 +2,15 @@
 
 A backbone is one module under `official_repro/modeling/networks/backbones/`
 (or anywhere else) that calls `register_backbone` with a `Backbone`: its name,
-its own options dataclass (gin-configurable under the backbone's name, e.g.
-`convbert.kernel_size = 9`), the reference's feed-forward activation, and a
-function that builds its transformer blocks. Everything the blocks share is
-assembled by `transformer_encoder.TransformerEncoder` (embeddings, pooler,
-outputs, checkpoint layout), so a backbone is only its block.
+its own options dataclass (`EncoderConfig.options` holds its values), the
+reference's feed-forward activation, and a function that builds its
+transformer blocks. Everything the blocks share is assembled by
+`transformer_encoder.TransformerEncoder` (embeddings, pooler, outputs,
+checkpoint layout), so a backbone is only its block. (Configuration files
+reach these classes from outside `modeling/`: `official_repro/tasks/
+encoder_gin.py` makes `EncoderConfig` and each backbone's options settable.)
 
-`encoder.backbone` in gin picks the backbone; objectives never name one. They
+`EncoderConfig.backbone` picks the backbone; objectives never name one. They
 receive an `EncoderConfig`, derive others from it (a smaller generator) and
 call `build_encoder`, optionally with `SharedLayers`: a word-embedding layer
 (ELECTRA's tied embeddings) and the bottom transformer blocks of another
@@ -24,7 +26,6 @@ import tf_keras
 from official.modeling.hyperparams import base_config
 from official.nlp.configs import encoders as mg_encoders
 from official_repro.common import cli
-from official_repro.common import gin_dataclass
 from official_repro.common import registry
 from official_repro.modeling import activations
 from official_repro.modeling.networks import transformer_encoder
@@ -35,7 +36,7 @@ BACKBONES_PACKAGE = 'official_repro.modeling.networks.backbones'
 
 @dataclasses.dataclass
 class EncoderConfig(base_config.Config):
-  """Architecture of a transformer text encoder (gin: `encoder`).
+  """Architecture of a transformer text encoder.
 
   Attributes:
     backbone: a registered backbone name (`backbone_names()`): 'bert',
@@ -57,7 +58,7 @@ class EncoderConfig(base_config.Config):
     attention_dropout_rate: dropout on attention probabilities.
     initializer_range: stddev of the truncated-normal initializer.
     options: the backbone's own settings (its registered options dataclass
-      as a dict; gin: `<backbone>.<option>`), e.g. ConvBERT's kernel size.
+      as a dict), e.g. ConvBERT's kernel size.
   """
 
   backbone: str = 'bert'
@@ -160,7 +161,7 @@ class Backbone:
   """A registered backbone.
 
   Attributes:
-    name: the `encoder.backbone` value (also the gin name of its options).
+    name: the `EncoderConfig.backbone` value.
     build_block: `(config, options, index, return_attention_scores) -> layer`
       builds transformer block `index` (0-based). A block is called as
       `block([hidden_states, attention_mask])` and returns the new hidden
@@ -216,23 +217,33 @@ class Backbone:
 _BACKBONES = registry.Registry[Backbone](
     'backbone', 'encoder.backbone', [BACKBONES_PACKAGE]
 )
-_OPTION_FACTORIES: Dict[str, Callable[..., Any]] = {}
+# Called with each backbone as it is registered (`add_registration_hook`).
+_REGISTRATION_HOOKS: List[Callable[[Backbone], None]] = []
 
 
 def register_backbone(backbone: Backbone) -> Backbone:
-  """Adds a backbone to the registry and its options to gin (by its name).
+  """Adds a backbone to the registry (and tells the registration hooks).
 
   Raises:
     ValueError: if another backbone has the name.
   """
   _BACKBONES.register(backbone.name, backbone)
-  if backbone.options_cls is not None and backbone.name not in (
-      _OPTION_FACTORIES
-  ):
-    _OPTION_FACTORIES[backbone.name] = gin_dataclass.register(
-        backbone.options_cls, backbone.name
-    )
+  for hook in _REGISTRATION_HOOKS:
+    hook(backbone)
   return backbone
+
+
+def add_registration_hook(hook: Callable[[Backbone], None]) -> None:
+  """Calls `hook(backbone)` for every backbone, registered so far or later.
+
+  For code that keeps something per backbone (the settings of its options
+  where a configuration system resolves them). A backbone's module may be
+  imported twice under one name, which registers it again, so `hook` may
+  see a backbone more than once.
+  """
+  _REGISTRATION_HOOKS.append(hook)
+  for backbone in _BACKBONES.entries():
+    hook(backbone)
 
 
 def backbone_names() -> List[str]:
@@ -285,38 +296,6 @@ def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:
   if options is not None:
     config = config.with_options(dataclasses.asdict(options))
   return config
-
-
-def _gin_encoder_config(config: EncoderConfig) -> EncoderConfig:
-  """Fills the backbone's options from gin (`<backbone>.<option>`).
-
-  Raises:
-    ValueError: gin binds options of another backbone.
-  """
-  backbone = get_backbone(config.backbone)
-  gin_dataclass.check_unbound(
-      [name for name in _OPTION_FACTORIES if name != backbone.name],
-      f'encoder.backbone={backbone.name!r}',
-  )
-  if backbone.options_cls is not None:
-    options = dataclasses.asdict(_OPTION_FACTORIES[backbone.name]())
-    options.update(config.options_dict())
-    config = config.with_options(options)
-  return validate(config)
-
-
-encoder_config = gin_dataclass.register(
-    EncoderConfig,
-    'encoder',
-    required=(
-        'hidden_size',
-        'num_layers',
-        'num_attention_heads',
-        'intermediate_size',
-    ),
-    exclude=('options',),
-    finalize=_gin_encoder_config,
-)
 
 
 # Fields of configs saved before backbones had their own options: the old

@@ -1,0 +1,66 @@
+"""The encoder's gin settings: `encoder.<field>` and `<backbone>.<option>`.
+
+`modeling/networks/encoders.py` knows nothing of gin; this module makes its
+`EncoderConfig` the gin configurable `encoder` (`encoder.hidden_size = 256`;
+`options` is not bound directly) and the options dataclass of every
+registered backbone the configurable of the backbone's name
+(`convbert.kernel_size = 9`). A backbone registered later, by a module that a
+gin `import` line loads, gets its configurable as it registers (the hook of
+`encoders.add_registration_hook`), so the lines after the import may bind it.
+
+`encoder_config()` is the encoder the gin bindings describe: the selected
+backbone's options filled from its configurable, checked, with mistakes
+named by their bindings.
+"""
+
+import dataclasses
+from typing import Any, Callable, Dict
+
+from official_repro.common import gin_dataclass
+from official_repro.modeling.networks import encoders
+
+# The gin configurable of each backbone's options, by backbone name.
+_OPTION_FACTORIES: Dict[str, Callable[..., Any]] = {}
+
+
+def _register_options(backbone: encoders.Backbone) -> None:
+  if backbone.options_cls is not None and backbone.name not in (
+      _OPTION_FACTORIES
+  ):
+    _OPTION_FACTORIES[backbone.name] = gin_dataclass.register(
+        backbone.options_cls, backbone.name
+    )
+
+
+def _finalize(config: encoders.EncoderConfig) -> encoders.EncoderConfig:
+  """Fills the backbone's options from gin (`<backbone>.<option>`).
+
+  Raises:
+    ValueError: gin binds options of another backbone.
+  """
+  backbone = encoders.get_backbone(config.backbone)
+  gin_dataclass.check_unbound(
+      [name for name in _OPTION_FACTORIES if name != backbone.name],
+      f'encoder.backbone={backbone.name!r}',
+  )
+  if backbone.options_cls is not None:
+    options = dataclasses.asdict(_OPTION_FACTORIES[backbone.name]())
+    options.update(config.options_dict())
+    config = config.with_options(options)
+  return encoders.validate(config)
+
+
+encoder_config = gin_dataclass.register(
+    encoders.EncoderConfig,
+    'encoder',
+    required=(
+        'hidden_size',
+        'num_layers',
+        'num_attention_heads',
+        'intermediate_size',
+    ),
+    exclude=('options',),
+    finalize=_finalize,
+)
+
+encoders.add_registration_hook(_register_options)
