@@ -50,8 +50,6 @@ import hashlib
 import json
 import os
 import resource
-import subprocess
-import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -70,6 +68,7 @@ from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.core import train_utils
 from official.nlp.data import pretrain_dataloader as stock_dataloader
+from experiments import commands
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.data import builtin_corpus
@@ -421,10 +420,10 @@ def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
   Measures `variant` in a subprocess, the configuration's gin plus
   `extra_bindings`.
   """
-  stdout = run_child(
+  stdout = commands.run_module(
       'experiments.benchmark_pretraining',
       [f'--run_variant={variant}', *configuration_args(extra_bindings)],
-      f'variant {variant}',
+      stdout_only=True,
   )
   return json.loads(stdout.strip().splitlines()[-1])
 
@@ -449,24 +448,6 @@ def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
   if FLAGS.vocab_file:
     args.append(f'--vocab_file={FLAGS.vocab_file}')
   return args
-
-
-def run_child(module: str, args: Sequence[str], what: str) -> str:
-  """Runs `python -m module args` from the repository root.
-
-  Runs `python -m module args` from the repository root; returns its
-  stdout, or raises naming `what` with the end of its stderr.
-  """
-  completed = subprocess.run(
-      [sys.executable, '-m', module, *args],
-      capture_output=True,
-      text=True,
-      cwd=gin_utils.REPO_ROOT,
-      check=False,
-  )
-  if completed.returncode:
-    raise RuntimeError(f'{what} failed:\n{completed.stderr[-5000:]}')
-  return completed.stdout
 
 
 def _print_table(results: list, peak: float) -> None:

@@ -70,8 +70,6 @@ import math
 import os
 import random
 import re
-import subprocess
-import sys
 from typing import Dict, List, Sequence
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
@@ -83,6 +81,7 @@ import numpy as np
 from scipy import stats
 import tensorflow as tf
 
+from experiments import commands
 from official_repro.common import cli
 from experiments import corpus_records
 from experiments import provenance
@@ -302,35 +301,22 @@ def _pretrain(records_dir: str, model_dir: str) -> Dict:
       f'{FLAGS.initial_positive_probability or None}',
       f'script.critic_loss_weight = {FLAGS.critic_loss_weight}',
   ]
-  command = [
-      sys.executable,
-      '-m',
-      'official_repro.train',
+  args = [
       '--gin_file=gin/pretrain/script.gin',
       f'--model_dir={model_dir}',
       '--mode=train_and_eval',
       '--strategy=cpu',
       *(f'--gin_param={param}' for param in params),
   ]
-  log_path = os.path.join(FLAGS.work_dir, 'train.log')
-  # The log is captured and then written through tf.io.gfile, so that
-  # --work_dir may be a gs:// directory.
-  completed = subprocess.run(
-      command,
-      stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE,
-      text=True,
-      check=False,
+  stdout = commands.run_module(
+      'official_repro.train',
+      args,
+      log_path=os.path.join(FLAGS.work_dir, 'train.log'),
+      stdout_only=True,
   )
-  with tf.io.gfile.GFile(log_path, 'w') as log:
-    log.write(completed.stderr)
-  if completed.returncode:
-    raise RuntimeError(
-        f'Pretraining failed (exit {completed.returncode}); ' f'see {log_path}.'
-    )
   # Orbit prints its progress to stdout before the result: the result is
   # the JSON object from the line holding only '{' to the gin config.
-  result = ('\n' + completed.stdout).split('Operative gin config:')[0]
+  result = ('\n' + stdout).split('Operative gin config:')[0]
   return json.loads(result[result.index('\n{\n') :])
 
 
@@ -378,10 +364,7 @@ def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
     paths[name] = os.path.join(FLAGS.work_dir, f'{name}.json')
     json_files.write_json(paths[name], first_pass_lists(lists, rng, name))
   output = os.path.join(FLAGS.work_dir, 'rescore.json')
-  command = [
-      sys.executable,
-      '-m',
-      'official_repro.rescore',
+  args = [
       *(f'--nbest={name}={path}' for name, path in paths.items()),
       f'--init_checkpoint={model_dir}',
       '--dev_set=dev',
@@ -389,21 +372,14 @@ def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
       '--length_bonuses=-4:4:0.5',
       f'--output_json={output}',
   ]
-  completed = subprocess.run(
-      command,
-      stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE,
-      text=True,
-      check=False,
+  printed = commands.run_module(
+      'official_repro.rescore', args, stdout_only=True
   )
-  if completed.returncode:
-    raise RuntimeError(
-        f'Rescoring failed (exit {completed.returncode}): '
-        f'{completed.stderr[-2000:]}'
-    )
   with tf.io.gfile.GFile(output) as f:
     return dict(
-        json.load(f), command=' '.join(command[1:]), printed=completed.stdout
+        json.load(f),
+        command=' '.join(['-m', 'official_repro.rescore', *args]),
+        printed=printed,
     )
 
 

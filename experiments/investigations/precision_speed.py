@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import flags
 import tensorflow as tf
 
-from experiments import benchmark_pretraining
+from experiments import commands
 from experiments import provenance
 from official_repro.common import cli
 from official_repro.common import json_files
@@ -141,11 +141,7 @@ def measure(gin_files: Sequence[str], mixed_precision: str) -> Dict:
       f'--gin_param=experiment.seed={FLAGS.seed}',
       *(f'--gin_param={p}' for p in FLAGS.gin_param),
   ]
-  benchmark_pretraining.run_child(
-      'experiments.benchmark_pretraining',
-      args,
-      f'{gin_files} in {mixed_precision}',
-  )
+  commands.run_module('experiments.benchmark_pretraining', args)
   with tf.io.gfile.GFile(output_json) as f:
     (result,) = json.load(f)['results']
   tf.io.gfile.remove(output_json)

@@ -48,6 +48,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-dir
 from official_repro.common import cli
 from official_repro.common import json_files
 from experiments import benchmark_pretraining
+from experiments import commands
 
 FLAGS = flags.FLAGS
 
@@ -267,14 +268,13 @@ def profile_variant(variant: str, logdir: str) -> Dict:
 
 def _run_isolated(variant: str, output_dir: str) -> Dict:
   path = os.path.join(output_dir, f'{variant}.json')
-  benchmark_pretraining.run_child(
+  commands.run_module(
       'experiments.investigations.profile_pretraining',
       [
           f'--profile_variant={variant}',
           f'--output_dir={output_dir}',
           *benchmark_pretraining.configuration_args(),
       ],
-      f'profiling {variant}',
   )
   with tf.io.gfile.GFile(path) as f:
     return json.load(f)

@@ -11,8 +11,6 @@ name its registry entry gives (`target_runners.RUNNERS`) and, at
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 from typing import Optional
 
 import tensorflow as tf
@@ -21,11 +19,11 @@ from experiments import attention_concentration as attention_experiment
 from experiments import convbert_lm as lm_experiment
 from experiments import convbert_speed as speed_experiment
 from experiments import paper_tables
+from experiments import commands
 from experiments.regeneration import registry
 from experiments.regeneration import runner
 from experiments.regeneration import target_runners
 from official_repro.common import json_files
-from official_repro.training import gin_utils
 
 
 def _read_json(path: str):
@@ -34,16 +32,12 @@ def _read_json(path: str):
 
 
 def _run_module(module: str, *args: str) -> None:
-  """Runs `python -m module args` from the repository root.
+  """Runs `python -m module args` (`commands.run_module`), its output shown.
 
   Raises:
-    subprocess.CalledProcessError: the module failed.
+    commands.CommandError: the module failed.
   """
-  subprocess.run(
-      [sys.executable, '-m', module, *args],
-      check=True,
-      cwd=gin_utils.REPO_ROOT,
-  )
+  print(commands.run_module(module, args), end='', flush=True)
 
 
 def write_command_table(

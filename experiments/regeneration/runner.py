@@ -62,7 +62,6 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -70,6 +69,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import gin
 import tensorflow as tf
 
+from experiments import commands
 from experiments import corpus_records
 from experiments.regeneration import held_out
 from experiments.regeneration import plan
@@ -429,61 +429,15 @@ _PROGRESS = re.compile(r'^(train|eval) \| step:')
 
 
 def _call(command: Sequence[str], log_path: str) -> None:
-  """Runs a job, showing its progress and logging its output.
+  """Runs a job `[python, -m, module, *args]` (`commands.run_module`).
 
-  Runs a job; its Orbit progress lines ("train | step: ...") go to the
-  terminal as they come, all of its output to `log_path` at the end.
-
-  If this process is stopped (Ctrl-C, SIGTERM) while the job runs, the job
-  is stopped too (`_stop`) before the exception goes on, so no job outlives
-  the regeneration; a rerun resumes from the job's last checkpoint.
+  Its Orbit progress lines ("train | step: ...") go to the terminal as they
+  come, all of its output to `log_path`; a stopped regeneration stops it
+  too, and a rerun resumes from the job's last checkpoint.
   """
-  print('  $ ' + ' '.join(command), flush=True)
-  lines = []
-  process = subprocess.Popen(
-      list(command),
-      stdout=subprocess.PIPE,
-      stderr=subprocess.STDOUT,
-      text=True,
-      cwd=gin_utils.REPO_ROOT,
+  commands.run_module(
+      command[2], command[3:], log_path=log_path, show=_PROGRESS
   )
-  try:
-    for line in process.stdout:
-      lines.append(line)
-      if _PROGRESS.match(line):
-        print('    ' + line.rstrip(), flush=True)
-    process.wait()
-  except BaseException:
-    _stop(process)
-    raise
-  finally:
-    process.stdout.close()
-  with tf.io.gfile.GFile(log_path, 'w') as log:
-    log.write(''.join(lines))
-  if process.returncode:
-    raise RuntimeError(
-        f'{command[2]} failed (exit {process.returncode}); ' f'see {log_path}.'
-    )
-
-
-# Seconds a stopped job gets to save its checkpoint before it is killed.
-_STOP_GRACE_SECONDS = 30
-
-
-def _stop(process: subprocess.Popen) -> None:
-  """Stops the job: SIGTERM, then a kill after a grace period.
-
-  Sends the job SIGTERM (training checkpoints at the end of its loop and
-  exits), and kills it if it has not ended within `_STOP_GRACE_SECONDS`.
-  """
-  if process.poll() is not None:
-    return
-  process.terminate()
-  try:
-    process.wait(_STOP_GRACE_SECONDS)
-  except subprocess.TimeoutExpired:
-    process.kill()
-    process.wait()
 
 
 def _training_bindings(

@@ -8,7 +8,6 @@ import dataclasses
 import json
 import os
 import shutil
-import sys
 
 from absl import app
 import gin
@@ -1344,25 +1343,6 @@ def test_learning_curve_points_are_every_checkpoint_of_each_run():
   assert '| ELECTRA-small | 100 | 0.500 |' in report.markdown(
       target, report.rows(target, results), 'header'
   )
-
-
-def test_jobs_show_their_progress_and_keep_their_log(tmp_path, capsys):
-  log = os.path.join(tmp_path, 'job.log')
-  runner._call(
-      [
-          sys.executable,
-          '-c',
-          'print("train | step: 5 | x");'  # pylint: disable=protected-access
-          'print("noise")',
-      ],
-      log,
-  )
-  printed = capsys.readouterr().out.splitlines()
-  assert printed[1:] == ['    train | step: 5 | x']
-  with open(log) as f:
-    assert f.read() == 'train | step: 5 | x\nnoise\n'
-  with pytest.raises(RuntimeError, match='exit 3'):
-    runner._call([sys.executable, '-c', 'raise SystemExit(3)'], log)  # pylint: disable=protected-access
 
 
 def test_attention_concentration_pretrains_each_backbone_alike(
