@@ -76,12 +76,19 @@ def configured_encoder() -> pretrained.PretrainedEncoder:
   """The encoder --init_checkpoint (or gin, for foreign checkpoints) names."""
   try:
     gin.query_parameter('encoder.hidden_size')
-    config = encoder_gin.encoder_config()
   except ValueError:  # No `encoder` bindings: the checkpoint must carry one.
     config = None
-  return pretrained.resolve(
-      FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file, config=config
-  )
+  else:
+    config = encoder_gin.encoder_config()
+  try:
+    return pretrained.resolve(
+        FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file, config=config
+    )
+  except pretrained.NoArchitectureError as error:
+    raise cli.UserError(
+        f'{error} Give it with gin: include a gin/sizes/*.gin file and set '
+        'encoder.backbone.'
+    ) from error
 
 
 def main(argv):

@@ -145,7 +145,7 @@ def check_name(name: str, setting: str = 'activation') -> str:
   Args:
     name: the activation name.
     setting: how error messages name the setting (e.g.
-      'encoder.hidden_activation').
+      'hidden_activation').
 
   Raises:
     ValueError: for 'gelu' (ambiguous) or a name nobody defines.

@@ -9,14 +9,19 @@ gin `import` line loads, gets its configurable as it registers (the hook of
 `encoders.add_registration_hook`), so the lines after the import may bind it.
 
 `encoder_config()` is the encoder the gin bindings describe: the selected
-backbone's options filled from its configurable, checked, with mistakes
-named by their bindings.
+backbone's options filled from its configurable, then checked by
+`encoders.validate`, whose errors name the config's fields
+(`EncoderConfig: hidden_size=30 is not divisible by num_attention_heads=4.`);
+here they name the bindings to change (`encoder.hidden_size=30 is not
+divisible by encoder.num_attention_heads=4.`, `convbert.kernel_size=4 must
+be odd.`), as `bindings` names them for other callers.
 """
 
 import dataclasses
 from typing import Any, Callable, Dict
 
 from official_repro.common import gin_dataclass
+from official_repro.modeling import arguments
 from official_repro.modeling.networks import encoders
 
 # The gin configurable of each backbone's options, by backbone name.
@@ -32,13 +37,30 @@ def _register_options(backbone: encoders.Backbone) -> None:
     )
 
 
+def bindings(backbone: str) -> arguments.Namer:
+  """The gin binding of each `EncoderConfig` argument, for `backbone`.
+
+  `<field>` is `encoder.<field>` and `options.<option>` (`encoders.
+  config_error`) is `<backbone>.<option>`.
+  """
+
+  def binding(argument: str) -> str:
+    option = argument.removeprefix('options.')
+    if option != argument:
+      return f'{backbone}.{option}'
+    return f'encoder.{argument}'
+
+  return binding
+
+
 def _finalize(config: encoders.EncoderConfig) -> encoders.EncoderConfig:
-  """Fills the backbone's options from gin (`<backbone>.<option>`).
+  """Fills the backbone's options from gin (`<backbone>.<option>`); checks.
 
   Raises:
-    ValueError: gin binds options of another backbone.
+    UserError: gin binds options of another backbone, or the config is
+      invalid (naming the bindings).
   """
-  backbone = encoders.get_backbone(config.backbone)
+  backbone = encoders.get_backbone(config.backbone, 'encoder.backbone')
   gin_dataclass.check_unbound(
       [name for name in _OPTION_FACTORIES if name != backbone.name],
       f'encoder.backbone={backbone.name!r}',
@@ -47,7 +69,8 @@ def _finalize(config: encoders.EncoderConfig) -> encoders.EncoderConfig:
     options = dataclasses.asdict(_OPTION_FACTORIES[backbone.name]())
     options.update(config.options_dict())
     config = config.with_options(options)
-  return encoders.validate(config)
+  with arguments.renamed(bindings(backbone.name)):
+    return encoders.validate(config)
 
 
 encoder_config = gin_dataclass.register(

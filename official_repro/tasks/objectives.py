@@ -23,6 +23,7 @@ from official_repro.common import gin_dataclass
 from official_repro.common import registry
 from official_repro.data import pretrain_dataloader
 from official_repro.metrics import flops as flops_lib
+from official_repro.modeling import arguments
 from official_repro.modeling.networks import encoders
 from official_repro.tasks import encoder_gin
 
@@ -147,8 +148,8 @@ def resolve_vocab_size(
   config must already have one.
 
   Raises:
-    ValueError: if the encoder names a different vocabulary size than the
-      records (naming their vocab file), or neither gives one.
+    UserError: if `encoder.vocab_size` is another vocabulary size than the
+      records' (naming their vocab file), or neither gives one.
   """
   if not data.input_path:
     if config.vocab_size is None:
@@ -159,7 +160,8 @@ def resolve_vocab_size(
   vocab_size, vocab_file = pretrain_dataloader.records_vocabulary(
       data.input_path
   )
-  return encoders.with_vocab_size(config, vocab_size, source=vocab_file)
+  with arguments.renamed(encoder_gin.bindings(config.backbone)):
+    return encoders.with_vocab_size(config, vocab_size, source=vocab_file)
 
 
 def task_config_from_gin(name: str) -> cfg.TaskConfig:

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.nlp.modeling import models
+from official_repro.modeling import arguments
 from official_repro.modeling.layers import mixed_attention
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
@@ -216,27 +217,25 @@ def test_attention_only_block_round_trips_and_excludes_conv_only():
 @pytest.mark.parametrize(
     'overrides, message',
     [
-        (dict(head_ratio=0), r'convbert.head_ratio must be a positive int'),
-        (dict(head_ratio=-2), r'convbert.head_ratio must be a positive int'),
+        (dict(head_ratio=0), r'options.head_ratio must be a positive int'),
+        (dict(head_ratio=-2), r'options.head_ratio must be a positive int'),
         (
             dict(num_attention_heads=3),
-            r'encoder.hidden_size=32 is not divisible '
-            r'by encoder.num_attention_heads=3',
+            r'hidden_size=32 is not divisible by num_attention_heads=3',
         ),
-        (dict(kernel_size=4), r'convbert.kernel_size=4 must be odd'),
-        (dict(kernel_size=-1), r'convbert.kernel_size must be a positive'),
+        (dict(kernel_size=4), r'options.kernel_size=4 must be odd'),
+        (dict(kernel_size=-1), r'options.kernel_size must be a positive'),
         (
             dict(num_groups=3, intermediate_size=66),
-            r'encoder.hidden_size=32 is not divisible by convbert.num_groups=3',
+            r'hidden_size=32 is not divisible by options.num_groups=3',
         ),
         (
             dict(num_groups=4, intermediate_size=66),
-            r'encoder.intermediate_size=66 is not divisible by '
-            r'convbert.num_groups=4',
+            r'intermediate_size=66 is not divisible by options.num_groups=4',
         ),
         (
             dict(conv_only=True, attention_only=True),
-            'conv_only and convbert.attention_only exclude each other',
+            'options.conv_only and options.attention_only exclude each other',
         ),
         (
             dict(hidden_activation='gelu'),
@@ -244,15 +243,17 @@ def test_attention_only_block_round_trips_and_excludes_conv_only():
         ),
     ],
 )
-def test_bad_config_names_the_setting(overrides, message):
-  with pytest.raises(ValueError, match=message):
+def test_bad_config_names_the_argument(overrides, message):
+  with pytest.raises(
+      arguments.ArgumentError, match=f'^EncoderConfig: {message}'
+  ):
     _config(**overrides)
 
 
 def test_options_belong_to_their_backbone():
   with pytest.raises(
       ValueError,
-      match=r"encoder.options=\{'head_ratio': 4\} "
+      match=r"^EncoderConfig: options=\{'head_ratio': 4\} "
       r"but backbone 'bert' takes no options",
   ):
     encoders.validate(

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.modeling import arguments
 from official_repro.modeling.networks import encoders
 
 
@@ -101,23 +102,29 @@ def test_small_parameter_counts_match_paper_001(backbone, expected):
     [
         (
             dict(backbone='gpt'),
-            r"encoder.backbone must be one of \[.*'albert', "
+            r"^EncoderConfig: backbone must be one of \[.*'albert', "
             r".*'bert', .*'convbert'.*\], got 'gpt'",
         ),
         (
             dict(hidden_size=30, num_attention_heads=4),
-            r'hidden_size=30 is not divisible by encoder.num_attention_heads=4',
+            r'^EncoderConfig: hidden_size=30 is not divisible by '
+            r'num_attention_heads=4\.$',
         ),
-        (dict(num_layers=0), 'encoder.num_layers must be a positive int'),
+        (
+            dict(num_layers=0),
+            '^EncoderConfig: num_layers must be a positive int, got 0.$',
+        ),
     ],
 )
-def test_bad_config(overrides, message):
-  with pytest.raises(ValueError, match=message):
+def test_bad_config_names_the_argument(overrides, message):
+  with pytest.raises(arguments.ArgumentError, match=message):
     _config(**overrides)
 
 
 def test_vocab_size_conflict_names_source():
-  with pytest.raises(ValueError, match='vocab.txt'):
+  with pytest.raises(
+      ValueError, match=r'^EncoderConfig: vocab_size=10 .*vocab.txt'
+  ):
     encoders.with_vocab_size(_config(vocab_size=10), 50, source='/r/vocab.txt')
   assert (
       encoders.with_vocab_size(_config(vocab_size=None), 50, 'x').vocab_size

@@ -7,7 +7,7 @@ layout once, and then read like one of ours:
 
   <dir>/encoder-0.{index,data-*}   tf.train.Checkpoint(encoder=...)
   <dir>/encoder_config.json        the architecture, from the release's
-                                   config (never from gin)
+                                   config (never from a command's settings)
   <dir>/vocab.txt, tokenizer.json  the vocabulary and its casing
   <dir>/heads/heads-0.*            Checkpoint(mlm_head=..., rtd_head=...),
   <dir>/heads/heads.json           and each head's activation, where the

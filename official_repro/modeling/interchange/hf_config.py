@@ -1,12 +1,12 @@
 """Hugging Face `config.json` for BERT, ALBERT, ELECTRA and ConvBERT models.
 
 The architecture of an imported model comes from its `config.json`, never
-from gin: `encoder_config` maps it onto an `EncoderConfig`, and `hf_config`
-writes one for an exported encoder. The two are inverse on every setting
-both sides have. What our encoders cannot be is refused by name: another
-model type or position-embedding type, a LayerNorm epsilon other than
-1e-12 (Model Garden's layers fix it), ALBERT with several layer groups or
-inner layers, an activation without a counterpart.
+from a command's settings: `encoder_config` maps it onto an `EncoderConfig`,
+and `hf_config` writes one for an exported encoder. The two are inverse on
+every setting both sides have. What our encoders cannot be is refused by
+name: another model type or position-embedding type, a LayerNorm epsilon
+other than 1e-12 (Model Garden's layers fix it), ALBERT with several layer
+groups or inner layers, an activation without a counterpart.
 
 Activation names differ: Hugging Face's `"gelu"` is the exact (erf) GELU
 and `"gelu_new"` (also `"gelu_fast"`, `"gelu_pytorch_tanh"`) the tanh
@@ -180,15 +180,15 @@ def model_type_for(encoder: encoders.EncoderConfig, electra: bool) -> str:
     for option in ('conv_only', 'attention_only'):
       if options.get(option):
         raise cli.UserError(
-            f'convbert.{option} = True: Hugging Face ConvBERT has every block '
-            'mixed (attention and convolution heads); it cannot hold this '
-            'ablation.'
+            f'The encoder has the ConvBERT option {option} = True: Hugging '
+            'Face ConvBERT has every block mixed (attention and convolution '
+            'heads); it cannot hold this ablation.'
         )
     return 'convbert'
   if encoder.backbone != 'bert':
     raise cli.UserError(
-        f'encoder.backbone {encoder.backbone!r} has no Hugging Face class; '
-        'BERT, ALBERT and ConvBERT encoders export.'
+        f'The encoder backbone {encoder.backbone!r} has no Hugging Face '
+        'class; BERT, ALBERT and ConvBERT encoders export.'
     )
   if electra or encoder.width != encoder.hidden_size:
     # BERT has no embedding projection; ELECTRA's classes do.
@@ -215,7 +215,7 @@ def hf_config(
   """
   if encoder.hidden_activation not in ACTIVATIONS_TO_HF:
     raise cli.UserError(
-        f'encoder.hidden_activation {encoder.hidden_activation!r} has no '
+        f'The encoder hidden_activation {encoder.hidden_activation!r} has no '
         'Hugging Face name.'
     )
   config = dict(

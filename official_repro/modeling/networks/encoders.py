@@ -28,6 +28,7 @@ from official.nlp.configs import encoders as mg_encoders
 from official_repro.common import cli
 from official_repro.common import registry
 from official_repro.modeling import activations
+from official_repro.modeling import arguments
 from official_repro.modeling.networks import transformer_encoder
 
 # The package whose modules are the built-in backbones.
@@ -171,8 +172,8 @@ class Backbone:
     default_activation: the feed-forward activation of the reference code.
     shares_blocks_across_layers: one block object is applied at every layer
       (ALBERT): `build_block` is called once and reused.
-    validate_options: `(config, options, name)` raises `ValueError` naming
-      the setting when the options do not fit the config.
+    validate_options: `(config, options)` raises a `config_error` naming
+      the options (`options.<option>`) and fields that do not fit.
     flops_block: `(config, options) -> metrics.flops.BlockFlops`, the FLOPs
       terms of the backbone's block (`BlockFlops()`: ELECTRA's BERT block;
       a block of another shape subclasses it in the backbone's module;
@@ -187,35 +188,50 @@ class Backbone:
   options_cls: Optional[Type[Any]] = None
   default_activation: str = 'gelu_tanh'
   shares_blocks_across_layers: bool = False
-  validate_options: Optional[Callable[[EncoderConfig, Any, str], None]] = None
+  validate_options: Optional[Callable[[EncoderConfig, Any], None]] = None
   flops_block: Optional[Callable[[EncoderConfig, Any], Any]] = None
   model_garden_config: Optional[
       Callable[[EncoderConfig], mg_encoders.EncoderConfig]
   ] = None
 
-  def parse_options(self, config: EncoderConfig, name: str = 'encoder'):
-    """The backbone's options object from `config.options`."""
+  def parse_options(self, config: EncoderConfig):
+    """The backbone's options object from `config.options`.
+
+    Raises:
+      ArgumentError: options the backbone does not have.
+    """
     values = config.options_dict()
     if self.options_cls is None:
       if values:
-        raise cli.UserError(
-            f'{name}.options={values} but backbone '
+        raise config_error(
+            lambda name: f'{name("options")}={values} but backbone '
             f'{self.name!r} takes no options.'
         )
       return None
     known = {field.name for field in dataclasses.fields(self.options_cls)}
     unknown = sorted(set(values) - known)
     if unknown:
-      raise cli.UserError(
-          f'{name}.options has {unknown}, which backbone '
-          f'{self.name!r} does not have (its options: '
-          f'{sorted(known)}).'
+      raise config_error(
+          lambda name: f'{name("options")} has {unknown}, which backbone '
+          f'{self.name!r} does not have (its options: {sorted(known)}).'
       )
     return self.options_cls(**values)
 
 
+def config_error(
+    message: Callable[[arguments.Namer], str],
+) -> arguments.ArgumentError:
+  """An `ArgumentError` of `EncoderConfig`.
+
+  Args:
+    message: `name -> message`; a field is named `name(field)`, an option
+      of the backbone `name('options.<option>')`.
+  """
+  return arguments.ArgumentError(EncoderConfig.__name__, message)
+
+
 _BACKBONES = registry.Registry[Backbone](
-    'backbone', 'encoder.backbone', [BACKBONES_PACKAGE]
+    'backbone', 'EncoderConfig.backbone', [BACKBONES_PACKAGE]
 )
 # Called with each backbone as it is registered (`add_registration_hook`).
 _REGISTRATION_HOOKS: List[Callable[[Backbone], None]] = []
@@ -251,26 +267,33 @@ def backbone_names() -> List[str]:
   return sorted(_BACKBONES.names())
 
 
-def get_backbone(name: str, setting: str = 'encoder.backbone') -> Backbone:
+def get_backbone(
+    name: str, setting: str = 'EncoderConfig.backbone'
+) -> Backbone:
   """The registered backbone `name`.
 
+  Args:
+    name: the backbone's name.
+    setting: how the error message names the setting that gave `name`.
+
   Raises:
-    ValueError: naming the setting and the registered backbones.
+    UserError: naming the setting and the registered backbones.
   """
   return _BACKBONES.get(name, setting)
 
 
-def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:
+def validate(config: EncoderConfig) -> EncoderConfig:
   """Checks a config; returns it with the backbone's default activation.
 
-  Args:
-    config: the config.
-    name: how the error messages name it (its gin scope).
-
   Raises:
-    ValueError: naming the setting and the constraint it breaks.
+    ArgumentError: naming the fields (and options) and the constraint they
+      break (`config_error`).
   """
-  backbone = get_backbone(config.backbone, f'{name}.backbone')
+  backbone = arguments.checked(
+      EncoderConfig.__name__,
+      'backbone',
+      lambda setting: get_backbone(config.backbone, setting),
+  )
   for field in (
       'hidden_size',
       'num_layers',
@@ -279,20 +302,25 @@ def validate(config: EncoderConfig, name: str = 'encoder') -> EncoderConfig:
   ):
     value = getattr(config, field)
     if not isinstance(value, int) or value <= 0:
-      raise cli.UserError(
-          f'{name}.{field} must be a positive int, got ' f'{value!r}.'
+      raise config_error(
+          lambda name: f'{name(field)} must be a positive int, got {value!r}.'
       )
   if config.hidden_size % config.num_attention_heads:
-    raise cli.UserError(
-        f'{name}.hidden_size={config.hidden_size} is not divisible by '
-        f'{name}.num_attention_heads={config.num_attention_heads}.'
+    raise config_error(
+        lambda name: f'{name("hidden_size")}={config.hidden_size} is not '
+        f'divisible by {name("num_attention_heads")}='
+        f'{config.num_attention_heads}.'
     )
   if config.hidden_activation is None:
     config = config.replace(hidden_activation=backbone.default_activation)
-  activations.check_name(config.hidden_activation, f'{name}.hidden_activation')
-  options = backbone.parse_options(config, name)
+  arguments.checked(
+      EncoderConfig.__name__,
+      'hidden_activation',
+      lambda setting: activations.check_name(config.hidden_activation, setting),
+  )
+  options = backbone.parse_options(config)
   if backbone.validate_options is not None:
-    backbone.validate_options(config, options, name)
+    backbone.validate_options(config, options)
   if options is not None:
     config = config.with_options(dataclasses.asdict(options))
   return config
@@ -362,13 +390,14 @@ def with_vocab_size(
     source: where `vocab_size` comes from, for the error message.
 
   Raises:
-    ValueError: if the config names a different vocabulary size.
+    ArgumentError: if the config names a different vocabulary size.
   """
   if config.vocab_size is not None and config.vocab_size != vocab_size:
-    raise cli.UserError(
-        f'encoder.vocab_size={config.vocab_size} but the data uses a '
-        f'vocabulary of {vocab_size} tokens ({source}). Use the vocab the '
-        'records were written with, or rebind encoder.vocab_size.'
+    raise config_error(
+        lambda name: f'{name("vocab_size")}={config.vocab_size} but the data '
+        f'uses a vocabulary of {vocab_size} tokens ({source}); use the '
+        f'vocabulary the records were written with, or leave '
+        f"{name('vocab_size')} unset (None: the data's)."
     )
   return config.replace(vocab_size=vocab_size)
 
@@ -377,14 +406,14 @@ def to_model_garden_config(config: EncoderConfig) -> mg_encoders.EncoderConfig:
   """The same network as a Model Garden encoder config (stock baselines).
 
   Raises:
-    ValueError: for a backbone Model Garden does not have.
+    ArgumentError: for a backbone Model Garden does not have.
   """
   backbone = get_backbone(config.backbone)
   if backbone.model_garden_config is None:
-    raise cli.UserError(
-        f'encoder.backbone={config.backbone!r} has no Model Garden encoder; '
-        'build it with official_repro.modeling.networks.encoders.'
-        'build_encoder.'
+    raise config_error(
+        lambda name: f'{name("backbone")}={config.backbone!r} has no Model '
+        'Garden encoder; build it with official_repro.modeling.networks.'
+        'encoders.build_encoder.'
     )
   _require_vocab_size(config)
   return backbone.model_garden_config(validate(config))
@@ -392,9 +421,9 @@ def to_model_garden_config(config: EncoderConfig) -> mg_encoders.EncoderConfig:
 
 def _require_vocab_size(config: EncoderConfig) -> None:
   if config.vocab_size is None:
-    raise cli.UserError(
-        'EncoderConfig.vocab_size is unset; set it from the '
-        'data vocabulary (with_vocab_size) first.'
+    raise config_error(
+        lambda name: f'{name("vocab_size")} is unset; set it from the data '
+        'vocabulary (with_vocab_size) first.'
     )
 
 

@@ -12,10 +12,12 @@ These kinds of `--init_checkpoint` are accepted:
     ConvBERT), an original TF1 ELECTRA or ConvBERT checkpoint, or a Model
     Garden TEAMS checkpoint. It is converted once into the export layout
     (`modeling/interchange/converted.py`, cached), and the architecture
-    and tokenizer come from the release, never from gin;
+    and tokenizer come from the release, never from the command's
+    settings;
   * any other `tf.train.Checkpoint(encoder=...)` (Model Garden's BERT
-    checkpoints use this layout): the architecture is then the gin
-    `encoder.*` configuration and the vocabulary the `--vocab_file` flag.
+    checkpoints use this layout): the architecture is then the one the
+    caller gives (`resolve`'s `config`) and the vocabulary the
+    `--vocab_file` flag.
 Restoring checks that every encoder variable was found in the checkpoint, so
 a checkpoint of another architecture fails loudly instead of fine-tuning a
 partly random encoder.
@@ -34,6 +36,10 @@ from official_repro.data import vocab
 from official_repro.modeling.interchange import converted
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import export_layout
+
+
+class NoArchitectureError(cli.UserError):
+  """The checkpoint carries no architecture and the caller gave none."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +128,8 @@ def resolve(
 
   Raises:
     FileNotFoundError: no checkpoint where `init_checkpoint` points.
-    ValueError: no architecture or no vocabulary can be found.
+    NoArchitectureError: no architecture can be found.
+    UserError: no vocabulary can be found, or it does not fit.
   """
   if init_checkpoint and converted.detect(init_checkpoint):
     init_checkpoint = converted.cached_export(
@@ -150,10 +157,10 @@ def resolve(
           export_dir, tokenizer['vocab_file']
       )
   if config is None:
-    raise cli.UserError(
+    raise NoArchitectureError(
         f'--init_checkpoint {init_checkpoint} has no '
-        f'{export_layout.ENCODER_CONFIG_FILENAME}; give the architecture '
-        'with gin (include a gin/sizes/*.gin file and set encoder.backbone).'
+        f'{export_layout.ENCODER_CONFIG_FILENAME}, and no architecture was '
+        'given for it.'
     )
   vocab_file = vocab_file or tokenizer.get('vocab_file')
   if not vocab_file:

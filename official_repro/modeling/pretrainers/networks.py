@@ -205,7 +205,7 @@ def scale_generator(
       ),
       embedding_width=discriminator.width,
   )
-  return encoders.validate(generator, name='generator (scaled encoder)')
+  return encoders.validate(generator)
 
 
 def check_embedding_block(

@@ -202,7 +202,7 @@ class TeamsPretrainer(electra.ElectraPretrainer):
         **kwargs,
     )
     discriminator_config = encoders.validate(
-        encoders.as_encoder_config(discriminator_config), 'discriminator'
+        encoders.as_encoder_config(discriminator_config)
     )
     if task_heads != 'ffn' and discriminator_config.num_layers < 2:
       raise ValueError(

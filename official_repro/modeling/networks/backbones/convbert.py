@@ -80,7 +80,7 @@ from official_repro.modeling.networks import encoders
 
 @dataclasses.dataclass
 class ConvBertOptions:
-  """ConvBERT's own settings (gin: `convbert.<field>`).
+  """ConvBERT's own settings (`EncoderConfig.options` of a ConvBERT encoder).
 
   Attributes:
     head_ratio: the bottleneck ratio (>= 1); the self-attention branch keeps
@@ -101,28 +101,30 @@ class ConvBertOptions:
   attention_only: bool = False
 
 
-def _validate(
-    config: encoders.EncoderConfig, options: ConvBertOptions, name: str
-) -> None:
-  scope = config.backbone
+def _validate(config: encoders.EncoderConfig, options: ConvBertOptions) -> None:
   for field in ('head_ratio', 'kernel_size', 'num_groups'):
     value = getattr(options, field)
     if not isinstance(value, int) or value <= 0:
-      raise ValueError(
-          f'{scope}.{field} must be a positive int, got ' f'{value!r}.'
+      raise encoders.config_error(
+          lambda name: f'{name("options." + field)} must be a positive int, '
+          f'got {value!r}.'
       )
   if options.kernel_size % 2 == 0:
-    raise ValueError(f'{scope}.kernel_size={options.kernel_size} must be odd.')
+    raise encoders.config_error(
+        lambda name: f'{name("options.kernel_size")}={options.kernel_size} '
+        'must be odd.'
+    )
   for field in ('hidden_size', 'intermediate_size'):
     if getattr(config, field) % options.num_groups:
-      raise ValueError(
-          f'{name}.{field}={getattr(config, field)} is not divisible by '
-          f'{scope}.num_groups={options.num_groups}.'
+      raise encoders.config_error(
+          lambda name: f'{name(field)}={getattr(config, field)} is not '
+          f'divisible by {name("options.num_groups")}={options.num_groups}.'
       )
   if options.conv_only and options.attention_only:
-    raise ValueError(
-        f'{scope}.conv_only and {scope}.attention_only exclude '
-        'each other; set at most one to True.'
+    raise encoders.config_error(
+        lambda name: f'{name("options.conv_only")} and '
+        f'{name("options.attention_only")} exclude each other; set at most '
+        'one to True.'
     )
 
 
@@ -134,8 +136,8 @@ def _build_block(
 ) -> mixed_attention.ConvBertBlock:
   if return_attention_scores and options.conv_only:
     raise ValueError(
-        'return_attention_scores needs self-attention heads, but '
-        'convbert.conv_only=True (convolution heads only).'
+        'return_attention_scores needs self-attention heads, but the ConvBERT '
+        'options have conv_only=True (convolution heads only).'
     )
   return mixed_attention.ConvBertBlock(
       hidden_size=config.hidden_size,
