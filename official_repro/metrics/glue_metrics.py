@@ -1,18 +1,10 @@
-"""GLUE dev-set metrics in plain numpy, and the GLUE average.
+"""GLUE dev-set metrics (scikit-learn and scipy), and the GLUE average.
 
-The closed forms are written out rather than taken from sklearn or scipy so
-that the definitions a reported number depends on are visible here:
-
-* accuracy: the fraction of exact matches.
-* F1 of the positive class: `2 TP / (2 TP + FP + FN)`; 0 when there is no
-  positive prediction or label (sklearn's `zero_division` default).
-* Matthews correlation (binary):
-  `(TP TN - FP FN) / sqrt((TP + FP)(TP + FN)(TN + FP)(TN + FN))`; 0 when a
-  factor of the denominator is 0, as sklearn returns.
-* Pearson: covariance over the product of standard deviations; Spearman:
-  Pearson on ranks, tied values sharing the average of their ranks. A constant
-  input has no defined correlation; 0 is returned (scipy gives NaN), so that an
-  early evaluation of a model that predicts one score does not poison a mean.
+The metrics are scikit-learn's accuracy, F1 of the positive class
+(`zero_division=0`) and Matthews correlation, and scipy's Pearson and
+Spearman (ties share their mean rank). A constant input has no defined
+correlation; 0 is returned (scipy warns and gives NaN), so that an early
+evaluation of a model that predicts one score does not poison a mean.
 
 Per task (`task_metrics`): CoLA reports MCC, STS-B Pearson/Spearman, MRPC and
 QQP accuracy and F1, the rest accuracy. The GLUE score (`glue_average`) is the
@@ -20,10 +12,11 @@ unweighted mean over the eight tasks with MNLI counted once, by its matched
 dev score, as in TEAMS ("the average of all 8 tasks") and ELECTRA.
 """
 
-import math
 from typing import Dict, Mapping, Tuple
 
 import numpy as np
+from scipy import stats
+from sklearn import metrics as sklearn_metrics
 
 from official_repro.data import glue
 
@@ -79,83 +72,47 @@ def _validate_real(x, y) -> Tuple[np.ndarray, np.ndarray]:
 def accuracy(predictions, labels) -> float:
   """Fraction of `predictions` equal to `labels` (both int [N])."""
   predictions, labels = _validate_pair(predictions, labels)
-  return float(np.mean(predictions == labels))
+  return float(sklearn_metrics.accuracy_score(labels, predictions))
 
 
 def f1(predictions, labels, positive: int = 1) -> float:
-  """F1 score of class `positive`.
+  """F1 score of class `positive` of int [N] predictions and labels.
 
-  Args:
-    predictions: int [N] predicted class ids.
-    labels: int [N] true class ids.
-    positive: the class whose precision and recall are combined.
-
-  Returns:
-    `2 TP / (2 TP + FP + FN)`, 0.0 when that denominator is 0.
+  0.0 when there is no positive prediction or label.
   """
   predictions, labels = _validate_pair(predictions, labels)
-  predicted = predictions == positive
-  actual = labels == positive
-  true_positives = np.sum(predicted & actual)
-  denominator = np.sum(predicted) + np.sum(actual)
-  return float(2 * true_positives / denominator) if denominator else 0.0
+  return float(
+      sklearn_metrics.f1_score(
+          labels == positive, predictions == positive, zero_division=0
+      )
+  )
 
 
 def matthews_corrcoef(predictions, labels) -> float:
-  """Matthews correlation coefficient of binary (0/1) predictions.
+  """Matthews correlation of binary (0/1) int [N] predictions and labels.
 
-  Args:
-    predictions: int [N] of 0/1.
-    labels: int [N] of 0/1.
-
-  Returns:
-    MCC in [-1, 1]; 0.0 when the denominator is 0 (a constant prediction or
-    label vector).
+  In [-1, 1]; 0.0 for a constant prediction or label vector.
   """
   predictions, labels = _validate_binary(predictions, labels)
-  # Python ints: the product of four counts overflows int64 past ~55k rows.
-  tp = int(np.sum((predictions == 1) & (labels == 1)))
-  tn = int(np.sum((predictions == 0) & (labels == 0)))
-  fp = int(np.sum((predictions == 1) & (labels == 0)))
-  fn = int(np.sum((predictions == 0) & (labels == 1)))
-  denominator = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
-  if denominator == 0:
-    return 0.0
-  return (tp * tn - fp * fn) / math.sqrt(denominator)
+  return float(sklearn_metrics.matthews_corrcoef(labels, predictions))
 
 
 def pearson(x, y) -> float:
   """Pearson correlation of float [N] `x` and `y` (0.0 if one is constant)."""
   x, y = _validate_real(x, y)
-  return _pearson(x, y)
-
-
-def _pearson(x: np.ndarray, y: np.ndarray) -> float:
-  x = x - x.mean()
-  y = y - y.mean()
-  denominator = np.sqrt(np.sum(x * x) * np.sum(y * y))
-  if denominator == 0:
-    return 0.0
-  return float(np.sum(x * y) / denominator)
-
-
-def rank_average_ties(values: np.ndarray) -> np.ndarray:
-  """1-based ranks of float [N] `values`, tied values sharing their mean rank.
-
-  For example [10, 20, 20, 30] gets ranks [1, 2.5, 2.5, 4].
-  """
-  _, inverse, counts = np.unique(
-      values, return_inverse=True, return_counts=True
-  )
-  last_rank = np.cumsum(counts)
-  first_rank = last_rank - counts + 1
-  return ((first_rank + last_rank) / 2.0)[inverse.reshape(-1)]
+  return _correlation(stats.pearsonr, x, y)
 
 
 def spearman(x, y) -> float:
   """Spearman rank correlation of float [N] `x` and `y` (ties: mean ranks)."""
   x, y = _validate_real(x, y)
-  return _pearson(rank_average_ties(x), rank_average_ties(y))
+  return _correlation(stats.spearmanr, x, y)
+
+
+def _correlation(function, x: np.ndarray, y: np.ndarray) -> float:
+  if np.ptp(x) == 0 or np.ptp(y) == 0:
+    return 0.0
+  return float(function(x, y).statistic)
 
 
 def task_metrics(task: str, predictions, labels) -> Dict[str, float]:
