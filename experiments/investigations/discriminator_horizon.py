@@ -1,31 +1,26 @@
 r"""Where a discriminator leaves the call-everything-original phase.
 
-Early in ELECTRA-style pretraining the replaced-token detector calls almost
-every token original: its recall is near 0 and its accuracy is the share of
-tokens left unreplaced. google-research/electra's own code is in that phase
-at step 5,000 of its runs; released models have left it. This command
-continues one cpu-scale run of an objective (its paper gin files, then the
-scale's includes, as `experiments.regenerate --scale=cpu` trains it) on a
-long schedule, evaluating the held-out books every `--eval_every` steps,
-until the held-out discriminator recall exceeds `--recall_target` and its
-AUC reaches `--auc_target`, or the schedule ends (or `--stop_at_step`, on
-the same schedule). The run resumes from its checkpoints: rerun the same
-command to continue it.
-
-It writes `<output_dir>/discriminator_horizon_<run>.md`, `.json` and `.png`
-(`<run>_float32` for a run in float32, the flag's default; the runs in
-`experiments/reports` are bfloat16 unless so named):
-the held-out curve (discriminator AUC, recall, accuracy and loss, the
-masked LM's accuracy), the step where the targets were met, if any, and the
-public points of the reference code beside it (`PUBLIC_POINTS`; at other
-sizes and batches, so they locate the phase, not a value to match).
-
-Example (the cpu scale's records are those `experiments.regenerate
---scale=cpu` builds; `create_pretraining_data --vocab_size=4096
---max_seq_length=64 --eval_fraction=0.1` makes the same):
   python -m experiments.investigations.discriminator_horizon --run=electra \
     --records=/data/records_cpu --model_dir=/tmp/horizon/electra \
-    --output_dir=experiments/reports
+    --output_dir=experiments/reports [--mixed_precision=bfloat16] \
+    [--stop_at_step=6000] [--report_only]
+
+Early in ELECTRA-style pretraining the replaced-token detector calls almost
+every token original (recall near 0). This continues one cpu-scale run
+(`RUNS`: an objective's paper gin files, then the scale's includes, as
+`experiments.regenerate --scale=cpu` trains it) on a long schedule,
+evaluating the held-out books every `--eval_every` steps, until held-out
+recall exceeds `--recall_target` and AUC reaches `--auc_target`, or the
+schedule (or `--stop_at_step`) ends; rerun the same command to resume it.
+Each checkpoint is probed (`discriminator_probe_lib`, `--probe_steps`).
+
+Writes `<output_dir>/discriminator_horizon_<run>.md`, `.json` and `.png`
+(`<run>_float32` for a float32 run, the flag's default): the held-out
+curve, the step where the targets were met, the probes, and the reference
+code's public points (`PUBLIC_POINTS`: other sizes and batches, so they
+locate the phase, not a value to match). The records are the cpu scale's
+(`create_pretraining_data --vocab_size=4096 --max_seq_length=64
+--eval_fraction=0.1` makes the same).
 """
 
 import dataclasses

@@ -1,83 +1,37 @@
 r"""Training dynamics of ours against Model Garden's stock tasks, by curve.
 
-For masked LM, ELECTRA and TEAMS at the cpu scale (each objective's paper
-gin file, then the scale's includes, as `experiments.regenerate
---scale=cpu` trains it), every variant below trains on the same text, config
-and schedule, for every `--seeds` seed, and is evaluated every
-`--eval_every` steps on the same fixed batches of held-out books:
-
-  ours_static   our task, reading statically masked records (80/10/10);
-  stock_static  Model Garden's own task (`Objective.stock_task_config`:
-                `MaskedLMTask`, `ElectraPretrainTask`, `official.projects.
-                teams`' `TeamsPretrainTask`) on the same records, built by
-                its own trainer, as `experiments.benchmark_pretraining` does;
-  ours_dynamic  our task on the masking its paper's gin file selects,
-                masked afresh every batch (masked LM, ELECTRA);
-
-and, for ELECTRA, the two runs that split the masking into its parts and
-one that gives the stock task our example shuffling:
-
-  ours_dynamic_801010       dynamic masking with BERT's 80/10/10 split;
-  ours_static_85015         static records with ELECTRA's 85/0/15 split;
-  stock_static_our_shuffle  stock_static shuffling its examples in a
-                            buffer of our loader's 10,000, not Model
-                            Garden's default 100: over records in one
-                            shard, a buffer of 100 puts most sequences of
-                            the second epoch back within a batch of where
-                            the first epoch had them (`epoch_replay`,
-                            measured in the report);
-
-and, for TEAMS, ours tying the generator's word table only instead of its
-whole embedding block (`teams.tie_embedding_block`; Model Garden's TEAMS and
-`gin/pretrain/teams.gin` tie the block):
-
-  ours_static_word_tied     ours_static with the word table alone shared.
-
-Static and dynamic masking choose the same number of positions
-(`masking.mask_batch` serves both); within the first epoch (130,277
-sequences here, 1,017.8 batches of 128) a static record is seen once, so
-re-masking cannot act before it.
-
-The evaluation is computed here, the same for every variant, from each
-model's outputs (ours: `mlm_logits`, `rtd_logits`, `rtd_labels`,
-`mws_logits`; Model Garden's under its names, `OUTPUT_NAMES`): the
-generator's masked-LM accuracy on every masked slot and on the slots shown
-as [MASK] alone (a kept token can be copied), the discriminator's AUC,
-accuracy, recall and loss over real tokens, and TEAMS' multi-word selection
-accuracy. The held-out batches are the static records' eval split, so
-every variant is scored on the same masks; the report gives the best a
-masked LM without context scores on them (`official_repro.metrics.
-context_free`), computed from the records alone.
-
-Where the stock task lacks a setting of the paper's gin file, the setting is
-made the stock one for every variant and the report says so
-(`OBJECTIVES[...].bindings`: ELECTRA samples at temperature 1.0 here, not
-001's 0.8).
-
-Runs are kept in `--runs_dir` (`<objective>-<variant>-seed<k>/curve.json`,
-written when the run ends); a rerun skips finished runs and resumes an
-interrupted one from its last evaluation (`state/`: the weights, optimizer
-and step, and the curve so far). A resumed run replays its data stream from
-that step (the same records in the same order, the same masks), but its
-sampling ops restart their seeded stream from its beginning, so an ELECTRA
-or TEAMS run's replacements after the resumption are not the unbroken
-run's; `curve.json` lists the steps it resumed at (`resumed_at`). A run is
-resumed only under the schedule it started with. The report,
-`<output_dir>/dynamics_parity_cpu.md` and `.json`, gives each objective's
-mean curves and, at each checkpoint and for each metric, whether ours minus
-stock (and dynamic minus static) exceeds twice its standard error, with
-Welch's p-value and how often that criterion flags equal means by chance;
-`dynamics_parity_cpu_<objective>.png` overlays the variants' curves. The
-JSON keeps every run's curve file (`runs`); given as `--prior_report`, its
-runs count as finished, so a grid goes on from the committed report on a
-machine that has none of the earlier runs (their records rebuilt from the
-same books: a prior report whose context-free ceiling differs from the
-rebuilt records' is refused).
-
-Example (records are built under --runs_dir from --corpus when missing):
   python -m experiments.investigations.dynamics_parity \
     --corpus=../shared/data/corpus/gutenberg --runs_dir=/tmp/parity \
-    --output_dir=experiments/reports
+    --output_dir=experiments/reports [--seeds=1,2,3] [--report_only] \
+    [--prior_report=experiments/reports/dynamics_parity_cpu.json]
+
+Masked LM, ELECTRA and TEAMS at the cpu scale (each objective's paper gin
+file, then the scale's includes, as `experiments.regenerate --scale=cpu`
+trains it): each variant of `OBJECTIVES` trains on the same text, config
+and schedule for every `--seeds` seed and is evaluated every
+`--eval_every` steps on the same held-out batches. The variants
+(`VARIANTS`): ours and Model Garden's own task (`Objective.
+stock_task_config`, built by its own trainer as
+`experiments.benchmark_pretraining` does) on the same statically masked
+records; ours on dynamic masking; for ELECTRA the masking split apart
+(dynamic 80/10/10, static 85/0/15) and the stock task with our shuffle
+buffer; for TEAMS ours tying the word table only.
+
+Decisions: the evaluation is computed here, the same for every variant,
+from each model's outputs (`OUTPUT_NAMES`), on the static records' eval
+split (every variant scored on the same masks), beside the context-free
+ceiling (`official_repro.metrics.context_free`); a setting the stock task
+lacks is made the stock one for every variant (`Objective.bindings`, said
+in the report); a gap is flagged where it exceeds twice its standard error
+over seeds, with Welch's p-value and the flag's chance rate.
+
+Runs live in `--runs_dir` (`<objective>-<variant>-seed<k>/`): a rerun skips
+finished runs and resumes an interrupted one from its last evaluation,
+under the schedule it started with (its sampling ops restart their seeded
+stream: `resumed_at` in its curve). Writes `dynamics_parity_cpu.md`,
+`.json` (every run's curve, so `--prior_report` goes on from it on another
+machine; one whose context-free ceiling differs from the rebuilt records'
+is refused) and a `.png` per objective.
 """
 
 import dataclasses

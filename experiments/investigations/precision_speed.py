@@ -1,21 +1,19 @@
 r"""Pretraining speed and first-step loss in float32 against mixed precision.
 
-For each gin configuration and each precision this runs
-`experiments.benchmark_pretraining`'s measurement of our task (one subprocess
-per point, the same seeded initial weights and the same first batch) and
-reports steps/s, the first step's loss and its relative difference from
-float32's. On a CPU this shows what the mixed-precision path costs where no
-accelerator speeds it up, and that it computes the same loss; it says
-nothing about speed on a GPU or TPU. The report names the CPU and its
-vector extensions and the load at the start: bfloat16 is faster than
-float32 on some CPUs and much slower on others
-(`experiments/reports/mixed_precision_cpu*.md`).
-
   python -m experiments.investigations.precision_speed \
     --configs=electra_small=gin/papers/001_ale/electra_small.gin \
     --configs=convbert_small=gin/papers/002_convbert/small.gin \
     --gin_param=pretrain_data.train_batch_size=16 \
     --output_markdown=experiments/reports/mixed_precision_cpu.md
+
+For each gin configuration and each precision this runs
+`experiments.benchmark_pretraining`'s measurement of our task (one subprocess
+per point, the same seeded initial weights and the same first batch) and
+reports steps/s, the first step's loss and its relative difference from
+float32's: what the mixed-precision path costs on a CPU, and that it
+computes the same loss (nothing about a GPU or TPU). Which precision is
+faster differs between CPUs, so the report names the CPU and its vector
+extensions (`cpu_line`) and the load at the start.
 """
 
 import json

@@ -1,38 +1,27 @@
 r"""Measures record creation's memory and speed as the corpus grows.
 
+  python -m experiments.investigations.record_creation_scaling \
+    --corpus=../shared/data/corpus/gutenberg \
+    --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
+    --sizes_mb=40,160,1024 --workers=1,2 --beam_python=/path/to/venv/python \
+    [--one_file] [--output_markdown=...] [--output_json=...]
+
 Builds corpora of the requested sizes by repeating a directory of books under
 new names (`copy003/<book>.txt`, symbolic links, so each copy is a distinct set
 of documents with its own seeds), runs `create_pretraining_data` on each as a
-subprocess with 1 and 2 local workers (and, at the smallest size, with the
-Beam DirectRunner), and reports per run: wall time, throughput in MB of text
-per second, the peak resident memory of the largest process (`/usr/bin/time
--v`) and of the whole process tree (sampled), and how mixed the shards are
-(distinct books among the first 1,000 examples of a shard). From the
-one-worker rate it estimates what the papers' 16 GB corpus costs on Dataflow.
+subprocess with each `--workers` count of local workers (and, at the smallest
+size, the Beam DirectRunner), and reports per run: wall time, MB of text per
+second, the peak resident memory of the largest process (`/usr/bin/time -v`)
+and of the process tree (sampled), and how mixed the shards are (distinct
+books among a shard's first 1,000 examples); from the one-worker rate it
+estimates what the papers' 16 GB corpus costs on Dataflow.
 
-With `--one_file` each corpus is instead one file, the copies of the books
-concatenated, which measures memory inside a file (a file is read as a stream,
-in groups of `--group_mb` of text). Such a file is run without
-`--strip_gutenberg`, which would keep only its first book (the text between
-the first START and END markers), and by one worker whatever `--workers`
-says (a file is the unit of parallelism).
-
-Measurements mean something only on a quiet machine: the report states the
-load average at the start.
-
-Example (the README's numbers):
-  python -m experiments.investigations.record_creation_scaling \
-    --corpus=../shared/data/corpus/gutenberg \
-    --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
-    --sizes_mb=40,160,1024 --workers=1,2 --beam_python=/path/to/venv/python
-
-The books as one file of 41 MB and of 1 GB:
-  python -m experiments.investigations.record_creation_scaling \
-    --corpus=../shared/data/corpus/gutenberg \
-    --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
-    --sizes_mb=40,1024 --one_file \
-    --output_markdown=experiments/reports/record_creation_one_file.md \
-    --output_json=experiments/reports/record_creation_one_file.json
+With `--one_file` each corpus is one file, the copies concatenated, which
+measures memory inside a file (read as a stream, in groups of
+`create_pretraining_data --group_mb`); such a file runs without
+`--strip_gutenberg` (which would keep only its first book) and by one
+worker (a file is the unit of parallelism). Times mean something only on a
+quiet machine: the report states the load.
 """
 
 import json

@@ -8,32 +8,13 @@ r"""Speed of ConvBERT's k-tap span convolution sum: banded blocks vs slices.
 Times step 5 of `official_repro.modeling.layers.span_dynamic_conv` (each
 position's window of values combined with its own k-tap kernel) in two
 formulations on the same random `values [B, T, N, H]` and softmax kernels
-`[B, T, N, k]`:
-  * `banded`: the layer's `apply_dynamic_kernel`, one batched contraction
-    per block of positions against its banded kernel matrix;
-  * `slices`: the form it replaced, k statically shifted slices of the
-    padded values, each multiplied by one tap and accumulated.
-Forward, and forward plus the gradients of a scalar loss with respect to
-values and kernel (what training runs), with TensorFlow's kernels and with
-XLA (`jit_compile=True`). Each figure is the median over `--iterations`
-calls of one `tf.function`, after a tracing call, the two formulations
-alternating so background load hits both alike. The maximum absolute
-difference of the two outputs is reported as a check.
-
-The report, with the default shapes (N'=6, H=64, k=9, 30 iterations):
-`experiments/reports/span_conv_speed_cpu.md` (command in its header).
-
-What it shows, and what was decided from it: the layer uses the banded
-form because training (forward and backward) is faster banded, with or
-without XLA, at every shape; the gradients of the slices each pad a
-full-size tensor. The forward pass alone does not decide it: with
-TensorFlow's kernels banded is faster at most shapes but slower at the
-smallest, and under XLA, which fuses the slices' element-wise chain well,
-the slices are faster at every shape. The block size of the banded form (32
-positions) comes from an earlier comparison that this script does not
-repeat: blocks of 16 and 64 positions were about as fast as 32, and one
-full `T x (T+k-1)` band, which does T/b times the work, was much slower at
-long T.
+`[B, T, N, k]`: `banded`, the layer's `apply_dynamic_kernel`, and `slices`,
+the form it replaced (`shifted_slices_sum`). Forward, and forward plus the
+gradients (what training runs), with TensorFlow's kernels and with XLA.
+Each figure is the median of `--iterations` calls of one `tf.function`
+after a tracing call, the formulations alternating so background load hits
+both alike; the outputs' maximum absolute difference is reported as a
+check. It decided the layer's banded form (README of this folder).
 """
 
 import os
