@@ -68,4 +68,3 @@ def test_load_line_says_quiet_or_busy():
       'Load average (1 min) at the start: 0.51 (busy: times are not '
       'meaningful).'
   )
-  assert provenance.load_average() >= 0
