@@ -14,6 +14,7 @@ from typing import List, Tuple
 import tensorflow as tf
 
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.rescoring import interpolation
 
 
@@ -22,22 +23,19 @@ def format_grid(grid: interpolation.GridSearchResult) -> str:
   weights = sorted({point.weight for point in grid.points})
   bonuses = sorted({point.length_bonus for point in grid.points})
   cells = {(point.weight, point.length_bonus): point for point in grid.points}
-  lines = [
-      f'Dev WER (%) on {grid.dev_set!r} of each grid point (best in bold):',
-      '',
-      '| weight \\ length bonus | '
-      + ' | '.join(f'{bonus:g}' for bonus in bonuses)
-      + ' |',
-      '|---|' + '---|' * len(bonuses),
-  ]
+  rows = []
   for weight in weights:
-    row = []
+    row = [f'{weight:g}']
     for bonus in bonuses:
       point = cells[(weight, bonus)]
       text = f'{100 * point.errors.wer:.2f}'
       row.append(f'**{text}**' if point == grid.best else text)
-    lines.append(f'| {weight:g} | ' + ' | '.join(row) + ' |')
-  lines += [
+    rows.append(row)
+  header = ['weight \\ length bonus'] + [f'{bonus:g}' for bonus in bonuses]
+  lines = [
+      f'Dev WER (%) on {grid.dev_set!r} of each grid point (best in bold):',
+      '',
+      *markdown.table(header, rows),
       '',
       f'Chosen: weight {grid.best.weight:g}, length bonus '
       f'{grid.best.length_bonus:g}.',
@@ -64,8 +62,6 @@ def format_set_table(
       f'{result.num_hypotheses} hypotheses, '
       f'{result.first_pass.reference_words} reference words',
       '',
-      '| hypotheses | WER (%) | sub | del | ins |',
-      '|---|---|---|---|---|',
   ]
   rows = [('first pass (rank 1)', result.first_pass)]
   if result.rescored is not None:
@@ -77,12 +73,14 @@ def format_set_table(
         )
     )
   rows.append(('oracle', result.oracle))
-  for label, counts in rows:
-    wer_text = f'{100 * counts.wer:.2f}' if counts.reference_words else 'n/a'
-    lines.append(
-        f'| {label} | {wer_text} | {counts.substitutions} | '
-        f'{counts.deletions} | {counts.insertions} |'
-    )
+  lines += markdown.table(
+      ['hypotheses', 'WER (%)', 'sub', 'del', 'ins'],
+      [
+          [label, f'{100 * c.wer:.2f}' if c.reference_words else 'n/a']
+          + [c.substitutions, c.deletions, c.insertions]
+          for label, c in rows
+      ],
+  )
   if result.num_rank1_not_best_first_pass:
     lines += [
         '',

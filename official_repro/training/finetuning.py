@@ -34,6 +34,7 @@ from official.core import train_utils
 from official.modeling import optimization
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.metrics import aggregation
 from official_repro.modeling.networks import pretrained
 from official_repro.optimization import optimizer_config
@@ -518,18 +519,20 @@ def results_table(results: Mapping[str, Any]) -> str:
       f"{len(results['runs'])} runs, {protocol['selection']} evaluation "
       'per run',
       '',
-      '| seed | step | ' + ' | '.join(metric_names) + ' |',
-      '|---|---|' + '---|' * len(metric_names),
+      *markdown.table(
+          ['seed', 'step', *metric_names],
+          [
+              [run['seed'], run['selected']['step']]
+              + [
+                  f"{run['selected'][name]:.4f}"
+                  if name in run['selected']
+                  else ''
+                  for name in metric_names
+              ]
+              for run in results['runs']
+          ],
+      ),
   ]
-  for run in results['runs']:
-    selected = run['selected']
-    cells = [
-        f'{selected[name]:.4f}' if name in selected else ''
-        for name in metric_names
-    ]
-    lines.append(
-        f"| {run['seed']} | {selected['step']} | " + ' | '.join(cells) + ' |'
-    )
   summary = results['summary']
   lines += [
       '',
