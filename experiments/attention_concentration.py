@@ -41,6 +41,7 @@ from official_repro.common import cli
 from experiments import paper_tables
 from official.nlp.tools import tokenization
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.data import glue
 from official_repro.data import read_report
 from official_repro.metrics import attention_concentration
@@ -279,24 +280,24 @@ def format_table(results: Dict[str, Any]) -> str:
       f'{row} {table.cell(row, _PAPER_COLUMN).printed}'
       for row in table.row_keys
   )
+  header = (
+      'model | backbone | layers x heads | examples | maps | excluded | '
+      'average C | mass ratio | uniform C | paper'
+  ).split(' | ')
+  numbers = ('mean_concentration', 'mass_ratio', 'uniform_concentration')
+  rows = [
+      [row['label'], row['backbone']]
+      + [f"{row['num_layers']} x {row['num_heads']}"]
+      + [row[key] for key in ('num_examples', 'num_maps', 'num_excluded')]
+      + [_number(row[key]) for key in numbers + ('paper',)]
+      for row in results['rows']
+  ]
   lines = [
       f"Attention concentration, window {settings['window']}, on "
       f"{settings['task']}/{settings['split']} ({settings['data_file']}); "
       f'paper: 002 rebuttal Table 1, MRPC ({paper}).',
       '',
-      '| model | backbone | layers x heads | examples | maps | excluded | '
-      'average C | mass ratio | uniform C | paper |',
-      '|---|---|---|---|---|---|---|---|---|---|',
-  ]
-  for row in results['rows']:
-    lines.append(
-        f"| {row['label']} | {row['backbone']} | {row['num_layers']} x "
-        f"{row['num_heads']} | {row['num_examples']} | {row['num_maps']} | "
-        f"{row['num_excluded']} | {_number(row['mean_concentration'])} | "
-        f"{_number(row['mass_ratio'])} | "
-        f"{_number(row['uniform_concentration'])} | {_number(row['paper'])} |"
-    )
-  lines += [
+      *markdown.table(header, rows),
       '',
       'uniform C: the same examples with attention spread evenly '
       'over the real tokens (no locality at all).',

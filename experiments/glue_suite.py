@@ -32,6 +32,7 @@ import tensorflow as tf
 from official_repro.common import cli
 from experiments import paper_tables
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.data import glue as glue_data
 from official_repro.metrics import glue_metrics
 from official_repro.modeling.networks import pretrained
@@ -174,16 +175,13 @@ def _examples_per_second(results: dict) -> float:
 
 def format_table(rows: dict, tasks) -> str:
   """Markdown: one row per model, one column per task, then the average."""
-  lines = [
-      '| model | ' + ' | '.join(tasks) + ' | Avg. |',
-      '|---|' + '---|' * (len(tasks) + 1),
-  ]
+  table_rows = []
   for name, scores in rows.items():
     cells = [f'{scores[task]:.3f}' if task in scores else '-' for task in tasks]
     present = {task: scores[task] for task in tasks if task in scores}
     average = glue_metrics.glue_average(present) if present else float('nan')
-    lines.append(f'| {name} | ' + ' | '.join(cells) + f' | {average:.3f} |')
-  return '\n'.join(lines)
+    table_rows.append([name, *cells, f'{average:.3f}'])
+  return '\n'.join(markdown.table(['model', *tasks, 'Avg.'], table_rows))
 
 
 def main(argv):
