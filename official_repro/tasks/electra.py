@@ -10,7 +10,7 @@ the fields of `ElectraModelConfig`.
 """
 
 import dataclasses
-from typing import ClassVar, Dict, List
+from typing import Dict, List
 
 import tensorflow as tf
 import tf_keras
@@ -52,8 +52,6 @@ class ElectraModelConfig(pretraining.GeneratorShape, base_config.Config):
     mlm_activation: activation of the MLM and RTD heads' transforms.
     initializer_range: stddev of the heads' initializers.
   """
-
-  gin_name: ClassVar[str] = OBJECTIVE_NAME
 
   temperature: float = 1.0
   disallow_original: bool = False
@@ -193,13 +191,23 @@ def _stock_task_config(
   )
 
 
+def _finalize(task_config: ElectraPretrainConfig) -> ElectraPretrainConfig:
+  """Checks the generator's shape and the pretrainer's settings when read.
+
+  Raises:
+    ArgumentError: naming the model config's fields.
+  """
+  electra.check_settings(task_config.model.temperature)
+  return pretraining.check_generator_shape(task_config)
+
+
 OBJECTIVE = objectives.register(
     objectives.Objective(
         name=OBJECTIVE_NAME,
         task_config_cls=ElectraPretrainConfig,
         model_config_cls=ElectraModelConfig,
         encoder_field='discriminator',
-        finalize=pretraining.check_generator_shape,
+        finalize=_finalize,
         required=('generator_size',),
         flops=_flops,
         stock_task_config=_stock_task_config,

@@ -12,6 +12,10 @@ the FLOPs tool and the benchmark look objectives up here and never name one.
 The model config class is gin-configurable under the objective's name
 (`electra.temperature = 0.8`), derived from its fields; the encoder field is
 filled from the gin-bound `encoder` with the vocabulary size of the records.
+The objective's `finalize` checks the config with the model's own checks,
+whose errors name the model's arguments (`ElectraPretrainer: temperature
+must be > 0, got 0.0.`); read from gin (`Objective.finalized`) they name the
+bindings (`electra.temperature must be > 0, got 0.0.`).
 """
 
 import dataclasses
@@ -48,7 +52,9 @@ class Objective:
     derived: model-config fields that `finalize` sets, not gin.
     finalize: `task_config -> task_config` for what derives from several
       settings (e.g. next-sentence labels in the data configs) or must
-      agree between them (a generator's layer sharing).
+      agree between them (a generator's layer sharing), and the model's
+      checks of its settings; raises `arguments.ArgumentError` naming the
+      model config's fields (see `finalized`).
     exported_encoder: `model_config -> EncoderConfig` of the network kept
       for fine-tuning when it is not the encoder field's config as it is
       (TEAMS' extra task layer on top); None: that field's config.
@@ -74,6 +80,29 @@ class Objective:
   stock_task_config: Optional[
       Callable[[cfg.TaskConfig, Any, int], cfg.TaskConfig]
   ] = None
+
+  def bindings(self) -> arguments.Namer:
+    """The gin binding of each gin-bound model-config field.
+
+    `<field>` is `<name>.<field>`; other arguments are named as given.
+    """
+    bound = {
+        field.name for field in dataclasses.fields(self.model_config_cls)
+    } - {self.encoder_field, *self.derived}
+    return lambda argument: (
+        f'{self.name}.{argument}' if argument in bound else argument
+    )
+
+  def finalized(self, task_config: cfg.TaskConfig) -> cfg.TaskConfig:
+    """`finalize` of a config read from gin: mistakes name the bindings.
+
+    Raises:
+      UserError: `finalize`'s `ArgumentError`, naming `<name>.<field>`.
+    """
+    if self.finalize is None:
+      return task_config
+    with arguments.renamed(self.bindings()):
+      return self.finalize(task_config)
 
   def exported_encoder_config(self, model_config) -> encoders.EncoderConfig:
     """The config of the encoder kept for fine-tuning."""
@@ -171,7 +200,8 @@ def task_config_from_gin(name: str) -> cfg.TaskConfig:
   the records' vocabulary size, the data configs from `pretrain_data.*`.
 
   Raises:
-    ValueError: gin binds the model config of another objective.
+    UserError: gin binds the model config of another objective, or a
+      setting the model cannot take (naming the binding).
   """
   objective = get(name)
   load_builtin_objectives()
@@ -187,9 +217,7 @@ def task_config_from_gin(name: str) -> cfg.TaskConfig:
   task_config = objective.task_config_cls(
       model=model, train_data=train_data, validation_data=validation_data
   )
-  return (
-      objective.finalize(task_config) if objective.finalize else (task_config)
-  )
+  return objective.finalized(task_config)
 
 
 def network_shape(

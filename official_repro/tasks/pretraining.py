@@ -10,7 +10,7 @@ in `official_repro.tasks.objectives`.
 """
 
 import dataclasses
-from typing import ClassVar, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -19,6 +19,7 @@ import tf_keras
 from official.core import config_definitions as cfg
 from official.nlp.tasks import masked_lm
 from official_repro.data import pretrain_dataloader
+from official_repro.modeling import arguments
 from official_repro.modeling.interchange import converted
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
@@ -49,7 +50,8 @@ class GeneratorShape:
   """A model config's generator, derived from its discriminator.
 
   The base of the model configs of objectives with a generator (ELECTRA,
-  TEAMS); `gin_name` names the objective in error messages.
+  TEAMS). Its mistakes raise `arguments.ArgumentError` naming the fields;
+  read from gin they name the bindings (`objectives.Objective.finalized`).
 
   Attributes:
     discriminator: the discriminator's encoder (gin: `encoder`); the
@@ -65,8 +67,6 @@ class GeneratorShape:
       generator_size 1.0; `networks.num_shared_layers_for`).
   """
 
-  gin_name: ClassVar[str]
-
   discriminator: encoders.EncoderConfig = dataclasses.field(
       default_factory=encoders.EncoderConfig
   )
@@ -76,36 +76,45 @@ class GeneratorShape:
   layer_sharing: str = 'none'
 
   def generator(self) -> encoders.EncoderConfig:
-    """The generator's encoder config."""
+    """The generator's encoder config.
+
+    Raises:
+      ArgumentError: a size or depth `networks.scale_generator` refuses.
+    """
     return networks.scale_generator(
         self.discriminator,
         self.generator_size,
         self.generator_layer_fraction,
         self.generator_num_layers,
-        gin_name=self.gin_name,
     )
 
   def num_shared_layers(self) -> int:
     """The generator's bottom layers that are the discriminator's.
 
     Raises:
-      UserError: an unknown `layer_sharing`, or one the generator's shape
-        cannot have (a narrower generator shares no layers), naming the
-        binding and its fix.
+      ArgumentError: an unknown `layer_sharing`, or one the generator's
+        shape cannot have (a narrower generator shares no layers), naming
+        the fields and the fix.
     """
     generator = self.generator()
     shared = networks.num_shared_layers_for(
-        self.layer_sharing, generator.num_layers, self.gin_name
+        self.layer_sharing, generator.num_layers
     )
-    networks.check_shared_layers(
-        shared,
-        generator,
-        self.discriminator,
-        f'{self.gin_name}.layer_sharing={self.layer_sharing!r}',
-        f"set {self.gin_name}.layer_sharing = 'none', or "
-        f'{self.gin_name}.generator_size = 1.0 (a generator as wide as '
-        'the discriminator)',
+    problem = networks.shared_layers_problem(
+        shared, generator, self.discriminator
     )
+    if problem:
+
+      def message(name: arguments.Namer) -> str:
+        sharing = name('layer_sharing')
+        return (
+            f'{sharing}={self.layer_sharing!r} shares {shared} layers, which '
+            f"{problem}; set {sharing} = 'none', or "
+            f"{name('generator_size')} = 1.0 (a generator as wide as the "
+            'discriminator).'
+        )
+
+      raise arguments.ArgumentError(type(self).__name__, message)
     return shared
 
 
@@ -118,16 +127,13 @@ def check_generator_shape(task_config: cfg.TaskConfig) -> cfg.TaskConfig:
   it writes anything.
 
   Raises:
-    UserError: naming the binding and its fix.
+    ArgumentError: naming the fields and the fix.
   """
   model = task_config.model
   model.num_shared_layers()
   if getattr(model, 'tie_embedding_block', False):
     networks.check_embedding_block(
-        model.tie_embeddings,
-        model.generator(),
-        model.discriminator,
-        model.gin_name,
+        model.tie_embeddings, model.generator(), model.discriminator
     )
   return task_config
 

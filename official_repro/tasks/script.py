@@ -170,12 +170,28 @@ def _flops(
   )
 
 
+def _finalize(task_config: ScriptPretrainConfig) -> ScriptPretrainConfig:
+  """Checks the pretrainer's settings when the config is read.
+
+  Raises:
+    ArgumentError: naming the model config's fields.
+  """
+  model = task_config.model
+  script.check_settings(
+      model.temperature,
+      model.straight_through,
+      model.initial_positive_probability,
+  )
+  return task_config
+
+
 OBJECTIVE = objectives.register(
     objectives.Objective(
         name='script',
         task_config_cls=ScriptPretrainConfig,
         model_config_cls=ScriptModelConfig,
         encoder_field='encoder',
+        finalize=_finalize,
         flops=_flops,
         stock_task_config=None,
     )

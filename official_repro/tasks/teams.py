@@ -24,7 +24,7 @@ gin: `experiment.objective = 'teams'` and `teams.<field>` for the fields of
 """
 
 import dataclasses
-from typing import ClassVar, Dict, List
+from typing import Dict, List
 
 import tensorflow as tf
 import tf_keras
@@ -36,6 +36,7 @@ from official.projects.teams import teams_task as stock_teams_task
 from official_repro.common import cli
 from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
+from official_repro.modeling.pretrainers import electra
 from official_repro.modeling.pretrainers import teams
 from official_repro.tasks import objectives
 from official_repro.tasks import pretraining
@@ -70,8 +71,6 @@ class TeamsModelConfig(pretraining.GeneratorShape, base_config.Config):
     mlm_activation: activation of the MLM, RTD and MWS transforms.
     initializer_range: stddev of the heads' initializers.
   """
-
-  gin_name: ClassVar[str] = OBJECTIVE_NAME
 
   num_negatives: int = 1
   negative_sampling: str = 'sampled'
@@ -293,13 +292,30 @@ def _stock_task_config(
   )
 
 
+def _finalize(task_config: TeamsPretrainConfig) -> TeamsPretrainConfig:
+  """Checks the generator's shape and the pretrainer's settings when read.
+
+  Raises:
+    ArgumentError: naming the model config's fields.
+  """
+  model = task_config.model
+  teams.check_settings(
+      model.task_heads,
+      model.exported_representations,
+      model.negative_sampling,
+      model.num_negatives,
+  )
+  electra.check_settings(model.temperature)
+  return pretraining.check_generator_shape(task_config)
+
+
 OBJECTIVE = objectives.register(
     objectives.Objective(
         name=OBJECTIVE_NAME,
         task_config_cls=TeamsPretrainConfig,
         model_config_cls=TeamsModelConfig,
         encoder_field='discriminator',
-        finalize=pretraining.check_generator_shape,
+        finalize=_finalize,
         required=(
             'generator_layer_fraction',
             'layer_sharing',

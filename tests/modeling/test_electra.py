@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.modeling import arguments
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
 from official_repro.modeling.pretrainers import networks
@@ -79,11 +80,11 @@ def test_generator_depth_is_the_fraction_or_the_count(fraction, count, depth):
 
 def test_a_count_and_a_fraction_are_refused_together():
   with pytest.raises(
-      ValueError,
-      match=r'electra\.generator_num_layers=3 and '
-      r'electra\.generator_layer_fraction=0\.5 both set',
+      arguments.ArgumentError,
+      match=r'^generator_depth: generator_num_layers=3 and '
+      r'generator_layer_fraction=0\.5 both set',
   ):
-    networks.generator_depth(12, 0.5, 3, gin_name='electra')
+    networks.generator_depth(12, 0.5, 3)
 
 
 @pytest.mark.parametrize(
@@ -127,8 +128,11 @@ def test_num_shared_layers_for(layer_sharing, generator_num_layers, shared):
 
 
 def test_unknown_layer_sharing_is_refused():
-  with pytest.raises(ValueError, match=r"electra\.layer_sharing='half'"):
-    networks.num_shared_layers_for('half', 6, gin_name='electra')
+  with pytest.raises(
+      arguments.ArgumentError,
+      match=r"^num_shared_layers_for: layer_sharing='half'; expected one of",
+  ):
+    networks.num_shared_layers_for('half', 6)
 
 
 def test_sampling_temperature_follows_tempered_softmax():
@@ -300,10 +304,23 @@ def test_shared_generator_blocks_get_gradients_from_both_losses(backbone):
 
 def test_sharing_blocks_needs_equal_widths():
   config = _discriminator_config()
-  with pytest.raises(ValueError, match='generator_size 1.0'):
+  with pytest.raises(
+      arguments.ArgumentError,
+      match=r'^build_networks: num_shared_layers=1 needs a generator as wide '
+      r'.*\(generator_size 1\.0\)\.$',
+  ):
     electra.ElectraPretrainer(
         config, networks.scale_generator(config, 0.5), num_shared_layers=1
     )
+
+
+def test_a_temperature_of_zero_is_refused_by_argument_name():
+  config = _discriminator_config()
+  with pytest.raises(arguments.ArgumentError) as raised:
+    electra.ElectraPretrainer(config, config, temperature=0.0)
+  assert str(raised.value) == (
+      'ElectraPretrainer: temperature must be > 0, got 0.0.'
+  )
 
 
 @pytest.mark.parametrize('backbone', ['bert', 'albert'])

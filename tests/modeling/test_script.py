@@ -224,14 +224,21 @@ def test_initial_positive_probability_fails_loudly_if_the_bias_is_renamed(
 
 @pytest.mark.parametrize('probability', [0.0, 1.0, 1.5])
 def test_initial_positive_probability_outside_0_1_is_rejected(probability):
-  with pytest.raises(ValueError, match='initial_positive_probability'):
+  with pytest.raises(
+      ValueError,
+      match='^ScriptPretrainer: initial_positive_probability must be in',
+  ):
     script.ScriptPretrainer(
         _encoder_config(), initial_positive_probability=probability
     )
 
 
 def test_temperature_without_straight_through_is_rejected():
-  with pytest.raises(ValueError, match='straight_through'):
+  with pytest.raises(
+      ValueError,
+      match='^ScriptPretrainer: temperature = 0.5 has no effect without '
+      'straight_through = True',
+  ):
     script.ScriptPretrainer(_encoder_config(), temperature=0.5)
 
 

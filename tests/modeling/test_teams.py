@@ -234,7 +234,7 @@ def test_ffn_heads_refuse_rtd_export():
     ],
 )
 def test_unknown_settings_are_refused_by_name(setting, value):
-  with pytest.raises(ValueError, match=setting):
+  with pytest.raises(ValueError, match=f'^TeamsPretrainer: {setting}'):
     _pretrainer(**{setting: value})
 
 

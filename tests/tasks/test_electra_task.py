@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from official.nlp.data import pretrain_dataloader as stock_dataloader
 from official_repro.common import cli
+from official_repro.modeling import arguments
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.tasks import electra
@@ -90,14 +91,26 @@ def test_generator_depth_is_the_fraction_or_the_count(fraction, count, depth):
   assert model.generator().num_layers == depth
 
 
+def _read(model):
+  """The objective's check of a config read from gin."""
+  return electra.OBJECTIVE.finalized(electra.ElectraPretrainConfig(model=model))
+
+
 def test_generator_count_and_fraction_are_refused_together():
   model = _model_config(generator_layer_fraction=0.5, generator_num_layers=3)
   with pytest.raises(
-      ValueError,
-      match=r'electra\.generator_num_layers=3 and '
-      r'electra\.generator_layer_fraction=0\.5 both set',
+      arguments.ArgumentError,
+      match=r'^generator_depth: generator_num_layers=3 and '
+      r'generator_layer_fraction=0\.5 both set',
   ):
     model.generator()
+  with pytest.raises(
+      cli.UserError,
+      match=r'^electra\.generator_num_layers=3 and '
+      r'electra\.generator_layer_fraction=0\.5 both set the generator depth: '
+      r'a count needs electra\.generator_layer_fraction = 1\.0',
+  ):
+    _read(model)
 
 
 @pytest.mark.parametrize(
@@ -121,14 +134,23 @@ def test_generator_count_and_fraction_are_refused_together():
     ],
 )
 def test_generator_shape_mistakes_name_the_fix_when_read(settings, message):
-  """A UserError when the config is read, not a crash when it is built."""
+  """A UserError naming the bindings when the config is read from gin."""
   model = _model_config(generator_size=0.25, **settings)
   with pytest.raises(cli.UserError) as raised:
+    _read(model)
+  assert str(raised.value) == message
+  # The model config's own check names its fields.
+  with pytest.raises(arguments.ArgumentError) as raised:
     pretraining.check_generator_shape(
         electra.ElectraPretrainConfig(model=model)
     )
-  assert str(raised.value) == message
-  assert electra.OBJECTIVE.finalize is pretraining.check_generator_shape
+  assert str(raised.value).split(': ', 1)[1] == message.replace('electra.', '')
+
+
+def test_the_pretrainers_settings_are_checked_when_read():
+  with pytest.raises(cli.UserError) as raised:
+    _read(_model_config(generator_size=0.25, temperature=0.0))
+  assert str(raised.value) == 'electra.temperature must be > 0, got 0.0.'
 
 
 def test_model_gardens_electra_is_not_offered_a_tied_embedding_block():

@@ -75,6 +75,35 @@ def test_critic_loss_equals_sigmoid_loss_on_the_log_odds():
   )
 
 
+@pytest.mark.parametrize(
+    'settings, message',
+    [
+        (
+            dict(temperature=0.5),
+            'script.temperature = 0.5 has no effect without '
+            'script.straight_through = True',
+        ),
+        (
+            dict(initial_positive_probability=1.0),
+            'script.initial_positive_probability must be in (0, 1), got 1.0.',
+        ),
+    ],
+)
+def test_the_pretrainers_settings_are_checked_when_read(settings, message):
+  """The model names its arguments; read from gin, they are the bindings."""
+  config = script.ScriptPretrainConfig(
+      model=script.ScriptModelConfig(**settings)
+  )
+  with pytest.raises(ValueError) as raised:
+    script.OBJECTIVE.finalized(config)
+  assert str(raised.value).startswith(message), str(raised.value)
+  with pytest.raises(ValueError) as raised:
+    script.OBJECTIVE.finalize(config)
+  assert str(raised.value).startswith(
+      'ScriptPretrainer: ' + message.replace('script.', '')
+  )
+
+
 def test_flops_are_two_passes_of_one_model():
   encoder = encoders.EncoderConfig(
       hidden_size=256,

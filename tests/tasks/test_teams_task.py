@@ -132,18 +132,54 @@ def test_generator_num_layers_replaces_the_fraction_left_at_1():
 
 
 def test_unknown_layer_sharing_is_refused():
-  with pytest.raises(ValueError, match=r"teams.layer_sharing='half'"):
-    _small_config(layer_sharing='half').model.num_shared_layers()
+  config = _small_config(layer_sharing='half')
+  with pytest.raises(ValueError, match=r'^num_shared_layers_for: layer_shar'):
+    config.model.num_shared_layers()
+  with pytest.raises(ValueError, match=r"^teams.layer_sharing='half'"):
+    teams.OBJECTIVE.finalized(config)
 
 
 def test_generator_num_layers_and_a_fraction_are_refused_together():
   config = _small_config(generator_num_layers=4)  # and the fraction 0.5
   with pytest.raises(
       ValueError,
-      match=r'teams\.generator_num_layers=4 and '
-      r'teams\.generator_layer_fraction=0\.5',
+      match=r'^generator_depth: generator_num_layers=4 and '
+      r'generator_layer_fraction=0\.5',
   ):
     config.model.generator()
+  with pytest.raises(
+      ValueError,
+      match=r'^teams\.generator_num_layers=4 and '
+      r'teams\.generator_layer_fraction=0\.5',
+  ):
+    teams.OBJECTIVE.finalized(config)
+
+
+@pytest.mark.parametrize(
+    'settings, message',
+    [
+        (
+            dict(task_heads='conv'),
+            "teams.task_heads='conv'; expected one of ['attention', ",
+        ),
+        (
+            dict(num_negatives=0),
+            'teams.num_negatives must be a positive int (K, the non-original '
+            'candidates), got 0.',
+        ),
+        (
+            dict(task_heads='ffn', exported_representations='rtd'),
+            "teams.exported_representations='rtd' needs attention task heads: "
+            "with teams.task_heads='ffn'",
+        ),
+        (dict(temperature=-1.0), 'teams.temperature must be > 0, got -1.0.'),
+    ],
+)
+def test_the_pretrainers_settings_are_checked_when_read(settings, message):
+  """Refused by binding when the config is read, before a model is built."""
+  with pytest.raises(ValueError) as raised:
+    teams.OBJECTIVE.finalized(_small_config(**settings))
+  assert str(raised.value).startswith(message), str(raised.value)
 
 
 def test_flops_add_the_mws_head_and_the_task_layer_to_electras_terms():

@@ -36,10 +36,24 @@ import tf_keras
 
 from official.nlp.modeling import layers
 from official_repro.modeling import activations
+from official_repro.modeling import arguments
 from official_repro.modeling.heads import rtd
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import networks as networks_lib
 from official_repro.modeling.pretrainers import sampling
+
+
+def check_settings(temperature: float) -> None:
+  """Raises `ArgumentError` for a setting `ElectraPretrainer` cannot take.
+
+  The checks of `ElectraPretrainer`'s own arguments, for callers that check
+  them before anything is built.
+  """
+  if not temperature > 0:
+    raise arguments.ArgumentError(
+        'ElectraPretrainer',
+        lambda name: f'{name("temperature")} must be > 0, got {temperature}.',
+    )
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
@@ -84,10 +98,13 @@ class ElectraPretrainer(tf_keras.Model):
         the cpu scale it decides when the discriminator starts calling
         tokens replaced: experiments/reports/cpu_scale_search.md.
       **kwargs: other `tf_keras.Model` arguments.
+
+    Raises:
+      ArgumentError: a temperature <= 0 (`check_settings`), or networks
+        that cannot share what they are asked to (`networks.build_networks`).
     """
     super().__init__(**kwargs)
-    if temperature <= 0:
-      raise ValueError(f'electra.temperature must be > 0, got {temperature}.')
+    check_settings(temperature)
     discriminator_config = encoders.as_encoder_config(discriminator_config)
     generator_config = encoders.as_encoder_config(generator_config)
     built = networks_lib.build_networks(

@@ -74,6 +74,7 @@ import tf_keras
 
 from official.nlp.modeling import layers
 from official_repro.modeling import activations
+from official_repro.modeling import arguments
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.pretrainers import electra
 from official_repro.modeling.pretrainers import sampling
@@ -121,8 +122,7 @@ def critic_prior_output_bias(
   """
   if not 0.0 < positive_probability < 1.0:
     raise ValueError(
-        'script.initial_positive_probability must be in (0, 1), '
-        f'got {positive_probability}.'
+        f'positive_probability must be in (0, 1), got {positive_probability}.'
     )
   return math.log(
       positive_probability / (1.0 - positive_probability)
@@ -162,6 +162,37 @@ class _MaskedLMWithOutputBias(layers.MaskedLM):
       )
 
 
+def check_settings(
+    temperature: float = 1.0,
+    straight_through: bool = False,
+    initial_positive_probability: Optional[float] = None,
+) -> None:
+  """Raises `ArgumentError` for settings `ScriptPretrainer` cannot take.
+
+  The checks of `ScriptPretrainer`'s own arguments, for callers that check
+  them before anything is built.
+  """
+  if not temperature > 0:
+    raise arguments.ArgumentError(
+        'ScriptPretrainer',
+        lambda name: f'{name("temperature")} must be > 0, got {temperature}.',
+    )
+  if temperature != 1.0 and not straight_through:
+    raise arguments.ArgumentError(
+        'ScriptPretrainer',
+        lambda name: f'{name("temperature")} = {temperature} has no effect '
+        f'without {name("straight_through")} = True: the drawn token is the '
+        'argmax of log pi + Gumbel noise for every temperature.',
+    )
+  probability = initial_positive_probability
+  if probability is not None and not 0.0 < probability < 1.0:
+    raise arguments.ArgumentError(
+        'ScriptPretrainer',
+        lambda name: f'{name("initial_positive_probability")} must be in '
+        f'(0, 1), got {probability}.',
+    )
+
+
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class ScriptPretrainer(tf_keras.Model):
   """A masked LM trained as its own generator and critic.
@@ -199,18 +230,11 @@ class ScriptPretrainer(tf_keras.Model):
       **kwargs: other `tf_keras.Model` arguments.
 
     Raises:
-      ValueError: temperature <= 0, or != 1 without straight_through, or
-        initial_positive_probability outside (0, 1).
+      ArgumentError: temperature <= 0, or != 1 without straight_through, or
+        initial_positive_probability outside (0, 1) (`check_settings`).
     """
     super().__init__(**kwargs)
-    if temperature <= 0:
-      raise ValueError(f'script.temperature must be > 0, got {temperature}.')
-    if temperature != 1.0 and not straight_through:
-      raise ValueError(
-          f'script.temperature = {temperature} has no effect without '
-          'script.straight_through = True: the drawn token is the argmax of '
-          'log pi + Gumbel noise for every temperature.'
-      )
+    check_settings(temperature, straight_through, initial_positive_probability)
     encoder_config = encoders.as_encoder_config(encoder_config)
     self.encoder = encoders.build_encoder(encoder_config)
     self.masked_lm = _MaskedLMWithOutputBias(

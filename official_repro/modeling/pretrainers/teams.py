@@ -74,6 +74,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.nlp.modeling import layers
+from official_repro.modeling import arguments
 from official_repro.modeling.heads import mws
 from official_repro.modeling.heads import token_ffn
 from official_repro.modeling.networks import encoders
@@ -95,10 +96,14 @@ def check_settings(
     exported_representations: str,
     negative_sampling: str,
     num_negatives: int,
-    scope: str = 'teams',
 ) -> None:
-  """Raises `ValueError` naming the setting for a value TEAMS does not have."""
-  for name, value, allowed in (
+  """Raises `ArgumentError` naming the argument for a value TEAMS lacks.
+
+  The checks of `TeamsPretrainer`'s own arguments (beyond
+  `electra.check_settings`), for callers that check them before anything is
+  built.
+  """
+  for argument, value, allowed in (
       ('task_heads', task_heads, TASK_HEADS),
       (
           'exported_representations',
@@ -108,23 +113,28 @@ def check_settings(
       ('negative_sampling', negative_sampling, NEGATIVE_SAMPLING),
   ):
     if value not in allowed:
-      raise ValueError(
-          f'{scope}.{name}={value!r}; expected one of ' f'{list(allowed)}.'
+      raise arguments.ArgumentError(
+          'TeamsPretrainer',
+          lambda name: f'{name(argument)}={value!r}; expected one of '
+          f'{list(allowed)}.',
       )
   if task_heads == 'ffn' and exported_representations != 'mws':
-    raise ValueError(
-        f'{scope}.exported_representations={exported_representations!r} '
-        f"needs attention task heads: with {scope}.task_heads='ffn' the "
-        'exported encoder is the task-agnostic layers, shared by both tasks.'
+    raise arguments.ArgumentError(
+        'TeamsPretrainer',
+        lambda name: f'{name("exported_representations")}='
+        f'{exported_representations!r} needs attention task heads: with '
+        f"{name('task_heads')}='ffn' the exported encoder is the "
+        'task-agnostic layers, shared by both tasks.',
     )
   if (
       isinstance(num_negatives, bool)
       or not isinstance(num_negatives, int)
       or (num_negatives < 1)
   ):
-    raise ValueError(
-        f'{scope}.num_negatives must be a positive int (K, the '
-        f'non-original candidates), got {num_negatives!r}.'
+    raise arguments.ArgumentError(
+        'TeamsPretrainer',
+        lambda name: f'{name("num_negatives")} must be a positive int (K, the '
+        f'non-original candidates), got {num_negatives!r}.',
     )
 
 
@@ -182,9 +192,9 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       **kwargs: other `tf_keras.Model` arguments.
 
     Raises:
-      ValueError: for unknown settings, or attention heads on a
-        discriminator of fewer than 2 layers (the extra layer reads the
-        second-to-last one).
+      ArgumentError: for unknown settings (`check_settings`,
+        `electra.check_settings`), or attention heads on a discriminator of
+        fewer than 2 layers (the extra layer reads the second-to-last one).
     """
     check_settings(
         task_heads, exported_representations, negative_sampling, num_negatives
@@ -205,9 +215,11 @@ class TeamsPretrainer(electra.ElectraPretrainer):
         encoders.as_encoder_config(discriminator_config)
     )
     if task_heads != 'ffn' and discriminator_config.num_layers < 2:
-      raise ValueError(
-          f'task_heads={task_heads!r} needs a discriminator of at least 2 '
-          'layers: its extra task layer reads the second-to-last one.'
+      raise arguments.ArgumentError(
+          'TeamsPretrainer',
+          lambda name: f'{name("task_heads")}={task_heads!r} needs a '
+          'discriminator of at least 2 layers: its extra task layer reads '
+          'the second-to-last one.',
       )
     self._num_negatives = num_negatives
     self._negative_sampling = negative_sampling
