@@ -27,6 +27,9 @@ written under temporary names and renamed into place, and `metadata.json` is
 written last. Progress (the bytes read, as each group of a file is done, and
 the examples written) is logged every 10 seconds (`common.progress`).
 
+Not reused: Model Garden's `create_pretraining_data.py` holds the whole
+corpus in memory on one core, with no learned vocabulary or dynamic masking.
+
 Example:
   python -m official_repro.data.create_pretraining_data \
     --input=/data/gutenberg --document_mode=file --strip_gutenberg \

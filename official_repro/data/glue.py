@@ -29,6 +29,11 @@ silently bias the metric, so it stops reading with `GlueLabelError`.
 `convert_examples_to_features` builds `[CLS] a [SEP] (b [SEP])` sequences with
 BERT's longest-first truncation of sentence pairs, using the Model Garden
 encoder input names.
+
+Not reused: Model Garden's GLUE processors (`classifier_data_lib`) read
+through `tfds.load`, a download, where this reads the user's files; its
+`_truncate_seq_pair` (the same rule as `_truncate`) is private and does not
+say whether it cut.
 """
 
 import dataclasses

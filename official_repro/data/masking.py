@@ -18,6 +18,10 @@ All randomness is stateless and derived from an explicit `[2]` seed, so a
 static record set is reproducible from its seed, while the dynamic pipeline
 feeds a fresh seed per batch (`tf.data.Dataset.random`) and masks differently in
 every epoch.
+
+Not reused: TF Text's `RandomItemSelector` and `MaskValuesChooser` draw with
+stateful random ops and take no per-batch seed, so records masked with them
+could not be reproduced from their seed.
 """
 
 import dataclasses

@@ -34,6 +34,10 @@ when no sentence at all could be read.
 Sentences longer than `max_seq_length - 2` pieces are split at word boundaries
 into consecutive features rather than truncated, so that every word is scored
 exactly once.
+
+Not reused: Model Garden's `tagging_data_lib` reads only `word tag` lines and
+writes TFRecords; the treebank layout and the counted report of skipped lines
+are this module's.
 """
 
 import dataclasses

@@ -12,6 +12,9 @@ Before a graph is built the loader checks the directory's `metadata.json`
 against the configuration (sequence length, masking mode, prediction slots) so
 that a mismatch stops with a message naming both sides rather than a parse
 error inside `tf.data`.
+
+Not reused: Model Garden's `InputReader` cannot start at a resume step, and
+exact resume needs the data to continue where the checkpoint stopped.
 """
 
 import dataclasses

@@ -15,6 +15,11 @@ The base class restores the pretrained encoder (`initialize`) and builds the
 optimizer: Model Garden's `AdamWeightDecay` with ELECTRA's layer-wise
 learning-rate decay (`optimization/layerwise_decay.py`), under a linear
 warmup then linear decay schedule from Model Garden's `OptimizerFactory`.
+
+Not reused: Model Garden's sentence-prediction, question-answering and
+tagging tasks read TFRecords its data scripts wrote beforehand, and build
+their own optimizer without layer-wise decay; these tasks read the user's
+files and share the papers' optimizer.
 """
 
 import abc
