@@ -29,9 +29,6 @@ import dataclasses
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import tensorflow as tf

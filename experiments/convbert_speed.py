@@ -74,9 +74,6 @@ import statistics
 import time
 from typing import Any, Dict, List, Sequence, Tuple
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 import tensorflow as tf
 import tf_keras

@@ -21,9 +21,6 @@ import dataclasses
 import os
 from typing import Dict
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import gin

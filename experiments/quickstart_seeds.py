@@ -15,9 +15,6 @@ then whether in order is ahead of each control beyond noise
 import json
 import os
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 import tensorflow as tf
 

@@ -46,11 +46,6 @@ runner that regenerates it (experiments/regeneration/target_runners.py and
 command_runners.py).
 """
 
-import os
-
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 

@@ -15,9 +15,6 @@ table shows both and their ratio rather than reconciling them.
 
 import os
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from typing import Dict, Tuple
 
 from absl import flags

@@ -9,11 +9,6 @@ ignores context scores on the same slots (`official_repro.training.
 word_order`).
 """
 
-import os
-
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 

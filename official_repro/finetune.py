@@ -21,11 +21,7 @@ the operative gin config.
 """
 
 import json
-import os
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import gin

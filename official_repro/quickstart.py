@@ -22,9 +22,6 @@ run; pass a new --work_dir for a fresh one.
 import os
 import time
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 from absl import logging
 import gin

@@ -22,13 +22,9 @@ Several hosts: run the same command on every host with
 
 import dataclasses
 import json
-import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 from absl import logging

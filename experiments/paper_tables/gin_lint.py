@@ -21,9 +21,6 @@ value is tests/test_gin_papers.py's check, not this command's.
 
 import os
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 import sys
 from typing import Dict, Iterator, List, Sequence, Set, Tuple
 
