@@ -87,6 +87,7 @@ from experiments import corpus_records
 from experiments import provenance
 from official_repro import score
 from official_repro.common import json_files
+from official_repro.common import markdown
 
 EDITS = ('substitute', 'delete', 'swap')
 _SENTENCE_END = ' . '
@@ -402,25 +403,25 @@ def format_report(result: Dict, command: str) -> str:
       "distractors (a word substituted from the sentences' unigram "
       'distribution, a word deleted, two adjacent words swapped).',
       '',
-      '| score | true sentence ranked first | chance | beats '
-      'substitution | beats deletion | beats swap |',
-      '|---|---|---|---|---|---|',
   ]
+  rows = []
   for key, name in (
       ('nbest', 'one-pass PLL (004 Eq. 7)'),
       ('nbest_per_word', 'one-pass PLL per word'),
       ('nbest_mlm', 'T-pass masked-LM PLL'),
   ):
     summary = result[key]
-    lines.append(
-        f'| {name} | {summary["top1"]:.3f} | {summary["chance"]:.3f} | '
-        + ' | '.join(
+    rows.append(
+        [name, f'{summary["top1"]:.3f}', f'{summary["chance"]:.3f}']
+        + [
             f'{summary.get(f"{edit}_win_rate", float("nan")):.3f}'
             for edit in EDITS
-        )
-        + ' |'
+        ]
     )
+  header = ['score', 'true sentence ranked first', 'chance']
+  header += ['beats substitution', 'beats deletion', 'beats swap']
   lines += [
+      *markdown.table(header, rows),
       '',
       'Spearman correlation of the one-pass and the T-pass PLL: '
       f'{result["spearman_true_sentences"]:.3f} over the true '
