@@ -1,20 +1,25 @@
-"""Gin bindings for configuration dataclasses, derived from their fields.
+"""Configuration dataclasses as gin configurables, and unused plug-in settings.
 
 A configuration is written once, as a dataclass (usually a Model Garden
-`base_config.Config`). `register` makes a gin configurable of it whose
-parameters are the dataclass fields with the same defaults, so that
-`encoder.hidden_size = 256` in a gin file sets `EncoderConfig.hidden_size`
-without a hand-written mirror function that repeats every field.
-
-The dataclass itself stays free of gin: constructing it in Python never
-picks up bindings (Model Garden builds configs internally, e.g. in
-`replace` and `from_args`), only calling the registered factory does.
+`base_config.Config`), and `external_configurable` makes it the gin
+configurable `name` as it is: `encoder.hidden_size = 256` in a gin file sets
+`EncoderConfig.hidden_size`, with the field's type and default, and no
+hand-written mirror function repeats the fields. It is
+`gin.external_configurable` with a denylist: the fields gin does not bind
+(set by code, e.g. from the data), and the constructor parameters that are
+not fields (Model Garden's `Config` takes `default_params` and
+`restrictions`, which gin would otherwise offer and write into every
+operative config). The dataclass itself stays free of gin: gin wraps a
+subclass and returns instances of the class, so constructing it in Python
+never picks up bindings (Model Garden builds configs internally, e.g. in
+`replace` and `from_args`), only calling the configurable does. A field gin
+must bind is passed `gin.REQUIRED` where the configurable is called, and
+the built config is checked there.
 """
 
 import dataclasses
 import inspect
-import typing
-from typing import Any, Callable, Iterable, Optional, Type, TypeVar
+from typing import Iterable, Type, TypeVar
 
 import gin
 
@@ -23,67 +28,36 @@ from official_repro.common import cli
 ConfigT = TypeVar('ConfigT')
 
 
-def _default(field: dataclasses.Field) -> Any:
-  if field.default is not dataclasses.MISSING:
-    return field.default
-  if (
-      field.default_factory is not dataclasses.MISSING
-  ):  # pytype: disable=attribute-error
-    return field.default_factory()  # pytype: disable=not-callable
-  return gin.REQUIRED
-
-
-def register(
-    config_cls: Type[ConfigT],
-    name: str,
-    required: Iterable[str] = (),
-    exclude: Iterable[str] = (),
-    finalize: Optional[Callable[[ConfigT], ConfigT]] = None,
-) -> Callable[..., ConfigT]:
-  """Registers a gin configurable `name` that builds `config_cls`.
+def external_configurable(
+    config_cls: Type[ConfigT], name: str, exclude: Iterable[str] = ()
+) -> Type[ConfigT]:
+  """Makes the dataclass `config_cls` the gin configurable `name`.
 
   Args:
     config_cls: a dataclass.
     name: the gin name (`name.field = value`).
-    required: fields gin must bind (their dataclass default is a neutral
-      placeholder such as 0).
-    exclude: fields gin does not expose (set by code, e.g. from the data).
-    finalize: applied to the built config (validation, derived values).
+    exclude: fields gin does not bind (set by code, e.g. from the data).
 
   Returns:
-    The configurable factory: keyword arguments override gin bindings, which
-    override the dataclass defaults.
+    The configurable: calling it builds a `config_cls` from its keyword
+    arguments, then the gin bindings, then the dataclass defaults.
+
+  Raises:
+    ValueError: `exclude` names a field `config_cls` does not have.
   """
-  required, exclude = set(required), set(exclude)
-  fields = {field.name: field for field in dataclasses.fields(config_cls)}
-  unknown = (required | exclude) - set(fields)
+  exclude = list(exclude)
+  fields = {field.name for field in dataclasses.fields(config_cls)}
+  unknown = set(exclude) - fields
   if unknown:
     raise ValueError(f'{config_cls.__name__} has no fields {sorted(unknown)}.')
-  hints = typing.get_type_hints(config_cls)
-  parameters = [
-      inspect.Parameter(
-          field_name,
-          inspect.Parameter.KEYWORD_ONLY,
-          default=(gin.REQUIRED if field_name in required else _default(field)),
-          annotation=hints.get(field_name, inspect.Parameter.empty),
-      )
-      for field_name, field in fields.items()
-      if field_name not in exclude
+  not_fields = [
+      parameter
+      for parameter in inspect.signature(config_cls).parameters
+      if parameter not in fields
   ]
-
-  def factory(**kwargs) -> ConfigT:
-    config = config_cls(**kwargs)
-    return finalize(config) if finalize else config
-
-  factory.__signature__ = inspect.Signature(parameters)
-  factory.__name__ = name
-  factory.__qualname__ = name
-  factory.__module__ = config_cls.__module__
-  factory.__doc__ = (
-      f'Builds `{config_cls.__name__}` from gin bindings '
-      f'(`{name}.<field>`); see its docstring.'
+  return gin.external_configurable(
+      config_cls, name, denylist=exclude + not_fields or None
   )
-  return gin.configurable(name)(factory)
 
 
 def check_unbound(names: Iterable[str], selected_by: str) -> None:

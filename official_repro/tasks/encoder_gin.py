@@ -20,6 +20,8 @@ be odd.`), as `bindings` names them for other callers.
 import dataclasses
 from typing import Any, Callable, Dict
 
+import gin
+
 from official_repro.common import gin_dataclass
 from official_repro.modeling import arguments
 from official_repro.modeling.networks import encoders
@@ -32,7 +34,7 @@ def _register_options(backbone: encoders.Backbone) -> None:
   if backbone.options_cls is not None and backbone.name not in (
       _OPTION_FACTORIES
   ):
-    _OPTION_FACTORIES[backbone.name] = gin_dataclass.register(
+    _OPTION_FACTORIES[backbone.name] = gin_dataclass.external_configurable(
         backbone.options_cls, backbone.name
     )
 
@@ -53,37 +55,37 @@ def bindings(backbone: str) -> arguments.Namer:
   return binding
 
 
-def _finalize(config: encoders.EncoderConfig) -> encoders.EncoderConfig:
-  """Fills the backbone's options from gin (`<backbone>.<option>`); checks.
+_ENCODER = gin_dataclass.external_configurable(
+    encoders.EncoderConfig, 'encoder', exclude=('options',)
+)
+# The fields gin must bind (their dataclass defaults are placeholders).
+_REQUIRED = (
+    'hidden_size',
+    'num_layers',
+    'num_attention_heads',
+    'intermediate_size',
+)
+
+
+def encoder_config() -> encoders.EncoderConfig:
+  """The encoder the gin bindings describe, with its backbone's options.
 
   Raises:
+    RuntimeError: gin's, for a required binding that is missing.
     UserError: gin binds options of another backbone, or the config is
       invalid (naming the bindings).
   """
+  config = _ENCODER(**{field: gin.REQUIRED for field in _REQUIRED})
   backbone = encoders.get_backbone(config.backbone, 'encoder.backbone')
   gin_dataclass.check_unbound(
       [name for name in _OPTION_FACTORIES if name != backbone.name],
       f'encoder.backbone={backbone.name!r}',
   )
   if backbone.options_cls is not None:
-    options = dataclasses.asdict(_OPTION_FACTORIES[backbone.name]())
-    options.update(config.options_dict())
-    config = config.with_options(options)
+    options = _OPTION_FACTORIES[backbone.name]()
+    config = config.with_options(dataclasses.asdict(options))
   with arguments.renamed(bindings(backbone.name)):
     return encoders.validate(config)
 
-
-encoder_config = gin_dataclass.register(
-    encoders.EncoderConfig,
-    'encoder',
-    required=(
-        'hidden_size',
-        'num_layers',
-        'num_attention_heads',
-        'intermediate_size',
-    ),
-    exclude=('options',),
-    finalize=_finalize,
-)
 
 encoders.add_registration_hook(_register_options)

@@ -21,6 +21,8 @@ bindings (`electra.temperature must be > 0, got 0.0.`).
 import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Type
 
+import gin
+
 from official.core import config_definitions as cfg
 from official_repro.common import cli
 from official_repro.common import gin_dataclass
@@ -125,11 +127,12 @@ def register(objective: Objective) -> Objective:
   """
   _OBJECTIVES.register(objective.name, objective)
   if objective.name not in _MODEL_CONFIG_FACTORIES:
-    _MODEL_CONFIG_FACTORIES[objective.name] = gin_dataclass.register(
-        objective.model_config_cls,
-        objective.name,
-        required=objective.required,
-        exclude=(objective.encoder_field, *objective.derived),
+    _MODEL_CONFIG_FACTORIES[objective.name] = (
+        gin_dataclass.external_configurable(
+            objective.model_config_cls,
+            objective.name,
+            exclude=(objective.encoder_field, *objective.derived),
+        )
     )
   return objective
 
@@ -211,8 +214,9 @@ def task_config_from_gin(name: str) -> cfg.TaskConfig:
   )
   train_data, validation_data = pretrain_dataloader.pretraining_data_configs()
   encoder = resolve_vocab_size(encoder_gin.encoder_config(), train_data)
-  model = dataclasses.replace(
-      _MODEL_CONFIG_FACTORIES[name](), **{objective.encoder_field: encoder}
+  model = _MODEL_CONFIG_FACTORIES[name](
+      **{field: gin.REQUIRED for field in objective.required},
+      **{objective.encoder_field: encoder},
   )
   task_config = objective.task_config_cls(
       model=model, train_data=train_data, validation_data=validation_data

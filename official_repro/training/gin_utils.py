@@ -39,14 +39,23 @@ _UNKNOWN_CONFIGURABLE = re.compile(r"No configurable matching '([^']+)'")
 _UNKNOWN_PARAMETER = re.compile(
     r"Configurable '([^']+)' doesn't have a parameter named '([^']+)'"
 )
+# A field of a config dataclass that code sets (gin_dataclass's `exclude`).
+_DENIED_PARAMETER = re.compile(
+    r"Configurable '([^']+)' has denylisted kwarg '([^']+)'"
+)
 
 
 def _parameter_names(configurable: str) -> List[str]:
-  """The parameters a configurable takes (its signature's names)."""
+  """The parameters gin binds of a configurable (signature less denylist)."""
   try:
-    wrapped = gin.config._REGISTRY.get_match(configurable).wrapped  # pylint: disable=protected-access
-    return list(inspect.signature(wrapped).parameters)
-  except (KeyError, ValueError, TypeError):
+    info = gin.config._REGISTRY.get_match(configurable)  # pylint: disable=protected-access
+    denied = set(info.denylist or ())
+    return [
+        name
+        for name in inspect.signature(info.wrapped).parameters
+        if name not in denied
+    ]
+  except (AttributeError, KeyError, ValueError, TypeError):
     return []
 
 
@@ -54,7 +63,9 @@ def suggestion(message: str) -> str:
   """A ' Did you mean ...?' hint for a gin error.
 
   ' Did you mean ...?' for a gin error naming an unknown configurable or
-  parameter that is close to a known one ('' otherwise).
+  parameter that is close to a known one, the parameters a configurable
+  takes for a parameter it does not take or that gin may not set ('' for
+  other errors).
   """
   match = _UNKNOWN_CONFIGURABLE.search(message)
   if match:
@@ -76,6 +87,13 @@ def suggestion(message: str) -> str:
         f' Did you mean {configurable}.{close[0]}?'
         if close
         else f' {configurable} takes: '
+        f'{", ".join(_parameter_names(configurable))}.'
+    )
+  match = _DENIED_PARAMETER.search(message)
+  if match:
+    configurable = match.group(1)
+    return (
+        f' It is set by the code, not by gin; {configurable} takes: '
         f'{", ".join(_parameter_names(configurable))}.'
     )
   return ''

@@ -243,6 +243,11 @@ def test_missing_gin_file():
             ['electra.generator_size = True'],
             'electra.generator_size = True is a bool; expected float',
         ),
+        (
+            ['encoder.options = {}'],
+            r"denylisted kwarg 'options'\. It is set by the code, not by gin; "
+            r'encoder takes: backbone, hidden_size, ',
+        ),
     ],
 )
 def test_gin_mistakes_name_the_binding_and_the_fix(bindings, message):
