@@ -2,10 +2,11 @@
 
 Modeling code checks what it is given and names it as its caller wrote it:
 `ElectraPretrainer: temperature must be > 0, got 0.0.` It knows nothing of
-where the value came from. Code that passes on values of its own settings (a
-gin configurable, a command's flags) catches the error and words the same
-message with the names of those settings instead (`electra.temperature must
-be > 0, got 0.0.`), so that the user is told what to change.
+where the value came from. Code that passes on values of its own settings
+(the configuration files' bindings, a command's flags) catches the error and
+words the same message with the names of those settings instead
+(`electra.temperature must be > 0, got 0.0.`), so that the user is told what
+to change.
 
 So an `ArgumentError`'s message is a function of how each argument is named:
 the raising code writes it once, as `lambda name: f'{name("temperature")}

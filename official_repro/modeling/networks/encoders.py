@@ -6,9 +6,10 @@ its own options dataclass (`EncoderConfig.options` holds its values), the
 reference's feed-forward activation, and a function that builds its
 transformer blocks. Everything the blocks share is assembled by
 `transformer_encoder.TransformerEncoder` (embeddings, pooler, outputs,
-checkpoint layout), so a backbone is only its block. (Configuration files
-reach these classes from outside `modeling/`: `official_repro/tasks/
-encoder_gin.py` makes `EncoderConfig` and each backbone's options settable.)
+checkpoint layout), so a backbone is only its block. (The configuration
+files are read outside `modeling/`, where `EncoderConfig` and each
+backbone's options dataclass are made settable, the latter as backbones
+register: `add_registration_hook`.)
 
 `EncoderConfig.backbone` picks the backbone; objectives never name one. They
 receive an `EncoderConfig`, derive others from it (a smaller generator) and

@@ -54,8 +54,8 @@ class SeedStream(tf_keras.__internal__.layers.BaseRandomLayer):
 
   `next_seed(training=True)` is None in Keras' default mode, where the
   samplers fall back to stateful random ops (seeded by the global seed, as
-  dropout is); with Keras' `tf.random.Generator` mode on
-  (`experiment.deterministic`) it is a fresh int64 `[2]` seed drawn from
+  dropout is); with Keras' `tf.random.Generator` mode on (deterministic
+  runs) it is a fresh int64 `[2]` seed drawn from
   this layer's generator, whose state the trainer checkpoints, so a resumed
   run continues the same draws. Outside training it is always None:
   evaluation must not advance the checkpointed stream, or a run that

@@ -157,8 +157,8 @@ class _MaskedLMWithOutputBias(layers.MaskedLM):
     if self._output_bias and not self._output_bias_initialized:
       raise RuntimeError(
           f'MaskedLM.build added no weight named {self._BIAS_NAME!r}, so '
-          'script.initial_positive_probability would have no effect; '
-          "Model Garden's MaskedLM has changed."
+          "ScriptPretrainer's initial_positive_probability would have no "
+          "effect; Model Garden's MaskedLM has changed."
       )
 
 

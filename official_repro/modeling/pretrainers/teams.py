@@ -53,11 +53,11 @@ Where Model Garden's `official.projects.teams` (`TeamsPretrainer`) differs:
     design) the result is the same. Here there is exactly one extra layer.
   * It ties the whole embedding network (word, position and type tables,
     LayerNorm and projection) of generator and discriminator; here
-    `tie_embedding_block` ties the tables and the LayerNorm
-    (gin/pretrain/teams.gin sets it), and without it only the word table is
-    tied. Each network keeps its own E -> H projection, with a bias (Model
-    Garden's `BertEncoder`, whose checkpoints ours restore into, has one;
-    Model Garden's TEAMS projection has none).
+    `tie_embedding_block` ties the tables and the LayerNorm (the TEAMS
+    objective's default configuration sets it), and without it only the
+    word table is tied. Each network keeps its own E -> H projection, with
+    a bias (Model Garden's `BertEncoder`, whose checkpoints ours restore
+    into, has one; Model Garden's TEAMS projection has none).
   * It has only the paper's head design and MWS-side export; the Table 3
     variants, 'hardest' negatives and the layer-sharing variants are ours.
   * Its negatives come from K argmax passes with a finite penalty (1e4) on

@@ -1,7 +1,7 @@
 """ALBERT backbone (Lan et al. 2020): one block applied at every layer.
 
 The factorized embedding (width E, then a dense E -> H projection) is the
-shared `TransformerEncoder` embedding with `encoder.embedding_width` set;
+shared `TransformerEncoder` embedding with `EncoderConfig.embedding_width`;
 cross-layer sharing is ONE `TransformerEncoderBlock` object applied
 `num_layers` times. Model Garden's `AlbertEncoder` builds its embedding
 layer inside its constructor and cannot take a shared one, which ELECTRA's
