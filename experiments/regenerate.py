@@ -51,6 +51,7 @@ from absl import flags
 
 from official_repro.common import cli
 from official_repro.common import dataclass_flags
+from official_repro.common import markdown
 from experiments.regeneration import registry
 from experiments.regeneration import target_runners
 
@@ -65,10 +66,11 @@ def define_flags():
 
 def list_targets() -> str:
   """The registry as a markdown table."""
-  lines = ['| key | kind | what |', '|---|---|---|']
-  for target in registry.TARGETS.values():
-    lines.append(f'| {target.key} | {target.kind} | {target.description} |')
-  return '\n'.join(lines)
+  rows = [
+      [target.key, target.kind, target.description]
+      for target in registry.TARGETS.values()
+  ]
+  return '\n'.join(markdown.table(['key', 'kind', 'what'], rows))
 
 
 def regenerate(request: target_runners.Request) -> None:

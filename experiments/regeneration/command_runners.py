@@ -24,6 +24,7 @@ from experiments.regeneration import registry
 from experiments.regeneration import runner
 from experiments.regeneration import target_runners
 from official_repro.common import json_files
+from official_repro.common import markdown
 
 
 def _read_json(path: str):
@@ -147,14 +148,16 @@ def speed_comparison(
   }
   ours_ratio = results['SCRIPT-small'] / results['ELECTRA-small']
   paper_ratio = paper['SCRIPT-small'] / paper['ELECTRA-small']
-  body = (
-      '| model | ours (steps/s, batch 16, this machine) | '
-      '004 (it/s, TPU v3-8) |\n|---|---|---|\n'
-      + ''.join(
-          f'| {row} | {results[row]:.3f} | {paper[row]:g} |\n'
-          for row in results
-      )
-      + f'\nSCRIPT / ELECTRA: ours {ours_ratio:.3f}, 004 {paper_ratio:.3f} '
+  table = markdown.table(
+      [
+          'model',
+          'ours (steps/s, batch 16, this machine)',
+          '004 (it/s, TPU v3-8)',
+      ],
+      [[row, f'{results[row]:.3f}', f'{paper[row]:g}'] for row in results],
+  )
+  body = '\n'.join(table) + (
+      f'\n\nSCRIPT / ELECTRA: ours {ours_ratio:.3f}, 004 {paper_ratio:.3f} '
       f'({stated["SCRIPT-small iterations/s"].where}).'
   )
   write_command_table(

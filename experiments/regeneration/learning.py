@@ -39,6 +39,7 @@ from experiments.regeneration import registry
 from experiments.regeneration import report
 from experiments.regeneration import runner
 from official_repro.common import json_files
+from official_repro.common import markdown as md
 from official_repro.metrics import aggregation
 
 
@@ -251,24 +252,27 @@ def markdown(content: Dict) -> str:
       '',
       content.get('provenance', ''),
       '',
-      '| run | steps | training FLOPs | wall minutes | metric | held-out '
-      '| target | met |',
-      '|---|---|---|---|---|---|---|---|',
   ]
-  for name, run in content['runs'].items():
+  rows = []
+  for run in content['runs'].values():
     flops_total = run['flops_per_step'] * run['train_steps']
+    row = [run['row'], f'{run["train_steps"]:,}', f'{flops_total:.2e}']
+    row.append(_number(run['training_minutes'], 1))
     for check in run['targets'] or [None]:
-      lines.append(
-          f'| {run["row"]} | {run["train_steps"]:,} | {flops_total:.2e} | '
-          f'{_number(run["training_minutes"], 1)} | '
+      rows.append(
+          row
           + (
-              f'{check["meaning"]} | {_number(check["value"])} | '
-              f'>= {check["minimum"]:.3f} | '
-              f'{"yes" if check["met"] else "no"} |'
+              [check['meaning'], _number(check['value'])]
+              + [f'>= {check["minimum"]:.3f}', 'yes' if check['met'] else 'no']
               if check
-              else '- | - | - | - |'
+              else ['-'] * 4
           )
       )
+  columns = (
+      'run | steps | training FLOPs | wall minutes | metric | held-out | '
+      'target | met'
+  )
+  lines += md.table(columns.split(' | '), rows)
   names = [
       name
       for name in CURVE_METRICS + ('lm_example_loss',)
@@ -295,28 +299,18 @@ def markdown(content: Dict) -> str:
         f'{order["steps"]} batches, the same masks):',
         '',
     ]
-    if 'context_free' in order['in_order']:
-      lines += [
-          '| text | masked-LM accuracy | best without context | on [MASK] '
-          'slots | best without context |',
-          '|---|---|---|---|---|',
-          *(
-              f'| {label} | {_number(order[name]["masked_lm_accuracy"])} | '
-              f'{_number(order[name]["context_free"])} | '
-              f'{_number(order[name]["mask_token_accuracy"])} | '
-              f'{_number(order[name]["mask_token_context_free"])} |'
-              for name, label in texts
-          ),
-      ]
-    else:  # measured before the context-free ceiling was
-      lines += [
-          '| text | masked-LM accuracy |',
-          '|---|---|',
-          *(
-              f'| {label} | {_number(order[name]["masked_lm_accuracy"])} |'
-              for name, label in texts
-          ),
-      ]
+    columns, keys = 'text | masked-LM accuracy', ['masked_lm_accuracy']
+    if 'context_free' in order['in_order']:  # older reports lack the ceiling
+      columns += ' | best without context | on [MASK] slots | '
+      columns += 'best without context'
+      keys += ['context_free', 'mask_token_accuracy', 'mask_token_context_free']
+    lines += md.table(
+        columns.split(' | '),
+        [
+            [label] + [_number(order[name][key]) for key in keys]
+            for name, label in texts
+        ],
+    )
     if order.get('note'):
       lines += ['', order['note']]
   random_init = content['random_init']
@@ -330,15 +324,14 @@ def markdown(content: Dict) -> str:
       f'{settings["num_runs"]} fine-tuning seeds; the gap is ahead or '
       'behind when it exceeds twice its standard error):',
       '',
-      '| encoder | ' + ' | '.join(tasks) + ' |',
-      '|---|' + '---|' * len(tasks),
-      '| random initialisation | '
-      + ' | '.join(
+  ]
+  rows = [
+      ['random initialisation']
+      + [
           f'{random_init[task]["summary"]["mean"]:.3f} ± '
           f'{random_init[task]["summary"]["std"]:.3f}'
           for task in tasks
-      )
-      + ' |',
+      ]
   ]
   for run in content['runs'].values():
     if 'finetuned' not in run:
@@ -351,8 +344,8 @@ def markdown(content: Dict) -> str:
           f'{summary["mean"]:.3f} ± {summary["std"]:.3f} '
           f'({gap["gap"]:+.3f}, {gap["verdict"]})'
       )
-    lines.append(f'| {run["row"]} | ' + ' | '.join(cells) + ' |')
-  return '\n'.join(lines) + '\n'
+    rows.append([run['row'], *cells])
+  return '\n'.join(lines + md.table(['encoder', *tasks], rows)) + '\n'
 
 
 def _plot_runs(content: Dict, out: str) -> List[str]:

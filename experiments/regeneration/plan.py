@@ -32,6 +32,7 @@ import tensorflow as tf
 from experiments import paper_tables
 from experiments.regeneration import fit as fit_lib
 from experiments.regeneration import registry
+from official_repro.common import markdown
 from official_repro import count_flops
 from official_repro.data import glue as glue_data
 from official_repro.metrics import flops
@@ -601,37 +602,35 @@ def format_plan(
   """
   vms = vms or {}
   with_paper = any(run.paper_hours is not None for run in planned)
+  columns = (
+      'run | row | steps | train FLOPs | TPU v3-8 hours (est.) | '
+      + ('paper hours | ' if with_paper else '')
+      + 'encoder params | fine-tuning FLOPs | fine-tuning hours (est.) | '
+      'accelerator | VM | hours there (est.) | per-replica batch, memory'
+  )
+  rows = []
+  for run in planned:
+    finetune = (
+        [f'{run.finetune_flops:.3g}', f'{run.finetune_tpu_v3_8_hours:.1f}']
+        if run.finetune_flops is not None
+        else ['-', '-']
+    )
+    paper = []
+    if with_paper:
+      paper = ['-' if run.paper_hours is None else f'{run.paper_hours:g}']
+    rows.append(
+        [run.name, run.row, f'{run.train_steps:,}', f'{run.train_flops:.3g}']
+        + [f'{run.tpu_v3_8_hours:.1f}', *paper, f'{run.parameters / 1e6:.2f}M']
+        + finetune
+        + [run.accelerator_type, vms.get(run.name, '$TPU_NAME')]
+        + [f'{run.hours:.1f}']
+        + [run.fit.describe() + (' (does not fit)' if run.refusal else '')]
+    )
   lines = [
       f'## {target.key}: {target.description} (paper scale)',
       '',
-      '| run | row | steps | train FLOPs | TPU v3-8 hours (est.) | '
-      + ('paper hours | ' if with_paper else '')
-      + 'encoder params | fine-tuning FLOPs | fine-tuning hours (est.) | '
-      'accelerator | VM | hours there (est.) | per-replica batch, memory |',
-      '|---|---|---|---|---|'
-      + ('---|' if with_paper else '')
-      + '---|---|---|---|---|---|---|',
+      *markdown.table(columns.split(' | '), rows),
   ]
-  for run in planned:
-    finetune = (
-        f'{run.finetune_flops:.3g} | {run.finetune_tpu_v3_8_hours:.1f}'
-        if run.finetune_flops is not None
-        else '- | -'
-    )
-    paper = ''
-    if with_paper:
-      paper = (
-          '-' if run.paper_hours is None else f'{run.paper_hours:g}'
-      ) + ' | '
-    lines.append(
-        f'| {run.name} | {run.row} | {run.train_steps:,} | '
-        f'{run.train_flops:.3g} | {run.tpu_v3_8_hours:.1f} | '
-        f'{paper}{run.parameters / 1e6:.2f}M | {finetune} | '
-        f'{run.accelerator_type} | {vms.get(run.name, "$TPU_NAME")} | '
-        f'{run.hours:.1f} | {run.fit.describe()}'
-        + (' (does not fit)' if run.refusal else '')
-        + ' |'
-    )
   lines += [
       '',
       'Memory: an analytic estimate of one replica in a pretraining step '

@@ -18,6 +18,7 @@ import tensorflow as tf
 from experiments import paper_tables
 from experiments.regeneration import registry
 from official_repro.common import json_files
+from official_repro.common import markdown as md
 from official_repro.metrics import aggregation
 
 # Held-out pretraining metrics a table prints (`held_out.read_curve` names).
@@ -354,12 +355,10 @@ def metric_table(
       text += f' ({_number(statistics.stdev(values))})'
     return text
 
-  lines = ['| row | ' + ' | '.join(names) + ' |', '|---|' + '---|' * len(names)]
-  lines += [
-      f'| {row} | ' + ' | '.join(cell(row, name) for name in names) + ' |'
-      for row in rows
-  ]
-  return lines
+  return md.table(
+      ['row', *names],
+      [[row] + [cell(row, name) for name in names] for row in rows],
+  )
 
 
 def held_out_curve_table(entries: List[Dict], name: str) -> List[str]:
@@ -369,17 +368,9 @@ def held_out_curve_table(entries: List[Dict], name: str) -> List[str]:
   rows train at equal FLOPs (a reference's budget), equal shares are equal
   training FLOPs.
   """
-  lines = [
-      '',
-      f'Held-out {name} during pretraining (mean over pretraining seeds; '
-      "share: of the run's steps, so of its training FLOPs):",
-      '',
-      '| row | step | share | value |',
-      '|---|---|---|---|',
-  ]
   points = [
-      f'| {entry["row"]} | {step:,} | '
-      f'{step / entry["train_steps"]:.3f} | {_number(value)} |'
+      [entry['row'], f'{step:,}', f'{step / entry["train_steps"]:.3f}']
+      + [_number(value)]
       for entry in entries
       if entry.get('held_out_curve')
       for step, value in sorted(
@@ -388,7 +379,15 @@ def held_out_curve_table(entries: List[Dict], name: str) -> List[str]:
           if name in metrics
       )
   ]
-  return lines + points if points else []
+  if not points:
+    return []
+  return [
+      '',
+      f'Held-out {name} during pretraining (mean over pretraining seeds; '
+      "share: of the run's steps, so of its training FLOPs):",
+      '',
+      *md.table(['row', 'step', 'share', 'value'], points),
+  ]
 
 
 def order(entries: List[Dict]) -> Dict[str, List[str]]:
@@ -420,39 +419,40 @@ def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
       '',
       header,
       '',
-      '| row | steps | column | ours | seeds (std) | paper | ' 'ours - paper |',
-      '|---|---|---|---|---|---|---|',
   ]
+  rows = []
   for entry in entries:
+    row = [entry['row'], f'{entry["train_steps"]:,}']
     for cell in entry['cells']:
       spread = (
           '-'
           if cell['seeds'] is None
           else f'{cell["seeds"]} ({_number(cell["std"])})'
       )
-      lines.append(
-          f'| {entry["row"]} | {entry["train_steps"]:,} | '
-          f'{cell["column"]} | {_number(cell["ours"])} | {spread} | '
-          f'{_number(cell["paper"])} | '
-          f'{_number(cell["difference"])} |'
+      rows.append(
+          row
+          + [cell['column'], _number(cell['ours']), spread]
+          + [_number(cell['paper']), _number(cell['difference'])]
       )
     if entry.get('parameters'):
       counts = entry['parameters']
       paper = '-' if counts['paper'] is None else f'{counts["paper"] / 1e6:g}M'
-      lines.append(
-          f'| {entry["row"]} | {entry["train_steps"]:,} | '
-          f'{counts["column"]} (at this scale) | '
-          f'{counts["ours"] / 1e6:.3f}M | - | {paper} | - |'
+      rows.append(
+          row
+          + [f'{counts["column"]} (at this scale)']
+          + [f'{counts["ours"] / 1e6:.3f}M', '-', paper, '-']
       )
     if entry['average']:
       average = entry['average']
-      lines.append(
-          f'| {entry["row"]} | {entry["train_steps"]:,} | '
+      ours, paper = average['ours'], average['paper']
+      column = (
           f'{average["column"]}: ours over {", ".join(average["tasks"])}; '
-          f'{average["paper_quantity"]} | {_number(average["ours"])} | - | '
-          f'{_number(average["paper"])} | '
-          f'{_number(average["ours"] - average["paper"])} |'
+          f'{average["paper_quantity"]}'
       )
+      numbers = (ours, None, paper, ours - paper)
+      rows.append(row + [column] + [_number(number) for number in numbers])
+  columns = 'row | steps | column | ours | seeds (std) | paper | ours - paper'
+  lines += md.table(columns.split(' | '), rows)
   if target.figure:
     series, references = figure_lines(target, entries)
     x_label = 'pretraining step' if target.figure == 'steps' else target.figure
@@ -461,17 +461,18 @@ def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
         f'Figure points (x: {x_label}; y: GLUE dev, mean over the '
         'tasks run):',
         '',
-        '| series | x | ours |',
-        '|---|---|---|',
-    ]
-    lines += [
-        f'| {name} | {x:g} | {_number(y)} |'
-        for name, points in series.items()
-        for x, y in points
-    ]
-    lines += [
-        f'| {name} (reference) | - | {_number(y)} |'
-        for name, y in references.items()
+        *md.table(
+            ['series', 'x', 'ours'],
+            [
+                [name, f'{x:g}', _number(y)]
+                for name, points in series.items()
+                for x, y in points
+            ]
+            + [
+                [f'{name} (reference)', '-', _number(y)]
+                for name, y in references.items()
+            ],
+        ),
     ]
   held = [entry for entry in entries if entry.get('held_out')]
   if held:
@@ -507,22 +508,24 @@ def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
     ]
   checked = claims(target, entries)
   if checked:
+    columns = (
+        'paper says | where | measure | paper gap | our gap | noise | '
+        'ours: the first'
+    )
+    rows = [
+        [f'{claim["better"]} > {claim["worse"]}', claim['source']]
+        + [claim['measure']]
+        + [_number(claim[key]) for key in ('paper_gap', 'ours_gap', 'noise')]
+        + [claim['verdict']]
+        for claim in checked
+    ]
     lines += [
         '',
         "The paper's claims, ours over pretraining seeds (gap of the "
         "seeds' means of the measure: the GLUE mean is each seed's "
         'mean score over the tasks run; noise: twice its standard error):',
         '',
-        '| paper says | where | measure | paper gap | our gap | noise | '
-        'ours: the first |',
-        '|---|---|---|---|---|---|---|',
-    ]
-    lines += [
-        f'| {claim["better"]} > {claim["worse"]} | {claim["source"]} | '
-        f'{claim["measure"]} | {_number(claim["paper_gap"])} | '
-        f'{_number(claim["ours_gap"])} | {_number(claim["noise"])} | '
-        f'{claim["verdict"]} |'
-        for claim in checked
+        *md.table(columns.split(' | '), rows),
     ]
   return '\n'.join(lines) + '\n'
 
