@@ -516,6 +516,29 @@ def test_finetune_mistakes(cli, workspace, flags, named):
   assert not (workspace / 'ft_new').exists()
 
 
+def test_finetune_a_checkpoint_without_its_architecture_asks_gin_for_it(
+    cli, workspace, tmp_path
+):
+  """A foreign checkpoint and no `encoder` bindings: the gin to add."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  prefix = tf.train.Checkpoint(step=tf.Variable(1)).write(
+      str(tmp_path / 'foreign')
+  )
+  cli.refused(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={prefix}',
+          f'--data_dir={workspace}',
+          f'--model_dir={workspace}/ft_new',
+      ],
+      f'--init_checkpoint {prefix} has no encoder_config.json',
+      'include a gin/sizes/*.gin file and set encoder.backbone',
+  )
+  assert not (workspace / 'ft_new').exists()
+
+
 def test_finetune_diverging_is_one_line_naming_the_last_checkpoint(
     cli, workspace, exported_encoder
 ):
