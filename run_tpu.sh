@@ -571,9 +571,14 @@ q_exitfile=$(qpath "$LOG_DIR_ON_VM/$JOB.exit")
 LOG_ON_VM=$LOG_DIR_ON_VM/$JOB.log
 q_log=$(qpath "$LOG_ON_VM")
 q_latest=$(qpath "$LOG_DIR_ON_VM/latest.log")
+q_model_dir_arg=$(shq "--model_dir=$MODEL_DIR")
+job_alive="[ -f $q_pidfile ] && [ ! -s $q_exitfile ] && kill -0 \"\$(cat $q_pidfile)\" 2>/dev/null && ps -o args= -p \"\$(cat $q_pidfile)\" | grep -qF -- $q_model_dir_arg"
 
+# A job runs while its pid is alive with no exit status yet and is one of
+# this script's jobs (a --model_dir on its command line): a pid file left
+# by a finished or killed job may name a pid the system has since reused.
 # Refuses to touch a VM where a job (this one or another) is running.
-busy_check="for p in $q_logdir/*.pid; do if [ -f \"\$p\" ] && kill -0 \"\$(cat \"\$p\")\" 2>/dev/null; then echo \"run_tpu: job \$(basename \"\$p\" .pid) (pid \$(cat \"\$p\")) is still running on \$(hostname); wait for it, or stop it: kill \$(cat \"\$p\")\" >&2; exit 1; fi; done"
+busy_check="for p in $q_logdir/*.pid; do if [ -f \"\$p\" ] && [ ! -s \"\${p%.pid}.exit\" ] && kill -0 \"\$(cat \"\$p\")\" 2>/dev/null && ps -o args= -p \"\$(cat \"\$p\")\" | grep -q -- --model_dir=; then echo \"run_tpu: job \$(basename \"\$p\" .pid) (pid \$(cat \"\$p\")) is still running on \$(hostname); wait for it, or stop it: kill \$(cat \"\$p\")\" >&2; exit 1; fi; done"
 
 # Replaces the repository copy; refuses to delete a folder it did not make.
 sync_cmd="$busy_check; if [ -e $q_repo ] && [ ! -f $q_marker ]; then echo \"run_tpu: $REPO_DIR_ON_VM exists but was not made by run_tpu.sh; remove it or pass another --repo_dir_on_vm\" >&2; exit 1; fi; rm -rf $q_repo_new && mkdir -p $q_repo_new && tar -xzf ~/$REMOTE_TARBALL -C $q_repo_new && touch $q_repo_new/.run_tpu_synced && rm -rf $q_repo && mv $q_repo_new $q_repo && rm -f ~/$REMOTE_TARBALL"
@@ -620,13 +625,13 @@ done
 # its pid, waits for it and writes its exit status to train.exit; the pid file
 # names the training process itself, so 'kill PID' reaches it directly.
 runner_script="$train_cmd & echo \$! > $q_pidfile; wait \$!; echo \$? > $q_exitfile"
-launch_cmd="mkdir -p $q_logdir || exit 1; if [ -f $q_pidfile ] && kill -0 \"\$(cat $q_pidfile)\" 2>/dev/null; then echo \"run_tpu: job $JOB is already running on \$(hostname), pid \$(cat $q_pidfile); not starting it again\"; exit 0; fi; $busy_check; cd $q_repo || exit 1; rm -f $q_pidfile $q_exitfile; echo \"=== run_tpu: \$(date -u) starting\" >> $q_log; setsid nohup sh -c $(shq "$runner_script") >> $q_log 2>&1 < /dev/null & i=0; while [ ! -s $q_pidfile ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i + 1)); done; ln -sfn $q_log $q_latest; echo \"run_tpu: job $JOB started on \$(hostname), pid \$(cat $q_pidfile), log $LOG_ON_VM\""
+launch_cmd="mkdir -p $q_logdir || exit 1; if $job_alive; then echo \"run_tpu: job $JOB is already running on \$(hostname), pid \$(cat $q_pidfile); not starting it again\"; exit 0; fi; $busy_check; cd $q_repo || exit 1; rm -f $q_pidfile $q_exitfile; echo \"=== run_tpu: \$(date -u) starting\" >> $q_log; setsid nohup sh -c $(shq "$runner_script") >> $q_log 2>&1 < /dev/null & i=0; while [ ! -s $q_pidfile ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i + 1)); done; ln -sfn $q_log $q_latest; echo \"run_tpu: job $JOB started on \$(hostname), pid \$(cat $q_pidfile), log $LOG_ON_VM\""
 
 # What the supervisor asks worker 0: one line, 'run_tpu_status=running',
 # '...=exit:STATUS' or '...=gone' (no process and no exit status: killed).
 # A job that has just ended leaves its exit status a moment later (its
 # shell writes it after the wait): "gone" only when it is still missing 2 s on.
-status_cmd="if [ -f $q_pidfile ] && kill -0 \"\$(cat $q_pidfile)\" 2>/dev/null; then echo run_tpu_status=running; else [ -s $q_exitfile ] || sleep 2; if [ -s $q_exitfile ]; then echo run_tpu_status=exit:\$(cat $q_exitfile); else echo run_tpu_status=gone; fi; fi"
+status_cmd="if $job_alive; then echo run_tpu_status=running; else [ -s $q_exitfile ] || sleep 2; if [ -s $q_exitfile ]; then echo run_tpu_status=exit:\$(cat $q_exitfile); else echo run_tpu_status=gone; fi; fi"
 
 # ------------------------------------------------------------ launch: steps
 

@@ -674,3 +674,53 @@ def test_supervisor_relaunches_and_recreates(
   else:
     assert 'delete' not in verbs and verbs.count('create') == 1
     assert len(train_calls) == (2 if plan == '143,1' else 3)
+
+
+@pytest.mark.skipif(
+    not all(shutil.which(t) for t in ('git', 'tar', 'setsid', 'nohup', 'ps')),
+    reason='needs git, tar, setsid, nohup and ps',
+)
+@pytest.mark.parametrize(
+    'other_job, busy',
+    [
+        # Another job's process, with its --model_dir, still running.
+        (('bash', '-c', 'sleep 60; true', '--model_dir=gs://b/other'), True),
+        # A finished job whose pid now names an unrelated process (reused).
+        (('sleep', '60'), False),
+    ],
+)
+def test_a_vm_is_busy_only_while_another_job_runs(tmp_path, other_job, busy):
+  """Found by the every-table rehearsal: a reused pid blocked a free VM."""
+  fake_bin = tmp_path / 'fake_bin'
+  fake_bin.mkdir()
+  for name, source in (('gcloud', _FAKE_GCLOUD), ('python3', _FAKE_PYTHON3)):
+    (fake_bin / name).write_text(source.format(python=sys.executable))
+    (fake_bin / name).chmod(0o755)
+  vm_home = tmp_path / 'vm_home'
+  logs = vm_home / 'official_repro_logs'
+  logs.mkdir(parents=True)
+  process = subprocess.Popen(other_job)
+  try:
+    (logs / 'b_other.pid').write_text(f'{process.pid}\n')
+    if not busy:
+      (logs / 'b_other.exit').write_text('0\n')
+    result = _run(
+        [*REQUIRED, f'--gin_param={BINDING}'],
+        tmp_path,
+        path=f'{fake_bin}{os.pathsep}{os.environ["PATH"]}',
+        extra_env={
+            'FAKE_VM_HOME': str(vm_home),
+            'FAKE_GCLOUD_LOG': str(tmp_path / 'gcloud.jsonl'),
+        },
+    )
+  finally:
+    process.kill()
+    process.wait()
+  refusal = f'run_tpu: job b_other (pid {process.pid}) is still running'
+  if busy:
+    assert result.returncode == 1
+    assert refusal in result.stderr
+  else:
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert refusal not in result.stderr
+    assert (logs / 'my-bucket_runs_q1.pid').is_file()
