@@ -10,21 +10,21 @@ do the pretrained encoder's features, frozen, carry more of a task's signal
 than the same architecture's at random initialisation? Both encoders run
 over the task's training sample and its dev split; for each, the last
 layer's [CLS] vector and its mean over the real tokens are standardised and
-a multinomial logistic regression (its L2 penalty chosen on held-out
-training examples, fit by Newton's method) is fit on the training sample
-and scored on dev. The
-random encoder is drawn with `--random_seeds` seeds, so its spread is
+a multinomial logistic regression (scikit-learn's, its L2 penalty chosen
+on held-out training examples) is fit on the training sample and scored on
+dev. The random encoder is drawn with `--random_seeds` seeds, so its spread is
 known. Regression tasks (STS-B) are refused.
 """
 
 import os
-from typing import Dict, List, Sequence
+from typing import Dict, Sequence
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 import numpy as np
+from sklearn import linear_model
 import tensorflow as tf
 import tf_keras
 
@@ -32,7 +32,9 @@ from experiments import provenance
 from official.nlp.tools import tokenization
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.data import glue
+from official_repro.metrics import aggregation
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 
@@ -71,60 +73,31 @@ def pooled_features(
   return {name: np.concatenate(parts) for name, parts in pooled.items()}
 
 
-def fit_logistic(
-    inputs: np.ndarray,
-    labels: np.ndarray,
-    num_classes: int,
-    l2: float,
-    steps: int = 30,
-) -> np.ndarray:
-  """Fits an L2-regularised multinomial logistic regression by Newton's method.
+def fit_probe(
+    inputs: np.ndarray, labels: np.ndarray, l2: float
+) -> linear_model.LogisticRegression:
+  """An L2-regularised multinomial logistic regression, fit to its optimum.
 
-  The loss is the mean negative log-likelihood plus 0.5 * l2 * |W|^2 (the
-  bias is not penalised). It is convex, and with D + 1 <= a few hundred
-  parameters per class the exact Hessian is cheap, so Newton steps reach
-  the optimum in a few iterations whatever the features' scale or
-  correlation (gradient descent's step would have to be tuned to both).
+  The loss is the mean negative log-likelihood plus 0.5 * l2 * |W|^2 over
+  one weight vector per class (the biases are not penalised). scikit-learn
+  minimises C * (summed log-likelihood) + 0.5 * |W|^2, so C = 1 / (l2 N);
+  for two classes it fits the one vector v = w_1 - w_0 and the penalty, at
+  its minimum w_1 = -w_0 = v / 2, is 0.25 * l2 * |v|^2: C = 2 / (l2 N).
 
   Args:
     inputs: [N, D] features.
     labels: [N] class ids.
-    num_classes: C.
     l2: the penalty's weight (> 0).
-    steps: Newton iterations.
 
   Returns:
-    Weights [D + 1, C], the last row the bias.
+    The fitted model.
   """
-  design = np.concatenate([inputs, np.ones((len(inputs), 1))], axis=1)
-  num_examples, width = design.shape
-  targets = np.eye(num_classes)[labels]
-  penalty = np.full(width, l2)
-  penalty[-1] = 1e-8 * l2
-  weights = np.zeros((width, num_classes))
-  for _ in range(steps):
-    logits = design @ weights
-    logits -= logits.max(axis=1, keepdims=True)
-    probabilities = np.exp(logits)
-    probabilities /= probabilities.sum(axis=1, keepdims=True)
-    gradient = design.T @ (probabilities - targets) / num_examples
-    gradient += penalty[:, None] * weights
-    # Hessian blocks: sum_n x_n x_n^T (p_nc [c = k] - p_nc p_nk) / N.
-    hessian = np.zeros((num_classes, width, num_classes, width))
-    for c in range(num_classes):
-      for k in range(num_classes):
-        weight = probabilities[:, c] * ((c == k) - probabilities[:, k])
-        hessian[c, :, k, :] = (design * weight[:, None]).T @ design
-    hessian = hessian.reshape(num_classes * width, -1) / num_examples
-    hessian += np.diag(np.tile(penalty, num_classes))
-    step = np.linalg.solve(hessian, gradient.T.reshape(-1))
-    weights -= step.reshape(num_classes, width).T
-  return weights
-
-
-def _accuracy(weights, inputs, labels) -> float:
-  design = np.concatenate([inputs, np.ones((len(inputs), 1))], axis=1)
-  return float(((design @ weights).argmax(axis=1) == labels).mean())
+  binary = len(np.unique(labels)) == 2
+  return linear_model.LogisticRegression(
+      C=(2.0 if binary else 1.0) / (l2 * len(inputs)),
+      tol=1e-10,
+      max_iter=10000,
+  ).fit(inputs, labels)
 
 
 def probe_accuracy(
@@ -132,7 +105,6 @@ def probe_accuracy(
     train_labels: np.ndarray,
     dev_inputs: np.ndarray,
     dev_labels: np.ndarray,
-    num_classes: int,
 ) -> float:
   """Dev accuracy of a logistic regression on standardised features.
 
@@ -148,16 +120,12 @@ def probe_accuracy(
   held_out, fitted = order[: len(order) // 5], order[len(order) // 5 :]
   best = max(
       L2_GRID,
-      key=lambda l2: _accuracy(
-          fit_logistic(
-              train_inputs[fitted], train_labels[fitted], num_classes, l2
-          ),
-          train_inputs[held_out],
-          train_labels[held_out],
-      ),
+      key=lambda l2: fit_probe(
+          train_inputs[fitted], train_labels[fitted], l2
+      ).score(train_inputs[held_out], train_labels[held_out]),
   )
-  weights = fit_logistic(train_inputs, train_labels, num_classes, best)
-  return _accuracy(weights, dev_inputs, dev_labels)
+  model = fit_probe(train_inputs, train_labels, best)
+  return float(model.score(dev_inputs, dev_labels))
 
 
 def _features(task, glue_dir, split, tokenizer, max_seq_length, limit, seed):
@@ -212,7 +180,6 @@ def feature_probe(
   )
   train_labels = train['label_ids'].astype(np.int64)
   dev_labels = dev['label_ids'].astype(np.int64)
-  num_classes = len(spec.label_list)
   majority = float((dev_labels == np.bincount(train_labels).argmax()).mean())
   rows = []
   for name, seed in [('pretrained', None)] + [
@@ -233,7 +200,6 @@ def feature_probe(
                     train_labels,
                     dev_pooled[pooling],
                     dev_labels,
-                    num_classes,
                 )
                 for pooling in POOLINGS
             },
@@ -250,31 +216,30 @@ def feature_probe(
 
 def format_result(result: Dict[str, object], header: str = '') -> str:
   """A markdown table of the probes' dev accuracies."""
-  lines: List[str] = []
-  if header:
-    lines += [header, '']
+  rows = [
+      [row['encoder'], *(f'{row[p]:.3f}' for p in POOLINGS)]
+      for row in result['rows']
+  ]
+  random_rows = [r for r in result['rows'] if r['encoder'] != 'pretrained']
+  if len(random_rows) > 1:
+    spreads = [
+        aggregation.summarize([r[p] for r in random_rows]) for p in POOLINGS
+    ]
+    rows.append(
+        [
+            'random, mean ± std',
+            *(f'{s["mean"]:.3f} ± {s["std"]:.3f}' for s in spreads),
+        ]
+    )
+  lines = [header, ''] if header else []
   lines += [
       f'Linear probes on {result["task"]}: '
       f'{result["num_train_examples"]} training examples, '
       f'{result["num_dev_examples"]} dev examples, majority class '
       f'{result["majority"]:.3f}.',
       '',
-      '| encoder | ' + ' | '.join(f'{p} accuracy' for p in POOLINGS) + ' |',
-      '|---' * (len(POOLINGS) + 1) + '|',
+      *markdown.table(['encoder', *(f'{p} accuracy' for p in POOLINGS)], rows),
   ]
-  random_rows = [
-      row for row in result['rows'] if row['encoder'] != 'pretrained'
-  ]
-  for row in result['rows']:
-    cells = ' | '.join(f'{row[p]:.3f}' for p in POOLINGS)
-    lines.append(f'| {row["encoder"]} | {cells} |')
-  if len(random_rows) > 1:
-    cells = ' | '.join(
-        f'{np.mean([r[p] for r in random_rows]):.3f} ± '
-        f'{np.std([r[p] for r in random_rows], ddof=1):.3f}'
-        for p in POOLINGS
-    )
-    lines.append(f'| random, mean ± std | {cells} |')
   return '\n'.join(lines) + '\n'
 
 
