@@ -145,8 +145,7 @@ def encoder_config(config: Dict[str, Any], where: str) -> HfArchitecture:
           ),
           initializer_range=config.get('initializer_range', 0.02),
           options=options,
-      ),
-      'encoder',
+      )
   )
   id2label = config.get('id2label')
   return HfArchitecture(
