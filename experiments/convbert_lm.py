@@ -35,37 +35,49 @@ Writes `<output_dir>/results.json` (the settings, data counts and each
 model's results, rewritten after each model) and `table.md` (the table
 printed at the end, beside 002's Table 3).
 
+Each model trains and is scored by the library's experiment runner, as a
+pretraining run is: the flags become gin bindings of the causal-LM task
+(`official_repro.tasks.causal_lm`: `causal_lm.*`, `causal_lm_data.*`,
+`causal_lm_experiment.*`, `optimization.*`) and `training.experiment.run`
+trains it with Model Garden's trainer under Orbit, then evaluates every
+stream once. Its run directory `<output_dir>/<architecture>/` holds what
+the runner writes: checkpoints (every `--checkpoint_every` steps), the
+TensorBoard summaries (training loss every `--log_every` steps, which
+`loss_history` and the throughput are read from), `params.yaml`,
+`config.gin` and `operative_config.gin`.
+
 A killed run resumes when started again with the same flags: finished models
-are read back from `results.json`, an interrupted one continues from its last
-checkpoint (`<output_dir>/checkpoints/<architecture>/`, every
-`--checkpoint_every` steps: weights, optimizer state, step and loss history;
-the data order is replayed to the restored step). `settings.json` records
-the flags; an `--output_dir` written with other settings is refused.
+are read back from `results.json`; an interrupted one is resumed by the
+runner from its last checkpoint (weights, optimizer state, step, dropout
+streams; the data order is replayed to the restored step). `settings.json`
+records the flags; an `--output_dir` written with other settings is refused.
 """
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
-import time
-from typing import Any, Dict, Optional, Tuple
+import sys
+from typing import Any, Dict, List, Optional, Tuple
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 from absl import logging
-import numpy as np
+import gin
 import tensorflow as tf
-import tf_keras
 
 from official_repro.common import cli
 from experiments import paper_tables
-from official.modeling import optimization
 from official_repro.common import json_files
 from official_repro.data import wikitext
 from official_repro.modeling.models import causal_lm
-from official_repro.optimization import optimizer_config
+from official_repro.tasks import causal_lm as causal_lm_task
+from official_repro.training import experiment
+from official_repro.training import gin_utils
+from official_repro.training import reproducibility
 
 FLAGS = flags.FLAGS
 
@@ -140,6 +152,12 @@ class Settings:
           f'--train_steps={self.train_steps}, --log_every='
           f'{self.log_every} and --checkpoint_every='
           f'{self.checkpoint_every} must be >= 1.'
+      )
+    if self.checkpoint_every % self.log_every:
+      raise ValueError(
+          f'--checkpoint_every={self.checkpoint_every} must be a multiple of '
+          f'--log_every={self.log_every}: checkpoints are saved at the end '
+          'of a logged loop.'
       )
     if not 0 <= self.warmup_steps <= self.train_steps:
       raise ValueError(
@@ -248,12 +266,14 @@ def define_flags():
   flags.DEFINE_integer(
       'log_every',
       defaults.log_every,
-      'Log the mean training loss every this many steps.',
+      'Log and summarize the mean training loss every this many steps '
+      '(one Orbit loop).',
   )
   flags.DEFINE_integer(
       'checkpoint_every',
       defaults.checkpoint_every,
-      'Save a resumable checkpoint every this many steps.',
+      'Save a resumable checkpoint every this many steps (a multiple of '
+      '--log_every).',
   )
   flags.DEFINE_integer(
       'seed', defaults.seed, 'Seed of initialization and data order.'
@@ -283,26 +303,37 @@ def model_sizes(settings: Settings) -> Dict[str, int]:
   )
 
 
-def build_model(
+def model_config(
     settings: Settings,
     architecture: str,
     vocab_size: int,
     sizes: Dict[str, int],
-) -> causal_lm.CausalLM:
-  """A causal LM of `architecture` at the settings' sizes."""
-  model = causal_lm.CausalLM(
-      vocab_size=vocab_size,
+) -> causal_lm_task.CausalLMModelConfig:
+  """The model config of `architecture` at the settings' sizes."""
+  return causal_lm_task.CausalLMModelConfig(
       architecture=architecture,
-      max_seq_length=settings.seq_length,
       head_ratio=settings.head_ratio,
       kernel_size=settings.kernel_size,
       num_groups=settings.num_groups,
       dropout_rate=settings.dropout_rate,
       attention_dropout_rate=settings.dropout_rate,
+      unigram_output_bias=settings.unigram_output_bias,
+      vocab_size=vocab_size,
+      max_seq_length=settings.seq_length,
       **sizes,
   )
-  model(tf.zeros([1, 1], tf.int32))
-  return model
+
+
+def parameter_count(
+    settings: Settings,
+    architecture: str,
+    vocab_size: int,
+    sizes: Dict[str, int],
+) -> int:
+  """Weights of the model of `architecture` at `sizes` (built to count)."""
+  return causal_lm_task.build_causal_lm(
+      model_config(settings, architecture, vocab_size, sizes)
+  ).count_params()
 
 
 def matched_mixed_sizes(
@@ -330,9 +361,9 @@ def matched_mixed_sizes(
 
   def count(multiple):
     if multiple not in counts:
-      counts[multiple] = build_model(
+      counts[multiple] = parameter_count(
           settings, 'mixed', vocab_size, sizes_at(multiple)
-      ).count_params()
+      )
     return counts[multiple]
 
   low = max(1, settings.hidden_size // step)
@@ -349,170 +380,122 @@ def matched_mixed_sizes(
   return sizes_at(best)
 
 
-def build_optimizer(settings: Settings) -> tf_keras.optimizers.Optimizer:
-  """The optimizer with the settings' learning-rate schedule."""
-  config = optimizer_config.optimization_config(
-      train_steps=settings.train_steps,
-      optimizer=settings.optimizer,
-      learning_rate=settings.learning_rate,
-      warmup_steps=settings.warmup_steps,
-      weight_decay_rate=settings.weight_decay_rate,
-      global_clipnorm=settings.global_clipnorm,
-  )
-  factory = optimization.OptimizerFactory(config)
-  return factory.build_optimizer(factory.build_learning_rate())
+def gin_bindings(
+    settings: Settings, architecture: str, sizes: Dict[str, int]
+) -> List[str]:
+  """The gin bindings of one model's run (`causal_lm_task`, `optimization`)."""
+  values = {
+      'causal_lm_data.train_file': settings.train_file,
+      'causal_lm_data.valid_file': settings.valid_file,
+      'causal_lm_data.valid_fraction': settings.valid_fraction,
+      'causal_lm_data.test_file': settings.test_file,
+      'causal_lm_data.max_vocab_size': settings.max_vocab_size,
+      'causal_lm_data.seq_length': settings.seq_length,
+      'causal_lm_data.train_batch_size': settings.batch_size,
+      'causal_lm.architecture': architecture,
+      **{f'causal_lm.{name}': value for name, value in sizes.items()},
+      'causal_lm.head_ratio': settings.head_ratio,
+      'causal_lm.kernel_size': settings.kernel_size,
+      'causal_lm.num_groups': settings.num_groups,
+      'causal_lm.dropout_rate': settings.dropout_rate,
+      'causal_lm.attention_dropout_rate': settings.dropout_rate,
+      'causal_lm.unigram_output_bias': settings.unigram_output_bias,
+      'optimization.optimizer': settings.optimizer,
+      'optimization.learning_rate': settings.learning_rate,
+      'optimization.warmup_steps': settings.warmup_steps,
+      'optimization.weight_decay_rate': settings.weight_decay_rate,
+      'optimization.global_clipnorm': settings.global_clipnorm,
+      'causal_lm_experiment.train_steps': settings.train_steps,
+      'causal_lm_experiment.steps_per_loop': settings.log_every,
+      'causal_lm_experiment.checkpoint_interval': settings.checkpoint_every,
+      'causal_lm_experiment.seed': settings.seed,
+      # Dropout streams are checkpointed, so a resumed run ends as the
+      # uninterrupted one.
+      'causal_lm_experiment.deterministic': True,
+  }
+  return [f'{name} = {value!r}' for name, value in values.items()]
 
 
-def evaluate(
-    model: causal_lm.CausalLM, dataset: tf.data.Dataset
-) -> Dict[str, float]:
-  """Perplexity over every target of a `window_dataset(training=False)`."""
-  window = dataset.element_spec['tokens'].shape[1]
-  signature = [
-      {
-          'tokens': tf.TensorSpec([None, window], tf.int32),
-          'weights': tf.TensorSpec([None, window - 1], tf.float32),
-      }
-  ]
+def training_stats(settings: Settings, model_dir: str) -> Dict[str, Any]:
+  """Losses and throughput of a run, from the summaries Orbit wrote.
 
-  @tf.function(input_signature=signature)
-  def step(batch):
-    logits = model(batch['tokens'][:, :-1], training=False)
-    return (
-        causal_lm.sequence_nll(logits, batch['tokens'], batch['weights']),
-        tf.reduce_sum(batch['weights']),
-    )
-
-  total_nll, total_tokens = 0.0, 0.0
-  start = time.perf_counter()
-  for batch in dataset:
-    nll, tokens = step(batch)
-    total_nll += float(nll)
-    total_tokens += float(tokens)
-  seconds = time.perf_counter() - start
-  mean_nll = total_nll / total_tokens
-  return dict(
-      nll=mean_nll,
-      perplexity=math.exp(mean_nll),
-      tokens=int(total_tokens),
-      tokens_per_second=total_tokens / seconds,
-  )
-
-
-def train(
-    settings: Settings,
-    model: causal_lm.CausalLM,
-    dataset: tf.data.Dataset,
-    checkpoint_dir: str,
-) -> Dict[str, Any]:
-  """Trains for `settings.train_steps`, resuming from `checkpoint_dir`.
-
-  Args:
-    settings: the run's settings.
-    model: the freshly built model (restored here if a checkpoint exists).
-    dataset: the training batches from the first step on; on resume the
-      batches of the finished steps are skipped, so the data order is the
-      uninterrupted run's.
-    checkpoint_dir: where the checkpoints (with the loss history) go.
-
-  Returns:
-    Losses and throughput; `resumed_from_step` is 0 for a fresh run, and the
-    first-step time and throughput describe this process's steps.
-
-  Raises:
-    FloatingPointError: a non-finite loss (the step is named).
+  One summary per Orbit loop (`--log_every` steps, the last loop possibly
+  shorter): `loss_history` is `(step, mean training loss of the loop)`;
+  `train_seconds` adds up the loops (of every process of a resumed run);
+  `train_tokens_per_second` leaves out the first loop (it traces the step).
   """
-  optimizer = build_optimizer(settings)
-  completed = tf.Variable(0, dtype=tf.int64, trainable=False)
-  # The loss history travels inside the checkpoint, so the two never
-  # disagree about the step.
-  saved_state = tf.Variable('', dtype=tf.string, trainable=False)
-  checkpoint = tf.train.Checkpoint(
-      model=model, optimizer=optimizer, step=completed, state=saved_state
-  )
-  manager = tf.train.CheckpointManager(
-      checkpoint, checkpoint_dir, max_to_keep=1
-  )
-  state = dict(history=[], interval=[], train_seconds=0.0)
-  if manager.latest_checkpoint:
-    checkpoint.restore(
-        manager.latest_checkpoint
-    ).assert_existing_objects_matched()
-    state = json.loads(saved_state.numpy().decode())
-    logging.info(
-        '%s: resumed from %s at step %d.',
-        model.name,
-        manager.latest_checkpoint,
-        int(completed),
-    )
-  resumed_from = int(completed)
-
-  @tf.function
-  def step(batch):
-    tokens, weights = batch['tokens'], batch['weights']
-    with tf.GradientTape() as tape:
-      logits = model(tokens[:, :-1], training=True)
-      loss = causal_lm.sequence_nll(logits, tokens, weights)
-      loss /= tf.reduce_sum(weights)
-    variables = model.trainable_variables
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-    return loss
-
-  iterator = iter(dataset.skip(resumed_from))
-  start = time.perf_counter()
-  first_step_seconds, timed_from = None, None
-  for step_number in range(resumed_from + 1, settings.train_steps + 1):
-    loss = float(step(next(iterator)))
-    if not math.isfinite(loss):
-      raise FloatingPointError(
-          f'{model.name}: training loss {loss} at step {step_number}; lower '
-          f'--learning_rate (now {settings.learning_rate}) or set '
-          '--global_clipnorm.'
-      )
-    if first_step_seconds is None:
-      first_step_seconds = time.perf_counter() - start
-      timed_from = time.perf_counter()
-    state['interval'].append(loss)
-    if step_number % settings.log_every == 0 or (
-        step_number == settings.train_steps
-    ):
-      state['history'].append((step_number, float(np.mean(state['interval']))))
-      logging.info(
-          '%s step %d: train loss %.4f',
-          model.name,
-          step_number,
-          state['history'][-1][1],
-      )
-      state['interval'] = []
-    if step_number % settings.checkpoint_every == 0 or (
-        step_number == settings.train_steps
-    ):
-      completed.assign(step_number)
-      saved_state.assign(
-          json.dumps(
-              dict(
-                  state,
-                  train_seconds=state['train_seconds']
-                  + time.perf_counter()
-                  - start,
-              )
-          )
-      )
-      manager.save(checkpoint_number=step_number)
-  steps_here = settings.train_steps - resumed_from
-  timed_steps = steps_here - 1
-  seconds = time.perf_counter() - timed_from if timed_from else 0.0
+  history, loops, previous = [], [], 0
+  for step, values in causal_lm_task.train_summaries(model_dir).items():
+    if 'training_loss' not in values:
+      continue
+    history.append((step, values['training_loss']))
+    rate = values.get('steps_per_second') or 0.0
+    loops.append((step - previous, (step - previous) / rate if rate else 0.0))
+    previous = step
+  timed_steps = sum(steps for steps, _ in loops[1:])
+  timed_seconds = sum(seconds for _, seconds in loops[1:])
   tokens_per_step = settings.batch_size * settings.seq_length
   return dict(
-      loss_history=state['history'],
-      final_train_loss=state['history'][-1][1],
-      resumed_from_step=resumed_from,
-      first_step_seconds=first_step_seconds,
-      train_seconds=state['train_seconds'] + time.perf_counter() - start,
+      loss_history=history,
+      final_train_loss=history[-1][1],
+      train_seconds=sum(seconds for _, seconds in loops),
       train_tokens_per_second=(
-          timed_steps * tokens_per_step / seconds if timed_steps > 0 else None
+          timed_steps * tokens_per_step / timed_seconds
+          if timed_seconds > 0
+          else None
       ),
   )
+
+
+def train_and_evaluate(
+    settings: Settings, architecture: str, sizes: Dict[str, int]
+) -> Dict[str, Any]:
+  """Trains and scores one model with the library's experiment runner.
+
+  Its run directory `<output_dir>/<architecture>` holds the checkpoints,
+  summaries and configs; a run with a checkpoint there resumes from it.
+
+  Returns:
+    The model's `results.json` entry but its `sizes`.
+  """
+  model_dir = os.path.join(settings.output_dir, architecture)
+  resumed_from = 0
+  if tf.train.get_checkpoint_state(model_dir) is not None:
+    _, resumed_from = reproducibility.latest_readable_checkpoint(
+        model_dir, repoint=False
+    )
+  gin.clear_config()
+  try:
+    gin_utils.parse_config([], gin_bindings(settings, architecture, sizes))
+    with gin.unlock_config():
+      params, run_settings = causal_lm_task.experiment_config()
+    # Orbit prints its progress lines; this command's stdout is the table.
+    with contextlib.redirect_stdout(sys.stderr):
+      result = experiment.run(
+          params,
+          run_settings,
+          tf.distribute.get_strategy(),
+          model_dir,
+          'train_and_eval',
+      )
+  finally:
+    gin.clear_config()
+  model = params.task.model
+  embedding = model.vocab_size * (model.embedding_width or model.hidden_size)
+  entry = dict(
+      parameters=result['num_params'],
+      non_embedding_parameters=result['num_params'] - embedding,
+      model_dir=model_dir,
+      resumed_from_step=resumed_from,
+  )
+  entry.update(training_stats(settings, model_dir))
+  for name in params.task.validation_data.streams:
+    entry[name] = dict(
+        nll=result['eval'][f'{name}_nll'],
+        perplexity=result['eval'][f'{name}_perplexity'],
+        tokens=int(result['eval'][f'{name}_tokens']),
+    )
+  return entry
 
 
 def _check_output_dir(settings: Settings) -> Dict[str, Any]:
@@ -551,16 +534,16 @@ def _check_output_dir(settings: Settings) -> Dict[str, Any]:
 
 def run(settings: Settings) -> Dict[str, Any]:
   """Trains and scores every architecture; writes results.json as it goes."""
-  corpus = wikitext.load_corpus(
-      settings.train_file,
-      settings.valid_file,
-      settings.valid_fraction,
-      settings.max_vocab_size,
-      settings.test_file,
+  # The task reads the same corpus (one read per process).
+  corpus = causal_lm_task.load_corpus(
+      causal_lm_task.CausalLMDataConfig(
+          train_file=settings.train_file,
+          valid_file=settings.valid_file,
+          valid_fraction=settings.valid_fraction,
+          test_file=settings.test_file,
+          max_vocab_size=settings.max_vocab_size,
+      )
   )
-  streams = {'valid': corpus.valid}
-  if corpus.test is not None:
-    streams['test'] = corpus.test
   train_stats = wikitext.window_stats(
       len(corpus.train), settings.seq_length, settings.batch_size, training=True
   )
@@ -586,7 +569,6 @@ def run(settings: Settings) -> Dict[str, Any]:
   )
   finished = _check_output_dir(settings)
   vocab_size = len(corpus.vocab)
-  log_prior = wikitext.unigram_log_probs(corpus.train, vocab_size)
   transformer_parameters = None
   for architecture in settings.architectures:
     if architecture in finished:
@@ -595,59 +577,27 @@ def run(settings: Settings) -> Dict[str, Any]:
       if architecture == 'transformer':
         transformer_parameters = finished[architecture]['parameters']
       continue
-    tf_keras.utils.set_random_seed(settings.seed)
     sizes = model_sizes(settings)
     if architecture == 'mixed' and settings.match_parameters:
       if transformer_parameters is None:
-        transformer_parameters = build_model(
+        transformer_parameters = parameter_count(
             settings, 'transformer', vocab_size, sizes
-        ).count_params()
-      sizes = matched_mixed_sizes(settings, vocab_size, transformer_parameters)
-      tf_keras.utils.set_random_seed(settings.seed)
-    model = build_model(settings, architecture, vocab_size, sizes)
-    if settings.unigram_output_bias:
-      model.output_bias.assign(log_prior)
-    embedding_parameters = int(np.prod(model.word_embeddings.shape))
-    if architecture == 'transformer':
-      transformer_parameters = model.count_params()
-    logging.info(
-        '%s: %s, %d parameters.', architecture, sizes, model.count_params()
-    )
-    dataset = wikitext.window_dataset(
-        corpus.train,
-        settings.seq_length,
-        settings.batch_size,
-        training=True,
-        seed=settings.seed,
-        name='train',
-    )
-    entry = dict(
-        sizes=sizes,
-        parameters=model.count_params(),
-        non_embedding_parameters=(model.count_params() - embedding_parameters),
-    )
-    entry.update(
-        train(
-            settings,
-            model,
-            dataset,
-            os.path.join(settings.output_dir, 'checkpoints', architecture),
         )
+      sizes = matched_mixed_sizes(settings, vocab_size, transformer_parameters)
+    logging.info('%s: %s.', architecture, sizes)
+    entry = dict(
+        sizes=sizes, **train_and_evaluate(settings, architecture, sizes)
     )
-    for name, stream in streams.items():
-      entry[name] = evaluate(
-          model,
-          wikitext.window_dataset(
-              stream,
-              settings.seq_length,
-              settings.batch_size,
-              training=False,
-              name=name,
-          ),
-      )
-      logging.info(
-          '%s %s perplexity %.2f', architecture, name, entry[name]['perplexity']
-      )
+    if architecture == 'transformer':
+      transformer_parameters = entry['parameters']
+    for name in ('valid', 'test'):
+      if name in entry:
+        logging.info(
+            '%s %s perplexity %.2f',
+            architecture,
+            name,
+            entry[name]['perplexity'],
+        )
     results['models'][architecture] = entry
     json_files.write_json(
         os.path.join(settings.output_dir, 'results.json'),

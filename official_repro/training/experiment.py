@@ -350,13 +350,12 @@ def _resumable(
   """
   _, step = reproducibility.latest_readable_checkpoint(model_dir, repoint=chief)
   train_data = params.task.train_data
-  params.task.train_data = train_data.replace(
-      seed=seed if train_data.seed is None else train_data.seed,
-      masking_seed=(
-          seed if train_data.masking_seed is None else train_data.masking_seed
-      ),
-      start_step=step,
-  )
+  seeds = dict(seed=seed if train_data.seed is None else train_data.seed)
+  if hasattr(train_data, 'masking_seed'):  # data without masks have none
+    seeds['masking_seed'] = (
+        seed if train_data.masking_seed is None else train_data.masking_seed
+    )
+  params.task.train_data = train_data.replace(**seeds, start_step=step)
   return params
 
 
@@ -427,7 +426,11 @@ def _run_in_policy(
   )
   global_step = int(trainer.global_step.numpy())
   exported = None
-  if 'train' in mode:
+  # The encoder kept for fine-tuning comes from pretraining on our records
+  # (a causal language model has none).
+  if 'train' in mode and isinstance(
+      params.task.train_data, pretrain_dataloader.PretrainDataConfig
+  ):
     metadata = records.load_metadata(params.task.train_data.input_path)
     exported = export.export_encoder(
         trainer.model,

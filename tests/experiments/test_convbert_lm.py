@@ -1,6 +1,7 @@
 """End-to-end test of the 002 Table 3 driver on a tiny WikiText-format file."""
 
 import json
+import math
 import random
 
 import numpy as np
@@ -8,6 +9,8 @@ import pytest
 import tensorflow as tf
 
 from experiments import convbert_lm
+from official_repro.data import wikitext
+from official_repro.tasks import causal_lm as causal_lm_task
 
 _WORDS = 'the a cat dog sat ran on under mat tree , . <unk>'.split()
 
@@ -129,12 +132,13 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
   train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
   reference = convbert_lm.run(_tiny_settings(train_file, tmp_path / 'ref'))
 
-  # Kill the run right after the mixed model's step-2 checkpoint.
+  # Kill the run right after the mixed model's step-2 checkpoint (Orbit's
+  # controller saves it through the runner's checkpoint manager).
   save = tf.train.CheckpointManager.save
 
-  def save_then_die(manager, checkpoint_number=None):
-    path = save(manager, checkpoint_number=checkpoint_number)
-    if 'mixed' in manager.directory and checkpoint_number == 2:
+  def save_then_die(manager, checkpoint_number=None, **kwargs):
+    path = save(manager, checkpoint_number=checkpoint_number, **kwargs)
+    if 'mixed' in manager.directory and int(checkpoint_number) == 2:
       raise _Killed()
     return path
 
@@ -153,6 +157,15 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
   )
   mixed, expected = resumed['models']['mixed'], reference['models']['mixed']
   assert mixed['resumed_from_step'] == 2
+  assert expected['resumed_from_step'] == 0
+  # The library's runner wrote the run directory.
+  model_dir = tmp_path / 'killed' / 'mixed'
+  assert sorted(p.name for p in model_dir.glob('ckpt-*.index')) == [
+      'ckpt-4.index'
+  ]
+  assert "causal_lm.architecture = 'mixed'" in (
+      (model_dir / 'operative_config.gin').read_text()
+  )
   np.testing.assert_allclose(
       np.array(mixed['loss_history']),
       np.array(expected['loss_history']),
@@ -182,3 +195,53 @@ def test_output_dir_of_other_settings_is_refused(tmp_path):
             train_steps=2,
         )
     )
+
+
+def _write_learnable_wikitext(path, num_articles=8):
+  """Lines of one fixed word cycle: each next word follows from the last."""
+  cycle = 'the cat sat on the mat under a tree .'
+  lines = [' ']
+  for article in range(num_articles):
+    lines += [f' = Article {article} = ', ' ']
+    lines += [' ' + cycle + ' ' for _ in range(6)]
+    lines.append(' ')
+  path.write_text('\n'.join(lines) + '\n')
+  return str(path)
+
+
+def test_training_lowers_perplexity_below_the_untrained_model(tmp_path):
+  train_file = _write_learnable_wikitext(tmp_path / 'wiki.train.tokens')
+  settings = _tiny_settings(
+      train_file,
+      tmp_path / 'out',
+      architectures=('transformer',),
+      hidden_size=32,
+      intermediate_size=64,
+      embedding_width=16,
+      train_steps=60,
+      warmup_steps=5,
+      learning_rate=3e-3,
+      log_every=20,
+      checkpoint_every=20,
+      batch_size=8,
+  )
+  results = convbert_lm.run(settings)
+  entry = results['models']['transformer']
+
+  # The untrained model predicts (nearly) its initial output bias, the
+  # training stream's log unigram probabilities: its perplexity is the
+  # unigram model's on the validation stream.
+  corpus = causal_lm_task.load_corpus(
+      causal_lm_task.CausalLMDataConfig(
+          train_file=train_file, valid_fraction=settings.valid_fraction
+      )
+  )
+  log_prior = wikitext.unigram_log_probs(corpus.train, len(corpus.vocab))
+  targets = corpus.valid[1:]
+  untrained = math.exp(-float(np.mean(log_prior[targets])))
+  assert entry['valid']['tokens'] == len(targets)
+  assert untrained > 5.0
+  assert entry['valid']['perplexity'] < 0.5 * untrained
+  losses = [loss for _, loss in entry['loss_history']]
+  assert [step for step, _ in entry['loss_history']] == [20, 40, 60]
+  assert losses[-1] < losses[0]
