@@ -29,6 +29,7 @@ import tensorflow as tf
 from experiments import provenance
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import markdown
 from experiments.investigations import discriminator_probe_lib
 
 FLAGS = flags.FLAGS
@@ -37,6 +38,18 @@ _SOURCE_LABELS = {
     'generator': "the run's generator (its temperature)",
     'unigram': 'training-split unigram frequencies (ignores context)',
     'uniform': 'any non-special token, equally likely',
+}
+
+
+# The sources table's columns: metric -> header.
+_SOURCE_COLUMNS = {
+    'auc': 'AUC',
+    'recall': 'recall',
+    'accuracy': 'accuracy',
+    'replaced_share': 'replaced share of tokens',
+    'unchanged_share_of_masked': 'masked slots unchanged',
+    'identity_auc': 'identity-only AUC',
+    'auc_on_identity_half': 'detector AUC, same half',
 }
 
 
@@ -65,7 +78,15 @@ def cell(value: float) -> str:
 
 def report_lines(result: Dict[str, Any]) -> List[str]:
   """The markdown body: one table of sources, one of plausibility bands."""
-  lines = [
+  sources = [
+      [
+          _SOURCE_LABELS[source],
+          *(cell(result['sources'][source][key]) for key in _SOURCE_COLUMNS),
+      ]
+      for source in discriminator_probe_lib.SOURCES
+  ]
+  bands = result['plausibility']
+  return [
       f'Checkpoint `{result["checkpoint"]}` (step {result["step"]:,}), '
       f'{result["batches"]} held-out batches of `{result["records"]}` with '
       "the masks the run's input pipeline gives them, evaluated in "
@@ -77,39 +98,27 @@ def report_lines(result: Dict[str, Any]) -> List[str]:
       'Identity-only AUC: each token scored by its replaced rate on the even '
       "sequences, on the odd ones, beside the detector's AUC there.",
       '',
-      '| replacements | AUC | recall | accuracy | replaced share of tokens '
-      '| masked slots unchanged | identity-only AUC | detector AUC, same '
-      'half |',
-      '|---|---|---|---|---|---|---|---|',
-  ]
-  for source in discriminator_probe_lib.SOURCES:
-    metrics = result['sources'][source]
-    lines.append(
-        f'| {_SOURCE_LABELS[source]} | {cell(metrics["auc"])} | '
-        f'{cell(metrics["recall"])} | {cell(metrics["accuracy"])} | '
-        f'{cell(metrics["replaced_share"])} | '
-        f'{cell(metrics["unchanged_share_of_masked"])} | '
-        f'{cell(metrics["identity_auc"])} | '
-        f'{cell(metrics["auc_on_identity_half"])} |'
-    )
-  lines += [
+      *markdown.table(['replacements', *_SOURCE_COLUMNS.values()], sources),
       '',
       "## The generator's replacements by its probability of them",
       '',
       'The probability is the softmax at temperature 1 of the generator; '
       'AUC is against every original token.',
       '',
-      '| probability | replaced tokens | recall | AUC |',
-      '|---|---|---|---|',
+      *markdown.table(
+          ['probability', 'replaced tokens', 'recall', 'AUC'],
+          [
+              [
+                  f'[{band["low"]:g}, {band["high"]:g}'
+                  + (']' if band is bands[-1] else ')'),
+                  f'{band["replaced"]:,}',
+                  cell(band['recall']),
+                  cell(band['auc']),
+              ]
+              for band in bands
+          ],
+      ),
   ]
-  for band in result['plausibility']:
-    lines.append(
-        f'| [{band["low"]:g}, {band["high"]:g}'
-        f'{"]" if band is result["plausibility"][-1] else ")"} | '
-        f'{band["replaced"]:,} | '
-        f'{cell(band["recall"])} | {cell(band["auc"])} |'
-    )
-  return lines
 
 
 def write_report(

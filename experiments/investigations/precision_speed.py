@@ -28,6 +28,7 @@ from experiments import commands
 from experiments import provenance
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.training import precision
 
 FLAGS = flags.FLAGS
@@ -153,28 +154,37 @@ def relative_difference(loss: float, reference: float) -> float:
 
 def format_table(points: List[Dict], header: str) -> str:
   """The measurements as markdown, each precision against the first."""
+  reference, rows = {}, []
+  for point in points:
+    base = reference.setdefault(point['config'], point)
+    difference = relative_difference(
+        point['first_step_loss'], base['first_step_loss']
+    )
+    rows.append(
+        [
+            point['config'],
+            point['precision'],
+            f'{point["steps_per_second"]:.2f}',
+            f'{point["steps_per_second"] / base["steps_per_second"]:.2f}x',
+            f'{point["first_step_loss"]:.5f}',
+            f'{difference:.2e}',
+        ]
+    )
+  header_cells = [
+      'config',
+      'precision',
+      'steps/s',
+      'vs float32',
+      'first-step loss',
+      'relative difference',
+  ]
   lines = [
       '## Pretraining steps/s and first-step loss by precision',
       '',
       header,
       '',
-      '| config | precision | steps/s | vs float32 | first-step loss '
-      '| relative difference |',
-      '|---|---|---|---|---|---|',
+      *markdown.table(header_cells, rows),
   ]
-  reference = {}
-  for point in points:
-    reference.setdefault(point['config'], point)
-    base = reference[point['config']]
-    speedup = point['steps_per_second'] / base['steps_per_second']
-    difference = relative_difference(
-        point['first_step_loss'], base['first_step_loss']
-    )
-    lines.append(
-        f'| {point["config"]} | {point["precision"]} | '
-        f'{point["steps_per_second"]:.2f} | {speedup:.2f}x | '
-        f'{point["first_step_loss"]:.5f} | {difference:.2e} |'
-    )
   return '\n'.join(lines) + '\n'
 
 

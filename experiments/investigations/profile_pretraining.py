@@ -47,6 +47,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-dir
 
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import markdown
 from experiments import benchmark_pretraining
 from experiments import commands
 
@@ -287,61 +288,58 @@ def format_report(summaries: Sequence[Dict], top: int) -> str:
   side.
   """
   names = [s['variant'] for s in summaries]
+  shares = [f'{n} ms/step (share)' for n in names]
 
-  def cell(rows, name):
-    row = next((r for r in rows if r['name'] == name), None)
-    return (
-        f'{row["ms_per_step"]:.2f} ({100 * row["share"]:.1f}%)' if row else '-'
-    )
+  def cells(table, name):
+    found = [
+        next((r for r in s[table] if r['name'] == name), None)
+        for s in summaries
+    ]
+    return [
+        f'{r["ms_per_step"]:.2f} ({100 * r["share"]:.1f}%)' if r else '-'
+        for r in found
+    ]
 
+  present = {r['name'] for s in summaries for r in s['by_category']}
   lines = [
-      '| | ' + ' | '.join(names) + ' |',
-      '|---|' + '---|' * len(names),
-      '| step ms (wall) | '
-      + ' | '.join(f'{s["step_ms"]:.1f}' for s in summaries)
-      + ' |',
-      '| op ms per step (summed over threads) | '
-      + ' | '.join(f'{s["op_ms_per_step"]:.1f}' for s in summaries)
-      + ' |',
+      *markdown.table(
+          ['', *names],
+          [
+              ['step ms (wall)', *(f'{s["step_ms"]:.1f}' for s in summaries)],
+              [
+                  'op ms per step (summed over threads)',
+                  *(f'{s["op_ms_per_step"]:.1f}' for s in summaries),
+              ],
+          ],
+      ),
       '',
-      '| pass | ' + ' | '.join(f'{n} ms/step (share)' for n in names) + ' |',
-      '|---|' + '---|' * len(names),
-  ]
-  lines += [
-      f'| {name} | '
-      + ' | '.join(cell(s['by_pass'], name) for s in summaries)
-      + ' |'
-      for name in ('forward', 'backward', 'optimizer')
-  ]
-  lines += [
+      *markdown.table(
+          ['pass', *shares],
+          [
+              [name, *cells('by_pass', name)]
+              for name in ('forward', 'backward', 'optimizer')
+          ],
+      ),
       '',
-      '| category | '
-      + ' | '.join(f'{n} ms/step (share)' for n in names)
-      + ' |',
-      '|---|' + '---|' * len(names),
-  ]
-  for name in CATEGORIES:
-    if any(r['name'] == name for s in summaries for r in s['by_category']):
-      lines.append(
-          f'| {name} | '
-          + ' | '.join(cell(s['by_category'], name) for s in summaries)
-          + ' |'
-      )
-  lines += [
+      *markdown.table(
+          ['category', *shares],
+          [
+              [name, *cells('by_category', name)]
+              for name in CATEGORIES
+              if name in present
+          ],
+      ),
       '',
       f'Top {top} op types by time in {names[0]}:',
       '',
-      '| op type | category | '
-      + ' | '.join(f'{n} ms/step (share)' for n in names)
-      + ' |',
-      '|---|---|' + '---|' * len(names),
+      *markdown.table(
+          ['op type', 'category', *shares],
+          [
+              [row['name'], row['category'], *cells('by_type', row['name'])]
+              for row in summaries[0]['by_type'][:top]
+          ],
+      ),
   ]
-  for row in summaries[0]['by_type'][:top]:
-    lines.append(
-        f'| {row["name"]} | {row["category"]} | '
-        + ' | '.join(cell(s['by_type'], row['name']) for s in summaries)
-        + ' |'
-    )
   return '\n'.join(lines)
 
 

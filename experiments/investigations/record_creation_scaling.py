@@ -22,6 +22,10 @@ measures memory inside a file (read as a stream, in groups of
 `--strip_gutenberg` (which would keep only its first book) and by one
 worker (a file is the unit of parallelism). Times mean something only on a
 quiet machine: the report states the load.
+
+Each run is its own `subprocess.Popen`, not `experiments.commands.run_module`:
+it runs under `/usr/bin/time -v` with `--beam_python`'s interpreter as well as
+this one, and its process tree's memory is polled by pid while it runs.
 """
 
 import json
@@ -42,6 +46,7 @@ import psutil
 from experiments import provenance
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.training import gin_utils
 
 _PAPERS_CORPUS_GB = 16
@@ -211,14 +216,14 @@ def measure_run(
   started = time.time()
   process = subprocess.Popen(
       command,
-      stdout=subprocess.PIPE,
+      stdout=subprocess.DEVNULL,
       stderr=subprocess.PIPE,
       text=True,
       cwd=gin_utils.REPO_ROOT,
   )
   sampler = _TreeMemory(process.pid)
   sampler.start()
-  stdout, stderr = process.communicate()
+  _, stderr = process.communicate()
   sampler.stop()
   wall = time.time() - started
   if process.returncode != 0:
@@ -231,7 +236,6 @@ def measure_run(
   stats = metadata['stats']
   input_bytes = stats['execution']['input_bytes']
   mixing = stats['splits']['train'].get('mixing', {})
-  del stdout
   return {
       'engine': engine,
       'workers': workers if engine == 'local' else None,
@@ -287,55 +291,83 @@ def render_markdown(
       '',
       _LAYOUTS[FLAGS.one_file],
       '',
-      '| engine | workers | text MB | files | examples | wall s | MB/s | '
-      'MB/s after imports | peak RSS, largest process MB | peak RSS, all '
-      'processes MB | distinct books in first 1,000 examples (min over '
-      'shards) |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
+      *markdown.table(
+          [
+              'engine',
+              'workers',
+              'text MB',
+              'files',
+              'examples',
+              'wall s',
+              'MB/s',
+              'MB/s after imports',
+              'peak RSS, largest process MB',
+              'peak RSS, all processes MB',
+              'distinct books in first 1,000 examples (min over shards)',
+          ],
+          [
+              [
+                  r['engine'],
+                  r['workers'] or '-',
+                  f'{r["input_mb"]:,}',
+                  f'{r["input_files"]:,}',
+                  f'{r["examples"]:,}',
+                  f'{r["wall_seconds"]:,}',
+                  r['mb_per_second'],
+                  r['mb_per_second_after_start_up'],
+                  f'{r["largest_process_peak_mb"]:,}',
+                  f'{r["process_tree_peak_mb"]:,}',
+                  r['distinct_books_in_first_1000_min'],
+              ]
+              for r in runs
+          ],
+      ),
   ]
-  for r in runs:
-    lines.append(
-        f'| {r["engine"]} | {r["workers"] or "-"} | {r["input_mb"]:,} | '
-        f'{r["input_files"]:,} | {r["examples"]:,} | {r["wall_seconds"]:,} | '
-        f'{r["mb_per_second"]} | {r["mb_per_second_after_start_up"]} | '
-        f'{r["largest_process_peak_mb"]:,} | '
-        f'{r["process_tree_peak_mb"]:,} | '
-        f'{r["distinct_books_in_first_1000_min"]} |'
-    )
+  lines += _speedup_lines(runs) + _estimate_lines(estimate)
+  return '\n'.join(lines) + '\n'
+
+
+def _speedup_lines(runs: List[Dict[str, Any]]) -> List[str]:
+  """The throughput of 2 local workers over 1, size by size."""
   by_size = {}
   for r in runs:
     if r['engine'] == 'local':
       by_size.setdefault(r['input_mb'], {})[r['workers']] = r
   speedups = []
+  late = 'mb_per_second_after_start_up'
   for size, by_workers in sorted(by_size.items()):
     one, two = by_workers.get(1), by_workers.get(2)
     if one and two:
-      late = 'mb_per_second_after_start_up'
       speedups.append(
           f'{size:,} MB: {two["mb_per_second"] / one["mb_per_second"]:.2f}x '
           f'({two[late] / one[late]:.2f}x after imports)'
       )
-  if speedups:
-    lines += [
-        '',
-        'Throughput of 2 workers over 1: ' + '; '.join(speedups) + '. "After '
-        'imports" leaves out the main process\'s imports but not the helper '
-        "workers' start (a TensorFlow import each), which small corpora do "
-        'not amortize.',
-    ]
-  if estimate:
-    lines += [
-        '',
-        f'On paper: the papers\' {estimate["corpus_gb"]} GB corpus at the '
-        f'measured {estimate["mb_per_second_per_core"]} MB/s per core is '
-        f'{estimate["core_hours"]} core-hours: about '
-        f'{estimate["minutes_on_64_vcpus"]} min on 64 Dataflow vCPUs (16 '
-        f'n2-standard-4 workers), {estimate["minutes_on_256_vcpus"]} min on '
-        '256, plus start-up (a few minutes) and the shuffle of the examples '
-        '(about 2.5 bytes of records per byte of text), assuming a Dataflow '
-        'vCPU processes text as fast as one core here.',
-    ]
-  return '\n'.join(lines) + '\n'
+  if not speedups:
+    return []
+  return [
+      '',
+      'Throughput of 2 workers over 1: ' + '; '.join(speedups) + '. "After '
+      'imports" leaves out the main process\'s imports but not the helper '
+      "workers' start (a TensorFlow import each), which small corpora do "
+      'not amortize.',
+  ]
+
+
+def _estimate_lines(estimate: Optional[Dict[str, Any]]) -> List[str]:
+  """The Dataflow estimate, in words (none without one)."""
+  if not estimate:
+    return []
+  return [
+      '',
+      f'On paper: the papers\' {estimate["corpus_gb"]} GB corpus at the '
+      f'measured {estimate["mb_per_second_per_core"]} MB/s per core is '
+      f'{estimate["core_hours"]} core-hours: about '
+      f'{estimate["minutes_on_64_vcpus"]} min on 64 Dataflow vCPUs (16 '
+      f'n2-standard-4 workers), {estimate["minutes_on_256_vcpus"]} min on '
+      '256, plus start-up (a few minutes) and the shuffle of the examples '
+      '(about 2.5 bytes of records per byte of text), assuming a Dataflow '
+      'vCPU processes text as fast as one core here.',
+  ]
 
 
 def main(argv):

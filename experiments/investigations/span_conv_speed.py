@@ -32,6 +32,7 @@ import tensorflow as tf
 from experiments import provenance
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.modeling.layers import span_dynamic_conv
 
 FORMULATIONS = ('slices', 'banded')
@@ -163,20 +164,31 @@ def measure(
 
 def format_rows(rows: Sequence[Dict]) -> str:
   """A markdown table of `measure`'s rows."""
-  lines = [
-      '| B x T | XLA | pass | slices ms | banded ms | slices / banded '
-      '| max abs diff |',
-      '|---|---|---|---|---|---|---|',
-  ]
-  for row in rows:
-    lines.append(
-        f'| {row["batch_size"]} x {row["seq_length"]} | '
-        f'{"yes" if row["jit_compile"] else "no"} | '
-        f'{"fwd+bwd" if row["backward"] else "fwd"} | '
-        f'{row["slices_ms"]:.3f} | {row["banded_ms"]:.3f} | '
-        f'{row["speedup"]:.2f} | {row["max_abs_difference"]:.1e} |'
-    )
-  return '\n'.join(lines)
+  return '\n'.join(
+      markdown.table(
+          [
+              'B x T',
+              'XLA',
+              'pass',
+              'slices ms',
+              'banded ms',
+              'slices / banded',
+              'max abs diff',
+          ],
+          [
+              [
+                  f'{row["batch_size"]} x {row["seq_length"]}',
+                  'yes' if row['jit_compile'] else 'no',
+                  'fwd+bwd' if row['backward'] else 'fwd',
+                  f'{row["slices_ms"]:.3f}',
+                  f'{row["banded_ms"]:.3f}',
+                  f'{row["speedup"]:.2f}',
+                  f'{row["max_abs_difference"]:.1e}',
+              ]
+              for row in rows
+          ],
+      )
+  )
 
 
 def _mode(row: Dict) -> str:
