@@ -84,6 +84,7 @@ from official_repro.common import cli
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.metrics import flops
 from official_repro.modeling import activations
 from official_repro.modeling.layers import mixed_attention
@@ -313,6 +314,10 @@ def paper_matches(sizes: BlockSizes) -> Dict[str, Dict[str, float]]:
   return result
 
 
+# A row's matrix-product FLOPs: the formula's, the compiled block's, XLA's.
+_MATMUL_COUNTS = ('matmul_flops', 'compiled_matmul_flops', 'xla_matmul_flops')
+
+
 def _ratio(rows: Dict[str, Dict[str, Any]], key: str) -> float:
   return rows[MIXED_ATTENTION][key] / rows[SELF_ATTENTION][key]
 
@@ -329,7 +334,7 @@ def format_table(rows: Sequence[Dict[str, Any]]) -> str:
       'paper GFLOPs',
       'paper ms/sample',
   )
-  lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+  cells = []
   paper_values = paper_figures()
   by_length = {}
   for row in rows:
@@ -338,27 +343,25 @@ def format_table(rows: Sequence[Dict[str, Any]]) -> str:
     for name in BLOCKS:
       row = pair[name]
       paper_flops, paper_ms = paper_values[name]
-      lines.append(
-          f'| {seq_length} | {name} | {row["parameters"] / 1e6:.3f}M | '
-          f'{row["flops"] / 1e9:.4g} | {row["matmul_flops"] / 1e9:.4g} / '
-          f'{row["compiled_matmul_flops"] / 1e9:.4g} / '
-          f'{row["xla_matmul_flops"] / 1e9:.4g} | '
-          f'{row["ms_per_sample"]:.3f} | {paper_flops / 1e9:.1f} | '
-          f'{paper_ms:.2f} |'
+      cells.append(
+          [seq_length, name, f'{row["parameters"] / 1e6:.3f}M']
+          + [f'{row["flops"] / 1e9:.4g}']
+          + [' / '.join(f'{row[key] / 1e9:.4g}' for key in _MATMUL_COUNTS)]
+          + [f'{row["ms_per_sample"]:.3f}', f'{paper_flops / 1e9:.1f}']
+          + [f'{paper_ms:.2f}']
       )
     paper = {
         name: dict(flops=paper_values[name][0], ms=paper_values[name][1])
         for name in BLOCKS
     }
-    lines.append(
-        f'| {seq_length} | mixed / self | {_ratio(pair, "parameters"):.3f} | '
-        f'{_ratio(pair, "flops"):.3f} | {_ratio(pair, "matmul_flops"):.3f} / '
-        f'{_ratio(pair, "compiled_matmul_flops"):.3f} / '
-        f'{_ratio(pair, "xla_matmul_flops"):.3f} | '
-        f'{_ratio(pair, "ms_per_sample"):.3f} | {_ratio(paper, "flops"):.3f} '
-        f'| {_ratio(paper, "ms"):.3f} |'
+    cells.append(
+        [seq_length, 'mixed / self']
+        + [f'{_ratio(pair, key):.3f}' for key in ('parameters', 'flops')]
+        + [' / '.join(f'{_ratio(pair, key):.3f}' for key in _MATMUL_COUNTS)]
+        + [f'{_ratio(pair, "ms_per_sample"):.3f}']
+        + [f'{_ratio(paper, key):.3f}' for key in ('flops', 'ms')]
     )
-  return '\n'.join(lines)
+  return '\n'.join(markdown.table(header, cells))
 
 
 def format_matches(matches: Dict[str, Dict[str, float]]) -> str:
@@ -473,7 +476,7 @@ def main(argv):
       load_average_after=load_after,
   )
   header = provenance.provenance('experiments.convbert_speed')
-  markdown = render_markdown(rows, matches, settings, header)
+  text = render_markdown(rows, matches, settings, header)
   if flag_values.output_json:
     json_files.write_json(
         flag_values.output_json,
@@ -490,8 +493,8 @@ def main(argv):
         sort_keys=False,
     )
   if flag_values.output_markdown:
-    json_files.write_text(flag_values.output_markdown, markdown)
-  print(markdown)
+    json_files.write_text(flag_values.output_markdown, text)
+  print(text)
 
 
 def define_flags():
