@@ -68,6 +68,7 @@ from official.nlp.data import pretrain_dataloader as stock_dataloader
 from experiments import commands
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.data import builtin_corpus
 from official_repro.data import create_pretraining_data
 from official_repro.data import masking as masking_lib
@@ -461,26 +462,18 @@ def _print_table(results: list, peak: float) -> None:
       'MFU %',
       'peak RSS MB',
   )
-  print(' | '.join(header))
+  rows = []
   for r in results:
     mfu = 100.0 * r['train_flops_per_step'] * r['steps_per_second'] / peak
     r['mfu_percent'] = mfu
-    print(
-        ' | '.join(
-            [
-                r['variant'],
-                str(r['jit_compile']),
-                r['mixed_precision'],
-                f'{r["first_step_seconds"]:.1f}',
-                f'{r["first_step_loss"]:.5f}',
-                f'{r["steps_per_second"]:.3f}',
-                f'{r["examples_per_second"]:.1f}',
-                f'{r["tokens_per_second"]:.0f}',
-                f'{mfu:.1f}',
-                f'{r["peak_host_memory_mb"]:.0f}',
-            ]
-        )
+    rows.append(
+        [r['variant'], r['jit_compile'], r['mixed_precision']]
+        + [f'{r["first_step_seconds"]:.1f}', f'{r["first_step_loss"]:.5f}']
+        + [f'{r["steps_per_second"]:.3f}', f'{r["examples_per_second"]:.1f}']
+        + [f'{r["tokens_per_second"]:.0f}', f'{mfu:.1f}']
+        + [f'{r["peak_host_memory_mb"]:.0f}']
     )
+  print('\n'.join(markdown.table(header, rows)))
   by_name = {r['variant']: r for r in results}
   if 'ours' in by_name and 'stock' in by_name:
     ratio = (

@@ -40,6 +40,31 @@ def test_point_bindings_scale_masking_and_positions_with_length():
   assert not any('max_position_embeddings' in b for b in within)
 
 
+def test_the_table_is_markdown_with_the_mfu_of_each_variant(capsys):
+  result = dict(
+      variant='ours',
+      jit_compile=True,
+      mixed_precision='bfloat16',
+      first_step_seconds=12.34,
+      first_step_loss=6.0,
+      steps_per_second=2.0,
+      examples_per_second=64.0,
+      tokens_per_second=8192.0,
+      train_flops_per_step=5e9,
+      peak_host_memory_mb=1234.5,
+  )
+  benchmark_pretraining._print_table([result], peak=1e11)
+  assert capsys.readouterr().out.splitlines() == [
+      'matmul peak: 100.0 GFLOP/s',
+      '| variant | xla | precision | first step s | first loss | steps/s | '
+      'examples/s | tokens/s | MFU % | peak RSS MB |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+      '| ours | True | bfloat16 | 12.3 | 6.00000 | 2.000 | 64.0 | 8192 | '
+      '10.0 | 1234 |',
+  ]
+  assert result['mfu_percent'] == 10.0
+
+
 def _fake_result(variant, bindings):
   batch = int(bindings[0].rsplit(' ', 1)[1])
   length = int(bindings[1].rsplit(' ', 1)[1])
