@@ -1,23 +1,42 @@
 """WordPiece vocabularies: loading, special tokens, learning, tokenizing.
 
+Text becomes ids through `tokenization.BertWordPieceTokenizer` (the original
+BERT tokenizer, in graph) and nothing else: `make_tokenizer` builds it for
+`tokenize_with_vocab`, `SentenceTokenizer`, `FullTokenizer` (Model Garden's
+Python interface, for the fine-tuning readers) and the SavedModel's
+`serve_text`, and `build_wordpiece_vocab` learns from its words.
+
 Special token ids are always looked up by their strings in the vocabulary and
 never assumed: in the BERT uncased vocabulary [PAD] is 0 but [UNK], [CLS],
 [SEP] and [MASK] are 100..103, while a vocabulary learned by
 `build_wordpiece_vocab` puts all five first.
 """
 
+import contextlib
 import dataclasses
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_text as tf_text
-from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
+from tensorflow_text.tools.wordpiece_vocab import (
+    wordpiece_tokenizer_learner_lib as learner,
+)
 
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.common import progress
+from official_repro.data import tokenization
 
 PAD_TOKEN = '[PAD]'
 UNK_TOKEN = '[UNK]'
@@ -215,8 +234,12 @@ def build_wordpiece_vocab(
 ) -> List[str]:
   """Learns a WordPiece vocabulary and writes it to `output_path` (if any).
 
-  Uses `tensorflow_text`'s `bert_vocab_from_dataset`, with the special tokens
-  reserved first, so [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4.
+  Counts the words of `tokenization.BertTextSplitter` (the words the
+  tokenizer will cut into pieces) and learns with TF Text's WordPiece
+  learner (`wordpiece_tokenizer_learner_lib`, what its
+  `bert_vocab_from_dataset` runs on the words of TF Text's own splitting),
+  with the special tokens reserved first, so [PAD]=0, [UNK]=1, [CLS]=2,
+  [SEP]=3, [MASK]=4.
 
   Args:
     sentences: the training text.
@@ -241,15 +264,17 @@ def build_wordpiece_vocab(
   sentences = list(sentences)
   if not sentences:
     raise cli.UserError('build_wordpiece_vocab: no sentences to learn from.')
-  dataset = tf.data.Dataset.from_tensor_slices(
-      tf.constant(sentences, dtype=tf.string)
-  ).batch(1024)
-  tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
-      dataset,
-      vocab_size=vocab_size,
-      reserved_tokens=list(SPECIAL_TOKENS),
-      bert_tokenizer_params=dict(lower_case=lower_case),
-      learn_params=dict(learn_params or {}),
+  splitter = tokenization.BertTextSplitter(lower_case)
+  words = (
+      tf.data.Dataset.from_tensor_slices(tf.constant(sentences, tf.string))
+      .batch(1024)
+      .map(splitter.split)
+  )
+  tokens = learner.learn(
+      learner.count_words(words),
+      vocab_size,
+      list(SPECIAL_TOKENS),
+      **dict(learn_params or {}),
   )
   tokens = list(dict.fromkeys(tokens))
   if len(tokens) > vocab_size:
@@ -267,13 +292,10 @@ def build_wordpiece_vocab(
 
 def make_tokenizer(
     tokens: Sequence[str], lower_case: bool
-) -> tf_text.FastBertTokenizer:
-  """A BERT tokenizer (basic splitting + WordPiece) over `tokens`."""
-  return tf_text.FastBertTokenizer(
-      vocab=list(tokens),
-      token_out_type=tf.int32,
-      unknown_token=UNK_TOKEN,
-      lower_case_nfd_strip_accents=lower_case,
+) -> tokenization.BertWordPieceTokenizer:
+  """The original BERT tokenizer over `tokens` (`tokenization`)."""
+  return tokenization.BertWordPieceTokenizer(
+      tokens, lower_case, unknown_token=UNK_TOKEN
   )
 
 
@@ -286,8 +308,9 @@ def tokenize_sentences(
   """Tokenizes sentences into WordPiece ids.
 
   The sentences are fed through `tf.data` in batches to
-  `tensorflow_text.FastBertTokenizer` (lower-casing and accent stripping when
-  `lower_case`, punctuation splitting, WordPiece).
+  `tokenization.BertWordPieceTokenizer` (the original BERT tokenizer:
+  lower-casing and accent stripping when `lower_case`, punctuation
+  splitting, WordPiece).
 
   Args:
     sentences: the text, one sentence per element.
@@ -385,12 +408,104 @@ class SentenceTokenizer:
     return ids
 
 
+class FullTokenizer:
+  """Model Garden's `FullTokenizer` interface over `make_tokenizer`.
+
+  For the fine-tuning readers (GLUE, SQuAD, RACE, POS tagging), which call
+  `tokenize(text)` -> WordPiece strings, `convert_tokens_to_ids` and look
+  special tokens up in `vocab`, text by text. A call to the in-graph
+  tokenizer costs about a millisecond (Model Garden's Python tokenizer:
+  0.05 ms a sentence), so the readers first hand a whole split to
+  `prefetch` (`prefetched`), which tokenizes it in batches and remembers
+  it for the `tokenize` calls that follow (SQuAD's Model Garden code
+  tokenizes each context word on its own); a text not remembered is
+  tokenized alone.
+  """
+
+  def __init__(
+      self,
+      vocab_file: str,
+      do_lower_case: bool = True,
+      batch_size: int = 4096,
+  ):
+    """Loads the vocabulary and builds the tokenizer.
+
+    Args:
+      vocab_file: the vocabulary (`load_vocab`).
+      do_lower_case: whether the vocabulary is uncased (Model Garden's
+        argument name).
+      batch_size: texts per tokenizer call.
+    """
+    self._tokens = load_vocab(vocab_file)
+    self.vocab = {token: i for i, token in enumerate(self._tokens)}
+    self.inv_vocab = dict(enumerate(self._tokens))
+    self.lower_case = do_lower_case
+    self._tokenize_ids = SentenceTokenizer(
+        self._tokens, do_lower_case, batch_size
+    )
+    self._remembered: Dict[str, Tuple[str, ...]] = {}
+
+  def tokenize_many(self, texts: Sequence[str]) -> List[List[str]]:
+    """The WordPiece strings of each text, tokenized in batches."""
+    tokens = self._tokens
+    return [[tokens[i] for i in ids] for ids in self._tokenize_ids(texts)]
+
+  def prefetch(self, texts: Iterable[str]) -> None:
+    """Tokenizes the texts not yet remembered, for later `tokenize` calls."""
+    new = [
+        text for text in dict.fromkeys(texts) if text not in self._remembered
+    ]
+    for text, pieces in zip(new, self.tokenize_many(new)):
+      self._remembered[text] = tuple(pieces)
+
+  def forget(self) -> None:
+    """Drops the remembered texts."""
+    self._remembered.clear()
+
+  def tokenize(self, text: str) -> List[str]:
+    """The WordPiece strings of `text`."""
+    pieces = self._remembered.get(text)
+    if pieces is None:
+      return self.tokenize_many([text])[0]
+    return list(pieces)
+
+  def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
+    return [self.vocab[token] for token in tokens]
+
+  def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
+    return [self.inv_vocab[i] for i in ids]
+
+
+@contextlib.contextmanager
+def prefetched(tokenizer: Any, texts: Iterable[str]) -> Iterator[None]:
+  """Tokenizes `texts` in batches for the `tokenizer.tokenize` calls inside.
+
+  For the readers, which call `tokenize` text by text: with a
+  `FullTokenizer` the texts are tokenized here, a batch per graph call, and
+  forgotten on leaving; any other tokenizer (Model Garden's `FullTokenizer`,
+  pure Python) is left to tokenize them one by one.
+
+  Args:
+    tokenizer: the reader's tokenizer.
+    texts: every text the block tokenizes (more is harmless).
+
+  Yields:
+    None, inside the block.
+  """
+  if not isinstance(tokenizer, FullTokenizer):
+    yield
+    return
+  tokenizer.prefetch(texts)
+  try:
+    yield
+  finally:
+    tokenizer.forget()
+
+
 def _flat_ids_and_lengths(
     ragged_ids: tf.RaggedTensor,
 ) -> Tuple[tf.Tensor, tf.Tensor]:
   """Splits ragged `[batch, (tokens)]` ids into flat ids and row lengths."""
-  if ragged_ids.shape.rank > 2:
-    ragged_ids = ragged_ids.merge_dims(1, -1)
   return ragged_ids.flat_values, ragged_ids.row_lengths()
 
 
