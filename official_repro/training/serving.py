@@ -6,16 +6,16 @@
 `[batch, seq, hidden]` and `pooled_output` `[batch, hidden]`, or to a
 fine-tuned classifier's `logits` `[batch, classes]`; with a
 vocabulary, `serve_text` maps raw strings `[batch]` through the
-vocabulary's WordPiece tokenizer (TF Text's `BertTokenizer`, the vocabulary
-file kept as an asset) to `[CLS] tokens [SEP]`, cut and padded to
-`max_seq_length`, and serves them. `export_base.export` writes the
-SavedModel.
+vocabulary's tokenizer (`vocab.make_tokenizer`, the original BERT tokenizer
+in graph, the one the records and the fine-tuning data were made with; the
+vocabulary file is kept as an asset) to `[CLS] tokens [SEP]`, cut and
+padded to `max_seq_length`, and serves them. `export_base.export` writes
+the SavedModel.
 """
 
 from typing import Dict, Mapping, Optional
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 import tf_keras
 
 from official.core import export_base
@@ -54,11 +54,8 @@ class TextServing(export_base.ExportModule):
       tokens = vocab_lib.load_vocab(vocab_file)
       special = vocab_lib.SpecialTokenIds.from_vocab(tokens)
       self._cls, self._sep, self._pad = special.cls, special.sep, special.pad
-      self._tokenizer = tf_text.BertTokenizer(
-          vocab_lookup_table=vocab_file,
-          token_out_type=tf.int32,
-          lower_case=lower_case,
-      )
+      self._tokenizer = vocab_lib.make_tokenizer(tokens, lower_case)
+      self._vocab_asset = tf.saved_model.Asset(vocab_file)
 
   @tf.function
   def serve(
@@ -84,7 +81,7 @@ class TextServing(export_base.ExportModule):
   @tf.function
   def serve_text(self, text: tf.Tensor) -> Mapping[str, tf.Tensor]:
     """Raw strings `[batch]` -> the encoder's outputs."""
-    pieces = self._tokenizer.tokenize(text).merge_dims(-2, -1)
+    pieces = self._tokenizer.tokenize(text)
     pieces = pieces[:, : self._max_seq_length - 2]
     batch = tf.shape(text)[0]
     cls = tf.fill([batch, 1], self._cls)
