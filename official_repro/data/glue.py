@@ -380,9 +380,10 @@ def convert_examples_to_features(
   Args:
     examples: N examples, all classification (int labels) or all regression
       (float labels); the label dtype follows.
-    tokenizer: an `official.nlp.tools.tokenization.FullTokenizer`-like object
-      with `tokenize`, `convert_tokens_to_ids` and a `vocab` dict holding
-      '[CLS]', '[SEP]' and '[PAD]'.
+    tokenizer: `vocab.FullTokenizer` (the original BERT tokenizer, texts
+      tokenized in batches) or another object with Model Garden's
+      `FullTokenizer` interface: `tokenize`, `convert_tokens_to_ids` and a
+      `vocab` dict holding '[CLS]', '[SEP]' and '[PAD]'.
     max_seq_length: sequence length L, at least 3.
 
   Returns:
@@ -414,22 +415,25 @@ def convert_examples_to_features(
   mask = np.zeros((num, max_seq_length), np.int32)
   type_ids = np.zeros((num, max_seq_length), np.int32)
   num_truncated = 0
-  for row, example in enumerate(examples):
-    tokens_a = tokenizer.tokenize(example.text_a)
-    tokens_b = (
-        None if example.text_b is None else tokenizer.tokenize(example.text_b)
-    )
-    truncated = _truncate(tokens_a, tokens_b, max_seq_length)
-    num_truncated += int(truncated)
-    ids = [cls_id] + tokenizer.convert_tokens_to_ids(tokens_a) + [sep_id]
-    segments = [0] * len(ids)
-    if tokens_b is not None:
-      ids_b = tokenizer.convert_tokens_to_ids(tokens_b) + [sep_id]
-      ids += ids_b
-      segments += [1] * len(ids_b)
-    word_ids[row, : len(ids)] = ids
-    mask[row, : len(ids)] = 1
-    type_ids[row, : len(ids)] = segments
+  texts = [e.text_a for e in examples]
+  texts += [e.text_b for e in examples if e.text_b is not None]
+  with vocab_lib.prefetched(tokenizer, texts):
+    for row, example in enumerate(examples):
+      tokens_a = tokenizer.tokenize(example.text_a)
+      tokens_b = (
+          None if example.text_b is None else tokenizer.tokenize(example.text_b)
+      )
+      truncated = _truncate(tokens_a, tokens_b, max_seq_length)
+      num_truncated += int(truncated)
+      ids = [cls_id] + tokenizer.convert_tokens_to_ids(tokens_a) + [sep_id]
+      segments = [0] * len(ids)
+      if tokens_b is not None:
+        ids_b = tokenizer.convert_tokens_to_ids(tokens_b) + [sep_id]
+        ids += ids_b
+        segments += [1] * len(ids_b)
+      word_ids[row, : len(ids)] = ids
+      mask[row, : len(ids)] = 1
+      type_ids[row, : len(ids)] = segments
   features = dict(
       input_word_ids=word_ids,
       input_mask=mask,

@@ -221,9 +221,10 @@ def convert_to_features(
 
   Args:
     sentences: the tagged sentences.
-    tokenizer: a `FullTokenizer`-like object (`tokenize`,
-      `convert_tokens_to_ids`, `vocab`) whose vocab has [CLS], [SEP], [PAD]
-      and [UNK].
+    tokenizer: `vocab.FullTokenizer` (the original BERT tokenizer, words
+      tokenized in batches) or another `FullTokenizer`-like object
+      (`tokenize`, `convert_tokens_to_ids`, `vocab`) whose vocab has [CLS],
+      [SEP], [PAD] and [UNK].
     label_list: the labels, e.g. from `build_label_list`; must contain
       `PAD_LABEL` and `CONTINUATION_LABEL`.
     max_seq_length: length of each feature, >= 3.
@@ -266,16 +267,20 @@ def convert_to_features(
       num_empty_words=0,
       num_truncated_words=0,
   )
-  for sentence in sentences:
-    words = _encode_words(sentence, tokenizer, label_ids, capacity, counts)
-    counts['num_words'] += len(words)
-    chunks = _chunk_words([len(ids) for ids, _ in words], capacity)
-    if len(chunks) > 1:
-      counts['num_split_sentences'] += 1
-    for start, end in chunks:
-      rows.append(
-          _encode_row(words[start:end], special_ids, label_ids, max_seq_length)
-      )
+  all_words = (word for sentence in sentences for word in sentence.words)
+  with vocab_lib.prefetched(tokenizer, all_words):
+    for sentence in sentences:
+      words = _encode_words(sentence, tokenizer, label_ids, capacity, counts)
+      counts['num_words'] += len(words)
+      chunks = _chunk_words([len(ids) for ids, _ in words], capacity)
+      if len(chunks) > 1:
+        counts['num_split_sentences'] += 1
+      for start, end in chunks:
+        rows.append(
+            _encode_row(
+                words[start:end], special_ids, label_ids, max_seq_length
+            )
+        )
   features = _stack_rows(rows, max_seq_length)
   report = FeatureReport(
       num_sentences=len(sentences), num_features=len(rows), **counts

@@ -345,9 +345,10 @@ def convert_to_features(
 
   Args:
     examples: the `RaceExample`s; N = len(examples).
-    tokenizer: a tokenizer with the interface of Model Garden's
-      `official.nlp.tools.tokenization.FullTokenizer` (`tokenize`,
-      `convert_tokens_to_ids`, `vocab`).
+    tokenizer: `vocab.FullTokenizer` (the original BERT tokenizer, texts
+      tokenized in batches) or another tokenizer with the interface of
+      Model Garden's `official.nlp.tools.tokenization.FullTokenizer`
+      (`tokenize`, `convert_tokens_to_ids`, `vocab`).
     max_seq_length: S, the length of every sequence; at least 7 (the special
       tokens plus one token each of article, question and option).
     max_query_length: if set, questions (filled questions, with
@@ -397,26 +398,42 @@ def convert_to_features(
       num_examples=num_examples, num_sequences=num_examples * NUM_CHOICES
   )
   article_text, article_tokens = None, []
-  for row, example in enumerate(examples):
-    if example.article != article_text:  # Questions of a file share it.
-      article_text = example.article
-      article_tokens = tokenizer.tokenize(article_text)
-    for choice, option in enumerate(example.options):
-      segments = _segment_b(
-          example.question,
-          option,
-          tokenizer,
-          max_query_length,
-          fill_blank,
-          report,
-      )
-      tokens, type_ids = _pack(article_tokens, segments, max_seq_length, report)
-      ids = tokenizer.convert_tokens_to_ids(tokens)
-      features['input_word_ids'][row, choice, : len(ids)] = ids
-      features['input_mask'][row, choice, : len(ids)] = 1
-      features['input_type_ids'][row, choice, : len(ids)] = type_ids
+  with vocab_lib.prefetched(tokenizer, _texts(examples, fill_blank)):
+    for row, example in enumerate(examples):
+      if example.article != article_text:  # Questions of a file share it.
+        article_text = example.article
+        article_tokens = tokenizer.tokenize(article_text)
+      for choice, option in enumerate(example.options):
+        segments = _segment_b(
+            example.question,
+            option,
+            tokenizer,
+            max_query_length,
+            fill_blank,
+            report,
+        )
+        tokens, type_ids = _pack(
+            article_tokens, segments, max_seq_length, report
+        )
+        ids = tokenizer.convert_tokens_to_ids(tokens)
+        features['input_word_ids'][row, choice, : len(ids)] = ids
+        features['input_mask'][row, choice, : len(ids)] = 1
+        features['input_type_ids'][row, choice, : len(ids)] = type_ids
   logging.info('RACE features: %s', report.as_dict())
   return features, report
+
+
+def _texts(examples: Sequence[RaceExample], fill_blank: bool) -> List[str]:
+  """Every text `convert_to_features` tokenizes (as `_segment_b` forms it)."""
+  texts = []
+  for example in examples:
+    texts.append(example.article)
+    for option in example.options:
+      if fill_blank and '_' in example.question:
+        texts.append(_BLANK.sub(option, example.question))
+      else:
+        texts += [example.question, option]
+  return texts
 
 
 def _segment_b(

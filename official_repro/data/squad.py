@@ -447,8 +447,10 @@ def convert_to_features(
 
   Args:
     examples: from `read_examples` (with the same `is_training`).
-    tokenizer: a WordPiece tokenizer with the interface of Model Garden's
-      `FullTokenizer`; its vocab must hold [CLS], [SEP] and [PAD].
+    tokenizer: `vocab.FullTokenizer` (the original BERT tokenizer, the
+      texts tokenized in batches) or another WordPiece tokenizer with the
+      interface of Model Garden's `FullTokenizer`; its vocab must hold
+      [CLS], [SEP] and [PAD].
     max_seq_length: length S of every window.
     doc_stride: distance in WordPieces between the starts of adjacent windows.
     max_query_length: questions are truncated to this many WordPieces.
@@ -484,16 +486,24 @@ def convert_to_features(
     del is_padding
     mg_features.append(feature)
 
-  squad_lib.convert_examples_to_features(
-      examples=examples,
-      tokenizer=tokenizer,
-      max_seq_length=max_seq_length,
-      doc_stride=doc_stride,
-      max_query_length=max_query_length,
-      is_training=is_training,
-      output_fn=collect,
-      batch_size=1,
-  )
+  # Model Garden tokenizes the question, each context word and the answer.
+  texts = []
+  for example in examples:
+    texts.append(example.question_text)
+    texts += example.doc_tokens
+    if is_training and example.orig_answer_text:
+      texts.append(example.orig_answer_text)
+  with vocab_lib.prefetched(tokenizer, texts):
+    squad_lib.convert_examples_to_features(
+        examples=examples,
+        tokenizer=tokenizer,
+        max_seq_length=max_seq_length,
+        doc_stride=doc_stride,
+        max_query_length=max_query_length,
+        is_training=is_training,
+        output_fn=collect,
+        batch_size=1,
+    )
 
   with_features = {feature.example_index for feature in mg_features}
   without_features = [

@@ -5,6 +5,7 @@ import pytest
 
 from official.nlp.tools import tokenization
 from official_repro.data import glue
+from official_repro.data import vocab as vocab_lib
 
 # [PAD] is deliberately not id 0, to catch an assumed padding id.
 _VOCAB = [
@@ -39,11 +40,14 @@ def _write(directory, task_dir, split, lines, newline='\n', bom=False):
   return str(directory)
 
 
-@pytest.fixture
-def tokenizer(tmp_path):
-  path = tmp_path / 'vocab.txt'
+@pytest.fixture(scope='module', params=['model_garden', 'official_repro'])
+def tokenizer(request, tmp_path_factory):
+  """Model Garden's `FullTokenizer` and ours: the readers take either."""
+  path = tmp_path_factory.mktemp('vocab') / 'vocab.txt'
   path.write_text('\n'.join(_VOCAB) + '\n', encoding='utf-8')
-  return tokenization.FullTokenizer(str(path), do_lower_case=True)
+  if request.param == 'model_garden':
+    return tokenization.FullTokenizer(str(path), do_lower_case=True)
+  return vocab_lib.FullTokenizer(str(path), do_lower_case=True)
 
 
 class TestTaskSpecs:

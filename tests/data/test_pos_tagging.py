@@ -5,6 +5,7 @@ import pytest
 
 from official.nlp.tools import tokenization
 from official_repro.data import pos_tagging
+from official_repro.data import vocab as vocab_lib
 
 # [PAD] is deliberately not id 0.
 _VOCAB = (
@@ -43,11 +44,14 @@ def _write(tmp_path, name, text):
   return str(path)
 
 
-@pytest.fixture
-def tokenizer(tmp_path):
-  vocab_file = tmp_path / 'vocab.txt'
+@pytest.fixture(scope='module', params=['model_garden', 'official_repro'])
+def tokenizer(request, tmp_path_factory):
+  """Model Garden's `FullTokenizer` and ours: the readers take either."""
+  vocab_file = tmp_path_factory.mktemp('vocab') / 'vocab.txt'
   vocab_file.write_text('\n'.join(_VOCAB) + '\n')
-  return tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
+  if request.param == 'model_garden':
+    return tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
+  return vocab_lib.FullTokenizer(str(vocab_file), do_lower_case=True)
 
 
 def _id(token):

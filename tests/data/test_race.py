@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from official.nlp.tools import tokenization
 from official_repro.data import race
+from official_repro.data import vocab as vocab_lib
 
 # [PAD] is deliberately not id 0: the code must look it up.
 VOCAB = (
@@ -64,11 +65,14 @@ def _race_dir(tmp_path):
   return root
 
 
-@pytest.fixture
-def tokenizer(tmp_path):
-  vocab_file = tmp_path / 'vocab.txt'
+@pytest.fixture(scope='module', params=['model_garden', 'official_repro'])
+def tokenizer(request, tmp_path_factory):
+  """Model Garden's `FullTokenizer` and ours: the readers take either."""
+  vocab_file = tmp_path_factory.mktemp('vocab') / 'vocab.txt'
   vocab_file.write_text('\n'.join(VOCAB) + '\n')
-  return tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
+  if request.param == 'model_garden':
+    return tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
+  return vocab_lib.FullTokenizer(str(vocab_file), do_lower_case=True)
 
 
 def _example(

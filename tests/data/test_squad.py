@@ -7,6 +7,7 @@ import pytest
 
 from official.nlp.tools import tokenization
 from official_repro.data import squad
+from official_repro.data import vocab as vocab_lib
 from official_repro.metrics import squad_metrics
 
 # [PAD] is deliberately not id 0, to catch code that pads with 0.
@@ -29,11 +30,18 @@ CALL_SIGNS = (
 )
 
 
-@pytest.fixture(name='tokenizer')
-def fixture_tokenizer(tmp_path):
-  vocab_file = tmp_path / 'vocab.txt'
+@pytest.fixture(
+    name='tokenizer',
+    scope='module',
+    params=['model_garden', 'official_repro'],
+)
+def fixture_tokenizer(request, tmp_path_factory):
+  """Model Garden's `FullTokenizer` and ours: the readers take either."""
+  vocab_file = tmp_path_factory.mktemp('vocab') / 'vocab.txt'
   vocab_file.write_text('\n'.join(_VOCAB) + '\n')
-  return tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
+  if request.param == 'model_garden':
+    return tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
+  return vocab_lib.FullTokenizer(str(vocab_file), do_lower_case=True)
 
 
 def _qa(qid, question, answer=None, context=None, **extra):

@@ -27,6 +27,7 @@ from pydoc_data import topics
 import pytest
 
 from official.nlp.tools import tokenization as model_garden_tokenization
+from official_repro.data import glue
 from official_repro.data import vocab
 
 transformers = pytest.importorskip('transformers')
@@ -396,3 +397,36 @@ def test_every_character_of_the_basic_plane_is_split_as_the_original(
 def test_every_code_point_is_split_as_the_original(lower_case, context):
   code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
   assert _every_code_point_differences(code_points, lower_case, context) == []
+
+
+def test_a_reader_tokenizes_its_split_in_one_call(tmp_path, monkeypatch):
+  tokens = list(vocab.SPECIAL_TOKENS) + ['the', 'cat', 'sat', '.', '##s']
+  path = tmp_path / 'vocab.txt'
+  path.write_text(''.join(token + '\n' for token in tokens))
+  full = vocab.FullTokenizer(str(path), do_lower_case=True)
+  calls = []
+  tokenize_many = full.tokenize_many
+  monkeypatch.setattr(
+      full,
+      'tokenize_many',
+      lambda texts: calls.append(len(texts)) or tokenize_many(texts),
+  )
+  examples = [
+      glue.GlueExample(
+          guid=f't-{i}',
+          text_a='The cats sat.',
+          text_b=None if i % 2 else f'The cat{"s" * i}.',
+          label=1,
+          line_number=i + 1,
+      )
+      for i in range(40)
+  ]
+  features, _ = glue.convert_examples_to_features(examples, full, 12)
+  # One batch of the 21 distinct texts, none tokenized alone.
+  assert calls == [21]
+  assert features['input_word_ids'][0, :6].tolist() == [
+      tokens.index(piece)
+      for piece in ('[CLS]', 'the', 'cat', '##s', 'sat', '.')
+  ]
+  assert full.tokenize('The cat.') == ['the', 'cat', '.']
+  assert calls == [21, 1]  # forgotten once the split is converted
