@@ -55,6 +55,7 @@ from official_repro.data import pretraining_instances
 from official_repro.data import records
 from official_repro.data import streaming
 from official_repro.data import text_cleaning
+from official_repro.data import tokenization
 from official_repro.data import vocab as vocab_lib
 
 _UNK_RATE_WARNING = 0.01
@@ -673,6 +674,9 @@ def _source_metadata(
   for name in _EXECUTION_FIELDS:
     del source[name]
   source['drop_line_regexes'] = list(config.drop_line_regexes)
+  # Part of the records' identity too (`experiment.records_identity`), so
+  # that a run resumed on records of another tokenizer is refused.
+  source['tokenizer'] = tokenization.TOKENIZER_NAME
   if config.vocab_file is not None:
     source['vocab_file'] = _absolute(config.vocab_file)
   return source
@@ -850,6 +854,10 @@ def _write_records(
         'vocab_file': records.VOCAB_FILENAME,
         'vocab_size': len(tokens),
         'lower_case': config.lower_case,
+        # Which tokenizer made the ids: records without the field were made
+        # by TF Text's FastBertTokenizer, and training refuses them
+        # (`pretrain_dataloader.check_records`).
+        'tokenizer': tokenization.TOKENIZER_NAME,
         'special_token_ids': special_ids.as_dict(),
         'next_sentence_labels': config.next_sentence_prediction,
         'masking': config.masking,

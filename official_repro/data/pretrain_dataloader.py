@@ -31,6 +31,7 @@ from official.nlp.data import data_loader_factory
 from official_repro.common import cli
 from official_repro.data import masking
 from official_repro.data import records
+from official_repro.data import tokenization
 
 
 @dataclasses.dataclass
@@ -89,6 +90,7 @@ def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
   """
   metadata = records.load_metadata(params.input_path)
   where = os.path.join(params.input_path, records.METADATA_FILENAME)
+  _check_tokenizer(params, metadata, where)
   if metadata['max_seq_length'] != params.max_seq_length:
     raise RecordMismatchError(
         f'{where}: records were written with max_seq_length='
@@ -124,6 +126,46 @@ def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
         f'{where}: split {params.split!r} has no record files.'
     )
   return metadata
+
+
+def _check_tokenizer(
+    params: PretrainDataConfig, metadata: Mapping[str, Any], where: str
+) -> None:
+  """Refuses to train on records another tokenizer made.
+
+  The model a run trains is exported with this code's tokenizer
+  (`tokenization.BertWordPieceTokenizer`, the original BERT's), which
+  fine-tuning, scoring and serving then feed it, and a released checkpoint
+  it may start from was trained on that tokenizer's ids: records of TF
+  Text's FastBertTokenizer (no `tokenizer` in their metadata, NFKC case
+  folding: ß -> ss, ﬁ -> fi) would mix the two. Evaluation on them is
+  allowed, with a warning (a model trained on them is evaluated on its own
+  kind of ids).
+
+  Raises:
+    RecordMismatchError: training records of another tokenizer, naming the
+      directory and the command that rewrites them.
+  """
+  made_by = metadata.get('tokenizer')
+  if made_by == tokenization.TOKENIZER_NAME:
+    return
+  made_by = (
+      "TF Text's FastBertTokenizer (NFKC case folding; the metadata has no "
+      '"tokenizer")'
+      if made_by is None
+      else repr(made_by)
+  )
+  message = (
+      f'{where}: the records were tokenized by {made_by}, not as '
+      f'google-research/bert does ({tokenization.TOKENIZER_NAME!r}, the '
+      'tokenizer the trained model is used with); rewrite them with '
+      'python -m official_repro.data.create_pretraining_data '
+      f'--output_dir={params.input_path} and the flags its metadata.json '
+      'lists under "source".'
+  )
+  if params.is_training:
+    raise RecordMismatchError(message)
+  logging.warning('%s', message)
 
 
 def masking_config(

@@ -3,7 +3,10 @@
 Layout of a record directory:
 
   vocab.txt                           the vocabulary the ids refer to
-  metadata.json                       see `validate_metadata`
+  metadata.json                       see `validate_metadata`; its
+                                      `tokenizer` names what made the ids
+                                      (`tokenization.TOKENIZER_NAME`;
+                                      absent: TF Text's FastBertTokenizer)
   train-00000-of-0000N.tfrecord ...   plain (uncompressed) TFRecord files
   eval-00000-of-0000M.tfrecord ...
 
@@ -471,6 +474,12 @@ def validate_metadata(
   elif static is not None:
     raise cli.UserError(
         f'{source}: static_masking must be null when masking is ' 'dynamic.'
+    )
+  if not isinstance(metadata.get('tokenizer', ''), str):
+    raise cli.UserError(
+        f'{source}: tokenizer must be a string (the name of the tokenizer '
+        'that made the ids), got '
+        f'{metadata["tokenizer"]!r}.'
     )
   special = metadata['special_token_ids']
   if not isinstance(special, Mapping) or any(

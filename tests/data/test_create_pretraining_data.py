@@ -172,6 +172,8 @@ class TestStaticRecords:
     assert records.load_metadata(remote) == metadata
     tokens = vocab.load_vocab(os.path.join(output_dir, 'vocab.txt'))
     assert metadata['format_version'] == 1
+    assert metadata['tokenizer'] == metadata['source']['tokenizer']
+    assert metadata['tokenizer'] == 'wordpiece-bert'
     assert metadata['max_seq_length'] == _MAX_SEQ_LENGTH
     assert metadata['vocab_file'] == 'vocab.txt'
     assert metadata['vocab_size'] == len(tokens) <= 200

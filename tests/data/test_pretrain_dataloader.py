@@ -1,6 +1,9 @@
 """The record input pipeline: masking modes, determinism, checks, sharding."""
 
+import json
 import os
+import shutil
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -146,6 +149,45 @@ def test_static_prediction_slots_must_match(static_records):
     pretrain_dataloader.PretrainDataLoader(
         _config(static_records, masking='static', max_predictions_per_seq=3)
     )
+
+
+def _copy_with_tokenizer(record_dir, output_dir, tokenizer):
+  """A copy of a record directory whose metadata names `tokenizer`."""
+  shutil.copytree(record_dir, output_dir)
+  path = os.path.join(output_dir, records.METADATA_FILENAME)
+  with open(path) as f:
+    metadata = json.load(f)
+  del metadata['tokenizer']
+  if tokenizer is not None:
+    metadata['tokenizer'] = tokenizer
+  with open(path, 'w') as f:
+    json.dump(metadata, f)
+  return str(output_dir)
+
+
+@pytest.mark.parametrize(
+    'tokenizer, says',
+    [
+        (None, "TF Text's FastBertTokenizer"),
+        ('sentencepiece', "'sentencepiece'"),
+    ],
+)
+def test_training_on_records_of_another_tokenizer_is_refused(
+    tiny_records, tmp_path, tokenizer, says
+):
+  old = _copy_with_tokenizer(tiny_records, tmp_path / 'old', tokenizer)
+  with pytest.raises(pretrain_dataloader.RecordMismatchError) as refused:
+    pretrain_dataloader.PretrainDataLoader(_config(old))
+  (line,) = str(refused.value).splitlines()
+  assert line.startswith(os.path.join(old, 'metadata.json') + ': ')
+  assert says in line
+  assert f'create_pretraining_data --output_dir={old} ' in line
+  # Evaluation on them is let through, with the same words in a warning.
+  with mock.patch.object(pretrain_dataloader.logging, 'warning') as warning:
+    pretrain_dataloader.PretrainDataLoader(
+        _config(old, split='eval', is_training=False, drop_remainder=False)
+    )
+  assert warning.call_args.args[1] == line
 
 
 def test_missing_metadata_names_the_path(tmp_path):
