@@ -21,6 +21,12 @@ code's public points (`PUBLIC_POINTS`: other sizes and batches, so they
 locate the phase, not a value to match). The records are the cpu scale's
 (`create_pretraining_data --vocab_size=4096 --max_seq_length=64
 --eval_fraction=0.1` makes the same).
+
+The training job is a `subprocess.Popen` of its own, not
+`experiments.commands.run_module`, which runs a job to its end: this reads
+the job's evaluations while it runs and signals it mid-run, and an interrupt
+waits for the checkpoint at the end of its loop (longer than
+`commands.stop`'s grace).
 """
 
 import dataclasses
@@ -30,7 +36,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from absl import flags
 import tensorflow as tf
@@ -42,6 +48,7 @@ from experiments.regeneration import registry
 from experiments.regeneration import runner
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import markdown
 from experiments.investigations import discriminator_probe_lib
 from official_repro.training import gin_utils
 
@@ -389,19 +396,24 @@ def train_until_targets(
     The held-out curve.
   """
   last_step = min(stop_at_step, max_steps) if stop_at_step else max_steps
-
-  def reached_stop(curve: Dict[int, Dict[str, float]]) -> bool:
-    return bool(curve) and max(curve) >= last_step
-
   curve = held_out.read_curve(model_dir)
-  if first_step_meeting(
-      curve, recall_target, auc_target
-  ) is not None or reached_stop(curve):
+  if first_step_meeting(curve, recall_target, auc_target) is not None or (
+      curve and max(curve) >= last_step
+  ):
     return curve
+
+  def stop_signal(curve: Dict[int, Dict[str, float]]) -> Optional[int]:
+    if first_step_meeting(curve, recall_target, auc_target) is not None:
+      return signal.SIGTERM
+    if last_step < max_steps and curve and max(curve) >= last_step:
+      latest = tf.train.latest_checkpoint(model_dir)
+      at_checkpoint = latest and _checkpoint_step(latest) == max(curve)
+      return signal.SIGKILL if at_checkpoint else signal.SIGTERM
+    return None
+
   tf.io.gfile.makedirs(model_dir)
   log_path = os.path.join(model_dir, 'horizon.log')
   print('  $ ' + ' '.join(command), flush=True)
-  stop_signal = signal.SIGTERM
   # A child's stdout needs an operating-system file: local directories only.
   with open(log_path, 'a') as log:
     process = subprocess.Popen(
@@ -411,41 +423,53 @@ def train_until_targets(
         cwd=gin_utils.REPO_ROOT,
     )
     try:
-      seen = set(curve)
-      while process.poll() is None:
-        time.sleep(poll_seconds)
-        curve = held_out.read_curve(model_dir)
-        for step in sorted(set(curve) - seen):
-          print(_curve_line(step, curve[step]), flush=True)
-        if first_step_meeting(curve, recall_target, auc_target) is not None:
-          process.send_signal(signal.SIGTERM)
-          process.wait()
-          break
-        if last_step < max_steps and reached_stop(curve):
-          latest = tf.train.latest_checkpoint(model_dir)
-          if latest and _checkpoint_step(latest) == max(curve):
-            stop_signal = signal.SIGKILL
-          process.send_signal(stop_signal)
-          process.wait()
-          break
-        if probe_steps and set(curve) - seen:
-          _probe_without_stopping(model_dir, probe_steps)
-        seen = set(curve)
+      sent = _watch(
+          process, model_dir, set(curve), poll_seconds, probe_steps, stop_signal
+      )
     except BaseException:
       process.send_signal(signal.SIGTERM)
       process.wait()
       raise
-  if process.returncode not in {
-      0,
-      -signal.SIGTERM,
-      128 + signal.SIGTERM,
-      -stop_signal,
-      128 + stop_signal,
-  }:
+  stopped = {
+      code for sig in (signal.SIGTERM, sent) for code in (-sig, 128 + sig)
+  }
+  if process.returncode and process.returncode not in stopped:
     raise RuntimeError(
         f'training failed (exit {process.returncode}); see {log_path}.'
     )
   return held_out.read_curve(model_dir)
+
+
+def _watch(
+    process: subprocess.Popen,
+    model_dir: str,
+    seen: Set[int],
+    poll_seconds: float,
+    probe_steps: int,
+    stop_signal: Callable[[Dict[int, Dict[str, float]]], Optional[int]],
+) -> int:
+  """Polls the job's evaluations until it ends or `stop_signal` stops it.
+
+  Prints each new evaluation and probes each new checkpoint (`probe_steps`
+  > 0); once `stop_signal(curve)` names a signal, sends it and waits.
+
+  Returns:
+    The signal sent (SIGTERM when the job ended by itself).
+  """
+  while process.poll() is None:
+    time.sleep(poll_seconds)
+    curve = held_out.read_curve(model_dir)
+    for step in sorted(set(curve) - seen):
+      print(_curve_line(step, curve[step]), flush=True)
+    sent = stop_signal(curve)
+    if sent is not None:
+      process.send_signal(sent)
+      process.wait()
+      return sent
+    if probe_steps and set(curve) - seen:
+      _probe_without_stopping(model_dir, probe_steps)
+    seen = set(curve)
+  return signal.SIGTERM
 
 
 def _checkpoint_step(prefix: str) -> int:
@@ -524,38 +548,12 @@ def write_report(
           f'{recall_target} and AUC >= {auc_target}.'
       ),
       '',
-      '## Held-out curve',
+      *_curve_and_public_lines(curve),
       '',
-      '| step | ' + ' | '.join(label for _, label in CURVE_METRICS) + ' |',
-      '|---' * (len(CURVE_METRICS) + 1) + '|',
+      f'![curve]({os.path.basename(png)})',
+      '',
+      *(probe_lines(probes) if probes else []),
   ]
-  for step, metrics in curve.items():
-    cells = [
-        f'{metrics[name]:.3f}' if name in metrics else '-'
-        for name, _ in CURVE_METRICS
-    ]
-    lines.append(f'| {step:,} | ' + ' | '.join(cells) + ' |')
-  lines += [
-      '',
-      '## Public points of the reference code',
-      '',
-      'At other sizes, batches and corpora: they say where the phase '
-      'ends for the reference code, not a value to match.',
-      '',
-      '| source | model | step | AUC | recall | accuracy | masked-LM '
-      'accuracy |',
-      '|---|---|---|---|---|---|---|',
-  ]
-  for point in PUBLIC_POINTS:
-    lines.append(
-        f'| {point.source} | {point.model} | {point.step:,} | '
-        f'{point.auc:.2f} | {point.recall:.3f} | '
-        f'{_optional(point.accuracy)} | '
-        f'{_optional(point.masked_lm_accuracy)} |'
-    )
-  lines += ['', f'![curve]({os.path.basename(png)})', '']
-  if probes:
-    lines += probe_lines(probes)
   json_files.write_json(
       stem + '.json',
       dict(
@@ -574,9 +572,58 @@ def write_report(
   return stem + '.md'
 
 
+def _curve_and_public_lines(curve: Dict[int, Dict[str, float]]) -> List[str]:
+  """The held-out curve's table, then the public points'."""
+  return [
+      '## Held-out curve',
+      '',
+      *markdown.table(
+          ['step', *(label for _, label in CURVE_METRICS)],
+          [
+              [
+                  f'{step:,}',
+                  *(
+                      f'{metrics[name]:.3f}' if name in metrics else '-'
+                      for name, _ in CURVE_METRICS
+                  ),
+              ]
+              for step, metrics in curve.items()
+          ],
+      ),
+      '',
+      '## Public points of the reference code',
+      '',
+      'At other sizes, batches and corpora: they say where the phase '
+      'ends for the reference code, not a value to match.',
+      '',
+      *markdown.table(
+          [
+              'source',
+              'model',
+              'step',
+              'AUC',
+              'recall',
+              'accuracy',
+              'masked-LM accuracy',
+          ],
+          [
+              [
+                  point.source,
+                  point.model,
+                  f'{point.step:,}',
+                  f'{point.auc:.2f}',
+                  f'{point.recall:.3f}',
+                  _optional(point.accuracy),
+                  _optional(point.masked_lm_accuracy),
+              ]
+              for point in PUBLIC_POINTS
+          ],
+      ),
+  ]
+
+
 def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
   """The report's probe section: a row per checkpoint, then the last."""
-  cell = probe_report.cell
   edges = discriminator_probe_lib.PLAUSIBILITY_EDGES
   bands = ' / '.join(f'{low:g}-{high:g}' for low, high in zip(edges, edges[1:]))
   lines = [
@@ -592,24 +639,21 @@ def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
       "by the generator's probability of them at temperature 1 "
       f'({bands}).',
       '',
-      '| step | generator AUC (odd half) | identity-only | unigram AUC '
-      '(odd half) | identity-only | unigram recall | uniform AUC | recall by '
-      'generator probability | held-out batches |',
-      '|---|---|---|---|---|---|---|---|---|',
+      *markdown.table(
+          [
+              'step',
+              'generator AUC (odd half)',
+              'identity-only',
+              'unigram AUC (odd half)',
+              'identity-only',
+              'unigram recall',
+              'uniform AUC',
+              'recall by generator probability',
+              'held-out batches',
+          ],
+          [_probe_row(step, probe) for step, probe in probes.items()],
+      ),
   ]
-  for step, probe in probes.items():
-    sources = probe['sources']
-    recalls = ' / '.join(cell(band['recall']) for band in probe['plausibility'])
-    lines.append(
-        f'| {step:,} | '
-        f'{cell(sources["generator"]["auc_on_identity_half"])} | '
-        f'{cell(sources["generator"]["identity_auc"])} | '
-        f'{cell(sources["unigram"]["auc_on_identity_half"])} | '
-        f'{cell(sources["unigram"]["identity_auc"])} | '
-        f'{cell(sources["unigram"]["recall"])} | '
-        f'{cell(sources["uniform"]["auc"])} | {recalls} | '
-        f'{probe["batches"]} |'
-    )
   last = probes[max(probes)]
   lines += ['', f'### The probe at step {last["step"]:,}', '']
   lines += [
@@ -617,6 +661,26 @@ def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
       for line in probe_report.report_lines(last)
   ]
   return lines + ['']
+
+
+def _probe_row(step: int, probe: Dict[str, Any]) -> List[str]:
+  """A checkpoint's row of the probe table."""
+  cell = probe_report.cell
+  generator, unigram = (
+      probe['sources']['generator'],
+      probe['sources']['unigram'],
+  )
+  return [
+      f'{step:,}',
+      cell(generator['auc_on_identity_half']),
+      cell(generator['identity_auc']),
+      cell(unigram['auc_on_identity_half']),
+      cell(unigram['identity_auc']),
+      cell(unigram['recall']),
+      cell(probe['sources']['uniform']['auc']),
+      ' / '.join(cell(band['recall']) for band in probe['plausibility']),
+      probe['batches'],
+  ]
 
 
 def _optional(value: Optional[float]) -> str:
