@@ -41,10 +41,11 @@ pretraining run is: the flags become gin bindings of the causal-LM task
 `causal_lm_experiment.*`, `optimization.*`) and `training.experiment.run`
 trains it with Model Garden's trainer under Orbit, then evaluates every
 stream once. Its run directory `<output_dir>/<architecture>/` holds what
-the runner writes: checkpoints (every `--checkpoint_every` steps), the
-TensorBoard summaries (training loss every `--log_every` steps, which
-`loss_history` and the throughput are read from), `params.yaml`,
-`config.gin` and `operative_config.gin`.
+the runner writes: checkpoints (after the first loop, then every
+`--checkpoint_every` steps, and at the end), the TensorBoard summaries
+(training loss every `--log_every` steps, which `loss_history` and the
+throughput are read from), `params.yaml`, `config.gin` and
+`operative_config.gin`.
 
 A killed run resumes when started again with the same flags: finished models
 are read back from `results.json`; an interrupted one is resumed by the
@@ -72,7 +73,6 @@ import tensorflow as tf
 from official_repro.common import cli
 from experiments import paper_tables
 from official_repro.common import json_files
-from official_repro.common import markdown
 from official_repro.data import wikitext
 from official_repro.modeling.models import causal_lm
 from official_repro.tasks import causal_lm as causal_lm_task
@@ -274,7 +274,8 @@ def define_flags():
       'checkpoint_every',
       defaults.checkpoint_every,
       'Save a resumable checkpoint every this many steps (a multiple of '
-      '--log_every).',
+      '--log_every; the runner also saves after the first loop and the '
+      'last step).',
   )
   flags.DEFINE_integer(
       'seed', defaults.seed, 'Seed of initialization and data order.'
@@ -623,7 +624,7 @@ def format_table(results: Dict[str, Any]) -> str:
       + (['test ppl (ours)'] if has_test else [])
       + ['train tokens/s', 'ppl (002 Table 3, WikiText-103)']
   )
-  rows = []
+  lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
   for architecture, entry in models.items():
     label = PUBLISHED[architecture][0]
     published = published_perplexity(architecture)
@@ -649,8 +650,7 @@ def format_table(results: Dict[str, Any]) -> str:
         f'{tokens_per_second:,.0f}' if tokens_per_second else '-',
         f'{published:.2f}',
     ]
-    rows.append(row)
-  lines = markdown.table(header, rows)
+    lines.append('| ' + ' | '.join(row) + ' |')
   if {'transformer', 'mixed'} <= set(models):
     ours = (
         models['mixed']['valid']['perplexity']
