@@ -21,6 +21,7 @@ from absl import flags
 import gin
 
 from official_repro.common import cli
+from official_repro.common import markdown
 from experiments import paper_tables
 from official.core import config_definitions as cfg
 from official_repro import count_flops
@@ -97,8 +98,7 @@ def main(argv):
       'steps at equal budget',
       'steps (001)',
   )
-  print('| ' + ' | '.join(header) + ' |')
-  print('|' + '---|' * len(header))
+  rows = []
   paper = paper_rows()
   for name, (label, paper_params, paper_flops, paper_steps) in paper.items():
     report, task_config = _report(name)
@@ -114,11 +114,19 @@ def main(argv):
         report.batch_size,
         report.seq_length,
     )
-    print(
-        f'| {label} | {parameters["encoder"] / 1e6:.2f}M | '
-        f'{paper_params / 1e6:.1f}M | {total:.3g} | {paper_flops:.1e} | '
-        f'{total / paper_flops:.2f} | {steps:,.0f} | {paper_steps:,} |'
+    rows.append(
+        [
+            label,
+            f'{parameters["encoder"] / 1e6:.2f}M',
+            f'{paper_params / 1e6:.1f}M',
+            f'{total:.3g}',
+            f'{paper_flops:.1e}',
+            f'{total / paper_flops:.2f}',
+            f'{steps:,.0f}',
+            f'{paper_steps:,}',
+        ]
     )
+  print('\n'.join(markdown.table(header, rows)))
   print(
       f'\nBudget: ELECTRA_small at its Table V steps, {budget:.4g} FLOPs, '
       "scaled by 001's FLOPs ratio per row "
