@@ -62,9 +62,6 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 from absl import logging
 import gin
@@ -73,6 +70,7 @@ import tensorflow as tf
 from official_repro.common import cli
 from experiments import paper_tables
 from official_repro.common import json_files
+from official_repro.common import markdown
 from official_repro.data import wikitext
 from official_repro.modeling.models import causal_lm
 from official_repro.tasks import causal_lm as causal_lm_task
@@ -624,7 +622,7 @@ def format_table(results: Dict[str, Any]) -> str:
       + (['test ppl (ours)'] if has_test else [])
       + ['train tokens/s', 'ppl (002 Table 3, WikiText-103)']
   )
-  lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+  rows = []
   for architecture, entry in models.items():
     label = PUBLISHED[architecture][0]
     published = published_perplexity(architecture)
@@ -650,7 +648,8 @@ def format_table(results: Dict[str, Any]) -> str:
         f'{tokens_per_second:,.0f}' if tokens_per_second else '-',
         f'{published:.2f}',
     ]
-    lines.append('| ' + ' | '.join(row) + ' |')
+    rows.append(row)
+  lines = markdown.table(header, rows)
   if {'transformer', 'mixed'} <= set(models):
     ours = (
         models['mixed']['valid']['perplexity']

@@ -72,9 +72,6 @@ import random
 import re
 from typing import Dict, List, Sequence
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import numpy as np
