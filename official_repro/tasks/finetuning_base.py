@@ -35,7 +35,7 @@ from official.core import base_task
 from official.core import config_definitions as cfg
 from official.modeling import optimization
 from official.modeling import performance
-from official.nlp.tools import tokenization
+from official_repro.data import vocab as vocab_lib
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.optimization import layerwise_decay
@@ -112,9 +112,9 @@ class FinetuneTask(base_task.Task):
     self._lr_multipliers = {}
 
   @property
-  def tokenizer(self) -> tokenization.FullTokenizer:
+  def tokenizer(self) -> vocab_lib.FullTokenizer:
     if self._tokenizer is None:
-      self._tokenizer = tokenization.FullTokenizer(
+      self._tokenizer = vocab_lib.FullTokenizer(
           self.task_config.vocab_file, do_lower_case=self.task_config.lower_case
       )
     return self._tokenizer
