@@ -32,7 +32,7 @@ report.
 import dataclasses
 import os
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -170,20 +170,34 @@ def identity_auc(
   )
 
 
+def detector_metrics(
+    labels: np.ndarray, logits: np.ndarray
+) -> Dict[str, float]:
+  """A detector's AUC, recall and accuracy; logit > 0 calls a token replaced.
+
+  Args:
+    labels: `[n]`, positive where the token was replaced.
+    logits: float `[n]`, the detector's log-odds of "replaced".
+  """
+  replaced = labels > 0
+  said_replaced = logits > 0
+  return dict(
+      auc=ranking.auc(labels, logits),
+      recall=float(said_replaced[replaced].mean()),
+      accuracy=float((said_replaced == replaced).mean()),
+  )
+
+
 def detection_metrics(
     tokens: DetectedTokens, vocab_size: int
 ) -> Dict[str, float]:
   """AUC, recall, accuracy and the identity baseline of one source."""
-  replaced = tokens.labels > 0
-  said_replaced = tokens.logits > 0
   identity, detector_on_half = identity_auc(tokens, vocab_size)
   return dict(
       tokens=int(tokens.labels.size),
-      replaced_share=float(replaced.mean()),
+      replaced_share=float((tokens.labels > 0).mean()),
       unchanged_share_of_masked=tokens.unchanged / max(1, tokens.masked),
-      auc=ranking.auc(tokens.labels, tokens.logits),
-      recall=float(said_replaced[replaced].mean()),
-      accuracy=float((said_replaced == replaced).mean()),
+      **detector_metrics(tokens.labels, tokens.logits),
       identity_auc=identity,
       auc_on_identity_half=detector_on_half,
   )
@@ -297,6 +311,52 @@ def _probed_functions(run: saved_runs.SavedRun):
   )
 
 
+def _detect(
+    dataset: tf.data.Dataset,
+    sample: Callable[[Dict[str, tf.Tensor]], Tuple[tf.Tensor, tf.Tensor]],
+    detect: Callable[..., Tuple[tf.Tensor, tf.Tensor, tf.Tensor]],
+    draws: _Replacements,
+) -> Tuple[Dict[str, DetectedTokens], int]:
+  """Every source's replacements of each batch, through the detector.
+
+  Args:
+    dataset: the held-out batches.
+    sample: batch -> the generator's draws and their probabilities.
+    detect: (batch, replacements) -> corrupted ids, labels, logits.
+    draws: the context-free sources' draws.
+
+  Returns:
+    ({source: its tokens over every batch}, the number of batches).
+  """
+  parts = {source: [] for source in SOURCES}
+  batches = sequences = 0
+  for batch in dataset:
+    batches += 1
+    numpy_batch = {k: v.numpy() for k, v in batch.items()}
+    sampled, probabilities = sample(batch)
+    by_source = dict(generator=(sampled.numpy(), probabilities.numpy()))
+    shape = numpy_batch['masked_lm_ids'].shape
+    for source in SOURCES[1:]:
+      by_source[source] = (draws.draw(source, shape).astype(np.int32), None)
+    for source, (replacements, probability) in by_source.items():
+      corrupted, labels, logits = detect(batch, tf.constant(replacements))
+      parts[source].append(
+          _flatten(
+              sequences,
+              numpy_batch,
+              corrupted.numpy(),
+              labels.numpy(),
+              logits.numpy(),
+              replacements,
+              probability,
+          )
+      )
+    sequences += len(numpy_batch['input_mask'])
+  if not batches:
+    return {}, 0
+  return {source: _concatenate(p) for source, p in parts.items()}, batches
+
+
 def probe(
     model_dir: str,
     record_dir: Optional[str] = None,
@@ -341,33 +401,9 @@ def probe(
   dataset = task.build_inputs(params.task.validation_data)
   if steps > 0:
     dataset = dataset.take(steps)
-  parts = {source: [] for source in SOURCES}
-  batches = sequences = 0
-  for batch in dataset:
-    batches += 1
-    numpy_batch = {k: v.numpy() for k, v in batch.items()}
-    sampled, probabilities = sample(batch)
-    by_source = dict(generator=(sampled.numpy(), probabilities.numpy()))
-    shape = numpy_batch['masked_lm_ids'].shape
-    for source in SOURCES[1:]:
-      by_source[source] = (draws.draw(source, shape).astype(np.int32), None)
-    for source, (replacements, probability) in by_source.items():
-      corrupted, labels, logits = detect_step(batch, tf.constant(replacements))
-      parts[source].append(
-          _flatten(
-              sequences,
-              numpy_batch,
-              corrupted.numpy(),
-              labels.numpy(),
-              logits.numpy(),
-              replacements,
-              probability,
-          )
-      )
-    sequences += len(numpy_batch['input_mask'])
+  tokens, batches = _detect(dataset, sample, detect_step, draws)
   if not batches:
     raise cli.UserError(f'{record_dir}: the eval split holds no batch.')
-  tokens = {source: _concatenate(p) for source, p in parts.items()}
   vocab_size = len(counts)
   return dict(
       model_dir=model_dir,

@@ -22,8 +22,9 @@ from each model's outputs (`OUTPUT_NAMES`), on the static records' eval
 split (every variant scored on the same masks), beside the context-free
 ceiling (`official_repro.metrics.context_free`); a setting the stock task
 lacks is made the stock one for every variant (`Objective.bindings`, said
-in the report); a gap is flagged where it exceeds twice its standard error
-over seeds, with Welch's p-value and the flag's chance rate.
+in the report); each gap over seeds gets `aggregation.compare`'s verdict
+(ahead, behind or within noise: twice its standard error), with Welch's
+p-value and the verdict's chance rate.
 
 Runs live in `--runs_dir` (`<objective>-<variant>-seed<k>/`): a rerun skips
 finished runs and resumes an interrupted one from its last evaluation,
@@ -34,16 +35,16 @@ machine; one whose context-free ceiling differs from the rebuilt records'
 is refused) and a `.png` per objective.
 """
 
+from concurrent import futures
 import dataclasses
 import hashlib
 import json
 import math
 import os
+import re
 import statistics
-import subprocess
-import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
@@ -56,8 +57,9 @@ import tensorflow as tf
 import tf_keras
 
 from experiments import benchmark_pretraining
+from experiments import commands
 from experiments import provenance
-from experiments.investigations import ranking
+from experiments.investigations import discriminator_probe_lib
 from experiments.regeneration import registry
 from experiments.regeneration import runner
 from official.core import base_task
@@ -67,9 +69,11 @@ from official.core import task_factory
 from official.core import train_utils
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import markdown as md
 from official_repro.data import create_pretraining_data
 from official_repro.data import pretrain_dataloader
 from official_repro.data import records
+from official_repro.metrics import aggregation
 from official_repro.metrics import context_free
 from official_repro.training import experiment
 from official_repro.training import gin_utils
@@ -317,6 +321,9 @@ def define_flags() -> None:
   flags.DEFINE_string(
       'run', None, 'objective:variant:seed: train that run in this process.'
   )
+  flags.DEFINE_integer(
+      'threads', 0, 'With --run: TensorFlow threads (0: its default).'
+  )
   flags.mark_flag_as_required('runs_dir')
 
 
@@ -428,12 +435,23 @@ def _held_out_batches(runs_dir: str, params, count: int) -> List[Dict]:
   ]
 
 
+def static_predictor(runs_dir: str) -> context_free.ContextFreePredictor:
+  """The context-free predictor of the static records (their fractions)."""
+  directory = records_dir(runs_dir, 'static')
+  fractions = records.load_metadata(directory)['static_masking']
+  return context_free.ContextFreePredictor.from_records(
+      directory,
+      fractions['mask_token_fraction'],
+      fractions['random_token_fraction'],
+  )
+
+
 def held_out_ceiling(runs_dir: str, count: int) -> Dict[str, float]:
   """The context-free ceiling on the first `count` held-out batches.
 
   No model: the best prediction from the shown token alone
-  (`context_free.ContextFreePredictor`, from the static records' training
-  split and masking fractions), scored on the slots every run is scored on.
+  (`static_predictor`, from the static records' training split and masking
+  fractions), scored on the slots every run is scored on.
 
   Args:
     runs_dir: holds `records_static`.
@@ -443,20 +461,14 @@ def held_out_ceiling(runs_dir: str, count: int) -> Dict[str, float]:
     `context_free`, `mask_token_context_free`, `slots`, `mask_token_slots`.
   """
   directory = records_dir(runs_dir, 'static')
-  metadata = records.load_metadata(directory)
-  fractions = metadata['static_masking']
-  predictor = context_free.ContextFreePredictor.from_records(
-      directory,
-      fractions['mask_token_fraction'],
-      fractions['random_token_fraction'],
-  )
+  predictor = static_predictor(runs_dir)
   config = pretrain_dataloader.PretrainDataConfig(
       input_path=directory,
       split='eval',
       masking='static',
       is_training=False,
       global_batch_size=HELD_OUT_BATCH_SIZE,
-      max_seq_length=metadata['max_seq_length'],
+      max_seq_length=records.load_metadata(directory)['max_seq_length'],
       drop_remainder=False,
   )
   batches = [
@@ -474,21 +486,19 @@ def held_out_ceiling(runs_dir: str, count: int) -> Dict[str, float]:
       batches,
       predictor,
   )
-  return {
-      name: report[name]
-      for name in (
-          'context_free',
-          'mask_token_context_free',
-          'slots',
-          'mask_token_slots',
-      )
-  }
+  keys = (
+      'context_free',
+      'mask_token_context_free',
+      'slots',
+      'mask_token_slots',
+  )
+  return {name: report[name] for name in keys}
 
 
 def held_out_metrics(
     outputs: Sequence[Dict[str, np.ndarray]],
     batches: Sequence[Dict[str, np.ndarray]],
-    mask_token_id: int,
+    predictor: context_free.ContextFreePredictor,
 ) -> Dict[str, float]:
   """The held-out metrics of a model's outputs on the held-out batches.
 
@@ -497,59 +507,49 @@ def held_out_metrics(
       them, `rtd_logits`, `rtd_labels` `[B, T]` and `mws_logits`
       `[B, P, K + 1]` (the original at index 0).
     batches: the inputs.
-    mask_token_id: the id of [MASK].
+    predictor: the records' context-free predictor (its [MASK] id says
+      which slots show [MASK]).
 
   Returns:
-    `masked_lm_accuracy` (every real masked slot), `mask_token_accuracy`
-    (the slots whose input shows [MASK]); with RTD outputs
-    `discriminator_auc`, `_accuracy` (logit > 0), `_recall` and `_loss`
-    (sigmoid cross-entropy) over real tokens; with MWS outputs
-    `mws_accuracy` (the original's logit largest).
+    `masked_lm_accuracy` (every real masked slot) and `mask_token_accuracy`
+    (the slots whose input shows [MASK]), by `context_free.masked_lm_report`;
+    with RTD outputs `discriminator_auc`, `_recall`, `_accuracy`
+    (`discriminator_probe_lib.detector_metrics`) and `_loss` (sigmoid
+    cross-entropy) over real tokens; with MWS outputs `mws_accuracy` (the
+    original's logit largest).
   """
-  correct, shown_mask, real_slots = [], [], []
-  rtd_logits, rtd_labels, mws_correct = [], [], []
-  for output, batch in zip(outputs, batches):
-    weights = np.asarray(batch['masked_lm_weights']) > 0
-    predicted = np.argmax(output['mlm_logits'], axis=-1)
-    correct.append((predicted == batch['masked_lm_ids'])[weights])
-    shown = np.take_along_axis(
-        np.asarray(batch['input_word_ids']),
-        np.asarray(batch['masked_lm_positions']),
-        axis=1,
-    )
-    shown_mask.append((shown == mask_token_id)[weights])
-    real_slots.append(weights[weights])
-    if output.get('rtd_logits') is not None:
-      real = np.asarray(batch['input_mask']) > 0
-      rtd_logits.append(np.asarray(output['rtd_logits'])[real])
-      rtd_labels.append(np.asarray(output['rtd_labels'])[real])
-    if output.get('mws_logits') is not None:
-      mws_correct.append(
-          (np.argmax(output['mws_logits'], axis=-1) == 0)[weights]
-      )
-  correct = np.concatenate(correct)
-  shown_mask = np.concatenate(shown_mask)
-  metrics = dict(
-      masked_lm_accuracy=float(correct.mean()),
-      mask_token_accuracy=float(correct[shown_mask].mean()),
+  report = context_free.masked_lm_report(
+      lambda batch: np.argmax(batch['mlm_logits'], axis=-1),
+      [dict(batch, **output) for output, batch in zip(outputs, batches)],
+      predictor,
   )
-  if rtd_logits:
-    logits = np.concatenate(rtd_logits).astype(np.float64)
-    labels = np.concatenate(rtd_labels).astype(np.float64)
-    metrics.update(
-        discriminator_auc=ranking.auc(labels, logits),
-        discriminator_accuracy=float(((logits > 0) == (labels > 0)).mean()),
-        discriminator_recall=float((logits[labels > 0] > 0).mean()),
-        discriminator_loss=float(
-            np.mean(
-                np.maximum(logits, 0)
-                - logits * labels
-                + np.log1p(np.exp(-np.abs(logits)))
-            )
-        ),
+  metrics = dict(
+      masked_lm_accuracy=report['accuracy'],
+      mask_token_accuracy=report['mask_token_accuracy'],
+  )
+
+  def real(values, mask):
+    """Per-batch arrays at their batch's real `mask` entries, as one."""
+    return np.concatenate(
+        [
+            np.asarray(v)[np.asarray(batch[mask]) > 0]
+            for v, batch in zip(values, batches)
+        ]
+    ).astype(np.float64)
+
+  if outputs[0].get('rtd_logits') is not None:
+    logits = real([o['rtd_logits'] for o in outputs], 'input_mask')
+    labels = real([o['rtd_labels'] for o in outputs], 'input_mask')
+    detector = discriminator_probe_lib.detector_metrics(labels, logits)
+    metrics.update({f'discriminator_{k}': v for k, v in detector.items()})
+    metrics['discriminator_loss'] = float(
+        np.mean(np.logaddexp(0.0, logits) - logits * labels)
     )
-  if mws_correct:
-    metrics['mws_accuracy'] = float(np.concatenate(mws_correct).mean())
+  if outputs[0].get('mws_logits') is not None:
+    original_wins = [np.argmax(o['mws_logits'], axis=-1) == 0 for o in outputs]
+    metrics['mws_accuracy'] = float(
+        real(original_wins, 'masked_lm_weights').mean()
+    )
   return metrics
 
 
@@ -561,6 +561,45 @@ def _output_names(variant: Variant, objective: str) -> Tuple:
   if objective == 'teams':
     return OUTPUT_NAMES['stock_teams']
   return OUTPUT_NAMES['stock']
+
+
+def _evaluator(
+    model: tf_keras.Model,
+    names: Tuple[Optional[str], ...],
+    batches: Sequence[Dict[str, tf.Tensor]],
+    predictor: context_free.ContextFreePredictor,
+) -> Callable[[], Dict[str, float]]:
+  """`held_out_metrics` of `model` on `batches`, as a function of nothing.
+
+  Args:
+    model: the run's model.
+    names: its output names (`OUTPUT_NAMES`).
+    batches: the held-out batches.
+    predictor: the records' context-free predictor.
+  """
+
+  @tf.function
+  def forward(batch):
+    outputs = model(batch, training=False)
+    return {
+        key: tf.cast(outputs[name], tf.float32)
+        if 'logits' in key or 'outputs' in name
+        else outputs[name]
+        for key, name in zip(
+            ('mlm_logits', 'rtd_logits', 'rtd_labels', 'mws_logits'), names
+        )
+        if name is not None and name in outputs
+    }
+
+  numpy_batches = [{k: v.numpy() for k, v in b.items()} for b in batches]
+
+  def evaluate():
+    outputs = [
+        {k: v.numpy() for k, v in forward(batch).items()} for batch in batches
+    ]
+    return held_out_metrics(outputs, numpy_batches, predictor)
+
+  return evaluate
 
 
 def run_params(
@@ -635,26 +674,12 @@ def train_one(
   trainer = train_utils.create_trainer(
       params, task, train=True, evaluate=False, trainer_cls=trainer_cls
   )
-  names = _output_names(variant, objective_name)
-  model = trainer.model
-
-  @tf.function
-  def forward(batch):
-    outputs = model(batch, training=False)
-    return {
-        key: tf.cast(outputs[name], tf.float32)
-        if 'logits' in key or 'outputs' in name
-        else outputs[name]
-        for key, name in zip(
-            ('mlm_logits', 'rtd_logits', 'rtd_labels', 'mws_logits'), names
-        )
-        if name is not None and name in outputs
-    }
-
-  mask_id = records.load_metadata(records_dir(runs_dir, 'static'))[
-      'special_token_ids'
-  ]['mask']
-  numpy_batches = [{k: v.numpy() for k, v in b.items()} for b in batches]
+  evaluate = _evaluator(
+      trainer.model,
+      _output_names(variant, objective_name),
+      batches,
+      static_predictor(runs_dir),
+  )
   out_dir = os.path.join(runs_dir, name)
   state = RunState(out_dir, trainer.checkpoint)
   progress = state.restore(schedule)
@@ -662,24 +687,7 @@ def train_one(
   if step:
     trainer.train_dataset = _data_from_step(trainer, task, params, step)
     print(f'{name} resumed at step {step}', flush=True)
-  start = time.time() - progress['seconds']
-  while step < schedule.train_steps:
-    steps = min(schedule.eval_every, schedule.train_steps - step)
-    logs = trainer.train(tf.constant(steps, tf.int32))
-    step += steps
-    outputs = [
-        {k: v.numpy() for k, v in forward(batch).items()} for batch in batches
-    ]
-    metrics = held_out_metrics(outputs, numpy_batches, mask_id)
-    metrics['training_loss'] = float(logs['training_loss'])
-    progress['curve'][str(step)] = metrics
-    progress.update(step=step, seconds=time.time() - start)
-    state.save(progress)
-    print(
-        f'{name} step {step}: '
-        + ', '.join(f'{k} {v:.4f}' for k, v in metrics.items()),
-        flush=True,
-    )
+  _train_to_end(name, trainer, evaluate, state, progress, schedule)
   json_files.write_text(
       os.path.join(out_dir, 'operative_config.gin'), operative
   )
@@ -696,6 +704,36 @@ def train_one(
       ),
   )
   state.remove()
+
+
+def _train_to_end(
+    name: str,
+    trainer: base_trainer.Trainer,
+    evaluate: Callable[[], Dict[str, float]],
+    state: 'RunState',
+    progress: Dict[str, Any],
+    schedule: Schedule,
+) -> None:
+  """Trains from `progress['step']` to the end, evaluating and saving.
+
+  Every `schedule.eval_every` steps the held-out metrics and the training
+  loss join `progress['curve']`, which `state` saves with the checkpoint.
+  """
+  step = progress['step']
+  start = time.time() - progress['seconds']
+  while step < schedule.train_steps:
+    steps = min(schedule.eval_every, schedule.train_steps - step)
+    logs = trainer.train(tf.constant(steps, tf.int32))
+    step += steps
+    metrics = dict(evaluate(), training_loss=float(logs['training_loss']))
+    progress['curve'][str(step)] = metrics
+    progress.update(step=step, seconds=time.time() - start)
+    state.save(progress)
+    print(
+        f'{name} step {step}: '
+        + ', '.join(f'{k} {v:.4f}' for k, v in metrics.items()),
+        flush=True,
+    )
 
 
 class RunState:
@@ -934,97 +972,74 @@ def run_all(
     variant_names: Optional[Sequence[str]] = None,
     prior_runs: Optional[Dict[str, Dict[str, Any]]] = None,
 ) -> None:
-  """Trains every run that has no curve yet, one subprocess each.
+  """Trains every run that has no curve yet, one `commands.run_module` each.
 
   With `parallel` > 1 that many runs train at once, each on one thread
-  (`TF_NUM_INTRAOP_THREADS=1`): a model this small keeps one core busy
-  better than it splits over two.
+  (`--threads=1`): a model this small keeps one core busy better than it
+  splits over two. Each run's output goes to its `train.log` when it ends,
+  its evaluations to this process's output as they come. A failed run
+  starts no further runs; those in flight train on to their end (with
+  `parallel` > 1 an interrupt, too, waits for them: only the thread that
+  started a job can stop it).
   """
-  pending = list(
-      enumerate(
-          jobs_left(
-              runs_dir, objective_names, seeds, variant_names, prior_runs
-          ),
-          1,
-      )
-  )
-  total = len(pending)
-  running = []
-  environment = dict(os.environ)
-  if parallel > 1:
-    environment.update(TF_NUM_INTRAOP_THREADS='1', TF_NUM_INTEROP_THREADS='1')
-  while pending or running:
-    while pending and len(running) < parallel:
-      index, (o, v, s) = pending.pop(0)
-      name = run_name(o, v, s)
-      print(f'[{index}/{total}] {name}', flush=True)
-      log_dir = os.path.join(runs_dir, name)
-      tf.io.gfile.makedirs(log_dir)
-      # A child's stdout needs an operating-system file: a local runs_dir.
-      log = open(os.path.join(log_dir, 'train.log'), 'a')
-      log.write(f'== {time.strftime("%Y-%m-%d %H:%M:%S")} started\n')
-      log.flush()
-      process = subprocess.Popen(
-          [
-              sys.executable,
-              '-m',
-              'experiments.investigations.dynamics_parity',
-              f'--runs_dir={runs_dir}',
-              f'--run={o}:{v}:{s}',
-              f'--train_steps={schedule.train_steps}',
-              f'--eval_every={schedule.eval_every}',
-              f'--eval_batches={schedule.eval_batches}',
-          ],
-          stdout=log,
-          stderr=subprocess.STDOUT,
-          cwd=gin_utils.REPO_ROOT,
-          env=environment,
-      )
-      running.append((name, log_dir, log, process))
-    time.sleep(5)
-    for job in list(running):
-      name, log_dir, log, process = job
-      if process.poll() is None:
-        continue
-      running.remove(job)
-      log.close()
-      if process.returncode:
-        for _, _, other_log, other in running:
-          other.terminate()
-          other.wait()
-          other_log.close()
-        raise RuntimeError(f'{name} failed; see {log_dir}/train.log.')
+  jobs = jobs_left(runs_dir, objective_names, seeds, variant_names, prior_runs)
+
+  def train(numbered: Tuple[int, Tuple[str, str, int]]) -> None:
+    index, (o, v, s) = numbered
+    name = run_name(o, v, s)
+    print(f'[{index}/{len(jobs)}] {name}', flush=True)
+    tf.io.gfile.makedirs(os.path.join(runs_dir, name))
+    commands.run_module(
+        'experiments.investigations.dynamics_parity',
+        [
+            f'--runs_dir={runs_dir}',
+            f'--run={o}:{v}:{s}',
+            f'--train_steps={schedule.train_steps}',
+            f'--eval_every={schedule.eval_every}',
+            f'--eval_batches={schedule.eval_batches}',
+            f'--threads={1 if parallel > 1 else 0}',
+        ],
+        log_path=os.path.join(runs_dir, name, 'train.log'),
+        show=re.compile(re.escape(name) + ' (step|resumed)'),
+    )
+
+  if parallel == 1:
+    for numbered in enumerate(jobs, 1):
+      train(numbered)
+    return
+  with futures.ThreadPoolExecutor(parallel) as pool:
+    running = [pool.submit(train, numbered) for numbered in enumerate(jobs, 1)]
+    try:
+      for job in futures.as_completed(running):
+        job.result()
+    finally:
+      pool.shutdown(cancel_futures=True)
 
 
-def difference(a: Sequence[float], b: Sequence[float]) -> Dict[str, float]:
-  """mean(a) - mean(b), twice its standard error, and the verdict.
+def welch(
+    a: Sequence[float], b: Sequence[float], comparison: aggregation.Comparison
+) -> Tuple[float, float]:
+  """Welch's t-test beside `aggregation.compare`'s verdict on `a` and `b`.
 
-  The standard error is sqrt(s_a^2 / n_a + s_b^2 / n_b) (sample variances);
-  the verdict is 'differs' when |gap| exceeds twice it, else 'within
-  noise'. With a few seeds that criterion is loose, so two more figures
-  come with it, both from Welch's t distribution (Welch-Satterthwaite
-  degrees of freedom): `p`, the two-sided p-value of the gap, and
-  `chance_flag`, the probability that the criterion says 'differs' when
-  the two means are equal (normal seed-to-seed variation; approximate, as
-  the degrees of freedom are estimated from the observed variances).
+  With a few seeds the verdict (the gap against twice its standard error)
+  is loose, so two figures come with it, both from Welch's t distribution
+  (Welch-Satterthwaite degrees of freedom).
+
+  Args:
+    a: per-seed values.
+    b: per-seed values.
+    comparison: `aggregation.compare(a, b)`.
+
+  Returns:
+    `(p, chance_flag)`: the gap's two-sided p-value, and the probability
+    that the verdict is 'ahead' or 'behind' when the two means are equal
+    (normal seed-to-seed variation; approximate, as the degrees of freedom
+    are estimated from the observed variances).
   """
-  gap = statistics.fmean(a) - statistics.fmean(b)
-  error = math.sqrt(
-      statistics.variance(a) / len(a) + statistics.variance(b) / len(b)
-  )
-  if error == 0.0:  # Welch's t is undefined without spread
-    p, chance_flag = (1.0 if gap == 0.0 else 0.0), 0.0
-  else:
-    welch = scipy_stats.ttest_ind(a, b, equal_var=False)
-    p = float(welch.pvalue)
-    chance_flag = float(2.0 * scipy_stats.t.sf(2.0, welch.df))
-  return dict(
-      gap=gap,
-      noise=2.0 * error,
-      p=p,
-      chance_flag=chance_flag,
-      verdict='differs' if abs(gap) > 2.0 * error else 'within noise',
-  )
+  if comparison.noise == 0.0:  # Welch's t is undefined without spread
+    return (1.0 if comparison.gap == 0.0 else 0.0), 0.0
+  result = scipy_stats.ttest_ind(a, b, equal_var=False)
+  return float(result.pvalue), float(2.0 * scipy_stats.t.sf(2.0, result.df))
 
 
 # The comparisons of the report: (variant, against, what it asks).
@@ -1208,7 +1223,11 @@ def collect(
 
 
 def comparisons(results) -> List[Dict]:
-  """Every comparison at every checkpoint and metric both sides have."""
+  """Every comparison at every checkpoint and metric both sides have.
+
+  Each row holds both sides' means, `aggregation.compare`'s `gap`, `noise`
+  and `verdict`, and `welch`'s `p` and `chance_flag`.
+  """
   rows = []
   for o, by_variant in results.items():
     for a, b, question in COMPARISONS:
@@ -1216,10 +1235,13 @@ def comparisons(results) -> List[Dict]:
         continue
       for step in sorted(set(by_variant[a]) & set(by_variant[b])):
         for metric in OBJECTIVES[o].metrics:
-          x = by_variant[a][step].get(metric)
-          y = by_variant[b][step].get(metric)
-          if not x or not y or len(x) < 2 or len(y) < 2:
+          x = by_variant[a][step].get(metric) or []
+          y = by_variant[b][step].get(metric) or []
+          if len(x) < 2 or len(y) < 2:
             continue
+          ours, theirs = aggregation.summarize(x), aggregation.summarize(y)
+          comparison = aggregation.compare_summaries(ours, theirs)
+          p, chance_flag = welch(x, y, comparison)
           rows.append(
               dict(
                   objective=o,
@@ -1228,10 +1250,12 @@ def comparisons(results) -> List[Dict]:
                   question=question,
                   step=step,
                   metric=metric,
-                  mean=statistics.fmean(x),
-                  against_mean=statistics.fmean(y),
+                  mean=ours['mean'],
+                  against_mean=theirs['mean'],
                   seeds=(len(x), len(y)),
-                  **difference(x, y),
+                  p=p,
+                  chance_flag=chance_flag,
+                  **dataclasses.asdict(comparison),
               )
           )
   return rows
@@ -1266,7 +1290,7 @@ def plot(objective: str, by_variant, metrics: Sequence[str], path: str):
         )
       ax.plot(
           steps,
-          [statistics.fmean(v) for v in values],
+          [aggregation.summarize(v)['mean'] for v in values],
           color=color,
           marker='o',
           markersize=3,
@@ -1286,7 +1310,7 @@ def plot(objective: str, by_variant, metrics: Sequence[str], path: str):
 
 
 def summary(rows: List[Dict]) -> List[str]:
-  """Each comparison at its last checkpoint: what differs, and by how much.
+  """Each comparison at its last checkpoint: its verdicts, and by how much.
 
   Args:
     rows: `comparisons(...)`.
@@ -1294,45 +1318,39 @@ def summary(rows: List[Dict]) -> List[str]:
   Returns:
     Markdown lines: a heading and one bullet per objective and comparison.
   """
-  last = {}
+  by_comparison = {}
   for row in rows:
     key = (row['objective'], row['variant'], row['against'])
-    last[key] = max(last.get(key, 0), row['step'])
+    by_comparison.setdefault(key, []).append(row)
   lines = ['## Summary at the last checkpoint', '']
-  for (objective, variant, against), step in last.items():
-    at_step = [
-        row
-        for row in rows
-        if (row['objective'], row['variant'], row['against'], row['step'])
-        == (objective, variant, against, step)
+  for (objective, variant, against), every_step in by_comparison.items():
+    step = max(row['step'] for row in every_step)
+    at_step = [row for row in every_step if row['step'] == step]
+    quiet = [r['metric'] for r in at_step if r['verdict'] == 'within noise']
+    verdicts = [
+        f'{verdict} on '
+        + ', '.join(
+            f'{r["metric"]} ({r["gap"]:+.4f}, noise {r["noise"]:.4f}, '
+            f'p {r["p"]:.2f})'
+            for r in at_step
+            if r['verdict'] == verdict
+        )
+        for verdict in ('ahead', 'behind')
+        if any(r['verdict'] == verdict for r in at_step)
     ]
-    differs = [row for row in at_step if row['verdict'] == 'differs']
-    quiet = [row['metric'] for row in at_step if row['verdict'] != 'differs']
+    if not verdicts:
+      verdicts = ['within noise on every metric']
+    elif quiet:
+      verdicts.append(f'within noise: {", ".join(quiet)}')
+    flagged = sum(r['verdict'] != 'within noise' for r in every_step)
+    expected = sum(r['chance_flag'] for r in every_step)
     seeds = at_step[0]['seeds']
-    every_step = [
-        row
-        for row in rows
-        if (row['objective'], row['variant'], row['against'])
-        == (objective, variant, against)
-    ]
-    flagged = sum(row['verdict'] == 'differs' for row in every_step)
-    expected = sum(row['chance_flag'] for row in every_step)
     lines.append(
         f'- {objective}, {variant} vs {against} ({at_step[0]["question"]}; '
         f'step {step:,}, {seeds[0]} and {seeds[1]} seeds): '
-        + (
-            'differs on '
-            + ', '.join(
-                f'{row["metric"]} ({row["gap"]:+.4f}, noise '
-                f'{row["noise"]:.4f}, p {row["p"]:.2f})'
-                for row in differs
-            )
-            if differs
-            else 'nothing differs'
-        )
-        + (f'; within noise: {", ".join(quiet)}' if quiet else '')
+        + '; '.join(verdicts)
         + f'. Over every checkpoint, {flagged} of {len(every_step)} checks '
-        f'differ; {expected:.1f} would by chance.'
+        f'are ahead or behind; {expected:.1f} would be by chance.'
     )
   return lines + ['']
 
@@ -1354,6 +1372,173 @@ def _share_range(shares: Sequence[float]) -> str:
   return f'{low}%' if low == high else f'{low}-{high}%'
 
 
+def _mean_and_spread(values: Sequence[float]) -> str:
+  """'mean ± seed standard deviation' ('-' without values)."""
+  if not values:
+    return '-'
+  spread = aggregation.summarize(values)
+  return f'{spread["mean"]:.4f}' + (
+      f' ± {spread["std"]:.4f}' if spread['n'] > 1 else ''
+  )
+
+
+def _curve_lines(objective: str, by_variant) -> List[str]:
+  """An objective's plot, mean curves table and last values by seed."""
+  metrics = OBJECTIVES[objective].metrics
+  rows = []
+  for variant, curve in by_variant.items():
+    for step in sorted(curve):
+      values = [curve[step].get(metric, []) for metric in metrics]
+      rows.append(
+          [
+              variant,
+              f'{step:,}',
+              max(len(v) for v in values),
+              *(_mean_and_spread(v) for v in values),
+          ]
+      )
+  return [
+      f'### {objective}',
+      '',
+      f'![{objective}](dynamics_parity_cpu_{objective}.png)',
+      '',
+      *md.table(['variant', 'step', 'seeds', *metrics], rows),
+      '',
+      *_by_seed(by_variant, metrics[0]),
+      '',
+  ]
+
+
+def _settings_lines(results, schedule: Schedule) -> List[str]:
+  """Every run's settings, the stock ones made everyone's, the variants."""
+  return [
+      "Every run: the objective's paper gin file with the cpu scale's "
+      'includes (hidden 128, 2 layers, length 64, batch 128), '
+      f'{schedule.train_steps:,} steps (warmup a tenth), evaluated every '
+      f'{schedule.eval_every} steps on the same {schedule.eval_batches} '
+      "held-out batches of 128 sequences (the static records' eval split: 4 "
+      'held-out books). Settings made the stock ones for every variant:',
+      '',
+      *(
+          f'- {o}: `{binding}`: {reason}.'
+          for o in results
+          for binding, reason in OBJECTIVES[o].bindings
+      ),
+      '',
+      'Variants: '
+      + '; '.join(
+          f'`{v.name}` ({"Model Garden" if v.stock else "ours"}, '
+          f'{v.records} records'
+          f'{", shuffled as ours" if v.stock_shuffles_as_ours else ""})'
+          for v in VARIANTS.values()
+      )
+      + '.',
+      '',
+  ]
+
+
+def _ceiling_lines(ceiling: Dict[str, float]) -> List[str]:
+  """The context-free ceiling on the held-out slots, in words."""
+  return [
+      'Without context (copy the shown token; behind [MASK], the most '
+      'frequent training token: `official_repro.metrics.context_free`) '
+      f'a masked LM scores {ceiling["context_free"]:.4f} on these '
+      f'{ceiling["slots"]:,} held-out slots and '
+      f'{ceiling["mask_token_context_free"]:.4f} on the '
+      f'{ceiling["mask_token_slots"]:,} shown as [MASK] '
+      '(`masked_lm_accuracy` and `mask_token_accuracy` above it need '
+      'context).',
+      '',
+  ]
+
+
+def _replay_lines(replay: Dict[str, Dict[str, float]]) -> List[str]:
+  """The second-epoch replay of each loader's stream (`epoch_replay`)."""
+  first = next(iter(replay.values()))
+  return [
+      '## Second-epoch replay',
+      '',
+      "Model Garden's pretraining loader shuffles examples in a buffer of "
+      "100 (`cfg.DataConfig`'s default), ours in one of 10,000 "
+      '(`pretrain_data.shuffle_buffer_size`). google-research/electra '
+      'also shuffles in a buffer of 100, but behind interleaved reads of '
+      'its shards (1,000 by default), whose order it reshuffles every '
+      'epoch; these records are one shard. They are stored in a hashed '
+      'order, so every loader reads a shuffled first epoch; the '
+      'question is how far the second epoch moves each sequence from '
+      "its first-epoch place. Each loader's ELECTRA training stream, "
+      f'seed 1, an epoch of {first["epoch_sequences"]:,} sequences, '
+      f'batches of {first["batch_size"]}, over the second epoch\'s first '
+      '50 batches (`epoch_replay`):',
+      '',
+      *md.table(
+          [
+              'variant',
+              'sequences back within one batch of their first-epoch place',
+              'median move (batches)',
+          ],
+          [
+              [
+                  v,
+                  f'{shares["within_one_batch"]:.3f}',
+                  f'{shares["median_batches_moved"]:.1f}',
+              ]
+              for v, shares in replay.items()
+          ],
+      ),
+      '',
+  ]
+
+
+def _differences_lines(rows: List[Dict]) -> List[str]:
+  """Every comparison's verdict at every checkpoint, and how it is made."""
+  return [
+      '## Differences at each checkpoint',
+      '',
+      'gap = mean of the first variant minus mean of the second; noise = '
+      "twice the standard error of that difference over seeds (Welch's: "
+      '`official_repro.metrics.aggregation.compare`); *ahead* when gap > '
+      'noise, *behind* when gap < -noise, else *within noise*. p = the '
+      "gap's two-sided p-value under Welch's t-test. With 2 or 3 seeds a "
+      'side the criterion is loose: when the means are equal, it calls a '
+      'check ahead or behind with probability P(|t| > 2) at the Welch '
+      'degrees of freedom '
+      f'({_share_range([row["chance_flag"] for row in rows])} here; the '
+      'summary above adds these up), so a lone *ahead* or *behind* is no '
+      'finding; a gap that holds across checkpoints and seeds is.',
+      '',
+      *md.table(
+          [
+              'objective',
+              'comparison',
+              'step',
+              'metric',
+              'first',
+              'second',
+              'gap',
+              'noise',
+              'p',
+              'verdict',
+          ],
+          [
+              [
+                  row['objective'],
+                  f'{row["variant"]} vs {row["against"]}',
+                  f'{row["step"]:,}',
+                  row['metric'],
+                  f'{row["mean"]:.4f}',
+                  f'{row["against_mean"]:.4f}',
+                  f'{row["gap"]:+.4f}',
+                  f'{row["noise"]:.4f}',
+                  f'{row["p"]:.2f}',
+                  row['verdict'],
+              ]
+              for row in rows
+          ],
+      ),
+  ]
+
+
 def markdown(
     results,
     rows: List[Dict],
@@ -1365,7 +1550,7 @@ def markdown(
     prior_report: Optional[str] = None,
     prior_count: int = 0,
 ) -> str:
-  """The report: settings, mean curves, and the verdict table."""
+  """The report: settings, mean curves, the summary and the verdicts."""
   lines = [
       '# Training dynamics: ours against Model Garden, and the masking',
       '',
@@ -1381,128 +1566,14 @@ def markdown(
         + '.',
         '',
     ]
-  lines += [
-      "Every run: the objective's paper gin file with the cpu scale's "
-      'includes (hidden 128, 2 layers, length 64, batch 128), '
-      f'{schedule.train_steps:,} steps (warmup a tenth), evaluated every '
-      f'{schedule.eval_every} steps on the same {schedule.eval_batches} '
-      "held-out batches of 128 sequences (the static records' eval split: 4 "
-      'held-out books). Settings made the stock ones for every variant:',
-      '',
-  ]
-  for o in results:
-    for binding, reason in OBJECTIVES[o].bindings:
-      lines.append(f'- {o}: `{binding}`: {reason}.')
-  lines += [
-      '',
-      'Variants: '
-      + '; '.join(
-          f'`{v.name}` ({"Model Garden" if v.stock else "ours"}, '
-          f'{v.records} records'
-          f'{", shuffled as ours" if v.stock_shuffles_as_ours else ""})'
-          for v in VARIANTS.values()
-      )
-      + '.',
-      '',
-      '## Mean held-out curves (± seed standard deviation)',
-      '',
-  ]
-  if ceiling:
-    lines += [
-        'Without context (copy the shown token; behind [MASK], the most '
-        'frequent training token: `official_repro.metrics.context_free`) '
-        f'a masked LM scores {ceiling["context_free"]:.4f} on these '
-        f'{ceiling["slots"]:,} held-out slots and '
-        f'{ceiling["mask_token_context_free"]:.4f} on the '
-        f'{ceiling["mask_token_slots"]:,} shown as [MASK] '
-        '(`masked_lm_accuracy` and `mask_token_accuracy` above it need '
-        'context).',
-        '',
-    ]
+  lines += _settings_lines(results, schedule)
+  lines += ['## Mean held-out curves (± seed standard deviation)', '']
+  lines += _ceiling_lines(ceiling) if ceiling else []
   for o, by_variant in results.items():
-    metrics = OBJECTIVES[o].metrics
-    lines += [
-        f'### {o}',
-        '',
-        f'![{o}](dynamics_parity_cpu_{o}.png)',
-        '',
-        '| variant | step | seeds | ' + ' | '.join(metrics) + ' |',
-        '|---|---|---' + '|---' * len(metrics) + '|',
-    ]
-    for variant, curve in by_variant.items():
-      for step in sorted(curve):
-        cells = []
-        n = 0
-        for metric in metrics:
-          values = curve[step].get(metric, [])
-          n = max(n, len(values))
-          cells.append(
-              '-'
-              if not values
-              else f'{statistics.fmean(values):.4f}'
-              + (
-                  f' ± {statistics.stdev(values):.4f}'
-                  if len(values) > 1
-                  else ''
-              )
-          )
-        lines.append(
-            f'| {variant} | {step:,} | {n} | ' + ' | '.join(cells) + ' |'
-        )
-    lines += ['', *_by_seed(by_variant, metrics[0]), '']
+    lines += _curve_lines(o, by_variant)
   lines += summary(rows)
-  if replay:
-    first = next(iter(replay.values()))
-    lines += [
-        '## Second-epoch replay',
-        '',
-        "Model Garden's pretraining loader shuffles examples in a buffer of "
-        "100 (`cfg.DataConfig`'s default), ours in one of 10,000 "
-        '(`pretrain_data.shuffle_buffer_size`). google-research/electra '
-        'also shuffles in a buffer of 100, but behind interleaved reads of '
-        'its shards (1,000 by default), whose order it reshuffles every '
-        'epoch; these records are one shard. They are stored in a hashed '
-        'order, so every loader reads a shuffled first epoch; the '
-        'question is how far the second epoch moves each sequence from '
-        "its first-epoch place. Each loader's ELECTRA training stream, "
-        f'seed 1, an epoch of {first["epoch_sequences"]:,} sequences, '
-        f'batches of {first["batch_size"]}, over the second epoch\'s first '
-        '50 batches (`epoch_replay`):',
-        '',
-        '| variant | sequences back within one batch of their first-epoch '
-        'place | median move (batches) |',
-        '|---|---|---|',
-        *(
-            f'| {v} | {shares["within_one_batch"]:.3f} | '
-            f'{shares["median_batches_moved"]:.1f} |'
-            for v, shares in replay.items()
-        ),
-        '',
-    ]
-  lines += [
-      '## Differences at each checkpoint',
-      '',
-      'gap = mean of the first variant minus mean of the second; noise = '
-      'twice the standard error of that difference over seeds; *differs* '
-      "when |gap| > noise. p = the gap's two-sided p-value under Welch's "
-      't-test. With 2 or 3 seeds a side the criterion is loose: when the '
-      'means are equal, it flags a check with probability P(|t| > 2) at '
-      'the Welch degrees of freedom '
-      f'({_share_range([row["chance_flag"] for row in rows])} here; the '
-      'summary above adds these up), so a lone *differs* is no finding; '
-      'a gap that holds across checkpoints and seeds is.',
-      '',
-      '| objective | comparison | step | metric | first | second | gap | '
-      'noise | p | verdict |',
-      '|---|---|---|---|---|---|---|---|---|---|',
-  ]
-  for row in rows:
-    lines.append(
-        f'| {row["objective"]} | {row["variant"]} vs {row["against"]} | '
-        f'{row["step"]:,} | {row["metric"]} | {row["mean"]:.4f} | '
-        f'{row["against_mean"]:.4f} | {row["gap"]:+.4f} | '
-        f'{row["noise"]:.4f} | {row["p"]:.2f} | {row["verdict"]} |'
-    )
+  lines += _replay_lines(replay) if replay else []
+  lines += _differences_lines(rows)
   return '\n'.join(lines) + '\n'
 
 
@@ -1610,6 +1681,9 @@ def main(argv: Sequence[str]) -> None:
     )
   schedule = Schedule(FLAGS.train_steps, FLAGS.eval_every, FLAGS.eval_batches)
   if FLAGS.run:
+    if FLAGS.threads:
+      tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+      tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
     objective, variant, seed = FLAGS.run.split(':')
     train_one(FLAGS.runs_dir, objective, variant, int(seed), schedule)
     return

@@ -3,15 +3,18 @@
 import itertools
 import json
 import os
+import time
 
 import gin
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from experiments import commands
 from experiments.investigations import dynamics_parity
 from official_repro.common import cli
 from official_repro.data import records
+from official_repro.metrics import aggregation
 from official_repro.metrics import context_free
 from tests.experiments.investigations.test_ranking import pairwise_auc
 
@@ -35,6 +38,13 @@ def test_held_out_metrics_by_hand():
   mws_logits = np.array(
       [[[2.0, 1.0], [0.0, 1.0], [3.0, 1.0]], [[1.0, 0.0], [0.0, 5.0], [0, 9]]]
   )
+  predictor = context_free.ContextFreePredictor(
+      counts=np.ones(10, np.int64),
+      mask_token_id=mask_id,
+      mask_token_fraction=0.8,
+      random_token_fraction=0.1,
+      num_replacements=6,
+  )
   metrics = dynamics_parity.held_out_metrics(
       [
           dict(
@@ -45,7 +55,7 @@ def test_held_out_metrics_by_hand():
           )
       ],
       [batch],
-      mask_id,
+      predictor,
   )
   # 5 real slots, 3 right; slots showing [MASK]: (0,0), (0,2), (1,1): 1 right.
   assert metrics['masked_lm_accuracy'] == pytest.approx(3 / 5)
@@ -68,33 +78,25 @@ def test_held_out_metrics_by_hand():
   assert metrics['mws_accuracy'] == pytest.approx(3 / 5)  # 2 of 5 lose
 
 
-def test_difference_is_the_gap_against_twice_its_standard_error():
-  a, b = [0.30, 0.32, 0.34], [0.20, 0.21, 0.25]
-  result = dynamics_parity.difference(a, b)
-  assert result['gap'] == pytest.approx(0.32 - 0.22)
-  se = np.sqrt(np.var(a, ddof=1) / 3 + np.var(b, ddof=1) / 3)
-  assert result['noise'] == pytest.approx(2 * se)
-  assert result['verdict'] == 'differs'
-  assert dynamics_parity.difference([0.3, 0.2], [0.25, 0.26])['verdict'] == (
-      'within noise'
-  )
+def _welch(a, b):
+  return dynamics_parity.welch(a, b, aggregation.compare(a, b))
 
 
-def test_difference_p_and_chance_flag_follow_welchs_t():
+def test_welchs_p_and_chance_flag_follow_its_t_distribution():
   # One side constant: Welch's degrees of freedom are n - 1 = 1, a Cauchy
   # distribution, P(|T| > t) = 1 - 2 atan(t) / pi. Gap 1, standard error 1.
-  result = dynamics_parity.difference([0.0, 2.0], [0.0, 0.0])
-  assert result['p'] == pytest.approx(0.5)
-  assert result['chance_flag'] == pytest.approx(1 - 2 * np.arctan(2) / np.pi)
+  p, chance_flag = _welch([0.0, 2.0], [0.0, 0.0])
+  assert p == pytest.approx(0.5)
+  assert chance_flag == pytest.approx(1 - 2 * np.arctan(2) / np.pi)
   # Equal spreads, 3 and 3 seeds: 4 degrees of freedom, where
   # P(|T| > t) = 1 - t (6 + t^2) / (t^2 + 4)^1.5 (Student's t, nu = 4).
-  result = dynamics_parity.difference([1.0, 2.0, 3.0], [0.0, 1.0, 2.0])
+  p, chance_flag = _welch([1.0, 2.0, 3.0], [0.0, 1.0, 2.0])
   t = 1.0 / np.sqrt(2.0 / 3.0)
-  assert result['p'] == pytest.approx(1 - t * (6 + t**2) / (t**2 + 4) ** 1.5)
-  assert result['chance_flag'] == pytest.approx(1 - 2 * (6 + 4) / 8**1.5)
+  assert p == pytest.approx(1 - t * (6 + t**2) / (t**2 + 4) ** 1.5)
+  assert chance_flag == pytest.approx(1 - 2 * (6 + 4) / 8**1.5)
   # No spread: an equal gap is certain to be noise, another certain not to.
-  assert dynamics_parity.difference([0.0, 0.0], [0.0, 0.0])['p'] == 1.0
-  assert dynamics_parity.difference([1.0, 1.0], [0.0, 0.0])['p'] == 0.0
+  assert _welch([0.0, 0.0], [0.0, 0.0]) == (1.0, 0.0)
+  assert _welch([1.0, 1.0], [0.0, 0.0]) == (0.0, 0.0)
 
 
 def _results():
@@ -123,8 +125,18 @@ def test_comparisons_pair_the_variants_each_checkpoint_and_metric():
   }
   by_key = {(r['variant'], r['step']): r for r in rows}
   assert by_key[('ours_static', 500)]['verdict'] == 'within noise'
-  assert by_key[('ours_dynamic', 1000)]['verdict'] == 'differs'
-  assert by_key[('ours_dynamic', 1000)]['gap'] == pytest.approx(0.1)
+  dynamic = by_key[('ours_dynamic', 1000)]
+  # The verdict, gap and noise are aggregation.compare's.
+  comparison = aggregation.compare([0.4, 0.41, 0.4], [0.3, 0.31, 0.3])
+  assert (dynamic['verdict'], dynamic['gap'], dynamic['noise']) == (
+      'ahead',
+      pytest.approx(comparison.gap),
+      pytest.approx(comparison.noise),
+  )
+  assert (dynamic['mean'], dynamic['against_mean']) == (
+      pytest.approx(0.4033333),
+      pytest.approx(0.3033333),
+  )
 
 
 def test_summary_names_what_differs_at_the_last_checkpoint_only():
@@ -134,10 +146,11 @@ def test_summary_names_what_differs_at_the_last_checkpoint_only():
   assert len(bullets) == 2  # one per comparison
   (dynamic,) = [b for b in bullets if 'ours_dynamic vs ours_static' in b]
   assert 'step 1,000' in dynamic
-  assert 'differs on masked_lm_accuracy (+0.1000' in dynamic
+  assert 'ahead on masked_lm_accuracy (+0.1000' in dynamic
+  assert '2 of 2 checks are ahead or behind' in dynamic
   (stock,) = [b for b in bullets if 'ours_static vs stock_static' in b]
   # Equal curves: the bullet says so instead of listing nothing.
-  assert 'nothing differs' in stock and 'step 1,000' in stock
+  assert 'within noise on every metric' in stock and 'step 1,000' in stock
 
 
 def _ceiling_by_count(record_dir, batches, batch_size):
@@ -196,11 +209,11 @@ def test_report_from_finished_runs(tmp_path, static_records):
   assert '| ours_static | 500 | 2 | 0.1150 ± 0.0071 |' in text
   # Seed by seed at the last checkpoint: 0.2 + 0.01 * seed.
   assert '- ours_static (step 1,000): 0.2100, 0.2200' in text
-  # Equal curves: 0 of 4 checks differ; each flags by chance with
+  # Equal curves: 0 of 4 checks beyond noise; each is by chance with
   # P(|t| > 2) at Welch's 2 degrees of freedom, 1 - 2 / sqrt(6).
   assert (
-      f'0 of 4 checks differ; {4 * (1 - 2 / np.sqrt(6)):.1f} would by '
-      'chance' in text
+      f'0 of 4 checks are ahead or behind; {4 * (1 - 2 / np.sqrt(6)):.1f} '
+      'would be by chance' in text
   )
   assert (tmp_path / 'out' / 'dynamics_parity_cpu_masked_lm.png').exists()
   data = json.loads((tmp_path / 'out' / 'dynamics_parity_cpu.json').read_text())
@@ -312,6 +325,7 @@ def test_a_prior_report_on_other_records_is_refused(tmp_path, static_records):
 def test_the_committed_reports_runs_give_its_curves():
   path = os.path.join(
       os.path.dirname(__file__),
+      '..',
       '..',
       '..',
       'experiments',
@@ -565,3 +579,36 @@ def test_the_stock_task_shuffles_as_ours_in_its_variant(
   assert shares['ours_static']['within_one_batch'] > 0.5
   assert shares['stock_static_our_shuffle']['within_one_batch'] > 0.5
   assert shares['stock_static']['within_one_batch'] < 0.2
+
+
+@pytest.mark.parametrize(
+    'parallel, threads', [(1, '--threads=0'), (2, '--threads=1')]
+)
+def test_each_run_trains_in_its_own_job_and_a_failure_starts_no_more(
+    tmp_path, monkeypatch, parallel, threads
+):
+  started = []
+
+  def run_module(module, args, **kwargs):
+    assert module == 'experiments.investigations.dynamics_parity'
+    assert kwargs['log_path'].endswith('train.log')
+    started.append(args)
+    if len(started) == 2:
+      raise commands.CommandError('the second run failed')
+    time.sleep(0.5)  # a run takes longer than the failure takes to be seen
+
+  monkeypatch.setattr(commands, 'run_module', run_module)
+  with pytest.raises(commands.CommandError, match='second run'):
+    dynamics_parity.run_all(
+        str(tmp_path),
+        ['masked_lm'],
+        [1, 2],
+        dynamics_parity.Schedule(),
+        parallel,
+    )
+  # Of 6 runs, those started before the failure was seen, no more: with
+  # two at once, the one beside it and the one its slot took meanwhile.
+  assert 2 <= len(started) <= 1 + parallel
+  assert all(threads in args for args in started)
+  if parallel == 1:
+    assert '--run=masked_lm:ours_static:1' in started[0]
