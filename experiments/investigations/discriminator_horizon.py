@@ -597,15 +597,10 @@ def _curve_and_public_lines(curve: Dict[int, Dict[str, float]]) -> List[str]:
       'ends for the reference code, not a value to match.',
       '',
       *markdown.table(
-          [
-              'source',
-              'model',
-              'step',
-              'AUC',
-              'recall',
-              'accuracy',
-              'masked-LM accuracy',
-          ],
+          (
+              'source | model | step | AUC | recall | accuracy | masked-LM '
+              'accuracy'
+          ).split(' | '),
           [
               [
                   point.source,
@@ -640,17 +635,11 @@ def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
       f'({bands}).',
       '',
       *markdown.table(
-          [
-              'step',
-              'generator AUC (odd half)',
-              'identity-only',
-              'unigram AUC (odd half)',
-              'identity-only',
-              'unigram recall',
-              'uniform AUC',
-              'recall by generator probability',
-              'held-out batches',
-          ],
+          (
+              'step | generator AUC (odd half) | identity-only | unigram AUC '
+              '(odd half) | identity-only | unigram recall | uniform AUC | '
+              'recall by generator probability | held-out batches'
+          ).split(' | '),
           [_probe_row(step, probe) for step, probe in probes.items()],
       ),
   ]

@@ -1508,18 +1508,10 @@ def _differences_lines(rows: List[Dict]) -> List[str]:
       'finding; a gap that holds across checkpoints and seeds is.',
       '',
       *md.table(
-          [
-              'objective',
-              'comparison',
-              'step',
-              'metric',
-              'first',
-              'second',
-              'gap',
-              'noise',
-              'p',
-              'verdict',
-          ],
+          (
+              'objective | comparison | step | metric | first | second | gap '
+              '| noise | p | verdict'
+          ).split(' | '),
           [
               [
                   row['objective'],

@@ -292,19 +292,12 @@ def render_markdown(
       _LAYOUTS[FLAGS.one_file],
       '',
       *markdown.table(
-          [
-              'engine',
-              'workers',
-              'text MB',
-              'files',
-              'examples',
-              'wall s',
-              'MB/s',
-              'MB/s after imports',
-              'peak RSS, largest process MB',
-              'peak RSS, all processes MB',
-              'distinct books in first 1,000 examples (min over shards)',
-          ],
+          (
+              'engine | workers | text MB | files | examples | wall s | MB/s '
+              '| MB/s after imports | peak RSS, largest process MB | peak '
+              'RSS, all processes MB | distinct books in first 1,000 '
+              'examples (min over shards)'
+          ).split(' | '),
           [
               [
                   r['engine'],

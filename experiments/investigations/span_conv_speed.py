@@ -166,15 +166,10 @@ def format_rows(rows: Sequence[Dict]) -> str:
   """A markdown table of `measure`'s rows."""
   return '\n'.join(
       markdown.table(
-          [
-              'B x T',
-              'XLA',
-              'pass',
-              'slices ms',
-              'banded ms',
-              'slices / banded',
-              'max abs diff',
-          ],
+          (
+              'B x T | XLA | pass | slices ms | banded ms | slices / banded '
+              '| max abs diff'
+          ).split(' | '),
           [
               [
                   f'{row["batch_size"]} x {row["seq_length"]}',
