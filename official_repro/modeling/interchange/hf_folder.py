@@ -6,7 +6,12 @@ its shards) or `tf_model.h5` (Keras weight names, which are turned into
 PyTorch names and layouts by Hugging Face's rules), and the tokenizer as
 `vocab.txt` or only inside `tokenizer.json` (its WordPiece `model.vocab`),
 with the casing in `tokenizer_config.json` (`do_lower_case`) or in
-`tokenizer.json`'s normalizer (`lowercase`).
+`tokenizer.json`'s normalizer (`lowercase`). This repository's tokenizer is
+the original BERT one (`data.tokenization`), so a folder whose tokenizer
+files set anything else (another normalizer, pre-tokenizer or model, accents
+stripped other than exactly when lower-casing, no CJK split, ...) is
+refused, naming the file and the setting (`check_tokenizer_json`,
+`check_tokenizer_config`).
 
 Weights are read with the `safetensors` package's numpy API and `h5py`,
 never through PyTorch, and every file goes through `tf.io.gfile`.
@@ -25,6 +30,7 @@ import tensorflow as tf
 
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.data import tokenization
 
 CONFIG_FILENAME = 'config.json'
 SAFETENSORS_FILENAME = 'model.safetensors'
@@ -33,6 +39,10 @@ H5_FILENAME = 'tf_model.h5'
 VOCAB_FILENAME = 'vocab.txt'
 TOKENIZER_FILENAME = 'tokenizer.json'
 TOKENIZER_CONFIG_FILENAME = 'tokenizer_config.json'
+
+# Keys of a `tokenizers` file; the export layout's `tokenizer.json` of an
+# encoder-only export (read by `--from=teams`) has none of them.
+_HF_TOKENIZER_KEYS = frozenset(('model', 'normalizer', 'pre_tokenizer'))
 
 # Buffers Hugging Face saves that are not weights.
 _BUFFERS = re.compile(r'(^|\.)(position_ids|token_type_ids)$')
@@ -219,13 +229,131 @@ def _vocab_from_tokenizer_json(tokenizer: Dict[str, Any], where: str):
   return tokens
 
 
+def _not_bert(where: str, setting: str, value: Any, ours: str) -> cli.UserError:
+  """The one-line refusal of a tokenizer setting ours does not reproduce."""
+  return cli.UserError(
+      f"{where}: {setting}={json.dumps(value)} ({ours}); this repository's "
+      'tokenizer is the original BERT one, so the folder cannot be used as '
+      'is.'
+  )
+
+
+def check_tokenizer_json(tokenizer: Dict[str, Any], where: str) -> None:
+  """Refuses a `tokenizer.json` that does not tokenize as BERT's original.
+
+  Ours is `BertNormalizer` (clean text, CJK split, accents stripped exactly
+  when lower-casing: `strip_accents` null follows `lowercase`),
+  `BertPreTokenizer` and WordPiece (`[UNK]`, `##`, 100 characters). Any
+  other normalizer or pre-tokenizer, a `Sequence` of them included, is
+  refused: its equivalence is not checked. A model without `type` (files
+  of older `tokenizers`) is WordPiece when it has
+  `max_input_chars_per_word` and no `merges`.
+
+  Raises:
+    UserError: naming `where`, the setting and its value.
+  """
+  normalizer = tokenizer.get('normalizer')
+  normalizer = normalizer if isinstance(normalizer, dict) else {}
+  if normalizer.get('type') != 'BertNormalizer':
+    raise _not_bert(
+        where, 'normalizer.type', normalizer.get('type'), 'ours: BertNormalizer'
+    )
+  for setting, ours in (
+      ('clean_text', 'ours deletes control characters'),
+      ('handle_chinese_chars', 'ours splits CJK characters'),
+  ):
+    if normalizer.get(setting, True) is not True:
+      raise _not_bert(where, f'normalizer.{setting}', normalizer[setting], ours)
+  lowercase = normalizer.get('lowercase', True)
+  strip_accents = normalizer.get('strip_accents')
+  if strip_accents is not None and strip_accents != lowercase:
+    raise _not_bert(
+        where,
+        'normalizer.strip_accents',
+        strip_accents,
+        f'with lowercase={json.dumps(lowercase)}; ours strips accents '
+        'exactly when it lower-cases',
+    )
+  pre_tokenizer = tokenizer.get('pre_tokenizer')
+  pre_tokenizer = pre_tokenizer if isinstance(pre_tokenizer, dict) else {}
+  if pre_tokenizer.get('type') != 'BertPreTokenizer':
+    raise _not_bert(
+        where,
+        'pre_tokenizer.type',
+        pre_tokenizer.get('type'),
+        'ours: BertPreTokenizer',
+    )
+  model = tokenizer.get('model')
+  model = model if isinstance(model, dict) else {}
+  kind = model.get('type')
+  if (
+      kind is None
+      and 'max_input_chars_per_word' in model
+      and 'merges' not in model
+  ):
+    kind = 'WordPiece'
+  if kind != 'WordPiece':
+    raise _not_bert(where, 'model.type', kind, 'ours: WordPiece')
+  for setting, value in (
+      ('unk_token', tokenization.UNKNOWN_TOKEN),
+      ('continuing_subword_prefix', tokenization.SUFFIX_INDICATOR),
+      ('max_input_chars_per_word', tokenization.MAX_INPUT_CHARS_PER_WORD),
+  ):
+    if model.get(setting, value) != value:
+      raise _not_bert(
+          where,
+          f'model.{setting}',
+          model[setting],
+          f'ours: {json.dumps(value)}',
+      )
+
+
+def check_tokenizer_config(
+    config: Dict[str, Any], where: str, lower_case: Optional[bool]
+) -> None:
+  """Refuses a `tokenizer_config.json` of settings BERT's original lacks.
+
+  `do_basic_tokenize` and `tokenize_chinese_chars` must be true (or
+  absent: Hugging Face's default), and `strip_accents` null (following the
+  casing) or equal to it: `lower_case`, the folder's casing, or when no
+  file says, Hugging Face's default `do_lower_case` true.
+
+  Raises:
+    UserError: naming `where`, the setting and its value.
+  """
+  for setting, ours in (
+      ('do_basic_tokenize', 'ours always splits text before WordPiece'),
+      ('tokenize_chinese_chars', 'ours splits CJK characters'),
+  ):
+    if config.get(setting, True) is not True:
+      raise _not_bert(where, setting, config[setting], ours)
+  casing = True if lower_case is None else lower_case
+  strip_accents = config.get('strip_accents')
+  if strip_accents is not None and strip_accents != casing:
+    raise _not_bert(
+        where,
+        'strip_accents',
+        strip_accents,
+        f'with do_lower_case={json.dumps(casing)}; ours strips accents '
+        'exactly when it lower-cases',
+    )
+
+
 def read_tokenizer(path: str) -> Tuple[List[str], Optional[bool]]:
-  """(vocabulary tokens, lower_case or None) of a folder's tokenizer files."""
+  """(vocabulary tokens, lower_case or None) of a folder's tokenizer files.
+
+  Raises:
+    UserError: no vocabulary, or tokenizer settings that BERT's original
+      tokenizer (ours) does not reproduce (`check_tokenizer_json`,
+      `check_tokenizer_config`).
+  """
   vocab_path = os.path.join(path, VOCAB_FILENAME)
   tokenizer_path = os.path.join(path, TOKENIZER_FILENAME)
   tokenizer = (
       _read_json(tokenizer_path) if tf.io.gfile.exists(tokenizer_path) else {}
   )
+  if _HF_TOKENIZER_KEYS & set(tokenizer):
+    check_tokenizer_json(tokenizer, tokenizer_path)
   if tf.io.gfile.exists(vocab_path):
     with tf.io.gfile.GFile(vocab_path) as f:
       tokens = [line.rstrip('\n') for line in f]
@@ -238,14 +366,13 @@ def read_tokenizer(path: str) -> Tuple[List[str], Optional[bool]]:
         f'{path}: neither {VOCAB_FILENAME} nor {TOKENIZER_FILENAME}; the '
         'model needs its vocabulary.'
     )
-  lower_case = None
   config_path = os.path.join(path, TOKENIZER_CONFIG_FILENAME)
-  if tf.io.gfile.exists(config_path):
-    lower_case = _read_json(config_path).get('do_lower_case')
-  if lower_case is None and tokenizer:
-    normalizer = tokenizer.get('normalizer') or {}
-    if 'lowercase' in normalizer:
-      lower_case = bool(normalizer['lowercase'])
+  config = _read_json(config_path) if tf.io.gfile.exists(config_path) else {}
+  lower_case = config.get('do_lower_case')
+  if lower_case is None and 'lowercase' in tokenizer.get('normalizer', {}):
+    lower_case = bool(tokenizer['normalizer']['lowercase'])
+  if config:
+    check_tokenizer_config(config, config_path, lower_case)
   return tokens, lower_case
 
 
