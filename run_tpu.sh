@@ -572,13 +572,13 @@ LOG_ON_VM=$LOG_DIR_ON_VM/$JOB.log
 q_log=$(qpath "$LOG_ON_VM")
 q_latest=$(qpath "$LOG_DIR_ON_VM/latest.log")
 q_model_dir_arg=$(shq "--model_dir=$MODEL_DIR")
-job_alive="[ -f $q_pidfile ] && [ ! -s $q_exitfile ] && kill -0 \"\$(cat $q_pidfile)\" 2>/dev/null && ps -o args= -p \"\$(cat $q_pidfile)\" | grep -qF -- $q_model_dir_arg"
+job_alive="[ -f $q_pidfile ] && [ ! -s $q_exitfile ] && kill -0 \"\$(cat $q_pidfile)\" 2>/dev/null && ps -ww -o args= -p \"\$(cat $q_pidfile)\" | grep -qF -- $q_model_dir_arg"
 
 # A job runs while its pid is alive with no exit status yet and is one of
 # this script's jobs (a --model_dir on its command line): a pid file left
 # by a finished or killed job may name a pid the system has since reused.
 # Refuses to touch a VM where a job (this one or another) is running.
-busy_check="for p in $q_logdir/*.pid; do if [ -f \"\$p\" ] && [ ! -s \"\${p%.pid}.exit\" ] && kill -0 \"\$(cat \"\$p\")\" 2>/dev/null && ps -o args= -p \"\$(cat \"\$p\")\" | grep -q -- --model_dir=; then echo \"run_tpu: job \$(basename \"\$p\" .pid) (pid \$(cat \"\$p\")) is still running on \$(hostname); wait for it, or stop it: kill \$(cat \"\$p\")\" >&2; exit 1; fi; done"
+busy_check="for p in $q_logdir/*.pid; do if [ -f \"\$p\" ] && [ ! -s \"\${p%.pid}.exit\" ] && kill -0 \"\$(cat \"\$p\")\" 2>/dev/null && ps -ww -o args= -p \"\$(cat \"\$p\")\" | grep -q -- --model_dir=; then echo \"run_tpu: job \$(basename \"\$p\" .pid) (pid \$(cat \"\$p\")) is still running on \$(hostname); wait for it, or stop it: kill \$(cat \"\$p\")\" >&2; exit 1; fi; done"
 
 # Replaces the repository copy; refuses to delete a folder it did not make.
 sync_cmd="$busy_check; if [ -e $q_repo ] && [ ! -f $q_marker ]; then echo \"run_tpu: $REPO_DIR_ON_VM exists but was not made by run_tpu.sh; remove it or pass another --repo_dir_on_vm\" >&2; exit 1; fi; rm -rf $q_repo_new && mkdir -p $q_repo_new && tar -xzf ~/$REMOTE_TARBALL -C $q_repo_new && touch $q_repo_new/.run_tpu_synced && rm -rf $q_repo && mv $q_repo_new $q_repo && rm -f ~/$REMOTE_TARBALL"

@@ -683,8 +683,12 @@ def test_supervisor_relaunches_and_recreates(
 @pytest.mark.parametrize(
     'other_job, busy',
     [
-        # Another job's process, with its --model_dir, still running.
-        (('bash', '-c', 'sleep 60; true', '--model_dir=gs://b/other'), True),
+        # Another job's process, with its --model_dir, still running (past
+        # the 80 columns `ps` cuts its lines to where COLUMNS says so).
+        (
+            ('bash', '-c', 'sleep 60; true', '--model_dir=gs://b/' + 'x' * 80),
+            True,
+        ),
         # A finished job whose pid now names an unrelated process (reused).
         (('sleep', '60'), False),
     ],
@@ -711,6 +715,7 @@ def test_a_vm_is_busy_only_while_another_job_runs(tmp_path, other_job, busy):
         extra_env={
             'FAKE_VM_HOME': str(vm_home),
             'FAKE_GCLOUD_LOG': str(tmp_path / 'gcloud.jsonl'),
+            'COLUMNS': '80',  # as a terminal's shell (and pytest) sets it
         },
     )
   finally:
