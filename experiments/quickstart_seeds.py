@@ -26,10 +26,6 @@ from official_repro.common import markdown
 from official_repro.metrics import aggregation
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list('seeds', ['1', '2', '3'], 'experiment.seed of each run.')
-flags.DEFINE_string('work_dir', None, 'A quickstart work_dir per seed here.')
-flags.DEFINE_string('report_file', None, 'The Markdown report (and .json).')
-flags.mark_flags_as_required(['work_dir', 'report_file'])
 
 # (name in the report, summary section, metric) of each column.
 _COLUMNS = (
@@ -39,6 +35,14 @@ _COLUMNS = (
     ('[MASK] in order', 'in_order', 'mask_token_accuracy'),
     ('[MASK] no context', 'in_order', 'mask_token_context_free'),
 )
+
+
+def define_flags():
+  """The command's flags (defined when run, not when imported)."""
+  flags.DEFINE_list('seeds', ['1', '2', '3'], 'experiment.seed of each run.')
+  flags.DEFINE_string('work_dir', None, 'A quickstart work_dir per seed here.')
+  flags.DEFINE_string('report_file', None, 'The Markdown report (and .json).')
+  flags.mark_flags_as_required(['work_dir', 'report_file'])
 
 
 def run_seed(seed: int) -> dict:
@@ -103,4 +107,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  define_flags()
   cli.run(main)
