@@ -304,6 +304,25 @@ def _squad_scores(run: plan.PlannedRun) -> Dict[str, float]:
   return scores
 
 
+def run_results(glue_results: Dict, train_steps, squad) -> Dict:
+  """A finished run's results as `report.rows` reads them.
+
+  Its GLUE scores, also as the one point of its curve (at its trained
+  steps): at paper scale only the final checkpoint is fine-tuned, and a
+  figure plots that point.
+  """
+  glue = {
+      task: dict(score=score, summary=glue_results['summaries'].get(task, {}))
+      for task, score in glue_results['scores'].items()
+  }
+  return dict(
+      train_steps=train_steps,
+      glue=glue,
+      curve={} if train_steps is None else {str(train_steps): glue},
+      squad=squad,
+  )
+
+
 def collect(
     target: registry.Target,
     planned: Sequence[plan.PlannedRun],
@@ -318,15 +337,9 @@ def collect(
     if not tf.io.gfile.exists(path):
       continue
     with tf.io.gfile.GFile(path) as f:
-      glue = json.load(f)
-    results[run.name] = dict(
-        train_steps=launch_lib.trained_steps(run),
-        glue={
-            task: dict(score=score, summary=glue['summaries'].get(task, {}))
-            for task, score in glue['scores'].items()
-        },
-        squad=_squad_scores(run),
-    )
+      results[run.name] = run_results(
+          json.load(f), launch_lib.trained_steps(run), _squad_scores(run)
+      )
   header = (
       f'Scale: paper (collected from {bucket}); {len(results)} of '
       f'{len(planned)} runs finished.'

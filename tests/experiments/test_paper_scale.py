@@ -7,6 +7,7 @@ import pytest
 
 from experiments.regeneration import paper_scale
 from experiments.regeneration import registry
+from experiments.regeneration import report
 from experiments.regeneration import target_runners
 from tests import conftest
 
@@ -133,3 +134,32 @@ def test_the_plan_prints_per_replica_batch_and_memory_for_every_run(tmp_path):
     ]
     assert '| v3-8 | vm-a |' in line
     assert '128 per replica, about ' in line and ' of 16 GiB |' in line
+
+
+@pytest.mark.parametrize('key', ['003.fig4', '003.fig5', '004.fig2'])
+def test_a_collected_run_is_its_figures_point_at_its_final_score(key):
+  """Found by the every-table rehearsal: figures had no points to plot."""
+  target = registry.get(key)
+  scores = {run.name: 0.5 + i / 100 for i, run in enumerate(target.runs)}
+  results = {
+      name: paper_scale.run_results(
+          dict(scores=dict(mrpc=score), summaries={}), 1000, {}
+      )
+      for name, score in scores.items()
+  }
+  entries = report.rows(target, results)
+  series, references = report.figure_lines(target, entries)
+  points = {
+      name if target.figure == 'steps' else f'{name}@{x:g}': y
+      for name, line in series.items()
+      for x, y in line
+  }
+  points.update(references)
+  assert len(points) == len(target.runs)
+  # Each run's point is its final score, all on one scale.
+  ratios = {
+      points[run.row] / scores[run.name]
+      for run in target.runs
+      if run.row in points
+  }
+  assert ratios and max(ratios) - min(ratios) < 1e-9
