@@ -27,6 +27,7 @@ import tensorflow as tf
 from official_repro.data import create_pretraining_data
 from official_repro.data import glue as glue_data
 from official_repro.data import records as records_lib
+from official_repro.data import tokenization
 
 TRAIN_STEPS = 3
 PRETRAIN_BINDINGS = (
@@ -153,14 +154,16 @@ def slice_squad(squad_dir: str, out_dir: str, versions: Sequence[str]) -> str:
 def build_records(
     corpus: str, vocab_file: str, root: str, keys: Iterable[str]
 ) -> Dict[str, str]:
-  """{records key: records} built from `corpus` for each key once."""
+  """{records key: records} built from `corpus` for each key once.
+
+  Records of an earlier rehearsal are kept unless another tokenizer made
+  them (training would refuse them): those are rebuilt in their place.
+  """
   paths = {}
   for key in sorted(set(keys)):
     length, masking = key.split('-')
     path = os.path.join(root, f'records-{key}')
-    if not tf.io.gfile.exists(
-        os.path.join(path, records_lib.METADATA_FILENAME)
-    ):
+    if not _current_records(path):
       create_pretraining_data.prepare_pretraining_data(
           [corpus],
           path,
@@ -174,6 +177,14 @@ def build_records(
       )
     paths[key] = path
   return paths
+
+
+def _current_records(path: str) -> bool:
+  """Whether `path` holds complete records of this repository's tokenizer."""
+  if not tf.io.gfile.exists(os.path.join(path, records_lib.METADATA_FILENAME)):
+    return False
+  metadata = records_lib.load_metadata(path)
+  return metadata.get('tokenizer') == tokenization.TOKENIZER_NAME
 
 
 def gpu_grid(settings, root: str):
