@@ -53,7 +53,12 @@ flags.DEFINE_string(
     'WordPiece vocabulary; default: the one exported with '
     '--init_checkpoint.',
 )
-flags.DEFINE_string('data_dir', None, "The task's data folder.")
+flags.DEFINE_string(
+    'data_dir',
+    None,
+    'The GLUE root (CoLA/, MRPC/, ...), the SQuAD folder, the RACE root or '
+    'the POS folder (see the module docstring).',
+)
 flags.DEFINE_string('model_dir', None, 'Run folders and results.')
 flags.DEFINE_list(
     'seeds', None, 'Seeds to run instead of 0 .. run_protocol.num_runs - 1.'
