@@ -538,3 +538,16 @@ def test_model_garden_ties_the_whole_embedding_network_ours_the_word_table():
       )
   )  # pylint: disable=protected-access
   assert ours.discriminator._embedding_projection.bias is not None  # pylint: disable=protected-access
+
+
+def test_more_negatives_than_the_vocabulary_holds_are_refused():
+  """Found by the every-table rehearsal: K = 50 of a 34-token vocabulary."""
+  with pytest.raises(
+      ValueError,
+      match=rf'^TeamsPretrainer: num_negatives={_VOCAB} needs a vocabulary '
+      rf'of more than {_VOCAB} tokens .* the encoder has {_VOCAB}\.$',
+  ):
+    _pretrainer(num_negatives=_VOCAB)
+  # K = V - 1: every other token is a candidate.
+  outputs = _pretrainer(num_negatives=_VOCAB - 1)(_inputs(), training=True)
+  assert outputs

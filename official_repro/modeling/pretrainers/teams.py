@@ -193,8 +193,9 @@ class TeamsPretrainer(electra.ElectraPretrainer):
 
     Raises:
       ArgumentError: for unknown settings (`check_settings`,
-        `electra.check_settings`), or attention heads on a discriminator of
-        fewer than 2 layers (the extra layer reads the second-to-last one).
+        `electra.check_settings`), K negatives from a vocabulary of K or
+        fewer tokens, or attention heads on a discriminator of fewer than 2
+        layers (the extra layer reads the second-to-last one).
     """
     check_settings(
         task_heads, exported_representations, negative_sampling, num_negatives
@@ -214,6 +215,14 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     discriminator_config = encoders.validate(
         encoders.as_encoder_config(discriminator_config)
     )
+    vocab_size = discriminator_config.vocab_size
+    if vocab_size is not None and num_negatives >= vocab_size:
+      raise arguments.ArgumentError(
+          'TeamsPretrainer',
+          lambda name: f'{name("num_negatives")}={num_negatives} needs a '
+          f'vocabulary of more than {num_negatives} tokens (K candidates '
+          f'besides the original); the encoder has {vocab_size}.',
+      )
     if task_heads != 'ffn' and discriminator_config.num_layers < 2:
       raise arguments.ArgumentError(
           'TeamsPretrainer',
