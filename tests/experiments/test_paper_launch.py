@@ -58,6 +58,9 @@ def inputs(tmp_path_factory):
   root = tmp_path_factory.mktemp('inputs')
   corpus = conftest.write_fixture_files(root / 'corpus', 3, num_documents=12)
   vocab = conftest.write_fixture_vocab(root / 'vocab.txt')
+  # More tokens than 003 Fig. 5's largest K (50) draws negatives from.
+  with open(vocab, 'a') as f:
+    f.writelines(f'[unused{i}]\n' for i in range(64))
   glue = _write_glue(root / 'glue', random.Random(0))
   return corpus, vocab, glue
 
