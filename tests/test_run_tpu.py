@@ -347,6 +347,16 @@ _FAKE_PYTHON3 = textwrap.dedent("""\
     """)
 
 
+def _fake_bin(tmp_path):
+  """A folder holding the fake `gcloud` and `python3`, for PATH."""
+  fake_bin = tmp_path / 'fake_bin'
+  fake_bin.mkdir()
+  for name, source in (('gcloud', _FAKE_GCLOUD), ('python3', _FAKE_PYTHON3)):
+    (fake_bin / name).write_text(source.format(python=sys.executable))
+    (fake_bin / name).chmod(0o755)
+  return fake_bin
+
+
 @pytest.mark.skipif(
     not all(
         shutil.which(t) for t in ('git', 'tar', 'setsid', 'nohup', 'mktemp')
@@ -354,11 +364,7 @@ _FAKE_PYTHON3 = textwrap.dedent("""\
     reason='needs git, tar, setsid, nohup and mktemp',
 )
 def test_real_run_against_fake_gcloud(tmp_path):
-  fake_bin = tmp_path / 'fake_bin'
-  fake_bin.mkdir()
-  for name, source in (('gcloud', _FAKE_GCLOUD), ('python3', _FAKE_PYTHON3)):
-    (fake_bin / name).write_text(source.format(python=sys.executable))
-    (fake_bin / name).chmod(0o755)
+  fake_bin = _fake_bin(tmp_path)
   vm_home = tmp_path / 'vm_home'
   vm_home.mkdir()
   gcloud_log = tmp_path / 'gcloud.jsonl'
@@ -695,11 +701,7 @@ def test_supervisor_relaunches_and_recreates(
 )
 def test_a_vm_is_busy_only_while_another_job_runs(tmp_path, other_job, busy):
   """Found by the every-table rehearsal: a reused pid blocked a free VM."""
-  fake_bin = tmp_path / 'fake_bin'
-  fake_bin.mkdir()
-  for name, source in (('gcloud', _FAKE_GCLOUD), ('python3', _FAKE_PYTHON3)):
-    (fake_bin / name).write_text(source.format(python=sys.executable))
-    (fake_bin / name).chmod(0o755)
+  fake_bin = _fake_bin(tmp_path)
   vm_home = tmp_path / 'vm_home'
   logs = vm_home / 'official_repro_logs'
   logs.mkdir(parents=True)
