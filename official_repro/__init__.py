@@ -17,7 +17,8 @@ import os
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 # Without an NVIDIA driver, TensorFlow's CUDA probe logs an error line
 # ('failed call to cuInit') that says only that there is no GPU: level 3
-# hides it there, level 2 (informational and warnings) elsewhere.
+# hides it there, level 2 (informational and warnings) elsewhere. The
+# driver's /proc entry is this machine's, never a user path (so no gfile).
 os.environ.setdefault(
     'TF_CPP_MIN_LOG_LEVEL',
     '2' if os.path.exists('/proc/driver/nvidia') else '3',
