@@ -33,9 +33,11 @@ from experiments.regeneration import rehearsal
 from experiments.regeneration import report
 from experiments.regeneration import runner
 from experiments.regeneration import scales
+from official_repro.common import cli
 from official_repro.common import dataclass_flags
 from official_repro.common import registry as entry_registry
 from official_repro.data import glue as glue_data
+from official_repro.modeling.networks import pretrained
 from official_repro.tasks import finetuning_schedule
 
 # The request fields holding local paths, made absolute by `absolute_paths`.
@@ -326,6 +328,10 @@ class Request:
             f'--released item {item!r}: {path}: no such folder, file or '
             'checkpoint prefix.'
         )
+      try:  # Converts a release once, before any pretraining starts.
+        pretrained.resolve(path)
+      except (FileNotFoundError, cli.UserError) as error:
+        raise app.UsageError(f'--released item {item!r}: {error}') from error
       encoders[matches[0].name] = path
     return encoders
 
@@ -400,18 +406,24 @@ def registered(
 
 
 def run(target: registry.Target, request: Request) -> None:
-  """Regenerates `target` by the runner it names.
+  """Regenerates `target` by the runner it names, counts and releases first.
 
   Raises:
-    UsageError: --released for a table that is not a pretraining grid
-      below paper scale (the only runner that fine-tunes in a row's place).
+    UsageError: a count below 1; --released for a table that is not a
+      pretraining grid below paper scale (the only runner that fine-tunes in
+      a row's place), or naming no model.
   """
+  for name in ('num_runs', 'pretrain_seeds'):
+    value = getattr(request, name)
+    if value is not None and value < 1:
+      raise app.UsageError(f'--{name} must be at least 1, got {value}.')
   if request.released and (target.runner != 'grid' or request.scale == 'paper'):
     raise app.UsageError(
         f'--released: {target.key} at --scale={request.scale} pretrains no '
         'grid to put a release in; fine-tune a release with '
         'experiments.glue_suite --init_checkpoint=<path>.'
     )
+  request.released_encoders(target)
   RUNNERS.get(target.runner)(target, request)
 
 

@@ -218,7 +218,41 @@ def storage_failure(error: Exception) -> Optional[str]:
   remote = _remote_storage_failure(error)
   if remote is not None:
     return remote
-  return None
+  return _path_kind_failure(error)
+
+
+# TensorFlow's file-system messages of a path of the wrong kind.
+_NOT_A_FOLDER = re.compile(r'^(\S+?)(?: is not a directory|; Not a directory)')
+_NOT_A_FILE = re.compile(r'^(\S+?); Is a directory')
+
+
+def _path_kind_failure(error: Exception) -> Optional[str]:
+  """One line for a file given where a folder goes, or a folder for a file.
+
+  Python raises `NotADirectoryError` / `IsADirectoryError`, tf.io.gfile
+  `FailedPreconditionError` ('<path> is not a directory', '<path>; Is a
+  directory'); anything else gets None.
+  """
+  if isinstance(error, (NotADirectoryError, IsADirectoryError)):
+    folder = isinstance(error, NotADirectoryError)
+    path = error.filename or ''
+  elif type(error).__name__ == 'FailedPreconditionError' and type(
+      error
+  ).__module__.startswith('tensorflow'):
+    message = (getattr(error, 'message', None) or str(error)).strip()
+    match = _NOT_A_FOLDER.match(message) or _NOT_A_FILE.match(message)
+    if match is None:
+      return None
+    folder = match.re is _NOT_A_FOLDER
+    path = match.group(1)
+  else:
+    return None
+  if folder:
+    return (
+        f'{path} (or a folder above it) is a file where a folder is '
+        'expected; give a folder path, or move the file away.'
+    )
+  return f'{path} is a folder where a file is expected; give a file path.'
 
 
 # TensorFlow's errors of a remote file system that cannot be reached, and

@@ -14,6 +14,7 @@ never assumed: in the BERT uncased vocabulary [PAD] is 0 but [UNK], [CLS],
 
 import contextlib
 import dataclasses
+import inspect
 import re
 from typing import (
     Any,
@@ -121,6 +122,10 @@ _UNCASED_SHARE = 0.001
 # Fewer word pieces with cased letters than this say nothing about casing.
 _MIN_PIECES_FOR_CASING = 50
 _SPECIAL_PIECE = re.compile(r'^\[[^\]]*\]$')
+# How many distinct characters the WordPiece learner keeps by default.
+_LEARNER_MAX_UNIQUE_CHARS = (
+    inspect.signature(learner.learn).parameters['max_unique_chars'].default
+)
 
 
 def casing_mismatch(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
@@ -270,11 +275,10 @@ def build_wordpiece_vocab(
       .batch(1024)
       .map(splitter.split)
   )
+  word_counts = learner.count_words(words)
+  _check_room_for_characters(word_counts, vocab_size, learn_params or {})
   tokens = learner.learn(
-      learner.count_words(words),
-      vocab_size,
-      list(SPECIAL_TOKENS),
-      **dict(learn_params or {}),
+      word_counts, vocab_size, list(SPECIAL_TOKENS), **dict(learn_params or {})
   )
   tokens = list(dict.fromkeys(tokens))
   if len(tokens) > vocab_size:
@@ -288,6 +292,24 @@ def build_wordpiece_vocab(
   if output_path:
     write_vocab(tokens, output_path)
   return tokens
+
+
+def _check_room_for_characters(word_counts, vocab_size, learn_params):
+  """Refuses, before learning, a size below one piece per character.
+
+  The learner keeps each of the text's characters (up to its
+  `max_unique_chars`) as a piece, so the special tokens and one piece per
+  character bound the smallest vocabulary from below.
+  """
+  characters = set().union(*map(set, word_counts)) if word_counts else set()
+  limit = learn_params.get('max_unique_chars', _LEARNER_MAX_UNIQUE_CHARS)
+  smallest = len(SPECIAL_TOKENS) + min(len(characters), limit)
+  if vocab_size < smallest:
+    raise cli.UserError(
+        f'--vocab_size={vocab_size} cannot hold the special tokens and the '
+        f'{len(characters)} characters of the corpus: ask for at least '
+        f'{smallest}.'
+    )
 
 
 def make_tokenizer(

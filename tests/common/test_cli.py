@@ -213,3 +213,34 @@ def test_a_signal_while_tensorflow_imports_ends_the_command_at_once(
   assert process.returncode == 128 + signal_number
   assert 'while starting; nothing was written' in stderr
   assert 'Traceback' not in stderr
+
+
+def test_a_path_of_the_wrong_kind_is_one_line_naming_it(tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  a_file = tmp_path / 'taken'
+  a_file.write_text('x')
+  failures = []
+  for write in (
+      lambda: tf.io.gfile.makedirs(str(a_file / 'run')),
+      lambda: tf.io.gfile.GFile(str(a_file / 'run'), 'w').write('y'),
+      lambda: open(a_file / 'run', 'w'),
+  ):
+    with pytest.raises(Exception) as caught:
+      write()
+    failures.append(cli.storage_failure(caught.value))
+  assert all(
+      f is not None and 'is a file where a folder is expected' in f
+      for f in failures
+  ), failures
+  for read in (
+      lambda: tf.io.gfile.GFile(str(tmp_path)).read(),
+      lambda: open(tmp_path),
+  ):
+    with pytest.raises(Exception) as caught:
+      read()
+    assert cli.storage_failure(caught.value) == (
+        f'{tmp_path} is a folder where a file is expected; give a file path.'
+    )
+  other = tf.errors.FailedPreconditionError(None, None, 'not initialized')
+  assert cli.storage_failure(other) is None

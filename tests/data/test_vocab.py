@@ -135,6 +135,24 @@ class TestBuildAndTokenize:
       vocab.build_wordpiece_vocab(_SENTENCES, 5, str(tmp_path / 'v.txt'))
 
 
+def test_a_size_below_one_piece_per_character_is_refused_before_learning(
+    tmp_path, monkeypatch
+):
+  def learn(*args, **kwargs):
+    raise AssertionError('the learner ran')
+
+  monkeypatch.setattr(vocab.learner, 'learn', learn)
+  # Punctuation is split into words of its own; its characters count too.
+  characters = set(''.join(_SENTENCES).lower()) - {' '}
+  smallest = len(vocab.SPECIAL_TOKENS) + len(characters)
+  with pytest.raises(
+      ValueError, match=f'{len(characters)} characters .* at least {smallest}'
+  ):
+    vocab.build_wordpiece_vocab(_SENTENCES, smallest - 1, str(tmp_path / 'v'))
+  with pytest.raises(AssertionError, match='the learner ran'):
+    vocab.build_wordpiece_vocab(_SENTENCES, smallest + 4, str(tmp_path / 'v'))
+
+
 def test_vocab_round_trips_on_a_non_local_filesystem():
   # tf.io.gfile's in-memory filesystem stands in for gs://: a reader that
   # used open() or os.path would not find the file.

@@ -24,6 +24,7 @@ from experiments.regeneration import runner
 from experiments.regeneration import target_runners
 from official_repro.tasks import objectives
 from official_repro.training import gin_utils
+from tests import conftest
 
 # What issue 14 asks one command for, per paper.
 REQUIRED = (
@@ -285,6 +286,7 @@ def test_a_target_is_regenerated_by_the_runner_it_names(monkeypatch, tmp_path):
   assert (request.out, request.bucket) == (str(tmp_path / 'out'), 'gs://b')
 
 
+@pytest.mark.slow
 def test_tpu_hours_agree_with_002s_measured_electra_small_time():
   """The plan's hour estimate agrees with 002 Table 5's measurement.
 
@@ -309,6 +311,7 @@ def test_tpu_hours_agree_with_002s_measured_electra_small_time():
   assert 0.67 < hours / measured < 1.33, hours
 
 
+@pytest.mark.slow
 def test_plan_fine_tunes_base_models_with_their_size_and_squad():
   run = registry.get('003.1').runs[8]  # TEAMS-Base
   target = registry.Target(
@@ -350,6 +353,7 @@ def test_plan_fine_tunes_base_models_with_their_size_and_squad():
     plan.size_files('004_script', 'glue', 'large')
 
 
+@pytest.mark.slow
 def test_002_table_5_plan_shows_the_papers_hours():
   target = registry.Target(
       key='002.5',
@@ -479,6 +483,7 @@ def test_settings_are_stored_then_checked(ram_dir):
   assert "tasks: stored {'sst2': 0.25}, now {'sst2': 0.5}" in str(error.value)
 
 
+@pytest.mark.slow
 def test_runs_get_the_reference_training_flops_times_their_ratio():
   target = registry.get('001.IV')
   steps = runner.run_steps(target, _settings(reference_steps=300), 30522)
@@ -657,7 +662,9 @@ def test_a_released_row_is_fine_tuned_in_place_of_pretraining(
     runner.run_grid(target, _settings(), out, str(tmp_path / 'runs'))
 
 
-def test_released_rows_are_checked_against_the_table(tmp_path):
+def test_released_rows_are_checked_against_the_table(tmp_path, monkeypatch):
+  # Any path stands for a release here; the next test reads real ones.
+  monkeypatch.setattr(target_runners.pretrained, 'resolve', lambda path: None)
   target = registry.get('001.IV')
   release = tmp_path / 'model'
   release.mkdir()
@@ -683,6 +690,26 @@ def test_released_rows_are_checked_against_the_table(tmp_path):
   ):
     with pytest.raises(app.UsageError, match=named):
       dataclasses.replace(request, released=[item]).released_encoders(target)
+
+
+def test_a_released_path_that_holds_no_model_is_refused_before_pretraining(
+    tmp_path,
+):
+  records = conftest.write_tiny_records(tmp_path)
+  request = target_runners.Request(
+      table='001.IV', scale='cpu', released=[f'ELECTRA_small={records}']
+  )
+  with pytest.raises(
+      app.UsageError, match=f'ELECTRA_small={records}.*no checkpoint'
+  ):
+    request.released_encoders(registry.get('001.IV'))
+
+
+@pytest.mark.parametrize('flag', ['num_runs', 'pretrain_seeds'])
+def test_a_count_below_one_is_refused_before_anything_runs(flag):
+  request = target_runners.Request(table='001.IV', scale='cpu', **{flag: 0})
+  with pytest.raises(app.UsageError, match=f'--{flag} must be at least 1'):
+    target_runners.run(registry.get('001.IV'), request)
 
 
 @pytest.mark.parametrize(
