@@ -101,12 +101,41 @@ def _dummy_batch(seq_length: int = 8, predictions: int = 2):
   )
 
 
+def _checkpoint_prefix(model_dir: str, checkpoint: Optional[str]) -> str:
+  """`checkpoint` (a prefix, or a name in `model_dir`), or the latest one.
+
+  Raises:
+    UserError: no such checkpoint (naming the run's), or none at all.
+  """
+  if checkpoint is None:
+    checkpoint = tf.train.latest_checkpoint(model_dir)
+    if checkpoint is None:
+      raise cli.UserError(
+          f'--model_dir {model_dir} holds no training checkpoint '
+          '(ckpt-<step>).'
+      )
+    return checkpoint
+  for prefix in (checkpoint, os.path.join(model_dir, checkpoint)):
+    if tf.io.gfile.exists(prefix + '.index'):
+      return prefix
+  steps = sorted(
+      tf.io.gfile.glob(os.path.join(model_dir, 'ckpt-*.index')),
+      key=lambda path: int(re.sub(r'\D', '', os.path.basename(path)) or 0),
+  )
+  names = [os.path.basename(path)[: -len('.index')] for path in steps]
+  raise cli.UserError(
+      f'--checkpoint {checkpoint}: no such checkpoint in {model_dir}; it has '
+      f'{", ".join(names) or "none"}.'
+  )
+
+
 def load(model_dir: str, checkpoint: Optional[str] = None) -> SavedRun:
   """Rebuilds and restores the pretraining run in `model_dir`.
 
   Args:
     model_dir: the run.
-    checkpoint: a `ckpt-<step>` prefix of it (default: the latest).
+    checkpoint: a `ckpt-<step>` prefix, or its name in `model_dir`
+      (default: the latest).
 
   Raises:
     UserError: not a pretraining run, no checkpoint, or a checkpoint that
@@ -117,11 +146,7 @@ def load(model_dir: str, checkpoint: Optional[str] = None) -> SavedRun:
         f'--model_dir {model_dir}: no config.gin and '
         f'{experiment.MODEL_CONFIG_FILENAME}; not a pretraining run.'
     )
-  checkpoint = checkpoint or tf.train.latest_checkpoint(model_dir)
-  if checkpoint is None:
-    raise cli.UserError(
-        f'--model_dir {model_dir} holds no training checkpoint (ckpt-<step>).'
-    )
+  checkpoint = _checkpoint_prefix(model_dir, checkpoint)
   with tf.io.gfile.GFile(os.path.join(model_dir, 'config.gin')) as f:
     match = _OBJECTIVE.search(f.read())
   if match is None:

@@ -4,6 +4,7 @@ import os
 import shutil
 
 import pytest
+import tensorflow as tf
 
 from official_repro.common import cli
 from official_repro.training import experiment
@@ -12,6 +13,7 @@ from official_repro.training import word_order
 from tests import conftest
 
 
+@pytest.mark.slow
 def test_a_moved_or_shuffled_copy_of_its_records_is_read(
     tiny_electra_run, tiny_records, tmp_path
 ):
@@ -48,6 +50,7 @@ def test_records_that_mean_other_tokens_are_refused_in_one_line(
   )
 
 
+@pytest.mark.slow
 def test_a_damaged_records_json_is_named_in_one_line(
     tiny_electra_run, tiny_records, tmp_path
 ):
@@ -72,3 +75,17 @@ def test_runs_from_before_the_records_identity_are_not_checked(
   assert os.path.exists(
       os.path.join(tiny_electra_run, experiment.RECORDS_FILENAME)
   )
+
+
+def test_a_checkpoint_is_found_by_its_name_and_a_missing_one_is_named(
+    exported_encoder,
+):
+  latest = tf.train.latest_checkpoint(exported_encoder)
+  name = os.path.basename(latest)
+  run = saved_runs.load(exported_encoder, name)
+  assert run.checkpoint == latest
+  with pytest.raises(
+      cli.UserError,
+      match=f'--checkpoint ckpt-99: no such checkpoint in .* it has .*{name}',
+  ):
+    saved_runs.load(exported_encoder, 'ckpt-99')
