@@ -227,6 +227,27 @@ def records_identity(data_config: Any) -> Optional[Dict[str, Any]]:
   )
 
 
+def check_positions(params: cfg.ExperimentConfig) -> None:
+  """Refuses records longer than the encoder's position embeddings.
+
+  Raises:
+    UserError: naming both lengths and the binding to set.
+  """
+  data = params.task.train_data
+  if not isinstance(data, pretrain_dataloader.PretrainDataConfig):
+    return
+  encoder = objectives.for_task_config(params.task).exported_encoder_config(
+      params.task.model
+  )
+  if data.max_seq_length > encoder.max_position_embeddings:
+    raise cli.UserError(
+        f'pretrain_data.max_seq_length = {data.max_seq_length} (the records '
+        f'of {data.input_path}), but encoder.max_position_embeddings = '
+        f'{encoder.max_position_embeddings}; set --gin_param='
+        f'encoder.max_position_embeddings={data.max_seq_length} (or more).'
+    )
+
+
 def check_records(
     model_dir: str, data_config: Any, other_records: bool
 ) -> None:
@@ -323,6 +344,7 @@ def run(
         '(ckpt-<step>) to evaluate; train first, or give the directory of a '
         'trained run.'
     )
+  check_positions(params)
   check_model_dir(
       model_dir,
       params.task.model.as_dict(),
