@@ -99,9 +99,24 @@ def suggestion(message: str) -> str:
   return ''
 
 
+# Gin's words for a value it cannot read, and the token it stopped at.
+_UNREADABLE_VALUE = re.compile(
+    r"malformed node or string.*Failed to parse token '([^']*)'", re.S
+)
+
+
 def _one_line(error: Exception) -> str:
-  """Gin's message without its 'In file ... line' context lines."""
-  return str(error).strip().splitlines()[0]
+  """Gin's message without its 'In file ... line' context lines.
+
+  A value Python cannot read (gin says 'malformed node or string ... <ast
+  object>') is named, with the quotes a string needs.
+  """
+  text = str(error).strip()
+  unreadable = _UNREADABLE_VALUE.search(text)
+  if unreadable:
+    token = unreadable.group(1)
+    return f"cannot read the value {token}; write a string in quotes: '{token}'"
+  return text.splitlines()[0]
 
 
 def register_configurables() -> None:
