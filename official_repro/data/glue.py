@@ -212,7 +212,8 @@ def read_examples(
     (the header excluded) and whose malformed records are the skipped rows.
 
   Raises:
-    ValueError: unknown task or split, or a header without the needed columns.
+    ValueError: unknown task or split, a header without the needed columns,
+      or no examples.
     FileNotFoundError: the split's file does not exist.
     GlueLabelError: a label outside the task's label set, or an STS-B score
       that is not a finite number in [0, 5]; the message names file and line.
@@ -255,6 +256,12 @@ def read_examples(
     )
   if indices is None:
     raise cli.UserError(f'GLUE file {path} is empty.')
+  if not examples:
+    raise cli.UserError(
+        f'GLUE file {path} has no examples: {report.num_records} row(s) '
+        f'after its header, {report.num_malformed} of them malformed; give '
+        'the split with its rows.'
+    )
   report.num_examples = len(examples)
   report.log(f'GLUE {task}/{split}')
   return examples, report

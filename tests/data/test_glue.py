@@ -572,3 +572,15 @@ class TestConvertExamplesToFeatures:
     small = tokenization.FullTokenizer(str(path), do_lower_case=True)
     with pytest.raises(ValueError, match=r'\[PAD\]'):
       glue.convert_examples_to_features([_example('the')], small, 8)
+
+
+def test_a_split_with_only_its_header_is_named(tmp_path):
+  folder = tmp_path / 'MRPC'
+  folder.mkdir()
+  (folder / 'dev.tsv').write_text(
+      'Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n'
+  )
+  with pytest.raises(
+      ValueError, match=r'MRPC/dev.tsv has no examples: 0 row\(s\) after its'
+  ):
+    glue.read_examples(str(tmp_path), 'mrpc', 'dev')
