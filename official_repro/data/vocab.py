@@ -186,13 +186,23 @@ def load_vocab(
 
   Raises:
     FileNotFoundError: `path` does not exist.
-    ValueError: the file is empty, has an empty line, repeats a token, or
-      lacks a required token.
+    ValueError: a folder, a byte-order mark, an empty file or line, a
+      repeated token, or a required token missing.
   """
-  if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+  if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'Vocabulary file {path} does not exist.')
+  if tf.io.gfile.isdir(path):
+    raise cli.UserError(
+        f'Vocabulary file {path} is a folder; give the vocabulary file in '
+        'it (one token per line, e.g. vocab.txt).'
+    )
   with tf.io.gfile.GFile(path, 'r') as f:
     text = f.read()
+  if text.startswith('\ufeff'):
+    raise cli.UserError(
+        f'Vocabulary file {path} starts with a UTF-8 byte-order mark, which '
+        'would be part of its first token; save it as UTF-8 without one.'
+    )
   lines = text.splitlines()
   if not lines:
     raise cli.UserError(

@@ -37,6 +37,16 @@ class TestLoadVocab:
     with pytest.raises(FileNotFoundError, match='missing.txt'):
       vocab.load_vocab(str(tmp_path / 'missing.txt'))
 
+  def test_a_folder_is_named_as_a_folder(self, tmp_path):
+    with pytest.raises(ValueError, match='is a folder; give the vocabulary'):
+      vocab.load_vocab(str(tmp_path))
+
+  def test_a_byte_order_mark_is_named(self, tmp_path):
+    path = tmp_path / 'v.txt'
+    path.write_text('\n'.join(vocab.SPECIAL_TOKENS), encoding='utf-8-sig')
+    with pytest.raises(ValueError, match='starts with a UTF-8 byte-order'):
+      vocab.load_vocab(str(path))
+
   def test_empty_file(self, tmp_path):
     path = tmp_path / 'v.txt'
     path.write_text('')
