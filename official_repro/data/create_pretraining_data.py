@@ -716,7 +716,7 @@ def prepare_pretraining_data(
   timer = _Timer()
   given_tokens = _load_given_vocab(config)
   try:
-    files = streaming.list_input_files(inputs, config.file_pattern)
+    files = streaming.list_input_files(inputs, config.file_pattern, output_dir)
   except FileNotFoundError as e:
     raise FileNotFoundError(f'--input: {e}') from e
   eval_split = streaming.EvalSplit(

@@ -86,14 +86,35 @@ class InputFile:
   size: int
 
 
+# File names that together mark a folder written by this repository:
+# records, a training run, an export.
+_OUTPUT_MARKERS = (
+    {'metadata.json', 'vocab.txt'},
+    {'model_config.json', 'config.gin'},
+    {'encoder_config.json', 'vocab.txt'},
+)
+
+
+def _real_path(path: str) -> str:
+  """A local path without links or a trailing '/'; a URL as it is."""
+  return path.rstrip('/') if '://' in path else os.path.realpath(path)
+
+
 def list_input_files(
-    inputs: Sequence[str], file_pattern: str = '*.txt'
+    inputs: Sequence[str],
+    file_pattern: str = '*.txt',
+    output_dir: Optional[str] = None,
 ) -> List[InputFile]:
   """The corpus's files with their names (see `InputFile`), sorted by input.
+
+  Folders written by this repository (`_OUTPUT_MARKERS`), `output_dir` and
+  its temporary siblings are left out, with a warning that names them: a
+  vocabulary or a log there is not a book.
 
   Args:
     inputs: files or directories (searched recursively for `file_pattern`).
     file_pattern: glob for file names inside directories.
+    output_dir: where the records go, left out if it is inside an input.
 
   Returns:
     The files, in the order of `text_cleaning.find_files`.
@@ -105,9 +126,21 @@ def list_input_files(
   if not inputs:
     text_cleaning.find_files(inputs, file_pattern)  # Raises its UserError.
   files, seen_paths, seen_names = [], set(), set()
-  skipped = []
+  skipped, pruned = [], []
+  output = _real_path(output_dir) if output_dir else None
+
+  def prune(directory: str, names: List[str]) -> bool:
+    here = _real_path(directory)
+    ours = any(marker <= set(names) for marker in _OUTPUT_MARKERS) or (
+        output is not None
+        and (here == output or here.startswith(output + '.tmp-'))
+    )
+    if ours:
+      pruned.append(directory)
+    return ours
+
   for index, root in enumerate(inputs):
-    for path in text_cleaning.find_files([root], file_pattern, skipped):
+    for path in text_cleaning.find_files([root], file_pattern, skipped, prune):
       if path in seen_paths:
         continue
       seen_paths.add(path)
@@ -123,6 +156,13 @@ def list_input_files(
       except tf.errors.OpError:
         size = 0
       files.append(InputFile(path, name, size))
+  if pruned:
+    logging.warning(
+        'Left out %d folder(s) of the input that this repository wrote '
+        '(records, runs, exports, the output): %s',
+        len(pruned),
+        ', '.join(sorted(pruned)[:10]) + (' ...' if len(pruned) > 10 else ''),
+    )
   if skipped:
     case_only = [
         path

@@ -480,6 +480,7 @@ def find_files(
     inputs: Sequence[str],
     file_pattern: str = '*.txt',
     skipped: Optional[List[str]] = None,
+    prune: Optional[Callable[[str, List[str]], bool]] = None,
 ) -> List[str]:
   """Expands files and directories into a sorted list of files.
 
@@ -493,6 +494,8 @@ def find_files(
     file_pattern: glob for file names inside directories.
     skipped: if given, gets the files in the directories that the pattern
       left out.
+    prune: `prune(directory, file_names)` is True for a directory (an input
+      one included) whose files and subdirectories are left out.
 
   Returns:
     The files, directories expanded in sorted order, duplicates removed.
@@ -506,11 +509,12 @@ def find_files(
   files = []
   for path in inputs:
     if tf.io.gfile.isdir(path):
-      found = sorted(_walk_matching(path, file_pattern, skipped))
+      found = sorted(_walk_matching(path, file_pattern, skipped, prune))
       if not found:
         raise cli.UserError(
             f'corpus directory {path}: no files matching '
-            f'{file_pattern!r} found (searched recursively).'
+            f'{file_pattern!r} found (searched recursively, leaving out '
+            'folders written by this repository).'
         )
       files.extend(found)
     elif tf.io.gfile.exists(path):
@@ -528,7 +532,10 @@ def _real_path(path: str) -> str:
 
 
 def _walk_matching(
-    directory: str, file_pattern: str, skipped: Optional[List[str]]
+    directory: str,
+    file_pattern: str,
+    skipped: Optional[List[str]],
+    prune: Optional[Callable[[str, List[str]], bool]],
 ) -> Iterator[str]:
   # tf.io.gfile.walk, like os.walk, descends only into the directories left
   # in `dirs`, in their order; it follows links to directories, so each real
@@ -536,7 +543,7 @@ def _walk_matching(
   walked = set()
   for root, dirs, names in tf.io.gfile.walk(directory):
     real = _real_path(root)
-    if real in walked:
+    if real in walked or (prune is not None and prune(root, names)):
       dirs[:] = []
       continue
     walked.add(real)

@@ -15,6 +15,7 @@ from official_repro.data import create_pretraining_data as cpd
 from official_repro.data import records
 from official_repro.data import streaming
 from official_repro.data import vocab
+from tests.conftest import write_fixture_corpus
 
 _SUBJECTS = [
     'The old man',
@@ -514,6 +515,7 @@ def _temporary_files(directory):
   )
 
 
+@pytest.mark.slow
 def test_killed_run_leaves_no_complete_looking_directory(
     corpus, static_run, dynamic_run, tmp_path, monkeypatch, caplog
 ):
@@ -650,3 +652,15 @@ def test_the_lock_of_a_writer_that_is_gone_is_taken_over(tmp_path):
   with records.writer_lock(output_dir):
     pass
   assert not os.path.exists(output_dir + records.LOCK_SUFFIX)
+
+
+def test_records_written_inside_their_corpus_are_not_read_back(tmp_path):
+  corpus = tmp_path / 'corpus'
+  write_fixture_corpus(corpus)
+  output_dir = str(corpus / 'records')
+  settings = dict(vocab_size=120, max_seq_length=32, seed=3)
+  first = cpd.prepare_pretraining_data([str(corpus)], output_dir, **settings)
+  again = cpd.prepare_pretraining_data([str(corpus)], output_dir, **settings)
+  assert again['splits'] == first['splits']
+  for metadata in (first, again):
+    assert metadata['stats']['execution']['input_files'] == 1

@@ -145,6 +145,7 @@ def test_file_processor_is_a_function_of_the_file(processor_inputs):
   assert sum(s.documents for s in stats.splits.values()) == 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('group_chars', [400, 700])
 def test_a_file_is_processed_in_groups_of_its_own_text(
     processor_inputs, group_chars
@@ -237,3 +238,25 @@ def test_write_shard_counts_mixing(ram_dir):
   assert mixing['distinct_documents_min'] == 7
   assert mixing['shards_measured'] == 1
   assert records.SPLITS == ('train', 'eval')
+
+
+def test_folders_this_repository_wrote_are_not_read_as_books(tmp_path):
+  corpus = tmp_path / 'corpus'
+  for folder, names in (
+      ('records', ['metadata.json', 'vocab.txt']),
+      ('runs/electra', ['model_config.json', 'config.gin', 'notes.txt']),
+      ('export', ['encoder_config.json', 'vocab.txt']),
+      ('out', ['vocab.txt']),  # the output folder, before its metadata
+      ('out.tmp-host-1-ab', ['vocab.txt']),  # its staging sibling
+      ('books', ['metadata.json', 'a.txt']),  # a user's, kept
+  ):
+    (corpus / folder).mkdir(parents=True)
+    for name in names:
+      (corpus / folder / name).write_text('x')
+  (corpus / 'b.txt').write_text('B.')
+  files = streaming.list_input_files(
+      [str(corpus)], output_dir=str(corpus / 'out')
+  )
+  assert [f.name for f in files] == ['b.txt', 'books/a.txt']
+  with pytest.raises(ValueError, match='leaving out folders written by'):
+    streaming.list_input_files([str(corpus / 'records')])
