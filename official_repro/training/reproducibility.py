@@ -34,6 +34,7 @@ import tensorflow as tf
 import tf_keras
 
 from tensorflow.python.framework import config as tf_config  # pylint: disable=g-direct-tensorflow-import
+from official_repro.common import cli
 from official_repro.common import json_files
 
 SEED_FILENAME = 'seed.json'
@@ -186,7 +187,7 @@ def latest_readable_checkpoint(
         )
       return path, checkpoint_step(path)
     skipped.append(f'{path} ({error})')
-  raise ValueError(
+  raise cli.UserError(
       f'No checkpoint in {model_dir} reads back: '
       + '; '.join(skipped)
       + '. Remove them (or the whole --model_dir) to start afresh.'

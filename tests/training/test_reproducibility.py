@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.data import pretrain_dataloader
 from official_repro.training import gin_utils
 from official_repro.training import reproducibility
@@ -77,7 +78,8 @@ def test_no_checkpoint_and_no_readable_checkpoint(tmp_path):
   (path,) = _write_checkpoints(tmp_path / 'run', [5])
   for data_file in tf.io.gfile.glob(path + '.data-*'):
     tf.io.gfile.remove(data_file)
-  with pytest.raises(ValueError, match='No checkpoint in .* reads back'):
+  # A UserError: the command prints it as one line, not a traceback.
+  with pytest.raises(cli.UserError, match='No checkpoint in .* reads back'):
     reproducibility.latest_readable_checkpoint(str(tmp_path / 'run'))
 
 
@@ -156,6 +158,7 @@ def whole_run(run_tiny_electra, tmp_path_factory):
   return _final_weights(str(model_dir))
 
 
+@pytest.mark.slow
 def test_same_seed_runs_end_bit_identical(
     run_tiny_electra, whole_run, tmp_path
 ):
@@ -187,6 +190,7 @@ def test_same_seed_runs_end_bit_identical(
   )
 
 
+@pytest.mark.slow
 def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
     run_tiny_electra, whole_run, tmp_path
 ):
