@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import export_layout
 from official_repro.modeling.networks import pretrained
@@ -116,6 +117,25 @@ def test_restoring_another_architecture_fails(tmp_path):
   deeper = encoders.build_encoder(_config(vocab_size=len(_VOCAB), num_layers=3))
   with pytest.raises(ValueError, match='does not hold this encoder'):
     pretrained.restore(deeper, prefix)
+
+
+@pytest.mark.parametrize('damage', ['truncate', 'flip'])
+def test_a_damaged_checkpoint_is_named_in_one_line(tmp_path, damage):
+  config = _config(vocab_size=len(_VOCAB))
+  prefix = tf.train.Checkpoint(encoder=encoders.build_encoder(config)).write(
+      str(tmp_path / 'small')
+  )
+  (data_file,) = tf.io.gfile.glob(prefix + '.data-*')
+  with open(data_file, 'r+b') as f:
+    if damage == 'truncate':
+      f.truncate(100)
+    else:
+      payload = bytearray(f.read())
+      payload[100:200] = bytes(255 - b for b in payload[100:200])
+      f.seek(0)
+      f.write(payload)
+  with pytest.raises(cli.UserError, match=f'{prefix}: its files are damaged'):
+    pretrained.restore(encoders.build_encoder(config), prefix)
 
 
 def test_encoder_exported_by_an_earlier_version_still_resolves(tmp_path):

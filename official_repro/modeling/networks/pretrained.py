@@ -205,13 +205,31 @@ def resolve(
   )
 
 
+# What reading a damaged checkpoint raises: TensorFlow's checkpoint reader
+# raises a short data file's "Read less bytes than requested" as IndexError.
+_DAMAGED_CHECKPOINT_ERRORS = (
+    tf.errors.DataLossError,
+    tf.errors.OutOfRangeError,
+    IndexError,
+)
+
+
 def restore(encoder: tf_keras.Model, checkpoint_path: str) -> None:
   """Loads `Checkpoint(encoder=...)` weights into `encoder`.
 
   Raises:
-    ValueError: an encoder variable has no value in the checkpoint.
+    UserError: the checkpoint's files cannot be read, or an encoder variable
+      has no value in it.
   """
-  status = tf.train.Checkpoint(encoder=encoder).read(checkpoint_path)
+  try:
+    status = tf.train.Checkpoint(encoder=encoder).read(checkpoint_path)
+  except _DAMAGED_CHECKPOINT_ERRORS as error:
+    message = getattr(error, 'message', None) or str(error)
+    first_line = message.strip().splitlines()[0][:300]
+    raise cli.UserError(
+        f'--init_checkpoint {checkpoint_path}: its files are damaged '
+        f'({first_line}); export or copy the encoder again.'
+    ) from error
   try:
     status.assert_existing_objects_matched()
   except AssertionError as error:
