@@ -143,6 +143,7 @@ def workspace(tmp_path_factory, tiny_records):
 # --- official_repro.quickstart
 
 
+@pytest.mark.slow
 def test_quickstart_refuses_a_positional_path(cli, workspace):
   cli.refused(
       [
@@ -168,6 +169,16 @@ def test_quickstart_flag_mistakes(cli, workspace, flag, named):
       ['official_repro.quickstart', f'--work_dir={workspace}/qs', flag], named
   )
   assert not (workspace / 'qs').exists()
+
+
+def test_a_work_dir_that_is_a_file_is_named(cli, workspace):
+  taken = workspace / 'a_file'
+  taken.write_text('a file of the user\n')
+  cli.refused(
+      ['official_repro.quickstart', f'--work_dir={taken}'],
+      f'{taken} (or a folder above it) is a file where a folder is expected',
+      keep=[taken],
+  )
 
 
 # --- official_repro.data.create_pretraining_data
@@ -340,6 +351,7 @@ def test_train_refuses_devices_that_are_not_there_and_empty_batches(
   assert not (workspace / 'm').exists()
 
 
+@pytest.mark.slow
 def test_train_refuses_to_resume_on_other_records(cli, workspace, tmp_path):
   run = tmp_path / 'run'
   completed = cli.run(_train(workspace, f'--model_dir={run}', '--mode=train'))
@@ -369,8 +381,13 @@ def test_train_eval_without_a_checkpoint_is_refused(cli, workspace):
     'binding, named',
     [
         ("optimization.learning_rate='1e-3'", 'without quotes'),
+        ('encoder.backbone=convbert', "write a string in quotes: 'convbert'"),
         ('encoder.hiden_size=64', 'encoder.hidden_size'),
         ("experiment.objective='electra_small'", 'experiment.objective'),
+        (
+            'encoder.max_position_embeddings=16',
+            'encoder.max_position_embeddings=32',
+        ),
     ],
 )
 def test_train_gin_mistakes_are_named(cli, workspace, binding, named):
@@ -464,6 +481,7 @@ def finetuned(cli, workspace, exported_encoder):
   return encoder, model_dir
 
 
+@pytest.mark.slow
 def test_finetune_rerun_on_other_data_is_refused(cli, workspace, finetuned):
   encoder, model_dir = finetuned
   other = _glue(workspace / 'data_b', label_shift=1)
@@ -539,6 +557,7 @@ def test_finetune_a_checkpoint_without_its_architecture_asks_gin_for_it(
   assert not (workspace / 'ft_new').exists()
 
 
+@pytest.mark.slow
 def test_finetune_diverging_is_one_line_naming_the_last_checkpoint(
     cli, workspace, exported_encoder
 ):
@@ -638,6 +657,7 @@ def test_finetune_refuses_a_casing_the_vocabulary_does_not_have(
         (['--method=bogus'], '--method'),
         (['--batch_size=0'], '--batch_size'),
         (['--input=/no/such/sentences.txt'], '/no/such/sentences.txt'),
+        (['--input={workspace}'], '{workspace} is a folder where a file'),
     ],
 )
 def test_score_mistakes(cli, workspace, finetuned, flags, named):
@@ -649,9 +669,9 @@ def test_score_mistakes(cli, workspace, finetuned, flags, named):
           'official_repro.score',
           f'--init_checkpoint={encoder}',
           f'--input={sentences}',
-          *flags,
+          *[flag.format(workspace=workspace) for flag in flags],
       ],
-      named,
+      named.format(workspace=workspace),
   )
 
 
@@ -753,6 +773,11 @@ def test_rescore_bad_grid_is_named(cli, workspace):
         (['--table=999'], '999'),
         (['--table=001.IV', '--scale=huge'], '--scale'),
         (['--table=001.IV', 'now'], 'now'),
+        (['--table=001.IV', '--scale=cpu', '--num_runs=0'], '--num_runs'),
+        (
+            ['--table=001.IV', '--released=ELECTRA_small={workspace}/records'],
+            'ELECTRA_small={workspace}/records',
+        ),
     ],
 )
 def test_regenerate_mistakes_before_any_job(cli, workspace, flags, named):
@@ -763,9 +788,10 @@ def test_regenerate_mistakes_before_any_job(cli, workspace, flags, named):
           f'--out={out}',
           f'--corpus={workspace}/corpus',
           f'--glue_dir={workspace}',
-          *flags,
+          f'--vocab_file={workspace}/records/vocab.txt',
+          *[flag.format(workspace=workspace) for flag in flags],
       ],
-      named,
+      named.format(workspace=workspace),
   )
   assert not out.exists()
 
@@ -826,6 +852,7 @@ def releases(tmp_path_factory):
   )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'release, flags, named',
     [
@@ -887,6 +914,23 @@ def test_export_refuses_what_is_not_a_model(cli, tmp_path):
           f'--output_dir={tmp_path / "out"}',
       ],
       str(tmp_path / 'empty'),
+  )
+  assert not (tmp_path / 'out').exists()
+
+
+def test_export_names_a_checkpoint_the_run_does_not_have(
+    cli, exported_encoder, tmp_path
+):
+  cli.refused(
+      [
+          'official_repro.export',
+          f'--model_dir={exported_encoder}',
+          '--checkpoint=ckpt-99',
+          '--format=saved_model',
+          f'--output_dir={tmp_path / "out"}',
+      ],
+      '--checkpoint ckpt-99: no such checkpoint',
+      keep=[exported_encoder],
   )
   assert not (tmp_path / 'out').exists()
 
@@ -977,6 +1021,7 @@ _TPU = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'flags, named',
     [
