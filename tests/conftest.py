@@ -89,6 +89,16 @@ def write_fixture_vocab(path):
 
 
 @pytest.fixture
+def clean_gin():
+  """Gin's config cleared before and after the test."""
+  import gin
+
+  gin.clear_config()
+  yield
+  gin.clear_config()
+
+
+@pytest.fixture
 def ram_dir():
   """A fresh directory on TensorFlow's in-memory `ram://` filesystem.
 

@@ -191,11 +191,13 @@ _STORAGE_ERRORS = (
 
 
 def storage_failure(error: Exception) -> Optional[str]:
-  """A one-line message for a full, read-only or forbidden storage, or None.
+  """One line for a storage that refuses, or a path of the wrong kind, or None.
 
-  Such failures are the machine's, not bugs: the command stops with one line
-  naming the path (every writer writes to a temporary name first, so what
-  was finished before stays as it was). Other exceptions get None.
+  A path of the wrong kind is a file where a folder goes, or the reverse.
+  Neither is a bug (the storage is the machine's doing, the path the
+  user's): the command stops with one line naming the path (every writer
+  writes to a temporary name first, so what was finished before stays as it
+  was). Other exceptions get None.
   """
   if isinstance(error, OSError) and error.errno in _STORAGE_ERRNOS:
     where = error.filename or ''

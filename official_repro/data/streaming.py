@@ -95,11 +95,6 @@ _OUTPUT_MARKERS = (
 )
 
 
-def _real_path(path: str) -> str:
-  """A local path without links or a trailing '/'; a URL as it is."""
-  return path.rstrip('/') if '://' in path else os.path.realpath(path)
-
-
 def list_input_files(
     inputs: Sequence[str],
     file_pattern: str = '*.txt',
@@ -127,10 +122,12 @@ def list_input_files(
     text_cleaning.find_files(inputs, file_pattern)  # Raises its UserError.
   files, seen_paths, seen_names = [], set(), set()
   skipped, pruned = [], []
-  output = _real_path(output_dir) if output_dir else None
+  output = (
+      text_cleaning.real_path(output_dir.rstrip('/')) if output_dir else None
+  )
 
   def prune(directory: str, names: List[str]) -> bool:
-    here = _real_path(directory)
+    here = text_cleaning.real_path(directory)
     ours = any(marker <= set(names) for marker in _OUTPUT_MARKERS) or (
         output is not None
         and (here == output or here.startswith(output + '.tmp-'))

@@ -521,12 +521,12 @@ def find_files(
       files.append(path)
     else:
       raise FileNotFoundError(f'corpus input {path} does not exist.')
-  return list({_real_path(path): path for path in reversed(files)}.values())[
+  return list({real_path(path): path for path in reversed(files)}.values())[
       ::-1
   ]
 
 
-def _real_path(path: str) -> str:
+def real_path(path: str) -> str:
   """The path without symbolic links (local paths; others as they are)."""
   return path if '://' in path else os.path.realpath(path)
 
@@ -542,7 +542,7 @@ def _walk_matching(
   # directory is walked once.
   walked = set()
   for root, dirs, names in tf.io.gfile.walk(directory):
-    real = _real_path(root)
+    real = real_path(root)
     if real in walked or (prune is not None and prune(root, names)):
       dirs[:] = []
       continue

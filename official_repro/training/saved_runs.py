@@ -118,11 +118,11 @@ def _checkpoint_prefix(model_dir: str, checkpoint: Optional[str]) -> str:
   for prefix in (checkpoint, os.path.join(model_dir, checkpoint)):
     if tf.io.gfile.exists(prefix + '.index'):
       return prefix
-  steps = sorted(
-      tf.io.gfile.glob(os.path.join(model_dir, 'ckpt-*.index')),
-      key=lambda path: int(re.sub(r'\D', '', os.path.basename(path)) or 0),
-  )
-  names = [os.path.basename(path)[: -len('.index')] for path in steps]
+  state = tf.train.get_checkpoint_state(model_dir)
+  names = [
+      os.path.basename(path)
+      for path in (state.all_model_checkpoint_paths if state else ())
+  ]
   raise cli.UserError(
       f'--checkpoint {checkpoint}: no such checkpoint in {model_dir}; it has '
       f'{", ".join(names) or "none"}.'

@@ -32,11 +32,7 @@ _MODEL_GARDEN = gin_dataclass.external_configurable(
 )
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-  gin.clear_config()
-  yield
-  gin.clear_config()
+pytestmark = pytest.mark.usefixtures('clean_gin')
 
 
 def test_bindings_override_defaults_and_arguments_override_bindings():

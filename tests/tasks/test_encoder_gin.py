@@ -1,6 +1,5 @@
 """The encoder from gin: `encoder.*`, `<backbone>.*`, mistakes by binding."""
 
-import gin
 import pytest
 
 from official_repro.common import cli
@@ -15,11 +14,7 @@ _TINY = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-  gin.clear_config()
-  yield
-  gin.clear_config()
+pytestmark = pytest.mark.usefixtures('clean_gin')
 
 
 def _encoder(*bindings):

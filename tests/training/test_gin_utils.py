@@ -1,16 +1,10 @@
 """Gin files and bindings parsed with errors that name what the user wrote."""
 
-import gin
 import pytest
 
 from official_repro.training import gin_utils
 
-
-@pytest.fixture(autouse=True)
-def _clear_gin():
-  gin.clear_config()
-  yield
-  gin.clear_config()
+pytestmark = pytest.mark.usefixtures('clean_gin')
 
 
 def test_an_unquoted_string_binding_is_named_with_its_quotes():
