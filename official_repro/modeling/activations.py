@@ -90,16 +90,29 @@ def unfused() -> Iterator[None]:
     _fused = previous
 
 
+def _in_keras_shape_inference() -> bool:
+  """Whether Keras is inferring a functional layer's output shape.
+
+  Keras calls the layer once in a throwaway graph named
+  `<layer>_scratch_graph`. A compiled function traced there keeps that graph
+  in its cache, and with it every weight the layer read: a model's size of
+  memory per model built, never freed.
+  """
+  graph = tf.compat.v1.get_default_graph()
+  return getattr(graph, 'name', '').endswith('_scratch_graph')
+
+
 def _use_fused(x) -> bool:
   """Whether to use the fused op for `x`.
 
-  Fuse a TensorFlow tensor outside `unfused()` and outside TPUs (whose
-  step XLA compiles whole); Keras' functional inputs and arrays take
-  Keras' own ops.
+  Fuse a TensorFlow tensor outside `unfused()`, outside Keras' shape
+  inference and outside TPUs (whose step XLA compiles whole); Keras'
+  functional inputs and arrays take Keras' own ops.
   """
   return (
       _fused
       and isinstance(x, tf.Tensor)
+      and not _in_keras_shape_inference()
       and not isinstance(
           tf.distribute.get_strategy(), tf.distribute.TPUStrategy
       )

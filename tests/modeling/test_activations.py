@@ -164,3 +164,18 @@ def test_keras_functional_inputs_take_keras_ops():
       _gelu_tanh_numpy(np.ones([1, 4])),
       rtol=1e-5,
   )
+
+
+@pytest.mark.parametrize('name', ['gelu_tanh', 'gelu_erf'])
+def test_building_a_functional_model_traces_no_compiled_kernel(name):
+  # A kernel traced in Keras' shape-inference graph keeps that graph and the
+  # layer's weights alive for the life of the process. float64: a dtype no
+  # other test traces, so an earlier trace cannot hide one here.
+  forward = getattr(activations, f'_{name}_forward')
+  before = forward.experimental_get_tracing_count()
+  inputs = tf_keras.Input([4], dtype=tf.float64)
+  dense = tf_keras.layers.Dense(
+      4, activation=activations.get(name), dtype=tf.float64
+  )
+  tf_keras.Model(inputs, dense(inputs))
+  assert forward.experimental_get_tracing_count() == before
