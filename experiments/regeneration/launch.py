@@ -54,6 +54,8 @@ class Cloud:
     progress_seconds: seconds between progress lines.
     pod_runtime_version: `run_tpu.sh --runtime_version` of the jobs on
       multi-host slices.
+    concurrent_jobs: at most this many stages running at once over all VMs
+      (None: one per VM). A rehearsal's VMs share this machine's memory.
   """
 
   zone: str
@@ -65,6 +67,7 @@ class Cloud:
   env: Optional[Dict[str, str]] = None
   progress_seconds: float = 600.0
   pod_runtime_version: Optional[str] = None
+  concurrent_jobs: Optional[int] = None
 
 
 def vm_names(
@@ -255,6 +258,9 @@ def launch(
   state = LaunchState(state_path)
   vms = vm_names(planned, cloud)
   outcome: Dict[str, str] = {}
+  slots = threading.BoundedSemaphore(
+      cloud.concurrent_jobs or len(set(vms.values())) or 1
+  )
 
   def work(vm: str) -> None:
     for run in planned:
@@ -266,7 +272,11 @@ def launch(
           if state.get(run.name, stage.name).get('state') != 'finished':
             state.set(run.name, stage.name, state='finished', vm=vm)
           continue
-        if not _run_stage(run, stage, vm, cloud, state, log_dir, say, clock):
+        with slots:
+          finished = _run_stage(
+              run, stage, vm, cloud, state, log_dir, say, clock
+          )
+        if not finished:
           result = 'failed'
           break
       outcome[run.name] = result

@@ -98,6 +98,9 @@ def _rehearsal(
       pod_runtime_version=request.pod_runtime_version or rehearsal.POD_VERSION,
       env=rehearsal.environment(root, bin_dir, request.rehearse_faults),
       progress_seconds=30.0,
+      # At the papers' sizes one job (BERT-Large or TEAMS-Large training, a
+      # few GB each) at a time fits this machine's memory.
+      concurrent_jobs=None if extra else 1,
   )
   return settings, cloud
 
