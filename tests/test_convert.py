@@ -28,6 +28,7 @@ def releases(tmp_path_factory):
   return root, discriminator, masked_lm
 
 
+@pytest.mark.slow
 def test_convert_writes_the_layout_every_command_reads(
     python_m, releases, tmp_path
 ):
@@ -72,6 +73,7 @@ def _write_mrpc(root):
   return root.parent
 
 
+@pytest.mark.slow
 def test_finetune_takes_a_hugging_face_folder(python_m, releases, tmp_path):
   root, _, _ = releases
   data_dir = _write_mrpc(tmp_path / 'glue' / 'MRPC')
@@ -110,6 +112,7 @@ def _naive_mlm_pll(model, sentence):
   return total
 
 
+@pytest.mark.slow
 def test_score_takes_a_masked_lm_folder(python_m, releases, tmp_path):
   root, _, masked_lm = releases
   sentences = tmp_path / 'sentences.txt'
@@ -132,6 +135,7 @@ def test_score_takes_a_masked_lm_folder(python_m, releases, tmp_path):
   np.testing.assert_allclose(scores, expected, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_rescore_scores_with_a_masked_lm_folder_by_its_own_method(releases):
   """`rescore --init_checkpoint=<folder>`'s scorer: the masked-LM PLL."""
   from official_repro import score  # pylint: disable=g-import-not-at-top

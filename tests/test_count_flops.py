@@ -28,6 +28,7 @@ def _parse(name, bindings=()):
   )
 
 
+@pytest.mark.slow
 def test_report_and_parameters_of_paper_configs(clean_gin):
   del clean_gin
   counts = {}

@@ -68,6 +68,7 @@ def _batch(vocab_size):
   return ids, mask, np.zeros_like(ids)
 
 
+@pytest.mark.slow
 def test_a_masked_lm_run_exports_as_a_masked_lm(python_m, runs, tmp_path):
   out = tmp_path / 'hf'
   completed = python_m(
@@ -93,6 +94,7 @@ def test_a_masked_lm_run_exports_as_a_masked_lm(python_m, runs, tmp_path):
   assert tokenizer['do_lower_case'] is True
 
 
+@pytest.mark.slow
 def test_an_electra_run_exports_discriminator_and_generator(
     python_m, runs, tmp_path
 ):
@@ -135,6 +137,7 @@ def test_an_electra_run_exports_discriminator_and_generator(
       np.testing.assert_array_equal(variable.numpy(), again.numpy())
 
 
+@pytest.mark.slow
 def test_an_encoder_exports_as_a_saved_model_from_ids_and_text(
     python_m, runs, tmp_path
 ):
@@ -175,6 +178,7 @@ def test_an_encoder_exports_as_a_saved_model_from_ids_and_text(
   )
 
 
+@pytest.mark.slow
 def test_a_glue_classifier_exports_with_its_labels(python_m, tmp_path):
   """Fine-tuned from a Hugging Face BERT, out as its sequence classifier."""
   from tests import test_convert  # pylint: disable=g-import-not-at-top
@@ -234,6 +238,7 @@ def test_a_glue_classifier_exports_with_its_labels(python_m, tmp_path):
   assert completed.returncode == 2 and 'seed_0' in completed.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'run_name, classes, said',
     [

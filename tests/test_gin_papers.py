@@ -464,6 +464,7 @@ def _printed_step(cell):
   return cell.value / float(mantissa) / 10 ** len(mantissa.partition('.')[2])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('filename', sorted(TABLE_4_ROWS_002))
 def test_002_table_4_parameters(clean_gin, filename):
   """The built encoder has 002 Table 4's printed parameters.

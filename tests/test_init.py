@@ -30,6 +30,7 @@ def _run(**env_changes):
   )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     os.path.exists('/proc/driver/nvidia'), reason='a GPU driver is present'
 )

@@ -30,6 +30,7 @@ _TINY_CONVBERT = ['convbert.kernel_size = 3']
 
 
 # Every registered backbone: the built-in ones and the test-only one.
+@pytest.mark.slow
 @pytest.mark.parametrize('backbone', encoders.backbone_names())
 def test_test_only_objective_trains_on_every_backbone(
     run_tiny_pretraining, tmp_path, backbone
@@ -91,7 +92,7 @@ def test_test_only_objective_trains_the_encoder_not_the_generator():
     'gin_files, bindings',
     [
         # The test-only backbone also trains under every objective in the
-        # default suite (tests/training/test_mixed_precision.py).
+        # slow tier (tests/training/test_mixed_precision.py).
         pytest.param(
             ['gin/pretrain/electra.gin'],
             ['electra.generator_size = 0.5'],

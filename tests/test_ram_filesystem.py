@@ -14,6 +14,7 @@ import random
 
 import gin
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from official_repro.data import create_pretraining_data
@@ -132,6 +133,7 @@ def _finetune_mrpc(encoder, glue_dir, model_dir):
     gin.clear_config()
 
 
+@pytest.mark.slow
 def test_corpus_to_finetuning_on_ram_filesystem(ram_dir, tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   rng = random.Random(0)

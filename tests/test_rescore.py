@@ -80,6 +80,7 @@ def _settings(root, **overrides):
   return rescore.Settings(**values)
 
 
+@pytest.mark.slow
 def test_command_end_to_end(tmp_path):
   _write_inputs(tmp_path)
   output_json = tmp_path / 'out' / 'results.json'
@@ -317,6 +318,7 @@ def test_without_lm_scores_only_first_pass_and_oracle(tmp_path):
   assert json.loads((tmp_path / 'out.json').read_text()) == results
 
 
+@pytest.mark.slow
 def test_command_without_lm_scores_prints_first_pass_and_oracle(tmp_path):
   _write_eval(tmp_path)
   completed = _run_rescore(

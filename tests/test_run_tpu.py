@@ -615,6 +615,7 @@ _FAKE_TRAINING_PYTHON3 = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not all(
         shutil.which(t) for t in ('git', 'tar', 'setsid', 'nohup', 'mktemp')

@@ -65,6 +65,7 @@ def _log_softmax(x):
   return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
+@pytest.mark.slow
 def test_script_pll_is_a_naive_sum_and_batching_does_not_matter(tiny_model):
   scorer = score.PllScorer(tiny_model, _TOKENS, True, 'script', batch_size=3)
   batched = scorer(_SENTENCES)
@@ -82,6 +83,7 @@ def test_script_pll_is_a_naive_sum_and_batching_does_not_matter(tiny_model):
     assert value == pytest.approx(expected, rel=1e-4)
 
 
+@pytest.mark.slow
 def test_mlm_pll_is_a_naive_loop_over_masked_tokens(tiny_model):
   scorer = score.PllScorer(tiny_model, _TOKENS, True, 'mlm', batch_size=4)
   scores = scorer(_SENTENCES)
@@ -134,6 +136,7 @@ def test_model_config_of_another_objective_is_rejected(tmp_path):
     score.load_model(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_scores_a_pretraining_run_and_rescores_with_it(
     tiny_script_run, tmp_path
 ):

@@ -57,6 +57,7 @@ def modules(tmp_path):
   return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'args',
     [

@@ -21,6 +21,7 @@ def _files(output_dir):
   }
 
 
+@pytest.mark.slow
 def test_beam_and_local_write_the_same_records(tmp_path):
   corpus = str(write_fixture_files(tmp_path / 'corpus', 3, num_documents=8))
   settings = dict(
@@ -64,6 +65,7 @@ def test_beam_and_local_write_the_same_records(tmp_path):
   assert not [n for n in os.listdir(tmp_path / 'beam') if '.tmp-' in n]
 
 
+@pytest.mark.slow
 def test_one_file_of_many_groups_gives_the_local_records(tmp_path):
   """Group boundaries inside a file do not depend on the runner."""
   corpus = write_fixture_files(tmp_path / 'corpus', 1, num_documents=40)

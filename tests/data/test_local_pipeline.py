@@ -103,6 +103,7 @@ class _HelperFirstJob:
     return self._worker
 
 
+@pytest.mark.slow
 def test_every_worker_stops_whoever_takes_the_last_file(tmp_path):
   files = [streaming.InputFile(f'/{n}', n, 1) for n in ('a.txt', 'b.txt')]
   done = []
@@ -151,6 +152,7 @@ class _HelperTakesAFileJob(local_pipeline.RecordJob):
     return stats
 
 
+@pytest.mark.slow
 def test_output_is_the_same_for_any_worker_count(corpus, tmp_path, monkeypatch):
   """Two workers and a small buffer write the bytes that one process does.
 
@@ -349,6 +351,7 @@ def _peak_rss_mb(tmp_path, runs):
   return peaks, text_mb
 
 
+@pytest.mark.slow
 def test_memory_does_not_grow_with_the_corpus(tmp_path):
   """Peak RSS on a 30-file corpus stays near the peak on one of its files.
 
@@ -364,6 +367,7 @@ def test_memory_does_not_grow_with_the_corpus(tmp_path):
   assert large_mb - small_mb < 20, (small_mb, large_mb, text_mb)
 
 
+@pytest.mark.slow
 def test_memory_does_not_grow_with_the_file(tmp_path):
   """Peak RSS on one file 30 times the group budget stays near one group's.
 
@@ -479,6 +483,7 @@ def test_progress_is_logged_inside_a_file(
   assert 0 < shares[0] and shares[-1] < 100 and done, shares
 
 
+@pytest.mark.slow
 def test_progress_counts_every_workers_bytes(
     corpus, tmp_path, monkeypatch, progress_lines
 ):

@@ -375,6 +375,7 @@ def _every_code_point_differences(code_points, lower_case, context):
   ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('lower_case', [True, False], ids=['uncased', 'cased'])
 def test_every_character_of_the_basic_plane_is_split_as_the_original(
     lower_case,

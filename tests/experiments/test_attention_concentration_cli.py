@@ -64,6 +64,7 @@ def fixture_dirs(tmp_path_factory, export_encoder_with_vocab):
   return str(glue_dir), model_dirs
 
 
+@pytest.mark.slow
 def test_cli_prints_and_writes_both_rows(fixture_dirs, tmp_path, python_m):
   glue_dir, model_dirs = fixture_dirs
   output_file = tmp_path / 'out' / 'table1.json'
@@ -104,6 +105,7 @@ def test_cli_prints_and_writes_both_rows(fixture_dirs, tmp_path, python_m):
     )
 
 
+@pytest.mark.slow
 def test_max_examples_and_window(fixture_dirs):
   glue_dir, model_dirs = fixture_dirs
   results = attention_concentration.run(

@@ -81,6 +81,7 @@ def _fake_result(variant, bindings):
   )
 
 
+@pytest.mark.slow
 def test_sweep_measures_every_variant_at_every_point_and_plots(tmp_path):
   measured = []
 

@@ -30,6 +30,7 @@ def _write_wikitext(path, num_articles=6, seed=0):
   return str(path)
 
 
+@pytest.mark.slow
 def test_command_writes_table_and_json(tmp_path, python_m):
   train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
   test_file = _write_wikitext(tmp_path / 'wiki.test.tokens', 1, seed=1)
@@ -183,6 +184,7 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
   )
 
 
+@pytest.mark.slow
 def test_output_dir_of_other_settings_is_refused(tmp_path):
   train_file = _write_wikitext(tmp_path / 'wiki.train.tokens')
   convbert_lm.run(
@@ -216,6 +218,7 @@ def _write_learnable_wikitext(path, num_articles=8):
   return str(path)
 
 
+@pytest.mark.slow
 def test_training_lowers_perplexity_below_the_untrained_model(tmp_path):
   train_file = _write_learnable_wikitext(tmp_path / 'wiki.train.tokens')
   settings = _tiny_settings(

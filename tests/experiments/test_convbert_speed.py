@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from experiments import convbert_speed
 from tests import report_header
 
@@ -10,6 +12,7 @@ _TINY = convbert_speed.BlockSizes(
 )
 
 
+@pytest.mark.slow
 def test_cli_prints_both_blocks_and_writes_the_report(tmp_path, python_m):
   markdown_path = tmp_path / 'speed.md'
   json_path = tmp_path / 'speed.json'
@@ -81,6 +84,7 @@ def test_cli_prints_both_blocks_and_writes_the_report(tmp_path, python_m):
   assert convbert_speed.format_matches(output['paper_matches']) in markdown
 
 
+@pytest.mark.slow
 def test_measure_with_xla():
   rows = convbert_speed.measure(
       _TINY, [8], batch_size=2, iterations=1, warmup=0, jit_compile=True

@@ -111,6 +111,7 @@ def report(tmp_path_factory):
   return content, out, calls, finetuned
 
 
+@pytest.mark.slow
 def test_each_objective_trains_once_with_the_first_seed(report):
   _, _, calls, _ = report
   assert calls == [
@@ -152,6 +153,7 @@ def test_only_the_masked_lm_is_fine_tuned_against_random_init(report):
   assert gap['verdict'] == 'ahead'
 
 
+@pytest.mark.slow
 def test_report_and_figures_are_written(report):
   content, out, _, _ = report
   with open(os.path.join(out, 'learning_cpu.md')) as f:

@@ -2,10 +2,10 @@
 
 `experiments.regenerate --scale=paper --rehearse --launch` through its real
 command line: `run_tpu.sh`, its supervisor, the jobs on the (fake) VMs, the
-bucket, the table. The default suite rehearses one table at tiny sizes; the
-slow tier rehearses preemptions, dropped connections and failures at tiny
-sizes; `-m hours` rehearses 001 Table IV with its faults and every other
-table at the papers' sizes.
+bucket, the table. The default suite rehearses one table's launch at tiny
+sizes; the slow tier its second launch, preemptions, dropped connections and
+failures at tiny sizes; `-m hours` rehearses 001 Table IV with its faults and
+every other table at the papers' sizes.
 """
 
 import glob
@@ -126,14 +126,19 @@ def _cells(table):
   }
 
 
-def test_a_rehearsed_launch_runs_every_job_on_a_vm_and_a_second_starts_nothing(
-    python_m, inputs, tmp_path
-):
-  out = str(tmp_path / 'out')
+@pytest.fixture(scope='module')
+def launched_004(python_m, inputs, tmp_path_factory):
+  """The output folder of one rehearsed launch of 004.1 at tiny sizes."""
+  out = str(tmp_path_factory.mktemp('launched_004') / 'out')
   first = _rehearse(
       python_m, inputs, out, '004.1', '--rehearse_sizes=tiny', '--tasks=mrpc:1'
   )
   assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+  return out
+
+
+def test_a_rehearsed_launch_runs_every_job_on_a_vm(launched_004):
+  out = launched_004
   target = registry.get('004.1')
   cells = _cells(_table(out, '004.1'))
   assert set(cells) == {run.row for run in target.runs}
@@ -159,6 +164,13 @@ def test_a_rehearsed_launch_runs_every_job_on_a_vm_and_a_second_starts_nothing(
     with open(exit_file) as f:
       assert f.read().strip() == '0', exit_file
 
+
+@pytest.mark.slow
+def test_a_second_launch_starts_nothing_and_prints_the_same_table(
+    python_m, inputs, launched_004
+):
+  out = launched_004
+  cells = _cells(_table(out, '004.1'))
   calls_before = len(_calls(out))
   second = _rehearse(
       python_m, inputs, out, '004.1', '--rehearse_sizes=tiny', '--tasks=mrpc:1'
@@ -335,13 +347,13 @@ _OTHER_TABLES = sorted(
 def _accelerator_types(key):
   """--accelerator_type items that fit each run of `key`.
 
-  003's base and large models at 8 examples per replica: the plan refuses
-  them on a v3-8.
+  003's base and large models: the plan refuses them on a v3-8, and
+  TEAMS-Large at 8 examples per replica on a v3-256.
   """
   items = ['v3-8']
   for run in registry.get(key).runs:
     if key.startswith('003') and 'large' in run.name:
-      items.append(f'{run.name}=v3-256')
+      items.append(f'{run.name}=v3-{512 if "teams" in run.name else 256}')
     elif key.startswith('003') and 'base' in run.name:
       items.append(f'{run.name}=v3-{128 if "_pp" in run.name else 32}')
   return ','.join(items)

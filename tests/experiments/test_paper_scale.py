@@ -52,6 +52,7 @@ def records(tmp_path_factory):
   }
 
 
+@pytest.mark.slow
 def test_a_run_that_cannot_fit_is_refused_before_anything_starts(
     tmp_path, monkeypatch
 ):
@@ -74,6 +75,7 @@ def test_a_global_batch_that_does_not_divide_is_refused(tmp_path):
     paper_scale.run(_target(), _request(tmp_path, accelerator_type=['v3-48']))
 
 
+@pytest.mark.slow
 def test_records_are_checked_before_anything_starts(tmp_path, records):
   with pytest.raises(
       app.UsageError,

@@ -3,10 +3,13 @@
 import json
 import os
 
+import pytest
+
 from experiments.regeneration import rehearsal
 from tests import conftest
 
 
+@pytest.mark.slow
 def test_records_are_built_once_and_rebuilt_when_another_tokenizer_made_them(
     tmp_path,
 ):

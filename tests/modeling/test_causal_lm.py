@@ -101,6 +101,7 @@ def test_sequence_nll_weights():
   np.testing.assert_allclose(nll.numpy(), 2 * np.log(4.0), rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('architecture', causal_lm.ARCHITECTURES)
 def test_loss_decreases_on_a_repeated_sequence(architecture):
   model = _model(architecture)

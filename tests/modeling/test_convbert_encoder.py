@@ -85,6 +85,7 @@ def test_outputs_and_interface():
   )
 
 
+@pytest.mark.slow
 def test_tied_word_embedding_is_one_variable():
   discriminator = encoders.build_encoder(_config())
   generator_config = networks.scale_generator(_config(), 0.25)
@@ -318,6 +319,7 @@ def test_layerwise_depths():
   assert sorted(set(depths.values())) == [0, 1, 2, head]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('variant', ['conv_only', 'attention_only'])
 def test_ablations_train(variant):
   tf_keras.utils.set_random_seed(1)
@@ -341,6 +343,7 @@ def test_ablations_train(variant):
   assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
 
 
+@pytest.mark.slow
 def test_electra_pretraining_then_restore_for_finetuning(
     run_tiny_electra, tmp_path
 ):

@@ -232,6 +232,7 @@ def test_sample_equal_to_original_gets_label_zero():
   assert outputs['rtd_labels'].numpy().sum() == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('backbone', ['bert', 'albert'])
 def test_tied_embedding_gets_gradients_from_both_losses(backbone):
   model = _pretrainer(backbone)
@@ -268,6 +269,7 @@ def test_config_round_trip_rebuilds_an_equal_model():
   )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('backbone', encoders.backbone_names())
 def test_shared_generator_blocks_get_gradients_from_both_losses(backbone):
   # TEAMS-style partial sharing: the generator (full width, its own depth)
@@ -323,6 +325,7 @@ def test_a_temperature_of_zero_is_refused_by_argument_name():
   )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('backbone', ['bert', 'albert'])
 def test_tied_embedding_block_is_one_set_of_layers_trained_by_both(backbone):
   """google-research/electra's tying: the whole embedding block is shared.

@@ -132,6 +132,7 @@ def test_vocab_size_conflict_names_source():
   )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('backbone', ['bert', 'albert', 'convbert'])
 def test_shared_bottom_blocks_are_the_other_networks_objects(backbone):
   discriminator = encoders.build_encoder(_config(backbone=backbone))
@@ -150,6 +151,7 @@ def test_shared_bottom_blocks_are_the_other_networks_objects(backbone):
     encoders.shared_from(discriminator, num_blocks=4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('backbone', ['bert', 'albert', 'convbert'])
 def test_config_round_trip(backbone):
   encoder = encoders.build_encoder(_config(backbone=backbone))

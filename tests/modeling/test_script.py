@@ -242,6 +242,7 @@ def test_temperature_without_straight_through_is_rejected():
     script.ScriptPretrainer(_encoder_config(), temperature=0.5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'backbone,initial_positive_probability',
     [('bert', None), ('convbert', None), ('bert', 0.85)],

@@ -21,6 +21,7 @@ def _inputs():
   )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('use_crf', [False, True])
 def test_from_config_builds_an_equal_model(tiny_bert_encoder, use_crf):
   tf_keras.utils.set_random_seed(0)

@@ -281,6 +281,7 @@ def test_mws_head_serializes():
   assert rebuilt.get_config() == head.get_config()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('backbone', ['bert', 'convbert', 'albert'])
 def test_shared_layers_are_the_discriminators_and_learn_from_both_sides(
     backbone,
@@ -316,6 +317,7 @@ def test_shared_layers_are_the_discriminators_and_learn_from_both_sides(
     ), side
 
 
+@pytest.mark.slow
 def test_pretrainer_rebuilds_from_its_config():
   model = _pretrainer(
       _config(num_layers=3),
@@ -350,6 +352,7 @@ def _copy_scaffold_into(scaffold, encoder):
     ours.set_weights(theirs.get_weights())
 
 
+@pytest.mark.slow
 def test_model_garden_teams_gives_same_logits_with_candidate_size_k_plus_1():
   """Our TEAMS pretrainer matches Model Garden's where they coincide.
 

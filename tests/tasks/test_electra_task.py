@@ -167,6 +167,7 @@ def test_model_gardens_electra_is_not_offered_a_tied_embedding_block():
   assert stock.model.tie_embeddings
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'layer_sharing, shared', [('none', 0), ('partial', 3), ('full', 6)]
 )
@@ -185,7 +186,7 @@ def test_layer_sharing_counts_the_generators_layers(layer_sharing, shared):
   assert same == [True] * shared + [False] * (6 - shared)
 
 
-# Every objective trains on every backbone in the default suite
+# Every objective trains on every backbone in the slow tier
 # (tests/training/test_mixed_precision.py).
 @pytest.mark.parametrize(
     'backbone', ['bert', pytest.param('albert', marks=pytest.mark.slow)]

@@ -138,7 +138,7 @@ def test_flops_are_two_passes_of_one_model():
     [
         ('bert', 0.85),
         ('bert', None),
-        # Every objective trains on every backbone in the default suite
+        # Every objective trains on every backbone in the slow tier
         # (tests/training/test_mixed_precision.py).
         pytest.param('convbert', None, marks=pytest.mark.slow),
     ],

@@ -236,7 +236,7 @@ def test_stock_config_counts_the_original_in_candidate_size():
     )
 
 
-# Every objective trains on every backbone in the default suite
+# Every objective trains on every backbone in the slow tier
 # (tests/training/test_mixed_precision.py); exporting from the other
 # backbones is checked with the slow tests.
 @pytest.mark.parametrize(
@@ -284,6 +284,7 @@ def test_two_training_steps_and_export(
     assert np.isfinite(run['selected']['accuracy'])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'bindings, num_layers',
     [

@@ -91,6 +91,7 @@ def _copy_of(finished_run, tmp_path):
   return copy
 
 
+@pytest.mark.slow
 def test_train_and_eval_writes_configs_and_metrics(finished_run):
   tmp_path, result = finished_run
   assert result['global_step'] == 2
@@ -109,6 +110,7 @@ def test_train_and_eval_writes_configs_and_metrics(finished_run):
   assert 'optimization.learning_rate = 0.001' in operative
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_on_two_logical_cpus(tiny_records, tmp_path):
   command = _train_command(
       tiny_records,
@@ -131,6 +133,7 @@ def test_mirrored_strategy_on_two_logical_cpus(tiny_records, tmp_path):
   assert tf.train.latest_checkpoint(str(tmp_path)).endswith('ckpt-2')
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_from_last_checkpoint(tiny_records, tmp_path):
   command = _train_command(
       tiny_records,
@@ -165,6 +168,7 @@ def test_killed_run_resumes_from_last_checkpoint(tiny_records, tmp_path):
   assert result['global_step'] == killed_at + 2
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
     tiny_records, finished_run, tmp_path
 ):
@@ -289,6 +293,7 @@ def test_incompatible_checkpoint_in_model_dir(
     )
 
 
+@pytest.mark.slow
 def test_a_run_resumed_on_other_records_is_refused_unless_asked(
     tiny_records, finished_run, tmp_path
 ):
@@ -397,6 +402,7 @@ def _truncate(path):
     f.write(content[: len(content) // 2])
 
 
+@pytest.mark.slow
 def test_a_corrupt_record_shard_is_named_with_step_and_checkpoint(
     run_tiny_pretraining, tiny_records, tmp_path
 ):

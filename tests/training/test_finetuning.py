@@ -232,6 +232,7 @@ def test_finetuning_starts_from_the_pretrained_encoder(
   )
 
 
+@pytest.mark.slow
 def test_finetuning_learns_a_separable_task(exported_encoder, tmp_path):
   """Labels set by which word fills the first sentence are learnt exactly."""
   mrpc = tmp_path / 'glue' / 'MRPC'
@@ -261,6 +262,7 @@ def test_finetuning_learns_a_separable_task(exported_encoder, tmp_path):
   assert history[-1]['validation_loss'] < 0.6 < history[0]['validation_loss']
 
 
+@pytest.mark.slow
 def test_seeds_aggregate_and_resume(exported_encoder, tmp_path):
   data_dir = _write_glue(tmp_path / 'glue', random.Random(2))
   encoder = pretrained.resolve(exported_encoder)
@@ -313,6 +315,7 @@ def test_bad_init_checkpoint(tmp_path):
     pretrained.resolve(str(tmp_path / 'missing'))
 
 
+@pytest.mark.slow
 def test_glue_suite_command(exported_encoder, tmp_path, python_m):
   data_dir = _write_glue(tmp_path / 'glue', random.Random(3))
   model_dir = tmp_path / 'suite'

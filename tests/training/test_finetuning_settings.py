@@ -53,6 +53,7 @@ def _finetune(
     gin.clear_config()
 
 
+@pytest.mark.slow
 def test_rerun_checks_the_saved_settings(
     exported_encoder, tmp_path, monkeypatch
 ):

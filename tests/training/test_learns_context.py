@@ -131,6 +131,7 @@ def trained(tmp_path_factory):
   return result['eval'], control['eval']
 
 
+@pytest.mark.slow
 def test_masked_words_are_predicted_from_their_copy(trained):
   copied, _ = trained
   # Chance is 1 / 24 (words are drawn uniformly). A masked word's copy is

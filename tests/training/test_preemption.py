@@ -54,6 +54,7 @@ def _loops(log):
   return [(int(a), int(b)) for a, b in _LOOP_LOG.findall(log)]
 
 
+@pytest.mark.slow
 def test_signal_stops_at_the_loop_end_with_a_checkpoint(
     run_tiny_electra, tmp_path
 ):

@@ -1,6 +1,7 @@
 """A SavedModel's `serve_text` tokenizes as the records and readers do."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras
 
@@ -60,6 +61,7 @@ def _echo_encoder():
   )
 
 
+@pytest.mark.slow
 def test_serve_text_gives_the_tokenizers_ids(tmp_path):
   max_seq_length = 8
   vocab_file = tmp_path / 'vocab.txt'

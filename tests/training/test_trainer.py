@@ -5,6 +5,7 @@ import pytest
 from official_repro.training import trainer as trainer_lib
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'optimizer_bindings',
     [

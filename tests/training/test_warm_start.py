@@ -72,6 +72,7 @@ def _run(model_dir, records, init_checkpoint, *bindings):
     gin.clear_config()
 
 
+@pytest.mark.slow
 def test_a_run_starts_from_the_released_encoder_and_mlm_head(
     release_and_records, tmp_path
 ):

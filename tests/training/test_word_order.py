@@ -73,6 +73,7 @@ def evaluated(run_tiny_pretraining, tiny_records, tmp_path_factory):
   return result, word_order.evaluate(str(model_dir), tiny_records, steps=-1)
 
 
+@pytest.mark.slow
 def test_evaluation_matches_the_runs_own(evaluated):
   result, ours = evaluated
   for name in ('masked_lm_accuracy', 'lm_example_loss'):

@@ -33,6 +33,7 @@ def _real(array, mask):
   return array[mask.astype(bool)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'model_type', ['bert', 'electra', 'albert', 'convbert']
 )
@@ -59,6 +60,7 @@ def _all_positions(ids):
   return np.tile(np.arange(ids.shape[1], dtype=np.int32), (ids.shape[0], 1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'model_type', ['bert', 'electra', 'albert', 'convbert']
 )
@@ -125,6 +127,7 @@ def _random_networks(model_type, head=None, seed=3):
   return networks, config.encoder, model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     'model_type, head',
     [

@@ -70,6 +70,7 @@ def teams_run(tmp_path_factory):
   return directory, pretrainer
 
 
+@pytest.mark.slow
 def test_the_mws_discriminator_converts_with_its_outputs(teams_run):
   directory, pretrainer = teams_run
   assert teams_checkpoints.detect(str(directory)) == 'teams'
@@ -84,6 +85,7 @@ def test_the_mws_discriminator_converts_with_its_outputs(teams_run):
   np.testing.assert_allclose(ours[real], theirs[real], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_generator_converts_with_its_mlm_head(teams_run):
   directory, pretrainer = teams_run
   folder = teams_checkpoints.read(str(directory), network='generator')
@@ -108,6 +110,7 @@ def test_the_generator_converts_with_its_mlm_head(teams_run):
   )
 
 
+@pytest.mark.slow
 def test_an_encoder_checkpoint_converts_and_has_no_generator(
     teams_run, tmp_path
 ):
