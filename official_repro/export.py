@@ -41,21 +41,23 @@ effect on the logits of a probe batch.
 `sequence_output` and `pooled_output` (a classifier: `logits`), and
 `serve_text` from raw strings through the vocabulary's tokenizer
 (`training/serving.py`).
+
+The folder is written beside `--output_dir` and renamed into place when
+complete (`staging.whole_folder`): a full disk, an error or Ctrl-C leaves no
+`--output_dir`, so the same command can be run again.
 """
 
 import os
 import sys
 from typing import List, Optional
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import staging
 from official_repro.data import vocab as vocab_lib
 from official_repro.modeling.interchange import converted
 from official_repro.modeling.interchange import hf_config
@@ -165,11 +167,12 @@ def _export_hf(
   return lines
 
 
-def _export_run(run: saved_runs.SavedRun, tokens, lower_case) -> List[str]:
-  """The networks of a pretraining run, by objective."""
+def _export_run(
+    run: saved_runs.SavedRun, out: str, tokens, lower_case
+) -> List[str]:
+  """The networks of a pretraining run, by objective, into `out`."""
   model, config = run.model, run.model_config
   name = run.objective.name
-  out = FLAGS.output_dir
   if name in ('masked_lm', 'script'):
     encoder = model.encoder_network if name == 'masked_lm' else model.encoder
     lines = _export_hf(
@@ -227,20 +230,19 @@ def _export_run(run: saved_runs.SavedRun, tokens, lower_case) -> List[str]:
   ) + [f"not exported: the {name} objective's heads"]
 
 
-def _export_classifier(run: saved_runs.FinetunedRun) -> None:
-  """A fine-tuned GLUE classifier, in the format asked for."""
+def _export_classifier(run: saved_runs.FinetunedRun, out: str) -> List[str]:
+  """A fine-tuned GLUE classifier, in the format asked for, into `out`."""
   if FLAGS.format == 'saved_model':
-    path = serving.export(
+    serving.export(
         run.classifier,
-        FLAGS.output_dir,
+        out,
         run.vocab_file,
         run.lower_case,
         FLAGS.max_seq_length or run.encoder_config.max_position_embeddings,
     )
-    print(f'{path}: SavedModel of the {run.task} classifier (logits)')
-    return
+    return [f'{out}: SavedModel of the {run.task} classifier (logits)']
   written = hf_models.export(
-      FLAGS.output_dir,
+      out,
       run.classifier.checkpoint_items['encoder'],
       run.encoder_config,
       vocab_lib.load_vocab(run.vocab_file),
@@ -248,10 +250,10 @@ def _export_classifier(run: saved_runs.FinetunedRun) -> None:
       classifier=run.classifier,
       labels=run.labels,
   )
-  print(
-      f'{FLAGS.output_dir}: {written["class"]} ({written["model_type"]}), '
+  return [
+      f'{out}: {written["class"]} ({written["model_type"]}), '
       f'{run.task} labels {run.labels}'
-  )
+  ]
 
 
 def _encoder_of(source: pretrained.PretrainedEncoder):
@@ -260,19 +262,10 @@ def _encoder_of(source: pretrained.PretrainedEncoder):
   return encoder
 
 
-def main(argv):
-  """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
-  for name in ('model_dir', 'format', 'output_dir'):
-    if not getattr(FLAGS, name):
-      raise app.UsageError(f'--{name} is required.')
-  out = FLAGS.output_dir
-  if tf.io.gfile.exists(out) and tf.io.gfile.listdir(out):
-    raise cli.UserError(f'--output_dir {out} is not empty; give a new folder.')
-  source = FLAGS.model_dir
+def _export(source: str, out: str) -> List[str]:
+  """Writes the export of `source` into `out`; the lines to print."""
   if saved_runs.is_finetuning_run(source):
-    _export_classifier(saved_runs.load_finetuned(source))
-    return
+    return _export_classifier(saved_runs.load_finetuned(source), out)
   seeds = tf.io.gfile.glob(os.path.join(source, 'seed_*'))
   if seeds:
     raise cli.UserError(
@@ -296,27 +289,40 @@ def main(argv):
         if run is not None
         else _encoder_of(description)
     )
-    path = serving.export(
+    serving.export(
         encoder,
         out,
         description.vocab_file,
         description.lower_case,
         FLAGS.max_seq_length or description.config.max_position_embeddings,
     )
-    print(f'{path}: SavedModel, signatures serve and serve_text')
-    return
+    return [f'{out}: SavedModel, signatures serve and serve_text']
   if run is not None:
-    lines = _export_run(run, tokens, description.lower_case)
-  else:
-    encoder = _encoder_of(description)
-    lines = _export_hf(
-        out,
-        encoder,
-        description.config,
-        tokens,
-        description.lower_case,
-        electra=False,
-    )
+    return _export_run(run, out, tokens, description.lower_case)
+  return _export_hf(
+      out,
+      _encoder_of(description),
+      description.config,
+      tokens,
+      description.lower_case,
+      electra=False,
+  )
+
+
+def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
+  cli.refuse_positional(argv)
+  for name in ('model_dir', 'format', 'output_dir'):
+    if not getattr(FLAGS, name):
+      raise app.UsageError(f'--{name} is required.')
+  out = FLAGS.output_dir.rstrip('/')
+  if tf.io.gfile.exists(out) and tf.io.gfile.listdir(out):
+    raise cli.UserError(f'--output_dir {out} is not empty; give a new folder.')
+  with staging.whole_folder(out) as temporary:
+    lines = [
+        line.replace(temporary, out)
+        for line in _export(FLAGS.model_dir, temporary)
+    ]
   print(lines[0])
   for line in lines[1:]:
     print(line, file=sys.stderr)

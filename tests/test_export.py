@@ -1,6 +1,7 @@
 """Trained models leave as Hugging Face folders and SavedModels."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -273,3 +274,29 @@ def test_teams_and_script_export_their_backbone_and_say_what_is_lost(
   hf_reference.assert_same_sequence_output(encoder, hf, ids, mask, types)
   if len(classes) > 1:
     assert type(_hf_model(out / 'generator')).__name__ == classes[1]
+
+
+def test_an_export_that_fails_midway_leaves_no_output_dir(
+    tmp_path, monkeypatch
+):
+  # The disk fills after the weights: the same command can run again.
+  from absl.testing import flagsaver  # pylint: disable=g-import-not-at-top
+  from official_repro import export  # pylint: disable=g-import-not-at-top
+
+  def half_export(source, out):
+    del source
+    (tmp_path / 'seen').write_text(out)
+    with open(os.path.join(out, 'model.safetensors'), 'w') as f:
+      f.write('weights')
+    raise OSError('No space left on device')
+
+  monkeypatch.setattr(export, '_export', half_export)
+  out = tmp_path / 'out'
+  with flagsaver.flagsaver(
+      model_dir=str(tmp_path / 'run'), format='huggingface', output_dir=str(out)
+  ):
+    export.FLAGS.mark_as_parsed()
+    with pytest.raises(OSError):
+      export.main(['export'])
+  assert (tmp_path / 'seen').read_text() != str(out)
+  assert sorted(p.name for p in tmp_path.iterdir()) == ['seen']

@@ -28,15 +28,19 @@ def temporary_path(path: str) -> str:
   Returns:
     `path + '.tmp-<host>-<pid>-<random hex>'`.
   """
-  host = (
+  return (
+      f'{path}{TEMPORARY_MARKER}{host_name()}-{os.getpid()}-'
+      f'{uuid.uuid4().hex[:12]}'
+  )
+
+
+def host_name() -> str:
+  """This host's name as temporary names hold it (`[A-Za-z0-9_-]`)."""
+  return (
       ''.join(
           c if c.isalnum() or c in '-_' else '_' for c in socket.gethostname()
       )
       or 'host'
-  )
-  return (
-      f'{path}{TEMPORARY_MARKER}{host}-{os.getpid()}-'
-      f'{uuid.uuid4().hex[:12]}'
   )
 
 

@@ -40,6 +40,7 @@ import tensorflow as tf
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.common import progress
+from official_repro.common import staging
 
 FORMAT_VERSION = 1
 METADATA_FILENAME = 'metadata.json'
@@ -253,16 +254,6 @@ LOCK_SUFFIX = '.lock'
 REPLACED_SUFFIX = '.replaced'
 
 
-def _alive(pid: int) -> bool:
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:
-    return True
-  return True
-
-
 @contextlib.contextmanager
 def writer_lock(output_dir: str) -> Iterator[None]:
   """Holds `<output_dir>.lock` while one record creation writes `output_dir`.
@@ -298,7 +289,9 @@ def writer_lock(output_dir: str) -> Iterator[None]:
         other = json.load(f)
     except (json.JSONDecodeError, tf.errors.OpError):
       other = {}
-    if other.get('host') == holder['host'] and not _alive(other.get('pid', -1)):
+    if other.get('host') == holder['host'] and not staging.process_alive(
+        other.get('pid', -1)
+    ):
       logging.warning(
           '%s: taking over the lock of a writer that is gone.', path
       )

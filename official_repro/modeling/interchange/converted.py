@@ -21,7 +21,9 @@ TF1 ELECTRA or ConvBERT checkpoint, a Model Garden TEAMS checkpoint.
 `--init_checkpoint` takes any of them directly (`cached_export`): the
 conversion goes once into a cache folder named by a digest of what was
 read, so a later command reuses it. A conversion is written into a
-temporary folder and renamed when complete, so a failed one leaves nothing.
+temporary folder and renamed when complete (`staging.whole_folder`): a
+failed or interrupted one leaves nothing, and the temporary folder of a
+killed one is removed by the next conversion into the same folder.
 """
 
 import dataclasses
@@ -34,6 +36,7 @@ import tensorflow as tf
 
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.common import staging
 from official_repro.modeling.interchange import hf_folder
 from official_repro.modeling.interchange import hf_models
 from official_repro.modeling.interchange import teams_checkpoints
@@ -177,16 +180,8 @@ def convert(source: Source, output_dir: str) -> Dict[str, Any]:
   kind = detect(source.path) if source.kind == 'auto' else source.kind
   imported = read(dataclasses.replace(source, kind=kind or 'auto'))
   networks = hf_models.build(imported)
-  temporary = json_files.temporary_path(output_dir.rstrip('/'))
-  try:
+  with staging.whole_folder(output_dir) as temporary:
     _write_layout(imported, networks, temporary, kind)
-    if tf.io.gfile.exists(output_dir):
-      tf.io.gfile.rmtree(output_dir)
-    tf.io.gfile.rename(temporary, output_dir)
-  except BaseException:
-    if tf.io.gfile.exists(temporary):
-      tf.io.gfile.rmtree(temporary)
-    raise
   return read_conversion(output_dir)
 
 
@@ -242,7 +237,20 @@ def cached_export(source: Source) -> str:
   kind = detect(source.path) if source.kind == 'auto' else source.kind
   if kind is None:
     raise cli.UserError(f'--init_checkpoint {source.path}: not a release.')
-  directory = os.path.join(cache_root(), f'{kind}-{_digest(source, kind)}')
-  if not tf.io.gfile.exists(os.path.join(directory, CONVERSION_FILENAME)):
-    convert(dataclasses.replace(source, kind=kind), directory)
+  root = cache_root()
+  directory = os.path.join(root, f'{kind}-{_digest(source, kind)}')
+  if tf.io.gfile.exists(os.path.join(directory, CONVERSION_FILENAME)):
+    return directory
+  try:
+    json_files.check_writable(
+        os.path.join(root, CONVERSION_FILENAME),
+        f'the conversion cache (${CACHE_ENVIRONMENT_VARIABLE})',
+    )
+  except cli.UserError as error:
+    raise cli.UserError(
+        f'{error} {source.path} is converted there once: set '
+        f'{CACHE_ENVIRONMENT_VARIABLE} to a writable folder, or convert it '
+        'with python -m official_repro.convert and give its --output_dir.'
+    ) from error
+  convert(dataclasses.replace(source, kind=kind), directory)
   return directory
