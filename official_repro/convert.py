@@ -30,12 +30,8 @@ with `--lower_case`) is refused with one line and nothing is written.
 """
 
 import json
-import os
 import sys
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 

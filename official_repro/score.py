@@ -112,22 +112,30 @@ def read_model_config(model_dir: str) -> script_task.ScriptModelConfig:
 
 
 def _masked_lm_export(
-    export_dir: str,
+    export_dir: str, given: str
 ) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder]:
   """A converted masked LM: its encoder and MLM head, as a SCRIPT model.
 
   SCRIPT's model is an encoder and Model Garden's `MaskedLM` head on its
   word embeddings, which is any BERT-style masked LM.
+
+  Args:
+    export_dir: the conversion (or an exported encoder with its heads).
+    given: `--init_checkpoint` as the user gave it, for messages.
   """
   heads_dir = os.path.join(export_dir, converted.HEADS_SUBDIR)
-  with tf.io.gfile.GFile(
-      os.path.join(heads_dir, converted.HEADS_FILENAME)
-  ) as f:
-    heads = json.load(f)
+  heads_file = os.path.join(heads_dir, converted.HEADS_FILENAME)
+  heads = {}
+  if tf.io.gfile.exists(heads_file):
+    with tf.io.gfile.GFile(heads_file) as f:
+      heads = json.load(f)
   if 'mlm' not in heads:
+    held = f'only {", ".join(heads)}' if heads else 'no task head'
     raise cli.UserError(
-        f'--init_checkpoint {export_dir} has no MLM head (it holds '
-        f'{", ".join(heads)}); score a masked LM or a SCRIPT run.'
+        f'--init_checkpoint {given} has no masked-LM head (its encoder comes '
+        f'with {held}); score and rescore need one: a masked LM saved with '
+        'its head (a Hugging Face *ForMaskedLM folder, an original '
+        'checkpoint with cls/predictions) or a SCRIPT run.'
     )
   encoder = pretrained.resolve(export_dir)
   model = script.ScriptPretrainer(
@@ -164,13 +172,16 @@ def load_model(
       variables.
   """
   if converted.detect(init_checkpoint):
-    init_checkpoint = converted.cached_export(converted.Source(init_checkpoint))
-  if tf.io.gfile.exists(
-      os.path.join(
-          init_checkpoint, converted.HEADS_SUBDIR, converted.HEADS_FILENAME
+    export_dir = converted.cached_export(converted.Source(init_checkpoint))
+    return (*_masked_lm_export(export_dir, init_checkpoint), False)
+  if any(
+      tf.io.gfile.exists(os.path.join(init_checkpoint, name))
+      for name in (
+          os.path.join(converted.HEADS_SUBDIR, converted.HEADS_FILENAME),
+          converted.CONVERSION_FILENAME,
       )
   ):
-    return (*_masked_lm_export(init_checkpoint), False)
+    return (*_masked_lm_export(init_checkpoint, init_checkpoint), False)
   checkpoint_path, model_dir = _checkpoint_and_model_dir(init_checkpoint)
   config = read_model_config(model_dir)
   model = script_task.ScriptPretrainTask(

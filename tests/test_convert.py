@@ -148,3 +148,22 @@ def test_rescore_scores_with_a_masked_lm_folder_by_its_own_method(releases):
       [_naive_mlm_pll(masked_lm, _SENTENCES[0])],
       rtol=1e-4,
   )
+
+
+@pytest.mark.parametrize(
+    'kind', ['model', pytest.param('rtd', marks=pytest.mark.slow)]
+)
+def test_scoring_a_release_without_an_mlm_head_names_the_folder_and_the_head(
+    tmp_path, kind
+):
+  from official_repro import score  # pylint: disable=g-import-not-at-top
+  from official_repro.common import cli  # pylint: disable=g-import-not-at-top
+
+  model, state = hf_reference.build('electra', kind)
+  folder = hf_reference.write_folder(str(tmp_path / 'hub'), model.config, state)
+  with pytest.raises(cli.UserError) as error:
+    score.PllScorer.from_checkpoint(folder)
+  message = str(error.value)
+  assert message.startswith(f'--init_checkpoint {folder} has no masked-LM head')
+  assert os.environ['OFFICIAL_REPRO_CACHE'] not in message
+  assert ('only rtd' in message) == (kind == 'rtd')

@@ -23,9 +23,9 @@ Every command of the repository starts with `cli.run(main)` instead of
     status when `main` returns, and a second Ctrl-C or SIGTERM ends the
     process at once.
 
-Before TensorFlow is imported the entry points also set
-`TF_CPP_MIN_LOG_LEVEL=2` unless it is set: TensorFlow's C++ start-up
-messages (informational) would otherwise surround the one line.
+Before TensorFlow is imported the package sets `TF_CPP_MIN_LOG_LEVEL`
+unless it is set (`official_repro/__init__.py`): TensorFlow's C++ start-up
+messages would otherwise surround the one line.
 """
 
 import errno
