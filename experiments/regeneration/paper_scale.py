@@ -81,7 +81,8 @@ def _rehearsal(
       records=tuple(f'{key}={path}' for key, path in records.items()),
       accelerator_types=tuple(request.accelerator_type or ('v3-8',)),
       extra_gin_files=extra,
-      pretrain_bindings=rehearsal.PRETRAIN_BINDINGS,
+      pretrain_bindings=rehearsal.PRETRAIN_BINDINGS
+      + (() if extra else rehearsal.PAPER_SIZE_BINDINGS),
       train_steps_cap=rehearsal.TRAIN_STEPS,
       finetune_flags=rehearsal.FINETUNE_FLAGS
       + (rehearsal.TINY_FINETUNE_FLAGS if extra else ()),

@@ -44,6 +44,9 @@ PRETRAIN_BINDINGS = (
     'experiment.seed=1',
     'experiment.deterministic=True',
 )
+# At the papers' sizes, one checkpoint per run: a Large model's with its
+# optimizer slots is about 5 GB, and a table's runs share this disk.
+PAPER_SIZE_BINDINGS = ('experiment.max_to_keep=1',)
 FINETUNE_FLAGS = (
     '--gin_param=run_protocol.num_runs=1',
     '--gin_param=finetuning.num_epochs=1',
