@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -276,27 +278,42 @@ def test_teams_and_script_export_their_backbone_and_say_what_is_lost(
     assert type(_hf_model(out / 'generator')).__name__ == classes[1]
 
 
-def test_an_export_that_fails_midway_leaves_no_output_dir(
-    tmp_path, monkeypatch
-):
+# A process of its own: the command's flags (--model_dir, ...) are defined
+# at import and other commands' modules define them too.
+_FAIL_MIDWAY = """
+import os, sys
+from official_repro import export
+from official_repro.common import cli
+
+def half_export(source, out):
+  open(os.path.join(out, 'model.safetensors'), 'w').write('weights')
+  print('wrote into', out)
+  raise OSError('No space left on device')
+
+export._export = half_export
+cli.run(export.main)
+"""
+
+
+@pytest.mark.slow
+def test_an_export_that_fails_midway_leaves_no_output_dir(tmp_path):
   # The disk fills after the weights: the same command can run again.
-  from absl.testing import flagsaver  # pylint: disable=g-import-not-at-top
-  from official_repro import export  # pylint: disable=g-import-not-at-top
-
-  def half_export(source, out):
-    del source
-    (tmp_path / 'seen').write_text(out)
-    with open(os.path.join(out, 'model.safetensors'), 'w') as f:
-      f.write('weights')
-    raise OSError('No space left on device')
-
-  monkeypatch.setattr(export, '_export', half_export)
   out = tmp_path / 'out'
-  with flagsaver.flagsaver(
-      model_dir=str(tmp_path / 'run'), format='huggingface', output_dir=str(out)
-  ):
-    export.FLAGS.mark_as_parsed()
-    with pytest.raises(OSError):
-      export.main(['export'])
-  assert (tmp_path / 'seen').read_text() != str(out)
-  assert sorted(p.name for p in tmp_path.iterdir()) == ['seen']
+  completed = subprocess.run(
+      [
+          sys.executable,
+          '-c',
+          _FAIL_MIDWAY,
+          f'--model_dir={tmp_path / "run"}',
+          '--format=huggingface',
+          f'--output_dir={out}',
+      ],
+      capture_output=True,
+      text=True,
+      cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+      check=False,
+  )
+  assert completed.returncode != 0
+  assert 'wrote into' in completed.stdout
+  assert str(out) + '.tmp-' in completed.stdout
+  assert list(tmp_path.iterdir()) == []
