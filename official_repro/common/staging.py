@@ -6,7 +6,8 @@ that into place at the end, so a full disk, an exception or Ctrl-C leaves
 the final name absent (and the same command can simply be run again). A
 process killed outright (SIGKILL, a lost machine) cannot clean up; the next
 writer of the same folder removes what a gone process of this host left and
-says so, and names what another host's process may still be writing.
+says so; another host's temporary folders are left alone (their writer may
+still be running).
 """
 
 import contextlib
