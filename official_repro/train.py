@@ -6,11 +6,11 @@ Usage:
     --gin_param="pretrain_data.input_path='/data/records'" \
     --model_dir=/tmp/bert_small --mode=train_and_eval --strategy=one_device
 
-A killed run resumes from the latest checkpoint in --model_dir. On SIGTERM
-(a Spot VM or a scheduler taking the host away) the run saves a checkpoint at
-the end of the current training loop and exits with status 143
-(`preemption.EXIT_STOPPED`); rerunning the same command continues from that
-checkpoint.
+A killed run resumes from the latest checkpoint in --model_dir. On Ctrl-C or
+SIGTERM (a Spot VM or a scheduler taking the host away) the run saves a
+checkpoint after the current step, prints where and exits with status 130 or
+143 (`preemption.EXIT_STOPPED`); rerunning the same command continues from
+that checkpoint.
 The run writes `config.gin`, `operative_config.gin`, `params.yaml` and
 `model_config.json` into --model_dir and prints its results followed by the
 operative gin config.
@@ -22,7 +22,6 @@ Several hosts: run the same command on every host with
 
 import dataclasses
 import json
-import sys
 from typing import Any, Dict, Optional, Sequence
 
 from absl import app
@@ -93,7 +92,8 @@ def run(
     `experiment.run`'s summary of the run.
 
   Raises:
-    preemption.TrainingStopped: a SIGTERM stopped training after a checkpoint.
+    preemption.TrainingStopped: Ctrl-C or SIGTERM stopped training after a
+      checkpoint.
   """
   gin_utils.parse_config(gin_files, gin_params)
   with gin.unlock_config():
@@ -103,13 +103,12 @@ def run(
   )
   if init_checkpoint:
     params.task.init_checkpoint = warm_start.check(params, init_checkpoint)
-  # The trainer checkpoints and stops on SIGTERM under every strategy
+  # The trainer checkpoints and stops on a signal under every strategy
   # (preemption.stop_on_signal); Model Garden's on-demand preemption checkpoint
   # would replace that handler under multi_worker_mirrored and keep training
   # after its save (see preemption.py's module docstring).
   params.trainer.preemption_on_demand_checkpoint = False
-  with preemption.stop_on_signal():
-    return experiment.run(params, settings, strategy, model_dir, mode)
+  return experiment.run(params, settings, strategy, model_dir, mode)
 
 
 def check_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> str:
@@ -187,7 +186,6 @@ def main(argv):
         FLAGS.init_checkpoint,
     )
   except preemption.TrainingStopped as stopped:
-    logging.warning('%s', stopped)
     print(
         json.dumps(
             dict(
@@ -198,7 +196,7 @@ def main(argv):
             indent=2,
         )
     )
-    sys.exit(preemption.EXIT_STOPPED)
+    raise
   logging.info('Result: %s', result)
   print(json.dumps(result, indent=2, sort_keys=True))
   print('Operative gin config:')

@@ -13,6 +13,8 @@ Every command of the repository starts with `cli.run(main)` instead of
     permission, gs:// without credentials: `storage_failure`) is the
     machine's doing, not a bug: one line naming the path, status 2;
   * any other exception is a bug and propagates with its traceback;
+  * a `Stopped` (training that saved a checkpoint on a signal) prints its
+    one line, how to resume, and exits with 128 + the signal's number;
   * SIGTERM raises `Interrupted` in the main thread, as Ctrl-C raises
     `KeyboardInterrupt`; both print one line and exit with 128 + the
     signal's number, after the `finally` blocks and context managers of the
@@ -60,6 +62,18 @@ class Interrupted(BaseException):
 
   def __init__(self, signal_number: int):
     super().__init__(f'stopped by {signal.Signals(signal_number).name}')
+    self.signal_number = signal_number
+
+
+class Stopped(Exception):
+  """A command stopped on a signal after saving its state.
+
+  `run` prints its message (which says how to resume) as one line and exits
+  with 128 + `signal_number`, as a shell reports a process the signal ended.
+  """
+
+  def __init__(self, signal_number: int, message: str):
+    super().__init__(message)
     self.signal_number = signal_number
 
 
@@ -150,6 +164,9 @@ def run(main: Callable[[Sequence[str]], None]) -> None:
       main(argv)
     except (UserError, app.UsageError, FileNotFoundError) as error:
       fail(error)
+    except Stopped as stopped:
+      print(f'{command_name()}: {stopped}', file=sys.stderr, flush=True)
+      sys.exit(128 + stopped.signal_number)
     except RuntimeError as error:
       missing = missing_gin_bindings(error)
       if missing is None:

@@ -38,6 +38,7 @@ from official_repro.tasks import objectives
 from official_repro.training import export
 from official_repro.training import gin_utils
 from official_repro.training import precision
+from official_repro.training import preemption
 from official_repro.training import reproducibility
 from official_repro.training import trainer as trainer_lib
 
@@ -335,6 +336,10 @@ def run(
     `train` (the last training loop's logs, if it trained), `model_dir`,
     `num_replicas`, `checkpoint`, the operative config's path and the number
     of trainable parameters.
+
+  Raises:
+    preemption.TrainingStopped: Ctrl-C or SIGTERM stopped training after a
+      checkpoint (`preemption.stop_on_signal`, active during the run).
   """
   if mode not in MODES:
     raise cli.UserError(f'--mode must be one of {MODES}, got {mode!r}.')
@@ -353,7 +358,10 @@ def run(
   if 'train' in mode:
     check_records(model_dir, params.task.train_data, settings.other_records)
   seed = reproducibility.run_seed(model_dir, settings.seed)
-  with reproducibility.configure(seed, settings.deterministic):
+  with (
+      preemption.stop_on_signal(),
+      reproducibility.configure(seed, settings.deterministic),
+  ):
     if 'train' in mode:
       params = _resumable(
           params, model_dir, seed, chief=strategy.extended.should_checkpoint

@@ -1,14 +1,22 @@
-"""Preemption: a SIGTERM checkpoints the run at a loop end and stops it.
+"""Stop signals: Ctrl-C or SIGTERM checkpoints a run within a step and stops it.
 
-Inside `stop_on_signal()`, a SIGTERM (what Spot/preemptible VMs and most
-cluster schedulers send before a host goes away) is recorded instead of
-ending the process; the trainer (`trainer.Trainer`) asks `StopCheck` at the
-end of each Orbit loop (the next multiple of `steps_per_loop`), saves a
-checkpoint there (`save_checkpoint_now`) and raises `TrainingStopped`;
-rerunning the same command resumes from that checkpoint. Under
-`MultiWorkerMirroredStrategy` the workers all-reduce the request at every
-loop end, so all of them stop, and save, at the same step whichever worker
-got the signal.
+Inside `stop_on_signal()`, SIGINT (Ctrl-C) and SIGTERM (what Spot VMs and
+most cluster schedulers send before a host goes away) are recorded instead
+of ending the process. Python runs a signal handler only when the main
+thread is back in Python, and during training it is inside one
+`tf.function` call per Orbit loop (`steps_per_loop` steps), so a thread of
+this module reads the signal from Python's wakeup file descriptor at once,
+logs it and sets `step_gate()`, a variable the trainer (`trainer.Trainer`)
+reads before every step: the loop's remaining steps are skipped, the loop
+returns, and its end (`StopCheck`) saves a checkpoint at the step reached
+(`save_checkpoint_now`) and raises `TrainingStopped`. Rerunning the same
+command resumes from that checkpoint.
+
+Under `MultiWorkerMirroredStrategy` and `TPUStrategy` the steps are not
+skipped (a worker that skipped alone would leave its peers waiting in the
+step's all-reduce; on TPU it was not verified): the stop comes at the loop's
+end, where the workers all-reduce the request, so all of them stop, and
+save, at the same step whichever worker got the signal.
 
 Why not TensorFlow's `PreemptionCheckpointHandler` (which Model Garden
 installs as the `SaveCheckpointIfPreempted` train action when a strategy has
@@ -17,11 +25,13 @@ VMs (`failure_handling.py` returns early for `GCE_TPU` and `GCE_CPU`), is
 not installed for one-host strategies, and Model Garden configures it to
 keep training after its save. `official_repro.train` therefore switches it
 off (`preemption_on_demand_checkpoint=False`) and this module handles
-SIGTERM the same way under every strategy.
+the signals the same way under every strategy.
 """
 
 import contextlib
+import os
 import signal
+import sys
 import tempfile
 import threading
 from typing import Iterator, Optional, Sequence
@@ -29,13 +39,15 @@ from typing import Iterator, Optional, Sequence
 from absl import logging
 import tensorflow as tf
 
-# Exit status of `official_repro.train` when a signal stopped it after a
-# checkpoint: 128 + SIGTERM, what a shell reports for a process SIGTERM ended.
-# run_tpu.sh's supervisor relaunches a run that ended with it.
+from official_repro.common import cli
+
+# Exit status of `official_repro.train` when SIGTERM stopped it after a
+# checkpoint, what a shell reports for a process SIGTERM ended; run_tpu.sh's
+# supervisor relaunches a run that ended with it. Ctrl-C ends with 130.
 EXIT_STOPPED = 128 + signal.SIGTERM
 
 
-class TrainingStopped(Exception):
+class TrainingStopped(cli.Stopped):
   """Training stopped on a signal after saving a checkpoint.
 
   Attributes:
@@ -49,9 +61,11 @@ class TrainingStopped(Exception):
     self.signal_name = signal_name
     self.step = step
     self.checkpoint = checkpoint
+    number = getattr(signal, signal_name.split()[0], signal.SIGTERM)
     super().__init__(
+        int(number),
         f'{signal_name} received: saved checkpoint {checkpoint} at step '
-        f'{step} and stopped. Run the same command again to resume from it.'
+        f'{step} and stopped. Run the same command again to resume from it.',
     )
 
 
@@ -61,38 +75,101 @@ class _StopRequest:
   def __init__(self):
     self._lock = threading.Lock()
     self._signal_name = None
+    self.active = False
+    self.gate = None  # The `step_gate` variable, once created.
 
   @property
   def signal_name(self) -> Optional[str]:
     with self._lock:
       return self._signal_name
 
-  def set(self, signal_name: Optional[str]) -> None:
+  def set(self, signal_name: Optional[str]) -> bool:
+    """Records `signal_name` (None clears); whether it is a new request."""
     with self._lock:
-      self._signal_name = signal_name
+      new = self._signal_name is None and signal_name is not None
+      if new or signal_name is None:
+        self._signal_name = signal_name
+    if self.gate is not None:
+      self.gate.assign(signal_name is not None)
+    return new
 
 
 _STOP_REQUEST = _StopRequest()
 
 
+def step_gate() -> Optional[tf.Variable]:
+  """A host boolean variable, True from a stop signal on; None before any.
+
+  Created by the first `stop_on_signal`, on the host's CPU and outside any
+  distribution strategy; a trainer skips its steps while it is True.
+  """
+  return _STOP_REQUEST.gate
+
+
+def _make_step_gate() -> None:
+  if _STOP_REQUEST.gate is None:
+    if tf.distribute.has_strategy():
+      raise ValueError('enter stop_on_signal() outside strategy.scope().')
+    with tf.init_scope(), tf.device('/cpu:0'):
+      _STOP_REQUEST.gate = tf.Variable(
+          False, trainable=False, name='stop_requested'
+      )
+
+
+def _request(number: int) -> None:
+  """Records a stop request for signal `number`; logs the first."""
+  name = signal.Signals(number).name
+  if _STOP_REQUEST.set(name):
+    logging.warning(
+        '%s received: stopping after the current step with a checkpoint '
+        '(a second %s stops at once).',
+        name,
+        name,
+    )
+
+
+def _watch(read_fd: int, signals: Sequence[int], handled: threading.Event):
+  """Acts on signals while the main thread is inside TensorFlow.
+
+  Reads each signal's number from Python's wakeup descriptor: the first
+  requests the stop, a second before the main thread has handled the first
+  ends the process at once (the main thread is stuck in a TensorFlow call).
+  """
+  received = 0
+  while True:
+    data = os.read(read_fd, 1)
+    if not data:
+      return
+    if data[0] not in signals:
+      continue
+    received += 1
+    if received == 1:
+      _request(data[0])
+    elif not handled.is_set():
+      print(
+          f'{cli.command_name()}: stopped at once by a second signal.',
+          file=sys.stderr,
+          flush=True,
+      )
+      os._exit(128 + data[0])  # pylint: disable=protected-access
+
+
 @contextlib.contextmanager
 def stop_on_signal(
-    signals: Sequence[int] = (signal.SIGTERM,)
+    signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM)
 ) -> Iterator[None]:
   """Makes training checkpoint and stop when one of `signals` arrives.
 
   While the context is active, the first such signal is recorded instead of
-  terminating the process; the trainer checks for it at the end of each
-  Orbit loop (`StopCheck`), saves a checkpoint and raises `TrainingStopped`.
-  A second signal runs the handler that was installed before (by default:
-  terminate at once), so a run that is stuck outside the training loop
-  (evaluation, export) can still be stopped. The previous handlers are
-  restored on exit.
-
-  Python runs signal handlers between bytecodes of the main thread, so the
-  request is noticed when the running `steps_per_loop` steps (one
-  `tf.function` call) return; keep a loop shorter than the grace period
-  (about 30 s on Compute Engine Spot VMs).
+  ending the process, and the trainer stops after its current step (see the
+  module docstring). Once the main thread has seen that signal, the
+  handlers installed before are back, so a second signal runs them (by
+  default: end the process at once), which stops a run that is stuck
+  outside training (evaluation, export); a second signal while the main
+  thread is still inside TensorFlow ends the process at once. The previous
+  handlers are restored on exit. Nested contexts are the outer one; outside
+  the main thread (where Python handles no signals) the context does
+  nothing. Enter it outside any `strategy.scope()`.
 
   Args:
     signals: the signal numbers to handle.
@@ -100,28 +177,44 @@ def stop_on_signal(
   Yields:
     Nothing.
   """
+  if (
+      threading.current_thread() is not threading.main_thread()
+      or _STOP_REQUEST.active
+  ):
+    yield
+    return
+  _make_step_gate()
   previous = {number: signal.getsignal(number) for number in signals}
+  handled = threading.Event()
 
   def handler(number, frame):
     del frame
-    name = signal.Signals(number).name
-    logging.warning(
-        '%s received: saving a checkpoint at the end of the '
-        'current training loop, then stopping.',
-        name,
-    )
-    _STOP_REQUEST.set(name)
+    _request(number)
+    handled.set()
     for each, old in previous.items():
       signal.signal(each, old)
 
+  read_fd, write_fd = os.pipe()
+  os.set_blocking(write_fd, False)
+  watcher = threading.Thread(
+      target=_watch, args=(read_fd, tuple(signals), handled), daemon=True
+  )
   _STOP_REQUEST.set(None)
+  _STOP_REQUEST.active = True
   for number in signals:
     signal.signal(number, handler)
+  previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+  watcher.start()
   try:
     yield
   finally:
+    signal.set_wakeup_fd(previous_fd)
     for number, old in previous.items():
       signal.signal(number, old)
+    os.close(write_fd)
+    watcher.join()
+    os.close(read_fd)
+    _STOP_REQUEST.active = False
     _STOP_REQUEST.set(None)
 
 
@@ -139,6 +232,12 @@ class StopCheck:
     self._agree = None
     if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
       self._agree = tf.function(self._count_requests)
+    # Whether the trainer skips the steps after a signal (see the module
+    # docstring) or runs its loop to the end.
+    self.skips_steps = not isinstance(
+        strategy,
+        (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy),
+    )
 
   def _count_requests(self, requested: tf.Tensor) -> tf.Tensor:
     """Sums `requested` (a scalar) over all replicas of all workers."""

@@ -11,9 +11,10 @@ papers' runs; the trainer composes them, each in its own module:
     is logged as one line; `last_train_logs` keeps the latest loop's.
   * The non-finite loss guard (`nonfinite_loss`): checked at the end of each
     train loop, before Orbit saves a checkpoint.
-  * Preemption (`preemption`): inside `preemption.stop_on_signal()`, a
-    SIGTERM makes the trainer save a checkpoint at the end of the running
-    Orbit loop and raise `preemption.TrainingStopped`.
+  * Stop signals (`preemption`): inside `preemption.stop_on_signal()`,
+    Ctrl-C or SIGTERM makes the trainer skip the loop's remaining steps,
+    save a checkpoint at the step reached and raise
+    `preemption.TrainingStopped`.
   * Deterministic runs (`experiment.deterministic`): the state of the
     model's random generators (dropout, sampling) is checkpointed with the
     weights (`reproducibility.random_generators`).
@@ -107,9 +108,23 @@ class Trainer(base_trainer.Trainer):
     self._loop_log.begin(int(self.global_step.numpy()))
 
   def train_step(self, iterator):
+    """One training step; none once a stop signal came (`preemption`)."""
+    gate = preemption.step_gate()
+    if gate is None or not self._stop_check.skips_steps:
+      self._one_step(iterator)
+      return
+
+    def step():
+      self._one_step(iterator)
+      return tf.constant(True)
+
+    tf.cond(gate.read_value(), lambda: tf.constant(False), step)
+
+  def _one_step(self, iterator):
     """One training step, XLA-compiled when `jit_compile` is set."""
     if not self._jit_compile:
-      return super().train_step(iterator)
+      super().train_step(iterator)
+      return
 
     def step_fn(inputs):
       task_train_step = tf.function(self.task.train_step, jit_compile=True)

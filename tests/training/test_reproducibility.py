@@ -16,6 +16,7 @@ from official_repro.data import pretrain_dataloader
 from official_repro.training import gin_utils
 from official_repro.training import reproducibility
 from official_repro.training import preemption
+from official_repro.training import trainer as trainer_lib
 
 # The tests share module fixtures: one xdist worker runs them all
 # (--dist loadgroup, pytest.ini), so the fixtures are built once.
@@ -192,28 +193,35 @@ def test_same_seed_runs_end_bit_identical(
 
 @pytest.mark.slow
 def test_a_stopped_and_resumed_run_equals_an_uninterrupted_one(
-    run_tiny_electra, whole_run, tmp_path
+    run_tiny_electra, whole_run, tmp_path, monkeypatch
 ):
   """A resumed run continues where the interrupted one stopped.
 
   Fails if the resumed run restarts from step 0, re-reads the records or
   masks the first steps consumed, or restarts dropout or sampling; both
   evaluate after the checkpoint at step 2 (train_and_eval), which must not
-  move the training streams.
+  move the training streams. The signal arrives as the second loop begins,
+  which then skips its steps.
   """
+  loop_begin = trainer_lib.Trainer.train_loop_begin
+
+  def signal_at_step_2(trainer):
+    loop_begin(trainer)
+    if int(trainer.global_step.numpy()) == 2:
+      os.kill(os.getpid(), signal.SIGTERM)
+
+  monkeypatch.setattr(trainer_lib.Trainer, 'train_loop_begin', signal_at_step_2)
   with preemption.stop_on_signal():
-    os.kill(os.getpid(), signal.SIGTERM)
     with pytest.raises(preemption.TrainingStopped) as stopped:
       run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC)
   assert stopped.value.step == 2
+  monkeypatch.undo()
   result = run_tiny_electra(tmp_path / 'resumed', _DETERMINISTIC)
   assert result['global_step'] == 4
   resumed = _final_weights(str(tmp_path / 'resumed'))
   assert whole_run.keys() == resumed.keys()
   for name in whole_run:
-    np.testing.assert_allclose(
-        resumed[name], whole_run[name], rtol=0, atol=1e-6, err_msg=name
-    )
+    np.testing.assert_array_equal(resumed[name], whole_run[name], name)
 
 
 def _train_command(records, model_dir):
