@@ -22,7 +22,9 @@ import heapq
 import multiprocessing
 import os
 import queue
+import signal
 import struct
+import threading
 import traceback
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 from typing import Sequence
@@ -237,6 +239,25 @@ def _worker_main(job, worker: int, tasks, results) -> None:
     results.put(('error', worker, traceback.format_exc()))
 
 
+def _start_ignoring_ctrl_c(process: multiprocessing.Process) -> None:
+  """Starts a helper that ignores Ctrl-C: this process ends the helpers.
+
+  Ctrl-C reaches every process of the terminal's group. A helper started
+  while SIGINT is ignored keeps it ignored (Python installs no
+  `KeyboardInterrupt` handler then), so it prints no traceback; this
+  process stops, once, and `terminate`s the helpers as it cleans up. A
+  Ctrl-C in the milliseconds of the start itself is ignored.
+  """
+  if threading.current_thread() is not threading.main_thread():
+    process.start()  # Signals reach the main thread only.
+    return
+  previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+  try:
+    process.start()  # Pickles `job` for the helper: before it starts here.
+  finally:
+    signal.signal(signal.SIGINT, previous)
+
+
 def run_jobs(
     job,
     files: Sequence[streaming.InputFile],
@@ -290,7 +311,7 @@ def run_jobs(
       for worker in range(1, num_workers)
   ]
   for process in helpers:
-    process.start()  # Pickles `job` for the helper: before it is started here.
+    _start_ignoring_ctrl_c(process)
   finished = {}
 
   def handle(message):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -496,3 +497,61 @@ def test_progress_counts_every_workers_bytes(
   _prepare(corpus, str(tmp_path / 'out'), num_workers=2)
   shares, done = _processed_shares(lines)
   assert done and shares == sorted(shares), lines
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_helpers_start_is_one_line_and_the_rerun_succeeds(
+    tmp_path,
+):
+  """Ctrl-C reaches the terminal's whole process group: helpers included.
+
+  Sent while the helper imports TensorFlow, the helper ignores it (no
+  `KeyboardInterrupt` traceback) and the command prints its one stop line.
+  """
+  corpus = write_fixture_files(tmp_path / 'corpus', 4, num_documents=50)
+  vocab = write_fixture_vocab(tmp_path / 'vocab.txt')
+  command = [
+      sys.executable,
+      '-m',
+      'official_repro.data.create_pretraining_data',
+      f'--input={corpus}',
+      f'--output_dir={tmp_path / "records"}',
+      f'--vocab_file={vocab}',
+      '--max_seq_length=32',
+      '--num_workers=2',
+  ]
+  env = dict(os.environ, PYTHONPATH=_REPO_ROOT)
+  process = subprocess.Popen(
+      command,
+      cwd=_REPO_ROOT,
+      env=env,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+      start_new_session=True,  # Its own group, as a terminal's job.
+  )
+  deadline = time.time() + 300
+  helpers = []
+  while not helpers:
+    assert process.poll() is None and time.time() < deadline
+    helpers = [
+        child
+        for child in psutil.Process(process.pid).children()
+        if 'spawn_main' in ' '.join(child.cmdline())
+    ]
+    time.sleep(0.05)
+  time.sleep(1)  # The helper is importing TensorFlow.
+  # As a terminal does: to every process of the group, helper first.
+  os.kill(helpers[0].pid, signal.SIGINT)
+  time.sleep(1)
+  assert helpers[0].is_running() and helpers[0].status() != 'zombie'
+  os.killpg(process.pid, signal.SIGINT)
+  _, stderr = process.communicate(timeout=120)
+  assert process.returncode == 128 + signal.SIGINT, stderr[-3000:]
+  assert 'Traceback' not in stderr and 'KeyboardInterrupt' not in stderr
+  assert stderr.count('stopped by SIGINT') == 1, stderr[-3000:]
+  rerun = subprocess.run(
+      command, cwd=_REPO_ROOT, env=env, capture_output=True, text=True
+  )
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  assert records.load_metadata(str(tmp_path / 'records'))['splits']
