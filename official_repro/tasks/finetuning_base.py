@@ -55,9 +55,12 @@ class FinetuneDataConfig(cfg.DataConfig):
   Attributes:
     split: the split name the task's reader understands ('train', 'dev',
       'dev_matched', ...).
+    skip_batches: training batches skipped at the start: those a resumed run
+      trained on before its checkpoint (the order is fixed by `seed`).
   """
 
   split: str = 'train'
+  skip_batches: int = 0
 
 
 @dataclasses.dataclass
@@ -185,6 +188,8 @@ class FinetuneTask(base_task.Task):
           reshuffle_each_iteration=True,
       ).repeat()
     dataset = dataset.batch(batch_size, drop_remainder=params.is_training)
+    if params.is_training:
+      dataset = dataset.skip(params.skip_batches)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
   # Model.

@@ -96,12 +96,18 @@ class RunProtocol:
       at the end of every epoch, or 'last'.
     stsb_metric: the correlation reported for STS-B ('spearman', 'pearson'
       or 'corr', their mean).
+    deterministic: op determinism and dropout drawn from checkpointed
+      `tf.random.Generator`s (`reproducibility.configure`), so that a run
+      resumed inside its training ends bit-identical to an uninterrupted one
+      on the same machine; without it the resumed run restores the weights,
+      optimizer and data order but draws other dropout masks.
   """
 
   num_runs: int = 1
   aggregation: str = 'mean'
   selection: str = 'last'
   stsb_metric: str = 'spearman'
+  deterministic: bool = False
 
   def __post_init__(self):
     if self.num_runs < 1:

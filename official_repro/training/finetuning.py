@@ -42,6 +42,8 @@ from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_registry
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import precision
+from official_repro.training import preemption
+from official_repro.training import reproducibility
 from official_repro.training import trainer as trainer_lib
 
 HISTORY_FILENAME = 'history.json'
@@ -55,14 +57,17 @@ DEV_SPLIT = 'dev'
 # `RunProtocol` fields that change what one seed's run produces; `num_runs`
 # and `aggregation` only say how many runs there are and how they combine, so
 # adding seeds to a finished set reuses the finished ones.
-_SEED_PROTOCOL_FIELDS = ('selection', 'stsb_metric')
+_SEED_PROTOCOL_FIELDS = ('selection', 'stsb_metric', 'deterministic')
 # Task config fields that are not compared: the data configs are rebuilt for
 # every seed from the schedule and the seed, and `data_dir` only says where the
 # data lies (local or gs://).
 _UNCHECKED_TASK_FIELDS = ('train_data', 'validation_data', 'data_dir')
 _MISSING = object()
 # Settings added after runs were saved, with the value those runs had.
-_ADDED_SETTINGS = {'mixed_precision': 'float32'}
+_ADDED_SETTINGS = {
+    'mixed_precision': 'float32',
+    'run_protocol.deterministic': False,
+}
 # Settings added after runs were saved whose value those runs had is not
 # known: compared only where saved.
 _COMPARED_WHEN_SAVED = ('data_digest',)
@@ -304,6 +309,8 @@ def run_seed(
   Raises:
     SettingsMismatchError: `run_dir` holds a run started with other settings
       (`check_settings`).
+    preemption.TrainingStopped: Ctrl-C or SIGTERM stopped training after a
+      checkpoint in `run_dir` (`preemption.stop_on_signal`).
   """
   check_settings(
       run_dir,
@@ -316,7 +323,7 @@ def run_seed(
           data_digest(task_config),
       ),
   )
-  with precision.policy(mixed_precision):
+  with preemption.stop_on_signal(), precision.policy(mixed_precision):
     return _run_seed(
         task_config,
         schedule,
@@ -343,7 +350,29 @@ def _run_seed(
     logging.info('%s already finished; not repeated.', run_dir)
     return done
   tf_keras.backend.clear_session()
-  tf_keras.utils.set_random_seed(seed)
+  with reproducibility.configure(seed, protocol.deterministic):
+    return _train_and_evaluate(
+        task_config,
+        schedule,
+        protocol,
+        seed,
+        run_dir,
+        strategy,
+        mixed_precision,
+    )
+
+
+def _train_and_evaluate(
+    task_config: finetuning_base.FinetuneTaskConfig,
+    schedule: finetuning_schedule.FinetuningSchedule,
+    protocol: finetuning_schedule.RunProtocol,
+    seed: int,
+    run_dir: str,
+    strategy: tf.distribute.Strategy,
+    mixed_precision: Optional[str],
+) -> Dict[str, Any]:
+  """`_run_seed` once its seeds are set; resumes from `run_dir`'s checkpoint."""
+  _, resumed_step = reproducibility.latest_readable_checkpoint(run_dir)
   task_config = dataclasses.replace(
       task_config,
       train_data=finetuning_base.FinetuneDataConfig(
@@ -351,6 +380,7 @@ def _run_seed(
           is_training=True,
           seed=seed,
           global_batch_size=schedule.train_batch_size,
+          skip_batches=resumed_step,
       ),
       validation_data=finetuning_base.FinetuneDataConfig(
           split=DEV_SPLIT,

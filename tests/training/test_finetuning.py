@@ -5,6 +5,8 @@ import functools
 import json
 import os
 import random
+import signal
+import time
 
 import gin
 import numpy as np
@@ -17,6 +19,8 @@ from official_repro.tasks import finetuning_registry
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import finetuning
 from official_repro.training import gin_utils
+from official_repro.training import preemption
+from official_repro.training import trainer as trainer_lib
 
 REPO_ROOT = gin_utils.REPO_ROOT
 _WORDS = (
@@ -132,6 +136,7 @@ def _finetune(
     num_epochs=1,
     num_runs=1,
     seeds=None,
+    deterministic=False,
     **task_params,
 ):
   gin.clear_config()
@@ -149,7 +154,10 @@ def _finetune(
         max_seq_length=64,
     )
     protocol = finetuning_schedule.RunProtocol(
-        num_runs=num_runs, aggregation='median', selection='best'
+        num_runs=num_runs,
+        aggregation='median',
+        selection='best',
+        deterministic=deterministic,
     )
     return finetuning.run(
         schedule,
@@ -260,6 +268,58 @@ def test_finetuning_learns_a_separable_task(exported_encoder, tmp_path):
   # a few epochs (as in ELECTRA, whose pooler is not pretrained either).
   assert history[-1]['accuracy'] == 1.0
   assert history[-1]['validation_loss'] < 0.6 < history[0]['validation_loss']
+
+
+@pytest.mark.slow
+def test_a_seed_stopped_inside_a_loop_resumes_bit_identical(
+    exported_encoder, tmp_path, monkeypatch
+):
+  """SIGTERM at step 5 of 6 (loops of 3): the resumed seed ends identical.
+
+  Fails if the resumed run restarts the data order (each epoch's batches
+  come from one seeded shuffle), or draws other dropout masks.
+  """
+  data_dir = _write_glue(tmp_path / 'glue', random.Random(2))
+  encoder = pretrained.resolve(exported_encoder)
+  finetune = functools.partial(
+      _finetune, 'mrpc', encoder, data_dir, num_epochs=2, deterministic=True
+  )
+  whole = finetune(str(tmp_path / 'whole'))['runs'][0]
+  one_step = trainer_lib.Trainer._one_step  # pylint: disable=protected-access
+
+  def signal_at_step_5(trainer, iterator):
+    one_step(trainer, iterator)
+
+    def signal_once(step):
+      if int(step) == 5:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)  # The signal's thread sets the gate meanwhile.
+
+    tf.py_function(signal_once, [trainer.global_step], [])
+
+  monkeypatch.setattr(trainer_lib.Trainer, '_one_step', signal_at_step_5)
+  with pytest.raises(preemption.TrainingStopped) as stopped:
+    finetune(str(tmp_path / 'resumed'))
+  assert stopped.value.step == 5
+  monkeypatch.undo()
+  resumed = finetune(str(tmp_path / 'resumed'))['runs'][0]
+  assert resumed['history'] == whole['history']
+  weights = [
+      tf.train.load_checkpoint(
+          tf.train.latest_checkpoint(str(tmp_path / name / 'seed_0'))
+      )
+      for name in ('whole', 'resumed')
+  ]
+  names = [
+      name
+      for name in weights[0].get_variable_to_shape_map()
+      if name.startswith('model/')
+  ]
+  assert names
+  for name in names:
+    np.testing.assert_array_equal(
+        weights[1].get_tensor(name), weights[0].get_tensor(name), name
+    )
 
 
 @pytest.mark.slow
