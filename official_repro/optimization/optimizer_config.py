@@ -36,11 +36,12 @@ def learning_rate_config(
   The schedule decays polynomially (`decay_power` 1 is linear) from
   `learning_rate` at step 0 to `end_learning_rate` at `train_steps`; during the
   first `warmup_steps` Model Garden's linear warmup replaces it with a ramp
-  from 0 to the decayed value at `warmup_steps`. The ramp therefore ends
-  continuously at `learning_rate * (1 - warmup_steps / train_steps)` (for
-  linear decay), where BERT's and ELECTRA's TF1 code ramp to `learning_rate`
-  and then drop to that value; the difference is at most a factor
-  `warmup_steps / train_steps` (6% for 001's 10k of 163k) during warmup.
+  from 0 to the decayed value at `warmup_steps`. BERT's and ELECTRA's TF1
+  code multiply the decay by `min(1, t / warmup_steps)` instead
+  (`warmup_times_decay`, which fine-tuning can select): at step t of the
+  warmup the ramp's rate is `(1 - W/T) / (1 - t/T)` times theirs, lower by up
+  to `warmup_steps / train_steps` (6% for 001's 10k of 163k); both reach the
+  same rate at `warmup_steps`.
 
   Args:
     train_steps: total optimizer steps; the decay horizon.

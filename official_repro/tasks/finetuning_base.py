@@ -40,6 +40,7 @@ from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.optimization import layerwise_decay
 from official_repro.optimization import optimizer_config as optimizer_config_lib
+from official_repro.optimization import warmup_times_decay
 
 ENCODER_INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
 
@@ -81,6 +82,9 @@ class FinetuneTaskConfig(cfg.TaskConfig):
     adam_epsilon: Adam's epsilon.
     adam_beta_2: Adam's beta_2.
     gradient_clip_norm: clip gradients to this global norm (0: off).
+    adam_bias_correction: Adam's bias correction (False: the original
+      BERT/ELECTRA update).
+    warmup_times_decay: the original's schedule, decay x min(1, t / W).
   """
 
   task: str = ''
@@ -98,6 +102,8 @@ class FinetuneTaskConfig(cfg.TaskConfig):
   adam_epsilon: float = 1e-6
   adam_beta_2: float = 0.999
   gradient_clip_norm: float = 1.0
+  adam_bias_correction: bool = True
+  warmup_times_decay: bool = False
 
 
 class FinetuneTask(base_task.Task):
@@ -236,9 +242,19 @@ class FinetuneTask(base_task.Task):
     """
     del dp_config
     config = self.task_config
-    learning_rate = optimization.OptimizerFactory(
-        optimizer_config
-    ).build_learning_rate()
+    if config.warmup_times_decay:
+      decay = optimizer_config.learning_rate.polynomial
+      learning_rate = warmup_times_decay.WarmupTimesPolynomialDecay(
+          decay.initial_learning_rate,
+          decay.decay_steps,
+          optimizer_config.warmup.linear.warmup_steps,
+          decay.end_learning_rate,
+          decay.power,
+      )
+    else:
+      learning_rate = optimization.OptimizerFactory(
+          optimizer_config
+      ).build_learning_rate()
     optimizer = layerwise_decay.LayerwiseAdamWeightDecay(
         lr_multipliers=self._lr_multipliers,
         learning_rate=learning_rate,
@@ -249,6 +265,7 @@ class FinetuneTask(base_task.Task):
             optimizer_config_lib.DEFAULT_WEIGHT_DECAY_EXCLUSIONS
         ),
         gradient_clip_norm=config.gradient_clip_norm,
+        bias_correction=config.adam_bias_correction,
     )
     if runtime_config and runtime_config.loss_scale:
       optimizer = performance.configure_optimizer(

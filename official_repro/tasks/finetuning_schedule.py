@@ -39,6 +39,11 @@ class FinetuningSchedule:
     weight_decay_rate: decoupled weight decay (not on LayerNorm, biases).
     adam_epsilon: Adam's epsilon.
     eval_batch_size: evaluation batch size (None: `train_batch_size`).
+    adam_bias_correction: Adam's bias correction; False updates as the
+      original BERT/ELECTRA code (`layerwise_decay`).
+    warmup_times_decay: the original code's schedule, the decay times
+      min(1, t / warmup steps) (`warmup_times_decay`), instead of Model
+      Garden's ramp to the decayed rate.
   """
 
   task: str = gin.REQUIRED
@@ -51,6 +56,8 @@ class FinetuningSchedule:
   weight_decay_rate: float = 0.0
   adam_epsilon: float = 1e-6
   eval_batch_size: Optional[int] = None
+  adam_bias_correction: bool = True
+  warmup_times_decay: bool = False
 
   def __post_init__(self):
     tasks = finetuning_registry.task_names()

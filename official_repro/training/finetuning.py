@@ -67,6 +67,8 @@ _MISSING = object()
 _ADDED_SETTINGS = {
     'mixed_precision': 'float32',
     'run_protocol.deterministic': False,
+    'finetuning.adam_bias_correction': True,
+    'finetuning.warmup_times_decay': False,
 }
 # Settings added after runs were saved whose value those runs had is not
 # known: compared only where saved.
@@ -123,6 +125,8 @@ def build_task_config(
       layerwise_lr_decay=schedule.layerwise_lr_decay,
       weight_decay_rate=schedule.weight_decay_rate,
       adam_epsilon=schedule.adam_epsilon,
+      adam_bias_correction=schedule.adam_bias_correction,
+      warmup_times_decay=schedule.warmup_times_decay,
   )
   fields.update(
       {name: getattr(protocol, name) for name in entry.protocol_fields}

@@ -444,3 +444,32 @@ def test_an_encoder_of_one_token_type_is_refused_for_pairs(exported_encoder):
         build()
     else:
       build()
+
+
+def test_the_original_update_options_reach_the_optimizer(exported_encoder):
+  """`finetuning.adam_bias_correction` and `warmup_times_decay` in the task."""
+  encoder = pretrained.resolve(exported_encoder)
+  for original in (False, True):
+    schedule = finetuning_schedule.FinetuningSchedule(
+        task='mrpc',
+        learning_rate=1e-4,
+        train_batch_size=4,
+        num_epochs=1,
+        warmup_fraction=0.1,
+        adam_bias_correction=not original,
+        warmup_times_decay=original,
+    )
+    config = finetuning.build_task_config(
+        schedule, finetuning_schedule.RunProtocol(), encoder, '/no/data'
+    )
+    task = task_factory.get_task(config)
+    task.build_model()
+    optimizer = task.create_optimizer(
+        finetuning._optimization_config(schedule, 100, 10)  # pylint: disable=protected-access
+    )
+    rate = optimizer._get_hyper('learning_rate')  # pylint: disable=protected-access
+    assert optimizer.bias_correction is not original
+    # At step 5 of 10 warmup steps: the original's 0.5 * 1e-4 * (1 - 5/100);
+    # Model Garden's ramp 0.5 * 1e-4 * (1 - 10/100).
+    expected = 0.5e-4 * (0.95 if original else 0.9)
+    assert float(rate(5)) == pytest.approx(expected, rel=1e-5)

@@ -157,3 +157,27 @@ def test_check_settings_without_training(tmp_path, caplog):
   finetuning.check_settings(legacy_dir, settings)
   assert 'its settings cannot be checked; reusing it' in caplog.text
   assert os.listdir(legacy_dir) == [finetuning.RESULT_FILENAME]
+
+
+@pytest.mark.parametrize(
+    'name, value',
+    [
+        ('finetuning.adam_bias_correction', True),
+        ('finetuning.warmup_times_decay', False),
+        ('run_protocol.deterministic', False),
+    ],
+)
+def test_a_run_saved_before_an_option_existed_had_its_default(
+    tmp_path, name, value
+):
+  """Resumed with the default: accepted; with the other value: refused."""
+  run_dir = str(tmp_path / 'seed_0')
+  os.makedirs(run_dir)
+  saved = {'seed': 0, 'finetuning.learning_rate': 1e-4}
+  with open(os.path.join(run_dir, finetuning.SETTINGS_FILENAME), 'w') as f:
+    json.dump(saved, f)
+  with open(os.path.join(run_dir, finetuning.HISTORY_FILENAME), 'w') as f:
+    json.dump([{'step': 1}], f)
+  finetuning.check_settings(run_dir, {**saved, name: value})
+  with pytest.raises(finetuning.SettingsMismatchError, match=name):
+    finetuning.check_settings(run_dir, {**saved, name: not value})
