@@ -1065,7 +1065,12 @@ def _built_parameters(config):
 
 
 @pytest.mark.parametrize(
-    'column', ['small', 'base', pytest.param('large', marks=pytest.mark.slow)]
+    'column',
+    [
+        'small',
+        pytest.param('base', marks=pytest.mark.slow),
+        pytest.param('large', marks=pytest.mark.slow),
+    ],
 )
 def test_003_built_discriminator_has_table_1_parameters(clean_gin, column):
   """The count above on the real network (large: ~17 s, marked slow)."""

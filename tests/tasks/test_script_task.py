@@ -136,7 +136,7 @@ def test_flops_are_two_passes_of_one_model():
 @pytest.mark.parametrize(
     'backbone, initial_positive_probability',
     [
-        ('bert', 0.85),
+        pytest.param('bert', 0.85, marks=pytest.mark.slow),
         ('bert', None),
         # Every objective trains on every backbone in the slow tier
         # (tests/training/test_mixed_precision.py).

@@ -139,6 +139,7 @@ def test_masked_words_are_predicted_from_their_copy(trained):
   assert copied['masked_lm_accuracy'] > 0.5, copied
 
 
+@pytest.mark.slow
 def test_nothing_is_predicted_without_a_copy(trained):
   _, control = trained
   assert control['masked_lm_accuracy'] < 0.15, control
