@@ -240,22 +240,22 @@ def _worker_main(job, worker: int, tasks, results) -> None:
 
 
 def _start_ignoring_ctrl_c(process: multiprocessing.Process) -> None:
-  """Starts a helper that ignores Ctrl-C: this process ends the helpers.
+  """Starts a helper that never sees Ctrl-C: this process ends the helpers.
 
-  Ctrl-C reaches every process of the terminal's group. A helper started
-  while SIGINT is ignored keeps it ignored (Python installs no
-  `KeyboardInterrupt` handler then), so it prints no traceback; this
-  process stops, once, and `terminate`s the helpers as it cleans up. A
-  Ctrl-C in the milliseconds of the start itself is ignored.
+  Ctrl-C reaches every process of the terminal's group. The helper is
+  started while this thread blocks SIGINT, and a child keeps its parent's
+  blocked signals through `exec`, so it prints no `KeyboardInterrupt`
+  traceback; this process stops, once, and `terminate`s the helpers as it
+  cleans up. A Ctrl-C during the start is delivered when it ends.
   """
   if threading.current_thread() is not threading.main_thread():
     process.start()  # Signals reach the main thread only.
     return
-  previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+  signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
   try:
     process.start()  # Pickles `job` for the helper: before it starts here.
   finally:
-    signal.signal(signal.SIGINT, previous)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def run_jobs(

@@ -32,10 +32,10 @@ to the same entry); a variable it does not know gets 1.0.
 
 `bias_correction=False` is the update of the original BERT and ELECTRA
 fine-tuning code (`AdamWeightDecayOptimizer`), which has no Adam bias
-correction: its step at step t is `sqrt(1 - beta_2^t) / (1 - beta_1^t)` times
-Keras' (about 2.5 times larger over a short GLUE run). TensorFlow's Adam
-kernels apply the correction from the `beta_1^t` and `beta_2^t` they are
-given, so the optimizer gives them 0.
+correction: its step at step t is `(1 - beta_1^t) / sqrt(1 - beta_2^t)`
+times Keras' (3.2 at t = 1, falling towards 1 over thousands of steps).
+TensorFlow's Adam kernels apply the correction from the `beta_1^t` and
+`beta_2^t` they are given, so the optimizer gives them 0.
 """
 
 import re

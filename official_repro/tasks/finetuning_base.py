@@ -56,12 +56,12 @@ class FinetuneDataConfig(cfg.DataConfig):
   Attributes:
     split: the split name the task's reader understands ('train', 'dev',
       'dev_matched', ...).
-    skip_batches: training batches skipped at the start: those a resumed run
-      trained on before its checkpoint (the order is fixed by `seed`).
+    start_step: the training step a resumed run starts from; the batches of
+      the steps before it are skipped (their order is fixed by `seed`).
   """
 
   split: str = 'train'
-  skip_batches: int = 0
+  start_step: int = 0
 
 
 @dataclasses.dataclass
@@ -182,7 +182,13 @@ class FinetuneTask(base_task.Task):
     }
     dataset = tf.data.Dataset.from_tensor_slices((features, labels))
     batch_size = params.global_batch_size
+    batches_per_step = 1
     if input_context:
+      # A step takes one batch of this pipeline for each of its replicas.
+      batches_per_step = (
+          input_context.num_replicas_in_sync
+          // input_context.num_input_pipelines
+      )
       dataset = dataset.shard(
           input_context.num_input_pipelines, input_context.input_pipeline_id
       )
@@ -195,7 +201,7 @@ class FinetuneTask(base_task.Task):
       ).repeat()
     dataset = dataset.batch(batch_size, drop_remainder=params.is_training)
     if params.is_training:
-      dataset = dataset.skip(params.skip_batches)
+      dataset = dataset.skip(params.start_step * batches_per_step)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
   # Model.

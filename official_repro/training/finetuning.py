@@ -20,7 +20,7 @@ import functools
 import hashlib
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
@@ -384,7 +384,7 @@ def _train_and_evaluate(
           is_training=True,
           seed=seed,
           global_batch_size=schedule.train_batch_size,
-          skip_batches=resumed_step,
+          start_step=resumed_step,
       ),
       validation_data=finetuning_base.FinetuneDataConfig(
           split=DEV_SPLIT,
@@ -415,6 +415,38 @@ def _train_and_evaluate(
       ),
       runtime=precision.runtime_config(mixed_precision),
   )
+  trainer, controller = _controller(params, task, run_dir, strategy)
+  history = _train_with_evaluations(
+      controller,
+      strategy,
+      os.path.join(run_dir, HISTORY_FILENAME),
+      evaluation_steps(steps_per_epoch, train_steps),
+      steps_per_epoch,
+      seed,
+  )
+  key = task.headline_metric()
+  selected = aggregation.select_eval(history, key, protocol.selection)
+  result = dict(
+      seed=seed,
+      train_steps=train_steps,
+      num_train_examples=num_train,
+      selected=dict(selected),
+      score=float(selected[key]),
+      history=history,
+      last_train_logs=trainer.last_train_logs,
+  )
+  json_files.write_json(os.path.join(run_dir, RESULT_FILENAME), result)
+  return result
+
+
+def _controller(
+    params: cfg.ExperimentConfig,
+    task: finetuning_base.FinetuneTask,
+    run_dir: str,
+    strategy: tf.distribute.Strategy,
+) -> Tuple[trainer_lib.Trainer, orbit.Controller]:
+  """The seed's trainer and its Orbit controller, checkpointing in `run_dir`."""
+  steps_per_loop = params.trainer.steps_per_loop
   with strategy.scope():
     trainer = train_utils.create_trainer(
         params,
@@ -442,10 +474,25 @@ def _train_and_evaluate(
       summary_dir=os.path.join(run_dir, 'train'),
       eval_summary_dir=os.path.join(run_dir, 'eval'),
   )
-  history_path = os.path.join(run_dir, HISTORY_FILENAME)
+  return trainer, controller
+
+
+def _train_with_evaluations(
+    controller: orbit.Controller,
+    strategy: tf.distribute.Strategy,
+    history_path: str,
+    steps: Sequence[int],
+    steps_per_epoch: int,
+    seed: int,
+) -> List[Dict[str, Any]]:
+  """Trains to each of `steps` and evaluates there; returns the history.
+
+  Evaluations already in `history_path` (a resumed seed's) are kept, and
+  each new one is added to it as it is made.
+  """
   history = _read_json(history_path, [])
   evaluated = {entry['step'] for entry in history}
-  for step in evaluation_steps(steps_per_epoch, train_steps):
+  for step in steps:
     if step in evaluated:
       continue
     with strategy.scope():
@@ -462,19 +509,7 @@ def _train_and_evaluate(
     history.append(entry)
     json_files.write_json(history_path, history)
     logging.info('seed %d, step %d: %s', seed, step, entry)
-  key = task.headline_metric()
-  selected = aggregation.select_eval(history, key, protocol.selection)
-  result = dict(
-      seed=seed,
-      train_steps=train_steps,
-      num_train_examples=num_train,
-      selected=dict(selected),
-      score=float(selected[key]),
-      history=history,
-      last_train_logs=trainer.last_train_logs,
-  )
-  json_files.write_json(os.path.join(run_dir, RESULT_FILENAME), result)
-  return result
+  return history
 
 
 def run(

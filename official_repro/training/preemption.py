@@ -34,7 +34,7 @@ import signal
 import sys
 import tempfile
 import threading
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -45,6 +45,11 @@ from official_repro.common import cli
 # checkpoint, what a shell reports for a process SIGTERM ended; run_tpu.sh's
 # supervisor relaunches a run that ended with it. Ctrl-C ends with 130.
 EXIT_STOPPED = 128 + signal.SIGTERM
+
+
+def clear_request() -> None:
+  """Forgets the stop request: the trainer has stopped on it."""
+  _STOP_REQUEST.set(None)
 
 
 class TrainingStopped(cli.Stopped):
@@ -86,12 +91,15 @@ class _StopRequest:
   def set(self, signal_name: Optional[str]) -> bool:
     """Records `signal_name` (None clears); whether it is a new request."""
     with self._lock:
-      new = self._signal_name is None and signal_name is not None
-      if new or signal_name is None:
+      changed = (self._signal_name is None) != (signal_name is None)
+      if changed:
         self._signal_name = signal_name
-    if self.gate is not None:
-      self.gate.assign(signal_name is not None)
-    return new
+    if changed and self.gate is not None:
+      # Eagerly, also when the main thread is tracing a function: an assign
+      # in its graph would set the gate again each time it runs.
+      with tf.init_scope():
+        self.gate.assign(signal_name is not None)
+    return changed and signal_name is not None
 
 
 _STOP_REQUEST = _StopRequest()
@@ -138,7 +146,7 @@ def _watch(read_fd: int, signals: Sequence[int], handled: threading.Event):
   received = 0
   while True:
     data = os.read(read_fd, 1)
-    if not data:
+    if not data or not data[0]:  # Closed, or the context's end.
       return
     if data[0] not in signals:
       continue
@@ -162,20 +170,24 @@ def stop_on_signal(
 
   While the context is active, the first such signal is recorded instead of
   ending the process, and the trainer stops after its current step (see the
-  module docstring). Once the main thread has seen that signal, the
-  handlers installed before are back, so a second signal runs them (by
-  default: end the process at once), which stops a run that is stuck
-  outside training (evaluation, export); a second signal while the main
-  thread is still inside TensorFlow ends the process at once. The previous
-  handlers are restored on exit. Nested contexts are the outer one; outside
-  the main thread (where Python handles no signals) the context does
-  nothing. Enter it outside any `strategy.scope()`.
+  module docstring). A second signal ends the process at once while the
+  main thread is still inside TensorFlow; once the main thread has seen the
+  first, the handlers installed before are back and handle the second (the
+  command's: stop without saving). A signal that arrives after training's
+  last step (in evaluation or export) ends the command when the block
+  returns: `KeyboardInterrupt` for SIGINT, `cli.Interrupted` for others. The
+  previous handlers are restored on exit. Nested contexts are the outer
+  one; outside the main thread (where Python handles no signals) the
+  context does nothing. Enter it outside any `strategy.scope()`.
 
   Args:
     signals: the signal numbers to handle.
 
   Yields:
     Nothing.
+
+  Raises:
+    KeyboardInterrupt, cli.Interrupted: see above.
   """
   if (
       threading.current_thread() is not threading.main_thread()
@@ -184,6 +196,23 @@ def stop_on_signal(
     yield
     return
   _make_step_gate()
+  _STOP_REQUEST.set(None)
+  with contextlib.ExitStack() as stack:
+    _STOP_REQUEST.active = True
+    stack.callback(setattr, _STOP_REQUEST, 'active', False)
+    stack.callback(_STOP_REQUEST.set, None)
+    _install(stack, tuple(signals))
+    yield
+    name = _STOP_REQUEST.signal_name
+  if name:
+    number = getattr(signal, name.split()[0])
+    if number == signal.SIGINT:
+      raise KeyboardInterrupt
+    raise cli.Interrupted(number)
+
+
+def _install(stack: contextlib.ExitStack, signals: Tuple[int, ...]) -> None:
+  """Installs the handlers and the watcher; `stack` undoes both on exit."""
   previous = {number: signal.getsignal(number) for number in signals}
   handled = threading.Event()
 
@@ -191,31 +220,30 @@ def stop_on_signal(
     del frame
     _request(number)
     handled.set()
-    for each, old in previous.items():
-      signal.signal(each, old)
+    _restore(previous)
 
+  stack.callback(_restore, previous)
   read_fd, write_fd = os.pipe()
+  stack.callback(os.close, read_fd)
+  stack.callback(os.close, write_fd)
   os.set_blocking(write_fd, False)
   watcher = threading.Thread(
-      target=_watch, args=(read_fd, tuple(signals), handled), daemon=True
+      target=_watch, args=(read_fd, signals, handled), daemon=True
   )
-  _STOP_REQUEST.set(None)
-  _STOP_REQUEST.active = True
   for number in signals:
     signal.signal(number, handler)
   previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+  stack.callback(signal.set_wakeup_fd, previous_fd)
   watcher.start()
-  try:
-    yield
-  finally:
-    signal.set_wakeup_fd(previous_fd)
-    for number, old in previous.items():
-      signal.signal(number, old)
-    os.close(write_fd)
-    watcher.join()
-    os.close(read_fd)
-    _STOP_REQUEST.active = False
-    _STOP_REQUEST.set(None)
+  # Last in, first out: the wakeup fd is reset, then a 0 byte (no signal)
+  # ends the watcher, then the pipe is closed.
+  stack.callback(watcher.join, 10)
+  stack.callback(os.write, write_fd, b'\0')
+
+
+def _restore(handlers) -> None:
+  for number, old in handlers.items():
+    signal.signal(number, old)
 
 
 class StopCheck:

@@ -162,5 +162,6 @@ class Trainer(base_trainer.Trainer):
           self._model_dir,
           self.config.trainer.max_to_keep,
       )
+      preemption.clear_request()
       raise preemption.TrainingStopped(signal_name, end_step, checkpoint)
     return logs

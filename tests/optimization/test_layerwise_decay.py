@@ -8,6 +8,7 @@ import tf_keras
 from official.nlp.modeling import models
 from official_repro.modeling.networks import encoders
 from official_repro.optimization import layerwise_decay
+from official_repro.optimization import warmup_times_decay
 
 NUM_LAYERS = 3
 
@@ -139,3 +140,25 @@ def test_config_round_trip_keeps_hyperparameters_and_multipliers():
   )
   assert isinstance(restored, layerwise_decay.LayerwiseAdamWeightDecay)
   assert restored.get_config() == config
+
+
+def test_config_round_trip_keeps_the_original_update_and_schedule():
+  optimizer = layerwise_decay.LayerwiseAdamWeightDecay(
+      lr_multipliers={},
+      learning_rate=warmup_times_decay.WarmupTimesPolynomialDecay(
+          1e-4, 100, 10
+      ),
+      bias_correction=False,
+  )
+  restored = tf_keras.optimizers.deserialize(
+      tf_keras.optimizers.serialize(optimizer), use_legacy_optimizer=True
+  )
+  assert restored.bias_correction is False
+  schedule = restored._get_hyper('learning_rate')  # pylint: disable=protected-access
+  assert isinstance(schedule, warmup_times_decay.WarmupTimesPolynomialDecay)
+  assert (
+      schedule.get_config()
+      == optimizer._get_hyper(  # pylint: disable=protected-access
+          'learning_rate'
+      ).get_config()
+  )

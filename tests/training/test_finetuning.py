@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from official.core import task_factory
 from official_repro.modeling.networks import pretrained
+from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_registry
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import finetuning
@@ -270,6 +271,15 @@ def test_finetuning_learns_a_separable_task(exported_encoder, tmp_path):
   assert history[-1]['validation_loss'] < 0.6 < history[0]['validation_loss']
 
 
+@tf.autograph.experimental.do_not_convert
+def _wait_for_the_step_gate():
+  """Until the signal's thread has set the gate (eagerly, in a py_function)."""
+  deadline = time.monotonic() + 30
+  while not preemption.step_gate().numpy():
+    assert time.monotonic() < deadline
+    time.sleep(0.01)
+
+
 @pytest.mark.slow
 def test_a_seed_stopped_inside_a_loop_resumes_bit_identical(
     exported_encoder, tmp_path, monkeypatch
@@ -293,7 +303,7 @@ def test_a_seed_stopped_inside_a_loop_resumes_bit_identical(
     def signal_once(step):
       if int(step) == 5:
         os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.5)  # The signal's thread sets the gate meanwhile.
+        _wait_for_the_step_gate()
 
     tf.py_function(signal_once, [trainer.global_step], [])
 
@@ -473,3 +483,40 @@ def test_the_original_update_options_reach_the_optimizer(exported_encoder):
     # Model Garden's ramp 0.5 * 1e-4 * (1 - 10/100).
     expected = 0.5e-4 * (0.95 if original else 0.9)
     assert float(rate(5)) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize('replicas', [1, 2])
+def test_a_resumed_stream_starts_at_the_batch_its_step_would_take(
+    exported_encoder, tmp_path, replicas
+):
+  """Step k of a run on `replicas` replicas takes batches k*r .. k*r + r-1."""
+  data_dir = _write_glue(tmp_path / 'glue', random.Random(2))
+  schedule = finetuning_schedule.FinetuningSchedule(
+      task='mrpc', learning_rate=1e-4, train_batch_size=2, num_epochs=1
+  )
+  config = finetuning.build_task_config(
+      schedule,
+      finetuning_schedule.RunProtocol(),
+      pretrained.resolve(exported_encoder),
+      data_dir,
+  )
+  task = task_factory.get_task(config)
+  context = tf.distribute.InputContext(
+      num_input_pipelines=1, input_pipeline_id=0, num_replicas_in_sync=replicas
+  )
+
+  def batches(start_step, count):
+    data = finetuning_base.FinetuneDataConfig(
+        split='train',
+        is_training=True,
+        seed=3,
+        global_batch_size=2 * replicas,
+        start_step=start_step,
+    )
+    stream = task.build_inputs(data, context).take(count)
+    return [features['input_word_ids'].numpy() for features, _ in stream]
+
+  whole = batches(0, 5 * replicas)
+  resumed = batches(3, replicas)
+  for got, expected in zip(resumed, whole[3 * replicas :]):
+    np.testing.assert_array_equal(got, expected)

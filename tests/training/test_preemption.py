@@ -12,6 +12,7 @@ import time
 import pytest
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.training import gin_utils
 from official_repro.training import preemption
 
@@ -62,7 +63,7 @@ def test_a_signal_sets_the_step_gate_while_tensorflow_runs():
   steps); Python's own handler would run only after it returned.
   """
   limit = 400_000
-  with preemption.stop_on_signal():
+  with pytest.raises(cli.Interrupted), preemption.stop_on_signal():
     gate = preemption.step_gate()
     matrix = tf.Variable(tf.eye(64))
 
@@ -114,7 +115,7 @@ def test_second_signal_runs_the_previous_handler():
       signal.SIGTERM, lambda number, frame: received.append(number)
   )
   try:
-    with preemption.stop_on_signal():
+    with pytest.raises(cli.Interrupted), preemption.stop_on_signal():
       os.kill(os.getpid(), signal.SIGTERM)
       assert not received
       os.kill(os.getpid(), signal.SIGTERM)
@@ -147,7 +148,8 @@ def test_sigterm_saves_checkpoint_and_rerun_resumes(tiny_records, tmp_path):
     assert third_step_done.wait(timeout=300), ''.join(lines)[-3000:]
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith('ckpt-1')
     process.send_signal(signal.SIGTERM)
-    stdout, _ = process.communicate(timeout=120)
+    stdout = process.stdout.read()  # stderr is the reader thread's.
+    process.wait(timeout=120)
   finally:
     if process.poll() is None:
       process.kill()
@@ -185,11 +187,23 @@ def test_sigterm_saves_checkpoint_and_rerun_resumes(tiny_records, tmp_path):
 
 def test_the_stop_check_reports_a_signal_received_in_the_context():
   check = preemption.StopCheck(tf.distribute.get_strategy())
-  with preemption.stop_on_signal():
+  with pytest.raises(cli.Interrupted), preemption.stop_on_signal():
     assert check.signal_name() is None
     os.kill(os.getpid(), signal.SIGTERM)
     assert check.signal_name() == 'SIGTERM'
   assert check.signal_name() is None
+
+
+def test_a_signal_after_the_last_step_ends_the_command_as_the_block_returns():
+  """In evaluation or export no step comes to stop at: the block finishes."""
+  finished = []
+  with pytest.raises(KeyboardInterrupt):
+    with preemption.stop_on_signal():
+      os.kill(os.getpid(), signal.SIGINT)
+      finished.append(True)
+  assert finished == [True]
+  with preemption.stop_on_signal():  # The next context starts clear.
+    pass
 
 
 def test_the_stop_checkpoint_is_saved_in_model_dir_at_the_step(tmp_path):
@@ -226,7 +240,9 @@ def _start_and_wait(command, wait_for, seconds_after):
       if wait_for in line:
         seen.set()
 
-  threading.Thread(target=read_log, daemon=True).start()
+  reader = threading.Thread(target=read_log, daemon=True)
+  reader.start()
+  process.reader = reader
   if not seen.wait(timeout=300):
     process.kill()
     raise AssertionError(''.join(lines)[-3000:])
@@ -247,11 +263,13 @@ def test_ctrl_c_inside_a_loop_saves_within_seconds_and_the_rerun_resumes(
   try:
     process.send_signal(signal.SIGINT)
     sent = time.perf_counter()
-    stdout, _ = process.communicate(timeout=120)
+    stdout = process.stdout.read()  # stderr is the reader thread's.
+    process.wait(timeout=120)
     seconds = time.perf_counter() - sent
   finally:
     if process.poll() is None:
       process.kill()
+  process.reader.join(timeout=30)
   log = ''.join(lines)
   assert process.returncode == 128 + signal.SIGINT, log[-3000:]
   assert 'Traceback' not in log
