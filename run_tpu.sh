@@ -110,9 +110,10 @@ A VM in state PREEMPTED or TERMINATED (or deleted) is deleted and created
 again, the tree copied, the requirements installed and the same command
 started; STOPPED is started again. The relaunched command resumes from the
 latest checkpoint in --model_dir (on Cloud Storage, so it outlives the VM).
-Each relaunch or recreation counts towards --max_restarts. On SIGTERM the
-trainer saves a checkpoint and exits 143; experiments.glue_suite and
-official_repro.finetune die with 143 and resume at their last finished run.
+Each relaunch or recreation counts towards --max_restarts. On SIGTERM
+pretraining and fine-tuning (official_repro.train, official_repro.finetune,
+experiments.glue_suite) save a checkpoint after the current step and exit 143;
+the relaunch resumes from it.
 An ssh or scp that fails to connect (gcloud's exit status 255) is retried
 3 times, 5 s apart.
 
