@@ -6,11 +6,20 @@ STS-B, trained with mean squared error as BERT and ELECTRA do). The
 evaluation split 'dev' is every labelled dev file of the task (MNLI: matched
 and mismatched, scored separately in one pass); metrics are those the papers
 report (`metrics/glue_metrics.py`).
+
+Two data rules of google-research/electra's `finetune/classification`
+(`classification_tasks.py`) are options (`glue.*` in gin):
+`double_unordered` adds every MRPC and STS-B training pair again with its
+sentences swapped (after the originals, so an epoch has twice the steps),
+and `scale_stsb_targets` divides STS-B scores by 5 for training and
+evaluation (the reported correlations do not change with the scale; the
+loss is 25 times smaller).
 """
 
 import dataclasses
 from typing import Dict, Mapping, Tuple
 
+import gin
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -22,6 +31,11 @@ from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_registry
 
 DEV_SPLIT = 'dev'
+TRAIN_SPLIT = 'train'
+# The pair tasks `double_unordered` swaps, as the original code does.
+UNORDERED_PAIR_TASKS = ('mrpc', 'stsb')
+# STS-B's score range, [0, 5]; `scale_stsb_targets` maps it to [0, 1].
+STSB_MAX_SCORE = 5.0
 # Index of each example's dev file (MNLI: 0 matched, 1 mismatched).
 EVAL_SPLIT_KEY = 'eval_split'
 
@@ -33,14 +47,31 @@ class GlueTaskConfig(finetuning_base.FinetuneTaskConfig):
   Attributes:
     stsb_metric: which correlation stands for STS-B in the headline score;
       fine-tuning copies gin `run_protocol.stsb_metric` here.
+    double_unordered: MRPC and STS-B train on both sentence orders.
+    scale_stsb_targets: STS-B scores divided by 5 (module docstring).
   """
 
   stsb_metric: str = 'spearman'
+  double_unordered: bool = False
+  scale_stsb_targets: bool = False
+
+
+@gin.configurable('glue')
+def glue_task_config(
+    double_unordered: bool = False, scale_stsb_targets: bool = False, **fields
+) -> GlueTaskConfig:
+  """The GLUE task config; gin binds the original code's data rules."""
+  return GlueTaskConfig(
+      double_unordered=double_unordered,
+      scale_stsb_targets=scale_stsb_targets,
+      **fields,
+  )
 
 
 @finetuning_registry.register(
     glue_data.GLUE_TASK_NAMES,
     GlueTaskConfig,
+    glue_task_config,
     protocol_fields=('stsb_metric',),
     group='glue',
     single_segment=glue_data.SINGLE_SENTENCE_TASK_NAMES,
@@ -60,6 +91,10 @@ class GlueTask(
   def label_keys(self) -> Tuple[str, ...]:
     return ('label_ids', EVAL_SPLIT_KEY)
 
+  def feature_options(self):
+    config = self.task_config
+    return (config.double_unordered, config.scale_stsb_targets)
+
   def read_features(self, split: str):
     """Features of `split`; 'dev' concatenates all of the task's dev files."""
     config = self.task_config
@@ -69,9 +104,20 @@ class GlueTask(
       examples, _ = glue_data.read_examples(
           config.data_dir, config.task, file_split
       )
+      if (
+          config.double_unordered
+          and split == TRAIN_SPLIT
+          and config.task in UNORDERED_PAIR_TASKS
+      ):
+        examples = list(examples) + [
+            dataclasses.replace(e, text_a=e.text_b, text_b=e.text_a)
+            for e in examples
+        ]
       features, _ = glue_data.convert_examples_to_features(
           examples, self.tokenizer, config.max_seq_length
       )
+      if config.scale_stsb_targets and self.spec.is_regression:
+        features['label_ids'] = features['label_ids'] / STSB_MAX_SCORE
       features[EVAL_SPLIT_KEY] = np.full(len(examples), index, np.int32)
       parts.append(features)
     features = {

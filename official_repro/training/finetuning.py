@@ -69,6 +69,8 @@ _ADDED_SETTINGS = {
     'run_protocol.deterministic': False,
     'finetuning.adam_bias_correction': True,
     'finetuning.warmup_times_decay': False,
+    'task_config.double_unordered': False,
+    'task_config.scale_stsb_targets': False,
 }
 # Settings added after runs were saved whose value those runs had is not
 # known: compared only where saved.

@@ -165,6 +165,8 @@ def test_check_settings_without_training(tmp_path, caplog):
         ('finetuning.adam_bias_correction', True),
         ('finetuning.warmup_times_decay', False),
         ('run_protocol.deterministic', False),
+        ('task_config.double_unordered', False),
+        ('task_config.scale_stsb_targets', False),
     ],
 )
 def test_a_run_saved_before_an_option_existed_had_its_default(
