@@ -25,10 +25,10 @@ These checkpoints carry no config: the architecture is read off the
 variables' shapes, with the reference code's head size of 64 (every
 released ELECTRA and ConvBERT size has it); `config_overrides` (a Hugging
 Face `config.json` given with the checkpoint) replaces what cannot be read
-off. The activation is the reference code's tanh GELU, in the encoder and
-in the generator's MLM head (where Hugging Face's ELECTRA class applies the
-exact one). The vocabulary is
-the `vocab.txt` beside the checkpoint; a vocabulary without upper-case
+off. The activation is the reference code's exact GELU (its
+`modeling.gelu` is `x * 0.5 * (1 + erf(x / sqrt(2)))`, and `hidden_act` is
+'gelu'), in the encoder and in both heads. The vocabulary is the `vocab.txt`
+beside the checkpoint; a vocabulary without upper-case
 letters outside its special tokens is taken as uncased.
 """
 
@@ -172,7 +172,7 @@ def _architecture(
       type_vocab_size=state[
           'electra.embeddings.token_type_embeddings.weight'
       ].shape[0],
-      hidden_act='gelu_new',
+      hidden_act='gelu',
   )
   if kind == 'convbert_tf1':
     grouped = intermediate.ndim == 3
@@ -278,5 +278,5 @@ def read(
       weights_file=prefix,
       vocab_tokens=tokens,
       lower_case=_lower_case_of_vocab(tokens),
-      mlm_activation='gelu_tanh',
+      mlm_activation='gelu_erf',
   )

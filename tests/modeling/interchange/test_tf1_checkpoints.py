@@ -112,10 +112,10 @@ def _electra_pair():
       hidden_size=64,
       num_attention_heads=1,
       intermediate_size=128,
-      hidden_act='gelu_new',
+      hidden_act='gelu',
   )
   generator, gen_state = hf_reference.build(
-      'electra', 'mlm', seed=5, hidden_act='gelu_new'
+      'electra', 'mlm', seed=5, hidden_act='gelu'
   )
   for name in list(gen_state):
     if name.startswith('electra.embeddings.'):
@@ -156,7 +156,8 @@ def test_electra_discriminator_reads_with_its_architecture_from_the_shapes(
   assert folder.lower_case  # no upper-case letter in the vocabulary
   imported = hf_models.from_folder(folder)
   assert imported.heads == ('rtd',)
-  assert imported.encoder_config.hidden_activation == 'gelu_tanh'
+  # The reference code's `modeling.gelu` is the exact one (erf).
+  assert imported.encoder_config.hidden_activation == 'gelu_erf'
   networks = hf_models.build(imported)
   ids, mask, types = hf_reference.inputs()
   sequence = networks.encoder(
@@ -197,47 +198,14 @@ def test_electra_generator_reads_with_a_config_beside_it(
   np.testing.assert_allclose(
       sequence.numpy()[real], theirs.hidden_states[-1].numpy()[real], atol=1e-5
   )
-  # The reference code's MLM head applies its tanh GELU (Hugging Face's
-  # ElectraForMaskedLM the exact one): recomputed here from its weights.
+  # Both heads apply the exact GELU, as the reference code's do.
   positions = tf.constant(np.tile(np.arange(10, dtype=np.int32), (2, 1)))
   ours = networks.mlm_head(sequence, masked_positions=positions).numpy()
-  np.testing.assert_allclose(
-      ours[real],
-      _reference_mlm_logits(generator, sequence.numpy())[real],
-      atol=1e-5,
-  )
-
-
-def _reference_mlm_logits(generator, sequence):
-  """BERT's MLM head, tanh GELU, from a Hugging Face generator's weights."""
-  weights = {
-      w.name.split('/', 1)[1]: w.numpy().astype(np.float64)
-      for w in generator.weights
-  }
-
-  def find(suffix):
-    return next(v for k, v in weights.items() if k.endswith(suffix))
-
-  hidden = sequence.astype(np.float64) @ find(
-      'generator_predictions/dense/kernel:0'
-  ) + find('generator_predictions/dense/bias:0')
-  hidden = (
-      0.5
-      * hidden
-      * (1 + np.tanh(np.sqrt(2 / np.pi) * (hidden + 0.044715 * hidden**3)))
-  )
-  mean = hidden.mean(-1, keepdims=True)
-  variance = hidden.var(-1, keepdims=True)
-  hidden = (hidden - mean) / np.sqrt(variance + 1e-12)
-  hidden = hidden * find('generator_predictions/LayerNorm/gamma:0') + find(
-      'generator_predictions/LayerNorm/beta:0'
-  )
-  table = find('word_embeddings/weight:0')
-  return hidden @ table.T + find('generator_lm_head/bias:0')
+  np.testing.assert_allclose(ours[real], theirs.logits.numpy()[real], atol=1e-5)
 
 
 def test_convbert_discriminator_with_grouped_feed_forward(tmp_path):
-  model, state = hf_reference.build('convbert', 'model', hidden_act='gelu_new')
+  model, state = hf_reference.build('convbert', 'model', hidden_act='gelu')
   variables = {'global_step': np.array(5, np.int64)}
   _add(
       variables,
