@@ -16,6 +16,14 @@ optimizer: Model Garden's `AdamWeightDecay` with ELECTRA's layer-wise
 learning-rate decay (`optimization/layerwise_decay.py`), under a linear
 warmup then linear decay schedule from Model Garden's `OptimizerFactory`.
 
+Three options follow google-research/electra's fine-tuning code instead
+(`run_finetuning.py`, `finetune/preprocessing.py`): `summed_loss` trains on
+the sum of the replica's per-example losses, clipped per replica before the
+replicas' gradients are averaged (as `CrossShardOptimizer` averages the
+clipped per-core gradients); `data_order='original'` permutes the training
+examples once and then draws them through a 100-example shuffle buffer;
+the update itself is `adam_bias_correction` and `warmup_times_decay`.
+
 Not reused: Model Garden's sentence-prediction, question-answering and
 tagging tasks read TFRecords its data scripts wrote beforehand, and build
 their own optimizer without layer-wise decay; these tasks read the user's
@@ -43,6 +51,9 @@ from official_repro.optimization import optimizer_config as optimizer_config_lib
 from official_repro.optimization import warmup_times_decay
 
 ENCODER_INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
+# `data_order='original'`: one permutation, then the original's
+# `d.repeat().shuffle(buffer_size=100)` (finetune/preprocessing.py).
+ORIGINAL_SHUFFLE_BUFFER = 100
 
 # (task name, data dir, split, vocab, lower_case, max_seq_length, options)
 # -> (features, per-example metadata); shared by all tasks built in-process.
@@ -85,6 +96,9 @@ class FinetuneTaskConfig(cfg.TaskConfig):
     adam_bias_correction: Adam's bias correction (False: the original
       BERT/ELECTRA update).
     warmup_times_decay: the original's schedule, decay x min(1, t / W).
+    summed_loss: train on the replica's summed loss, clipped per replica
+      (module docstring); the logged loss stays the mean.
+    data_order: 'reshuffle' or 'original' (module docstring).
   """
 
   task: str = ''
@@ -104,6 +118,8 @@ class FinetuneTaskConfig(cfg.TaskConfig):
   gradient_clip_norm: float = 1.0
   adam_bias_correction: bool = True
   warmup_times_decay: bool = False
+  summed_loss: bool = False
+  data_order: str = 'reshuffle'
 
 
 class FinetuneTask(base_task.Task):
@@ -180,6 +196,15 @@ class FinetuneTask(base_task.Task):
     features = {
         key: value for key, value in arrays.items() if key not in labels
     }
+    original_order = (
+        params.is_training and self.task_config.data_order == 'original'
+    )
+    if original_order:
+      permutation = np.random.RandomState(params.seed).permutation(
+          len(arrays['input_word_ids'])
+      )
+      features = {key: value[permutation] for key, value in features.items()}
+      labels = {key: value[permutation] for key, value in labels.items()}
     dataset = tf.data.Dataset.from_tensor_slices((features, labels))
     batch_size = params.global_batch_size
     batches_per_step = 1
@@ -193,7 +218,11 @@ class FinetuneTask(base_task.Task):
           input_context.num_input_pipelines, input_context.input_pipeline_id
       )
       batch_size = input_context.get_per_replica_batch_size(batch_size)
-    if params.is_training:
+    if original_order:
+      dataset = dataset.repeat().shuffle(
+          ORIGINAL_SHUFFLE_BUFFER, seed=params.seed
+      )
+    elif params.is_training:
       dataset = dataset.shuffle(
           len(arrays['input_word_ids']),
           seed=params.seed,
@@ -233,6 +262,43 @@ class FinetuneTask(base_task.Task):
           'Restored the encoder from %s.', self.task_config.init_checkpoint
       )
 
+  # Training.
+  def train_step(self, inputs, model, optimizer, metrics=None):
+    """Model Garden's step, or the original's summed loss (`summed_loss`)."""
+    if not self.task_config.summed_loss:
+      return super().train_step(inputs, model, optimizer, metrics=metrics)
+    features, labels = inputs
+    with tf.GradientTape() as tape:
+      outputs = model(features, training=True)
+      loss = self.build_losses(
+          labels=labels, model_outputs=outputs, aux_losses=model.losses
+      )
+      summed_loss = loss * self.loss_terms(labels)
+      if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+        summed_loss = optimizer.get_scaled_loss(summed_loss)
+    variables = model.trainable_variables
+    gradients = tape.gradient(summed_loss, variables)
+    if isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+      gradients = optimizer.get_unscaled_gradients(gradients)
+    # Clip by the dense gradient's norm, as the original on TPU (one-hot
+    # embedding lookups); an embedding's IndexedSlices repeat a token's row.
+    gradients = [_deduplicated(g) for g in gradients]
+    if self.task_config.gradient_clip_norm > 0:
+      gradients, _ = tf.clip_by_global_norm(
+          gradients, self.task_config.gradient_clip_norm
+      )
+    # The replicas' gradients are summed when applied: average them.
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    gradients = [_divided(g, replicas) for g in gradients]
+    optimizer.apply_gradients(list(zip(gradients, variables)))
+    if metrics:
+      self.process_metrics(metrics, labels, outputs)
+    return {self.loss: loss}
+
+  def loss_terms(self, labels: Mapping[str, tf.Tensor]) -> tf.Tensor:
+    """The count `build_losses` averages over: the replica's examples."""
+    return tf.cast(tf.shape(labels[self.label_keys()[0]])[0], tf.float32)
+
   # Optimizer.
   def create_optimizer(
       self,
@@ -270,7 +336,10 @@ class FinetuneTask(base_task.Task):
         exclude_from_weight_decay=list(
             optimizer_config_lib.DEFAULT_WEIGHT_DECAY_EXCLUSIONS
         ),
-        gradient_clip_norm=config.gradient_clip_norm,
+        # With `summed_loss` the task's step clips (per replica) instead.
+        gradient_clip_norm=(
+            0.0 if config.summed_loss else config.gradient_clip_norm
+        ),
         bias_correction=config.adam_bias_correction,
     )
     if runtime_config and runtime_config.loss_scale:
@@ -349,6 +418,28 @@ def softmax_cross_entropy(
   if aux_losses:
     loss += tf.add_n(aux_losses)
   return loss
+
+
+def _deduplicated(gradient):
+  """An `IndexedSlices` gradient with each row once (its copies summed)."""
+  if not isinstance(gradient, tf.IndexedSlices):
+    return gradient
+  rows, positions = tf.unique(gradient.indices)
+  values = tf.math.unsorted_segment_sum(
+      gradient.values, positions, tf.shape(rows)[0]
+  )
+  return tf.IndexedSlices(values, rows, gradient.dense_shape)
+
+
+def _divided(gradient, divisor: int):
+  """`gradient / divisor` for a dense or sparse (`IndexedSlices`) gradient."""
+  if gradient is None or divisor == 1:
+    return gradient
+  if isinstance(gradient, tf.IndexedSlices):
+    return tf.IndexedSlices(
+        gradient.values / divisor, gradient.indices, gradient.dense_shape
+    )
+  return gradient / divisor
 
 
 def masked_mean(values: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:

@@ -21,6 +21,7 @@ from official_repro.tasks import finetuning_registry
 
 SELECTIONS = aggregation.SELECTIONS
 AGGREGATIONS = aggregation.AGGREGATIONS
+DATA_ORDERS = ('reshuffle', 'original')
 
 
 @gin.configurable('finetuning')
@@ -44,6 +45,10 @@ class FinetuningSchedule:
     warmup_times_decay: the original code's schedule, the decay times
       min(1, t / warmup steps) (`warmup_times_decay`), instead of Model
       Garden's ramp to the decayed rate.
+    summed_loss: the original code's summed loss, clipped per replica
+      (`finetuning_base`).
+    data_order: 'reshuffle' every epoch, or the 'original' code's one
+      permutation and 100-example shuffle buffer (`finetuning_base`).
   """
 
   task: str = gin.REQUIRED
@@ -58,6 +63,8 @@ class FinetuningSchedule:
   eval_batch_size: Optional[int] = None
   adam_bias_correction: bool = True
   warmup_times_decay: bool = False
+  summed_loss: bool = False
+  data_order: str = 'reshuffle'
 
   def __post_init__(self):
     tasks = finetuning_registry.task_names()
@@ -70,6 +77,11 @@ class FinetuningSchedule:
           'finetuning.train_batch_size and num_epochs must be '
           f'positive, got {self.train_batch_size} and '
           f'{self.num_epochs}.'
+      )
+    if self.data_order not in DATA_ORDERS:
+      raise cli.UserError(
+          f'finetuning.data_order must be one of {DATA_ORDERS}, got '
+          f'{self.data_order!r}.'
       )
     if not 0.0 <= self.warmup_fraction < 1.0:
       raise cli.UserError(

@@ -1,8 +1,10 @@
 """GLUE fine-tuning: sentence(-pair) classification and STS-B regression.
 
-The model is Model Garden's `BertClassifier`: the encoder's pooled [CLS]
-output, dropout, and a dense layer to the task's classes (one output for
-STS-B, trained with mean squared error as BERT and ELECTRA do). The
+The model is Model Garden's `BertClassifier` with one of two heads (`glue.head`
+in gin): 'encoder_pooler', the encoder's pooled [CLS] output (dense + tanh),
+dropout and a dense layer to the task's classes; or 'first_token', the
+original ELECTRA/ConvBERT head (`modeling/heads/first_token.py`). STS-B has
+one output, trained with mean squared error as BERT and ELECTRA do. The
 evaluation split 'dev' is every labelled dev file of the task (MNLI: matched
 and mismatched, scored separately in one pass); metrics are those the papers
 report (`metrics/glue_metrics.py`).
@@ -25,8 +27,10 @@ import tensorflow as tf
 import tf_keras
 
 from official.nlp.modeling import models
+from official_repro.common import cli
 from official_repro.data import glue as glue_data
 from official_repro.metrics import glue_metrics
+from official_repro.modeling.heads import first_token
 from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_registry
 
@@ -36,6 +40,8 @@ TRAIN_SPLIT = 'train'
 UNORDERED_PAIR_TASKS = ('mrpc', 'stsb')
 # STS-B's score range, [0, 5]; `scale_stsb_targets` maps it to [0, 1].
 STSB_MAX_SCORE = 5.0
+# `glue.head`: Model Garden's pooled-output classifier, or the original's.
+HEADS = ('encoder_pooler', 'first_token')
 # Index of each example's dev file (MNLI: 0 matched, 1 mismatched).
 EVAL_SPLIT_KEY = 'eval_split'
 
@@ -49,21 +55,33 @@ class GlueTaskConfig(finetuning_base.FinetuneTaskConfig):
       fine-tuning copies gin `run_protocol.stsb_metric` here.
     double_unordered: MRPC and STS-B train on both sentence orders.
     scale_stsb_targets: STS-B scores divided by 5 (module docstring).
+    head: one of `HEADS` (module docstring).
   """
 
   stsb_metric: str = 'spearman'
   double_unordered: bool = False
   scale_stsb_targets: bool = False
+  head: str = 'encoder_pooler'
 
 
 @gin.configurable('glue')
 def glue_task_config(
-    double_unordered: bool = False, scale_stsb_targets: bool = False, **fields
+    double_unordered: bool = False,
+    scale_stsb_targets: bool = False,
+    head: str = 'encoder_pooler',
+    **fields,
 ) -> GlueTaskConfig:
-  """The GLUE task config; gin binds the original code's data rules."""
+  """The GLUE task config; gin binds the original code's data rules and head.
+
+  Raises:
+    UserError: a head not in `HEADS`.
+  """
+  if head not in HEADS:
+    raise cli.UserError(f'glue.head must be one of {HEADS}, got {head!r}.')
   return GlueTaskConfig(
       double_unordered=double_unordered,
       scale_stsb_targets=scale_stsb_targets,
+      head=head,
       **fields,
   )
 
@@ -127,6 +145,17 @@ class GlueTask(
 
   def build_head(self, encoder: tf_keras.Model) -> tf_keras.Model:
     num_outputs = 1 if self.spec.is_regression else len(self.spec.label_list)
+    if self.task_config.head == 'first_token':
+      return models.BertClassifier(
+          network=encoder,
+          num_classes=num_outputs,
+          use_encoder_pooler=False,
+          cls_head=first_token.FirstTokenHead(
+              num_outputs,
+              dropout_rate=self.task_config.head_dropout_rate,
+              name='sentence_prediction',
+          ),
+      )
     return models.BertClassifier(
         network=encoder,
         num_classes=num_outputs,

@@ -131,6 +131,14 @@ class TaggingTask(finetuning_base.FinetuneTask):
       loss += tf.add_n(aux_losses)
     return loss
 
+  def loss_terms(self, labels) -> tf.Tensor:
+    """Sentences (CRF) or labelled pieces (softmax) `build_losses` averages."""
+    if self.task_config.use_crf:
+      return super().loss_terms(labels)
+    return tf.maximum(
+        tf.reduce_sum(tf.cast(labels['label_weights'], tf.float32)), 1.0
+    )
+
   def compute_metrics(
       self, outputs: Mapping[str, np.ndarray]
   ) -> Dict[str, float]:

@@ -69,6 +69,9 @@ _ADDED_SETTINGS = {
     'run_protocol.deterministic': False,
     'finetuning.adam_bias_correction': True,
     'finetuning.warmup_times_decay': False,
+    'finetuning.summed_loss': False,
+    'finetuning.data_order': 'reshuffle',
+    'task_config.head': 'encoder_pooler',
     'task_config.double_unordered': False,
     'task_config.scale_stsb_targets': False,
 }
@@ -129,6 +132,8 @@ def build_task_config(
       adam_epsilon=schedule.adam_epsilon,
       adam_bias_correction=schedule.adam_bias_correction,
       warmup_times_decay=schedule.warmup_times_decay,
+      summed_loss=schedule.summed_loss,
+      data_order=schedule.data_order,
   )
   fields.update(
       {name: getattr(protocol, name) for name in entry.protocol_fields}

@@ -14,6 +14,8 @@ import pytest
 import tensorflow as tf
 
 from official.core import task_factory
+from official_repro.common import cli
+from official_repro.modeling.heads import first_token
 from official_repro.modeling.networks import pretrained
 from official_repro.tasks import finetuning_base
 from official_repro.tasks import finetuning_registry
@@ -483,6 +485,38 @@ def test_the_original_update_options_reach_the_optimizer(exported_encoder):
     # Model Garden's ramp 0.5 * 1e-4 * (1 - 10/100).
     expected = 0.5e-4 * (0.95 if original else 0.9)
     assert float(rate(5)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_original_loss_order_and_head_reach_the_task(
+    exported_encoder, clean_gin
+):
+  """`finetuning.summed_loss`, `finetuning.data_order` and `glue.head`."""
+  gin.parse_config(["glue.head = 'first_token'"])
+  schedule = finetuning_schedule.FinetuningSchedule(
+      task='mrpc',
+      learning_rate=1e-4,
+      train_batch_size=4,
+      num_epochs=1,
+      summed_loss=True,
+      data_order='original',
+  )
+  config = finetuning.build_task_config(
+      schedule,
+      finetuning_schedule.RunProtocol(),
+      pretrained.resolve(exported_encoder),
+      '/no/data',
+  )
+  assert config.summed_loss and config.data_order == 'original'
+  model = task_factory.get_task(config).build_model()
+  assert isinstance(model.classifier, first_token.FirstTokenHead)
+  gin.parse_config(["glue.head = 'pooler'"])
+  with pytest.raises(cli.UserError, match='glue.head must be one of'):
+    finetuning.build_task_config(
+        schedule,
+        finetuning_schedule.RunProtocol(),
+        pretrained.resolve(exported_encoder),
+        '/no/data',
+    )
 
 
 @pytest.mark.parametrize('replicas', [1, 2])

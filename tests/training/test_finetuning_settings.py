@@ -164,6 +164,7 @@ def test_check_settings_without_training(tmp_path, caplog):
     [
         ('finetuning.adam_bias_correction', True),
         ('finetuning.warmup_times_decay', False),
+        ('finetuning.summed_loss', False),
         ('run_protocol.deterministic', False),
         ('task_config.double_unordered', False),
         ('task_config.scale_stsb_targets', False),

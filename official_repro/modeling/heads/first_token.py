@@ -1,0 +1,50 @@
+"""The original ELECTRA/ConvBERT classification head: first token, one dense.
+
+google-research/electra's `ClassificationTask` and `RegressionTask` read the
+encoder's first output vector (its `get_pooled_output()` is
+`sequence_output[:, 0]`, no pooler), apply dropout in training and one dense
+layer with `tf.layers.dense`'s Glorot-uniform kernel and zero bias. Model
+Garden's `ClassificationHead` with `inner_dim=0` projects its input as given
+instead of taking the first token, hence this layer (as `cls_head` of a
+`BertClassifier` built with `use_encoder_pooler=False`).
+"""
+
+import tf_keras
+
+
+@tf_keras.utils.register_keras_serializable(package='official_repro')
+class FirstTokenHead(tf_keras.layers.Layer):
+  """`[batch, seq, hidden]` -> `[batch, num_classes]`: dropout, then dense."""
+
+  def __init__(
+      self,
+      num_classes: int,
+      dropout_rate: float = 0.1,
+      initializer='glorot_uniform',
+      **kwargs,
+  ):
+    super().__init__(**kwargs)
+    if num_classes < 1:
+      raise ValueError(f'num_classes must be >= 1, got {num_classes}.')
+    if not 0.0 <= dropout_rate < 1.0:
+      raise ValueError(f'dropout_rate must be in [0, 1), got {dropout_rate}.')
+    self._num_classes = num_classes
+    self._dropout_rate = dropout_rate
+    self._initializer = tf_keras.initializers.get(initializer)
+    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.out_proj = tf_keras.layers.Dense(
+        num_classes, kernel_initializer=self._initializer, name='logits'
+    )
+
+  def call(self, sequence_output, training=None):
+    first_token = sequence_output[:, 0, :]
+    return self.out_proj(self.dropout(first_token, training=training))
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(
+        num_classes=self._num_classes,
+        dropout_rate=self._dropout_rate,
+        initializer=tf_keras.initializers.serialize(self._initializer),
+    )
+    return config
