@@ -177,17 +177,23 @@ def _max_difference(ours, expected):
   return max(np.abs(ours[name] - expected[name]).max() for name in expected)
 
 
-def test_the_original_recipe_equals_a_plain_recomputation(tmp_path):
-  initial = _initial(tmp_path)
-  task = _task(tmp_path / 'run', **_ORIGINAL)
-  expected, norms, trained = _original_steps(task, initial)
+@pytest.fixture(scope='module')
+def reference(tmp_path_factory):
+  """The initial weights and the original loop's (weights, norms, trained)."""
+  root = tmp_path_factory.mktemp('original')
+  initial = _initial(root)
+  return initial, _original_steps(_task(root / 'ref', **_ORIGINAL), initial)
+
+
+def test_the_original_recipe_equals_a_plain_recomputation(tmp_path, reference):
+  initial, (expected, norms, trained) = reference
   assert min(norms) > 1.0  # Clipping acts on every step.
-  ours = _ours(task, initial)
   assert len(trained) == len(initial) - 2  # All but the unused pooler.
   for name in trained:
     if name.endswith('key/bias:0'):
       continue  # Softmax ignores a bias shared by all keys: no gradient.
     assert np.abs(expected[name] - initial[name]).max() > 1e-5, name
+  ours = _ours(_task(tmp_path, **_ORIGINAL), initial)
   assert _max_difference(ours, expected) < 1e-6
 
 
@@ -200,11 +206,11 @@ def test_the_original_recipe_equals_a_plain_recomputation(tmp_path):
     ],
     ids=['mean_loss', 'bias_correction', 'warmup_ramp'],
 )
-def test_each_departure_from_the_original_is_detected(tmp_path, mutation):
-  initial = _initial(tmp_path)
-  reference = _task(tmp_path / 'ref', **_ORIGINAL)
-  expected, _, _ = _original_steps(reference, initial)
-  ours = _ours(_task(tmp_path / 'run', **{**_ORIGINAL, **mutation}), initial)
+def test_each_departure_from_the_original_is_detected(
+    tmp_path, reference, mutation
+):
+  initial, (expected, _, _) = reference
+  ours = _ours(_task(tmp_path, **{**_ORIGINAL, **mutation}), initial)
   assert _max_difference(ours, expected) > 1e-4
 
 
