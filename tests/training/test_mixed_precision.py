@@ -223,6 +223,15 @@ def test_trains_under_xla_and_mixed_precision(
 # One task of every fine-tuning task class, with its tiny data.
 _FINETUNING_TASKS = [
     ('mrpc', {}),
+    # The original recipe's own step: summed loss, clipped by the task.
+    (
+        'mrpc',
+        {
+            'finetuning.summed_loss': True,
+            'finetuning.data_order': 'original',
+            'glue.head': 'first_token',
+        },
+    ),
     ('squad11', {'squad.doc_stride': 16, 'squad.max_query_length': 16}),
     # Multiple choice is a classifier over [CLS] per choice, like MRPC's.
     pytest.param('race', {}, marks=pytest.mark.slow),
