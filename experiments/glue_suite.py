@@ -15,9 +15,16 @@ paper's published row beside it. --gin_file files (after the task file) and
 (e.g. `run_protocol.num_runs = 3` for a quicker run). A killed suite resumes:
 finished runs are read back, an interrupted one continues from its
 checkpoint. Results: <model_dir>/glue_results.json and glue_table.md.
+
+`--paper=electra` is google-research/electra's own recipe for its released
+models (`gin/finetune/electra/`), beside their README's dev scores:
+  python -m experiments.glue_suite --paper=electra \
+    --init_checkpoint=/data/electra-small-discriminator --glue_dir=/data/glue \
+    --model_dir=/tmp/glue_released_small --published_row=ELECTRA-Small
 """
 
 import dataclasses
+import json
 import os
 from typing import Dict
 
@@ -71,7 +78,8 @@ flags.DEFINE_string(
     None,
     'Row of the paper table to print beside ours, as '
     'experiments/paper_tables names it (001: BERT_small, '
-    "ELECTRA_small, '2x time', ALE_small).",
+    "ELECTRA_small, '2x time', ALE_small; electra: ELECTRA-Small, "
+    'ELECTRA-Base, ELECTRA-Large).',
 )
 distribute.define_flags()
 precision.define_flags()
@@ -98,8 +106,24 @@ PUBLISHED_TABLES = {
 }
 
 
+# The rows printed beside ours for a released model's own recipe, per --paper:
+# the transcription of its README's GLUE dev scores (percent), as printed.
+RELEASE_TABLES = {'electra': 'electra_release.json'}
+
+
+def _release_rows(file_name: str) -> Dict[str, Dict[str, float]]:
+  with tf.io.gfile.GFile(os.path.join(paper_tables.DATA_DIR, file_name)) as f:
+    rows = json.load(f)['rows']
+  return {
+      row: {task: float(cell) / 100 for task, cell in cells.items()}
+      for row, cells in rows.items()
+  }
+
+
 def published_rows(paper: str) -> Dict[str, Dict[str, float]]:
   """{row key: {our task: score}} of `paper`'s GLUE table ({} if none)."""
+  if paper in RELEASE_TABLES:
+    return _release_rows(RELEASE_TABLES[paper])
   if paper not in PUBLISHED_TABLES:
     return {}
   paper_id, table_id, columns = PUBLISHED_TABLES[paper]
