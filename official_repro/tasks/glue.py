@@ -1,9 +1,12 @@
 """GLUE fine-tuning: sentence(-pair) classification and STS-B regression.
 
-The model is Model Garden's `BertClassifier` with one of two heads (`glue.head`
-in gin): 'encoder_pooler', the encoder's pooled [CLS] output (dense + tanh),
-dropout and a dense layer to the task's classes; or 'first_token', the
-original ELECTRA/ConvBERT head (`modeling/heads/first_token.py`). STS-B has
+The model is Model Garden's `BertClassifier` with one of three heads
+(`glue.head` in gin): 'encoder_pooler', the encoder's pooled [CLS] output
+(dense + tanh), dropout and a dense layer to the task's classes;
+'head_pooler', the same with the head's own dense + tanh on the first token
+(Model Garden's sentence-prediction task, `use_encoder_pooler=False`); or
+'first_token', the original ELECTRA/ConvBERT head
+(`modeling/heads/first_token.py`). STS-B has
 one output, trained with mean squared error as BERT and ELECTRA do. The
 evaluation split 'dev' is every labelled dev file of the task (MNLI: matched
 and mismatched, scored separately in one pass); metrics are those the papers
@@ -40,8 +43,9 @@ TRAIN_SPLIT = 'train'
 UNORDERED_PAIR_TASKS = ('mrpc', 'stsb')
 # STS-B's score range, [0, 5]; `scale_stsb_targets` maps it to [0, 1].
 STSB_MAX_SCORE = 5.0
-# `glue.head`: Model Garden's pooled-output classifier, or the original's.
-HEADS = ('encoder_pooler', 'first_token')
+# `glue.head`: the encoder's pooler, a new pooler in the head (Model Garden's
+# sentence-prediction task), or the original's first-token dense layer.
+HEADS = ('encoder_pooler', 'head_pooler', 'first_token')
 # Index of each example's dev file (MNLI: 0 matched, 1 mismatched).
 EVAL_SPLIT_KEY = 'eval_split'
 
@@ -161,6 +165,7 @@ class GlueTask(
         num_classes=num_outputs,
         initializer=self.head_initializer(),
         dropout_rate=self.task_config.head_dropout_rate,
+        use_encoder_pooler=self.task_config.head == 'encoder_pooler',
     )
 
   def build_losses(self, labels, model_outputs, aux_losses=None) -> tf.Tensor:

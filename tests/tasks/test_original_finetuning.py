@@ -243,3 +243,58 @@ def test_the_original_order_keeps_one_permutation_through_a_small_buffer(
   reshuffle = _task(tmp_path / 'reshuffle', rows)
   assert _epoch_drift(original, rows) < 150
   assert _epoch_drift(reshuffle, rows) > 250
+
+
+# Each head's logits from the first token's output `x`, by variable name.
+def _encoder_pooler(x, w):
+  pooled = np.tanh(
+      x @ w['pooler_transform/kernel:0'] + w['pooler_transform/bias:0']
+  )
+  return (
+      pooled @ w['sentence_prediction/logits/kernel:0']
+      + w['sentence_prediction/logits/bias:0']
+  )
+
+
+def _head_pooler(x, w):
+  inner = np.tanh(
+      x @ w['sentence_prediction/pooler_dense/kernel:0']
+      + w['sentence_prediction/pooler_dense/bias:0']
+  )
+  return (
+      inner @ w['sentence_prediction/logits/kernel:0']
+      + w['sentence_prediction/logits/bias:0']
+  )
+
+
+def _first_token(x, w):
+  return (
+      x @ w['sentence_prediction/logits/kernel:0']
+      + w['sentence_prediction/logits/bias:0']
+  )
+
+
+@pytest.mark.parametrize(
+    'head, logits_of',
+    [
+        ('encoder_pooler', _encoder_pooler),
+        ('head_pooler', _head_pooler),
+        ('first_token', _first_token),
+    ],
+)
+def test_each_head_computes_its_logits(tmp_path, head, logits_of):
+  task = _task(tmp_path, head=head)
+  model = task.build_model()
+  features, _ = _batch(task)
+  weights = {v.name: v.numpy() for v in model.trainable_variables}
+  encoder = encoders.build_encoder(task.task_config.encoder)
+  encoder(features)
+  for variable in encoder.trainable_variables:
+    variable.assign(weights[variable.name])
+  first = encoder(features)['sequence_output'][:, 0].numpy()
+  np.testing.assert_allclose(
+      model(features, training=False).numpy(),
+      logits_of(first, weights),
+      rtol=1e-5,
+      atol=1e-5,
+  )
