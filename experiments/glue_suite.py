@@ -24,7 +24,6 @@ models (`gin/finetune/electra/`), beside their README's dev scores:
 """
 
 import dataclasses
-import json
 import os
 from typing import Dict
 
@@ -106,24 +105,10 @@ PUBLISHED_TABLES = {
 }
 
 
-# The rows printed beside ours for a released model's own recipe, per --paper:
-# the transcription of its README's GLUE dev scores (percent), as printed.
-RELEASE_TABLES = {'electra': 'electra_release.json'}
-
-
-def _release_rows(file_name: str) -> Dict[str, Dict[str, float]]:
-  with tf.io.gfile.GFile(os.path.join(paper_tables.DATA_DIR, file_name)) as f:
-    rows = json.load(f)['rows']
-  return {
-      row: {task: float(cell) / 100 for task, cell in cells.items()}
-      for row, cells in rows.items()
-  }
-
-
 def published_rows(paper: str) -> Dict[str, Dict[str, float]]:
   """{row key: {our task: score}} of `paper`'s GLUE table ({} if none)."""
-  if paper in RELEASE_TABLES:
-    return _release_rows(RELEASE_TABLES[paper])
+  if paper in paper_tables.RELEASES:
+    return paper_tables.release_rows(paper)
   if paper not in PUBLISHED_TABLES:
     return {}
   paper_id, table_id, columns = PUBLISHED_TABLES[paper]

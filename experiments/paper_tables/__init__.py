@@ -362,3 +362,19 @@ def load(paper: str) -> Paper:
 def load_all() -> Dict[str, Paper]:
   """Every paper's transcription, by paper id."""
   return {paper: load(paper) for paper in PAPERS}
+
+
+# Released models' own GLUE dev scores, as their READMEs print them (percent):
+# `glue_suite --paper=<key>` prints one beside ours.
+RELEASES = {'electra': 'electra_release.json'}
+
+
+def release_rows(release: str) -> Dict[str, Dict[str, float]]:
+  """{row: {our GLUE task: score as a fraction}} of `RELEASES[release]`."""
+  path = os.path.join(DATA_DIR, RELEASES[release])
+  with tf.io.gfile.GFile(path) as f:
+    rows = json.load(f)['rows']
+  return {
+      row: {task: float(cell) / 100 for task, cell in cells.items()}
+      for row, cells in rows.items()
+  }

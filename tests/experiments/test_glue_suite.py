@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from experiments import glue_suite
+from experiments import paper_tables
+from official_repro.tasks import finetuning_registry
 from tests.modeling.interchange import hf_reference
 from tests.training import test_finetuning as finetuning_fixtures
 
@@ -20,7 +21,7 @@ _QUICK = [
 
 
 def test_the_released_electra_rows_are_the_readme_scores_as_fractions():
-  rows = glue_suite.published_rows('electra')
+  rows = paper_tables.release_rows('electra')
   assert sorted(rows) == ['ELECTRA-Base', 'ELECTRA-Large', 'ELECTRA-Small']
   small = rows['ELECTRA-Small']
   assert small == pytest.approx(
@@ -35,7 +36,7 @@ def test_the_released_electra_rows_are_the_readme_scores_as_fractions():
           rte=0.667,
       )
   )
-  assert set(small) <= set(glue_suite.glue_tasks())
+  assert set(small) <= set(finetuning_registry.task_names(group='glue'))
 
 
 @pytest.fixture(scope='module')
