@@ -289,7 +289,10 @@ class FinetuneTask(base_task.Task):
       )
     # The replicas' gradients are summed when applied: average them.
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    gradients = [_divided(g, replicas) for g in gradients]
+    gradients = [
+        None if g is None else tf.math.scalar_mul(1.0 / replicas, g)
+        for g in gradients
+    ]
     optimizer.apply_gradients(list(zip(gradients, variables)))
     if metrics:
       self.process_metrics(metrics, labels, outputs)
@@ -429,17 +432,6 @@ def _deduplicated(gradient):
       gradient.values, positions, tf.shape(rows)[0]
   )
   return tf.IndexedSlices(values, rows, gradient.dense_shape)
-
-
-def _divided(gradient, divisor: int):
-  """`gradient / divisor` for a dense or sparse (`IndexedSlices`) gradient."""
-  if gradient is None or divisor == 1:
-    return gradient
-  if isinstance(gradient, tf.IndexedSlices):
-    return tf.IndexedSlices(
-        gradient.values / divisor, gradient.indices, gradient.dense_shape
-    )
-  return gradient / divisor
 
 
 def masked_mean(values: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
