@@ -6,11 +6,10 @@ The model is Model Garden's `BertClassifier` with one of three heads
 'head_pooler', the same with the head's own dense + tanh on the first token
 (Model Garden's sentence-prediction task, `use_encoder_pooler=False`); or
 'first_token', the original ELECTRA/ConvBERT head
-(`modeling/heads/first_token.py`). STS-B has
-one output, trained with mean squared error as BERT and ELECTRA do. The
-evaluation split 'dev' is every labelled dev file of the task (MNLI: matched
-and mismatched, scored separately in one pass); metrics are those the papers
-report (`metrics/glue_metrics.py`).
+(`modeling/heads/first_token.py`). STS-B has one output, trained with mean
+squared error as BERT and ELECTRA do. The evaluation split 'dev' is every
+labelled dev file of the task (MNLI: matched and mismatched, scored separately
+in one pass); metrics are those the papers report (`metrics/glue_metrics.py`).
 
 Two data rules of google-research/electra's `finetune/classification`
 (`classification_tasks.py`) are options (`glue.*` in gin):
