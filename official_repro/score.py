@@ -239,7 +239,7 @@ class PllScorer:
     if batch_size < 1:
       raise cli.UserError(f'--batch_size must be >= 1, got {batch_size}.')
     self._model = model
-    self._tokens = list(vocab_tokens)
+    self._tokens = vocab.as_vocabulary(vocab_tokens)
     self._lower_case = lower_case
     self._special = vocab.SpecialTokenIds.from_vocab(self._tokens)
     self._max_length = model.get_config()['encoder_config'][

@@ -39,6 +39,7 @@ import tensorflow as tf
 
 from official_repro.common import progress
 from official_repro.data import streaming
+from official_repro.data import vocab as vocab_lib
 from official_repro.data import text_cleaning
 
 _STATS_FILE = 'stats.pickle'
@@ -60,7 +61,7 @@ class _ProcessFile(beam.DoFn):
 
   def __init__(self, settings, tokens, eval_split):
     super().__init__()
-    self._args = (settings, list(tokens), eval_split)
+    self._args = (settings, vocab_lib.as_vocabulary(tokens), eval_split)
     self._processor = None
 
   def setup(self):

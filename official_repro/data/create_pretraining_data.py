@@ -55,7 +55,6 @@ from official_repro.data import pretraining_instances
 from official_repro.data import records
 from official_repro.data import streaming
 from official_repro.data import text_cleaning
-from official_repro.data import tokenization
 from official_repro.data import vocab as vocab_lib
 
 _UNK_RATE_WARNING = 0.01
@@ -84,12 +83,20 @@ class PretrainingDataConfig:
   """
 
   vocab_file: Optional[str] = dataclass_flags.option(
-      None, 'WordPiece vocabulary to use.'
+      None,
+      'Vocabulary to use: WordPiece (one token per line) or a SentencePiece '
+      'model (*.model).',
   )
   vocab_size: Optional[int] = dataclass_flags.option(
       None,
-      'Learn a WordPiece vocabulary of this size from a sample of the train '
-      'split instead.',
+      'Learn a vocabulary of this size (of --vocab_type) from a sample of '
+      'the train split instead.',
+  )
+  vocab_type: str = dataclass_flags.option(
+      vocab_lib.WORDPIECE,
+      'With --vocab_size, the kind learned: wordpiece (BERT) or '
+      "sentencepiece (a unigram model trained as ALBERT's).",
+      choices=(vocab_lib.WORDPIECE, vocab_lib.SENTENCEPIECE),
   )
   lower_case: bool = dataclass_flags.option(
       True, 'Lower-case and strip accents (uncased vocabulary).'
@@ -240,6 +247,12 @@ class PretrainingDataConfig:
           '--vocab_size (learn one from the train split); got '
           f'vocab_file={self.vocab_file!r}, vocab_size={self.vocab_size!r}.'
       )
+    if self.vocab_file is not None and self.vocab_type != vocab_lib.WORDPIECE:
+      raise cli.UserError(
+          f'--vocab_type={self.vocab_type} is what --vocab_size learns; a '
+          f'--vocab_file ({self.vocab_file}) is read as its name says (a '
+          'SentencePiece model ends in .model): drop --vocab_type.'
+      )
     for name in ('masking', 'engine'):
       choices = dict(masking=records.MASKING_MODES, engine=ENGINES)[name]
       if getattr(self, name) not in choices:
@@ -375,7 +388,9 @@ class _Timer:
     return round(time.time() - self._start, 2)
 
 
-def _load_given_vocab(config: PretrainingDataConfig) -> Optional[List[str]]:
+def _load_given_vocab(
+    config: PretrainingDataConfig,
+) -> Optional[vocab_lib.Vocabulary]:
   """`config.vocab_file`'s tokens (None when a vocabulary is learned).
 
   Raises:
@@ -392,18 +407,29 @@ def _load_given_vocab(config: PretrainingDataConfig) -> Optional[List[str]]:
 
 
 def _write_vocab(
-    config: PretrainingDataConfig, tokens: List[str], output_dir: str
+    config: PretrainingDataConfig,
+    tokens: vocab_lib.Vocabulary,
+    output_dir: str,
 ) -> None:
   """Writes the vocabulary into `output_dir` (atomically).
 
-  Writes the vocabulary into `output_dir` (atomically), unless it is
+  As `tokens.filename` (vocab.txt or spiece.model), unless it is
   `config.vocab_file` itself.
   """
-  output_path = os.path.join(output_dir, records.VOCAB_FILENAME)
+  output_path = os.path.join(output_dir, tokens.filename)
   if config.vocab_file is None or (
       _absolute(config.vocab_file) != _absolute(output_path)
   ):
-    vocab_lib.write_vocab(tokens, output_path)
+    tokens.write(output_path)
+
+
+def _tokenizer_name(config: PretrainingDataConfig) -> str:
+  """The name of the tokenizer the records are made with."""
+  if config.vocab_file is None:
+    kind = config.vocab_type
+  else:
+    kind = vocab_lib.kind_of_file(config.vocab_file)
+  return vocab_lib.Vocabulary.tokenizer_name_of(kind)
 
 
 def _check_decode_error_rate(
@@ -503,21 +529,27 @@ def _sample_and_learn_vocab(
       'bytes': sum(f.size for f in files),
   }
   logging.info(
-      'Learning a WordPiece vocabulary of size %d from a sample of %d of the '
+      'Learning a %s vocabulary of size %d from a sample of %d of the '
       '%d train sentences (%d characters).',
+      config.vocab_type,
       config.vocab_size,
       sample['sentences'],
       population,
       sample['characters'],
   )
-  tokens = vocab_lib.build_wordpiece_vocab(
+  learn = (
+      vocab_lib.build_sentencepiece_vocab
+      if config.vocab_type == vocab_lib.SENTENCEPIECE
+      else vocab_lib.build_wordpiece_vocab
+  )
+  tokens = learn(
       sentences,
       config.vocab_size,
       None,
       lower_case=config.lower_case,
       learn_params=config.vocab_learn_params,
   )
-  return tokens, sample
+  return vocab_lib.as_vocabulary(tokens), sample
 
 
 def _check_corpus(
@@ -676,7 +708,7 @@ def _source_metadata(
   source['drop_line_regexes'] = list(config.drop_line_regexes)
   # Part of the records' identity too (`experiment.records_identity`), so
   # that a run resumed on records of another tokenizer is refused.
-  source['tokenizer'] = tokenization.TOKENIZER_NAME
+  source['tokenizer'] = _tokenizer_name(config)
   if config.vocab_file is not None:
     source['vocab_file'] = _absolute(config.vocab_file)
   return source
@@ -851,13 +883,13 @@ def _write_records(
     metadata = {
         'format_version': records.FORMAT_VERSION,
         'max_seq_length': config.max_seq_length,
-        'vocab_file': records.VOCAB_FILENAME,
+        'vocab_file': tokens.filename,
         'vocab_size': len(tokens),
         'lower_case': config.lower_case,
         # Which tokenizer made the ids: records without the field were made
         # by TF Text's FastBertTokenizer, and training refuses them
         # (`pretrain_dataloader.check_records`).
-        'tokenizer': tokenization.TOKENIZER_NAME,
+        'tokenizer': tokens.tokenizer_name,
         'special_token_ids': special_ids.as_dict(),
         'next_sentence_labels': config.next_sentence_prediction,
         'masking': config.masking,

@@ -35,6 +35,7 @@ import tensorflow as tf
 from official_repro.common import cli
 from official_repro.common import progress
 from official_repro.data import streaming
+from official_repro.data import vocab as vocab_lib
 from official_repro.data import text_cleaning
 
 _RUN_HEADER = struct.Struct('>QQI')  # key, document, length of the data
@@ -134,7 +135,7 @@ class RecordJob:
       run_dir: str,
       buffer_bytes: int,
   ):
-    self._args = (settings, list(tokens), eval_split)
+    self._args = (settings, vocab_lib.as_vocabulary(tokens), eval_split)
     self._run_dir = run_dir
     self._buffer_bytes = buffer_bytes
     self._processor = None

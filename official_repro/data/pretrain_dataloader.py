@@ -31,6 +31,7 @@ from official.nlp.data import data_loader_factory
 from official_repro.common import cli
 from official_repro.data import masking
 from official_repro.data import records
+from official_repro.data import sentencepiece_tokenization
 from official_repro.data import tokenization
 
 
@@ -134,7 +135,8 @@ def _check_tokenizer(
   """Refuses to train on records another tokenizer made.
 
   The model a run trains is exported with this code's tokenizer
-  (`tokenization.BertWordPieceTokenizer`, the original BERT's), which
+  (`tokenization.BertWordPieceTokenizer`, the original BERT's, or for a
+  SentencePiece vocabulary the original ALBERT's), which
   fine-tuning, scoring and serving then feed it, and a released checkpoint
   it may start from was trained on that tokenizer's ids: records of TF
   Text's FastBertTokenizer (no `tokenizer` in their metadata, NFKC case
@@ -147,7 +149,10 @@ def _check_tokenizer(
       directory and the command that rewrites them.
   """
   made_by = metadata.get('tokenizer')
-  if made_by == tokenization.TOKENIZER_NAME:
+  if made_by in (
+      tokenization.TOKENIZER_NAME,
+      sentencepiece_tokenization.TOKENIZER_NAME,
+  ):
     return
   made_by = (
       "TF Text's FastBertTokenizer (NFKC case folding; the metadata has no "

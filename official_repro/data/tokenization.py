@@ -103,18 +103,20 @@ _DELETED, _SPACE, _PUNCTUATION, _NONSPACING_MARK = range(1, 5)
 _MAX_UTF8_BYTES_PER_CHAR = 4
 
 
-def _code(code_point: int) -> str:
+def regex_code(code_point: int) -> str:
+  """The RE2 escape of one code point (Σ: backslash, x{3A3})."""
   return f'\\x{{{code_point:X}}}'
 
 
-def _class_body(flags: bytes, value: int) -> str:
+def regex_ranges(flags: bytes, value: int) -> str:
   """RE2 class ranges (no brackets) of the code points flagged `value`."""
   parts = []
   for run in re.finditer(re.escape(bytes([value])) + b'+', flags):
     first, last = run.start(), run.end() - 1
-    parts.append(
-        _code(first) if first == last else f'{_code(first)}-{_code(last)}'
-    )
+    if first == last:
+      parts.append(regex_code(first))
+    else:
+      parts.append(f'{regex_code(first)}-{regex_code(last)}')
   if not parts:
     raise ValueError(f'No code point of kind {value}.')
   return ''.join(parts)
@@ -184,15 +186,17 @@ def _character_tables() -> _CharacterTables:
     if char != _CAPITAL_SIGMA and char.lower() != char:
       lower_case.append((char, char.lower()))
   kinds = bytes(kinds)
-  cjk = ''.join(f'{_code(first)}-{_code(last)}' for first, last in _CJK_RANGES)
+  cjk = ''.join(
+      f'{regex_code(first)}-{regex_code(last)}' for first, last in _CJK_RANGES
+  )
   return _CharacterTables(
-      deleted=f'[{_class_body(kinds, _DELETED)}]',
-      space=f'[{_class_body(kinds, _SPACE)}]',
+      deleted=f'[{regex_ranges(kinds, _DELETED)}]',
+      space=f'[{regex_ranges(kinds, _SPACE)}]',
       cjk=f'[{cjk}]',
-      punctuation=f'[{_class_body(kinds, _PUNCTUATION)}]',
-      nonspacing_marks=f'[{_class_body(kinds, _NONSPACING_MARK)}]',
-      cased=_class_body(bytes(cased), 1),
-      case_ignorable=_class_body(bytes(ignorable), 1),
+      punctuation=f'[{regex_ranges(kinds, _PUNCTUATION)}]',
+      nonspacing_marks=f'[{regex_ranges(kinds, _NONSPACING_MARK)}]',
+      cased=regex_ranges(bytes(cased), 1),
+      case_ignorable=regex_ranges(bytes(ignorable), 1),
       lower_case=tuple(lower_case),
   )
 
@@ -216,6 +220,42 @@ def _lower_case_fixes() -> Tuple[Tuple[str, str], ...]:
   )
 
 
+def lower_as_python(text: tf.Tensor) -> tf.Tensor:
+  """Python's `str.lower` of each string.
+
+  `tf.strings.lower` (ICU) lower-cases, but the strings holding a Σ or a
+  letter it maps otherwise (`_lower_case_fixes`) are first given Python's
+  mapping of those: the final sigma is decided by Python's cased and
+  case-ignorable letters.
+  """
+  tables = _character_tables()
+  cased, ignorable = tables.cased, tables.case_ignorable
+  fixes = _lower_case_fixes()
+  special = ''.join(regex_code(ord(char)) for char, _ in fixes)
+  has_special = tf.strings.regex_full_match(
+      text, f'(?s).*[{regex_code(ord(_CAPITAL_SIGMA))}{special}].*'
+  )
+  where = tf.where(has_special)
+  subset = tf.gather_nd(text, where)
+  # A cased letter before the Σ (case-ignorable ones between) and none
+  # after it (idem): the letter before, the Σ, and the first character
+  # after the case-ignorable ones (or the end) are matched, so two
+  # matches never need the same character.
+  subset = tf.strings.regex_replace(
+      subset,
+      f'([{cased}])([{ignorable}]*){regex_code(ord(_CAPITAL_SIGMA))}'
+      f'([{ignorable}]*)([^{cased}{ignorable}]|$)',
+      rf'\1\2{_FINAL_SIGMA}\3\4',
+  )
+  subset = tf.strings.regex_replace(
+      subset, regex_code(ord(_CAPITAL_SIGMA)), _SMALL_SIGMA
+  )
+  for char, lower in fixes:
+    subset = tf.strings.regex_replace(subset, regex_code(ord(char)), lower)
+  text = tf.tensor_scatter_nd_update(text, where, subset)
+  return tf.strings.lower(text, encoding='utf-8')
+
+
 class BertTextSplitter(tf.Module):
   """The original's `BasicTokenizer`: strings -> words, in graph."""
 
@@ -229,8 +269,9 @@ class BertTextSplitter(tf.Module):
     super().__init__(name=name)
     self.lower_case = lower_case
     self._tables = _character_tables()
-    # Asked of tf.strings.lower now, eagerly, not while a graph is traced.
-    self._lower_case_fixes = _lower_case_fixes() if lower_case else ()
+    if lower_case:
+      # Asked of tf.strings.lower now, eagerly, not while a graph is traced.
+      _lower_case_fixes()
 
   def normalize(self, text: tf.Tensor) -> tf.Tensor:
     """Steps 1-4 of the module docstring: `[batch]` strings, cleaned."""
@@ -242,45 +283,10 @@ class BertTextSplitter(tf.Module):
     text = tf.strings.regex_replace(text, tables.space, ' ')
     text = tf.strings.regex_replace(text, f'({tables.cjk})', r' \1 ')
     if self.lower_case:
-      text = self._lower(text)
+      text = lower_as_python(text)
       text = tf_text.normalize_utf8(text, 'NFD')
       text = tf.strings.regex_replace(text, tables.nonspacing_marks, '')
     return text
-
-  def _lower(self, text: tf.Tensor) -> tf.Tensor:
-    """Python's `str.lower` of each string.
-
-    `tf.strings.lower` (ICU) lower-cases, but the strings holding a Σ or a
-    letter it maps otherwise (`_lower_case_fixes`) are first given Python's
-    mapping of those: the final sigma is decided by Python's cased and
-    case-ignorable letters.
-    """
-    tables = self._tables
-    cased, ignorable = tables.cased, tables.case_ignorable
-    fixes = self._lower_case_fixes
-    special = ''.join(_code(ord(char)) for char, _ in fixes)
-    has_special = tf.strings.regex_full_match(
-        text, f'(?s).*[{_code(ord(_CAPITAL_SIGMA))}{special}].*'
-    )
-    where = tf.where(has_special)
-    subset = tf.gather_nd(text, where)
-    # A cased letter before the Σ (case-ignorable ones between) and none
-    # after it (idem): the letter before, the Σ, and the first character
-    # after the case-ignorable ones (or the end) are matched, so two
-    # matches never need the same character.
-    subset = tf.strings.regex_replace(
-        subset,
-        f'([{cased}])([{ignorable}]*){_code(ord(_CAPITAL_SIGMA))}'
-        f'([{ignorable}]*)([^{cased}{ignorable}]|$)',
-        rf'\1\2{_FINAL_SIGMA}\3\4',
-    )
-    subset = tf.strings.regex_replace(
-        subset, _code(ord(_CAPITAL_SIGMA)), _SMALL_SIGMA
-    )
-    for char, lower in fixes:
-      subset = tf.strings.regex_replace(subset, _code(ord(char)), lower)
-    text = tf.tensor_scatter_nd_update(text, where, subset)
-    return tf.strings.lower(text, encoding='utf-8')
 
   def split(self, text: tf.Tensor) -> tf.RaggedTensor:
     """`[batch]` strings -> `[batch, (words)]` words (step 5)."""

@@ -1,10 +1,15 @@
-"""WordPiece vocabularies: loading, special tokens, learning, tokenizing.
+"""Vocabularies: loading, special tokens, learning, tokenizing.
 
-Text becomes ids through `tokenization.BertWordPieceTokenizer` (the original
-BERT tokenizer, in graph) and nothing else: `make_tokenizer` builds it for
+A vocabulary is WordPiece (`vocab.txt`, one token per line) or SentencePiece
+(a `*.model` file, as ALBERT's `spiece.model`): `load_vocab` reads either
+into a `Vocabulary`. Text becomes ids through the original tokenizer of its
+kind, in graph, and nothing else: `make_tokenizer` builds
+`tokenization.BertWordPieceTokenizer` (BERT's) or
+`sentencepiece_tokenization.AlbertSentencePieceTokenizer` (ALBERT's) for
 `tokenize_with_vocab`, `SentenceTokenizer`, `FullTokenizer` (Model Garden's
 Python interface, for the fine-tuning readers) and the SavedModel's
-`serve_text`, and `build_wordpiece_vocab` learns from its words.
+`serve_text`; `build_wordpiece_vocab` and `build_sentencepiece_vocab` learn
+one from a corpus.
 
 Special token ids are always looked up by their strings in the vocabulary and
 never assumed: in the BERT uncased vocabulary [PAD] is 0 but [UNK], [CLS],
@@ -12,6 +17,7 @@ never assumed: in the BERT uncased vocabulary [PAD] is 0 but [UNK], [CLS],
 `build_wordpiece_vocab` puts all five first.
 """
 
+import collections.abc
 import contextlib
 import dataclasses
 import inspect
@@ -37,6 +43,7 @@ from tensorflow_text.tools.wordpiece_vocab import (
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.common import progress
+from official_repro.data import sentencepiece_tokenization
 from official_repro.data import tokenization
 
 PAD_TOKEN = '[PAD]'
@@ -45,6 +52,103 @@ CLS_TOKEN = '[CLS]'
 SEP_TOKEN = '[SEP]'
 MASK_TOKEN = '[MASK]'
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
+WORDPIECE = 'wordpiece'
+SENTENCEPIECE = 'sentencepiece'
+WORDPIECE_FILENAME = 'vocab.txt'
+SENTENCEPIECE_FILENAME = 'spiece.model'
+_SENTENCEPIECE_SUFFIX = '.model'
+
+
+class Vocabulary(collections.abc.Sequence):
+  """A vocabulary's tokens, token `i` at index `i`, and its kind.
+
+  A WordPiece vocabulary is its tokens. A SentencePiece one also keeps its
+  serialized model (`sentencepiece_model`), which tokenizes, and its pad
+  and unknown pieces (ALBERT: `<pad>`, `<unk>`) answer to BERT's names
+  [PAD] and [UNK] in `token_to_id`, so that the readers and record writers
+  look special tokens up alike for both kinds.
+  """
+
+  def __init__(
+      self,
+      tokens: Sequence[str],
+      sentencepiece_model: Optional[bytes] = None,
+      aliases: Optional[Mapping[str, str]] = None,
+  ):
+    self._tokens = tuple(tokens)
+    self.sentencepiece_model = sentencepiece_model
+    self.token_to_id = {token: i for i, token in enumerate(self._tokens)}
+    for name, token in (aliases or {}).items():
+      self.token_to_id.setdefault(name, self.token_to_id[token])
+
+  @property
+  def kind(self) -> str:
+    """`WORDPIECE` or `SENTENCEPIECE`."""
+    return WORDPIECE if self.sentencepiece_model is None else SENTENCEPIECE
+
+  @property
+  def filename(self) -> str:
+    """The name a copy of it takes in a folder of ours."""
+    return filename_of(self.kind)
+
+  @property
+  def tokenizer_name(self) -> str:
+    """The tokenizer `metadata.json` names for records made with it."""
+    return self.tokenizer_name_of(self.kind)
+
+  @staticmethod
+  def tokenizer_name_of(kind: str) -> str:
+    """The tokenizer name of a vocabulary kind."""
+    if kind == WORDPIECE:
+      return tokenization.TOKENIZER_NAME
+    return sentencepiece_tokenization.TOKENIZER_NAME
+
+  def __getitem__(self, index):
+    return self._tokens[index]
+
+  def __len__(self) -> int:
+    return len(self._tokens)
+
+  def __eq__(self, other) -> bool:
+    if isinstance(other, Vocabulary):
+      return (self._tokens, self.sentencepiece_model) == (
+          tuple(other),
+          other.sentencepiece_model,
+      )
+    if isinstance(other, (list, tuple)):
+      return self.kind == WORDPIECE and self._tokens == tuple(other)
+    return NotImplemented
+
+  __hash__ = None
+
+  def __repr__(self) -> str:
+    return f'Vocabulary({self.kind}, {len(self)} tokens)'
+
+  def write(self, path: str) -> None:
+    """Writes it to `path` (a token per line, or the model), atomically."""
+    if self.kind == WORDPIECE:
+      write_vocab(self._tokens, path)
+    else:
+      json_files.write_bytes(path, self.sentencepiece_model)
+
+
+def kind_of_file(path: str) -> str:
+  """`SENTENCEPIECE` for a `*.model` file, else `WORDPIECE`."""
+  if path.endswith(_SENTENCEPIECE_SUFFIX):
+    return SENTENCEPIECE
+  return WORDPIECE
+
+
+def filename_of(kind: str) -> str:
+  """The name a vocabulary of `kind` takes in a folder of ours."""
+  if kind == SENTENCEPIECE:
+    return SENTENCEPIECE_FILENAME
+  return WORDPIECE_FILENAME
+
+
+def as_vocabulary(tokens: Sequence[str]) -> Vocabulary:
+  """`tokens` as a `Vocabulary` (a plain sequence is WordPiece)."""
+  return tokens if isinstance(tokens, Vocabulary) else Vocabulary(tokens)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,9 +174,7 @@ class SpecialTokenIds:
     Raises:
       ValueError: a special token is not in the vocabulary.
     """
-    ids = special_token_ids(
-        {token: i for i, token in enumerate(tokens)}, SPECIAL_TOKENS
-    )
+    ids = special_token_ids(as_vocabulary(tokens).token_to_id, SPECIAL_TOKENS)
     return cls(
         pad=ids[PAD_TOKEN],
         unk=ids[UNK_TOKEN],
@@ -174,15 +276,16 @@ def casing_mismatch(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
 
 def load_vocab(
     path: str, required_tokens: Sequence[str] = SPECIAL_TOKENS
-) -> List[str]:
-  """Reads a vocabulary file with one token per line.
+) -> Vocabulary:
+  """Reads a vocabulary: one token per line, or a SentencePiece `*.model`.
 
   Args:
-    path: the vocabulary file (UTF-8).
-    required_tokens: tokens that must be present.
+    path: the vocabulary file (UTF-8 text, or a SentencePiece model).
+    required_tokens: tokens that must be present (a SentencePiece model's
+      pad and unknown pieces stand for [PAD] and [UNK]).
 
   Returns:
-    The tokens; token `i` is on line `i + 1`.
+    The tokens; token `i` is on line `i + 1` (or the model's piece `i`).
 
   Raises:
     FileNotFoundError: `path` does not exist.
@@ -196,8 +299,18 @@ def load_vocab(
         f'Vocabulary file {path} is a folder; give the vocabulary file in '
         'it (one token per line, e.g. vocab.txt).'
     )
-  with tf.io.gfile.GFile(path, 'r') as f:
-    text = f.read()
+  if kind_of_file(path) == SENTENCEPIECE:
+    return _load_sentencepiece(path, required_tokens)
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    data = f.read()
+  try:
+    text = data.decode('utf-8')
+  except UnicodeDecodeError as e:
+    raise cli.UserError(
+        f'Vocabulary file {path} is not UTF-8 text (byte {e.start}); give a '
+        f'WordPiece vocab.txt, or a SentencePiece model named *'
+        f'{_SENTENCEPIECE_SUFFIX}.'
+    ) from None
   if text.startswith('\ufeff'):
     raise cli.UserError(
         f'Vocabulary file {path} starts with a UTF-8 byte-order mark, which '
@@ -227,7 +340,27 @@ def load_vocab(
     raise cli.UserError(
         f'Vocabulary file {path} lacks required tokens ' f'{missing}.'
     )
-  return list(first_line)
+  return Vocabulary(list(first_line))
+
+
+def _load_sentencepiece(
+    path: str, required_tokens: Sequence[str]
+) -> Vocabulary:
+  """A SentencePiece model file as a `Vocabulary` (see `load_vocab`)."""
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    model = f.read()
+  try:
+    pieces, aliases = sentencepiece_tokenization.read_model(model)
+  except ValueError as e:
+    raise cli.UserError(f'Vocabulary file {path}: {e}') from None
+  vocabulary = Vocabulary(pieces, model, aliases)
+  missing = [t for t in required_tokens if t not in vocabulary.token_to_id]
+  if missing:
+    raise cli.UserError(
+        f'SentencePiece model {path} lacks required pieces {missing}; train '
+        'it with them as control symbols (--vocab_type=sentencepiece does).'
+    )
+  return vocabulary
 
 
 def write_vocab(tokens: Sequence[str], path: str):
@@ -304,6 +437,48 @@ def build_wordpiece_vocab(
   return tokens
 
 
+def build_sentencepiece_vocab(
+    sentences: Iterable[str],
+    vocab_size: int,
+    output_path: Optional[str],
+    lower_case: bool = True,
+    learn_params: Optional[Mapping[str, Any]] = None,
+) -> Vocabulary:
+  """Learns a SentencePiece model as ALBERT's was (`learn_model`).
+
+  Args:
+    sentences: the training text.
+    vocab_size: the number of pieces, <pad> <unk> [CLS] [SEP] [MASK] and
+      ALBERT's 8 user-defined symbols included.
+    output_path: where to write the model (None: only return it).
+    lower_case: learn from lower-cased text (uncased).
+    learn_params: extra keyword arguments for `learn_model`.
+
+  Returns:
+    The vocabulary, its model kept.
+
+  Raises:
+    UserError: a size the text cannot fill, or no text.
+  """
+  sentences = list(sentences)
+  if not sentences:
+    raise cli.UserError('build_sentencepiece_vocab: no sentences to learn.')
+  try:
+    model = sentencepiece_tokenization.learn_model(
+        sentences, vocab_size, lower_case, **dict(learn_params or {})
+    )
+  except ValueError as e:
+    raise cli.UserError(
+        f'--vocab_size={vocab_size}: SentencePiece cannot learn it from '
+        f'this text ({e}).'
+    ) from None
+  pieces, aliases = sentencepiece_tokenization.read_model(model)
+  vocabulary = Vocabulary(pieces, model, aliases)
+  if output_path:
+    vocabulary.write(output_path)
+  return vocabulary
+
+
 def _check_room_for_characters(word_counts, vocab_size, learn_params):
   """Refuses, before learning, a size below one piece per character.
 
@@ -322,10 +497,23 @@ def _check_room_for_characters(word_counts, vocab_size, learn_params):
     )
 
 
-def make_tokenizer(
-    tokens: Sequence[str], lower_case: bool
-) -> tokenization.BertWordPieceTokenizer:
-  """The original BERT tokenizer over `tokens` (`tokenization`)."""
+def make_tokenizer(tokens: Sequence[str], lower_case: bool) -> tf.Module:
+  """The original tokenizer of `tokens`' kind, in graph.
+
+  Args:
+    tokens: a `Vocabulary`, or WordPiece tokens.
+    lower_case: whether the vocabulary is uncased.
+
+  Returns:
+    `tokenization.BertWordPieceTokenizer` or
+    `sentencepiece_tokenization.AlbertSentencePieceTokenizer`; both map
+    `[batch]` strings to `[batch, (ids)]` int32 ids with `tokenize`.
+  """
+  vocabulary = as_vocabulary(tokens)
+  if vocabulary.kind == SENTENCEPIECE:
+    return sentencepiece_tokenization.AlbertSentencePieceTokenizer(
+        vocabulary.sentencepiece_model, lower_case
+    )
   return tokenization.BertWordPieceTokenizer(
       tokens, lower_case, unknown_token=UNK_TOKEN
   )
@@ -469,7 +657,7 @@ class FullTokenizer:
       batch_size: texts per tokenizer call.
     """
     self._tokens = load_vocab(vocab_file)
-    self.vocab = {token: i for i, token in enumerate(self._tokens)}
+    self.vocab = self._tokens.token_to_id
     self.inv_vocab = dict(enumerate(self._tokens))
     self.lower_case = do_lower_case
     self._tokenize_ids = SentenceTokenizer(
@@ -542,7 +730,9 @@ def _flat_ids_and_lengths(
 
 
 def detokenize(ids: Sequence[int], tokens: Sequence[str]) -> List[str]:
-  """Maps ids to words, joining '##' continuation pieces onto the word before.
+  """Maps ids to words, joining continuation pieces onto the word before.
+
+  WordPiece's continue with '##'; SentencePiece's start a word with '▁'.
 
   Args:
     ids: token ids (special tokens are kept as their strings).
@@ -551,6 +741,8 @@ def detokenize(ids: Sequence[int], tokens: Sequence[str]) -> List[str]:
   Returns:
     The words.
   """
+  if as_vocabulary(tokens).kind == SENTENCEPIECE:
+    return _sentencepiece_words([tokens[i] for i in ids])
   words = []
   for token in (tokens[i] for i in ids):
     if token.startswith('##') and words:
@@ -558,3 +750,19 @@ def detokenize(ids: Sequence[int], tokens: Sequence[str]) -> List[str]:
     else:
       words.append(token)
   return words
+
+
+def _sentencepiece_words(pieces: Sequence[str]) -> List[str]:
+  """Words of SentencePiece pieces; special pieces are words of their own."""
+  boundary = sentencepiece_tokenization.WORD_BOUNDARY
+  words, joinable = [], False
+  for piece in pieces:
+    if _SPECIAL_PIECE.match(piece) or re.match(r'^<[^>]*>$', piece):
+      words.append(piece)
+      joinable = False
+    elif piece.startswith(boundary) or not joinable:
+      words.append(piece.removeprefix(boundary))
+      joinable = True
+    else:
+      words[-1] += piece
+  return [word for word in words if word]

@@ -20,6 +20,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_repro.common import json_files
+from official_repro.data import vocab as vocab_lib
 from official_repro.modeling.networks import export_layout
 
 
@@ -54,15 +55,12 @@ def export_encoder(
       encoder_config,
   )
   if vocab_file:
+    filename = vocab_lib.filename_of(vocab_lib.kind_of_file(vocab_file))
     tf.io.gfile.copy(
-        vocab_file,
-        os.path.join(export_dir, export_layout.VOCAB_FILENAME),
-        overwrite=True,
+        vocab_file, os.path.join(export_dir, filename), overwrite=True
     )
     json_files.write_json(
         os.path.join(export_dir, export_layout.TOKENIZER_FILENAME),
-        dict(
-            vocab_file=export_layout.VOCAB_FILENAME, lower_case=bool(lower_case)
-        ),
+        dict(vocab_file=filename, lower_case=bool(lower_case)),
     )
   return path

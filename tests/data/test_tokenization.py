@@ -23,58 +23,15 @@ rarely the outcome and a wrong normalisation gives other pieces.
 import collections
 import unicodedata
 
-from pydoc_data import topics
 import pytest
 
 from official.nlp.tools import tokenization as model_garden_tokenization
 from official_repro.data import glue
 from official_repro.data import vocab
+from tests.data.tokenizer_texts import corpus_lines
+from tests.data.tokenizer_texts import RULE_TEXT
 
 transformers = pytest.importorskip('transformers')
-
-# Every rule of the original, one line per rule or so. The lines hold
-# nothing Hugging Face tokenizes otherwise (those are `_WHERE_HF_DEPARTS`).
-_RULE_TEXT = (
-    # Accents: stripped when uncased (NFD, then Mn deleted), kept cased.
-    'Café crème brûlée, naïve façade; señor Ñandú; Ångström Åsa Øre.',
-    'Decomposed: cafe\u0301 n\u0303o A\u030angstro\u0308m.',
-    # ß is lower-case already (NFKC case folding makes ss of it).
-    'Fußach Straße STRASSE Maß ẞ groß',
-    # Ligatures and compatibility forms are kept (NFKC would unfold them).
-    'ﬁnal ﬂow ﬀ ﬃ ﬄ ﬅ ﬆ œuvre Æsir Ĳssel',
-    'Full width ＡＢＣ１２３ ａｂｃ！？（ｘ） halfwidth ｶﾀｶﾅ',
-    'Primes ′ ″ ‴ ⁗ x′ f″(x); x² H₂O ½ ⅓ ™ ℃ № Ⅻ ⓐ µ ſ',
-    # Python's str.lower: İ -> i + U+0307, then stripped; title case;
-    # the Kelvin sign; Georgian and Cherokee.
-    'İstanbul DİYARBAKIR ıi Iİ ǅ ǈ Ǳ K Å Ω ᾼ ჀႠ ᏣᎳᎩ',
-    # CJK ideographs are words of their own; kana and Hangul are not.
-    '中文字 漢字かな カタカナ 한국어 글자 㐀 𠀀𠀁 丽 豈',
-    # Emoji: symbols (So), with a variation selector (Mn), a skin tone, a
-    # zero-width joiner (Cf) and flags.
-    'emoji 😀👍🏽 👨\u200d👩\u200d👧 ❤\ufe0f 🇫🇷 ★☆ ✓',
-    # Control and format characters are deleted, joining their neighbours.
-    'a\x00b c\x07d e\x0bf g\x1fh i\x7fj k\u200bl m\u200dn o\ufeffp q\ufffdr',
-    's\u00adt u\u2060v w\u202ex y\ue000z \x85nel \x0cff \x1cfs \x01\x02',
-    # Whitespace becomes a space.
-    'tab\there\nnew\rline\u00a0nbsp\u2003em\u3000ideo\u2028line\u2029para',
-    # Words of up to 100 characters are WordPiece'd, longer ones [UNK].
-    'a' * 100,
-    'a' * 101,
-    'ab' * 51,
-    'ж' * 60,  # 120 bytes: a byte limit would make it [UNK]
-    'é' * 101,
-    'e\u0301' * 60,  # cased: 120 characters; uncased: 60
-    'x' * 99 + '.' + 'y' * 99,  # two words of 99 around a point
-    # Punctuation runs and the ASCII symbols counted as punctuation.
-    'Wait...!?!! (a)[b]{c}<d> "q" \'s\' `b` ~t^ $5 #h @a %2 &amp; *s* _u_',
-    '+p= |p| \\b/s ¿Qué? ¡Sí! «g» „A“ — – ‐ · • … ‰ § ¶ † ‡ ※ ⁂ 〜 、。',
-    # Special tokens typed in the text are text.
-    'This is [MASK] and [SEP] or [CLS] [UNK] [PAD] [unused0] ##ing',
-    'Привет, МИР! Ελληνικά αλφάβητο עברית العربية हिन्दी ไทย',
-    '',
-    '   \t\n  ',
-    '\x00\u200b',
-)
 
 # Where Hugging Face departs from the original: it lower-cases letter by
 # letter (no final sigma), starts the CJK Extension E range at U+2B920
@@ -150,31 +107,6 @@ def _hugging_face(vocab_file, lower_case):
   )['input_ids']
 
 
-# What text from the web carries and pydoc's does not, put in one line in
-# five: a byte order mark at its start, or mid-line a soft hyphen, a
-# left-to-right mark or a no-break space (the original deletes the first
-# three and makes a space of the last).
-_WEB_MARKS = ('\ufeff{}', '{}\u00ad{}', '{}\u200e{}', '{}\u00a0{}')
-
-
-def _corpus_lines():
-  """Every third non-empty line of pydoc's help topics (2,900 lines).
-
-  One line in five has one of `_WEB_MARKS` in it.
-  """
-  text = '\n'.join(topics.topics[key] for key in sorted(topics.topics))
-  lines = [line for line in text.split('\n') if line.strip()][::3]
-  for index in range(0, len(lines), 5):
-    line = lines[index]
-    middle = len(line) // 2
-    mark = _WEB_MARKS[index // 5 % len(_WEB_MARKS)]
-    if mark.count('{}') == 1:
-      lines[index] = mark.format(line)
-    else:
-      lines[index] = mark.format(line[:middle], line[middle:])
-  return lines
-
-
 def _storable(char):
   """Whether a vocabulary line can be `char` (no whitespace, no break)."""
   return (
@@ -209,7 +141,7 @@ def _build_vocab(lines, lower_case):
   for word in ranked[1500:4000]:
     if len(word) > 4:
       tokens += [word[:3], '##' + word[3:5], '##' + word[-2:]]
-  chars = _characters(list(lines) + list(_RULE_TEXT) + _departing_texts())
+  chars = _characters(list(lines) + list(RULE_TEXT) + _departing_texts())
   tokens += chars + ['##' + char for char in chars] + list(_EXTRA_PIECES)
   return list(dict.fromkeys(tokens))
 
@@ -220,7 +152,7 @@ def _departing_texts():
 
 @pytest.fixture(scope='module')
 def corpus():
-  return _corpus_lines()
+  return corpus_lines()
 
 
 @pytest.fixture(scope='module', params=[True, False], ids=['uncased', 'cased'])
@@ -251,9 +183,9 @@ def _differences(texts, ours, reference, tokens):
 
 def test_rule_text_is_tokenized_as_the_original_and_hugging_face(setup):
   lower_case, tokens, ours, original, hugging_face = setup
-  ids = ours(_RULE_TEXT)
-  assert _differences(_RULE_TEXT, ids, original(_RULE_TEXT), tokens) == []
-  assert _differences(_RULE_TEXT, ids, hugging_face(_RULE_TEXT), tokens) == []
+  ids = ours(RULE_TEXT)
+  assert _differences(RULE_TEXT, ids, original(RULE_TEXT), tokens) == []
+  assert _differences(RULE_TEXT, ids, hugging_face(RULE_TEXT), tokens) == []
   # The vocabulary makes the rules matter: the only [UNK] are the words of
   # over 100 characters (cased, the 60 decomposed é are 120).
   unk = tokens.index(vocab.UNK_TOKEN)
@@ -284,7 +216,7 @@ def test_where_hugging_face_departs_the_original_is_followed(setup):
         original([text]),
     )
     assert mine == reference, name
-    # If this fails, Hugging Face now agrees: move the line to _RULE_TEXT.
+    # If this fails, Hugging Face now agrees: move the line to RULE_TEXT.
     assert theirs != reference, name
 
 
@@ -342,19 +274,19 @@ def test_every_caller_gets_the_original_ids(setup, tmp_path):
   lower_case, tokens, ours, original, _ = setup
   path = tmp_path / 'vocab.txt'
   path.write_text(''.join(token + '\n' for token in tokens), encoding='utf-8')
-  expected = original(_RULE_TEXT)
-  assert ours(_RULE_TEXT) == expected
+  expected = original(RULE_TEXT)
+  assert ours(RULE_TEXT) == expected
   assert (
-      vocab.SentenceTokenizer(tokens, lower_case, batch_size=7)(_RULE_TEXT)
+      vocab.SentenceTokenizer(tokens, lower_case, batch_size=7)(RULE_TEXT)
       == expected
   )
   full = vocab.FullTokenizer(str(path), do_lower_case=lower_case)
   assert [
-      full.convert_tokens_to_ids(full.tokenize(text)) for text in _RULE_TEXT
+      full.convert_tokens_to_ids(full.tokenize(text)) for text in RULE_TEXT
   ] == expected
-  with vocab.prefetched(full, _RULE_TEXT):
+  with vocab.prefetched(full, RULE_TEXT):
     assert [
-        full.convert_tokens_to_ids(full.tokenize(text)) for text in _RULE_TEXT
+        full.convert_tokens_to_ids(full.tokenize(text)) for text in RULE_TEXT
     ] == expected
 
 

@@ -37,6 +37,7 @@ import tensorflow as tf
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.common import staging
+from official_repro.data import vocab
 from official_repro.modeling.interchange import hf_folder
 from official_repro.modeling.interchange import hf_models
 from official_repro.modeling.interchange import teams_checkpoints
@@ -124,16 +125,11 @@ def _write_layout(
       os.path.join(directory, export_layout.ENCODER_CONFIG_FILENAME),
       imported.encoder_config.as_dict(),
   )
-  json_files.write_text(
-      os.path.join(directory, export_layout.VOCAB_FILENAME),
-      '\n'.join(imported.vocab_tokens) + '\n',
-  )
+  vocabulary = vocab.as_vocabulary(imported.vocab_tokens)
+  vocabulary.write(os.path.join(directory, vocabulary.filename))
   json_files.write_json(
       os.path.join(directory, export_layout.TOKENIZER_FILENAME),
-      dict(
-          vocab_file=export_layout.VOCAB_FILENAME,
-          lower_case=imported.lower_case,
-      ),
+      dict(vocab_file=vocabulary.filename, lower_case=imported.lower_case),
   )
   heads = {}
   items = {}

@@ -6,12 +6,15 @@ its shards) or `tf_model.h5` (Keras weight names, which are turned into
 PyTorch names and layouts by Hugging Face's rules), and the tokenizer as
 `vocab.txt` or only inside `tokenizer.json` (its WordPiece `model.vocab`),
 with the casing in `tokenizer_config.json` (`do_lower_case`) or in
-`tokenizer.json`'s normalizer (`lowercase`). This repository's tokenizer is
-the original BERT one (`data.tokenization`), so a folder whose tokenizer
-files set anything else (another normalizer, pre-tokenizer or model, accents
-stripped other than exactly when lower-casing, no CJK split, ...) is
-refused, naming the file and the setting (`check_tokenizer_json`,
-`check_tokenizer_config`).
+`tokenizer.json`'s normalizer (`lowercase`). This repository's WordPiece
+tokenizer is the original BERT one (`data.tokenization`), so a folder whose
+tokenizer files set anything else (another normalizer, pre-tokenizer or
+model, accents stripped other than exactly when lower-casing, no CJK split,
+...) is refused, naming the file and the setting (`check_tokenizer_json`,
+`check_tokenizer_config`). A folder with `spiece.model` (ALBERT's) is read
+with the original ALBERT tokenizer (`data.sentencepiece_tokenization`), and
+refused if its `tokenizer_config.json` keeps accents or spaces, or names
+another tokenizer class (`check_sentencepiece_config`).
 
 Weights are read with the `safetensors` package's numpy API and `h5py`,
 never through PyTorch, and every file goes through `tf.io.gfile`.
@@ -22,7 +25,7 @@ import io
 import json
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import safetensors.numpy
@@ -31,12 +34,16 @@ import tensorflow as tf
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.data import tokenization
+from official_repro.data import vocab
 
 CONFIG_FILENAME = 'config.json'
 SAFETENSORS_FILENAME = 'model.safetensors'
 SAFETENSORS_INDEX_FILENAME = 'model.safetensors.index.json'
 H5_FILENAME = 'tf_model.h5'
-VOCAB_FILENAME = 'vocab.txt'
+VOCAB_FILENAME = vocab.WORDPIECE_FILENAME
+SENTENCEPIECE_FILENAME = vocab.SENTENCEPIECE_FILENAME
+# Hugging Face's tokenizer classes that read `spiece.model` as ALBERT does.
+_SENTENCEPIECE_CLASSES = ('AlbertTokenizer', 'AlbertTokenizerFast')
 TOKENIZER_FILENAME = 'tokenizer.json'
 TOKENIZER_CONFIG_FILENAME = 'tokenizer_config.json'
 
@@ -57,7 +64,8 @@ class HfFolder:
     config: `config.json`, parsed.
     state: PyTorch name -> numpy array, in PyTorch layout.
     weights_file: the file the weights came from.
-    vocab_tokens: the WordPiece vocabulary, token `i` at index `i`.
+    vocab_tokens: the vocabulary (WordPiece or SentencePiece), token `i` at
+      index `i`.
     lower_case: the tokenizer's casing, or None if no file says.
     mlm_activation: our name of the MLM head's activation where it is not
       the Hugging Face class's (checkpoints of the reference code); None:
@@ -68,7 +76,7 @@ class HfFolder:
   config: Dict[str, Any]
   state: Dict[str, np.ndarray]
   weights_file: str
-  vocab_tokens: List[str]
+  vocab_tokens: vocab.Vocabulary
   lower_case: Optional[bool]
   mlm_activation: Optional[str] = None
 
@@ -233,8 +241,8 @@ def _not_bert(where: str, setting: str, value: Any, ours: str) -> cli.UserError:
   """The one-line refusal of a tokenizer setting ours does not reproduce."""
   return cli.UserError(
       f"{where}: {setting}={json.dumps(value)} ({ours}); this repository's "
-      'tokenizer is the original BERT one, so the folder cannot be used as '
-      'is.'
+      'tokenizers are the original BERT and ALBERT ones, so the folder '
+      'cannot be used as is.'
   )
 
 
@@ -339,19 +347,79 @@ def check_tokenizer_config(
     )
 
 
-def read_tokenizer(path: str) -> Tuple[List[str], Optional[bool]]:
-  """(vocabulary tokens, lower_case or None) of a folder's tokenizer files.
+def check_sentencepiece_config(config: Dict[str, Any], where: str) -> None:
+  """Refuses a `tokenizer_config.json` ALBERT's original tokenizer is not.
+
+  The class (if named) must read `spiece.model` as ALBERT does, and
+  `keep_accents` false and `remove_space` true (Hugging Face's defaults).
 
   Raises:
-    UserError: no vocabulary, or tokenizer settings that BERT's original
-      tokenizer (ours) does not reproduce (`check_tokenizer_json`,
-      `check_tokenizer_config`).
+    UserError: naming `where`, the setting and its value.
   """
+  name = config.get('tokenizer_class')
+  if name is not None and name not in _SENTENCEPIECE_CLASSES:
+    raise _not_bert(
+        where,
+        'tokenizer_class',
+        name,
+        f"ours reads {SENTENCEPIECE_FILENAME} as ALBERT's tokenizer does",
+    )
+  for setting, value, ours in (
+      ('keep_accents', False, "ours strips accents as ALBERT's does"),
+      ('remove_space', True, "ours collapses spaces as ALBERT's does"),
+  ):
+    if config.get(setting, value) != value:
+      raise _not_bert(where, setting, config[setting], ours)
+
+
+def _read_sentencepiece_tokenizer(
+    path: str,
+) -> Tuple[vocab.Vocabulary, Optional[bool]]:
+  """`read_tokenizer` of a folder with `spiece.model`."""
+  model_path = os.path.join(path, SENTENCEPIECE_FILENAME)
+  tokens = vocab.load_vocab(model_path)
+  tokenizer_path = os.path.join(path, TOKENIZER_FILENAME)
+  if tf.io.gfile.exists(tokenizer_path):
+    pieces = [
+        entry[0]
+        for entry in (_read_json(tokenizer_path).get('model') or {}).get(
+            'vocab', []
+        )
+    ]
+    if pieces and pieces != list(tokens):
+      raise cli.UserError(
+          f'{tokenizer_path}: its {len(pieces)} pieces are not those of '
+          f'{model_path} ({len(tokens)}); the folder mixes two tokenizers.'
+      )
+  config_path = os.path.join(path, TOKENIZER_CONFIG_FILENAME)
+  config = _read_json(config_path) if tf.io.gfile.exists(config_path) else {}
+  check_sentencepiece_config(config, config_path)
+  # AlbertTokenizer's default is uncased.
+  return tokens, config.get('do_lower_case', True)
+
+
+def read_tokenizer(path: str) -> Tuple[vocab.Vocabulary, Optional[bool]]:
+  """(vocabulary, lower_case or None) of a folder's tokenizer files.
+
+  Raises:
+    UserError: no vocabulary, or tokenizer settings that BERT's or ALBERT's
+      original tokenizer (ours) does not reproduce (`check_tokenizer_json`,
+      `check_tokenizer_config`, `check_sentencepiece_config`).
+  """
+  if tf.io.gfile.exists(os.path.join(path, SENTENCEPIECE_FILENAME)):
+    return _read_sentencepiece_tokenizer(path)
   vocab_path = os.path.join(path, VOCAB_FILENAME)
   tokenizer_path = os.path.join(path, TOKENIZER_FILENAME)
   tokenizer = (
       _read_json(tokenizer_path) if tf.io.gfile.exists(tokenizer_path) else {}
   )
+  model_type = (tokenizer.get('model') or {}).get('type')
+  if model_type in ('Unigram', 'BPE'):
+    raise cli.UserError(
+        f'{tokenizer_path}: a {model_type} model without the '
+        f'{SENTENCEPIECE_FILENAME} it was converted from; put that file '
+        'beside it (ALBERT-style releases ship it).'
+    )
   if _HF_TOKENIZER_KEYS & set(tokenizer):
     check_tokenizer_json(tokenizer, tokenizer_path)
   if tf.io.gfile.exists(vocab_path):
@@ -373,7 +441,7 @@ def read_tokenizer(path: str) -> Tuple[List[str], Optional[bool]]:
     lower_case = bool(tokenizer['normalizer']['lowercase'])
   if config:
     check_tokenizer_config(config, config_path, lower_case)
-  return tokens, lower_case
+  return vocab.Vocabulary(tokens), lower_case
 
 
 def read_folder(path: str) -> HfFolder:
@@ -397,7 +465,7 @@ def write_folder(
     path: str,
     config: Dict[str, Any],
     state: Dict[str, np.ndarray],
-    vocab_tokens: List[str],
+    vocab_tokens: Sequence[str],
     lower_case: bool,
 ) -> None:
   """Writes `config.json`, `model.safetensors` and the tokenizer files.
@@ -412,14 +480,20 @@ def write_folder(
   )
   json_files.write_bytes(os.path.join(path, SAFETENSORS_FILENAME), weights)
   json_files.write_json(os.path.join(path, CONFIG_FILENAME), config)
-  json_files.write_text(
-      os.path.join(path, VOCAB_FILENAME), '\n'.join(vocab_tokens) + '\n'
+  vocabulary = vocab.as_vocabulary(vocab_tokens)
+  vocabulary.write(os.path.join(path, vocabulary.filename))
+  settings = dict(
+      tokenizer_class='BertTokenizer',
+      do_lower_case=bool(lower_case),
+      model_max_length=config.get('max_position_embeddings', 512),
   )
-  json_files.write_json(
-      os.path.join(path, TOKENIZER_CONFIG_FILENAME),
-      dict(
-          tokenizer_class='BertTokenizer',
-          do_lower_case=bool(lower_case),
-          model_max_length=config.get('max_position_embeddings', 512),
-      ),
-  )
+  if vocabulary.kind == vocab.SENTENCEPIECE:
+    # AlbertTokenizer's own defaults, but the pad and unknown pieces.
+    settings.update(
+        tokenizer_class='AlbertTokenizer',
+        keep_accents=False,
+        remove_space=True,
+        pad_token=vocabulary[vocabulary.token_to_id[vocab.PAD_TOKEN]],
+        unk_token=vocabulary[vocabulary.token_to_id[vocab.UNK_TOKEN]],
+    )
+  json_files.write_json(os.path.join(path, TOKENIZER_CONFIG_FILENAME), settings)

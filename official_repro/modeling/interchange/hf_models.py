@@ -471,7 +471,7 @@ def export(
       path,
       hf_config.hf_config(encoder_config, model_type, architecture, **extra),
       state,
-      list(vocab_tokens),
+      vocab_tokens,
       lower_case,
   )
   return {'model_type': model_type, 'class': architecture}

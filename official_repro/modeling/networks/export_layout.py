@@ -10,5 +10,4 @@ takes `--init_checkpoint` (`modeling/networks/pretrained.py`).
 ENCODER_SUBDIR = 'encoder'
 CHECKPOINT_PREFIX = 'encoder'
 ENCODER_CONFIG_FILENAME = 'encoder_config.json'
-VOCAB_FILENAME = 'vocab.txt'
 TOKENIZER_FILENAME = 'tokenizer.json'

@@ -166,7 +166,7 @@ def resolve(
   if not vocab_file:
     raise cli.UserError(
         f'--init_checkpoint {init_checkpoint} has no '
-        f'{export_layout.VOCAB_FILENAME}; pass --vocab_file with the '
+        'vocabulary (vocab.txt or spiece.model); pass --vocab_file with the '
         'vocabulary the encoder was trained with.'
     )
   if not tf.io.gfile.exists(vocab_file):
@@ -174,10 +174,13 @@ def resolve(
   tokens = vocab.load_vocab(vocab_file)
   exported_vocab = tokenizer.get('vocab_file')
   if exported_vocab and vocab_file != exported_vocab:
-    if tokens != vocab.load_vocab(exported_vocab):
+    trained_with = vocab.load_vocab(exported_vocab)
+    if tokens != trained_with:
       raise cli.UserError(
-          f'--vocab_file {vocab_file} is not the vocabulary the encoder was '
-          f'trained with ({exported_vocab}); drop --vocab_file.'
+          f'--vocab_file {vocab_file} ({tokens.kind}, {len(tokens)} tokens) '
+          'is not the vocabulary the encoder was trained with '
+          f'({exported_vocab}: {trained_with.kind}, {len(trained_with)} '
+          'tokens); drop --vocab_file.'
       )
   if lower_case is None:
     lower_case = tokenizer.get('lower_case', True)

@@ -10,12 +10,14 @@ safetensors 0.8's `safe_open` objects, so references are always built from
 the arrays, never from a folder.
 """
 
+import io
 import json
 import os
 from typing import Dict, Tuple
 
 import numpy as np
 import safetensors.numpy
+import sentencepiece
 import tensorflow as tf
 
 import transformers
@@ -189,3 +191,39 @@ def assert_same_sequence_output(encoder, hf_model, ids, mask, types):
   ).hidden_states[-1]
   real = mask.astype(bool)
   np.testing.assert_allclose(ours[real], theirs.numpy()[real], atol=1e-5)
+
+
+def sentencepiece_model(vocab_size: int = 60) -> bytes:
+  """A unigram model with ALBERT's special pieces, of the fixtures' words."""
+  model = io.BytesIO()
+  sentencepiece.SentencePieceTrainer.train(
+      sentence_iterator=iter([' '.join(_WORDS)] * 20 + _WORDS),
+      model_writer=model,
+      vocab_size=vocab_size,
+      model_type='unigram',
+      pad_id=0,
+      unk_id=1,
+      bos_id=-1,
+      eos_id=-1,
+      control_symbols=['[CLS]', '[SEP]', '[MASK]'],
+      minloglevel=2,
+  )
+  return model.getvalue()
+
+
+def write_sentencepiece_folder(
+    path: str, hf_config, state: Dict[str, np.ndarray], model: bytes
+) -> str:
+  """An ALBERT release's folder, its tokenizer saved by Hugging Face.
+
+  `spiece.model` and what `AlbertTokenizerFast.save_pretrained` writes
+  beside it (`tokenizer.json`, `tokenizer_config.json`, uncased).
+  """
+  os.makedirs(path, exist_ok=True)
+  hf_config.to_json_file(os.path.join(path, 'config.json'))
+  safetensors.numpy.save_file(state, os.path.join(path, 'model.safetensors'))
+  model_file = os.path.join(path, 'spiece.model')
+  with open(model_file, 'wb') as f:
+    f.write(model)
+  transformers.AlbertTokenizerFast(vocab_file=model_file).save_pretrained(path)
+  return path

@@ -1,6 +1,7 @@
-"""Hugging Face folders' tokenizer files: refused unless BERT's original."""
+"""Hugging Face folders' tokenizer files: refused unless BERT's or ALBERT's."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import safetensors.numpy
 
 import transformers
 from official_repro.common import cli
+from official_repro.data import vocab
 from official_repro.modeling.interchange import hf_folder
 from official_repro.modeling.interchange import hf_models
 from tests.modeling.interchange import hf_reference
@@ -113,7 +115,12 @@ _REFUSED = [
         },
         'pre_tokenizer.type="Sequence"',
     ),
-    ('tokenizer.json', True, {'model.type': 'BPE'}, 'model.type="BPE"'),
+    (
+        'tokenizer.json',
+        True,
+        {'model.type': 'WordLevel'},
+        'model.type="WordLevel"',
+    ),
     (
         'tokenizer.json',
         True,
@@ -175,8 +182,8 @@ def test_a_tokenizer_other_than_bert_s_original_is_refused(
   assert '\n' not in message
   assert message.startswith(f'{folder / filename}: {named}'), message
   assert message.endswith(
-      "this repository's tokenizer is the original BERT one, so the folder "
-      'cannot be used as is.'
+      "this repository's tokenizers are the original BERT and ALBERT ones, "
+      'so the folder cannot be used as is.'
   ), message
 
 
@@ -184,9 +191,25 @@ def test_the_refusal_holds_without_a_vocab_txt(tmp_path):
   """The vocabulary then comes from tokenizer.json: its model is checked."""
   folder = _tokenizer_folder(tmp_path / 'folder')
   (folder / 'vocab.txt').unlink()
-  _edit(folder / 'tokenizer.json', **{'model.type': 'Unigram'})
+  _edit(folder / 'tokenizer.json', **{'model.type': 'WordLevel'})
   with pytest.raises(cli.UserError, match=r'tokenizer\.json: model\.type='):
     hf_folder.read_folder(str(folder))
+
+
+@pytest.mark.parametrize('model_type', ['Unigram', 'BPE'])
+def test_a_sentencepiece_tokenizer_json_alone_names_its_model_file(
+    tmp_path, model_type
+):
+  folder = _tokenizer_folder(tmp_path / 'folder')
+  (folder / 'vocab.txt').unlink()
+  _edit(folder / 'tokenizer.json', **{'model.type': model_type})
+  with pytest.raises(cli.UserError) as error:
+    hf_folder.read_folder(str(folder))
+  assert str(error.value) == (
+      f'{folder / "tokenizer.json"}: a {model_type} model without the '
+      'spiece.model it was converted from; put that file beside it '
+      '(ALBERT-style releases ship it).'
+  )
 
 
 def test_a_wordpiece_model_of_older_tokenizers_without_type_is_read(tmp_path):
@@ -233,3 +256,94 @@ def test_a_standard_bert_tokenizer_fast_folder_imports(
   # gone.
   (folder / 'tokenizer_config.json').unlink()
   assert hf_models.read(str(folder)).lower_case is lower_case
+
+
+@pytest.fixture(scope='module')
+def albert_folder(tmp_path_factory):
+  """An ALBERT release's tokenizer (`spiece.model`, saved by Hugging Face)."""
+  path = tmp_path_factory.mktemp('albert')
+  model, state = hf_reference.build('albert', 'mlm', vocab_size=60)
+  hf_reference.write_sentencepiece_folder(
+      str(path), model.config, state, hf_reference.sentencepiece_model()
+  )
+  return path
+
+
+def test_an_albert_folder_reads_its_sentencepiece_model(albert_folder):
+  folder = hf_folder.read_folder(str(albert_folder))
+  tokens = folder.vocab_tokens
+  assert tokens.kind == vocab.SENTENCEPIECE
+  assert (
+      tokens.sentencepiece_model
+      == (albert_folder / 'spiece.model').read_bytes()
+  )
+  assert folder.lower_case is True
+  hugging_face = transformers.AlbertTokenizerFast.from_pretrained(
+      str(albert_folder)
+  )
+  texts = ['The quick brown fox jumps.', 'birds sing in old trees']
+  assert (
+      vocab.tokenize_with_vocab(texts, tokens, True)
+      == hugging_face(texts, add_special_tokens=False)['input_ids']
+  )
+
+
+def test_an_exported_sentencepiece_folder_loads_in_transformers(
+    albert_folder, tmp_path
+):
+  tokens = hf_folder.read_folder(str(albert_folder)).vocab_tokens
+  config = json.loads((albert_folder / 'config.json').read_text())
+  hf_folder.write_folder(str(tmp_path / 'out'), config, {}, tokens, True)
+  loaded = transformers.AutoTokenizer.from_pretrained(str(tmp_path / 'out'))
+  assert type(loaded).__name__ == 'AlbertTokenizerFast'
+  texts = ['the lazy dog, in summer, ran.', 'Children play games']
+  assert (
+      vocab.tokenize_with_vocab(texts, tokens, True)
+      == loaded(texts, add_special_tokens=False)['input_ids']
+  )
+  assert loaded.pad_token_id == 0 and loaded.mask_token == '[MASK]'
+  again = hf_folder.read_folder(str(tmp_path / 'out'))
+  assert again.vocab_tokens == tokens and again.lower_case is True
+
+
+@pytest.mark.parametrize(
+    'filename, settings, named',
+    [
+        ('tokenizer_config.json', {'keep_accents': True}, 'keep_accents=true'),
+        (
+            'tokenizer_config.json',
+            {'remove_space': False},
+            'remove_space=false',
+        ),
+        (
+            'tokenizer_config.json',
+            {'tokenizer_class': 'T5Tokenizer'},
+            'tokenizer_class="T5Tokenizer"',
+        ),
+    ],
+)
+def test_a_sentencepiece_setting_albert_lacks_is_refused(
+    albert_folder, tmp_path, filename, settings, named
+):
+  folder = tmp_path / 'folder'
+  shutil.copytree(albert_folder, folder)
+  _edit(folder / filename, **settings)
+  with pytest.raises(cli.UserError) as error:
+    hf_folder.read_folder(str(folder))
+  assert str(error.value).startswith(f'{folder / filename}: {named}')
+
+
+def test_a_tokenizer_json_of_other_pieces_than_spiece_model_is_refused(
+    albert_folder, tmp_path
+):
+  folder = tmp_path / 'folder'
+  shutil.copytree(albert_folder, folder)
+  tokenizer = json.loads((folder / 'tokenizer.json').read_text())
+  tokenizer['model']['vocab'] = tokenizer['model']['vocab'][:-1]
+  (folder / 'tokenizer.json').write_text(json.dumps(tokenizer))
+  with pytest.raises(cli.UserError) as error:
+    hf_folder.read_folder(str(folder))
+  assert str(error.value) == (
+      f'{folder / "tokenizer.json"}: its 59 pieces are not those of '
+      f'{folder / "spiece.model"} (60); the folder mixes two tokenizers.'
+  )

@@ -1,0 +1,288 @@
+r"""Text to SentencePiece ids exactly as google-research/albert's tokenizer.
+
+ALBERT (and the releases that reuse its tokenizer) were pretrained on the
+ids of albert's `tokenization.FullTokenizer(spm_model_file=...)`:
+`preprocess_text` then `encode_pieces`, over the release's `spiece.model`.
+`AlbertSentencePieceTokenizer` makes the same ids in graph, from TF and TF
+Text ops on a batch of strings:
+
+  1. whitespace runs become one space and the ends are stripped (Python's
+     `" ".join(text.strip().split())`, with `str.isspace`'s characters);
+  2. `` and '' become ";
+  3. unless accents are kept: NFKD (`tf_text.normalize_utf8`), then every
+     character of nonzero canonical combining class deleted (Python's
+     `unicodedata.combining`);
+  4. lower-cased: Python's `str.lower` (`tokenization.lower_as_python`);
+  5. `tf_text.SentencepieceTokenizer` over the model (its own normaliser,
+     the model's character map, runs inside);
+  6. the original's digit-comma rule: a piece of two or more characters
+     ending in a digit and a comma (`1990,`) is encoded again without its
+     comma and its word-boundary marks, its first piece's mark dropped
+     when the piece had none, and the comma appended as its own piece.
+Control symbols typed in the text (`[MASK]`, `[SEP]`) are text, as in
+SentencePiece itself (the original adds them as ids).
+
+Parts not used: TF Text's op reads a string up to its first NUL, where the
+sentencepiece library reads it whole and makes an unknown piece of it; a
+NUL is therefore replaced by U+10FFFF, a noncharacter that no model has as
+a piece and that also becomes the unknown piece (`_NUL_STAND_IN`).
+
+Hugging Face's `AlbertTokenizer` (slow) gives the same ids. Its
+`AlbertTokenizerFast` departs where the model has user-defined symbols
+(ALBERT's has `(`, `)`, `"`, `-`, `.`, `–`, `£`, `€`): it splits them off
+first and gives the text after each a word-boundary mark of its own
+(`"assert"` -> `▁" ▁assert "`, the original's `▁" assert "`), and it lacks
+the digit-comma rule.
+"""
+
+import functools
+import io
+import unicodedata
+from typing import Dict, Iterable, List, NamedTuple, Tuple
+
+import sentencepiece
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from official_repro.data import tokenization
+
+# The name `metadata.json` gives this tokenizer (records.py).
+TOKENIZER_NAME = 'sentencepiece-albert'
+WORD_BOUNDARY = '\u2581'
+_NUL_STAND_IN = '\U0010ffff'
+_SPACE, _COMBINING, _DIGIT = range(1, 4)
+
+
+class _CharacterTables(NamedTuple):
+  """RE2 classes of the Python predicates the original applies."""
+
+  space: str  # str.isspace
+  combining: str  # unicodedata.combining(c) != 0
+  digit: str  # str.isdigit
+
+
+@functools.lru_cache(maxsize=None)
+def _character_tables() -> _CharacterTables:
+  """Reads the classes off this Python's `unicodedata` (once per process)."""
+  kinds = bytearray(0x110000)
+  for code_point in range(0x110000):
+    if 0xD800 <= code_point <= 0xDFFF:  # surrogates: never in UTF-8
+      continue
+    char = chr(code_point)
+    if char.isspace():
+      kinds[code_point] = _SPACE
+    elif unicodedata.combining(char):
+      kinds[code_point] = _COMBINING
+    elif char.isdigit():
+      kinds[code_point] = _DIGIT
+  kinds = bytes(kinds)
+  return _CharacterTables(
+      *(
+          f'[{tokenization.regex_ranges(kinds, kind)}]'
+          for kind in (_SPACE, _COMBINING, _DIGIT)
+      )
+  )
+
+
+class AlbertSentencePieceTokenizer(tf.Module):
+  """The original ALBERT `FullTokenizer`: strings -> ids, in graph."""
+
+  def __init__(
+      self,
+      model: bytes,
+      lower_case: bool,
+      strip_accents: bool = True,
+      name: str = 'albert_sentencepiece_tokenizer',
+  ):
+    """Loads the SentencePiece model.
+
+    Args:
+      model: a serialized SentencePiece `ModelProto` (`spiece.model`).
+      lower_case: lower-case (an uncased model).
+      strip_accents: NFKD and combining marks deleted (Hugging Face's
+        `keep_accents=False`, the original's only behaviour).
+      name: the module's name.
+    """
+    super().__init__(name=name)
+    self.lower_case = lower_case
+    self.strip_accents = strip_accents
+    self._tables = _character_tables()
+    self.normalize = self.preprocessor(lower_case, strip_accents)
+    self._model = tf_text.SentencepieceTokenizer(model, out_type=tf.string)
+    self.vocab_size = int(self._model.vocab_size())
+
+  @staticmethod
+  def preprocessor(lower_case: bool, strip_accents: bool = True):
+    """Steps 1-4 as a function of `[batch]` strings (`preprocess_text`)."""
+    tables = _character_tables()
+    if lower_case:
+      tokenization.lower_as_python(tf.constant(['']))  # caches its tables
+
+    def preprocess(text: tf.Tensor) -> tf.Tensor:
+      text = tf.reshape(tf.convert_to_tensor(text), [-1])
+      text = tf.strings.regex_replace(
+          text, tokenization.regex_code(0), _NUL_STAND_IN
+      )
+      text = tf.strings.regex_replace(text, f'{tables.space}+', ' ')
+      text = tf.strings.strip(text)
+      text = tf.strings.regex_replace(text, "``|''", '"')
+      if strip_accents:
+        text = tf_text.normalize_utf8(text, 'NFKD')
+        text = tf.strings.regex_replace(text, tables.combining, '')
+      if lower_case:
+        text = tokenization.lower_as_python(text)
+      return text
+
+    return preprocess
+
+  def tokenize_to_pieces(self, text: tf.Tensor) -> tf.RaggedTensor:
+    """`[batch]` strings -> `[batch, (pieces)]` piece strings."""
+    pieces = self._model.tokenize(self.normalize(text))
+    flat = pieces.flat_values
+    split = tf.strings.regex_full_match(flat, f'(?s).*{self._tables.digit},')
+    return pieces.with_flat_values(
+        self._digit_comma_rule(flat, split)
+    ).merge_dims(1, 2)
+
+  def _digit_comma_rule(
+      self, flat: tf.Tensor, split: tf.Tensor
+  ) -> tf.RaggedTensor:
+    """Step 6: `[n]` pieces -> `[n, (pieces)]`, each `split` one re-encoded.
+
+    Args:
+      flat: `[n]` piece strings.
+      split: `[n]` bool, the pieces ending in a digit and a comma.
+    """
+    chosen = tf.boolean_mask(flat, split)
+    text = tf.strings.regex_replace(
+        tf.strings.regex_replace(chosen, ',$', ''), WORD_BOUNDARY, ''
+    )
+    again = self._model.tokenize(text)
+    # The piece had no boundary mark: drop the one SentencePiece gives the
+    # first piece of its re-encoding (the whole piece if only the mark).
+    had_mark = tf.strings.substr(chosen, 0, 3) == WORD_BOUNDARY
+    first = again[:, :1].flat_values
+    unmarked = tf.strings.regex_replace(first, f'^{WORD_BOUNDARY}', '')
+    first = tf.where(had_mark, first, unmarked)
+    first = tf.RaggedTensor.from_tensor(
+        first[:, None], lengths=tf.cast(tf.strings.length(first) > 0, tf.int64)
+    )
+    comma = tf.fill(tf.shape(chosen)[:1], ',')[:, None]
+    again = tf.concat([first, again[:, 1:], comma], axis=1)
+    single = tf.RaggedTensor.from_tensor(flat[:, None])
+    rows = tf.concat([single, again], axis=0)
+    index = tf.where(
+        split,
+        tf.shape(flat, out_type=tf.int64)[0]
+        + tf.cumsum(tf.cast(split, tf.int64))
+        - 1,
+        tf.range(tf.shape(flat, out_type=tf.int64)[0]),
+    )
+    return tf.gather(rows, index)
+
+  def tokenize(self, text: tf.Tensor) -> tf.RaggedTensor:
+    """`[batch]` strings -> `[batch, (ids)]` int32 SentencePiece ids."""
+    pieces = self.tokenize_to_pieces(text)
+    return pieces.with_flat_values(self._model.string_to_id(pieces.flat_values))
+
+  def id_to_piece(self, ids: tf.Tensor) -> tf.Tensor:
+    """Piece strings of `ids` (any shape)."""
+    return self._model.id_to_string(ids)
+
+
+def read_model(model: bytes) -> Tuple[List[str], Dict[str, str]]:
+  """The pieces of a serialized model, and its pad and unknown pieces.
+
+  Args:
+    model: a serialized SentencePiece `ModelProto`.
+
+  Returns:
+    (pieces, piece `i` at index `i`; {'[PAD]': pad piece, '[UNK]': unknown
+    piece}, for those it has).
+
+  Raises:
+    ValueError: `model` is not a SentencePiece model.
+  """
+  processor = sentencepiece.SentencePieceProcessor()
+  try:
+    processor.LoadFromSerializedProto(model)
+  except RuntimeError:
+    raise ValueError(
+        'not a SentencePiece model (its ModelProto does not parse)'
+    ) from None
+  pieces = [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
+  aliases = {}
+  for name, piece_id in (
+      ('[PAD]', processor.pad_id()),
+      ('[UNK]', processor.unk_id()),
+  ):
+    if piece_id >= 0:
+      aliases[name] = pieces[piece_id]
+  return pieces, aliases
+
+
+# google-research/albert's README: how its `spiece.model` was trained.
+_ALBERT_TRAINER_OPTIONS = dict(
+    model_type='unigram',
+    pad_id=0,
+    unk_id=1,
+    bos_id=-1,
+    eos_id=-1,
+    pad_piece='<pad>',
+    unk_piece='<unk>',
+    control_symbols=['[CLS]', '[SEP]', '[MASK]'],
+    user_defined_symbols=['(', ')', '"', '-', '.', '–', '£', '€'],
+    shuffle_input_sentence=True,
+    character_coverage=0.99995,
+)
+
+
+def learn_model(
+    sentences: Iterable[str],
+    vocab_size: int,
+    lower_case: bool,
+    seed_sentences: int = 10_000_000,
+) -> bytes:
+  """Learns a model as ALBERT's was, from text preprocessed as it reads.
+
+  Args:
+    sentences: the training text, one sentence per element.
+    vocab_size: the number of pieces (the special ones included).
+    lower_case: an uncased model (the text is lower-cased first).
+    seed_sentences: at most this many sentences are sampled
+      (`input_sentence_size`, ALBERT's 10M).
+
+  Returns:
+    The serialized model.
+
+  Raises:
+    ValueError: the trainer's own message, e.g. a size the text cannot
+      fill.
+  """
+  preprocess = tf.function(
+      AlbertSentencePieceTokenizer.preprocessor(lower_case),
+      input_signature=[tf.TensorSpec([None], tf.string)],
+  )
+  dataset = (
+      tf.data.Dataset.from_generator(
+          lambda: iter(sentences), output_signature=tf.TensorSpec([], tf.string)
+      )
+      .batch(4096)
+      .map(preprocess)
+      .unbatch()
+  )
+  model = io.BytesIO()
+  try:
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=(
+            text.decode('utf-8') for text in dataset.as_numpy_iterator()
+        ),
+        model_writer=model,
+        vocab_size=vocab_size,
+        input_sentence_size=seed_sentences,
+        minloglevel=2,
+        **_ALBERT_TRAINER_OPTIONS,
+    )
+  except RuntimeError as e:
+    raise ValueError(str(e).strip().splitlines()[-1]) from None
+  return model.getvalue()

@@ -1,0 +1,76 @@
+"""Texts the tokenizer tests share: every rule, and real text.
+
+`RULE_TEXT` hits each rule of the original BERT and ALBERT tokenizers;
+`corpus_lines` is text that ships with Python (pydoc's help topics), with
+marks that text from the web carries.
+"""
+
+from pydoc_data import topics
+
+# Every rule of the original, one line per rule or so. The lines hold
+# nothing Hugging Face's BERT tokenizer tokenizes otherwise.
+RULE_TEXT = (
+    # Accents: stripped when uncased (NFD, then Mn deleted), kept cased.
+    'Café crème brûlée, naïve façade; señor Ñandú; Ångström Åsa Øre.',
+    'Decomposed: cafe\u0301 n\u0303o A\u030angstro\u0308m.',
+    # ß is lower-case already (NFKC case folding makes ss of it).
+    'Fußach Straße STRASSE Maß ẞ groß',
+    # Ligatures and compatibility forms are kept (NFKC would unfold them).
+    'ﬁnal ﬂow ﬀ ﬃ ﬄ ﬅ ﬆ œuvre Æsir Ĳssel',
+    'Full width ＡＢＣ１２３ ａｂｃ！？（ｘ） halfwidth ｶﾀｶﾅ',
+    'Primes ′ ″ ‴ ⁗ x′ f″(x); x² H₂O ½ ⅓ ™ ℃ № Ⅻ ⓐ µ ſ',
+    # Python's str.lower: İ -> i + U+0307, then stripped; title case;
+    # the Kelvin sign; Georgian and Cherokee.
+    'İstanbul DİYARBAKIR ıi Iİ ǅ ǈ Ǳ K Å Ω ᾼ ჀႠ ᏣᎳᎩ',
+    # CJK ideographs are words of their own; kana and Hangul are not.
+    '中文字 漢字かな カタカナ 한국어 글자 㐀 𠀀𠀁 丽 豈',
+    # Emoji: symbols (So), with a variation selector (Mn), a skin tone, a
+    # zero-width joiner (Cf) and flags.
+    'emoji 😀👍🏽 👨\u200d👩\u200d👧 ❤\ufe0f 🇫🇷 ★☆ ✓',
+    # Control and format characters are deleted, joining their neighbours.
+    'a\x00b c\x07d e\x0bf g\x1fh i\x7fj k\u200bl m\u200dn o\ufeffp q\ufffdr',
+    's\u00adt u\u2060v w\u202ex y\ue000z \x85nel \x0cff \x1cfs \x01\x02',
+    # Whitespace becomes a space.
+    'tab\there\nnew\rline\u00a0nbsp\u2003em\u3000ideo\u2028line\u2029para',
+    # Words of up to 100 characters are WordPiece'd, longer ones [UNK].
+    'a' * 100,
+    'a' * 101,
+    'ab' * 51,
+    'ж' * 60,  # 120 bytes: a byte limit would make it [UNK]
+    'é' * 101,
+    'e\u0301' * 60,  # cased: 120 characters; uncased: 60
+    'x' * 99 + '.' + 'y' * 99,  # two words of 99 around a point
+    # Punctuation runs and the ASCII symbols counted as punctuation.
+    'Wait...!?!! (a)[b]{c}<d> "q" \'s\' `b` ~t^ $5 #h @a %2 &amp; *s* _u_',
+    '+p= |p| \\b/s ¿Qué? ¡Sí! «g» „A“ — – ‐ · • … ‰ § ¶ † ‡ ※ ⁂ 〜 、。',
+    # Special tokens typed in the text are text.
+    'This is [MASK] and [SEP] or [CLS] [UNK] [PAD] [unused0] ##ing',
+    'Привет, МИР! Ελληνικά αλφάβητο עברית العربية हिन्दी ไทย',
+    '',
+    '   \t\n  ',
+    '\x00\u200b',
+)
+
+# What text from the web carries and pydoc's does not, put in one line in
+# five: a byte order mark at its start, or mid-line a soft hyphen, a
+# left-to-right mark or a no-break space (the original deletes the first
+# three and makes a space of the last).
+_WEB_MARKS = ('\ufeff{}', '{}\u00ad{}', '{}\u200e{}', '{}\u00a0{}')
+
+
+def corpus_lines():
+  """Every third non-empty line of pydoc's help topics (2,900 lines).
+
+  One line in five has one of `_WEB_MARKS` in it.
+  """
+  text = '\n'.join(topics.topics[key] for key in sorted(topics.topics))
+  lines = [line for line in text.split('\n') if line.strip()][::3]
+  for index in range(0, len(lines), 5):
+    line = lines[index]
+    middle = len(line) // 2
+    mark = _WEB_MARKS[index // 5 % len(_WEB_MARKS)]
+    if mark.count('{}') == 1:
+      lines[index] = mark.format(line)
+    else:
+      lines[index] = mark.format(line[:middle], line[middle:])
+  return lines
