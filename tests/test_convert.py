@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import transformers
+
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from tests.modeling.interchange import hf_reference
@@ -19,12 +21,22 @@ _SENTENCES = ['the quick brown fox', 'a lazy dog sing in the river']
 
 @pytest.fixture(scope='module')
 def releases(tmp_path_factory):
-  """An ELECTRA discriminator and a BERT masked LM, as Hub folders."""
+  """An ELECTRA discriminator, a BERT and an ALBERT masked LM: Hub folders.
+
+  The ALBERT one has a SentencePiece vocabulary (`spiece.model`).
+  """
   root = tmp_path_factory.mktemp('releases')
   discriminator, state = hf_reference.build('electra', 'rtd')
   hf_reference.write_folder(str(root / 'electra'), discriminator.config, state)
   masked_lm, state = hf_reference.build('bert', 'mlm', seed=2)
   hf_reference.write_folder(str(root / 'bert'), masked_lm.config, state)
+  albert, state = hf_reference.build('albert', 'mlm', seed=3, vocab_size=60)
+  hf_reference.write_sentencepiece_folder(
+      str(root / 'albert'),
+      albert.config,
+      state,
+      hf_reference.sentencepiece_model(),
+  )
   return root, discriminator, masked_lm
 
 
@@ -167,3 +179,123 @@ def test_scoring_a_release_without_an_mlm_head_names_the_folder_and_the_head(
   assert message.startswith(f'--init_checkpoint {folder} has no masked-LM head')
   assert os.environ['OFFICIAL_REPRO_CACHE'] not in message
   assert ('only rtd' in message) == (kind == 'rtd')
+
+
+@pytest.mark.slow
+def test_an_albert_release_with_sentencepiece_runs_through_every_command(
+    python_m, releases, tmp_path
+):
+  root = releases[0]
+  albert = root / 'albert'
+  converted = tmp_path / 'converted'
+  completed = python_m(
+      [
+          'official_repro.convert',
+          f'--input={albert}',
+          f'--output_dir={converted}',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert (converted / 'spiece.model').read_bytes() == (
+      albert / 'spiece.model'
+  ).read_bytes()
+  data_dir = _write_mrpc(tmp_path / 'glue' / 'MRPC')
+  completed = python_m(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={converted}',
+          f'--data_dir={data_dir}',
+          f'--model_dir={tmp_path / "ft"}',
+          '--strategy=cpu',
+          '--gin_param=run_protocol.num_runs = 1',
+          '--gin_param=finetuning.num_epochs = 1',
+          '--gin_param=finetuning.train_batch_size = 4',
+          '--gin_param=finetuning.max_seq_length = 16',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  results = json.loads((tmp_path / 'ft' / 'results.json').read_text())
+  assert np.isfinite(results['score'])
+  sentences = tmp_path / 'sentences.txt'
+  sentences.write_text('\n'.join(_SENTENCES) + '\n')
+  completed = python_m(
+      [
+          'official_repro.score',
+          f'--init_checkpoint={albert}',
+          f'--input={sentences}',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert 'mlm: 2 sentences' in completed.stdout
+  exported = tmp_path / 'exported'
+  completed = python_m(
+      [
+          'official_repro.export',
+          f'--model_dir={converted}',
+          '--format=huggingface',
+          f'--output_dir={exported}',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  tokenizer = transformers.AutoTokenizer.from_pretrained(str(exported))
+  release = transformers.AutoTokenizer.from_pretrained(str(albert))
+  assert type(tokenizer).__name__ == 'AlbertTokenizerFast'
+  assert tokenizer(_SENTENCES)['input_ids'] == release(_SENTENCES)['input_ids']
+
+
+def _mismatch(python_m, args):
+  """The one line a refused command prints (exit 2)."""
+  completed = python_m(args)
+  assert completed.returncode == 2, completed.stderr[-3000:]
+  lines = completed.stderr.strip().splitlines()
+  assert 'Traceback' not in completed.stderr
+  return lines[-1]
+
+
+@pytest.mark.slow
+def test_a_mismatched_vocabulary_is_refused_naming_both_sides(
+    python_m, releases, tmp_path
+):
+  root = releases[0]
+  finetune = [
+      'official_repro.finetune',
+      '--gin_file=gin/finetune/001_ale/mrpc.gin',
+      f'--data_dir={_write_mrpc(tmp_path / "glue" / "MRPC")}',
+      f'--model_dir={tmp_path / "ft"}',
+  ]
+  # A SentencePiece model for a WordPiece encoder.
+  line = _mismatch(
+      python_m,
+      finetune
+      + [
+          f'--init_checkpoint={root / "bert"}',
+          f'--vocab_file={root / "albert" / "spiece.model"}',
+      ],
+  )
+  assert 'spiece.model (sentencepiece, 60 tokens) is not the vocabulary' in line
+  assert 'wordpiece, 50 tokens); drop --vocab_file.' in line
+  # A WordPiece vocabulary of another size for a SentencePiece encoder.
+  line = _mismatch(
+      python_m,
+      finetune
+      + [
+          f'--init_checkpoint={root / "albert"}',
+          f'--vocab_file={root / "bert" / "vocab.txt"}',
+      ],
+  )
+  assert 'vocab.txt (wordpiece, 50 tokens) is not the vocabulary' in line
+  assert 'sentencepiece, 60 tokens); drop --vocab_file.' in line
+  # A casing that contradicts the release's.
+  line = _mismatch(
+      python_m,
+      [
+          'official_repro.convert',
+          f'--input={root / "albert"}',
+          f'--output_dir={tmp_path / "cased"}',
+          '--nolower_case',
+      ],
+  )
+  assert 'the tokenizer is uncased (do_lower_case=True)' in line
+  assert '--lower_case=False was given; drop the flag.' in line
+  assert not (tmp_path / 'ft').exists()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.data import vocab
 from official_repro.modeling.interchange import hf_folder
 from official_repro.modeling.interchange import hf_models
 from official_repro.training import saved_runs
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.xdist_group('test_export')
 transformers = pytest.importorskip('transformers')
 from transformers import modeling_tf_pytorch_utils as pt_utils  # noqa: E402  pylint: disable=g-import-not-at-top
 
+from tests.conftest import write_tiny_records  # noqa: E402  pylint: disable=g-import-not-at-top
 from tests.modeling.interchange import hf_reference  # noqa: E402  pylint: disable=g-import-not-at-top
 
 
@@ -317,3 +319,43 @@ def test_an_export_that_fails_midway_leaves_no_output_dir(tmp_path):
   assert 'wrote into' in completed.stdout
   assert str(out) + '.tmp-' in completed.stdout
   assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_run_on_sentencepiece_records_exports_its_tokenizer(
+    python_m, run_tiny_pretraining, tmp_path
+):
+  records_dir = write_tiny_records(
+      tmp_path / 'sentencepiece', vocab_type='sentencepiece', vocab_size=60
+  )
+  run_tiny_pretraining(
+      tmp_path / 'run',
+      ['gin/pretrain/masked_lm.gin'],
+      [f'pretrain_data.input_path = {records_dir!r}'],
+      mode='train',
+  )
+  out = tmp_path / 'hf'
+  completed = python_m(
+      [
+          'official_repro.export',
+          f'--model_dir={tmp_path / "run"}',
+          '--format=huggingface',
+          f'--output_dir={out}',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  assert (out / 'spiece.model').read_bytes() == (
+      tmp_path / 'sentencepiece' / 'records' / 'spiece.model'
+  ).read_bytes()
+  tokenizer = transformers.AutoTokenizer.from_pretrained(str(out))
+  assert type(tokenizer).__name__ == 'AlbertTokenizerFast'
+  texts = ['the river ran under the old bridge', 'Children play']
+  tokens = vocab.load_vocab(str(out / 'spiece.model'))
+  assert tokenizer(texts, add_special_tokens=False)['input_ids'] == (
+      vocab.tokenize_with_vocab(texts, tokens, lower_case=True)
+  )
+  run = saved_runs.load(str(tmp_path / 'run'))
+  ids, mask, types = _batch(len(tokens))
+  hf_reference.assert_same_sequence_output(
+      run.model.encoder_network, _hf_model(out), ids, mask, types
+  )

@@ -468,6 +468,12 @@ def build_sentencepiece_vocab(
         sentences, vocab_size, lower_case, **dict(learn_params or {})
     )
   except ValueError as e:
+    most = re.search(r'value <= (\d+)', str(e))
+    if most:
+      raise cli.UserError(
+          f'--vocab_size={vocab_size} is more pieces than SentencePiece can '
+          f'learn from this text: ask for at most {most.group(1)}.'
+      ) from None
     raise cli.UserError(
         f'--vocab_size={vocab_size}: SentencePiece cannot learn it from '
         f'this text ({e}).'

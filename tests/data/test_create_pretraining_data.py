@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+import sentencepiece
 import tensorflow as tf
 
 from official_repro.common import cli
@@ -664,3 +665,74 @@ def test_records_written_inside_their_corpus_are_not_read_back(tmp_path):
   assert again['splits'] == first['splits']
   for metadata in (first, again):
     assert metadata['stats']['execution']['input_files'] == 1
+
+
+def test_a_learned_sentencepiece_vocabulary_makes_the_records(corpus, tmp_path):
+  output_dir = str(tmp_path / 'records')
+  metadata = cpd.prepare_pretraining_data(
+      [corpus[0]],
+      output_dir,
+      vocab_size=90,
+      vocab_type='sentencepiece',
+      max_seq_length=_MAX_SEQ_LENGTH,
+      eval_fraction=0.1,
+      seed=3,
+  )
+  assert metadata['vocab_file'] == 'spiece.model'
+  assert metadata['tokenizer'] == 'sentencepiece-albert'
+  assert metadata['source']['tokenizer'] == 'sentencepiece-albert'
+  assert metadata['special_token_ids'] == dict(
+      pad=0, unk=1, cls=2, sep=3, mask=4
+  )
+  assert not os.path.exists(os.path.join(output_dir, 'vocab.txt'))
+  # The model in the records, read by the sentencepiece library itself.
+  processor = sentencepiece.SentencePieceProcessor(
+      model_file=os.path.join(output_dir, 'spiece.model')
+  )
+  assert processor.GetPieceSize() == metadata['vocab_size'] == 90
+  corpus_words = set(' '.join(' '.join(s) for s in corpus[1]).lower().split())
+  examples = _parse_split(output_dir, metadata, 'train')
+  assert examples
+  for example in examples:
+    ids = example['input_ids'][: example['input_mask'].sum()].tolist()
+    assert ids[0] == 2 and ids[-1] == 3 and 1 not in ids
+    sep = ids.index(3)
+    for segment in (ids[1:sep], ids[sep + 1 : -1]):
+      # Truncation may cut a word at either end; the words between are the
+      # corpus's, as the library decodes the pieces.
+      words = processor.DecodeIds(segment).split()[1:-1]
+      assert set(words) <= corpus_words, words
+  # The model given back as --vocab_file makes the same records.
+  again = cpd.prepare_pretraining_data(
+      [corpus[0]],
+      str(tmp_path / 'again'),
+      vocab_file=os.path.join(output_dir, 'spiece.model'),
+      max_seq_length=_MAX_SEQ_LENGTH,
+      eval_fraction=0.1,
+      seed=3,
+  )
+  assert again['splits'] == metadata['splits']
+  assert _parse_split(str(tmp_path / 'again'), again, 'train')[0].keys()
+
+
+def test_a_sentencepiece_size_the_text_cannot_fill_is_named(corpus, tmp_path):
+  with pytest.raises(cli.UserError) as error:
+    cpd.prepare_pretraining_data(
+        [corpus[0]],
+        str(tmp_path / 'records'),
+        vocab_size=5000,
+        vocab_type='sentencepiece',
+    )
+  assert re.fullmatch(
+      r'--vocab_size=5000 is more pieces than SentencePiece can learn from '
+      r'this text: ask for at most \d+\.',
+      str(error.value),
+  )
+  assert not (tmp_path / 'records' / 'metadata.json').exists()
+
+
+def test_vocab_type_with_a_vocab_file_is_refused(tmp_path):
+  with pytest.raises(cli.UserError, match='drop --vocab_type'):
+    cpd.PretrainingDataConfig(
+        vocab_file=str(tmp_path / 'vocab.txt'), vocab_type='sentencepiece'
+    )
