@@ -359,3 +359,29 @@ def test_a_run_on_sentencepiece_records_exports_its_tokenizer(
   hf_reference.assert_same_sequence_output(
       run.model.encoder_network, _hf_model(out), ids, mask, types
   )
+  # A SavedModel's serve_text tokenizes as the records were.
+  saved = tmp_path / 'saved_model'
+  completed = python_m(
+      [
+          'official_repro.export',
+          f'--model_dir={tmp_path / "run"}',
+          '--format=saved_model',
+          f'--output_dir={saved}',
+          '--max_seq_length=16',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  loaded = tf.saved_model.load(str(saved))
+  (pieces,) = vocab.tokenize_with_vocab(['the dog'], tokens, lower_case=True)
+  ids = np.zeros((1, 16), np.int32)
+  ids[0, : len(pieces) + 2] = [2, *pieces, 3]
+  mask = (np.arange(16) < len(pieces) + 2).astype(np.int32)[None]
+  served = loaded.signatures['serving_default'](
+      input_word_ids=tf.constant(ids),
+      input_mask=tf.constant(mask),
+      input_type_ids=tf.zeros_like(ids),
+  )
+  text = loaded.signatures['serve_text'](text=tf.constant(['the dog']))
+  np.testing.assert_allclose(
+      text['pooled_output'].numpy(), served['pooled_output'].numpy(), atol=1e-5
+  )
