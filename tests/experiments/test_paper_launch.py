@@ -5,7 +5,7 @@ command line: `run_tpu.sh`, its supervisor, the jobs on the (fake) VMs, the
 bucket, the table. The default suite rehearses one table's launch at tiny
 sizes; the slow tier its second launch, preemptions, dropped connections and
 failures at tiny sizes; `-m hours` rehearses 001 Table IV with its faults and
-every other table at the papers' sizes.
+every other table at the papers' sizes, and 004.1 at the gpu scale's.
 """
 
 import glob
@@ -415,6 +415,7 @@ def test_squad_jobs_run_on_the_vm_and_fill_the_tables_squad_columns(
 
 
 @pytest.mark.slow
+@pytest.mark.hours  # the gpu include's sizes (hidden 256): 20 minutes here
 def test_the_gpu_scale_rehearses_here_in_float16_on_one_device(
     python_m, inputs, tmp_path
 ):

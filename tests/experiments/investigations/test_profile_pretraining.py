@@ -149,6 +149,8 @@ def test_cli_profiles_both_variants_of_a_tiny_electra(tmp_path, python_m):
     assert summary['steps'] == 2 and summary['batch_size'] == 4
     passes = {r['name'] for r in summary['by_pass']}
     assert passes == {'forward', 'backward', 'optimizer'}
-    assert summary['by_type'][0]['category'] == 'matmul'
+    # Which category leads depends on the machine and its load: only that
+    # the matmuls were found and classified.
+    assert 'matmul' in {row['category'] for row in summary['by_type']}
     assert summary['step_ms'] > 0
   assert '| step ms (wall) |' in (output_dir / 'profile.md').read_text()
