@@ -31,16 +31,21 @@ Hugging Face's `AlbertTokenizer` (slow) gives the same ids. Its
 `AlbertTokenizerFast` departs where the model has user-defined symbols
 (ALBERT's has `(`, `)`, `"`, `-`, `.`, `–`, `£`, `€`): it splits them off
 first and gives the text after each a word-boundary mark of its own
-(`"assert"` -> `▁" ▁assert "`, the original's `▁" assert "`), and it lacks
-the digit-comma rule.
+(`"assert"` -> `▁" ▁assert "`, the original's `▁" assert "`); it stands in
+for the digit-comma rule by lowering those pieces' scores (`3,` -> `▁3 ,`,
+the original's `▁ 3 ,`); and it breaks ties, keeps Python's other
+whitespace and ends some texts otherwise (`tests/data/
+test_sentencepiece_tokenization.py` lists each case).
 """
 
+import base64
 import functools
 import io
 import unicodedata
-from typing import Dict, Iterable, List, NamedTuple, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import sentencepiece
+from sentencepiece import sentencepiece_model_pb2
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -286,3 +291,96 @@ def learn_model(
   except RuntimeError as e:
     raise ValueError(str(e).strip().splitlines()[-1]) from None
   return model.getvalue()
+
+
+def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
+  """The SentencePiece model a `tokenizers` Unigram file was converted from.
+
+  Hugging Face's conversion of a `spiece.model` keeps what tokenizing
+  needs: the pieces and their scores, the unknown piece, the special
+  pieces (`added_tokens`, made control pieces here), the user-defined ones
+  (scored 0, as the trainer scores them) and the model's character map
+  (the `Precompiled` normaliser). The conversion's lowered scores of pieces
+  that end in a digit and a comma are raised back. They are put back into a
+  `ModelProto`, with SentencePiece's defaults for the rest (a word-boundary
+  mark before the text, whitespace runs collapsed).
+
+  Args:
+    tokenizer: a parsed `tokenizer.json` with a Unigram `model`.
+
+  Returns:
+    The serialized model.
+
+  Raises:
+    ValueError: naming what the file lacks (a Unigram model, or the
+      `Precompiled` character map).
+  """
+  model = tokenizer.get('model') or {}
+  if model.get('type') != 'Unigram' or not model.get('vocab'):
+    raise ValueError(f'model.type={model.get("type")!r}, not a Unigram model')
+  charsmap = [
+      step['precompiled_charsmap']
+      for step in normalizer_steps(tokenizer.get('normalizer'))
+      if step.get('type') == 'Precompiled'
+  ]
+  if not charsmap:
+    raise ValueError(
+        'no Precompiled normalizer (the SentencePiece character map)'
+    )
+  proto = sentencepiece_model_pb2.ModelProto()
+  special = {
+      token['id']
+      for token in tokenizer.get('added_tokens', [])
+      if token.get('special')
+  }
+  piece_type = sentencepiece_model_pb2.ModelProto.SentencePiece
+  for index, (piece, score) in enumerate(model['vocab']):
+    if score <= _DIGIT_COMMA_PENALTY and _ends_in_digit_comma(piece):
+      score -= _DIGIT_COMMA_PENALTY  # Hugging Face's AlbertConverter's
+    entry = proto.pieces.add(piece=piece, score=score)
+    if index == model.get('unk_id'):
+      entry.type = piece_type.UNKNOWN
+    elif index in special:
+      entry.type = piece_type.CONTROL
+    elif score == 0.0:
+      # The trainer scores user-defined pieces 0, learned ones below.
+      entry.type = piece_type.USER_DEFINED
+  proto.trainer_spec.model_type = sentencepiece_model_pb2.TrainerSpec.UNIGRAM
+  proto.trainer_spec.vocab_size = len(model['vocab'])
+  proto.trainer_spec.unk_id = model.get('unk_id', 0)
+  pieces = [piece for piece, _ in model['vocab']]
+  for name, piece in (
+      ('pad_id', '<pad>'),
+      ('bos_id', '<s>'),
+      ('eos_id', '</s>'),
+  ):
+    setattr(
+        proto.trainer_spec,
+        name,
+        pieces.index(piece) if piece in pieces else -1,
+    )
+  proto.normalizer_spec.precompiled_charsmap = base64.b64decode(charsmap[0])
+  return proto.SerializeToString()
+
+
+# Hugging Face's `AlbertConverter` (and `XLNetConverter`) lower the score of
+# every piece ending in a digit and a comma by 100, so that its Unigram model
+# avoids what the original's digit-comma rule splits.
+_DIGIT_COMMA_PENALTY = -100.0
+
+
+def _ends_in_digit_comma(piece: str) -> bool:
+  return len(piece) >= 2 and piece[-1] == ',' and piece[-2].isdigit()
+
+
+def normalizer_steps(normalizer: Optional[Dict[str, Any]]):
+  """The steps of a `tokenizers` normaliser (a `Sequence` flattened)."""
+  if not normalizer:
+    return []
+  if normalizer.get('type') == 'Sequence':
+    return [
+        step
+        for inner in normalizer.get('normalizers', [])
+        for step in normalizer_steps(inner)
+    ]
+  return [normalizer]

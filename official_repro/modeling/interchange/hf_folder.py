@@ -11,10 +11,11 @@ tokenizer is the original BERT one (`data.tokenization`), so a folder whose
 tokenizer files set anything else (another normalizer, pre-tokenizer or
 model, accents stripped other than exactly when lower-casing, no CJK split,
 ...) is refused, naming the file and the setting (`check_tokenizer_json`,
-`check_tokenizer_config`). A folder with `spiece.model` (ALBERT's) is read
-with the original ALBERT tokenizer (`data.sentencepiece_tokenization`), and
-refused if its `tokenizer_config.json` keeps accents or spaces, or names
-another tokenizer class (`check_sentencepiece_config`).
+`check_tokenizer_config`). A folder with `spiece.model` (ALBERT's), or only
+a Unigram `tokenizer.json` (the model is rebuilt from it), is read with the
+original ALBERT tokenizer (`data.sentencepiece_tokenization`), and refused
+if its `tokenizer_config.json` keeps accents or spaces, or names another
+tokenizer class (`check_sentencepiece_config`).
 
 Weights are read with the `safetensors` package's numpy API and `h5py`,
 never through PyTorch, and every file goes through `tf.io.gfile`.
@@ -33,6 +34,7 @@ import tensorflow as tf
 
 from official_repro.common import cli
 from official_repro.common import json_files
+from official_repro.data import sentencepiece_tokenization
 from official_repro.data import tokenization
 from official_repro.data import vocab
 
@@ -398,6 +400,44 @@ def _read_sentencepiece_tokenizer(
   return tokens, config.get('do_lower_case', True)
 
 
+def _read_unigram_tokenizer(
+    path: str, tokenizer: Dict[str, Any]
+) -> Tuple[vocab.Vocabulary, Optional[bool]]:
+  """`read_tokenizer` of a folder with a Unigram `tokenizer.json` alone.
+
+  The SentencePiece model is rebuilt from it
+  (`sentencepiece_tokenization.model_from_tokenizer_json`); its normaliser
+  must strip accents (NFKD, StripAccents) as ALBERT's does, and lower-cases
+  when it has a Lowercase step.
+  """
+  where = os.path.join(path, TOKENIZER_FILENAME)
+  steps = {
+      step.get('type')
+      for step in sentencepiece_tokenization.normalizer_steps(
+          tokenizer.get('normalizer')
+      )
+  }
+  if not {'NFKD', 'StripAccents'} <= steps:
+    raise _not_bert(
+        where,
+        'normalizer',
+        sorted(steps - {None}),
+        "ours strips accents as ALBERT's does: NFKD, StripAccents",
+    )
+  try:
+    model = sentencepiece_tokenization.model_from_tokenizer_json(tokenizer)
+  except ValueError as e:
+    raise cli.UserError(f'{where}: {e}.') from None
+  pieces, aliases = sentencepiece_tokenization.read_model(model)
+  config_path = os.path.join(path, TOKENIZER_CONFIG_FILENAME)
+  config = _read_json(config_path) if tf.io.gfile.exists(config_path) else {}
+  check_sentencepiece_config(config, config_path)
+  return (
+      vocab.Vocabulary(pieces, model, aliases),
+      config.get('do_lower_case', 'Lowercase' in steps),
+  )
+
+
 def read_tokenizer(path: str) -> Tuple[vocab.Vocabulary, Optional[bool]]:
   """(vocabulary, lower_case or None) of a folder's tokenizer files.
 
@@ -414,11 +454,13 @@ def read_tokenizer(path: str) -> Tuple[vocab.Vocabulary, Optional[bool]]:
       _read_json(tokenizer_path) if tf.io.gfile.exists(tokenizer_path) else {}
   )
   model_type = (tokenizer.get('model') or {}).get('type')
-  if model_type in ('Unigram', 'BPE'):
+  if model_type == 'Unigram' and not tf.io.gfile.exists(vocab_path):
+    return _read_unigram_tokenizer(path, tokenizer)
+  if model_type == 'BPE':
     raise cli.UserError(
-        f'{tokenizer_path}: a {model_type} model without the '
-        f'{SENTENCEPIECE_FILENAME} it was converted from; put that file '
-        'beside it (ALBERT-style releases ship it).'
+        f'{tokenizer_path}: a BPE model without the '
+        f'{SENTENCEPIECE_FILENAME} it was converted from (its merges do not '
+        'give back a SentencePiece model); put that file beside it.'
     )
   if _HF_TOKENIZER_KEYS & set(tokenizer):
     check_tokenizer_json(tokenizer, tokenizer_path)

@@ -1,17 +1,21 @@
 """Hugging Face folders' tokenizer files: refused unless BERT's or ALBERT's."""
 
+import io
 import json
 import shutil
 
 import numpy as np
 import pytest
 import safetensors.numpy
+import sentencepiece
 
 import transformers
 from official_repro.common import cli
 from official_repro.data import vocab
 from official_repro.modeling.interchange import hf_folder
 from official_repro.modeling.interchange import hf_models
+from tests.data.tokenizer_texts import corpus_lines
+from tests.data.tokenizer_texts import RULE_TEXT
 from tests.modeling.interchange import hf_reference
 
 
@@ -196,19 +200,16 @@ def test_the_refusal_holds_without_a_vocab_txt(tmp_path):
     hf_folder.read_folder(str(folder))
 
 
-@pytest.mark.parametrize('model_type', ['Unigram', 'BPE'])
-def test_a_sentencepiece_tokenizer_json_alone_names_its_model_file(
-    tmp_path, model_type
-):
+def test_a_bpe_tokenizer_json_alone_names_its_model_file(tmp_path):
   folder = _tokenizer_folder(tmp_path / 'folder')
   (folder / 'vocab.txt').unlink()
-  _edit(folder / 'tokenizer.json', **{'model.type': model_type})
+  _edit(folder / 'tokenizer.json', **{'model.type': 'BPE'})
   with pytest.raises(cli.UserError) as error:
     hf_folder.read_folder(str(folder))
   assert str(error.value) == (
-      f'{folder / "tokenizer.json"}: a {model_type} model without the '
-      'spiece.model it was converted from; put that file beside it '
-      '(ALBERT-style releases ship it).'
+      f'{folder / "tokenizer.json"}: a BPE model without the spiece.model '
+      'it was converted from (its merges do not give back a SentencePiece '
+      'model); put that file beside it.'
   )
 
 
@@ -256,6 +257,28 @@ def test_a_standard_bert_tokenizer_fast_folder_imports(
   # gone.
   (folder / 'tokenizer_config.json').unlink()
   assert hf_models.read(str(folder)).lower_case is lower_case
+
+
+@pytest.fixture(scope='module')
+def corpus_model(tmp_path_factory):
+  """(spiece.model of 2,000 pieces trained as ALBERT's, on real text; text)."""
+  texts = corpus_lines()
+  model = io.BytesIO()
+  sentencepiece.SentencePieceTrainer.train(
+      sentence_iterator=iter(texts),
+      model_writer=model,
+      vocab_size=2000,
+      pad_id=0,
+      unk_id=1,
+      bos_id=-1,
+      eos_id=-1,
+      control_symbols=['[CLS]', '[SEP]', '[MASK]'],
+      user_defined_symbols=['(', ')', '"', '-', '.', '–', '£', '€'],
+      minloglevel=2,
+  )
+  path = tmp_path_factory.mktemp('corpus_model') / 'spiece.model'
+  path.write_bytes(model.getvalue())
+  return path, texts + list(RULE_TEXT)
 
 
 @pytest.fixture(scope='module')
@@ -346,4 +369,39 @@ def test_a_tokenizer_json_of_other_pieces_than_spiece_model_is_refused(
   assert str(error.value) == (
       f'{folder / "tokenizer.json"}: its 59 pieces are not those of '
       f'{folder / "spiece.model"} (60); the folder mixes two tokenizers.'
+  )
+
+
+@pytest.mark.parametrize('lower_case', [True, False], ids=['uncased', 'cased'])
+def test_a_unigram_tokenizer_json_alone_gives_back_its_model(
+    corpus_model, tmp_path, lower_case
+):
+  """Rebuilt from Hugging Face's conversion, the model tokenizes alike."""
+  model_file, texts = corpus_model
+  folder = tmp_path / 'folder'
+  transformers.AlbertTokenizerFast(
+      vocab_file=str(model_file), do_lower_case=lower_case
+  ).save_pretrained(str(folder))
+  (folder / 'spiece.model').unlink()
+  tokens, folder_lower_case = hf_folder.read_tokenizer(str(folder))
+  original = vocab.load_vocab(str(model_file))
+  assert list(tokens) == list(original) and folder_lower_case == lower_case
+  assert vocab.tokenize_with_vocab(texts, tokens, lower_case) == (
+      vocab.tokenize_with_vocab(texts, original, lower_case)
+  )
+
+
+def test_a_unigram_tokenizer_json_that_keeps_accents_is_refused(
+    corpus_model, tmp_path
+):
+  model_file, _ = corpus_model
+  folder = tmp_path / 'folder'
+  transformers.AlbertTokenizerFast(
+      vocab_file=str(model_file), keep_accents=True
+  ).save_pretrained(str(folder))
+  (folder / 'spiece.model').unlink()
+  with pytest.raises(cli.UserError) as error:
+    hf_folder.read_tokenizer(str(folder))
+  assert str(error.value).startswith(
+      f'{folder / "tokenizer.json"}: normalizer=["Lowercase", "Precompiled",'
   )
