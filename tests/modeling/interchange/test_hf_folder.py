@@ -372,7 +372,11 @@ def test_a_tokenizer_json_of_other_pieces_than_spiece_model_is_refused(
   )
 
 
-@pytest.mark.parametrize('lower_case', [True, False], ids=['uncased', 'cased'])
+@pytest.mark.parametrize(
+    'lower_case',
+    [True, pytest.param(False, marks=pytest.mark.slow)],
+    ids=['uncased', 'cased'],
+)
 def test_a_unigram_tokenizer_json_alone_gives_back_its_model(
     corpus_model, tmp_path, lower_case
 ):
