@@ -10,7 +10,8 @@ an exported encoder (`<run>/encoder`, a conversion by
 
 `huggingface`: a folder that `transformers` loads with the class that
 computes the same function (`model.safetensors` in PyTorch names,
-`config.json`, `vocab.txt`, `tokenizer_config.json` with the casing):
+`config.json`, `vocab.txt` or `spiece.model`, `tokenizer_config.json` with
+the casing):
 
   masked LM, SCRIPT          `BertForMaskedLM` (E = H) or
                              `ElectraForMaskedLM` (E != H), the MLM head

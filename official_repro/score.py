@@ -225,7 +225,8 @@ class PllScorer:
 
     Args:
       model: a (restored) SCRIPT model.
-      vocab_tokens: its WordPiece vocabulary, token `i` at index `i`.
+      vocab_tokens: its vocabulary (`vocab.Vocabulary`, or WordPiece
+        tokens), token `i` at index `i`.
       lower_case: whether its tokenizer lower-cases.
       method: 'script' (one pass per sentence) or 'mlm' (one per token).
       batch_size: sentences per forward pass ('script') or masked copies

@@ -99,7 +99,9 @@ class PretrainingDataConfig:
       choices=(vocab_lib.WORDPIECE, vocab_lib.SENTENCEPIECE),
   )
   lower_case: bool = dataclass_flags.option(
-      True, 'Lower-case and strip accents (uncased vocabulary).'
+      True,
+      'Lower-case (uncased vocabulary); WordPiece then strips accents, as '
+      'BERT does (SentencePiece strips them either way, as ALBERT does).',
   )
   document_mode: str = dataclass_flags.option(
       'blank_line',

@@ -31,8 +31,7 @@ from official.nlp.data import data_loader_factory
 from official_repro.common import cli
 from official_repro.data import masking
 from official_repro.data import records
-from official_repro.data import sentencepiece_tokenization
-from official_repro.data import tokenization
+from official_repro.data import vocab
 
 
 @dataclasses.dataclass
@@ -149,10 +148,10 @@ def _check_tokenizer(
       directory and the command that rewrites them.
   """
   made_by = metadata.get('tokenizer')
-  if made_by in (
-      tokenization.TOKENIZER_NAME,
-      sentencepiece_tokenization.TOKENIZER_NAME,
-  ):
+  expected = vocab.Vocabulary.tokenizer_name_of(
+      vocab.kind_of_file(metadata['vocab_file'])
+  )
+  if made_by == expected:
     return
   made_by = (
       "TF Text's FastBertTokenizer (NFKC case folding; the metadata has no "
@@ -161,9 +160,9 @@ def _check_tokenizer(
       else repr(made_by)
   )
   message = (
-      f'{where}: the records were tokenized by {made_by}, not as '
-      f'google-research/bert does ({tokenization.TOKENIZER_NAME!r}, the '
-      'tokenizer the trained model is used with); rewrite them with '
+      f'{where}: the records were tokenized by {made_by}, not as their '
+      f'{metadata["vocab_file"]} is read ({expected!r}, the tokenizer the '
+      'trained model is used with); rewrite them with '
       'python -m official_repro.data.create_pretraining_data '
       f'--output_dir={params.input_path} and the flags its metadata.json '
       'lists under "source".'

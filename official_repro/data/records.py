@@ -2,10 +2,10 @@
 
 Layout of a record directory:
 
-  vocab.txt                           the vocabulary the ids refer to
+  vocab.txt or spiece.model           the vocabulary the ids refer to
   metadata.json                       see `validate_metadata`; its
                                       `tokenizer` names what made the ids
-                                      (`tokenization.TOKENIZER_NAME`;
+                                      (`Vocabulary.tokenizer_name`;
                                       absent: TF Text's FastBertTokenizer)
   train-00000-of-0000N.tfrecord ...   plain (uncompressed) TFRecord files
   eval-00000-of-0000M.tfrecord ...

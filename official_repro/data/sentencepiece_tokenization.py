@@ -8,17 +8,19 @@ Text ops on a batch of strings:
 
   1. whitespace runs become one space and the ends are stripped (Python's
      `" ".join(text.strip().split())`, with `str.isspace`'s characters);
-  2. `` and '' become ";
-  3. unless accents are kept: NFKD (`tf_text.normalize_utf8`), then every
+  2. unless accents are kept: NFKD (`tf_text.normalize_utf8`), then every
      character of nonzero canonical combining class deleted (Python's
      `unicodedata.combining`);
-  4. lower-cased: Python's `str.lower` (`tokenization.lower_as_python`);
-  5. `tf_text.SentencepieceTokenizer` over the model (its own normaliser,
+  3. lower-cased: Python's `str.lower` (`tokenization.lower_as_python`);
+  4. `tf_text.SentencepieceTokenizer` over the model (its own normaliser,
      the model's character map, runs inside);
-  6. the original's digit-comma rule: a piece of two or more characters
+  5. the original's digit-comma rule: a piece of two or more characters
      ending in a digit and a comma (`1990,`) is encoded again without its
      comma and its word-boundary marks, its first piece's mark dropped
      when the piece had none, and the comma appended as its own piece.
+     This is the rule as written and as it runs on Python 2; on Python 3
+     the published code compares a str piece with the bytes mark, so it
+     never drops the mark (`x1990,` -> `x ▁1990 ,`, not `x 1990 ,`).
 Control symbols typed in the text (`[MASK]`, `[SEP]`) are text, as in
 SentencePiece itself (the original adds them as ids).
 
@@ -27,15 +29,16 @@ sentencepiece library reads it whole and makes an unknown piece of it; a
 NUL is therefore replaced by U+10FFFF, a noncharacter that no model has as
 a piece and that also becomes the unknown piece (`_NUL_STAND_IN`).
 
-Hugging Face's `AlbertTokenizer` (slow) gives the same ids. Its
-`AlbertTokenizerFast` departs where the model has user-defined symbols
-(ALBERT's has `(`, `)`, `"`, `-`, `.`, `–`, `£`, `€`): it splits them off
-first and gives the text after each a word-boundary mark of its own
-(`"assert"` -> `▁" ▁assert "`, the original's `▁" assert "`); it stands in
-for the digit-comma rule by lowering those pieces' scores (`3,` -> `▁3 ,`,
-the original's `▁ 3 ,`); and it breaks ties, keeps Python's other
-whitespace and ends some texts otherwise (`tests/data/
-test_sentencepiece_tokenization.py` lists each case).
+Hugging Face's `AlbertTokenizer` (slow) gives the same ids but that it
+first makes `"` of `` and '' (XLNet's preprocessing, not ALBERT's). Its
+`AlbertTokenizerFast` does so too, and departs where the model has
+user-defined symbols (ALBERT's has `(`, `)`, `"`, `-`, `.`, `–`, `£`, `€`):
+it splits them off first and gives the text after each a word-boundary
+mark of its own (`"assert"` -> `▁" ▁assert "`, the original's
+`▁" assert "`); it stands in for the digit-comma rule by lowering those
+pieces' scores (`3,` -> `▁3 ,`, the original's `▁ 3 ,`); and it breaks
+ties, keeps Python's other whitespace and ends some texts otherwise
+(`tests/data/test_sentencepiece_tokenization.py` lists each case).
 """
 
 import base64
@@ -118,7 +121,7 @@ class AlbertSentencePieceTokenizer(tf.Module):
 
   @staticmethod
   def preprocessor(lower_case: bool, strip_accents: bool = True):
-    """Steps 1-4 as a function of `[batch]` strings (`preprocess_text`)."""
+    """Steps 1-3 as a function of `[batch]` strings (`preprocess_text`)."""
     tables = _character_tables()
     if lower_case:
       tokenization.lower_as_python(tf.constant(['']))  # caches its tables
@@ -130,7 +133,6 @@ class AlbertSentencePieceTokenizer(tf.Module):
       )
       text = tf.strings.regex_replace(text, f'{tables.space}+', ' ')
       text = tf.strings.strip(text)
-      text = tf.strings.regex_replace(text, "``|''", '"')
       if strip_accents:
         text = tf_text.normalize_utf8(text, 'NFKD')
         text = tf.strings.regex_replace(text, tables.combining, '')
@@ -152,7 +154,7 @@ class AlbertSentencePieceTokenizer(tf.Module):
   def _digit_comma_rule(
       self, flat: tf.Tensor, split: tf.Tensor
   ) -> tf.RaggedTensor:
-    """Step 6: `[n]` pieces -> `[n, (pieces)]`, each `split` one re-encoded.
+    """Step 5: `[n]` pieces -> `[n, (pieces)]`, each `split` one re-encoded.
 
     Args:
       flat: `[n]` piece strings.
@@ -318,6 +320,11 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
   model = tokenizer.get('model') or {}
   if model.get('type') != 'Unigram' or not model.get('vocab'):
     raise ValueError(f'model.type={model.get("type")!r}, not a Unigram model')
+  if not isinstance(model.get('unk_id'), int):
+    raise ValueError(
+        f'model.unk_id={model.get("unk_id")!r}: a SentencePiece model needs '
+        'its unknown piece'
+    )
   charsmap = [
       step['precompiled_charsmap']
       for step in normalizer_steps(tokenizer.get('normalizer'))
@@ -338,7 +345,7 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
     if score <= _DIGIT_COMMA_PENALTY and _ends_in_digit_comma(piece):
       score -= _DIGIT_COMMA_PENALTY  # Hugging Face's AlbertConverter's
     entry = proto.pieces.add(piece=piece, score=score)
-    if index == model.get('unk_id'):
+    if index == model['unk_id']:
       entry.type = piece_type.UNKNOWN
     elif index in special:
       entry.type = piece_type.CONTROL
@@ -347,7 +354,7 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
       entry.type = piece_type.USER_DEFINED
   proto.trainer_spec.model_type = sentencepiece_model_pb2.TrainerSpec.UNIGRAM
   proto.trainer_spec.vocab_size = len(model['vocab'])
-  proto.trainer_spec.unk_id = model.get('unk_id', 0)
+  proto.trainer_spec.unk_id = model['unk_id']
   pieces = [piece for piece, _ in model['vocab']]
   for name, piece in (
       ('pad_id', '<pad>'),
@@ -384,3 +391,33 @@ def normalizer_steps(normalizer: Optional[Dict[str, Any]]):
         for step in normalizer_steps(inner)
     ]
   return [normalizer]
+
+
+def canonical_model(model: bytes) -> bytes:
+  """What of a serialized model decides its ids, serialized again.
+
+  Its pieces (strings, scores, types), normalisers and the trainer settings
+  that encoding reads; the rest of the trainer's settings (its input
+  files, sizes, threads) are dropped, so a model rebuilt or saved by
+  another tool compares equal to the one it came from.
+  """
+  proto = sentencepiece_model_pb2.ModelProto()
+  proto.ParseFromString(model)
+  kept = sentencepiece_model_pb2.ModelProto()
+  kept.pieces.extend(proto.pieces)
+  kept.normalizer_spec.CopyFrom(proto.normalizer_spec)
+  if proto.HasField('denormalizer_spec'):
+    kept.denormalizer_spec.CopyFrom(proto.denormalizer_spec)
+  for name in _ENCODING_TRAINER_FIELDS:
+    setattr(kept.trainer_spec, name, getattr(proto.trainer_spec, name))
+  kept.normalizer_spec.ClearField('name')
+  return kept.SerializeToString(deterministic=True)
+
+
+# The `TrainerSpec` fields SentencePiece reads when it encodes.
+_ENCODING_TRAINER_FIELDS = (
+    'model_type',
+    'treat_whitespace_as_suffix',
+    'byte_fallback',
+    'unk_surface',
+)

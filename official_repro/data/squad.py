@@ -474,6 +474,14 @@ def convert_to_features(
       a special token, or an example's context has no WordPieces.
   """
   _check_window_sizes(max_seq_length, doc_stride, max_query_length)
+  if getattr(tokenizer, 'kind', vocab_lib.WORDPIECE) != vocab_lib.WORDPIECE:
+    # Answers are mapped back to text through WordPiece's '##' pieces and
+    # BERT's BasicTokenizer (Model Garden's squad_lib).
+    raise cli.UserError(
+        'SQuAD here reads WordPiece vocabularies only: its answers are '
+        "aligned with the text through WordPiece's pieces; give a model "
+        'with a vocab.txt.'
+    )
   pad_id = vocab_lib.special_token_ids(
       tokenizer.vocab,
       (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),

@@ -90,8 +90,10 @@ class InputFile:
 # records, a training run, an export.
 _OUTPUT_MARKERS = (
     {'metadata.json', 'vocab.txt'},
+    {'metadata.json', 'spiece.model'},
     {'model_config.json', 'config.gin'},
     {'encoder_config.json', 'vocab.txt'},
+    {'encoder_config.json', 'spiece.model'},
 )
 
 

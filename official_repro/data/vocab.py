@@ -20,6 +20,7 @@ never assumed: in the BERT uncased vocabulary [PAD] is 0 but [UNK], [CLS],
 import collections.abc
 import contextlib
 import dataclasses
+import functools
 import inspect
 import re
 from typing import (
@@ -63,7 +64,8 @@ class Vocabulary(collections.abc.Sequence):
   """A vocabulary's tokens, token `i` at index `i`, and its kind.
 
   A WordPiece vocabulary is its tokens. A SentencePiece one also keeps its
-  serialized model (`sentencepiece_model`), which tokenizes, and its pad
+  serialized model (`sentencepiece_model`), which tokenizes (two compare
+  equal when what decides their ids is equal: `canonical_model`), and its pad
   and unknown pieces (ALBERT: `<pad>`, `<unk>`) answer to BERT's names
   [PAD] and [UNK] in `token_to_id`, so that the readers and record writers
   look special tokens up alike for both kinds.
@@ -80,6 +82,13 @@ class Vocabulary(collections.abc.Sequence):
     self.token_to_id = {token: i for i, token in enumerate(self._tokens)}
     for name, token in (aliases or {}).items():
       self.token_to_id.setdefault(name, self.token_to_id[token])
+
+  @functools.cached_property
+  def canonical_model(self) -> Optional[bytes]:
+    """What of the SentencePiece model decides ids (None for WordPiece)."""
+    if self.sentencepiece_model is None:
+      return None
+    return sentencepiece_tokenization.canonical_model(self.sentencepiece_model)
 
   @property
   def kind(self) -> str:
@@ -111,9 +120,9 @@ class Vocabulary(collections.abc.Sequence):
 
   def __eq__(self, other) -> bool:
     if isinstance(other, Vocabulary):
-      return (self._tokens, self.sentencepiece_model) == (
+      return (self._tokens, self.canonical_model) == (
           tuple(other),
-          other.sentencepiece_model,
+          other.canonical_model,
       )
     if isinstance(other, (list, tuple)):
       return self.kind == WORDPIECE and self._tokens == tuple(other)
@@ -297,7 +306,7 @@ def load_vocab(
   if tf.io.gfile.isdir(path):
     raise cli.UserError(
         f'Vocabulary file {path} is a folder; give the vocabulary file in '
-        'it (one token per line, e.g. vocab.txt).'
+        'it (vocab.txt, one token per line, or a SentencePiece spiece.model).'
     )
   if kind_of_file(path) == SENTENCEPIECE:
     return _load_sentencepiece(path, required_tokens)
@@ -531,12 +540,10 @@ def tokenize_sentences(
     lower_case: bool,
     batch_size: int = 4096,
 ) -> List[List[int]]:
-  """Tokenizes sentences into WordPiece ids.
+  """Tokenizes sentences into ids with the vocabulary's tokenizer.
 
-  The sentences are fed through `tf.data` in batches to
-  `tokenization.BertWordPieceTokenizer` (the original BERT tokenizer:
-  lower-casing and accent stripping when `lower_case`, punctuation
-  splitting, WordPiece).
+  The sentences are fed through `tf.data` in batches to `make_tokenizer`'s
+  tokenizer (the original BERT or ALBERT one).
 
   Args:
     sentences: the text, one sentence per element.
@@ -663,6 +670,7 @@ class FullTokenizer:
       batch_size: texts per tokenizer call.
     """
     self._tokens = load_vocab(vocab_file)
+    self.kind = self._tokens.kind
     self.vocab = self._tokens.token_to_id
     self.inv_vocab = dict(enumerate(self._tokens))
     self.lower_case = do_lower_case
@@ -672,7 +680,7 @@ class FullTokenizer:
     self._remembered: Dict[str, Tuple[str, ...]] = {}
 
   def tokenize_many(self, texts: Sequence[str]) -> List[List[str]]:
-    """The WordPiece strings of each text, tokenized in batches."""
+    """The pieces of each text, tokenized in batches."""
     tokens = self._tokens
     return [[tokens[i] for i in ids] for ids in self._tokenize_ids(texts)]
 
@@ -689,7 +697,7 @@ class FullTokenizer:
     self._remembered.clear()
 
   def tokenize(self, text: str) -> List[str]:
-    """The WordPiece strings of `text`."""
+    """The pieces of `text` (WordPiece or SentencePiece strings)."""
     pieces = self._remembered.get(text)
     if pieces is None:
       return self.tokenize_many([text])[0]

@@ -216,8 +216,11 @@ def records_identity(data_config: Any) -> Optional[Dict[str, Any]]:
   source = dict(metadata.get('source') or {})
   source.pop('inputs', None)
   source.pop('vocab_file', None)
+  digest = hashlib.sha256('\n'.join(tokens).encode())
+  if tokens.canonical_model is not None:  # its scores and character map too
+    digest.update(tokens.canonical_model)
   return dict(
-      vocab_sha256=hashlib.sha256('\n'.join(tokens).encode()).hexdigest()[:16],
+      vocab_sha256=digest.hexdigest()[:16],
       max_seq_length=metadata['max_seq_length'],
       masking=metadata['masking'],
       examples={

@@ -5,7 +5,8 @@ The pretrainers expose the network kept for fine-tuning as
 encoder). It is written as `tf.train.Checkpoint(encoder=...)`, the layout
 Model Garden's fine-tuning tasks restore from `init_checkpoint`, together
 with the `EncoderConfig` that rebuilds it and the tokenizer it was trained
-with (`vocab.txt` and `tokenizer.json` holding `lower_case`), so that
+with (`vocab.txt` or `spiece.model`, and `tokenizer.json` holding
+`lower_case`), so that
 fine-tuning needs nothing but this directory
 (`official_repro.modeling.networks.pretrained`). For the BERT backbone the
 checkpoint loads into the `BertEncoder` that Model Garden builds from

@@ -6,9 +6,9 @@
 `[batch, seq, hidden]` and `pooled_output` `[batch, hidden]`, or to a
 fine-tuned classifier's `logits` `[batch, classes]`; with a
 vocabulary, `serve_text` maps raw strings `[batch]` through the
-vocabulary's tokenizer (`vocab.make_tokenizer`, the original BERT tokenizer
-in graph, the one the records and the fine-tuning data were made with; the
-vocabulary file is kept as an asset) to `[CLS] tokens [SEP]`, cut and
+vocabulary's tokenizer (`vocab.make_tokenizer`, the original BERT or ALBERT
+tokenizer in graph, the one the records and the fine-tuning data were made
+with; the vocabulary file is kept as an asset) to `[CLS] tokens [SEP]`, cut and
 padded to `max_seq_length`, and serves them. `export_base.export` writes
 the SavedModel.
 """
@@ -38,7 +38,8 @@ class TextServing(export_base.ExportModule):
 
     Args:
       encoder: a built encoder or classifier taking the three id tensors.
-      vocab_file: its WordPiece vocabulary; enables `serve_text`.
+      vocab_file: its vocabulary (WordPiece or SentencePiece); enables
+        `serve_text`.
       lower_case: the tokenizer's casing.
       max_seq_length: `serve_text`'s length, [CLS] and [SEP] included (at
         most the encoder's position embeddings).

@@ -170,6 +170,11 @@ def _copy_with_tokenizer(record_dir, output_dir, tokenizer):
     [
         (None, "TF Text's FastBertTokenizer"),
         ('sentencepiece', "'sentencepiece'"),
+        # Our SentencePiece tokenizer, but the records' vocab.txt is not.
+        (
+            'sentencepiece-albert',
+            "as their vocab.txt is read ('wordpiece-bert'",
+        ),
     ],
 )
 def test_training_on_records_of_another_tokenizer_is_refused(

@@ -3,8 +3,10 @@ r"""The SentencePiece tokenizer against the original ALBERT tokenizer.
 References, over models this module trains with ALBERT's options (its
 README's `spm_train` line) on pydoc's help topics:
   * google-research/albert's `tokenization.py`, written out below from its
-    `preprocess_text` and `encode_pieces` over the `sentencepiece` library;
-  * Hugging Face's `AlbertTokenizer` (its port of them);
+    `preprocess_text` and `encode_pieces` over the `sentencepiece` library
+    (the digit-comma rule with str pieces, as it runs on Python 2);
+  * Hugging Face's `AlbertTokenizer` (its port of them), but where it first
+    makes `"` of `` and '' (`_QUOTES`);
   * Hugging Face's `AlbertTokenizerFast`, where it agrees with them: it
     departs on the texts of `_WHERE_FAST_DEPARTS`, which a test keeps true.
 SentencePiece never matches control symbols in raw text (`[MASK]` typed in
@@ -33,7 +35,6 @@ transformers = pytest.importorskip('transformers')
 # lower-casing (final sigma).
 _SENTENCEPIECE_RULE_TEXT = (
     'a  b\t\tc \u3000 d\u2028e\x1cf\x85g  ',
-    "``quoted'' and `single' and ''' ``",
     'In 1990, 2,000 people; x1, y22, z3,4 ,5 a,1 ٣, ３, ²,',
     'a\x00b \x00 \x00\x00 c\x00',
     'cafe\u0301 \u0915\u093c \u0e48 \u302a \u0f71\u0f72 a\u0345',
@@ -45,9 +46,14 @@ _SENTENCEPIECE_RULE_TEXT = (
     'a\u0915\u0901b c\u302ed',
 )
 
+# Hugging Face's tokenizers make `"` of `` and '' (XLNet's preprocessing);
+# the original keeps them.
+_QUOTES = "``quoted'' and `single' and ''' ``"
+
 # Where `AlbertTokenizerFast` departs from the original: name -> texts, on
 # one of which at least it departs.
 _WHERE_FAST_DEPARTS = {
+    'quotes': (_QUOTES,),
     # A user-defined symbol is split off first, and the text after it gets
     # a word-boundary mark of its own.
     'user-defined symbol': ('say "assert" (x)',),
@@ -101,7 +107,6 @@ def _train(lines, lower_case):
 def _preprocess_text(inputs, lower=False):
   """google-research/albert's `preprocess_text` (remove_space=True)."""
   outputs = ' '.join(inputs.strip().split())
-  outputs = outputs.replace('``', '"').replace("''", '"')
   outputs = unicodedata.normalize('NFKD', outputs)
   outputs = ''.join([c for c in outputs if not unicodedata.combining(c)])
   if lower:
@@ -206,13 +211,24 @@ def _differences(texts, ours, reference, tokens):
 _ALL_RULE_TEXT = RULE_TEXT + _SENTENCEPIECE_RULE_TEXT
 
 
+def test_hugging_face_makes_double_quotes_of_pairs_of_quotes(setup):
+  _, _, ours, original, slow, _ = setup
+  assert ours([_QUOTES]) == original([_QUOTES])
+  # If this fails, Hugging Face now agrees: drop `_without_quotes`.
+  assert slow([_QUOTES]) != original([_QUOTES])
+
+
+def _without_quotes(texts):
+  return [text for text in texts if '``' not in text and "''" not in text]
+
+
 def test_rule_text_is_tokenized_as_the_original(setup):
   _, tokens, ours, original, slow, _ = setup
   ids = ours(_ALL_RULE_TEXT)
   assert (
       _differences(_ALL_RULE_TEXT, ids, original(_ALL_RULE_TEXT), tokens) == []
   )
-  texts = _without_control_symbols(_ALL_RULE_TEXT)
+  texts = _without_quotes(_without_control_symbols(_ALL_RULE_TEXT))
   assert _differences(texts, ours(texts), slow(texts), tokens) == []
   assert sum(len(line) for line in ids) > 1000
 
@@ -222,7 +238,7 @@ def test_real_text_is_tokenized_as_the_original(setup, corpus):
   ids = ours(corpus)
   assert len(corpus) > 2500
   assert _differences(corpus, ids, original(corpus), tokens) == []
-  texts = _without_control_symbols(corpus)
+  texts = _without_quotes(_without_control_symbols(corpus))
   assert _differences(texts, ours(texts), slow(texts), tokens) == []
   # The digit-comma rule applied to real text.
   comma = tokens.token_to_id[',']
@@ -249,6 +265,7 @@ def _fast_may_depart(text):
   stripped = text.rstrip()
   return (
       not stripped
+      or not _without_quotes([text])
       or any(symbol in text for symbol in _USER_DEFINED_SYMBOLS)
       or bool(_RUN_OF_ONE_CHARACTER.search(text))
       or bool(_OTHER_WHITESPACE.search(text))

@@ -2,13 +2,14 @@
 
 Every command that reads a pretrained encoder reads the export layout of
 `modeling/networks/pretrained.py` (`encoder-<step>`, `encoder_config.json`,
-`vocab.txt`, `tokenizer.json`). A released checkpoint is converted into that
-layout once, and then read like one of ours:
+`vocab.txt` or `spiece.model`, `tokenizer.json`). A released checkpoint is
+converted into that layout once, and then read like one of ours:
 
   <dir>/encoder-0.{index,data-*}   tf.train.Checkpoint(encoder=...)
   <dir>/encoder_config.json        the architecture, from the release's
                                    config (never from a command's settings)
-  <dir>/vocab.txt, tokenizer.json  the vocabulary and its casing
+  <dir>/vocab.txt, tokenizer.json  the vocabulary (or spiece.model) and its
+                                   casing
   <dir>/heads/heads-0.*            Checkpoint(mlm_head=..., rtd_head=...),
   <dir>/heads/heads.json           and each head's activation, where the
                                    release has them (score and rescore read

@@ -426,16 +426,17 @@ def _read_unigram_tokenizer(
     )
   try:
     model = sentencepiece_tokenization.model_from_tokenizer_json(tokenizer)
+    pieces, aliases = sentencepiece_tokenization.read_model(model)
   except ValueError as e:
     raise cli.UserError(f'{where}: {e}.') from None
-  pieces, aliases = sentencepiece_tokenization.read_model(model)
+  tokens = vocab.Vocabulary(pieces, model, aliases)
+  missing = [t for t in vocab.SPECIAL_TOKENS if t not in tokens.token_to_id]
+  if missing:
+    raise cli.UserError(f'{where}: no pieces {missing} among its vocab.')
   config_path = os.path.join(path, TOKENIZER_CONFIG_FILENAME)
   config = _read_json(config_path) if tf.io.gfile.exists(config_path) else {}
   check_sentencepiece_config(config, config_path)
-  return (
-      vocab.Vocabulary(pieces, model, aliases),
-      config.get('do_lower_case', 'Lowercase' in steps),
-  )
+  return tokens, config.get('do_lower_case', 'Lowercase' in steps)
 
 
 def read_tokenizer(path: str) -> Tuple[vocab.Vocabulary, Optional[bool]]:
@@ -459,8 +460,9 @@ def read_tokenizer(path: str) -> Tuple[vocab.Vocabulary, Optional[bool]]:
   if model_type == 'BPE':
     raise cli.UserError(
         f'{tokenizer_path}: a BPE model without the '
-        f'{SENTENCEPIECE_FILENAME} it was converted from (its merges do not '
-        'give back a SentencePiece model); put that file beside it.'
+        f'{SENTENCEPIECE_FILENAME} it was converted from: BPE merges do not '
+        'give back a SentencePiece model, and byte-level BPE (GPT-2, RoBERTa) '
+        'is neither tokenizer of ours.'
     )
   if _HF_TOKENIZER_KEYS & set(tokenizer):
     check_tokenizer_json(tokenizer, tokenizer_path)

@@ -73,7 +73,7 @@ class Imported:
   architecture: hf_config.HfArchitecture
   state: Dict[str, np.ndarray]
   prefix: str
-  vocab_tokens: List[str]
+  vocab_tokens: Sequence[str]
   lower_case: bool
   heads: Tuple[str, ...]
   mlm_activation: str

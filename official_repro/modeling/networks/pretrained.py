@@ -6,8 +6,8 @@ These kinds of `--init_checkpoint` are accepted:
     prefix in it, or one of the run's training checkpoints
     (`<model_dir>/ckpt-<step>`, which holds the same encoder under the same
     name, for learning curves over a run's checkpoints). The architecture
-    comes from `encoder_config.json` and the tokenizer from `vocab.txt` /
-    `tokenizer.json` in the export folder;
+    comes from `encoder_config.json` and the tokenizer from `vocab.txt` (or
+    `spiece.model`) / `tokenizer.json` in the export folder;
   * a released model: a Hugging Face folder (BERT, ALBERT, ELECTRA,
     ConvBERT), an original TF1 ELECTRA or ConvBERT checkpoint, or a Model
     Garden TEAMS checkpoint. It is converted once into the export layout

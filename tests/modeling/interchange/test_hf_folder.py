@@ -208,8 +208,9 @@ def test_a_bpe_tokenizer_json_alone_names_its_model_file(tmp_path):
     hf_folder.read_folder(str(folder))
   assert str(error.value) == (
       f'{folder / "tokenizer.json"}: a BPE model without the spiece.model '
-      'it was converted from (its merges do not give back a SentencePiece '
-      'model); put that file beside it.'
+      'it was converted from: BPE merges do not give back a SentencePiece '
+      'model, and byte-level BPE (GPT-2, RoBERTa) is neither tokenizer of '
+      'ours.'
   )
 
 
@@ -389,7 +390,8 @@ def test_a_unigram_tokenizer_json_alone_gives_back_its_model(
   (folder / 'spiece.model').unlink()
   tokens, folder_lower_case = hf_folder.read_tokenizer(str(folder))
   original = vocab.load_vocab(str(model_file))
-  assert list(tokens) == list(original) and folder_lower_case == lower_case
+  # Equal pieces, scores, types and normalisers (`canonical_model`).
+  assert tokens == original and folder_lower_case == lower_case
   assert vocab.tokenize_with_vocab(texts, tokens, lower_case) == (
       vocab.tokenize_with_vocab(texts, original, lower_case)
   )
@@ -408,4 +410,21 @@ def test_a_unigram_tokenizer_json_that_keeps_accents_is_refused(
     hf_folder.read_tokenizer(str(folder))
   assert str(error.value).startswith(
       f'{folder / "tokenizer.json"}: normalizer=["Lowercase", "Precompiled",'
+  )
+
+
+def test_a_unigram_tokenizer_json_without_an_unknown_piece_is_named(
+    corpus_model, tmp_path
+):
+  folder = tmp_path / 'folder'
+  transformers.AlbertTokenizerFast(
+      vocab_file=str(corpus_model[0])
+  ).save_pretrained(str(folder))
+  (folder / 'spiece.model').unlink()
+  _edit(folder / 'tokenizer.json', **{'model.unk_id': None})
+  with pytest.raises(cli.UserError) as error:
+    hf_folder.read_tokenizer(str(folder))
+  assert str(error.value) == (
+      f'{folder / "tokenizer.json"}: model.unk_id=None: a SentencePiece '
+      'model needs its unknown piece.'
   )
