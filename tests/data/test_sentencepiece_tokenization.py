@@ -15,7 +15,6 @@ even with `split_special_tokens=True`, so texts with them are compared
 with the original only.
 """
 
-import io
 import re
 import unicodedata
 
@@ -26,7 +25,9 @@ import tensorflow as tf
 from official_repro.data import sentencepiece_tokenization
 from official_repro.data import vocab
 from tests.data.tokenizer_texts import corpus_lines
+from tests.data.tokenizer_texts import ALBERT_USER_DEFINED_SYMBOLS
 from tests.data.tokenizer_texts import RULE_TEXT
+from tests.data.tokenizer_texts import train_sentencepiece
 
 transformers = pytest.importorskip('transformers')
 
@@ -74,7 +75,7 @@ _CONTROL_SYMBOLS = ('[CLS]', '[SEP]', '[MASK]')
 _SPIECE_UNDERLINE = '\u2581'
 # ALBERT's, and characters that rules of `_SENTENCEPIECE_RULE_TEXT` keep or
 # change, so that a wrong rule gives another piece.
-_USER_DEFINED_SYMBOLS = ['(', ')', '"', '-', '.', '–', '£', '€'] + [
+_USER_DEFINED_SYMBOLS = list(ALBERT_USER_DEFINED_SYMBOLS) + [
     '\u2c2f',
     '\u2c5f',
     '\u0901',
@@ -86,22 +87,12 @@ def _train(lines, lower_case):
   """A model trained as ALBERT's README says (its options, a small size)."""
   if lower_case:
     lines = [_preprocess_text(line, lower=True) for line in lines]
-  model = io.BytesIO()
-  sentencepiece.SentencePieceTrainer.train(
-      sentence_iterator=iter(lines),
-      model_writer=model,
-      vocab_size=2000,
-      model_type='unigram',
-      pad_id=0,
-      unk_id=1,
-      eos_id=-1,
-      bos_id=-1,
-      control_symbols=['[CLS]', '[SEP]', '[MASK]'],
+  return train_sentencepiece(
+      lines,
+      2000,
       user_defined_symbols=_USER_DEFINED_SYMBOLS,
       character_coverage=0.99995,
-      minloglevel=2,
   )
-  return model.getvalue()
 
 
 def _preprocess_text(inputs, lower=False):

@@ -1,17 +1,16 @@
 """Tests of SQuAD reading, windowed feature conversion and answer extraction."""
 
-import io
 import json
 
 import numpy as np
 import pytest
-import sentencepiece
 
 from official.nlp.tools import tokenization
 from official_repro.common import cli
 from official_repro.data import squad
 from official_repro.data import vocab as vocab_lib
 from official_repro.metrics import squad_metrics
+from tests.data.tokenizer_texts import train_sentencepiece
 
 # [PAD] is deliberately not id 0, to catch code that pads with 0.
 _VOCAB = ['[UNK]', '[CLS]', '[SEP]', '[MASK]', '[PAD]'] + (
@@ -611,19 +610,8 @@ def test_no_valid_span_gives_empty_prediction(tmp_path, tokenizer):
 
 
 def test_a_sentencepiece_vocabulary_is_refused_in_one_line(tmp_path):
-  model = io.BytesIO()
-  sentencepiece.SentencePieceTrainer.train(
-      sentence_iterator=iter(['which call sign is mike november'] * 20),
-      model_writer=model,
-      vocab_size=22,
-      pad_id=0,
-      unk_id=1,
-      bos_id=-1,
-      eos_id=-1,
-      control_symbols=['[CLS]', '[SEP]', '[MASK]'],
-      minloglevel=2,
-  )
-  (tmp_path / 'spiece.model').write_bytes(model.getvalue())
+  model = train_sentencepiece(['which call sign is mike november'] * 20, 22)
+  (tmp_path / 'spiece.model').write_bytes(model)
   tokenizer = vocab_lib.FullTokenizer(str(tmp_path / 'spiece.model'))
   examples, _ = squad.read_examples(
       _write(tmp_path, _call_sign_dataset()), False, is_training=True

@@ -1,11 +1,15 @@
-"""Texts the tokenizer tests share: every rule, and real text.
+"""Texts and models the tokenizer tests share: every rule, real text.
 
 `RULE_TEXT` hits each rule of the original BERT and ALBERT tokenizers;
 `corpus_lines` is text that ships with Python (pydoc's help topics), with
-marks that text from the web carries.
+marks that text from the web carries; `train_sentencepiece` a model of
+them as ALBERT's was trained.
 """
 
+import io
+
 from pydoc_data import topics
+import sentencepiece
 
 # Every rule of the original, one line per rule or so. The lines hold
 # nothing Hugging Face's BERT tokenizer tokenizes otherwise.
@@ -74,3 +78,30 @@ def corpus_lines():
     else:
       lines[index] = mark.format(line[:middle], line[middle:])
   return lines
+
+
+# ALBERT's user-defined pieces (its README's `spm_train` line).
+ALBERT_USER_DEFINED_SYMBOLS = ('(', ')', '"', '-', '.', '–', '£', '€')
+
+
+def train_sentencepiece(lines, vocab_size, **options):
+  """A unigram model trained with ALBERT's special pieces, serialized.
+
+  <pad> 0, <unk> 1, control [CLS] [SEP] [MASK]; `options` are further
+  `SentencePieceTrainer` settings (e.g. `user_defined_symbols`).
+  """
+  model = io.BytesIO()
+  sentencepiece.SentencePieceTrainer.train(
+      sentence_iterator=iter(lines),
+      model_writer=model,
+      vocab_size=vocab_size,
+      model_type='unigram',
+      pad_id=0,
+      unk_id=1,
+      bos_id=-1,
+      eos_id=-1,
+      control_symbols=['[CLS]', '[SEP]', '[MASK]'],
+      minloglevel=2,
+      **options,
+  )
+  return model.getvalue()

@@ -10,18 +10,18 @@ safetensors 0.8's `safe_open` objects, so references are always built from
 the arrays, never from a folder.
 """
 
-import io
 import json
 import os
 from typing import Dict, Tuple
 
 import numpy as np
 import safetensors.numpy
-import sentencepiece
 import tensorflow as tf
 
 import transformers
 from transformers import modeling_tf_pytorch_utils as pt_utils
+
+from tests.data import tokenizer_texts
 
 # Special tokens, the words of the test fixtures' sentences, then fillers:
 # 50 tokens, so that fine-tuning a reference model reads real words.
@@ -195,20 +195,9 @@ def assert_same_sequence_output(encoder, hf_model, ids, mask, types):
 
 def sentencepiece_model(vocab_size: int = 60) -> bytes:
   """A unigram model with ALBERT's special pieces, of the fixtures' words."""
-  model = io.BytesIO()
-  sentencepiece.SentencePieceTrainer.train(
-      sentence_iterator=iter([' '.join(_WORDS)] * 20 + _WORDS),
-      model_writer=model,
-      vocab_size=vocab_size,
-      model_type='unigram',
-      pad_id=0,
-      unk_id=1,
-      bos_id=-1,
-      eos_id=-1,
-      control_symbols=['[CLS]', '[SEP]', '[MASK]'],
-      minloglevel=2,
+  return tokenizer_texts.train_sentencepiece(
+      [' '.join(_WORDS)] * 20 + _WORDS, vocab_size
   )
-  return model.getvalue()
 
 
 def write_sentencepiece_folder(

@@ -1,21 +1,21 @@
 """Hugging Face folders' tokenizer files: refused unless BERT's or ALBERT's."""
 
-import io
 import json
 import shutil
 
 import numpy as np
 import pytest
 import safetensors.numpy
-import sentencepiece
 
 import transformers
 from official_repro.common import cli
 from official_repro.data import vocab
 from official_repro.modeling.interchange import hf_folder
 from official_repro.modeling.interchange import hf_models
+from tests.data.tokenizer_texts import ALBERT_USER_DEFINED_SYMBOLS
 from tests.data.tokenizer_texts import corpus_lines
 from tests.data.tokenizer_texts import RULE_TEXT
+from tests.data.tokenizer_texts import train_sentencepiece
 from tests.modeling.interchange import hf_reference
 
 
@@ -264,21 +264,11 @@ def test_a_standard_bert_tokenizer_fast_folder_imports(
 def corpus_model(tmp_path_factory):
   """(spiece.model of 2,000 pieces trained as ALBERT's, on real text; text)."""
   texts = corpus_lines()
-  model = io.BytesIO()
-  sentencepiece.SentencePieceTrainer.train(
-      sentence_iterator=iter(texts),
-      model_writer=model,
-      vocab_size=2000,
-      pad_id=0,
-      unk_id=1,
-      bos_id=-1,
-      eos_id=-1,
-      control_symbols=['[CLS]', '[SEP]', '[MASK]'],
-      user_defined_symbols=['(', ')', '"', '-', '.', '–', '£', '€'],
-      minloglevel=2,
+  model = train_sentencepiece(
+      texts, 2000, user_defined_symbols=ALBERT_USER_DEFINED_SYMBOLS
   )
   path = tmp_path_factory.mktemp('corpus_model') / 'spiece.model'
-  path.write_bytes(model.getvalue())
+  path.write_bytes(model)
   return path, texts + list(RULE_TEXT)
 
 
