@@ -85,24 +85,26 @@ def _write_mrpc(root):
   return root.parent
 
 
+def _finetune_mrpc(init_checkpoint, tmp_path):
+  """`finetune` of one short MRPC run into `tmp_path/ft`."""
+  return [
+      'official_repro.finetune',
+      '--gin_file=gin/finetune/001_ale/mrpc.gin',
+      f'--init_checkpoint={init_checkpoint}',
+      f'--data_dir={_write_mrpc(tmp_path / "glue" / "MRPC")}',
+      f'--model_dir={tmp_path / "ft"}',
+      '--strategy=cpu',
+      '--gin_param=run_protocol.num_runs = 1',
+      '--gin_param=finetuning.num_epochs = 1',
+      '--gin_param=finetuning.train_batch_size = 4',
+      '--gin_param=finetuning.max_seq_length = 16',
+  ]
+
+
 @pytest.mark.slow
 def test_finetune_takes_a_hugging_face_folder(python_m, releases, tmp_path):
   root, _, _ = releases
-  data_dir = _write_mrpc(tmp_path / 'glue' / 'MRPC')
-  completed = python_m(
-      [
-          'official_repro.finetune',
-          '--gin_file=gin/finetune/001_ale/mrpc.gin',
-          f'--init_checkpoint={root / "electra"}',
-          f'--data_dir={data_dir}',
-          f'--model_dir={tmp_path / "ft"}',
-          '--strategy=cpu',
-          '--gin_param=run_protocol.num_runs = 1',
-          '--gin_param=finetuning.num_epochs = 1',
-          '--gin_param=finetuning.train_batch_size = 4',
-          '--gin_param=finetuning.max_seq_length = 16',
-      ]
-  )
+  completed = python_m(_finetune_mrpc(root / 'electra', tmp_path))
   assert completed.returncode == 0, completed.stderr[-3000:]
   with open(tmp_path / 'ft' / 'results.json') as f:
     results = json.load(f)
@@ -199,21 +201,7 @@ def test_an_albert_release_with_sentencepiece_runs_through_every_command(
   assert (converted / 'spiece.model').read_bytes() == (
       albert / 'spiece.model'
   ).read_bytes()
-  data_dir = _write_mrpc(tmp_path / 'glue' / 'MRPC')
-  completed = python_m(
-      [
-          'official_repro.finetune',
-          '--gin_file=gin/finetune/001_ale/mrpc.gin',
-          f'--init_checkpoint={converted}',
-          f'--data_dir={data_dir}',
-          f'--model_dir={tmp_path / "ft"}',
-          '--strategy=cpu',
-          '--gin_param=run_protocol.num_runs = 1',
-          '--gin_param=finetuning.num_epochs = 1',
-          '--gin_param=finetuning.train_batch_size = 4',
-          '--gin_param=finetuning.max_seq_length = 16',
-      ]
-  )
+  completed = python_m(_finetune_mrpc(converted, tmp_path))
   assert completed.returncode == 0, completed.stderr[-3000:]
   results = json.loads((tmp_path / 'ft' / 'results.json').read_text())
   assert np.isfinite(results['score'])
