@@ -15,12 +15,8 @@ generator's probability of the replaced token
 (`experiments/investigations/discriminator_horizon.py`) are probed with it.
 """
 
-import os
-
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 import math
+import os
 from typing import Any, Dict, List, Optional, Sequence
 
 from absl import flags

@@ -16,12 +16,8 @@ dev. The random encoder is drawn with `--random_seeds` seeds, so its spread is
 known. Regression tasks (STS-B) are refused.
 """
 
-import os
 from typing import Dict, Sequence
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 import numpy as np
 from sklearn import linear_model

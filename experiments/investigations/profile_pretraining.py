@@ -36,9 +36,6 @@ import tempfile
 import time
 from typing import Dict, Iterable, Sequence, Tuple
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 from absl import logging

@@ -17,14 +17,10 @@ both alike; the outputs' maximum absolute difference is reported as a
 check. It decided the layer's banded form (README of this folder).
 """
 
-import os
 import statistics
 import time
 from typing import Callable, Dict, List, Sequence, Tuple
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
 from absl import flags
 import tensorflow as tf
