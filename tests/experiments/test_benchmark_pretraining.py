@@ -127,6 +127,7 @@ def test_sweep_measures_every_variant_at_every_point_and_plots(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.hours  # four minutes of sweeping on 2 cores
 def test_sweep_end_to_end_on_a_tiny_model(tmp_path, python_m):
   """Both variants at two batch sizes and two lengths.
 

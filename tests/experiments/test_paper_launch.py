@@ -3,9 +3,11 @@
 `experiments.regenerate --scale=paper --rehearse --launch` through its real
 command line: `run_tpu.sh`, its supervisor, the jobs on the (fake) VMs, the
 bucket, the table. The default suite rehearses one table's launch at tiny
-sizes; the slow tier its second launch, preemptions, dropped connections and
-failures at tiny sizes; `-m hours` rehearses 001 Table IV with its faults and
-every other table at the papers' sizes, and 004.1 at the gpu scale's.
+sizes and the slow tier its second launch; `-m hours` (3 to 10 minutes each
+at tiny sizes, hours at the papers') rehearses preemptions, failures, SQuAD
+on the VM and another fake gcloud at tiny sizes, 001 Table IV with its
+faults and every other table at the papers' sizes, and 004.1 at the gpu
+scale's.
 """
 
 import glob
@@ -205,7 +207,7 @@ def _verbs(out):
 @pytest.mark.parametrize(
     'sizes',
     [
-        pytest.param('tiny', marks=pytest.mark.slow),
+        pytest.param('tiny', marks=[pytest.mark.slow, pytest.mark.hours]),
         pytest.param('paper', marks=[pytest.mark.slow, pytest.mark.hours]),
     ],
 )
@@ -262,6 +264,7 @@ def test_001_iv_preempted_twice_gives_the_same_table(
 
 
 @pytest.mark.slow
+@pytest.mark.hours
 def test_a_failed_run_is_named_the_others_finish_and_a_rerun_redoes_only_it(
     python_m, inputs, tmp_path
 ):
@@ -303,6 +306,7 @@ def test_a_failed_run_is_named_the_others_finish_and_a_rerun_redoes_only_it(
 
 
 @pytest.mark.slow
+@pytest.mark.hours
 def test_a_preempted_fine_tuning_resumes_on_a_recreated_vm(
     python_m, inputs, tmp_path
 ):
@@ -389,6 +393,7 @@ def test_every_table_rehearses_at_the_papers_sizes(
 
 
 @pytest.mark.slow
+@pytest.mark.hours
 def test_squad_jobs_run_on_the_vm_and_fill_the_tables_squad_columns(
     python_m, inputs, tmp_path
 ):
@@ -500,6 +505,7 @@ else:
 
 
 @pytest.mark.slow
+@pytest.mark.hours
 def test_a_rehearsal_runs_against_another_fake_gcloud(
     python_m, inputs, tmp_path
 ):
