@@ -2,8 +2,8 @@
 
 `experiments.regenerate --scale=paper --rehearse --launch` through its real
 command line: `run_tpu.sh`, its supervisor, the jobs on the (fake) VMs, the
-bucket, the table. The default suite rehearses one table's launch at tiny
-sizes and the slow tier its second launch; `-m hours` (3 to 10 minutes each
+bucket, the table. The slow tier rehearses one table's launch at tiny
+sizes and its second launch; `-m hours` (3 to 10 minutes each
 at tiny sizes, hours at the papers') rehearses preemptions, failures, SQuAD
 on the VM and another fake gcloud at tiny sizes, 001 Table IV with its
 faults and every other table at the papers' sizes, and 004.1 at the gpu
@@ -139,6 +139,7 @@ def launched_004(python_m, inputs, tmp_path_factory):
   return out
 
 
+@pytest.mark.slow  # three minutes: the default tier stays within five
 def test_a_rehearsed_launch_runs_every_job_on_a_vm(launched_004):
   out = launched_004
   target = registry.get('004.1')
