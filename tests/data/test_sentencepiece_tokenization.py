@@ -25,6 +25,7 @@ import tensorflow as tf
 from official_repro.data import sentencepiece_tokenization
 from official_repro.data import vocab
 from tests.data.tokenizer_texts import corpus_lines
+from tests.data.tokenizer_texts import differences
 from tests.data.tokenizer_texts import ALBERT_USER_DEFINED_SYMBOLS
 from tests.data.tokenizer_texts import RULE_TEXT
 from tests.data.tokenizer_texts import train_sentencepiece
@@ -190,15 +191,6 @@ def _without_control_symbols(texts):
   return [t for t in texts if not any(s in t for s in _CONTROL_SYMBOLS)]
 
 
-def _differences(texts, ours, reference, tokens):
-  """The texts whose ids differ, with both tokenizations as pieces."""
-  return [
-      (text[:60], [tokens[i] for i in a], [tokens[i] for i in b])
-      for text, a, b in zip(texts, ours, reference)
-      if a != b
-  ]
-
-
 _ALL_RULE_TEXT = RULE_TEXT + _SENTENCEPIECE_RULE_TEXT
 
 
@@ -217,10 +209,10 @@ def test_rule_text_is_tokenized_as_the_original(setup):
   _, tokens, ours, original, slow, _ = setup
   ids = ours(_ALL_RULE_TEXT)
   assert (
-      _differences(_ALL_RULE_TEXT, ids, original(_ALL_RULE_TEXT), tokens) == []
+      differences(_ALL_RULE_TEXT, ids, original(_ALL_RULE_TEXT), tokens) == []
   )
   texts = _without_quotes(_without_control_symbols(_ALL_RULE_TEXT))
-  assert _differences(texts, ours(texts), slow(texts), tokens) == []
+  assert differences(texts, ours(texts), slow(texts), tokens) == []
   assert sum(len(line) for line in ids) > 1000
 
 
@@ -228,9 +220,9 @@ def test_real_text_is_tokenized_as_the_original(setup, corpus):
   _, tokens, ours, original, slow, _ = setup
   ids = ours(corpus)
   assert len(corpus) > 2500
-  assert _differences(corpus, ids, original(corpus), tokens) == []
+  assert differences(corpus, ids, original(corpus), tokens) == []
   texts = _without_quotes(_without_control_symbols(corpus))
-  assert _differences(texts, ours(texts), slow(texts), tokens) == []
+  assert differences(texts, ours(texts), slow(texts), tokens) == []
   # The digit-comma rule applied to real text.
   comma = tokens.token_to_id[',']
   assert sum(line.count(comma) for line in ids) > 500
@@ -244,7 +236,7 @@ def test_fast_tokenizer_agrees_but_where_it_departs(setup, corpus):
       if not _fast_may_depart(text)
   ]
   assert len(texts) > 700
-  assert _differences(texts, ours(texts), fast(texts), tokens) == []
+  assert differences(texts, ours(texts), fast(texts), tokens) == []
   for name, texts in _WHERE_FAST_DEPARTS.items():
     assert ours(texts) == original(texts), name
     # If this fails, Hugging Face now agrees: drop the line.

@@ -29,6 +29,7 @@ from official.nlp.tools import tokenization as model_garden_tokenization
 from official_repro.data import glue
 from official_repro.data import vocab
 from tests.data.tokenizer_texts import corpus_lines
+from tests.data.tokenizer_texts import differences
 from tests.data.tokenizer_texts import RULE_TEXT
 
 transformers = pytest.importorskip('transformers')
@@ -172,20 +173,11 @@ def setup(request, corpus, tmp_path_factory):
   )
 
 
-def _differences(texts, ours, reference, tokens):
-  """The texts whose ids differ, with both tokenizations as pieces."""
-  return [
-      (text[:60], [tokens[i] for i in a], [tokens[i] for i in b])
-      for text, a, b in zip(texts, ours, reference)
-      if a != b
-  ]
-
-
 def test_rule_text_is_tokenized_as_the_original_and_hugging_face(setup):
   lower_case, tokens, ours, original, hugging_face = setup
   ids = ours(RULE_TEXT)
-  assert _differences(RULE_TEXT, ids, original(RULE_TEXT), tokens) == []
-  assert _differences(RULE_TEXT, ids, hugging_face(RULE_TEXT), tokens) == []
+  assert differences(RULE_TEXT, ids, original(RULE_TEXT), tokens) == []
+  assert differences(RULE_TEXT, ids, hugging_face(RULE_TEXT), tokens) == []
   # The vocabulary makes the rules matter: the only [UNK] are the words of
   # over 100 characters (cased, the 60 decomposed é are 120).
   unk = tokens.index(vocab.UNK_TOKEN)
@@ -197,8 +189,8 @@ def test_real_text_is_tokenized_as_the_original_and_hugging_face(setup, corpus):
   _, tokens, ours, original, hugging_face = setup
   ids = ours(corpus)
   assert len(corpus) > 2500
-  assert _differences(corpus, ids, original(corpus), tokens) == []
-  assert _differences(corpus, ids, hugging_face(corpus), tokens) == []
+  assert differences(corpus, ids, original(corpus), tokens) == []
+  assert differences(corpus, ids, hugging_face(corpus), tokens) == []
   unk = tokens.index(vocab.UNK_TOKEN)
   pieces = [i for line in ids for i in line]
   assert pieces.count(unk) < 0.01 * len(pieces)

@@ -105,3 +105,12 @@ def train_sentencepiece(lines, vocab_size, **options):
       **options,
   )
   return model.getvalue()
+
+
+def differences(texts, ours, reference, tokens):
+  """The texts whose ids differ, with both tokenizations as pieces."""
+  return [
+      (text[:60], [tokens[i] for i in a], [tokens[i] for i in b])
+      for text, a, b in zip(texts, ours, reference)
+      if a != b
+  ]
