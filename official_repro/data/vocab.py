@@ -233,6 +233,8 @@ _UNCASED_SHARE = 0.001
 # Fewer word pieces with cased letters than this say nothing about casing.
 _MIN_PIECES_FOR_CASING = 50
 _SPECIAL_PIECE = re.compile(r'^\[[^\]]*\]$')
+# SentencePiece's own special pieces: <pad>, <unk>, <s>.
+_ANGLE_PIECE = re.compile(r'^<[^>]*>$')
 # How many distinct characters the WordPiece learner keeps by default.
 _LEARNER_MAX_UNIQUE_CHARS = (
     inspect.signature(learner.learn).parameters['max_unique_chars'].default
@@ -771,7 +773,7 @@ def _sentencepiece_words(pieces: Sequence[str]) -> List[str]:
   boundary = sentencepiece_tokenization.WORD_BOUNDARY
   words, joinable = [], False
   for piece in pieces:
-    if _SPECIAL_PIECE.match(piece) or re.match(r'^<[^>]*>$', piece):
+    if _SPECIAL_PIECE.match(piece) or _ANGLE_PIECE.match(piece):
       words.append(piece)
       joinable = False
     elif piece.startswith(boundary) or not joinable:
