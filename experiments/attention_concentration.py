@@ -6,23 +6,15 @@ r"""002 (ConvBERT rebuttal) Table 1: diagonal concentration of attention.
     --glue_dir=/data/glue [--task=mrpc --split=dev --max_seq_length=128 \
     --batch_size=32 --max_examples=N --window=4 --output_file=table1.json]
 
-The rebuttal reports the "average concentration" C = (attention mass within
-4 positions of the diagonal) / (mass beyond) on MRPC: BERT 0.941, ConvBERT
-0.608, counting ConvBERT's self-attention heads (its convolution heads have
-no attention map). `official_repro.metrics.attention_concentration` defines
-C, which tokens count and which maps are excluded.
-
-Each --init_checkpoint is an encoder exported by `official_repro.train` (the
-pretraining model_dir, its `encoder/` folder or one checkpoint in it), found
-and restored as fine-tuning does (`pretrained.resolve`, `pretrained.restore`);
-the architecture, vocabulary and casing come with it. The encoder is built
-with `return_attention_scores` (BERT: all N heads; ConvBERT: the
-max(1, N // head_ratio) self-attention heads; ALBERT: its shared block's) and
-runs in inference mode over the split's examples, tokenized like GLUE
-fine-tuning (`official_repro.data.glue`: `[CLS] a [SEP] b [SEP]`,
-longest-first truncation). It prints a markdown table with one row per
-checkpoint beside the paper's value for the same backbone, and writes it as
-JSON.
+The rebuttal reports the "average concentration" C (attention mass within 4
+positions of the diagonal over the mass beyond) on MRPC, counting ConvBERT's
+self-attention heads; `official_repro.metrics.attention_concentration`
+defines C and which tokens and maps count. Each --init_checkpoint is an
+encoder exported by `official_repro.train`, restored as fine-tuning does
+(`pretrained.resolve`, `pretrained.restore`), built with
+`return_attention_scores` and run in inference mode over the split's examples
+tokenized as GLUE fine-tuning. Prints a markdown table, one row per checkpoint
+beside the paper's value for its backbone, and writes it as JSON.
 """
 
 import dataclasses

@@ -1,49 +1,24 @@
 r"""Pretraining throughput of our task against Model Garden's stock task.
 
-For one gin configuration this measures, per variant:
-  * first-step time (tf.function trace, XLA compile if enabled, first batch);
-  * steady-state steps/s, examples/s and tokens/s over `--steps` steps;
-  * peak host memory (max RSS) and, on GPU, peak device memory;
-  * model FLOPs utilisation: 3 x forward FLOPs (TF profiler count of the
-    model's forward graph) per step, against a measured dense-matmul peak of
-    this machine.
-
-Variants:
-  ours   - `official_repro` task + trainer, reading the records in the masking
-           mode the gin config asks for (dynamic masking runs in tf.data).
-  stock  - Model Garden's own task for the objective, as its registry entry
-           declares it (`Objective.stock_task_config`: `MaskedLMTask` for
-           masked LM, `ElectraPretrainTask` for ELECTRA,
-           `official.projects.teams` `TeamsPretrainTask` for TEAMS), with its
-           `BertPretrainDataLoader` and base trainer, on the same model
-           config and statically masked records of the same text. Objectives
-           or configs without a Model Garden counterpart (ALE's tied ALBERT
-           embeddings, ConvBERT) are measured as `ours` only.
-
-Each variant runs in its own subprocess so memory and compilation caches do
-not leak between them. Records are built once under `--work_dir` from
-`--corpus` (default: the built-in Python-documentation corpus).
-
-Example (the small config of 001 at a CPU-sized batch):
   python -m experiments.benchmark_pretraining \
     --gin_file=gin/papers/001_ale/bert_small.gin \
     --gin_param=pretrain_data.train_batch_size=32 --steps=20
-
-Scaling curves (`--sweep`): the same measurement of every variant over two
-one-dimensional sweeps of the configuration, batch size at the configured
-sequence length (`--sweep_batch_sizes`) and sequence length at one batch
-size (`--sweep_seq_lengths` at `--sweep_batch_size`). Each point rebinds
-`pretrain_data.train_batch_size`, `pretrain_data.max_seq_length`, the
-masked positions per sequence (the mask rate of the longer sequence) and, if
-shorter, `encoder.max_position_embeddings`. It writes the points to
-`--output_json` and a plot of examples/s, tokens/s, training FLOPs per token
-and peak host memory to `--output_png`:
   python -m experiments.benchmark_pretraining --sweep \
     --gin_file=gin/papers/001_ale/electra_small.gin --steps=10 \
     --gin_param=electra.tie_embedding_block=False \
     --output_json=/tmp/sweep.json --output_png=/tmp/sweep.png
-(Model Garden's ElectraPretrainTask ties the word table only, 001's the whole
-embedding block; the tying changes no FLOP.)
+
+Per variant: first-step time, steady-state steps/s, examples/s and tokens/s
+over `--steps`, peak host (and GPU) memory, and model FLOPs utilisation (3 x
+the profiled forward FLOPs against a measured dense-matmul peak). `ours` is
+our task and trainer; `stock` Model Garden's own task for the objective
+(`Objective.stock_task_config`) with its loader and base trainer, on the same
+model config and statically masked records (configs without a counterpart
+are measured as `ours` only). Each variant runs in its own subprocess so
+memory and compilation caches do not leak. `--sweep` measures every variant
+over batch sizes (`--sweep_batch_sizes`) and sequence lengths
+(`--sweep_seq_lengths` at `--sweep_batch_size`), writing `--output_json` and
+a plot to `--output_png`.
 """
 
 import hashlib

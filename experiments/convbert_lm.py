@@ -4,54 +4,21 @@ r"""002 rebuttal Table 3: causal LM, transformer vs mixed attention.
     --train_file=wiki.train.tokens --valid_file=wiki.valid.tokens \
     --architectures=transformer,mixed --output_dir=/tmp/convbert_lm
 
-or, with a single file, `--valid_fraction=0.1` instead of `--valid_file`
-(the held-out tail starts at an article title; the output says where).
+or, with a single file, `--valid_fraction=0.1` instead of `--valid_file`.
 
-The rebuttal trains a transformer language model "of similar size as small
-BERT" and a mixed-attention one "of similar size as small ConvBERT" on
-WikiText-103 and reports only the two perplexities (no sizes, steps or
-learning rates). This driver trains each `--architectures` entry with the
-same data order, steps, optimizer and schedule (Model Garden's Adam, AdamW or
-LAMB, linear warmup then linear decay; `optimizer_config.optimization_config`),
-then scores the whole validation stream (and `--test_file`):
-perplexity = exp(total next-token NLL / number of target tokens), with
-non-overlapping windows of `--seq_length` (each window's first tokens see
-little context, so this is higher than sliding-window perplexity).
-
-The output bias of both models starts at the training data's log unigram
-probabilities (`--unigram_output_bias`); from zeros, a run of a few hundred
-steps stays at the unigram perplexity (486.6 and 486.2 for the two models
-after 300 steps on 90% of WikiText-2's validation file, where the unigram
-model scores 487 on the held-out 10%); see `causal_lm`.
-
-The default sizes are small BERT/ConvBERT shrunk to finish on a 2-core CPU
-in minutes (hidden 128 instead of 256, 4 layers instead of 12). At
-`--head_ratio=2` the mixed block has fewer parameters than the transformer
-block (about 3.5 H^2 vs 4 H^2 in attention); both counts are reported, and
-`--match_parameters` widens the mixed model (hidden size and feed-forward
-width, in steps of the head count) to the transformer's parameter count.
-
-Writes `<output_dir>/results.json` (the settings, data counts and each
-model's results, rewritten after each model) and `table.md` (the table
-printed at the end, beside 002's Table 3).
-
-Each model trains and is scored by the library's experiment runner, as a
-pretraining run is: the flags become gin bindings of the causal-LM task
-(`official_repro.tasks.causal_lm`: `causal_lm.*`, `causal_lm_data.*`,
-`causal_lm_experiment.*`, `optimization.*`) and `training.experiment.run`
-trains it with Model Garden's trainer under Orbit, then evaluates every
-stream once. Its run directory `<output_dir>/<architecture>/` holds what
-the runner writes: checkpoints (after the first loop, then every
-`--checkpoint_every` steps, and at the end), the TensorBoard summaries
-(training loss every `--log_every` steps, which `loss_history` and the
-throughput are read from), `params.yaml`, `config.gin` and
-`operative_config.gin`.
-
-A killed run resumes when started again with the same flags: finished models
-are read back from `results.json`; an interrupted one is resumed by the
-runner from its last checkpoint (weights, optimizer state, step, dropout
-streams; the data order is replayed to the restored step). `settings.json`
-records the flags; an `--output_dir` written with other settings is refused.
+The rebuttal reports only the two perplexities, so this trains each
+`--architectures` entry with the same data order, steps, optimizer and schedule
+and scores the whole validation stream (and `--test_file`) with
+non-overlapping windows of `--seq_length`. The output bias starts at the
+training data's log unigram probabilities (`--unigram_output_bias`): from
+zeros a short run stays at the unigram perplexity (see `causal_lm`). The
+default sizes are small BERT/ConvBERT shrunk to finish on a 2-core CPU;
+`--match_parameters` widens the mixed model to the transformer's parameter
+count. Each model is a run of the library's experiment runner on the causal-LM
+task (`official_repro.tasks.causal_lm`), its directory
+`<output_dir>/<architecture>/`. Writes `<output_dir>/results.json` (rewritten
+after each model) and `table.md`. A killed run resumes with the same flags
+(`settings.json` records them; other settings are refused).
 """
 
 import contextlib

@@ -4,67 +4,20 @@ r"""002 (ConvBERT rebuttal) Table 2: FLOPs and CPU speed of one base block.
       [--batch_size=1] [--iterations=20] [--warmup=3] [--xla] [--threads=0] \
       [--output_markdown=report.md] [--output_json=report.json]
 
-The rebuttal times "our mixed-attention block and self-attention baseline
-from base-sized model" on an Intel i7-6900K CPU: self-attention 26.5G FLOPs
-and 17.66 ms/sample, mixed attention 19.3G and 12.94 ms/sample. It states
-neither the sequence length nor the batch size, so this script measures
-several lengths (batch 1 by default) and also prints the sequence length at
-which our FLOPs formula reaches each of the paper's figures.
-
-The two blocks, base size by default (hidden 768, 12 heads, FFN 3072), same
-exact-GELU activation, truncated-normal(0.02) kernels, no dropout:
-  * self-attention: Model Garden's `TransformerEncoderBlock` (BERT's block);
-  * mixed attention: our `ConvBertBlock` (head_ratio 2, k 9, 1 FFN group).
-Both get the same random input `[B, T, hidden]` and an all-ones `[B, T, T]`
-attention mask, and run in inference mode.
-
-For every block and sequence length it reports, per sample:
-  * FLOPs from `official_repro.metrics.flops.block_flops` (ELECTRA's
-    conventions, forward only);
-  * the formula's matrix-product FLOPs beside XLA's count of the dot and
-    convolution instructions of the compiled block (`xla_matmul_flops`), an
-    independent check that the formula describes the code;
-  * latency: the median over `--iterations` timed calls after `--warmup`
-    untimed ones, in ms per sample; within each iteration the two blocks run
-    back to back, in alternating order, so background load hits both alike;
-  * parameters.
-Then the ratios mixed / self beside the paper's (0.728 FLOPs, 0.733 time).
-
-The report, the base blocks at T = 128, 256 and 512, batch 1, 20 iterations,
-with TensorFlow's kernels and with XLA:
-`experiments/reports/convbert_speed_cpu.md` and
-`experiments/reports/convbert_speed_cpu_xla.md` (commands in their headers).
-
-What it shows, and what was decided from it:
-  * The FLOPs formula describes the code: XLA's matmul count equals the
-    formula's matmul terms plus the banded k-tap contraction
-    (`compiled_matmul_flops`).
-  * Mixed attention's time ratio falls with T faster than its FLOPs ratio.
-    At short T it stays above the FLOPs ratio: the convolution branch is a
-    dozen small ops (depthwise and pointwise convolution, product, kernel
-    generator, softmax, the banded contraction's pads, reshapes, transpose
-    and einsum) beside matmuls of the same size as self-attention's. At
-    long T it falls below it, because self-attention's softmax over T x T
-    scores is memory-bound and costs more time per FLOP than the matmuls,
-    and mixed attention has half as many such heads.
-  * The banded k-tap contraction (see
-    `experiments/investigations/span_conv_speed.py`, which times the sum
-    alone) was chosen for training, whose backward pass it speeds up more
-    than this forward-only timing shows.
-  * The project's CPU runs do not use XLA: with `--xla` mixed attention is
-    slower than with TensorFlow's kernels at every length, and its time
-    ratio to self-attention is higher, because XLA's CPU backend runs the
-    depthwise convolution (a convolution with `feature_group_count` =
-    channels) several times slower than TensorFlow's kernel.
-  * The FLOPs ratio differs from the paper's: with our formula no single
-    sequence length gives both of the paper's FLOPs figures (the report
-    gives the length at which each is reached), and at both of those
-    lengths, as at every length measured, our ratio is above the paper's.
-    The ratio falls as T grows (the T x T terms, of which mixed attention
-    has half, take a larger share) and meets the paper's only at lengths
-    where both blocks cost far more than the paper's figures: no sequence
-    length reconciles our count with the rebuttal's, which does not say
-    how it counted.
+The rebuttal times its mixed-attention block and the self-attention baseline
+at base size on a CPU without stating the sequence length or batch size, so
+this measures several lengths (batch 1 by default) and prints the length at
+which our FLOPs formula reaches each of the paper's figures. The blocks: Model
+Garden's `TransformerEncoderBlock` and our `ConvBertBlock` (head_ratio 2, k 9,
+1 FFN group), same exact GELU and initializer, no dropout, the same random
+input and all-ones mask, in inference mode. Reported per sample: FLOPs
+(`official_repro.metrics.flops.block_flops`), the formula's matmul FLOPs
+beside XLA's count of the compiled block's dots and convolutions (a check that
+the formula describes the code), the median latency over `--iterations` after
+`--warmup` (the two blocks back to back in alternating order, so background
+load hits both alike) and parameters; then the mixed / self ratios beside the
+paper's. The project's CPU runs do not use XLA. Reports and findings:
+`experiments/reports/convbert_speed_cpu.md` and `convbert_speed_cpu_xla.md`.
 """
 
 import dataclasses

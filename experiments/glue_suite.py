@@ -5,19 +5,14 @@ Usage:
     --init_checkpoint=/tmp/electra_small --glue_dir=/data/glue \
     --model_dir=/tmp/glue_electra_small --published_row=ELECTRA_small
 
-For every GLUE task whose folder exists under --glue_dir (or those named by
---tasks), it runs `official_repro.finetune` with
-`gin/finetune/<paper>/<task>.gin` (seeds, selection and aggregation from that
-paper's `run_protocol`), then prints one row with the aggregated score per
-task and the GLUE average over the tasks run, the spread over seeds, and the
-paper's published row beside it. --gin_file files (after the task file) and
---gin_param bindings apply to every task
-(e.g. `run_protocol.num_runs = 3` for a quicker run). A killed suite resumes:
-finished runs are read back, an interrupted one continues from its
-checkpoint. Results: <model_dir>/glue_results.json and glue_table.md.
-
-`--paper=electra` is google-research/electra's own recipe for its released
-models (`gin/finetune/electra/`), beside their README's dev scores:
+For every GLUE task under --glue_dir (or those of --tasks) it runs
+`official_repro.finetune` with `gin/finetune/<paper>/<task>.gin` (seeds,
+selection and aggregation from the paper's `run_protocol`), then prints one
+row of aggregated scores, the GLUE average and the seed spread beside the
+paper's --published_row. --gin_file and --gin_param apply to every task. A
+killed suite resumes. Results: <model_dir>/glue_results.json and
+glue_table.md. `--paper=electra` is google-research/electra's recipe for its
+released models, beside their README's dev scores:
   python -m experiments.glue_suite --paper=electra \
     --init_checkpoint=/data/electra-small-discriminator --glue_dir=/data/glue \
     --model_dir=/tmp/glue_released_small --published_row=ELECTRA-Small

@@ -8,59 +8,23 @@ r"""SCRIPT's one-pass pseudo-log-likelihood on synthetic N-best lists.
     --sentences=/data/corpus/wikitext-2.valid.tokens.txt \
     --work_dir=/tmp/script_nbest
 
-Three stages, each skipped when its output is already in `--work_dir` (the
-first two also when `--init_checkpoint` names a finished SCRIPT pretraining
-run, e.g. the `learning` target's, whose records and model are used):
-
-1. Records (`<work_dir>/records`): the corpus directory's books as whole
-   documents with the Project Gutenberg boilerplate stripped, the given
-   WordPiece vocabulary (lower-cased), 128-token sequences, dynamic masking
-   (`experiments.corpus_records.books_records`, as the README's
-   "Your own corpus" command).
-2. Pretraining (`<work_dir>/model`): `python -m official_repro.train` on
-   `gin/pretrain/script.gin` (alpha = 50) with a small encoder and schedule
-   (`--hidden_size`, `--num_layers`, `--batch_size`, `--learning_rate`,
-   `--warmup_steps`, `--train_steps`, `--critic_loss_weight`: alpha,
-   004's 50 by default), masking 15% with BERT's 80/10/10 split, AdamW,
-   and the critic started at its base rate
-   (`--initial_positive_probability`, `script.initial_positive_probability`:
-   a run this short does not get past the zero bias's start at p(t+) =
-   1 - 1/V; see `official_repro/modeling/pretrainers/script.py`; 0 keeps
-   the zero bias); the run's
-   final held-out evaluation (masked-LM accuracy, critic AUC) is reported.
-3. N-best lists. Sentences: the WikiText-2 lines are split at " . " into
-   sentences; a sentence is kept when it has `--min_words` to `--max_words`
-   words and no `<unk>`, `@` (WikiText's escaped hyphens and numbers) or
-   heading marker `=`; `--num_sentences` of them are drawn with
-   `random.Random(--seed)`. Distractors: each sentence gets
-   `--num_distractors` distinct hypotheses, the k-th made by the edit
-   `EDITS[k % 3]` at a random position (the same seeded generator):
-     * `substitute`: one word replaced by a different word drawn from the
-       words of all candidate sentences (their unigram distribution);
-     * `delete`: one word removed;
-     * `swap`: two adjacent different words exchanged.
-   An edit that repeats the sentence or an earlier hypothesis is redrawn
-   (at most 100 times).
-   Every hypothesis is scored with the one-pass PLL (004 Eq. 7,
-   `official_repro.score.PllScorer`, method 'script'); the true sentence
-   ranks first when its score is strictly the highest of its list. Printed:
-   that rate against chance 1 / (1 + num_distractors), and, per edit, how
-   often the true sentence outscores a hypothesis made by that edit; once
-   for the PLL itself (`nbest`) and once for the PLL per word
-   (`nbest_per_word`). A PLL is a sum of negative terms, one per token, so
-   a deletion gains about one term's worth by being shorter; the rescorer
-   offsets this with its length bonus, and the per-word score is the
-   length-neutral view of the same numbers.
-4. The T-pass masked-LM PLL (Salazar et al., `PllScorer` method 'mlm') of
-   every hypothesis: its ranking summary, and the Spearman correlation of
-   the two PLLs over the true sentences and over all hypotheses.
-5. Rescoring: the lists become two sets of mlm-scoring JSON (`dev.json`,
-   `test.json` in `--work_dir`, half the lists each), each hypothesis with a
-   first-pass score drawn from a standard normal (seeded), so that the
-   first-pass output is a random list member; then
-   `python -m official_repro.rescore --init_checkpoint=<the model>` tunes
-   the PLL's weight and length bonus on dev and reports the WER of the
-   first pass, of the rescored output and of the oracle per set.
+Stages, each skipped when its output is already in `--work_dir` (the first two
+also when `--init_checkpoint` names a finished SCRIPT pretraining run):
+1. Records: the books with Gutenberg boilerplate stripped, the given vocabulary,
+   128-token sequences, dynamic masking (`corpus_records.books_records`).
+2. Pretraining: `official_repro.train` on `gin/pretrain/script.gin` with a small
+   encoder and schedule (the size and schedule flags), the critic started at
+   its base rate (`--initial_positive_probability`; a run this short does not
+   leave the zero bias's start); its final held-out evaluation is reported.
+3. N-best lists: WikiText-2 sentences with `--min_words` to `--max_words` words
+   and no `<unk>`, `@` or `=`, `--num_sentences` drawn with `--seed`; each gets
+   `--num_distractors` distinct hypotheses made by `EDITS[k % 3]`. Each is
+   scored by the one-pass PLL (004 Eq. 7, `PllScorer` 'script'), per list and
+   per word (a deletion gains a term's worth by being shorter).
+4. The T-pass masked-LM PLL ('mlm') of every hypothesis, with the Spearman
+   correlation of the two PLLs.
+5. Rescoring: dev/test mlm-scoring JSON with a random first pass, tuned and
+   scored by `official_repro.rescore`.
 """
 
 import collections

@@ -5,28 +5,17 @@ r"""Where a discriminator leaves the call-everything-original phase.
     --output_dir=experiments/reports [--mixed_precision=bfloat16] \
     [--stop_at_step=6000] [--report_only]
 
-Early in ELECTRA-style pretraining the replaced-token detector calls almost
-every token original (recall near 0). This continues one cpu-scale run
-(`RUNS`: an objective's paper gin files, then the scale's includes, as
-`experiments.regenerate --scale=cpu` trains it) on a long schedule,
-evaluating the held-out books every `--eval_every` steps, until held-out
-recall exceeds `--recall_target` and AUC reaches `--auc_target`, or the
-schedule (or `--stop_at_step`) ends; rerun the same command to resume it.
-Each checkpoint is probed (`discriminator_probe_lib`, `--probe_steps`).
-
-Writes `<output_dir>/discriminator_horizon_<run>.md`, `.json` and `.png`
-(`<run>_float32` for a float32 run, the flag's default): the held-out
-curve, the step where the targets were met, the probes, and the reference
-code's public points (`PUBLIC_POINTS`: other sizes and batches, so they
-locate the phase, not a value to match). The records are the cpu scale's
-(`create_pretraining_data --vocab_size=4096 --max_seq_length=64
---eval_fraction=0.1` makes the same).
-
-The training job is a `subprocess.Popen` of its own, not
-`experiments.commands.run_module`, which runs a job to its end: this reads
-the job's evaluations while it runs and signals it mid-run, and an interrupt
-waits for the checkpoint at the end of its loop (longer than
-`commands.stop`'s grace).
+Early in ELECTRA-style pretraining the detector calls almost every token
+original. This continues one cpu-scale run (`RUNS`) on a long schedule,
+evaluating the held-out books every `--eval_every` steps until recall exceeds
+`--recall_target` and AUC reaches `--auc_target`, or the schedule (or
+`--stop_at_step`) ends; rerun to resume. Each checkpoint is probed
+(`discriminator_probe_lib`). Writes `<output_dir>/discriminator_horizon_<run>`
+`.md`, `.json` and `.png` (`<run>_float32` for float32), with the reference
+code's public points (`PUBLIC_POINTS`) to locate the phase. The training job
+is its own `subprocess.Popen`, not `commands.run_module`: this reads its
+evaluations while it runs, and an interrupt waits for the checkpoint at the
+end of its loop (longer than `commands.stop`'s grace).
 """
 
 import dataclasses

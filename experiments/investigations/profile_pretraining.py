@@ -8,24 +8,15 @@ r"""Per-op time breakdown of pretraining steps, ours beside Model Garden's.
     --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
     --steps=5 --output_dir=/tmp/profile_electra_small
 
-Builds each variant's trainer exactly as `experiments.benchmark_pretraining`
-does (same flags: `--gin_file`, `--gin_param`, `--variants`, `--steps`,
-`--warmup_steps`, `--work_dir`, `--corpus`, `--vocab_file`), each in its own
-subprocess, runs the first step and `--warmup_steps` untraced, then
-`--steps` steps under the TensorFlow profiler. The profiler's XSpace
-(`*.xplane.pb`) is read directly: every TensorFlow op execution on the host
-is an event named `<op name>:<op type>` with its duration. Summed per op
-type, per category (matmul, element-wise, reduction, layout, gather and
-scatter, softmax and cross-entropy, random, input pipeline, variable reads
-and writes, and the optimizer's update, by name scope) and per op, and
-divided by the steps, they give milliseconds per step. Ops run on two
-threads at once on two cores, so the op time per step can exceed the step's
-wall time; the shares are of op time. Only the host's TensorFlow
-ops are read: on a GPU they are kernel launches, not kernel times, so a
-trace with device planes is refused (use TensorBoard's profiler there).
-
-Writes `<output_dir>/<variant>.json` and `<output_dir>/profile.md`, the
-categories and the `--top` op types of both variants side by side.
+Builds each variant's trainer as `experiments.benchmark_pretraining` does
+(the same flags), each in its own subprocess, runs the first step and
+`--warmup_steps` untraced, then `--steps` under the TensorFlow profiler. The
+XSpace (`*.xplane.pb`) is read directly: each host op execution is an event
+`<op name>:<op type>` with its duration, summed per op type, per category and
+per op, per step. Ops run on two threads at once, so shares are of op time. A
+trace with device planes is refused (GPU host ops are kernel launches; use
+TensorBoard's profiler there). Writes `<output_dir>/<variant>.json` and
+`<output_dir>/profile.md` (the categories and `--top` op types side by side).
 """
 
 import collections

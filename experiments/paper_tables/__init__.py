@@ -1,14 +1,10 @@
 """The four papers' tables and figures, transcribed once, as data.
 
 One JSON file per paper (`<paper>_<name>.json` beside this module) holds
-every table of that paper: its caption, row and column names and cells as
-printed, the unit of each column (or row), and, for results, how the paper
-aggregates runs. Everything that compares against a paper number (the gin
-citation test, `experiments.regenerate`, the experiment commands) reads it
-through `load` / `load_all`; the code keeps no copy of a paper cell. The one
-other transcription is deliberate: `tests/test_gin_papers.py` keeps its own
-hand transcription of the hyperparameter tables it checks whole, so that a
-mistyped cell here and a wrong gin value cannot agree unnoticed.
+every table of that paper as printed; everything that compares against a
+paper number reads it through `load` / `load_all`, and the code keeps no copy
+of a paper cell (except `tests/test_gin_papers.py`'s deliberate second
+transcription, so a mistyped cell and a wrong gin value cannot agree).
 
 File layout (the keys each JSON object has; `?` marks optional ones):
 
@@ -51,12 +47,9 @@ File layout (the keys each JSON object has; `?` marks optional ones):
                   in its text; empty when it only draws them
     notes?        list of strings
 
-Cells are kept as printed and parsed on lookup (`parse_cell`): "2.3e17",
-"500K", "13.5M", "1/2" and "12h" (hours) are numbers, "88.0±0.5" a number
-with its "±" term, "Linear" a string. A column printed with slashes
-("Small/Small++") holds slash-separated cells ("256/1024"); looking up one
-of its parts ("Small++") returns the matching part, and a cell with a
-single value ("12") applies to every part.
+Cells are kept as printed and parsed on lookup (`parse_cell`); a cell of a
+slashed column ("Small/Small++") holds one part per name, and a single value
+applies to every part.
 """
 
 import dataclasses

@@ -23,19 +23,11 @@ absent, and a citation may run on from one comment line to the next:
   [code: official_repro/tasks/finetuning.py]    a file of this repository
   [ours: <reason>]                              our own choice
 
-For example, one binding cites five cells of a row and a section:
-
-  # [003 Table 5: Warmup Steps | Small, Small++, Base, Base++, Large]
-  # [003 App. B] "..."
-  optimization.warmup_steps = 10000
-
 `citations_in` expands a bracket of several columns into one cell citation
 per column; `resolve` turns a citation into what it names (or raises naming
 what is missing); `value_matches` decides whether a gin value equals a cited
-cell: numbers within a relative 1e-9, a "%" cell against a fraction, strings
-case-insensitively, and the printed words in `NAMED_VALUES` through the
-binding that spells them in gin. `experiments.paper_tables.gin_lint` keeps
-gin lines within a width and each citation written once.
+cell (numbers within a relative 1e-9, a "%" cell against a fraction, strings
+case-insensitively, `NAMED_VALUES` through their gin spelling).
 """
 
 import ast
