@@ -44,6 +44,7 @@ _PAPER_COLUMN = 'C (diagonal-concentration)'
 
 
 def _paper_table() -> paper_tables.Table:
+  """002 rebuttal Table 1."""
   return paper_tables.load('002').table('1')
 
 
@@ -64,13 +65,9 @@ class Settings:
   """Everything one run depends on; mirrors the flags of `define_flags`.
 
   Attributes:
-    init_checkpoints: the encoders to measure.
-    glue_dir: the GLUE root (holding MRPC/, ...).
     labels: a row name per checkpoint; empty: the checkpoint paths.
-    task: the GLUE task whose examples are fed.
-    split: its split ('dev'; MNLI: 'dev_matched' or 'dev_mismatched').
+    split: the task's split ('dev'; MNLI: 'dev_matched' or 'dev_mismatched').
     max_seq_length: tokens per example, padding included.
-    batch_size: examples per forward pass.
     max_examples: use only the first N examples; None: all.
     window: the largest |i - j| counted as near the diagonal.
     output_file: where to write the JSON; None: print only.
@@ -90,7 +87,7 @@ class Settings:
   def __post_init__(self):
     if not self.init_checkpoints:
       raise ValueError(
-          '--init_checkpoint is required (repeat it for several ' 'encoders).'
+          '--init_checkpoint is required (repeat it for several encoders).'
       )
     if self.labels and len(self.labels) != len(self.init_checkpoints):
       raise ValueError(
@@ -114,6 +111,7 @@ class _Model:
 
 
 def _backbone(config: encoders.EncoderConfig) -> str:
+  """The backbone's name, with its options that are True in parentheses."""
   variants = [
       name for name, value in config.options_dict().items() if value is True
   ]
@@ -162,14 +160,14 @@ def read_examples(
     glue.glue_file_path(settings.glue_dir, settings.task, settings.split)
   except ValueError as error:
     raise ValueError(
-        f'--task={settings.task} --split={settings.split}: ' f'{error}'
+        f'--task={settings.task} --split={settings.split}: {error}'
     ) from error
   examples, report = glue.read_examples(
       settings.glue_dir, settings.task, settings.split
   )
   if not examples:
     raise ValueError(
-        f'{report.path} holds no usable example ' f'({report.summary()}).'
+        f'{report.path} holds no usable example ({report.summary()}).'
     )
   return examples[: settings.max_examples], report
 
@@ -258,6 +256,7 @@ def run(settings: Settings) -> Dict[str, Any]:
 
 
 def _number(value: Optional[float]) -> str:
+  """A figure to 3 decimals, '-' for None."""
   return '-' if value is None else f'{value:.3f}'
 
 
@@ -295,11 +294,7 @@ def format_table(results: Dict[str, Any]) -> str:
 
 
 def define_flags():
-  """Defines the CLI's flags.
-
-  Defined on demand so that importing this module (e.g. from a test) defines
-  none.
-  """
+  """Defines the CLI's flags (on demand: importing this module defines none)."""
   defaults = Settings(init_checkpoints=('',), glue_dir='')
   flags.DEFINE_multi_string(
       'init_checkpoint',

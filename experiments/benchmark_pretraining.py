@@ -143,10 +143,9 @@ def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
 def records_text_key(
     corpus: str, vocab_file: Optional[str], vocab_size: int
 ) -> str:
-  """A short digest of the text and vocabulary the records are built from.
+  """8 hex digits naming the text and vocabulary the records are built from.
 
-  8 hex digits naming the text and vocabulary records are built from, so
-  that records reused from `--work_dir` are never those of another corpus or
+  Records reused from `--work_dir` are then never those of another corpus or
   vocabulary (the vocabulary's size sets the cost of the output softmax).
   """
   vocab = (
@@ -294,9 +293,8 @@ def stock_params(
 def build_trainer(variant: str) -> tuple:
   """Builds one variant's trainer from the gin flags' configuration.
 
-  One variant's trainer on the configuration of the gin flags, in the
-  precision of --mixed_precision (resolved for this machine), initialised
-  from `experiment.seed` when it is bound.
+  In the precision of --mixed_precision (resolved for this machine),
+  initialised from `experiment.seed` when it is bound.
 
   Returns:
     (trainer, its experiment settings, masked positions per sequence).
@@ -377,9 +375,8 @@ def _seq_length(train_data) -> int:
 def prepare_records(extra_bindings: Sequence[str] = ()) -> None:
   """Builds the records a configuration reads, in this process.
 
-  Builds the records a configuration reads in this process, so that the
-  measured child processes only read them (their peak memory is then the
-  training's, not the record building's).
+  The measured child processes then only read them (their peak memory is
+  the training's, not the record building's).
   """
   gin_utils.parse_config(FLAGS.gin_file, [*FLAGS.gin_param, *extra_bindings])
   seq_length, max_predictions = _record_shape()
@@ -404,8 +401,7 @@ def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
 def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
   """This process's configuration and step flags, for a child process.
 
-  This process's configuration and step flags, for a child process,
-  with `extra_bindings` after the gin parameters.
+  `extra_bindings` come after the gin parameters.
   """
   args = [
       f'--steps={FLAGS.steps}',
@@ -464,10 +460,10 @@ def sweep_points(
     seq_lengths: Sequence[int],
     length_batch_size: int,
 ) -> List[Dict]:
-  """The two sweeps: over batch sizes, then over sequence lengths.
+  """The two sweeps: batch sizes at `seq_length`, then sequence lengths.
 
-  The two sweeps: batch sizes at `seq_length`, then sequence lengths at
-  `length_batch_size`; each point `{axis, batch_size, seq_length}`.
+  The lengths at `length_batch_size`; each point `{axis, batch_size,
+  seq_length}`.
   """
   points = [
       dict(axis='batch_size', batch_size=batch, seq_length=seq_length)
@@ -488,8 +484,7 @@ def point_bindings(
 ) -> List[str]:
   """Gin bindings that turn the configuration into one sweep point.
 
-  Gin bindings that turn the configuration into one sweep point: its
-  batch and length, the masked positions of its length (the configured
+  Its batch and length, the masked positions of its length (the configured
   ones at the configured length) and enough position embeddings.
   """
   bindings = [
@@ -566,11 +561,10 @@ def run_sweep(
 
 
 def plot_sweep(sweep: Dict, path: str) -> None:
-  """Writes the sweep's four panels as a PNG.
+  """Writes the sweep's four panels as a PNG, one line per variant.
 
-  Writes the sweep's four panels as a PNG: examples/s against batch
-  size, tokens/s, training FLOPs per token and peak host memory against
-  sequence length, one line per variant.
+  Examples/s against batch size; tokens/s, training FLOPs per token and peak
+  host memory against sequence length.
   """
   import matplotlib  # pylint: disable=g-import-not-at-top
 
@@ -656,7 +650,7 @@ def main(argv):
   unknown = set(FLAGS.variants) - {'ours', 'stock'}
   if unknown:
     raise app.UsageError(
-        f'--variants: unknown {sorted(unknown)}; ' 'expected ours and/or stock.'
+        f'--variants: unknown {sorted(unknown)}; expected ours and/or stock.'
     )
   if FLAGS.sweep:
     if not FLAGS.output_json:

@@ -136,11 +136,7 @@ def build_block(sizes: BlockSizes, block: str) -> tf_keras.layers.Layer:
 
 
 def seq_length_for_flops(sizes: BlockSizes, block: str, target: float) -> int:
-  """The sequence length at which `block`'s formula FLOPs reach `target`.
-
-  The sequence length at which the formula's FLOPs of `block` reach
-  `target` (the smallest T with at least `target`).
-  """
+  """The smallest T at which `block`'s formula FLOPs reach `target`."""
   low, high = 1, 1
   while sizes.sequence_flops(block, high) < target:
     low, high = high, 2 * high
@@ -179,14 +175,9 @@ def measure(
 ) -> List[Dict[str, Any]]:
   """Measures both blocks at every sequence length.
 
-  Args:
-    sizes: the block sizes.
-    seq_lengths: sequence lengths T.
-    batch_size: sequences per call B.
-    iterations: timed calls per block and length (>= 1).
-    warmup: untimed calls per block and length before timing.
-    jit_compile: run the timed blocks with XLA.
-    seed: seed of the input and the weights.
+  `iterations` (>= 1) timed calls per block and length follow `warmup`
+  untimed ones; `jit_compile` runs the timed blocks with XLA; `seed` seeds the
+  input and the weights.
 
   Returns:
     One dict per (T, block): `seq_length`, `block`, `parameters`, `flops`,
@@ -195,8 +186,8 @@ def measure(
     (median) and `ms_per_sample_all` (every iteration).
 
   Raises:
-    ValueError: on a non-positive batch size, iteration count or length, or
-      a negative warmup.
+    ValueError: a non-positive batch size, iteration count or length, or a
+      negative warmup.
   """
   if batch_size < 1 or iterations < 1 or warmup < 0:
     raise ValueError(
@@ -217,42 +208,46 @@ def measure(
         [batch_size, seq_length, sizes.hidden_size], seed=seed
     )
     mask = tf.ones([batch_size, seq_length, seq_length])
+    seconds = _time_blocks(functions, inputs, mask, iterations, warmup)
     for name in BLOCKS:
-      for _ in range(warmup + 1):
-        functions[name](inputs, mask).numpy()
-    seconds = {name: [] for name in BLOCKS}
-    for iteration in range(iterations):
-      order = BLOCKS if iteration % 2 == 0 else BLOCKS[::-1]
-      for name in order:
-        seconds[name].append(_timed_call(functions[name], inputs, mask))
-    for name in BLOCKS:
-      shape = sizes.shape(name, seq_length)
-      xla_count = flops.xla_matmul_flops(_forward(blocks[name]), inputs, mask)
-      per_sample_ms = [1e3 * s / batch_size for s in seconds[name]]
-      rows.append(
-          dict(
-              seq_length=seq_length,
-              block=name,
-              parameters=flops.count_parameters(
-                  blocks[name].trainable_variables
-              ),
-              flops=seq_length * flops.block_flops(shape),
-              matmul_flops=seq_length * flops.matmul_flops(shape),
-              compiled_matmul_flops=flops.compiled_matmul_flops(shape),
-              xla_matmul_flops=xla_count / batch_size,
-              ms_per_sample=statistics.median(per_sample_ms),
-              ms_per_sample_all=per_sample_ms,
-          )
-      )
+      rows.append(_row(sizes, name, blocks[name], inputs, mask, seconds[name]))
   return rows
 
 
-def paper_matches(sizes: BlockSizes) -> Dict[str, Dict[str, float]]:
-  """Per block: the T where the formula reaches the paper's FLOPs figure.
+def _row(sizes: BlockSizes, name: str, block, inputs, mask, seconds):
+  """`measure`'s row of one block at the inputs' length."""
+  batch_size, seq_length = inputs.shape[0], inputs.shape[1]
+  shape = sizes.shape(name, seq_length)
+  xla_count = flops.xla_matmul_flops(_forward(block), inputs, mask)
+  per_sample_ms = [1e3 * s / batch_size for s in seconds]
+  return dict(
+      seq_length=seq_length,
+      block=name,
+      parameters=flops.count_parameters(block.trainable_variables),
+      flops=seq_length * flops.block_flops(shape),
+      matmul_flops=seq_length * flops.matmul_flops(shape),
+      compiled_matmul_flops=flops.compiled_matmul_flops(shape),
+      xla_matmul_flops=xla_count / batch_size,
+      ms_per_sample=statistics.median(per_sample_ms),
+      ms_per_sample_all=per_sample_ms,
+  )
 
-  Per block: the T where the formula reaches the paper's FLOPs figure,
-  and both blocks' formula FLOPs at that T.
-  """
+
+def _time_blocks(functions, inputs, mask, iterations: int, warmup: int):
+  """{block: seconds of each timed call}, the blocks in alternating order."""
+  for name in BLOCKS:
+    for _ in range(warmup + 1):
+      functions[name](inputs, mask).numpy()
+  seconds = {name: [] for name in BLOCKS}
+  for iteration in range(iterations):
+    order = BLOCKS if iteration % 2 == 0 else BLOCKS[::-1]
+    for name in order:
+      seconds[name].append(_timed_call(functions[name], inputs, mask))
+  return seconds
+
+
+def paper_matches(sizes: BlockSizes) -> Dict[str, Dict[str, float]]:
+  """Per block: the T reaching the paper's FLOPs, both blocks' FLOPs there."""
   paper = paper_figures()
   result = {}
   for name in BLOCKS:
@@ -387,6 +382,23 @@ def _cpu_name() -> str:
   return platform.processor() or 'unknown CPU'
 
 
+def _settings(flag_values, sizes: BlockSizes, load_before, load_after):
+  """What the report says the measurement ran under."""
+  return dict(
+      sizes=dataclasses.asdict(sizes),
+      batch_size=flag_values.batch_size,
+      iterations=flag_values.iterations,
+      warmup=flag_values.warmup,
+      xla=flag_values.xla,
+      threads=flag_values.threads,
+      cpu=_cpu_name(),
+      cpu_count=os.cpu_count(),
+      tensorflow=tf.__version__,
+      load_average_before=load_before,
+      load_average_after=load_after,
+  )
+
+
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
@@ -413,21 +425,10 @@ def main(argv):
       flag_values.xla,
       seed=flag_values.seed,
   )
-  load_after = provenance.load_average()
-  matches = paper_matches(sizes)
-  settings = dict(
-      sizes=dataclasses.asdict(sizes),
-      batch_size=flag_values.batch_size,
-      iterations=flag_values.iterations,
-      warmup=flag_values.warmup,
-      xla=flag_values.xla,
-      threads=flag_values.threads,
-      cpu=_cpu_name(),
-      cpu_count=os.cpu_count(),
-      tensorflow=tf.__version__,
-      load_average_before=load_before,
-      load_average_after=load_after,
+  settings = _settings(
+      flag_values, sizes, load_before, provenance.load_average()
   )
+  matches = paper_matches(sizes)
   header = provenance.provenance('experiments.convbert_speed')
   text = render_markdown(rows, matches, settings, header)
   if flag_values.output_json:
@@ -451,11 +452,7 @@ def main(argv):
 
 
 def define_flags():
-  """Defines the CLI's flags.
-
-  Defined on demand so that importing this module (e.g. from a test) defines
-  none.
-  """
+  """Defines the CLI's flags (on demand: importing this module defines none)."""
   flags.DEFINE_integer('hidden_size', 768, 'Hidden width (base: 768).')
   flags.DEFINE_integer('num_heads', 12, 'Configured attention heads N.')
   flags.DEFINE_integer('intermediate_size', 3072, 'Feed-forward width.')
@@ -468,7 +465,7 @@ def define_flags():
   flags.DEFINE_list(
       'seq_lengths',
       ['128', '256', '512'],
-      'Sequence lengths to measure (002 does not state ' 'its own).',
+      'Sequence lengths to measure (002 does not state its own).',
   )
   flags.DEFINE_integer('iterations', 20, 'Timed calls per block and length.')
   flags.DEFINE_integer('warmup', 3, 'Untimed calls before timing.')

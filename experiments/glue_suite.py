@@ -185,18 +185,8 @@ def format_table(rows: dict, tasks) -> str:
   return '\n'.join(markdown.table(['model', *tasks, 'Avg.'], table_rows))
 
 
-def main(argv):
-  """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
-  for name in ('init_checkpoint', 'glue_dir', 'model_dir'):
-    if not getattr(FLAGS, name):
-      raise app.UsageError(f'--{name} is required.')
-  strategy = distribute.strategy_from_flags()
-  encoder = pretrained.resolve(
-      FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file
-  )
-  if FLAGS.random_init:
-    encoder = dataclasses.replace(encoder, checkpoint_path=None)
+def _tasks():
+  """--tasks, or every GLUE task under --glue_dir."""
   unknown = sorted(set(FLAGS.tasks or ()) - set(glue_tasks()))
   if unknown:
     raise app.UsageError(
@@ -209,8 +199,11 @@ def main(argv):
         f'--glue_dir {FLAGS.glue_dir} holds no GLUE task '
         'folder (CoLA, SST-2, MRPC, ...).'
     )
-  results = {task: run_task(task, encoder, strategy) for task in tasks}
-  ours = {task: result['score'] for task, result in results.items()}
+  return tasks
+
+
+def _table_rows(ours: Dict[str, float]) -> Dict[str, Dict[str, float]]:
+  """Our row and, with --published_row, the paper's."""
   rows = {f'ours ({FLAGS.paper} protocol)': ours}
   published = published_rows(FLAGS.paper)
   if FLAGS.published_row:
@@ -222,6 +215,25 @@ def main(argv):
     rows[f'{FLAGS.paper} {FLAGS.published_row}'] = published[
         FLAGS.published_row
     ]
+  return rows
+
+
+def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
+  cli.refuse_positional(argv)
+  for name in ('init_checkpoint', 'glue_dir', 'model_dir'):
+    if not getattr(FLAGS, name):
+      raise app.UsageError(f'--{name} is required.')
+  strategy = distribute.strategy_from_flags()
+  encoder = pretrained.resolve(
+      FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file
+  )
+  if FLAGS.random_init:
+    encoder = dataclasses.replace(encoder, checkpoint_path=None)
+  tasks = _tasks()
+  results = {task: run_task(task, encoder, strategy) for task in tasks}
+  ours = {task: result['score'] for task, result in results.items()}
+  rows = _table_rows(ours)
   spread = '\n'.join(
       f"- {task}: {result['protocol']['aggregation']} of "
       f"{result['summary']['n']} = {result['score']:.4f}; mean "
@@ -231,15 +243,12 @@ def main(argv):
       for task, result in results.items()
   )
   source = (
-      f'random initialisation (the architecture of ' f'{FLAGS.init_checkpoint})'
+      f'random initialisation (the architecture of {FLAGS.init_checkpoint})'
       if FLAGS.random_init
       else f'checkpoint {encoder.checkpoint_path}'
   )
-  table = f'GLUE dev, {source}\n\n' f'{format_table(rows, tasks)}\n\n{spread}\n'
-  with tf.io.gfile.GFile(
-      os.path.join(FLAGS.model_dir, 'glue_table.md'), 'w'
-  ) as f:
-    f.write(table)
+  table = f'GLUE dev, {source}\n\n{format_table(rows, tasks)}\n\n{spread}\n'
+  json_files.write_text(os.path.join(FLAGS.model_dir, 'glue_table.md'), table)
   json_files.write_json(
       os.path.join(FLAGS.model_dir, 'glue_results.json'),
       dict(

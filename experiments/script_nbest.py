@@ -34,7 +34,7 @@ import math
 import os
 import random
 import re
-from typing import Dict, List, Sequence
+from typing import Any, Dict, List, Sequence
 
 from absl import app
 from absl import flags
@@ -216,11 +216,7 @@ def per_word(
 
 
 def _read_lines(path: str) -> List[str]:
-  r"""The lines of a UTF-8 text file (any `tf.io.gfile` path).
-
-  The lines of a UTF-8 text file (any `tf.io.gfile` path), split at
-  '\n', '\r\n' or '\r' as Python's text files split them.
-  """
+  """A UTF-8 text file's lines, split as Python's text files split them."""
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'--sentences file {path} does not exist.')
   with tf.io.gfile.GFile(path, 'rb') as f:
@@ -229,11 +225,9 @@ def _read_lines(path: str) -> List[str]:
 
 
 def _pretrain(records_dir: str, model_dir: str) -> Dict:
-  """Runs `official_repro.train` and returns its printed result.
+  """Runs `official_repro.train` (log: `<work_dir>/train.log`); its result.
 
-  Runs `official_repro.train` (log: `<work_dir>/train.log`, written when
-  the run ends) and returns its printed result (it resumes from, or only
-  evaluates, a finished run in `model_dir`).
+  It resumes from, or only evaluates, a finished run in `model_dir`.
   """
   params = [
       f"pretrain_data.input_path = '{records_dir}'",
@@ -313,12 +307,7 @@ def first_pass_lists(
 
 
 def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
-  """Rescores the N-best lists with `official_repro.rescore`.
-
-  Writes dev.json and test.json (half the lists each) and runs
-  `official_repro.rescore --init_checkpoint=model_dir` on them; returns its
-  JSON output.
-  """
+  """`official_repro.rescore`'s JSON on dev.json and test.json (half each)."""
   rng = np.random.default_rng(FLAGS.seed)
   half = len(nbest) // 2
   paths = {}
@@ -406,31 +395,48 @@ def format_report(result: Dict, command: str) -> str:
   return '\n'.join(lines) + '\n'
 
 
+def _model_dir(result: Dict[str, Any]) -> str:
+  """The SCRIPT run to score with: --init_checkpoint, or one trained here."""
+  if FLAGS.init_checkpoint:
+    return FLAGS.init_checkpoint
+  for name in ('corpus', 'vocab_file'):
+    if not getattr(FLAGS, name):
+      raise app.UsageError(f'--{name} is required without --init_checkpoint.')
+  records_dir = os.path.join(FLAGS.work_dir, 'records')
+  metadata = corpus_records.books_records(
+      FLAGS.corpus, FLAGS.vocab_file, records_dir
+  )
+  model_dir = os.path.join(FLAGS.work_dir, 'model')
+  run = _pretrain(records_dir, model_dir)
+  result.update(
+      records={
+          split: metadata['splits'][split]['num_examples']
+          for split in ('train', 'eval')
+      },
+      pretraining=dict(global_step=run['global_step'], eval=run.get('eval')),
+  )
+  return model_dir
+
+
+def _scored_lists(nbest, scores) -> List[List[Dict[str, Any]]]:
+  """Every hypothesis of every list with its edit and both PLLs."""
+  return [
+      [
+          dict(text=h.text, edit=h.edit, script=s, mlm=m)
+          for h, s, m in zip(hs, ss, ms)
+      ]
+      for hs, ss, ms in zip(
+          nbest, scores['script'].tolist(), scores['mlm'].tolist()
+      )
+  ]
+
+
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   tf.io.gfile.makedirs(FLAGS.work_dir)
   result = {}
-  if FLAGS.init_checkpoint:
-    model_dir = FLAGS.init_checkpoint
-  else:
-    for name in ('corpus', 'vocab_file'):
-      if not getattr(FLAGS, name):
-        raise app.UsageError(
-            f'--{name} is required without ' '--init_checkpoint.'
-        )
-    metadata = corpus_records.books_records(
-        FLAGS.corpus, FLAGS.vocab_file, os.path.join(FLAGS.work_dir, 'records')
-    )
-    model_dir = os.path.join(FLAGS.work_dir, 'model')
-    run = _pretrain(os.path.join(FLAGS.work_dir, 'records'), model_dir)
-    result.update(
-        records={
-            split: metadata['splits'][split]['num_examples']
-            for split in ('train', 'eval')
-        },
-        pretraining=dict(global_step=run['global_step'], eval=run.get('eval')),
-    )
+  model_dir = _model_dir(result)
   candidates = wikitext_sentences(
       _read_lines(FLAGS.sentences), FLAGS.min_words, FLAGS.max_words
   )
@@ -443,13 +449,12 @@ def main(argv):
   for method in ('script', 'mlm'):
     scorer = score.PllScorer.from_checkpoint(model_dir, method)
     scores[method] = np.reshape(scorer(texts), [len(nbest), -1])
+  script_scores = scores['script'].tolist()
   result.update(
       model_dir=model_dir,
       checkpoint=tf.train.latest_checkpoint(model_dir),
-      nbest=ranking_summary(nbest, scores['script'].tolist()),
-      nbest_per_word=ranking_summary(
-          nbest, per_word(nbest, scores['script'].tolist())
-      ),
+      nbest=ranking_summary(nbest, script_scores),
+      nbest_per_word=ranking_summary(nbest, per_word(nbest, script_scores)),
       nbest_mlm=ranking_summary(nbest, scores['mlm'].tolist()),
       spearman_true_sentences=spearman(
           scores['script'][:, 0], scores['mlm'][:, 0]
@@ -461,14 +466,8 @@ def main(argv):
   )
   if FLAGS.rescore:
     result['rescore'] = _rescore(nbest, model_dir)
-  print(
-      json.dumps(
-          {key: value for key, value in result.items() if key != 'rescore'},
-          indent=2,
-          sort_keys=True,
-          default=float,
-      )
-  )
+  printed = {key: value for key, value in result.items() if key != 'rescore'}
+  print(json.dumps(printed, indent=2, sort_keys=True, default=float))
   if FLAGS.rescore:
     print(result['rescore']['printed'])
   if FLAGS.output_markdown:
@@ -476,19 +475,7 @@ def main(argv):
     json_files.write_text(FLAGS.output_markdown, format_report(result, command))
   if FLAGS.output_json:
     json_files.write_json(
-        FLAGS.output_json,
-        dict(
-            result,
-            lists=[
-                [
-                    dict(text=h.text, edit=h.edit, script=s, mlm=m)
-                    for h, s, m in zip(hs, ss, ms)
-                ]
-                for hs, ss, ms in zip(
-                    nbest, scores['script'].tolist(), scores['mlm'].tolist()
-                )
-            ],
-        ),
+        FLAGS.output_json, dict(result, lists=_scored_lists(nbest, scores))
     )
 
 
@@ -503,12 +490,12 @@ def define_flags():
   flags.DEFINE_string(
       'corpus',
       None,
-      'Corpus directory (Gutenberg books); ' 'without --init_checkpoint.',
+      'Corpus directory (Gutenberg books); without --init_checkpoint.',
   )
   flags.DEFINE_string(
       'vocab_file',
       None,
-      'WordPiece vocabulary (uncased); ' 'without --init_checkpoint.',
+      'WordPiece vocabulary (uncased); without --init_checkpoint.',
   )
   flags.DEFINE_string('sentences', None, 'WikiText token file.')
   flags.DEFINE_string(

@@ -400,6 +400,23 @@ def train_until_targets(
       return signal.SIGKILL if at_checkpoint else signal.SIGTERM
     return None
 
+  _run_job(command, model_dir, curve, poll_seconds, probe_steps, stop_signal)
+  return held_out.read_curve(model_dir)
+
+
+def _run_job(
+    command: Sequence[str],
+    model_dir: str,
+    curve: Dict[int, Dict[str, float]],
+    poll_seconds: float,
+    probe_steps: int,
+    stop_signal: Callable[[Dict[int, Dict[str, float]]], Optional[int]],
+) -> None:
+  """Runs the training job, logged to `horizon.log`, until `stop_signal`.
+
+  Raises:
+    RuntimeError: the job failed other than by the signal it was sent.
+  """
   tf.io.gfile.makedirs(model_dir)
   log_path = os.path.join(model_dir, 'horizon.log')
   print('  $ ' + ' '.join(command), flush=True)
@@ -426,7 +443,6 @@ def train_until_targets(
     raise RuntimeError(
         f'training failed (exit {process.returncode}); see {log_path}.'
     )
-  return held_out.read_curve(model_dir)
 
 
 def _watch(
@@ -494,6 +510,40 @@ def report_stem(horizon: HorizonRun, mixed_precision: Optional[str]) -> str:
   return f'discriminator_horizon_{horizon.name}{suffix}'
 
 
+def _report_lines(
+    horizon: HorizonRun,
+    curve: Dict[int, Dict[str, float]],
+    max_steps: int,
+    mixed_precision: Optional[str],
+    verdict: str,
+    png: str,
+    probes: Optional[Dict[int, Dict[str, Any]]],
+) -> List[str]:
+  """The markdown report's lines, its `verdict` sentence among them."""
+  return [
+      f'# Where the discriminator leaves the all-original phase: '
+      f'{horizon.name}',
+      '',
+      f'{horizon.description}, at the cpu scale (`gin/regenerate/cpu.gin`: '
+      'hidden 128, 2 layers, length 64, batch 128), on a schedule of '
+      f'{max_steps:,} steps (warmup a tenth), computed in '
+      f'{_PRECISION.get(mixed_precision, "a precision not recorded")}, '
+      'evaluated on held-out books at every checkpoint.',
+      '',
+      provenance.provenance('experiments.investigations.discriminator_horizon'),
+      '',
+      '## Verdict',
+      '',
+      verdict,
+      '',
+      *_curve_and_public_lines(curve),
+      '',
+      f'![curve]({os.path.basename(png)})',
+      '',
+      *(probe_lines(probes) if probes else []),
+  ]
+
+
 def write_report(
     horizon: HorizonRun,
     curve: Dict[int, Dict[str, float]],
@@ -515,34 +565,16 @@ def write_report(
   stem = os.path.join(output_dir, report_stem(horizon, mixed_precision))
   png = stem + '.png'
   plot_curve(horizon, curve, png)
-  lines = [
-      f'# Where the discriminator leaves the all-original phase: '
-      f'{horizon.name}',
-      '',
-      f'{horizon.description}, at the cpu scale (`gin/regenerate/cpu.gin`: '
-      'hidden 128, 2 layers, length 64, batch 128), on a schedule of '
-      f'{max_steps:,} steps (warmup a tenth), computed in '
-      f'{_PRECISION.get(mixed_precision, "a precision not recorded")}, '
-      'evaluated on held-out books at every checkpoint.',
-      '',
-      provenance.provenance('experiments.investigations.discriminator_horizon'),
-      '',
-      '## Verdict',
-      '',
-      (
-          f'Held-out recall > {recall_target} and AUC >= {auc_target} first '
-          f'at step {met:,}.'
-          if met is not None
-          else f'Not met by step {max(curve) if curve else 0:,}: recall > '
-          f'{recall_target} and AUC >= {auc_target}.'
-      ),
-      '',
-      *_curve_and_public_lines(curve),
-      '',
-      f'![curve]({os.path.basename(png)})',
-      '',
-      *(probe_lines(probes) if probes else []),
-  ]
+  verdict = (
+      f'Held-out recall > {recall_target} and AUC >= {auc_target} first '
+      f'at step {met:,}.'
+      if met is not None
+      else f'Not met by step {max(curve) if curve else 0:,}: recall > '
+      f'{recall_target} and AUC >= {auc_target}.'
+  )
+  lines = _report_lines(
+      horizon, curve, max_steps, mixed_precision, verdict, png, probes
+  )
   json_files.write_json(
       stem + '.json',
       dict(

@@ -301,16 +301,11 @@ def _detect(
     detect: Callable[..., Tuple[tf.Tensor, tf.Tensor, tf.Tensor]],
     draws: _Replacements,
 ) -> Tuple[Dict[str, DetectedTokens], int]:
-  """Every source's replacements of each batch, through the detector.
+  """({source: its tokens over every batch}, batches) through the detector.
 
-  Args:
-    dataset: the held-out batches.
-    sample: batch -> the generator's draws and their probabilities.
-    detect: (batch, replacements) -> corrupted ids, labels, logits.
-    draws: the context-free sources' draws.
-
-  Returns:
-    ({source: its tokens over every batch}, the number of batches).
+  `sample(batch)` gives the generator's draws and their probabilities,
+  `detect(batch, replacements)` corrupted ids, labels and logits, `draws`
+  the context-free sources' draws.
   """
   parts = {source: [] for source in SOURCES}
   batches = sequences = 0
@@ -350,12 +345,10 @@ def probe(
 ) -> Dict[str, Any]:
   """Probes a run's detector on held-out batches under each source.
 
-  Args:
-    model_dir: an ELECTRA-family or SCRIPT pretraining run.
-    record_dir: its records (default: those its `config.gin` trained on).
-    steps: held-out batches (-1: the whole eval split).
-    checkpoint: a `ckpt-<step>` prefix (default: the latest).
-    seed: seeds the generator's draws and the context-free ones.
+  `model_dir` is an ELECTRA-family or SCRIPT run, `record_dir` its records
+  (default: its `config.gin`'s), `steps` held-out batches (-1: the whole eval
+  split), `checkpoint` a `ckpt-<step>` prefix (default: the latest); `seed`
+  seeds the generator's draws and the context-free ones.
 
   Returns:
     `checkpoint`, `step`, `steps` (as given), `batches`, `sources`

@@ -51,7 +51,7 @@ _CATEGORY_PATTERNS = (
     ),
     (
         'softmax and cross-entropy',
-        r'^(Softmax|LogSoftmax|' r'.*SoftmaxCrossEntropyWithLogits)$',
+        r'^(Softmax|LogSoftmax|.*SoftmaxCrossEntropyWithLogits)$',
     ),
     (
         'gather and scatter',
@@ -75,7 +75,7 @@ _CATEGORY_PATTERNS = (
     ),
     (
         'input pipeline',
-        r'^(IteratorGetNext.*|.*Dataset.*|' r'MultiDeviceIterator.*)$',
+        r'^(IteratorGetNext.*|.*Dataset.*|MultiDeviceIterator.*)$',
     ),
     (
         'variables',
@@ -113,22 +113,17 @@ def type_category(op_type: str) -> str:
 
 
 def category(op_name: str, op_type: str) -> str:
-  """The category of one op.
-
-  The category of one op: 'optimizer' under an optimizer's name scope,
-  else its type's.
-  """
+  """'optimizer' under an optimizer's name scope, else the op type's."""
   if _OPTIMIZER_SCOPES.search(op_name):
     return 'optimizer'
   return type_category(op_type)
 
 
 def op_events(space: xplane_pb2.XSpace) -> Iterable[Tuple[str, str, int]]:
-  """The TensorFlow op executions on the host.
+  """(op name, op type, duration in ps) of each host TensorFlow op execution.
 
-  (op name, op type, duration in ps) of every TensorFlow op execution on
-  the host: events named `<name>:<type>` (executor and Python events, whose
-  names have no such form or contain '::', are skipped).
+  Those are the events named `<name>:<type>` (executor and Python events,
+  whose names have no such form or contain '::', are skipped).
   """
   for plane in space.planes:
     if plane.name.startswith('/device:') and plane.lines:
@@ -165,9 +160,7 @@ def training_pass(op_name: str) -> str:
 def summarize(events: Iterable[Tuple[str, str, int]], steps: int) -> Dict:
   """Milliseconds per step per op type, category and op name.
 
-  Args:
-    events: `op_events` output.
-    steps: the traced steps the events cover.
+  `steps` are the traced steps the `op_events` cover.
 
   Returns:
     `op_ms_per_step`, and `by_pass` (`training_pass`), `by_category`,
@@ -256,6 +249,7 @@ def profile_variant(variant: str, logdir: str) -> Dict:
 
 
 def _run_isolated(variant: str, output_dir: str) -> Dict:
+  """`profile_variant`'s summary of `variant`, profiled in a subprocess."""
   path = os.path.join(output_dir, f'{variant}.json')
   commands.run_module(
       'experiments.investigations.profile_pretraining',
@@ -270,11 +264,7 @@ def _run_isolated(variant: str, output_dir: str) -> Dict:
 
 
 def format_report(summaries: Sequence[Dict], top: int) -> str:
-  """Markdown comparing the profiles side by side.
-
-  Markdown: step time, passes, categories and the top op types, side by
-  side.
-  """
+  """Markdown: step time, passes, categories and top op types side by side."""
   names = [s['variant'] for s in summaries]
   shares = [f'{n} ms/step (share)' for n in names]
 
@@ -356,10 +346,9 @@ def main(argv):
       f'{FLAGS.warmup_steps} warm-up steps.\n\n'
       + format_report(summaries, FLAGS.top)
   )
-  with tf.io.gfile.GFile(
-      os.path.join(FLAGS.output_dir, 'profile.md'), 'w'
-  ) as f:
-    f.write(report + '\n')
+  json_files.write_text(
+      os.path.join(FLAGS.output_dir, 'profile.md'), report + '\n'
+  )
   print(report)
 
 

@@ -219,6 +219,11 @@ def measure_run(
   wall = time.time() - started
   if process.returncode != 0:
     raise RuntimeError(f'{" ".join(command)} failed:\n{stderr[-3000:]}')
+  return _run_stats(engine, workers, output_dir, wall, stderr, sampler)
+
+
+def _run_stats(engine, workers, output_dir, wall, stderr, sampler):
+  """`measure_run`'s result, from `time -v`'s report and the metadata."""
   largest_kb = int(
       re.search(r'Maximum resident set size \(kbytes\): (\d+)', stderr).group(1)
   )

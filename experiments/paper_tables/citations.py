@@ -182,9 +182,8 @@ def parse_citation(text: str) -> Citation:
 def parse_bracket(text: str) -> List[Citation]:
   """The citations between one pair of brackets.
 
-  The citations between one pair of brackets: one, or for a cell citation
-  naming several columns of a row ('003 Table 5: Warmup Steps | Small,
-  Base') one cell citation per column, in order.
+  One, or for a cell citation naming several columns of a row ('003 Table
+  5: Warmup Steps | Small, Base') one cell citation per column, in order.
 
   Raises:
     ValueError: when `text` is no citation, or a column of its list is
@@ -214,9 +213,9 @@ def brackets_in(comment: str) -> List[str]:
 def citations_in(comment: str) -> List[Citation]:
   """The citations of a comment, in order.
 
-  The citations of a comment, in order, a bracket of several columns
-  expanded into one cell citation per column (brackets holding no
-  citation raise: a comment's brackets are citations only).
+  A bracket of several columns is expanded into one cell citation per column;
+  brackets holding no citation raise (a comment's brackets are citations
+  only).
   """
   return [
       citation
@@ -329,12 +328,11 @@ def _split_comment(line: str) -> Tuple[str, str]:
 
 
 def gin_bindings(path: str) -> List[Binding]:
-  """The bindings of a gin file, each with its comment.
+  """The bindings of a gin file (includes and imports skipped), with comments.
 
-  The bindings of a gin file (includes and imports skipped), each with
-  its comment: the `#` lines directly above it, then the comment ending its
-  line. A blank line, an include or an import ends a block of `#` lines
-  that no binding follows (a header, not a binding's comment).
+  A binding's comment is the `#` lines directly above it, then the comment
+  ending its line. A blank line, an include or an import ends a block of `#`
+  lines that no binding follows (a header, not a binding's comment).
   """
   with tf.io.gfile.GFile(path) as f:
     lines = f.read().splitlines()
