@@ -60,12 +60,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags() -> None:
-  """Defines this script's flags.
-
-  experiments.investigations.profile_pretraining uses them too. Called only
-  when a script runs: importing the module for its functions defines no
-  flags.
-  """
+  """Defines this script's flags (profile_pretraining's too), on demand."""
   flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
   flags.DEFINE_list('variants', ['ours', 'stock'], 'Variants to measure.')
@@ -176,15 +171,10 @@ def _record_dirs(seq_length: int, max_predictions: int) -> dict:
     if not tf.io.gfile.exists(
         os.path.join(output_dir, records.METADATA_FILENAME)
     ):
-      vocab = (
-          dict(vocab_file=FLAGS.vocab_file)
-          if FLAGS.vocab_file
-          else (
-              dict(vocab_file=_shared_vocab(dirs))
-              if dirs
-              else dict(vocab_size=FLAGS.vocab_size)
-          )
-      )
+      if FLAGS.vocab_file or dirs:
+        vocab = dict(vocab_file=FLAGS.vocab_file or _shared_vocab(dirs))
+      else:
+        vocab = dict(vocab_size=FLAGS.vocab_size)
       create_pretraining_data.prepare_pretraining_data(
           [corpus],
           output_dir,
@@ -198,6 +188,7 @@ def _record_dirs(seq_length: int, max_predictions: int) -> dict:
 
 
 def _shared_vocab(dirs: dict) -> str:
+  """The vocabulary learned for the first record set built."""
   first = next(iter(dirs.values()))
   return os.path.join(first, records.VOCAB_FILENAME)
 
@@ -216,6 +207,7 @@ def _record_shape() -> Tuple[int, int]:
 
 
 def _configure() -> tuple:
+  """Parses the gin flags onto the records; (params, settings, dirs, P)."""
   gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
   seq_length, max_predictions = _record_shape()
   dirs = _record_dirs(seq_length, max_predictions)
@@ -232,6 +224,7 @@ def _configure() -> tuple:
 
 
 def _query_or(name, default):
+  """The gin parameter `name`'s value, or `default` when it is not bound."""
   try:
     return gin.query_parameter(name)
   except ValueError:
@@ -247,13 +240,10 @@ def stock_params(
 ) -> cfg.ExperimentConfig:
   """Model Garden's own task on the same model, reading static records.
 
-  Args:
-    params: our experiment (its model, trainer and runtime are kept).
-    static_dir: statically masked records.
-    max_predictions: their masked positions per sequence.
-    seed: of Model Garden's input pipeline (None: unseeded).
-    shuffle_buffer_size: its example shuffle buffer (None: Model Garden's
-      default).
+  `params`' model, trainer and runtime are kept; `max_predictions` are the
+  `static_dir` records' masked positions per sequence; `seed` seeds Model
+  Garden's input pipeline and `shuffle_buffer_size` sets its example shuffle
+  buffer (None: unseeded, Model Garden's default).
 
   Returns:
     The experiment with Model Garden's task (`stock_task_config` of the
@@ -344,8 +334,7 @@ def measure_variant(variant: str) -> dict:
   result = dict(
       variant=variant,
       jit_compile=bool(settings.jit_compile and variant == 'ours'),
-      mixed_precision=trainer.config.runtime.mixed_precision_dtype
-      or ('float32'),
+      mixed_precision=trainer.config.runtime.mixed_precision_dtype or 'float32',
       first_step_loss=first_loss,
       batch_size=batch_size,
       seq_length=seq_length,
@@ -385,11 +374,7 @@ def prepare_records(extra_bindings: Sequence[str] = ()) -> None:
 
 
 def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
-  """Measures `variant` in a subprocess.
-
-  Measures `variant` in a subprocess, the configuration's gin plus
-  `extra_bindings`.
-  """
+  """`variant` measured in a subprocess (configuration + `extra_bindings`)."""
   stdout = commands.run_module(
       'experiments.benchmark_pretraining',
       [f'--run_variant={variant}', *configuration_args(extra_bindings)],
@@ -419,24 +404,23 @@ def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
   return args
 
 
+def _mfu_percent(result: Dict, peak: float) -> float:
+  """A measured result's model FLOPs utilisation of the matmul `peak`."""
+  return (
+      100.0 * result['train_flops_per_step'] * result['steps_per_second'] / peak
+  )
+
+
 def _print_table(results: list, peak: float) -> None:
+  """Prints the matmul peak and the results' table (adds `mfu_percent`)."""
   print(f'matmul peak: {peak / 1e9:.1f} GFLOP/s')
   header = (
-      'variant',
-      'xla',
-      'precision',
-      'first step s',
-      'first loss',
-      'steps/s',
-      'examples/s',
-      'tokens/s',
-      'MFU %',
-      'peak RSS MB',
-  )
+      'variant | xla | precision | first step s | first loss | steps/s | '
+      'examples/s | tokens/s | MFU % | peak RSS MB'
+  ).split(' | ')
   rows = []
   for r in results:
-    mfu = 100.0 * r['train_flops_per_step'] * r['steps_per_second'] / peak
-    r['mfu_percent'] = mfu
+    mfu = r['mfu_percent'] = _mfu_percent(r, peak)
     rows.append(
         [r['variant'], r['jit_compile'], r['mixed_precision']]
         + [f'{r["first_step_seconds"]:.1f}', f'{r["first_step_loss"]:.5f}']
@@ -512,16 +496,10 @@ def run_sweep(
 ) -> Dict:
   """Measures every variant at every sweep point.
 
-  Args:
-    gin_files: the configuration's gin files.
-    gin_params: its extra bindings.
-    variants: 'ours' and/or 'stock'.
-    batch_sizes: the batch sweep, at the configured sequence length.
-    seq_lengths: the length sweep, at `length_batch_size`.
-    length_batch_size: batch size of the length sweep.
-    measure: `measure(variant, extra_bindings) -> result` (default: the
-      variant in its own subprocess, `_run_isolated`, after this process
-      has built the point's records).
+  `batch_sizes` sweep at the configured sequence length, `seq_lengths` at
+  `length_batch_size`. `measure(variant, extra_bindings) -> result` defaults
+  to the variant in its own subprocess (`_run_isolated`), after this process
+  has built the point's records.
 
   Returns:
     {matmul_peak_flops, points: [point + {variant: result}], variants,
@@ -610,6 +588,7 @@ def plot_sweep(sweep: Dict, path: str) -> None:
 
 
 def _sweep_value(result: Dict, key: str) -> float:
+  """A result's `key`, or its training FLOPs per token."""
   if key == 'flops_per_token':
     return result['train_flops_per_step'] / (
         result['batch_size'] * result['seq_length']
@@ -618,6 +597,7 @@ def _sweep_value(result: Dict, key: str) -> float:
 
 
 def _print_sweep(sweep: Dict) -> None:
+  """Prints every sweep point's measurements, one line per variant."""
   print(
       'axis | batch | length | variant | examples/s | tokens/s | '
       'train FLOPs/token | MFU % | peak RSS MB'
@@ -625,12 +605,7 @@ def _print_sweep(sweep: Dict) -> None:
   for point in sweep['points']:
     for variant in sweep['variants']:
       r = point[variant]
-      mfu = (
-          100.0
-          * r['train_flops_per_step']
-          * r['steps_per_second']
-          / sweep['matmul_peak_flops']
-      )
+      mfu = _mfu_percent(r, sweep['matmul_peak_flops'])
       print(
           f'{point["axis"]} | {point["batch_size"]} | '
           f'{point["seq_length"]} | {variant} | '

@@ -49,11 +49,7 @@ BLOCKS = (SELF_ATTENTION, MIXED_ATTENTION)
 
 
 def paper_figures() -> Dict[str, Tuple[float, float]]:
-  """002 Table 2's (FLOPs, ms/sample) per block.
-
-  002 Table 2 (read from `experiments.paper_tables`): (FLOPs,
-  ms/sample) per block; the table's rows are named as `BLOCKS`.
-  """
+  """002 Table 2's (FLOPs, ms/sample) per block (its rows named as `BLOCKS`)."""
   table = paper_tables.load('002').table('2')
   return {
       name: (
@@ -337,15 +333,8 @@ def render_markdown(
 ) -> str:
   """The report: provenance, load, settings, the table and the matches.
 
-  Args:
-    rows: `measure`'s rows.
-    matches: `paper_matches`'s result.
-    settings: the run's settings (`main`'s, with the CPU and the load
-      averages before and after the measurement).
-    header: the provenance line (`provenance.provenance`).
-
-  Returns:
-    The markdown text.
+  `rows` are `measure`'s, `matches` `paper_matches`', `settings` `main`'s
+  (with the CPU and the load averages), `header` the provenance line.
   """
   threads = settings['threads'] or 'TensorFlow default'
   lines = [

@@ -71,13 +71,9 @@ def wikitext_sentences(
 ) -> List[str]:
   """The usable sentences of WikiText lines (see the module docstring).
 
-  Args:
-    lines: WikiText token-file lines.
-    min_words: fewest words of a kept sentence (its final '.' included).
-    max_words: most words of a kept sentence.
-
   Returns:
-    The kept sentences, in file order, each ending with ' .'.
+    The sentences of `min_words` to `max_words` words (the final '.'
+    included), in file order, each ending with ' .'.
   """
   sentences = []
   for line in lines:
@@ -126,12 +122,9 @@ def build_nbest(
 ) -> List[List[Hypothesis]]:
   """One list per sentence: the true sentence first, then its distractors.
 
-  Args:
-    sentences: the true sentences (at least 3 words, two of them different).
-    num_distractors: hypotheses per list besides the true one.
-    rng: the random generator (positions, substituted words).
-    vocabulary: words a substitution draws from (with repetitions: their
-      frequency is the draw's distribution); at least two different words.
+  Each sentence has at least 3 words, two of them different; `rng` draws the
+  positions and substituted words, these from `vocabulary` (with repetitions:
+  their frequency is the draw's distribution).
 
   Returns:
     Lists of `1 + num_distractors` distinct hypotheses.
@@ -172,9 +165,7 @@ def ranking_summary(
 ) -> Dict[str, float]:
   """How often the true hypothesis (first of each list) wins.
 
-  Args:
-    nbest: lists from `build_nbest`.
-    scores: one score per hypothesis, same nesting.
+  `scores` hold one score per hypothesis of `build_nbest`'s lists.
 
   Returns:
     `top1` (true strictly above every distractor), `chance` (1 / list
@@ -335,11 +326,7 @@ def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
 
 
 def format_report(result: Dict, command: str) -> str:
-  """The run's results as markdown.
-
-  The run's results as markdown: ranking, agreement with the T-pass PLL,
-  rescoring.
-  """
+  """Markdown of the ranking, agreement with the T-pass PLL and rescoring."""
   lines = [
       '## SCRIPT scoring from a trained run',
       '',

@@ -483,6 +483,7 @@ def _checkpoint_step(prefix: str) -> int:
 
 
 def _curve_line(step: int, metrics: Dict[str, float]) -> str:
+  """One evaluation as printed while the job runs."""
   values = ', '.join(
       f'{label} {metrics[name]:.3f}'
       for name, label in CURVE_METRICS
@@ -500,11 +501,10 @@ _PRECISION = {
 def report_stem(horizon: HorizonRun, mixed_precision: Optional[str]) -> str:
   """The report's file name without extension.
 
-  The long runs here computed in bfloat16, faster on the machine of
-  `experiments/reports/mixed_precision_cpu.md` (on a CPU with AVX2 only it
-  is 10x slower: `experiments/reports/mixed_precision_cpu_scale.md`); a
-  float32 run of the same objective gets its own files (`_float32`), so
-  both precisions can sit in one report directory.
+  The long runs here computed in bfloat16 (see
+  `experiments/reports/mixed_precision_cpu.md`); a float32 run of the same
+  objective gets its own files (`_float32`), so both precisions can sit in
+  one report directory.
   """
   suffix = '_float32' if mixed_precision == 'float32' else ''
   return f'discriminator_horizon_{horizon.name}{suffix}'

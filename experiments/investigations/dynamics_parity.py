@@ -442,13 +442,8 @@ def held_out_ceiling(runs_dir: str, count: int) -> Dict[str, float]:
       batches,
       predictor,
   )
-  keys = (
-      'context_free',
-      'mask_token_context_free',
-      'slots',
-      'mask_token_slots',
-  )
-  return {name: report[name] for name in keys}
+  keys = ('context_free', 'mask_token_context_free', 'slots')
+  return {name: report[name] for name in (*keys, 'mask_token_slots')}
 
 
 def held_out_metrics(
@@ -691,8 +686,7 @@ class RunState:
   def restore(self, schedule: Schedule) -> Dict[str, Any]:
     """Restores the last checkpoint, if any, and the progress up to it.
 
-    Args:
-      schedule: the run's; it must be the one the state was saved under.
+    `schedule` must be the one the state was saved under.
 
     Returns:
       `step` (0 for a new run), `seconds` of training so far, the `curve`
@@ -1024,12 +1018,8 @@ class PriorReport:
 def read_prior_report(path: str, schedule: Schedule) -> PriorReport:
   """Reads the runs an earlier report's JSON holds.
 
-  Args:
-    path: a `dynamics_parity_cpu.json` written by `write_report`.
-    schedule: this grid's; the report's must be the same.
-
-  Returns:
-    The report's runs and ceiling.
+  `path` is a `dynamics_parity_cpu.json` written by `write_report` on this
+  grid's `schedule`.
 
   Raises:
     cli.UserError: the file is missing, is not such a report, was trained

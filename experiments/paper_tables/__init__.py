@@ -105,11 +105,7 @@ class Cell:
 
 
 def parse_cell(printed: str) -> Tuple[Union[float, str, None], Optional[float]]:
-  """Parses a printed cell into (value, plus_minus).
-
-  Args:
-    printed: e.g. "0.838", "2.3e17", "500K", "13.5M", "1/2", "88.0±0.5",
-      "Linear", "-".
+  """Parses a printed cell ("2.3e17", "500K", "1/2", "88.0±0.5", "Linear", "-").
 
   Returns:
     (number or string or None, the "±" term or None).
@@ -291,11 +287,8 @@ class Paper:
       value, _ = parse_cell(statement['printed'])
       self.stated[statement['key']] = Statement(
           paper=self.paper,
-          key=statement['key'],
-          where=statement['where'],
-          printed=statement['printed'],
           value=value,
-          unit=statement['unit'],
+          **{k: statement[k] for k in ('key', 'where', 'printed', 'unit')},
           quote=statement['quote'],
       )
     self.figures: Dict[str, Figure] = {}
@@ -306,10 +299,7 @@ class Paper:
       }
       self.figures[figure['id']] = Figure(
           paper=self.paper,
-          id=figure['id'],
-          caption=figure['caption'],
-          x=figure['x'],
-          y=figure['y'],
+          **{k: figure[k] for k in ('id', 'caption', 'x', 'y')},
           series=series,
           notes=tuple(figure.get('notes', ())),
       )
@@ -327,6 +317,7 @@ class Paper:
 
 
 def _path_of(paper: str) -> str:
+  """The one `<paper>_<name>.json` beside this module."""
   matches = [
       name
       for name in sorted(tf.io.gfile.listdir(DATA_DIR))
