@@ -6,23 +6,15 @@ r"""002 (ConvBERT rebuttal) Table 1: diagonal concentration of attention.
     --glue_dir=/data/glue [--task=mrpc --split=dev --max_seq_length=128 \
     --batch_size=32 --max_examples=N --window=4 --output_file=table1.json]
 
-The rebuttal reports the "average concentration" C = (attention mass within
-4 positions of the diagonal) / (mass beyond) on MRPC: BERT 0.941, ConvBERT
-0.608, counting ConvBERT's self-attention heads (its convolution heads have
-no attention map). `official_repro.metrics.attention_concentration` defines
-C, which tokens count and which maps are excluded.
-
-Each --init_checkpoint is an encoder exported by `official_repro.train` (the
-pretraining model_dir, its `encoder/` folder or one checkpoint in it), found
-and restored as fine-tuning does (`pretrained.resolve`, `pretrained.restore`);
-the architecture, vocabulary and casing come with it. The encoder is built
-with `return_attention_scores` (BERT: all N heads; ConvBERT: the
-max(1, N // head_ratio) self-attention heads; ALBERT: its shared block's) and
-runs in inference mode over the split's examples, tokenized like GLUE
-fine-tuning (`official_repro.data.glue`: `[CLS] a [SEP] b [SEP]`,
-longest-first truncation). It prints a markdown table with one row per
-checkpoint beside the paper's value for the same backbone, and writes it as
-JSON.
+The rebuttal reports the "average concentration" C (attention mass within 4
+positions of the diagonal over the mass beyond) on MRPC, counting ConvBERT's
+self-attention heads; `official_repro.metrics.attention_concentration`
+defines C and which tokens and maps count. Each --init_checkpoint is an
+encoder exported by `official_repro.train`, restored as fine-tuning does
+(`pretrained.resolve`, `pretrained.restore`), built with
+`return_attention_scores` and run in inference mode over the split's examples
+tokenized as GLUE fine-tuning. Prints a markdown table, one row per checkpoint
+beside the paper's value for its backbone, and writes it as JSON.
 """
 
 import dataclasses
@@ -52,6 +44,7 @@ _PAPER_COLUMN = 'C (diagonal-concentration)'
 
 
 def _paper_table() -> paper_tables.Table:
+  """002 rebuttal Table 1."""
   return paper_tables.load('002').table('1')
 
 
@@ -72,13 +65,9 @@ class Settings:
   """Everything one run depends on; mirrors the flags of `define_flags`.
 
   Attributes:
-    init_checkpoints: the encoders to measure.
-    glue_dir: the GLUE root (holding MRPC/, ...).
     labels: a row name per checkpoint; empty: the checkpoint paths.
-    task: the GLUE task whose examples are fed.
-    split: its split ('dev'; MNLI: 'dev_matched' or 'dev_mismatched').
+    split: the task's split ('dev'; MNLI: 'dev_matched' or 'dev_mismatched').
     max_seq_length: tokens per example, padding included.
-    batch_size: examples per forward pass.
     max_examples: use only the first N examples; None: all.
     window: the largest |i - j| counted as near the diagonal.
     output_file: where to write the JSON; None: print only.
@@ -98,7 +87,7 @@ class Settings:
   def __post_init__(self):
     if not self.init_checkpoints:
       raise ValueError(
-          '--init_checkpoint is required (repeat it for several ' 'encoders).'
+          '--init_checkpoint is required (repeat it for several encoders).'
       )
     if self.labels and len(self.labels) != len(self.init_checkpoints):
       raise ValueError(
@@ -122,6 +111,7 @@ class _Model:
 
 
 def _backbone(config: encoders.EncoderConfig) -> str:
+  """The backbone's name, with its options that are True in parentheses."""
   variants = [
       name for name, value in config.options_dict().items() if value is True
   ]
@@ -170,14 +160,14 @@ def read_examples(
     glue.glue_file_path(settings.glue_dir, settings.task, settings.split)
   except ValueError as error:
     raise ValueError(
-        f'--task={settings.task} --split={settings.split}: ' f'{error}'
+        f'--task={settings.task} --split={settings.split}: {error}'
     ) from error
   examples, report = glue.read_examples(
       settings.glue_dir, settings.task, settings.split
   )
   if not examples:
     raise ValueError(
-        f'{report.path} holds no usable example ' f'({report.summary()}).'
+        f'{report.path} holds no usable example ({report.summary()}).'
     )
   return examples[: settings.max_examples], report
 
@@ -266,6 +256,7 @@ def run(settings: Settings) -> Dict[str, Any]:
 
 
 def _number(value: Optional[float]) -> str:
+  """A figure to 3 decimals, '-' for None."""
   return '-' if value is None else f'{value:.3f}'
 
 
@@ -303,11 +294,7 @@ def format_table(results: Dict[str, Any]) -> str:
 
 
 def define_flags():
-  """Defines the CLI's flags.
-
-  Defined on demand so that importing this module (e.g. from a test) defines
-  none.
-  """
+  """Defines the CLI's flags (on demand: importing this module defines none)."""
   defaults = Settings(init_checkpoints=('',), glue_dir='')
   flags.DEFINE_multi_string(
       'init_checkpoint',

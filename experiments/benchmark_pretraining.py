@@ -1,49 +1,24 @@
 r"""Pretraining throughput of our task against Model Garden's stock task.
 
-For one gin configuration this measures, per variant:
-  * first-step time (tf.function trace, XLA compile if enabled, first batch);
-  * steady-state steps/s, examples/s and tokens/s over `--steps` steps;
-  * peak host memory (max RSS) and, on GPU, peak device memory;
-  * model FLOPs utilisation: 3 x forward FLOPs (TF profiler count of the
-    model's forward graph) per step, against a measured dense-matmul peak of
-    this machine.
-
-Variants:
-  ours   - `official_repro` task + trainer, reading the records in the masking
-           mode the gin config asks for (dynamic masking runs in tf.data).
-  stock  - Model Garden's own task for the objective, as its registry entry
-           declares it (`Objective.stock_task_config`: `MaskedLMTask` for
-           masked LM, `ElectraPretrainTask` for ELECTRA,
-           `official.projects.teams` `TeamsPretrainTask` for TEAMS), with its
-           `BertPretrainDataLoader` and base trainer, on the same model
-           config and statically masked records of the same text. Objectives
-           or configs without a Model Garden counterpart (ALE's tied ALBERT
-           embeddings, ConvBERT) are measured as `ours` only.
-
-Each variant runs in its own subprocess so memory and compilation caches do
-not leak between them. Records are built once under `--work_dir` from
-`--corpus` (default: the built-in Python-documentation corpus).
-
-Example (the small config of 001 at a CPU-sized batch):
   python -m experiments.benchmark_pretraining \
     --gin_file=gin/papers/001_ale/bert_small.gin \
     --gin_param=pretrain_data.train_batch_size=32 --steps=20
-
-Scaling curves (`--sweep`): the same measurement of every variant over two
-one-dimensional sweeps of the configuration, batch size at the configured
-sequence length (`--sweep_batch_sizes`) and sequence length at one batch
-size (`--sweep_seq_lengths` at `--sweep_batch_size`). Each point rebinds
-`pretrain_data.train_batch_size`, `pretrain_data.max_seq_length`, the
-masked positions per sequence (the mask rate of the longer sequence) and, if
-shorter, `encoder.max_position_embeddings`. It writes the points to
-`--output_json` and a plot of examples/s, tokens/s, training FLOPs per token
-and peak host memory to `--output_png`:
   python -m experiments.benchmark_pretraining --sweep \
     --gin_file=gin/papers/001_ale/electra_small.gin --steps=10 \
     --gin_param=electra.tie_embedding_block=False \
     --output_json=/tmp/sweep.json --output_png=/tmp/sweep.png
-(Model Garden's ElectraPretrainTask ties the word table only, 001's the whole
-embedding block; the tying changes no FLOP.)
+
+Per variant: first-step time, steady-state steps/s, examples/s and tokens/s
+over `--steps`, peak host (and GPU) memory, and model FLOPs utilisation (3 x
+the profiled forward FLOPs against a measured dense-matmul peak). `ours` is
+our task and trainer; `stock` Model Garden's own task for the objective
+(`Objective.stock_task_config`) with its loader and base trainer, on the same
+model config and statically masked records (configs without a counterpart
+are measured as `ours` only). Each variant runs in its own subprocess so
+memory and compilation caches do not leak. `--sweep` measures every variant
+over batch sizes (`--sweep_batch_sizes`) and sequence lengths
+(`--sweep_seq_lengths` at `--sweep_batch_size`), writing `--output_json` and
+a plot to `--output_png`.
 """
 
 import hashlib
@@ -85,12 +60,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags() -> None:
-  """Defines this script's flags.
-
-  experiments.investigations.profile_pretraining uses them too. Called only
-  when a script runs: importing the module for its functions defines no
-  flags.
-  """
+  """Defines this script's flags (profile_pretraining's too), on demand."""
   flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
   flags.DEFINE_list('variants', ['ours', 'stock'], 'Variants to measure.')
@@ -168,10 +138,9 @@ def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
 def records_text_key(
     corpus: str, vocab_file: Optional[str], vocab_size: int
 ) -> str:
-  """A short digest of the text and vocabulary the records are built from.
+  """8 hex digits naming the text and vocabulary the records are built from.
 
-  8 hex digits naming the text and vocabulary records are built from, so
-  that records reused from `--work_dir` are never those of another corpus or
+  Records reused from `--work_dir` are then never those of another corpus or
   vocabulary (the vocabulary's size sets the cost of the output softmax).
   """
   vocab = (
@@ -202,15 +171,10 @@ def _record_dirs(seq_length: int, max_predictions: int) -> dict:
     if not tf.io.gfile.exists(
         os.path.join(output_dir, records.METADATA_FILENAME)
     ):
-      vocab = (
-          dict(vocab_file=FLAGS.vocab_file)
-          if FLAGS.vocab_file
-          else (
-              dict(vocab_file=_shared_vocab(dirs))
-              if dirs
-              else dict(vocab_size=FLAGS.vocab_size)
-          )
-      )
+      if FLAGS.vocab_file or dirs:
+        vocab = dict(vocab_file=FLAGS.vocab_file or _shared_vocab(dirs))
+      else:
+        vocab = dict(vocab_size=FLAGS.vocab_size)
       create_pretraining_data.prepare_pretraining_data(
           [corpus],
           output_dir,
@@ -224,6 +188,7 @@ def _record_dirs(seq_length: int, max_predictions: int) -> dict:
 
 
 def _shared_vocab(dirs: dict) -> str:
+  """The vocabulary learned for the first record set built."""
   first = next(iter(dirs.values()))
   return os.path.join(first, records.VOCAB_FILENAME)
 
@@ -242,6 +207,7 @@ def _record_shape() -> Tuple[int, int]:
 
 
 def _configure() -> tuple:
+  """Parses the gin flags onto the records; (params, settings, dirs, P)."""
   gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
   seq_length, max_predictions = _record_shape()
   dirs = _record_dirs(seq_length, max_predictions)
@@ -258,6 +224,7 @@ def _configure() -> tuple:
 
 
 def _query_or(name, default):
+  """The gin parameter `name`'s value, or `default` when it is not bound."""
   try:
     return gin.query_parameter(name)
   except ValueError:
@@ -273,13 +240,10 @@ def stock_params(
 ) -> cfg.ExperimentConfig:
   """Model Garden's own task on the same model, reading static records.
 
-  Args:
-    params: our experiment (its model, trainer and runtime are kept).
-    static_dir: statically masked records.
-    max_predictions: their masked positions per sequence.
-    seed: of Model Garden's input pipeline (None: unseeded).
-    shuffle_buffer_size: its example shuffle buffer (None: Model Garden's
-      default).
+  `params`' model, trainer and runtime are kept; `max_predictions` are the
+  `static_dir` records' masked positions per sequence; `seed` seeds Model
+  Garden's input pipeline and `shuffle_buffer_size` sets its example shuffle
+  buffer (None: unseeded, Model Garden's default).
 
   Returns:
     The experiment with Model Garden's task (`stock_task_config` of the
@@ -319,9 +283,8 @@ def stock_params(
 def build_trainer(variant: str) -> tuple:
   """Builds one variant's trainer from the gin flags' configuration.
 
-  One variant's trainer on the configuration of the gin flags, in the
-  precision of --mixed_precision (resolved for this machine), initialised
-  from `experiment.seed` when it is bound.
+  In the precision of --mixed_precision (resolved for this machine),
+  initialised from `experiment.seed` when it is bound.
 
   Returns:
     (trainer, its experiment settings, masked positions per sequence).
@@ -371,8 +334,7 @@ def measure_variant(variant: str) -> dict:
   result = dict(
       variant=variant,
       jit_compile=bool(settings.jit_compile and variant == 'ours'),
-      mixed_precision=trainer.config.runtime.mixed_precision_dtype
-      or ('float32'),
+      mixed_precision=trainer.config.runtime.mixed_precision_dtype or 'float32',
       first_step_loss=first_loss,
       batch_size=batch_size,
       seq_length=seq_length,
@@ -402,9 +364,8 @@ def _seq_length(train_data) -> int:
 def prepare_records(extra_bindings: Sequence[str] = ()) -> None:
   """Builds the records a configuration reads, in this process.
 
-  Builds the records a configuration reads in this process, so that the
-  measured child processes only read them (their peak memory is then the
-  training's, not the record building's).
+  The measured child processes then only read them (their peak memory is
+  the training's, not the record building's).
   """
   gin_utils.parse_config(FLAGS.gin_file, [*FLAGS.gin_param, *extra_bindings])
   seq_length, max_predictions = _record_shape()
@@ -413,11 +374,7 @@ def prepare_records(extra_bindings: Sequence[str] = ()) -> None:
 
 
 def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
-  """Measures `variant` in a subprocess.
-
-  Measures `variant` in a subprocess, the configuration's gin plus
-  `extra_bindings`.
-  """
+  """`variant` measured in a subprocess (configuration + `extra_bindings`)."""
   stdout = commands.run_module(
       'experiments.benchmark_pretraining',
       [f'--run_variant={variant}', *configuration_args(extra_bindings)],
@@ -429,8 +386,7 @@ def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
 def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
   """This process's configuration and step flags, for a child process.
 
-  This process's configuration and step flags, for a child process,
-  with `extra_bindings` after the gin parameters.
+  `extra_bindings` come after the gin parameters.
   """
   args = [
       f'--steps={FLAGS.steps}',
@@ -448,24 +404,23 @@ def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
   return args
 
 
+def _mfu_percent(result: Dict, peak: float) -> float:
+  """A measured result's model FLOPs utilisation of the matmul `peak`."""
+  return (
+      100.0 * result['train_flops_per_step'] * result['steps_per_second'] / peak
+  )
+
+
 def _print_table(results: list, peak: float) -> None:
+  """Prints the matmul peak and the results' table (adds `mfu_percent`)."""
   print(f'matmul peak: {peak / 1e9:.1f} GFLOP/s')
   header = (
-      'variant',
-      'xla',
-      'precision',
-      'first step s',
-      'first loss',
-      'steps/s',
-      'examples/s',
-      'tokens/s',
-      'MFU %',
-      'peak RSS MB',
-  )
+      'variant | xla | precision | first step s | first loss | steps/s | '
+      'examples/s | tokens/s | MFU % | peak RSS MB'
+  ).split(' | ')
   rows = []
   for r in results:
-    mfu = 100.0 * r['train_flops_per_step'] * r['steps_per_second'] / peak
-    r['mfu_percent'] = mfu
+    mfu = r['mfu_percent'] = _mfu_percent(r, peak)
     rows.append(
         [r['variant'], r['jit_compile'], r['mixed_precision']]
         + [f'{r["first_step_seconds"]:.1f}', f'{r["first_step_loss"]:.5f}']
@@ -489,10 +444,10 @@ def sweep_points(
     seq_lengths: Sequence[int],
     length_batch_size: int,
 ) -> List[Dict]:
-  """The two sweeps: over batch sizes, then over sequence lengths.
+  """The two sweeps: batch sizes at `seq_length`, then sequence lengths.
 
-  The two sweeps: batch sizes at `seq_length`, then sequence lengths at
-  `length_batch_size`; each point `{axis, batch_size, seq_length}`.
+  The lengths at `length_batch_size`; each point `{axis, batch_size,
+  seq_length}`.
   """
   points = [
       dict(axis='batch_size', batch_size=batch, seq_length=seq_length)
@@ -513,8 +468,7 @@ def point_bindings(
 ) -> List[str]:
   """Gin bindings that turn the configuration into one sweep point.
 
-  Gin bindings that turn the configuration into one sweep point: its
-  batch and length, the masked positions of its length (the configured
+  Its batch and length, the masked positions of its length (the configured
   ones at the configured length) and enough position embeddings.
   """
   bindings = [
@@ -542,16 +496,10 @@ def run_sweep(
 ) -> Dict:
   """Measures every variant at every sweep point.
 
-  Args:
-    gin_files: the configuration's gin files.
-    gin_params: its extra bindings.
-    variants: 'ours' and/or 'stock'.
-    batch_sizes: the batch sweep, at the configured sequence length.
-    seq_lengths: the length sweep, at `length_batch_size`.
-    length_batch_size: batch size of the length sweep.
-    measure: `measure(variant, extra_bindings) -> result` (default: the
-      variant in its own subprocess, `_run_isolated`, after this process
-      has built the point's records).
+  `batch_sizes` sweep at the configured sequence length, `seq_lengths` at
+  `length_batch_size`. `measure(variant, extra_bindings) -> result` defaults
+  to the variant in its own subprocess (`_run_isolated`), after this process
+  has built the point's records.
 
   Returns:
     {matmul_peak_flops, points: [point + {variant: result}], variants,
@@ -591,11 +539,10 @@ def run_sweep(
 
 
 def plot_sweep(sweep: Dict, path: str) -> None:
-  """Writes the sweep's four panels as a PNG.
+  """Writes the sweep's four panels as a PNG, one line per variant.
 
-  Writes the sweep's four panels as a PNG: examples/s against batch
-  size, tokens/s, training FLOPs per token and peak host memory against
-  sequence length, one line per variant.
+  Examples/s against batch size; tokens/s, training FLOPs per token and peak
+  host memory against sequence length.
   """
   import matplotlib  # pylint: disable=g-import-not-at-top
 
@@ -641,6 +588,7 @@ def plot_sweep(sweep: Dict, path: str) -> None:
 
 
 def _sweep_value(result: Dict, key: str) -> float:
+  """A result's `key`, or its training FLOPs per token."""
   if key == 'flops_per_token':
     return result['train_flops_per_step'] / (
         result['batch_size'] * result['seq_length']
@@ -649,6 +597,7 @@ def _sweep_value(result: Dict, key: str) -> float:
 
 
 def _print_sweep(sweep: Dict) -> None:
+  """Prints every sweep point's measurements, one line per variant."""
   print(
       'axis | batch | length | variant | examples/s | tokens/s | '
       'train FLOPs/token | MFU % | peak RSS MB'
@@ -656,12 +605,7 @@ def _print_sweep(sweep: Dict) -> None:
   for point in sweep['points']:
     for variant in sweep['variants']:
       r = point[variant]
-      mfu = (
-          100.0
-          * r['train_flops_per_step']
-          * r['steps_per_second']
-          / sweep['matmul_peak_flops']
-      )
+      mfu = _mfu_percent(r, sweep['matmul_peak_flops'])
       print(
           f'{point["axis"]} | {point["batch_size"]} | '
           f'{point["seq_length"]} | {variant} | '
@@ -681,7 +625,7 @@ def main(argv):
   unknown = set(FLAGS.variants) - {'ours', 'stock'}
   if unknown:
     raise app.UsageError(
-        f'--variants: unknown {sorted(unknown)}; ' 'expected ours and/or stock.'
+        f'--variants: unknown {sorted(unknown)}; expected ours and/or stock.'
     )
   if FLAGS.sweep:
     if not FLAGS.output_json:

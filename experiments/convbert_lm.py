@@ -4,58 +4,26 @@ r"""002 rebuttal Table 3: causal LM, transformer vs mixed attention.
     --train_file=wiki.train.tokens --valid_file=wiki.valid.tokens \
     --architectures=transformer,mixed --output_dir=/tmp/convbert_lm
 
-or, with a single file, `--valid_fraction=0.1` instead of `--valid_file`
-(the held-out tail starts at an article title; the output says where).
+or, with a single file, `--valid_fraction=0.1` instead of `--valid_file`.
 
-The rebuttal trains a transformer language model "of similar size as small
-BERT" and a mixed-attention one "of similar size as small ConvBERT" on
-WikiText-103 and reports only the two perplexities (no sizes, steps or
-learning rates). This driver trains each `--architectures` entry with the
-same data order, steps, optimizer and schedule (Model Garden's Adam, AdamW or
-LAMB, linear warmup then linear decay; `optimizer_config.optimization_config`),
-then scores the whole validation stream (and `--test_file`):
-perplexity = exp(total next-token NLL / number of target tokens), with
-non-overlapping windows of `--seq_length` (each window's first tokens see
-little context, so this is higher than sliding-window perplexity).
-
-The output bias of both models starts at the training data's log unigram
-probabilities (`--unigram_output_bias`); from zeros, a run of a few hundred
-steps stays at the unigram perplexity (486.6 and 486.2 for the two models
-after 300 steps on 90% of WikiText-2's validation file, where the unigram
-model scores 487 on the held-out 10%); see `causal_lm`.
-
-The default sizes are small BERT/ConvBERT shrunk to finish on a 2-core CPU
-in minutes (hidden 128 instead of 256, 4 layers instead of 12). At
-`--head_ratio=2` the mixed block has fewer parameters than the transformer
-block (about 3.5 H^2 vs 4 H^2 in attention); both counts are reported, and
-`--match_parameters` widens the mixed model (hidden size and feed-forward
-width, in steps of the head count) to the transformer's parameter count.
-
-Writes `<output_dir>/results.json` (the settings, data counts and each
-model's results, rewritten after each model) and `table.md` (the table
-printed at the end, beside 002's Table 3).
-
-Each model trains and is scored by the library's experiment runner, as a
-pretraining run is: the flags become gin bindings of the causal-LM task
-(`official_repro.tasks.causal_lm`: `causal_lm.*`, `causal_lm_data.*`,
-`causal_lm_experiment.*`, `optimization.*`) and `training.experiment.run`
-trains it with Model Garden's trainer under Orbit, then evaluates every
-stream once. Its run directory `<output_dir>/<architecture>/` holds what
-the runner writes: checkpoints (after the first loop, then every
-`--checkpoint_every` steps, and at the end), the TensorBoard summaries
-(training loss every `--log_every` steps, which `loss_history` and the
-throughput are read from), `params.yaml`, `config.gin` and
-`operative_config.gin`.
-
-A killed run resumes when started again with the same flags: finished models
-are read back from `results.json`; an interrupted one is resumed by the
-runner from its last checkpoint (weights, optimizer state, step, dropout
-streams; the data order is replayed to the restored step). `settings.json`
-records the flags; an `--output_dir` written with other settings is refused.
+The rebuttal reports only the two perplexities, so this trains each
+`--architectures` entry with the same data order, steps, optimizer and schedule
+and scores the whole validation stream (and `--test_file`) with
+non-overlapping windows of `--seq_length`. The output bias starts at the
+training data's log unigram probabilities (`--unigram_output_bias`): from
+zeros a short run stays at the unigram perplexity (see `causal_lm`). The
+default sizes are small BERT/ConvBERT shrunk to finish on a 2-core CPU;
+`--match_parameters` widens the mixed model to the transformer's parameter
+count. Each model is a run of the library's experiment runner on the causal-LM
+task (`official_repro.tasks.causal_lm`), its directory
+`<output_dir>/<architecture>/`. Writes `<output_dir>/results.json` (rewritten
+after each model) and `table.md`. A killed run resumes with the same flags
+(`settings.json` records them; other settings are refused).
 """
 
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -165,122 +133,126 @@ class Settings:
       )
 
 
+_ENUM_OPTIMIZER = functools.partial(
+    flags.DEFINE_enum, enum_values=['adam', 'adamw', 'lamb']
+)
+
+# Each flag of `define_flags`: its name (a `Settings` field, whose default it
+# takes), how it is defined and its help.
+_FLAGS = (
+    ('train_file', flags.DEFINE_string, 'WikiText-format training file.'),
+    (
+        'valid_file',
+        flags.DEFINE_string,
+        'Validation file; exclusive with --valid_fraction.',
+    ),
+    (
+        'valid_fraction',
+        flags.DEFINE_float,
+        'Hold out this tail of --train_file for validation (cut at an '
+        'article title).',
+    ),
+    ('test_file', flags.DEFINE_string, 'Also report perplexity on this.'),
+    (
+        'max_vocab_size',
+        flags.DEFINE_integer,
+        'Keep the most frequent words (specials included); the rest become '
+        '<unk>.',
+    ),
+    (
+        'architectures',
+        flags.DEFINE_list,
+        f'Models to train, from {causal_lm.ARCHITECTURES}.',
+    ),
+    ('hidden_size', flags.DEFINE_integer, 'Block width H.'),
+    ('num_layers', flags.DEFINE_integer, 'Blocks L.'),
+    (
+        'num_attention_heads',
+        flags.DEFINE_integer,
+        'Heads N (mixed: max(1, N // head_ratio) attention heads and as many '
+        'convolution heads).',
+    ),
+    ('intermediate_size', flags.DEFINE_integer, 'Feed-forward width.'),
+    (
+        'embedding_width',
+        flags.DEFINE_integer,
+        'Embedding width E (tied input/output table).',
+    ),
+    (
+        'head_ratio',
+        flags.DEFINE_integer,
+        'Mixed: attention-head reduction (ConvBERT: 2).',
+    ),
+    (
+        'kernel_size',
+        flags.DEFINE_integer,
+        'Mixed: convolution window (ConvBERT: 9).',
+    ),
+    ('num_groups', flags.DEFINE_integer, 'Mixed: grouped feed-forward groups.'),
+    (
+        'match_parameters',
+        flags.DEFINE_bool,
+        "Widen the mixed model to the transformer's parameters.",
+    ),
+    (
+        'unigram_output_bias',
+        flags.DEFINE_bool,
+        'Start the output bias at the log unigram probabilities of the '
+        'training data (else zeros).',
+    ),
+    (
+        'dropout_rate',
+        flags.DEFINE_float,
+        'Dropout on embeddings, block outputs, attention.',
+    ),
+    ('seq_length', flags.DEFINE_integer, 'Window length T.'),
+    ('batch_size', flags.DEFINE_integer, 'Windows per batch.'),
+    ('train_steps', flags.DEFINE_integer, 'Optimizer steps per model.'),
+    ('optimizer', _ENUM_OPTIMIZER, 'Model Garden optimizer.'),
+    (
+        'learning_rate',
+        flags.DEFINE_float,
+        'Peak learning rate (linear warmup, linear decay to 0).',
+    ),
+    ('warmup_steps', flags.DEFINE_integer, 'Warmup steps.'),
+    (
+        'weight_decay_rate',
+        flags.DEFINE_float,
+        'Decoupled weight decay (adamw, lamb).',
+    ),
+    (
+        'global_clipnorm',
+        flags.DEFINE_float,
+        'Clip gradients to this global norm (0: no clipping).',
+    ),
+    (
+        'log_every',
+        flags.DEFINE_integer,
+        'Log and summarize the mean training loss every this many steps '
+        '(one Orbit loop).',
+    ),
+    (
+        'checkpoint_every',
+        flags.DEFINE_integer,
+        'Save a resumable checkpoint every this many steps (a multiple of '
+        '--log_every; the runner also saves after the first loop and the '
+        'last step).',
+    ),
+    ('seed', flags.DEFINE_integer, 'Seed of initialization and data order.'),
+    ('output_dir', flags.DEFINE_string, 'Where results.json and table.md go.'),
+)
+
+
 def define_flags():
   """Defines the command-line flags (defaults from `Settings`)."""
-  defaults = Settings(train_file='', output_dir='')
-  flags.DEFINE_string('train_file', None, 'WikiText-format training file.')
-  flags.DEFINE_string(
-      'valid_file', None, 'Validation file; exclusive with ' '--valid_fraction.'
-  )
-  flags.DEFINE_float(
-      'valid_fraction',
-      None,
-      'Hold out this tail of '
-      '--train_file for validation (cut at an article title).',
-  )
-  flags.DEFINE_string('test_file', None, 'Also report perplexity on this.')
-  flags.DEFINE_integer(
-      'max_vocab_size',
-      None,
-      'Keep the most frequent words '
-      '(specials included); the rest become <unk>.',
-  )
-  flags.DEFINE_list(
-      'architectures',
-      list(defaults.architectures),
-      f'Models to train, from {causal_lm.ARCHITECTURES}.',
-  )
-  flags.DEFINE_integer('hidden_size', defaults.hidden_size, 'Block width H.')
-  flags.DEFINE_integer('num_layers', defaults.num_layers, 'Blocks L.')
-  flags.DEFINE_integer(
-      'num_attention_heads',
-      defaults.num_attention_heads,
-      'Heads N (mixed: max(1, N // head_ratio) attention '
-      'heads and as many convolution heads).',
-  )
-  flags.DEFINE_integer(
-      'intermediate_size', defaults.intermediate_size, 'Feed-forward width.'
-  )
-  flags.DEFINE_integer(
-      'embedding_width',
-      defaults.embedding_width,
-      'Embedding width E (tied input/output table).',
-  )
-  flags.DEFINE_integer(
-      'head_ratio',
-      defaults.head_ratio,
-      'Mixed: attention-head reduction (ConvBERT: 2).',
-  )
-  flags.DEFINE_integer(
-      'kernel_size',
-      defaults.kernel_size,
-      'Mixed: convolution window (ConvBERT: 9).',
-  )
-  flags.DEFINE_integer(
-      'num_groups', defaults.num_groups, 'Mixed: grouped feed-forward groups.'
-  )
-  flags.DEFINE_bool(
-      'match_parameters',
-      defaults.match_parameters,
-      "Widen the mixed model to the transformer's parameters.",
-  )
-  flags.DEFINE_bool(
-      'unigram_output_bias',
-      defaults.unigram_output_bias,
-      'Start the output bias at the log unigram probabilities '
-      'of the training data (else zeros).',
-  )
-  flags.DEFINE_float(
-      'dropout_rate',
-      defaults.dropout_rate,
-      'Dropout on embeddings, block outputs, attention.',
-  )
-  flags.DEFINE_integer('seq_length', defaults.seq_length, 'Window length T.')
-  flags.DEFINE_integer('batch_size', defaults.batch_size, 'Windows per batch.')
-  flags.DEFINE_integer(
-      'train_steps', defaults.train_steps, 'Optimizer steps per model.'
-  )
-  flags.DEFINE_enum(
-      'optimizer',
-      defaults.optimizer,
-      ['adam', 'adamw', 'lamb'],
-      'Model Garden optimizer.',
-  )
-  flags.DEFINE_float(
-      'learning_rate',
-      defaults.learning_rate,
-      'Peak learning rate (linear warmup, linear decay to 0).',
-  )
-  flags.DEFINE_integer('warmup_steps', defaults.warmup_steps, 'Warmup steps.')
-  flags.DEFINE_float(
-      'weight_decay_rate',
-      defaults.weight_decay_rate,
-      'Decoupled weight decay (adamw, lamb).',
-  )
-  flags.DEFINE_float(
-      'global_clipnorm',
-      defaults.global_clipnorm,
-      'Clip gradients to this global norm (0: no clipping).',
-  )
-  flags.DEFINE_integer(
-      'log_every',
-      defaults.log_every,
-      'Log and summarize the mean training loss every this many steps '
-      '(one Orbit loop).',
-  )
-  flags.DEFINE_integer(
-      'checkpoint_every',
-      defaults.checkpoint_every,
-      'Save a resumable checkpoint every this many steps (a multiple of '
-      '--log_every; the runner also saves after the first loop and the '
-      'last step).',
-  )
-  flags.DEFINE_integer(
-      'seed', defaults.seed, 'Seed of initialization and data order.'
-  )
-  flags.DEFINE_string(
-      'output_dir', None, 'Where results.json and table.md ' 'go.'
-  )
+  defaults = Settings(train_file=None, output_dir=None)
+  for name, define, help_text in _FLAGS:
+    default = getattr(defaults, name)
+    define(
+        name,
+        list(default) if isinstance(default, tuple) else default,
+        help=help_text,
+    )
   flags.mark_flags_as_required(['train_file', 'output_dir'])
 
 
@@ -532,6 +504,50 @@ def _check_output_dir(settings: Settings) -> Dict[str, Any]:
     return json.load(f)['models']
 
 
+def _data_stats(settings: Settings, corpus) -> Dict[str, Any]:
+  """The corpus's counts, its split and the training windows and epochs."""
+  train_stats = wikitext.window_stats(
+      len(corpus.train), settings.seq_length, settings.batch_size, training=True
+  )
+  return dict(
+      corpus.stats,
+      split=corpus.split_note,
+      train_windows=dataclasses.asdict(train_stats),
+      epochs=(
+          settings.train_steps * settings.batch_size / train_stats.windows
+          if train_stats.windows
+          else None
+      ),
+  )
+
+
+def _train_model(
+    settings: Settings,
+    architecture: str,
+    vocab_size: int,
+    transformer_parameters: Optional[int],
+) -> Dict[str, Any]:
+  """One architecture's `results.json` entry, trained and scored now."""
+  sizes = model_sizes(settings)
+  if architecture == 'mixed' and settings.match_parameters:
+    if transformer_parameters is None:
+      transformer_parameters = parameter_count(
+          settings, 'transformer', vocab_size, sizes
+      )
+    sizes = matched_mixed_sizes(settings, vocab_size, transformer_parameters)
+  logging.info('%s: %s.', architecture, sizes)
+  entry = dict(sizes=sizes, **train_and_evaluate(settings, architecture, sizes))
+  for name in ('valid', 'test'):
+    if name in entry:
+      logging.info(
+          '%s %s perplexity %.2f',
+          architecture,
+          name,
+          entry[name]['perplexity'],
+      )
+  return entry
+
+
 def run(settings: Settings) -> Dict[str, Any]:
   """Trains and scores every architecture; writes results.json as it goes."""
   # The task reads the same corpus (one read per process).
@@ -544,22 +560,9 @@ def run(settings: Settings) -> Dict[str, Any]:
           max_vocab_size=settings.max_vocab_size,
       )
   )
-  train_stats = wikitext.window_stats(
-      len(corpus.train), settings.seq_length, settings.batch_size, training=True
-  )
-  data = dict(
-      corpus.stats,
-      split=corpus.split_note,
-      train_windows=dataclasses.asdict(train_stats),
-      epochs=(
-          settings.train_steps * settings.batch_size / train_stats.windows
-          if train_stats.windows
-          else None
-      ),
-  )
   results = dict(
       settings=dataclasses.asdict(settings),
-      data=data,
+      data=_data_stats(settings, corpus),
       models={},
       published=dict(
           table='002 rebuttal Table 3 (WikiText-103)',
@@ -568,43 +571,71 @@ def run(settings: Settings) -> Dict[str, Any]:
       ),
   )
   finished = _check_output_dir(settings)
-  vocab_size = len(corpus.vocab)
   transformer_parameters = None
   for architecture in settings.architectures:
     if architecture in finished:
       logging.info('%s: finished in an earlier run; read back.', architecture)
-      results['models'][architecture] = finished[architecture]
-      if architecture == 'transformer':
-        transformer_parameters = finished[architecture]['parameters']
-      continue
-    sizes = model_sizes(settings)
-    if architecture == 'mixed' and settings.match_parameters:
-      if transformer_parameters is None:
-        transformer_parameters = parameter_count(
-            settings, 'transformer', vocab_size, sizes
-        )
-      sizes = matched_mixed_sizes(settings, vocab_size, transformer_parameters)
-    logging.info('%s: %s.', architecture, sizes)
-    entry = dict(
-        sizes=sizes, **train_and_evaluate(settings, architecture, sizes)
-    )
+      entry = finished[architecture]
+    else:
+      entry = _train_model(
+          settings, architecture, len(corpus.vocab), transformer_parameters
+      )
     if architecture == 'transformer':
       transformer_parameters = entry['parameters']
-    for name in ('valid', 'test'):
-      if name in entry:
-        logging.info(
-            '%s %s perplexity %.2f',
-            architecture,
-            name,
-            entry[name]['perplexity'],
-        )
     results['models'][architecture] = entry
-    json_files.write_json(
-        os.path.join(settings.output_dir, 'results.json'),
-        results,
-        sort_keys=False,
-    )
+    if architecture not in finished:
+      json_files.write_json(
+          os.path.join(settings.output_dir, 'results.json'),
+          results,
+          sort_keys=False,
+      )
   return results
+
+
+def _table_row(
+    architecture: str, entry: Dict[str, Any], settings, has_test: bool
+) -> List[str]:
+  """One model's row of `format_table`."""
+  sizes = entry['sizes']
+  heads = settings['num_attention_heads']
+  if architecture == 'mixed':
+    kept = max(1, heads // settings['head_ratio'])
+    heads = f'{kept} attn + {kept} conv'
+  row = [
+      PUBLISHED[architecture][0],
+      f'{sizes["hidden_size"]} x {sizes["num_layers"]} ({heads})',
+      f'{entry["parameters"] / 1e6:.3f}M',
+      f'{entry["non_embedding_parameters"] / 1e6:.3f}M',
+      f'{entry["valid"]["perplexity"]:.2f}',
+  ]
+  if has_test:
+    row.append(f'{entry["test"]["perplexity"]:.2f}' if 'test' in entry else '-')
+  tokens_per_second = entry['train_tokens_per_second']
+  return row + [
+      f'{tokens_per_second:,.0f}' if tokens_per_second else '-',
+      f'{published_perplexity(architecture):.2f}',
+  ]
+
+
+def _table_notes(results: Dict[str, Any]) -> List[str]:
+  """The data and training lines under the table."""
+  data, settings = results['data'], results['settings']
+  valid = data['valid']['encoding']
+  bias = 'log unigram' if settings['unigram_output_bias'] else 'zero'
+  return [
+      f'Data: {data["split"]} Vocabulary {data["vocab"]["size"]:,} '
+      f'(cap removed {data["vocab"]["capped_types"]:,} word types); train '
+      f'{data["train"]["encoding"]["tokens"]:,} tokens '
+      f'({data["epochs"]:.2f} epochs), valid {valid["tokens"]:,} tokens '
+      f'({valid["oov_tokens"]:,} not in the vocabulary -> <unk>).',
+      f'Post-LN blocks, {bias} initial output bias; '
+      f'{settings["train_steps"]} steps of '
+      f'{settings["batch_size"]} x {settings["seq_length"]} tokens, '
+      f'{settings["optimizer"]} at {settings["learning_rate"]:g}.',
+      f'Published sizes: {results["published"]["sizes"]}',
+      'Our corpus, vocabulary and training are far smaller than '
+      "WikiText-103's: compare the ratio, not the perplexities.",
+  ]
 
 
 def format_table(results: Dict[str, Any]) -> str:
@@ -622,33 +653,10 @@ def format_table(results: Dict[str, Any]) -> str:
       + (['test ppl (ours)'] if has_test else [])
       + ['train tokens/s', 'ppl (002 Table 3, WikiText-103)']
   )
-  rows = []
-  for architecture, entry in models.items():
-    label = PUBLISHED[architecture][0]
-    published = published_perplexity(architecture)
-    sizes = entry['sizes']
-    heads = results['settings']['num_attention_heads']
-    if architecture == 'mixed':
-      ratio = results['settings']['head_ratio']
-      kept = max(1, heads // ratio)
-      heads = f'{kept} attn + {kept} conv'
-    row = [
-        label,
-        f'{sizes["hidden_size"]} x {sizes["num_layers"]} ({heads})',
-        f'{entry["parameters"] / 1e6:.3f}M',
-        f'{entry["non_embedding_parameters"] / 1e6:.3f}M',
-        f'{entry["valid"]["perplexity"]:.2f}',
-    ]
-    if has_test:
-      row.append(
-          f'{entry["test"]["perplexity"]:.2f}' if 'test' in entry else '-'
-      )
-    tokens_per_second = entry['train_tokens_per_second']
-    row += [
-        f'{tokens_per_second:,.0f}' if tokens_per_second else '-',
-        f'{published:.2f}',
-    ]
-    rows.append(row)
+  rows = [
+      _table_row(architecture, entry, results['settings'], has_test)
+      for architecture, entry in models.items()
+  ]
   lines = markdown.table(header, rows)
   if {'transformer', 'mixed'} <= set(models):
     ours = (
@@ -660,24 +668,7 @@ def format_table(results: Dict[str, Any]) -> str:
         f'\nmixed / transformer perplexity: ours {ours:.3f}, '
         f'002 {paper:.3f}.'
     )
-  data, settings = results['data'], results['settings']
-  valid = data['valid']['encoding']
-  bias = 'log unigram' if settings['unigram_output_bias'] else 'zero'
-  lines += [
-      f'Data: {data["split"]} Vocabulary {data["vocab"]["size"]:,} '
-      f'(cap removed {data["vocab"]["capped_types"]:,} word types); train '
-      f'{data["train"]["encoding"]["tokens"]:,} tokens '
-      f'({data["epochs"]:.2f} epochs), valid {valid["tokens"]:,} tokens '
-      f'({valid["oov_tokens"]:,} not in the vocabulary -> <unk>).',
-      f'Post-LN blocks, {bias} initial output bias; '
-      f'{settings["train_steps"]} steps of '
-      f'{settings["batch_size"]} x {settings["seq_length"]} tokens, '
-      f'{settings["optimizer"]} at {settings["learning_rate"]:g}.',
-      f'Published sizes: {results["published"]["sizes"]}',
-      'Our corpus, vocabulary and training are far smaller than '
-      "WikiText-103's: compare the ratio, not the perplexities.",
-  ]
-  return '\n'.join(lines)
+  return '\n'.join(lines + _table_notes(results))
 
 
 def main(argv):

@@ -4,67 +4,20 @@ r"""002 (ConvBERT rebuttal) Table 2: FLOPs and CPU speed of one base block.
       [--batch_size=1] [--iterations=20] [--warmup=3] [--xla] [--threads=0] \
       [--output_markdown=report.md] [--output_json=report.json]
 
-The rebuttal times "our mixed-attention block and self-attention baseline
-from base-sized model" on an Intel i7-6900K CPU: self-attention 26.5G FLOPs
-and 17.66 ms/sample, mixed attention 19.3G and 12.94 ms/sample. It states
-neither the sequence length nor the batch size, so this script measures
-several lengths (batch 1 by default) and also prints the sequence length at
-which our FLOPs formula reaches each of the paper's figures.
-
-The two blocks, base size by default (hidden 768, 12 heads, FFN 3072), same
-exact-GELU activation, truncated-normal(0.02) kernels, no dropout:
-  * self-attention: Model Garden's `TransformerEncoderBlock` (BERT's block);
-  * mixed attention: our `ConvBertBlock` (head_ratio 2, k 9, 1 FFN group).
-Both get the same random input `[B, T, hidden]` and an all-ones `[B, T, T]`
-attention mask, and run in inference mode.
-
-For every block and sequence length it reports, per sample:
-  * FLOPs from `official_repro.metrics.flops.block_flops` (ELECTRA's
-    conventions, forward only);
-  * the formula's matrix-product FLOPs beside XLA's count of the dot and
-    convolution instructions of the compiled block (`xla_matmul_flops`), an
-    independent check that the formula describes the code;
-  * latency: the median over `--iterations` timed calls after `--warmup`
-    untimed ones, in ms per sample; within each iteration the two blocks run
-    back to back, in alternating order, so background load hits both alike;
-  * parameters.
-Then the ratios mixed / self beside the paper's (0.728 FLOPs, 0.733 time).
-
-The report, the base blocks at T = 128, 256 and 512, batch 1, 20 iterations,
-with TensorFlow's kernels and with XLA:
-`experiments/reports/convbert_speed_cpu.md` and
-`experiments/reports/convbert_speed_cpu_xla.md` (commands in their headers).
-
-What it shows, and what was decided from it:
-  * The FLOPs formula describes the code: XLA's matmul count equals the
-    formula's matmul terms plus the banded k-tap contraction
-    (`compiled_matmul_flops`).
-  * Mixed attention's time ratio falls with T faster than its FLOPs ratio.
-    At short T it stays above the FLOPs ratio: the convolution branch is a
-    dozen small ops (depthwise and pointwise convolution, product, kernel
-    generator, softmax, the banded contraction's pads, reshapes, transpose
-    and einsum) beside matmuls of the same size as self-attention's. At
-    long T it falls below it, because self-attention's softmax over T x T
-    scores is memory-bound and costs more time per FLOP than the matmuls,
-    and mixed attention has half as many such heads.
-  * The banded k-tap contraction (see
-    `experiments/investigations/span_conv_speed.py`, which times the sum
-    alone) was chosen for training, whose backward pass it speeds up more
-    than this forward-only timing shows.
-  * The project's CPU runs do not use XLA: with `--xla` mixed attention is
-    slower than with TensorFlow's kernels at every length, and its time
-    ratio to self-attention is higher, because XLA's CPU backend runs the
-    depthwise convolution (a convolution with `feature_group_count` =
-    channels) several times slower than TensorFlow's kernel.
-  * The FLOPs ratio differs from the paper's: with our formula no single
-    sequence length gives both of the paper's FLOPs figures (the report
-    gives the length at which each is reached), and at both of those
-    lengths, as at every length measured, our ratio is above the paper's.
-    The ratio falls as T grows (the T x T terms, of which mixed attention
-    has half, take a larger share) and meets the paper's only at lengths
-    where both blocks cost far more than the paper's figures: no sequence
-    length reconciles our count with the rebuttal's, which does not say
-    how it counted.
+The rebuttal times its mixed-attention block and the self-attention baseline
+at base size on a CPU without stating the sequence length or batch size, so
+this measures several lengths (batch 1 by default) and prints the length at
+which our FLOPs formula reaches each of the paper's figures. The blocks: Model
+Garden's `TransformerEncoderBlock` and our `ConvBertBlock` (head_ratio 2, k 9,
+1 FFN group), same exact GELU and initializer, no dropout, the same random
+input and all-ones mask, in inference mode. Reported per sample: FLOPs
+(`official_repro.metrics.flops.block_flops`), the formula's matmul FLOPs
+beside XLA's count of the compiled block's dots and convolutions (a check that
+the formula describes the code), the median latency over `--iterations` after
+`--warmup` (the two blocks back to back in alternating order, so background
+load hits both alike) and parameters; then the mixed / self ratios beside the
+paper's. The project's CPU runs do not use XLA. Reports and findings:
+`experiments/reports/convbert_speed_cpu.md` and `convbert_speed_cpu_xla.md`.
 """
 
 import dataclasses
@@ -96,11 +49,7 @@ BLOCKS = (SELF_ATTENTION, MIXED_ATTENTION)
 
 
 def paper_figures() -> Dict[str, Tuple[float, float]]:
-  """002 Table 2's (FLOPs, ms/sample) per block.
-
-  002 Table 2 (read from `experiments.paper_tables`): (FLOPs,
-  ms/sample) per block; the table's rows are named as `BLOCKS`.
-  """
+  """002 Table 2's (FLOPs, ms/sample) per block (its rows named as `BLOCKS`)."""
   table = paper_tables.load('002').table('2')
   return {
       name: (
@@ -183,11 +132,7 @@ def build_block(sizes: BlockSizes, block: str) -> tf_keras.layers.Layer:
 
 
 def seq_length_for_flops(sizes: BlockSizes, block: str, target: float) -> int:
-  """The sequence length at which `block`'s formula FLOPs reach `target`.
-
-  The sequence length at which the formula's FLOPs of `block` reach
-  `target` (the smallest T with at least `target`).
-  """
+  """The smallest T at which `block`'s formula FLOPs reach `target`."""
   low, high = 1, 1
   while sizes.sequence_flops(block, high) < target:
     low, high = high, 2 * high
@@ -226,14 +171,9 @@ def measure(
 ) -> List[Dict[str, Any]]:
   """Measures both blocks at every sequence length.
 
-  Args:
-    sizes: the block sizes.
-    seq_lengths: sequence lengths T.
-    batch_size: sequences per call B.
-    iterations: timed calls per block and length (>= 1).
-    warmup: untimed calls per block and length before timing.
-    jit_compile: run the timed blocks with XLA.
-    seed: seed of the input and the weights.
+  `iterations` (>= 1) timed calls per block and length follow `warmup`
+  untimed ones; `jit_compile` runs the timed blocks with XLA; `seed` seeds the
+  input and the weights.
 
   Returns:
     One dict per (T, block): `seq_length`, `block`, `parameters`, `flops`,
@@ -242,8 +182,8 @@ def measure(
     (median) and `ms_per_sample_all` (every iteration).
 
   Raises:
-    ValueError: on a non-positive batch size, iteration count or length, or
-      a negative warmup.
+    ValueError: a non-positive batch size, iteration count or length, or a
+      negative warmup.
   """
   if batch_size < 1 or iterations < 1 or warmup < 0:
     raise ValueError(
@@ -264,42 +204,46 @@ def measure(
         [batch_size, seq_length, sizes.hidden_size], seed=seed
     )
     mask = tf.ones([batch_size, seq_length, seq_length])
+    seconds = _time_blocks(functions, inputs, mask, iterations, warmup)
     for name in BLOCKS:
-      for _ in range(warmup + 1):
-        functions[name](inputs, mask).numpy()
-    seconds = {name: [] for name in BLOCKS}
-    for iteration in range(iterations):
-      order = BLOCKS if iteration % 2 == 0 else BLOCKS[::-1]
-      for name in order:
-        seconds[name].append(_timed_call(functions[name], inputs, mask))
-    for name in BLOCKS:
-      shape = sizes.shape(name, seq_length)
-      xla_count = flops.xla_matmul_flops(_forward(blocks[name]), inputs, mask)
-      per_sample_ms = [1e3 * s / batch_size for s in seconds[name]]
-      rows.append(
-          dict(
-              seq_length=seq_length,
-              block=name,
-              parameters=flops.count_parameters(
-                  blocks[name].trainable_variables
-              ),
-              flops=seq_length * flops.block_flops(shape),
-              matmul_flops=seq_length * flops.matmul_flops(shape),
-              compiled_matmul_flops=flops.compiled_matmul_flops(shape),
-              xla_matmul_flops=xla_count / batch_size,
-              ms_per_sample=statistics.median(per_sample_ms),
-              ms_per_sample_all=per_sample_ms,
-          )
-      )
+      rows.append(_row(sizes, name, blocks[name], inputs, mask, seconds[name]))
   return rows
 
 
-def paper_matches(sizes: BlockSizes) -> Dict[str, Dict[str, float]]:
-  """Per block: the T where the formula reaches the paper's FLOPs figure.
+def _row(sizes: BlockSizes, name: str, block, inputs, mask, seconds):
+  """`measure`'s row of one block at the inputs' length."""
+  batch_size, seq_length = inputs.shape[0], inputs.shape[1]
+  shape = sizes.shape(name, seq_length)
+  xla_count = flops.xla_matmul_flops(_forward(block), inputs, mask)
+  per_sample_ms = [1e3 * s / batch_size for s in seconds]
+  return dict(
+      seq_length=seq_length,
+      block=name,
+      parameters=flops.count_parameters(block.trainable_variables),
+      flops=seq_length * flops.block_flops(shape),
+      matmul_flops=seq_length * flops.matmul_flops(shape),
+      compiled_matmul_flops=flops.compiled_matmul_flops(shape),
+      xla_matmul_flops=xla_count / batch_size,
+      ms_per_sample=statistics.median(per_sample_ms),
+      ms_per_sample_all=per_sample_ms,
+  )
 
-  Per block: the T where the formula reaches the paper's FLOPs figure,
-  and both blocks' formula FLOPs at that T.
-  """
+
+def _time_blocks(functions, inputs, mask, iterations: int, warmup: int):
+  """{block: seconds of each timed call}, the blocks in alternating order."""
+  for name in BLOCKS:
+    for _ in range(warmup + 1):
+      functions[name](inputs, mask).numpy()
+  seconds = {name: [] for name in BLOCKS}
+  for iteration in range(iterations):
+    order = BLOCKS if iteration % 2 == 0 else BLOCKS[::-1]
+    for name in order:
+      seconds[name].append(_timed_call(functions[name], inputs, mask))
+  return seconds
+
+
+def paper_matches(sizes: BlockSizes) -> Dict[str, Dict[str, float]]:
+  """Per block: the T reaching the paper's FLOPs, both blocks' FLOPs there."""
   paper = paper_figures()
   result = {}
   for name in BLOCKS:
@@ -389,15 +333,8 @@ def render_markdown(
 ) -> str:
   """The report: provenance, load, settings, the table and the matches.
 
-  Args:
-    rows: `measure`'s rows.
-    matches: `paper_matches`'s result.
-    settings: the run's settings (`main`'s, with the CPU and the load
-      averages before and after the measurement).
-    header: the provenance line (`provenance.provenance`).
-
-  Returns:
-    The markdown text.
+  `rows` are `measure`'s, `matches` `paper_matches`', `settings` `main`'s
+  (with the CPU and the load averages), `header` the provenance line.
   """
   threads = settings['threads'] or 'TensorFlow default'
   lines = [
@@ -434,6 +371,23 @@ def _cpu_name() -> str:
   return platform.processor() or 'unknown CPU'
 
 
+def _settings(flag_values, sizes: BlockSizes, load_before, load_after):
+  """What the report says the measurement ran under."""
+  return dict(
+      sizes=dataclasses.asdict(sizes),
+      batch_size=flag_values.batch_size,
+      iterations=flag_values.iterations,
+      warmup=flag_values.warmup,
+      xla=flag_values.xla,
+      threads=flag_values.threads,
+      cpu=_cpu_name(),
+      cpu_count=os.cpu_count(),
+      tensorflow=tf.__version__,
+      load_average_before=load_before,
+      load_average_after=load_after,
+  )
+
+
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
@@ -460,21 +414,10 @@ def main(argv):
       flag_values.xla,
       seed=flag_values.seed,
   )
-  load_after = provenance.load_average()
-  matches = paper_matches(sizes)
-  settings = dict(
-      sizes=dataclasses.asdict(sizes),
-      batch_size=flag_values.batch_size,
-      iterations=flag_values.iterations,
-      warmup=flag_values.warmup,
-      xla=flag_values.xla,
-      threads=flag_values.threads,
-      cpu=_cpu_name(),
-      cpu_count=os.cpu_count(),
-      tensorflow=tf.__version__,
-      load_average_before=load_before,
-      load_average_after=load_after,
+  settings = _settings(
+      flag_values, sizes, load_before, provenance.load_average()
   )
+  matches = paper_matches(sizes)
   header = provenance.provenance('experiments.convbert_speed')
   text = render_markdown(rows, matches, settings, header)
   if flag_values.output_json:
@@ -498,11 +441,7 @@ def main(argv):
 
 
 def define_flags():
-  """Defines the CLI's flags.
-
-  Defined on demand so that importing this module (e.g. from a test) defines
-  none.
-  """
+  """Defines the CLI's flags (on demand: importing this module defines none)."""
   flags.DEFINE_integer('hidden_size', 768, 'Hidden width (base: 768).')
   flags.DEFINE_integer('num_heads', 12, 'Configured attention heads N.')
   flags.DEFINE_integer('intermediate_size', 3072, 'Feed-forward width.')
@@ -515,7 +454,7 @@ def define_flags():
   flags.DEFINE_list(
       'seq_lengths',
       ['128', '256', '512'],
-      'Sequence lengths to measure (002 does not state ' 'its own).',
+      'Sequence lengths to measure (002 does not state its own).',
   )
   flags.DEFINE_integer('iterations', 20, 'Timed calls per block and length.')
   flags.DEFINE_integer('warmup', 3, 'Untimed calls before timing.')

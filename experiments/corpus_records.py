@@ -26,14 +26,9 @@ def books_records(
 ) -> Dict[str, Any]:
   """Builds the records in `output_dir` unless they are there already.
 
-  Args:
-    corpus: directory of text files, one book each (any tf.io.gfile path).
-    vocab_file: WordPiece vocabulary, or None to learn one of `vocab_size`
-      from the training books.
-    output_dir: where the records and their metadata go.
-    max_seq_length: tokens per example.
-    vocab_size: size of the learned vocabulary (only without `vocab_file`).
-    eval_fraction: share of the books held out as the eval split.
+  `corpus` is a directory of text files, one book each; without
+  `vocab_file` a vocabulary of `vocab_size` is learned from the training
+  books; `eval_fraction` of the books are held out as the eval split.
 
   Returns:
     The records' metadata (`official_repro.data.records`).

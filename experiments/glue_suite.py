@@ -5,19 +5,14 @@ Usage:
     --init_checkpoint=/tmp/electra_small --glue_dir=/data/glue \
     --model_dir=/tmp/glue_electra_small --published_row=ELECTRA_small
 
-For every GLUE task whose folder exists under --glue_dir (or those named by
---tasks), it runs `official_repro.finetune` with
-`gin/finetune/<paper>/<task>.gin` (seeds, selection and aggregation from that
-paper's `run_protocol`), then prints one row with the aggregated score per
-task and the GLUE average over the tasks run, the spread over seeds, and the
-paper's published row beside it. --gin_file files (after the task file) and
---gin_param bindings apply to every task
-(e.g. `run_protocol.num_runs = 3` for a quicker run). A killed suite resumes:
-finished runs are read back, an interrupted one continues from its
-checkpoint. Results: <model_dir>/glue_results.json and glue_table.md.
-
-`--paper=electra` is google-research/electra's own recipe for its released
-models (`gin/finetune/electra/`), beside their README's dev scores:
+For every GLUE task under --glue_dir (or those of --tasks) it runs
+`official_repro.finetune` with `gin/finetune/<paper>/<task>.gin` (seeds,
+selection and aggregation from the paper's `run_protocol`), then prints one
+row of aggregated scores, the GLUE average and the seed spread beside the
+paper's --published_row. --gin_file and --gin_param apply to every task. A
+killed suite resumes. Results: <model_dir>/glue_results.json and
+glue_table.md. `--paper=electra` is google-research/electra's recipe for its
+released models, beside their README's dev scores:
   python -m experiments.glue_suite --paper=electra \
     --init_checkpoint=/data/electra-small-discriminator --glue_dir=/data/glue \
     --model_dir=/tmp/glue_released_small --published_row=ELECTRA-Small
@@ -190,18 +185,8 @@ def format_table(rows: dict, tasks) -> str:
   return '\n'.join(markdown.table(['model', *tasks, 'Avg.'], table_rows))
 
 
-def main(argv):
-  """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
-  for name in ('init_checkpoint', 'glue_dir', 'model_dir'):
-    if not getattr(FLAGS, name):
-      raise app.UsageError(f'--{name} is required.')
-  strategy = distribute.strategy_from_flags()
-  encoder = pretrained.resolve(
-      FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file
-  )
-  if FLAGS.random_init:
-    encoder = dataclasses.replace(encoder, checkpoint_path=None)
+def _tasks():
+  """--tasks, or every GLUE task under --glue_dir."""
   unknown = sorted(set(FLAGS.tasks or ()) - set(glue_tasks()))
   if unknown:
     raise app.UsageError(
@@ -214,8 +199,11 @@ def main(argv):
         f'--glue_dir {FLAGS.glue_dir} holds no GLUE task '
         'folder (CoLA, SST-2, MRPC, ...).'
     )
-  results = {task: run_task(task, encoder, strategy) for task in tasks}
-  ours = {task: result['score'] for task, result in results.items()}
+  return tasks
+
+
+def _table_rows(ours: Dict[str, float]) -> Dict[str, Dict[str, float]]:
+  """Our row and, with --published_row, the paper's."""
   rows = {f'ours ({FLAGS.paper} protocol)': ours}
   published = published_rows(FLAGS.paper)
   if FLAGS.published_row:
@@ -227,6 +215,25 @@ def main(argv):
     rows[f'{FLAGS.paper} {FLAGS.published_row}'] = published[
         FLAGS.published_row
     ]
+  return rows
+
+
+def main(argv):
+  """Runs the command with the parsed flags (the absl entry point)."""
+  cli.refuse_positional(argv)
+  for name in ('init_checkpoint', 'glue_dir', 'model_dir'):
+    if not getattr(FLAGS, name):
+      raise app.UsageError(f'--{name} is required.')
+  strategy = distribute.strategy_from_flags()
+  encoder = pretrained.resolve(
+      FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file
+  )
+  if FLAGS.random_init:
+    encoder = dataclasses.replace(encoder, checkpoint_path=None)
+  tasks = _tasks()
+  results = {task: run_task(task, encoder, strategy) for task in tasks}
+  ours = {task: result['score'] for task, result in results.items()}
+  rows = _table_rows(ours)
   spread = '\n'.join(
       f"- {task}: {result['protocol']['aggregation']} of "
       f"{result['summary']['n']} = {result['score']:.4f}; mean "
@@ -236,15 +243,12 @@ def main(argv):
       for task, result in results.items()
   )
   source = (
-      f'random initialisation (the architecture of ' f'{FLAGS.init_checkpoint})'
+      f'random initialisation (the architecture of {FLAGS.init_checkpoint})'
       if FLAGS.random_init
       else f'checkpoint {encoder.checkpoint_path}'
   )
-  table = f'GLUE dev, {source}\n\n' f'{format_table(rows, tasks)}\n\n{spread}\n'
-  with tf.io.gfile.GFile(
-      os.path.join(FLAGS.model_dir, 'glue_table.md'), 'w'
-  ) as f:
-    f.write(table)
+  table = f'GLUE dev, {source}\n\n{format_table(rows, tasks)}\n\n{spread}\n'
+  json_files.write_text(os.path.join(FLAGS.model_dir, 'glue_table.md'), table)
   json_files.write_json(
       os.path.join(FLAGS.model_dir, 'glue_results.json'),
       dict(

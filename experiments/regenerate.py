@@ -12,38 +12,24 @@ r"""Regenerates one paper table or figure: ours beside the paper's.
 
 Scales:
   tiny   every compared model of the table, shrunk alike by
-         gin/regenerate/tiny.gin, pretrained on --corpus and fine-tuned on
-         the --tasks of --glue_dir (task:epochs; default SST-2 for a
-         quarter epoch) with gin/regenerate/tiny_finetune.gin over each
-         task's paper cells (batch 32, learning rate 1e-3, length 64: the
-         papers' SST-2 cells left every tiny model at the majority class)
-         and --num_runs seeds aggregated by the paper's protocol; equal
-         training FLOPs where the paper compares at equal compute.
-  gpu    the same grid at the small models' size with gin/regenerate/gpu.gin
-         (batch 128, 5000 reference steps, float16 with loss scaling),
-         meant for about 30 minutes per table on one GPU (not measured on
-         one); --rehearse runs it here with capped steps.
-  paper  the run plan (experiments/regeneration/plan.py: per run its jobs,
-         FLOPs, TPU-hours, VM, per-replica batch and memory); --launch runs
-         it on TPU VMs to the end and writes the table (launch.py), resumably;
-         --collect prints each run's state and the table so far; --rehearse
-         runs the launch here against a fake gcloud (rehearsal.py).
+         gin/regenerate/tiny.gin, pretrained on --corpus, fine-tuned on the
+         --tasks of --glue_dir (task:epochs; default SST-2 for a quarter
+         epoch) with gin/regenerate/tiny_finetune.gin, --num_runs seeds
+         aggregated by the paper's protocol; equal training FLOPs where the
+         paper compares at equal compute.
+  gpu    the same grid at the small models' size (gin/regenerate/gpu.gin);
+         --rehearse runs it here with capped steps.
+  paper  the run plan (experiments/regeneration/plan.py); --launch runs it
+         on TPU VMs to the end, resumably (launch.py); --collect prints each
+         run's state and the table so far; --rehearse runs the launch here
+         against a fake gcloud (rehearsal.py).
 
-Output: <out>/<key>.md and <key>.json (ours, the paper's value, the
-difference, steps, scale, seeds and aggregation), <key>.png for figures,
-and the plan as <key>.plan.md / .plan.json. After each job (one pretraining
-seed of a run, with its fine-tuning) a line gives the jobs done, of those to
-do, and the time left. A killed grid resumes where it stopped (finished runs
-are read back) and refuses to mix results of other settings. Pretraining
+Writes <out>/<key>.md and .json (ours beside the paper's), <key>.png for
+figures, and the plan as <key>.plan.md / .plan.json. A killed grid resumes
+where it stopped and refuses to mix results of other settings; pretraining
 runs are kept in --runs_dir by a digest of what decides their numbers, so
-tables given the same --runs_dir pretrain a model they share once (004
-Tables 1 and 2 and Fig. 2; 003 Table 1 and Fig. 3);
-at paper scale the model directories under --bucket are named the same way
-(see experiments/regeneration/runner.py and plan.py).
-
-This module reads the flags; the registry entry of the table names the
-runner that regenerates it (experiments/regeneration/target_runners.py and
-command_runners.py).
+tables sharing a model pretrain it once. The table's registry entry names
+the runner (experiments/regeneration/target_runners.py, command_runners.py).
 """
 
 from absl import app

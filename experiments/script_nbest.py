@@ -8,59 +8,23 @@ r"""SCRIPT's one-pass pseudo-log-likelihood on synthetic N-best lists.
     --sentences=/data/corpus/wikitext-2.valid.tokens.txt \
     --work_dir=/tmp/script_nbest
 
-Three stages, each skipped when its output is already in `--work_dir` (the
-first two also when `--init_checkpoint` names a finished SCRIPT pretraining
-run, e.g. the `learning` target's, whose records and model are used):
-
-1. Records (`<work_dir>/records`): the corpus directory's books as whole
-   documents with the Project Gutenberg boilerplate stripped, the given
-   WordPiece vocabulary (lower-cased), 128-token sequences, dynamic masking
-   (`experiments.corpus_records.books_records`, as the README's
-   "Your own corpus" command).
-2. Pretraining (`<work_dir>/model`): `python -m official_repro.train` on
-   `gin/pretrain/script.gin` (alpha = 50) with a small encoder and schedule
-   (`--hidden_size`, `--num_layers`, `--batch_size`, `--learning_rate`,
-   `--warmup_steps`, `--train_steps`, `--critic_loss_weight`: alpha,
-   004's 50 by default), masking 15% with BERT's 80/10/10 split, AdamW,
-   and the critic started at its base rate
-   (`--initial_positive_probability`, `script.initial_positive_probability`:
-   a run this short does not get past the zero bias's start at p(t+) =
-   1 - 1/V; see `official_repro/modeling/pretrainers/script.py`; 0 keeps
-   the zero bias); the run's
-   final held-out evaluation (masked-LM accuracy, critic AUC) is reported.
-3. N-best lists. Sentences: the WikiText-2 lines are split at " . " into
-   sentences; a sentence is kept when it has `--min_words` to `--max_words`
-   words and no `<unk>`, `@` (WikiText's escaped hyphens and numbers) or
-   heading marker `=`; `--num_sentences` of them are drawn with
-   `random.Random(--seed)`. Distractors: each sentence gets
-   `--num_distractors` distinct hypotheses, the k-th made by the edit
-   `EDITS[k % 3]` at a random position (the same seeded generator):
-     * `substitute`: one word replaced by a different word drawn from the
-       words of all candidate sentences (their unigram distribution);
-     * `delete`: one word removed;
-     * `swap`: two adjacent different words exchanged.
-   An edit that repeats the sentence or an earlier hypothesis is redrawn
-   (at most 100 times).
-   Every hypothesis is scored with the one-pass PLL (004 Eq. 7,
-   `official_repro.score.PllScorer`, method 'script'); the true sentence
-   ranks first when its score is strictly the highest of its list. Printed:
-   that rate against chance 1 / (1 + num_distractors), and, per edit, how
-   often the true sentence outscores a hypothesis made by that edit; once
-   for the PLL itself (`nbest`) and once for the PLL per word
-   (`nbest_per_word`). A PLL is a sum of negative terms, one per token, so
-   a deletion gains about one term's worth by being shorter; the rescorer
-   offsets this with its length bonus, and the per-word score is the
-   length-neutral view of the same numbers.
-4. The T-pass masked-LM PLL (Salazar et al., `PllScorer` method 'mlm') of
-   every hypothesis: its ranking summary, and the Spearman correlation of
-   the two PLLs over the true sentences and over all hypotheses.
-5. Rescoring: the lists become two sets of mlm-scoring JSON (`dev.json`,
-   `test.json` in `--work_dir`, half the lists each), each hypothesis with a
-   first-pass score drawn from a standard normal (seeded), so that the
-   first-pass output is a random list member; then
-   `python -m official_repro.rescore --init_checkpoint=<the model>` tunes
-   the PLL's weight and length bonus on dev and reports the WER of the
-   first pass, of the rescored output and of the oracle per set.
+Stages, each skipped when its output is already in `--work_dir` (the first two
+also when `--init_checkpoint` names a finished SCRIPT pretraining run):
+1. Records: the books with Gutenberg boilerplate stripped, the given vocabulary,
+   128-token sequences, dynamic masking (`corpus_records.books_records`).
+2. Pretraining: `official_repro.train` on `gin/pretrain/script.gin` with a small
+   encoder and schedule (the size and schedule flags), the critic started at
+   its base rate (`--initial_positive_probability`; a run this short does not
+   leave the zero bias's start); its final held-out evaluation is reported.
+3. N-best lists: WikiText-2 sentences with `--min_words` to `--max_words` words
+   and no `<unk>`, `@` or `=`, `--num_sentences` drawn with `--seed`; each gets
+   `--num_distractors` distinct hypotheses made by `EDITS[k % 3]`. Each is
+   scored by the one-pass PLL (004 Eq. 7, `PllScorer` 'script'), per list and
+   per word (a deletion gains a term's worth by being shorter).
+4. The T-pass masked-LM PLL ('mlm') of every hypothesis, with the Spearman
+   correlation of the two PLLs.
+5. Rescoring: dev/test mlm-scoring JSON with a random first pass, tuned and
+   scored by `official_repro.rescore`.
 """
 
 import collections
@@ -70,7 +34,7 @@ import math
 import os
 import random
 import re
-from typing import Dict, List, Sequence
+from typing import Any, Dict, List, Sequence
 
 from absl import app
 from absl import flags
@@ -107,13 +71,9 @@ def wikitext_sentences(
 ) -> List[str]:
   """The usable sentences of WikiText lines (see the module docstring).
 
-  Args:
-    lines: WikiText token-file lines.
-    min_words: fewest words of a kept sentence (its final '.' included).
-    max_words: most words of a kept sentence.
-
   Returns:
-    The kept sentences, in file order, each ending with ' .'.
+    The sentences of `min_words` to `max_words` words (the final '.'
+    included), in file order, each ending with ' .'.
   """
   sentences = []
   for line in lines:
@@ -162,12 +122,9 @@ def build_nbest(
 ) -> List[List[Hypothesis]]:
   """One list per sentence: the true sentence first, then its distractors.
 
-  Args:
-    sentences: the true sentences (at least 3 words, two of them different).
-    num_distractors: hypotheses per list besides the true one.
-    rng: the random generator (positions, substituted words).
-    vocabulary: words a substitution draws from (with repetitions: their
-      frequency is the draw's distribution); at least two different words.
+  Each sentence has at least 3 words, two of them different; `rng` draws the
+  positions and substituted words, these from `vocabulary` (with repetitions:
+  their frequency is the draw's distribution).
 
   Returns:
     Lists of `1 + num_distractors` distinct hypotheses.
@@ -208,9 +165,7 @@ def ranking_summary(
 ) -> Dict[str, float]:
   """How often the true hypothesis (first of each list) wins.
 
-  Args:
-    nbest: lists from `build_nbest`.
-    scores: one score per hypothesis, same nesting.
+  `scores` hold one score per hypothesis of `build_nbest`'s lists.
 
   Returns:
     `top1` (true strictly above every distractor), `chance` (1 / list
@@ -252,11 +207,7 @@ def per_word(
 
 
 def _read_lines(path: str) -> List[str]:
-  r"""The lines of a UTF-8 text file (any `tf.io.gfile` path).
-
-  The lines of a UTF-8 text file (any `tf.io.gfile` path), split at
-  '\n', '\r\n' or '\r' as Python's text files split them.
-  """
+  """A UTF-8 text file's lines, split as Python's text files split them."""
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'--sentences file {path} does not exist.')
   with tf.io.gfile.GFile(path, 'rb') as f:
@@ -265,11 +216,9 @@ def _read_lines(path: str) -> List[str]:
 
 
 def _pretrain(records_dir: str, model_dir: str) -> Dict:
-  """Runs `official_repro.train` and returns its printed result.
+  """Runs `official_repro.train` (log: `<work_dir>/train.log`); its result.
 
-  Runs `official_repro.train` (log: `<work_dir>/train.log`, written when
-  the run ends) and returns its printed result (it resumes from, or only
-  evaluates, a finished run in `model_dir`).
+  It resumes from, or only evaluates, a finished run in `model_dir`.
   """
   params = [
       f"pretrain_data.input_path = '{records_dir}'",
@@ -349,12 +298,7 @@ def first_pass_lists(
 
 
 def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
-  """Rescores the N-best lists with `official_repro.rescore`.
-
-  Writes dev.json and test.json (half the lists each) and runs
-  `official_repro.rescore --init_checkpoint=model_dir` on them; returns its
-  JSON output.
-  """
+  """`official_repro.rescore`'s JSON on dev.json and test.json (half each)."""
   rng = np.random.default_rng(FLAGS.seed)
   half = len(nbest) // 2
   paths = {}
@@ -382,11 +326,7 @@ def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
 
 
 def format_report(result: Dict, command: str) -> str:
-  """The run's results as markdown.
-
-  The run's results as markdown: ranking, agreement with the T-pass PLL,
-  rescoring.
-  """
+  """Markdown of the ranking, agreement with the T-pass PLL and rescoring."""
   lines = [
       '## SCRIPT scoring from a trained run',
       '',
@@ -442,31 +382,48 @@ def format_report(result: Dict, command: str) -> str:
   return '\n'.join(lines) + '\n'
 
 
+def _model_dir(result: Dict[str, Any]) -> str:
+  """The SCRIPT run to score with: --init_checkpoint, or one trained here."""
+  if FLAGS.init_checkpoint:
+    return FLAGS.init_checkpoint
+  for name in ('corpus', 'vocab_file'):
+    if not getattr(FLAGS, name):
+      raise app.UsageError(f'--{name} is required without --init_checkpoint.')
+  records_dir = os.path.join(FLAGS.work_dir, 'records')
+  metadata = corpus_records.books_records(
+      FLAGS.corpus, FLAGS.vocab_file, records_dir
+  )
+  model_dir = os.path.join(FLAGS.work_dir, 'model')
+  run = _pretrain(records_dir, model_dir)
+  result.update(
+      records={
+          split: metadata['splits'][split]['num_examples']
+          for split in ('train', 'eval')
+      },
+      pretraining=dict(global_step=run['global_step'], eval=run.get('eval')),
+  )
+  return model_dir
+
+
+def _scored_lists(nbest, scores) -> List[List[Dict[str, Any]]]:
+  """Every hypothesis of every list with its edit and both PLLs."""
+  return [
+      [
+          dict(text=h.text, edit=h.edit, script=s, mlm=m)
+          for h, s, m in zip(hs, ss, ms)
+      ]
+      for hs, ss, ms in zip(
+          nbest, scores['script'].tolist(), scores['mlm'].tolist()
+      )
+  ]
+
+
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   tf.io.gfile.makedirs(FLAGS.work_dir)
   result = {}
-  if FLAGS.init_checkpoint:
-    model_dir = FLAGS.init_checkpoint
-  else:
-    for name in ('corpus', 'vocab_file'):
-      if not getattr(FLAGS, name):
-        raise app.UsageError(
-            f'--{name} is required without ' '--init_checkpoint.'
-        )
-    metadata = corpus_records.books_records(
-        FLAGS.corpus, FLAGS.vocab_file, os.path.join(FLAGS.work_dir, 'records')
-    )
-    model_dir = os.path.join(FLAGS.work_dir, 'model')
-    run = _pretrain(os.path.join(FLAGS.work_dir, 'records'), model_dir)
-    result.update(
-        records={
-            split: metadata['splits'][split]['num_examples']
-            for split in ('train', 'eval')
-        },
-        pretraining=dict(global_step=run['global_step'], eval=run.get('eval')),
-    )
+  model_dir = _model_dir(result)
   candidates = wikitext_sentences(
       _read_lines(FLAGS.sentences), FLAGS.min_words, FLAGS.max_words
   )
@@ -479,13 +436,12 @@ def main(argv):
   for method in ('script', 'mlm'):
     scorer = score.PllScorer.from_checkpoint(model_dir, method)
     scores[method] = np.reshape(scorer(texts), [len(nbest), -1])
+  script_scores = scores['script'].tolist()
   result.update(
       model_dir=model_dir,
       checkpoint=tf.train.latest_checkpoint(model_dir),
-      nbest=ranking_summary(nbest, scores['script'].tolist()),
-      nbest_per_word=ranking_summary(
-          nbest, per_word(nbest, scores['script'].tolist())
-      ),
+      nbest=ranking_summary(nbest, script_scores),
+      nbest_per_word=ranking_summary(nbest, per_word(nbest, script_scores)),
       nbest_mlm=ranking_summary(nbest, scores['mlm'].tolist()),
       spearman_true_sentences=spearman(
           scores['script'][:, 0], scores['mlm'][:, 0]
@@ -497,14 +453,8 @@ def main(argv):
   )
   if FLAGS.rescore:
     result['rescore'] = _rescore(nbest, model_dir)
-  print(
-      json.dumps(
-          {key: value for key, value in result.items() if key != 'rescore'},
-          indent=2,
-          sort_keys=True,
-          default=float,
-      )
-  )
+  printed = {key: value for key, value in result.items() if key != 'rescore'}
+  print(json.dumps(printed, indent=2, sort_keys=True, default=float))
   if FLAGS.rescore:
     print(result['rescore']['printed'])
   if FLAGS.output_markdown:
@@ -512,19 +462,7 @@ def main(argv):
     json_files.write_text(FLAGS.output_markdown, format_report(result, command))
   if FLAGS.output_json:
     json_files.write_json(
-        FLAGS.output_json,
-        dict(
-            result,
-            lists=[
-                [
-                    dict(text=h.text, edit=h.edit, script=s, mlm=m)
-                    for h, s, m in zip(hs, ss, ms)
-                ]
-                for hs, ss, ms in zip(
-                    nbest, scores['script'].tolist(), scores['mlm'].tolist()
-                )
-            ],
-        ),
+        FLAGS.output_json, dict(result, lists=_scored_lists(nbest, scores))
     )
 
 
@@ -539,12 +477,12 @@ def define_flags():
   flags.DEFINE_string(
       'corpus',
       None,
-      'Corpus directory (Gutenberg books); ' 'without --init_checkpoint.',
+      'Corpus directory (Gutenberg books); without --init_checkpoint.',
   )
   flags.DEFINE_string(
       'vocab_file',
       None,
-      'WordPiece vocabulary (uncased); ' 'without --init_checkpoint.',
+      'WordPiece vocabulary (uncased); without --init_checkpoint.',
   )
   flags.DEFINE_string('sentences', None, 'WikiText token file.')
   flags.DEFINE_string(

@@ -55,8 +55,7 @@ BUDGET_CONFIG = 'electra_small'
 def paper_rows() -> Dict[str, Tuple[str, float, float, int]]:
   """Per gin file: (label, params, train FLOPs, train steps) as 001 gives.
 
-  Per gin file: (label, params, train FLOPs, train steps) as 001 gives
-  them (Table IV Params and Train FLOPs, Table V Train Steps).
+  Table IV's Params and Train FLOPs, Table V's Train Steps.
   """
   paper = paper_tables.load('001')
   rows = {}

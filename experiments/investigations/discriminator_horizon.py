@@ -5,28 +5,17 @@ r"""Where a discriminator leaves the call-everything-original phase.
     --output_dir=experiments/reports [--mixed_precision=bfloat16] \
     [--stop_at_step=6000] [--report_only]
 
-Early in ELECTRA-style pretraining the replaced-token detector calls almost
-every token original (recall near 0). This continues one cpu-scale run
-(`RUNS`: an objective's paper gin files, then the scale's includes, as
-`experiments.regenerate --scale=cpu` trains it) on a long schedule,
-evaluating the held-out books every `--eval_every` steps, until held-out
-recall exceeds `--recall_target` and AUC reaches `--auc_target`, or the
-schedule (or `--stop_at_step`) ends; rerun the same command to resume it.
-Each checkpoint is probed (`discriminator_probe_lib`, `--probe_steps`).
-
-Writes `<output_dir>/discriminator_horizon_<run>.md`, `.json` and `.png`
-(`<run>_float32` for a float32 run, the flag's default): the held-out
-curve, the step where the targets were met, the probes, and the reference
-code's public points (`PUBLIC_POINTS`: other sizes and batches, so they
-locate the phase, not a value to match). The records are the cpu scale's
-(`create_pretraining_data --vocab_size=4096 --max_seq_length=64
---eval_fraction=0.1` makes the same).
-
-The training job is a `subprocess.Popen` of its own, not
-`experiments.commands.run_module`, which runs a job to its end: this reads
-the job's evaluations while it runs and signals it mid-run, and an interrupt
-waits for the checkpoint at the end of its loop (longer than
-`commands.stop`'s grace).
+Early in ELECTRA-style pretraining the detector calls almost every token
+original. This continues one cpu-scale run (`RUNS`) on a long schedule,
+evaluating the held-out books every `--eval_every` steps until recall exceeds
+`--recall_target` and AUC reaches `--auc_target`, or the schedule (or
+`--stop_at_step`) ends; rerun to resume. Each checkpoint is probed
+(`discriminator_probe_lib`). Writes `<output_dir>/discriminator_horizon_<run>`
+`.md`, `.json` and `.png` (`<run>_float32` for float32), with the reference
+code's public points (`PUBLIC_POINTS`) to locate the phase. The training job
+is its own `subprocess.Popen`, not `commands.run_module`: this reads its
+evaluations while it runs, and an interrupt waits for the checkpoint at the
+end of its loop (longer than `commands.stop`'s grace).
 """
 
 import dataclasses
@@ -411,6 +400,23 @@ def train_until_targets(
       return signal.SIGKILL if at_checkpoint else signal.SIGTERM
     return None
 
+  _run_job(command, model_dir, curve, poll_seconds, probe_steps, stop_signal)
+  return held_out.read_curve(model_dir)
+
+
+def _run_job(
+    command: Sequence[str],
+    model_dir: str,
+    curve: Dict[int, Dict[str, float]],
+    poll_seconds: float,
+    probe_steps: int,
+    stop_signal: Callable[[Dict[int, Dict[str, float]]], Optional[int]],
+) -> None:
+  """Runs the training job, logged to `horizon.log`, until `stop_signal`.
+
+  Raises:
+    RuntimeError: the job failed other than by the signal it was sent.
+  """
   tf.io.gfile.makedirs(model_dir)
   log_path = os.path.join(model_dir, 'horizon.log')
   print('  $ ' + ' '.join(command), flush=True)
@@ -437,7 +443,6 @@ def train_until_targets(
     raise RuntimeError(
         f'training failed (exit {process.returncode}); see {log_path}.'
     )
-  return held_out.read_curve(model_dir)
 
 
 def _watch(
@@ -478,6 +483,7 @@ def _checkpoint_step(prefix: str) -> int:
 
 
 def _curve_line(step: int, metrics: Dict[str, float]) -> str:
+  """One evaluation as printed while the job runs."""
   values = ', '.join(
       f'{label} {metrics[name]:.3f}'
       for name, label in CURVE_METRICS
@@ -495,14 +501,47 @@ _PRECISION = {
 def report_stem(horizon: HorizonRun, mixed_precision: Optional[str]) -> str:
   """The report's file name without extension.
 
-  The long runs here computed in bfloat16, faster on the machine of
-  `experiments/reports/mixed_precision_cpu.md` (on a CPU with AVX2 only it
-  is 10x slower: `experiments/reports/mixed_precision_cpu_scale.md`); a
-  float32 run of the same objective gets its own files (`_float32`), so
-  both precisions can sit in one report directory.
+  The long runs here computed in bfloat16 (see
+  `experiments/reports/mixed_precision_cpu.md`); a float32 run of the same
+  objective gets its own files (`_float32`), so both precisions can sit in
+  one report directory.
   """
   suffix = '_float32' if mixed_precision == 'float32' else ''
   return f'discriminator_horizon_{horizon.name}{suffix}'
+
+
+def _report_lines(
+    horizon: HorizonRun,
+    curve: Dict[int, Dict[str, float]],
+    max_steps: int,
+    mixed_precision: Optional[str],
+    verdict: str,
+    png: str,
+    probes: Optional[Dict[int, Dict[str, Any]]],
+) -> List[str]:
+  """The markdown report's lines, its `verdict` sentence among them."""
+  return [
+      f'# Where the discriminator leaves the all-original phase: '
+      f'{horizon.name}',
+      '',
+      f'{horizon.description}, at the cpu scale (`gin/regenerate/cpu.gin`: '
+      'hidden 128, 2 layers, length 64, batch 128), on a schedule of '
+      f'{max_steps:,} steps (warmup a tenth), computed in '
+      f'{_PRECISION.get(mixed_precision, "a precision not recorded")}, '
+      'evaluated on held-out books at every checkpoint.',
+      '',
+      provenance.provenance('experiments.investigations.discriminator_horizon'),
+      '',
+      '## Verdict',
+      '',
+      verdict,
+      '',
+      *_curve_and_public_lines(curve),
+      '',
+      f'![curve]({os.path.basename(png)})',
+      '',
+      *(probe_lines(probes) if probes else []),
+  ]
 
 
 def write_report(
@@ -526,34 +565,16 @@ def write_report(
   stem = os.path.join(output_dir, report_stem(horizon, mixed_precision))
   png = stem + '.png'
   plot_curve(horizon, curve, png)
-  lines = [
-      f'# Where the discriminator leaves the all-original phase: '
-      f'{horizon.name}',
-      '',
-      f'{horizon.description}, at the cpu scale (`gin/regenerate/cpu.gin`: '
-      'hidden 128, 2 layers, length 64, batch 128), on a schedule of '
-      f'{max_steps:,} steps (warmup a tenth), computed in '
-      f'{_PRECISION.get(mixed_precision, "a precision not recorded")}, '
-      'evaluated on held-out books at every checkpoint.',
-      '',
-      provenance.provenance('experiments.investigations.discriminator_horizon'),
-      '',
-      '## Verdict',
-      '',
-      (
-          f'Held-out recall > {recall_target} and AUC >= {auc_target} first '
-          f'at step {met:,}.'
-          if met is not None
-          else f'Not met by step {max(curve) if curve else 0:,}: recall > '
-          f'{recall_target} and AUC >= {auc_target}.'
-      ),
-      '',
-      *_curve_and_public_lines(curve),
-      '',
-      f'![curve]({os.path.basename(png)})',
-      '',
-      *(probe_lines(probes) if probes else []),
-  ]
+  verdict = (
+      f'Held-out recall > {recall_target} and AUC >= {auc_target} first '
+      f'at step {met:,}.'
+      if met is not None
+      else f'Not met by step {max(curve) if curve else 0:,}: recall > '
+      f'{recall_target} and AUC >= {auc_target}.'
+  )
+  lines = _report_lines(
+      horizon, curve, max_steps, mixed_precision, verdict, png, probes
+  )
   json_files.write_json(
       stem + '.json',
       dict(

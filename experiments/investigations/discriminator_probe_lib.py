@@ -1,32 +1,16 @@
 """What a replaced-token detector detects: probes of a pretraining checkpoint.
 
-A held-out discriminator AUC of 0.7 says little on its own: the detector may
-find every implausible substitution and miss only the generator's plausible
-ones, or it may score tokens by their identity alone (the generator draws
-some tokens more often than the text has them). This module evaluates the
-detector of a run's checkpoint (an `ElectraPretrainer`'s discriminator:
-ELECTRA, ALE, TEAMS; SCRIPT's self-critic, 004 Eq. 4-5) on its held-out
-records, with the run's own dynamic masks, under three sources of
-replacements at the same masked positions:
-
-  * `generator`: the run's generator, sampled as in training (its
-    temperature), so the detector meets the negatives it trains on;
-  * `unigram`: the training split's token frequencies, a generator that
-    ignores context (plausible words, implausible places);
-  * `uniform`: any non-special token, equally likely.
-
-For each source it reports the detector's AUC, recall (logit > 0 on replaced
-tokens) and accuracy over real tokens, and beside them the AUC of the best
-scorer that sees only a token's identity: each token's replaced rate, fit on
-half the sequences and scored on the other half (the detector's AUC on that
-same half is given with it). The generator's replacements are also split by
-the generator's own probability of the sampled token (softmax at
-temperature 1), with the detector's recall and AUC (against all original
-tokens) in each band: a detector limited by the generator's plausibility
-loses recall as that probability grows.
-
-`experiments/investigations/discriminator_probe.py` runs it and writes the
-report.
+A held-out AUC says little alone: the detector may miss only the generator's
+plausible replacements, or score tokens by their identity alone. This
+evaluates the detector of a run's checkpoint (an `ElectraPretrainer`'s
+discriminator or SCRIPT's self-critic) on its held-out records with the run's
+own dynamic masks, under three replacement sources at the same positions:
+`generator` (sampled as in training), `unigram` (the training split's token
+frequencies) and `uniform` (any non-special token). Per source: AUC, recall
+and accuracy over real tokens, beside the AUC of the best identity-only
+scorer (fit on half the sequences, scored on the other half); the generator's
+replacements also by band of its own probability of the sampled token.
+`discriminator_probe.py` runs it and writes the report.
 """
 
 import dataclasses
@@ -317,16 +301,11 @@ def _detect(
     detect: Callable[..., Tuple[tf.Tensor, tf.Tensor, tf.Tensor]],
     draws: _Replacements,
 ) -> Tuple[Dict[str, DetectedTokens], int]:
-  """Every source's replacements of each batch, through the detector.
+  """({source: its tokens over every batch}, batches) through the detector.
 
-  Args:
-    dataset: the held-out batches.
-    sample: batch -> the generator's draws and their probabilities.
-    detect: (batch, replacements) -> corrupted ids, labels, logits.
-    draws: the context-free sources' draws.
-
-  Returns:
-    ({source: its tokens over every batch}, the number of batches).
+  `sample(batch)` gives the generator's draws and their probabilities,
+  `detect(batch, replacements)` corrupted ids, labels and logits, `draws`
+  the context-free sources' draws.
   """
   parts = {source: [] for source in SOURCES}
   batches = sequences = 0
@@ -366,12 +345,10 @@ def probe(
 ) -> Dict[str, Any]:
   """Probes a run's detector on held-out batches under each source.
 
-  Args:
-    model_dir: an ELECTRA-family or SCRIPT pretraining run.
-    record_dir: its records (default: those its `config.gin` trained on).
-    steps: held-out batches (-1: the whole eval split).
-    checkpoint: a `ckpt-<step>` prefix (default: the latest).
-    seed: seeds the generator's draws and the context-free ones.
+  `model_dir` is an ELECTRA-family or SCRIPT run, `record_dir` its records
+  (default: its `config.gin`'s), `steps` held-out batches (-1: the whole eval
+  split), `checkpoint` a `ckpt-<step>` prefix (default: the latest); `seed`
+  seeds the generator's draws and the context-free ones.
 
   Returns:
     `checkpoint`, `step`, `steps` (as given), `batches`, `sources`

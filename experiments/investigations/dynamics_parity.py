@@ -5,34 +5,18 @@ r"""Training dynamics of ours against Model Garden's stock tasks, by curve.
     --output_dir=experiments/reports [--seeds=1,2,3] [--report_only] \
     [--prior_report=experiments/reports/dynamics_parity_cpu.json]
 
-Masked LM, ELECTRA and TEAMS at the cpu scale (each objective's paper gin
-file, then the scale's includes, as `experiments.regenerate --scale=cpu`
-trains it): each variant of `OBJECTIVES` trains on the same text, config
-and schedule for every `--seeds` seed and is evaluated every
-`--eval_every` steps on the same held-out batches. The variants
-(`VARIANTS`): ours and Model Garden's own task (`Objective.
-stock_task_config`, built by its own trainer as
-`experiments.benchmark_pretraining` does) on the same statically masked
-records; ours on dynamic masking; for ELECTRA the masking split apart
-(dynamic 80/10/10, static 85/0/15) and the stock task with our shuffle
-buffer; for TEAMS ours tying the word table only.
-
-Decisions: the evaluation is computed here, the same for every variant,
-from each model's outputs (`OUTPUT_NAMES`), on the static records' eval
-split (every variant scored on the same masks), beside the context-free
-ceiling (`official_repro.metrics.context_free`); a setting the stock task
-lacks is made the stock one for every variant (`Objective.bindings`, said
-in the report); each gap over seeds gets `aggregation.compare`'s verdict
-(ahead, behind or within noise: twice its standard error), with Welch's
-p-value and the verdict's chance rate.
-
-Runs live in `--runs_dir` (`<objective>-<variant>-seed<k>/`): a rerun skips
-finished runs and resumes an interrupted one from its last evaluation,
-under the schedule it started with (its sampling ops restart their seeded
-stream: `resumed_at` in its curve). Writes `dynamics_parity_cpu.md`,
-`.json` (every run's curve, so `--prior_report` goes on from it on another
-machine; one whose context-free ceiling differs from the rebuilt records'
-is refused) and a `.png` per objective.
+Masked LM, ELECTRA and TEAMS at the cpu scale: each variant of `OBJECTIVES`
+(`VARIANTS`: ours and Model Garden's own task on the same statically masked
+records, ours on dynamic masking, the masking split apart, the stock task with
+our shuffle buffer, TEAMS tying the word table only) trains on the same text,
+config and schedule for every seed, evaluated here on the same held-out
+batches from each model's outputs (`OUTPUT_NAMES`), beside the context-free
+ceiling. A setting the stock task lacks is made the stock one for every
+variant (`Objective.bindings`); each gap over seeds gets
+`aggregation.compare`'s verdict with Welch's p-value and its chance rate.
+Runs live in `--runs_dir` (`<objective>-<variant>-seed<k>/`); a rerun skips
+finished runs and resumes an interrupted one. Writes `dynamics_parity_cpu.md`,
+`.json` (every run's curve, for `--prior_report`) and a `.png` per objective.
 """
 
 from concurrent import futures
@@ -126,18 +110,13 @@ class Variant:
   stock_shuffles_as_ours: bool = False
 
 
+_STATIC = "pretrain_data.masking='static'"
+
 VARIANTS = {
     v.name: v
     for v in (
-        Variant(
-            'ours_static', False, 'static', ("pretrain_data.masking='static'",)
-        ),
-        Variant(
-            'stock_static',
-            True,
-            'static',
-            ("pretrain_data.masking='static'",),
-        ),
+        Variant('ours_static', False, 'static', (_STATIC,)),
+        Variant('stock_static', True, 'static', (_STATIC,)),
         Variant('ours_dynamic', False, 'dynamic'),
         Variant(
             'ours_dynamic_801010',
@@ -148,27 +127,19 @@ VARIANTS = {
                 'pretrain_data.random_token_fraction=0.1',
             ),
         ),
-        Variant(
-            'ours_static_85015',
-            False,
-            'static_85015',
-            ("pretrain_data.masking='static'",),
-        ),
+        Variant('ours_static_85015', False, 'static_85015', (_STATIC,)),
         Variant(
             'stock_static_our_shuffle',
             True,
             'static',
-            ("pretrain_data.masking='static'",),
+            (_STATIC,),
             stock_shuffles_as_ours=True,
         ),
         Variant(
             'ours_static_word_tied',
             False,
             'static',
-            (
-                "pretrain_data.masking='static'",
-                'teams.tie_embedding_block = False',
-            ),
+            (_STATIC, 'teams.tie_embedding_block = False'),
         ),
     )
 }
@@ -194,6 +165,7 @@ class Objective:
   metrics: Tuple[str, ...] = ('masked_lm_accuracy', 'mask_token_accuracy')
 
 
+_MLM_METRICS = ('masked_lm_accuracy', 'mask_token_accuracy')
 _DISCRIMINATOR_METRICS = (
     'discriminator_auc',
     'discriminator_accuracy',
@@ -243,11 +215,7 @@ OBJECTIVES = {
                     "file's setting)",
                 ),
             ),
-            metrics=(
-                'masked_lm_accuracy',
-                'mask_token_accuracy',
-                *_DISCRIMINATOR_METRICS,
-            ),
+            metrics=_MLM_METRICS + _DISCRIMINATOR_METRICS,
         ),
         Objective(
             'teams',
@@ -257,12 +225,7 @@ OBJECTIVES = {
                 ('gin/papers/003_teams/small.gin',),
             ),
             ('ours_static', 'stock_static', 'ours_static_word_tied'),
-            metrics=(
-                'masked_lm_accuracy',
-                'mask_token_accuracy',
-                *_DISCRIMINATOR_METRICS,
-                'mws_accuracy',
-            ),
+            metrics=(*_MLM_METRICS, *_DISCRIMINATOR_METRICS, 'mws_accuracy'),
         ),
     )
 }
@@ -381,6 +344,7 @@ def _gin(
     seed: int,
     schedule: Schedule,
 ):
+  """A run's gin files and bindings."""
   files = tuple(objective.run.gin_files) + runner.scale_gin_files(
       objective.run, 'cpu'
   )
@@ -447,12 +411,7 @@ def held_out_ceiling(runs_dir: str, count: int) -> Dict[str, float]:
   """The context-free ceiling on the first `count` held-out batches.
 
   No model: the best prediction from the shown token alone
-  (`static_predictor`, from the static records' training split and masking
-  fractions), scored on the slots every run is scored on.
-
-  Args:
-    runs_dir: holds `records_static`.
-    count: held-out batches of `HELD_OUT_BATCH_SIZE` sequences.
+  (`static_predictor`), scored on the slots every run is scored on.
 
   Returns:
     `context_free`, `mask_token_context_free`, `slots`, `mask_token_slots`.
@@ -483,13 +442,8 @@ def held_out_ceiling(runs_dir: str, count: int) -> Dict[str, float]:
       batches,
       predictor,
   )
-  keys = (
-      'context_free',
-      'mask_token_context_free',
-      'slots',
-      'mask_token_slots',
-  )
-  return {name: report[name] for name in keys}
+  keys = ('context_free', 'mask_token_context_free', 'slots')
+  return {name: report[name] for name in (*keys, 'mask_token_slots')}
 
 
 def held_out_metrics(
@@ -551,6 +505,7 @@ def held_out_metrics(
 
 
 def _output_names(variant: Variant, objective: str) -> Tuple:
+  """The `OUTPUT_NAMES` entry of a variant of `objective`."""
   if not variant.stock:
     return OUTPUT_NAMES['ours']
   if objective == 'masked_lm':
@@ -566,14 +521,7 @@ def _evaluator(
     batches: Sequence[Dict[str, tf.Tensor]],
     predictor: context_free.ContextFreePredictor,
 ) -> Callable[[], Dict[str, float]]:
-  """`held_out_metrics` of `model` on `batches`, as a function of nothing.
-
-  Args:
-    model: the run's model.
-    names: its output names (`OUTPUT_NAMES`).
-    batches: the held-out batches.
-    predictor: the records' context-free predictor.
-  """
+  """`held_out_metrics` of `model` (its `OUTPUT_NAMES` `names`) on `batches`."""
 
   @tf.function
   def forward(batch):
@@ -609,13 +557,7 @@ def run_params(
 ) -> Tuple[cfg.ExperimentConfig, cfg.ExperimentConfig]:
   """Our experiment for a run, and the one it trains (stock: Model Garden's).
 
-  Args:
-    runs_dir: the grid's directory.
-    objective_name: an `OBJECTIVES` key.
-    variant_name: a `VARIANTS` key.
-    seed: the run's seed.
-    schedule: its length and evaluations.
-    extra_bindings: gin bindings after the run's own.
+  `extra_bindings` come after the run's own gin bindings.
 
   Returns:
     (ours, the run's): the same experiment for our variants; for a stock
@@ -650,13 +592,7 @@ def train_one(
 ) -> None:
   """Trains one run in this process (resuming it) and writes its curve.
 
-  Args:
-    runs_dir: the grid's directory.
-    objective_name: an `OBJECTIVES` key.
-    variant_name: a `VARIANTS` key.
-    seed: the run's seed.
-    schedule: its length and evaluations.
-    extra_bindings: gin bindings after the run's own (smaller sizes).
+  `extra_bindings` come after the run's own gin bindings (smaller sizes).
   """
   variant = VARIANTS[variant_name]
   name = run_name(objective_name, variant_name, seed)
@@ -695,9 +631,7 @@ def train_one(
           variant=variant_name,
           seed=seed,
           train_steps=schedule.train_steps,
-          seconds=progress['seconds'],
-          resumed_at=progress['resumed_at'],
-          curve=progress['curve'],
+          **{k: progress[k] for k in ('seconds', 'resumed_at', 'curve')},
       ),
   )
   state.remove()
@@ -742,12 +676,7 @@ class RunState:
   """
 
   def __init__(self, run_dir: str, checkpoint: tf.train.Checkpoint):
-    """Keeps the state under `run_dir`/state.
-
-    Args:
-      run_dir: the run's directory.
-      checkpoint: what a resumption restores (with a `global_step`).
-    """
+    """Keeps `checkpoint`'s state (with a `global_step`) in `run_dir`/state."""
     self._dir = os.path.join(run_dir, 'state')
     self._progress_path = os.path.join(self._dir, 'progress.json')
     self._manager = tf.train.CheckpointManager(
@@ -757,8 +686,7 @@ class RunState:
   def restore(self, schedule: Schedule) -> Dict[str, Any]:
     """Restores the last checkpoint, if any, and the progress up to it.
 
-    Args:
-      schedule: the run's; it must be the one the state was saved under.
+    `schedule` must be the one the state was saved under.
 
     Returns:
       `step` (0 for a new run), `seconds` of training so far, the `curve`
@@ -878,13 +806,7 @@ def epoch_replay(
 ) -> Dict[str, float]:
   """`replay_shares` of a run's training stream, as its loader reads it.
 
-  Args:
-    runs_dir: the grid's directory (its static records).
-    objective_name: an `OBJECTIVES` key.
-    variant_name: a `VARIANTS` key.
-    seed: the run's seed.
-    batches: the second epoch's batches measured.
-    extra_bindings: gin bindings after the run's own.
+  `batches` of the second epoch are measured.
 
   Returns:
     `replay_shares`, with the epoch's length in sequences
@@ -916,6 +838,7 @@ def epoch_replay(
 
 
 def _curve_path(runs_dir: str, name: str) -> str:
+  """The finished run `name`'s curve file."""
   return os.path.join(runs_dir, name, 'curve.json')
 
 
@@ -1022,10 +945,7 @@ def welch(
   is loose, so two figures come with it, both from Welch's t distribution
   (Welch-Satterthwaite degrees of freedom).
 
-  Args:
-    a: per-seed values.
-    b: per-seed values.
-    comparison: `aggregation.compare(a, b)`.
+  `a` and `b` are per-seed values, `comparison` `aggregation.compare(a, b)`.
 
   Returns:
     `(p, chance_flag)`: the gap's two-sided p-value, and the probability
@@ -1098,12 +1018,8 @@ class PriorReport:
 def read_prior_report(path: str, schedule: Schedule) -> PriorReport:
   """Reads the runs an earlier report's JSON holds.
 
-  Args:
-    path: a `dynamics_parity_cpu.json` written by `write_report`.
-    schedule: this grid's; the report's must be the same.
-
-  Returns:
-    The report's runs and ceiling.
+  `path` is a `dynamics_parity_cpu.json` written by `write_report` on this
+  grid's `schedule`.
 
   Raises:
     cli.UserError: the file is missing, is not such a report, was trained
@@ -1307,13 +1223,10 @@ def plot(objective: str, by_variant, metrics: Sequence[str], path: str):
 
 
 def summary(rows: List[Dict]) -> List[str]:
-  """Each comparison at its last checkpoint: its verdicts, and by how much.
+  """Each comparison of `comparisons` rows at its last checkpoint, as Markdown.
 
-  Args:
-    rows: `comparisons(...)`.
-
-  Returns:
-    Markdown lines: a heading and one bullet per objective and comparison.
+  A heading and one bullet per objective and comparison: its verdicts, and by
+  how much.
   """
   by_comparison = {}
   for row in rows:
@@ -1566,6 +1479,34 @@ def markdown(
   return '\n'.join(lines) + '\n'
 
 
+def _report_json(
+    schedule: Schedule,
+    seeds: Sequence[int],
+    results,
+    rows: List[Dict],
+    ceiling: Dict[str, float],
+    replay: Optional[Dict[str, Dict[str, float]]],
+    runs: Dict[str, Dict[str, Any]],
+    prior_runs: Dict[str, Dict[str, Any]],
+) -> Dict[str, Any]:
+  """The report's JSON: the grid's figures and every run's curve file."""
+  return dict(
+      **dataclasses.asdict(schedule),
+      seeds=list(seeds),
+      curves={
+          o: {
+              v: {str(step): m for step, m in curve.items()}
+              for v, curve in by_variant.items()
+          }
+          for o, by_variant in results.items()
+      },
+      comparisons=rows,
+      context_free=ceiling,
+      epoch_replay=replay,
+      runs=dict(runs, **{k: v for k, v in prior_runs.items() if k not in runs}),
+  )
+
+
 def write_report(
     runs_dir: str,
     output_dir: str,
@@ -1580,9 +1521,8 @@ def write_report(
   of `prior` outside it, which the report leaves out), so that it can be
   the `prior` of a later grid.
   """
-  runs, found = finished_runs(
-      runs_dir, objective_names, seeds, prior.runs if prior else None
-  )
+  prior_runs = prior.runs if prior else {}
+  runs, found = finished_runs(runs_dir, objective_names, seeds, prior_runs)
   results = collect(runs)
   rows = comparisons(results)
   ceiling = held_out_ceiling(runs_dir, schedule.eval_batches)
@@ -1602,27 +1542,8 @@ def write_report(
   stem = os.path.join(output_dir, 'dynamics_parity_cpu')
   json_files.write_json(
       stem + '.json',
-      dict(
-          **dataclasses.asdict(schedule),
-          seeds=list(seeds),
-          curves={
-              o: {
-                  v: {str(step): m for step, m in curve.items()}
-                  for v, curve in by_variant.items()
-              }
-              for o, by_variant in results.items()
-          },
-          comparisons=rows,
-          context_free=ceiling,
-          epoch_replay=replay,
-          runs=dict(
-              runs,
-              **{
-                  k: v
-                  for k, v in (prior.runs if prior else {}).items()
-                  if k not in runs
-              },
-          ),
+      _report_json(
+          schedule, seeds, results, rows, ceiling, replay, runs, prior_runs
       ),
   )
   json_files.write_text(

@@ -136,6 +136,30 @@ def _features(task, glue_dir, split, tokenizer, max_seq_length, limit, seed):
   return features
 
 
+def _probe_row(source, name: str, seed, train, dev, batch_size: int):
+  """One encoder's accuracy per pooling (seed None: the pretrained one)."""
+  tf_keras.utils.set_random_seed(0 if seed is None else seed)
+  encoder = encoders.build_encoder(source.config)
+  if seed is None:
+    pretrained.restore(encoder, source.checkpoint_path)
+  train_pooled = pooled_features(encoder, train, batch_size)
+  dev_pooled = pooled_features(encoder, dev, batch_size)
+  train_labels = train['label_ids'].astype(np.int64)
+  dev_labels = dev['label_ids'].astype(np.int64)
+  return dict(
+      encoder=name,
+      **{
+          pooling: probe_accuracy(
+              train_pooled[pooling],
+              train_labels,
+              dev_pooled[pooling],
+              dev_labels,
+          )
+          for pooling in POOLINGS
+      },
+  )
+
+
 def feature_probe(
     init_checkpoint: str,
     glue_dir: str,
@@ -177,30 +201,11 @@ def feature_probe(
   train_labels = train['label_ids'].astype(np.int64)
   dev_labels = dev['label_ids'].astype(np.int64)
   majority = float((dev_labels == np.bincount(train_labels).argmax()).mean())
-  rows = []
-  for name, seed in [('pretrained', None)] + [
-      (f'random seed {s}', s) for s in range(random_seeds)
-  ]:
-    tf_keras.utils.set_random_seed(0 if seed is None else seed)
-    encoder = encoders.build_encoder(source.config)
-    if seed is None:
-      pretrained.restore(encoder, source.checkpoint_path)
-    train_pooled = pooled_features(encoder, train, batch_size)
-    dev_pooled = pooled_features(encoder, dev, batch_size)
-    rows.append(
-        dict(
-            encoder=name,
-            **{
-                pooling: probe_accuracy(
-                    train_pooled[pooling],
-                    train_labels,
-                    dev_pooled[pooling],
-                    dev_labels,
-                )
-                for pooling in POOLINGS
-            },
-        )
-    )
+  rows = [
+      _probe_row(source, name, seed, train, dev, batch_size)
+      for name, seed in [('pretrained', None)]
+      + [(f'random seed {s}', s) for s in range(random_seeds)]
+  ]
   return dict(
       task=task,
       num_train_examples=len(train_labels),

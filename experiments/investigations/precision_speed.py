@@ -41,8 +41,7 @@ SPEED_EXTENSIONS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16')
 def cpu_line(cpuinfo: Optional[str] = None) -> str:
   """The report line naming the CPU and its `SPEED_EXTENSIONS`.
 
-  Args:
-    cpuinfo: the text of /proc/cpuinfo; read from this machine when None.
+  `cpuinfo` is the text of /proc/cpuinfo (None: this machine's).
 
   Returns:
     `CPU: <model>; extensions: <present> (none of <absent>).`, or that the
@@ -78,7 +77,7 @@ def define_flags() -> None:
   flags.DEFINE_multi_string(
       'configs',
       [],
-      'name=gin_file[,gin_file...], one per configuration ' 'to measure.',
+      'name=gin_file[,gin_file...], one per configuration to measure.',
   )
   flags.DEFINE_multi_string('gin_param', [], 'Bindings for every config.')
   flags.DEFINE_list(
@@ -121,10 +120,9 @@ def parse_configs(specs: Sequence[str]) -> List[Tuple[str, List[str]]]:
 
 
 def measure(gin_files: Sequence[str], mixed_precision: str) -> Dict:
-  """Measures one point with benchmark_pretraining's `ours` variant.
+  """One point of benchmark_pretraining's `ours` variant, in a subprocess.
 
-  One point: benchmark_pretraining's `ours` variant (records built once
-  under --work_dir, the measurement in its own subprocess).
+  Its records are built once under --work_dir.
   """
   output_json = os.path.join(
       FLAGS.work_dir, f'{os.getpid()}_{mixed_precision}.json'
@@ -170,14 +168,10 @@ def format_table(points: List[Dict], header: str) -> str:
             f'{difference:.2e}',
         ]
     )
-  header_cells = [
-      'config',
-      'precision',
-      'steps/s',
-      'vs float32',
-      'first-step loss',
-      'relative difference',
-  ]
+  header_cells = (
+      'config | precision | steps/s | vs float32 | first-step loss '
+      '| relative difference'
+  ).split(' | ')
   lines = [
       '## Pretraining steps/s and first-step loss by precision',
       '',
@@ -203,31 +197,17 @@ def main(argv):
   for name, gin_files in configs:
     for mixed_precision in FLAGS.precisions:
       result = measure(gin_files, mixed_precision)
-      points.append(
-          dict(
-              result,
-              config=name,
-              gin_files=gin_files,
-              precision=mixed_precision,
-          )
-      )
+      point = dict(config=name, gin_files=gin_files, precision=mixed_precision)
+      points.append(dict(result, **point))
       print(
           f'{name} {mixed_precision}: {result["steps_per_second"]:.2f} '
           f'steps/s, first-step loss {result["first_step_loss"]:.5f}',
           flush=True,
       )
   cpu = cpu_line()
+  command = provenance.provenance('experiments.investigations.precision_speed')
   table = format_table(
-      points,
-      ' '.join(
-          (
-              provenance.provenance(
-                  'experiments.investigations.precision_speed'
-              ),
-              cpu,
-              provenance.load_line(load),
-          )
-      ),
+      points, ' '.join((command, cpu, provenance.load_line(load)))
   )
   print(table)
   if FLAGS.output_markdown:

@@ -8,24 +8,15 @@ r"""Per-op time breakdown of pretraining steps, ours beside Model Garden's.
     --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
     --steps=5 --output_dir=/tmp/profile_electra_small
 
-Builds each variant's trainer exactly as `experiments.benchmark_pretraining`
-does (same flags: `--gin_file`, `--gin_param`, `--variants`, `--steps`,
-`--warmup_steps`, `--work_dir`, `--corpus`, `--vocab_file`), each in its own
-subprocess, runs the first step and `--warmup_steps` untraced, then
-`--steps` steps under the TensorFlow profiler. The profiler's XSpace
-(`*.xplane.pb`) is read directly: every TensorFlow op execution on the host
-is an event named `<op name>:<op type>` with its duration. Summed per op
-type, per category (matmul, element-wise, reduction, layout, gather and
-scatter, softmax and cross-entropy, random, input pipeline, variable reads
-and writes, and the optimizer's update, by name scope) and per op, and
-divided by the steps, they give milliseconds per step. Ops run on two
-threads at once on two cores, so the op time per step can exceed the step's
-wall time; the shares are of op time. Only the host's TensorFlow
-ops are read: on a GPU they are kernel launches, not kernel times, so a
-trace with device planes is refused (use TensorBoard's profiler there).
-
-Writes `<output_dir>/<variant>.json` and `<output_dir>/profile.md`, the
-categories and the `--top` op types of both variants side by side.
+Builds each variant's trainer as `experiments.benchmark_pretraining` does
+(the same flags), each in its own subprocess, runs the first step and
+`--warmup_steps` untraced, then `--steps` under the TensorFlow profiler. The
+XSpace (`*.xplane.pb`) is read directly: each host op execution is an event
+`<op name>:<op type>` with its duration, summed per op type, per category and
+per op, per step. Ops run on two threads at once, so shares are of op time. A
+trace with device planes is refused (GPU host ops are kernel launches; use
+TensorBoard's profiler there). Writes `<output_dir>/<variant>.json` and
+`<output_dir>/profile.md` (the categories and `--top` op types side by side).
 """
 
 import collections
@@ -60,7 +51,7 @@ _CATEGORY_PATTERNS = (
     ),
     (
         'softmax and cross-entropy',
-        r'^(Softmax|LogSoftmax|' r'.*SoftmaxCrossEntropyWithLogits)$',
+        r'^(Softmax|LogSoftmax|.*SoftmaxCrossEntropyWithLogits)$',
     ),
     (
         'gather and scatter',
@@ -84,7 +75,7 @@ _CATEGORY_PATTERNS = (
     ),
     (
         'input pipeline',
-        r'^(IteratorGetNext.*|.*Dataset.*|' r'MultiDeviceIterator.*)$',
+        r'^(IteratorGetNext.*|.*Dataset.*|MultiDeviceIterator.*)$',
     ),
     (
         'variables',
@@ -122,22 +113,17 @@ def type_category(op_type: str) -> str:
 
 
 def category(op_name: str, op_type: str) -> str:
-  """The category of one op.
-
-  The category of one op: 'optimizer' under an optimizer's name scope,
-  else its type's.
-  """
+  """'optimizer' under an optimizer's name scope, else the op type's."""
   if _OPTIMIZER_SCOPES.search(op_name):
     return 'optimizer'
   return type_category(op_type)
 
 
 def op_events(space: xplane_pb2.XSpace) -> Iterable[Tuple[str, str, int]]:
-  """The TensorFlow op executions on the host.
+  """(op name, op type, duration in ps) of each host TensorFlow op execution.
 
-  (op name, op type, duration in ps) of every TensorFlow op execution on
-  the host: events named `<name>:<type>` (executor and Python events, whose
-  names have no such form or contain '::', are skipped).
+  Those are the events named `<name>:<type>` (executor and Python events,
+  whose names have no such form or contain '::', are skipped).
   """
   for plane in space.planes:
     if plane.name.startswith('/device:') and plane.lines:
@@ -174,9 +160,7 @@ def training_pass(op_name: str) -> str:
 def summarize(events: Iterable[Tuple[str, str, int]], steps: int) -> Dict:
   """Milliseconds per step per op type, category and op name.
 
-  Args:
-    events: `op_events` output.
-    steps: the traced steps the events cover.
+  `steps` are the traced steps the `op_events` cover.
 
   Returns:
     `op_ms_per_step`, and `by_pass` (`training_pass`), `by_category`,
@@ -265,6 +249,7 @@ def profile_variant(variant: str, logdir: str) -> Dict:
 
 
 def _run_isolated(variant: str, output_dir: str) -> Dict:
+  """`profile_variant`'s summary of `variant`, profiled in a subprocess."""
   path = os.path.join(output_dir, f'{variant}.json')
   commands.run_module(
       'experiments.investigations.profile_pretraining',
@@ -279,11 +264,7 @@ def _run_isolated(variant: str, output_dir: str) -> Dict:
 
 
 def format_report(summaries: Sequence[Dict], top: int) -> str:
-  """Markdown comparing the profiles side by side.
-
-  Markdown: step time, passes, categories and the top op types, side by
-  side.
-  """
+  """Markdown: step time, passes, categories and top op types side by side."""
   names = [s['variant'] for s in summaries]
   shares = [f'{n} ms/step (share)' for n in names]
 
@@ -365,10 +346,9 @@ def main(argv):
       f'{FLAGS.warmup_steps} warm-up steps.\n\n'
       + format_report(summaries, FLAGS.top)
   )
-  with tf.io.gfile.GFile(
-      os.path.join(FLAGS.output_dir, 'profile.md'), 'w'
-  ) as f:
-    f.write(report + '\n')
+  json_files.write_text(
+      os.path.join(FLAGS.output_dir, 'profile.md'), report + '\n'
+  )
   print(report)
 
 

@@ -7,25 +7,16 @@ r"""Measures record creation's memory and speed as the corpus grows.
     [--one_file] [--output_markdown=...] [--output_json=...]
 
 Builds corpora of the requested sizes by repeating a directory of books under
-new names (`copy003/<book>.txt`, symbolic links, so each copy is a distinct set
-of documents with its own seeds), runs `create_pretraining_data` on each as a
-subprocess with each `--workers` count of local workers (and, at the smallest
-size, the Beam DirectRunner), and reports per run: wall time, MB of text per
-second, the peak resident memory of the largest process (`/usr/bin/time -v`)
-and of the process tree (sampled), and how mixed the shards are (distinct
-books among a shard's first 1,000 examples); from the one-worker rate it
-estimates what the papers' 16 GB corpus costs on Dataflow.
-
-With `--one_file` each corpus is one file, the copies concatenated, which
-measures memory inside a file (read as a stream, in groups of
-`create_pretraining_data --group_mb`); such a file runs without
-`--strip_gutenberg` (which would keep only its first book) and by one
-worker (a file is the unit of parallelism). Times mean something only on a
-quiet machine: the report states the load.
-
-Each run is its own `subprocess.Popen`, not `experiments.commands.run_module`:
-it runs under `/usr/bin/time -v` with `--beam_python`'s interpreter as well as
-this one, and its process tree's memory is polled by pid while it runs.
+new names (symbolic links, each copy distinct documents with its own seeds),
+runs `create_pretraining_data` on each with each `--workers` count (and, at
+the smallest size, the Beam DirectRunner), and reports wall time, MB/s, the
+peak memory of the largest process (`/usr/bin/time -v`) and of the process
+tree (sampled), and how mixed the shards are; from the one-worker rate it
+estimates the papers' 16 GB corpus on Dataflow. `--one_file` concatenates the
+copies into one file (no `--strip_gutenberg`, one worker). The report states
+the load. Each run is its own `subprocess.Popen`, not `commands.run_module`:
+it runs under `/usr/bin/time -v`, with `--beam_python` too, and its tree's
+memory is polled by pid.
 """
 
 import json
@@ -228,6 +219,11 @@ def measure_run(
   wall = time.time() - started
   if process.returncode != 0:
     raise RuntimeError(f'{" ".join(command)} failed:\n{stderr[-3000:]}')
+  return _run_stats(engine, workers, output_dir, wall, stderr, sampler)
+
+
+def _run_stats(engine, workers, output_dir, wall, stderr, sampler):
+  """`measure_run`'s result, from `time -v`'s report and the metadata."""
   largest_kb = int(
       re.search(r'Maximum resident set size \(kbytes\): (\d+)', stderr).group(1)
   )

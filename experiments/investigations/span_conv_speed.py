@@ -39,8 +39,7 @@ def shifted_slices_sum(
 ) -> tf.Tensor:
   """The k-tap sum as k shifted slices of the padded values.
 
-  The k-tap sum as k shifted slices of the padded values (the earlier
-  formulation of `span_dynamic_conv.apply_dynamic_kernel`).
+  The earlier formulation of `span_dynamic_conv.apply_dynamic_kernel`.
 
   Args:
     values: `[B, T, N, H]`.
@@ -90,6 +89,18 @@ def _call_ms(function, values: tf.Tensor, kernel: tf.Tensor) -> float:
   return 1e3 * (time.perf_counter() - start)
 
 
+def _alternating_ms(functions, values, kernel, iterations: int):
+  """{formulation: ms of each timed call}, after one untimed call each."""
+  times = {name: [] for name in FORMULATIONS}
+  for name in FORMULATIONS:
+    _call_ms(functions[name], values, kernel)
+  for iteration in range(iterations):
+    order = FORMULATIONS if iteration % 2 == 0 else FORMULATIONS[::-1]
+    for name in order:
+      times[name].append(_call_ms(functions[name], values, kernel))
+  return times
+
+
 def measure(
     shapes: Sequence[Tuple[int, int]],
     num_heads: int,
@@ -100,13 +111,9 @@ def measure(
 ) -> List[Dict]:
   """One row per (shape, XLA, pass): median ms of each formulation.
 
-  Args:
-    shapes: (B, T) pairs.
-    num_heads: N, convolution heads.
-    head_size: H.
-    kernel_size: k (odd).
-    iterations: timed calls per formulation.
-    seed: seed of the random inputs.
+  `shapes` are (B, T) pairs; `num_heads` convolution heads of `head_size`,
+  `kernel_size` odd; `iterations` timed calls per formulation; `seed` seeds
+  the random inputs.
 
   Returns:
     Dicts with `batch_size`, `seq_length`, `jit_compile`, `backward`,
@@ -137,13 +144,7 @@ def measure(
             name: _compiled(name, backward, jit_compile)
             for name in FORMULATIONS
         }
-        times = {name: [] for name in FORMULATIONS}
-        for name in FORMULATIONS:
-          _call_ms(functions[name], values, kernel)
-        for iteration in range(iterations):
-          order = FORMULATIONS if iteration % 2 == 0 else FORMULATIONS[::-1]
-          for name in order:
-            times[name].append(_call_ms(functions[name], values, kernel))
+        times = _alternating_ms(functions, values, kernel, iterations)
         row = dict(
             batch_size=batch_size,
             seq_length=seq_length,

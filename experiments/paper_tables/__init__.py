@@ -1,14 +1,10 @@
 """The four papers' tables and figures, transcribed once, as data.
 
 One JSON file per paper (`<paper>_<name>.json` beside this module) holds
-every table of that paper: its caption, row and column names and cells as
-printed, the unit of each column (or row), and, for results, how the paper
-aggregates runs. Everything that compares against a paper number (the gin
-citation test, `experiments.regenerate`, the experiment commands) reads it
-through `load` / `load_all`; the code keeps no copy of a paper cell. The one
-other transcription is deliberate: `tests/test_gin_papers.py` keeps its own
-hand transcription of the hyperparameter tables it checks whole, so that a
-mistyped cell here and a wrong gin value cannot agree unnoticed.
+every table of that paper as printed; everything that compares against a
+paper number reads it through `load` / `load_all`, and the code keeps no copy
+of a paper cell (except `tests/test_gin_papers.py`'s deliberate second
+transcription, so a mistyped cell and a wrong gin value cannot agree).
 
 File layout (the keys each JSON object has; `?` marks optional ones):
 
@@ -51,12 +47,9 @@ File layout (the keys each JSON object has; `?` marks optional ones):
                   in its text; empty when it only draws them
     notes?        list of strings
 
-Cells are kept as printed and parsed on lookup (`parse_cell`): "2.3e17",
-"500K", "13.5M", "1/2" and "12h" (hours) are numbers, "88.0±0.5" a number
-with its "±" term, "Linear" a string. A column printed with slashes
-("Small/Small++") holds slash-separated cells ("256/1024"); looking up one
-of its parts ("Small++") returns the matching part, and a cell with a
-single value ("12") applies to every part.
+Cells are kept as printed and parsed on lookup (`parse_cell`); a cell of a
+slashed column ("Small/Small++") holds one part per name, and a single value
+applies to every part.
 """
 
 import dataclasses
@@ -112,11 +105,7 @@ class Cell:
 
 
 def parse_cell(printed: str) -> Tuple[Union[float, str, None], Optional[float]]:
-  """Parses a printed cell into (value, plus_minus).
-
-  Args:
-    printed: e.g. "0.838", "2.3e17", "500K", "13.5M", "1/2", "88.0±0.5",
-      "Linear", "-".
+  """Parses a printed cell ("2.3e17", "500K", "1/2", "88.0±0.5", "Linear", "-").
 
   Returns:
     (number or string or None, the "±" term or None).
@@ -298,11 +287,8 @@ class Paper:
       value, _ = parse_cell(statement['printed'])
       self.stated[statement['key']] = Statement(
           paper=self.paper,
-          key=statement['key'],
-          where=statement['where'],
-          printed=statement['printed'],
           value=value,
-          unit=statement['unit'],
+          **{k: statement[k] for k in ('key', 'where', 'printed', 'unit')},
           quote=statement['quote'],
       )
     self.figures: Dict[str, Figure] = {}
@@ -313,10 +299,7 @@ class Paper:
       }
       self.figures[figure['id']] = Figure(
           paper=self.paper,
-          id=figure['id'],
-          caption=figure['caption'],
-          x=figure['x'],
-          y=figure['y'],
+          **{k: figure[k] for k in ('id', 'caption', 'x', 'y')},
           series=series,
           notes=tuple(figure.get('notes', ())),
       )
@@ -334,6 +317,7 @@ class Paper:
 
 
 def _path_of(paper: str) -> str:
+  """The one `<paper>_<name>.json` beside this module."""
   matches = [
       name
       for name in sorted(tf.io.gfile.listdir(DATA_DIR))

@@ -23,19 +23,11 @@ absent, and a citation may run on from one comment line to the next:
   [code: official_repro/tasks/finetuning.py]    a file of this repository
   [ours: <reason>]                              our own choice
 
-For example, one binding cites five cells of a row and a section:
-
-  # [003 Table 5: Warmup Steps | Small, Small++, Base, Base++, Large]
-  # [003 App. B] "..."
-  optimization.warmup_steps = 10000
-
 `citations_in` expands a bracket of several columns into one cell citation
 per column; `resolve` turns a citation into what it names (or raises naming
 what is missing); `value_matches` decides whether a gin value equals a cited
-cell: numbers within a relative 1e-9, a "%" cell against a fraction, strings
-case-insensitively, and the printed words in `NAMED_VALUES` through the
-binding that spells them in gin. `experiments.paper_tables.gin_lint` keeps
-gin lines within a width and each citation written once.
+cell (numbers within a relative 1e-9, a "%" cell against a fraction, strings
+case-insensitively, `NAMED_VALUES` through their gin spelling).
 """
 
 import ast
@@ -190,9 +182,8 @@ def parse_citation(text: str) -> Citation:
 def parse_bracket(text: str) -> List[Citation]:
   """The citations between one pair of brackets.
 
-  The citations between one pair of brackets: one, or for a cell citation
-  naming several columns of a row ('003 Table 5: Warmup Steps | Small,
-  Base') one cell citation per column, in order.
+  One, or for a cell citation naming several columns of a row ('003 Table
+  5: Warmup Steps | Small, Base') one cell citation per column, in order.
 
   Raises:
     ValueError: when `text` is no citation, or a column of its list is
@@ -222,9 +213,9 @@ def brackets_in(comment: str) -> List[str]:
 def citations_in(comment: str) -> List[Citation]:
   """The citations of a comment, in order.
 
-  The citations of a comment, in order, a bracket of several columns
-  expanded into one cell citation per column (brackets holding no
-  citation raise: a comment's brackets are citations only).
+  A bracket of several columns is expanded into one cell citation per column;
+  brackets holding no citation raise (a comment's brackets are citations
+  only).
   """
   return [
       citation
@@ -337,12 +328,11 @@ def _split_comment(line: str) -> Tuple[str, str]:
 
 
 def gin_bindings(path: str) -> List[Binding]:
-  """The bindings of a gin file, each with its comment.
+  """The bindings of a gin file (includes and imports skipped), with comments.
 
-  The bindings of a gin file (includes and imports skipped), each with
-  its comment: the `#` lines directly above it, then the comment ending its
-  line. A blank line, an include or an import ends a block of `#` lines
-  that no binding follows (a header, not a binding's comment).
+  A binding's comment is the `#` lines directly above it, then the comment
+  ending its line. A blank line, an include or an import ends a block of `#`
+  lines that no binding follows (a header, not a binding's comment).
   """
   with tf.io.gfile.GFile(path) as f:
     lines = f.read().splitlines()

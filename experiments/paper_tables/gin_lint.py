@@ -3,20 +3,12 @@ r"""Keeps gin files readable: lines within a width, each citation written once.
   python -m experiments.paper_tables.gin_lint [PATH ...]
 
 Checks every `.gin` file among the given files and under the given
-directories (default: `gin`), prints one line per problem,
-`<file>:<line>: <reason>`, and exits with status 1 if there is any (0
-otherwise):
-
-  * a line longer than `MAX_LINE_LENGTH` columns; a long comment goes in the
-    `#` lines directly above its binding, wrapped at the width (both are the
-    binding's comment, see experiments/paper_tables/citations.py);
-  * a citation written twice in one binding's comment (the `#` lines
-    directly above it and the end of its line), or on one comment line;
-  * cells of one row cited in separate brackets, which the compact form
-    writes once: [003 Table 5: Warmup Steps | Small, Base].
-
-That every citation resolves and every cited cell equals its binding's
-value is tests/test_gin_papers.py's check, not this command's.
+directories (default: `gin`), prints `<file>:<line>: <reason>` per problem
+and exits 1 if there is any: a line over `MAX_LINE_LENGTH` (a long comment
+goes wrapped in the `#` lines above its binding), a citation written twice in
+one binding's comment or on one line, or cells of one row cited in separate
+brackets (the compact form: [003 Table 5: Warmup Steps | Small, Base]).
+Resolving citations is tests/test_gin_papers.py's check.
 """
 
 import os
