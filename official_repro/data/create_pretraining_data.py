@@ -277,7 +277,7 @@ class PretrainingDataConfig:
     """Refuses fractions, sizes and counts out of their ranges."""
     if not 0.0 <= self.eval_fraction < 1.0:
       raise cli.UserError(
-          '--eval_fraction must be in [0, 1), got ' f'{self.eval_fraction}.'
+          f'--eval_fraction must be in [0, 1), got {self.eval_fraction}.'
       )
     if not self.group_mb * 2**20 >= 1:
       raise cli.UserError(
@@ -304,9 +304,8 @@ class PretrainingDataConfig:
         self.vocab_size <= len(vocab_lib.SPECIAL_TOKENS)
     ):
       raise cli.UserError(
-          f'--vocab_size must exceed '
-          f'{len(vocab_lib.SPECIAL_TOKENS)} (the special '
-          f'tokens), got {self.vocab_size}.'
+          f'--vocab_size must exceed {len(vocab_lib.SPECIAL_TOKENS)} (the '
+          f'special tokens), got {self.vocab_size}.'
       )
     for name in ('max_decode_error_rate', 'max_unk_rate'):
       if not 0.0 <= getattr(self, name) <= 1.0:
@@ -314,24 +313,16 @@ class PretrainingDataConfig:
             f'--{name} must be in [0, 1], got ' f'{getattr(self, name)}.'
         )
 
+  def _options_of(self, options_class):
+    """An `options_class` from the fields of this config of the same names."""
+    names = [field.name for field in dataclasses.fields(options_class)]
+    return options_class(**{name: getattr(self, name) for name in names})
+
   def cleaning_options(self) -> text_cleaning.CleaningOptions:
-    return text_cleaning.CleaningOptions(
-        document_mode=self.document_mode,
-        sentence_per_line=self.sentence_per_line,
-        strip_gutenberg=self.strip_gutenberg,
-        drop_line_regexes=self.drop_line_regexes,
-        drop_headings=self.drop_headings,
-        min_sentence_chars=self.min_sentence_chars,
-        file_pattern=self.file_pattern,
-        encoding_errors=self.encoding_errors,
-    )
+    return self._options_of(text_cleaning.CleaningOptions)
 
   def instance_options(self) -> pretraining_instances.InstanceOptions:
-    return pretraining_instances.InstanceOptions(
-        max_seq_length=self.max_seq_length,
-        short_seq_prob=self.short_seq_prob,
-        next_sentence_prediction=self.next_sentence_prediction,
-    )
+    return self._options_of(pretraining_instances.InstanceOptions)
 
   def masking_config(self) -> Optional[masking_lib.MaskingConfig]:
     """The static masking rates, or None for dynamic masking."""
@@ -548,6 +539,8 @@ def _check_corpus(
 ) -> streaming.TokenizationStats:
   """Stops on an empty corpus, undecodable text or a high [UNK] rate.
 
+  Logs what was read once the corpus passes.
+
   Returns:
     The tokenization counters of both splits.
 
@@ -577,6 +570,12 @@ def _check_corpus(
         'the text (check --vocab_file and --lower_case), or raise '
         '--max_unk_rate to write the records anyway.'
     )
+  logging.info(
+      'Read %d documents, %d sentences from %d files.',
+      stats.corpus.documents,
+      stats.corpus.sentences,
+      stats.corpus.files,
+  )
   return total
 
 
@@ -848,18 +847,10 @@ def _write_splits(
 ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
   """Writes both splits' shards; their `metadata['splits']` and stats."""
   stats, config = shards.stats, run.config
-  logging.info(
-      'Read %d documents, %d sentences from %d files.',
-      stats.corpus.documents,
-      stats.corpus.sentences,
-      stats.corpus.files,
-  )
   splits, split_stats = {}, {}
   for split in records.SPLITS:
     num_examples = stats.splits[split].examples
-    num_shards = (
-        config.num_shards if split == 'train' else (config.num_eval_shards)
-    )
+    num_shards = config.streaming_settings().num_shards[split]
     names = records.shard_file_names(split, num_shards) if num_examples else []
     label = f'write {split}'
     summaries = run.timer.measure(

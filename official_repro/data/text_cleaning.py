@@ -135,7 +135,7 @@ class CleaningOptions:
       )
     if self.min_sentence_chars < 0:
       raise cli.UserError(
-          'min_sentence_chars must be >= 0, got ' f'{self.min_sentence_chars}.'
+          f'min_sentence_chars must be >= 0, got {self.min_sentence_chars}.'
       )
     object.__setattr__(self, 'drop_line_regexes', tuple(self.drop_line_regexes))
     for pattern in self.drop_line_regexes:
@@ -151,29 +151,22 @@ class CleaningOptions:
 class CorpusStats:
   """Counters collected while reading a corpus.
 
+  Counts of what their names say, and:
+
   Attributes:
-    files: files read.
-    bytes_read: raw bytes read.
     documents: non-empty documents returned.
     paragraphs: non-empty paragraphs (blocks of lines) kept.
-    sentences: sentences returned.
     characters: characters in the returned sentences.
     lines_read: lines read (after line-ending normalisation).
-    blank_lines: blank lines (paragraph separators, not content).
     lines_skipped_by_reason: dropped non-content lines keyed by reason.
     sentences_dropped_short: sentences shorter than `min_sentence_chars`.
-    italics_underscores_removed: Gutenberg `_italics_` underscores removed.
     empty_documents_dropped: documents without a sentence after cleaning
       (in 'file' mode, files).
     decode_errors: undecodable byte sequences replaced by U+FFFD.
-    files_with_decode_errors: files with at least one decode error.
-    files_with_bom: files that started with a UTF-8 byte-order mark.
-    files_with_crlf: files with CRLF or CR line endings.
     files_without_gutenberg_markers: files kept whole under
       `strip_gutenberg` because they have no `*** START OF` line.
     files_unreadable: files that could not be read (permissions, a broken
-      link, an I/O error) and were skipped; each is named in
-      `unreadable_files`.
+      link, an I/O error) and were skipped.
     unreadable_files: `'<path>: <error>'` of the first
       `MAX_NAMED_FILES` unreadable files.
   """
@@ -841,15 +834,6 @@ class CorpusReader:
     elif not made:
       stats.empty_documents_dropped += 1
 
-  def _paragraph_sentences(
-      self, block: List[str], stats: CorpusStats
-  ) -> List[str]:
-    """The sentences of a block, counting it as a paragraph if it has any."""
-    sentences = self._block_sentences(block, stats)
-    if sentences:
-      stats.paragraphs += 1
-    return sentences
-
   def _drop_blocks(
       self, blocks: Iterable[List[str]], stats: CorpusStats
   ) -> Iterator[List[str]]:
@@ -877,20 +861,21 @@ class CorpusReader:
       else:
         yield line
 
-  def _block_sentences(self, block: List[str], stats: CorpusStats) -> List[str]:
-    """Splits one block of lines into sentences and applies the length cut."""
+  def _paragraph_sentences(
+      self, block: List[str], stats: CorpusStats
+  ) -> List[str]:
+    """A block's sentences past the length cut; a paragraph if it has any."""
     if self._options.strip_gutenberg:
       block = [self._remove_italics(line, stats) for line in block]
     if self._options.sentence_per_line:
       candidates = [_WHITESPACE.sub(' ', line).strip() for line in block]
     else:
       candidates = split_sentences(' '.join(block))
-    sentences = []
-    for sentence in candidates:
-      if len(sentence) < self._options.min_sentence_chars:
-        stats.sentences_dropped_short += 1
-        continue
-      sentences.append(sentence)
+    sentences = [
+        s for s in candidates if len(s) >= self._options.min_sentence_chars
+    ]
+    stats.sentences_dropped_short += len(candidates) - len(sentences)
+    stats.paragraphs += bool(sentences)
     stats.sentences += len(sentences)
     stats.characters += sum(len(s) for s in sentences)
     return sentences
