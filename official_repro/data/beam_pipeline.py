@@ -26,6 +26,7 @@ from apache_beam.options import pipeline_options
 import tensorflow as tf
 
 from official_repro.common import progress
+from official_repro.data import records
 from official_repro.data import streaming
 from official_repro.data import vocab as vocab_lib
 from official_repro.data import text_cleaning
@@ -66,7 +67,7 @@ class _ProcessFile(beam.DoFn):
 def _write_shard(item, scratch_dir: str, num_shards: Dict[str, int]):
   """Sorts one shard's examples by key and writes them (`write_shard`)."""
   (split, shard), keyed = item
-  name = f'{split}-{shard:05d}-of-{num_shards[split]:05d}.tfrecord'
+  name = records.shard_file_names(split, num_shards[split])[shard]
   summary = streaming.write_shard(
       streaming.sorted_by_key(keyed), os.path.join(scratch_dir, name)
   )

@@ -374,10 +374,7 @@ class _Timer:
 def _load_given_vocab(
     config: PretrainingDataConfig,
 ) -> Optional[vocab_lib.Vocabulary]:
-  """`config.vocab_file`'s tokens (None when a vocabulary is learned).
-
-  Raises FileNotFoundError or UserError naming --vocab_file.
-  """
+  """`config.vocab_file`'s tokens, or None; errors name --vocab_file."""
   if config.vocab_file is None:
     return None
   try:
@@ -413,11 +410,7 @@ def _tokenizer_name(config: PretrainingDataConfig) -> str:
 def _check_decode_error_rate(
     stats: text_cleaning.CorpusStats, config: PretrainingDataConfig
 ) -> None:
-  """Stops when too much of the corpus was undecodable (--encoding_errors).
-
-  Raises:
-    UserError: naming the rate, the files and the flag.
-  """
+  """Raises UserError when too much of the corpus was undecodable."""
   rate = stats.decode_errors / max(1, stats.characters)
   if rate > config.max_decode_error_rate:
     raise cli.UserError(
@@ -455,9 +448,6 @@ def _sample_and_learn_vocab(
   Returns:
     `(tokens, sample)`: the vocabulary (not yet written) and the sample's
     size (`sentences`, `characters`) and population (`train_sentences`).
-
-  Raises:
-    UserError: the corpus has no train text.
   """
   config = run.config
   files = streaming.files_to_sample(
@@ -498,7 +488,10 @@ def _sample_and_learn_vocab(
 def _draw_vocab_sample(
     run: '_Run', files: Sequence[streaming.InputFile], scratch_dir: str
 ) -> Tuple[List[str], int]:
-  """The sampled train sentences of `files` and how many there were."""
+  """The sampled train sentences of `files` and how many there were.
+
+  Raises UserError when the corpus has no train text.
+  """
   config, settings = run.config, run.config.streaming_settings()
   if config.engine == 'beam':
     from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
@@ -539,13 +532,8 @@ def _check_corpus(
 ) -> streaming.TokenizationStats:
   """Stops on an empty corpus, undecodable text or a high [UNK] rate.
 
-  Logs what was read once the corpus passes.
-
-  Returns:
-    The tokenization counters of both splits.
-
-  Raises:
-    UserError: naming the counts and the flag to change.
+  Raises UserError naming the counts and the flag to change; otherwise logs
+  what was read and returns the tokenization counters of both splits.
   """
   if not stats.corpus.documents:
     raise cli.UserError(

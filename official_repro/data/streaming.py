@@ -206,7 +206,6 @@ class EvalSplit:
     self.seed = seed
     self.num_files = len(files)
     self.eval_files = frozenset()
-    self.single_document = False
     if eval_fraction <= 0.0:
       self.mode = 'none'
     elif document_mode == 'file' and len(files) == 1:
