@@ -558,7 +558,7 @@ class FileProcessor:
   def _tokenize(
       self, documents: List[Tuple[int, List[str]]], split_stats: SplitStats
   ) -> List[Tuple[int, List[List[int]]]]:
-    """The `(index, sentences of token ids)` of the documents with tokens."""
+    """Each document's `(index, non-empty sentences of token ids)`, counted."""
     flat = [sentence for _, sentences in documents for sentence in sentences]
     split_stats.sentences += len(flat)
     ids = self._tokenizer(flat)
