@@ -1,30 +1,18 @@
 """Record creation as an Apache Beam pipeline (Direct, Dataflow, Flink, Spark).
 
-The pipeline runs the local run's transforms (`streaming`) on Beam workers:
-
   Create(input files) | Reshuffle | ParDo(FileProcessor.process)
       -> examples keyed by (split, shard) | GroupByKey
       -> sorted by key, `streaming.write_shard` into a scratch directory
       -> counters summed (CombineGlobally), pickled into the scratch directory
 
-so a shard holds the same examples in the same order as the local run's, and
-its bytes are the same. A shard is sorted in the memory of one Beam worker:
-choose `--num_shards` so that a shard (about 2.5 times its share of the text
-for length-128 dynamic records, times `dupe_factor` for static masking) fits
-in a worker. Learning a vocabulary first runs a sampling pipeline
-(`streaming.sample_sentences` per file, the smallest hashes kept by a
-combiner). Every path goes through `tf.io.gfile`, so inputs, scratch and
-output directories can be on `gs://`.
-
-The caller (`create_pretraining_data`) checks the counters, then moves the
-shards into the output directory and writes `metadata.json` last. Runner and
-its options come from Beam's standard pipeline options, e.g.
-`--beam_options="--runner=DataflowRunner --project=P --region=R
---temp_location=gs://B/tmp
---extra_package=dist/official_repro-0.1.0-py3-none-any.whl"` (the wheel of
-`python -m pip wheel --no-deps -w dist .`).
-
-Importing this module imports Apache Beam; nothing else in the package does.
+So a shard's bytes are those of the local run's. A shard is sorted in one
+worker's memory: choose `--num_shards` so that a shard fits. A learned
+vocabulary first runs a sampling pipeline (`streaming.sample_sentences`, the
+smallest hashes kept by a combiner). Paths go through `tf.io.gfile` (gs://
+works); the caller checks the counters, moves the shards into place and
+writes `metadata.json`. `--beam_options` are Beam's pipeline options
+(data/README.md). Importing this module imports Apache Beam; nothing else in
+the package does.
 """
 
 import heapq
@@ -38,6 +26,7 @@ from apache_beam.options import pipeline_options
 import tensorflow as tf
 
 from official_repro.common import progress
+from official_repro.data import records
 from official_repro.data import streaming
 from official_repro.data import vocab as vocab_lib
 from official_repro.data import text_cleaning
@@ -78,7 +67,7 @@ class _ProcessFile(beam.DoFn):
 def _write_shard(item, scratch_dir: str, num_shards: Dict[str, int]):
   """Sorts one shard's examples by key and writes them (`write_shard`)."""
   (split, shard), keyed = item
-  name = f'{split}-{shard:05d}-of-{num_shards[split]:05d}.tfrecord'
+  name = records.shard_file_names(split, num_shards[split])[shard]
   summary = streaming.write_shard(
       streaming.sorted_by_key(keyed), os.path.join(scratch_dir, name)
   )
@@ -105,9 +94,7 @@ class BeamShards:
       scratch_dir: str,
   ):
     self.stats = stats
-    self._summaries = {}
-    for split, summary in summaries:
-      self._summaries[(split, summary.name)] = summary
+    self._summaries = {(split, s.name): s for split, s in summaries}
     self._scratch_dir = scratch_dir
 
   def write(
@@ -152,16 +139,9 @@ def run_beam(
 ) -> BeamShards:
   """Runs the record pipeline; its shards and counters go to `scratch_dir`.
 
-  Args:
-    files: the corpus.
-    settings: the transforms' options.
-    tokens: the vocabulary.
-    eval_split: the train/eval decision.
-    scratch_dir: an existing temporary directory (gs:// for a remote runner).
-    beam_options: Beam pipeline options, one command-line string.
-
-  Returns:
-    The counters and shards, ready for `BeamShards.write`.
+  `scratch_dir` exists (gs:// for a remote runner); `beam_options` is one
+  command-line string. Returns the counters and shards, for
+  `BeamShards.write`.
   """
   with beam.Pipeline(options=make_options(beam_options)) as pipeline:
     processed = _spread_files(pipeline, files) | 'Process' >> beam.ParDo(

@@ -2,21 +2,13 @@
 
 For a quickstart without downloads: the help topics of `pydoc_data.topics`
 (one document per topic) and the docstrings of the standard library (one
-document per module: its docstring and the docstrings of its public classes,
-functions and methods, in source order).
+document per module: its docstring and those of its public definitions).
+Only prose is kept (`prose_paragraphs`): reST underlines and bullet marks are
+dropped, and indented, `Name:`-over-indented, doctest and unterminated
+paragraphs are skipped, as are short and duplicate docstrings.
 
-Only prose is kept. Docstrings are dedented; per paragraph, reST underlines
-(`****`, `====`) and bullet marks are dropped, and a paragraph is skipped if it
-is indented (code, literal blocks), is a `Name:` line over indented lines
-(argument lists), holds doctest prompts (`>>>`), or does not end with `.`, `!`
-or `?` (titles, and "Usage:" lines that introduced a dropped code block).
-Docstrings shorter than `min_docstring_chars` and duplicate docstrings are
-skipped.
-
-Output format (read it with `document_mode='blank_line'`): documents are
-separated by one blank line; inside a document every paragraph is one line and
-there are no blank lines, so the reader joins a document's paragraphs with
-spaces and splits the result into sentences.
+Output (read it with `document_mode='blank_line'`): documents separated by a
+blank line, one paragraph a line.
 """
 
 import ast
@@ -34,19 +26,8 @@ from official_repro.common import json_files
 TOPICS_FILENAME = 'pydoc_topics.txt'
 DOCSTRINGS_FILENAME = 'stdlib_docstrings.txt'
 _SKIPPED_DIRS = frozenset(
-    [
-        'test',
-        'tests',
-        'idlelib',
-        'lib2to3',
-        'site-packages',
-        'dist-packages',
-        '__pycache__',
-        'turtledemo',
-        'ensurepip',
-        'config-3',
-        'venv',
-    ]
+    'test tests idlelib lib2to3 site-packages dist-packages __pycache__ '
+    'turtledemo ensurepip config-3 venv'.split()
 )
 _UNDERLINE = re.compile(r'^\s*([*=\-~^#+])\1{2,}\s*$')
 _BULLET = re.compile(r'^[*+\-] ')
@@ -110,11 +91,8 @@ def write_builtin_corpus(
 def prose_paragraphs(text: str) -> List[str]:
   """The prose paragraphs of a docstring or help text, one line each.
 
-  Args:
-    text: the text, with blank lines between paragraphs.
-
-  Returns:
-    The kept paragraphs, each with its lines joined by single spaces.
+  `text` has blank lines between paragraphs; a kept paragraph's lines are
+  joined by single spaces.
   """
   paragraphs = []
   for block in re.split(r'\n\s*\n', inspect.cleandoc(text)):
@@ -179,11 +157,7 @@ def _stdlib_modules(stdlib_dir: str) -> Iterator[str]:
 
 
 def _module_docstrings(path: str) -> Iterator[str]:
-  """The docstrings of a Python file.
-
-  The module docstring, then public class/function docstrings in source
-  order; nothing for a file that does not parse.
-  """
+  """The module's, then public definitions' docstrings (none if unparsable)."""
   with tf.io.gfile.GFile(path, 'rb') as f:
     # Decoded like a local text file read with encoding='utf-8' and
     # errors='replace', line endings included (universal newlines).

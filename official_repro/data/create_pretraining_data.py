@@ -1,31 +1,13 @@
 r"""Turns plain-text corpora into pretraining TFRecords, streaming.
 
-The corpus is processed a file at a time and never held in memory: each input
-file is read and cleaned into documents (`text_cleaning`), each document goes
-to train or eval by a seeded hash (`streaming.EvalSplit`), is tokenized,
-packed into `[CLS] A [SEP] B [SEP]` instances (`pretraining_instances`),
-optionally masked `dupe_factor` times (static masking, `masking.mask_batch`)
-and serialized, and every example is sent by a seeded hash of its key to a
-shard of the record directory described in `records`, in which examples are
-ordered by that hash (`streaming`). Memory is set by buffers, not by the
-corpus or the size of its files: each worker holds a group of documents in
-flight (`--group_mb` of text, read from its file as a stream, with its tokens
-and examples) and `--buffer_mb` of examples.
-
-Two engines run the same transforms: `--engine=local` (`local_pipeline`,
-`--num_workers` processes on this machine, default all cores) and
-`--engine=beam` (`beam_pipeline`: Apache Beam's DirectRunner, or Dataflow,
-Flink, Spark through `--beam_options`). For the same input and seed both
-write the same records, whatever the number of workers. A learned vocabulary
-(`--vocab_size`) is learned from a seeded sample of at most
-`--vocab_sample_sentences` train sentences of a seeded choice of files
-holding about `--vocab_sample_mb` of text.
-
-The output directory is touched only once the whole corpus has been processed
-and checked (decode errors, [UNK] rate, an empty corpus): shards are then
-written under temporary names and renamed into place, and `metadata.json` is
-written last. Progress (the bytes read, as each group of a file is done, and
-the examples written) is logged every 10 seconds (`common.progress`).
+Each file is cleaned into documents (`text_cleaning`), split train/eval by a
+seeded hash, tokenized, packed (`pretraining_instances`), optionally masked
+`--dupe_factor` times, and sent by a seeded hash to a shard of the record
+directory (`records`, `streaming`). Memory is bounded by `--group_mb` and
+`--buffer_mb`, not by the corpus. `--engine=local` (`local_pipeline`) and
+`--engine=beam` (`beam_pipeline`) write the same records for the same input
+and seed. The output directory is touched only once the whole corpus has been
+processed and checked; `metadata.json` is written last.
 
 Not reused: Model Garden's `create_pretraining_data.py` holds the whole
 corpus in memory on one core, with no learned vocabulary or dynamic masking.
@@ -243,6 +225,18 @@ class PretrainingDataConfig:
 
   def __post_init__(self):
     object.__setattr__(self, 'drop_line_regexes', tuple(self.drop_line_regexes))
+    self._check_choices()
+    self._check_ranges()
+    # The options of the later stages check themselves when built.
+    try:
+      self.cleaning_options()
+      self.instance_options()
+      self.masking_config()
+    except ValueError as error:
+      raise cli.UserError(f'--{error}') from None
+
+  def _check_choices(self):
+    """Refuses inconsistent vocabulary, masking and engine options."""
     if (self.vocab_file is None) == (self.vocab_size is None):
       raise cli.UserError(
           'Give exactly one of --vocab_file (an existing vocabulary) and '
@@ -278,9 +272,12 @@ class PretrainingDataConfig:
           'examples only repeats them. Drop --dupe_factor or use '
           '--masking=static.'
       )
+
+  def _check_ranges(self):
+    """Refuses fractions, sizes and counts out of their ranges."""
     if not 0.0 <= self.eval_fraction < 1.0:
       raise cli.UserError(
-          '--eval_fraction must be in [0, 1), got ' f'{self.eval_fraction}.'
+          f'--eval_fraction must be in [0, 1), got {self.eval_fraction}.'
       )
     if not self.group_mb * 2**20 >= 1:
       raise cli.UserError(
@@ -307,41 +304,25 @@ class PretrainingDataConfig:
         self.vocab_size <= len(vocab_lib.SPECIAL_TOKENS)
     ):
       raise cli.UserError(
-          f'--vocab_size must exceed '
-          f'{len(vocab_lib.SPECIAL_TOKENS)} (the special '
-          f'tokens), got {self.vocab_size}.'
+          f'--vocab_size must exceed {len(vocab_lib.SPECIAL_TOKENS)} (the '
+          f'special tokens), got {self.vocab_size}.'
       )
     for name in ('max_decode_error_rate', 'max_unk_rate'):
       if not 0.0 <= getattr(self, name) <= 1.0:
         raise cli.UserError(
             f'--{name} must be in [0, 1], got ' f'{getattr(self, name)}.'
         )
-    # The options of the later stages check themselves when built.
-    try:
-      self.cleaning_options()
-      self.instance_options()
-      self.masking_config()
-    except ValueError as error:
-      raise cli.UserError(f'--{error}') from None
+
+  def _options_of(self, options_class):
+    """An `options_class` from the fields of this config of the same names."""
+    names = [field.name for field in dataclasses.fields(options_class)]
+    return options_class(**{name: getattr(self, name) for name in names})
 
   def cleaning_options(self) -> text_cleaning.CleaningOptions:
-    return text_cleaning.CleaningOptions(
-        document_mode=self.document_mode,
-        sentence_per_line=self.sentence_per_line,
-        strip_gutenberg=self.strip_gutenberg,
-        drop_line_regexes=self.drop_line_regexes,
-        drop_headings=self.drop_headings,
-        min_sentence_chars=self.min_sentence_chars,
-        file_pattern=self.file_pattern,
-        encoding_errors=self.encoding_errors,
-    )
+    return self._options_of(text_cleaning.CleaningOptions)
 
   def instance_options(self) -> pretraining_instances.InstanceOptions:
-    return pretraining_instances.InstanceOptions(
-        max_seq_length=self.max_seq_length,
-        short_seq_prob=self.short_seq_prob,
-        next_sentence_prediction=self.next_sentence_prediction,
-    )
+    return self._options_of(pretraining_instances.InstanceOptions)
 
   def masking_config(self) -> Optional[masking_lib.MaskingConfig]:
     """The static masking rates, or None for dynamic masking."""
@@ -393,11 +374,7 @@ class _Timer:
 def _load_given_vocab(
     config: PretrainingDataConfig,
 ) -> Optional[vocab_lib.Vocabulary]:
-  """`config.vocab_file`'s tokens (None when a vocabulary is learned).
-
-  Raises:
-    FileNotFoundError, UserError: naming --vocab_file.
-  """
+  """`config.vocab_file`'s tokens, or None; errors name --vocab_file."""
   if config.vocab_file is None:
     return None
   try:
@@ -413,11 +390,7 @@ def _write_vocab(
     tokens: vocab_lib.Vocabulary,
     output_dir: str,
 ) -> None:
-  """Writes the vocabulary into `output_dir` (atomically).
-
-  As `tokens.filename` (vocab.txt or spiece.model), unless it is
-  `config.vocab_file` itself.
-  """
+  """Writes `tokens` into `output_dir`, unless it is `config.vocab_file`."""
   output_path = os.path.join(output_dir, tokens.filename)
   if config.vocab_file is None or (
       _absolute(config.vocab_file) != _absolute(output_path)
@@ -437,14 +410,7 @@ def _tokenizer_name(config: PretrainingDataConfig) -> str:
 def _check_decode_error_rate(
     stats: text_cleaning.CorpusStats, config: PretrainingDataConfig
 ) -> None:
-  """Stops when too much of the corpus was undecodable.
-
-  Stops when more of the corpus was undecodable than allowed (only
-  possible with --encoding_errors=replace).
-
-  Raises:
-    UserError: naming the rate, the files and the flag.
-  """
+  """Raises UserError when too much of the corpus was undecodable."""
   rate = stats.decode_errors / max(1, stats.characters)
   if rate > config.max_decode_error_rate:
     raise cli.UserError(
@@ -462,14 +428,11 @@ def _static_masking_metadata(
   masking_config = config.masking_config()
   if masking_config is None:
     return None
-  return {
-      'mask_rate': masking_config.mask_rate,
-      'max_predictions_per_seq': masking_config.max_predictions_per_seq,
-      'mask_token_fraction': masking_config.mask_token_fraction,
-      'random_token_fraction': masking_config.random_token_fraction,
-      'dupe_factor': config.dupe_factor,
-      'seed': config.seed,
-  }
+  return dict(
+      dataclasses.asdict(masking_config),
+      dupe_factor=config.dupe_factor,
+      seed=config.seed,
+  )
 
 
 def _absolute(path: str) -> str:
@@ -478,51 +441,19 @@ def _absolute(path: str) -> str:
 
 
 def _sample_and_learn_vocab(
-    config: PretrainingDataConfig,
-    files: Sequence[streaming.InputFile],
-    eval_split: streaming.EvalSplit,
-    inputs: Sequence[str],
-    scratch_dir: str,
-    num_workers: int,
+    run: '_Run', scratch_dir: str
 ) -> Tuple[List[str], Dict[str, int]]:
-  """A WordPiece vocabulary learned from a seeded sample of the train split.
+  """A vocabulary learned from a seeded sample of the train split.
 
   Returns:
     `(tokens, sample)`: the vocabulary (not yet written) and the sample's
     size (`sentences`, `characters`) and population (`train_sentences`).
-
-  Raises:
-    UserError: the corpus has no train text.
   """
-  settings = config.streaming_settings()
+  config = run.config
   files = streaming.files_to_sample(
-      files, config.seed, config.vocab_sample_mb * 10**6
+      run.files, config.seed, config.vocab_sample_mb * 10**6
   )
-  if config.engine == 'beam':
-    from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
-
-    sentences, population, corpus_stats = beam_pipeline.sample_with_beam(
-        files,
-        settings,
-        eval_split,
-        config.vocab_sample_sentences,
-        scratch_dir,
-        config.beam_options,
-    )
-  else:
-    sentences, population, corpus_stats = local_pipeline.sample_corpus(
-        files, settings, eval_split, config.vocab_sample_sentences, num_workers
-    )
-  if not corpus_stats.documents:
-    raise cli.UserError(
-        text_cleaning.empty_corpus_message(inputs, corpus_stats)
-    )
-  if not sentences:
-    raise cli.UserError(
-        f'corpus {", ".join(inputs)}: no text found in the train split to '
-        'learn a vocabulary from (every document is held out for eval); '
-        'lower --eval_fraction or give --vocab_file.'
-    )
+  sentences, population = _draw_vocab_sample(run, files, scratch_dir)
   sample = {
       'sentences': len(sentences),
       'characters': sum(len(s) for s in sentences),
@@ -554,6 +485,46 @@ def _sample_and_learn_vocab(
   return vocab_lib.as_vocabulary(tokens), sample
 
 
+def _draw_vocab_sample(
+    run: '_Run', files: Sequence[streaming.InputFile], scratch_dir: str
+) -> Tuple[List[str], int]:
+  """The sampled train sentences of `files` and how many there were.
+
+  Raises UserError when the corpus has no train text.
+  """
+  config, settings = run.config, run.config.streaming_settings()
+  if config.engine == 'beam':
+    from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
+
+    sentences, population, corpus_stats = beam_pipeline.sample_with_beam(
+        files,
+        settings,
+        run.eval_split,
+        config.vocab_sample_sentences,
+        scratch_dir,
+        config.beam_options,
+    )
+  else:
+    sentences, population, corpus_stats = local_pipeline.sample_corpus(
+        files,
+        settings,
+        run.eval_split,
+        config.vocab_sample_sentences,
+        run.num_workers,
+    )
+  if not corpus_stats.documents:
+    raise cli.UserError(
+        text_cleaning.empty_corpus_message(run.inputs, corpus_stats)
+    )
+  if not sentences:
+    raise cli.UserError(
+        f'corpus {", ".join(run.inputs)}: no text found in the train split to '
+        'learn a vocabulary from (every document is held out for eval); '
+        'lower --eval_fraction or give --vocab_file.'
+    )
+  return sentences, population
+
+
 def _check_corpus(
     inputs: Sequence[str],
     stats: streaming.RecordStats,
@@ -561,11 +532,8 @@ def _check_corpus(
 ) -> streaming.TokenizationStats:
   """Stops on an empty corpus, undecodable text or a high [UNK] rate.
 
-  Returns:
-    The tokenization counters of both splits.
-
-  Raises:
-    UserError: naming the counts and the flag to change.
+  Raises UserError naming the counts and the flag to change; otherwise logs
+  what was read and returns the tokenization counters of both splits.
   """
   if not stats.corpus.documents:
     raise cli.UserError(
@@ -590,6 +558,12 @@ def _check_corpus(
         'the text (check --vocab_file and --lower_case), or raise '
         '--max_unk_rate to write the records anyway.'
     )
+  logging.info(
+      'Read %d documents, %d sentences from %d files.',
+      stats.corpus.documents,
+      stats.corpus.sentences,
+      stats.corpus.files,
+  )
   return total
 
 
@@ -654,29 +628,27 @@ def _make_scratch_dir(output_dir: str) -> str:
   return path
 
 
-def _run_engine(
-    config: PretrainingDataConfig,
-    files: Sequence[streaming.InputFile],
-    tokens: Sequence[str],
-    eval_split: streaming.EvalSplit,
-    scratch_dir: str,
-    num_workers: int,
-):
+def _run_engine(run: '_Run', tokens: Sequence[str], scratch_dir: str):
   """Processes the corpus with the configured engine; returns its shards."""
-  settings = config.streaming_settings()
+  config, settings = run.config, run.config.streaming_settings()
   if config.engine == 'beam':
     from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
 
     return beam_pipeline.run_beam(
-        files, settings, tokens, eval_split, scratch_dir, config.beam_options
+        run.files,
+        settings,
+        tokens,
+        run.eval_split,
+        scratch_dir,
+        config.beam_options,
     )
   return local_pipeline.run_local(
-      files,
+      run.files,
       settings,
       tokens,
-      eval_split,
+      run.eval_split,
       scratch_dir,
-      num_workers,
+      run.num_workers,
       config.buffer_mb << 20,
   )
 
@@ -753,42 +725,45 @@ def prepare_pretraining_data(
     files = streaming.list_input_files(inputs, config.file_pattern, output_dir)
   except FileNotFoundError as e:
     raise FileNotFoundError(f'--input: {e}') from e
-  eval_split = streaming.EvalSplit(
-      files, config.document_mode, config.eval_fraction, config.seed
+  run = _Run(
+      config=config,
+      inputs=inputs,
+      files=files,
+      eval_split=streaming.EvalSplit(
+          files, config.document_mode, config.eval_fraction, config.seed
+      ),
+      num_workers=local_pipeline.effective_workers(
+          config.num_workers, len(files)
+      ),
+      timer=timer,
+      input_bytes=sum(f.size for f in files),
   )
-  num_workers = local_pipeline.effective_workers(config.num_workers, len(files))
-  input_bytes = sum(f.size for f in files)
   logging.info(
       'Processing %d files (%.1f MB) with the %s engine%s.',
       len(files),
-      input_bytes / 1e6,
+      run.input_bytes / 1e6,
       config.engine,
-      f', {num_workers} workers' if config.engine == 'local' else '',
+      f', {run.num_workers} workers' if config.engine == 'local' else '',
   )
   with records.writer_lock(output_dir):
-    return _write_records(
-        config,
-        inputs,
-        output_dir,
-        files,
-        eval_split,
-        num_workers,
-        timer,
-        given_tokens,
-        input_bytes,
-    )
+    return _write_records(run, output_dir, given_tokens)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+  """What every step of one `prepare_pretraining_data` call reads."""
+
+  config: PretrainingDataConfig
+  inputs: Sequence[str]
+  files: Sequence[streaming.InputFile]
+  eval_split: streaming.EvalSplit
+  num_workers: int
+  timer: _Timer
+  input_bytes: int
 
 
 def _write_records(
-    config: PretrainingDataConfig,
-    inputs: Sequence[str],
-    output_dir: str,
-    files: Sequence[streaming.InputFile],
-    eval_split: streaming.EvalSplit,
-    num_workers: int,
-    timer: '_Timer',
-    given_tokens: Optional[List[str]],
-    input_bytes: int,
+    run: _Run, output_dir: str, given_tokens: Optional[List[str]]
 ) -> Dict[str, Any]:
   """`prepare_pretraining_data` once the directory is locked.
 
@@ -802,124 +777,36 @@ def _write_records(
   # Until the whole corpus is processed and checked, only temporaries (a
   # scratch directory) are written: a mistake in the corpus leaves an
   # earlier run's records as they were.
-  records.remove_leftovers(output_dir)
-  complete = tf.io.gfile.exists(
-      os.path.join(output_dir, records.METADATA_FILENAME)
-  )
-  staging_dir = (
-      json_files.temporary_path(output_dir.rstrip('/'))
-      if complete and '://' not in output_dir
-      else None
-  )
+  config, staging_dir = run.config, _staging_dir(output_dir)
   write_dir = staging_dir or output_dir
   try:
     scratch_dir = _make_scratch_dir(write_dir)
     try:
       tokens, vocab_sample = given_tokens, None
       if tokens is None:
-        tokens, vocab_sample = timer.measure(
-            'vocab',
-            _sample_and_learn_vocab,
-            config,
-            files,
-            eval_split,
-            inputs,
-            scratch_dir,
-            num_workers,
+        tokens, vocab_sample = run.timer.measure(
+            'vocab', _sample_and_learn_vocab, run, scratch_dir
         )
-      shards = timer.measure(
-          'process',
-          _run_engine,
-          config,
-          files,
-          tokens,
-          eval_split,
-          scratch_dir,
-          num_workers,
+      shards = run.timer.measure(
+          'process', _run_engine, run, tokens, scratch_dir
       )
-      stats = shards.stats
-      total_tokenization = _check_corpus(inputs, stats, config)
-      logging.info(
-          'Read %d documents, %d sentences from %d files.',
-          stats.corpus.documents,
-          stats.corpus.sentences,
-          stats.corpus.files,
-      )
+      total_tokenization = _check_corpus(run.inputs, shards.stats, config)
       if write_dir == output_dir:
         records.remove_metadata(output_dir)
       _write_vocab(config, tokens, write_dir)
-      splits, split_stats = {}, {}
-      for split in records.SPLITS:
-        num_examples = stats.splits[split].examples
-        num_shards = (
-            config.num_shards if split == 'train' else (config.num_eval_shards)
-        )
-        names = (
-            records.shard_file_names(split, num_shards) if num_examples else []
-        )
-        summaries = timer.measure(
-            f'write_{split}',
-            shards.write,
-            write_dir,
-            split,
-            names,
-            f'write {split}',
-        )
-        splits[split] = {'files': names, 'num_examples': num_examples}
-        split_stats[split] = _split_stats(
-            stats.splits[split], summaries, config.masking == 'static'
-        )
-        logging.info(
-            '%s: %d examples written to %d files.',
-            split,
-            num_examples,
-            len(names),
-        )
+      splits, split_stats = _write_splits(run, shards, write_dir)
     finally:
       if tf.io.gfile.exists(scratch_dir):
         tf.io.gfile.rmtree(scratch_dir)
-
-    warnings = _warnings(config, tokens, stats, total_tokenization)
-    timer.seconds['total'] = timer.total()
-    special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
-    metadata = {
-        'format_version': records.FORMAT_VERSION,
-        'max_seq_length': config.max_seq_length,
-        'vocab_file': tokens.filename,
-        'vocab_size': len(tokens),
-        'lower_case': config.lower_case,
-        # Which tokenizer made the ids: records without the field were made
-        # by TF Text's FastBertTokenizer, and training refuses them
-        # (`pretrain_dataloader.check_records`).
-        'tokenizer': tokens.tokenizer_name,
-        'special_token_ids': special_ids.as_dict(),
-        'next_sentence_labels': config.next_sentence_prediction,
-        'masking': config.masking,
-        'static_masking': _static_masking_metadata(config),
-        'splits': splits,
-        'stats': {
-            'corpus': dataclasses.asdict(stats.corpus),
-            'split': eval_split.describe(
-                {s: stats.splits[s].documents for s in records.SPLITS}
-            ),
-            'tokenization': dataclasses.asdict(total_tokenization),
-            'splits': split_stats,
-            'groups': stats.groups,
-            'vocab_sample': vocab_sample,
-            'execution': {
-                'engine': config.engine,
-                'num_workers': num_workers
-                if config.engine == 'local'
-                else None,
-                'buffer_mb': config.buffer_mb,
-                'input_files': len(files),
-                'input_bytes': input_bytes,
-            },
-            'warnings': warnings,
-            'seconds': timer.seconds,
-        },
-        'source': _source_metadata(inputs, config),
-    }
+    warnings = _warnings(config, tokens, shards.stats, total_tokenization)
+    run.timer.seconds['total'] = run.timer.total()
+    metadata = _metadata(run, tokens, splits)
+    metadata['stats'] = _stats_metadata(
+        run, shards.stats, total_tokenization, split_stats, vocab_sample
+    )
+    metadata['stats']['warnings'] = warnings
+    metadata['stats']['seconds'] = run.timer.seconds
+    metadata['source'] = _source_metadata(run.inputs, config)
     records.write_metadata(write_dir, metadata)
     if staging_dir is not None:
       records.replace_with(staging_dir, output_dir)
@@ -932,53 +819,105 @@ def _write_records(
     raise
 
 
+def _staging_dir(output_dir: str) -> Optional[str]:
+  """Removes leftovers; where to stage a rerun over complete local records."""
+  records.remove_leftovers(output_dir)
+  complete = tf.io.gfile.exists(
+      os.path.join(output_dir, records.METADATA_FILENAME)
+  )
+  if complete and '://' not in output_dir:
+    return json_files.temporary_path(output_dir.rstrip('/'))
+  return None
+
+
+def _write_splits(
+    run: _Run, shards, write_dir: str
+) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+  """Writes both splits' shards; their `metadata['splits']` and stats."""
+  stats, config = shards.stats, run.config
+  splits, split_stats = {}, {}
+  for split in records.SPLITS:
+    num_examples = stats.splits[split].examples
+    num_shards = config.streaming_settings().num_shards[split]
+    names = records.shard_file_names(split, num_shards) if num_examples else []
+    label = f'write {split}'
+    summaries = run.timer.measure(
+        f'write_{split}', shards.write, write_dir, split, names, label
+    )
+    splits[split] = {'files': names, 'num_examples': num_examples}
+    split_stats[split] = _split_stats(
+        stats.splits[split], summaries, config.masking == 'static'
+    )
+    logging.info(
+        '%s: %d examples written to %d files.', split, num_examples, len(names)
+    )
+  return splits, split_stats
+
+
+def _metadata(
+    run: _Run, tokens: vocab_lib.Vocabulary, splits: Dict[str, Any]
+) -> Dict[str, Any]:
+  """`metadata.json` but its `stats` and `source`."""
+  config = run.config
+  return {
+      'format_version': records.FORMAT_VERSION,
+      'max_seq_length': config.max_seq_length,
+      'vocab_file': tokens.filename,
+      'vocab_size': len(tokens),
+      'lower_case': config.lower_case,
+      # Which tokenizer made the ids: records without the field were made
+      # by TF Text's FastBertTokenizer, and training refuses them
+      # (`pretrain_dataloader.check_records`).
+      'tokenizer': tokens.tokenizer_name,
+      'special_token_ids': (
+          vocab_lib.SpecialTokenIds.from_vocab(tokens).as_dict()
+      ),
+      'next_sentence_labels': config.next_sentence_prediction,
+      'masking': config.masking,
+      'static_masking': _static_masking_metadata(config),
+      'splits': splits,
+  }
+
+
+def _stats_metadata(
+    run: _Run,
+    stats: streaming.RecordStats,
+    total: streaming.TokenizationStats,
+    split_stats: Dict[str, Any],
+    vocab_sample: Optional[Dict[str, int]],
+) -> Dict[str, Any]:
+  """`metadata['stats']` but its `warnings` and `seconds`."""
+  config = run.config
+  return {
+      'corpus': dataclasses.asdict(stats.corpus),
+      'split': run.eval_split.describe(
+          {s: stats.splits[s].documents for s in records.SPLITS}
+      ),
+      'tokenization': dataclasses.asdict(total),
+      'splits': split_stats,
+      'groups': stats.groups,
+      'vocab_sample': vocab_sample,
+      'execution': {
+          'engine': config.engine,
+          'num_workers': run.num_workers if config.engine == 'local' else None,
+          'buffer_mb': config.buffer_mb,
+          'input_files': len(run.files),
+          'input_bytes': run.input_bytes,
+      },
+  }
+
+
 def format_report(metadata: Dict[str, Any]) -> str:
-  """A readable report of what `prepare_pretraining_data` did.
+  """A readable multi-line report of what `prepare_pretraining_data` did.
 
   Args:
     metadata: its return value (or a loaded `metadata.json`).
-
-  Returns:
-    Multi-line text.
   """
   stats = metadata['stats']
   corpus_stats = text_cleaning.CorpusStats(**stats['corpus'])
-  tokenization = stats['tokenization']
   lines = ['Corpus', corpus_stats.report(), '', f'Split: {stats["split"]}']
   for split in records.SPLITS:
-    split_stats = stats['splits'][split]
-    instance_stats = split_stats['instances']
-    lines.append(
-        f'  {split:<5}: {split_stats["documents"]:,} documents, '
-        f'{split_stats["sentences"]:,} sentences, '
-        f'{split_stats["tokenization"]["tokens"]:,} tokens -> '
-        f'{instance_stats["instances"]:,} instances '
-        f'({instance_stats["truncated_instances"]:,} truncated, '
-        f'{instance_stats["short_target_chunks"]:,} short, '
-        f'{instance_stats["random_next_instances"]:,} random-next) -> '
-        f'{split_stats["examples"]:,} examples in '
-        f'{len(metadata["splits"][split]["files"])} files'
-    )
-    mixing = split_stats.get('mixing')
-    if mixing:
-      lines.append(
-          f'         mixing: {mixing["distinct_documents_min"]:,} distinct '
-          f'documents (min over {mixing["shards_measured"]} shards; mean '
-          f'{mixing["distinct_documents_mean"]:,}) in the first '
-          f'{mixing["window"]:,} examples of a shard'
-      )
-  num_examples = sum(
-      metadata['splits'][s]['num_examples'] for s in records.SPLITS
-  )
-  num_instances = sum(
-      stats['splits'][s]['instances']['instances'] for s in records.SPLITS
-  )
-  instance_tokens = sum(
-      stats['splits'][s]['instances']['tokens'] for s in records.SPLITS
-  )
-  mean_fill = (
-      instance_tokens / max(1, num_instances) / metadata['max_seq_length']
-  )
+    lines += _split_report(metadata, split)
   sample = stats.get('vocab_sample')
   if sample:
     lines += [
@@ -988,17 +927,7 @@ def format_report(metadata: Dict[str, Any]) -> str:
         f'{sample["files"]:,} files ({sample["bytes"] / 1e6:,.1f} MB) '
         f'({sample["characters"]:,} characters; seeded sample)',
     ]
-  lines += [
-      '',
-      f'Vocabulary: {metadata["vocab_size"]:,} tokens, lower_case='
-      f'{metadata["lower_case"]}, special ids {metadata["special_token_ids"]}',
-      f'Tokens: {tokenization["tokens"]:,} ({tokenization["unk_tokens"]:,} '
-      f'[UNK], rate {tokenization["unk_rate"]:.4%}); '
-      f'{tokenization["empty_sentences"]:,} sentences without tokens dropped',
-      f'Examples: {num_examples:,}; max_seq_length '
-      f'{metadata["max_seq_length"]}; mean fill {mean_fill:.1%}; masking '
-      f'{metadata["masking"]}',
-  ]
+  lines += _totals_report(metadata)
   execution = stats.get('execution')
   if execution:
     workers = execution['num_workers']
@@ -1018,6 +947,60 @@ def format_report(metadata: Dict[str, Any]) -> str:
   )
   lines += [f'WARNING: {w}' for w in stats['warnings']]
   return '\n'.join(lines)
+
+
+def _split_report(metadata: Dict[str, Any], split: str) -> List[str]:
+  """The report's lines of one split: its counts and its mixing."""
+  split_stats = metadata['stats']['splits'][split]
+  instance_stats = split_stats['instances']
+  lines = [
+      f'  {split:<5}: {split_stats["documents"]:,} documents, '
+      f'{split_stats["sentences"]:,} sentences, '
+      f'{split_stats["tokenization"]["tokens"]:,} tokens -> '
+      f'{instance_stats["instances"]:,} instances '
+      f'({instance_stats["truncated_instances"]:,} truncated, '
+      f'{instance_stats["short_target_chunks"]:,} short, '
+      f'{instance_stats["random_next_instances"]:,} random-next) -> '
+      f'{split_stats["examples"]:,} examples in '
+      f'{len(metadata["splits"][split]["files"])} files'
+  ]
+  mixing = split_stats.get('mixing')
+  if mixing:
+    lines.append(
+        f'         mixing: {mixing["distinct_documents_min"]:,} distinct '
+        f'documents (min over {mixing["shards_measured"]} shards; mean '
+        f'{mixing["distinct_documents_mean"]:,}) in the first '
+        f'{mixing["window"]:,} examples of a shard'
+    )
+  return lines
+
+
+def _totals_report(metadata: Dict[str, Any]) -> List[str]:
+  """The report's vocabulary, token and example lines."""
+  stats, tokenization = metadata['stats'], metadata['stats']['tokenization']
+  num_examples = sum(
+      metadata['splits'][s]['num_examples'] for s in records.SPLITS
+  )
+  num_instances = sum(
+      stats['splits'][s]['instances']['instances'] for s in records.SPLITS
+  )
+  instance_tokens = sum(
+      stats['splits'][s]['instances']['tokens'] for s in records.SPLITS
+  )
+  mean_fill = (
+      instance_tokens / max(1, num_instances) / metadata['max_seq_length']
+  )
+  return [
+      '',
+      f'Vocabulary: {metadata["vocab_size"]:,} tokens, lower_case='
+      f'{metadata["lower_case"]}, special ids {metadata["special_token_ids"]}',
+      f'Tokens: {tokenization["tokens"]:,} ({tokenization["unk_tokens"]:,} '
+      f'[UNK], rate {tokenization["unk_rate"]:.4%}); '
+      f'{tokenization["empty_sentences"]:,} sentences without tokens dropped',
+      f'Examples: {num_examples:,}; max_seq_length '
+      f'{metadata["max_seq_length"]}; mean fill {mean_fill:.1%}; masking '
+      f'{metadata["masking"]}',
+  ]
 
 
 FLAGS = flags.FLAGS

@@ -1,21 +1,13 @@
 """Record creation on one machine: worker processes, sorted runs, a merge.
 
-`num_workers` worker processes (this one and spawned ones, each with its own
-TensorFlow) take input files from a queue, one file at a time, and run the
-shared transform (`streaming.FileProcessor`) on each, which yields a file's
-examples a group of documents at a time. A worker adds each group's examples
-to its buffer; when the buffer holds `buffer_bytes`, it writes them out, one
-run file per shard with the examples sorted by key, into a temporary
-directory. Once every file is done, each shard is written by
-merging its runs in key order (`streaming.write_shard`), at most
-`_MAX_FAN_IN` runs at a time.
-
-Memory is bounded by the buffers, not by the corpus or its largest file: a
-worker holds one group of documents of a file (`--group_mb` of text, with its
-tokens and examples) and its buffer; the merge holds one read buffer
-(`_READ_CHUNK`) per run. The output does not depend on how the files
-were divided among workers or runs: a shard is its examples in key order.
-With one worker everything runs in the calling process.
+`num_workers` processes (this one and spawned ones) take input files from a
+queue and run `streaming.FileProcessor` on each, a group of documents at a
+time. A worker buffers the examples and, when the buffer holds
+`buffer_bytes`, writes one run file per shard, sorted by key. Each shard is
+then written by merging its runs in key order, at most `_MAX_FAN_IN` at a
+time. Memory is bounded by the buffers (one group of documents and a buffer
+per worker, one read buffer per run in the merge), not by the corpus, and
+the output does not depend on how the files were divided among workers.
 """
 
 import heapq
@@ -86,12 +78,9 @@ class RunBuffer:
   """Collects records and writes them out as sorted runs when full."""
 
   def __init__(self, directory: str, buffer_bytes: int, tag: str):
-    """Starts an empty buffer.
+    """An empty buffer spilling into `directory` at `buffer_bytes`.
 
-    Args:
-      directory: where the runs go.
-      buffer_bytes: spill when the buffered examples reach this size.
-      tag: makes this buffer's run names unique (e.g. the worker's index).
+    `tag` makes this buffer's run names unique (e.g. the worker's index).
     """
     self._directory = directory
     self._buffer_bytes = buffer_bytes
@@ -150,13 +139,8 @@ class RecordJob:
   ) -> streaming.RecordStats:
     """Buffers a file's records a group at a time; returns its counters.
 
-    Args:
-      input_file: the file.
-      report: called with the bytes read since its last call, after each
-        group; the calls for a file add up to its listed size.
-
-    Returns:
-      The file's counters.
+    `report` is called with the bytes read since its last call, after each
+    group; the calls for a file add up to its listed size.
     """
     stats = streaming.RecordStats()
     reported = 0
@@ -297,6 +281,22 @@ def run_jobs(
     for input_file in files:
       on_file(job.process(input_file, reporter.advance))
     return [job.finish()]
+  tasks, results, helpers = _start_helpers(job, files, num_workers)
+  coordinator = _Coordinator(reporter, on_file, results)
+  try:
+    coordinator.work(job, tasks)
+    coordinator.wait(helpers, num_workers)
+  finally:
+    for process in helpers:
+      if process.is_alive():
+        process.terminate()
+      process.join()
+  finished = coordinator.finished
+  return [finished[worker] for worker in sorted(finished)]
+
+
+def _start_helpers(job, files: Sequence[streaming.InputFile], num_workers: int):
+  """The queues of files and of messages, and the started helpers."""
   context = multiprocessing.get_context('spawn')
   tasks, results = context.Queue(), context.Queue()
   for input_file in files:
@@ -313,16 +313,27 @@ def run_jobs(
   ]
   for process in helpers:
     _start_ignoring_ctrl_c(process)
-  finished = {}
+  return tasks, results, helpers
 
-  def handle(message):
+
+class _Coordinator:
+  """This process in `run_jobs`: worker 0, and the reader of `results`."""
+
+  def __init__(self, reporter, on_file: Callable[[Any], None], results):
+    self._reporter = reporter
+    self._on_file = on_file
+    self._results = results
+    self.finished: Dict[int, Any] = {}
+
+  def _handle(self, message) -> None:
+    """Acts on one `(kind, info, payload)` message of a worker."""
     kind, info, payload = message
     if kind == 'bytes':
-      reporter.advance(info)
+      self._reporter.advance(info)
     elif kind == 'file':
-      on_file(payload)
+      self._on_file(payload)
     elif kind == 'finished':
-      finished[info] = payload
+      self.finished[info] = payload
     elif kind == 'user_error':
       raise cli.UserError(payload)
     elif kind == 'not_found':
@@ -330,35 +341,32 @@ def run_jobs(
     else:
       raise RuntimeError(f'record creation worker {info} failed:\n{payload}')
 
-  try:
+  def work(self, job, tasks) -> None:
+    """Processes files from `tasks` here, handling messages between files."""
     job.start(0)
-    while 0 not in finished:
+    while 0 not in self.finished:
       try:
         input_file = tasks.get(timeout=_POLL_SECONDS)
       except queue.Empty:
         continue
       if input_file is None:
-        finished[0] = job.finish()
+        self.finished[0] = job.finish()
         break
-      handle(
-          ('file', input_file.size, job.process(input_file, reporter.advance))
-      )
+      processed = job.process(input_file, self._reporter.advance)
+      self._handle(('file', input_file.size, processed))
       while True:
         try:
-          handle(results.get_nowait())
+          self._handle(self._results.get_nowait())
         except queue.Empty:
           break
-    while len(finished) < num_workers:
+
+  def wait(self, helpers, num_workers: int) -> None:
+    """Handles messages until every worker has finished."""
+    while len(self.finished) < num_workers:
       try:
-        handle(results.get(timeout=_POLL_SECONDS))
+        self._handle(self._results.get(timeout=_POLL_SECONDS))
       except queue.Empty:
-        _check_alive(helpers, finished)
-  finally:
-    for process in helpers:
-      if process.is_alive():
-        process.terminate()
-      process.join()
-  return [finished[worker] for worker in sorted(finished)]
+        _check_alive(helpers, self.finished)
 
 
 def _check_alive(helpers, finished: Dict[int, Any]) -> None:
@@ -374,17 +382,11 @@ def _check_alive(helpers, finished: Dict[int, Any]) -> None:
 def merge_runs(
     runs: List[str], path: str, scratch_dir: str, reporter=None
 ) -> streaming.ShardSummary:
-  """Writes a shard by merging its runs in key order.
+  """Writes a shard at `path` by merging its runs in key order.
 
-  Args:
-    runs: the shard's run files.
-    path: the shard's final path.
-    scratch_dir: where intermediate runs go when there are more than
-      `_MAX_FAN_IN` runs.
-    reporter: a `progress.Progress` advanced per example, or None.
-
-  Returns:
-    The shard's summary.
+  Intermediate runs go to `scratch_dir` when there are more than
+  `_MAX_FAN_IN`; `reporter` is a `progress.Progress` advanced per example,
+  or None. Returns the shard's summary.
   """
   level = 0
   while len(runs) > _MAX_FAN_IN:
@@ -442,19 +444,11 @@ def run_local(
     num_workers: int,
     buffer_bytes: int,
 ) -> LocalShards:
-  """Processes every file into sorted runs in `scratch_dir`.
+  """Processes every file into sorted runs in `scratch_dir` (existing).
 
-  Args:
-    files: the corpus.
-    settings: the transforms' options.
-    tokens: the vocabulary.
-    eval_split: the train/eval decision.
-    scratch_dir: an existing temporary directory for the runs.
-    num_workers: worker processes (1: this process).
-    buffer_bytes: each worker's buffer.
-
-  Returns:
-    The counters and runs, ready for `LocalShards.write`.
+  `num_workers` worker processes (1: this process) with a buffer of
+  `buffer_bytes` each. Returns the counters and runs, for
+  `LocalShards.write`.
   """
   job = RecordJob(settings, tokens, eval_split, scratch_dir, buffer_bytes)
   per_file = []

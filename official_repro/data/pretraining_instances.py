@@ -1,36 +1,25 @@
 """Packs tokenized documents into `[CLS] A [SEP] B [SEP]` training instances.
 
-Sentences longer than `max_seq_length - 3` tokens are first cut into pieces of
-that length, so a run-on sentence (Molly Bloom's monologue is 5,000 tokens)
-yields several instances rather than one truncated one.
-
-For every chunk a target length is drawn: `max_seq_length - 3` (room for [CLS]
-and two [SEP]), or, with probability `short_seq_prob`, a uniform length in
-`[2, max_seq_length - 3]` so the model also sees short inputs. The draw is per
-chunk rather than once per document (as in BERT) so that the share of short
-instances is `short_seq_prob` also when documents are whole books. Sentences
-are accumulated into a chunk until the chunk reaches the target (or the
-document ends); the chunk is cut at a random sentence boundary into
-segment A and segment B. With next-sentence prediction, half of the time
-(always, for a one-sentence chunk) B is instead a run of sentences from a
-random other document (label 1), and the sentences of the chunk that B would
-have used are returned to the document for the next chunk; otherwise B is
-the actual continuation (label 0). Without next-sentence prediction a
-one-sentence chunk is cut inside the sentence. Finally tokens are removed one
-at a time from the longer segment, from its front or back at random, until
-the pair fits.
-
-All randomness comes from one `random.Random`, so the output is a function of
-its seed.
+Sentences longer than `max_seq_length - 3` tokens are first cut into pieces,
+so a run-on sentence yields several instances rather than one truncated one.
+Each chunk draws a target length: the maximum, or with `short_seq_prob` a
+uniform one in `[2, max_seq_length - 3]`; per chunk rather than per document
+(as in BERT), so the share of short instances holds for whole books too.
+Sentences fill a chunk up to its target, which is cut at a random sentence
+boundary into A and B. With next-sentence prediction, half of the time
+(always for a one-sentence chunk) B is a run from a random other document
+(label 1) and B's unused sentences go back to the document; without it a
+one-sentence chunk is cut inside the sentence. The longer segment then loses
+tokens from its front or back at random until the pair fits. All randomness
+comes from one `random.Random`.
 """
 
 import dataclasses
 import random
 from typing import List, Optional, Sequence, Tuple
 
-from official_repro.common import progress
-
 from official_repro.common import cli
+from official_repro.common import progress
 
 Document = Sequence[Sequence[int]]
 
@@ -122,14 +111,7 @@ class InstanceMaker:
       sep_id: int,
       rng: random.Random,
   ):
-    """Initializes the maker.
-
-    Args:
-      options: packing options.
-      cls_id: id of [CLS].
-      sep_id: id of [SEP].
-      rng: the source of all randomness.
-    """
+    """A maker with ids `cls_id`, `sep_id`; `rng` draws every choice."""
     self._options = options
     self._cls_id = cls_id
     self._sep_id = sep_id
@@ -263,11 +245,7 @@ class InstanceMaker:
   def _random_segment(
       self, documents: List[List[List[int]]], index: int, length: int
   ) -> List[int]:
-    """Sentences from a random other document.
-
-    Sentences from a random other document, from a random start, until at
-    least `length` tokens (or that document's end).
-    """
+    """Another document's sentences from a random one to >= `length` tokens."""
     other = self._rng.randrange(len(documents) - 1)
     if other >= index:
       other += 1
@@ -283,11 +261,7 @@ class InstanceMaker:
   def _truncate_pair(
       self, segment_a: List[int], segment_b: List[int]
   ) -> Tuple[List[int], List[int]]:
-    """Truncates the longer segment until the pair fits.
-
-    Drops tokens from the front or back of the longer segment until the
-    pair fits in `max_num_tokens`.
-    """
+    """Drops tokens at either end of the longer segment until the pair fits."""
     excess = len(segment_a) + len(segment_b) - self._options.max_num_tokens
     if excess <= 0:
       return segment_a, segment_b

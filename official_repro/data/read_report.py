@@ -34,12 +34,9 @@ class MalformedRecord(NamedTuple):
   reason: str
 
   def __str__(self) -> str:
-    where = (
-        self.path
-        if self.line_number is None
-        else f'{self.path}, line {self.line_number}'
-    )
-    return f'{where}: {self.reason}'
+    if self.line_number is None:
+      return f'{self.path}: {self.reason}'
+    return f'{self.path}, line {self.line_number}: {self.reason}'
 
 
 @dataclasses.dataclass

@@ -1,29 +1,18 @@
 """The pretraining record directory: TFRecord shards plus `metadata.json`.
 
-Layout of a record directory:
-
   vocab.txt or spiece.model           the vocabulary the ids refer to
-  metadata.json                       see `validate_metadata`; its
-                                      `tokenizer` names what made the ids
-                                      (`Vocabulary.tokenizer_name`;
-                                      absent: TF Text's FastBertTokenizer)
+  metadata.json                       see `validate_metadata`
   train-00000-of-0000N.tfrecord ...   plain (uncompressed) TFRecord files
   eval-00000-of-0000M.tfrecord ...
 
-Every `tf.train.Example` has the int64 features `input_ids`, `input_mask` and
-`segment_ids` of length `max_seq_length` (zero padded); `next_sentence_labels`
-(int64, length 1) when `metadata['next_sentence_labels']`; and with static
-masking `masked_lm_positions`, `masked_lm_ids` (int64) and `masked_lm_weights`
-(float), each of length `max_predictions_per_seq`, with `input_ids` holding
-the corrupted ids. These are the feature names Model Garden's
-`BertPretrainDataLoader` reads.
-
-Every file is written under a temporary name in the directory
-(`<name>.tmp-<host>-<pid>-<random>`, `json_files.temporary_path`) and renamed
-into place once complete, and `metadata.json` is written last (and removed
-when a rerun starts, `prepare_output_dir`), so a directory whose
-`metadata.json` exists is complete and a killed writer never leaves a
-half-written file under a final name.
+Examples hold int64 `input_ids`, `input_mask`, `segment_ids` of length
+`max_seq_length`, `next_sentence_labels` (length 1) if the metadata says so,
+and with static masking `masked_lm_positions`, `masked_lm_ids` and float
+`masked_lm_weights`: the names Model Garden's `BertPretrainDataLoader` reads.
+Every file is written under a temporary name and renamed when complete, and
+`metadata.json` is written last (removed when a rerun starts), so a directory
+with `metadata.json` is complete; its `tokenizer` names what made the ids
+(absent: TF Text's FastBertTokenizer).
 """
 
 import contextlib
@@ -48,25 +37,14 @@ VOCAB_FILENAME = 'vocab.txt'
 SPLITS = ('train', 'eval')
 MASKING_MODES = ('static', 'dynamic')
 
-_REQUIRED_KEYS = (
-    'format_version',
-    'max_seq_length',
-    'vocab_file',
-    'vocab_size',
-    'lower_case',
-    'special_token_ids',
-    'next_sentence_labels',
-    'masking',
-    'static_masking',
-    'splits',
+_REQUIRED_KEYS = tuple(
+    'format_version max_seq_length vocab_file vocab_size lower_case '
+    'special_token_ids next_sentence_labels masking static_masking '
+    'splits'.split()
 )
-_STATIC_MASKING_KEYS = (
-    'mask_rate',
-    'max_predictions_per_seq',
-    'mask_token_fraction',
-    'random_token_fraction',
-    'dupe_factor',
-    'seed',
+_STATIC_MASKING_KEYS = tuple(
+    'mask_rate max_predictions_per_seq mask_token_fraction '
+    'random_token_fraction dupe_factor seed'.split()
 )
 _SPECIAL_TOKEN_KEYS = ('pad', 'unk', 'cls', 'sep', 'mask')
 
@@ -81,14 +59,7 @@ def shard_file_names(split: str, num_shards: int) -> List[str]:
 def feature_spec(
     metadata: Mapping[str, Any],
 ) -> Dict[str, tf.io.FixedLenFeature]:
-  """The `tf.io.parse_example` spec of the records a metadata describes.
-
-  Args:
-    metadata: the contents of `metadata.json`.
-
-  Returns:
-    Feature name -> `tf.io.FixedLenFeature`.
-  """
+  """The `tf.io.parse_example` spec of the records `metadata` describes."""
   seq_length = int(metadata['max_seq_length'])
   spec = {
       'input_ids': tf.io.FixedLenFeature([seq_length], tf.int64),
@@ -110,11 +81,7 @@ def feature_spec(
 
 
 def make_example(features: Mapping[str, np.ndarray]) -> tf.train.Example:
-  """A `tf.train.Example` from 1-D arrays.
-
-  A `tf.train.Example` from 1-D arrays: integer arrays become int64 lists,
-  floating-point arrays float lists.
-  """
+  """A `tf.train.Example` from 1-D arrays: int64 or float lists."""
   feature = {}
   for name, values in features.items():
     values = np.asarray(values)
@@ -141,8 +108,7 @@ def write_split(
   Args:
     output_dir: the record directory.
     split: 'train' or 'eval'.
-    features: feature name -> `[num_examples, width]` array; row `i` of every
-      array is example `i`.
+    features: feature name -> `[num_examples, width]` array.
     num_shards: number of files, capped at the number of examples; no file
       is written when there are no examples.
     progress_label: logs the examples written under this label
@@ -177,15 +143,8 @@ def write_split(
 def prepare_output_dir(output_dir: str) -> int:
   """Makes `output_dir` ready to be (re)written; returns the leftovers found.
 
-  Creates the directory, removes the temporary files and directories that an
-  interrupted run left (`remove_leftovers`) and the `metadata.json` of an
-  earlier run (`remove_metadata`).
-
-  Args:
-    output_dir: the record directory.
-
-  Returns:
-    The number of leftover temporaries removed.
+  Creates it and removes an interrupted run's temporaries
+  (`remove_leftovers`) and an earlier run's `metadata.json`.
   """
   found = remove_leftovers(output_dir)
   remove_metadata(output_dir)
@@ -213,13 +172,7 @@ def remove_leftovers(output_dir: str) -> int:
 
   Temporaries are the files and directories whose names hold
   `json_files.TEMPORARY_MARKER` (half-written shards, a record run's scratch
-  directory). Logs how many were found.
-
-  Args:
-    output_dir: the record directory.
-
-  Returns:
-    The number of leftover temporaries removed.
+  directory). Logs and returns how many were removed.
   """
   tf.io.gfile.makedirs(output_dir)
   base = output_dir.rstrip('/')
@@ -331,13 +284,7 @@ def write_metadata(output_dir: str, metadata: Mapping[str, Any]) -> str:
 
 
 def load_metadata(path: str) -> Dict[str, Any]:
-  """Reads and validates the metadata of a record directory.
-
-  Args:
-    path: the record directory or its `metadata.json`.
-
-  Returns:
-    The metadata dict.
+  """The validated metadata of a record directory (`path`) or file.
 
   Raises:
     FileNotFoundError: no metadata file, or a file it lists is missing.
@@ -374,15 +321,9 @@ def split_files(
 
 
 def read_split(directory: str, split: str) -> Dict[str, np.ndarray]:
-  """Every example of one split, as arrays.
+  """Every example of one split: {feature: `[num_examples, width]` array}.
 
-  Args:
-    directory: a record directory.
-    split: 'train' or 'eval'.
-
-  Returns:
-    {feature: `[num_examples, width]` array} in file order (int64 ids and
-    masks, float32 weights).
+  In file order (int64 ids and masks, float32 weights).
   """
   metadata = load_metadata(directory)
   spec = feature_spec(metadata)
@@ -450,24 +391,7 @@ def validate_metadata(
   missing = [key for key in _REQUIRED_KEYS if key not in metadata]
   if missing:
     raise cli.UserError(f'{source}: missing keys {missing}.')
-  if metadata['masking'] not in MASKING_MODES:
-    raise cli.UserError(
-        f'{source}: masking must be one of {MASKING_MODES}, got '
-        f'{metadata["masking"]!r}.'
-    )
-  static = metadata['static_masking']
-  if metadata['masking'] == 'static':
-    if not isinstance(static, Mapping) or any(
-        key not in static for key in _STATIC_MASKING_KEYS
-    ):
-      raise cli.UserError(
-          f'{source}: masking is static, so static_masking must '
-          f'have the keys {list(_STATIC_MASKING_KEYS)}.'
-      )
-  elif static is not None:
-    raise cli.UserError(
-        f'{source}: static_masking must be null when masking is ' 'dynamic.'
-    )
+  _check_masking(metadata, source)
   if not isinstance(metadata.get('tokenizer', ''), str):
     raise cli.UserError(
         f'{source}: tokenizer must be a string (the name of the tokenizer '
@@ -493,12 +417,41 @@ def validate_metadata(
           f'{source}: splits.{split} must have "files" and ' '"num_examples".'
       )
   if check_files:
-    listed = [metadata['vocab_file']] + [
-        name for split in SPLITS for name in metadata['splits'][split]['files']
-    ]
-    for name in listed:
-      if not tf.io.gfile.exists(os.path.join(directory, name)):
-        raise FileNotFoundError(
-            f'{source} lists {name}, but {os.path.join(directory, name)} '
-            'does not exist.'
-        )
+    _check_listed_files(metadata, directory, source)
+
+
+def _check_masking(metadata: Mapping[str, Any], source: str) -> None:
+  """Refuses an unknown `masking` or a `static_masking` that does not fit."""
+  if metadata['masking'] not in MASKING_MODES:
+    raise cli.UserError(
+        f'{source}: masking must be one of {MASKING_MODES}, got '
+        f'{metadata["masking"]!r}.'
+    )
+  static = metadata['static_masking']
+  if metadata['masking'] == 'static':
+    if not isinstance(static, Mapping) or any(
+        key not in static for key in _STATIC_MASKING_KEYS
+    ):
+      raise cli.UserError(
+          f'{source}: masking is static, so static_masking must '
+          f'have the keys {list(_STATIC_MASKING_KEYS)}.'
+      )
+  elif static is not None:
+    raise cli.UserError(
+        f'{source}: static_masking must be null when masking is ' 'dynamic.'
+    )
+
+
+def _check_listed_files(
+    metadata: Mapping[str, Any], directory: str, source: str
+) -> None:
+  """Raises FileNotFoundError for a listed file missing from `directory`."""
+  listed = [metadata['vocab_file']] + [
+      name for split in SPLITS for name in metadata['splits'][split]['files']
+  ]
+  for name in listed:
+    if not tf.io.gfile.exists(os.path.join(directory, name)):
+      raise FileNotFoundError(
+          f'{source} lists {name}, but {os.path.join(directory, name)} '
+          'does not exist.'
+      )

@@ -1,36 +1,18 @@
 """Record creation's per-file transforms, shared by the local and Beam runs.
 
-A corpus is processed one input file at a time, and nothing of a file depends
-on any other file, so files can be processed in any order, by any number of
-processes or machines:
-
-  read and clean (`text_cleaning`) -> split each document into train or eval
-  (`EvalSplit`, a seeded hash of the document) -> tokenize -> pack into
-  instances (`pretraining_instances`, seeded per document) -> with static
-  masking, mask each instance `dupe_factor` times (seeded per file and batch)
-  -> serialize each example and give it a 64-bit key, a seeded hash of
-  (split, file, document, instance, copy).
-
-A file is read as a stream of documents and processed in groups of
-documents holding about `Settings.group_chars` characters (the documents in
-flight, `--group_mb`), cut where the file's text alone decides
-(`FileProcessor.process`), so a worker holds one group whatever the size of
-the file. Random-next segments come from the other documents of a group.
-
-An example goes to shard `key % num_shards` of its split, and a shard holds its
-examples in ascending key order. The key is a hash, so every shard is a
-uniformly random sample of its split in uniformly random order: the output is
-mixed across documents and files as well as a global shuffle would mix it, and
-it is a function of the corpus and the seed alone, whatever the number of
-workers or the runner.
-
-`FileProcessor` is the transform (used as it is by the local run,
-`local_pipeline`, and wrapped in a `beam.DoFn` by `beam_pipeline`; both take
-a group's records as it yields them);
-`write_shard` writes a shard from its records in key order (used by both).
-A file's name (`InputFile.name`, its path relative to the input directory) is
-part of every seed, so the records do not change when the corpus moves (to
-another directory or to `gs://`).
+Nothing of a file depends on another file, so files are processed in any
+order by any number of workers: read and clean (`text_cleaning`) -> train or
+eval per document by a seeded hash (`EvalSplit`) -> tokenize -> pack
+(`pretraining_instances`) -> optionally mask `dupe_factor` times -> serialize
+with a 64-bit key, a seeded hash of (split, file, document, instance, copy).
+A file is processed in groups of documents of about `Settings.group_chars`
+characters (`--group_mb`), cut where its text alone decides; random-next
+segments come from the same group. An example goes to shard
+`key % num_shards`, and a shard holds its examples in key order: each shard
+is a uniformly random sample of its split in random order, a function of the
+corpus and seed alone, whatever the workers or runner. A file's name
+(`InputFile.name`, relative to its input directory) seeds everything, so the
+records do not change when the corpus moves.
 """
 
 import dataclasses
@@ -124,20 +106,7 @@ def list_input_files(
     text_cleaning.find_files(inputs, file_pattern)  # Raises its UserError.
   files, seen_paths, seen_names = [], set(), set()
   skipped, pruned = [], []
-  output = (
-      text_cleaning.real_path(output_dir.rstrip('/')) if output_dir else None
-  )
-
-  def prune(directory: str, names: List[str]) -> bool:
-    here = text_cleaning.real_path(directory)
-    ours = any(marker <= set(names) for marker in _OUTPUT_MARKERS) or (
-        output is not None
-        and (here == output or here.startswith(output + '.tmp-'))
-    )
-    if ours:
-      pruned.append(directory)
-    return ours
-
+  prune = _output_pruner(output_dir, pruned)
   for index, root in enumerate(inputs):
     for path in text_cleaning.find_files([root], file_pattern, skipped, prune):
       if path in seen_paths:
@@ -155,12 +124,43 @@ def list_input_files(
       except tf.errors.OpError:
         size = 0
       files.append(InputFile(path, name, size))
+  _warn_left_out(pruned, skipped, file_pattern)
+  return files
+
+
+def _output_pruner(output_dir: Optional[str], pruned: List[str]):
+  """`find_files`'s `prune`: True (and noted in `pruned`) for our folders."""
+  output = (
+      text_cleaning.real_path(output_dir.rstrip('/')) if output_dir else None
+  )
+
+  def prune(directory: str, names: List[str]) -> bool:
+    here = text_cleaning.real_path(directory)
+    ours = any(marker <= set(names) for marker in _OUTPUT_MARKERS) or (
+        output is not None
+        and (here == output or here.startswith(output + '.tmp-'))
+    )
+    if ours:
+      pruned.append(directory)
+    return ours
+
+  return prune
+
+
+def _first_ten(paths: List[str]) -> str:
+  return ', '.join(sorted(paths)[:10]) + (' ...' if len(paths) > 10 else '')
+
+
+def _warn_left_out(
+    pruned: List[str], skipped: List[str], file_pattern: str
+) -> None:
+  """Warns of the folders and files that `list_input_files` left out."""
   if pruned:
     logging.warning(
         'Left out %d folder(s) of the input that this repository wrote '
         '(records, runs, exports, the output): %s',
         len(pruned),
-        ', '.join(sorted(pruned)[:10]) + (' ...' if len(pruned) > 10 else ''),
+        _first_ten(pruned),
     )
   if skipped:
     case_only = [
@@ -175,9 +175,8 @@ def list_input_files(
         f' ({len(case_only)} of them match but for the case)'
         if case_only
         else '',
-        ', '.join(sorted(skipped)[:10]) + (' ...' if len(skipped) > 10 else ''),
+        _first_ten(skipped),
     )
-  return files
 
 
 class EvalSplit:
@@ -202,19 +201,11 @@ class EvalSplit:
       eval_fraction: float,
       seed: int,
   ):
-    """Decides the split.
-
-    Args:
-      files: the corpus's files.
-      document_mode: 'blank_line' or 'file' (`text_cleaning`).
-      eval_fraction: the share of documents to hold out, in [0, 1).
-      seed: seeds the hash.
-    """
+    """Decides the split; `eval_fraction` in [0, 1)."""
     self.eval_fraction = eval_fraction
     self.seed = seed
     self.num_files = len(files)
     self.eval_files = frozenset()
-    self.single_document = False
     if eval_fraction <= 0.0:
       self.mode = 'none'
     elif document_mode == 'file' and len(files) == 1:
@@ -448,19 +439,12 @@ class FileProcessor:
   def __init__(
       self, settings: Settings, tokens: Sequence[str], eval_split: EvalSplit
   ):
-    """Builds the tokenizer and, for static masking, the masking function.
-
-    Args:
-      settings: the transforms' options.
-      tokens: the vocabulary.
-      eval_split: decides each document's split.
-    """
+    """Builds the tokenizer and, for static masking, the masking function."""
     self._settings = settings
     self._eval_split = eval_split
     self._reader = text_cleaning.CorpusReader(settings.cleaning)
     self._tokenizer = vocab_lib.SentenceTokenizer(tokens, settings.lower_case)
     self._special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
-
     self._vocab_size = len(tokens)
     self._mask_fn = None
     if settings.masking is not None:
@@ -476,20 +460,15 @@ class FileProcessor:
   ) -> Iterator[List[Record]]:
     """The examples of one file, a group of documents at a time.
 
-    The file is read as a stream of documents (`text_cleaning`, cut at
-    `group_chars` characters), which are gathered in file order into
-    groups: a group ends after the document that brings its text to
-    `settings.group_chars` characters, or at the end of the file. So the
-    boundaries depend on the file's text and the settings alone, never on
-    the worker or the runner. Each group is tokenized, packed, masked and
-    serialized whole, and its records are yielded before the next group is
-    read. Documents keep their index in the file, which seeds their split,
-    instances and keys as before; what draws on "the other documents" draws
-    on those of the group: random-next segments come from the other
-    documents of the group (and split), and static masking numbers its
-    batches of `_MASK_BATCH_SIZE` instances on across the groups of a file
-    and split. A file of fewer bytes than `group_chars` is one group, whose
-    records are those of processing the file whole.
+    The file's documents are gathered in file order into groups; a group
+    ends after the document that brings its text to `settings.group_chars`
+    characters, or at the end of the file, so boundaries depend on the text
+    and settings alone. Each group is processed whole and its records are
+    yielded before the next is read. A document's index in the file seeds
+    its split, instances and keys; random-next segments come from the other
+    documents of its group and split, and static masking numbers its batches
+    on across the groups of a file and split. A file smaller than
+    `group_chars` is one group.
 
     Args:
       input_file: the file.
@@ -553,13 +532,33 @@ class FileProcessor:
       documents: the `(index in the file, sentences)` of the group in it.
       batches: masking batches used so far per split of the file; advanced.
       stats: counters to add to.
-
-    Returns:
-      The records.
     """
-    settings = self._settings
     split_stats = stats.splits[split]
     split_stats.documents += len(documents)
+    packed = self._tokenize(documents, split_stats)
+    instances, sources = self._pack(name, split, packed, split_stats)
+    if not instances:
+      return []
+    features = instances_to_features(
+        instances,
+        self._settings.instances.max_seq_length,
+        self._settings.instances.next_sentence_prediction,
+    )
+    copies = [features]
+    if self._mask_fn is not None:
+      copies = [
+          self._mask(features, name, split, dupe, batches[split])
+          for dupe in range(self._settings.dupe_factor)
+      ]
+      batches[split] += -(-len(instances) // _MASK_BATCH_SIZE)
+    output = self._serialize(name, split, copies, sources, split_stats)
+    split_stats.examples += len(output)
+    return output
+
+  def _tokenize(
+      self, documents: List[Tuple[int, List[str]]], split_stats: SplitStats
+  ) -> List[Tuple[int, List[List[int]]]]:
+    """Each document's `(index, non-empty sentences of token ids)`, counted."""
     flat = [sentence for _, sentences in documents for sentence in sentences]
     split_stats.sentences += len(flat)
     ids = self._tokenizer(flat)
@@ -569,12 +568,6 @@ class FileProcessor:
       words, single = letter_words(sentence)
       tokenization.letter_words += words
       tokenization.single_letter_words += single
-    maker = pretraining_instances.InstanceMaker(
-        settings.instances,
-        self._special_ids.cls,
-        self._special_ids.sep,
-        random.Random(0),
-    )
     packed, position = [], 0
     for index, sentences in documents:
       kept = [s for s in ids[position : position + len(sentences)] if s]
@@ -584,33 +577,45 @@ class FileProcessor:
       tokenization.unk_tokens += sum(
           s.count(self._special_ids.unk) for s in kept
       )
+      packed.append((index, kept))
+    return packed
 
-      document = maker.cut_long_sentences(kept)
-      if document:
-        packed.append((index, document))
+  def _pack(
+      self,
+      name: str,
+      split: str,
+      packed: List[Tuple[int, List[List[int]]]],
+      split_stats: SplitStats,
+  ) -> Tuple[List[pretraining_instances.Instance], List[Tuple[int, int]]]:
+    """The instances of the documents, and the `(index, number)` of each."""
+    maker = pretraining_instances.InstanceMaker(
+        self._settings.instances,
+        self._special_ids.cls,
+        self._special_ids.sep,
+        random.Random(0),
+    )
+    packed = [(i, maker.cut_long_sentences(kept)) for i, kept in packed]
+    packed = [(index, document) for index, document in packed if document]
     pool = [document for _, document in packed]
     instances, sources = [], []
     for position, (index, _) in enumerate(packed):
-      rng = random.Random(f'{settings.seed}-{split}-{name}-{index}')
+      rng = random.Random(f'{self._settings.seed}-{split}-{name}-{index}')
       made = maker.from_document(pool, position, rng)
       instances.extend(made)
       sources.extend((index, number) for number in range(len(made)))
     _add_counts(split_stats.instances, maker.stats)
-    if not instances:
-      return []
-    features = instances_to_features(
-        instances,
-        settings.instances.max_seq_length,
-        settings.instances.next_sentence_prediction,
-    )
-    copies = [features]
-    if self._mask_fn is not None:
-      copies = [
-          self._mask(features, name, split, dupe, batches[split])
-          for dupe in range(settings.dupe_factor)
-      ]
-      batches[split] += -(-len(instances) // _MASK_BATCH_SIZE)
-    num_shards = settings.num_shards[split]
+    return instances, sources
+
+  def _serialize(
+      self,
+      name: str,
+      split: str,
+      copies: List[Dict[str, np.ndarray]],
+      sources: List[Tuple[int, int]],
+      split_stats: SplitStats,
+  ) -> List[Record]:
+    """The records of each copy's rows (`[N, T]` features), keyed by hash."""
+    seed, num_shards = self._settings.seed, self._settings.num_shards[split]
     output = []
     for dupe, copy in enumerate(copies):
       if 'masked_lm_weights' in copy:
@@ -618,7 +623,7 @@ class FileProcessor:
             copy['masked_lm_weights'].sum()
         )
       for row, (index, number) in enumerate(sources):
-        key = stable_hash(settings.seed, split, name, index, number, dupe)
+        key = stable_hash(seed, split, name, index, number, dupe)
         example = records.make_example({k: v[row] for k, v in copy.items()})
         output.append(
             Record(
@@ -629,7 +634,6 @@ class FileProcessor:
                 example.SerializeToString(deterministic=True),
             )
         )
-    split_stats.examples += len(output)
     return output
 
   def _mask(
@@ -676,16 +680,8 @@ def files_to_sample(
   """A seeded choice of files holding about `budget_bytes` of text.
 
   The files are taken in the order of a seeded hash of their names until
-  their sizes reach the budget, so that learning a vocabulary reads a
-  bounded part of the corpus (all of it when it is smaller than the budget).
-
-  Args:
-    files: the corpus.
-    seed: seeds the order.
-    budget_bytes: the least bytes to take (one file more than fits).
-
-  Returns:
-    The chosen files, in corpus order.
+  their sizes reach the budget (one file more than fits), so that learning a
+  vocabulary reads a bounded part of the corpus; returned in corpus order.
   """
   ranked = sorted(files, key=lambda f: stable_hash(seed, 'vocab', f.name))
   chosen, total = set(), 0
@@ -712,11 +708,7 @@ def sample_sentences(
   stream, into the documents that `FileProcessor.process` makes of it, and
   at most `sample_size` sentences are held.
 
-  Args:
-    settings: the transforms' options (cleaning, seed).
-    eval_split: decides each document's split (eval text is never sampled).
-    input_file: the file.
-    sample_size: the most sentences to return.
+  Eval text is never sampled.
 
   Returns:
     `(sample, num_sentences, stats)`: `(hash, sentence)` pairs, the number
@@ -775,16 +767,11 @@ def instances_to_features(
     max_seq_length: int,
     next_sentence_labels: bool,
 ) -> Dict[str, np.ndarray]:
-  """Pads instances into feature arrays.
-
-  Args:
-    instances: the instances.
-    max_seq_length: padded length `T`.
-    next_sentence_labels: whether to include `next_sentence_labels`.
+  """Pads instances into feature arrays of length `T = max_seq_length`.
 
   Returns:
     `input_ids`, `input_mask`, `segment_ids`: int32 `[N, T]`, zero padded;
-    `next_sentence_labels`: int32 `[N, 1]` if requested.
+    `next_sentence_labels`: int32 `[N, 1]` if `next_sentence_labels`.
   """
   num = len(instances)
   features = {
@@ -830,14 +817,7 @@ def write_shard(
 
   The shard is written under a temporary name and renamed into place when
   complete (`records`), so a killed writer leaves no partial shard.
-
-  Args:
-    keyed: the records in ascending key order.
-    path: the shard's final path.
-    progress: a `progress.Progress` to advance per example, or None.
-
-  Returns:
-    Its summary.
+  `progress`: a `progress.Progress` to advance per example, or None.
   """
   summary = ShardSummary(os.path.basename(path))
   documents = set()

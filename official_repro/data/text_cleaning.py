@@ -1,39 +1,18 @@
 """Reads plain-text corpora into documents of sentences.
 
-A corpus is a list of files or directories (searched recursively for files
-matching a glob, `*.txt` by default); paths go through `tf.io.gfile` (local,
-`gs://`, ...). Files are decoded as UTF-8 (a byte-order mark is dropped,
-undecodable bytes become U+FFFD and are counted), line endings are normalised,
-optional boilerplate is removed, and the text is grouped into documents:
+Inputs are files or directories (searched recursively for a glob), read
+through `tf.io.gfile` as UTF-8 (a BOM dropped, undecodable bytes refused or
+replaced by U+FFFD and counted, line endings normalised). Optional Gutenberg
+boilerplate, regex-matched lines and heading-like paragraphs (`is_heading`)
+are dropped. `document_mode='blank_line'` makes every blank-line-separated
+block a document; `'file'` makes every file one document of paragraphs.
+Paragraph lines are joined and split with `split_sentences`, or with
+`sentence_per_line=True` each line is a sentence (BERT's input format).
+Everything dropped is counted in `CorpusStats`.
 
-* `document_mode='blank_line'`: every block of lines between blank lines is one
-  document (the one-document-per-paragraph layout of many corpora).
-* `document_mode='file'`: every file is one document (or, beyond a bound,
-  several; see below); its blank-line-separated blocks are its paragraphs
-  (books).
-
-Heading-like paragraphs (chapter headings, tables of contents, all-capitals
-titles, short title-case lines) are dropped unless `drop_headings=False`; see
-`is_heading`.
-
-Within a paragraph the lines are joined with spaces (hard-wrapped text) and the
-result is split into sentences with `split_sentences`; with
-`sentence_per_line=True` every non-empty line is taken as one sentence instead
-(the classic BERT input format).
-
-Everything that is dropped is counted in `CorpusStats`, whose `report()` says
-what was read and what was skipped and why.
-
-A file is read as a stream (`CorpusReader.iter_documents`): its lines are
-read a chunk at a time (`read_lines`) and each document is yielded as soon as
-it is complete, with the counts of reading the whole file at once. Given a
-bound of `max_chars` characters (record creation's `--group_mb`), nothing
-larger is held: a paragraph is cut after the line that reaches it, in 'file'
-mode a document after the paragraph that reaches it (so a file larger than
-the bound is several documents), and a Gutenberg file with no START marker
-in its first `max_chars` characters is read twice (once to find that it has
-none); only a single line is always held whole. A file of fewer than
-`max_chars` bytes reads exactly as without the bound.
+A file is read as a stream (`CorpusReader.iter_documents`); with a bound of
+`max_chars` (record creation's `--group_mb`) paragraphs and 'file'-mode
+documents are cut at it, so only a single line is ever held whole.
 """
 
 import codecs
@@ -63,65 +42,12 @@ _GUTENBERG_END = re.compile(r'^\*{3}\s*END OF', re.IGNORECASE)
 
 # Abbreviations after which a period does not end a sentence (lower case,
 # without the final period).
-_ABBREVIATIONS = frozenset(
-    [
-        'mr',
-        'mrs',
-        'ms',
-        'messrs',
-        'mme',
-        'mlle',
-        'dr',
-        'st',
-        'jr',
-        'sr',
-        'prof',
-        'rev',
-        'hon',
-        'gen',
-        'col',
-        'capt',
-        'lt',
-        'sgt',
-        'gov',
-        'esq',
-        'vs',
-        'etc',
-        'e.g',
-        'i.e',
-        'cf',
-        'viz',
-        'al',
-        'approx',
-        'ca',
-        'vol',
-        'vols',
-        'fig',
-        'figs',
-        'pp',
-        'ed',
-        'eds',
-        'inc',
-        'ltd',
-        'co',
-        'corp',
-        'dept',
-        'mt',
-        'ft',
-        'jan',
-        'feb',
-        'mar',
-        'apr',
-        'jun',
-        'jul',
-        'aug',
-        'sep',
-        'sept',
-        'oct',
-        'nov',
-        'dec',
-    ]
-)
+_ABBREVIATIONS = frozenset("""
+    mr mrs ms messrs mme mlle dr st jr sr prof rev hon gen col capt lt sgt
+    gov esq vs etc e.g i.e cf viz al approx ca vol vols fig figs pp ed eds
+    inc ltd co corp dept mt ft jan feb mar apr jun jul aug sep sept oct nov
+    dec
+""".split())
 # Abbreviations that are also ordinary words; they only count as
 # abbreviations when a number follows ("No. 5", but "I said no. Then ...").
 _NUMERIC_ABBREVIATIONS = frozenset(['no', 'nos', 'p', 'art', 'ch', 'sec'])
@@ -154,36 +80,10 @@ _CHAPTER_HEADING = re.compile(
     r'(?=\s*$|\s*[.:,\-\u2014]|\s+[A-Z0-9(\[_"\'\u2018\u201c])'
 )
 _LEADING_NUMERAL = re.compile(r'^([IVXLCDM]+|\d+)[.:]?\s+')
-_TITLE_SMALL_WORDS = frozenset(
-    [
-        'a',
-        'an',
-        'the',
-        'and',
-        'or',
-        'nor',
-        'but',
-        'of',
-        'in',
-        'on',
-        'at',
-        'to',
-        'for',
-        'by',
-        'with',
-        'from',
-        'as',
-        'into',
-        'upon',
-        'de',
-        'la',
-        'le',
-        'du',
-        'von',
-        'van',
-        'der',
-    ]
-)
+_TITLE_SMALL_WORDS = frozenset("""
+    a an the and or nor but of in on at to for by with from as into upon de
+    la le du von van der
+""".split())
 _WORD_PUNCTUATION = '\'"\u2018\u2019\u201c\u201d()[]_*,;:.!?-\u2014'
 _TERMINAL_PUNCTUATION = re.compile(r'[.!?,;:\-\u2014]["\'\u2019\u201d)\]_]*$')
 _LEADING_PUNCTUATION = '(["\'\u2018\u201c_['
@@ -235,7 +135,7 @@ class CleaningOptions:
       )
     if self.min_sentence_chars < 0:
       raise cli.UserError(
-          'min_sentence_chars must be >= 0, got ' f'{self.min_sentence_chars}.'
+          f'min_sentence_chars must be >= 0, got {self.min_sentence_chars}.'
       )
     object.__setattr__(self, 'drop_line_regexes', tuple(self.drop_line_regexes))
     for pattern in self.drop_line_regexes:
@@ -251,29 +151,22 @@ class CleaningOptions:
 class CorpusStats:
   """Counters collected while reading a corpus.
 
+  Counts of what their names say, and:
+
   Attributes:
-    files: files read.
-    bytes_read: raw bytes read.
     documents: non-empty documents returned.
     paragraphs: non-empty paragraphs (blocks of lines) kept.
-    sentences: sentences returned.
     characters: characters in the returned sentences.
     lines_read: lines read (after line-ending normalisation).
-    blank_lines: blank lines (paragraph separators, not content).
     lines_skipped_by_reason: dropped non-content lines keyed by reason.
     sentences_dropped_short: sentences shorter than `min_sentence_chars`.
-    italics_underscores_removed: Gutenberg `_italics_` underscores removed.
     empty_documents_dropped: documents without a sentence after cleaning
       (in 'file' mode, files).
     decode_errors: undecodable byte sequences replaced by U+FFFD.
-    files_with_decode_errors: files with at least one decode error.
-    files_with_bom: files that started with a UTF-8 byte-order mark.
-    files_with_crlf: files with CRLF or CR line endings.
     files_without_gutenberg_markers: files kept whole under
       `strip_gutenberg` because they have no `*** START OF` line.
     files_unreadable: files that could not be read (permissions, a broken
-      link, an I/O error) and were skipped; each is named in
-      `unreadable_files`.
+      link, an I/O error) and were skipped.
     unreadable_files: `'<path>: <error>'` of the first
       `MAX_NAMED_FILES` unreadable files.
   """
@@ -560,19 +453,14 @@ def read_lines(
 ) -> Optional[Iterator[str]]:
   """Reads a file as UTF-8, line by line, without line endings.
 
-  The file is read `_READ_CHUNK` bytes at a time and decoded incrementally,
-  so only a chunk and the line being read are held, whatever its size. A
-  leading byte-order mark is dropped and CRLF and CR become LF. A file that
-  is not UTF-8 is refused, or with `encoding_errors='replace'` its
-  undecodable bytes are replaced by U+FFFD and counted in
-  `stats.decode_errors`. The counters are those of reading the whole file at
-  once; the per-file ones (decode errors, CRLF) are added when the last line
-  has been read.
+  The file is decoded `_READ_CHUNK` bytes at a time, so only a chunk and the
+  line being read are held. A leading BOM is dropped and CRLF and CR become
+  LF. The counters are those of reading the whole file at once; the per-file
+  ones (decode errors, CRLF) are added when the last line has been read.
 
   Args:
     path: the file (any `tf.io.gfile` path).
-    stats: counters to update (files, bytes, lines, BOM, CRLF, decode
-      errors, unreadable files).
+    stats: counters to update.
     encoding_errors: 'strict' or 'replace' (see `CleaningOptions`).
 
   Returns:
@@ -645,14 +533,7 @@ def _decoded_lines(
     f, head: bytes, path: str, stats: CorpusStats, encoding_errors: str
 ) -> Iterator[str]:
   """The lines of the open file `f`, whose first bytes `head` were read."""
-  encoding = wide_encoding(head)
-  if encoding is not None:
-    f.close()
-    raise cli.UserError(
-        f'{path} is {encoding}, not UTF-8 (a corpus is read as UTF-8 even '
-        f'with --encoding_errors=replace); convert it, e.g. `iconv -f '
-        f'{encoding} -t UTF-8`.'
-    )
+  _refuse_wide_encoding(f, head, path)
   with f:
     bom = len(_BOM) if head.startswith(_BOM) else 0
     stats.files_with_bom += bool(bom)
@@ -670,13 +551,7 @@ def _decoded_lines(
       try:
         text = decoder.decode(chunk, final)
       except UnicodeDecodeError as error:
-        raise cli.UserError(
-            f'{path} is not UTF-8: byte {offset - buffered + error.start} '
-            f'(0x{error.object[error.start]:02x}) starts no UTF-8 character. '
-            'Convert the file to UTF-8 (e.g. '
-            '`iconv -f latin1 -t utf-8`), or pass --encoding_errors=replace '
-            'to read it with each bad byte sequence replaced by U+FFFD.'
-        ) from None
+        raise _not_utf8(path, offset - buffered, error) from None
       replacements += text.count('\ufffd')
       edge = len(_REPLACEMENT) - 1
       genuine += chunk.count(_REPLACEMENT)
@@ -706,6 +581,31 @@ def _decoded_lines(
     stats.files_with_crlf += crlf
 
 
+def _refuse_wide_encoding(f, head: bytes, path: str) -> None:
+  """Closes `f` and refuses it if `head` is UTF-16 or UTF-32."""
+  encoding = wide_encoding(head)
+  if encoding is not None:
+    f.close()
+    raise cli.UserError(
+        f'{path} is {encoding}, not UTF-8 (a corpus is read as UTF-8 even '
+        f'with --encoding_errors=replace); convert it, e.g. `iconv -f '
+        f'{encoding} -t UTF-8`.'
+    )
+
+
+def _not_utf8(
+    path: str, offset: int, error: UnicodeDecodeError
+) -> cli.UserError:
+  """The error for bytes that are not UTF-8, `offset` that of `error.object`."""
+  return cli.UserError(
+      f'{path} is not UTF-8: byte {offset + error.start} '
+      f'(0x{error.object[error.start]:02x}) starts no UTF-8 character. '
+      'Convert the file to UTF-8 (e.g. '
+      '`iconv -f latin1 -t utf-8`), or pass --encoding_errors=replace '
+      'to read it with each bad byte sequence replaced by U+FFFD.'
+  )
+
+
 def _read_more(f, path: str, offset: int) -> bytes:
   """The next chunk of `f` (b'' at its end)."""
   try:
@@ -725,12 +625,10 @@ def strip_gutenberg_boilerplate(
 ) -> Iterator[str]:
   """Keeps the lines strictly between the Gutenberg START and END markers.
 
-  The lines before the first `*** START OF` line are held until it comes,
-  up to `max_buffered_chars` characters; past that they are only counted,
-  and a file that turns out to have no START line is read again
-  (`read_again`) to be returned whole. So the result and the counts are
-  those of looking at the whole file at once, with at most
-  `max_buffered_chars` held (a huge file without markers is read twice).
+  The lines before the first `*** START OF` line are held until it comes, up
+  to `max_buffered_chars` characters; past that they are only counted, and a
+  file without a START line is read again (`read_again`) to be returned
+  whole, so the result and counts are those of reading the file at once.
 
   Args:
     lines: the lines of one file.
@@ -856,14 +754,12 @@ class CorpusReader:
   ) -> Iterator[List[str]]:
     """The documents of one file, as it is read, counting what is dropped.
 
-    The file is read line by line (`read_lines`) and each document is
-    yielded as soon as it is complete, so what is held is bounded by
-    `max_chars`: with it, a paragraph is cut after the line that brings it
-    to `max_chars` characters, in 'file' mode a document after the
-    paragraph that brings its sentences there, and a Gutenberg file without
-    a START marker in its first `max_chars` characters is read twice
-    (`strip_gutenberg_boilerplate`). A file below `max_chars` gives what it
-    gives without it; a larger one in 'file' mode gives several documents.
+    Each document is yielded as soon as it is complete. With `max_chars`, a
+    paragraph is cut after the line that brings it to `max_chars`
+    characters, in 'file' mode a document after the paragraph that does,
+    and a Gutenberg file without a START marker in its first `max_chars`
+    characters is read twice (`strip_gutenberg_boilerplate`). A file below
+    `max_chars` gives what it gives without it.
 
     Args:
       path: the file (any `tf.io.gfile` path).
@@ -938,15 +834,6 @@ class CorpusReader:
     elif not made:
       stats.empty_documents_dropped += 1
 
-  def _paragraph_sentences(
-      self, block: List[str], stats: CorpusStats
-  ) -> List[str]:
-    """The sentences of a block, counting it as a paragraph if it has any."""
-    sentences = self._block_sentences(block, stats)
-    if sentences:
-      stats.paragraphs += 1
-    return sentences
-
   def _drop_blocks(
       self, blocks: Iterable[List[str]], stats: CorpusStats
   ) -> Iterator[List[str]]:
@@ -963,15 +850,8 @@ class CorpusReader:
 
   def _drop_lines(
       self, lines: Iterable[str], stats: CorpusStats
-  ) -> Iterable[Optional[str]]:
-    """Replaces lines matched by a drop regex with `None`."""
-    if not self._drop_regexes:
-      return lines
-    return self._drop_matching_lines(lines, stats)
-
-  def _drop_matching_lines(
-      self, lines: Iterable[str], stats: CorpusStats
   ) -> Iterator[Optional[str]]:
+    """Replaces lines matched by a drop regex with `None`."""
     for line in lines:
       for pattern, regex in self._drop_regexes:
         if regex.search(line):
@@ -981,20 +861,21 @@ class CorpusReader:
       else:
         yield line
 
-  def _block_sentences(self, block: List[str], stats: CorpusStats) -> List[str]:
-    """Splits one block of lines into sentences and applies the length cut."""
+  def _paragraph_sentences(
+      self, block: List[str], stats: CorpusStats
+  ) -> List[str]:
+    """A block's sentences past the length cut; a paragraph if it has any."""
     if self._options.strip_gutenberg:
       block = [self._remove_italics(line, stats) for line in block]
     if self._options.sentence_per_line:
       candidates = [_WHITESPACE.sub(' ', line).strip() for line in block]
     else:
       candidates = split_sentences(' '.join(block))
-    sentences = []
-    for sentence in candidates:
-      if len(sentence) < self._options.min_sentence_chars:
-        stats.sentences_dropped_short += 1
-        continue
-      sentences.append(sentence)
+    sentences = [
+        s for s in candidates if len(s) >= self._options.min_sentence_chars
+    ]
+    stats.sentences_dropped_short += len(candidates) - len(sentences)
+    stats.paragraphs += bool(sentences)
     stats.sentences += len(sentences)
     stats.characters += sum(len(s) for s in sentences)
     return sentences
@@ -1030,19 +911,7 @@ def read_corpus(
 ) -> Tuple[List[List[str]], CorpusStats]:
   """Reads files or directories into documents of sentences.
 
-  Args:
-    inputs: files or directories (searched recursively for
-      `options.file_pattern`).
-    options: the cleaning options.
-    progress_label: logs the bytes read (file by file) under this label
-      (`progress.Progress`); '' for no log.
-
-  Returns:
-    `(documents, stats)`, documents as `List[List[str]]` (sentences).
-
-  Raises:
-    FileNotFoundError: an input path does not exist.
-    ValueError: no inputs, a directory without matching files, or no
-      non-empty document after cleaning.
+  As `CorpusReader(options).read(inputs, progress_label)`: returns
+  `(documents, stats)`, documents as `List[List[str]]` (sentences).
   """
   return CorpusReader(options).read(inputs, progress_label)
