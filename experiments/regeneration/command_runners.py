@@ -8,11 +8,8 @@ flags, reads its results and writes them as the grids write theirs
 """
 
 import dataclasses
-import json
 import os
 from typing import Optional
-
-import tensorflow as tf
 
 from experiments import attention_concentration as attention_experiment
 from experiments import convbert_lm as lm_experiment
@@ -24,11 +21,6 @@ from experiments.regeneration import runner
 from experiments.regeneration import target_runners
 from official_repro.common import json_files
 from official_repro.common import markdown
-
-
-def _read_json(path: str):
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
 
 
 def _run_module(module: str, *args: str) -> None:
@@ -91,7 +83,7 @@ def attention_concentration(
   for run in target.runs:
     args += [f'--init_checkpoint={encoders[run.name]}', f'--label={run.row}']
   _run_module(target.command, *args)
-  results = _read_json(results_file)
+  results = runner.read_json(results_file)
   runs = '; '.join(f'{run.row}: {encoders[run.name]}' for run in target.runs)
   write_command_table(
       target,
@@ -129,7 +121,7 @@ def speed_comparison(
         f'--output_json={path}',
         f'--vocab_file={request.vocab_file}',
     )
-    results[run.row] = _read_json(path)['results'][0]['steps_per_second']
+    results[run.row] = runner.read_json(path)['results'][0]['steps_per_second']
   stated = paper_tables.load('004').stated
   paper = {
       'ELECTRA-small': stated['ELECTRA-small iterations/s'].value,
@@ -170,7 +162,7 @@ def convbert_speed(
   out = target_runners.output_dir(request)
   path = os.path.join(out, 'convbert_speed.json')
   _run_module(target.command, '--seq_lengths=128,512', f'--output_json={path}')
-  results = _read_json(path)
+  results = runner.read_json(path)
   body = (
       speed_experiment.format_table(results['rows'])
       + '\n\n'
@@ -192,5 +184,5 @@ def convbert_lm(
       '--valid_fraction=0.1',
       f'--output_dir={out}',
   )
-  results = _read_json(os.path.join(out, 'results.json'))
+  results = runner.read_json(os.path.join(out, 'results.json'))
   write_command_table(target, out, lm_experiment.format_table(results), results)

@@ -370,25 +370,17 @@ def _curve(run: Dict, metric: str):
 
 def _plot_runs(content: Dict, out: str) -> List[str]:
   """The per-run and overlay figures; returns their paths."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-
-  matplotlib.use('Agg')
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-
+  pyplot = report.pyplot_module()
   scale = content['scale']
+  figures = {
+      name: _run_figure(pyplot, run, scale)
+      for name, run in content['runs'].items()
+  }
+  figures['overlay'] = _overlay_figure(pyplot, content)
   paths = []
-
-  def save(figure, name):
-    path = os.path.join(out, f'learning_{scale}_{name}.png')
-    figure.tight_layout()
-    with tf.io.gfile.GFile(path, 'wb') as f:
-      figure.savefig(f, format='png', dpi=110)
-    pyplot.close(figure)
-    paths.append(path)
-
-  for name, run in content['runs'].items():
-    save(_run_figure(pyplot, run, scale), name)
-  save(_overlay_figure(pyplot, content), 'overlay')
+  for name, figure in figures.items():
+    paths.append(os.path.join(out, f'learning_{scale}_{name}.png'))
+    report.save_png(pyplot, figure, paths[-1], dpi=110)
   return paths
 
 

@@ -245,8 +245,7 @@ def flops_report(
   """(ComputeReport, encoder parameters) of a gin configuration.
 
   Cached per process (a copy of the report is returned): a plan asks for
-  the same configurations (the calibration run's, each run's) again and
-  again, and each costs a model build.
+  the same configurations again and again, and each costs a model build.
   """
   facts = config_facts(gin_files, bindings, vocab_size)
   return copy.deepcopy(facts.report), facts.encoder_parameters
@@ -338,13 +337,8 @@ def _finetune_flops(paper_dir: str, parameters: int) -> float:
 def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
   """The fine-tuning gin file of a model size, parsed after the task file.
 
-  Args:
-    paper_dir: folder under gin/finetune/.
-    task: 'glue' or a SQuAD version ('squad11').
-    size: 'base', 'large' or None (the task files' own size).
-
-  Raises:
-    FileNotFoundError: when the paper has no file for that size.
+  `task` is 'glue' or a SQuAD version, `size` 'base', 'large' or None (the
+  task files' own size). A FileNotFoundError when `paper_dir` has none.
   """
   if size is None:
     return []

@@ -182,10 +182,9 @@ def _seed_averages(result: Dict, scale: float) -> Optional[List[float]]:
 def _held_out_seeds(result: Dict) -> Optional[Dict[str, List[float]]]:
   """{metric: each pretraining seed's held-out value at the last step}.
 
-  The last step of the seeds' mean curve (`result['held_out']`, over the
-  steps all seeds have), so that a seed's value and the row's mean are
-  read at the same step. None for a run of one seed or without held-out
-  evaluation; a metric is listed only when every seed has it.
+  The last step of the seeds' mean curve, so a seed's value and the row's
+  mean are read at one step; None for one seed or no held-out evaluation.
+  A metric is listed only when every seed has it.
   """
   seeds = result.get('seeds')
   if not seeds or not result.get('held_out'):
@@ -216,22 +215,16 @@ def _measures(
 def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
   """The paper's orders, checked against ours over pretraining seeds.
 
-  The pairs are every two rows the paper's table ranks by its average
-  (`order`) and the target's stated `claims`. Each is checked on every
-  measure both rows have over several seeds: the mean GLUE score of each
-  seed and, where pretraining evaluated held-out text, the held-out
-  metrics the target names (`Target.held_out_claims`). For each, the
-  difference of the per-seed values' means is compared with
-  twice its standard error, sqrt(s_a^2 / n_a + s_b^2 / n_b).
+  The pairs are every two rows the paper's table ranks by its average and
+  the target's `claims`, each checked on every measure both rows have over
+  several seeds (each seed's mean GLUE score, the `held_out_claims`): the
+  difference of the per-seed means against twice its standard error.
 
   Returns:
     One {better, worse, source, measure, paper_gap, ours_gap, noise,
-    verdict} per pair and measure that both rows have over several seeds,
-    `better` the row the paper ranks higher and `paper_gap` the paper's
-    gap of GLUE averages (None for another measure or where the paper
-    prints no averages for both); `verdict` `aggregation.compare`'s of
-    the paper's better row against its worse: 'ahead' (the paper's order
-    reproduced), 'behind' (reversed) or 'within noise'.
+    verdict} per pair and measure: `better` the row the paper ranks higher,
+    `paper_gap` its gap of GLUE averages (or None), `verdict` 'ahead' (the
+    paper's order reproduced), 'behind' (reversed) or 'within noise'.
 
   Raises:
     ValueError: when the target names a held-out metric that is not
@@ -342,9 +335,8 @@ def metric_table(
 def held_out_curve_table(entries: List[Dict], name: str) -> List[str]:
   """Markdown lines: held-out `name` at every evaluated step of each row.
 
-  Each step is also given as its share of the row's training steps: where
-  rows train at equal FLOPs (a reference's budget), equal shares are equal
-  training FLOPs.
+  Each step also as its share of the row's steps: equal training FLOPs
+  where rows train at equal FLOPs.
   """
   points = [
       [entry['row'], f'{step:,}', f'{step / entry["train_steps"]:.3f}']
@@ -573,11 +565,7 @@ def figure_lines(
 
 def plot(target: registry.Target, entries: List[Dict], path: str) -> None:
   """Draws `figure_lines` (references as horizontal lines) and the paper's."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-
-  matplotlib.use('Agg')
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-
+  pyplot = pyplot_module()
   figure, axes = pyplot.subplots(figsize=(6, 4))
   series, references = figure_lines(target, entries)
   for name, points in series.items():
@@ -606,7 +594,22 @@ def plot(target: registry.Target, entries: List[Dict], path: str) -> None:
   axes.set_ylabel('GLUE dev, mean over the tasks run')
   axes.set_title(f'{target.key}: {target.description}', fontsize=8)
   axes.legend(fontsize=7)
+  save_png(pyplot, figure, path, dpi=120)
+
+
+def pyplot_module():
+  """The pyplot of matplotlib, drawing off screen (imported when needed)."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+
+  return pyplot
+
+
+def save_png(pyplot, figure, path: str, dpi: int) -> None:
+  """Writes `figure` to `path` (any `tf.io.gfile` path) and closes it."""
   figure.tight_layout()
   with tf.io.gfile.GFile(path, 'wb') as f:
-    figure.savefig(f, format='png', dpi=120)
+    figure.savefig(f, format='png', dpi=dpi)
   pyplot.close(figure)

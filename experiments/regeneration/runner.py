@@ -56,16 +56,13 @@ class GridSettings:
     corpus: text corpus directory (one document per file).
     vocab_file: WordPiece vocabulary, or None to learn one of
       `learned_vocab_size` from the training books.
-    glue_dir: GLUE root.
-    reference_steps: steps of the reference run.
     tasks: GLUE tasks fine-tuned, with the epochs of each.
     num_runs: fine-tuning seeds per task.
-    strategy: distribution strategy flag value for every job.
+    strategy: distribution strategy of every job.
     curve_points: checkpoints every pretraining saves (evenly spaced, the
       last at its final step); learning-curve figures fine-tune each.
     finetune_fingerprint: SHA-256 of the scale's fine-tuning include's
       bindings (`finetune_gin`), '' when it has none.
-    learned_vocab_size: size of the vocabulary learned without `vocab_file`.
     eval_fraction: share of the books held out from pretraining.
     pretrain_seeds: pretraining seeds per compared model (1: one run with
       the seed it draws; more: seeds 1, 2, ... bound in gin, one run each).
@@ -124,7 +121,7 @@ def check_settings(out: str, settings: GridSettings) -> None:
     tf.io.gfile.makedirs(out)
     json_files.write_json(path, current)
     return
-  stored = _read_json(path)
+  stored = read_json(path)
   # A setting added since the file was written reads as its default.
   for field in dataclasses.fields(GridSettings):
     if field.name not in stored and field.default is not dataclasses.MISSING:
@@ -142,7 +139,8 @@ def check_settings(out: str, settings: GridSettings) -> None:
     )
 
 
-def _read_json(path: str):
+def read_json(path: str):
+  """The JSON value in `path` (any `tf.io.gfile` path)."""
   with tf.io.gfile.GFile(path) as f:
     return json.load(f)
 
@@ -336,11 +334,7 @@ _PROGRESS = re.compile(r'^(train|eval) \| step:')
 
 
 def _call(command: Sequence[str], log_path: str) -> None:
-  """Runs a job `[python, -m, module, *args]` (`commands.run_module`).
-
-  Its Orbit progress lines go to the terminal, all of its output to
-  `log_path`; a stopped regeneration stops it, a rerun resumes it.
-  """
+  """Runs `[python, -m, module, *args]`, progress shown, all to `log_path`."""
   commands.run_module(
       command[2], command[3:], log_path=log_path, show=_PROGRESS
   )
@@ -487,7 +481,7 @@ def finetune(
           ),
           os.path.join(model_dir, 'regenerate.log'),
       )
-    results = _read_json(results_path)
+    results = read_json(results_path)
     scores[task] = dict(
         score=results['scores'][task], summary=results['summaries'][task]
     )
@@ -517,15 +511,10 @@ def pretrain_into_store(
 ) -> Tuple[str, List[int]]:
   """Pretrains `run` in the run store (or resumes it, or finds it done).
 
-  It saves `settings.curve_points` checkpoints; `curve`: a learning curve
-  needs all of them, not only the last; `seed`: bound in gin (None: unbound).
-
-  Returns:
-    (its model_dir, the steps of the checkpoints needed).
-
-  Raises:
-    ValueError: when a learning curve needs a checkpoint that a run
-      finished earlier (with other checkpoint settings) lacks.
+  Returns (its model_dir, the steps of the checkpoints needed): all of its
+  `settings.curve_points` with `curve`, else the last. `seed` is bound in
+  gin (None: unbound). A ValueError when a curve needs a checkpoint that a
+  run finished earlier (with other checkpoint settings) lacks.
   """
   model_dir = run_dir(runs_dir, run, settings, steps, seed)
   checkpoints = _checkpoint_steps(steps, settings.curve_points)
@@ -598,12 +587,10 @@ def pretrain_only(
     runs_dir: str,
     clock: Callable[[], float] = time.monotonic,
 ) -> Dict[str, str]:
-  """Pretrains every run of `target` at the scale.
+  """Pretrains (or reads back) every run of `target` at the scale.
 
-  Pretrains (or resumes, or reads back from the run store `runs_dir`)
-  every run with the reference steps and the first pretraining seed;
-  returns {run name: its exported encoder folder}. `clock` (seconds) times
-  the jobs for the time left.
+  With the reference steps and the first pretraining seed; returns {run
+  name: its exported encoder folder}. `clock` times the jobs.
   """
   records, steps = _prepare(target, settings, out, runs_dir)
   encoders = {}
@@ -635,13 +622,8 @@ def pretrain_only(
 def mean_over_seeds(per_seed: Sequence[Dict[str, Dict]]) -> Dict[str, Dict]:
   """{task: {score, summary}}: each task's mean over pretraining seeds.
 
-  Args:
-    per_seed: one {task: {score, summary}} per pretraining seed, each score
-      aggregated over that seed's fine-tuning runs by the paper's protocol.
-
-  Returns:
-    {task: {score: the mean, summary: {n, mean, std, scores}}}, `std` the
-    sample standard deviation over the seeds (0 for one seed).
+  `per_seed` holds one {task: {score, summary}} per seed; the summary is
+  {n, mean, std, scores}, `std` the sample standard deviation (0 for one).
   """
   merged = {}
   for task in per_seed[0]:
@@ -781,7 +763,7 @@ def _read_back(
     steps: int,
 ) -> Dict:
   """A finished run's result, checked to have been trained as `run` is now."""
-  result = _read_json(result_path)
+  result = read_json(result_path)
   if result.get('gin_fingerprint') != fingerprint:
     raise ValueError(
         f'{result_path} was trained with other gin bindings than '

@@ -265,8 +265,7 @@ class Request:
     """`task_epochs`, once the input directories they need are there.
 
     Raises:
-      UsageError: a bad --tasks item, or a missing input, naming the flag
-        and the path.
+      UsageError: a bad --tasks item, or a missing input (flag and path).
     """
     tasks = self.task_epochs()
     for name in ('corpus', 'glue_dir', 'vocab_file'):
@@ -390,9 +389,8 @@ def run(target: registry.Target, request: Request) -> None:
   """Regenerates `target` by the runner it names, counts and releases first.
 
   Raises:
-    UsageError: a count below 1; --released for a table that is not a
-      pretraining grid below paper scale (the only runner that fine-tunes in
-      a row's place), or naming no model.
+    UsageError: a count below 1; --released other than for a pretraining
+      grid below paper scale, or naming no model.
   """
   for name in ('num_runs', 'pretrain_seeds'):
     value = getattr(request, name)
