@@ -76,7 +76,6 @@ class PaperSettings:
 
   Attributes:
     bucket: model directory root (gs://, or local in a rehearsal).
-    glue_dir: GLUE root the fine-tuning jobs read.
     squad_dir: folder holding squad11/ and squad20/ (None: no SQuAD jobs).
     records: --records items, `LENGTH-MASKING=PATH` or one PATH for all.
     accelerator_types: --accelerator_type items, `TYPE` or `RUN=TYPE`.
@@ -106,21 +105,17 @@ class PlannedRun:
 
   Attributes:
     name, row: the run and the paper row it fills.
-    gin_files: its paper gin files.
-    model_dir: its model directory under the bucket.
-    records: the records its pretraining reads (`records_key` names them).
-    records_key: '<max_seq_length>-<masking>' of those records.
+    records: the records its pretraining reads, '<max_seq_length>-<masking>'
+      (`records_key`).
     train_steps, train_flops: its pretraining steps and FLOPs.
     tpu_v3_8_hours: expected pretraining time on a TPU v3-8.
     paper_hours: the time the paper reports for this row, if it does.
     parameters: encoder parameters.
-    glue_dir: its GLUE fine-tuning directory (where --collect reads
-      glue_results.json), if any.
+    glue_dir: its GLUE fine-tuning directory (--collect reads it), if any.
     finetune_flops, finetune_tpu_v3_8_hours: its estimated cost.
     accelerator_type: the TPU it runs on; hours: its estimated pretraining
-      and fine-tuning hours there (`fit.Accelerator.hours_from_v3_8`).
-    fit: its per-replica batch and memory there (`fit.check`).
-    refusal: why it cannot run there, or None.
+      and fine-tuning hours there; fit: its per-replica batch and memory
+      there (`fit.check`); refusal: why it cannot run there, or None.
     stages: its jobs in order.
   """
 

@@ -28,16 +28,7 @@ _001_COLUMNS = dict(
     rte='RTE',
     stsb='STS-B',
 )
-_004_COLUMNS = dict(
-    cola='CoLA',
-    sst2='SST',
-    mrpc='MRPC',
-    stsb='STS',
-    qqp='QQP',
-    mnli='MNLI',
-    qnli='QNLI',
-    rte='RTE',
-)
+_004_COLUMNS = dict(_001_COLUMNS, sst2='SST', stsb='STS')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,13 +165,7 @@ def _gin(paper_dir: str, *names: str) -> Tuple[str, ...]:
 
 def _003_runs(column: str) -> Tuple[Run, ...]:
   """BERT, ELECTRA and TEAMS rows of one 003 Table 1 column."""
-  label = {
-      'small': 'Small',
-      'small_pp': 'Small++',
-      'base': 'Base',
-      'base_pp': 'Base++',
-      'large': 'Large',
-  }[column]
+  label = column.replace('_pp', '++').title()  # 'small_pp': 'Small++'
   size = {'base': 'base', 'base_pp': 'base', 'large': 'large'}.get(column)
   return (
       Run(

@@ -377,11 +377,10 @@ def _pretrain(
 ) -> None:
   """Runs (or resumes) `official_repro.train` for one run.
 
-  One loop per checkpoint interval: `tf.train.CheckpointManager` saves at
-  the first loop's end and then once `checkpoint_every` steps have passed,
-  so every checkpoint is at a multiple of it (also after a resume), besides
-  the last step. With `settings.held_out_steps` the run also evaluates that
-  many held-out batches at every checkpoint (`held_out.read_curve`).
+  One loop per checkpoint interval, so that every checkpoint (saved once
+  `checkpoint_every` steps have passed) is at a multiple of it, also after
+  a resume, besides the last step; with `settings.held_out_steps` the run
+  evaluates that many held-out batches at each.
   """
   evaluation = ['--mode=train']
   if settings.held_out_steps:
