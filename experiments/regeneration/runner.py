@@ -2,17 +2,16 @@
 
 Runs live in a run store, `runs_dir` (any `tf.io.gfile` path), named by
 what decides their numbers (SHA-256 of gin bindings, corpus, vocabulary,
-strategy; `plan.shared_label` for the readable part), so tables that compare
+strategy; `plan.shared_label` for the readable part), so tables comparing
 the same model share one run: `records-<key>/` holds the corpus as records,
-`<label>-<key>/` a resumable `official_repro.train` model_dir, and its
-`glue/<paper>/step_<N>/<task>-<key>/` the fine-tuning of checkpoint N. The
-code is not part of the key: after a change to a model, start a new store;
-one regeneration at a time per store. The table's `out` holds
-`settings.json` (a later call with other settings stops) and each run's
-`<run>/result.json` (read back, never redone). Runs get their paper gin
-files, then `scale_gin_files`; the reference trains `reference_steps` and
-the others the steps of its training FLOPs times their `budget_ratio`, each
-warming up over a tenth of its steps, one process per job with progress.
+`<label>-<key>/` a resumable `official_repro.train` model_dir and its
+`glue/<paper>/step_<N>/<task>-<key>/` the fine-tuning of checkpoint N. Code
+is not in the key (after a model change, start a new store); one process
+per store. Each pretraining saves `curve_points` checkpoints, so a figure
+can fine-tune a run a table pretrained. The table's `out` holds
+`settings.json` (other settings stop) and each run's `<run>/result.json`
+(read back, never redone). The reference trains `reference_steps`, others
+the steps of its training FLOPs times their `budget_ratio`.
 """
 
 import dataclasses
@@ -145,24 +144,21 @@ def read_json(path: str):
     return json.load(f)
 
 
+_REQUIRED = object()
+
+
 @functools.lru_cache(maxsize=None)
-def _query(gin_files: Tuple[str, ...], name: str):
-  """What `gin_files` bind `name` to (a ValueError when they do not)."""
+def _query(gin_files: Tuple[str, ...], name: str, default=_REQUIRED):
+  """What `gin_files` bind `name` to, else `default` (else a ValueError)."""
   plan.parse_gin(gin_files)
   try:
     return gin.query_parameter(name)
+  except ValueError:
+    if default is _REQUIRED:
+      raise
+    return default
   finally:
     gin.clear_config()
-
-
-@functools.lru_cache(maxsize=None)
-def _optimizer(gin_files: Tuple[str, ...]) -> str:
-  """`optimization.optimizer` of `gin_files`, or its default."""
-  try:
-    return _query(gin_files, 'optimization.optimizer')
-  except ValueError:
-    signature = inspect.signature(optimizer_config.optimization_config)
-    return signature.parameters['optimizer'].default
 
 
 def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
@@ -174,9 +170,15 @@ def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
   run's objective (a short SCRIPT run starts its critic at its base rate).
   """
   gin_files = tuple(run.gin_files)
-  objective = _query(gin_files, 'experiment.objective')
+  optimizer = _query(
+      gin_files,
+      'optimization.optimizer',
+      inspect.signature(optimizer_config.optimization_config)
+      .parameters['optimizer']
+      .default,
+  )
   includes = [f'gin/regenerate/{scale}.gin']
-  for variant in (_optimizer(gin_files), objective):
+  for variant in (optimizer, _query(gin_files, 'experiment.objective')):
     path = f'gin/regenerate/{scale}_{variant}.gin'
     if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
       includes.append(path)
@@ -551,7 +553,9 @@ def _print_line(line: str) -> None:
   print(line, flush=True)
 
 
-def announce(index: int, runs: Sequence[registry.Run], run, text: str) -> None:
+def announce(
+    index: int, runs: Sequence[registry.Run], run: registry.Run, text: str
+) -> None:
   """Prints '[index/len(runs)] run (row): text' before a run's job."""
   print(f'[{index}/{len(runs)}] {run.name} ({run.row}): {text}', flush=True)
 
