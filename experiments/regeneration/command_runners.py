@@ -1,19 +1,15 @@
 """The runners of the 'command' targets: one experiment module each.
 
 A 'command' target's table is computed by an experiment module of this
-repository (`Target.command`), run as its own process; its runner here
-gives that module its flags, reads its results and writes them as the
-grids write theirs (`write_command_table`). Each is registered under the
-name its registry entry gives (`target_runners.RUNNERS`) and, at
---scale=paper, writes the run plan instead (`target_runners.registered`).
+repository (`Target.command`) in its own process; its runner gives it its
+flags, reads its results and writes them as the grids write theirs
+(`write_command_table`). At --scale=paper each writes the run plan instead
+(`target_runners.registered`).
 """
 
 import dataclasses
-import json
 import os
 from typing import Optional
-
-import tensorflow as tf
 
 from experiments import attention_concentration as attention_experiment
 from experiments import convbert_lm as lm_experiment
@@ -27,17 +23,8 @@ from official_repro.common import json_files
 from official_repro.common import markdown
 
 
-def _read_json(path: str):
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
-
-
 def _run_module(module: str, *args: str) -> None:
-  """Runs `python -m module args` (`commands.run_module`), its output shown.
-
-  Raises:
-    commands.CommandError: the module failed.
-  """
+  """Runs `python -m module args`, its output shown (or a CommandError)."""
   print(commands.run_module(module, args), end='', flush=True)
 
 
@@ -48,12 +35,11 @@ def write_command_table(
     results,
     header: Optional[str] = None,
 ) -> str:
-  """Writes a 'command' target's markdown and JSON results.
+  """Writes a 'command' target's <out>/<key>.md and <key>.json.
 
-  Writes a 'command' target's <out>/<key>.md and <key>.json, as the
-  grids write theirs: a heading, a header line (the scale and runs, where
-  the target pretrains), and the experiment's own table and results;
-  returns the markdown.
+  As the grids write theirs: a heading, the header line (scale and runs,
+  where the target pretrains), the experiment's table and results; returns
+  the markdown.
   """
   lines = f'{header}\n\n' if header else ''
   text = f'## {target.key}: {target.description}\n\n{lines}{body}\n'
@@ -76,11 +62,7 @@ def write_command_table(
 def attention_concentration(
     target: registry.Target, request: target_runners.Request
 ) -> None:
-  """002 Table 1: the attention maps' diagonal concentration.
-
-  002 Table 1: pretrains BERT and ConvBERT alike at the scale, then
-  measures their attention maps' diagonal concentration on MRPC.
-  """
+  """002 Table 1: BERT's and ConvBERT's attention on MRPC, pretrained alike."""
   out = target_runners.output_dir(request)
   request.require('corpus', 'glue_dir')
   settings = dataclasses.replace(
@@ -101,7 +83,7 @@ def attention_concentration(
   for run in target.runs:
     args += [f'--init_checkpoint={encoders[run.name]}', f'--label={run.row}']
   _run_module(target.command, *args)
-  results = _read_json(results_file)
+  results = runner.read_json(results_file)
   runs = '; '.join(f'{run.row}: {encoders[run.name]}' for run in target.runs)
   write_command_table(
       target,
@@ -120,11 +102,10 @@ def attention_concentration(
 def speed_comparison(
     target: registry.Target, request: target_runners.Request
 ) -> None:
-  """004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s.
+  """004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s, same batch.
 
-  004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s, same batch, on
-  records of the built-in corpus with --vocab_file's vocabulary (the step
-  time depends on the vocabulary's size, not on the text).
+  On records of the built-in corpus with --vocab_file's vocabulary (the
+  step time depends on the vocabulary's size, not on the text).
   """
   out = target_runners.output_dir(request)
   request.require('vocab_file')
@@ -140,7 +121,7 @@ def speed_comparison(
         f'--output_json={path}',
         f'--vocab_file={request.vocab_file}',
     )
-    results[run.row] = _read_json(path)['results'][0]['steps_per_second']
+    results[run.row] = runner.read_json(path)['results'][0]['steps_per_second']
   stated = paper_tables.load('004').stated
   paper = {
       'ELECTRA-small': stated['ELECTRA-small iterations/s'].value,
@@ -181,7 +162,7 @@ def convbert_speed(
   out = target_runners.output_dir(request)
   path = os.path.join(out, 'convbert_speed.json')
   _run_module(target.command, '--seq_lengths=128,512', f'--output_json={path}')
-  results = _read_json(path)
+  results = runner.read_json(path)
   body = (
       speed_experiment.format_table(results['rows'])
       + '\n\n'
@@ -203,5 +184,5 @@ def convbert_lm(
       '--valid_fraction=0.1',
       f'--output_dir={out}',
   )
-  results = _read_json(os.path.join(out, 'results.json'))
+  results = runner.read_json(os.path.join(out, 'results.json'))
   write_command_table(target, out, lm_experiment.format_table(results), results)

@@ -2,34 +2,19 @@
 """A stand-in for `gcloud compute tpus tpu-vm` that runs VMs on this machine.
 
 `experiments.regenerate --rehearse` puts this on PATH as `gcloud`, so that
-`run_tpu.sh` and its supervisor run unchanged against it. It implements what
-`run_tpu.sh` uses, as the Cloud SDK documents it: `config get-value project`
-and `compute tpus tpu-vm create | describe | list | start | stop | delete |
-scp | ssh`. A VM is a folder `$FAKE_GCLOUD_ROOT/<project>/<zone>/<name>/`
-holding `vm.json` (state, accelerator type) and one home folder per worker;
-`ssh --command` runs the command with bash in that home, with this machine's
-environment standing in for the VM's. The fake rewrites no command: what a
-rehearsal changes (strategy, steps, data) is in the commands it is sent.
-
-Faults (`$FAKE_GCLOUD_FAULTS`, a JSON list; each fires once, on the first
-READY VM whose name matches "vm" (default any) and, with "job", that runs a
-process with that text in its command line):
-  {"kind": "preempt", "vm": GLOB, "job": TEXT, "when": PATH_GLOB}: once a
-      file matching PATH_GLOB exists, the VM's processes get SIGTERM, then
-      SIGKILL 2 s later, and the VM goes PREEMPTED (a Spot VM taken back);
-  {"kind": "crash", "vm": GLOB, "when": PATH_GLOB}: the VM's processes
-      other than shells get SIGABRT (a job that dies with status 134, which
-      a supervisor does not retry);
-  {"kind": "ssh_drop", "vm": GLOB, "call": N}: the N-th `ssh` to a matching
-      VM exits 255 without running its command (a dropped connection).
-A watcher process, started with the first VM, checks the file conditions
-every 0.2 s, so a fault fires while a job runs, not only when gcloud is
-called. Every call is appended to `$FAKE_GCLOUD_ROOT/calls.jsonl`.
-
-Written for this repository because no maintained fake of the Cloud TPU CLI
-exists; it runs only with `FAKE_GCLOUD_ROOT` set, so it cannot be mistaken
-for the real CLI. Standard library only, so that each call starts fast; its
-files are this machine's (its state folder, /proc), read with `open`.
+`run_tpu.sh` and its supervisor run unchanged against it: `config get-value
+project` and `compute tpus tpu-vm create | describe | list | start | stop |
+delete | scp | ssh`, as the Cloud SDK documents them. A VM is a folder
+`$FAKE_GCLOUD_ROOT/<project>/<zone>/<name>/` (`vm.json`, one home per
+worker); `ssh --command` runs bash in that home, in this machine's
+environment. The fake rewrites no command. Faults (`$FAKE_GCLOUD_FAULTS`, a
+JSON list), each fired once on the first READY VM matching "vm" (a glob,
+default any) that runs a process with "job" in its command line, if given:
+"preempt" once a file matches "when" (SIGTERM, SIGKILL after a notice,
+PREEMPTED), "crash" likewise (SIGABRT to its non-shell processes), and
+"ssh_drop" on the "call"-th ssh (exit 255). A watcher process checks the
+file conditions while jobs run. Calls are logged to `calls.jsonl`. Standard
+library only, so each call starts fast; it runs only with FAKE_GCLOUD_ROOT.
 """
 
 import contextlib
@@ -131,10 +116,7 @@ def _set_state(vm_dir: str, state: str) -> None:
 
 
 def _vm_processes(vm_dir: str, shells: bool = True):
-  """Pids of the processes started on the VM (their environment says so).
-
-  With `shells=False`, not the shells among them: the jobs they run.
-  """
+  """Pids of the VM's processes (by environment); `shells=False`: jobs only."""
   mark = f'{_VM_MARK}={vm_dir}'.encode()
   pids = []
   for entry in os.listdir('/proc'):
@@ -358,10 +340,7 @@ def _faults():
 
 
 def _runs_job(vm_dir: str, job: str) -> bool:
-  """Whether a process on the VM has `job` in its command line.
-
-  The command line's words joined by spaces.
-  """
+  """Whether a VM process's command line (words joined by spaces) has `job`."""
   for pid in _vm_processes(vm_dir):
     try:
       with open(f'/proc/{pid}/cmdline', 'rb') as f:
@@ -389,10 +368,7 @@ def _target_vm(fault):
 
 
 def _check_faults() -> bool:
-  """Fires the file-triggered faults whose condition holds; any pending?
-
-  Each fires once, on one VM, under a lock shared by every fake process.
-  """
+  """Fires the file-triggered faults whose condition holds; any pending?"""
   pending = False
   with _fault_state() as state:
     for index, fault in enumerate(_faults()):

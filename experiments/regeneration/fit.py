@@ -1,22 +1,16 @@
 """Will a paper-scale run fit its TPU: per-replica batch and memory.
 
-The per-replica batch is the global batch over the accelerator's replicas
-(one per TensorCore on v2/v3, one per chip on v4 and later); a global batch
-that does not divide is refused. The memory of one replica during a training
-step is an analytic estimate, not a measurement:
-  * state: every trainable variable of the pretrainer (generator,
-    discriminator, heads; counted on the model the run builds) in float32,
-    its gradient, and the optimizer's slots (2 for Adam, AdamW and LAMB);
-  * activations kept for the backward pass, per transformer layer of every
-    network, at per-replica batch b, sequence s, hidden h, feed-forward i,
-    heads a and A bytes per activation (2 in bfloat16): (8A + 2)·s·b·h +
-    2A·s·b·i + (2A + 1)·a·s²·b bytes, which is Korthikanti et al. 2022's
-    34·s·b·h + 5·a·s²·b for A = 2 and i = 4h (no recomputation);
-  * the masked-LM logits in float32, with their softmax and gradient:
-    3 · 4 · b · predictions · vocabulary bytes per network with an MLM head.
-XLA's own buffers and fusion are not modelled: the estimate is an upper
-bound of the stored activations and a lower bound of the workspace, and a run
-is refused only where it exceeds the replica's HBM.
+The per-replica batch is the global batch over the replicas (one per
+TensorCore on v2/v3, one per chip on v4 and later); one that does not divide
+is refused. A replica's memory in a training step is an analytic estimate:
+the pretrainer's trainable variables in float32 with their gradients and
+optimizer slots; the activations each transformer layer keeps for the
+backward pass at per-replica batch b, sequence s, hidden h, feed-forward i,
+heads a and A bytes each, (8A + 2)·s·b·h + 2A·s·b·i + (2A + 1)·a·s²·b
+(Korthikanti et al. 2022's 34·s·b·h + 5·a·s²·b for A = 2, i = 4h); and the
+masked-LM logits in float32 with softmax and gradient, 3·4·b·predictions·
+vocabulary per MLM head. XLA's buffers are not modelled, so a run is
+refused only where the estimate exceeds the replica's HBM.
 """
 
 import dataclasses
@@ -87,11 +81,7 @@ def accelerator(name: str) -> Accelerator:
 
 
 def per_replica_batch(global_batch: int, device: Accelerator, what: str) -> int:
-  """The global batch over the replicas.
-
-  Raises:
-    ValueError: the global batch does not divide, naming both and the fix.
-  """
+  """The global batch over the replicas (a ValueError if it does not divide)."""
   if global_batch % device.replicas:
     raise ValueError(
         f'{what}: the global batch {global_batch} does not divide over the '

@@ -1,10 +1,9 @@
 """Held-out pretraining metrics of a run, read from its evaluation summaries.
 
-A pretraining run in `train_and_eval` mode evaluates its objective's metrics
-(masked-LM accuracy, the discriminator's AUC, TEAMS' selection accuracy,
-...) on the held-out books at every checkpoint; Orbit writes them as scalar
-summaries under `<model_dir>/validation`. This module reads them back, so
-that learning curves come from the run's own files and not from its log.
+A run in `train_and_eval` mode evaluates its objective's metrics on the
+held-out books at every checkpoint, written by Orbit as scalar summaries
+under `<model_dir>/validation`; learning curves are read from these files,
+not from the run's log.
 """
 
 import os
@@ -18,15 +17,10 @@ _NOT_METRICS = ('steps_per_second',)
 
 
 def read_curve(model_dir: str) -> Dict[int, Dict[str, float]]:
-  """{step: {metric: value}} of every evaluation of a run.
+  """{step: {metric: value}} of every evaluation of a run, in step order.
 
-  Args:
-    model_dir: the pretraining run's directory (any tf.io.gfile path).
-
-  Returns:
-    The evaluations by step, in step order ({} if the run never evaluated).
-    A step evaluated twice (a resumed run repeating its last evaluation)
-    keeps the later values.
+  {} if the run never evaluated; a step evaluated twice (a resumed run
+  repeating its last evaluation) keeps the later values.
   """
   pattern = os.path.join(model_dir, VALIDATION_SUBDIR, 'events.out.tfevents.*')
   curve: Dict[int, Dict[str, float]] = {}

@@ -1,16 +1,13 @@
 """Runs a table's paper-scale plan on TPU VMs to the end, resumably.
 
-`launch` gives each planned run to one of the VMs (`vm_names`: the same run
-always to the same VM, so a second launch finds its job where the first left
-it) and works through each VM's runs in order, one thread per VM. A run is
-its stages (`plan.Stage`: pretraining, the GLUE suite, SQuAD), each started
-and waited for by `run_tpu.sh --wait`, whose supervisor recreates a
-preempted VM and relaunches the job, which resumes from the bucket. A stage
-whose done file is in the bucket is skipped, a job already running on its VM
-is supervised, not started again (`run_tpu.sh` checks), so a second launch
-after a crash of the client starts only what is not running. A failed stage
-is one line naming the run, its VM and its log; that run's later stages are
-skipped and the other runs go on. Every change of state is written to
+`launch` gives each planned run to one VM (`vm_names`: always the same one,
+so a second launch finds its job where the first left it), one thread per
+VM working through its runs' stages in order, each started and waited for
+by `run_tpu.sh --wait`, whose supervisor recreates a preempted VM and
+relaunches the job, which resumes from the bucket. A stage whose done file
+exists is skipped and one running on its VM is supervised, not restarted.
+A failed stage is one line naming run, VM and log; that run's later stages
+are skipped, the others go on. Every change of state goes to
 `<out>/<key>.launch.json`, which `status_lines` reads for --collect.
 """
 
@@ -43,10 +40,8 @@ class Cloud:
   """Where the jobs run and how `run_tpu.sh` is called.
 
   Attributes:
-    zone: the VMs' zone.
     tpu_names: the VMs, one job at a time each.
     project: Cloud project (None: gcloud's configured one).
-    spot: create Spot VMs.
     supervise_interval: seconds between the supervisor's checks.
     run_tpu_flags: more `run_tpu.sh` flags for every job (a rehearsal's
       stand-ins: --strategy=cpu, --skip_install, ...).
@@ -143,8 +138,8 @@ class LaunchState:
 def _last_error(log_path: str) -> str:
   """The most telling line of a failed stage's `run_tpu.sh` output.
 
-  The job's own last error line (run_tpu.sh prints the tail of the job's
-  log behind '  | ' when the job fails), else run_tpu.sh's last error.
+  The job's own last error line (run_tpu.sh prints its log's tail behind
+  '  | '), else run_tpu.sh's last error.
   """
   with tf.io.gfile.GFile(log_path) as f:
     lines = [line.rstrip() for line in f if line.strip()]
@@ -237,10 +232,7 @@ def _run_stage(
 
 
 def trained_steps(run: plan.PlannedRun) -> int:
-  """The steps its pretraining trains (its done file names them).
-
-  The plan's steps, or a rehearsal's capped ones.
-  """
+  """The steps its pretraining trains (its done file names them)."""
   match = re.search(r'encoder-(\d+)\.index$', run.stages[0].done_file)
   return int(match.group(1)) if match else run.train_steps
 
@@ -261,32 +253,22 @@ def launch(
   slots = threading.BoundedSemaphore(
       cloud.concurrent_jobs or len(set(vms.values())) or 1
   )
+  started = clock()
+
+  def run_stage(run: plan.PlannedRun, stage: plan.Stage, vm: str) -> bool:
+    with slots:
+      return _run_stage(run, stage, vm, cloud, state, log_dir, say, clock)
 
   def work(vm: str) -> None:
     for run in planned:
       if vms[run.name] != vm:
         continue
-      result = 'finished'
-      for stage in run.stages:
-        if tf.io.gfile.exists(stage.done_file):
-          if state.get(run.name, stage.name).get('state') != 'finished':
-            state.set(run.name, stage.name, state='finished', vm=vm)
-          continue
-        with slots:
-          finished = _run_stage(
-              run, stage, vm, cloud, state, log_dir, say, clock
-          )
-        if not finished:
-          result = 'failed'
-          break
-      outcome[run.name] = result
+      outcome[run.name] = _run_stages(run, vm, state, run_stage)
       failed = sum(value == 'failed' for value in outcome.values())
       say(
           f'{len(outcome)} of {len(planned)} runs done ({failed} failed), '
           f'{(clock() - started) / 3600:.1f} h since this launch started'
       )
-
-  started = clock()
 
   threads = [
       threading.Thread(target=work, args=(vm,), daemon=True)
@@ -297,6 +279,18 @@ def launch(
   for thread in threads:
     thread.join()
   return outcome
+
+
+def _run_stages(run, vm: str, state: LaunchState, run_stage) -> str:
+  """A run's stages not done yet, in order: 'finished' or 'failed'."""
+  for stage in run.stages:
+    if tf.io.gfile.exists(stage.done_file):
+      if state.get(run.name, stage.name).get('state') != 'finished':
+        state.set(run.name, stage.name, state='finished', vm=vm)
+      continue
+    if not run_stage(run, stage, vm):
+      return 'failed'
+  return 'finished'
 
 
 def status_lines(

@@ -3,25 +3,12 @@
 The `learning` target pretrains one model per objective (masked LM, ELECTRA,
 TEAMS, SCRIPT, each with its paper's gin files and the scale's includes) for
 the scale's reference steps, evaluating the held-out books at every
-checkpoint, and writes into `--out`:
-
-  * `learning_<scale>.md` / `.json`: each run's held-out metrics at its last
-    step beside the targets of issue 28 (`TARGETS`), its steps, FLOPs and
-    training time; the masked LM's held-out accuracy with the words of each
-    segment in order and shuffled, beside the best a model without context
-    scores on the same slots (`official_repro.metrics.context_free`)
-    (`experiments.word_order`); and fine-tuning from the pretrained masked
-    LM against the same encoder from random initialisation, mean and
-    standard deviation over fine-tuning seeds, and whether the gap exceeds
-    twice its standard error (the objectives' GLUE comparisons, with
-    several pretraining seeds, are the paper tables' job);
-  * `learning_<scale>_<run>.png`: the run's held-out metrics against steps
-    and against training FLOPs;
-  * `learning_<scale>_overlay.png`: masked-LM accuracy and replaced-token
-    AUC of every run against training FLOPs.
-
-Runs live in the run store like a table's, with the scale's first
-pretraining seed, so a table at the same scale and store reads them back.
+checkpoint, in the run store like a table's (first pretraining seed, so a
+table at the same scale and store reads them back). `learning_<scale>.md` /
+`.json` give each run's held-out metrics beside issue 28's `TARGETS`, its
+cost, the masked LM's accuracy with each segment's words in order and
+shuffled (`word_order`), and its fine-tuning against random initialisation;
+`learning_<scale>_<run>.png` and `_overlay.png` draw the curves.
 """
 
 import dataclasses
@@ -86,10 +73,9 @@ _WORD_ORDER_BATCHES = 50
 
 
 def _training_minutes(model_dir: str) -> Optional[float]:
-  """Minutes from the first to the last training summary of a run.
+  """Minutes from a run's first to its last training summary, or None.
 
-  Minutes from the first to the last training summary of a run (None
-  without summaries); a run resumed after a pause counts the pause.
+  A run resumed after a pause counts the pause.
   """
   times = []
   for path in tf.io.gfile.glob(
@@ -117,12 +103,7 @@ def _checked(run: registry.Run, final: Dict[str, float]) -> List[Dict]:
 
 
 def _gap(pretrained: Dict, random_init: Dict) -> Dict:
-  """The pretraining gain over random initialisation, with its error.
-
-  Pretrained minus random-init mean score, twice its standard error over
-  the fine-tuning seeds, and the verdict: 'ahead' or 'behind' by more than
-  that, or 'within noise'.
-  """
+  """Pretrained minus random-init mean score, its noise and the verdict."""
   return dataclasses.asdict(
       aggregation.compare_summaries(
           pretrained['summary'], random_init['summary']
@@ -139,21 +120,14 @@ def run_learning(
 ) -> Dict:
   """Pretrains (or reads back) the target's runs and writes the report.
 
-  Args:
-    target: a 'learning' target.
-    settings: its settings (`tasks` restricted to `CONTEXT_TASKS` here).
-    out: where the report goes.
-    runs_dir: the run store.
-    provenance: the command, date and machine, printed in the report.
-
-  Returns:
-    The report's JSON content.
+  Fine-tuning keeps the `settings.tasks` of `CONTEXT_TASKS`; `provenance`
+  (the command, date and machine) is printed in the report written into
+  `out`. Returns the report's JSON content.
   """
   runner.check_settings(out, settings)
   records = runner.records_dir(runs_dir, settings)
   vocab_size = runner.build_records(settings, records)
   steps = runner.run_steps(target, settings, vocab_size)
-  seed = settings.seeds()[0]
   tasks = dataclasses.replace(
       settings,
       tasks={
@@ -164,60 +138,24 @@ def run_learning(
   )
   runs, random_init, started = {}, {}, time.monotonic()
   for index, run in enumerate(target.runs, start=1):
-    print(
-        f'[{index}/{len(target.runs)}] {run.name} ({run.row}): '
-        f'{steps[run.name]:,} pretraining steps',
-        flush=True,
+    runner.announce(
+        index, target.runs, run, f'{steps[run.name]:,} pretraining steps'
     )
-    model_dir, _ = runner.pretrain_into_store(
-        run, settings, runs_dir, records, steps[run.name], seed=seed
-    )
-    report, parameters = plan.flops_report(
-        run.gin_files + runner.scale_gin_files(run, settings.scale),
-        (f'experiment.train_steps = {steps[run.name]}',),
-        vocab_size,
-    )
-    curve = held_out.read_curve(model_dir)
-    final = curve[max(curve)] if curve else {}
-    runs[run.name] = dict(
-        row=run.row,
-        model_dir=model_dir,
-        train_steps=steps[run.name],
-        flops_per_step=report.train_flops_per_step(),
-        parameters=parameters,
-        training_minutes=_training_minutes(model_dir),
-        held_out={str(step): metrics for step, metrics in curve.items()},
-        final=final,
-        targets=_checked(run, final),
+    runs[run.name] = _pretrained_run(
+        run, settings, runs_dir, records, steps[run.name], vocab_size
     )
     if run.name == TRANSFER_RUN:
-      step_dir = os.path.join(model_dir, 'glue', target.finetune_paper)
-      runs[run.name]['finetuned'] = runner.finetune(
-          target,
-          tasks,
-          model_dir,
-          os.path.join(step_dir, f'step_{steps[run.name]}'),
+      random_init = _against_random_init(
+          target, tasks, runs[run.name], steps[run.name]
       )
-      random_init = runner.finetune(
-          target,
-          tasks,
-          model_dir,
-          os.path.join(step_dir, 'random_init'),
-          random_init=True,
-      )
-      runs[run.name]['against_random_init'] = {
-          task: _gap(runs[run.name]['finetuned'][task], random_init[task])
-          for task in random_init
-      }
     print(
         f'  done, {(time.monotonic() - started) / 60:.0f} min so far',
         flush=True,
     )
-  masked_lm = runs.get(TRANSFER_RUN)
   order = None
-  if masked_lm:
+  if TRANSFER_RUN in runs:
     order = word_order.word_order(
-        masked_lm['model_dir'], records, steps=_WORD_ORDER_BATCHES
+        runs[TRANSFER_RUN]['model_dir'], records, steps=_WORD_ORDER_BATCHES
     )
   content = dict(
       target=target.key,
@@ -230,6 +168,67 @@ def run_learning(
   )
   print(write(content, out))
   return content
+
+
+def _pretrained_run(
+    run: registry.Run,
+    settings: runner.GridSettings,
+    runs_dir: str,
+    records: str,
+    steps: int,
+    vocab_size: int,
+) -> Dict:
+  """Pretrains (or reads back) one run: its cost, curve and targets met."""
+  model_dir, _ = runner.pretrain_into_store(
+      run, settings, runs_dir, records, steps, seed=settings.seeds()[0]
+  )
+  report, parameters = plan.flops_report(
+      run.gin_files + runner.scale_gin_files(run, settings.scale),
+      (f'experiment.train_steps = {steps}',),
+      vocab_size,
+  )
+  curve = held_out.read_curve(model_dir)
+  final = curve[max(curve)] if curve else {}
+  return dict(
+      row=run.row,
+      model_dir=model_dir,
+      train_steps=steps,
+      flops_per_step=report.train_flops_per_step(),
+      parameters=parameters,
+      training_minutes=_training_minutes(model_dir),
+      held_out={str(step): metrics for step, metrics in curve.items()},
+      final=final,
+      targets=_checked(run, final),
+  )
+
+
+def _against_random_init(
+    target: registry.Target,
+    tasks: runner.GridSettings,
+    run: Dict,
+    steps: int,
+) -> Dict:
+  """Fine-tunes `run` and its encoder from random init; the latter's scores.
+
+  Adds `finetuned` and `against_random_init` ({task: `_gap`}) to `run`.
+  """
+  model_dir = run['model_dir']
+  step_dir = os.path.join(model_dir, 'glue', target.finetune_paper)
+  run['finetuned'] = runner.finetune(
+      target, tasks, model_dir, os.path.join(step_dir, f'step_{steps}')
+  )
+  random_init = runner.finetune(
+      target,
+      tasks,
+      model_dir,
+      os.path.join(step_dir, 'random_init'),
+      random_init=True,
+  )
+  run['against_random_init'] = {
+      task: _gap(run['finetuned'][task], random_init[task])
+      for task in random_init
+  }
+  return random_init
 
 
 def _number(value: Optional[float], digits: int = 3) -> str:
@@ -253,8 +252,32 @@ def markdown(content: Dict) -> str:
       content.get('provenance', ''),
       '',
   ]
+  lines += _targets_table(content['runs'])
+  names = [
+      name
+      for name in CURVE_METRICS + ('lm_example_loss',)
+      if any(name in run['final'] for run in content['runs'].values())
+  ]
+  lines += [
+      '',
+      "Every held-out metric at the last step (a generator's "
+      'masked-LM accuracy for ELECTRA and TEAMS):',
+      '',
+  ]
+  lines += report.metric_table(
+      {run['row']: run['final'] for run in content['runs'].values()}, names
+  )
+  if content.get('word_order'):
+    lines += _word_order_lines(content['word_order'])
+  if content['random_init']:
+    lines += _transfer_lines(content, settings['num_runs'])
+  return '\n'.join(lines) + '\n'
+
+
+def _targets_table(runs: Dict[str, Dict]) -> List[str]:
+  """Markdown lines: each run's cost and targets, met or not."""
   rows = []
-  for run in content['runs'].values():
+  for run in runs.values():
     flops_total = run['flops_per_step'] * run['train_steps']
     row = [run['row'], f'{run["train_steps"]:,}', f'{flops_total:.2e}']
     row.append(_number(run['training_minutes'], 1))
@@ -272,56 +295,47 @@ def markdown(content: Dict) -> str:
       'run | steps | training FLOPs | wall minutes | metric | held-out | '
       'target | met'
   )
-  lines += md.table(columns.split(' | '), rows)
-  names = [
-      name
-      for name in CURVE_METRICS + ('lm_example_loss',)
-      if any(name in run['final'] for run in content['runs'].values())
-  ]
-  lines += [
-      '',
-      "Every held-out metric at the last step (a generator's "
-      'masked-LM accuracy for ELECTRA and TEAMS):',
-      '',
-  ]
-  lines += report.metric_table(
-      {run['row']: run['final'] for run in content['runs'].values()}, names
+  return md.table(columns.split(' | '), rows)
+
+
+def _word_order_lines(order: Dict) -> List[str]:
+  """Markdown lines: the masked LM with its words in order and shuffled."""
+  texts = (
+      ('in_order', 'in order'),
+      ('shuffled', 'words of each segment shuffled'),
   )
-  order = content.get('word_order')
-  if order:
-    texts = (
-        ('in_order', 'in order'),
-        ('shuffled', 'words of each segment shuffled'),
-    )
-    lines += [
-        '',
-        'Word order (masked LM, held-out books, '
-        f'{order["steps"]} batches, the same masks):',
-        '',
-    ]
-    columns, keys = 'text | masked-LM accuracy', ['masked_lm_accuracy']
-    if 'context_free' in order['in_order']:  # older reports lack the ceiling
-      columns += ' | best without context | on [MASK] slots | '
-      columns += 'best without context'
-      keys += ['context_free', 'mask_token_accuracy', 'mask_token_context_free']
-    lines += md.table(
-        columns.split(' | '),
-        [
-            [label] + [_number(order[name][key]) for key in keys]
-            for name, label in texts
-        ],
-    )
-    if order.get('note'):
-      lines += ['', order['note']]
+  lines = [
+      '',
+      'Word order (masked LM, held-out books, '
+      f'{order["steps"]} batches, the same masks):',
+      '',
+  ]
+  columns, keys = 'text | masked-LM accuracy', ['masked_lm_accuracy']
+  if 'context_free' in order['in_order']:  # older reports lack the ceiling
+    columns += ' | best without context | on [MASK] slots | '
+    columns += 'best without context'
+    keys += ['context_free', 'mask_token_accuracy', 'mask_token_context_free']
+  lines += md.table(
+      columns.split(' | '),
+      [
+          [label] + [_number(order[name][key]) for key in keys]
+          for name, label in texts
+      ],
+  )
+  if order.get('note'):
+    lines += ['', order['note']]
+  return lines
+
+
+def _transfer_lines(content: Dict, num_runs: int) -> List[str]:
+  """Markdown lines: fine-tuning pretrained against random initialisation."""
   random_init = content['random_init']
-  if not random_init:
-    return '\n'.join(lines) + '\n'
   tasks = list(random_init)
-  lines += [
+  lines = [
       '',
       'Fine-tuning, the pretrained masked LM against the same encoder '
       'from random initialisation (dev score, mean ± std over '
-      f'{settings["num_runs"]} fine-tuning seeds; the gap is ahead or '
+      f'{num_runs} fine-tuning seeds; the gap is ahead or '
       'behind when it exceeds twice its standard error):',
       '',
   ]
@@ -345,59 +359,65 @@ def markdown(content: Dict) -> str:
           f'({gap["gap"]:+.3f}, {gap["verdict"]})'
       )
     rows.append([run['row'], *cells])
-  return '\n'.join(lines + md.table(['encoder', *tasks], rows)) + '\n'
+  return lines + md.table(['encoder', *tasks], rows)
+
+
+def _curve(run: Dict, metric: str):
+  """(steps, values) of a run's held-out `metric`, in step order."""
+  steps = sorted(int(step) for step in run['held_out'])
+  return steps, [run['held_out'][str(step)].get(metric) for step in steps]
 
 
 def _plot_runs(content: Dict, out: str) -> List[str]:
   """The per-run and overlay figures; returns their paths."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-
-  matplotlib.use('Agg')
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-
+  pyplot = report.pyplot_module()
   scale = content['scale']
+  figures = {
+      name: _run_figure(pyplot, run, scale)
+      for name, run in content['runs'].items()
+  }
+  figures['overlay'] = _overlay_figure(pyplot, content)
   paths = []
+  for name, figure in figures.items():
+    paths.append(os.path.join(out, f'learning_{scale}_{name}.png'))
+    report.save_png(pyplot, figure, paths[-1], dpi=110)
+  return paths
 
-  def save(figure, name):
-    path = os.path.join(out, f'learning_{scale}_{name}.png')
-    figure.tight_layout()
-    with tf.io.gfile.GFile(path, 'wb') as f:
-      figure.savefig(f, format='png', dpi=110)
-    pyplot.close(figure)
-    paths.append(path)
 
-  for name, run in content['runs'].items():
-    figure, (by_step, by_flops) = pyplot.subplots(1, 2, figsize=(9, 3.5))
-    steps = sorted(int(step) for step in run['held_out'])
-    for metric in CURVE_METRICS:
-      values = [run['held_out'][str(step)].get(metric) for step in steps]
-      if any(value is None for value in values):
-        continue
-      by_step.plot(steps, values, marker='o', label=metric)
-      by_flops.plot(
-          [step * run['flops_per_step'] for step in steps],
-          values,
-          marker='o',
-          label=metric,
-      )
-    for check in run['targets']:
-      for axes in (by_step, by_flops):
-        axes.axhline(check['minimum'], color='gray', linestyle=':')
-    by_step.set_xlabel('pretraining step')
-    by_flops.set_xlabel('training FLOPs')
-    by_step.set_ylabel('held-out books')
-    by_step.legend(fontsize=7)
-    figure.suptitle(
-        f'{run["row"]} at scale {scale} (dotted: targets)', fontsize=9
+def _run_figure(pyplot, run: Dict, scale: str):
+  """A run's held-out metrics against steps and against training FLOPs."""
+  figure, (by_step, by_flops) = pyplot.subplots(1, 2, figsize=(9, 3.5))
+  for metric in CURVE_METRICS:
+    steps, values = _curve(run, metric)
+    if any(value is None for value in values):
+      continue
+    by_step.plot(steps, values, marker='o', label=metric)
+    by_flops.plot(
+        [step * run['flops_per_step'] for step in steps],
+        values,
+        marker='o',
+        label=metric,
     )
-    save(figure, name)
+  for check in run['targets']:
+    for axes in (by_step, by_flops):
+      axes.axhline(check['minimum'], color='gray', linestyle=':')
+  by_step.set_xlabel('pretraining step')
+  by_flops.set_xlabel('training FLOPs')
+  by_step.set_ylabel('held-out books')
+  by_step.legend(fontsize=7)
+  figure.suptitle(
+      f'{run["row"]} at scale {scale} (dotted: targets)', fontsize=9
+  )
+  return figure
 
+
+def _overlay_figure(pyplot, content: Dict):
+  """Masked-LM accuracy and replaced-token AUC of every run against FLOPs."""
   figure, axes = pyplot.subplots(1, 2, figsize=(9, 3.5))
   for panel, metric in zip(axes, ('masked_lm_accuracy', 'discriminator_auc')):
     # One colour per run in both panels.
     for index, run in enumerate(content['runs'].values()):
-      steps = sorted(int(step) for step in run['held_out'])
-      values = [run['held_out'][str(step)].get(metric) for step in steps]
+      steps, values = _curve(run, metric)
       if steps and all(value is not None for value in values):
         panel.plot(
             [step * run['flops_per_step'] for step in steps],
@@ -410,10 +430,10 @@ def _plot_runs(content: Dict, out: str) -> List[str]:
     panel.set_ylabel(f'held-out {metric}')
     panel.legend(fontsize=7)
   figure.suptitle(
-      f'Every objective at equal training FLOPs, scale {scale}', fontsize=9
+      f'Every objective at equal training FLOPs, scale {content["scale"]}',
+      fontsize=9,
   )
-  save(figure, 'overlay')
-  return paths
+  return figure
 
 
 def write(content: Dict, out: str) -> str:

@@ -201,11 +201,8 @@ def run(target: registry.Target, request) -> None:
     return
   if request.rehearse and not request.launch and not request.collect:
     raise app.UsageError('--rehearse goes with --launch (or --collect).')
-  settings, cloud = (
-      _rehearsal(target, request)
-      if request.rehearse
-      else _cloud(target, request)
-  )
+  make = _rehearsal if request.rehearse else _cloud
+  settings, cloud = make(target, request)
   try:
     planned = plan.plan(target, settings)
   except ValueError as error:
@@ -215,10 +212,9 @@ def run(target: registry.Target, request) -> None:
   if target.why_plan_only:
     text += f'\nNot run below paper scale: {target.why_plan_only}.\n'
   tf.io.gfile.makedirs(request.out)
-  with tf.io.gfile.GFile(
-      os.path.join(request.out, f'{target.key}.plan.md'), 'w'
-  ) as f:
-    f.write(text)
+  json_files.write_text(
+      os.path.join(request.out, f'{target.key}.plan.md'), text
+  )
   json_files.write_json(
       os.path.join(request.out, f'{target.key}.plan.json'),
       plan.as_json(planned),
@@ -237,14 +233,8 @@ def _launch(target, request, planned, cloud, vms, state_path, bucket):
   """Refuses what cannot run, states the cost, runs, writes the table."""
   refusals = [run.refusal for run in planned if run.refusal]
   if refusals:
-    raise app.UsageError(
-        refusals[0]
-        + (
-            f' ({len(refusals) - 1} more runs do not fit.)'
-            if refusals[1:]
-            else ''
-        )
-    )
+    more = f' ({len(refusals) - 1} more runs do not fit.)'
+    raise app.UsageError(refusals[0] + (more if refusals[1:] else ''))
   check_records(planned)
   _check_cloud(cloud)
   pods = [
@@ -270,9 +260,7 @@ def _launch(target, request, planned, cloud, vms, state_path, bucket):
   )
   print('\n'.join(launch_lib.status_lines(planned, state_path)))
   collect(target, planned, request.out, bucket, request.rehearse)
-  failed = sorted(
-      name for name, state in outcome.items() if state != 'finished'
-  )
+  failed = sorted(name for name, done in outcome.items() if done != 'finished')
   if failed:
     raise cli.UserError(
         f'{len(failed)} run(s) failed ({", ".join(failed)}); see the lines '
@@ -289,14 +277,13 @@ _SQUAD_METRICS = dict(exact_match='EM', f1='F1')
 def _squad_scores(run: plan.PlannedRun) -> Dict[str, float]:
   """{'SQuAD 1.1 EM': percent, ...} of a run's finished SQuAD jobs.
 
-  Each metric aggregated over the fine-tuning seeds by the protocol's
-  aggregation, as the GLUE suite aggregates its score.
+  Each aggregated over the fine-tuning seeds by the protocol, as GLUE's.
   """
   scores = {}
   for stage in run.stages:
-    if stage.name not in _SQUAD_COLUMNS:
-      continue
-    if not tf.io.gfile.exists(stage.done_file):
+    if stage.name not in _SQUAD_COLUMNS or not tf.io.gfile.exists(
+        stage.done_file
+    ):
       continue
     with tf.io.gfile.GFile(stage.done_file) as f:
       results = json.load(f)
@@ -311,9 +298,8 @@ def _squad_scores(run: plan.PlannedRun) -> Dict[str, float]:
 def run_results(glue_results: Dict, train_steps, squad) -> Dict:
   """A finished run's results as `report.rows` reads them.
 
-  Its GLUE scores, also as the one point of its curve (at its trained
-  steps): at paper scale only the final checkpoint is fine-tuned, and a
-  figure plots that point.
+  Its GLUE scores are also its curve's one point (at its trained steps):
+  at paper scale only the final checkpoint is fine-tuned.
   """
   glue = {
       task: dict(score=score, summary=glue_results['summaries'].get(task, {}))

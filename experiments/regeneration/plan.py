@@ -1,20 +1,13 @@
 """The paper-scale run plan of a table: commands, FLOPs and TPU-hours.
 
-For each compared model the plan gives its `run_tpu.sh` pretraining command
-(the paper gin files, the model directory under `--bucket`), its training
-FLOPs by the FLOPs tool (ELECTRA's formula, `official_repro.count_flops`),
-and an expected TPU v3-8 time: FLOPs divided by the rate ELECTRA-small
-reaches in 004 Sec. 3.3 (31.3 iterations/s on a v3-8 at batch 128 and
-sequence 128, times our FLOPs per such step). That rate is one measured
-point, so the estimate is as good as the assumption that other models run
-at ELECTRA-small's utilisation (004 reports 17.9% MXU for SCRIPT against
-14.9% for ELECTRA: expect +-20%). Then the fine-tuning command per model
-(`experiments.glue_suite` with its paper's protocol and, for base and large
-models, the paper's cells of that size) and its FLOPs, about 6 x encoder
-parameters x training tokens (examples x epochs x sequence length x runs,
-the train sizes of 001 Table II); and for tables with SQuAD columns the
-`official_repro.finetune` command per SQuAD version (its FLOPs are not
-estimated).
+Per compared model: its `run_tpu.sh` pretraining command (paper gin files,
+model directory under `--bucket`), its training FLOPs (ELECTRA's formula,
+`official_repro.count_flops`) and an expected TPU v3-8 time, the FLOPs over
+the rate ELECTRA-small reaches in 004 Sec. 3.3 (one measured point: other
+models are assumed to run at its utilisation); then its fine-tuning commands
+(`experiments.glue_suite` with its paper's protocol and size's cells, and
+`official_repro.finetune` per SQuAD version) and the GLUE fine-tuning FLOPs,
+6 x encoder parameters x training tokens (train sizes of 001 Table II).
 """
 
 import copy
@@ -83,7 +76,6 @@ class PaperSettings:
 
   Attributes:
     bucket: model directory root (gs://, or local in a rehearsal).
-    glue_dir: GLUE root the fine-tuning jobs read.
     squad_dir: folder holding squad11/ and squad20/ (None: no SQuAD jobs).
     records: --records items, `LENGTH-MASKING=PATH` or one PATH for all.
     accelerator_types: --accelerator_type items, `TYPE` or `RUN=TYPE`.
@@ -113,21 +105,17 @@ class PlannedRun:
 
   Attributes:
     name, row: the run and the paper row it fills.
-    gin_files: its paper gin files.
-    model_dir: its model directory under the bucket.
-    records: the records its pretraining reads (`records_key` names them).
-    records_key: '<max_seq_length>-<masking>' of those records.
+    records: the records its pretraining reads, '<max_seq_length>-<masking>'
+      (`records_key`).
     train_steps, train_flops: its pretraining steps and FLOPs.
     tpu_v3_8_hours: expected pretraining time on a TPU v3-8.
     paper_hours: the time the paper reports for this row, if it does.
     parameters: encoder parameters.
-    glue_dir: its GLUE fine-tuning directory (where --collect reads
-      glue_results.json), if any.
+    glue_dir: its GLUE fine-tuning directory (--collect reads it), if any.
     finetune_flops, finetune_tpu_v3_8_hours: its estimated cost.
     accelerator_type: the TPU it runs on; hours: its estimated pretraining
-      and fine-tuning hours there (`fit.Accelerator.hours_from_v3_8`).
-    fit: its per-replica batch and memory there (`fit.check`).
-    refusal: why it cannot run there, or None.
+      and fine-tuning hours there; fit: its per-replica batch and memory
+      there (`fit.check`); refusal: why it cannot run there, or None.
     stages: its jobs in order.
   """
 
@@ -174,10 +162,10 @@ class PlannedRun:
 
 
 def _display_quote(word: str) -> str:
-  """A command-line word for a shell, double-quoted where it can be.
+  """A shell word: double-quoted where it can be, else `shlex.quote`.
 
   Double quotes keep a gin string's single quotes readable and let a
-  placeholder ($RECORDS_128_DYNAMIC) expand; other words as `shlex.quote`.
+  placeholder ($RECORDS_128_DYNAMIC) expand.
   """
   if re.fullmatch(r'[A-Za-z0-9_@%+=:,./-]+', word):
     return word
@@ -213,10 +201,9 @@ def _gin_fingerprint(
 
 
 def run_label(gin_files: Sequence[str]) -> str:
-  """A run directory's readable part.
+  """A run directory's readable part: '001_ale.electra_small'.
 
-  A run directory's readable part: the first gin file's paper folder
-  and name ('001_ale.electra_small').
+  The first gin file's paper folder and name.
   """
   paper_dir, name = gin_files[0].split('/')[-2:]
   return f'{paper_dir}.{os.path.splitext(name)[0]}'
@@ -227,13 +214,11 @@ def shared_label(
     fingerprint: str,
     fingerprint_of: Callable[[registry.Run], str],
 ) -> str:
-  """The label of `run`'s directory.
+  """The label of `run`'s directory (`run_label`).
 
-  The label of `run`'s directory: that of the first run in the registry
-  (in --list order) that trains the same bindings, `fingerprint_of(other)
-  == fingerprint`, else its own.
-
-  Rows of different gin files can train equal bindings (003 Table 2's "Only
+  That of the first run in the registry (in --list order) that trains the
+  same bindings, `fingerprint_of(other) == fingerprint`, else its own. Rows
+  of different gin files can train equal bindings (003 Table 2's "Only
   MLM" is Table 1's BERT-Small++; Fig. 5's Sampled@5 is TEAMS-Small++; below
   paper scale the include erases more), and are then one run under one
   name, whichever table asks first.
@@ -255,8 +240,7 @@ def flops_report(
   """(ComputeReport, encoder parameters) of a gin configuration.
 
   Cached per process (a copy of the report is returned): a plan asks for
-  the same configurations (the calibration run's, each run's) again and
-  again, and each costs a model build.
+  the same configurations again and again, and each costs a model build.
   """
   facts = config_facts(gin_files, bindings, vocab_size)
   return copy.deepcopy(facts.report), facts.encoder_parameters
@@ -312,8 +296,8 @@ def _query(name: str, default: str) -> str:
 def tpu_v3_8_flops_per_second(vocab_size: int = 30522) -> float:
   """Training FLOPs per second of a TPU v3-8.
 
-  Training FLOPs per second of a TPU v3-8: 004 Sec. 3.3's ELECTRA-small
-  iterations per second times our FLOPs per step of that configuration.
+  004 Sec. 3.3's ELECTRA-small iterations per second times our FLOPs per
+  step of that configuration.
   """
   report, _ = flops_report(_CALIBRATION_GIN, _CALIBRATION_BINDINGS, vocab_size)
   per_step = report.total_train_flops() / report.train_steps
@@ -348,13 +332,8 @@ def _finetune_flops(paper_dir: str, parameters: int) -> float:
 def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
   """The fine-tuning gin file of a model size, parsed after the task file.
 
-  Args:
-    paper_dir: folder under gin/finetune/.
-    task: 'glue' or a SQuAD version ('squad11').
-    size: 'base', 'large' or None (the task files' own size).
-
-  Raises:
-    FileNotFoundError: when the paper has no file for that size.
+  `task` is 'glue' or a SQuAD version, `size` 'base', 'large' or None (the
+  task files' own size). A FileNotFoundError when `paper_dir` has none.
   """
   if size is None:
     return []
@@ -375,8 +354,7 @@ def model_directory(
 ) -> str:
   """A paper-scale pretraining run's model directory under `bucket`.
 
-  A paper-scale pretraining run's model directory under `bucket`: its
-  `shared_label` and a digest of its gin bindings (those of its gin files,
+  Its `shared_label` and a digest of its gin bindings (those of its gin files,
   `extra_gin_files`, then `bindings`), so that the tables that compare the
   same model (ELECTRA-small in 001 Table IV and 004 Tables 1 and 2; 003's
   Small++ rows repeated in Tables 2-4 and Fig. 5) pretrain it once.
@@ -394,12 +372,7 @@ def model_directory(
 def glue_directory(
     model_dir: str, target: registry.Target, run: registry.Run
 ) -> str:
-  """The GLUE fine-tuning directory of a run under a paper's protocol.
-
-  The GLUE fine-tuning directory of a run under a paper's protocol (and
-  its size's cells): one pretrained model is fine-tuned once per
-  protocol.
-  """
+  """A run's GLUE fine-tuning directory under a protocol (and size's cells)."""
   return f'{model_dir}/glue_{target.finetune_paper}' + (
       f'_{run.finetune_size}' if run.finetune_size else ''
   )
@@ -511,79 +484,129 @@ def plan(target: registry.Target, settings: PaperSettings) -> List[PlannedRun]:
         f'--accelerator_type names {", ".join(sorted(unknown))}, not a run '
         f'of {target.key}: {", ".join(run.name for run in target.runs)}.'
     )
-  planned = []
-  for run in target.runs:
-    bindings = []
-    gin_files = tuple(run.gin_files) + settings.extra_gin_files
-    facts = config_facts(gin_files, vocab_size=settings.vocab_size)
-    report = facts.report
-    steps = trained_steps = report.train_steps
-    if run.budget_ratio != 1.0:
-      steps = trained_steps = int(round(report.train_steps * run.budget_ratio))
-      bindings = [f'experiment.train_steps={steps}']
-    if settings.train_steps_cap:
-      trained_steps = int(round(settings.train_steps_cap * run.budget_ratio))
-      bindings = [f'experiment.train_steps={trained_steps}']
-    bindings += settings.pretrain_bindings
-    model_dir = model_directory(
-        settings.bucket, run, bindings, settings.extra_gin_files
-    )
-    key = records_key(facts)
-    run_records = records.get(
-        key, records.get('', f'$RECORDS_{key.replace("-", "_").upper()}')
-    )
-    train_flops = report.total_train_flops() * steps / report.train_steps
-    stages = [
-        Stage(
-            'pretrain',
-            model_dir,
-            f'{model_dir}/{export_layout.ENCODER_SUBDIR}/encoder-'
-            f'{trained_steps}.index',
-            (
-                *(f'--gin_file={path}' for path in gin_files),
-                f"--gin_param=pretrain_data.input_path='{run_records}'",
-                *(f'--gin_param={binding}' for binding in bindings),
-                f'--model_dir={model_dir}',
-            ),
-        )
-    ]
-    finetune_flops = finetune_hours = None
-    if target.finetune_paper:
-      stages += _finetune_stages(target, run, model_dir, settings)
-      finetune_flops = _finetune_flops(
-          target.finetune_paper, facts.encoder_parameters
+  return [
+      _planned_run(
+          target,
+          run,
+          settings,
+          rate,
+          records,
+          run_types.get(run.name, default_type),
       )
-      finetune_hours = finetune_flops / rate / 3600.0
-    device = fit_lib.accelerator(run_types.get(run.name, default_type))
-    what = f'{run.name} on a {device.name}'
-    run_fit = fit_lib.check(
-        report, facts.trainable_parameters, facts.optimizer, device, what
-    )
-    hours = train_flops / rate / 3600.0
-    planned.append(
-        PlannedRun(
-            name=run.name,
-            row=run.row,
-            gin_files=list(run.gin_files),
-            model_dir=model_dir,
-            records=run_records,
-            records_key=key,
-            train_steps=steps,
-            train_flops=train_flops,
-            tpu_v3_8_hours=hours,
-            paper_hours=_paper_hours(target, run),
-            parameters=facts.encoder_parameters,
-            glue_dir=stages[1].model_dir if target.finetune_paper else None,
-            finetune_flops=finetune_flops,
-            finetune_tpu_v3_8_hours=finetune_hours,
-            accelerator_type=device.name,
-            hours=device.hours_from_v3_8(hours + (finetune_hours or 0.0)),
-            fit=run_fit,
-            refusal=fit_lib.refusal(run_fit, report.batch_size, what),
-            stages=tuple(stages),
-        )
-    )
-  return planned
+      for run in target.runs
+  ]
+
+
+def _steps(
+    run: registry.Run, settings: PaperSettings, report: flops.ComputeReport
+) -> Tuple[int, int, List[str]]:
+  """(planned steps, steps trained, the bindings that say so) of a run."""
+  bindings = []
+  steps = trained_steps = report.train_steps
+  if run.budget_ratio != 1.0:
+    steps = trained_steps = int(round(report.train_steps * run.budget_ratio))
+    bindings = [f'experiment.train_steps={steps}']
+  if settings.train_steps_cap:
+    trained_steps = int(round(settings.train_steps_cap * run.budget_ratio))
+    bindings = [f'experiment.train_steps={trained_steps}']
+  return steps, trained_steps, bindings + list(settings.pretrain_bindings)
+
+
+def _pretrain_flags(
+    gin_files: Sequence[str],
+    records: str,
+    bindings: Sequence[str],
+    model_dir: str,
+) -> Tuple[str, ...]:
+  """`run_tpu.sh`'s flags of a pretraining job."""
+  return (
+      *(f'--gin_file={path}' for path in gin_files),
+      f"--gin_param=pretrain_data.input_path='{records}'",
+      *(f'--gin_param={binding}' for binding in bindings),
+      f'--model_dir={model_dir}',
+  )
+
+
+def _placeholder(key: str) -> str:
+  """The shell variable a command names for records not given."""
+  return f'$RECORDS_{key.replace("-", "_").upper()}'
+
+
+def _finetune_plan(
+    target: registry.Target,
+    run: registry.Run,
+    model_dir: str,
+    settings: PaperSettings,
+    parameters: int,
+    rate: float,
+) -> Tuple[List[Stage], Optional[float], Optional[float]]:
+  """A run's fine-tuning stages, FLOPs and v3-8 hours (None: no protocol)."""
+  if not target.finetune_paper:
+    return [], None, None
+  total = _finetune_flops(target.finetune_paper, parameters)
+  stages = _finetune_stages(target, run, model_dir, settings)
+  return stages, total, total / rate / 3600.0
+
+
+def _planned_run(
+    target: registry.Target,
+    run: registry.Run,
+    settings: PaperSettings,
+    rate: float,
+    records: Dict[str, str],
+    accelerator_type: str,
+) -> PlannedRun:
+  """One run's jobs, cost and fit (`plan`)."""
+  gin_files = tuple(run.gin_files) + settings.extra_gin_files
+  facts = config_facts(gin_files, vocab_size=settings.vocab_size)
+  report = facts.report
+  steps, trained_steps, bindings = _steps(run, settings, report)
+  model_dir = model_directory(
+      settings.bucket, run, bindings, settings.extra_gin_files
+  )
+  key = records_key(facts)
+  run_records = records.get(key, records.get('', _placeholder(key)))
+  train_flops = report.total_train_flops() * steps / report.train_steps
+  stages = [
+      Stage(
+          'pretrain',
+          model_dir,
+          f'{model_dir}/{export_layout.ENCODER_SUBDIR}/encoder-'
+          f'{trained_steps}.index',
+          _pretrain_flags(gin_files, run_records, bindings, model_dir),
+      )
+  ]
+  finetune_stages, finetune_flops, finetune_hours = _finetune_plan(
+      target, run, model_dir, settings, facts.encoder_parameters, rate
+  )
+  stages += finetune_stages
+  device = fit_lib.accelerator(accelerator_type)
+  what = f'{run.name} on a {device.name}'
+  run_fit = fit_lib.check(
+      report, facts.trainable_parameters, facts.optimizer, device, what
+  )
+  hours = train_flops / rate / 3600.0
+  return PlannedRun(
+      name=run.name,
+      row=run.row,
+      gin_files=list(run.gin_files),
+      model_dir=model_dir,
+      records=run_records,
+      records_key=key,
+      train_steps=steps,
+      train_flops=train_flops,
+      tpu_v3_8_hours=hours,
+      paper_hours=_paper_hours(target, run),
+      parameters=facts.encoder_parameters,
+      glue_dir=stages[1].model_dir if target.finetune_paper else None,
+      finetune_flops=finetune_flops,
+      finetune_tpu_v3_8_hours=finetune_hours,
+      accelerator_type=device.name,
+      hours=device.hours_from_v3_8(hours + (finetune_hours or 0.0)),
+      fit=run_fit,
+      refusal=fit_lib.refusal(run_fit, report.batch_size, what),
+      stages=tuple(stages),
+  )
 
 
 def format_plan(
@@ -594,11 +617,7 @@ def format_plan(
 ) -> str:
   """The plan as markdown: one table, then the commands.
 
-  Args:
-    target: the table planned.
-    planned: its runs.
-    vms: {run name: the TPU VM it runs on} (default '$TPU_NAME').
-    zone: the VMs' zone.
+  `vms` is {run name: the TPU VM it runs on} (default '$TPU_NAME').
   """
   vms = vms or {}
   with_paper = any(run.paper_hours is not None for run in planned)

@@ -1,28 +1,20 @@
 """What regenerates each paper table and figure: the registry.
 
 A `Target` names one table or figure (`001.IV`, `003.fig5`), the paper cells
-it is compared with (read from `experiments.paper_tables`), and the runner
-that regenerates it, by the name it is registered under
-(`experiments.regeneration.target_runners`: one function per way of
-producing ours, which `experiments.regenerate` calls without knowing the
-target). A new target is one entry here, plus its runner if none fits. The
-kinds of target, named by `Target.kind` in --list:
-
-  * `pretrain_glue`: a grid of pretraining runs (one per compared model,
-    each a paper gin file), each fine-tuned on GLUE with its paper's
-    fine-tuning gin files and run protocol, compared at equal training FLOPs
-    where the paper compares at equal compute;
-  * `command`: an experiment module of this repository that computes the
-    table without pretraining (002 Tables 1-3, 004's speed comparison);
-  * `plan_only`: needs data or hardware no scale below `paper` can stand in
-    for (001 Table III needs RACE and Penn Treebank and pretrained
-    BERT/XLNet checkpoints; 002 Table 5 is TPU wall-clock; 004 Table 3 needs
-    LibriSpeech N-best lists): the run plan, plus what can be measured here;
-  * `learning`: no paper table but the evidence that every objective learns
-    at the scale (`experiments.regeneration.learning`).
+it is compared with (`experiments.paper_tables`), and the runner that
+regenerates it, by its registered name (`target_runners`: one function per
+way of producing ours, called without knowing the target), so a new target
+is one entry here, plus its runner if none fits. The kinds (`Target.kind`):
+`pretrain_glue`, a grid of pretraining runs fine-tuned on GLUE by their
+paper's protocol, at equal training FLOPs where the paper compares at equal
+compute; `command`, an experiment module that computes the table without
+pretraining; `plan_only`, needing data or hardware no scale below `paper`
+stands in for (the run plan, plus what can be measured here); `learning`,
+the evidence that every objective learns at the scale.
 """
 
 import dataclasses
+import re
 from typing import Dict, Optional, Tuple
 
 # Our GLUE task names and the column names the papers print for them.
@@ -36,16 +28,7 @@ _001_COLUMNS = dict(
     rte='RTE',
     stsb='STS-B',
 )
-_004_COLUMNS = dict(
-    cola='CoLA',
-    sst2='SST',
-    mrpc='MRPC',
-    stsb='STS',
-    qqp='QQP',
-    mnli='MNLI',
-    qnli='QNLI',
-    rte='RTE',
-)
+_004_COLUMNS = dict(_001_COLUMNS, sst2='SST', stsb='STS')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,12 +76,11 @@ class Target:
       learning evidence).
     paper: '001' .. '004', or None for the learning evidence.
     table: the paper_tables table id compared with, or None (figure, prose).
-    kind: 'pretrain_glue', 'command', 'plan_only' or 'learning' (for
-      --list; what runs is `runner`).
+    kind: 'pretrain_glue', 'command', 'plan_only' or 'learning' (for --list).
     description: one line for --list.
     runner: the name of the function that regenerates the target at a
-      scale (`target_runners.RUNNERS`: 'grid', 'learning', 'plan_only',
-      or a 'command' target's own, e.g. 'convbert_speed').
+      scale (`target_runners.RUNNERS`: 'grid', 'learning', 'plan_only', or
+      a 'command' target's own, e.g. 'convbert_speed').
     runs: the compared models (pretrain_glue).
     reference: the run whose steps fix the FLOPs budget; None when the paper
       compares at its own steps (each run then keeps its ratio of steps).
@@ -112,22 +94,16 @@ class Target:
     small_scale_runs: the runs made below paper scale when not all (None:
       all), with `small_scale_note` saying why.
     scale_runs: ((scale, run names), ...): the runs made at that scale
-      instead of `small_scale_runs`, where its depth allows fewer (003 Fig.
-      4 on the cpu scale's 2 layers), also explained by the note.
-    squad: the SQuAD versions the table reports ('squad11', 'squad20'),
-      fine-tuned at paper scale (no SQuAD data is assumed below it).
+      instead of `small_scale_runs`, where its depth allows fewer.
+    squad: the SQuAD versions the table reports, fine-tuned at paper scale.
     parameters_column: the table's column of parameter counts, if any;
       ours (at the scale, by the FLOPs tool) are printed beside it.
     claims: ((better run, worse run, where the paper says so), ...): orders
-      the paper states besides its table's averages (a figure's, or one
-      against a baseline the table does not print), checked over seeds
+      the paper states besides its table's averages, checked over seeds
       like the averages' order (`report.claims`).
-    held_out_claims: held-out pretraining metrics (`held_out.read_curve`
-      names, each better when higher: `report.HIGHER_IS_BETTER`) that the
-      orders are checked on too,
-      where the compared rows' metrics measure the same thing (a masked
-      LM's accuracy against another masked LM's, not against an ELECTRA
-      generator's).
+    held_out_claims: held-out pretraining metrics (better when higher:
+      `report.HIGHER_IS_BETTER`) the orders are checked on too, where the
+      compared rows' metrics measure the same thing.
   """
 
   key: str
@@ -189,13 +165,7 @@ def _gin(paper_dir: str, *names: str) -> Tuple[str, ...]:
 
 def _003_runs(column: str) -> Tuple[Run, ...]:
   """BERT, ELECTRA and TEAMS rows of one 003 Table 1 column."""
-  label = {
-      'small': 'Small',
-      'small_pp': 'Small++',
-      'base': 'Base',
-      'base_pp': 'Base++',
-      'large': 'Large',
-  }[column]
+  label = column.replace('_pp', '++').title()  # 'small_pp': 'Small++'
   size = {'base': 'base', 'base_pp': 'base', 'large': 'large'}.get(column)
   return (
       Run(
@@ -234,14 +204,30 @@ def _003_small_pp_baselines(suffix: str) -> Tuple[Run, ...]:
   )
 
 
+_ELECTRA_SMALL = Run(
+    'electra_small', 'ELECTRA-small', _gin('001_ale', 'electra_small')
+)
+_SCRIPT_SMALL = Run('script_small', 'SCRIPT-small', _gin('004_script', 'small'))
+_RUNNERS_OF_KINDS = dict(pretrain_glue='grid', plan_only='plan_only')
+
+
+def _entry(key: str, kind: str, description: str, **fields) -> Target:
+  """A paper's `Target`, its paper and table from its key ('001.IV').
+
+  An id that is not a table's number ('003.fig3', '004.sec3.3', '002.mlm')
+  compares with no table; the runner is the kind's unless named.
+  """
+  paper, _, name = key.partition('.')
+  table = name if re.fullmatch(r'[0-9]+|[IVX]+', name) else None
+  fields.setdefault('runner', _RUNNERS_OF_KINDS.get(kind))
+  return Target(key, paper, table, kind, description, **fields)
+
+
 _TARGETS = (
-    Target(
+    _entry(
         '001.III',
-        '001',
-        'III',
         'plan_only',
         'BERT/XLNet fine-tuned on RACE-middle and Penn Treebank POS',
-        runner='plan_only',
         finetune_paper='001_ale',
         why_plan_only=(
             'needs RACE-middle, the Penn Treebank and pretrained BERT_base / '
@@ -249,14 +235,11 @@ _TARGETS = (
             'XLNet is not implemented here'
         ),
     ),
-    Target(
+    _entry(
         '001.IV',
-        '001',
-        'IV',
         'pretrain_glue',
         'BERT_small, ELECTRA_small (1x, 2x) and ALE_small at equal FLOPs, '
         'GLUE dev',
-        runner='grid',
         runs=(
             Run('bert_small', 'BERT_small', _gin('001_ale', 'bert_small')),
             Run(
@@ -283,10 +266,8 @@ _TARGETS = (
             'cost'
         ),
     ),
-    Target(
+    _entry(
         '002.1',
-        '002',
-        '1',
         'command',
         'attention-map diagonal concentration on MRPC, BERT vs ConvBERT',
         runner='attention_concentration',
@@ -296,32 +277,25 @@ _TARGETS = (
         ),
         command='experiments.attention_concentration',
     ),
-    Target(
+    _entry(
         '002.2',
-        '002',
-        '2',
         'command',
         'FLOPs and CPU time of a base self-attention vs mixed-attention '
         'block',
         runner='convbert_speed',
         command='experiments.convbert_speed',
     ),
-    Target(
+    _entry(
         '002.3',
-        '002',
-        '3',
         'command',
         'language-model perplexity, Transformer vs mixed attention',
         runner='convbert_lm',
         command='experiments.convbert_lm',
     ),
-    Target(
+    _entry(
         '002.4',
-        '002',
-        '4',
         'pretrain_glue',
         'medium-small +BNK,+GL and +Larger: parameters and GLUE',
-        runner='grid',
         runs=(
             Run(
                 'bnk_gl',
@@ -339,19 +313,12 @@ _TARGETS = (
         average_column='GLUE',
         parameters_column='Params',
     ),
-    Target(
+    _entry(
         '002.5',
-        '002',
-        '5',
         'plan_only',
         'pretraining wall-clock on TPU v3-8',
-        runner='plan_only',
         runs=(
-            Run(
-                'electra_small',
-                'ELECTRA-small',
-                _gin('001_ale', 'electra_small'),
-            ),
+            _ELECTRA_SMALL,
             Run(
                 'convbert_small',
                 'CONVBERT-small',
@@ -367,14 +334,11 @@ _TARGETS = (
         why_plan_only='TPU v3-8 wall-clock: the plan, and steps/s measured '
         'here with experiments.benchmark_pretraining',
     ),
-    Target(
+    _entry(
         '002.6',
-        '002',
-        '6',
         'pretrain_glue',
         'ConvBERT-small GLUE dev, mean ± standard error over runs, and the '
         'BERT-backbone ELECTRA-small it improves on',
-        runner='grid',
         runs=(
             Run(
                 'convbert_small',
@@ -400,17 +364,14 @@ _TARGETS = (
             ),
         ),
     ),
-    Target(
+    _entry(
         '002.mlm',
-        '002',
-        None,
         'pretrain_glue',
         "002's mixed attention against BERT's self-attention under 001's "
         'masked-LM recipe: held-out masked-LM accuracy and GLUE dev, at '
         "equal training FLOPs below paper scale (at paper scale 001's "
         '163k steps each); ours: 002 trains ELECTRA, whose discriminator '
         'does not learn at the cpu scale',
-        runner='grid',
         runs=(
             Run(
                 'bert_small',
@@ -438,13 +399,10 @@ _TARGETS = (
         ),
         held_out_claims=('masked_lm_accuracy',),
     ),
-    Target(
+    _entry(
         '003.1',
-        '003',
-        '1',
         'pretrain_glue',
         'BERT, ELECTRA and TEAMS, GLUE (SQuAD at paper scale)',
-        runner='grid',
         runs=sum(
             (
                 _003_runs(column)
@@ -458,13 +416,10 @@ _TARGETS = (
         small_scale_runs=('bert_small', 'electra_small', 'teams_small'),
         small_scale_note=f'the Small column; {_SAME_SHRUNK_MODEL}',
     ),
-    Target(
+    _entry(
         '003.2',
-        '003',
-        '2',
         'pretrain_glue',
         'small++ pretraining tasks: MLM, RTD, MWS, RTD + MWS',
-        runner='grid',
         runs=(
             Run(
                 'only_mlm',
@@ -487,13 +442,10 @@ _TARGETS = (
         average_column='GLUE',
         squad=('squad11', 'squad20'),
     ),
-    Target(
+    _entry(
         '003.3',
-        '003',
-        '3',
         'pretrain_glue',
         'small++ task-head designs and exported representations',
-        runner='grid',
         runs=(
             *_003_small_pp_baselines(''),
             Run(
@@ -516,13 +468,10 @@ _TARGETS = (
         average_column='GLUE',
         squad=('squad11', 'squad20'),
     ),
-    Target(
+    _entry(
         '003.4',
-        '003',
-        '4',
         'pretrain_glue',
         'generator/discriminator layer sharing, small++ and base++',
-        runner='grid',
         runs=(
             *_003_small_pp_baselines('_small_pp'),
             Run('full_tie', 'Full Tie', _gin('003_teams', 'table4_full_tie')),
@@ -559,13 +508,10 @@ _TARGETS = (
         ),
         small_scale_note=f'the Small++ rows; {_SAME_SHRUNK_MODEL}',
     ),
-    Target(
+    _entry(
         '003.fig3',
-        '003',
-        None,
         'pretrain_glue',
         'learning curves: GLUE over pretraining steps, ELECTRA vs TEAMS',
-        runner='grid',
         runs=(
             Run(
                 'electra_small',
@@ -577,13 +523,10 @@ _TARGETS = (
         finetune_paper='003_teams',
         figure='steps',
     ),
-    Target(
+    _entry(
         '003.fig4',
-        '003',
-        None,
         'pretrain_glue',
         'GLUE against the number of generator layers (TEAMS-small++)',
-        runner='grid',
         runs=tuple(
             Run(
                 f'generator_num_layers_{n}',
@@ -612,13 +555,10 @@ _TARGETS = (
             '12 layers, as 1 and 2'
         ),
     ),
-    Target(
+    _entry(
         '003.fig5',
-        '003',
-        None,
         'pretrain_glue',
         'GLUE against K, Sampled vs Hardest negatives (TEAMS-small++)',
-        runner='grid',
         runs=tuple(
             Run(
                 f'{strategy}_k{k}',
@@ -661,39 +601,22 @@ _TARGETS = (
             ),
         ),
     ),
-    Target(
+    _entry(
         '004.1',
-        '004',
-        '1',
         'pretrain_glue',
         'ELECTRA vs SCRIPT, GLUE mean (SQuAD at paper scale)',
-        runner='grid',
-        runs=(
-            Run(
-                'electra_small',
-                'ELECTRA-small',
-                _gin('001_ale', 'electra_small'),
-            ),
-            Run('script_small', 'SCRIPT-small', _gin('004_script', 'small')),
-        ),
+        runs=(_ELECTRA_SMALL, _SCRIPT_SMALL),
         finetune_paper='004_script',
         average_column='GLUE Mean',
         squad=('squad11', 'squad20'),
     ),
-    Target(
+    _entry(
         '004.2',
-        '004',
-        '2',
         'pretrain_glue',
         'BERT, ELECTRA and SCRIPT small, GLUE per task',
-        runner='grid',
         runs=(
             Run('bert_small', 'BERT-small', _gin('001_ale', 'bert_small')),
-            Run(
-                'electra_small',
-                'ELECTRA-small',
-                _gin('001_ale', 'electra_small'),
-            ),
+            _ELECTRA_SMALL,
             Run(
                 'script_small',
                 'SCRIPT-small (ours)',
@@ -704,52 +627,30 @@ _TARGETS = (
         columns=_004_COLUMNS,
         average_column='Mean',
     ),
-    Target(
+    _entry(
         '004.3',
-        '004',
-        '3',
         'plan_only',
         'LibriSpeech N-best rescoring WER with the PLL',
-        runner='plan_only',
         why_plan_only=(
             'needs LibriSpeech N-best lists from a first-pass recogniser; '
             'python -m official_repro.rescore runs on lists a user brings, '
             'and experiments.script_nbest ranks synthetic WikiText-2 lists'
         ),
     ),
-    Target(
+    _entry(
         '004.fig2',
-        '004',
-        None,
         'pretrain_glue',
         'GLUE mean over pretraining steps, ELECTRA-small vs SCRIPT-small',
-        runner='grid',
-        runs=(
-            Run(
-                'electra_small',
-                'ELECTRA-small',
-                _gin('001_ale', 'electra_small'),
-            ),
-            Run('script_small', 'SCRIPT-small', _gin('004_script', 'small')),
-        ),
+        runs=(_ELECTRA_SMALL, _SCRIPT_SMALL),
         finetune_paper='004_script',
         figure='steps',
     ),
-    Target(
+    _entry(
         '004.sec3.3',
-        '004',
-        None,
         'command',
         'training speed, ELECTRA-small vs SCRIPT-small (it/s)',
         runner='speed_comparison',
-        runs=(
-            Run(
-                'electra_small',
-                'ELECTRA-small',
-                _gin('001_ale', 'electra_small'),
-            ),
-            Run('script_small', 'SCRIPT-small', _gin('004_script', 'small')),
-        ),
+        runs=(_ELECTRA_SMALL, _SCRIPT_SMALL),
         command='experiments.benchmark_pretraining',
     ),
 )

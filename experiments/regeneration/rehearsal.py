@@ -1,19 +1,14 @@
 """The stand-ins of a rehearsed paper-scale launch (--rehearse).
 
-A rehearsal runs the launch's own code path, `run_tpu.sh` and its
-supervisor included, against `fake_gcloud.py`, which runs every VM's commands
-on this machine in a folder of its own. What stands in for the cloud is
-chosen here, in the commands `run_tpu.sh` sends, never by the fake:
-  * a local folder for the bucket, and the papers' gin files with capped
-    steps and batches (`PRETRAIN_BINDINGS`, `FINETUNE_FLAGS`) at the
-    papers' model sizes (or `gin/regenerate/tiny.gin`'s with
-    --rehearse_sizes=tiny);
-  * records built from --corpus with --vocab_file at each sequence length
-    and masking the plan's runs read;
-  * GLUE (and SQuAD) folders cut to a few examples per split;
-  * `run_tpu.sh --strategy=cpu --mixed_precision=float32 --skip_install`:
-    the CPU strategy for the TPU one, float32 (bfloat16 is emulated and slow
-    on CPUs without AMX), and this machine's environment for the VM's.
+A rehearsal runs the launch's own code path, `run_tpu.sh` and its supervisor
+included, against `fake_gcloud.py`, which runs every VM's commands on this
+machine. What stands in for the cloud is chosen here, in the commands sent,
+never by the fake: a local bucket; the papers' gin files with capped steps
+and batches (`PRETRAIN_BINDINGS`, `FINETUNE_FLAGS`) at the papers' sizes or
+`gin/regenerate/tiny.gin`'s; records built from --corpus at each length and
+masking the runs read; GLUE (and SQuAD) cut to a few examples; and
+`run_tpu.sh --strategy=cpu --mixed_precision=float32 --skip_install`
+(bfloat16 is emulated and slow on CPUs without AMX).
 """
 
 import dataclasses
@@ -193,9 +188,8 @@ def _current_records(path: str) -> bool:
 def gpu_grid(settings, root: str):
   """The gpu scale's grid settings, rehearsed on this machine.
 
-  The gpu scale's models and records (its include), capped steps, batches,
-  seeds and GLUE rows, float16 with loss scaling on `one_device`, as on
-  one GPU; the GLUE tasks cut into `root`.
+  Its models and records, capped steps, batches, seeds and GLUE rows (cut
+  into `root`), float16 with loss scaling on `one_device`, as on one GPU.
   """
   return dataclasses.replace(
       settings,

@@ -1,12 +1,10 @@
 """Ours beside the paper's: a grid's results as markdown, JSON and PNG.
 
-GLUE scores come from `experiments.glue_suite` as fractions, aggregated
-over seeds as the paper's fine-tuning protocol says (max for 001, median
-for 002 and 003, mean for 004). A paper that prints scores x100 (002, 003,
-004) is compared on its own scale. Where the table has a column per task
-the difference is per task; where it only has a GLUE average, ours is the
-mean over the tasks run and is marked as such, since an average over fewer
-tasks is not the paper's quantity.
+GLUE scores come from `experiments.glue_suite` as fractions, aggregated over
+seeds by the paper's protocol; a paper that prints scores x100 is compared
+on its own scale. Where the table has a column per task the difference is
+per task; where it only has a GLUE average, ours is the mean over the tasks
+run and is marked as such (not the paper's quantity).
 """
 
 import os
@@ -30,11 +28,7 @@ _GLUE_MEAN = 'GLUE mean over the tasks run'
 
 
 def score_scale(unit: Optional[str]) -> float:
-  """1 for a score printed as a fraction, 100 for one printed x100 or in %.
-
-  Raises:
-    ValueError: for a unit that says neither.
-  """
+  """1 for a score printed as a fraction, 100 for x100 or % (ValueError)."""
   if unit and 'fraction' in unit:
     return 1.0
   if unit and ('x100' in unit or '%' in unit):
@@ -42,12 +36,28 @@ def score_scale(unit: Optional[str]) -> float:
   raise ValueError(f'Unit {unit!r} says neither "fraction" nor "x100"/"%".')
 
 
-def _has(table: paper_tables.Table, row: str, column: str) -> bool:
-  """Whether the table has a number at (row, column)."""
+def _paper(table, row: str, column: Optional[str]) -> Optional[float]:
+  """The table's number at (row, column), or None where it has none."""
+  if table is None or not column:
+    return None
   try:
-    return table.cell(row, column).is_number
+    cell = table.cell(row, column)
   except (KeyError, ValueError):
-    return False
+    return None
+  return cell.value if cell.is_number else None
+
+
+def _cell(column, task, ours, paper, seeds=None, std=None) -> Dict:
+  """One compared number of a row: ours beside the paper's."""
+  return dict(
+      column=column,
+      task=task,
+      ours=ours,
+      paper=paper,
+      difference=None if paper is None else ours - paper,
+      seeds=seeds,
+      std=std,
+  )
 
 
 def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
@@ -59,20 +69,16 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
 
   Returns:
     Entries {run, row, train_steps, cells, average, parameters, curve,
-    held_out, held_out_curve, held_out_seeds, seed_averages}:
-    `parameters` ours beside the paper's count where the target has a
-    parameters column and the result carries one (else None); `cells` one per
-    GLUE task run ({column, task, ours, paper, difference, seeds, std});
-    `average` ours over the tasks run beside the paper's mean over the same
-    tasks where the table has a column per task, else beside the paper's
-    printed average (`paper_quantity` says which), or None; scores on the
-    paper's scale (x100 for 002-004).
+    held_out, held_out_curve, held_out_seeds, seed_averages}: `cells` one
+    per GLUE task run ({column, task, ours, paper, difference, seeds, std});
+    `average` ours over the tasks run beside the paper's mean over them or
+    else its printed average (`paper_quantity` says which), or None;
+    `parameters` ours beside the paper's count, or None; scores on the
+    paper's scale.
   """
-  table = (
-      paper_tables.load(target.paper).table(target.table)
-      if target.table
-      else None
-  )
+  table = None
+  if target.table:
+    table = paper_tables.load(target.paper).table(target.table)
   scale = 1.0
   if table is not None and target.average_column:
     scale = score_scale(table.units.get(target.average_column))
@@ -80,101 +86,78 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
   for run in target.runs:
     if run.name not in results:
       continue
-    glue = results[run.name]['glue']
-    cells = []
-    for task, outcome in glue.items():
-      column = target.columns.get(task)
-      paper = None
-      if table is not None and column and _has(table, run.row, column):
-        paper = table.cell(run.row, column).value
-      summary = outcome.get('summary', {})
-      ours = outcome['score'] * scale
-      cells.append(
-          dict(
-              column=column or task,
-              task=task,
-              ours=ours,
-              paper=paper,
-              difference=None if paper is None else ours - paper,
-              seeds=summary.get('n'),
-              std=None if 'std' not in summary else summary['std'] * scale,
-          )
-      )
+    result = results[run.name]
+    cells = _glue_cells(target, table, run, result['glue'], scale)
+    average = _average(target, table, run, cells, sorted(result['glue']))
+    cells += [
+        _cell(column, column, ours, _paper(table, run.row, column))
+        for column, ours in result.get('squad', {}).items()
+    ]
     parameters = None
-    if target.parameters_column and 'parameters' in results[run.name]:
-      paper = (
-          table.cell(run.row, target.parameters_column).value
-          if _has(table, run.row, target.parameters_column)
-          else None
-      )
+    if target.parameters_column and 'parameters' in result:
       parameters = dict(
           column=target.parameters_column,
-          ours=results[run.name]['parameters'],
-          paper=paper,
+          ours=result['parameters'],
+          paper=_paper(table, run.row, target.parameters_column),
       )
-    average = None
-    if (
-        table is not None
-        and target.average_column
-        and _has(table, run.row, target.average_column)
-    ):
-      ours = sum(cell['ours'] for cell in cells) / len(cells)
-      same_tasks = [cell['paper'] for cell in cells]
-      if all(value is not None for value in same_tasks):
-        paper = sum(same_tasks) / len(same_tasks)
-        quantity = f'paper mean over {", ".join(sorted(glue))}'
-      else:
-        paper = table.cell(run.row, target.average_column).value
-        quantity = f'paper {target.average_column} (all its tasks)'
-      average = dict(
-          column=target.average_column,
-          ours=ours,
-          paper=paper,
-          paper_quantity=quantity,
-          tasks=sorted(glue),
-      )
-    cells += _squad_cells(table, run, results[run.name].get('squad', {}))
+    row = run.row
+    if result.get('released'):
+      row = f'{run.row} (released: {result["released"]})'
     entries.append(
         dict(
             run=run.name,
-            row=(
-                f'{run.row} (released: {results[run.name]["released"]})'
-                if results[run.name].get('released')
-                else run.row
-            ),
-            train_steps=results[run.name]['train_steps'],
+            row=row,
+            train_steps=result['train_steps'],
             cells=cells,
             average=average,
             parameters=parameters,
-            curve=_curve(results[run.name]),
-            held_out=_final(results[run.name].get('held_out')),
-            held_out_curve=results[run.name].get('held_out'),
-            held_out_seeds=_held_out_seeds(results[run.name]),
-            seed_averages=_seed_averages(results[run.name], scale),
+            curve=_curve(result),
+            held_out=_final(result.get('held_out')),
+            held_out_curve=result.get('held_out'),
+            held_out_seeds=_held_out_seeds(result),
+            seed_averages=_seed_averages(result, scale),
         )
     )
   return entries
 
 
-def _squad_cells(table, run: registry.Run, squad: Dict[str, float]):
-  """Cells of a run's SQuAD scores ({column: percent}), not averaged."""
+def _glue_cells(target, table, run, glue: Dict, scale: float) -> List[Dict]:
+  """The cells of a run's GLUE scores, on the paper's scale."""
   cells = []
-  for column, ours in squad.items():
-    paper = None
-    if table is not None and _has(table, run.row, column):
-      paper = table.cell(run.row, column).value
+  for task, outcome in glue.items():
+    column = target.columns.get(task)
+    summary = outcome.get('summary', {})
     cells.append(
-        dict(
-            column=column,
-            task=column,
-            ours=ours,
-            paper=paper,
-            difference=None if paper is None else ours - paper,
-            seeds=None,
-            std=None,
+        _cell(
+            column or task,
+            task,
+            outcome['score'] * scale,
+            _paper(table, run.row, column),
+            summary.get('n'),
+            None if 'std' not in summary else summary['std'] * scale,
         )
     )
   return cells
+
+
+def _average(target, table, run, cells, tasks) -> Optional[Dict]:
+  """Ours over the tasks run beside the paper's average (see `rows`)."""
+  if _paper(table, run.row, target.average_column) is None:
+    return None
+  same_tasks = [cell['paper'] for cell in cells]
+  if all(value is not None for value in same_tasks):
+    paper = sum(same_tasks) / len(same_tasks)
+    quantity = f'paper mean over {", ".join(tasks)}'
+  else:
+    paper = table.cell(run.row, target.average_column).value
+    quantity = f'paper {target.average_column} (all its tasks)'
+  return dict(
+      column=target.average_column,
+      ours=sum(cell['ours'] for cell in cells) / len(cells),
+      paper=paper,
+      paper_quantity=quantity,
+      tasks=tasks,
+  )
 
 
 def _final(
@@ -187,11 +170,7 @@ def _final(
 
 
 def _seed_averages(result: Dict, scale: float) -> Optional[List[float]]:
-  """Each pretraining seed's mean score over the tasks run.
-
-  Each pretraining seed's mean score over the tasks run (on the paper's
-  scale), or None for a run of one seed.
-  """
+  """Each pretraining seed's mean score over the tasks run, or None."""
   if 'seeds' not in result:
     return None
   return [
@@ -203,10 +182,9 @@ def _seed_averages(result: Dict, scale: float) -> Optional[List[float]]:
 def _held_out_seeds(result: Dict) -> Optional[Dict[str, List[float]]]:
   """{metric: each pretraining seed's held-out value at the last step}.
 
-  The last step of the seeds' mean curve (`result['held_out']`, over the
-  steps all seeds have), so that a seed's value and the row's mean are
-  read at the same step. None for a run of one seed or without held-out
-  evaluation; a metric is listed only when every seed has it.
+  The last step of the seeds' mean curve, so a seed's value and the row's
+  mean are read at one step; None for one seed or no held-out evaluation.
+  A metric is listed only when every seed has it.
   """
   seeds = result.get('seeds')
   if not seeds or not result.get('held_out'):
@@ -237,22 +215,16 @@ def _measures(
 def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
   """The paper's orders, checked against ours over pretraining seeds.
 
-  The pairs are every two rows the paper's table ranks by its average
-  (`order`) and the target's stated `claims`. Each is checked on every
-  measure both rows have over several seeds: the mean GLUE score of each
-  seed and, where pretraining evaluated held-out text, the held-out
-  metrics the target names (`Target.held_out_claims`). For each, the
-  difference of the per-seed values' means is compared with
-  twice its standard error, sqrt(s_a^2 / n_a + s_b^2 / n_b).
+  The pairs are every two rows the paper's table ranks by its average and
+  the target's `claims`, each checked on every measure both rows have over
+  several seeds (each seed's mean GLUE score, the `held_out_claims`): the
+  difference of the per-seed means against twice its standard error.
 
   Returns:
     One {better, worse, source, measure, paper_gap, ours_gap, noise,
-    verdict} per pair and measure that both rows have over several seeds,
-    `better` the row the paper ranks higher and `paper_gap` the paper's
-    gap of GLUE averages (None for another measure or where the paper
-    prints no averages for both); `verdict` `aggregation.compare`'s of
-    the paper's better row against its worse: 'ahead' (the paper's order
-    reproduced), 'behind' (reversed) or 'within noise'.
+    verdict} per pair and measure: `better` the row the paper ranks higher,
+    `paper_gap` its gap of GLUE averages (or None), `verdict` 'ahead' (the
+    paper's order reproduced), 'behind' (reversed) or 'within noise'.
 
   Raises:
     ValueError: when the target names a held-out metric that is not
@@ -265,39 +237,11 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
         f'when higher; claims can be checked on {", ".join(HIGHER_IS_BETTER)}.'
     )
   by_run = {entry['run']: entry for entry in entries}
-  ranked = sorted(
-      (
-          entry
-          for entry in entries
-          if entry['average'] and entry['average']['paper'] is not None
-      ),
-      key=lambda entry: entry['average']['paper'],
-      reverse=True,
-  )
-  pairs = [
-      (
-          better['run'],
-          worse['run'],
-          f'{target.paper} Table {target.table}: averages',
-      )
-      for i, better in enumerate(ranked)
-      for worse in ranked[i + 1 :]
-  ]
-  pairs += [
-      claim
-      for claim in target.claims
-      if claim[0] in by_run and claim[1] in by_run
-  ]
   out = []
-  for better_run, worse_run, source in pairs:
+  for better_run, worse_run, source in _pairs(target, entries, by_run):
     better, worse = by_run[better_run], by_run[worse_run]
     paper_gap = None
-    if (
-        better['average']
-        and worse['average']
-        and better['average']['paper'] is not None
-        and worse['average']['paper'] is not None
-    ):
+    if _paper_average(better) is not None and _paper_average(worse) is not None:
       paper_gap = better['average']['paper'] - worse['average']['paper']
     worse_measures = _measures(worse, target.held_out_claims)
     for measure, a in _measures(better, target.held_out_claims).items():
@@ -320,6 +264,36 @@ def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
   return out
 
 
+def _paper_average(entry: Dict) -> Optional[float]:
+  """The paper's average beside a row's, or None."""
+  return entry['average']['paper'] if entry['average'] else None
+
+
+def _pairs(
+    target: registry.Target, entries: List[Dict], by_run: Dict[str, Dict]
+) -> List[Tuple[str, str, str]]:
+  """(better run, worse run, source): the table's order, then the claims."""
+  ranked = sorted(
+      (entry for entry in entries if _paper_average(entry) is not None),
+      key=_paper_average,
+      reverse=True,
+  )
+  pairs = [
+      (
+          better['run'],
+          worse['run'],
+          f'{target.paper} Table {target.table}: averages',
+      )
+      for i, better in enumerate(ranked)
+      for worse in ranked[i + 1 :]
+  ]
+  return pairs + [
+      claim
+      for claim in target.claims
+      if claim[0] in by_run and claim[1] in by_run
+  ]
+
+
 def _curve(result: Dict) -> Dict[int, float]:
   """{pretraining step: mean GLUE score over the tasks run}."""
   return {
@@ -340,11 +314,8 @@ def metric_table(
 ) -> List[str]:
   """Markdown lines: one row per `rows` key, one column per metric name.
 
-  Args:
-    rows: {row: {metric: value}}.
-    names: the metrics, in column order.
-    seeds: {row: {metric: value per seed}}; a cell with several seeds'
-      values shows their sample standard deviation after its value.
+  `rows` is {row: {metric: value}}; `seeds` {row: {metric: value per
+  seed}}, a cell with several shows their sample standard deviation.
   """
   seeds = seeds or {}
 
@@ -364,9 +335,8 @@ def metric_table(
 def held_out_curve_table(entries: List[Dict], name: str) -> List[str]:
   """Markdown lines: held-out `name` at every evaluated step of each row.
 
-  Each step is also given as its share of the row's training steps: where
-  rows train at equal FLOPs (a reference's budget), equal shares are equal
-  training FLOPs.
+  Each step also as its share of the row's steps: equal training FLOPs
+  where rows train at equal FLOPs.
   """
   points = [
       [entry['row'], f'{step:,}', f'{step / entry["train_steps"]:.3f}']
@@ -391,16 +361,8 @@ def held_out_curve_table(entries: List[Dict], name: str) -> List[str]:
 
 
 def order(entries: List[Dict]) -> Dict[str, List[str]]:
-  """Rows with both an ours and a paper average, best first by each.
-
-  Returns:
-    {'ours': row names, 'paper': row names}, over the same rows.
-  """
-  both = [
-      entry
-      for entry in entries
-      if entry['average'] and entry['average']['paper'] is not None
-  ]
+  """{'ours': rows, 'paper': rows}: those with both averages, best first."""
+  both = [entry for entry in entries if _paper_average(entry) is not None]
   return {
       key: [
           entry['row']
@@ -414,21 +376,34 @@ def order(entries: List[Dict]) -> Dict[str, List[str]]:
 
 def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
   """The comparison table, the setup and whether the order matches."""
-  lines = [
-      f'## {target.key}: {target.description}',
-      '',
-      header,
-      '',
-  ]
+  lines = [f'## {target.key}: {target.description}', '', header, '']
+  columns = 'row | steps | column | ours | seeds (std) | paper | ours - paper'
+  lines += md.table(columns.split(' | '), _comparison_rows(entries))
+  if target.figure:
+    lines += _figure_points(target, entries)
+  lines += _held_out_lines(target, entries)
+  ranking = order(entries)
+  if len(ranking['paper']) > 1:
+    lines += [
+        '',
+        f'Paper order (best first): {" > ".join(ranking["paper"])}',
+        f'Our order: {" > ".join(ranking["ours"])}',
+        'Same order as the paper: '
+        f'{"yes" if ranking["ours"] == ranking["paper"] else "no"}.',
+    ]
+  lines += _claim_lines(claims(target, entries))
+  return '\n'.join(lines) + '\n'
+
+
+def _comparison_rows(entries: List[Dict]) -> List[List[str]]:
+  """The main table's rows: each cell, parameter count and average."""
   rows = []
   for entry in entries:
     row = [entry['row'], f'{entry["train_steps"]:,}']
     for cell in entry['cells']:
-      spread = (
-          '-'
-          if cell['seeds'] is None
-          else f'{cell["seeds"]} ({_number(cell["std"])})'
-      )
+      spread = '-'
+      if cell['seeds'] is not None:
+        spread = f'{cell["seeds"]} ({_number(cell["std"])})'
       rows.append(
           row
           + [cell['column'], _number(cell['ours']), spread]
@@ -451,83 +426,81 @@ def markdown(target: registry.Target, entries: List[Dict], header: str) -> str:
       )
       numbers = (ours, None, paper, ours - paper)
       rows.append(row + [column] + [_number(number) for number in numbers])
-  columns = 'row | steps | column | ours | seeds (std) | paper | ours - paper'
-  lines += md.table(columns.split(' | '), rows)
-  if target.figure:
-    series, references = figure_lines(target, entries)
-    x_label = 'pretraining step' if target.figure == 'steps' else target.figure
-    lines += [
-        '',
-        f'Figure points (x: {x_label}; y: GLUE dev, mean over the '
-        'tasks run):',
-        '',
-        *md.table(
-            ['series', 'x', 'ours'],
-            [
-                [name, f'{x:g}', _number(y)]
-                for name, points in series.items()
-                for x, y in points
-            ]
-            + [
-                [f'{name} (reference)', '-', _number(y)]
-                for name, y in references.items()
-            ],
-        ),
-    ]
+  return rows
+
+
+def _figure_points(target: registry.Target, entries: List[Dict]) -> List[str]:
+  """Markdown lines: the figure's points of ours."""
+  series, references = figure_lines(target, entries)
+  x_label = 'pretraining step' if target.figure == 'steps' else target.figure
+  points = [
+      [name, f'{x:g}', _number(y)]
+      for name, points in series.items()
+      for x, y in points
+  ]
+  points += [
+      [f'{name} (reference)', '-', _number(y)] for name, y in references.items()
+  ]
+  return [
+      '',
+      f'Figure points (x: {x_label}; y: GLUE dev, mean over the tasks run):',
+      '',
+      *md.table(['series', 'x', 'ours'], points),
+  ]
+
+
+def _held_out_lines(target: registry.Target, entries: List[Dict]) -> List[str]:
+  """Markdown lines: the held-out metrics at the last step, and curves."""
   held = [entry for entry in entries if entry.get('held_out')]
-  if held:
-    names = sorted(
-        {
-            name
-            for entry in held
-            for name in entry['held_out']
-            if name in _HELD_OUT_METRICS
-        }
-    )
-    lines += [
-        '',
-        'Pretraining metrics on the held-out books at the last '
-        'step (mean over pretraining seeds, their std in brackets):',
-        '',
-    ]
-    lines += metric_table(
-        {entry['row']: entry['held_out'] for entry in held},
-        names,
-        {entry['row']: entry.get('held_out_seeds') or {} for entry in held},
-    )
-    for name in target.held_out_claims:
-      lines += held_out_curve_table(held, name)
-  ranking = order(entries)
-  if len(ranking['paper']) > 1:
-    lines += [
-        '',
-        f'Paper order (best first): {" > ".join(ranking["paper"])}',
-        f'Our order: {" > ".join(ranking["ours"])}',
-        'Same order as the paper: '
-        f'{"yes" if ranking["ours"] == ranking["paper"] else "no"}.',
-    ]
-  checked = claims(target, entries)
-  if checked:
-    columns = (
-        'paper says | where | measure | paper gap | our gap | noise | '
-        'ours: the first'
-    )
-    rows = [
-        [f'{claim["better"]} > {claim["worse"]}', claim['source']]
-        + [claim['measure']]
-        + [_number(claim[key]) for key in ('paper_gap', 'ours_gap', 'noise')]
-        + [claim['verdict']]
-        for claim in checked
-    ]
-    lines += [
-        '',
-        "The paper's claims, ours over pretraining seeds (gap of the "
-        "seeds' means of the measure: the GLUE mean is each seed's "
-        'mean score over the tasks run; noise: twice its standard error):',
-        '',
-        *md.table(columns.split(' | '), rows),
-    ]
-  return '\n'.join(lines) + '\n'
+  if not held:
+    return []
+  names = sorted(
+      {
+          name
+          for entry in held
+          for name in entry['held_out']
+          if name in _HELD_OUT_METRICS
+      }
+  )
+  lines = [
+      '',
+      'Pretraining metrics on the held-out books at the last '
+      'step (mean over pretraining seeds, their std in brackets):',
+      '',
+  ]
+  lines += metric_table(
+      {entry['row']: entry['held_out'] for entry in held},
+      names,
+      {entry['row']: entry.get('held_out_seeds') or {} for entry in held},
+  )
+  for name in target.held_out_claims:
+    lines += held_out_curve_table(held, name)
+  return lines
+
+
+def _claim_lines(checked: List[Dict]) -> List[str]:
+  """Markdown lines: the paper's claims checked (`claims`), if any."""
+  if not checked:
+    return []
+  columns = (
+      'paper says | where | measure | paper gap | our gap | noise | '
+      'ours: the first'
+  )
+  rows = [
+      [f'{claim["better"]} > {claim["worse"]}', claim['source']]
+      + [claim['measure']]
+      + [_number(claim[key]) for key in ('paper_gap', 'ours_gap', 'noise')]
+      + [claim['verdict']]
+      for claim in checked
+  ]
+  return [
+      '',
+      "The paper's claims, ours over pretraining seeds (gap of the "
+      "seeds' means of the measure: the GLUE mean is each seed's "
+      'mean score over the tasks run; noise: twice its standard error):',
+      '',
+      *md.table(columns.split(' | '), rows),
+  ]
 
 
 def write(
@@ -539,15 +512,8 @@ def write(
 ) -> str:
   """Writes <out>/<name>.md and .json (and .png for figures).
 
-  Writes <out>/<name>.md and .json (and .png for figures); returns the
-  markdown.
-
-  Args:
-    target: the table or figure.
-    entries: `rows(target, ...)`.
-    header: the line that says how the grid ran.
-    out: the directory.
-    name: the files' name (default: the target's key).
+  `entries` are `rows(target, ...)`, `header` says how the grid ran, `name`
+  defaults to the target's key. Returns the markdown.
   """
   name = name or target.key
   text = markdown(target, entries, header)
@@ -571,11 +537,7 @@ def write(
 def figure_lines(
     target: registry.Target, entries: List[Dict]
 ) -> Tuple[Dict[str, List[Tuple[float, float]]], Dict[str, float]]:
-  """What a figure draws of ours.
-
-  Args:
-    target: a figure (`target.figure` set).
-    entries: `rows(target, ...)`.
+  """What a figure (`target.figure` set) draws of ours, from `rows`.
 
   Returns:
     `(series, references)`: {series name: [(x, GLUE score), ...] sorted by
@@ -602,16 +564,8 @@ def figure_lines(
 
 
 def plot(target: registry.Target, entries: List[Dict], path: str) -> None:
-  """Draws the figure with the paper's stated points.
-
-  The figure: `figure_lines` (references as horizontal lines), with the
-  paper's stated points.
-  """
-  import matplotlib  # pylint: disable=g-import-not-at-top
-
-  matplotlib.use('Agg')
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-
+  """Draws `figure_lines` (references as horizontal lines) and the paper's."""
+  pyplot = pyplot_module()
   figure, axes = pyplot.subplots(figsize=(6, 4))
   series, references = figure_lines(target, entries)
   for name, points in series.items():
@@ -640,7 +594,22 @@ def plot(target: registry.Target, entries: List[Dict], path: str) -> None:
   axes.set_ylabel('GLUE dev, mean over the tasks run')
   axes.set_title(f'{target.key}: {target.description}', fontsize=8)
   axes.legend(fontsize=7)
+  save_png(pyplot, figure, path, dpi=120)
+
+
+def pyplot_module():
+  """The pyplot of matplotlib, drawing off screen (imported when needed)."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+
+  return pyplot
+
+
+def save_png(pyplot, figure, path: str, dpi: int) -> None:
+  """Writes `figure` to `path` (any `tf.io.gfile` path) and closes it."""
   figure.tight_layout()
   with tf.io.gfile.GFile(path, 'wb') as f:
-    figure.savefig(f, format='png', dpi=120)
+    figure.savefig(f, format='png', dpi=dpi)
   pyplot.close(figure)

@@ -1,57 +1,17 @@
 """Runs a table's grid at a small scale: pretrain, fine-tune, aggregate.
 
-Pretraining runs and their fine-tuning live in a run store, `runs_dir`
-(any `tf.io.gfile` path), named by what decides their numbers, so that
-tables that compare the same model share one run: 004 Tables 1 and 2 and
-Fig. 2 all pretrain ELECTRA-small and SCRIPT-small with the same gin
-bindings, and pass one `--runs_dir` to pretrain each once.
-
-  <runs_dir>/records-<key>/         the corpus as pretraining records, per
-                                    corpus and vocabulary (built once)
-  <runs_dir>/<label>-<key>/         `official_repro.train`'s model_dir (it
-                                    resumes); label: the first gin file's
-                                    paper folder and name, of the first
-                                    registry run with equal bindings
-                                    (`plan.shared_label`); key: SHA-256 of
-                                    the run's gin bindings (steps and
-                                    warmup included), corpus, vocabulary
-                                    and strategy
-    glue/<paper>/step_<N>/<task>-<key>/
-                                    `experiments.glue_suite`'s model_dir at
-                                    checkpoint N (it resumes); key: the GLUE
-                                    directory, epochs, seeds and the
-                                    bindings of the fine-tuning include
-
-Every pretraining saves `curve_points` checkpoints at multiples of its
-steps / `curve_points` (and its last step), so a learning-curve figure can
-fine-tune a run that a table pretrained. A run counts as pretrained once its
-encoder is exported at its last step; until then `official_repro.train`
-resumes it. The code is not part of the key: after a change to a model or an
-objective, start a new run store. One regeneration at a time per run store
-(two processes would train into the same directory). The table's own
-directory `out` holds:
-
-  settings.json            what the grid was started with; a later call with
-                           other settings stops with the differences named
-  <run>/result.json        the run's scores, written when it finishes; a
-                           finished run is read back, never redone
-
-Every compared model gets the paper gin files of its row, then
-`gin/regenerate/<scale>.gin`, the learning rate of its optimizer at that
-scale and what its objective needs at that scale (`scale_gin_files`: a
-SCRIPT run's critic starts at its base rate); the reference run trains
-`reference_steps` and every other run the steps that give it the reference's
-training FLOPs times its `budget_ratio`, each warming up over a tenth of its
-steps (ELECTRA's FLOPs formula,
-`official_repro.metrics.flops.steps_for_budget`), so models that the paper
-compares at equal compute are compared at equal compute here too. Runs go
-one after another, each in its own process, printing which run of how many
-and the steps; after each job (one pretraining seed of a run, pretrained
-and fine-tuned, or pretrained only by `pretrain_only`) a line gives the
-jobs done of those to do, the time taken and the time left, estimated from
-the jobs done so far (`official_repro.common.progress`; runs and seeds
-finished earlier are read back and not counted, and runs sharing a store
-directory are one job).
+Runs live in a run store, `runs_dir` (any `tf.io.gfile` path), named by
+what decides their numbers (SHA-256 of gin bindings, corpus, vocabulary,
+strategy; `plan.shared_label` for the readable part), so tables comparing
+the same model share one run: `records-<key>/` holds the corpus as records,
+`<label>-<key>/` a resumable `official_repro.train` model_dir and its
+`glue/<paper>/step_<N>/<task>-<key>/` the fine-tuning of checkpoint N. Code
+is not in the key (after a model change, start a new store); one process
+per store. Each pretraining saves `curve_points` checkpoints, so a figure
+can fine-tune a run a table pretrained. The table's `out` holds
+`settings.json` (other settings stop) and each run's `<run>/result.json`
+(read back, never redone). The reference trains `reference_steps`, others
+the steps of its training FLOPs times their `budget_ratio`.
 """
 
 import dataclasses
@@ -91,23 +51,17 @@ class GridSettings:
 
   Attributes:
     target: the table or figure key.
-    scale: 'tiny', 'cpu' or 'gpu' (the gin include
-      `gin/regenerate/<scale>.gin`, see `scales`).
+    scale: 'tiny', 'cpu' or 'gpu' (`gin/regenerate/<scale>.gin`, `scales`).
     corpus: text corpus directory (one document per file).
     vocab_file: WordPiece vocabulary, or None to learn one of
       `learned_vocab_size` from the training books.
-    glue_dir: GLUE root.
-    reference_steps: steps of the reference run.
     tasks: GLUE tasks fine-tuned, with the epochs of each.
-    num_runs: fine-tuning seeds per task (the paper's aggregation over them).
-    strategy: distribution strategy flag value for every job.
+    num_runs: fine-tuning seeds per task.
+    strategy: distribution strategy of every job.
     curve_points: checkpoints every pretraining saves (evenly spaced, the
       last at its final step); learning-curve figures fine-tune each.
-    finetune_fingerprint: SHA-256 of the bindings of the scale's
-      fine-tuning include (`finetune_gin(scale)`), '' when the scale has
-      none: fine-tuning results of another include are not mixed in.
-    learned_vocab_size: size of the vocabulary learned without
-      `vocab_file`.
+    finetune_fingerprint: SHA-256 of the scale's fine-tuning include's
+      bindings (`finetune_gin`), '' when it has none.
     eval_fraction: share of the books held out from pretraining.
     pretrain_seeds: pretraining seeds per compared model (1: one run with
       the seed it draws; more: seeds 1, 2, ... bound in gin, one run each).
@@ -115,8 +69,7 @@ class GridSettings:
       (0: pretraining only trains).
     released: (run name, path) of the runs whose released encoder is
       fine-tuned instead of pretraining them.
-    mixed_precision: every job's --mixed_precision (None: the jobs'
-      default, 'auto').
+    mixed_precision: every job's --mixed_precision (None: 'auto').
     pretrain_bindings: gin bindings after every pretraining's (a
       rehearsal's caps).
     finetune_flags: flags after every fine-tuning job's (a rehearsal's).
@@ -163,59 +116,47 @@ def check_settings(out: str, settings: GridSettings) -> None:
   """
   path = os.path.join(out, SETTINGS_FILENAME)
   current = json.loads(json.dumps(dataclasses.asdict(settings)))
-  if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      stored = json.load(f)
-    # A setting added since the file was written reads as its default.
-    for field in dataclasses.fields(GridSettings):
-      if field.name not in stored and field.default is not dataclasses.MISSING:
-        stored[field.name] = json.loads(json.dumps(field.default))
-    differences = [
-        f'{name}: stored {stored.get(name)!r}, now ' f'{current.get(name)!r}'
-        for name in sorted(set(stored) | set(current))
-        if stored.get(name) != current.get(name)
-    ]
-    if differences:
-      raise ValueError(
-          f'{out} holds results produced with other settings; use another '
-          '--out or the same settings. Differences:\n  '
-          + '\n  '.join(differences)
-      )
+  if not tf.io.gfile.exists(path):
+    tf.io.gfile.makedirs(out)
+    json_files.write_json(path, current)
     return
-  tf.io.gfile.makedirs(out)
-  json_files.write_json(path, current)
-
-
-@functools.lru_cache(maxsize=None)
-def _optimizer(gin_files: Tuple[str, ...]) -> str:
-  """The optimizer `gin_files` train with.
-
-  The optimizer `gin_files` train with (`optimization.optimizer`, or its
-  default).
-  """
-  plan.parse_gin(gin_files)
-  try:
-    return gin.query_parameter('optimization.optimizer')
-  except ValueError:
-    return (
-        inspect.signature(optimizer_config.optimization_config)
-        .parameters['optimizer']
-        .default
+  stored = read_json(path)
+  # A setting added since the file was written reads as its default.
+  for field in dataclasses.fields(GridSettings):
+    if field.name not in stored and field.default is not dataclasses.MISSING:
+      stored[field.name] = json.loads(json.dumps(field.default))
+  differences = [
+      f'{name}: stored {stored.get(name)!r}, now {current.get(name)!r}'
+      for name in sorted(set(stored) | set(current))
+      if stored.get(name) != current.get(name)
+  ]
+  if differences:
+    raise ValueError(
+        f'{out} holds results produced with other settings; use another '
+        '--out or the same settings. Differences:\n  '
+        + '\n  '.join(differences)
     )
-  finally:
-    gin.clear_config()
+
+
+def read_json(path: str):
+  """The JSON value in `path` (any `tf.io.gfile` path)."""
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+_REQUIRED = object()
 
 
 @functools.lru_cache(maxsize=None)
-def _objective(gin_files: Tuple[str, ...]) -> str:
-  """The objective `gin_files` pretrain.
-
-  The objective `gin_files` pretrain (`experiment.objective`, which has
-  no default).
-  """
+def _query(gin_files: Tuple[str, ...], name: str, default=_REQUIRED):
+  """What `gin_files` bind `name` to, else `default` (else a ValueError)."""
   plan.parse_gin(gin_files)
   try:
-    return gin.query_parameter('experiment.objective')
+    return gin.query_parameter(name)
+  except ValueError:
+    if default is _REQUIRED:
+      raise
+    return default
   finally:
     gin.clear_config()
 
@@ -223,16 +164,21 @@ def _objective(gin_files: Tuple[str, ...]) -> str:
 def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
   """The includes that shrink a run to `scale`, after its paper gin files.
 
-  The includes that shrink a run to `scale`, after its paper gin files:
   `gin/regenerate/<scale>.gin`, then `<scale>_<optimizer>.gin` where the
-  scale has one for the run's optimizer (a short run's learning rate
-  depends on it: LAMB and AdamW want different steps), then
-  `<scale>_<objective>.gin` where it has one for the run's objective (a
-  short SCRIPT run starts its critic at its base rate).
+  scale has one for the run's optimizer (LAMB and AdamW want different
+  learning rates), then `<scale>_<objective>.gin` where it has one for the
+  run's objective (a short SCRIPT run starts its critic at its base rate).
   """
   gin_files = tuple(run.gin_files)
+  optimizer = _query(
+      gin_files,
+      'optimization.optimizer',
+      inspect.signature(optimizer_config.optimization_config)
+      .parameters['optimizer']
+      .default,
+  )
   includes = [f'gin/regenerate/{scale}.gin']
-  for variant in (_optimizer(gin_files), _objective(gin_files)):
+  for variant in (optimizer, _query(gin_files, 'experiment.objective')):
     path = f'gin/regenerate/{scale}_{variant}.gin'
     if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
       includes.append(path)
@@ -240,11 +186,7 @@ def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
 
 
 def finetune_gin(scale: str) -> str:
-  """The scale's fine-tuning include, or ''.
-
-  The scale's fine-tuning include (repository-relative), or '' if the
-  scale fine-tunes with the papers' cells unchanged.
-  """
+  """The scale's fine-tuning include (repository-relative), or ''."""
   path = f'gin/regenerate/{scale}_finetune.gin'
   if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
     return path
@@ -252,11 +194,7 @@ def finetune_gin(scale: str) -> str:
 
 
 def finetune_fingerprint(scale: str) -> str:
-  """SHA-256 of the bindings `finetune_gin(scale)` makes.
-
-  SHA-256 of the bindings `finetune_gin(scale)` makes ('' if there is
-  none): its values, not its comments.
-  """
+  """SHA-256 of the bindings `finetune_gin(scale)` makes ('' for none)."""
   path = finetune_gin(scale)
   return plan.gin_fingerprint([path]) if path else ''
 
@@ -264,12 +202,11 @@ def finetune_fingerprint(scale: str) -> str:
 def run_steps(
     target: registry.Target, settings: GridSettings, vocab_size: int
 ) -> Dict[str, int]:
-  """The train steps of each run at `settings.scale`.
+  """{run name: train steps} at `settings.scale`.
 
-  {run name: train steps} at `settings.scale`: with a reference run, the
-  steps that give each run the reference's training FLOPs (at
-  `settings.reference_steps`) times its budget ratio; without one, the
-  reference steps times the ratio.
+  With a reference run, the steps that give each run the reference's
+  training FLOPs (at `settings.reference_steps`) times its budget ratio;
+  without one, the reference steps times the ratio.
   """
   runs = target.runs_at(settings.scale)
   if target.reference is None:
@@ -277,31 +214,32 @@ def run_steps(
         run.name: int(round(settings.reference_steps * run.budget_ratio))
         for run in runs
     }
-  reports = {}
-  for run in runs:
-    report, _ = plan.flops_report(
-        run.gin_files + scale_gin_files(run, settings.scale),
-        (
-            f'experiment.train_steps = {settings.reference_steps}',
-            *run.bindings_at(settings.scale),
-        ),
-        vocab_size,
-    )
-    reports[run.name] = report
-  budget = reports[target.reference].total_train_flops()
-  return {
-      run.name: int(
-          round(
-              flops.steps_for_budget(
-                  budget * run.budget_ratio,
-                  reports[run.name].per_token_forward(),
-                  reports[run.name].batch_size,
-                  reports[run.name].seq_length,
-              )
-          )
-      )
+  reports = {
+      run.name: plan.flops_report(
+          run.gin_files + scale_gin_files(run, settings.scale),
+          (
+              f'experiment.train_steps = {settings.reference_steps}',
+              *run.bindings_at(settings.scale),
+          ),
+          vocab_size,
+      )[0]
       for run in runs
   }
+  budget = reports[target.reference].total_train_flops()
+  steps = {}
+  for run in runs:
+    report = reports[run.name]
+    steps[run.name] = int(
+        round(
+            flops.steps_for_budget(
+                budget * run.budget_ratio,
+                report.per_token_forward(),
+                report.batch_size,
+                report.seq_length,
+            )
+        )
+    )
+  return steps
 
 
 def _digest(*parts: str) -> str:
@@ -309,11 +247,7 @@ def _digest(*parts: str) -> str:
 
 
 def _path_key(path: str) -> str:
-  """A path as it enters a digest.
-
-  A path as it enters a digest: local paths made absolute, so that the
-  same file given two ways is one run.
-  """
+  """A path as it enters a digest: local paths absolute (one run)."""
   return path if '://' in path else os.path.abspath(path)
 
 
@@ -325,29 +259,17 @@ def _vocabulary_key(settings: GridSettings) -> str:
 
 
 def scale_max_seq_length(scale: str) -> int:
-  """The records' sequence length at `scale`.
-
-  The records' sequence length at `scale`: its include's
-  `pretrain_data.max_seq_length`.
-  """
-  return _query(f'gin/regenerate/{scale}.gin', 'pretrain_data.max_seq_length')
-
-
-@functools.lru_cache(maxsize=None)
-def _query(gin_file: str, name: str):
-  plan.parse_gin((gin_file,))
-  try:
-    return gin.query_parameter(name)
-  finally:
-    gin.clear_config()
+  """The records' sequence length: the include's `max_seq_length`."""
+  return _query(
+      (f'gin/regenerate/{scale}.gin',), 'pretrain_data.max_seq_length'
+  )
 
 
 def records_dir(runs_dir: str, settings: GridSettings) -> str:
   """The run store's records of the settings' corpus and vocabulary.
 
-  The run store's records of the settings' corpus and vocabulary (and of
-  the scale's sequence length and eval split, where they are not the
-  128 tokens and 1% of the books every scale had before the cpu scale).
+  Also of the scale's sequence length and eval split, where they are not
+  the 128 tokens and 1% of the books every scale had before the cpu scale.
   """
   parts = [_path_key(settings.corpus), _vocabulary_key(settings)]
   max_seq_length = scale_max_seq_length(settings.scale)
@@ -365,49 +287,38 @@ def run_dir(
 ) -> str:
   """The run store's directory of a pretraining run.
 
-  The run store's directory of a pretraining run: named by
-  `plan.shared_label` (the first gin file, `001_ale.electra_small`, of the
-  first registry run that trains the same bindings at the scale, so that
-  003's Small++ rows, equal to its Small ones below paper scale, are one
-  run) and a digest of its gin bindings (its pretraining seed among them),
-  corpus, vocabulary and strategy, so that equal runs of different tables
-  are one.
+  Named by `plan.shared_label` (003's Small++ rows, equal to its Small ones
+  below paper scale, are one run) and a digest of its gin bindings (its
+  pretraining seed among them), corpus, vocabulary and strategy, so that
+  equal runs of different tables are one.
   """
   label = plan.shared_label(
       run,
       run_fingerprint(run, settings.scale, steps),
       lambda other: run_fingerprint(other, settings.scale, steps),
   )
-  return os.path.join(
-      runs_dir,
-      f'{label}-'
-      + _digest(
-          run_fingerprint(run, settings.scale, steps, seed),
-          _path_key(settings.corpus),
-          _vocabulary_key(settings),
-          settings.strategy,
-      ),
+  key = _digest(
+      run_fingerprint(run, settings.scale, steps, seed),
+      _path_key(settings.corpus),
+      _vocabulary_key(settings),
+      settings.strategy,
   )
+  return os.path.join(runs_dir, f'{label}-{key}')
 
 
 def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
   """A fine-tuning job's directory under a checkpoint's `step_dir`.
 
-  A fine-tuning job's directory under a checkpoint's `step_dir`, named
-  by the task and a digest of what decides its scores besides the
-  checkpoint and the protocol's folder: the GLUE directory, epochs, seeds
-  and the bindings of the scale's fine-tuning include.
+  Named by the task and a digest of what decides its scores besides the
+  checkpoint: the GLUE directory, epochs, seeds and the fine-tuning include.
   """
-  return os.path.join(
-      step_dir,
-      f'{task}-'
-      + _digest(
-          _path_key(settings.glue_dir),
-          repr(settings.tasks[task]),
-          str(settings.num_runs),
-          finetune_fingerprint(settings.scale),
-      ),
+  key = _digest(
+      _path_key(settings.glue_dir),
+      repr(settings.tasks[task]),
+      str(settings.num_runs),
+      finetune_fingerprint(settings.scale),
   )
+  return os.path.join(step_dir, f'{task}-{key}')
 
 
 def _glue_results_path(step_dir: str, task: str, settings: GridSettings) -> str:
@@ -416,11 +327,7 @@ def _glue_results_path(step_dir: str, task: str, settings: GridSettings) -> str:
 
 
 def _checkpoint_steps(train_steps: int, points: int) -> List[int]:
-  """Steps of the checkpoints a learning curve fine-tunes.
-
-  Steps of the checkpoints a learning curve fine-tunes: every
-  `train_steps // points` steps, and the last step.
-  """
+  """Every `train_steps // points` steps and the last: a curve's checkpoints."""
   interval = max(1, train_steps // points)
   return sorted({interval * i for i in range(1, points)} | {train_steps})
 
@@ -429,12 +336,7 @@ _PROGRESS = re.compile(r'^(train|eval) \| step:')
 
 
 def _call(command: Sequence[str], log_path: str) -> None:
-  """Runs a job `[python, -m, module, *args]` (`commands.run_module`).
-
-  Its Orbit progress lines ("train | step: ...") go to the terminal as they
-  come, all of its output to `log_path`; a stopped regeneration stops it
-  too, and a rerun resumes from the job's last checkpoint.
-  """
+  """Runs `[python, -m, module, *args]`, progress shown, all to `log_path`."""
   commands.run_module(
       command[2], command[3:], log_path=log_path, show=_PROGRESS
   )
@@ -443,12 +345,7 @@ def _call(command: Sequence[str], log_path: str) -> None:
 def _training_bindings(
     run: registry.Run, scale: str, steps: int, seed: Optional[int] = None
 ) -> Tuple[str, ...]:
-  """What a run trains with after its gin files and the scale's include.
-
-  What a run trains with after its gin files and the scale's include:
-  its steps, a warmup over a tenth of them, its bindings at the scale and,
-  if given, its pretraining seed.
-  """
+  """A run's steps, a warmup over a tenth, its scale bindings and seed."""
   return (
       f'experiment.train_steps = {steps}',
       f'optimization.warmup_steps = {steps // 10}',
@@ -462,9 +359,8 @@ def run_fingerprint(
 ) -> str:
   """SHA-256 of the gin bindings a run trains with.
 
-  SHA-256 of the gin bindings a run trains with (its paper files, the
-  scale's include and `_training_bindings`): a run read back from an
-  earlier call must have been trained with the same.
+  Its paper files, the scale's includes and `_training_bindings`: a run
+  read back from an earlier call must have been trained with the same.
   """
   return plan.gin_fingerprint(
       run.gin_files + scale_gin_files(run, scale),
@@ -483,22 +379,25 @@ def _pretrain(
 ) -> None:
   """Runs (or resumes) `official_repro.train` for one run.
 
-  One loop per checkpoint interval: `tf.train.CheckpointManager` saves at
-  the first loop's end and then once `checkpoint_every` steps have passed
-  since the last save, so with loops of that length every checkpoint is at
-  a multiple of it (also after a resume, which starts from one), besides
-  the last step. With `settings.held_out_steps` the run also evaluates that
-  many batches of the held-out books at every checkpoint
-  (`held_out.read_curve` reads them back).
+  One loop per checkpoint interval, so that every checkpoint (saved once
+  `checkpoint_every` steps have passed) is at a multiple of it, also after
+  a resume, besides the last step; with `settings.held_out_steps` the run
+  evaluates that many held-out batches at each.
   """
-  evaluation = (
-      [
-          f'--gin_param=experiment.validation_interval={checkpoint_every}',
-          f'--gin_param=experiment.validation_steps={settings.held_out_steps}',
-          '--mode=train_and_eval',
-      ]
-      if settings.held_out_steps
-      else ['--mode=train']
+  evaluation = ['--mode=train']
+  if settings.held_out_steps:
+    evaluation = [
+        f'--gin_param=experiment.validation_interval={checkpoint_every}',
+        f'--gin_param=experiment.validation_steps={settings.held_out_steps}',
+        '--mode=train_and_eval',
+    ]
+  bindings = (
+      f"pretrain_data.input_path='{records}'",
+      *_training_bindings(run, settings.scale, steps, seed),
+      f'experiment.checkpoint_interval={checkpoint_every}',
+      f'experiment.steps_per_loop={checkpoint_every}',
+      'experiment.max_to_keep=100',
+      *settings.pretrain_bindings,
   )
   command = [
       sys.executable,
@@ -506,15 +405,7 @@ def _pretrain(
       'official_repro.train',
       *(f'--gin_file={path}' for path in run.gin_files),
       *(f'--gin_file={path}' for path in scale_gin_files(run, settings.scale)),
-      f"--gin_param=pretrain_data.input_path='{records}'",
-      *(
-          f'--gin_param={binding}'
-          for binding in _training_bindings(run, settings.scale, steps, seed)
-      ),
-      f'--gin_param=experiment.checkpoint_interval={checkpoint_every}',
-      f'--gin_param=experiment.steps_per_loop={checkpoint_every}',
-      '--gin_param=experiment.max_to_keep=100',
-      *(f'--gin_param={binding}' for binding in settings.pretrain_bindings),
+      *(f'--gin_param={binding}' for binding in bindings),
       f'--model_dir={model_dir}',
       *evaluation,
       f'--strategy={settings.strategy}',
@@ -522,6 +413,41 @@ def _pretrain(
   ]
   tf.io.gfile.makedirs(model_dir)
   _call(command, os.path.join(model_dir, 'regenerate.log'))
+
+
+def _finetune_command(
+    target: registry.Target,
+    settings: GridSettings,
+    checkpoint: str,
+    model_dir: str,
+    task: str,
+    random_init: bool,
+    released: bool,
+) -> List[str]:
+  """The `experiments.glue_suite` job that fine-tunes `task`."""
+  include = finetune_gin(settings.scale)
+  return [
+      sys.executable,
+      '-m',
+      'experiments.glue_suite',
+      f'--paper={target.finetune_paper}',
+      f'--init_checkpoint={checkpoint}',
+      *(['--random_init'] if random_init else []),
+      *(
+          [f'--vocab_file={settings.vocab_file}']
+          if settings.vocab_file and not released
+          else []
+      ),
+      f'--glue_dir={settings.glue_dir}',
+      f'--model_dir={model_dir}',
+      f'--tasks={task}',
+      f'--gin_param=run_protocol.num_runs={settings.num_runs}',
+      f'--gin_param=finetuning.num_epochs={settings.tasks[task]}',
+      *([f'--gin_file={include}'] if include else []),
+      *settings.finetune_flags,
+      f'--strategy={settings.strategy}',
+      *settings.precision_flags(),
+  ]
 
 
 def finetune(
@@ -532,50 +458,31 @@ def finetune(
     random_init: bool = False,
     released: bool = False,
 ) -> Dict[str, Dict]:
-  """Fine-tunes (or reads back) every task for one checkpoint.
+  """{task: glue_suite's summary and score} for one checkpoint.
 
-  {task: glue_suite's summary and score} for one checkpoint, each task
-  fine-tuned under `step_dir` (or read back from there); with
-  `random_init`, the checkpoint's architecture from random
-  initialisation; a `released` checkpoint brings its own vocabulary.
+  Each task is fine-tuned under `step_dir` (or read back from there); with
+  `random_init`, the checkpoint's architecture from random initialisation;
+  a `released` checkpoint brings its own vocabulary.
   """
   scores = {}
-  for task, epochs in settings.tasks.items():
+  for task in settings.tasks:
     results_path = _glue_results_path(step_dir, task, settings)
     model_dir = os.path.dirname(results_path)
     if not tf.io.gfile.exists(results_path):
       tf.io.gfile.makedirs(model_dir)
       _call(
-          [
-              sys.executable,
-              '-m',
-              'experiments.glue_suite',
-              f'--paper={target.finetune_paper}',
-              f'--init_checkpoint={checkpoint}',
-              *(['--random_init'] if random_init else []),
-              *(
-                  [f'--vocab_file={settings.vocab_file}']
-                  if settings.vocab_file and not released
-                  else []
-              ),
-              f'--glue_dir={settings.glue_dir}',
-              f'--model_dir={model_dir}',
-              f'--tasks={task}',
-              f'--gin_param=run_protocol.num_runs={settings.num_runs}',
-              f'--gin_param=finetuning.num_epochs={epochs}',
-              *(
-                  [f'--gin_file={finetune_gin(settings.scale)}']
-                  if finetune_gin(settings.scale)
-                  else []
-              ),
-              *settings.finetune_flags,
-              f'--strategy={settings.strategy}',
-              *settings.precision_flags(),
-          ],
+          _finetune_command(
+              target,
+              settings,
+              checkpoint,
+              model_dir,
+              task,
+              random_init,
+              released,
+          ),
           os.path.join(model_dir, 'regenerate.log'),
       )
-    with tf.io.gfile.GFile(results_path) as f:
-      results = json.load(f)
+    results = read_json(results_path)
     scores[task] = dict(
         score=results['scores'][task], summary=results['summaries'][task]
     )
@@ -605,25 +512,10 @@ def pretrain_into_store(
 ) -> Tuple[str, List[int]]:
   """Pretrains `run` in the run store (or resumes it, or finds it done).
 
-  Pretrains `run` in the run store (or resumes it, or finds it done),
-  saving `settings.curve_points` checkpoints.
-
-  Args:
-    run: the compared model.
-    settings: the grid's settings.
-    runs_dir: the run store.
-    records: its pretraining records.
-    steps: the run's train steps.
-    curve: whether a learning curve needs all the checkpoints, not only
-      the last.
-    seed: the pretraining seed bound in gin (None: unbound).
-
-  Returns:
-    (its model_dir, the steps of the checkpoints needed).
-
-  Raises:
-    ValueError: when a learning curve needs a checkpoint that a run
-      finished earlier (with other checkpoint settings) lacks.
+  Returns (its model_dir, the steps of the checkpoints needed): all of its
+  `settings.curve_points` with `curve`, else the last. `seed` is bound in
+  gin (None: unbound). A ValueError when a curve needs a checkpoint that a
+  run finished earlier (with other checkpoint settings) lacks.
   """
   model_dir = run_dir(runs_dir, run, settings, steps, seed)
   checkpoints = _checkpoint_steps(steps, settings.curve_points)
@@ -652,18 +544,20 @@ def pretrain_into_store(
 def _pretrained(model_dir: str, steps: int) -> bool:
   """Whether the run in `model_dir` exported its encoder at `steps`."""
   export_dir = os.path.join(model_dir, export_layout.ENCODER_SUBDIR)
-  return all(
-      tf.io.gfile.exists(os.path.join(export_dir, name))
-      for name in (
-          f'encoder-{steps}.index',
-          export_layout.ENCODER_CONFIG_FILENAME,
-      )
-  )
+  names = (f'encoder-{steps}.index', export_layout.ENCODER_CONFIG_FILENAME)
+  return all(tf.io.gfile.exists(os.path.join(export_dir, n)) for n in names)
 
 
 def _print_line(line: str) -> None:
   """Prints a progress line where the runner prints its other lines."""
   print(line, flush=True)
+
+
+def announce(
+    index: int, runs: Sequence[registry.Run], run: registry.Run, text: str
+) -> None:
+  """Prints '[index/len(runs)] run (row): text' before a run's job."""
+  print(f'[{index}/{len(runs)}] {run.name} ({run.row}): {text}', flush=True)
 
 
 def jobs_progress(
@@ -680,6 +574,15 @@ def jobs_progress(
   )
 
 
+def _prepare(
+    target: registry.Target, settings: GridSettings, out: str, runs_dir: str
+) -> Tuple[str, Dict[str, int]]:
+  """Checks the settings, builds the records: (records, {run: steps})."""
+  check_settings(out, settings)
+  records = records_dir(runs_dir, settings)
+  return records, run_steps(target, settings, build_records(settings, records))
+
+
 def pretrain_only(
     target: registry.Target,
     settings: GridSettings,
@@ -687,43 +590,30 @@ def pretrain_only(
     runs_dir: str,
     clock: Callable[[], float] = time.monotonic,
 ) -> Dict[str, str]:
-  """Pretrains every run of `target` at the scale.
+  """Pretrains (or reads back) every run of `target` at the scale.
 
-  Pretrains (or resumes, or reads back from the run store `runs_dir`)
-  every run of `target` at the scale, all with the reference steps, with
-  the first pretraining seed; returns {run name: its exported encoder
-  folder}. `clock` (seconds) times the jobs for the time left.
+  With the reference steps and the first pretraining seed; returns {run
+  name: its exported encoder folder}. `clock` times the jobs.
   """
-  check_settings(out, settings)
-  records = records_dir(runs_dir, settings)
-  steps = run_steps(target, settings, build_records(settings, records))
+  records, steps = _prepare(target, settings, out, runs_dir)
   encoders = {}
   runs = target.runs_at(settings.scale)
   seed = settings.seeds()[0]
-  store_steps = {
-      run_dir(runs_dir, run, settings, steps[run.name], seed): steps[run.name]
+  dirs = {
+      run.name: run_dir(runs_dir, run, settings, steps[run.name], seed)
       for run in runs
   }
   # A job per directory left to pretrain: runs of equal bindings share one.
   to_pretrain = {
-      model_dir
-      for model_dir, train_steps in store_steps.items()
-      if not _pretrained(model_dir, train_steps)
+      dirs[run.name]
+      for run in runs
+      if not _pretrained(dirs[run.name], steps[run.name])
   }
   jobs = jobs_progress(target, len(to_pretrain), clock)
   for index, run in enumerate(runs, start=1):
-    print(
-        f'[{index}/{len(runs)}] {run.name} ({run.row}): '
-        f'{steps[run.name]:,} pretraining steps',
-        flush=True,
-    )
+    announce(index, runs, run, f'{steps[run.name]:,} pretraining steps')
     model_dir, _ = pretrain_into_store(
-        run,
-        settings,
-        runs_dir,
-        records,
-        steps[run.name],
-        seed=seed,
+        run, settings, runs_dir, records, steps[run.name], seed=seed
     )
     encoders[run.name] = os.path.join(model_dir, export_layout.ENCODER_SUBDIR)
     if model_dir in to_pretrain:
@@ -735,13 +625,8 @@ def pretrain_only(
 def mean_over_seeds(per_seed: Sequence[Dict[str, Dict]]) -> Dict[str, Dict]:
   """{task: {score, summary}}: each task's mean over pretraining seeds.
 
-  Args:
-    per_seed: one {task: {score, summary}} per pretraining seed, each score
-      aggregated over that seed's fine-tuning runs by the paper's protocol.
-
-  Returns:
-    {task: {score: the mean, summary: {n, mean, std, scores}}}, `std` the
-    sample standard deviation over the seeds (0 for one seed).
+  `per_seed` holds one {task: {score, summary}} per seed; the summary is
+  {n, mean, std, scores}, `std` the sample standard deviation (0 for one).
   """
   merged = {}
   for task in per_seed[0]:
@@ -792,13 +677,11 @@ def run_grid(
       run not finished earlier).
 
   Returns:
-    {run name: its result}: row, gin files and fingerprint, the run store's
-    directory, train steps, budget ratio, `glue` ({task: score and
-    glue_suite's summary}) at the last step and `curve` ({step: glue}) for
-    learning curves. With held-out evaluation, `held_out` ({step: {metric:
-    value}}). With several pretraining seeds these are means over the
-    seeds (`glue`'s summary then describes the seeds) and `seeds` holds
-    each seed's own result.
+    {run name: its result}: row, gin files and fingerprint, run store
+    directory, train steps, budget ratio, `glue` ({task: score and summary})
+    at the last step, `curve` ({step: glue}) and, with held-out evaluation,
+    `held_out` ({step: {metric: value}}); with several pretraining seeds,
+    means over them (`glue`'s summary describes the seeds) and `seeds`.
 
   Raises:
     ValueError: when `out` holds a grid of other settings, or a finished
@@ -806,95 +689,126 @@ def run_grid(
   """
   if target.kind != 'pretrain_glue':
     raise ValueError(
-        f'{target.key} is not a pretraining grid ' f'(kind {target.kind!r}).'
+        f'{target.key} is not a pretraining grid (kind {target.kind!r}).'
     )
-  check_settings(out, settings)
-  records = records_dir(runs_dir, settings)
-  steps = run_steps(target, settings, build_records(settings, records))
-  results = {}
+  records, steps = _prepare(target, settings, out, runs_dir)
   runs = target.runs_at(settings.scale)
   to_do = _jobs_left(target, runs, settings, out, runs_dir, steps)
   jobs = jobs_progress(target, len(to_do), clock)
-  released = dict(settings.released)
+  grid = _Grid(target, settings, out, runs_dir, records, steps, to_do, jobs)
+  results = {}
   for index, run in enumerate(runs, start=1):
     result_path = os.path.join(out, run.name, RESULT_FILENAME)
     fingerprint = run_fingerprint(run, settings.scale, steps[run.name])
-    if run.name in released and not tf.io.gfile.exists(result_path):
-      print(
-          f'[{index}/{len(runs)}] {run.name} ({run.row}): the released '
-          f'encoder {released[run.name]}, fine-tuned only',
-          flush=True,
-      )
-      results[run.name] = _released_result(
-          target, run, settings, out, released[run.name], fingerprint
-      )
-      json_files.write_json(result_path, results[run.name])
-      continue
     if tf.io.gfile.exists(result_path):
-      with tf.io.gfile.GFile(result_path) as f:
-        results[run.name] = json.load(f)
-      if results[run.name].get('gin_fingerprint') != fingerprint:
-        raise ValueError(
-            f'{result_path} was trained with other gin bindings than '
-            f'{run.name} has now ({", ".join(run.gin_files)} + '
-            f'{" + ".join(scale_gin_files(run, settings.scale))}, '
-            f'{steps[run.name]} '
-            'steps); use another --out.'
-        )
+      results[run.name] = _read_back(
+          run, settings, result_path, fingerprint, steps[run.name]
+      )
       print(
-          f'[{index}/{len(runs)}] {run.name}: finished earlier, ' 'read back.',
+          f'[{index}/{len(runs)}] {run.name}: finished earlier, read back.',
           flush=True,
       )
       continue
-    print(
-        f'[{index}/{len(runs)}] {run.name} ({run.row}): '
-        f'{steps[run.name]:,} pretraining steps'
-        + (
-            f', {settings.pretrain_seeds} pretraining seeds'
-            if settings.pretrain_seeds > 1
-            else ''
-        ),
-        flush=True,
+    say = functools.partial(announce, index, runs, run)
+    results[run.name] = grid.result(run, fingerprint, say)
+    tf.io.gfile.makedirs(os.path.dirname(result_path))
+    json_files.write_json(result_path, results[run.name])
+  return results
+
+
+@dataclasses.dataclass(frozen=True)
+class _Grid:
+  """What the jobs of a grid's runs share."""
+
+  target: registry.Target
+  settings: GridSettings
+  out: str
+  runs_dir: str
+  records: str
+  steps: Dict[str, int]
+  to_do: set
+  jobs: progress.Progress
+
+  def result(
+      self, run: registry.Run, fingerprint: str, say: Callable[[str], None]
+  ) -> Dict:
+    """A run not finished earlier: its release fine-tuned, or its seeds run."""
+    target, settings, steps = self.target, self.settings, self.steps[run.name]
+    released = dict(settings.released)
+    if run.name in released:
+      say(f'the released encoder {released[run.name]}, fine-tuned only')
+      return _released_result(
+          target, run, settings, self.out, released[run.name], fingerprint
+      )
+    seeds = settings.pretrain_seeds
+    say(
+        f'{steps:,} pretraining steps'
+        + (f', {seeds} pretraining seeds' if seeds > 1 else '')
     )
     per_seed = []
     for seed in settings.seeds():
       per_seed.append(
           _run_seed(
-              target, run, settings, runs_dir, records, steps[run.name], seed
+              target, run, settings, self.runs_dir, self.records, steps, seed
           )
       )
-      if per_seed[-1]['run_dir'] in to_do:
-        to_do.remove(per_seed[-1]['run_dir'])
-        jobs.advance()
-    result = dict(
-        run=run.name,
-        row=run.row,
-        gin_files=list(run.gin_files),
-        gin_fingerprint=fingerprint,
-        train_steps=steps[run.name],
-        budget_ratio=run.budget_ratio,
+      if per_seed[-1]['run_dir'] in self.to_do:
+        self.to_do.remove(per_seed[-1]['run_dir'])
+        self.jobs.advance()
+    return _merged_result(run, settings, fingerprint, steps, per_seed)
+
+
+def _read_back(
+    run: registry.Run,
+    settings: GridSettings,
+    result_path: str,
+    fingerprint: str,
+    steps: int,
+) -> Dict:
+  """A finished run's result, checked to have been trained as `run` is now."""
+  result = read_json(result_path)
+  if result.get('gin_fingerprint') != fingerprint:
+    raise ValueError(
+        f'{result_path} was trained with other gin bindings than '
+        f'{run.name} has now ({", ".join(run.gin_files)} + '
+        f'{" + ".join(scale_gin_files(run, settings.scale))}, {steps} '
+        'steps); use another --out.'
     )
-    if len(per_seed) == 1:
-      result.update(per_seed[0])
-      del result['seed']
-    else:
-      result.update(
-          run_dir=[seed['run_dir'] for seed in per_seed],
-          glue=mean_over_seeds([seed['glue'] for seed in per_seed]),
-          curve={
-              step: mean_over_seeds([seed['curve'][step] for seed in per_seed])
-              for step in per_seed[0]['curve']
-          },
-          seeds=per_seed,
-      )
-      if settings.held_out_steps:
-        result['held_out'] = _mean_curve(
-            [seed['held_out'] for seed in per_seed]
-        )
-    tf.io.gfile.makedirs(os.path.dirname(result_path))
-    json_files.write_json(result_path, result)
-    results[run.name] = result
-  return results
+  return result
+
+
+def _merged_result(
+    run: registry.Run,
+    settings: GridSettings,
+    fingerprint: str,
+    steps: int,
+    per_seed: List[Dict],
+) -> Dict:
+  """A run's result from its seeds' (`_run_seed`): one's, or their means."""
+  result = dict(
+      run=run.name,
+      row=run.row,
+      gin_files=list(run.gin_files),
+      gin_fingerprint=fingerprint,
+      train_steps=steps,
+      budget_ratio=run.budget_ratio,
+  )
+  if len(per_seed) == 1:
+    result.update(per_seed[0])
+    del result['seed']
+    return result
+  result.update(
+      run_dir=[seed['run_dir'] for seed in per_seed],
+      glue=mean_over_seeds([seed['glue'] for seed in per_seed]),
+      curve={
+          step: mean_over_seeds([seed['curve'][step] for seed in per_seed])
+          for step in per_seed[0]['curve']
+      },
+      seeds=per_seed,
+  )
+  if settings.held_out_steps:
+    result['held_out'] = _mean_curve([seed['held_out'] for seed in per_seed])
+  return result
 
 
 def _released_result(
@@ -956,11 +870,9 @@ def _jobs_left(
     ):
       continue
     train_steps = steps[run.name]
-    fine_tuned_steps = (
-        _checkpoint_steps(train_steps, settings.curve_points)
-        if target.figure == 'steps'
-        else [train_steps]
-    )
+    fine_tuned_steps = [train_steps]
+    if target.figure == 'steps':
+      fine_tuned_steps = _checkpoint_steps(train_steps, settings.curve_points)
     for seed in settings.seeds():
       pretrain_dir = run_dir(runs_dir, run, settings, train_steps, seed)
       finetuned = all(
@@ -988,9 +900,8 @@ def _run_seed(
 ) -> Dict:
   """Pretrains and fine-tunes one pretraining seed of `run`.
 
-  Pretrains and fine-tunes one pretraining seed of `run`; returns its
-  seed, run directory, `glue` at the last step, `curve` ({step: glue})
-  and, with held-out evaluation, `held_out`.
+  Returns its seed, run directory, `glue` at the last step, `curve`
+  ({step: glue}) and, with held-out evaluation, `held_out`.
   """
   pretrain_dir, checkpoints = pretrain_into_store(
       run,
@@ -1003,11 +914,9 @@ def _run_seed(
   )
   evaluated = {}
   for step in checkpoints:
-    checkpoint = (
-        pretrain_dir
-        if step == steps
-        else os.path.join(pretrain_dir, f'ckpt-{step}')
-    )
+    checkpoint = pretrain_dir
+    if step != steps:
+      checkpoint = os.path.join(pretrain_dir, f'ckpt-{step}')
     evaluated[str(step)] = finetune(
         target, settings, checkpoint, _step_dir(pretrain_dir, target, step)
     )

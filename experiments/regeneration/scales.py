@@ -1,9 +1,8 @@
 """The scales a table's grid runs at below paper scale.
 
-A scale is a gin include, `gin/regenerate/<name>.gin` (with its optimizer,
-objective and fine-tuning variants, see `runner.scale_gin_files`), plus what
-the include cannot say: how the corpus becomes records, how many steps the
-reference run trains, how many pretraining seeds each compared model gets,
+A scale is a gin include, `gin/regenerate/<name>.gin` (with its variants,
+`runner.scale_gin_files`), plus what the include cannot say: how the corpus
+becomes records, the reference run's steps, the pretraining seeds per model
 and whether held-out text is evaluated while pretraining. The records'
 sequence length is the include's `pretrain_data.max_seq_length`.
 """

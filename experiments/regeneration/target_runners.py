@@ -1,17 +1,12 @@
 """The functions that regenerate a target, each under the name it has.
 
-Each `registry.Target` names its runner (`Target.runner`); a runner is a
-function `(target, request)` registered in `RUNNERS`, and
-`experiments.regenerate` only builds the `Request` from its flags and calls
-the runner the target names. So a new table is one registry entry, and a new
-way of producing one is one runner here (or in another module of this
-package, registering itself) besides: no dispatch on keys or kinds to extend.
-
-The runners defined here are the grid (`grid`: pretrain, fine-tune and
-report below paper scale), the learning evidence (`learning`) and the
-targets that run only at paper scale (`plan_only`); the 'command' targets'
-own runners are in `command_runners`. Every runner but `learning` writes
-the paper-scale run plan at --scale=paper (`registered`).
+Each `registry.Target` names its runner, a function `(target, request)`
+registered in `RUNNERS`; `experiments.regenerate` only builds the `Request`
+from its flags and calls it, so a new way of producing a table is one runner
+(here or in another module of this package), with no dispatch on keys or
+kinds to extend. Here: `grid`, `learning` and `plan_only`; the 'command'
+targets' runners are in `command_runners`. Every runner but `learning`
+writes the paper-scale run plan at --scale=paper (`registered`).
 """
 
 import dataclasses
@@ -66,9 +61,8 @@ def _per_scale(text: str, value: Callable, separator: str = ', ') -> str:
 class Request:
   """What a runner is asked for: experiments.regenerate's flags.
 
-  Each field is the flag of the same name (`dataclass_flags`: its default
-  and help are the flag's); `tasks` is the raw --tasks list (`task_epochs`
-  checks and parses it).
+  Each field is the flag of its name (`dataclass_flags`); `tasks` is the
+  raw --tasks list (`task_epochs` checks and parses it).
   """
 
   table: Optional[str] = dataclass_flags.option(
@@ -231,11 +225,7 @@ class Request:
     )
 
   def require(self, *names: str) -> None:
-    """Stops unless every flag of `names` is given.
-
-    Raises:
-      UsageError: naming the missing flags.
-    """
+    """Stops unless every flag of `names` is given (a UsageError)."""
     missing = [f'--{name}' for name in names if not getattr(self, name)]
     if missing:
       raise app.UsageError(
@@ -244,10 +234,7 @@ class Request:
       )
 
   def task_epochs(self) -> Dict[str, float]:
-    """The tasks to fine-tune, as {task: epochs}.
-
-    --tasks (or the scale's default) as {task: epochs}, checked before any
-    job starts.
+    """--tasks (or the scale's default) as {task: epochs}, checked first.
 
     Raises:
       UsageError: an item that is not `<GLUE task>:<epochs > 0>`.
@@ -278,8 +265,7 @@ class Request:
     """`task_epochs`, once the input directories they need are there.
 
     Raises:
-      UsageError: a bad --tasks item, or a missing input, naming the flag
-        and the path.
+      UsageError: a bad --tasks item, or a missing input (flag and path).
     """
     tasks = self.task_epochs()
     for name in ('corpus', 'glue_dir', 'vocab_file'):
@@ -342,10 +328,7 @@ class Request:
   def grid_settings(
       self, target: registry.Target, tasks: Dict[str, float], num_runs: int
   ) -> runner.GridSettings:
-    """The settings of `target`'s grid at the scale.
-
-    The settings of `target`'s grid at the scale from the request, each
-    unset one from the scale (`scales.SCALES`).
+    """`target`'s grid settings: the request's, else the scale's.
 
     Raises:
       UsageError: no --vocab_file where the scale learns none.
@@ -390,11 +373,8 @@ def registered(
 ) -> Callable[[TargetRunner], TargetRunner]:
   """Decorator: registers the function as the runner `name`.
 
-  Args:
-    name: what `Target.runner` calls it.
-    plans_at_paper_scale: the function runs below paper scale, and at
-      --scale=paper the runner writes the run plan (`paper_plan`); False:
-      the function runs at every scale.
+  With `plans_at_paper_scale` the function runs below paper scale and at
+  --scale=paper the runner writes the run plan; else at every scale.
   """
 
   def register(regenerate: TargetRunner) -> TargetRunner:
@@ -409,9 +389,8 @@ def run(target: registry.Target, request: Request) -> None:
   """Regenerates `target` by the runner it names, counts and releases first.
 
   Raises:
-    UsageError: a count below 1; --released for a table that is not a
-      pretraining grid below paper scale (the only runner that fine-tunes in
-      a row's place), or naming no model.
+    UsageError: a count below 1; --released other than for a pretraining
+      grid below paper scale, or naming no model.
   """
   for name in ('num_runs', 'pretrain_seeds'):
     value = getattr(request, name)
@@ -470,31 +449,24 @@ def _grid_header(target: registry.Target, settings: runner.GridSettings) -> str:
   vocabulary = settings.vocab_file or (
       f'{settings.learned_vocab_size} pieces learned from the training books'
   )
+  reference = ''
+  if target.reference:
+    reference = f' ({target.reference}, others at its training FLOPs)'
+  seeds = ''
+  if settings.pretrain_seeds > 1:
+    seeds = (
+        f'; {settings.pretrain_seeds} pretraining seeds per model, '
+        'rows their mean and std'
+    )
+  note = f' Runs: {target.small_scale_note}.' if target.small_scale_note else ''
   return (
       f'Scale: {scale} ({", ".join(includes)}); '
-      f'reference steps {settings.reference_steps}'
-      + (
-          f' ({target.reference}, others at its training FLOPs)'
-          if target.reference
-          else ''
-      )
-      + f'; tasks {settings.tasks}; {settings.num_runs} '
+      f'reference steps {settings.reference_steps}{reference}'
+      f'; tasks {settings.tasks}; {settings.num_runs} '
       f'seed{"s" if settings.num_runs != 1 else ""} per task, '
       f'{_aggregation(target.finetune_paper)} over them (gin/finetune/'
-      f'{target.finetune_paper}/protocol.gin)'
-      + (
-          f'; {settings.pretrain_seeds} pretraining seeds per model, '
-          'rows their mean and std'
-          if settings.pretrain_seeds > 1
-          else ''
-      )
-      + f'; vocabulary {vocabulary}; {settings.strategy}.'
-      + (
-          f' Runs: {target.small_scale_note}.'
-          if target.small_scale_note
-          else ''
-      )
-      + '\n\n'
+      f'{target.finetune_paper}/protocol.gin){seeds}'
+      f'; vocabulary {vocabulary}; {settings.strategy}.{note}\n\n'
       + provenance.provenance('experiments.regenerate')
   )
 
@@ -546,9 +518,6 @@ def grid(target: registry.Target, request: Request) -> None:
 def learning(target: registry.Target, request: Request) -> None:
   """Pretrains one model per objective and writes the learning evidence.
 
-  Pretrains one model per objective at the scale and writes the
-  evidence that each learns (`learning.run_learning`).
-
   Raises:
     UsageError: at paper scale, or a missing or bad input.
   """
@@ -568,11 +537,7 @@ def learning(target: registry.Target, request: Request) -> None:
 
 
 def output_dir(request: Request) -> str:
-  """--out, made.
-
-  Raises:
-    UsageError: no --out.
-  """
+  """--out, made (a UsageError without it)."""
   request.require('out')
   tf.io.gfile.makedirs(request.out)
   return request.out
