@@ -18,7 +18,8 @@ import dataclasses
 import json
 import math
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -370,14 +371,10 @@ def _read_espnet_rank(directory: str, rank: int, collector: _NBestCollector):
   )
   text_path = _join(directory, 'text')
   texts = {}
-  for line_number, line in enumerate(
-      text_files.read_lines(text_path, 'ESPnet hypothesis file'), start=1
+  for line_number, location, fields in _id_lines(
+      text_path, 'ESPnet hypothesis file'
   ):
-    if not line.strip():
-      continue
-    fields = line.split(maxsplit=1)
     utterance_id = fields[0]
-    location = f'{text_path} line {line_number}'
     if utterance_id in texts:
       raise cli.UserError(
           f'{location}: utterance {utterance_id!r} was already given at '
@@ -409,18 +406,23 @@ def _read_espnet_rank(directory: str, rank: int, collector: _NBestCollector):
       )
 
 
+def _id_lines(
+    path: str, description: str
+) -> Iterator[Tuple[int, str, List[str]]]:
+  """(line number, location, [id, rest]) of each non-blank line."""
+  for line_number, line in enumerate(
+      text_files.read_lines(path, description), start=1
+  ):
+    if line.strip():
+      yield line_number, f'{path} line {line_number}', line.split(maxsplit=1)
+
+
 def _read_espnet_scores(
     path: str, collector: _NBestCollector
 ) -> Dict[str, Tuple[float, int]]:
   """`<utt-id> tensor(<score>)` lines: (score, line number) by utterance id."""
   scores = {}
-  for line_number, line in enumerate(
-      text_files.read_lines(path, 'ESPnet score file'), start=1
-  ):
-    if not line.strip():
-      continue
-    location = f'{path} line {line_number}'
-    fields = line.split(maxsplit=1)
+  for line_number, location, fields in _id_lines(path, 'ESPnet score file'):
     score = _espnet_number(fields[1]) if len(fields) == 2 else None
     if score is None:
       collector.skip(location, 'expected "<utt-id> tensor(<finite score>)"')
@@ -439,17 +441,11 @@ def _read_espnet_components(
 ) -> Dict[str, Dict[str, float]]:
   """`<utt-id> {"decoder": "tensor(x)", ...}` lines, by utterance id."""
   components = {}
-  for line_number, line in enumerate(
-      text_files.read_lines(path, 'ESPnet scores file'), start=1
-  ):
-    if not line.strip():
-      continue
-    location = f'{path} line {line_number}'
-    fields = line.split(maxsplit=1)
-    expected = (
-        'expected "<utt-id> {"<name>": "tensor(<finite score>)", '
-        '...}"; components ignored'
-    )
+  expected = (
+      'expected "<utt-id> {"<name>": "tensor(<finite score>)", '
+      '...}"; components ignored'
+  )
+  for _, location, fields in _id_lines(path, 'ESPnet scores file'):
     try:
       values = json.loads(fields[1]) if len(fields) == 2 else None
     except json.JSONDecodeError:

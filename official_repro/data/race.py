@@ -90,9 +90,7 @@ class RaceExample:
 
 
 def read_examples(
-    race_dir: str,
-    split: Optional[str] = None,
-    levels: Sequence[str] = LEVELS,
+    race_dir: str, split: Optional[str] = None, levels: Sequence[str] = LEVELS
 ) -> Tuple[List[RaceExample], read_report.ReadReport]:
   """Reads the questions of one RACE split.
 

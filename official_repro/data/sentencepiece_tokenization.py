@@ -318,9 +318,7 @@ def _set_trainer_spec(proto, model: Dict[str, Any]) -> None:
       ('eos_id', '</s>'),
   ):
     setattr(
-        proto.trainer_spec,
-        name,
-        pieces.index(piece) if piece in pieces else -1,
+        proto.trainer_spec, name, pieces.index(piece) if piece in pieces else -1
     )
 
 

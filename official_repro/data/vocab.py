@@ -18,17 +18,8 @@ import dataclasses
 import functools
 import inspect
 import re
-from typing import (
-    Any,
-    Dict,
-    Iterable,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Tuple,
-)
+from typing import Any, Dict, Iterable, Iterator, List, Mapping
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -87,7 +78,6 @@ class Vocabulary(collections.abc.Sequence):
 
   @property
   def kind(self) -> str:
-    """`WORDPIECE` or `SENTENCEPIECE`."""
     return WORDPIECE if self.sentencepiece_model is None else SENTENCEPIECE
 
   @property
@@ -102,7 +92,6 @@ class Vocabulary(collections.abc.Sequence):
 
   @staticmethod
   def tokenizer_name_of(kind: str) -> str:
-    """The tokenizer name of a vocabulary kind."""
     if kind == WORDPIECE:
       return tokenization.TOKENIZER_NAME
     return sentencepiece_tokenization.TOKENIZER_NAME
@@ -138,16 +127,12 @@ class Vocabulary(collections.abc.Sequence):
 
 def kind_of_file(path: str) -> str:
   """`SENTENCEPIECE` for a `*.model` file, else `WORDPIECE`."""
-  if path.endswith(_SENTENCEPIECE_SUFFIX):
-    return SENTENCEPIECE
-  return WORDPIECE
+  return SENTENCEPIECE if path.endswith(_SENTENCEPIECE_SUFFIX) else WORDPIECE
 
 
 def filename_of(kind: str) -> str:
   """The name a vocabulary of `kind` takes in a folder of ours."""
-  if kind == SENTENCEPIECE:
-    return SENTENCEPIECE_FILENAME
-  return WORDPIECE_FILENAME
+  return SENTENCEPIECE_FILENAME if kind == SENTENCEPIECE else WORDPIECE_FILENAME
 
 
 def as_vocabulary(tokens: Sequence[str]) -> Vocabulary:
@@ -169,17 +154,11 @@ class SpecialTokenIds:
   def from_vocab(cls, tokens: Sequence[str]) -> 'SpecialTokenIds':
     """Looks the five special tokens up by string (ValueError if missing)."""
     ids = special_token_ids(as_vocabulary(tokens).token_to_id, SPECIAL_TOKENS)
-    return cls(
-        pad=ids[PAD_TOKEN],
-        unk=ids[UNK_TOKEN],
-        cls=ids[CLS_TOKEN],
-        sep=ids[SEP_TOKEN],
-        mask=ids[MASK_TOKEN],
-    )
+    return cls(*ids.values())  # The fields' order is SPECIAL_TOKENS'.
 
   def all_ids(self) -> Tuple[int, ...]:
     """The five ids, in the order pad, unk, cls, sep, mask."""
-    return (self.pad, self.unk, self.cls, self.sep, self.mask)
+    return dataclasses.astuple(self)
 
   def as_dict(self) -> Dict[str, int]:
     return dataclasses.asdict(self)
@@ -286,7 +265,7 @@ def load_vocab(
   missing = [token for token in required_tokens if token not in first_line]
   if missing:
     raise cli.UserError(
-        f'Vocabulary file {path} lacks required tokens ' f'{missing}.'
+        f'Vocabulary file {path} lacks required tokens {missing}.'
     )
   return Vocabulary(list(first_line))
 
@@ -316,7 +295,7 @@ def _first_lines(path: str, text: str) -> Dict[str, int]:
   lines = text.splitlines()
   if not lines:
     raise cli.UserError(
-        f'Vocabulary file {path} is empty; expected one token ' 'per line.'
+        f'Vocabulary file {path} is empty; expected one token per line.'
     )
   first_line = {}
   for line_number, line in enumerate(lines, start=1):
@@ -523,11 +502,11 @@ def tokenize_with_vocab(
     return []
   reporter = progress.Progress(len(sentences), progress_label, 'sentences')
   tokenizer = make_tokenizer(tokens, lower_case)
-  dataset = tf.data.Dataset.from_tensor_slices(
-      tf.constant(list(sentences), dtype=tf.string)
-  )
   dataset = (
-      dataset.batch(batch_size)
+      tf.data.Dataset.from_tensor_slices(
+          tf.constant(list(sentences), tf.string)
+      )
+      .batch(batch_size)
       .map(
           lambda batch: _flat_ids_and_lengths(tokenizer.tokenize(batch)),
           num_parallel_calls=tf.data.AUTOTUNE,
@@ -585,10 +564,7 @@ class FullTokenizer:
   """
 
   def __init__(
-      self,
-      vocab_file: str,
-      do_lower_case: bool = True,
-      batch_size: int = 4096,
+      self, vocab_file: str, do_lower_case: bool = True, batch_size: int = 4096
   ):
     """`vocab_file` for `load_vocab`; `do_lower_case` for an uncased one."""
     self._tokens = load_vocab(vocab_file)
