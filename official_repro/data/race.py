@@ -18,16 +18,8 @@ import dataclasses
 import json
 import os
 import re
-from typing import (
-    Any,
-    Dict,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Tuple,
-)
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Tuple
 
 from absl import logging
 import numpy as np

@@ -18,20 +18,8 @@ threshold to the caller.
 import dataclasses
 import json
 import math
-from typing import (
-    AbstractSet,
-    Any,
-    Dict,
-    Iterator,
-    List,
-    Mapping,
-    NamedTuple,
-    Optional,
-    Sequence,
-    Tuple,
-    Type,
-    Union,
-)
+from typing import AbstractSet, Any, Dict, Iterator, List, Mapping, NamedTuple
+from typing import Optional, Sequence, Tuple, Type, Union
 
 from absl import logging
 import numpy as np
@@ -450,14 +438,9 @@ def convert_to_features(
 
 
 def _metadata(feature: squad_lib.InputFeatures) -> FeatureMetadata:
-  return FeatureMetadata(
-      unique_id=feature.unique_id,
-      example_index=feature.example_index,
-      doc_span_index=feature.doc_span_index,
-      tokens=feature.tokens,
-      token_to_orig_map=feature.token_to_orig_map,
-      token_is_max_context=feature.token_is_max_context,
-  )
+  """The `FeatureMetadata` fields of Model Garden's feature (same names)."""
+  names = (field.name for field in dataclasses.fields(FeatureMetadata))
+  return FeatureMetadata(**{name: getattr(feature, name) for name in names})
 
 
 def _wordpiece_pad_id(tokenizer: Any) -> int:
