@@ -233,7 +233,12 @@ def convert_to_features(
             sentence, tokenizer, special_ids, label_ids, max_seq_length, counts
         )
     ]
-  features = _stack_rows(rows, max_seq_length)
+  features = _stack_rows(
+      rows,
+      max_seq_length,
+      special_ids[vocab_lib.PAD_TOKEN],
+      label_ids[PAD_LABEL],
+  )
   report = FeatureReport(
       num_sentences=len(sentences), num_features=len(rows), **counts
   )
@@ -248,7 +253,7 @@ def _sentence_rows(
     label_ids: Mapping[str, int],
     max_seq_length: int,
     counts: Dict[str, int],
-) -> List[Dict[str, list]]:
+) -> List[Tuple[List[int], List[int], List[float]]]:
   """The `_encode_row`s of one sentence, cut between words to fit."""
   capacity = max_seq_length - 2
   words = _encode_words(sentence, tokenizer, label_ids, capacity, counts)
@@ -257,7 +262,7 @@ def _sentence_rows(
   if len(chunks) > 1:
     counts['num_split_sentences'] += 1
   return [
-      _encode_row(words[start:end], special_ids, label_ids, max_seq_length)
+      _encode_row(words[start:end], special_ids, label_ids)
       for start, end in chunks
   ]
 
@@ -490,13 +495,8 @@ def _encode_row(
     words: Sequence[Tuple[List[int], int]],
     special_ids: Mapping[str, int],
     label_ids: Mapping[str, int],
-    max_seq_length: int,
-) -> Dict[str, list]:
-  """One feature: `[CLS] pieces [SEP] [PAD]...` with its labels and weights.
-
-  Lists `input_word_ids`, `label_ids` and `label_weights` of length
-  `max_seq_length`, and `length`, the number of real tokens.
-  """
+) -> Tuple[List[int], List[int], List[float]]:
+  """`[CLS] pieces [SEP]`: its token ids, label ids and weights, unpadded."""
   pad_label = label_ids[PAD_LABEL]
   continuation_label = label_ids[CONTINUATION_LABEL]
   token_ids = [special_ids[vocab_lib.CLS_TOKEN]]
@@ -507,39 +507,31 @@ def _encode_row(
     labels.extend([tag_id] + [continuation_label] * (len(piece_ids) - 1))
     weights.extend([1.0] + [0.0] * (len(piece_ids) - 1))
   token_ids.append(special_ids[vocab_lib.SEP_TOKEN])
-  labels.append(pad_label)
-  weights.append(0.0)
-  length = len(token_ids)
-  padding = max_seq_length - length
-  return dict(
-      input_word_ids=(token_ids + [special_ids[vocab_lib.PAD_TOKEN]] * padding),
-      label_ids=labels + [pad_label] * padding,
-      label_weights=weights + [0.0] * padding,
-      length=length,
-  )
+  return token_ids, labels + [pad_label], weights + [0.0]
 
 
 def _stack_rows(
-    rows: Sequence[Dict[str, list]], max_seq_length: int
+    rows: Sequence[Tuple[List[int], List[int], List[float]]],
+    max_seq_length: int,
+    pad_id: int,
+    pad_label: int,
 ) -> Dict[str, np.ndarray]:
-  """`[num_features, max_seq_length]` arrays from `_encode_row` outputs."""
-  lengths = np.array([row['length'] for row in rows], dtype=np.int32)
-  input_mask = (
-      np.arange(max_seq_length)[None, :] < lengths.reshape(-1, 1)
-  ).astype(np.int32)
-
-  def stack(key, dtype):
-    return np.array([row[key] for row in rows], dtype=dtype).reshape(
-        -1, max_seq_length
-    )
-
-  return dict(
-      input_word_ids=stack('input_word_ids', np.int32),
-      input_mask=input_mask,
-      input_type_ids=np.zeros_like(input_mask),
-      label_ids=stack('label_ids', np.int32),
-      label_weights=stack('label_weights', np.float32),
+  """`[num_features, max_seq_length]` arrays of `_encode_row`s, padded."""
+  shape = (len(rows), max_seq_length)
+  features = dict(
+      input_word_ids=np.full(shape, pad_id, np.int32),
+      input_mask=np.zeros(shape, np.int32),
+      input_type_ids=np.zeros(shape, np.int32),
+      label_ids=np.full(shape, pad_label, np.int32),
+      label_weights=np.zeros(shape, np.float32),
   )
+  for row, (token_ids, labels, weights) in enumerate(rows):
+    length = len(token_ids)
+    features['input_word_ids'][row, :length] = token_ids
+    features['input_mask'][row, :length] = 1
+    features['label_ids'][row, :length] = labels
+    features['label_weights'][row, :length] = weights
+  return features
 
 
 def _log_feature_report(report: FeatureReport):
