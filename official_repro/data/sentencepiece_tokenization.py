@@ -176,13 +176,8 @@ def read_model(model: bytes) -> Tuple[List[str], Dict[str, str]]:
         'not a SentencePiece model (its ModelProto does not parse)'
     ) from None
   pieces = [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
-  aliases = {}
-  for name, piece_id in (
-      ('[PAD]', processor.pad_id()),
-      ('[UNK]', processor.unk_id()),
-  ):
-    if piece_id >= 0:
-      aliases[name] = pieces[piece_id]
+  special = (('[PAD]', processor.pad_id()), ('[UNK]', processor.unk_id()))
+  aliases = {name: pieces[i] for name, i in special if i >= 0}
   return pieces, aliases
 
 

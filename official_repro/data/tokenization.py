@@ -58,15 +58,18 @@ def regex_code(code_point: int) -> str:
   return f'\\x{{{code_point:X}}}'
 
 
+def _regex_range(first: int, last: int) -> str:
+  return f'{regex_code(first)}-{regex_code(last)}'
+
+
 def regex_ranges(flags: bytes, value: int) -> str:
   """RE2 class ranges (no brackets) of the code points flagged `value`."""
   parts = []
   for run in re.finditer(re.escape(bytes([value])) + b'+', flags):
     first, last = run.start(), run.end() - 1
-    if first == last:
-      parts.append(regex_code(first))
-    else:
-      parts.append(f'{regex_code(first)}-{regex_code(last)}')
+    parts.append(
+        _regex_range(first, last) if first < last else regex_code(first)
+    )
   if not parts:
     raise ValueError(f'No code point of kind {value}.')
   return ''.join(parts)
@@ -136,9 +139,7 @@ def _character_tables() -> _CharacterTables:
     if char != _CAPITAL_SIGMA and char.lower() != char:
       lower_case.append((char, char.lower()))
   kinds = bytes(kinds)
-  cjk = ''.join(
-      f'{regex_code(first)}-{regex_code(last)}' for first, last in _CJK_RANGES
-  )
+  cjk = ''.join(_regex_range(first, last) for first, last in _CJK_RANGES)
   return _CharacterTables(
       deleted=f'[{regex_ranges(kinds, _DELETED)}]',
       space=f'[{regex_ranges(kinds, _SPACE)}]',
