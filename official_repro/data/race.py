@@ -321,9 +321,7 @@ def convert_to_features(
     max_query_length: Optional[int] = None,
     fill_blank: bool = False,
 ) -> Tuple[Dict[str, np.ndarray], ConversionReport]:
-  """Tokenizes, truncates and pads one sequence per example and option.
-
-  The layout and the truncation rule are the module docstring's.
+  """Tokenizes, truncates and pads (module docstring) a sequence per option.
 
   Args:
     examples: the `RaceExample`s; N = len(examples).
@@ -347,15 +345,7 @@ def convert_to_features(
     ValueError: `max_seq_length` below 7, `max_query_length` below 1, or a
       special token missing from `tokenizer.vocab`.
   """
-  if max_seq_length < 7:
-    raise cli.UserError(
-        'max_seq_length must be >= 7 ([CLS] article [SEP] '
-        f'question [SEP] option [SEP]), got {max_seq_length}.'
-    )
-  if max_query_length is not None and max_query_length < 1:
-    raise cli.UserError(
-        f'max_query_length must be >= 1 or None, got {max_query_length}.'
-    )
+  _check_lengths(max_seq_length, max_query_length)
   special_ids = vocab_lib.special_token_ids(
       tokenizer.vocab,
       (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),
@@ -381,6 +371,18 @@ def convert_to_features(
       features['input_type_ids'][row, choice, : len(ids)] = type_ids
   logging.info('RACE features: %s', report.as_dict())
   return features, report
+
+
+def _check_lengths(max_seq_length: int, max_query_length: Optional[int]):
+  if max_seq_length < 7:
+    raise cli.UserError(
+        'max_seq_length must be >= 7 ([CLS] article [SEP] '
+        f'question [SEP] option [SEP]), got {max_seq_length}.'
+    )
+  if max_query_length is not None and max_query_length < 1:
+    raise cli.UserError(
+        f'max_query_length must be >= 1 or None, got {max_query_length}.'
+    )
 
 
 def _unfilled_features(

@@ -558,10 +558,9 @@ def extract_answers(
   `max_answer_length` WordPieces) and maps the best over all windows back to
   the context's characters. For SQuAD 2.0 the null score is the [CLS] one,
   minimised over windows, and `null_score_diffs[qid]` is it minus the best
-  span's; the caller predicts '' above a threshold
-  (`metrics.squad_metrics.apply_null_threshold`). A question with no valid
-  span gets '' (SQuAD 2.0: its null score as the diff, as in Model Garden).
-  Logits: float `[N, S]`, a row per feature of `features_metadata`.
+  span's; the caller predicts '' above a threshold (`apply_null_threshold`
+  of `metrics.squad_metrics`). A question with no valid span gets '' (SQuAD
+  2.0: its null score as the diff). Logits: float `[N, S]`, a row a feature.
 
   Returns:
     `(predictions, null_score_diffs)`: question id -> answer text, and for
