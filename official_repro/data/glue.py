@@ -1,38 +1,17 @@
 r"""GLUE readers and BERT-style feature conversion for fine-tuning.
 
-Reads the standard GLUE TSV layout, `<glue_dir>/<DIR>/<split>.tsv`, of the
-eight tasks that the reproduced papers report: CoLA, SST-2, MRPC, STS-B, QQP,
-MNLI, QNLI and RTE. WNLI is left out on purpose, as in BERT, ELECTRA and the
-papers reproduced here (TEAMS averages "all 8 tasks"): the GLUE FAQ notes that
-its dev set is adversarial, so fine-tuned models score below the majority
-baseline and the number says nothing. Only the labelled `train` and dev splits
-are read; MNLI's dev splits are `dev_matched` and `dev_mismatched`, every other
-task has `dev`. Test files carry no labels and are out of scope.
-
-The files follow a few quirks that the reader handles explicitly:
-
-* CoLA has no header; columns are found by position (label 1, sentence 3).
-  Every other file has a header and columns are found by name, so extra
-  columns (MNLI has a dozen) do not matter.
-* Quote characters are plain text (`csv.QUOTE_NONE`): MRPC and STS-B contain
-  sentences with an unmatched `"` that a quoting CSV parser would merge with
-  the following lines. Lines are split on `\n` only and fields on `\t` only.
-* A UTF-8 byte-order mark (MRPC's header starts with one) and CRLF line
-  endings are accepted in any file.
-
-Rows that cannot be used (wrong number of columns, an empty sentence, a line
-that is not UTF-8) are skipped, counted in a `read_report.ReadReport` with
-their 1-based line numbers and logged. A label outside the task's label set,
-or an STS-B score that is not a number in [0, 5], is a data error that would
-silently bias the metric, so it stops reading with `GlueLabelError`.
-
-`convert_examples_to_features` builds `[CLS] a [SEP] (b [SEP])` sequences with
-BERT's longest-first truncation of sentence pairs, using the Model Garden
-encoder input names.
-
-Not reused: Model Garden's GLUE processors (`classifier_data_lib`) read
-through `tfds.load`, a download, where this reads the user's files; its
-`_truncate_seq_pair` (the same rule as `_truncate`) is private and does not
+Reads `<glue_dir>/<DIR>/<split>.tsv` of the eight tasks the papers report
+(CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE; labelled `train` and dev
+splits only). WNLI is left out, as in BERT and ELECTRA: its dev set is
+adversarial (GLUE FAQ), so its number says nothing. CoLA has no header
+(columns by position), the others are read by header name; quotes are plain
+text (`csv.QUOTE_NONE`: MRPC and STS-B have unmatched `"`), lines split on
+`\n`, fields on `\t`; a BOM and CRLF are accepted. Unusable rows are skipped
+and counted in a `read_report.ReadReport`; a label outside the task's set
+(or an STS-B score not in [0, 5]) would bias the metric, so it raises
+`GlueLabelError`. Not reused: Model Garden's GLUE processors
+(`classifier_data_lib`) read through `tfds.load`, a download, not the user's
+files; its `_truncate_seq_pair` (`_truncate`'s rule) is private and does not
 say whether it cut.
 """
 
@@ -67,13 +46,10 @@ class GlueTaskSpec:
   Attributes:
     name: the short task name used throughout the repository, e.g. 'sst2'.
     directory: the task's folder under the GLUE root, e.g. 'SST-2'.
-    label_list: the label strings as written in the files; a label's id is its
-      index here. Empty for the regression task STS-B.
+    label_list: the labels as written; a label's id is its index (STS-B: ()).
     is_regression: True for STS-B, whose label is a float score in [0, 5].
-    dev_splits: the labelled evaluation splits, ('dev',) or MNLI's
-      ('dev_matched', 'dev_mismatched').
-    headline_metric: the metric a paper's GLUE table shows for the task
-      ('mcc' for CoLA, 'spearman' for STS-B, 'accuracy' otherwise).
+    dev_splits: ('dev',), or MNLI's ('dev_matched', 'dev_mismatched').
+    headline_metric: what a paper's GLUE table shows for the task.
   """
 
   name: str
@@ -200,12 +176,7 @@ def glue_file_path(glue_dir: str, task: str, split: str) -> str:
 def read_examples(
     glue_dir: str, task: str, split: str
 ) -> Tuple[List[GlueExample], read_report.ReadReport]:
-  """Reads the labelled examples of one GLUE split.
-
-  Args:
-    glue_dir: the GLUE root holding one folder per task (CoLA, SST-2, ...).
-    task: one of `GLUE_TASKS`.
-    split: 'train' or one of the task's `dev_splits`.
+  """Reads the labelled examples of one GLUE split (`task`, `split`).
 
   Returns:
     The examples in file order, and a report whose records are the data rows
@@ -236,24 +207,29 @@ def read_examples(
         continue
     row_index = report.num_records
     report.num_records += 1
-    if line is None:
-      report.add_malformed(line_number, 'not valid UTF-8')
-      continue
-    fields = line.split('\t')
-    problem = _row_problem(fields, indices, columns)
+    problem = 'not valid UTF-8' if line is None else None
+    fields = [] if line is None else line.split('\t')
+    problem = problem or _row_problem(fields, indices, columns)
     if problem:
       report.add_malformed(line_number, problem)
       continue
-    text_b = None if columns.text_b is None else fields[indices.text_b]
     examples.append(
         GlueExample(
             guid=f'{task}-{split}-{row_index}',
             text_a=fields[indices.text_a],
-            text_b=text_b,
+            text_b=None if columns.text_b is None else fields[indices.text_b],
             label=_parse_label(fields[indices.label], spec, path, line_number),
             line_number=line_number,
         )
     )
+  _check_read(path, indices, examples, report)
+  report.num_examples = len(examples)
+  report.log(f'GLUE {task}/{split}')
+  return examples, report
+
+
+def _check_read(path, indices, examples, report) -> None:
+  """Refuses an empty file, or one without a usable row."""
   if indices is None:
     raise cli.UserError(f'GLUE file {path} is empty.')
   if not examples:
@@ -262,9 +238,6 @@ def read_examples(
         f'after its header, {report.num_malformed} of them malformed; give '
         'the split with its rows.'
     )
-  report.num_examples = len(examples)
-  report.log(f'GLUE {task}/{split}')
-  return examples, report
 
 
 def _read_lines(path: str) -> Iterator[Tuple[int, Optional[str]]]:
@@ -362,12 +335,7 @@ def _parse_label(
 
 @dataclasses.dataclass(frozen=True)
 class FeatureReport:
-  """Counts from `convert_examples_to_features`.
-
-  Attributes:
-    num_examples: examples converted (one feature each).
-    num_truncated: examples that lost tokens to fit `max_seq_length`.
-  """
+  """Examples converted (one feature each), and those that lost tokens."""
 
   num_examples: int
   num_truncated: int
@@ -387,18 +355,14 @@ def convert_examples_to_features(
   Args:
     examples: N examples, all classification (int labels) or all regression
       (float labels); the label dtype follows.
-    tokenizer: `vocab.FullTokenizer` (the original BERT tokenizer, texts
-      tokenized in batches) or another object with Model Garden's
-      `FullTokenizer` interface: `tokenize`, `convert_tokens_to_ids` and a
-      `vocab` dict holding '[CLS]', '[SEP]' and '[PAD]'.
+    tokenizer: `vocab.FullTokenizer` or another object with Model Garden's
+      `FullTokenizer` interface, its `vocab` holding [CLS], [SEP] and [PAD].
     max_seq_length: sequence length L, at least 3.
 
   Returns:
-    features: a dict of
-      `input_word_ids`: int32 [N, L] token ids;
-      `input_mask`: int32 [N, L], 1 for real tokens, 0 for padding;
-      `input_type_ids`: int32 [N, L] segment ids;
-      `label_ids`: int32 [N] class ids, or float32 [N] STS-B scores.
+    features: int32 [N, L] `input_word_ids`, `input_mask` and
+      `input_type_ids`, and `label_ids`: int32 [N] class ids, or float32 [N]
+      STS-B scores.
     report: how many examples were converted and how many truncated.
 
   Raises:
@@ -414,11 +378,35 @@ def convert_examples_to_features(
     )
   label_dtype = _label_dtype(examples)
   special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
-  cls_id = special_ids[vocab_lib.CLS_TOKEN]
-  sep_id = special_ids[vocab_lib.SEP_TOKEN]
-  pad_id = special_ids[vocab_lib.PAD_TOKEN]
+  features, num_truncated = _input_arrays(
+      examples, tokenizer, special_ids, max_seq_length
+  )
+  features['label_ids'] = np.array(
+      [example.label for example in examples], label_dtype
+  )
+  report = FeatureReport(
+      num_examples=len(examples), num_truncated=num_truncated
+  )
+  logging.info(
+      'Converted %d GLUE examples to length %d; %d truncated.',
+      len(examples),
+      max_seq_length,
+      num_truncated,
+  )
+  return features, report
+
+
+def _input_arrays(
+    examples: Sequence[GlueExample],
+    tokenizer,
+    special_ids: Dict[str, int],
+    max_seq_length: int,
+) -> Tuple[Dict[str, np.ndarray], int]:
+  """The three int32 `[N, L]` encoder inputs, and how many were truncated."""
   num = len(examples)
-  word_ids = np.full((num, max_seq_length), pad_id, np.int32)
+  word_ids = np.full(
+      (num, max_seq_length), special_ids[vocab_lib.PAD_TOKEN], np.int32
+  )
   mask = np.zeros((num, max_seq_length), np.int32)
   type_ids = np.zeros((num, max_seq_length), np.int32)
   num_truncated = 0
@@ -426,35 +414,43 @@ def convert_examples_to_features(
   texts += [e.text_b for e in examples if e.text_b is not None]
   with vocab_lib.prefetched(tokenizer, texts):
     for row, example in enumerate(examples):
-      tokens_a = tokenizer.tokenize(example.text_a)
-      tokens_b = (
-          None if example.text_b is None else tokenizer.tokenize(example.text_b)
+      ids, segments, truncated = _encode(
+          example, tokenizer, special_ids, max_seq_length
       )
-      truncated = _truncate(tokens_a, tokens_b, max_seq_length)
       num_truncated += int(truncated)
-      ids = [cls_id] + tokenizer.convert_tokens_to_ids(tokens_a) + [sep_id]
-      segments = [0] * len(ids)
-      if tokens_b is not None:
-        ids_b = tokenizer.convert_tokens_to_ids(tokens_b) + [sep_id]
-        ids += ids_b
-        segments += [1] * len(ids_b)
       word_ids[row, : len(ids)] = ids
       mask[row, : len(ids)] = 1
       type_ids[row, : len(ids)] = segments
   features = dict(
-      input_word_ids=word_ids,
-      input_mask=mask,
-      input_type_ids=type_ids,
-      label_ids=np.array([example.label for example in examples], label_dtype),
+      input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids
   )
-  report = FeatureReport(num_examples=num, num_truncated=num_truncated)
-  logging.info(
-      'Converted %d GLUE examples to length %d; %d truncated.',
-      num,
-      max_seq_length,
-      num_truncated,
+  return features, num_truncated
+
+
+def _encode(
+    example: GlueExample,
+    tokenizer,
+    special_ids: Dict[str, int],
+    max_seq_length: int,
+) -> Tuple[List[int], List[int], bool]:
+  """(ids, segment ids, whether truncated) of `[CLS] a [SEP] (b [SEP])`."""
+  sep_id = special_ids[vocab_lib.SEP_TOKEN]
+  tokens_a = tokenizer.tokenize(example.text_a)
+  tokens_b = (
+      None if example.text_b is None else tokenizer.tokenize(example.text_b)
   )
-  return features, report
+  truncated = _truncate(tokens_a, tokens_b, max_seq_length)
+  ids = (
+      [special_ids[vocab_lib.CLS_TOKEN]]
+      + tokenizer.convert_tokens_to_ids(tokens_a)
+      + [sep_id]
+  )
+  segments = [0] * len(ids)
+  if tokens_b is not None:
+    ids_b = tokenizer.convert_tokens_to_ids(tokens_b) + [sep_id]
+    ids += ids_b
+    segments += [1] * len(ids_b)
+  return ids, segments, truncated
 
 
 def _label_dtype(examples: Sequence[GlueExample]) -> type:

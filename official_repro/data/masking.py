@@ -1,31 +1,21 @@
 """Masked-LM input corruption shared by static and dynamic masking.
 
-One implementation serves both modes so that a record masked once when the
-data is written (static masking, BERT/TEAMS) and a batch masked afresh at every
-step in `tf.data` (dynamic masking, ELECTRA/SCRIPT) follow identical rules:
-
-1. Candidates are real tokens (`input_mask == 1`) that are not special tokens
-   ([CLS], [SEP], [PAD], [MASK], [UNK] ...): special tokens are never chosen.
-2. Per sequence, `num_to_predict = min(max_predictions_per_seq,
-   max(1, round(mask_rate * num_candidates)))` positions are drawn uniformly
-   *without replacement* (random scores, top-k).
-3. Each chosen position becomes [MASK] with probability `mask_token_fraction`,
-   a random non-special token with probability `random_token_fraction`, and
-   keeps its token otherwise (80/10/10 for BERT and SCRIPT, 85/0/15 for the
-   ELECTRA reference code).
-
-All randomness is stateless and derived from an explicit `[2]` seed, so a
-static record set is reproducible from its seed, while the dynamic pipeline
-feeds a fresh seed per batch (`tf.data.Dataset.random`) and masks differently in
-every epoch.
-
-Not reused: TF Text's `RandomItemSelector` and `MaskValuesChooser` draw with
-stateful random ops and take no per-batch seed, so records masked with them
-could not be reproduced from their seed.
+One implementation serves records masked once when written (static, BERT and
+TEAMS) and batches masked afresh each step in `tf.data` (dynamic, ELECTRA and
+SCRIPT), so both follow one rule: candidates are real, non-special tokens;
+`min(max_predictions_per_seq, max(1, round(mask_rate * candidates)))` of them
+are drawn without replacement (random scores, top-k); each becomes [MASK],
+a random non-special token or itself (`mask_token_fraction`,
+`random_token_fraction`: 80/10/10 for BERT and SCRIPT, 85/0/15 in ELECTRA's
+code). Randomness is stateless from an explicit `[2]` seed: static records
+are reproducible, the dynamic pipeline feeds a fresh seed per batch. Not
+reused: TF Text's `RandomItemSelector` and `MaskValuesChooser` draw with
+stateful ops and take no per-batch seed, so their records could not be
+reproduced from their seed.
 """
 
 import dataclasses
-from typing import Dict, Sequence
+from typing import Dict, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -36,13 +26,8 @@ from official_repro.common import cli
 class MaskingConfig:
   """How many tokens to corrupt and how.
 
-  Attributes:
-    mask_rate: fraction of candidate tokens chosen for prediction.
-    max_predictions_per_seq: cap on chosen tokens per sequence; also the
-      static width of the `masked_lm_*` tensors.
-    mask_token_fraction: of the chosen tokens, the fraction replaced by [MASK].
-    random_token_fraction: of the chosen tokens, the fraction replaced by a
-      uniformly drawn non-special token; the rest keep their original token.
+  `max_predictions_per_seq` also is the static width of the `masked_lm_*`
+  tensors; the chosen tokens neither [MASK] nor random keep their token.
   """
 
   mask_rate: float = 0.15
@@ -97,28 +82,57 @@ def mask_batch(
     mask_token_id: id of [MASK].
     special_token_ids: ids that are never chosen and never drawn as random
       replacements ([PAD], [UNK], [CLS], [SEP], [MASK], ...).
-    vocab_size: number of token ids; random replacements are drawn from
-      `[0, vocab_size)` minus `special_token_ids`.
+    vocab_size: random replacements come from `[0, vocab_size)` minus those.
     seed: int `[2]` stateless seed.
 
   Returns:
-    A dict with
-      `input_word_ids`: int32 `[batch, seq_length]`, the corrupted ids;
-      `masked_lm_positions`: int32 `[batch, max_predictions]`, chosen positions
-        in ascending order, padded with 0;
-      `masked_lm_ids`: int32 `[batch, max_predictions]`, original ids there;
-      `masked_lm_weights`: float32 `[batch, max_predictions]`, 1 for a real
-        prediction, 0 for padding.
+    A dict with int32 `input_word_ids` `[batch, seq_length]` (corrupted), and
+    `[batch, max_predictions]` int32 `masked_lm_positions` (ascending, padded
+    with 0) and `masked_lm_ids` (the original ids), float32
+    `masked_lm_weights` (1 for a real prediction).
   """
   input_word_ids = tf.cast(input_word_ids, tf.int32)
   input_mask = tf.cast(input_mask, tf.int32)
-  max_predictions = config.max_predictions_per_seq
-  seq_length = tf.shape(input_word_ids)[1]
   seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=4)
-
   special = tf.constant(
       sorted(set(int(i) for i in special_token_ids)), dtype=tf.int32
   )
+  positions, weights = _choose_positions(
+      input_word_ids, input_mask, special, config, seeds[0]
+  )
+  original_ids = tf.gather(input_word_ids, positions, batch_dims=1)
+  original_ids = original_ids * tf.cast(weights, tf.int32)
+  new_ids = _replacement_ids(
+      original_ids, config, mask_token_id, special, vocab_size, seeds
+  )
+  batch_index = tf.broadcast_to(
+      tf.range(tf.shape(input_word_ids)[0])[:, None], tf.shape(positions)
+  )
+  scatter_index = tf.stack([batch_index, positions], axis=-1)
+  real = weights > 0
+  corrupted = tf.tensor_scatter_nd_update(
+      input_word_ids,
+      tf.boolean_mask(scatter_index, real),
+      tf.boolean_mask(new_ids, real),
+  )
+  return dict(
+      input_word_ids=corrupted,
+      masked_lm_positions=positions,
+      masked_lm_ids=original_ids,
+      masked_lm_weights=weights,
+  )
+
+
+def _choose_positions(
+    input_word_ids: tf.Tensor,
+    input_mask: tf.Tensor,
+    special: tf.Tensor,
+    config: MaskingConfig,
+    seed: tf.Tensor,
+) -> Tuple[tf.Tensor, tf.Tensor]:
+  """int32 positions and float32 weights, `[batch, max_predictions]`."""
+  max_predictions = config.max_predictions_per_seq
+  seq_length = tf.shape(input_word_ids)[1]
   is_special = tf.reduce_any(
       tf.equal(input_word_ids[:, :, None], special[None, None, :]), axis=-1
   )
@@ -132,10 +146,9 @@ def mask_batch(
   num_to_predict = tf.minimum(
       tf.minimum(tf.maximum(num_to_predict, 1), max_predictions), num_candidates
   )
-
   # Sampling without replacement: rank candidates by i.i.d. uniform scores.
   scores = tf.random.stateless_uniform(
-      tf.shape(input_word_ids), seed=seeds[0], minval=0.0, maxval=1.0
+      tf.shape(input_word_ids), seed=seed, minval=0.0, maxval=1.0
   )
   scores = tf.where(candidate, scores, -1.0)
   k = tf.minimum(max_predictions, seq_length)
@@ -150,12 +163,20 @@ def mask_batch(
   pad = max_predictions - k
   positions = tf.pad(positions, [[0, 0], [0, pad]])
   weights = tf.pad(weights, [[0, 0], [0, pad]])
-  original_ids = tf.gather(input_word_ids, positions, batch_dims=1)
-  original_ids = original_ids * tf.cast(weights, tf.int32)
+  return positions, weights
 
-  # Decide [MASK] / random / keep for each chosen position.
+
+def _replacement_ids(
+    original_ids: tf.Tensor,
+    config: MaskingConfig,
+    mask_token_id: int,
+    special: tf.Tensor,
+    vocab_size: int,
+    seeds: tf.Tensor,
+) -> tf.Tensor:
+  """[MASK], a random id or the original, per chosen position."""
   action = tf.random.stateless_uniform(
-      tf.shape(positions), seed=seeds[1], minval=0.0, maxval=1.0
+      tf.shape(original_ids), seed=seeds[1], minval=0.0, maxval=1.0
   )
   use_mask = action < config.mask_token_fraction
   use_random = tf.logical_and(
@@ -163,28 +184,10 @@ def mask_batch(
       action < config.mask_token_fraction + config.random_token_fraction,
   )
   random_ids = _sample_non_special_ids(
-      tf.shape(positions), special, vocab_size, seeds[2]
+      tf.shape(original_ids), special, vocab_size, seeds[2]
   )
-  new_ids = tf.where(
+  return tf.where(
       use_mask, mask_token_id, tf.where(use_random, random_ids, original_ids)
-  )
-
-  batch_size = tf.shape(input_word_ids)[0]
-  batch_index = tf.broadcast_to(
-      tf.range(batch_size)[:, None], tf.shape(positions)
-  )
-  scatter_index = tf.stack([batch_index, positions], axis=-1)
-  real = weights > 0
-  corrupted = tf.tensor_scatter_nd_update(
-      input_word_ids,
-      tf.boolean_mask(scatter_index, real),
-      tf.boolean_mask(new_ids, real),
-  )
-  return dict(
-      input_word_ids=corrupted,
-      masked_lm_positions=positions,
-      masked_lm_ids=original_ids,
-      masked_lm_weights=weights,
   )
 
 

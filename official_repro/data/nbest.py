@@ -1,57 +1,25 @@
 r"""Readers of N-best hypotheses with first-pass scores, and of references.
 
-A speech recogniser's first pass writes, per utterance, its N best
-hypotheses (rank 1 is its output) with their scores; a second pass rescores
-them with a language model. Three N-best formats are read into `NBestList`s:
-
-  * 'espnet': an ESPnet N-best decode directory holding one directory per
-    rank, `1best_recog/` ... `<N>best_recog/`. Each holds
-      - `text`: `<utt-id> <HYPOTHESIS WORDS>` a line (an utterance with no
-        words is `<utt-id>` alone);
-      - `score`: `<utt-id> tensor(-46.63)` (or a bare number): the total
-        first-pass score, used as `first_pass_score`;
-      - `scores` (optional): `<utt-id> {"decoder": "tensor(-0.37)", "ctc":
-        "tensor(-0.004)", "lm": "tensor(-77.35)"}`, a JSON object of the
-        unweighted score components, kept in `Hypothesis.components`.
-  * 'json': the JSON of the mlm-scoring repository,
-    `{"<utt-id>": {"ref": "...", "hyp_1": {"score": -12.3, "text": "..."},
-    ...}, ...}`. `hyp_<N>` is rank N; "ref", where present, is returned as
-    the utterance's embedded reference.
-  * 'tsv': one hypothesis a line, four tab-separated fields
-    `utt_id<TAB>rank<TAB>first_pass_score<TAB>text`, rank an integer >= 1,
-    the score a finite number (higher is better, e.g. a log-probability),
-    the text possibly empty (the line then ends in a tab). An optional first
-    line `utt_id<TAB>rank<TAB>first_pass_score<TAB>text` is a header.
-
-References are a Kaldi-style `text` file (`<utt-id> WORDS ...`) or an sclite
-`.trn` file (`WORDS ... (<utt-id>)`, a tab or a space before the
-parenthesis). ESPnet writes trn ids as `<speaker>-<utt-id>`;
-`match_references` accepts those for an N-best list of `<utt-id>`.
-
-What is skipped and what is an error:
-
-  * A malformed line or entry (too few fields, a rank or score that is not a
-    finite number, a hypothesis with no score line) is skipped and named
-    (file, line number or JSON key, and what was expected) in the
-    `ReadReport`; its other lines are read.
-  * The same rank of the same utterance twice, or the same reference id
-    twice, is an error: which copy is right cannot be known, and either
-    choice changes the WER silently.
-  * An N-best list with no reference is an error in `match_references`: left
-    out, it would change the WER silently. References without an N-best list
-    are allowed (a reference file may cover several sets).
-  * Reading fails when nothing at all could be read.
-
-All paths go through `tf.io.gfile` (local, `gs://`, ...). Texts are split at
-whitespace and re-joined with single spaces; `lower_case=True` lower-cases
-hypotheses and references (for uncased vocabularies).
+A recogniser's first pass writes each utterance's N best hypotheses (rank 1
+its output) with scores; a second pass rescores them. N-best formats:
+'espnet' (a decode directory of `<N>best_recog/` each with `text`, `score`
+as `<utt-id> tensor(-46.63)` and optional `scores` JSON components), 'json'
+(the mlm-scoring repository's `{"<utt-id>": {"ref": ..., "hyp_1": {"score",
+"text"}}}`) and 'tsv' (`utt_id<TAB>rank<TAB>first_pass_score<TAB>text`, an
+optional header). References: Kaldi `text` or sclite `.trn` (ESPnet's trn ids
+`<speaker>-<utt-id>` match too). A malformed line or entry is skipped and
+named in the `ReadReport`; a rank or reference id given twice, and an N-best
+list without a reference, are errors, since either would change the WER
+silently. Paths go through `tf.io.gfile`; texts are whitespace-normalised,
+and lower-cased with `lower_case=True`.
 """
 
 import dataclasses
 import json
 import math
 import re
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -76,14 +44,10 @@ _MAX_NAMED_IDS = 5
 
 @dataclasses.dataclass(frozen=True)
 class Hypothesis:
-  """One first-pass hypothesis.
+  """One first-pass hypothesis: its 1-based rank, words and scores.
 
-  Attributes:
-    rank: its 1-based rank in the first pass (1 is the first-pass output).
-    text: its words, separated by single spaces.
-    first_pass_score: the first pass's total score (higher is better).
-    components: the first pass's score components by name (ESPnet's
-      `scores` file), empty where the format has none.
+  `first_pass_score` is the total (higher is better); `components` the
+  score components by name (ESPnet's `scores` file), else empty.
   """
 
   rank: int
@@ -99,13 +63,7 @@ class Hypothesis:
 
 @dataclasses.dataclass(frozen=True)
 class NBestList:
-  """The hypotheses of one utterance, by increasing rank.
-
-  Attributes:
-    utterance_id: the utterance's id.
-    hypotheses: its hypotheses, sorted by rank (ranks need not be
-      contiguous).
-  """
+  """The hypotheses of one utterance, by increasing (not contiguous) rank."""
 
   utterance_id: str
   hypotheses: Tuple[Hypothesis, ...]
@@ -115,14 +73,9 @@ class NBestList:
 class ReadReport:
   """What a reader read and skipped.
 
-  Attributes:
-    path: the file or directory read.
-    file_format: the format used (resolved if 'auto').
-    num_utterances: N-best lists (or references) returned.
-    num_hypotheses: hypotheses in them (0 for references).
-    malformed: `(location, description)` of each skipped line or entry; the
-      location names the file and the 1-based line number (or the JSON
-      utterance and key).
+  `file_format` is resolved if 'auto'; `num_utterances` counts N-best lists
+  (or references), `num_hypotheses` their hypotheses (0 for references);
+  `malformed` is `(location, description)` of each skipped line or entry.
   """
 
   path: str
@@ -148,13 +101,9 @@ class ReadReport:
 
 @dataclasses.dataclass(frozen=True)
 class NBestSet:
-  """The N-best lists of one file or directory.
+  """The N-best lists of one file or directory, in first-appearance order.
 
-  Attributes:
-    lists: the N-best lists, in the order their utterances first appear.
-    embedded_references: references stored with the hypotheses ('json'
-      format's "ref"), by utterance id; empty for other formats.
-    report: what was read and skipped.
+  `embedded_references` are 'json''s "ref" by utterance id (else empty).
   """
 
   lists: Tuple[NBestList, ...]
@@ -167,15 +116,8 @@ def read_nbest(
 ) -> NBestSet:
   """Reads N-best lists with first-pass scores.
 
-  Args:
-    path: an ESPnet decode directory, or a JSON or TSV file.
-    nbest_format: one of `NBEST_FORMATS`. 'auto' picks 'espnet' for a
-      directory, 'json' for a file whose first non-blank character is '{',
-      and 'tsv' otherwise.
-    lower_case: lower-case hypotheses (and embedded references).
-
-  Returns:
-    The N-best lists and a report of what was read and skipped.
+  `nbest_format` 'auto' picks 'espnet' for a directory, 'json' for a file
+  starting with '{', and 'tsv' otherwise.
 
   Raises:
     FileNotFoundError: `path`, or a file the format requires, is missing.
@@ -206,17 +148,10 @@ def read_nbest(
 def read_references(
     path: str, reference_format: str = 'auto', lower_case: bool = False
 ) -> Tuple[Dict[str, str], ReadReport]:
-  """Reads reference transcripts.
+  """Reads reference transcripts: by id, in file order, and a report.
 
-  Args:
-    path: a Kaldi-style `text` file or an sclite `.trn` file.
-    reference_format: one of `REFERENCE_FORMATS`. 'auto' picks 'trn' for a
-      name ending in '.trn' or when each of the first 100 non-blank lines
-      ends in `(<id>)`, and 'kaldi' otherwise.
-    lower_case: lower-case the references.
-
-  Returns:
-    The references by id, in file order, and a report.
+  `reference_format` 'auto' picks 'trn' for a '.trn' name or when each of
+  the first 100 non-blank lines ends in `(<id>)`, and 'kaldi' otherwise.
 
   Raises:
     FileNotFoundError: `path` does not exist.
@@ -237,18 +172,13 @@ def read_references(
   for line_number, line in enumerate(lines, start=1):
     if not line.strip():
       continue
-    if reference_format == 'trn':
-      match = _TRN_LINE.match(line)
-      if not match:
-        malformed.append(
-            (f'{path} line {line_number}', 'expected "WORDS ... (<utt-id>)"')
-        )
-        continue
-      text, utterance_id = match.group(1), match.group(2)
-    else:
-      fields = line.split(maxsplit=1)
-      utterance_id = fields[0]
-      text = fields[1] if len(fields) > 1 else ''
+    id_and_text = _reference_line(line, reference_format)
+    if id_and_text is None:
+      malformed.append(
+          (f'{path} line {line_number}', 'expected "WORDS ... (<utt-id>)"')
+      )
+      continue
+    utterance_id, text = id_and_text
     if utterance_id in first_line:
       raise cli.UserError(
           f'{path} line {line_number}: reference id {utterance_id!r} was '
@@ -269,36 +199,33 @@ def read_references(
   return references, report
 
 
+def _reference_line(
+    line: str, reference_format: str
+) -> Optional[Tuple[str, str]]:
+  """(id, text) of a non-blank line; None for a malformed trn line."""
+  if reference_format == 'trn':
+    match = _TRN_LINE.match(line)
+    return (match.group(2), match.group(1)) if match else None
+  fields = line.split(maxsplit=1)
+  return fields[0], fields[1] if len(fields) > 1 else ''
+
+
 def match_references(
     nbest_lists: Sequence[NBestList],
     references: Mapping[str, str],
     nbest_path: str = '',
     references_path: str = '',
 ) -> List[str]:
-  """The reference of each N-best list.
+  """The reference of each N-best list, in the order of `nbest_lists`.
 
   An utterance id is looked up as it is, and else as the end of a reference
-  id `<prefix>-<utt-id>` (ESPnet's trn ids are `<speaker>-<utt-id>`).
-
-  Args:
-    nbest_lists: the N-best lists.
-    references: references by id.
-    nbest_path: where the lists were read from (for error messages).
-    references_path: where the references were read from (ditto).
-
-  Returns:
-    The reference of each list, in the order of `nbest_lists`.
+  id `<prefix>-<utt-id>` (ESPnet's trn ids are `<speaker>-<utt-id>`); the
+  paths only name the inputs in error messages.
 
   Raises:
     ValueError: a list has no reference, or its id ends two reference ids.
   """
-  by_suffix = {}
-  for reference_id in references:
-    for position, character in enumerate(reference_id):
-      if character == '-' and position + 1 < len(reference_id):
-        by_suffix.setdefault(reference_id[position + 1 :], []).append(
-            reference_id
-        )
+  by_suffix = _ids_by_suffix(references)
   matched = []
   missing = []
   for nbest_list in nbest_lists:
@@ -327,6 +254,18 @@ def match_references(
         'utterances out changes the WER.'
     )
   return matched
+
+
+def _ids_by_suffix(references: Mapping[str, str]) -> Dict[str, List[str]]:
+  """Reference ids by each of their ends after a '-'."""
+  by_suffix = {}
+  for reference_id in references:
+    for position, character in enumerate(reference_id):
+      if character == '-' and position + 1 < len(reference_id):
+        by_suffix.setdefault(reference_id[position + 1 :], []).append(
+            reference_id
+        )
+  return by_suffix
 
 
 class _NBestCollector:
@@ -417,54 +356,65 @@ def _read_espnet(path: str, collector: _NBestCollector):
         '2best_recog/, ... each holding `text` and `score`.'
     )
   for rank in sorted(ranks):
-    directory = ranks[rank]
-    score_path = _join(directory, 'score')
-    scores = _read_espnet_scores(score_path, collector)
-    components_path = _join(directory, 'scores')
-    components = (
-        _read_espnet_components(components_path, collector)
-        if tf.io.gfile.exists(components_path)
-        else {}
-    )
-    text_path = _join(directory, 'text')
-    texts = {}
-    for line_number, line in enumerate(
-        text_files.read_lines(text_path, 'ESPnet hypothesis file'), start=1
-    ):
-      if not line.strip():
-        continue
-      fields = line.split(maxsplit=1)
-      utterance_id = fields[0]
-      location = f'{text_path} line {line_number}'
-      if utterance_id in texts:
-        raise cli.UserError(
-            f'{location}: utterance {utterance_id!r} was already given at '
-            f'line {texts[utterance_id]}; expected each utterance once per '
-            'rank.'
-        )
-      texts[utterance_id] = line_number
-      if utterance_id not in scores:
-        collector.skip(
-            location,
-            f'no score for {utterance_id!r} in '
-            f'{score_path}; hypothesis skipped',
-        )
-        continue
-      collector.add(
-          location,
-          utterance_id,
-          rank,
-          fields[1] if len(fields) > 1 else '',
-          scores[utterance_id][0],
-          components.get(utterance_id),
+    _read_espnet_rank(ranks[rank], rank, collector)
+
+
+def _read_espnet_rank(directory: str, rank: int, collector: _NBestCollector):
+  """Reads one `<rank>best_recog/` directory's hypotheses and scores."""
+  score_path = _join(directory, 'score')
+  scores = _read_espnet_scores(score_path, collector)
+  components_path = _join(directory, 'scores')
+  components = (
+      _read_espnet_components(components_path, collector)
+      if tf.io.gfile.exists(components_path)
+      else {}
+  )
+  text_path = _join(directory, 'text')
+  texts = {}
+  for line_number, location, fields in _id_lines(
+      text_path, 'ESPnet hypothesis file'
+  ):
+    utterance_id = fields[0]
+    if utterance_id in texts:
+      raise cli.UserError(
+          f'{location}: utterance {utterance_id!r} was already given at '
+          f'line {texts[utterance_id]}; expected each utterance once per '
+          'rank.'
       )
-    for utterance_id, (_, line_number) in scores.items():
-      if utterance_id not in texts:
-        collector.skip(
-            f'{score_path} line {line_number}',
-            f'score of {utterance_id!r} has no hypothesis in '
-            f'{text_path}; ignored',
-        )
+    texts[utterance_id] = line_number
+    if utterance_id not in scores:
+      collector.skip(
+          location,
+          f'no score for {utterance_id!r} in '
+          f'{score_path}; hypothesis skipped',
+      )
+      continue
+    collector.add(
+        location,
+        utterance_id,
+        rank,
+        fields[1] if len(fields) > 1 else '',
+        scores[utterance_id][0],
+        components.get(utterance_id),
+    )
+  for utterance_id, (_, line_number) in scores.items():
+    if utterance_id not in texts:
+      collector.skip(
+          f'{score_path} line {line_number}',
+          f'score of {utterance_id!r} has no hypothesis in '
+          f'{text_path}; ignored',
+      )
+
+
+def _id_lines(
+    path: str, description: str
+) -> Iterator[Tuple[int, str, List[str]]]:
+  """(line number, location, [id, rest]) of each non-blank line."""
+  for line_number, line in enumerate(
+      text_files.read_lines(path, description), start=1
+  ):
+    if line.strip():
+      yield line_number, f'{path} line {line_number}', line.split(maxsplit=1)
 
 
 def _read_espnet_scores(
@@ -472,13 +422,7 @@ def _read_espnet_scores(
 ) -> Dict[str, Tuple[float, int]]:
   """`<utt-id> tensor(<score>)` lines: (score, line number) by utterance id."""
   scores = {}
-  for line_number, line in enumerate(
-      text_files.read_lines(path, 'ESPnet score file'), start=1
-  ):
-    if not line.strip():
-      continue
-    location = f'{path} line {line_number}'
-    fields = line.split(maxsplit=1)
+  for line_number, location, fields in _id_lines(path, 'ESPnet score file'):
     score = _espnet_number(fields[1]) if len(fields) == 2 else None
     if score is None:
       collector.skip(location, 'expected "<utt-id> tensor(<finite score>)"')
@@ -497,17 +441,11 @@ def _read_espnet_components(
 ) -> Dict[str, Dict[str, float]]:
   """`<utt-id> {"decoder": "tensor(x)", ...}` lines, by utterance id."""
   components = {}
-  for line_number, line in enumerate(
-      text_files.read_lines(path, 'ESPnet scores file'), start=1
-  ):
-    if not line.strip():
-      continue
-    location = f'{path} line {line_number}'
-    fields = line.split(maxsplit=1)
-    expected = (
-        'expected "<utt-id> {"<name>": "tensor(<finite score>)", '
-        '...}"; components ignored'
-    )
+  expected = (
+      'expected "<utt-id> {"<name>": "tensor(<finite score>)", '
+      '...}"; components ignored'
+  )
+  for _, location, fields in _id_lines(path, 'ESPnet scores file'):
     try:
       values = json.loads(fields[1]) if len(fields) == 2 else None
     except json.JSONDecodeError:
@@ -541,6 +479,30 @@ def _read_mlm_scoring_json(
     path: str, collector: _NBestCollector
 ) -> Dict[str, str]:
   """Reads the mlm-scoring JSON; returns its "ref" entries."""
+  references = {}
+  for utterance_id, entry in _load_json_object(path).items():
+    location = f'{path} utterance {utterance_id!r}'
+    if not isinstance(entry, dict):
+      collector.skip(
+          location,
+          'expected an object of "ref" and "hyp_<N>" '
+          'entries; utterance skipped',
+      )
+      continue
+    for key, value in entry.items():
+      key_location = f'{location} key {key!r}'
+      if key == 'ref':
+        if isinstance(value, str):
+          references[utterance_id] = value
+        else:
+          collector.skip(key_location, 'expected a string; reference ignored')
+      else:
+        _add_json_hypothesis(key_location, utterance_id, key, value, collector)
+  return references
+
+
+def _load_json_object(path: str) -> Dict[str, Any]:
+  """The file's JSON object, refusing repeated keys and other values."""
   text = '\n'.join(text_files.read_lines(path, 'N-best JSON file'))
 
   def reject_duplicate_keys(pairs):
@@ -568,46 +530,34 @@ def _read_mlm_scoring_json(
         '{"<utt-id>": {"ref": ..., "hyp_1": {"score": ..., '
         f'"text": ...}}}}, got a {type(content).__name__}.'
     )
-  references = {}
-  for utterance_id, entry in content.items():
-    location = f'{path} utterance {utterance_id!r}'
-    if not isinstance(entry, dict):
-      collector.skip(
-          location,
-          'expected an object of "ref" and "hyp_<N>" '
-          'entries; utterance skipped',
-      )
-      continue
-    for key, value in entry.items():
-      key_location = f'{location} key {key!r}'
-      if key == 'ref':
-        if isinstance(value, str):
-          references[utterance_id] = value
-        else:
-          collector.skip(key_location, 'expected a string; reference ignored')
-        continue
-      match = _JSON_HYPOTHESIS_KEY.match(key)
-      if not match:
-        collector.skip(
-            key_location, 'expected "ref" or "hyp_<N>" (N >= 1); ' 'ignored'
-        )
-        continue
-      score = (
-          _espnet_number(value.get('score'))
-          if isinstance(value, dict)
-          else None
-      )
-      if score is None or not isinstance(value.get('text'), str):
-        collector.skip(
-            key_location,
-            'expected {"score": <finite number>, '
-            '"text": <string>}; hypothesis skipped',
-        )
-        continue
-      collector.add(
-          key_location, utterance_id, int(match.group(1)), value['text'], score
-      )
-  return references
+  return content
+
+
+def _add_json_hypothesis(
+    location: str,
+    utterance_id: str,
+    key: str,
+    value: Any,
+    collector: _NBestCollector,
+):
+  """Adds a `hyp_<N>` entry, or skips one that is not."""
+  match = _JSON_HYPOTHESIS_KEY.match(key)
+  if not match:
+    collector.skip(location, 'expected "ref" or "hyp_<N>" (N >= 1); ' 'ignored')
+    return
+  score = (
+      _espnet_number(value.get('score')) if isinstance(value, dict) else None
+  )
+  if score is None or not isinstance(value.get('text'), str):
+    collector.skip(
+        location,
+        'expected {"score": <finite number>, '
+        '"text": <string>}; hypothesis skipped',
+    )
+    return
+  collector.add(
+      location, utterance_id, int(match.group(1)), value['text'], score
+  )
 
 
 def _read_tsv(path: str, collector: _NBestCollector):

@@ -1,43 +1,17 @@
 r"""Penn Treebank POS tagging: file readers, label list, features, accuracy.
 
-Paper 001 fine-tunes BERT as a word-level tagger: every encoder output goes
-through a per-token classifier (or a CRF), and
-
-  * a word's POS tag is the label of its FIRST WordPiece; its other pieces get
-    the extra label '##' (`CONTINUATION_LABEL`);
-  * [CLS], [SEP] and [PAD] get the extra label 'PAD' (`PAD_LABEL`);
-  * loss and accuracy are averaged over word-initial pieces only
-    (`label_weights`), so accuracy is per word, as usual for POS tagging.
-
-Two input formats are read into `TaggedSentence`s:
-
-  * 'conll': one token per line, fields separated by spaces or tabs. The
-    word is the FIRST field and, by default, the tag is the LAST
-    (`word TAG`, `word CHUNK TAG`, ...); other columns are ignored. CoNLL-2000
-    and CoNLL-2003 files (`word POS CHUNK [NER]`) put the POS tag in the
-    second field: read them with `conll_tag_column=1`. Blank lines separate
-    sentences; `-DOCSTART-` lines are skipped and end a sentence.
-  * 'treebank': the tagged Penn Treebank (`.pos`) files. Tokens `word/TAG`
-    are separated by whitespace and may span several lines; a sentence ends
-    at a blank line or a separator line of '=' characters. The standalone
-    chunk brackets `[` and `]` are ignored. A token splits at its LAST
-    unescaped '/', and `\/` in the word is unescaped (`1\/2/CD` is the word
-    `1/2` with tag CD).
-
-In both formats an ambiguous tag such as `NN|JJ` keeps its first alternative
-(`NN`); these are counted in the `read_report.ReadReport` (its `counts` also
-hold the words and the `-DOCSTART-` lines). Malformed lines (a conll line
-with too few fields) and tokens (a treebank token without an unescaped '/')
-are skipped and reported with their 1-based line numbers; reading fails only
-when no sentence at all could be read.
-
-Sentences longer than `max_seq_length - 2` pieces are split at word boundaries
-into consecutive features rather than truncated, so that every word is scored
-exactly once.
-
-Not reused: Model Garden's `tagging_data_lib` reads only `word tag` lines and
-writes TFRecords; the treebank layout and the counted report of skipped lines
-are this module's.
+Paper 001 fine-tunes BERT as a word-level tagger (a per-token classifier or a
+CRF): a word's tag labels its FIRST WordPiece, its other pieces get '##'
+(`CONTINUATION_LABEL`), [CLS], [SEP] and [PAD] get 'PAD' (`PAD_LABEL`), and
+loss and accuracy count word-initial pieces only (`label_weights`). Files are
+'conll' (a token a line, word first, tag last by default; CoNLL-2000/2003:
+`conll_tag_column=1`; blank and `-DOCSTART-` lines end sentences) or
+'treebank' (`.pos`: `word/TAG` split at the last unescaped '/', `\/`
+unescaped; chunk brackets ignored; blank and '=' lines end sentences). An
+ambiguous `NN|JJ` keeps `NN`; malformed lines and tokens are skipped and
+counted in a `read_report.ReadReport`. Long sentences are split at word
+boundaries, not truncated, so every word is scored once. Not reused: Model
+Garden's `tagging_data_lib` reads only `word tag` lines and writes TFRecords.
 """
 
 import dataclasses
@@ -58,6 +32,12 @@ DOCSTART = '-DOCSTART-'
 FILE_FORMATS = ('auto', 'conll', 'treebank')
 
 _CHUNK_BRACKETS = ('[', ']')
+_SPECIAL_TOKENS = (
+    vocab_lib.CLS_TOKEN,
+    vocab_lib.SEP_TOKEN,
+    vocab_lib.PAD_TOKEN,
+    vocab_lib.UNK_TOKEN,
+)
 # The word is everything up to the last '/' that is not escaped as '\/'.
 _TREEBANK_TOKEN = re.compile(r'^(.*[^\\])/([^/]+)$')
 _MAX_LINES_TO_DETECT_FORMAT = 100
@@ -65,14 +45,10 @@ _MAX_LINES_TO_DETECT_FORMAT = 100
 
 @dataclasses.dataclass(frozen=True)
 class TaggedSentence:
-  """One sentence with a POS tag per word.
+  """One sentence with a POS tag per word (untokenized words).
 
-  Attributes:
-    words: the words, untokenized.
-    tags: the tag of each word, as long as `words`.
-    line_number: 1-based line of the sentence's first word in its file.
-    path: the file the sentence was read from ('' if not read from a file);
-      used in error messages.
+  `line_number` is the 1-based line of its first word in `path` (''
+  if not read from a file), for error messages.
   """
 
   words: Tuple[str, ...]
@@ -102,8 +78,7 @@ class FeatureReport:
     num_sentences: sentences converted.
     num_words: words in them; each has weight 1 in exactly one feature.
     num_features: rows of the feature arrays.
-    num_split_sentences: sentences longer than `max_seq_length - 2` pieces,
-      continued over several features.
+    num_split_sentences: sentences continued over several features.
     num_empty_words: words the tokenizer turned into no piece at all (e.g. a
       control character), fed to the model as one [UNK] piece.
     num_truncated_words: words with more pieces than fit in one feature; their
@@ -116,6 +91,15 @@ class FeatureReport:
   num_split_sentences: int
   num_empty_words: int
   num_truncated_words: int
+
+
+# The counts of `FeatureReport` that the conversion adds up.
+_FEATURE_COUNTS = (
+    'num_words',
+    'num_split_sentences',
+    'num_empty_words',
+    'num_truncated_words',
+)
 
 
 def read_tagged_sentences(
@@ -133,17 +117,14 @@ def read_tagged_sentences(
       tag in the 'conll' format; -1 is the last field. Never 0 (the word).
 
   Returns:
-    The sentences in file order, and a report of what was read and skipped:
-    its records are the file's non-blank lines, its examples the sentences,
-    its `file_format` the format used ('auto' resolved), and its `counts` the
-    'words', the 'docstart_lines' skipped and the 'ambiguous_tags' reduced to
-    their first alternative.
+    The sentences in file order, and a report: records are non-blank lines,
+    examples the sentences, `file_format` the one used, `counts` the
+    'words', 'docstart_lines' and 'ambiguous_tags'.
 
   Raises:
     FileNotFoundError: `path` does not exist.
     ValueError: unknown `file_format`, `conll_tag_column` 0, a line that is
-      not UTF-8, or no
-      sentence could be read (empty file, or every line malformed).
+      not UTF-8, or no sentence could be read (empty, or all malformed).
   """
   if file_format not in FILE_FORMATS:
     raise cli.UserError(
@@ -164,30 +145,28 @@ def read_tagged_sentences(
   report.num_records = sum(1 for line in lines if line.strip())
   report.num_examples = len(parser.sentences)
   if not parser.sentences:
-    if report.malformed:
-      first = report.malformed[0]
-      raise cli.UserError(
-          f'{path}: no tagged sentence could be read as {file_format}; all '
-          f'{report.num_malformed} tagged lines/tokens are malformed, the '
-          f'first at line {first.line_number}: {first.reason}'
-      )
-    raise cli.UserError(f'{path}: no tagged sentence found; the file is empty.')
+    _raise_nothing_read(path, file_format, report)
   report.log('POS tagging')
   return parser.sentences, report
+
+
+def _raise_nothing_read(path, file_format, report) -> None:
+  if report.malformed:
+    first = report.malformed[0]
+    raise cli.UserError(
+        f'{path}: no tagged sentence could be read as {file_format}; all '
+        f'{report.num_malformed} tagged lines/tokens are malformed, the '
+        f'first at line {first.line_number}: {first.reason}'
+    )
+  raise cli.UserError(f'{path}: no tagged sentence found; the file is empty.')
 
 
 def build_label_list(sentences: Iterable[TaggedSentence]) -> Tuple[str, ...]:
   """The classifier's labels: 'PAD', '##', then the sorted tag set.
 
-  'PAD' is at index 0 so that zero-filled label arrays mean padding.
-
-  Args:
-    sentences: the sentences whose tags make the tag set (normally the
-      training set; dev/test tags outside it are errors in
-      `convert_to_features`).
-
-  Returns:
-    `(PAD_LABEL, CONTINUATION_LABEL, *sorted(tags))`.
+  'PAD' is at index 0 so that zero-filled label arrays mean padding. The
+  tags come from `sentences` (normally the training set: dev/test tags
+  outside it are errors in `convert_to_features`).
 
   Raises:
     ValueError: no tags at all, or a word is tagged with a reserved label.
@@ -221,23 +200,16 @@ def convert_to_features(
 
   Args:
     sentences: the tagged sentences.
-    tokenizer: `vocab.FullTokenizer` (the original BERT tokenizer, words
-      tokenized in batches) or another `FullTokenizer`-like object
-      (`tokenize`, `convert_tokens_to_ids`, `vocab`) whose vocab has [CLS],
-      [SEP], [PAD] and [UNK].
-    label_list: the labels, e.g. from `build_label_list`; must contain
-      `PAD_LABEL` and `CONTINUATION_LABEL`.
+    tokenizer: `vocab.FullTokenizer` or another `FullTokenizer`-like object
+      whose vocab has [CLS], [SEP], [PAD] and [UNK].
+    label_list: e.g. from `build_label_list`, with 'PAD' and '##'.
     max_seq_length: length of each feature, >= 3.
 
   Returns:
-    A dict of arrays of shape `[num_features, max_seq_length]`:
-      `input_word_ids`: int32 token ids;
-      `input_mask`: int32, 1 for [CLS], pieces and [SEP], 0 for [PAD];
-      `input_type_ids`: int32 zeros (one segment);
-      `label_ids`: int32 index into `label_list`: the word's tag on its first
-        piece, '##' on its other pieces, 'PAD' on [CLS], [SEP] and [PAD];
-      `label_weights`: float32, 1.0 on word-initial pieces only;
-    and a report of the conversion.
+    Arrays `[num_features, max_seq_length]`: int32 `input_word_ids`,
+    `input_mask`, `input_type_ids` (zeros) and `label_ids` (the tag on a
+    word's first piece, '##' on its others, 'PAD' on [CLS], [SEP], [PAD]),
+    and float32 `label_weights` (1.0 on word-initial pieces); and a report.
 
   Raises:
     ValueError: `max_seq_length` < 3, a bad `label_list`, a vocab without the
@@ -250,43 +222,49 @@ def convert_to_features(
         f'{max_seq_length}.'
     )
   label_ids = _label_ids(label_list)
-  special_ids = vocab_lib.special_token_ids(
-      tokenizer.vocab,
-      (
-          vocab_lib.CLS_TOKEN,
-          vocab_lib.SEP_TOKEN,
-          vocab_lib.PAD_TOKEN,
-          vocab_lib.UNK_TOKEN,
-      ),
-  )
-  capacity = max_seq_length - 2
-  rows = []
-  counts = dict(
-      num_words=0,
-      num_split_sentences=0,
-      num_empty_words=0,
-      num_truncated_words=0,
-  )
+  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
+  counts = dict.fromkeys(_FEATURE_COUNTS, 0)
   all_words = (word for sentence in sentences for word in sentence.words)
   with vocab_lib.prefetched(tokenizer, all_words):
-    for sentence in sentences:
-      words = _encode_words(sentence, tokenizer, label_ids, capacity, counts)
-      counts['num_words'] += len(words)
-      chunks = _chunk_words([len(ids) for ids, _ in words], capacity)
-      if len(chunks) > 1:
-        counts['num_split_sentences'] += 1
-      for start, end in chunks:
-        rows.append(
-            _encode_row(
-                words[start:end], special_ids, label_ids, max_seq_length
-            )
+    rows = [
+        row
+        for sentence in sentences
+        for row in _sentence_rows(
+            sentence, tokenizer, special_ids, label_ids, max_seq_length, counts
         )
-  features = _stack_rows(rows, max_seq_length)
+    ]
+  features = _stack_rows(
+      rows,
+      max_seq_length,
+      special_ids[vocab_lib.PAD_TOKEN],
+      label_ids[PAD_LABEL],
+  )
   report = FeatureReport(
       num_sentences=len(sentences), num_features=len(rows), **counts
   )
   _log_feature_report(report)
   return features, report
+
+
+def _sentence_rows(
+    sentence: TaggedSentence,
+    tokenizer,
+    special_ids: Mapping[str, int],
+    label_ids: Mapping[str, int],
+    max_seq_length: int,
+    counts: Dict[str, int],
+) -> List[Tuple[List[int], List[int], List[float]]]:
+  """The `_encode_row`s of one sentence, cut between words to fit."""
+  capacity = max_seq_length - 2
+  words = _encode_words(sentence, tokenizer, label_ids, capacity, counts)
+  counts['num_words'] += len(words)
+  chunks = _chunk_words([len(ids) for ids, _ in words], capacity)
+  if len(chunks) > 1:
+    counts['num_split_sentences'] += 1
+  return [
+      _encode_row(words[start:end], special_ids, label_ids)
+      for start, end in chunks
+  ]
 
 
 def tagging_accuracy(
@@ -296,14 +274,9 @@ def tagging_accuracy(
 ) -> float:
   """Fraction of words whose first piece is predicted correctly.
 
-  Args:
-    predicted_label_ids: int `[num_features, seq_length]` predicted labels.
-    label_ids: int `[num_features, seq_length]` gold labels.
-    label_weights: float `[num_features, seq_length]`, 1 on word-initial
-      pieces, 0 elsewhere (as from `convert_to_features`).
-
-  Returns:
-    `sum(weights * (predicted == gold)) / sum(weights)`.
+  All three are `[num_features, seq_length]`, the weights 1 on word-initial
+  pieces (`convert_to_features`); returns `sum(weights * (predicted ==
+  gold)) / sum(weights)`.
 
   Raises:
     ValueError: the shapes differ or the weights sum to 0.
@@ -477,17 +450,10 @@ def _encode_words(
     capacity: int,
     counts: Dict[str, int],
 ) -> List[Tuple[List[int], int]]:
-  """`(piece ids, tag label id)` of each word of a sentence.
+  """`(piece ids, tag label id)` of each word, at most `capacity` pieces.
 
-  Args:
-    sentence: the sentence.
-    tokenizer: a `FullTokenizer`-like tokenizer.
-    label_ids: label -> label id.
-    capacity: most pieces a word may keep.
-    counts: `num_empty_words` and `num_truncated_words` are incremented here.
-
-  Returns:
-    One entry per word; a word the tokenizer deletes becomes [UNK].
+  A word the tokenizer deletes becomes [UNK]; `counts` counts those and the
+  cut words.
   """
   words = []
   for index, (word, tag) in enumerate(zip(sentence.words, sentence.tags)):
@@ -512,13 +478,7 @@ def _chunk_words(
 ) -> List[Tuple[int, int]]:
   """Greedy `[start, end)` word ranges whose pieces fit in `capacity`.
 
-  Args:
-    piece_counts: pieces of each word, each in `[1, capacity]`.
-    capacity: pieces per feature.
-
-  Returns:
-    Consecutive ranges covering every word once (one empty range for an
-    empty sentence).
+  Consecutive, covering every word once (one empty range for no words).
   """
   chunks = []
   start, used = 0, 0
@@ -535,20 +495,8 @@ def _encode_row(
     words: Sequence[Tuple[List[int], int]],
     special_ids: Mapping[str, int],
     label_ids: Mapping[str, int],
-    max_seq_length: int,
-) -> Dict[str, list]:
-  """One feature: `[CLS] pieces [SEP] [PAD]...` with its labels and weights.
-
-  Args:
-    words: `(piece ids, tag label id)` of each word; the pieces fit.
-    special_ids: ids of [CLS], [SEP] and [PAD].
-    label_ids: label -> label id, with 'PAD' and '##'.
-    max_seq_length: the row length.
-
-  Returns:
-    Lists `input_word_ids`, `label_ids` and `label_weights` of length
-    `max_seq_length`, and `length`, the number of real tokens.
-  """
+) -> Tuple[List[int], List[int], List[float]]:
+  """`[CLS] pieces [SEP]`: its token ids, label ids and weights, unpadded."""
   pad_label = label_ids[PAD_LABEL]
   continuation_label = label_ids[CONTINUATION_LABEL]
   token_ids = [special_ids[vocab_lib.CLS_TOKEN]]
@@ -559,39 +507,31 @@ def _encode_row(
     labels.extend([tag_id] + [continuation_label] * (len(piece_ids) - 1))
     weights.extend([1.0] + [0.0] * (len(piece_ids) - 1))
   token_ids.append(special_ids[vocab_lib.SEP_TOKEN])
-  labels.append(pad_label)
-  weights.append(0.0)
-  length = len(token_ids)
-  padding = max_seq_length - length
-  return dict(
-      input_word_ids=(token_ids + [special_ids[vocab_lib.PAD_TOKEN]] * padding),
-      label_ids=labels + [pad_label] * padding,
-      label_weights=weights + [0.0] * padding,
-      length=length,
-  )
+  return token_ids, labels + [pad_label], weights + [0.0]
 
 
 def _stack_rows(
-    rows: Sequence[Dict[str, list]], max_seq_length: int
+    rows: Sequence[Tuple[List[int], List[int], List[float]]],
+    max_seq_length: int,
+    pad_id: int,
+    pad_label: int,
 ) -> Dict[str, np.ndarray]:
-  """`[num_features, max_seq_length]` arrays from `_encode_row` outputs."""
-  lengths = np.array([row['length'] for row in rows], dtype=np.int32)
-  input_mask = (
-      np.arange(max_seq_length)[None, :] < lengths.reshape(-1, 1)
-  ).astype(np.int32)
-
-  def stack(key, dtype):
-    return np.array([row[key] for row in rows], dtype=dtype).reshape(
-        -1, max_seq_length
-    )
-
-  return dict(
-      input_word_ids=stack('input_word_ids', np.int32),
-      input_mask=input_mask,
-      input_type_ids=np.zeros_like(input_mask),
-      label_ids=stack('label_ids', np.int32),
-      label_weights=stack('label_weights', np.float32),
+  """`[num_features, max_seq_length]` arrays of `_encode_row`s, padded."""
+  shape = (len(rows), max_seq_length)
+  features = dict(
+      input_word_ids=np.full(shape, pad_id, np.int32),
+      input_mask=np.zeros(shape, np.int32),
+      input_type_ids=np.zeros(shape, np.int32),
+      label_ids=np.full(shape, pad_label, np.int32),
+      label_weights=np.zeros(shape, np.float32),
   )
+  for row, (token_ids, labels, weights) in enumerate(rows):
+    length = len(token_ids)
+    features['input_word_ids'][row, :length] = token_ids
+    features['input_mask'][row, :length] = 1
+    features['label_ids'][row, :length] = labels
+    features['label_weights'][row, :length] = weights
+  return features
 
 
 def _log_feature_report(report: FeatureReport):

@@ -1,18 +1,11 @@
 """tf.data input pipeline for pretraining records.
 
-Reads the record directory written by `create_pretraining_data` and yields
-batches in Model Garden's pretraining layout (`input_word_ids`, `input_mask`,
-`input_type_ids`, `masked_lm_positions`, `masked_lm_ids`,
-`masked_lm_weights`, optionally `next_sentence_labels`). Statically masked
-records are passed through; dynamically masked records are masked per batch
-with `masking.mask_batch`, seeded from `tf.data.Dataset.random` so that every
-epoch sees new masks while a fixed `seed` keeps runs reproducible.
-
-Before a graph is built the loader checks the directory's `metadata.json`
-against the configuration (sequence length, masking mode, prediction slots) so
-that a mismatch stops with a message naming both sides rather than a parse
-error inside `tf.data`.
-
+Reads `create_pretraining_data`'s record directory into batches of Model
+Garden's pretraining layout. Static masks are passed through; dynamic ones
+are drawn per batch by `masking.mask_batch`, seeded from
+`tf.data.Dataset.random`: new masks every epoch, reproducible with a fixed
+`seed`. `metadata.json` is checked against the config before a graph is
+built, so a mismatch names both sides instead of failing inside `tf.data`.
 Not reused: Model Garden's `InputReader` cannot start at a resume step, and
 exact resume needs the data to continue where the checkpoint stopped.
 """
@@ -41,13 +34,11 @@ class PretrainDataConfig(cfg.DataConfig):
   Attributes:
     input_path: the record directory (holding `metadata.json`).
     split: 'train' or 'eval'; which files of the directory to read.
-    max_seq_length: the sequence length the records must have.
     masking: 'dynamic' (mask in tf.data every step) or 'static' (masks are in
       the records); must match how the records were written.
     mask_rate: dynamic masking: fraction of tokens to predict.
-    max_predictions_per_seq: prediction slots per sequence; None means
-      `int((mask_rate + 0.005) * max_seq_length)` for dynamic masking and the
-      records' value for static masking.
+    max_predictions_per_seq: None: `int((mask_rate + 0.005) *
+      max_seq_length)` for dynamic masking, the records' value for static.
     mask_token_fraction: dynamic masking: share of chosen tokens set to [MASK].
     random_token_fraction: dynamic masking: share set to a random token.
     use_next_sentence_label: emit `next_sentence_labels` (records must have
@@ -78,12 +69,6 @@ class RecordMismatchError(cli.UserError):
 
 def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
   """Validates a record directory against the config; returns its metadata.
-
-  Args:
-    params: the data config.
-
-  Returns:
-    The parsed `metadata.json`.
 
   Raises:
     RecordMismatchError: naming the mismatching setting and both values.
@@ -116,6 +101,14 @@ def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
         f'{where}: records have no next_sentence_labels, but the config '
         'enables next-sentence prediction.'
     )
+  _check_split(params, metadata, where)
+  return metadata
+
+
+def _check_split(
+    params: PretrainDataConfig, metadata: Mapping[str, Any], where: str
+) -> None:
+  """Refuses a split the directory lacks or has no files of."""
   if params.split not in metadata['splits']:
     raise RecordMismatchError(
         f'{where}: no split {params.split!r}; available: '
@@ -125,7 +118,6 @@ def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
     raise RecordMismatchError(
         f'{where}: split {params.split!r} has no record files.'
     )
-  return metadata
 
 
 def _check_tokenizer(
@@ -133,15 +125,11 @@ def _check_tokenizer(
 ) -> None:
   """Refuses to train on records another tokenizer made.
 
-  The model a run trains is exported with this code's tokenizer
-  (`tokenization.BertWordPieceTokenizer`, the original BERT's, or for a
-  SentencePiece vocabulary the original ALBERT's), which
-  fine-tuning, scoring and serving then feed it, and a released checkpoint
-  it may start from was trained on that tokenizer's ids: records of TF
-  Text's FastBertTokenizer (no `tokenizer` in their metadata, NFKC case
-  folding: ß -> ss, ﬁ -> fi) would mix the two. Evaluation on them is
-  allowed, with a warning (a model trained on them is evaluated on its own
-  kind of ids).
+  A trained model is exported with this code's tokenizer (the original
+  BERT's or ALBERT's), which fine-tuning, scoring and serving feed it, and a
+  released checkpoint was trained on its ids: records of TF Text's
+  FastBertTokenizer (no `tokenizer` in their metadata, NFKC case folding)
+  would mix the two. Evaluating on them is allowed, with a warning.
 
   Raises:
     RecordMismatchError: training records of another tokenizer, naming the
@@ -259,11 +247,10 @@ class PretrainDataLoader(data_loader.DataLoader):
   def load(
       self, input_context: Optional[tf.distribute.InputContext] = None
   ) -> tf.data.Dataset:
-    """Returns the batched dataset for this replica.
+    """The batched dataset for this replica.
 
-    Args:
-      input_context: the distribution input context; the global batch size is
-        divided across replicas and files are sharded across input pipelines.
+    `input_context` divides the global batch size across replicas and
+    shards the files across input pipelines.
     """
     params = self._params
     batch_size = (
@@ -283,6 +270,49 @@ class PretrainDataLoader(data_loader.DataLoader):
     consumed_batches = (
         params.start_step * batches_per_step if (params.is_training) else 0
     )
+    dataset = self._serialized_records(input_context)
+    if consumed_batches:
+      # Serialized records, before any decoding: the cheapest place to skip.
+      logging.info(
+          'Resuming at step %d: skipping the %d records it consumed.',
+          params.start_step,
+          consumed_batches * batch_size,
+      )
+      dataset = dataset.skip(consumed_batches * batch_size)
+    dataset = dataset.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.map(
+        self._to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE
+    )
+    dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
+    if params.masking == 'dynamic':
+      dataset = tf.data.Dataset.zip(self._mask_seeds(consumed_batches), dataset)
+      dataset = dataset.map(
+          self._mask_dynamically, num_parallel_calls=tf.data.AUTOTUNE
+      )
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+  def _mask_seeds(self, consumed_batches: int) -> tf.data.Dataset:
+    """int64 `[2]` seeds, one per batch, for the dynamic masks.
+
+    Training draws new masks every epoch. Evaluation masks identically on
+    every pass and in every run (stateless seeds from `masking_seed` alone,
+    not the run's global seed), so that evaluations of one run and of
+    different runs score the same slots.
+    """
+    params = self._params
+    if params.is_training:
+      seeds = tf.data.Dataset.random(
+          seed=params.masking_seed, rerandomize_each_iteration=True
+      ).batch(2)
+      return seeds.skip(consumed_batches)
+    base = tf.constant(params.masking_seed or 0, tf.int64)
+    return tf.data.Dataset.counter().map(lambda index: tf.stack([base, index]))
+
+  def _serialized_records(
+      self, input_context: Optional[tf.distribute.InputContext]
+  ) -> tf.data.Dataset:
+    """This pipeline's share of the split's records, shuffled when training."""
+    params = self._params
     # A seeded order is also a deterministic one, so that skipping the
     # consumed records reproduces the interrupted run's stream.
     deterministic = params.deterministic
@@ -327,39 +357,7 @@ class PretrainDataLoader(data_loader.DataLoader):
     )
     if params.is_training and params.shuffle_buffer_size:
       dataset = dataset.shuffle(params.shuffle_buffer_size, seed=params.seed)
-    if consumed_batches:
-      # Serialized records, before any decoding: the cheapest place to skip.
-      logging.info(
-          'Resuming at step %d: skipping the %d records it consumed.',
-          params.start_step,
-          consumed_batches * batch_size,
-      )
-      dataset = dataset.skip(consumed_batches * batch_size)
-    dataset = dataset.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.map(
-        self._to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE
-    )
-    dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
-    if params.masking == 'dynamic':
-      # Training draws new masks every epoch. Evaluation masks identically on
-      # every pass and in every run (stateless seeds from `masking_seed`
-      # alone, not the run's global seed), so that evaluations of one run
-      # and of different runs score the same slots.
-      if params.is_training:
-        seeds = tf.data.Dataset.random(
-            seed=params.masking_seed, rerandomize_each_iteration=True
-        ).batch(2)
-        seeds = seeds.skip(consumed_batches)
-      else:
-        base = tf.constant(params.masking_seed or 0, tf.int64)
-        seeds = tf.data.Dataset.counter().map(
-            lambda index: tf.stack([base, index])
-        )
-      dataset = tf.data.Dataset.zip(seeds, dataset)
-      dataset = dataset.map(
-          self._mask_dynamically, num_parallel_calls=tf.data.AUTOTUNE
-      )
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return dataset
 
 
 data_loader_factory.register_data_loader_cls(PretrainDataConfig)(
@@ -385,28 +383,14 @@ def pretraining_data_configs(
     shuffle_buffer_size: int = 10000,
     seed: Optional[int] = None,
 ) -> Tuple[PretrainDataConfig, PretrainDataConfig]:
-  """Train and eval input configs for one record directory.
+  """Train and eval input configs for one record directory, from one binding.
 
-  Train and eval input configs for one record directory, from one set of
-  bindings (the two differ in split, batch size, shuffling and masking
-  seeds).
-
-  Whether next-sentence labels are read is not a data setting: the objective
-  that uses them sets `use_next_sentence_label` (masked LM with
-  `masked_lm.next_sentence_prediction`).
-
-  Args:
-    input_path: the record directory written by `create_pretraining_data`.
-    max_seq_length: sequence length the records must have.
-    train_batch_size: global training batch size.
-    eval_batch_size: global evaluation batch size (default: training's).
-    masking: 'dynamic' or 'static'; must match the records.
-    mask_rate: fraction of tokens predicted (dynamic masking).
-    max_predictions_per_seq: prediction slots (default from `mask_rate`).
-    mask_token_fraction: share of predicted tokens replaced by [MASK].
-    random_token_fraction: share replaced by random tokens.
-    shuffle_buffer_size: example shuffle buffer for training.
-    seed: seed for file/example shuffling and training masks.
+  The two differ in split, batch size, shuffling and masking seeds;
+  `eval_batch_size` defaults to training's, `max_predictions_per_seq` to
+  the one of `mask_rate`, and `seed` seeds file and example shuffling and
+  training masks. Whether next-sentence labels are read is not a data
+  setting: the objective that uses them sets `use_next_sentence_label`
+  (masked LM with `masked_lm.next_sentence_prediction`).
 
   Returns:
     `(train_config, eval_config)`.
@@ -414,17 +398,8 @@ def pretraining_data_configs(
   Raises:
     UserError: a batch size below 1, naming its binding.
   """
-  for name, size in (
-      ('train_batch_size', train_batch_size),
-      ('eval_batch_size', eval_batch_size),
-  ):
-    if size is not None and (
-        isinstance(size, bool) or not isinstance(size, int) or size < 1
-    ):
-      raise cli.UserError(
-          f'pretrain_data.{name} = {size!r}; a batch holds at least 1 '
-          'sequence.'
-      )
+  _check_batch_size('train_batch_size', train_batch_size)
+  _check_batch_size('eval_batch_size', eval_batch_size)
   common = dict(
       input_path=input_path,
       max_seq_length=max_seq_length,
@@ -452,6 +427,16 @@ def pretraining_data_configs(
       **common,
   )
   return train, evaluation
+
+
+def _check_batch_size(name: str, size: Any) -> None:
+  if size is not None and (
+      isinstance(size, bool) or not isinstance(size, int) or size < 1
+  ):
+    raise cli.UserError(
+        f'pretrain_data.{name} = {size!r}; a batch holds at least 1 '
+        'sequence.'
+    )
 
 
 def records_vocabulary(input_path: str) -> Tuple[int, str]:

@@ -1,47 +1,25 @@
 """RACE multiple-choice reading comprehension: reading and feature conversion.
 
 RACE (Lai et al., 2017) ships as `RACE/{train,dev,test}/{middle,high}/*.txt`,
-each file one JSON object holding an article and its questions:
-
-  {"article": str, "questions": [str, ...], "options": [[4 str], ...],
-   "answers": ["B", ...], "id": "middle1.txt"}
-
-Every question becomes one `RaceExample`. Paper 001 (Section IV.A) feeds BERT
-one sequence per answer option,
-
-  [CLS] article [SEP] question [SEP] option [SEP] [PAD] ...
-
-with type id 0 for `[CLS] article [SEP]` (segment A) and 1 for
-`question [SEP] option [SEP]` (segment B); the [CLS] output of each of the four
-sequences is scored by a shared dense layer and a softmax over the options
-gives the answer. That is the default here: a cloze question (one containing a
-blank "_") is kept as written. With `fill_blank=True` a cloze question follows
-XLNet's RACE pipeline instead: every run of underscores is replaced by the
-option text and the filled question is segment B on its own,
-`[CLS] article [SEP] filled question [SEP]`; questions without a blank keep the
-three-[SEP] layout.
-
-Truncation (longest first, article first in practice). Let the budget be
-`max_seq_length` minus the special tokens (4, or 3 for a filled cloze
-question). While the article plus segment B exceeds the budget, one token is
-removed from the end of the longer of the two, the article on a tie; inside
-segment B the token comes from the end of the longer of question and option,
-the question on a tie. With RACE's lengths (article ~230 wordpieces, question
-~9, option ~4) only the article is ever cut, keeping its beginning; segment B
-is cut only when it alone exceeds half the budget. Before that, the question
-can optionally be cut to its first `max_query_length` wordpieces as in BERT's
-SQuAD pipeline. Cut sequences are counted in the `ConversionReport`.
-
-A malformed file stops reading with a `RaceFormatError` naming the file (and
-the line or question index): a dataset with a broken file should fail rather
-than silently shrink.
+one JSON object a file (`article`, `questions`, `options` [4 each], `answers`
+letters, `id`); each question is a `RaceExample`. Paper 001 (Section IV.A)
+feeds BERT one sequence per option, `[CLS] article [SEP] question [SEP] option
+[SEP]`, type ids 1 from the question on, the four [CLS] outputs scored by a
+shared dense layer; cloze questions (a blank "_") are kept as written. With
+`fill_blank=True` they follow XLNet's RACE pipeline: the option fills the
+blank, `[CLS] article [SEP] filled question [SEP]`. Truncation is longest
+first: the article or segment B, the article on a tie; inside segment B the
+longer of question and option, the question on a tie; the question may first
+be cut to `max_query_length` (BERT's SQuAD). A malformed file raises
+`RaceFormatError` naming it: a broken dataset should fail, not shrink.
 """
 
 import dataclasses
 import json
 import os
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Tuple
 
 from absl import logging
 import numpy as np
@@ -67,15 +45,10 @@ class RaceFormatError(cli.UserError):
 
 @dataclasses.dataclass(frozen=True)
 class RaceExample:
-  """One question with its article and four candidate answers.
+  """One question with its article and four candidate answers (A to D).
 
-  Attributes:
-    example_id: `<file id>-<question index>`, e.g. `middle1.txt-0`.
-    level: 'middle' or 'high'.
-    article: the untokenized article.
-    question: the untokenized question, possibly with a blank "_".
-    options: the four untokenized options, in the order A, B, C, D.
-    label: index of the correct option, 0 (A) to 3 (D).
+  `example_id` is `<file id>-<question index>`, e.g. `middle1.txt-0`; the
+  texts are untokenized; `label` is the correct option's index, 0 (A) to 3.
   """
 
   example_id: str
@@ -109,9 +82,7 @@ class RaceExample:
 
 
 def read_examples(
-    race_dir: str,
-    split: Optional[str] = None,
-    levels: Sequence[str] = LEVELS,
+    race_dir: str, split: Optional[str] = None, levels: Sequence[str] = LEVELS
 ) -> Tuple[List[RaceExample], read_report.ReadReport]:
   """Reads the questions of one RACE split.
 
@@ -125,12 +96,10 @@ def read_examples(
 
   Returns:
     The examples, ordered by level (in `levels` order), file name, question;
-    and a report whose records are the files read. Its `counts` hold, per
-    level, 'files/<level>', 'questions/<level>' and 'cloze_questions/<level>'
-    (questions with a blank "_"), and 'skipped_files_of_other_levels' (files
-    of a directory read directly whose level is not in `levels`). A file
-    holding an article but no question gives no example and is listed as
-    malformed.
+    and a report whose records are the files read, its `counts`
+    'files/<level>', 'questions/<level>', 'cloze_questions/<level>' and
+    'skipped_files_of_other_levels' (read directly); a file with an article
+    but no question is listed as malformed.
 
   Raises:
     FileNotFoundError: a `<split>/<level>` directory (or `race_dir`) is
@@ -146,21 +115,10 @@ def read_examples(
         f'{tuple(levels)}.'
     )
   report = read_report.ReadReport(path=race_dir, record_name='files')
-  examples = []
   if split is None:
-    directory_level = os.path.basename(os.path.normpath(race_dir))
-    for path in _list_json_files(race_dir):
-      record = _load_json(path)
-      level = (
-          directory_level
-          if directory_level in LEVELS
-          else _level_from_id(record, path)
-      )
-      if level not in levels:
-        report.counts['skipped_files_of_other_levels'] += 1
-        continue
-      examples.extend(_examples_from_record(record, path, level, report))
+    examples = _read_directory(race_dir, levels, report)
   else:
+    examples = []
     for level in levels:
       directory = os.path.join(race_dir, split, level)
       for path in _list_json_files(directory):
@@ -170,6 +128,26 @@ def read_examples(
   report.num_examples = len(examples)
   report.log(f'RACE {split or "."}')
   return examples, report
+
+
+def _read_directory(
+    directory: str, levels: Sequence[str], report: read_report.ReadReport
+) -> List[RaceExample]:
+  """The examples of one directory's files whose level is in `levels`."""
+  directory_level = os.path.basename(os.path.normpath(directory))
+  examples = []
+  for path in _list_json_files(directory):
+    record = _load_json(path)
+    level = (
+        directory_level
+        if directory_level in LEVELS
+        else _level_from_id(record, path)
+    )
+    if level not in levels:
+      report.counts['skipped_files_of_other_levels'] += 1
+      continue
+    examples.extend(_examples_from_record(record, path, level, report))
+  return examples
 
 
 def _list_json_files(directory: str) -> List[str]:
@@ -233,6 +211,34 @@ def _examples_from_record(
     report: read_report.ReadReport,
 ) -> List[RaceExample]:
   """Validates one file's JSON object and makes one example per question."""
+  article, questions, options, answers = _checked_lists(record, path)
+  file_id = record.get('id', os.path.basename(path))
+  report.num_records += 1
+  report.counts[f'files/{level}'] += 1
+  report.counts[f'questions/{level}'] += len(questions)
+  if not questions:
+    report.add_malformed(None, 'holds an article but no question', path=path)
+  examples = []
+  for index, (question, choices, answer) in enumerate(
+      zip(questions, options, answers)
+  ):
+    where = f'{path}, question index {index}'
+    _check_question(where, question, choices, answer)
+    example = RaceExample(
+        example_id=f'{file_id}-{index}',
+        level=level,
+        article=article,
+        question=question,
+        options=tuple(choices),
+        label=ANSWER_LETTERS.index(answer),
+    )
+    report.counts[f'cloze_questions/{level}'] += int(example.is_cloze)
+    examples.append(example)
+  return examples
+
+
+def _checked_lists(record: Mapping[str, Any], path: str) -> Tuple[Any, ...]:
+  """(article, questions, options, answers), checked for type and length."""
   missing = [key for key in REQUIRED_KEYS if key not in record]
   if missing:
     raise RaceFormatError(
@@ -262,63 +268,39 @@ def _examples_from_record(
         f'{len(answers)} answers; expected one option list and one answer per '
         'question.'
     )
-  file_id = record.get('id', os.path.basename(path))
-  report.num_records += 1
-  report.counts[f'files/{level}'] += 1
-  report.counts[f'questions/{level}'] += len(questions)
-  if not questions:
-    report.add_malformed(None, 'holds an article but no question', path=path)
-  examples = []
-  for index, (question, choices, answer) in enumerate(
-      zip(questions, options, answers)
-  ):
-    where = f'{path}, question index {index}'
-    if not isinstance(question, str):
-      raise RaceFormatError(
-          f'{where}: question must be a string, got '
-          f'{type(question).__name__}.'
-      )
-    if (
-        not isinstance(choices, list)
-        or len(choices) != NUM_CHOICES
-        or not all(isinstance(choice, str) for choice in choices)
-    ):
-      raise RaceFormatError(
-          f'{where}: expected a list of {NUM_CHOICES} option '
-          f'strings, got {choices!r}.'
-      )
-    if not isinstance(answer, str) or answer not in tuple(ANSWER_LETTERS):
-      raise RaceFormatError(
-          f'{where}: answer must be one letter of '
-          f'{ANSWER_LETTERS}, got {answer!r}.'
-      )
-    example = RaceExample(
-        example_id=f'{file_id}-{index}',
-        level=level,
-        article=article,
-        question=question,
-        options=tuple(choices),
-        label=ANSWER_LETTERS.index(answer),
+  return article, questions, options, answers
+
+
+def _check_question(where: str, question: Any, choices: Any, answer: Any):
+  """Refuses a question that is not a string with 4 options and a letter."""
+  if not isinstance(question, str):
+    raise RaceFormatError(
+        f'{where}: question must be a string, got '
+        f'{type(question).__name__}.'
     )
-    report.counts[f'cloze_questions/{level}'] += int(example.is_cloze)
-    examples.append(example)
-  return examples
+  if (
+      not isinstance(choices, list)
+      or len(choices) != NUM_CHOICES
+      or not all(isinstance(choice, str) for choice in choices)
+  ):
+    raise RaceFormatError(
+        f'{where}: expected a list of {NUM_CHOICES} option '
+        f'strings, got {choices!r}.'
+    )
+  if not isinstance(answer, str) or answer not in tuple(ANSWER_LETTERS):
+    raise RaceFormatError(
+        f'{where}: answer must be one letter of '
+        f'{ANSWER_LETTERS}, got {answer!r}.'
+    )
 
 
 @dataclasses.dataclass
 class ConversionReport:
   """What `convert_to_features` did, counted per (example, option) sequence.
 
-  Attributes:
-    num_examples: examples converted (all of them; none is dropped).
-    num_sequences: `num_examples * 4`.
-    num_truncated_articles: sequences whose article was cut.
-    num_truncated_segment_b: sequences whose question or option was cut to
-      fit `max_seq_length`.
-    num_truncated_questions: sequences whose question was cut to
-      `max_query_length`.
-    num_filled_blanks: sequences of a cloze question whose blank was replaced
-      by the option (`fill_blank=True`).
+  Every example is converted (`num_sequences` is 4 times as many); the
+  truncation counts are of articles and segments B cut to fit
+  `max_seq_length`, and of questions cut to `max_query_length`.
   """
 
   num_examples: int = 0
@@ -339,39 +321,59 @@ def convert_to_features(
     max_query_length: Optional[int] = None,
     fill_blank: bool = False,
 ) -> Tuple[Dict[str, np.ndarray], ConversionReport]:
-  """Tokenizes, truncates and pads one sequence per example and option.
-
-  See the module docstring for the layout and the truncation rule.
+  """Tokenizes, truncates and pads (module docstring) a sequence per option.
 
   Args:
     examples: the `RaceExample`s; N = len(examples).
-    tokenizer: `vocab.FullTokenizer` (the original BERT tokenizer, texts
-      tokenized in batches) or another tokenizer with the interface of
-      Model Garden's `official.nlp.tools.tokenization.FullTokenizer`
-      (`tokenize`, `convert_tokens_to_ids`, `vocab`).
+    tokenizer: `vocab.FullTokenizer` or another tokenizer with Model Garden's
+      `FullTokenizer` interface (`tokenize`, `convert_tokens_to_ids`, `vocab`).
     max_seq_length: S, the length of every sequence; at least 7 (the special
       tokens plus one token each of article, question and option).
-    max_query_length: if set, questions (filled questions, with
-      `fill_blank`) are first cut to their first `max_query_length`
-      wordpieces.
-    fill_blank: XLNet's handling of cloze questions: replace the blank by the
-      option and drop the separate option segment. False (BERT, paper 001)
-      keeps the question as written.
+    max_query_length: if set, questions (filled ones, with `fill_blank`) are
+      first cut to their first `max_query_length` wordpieces.
+    fill_blank: XLNet's handling of cloze questions: the option fills the
+      blank, no separate option segment. False (BERT, paper 001) keeps the
+      question as written.
 
   Returns:
-    A dict of numpy arrays
-      `input_word_ids`: int32 `[N, 4, S]`;
-      `input_mask`: int32 `[N, 4, S]`, 1 for real tokens, 0 for padding;
-      `input_type_ids`: int32 `[N, 4, S]`, 0 for `[CLS] article [SEP]` and
-        padding, 1 for the question/option part;
-      `label_ids`: int32 `[N]`, the correct option, 0 to 3;
-      `level_ids`: int32 `[N]`, index into `LEVELS` (0 middle, 1 high);
-    and a `ConversionReport`.
+    Int32 numpy arrays `input_word_ids`, `input_mask` and `input_type_ids`
+    (`[N, 4, S]`; type 0 for `[CLS] article [SEP]` and padding), `label_ids`
+    and `level_ids` (`[N]`, indices into the options and `LEVELS`); and a
+    `ConversionReport`.
 
   Raises:
     ValueError: `max_seq_length` below 7, `max_query_length` below 1, or a
       special token missing from `tokenizer.vocab`.
   """
+  _check_lengths(max_seq_length, max_query_length)
+  special_ids = vocab_lib.special_token_ids(
+      tokenizer.vocab,
+      (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),
+  )
+  features = _unfilled_features(
+      examples, special_ids[vocab_lib.PAD_TOKEN], max_seq_length
+  )
+  report = ConversionReport(
+      num_examples=len(examples), num_sequences=len(examples) * NUM_CHOICES
+  )
+  with vocab_lib.prefetched(tokenizer, _texts(examples, fill_blank)):
+    for row, choice, tokens, type_ids in _sequences(
+        examples,
+        tokenizer,
+        max_seq_length,
+        max_query_length,
+        fill_blank,
+        report,
+    ):
+      ids = tokenizer.convert_tokens_to_ids(tokens)
+      features['input_word_ids'][row, choice, : len(ids)] = ids
+      features['input_mask'][row, choice, : len(ids)] = 1
+      features['input_type_ids'][row, choice, : len(ids)] = type_ids
+  logging.info('RACE features: %s', report.as_dict())
+  return features, report
+
+
+def _check_lengths(max_seq_length: int, max_query_length: Optional[int]):
   if max_seq_length < 7:
     raise cli.UserError(
         'max_seq_length must be >= 7 ([CLS] article [SEP] '
@@ -381,46 +383,47 @@ def convert_to_features(
     raise cli.UserError(
         f'max_query_length must be >= 1 or None, got {max_query_length}.'
     )
-  special_ids = vocab_lib.special_token_ids(
-      tokenizer.vocab,
-      (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),
-  )
-  num_examples = len(examples)
-  shape = (num_examples, NUM_CHOICES, max_seq_length)
-  features = dict(
-      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
+
+
+def _unfilled_features(
+    examples: Sequence[RaceExample], pad_id: int, max_seq_length: int
+) -> Dict[str, np.ndarray]:
+  """`[N, 4, S]` padding and zeros, and the `[N]` labels and levels."""
+  shape = (len(examples), NUM_CHOICES, max_seq_length)
+  return dict(
+      input_word_ids=np.full(shape, pad_id, np.int32),
       input_mask=np.zeros(shape, np.int32),
       input_type_ids=np.zeros(shape, np.int32),
       label_ids=np.array([e.label for e in examples], np.int32),
       level_ids=np.array([LEVELS.index(e.level) for e in examples], np.int32),
   )
-  report = ConversionReport(
-      num_examples=num_examples, num_sequences=num_examples * NUM_CHOICES
-  )
+
+
+def _sequences(
+    examples: Sequence[RaceExample],
+    tokenizer: Any,
+    max_seq_length: int,
+    max_query_length: Optional[int],
+    fill_blank: bool,
+    report: ConversionReport,
+) -> Iterator[Tuple[int, int, List[str], List[int]]]:
+  """Yields (example row, option, tokens, type ids) of every sequence."""
   article_text, article_tokens = None, []
-  with vocab_lib.prefetched(tokenizer, _texts(examples, fill_blank)):
-    for row, example in enumerate(examples):
-      if example.article != article_text:  # Questions of a file share it.
-        article_text = example.article
-        article_tokens = tokenizer.tokenize(article_text)
-      for choice, option in enumerate(example.options):
-        segments = _segment_b(
-            example.question,
-            option,
-            tokenizer,
-            max_query_length,
-            fill_blank,
-            report,
-        )
-        tokens, type_ids = _pack(
-            article_tokens, segments, max_seq_length, report
-        )
-        ids = tokenizer.convert_tokens_to_ids(tokens)
-        features['input_word_ids'][row, choice, : len(ids)] = ids
-        features['input_mask'][row, choice, : len(ids)] = 1
-        features['input_type_ids'][row, choice, : len(ids)] = type_ids
-  logging.info('RACE features: %s', report.as_dict())
-  return features, report
+  for row, example in enumerate(examples):
+    if example.article != article_text:  # Questions of a file share it.
+      article_text = example.article
+      article_tokens = tokenizer.tokenize(article_text)
+    for choice, option in enumerate(example.options):
+      segments = _segment_b(
+          example.question,
+          option,
+          tokenizer,
+          max_query_length,
+          fill_blank,
+          report,
+      )
+      tokens, type_ids = _pack(article_tokens, segments, max_seq_length, report)
+      yield row, choice, tokens, type_ids
 
 
 def _texts(examples: Sequence[RaceExample], fill_blank: bool) -> List[str]:
@@ -462,16 +465,10 @@ def _pack(
     max_seq_length: int,
     report: ConversionReport,
 ) -> Tuple[List[str], List[int]]:
-  """Truncates longest-first and joins into `[CLS] A [SEP] B.. [SEP]`.
+  """(tokens, type ids): longest-first cut `[CLS] A [SEP] B.. [SEP]`.
 
-  Args:
-    article: the article's wordpieces.
-    segments: the wordpiece lists of segment B, each followed by [SEP].
-    max_seq_length: S.
-    report: counts cut articles and cut segments B.
-
-  Returns:
-    The tokens (at most S) and their type ids.
+  Each wordpiece list of `segments` (segment B) is followed by [SEP]; at
+  most `max_seq_length` tokens; `report` counts cut articles and segments B.
   """
   budget = max_seq_length - 2 - len(segments)
   article_length = len(article)
@@ -498,21 +495,31 @@ def _pack(
   return tokens, type_ids
 
 
+def _level_names(levels: np.ndarray) -> np.ndarray:
+  """`[N]` level names of names or ids, refusing unknown ones."""
+  if np.issubdtype(levels.dtype, np.integer):
+    if levels.min() < 0 or levels.max() >= len(LEVELS):
+      raise cli.UserError(
+          f'level ids must be in [0, {len(LEVELS)}), got '
+          f'{sorted(set(levels.tolist()))}.'
+      )
+    return np.asarray(LEVELS)[levels]
+  level_names = levels.astype(str)
+  unknown = sorted(set(level_names.tolist()) - set(LEVELS))
+  if unknown:
+    raise cli.UserError(f'Unknown levels {unknown}; expected {LEVELS}.')
+  return level_names
+
+
 def accuracy_by_level(
     predictions: np.ndarray, labels: np.ndarray, levels: np.ndarray
 ) -> Dict[str, float]:
   """Accuracy on RACE-middle, RACE-high and both together.
 
-  Args:
-    predictions: int `[N]`, the predicted option (argmax over the 4 scores).
-    labels: int `[N]`, the correct option.
-    levels: `[N]`, either level names ('middle'/'high') or level ids
-      (`label_ids`-style ints indexing `LEVELS`, as in the `level_ids`
-      feature).
-
-  Returns:
-    {'middle': acc, 'high': acc, 'all': acc}, without a level that has no
-    example.
+  `predictions` and `labels` are int `[N]` options; `levels` `[N]` level
+  names ('middle'/'high') or ids indexing `LEVELS` (the `level_ids`
+  feature). Returns {'middle': acc, 'high': acc, 'all': acc}, without a
+  level that has no example.
 
   Raises:
     ValueError: the arrays are empty, not 1-D, differ in length, or a level is
@@ -532,18 +539,7 @@ def accuracy_by_level(
     )
   if not predictions.size:
     raise cli.UserError('accuracy_by_level needs at least one example.')
-  if np.issubdtype(levels.dtype, np.integer):
-    if levels.min() < 0 or levels.max() >= len(LEVELS):
-      raise cli.UserError(
-          f'level ids must be in [0, {len(LEVELS)}), got '
-          f'{sorted(set(levels.tolist()))}.'
-      )
-    level_names = np.asarray(LEVELS)[levels]
-  else:
-    level_names = levels.astype(str)
-    unknown = sorted(set(level_names.tolist()) - set(LEVELS))
-    if unknown:
-      raise cli.UserError(f'Unknown levels {unknown}; expected {LEVELS}.')
+  level_names = _level_names(levels)
   correct = predictions == labels
   accuracy = {}
   for level in LEVELS:

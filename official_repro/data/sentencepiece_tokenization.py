@@ -1,43 +1,17 @@
 r"""Text to SentencePiece ids exactly as google-research/albert's tokenizer.
 
-ALBERT (and the releases that reuse its tokenizer) were pretrained on the
-ids of albert's `tokenization.FullTokenizer(spm_model_file=...)`:
-`preprocess_text` then `encode_pieces`, over the release's `spiece.model`.
-`AlbertSentencePieceTokenizer` makes the same ids in graph, from TF and TF
-Text ops on a batch of strings:
-
-  1. whitespace runs become one space and the ends are stripped (Python's
-     `" ".join(text.strip().split())`, with `str.isspace`'s characters);
-  2. unless accents are kept: NFKD (`tf_text.normalize_utf8`), then every
-     character of nonzero canonical combining class deleted (Python's
-     `unicodedata.combining`);
-  3. lower-cased: Python's `str.lower` (`tokenization.lower_as_python`);
-  4. `tf_text.SentencepieceTokenizer` over the model (its own normaliser,
-     the model's character map, runs inside);
-  5. the original's digit-comma rule: a piece of two or more characters
-     ending in a digit and a comma (`1990,`) is encoded again without its
-     comma and its word-boundary marks, its first piece's mark dropped
-     when the piece had none, and the comma appended as its own piece.
-     This is the rule as written and as it runs on Python 2; on Python 3
-     the published code compares a str piece with the bytes mark, so it
-     never drops the mark (`x1990,` -> `x ▁1990 ,`, not `x 1990 ,`).
-Control symbols typed in the text (`[MASK]`, `[SEP]`) are text, as in
-SentencePiece itself (the original adds them as ids).
-
-Parts not used: TF Text's op reads a string up to its first NUL, where the
-sentencepiece library reads it whole and makes an unknown piece of it; a
-NUL is therefore replaced by U+10FFFF, a noncharacter that no model has as
-a piece and that also becomes the unknown piece (`_NUL_STAND_IN`).
-
-Hugging Face's `AlbertTokenizer` (slow) gives the same ids but that it
-first makes `"` of `` and '' (XLNet's preprocessing, not ALBERT's). Its
-`AlbertTokenizerFast` does so too, and departs where the model has
-user-defined symbols (ALBERT's has `(`, `)`, `"`, `-`, `.`, `–`, `£`, `€`):
-it splits them off first and gives the text after each a word-boundary
-mark of its own (`"assert"` -> `▁" ▁assert "`, the original's
-`▁" assert "`); it stands in for the digit-comma rule by lowering those
-pieces' scores (`3,` -> `▁3 ,`, the original's `▁ 3 ,`); and it breaks
-ties, keeps Python's other whitespace and ends some texts otherwise
+ALBERT's releases were pretrained on the ids of albert's `FullTokenizer`
+(`preprocess_text`, then `encode_pieces` over `spiece.model`);
+`AlbertSentencePieceTokenizer` makes them in graph: (1) whitespace runs
+collapsed, ends stripped; (2) unless accents are kept, NFKD and combining
+marks deleted; (3) lower-cased as Python's `str.lower`; (4) TF Text's
+`SentencepieceTokenizer`; (5) the digit-comma rule (`1990,` re-encoded, the
+comma its own piece) as written and as it runs on Python 2 (on Python 3 the
+published code never drops the boundary mark). Typed control symbols are
+text. TF Text's op stops at a NUL, so NUL becomes U+10FFFF (`_NUL_STAND_IN`,
+unknown like it). Hugging Face's `AlbertTokenizer` first rewrites `` and ''
+(XLNet's, not ALBERT's); `AlbertTokenizerFast` also splits user-defined
+symbols and stands in for the digit-comma rule otherwise
 (`tests/data/test_sentencepiece_tokenization.py` lists each case).
 """
 
@@ -45,7 +19,7 @@ import base64
 import functools
 import io
 import unicodedata
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 import sentencepiece
 from sentencepiece import sentencepiece_model_pb2
@@ -102,14 +76,10 @@ class AlbertSentencePieceTokenizer(tf.Module):
       strip_accents: bool = True,
       name: str = 'albert_sentencepiece_tokenizer',
   ):
-    """Loads the SentencePiece model.
+    """Loads `model`, a serialized `ModelProto` (`spiece.model`).
 
-    Args:
-      model: a serialized SentencePiece `ModelProto` (`spiece.model`).
-      lower_case: lower-case (an uncased model).
-      strip_accents: NFKD and combining marks deleted (Hugging Face's
-        `keep_accents=False`, the original's only behaviour).
-      name: the module's name.
+    `strip_accents`: NFKD and combining marks deleted (Hugging Face's
+    `keep_accents=False`, the original's only behaviour).
     """
     super().__init__(name=name)
     self.lower_case = lower_case
@@ -154,12 +124,7 @@ class AlbertSentencePieceTokenizer(tf.Module):
   def _digit_comma_rule(
       self, flat: tf.Tensor, split: tf.Tensor
   ) -> tf.RaggedTensor:
-    """Step 5: `[n]` pieces -> `[n, (pieces)]`, each `split` one re-encoded.
-
-    Args:
-      flat: `[n]` piece strings.
-      split: `[n]` bool, the pieces ending in a digit and a comma.
-    """
+    """Step 5: `[n]` pieces -> `[n, (pieces)]`, the `split` ones redone."""
     chosen = tf.boolean_mask(flat, split)
     text = tf.strings.regex_replace(
         tf.strings.regex_replace(chosen, ',$', ''), WORD_BOUNDARY, ''
@@ -198,17 +163,10 @@ class AlbertSentencePieceTokenizer(tf.Module):
 
 
 def read_model(model: bytes) -> Tuple[List[str], Dict[str, str]]:
-  """The pieces of a serialized model, and its pad and unknown pieces.
-
-  Args:
-    model: a serialized SentencePiece `ModelProto`.
-
-  Returns:
-    (pieces, piece `i` at index `i`; {'[PAD]': pad piece, '[UNK]': unknown
-    piece}, for those it has).
+  """(pieces, {'[PAD]': pad piece, '[UNK]': unknown piece} of those it has).
 
   Raises:
-    ValueError: `model` is not a SentencePiece model.
+    ValueError: `model` is not a serialized SentencePiece model.
   """
   processor = sentencepiece.SentencePieceProcessor()
   try:
@@ -218,13 +176,8 @@ def read_model(model: bytes) -> Tuple[List[str], Dict[str, str]]:
         'not a SentencePiece model (its ModelProto does not parse)'
     ) from None
   pieces = [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
-  aliases = {}
-  for name, piece_id in (
-      ('[PAD]', processor.pad_id()),
-      ('[UNK]', processor.unk_id()),
-  ):
-    if piece_id >= 0:
-      aliases[name] = pieces[piece_id]
+  special = (('[PAD]', processor.pad_id()), ('[UNK]', processor.unk_id()))
+  aliases = {name: pieces[i] for name, i in special if i >= 0}
   return pieces, aliases
 
 
@@ -250,21 +203,13 @@ def learn_model(
     lower_case: bool,
     seed_sentences: int = 10_000_000,
 ) -> bytes:
-  """Learns a model as ALBERT's was, from text preprocessed as it reads.
+  """The serialized model learned as ALBERT's was, from preprocessed text.
 
-  Args:
-    sentences: the training text, one sentence per element.
-    vocab_size: the number of pieces (the special ones included).
-    lower_case: an uncased model (the text is lower-cased first).
-    seed_sentences: at most this many sentences are sampled
-      (`input_sentence_size`, ALBERT's 10M).
-
-  Returns:
-    The serialized model.
+  `vocab_size` counts the special pieces; at most `seed_sentences` are
+  sampled (`input_sentence_size`, ALBERT's 10M).
 
   Raises:
-    ValueError: the trainer's own message, e.g. a size the text cannot
-      fill.
+    ValueError: the trainer's own message, e.g. a size the text cannot fill.
   """
   preprocess = tf.function(
       AlbertSentencePieceTokenizer.preprocessor(lower_case),
@@ -307,12 +252,6 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
   `ModelProto`, with SentencePiece's defaults for the rest (a word-boundary
   mark before the text, whitespace runs collapsed).
 
-  Args:
-    tokenizer: a parsed `tokenizer.json` with a Unigram `model`.
-
-  Returns:
-    The serialized model.
-
   Raises:
     ValueError: naming what the file lacks (a Unigram model, or the
       `Precompiled` character map).
@@ -340,6 +279,14 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
       for token in tokenizer.get('added_tokens', [])
       if token.get('special')
   }
+  _add_pieces(proto, model, special)
+  _set_trainer_spec(proto, model)
+  proto.normalizer_spec.precompiled_charsmap = base64.b64decode(charsmap[0])
+  return proto.SerializeToString()
+
+
+def _add_pieces(proto, model: Dict[str, Any], special: Set[int]) -> None:
+  """The Unigram model's pieces and scores, typed, into `proto.pieces`."""
   piece_type = sentencepiece_model_pb2.ModelProto.SentencePiece
   for index, (piece, score) in enumerate(model['vocab']):
     if score <= _DIGIT_COMMA_PENALTY and _ends_in_digit_comma(piece):
@@ -352,6 +299,10 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
     elif score == 0.0:
       # The trainer scores user-defined pieces 0, learned ones below.
       entry.type = piece_type.USER_DEFINED
+
+
+def _set_trainer_spec(proto, model: Dict[str, Any]) -> None:
+  """Model type, size and special piece ids, for the Unigram model."""
   proto.trainer_spec.model_type = sentencepiece_model_pb2.TrainerSpec.UNIGRAM
   proto.trainer_spec.vocab_size = len(model['vocab'])
   proto.trainer_spec.unk_id = model['unk_id']
@@ -362,12 +313,8 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
       ('eos_id', '</s>'),
   ):
     setattr(
-        proto.trainer_spec,
-        name,
-        pieces.index(piece) if piece in pieces else -1,
+        proto.trainer_spec, name, pieces.index(piece) if piece in pieces else -1
     )
-  proto.normalizer_spec.precompiled_charsmap = base64.b64decode(charsmap[0])
-  return proto.SerializeToString()
 
 
 # Hugging Face's `AlbertConverter` (and `XLNetConverter`) lower the score of

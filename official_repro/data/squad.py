@@ -1,48 +1,25 @@
 """SQuAD 1.1 / 2.0 reading, windowed feature conversion and answer extraction.
 
-Model Garden's `official.nlp.data.squad_lib` is the reference implementation and
-does the heavy lifting here:
-
-* `convert_examples_to_features` tokenizes the question (truncated to
-  `max_query_length`) and the context, cuts the context into overlapping
-  windows `doc_stride` WordPieces apart, aligns the character-level answer with
-  WordPieces, and labels a training window that does not contain the answer
-  (or an impossible question) with position 0, the [CLS] token.
-* `postprocess_output` runs the n-best span search over all windows of a
-  question and maps the best span back to the original context words.
-
-This module wraps them so that they fit the rest of the harness:
-
-* `read_examples` re-implements the JSON reader. Model Garden's raises a bare
-  `KeyError` on a malformed file and silently drops training questions whose
-  answer text cannot be found at `answer_start`. Here a malformed file fails
-  with the path and the JSON location, and dropped questions are counted and
-  listed in a `read_report.ReadReport`.
-* `convert_to_features` returns numpy arrays under the encoder input names
-  instead of writing TFRecords, pads with the vocabulary's [PAD] id (Model
-  Garden pads with 0), and never adds Model Garden's duplicated evaluation
-  padding features.
-* `extract_answers` returns predictions in memory (Model Garden's
-  `write_predictions` only writes files) and leaves the SQuAD 2.0 null-score
-  threshold to the caller, who tunes it on dev.
+Model Garden's `squad_lib` does the heavy lifting:
+`convert_examples_to_features` (question truncation, context windows
+`doc_stride` apart, answer alignment, [CLS] labels for windows without the
+answer) and `postprocess_output` (n-best span search mapped back to context
+words). What is not reused, and why:
+`read_examples` re-implements the JSON reader, since Model Garden's raises a
+bare `KeyError` on a malformed file and silently drops training questions
+whose answer is not at `answer_start` (here: path and JSON location, and a
+`read_report.ReadReport` of dropped ones); `convert_to_features` returns numpy
+arrays, not TFRecords, padded with [PAD]'s id (Model Garden: 0), without its
+duplicated evaluation padding; `extract_answers` returns predictions in memory
+(`write_predictions` only writes files) and leaves the SQuAD 2.0 null-score
+threshold to the caller.
 """
 
 import dataclasses
 import json
 import math
-from typing import (
-    Any,
-    Dict,
-    Iterator,
-    List,
-    Mapping,
-    NamedTuple,
-    Optional,
-    Sequence,
-    Tuple,
-    Type,
-    Union,
-)
+from typing import AbstractSet, Any, Dict, Iterator, List, Mapping, NamedTuple
+from typing import Optional, Sequence, Tuple, Type, Union
 
 from absl import logging
 import numpy as np
@@ -67,12 +44,9 @@ _NO_SPAN_PLACEHOLDER = 'empty'
 class QuestionEntry(NamedTuple):
   """One question of a SQuAD JSON file with where it was found.
 
-  Attributes:
-    qid: the question id.
-    source: the file path, or a description of an in-memory dataset.
-    json_path: e.g. `data[0].paragraphs[2].qas[1]`.
-    paragraph: the paragraph object holding the question.
-    qa: the question object.
+  `source` is the file path (or a description of an in-memory dataset),
+  `json_path` e.g. `data[0].paragraphs[2].qas[1]`, `paragraph` and `qa` the
+  objects holding the question and of the question.
   """
 
   qid: str
@@ -94,9 +68,8 @@ class FeatureMetadata:
   these objects can be passed to `squad_lib.postprocess_output`.
 
   Attributes:
-    unique_id: id of the feature, unique within one `convert_to_features` call.
-    example_index: index of the example in the list given to
-      `convert_to_features`.
+    unique_id: unique within one `convert_to_features` call.
+    example_index: index in the examples given to `convert_to_features`.
     doc_span_index: index of this window among the example's windows.
     tokens: the WordPieces of the window, `[CLS] question [SEP] context [SEP]`.
     token_to_orig_map: window position -> index of the whitespace-separated
@@ -131,12 +104,6 @@ def required_field(
 ) -> Any:
   """Returns `obj[key]`, checking that `obj` is an object holding the type.
 
-  Args:
-    obj: a parsed JSON value expected to be an object (dict).
-    key: the required key.
-    expected_type: the type (or types) the value must have.
-    location: where `obj` is, used in error messages.
-
   Raises:
     ValueError: naming `location` if `obj` is not an object, lacks `key`, or
       the value has the wrong type.
@@ -164,10 +131,7 @@ def _type_names(expected_type: Union[Type[Any], Tuple[Type[Any], ...]]) -> str:
 
 
 def load_articles(path: str) -> List[Dict[str, Any]]:
-  """Reads a SQuAD JSON file and returns its `data` list of articles.
-
-  Args:
-    path: a local or `tf.io.gfile` path.
+  """Reads a SQuAD JSON file (any `tf.io.gfile` path) and returns its `data`.
 
   Raises:
     FileNotFoundError: if `path` does not exist.
@@ -188,15 +152,7 @@ def load_articles(path: str) -> List[Dict[str, Any]]:
 
 
 def articles_of(dataset: Any, source: str) -> List[Dict[str, Any]]:
-  """Returns the `data` list of a parsed SQuAD JSON object.
-
-  Args:
-    dataset: the parsed file, `{'version': ..., 'data': [article, ...]}`.
-    source: the file path or a description, used in error messages.
-
-  Raises:
-    ValueError: if `dataset` has no `data` list.
-  """
+  """The `data` list of a parsed SQuAD file (ValueError, naming `source`)."""
   return required_field(dataset, 'data', list, f'{source}: top level')
 
 
@@ -206,14 +162,8 @@ def iterate_questions(
   """Yields every question of a SQuAD `data` list, checking its structure.
 
   Checks that each article has a `paragraphs` list, each paragraph a `qas`
-  list, and each question a string `id` not used before.
-
-  Args:
-    articles: the `data` list of a SQuAD JSON file.
-    source: the file path or a description, used in error messages.
-
-  Yields:
-    One `QuestionEntry` per question, in file order.
+  list, and each question a string `id` not used before; yields one
+  `QuestionEntry` per question, in file order.
 
   Raises:
     ValueError: naming the JSON location of the first structural problem or
@@ -243,15 +193,9 @@ def iterate_questions(
 
 
 def _split_words(context: str) -> Tuple[List[str], List[int]]:
-  """Splits a context on whitespace, keeping the character -> word map.
+  """`(words, char_to_word)`: whitespace-separated words, each char's word.
 
-  Args:
-    context: the paragraph text.
-
-  Returns:
-    `(words, char_to_word)`: the whitespace-separated words and, for every
-    character of `context`, the index of the word it belongs to (whitespace
-    belongs to the preceding word, -1 before the first word).
+  Whitespace belongs to the preceding word, -1 before the first word.
   """
   words = []
   char_to_word = []
@@ -275,15 +219,10 @@ def _answer_word_span(
     words: List[str],
     char_to_word: List[int],
 ) -> Optional[Tuple[int, int]]:
-  """Maps a character-level answer to context word indices, if it matches.
+  """`(first_word, last_word)` of a character-level answer, or None.
 
-  The answer matches when the context words covering characters
-  `[answer_start, answer_start + len(answer_text))` contain the answer text
-  with its whitespace collapsed, Model Garden's criterion.
-
-  Returns:
-    `(first_word, last_word)`, inclusive, or None if the answer is empty, out
-    of the context, or does not match.
+  None if the answer is empty, out of the context, or not within the words
+  covering its characters (whitespace collapsed; Model Garden's criterion).
   """
   end_char = answer_start + len(answer_text) - 1
   if (
@@ -304,29 +243,18 @@ def read_examples(
 ) -> Tuple[List[SquadExample], read_report.ReadReport]:
   """Reads a SQuAD 1.1 or 2.0 JSON file into Model Garden `SquadExample`s.
 
-  The file layout is `data[] -> paragraphs[] -> {context, qas[]}`, each
-  question `{id, question, answers: [{text, answer_start}], is_impossible}`
-  (`is_impossible` only in SQuAD 2.0; missing means False).
-
-  For training, each answerable question needs an answer, and the first one is
-  used (the SQuAD train files have exactly one; Model Garden refuses more). Its
-  character offsets are mapped to whitespace-separated context words; a
-  question whose answer text is not found at `answer_start` is skipped and
-  its id recorded in the report, since training on it would teach a wrong
-  span (a malformed record, named by its JSON location and id). Impossible
-  questions get positions -1 and answer text ''. For
-  evaluation every question is kept and answers are not read.
-
-  Args:
-    path: the JSON file.
-    version_2_with_negative: whether the file may contain unanswerable
-      (`is_impossible`) questions, i.e. is SQuAD 2.0.
-    is_training: whether to read answer positions for training.
+  Layout: `data[] -> paragraphs[] -> {context, qas[]}`, each question `{id,
+  question, answers: [{text, answer_start}], is_impossible}` (missing: False).
+  Training uses each answerable question's first answer (Model Garden
+  refuses more), mapped to context words; one whose text is not at
+  `answer_start` would teach a wrong span, so it is skipped and recorded as
+  malformed in the report. Impossible questions get positions -1 and text
+  ''. Evaluation keeps every question and reads no answers.
 
   Returns:
     `(examples, report)`: one example per kept question, in file order, and
-    the counts of read ('questions' are the records), impossible
-    (`counts['impossible']`) and skipped questions.
+    the counts of read ('questions'), impossible (`counts['impossible']`)
+    and skipped questions.
 
   Raises:
     FileNotFoundError: if `path` does not exist.
@@ -342,26 +270,10 @@ def read_examples(
   for entry in iterate_questions(articles, path):
     if entry.paragraph is not current_paragraph:
       current_paragraph = entry.paragraph
-      paragraph_location = f'{path}: {entry.json_path.rsplit(".", 1)[0]}'
-      context = required_field(
-          entry.paragraph, 'context', str, paragraph_location
-      )
-      words, char_to_word = _split_words(context)
-      if not words:
-        raise cli.UserError(f'{paragraph_location}: context is empty.')
+      words, char_to_word = _paragraph_words(entry, path)
     report.num_records += 1
     question = required_field(entry.qa, 'question', str, entry.where())
-    is_impossible = entry.qa.get('is_impossible', False)
-    if not isinstance(is_impossible, bool):
-      raise cli.UserError(
-          f"{entry.where()}: 'is_impossible' must be bool, got "
-          f'{type(is_impossible).__name__}.'
-      )
-    if is_impossible and not version_2_with_negative:
-      raise cli.UserError(
-          f'{entry.where()}: question is marked is_impossible (SQuAD 2.0 '
-          'data) but the file is read with version_2_with_negative=False.'
-      )
+    is_impossible = _is_impossible(entry, version_2_with_negative)
     report.counts['impossible'] += int(is_impossible)
     if not is_training:
       examples.append(SquadExample(entry.qid, question, words))
@@ -378,39 +290,77 @@ def read_examples(
           )
       )
     else:
-      answers = required_field(entry.qa, 'answers', list, entry.where())
-      if not answers:
-        raise cli.UserError(
-            f'{entry.where()}: an answerable training question '
-            'needs at least one answer.'
-        )
-      answer_location = entry.where('.answers[0]')
-      answer_text = required_field(answers[0], 'text', str, answer_location)
-      answer_start = required_field(
-          answers[0], 'answer_start', int, answer_location
-      )
-      span = _answer_word_span(answer_text, answer_start, words, char_to_word)
-      if span is None:
-        report.add_malformed(
-            None,
-            f'{entry.json_path} (question id {entry.qid!r}): answer '
-            f'text {answer_text!r} is not in the context at answer_start '
-            f'{answer_start}',
-        )
-        continue
-      examples.append(
-          SquadExample(
-              entry.qid,
-              question,
-              words,
-              orig_answer_text=answer_text,
-              start_position=span[0],
-              end_position=span[1],
-          )
-      )
+      example = _answered_example(entry, question, words, char_to_word)
+      if isinstance(example, str):
+        report.add_malformed(None, example)
+      else:
+        examples.append(example)
   report.num_examples = len(examples)
   report.log('SQuAD')
   return examples, report
+
+
+def _paragraph_words(
+    entry: QuestionEntry, path: str
+) -> Tuple[List[str], List[int]]:
+  """`_split_words` of the entry's context, refusing an empty one."""
+  paragraph_location = f'{path}: {entry.json_path.rsplit(".", 1)[0]}'
+  context = required_field(entry.paragraph, 'context', str, paragraph_location)
+  words, char_to_word = _split_words(context)
+  if not words:
+    raise cli.UserError(f'{paragraph_location}: context is empty.')
+  return words, char_to_word
+
+
+def _is_impossible(entry: QuestionEntry, version_2_with_negative: bool) -> bool:
+  """The question's `is_impossible`, checked for type and SQuAD version."""
+  is_impossible = entry.qa.get('is_impossible', False)
+  if not isinstance(is_impossible, bool):
+    raise cli.UserError(
+        f"{entry.where()}: 'is_impossible' must be bool, got "
+        f'{type(is_impossible).__name__}.'
+    )
+  if is_impossible and not version_2_with_negative:
+    raise cli.UserError(
+        f'{entry.where()}: question is marked is_impossible (SQuAD 2.0 '
+        'data) but the file is read with version_2_with_negative=False.'
+    )
+  return is_impossible
+
+
+def _answered_example(
+    entry: QuestionEntry,
+    question: str,
+    words: List[str],
+    char_to_word: List[int],
+) -> Union[SquadExample, str]:
+  """The training example of its first answer, or why the answer is not used."""
+  answers = required_field(entry.qa, 'answers', list, entry.where())
+  if not answers:
+    raise cli.UserError(
+        f'{entry.where()}: an answerable training question '
+        'needs at least one answer.'
+    )
+  answer_location = entry.where('.answers[0]')
+  answer_text = required_field(answers[0], 'text', str, answer_location)
+  answer_start = required_field(
+      answers[0], 'answer_start', int, answer_location
+  )
+  span = _answer_word_span(answer_text, answer_start, words, char_to_word)
+  if span is None:
+    return (
+        f'{entry.json_path} (question id {entry.qid!r}): answer '
+        f'text {answer_text!r} is not in the context at answer_start '
+        f'{answer_start}'
+    )
+  return SquadExample(
+      entry.qid,
+      question,
+      words,
+      orig_answer_text=answer_text,
+      start_position=span[0],
+      end_position=span[1],
+  )
 
 
 def _check_window_sizes(
@@ -439,41 +389,62 @@ def convert_to_features(
 ) -> Tuple[Dict[str, np.ndarray], List[FeatureMetadata]]:
   """Tokenizes examples into fixed-length windows for a span-prediction model.
 
-  Each window is `[CLS] question [SEP] context-window [SEP] [PAD]...` with type
-  id 0 for `[CLS] question [SEP]` and 1 for the context and its `[SEP]`. A
-  context longer than `max_seq_length - len(question) - 3` WordPieces is cut
-  into windows starting `doc_stride` WordPieces apart (Model Garden's
-  `convert_examples_to_features`), so one example may give several features.
-
-  Args:
-    examples: from `read_examples` (with the same `is_training`).
-    tokenizer: `vocab.FullTokenizer` (the original BERT tokenizer, the
-      texts tokenized in batches) or another WordPiece tokenizer with the
-      interface of Model Garden's `FullTokenizer`; its vocab must hold
-      [CLS], [SEP] and [PAD].
-    max_seq_length: length S of every window.
-    doc_stride: distance in WordPieces between the starts of adjacent windows.
-    max_query_length: questions are truncated to this many WordPieces.
-    is_training: whether to produce answer positions.
+  Each window is `[CLS] question [SEP] context-window [SEP] [PAD]...`, type
+  ids 0 then 1 from the context on; a long context is cut into windows
+  `doc_stride` WordPieces apart (Model Garden's), so an example may give
+  several. `examples` come from `read_examples` (same `is_training`);
+  `tokenizer` is `vocab.FullTokenizer` or another WordPiece tokenizer with
+  Model Garden's `FullTokenizer` interface, its vocab holding [CLS], [SEP]
+  and [PAD]; questions are cut to `max_query_length` WordPieces.
 
   Returns:
-    `(features, metadata)`. `features` holds, for N windows:
-      `input_word_ids`: int32 `[N, S]` WordPiece ids, padded with [PAD]'s id;
-      `input_mask`: int32 `[N, S]`, 1 for real tokens, 0 for padding;
-      `input_type_ids`: int32 `[N, S]`, 0 for the question part, 1 for the
-        context part;
-    and, when `is_training`,
-      `start_positions`, `end_positions`: int32 `[N]`, window positions of the
-        first and last answer WordPiece; 0 ([CLS]) for an impossible question
-        or a window that does not contain the whole answer.
-    `metadata` holds one `FeatureMetadata` per window, in the same order, for
-    `extract_answers`.
+    `(features, metadata)`: for N windows of length S = `max_seq_length`,
+    int32 `[N, S]` `input_word_ids` (padded with [PAD]'s id), `input_mask`
+    and `input_type_ids`, and when `is_training` int32 `[N]`
+    `start_positions`, `end_positions` (0, [CLS], for an impossible question
+    or a window without the whole answer); one `FeatureMetadata` per window,
+    in order, for `extract_answers`.
 
   Raises:
     ValueError: if the window sizes leave no room for context, the vocab lacks
       a special token, or an example's context has no WordPieces.
   """
   _check_window_sizes(max_seq_length, doc_stride, max_query_length)
+  pad_id = _wordpiece_pad_id(tokenizer)
+  mg_features = _model_garden_features(
+      examples,
+      tokenizer,
+      max_seq_length,
+      doc_stride,
+      max_query_length,
+      is_training,
+  )
+  without_features = _ids_without_features(
+      examples, {feature.example_index for feature in mg_features}
+  )
+  if without_features:
+    raise cli.UserError(
+        f'{len(without_features)} examples have no context WordPieces (the '
+        'tokenizer dropped every character); first ids: '
+        f'{without_features[:_MAX_LOGGED_IDS]}.'
+    )
+  arrays = _feature_arrays(mg_features, max_seq_length, pad_id, is_training)
+  logging.info(
+      'Converted %d SQuAD examples into %d windows.',
+      len(examples),
+      len(mg_features),
+  )
+  return arrays, [_metadata(feature) for feature in mg_features]
+
+
+def _metadata(feature: squad_lib.InputFeatures) -> FeatureMetadata:
+  """The `FeatureMetadata` fields of Model Garden's feature (same names)."""
+  names = (field.name for field in dataclasses.fields(FeatureMetadata))
+  return FeatureMetadata(**{name: getattr(feature, name) for name in names})
+
+
+def _wordpiece_pad_id(tokenizer: Any) -> int:
+  """[PAD]'s id, refusing a SentencePiece tokenizer or missing specials."""
   if getattr(tokenizer, 'kind', vocab_lib.WORDPIECE) != vocab_lib.WORDPIECE:
     # Answers are mapped back to text through WordPiece's '##' pieces and
     # BERT's BasicTokenizer (Model Garden's squad_lib).
@@ -482,11 +453,21 @@ def convert_to_features(
         "aligned with the text through WordPiece's pieces; give a model "
         'with a vocab.txt.'
     )
-  pad_id = vocab_lib.special_token_ids(
+  return vocab_lib.special_token_ids(
       tokenizer.vocab,
       (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),
   )[vocab_lib.PAD_TOKEN]
 
+
+def _model_garden_features(
+    examples: Sequence[SquadExample],
+    tokenizer: Any,
+    max_seq_length: int,
+    doc_stride: int,
+    max_query_length: int,
+    is_training: bool,
+) -> List[squad_lib.InputFeatures]:
+  """Model Garden's windows of `examples`, their texts tokenized in batches."""
   mg_features = []
 
   def collect(feature: squad_lib.InputFeatures, is_padding: bool = False):
@@ -512,19 +493,27 @@ def convert_to_features(
         output_fn=collect,
         batch_size=1,
     )
+  return mg_features
 
-  with_features = {feature.example_index for feature in mg_features}
-  without_features = [
+
+def _ids_without_features(
+    examples: Sequence[SquadExample], example_indices: AbstractSet[int]
+) -> List[str]:
+  """Question ids of the examples whose index is not in `example_indices`."""
+  return [
       example.qas_id
       for index, example in enumerate(examples)
-      if index not in with_features
+      if index not in example_indices
   ]
-  if without_features:
-    raise cli.UserError(
-        f'{len(without_features)} examples have no context WordPieces (the '
-        'tokenizer dropped every character); first ids: '
-        f'{without_features[:_MAX_LOGGED_IDS]}.'
-    )
+
+
+def _feature_arrays(
+    mg_features: Sequence[squad_lib.InputFeatures],
+    max_seq_length: int,
+    pad_id: int,
+    is_training: bool,
+) -> Dict[str, np.ndarray]:
+  """The `[N, S]` encoder inputs (and `[N]` positions when training)."""
 
   def stack(name: str) -> np.ndarray:
     rows = [getattr(feature, name) for feature in mg_features]
@@ -549,23 +538,7 @@ def convert_to_features(
         int(np.sum(arrays['start_positions'] == 0)),
         len(mg_features),
     )
-  logging.info(
-      'Converted %d SQuAD examples into %d windows.',
-      len(examples),
-      len(mg_features),
-  )
-  metadata = [
-      FeatureMetadata(
-          unique_id=feature.unique_id,
-          example_index=feature.example_index,
-          doc_span_index=feature.doc_span_index,
-          tokens=feature.tokens,
-          token_to_orig_map=feature.token_to_orig_map,
-          token_is_max_context=feature.token_is_max_context,
-      )
-      for feature in mg_features
-  ]
-  return arrays, metadata
+  return arrays
 
 
 def extract_answers(
@@ -580,35 +553,18 @@ def extract_answers(
 ) -> Tuple[Dict[str, str], Dict[str, float]]:
   """Turns span logits into answer texts, one per question.
 
-  Uses Model Garden's `postprocess_output`: for every window of a question,
-  the `n_best_size` best start and end positions are paired; a pair is kept if
-  both lie in the context, the start is in its max-context window,
-  `start <= end` and the span has at most `max_answer_length` WordPieces. The
-  best pair by `start_logit + end_logit` over all windows is mapped back to the
-  original context characters (case and punctuation restored).
-
-  For SQuAD 2.0 the null score is `start_logits[0] + end_logits[0]` ([CLS]),
-  minimised over the question's windows, and `null_score_diffs[qid]` is the
-  null score minus the best span score. Predictions are the best non-null
-  spans; the caller predicts '' where the diff exceeds a threshold (see
-  `metrics.squad_metrics.apply_null_threshold`). A SQuAD 2.0 question with no
-  valid span gets '' and, as in Model Garden, its null score as the diff.
-
-  Args:
-    examples: the examples given to `convert_to_features`.
-    features_metadata: the metadata it returned, in order.
-    start_logits: float `[N, S]`, one row per feature.
-    end_logits: float `[N, S]`.
-    n_best_size: number of best start and end positions tried per window.
-    max_answer_length: longest answer, in WordPieces.
-    version_2_with_negative: whether to score the null answer.
-    do_lower_case: whether the tokenizer lower-cases, needed to align the
-      WordPiece span with the original text.
+  Model Garden's `postprocess_output` pairs each window's `n_best_size` best
+  starts and ends (in the context, start in its max-context window, at most
+  `max_answer_length` WordPieces) and maps the best over all windows back to
+  the context's characters. For SQuAD 2.0 the null score is the [CLS] one,
+  minimised over windows, and `null_score_diffs[qid]` is it minus the best
+  span's; the caller predicts '' above a threshold (`apply_null_threshold`
+  of `metrics.squad_metrics`). A question with no valid span gets '' (SQuAD
+  2.0: its null score as the diff). Logits: float `[N, S]`, a row a feature.
 
   Returns:
-    `(predictions, null_score_diffs)`: question id -> answer text ('' where no
-    span is valid), and for SQuAD 2.0 question id -> null score diff (empty
-    for SQuAD 1.1).
+    `(predictions, null_score_diffs)`: question id -> answer text, and for
+    SQuAD 2.0 question id -> null score diff (empty for SQuAD 1.1).
 
   Raises:
     ValueError: if the logits do not have one row per feature and at least as
@@ -622,37 +578,8 @@ def extract_answers(
     )
   start_logits = np.asarray(start_logits)
   end_logits = np.asarray(end_logits)
-  longest_window = max((len(f.tokens) for f in features_metadata), default=0)
-  for name, logits in (
-      ('start_logits', start_logits),
-      ('end_logits', end_logits),
-  ):
-    if (
-        logits.ndim != 2
-        or logits.shape[0] != len(features_metadata)
-        or logits.shape[1] < longest_window
-    ):
-      raise cli.UserError(
-          f'{name} must be [num_features={len(features_metadata)}, '
-          f'seq_length>={longest_window}], got shape {logits.shape}.'
-      )
-  example_indices = {f.example_index for f in features_metadata}
-  if any(index < 0 or index >= len(examples) for index in example_indices):
-    raise cli.UserError(
-        'features_metadata refers to examples outside the '
-        f'{len(examples)} given.'
-    )
-  without_features = [
-      example.qas_id
-      for index, example in enumerate(examples)
-      if index not in example_indices
-  ]
-  if without_features:
-    raise cli.UserError(
-        f'{len(without_features)} examples have no feature (were features '
-        f'dropped?); first ids: {without_features[:_MAX_LOGGED_IDS]}.'
-    )
-
+  _check_logits(features_metadata, start_logits, end_logits)
+  _check_features_cover(examples, features_metadata)
   results = [
       _RawResult(feature.unique_id, start.tolist(), end.tolist())
       for feature, start, end in zip(
@@ -669,6 +596,17 @@ def extract_answers(
       version_2_with_negative=version_2_with_negative,
       null_score_diff_threshold=math.inf,
   )
+  _predict_empty_without_span(predictions, nbest)
+  return (
+      dict(predictions),
+      {qid: float(diff) for qid, diff in null_score_diffs.items()},
+  )
+
+
+def _predict_empty_without_span(
+    predictions: Dict[str, str], nbest: Mapping[str, Any]
+) -> None:
+  """'' for the questions Model Garden found no valid span for."""
   no_span_ids = [
       qid for qid, entries in nbest.items() if _is_no_span_placeholder(entries)
   ]
@@ -681,10 +619,47 @@ def extract_answers(
         len(no_span_ids),
         ', '.join(no_span_ids[:_MAX_LOGGED_IDS]),
     )
-  return (
-      dict(predictions),
-      {qid: float(diff) for qid, diff in null_score_diffs.items()},
-  )
+
+
+def _check_logits(
+    features_metadata: Sequence[FeatureMetadata],
+    start_logits: np.ndarray,
+    end_logits: np.ndarray,
+) -> None:
+  """Refuses logits other than `[N, >= longest window]`."""
+  longest_window = max((len(f.tokens) for f in features_metadata), default=0)
+  for name, logits in (
+      ('start_logits', start_logits),
+      ('end_logits', end_logits),
+  ):
+    if (
+        logits.ndim != 2
+        or logits.shape[0] != len(features_metadata)
+        or logits.shape[1] < longest_window
+    ):
+      raise cli.UserError(
+          f'{name} must be [num_features={len(features_metadata)}, '
+          f'seq_length>={longest_window}], got shape {logits.shape}.'
+      )
+
+
+def _check_features_cover(
+    examples: Sequence[SquadExample],
+    features_metadata: Sequence[FeatureMetadata],
+) -> None:
+  """Refuses features of unknown examples, and examples without features."""
+  example_indices = {f.example_index for f in features_metadata}
+  if any(index < 0 or index >= len(examples) for index in example_indices):
+    raise cli.UserError(
+        'features_metadata refers to examples outside the '
+        f'{len(examples)} given.'
+    )
+  without_features = _ids_without_features(examples, example_indices)
+  if without_features:
+    raise cli.UserError(
+        f'{len(without_features)} examples have no feature (were features '
+        f'dropped?); first ids: {without_features[:_MAX_LOGGED_IDS]}.'
+    )
 
 
 def _is_no_span_placeholder(nbest_entries: Sequence[Mapping[str, Any]]) -> bool:

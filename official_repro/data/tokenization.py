@@ -1,71 +1,21 @@
 r"""Text to WordPiece ids exactly as google-research/bert's `tokenization.py`.
 
-Every release this repository imports was trained on ids made by the
-original BERT `FullTokenizer`: `BasicTokenizer` (clean the text, split CJK
-ideographs, whitespace-split, lower-case and strip accents when uncased,
-split off punctuation) then `WordpieceTokenizer` (greedy longest match
-first; `[UNK]` for a word it cannot cover or of more than 100 characters).
-`BertWordPieceTokenizer` makes the same ids in graph, from TF and TF Text
-ops on a batch of strings, so that it runs alike in `tf.data`, in the
-record writers and in a SavedModel's `serve_text`:
-
-  1. invalid UTF-8 becomes U+FFFD (`tf.strings.unicode_transcode`), which
-     step 2 deletes (the original decodes with errors='ignore');
-  2. U+0000, U+FFFD and every character of category C* (control, format,
-     surrogate, private use, unassigned) but \t \n \r are deleted, and
-     \t \n \r and whitespace (Zs, U+2028, U+2029) become a space
-     (`tf.strings.regex_replace`);
-  3. a space goes either side of each CJK ideograph (the original's
-     `_is_chinese_char` ranges);
-  4. uncased only: Python's `str.lower` (below), NFD
-     (`tf_text.normalize_utf8`), nonspacing marks (Mn) deleted;
-  5. a space goes either side of each punctuation character (ASCII 33-47,
-     58-64, 91-96, 123-126, and category P*), and the text is split at
-     spaces (`tf.strings.split`);
-  6. a word of more than `MAX_INPUT_CHARS_PER_WORD` characters becomes
-     `[UNK]`; the others go to `tf_text.FastWordpieceTokenizer` with
-     `no_pretokenization=True` (each input is one word): its greedy
-     longest match first gives the original's pieces, and one `[UNK]` for
-     a word it cannot cover.
-Text that spells a special token (`[MASK]`, `[SEP]`) is text, split into
-`[`, `mask`, `]`: the original has no special tokens in raw text (its
-record writer adds them as ids).
-
-Lower-casing is `tf.strings.lower(encoding='utf-8')` (ICU's full case
-mapping, İ -> i + U+0307 as in Python) with two corrections, applied to the
-strings that need them: each Σ is made ς or σ first by one regex on
-Python's cased and case-ignorable letters (the final-sigma rule of
-`str.lower`, which ICU applies with its own, older letter data), and the
-letters whose ICU mapping is not Python's (TF 2.20: 40 letters of Unicode
-14, such as U+2C2F, that its ICU leaves upper-case) are given Python's
-first (`_lower_case_fixes` asks the op once per process).
-
-Every character class (C*, whitespace, punctuation, Mn, cased,
-case-ignorable) is read from this Python's `unicodedata`, which is what the
-original consults, and written into the regexes as code point ranges:
-RE2's `\p{...}` classes in TF 2.20 are of a later Unicode version (they
-know 4,482 code points that Python 3.11's Unicode 14 leaves unassigned and
-the original deletes). Tests compare every code point with the original.
-
-Parts of TF Text deliberately not used:
-  * `FastBertTokenizer(lower_case_nfd_strip_accents=True)`,
-    `BertTokenizer(lower_case=True)` and `case_fold_utf8`: they apply
-    NFKC_Casefold, which the original does not (ß -> ss, ﬁ -> fi,
-    ″ -> ′′, full-width ＡＢＣ -> abc, ς -> σ).
-  * the `BasicTokenizer` of `BertTokenizer` (and `FastBertTokenizer`'s own
-    splitting): they make a word boundary of a control or format character
-    where the original deletes it (`a\x0bb` and `a<soft hyphen>b` are `ab`),
-    and keep private-use and unassigned code points, which it deletes.
-  * the WordPiece tokenizers' `max_bytes_per_word` as the length limit: it
-    counts bytes and the original counts characters (60 Cyrillic letters
-    are 120 bytes); it is set to 4 bytes a character and the 100-character
-    limit applied before WordPiece.
-
-Hugging Face's `BertTokenizerFast` gives the same ids but where it departs
-from the original: it lower-cases letter by letter (ΟΔΟΣ -> οδοσ, the
-original's οδος), starts the CJK Extension E range at U+2B920 (the
-original at U+2B820), and its Unicode tables are of other versions (it
-keeps unassigned code points, which the original deletes).
+Every release imported here was trained on the ids of BERT's `FullTokenizer`;
+`BertWordPieceTokenizer` makes them in graph (`tf.data`, record writers,
+`serve_text`): (1) invalid UTF-8 -> U+FFFD; (2) C* but \t\n\r, U+0000, U+FFFD
+deleted, whitespace -> space; (3) spaces around CJK ideographs; (4) uncased:
+Python's `str.lower` (`lower_as_python`: ICU's with Python's final sigma and
+the letters its ICU maps otherwise), NFD, Mn deleted; (5) punctuation split
+off, split at spaces; (6) a word over `MAX_INPUT_CHARS_PER_WORD` characters
+-> [UNK], others to `FastWordpieceTokenizer(no_pretokenization=True)`. Typed
+special tokens are text. Character classes come from Python's `unicodedata`
+(the original's), as code point ranges: TF 2.20's RE2 `\p{...}` is a later
+Unicode. TF Text parts not used: `FastBertTokenizer`/`BertTokenizer`
+lower-casing and `case_fold_utf8` (NFKC_Casefold: ß -> ss); `BertTokenizer`'s
+`BasicTokenizer` (splits at control/format characters the original deletes,
+keeps unassigned ones); `max_bytes_per_word` as the limit (bytes, not
+characters). Hugging Face's `BertTokenizerFast` differs in final sigma, CJK
+Extension E's start and Unicode version.
 """
 
 import functools
@@ -108,15 +58,18 @@ def regex_code(code_point: int) -> str:
   return f'\\x{{{code_point:X}}}'
 
 
+def _regex_range(first: int, last: int) -> str:
+  return f'{regex_code(first)}-{regex_code(last)}'
+
+
 def regex_ranges(flags: bytes, value: int) -> str:
   """RE2 class ranges (no brackets) of the code points flagged `value`."""
   parts = []
   for run in re.finditer(re.escape(bytes([value])) + b'+', flags):
     first, last = run.start(), run.end() - 1
-    if first == last:
-      parts.append(regex_code(first))
-    else:
-      parts.append(f'{regex_code(first)}-{regex_code(last)}')
+    parts.append(
+        _regex_range(first, last) if first < last else regex_code(first)
+    )
   if not parts:
     raise ValueError(f'No code point of kind {value}.')
   return ''.join(parts)
@@ -141,6 +94,21 @@ def _is_punctuation(code_point: int, category: str) -> bool:
   )
 
 
+def _kind(code_point: int, char: str, category: str) -> int:
+  """The `_character_tables` kind of one code point (0: none)."""
+  if char in '\t\n\r':
+    return _SPACE
+  if code_point in (0, 0xFFFD) or category.startswith('C'):
+    return _DELETED
+  if char == ' ':
+    return 0
+  if category == 'Zs' or char.isspace():
+    return _SPACE
+  if _is_punctuation(code_point, category):
+    return _PUNCTUATION
+  return _NONSPACING_MARK if category == 'Mn' else 0
+
+
 @functools.lru_cache(maxsize=None)
 def _character_tables() -> _CharacterTables:
   """Reads the character classes off `unicodedata` and `str.lower`.
@@ -148,10 +116,7 @@ def _character_tables() -> _CharacterTables:
   Cased and case-ignorable letters (for the final sigma) are those for
   which `str.lower` itself decides so: Σ after a cased letter is final
   (ς) unless a cased letter follows, case-ignorable ones skipped on both
-  sides.
-
-  Returns:
-    The tables; about half a second to build, once per process.
+  sides. Built once per process.
   """
   kinds = bytearray(0x110000)
   cased = bytearray(0x110000)  # cased and not case-ignorable
@@ -161,21 +126,9 @@ def _character_tables() -> _CharacterTables:
     if 0xD800 <= code_point <= 0xDFFF:  # surrogates: never in UTF-8
       continue
     char = chr(code_point)
-    category = unicodedata.category(char)
-    if char in '\t\n\r':
-      kinds[code_point] = _SPACE
+    kinds[code_point] = _kind(code_point, char, unicodedata.category(char))
+    if kinds[code_point] == _DELETED or char in '\t\n\r ':
       continue
-    if code_point in (0, 0xFFFD) or category.startswith('C'):
-      kinds[code_point] = _DELETED
-      continue
-    if char == ' ':
-      continue
-    if category == 'Zs' or char.isspace():
-      kinds[code_point] = _SPACE
-    elif _is_punctuation(code_point, category):
-      kinds[code_point] = _PUNCTUATION
-    elif category == 'Mn':
-      kinds[code_point] = _NONSPACING_MARK
     # Σ followed by this character and nothing else stays non-final (σ)
     # only when the character is cased and not case-ignorable; followed by
     # it and then a cased letter, also when it is case-ignorable.
@@ -186,9 +139,7 @@ def _character_tables() -> _CharacterTables:
     if char != _CAPITAL_SIGMA and char.lower() != char:
       lower_case.append((char, char.lower()))
   kinds = bytes(kinds)
-  cjk = ''.join(
-      f'{regex_code(first)}-{regex_code(last)}' for first, last in _CJK_RANGES
-  )
+  cjk = ''.join(_regex_range(first, last) for first, last in _CJK_RANGES)
   return _CharacterTables(
       deleted=f'[{regex_ranges(kinds, _DELETED)}]',
       space=f'[{regex_ranges(kinds, _SPACE)}]',
@@ -206,7 +157,7 @@ def _lower_case_fixes() -> Tuple[Tuple[str, str], ...]:
   """(char, `str.lower`) of the letters `tf.strings.lower` maps otherwise.
 
   Asked of the op itself, once per process, for every letter `str.lower`
-  changes (TF 2.20: 40 letters of Unicode 14, which its ICU predates).
+  changes (TF 2.20's ICU predates Python 3.11's Unicode 14).
   """
   letters = _character_tables().lower_case
   with tf.init_scope():
@@ -260,12 +211,7 @@ class BertTextSplitter(tf.Module):
   """The original's `BasicTokenizer`: strings -> words, in graph."""
 
   def __init__(self, lower_case: bool, name: str = 'bert_text_splitter'):
-    """Reads the character tables (cached per process).
-
-    Args:
-      lower_case: lower-case and strip accents (an uncased vocabulary).
-      name: the module's name.
-    """
+    """`lower_case`: lower-case and strip accents (an uncased vocabulary)."""
     super().__init__(name=name)
     self.lower_case = lower_case
     self._tables = _character_tables()
@@ -308,17 +254,7 @@ class BertWordPieceTokenizer(tf.Module):
       unknown_token: str = UNKNOWN_TOKEN,
       name: str = 'bert_wordpiece_tokenizer',
   ):
-    """Builds the WordPiece model of `tokens`.
-
-    Args:
-      tokens: the vocabulary, token `i` at index `i`.
-      lower_case: lower-case and strip accents (an uncased vocabulary).
-      unknown_token: the vocabulary's unknown token.
-      name: the module's name.
-
-    Raises:
-      ValueError: `unknown_token` is not in `tokens`.
-    """
+    """The WordPiece model of `tokens` (ValueError without `unknown_token`)."""
     super().__init__(name=name)
     tokens = list(tokens)
     if unknown_token not in tokens:

@@ -1,19 +1,14 @@
 """Vocabularies: loading, special tokens, learning, tokenizing.
 
-A vocabulary is WordPiece (`vocab.txt`, one token per line) or SentencePiece
-(a `*.model` file, as ALBERT's `spiece.model`): `load_vocab` reads either
-into a `Vocabulary`. Text becomes ids through the original tokenizer of its
-kind, in graph, and nothing else: `make_tokenizer` builds
-`tokenization.BertWordPieceTokenizer` (BERT's) or
-`sentencepiece_tokenization.AlbertSentencePieceTokenizer` (ALBERT's) for
-`tokenize_with_vocab`, `SentenceTokenizer`, `FullTokenizer` (Model Garden's
-Python interface, for the fine-tuning readers) and the SavedModel's
-`serve_text`; `build_wordpiece_vocab` and `build_sentencepiece_vocab` learn
-one from a corpus.
+A vocabulary is WordPiece (`vocab.txt`) or SentencePiece (a `*.model`, as
+ALBERT's `spiece.model`); `load_vocab` reads either into a `Vocabulary`.
+Text becomes ids only through the original tokenizer of its kind, in graph
+(`make_tokenizer`: BERT's or ALBERT's), for `tokenize_with_vocab`,
+`SentenceTokenizer`, `FullTokenizer` (Model Garden's Python interface, for
+the fine-tuning readers) and the SavedModel's `serve_text`.
 
-Special token ids are always looked up by their strings in the vocabulary and
-never assumed: in the BERT uncased vocabulary [PAD] is 0 but [UNK], [CLS],
-[SEP] and [MASK] are 100..103, while a vocabulary learned by
+Special token ids are looked up by string, never assumed: BERT's uncased
+vocabulary has [PAD] at 0 but [UNK], [CLS], [SEP], [MASK] at 100..103, while
 `build_wordpiece_vocab` puts all five first.
 """
 
@@ -23,17 +18,8 @@ import dataclasses
 import functools
 import inspect
 import re
-from typing import (
-    Any,
-    Dict,
-    Iterable,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Tuple,
-)
+from typing import Any, Dict, Iterable, Iterator, List, Mapping
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -92,7 +78,6 @@ class Vocabulary(collections.abc.Sequence):
 
   @property
   def kind(self) -> str:
-    """`WORDPIECE` or `SENTENCEPIECE`."""
     return WORDPIECE if self.sentencepiece_model is None else SENTENCEPIECE
 
   @property
@@ -107,7 +92,6 @@ class Vocabulary(collections.abc.Sequence):
 
   @staticmethod
   def tokenizer_name_of(kind: str) -> str:
-    """The tokenizer name of a vocabulary kind."""
     if kind == WORDPIECE:
       return tokenization.TOKENIZER_NAME
     return sentencepiece_tokenization.TOKENIZER_NAME
@@ -143,16 +127,12 @@ class Vocabulary(collections.abc.Sequence):
 
 def kind_of_file(path: str) -> str:
   """`SENTENCEPIECE` for a `*.model` file, else `WORDPIECE`."""
-  if path.endswith(_SENTENCEPIECE_SUFFIX):
-    return SENTENCEPIECE
-  return WORDPIECE
+  return SENTENCEPIECE if path.endswith(_SENTENCEPIECE_SUFFIX) else WORDPIECE
 
 
 def filename_of(kind: str) -> str:
   """The name a vocabulary of `kind` takes in a folder of ours."""
-  if kind == SENTENCEPIECE:
-    return SENTENCEPIECE_FILENAME
-  return WORDPIECE_FILENAME
+  return SENTENCEPIECE_FILENAME if kind == SENTENCEPIECE else WORDPIECE_FILENAME
 
 
 def as_vocabulary(tokens: Sequence[str]) -> Vocabulary:
@@ -172,29 +152,13 @@ class SpecialTokenIds:
 
   @classmethod
   def from_vocab(cls, tokens: Sequence[str]) -> 'SpecialTokenIds':
-    """Looks the special tokens up by string.
-
-    Args:
-      tokens: the vocabulary, token `i` at index `i`.
-
-    Returns:
-      The ids of [PAD], [UNK], [CLS], [SEP] and [MASK].
-
-    Raises:
-      ValueError: a special token is not in the vocabulary.
-    """
+    """Looks the five special tokens up by string (ValueError if missing)."""
     ids = special_token_ids(as_vocabulary(tokens).token_to_id, SPECIAL_TOKENS)
-    return cls(
-        pad=ids[PAD_TOKEN],
-        unk=ids[UNK_TOKEN],
-        cls=ids[CLS_TOKEN],
-        sep=ids[SEP_TOKEN],
-        mask=ids[MASK_TOKEN],
-    )
+    return cls(*ids.values())  # The fields' order is SPECIAL_TOKENS'.
 
   def all_ids(self) -> Tuple[int, ...]:
     """The five ids, in the order pad, unk, cls, sep, mask."""
-    return (self.pad, self.unk, self.cls, self.sep, self.mask)
+    return dataclasses.astuple(self)
 
   def as_dict(self) -> Dict[str, int]:
     return dataclasses.asdict(self)
@@ -203,15 +167,7 @@ class SpecialTokenIds:
 def special_token_ids(
     token_to_id: Mapping[str, int], tokens: Sequence[str]
 ) -> Dict[str, int]:
-  """Looks special tokens up by string in a token -> id mapping.
-
-  Args:
-    token_to_id: the vocabulary, e.g. a `FullTokenizer`'s `vocab`.
-    tokens: the special tokens a caller needs, e.g. `(CLS_TOKEN, SEP_TOKEN,
-      PAD_TOKEN)`.
-
-  Returns:
-    token -> id for every token of `tokens`.
+  """The ids of `tokens` in `token_to_id` (e.g. a `FullTokenizer`'s vocab).
 
   Raises:
     ValueError: naming the tokens of `tokens` that the vocabulary lacks.
@@ -249,14 +205,7 @@ def casing_mismatch(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
   never saw; a cased one (`_CASED_SHARE` of its pieces have capitals) read
   lower-cased never uses those pieces. Bracketed tokens ([CLS], [unused0])
   are not word pieces, and only pieces with a letter that has case count.
-
-  Args:
-    tokens: the vocabulary.
-    lower_case: whether the tokenizer lower-cases.
-
-  Returns:
-    The reason, naming the counts; None when they agree or the vocabulary
-    has too few pieces with letters to tell.
+  None also when the vocabulary has too few lettered pieces to tell.
   """
   pieces = [
       token.removeprefix('##')
@@ -312,6 +261,17 @@ def load_vocab(
     )
   if kind_of_file(path) == SENTENCEPIECE:
     return _load_sentencepiece(path, required_tokens)
+  first_line = _first_lines(path, _read_text(path))
+  missing = [token for token in required_tokens if token not in first_line]
+  if missing:
+    raise cli.UserError(
+        f'Vocabulary file {path} lacks required tokens {missing}.'
+    )
+  return Vocabulary(list(first_line))
+
+
+def _read_text(path: str) -> str:
+  """The UTF-8 text of a WordPiece vocabulary file, without a BOM."""
   with tf.io.gfile.GFile(path, 'rb') as f:
     data = f.read()
   try:
@@ -327,10 +287,15 @@ def load_vocab(
         f'Vocabulary file {path} starts with a UTF-8 byte-order mark, which '
         'would be part of its first token; save it as UTF-8 without one.'
     )
+  return text
+
+
+def _first_lines(path: str, text: str) -> Dict[str, int]:
+  """Each token's line number, refusing empty files, lines and repeats."""
   lines = text.splitlines()
   if not lines:
     raise cli.UserError(
-        f'Vocabulary file {path} is empty; expected one token ' 'per line.'
+        f'Vocabulary file {path} is empty; expected one token per line.'
     )
   first_line = {}
   for line_number, line in enumerate(lines, start=1):
@@ -346,12 +311,7 @@ def load_vocab(
           f'{token!r} (first on line {first_line[token]}).'
       )
     first_line[token] = line_number
-  missing = [token for token in required_tokens if token not in first_line]
-  if missing:
-    raise cli.UserError(
-        f'Vocabulary file {path} lacks required tokens ' f'{missing}.'
-    )
-  return Vocabulary(list(first_line))
+  return first_line
 
 
 def _load_sentencepiece(
@@ -375,12 +335,7 @@ def _load_sentencepiece(
 
 
 def write_vocab(tokens: Sequence[str], path: str):
-  """Writes one token per line, atomically.
-
-  Writes one token per line, under a temporary name renamed into place
-  when complete (a full disk or a kill never leaves a truncated vocabulary
-  under its final name).
-  """
+  """Writes one token per line, atomically (renamed into place when whole)."""
   json_files.write_text(path, ''.join(token + '\n' for token in tokens))
 
 
@@ -393,21 +348,17 @@ def build_wordpiece_vocab(
 ) -> List[str]:
   """Learns a WordPiece vocabulary and writes it to `output_path` (if any).
 
-  Counts the words of `tokenization.BertTextSplitter` (the words the
-  tokenizer will cut into pieces) and learns with TF Text's WordPiece
-  learner (`wordpiece_tokenizer_learner_lib`, what its
-  `bert_vocab_from_dataset` runs on the words of TF Text's own splitting),
-  with the special tokens reserved first, so [PAD]=0, [UNK]=1, [CLS]=2,
-  [SEP]=3, [MASK]=4.
+  Counts the words of `tokenization.BertTextSplitter` (those the tokenizer
+  cuts into pieces) and learns with TF Text's WordPiece learner (what its
+  `bert_vocab_from_dataset` runs on TF Text's own splitting), the special
+  tokens reserved first: [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4.
 
   Args:
     sentences: the training text.
-    vocab_size: the target size; the learned vocabulary can be smaller on a
-      small corpus.
+    vocab_size: the target size (a small corpus can give fewer).
     output_path: where to write the vocabulary (None: only return it).
     lower_case: lower-case and strip accents before learning (uncased).
-    learn_params: extra keyword arguments for the WordPiece learner
-      (`wordpiece_tokenizer_learner_lib.learn`).
+    learn_params: extra keyword arguments for `learner.learn`.
 
   Returns:
     The tokens written.
@@ -457,19 +408,10 @@ def build_sentencepiece_vocab(
 ) -> Vocabulary:
   """Learns a SentencePiece model as ALBERT's was (`learn_model`).
 
-  Args:
-    sentences: the training text.
-    vocab_size: the number of pieces, <pad> <unk> [CLS] [SEP] [MASK] and
-      ALBERT's 8 user-defined symbols included.
-    output_path: where to write the model (None: only return it).
-    lower_case: learn from lower-cased text (uncased).
-    learn_params: extra keyword arguments for `learn_model`.
-
-  Returns:
-    The vocabulary, its model kept.
-
-  Raises:
-    UserError: a size the text cannot fill, or no text.
+  `vocab_size` counts <pad> <unk> [CLS] [SEP] [MASK] and ALBERT's 8
+  user-defined symbols; `learn_params` go to `learn_model`. Returns the
+  vocabulary, its model kept; UserError for a size the text cannot fill, or
+  no text.
   """
   sentences = list(sentences)
   if not sentences:
@@ -515,16 +457,11 @@ def _check_room_for_characters(word_counts, vocab_size, learn_params):
 
 
 def make_tokenizer(tokens: Sequence[str], lower_case: bool) -> tf.Module:
-  """The original tokenizer of `tokens`' kind, in graph.
+  """The original tokenizer of `tokens`' kind (a `Vocabulary` or WordPiece).
 
-  Args:
-    tokens: a `Vocabulary`, or WordPiece tokens.
-    lower_case: whether the vocabulary is uncased.
-
-  Returns:
-    `tokenization.BertWordPieceTokenizer` or
-    `sentencepiece_tokenization.AlbertSentencePieceTokenizer`; both map
-    `[batch]` strings to `[batch, (ids)]` int32 ids with `tokenize`.
+  `tokenization.BertWordPieceTokenizer` or
+  `sentencepiece_tokenization.AlbertSentencePieceTokenizer`; both map
+  `[batch]` strings to `[batch, (ids)]` int32 ids with `tokenize`.
   """
   vocabulary = as_vocabulary(tokens)
   if vocabulary.kind == SENTENCEPIECE:
@@ -542,20 +479,7 @@ def tokenize_sentences(
     lower_case: bool,
     batch_size: int = 4096,
 ) -> List[List[int]]:
-  """Tokenizes sentences into ids with the vocabulary's tokenizer.
-
-  The sentences are fed through `tf.data` in batches to `make_tokenizer`'s
-  tokenizer (the original BERT or ALBERT one).
-
-  Args:
-    sentences: the text, one sentence per element.
-    vocab_path: the vocabulary file.
-    lower_case: whether the vocabulary is uncased.
-    batch_size: sentences per tokenizer call.
-
-  Returns:
-    One list of ids per sentence (empty for a sentence with no tokens).
-  """
+  """One list of ids per sentence, by `tokenize_with_vocab`."""
   return tokenize_with_vocab(
       sentences, load_vocab(vocab_path), lower_case, batch_size
   )
@@ -568,28 +492,21 @@ def tokenize_with_vocab(
     batch_size: int = 4096,
     progress_label: str = '',
 ) -> List[List[int]]:
-  """Like `tokenize_sentences`, with the vocabulary already loaded.
+  """One list of ids per sentence (empty for one with no tokens).
 
-  Args:
-    sentences: the text, one sentence per element.
-    tokens: the vocabulary, token `i` at index `i`.
-    lower_case: whether the vocabulary is uncased.
-    batch_size: sentences per tokenizer call.
-    progress_label: logs the sentences tokenized under this label
-      (`progress.Progress`); '' for no log.
-
-  Returns:
-    One list of ids per sentence (empty for a sentence with no tokens).
+  The sentences go through `tf.data` in batches of `batch_size` to
+  `make_tokenizer`'s tokenizer; `progress_label` logs the sentences done
+  (`progress.Progress`; '' for no log).
   """
   if not sentences:
     return []
   reporter = progress.Progress(len(sentences), progress_label, 'sentences')
   tokenizer = make_tokenizer(tokens, lower_case)
-  dataset = tf.data.Dataset.from_tensor_slices(
-      tf.constant(list(sentences), dtype=tf.string)
-  )
   dataset = (
-      dataset.batch(batch_size)
+      tf.data.Dataset.from_tensor_slices(
+          tf.constant(list(sentences), tf.string)
+      )
+      .batch(batch_size)
       .map(
           lambda batch: _flat_ids_and_lengths(tokenizer.tokenize(batch)),
           num_parallel_calls=tf.data.AUTOTUNE,
@@ -599,8 +516,7 @@ def tokenize_with_vocab(
   )
   ids = []
   for flat_ids, lengths in dataset.as_numpy_iterator():
-    offsets = np.cumsum(lengths)[:-1]
-    ids.extend(piece.tolist() for piece in np.split(flat_ids, offsets))
+    ids.extend(_rows(flat_ids, lengths))
     reporter.advance(len(lengths))
   return ids
 
@@ -615,13 +531,6 @@ class SentenceTokenizer:
   def __init__(
       self, tokens: Sequence[str], lower_case: bool, batch_size: int = 4096
   ):
-    """Builds the tokenizer.
-
-    Args:
-      tokens: the vocabulary, token `i` at index `i`.
-      lower_case: whether the vocabulary is uncased.
-      batch_size: sentences per tokenizer call.
-    """
     tokenizer = make_tokenizer(tokens, lower_case)
     self._batch_size = batch_size
     self._tokenize = tf.function(
@@ -638,8 +547,7 @@ class SentenceTokenizer:
           list(sentences[begin : begin + self._batch_size]), tf.string
       )
       flat_ids, lengths = (t.numpy() for t in self._tokenize(batch))
-      offsets = np.cumsum(lengths)[:-1]
-      ids.extend(piece.tolist() for piece in np.split(flat_ids, offsets))
+      ids.extend(_rows(flat_ids, lengths))
     return ids
 
 
@@ -648,29 +556,17 @@ class FullTokenizer:
 
   For the fine-tuning readers (GLUE, SQuAD, RACE, POS tagging), which call
   `tokenize(text)` -> WordPiece strings, `convert_tokens_to_ids` and look
-  special tokens up in `vocab`, text by text. A call to the in-graph
-  tokenizer costs about a millisecond (Model Garden's Python tokenizer:
-  0.05 ms a sentence), so the readers first hand a whole split to
-  `prefetch` (`prefetched`), which tokenizes it in batches and remembers
-  it for the `tokenize` calls that follow (SQuAD's Model Garden code
-  tokenizes each context word on its own); a text not remembered is
-  tokenized alone.
+  special tokens up in `vocab`, text by text. A graph call per text is
+  slow, so the readers first hand a whole split to `prefetch`
+  (`prefetched`), which tokenizes it in batches and remembers it for the
+  `tokenize` calls that follow (SQuAD's Model Garden code tokenizes each
+  context word on its own); a text not remembered is tokenized alone.
   """
 
   def __init__(
-      self,
-      vocab_file: str,
-      do_lower_case: bool = True,
-      batch_size: int = 4096,
+      self, vocab_file: str, do_lower_case: bool = True, batch_size: int = 4096
   ):
-    """Loads the vocabulary and builds the tokenizer.
-
-    Args:
-      vocab_file: the vocabulary (`load_vocab`).
-      do_lower_case: whether the vocabulary is uncased (Model Garden's
-        argument name).
-      batch_size: texts per tokenizer call.
-    """
+    """`vocab_file` for `load_vocab`; `do_lower_case` for an uncased one."""
     self._tokens = load_vocab(vocab_file)
     self.kind = self._tokens.kind
     self.vocab = self._tokens.token_to_id
@@ -716,17 +612,9 @@ class FullTokenizer:
 def prefetched(tokenizer: Any, texts: Iterable[str]) -> Iterator[None]:
   """Tokenizes `texts` in batches for the `tokenizer.tokenize` calls inside.
 
-  For the readers, which call `tokenize` text by text: with a
-  `FullTokenizer` the texts are tokenized here, a batch per graph call, and
-  forgotten on leaving; any other tokenizer (Model Garden's `FullTokenizer`,
-  pure Python) is left to tokenize them one by one.
-
-  Args:
-    tokenizer: the reader's tokenizer.
-    texts: every text the block tokenizes (more is harmless).
-
-  Yields:
-    None, inside the block.
+  With a `FullTokenizer` the texts (every one the block tokenizes; more is
+  harmless) are tokenized here and forgotten on leaving; any other
+  tokenizer (Model Garden's, pure Python) tokenizes them one by one.
   """
   if not isinstance(tokenizer, FullTokenizer):
     yield
@@ -745,17 +633,17 @@ def _flat_ids_and_lengths(
   return ragged_ids.flat_values, ragged_ids.row_lengths()
 
 
+def _rows(flat_ids: np.ndarray, lengths: np.ndarray) -> List[List[int]]:
+  """`[n]` flat ids and `[batch]` row lengths as one id list per row."""
+  offsets = np.cumsum(lengths)[:-1]
+  return [row.tolist() for row in np.split(flat_ids, offsets)]
+
+
 def detokenize(ids: Sequence[int], tokens: Sequence[str]) -> List[str]:
   """Maps ids to words, joining continuation pieces onto the word before.
 
   WordPiece's continue with '##'; SentencePiece's start a word with '▁'.
-
-  Args:
-    ids: token ids (special tokens are kept as their strings).
-    tokens: the vocabulary.
-
-  Returns:
-    The words.
+  Special tokens are kept as their strings.
   """
   if as_vocabulary(tokens).kind == SENTENCEPIECE:
     return _sentencepiece_words([tokens[i] for i in ids])

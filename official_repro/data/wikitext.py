@@ -1,31 +1,18 @@
 """WikiText token files for word-level language modeling (002 rebuttal).
 
-The WikiText-2/-103 token files (`wiki.{train,valid,test}.tokens`) hold one
-paragraph per line, already tokenized with spaces; article titles and section
-headings are lines such as ` = Title = ` and ` = = Section = = `; rare words
-are already `<unk>`; blank lines separate paragraphs. As in the standard
-WikiText language-modeling setups (Transformer-XL, the PyTorch word LM
-example), every line, blank ones included, becomes its whitespace tokens plus
-an end-of-line token `EOS`; headings and `<unk>` are ordinary tokens.
-
-* `read_lines`, `tokenize`: a file to lines, lines to a token list.
-* `split_lines`: one file into train and held-out lines, at the first article
-  title at or after the requested fraction (so no article is cut), or at the
-  exact line when no title follows.
-* `Vocabulary`: built from the training tokens, optionally capped to the most
-  frequent words; words outside it encode to `UNK` and are counted.
-* `unigram_log_probs`: the training stream's log word frequencies (a
-  language model's initial output bias).
-* `window_dataset`: a token stream as `[B, T + 1]` windows with stride `T`
-  (inputs `window[:, :-1]`, targets `window[:, 1:]`), so every token after
-  the first is a target exactly once. Training windows that do not fit whole
-  are dropped (and counted); evaluation pads the last window and gives the
-  padding zero weight, so the whole stream is scored.
-* `load_corpus`: all of the above for a train file plus a validation file or
-  a held-out fraction (and an optional test file), with the counts of
-  everything read, mapped or dropped.
+WikiText-2/-103 files hold a paragraph a line, space-tokenized, headings as
+` = Title = `, rare words already `<unk>`. As in the standard setups
+(Transformer-XL, PyTorch's word LM example) every line, blank ones included,
+is its tokens plus `EOS`; headings and `<unk>` are ordinary tokens.
+`split_lines` holds out a file's tail from the first article title at or
+after the fraction (no article is cut); `Vocabulary` is built from training
+tokens, optionally capped; `window_dataset` makes `[B, T + 1]` windows with
+stride `T`, so every token after the first is a target exactly once
+(training drops the partial tail, evaluation pads it with zero weight);
+`load_corpus` does all of it, with the counts of what was read and mapped.
 """
 
+import collections
 import dataclasses
 import os
 import re
@@ -55,13 +42,8 @@ def heading_level(line: str) -> int:
 class TextStats:
   """What one split holds, before encoding.
 
-  Attributes:
-    source: file path, or `path[lines a:b]` for a part of a file.
-    lines: lines read (each adds one `EOS`).
-    blank_lines: lines without tokens (only `EOS`).
-    heading_lines: title and section-heading lines.
-    tokens: tokens including one `EOS` per line.
-    unk_tokens: `<unk>` tokens already in the text.
+  `source` is the file path, or `path[lines a:b]` for a part of a file;
+  `tokens` include one `EOS` per line; `unk_tokens` are the text's `<unk>`.
   """
 
   source: str
@@ -111,14 +93,7 @@ def tokenize(lines: Sequence[str]) -> List[str]:
 
 @dataclasses.dataclass(frozen=True)
 class LineSplit:
-  """Where `split_lines` cut a file.
-
-  Attributes:
-    train_lines: lines `[0, cut)`.
-    heldout_lines: lines `[cut, end)`.
-    cut: 0-based index of the first held-out line.
-    at_title: whether the cut is at an article title (else the exact line).
-  """
+  """Where `split_lines` cut a file: at line `cut` (0-based), a title or not."""
 
   train_lines: List[str]
   heldout_lines: List[str]
@@ -145,15 +120,8 @@ def split_lines(
 
   The nominal cut is line `round(len(lines) * (1 - heldout_fraction))`; it
   moves forward to the next article title (` = Title = `) if there is one,
-  so the held-out part starts with a whole article.
-
-  Args:
-    lines: the file's lines.
-    heldout_fraction: in (0, 1), the share of lines held out (nominally).
-    path: the file, for messages.
-
-  Returns:
-    A `LineSplit`.
+  so the held-out part starts with a whole article. `path` names the file
+  in messages.
 
   Raises:
     ValueError: `heldout_fraction` outside (0, 1), or either part has no
@@ -186,12 +154,9 @@ def split_lines(
 class EncodeStats:
   """Encoding one split with a vocabulary.
 
-  Attributes:
-    tokens: tokens encoded.
-    unk_tokens: tokens that encode to `UNK` (source `<unk>` included).
-    oov_tokens: tokens that were not `<unk>` in the text but are not in the
-      vocabulary (capped away, or unseen in the training split).
-    oov_types: distinct such words.
+  `unk_tokens` encode to `UNK` (the text's `<unk>` included); `oov_tokens`
+  are the others not in the vocabulary (capped away, or unseen in training),
+  `oov_types` their distinct words.
   """
 
   tokens: int
@@ -208,14 +173,7 @@ class Vocabulary:
   """
 
   def __init__(self, words: Sequence[str]):
-    """Initializes from the ordered words.
-
-    Args:
-      words: the vocabulary, starting with `EOS`, `UNK`; no duplicates.
-
-    Raises:
-      ValueError: the specials are not first or a word repeats.
-    """
+    """`words` start with `EOS`, `UNK` and do not repeat (else ValueError)."""
     if tuple(words[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
       raise cli.UserError(
           f'A vocabulary must start with {SPECIAL_TOKENS}, got '
@@ -233,26 +191,16 @@ class Vocabulary:
   ) -> 'Vocabulary':
     """The vocabulary of `tokens`, capped to `max_size` words if given.
 
-    Args:
-      tokens: training tokens.
-      max_size: largest vocabulary, specials included (>= 3); None keeps
-        every word.
-
-    Returns:
-      The vocabulary; `build_stats` holds the counts of what the cap removed
-      (`distinct_words`, `kept_words`, `capped_types`, `capped_tokens`).
-
-    Raises:
-      ValueError: `max_size` below 3.
+    `max_size` counts the specials (>= 3, else ValueError). `build_stats`
+    counts what the cap removed (`distinct_words`, `kept_words`,
+    `capped_types`, `capped_tokens`).
     """
     if max_size is not None and max_size < len(SPECIAL_TOKENS) + 1:
       raise cli.UserError(
           f'max_vocab_size must be >= {len(SPECIAL_TOKENS) + 1} '
           f'({SPECIAL_TOKENS} and one word), got {max_size}.'
       )
-    counts: Dict[str, int] = {}
-    for token in tokens:
-      counts[token] = counts.get(token, 0) + 1
+    counts = collections.Counter(tokens)
     words = sorted(
         (w for w in counts if w not in SPECIAL_TOKENS),
         key=lambda w: (-counts[w], w),
@@ -318,14 +266,9 @@ def unigram_log_probs(ids: np.ndarray, vocab_size: int) -> np.ndarray:
 class WindowStats:
   """How a stream of N tokens became windows of `T + 1` with stride `T`.
 
-  Attributes:
-    stream_tokens: N.
-    windows: windows made.
-    target_tokens: tokens scored as targets (weight 1).
-    dropped_targets: targets left out (training: the tail that does not fill
-      a whole window; evaluation: always 0).
-    batches: batches per pass (training: whole batches only, so
-      `windows - batches * B` windows wait for the next pass).
+  `dropped_targets` are the training tail that fills no whole window
+  (evaluation: 0); training `batches` are whole ones, so `windows - batches
+  * B` windows wait for the next pass.
   """
 
   stream_tokens: int
@@ -356,6 +299,18 @@ def window_stats(
   )
 
 
+def _padded_stream(
+    stream: np.ndarray, seq_length: int, stats: WindowStats
+) -> Tuple[tf.Tensor, tf.Tensor]:
+  """`[W * T + 1]` tokens (zero-padded) and `[W * T]` target weights."""
+  length = stats.windows * seq_length + 1
+  padded = np.zeros([length], np.int32)
+  padded[: min(length, len(stream))] = stream[:length]
+  weights = np.zeros([length - 1], np.float32)
+  weights[: stats.target_tokens] = 1.0
+  return tf.constant(padded), tf.constant(weights)
+
+
 def window_dataset(
     stream: np.ndarray,
     seq_length: int,
@@ -366,26 +321,19 @@ def window_dataset(
 ) -> tf.data.Dataset:
   """Batches of contiguous windows of a token stream.
 
-  Window i is `stream[i * T : i * T + T + 1]`. Training: only whole windows,
-  shuffled afresh each pass, repeated forever, whole batches. Evaluation:
-  every window in order, one pass, the last window padded with `EOS` and the
-  last batch possibly smaller; `weights` is 0 on padded targets.
-
-  Args:
-    stream: int32 `[N]` token ids.
-    seq_length: T, the model's input length (>= 1).
-    batch_size: B (>= 1).
-    training: the training or the evaluation variant (see above).
-    seed: shuffling seed (training).
-    name: the stream's name, for messages.
+  Window i is `stream[i * T : i * T + T + 1]` of the int32 `[N]` `stream`,
+  T = `seq_length`, B = `batch_size`. Training: only whole windows, shuffled
+  afresh each pass (`seed`), repeated forever, whole batches. Evaluation:
+  every window in order, one pass, the last padded with `EOS` (its targets
+  weight 0) and the last batch possibly smaller.
 
   Returns:
     A dataset of dicts: `tokens` int32 `[B, T + 1]`, `weights` float32
     `[B, T]` (1 on real targets).
 
   Raises:
-    ValueError: non-positive sizes, or a stream too short for one batch
-      (training) or one target (evaluation); the message gives the counts.
+    ValueError: non-positive sizes, or a stream (`name` in messages) too
+      short for one batch (training) or one target (evaluation).
   """
   if seq_length < 1 or batch_size < 1:
     raise cli.UserError(
@@ -400,13 +348,7 @@ def window_dataset(
         f'{"training" if training else "evaluation"} with seq_length='
         f'{seq_length} and batch_size={batch_size} needs at least {need}.'
     )
-  length = stats.windows * seq_length + 1
-  padded = np.zeros([length], np.int32)
-  padded[: min(length, len(stream))] = stream[:length]
-  weights = np.zeros([length - 1], np.float32)
-  weights[: stats.target_tokens] = 1.0
-  tokens_t = tf.constant(padded)
-  weights_t = tf.constant(weights)
+  tokens_t, weights_t = _padded_stream(stream, seq_length, stats)
 
   def window(index):
     start = tf.cast(index, tf.int32) * seq_length
@@ -427,18 +369,12 @@ def window_dataset(
 
 @dataclasses.dataclass
 class Corpus:
-  """Encoded train and validation streams and how they were made.
+  """Encoded int32 token streams (`test` None without a file), and how made.
 
-  Attributes:
-    vocab: built from the training split.
-    train: int32 `[N_train]` token ids.
-    valid: int32 `[N_valid]` token ids.
-    test: int32 `[N_test]` token ids, or None without a test file.
-    split_note: how the validation split was obtained (a file, or the cut of
-      the training file).
-    stats: per split (`train`, `valid`, `test` if any) `text` (`TextStats`)
-      and `encoding` (`EncodeStats`),
-      plus `vocab` (the cap's counts); JSON-serializable.
+  `vocab` is built from the training split; `split_note` says how the
+  validation split was obtained; `stats` holds per split `text`
+  (`TextStats`) and `encoding` (`EncodeStats`), and `vocab` (the cap's
+  counts), JSON-serializable.
   """
 
   vocab: Vocabulary
@@ -447,6 +383,42 @@ class Corpus:
   test: Optional[np.ndarray]
   split_note: str
   stats: Dict[str, Mapping[str, object]]
+
+
+def _split_parts(
+    train_file: str, valid_file: Optional[str], valid_fraction: Optional[float]
+) -> Tuple[Dict[str, Tuple[str, List[str]]], str]:
+  """{'train', 'valid': (source, lines)} and the split's note."""
+  lines = read_lines(train_file)
+  if valid_file is not None:
+    parts = {
+        'train': (train_file, lines),
+        'valid': (valid_file, read_lines(valid_file)),
+    }
+    return parts, f'validation file {valid_file!r}.'
+  split = split_lines(lines, valid_fraction, train_file)
+  name = os.path.basename(train_file)
+  parts = {
+      'train': (f'{name}[lines 1:{split.cut}]', split.train_lines),
+      'valid': (
+          f'{name}[lines {split.cut + 1}:{len(lines)}]',
+          split.heldout_lines,
+      ),
+  }
+  return parts, split.describe(train_file, valid_fraction)
+
+
+def _log_encoding(name: str, source: str, encoding: EncodeStats) -> None:
+  logging.info(
+      '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, ' '%d types).',
+      name,
+      source,
+      encoding.tokens,
+      encoding.unk_tokens,
+      UNK,
+      encoding.oov_tokens,
+      encoding.oov_types,
+  )
 
 
 def load_corpus(
@@ -458,16 +430,9 @@ def load_corpus(
 ) -> Corpus:
   """Reads, splits and encodes a WikiText-format corpus.
 
-  Args:
-    train_file: training token file.
-    valid_file: validation token file; exclusive with `valid_fraction`.
-    valid_fraction: hold out this tail of `train_file` instead (see
-      `split_lines`).
-    max_vocab_size: cap of the vocabulary, specials included.
-    test_file: optional test token file, encoded with the same vocabulary.
-
-  Returns:
-    A `Corpus`.
+  The validation split is `valid_file` or the `valid_fraction` tail of
+  `train_file` (`split_lines`); `test_file` is optional; `max_vocab_size`
+  caps the vocabulary, specials included.
 
   Raises:
     ValueError: neither or both of `valid_file` and `valid_fraction`; see
@@ -479,23 +444,8 @@ def load_corpus(
         f'valid_file={valid_file!r}, valid_fraction='
         f'{valid_fraction!r}.'
     )
-  lines = read_lines(train_file)
-  if valid_file is not None:
-    train_lines, valid_lines = lines, read_lines(valid_file)
-    train_source, valid_source = train_file, valid_file
-    split_note = f'validation file {valid_file!r}.'
-  else:
-    split = split_lines(lines, valid_fraction, train_file)
-    train_lines, valid_lines = split.train_lines, split.heldout_lines
-    name = os.path.basename(train_file)
-    train_source = f'{name}[lines 1:{split.cut}]'
-    valid_source = f'{name}[lines {split.cut + 1}:{len(lines)}]'
-    split_note = split.describe(train_file, valid_fraction)
+  parts, split_note = _split_parts(train_file, valid_file, valid_fraction)
   logging.info('WikiText split: %s', split_note)
-  parts = {
-      'train': (train_source, train_lines),
-      'valid': (valid_source, valid_lines),
-  }
   if test_file is not None:
     parts['test'] = (test_file, read_lines(test_file))
   tokens = {
@@ -510,16 +460,7 @@ def load_corpus(
         text=dataclasses.asdict(TextStats.of(source, part_lines)),
         encoding=dataclasses.asdict(encoding),
     )
-    logging.info(
-        '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, ' '%d types).',
-        name,
-        source,
-        encoding.tokens,
-        encoding.unk_tokens,
-        UNK,
-        encoding.oov_tokens,
-        encoding.oov_types,
-    )
+    _log_encoding(name, source, encoding)
   return Corpus(
       vocab=vocab,
       train=ids['train'],
