@@ -1,18 +1,11 @@
 """Reads plain-text corpora into documents of sentences.
 
-Inputs are files or directories (searched recursively for a glob), read
-through `tf.io.gfile` as UTF-8 (a BOM dropped, undecodable bytes refused or
-replaced by U+FFFD and counted, line endings normalised). Optional Gutenberg
-boilerplate, regex-matched lines and heading-like paragraphs (`is_heading`)
-are dropped. `document_mode='blank_line'` makes every blank-line-separated
-block a document; `'file'` makes every file one document of paragraphs.
-Paragraph lines are joined and split with `split_sentences`, or with
-`sentence_per_line=True` each line is a sentence (BERT's input format).
-Everything dropped is counted in `CorpusStats`.
-
-A file is read as a stream (`CorpusReader.iter_documents`); with a bound of
-`max_chars` (record creation's `--group_mb`) paragraphs and 'file'-mode
-documents are cut at it, so only a single line is ever held whole.
+Files are streamed through `tf.io.gfile` as UTF-8 (BOM dropped, bad bytes
+refused or replaced and counted); Gutenberg boilerplate, regex-matched lines
+and headings can be dropped. A document is a blank-line block or a whole
+file; sentences come from `split_sentences` or one per line. With
+`max_chars` (`--group_mb`) long paragraphs and documents are cut, so only one
+line is ever held whole. Everything dropped is counted in `CorpusStats`.
 """
 
 import codecs
@@ -92,25 +85,10 @@ _WHITESPACE = re.compile(r'\s+')
 
 @dataclasses.dataclass(frozen=True)
 class CleaningOptions:
-  """How to turn files into documents.
+  """How to turn files into documents (the flags of the same names).
 
-  Attributes:
-    document_mode: 'blank_line' (each blank-line-separated block is one
-      document) or 'file' (each file is one document of paragraphs).
-    sentence_per_line: take every non-empty line as one sentence instead of
-      joining lines and splitting sentences with the regex splitter.
-    strip_gutenberg: keep only the lines between the Project Gutenberg
-      `*** START OF` and `*** END OF` marker lines, drop `[Illustration: ...]`
-      paragraphs and remove the underscores that mark italics (`_word_`).
-    drop_line_regexes: lines matching any of these (`re.search`, applied to the
-      line without its line ending) are dropped.
-    drop_headings: drop heading-like paragraphs (see `is_heading`).
-    min_sentence_chars: sentences shorter than this are dropped.
-    file_pattern: glob matched against file names when an input is a
-      directory.
-    encoding_errors: 'strict' refuses a file that is not UTF-8, naming it
-      and its first bad byte; 'replace' decodes it anyway, each undecodable
-      sequence becoming U+FFFD (counted in `decode_errors`).
+  `strip_gutenberg` also drops `[Illustration: ...]` paragraphs and italics
+  underscores; `drop_line_regexes` are `re.search`ed on lines without endings.
   """
 
   document_mode: str = 'blank_line'
@@ -149,26 +127,9 @@ class CleaningOptions:
 
 @dataclasses.dataclass
 class CorpusStats:
-  """Counters collected while reading a corpus.
+  """Counters collected while reading a corpus; names say what they count.
 
-  Counts of what their names say, and:
-
-  Attributes:
-    documents: non-empty documents returned.
-    paragraphs: non-empty paragraphs (blocks of lines) kept.
-    characters: characters in the returned sentences.
-    lines_read: lines read (after line-ending normalisation).
-    lines_skipped_by_reason: dropped non-content lines keyed by reason.
-    sentences_dropped_short: sentences shorter than `min_sentence_chars`.
-    empty_documents_dropped: documents without a sentence after cleaning
-      (in 'file' mode, files).
-    decode_errors: undecodable byte sequences replaced by U+FFFD.
-    files_without_gutenberg_markers: files kept whole under
-      `strip_gutenberg` because they have no `*** START OF` line.
-    files_unreadable: files that could not be read (permissions, a broken
-      link, an I/O error) and were skipped.
-    unreadable_files: `'<path>: <error>'` of the first
-      `MAX_NAMED_FILES` unreadable files.
+  `unreadable_files` names the first `MAX_NAMED_FILES` unreadable files.
   """
 
   files: int = 0
@@ -207,7 +168,7 @@ class CorpusStats:
       self.unreadable_files.append(f'{path}: {error}')
 
   def add(self, other: 'CorpusStats') -> None:
-    """Adds the counters of `other` (another part of the corpus) to these."""
+    """Adds the counters of `other` to these."""
     for field in dataclasses.fields(self):
       mine, theirs = getattr(self, field.name), getattr(other, field.name)
       if isinstance(mine, dict):
@@ -271,17 +232,10 @@ class CorpusStats:
 def split_sentences(text: str) -> List[str]:
   """Splits one paragraph of running text into sentences.
 
-  A sentence ends after `.`, `!` or `?` (with any closing quotes or brackets)
-  when whitespace and then an upper-case letter, a digit or an opening quote or
-  bracket follow. A period does not end a sentence after a common abbreviation
-  ("Mr.", "e.g.", "etc."), after a single capital initial ("J. R. Smith",
-  except the pronoun "I"), or after "No."/"p." when a number follows.
-
-  Args:
-    text: a paragraph; internal whitespace runs are treated as one space.
-
-  Returns:
-    The sentences, stripped, in order; empty if `text` is blank.
+  A sentence ends at `.`, `!` or `?` (and closing quotes or brackets) followed
+  by whitespace and a capital, digit or opening quote/bracket; not after a
+  known abbreviation, a single capital initial (not "I"), or "No."/"p." before
+  a number.
   """
   text = _WHITESPACE.sub(' ', text).strip()
   if not text:
@@ -318,21 +272,11 @@ def _is_abbreviation(text: str, match: 're.Match[str]') -> bool:
 
 
 def is_heading(block: Sequence[str]) -> bool:
-  """Whether a paragraph looks like a heading rather than running text.
+  """Whether a paragraph (stripped, non-empty lines) looks like a heading.
 
-  A paragraph is a heading if the whole of it, or every one of its lines, is
-  at most 30 words and
-    * has no lower-case letter ("CHAPTER IV", "BOOK I.", "* * *", "23"), or
-    * starts with a chapter-like word and a number ("Chapter 12",
-      "Chapter IV. The Mail", "Book the First--Recalled to Life"), or
-    * is at most 12 words of title case without final punctuation, after an
-      optional leading number ("Youth", "I. The Period", "New York").
-
-  Args:
-    block: the stripped, non-empty lines of one paragraph.
-
-  Returns:
-    True for a heading.
+  True if it, or each of its lines, has at most 30 words and has no lower-case
+  letter, starts with a chapter-like word and a number, or is at most 12
+  title-case words without final punctuation (after an optional numeral).
   """
   if not block:
     return False
@@ -375,23 +319,11 @@ def find_files(
     skipped: Optional[List[str]] = None,
     prune: Optional[Callable[[str, List[str]], bool]] = None,
 ) -> List[str]:
-  """Expands files and directories into a sorted list of files.
+  """Expands files and directories (searched recursively) into sorted files.
 
-  Each real file is listed once: a local directory reached again through a
-  symbolic link (a loop, or two links to one folder) is not walked again,
-  and files are deduplicated by their real path.
-
-  Args:
-    inputs: file or directory paths. Directories are searched recursively for
-      file names matching `file_pattern`; files are taken as given.
-    file_pattern: glob for file names inside directories.
-    skipped: if given, gets the files in the directories that the pattern
-      left out.
-    prune: `prune(directory, file_names)` is True for a directory (an input
-      one included) whose files and subdirectories are left out.
-
-  Returns:
-    The files, directories expanded in sorted order, duplicates removed.
+  Each real file is listed once (directories reached again through links are
+  not walked again). `skipped` gets the files the pattern left out;
+  `prune(directory, file_names)` True leaves a directory out.
 
   Raises:
     FileNotFoundError: an input does not exist.
@@ -451,27 +383,12 @@ def _walk_matching(
 def read_lines(
     path: str, stats: CorpusStats, encoding_errors: str = 'strict'
 ) -> Optional[Iterator[str]]:
-  """Reads a file as UTF-8, line by line, without line endings.
+  """Reads a file as UTF-8, `_READ_CHUNK` bytes at a time, line by line.
 
-  The file is decoded `_READ_CHUNK` bytes at a time, so only a chunk and the
-  line being read are held. A leading BOM is dropped and CRLF and CR become
-  LF. The counters are those of reading the whole file at once; the per-file
-  ones (decode errors, CRLF) are added when the last line has been read.
-
-  Args:
-    path: the file (any `tf.io.gfile` path).
-    stats: counters to update.
-    encoding_errors: 'strict' or 'replace' (see `CleaningOptions`).
-
-  Returns:
-    An iterator over the lines, or None for a file that cannot be read
-    (permissions, a broken link, an I/O error), which is counted and named
-    (`CorpusStats.skip_unreadable_file`).
-
-  Raises:
-    UserError: while iterating, with 'strict', at the first bytes that are
-      not UTF-8 (naming the file and their offset); or when reading fails
-      part-way.
+  A leading BOM is dropped, CRLF and CR become LF; per-file counters are added
+  after the last line. Returns None for an unreadable file (counted and named).
+  While iterating, raises UserError on bytes not UTF-8 ('strict') or a failed
+  read.
   """
   f = tf.io.gfile.GFile(path, 'rb')
   try:
@@ -506,10 +423,8 @@ _WIDE_BOMS = (
 def wide_encoding(head: bytes) -> Optional[str]:
   """'UTF-16LE', ... if a file's first bytes are UTF-16 or UTF-32, else None.
 
-  By the byte-order mark, or without one by the pattern of NUL bytes that
-  mostly-ASCII text has in those encodings (every second byte in UTF-16,
-  three of every four in UTF-32): such bytes are valid UTF-8, so reading
-  them as UTF-8 would turn the text into NULs and single letters.
+  By the BOM or the NUL-byte pattern of mostly-ASCII text (valid UTF-8 that
+  would read as NULs and single letters).
   """
   for bom, name in _WIDE_BOMS:
     if head.startswith(bom):
@@ -623,25 +538,11 @@ def strip_gutenberg_boilerplate(
     read_again: Callable[[], Iterable[str]],
     max_buffered_chars: Optional[int] = None,
 ) -> Iterator[str]:
-  """Keeps the lines strictly between the Gutenberg START and END markers.
+  """Yields the lines strictly between the Gutenberg START and END markers.
 
-  The lines before the first `*** START OF` line are held until it comes, up
-  to `max_buffered_chars` characters; past that they are only counted, and a
-  file without a START line is read again (`read_again`) to be returned
-  whole, so the result and counts are those of reading the file at once.
-
-  Args:
-    lines: the lines of one file.
-    stats: counters; dropped lines are counted as 'gutenberg header' and
-      'gutenberg footer'. A file without a START marker is returned whole and
-      counted in `files_without_gutenberg_markers`.
-    read_again: gives the file's lines again, without counting them.
-    max_buffered_chars: the most characters of header lines to hold; None:
-      no limit.
-
-  Yields:
-    The body lines: after the first START line and before the first END
-    line that follows it.
+  Header lines are held up to `max_buffered_chars` (None: no limit); a file
+  without a START line is returned whole (`read_again` past that bound) and
+  counted in `files_without_gutenberg_markers`.
   """
   lines = iter(lines)
   header, held, seen = [], 0, 0
@@ -673,18 +574,10 @@ def split_paragraphs(
     stats: CorpusStats,
     max_chars: Optional[int] = None,
 ) -> Iterator[List[str]]:
-  """Groups lines into blocks separated by blank lines.
+  """Yields blocks of non-blank stripped lines separated by blank lines.
 
-  Args:
-    lines: lines of one file; `None` marks a dropped line, which neither
-      belongs to a block nor separates blocks.
-    stats: counters; blank lines are counted.
-    max_chars: a block is cut after the line that brings it to this many
-      characters (its pieces are blocks of their own), so that a file
-      without blank lines is not held whole; None: no limit.
-
-  Yields:
-    Blocks of non-blank, stripped lines.
+  `None` lines (dropped) neither belong to nor separate blocks; a block is cut
+  after the line bringing it to `max_chars` characters (None: no limit).
   """
   block, size = [], 0
   for line in lines:
@@ -718,20 +611,7 @@ class CorpusReader:
   def read(
       self, inputs: Sequence[str], progress_label: str = ''
   ) -> Tuple[List[List[str]], CorpusStats]:
-    """Reads all inputs into memory.
-
-    Args:
-      inputs: files or directories.
-      progress_label: logs the bytes read (file by file) under this label
-        (`progress.Progress`); '' for no log.
-
-    Returns:
-      `(documents, stats)`: each document is a non-empty list of sentences.
-
-    Raises:
-      FileNotFoundError: an input does not exist.
-      ValueError: nothing to read, or no non-empty document after cleaning.
-    """
+    """Reads all inputs into `(documents, stats)`, logging progress."""
     stats = CorpusStats()
     documents = []
     paths = find_files(inputs, self._options.file_pattern)
@@ -752,28 +632,11 @@ class CorpusReader:
   def iter_documents(
       self, path: str, stats: CorpusStats, max_chars: Optional[int] = None
   ) -> Iterator[List[str]]:
-    """The documents of one file, as it is read, counting what is dropped.
+    """Yields one file's non-empty documents (lists of sentences) as it is read.
 
-    Each document is yielded as soon as it is complete. With `max_chars`, a
-    paragraph is cut after the line that brings it to `max_chars`
-    characters, in 'file' mode a document after the paragraph that does,
-    and a Gutenberg file without a START marker in its first `max_chars`
-    characters is read twice (`strip_gutenberg_boilerplate`). A file below
-    `max_chars` gives what it gives without it.
-
-    Args:
-      path: the file (any `tf.io.gfile` path).
-      stats: counters to update, `documents` included. A file that cannot
-        be read (permissions, a broken link, an I/O error) gives no document
-        and is counted and named (`CorpusStats.skip_unreadable_file`).
-      max_chars: the bound above; None: none (a file in 'file' mode is one
-        document).
-
-    Yields:
-      The file's non-empty documents, each a list of sentences.
-
-    Raises:
-      UserError: with `encoding_errors='strict'`, a file that is not UTF-8.
+    With `max_chars`, paragraphs and 'file'-mode documents are cut at that many
+    characters and a Gutenberg file without an early START marker is read twice.
+    An unreadable file gives nothing and is counted.
     """
     lines = read_lines(path, stats, self._options.encoding_errors)
     if lines is None:
@@ -909,9 +772,5 @@ def read_corpus(
     options: CleaningOptions = CleaningOptions(),
     progress_label: str = '',
 ) -> Tuple[List[List[str]], CorpusStats]:
-  """Reads files or directories into documents of sentences.
-
-  As `CorpusReader(options).read(inputs, progress_label)`: returns
-  `(documents, stats)`, documents as `List[List[str]]` (sentences).
-  """
+  """`CorpusReader(options).read(inputs, progress_label)`."""
   return CorpusReader(options).read(inputs, progress_label)
