@@ -1,18 +1,11 @@
 """Record creation's per-file transforms, shared by the local and Beam runs.
 
-Nothing of a file depends on another file, so files are processed in any
-order by any number of workers: read and clean (`text_cleaning`) -> train or
-eval per document by a seeded hash (`EvalSplit`) -> tokenize -> pack
-(`pretraining_instances`) -> optionally mask `dupe_factor` times -> serialize
-with a 64-bit key, a seeded hash of (split, file, document, instance, copy).
-A file is processed in groups of documents of about `Settings.group_chars`
-characters (`--group_mb`), cut where its text alone decides; random-next
-segments come from the same group. An example goes to shard
-`key % num_shards`, and a shard holds its examples in key order: each shard
-is a uniformly random sample of its split in random order, a function of the
-corpus and seed alone, whatever the workers or runner. A file's name
-(`InputFile.name`, relative to its input directory) seeds everything, so the
-records do not change when the corpus moves.
+A file is processed independently of the others, in groups of about
+`Settings.group_chars` characters of documents: clean -> train/eval by a
+seeded hash (`EvalSplit`) -> tokenize -> pack -> optionally mask -> serialize
+with a 64-bit key hashed from (split, file, document, instance, copy). An
+example goes to shard `key % num_shards`, in key order, so the records depend
+on the corpus and seed alone, whatever the workers, runner or corpus path.
 """
 
 import dataclasses
@@ -55,12 +48,9 @@ def stable_hash(*parts: Any) -> int:
 class InputFile:
   """One file of the corpus.
 
-  Attributes:
-    path: where it is (any `tf.io.gfile` path).
-    name: its identity in every seed: the path relative to the input
-      directory it was found in (the base name for a file given directly),
-      with `@<input index>` appended when two inputs hold the same name.
-    size: its length in bytes (0 if it cannot be read).
+  `name` seeds everything: the path relative to its input directory (the base
+  name for a file given directly), `@<input index>` appended for a repeated
+  name. `size` is in bytes (0 if unreadable).
   """
 
   path: str
@@ -84,23 +74,10 @@ def list_input_files(
     file_pattern: str = '*.txt',
     output_dir: Optional[str] = None,
 ) -> List[InputFile]:
-  """The corpus's files with their names (see `InputFile`), sorted by input.
+  """The corpus's files (`InputFile`s), in `text_cleaning.find_files` order.
 
-  Folders written by this repository (`_OUTPUT_MARKERS`), `output_dir` and
-  its temporary siblings are left out, with a warning that names them: a
-  vocabulary or a log there is not a book.
-
-  Args:
-    inputs: files or directories (searched recursively for `file_pattern`).
-    file_pattern: glob for file names inside directories.
-    output_dir: where the records go, left out if it is inside an input.
-
-  Returns:
-    The files, in the order of `text_cleaning.find_files`.
-
-  Raises:
-    FileNotFoundError: an input does not exist.
-    UserError: no inputs, or a directory holds no matching file.
+  Folders this repository wrote (`_OUTPUT_MARKERS`), `output_dir` and its
+  temporary siblings are left out, with a warning naming them.
   """
   if not inputs:
     text_cleaning.find_files(inputs, file_pattern)  # Raises its UserError.
@@ -182,16 +159,10 @@ def _warn_left_out(
 class EvalSplit:
   """Which documents are held out for eval, decided per document by a hash.
 
-  * `document_mode='file'` (a document is a file, or a piece of one past
-    `group_chars`, so the files are known before reading): the
-    `max(1, round(fraction * n))` files (never all) with
-    the smallest seeded hash of their name; one file alone keeps the first
-    sentences of each of its documents (one, or one per `group_chars` of
-    text for a larger file) for train and holds out their last `fraction`.
-  * otherwise: each document whose seeded hash of (file name, index in the
-    file) falls below `fraction`, so about `fraction` of them.
-
-  Either way the choice depends on the seed and the document alone.
+  'file' mode: the `max(1, round(fraction * n))` files (never all) of smallest
+  seeded name hash; a single file holds out the last `fraction` of each
+  document's sentences. Otherwise each document whose seeded hash of (file,
+  index) falls below `fraction`.
   """
 
   def __init__(
@@ -272,17 +243,9 @@ class EvalSplit:
 class TokenizationStats:
   """Counters of the tokenization step.
 
-  Attributes:
-    sentences: sentences tokenized.
-    empty_sentences: sentences that produced no token (dropped).
-    tokens: WordPiece tokens produced.
-    unk_tokens: [UNK] tokens among them.
-    letter_words: words of ASCII letters in the sentences (before
-      WordPiece).
-    single_letter_words: those of one letter: a few percent in any text
-      written in Latin letters ('a', 'I'), most of them in a text read in the
-      wrong encoding or spaced out letter by letter.
-    unk_rate: `unk_tokens / tokens`.
+  `letter_words` counts words of ASCII letters before WordPiece and
+  `single_letter_words` those of one letter (most of them in a text read in the
+  wrong encoding); `unk_rate` is `unk_tokens / tokens`.
   """
 
   sentences: int = 0
@@ -296,16 +259,7 @@ class TokenizationStats:
 
 @dataclasses.dataclass
 class SplitStats:
-  """Counters of one split.
-
-  Attributes:
-    documents: documents (or parts of one) in the split.
-    sentences: their sentences.
-    tokenization: tokenization counters.
-    instances: packing counters.
-    examples: examples written (instances times `dupe_factor`).
-    masked_lm_predictions: with static masking, positions to predict.
-  """
+  """Counters of one split; `examples` is instances times `dupe_factor`."""
 
   documents: int = 0
   sentences: int = 0
@@ -321,13 +275,7 @@ class SplitStats:
 
 @dataclasses.dataclass
 class RecordStats:
-  """Counters of record creation over some files; `add` sums two.
-
-  Attributes:
-    corpus: reading and cleaning counters.
-    splits: counters per split ('train', 'eval').
-    groups: groups of documents processed (`FileProcessor.process`).
-  """
+  """Counters of record creation over some files; `add` sums two."""
 
   corpus: text_cleaning.CorpusStats = dataclasses.field(
       default_factory=text_cleaning.CorpusStats
@@ -380,17 +328,9 @@ def merge_stats(parts: Iterable[RecordStats]) -> RecordStats:
 class Settings:
   """What the per-file transforms need; one object for every worker.
 
-  Attributes:
-    cleaning: how to read files into documents.
-    instances: how to pack documents.
-    masking: static masking rates, or None for dynamic masking.
-    dupe_factor: static masking: copies per instance.
-    lower_case: whether the vocabulary is uncased.
-    num_shards: shards per split, `{'train': n, 'eval': m}`.
-    seed: the seed of everything.
-    group_chars: the documents in flight: a file is processed in groups of
-      documents holding about this many characters of text (see
-      `FileProcessor.process`).
+  `masking` is None for dynamic masking; `num_shards` is
+  `{'train': n, 'eval': m}`; `group_chars` bounds the characters of a group of
+  documents (`FileProcessor.process`).
   """
 
   cleaning: text_cleaning.CleaningOptions
@@ -417,17 +357,10 @@ class Record(tuple):
 
 
 def letter_words(sentence: str) -> Tuple[int, int]:
-  """Counts the words of ASCII letters only, and those of a single letter.
+  """`(words of ASCII letters only, of which single letters)` in a sentence.
 
-  A word is bounded by anything that is not a letter, digit or underscore, so
-  that 'w00', 'covid19' or 'café' are not words of letters and cannot pass
-  for single letters; 'T h e' is three of them.
-
-  Args:
-    sentence: text before WordPiece.
-
-  Returns:
-    `(words of letters, of which single letters)`.
+  Words are bounded by non-word characters, so 'w00' or 'café' are not words
+  of letters; 'T h e' is three.
   """
   lengths = [len(word) for word in _LETTER_WORD.findall(sentence)]
   return len(lengths), lengths.count(1)
@@ -458,27 +391,13 @@ class FileProcessor:
   def process(
       self, input_file: InputFile, stats: RecordStats
   ) -> Iterator[List[Record]]:
-    """The examples of one file, a group of documents at a time.
+    """Yields the records of one file, a group of documents at a time.
 
-    The file's documents are gathered in file order into groups; a group
-    ends after the document that brings its text to `settings.group_chars`
-    characters, or at the end of the file, so boundaries depend on the text
-    and settings alone. Each group is processed whole and its records are
-    yielded before the next is read. A document's index in the file seeds
-    its split, instances and keys; random-next segments come from the other
-    documents of its group and split, and static masking numbers its batches
-    on across the groups of a file and split. A file smaller than
-    `group_chars` is one group.
-
-    Args:
-      input_file: the file.
-      stats: counters to add the file's to (as its groups are processed).
-
-    Yields:
-      The records of each group.
-
-    Raises:
-      UserError: the file is not UTF-8 (with `encoding_errors='strict'`).
+    A group ends after the document bringing its text to `group_chars`
+    characters, so boundaries depend on the text alone. A document's index
+    in the file seeds its split, instances and keys; random-next segments
+    come from its group and split; static masking numbers its batches on
+    across groups.
     """
     budget = self._settings.group_chars
     documents = self._reader.iter_documents(
@@ -526,12 +445,8 @@ class FileProcessor:
   ) -> List[Record]:
     """Tokenizes, packs, masks and serializes a group's documents of a split.
 
-    Args:
-      name: the file's name.
-      split: 'train' or 'eval'.
-      documents: the `(index in the file, sentences)` of the group in it.
-      batches: masking batches used so far per split of the file; advanced.
-      stats: counters to add to.
+    `documents` are `(index in the file, sentences)`; `batches` (masking batches
+    used so far per split) is advanced.
     """
     split_stats = stats.splits[split]
     split_stats.documents += len(documents)
@@ -646,8 +561,7 @@ class FileProcessor:
   ) -> Dict[str, np.ndarray]:
     """One masked copy; batch `b` seeded by (seed, file, split, copy, b).
 
-    The batches of `features` are numbered from `first_batch` (the batches
-    of the file's earlier groups come first).
+    Batches are numbered from `first_batch` (earlier groups' come first).
     """
     num = len(features['input_ids'])
     outputs = []
@@ -677,12 +591,7 @@ class FileProcessor:
 def files_to_sample(
     files: Sequence[InputFile], seed: int, budget_bytes: int
 ) -> List[InputFile]:
-  """A seeded choice of files holding about `budget_bytes` of text.
-
-  The files are taken in the order of a seeded hash of their names until
-  their sizes reach the budget (one file more than fits), so that learning a
-  vocabulary reads a bounded part of the corpus; returned in corpus order.
-  """
+  """A seeded choice of files of about `budget_bytes` of text, in order."""
   ranked = sorted(files, key=lambda f: stable_hash(seed, 'vocab', f.name))
   chosen, total = set(), 0
   for input_file in ranked:
@@ -699,20 +608,11 @@ def sample_sentences(
     input_file: InputFile,
     sample_size: int,
 ) -> Tuple[List[Tuple[int, str]], int, text_cleaning.CorpusStats]:
-  """The `sample_size` train sentences of a file with the smallest hash.
+  """The `sample_size` train sentences of a file with the smallest seeded hash.
 
-  Taking the sentences with the smallest seeded hash of their place in the
-  corpus (bottom-k sampling) gives a uniform sample without replacement, the
-  same whichever worker reads which file; merging the samples of all files
-  with `heapq.nsmallest` gives the corpus's sample. The file is read as a
-  stream, into the documents that `FileProcessor.process` makes of it, and
-  at most `sample_size` sentences are held.
-
-  Eval text is never sampled.
-
-  Returns:
-    `(sample, num_sentences, stats)`: `(hash, sentence)` pairs, the number
-    of train sentences in the file, and the file's reading counters.
+  Bottom-k sampling: a uniform sample without replacement whichever worker
+  reads which file (merge files' samples with `heapq.nsmallest`). Returns
+  `(sample of (hash, sentence), train sentences in the file, stats)`.
   """
   reader = text_cleaning.CorpusReader(settings.cleaning)
   stats = text_cleaning.CorpusStats()
@@ -769,9 +669,8 @@ def instances_to_features(
 ) -> Dict[str, np.ndarray]:
   """Pads instances into feature arrays of length `T = max_seq_length`.
 
-  Returns:
-    `input_ids`, `input_mask`, `segment_ids`: int32 `[N, T]`, zero padded;
-    `next_sentence_labels`: int32 `[N, 1]` if `next_sentence_labels`.
+  Returns `input_ids`, `input_mask`, `segment_ids`: int32 `[N, T]`, zero padded;
+  `next_sentence_labels`: int32 `[N, 1]` if `next_sentence_labels`.
   """
   num = len(instances)
   features = {
@@ -795,13 +694,8 @@ def instances_to_features(
 class ShardSummary:
   """What `write_shard` wrote.
 
-  Attributes:
-    name: the shard's file name.
-    examples: examples in it.
-    distinct_documents: distinct source documents among its first
-      `window` examples (a measure of mixing: `window` for a perfect mix of
-      a corpus of many documents, 1 for no mixing at all).
-    window: `min(MIXING_WINDOW, examples)`.
+  `distinct_documents`: distinct source documents among the first
+  `window = min(MIXING_WINDOW, examples)` examples (a measure of mixing).
   """
 
   name: str
@@ -813,11 +707,10 @@ class ShardSummary:
 def write_shard(
     keyed: Iterable[Tuple[int, int, bytes]], path: str, progress=None
 ) -> ShardSummary:
-  """Writes `(key, document, data)` records, already in key order, as a shard.
+  """Writes `(key, document, data)` records, in key order, as a shard.
 
-  The shard is written under a temporary name and renamed into place when
-  complete (`records`), so a killed writer leaves no partial shard.
-  `progress`: a `progress.Progress` to advance per example, or None.
+  Written under a temporary name and renamed when complete; `progress` (or
+  None) is advanced per example.
   """
   summary = ShardSummary(os.path.basename(path))
   documents = set()
