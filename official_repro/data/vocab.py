@@ -1,15 +1,9 @@
 """Vocabularies: loading, special tokens, learning, tokenizing.
 
-A vocabulary is WordPiece (`vocab.txt`) or SentencePiece (a `*.model`, as
-ALBERT's `spiece.model`); `load_vocab` reads either into a `Vocabulary`.
-Text becomes ids only through the original tokenizer of its kind, in graph
-(`make_tokenizer`: BERT's or ALBERT's), for `tokenize_with_vocab`,
-`SentenceTokenizer`, `FullTokenizer` (Model Garden's Python interface, for
-the fine-tuning readers) and the SavedModel's `serve_text`.
-
-Special token ids are looked up by string, never assumed: BERT's uncased
-vocabulary has [PAD] at 0 but [UNK], [CLS], [SEP], [MASK] at 100..103, while
-`build_wordpiece_vocab` puts all five first.
+A vocabulary is WordPiece (`vocab.txt`) or SentencePiece (`*.model`); text
+becomes ids only through the original tokenizer of its kind (BERT's or
+ALBERT's, `make_tokenizer`). Special token ids are looked up by string, never
+assumed: BERT's uncased vocabulary has [UNK]..[MASK] at 100..103.
 """
 
 import collections.abc
@@ -47,14 +41,11 @@ _SENTENCEPIECE_SUFFIX = '.model'
 
 
 class Vocabulary(collections.abc.Sequence):
-  """A vocabulary's tokens, token `i` at index `i`, and its kind.
+  """A vocabulary's tokens (token `i` at index `i`) and its kind.
 
-  A WordPiece vocabulary is its tokens. A SentencePiece one also keeps its
-  serialized model (`sentencepiece_model`), which tokenizes (two compare
-  equal when what decides their ids is equal: `canonical_model`), and its pad
-  and unknown pieces (ALBERT: `<pad>`, `<unk>`) answer to BERT's names
-  [PAD] and [UNK] in `token_to_id`, so that the readers and record writers
-  look special tokens up alike for both kinds.
+  A SentencePiece one keeps its serialized model (compared by
+  `canonical_model`), and its pad and unknown pieces answer to [PAD] and [UNK]
+  in `token_to_id`, so special tokens are looked up alike for both kinds.
   """
 
   def __init__(
@@ -167,11 +158,7 @@ class SpecialTokenIds:
 def special_token_ids(
     token_to_id: Mapping[str, int], tokens: Sequence[str]
 ) -> Dict[str, int]:
-  """The ids of `tokens` in `token_to_id` (e.g. a `FullTokenizer`'s vocab).
-
-  Raises:
-    ValueError: naming the tokens of `tokens` that the vocabulary lacks.
-  """
+  """The ids of `tokens` in `token_to_id`; UserError names those missing."""
   missing = [token for token in tokens if token not in token_to_id]
   if missing:
     raise cli.UserError(
@@ -200,12 +187,9 @@ _LEARNER_MAX_UNIQUE_CHARS = (
 def casing_mismatch(tokens: Sequence[str], lower_case: bool) -> Optional[str]:
   """Says why `tokens` cannot be read with that casing, or None.
 
-  An uncased vocabulary (next to no word piece has a capital) read without
-  lower-casing turns every capitalised word into [UNK] or pieces the encoder
-  never saw; a cased one (`_CASED_SHARE` of its pieces have capitals) read
-  lower-cased never uses those pieces. Bracketed tokens ([CLS], [unused0])
-  are not word pieces, and only pieces with a letter that has case count.
-  None also when the vocabulary has too few lettered pieces to tell.
+  Uncased (next to no lettered piece has a capital) read without
+  lower-casing, or cased (`_CASED_SHARE`) read lower-cased; bracketed tokens
+  and caseless scripts do not count, and too few lettered pieces tell nothing.
   """
   pieces = [
       token.removeprefix('##')
@@ -239,13 +223,8 @@ def load_vocab(
 ) -> Vocabulary:
   """Reads a vocabulary: one token per line, or a SentencePiece `*.model`.
 
-  Args:
-    path: the vocabulary file (UTF-8 text, or a SentencePiece model).
-    required_tokens: tokens that must be present (a SentencePiece model's
-      pad and unknown pieces stand for [PAD] and [UNK]).
-
-  Returns:
-    The tokens; token `i` is on line `i + 1` (or the model's piece `i`).
+  A model's pad and unknown pieces stand for [PAD] and [UNK] in
+  `required_tokens`.
 
   Raises:
     FileNotFoundError: `path` does not exist.
@@ -346,25 +325,12 @@ def build_wordpiece_vocab(
     lower_case: bool = True,
     learn_params: Optional[Mapping[str, Any]] = None,
 ) -> List[str]:
-  """Learns a WordPiece vocabulary and writes it to `output_path` (if any).
+  """Learns a WordPiece vocabulary; writes it to `output_path` if given.
 
-  Counts the words of `tokenization.BertTextSplitter` (those the tokenizer
-  cuts into pieces) and learns with TF Text's WordPiece learner (what its
-  `bert_vocab_from_dataset` runs on TF Text's own splitting), the special
-  tokens reserved first: [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4.
-
-  Args:
-    sentences: the training text.
-    vocab_size: the target size (a small corpus can give fewer).
-    output_path: where to write the vocabulary (None: only return it).
-    lower_case: lower-case and strip accents before learning (uncased).
-    learn_params: extra keyword arguments for `learner.learn`.
-
-  Returns:
-    The tokens written.
-
-  Raises:
-    ValueError: `vocab_size` is too small, or there is no text.
+  Counts the words of `tokenization.BertTextSplitter` and runs TF Text's
+  WordPiece learner (as `bert_vocab_from_dataset` does), reserving [PAD]=0,
+  [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4. Returns the tokens; UserError for a
+  `vocab_size` too small, or no text.
   """
   if vocab_size <= len(SPECIAL_TOKENS):
     raise cli.UserError(
@@ -408,10 +374,8 @@ def build_sentencepiece_vocab(
 ) -> Vocabulary:
   """Learns a SentencePiece model as ALBERT's was (`learn_model`).
 
-  `vocab_size` counts <pad> <unk> [CLS] [SEP] [MASK] and ALBERT's 8
-  user-defined symbols; `learn_params` go to `learn_model`. Returns the
-  vocabulary, its model kept; UserError for a size the text cannot fill, or
-  no text.
+  `vocab_size` counts the special and ALBERT's 8 user-defined symbols. Returns
+  the vocabulary with its model; UserError for a size the text cannot fill.
   """
   sentences = list(sentences)
   if not sentences:
@@ -439,12 +403,7 @@ def build_sentencepiece_vocab(
 
 
 def _check_room_for_characters(word_counts, vocab_size, learn_params):
-  """Refuses, before learning, a size below one piece per character.
-
-  The learner keeps each of the text's characters (up to its
-  `max_unique_chars`) as a piece, so the special tokens and one piece per
-  character bound the smallest vocabulary from below.
-  """
+  """Refuses a size below the special tokens plus one piece per character."""
   characters = set().union(*map(set, word_counts)) if word_counts else set()
   limit = learn_params.get('max_unique_chars', _LEARNER_MAX_UNIQUE_CHARS)
   smallest = len(SPECIAL_TOKENS) + min(len(characters), limit)
@@ -459,9 +418,7 @@ def _check_room_for_characters(word_counts, vocab_size, learn_params):
 def make_tokenizer(tokens: Sequence[str], lower_case: bool) -> tf.Module:
   """The original tokenizer of `tokens`' kind (a `Vocabulary` or WordPiece).
 
-  `tokenization.BertWordPieceTokenizer` or
-  `sentencepiece_tokenization.AlbertSentencePieceTokenizer`; both map
-  `[batch]` strings to `[batch, (ids)]` int32 ids with `tokenize`.
+  Its `tokenize` maps `[batch]` strings to `[batch, (ids)]` int32 ids.
   """
   vocabulary = as_vocabulary(tokens)
   if vocabulary.kind == SENTENCEPIECE:
@@ -494,9 +451,8 @@ def tokenize_with_vocab(
 ) -> List[List[int]]:
   """One list of ids per sentence (empty for one with no tokens).
 
-  The sentences go through `tf.data` in batches of `batch_size` to
-  `make_tokenizer`'s tokenizer; `progress_label` logs the sentences done
-  (`progress.Progress`; '' for no log).
+  Batches of `batch_size` go through `tf.data`; `progress_label` ('' none)
+  logs progress.
   """
   if not sentences:
     return []
@@ -522,11 +478,7 @@ def tokenize_with_vocab(
 
 
 class SentenceTokenizer:
-  """Tokenizes lists of sentences with one tokenizer built once.
-
-  For callers that tokenize many small lists (a file at a time): the
-  tokenizer and its traced function are made once, not per call.
-  """
+  """Tokenizes lists of sentences with one tokenizer traced once."""
 
   def __init__(
       self, tokens: Sequence[str], lower_case: bool, batch_size: int = 4096
@@ -554,13 +506,9 @@ class SentenceTokenizer:
 class FullTokenizer:
   """Model Garden's `FullTokenizer` interface over `make_tokenizer`.
 
-  For the fine-tuning readers (GLUE, SQuAD, RACE, POS tagging), which call
-  `tokenize(text)` -> WordPiece strings, `convert_tokens_to_ids` and look
-  special tokens up in `vocab`, text by text. A graph call per text is
-  slow, so the readers first hand a whole split to `prefetch`
-  (`prefetched`), which tokenizes it in batches and remembers it for the
-  `tokenize` calls that follow (SQuAD's Model Garden code tokenizes each
-  context word on its own); a text not remembered is tokenized alone.
+  For the fine-tuning readers. A graph call per text is slow, so readers hand a
+  whole split to `prefetch` (`prefetched`), tokenized in batches and remembered
+  for the `tokenize` calls that follow; other texts are tokenized alone.
   """
 
   def __init__(
@@ -612,9 +560,7 @@ class FullTokenizer:
 def prefetched(tokenizer: Any, texts: Iterable[str]) -> Iterator[None]:
   """Tokenizes `texts` in batches for the `tokenizer.tokenize` calls inside.
 
-  With a `FullTokenizer` the texts (every one the block tokenizes; more is
-  harmless) are tokenized here and forgotten on leaving; any other
-  tokenizer (Model Garden's, pure Python) tokenizes them one by one.
+  Only for a `FullTokenizer` (forgotten on leaving); others go one by one.
   """
   if not isinstance(tokenizer, FullTokenizer):
     yield
@@ -640,11 +586,7 @@ def _rows(flat_ids: np.ndarray, lengths: np.ndarray) -> List[List[int]]:
 
 
 def detokenize(ids: Sequence[int], tokens: Sequence[str]) -> List[str]:
-  """Maps ids to words, joining continuation pieces onto the word before.
-
-  WordPiece's continue with '##'; SentencePiece's start a word with '▁'.
-  Special tokens are kept as their strings.
-  """
+  """Maps ids to words, joining continuation pieces ('##', no '▁')."""
   if as_vocabulary(tokens).kind == SENTENCEPIECE:
     return _sentencepiece_words([tokens[i] for i in ids])
   words = []
