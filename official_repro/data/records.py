@@ -1,18 +1,13 @@
 """The pretraining record directory: TFRecord shards plus `metadata.json`.
 
-  vocab.txt or spiece.model           the vocabulary the ids refer to
-  metadata.json                       see `validate_metadata`
-  train-00000-of-0000N.tfrecord ...   plain (uncompressed) TFRecord files
-  eval-00000-of-0000M.tfrecord ...
+  vocab.txt or spiece.model; metadata.json (see `validate_metadata`);
+  train-00000-of-0000N.tfrecord ...; eval-00000-of-0000M.tfrecord ...
 
-Examples hold int64 `input_ids`, `input_mask`, `segment_ids` of length
-`max_seq_length`, `next_sentence_labels` (length 1) if the metadata says so,
-and with static masking `masked_lm_positions`, `masked_lm_ids` and float
-`masked_lm_weights`: the names Model Garden's `BertPretrainDataLoader` reads.
-Every file is written under a temporary name and renamed when complete, and
-`metadata.json` is written last (removed when a rerun starts), so a directory
-with `metadata.json` is complete; its `tokenizer` names what made the ids
-(absent: TF Text's FastBertTokenizer).
+Examples hold int64 `input_ids`, `input_mask`, `segment_ids`, optional
+`next_sentence_labels` and, with static masking, `masked_lm_*`: the names
+Model Garden's `BertPretrainDataLoader` reads. Files are renamed into place
+when complete and `metadata.json` is written last, so a directory with it is
+complete; its `tokenizer` names what made the ids.
 """
 
 import contextlib
@@ -105,17 +100,9 @@ def write_split(
 ) -> List[str]:
   """Writes one split as `num_shards` contiguous TFRecord shards.
 
-  Args:
-    output_dir: the record directory.
-    split: 'train' or 'eval'.
-    features: feature name -> `[num_examples, width]` array.
-    num_shards: number of files, capped at the number of examples; no file
-      is written when there are no examples.
-    progress_label: logs the examples written under this label
-      (`progress.Progress`); '' for no log.
-
-  Returns:
-    The file names written, relative to `output_dir`.
+  `features` maps names to `[num_examples, width]` arrays; shards are capped
+  at the number of examples (none for none). Returns the file names written,
+  relative to `output_dir`.
   """
   num_examples = len(next(iter(features.values())))
   if num_examples == 0:
@@ -141,22 +128,14 @@ def write_split(
 
 
 def prepare_output_dir(output_dir: str) -> int:
-  """Makes `output_dir` ready to be (re)written; returns the leftovers found.
-
-  Creates it and removes an interrupted run's temporaries
-  (`remove_leftovers`) and an earlier run's `metadata.json`.
-  """
+  """Readies `output_dir` for a rewrite; returns the leftovers removed."""
   found = remove_leftovers(output_dir)
   remove_metadata(output_dir)
   return found
 
 
 def remove_metadata(output_dir: str) -> None:
-  """Removes an earlier run's `metadata.json`, before its files are replaced.
-
-  Until this run writes its own metadata the directory must not look
-  complete.
-  """
+  """Removes an earlier run's `metadata.json`: the directory is incomplete."""
   metadata_path = os.path.join(output_dir, METADATA_FILENAME)
   if tf.io.gfile.exists(metadata_path):
     logging.info(
@@ -168,12 +147,7 @@ def remove_metadata(output_dir: str) -> None:
 
 
 def remove_leftovers(output_dir: str) -> int:
-  """Creates `output_dir` and removes an interrupted run's temporaries.
-
-  Temporaries are the files and directories whose names hold
-  `json_files.TEMPORARY_MARKER` (half-written shards, a record run's scratch
-  directory). Logs and returns how many were removed.
-  """
+  """Creates `output_dir`, removes (and counts) a killed run's temporaries."""
   tf.io.gfile.makedirs(output_dir)
   base = output_dir.rstrip('/')
   leftovers = sorted(
@@ -211,14 +185,9 @@ REPLACED_SUFFIX = '.replaced'
 def writer_lock(output_dir: str) -> Iterator[None]:
   """Holds `<output_dir>.lock` while one record creation writes `output_dir`.
 
-  A second creation into the same directory stops with one line naming the
-  first (its host and process), instead of removing its temporaries. A lock
-  left by a process of this host that is gone is taken over; on another
-  host (a shared disk, gs://) it must be removed by hand once its writer is
-  known to be gone, as the message says.
-
-  Raises:
-    UserError: another writer holds the lock.
+  A second writer stops with a UserError naming the first (host, process). A
+  lock of a gone process of this host is taken over; elsewhere it must be
+  removed by hand.
   """
   path = output_dir.rstrip('/') + LOCK_SUFFIX
   holder = dict(host=socket.gethostname(), pid=os.getpid())
@@ -263,12 +232,7 @@ def writer_lock(output_dir: str) -> Iterator[None]:
 
 
 def replace_with(staging_dir: str, output_dir: str) -> None:
-  """Swaps complete new records in for complete old ones.
-
-  The old directory is renamed aside, the new one renamed into its place,
-  then the old one removed; until the first rename the old records are
-  untouched, so a run that fails before it leaves them as they were.
-  """
+  """Swaps new records in for old ones (renamed aside, then removed)."""
   replaced = json_files.temporary_path(output_dir.rstrip('/') + REPLACED_SUFFIX)
   tf.io.gfile.rename(output_dir, replaced)
   tf.io.gfile.rename(staging_dir, output_dir)
@@ -321,10 +285,7 @@ def split_files(
 
 
 def read_split(directory: str, split: str) -> Dict[str, np.ndarray]:
-  """Every example of one split: {feature: `[num_examples, width]` array}.
-
-  In file order (int64 ids and masks, float32 weights).
-  """
+  """A split's examples in file order: {feature: `[examples, width]`}."""
   metadata = load_metadata(directory)
   spec = feature_spec(metadata)
   columns = {name: [] for name in spec}
@@ -343,14 +304,9 @@ def read_split(directory: str, split: str) -> Dict[str, np.ndarray]:
 
 
 def find_corrupt_file(paths: List[str]) -> Optional[Tuple[str, str]]:
-  """The first record file that does not read back to its end, and why.
+  """`(path, error)` of the first record file that does not read back, or None.
 
-  Reads every record of every file (in TensorFlow, checking each record's
-  length and CRC), so it takes the time of one pass over the files: meant
-  for naming the culprit once a read has failed.
-
-  Returns:
-    `(path, error message)`, or None when every file reads back.
+  Reads every record (checking lengths and CRCs): one pass over the files.
   """
   for path in paths:
     try:
@@ -368,13 +324,7 @@ def validate_metadata(
     check_files: bool = True,
     source: str = METADATA_FILENAME,
 ):
-  """Checks the structure of a metadata dict.
-
-  Args:
-    metadata: the dict.
-    directory: the record directory (to check that listed files exist).
-    check_files: whether to check that the vocabulary and record files exist.
-    source: name used in error messages.
+  """Checks the structure of a metadata dict (and, if asked, its files).
 
   Raises:
     FileNotFoundError: a listed file is missing.
