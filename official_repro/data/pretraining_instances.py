@@ -1,17 +1,10 @@
 """Packs tokenized documents into `[CLS] A [SEP] B [SEP]` training instances.
 
-Sentences longer than `max_seq_length - 3` tokens are first cut into pieces,
-so a run-on sentence yields several instances rather than one truncated one.
-Each chunk draws a target length: the maximum, or with `short_seq_prob` a
-uniform one in `[2, max_seq_length - 3]`; per chunk rather than per document
-(as in BERT), so the share of short instances holds for whole books too.
-Sentences fill a chunk up to its target, which is cut at a random sentence
-boundary into A and B. With next-sentence prediction, half of the time
-(always for a one-sentence chunk) B is a run from a random other document
-(label 1) and B's unused sentences go back to the document; without it a
-one-sentence chunk is cut inside the sentence. The longer segment then loses
-tokens from its front or back at random until the pair fits. All randomness
-comes from one `random.Random`.
+As BERT's, with two changes: sentences over `max_seq_length - 3` tokens are
+cut into pieces (several instances, not one truncated), and the short target
+length (`short_seq_prob`) is drawn per chunk rather than per document, so the
+share of short instances holds for whole books too. All randomness comes from
+one `random.Random`.
 """
 
 import dataclasses
@@ -26,14 +19,7 @@ Document = Sequence[Sequence[int]]
 
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions:
-  """How to pack documents into instances.
-
-  Attributes:
-    max_seq_length: length of an instance including [CLS] and two [SEP].
-    short_seq_prob: probability that a chunk's target length is drawn
-      uniformly from `[2, max_seq_length - 3]` instead of the maximum.
-    next_sentence_prediction: whether to make random-next (label 1) pairs.
-  """
+  """How to pack documents into instances (the flags of the same names)."""
 
   max_seq_length: int = 128
   short_seq_prob: float = 0.1
@@ -59,12 +45,8 @@ class InstanceOptions:
 class Instance:
   """One training instance.
 
-  Attributes:
-    input_ids: `[CLS] A [SEP] B [SEP]` token ids, at most `max_seq_length`.
-    segment_ids: 0 for [CLS], A and the first [SEP]; 1 for B and the last
-      [SEP]; same length as `input_ids`.
-    next_sentence_label: 1 if B comes from another document, 0 if B follows
-      A; None without next-sentence prediction.
+  `segment_ids` are 0 for [CLS], A and the first [SEP], 1 after;
+  `next_sentence_label` is 1 for a random-document B (None without NSP).
   """
 
   input_ids: List[int]
@@ -74,20 +56,7 @@ class Instance:
 
 @dataclasses.dataclass
 class InstanceStats:
-  """Counters collected while making instances.
-
-  Attributes:
-    documents: documents processed.
-    instances: instances made.
-    tokens: tokens in all instances, special tokens included.
-    text_tokens: tokens in all instances, special tokens excluded.
-    truncated_instances: instances whose pair had to be truncated.
-    tokens_truncated: tokens removed by truncation.
-    short_target_chunks: chunks that drew a short target length.
-    long_sentences_split: sentences cut into `max_seq_length - 3` pieces.
-    random_next_instances: instances with a random-document B (label 1).
-    chunks_skipped: chunks with fewer than two tokens (no pair possible).
-  """
+  """Counters collected while making instances; names say what they count."""
 
   documents: int = 0
   instances: int = 0
@@ -121,17 +90,7 @@ class InstanceMaker:
   def from_documents(
       self, documents: Sequence[Document], progress_label: str = ''
   ) -> List[Instance]:
-    """Makes instances from every document, in document order.
-
-    Args:
-      documents: each a list of sentences, each a list of token ids. Empty
-        sentences and documents are ignored.
-      progress_label: logs the documents packed under this label
-        (`progress.Progress`); '' for no log.
-
-    Returns:
-      The instances.
-    """
+    """Makes instances from every document (lists of token-id sentences)."""
     documents = [self.cut_long_sentences(doc) for doc in documents]
     documents = [doc for doc in documents if doc]
     instances = []
@@ -159,17 +118,10 @@ class InstanceMaker:
       index: int,
       rng: Optional[random.Random] = None,
   ) -> List[Instance]:
-    """Makes the instances of `documents[index]`.
+    """Makes the instances of `documents[index]` (from `cut_long_sentences`).
 
-    Args:
-      documents: all documents (other documents supply random next segments),
-        as returned by `cut_long_sentences`.
-      index: the document to pack.
-      rng: if given, the source of randomness from now on (a document's own
-        seed makes its instances independent of the documents before it).
-
-    Returns:
-      The instances of that document.
+    Other documents supply random next segments; `rng`, if given, is the source
+    of randomness from now on.
     """
     if rng is not None:
       self._rng = rng
@@ -210,13 +162,7 @@ class InstanceMaker:
       documents: List[List[List[int]]],
       index: int,
   ) -> Tuple[Optional[Instance], int]:
-    """Turns one chunk into an instance.
-
-    Returns:
-      `(instance, unused)`: the instance (None if the chunk is too short for
-      a pair) and how many trailing chunk sentences were not used and go back
-      to the document.
-    """
+    """`(instance or None if too short, unused trailing sentences)`."""
     if sum(len(s) for s in chunk) < 2:
       self.stats.chunks_skipped += 1
       return None, 0
@@ -303,20 +249,10 @@ def create_instances(
     shuffle: bool = True,
     progress_label: str = '',
 ) -> Tuple[List[Instance], InstanceStats]:
-  """Makes `[CLS] A [SEP] B [SEP]` instances from tokenized documents.
+  """`(instances, stats)` from documents of token-id sentences.
 
-  Args:
-    documents: each a list of sentences, each a list of token ids.
-    options: packing options.
-    cls_id: id of [CLS].
-    sep_id: id of [SEP].
-    rng: the source of all randomness (seed it for reproducibility).
-    shuffle: shuffle the instances (with `rng`) before returning them.
-    progress_label: logs the documents packed under this label
-      (`progress.Progress`); '' for no log.
-
-  Returns:
-    `(instances, stats)`.
+  `rng` is the source of all randomness; `shuffle` shuffles the result;
+  `progress_label` ('' none) logs progress.
   """
   maker = InstanceMaker(options, cls_id, sep_id, rng)
   instances = maker.from_documents(documents, progress_label)

@@ -1,15 +1,10 @@
 """WikiText token files for word-level language modeling (002 rebuttal).
 
-WikiText-2/-103 files hold a paragraph a line, space-tokenized, headings as
-` = Title = `, rare words already `<unk>`. As in the standard setups
-(Transformer-XL, PyTorch's word LM example) every line, blank ones included,
-is its tokens plus `EOS`; headings and `<unk>` are ordinary tokens.
-`split_lines` holds out a file's tail from the first article title at or
-after the fraction (no article is cut); `Vocabulary` is built from training
-tokens, optionally capped; `window_dataset` makes `[B, T + 1]` windows with
-stride `T`, so every token after the first is a target exactly once
-(training drops the partial tail, evaluation pads it with zero weight);
-`load_corpus` does all of it, with the counts of what was read and mapped.
+As in the standard setups (Transformer-XL, PyTorch's word LM example) every
+line, blank ones included, is its space-separated tokens plus `EOS`; headings
+and `<unk>` are ordinary tokens. A held-out tail starts at an article title;
+`window_dataset` makes `[B, T + 1]` windows with stride `T`, so every token
+after the first is a target exactly once.
 """
 
 import collections
@@ -67,12 +62,7 @@ class TextStats:
 
 
 def read_lines(path: str) -> List[str]:
-  """The lines of a WikiText file, without line terminators.
-
-  Raises:
-    FileNotFoundError: `path` does not exist.
-    ValueError: `path` holds no token (empty or whitespace only).
-  """
+  """The lines of a WikiText file; FileNotFoundError, or UserError if empty."""
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'WikiText file {path!r} does not exist.')
   with tf.io.gfile.GFile(path, 'r') as f:
@@ -118,14 +108,9 @@ def split_lines(
 ) -> LineSplit:
   """Splits a file's lines into a training part and a held-out tail.
 
-  The nominal cut is line `round(len(lines) * (1 - heldout_fraction))`; it
-  moves forward to the next article title (` = Title = `) if there is one,
-  so the held-out part starts with a whole article. `path` names the file
-  in messages.
-
-  Raises:
-    ValueError: `heldout_fraction` outside (0, 1), or either part has no
-      token.
+  The cut, line `round(len(lines) * (1 - heldout_fraction))`, moves on to the
+  next article title if any. UserError for a fraction outside (0, 1) or a part
+  without tokens.
   """
   if not 0.0 < heldout_fraction < 1.0:
     raise cli.UserError(
@@ -152,12 +137,7 @@ def split_lines(
 
 @dataclasses.dataclass(frozen=True)
 class EncodeStats:
-  """Encoding one split with a vocabulary.
-
-  `unk_tokens` encode to `UNK` (the text's `<unk>` included); `oov_tokens`
-  are the others not in the vocabulary (capped away, or unseen in training),
-  `oov_types` their distinct words.
-  """
+  """Encoding one split: `unk_tokens` became `UNK`; `oov_*` not in vocab."""
 
   tokens: int
   unk_tokens: int
@@ -166,11 +146,7 @@ class EncodeStats:
 
 
 class Vocabulary:
-  """Word <-> id map: `EOS` = 0, `UNK` = 1, then by training frequency.
-
-  Words are ordered by decreasing count, ties broken alphabetically, so the
-  same training text always gives the same ids.
-  """
+  """Word <-> id map: `EOS` = 0, `UNK` = 1, then by count (ties by word)."""
 
   def __init__(self, words: Sequence[str]):
     """`words` start with `EOS`, `UNK` and do not repeat (else ValueError)."""
@@ -189,12 +165,7 @@ class Vocabulary:
   def build(
       cls, tokens: Sequence[str], max_size: Optional[int] = None
   ) -> 'Vocabulary':
-    """The vocabulary of `tokens`, capped to `max_size` words if given.
-
-    `max_size` counts the specials (>= 3, else ValueError). `build_stats`
-    counts what the cap removed (`distinct_words`, `kept_words`,
-    `capped_types`, `capped_tokens`).
-    """
+    """The vocabulary of `tokens`, capped to `max_size` (>= 3) words."""
     if max_size is not None and max_size < len(SPECIAL_TOKENS) + 1:
       raise cli.UserError(
           f'max_vocab_size must be >= {len(SPECIAL_TOKENS) + 1} '
@@ -266,9 +237,7 @@ def unigram_log_probs(ids: np.ndarray, vocab_size: int) -> np.ndarray:
 class WindowStats:
   """How a stream of N tokens became windows of `T + 1` with stride `T`.
 
-  `dropped_targets` are the training tail that fills no whole window
-  (evaluation: 0); training `batches` are whole ones, so `windows - batches
-  * B` windows wait for the next pass.
+  `dropped_targets`: the training tail filling no whole window.
   """
 
   stream_tokens: int
@@ -319,21 +288,12 @@ def window_dataset(
     seed: Optional[int] = None,
     name: str = 'stream',
 ) -> tf.data.Dataset:
-  """Batches of contiguous windows of a token stream.
+  """Batches of windows `stream[i * T : i * T + T + 1]` of int32 `[N]`.
 
-  Window i is `stream[i * T : i * T + T + 1]` of the int32 `[N]` `stream`,
-  T = `seq_length`, B = `batch_size`. Training: only whole windows, shuffled
-  afresh each pass (`seed`), repeated forever, whole batches. Evaluation:
-  every window in order, one pass, the last padded with `EOS` (its targets
-  weight 0) and the last batch possibly smaller.
-
-  Returns:
-    A dataset of dicts: `tokens` int32 `[B, T + 1]`, `weights` float32
-    `[B, T]` (1 on real targets).
-
-  Raises:
-    ValueError: non-positive sizes, or a stream (`name` in messages) too
-      short for one batch (training) or one target (evaluation).
+  Training: whole windows, reshuffled each pass, repeated, whole batches.
+  Evaluation: every window in order once, the last padded with `EOS` (weight
+  0). Yields `tokens` int32 `[B, T + 1]` and `weights` float32 `[B, T]`.
+  UserError for non-positive sizes or a stream too short.
   """
   if seq_length < 1 or batch_size < 1:
     raise cli.UserError(
@@ -371,9 +331,7 @@ def window_dataset(
 class Corpus:
   """Encoded int32 token streams (`test` None without a file), and how made.
 
-  `vocab` is built from the training split; `split_note` says how the
-  validation split was obtained; `stats` holds per split `text`
-  (`TextStats`) and `encoding` (`EncodeStats`), and `vocab` (the cap's
+  `stats` holds per split `text` and `encoding` counts and `vocab` (the cap's
   counts), JSON-serializable.
   """
 
@@ -430,13 +388,8 @@ def load_corpus(
 ) -> Corpus:
   """Reads, splits and encodes a WikiText-format corpus.
 
-  The validation split is `valid_file` or the `valid_fraction` tail of
-  `train_file` (`split_lines`); `test_file` is optional; `max_vocab_size`
-  caps the vocabulary, specials included.
-
-  Raises:
-    ValueError: neither or both of `valid_file` and `valid_fraction`; see
-      also `read_lines`, `split_lines`, `Vocabulary.build`.
+  Validation is `valid_file` or the `valid_fraction` tail of `train_file`
+  (exactly one); `max_vocab_size` counts the specials.
   """
   if (valid_file is None) == (valid_fraction is None):
     raise cli.UserError(
