@@ -1,13 +1,10 @@
 r"""Turns plain-text corpora into pretraining TFRecords, streaming.
 
-Each file is cleaned into documents (`text_cleaning`), split train/eval by a
-seeded hash, tokenized, packed (`pretraining_instances`), optionally masked
-`--dupe_factor` times, and sent by a seeded hash to a shard of the record
-directory (`records`, `streaming`). Memory is bounded by `--group_mb` and
-`--buffer_mb`, not by the corpus. `--engine=local` (`local_pipeline`) and
-`--engine=beam` (`beam_pipeline`) write the same records for the same input
-and seed. The output directory is touched only once the whole corpus has been
-processed and checked; `metadata.json` is written last.
+Clean (`text_cleaning`) -> split -> tokenize -> pack -> optionally mask ->
+shard by seeded hash (`streaming`); memory is bounded by `--group_mb` and
+`--buffer_mb`. `--engine=local` and `--engine=beam` write the same records.
+The output directory is touched only once the corpus has been processed and
+checked; `metadata.json` is written last.
 
 Not reused: Model Garden's `create_pretraining_data.py` holds the whole
 corpus in memory on one core, with no learned vocabulary or dynamic masking.
@@ -57,11 +54,10 @@ _MAX_SINGLE_LETTER_SHARE = 0.5
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingDataConfig:
-  """Options of `prepare_pretraining_data`; each has a flag (its help).
+  """Options of `prepare_pretraining_data`; each field is a flag (its help).
 
-  Every field but `vocab_learn_params` is a flag of the same name
-  (`drop_line_regexes` is the repeatable `--drop_line_regex`); the flags are
-  defined from these fields (`define_flags`), defaults and help included.
+  `drop_line_regexes` is the repeatable `--drop_line_regex`;
+  `vocab_learn_params` has no flag.
   """
 
   vocab_file: Optional[str] = dataclass_flags.option(
@@ -443,12 +439,7 @@ def _absolute(path: str) -> str:
 def _sample_and_learn_vocab(
     run: '_Run', scratch_dir: str
 ) -> Tuple[List[str], Dict[str, int]]:
-  """A vocabulary learned from a seeded sample of the train split.
-
-  Returns:
-    `(tokens, sample)`: the vocabulary (not yet written) and the sample's
-    size (`sentences`, `characters`) and population (`train_sentences`).
-  """
+  """`(tokens, sample sizes)`: a vocabulary learned from a seeded sample."""
   config = run.config
   files = streaming.files_to_sample(
       run.files, config.seed, config.vocab_sample_mb * 10**6
@@ -488,10 +479,7 @@ def _sample_and_learn_vocab(
 def _draw_vocab_sample(
     run: '_Run', files: Sequence[streaming.InputFile], scratch_dir: str
 ) -> Tuple[List[str], int]:
-  """The sampled train sentences of `files` and how many there were.
-
-  Raises UserError when the corpus has no train text.
-  """
+  """The sampled train sentences and their count (none: UserError)."""
   config, settings = run.config, run.config.streaming_settings()
   if config.engine == 'beam':
     from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
@@ -532,8 +520,7 @@ def _check_corpus(
 ) -> streaming.TokenizationStats:
   """Stops on an empty corpus, undecodable text or a high [UNK] rate.
 
-  Raises UserError naming the counts and the flag to change; otherwise logs
-  what was read and returns the tokenization counters of both splits.
+  Otherwise logs what was read; returns both splits' tokenization counters.
   """
   if not stats.corpus.documents:
     raise cli.UserError(
@@ -696,15 +683,8 @@ def prepare_pretraining_data(
 ) -> Dict[str, Any]:
   """Writes a pretraining record directory from plain-text corpora.
 
-  Args:
-    inputs: corpus files or directories.
-    output_dir: the record directory to write (created if needed).
-    config: the options; default `PretrainingDataConfig(**options)`.
-    **options: `PretrainingDataConfig` fields, overriding those of `config`
-      (e.g. `vocab_size=200, masking='static', dupe_factor=3`).
-
-  Returns:
-    The metadata written to `output_dir/metadata.json` (see `records`).
+  `**options` are `PretrainingDataConfig` fields overriding `config`'s.
+  Returns the metadata written to `metadata.json`.
 
   Raises:
     FileNotFoundError: a corpus input or the vocabulary file is missing.
@@ -767,12 +747,9 @@ def _write_records(
 ) -> Dict[str, Any]:
   """`prepare_pretraining_data` once the directory is locked.
 
-  Complete records already in a local `output_dir` are rewritten into a
-  staging directory beside it and swapped in only when the new ones are
-  complete (`records.replace_with`): a run that fails part-way (a full
-  disk, a bad corpus) leaves them as they were, byte for byte. Elsewhere
-  (gs://, where a directory cannot be renamed) and into a directory without
-  complete records, the files are written in place, `metadata.json` last.
+  Complete local records are rewritten in a staging directory and swapped in
+  when complete, so a failed run leaves them as they were; elsewhere (gs://)
+  files are written in place, `metadata.json` last.
   """
   # Until the whole corpus is processed and checked, only temporaries (a
   # scratch directory) are written: a mistake in the corpus leaves an
@@ -908,11 +885,7 @@ def _stats_metadata(
 
 
 def format_report(metadata: Dict[str, Any]) -> str:
-  """A readable multi-line report of what `prepare_pretraining_data` did.
-
-  Args:
-    metadata: its return value (or a loaded `metadata.json`).
-  """
+  """A readable multi-line report of `prepare_pretraining_data`'s metadata."""
   stats = metadata['stats']
   corpus_stats = text_cleaning.CorpusStats(**stats['corpus'])
   lines = ['Corpus', corpus_stats.report(), '', f'Split: {stats["split"]}']

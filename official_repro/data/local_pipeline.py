@@ -1,13 +1,10 @@
 """Record creation on one machine: worker processes, sorted runs, a merge.
 
-`num_workers` processes (this one and spawned ones) take input files from a
-queue and run `streaming.FileProcessor` on each, a group of documents at a
-time. A worker buffers the examples and, when the buffer holds
-`buffer_bytes`, writes one run file per shard, sorted by key. Each shard is
-then written by merging its runs in key order, at most `_MAX_FAN_IN` at a
-time. Memory is bounded by the buffers (one group of documents and a buffer
-per worker, one read buffer per run in the merge), not by the corpus, and
-the output does not depend on how the files were divided among workers.
+Workers take input files from a queue, run `streaming.FileProcessor` on
+each, and spill buffers of `buffer_bytes` as key-sorted run files per shard;
+each shard is then merged from its runs (at most `_MAX_FAN_IN` at a time).
+Memory is bounded by the buffers, not the corpus, and the output does not
+depend on how files were divided among workers.
 """
 
 import heapq
@@ -78,10 +75,7 @@ class RunBuffer:
   """Collects records and writes them out as sorted runs when full."""
 
   def __init__(self, directory: str, buffer_bytes: int, tag: str):
-    """An empty buffer spilling into `directory` at `buffer_bytes`.
-
-    `tag` makes this buffer's run names unique (e.g. the worker's index).
-    """
+    """An empty buffer spilling into `directory`; `tag` names its runs."""
     self._directory = directory
     self._buffer_bytes = buffer_bytes
     self._tag = tag
@@ -139,8 +133,7 @@ class RecordJob:
   ) -> streaming.RecordStats:
     """Buffers a file's records a group at a time; returns its counters.
 
-    `report` is called with the bytes read since its last call, after each
-    group; the calls for a file add up to its listed size.
+    `report` gets the bytes read after each group (adding up to the file size).
     """
     stats = streaming.RecordStats()
     reported = 0
@@ -176,10 +169,7 @@ class SampleJob:
   def process(
       self, input_file: streaming.InputFile, report: Callable[[int], None]
   ):
-    """The file's bottom-k sample (`streaming.sample_sentences`).
-
-    `report` is called once, with the file's size, when it is read.
-    """
+    """The file's bottom-k sample; `report` gets its size once read."""
     sample = streaming.sample_sentences(
         *self._args, input_file, self._sample_size
     )
@@ -227,11 +217,8 @@ def _worker_main(job, worker: int, tasks, results) -> None:
 def _start_ignoring_ctrl_c(process: multiprocessing.Process) -> None:
   """Starts a helper that never sees Ctrl-C: this process ends the helpers.
 
-  Ctrl-C reaches every process of the terminal's group. The helper is
-  started while this thread blocks SIGINT, and a child keeps its parent's
-  blocked signals through `exec`, so it prints no `KeyboardInterrupt`
-  traceback; this process stops, once, and `terminate`s the helpers as it
-  cleans up. A Ctrl-C during the start is delivered when it ends.
+  It is started while SIGINT is blocked (kept through `exec`), so it prints no
+  `KeyboardInterrupt` traceback; this process `terminate`s it on cleanup.
   """
   if threading.current_thread() is not threading.main_thread():
     process.start()  # Signals reach the main thread only.
@@ -252,22 +239,9 @@ def run_jobs(
 ) -> List[Any]:
   """Runs `job` over `files` in this process and `num_workers - 1` others.
 
-  This process is worker 0 (each process holds a TensorFlow of about 0.7
-  GB, so a separate coordinator would cost one more); the others are
-  spawned. All take files from one queue.
-
-  Args:
-    job: a `RecordJob` or `SampleJob` (picklable; `start`, `process`,
-      `finish`).
-    files: the input files, each processed once by one worker.
-    num_workers: worker processes, this one included.
-    on_file: called in this process with each file's result, in the order
-      the files finish.
-    progress_label: logs the bytes processed under this label, as each
-      worker reports them (a `RecordJob` after each group of a file).
-
-  Returns:
-    The `finish()` results of the workers.
+  This process is worker 0 (each holds a TensorFlow of about 0.7 GB, so a
+  separate coordinator would cost one more). `on_file` gets each file's result
+  here, as files finish. Returns the workers' `finish()` results.
 
   Raises:
     UserError, FileNotFoundError: a worker refused a file (as in one process).
@@ -384,9 +358,8 @@ def merge_runs(
 ) -> streaming.ShardSummary:
   """Writes a shard at `path` by merging its runs in key order.
 
-  Intermediate runs go to `scratch_dir` when there are more than
-  `_MAX_FAN_IN`; `reporter` is a `progress.Progress` advanced per example,
-  or None. Returns the shard's summary.
+  Intermediate runs go to `scratch_dir` past `_MAX_FAN_IN`; `reporter` (or
+  None) advances per example.
   """
   level = 0
   while len(runs) > _MAX_FAN_IN:
@@ -444,12 +417,7 @@ def run_local(
     num_workers: int,
     buffer_bytes: int,
 ) -> LocalShards:
-  """Processes every file into sorted runs in `scratch_dir` (existing).
-
-  `num_workers` worker processes (1: this process) with a buffer of
-  `buffer_bytes` each. Returns the counters and runs, for
-  `LocalShards.write`.
-  """
+  """Every file into sorted runs in `scratch_dir` (`LocalShards.write`)."""
   job = RecordJob(settings, tokens, eval_split, scratch_dir, buffer_bytes)
   per_file = []
   finished = run_jobs(
@@ -469,12 +437,9 @@ def sample_corpus(
     sample_size: int,
     num_workers: int,
 ) -> Tuple[List[str], int, text_cleaning.CorpusStats]:
-  """A seeded sample of the train sentences (see `streaming.sample_sentences`).
+  """`(at most sample_size train sentences, their population, stats)`.
 
-  Returns:
-    `(sentences, num_sentences, stats)`: at most `sample_size` sentences,
-    the number of train sentences they were drawn from, and the reading
-    counters.
+  A seeded sample (see `streaming.sample_sentences`).
   """
   sample: List[Tuple[int, str]] = []
   total = [0]

@@ -1,13 +1,10 @@
 """tf.data input pipeline for pretraining records.
 
-Reads `create_pretraining_data`'s record directory into batches of Model
-Garden's pretraining layout. Static masks are passed through; dynamic ones
-are drawn per batch by `masking.mask_batch`, seeded from
-`tf.data.Dataset.random`: new masks every epoch, reproducible with a fixed
-`seed`. `metadata.json` is checked against the config before a graph is
-built, so a mismatch names both sides instead of failing inside `tf.data`.
-Not reused: Model Garden's `InputReader` cannot start at a resume step, and
-exact resume needs the data to continue where the checkpoint stopped.
+Reads `create_pretraining_data`'s records into Model Garden's pretraining
+batches; dynamic masks are drawn per batch (`masking.mask_batch`) with seeds
+from `tf.data.Dataset.random`. `metadata.json` is checked against the config
+first, so a mismatch names both sides. Not reused: Model Garden's
+`InputReader` cannot start at a resume step, which exact resume needs.
 """
 
 import dataclasses
@@ -33,21 +30,15 @@ class PretrainDataConfig(cfg.DataConfig):
 
   Attributes:
     input_path: the record directory (holding `metadata.json`).
-    split: 'train' or 'eval'; which files of the directory to read.
-    masking: 'dynamic' (mask in tf.data every step) or 'static' (masks are in
-      the records); must match how the records were written.
-    mask_rate: dynamic masking: fraction of tokens to predict.
+    split: 'train' or 'eval'.
+    masking: 'dynamic' or 'static'; must match the records.
+    mask_rate, mask_token_fraction, random_token_fraction: dynamic masking.
     max_predictions_per_seq: None: `int((mask_rate + 0.005) *
       max_seq_length)` for dynamic masking, the records' value for static.
-    mask_token_fraction: dynamic masking: share of chosen tokens set to [MASK].
-    random_token_fraction: dynamic masking: share set to a random token.
-    use_next_sentence_label: emit `next_sentence_labels` (records must have
-      them).
+    use_next_sentence_label: emit `next_sentence_labels` (records need them).
     masking_seed: seed of the dynamic masks; None draws a fresh one.
-    start_step: training: the global step the stream starts at. A resumed
-      run skips the records and dynamic masks the steps before it consumed,
-      so that it reads on where the interrupted run stopped (exactly so
-      when the data order is seeded: `seed` and `masking_seed` set).
+    start_step: training: the global step the stream starts at; a resumed run
+      skips what the steps before consumed (exactly, with seeds set).
   """
 
   input_path: str = ''
@@ -70,8 +61,7 @@ class RecordMismatchError(cli.UserError):
 def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
   """Validates a record directory against the config; returns its metadata.
 
-  Raises:
-    RecordMismatchError: naming the mismatching setting and both values.
+  Raises RecordMismatchError naming the setting and both values.
   """
   metadata = records.load_metadata(params.input_path)
   where = os.path.join(params.input_path, records.METADATA_FILENAME)
@@ -125,15 +115,9 @@ def _check_tokenizer(
 ) -> None:
   """Refuses to train on records another tokenizer made.
 
-  A trained model is exported with this code's tokenizer (the original
-  BERT's or ALBERT's), which fine-tuning, scoring and serving feed it, and a
-  released checkpoint was trained on its ids: records of TF Text's
-  FastBertTokenizer (no `tokenizer` in their metadata, NFKC case folding)
-  would mix the two. Evaluating on them is allowed, with a warning.
-
-  Raises:
-    RecordMismatchError: training records of another tokenizer, naming the
-      directory and the command that rewrites them.
+  Models are exported and fine-tuned with this code's tokenizer (BERT's or
+  ALBERT's); records of TF Text's FastBertTokenizer (no `tokenizer` in the
+  metadata) would mix the two. Evaluating on them only warns.
   """
   made_by = metadata.get('tokenizer')
   expected = vocab.Vocabulary.tokenizer_name_of(
@@ -247,11 +231,7 @@ class PretrainDataLoader(data_loader.DataLoader):
   def load(
       self, input_context: Optional[tf.distribute.InputContext] = None
   ) -> tf.data.Dataset:
-    """The batched dataset for this replica.
-
-    `input_context` divides the global batch size across replicas and
-    shards the files across input pipelines.
-    """
+    """This replica's batches (`input_context` splits batch and files)."""
     params = self._params
     batch_size = (
         input_context.get_per_replica_batch_size(params.global_batch_size)
@@ -294,10 +274,8 @@ class PretrainDataLoader(data_loader.DataLoader):
   def _mask_seeds(self, consumed_batches: int) -> tf.data.Dataset:
     """int64 `[2]` seeds, one per batch, for the dynamic masks.
 
-    Training draws new masks every epoch. Evaluation masks identically on
-    every pass and in every run (stateless seeds from `masking_seed` alone,
-    not the run's global seed), so that evaluations of one run and of
-    different runs score the same slots.
+    Training draws new masks every epoch; evaluation masks identically in every
+    pass and run (stateless seeds from `masking_seed` alone).
     """
     params = self._params
     if params.is_training:
@@ -383,20 +361,11 @@ def pretraining_data_configs(
     shuffle_buffer_size: int = 10000,
     seed: Optional[int] = None,
 ) -> Tuple[PretrainDataConfig, PretrainDataConfig]:
-  """Train and eval input configs for one record directory, from one binding.
+  """`(train_config, eval_config)` for one record directory, from one binding.
 
-  The two differ in split, batch size, shuffling and masking seeds;
-  `eval_batch_size` defaults to training's, `max_predictions_per_seq` to
-  the one of `mask_rate`, and `seed` seeds file and example shuffling and
-  training masks. Whether next-sentence labels are read is not a data
-  setting: the objective that uses them sets `use_next_sentence_label`
-  (masked LM with `masked_lm.next_sentence_prediction`).
-
-  Returns:
-    `(train_config, eval_config)`.
-
-  Raises:
-    UserError: a batch size below 1, naming its binding.
+  They differ in split, batch size, shuffling and masking seeds;
+  `use_next_sentence_label` is set by the objective, not here. UserError for a
+  batch size below 1.
   """
   _check_batch_size('train_batch_size', train_batch_size)
   _check_batch_size('eval_batch_size', eval_batch_size)
