@@ -1,18 +1,13 @@
 """Record creation as an Apache Beam pipeline (Direct, Dataflow, Flink, Spark).
 
-  Create(input files) | Reshuffle | ParDo(FileProcessor.process)
-      -> examples keyed by (split, shard) | GroupByKey
-      -> sorted by key, `streaming.write_shard` into a scratch directory
-      -> counters summed (CombineGlobally), pickled into the scratch directory
+  Create(files) | Reshuffle | ParDo(FileProcessor.process) | GroupByKey
+  (split, shard) -> sorted, `streaming.write_shard` to a scratch directory;
+  counters summed (CombineGlobally) and pickled beside them.
 
-So a shard's bytes are those of the local run's. A shard is sorted in one
-worker's memory: choose `--num_shards` so that a shard fits. A learned
-vocabulary first runs a sampling pipeline (`streaming.sample_sentences`, the
-smallest hashes kept by a combiner). Paths go through `tf.io.gfile` (gs://
-works); the caller checks the counters, moves the shards into place and
-writes `metadata.json`. `--beam_options` are Beam's pipeline options
-(data/README.md). Importing this module imports Apache Beam; nothing else in
-the package does.
+A shard's bytes are the local run's; a shard is sorted in one worker's
+memory, so choose `--num_shards` for it to fit. Paths go through
+`tf.io.gfile`; the caller moves shards into place. Only this module imports
+Apache Beam.
 """
 
 import heapq
@@ -42,11 +37,7 @@ def make_options(beam_options: str) -> pipeline_options.PipelineOptions:
 
 
 class _ProcessFile(beam.DoFn):
-  """`streaming.FileProcessor.process` as a DoFn: examples, then counters.
-
-  The examples are yielded a group of documents at a time, as the processor
-  makes them, so a worker holds one group of a file, not the file.
-  """
+  """`FileProcessor.process` as a DoFn: examples by group, then counters."""
 
   def __init__(self, settings, tokens, eval_split):
     super().__init__()
@@ -100,10 +91,7 @@ class BeamShards:
   def write(
       self, output_dir: str, split: str, names: Sequence[str], label: str
   ) -> List[streaming.ShardSummary]:
-    """Moves the shards `names` of `split` into `output_dir`.
-
-    A shard that got no example is written empty, as the local run does.
-    """
+    """Moves the shards `names` of `split` into `output_dir` (empty too)."""
     reporter = progress.Progress(len(names), label, 'shards')
     summaries = []
     for name in names:
@@ -137,11 +125,10 @@ def run_beam(
     scratch_dir: str,
     beam_options: str,
 ) -> BeamShards:
-  """Runs the record pipeline; its shards and counters go to `scratch_dir`.
+  """Runs the record pipeline into the existing `scratch_dir`.
 
-  `scratch_dir` exists (gs:// for a remote runner); `beam_options` is one
-  command-line string. Returns the counters and shards, for
-  `BeamShards.write`.
+  `beam_options` is one command-line string. Returns the counters and shards,
+  for `BeamShards.write`.
   """
   with beam.Pipeline(options=make_options(beam_options)) as pipeline:
     processed = _spread_files(pipeline, files) | 'Process' >> beam.ParDo(

@@ -1,17 +1,12 @@
 """Masked-LM input corruption shared by static and dynamic masking.
 
-One implementation serves records masked once when written (static, BERT and
-TEAMS) and batches masked afresh each step in `tf.data` (dynamic, ELECTRA and
-SCRIPT), so both follow one rule: candidates are real, non-special tokens;
-`min(max_predictions_per_seq, max(1, round(mask_rate * candidates)))` of them
-are drawn without replacement (random scores, top-k); each becomes [MASK],
-a random non-special token or itself (`mask_token_fraction`,
-`random_token_fraction`: 80/10/10 for BERT and SCRIPT, 85/0/15 in ELECTRA's
-code). Randomness is stateless from an explicit `[2]` seed: static records
-are reproducible, the dynamic pipeline feeds a fresh seed per batch. Not
-reused: TF Text's `RandomItemSelector` and `MaskValuesChooser` draw with
-stateful ops and take no per-batch seed, so their records could not be
-reproduced from their seed.
+One rule for records masked once (BERT, TEAMS) and batches masked each step
+(ELECTRA, SCRIPT): `min(max_predictions_per_seq, max(1, round(mask_rate *
+candidates)))` real non-special tokens are drawn without replacement, each
+becoming [MASK], a random token or itself (80/10/10; 85/0/15 in ELECTRA's
+code). Randomness is stateless from an explicit `[2]` seed. Not reused: TF
+Text's `RandomItemSelector` and `MaskValuesChooser` use stateful ops without
+a per-batch seed, so their records could not be reproduced.
 """
 
 import dataclasses
@@ -26,8 +21,7 @@ from official_repro.common import cli
 class MaskingConfig:
   """How many tokens to corrupt and how.
 
-  `max_predictions_per_seq` also is the static width of the `masked_lm_*`
-  tensors; the chosen tokens neither [MASK] nor random keep their token.
+  `max_predictions_per_seq` is also the static width of `masked_lm_*`.
   """
 
   mask_rate: float = 0.15
@@ -80,15 +74,14 @@ def mask_batch(
     input_mask: int `[batch, seq_length]`, 1 for real tokens, 0 for padding.
     config: the masking rates.
     mask_token_id: id of [MASK].
-    special_token_ids: ids that are never chosen and never drawn as random
-      replacements ([PAD], [UNK], [CLS], [SEP], [MASK], ...).
+    special_token_ids: ids never chosen nor drawn as random replacements.
     vocab_size: random replacements come from `[0, vocab_size)` minus those.
     seed: int `[2]` stateless seed.
 
   Returns:
-    A dict with int32 `input_word_ids` `[batch, seq_length]` (corrupted), and
+    int32 `input_word_ids` `[batch, seq_length]` (corrupted), and
     `[batch, max_predictions]` int32 `masked_lm_positions` (ascending, padded
-    with 0) and `masked_lm_ids` (the original ids), float32
+    with 0), `masked_lm_ids` (the original ids) and float32
     `masked_lm_weights` (1 for a real prediction).
   """
   input_word_ids = tf.cast(input_word_ids, tf.int32)
@@ -196,8 +189,7 @@ def _sample_non_special_ids(
 ) -> tf.Tensor:
   """Uniform ids from `[0, vocab_size)` that are not in `special`.
 
-  Draws an index into the sorted list of non-special ids without building the
-  list: index `r` maps to `r + (number of special ids <= the mapped id)`.
+  Index `r` into the non-special ids maps to `r + (special ids <= the id)`.
   """
   num_special = int(special.shape[0])
   if vocab_size <= num_special:

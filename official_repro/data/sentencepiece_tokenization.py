@@ -1,17 +1,12 @@
 r"""Text to SentencePiece ids exactly as google-research/albert's tokenizer.
 
-ALBERT's releases were pretrained on the ids of albert's `FullTokenizer`
-(`preprocess_text`, then `encode_pieces` over `spiece.model`);
-`AlbertSentencePieceTokenizer` makes them in graph: (1) whitespace runs
-collapsed, ends stripped; (2) unless accents are kept, NFKD and combining
-marks deleted; (3) lower-cased as Python's `str.lower`; (4) TF Text's
-`SentencepieceTokenizer`; (5) the digit-comma rule (`1990,` re-encoded, the
-comma its own piece) as written and as it runs on Python 2 (on Python 3 the
-published code never drops the boundary mark). Typed control symbols are
-text. TF Text's op stops at a NUL, so NUL becomes U+10FFFF (`_NUL_STAND_IN`,
-unknown like it). Hugging Face's `AlbertTokenizer` first rewrites `` and ''
-(XLNet's, not ALBERT's); `AlbertTokenizerFast` also splits user-defined
-symbols and stands in for the digit-comma rule otherwise
+ALBERT's releases were pretrained on the ids of albert's `FullTokenizer`;
+`AlbertSentencePieceTokenizer` makes them in graph: whitespace collapsed,
+accents stripped (NFKD), `str.lower`, TF Text's `SentencepieceTokenizer`,
+then the digit-comma rule as it runs on Python 2. TF Text's op stops at a
+NUL, so NUL becomes U+10FFFF (`_NUL_STAND_IN`). Not reused: Hugging Face's
+`AlbertTokenizer` rewrites `` and '' (XLNet's rule) and `AlbertTokenizerFast`
+splits user-defined symbols and approximates the digit-comma rule
 (`tests/data/test_sentencepiece_tokenization.py` lists each case).
 """
 
@@ -78,8 +73,7 @@ class AlbertSentencePieceTokenizer(tf.Module):
   ):
     """Loads `model`, a serialized `ModelProto` (`spiece.model`).
 
-    `strip_accents`: NFKD and combining marks deleted (Hugging Face's
-    `keep_accents=False`, the original's only behaviour).
+    `strip_accents`: NFKD and combining marks deleted (the original's only way).
     """
     super().__init__(name=name)
     self.lower_case = lower_case
@@ -165,8 +159,7 @@ class AlbertSentencePieceTokenizer(tf.Module):
 def read_model(model: bytes) -> Tuple[List[str], Dict[str, str]]:
   """(pieces, {'[PAD]': pad piece, '[UNK]': unknown piece} of those it has).
 
-  Raises:
-    ValueError: `model` is not a serialized SentencePiece model.
+  Raises ValueError when `model` is not a serialized SentencePiece model.
   """
   processor = sentencepiece.SentencePieceProcessor()
   try:
@@ -206,10 +199,7 @@ def learn_model(
   """The serialized model learned as ALBERT's was, from preprocessed text.
 
   `vocab_size` counts the special pieces; at most `seed_sentences` are
-  sampled (`input_sentence_size`, ALBERT's 10M).
-
-  Raises:
-    ValueError: the trainer's own message, e.g. a size the text cannot fill.
+  sampled. ValueError carries the trainer's own message.
   """
   preprocess = tf.function(
       AlbertSentencePieceTokenizer.preprocessor(lower_case),
@@ -243,18 +233,9 @@ def learn_model(
 def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
   """The SentencePiece model a `tokenizers` Unigram file was converted from.
 
-  Hugging Face's conversion of a `spiece.model` keeps what tokenizing
-  needs: the pieces and their scores, the unknown piece, the special
-  pieces (`added_tokens`, made control pieces here), the user-defined ones
-  (scored 0, as the trainer scores them) and the model's character map
-  (the `Precompiled` normaliser). The conversion's lowered scores of pieces
-  that end in a digit and a comma are raised back. They are put back into a
-  `ModelProto`, with SentencePiece's defaults for the rest (a word-boundary
-  mark before the text, whitespace runs collapsed).
-
-  Raises:
-    ValueError: naming what the file lacks (a Unigram model, or the
-      `Precompiled` character map).
+  Pieces, scores (the digit-comma ones raised back), special, user-defined
+  and unknown pieces and the `Precompiled` character map go back into a
+  `ModelProto` with SentencePiece's defaults. ValueError names what is missing.
   """
   model = tokenizer.get('model') or {}
   if model.get('type') != 'Unigram' or not model.get('vocab'):
@@ -343,10 +324,8 @@ def normalizer_steps(normalizer: Optional[Dict[str, Any]]):
 def canonical_model(model: bytes) -> bytes:
   """What of a serialized model decides its ids, serialized again.
 
-  Its pieces (strings, scores, types), normalisers and the trainer settings
-  that encoding reads; the rest of the trainer's settings (its input
-  files, sizes, threads) are dropped, so a model rebuilt or saved by
-  another tool compares equal to the one it came from.
+  Trainer settings encoding does not read are dropped, so a model rebuilt or
+  saved by another tool compares equal to the one it came from.
   """
   proto = sentencepiece_model_pb2.ModelProto()
   proto.ParseFromString(model)

@@ -1,21 +1,15 @@
 r"""Text to WordPiece ids exactly as google-research/bert's `tokenization.py`.
 
 Every release imported here was trained on the ids of BERT's `FullTokenizer`;
-`BertWordPieceTokenizer` makes them in graph (`tf.data`, record writers,
-`serve_text`): (1) invalid UTF-8 -> U+FFFD; (2) C* but \t\n\r, U+0000, U+FFFD
-deleted, whitespace -> space; (3) spaces around CJK ideographs; (4) uncased:
-Python's `str.lower` (`lower_as_python`: ICU's with Python's final sigma and
-the letters its ICU maps otherwise), NFD, Mn deleted; (5) punctuation split
-off, split at spaces; (6) a word over `MAX_INPUT_CHARS_PER_WORD` characters
--> [UNK], others to `FastWordpieceTokenizer(no_pretokenization=True)`. Typed
-special tokens are text. Character classes come from Python's `unicodedata`
-(the original's), as code point ranges: TF 2.20's RE2 `\p{...}` is a later
-Unicode. TF Text parts not used: `FastBertTokenizer`/`BertTokenizer`
-lower-casing and `case_fold_utf8` (NFKC_Casefold: ß -> ss); `BertTokenizer`'s
-`BasicTokenizer` (splits at control/format characters the original deletes,
-keeps unassigned ones); `max_bytes_per_word` as the limit (bytes, not
-characters). Hugging Face's `BertTokenizerFast` differs in final sigma, CJK
-Extension E's start and Unicode version.
+`BertWordPieceTokenizer` makes them in graph: cleaning, CJK spacing,
+`str.lower` + NFD + Mn deleted when uncased, punctuation split, words over
+`MAX_INPUT_CHARS_PER_WORD` characters -> [UNK], then
+`FastWordpieceTokenizer`. Character classes are Python's `unicodedata`
+(the original's) as code point ranges: TF 2.20's RE2 `\p{...}` is a later
+Unicode. Not reused: TF Text's `FastBertTokenizer`/`BertTokenizer`
+(NFKC_Casefold lower-casing, ß -> ss; splits at characters the original
+deletes; `max_bytes_per_word` counts bytes). Hugging Face's
+`BertTokenizerFast` differs in final sigma, CJK Extension E and Unicode.
 """
 
 import functools
@@ -111,12 +105,10 @@ def _kind(code_point: int, char: str, category: str) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _character_tables() -> _CharacterTables:
-  """Reads the character classes off `unicodedata` and `str.lower`.
+  """Reads the character classes off `unicodedata` and `str.lower`, once.
 
-  Cased and case-ignorable letters (for the final sigma) are those for
-  which `str.lower` itself decides so: Σ after a cased letter is final
-  (ς) unless a cased letter follows, case-ignorable ones skipped on both
-  sides. Built once per process.
+  Cased and case-ignorable letters (for the final sigma) are those for which
+  `str.lower` itself decides so.
   """
   kinds = bytearray(0x110000)
   cased = bytearray(0x110000)  # cased and not case-ignorable
@@ -156,8 +148,7 @@ def _character_tables() -> _CharacterTables:
 def _lower_case_fixes() -> Tuple[Tuple[str, str], ...]:
   """(char, `str.lower`) of the letters `tf.strings.lower` maps otherwise.
 
-  Asked of the op itself, once per process, for every letter `str.lower`
-  changes (TF 2.20's ICU predates Python 3.11's Unicode 14).
+  Asked of the op once per process (TF 2.20's ICU predates Python's Unicode).
   """
   letters = _character_tables().lower_case
   with tf.init_scope():
@@ -174,10 +165,8 @@ def _lower_case_fixes() -> Tuple[Tuple[str, str], ...]:
 def lower_as_python(text: tf.Tensor) -> tf.Tensor:
   """Python's `str.lower` of each string.
 
-  `tf.strings.lower` (ICU) lower-cases, but the strings holding a Σ or a
-  letter it maps otherwise (`_lower_case_fixes`) are first given Python's
-  mapping of those: the final sigma is decided by Python's cased and
-  case-ignorable letters.
+  `tf.strings.lower` (ICU), but strings holding a Σ or a letter it maps
+  otherwise (`_lower_case_fixes`) get Python's mapping of those first.
   """
   tables = _character_tables()
   cased, ignorable = tables.cased, tables.case_ignorable
