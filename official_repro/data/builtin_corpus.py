@@ -1,14 +1,9 @@
 """A small English corpus that ships with every Python installation.
 
-For a quickstart without downloads: the help topics of `pydoc_data.topics`
-(one document per topic) and the docstrings of the standard library (one
-document per module: its docstring and those of its public definitions).
-Only prose is kept (`prose_paragraphs`): reST underlines and bullet marks are
-dropped, and indented, `Name:`-over-indented, doctest and unterminated
-paragraphs are skipped, as are short and duplicate docstrings.
-
-Output (read it with `document_mode='blank_line'`): documents separated by a
-blank line, one paragraph a line.
+For a quickstart without downloads: the `pydoc_data.topics` help topics and
+the standard library's docstrings (one document per module), prose only
+(`prose_paragraphs`). Written for `document_mode='blank_line'`: documents
+separated by a blank line, one paragraph a line.
 """
 
 import ast
@@ -42,20 +37,9 @@ def write_builtin_corpus(
 ) -> List[str]:
   """Writes the pydoc topics and stdlib docstrings as a blank_line corpus.
 
-  Args:
-    output_dir: directory to write into (created if needed); any
-      `tf.io.gfile` path (local, `gs://`, ...).
-    max_chars: stop adding documents once this many characters are written
-      (pydoc topics first, then docstrings by module path).
-    min_docstring_chars: skip docstrings shorter than this.
-    stdlib_dir: the standard-library source directory; default
-      `sysconfig.get_paths()['stdlib']`.
-
-  Returns:
-    The paths of the files written (a file with no document is not written).
-
-  Raises:
-    ValueError: no document could be gathered.
+  `output_dir` is any `tf.io.gfile` path; documents are added (topics first,
+  then docstrings by module path) until `max_chars`. Returns the files written
+  (none empty); UserError when no document could be gathered.
   """
   tf.io.gfile.makedirs(output_dir)
   stdlib_dir = stdlib_dir or sysconfig.get_paths()['stdlib']
@@ -91,8 +75,8 @@ def write_builtin_corpus(
 def prose_paragraphs(text: str) -> List[str]:
   """The prose paragraphs of a docstring or help text, one line each.
 
-  `text` has blank lines between paragraphs; a kept paragraph's lines are
-  joined by single spaces.
+  reST underlines and bullets are dropped; indented, `Name:`-over-indented,
+  doctest and unterminated paragraphs are skipped.
   """
   paragraphs = []
   for block in re.split(r'\n\s*\n', inspect.cleandoc(text)):

@@ -1,12 +1,9 @@
 """What a dataset reader read, kept and skipped; shared by every reader.
 
-The fine-tuning readers (GLUE, SQuAD, RACE, POS tagging) skip records that
-cannot be used rather than stopping, so that one broken line does not lose a
-dataset; a `ReadReport` says how many records were read, how many examples they
-gave, and names every skipped record by file and line (or, for JSON input
-without line information, by its place in the file inside the reason). Counts
-that only one dataset has (POS `-DOCSTART-` lines, RACE questions per level)
-go into `counts` under a descriptive name.
+The fine-tuning readers skip unusable records rather than stop, so one broken
+line does not lose a dataset; a `ReadReport` counts records and examples and
+names every skipped record by file and line (JSON input: in the reason).
+Dataset-specific counts go into `counts` by name.
 """
 
 import collections
@@ -19,15 +16,7 @@ _MAX_RECORDS_IN_SUMMARY = 5
 
 
 class MalformedRecord(NamedTuple):
-  """One record a reader skipped.
-
-  Attributes:
-    path: the file the record is in.
-    line_number: its 1-based line, or None where the input has no line for it
-      (a question of a JSON file; the reason then says where it is).
-    reason: why it cannot be used, e.g. 'expected 4 tab-separated columns,
-      found 3'.
-  """
+  """One record a reader skipped: file, 1-based line (or None) and why."""
 
   path: str
   line_number: Optional[int]
@@ -41,19 +30,10 @@ class MalformedRecord(NamedTuple):
 
 @dataclasses.dataclass
 class ReadReport:
-  """Counts of one read, and the records it skipped.
+  """Counts of one read, and the records it skipped (in reading order).
 
-  Attributes:
-    path: the file or directory read.
-    record_name: what a record is in this input, plural ('rows', 'lines',
-      'questions', 'files'); used in `summary`.
-    file_format: the input format used, where a reader supports several
-      (POS tagging: 'conll' or 'treebank'); '' otherwise.
-    num_records: records seen.
-    num_examples: examples produced from them.
-    malformed: every skipped record, in reading order.
-    counts: further counts of this dataset by name (e.g. 'words',
-      'questions/middle').
+  `record_name` is the plural of a record ('rows', 'questions'), for
+  `summary`; `file_format` the format read where several are supported ('').
   """
 
   path: str

@@ -8,18 +8,10 @@ from official_repro.common import cli
 
 
 def read_lines(path: str, description: str) -> List[str]:
-  """The lines of a UTF-8 text file (LF or CRLF), without line endings.
+  """The lines of a UTF-8 text file (LF or CRLF, BOM dropped), unterminated.
 
-  Args:
-    path: the file (anything `tf.io.gfile` opens); a leading BOM is dropped.
-    description: what the file is, for the not-found message.
-
-  Returns:
-    The lines; a final newline gives a last empty line.
-
-  Raises:
-    FileNotFoundError: `path` does not exist.
-    ValueError: a line is not valid UTF-8 (its number is named).
+  A final newline gives a last empty line; `description` names the file when
+  missing. UserError names a line that is not UTF-8.
   """
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'{description} not found: {path}')

@@ -1,12 +1,9 @@
 """Held-out text with the words of each segment shuffled: a context control.
 
-A masked LM that predicts from context loses accuracy when the words around
-a masked slot are shuffled; one that has learned only which tokens are
-frequent (or which occur together, whatever their order) scores the same.
-`shuffle_segments` permutes the real, non-special tokens within each
-segment of each example and leaves [CLS], [SEP], padding and segment
-lengths in place, so dynamic masking with the same seed chooses the same
-positions and the same replacements.
+A masked LM predicting from context loses accuracy on shuffled words; one
+that learned only frequencies does not. `shuffle_segments` permutes real
+non-special tokens within segments, leaving specials, padding and lengths in
+place, so seeded dynamic masking picks the same positions and replacements.
 """
 
 from typing import Dict, Sequence
@@ -17,16 +14,7 @@ import numpy as np
 def shuffle_segments(
     features: Dict[str, np.ndarray], special_ids: Sequence[int], seed: int = 0
 ) -> Dict[str, np.ndarray]:
-  """`features` with each segment's words in a random order.
-
-  Args:
-    features: `input_ids`, `input_mask`, `segment_ids` int `[N, T]`.
-    special_ids: ids that stay in place.
-    seed: seeds the permutations.
-
-  Returns:
-    A copy of `features` with `input_ids` shuffled.
-  """
+  """`features` (int `[N, T]`) with each segment's words seeded-shuffled."""
   special = np.asarray(sorted(set(int(i) for i in special_ids)))
   rng = np.random.default_rng(seed)
   shuffled = features['input_ids'].copy()
