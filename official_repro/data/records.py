@@ -55,23 +55,18 @@ def feature_spec(
     metadata: Mapping[str, Any],
 ) -> Dict[str, tf.io.FixedLenFeature]:
   """The `tf.io.parse_example` spec of the records `metadata` describes."""
-  seq_length = int(metadata['max_seq_length'])
+  seq_length = [int(metadata['max_seq_length'])]
   spec = {
-      'input_ids': tf.io.FixedLenFeature([seq_length], tf.int64),
-      'input_mask': tf.io.FixedLenFeature([seq_length], tf.int64),
-      'segment_ids': tf.io.FixedLenFeature([seq_length], tf.int64),
+      name: tf.io.FixedLenFeature(seq_length, tf.int64)
+      for name in ('input_ids', 'input_mask', 'segment_ids')
   }
   if metadata['next_sentence_labels']:
     spec['next_sentence_labels'] = tf.io.FixedLenFeature([1], tf.int64)
   if metadata['masking'] == 'static':
-    num_predictions = int(metadata['static_masking']['max_predictions_per_seq'])
-    spec['masked_lm_positions'] = tf.io.FixedLenFeature(
-        [num_predictions], tf.int64
-    )
-    spec['masked_lm_ids'] = tf.io.FixedLenFeature([num_predictions], tf.int64)
-    spec['masked_lm_weights'] = tf.io.FixedLenFeature(
-        [num_predictions], tf.float32
-    )
+    width = [int(metadata['static_masking']['max_predictions_per_seq'])]
+    spec['masked_lm_positions'] = tf.io.FixedLenFeature(width, tf.int64)
+    spec['masked_lm_ids'] = tf.io.FixedLenFeature(width, tf.int64)
+    spec['masked_lm_weights'] = tf.io.FixedLenFeature(width, tf.float32)
   return spec
 
 

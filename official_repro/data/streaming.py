@@ -568,17 +568,12 @@ class FileProcessor:
     for batch, begin in enumerate(
         range(0, num, _MASK_BATCH_SIZE), start=first_batch
     ):
-      batch_seed = tf.constant(
-          [
-              self._settings.seed,
-              stable_hash(name, split, dupe, batch) >> 1,
-          ],
-          tf.int64,
-      )
+      rows = slice(begin, begin + _MASK_BATCH_SIZE)
+      batch_hash = stable_hash(name, split, dupe, batch) >> 1
       result = self._mask_fn(
-          features['input_ids'][begin : begin + _MASK_BATCH_SIZE],
-          features['input_mask'][begin : begin + _MASK_BATCH_SIZE],
-          batch_seed,
+          features['input_ids'][rows],
+          features['input_mask'][rows],
+          tf.constant([self._settings.seed, batch_hash], tf.int64),
       )
       outputs.append({k: v.numpy() for k, v in result.items()})
     copy = dict(features)
