@@ -150,12 +150,8 @@ def masking_config(
   """The masking actually applied to these records under this config."""
   if params.masking == 'static':
     written = metadata['static_masking']
-    return masking.MaskingConfig(
-        mask_rate=written['mask_rate'],
-        max_predictions_per_seq=written['max_predictions_per_seq'],
-        mask_token_fraction=written['mask_token_fraction'],
-        random_token_fraction=written['random_token_fraction'],
-    )
+    names = [field.name for field in dataclasses.fields(masking.MaskingConfig)]
+    return masking.MaskingConfig(**{name: written[name] for name in names})
   max_predictions = params.max_predictions_per_seq or (
       masking.default_max_predictions(params.max_seq_length, params.mask_rate)
   )
@@ -186,10 +182,8 @@ class PretrainDataLoader(data_loader.DataLoader):
     return self._masking
 
   def files(self) -> List[str]:
-    split = self._metadata['splits'][self._params.split]
-    return [
-        os.path.join(self._params.input_path, name) for name in split['files']
-    ]
+    params = self._params
+    return records.split_files(self._metadata, params.input_path, params.split)
 
   def _decode(self, record: tf.Tensor) -> Dict[str, tf.Tensor]:
     example = tf.io.parse_single_example(record, self._name_to_features)
@@ -411,7 +405,6 @@ def _check_batch_size(name: str, size: Any) -> None:
 def records_vocabulary(input_path: str) -> Tuple[int, str]:
   """The vocabulary size of a record directory and its vocab file's path."""
   metadata = records.load_metadata(input_path)
-  return (
-      metadata['vocab_size'],
-      os.path.join(input_path, metadata['vocab_file']),
+  return metadata['vocab_size'], os.path.join(
+      input_path, metadata['vocab_file']
   )
