@@ -245,8 +245,10 @@ class PretrainingDataConfig:
           f'--vocab_file ({self.vocab_file}) is read as its name says (a '
           'SentencePiece model ends in .model): drop --vocab_type.'
       )
-    for name in ('masking', 'engine'):
-      choices = dict(masking=records.MASKING_MODES, engine=ENGINES)[name]
+    for name, choices in (
+        ('masking', records.MASKING_MODES),
+        ('engine', ENGINES),
+    ):
       if getattr(self, name) not in choices:
         raise cli.UserError(
             f'--{name} must be one of {choices}, got {getattr(self, name)!r}.'
@@ -480,25 +482,22 @@ def _draw_vocab_sample(
     run: '_Run', files: Sequence[streaming.InputFile], scratch_dir: str
 ) -> Tuple[List[str], int]:
   """The sampled train sentences and their count (none: UserError)."""
-  config, settings = run.config, run.config.streaming_settings()
+  config = run.config
+  args = (
+      files,
+      config.streaming_settings(),
+      run.eval_split,
+      config.vocab_sample_sentences,
+  )
   if config.engine == 'beam':
     from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
 
     sentences, population, corpus_stats = beam_pipeline.sample_with_beam(
-        files,
-        settings,
-        run.eval_split,
-        config.vocab_sample_sentences,
-        scratch_dir,
-        config.beam_options,
+        *args, scratch_dir, config.beam_options
     )
   else:
     sentences, population, corpus_stats = local_pipeline.sample_corpus(
-        files,
-        settings,
-        run.eval_split,
-        config.vocab_sample_sentences,
-        run.num_workers,
+        *args, run.num_workers
     )
   if not corpus_stats.documents:
     raise cli.UserError(
@@ -617,26 +616,14 @@ def _make_scratch_dir(output_dir: str) -> str:
 
 def _run_engine(run: '_Run', tokens: Sequence[str], scratch_dir: str):
   """Processes the corpus with the configured engine; returns its shards."""
-  config, settings = run.config, run.config.streaming_settings()
+  config = run.config
+  args = (run.files, config.streaming_settings(), tokens, run.eval_split)
   if config.engine == 'beam':
     from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
 
-    return beam_pipeline.run_beam(
-        run.files,
-        settings,
-        tokens,
-        run.eval_split,
-        scratch_dir,
-        config.beam_options,
-    )
+    return beam_pipeline.run_beam(*args, scratch_dir, config.beam_options)
   return local_pipeline.run_local(
-      run.files,
-      settings,
-      tokens,
-      run.eval_split,
-      scratch_dir,
-      run.num_workers,
-      config.buffer_mb << 20,
+      *args, scratch_dir, run.num_workers, config.buffer_mb << 20
   )
 
 
