@@ -1,9 +1,10 @@
 r"""Text to SentencePiece ids exactly as google-research/albert's tokenizer.
 
 ALBERT's releases were pretrained on the ids of albert's `FullTokenizer`;
-`AlbertSentencePieceTokenizer` makes them in graph: whitespace collapsed,
-accents stripped (NFKD), `str.lower`, TF Text's `SentencepieceTokenizer`,
-then the digit-comma rule as it runs on Python 2. TF Text's op stops at a
+`AlbertSentencePieceTokenizer` makes them in graph: (1) whitespace
+collapsed, (2) accents stripped (NFKD), (3) `str.lower`, (4) TF Text's
+`SentencepieceTokenizer`, (5) the digit-comma rule as it runs on Python 2
+(the comma its own piece). TF Text's op stops at a
 NUL, so NUL becomes U+10FFFF (`_NUL_STAND_IN`). Not reused: Hugging Face's
 `AlbertTokenizer` rewrites `` and '' (XLNet's rule) and `AlbertTokenizerFast`
 splits user-defined symbols and approximates the digit-comma rule

@@ -1,9 +1,11 @@
 r"""Text to WordPiece ids exactly as google-research/bert's `tokenization.py`.
 
 Every release imported here was trained on the ids of BERT's `FullTokenizer`;
-`BertWordPieceTokenizer` makes them in graph: cleaning, CJK spacing,
-`str.lower` + NFD + Mn deleted when uncased, punctuation split, words over
-`MAX_INPUT_CHARS_PER_WORD` characters -> [UNK], then
+`BertWordPieceTokenizer` makes them in graph: (1) invalid UTF-8 -> U+FFFD;
+(2) C* but \t\n\r, U+0000, U+FFFD deleted, whitespace -> space; (3) spaces
+around CJK ideographs; (4) uncased: `str.lower` (`lower_as_python`), NFD,
+Mn deleted; (5) punctuation split off, split at spaces; (6) words over
+`MAX_INPUT_CHARS_PER_WORD` characters -> [UNK], others to
 `FastWordpieceTokenizer`. Character classes are Python's `unicodedata`
 (the original's) as code point ranges: TF 2.20's RE2 `\p{...}` is a later
 Unicode. Not reused: TF Text's `FastBertTokenizer`/`BertTokenizer`
