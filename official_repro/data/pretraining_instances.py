@@ -71,7 +71,14 @@ class InstanceStats:
 
 
 class InstanceMaker:
-  """Makes instances from documents; see the module docstring."""
+  """Makes instances from documents.
+
+  Sentences fill a chunk up to its drawn target length, cut at a random
+  sentence boundary into A and B. With next-sentence prediction, half of the
+  time (always for one sentence) B comes from another document (label 1) and
+  the chunk's unused sentences go back; without it a one-sentence chunk is cut
+  inside. The longer segment loses tokens at a random end until the pair fits.
+  """
 
   def __init__(
       self,
@@ -128,10 +135,7 @@ class InstanceMaker:
     document = documents[index]
     self.stats.documents += 1
     target_length = self._draw_target_length()
-    instances = []
-    chunk = []
-    chunk_length = 0
-    i = 0
+    instances, chunk, chunk_length, i = [], [], 0, 0
     while i < len(document):
       chunk.append(document[i])
       chunk_length += len(document[i])
@@ -142,8 +146,7 @@ class InstanceMaker:
         if instance is not None:
           instances.append(instance)
         i -= unused
-        chunk = []
-        chunk_length = 0
+        chunk, chunk_length = [], 0
         target_length = self._draw_target_length()
       i += 1
     return instances
@@ -168,8 +171,7 @@ class InstanceMaker:
       return None, 0
     split = 1 if len(chunk) < 2 else self._rng.randint(1, len(chunk) - 1)
     segment_a = _concat(chunk[:split])
-    label = None
-    unused = 0
+    label, unused = None, 0
     if self._options.next_sentence_prediction:
       label = 0
       wants_random = len(chunk) == 1 or self._rng.random() < 0.5
@@ -213,8 +215,7 @@ class InstanceMaker:
       return segment_a, segment_b
     self.stats.truncated_instances += 1
     self.stats.tokens_truncated += excess
-    front = [0, 0]
-    back = [len(segment_a), len(segment_b)]
+    front, back = [0, 0], [len(segment_a), len(segment_b)]
     for _ in range(excess):
       longer = 0 if back[0] - front[0] > back[1] - front[1] else 1
       if self._rng.random() < 0.5:
