@@ -39,7 +39,7 @@ def write_builtin_corpus(
 
   `output_dir` is any `tf.io.gfile` path; documents are added (topics first,
   then docstrings by module path) until `max_chars`. Returns the files written
-  (none empty); UserError when no document could be gathered.
+  (none empty); ValueError when no document could be gathered.
   """
   tf.io.gfile.makedirs(output_dir)
   stdlib_dir = stdlib_dir or sysconfig.get_paths()['stdlib']
