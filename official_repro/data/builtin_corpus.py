@@ -45,12 +45,10 @@ def write_builtin_corpus(
   stdlib_dir = stdlib_dir or sysconfig.get_paths()['stdlib']
   budget = max_chars
   paths = []
+  docstrings = _docstring_documents(stdlib_dir, min_docstring_chars)
   for filename, documents in (
       (TOPICS_FILENAME, _topic_documents()),
-      (
-          DOCSTRINGS_FILENAME,
-          _docstring_documents(stdlib_dir, min_docstring_chars),
-      ),
+      (DOCSTRINGS_FILENAME, docstrings),
   ):
     kept = []
     for document in documents:
@@ -121,10 +119,8 @@ def _docstring_documents(
 
 def _stdlib_modules(stdlib_dir: str) -> Iterator[str]:
   """Public `.py` files under `stdlib_dir`, in sorted order."""
-  # The standard library is the local Python installation's; it is read
-  # through tf.io.gfile (which reads local paths too) only so that a single
-  # file API is used. tf.io.gfile.walk, like os.walk, descends only into the
-  # directories left in `dirs`, in their order.
+  # Through tf.io.gfile only to use one file API; like os.walk, it descends
+  # only into the directories left in `dirs`, in their order.
   for root, dirs, files in tf.io.gfile.walk(stdlib_dir):
     dirs[:] = sorted(
         d
@@ -159,11 +155,8 @@ def _module_docstrings(path: str) -> Iterator[str]:
 
 def _definition_docstrings(body: Sequence[ast.stmt]) -> Iterator[str]:
   for node in body:
-    if not isinstance(
-        node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    ):
-      continue
-    if node.name.startswith('_'):
+    definitions = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    if not isinstance(node, definitions) or node.name.startswith('_'):
       continue
     docstring = ast.get_docstring(node)
     if docstring:
