@@ -33,6 +33,7 @@ _WHITESPACE = frozenset(' \t\r\n\u202f')
 _MAX_LOGGED_IDS = 10
 # What Model Garden's `postprocess_output` returns when no span is valid.
 _NO_SPAN_PLACEHOLDER = 'empty'
+_Types = Union[Type[Any], Tuple[Type[Any], ...]]
 
 
 class QuestionEntry(NamedTuple):
@@ -75,12 +76,7 @@ class _RawResult(NamedTuple):
   end_logits: List[float]
 
 
-def required_field(
-    obj: Any,
-    key: str,
-    expected_type: Union[Type[Any], Tuple[Type[Any], ...]],
-    location: str,
-) -> Any:
+def required_field(obj: Any, key: str, expected_type: _Types, location: str):
   """`obj[key]`; a `UserError` naming `location` unless of `expected_type`."""
   if not isinstance(obj, dict):
     raise cli.UserError(
@@ -104,10 +100,9 @@ def load_articles(path: str) -> List[Dict[str, Any]]:
   """The `data` list of a SQuAD JSON file (any `tf.io.gfile` path)."""
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'SQuAD file not found: {path}')
-  with tf.io.gfile.GFile(path, 'r') as f:
-    text = f.read()
   try:
-    dataset = json.loads(text)
+    with tf.io.gfile.GFile(path, 'r') as f:
+      dataset = json.loads(f.read())
   except json.JSONDecodeError as e:
     raise cli.UserError(
         f'{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}.'
@@ -154,12 +149,11 @@ def _split_words(context: str) -> Tuple[List[str], List[int]]:
   for char in context:
     if char in _WHITESPACE:
       after_whitespace = True
-    else:
-      if after_whitespace:
-        words.append(char)
-      else:
-        words[-1] += char
+    elif after_whitespace:
+      words.append(char)
       after_whitespace = False
+    else:
+      words[-1] += char
     char_to_word.append(len(words) - 1)
   return words, char_to_word
 
@@ -319,14 +313,25 @@ def convert_to_features(
   """
   _check_window_sizes(max_seq_length, doc_stride, max_query_length)
   pad_id = _wordpiece_pad_id(tokenizer)
-  mg_features = _model_garden_features(
-      examples,
-      tokenizer,
-      max_seq_length,
-      doc_stride,
-      max_query_length,
-      is_training,
-  )
+  mg_features = []
+  # Model Garden tokenizes the question, each context word and the answer.
+  texts = []
+  for example in examples:
+    texts += [example.question_text, *example.doc_tokens]
+    if is_training and example.orig_answer_text:
+      texts.append(example.orig_answer_text)
+  with vocab_lib.prefetched(tokenizer, texts):
+    squad_lib.convert_examples_to_features(
+        examples,
+        tokenizer,
+        max_seq_length,
+        doc_stride,
+        max_query_length,
+        is_training,
+        # With batch_size=1 Model Garden emits no padding features.
+        output_fn=lambda feature, is_padding=False: mg_features.append(feature),
+        batch_size=1,
+    )
   without_features = _ids_without_features(
       examples, {feature.example_index for feature in mg_features}
   )
@@ -367,47 +372,11 @@ def _wordpiece_pad_id(tokenizer: Any) -> int:
   )[vocab_lib.PAD_TOKEN]
 
 
-def _model_garden_features(
-    examples: Sequence[SquadExample],
-    tokenizer: Any,
-    max_seq_length: int,
-    doc_stride: int,
-    max_query_length: int,
-    is_training: bool,
-) -> List[squad_lib.InputFeatures]:
-  """Model Garden's windows of `examples`, their texts tokenized in batches."""
-  mg_features = []
-  # Model Garden tokenizes the question, each context word and the answer.
-  texts = []
-  for example in examples:
-    texts.append(example.question_text)
-    texts += example.doc_tokens
-    if is_training and example.orig_answer_text:
-      texts.append(example.orig_answer_text)
-  with vocab_lib.prefetched(tokenizer, texts):
-    squad_lib.convert_examples_to_features(
-        examples=examples,
-        tokenizer=tokenizer,
-        max_seq_length=max_seq_length,
-        doc_stride=doc_stride,
-        max_query_length=max_query_length,
-        is_training=is_training,
-        # With batch_size=1 Model Garden emits no padding features.
-        output_fn=lambda feature, is_padding=False: mg_features.append(feature),
-        batch_size=1,
-    )
-  return mg_features
-
-
 def _ids_without_features(
     examples: Sequence[SquadExample], example_indices: AbstractSet[int]
 ) -> List[str]:
   """Question ids of the examples whose index is not in `example_indices`."""
-  return [
-      example.qas_id
-      for index, example in enumerate(examples)
-      if index not in example_indices
-  ]
+  return [e.qas_id for i, e in enumerate(examples) if i not in example_indices]
 
 
 def _feature_arrays(
@@ -467,8 +436,7 @@ def extract_answers(
         'n_best_size and max_answer_length must be >= 1, got '
         f'{n_best_size} and {max_answer_length}.'
     )
-  start_logits = np.asarray(start_logits)
-  end_logits = np.asarray(end_logits)
+  start_logits, end_logits = np.asarray(start_logits), np.asarray(end_logits)
   _check_logits(features_metadata, start_logits, end_logits)
   _check_features_cover(examples, features_metadata)
   results = [
@@ -478,13 +446,13 @@ def extract_answers(
       )
   ]
   predictions, nbest, null_score_diffs = squad_lib.postprocess_output(
-      all_examples=examples,
-      all_features=features_metadata,
-      all_results=results,
-      n_best_size=n_best_size,
-      max_answer_length=max_answer_length,
-      do_lower_case=do_lower_case,
-      version_2_with_negative=version_2_with_negative,
+      examples,
+      features_metadata,
+      results,
+      n_best_size,
+      max_answer_length,
+      do_lower_case,
+      version_2_with_negative,
       null_score_diff_threshold=math.inf,
   )
   _predict_empty_without_span(predictions, nbest)
