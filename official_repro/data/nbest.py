@@ -78,8 +78,8 @@ class ReadReport:
         'num_hypotheses': self.num_hypotheses,
         'num_malformed': len(self.malformed),
         'malformed': [
-            {'location': location, 'description': description}
-            for location, description in self.malformed
+            dict(location=where, description=what)
+            for where, what in self.malformed
         ],
     }
 
@@ -134,13 +134,15 @@ def read_references(
   for line_number, line in enumerate(lines, start=1):
     if not line.strip():
       continue
-    id_and_text = _reference_line(line, reference_format)
-    if id_and_text is None:
-      malformed.append(
-          (f'{path} line {line_number}', 'expected "WORDS ... (<utt-id>)"')
-      )
-      continue
-    utterance_id, text = id_and_text
+    if reference_format == 'trn':
+      match = _TRN_LINE.match(line)
+      if not match:
+        where = f'{path} line {line_number}'
+        malformed.append((where, 'expected "WORDS ... (<utt-id>)"'))
+        continue
+      text, utterance_id = match.groups()
+    else:
+      utterance_id, text = (line.split(maxsplit=1) + [''])[:2]
     if utterance_id in first_line:
       raise cli.UserError(
           f'{path} line {line_number}: reference id {utterance_id!r} was '
@@ -159,17 +161,6 @@ def read_references(
     )
   _log_report(report)
   return references, report
-
-
-def _reference_line(
-    line: str, reference_format: str
-) -> Optional[Tuple[str, str]]:
-  """(id, text) of a non-blank line; None for a malformed trn line."""
-  if reference_format == 'trn':
-    match = _TRN_LINE.match(line)
-    return (match.group(2), match.group(1)) if match else None
-  fields = line.split(maxsplit=1)
-  return fields[0], fields[1] if len(fields) > 1 else ''
 
 
 def match_references(
@@ -216,11 +207,10 @@ def _ids_by_suffix(references: Mapping[str, str]) -> Dict[str, List[str]]:
   """Reference ids by each of their ends after a '-'."""
   by_suffix = {}
   for reference_id in references:
-    for position, character in enumerate(reference_id):
-      if character == '-' and position + 1 < len(reference_id):
-        by_suffix.setdefault(reference_id[position + 1 :], []).append(
-            reference_id
-        )
+    for position, character in enumerate(reference_id[:-1]):
+      if character == '-':
+        suffix = reference_id[position + 1 :]
+        by_suffix.setdefault(suffix, []).append(reference_id)
   return by_suffix
 
 
@@ -263,17 +253,13 @@ class _NBestCollector:
   def build(self, file_format: str, references: Mapping[str, str]) -> NBestSet:
     """The `NBestSet` of everything added."""
     lists = tuple(
-        NBestList(
-            utterance_id, tuple(by_rank[rank] for rank in sorted(by_rank))
-        )
-        for utterance_id, by_rank in self._hypotheses.items()
+        NBestList(utt_id, tuple(by_rank[rank] for rank in sorted(by_rank)))
+        for utt_id, by_rank in self._hypotheses.items()
     )
+    num_hypotheses = sum(len(n.hypotheses) for n in lists)
+    malformed = tuple(self.malformed)
     report = ReadReport(
-        self._path,
-        file_format,
-        len(lists),
-        sum(len(n.hypotheses) for n in lists),
-        tuple(self.malformed),
+        self._path, file_format, len(lists), num_hypotheses, malformed
     )
     if not lists:
       raise cli.UserError(
@@ -400,14 +386,13 @@ def _read_espnet_components(
       values = json.loads(fields[1]) if len(fields) == 2 else None
     except json.JSONDecodeError:
       values = None
-    if not isinstance(values, dict):
+    parsed = {}
+    if isinstance(values, dict):
+      parsed = {name: _espnet_number(value) for name, value in values.items()}
+    if not isinstance(values, dict) or None in parsed.values():
       collector.skip(location, expected)
-      continue
-    parsed = {name: _espnet_number(value) for name, value in values.items()}
-    if any(value is None for value in parsed.values()):
-      collector.skip(location, expected)
-      continue
-    components[fields[0]] = parsed
+    else:
+      components[fields[0]] = parsed
   return components
 
 
@@ -561,10 +546,9 @@ def _detect_reference_format(path: str, lines: Sequence[str]) -> str:
 def _finite_float(text: str) -> Optional[float]:
   """`float(text)` if that is a finite number, else None."""
   try:
-    value = float(text)
+    return float(text) if math.isfinite(float(text)) else None
   except ValueError:
     return None
-  return value if math.isfinite(value) else None
 
 
 def _normalize_text(text: str, lower_case: bool) -> str:
@@ -582,10 +566,10 @@ def _first_problem(report: ReadReport) -> str:
   """', the first of N malformed lines: ...' or '' (for error messages)."""
   if not report.malformed:
     return ''
-  location, description = report.malformed[0]
+  where, what = report.malformed[0]
+  num = len(report.malformed)
   return (
-      f'; all {len(report.malformed)} lines/entries are malformed, the '
-      f'first at {location}: {description}'
+      f'; all {num} lines/entries are malformed, the first at {where}: {what}'
   )
 
 
