@@ -77,13 +77,12 @@ class FeatureReport:
   num_truncated_words: int
 
 
-# The counts of `FeatureReport` that the conversion adds up.
-_FEATURE_COUNTS = (
-    'num_words',
-    'num_split_sentences',
-    'num_empty_words',
-    'num_truncated_words',
-)
+# The counts of `FeatureReport` that `_RowEncoder` adds up.
+_FEATURE_COUNTS = [
+    f.name
+    for f in dataclasses.fields(FeatureReport)
+    if f.name not in ('num_sentences', 'num_features')
+]
 
 
 def read_tagged_sentences(
@@ -171,48 +170,16 @@ def convert_to_features(
     )
   label_ids = _label_ids(label_list)
   special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
-  counts = dict.fromkeys(_FEATURE_COUNTS, 0)
+  encoder = _RowEncoder(tokenizer, special_ids, label_ids, max_seq_length)
   all_words = (word for sentence in sentences for word in sentence.words)
   with vocab_lib.prefetched(tokenizer, all_words):
-    rows = [
-        row
-        for sentence in sentences
-        for row in _sentence_rows(
-            sentence, tokenizer, special_ids, label_ids, max_seq_length, counts
-        )
-    ]
-  features = _stack_rows(
-      rows,
-      max_seq_length,
-      special_ids[vocab_lib.PAD_TOKEN],
-      label_ids[PAD_LABEL],
-  )
+    rows = [row for sentence in sentences for row in encoder.rows(sentence)]
+  features = _stack_rows(rows, max_seq_length, special_ids, label_ids)
   report = FeatureReport(
-      num_sentences=len(sentences), num_features=len(rows), **counts
+      num_sentences=len(sentences), num_features=len(rows), **encoder.counts
   )
   _log_feature_report(report)
   return features, report
-
-
-def _sentence_rows(
-    sentence: TaggedSentence,
-    tokenizer,
-    special_ids: Mapping[str, int],
-    label_ids: Mapping[str, int],
-    max_seq_length: int,
-    counts: Dict[str, int],
-) -> List[Tuple[List[int], List[int], List[float]]]:
-  """The `_encode_row`s of one sentence, cut between words to fit."""
-  capacity = max_seq_length - 2
-  words = _encode_words(sentence, tokenizer, label_ids, capacity, counts)
-  counts['num_words'] += len(words)
-  chunks = _chunk_words([len(ids) for ids, _ in words], capacity)
-  if len(chunks) > 1:
-    counts['num_split_sentences'] += 1
-  return [
-      _encode_row(words[start:end], special_ids, label_ids)
-      for start, end in chunks
-  ]
 
 
 def tagging_accuracy(
@@ -221,8 +188,7 @@ def tagging_accuracy(
     label_weights: np.ndarray,
 ) -> float:
   """Weighted fraction correct; all three `[num_features, seq_length]`."""
-  predicted = np.asarray(predicted_label_ids)
-  gold = np.asarray(label_ids)
+  predicted, gold = np.asarray(predicted_label_ids), np.asarray(label_ids)
   weights = np.asarray(label_weights, dtype=np.float64)
   if not predicted.shape == gold.shape == weights.shape:
     raise cli.UserError(
@@ -377,32 +343,6 @@ def _tag_id(
   )
 
 
-def _encode_words(
-    sentence: TaggedSentence,
-    tokenizer,
-    label_ids: Mapping[str, int],
-    capacity: int,
-    counts: Dict[str, int],
-) -> List[Tuple[List[int], int]]:
-  """`(piece ids, tag label id)` of each word, at most `capacity` pieces."""
-  words = []
-  for index, (word, tag) in enumerate(zip(sentence.words, sentence.tags)):
-    pieces = tokenizer.tokenize(word)
-    if not pieces:
-      pieces = [vocab_lib.UNK_TOKEN]
-      counts['num_empty_words'] += 1
-    if len(pieces) > capacity:
-      pieces = pieces[:capacity]
-      counts['num_truncated_words'] += 1
-    words.append(
-        (
-            tokenizer.convert_tokens_to_ids(pieces),
-            _tag_id(label_ids, sentence, index, tag),
-        )
-    )
-  return words
-
-
 def _chunk_words(
     piece_counts: Sequence[int], capacity: int
 ) -> List[Tuple[int, int]]:
@@ -418,39 +358,69 @@ def _chunk_words(
   return chunks
 
 
-def _encode_row(
-    words: Sequence[Tuple[List[int], int]],
-    special_ids: Mapping[str, int],
-    label_ids: Mapping[str, int],
-) -> Tuple[List[int], List[int], List[float]]:
-  """`[CLS] pieces [SEP]`: its token ids, label ids and weights, unpadded."""
-  pad_label = label_ids[PAD_LABEL]
-  token_ids, labels, weights = (
-      [special_ids[vocab_lib.CLS_TOKEN]],
-      [pad_label],
-      [0.0],
-  )
-  for piece_ids, tag_id in words:
-    token_ids.extend(piece_ids)
-    labels += [tag_id] + [label_ids[CONTINUATION_LABEL]] * (len(piece_ids) - 1)
-    weights += [1.0] + [0.0] * (len(piece_ids) - 1)
-  token_ids.append(special_ids[vocab_lib.SEP_TOKEN])
-  return token_ids, labels + [pad_label], weights + [0.0]
+class _RowEncoder:
+  """Encodes sentences into unpadded `[CLS] pieces [SEP]` rows, counting."""
+
+  def __init__(self, tokenizer, special_ids, label_ids, max_seq_length: int):
+    self._tokenizer = tokenizer
+    self._special_ids = special_ids
+    self._label_ids = label_ids
+    self._capacity = max_seq_length - 2
+    self.counts = dict.fromkeys(_FEATURE_COUNTS, 0)
+
+  def rows(
+      self, sentence: TaggedSentence
+  ) -> List[Tuple[List[int], List[int], List[float]]]:
+    """(token ids, label ids, weights) rows of a sentence, cut between words."""
+    words = self._encode_words(sentence)
+    self.counts['num_words'] += len(words)
+    chunks = _chunk_words([len(ids) for ids, _ in words], self._capacity)
+    self.counts['num_split_sentences'] += int(len(chunks) > 1)
+    return [self._encode_row(words[start:end]) for start, end in chunks]
+
+  def _encode_words(
+      self, sentence: TaggedSentence
+  ) -> List[Tuple[List[int], int]]:
+    """`(piece ids, tag label id)` of each word, at most `capacity` pieces."""
+    words = []
+    for index, (word, tag) in enumerate(zip(sentence.words, sentence.tags)):
+      pieces = self._tokenizer.tokenize(word)
+      if not pieces:
+        pieces = [vocab_lib.UNK_TOKEN]
+        self.counts['num_empty_words'] += 1
+      if len(pieces) > self._capacity:
+        pieces = pieces[: self._capacity]
+        self.counts['num_truncated_words'] += 1
+      tag_id = _tag_id(self._label_ids, sentence, index, tag)
+      words.append((self._tokenizer.convert_tokens_to_ids(pieces), tag_id))
+    return words
+
+  def _encode_row(self, words: Sequence[Tuple[List[int], int]]):
+    pad_label = self._label_ids[PAD_LABEL]
+    continuation_label = self._label_ids[CONTINUATION_LABEL]
+    token_ids = [self._special_ids[vocab_lib.CLS_TOKEN]]
+    labels, weights = [pad_label], [0.0]
+    for piece_ids, tag_id in words:
+      token_ids.extend(piece_ids)
+      labels += [tag_id] + [continuation_label] * (len(piece_ids) - 1)
+      weights += [1.0] + [0.0] * (len(piece_ids) - 1)
+    token_ids.append(self._special_ids[vocab_lib.SEP_TOKEN])
+    return token_ids, labels + [pad_label], weights + [0.0]
 
 
 def _stack_rows(
     rows: Sequence[Tuple[List[int], List[int], List[float]]],
     max_seq_length: int,
-    pad_id: int,
-    pad_label: int,
+    special_ids: Mapping[str, int],
+    label_ids: Mapping[str, int],
 ) -> Dict[str, np.ndarray]:
-  """`[num_features, max_seq_length]` arrays of `_encode_row`s, padded."""
+  """`[num_features, max_seq_length]` arrays of `_RowEncoder` rows, padded."""
   shape = (len(rows), max_seq_length)
   features = dict(
-      input_word_ids=np.full(shape, pad_id, np.int32),
+      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
       input_mask=np.zeros(shape, np.int32),
       input_type_ids=np.zeros(shape, np.int32),
-      label_ids=np.full(shape, pad_label, np.int32),
+      label_ids=np.full(shape, label_ids[PAD_LABEL], np.int32),
       label_weights=np.zeros(shape, np.float32),
   )
   for row, (token_ids, labels, weights) in enumerate(rows):
