@@ -12,7 +12,7 @@ import dataclasses
 import json
 import os
 import re
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 from typing import Tuple
 
 from absl import logging
@@ -88,38 +88,24 @@ def read_examples(
     )
   report = read_report.ReadReport(path=race_dir, record_name='files')
   if split is None:
-    examples = _read_directory(race_dir, levels, report)
+    directory_level = os.path.basename(os.path.normpath(race_dir))
+    directories = [
+        (race_dir, directory_level if directory_level in LEVELS else None)
+    ]
   else:
-    examples = []
-    for level in levels:
-      directory = os.path.join(race_dir, split, level)
-      for path in _list_json_files(directory):
-        examples.extend(
-            _examples_from_record(_load_json(path), path, level, report)
-        )
+    directories = [(os.path.join(race_dir, split, lv), lv) for lv in levels]
+  examples = []
+  for directory, directory_level in directories:
+    for path in _list_json_files(directory):
+      record = _load_json(path)
+      level = directory_level or _level_from_id(record, path)
+      if level not in levels:
+        report.counts['skipped_files_of_other_levels'] += 1
+        continue
+      examples.extend(_examples_from_record(record, path, level, report))
   report.num_examples = len(examples)
   report.log(f'RACE {split or "."}')
   return examples, report
-
-
-def _read_directory(
-    directory: str, levels: Sequence[str], report: read_report.ReadReport
-) -> List[RaceExample]:
-  """The examples of one directory's files whose level is in `levels`."""
-  directory_level = os.path.basename(os.path.normpath(directory))
-  examples = []
-  for path in _list_json_files(directory):
-    record = _load_json(path)
-    level = (
-        directory_level
-        if directory_level in LEVELS
-        else _level_from_id(record, path)
-    )
-    if level not in levels:
-      report.counts['skipped_files_of_other_levels'] += 1
-      continue
-    examples.extend(_examples_from_record(record, path, level, report))
-  return examples
 
 
 def _list_json_files(directory: str) -> List[str]:
@@ -295,19 +281,25 @@ def convert_to_features(
   report = ConversionReport(
       num_examples=len(examples), num_sequences=len(examples) * NUM_CHOICES
   )
+  article_text, article_tokens = None, []
   with vocab_lib.prefetched(tokenizer, _texts(examples, fill_blank)):
-    for row, choice, tokens, type_ids in _sequences(
-        examples,
-        tokenizer,
-        max_seq_length,
-        max_query_length,
-        fill_blank,
-        report,
-    ):
-      ids = tokenizer.convert_tokens_to_ids(tokens)
-      features['input_word_ids'][row, choice, : len(ids)] = ids
-      features['input_mask'][row, choice, : len(ids)] = 1
-      features['input_type_ids'][row, choice, : len(ids)] = type_ids
+    for row, example in enumerate(examples):
+      if example.article != article_text:  # Questions of a file share it.
+        article_text = example.article
+        article_tokens = tokenizer.tokenize(article_text)
+      for choice, option in enumerate(example.options):
+        segments = _segment_b(example.question, option, tokenizer, fill_blank)
+        report.num_filled_blanks += int(len(segments) == 1)
+        if max_query_length is not None and len(segments[0]) > max_query_length:
+          report.num_truncated_questions += 1
+          segments[0] = segments[0][:max_query_length]
+        tokens, type_ids = _pack(
+            article_tokens, segments, max_seq_length, report
+        )
+        ids = tokenizer.convert_tokens_to_ids(tokens)
+        features['input_word_ids'][row, choice, : len(ids)] = ids
+        features['input_mask'][row, choice, : len(ids)] = 1
+        features['input_type_ids'][row, choice, : len(ids)] = type_ids
   logging.info('RACE features: %s', report.as_dict())
   return features, report
 
@@ -338,33 +330,6 @@ def _unfilled_features(
   )
 
 
-def _sequences(
-    examples: Sequence[RaceExample],
-    tokenizer: Any,
-    max_seq_length: int,
-    max_query_length: Optional[int],
-    fill_blank: bool,
-    report: ConversionReport,
-) -> Iterator[Tuple[int, int, List[str], List[int]]]:
-  """Yields (example row, option, tokens, type ids) of every sequence."""
-  article_text, article_tokens = None, []
-  for row, example in enumerate(examples):
-    if example.article != article_text:  # Questions of a file share it.
-      article_text = example.article
-      article_tokens = tokenizer.tokenize(article_text)
-    for choice, option in enumerate(example.options):
-      segments = _segment_b(
-          example.question,
-          option,
-          tokenizer,
-          max_query_length,
-          fill_blank,
-          report,
-      )
-      tokens, type_ids = _pack(article_tokens, segments, max_seq_length, report)
-      yield row, choice, tokens, type_ids
-
-
 def _texts(examples: Sequence[RaceExample], fill_blank: bool) -> List[str]:
   """Every text `convert_to_features` tokenizes (as `_segment_b` forms it)."""
   texts = []
@@ -382,20 +347,12 @@ def _segment_b(
     question: str,
     option: str,
     tokenizer: Any,
-    max_query_length: Optional[int],
     fill_blank: bool,
-    report: ConversionReport,
 ) -> List[List[str]]:
   """Segment B as wordpiece lists: [question, option] or [filled question]."""
   if fill_blank and '_' in question:
-    report.num_filled_blanks += 1
-    segments = [tokenizer.tokenize(_BLANK.sub(option, question))]
-  else:
-    segments = [tokenizer.tokenize(question), tokenizer.tokenize(option)]
-  if max_query_length is not None and len(segments[0]) > max_query_length:
-    report.num_truncated_questions += 1
-    segments[0] = segments[0][:max_query_length]
-  return segments
+    return [tokenizer.tokenize(_BLANK.sub(option, question))]
+  return [tokenizer.tokenize(question), tokenizer.tokenize(option)]
 
 
 def _pack(
