@@ -161,38 +161,25 @@ def read_examples(
     )
   columns = _COLUMNS[task]
   report = read_report.ReadReport(path=path, record_name='rows')
-  examples = []
-  indices = None
+  examples, indices = [], None
   for line_number, line in _read_lines(path):
     if indices is None:
       indices = _column_indices(columns, line, path)
       if columns.has_header:
         continue
-    row_index = report.num_records
+    guid = f'{task}-{split}-{report.num_records}'
     report.num_records += 1
-    problem = 'not valid UTF-8' if line is None else None
     fields = [] if line is None else line.split('\t')
+    problem = line is None and 'not valid UTF-8'
     problem = problem or _row_problem(fields, indices, columns)
     if problem:
       report.add_malformed(line_number, problem)
       continue
+    text_b = None if columns.text_b is None else fields[indices.text_b]
+    label = _parse_label(fields[indices.label], spec, path, line_number)
     examples.append(
-        GlueExample(
-            guid=f'{task}-{split}-{row_index}',
-            text_a=fields[indices.text_a],
-            text_b=None if columns.text_b is None else fields[indices.text_b],
-            label=_parse_label(fields[indices.label], spec, path, line_number),
-            line_number=line_number,
-        )
+        GlueExample(guid, fields[indices.text_a], text_b, label, line_number)
     )
-  _check_read(path, indices, examples, report)
-  report.num_examples = len(examples)
-  report.log(f'GLUE {task}/{split}')
-  return examples, report
-
-
-def _check_read(path, indices, examples, report) -> None:
-  """Refuses an empty file, or one without a usable row."""
   if indices is None:
     raise cli.UserError(f'GLUE file {path} is empty.')
   if not examples:
@@ -201,6 +188,9 @@ def _check_read(path, indices, examples, report) -> None:
         f'after its header, {report.num_malformed} of them malformed; give '
         'the split with its rows.'
     )
+  report.num_examples = len(examples)
+  report.log(f'GLUE {task}/{split}')
+  return examples, report
 
 
 def _read_lines(path: str) -> Iterator[Tuple[int, Optional[str]]]:
@@ -346,50 +336,32 @@ def _input_arrays(
 ) -> Tuple[Dict[str, np.ndarray], int]:
   """The three int32 `[N, L]` encoder inputs, and how many were truncated."""
   shape = (len(examples), max_seq_length)
-  word_ids = np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32)
-  mask, type_ids = np.zeros(shape, np.int32), np.zeros(shape, np.int32)
+  features = dict(
+      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
+      input_mask=np.zeros(shape, np.int32),
+      input_type_ids=np.zeros(shape, np.int32),
+  )
+  sep_id = special_ids[vocab_lib.SEP_TOKEN]
   num_truncated = 0
   texts = [e.text_a for e in examples]
   texts += [e.text_b for e in examples if e.text_b is not None]
   with vocab_lib.prefetched(tokenizer, texts):
     for row, example in enumerate(examples):
-      ids, segments, truncated = _encode(
-          example, tokenizer, special_ids, max_seq_length
-      )
-      num_truncated += int(truncated)
-      word_ids[row, : len(ids)] = ids
-      mask[row, : len(ids)] = 1
-      type_ids[row, : len(ids)] = segments
-  features = dict(
-      input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids
-  )
+      tokens_a = tokenizer.tokenize(example.text_a)
+      tokens_b = None
+      if example.text_b is not None:
+        tokens_b = tokenizer.tokenize(example.text_b)
+      num_truncated += int(_truncate(tokens_a, tokens_b, max_seq_length))
+      ids = tokenizer.convert_tokens_to_ids(tokens_a)
+      ids = [special_ids[vocab_lib.CLS_TOKEN], *ids, sep_id]
+      type_ids = [0] * len(ids)
+      if tokens_b is not None:
+        ids_b = tokenizer.convert_tokens_to_ids(tokens_b) + [sep_id]
+        ids, type_ids = ids + ids_b, type_ids + [1] * len(ids_b)
+      features['input_word_ids'][row, : len(ids)] = ids
+      features['input_mask'][row, : len(ids)] = 1
+      features['input_type_ids'][row, : len(ids)] = type_ids
   return features, num_truncated
-
-
-def _encode(
-    example: GlueExample,
-    tokenizer,
-    special_ids: Dict[str, int],
-    max_seq_length: int,
-) -> Tuple[List[int], List[int], bool]:
-  """(ids, segment ids, whether truncated) of `[CLS] a [SEP] (b [SEP])`."""
-  sep_id = special_ids[vocab_lib.SEP_TOKEN]
-  tokens_a = tokenizer.tokenize(example.text_a)
-  tokens_b = (
-      None if example.text_b is None else tokenizer.tokenize(example.text_b)
-  )
-  truncated = _truncate(tokens_a, tokens_b, max_seq_length)
-  ids = (
-      [special_ids[vocab_lib.CLS_TOKEN]]
-      + tokenizer.convert_tokens_to_ids(tokens_a)
-      + [sep_id]
-  )
-  segments = [0] * len(ids)
-  if tokens_b is not None:
-    ids_b = tokenizer.convert_tokens_to_ids(tokens_b) + [sep_id]
-    ids += ids_b
-    segments += [1] * len(ids_b)
-  return ids, segments, truncated
 
 
 def _label_dtype(examples: Sequence[GlueExample]) -> type:
