@@ -52,12 +52,9 @@ class QuestionEntry(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class FeatureMetadata:
-  """What answer extraction needs of one window (feature).
+  """What answer extraction needs of a window; named as `squad_lib`'s features.
 
-  Named as Model Garden's `squad_lib.InputFeatures`, for `postprocess_output`:
-  `tokens` are `[CLS] question [SEP] context [SEP]`, `token_to_orig_map` maps
-  context positions to `example.doc_tokens` indices, `token_is_max_context`
-  whether this window gives the token its largest context.
+  `token_to_orig_map`: context position -> index into `example.doc_tokens`.
   """
 
   unique_id: int
@@ -332,15 +329,11 @@ def convert_to_features(
         output_fn=lambda feature, is_padding=False: mg_features.append(feature),
         batch_size=1,
     )
-  without_features = _ids_without_features(
-      examples, {feature.example_index for feature in mg_features}
+  _refuse_examples_without(
+      examples,
+      {feature.example_index for feature in mg_features},
+      'no context WordPieces (the tokenizer dropped every character)',
   )
-  if without_features:
-    raise cli.UserError(
-        f'{len(without_features)} examples have no context WordPieces (the '
-        'tokenizer dropped every character); first ids: '
-        f'{without_features[:_MAX_LOGGED_IDS]}.'
-    )
   arrays = _feature_arrays(mg_features, max_seq_length, pad_id, is_training)
   logging.info(
       'Converted %d SQuAD examples into %d windows.',
@@ -366,17 +359,23 @@ def _wordpiece_pad_id(tokenizer: Any) -> int:
         "aligned with the text through WordPiece's pieces; give a model "
         'with a vocab.txt.'
     )
-  return vocab_lib.special_token_ids(
-      tokenizer.vocab,
-      (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),
-  )[vocab_lib.PAD_TOKEN]
+  specials = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN)
+  ids = vocab_lib.special_token_ids(tokenizer.vocab, specials)
+  return ids[vocab_lib.PAD_TOKEN]
 
 
-def _ids_without_features(
-    examples: Sequence[SquadExample], example_indices: AbstractSet[int]
-) -> List[str]:
-  """Question ids of the examples whose index is not in `example_indices`."""
-  return [e.qas_id for i, e in enumerate(examples) if i not in example_indices]
+def _refuse_examples_without(
+    examples: Sequence[SquadExample],
+    example_indices: AbstractSet[int],
+    problem: str,
+) -> None:
+  """Refuses examples whose index is not in `example_indices`."""
+  ids = [e.qas_id for i, e in enumerate(examples) if i not in example_indices]
+  if ids:
+    raise cli.UserError(
+        f'{len(ids)} examples have {problem}; first ids: '
+        f'{ids[:_MAX_LOGGED_IDS]}.'
+    )
 
 
 def _feature_arrays(
@@ -513,12 +512,9 @@ def _check_features_cover(
         'features_metadata refers to examples outside the '
         f'{len(examples)} given.'
     )
-  without_features = _ids_without_features(examples, example_indices)
-  if without_features:
-    raise cli.UserError(
-        f'{len(without_features)} examples have no feature (were features '
-        f'dropped?); first ids: {without_features[:_MAX_LOGGED_IDS]}.'
-    )
+  _refuse_examples_without(
+      examples, example_indices, 'no feature (were features dropped?)'
+  )
 
 
 def _is_no_span_placeholder(nbest_entries: Sequence[Mapping[str, Any]]) -> bool:
