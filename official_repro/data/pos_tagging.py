@@ -232,11 +232,8 @@ class _TaggedFileParser:
     """`word/TAG` tokens; blank and '=====' lines end sentences."""
     for line_number, line in enumerate(lines, start=1):
       tokens = line.split()
-      if (
-          not tokens
-          or _is_treebank_separator(line)
-          or self._is_docstart(tokens)
-      ):
+      ends_sentence = not tokens or _is_treebank_separator(line)
+      if ends_sentence or self._is_docstart(tokens):
         self._end_sentence()
         continue
       for token in (t for t in tokens if t not in _CHUNK_BRACKETS):
@@ -267,33 +264,27 @@ class _TaggedFileParser:
 
   def _end_sentence(self):
     if self._words:
+      words, tags = tuple(self._words), tuple(self._tags)
       self.sentences.append(
-          TaggedSentence(
-              tuple(self._words),
-              tuple(self._tags),
-              self._first_line,
-              self._path,
-          )
+          TaggedSentence(words, tags, self._first_line, self._path)
       )
     self._words, self._tags = [], []
 
 
 def _detect_format(lines: Sequence[str]) -> str:
   """'treebank' or 'conll', from separators and content lines' last token."""
-  treebank_votes = conll_votes = 0
+  votes = {'conll': 0, 'treebank': 0}
   for line in lines:
     tokens = [t for t in line.split() if t not in _CHUNK_BRACKETS]
     if not tokens or tokens[0] == DOCSTART:
       continue
     if _is_treebank_separator(line):
       return 'treebank'
-    if _split_treebank_token(tokens[-1]) is None:
-      conll_votes += 1
-    else:
-      treebank_votes += 1
-    if treebank_votes + conll_votes >= _MAX_LINES_TO_DETECT_FORMAT:
+    is_tagged = _split_treebank_token(tokens[-1]) is not None
+    votes['treebank' if is_tagged else 'conll'] += 1
+    if sum(votes.values()) >= _MAX_LINES_TO_DETECT_FORMAT:
       break
-  return 'treebank' if treebank_votes > conll_votes else 'conll'
+  return 'treebank' if votes['treebank'] > votes['conll'] else 'conll'
 
 
 def _is_treebank_separator(line: str) -> bool:
