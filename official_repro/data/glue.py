@@ -221,24 +221,16 @@ def _column_indices(
   if not columns.has_header:
     return columns
   header = (first_line or '').split('\t')
-  wanted = [
-      name
-      for name in (columns.text_a, columns.text_b, columns.label)
-      if name is not None
-  ]
+  names = (columns.text_a, columns.text_b, columns.label)
+  wanted = [name for name in names if name is not None]
   missing = [name for name in wanted if name not in header]
   if missing:
     raise cli.UserError(
-        f'{path}, line 1: header lacks columns {missing}; '
-        f'expected {wanted} among the tab-separated header, '
-        f'found {header}.'
+        f'{path}, line 1: header lacks columns {missing}; expected {wanted} '
+        f'among the tab-separated header, found {header}.'
     )
-  return _Columns(
-      text_a=header.index(columns.text_a),
-      text_b=(None if columns.text_b is None else header.index(columns.text_b)),
-      label=header.index(columns.label),
-      num_columns=len(header),
-  )
+  positions = (None if name is None else header.index(name) for name in names)
+  return _Columns(*positions, num_columns=len(header))
 
 
 def _row_problem(
