@@ -106,13 +106,10 @@ def read_nbest(
   if nbest_format == 'auto':
     nbest_format = _detect_nbest_format(path)
   collector = _NBestCollector(path, lower_case)
-  references = {}
-  if nbest_format == 'espnet':
-    _read_espnet(path, collector)
-  elif nbest_format == 'json':
-    references = _read_mlm_scoring_json(path, collector)
-  else:
-    _read_tsv(path, collector)
+  read = {'espnet': _read_espnet, 'json': _read_mlm_scoring_json}.get(
+      nbest_format, _read_tsv
+  )
+  references = read(path, collector) or {}  # Only 'json' has references.
   nbest_set = collector.build(nbest_format, references)
   _log_report(nbest_set.report)
   return nbest_set
@@ -177,10 +174,9 @@ def match_references(
   matched, missing = [], []
   for nbest_list in nbest_lists:
     utterance_id = nbest_list.utterance_id
-    if utterance_id in references:
-      matched.append(references[utterance_id])
-      continue
     candidates = by_suffix.get(utterance_id, [])
+    if utterance_id in references:
+      candidates = [utterance_id]
     if len(candidates) > 1:
       raise cli.UserError(
           f'{references_path or "references"}: utterance {utterance_id!r} '
