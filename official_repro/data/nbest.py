@@ -303,10 +303,8 @@ def _read_espnet_rank(directory: str, rank: int, collector: _NBestCollector):
   if tf.io.gfile.exists(components_path):
     components = _read_espnet_components(components_path, collector)
   texts = {}
-  for line_number, location, fields in _id_lines(
-      text_path, 'ESPnet hypothesis file'
-  ):
-    utterance_id = fields[0]
+  hypothesis_lines = _id_lines(text_path, 'ESPnet hypothesis file')
+  for line_number, location, [utterance_id, *text] in hypothesis_lines:
     if utterance_id in texts:
       raise cli.UserError(
           f'{location}: utterance {utterance_id!r} was already given at '
@@ -315,27 +313,16 @@ def _read_espnet_rank(directory: str, rank: int, collector: _NBestCollector):
       )
     texts[utterance_id] = line_number
     if utterance_id not in scores:
-      collector.skip(
-          location,
-          f'no score for {utterance_id!r} in '
-          f'{score_path}; hypothesis skipped',
-      )
+      problem = f'no score for {utterance_id!r} in {score_path}'
+      collector.skip(location, problem + '; hypothesis skipped')
       continue
-    collector.add(
-        location,
-        utterance_id,
-        rank,
-        fields[1] if len(fields) > 1 else '',
-        scores[utterance_id][0],
-        components.get(utterance_id),
-    )
+    score, _ = scores[utterance_id]
+    hypothesis = (rank, ''.join(text), score, components.get(utterance_id))
+    collector.add(location, utterance_id, *hypothesis)
   for utterance_id, (_, line_number) in scores.items():
     if utterance_id not in texts:
-      collector.skip(
-          f'{score_path} line {line_number}',
-          f'score of {utterance_id!r} has no hypothesis in '
-          f'{text_path}; ignored',
-      )
+      problem = f'score of {utterance_id!r} has no hypothesis in {text_path}'
+      collector.skip(f'{score_path} line {line_number}', problem + '; ignored')
 
 
 def _id_lines(
