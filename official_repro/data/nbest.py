@@ -329,9 +329,8 @@ def _id_lines(
     path: str, description: str
 ) -> Iterator[Tuple[int, str, List[str]]]:
   """(line number, location, [id, rest]) of each non-blank line."""
-  for line_number, line in enumerate(
-      text_files.read_lines(path, description), start=1
-  ):
+  lines = text_files.read_lines(path, description)
+  for line_number, line in enumerate(lines, start=1):
     if line.strip():
       yield line_number, f'{path} line {line_number}', line.split(maxsplit=1)
 
@@ -473,9 +472,8 @@ def _add_json_hypothesis(
 
 def _read_tsv(path: str, collector: _NBestCollector):
   """Reads `utt_id<TAB>rank<TAB>first_pass_score<TAB>text` lines."""
-  for line_number, line in enumerate(
-      text_files.read_lines(path, 'N-best TSV file'), start=1
-  ):
+  lines = text_files.read_lines(path, 'N-best TSV file')
+  for line_number, line in enumerate(lines, start=1):
     if not line.strip() or (line_number == 1 and line == TSV_HEADER):
       continue
     location = f'{path} line {line_number}'

@@ -176,12 +176,10 @@ def _examples_from_record(
   if not questions:
     report.add_malformed(None, 'holds an article but no question', path=path)
   examples = []
-  for index, (question, choices, answer) in enumerate(
-      zip(questions, options, answers)
-  ):
-    _check_question(
-        f'{path}, question index {index}', question, choices, answer
-    )
+  rows = enumerate(zip(questions, options, answers))
+  for index, (question, choices, answer) in rows:
+    where = f'{path}, question index {index}'
+    _check_question(where, question, choices, answer)
     label = ANSWER_LETTERS.index(answer)
     example = RaceExample(
         f'{file_id}-{index}', level, article, question, tuple(choices), label
