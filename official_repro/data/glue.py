@@ -1,18 +1,12 @@
 r"""GLUE readers and BERT-style feature conversion for fine-tuning.
 
-Reads `<glue_dir>/<DIR>/<split>.tsv` of the eight tasks the papers report
-(CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE; labelled `train` and dev
-splits only). WNLI is left out, as in BERT and ELECTRA: its dev set is
-adversarial (GLUE FAQ), so its number says nothing. CoLA has no header
-(columns by position), the others are read by header name; quotes are plain
-text (`csv.QUOTE_NONE`: MRPC and STS-B have unmatched `"`), lines split on
-`\n`, fields on `\t`; a BOM and CRLF are accepted. Unusable rows are skipped
-and counted in a `read_report.ReadReport`; a label outside the task's set
-(or an STS-B score not in [0, 5]) would bias the metric, so it raises
-`GlueLabelError`. Not reused: Model Garden's GLUE processors
-(`classifier_data_lib`) read through `tfds.load`, a download, not the user's
-files; its `_truncate_seq_pair` (`_truncate`'s rule) is private and does not
-say whether it cut.
+Reads `<glue_dir>/<DIR>/<split>.tsv` (train and dev) of the eight tasks the
+papers report; WNLI is left out, as in BERT and ELECTRA: its dev set is
+adversarial. Quotes are plain text (MRPC and STS-B have unmatched `"`).
+Unusable rows are skipped and reported; a label outside the task's set would
+bias the metric, so it raises `GlueLabelError`. Not reused: Model Garden's
+GLUE processors read through `tfds.load`, a download, not the user's files;
+its `_truncate_seq_pair` is private and does not say whether it cut.
 """
 
 import dataclasses
@@ -41,16 +35,7 @@ Label = Union[int, float]
 
 @dataclasses.dataclass(frozen=True)
 class GlueTaskSpec:
-  """What a GLUE task is and where its files are.
-
-  Attributes:
-    name: the short task name used throughout the repository, e.g. 'sst2'.
-    directory: the task's folder under the GLUE root, e.g. 'SST-2'.
-    label_list: the labels as written; a label's id is its index (STS-B: ()).
-    is_regression: True for STS-B, whose label is a float score in [0, 5].
-    dev_splits: ('dev',), or MNLI's ('dev_matched', 'dev_mismatched').
-    headline_metric: what a paper's GLUE table shows for the task.
-  """
+  """A GLUE task: e.g. 'sst2' in 'SST-2', a label's id its index in the list."""
 
   name: str
   directory: str
@@ -96,11 +81,7 @@ STSB_SCORE_RANGE = (0.0, 5.0)
 
 @dataclasses.dataclass(frozen=True)
 class _Columns:
-  """Where a task's fields are: header names, or positions when headerless.
-
-  `num_columns` is the column count every data row must have: given for a
-  headerless layout, taken from the header otherwise.
-  """
+  """A task's fields: header names, or positions (and `num_columns`)."""
 
   text_a: ColumnKey
   text_b: Optional[ColumnKey]
@@ -134,15 +115,9 @@ class GlueLabelError(cli.UserError):
 
 @dataclasses.dataclass(frozen=True)
 class GlueExample:
-  """One labelled GLUE example.
+  """One GLUE example; `guid` '<task>-<split>-<data row index>'.
 
-  Attributes:
-    guid: '<task>-<split>-<i>', `i` the 0-based index of the data row in the
-      file (header excluded, skipped rows included), e.g. 'rte-train-17'.
-    text_a: the first (or only) sentence, verbatim.
-    text_b: the second sentence for pair tasks, None for CoLA and SST-2.
-    label: index into the task's `label_list`, or the float score for STS-B.
-    line_number: the 1-based line of the row in its file.
+  `label` indexes the task's `label_list`, or is STS-B's float score.
   """
 
   guid: str
@@ -176,19 +151,7 @@ def glue_file_path(glue_dir: str, task: str, split: str) -> str:
 def read_examples(
     glue_dir: str, task: str, split: str
 ) -> Tuple[List[GlueExample], read_report.ReadReport]:
-  """Reads the labelled examples of one GLUE split (`task`, `split`).
-
-  Returns:
-    The examples in file order, and a report whose records are the data rows
-    (the header excluded) and whose malformed records are the skipped rows.
-
-  Raises:
-    ValueError: unknown task or split, a header without the needed columns,
-      or no examples.
-    FileNotFoundError: the split's file does not exist.
-    GlueLabelError: a label outside the task's label set, or an STS-B score
-      that is not a finite number in [0, 5]; the message names file and line.
-  """
+  """The examples of one GLUE split in file order, and a report of its rows."""
   spec = get_task_spec(task)
   path = glue_file_path(glue_dir, task, split)
   if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
@@ -198,38 +161,25 @@ def read_examples(
     )
   columns = _COLUMNS[task]
   report = read_report.ReadReport(path=path, record_name='rows')
-  examples = []
-  indices = None
+  examples, indices = [], None
   for line_number, line in _read_lines(path):
     if indices is None:
       indices = _column_indices(columns, line, path)
       if columns.has_header:
         continue
-    row_index = report.num_records
+    guid = f'{task}-{split}-{report.num_records}'
     report.num_records += 1
-    problem = 'not valid UTF-8' if line is None else None
     fields = [] if line is None else line.split('\t')
+    problem = line is None and 'not valid UTF-8'
     problem = problem or _row_problem(fields, indices, columns)
     if problem:
       report.add_malformed(line_number, problem)
       continue
+    text_b = None if columns.text_b is None else fields[indices.text_b]
+    label = _parse_label(fields[indices.label], spec, path, line_number)
     examples.append(
-        GlueExample(
-            guid=f'{task}-{split}-{row_index}',
-            text_a=fields[indices.text_a],
-            text_b=None if columns.text_b is None else fields[indices.text_b],
-            label=_parse_label(fields[indices.label], spec, path, line_number),
-            line_number=line_number,
-        )
+        GlueExample(guid, fields[indices.text_a], text_b, label, line_number)
     )
-  _check_read(path, indices, examples, report)
-  report.num_examples = len(examples)
-  report.log(f'GLUE {task}/{split}')
-  return examples, report
-
-
-def _check_read(path, indices, examples, report) -> None:
-  """Refuses an empty file, or one without a usable row."""
   if indices is None:
     raise cli.UserError(f'GLUE file {path} is empty.')
   if not examples:
@@ -238,16 +188,16 @@ def _check_read(path, indices, examples, report) -> None:
         f'after its header, {report.num_malformed} of them malformed; give '
         'the split with its rows.'
     )
+  report.num_examples = len(examples)
+  report.log(f'GLUE {task}/{split}')
+  return examples, report
 
 
 def _read_lines(path: str) -> Iterator[Tuple[int, Optional[str]]]:
-  r"""Yields (1-based line number, text without line ending or BOM).
+  r"""Yields (line number, text without line ending or BOM, None if not UTF-8).
 
-  Splits on '\n' only (a stray '\r' inside a field stays text) and drops one
-  trailing '\r' (CRLF files). The text is None for a line that is not UTF-8.
+  Splits on '\n' only: iterating over a GFile would drop a '\r' in a field.
   """
-  # The whole file is split here: iterating over a GFile would drop every
-  # '\r' of the file, inside fields as well.
   with tf.io.gfile.GFile(path, 'rb') as f:
     raw_lines = f.read().split(b'\n')
   if raw_lines[-1] == b'':  # a final '\n' ends the last line; empty file
@@ -271,24 +221,16 @@ def _column_indices(
   if not columns.has_header:
     return columns
   header = (first_line or '').split('\t')
-  wanted = [
-      name
-      for name in (columns.text_a, columns.text_b, columns.label)
-      if name is not None
-  ]
+  names = (columns.text_a, columns.text_b, columns.label)
+  wanted = [name for name in names if name is not None]
   missing = [name for name in wanted if name not in header]
   if missing:
     raise cli.UserError(
-        f'{path}, line 1: header lacks columns {missing}; '
-        f'expected {wanted} among the tab-separated header, '
-        f'found {header}.'
+        f'{path}, line 1: header lacks columns {missing}; expected {wanted} '
+        f'among the tab-separated header, found {header}.'
     )
-  return _Columns(
-      text_a=header.index(columns.text_a),
-      text_b=(None if columns.text_b is None else header.index(columns.text_b)),
-      label=header.index(columns.label),
-      num_columns=len(header),
-  )
+  positions = (None if name is None else header.index(name) for name in names)
+  return _Columns(*positions, num_columns=len(header))
 
 
 def _row_problem(
@@ -344,30 +286,14 @@ class FeatureReport:
 def convert_examples_to_features(
     examples: Sequence[GlueExample], tokenizer, max_seq_length: int
 ) -> Tuple[Dict[str, np.ndarray], FeatureReport]:
-  """Tokenizes examples into fixed-length BERT inputs.
+  """Tokenizes examples into `[CLS] a [SEP] (b [SEP]) [PAD]...` inputs.
 
-  A single sentence becomes `[CLS] a [SEP]`, a pair `[CLS] a [SEP] b [SEP]`,
-  then [PAD] up to `max_seq_length`. Type ids are 0 for [CLS], a and its
-  [SEP], 1 for b and its [SEP], 0 for padding. A pair that is too long loses
-  tokens from the end of the currently longer sentence, one at a time (b on a
-  tie), as in BERT; a single sentence is cut at the end.
-
-  Args:
-    examples: N examples, all classification (int labels) or all regression
-      (float labels); the label dtype follows.
-    tokenizer: `vocab.FullTokenizer` or another object with Model Garden's
-      `FullTokenizer` interface, its `vocab` holding [CLS], [SEP] and [PAD].
-    max_seq_length: sequence length L, at least 3.
+  Type ids are 1 for b and its [SEP]. A pair too long loses tokens from the
+  end of the longer sentence, one at a time (b on a tie), as in BERT.
 
   Returns:
-    features: int32 [N, L] `input_word_ids`, `input_mask` and
-      `input_type_ids`, and `label_ids`: int32 [N] class ids, or float32 [N]
-      STS-B scores.
-    report: how many examples were converted and how many truncated.
-
-  Raises:
-    ValueError: no examples, mixed int and float labels, `max_seq_length` < 3,
-      or a special token missing from the vocabulary.
+    int32 `[N, L]` `input_word_ids`, `input_mask`, `input_type_ids` and `[N]`
+    `label_ids` (float32 for STS-B); and a `FeatureReport`.
   """
   if not examples:
     raise cli.UserError('No examples to convert.')
@@ -384,9 +310,7 @@ def convert_examples_to_features(
   features['label_ids'] = np.array(
       [example.label for example in examples], label_dtype
   )
-  report = FeatureReport(
-      num_examples=len(examples), num_truncated=num_truncated
-  )
+  report = FeatureReport(len(examples), num_truncated)
   logging.info(
       'Converted %d GLUE examples to length %d; %d truncated.',
       len(examples),
@@ -403,54 +327,33 @@ def _input_arrays(
     max_seq_length: int,
 ) -> Tuple[Dict[str, np.ndarray], int]:
   """The three int32 `[N, L]` encoder inputs, and how many were truncated."""
-  num = len(examples)
-  word_ids = np.full(
-      (num, max_seq_length), special_ids[vocab_lib.PAD_TOKEN], np.int32
+  shape = (len(examples), max_seq_length)
+  features = dict(
+      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
+      input_mask=np.zeros(shape, np.int32),
+      input_type_ids=np.zeros(shape, np.int32),
   )
-  mask = np.zeros((num, max_seq_length), np.int32)
-  type_ids = np.zeros((num, max_seq_length), np.int32)
+  sep_id = special_ids[vocab_lib.SEP_TOKEN]
   num_truncated = 0
   texts = [e.text_a for e in examples]
   texts += [e.text_b for e in examples if e.text_b is not None]
   with vocab_lib.prefetched(tokenizer, texts):
     for row, example in enumerate(examples):
-      ids, segments, truncated = _encode(
-          example, tokenizer, special_ids, max_seq_length
-      )
-      num_truncated += int(truncated)
-      word_ids[row, : len(ids)] = ids
-      mask[row, : len(ids)] = 1
-      type_ids[row, : len(ids)] = segments
-  features = dict(
-      input_word_ids=word_ids, input_mask=mask, input_type_ids=type_ids
-  )
+      tokens_a = tokenizer.tokenize(example.text_a)
+      tokens_b = None
+      if example.text_b is not None:
+        tokens_b = tokenizer.tokenize(example.text_b)
+      num_truncated += int(_truncate(tokens_a, tokens_b, max_seq_length))
+      ids = tokenizer.convert_tokens_to_ids(tokens_a)
+      ids = [special_ids[vocab_lib.CLS_TOKEN], *ids, sep_id]
+      type_ids = [0] * len(ids)
+      if tokens_b is not None:
+        ids_b = tokenizer.convert_tokens_to_ids(tokens_b) + [sep_id]
+        ids, type_ids = ids + ids_b, type_ids + [1] * len(ids_b)
+      features['input_word_ids'][row, : len(ids)] = ids
+      features['input_mask'][row, : len(ids)] = 1
+      features['input_type_ids'][row, : len(ids)] = type_ids
   return features, num_truncated
-
-
-def _encode(
-    example: GlueExample,
-    tokenizer,
-    special_ids: Dict[str, int],
-    max_seq_length: int,
-) -> Tuple[List[int], List[int], bool]:
-  """(ids, segment ids, whether truncated) of `[CLS] a [SEP] (b [SEP])`."""
-  sep_id = special_ids[vocab_lib.SEP_TOKEN]
-  tokens_a = tokenizer.tokenize(example.text_a)
-  tokens_b = (
-      None if example.text_b is None else tokenizer.tokenize(example.text_b)
-  )
-  truncated = _truncate(tokens_a, tokens_b, max_seq_length)
-  ids = (
-      [special_ids[vocab_lib.CLS_TOKEN]]
-      + tokenizer.convert_tokens_to_ids(tokens_a)
-      + [sep_id]
-  )
-  segments = [0] * len(ids)
-  if tokens_b is not None:
-    ids_b = tokenizer.convert_tokens_to_ids(tokens_b) + [sep_id]
-    ids += ids_b
-    segments += [1] * len(ids_b)
-  return ids, segments, truncated
 
 
 def _label_dtype(examples: Sequence[GlueExample]) -> type:
@@ -458,7 +361,7 @@ def _label_dtype(examples: Sequence[GlueExample]) -> type:
   kinds = {isinstance(example.label, float) for example in examples}
   if len(kinds) > 1:
     raise cli.UserError(
-        'Examples mix int (classification) and float ' '(regression) labels.'
+        'Examples mix int (classification) and float (regression) labels.'
     )
   return np.float32 if kinds.pop() else np.int32
 

@@ -1,17 +1,11 @@
-r"""Readers of N-best hypotheses with first-pass scores, and of references.
+r"""Readers of first-pass N-best hypotheses with scores, and of references.
 
-A recogniser's first pass writes each utterance's N best hypotheses (rank 1
-its output) with scores; a second pass rescores them. N-best formats:
-'espnet' (a decode directory of `<N>best_recog/` each with `text`, `score`
-as `<utt-id> tensor(-46.63)` and optional `scores` JSON components), 'json'
-(the mlm-scoring repository's `{"<utt-id>": {"ref": ..., "hyp_1": {"score",
-"text"}}}`) and 'tsv' (`utt_id<TAB>rank<TAB>first_pass_score<TAB>text`, an
-optional header). References: Kaldi `text` or sclite `.trn` (ESPnet's trn ids
-`<speaker>-<utt-id>` match too). A malformed line or entry is skipped and
-named in the `ReadReport`; a rank or reference id given twice, and an N-best
-list without a reference, are errors, since either would change the WER
-silently. Paths go through `tf.io.gfile`; texts are whitespace-normalised,
-and lower-cased with `lower_case=True`.
+N-best formats: 'espnet' (`<N>best_recog/{text,score,scores}`), 'json' (the
+mlm-scoring repository's `{"<utt-id>": {"ref": ..., "hyp_1": {"score",
+"text"}}}`) and 'tsv' (`utt_id<TAB>rank<TAB>first_pass_score<TAB>text`).
+References: Kaldi `text` or sclite `.trn`. A malformed line is skipped and
+named in the `ReadReport`; a rank or id given twice, or an N-best list without
+a reference, is an error, since either would change the WER silently.
 """
 
 import dataclasses
@@ -44,11 +38,7 @@ _MAX_NAMED_IDS = 5
 
 @dataclasses.dataclass(frozen=True)
 class Hypothesis:
-  """One first-pass hypothesis: its 1-based rank, words and scores.
-
-  `first_pass_score` is the total (higher is better); `components` the
-  score components by name (ESPnet's `scores` file), else empty.
-  """
+  """One hypothesis; score higher is better, `components` ESPnet's `scores`."""
 
   rank: int
   text: str
@@ -71,12 +61,7 @@ class NBestList:
 
 @dataclasses.dataclass(frozen=True)
 class ReadReport:
-  """What a reader read and skipped.
-
-  `file_format` is resolved if 'auto'; `num_utterances` counts N-best lists
-  (or references), `num_hypotheses` their hypotheses (0 for references);
-  `malformed` is `(location, description)` of each skipped line or entry.
-  """
+  """What a reader read, and `(location, description)` of what it skipped."""
 
   path: str
   file_format: str
@@ -93,18 +78,15 @@ class ReadReport:
         'num_hypotheses': self.num_hypotheses,
         'num_malformed': len(self.malformed),
         'malformed': [
-            {'location': location, 'description': description}
-            for location, description in self.malformed
+            dict(location=where, description=what)
+            for where, what in self.malformed
         ],
     }
 
 
 @dataclasses.dataclass(frozen=True)
 class NBestSet:
-  """The N-best lists of one file or directory, in first-appearance order.
-
-  `embedded_references` are 'json''s "ref" by utterance id (else empty).
-  """
+  """N-best lists in first-appearance order, with 'json''s "ref"s by id."""
 
   lists: Tuple[NBestList, ...]
   embedded_references: Mapping[str, str]
@@ -114,16 +96,7 @@ class NBestSet:
 def read_nbest(
     path: str, nbest_format: str = 'auto', lower_case: bool = False
 ) -> NBestSet:
-  """Reads N-best lists with first-pass scores.
-
-  `nbest_format` 'auto' picks 'espnet' for a directory, 'json' for a file
-  starting with '{', and 'tsv' otherwise.
-
-  Raises:
-    FileNotFoundError: `path`, or a file the format requires, is missing.
-    ValueError: unknown format, text that is not UTF-8 or (for 'json') not
-      JSON, a rank given twice for one utterance, or no hypothesis at all.
-  """
+  """Reads N-best lists ('auto': espnet for a directory, json if '{', tsv)."""
   if nbest_format not in NBEST_FORMATS:
     raise cli.UserError(
         f'nbest_format must be one of {NBEST_FORMATS}, got {nbest_format!r}.'
@@ -133,13 +106,10 @@ def read_nbest(
   if nbest_format == 'auto':
     nbest_format = _detect_nbest_format(path)
   collector = _NBestCollector(path, lower_case)
-  references = {}
-  if nbest_format == 'espnet':
-    _read_espnet(path, collector)
-  elif nbest_format == 'json':
-    references = _read_mlm_scoring_json(path, collector)
-  else:
-    _read_tsv(path, collector)
+  read = {'espnet': _read_espnet, 'json': _read_mlm_scoring_json}.get(
+      nbest_format, _read_tsv
+  )
+  references = read(path, collector) or {}  # Only 'json' has references.
   nbest_set = collector.build(nbest_format, references)
   _log_report(nbest_set.report)
   return nbest_set
@@ -148,16 +118,7 @@ def read_nbest(
 def read_references(
     path: str, reference_format: str = 'auto', lower_case: bool = False
 ) -> Tuple[Dict[str, str], ReadReport]:
-  """Reads reference transcripts: by id, in file order, and a report.
-
-  `reference_format` 'auto' picks 'trn' for a '.trn' name or when each of
-  the first 100 non-blank lines ends in `(<id>)`, and 'kaldi' otherwise.
-
-  Raises:
-    FileNotFoundError: `path` does not exist.
-    ValueError: unknown format, a line that is not UTF-8, an id given twice,
-      or no reference at all.
-  """
+  """References by id in file order, and a report ('auto': 'trn' or 'kaldi')."""
   if reference_format not in REFERENCE_FORMATS:
     raise cli.UserError(
         f'reference_format must be one of {REFERENCE_FORMATS}, '
@@ -166,19 +127,19 @@ def read_references(
   lines = text_files.read_lines(path, 'References file')
   if reference_format == 'auto':
     reference_format = _detect_reference_format(path, lines)
-  references = {}
-  first_line = {}
-  malformed = []
+  references, first_line, malformed = {}, {}, []
   for line_number, line in enumerate(lines, start=1):
     if not line.strip():
       continue
-    id_and_text = _reference_line(line, reference_format)
-    if id_and_text is None:
-      malformed.append(
-          (f'{path} line {line_number}', 'expected "WORDS ... (<utt-id>)"')
-      )
-      continue
-    utterance_id, text = id_and_text
+    if reference_format == 'trn':
+      match = _TRN_LINE.match(line)
+      if not match:
+        where = f'{path} line {line_number}'
+        malformed.append((where, 'expected "WORDS ... (<utt-id>)"'))
+        continue
+      text, utterance_id = match.groups()
+    else:
+      utterance_id, text = (line.split(maxsplit=1) + [''])[:2]
     if utterance_id in first_line:
       raise cli.UserError(
           f'{path} line {line_number}: reference id {utterance_id!r} was '
@@ -199,41 +160,23 @@ def read_references(
   return references, report
 
 
-def _reference_line(
-    line: str, reference_format: str
-) -> Optional[Tuple[str, str]]:
-  """(id, text) of a non-blank line; None for a malformed trn line."""
-  if reference_format == 'trn':
-    match = _TRN_LINE.match(line)
-    return (match.group(2), match.group(1)) if match else None
-  fields = line.split(maxsplit=1)
-  return fields[0], fields[1] if len(fields) > 1 else ''
-
-
 def match_references(
     nbest_lists: Sequence[NBestList],
     references: Mapping[str, str],
     nbest_path: str = '',
     references_path: str = '',
 ) -> List[str]:
-  """The reference of each N-best list, in the order of `nbest_lists`.
+  """The reference of each list: by id, or ending a `<speaker>-<utt-id>` id.
 
-  An utterance id is looked up as it is, and else as the end of a reference
-  id `<prefix>-<utt-id>` (ESPnet's trn ids are `<speaker>-<utt-id>`); the
-  paths only name the inputs in error messages.
-
-  Raises:
-    ValueError: a list has no reference, or its id ends two reference ids.
+  The paths only name the inputs in error messages.
   """
   by_suffix = _ids_by_suffix(references)
-  matched = []
-  missing = []
+  matched, missing = [], []
   for nbest_list in nbest_lists:
     utterance_id = nbest_list.utterance_id
-    if utterance_id in references:
-      matched.append(references[utterance_id])
-      continue
     candidates = by_suffix.get(utterance_id, [])
+    if utterance_id in references:
+      candidates = [utterance_id]
     if len(candidates) > 1:
       raise cli.UserError(
           f'{references_path or "references"}: utterance {utterance_id!r} '
@@ -260,11 +203,10 @@ def _ids_by_suffix(references: Mapping[str, str]) -> Dict[str, List[str]]:
   """Reference ids by each of their ends after a '-'."""
   by_suffix = {}
   for reference_id in references:
-    for position, character in enumerate(reference_id):
-      if character == '-' and position + 1 < len(reference_id):
-        by_suffix.setdefault(reference_id[position + 1 :], []).append(
-            reference_id
-        )
+    for position, character in enumerate(reference_id[:-1]):
+      if character == '-':
+        suffix = reference_id[position + 1 :]
+        by_suffix.setdefault(suffix, []).append(reference_id)
   return by_suffix
 
 
@@ -296,31 +238,24 @@ class _NBestCollector:
           'utterance once.'
       )
     self._locations[key] = location
+    text = _normalize_text(text, self._lower_case)
     self._hypotheses.setdefault(utterance_id, {})[rank] = Hypothesis(
-        rank=rank,
-        text=_normalize_text(text, self._lower_case),
-        first_pass_score=score,
-        components=dict(components or {}),
+        rank, text, score, dict(components or {})
     )
 
   def skip(self, location: str, description: str):
-    """Records a malformed line or entry."""
     self.malformed.append((location, description))
 
   def build(self, file_format: str, references: Mapping[str, str]) -> NBestSet:
     """The `NBestSet` of everything added."""
     lists = tuple(
-        NBestList(
-            utterance_id, tuple(by_rank[rank] for rank in sorted(by_rank))
-        )
-        for utterance_id, by_rank in self._hypotheses.items()
+        NBestList(utt_id, tuple(by_rank[rank] for rank in sorted(by_rank)))
+        for utt_id, by_rank in self._hypotheses.items()
     )
+    num_hypotheses = sum(len(n.hypotheses) for n in lists)
+    malformed = tuple(self.malformed)
     report = ReadReport(
-        self._path,
-        file_format,
-        len(lists),
-        sum(len(n.hypotheses) for n in lists),
-        tuple(self.malformed),
+        self._path, file_format, len(lists), num_hypotheses, malformed
     )
     if not lists:
       raise cli.UserError(
@@ -361,20 +296,15 @@ def _read_espnet(path: str, collector: _NBestCollector):
 
 def _read_espnet_rank(directory: str, rank: int, collector: _NBestCollector):
   """Reads one `<rank>best_recog/` directory's hypotheses and scores."""
-  score_path = _join(directory, 'score')
+  score_path, text_path = _join(directory, 'score'), _join(directory, 'text')
   scores = _read_espnet_scores(score_path, collector)
   components_path = _join(directory, 'scores')
-  components = (
-      _read_espnet_components(components_path, collector)
-      if tf.io.gfile.exists(components_path)
-      else {}
-  )
-  text_path = _join(directory, 'text')
+  components = {}
+  if tf.io.gfile.exists(components_path):
+    components = _read_espnet_components(components_path, collector)
   texts = {}
-  for line_number, location, fields in _id_lines(
-      text_path, 'ESPnet hypothesis file'
-  ):
-    utterance_id = fields[0]
+  hypothesis_lines = _id_lines(text_path, 'ESPnet hypothesis file')
+  for line_number, location, [utterance_id, *text] in hypothesis_lines:
     if utterance_id in texts:
       raise cli.UserError(
           f'{location}: utterance {utterance_id!r} was already given at '
@@ -383,36 +313,24 @@ def _read_espnet_rank(directory: str, rank: int, collector: _NBestCollector):
       )
     texts[utterance_id] = line_number
     if utterance_id not in scores:
-      collector.skip(
-          location,
-          f'no score for {utterance_id!r} in '
-          f'{score_path}; hypothesis skipped',
-      )
+      problem = f'no score for {utterance_id!r} in {score_path}'
+      collector.skip(location, problem + '; hypothesis skipped')
       continue
-    collector.add(
-        location,
-        utterance_id,
-        rank,
-        fields[1] if len(fields) > 1 else '',
-        scores[utterance_id][0],
-        components.get(utterance_id),
-    )
+    score, _ = scores[utterance_id]
+    hypothesis = (rank, ''.join(text), score, components.get(utterance_id))
+    collector.add(location, utterance_id, *hypothesis)
   for utterance_id, (_, line_number) in scores.items():
     if utterance_id not in texts:
-      collector.skip(
-          f'{score_path} line {line_number}',
-          f'score of {utterance_id!r} has no hypothesis in '
-          f'{text_path}; ignored',
-      )
+      problem = f'score of {utterance_id!r} has no hypothesis in {text_path}'
+      collector.skip(f'{score_path} line {line_number}', problem + '; ignored')
 
 
 def _id_lines(
     path: str, description: str
 ) -> Iterator[Tuple[int, str, List[str]]]:
   """(line number, location, [id, rest]) of each non-blank line."""
-  for line_number, line in enumerate(
-      text_files.read_lines(path, description), start=1
-  ):
+  lines = text_files.read_lines(path, description)
+  for line_number, line in enumerate(lines, start=1):
     if line.strip():
       yield line_number, f'{path} line {line_number}', line.split(maxsplit=1)
 
@@ -450,29 +368,22 @@ def _read_espnet_components(
       values = json.loads(fields[1]) if len(fields) == 2 else None
     except json.JSONDecodeError:
       values = None
-    if not isinstance(values, dict):
+    parsed = {}
+    if isinstance(values, dict):
+      parsed = {name: _espnet_number(value) for name, value in values.items()}
+    if not isinstance(values, dict) or None in parsed.values():
       collector.skip(location, expected)
-      continue
-    parsed = {name: _espnet_number(value) for name, value in values.items()}
-    if any(value is None for value in parsed.values()):
-      collector.skip(location, expected)
-      continue
-    components[fields[0]] = parsed
+    else:
+      components[fields[0]] = parsed
   return components
 
 
 def _espnet_number(value) -> Optional[float]:
   """The finite number of `tensor(-1.5)`, `-1.5` or 1.5; else None."""
-  if isinstance(value, bool):
-    return None
-  if isinstance(value, (int, float)):
+  if isinstance(value, (int, float)) and not isinstance(value, bool):
     return float(value) if math.isfinite(value) else None
-  if not isinstance(value, str):
-    return None
-  match = _ESPNET_SCORE.match(value.strip())
-  if not match:
-    return None
-  return _finite_float(match.group(1) or match.group(2))
+  match = isinstance(value, str) and _ESPNET_SCORE.match(value.strip())
+  return _finite_float(match.group(1) or match.group(2)) if match else None
 
 
 def _read_mlm_scoring_json(
@@ -510,9 +421,8 @@ def _load_json_object(path: str) -> Dict[str, Any]:
     for key, _ in pairs:
       if key in keys:
         raise cli.UserError(
-            f'{path}: key {key!r} appears twice in one JSON '
-            'object; expected each utterance and each hyp_<N> '
-            'once.'
+            f'{path}: key {key!r} appears twice in one JSON object; expected '
+            'each utterance and each hyp_<N> once.'
         )
       keys.add(key)
     return dict(pairs)
@@ -543,7 +453,7 @@ def _add_json_hypothesis(
   """Adds a `hyp_<N>` entry, or skips one that is not."""
   match = _JSON_HYPOTHESIS_KEY.match(key)
   if not match:
-    collector.skip(location, 'expected "ref" or "hyp_<N>" (N >= 1); ' 'ignored')
+    collector.skip(location, 'expected "ref" or "hyp_<N>" (N >= 1); ignored')
     return
   score = (
       _espnet_number(value.get('score')) if isinstance(value, dict) else None
@@ -562,9 +472,8 @@ def _add_json_hypothesis(
 
 def _read_tsv(path: str, collector: _NBestCollector):
   """Reads `utt_id<TAB>rank<TAB>first_pass_score<TAB>text` lines."""
-  for line_number, line in enumerate(
-      text_files.read_lines(path, 'N-best TSV file'), start=1
-  ):
+  lines = text_files.read_lines(path, 'N-best TSV file')
+  for line_number, line in enumerate(lines, start=1):
     if not line.strip() or (line_number == 1 and line == TSV_HEADER):
       continue
     location = f'{path} line {line_number}'
@@ -605,12 +514,12 @@ def _detect_nbest_format(path: str) -> str:
 
 
 def _detect_reference_format(path: str, lines: Sequence[str]) -> str:
-  """'trn' for a '.trn' name or all-trn first lines, else 'kaldi'."""
-  if path.endswith('.trn'):
-    return 'trn'
+  """'trn' for a '.trn' name or all-trn first 100 lines, else 'kaldi'."""
   content = [line for line in lines if line.strip()]
   content = content[:_MAX_LINES_TO_DETECT_FORMAT]
-  if content and all(_TRN_LINE.match(line) for line in content):
+  if path.endswith('.trn') or (
+      content and all(_TRN_LINE.match(line) for line in content)
+  ):
     return 'trn'
   return 'kaldi'
 
@@ -618,10 +527,9 @@ def _detect_reference_format(path: str, lines: Sequence[str]) -> str:
 def _finite_float(text: str) -> Optional[float]:
   """`float(text)` if that is a finite number, else None."""
   try:
-    value = float(text)
+    return float(text) if math.isfinite(float(text)) else None
   except ValueError:
     return None
-  return value if math.isfinite(value) else None
 
 
 def _normalize_text(text: str, lower_case: bool) -> str:
@@ -639,31 +547,28 @@ def _first_problem(report: ReadReport) -> str:
   """', the first of N malformed lines: ...' or '' (for error messages)."""
   if not report.malformed:
     return ''
-  location, description = report.malformed[0]
+  where, what = report.malformed[0]
+  num = len(report.malformed)
   return (
-      f'; all {len(report.malformed)} lines/entries are malformed, the '
-      f'first at {location}: {description}'
+      f'; all {num} lines/entries are malformed, the first at {where}: {what}'
   )
 
 
 def _log_report(report: ReadReport):
   """Logs the counts and the first malformed lines."""
   if report.file_format in REFERENCE_FORMATS:
-    logging.info(
-        '%s (%s): %d references, %d malformed lines.',
-        report.path,
-        report.file_format,
-        report.num_utterances,
-        len(report.malformed),
-    )
+    counts = f'{report.num_utterances} references'
   else:
-    logging.info(
-        '%s (%s): %d utterances, %d hypotheses, %d malformed lines.',
-        report.path,
-        report.file_format,
-        report.num_utterances,
-        report.num_hypotheses,
-        len(report.malformed),
+    counts = (
+        f'{report.num_utterances} utterances, '
+        f'{report.num_hypotheses} hypotheses'
     )
+  logging.info(
+      '%s (%s): %s, %d malformed lines.',
+      report.path,
+      report.file_format,
+      counts,
+      len(report.malformed),
+  )
   for location, description in report.malformed[:_MAX_LOGGED_PROBLEMS]:
     logging.warning('%s: %s', location, description)

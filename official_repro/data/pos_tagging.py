@@ -1,17 +1,12 @@
 r"""Penn Treebank POS tagging: file readers, label list, features, accuracy.
 
-Paper 001 fine-tunes BERT as a word-level tagger (a per-token classifier or a
-CRF): a word's tag labels its FIRST WordPiece, its other pieces get '##'
-(`CONTINUATION_LABEL`), [CLS], [SEP] and [PAD] get 'PAD' (`PAD_LABEL`), and
-loss and accuracy count word-initial pieces only (`label_weights`). Files are
-'conll' (a token a line, word first, tag last by default; CoNLL-2000/2003:
-`conll_tag_column=1`; blank and `-DOCSTART-` lines end sentences) or
-'treebank' (`.pos`: `word/TAG` split at the last unescaped '/', `\/`
-unescaped; chunk brackets ignored; blank and '=' lines end sentences). An
-ambiguous `NN|JJ` keeps `NN`; malformed lines and tokens are skipped and
-counted in a `read_report.ReadReport`. Long sentences are split at word
-boundaries, not truncated, so every word is scored once. Not reused: Model
-Garden's `tagging_data_lib` reads only `word tag` lines and writes TFRecords.
+A word's tag labels its first WordPiece, its other pieces get '##', [CLS],
+[SEP] and [PAD] get 'PAD', and loss and accuracy count word-initial pieces
+only (`label_weights`). Files are 'conll' (a token a line) or 'treebank'
+(`word/TAG`, `\/` escaped); an ambiguous `NN|JJ` keeps `NN`; malformed lines
+are skipped and reported. Long sentences are split between words, not
+truncated, so every word is scored once. Not reused: Model Garden's
+`tagging_data_lib` reads only `word tag` lines and writes TFRecords.
 """
 
 import dataclasses
@@ -45,11 +40,7 @@ _MAX_LINES_TO_DETECT_FORMAT = 100
 
 @dataclasses.dataclass(frozen=True)
 class TaggedSentence:
-  """One sentence with a POS tag per word (untokenized words).
-
-  `line_number` is the 1-based line of its first word in `path` (''
-  if not read from a file), for error messages.
-  """
+  """One sentence, a tag per word; `line_number` is that of its first word."""
 
   words: Tuple[str, ...]
   tags: Tuple[str, ...]
@@ -74,15 +65,8 @@ class TaggedSentence:
 class FeatureReport:
   """What `convert_to_features` produced.
 
-  Attributes:
-    num_sentences: sentences converted.
-    num_words: words in them; each has weight 1 in exactly one feature.
-    num_features: rows of the feature arrays.
-    num_split_sentences: sentences continued over several features.
-    num_empty_words: words the tokenizer turned into no piece at all (e.g. a
-      control character), fed to the model as one [UNK] piece.
-    num_truncated_words: words with more pieces than fit in one feature; their
-      trailing continuation pieces (label '##', weight 0) are dropped.
+  `num_empty_words` tokenized to no piece and were fed as [UNK];
+  `num_truncated_words` lost continuation pieces that did not fit a feature.
   """
 
   num_sentences: int
@@ -93,38 +77,25 @@ class FeatureReport:
   num_truncated_words: int
 
 
-# The counts of `FeatureReport` that the conversion adds up.
-_FEATURE_COUNTS = (
-    'num_words',
-    'num_split_sentences',
-    'num_empty_words',
-    'num_truncated_words',
-)
+# The counts of `FeatureReport` that `_RowEncoder` adds up.
+_FEATURE_COUNTS = [
+    f.name
+    for f in dataclasses.fields(FeatureReport)
+    if f.name not in ('num_sentences', 'num_features')
+]
 
 
 def read_tagged_sentences(
     path: str, file_format: str = 'auto', conll_tag_column: int = -1
 ) -> Tuple[List[TaggedSentence], read_report.ReadReport]:
-  """Reads POS-tagged sentences from a conll-style or tagged-treebank file.
+  """Reads POS-tagged sentences, in file order, and a report.
 
   Args:
-    path: the file (anything `tf.io.gfile` opens), UTF-8, LF or CRLF lines.
-    file_format: 'conll', 'treebank' or 'auto'. 'auto' picks 'treebank' if the
-      file has '=====' separator lines or if most of its first 100 content
-      lines end in a `word/TAG` token, and 'conll' otherwise (a conll tag
-      never contains '/').
-    conll_tag_column: 0-based (or negative, from the end) field holding the
-      tag in the 'conll' format; -1 is the last field. Never 0 (the word).
-
-  Returns:
-    The sentences in file order, and a report: records are non-blank lines,
-    examples the sentences, `file_format` the one used, `counts` the
-    'words', 'docstart_lines' and 'ambiguous_tags'.
-
-  Raises:
-    FileNotFoundError: `path` does not exist.
-    ValueError: unknown `file_format`, `conll_tag_column` 0, a line that is
-      not UTF-8, or no sentence could be read (empty, or all malformed).
+    path: the file, UTF-8.
+    file_format: 'conll', 'treebank' or 'auto' ('treebank' if there are
+      '=====' lines or most of the first 100 lines end in `word/TAG`).
+    conll_tag_column: the tag's field in 'conll' (CoNLL-2000/2003: 1); -1 the
+      last. Never 0 (the word).
   """
   if file_format not in FILE_FORMATS:
     raise cli.UserError(
@@ -162,15 +133,7 @@ def _raise_nothing_read(path, file_format, report) -> None:
 
 
 def build_label_list(sentences: Iterable[TaggedSentence]) -> Tuple[str, ...]:
-  """The classifier's labels: 'PAD', '##', then the sorted tag set.
-
-  'PAD' is at index 0 so that zero-filled label arrays mean padding. The
-  tags come from `sentences` (normally the training set: dev/test tags
-  outside it are errors in `convert_to_features`).
-
-  Raises:
-    ValueError: no tags at all, or a word is tagged with a reserved label.
-  """
+  """'PAD' (index 0, so zeros mean padding), '##', then the sorted tags."""
   tags = set()
   for sentence in sentences:
     for tag in sentence.tags:
@@ -191,30 +154,14 @@ def convert_to_features(
     label_list: Sequence[str],
     max_seq_length: int,
 ) -> Tuple[Dict[str, np.ndarray], FeatureReport]:
-  """Tokenizes tagged sentences into `[CLS] pieces [SEP] [PAD]...` features.
+  """Tokenizes sentences into `[CLS] pieces [SEP] [PAD]...` features.
 
-  A sentence whose pieces do not fit in `max_seq_length - 2` positions is cut
-  between words into as many features as needed, each with its own [CLS] and
-  [SEP] (the later parts see no left context). A single word with more pieces
-  than that keeps its first `max_seq_length - 2` pieces.
-
-  Args:
-    sentences: the tagged sentences.
-    tokenizer: `vocab.FullTokenizer` or another `FullTokenizer`-like object
-      whose vocab has [CLS], [SEP], [PAD] and [UNK].
-    label_list: e.g. from `build_label_list`, with 'PAD' and '##'.
-    max_seq_length: length of each feature, >= 3.
+  A sentence too long is cut between words into several features (later
+  parts see no left context); a word too long keeps its first pieces.
 
   Returns:
-    Arrays `[num_features, max_seq_length]`: int32 `input_word_ids`,
-    `input_mask`, `input_type_ids` (zeros) and `label_ids` (the tag on a
-    word's first piece, '##' on its others, 'PAD' on [CLS], [SEP], [PAD]),
-    and float32 `label_weights` (1.0 on word-initial pieces); and a report.
-
-  Raises:
-    ValueError: `max_seq_length` < 3, a bad `label_list`, a vocab without the
-      special tokens, or a word whose tag is not in `label_list` (naming the
-      sentence's file and line).
+    `[num_features, max_seq_length]` int32 `input_word_ids`, `input_mask`,
+    `input_type_ids` (zeros), `label_ids`, float32 `label_weights`; a report.
   """
   if max_seq_length < 3:
     raise cli.UserError(
@@ -223,48 +170,16 @@ def convert_to_features(
     )
   label_ids = _label_ids(label_list)
   special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
-  counts = dict.fromkeys(_FEATURE_COUNTS, 0)
+  encoder = _RowEncoder(tokenizer, special_ids, label_ids, max_seq_length)
   all_words = (word for sentence in sentences for word in sentence.words)
   with vocab_lib.prefetched(tokenizer, all_words):
-    rows = [
-        row
-        for sentence in sentences
-        for row in _sentence_rows(
-            sentence, tokenizer, special_ids, label_ids, max_seq_length, counts
-        )
-    ]
-  features = _stack_rows(
-      rows,
-      max_seq_length,
-      special_ids[vocab_lib.PAD_TOKEN],
-      label_ids[PAD_LABEL],
-  )
+    rows = [row for sentence in sentences for row in encoder.rows(sentence)]
+  features = _stack_rows(rows, max_seq_length, special_ids, label_ids)
   report = FeatureReport(
-      num_sentences=len(sentences), num_features=len(rows), **counts
+      num_sentences=len(sentences), num_features=len(rows), **encoder.counts
   )
   _log_feature_report(report)
   return features, report
-
-
-def _sentence_rows(
-    sentence: TaggedSentence,
-    tokenizer,
-    special_ids: Mapping[str, int],
-    label_ids: Mapping[str, int],
-    max_seq_length: int,
-    counts: Dict[str, int],
-) -> List[Tuple[List[int], List[int], List[float]]]:
-  """The `_encode_row`s of one sentence, cut between words to fit."""
-  capacity = max_seq_length - 2
-  words = _encode_words(sentence, tokenizer, label_ids, capacity, counts)
-  counts['num_words'] += len(words)
-  chunks = _chunk_words([len(ids) for ids, _ in words], capacity)
-  if len(chunks) > 1:
-    counts['num_split_sentences'] += 1
-  return [
-      _encode_row(words[start:end], special_ids, label_ids)
-      for start, end in chunks
-  ]
 
 
 def tagging_accuracy(
@@ -272,17 +187,8 @@ def tagging_accuracy(
     label_ids: np.ndarray,
     label_weights: np.ndarray,
 ) -> float:
-  """Fraction of words whose first piece is predicted correctly.
-
-  All three are `[num_features, seq_length]`, the weights 1 on word-initial
-  pieces (`convert_to_features`); returns `sum(weights * (predicted ==
-  gold)) / sum(weights)`.
-
-  Raises:
-    ValueError: the shapes differ or the weights sum to 0.
-  """
-  predicted = np.asarray(predicted_label_ids)
-  gold = np.asarray(label_ids)
+  """Weighted fraction correct; all three `[num_features, seq_length]`."""
+  predicted, gold = np.asarray(predicted_label_ids), np.asarray(label_ids)
   weights = np.asarray(label_weights, dtype=np.float64)
   if not predicted.shape == gold.shape == weights.shape:
     raise cli.UserError(
@@ -302,9 +208,7 @@ class _TaggedFileParser:
     self._path = path
     self.sentences: List[TaggedSentence] = []
     self.report = read_report.ReadReport(path=path, record_name='lines')
-    self._words: List[str] = []
-    self._tags: List[str] = []
-    self._first_line = 0
+    self._words, self._tags, self._first_line = [], [], 0
 
   def parse_conll(self, lines: Sequence[str], tag_column: int):
     """One word per line; blank and -DOCSTART- lines end sentences."""
@@ -328,16 +232,11 @@ class _TaggedFileParser:
     """`word/TAG` tokens; blank and '=====' lines end sentences."""
     for line_number, line in enumerate(lines, start=1):
       tokens = line.split()
-      if (
-          not tokens
-          or _is_treebank_separator(line)
-          or self._is_docstart(tokens)
-      ):
+      ends_sentence = not tokens or _is_treebank_separator(line)
+      if ends_sentence or self._is_docstart(tokens):
         self._end_sentence()
         continue
-      for token in tokens:
-        if token in _CHUNK_BRACKETS:
-          continue
+      for token in (t for t in tokens if t not in _CHUNK_BRACKETS):
         word_and_tag = _split_treebank_token(token)
         if word_and_tag is None:
           self.report.add_malformed(
@@ -365,33 +264,27 @@ class _TaggedFileParser:
 
   def _end_sentence(self):
     if self._words:
+      words, tags = tuple(self._words), tuple(self._tags)
       self.sentences.append(
-          TaggedSentence(
-              words=tuple(self._words),
-              tags=tuple(self._tags),
-              line_number=self._first_line,
-              path=self._path,
-          )
+          TaggedSentence(words, tags, self._first_line, self._path)
       )
     self._words, self._tags = [], []
 
 
 def _detect_format(lines: Sequence[str]) -> str:
   """'treebank' or 'conll', from separators and content lines' last token."""
-  treebank_votes = conll_votes = 0
+  votes = {'conll': 0, 'treebank': 0}
   for line in lines:
     tokens = [t for t in line.split() if t not in _CHUNK_BRACKETS]
     if not tokens or tokens[0] == DOCSTART:
       continue
     if _is_treebank_separator(line):
       return 'treebank'
-    if _split_treebank_token(tokens[-1]) is None:
-      conll_votes += 1
-    else:
-      treebank_votes += 1
-    if treebank_votes + conll_votes >= _MAX_LINES_TO_DETECT_FORMAT:
+    is_tagged = _split_treebank_token(tokens[-1]) is not None
+    votes['treebank' if is_tagged else 'conll'] += 1
+    if sum(votes.values()) >= _MAX_LINES_TO_DETECT_FORMAT:
       break
-  return 'treebank' if treebank_votes > conll_votes else 'conll'
+  return 'treebank' if votes['treebank'] > votes['conll'] else 'conll'
 
 
 def _is_treebank_separator(line: str) -> bool:
@@ -402,9 +295,7 @@ def _is_treebank_separator(line: str) -> bool:
 def _split_treebank_token(token: str) -> Optional[Tuple[str, str]]:
   """`word/TAG` -> (unescaped word, TAG); None if there is no such split."""
   match = _TREEBANK_TOKEN.match(token)
-  if match is None:
-    return None
-  return match.group(1).replace('\\/', '/'), match.group(2)
+  return match and (match.group(1).replace('\\/', '/'), match.group(2))
 
 
 def _label_ids(label_list: Sequence[str]) -> Dict[str, int]:
@@ -443,43 +334,10 @@ def _tag_id(
   )
 
 
-def _encode_words(
-    sentence: TaggedSentence,
-    tokenizer,
-    label_ids: Mapping[str, int],
-    capacity: int,
-    counts: Dict[str, int],
-) -> List[Tuple[List[int], int]]:
-  """`(piece ids, tag label id)` of each word, at most `capacity` pieces.
-
-  A word the tokenizer deletes becomes [UNK]; `counts` counts those and the
-  cut words.
-  """
-  words = []
-  for index, (word, tag) in enumerate(zip(sentence.words, sentence.tags)):
-    pieces = tokenizer.tokenize(word)
-    if not pieces:
-      pieces = [vocab_lib.UNK_TOKEN]
-      counts['num_empty_words'] += 1
-    if len(pieces) > capacity:
-      pieces = pieces[:capacity]
-      counts['num_truncated_words'] += 1
-    words.append(
-        (
-            tokenizer.convert_tokens_to_ids(pieces),
-            _tag_id(label_ids, sentence, index, tag),
-        )
-    )
-  return words
-
-
 def _chunk_words(
     piece_counts: Sequence[int], capacity: int
 ) -> List[Tuple[int, int]]:
-  """Greedy `[start, end)` word ranges whose pieces fit in `capacity`.
-
-  Consecutive, covering every word once (one empty range for no words).
-  """
+  """Greedy `[start, end)` word ranges whose pieces fit (one for no words)."""
   chunks = []
   start, used = 0, 0
   for index, count in enumerate(piece_counts):
@@ -491,38 +349,69 @@ def _chunk_words(
   return chunks
 
 
-def _encode_row(
-    words: Sequence[Tuple[List[int], int]],
-    special_ids: Mapping[str, int],
-    label_ids: Mapping[str, int],
-) -> Tuple[List[int], List[int], List[float]]:
-  """`[CLS] pieces [SEP]`: its token ids, label ids and weights, unpadded."""
-  pad_label = label_ids[PAD_LABEL]
-  continuation_label = label_ids[CONTINUATION_LABEL]
-  token_ids = [special_ids[vocab_lib.CLS_TOKEN]]
-  labels = [pad_label]
-  weights = [0.0]
-  for piece_ids, tag_id in words:
-    token_ids.extend(piece_ids)
-    labels.extend([tag_id] + [continuation_label] * (len(piece_ids) - 1))
-    weights.extend([1.0] + [0.0] * (len(piece_ids) - 1))
-  token_ids.append(special_ids[vocab_lib.SEP_TOKEN])
-  return token_ids, labels + [pad_label], weights + [0.0]
+class _RowEncoder:
+  """Encodes sentences into unpadded `[CLS] pieces [SEP]` rows, counting."""
+
+  def __init__(self, tokenizer, special_ids, label_ids, max_seq_length: int):
+    self._tokenizer = tokenizer
+    self._special_ids = special_ids
+    self._label_ids = label_ids
+    self._capacity = max_seq_length - 2
+    self.counts = dict.fromkeys(_FEATURE_COUNTS, 0)
+
+  def rows(
+      self, sentence: TaggedSentence
+  ) -> List[Tuple[List[int], List[int], List[float]]]:
+    """(token ids, label ids, weights) rows of a sentence, cut between words."""
+    words = self._encode_words(sentence)
+    self.counts['num_words'] += len(words)
+    chunks = _chunk_words([len(ids) for ids, _ in words], self._capacity)
+    self.counts['num_split_sentences'] += int(len(chunks) > 1)
+    return [self._encode_row(words[start:end]) for start, end in chunks]
+
+  def _encode_words(
+      self, sentence: TaggedSentence
+  ) -> List[Tuple[List[int], int]]:
+    """`(piece ids, tag label id)` of each word, at most `capacity` pieces."""
+    words = []
+    for index, (word, tag) in enumerate(zip(sentence.words, sentence.tags)):
+      pieces = self._tokenizer.tokenize(word)
+      if not pieces:
+        pieces = [vocab_lib.UNK_TOKEN]
+        self.counts['num_empty_words'] += 1
+      if len(pieces) > self._capacity:
+        pieces = pieces[: self._capacity]
+        self.counts['num_truncated_words'] += 1
+      tag_id = _tag_id(self._label_ids, sentence, index, tag)
+      words.append((self._tokenizer.convert_tokens_to_ids(pieces), tag_id))
+    return words
+
+  def _encode_row(self, words: Sequence[Tuple[List[int], int]]):
+    pad_label = self._label_ids[PAD_LABEL]
+    continuation_label = self._label_ids[CONTINUATION_LABEL]
+    token_ids = [self._special_ids[vocab_lib.CLS_TOKEN]]
+    labels, weights = [pad_label], [0.0]
+    for piece_ids, tag_id in words:
+      token_ids.extend(piece_ids)
+      labels += [tag_id] + [continuation_label] * (len(piece_ids) - 1)
+      weights += [1.0] + [0.0] * (len(piece_ids) - 1)
+    token_ids.append(self._special_ids[vocab_lib.SEP_TOKEN])
+    return token_ids, labels + [pad_label], weights + [0.0]
 
 
 def _stack_rows(
     rows: Sequence[Tuple[List[int], List[int], List[float]]],
     max_seq_length: int,
-    pad_id: int,
-    pad_label: int,
+    special_ids: Mapping[str, int],
+    label_ids: Mapping[str, int],
 ) -> Dict[str, np.ndarray]:
-  """`[num_features, max_seq_length]` arrays of `_encode_row`s, padded."""
+  """`[num_features, max_seq_length]` arrays of `_RowEncoder` rows, padded."""
   shape = (len(rows), max_seq_length)
   features = dict(
-      input_word_ids=np.full(shape, pad_id, np.int32),
+      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
       input_mask=np.zeros(shape, np.int32),
       input_type_ids=np.zeros(shape, np.int32),
-      label_ids=np.full(shape, pad_label, np.int32),
+      label_ids=np.full(shape, label_ids[PAD_LABEL], np.int32),
       label_weights=np.zeros(shape, np.float32),
   )
   for row, (token_ids, labels, weights) in enumerate(rows):
@@ -543,8 +432,7 @@ def _log_feature_report(report: FeatureReport):
   )
   if report.num_split_sentences:
     logging.info(
-        '%d sentences were longer than one feature and continue in '
-        'the next.',
+        '%d sentences were longer than one feature and continue in the next.',
         report.num_split_sentences,
     )
   if report.num_empty_words:

@@ -1,24 +1,18 @@
 """RACE multiple-choice reading comprehension: reading and feature conversion.
 
-RACE (Lai et al., 2017) ships as `RACE/{train,dev,test}/{middle,high}/*.txt`,
-one JSON object a file (`article`, `questions`, `options` [4 each], `answers`
-letters, `id`); each question is a `RaceExample`. Paper 001 (Section IV.A)
-feeds BERT one sequence per option, `[CLS] article [SEP] question [SEP] option
-[SEP]`, type ids 1 from the question on, the four [CLS] outputs scored by a
-shared dense layer; cloze questions (a blank "_") are kept as written. With
-`fill_blank=True` they follow XLNet's RACE pipeline: the option fills the
-blank, `[CLS] article [SEP] filled question [SEP]`. Truncation is longest
-first: the article or segment B, the article on a tie; inside segment B the
-longer of question and option, the question on a tie; the question may first
-be cut to `max_query_length` (BERT's SQuAD). A malformed file raises
-`RaceFormatError` naming it: a broken dataset should fail, not shrink.
+RACE ships as `RACE/{train,dev,test}/{middle,high}/*.txt`, a JSON object a
+file. Paper 001 feeds one sequence per option, `[CLS] article [SEP] question
+[SEP] option [SEP]`, cloze questions as written; `fill_blank=True` is XLNet's
+pipeline (the option fills the blank). Truncation is longest first (the article
+on a tie, then the question). A malformed file raises `RaceFormatError`: a
+broken dataset should fail, not shrink.
 """
 
 import dataclasses
 import json
 import os
 import re
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 from typing import Tuple
 
 from absl import logging
@@ -45,11 +39,7 @@ class RaceFormatError(cli.UserError):
 
 @dataclasses.dataclass(frozen=True)
 class RaceExample:
-  """One question with its article and four candidate answers (A to D).
-
-  `example_id` is `<file id>-<question index>`, e.g. `middle1.txt-0`; the
-  texts are untokenized; `label` is the correct option's index, 0 (A) to 3.
-  """
+  """One question; `example_id` e.g. `middle1.txt-0`, `label` 0 (A) to 3."""
 
   example_id: str
   level: str
@@ -84,29 +74,11 @@ class RaceExample:
 def read_examples(
     race_dir: str, split: Optional[str] = None, levels: Sequence[str] = LEVELS
 ) -> Tuple[List[RaceExample], read_report.ReadReport]:
-  """Reads the questions of one RACE split.
+  """Reads the questions of `<race_dir>/<split>/<level>/`, and a report.
 
-  Args:
-    race_dir: the RACE root holding `<split>/<level>/*.txt`; or, with
-      `split=None`, one directory of JSON files read directly.
-    split: 'train', 'dev' or 'test'; None reads `race_dir` directly. The level
-      of a file read directly is the directory's name if that is 'middle' or
-      'high', otherwise the prefix of the file's "id" ("middle1.txt").
-    levels: the levels to read, a subset of ('middle', 'high').
-
-  Returns:
-    The examples, ordered by level (in `levels` order), file name, question;
-    and a report whose records are the files read, its `counts`
-    'files/<level>', 'questions/<level>', 'cloze_questions/<level>' and
-    'skipped_files_of_other_levels' (read directly); a file with an article
-    but no question is listed as malformed.
-
-  Raises:
-    FileNotFoundError: a `<split>/<level>` directory (or `race_dir`) is
-      missing or holds no *.txt / *.json file.
-    RaceFormatError: a file is not valid RACE JSON; the message names the
-      file and the line or question index.
-    ValueError: an unknown level.
+  With `split=None`, `race_dir` is one directory read directly, a file's level
+  the directory's name or else its "id"'s prefix. Examples are ordered by
+  level, file name and question; the report counts files per record.
   """
   unknown = [level for level in levels if level not in LEVELS]
   if unknown or not levels:
@@ -116,38 +88,24 @@ def read_examples(
     )
   report = read_report.ReadReport(path=race_dir, record_name='files')
   if split is None:
-    examples = _read_directory(race_dir, levels, report)
+    directory_level = os.path.basename(os.path.normpath(race_dir))
+    directories = [
+        (race_dir, directory_level if directory_level in LEVELS else None)
+    ]
   else:
-    examples = []
-    for level in levels:
-      directory = os.path.join(race_dir, split, level)
-      for path in _list_json_files(directory):
-        examples.extend(
-            _examples_from_record(_load_json(path), path, level, report)
-        )
+    directories = [(os.path.join(race_dir, split, lv), lv) for lv in levels]
+  examples = []
+  for directory, directory_level in directories:
+    for path in _list_json_files(directory):
+      record = _load_json(path)
+      level = directory_level or _level_from_id(record, path)
+      if level not in levels:
+        report.counts['skipped_files_of_other_levels'] += 1
+        continue
+      examples.extend(_examples_from_record(record, path, level, report))
   report.num_examples = len(examples)
   report.log(f'RACE {split or "."}')
   return examples, report
-
-
-def _read_directory(
-    directory: str, levels: Sequence[str], report: read_report.ReadReport
-) -> List[RaceExample]:
-  """The examples of one directory's files whose level is in `levels`."""
-  directory_level = os.path.basename(os.path.normpath(directory))
-  examples = []
-  for path in _list_json_files(directory):
-    record = _load_json(path)
-    level = (
-        directory_level
-        if directory_level in LEVELS
-        else _level_from_id(record, path)
-    )
-    if level not in levels:
-      report.counts['skipped_files_of_other_levels'] += 1
-      continue
-    examples.extend(_examples_from_record(record, path, level, report))
-  return examples
 
 
 def _list_json_files(directory: str) -> List[str]:
@@ -174,7 +132,6 @@ def _list_json_files(directory: str) -> List[str]:
 
 
 def _load_json(path: str) -> Mapping[str, Any]:
-  """Parses one RACE file into a dict."""
   try:
     with tf.io.gfile.GFile(path, 'rb') as f:
       record = json.loads(f.read().decode('utf-8'))
@@ -187,7 +144,7 @@ def _load_json(path: str) -> Mapping[str, Any]:
     ) from e
   if not isinstance(record, dict):
     raise RaceFormatError(
-        f'{path}: expected a JSON object, got ' f'{type(record).__name__}.'
+        f'{path}: expected a JSON object, got {type(record).__name__}.'
     )
   return record
 
@@ -219,18 +176,13 @@ def _examples_from_record(
   if not questions:
     report.add_malformed(None, 'holds an article but no question', path=path)
   examples = []
-  for index, (question, choices, answer) in enumerate(
-      zip(questions, options, answers)
-  ):
+  rows = enumerate(zip(questions, options, answers))
+  for index, (question, choices, answer) in rows:
     where = f'{path}, question index {index}'
     _check_question(where, question, choices, answer)
+    label = ANSWER_LETTERS.index(answer)
     example = RaceExample(
-        example_id=f'{file_id}-{index}',
-        level=level,
-        article=article,
-        question=question,
-        options=tuple(choices),
-        label=ANSWER_LETTERS.index(answer),
+        f'{file_id}-{index}', level, article, question, tuple(choices), label
     )
     report.counts[f'cloze_questions/{level}'] += int(example.is_cloze)
     examples.append(example)
@@ -245,22 +197,12 @@ def _checked_lists(record: Mapping[str, Any], path: str) -> Tuple[Any, ...]:
         f'{path}: missing keys {missing}; expected '
         f'{list(REQUIRED_KEYS)} (and "id").'
     )
-  article = record['article']
-  questions = record['questions']
-  options = record['options']
-  answers = record['answers']
-  if not isinstance(article, str):
-    raise RaceFormatError(
-        f'{path}: "article" must be a string, got ' f'{type(article).__name__}.'
-    )
-  for key, value in (
-      ('questions', questions),
-      ('options', options),
-      ('answers', answers),
-  ):
-    if not isinstance(value, list):
+  article, questions, options, answers = (record[k] for k in REQUIRED_KEYS)
+  for key, expected in zip(REQUIRED_KEYS, (str, list, list, list)):
+    if not isinstance(record[key], expected):
       raise RaceFormatError(
-          f'{path}: "{key}" must be a list, got ' f'{type(value).__name__}.'
+          f'{path}: "{key}" must be a {"string" if expected is str else "list"}'
+          f', got {type(record[key]).__name__}.'
       )
   if not len(answers) == len(questions) == len(options):
     raise RaceFormatError(
@@ -296,12 +238,7 @@ def _check_question(where: str, question: Any, choices: Any, answer: Any):
 
 @dataclasses.dataclass
 class ConversionReport:
-  """What `convert_to_features` did, counted per (example, option) sequence.
-
-  Every example is converted (`num_sequences` is 4 times as many); the
-  truncation counts are of articles and segments B cut to fit
-  `max_seq_length`, and of questions cut to `max_query_length`.
-  """
+  """What `convert_to_features` did, counted per (example, option) sequence."""
 
   num_examples: int = 0
   num_sequences: int = 0
@@ -321,29 +258,15 @@ def convert_to_features(
     max_query_length: Optional[int] = None,
     fill_blank: bool = False,
 ) -> Tuple[Dict[str, np.ndarray], ConversionReport]:
-  """Tokenizes, truncates and pads (module docstring) a sequence per option.
+  """Tokenizes, truncates and pads a sequence per option.
 
-  Args:
-    examples: the `RaceExample`s; N = len(examples).
-    tokenizer: `vocab.FullTokenizer` or another tokenizer with Model Garden's
-      `FullTokenizer` interface (`tokenize`, `convert_tokens_to_ids`, `vocab`).
-    max_seq_length: S, the length of every sequence; at least 7 (the special
-      tokens plus one token each of article, question and option).
-    max_query_length: if set, questions (filled ones, with `fill_blank`) are
-      first cut to their first `max_query_length` wordpieces.
-    fill_blank: XLNet's handling of cloze questions: the option fills the
-      blank, no separate option segment. False (BERT, paper 001) keeps the
-      question as written.
+  `max_query_length`, if set, first cuts questions (BERT's SQuAD);
+  `fill_blank` is XLNet's handling of cloze questions.
 
   Returns:
-    Int32 numpy arrays `input_word_ids`, `input_mask` and `input_type_ids`
-    (`[N, 4, S]`; type 0 for `[CLS] article [SEP]` and padding), `label_ids`
-    and `level_ids` (`[N]`, indices into the options and `LEVELS`); and a
-    `ConversionReport`.
-
-  Raises:
-    ValueError: `max_seq_length` below 7, `max_query_length` below 1, or a
-      special token missing from `tokenizer.vocab`.
+    Int32 `[N, 4, S]` `input_word_ids`, `input_mask`, `input_type_ids` (1
+    from the question on), `[N]` `label_ids` and `level_ids` (into
+    `LEVELS`); and a `ConversionReport`.
   """
   _check_lengths(max_seq_length, max_query_length)
   special_ids = vocab_lib.special_token_ids(
@@ -356,19 +279,25 @@ def convert_to_features(
   report = ConversionReport(
       num_examples=len(examples), num_sequences=len(examples) * NUM_CHOICES
   )
+  article_text, article_tokens = None, []
   with vocab_lib.prefetched(tokenizer, _texts(examples, fill_blank)):
-    for row, choice, tokens, type_ids in _sequences(
-        examples,
-        tokenizer,
-        max_seq_length,
-        max_query_length,
-        fill_blank,
-        report,
-    ):
-      ids = tokenizer.convert_tokens_to_ids(tokens)
-      features['input_word_ids'][row, choice, : len(ids)] = ids
-      features['input_mask'][row, choice, : len(ids)] = 1
-      features['input_type_ids'][row, choice, : len(ids)] = type_ids
+    for row, example in enumerate(examples):
+      if example.article != article_text:  # Questions of a file share it.
+        article_text = example.article
+        article_tokens = tokenizer.tokenize(article_text)
+      for choice, option in enumerate(example.options):
+        segments = _segment_b(example.question, option, tokenizer, fill_blank)
+        report.num_filled_blanks += int(len(segments) == 1)
+        if max_query_length is not None and len(segments[0]) > max_query_length:
+          report.num_truncated_questions += 1
+          segments[0] = segments[0][:max_query_length]
+        tokens, type_ids = _pack(
+            article_tokens, segments, max_seq_length, report
+        )
+        ids = tokenizer.convert_tokens_to_ids(tokens)
+        features['input_word_ids'][row, choice, : len(ids)] = ids
+        features['input_mask'][row, choice, : len(ids)] = 1
+        features['input_type_ids'][row, choice, : len(ids)] = type_ids
   logging.info('RACE features: %s', report.as_dict())
   return features, report
 
@@ -399,33 +328,6 @@ def _unfilled_features(
   )
 
 
-def _sequences(
-    examples: Sequence[RaceExample],
-    tokenizer: Any,
-    max_seq_length: int,
-    max_query_length: Optional[int],
-    fill_blank: bool,
-    report: ConversionReport,
-) -> Iterator[Tuple[int, int, List[str], List[int]]]:
-  """Yields (example row, option, tokens, type ids) of every sequence."""
-  article_text, article_tokens = None, []
-  for row, example in enumerate(examples):
-    if example.article != article_text:  # Questions of a file share it.
-      article_text = example.article
-      article_tokens = tokenizer.tokenize(article_text)
-    for choice, option in enumerate(example.options):
-      segments = _segment_b(
-          example.question,
-          option,
-          tokenizer,
-          max_query_length,
-          fill_blank,
-          report,
-      )
-      tokens, type_ids = _pack(article_tokens, segments, max_seq_length, report)
-      yield row, choice, tokens, type_ids
-
-
 def _texts(examples: Sequence[RaceExample], fill_blank: bool) -> List[str]:
   """Every text `convert_to_features` tokenizes (as `_segment_b` forms it)."""
   texts = []
@@ -443,20 +345,12 @@ def _segment_b(
     question: str,
     option: str,
     tokenizer: Any,
-    max_query_length: Optional[int],
     fill_blank: bool,
-    report: ConversionReport,
 ) -> List[List[str]]:
   """Segment B as wordpiece lists: [question, option] or [filled question]."""
   if fill_blank and '_' in question:
-    report.num_filled_blanks += 1
-    segments = [tokenizer.tokenize(_BLANK.sub(option, question))]
-  else:
-    segments = [tokenizer.tokenize(question), tokenizer.tokenize(option)]
-  if max_query_length is not None and len(segments[0]) > max_query_length:
-    report.num_truncated_questions += 1
-    segments[0] = segments[0][:max_query_length]
-  return segments
+    return [tokenizer.tokenize(_BLANK.sub(option, question))]
+  return [tokenizer.tokenize(question), tokenizer.tokenize(option)]
 
 
 def _pack(
@@ -465,11 +359,7 @@ def _pack(
     max_seq_length: int,
     report: ConversionReport,
 ) -> Tuple[List[str], List[int]]:
-  """(tokens, type ids): longest-first cut `[CLS] A [SEP] B.. [SEP]`.
-
-  Each wordpiece list of `segments` (segment B) is followed by [SEP]; at
-  most `max_seq_length` tokens; `report` counts cut articles and segments B.
-  """
+  """(tokens, type ids) of `[CLS] A [SEP] B.. [SEP]`, cut longest first."""
   budget = max_seq_length - 2 - len(segments)
   article_length = len(article)
   lengths = [len(segment) for segment in segments]
@@ -514,20 +404,11 @@ def _level_names(levels: np.ndarray) -> np.ndarray:
 def accuracy_by_level(
     predictions: np.ndarray, labels: np.ndarray, levels: np.ndarray
 ) -> Dict[str, float]:
-  """Accuracy on RACE-middle, RACE-high and both together.
+  """{'middle', 'high' (those with examples), 'all'} -> accuracy.
 
-  `predictions` and `labels` are int `[N]` options; `levels` `[N]` level
-  names ('middle'/'high') or ids indexing `LEVELS` (the `level_ids`
-  feature). Returns {'middle': acc, 'high': acc, 'all': acc}, without a
-  level that has no example.
-
-  Raises:
-    ValueError: the arrays are empty, not 1-D, differ in length, or a level is
-      unknown.
+  All `[N]`; `levels` are names or ids indexing `LEVELS`.
   """
-  predictions = np.asarray(predictions)
-  labels = np.asarray(labels)
-  levels = np.asarray(levels)
+  predictions, labels, levels = map(np.asarray, (predictions, labels, levels))
   if not (
       predictions.ndim == labels.ndim == levels.ndim == 1
       and predictions.shape == labels.shape == levels.shape

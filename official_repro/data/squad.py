@@ -1,18 +1,12 @@
 """SQuAD 1.1 / 2.0 reading, windowed feature conversion and answer extraction.
 
-Model Garden's `squad_lib` does the heavy lifting:
-`convert_examples_to_features` (question truncation, context windows
-`doc_stride` apart, answer alignment, [CLS] labels for windows without the
-answer) and `postprocess_output` (n-best span search mapped back to context
-words). What is not reused, and why:
-`read_examples` re-implements the JSON reader, since Model Garden's raises a
-bare `KeyError` on a malformed file and silently drops training questions
-whose answer is not at `answer_start` (here: path and JSON location, and a
-`read_report.ReadReport` of dropped ones); `convert_to_features` returns numpy
-arrays, not TFRecords, padded with [PAD]'s id (Model Garden: 0), without its
-duplicated evaluation padding; `extract_answers` returns predictions in memory
-(`write_predictions` only writes files) and leaves the SQuAD 2.0 null-score
-threshold to the caller.
+Windows and span search are Model Garden's `squad_lib`
+(`convert_examples_to_features`, `postprocess_output`). Not reused: its JSON
+reader raises a bare `KeyError` on a malformed file and silently drops training
+questions whose answer is not at `answer_start` (here: the JSON location, and a
+`ReadReport` of dropped ones); its features are TFRecords padded with 0 (here:
+numpy arrays padded with [PAD]'s id); `write_predictions` only writes files and
+applies the SQuAD 2.0 null threshold, which is left to the caller here.
 """
 
 import dataclasses
@@ -39,15 +33,11 @@ _WHITESPACE = frozenset(' \t\r\n\u202f')
 _MAX_LOGGED_IDS = 10
 # What Model Garden's `postprocess_output` returns when no span is valid.
 _NO_SPAN_PLACEHOLDER = 'empty'
+_Types = Union[Type[Any], Tuple[Type[Any], ...]]
 
 
 class QuestionEntry(NamedTuple):
-  """One question of a SQuAD JSON file with where it was found.
-
-  `source` is the file path (or a description of an in-memory dataset),
-  `json_path` e.g. `data[0].paragraphs[2].qas[1]`, `paragraph` and `qa` the
-  objects holding the question and of the question.
-  """
+  """A SQuAD question; `json_path` e.g. `data[0].paragraphs[2].qas[1]`."""
 
   qid: str
   source: str
@@ -62,22 +52,9 @@ class QuestionEntry(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class FeatureMetadata:
-  """What answer extraction needs to know about one window (feature).
+  """What answer extraction needs of a window; named as `squad_lib`'s features.
 
-  The attribute names are those of Model Garden's `squad_lib.InputFeatures`, so
-  these objects can be passed to `squad_lib.postprocess_output`.
-
-  Attributes:
-    unique_id: unique within one `convert_to_features` call.
-    example_index: index in the examples given to `convert_to_features`.
-    doc_span_index: index of this window among the example's windows.
-    tokens: the WordPieces of the window, `[CLS] question [SEP] context [SEP]`.
-    token_to_orig_map: window position -> index of the whitespace-separated
-      context word (`example.doc_tokens`) the WordPiece comes from; only context
-      positions are keys.
-    token_is_max_context: window position -> whether this window gives the
-      token its largest context (the min of left and right context) among all
-      windows containing it.
+  `token_to_orig_map`: context position -> index into `example.doc_tokens`.
   """
 
   unique_id: int
@@ -96,18 +73,8 @@ class _RawResult(NamedTuple):
   end_logits: List[float]
 
 
-def required_field(
-    obj: Any,
-    key: str,
-    expected_type: Union[Type[Any], Tuple[Type[Any], ...]],
-    location: str,
-) -> Any:
-  """Returns `obj[key]`, checking that `obj` is an object holding the type.
-
-  Raises:
-    ValueError: naming `location` if `obj` is not an object, lacks `key`, or
-      the value has the wrong type.
-  """
+def required_field(obj: Any, key: str, expected_type: _Types, location: str):
+  """`obj[key]`; a `UserError` naming `location` unless of `expected_type`."""
   if not isinstance(obj, dict):
     raise cli.UserError(
         f'{location}: expected a JSON object, got {type(obj).__name__}.'
@@ -116,34 +83,23 @@ def required_field(
     raise cli.UserError(f'{location}: missing key {key!r}.')
   value = obj[key]
   if not isinstance(value, expected_type):
+    types = (
+        expected_type if isinstance(expected_type, tuple) else [expected_type]
+    )
     raise cli.UserError(
-        f'{location}: {key!r} must be {_type_names(expected_type)}'
+        f'{location}: {key!r} must be {" or ".join(t.__name__ for t in types)}'
         f', got {type(value).__name__}.'
     )
   return value
 
 
-def _type_names(expected_type: Union[Type[Any], Tuple[Type[Any], ...]]) -> str:
-  types = (
-      expected_type if isinstance(expected_type, tuple) else (expected_type,)
-  )
-  return ' or '.join(t.__name__ for t in types)
-
-
 def load_articles(path: str) -> List[Dict[str, Any]]:
-  """Reads a SQuAD JSON file (any `tf.io.gfile` path) and returns its `data`.
-
-  Raises:
-    FileNotFoundError: if `path` does not exist.
-    ValueError: if the file is not JSON (with its line and column) or has no
-      top-level `data` list.
-  """
+  """The `data` list of a SQuAD JSON file (any `tf.io.gfile` path)."""
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'SQuAD file not found: {path}')
-  with tf.io.gfile.GFile(path, 'r') as f:
-    text = f.read()
   try:
-    dataset = json.loads(text)
+    with tf.io.gfile.GFile(path, 'r') as f:
+      dataset = json.loads(f.read())
   except json.JSONDecodeError as e:
     raise cli.UserError(
         f'{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}.'
@@ -159,16 +115,7 @@ def articles_of(dataset: Any, source: str) -> List[Dict[str, Any]]:
 def iterate_questions(
     articles: Sequence[Any], source: str
 ) -> Iterator[QuestionEntry]:
-  """Yields every question of a SQuAD `data` list, checking its structure.
-
-  Checks that each article has a `paragraphs` list, each paragraph a `qas`
-  list, and each question a string `id` not used before; yields one
-  `QuestionEntry` per question, in file order.
-
-  Raises:
-    ValueError: naming the JSON location of the first structural problem or
-      duplicated question id.
-  """
+  """Yields each question in file order, checking structure and unique ids."""
   first_seen = {}
   for a, article in enumerate(articles):
     article_path = f'data[{a}]'
@@ -193,22 +140,17 @@ def iterate_questions(
 
 
 def _split_words(context: str) -> Tuple[List[str], List[int]]:
-  """`(words, char_to_word)`: whitespace-separated words, each char's word.
-
-  Whitespace belongs to the preceding word, -1 before the first word.
-  """
-  words = []
-  char_to_word = []
+  """`(words, char_to_word)`; whitespace is of the preceding word (or -1)."""
+  words, char_to_word = [], []
   after_whitespace = True
   for char in context:
     if char in _WHITESPACE:
       after_whitespace = True
-    else:
-      if after_whitespace:
-        words.append(char)
-      else:
-        words[-1] += char
+    elif after_whitespace:
+      words.append(char)
       after_whitespace = False
+    else:
+      words[-1] += char
     char_to_word.append(len(words) - 1)
   return words, char_to_word
 
@@ -219,16 +161,13 @@ def _answer_word_span(
     words: List[str],
     char_to_word: List[int],
 ) -> Optional[Tuple[int, int]]:
-  """`(first_word, last_word)` of a character-level answer, or None.
+  """`(first_word, last_word)` of an answer, or None if not found there.
 
-  None if the answer is empty, out of the context, or not within the words
-  covering its characters (whitespace collapsed; Model Garden's criterion).
+  Found: within the words covering its characters (Model Garden's criterion).
   """
   end_char = answer_start + len(answer_text) - 1
-  if (
-      not answer_text.strip()
-      or answer_start < 0
-      or end_char >= len(char_to_word)
+  if not answer_text.strip() or not 0 <= answer_start <= end_char < len(
+      char_to_word
   ):
     return None
   first_word = max(char_to_word[answer_start], 0)
@@ -243,25 +182,11 @@ def read_examples(
 ) -> Tuple[List[SquadExample], read_report.ReadReport]:
   """Reads a SQuAD 1.1 or 2.0 JSON file into Model Garden `SquadExample`s.
 
-  Layout: `data[] -> paragraphs[] -> {context, qas[]}`, each question `{id,
-  question, answers: [{text, answer_start}], is_impossible}` (missing: False).
-  Training uses each answerable question's first answer (Model Garden
-  refuses more), mapped to context words; one whose text is not at
-  `answer_start` would teach a wrong span, so it is skipped and recorded as
-  malformed in the report. Impossible questions get positions -1 and text
-  ''. Evaluation keeps every question and reads no answers.
-
-  Returns:
-    `(examples, report)`: one example per kept question, in file order, and
-    the counts of read ('questions'), impossible (`counts['impossible']`)
-    and skipped questions.
-
-  Raises:
-    FileNotFoundError: if `path` does not exist.
-    ValueError: naming the path and JSON location, for invalid JSON, missing
-      keys or wrong types, duplicated ids, an empty context, an answerable
-      training question without answers, or an `is_impossible` question when
-      `version_2_with_negative` is False.
+  Training uses each answerable question's first answer; one whose text is not
+  at `answer_start` would teach a wrong span, so it is skipped and reported as
+  malformed. Impossible questions get positions -1 and text ''. Evaluation
+  keeps every question and reads no answers. The report counts 'questions'
+  and `counts['impossible']`.
   """
   articles = load_articles(path)
   report = read_report.ReadReport(path=path, record_name='questions')
@@ -279,15 +204,7 @@ def read_examples(
       examples.append(SquadExample(entry.qid, question, words))
     elif is_impossible:
       examples.append(
-          SquadExample(
-              entry.qid,
-              question,
-              words,
-              orig_answer_text='',
-              start_position=-1,
-              end_position=-1,
-              is_impossible=True,
-          )
+          SquadExample(entry.qid, question, words, '', -1, -1, True)
       )
     else:
       example = _answered_example(entry, question, words, char_to_word)
@@ -353,14 +270,7 @@ def _answered_example(
         f'text {answer_text!r} is not in the context at answer_start '
         f'{answer_start}'
     )
-  return SquadExample(
-      entry.qid,
-      question,
-      words,
-      orig_answer_text=answer_text,
-      start_position=span[0],
-      end_position=span[1],
-  )
+  return SquadExample(entry.qid, question, words, answer_text, *span)
 
 
 def _check_window_sizes(
@@ -387,47 +297,43 @@ def convert_to_features(
     max_query_length: int,
     is_training: bool,
 ) -> Tuple[Dict[str, np.ndarray], List[FeatureMetadata]]:
-  """Tokenizes examples into fixed-length windows for a span-prediction model.
+  """Tokenizes examples into `[CLS] question [SEP] context [SEP]` windows.
 
-  Each window is `[CLS] question [SEP] context-window [SEP] [PAD]...`, type
-  ids 0 then 1 from the context on; a long context is cut into windows
-  `doc_stride` WordPieces apart (Model Garden's), so an example may give
-  several. `examples` come from `read_examples` (same `is_training`);
-  `tokenizer` is `vocab.FullTokenizer` or another WordPiece tokenizer with
-  Model Garden's `FullTokenizer` interface, its vocab holding [CLS], [SEP]
-  and [PAD]; questions are cut to `max_query_length` WordPieces.
+  Windows are `doc_stride` WordPieces apart (Model Garden's); `tokenizer` is
+  a WordPiece `FullTokenizer`-like object with [CLS], [SEP] and [PAD].
 
   Returns:
-    `(features, metadata)`: for N windows of length S = `max_seq_length`,
-    int32 `[N, S]` `input_word_ids` (padded with [PAD]'s id), `input_mask`
-    and `input_type_ids`, and when `is_training` int32 `[N]`
-    `start_positions`, `end_positions` (0, [CLS], for an impossible question
-    or a window without the whole answer); one `FeatureMetadata` per window,
-    in order, for `extract_answers`.
-
-  Raises:
-    ValueError: if the window sizes leave no room for context, the vocab lacks
-      a special token, or an example's context has no WordPieces.
+    `(features, metadata)`: int32 `[N, S]` `input_word_ids`, `input_mask`,
+    `input_type_ids` and, when training, `[N]` `start_positions` and
+    `end_positions` (0, [CLS], without the whole answer); one
+    `FeatureMetadata` per window for `extract_answers`.
   """
   _check_window_sizes(max_seq_length, doc_stride, max_query_length)
   pad_id = _wordpiece_pad_id(tokenizer)
-  mg_features = _model_garden_features(
-      examples,
-      tokenizer,
-      max_seq_length,
-      doc_stride,
-      max_query_length,
-      is_training,
-  )
-  without_features = _ids_without_features(
-      examples, {feature.example_index for feature in mg_features}
-  )
-  if without_features:
-    raise cli.UserError(
-        f'{len(without_features)} examples have no context WordPieces (the '
-        'tokenizer dropped every character); first ids: '
-        f'{without_features[:_MAX_LOGGED_IDS]}.'
+  mg_features = []
+  # Model Garden tokenizes the question, each context word and the answer.
+  texts = []
+  for example in examples:
+    texts += [example.question_text, *example.doc_tokens]
+    if is_training and example.orig_answer_text:
+      texts.append(example.orig_answer_text)
+  with vocab_lib.prefetched(tokenizer, texts):
+    squad_lib.convert_examples_to_features(
+        examples,
+        tokenizer,
+        max_seq_length,
+        doc_stride,
+        max_query_length,
+        is_training,
+        # With batch_size=1 Model Garden emits no padding features.
+        output_fn=lambda feature, is_padding=False: mg_features.append(feature),
+        batch_size=1,
     )
+  _refuse_examples_without(
+      examples,
+      {feature.example_index for feature in mg_features},
+      'no context WordPieces (the tokenizer dropped every character)',
+  )
   arrays = _feature_arrays(mg_features, max_seq_length, pad_id, is_training)
   logging.info(
       'Converted %d SQuAD examples into %d windows.',
@@ -453,58 +359,23 @@ def _wordpiece_pad_id(tokenizer: Any) -> int:
         "aligned with the text through WordPiece's pieces; give a model "
         'with a vocab.txt.'
     )
-  return vocab_lib.special_token_ids(
-      tokenizer.vocab,
-      (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),
-  )[vocab_lib.PAD_TOKEN]
+  specials = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN)
+  ids = vocab_lib.special_token_ids(tokenizer.vocab, specials)
+  return ids[vocab_lib.PAD_TOKEN]
 
 
-def _model_garden_features(
+def _refuse_examples_without(
     examples: Sequence[SquadExample],
-    tokenizer: Any,
-    max_seq_length: int,
-    doc_stride: int,
-    max_query_length: int,
-    is_training: bool,
-) -> List[squad_lib.InputFeatures]:
-  """Model Garden's windows of `examples`, their texts tokenized in batches."""
-  mg_features = []
-
-  def collect(feature: squad_lib.InputFeatures, is_padding: bool = False):
-    # With batch_size=1 below Model Garden never emits padding features.
-    del is_padding
-    mg_features.append(feature)
-
-  # Model Garden tokenizes the question, each context word and the answer.
-  texts = []
-  for example in examples:
-    texts.append(example.question_text)
-    texts += example.doc_tokens
-    if is_training and example.orig_answer_text:
-      texts.append(example.orig_answer_text)
-  with vocab_lib.prefetched(tokenizer, texts):
-    squad_lib.convert_examples_to_features(
-        examples=examples,
-        tokenizer=tokenizer,
-        max_seq_length=max_seq_length,
-        doc_stride=doc_stride,
-        max_query_length=max_query_length,
-        is_training=is_training,
-        output_fn=collect,
-        batch_size=1,
+    example_indices: AbstractSet[int],
+    problem: str,
+) -> None:
+  """Refuses examples whose index is not in `example_indices`."""
+  ids = [e.qas_id for i, e in enumerate(examples) if i not in example_indices]
+  if ids:
+    raise cli.UserError(
+        f'{len(ids)} examples have {problem}; first ids: '
+        f'{ids[:_MAX_LOGGED_IDS]}.'
     )
-  return mg_features
-
-
-def _ids_without_features(
-    examples: Sequence[SquadExample], example_indices: AbstractSet[int]
-) -> List[str]:
-  """Question ids of the examples whose index is not in `example_indices`."""
-  return [
-      example.qas_id
-      for index, example in enumerate(examples)
-      if index not in example_indices
-  ]
 
 
 def _feature_arrays(
@@ -526,12 +397,10 @@ def _feature_arrays(
   )
   arrays['input_word_ids'][arrays['input_mask'] == 0] = pad_id
   if is_training:
-    arrays['start_positions'] = np.array(
-        [feature.start_position for feature in mg_features], np.int32
-    )
-    arrays['end_positions'] = np.array(
-        [feature.end_position for feature in mg_features], np.int32
-    )
+    for name in ('start_position', 'end_position'):
+      arrays[name + 's'] = np.array(
+          [getattr(feature, name) for feature in mg_features], np.int32
+      )
     logging.info(
         '%d training windows of %d are labelled [CLS] (impossible '
         'question or answer outside the window).',
@@ -551,33 +420,22 @@ def extract_answers(
     version_2_with_negative: bool = False,
     do_lower_case: bool = True,
 ) -> Tuple[Dict[str, str], Dict[str, float]]:
-  """Turns span logits into answer texts, one per question.
+  """Turns float `[N, S]` span logits into an answer text per question.
 
-  Model Garden's `postprocess_output` pairs each window's `n_best_size` best
-  starts and ends (in the context, start in its max-context window, at most
-  `max_answer_length` WordPieces) and maps the best over all windows back to
-  the context's characters. For SQuAD 2.0 the null score is the [CLS] one,
-  minimised over windows, and `null_score_diffs[qid]` is it minus the best
-  span's; the caller predicts '' above a threshold (`apply_null_threshold`
-  of `metrics.squad_metrics`). A question with no valid span gets '' (SQuAD
-  2.0: its null score as the diff). Logits: float `[N, S]`, a row a feature.
+  Model Garden's `postprocess_output` searches the spans. For SQuAD 2.0,
+  `null_score_diffs[qid]` is the [CLS] score (minimised over windows) minus
+  the best span's; the caller predicts '' above a threshold
+  (`squad_metrics.apply_null_threshold`). No valid span: ''.
 
   Returns:
-    `(predictions, null_score_diffs)`: question id -> answer text, and for
-    SQuAD 2.0 question id -> null score diff (empty for SQuAD 1.1).
-
-  Raises:
-    ValueError: if the logits do not have one row per feature and at least as
-      many columns as the longest window, a feature points outside
-      `examples`, or an example has no feature.
+    `(predictions, null_score_diffs)` by question id (diffs empty for 1.1).
   """
   if n_best_size < 1 or max_answer_length < 1:
     raise cli.UserError(
         'n_best_size and max_answer_length must be >= 1, got '
         f'{n_best_size} and {max_answer_length}.'
     )
-  start_logits = np.asarray(start_logits)
-  end_logits = np.asarray(end_logits)
+  start_logits, end_logits = np.asarray(start_logits), np.asarray(end_logits)
   _check_logits(features_metadata, start_logits, end_logits)
   _check_features_cover(examples, features_metadata)
   results = [
@@ -587,13 +445,13 @@ def extract_answers(
       )
   ]
   predictions, nbest, null_score_diffs = squad_lib.postprocess_output(
-      all_examples=examples,
-      all_features=features_metadata,
-      all_results=results,
-      n_best_size=n_best_size,
-      max_answer_length=max_answer_length,
-      do_lower_case=do_lower_case,
-      version_2_with_negative=version_2_with_negative,
+      examples,
+      features_metadata,
+      results,
+      n_best_size,
+      max_answer_length,
+      do_lower_case,
+      version_2_with_negative,
       null_score_diff_threshold=math.inf,
   )
   _predict_empty_without_span(predictions, nbest)
@@ -654,12 +512,9 @@ def _check_features_cover(
         'features_metadata refers to examples outside the '
         f'{len(examples)} given.'
     )
-  without_features = _ids_without_features(examples, example_indices)
-  if without_features:
-    raise cli.UserError(
-        f'{len(without_features)} examples have no feature (were features '
-        f'dropped?); first ids: {without_features[:_MAX_LOGGED_IDS]}.'
-    )
+  _refuse_examples_without(
+      examples, example_indices, 'no feature (were features dropped?)'
+  )
 
 
 def _is_no_span_placeholder(nbest_entries: Sequence[Mapping[str, Any]]) -> bool:
