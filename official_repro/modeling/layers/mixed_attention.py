@@ -266,27 +266,13 @@ class MixedAttention(tf_keras.layers.Layer):
     return output
 
   def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(
-        {
-            'hidden_size': self._hidden_size,
-            'num_attention_heads': self._num_attention_heads,
-            'head_ratio': self._head_ratio,
-            'kernel_size': self._kernel_size,
-            'conv_only': self._conv_only,
-            'attention_only': self._attention_only,
-            'causal': self._causal,
-            'conv_mask_values': self._conv_mask_values,
-            'attention_dropout': self._attention_dropout,
-            'kernel_initializer': tf_keras.initializers.serialize(
-                self._kernel_initializer
-            ),
-            'bias_initializer': tf_keras.initializers.serialize(
-                self._bias_initializer
-            ),
-        }
+    return span_dynamic_conv.layer_config(
+        self,
+        super().get_config(),
+        'hidden_size num_attention_heads head_ratio kernel_size conv_only '
+        'attention_only causal conv_mask_values attention_dropout '
+        'kernel_initializer bias_initializer',
     )
-    return config
 
 
 def _check_block_arguments(
@@ -464,30 +450,12 @@ class ConvBertBlock(tf_keras.layers.Layer):
     return output
 
   def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(
-        {
-            'hidden_size': self._hidden_size,
-            'num_attention_heads': self._num_attention_heads,
-            'intermediate_size': self._intermediate_size,
-            'head_ratio': self._head_ratio,
-            'kernel_size': self._kernel_size,
-            'num_groups': self._num_groups,
-            'conv_only': self._conv_only,
-            'attention_only': self._attention_only,
-            'causal': self._causal,
-            'conv_mask_values': self._conv_mask_values,
-            'activation': tf_keras.activations.serialize(self._activation),
-            'dropout_rate': self._dropout_rate,
-            'attention_dropout_rate': self._attention_dropout_rate,
-            'layer_norm_epsilon': self._layer_norm_epsilon,
-            'kernel_initializer': tf_keras.initializers.serialize(
-                self._kernel_initializer
-            ),
-            'bias_initializer': tf_keras.initializers.serialize(
-                self._bias_initializer
-            ),
-            'return_attention_scores': self._return_attention_scores,
-        }
+    return span_dynamic_conv.layer_config(
+        self,
+        super().get_config(),
+        'hidden_size num_attention_heads intermediate_size head_ratio '
+        'kernel_size num_groups conv_only attention_only causal '
+        'conv_mask_values activation dropout_rate attention_dropout_rate '
+        'layer_norm_epsilon kernel_initializer bias_initializer '
+        'return_attention_scores',
     )
-    return config

@@ -120,6 +120,20 @@ def apply_dynamic_kernel(
   return output[:, :seq_length]
 
 
+def layer_config(
+    layer: tf_keras.layers.Layer, config: Dict[str, Any], names: str
+) -> Dict[str, Any]:
+  """`config` plus each argument in `names` from `layer._<name>`, serialized."""
+  for name in names.split():
+    value = getattr(layer, f'_{name}')
+    if name.endswith('initializer'):
+      value = tf_keras.initializers.serialize(value)
+    elif name == 'activation':
+      value = tf_keras.activations.serialize(value)
+    config[name] = value
+  return config
+
+
 def split_heads(tensor: tf.Tensor, num_heads: int, width: int) -> tf.Tensor:
   """`[B, T, num_heads * width]` -> `[B, T, num_heads, width]`."""
   shape = tf.shape(tensor)
@@ -266,23 +280,9 @@ class SpanDynamicConv(tf_keras.layers.Layer):
     return output
 
   def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(
-        {
-            'num_heads': self._num_heads,
-            'head_size': self._head_size,
-            'kernel_size': self._kernel_size,
-            'causal': self._causal,
-            'mask_values': self._mask_values,
-            'kernel_initializer': tf_keras.initializers.serialize(
-                self._kernel_initializer
-            ),
-            'depthwise_initializer': tf_keras.initializers.serialize(
-                self._depthwise_initializer
-            ),
-            'bias_initializer': tf_keras.initializers.serialize(
-                self._bias_initializer
-            ),
-        }
+    return layer_config(
+        self,
+        super().get_config(),
+        'num_heads head_size kernel_size causal mask_values '
+        'kernel_initializer depthwise_initializer bias_initializer',
     )
-    return config
