@@ -39,13 +39,11 @@ CACHE_ENVIRONMENT_VARIABLE = 'OFFICIAL_REPRO_CACHE'
 
 @dataclasses.dataclass(frozen=True)
 class Source:
-  """What to convert.
+  """What to convert: `kind` one of `KINDS` or 'auto'.
 
-  Attributes:
-    kind: one of `KINDS`, or 'auto' to detect it.
-    network: 'discriminator' or 'generator' (TF1 and TEAMS checkpoints).
-    config_file: a `config.json` for checkpoints that carry none.
-    lower_case: the casing asked for; None: the release's own.
+  `network` is TF1 and TEAMS checkpoints' 'discriminator' or 'generator';
+  `config_file` a `config.json` for checkpoints without one; `lower_case`
+  None: the release's own.
   """
 
   path: str
@@ -136,11 +134,7 @@ def _write_layout(
 
 
 def convert(source: Source, output_dir: str) -> Dict[str, Any]:
-  """Converts a release into an empty `output_dir`, all or nothing.
-
-  Returns:
-    The conversion's record (`conversion.json`).
-  """
+  """Converts a release into an empty `output_dir`; returns its record."""
   if tf.io.gfile.exists(output_dir) and tf.io.gfile.listdir(output_dir):
     raise cli.UserError(
         f'--output_dir {output_dir} is not empty; give a new folder.'

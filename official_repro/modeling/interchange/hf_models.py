@@ -49,11 +49,9 @@ _RTD_CLASSES = ('ElectraForPreTraining',)
 class Imported:
   """A released model, read and described in our terms.
 
-  Attributes:
-    architecture: its config, as ours (`hf_config.HfArchitecture`).
-    state: its weights by Hugging Face (PyTorch) name, PyTorch layout.
-    prefix: the base model's name prefix in `state` ('electra.', or '').
-    heads: the heads it holds that we convert: 'mlm' and/or 'rtd'.
+  `architecture` is its config as ours, `state` its weights by PyTorch name
+  and layout under `prefix` ('electra.', or ''), `heads` the heads we convert
+  ('mlm', 'rtd').
   """
 
   source: str
@@ -411,17 +409,11 @@ def export(
 ) -> Dict[str, str]:
   """Writes our networks as a Hugging Face folder; returns its type and class.
 
-  Args:
-    path: the folder to write.
-    encoder: the built encoder.
-    encoder_config: its config (`vocab_size` set).
-    vocab_tokens: its vocabulary.
-    lower_case: its tokenizer's casing.
-    electra: an ELECTRA-style network (the ELECTRA classes hold it).
-    mlm_head: at most one head: the MLM head (`*ForMaskedLM`),
-    rtd_head: the RTD head (`ElectraForPreTraining`), or
-    classifier: a fine-tuned `BertClassifier` (`*ForSequenceClassification`).
-    labels: the classifier's label names (one: a regression, as STS-B).
+  `encoder_config` has `vocab_size` set; `electra`: an ELECTRA-style network
+  (the ELECTRA classes hold it). At most one head: `mlm_head`
+  (`*ForMaskedLM`), `rtd_head` (`ElectraForPreTraining`) or a fine-tuned
+  `BertClassifier` `classifier` (`*ForSequenceClassification`) with its
+  `labels` (one: a regression, as STS-B).
   """
   head = _single_head(mlm_head, rtd_head, classifier)
   model_type = hf_config.model_type_for(
