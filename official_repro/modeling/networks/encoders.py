@@ -352,19 +352,11 @@ def build_encoder(
     return_attention_scores: bool = False,
     name: Optional[str] = None,
 ) -> transformer_encoder.TransformerEncoder:
-  """Builds the Keras encoder network a config describes.
+  """Builds the `TransformerEncoder` a config (`vocab_size` set) describes.
 
-  Args:
-    config: the architecture, with `vocab_size` set.
-    shared: layers taken from another network.
-    return_attention_scores: add `attention_scores`, per layer
-      `[batch, heads, seq, seq]`.
-    name: default `<backbone>_encoder`.
-
-  Returns:
-    A `TransformerEncoder`: int32 `[batch, seq]` `input_word_ids`,
-    `input_mask`, `input_type_ids` -> `sequence_output` `[batch, seq, H]`,
-    `pooled_output` `[batch, H]`, `encoder_outputs`.
+  `shared` layers come from another network; `return_attention_scores` adds
+  `attention_scores` (per layer `[batch, heads, seq, seq]`); `name` defaults
+  to `<backbone>_encoder`.
   """
   config = validate(config)
   _require_vocab_size(config)

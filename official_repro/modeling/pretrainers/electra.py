@@ -60,19 +60,12 @@ class ElectraPretrainer(tf_keras.Model):
   ):
     """Builds the networks and heads.
 
-    Args:
-      discriminator_config: the discriminator's `EncoderConfig` (or its dict).
-      generator_config: the generator's (e.g. `networks.scale_generator`).
-      tie_embeddings: one word-embedding table for both networks.
-      num_shared_layers: the generator's bottom layers that are the
-        discriminator's (0 in ELECTRA).
-      temperature: sampling temperature of the generator's softmax (> 0).
-      disallow_original: never sample the original token.
-      mlm_activation: activation of the MLM and RTD heads' transforms.
-      initializer_range: stddev of the heads' initializers.
-      tie_embedding_block: also tie position, type and LayerNorm
-        (google-research/electra; Model Garden ties the word table only).
-      **kwargs: other `tf_keras.Model` arguments.
+    `generator_config` e.g. from `networks.scale_generator`; `tie_embeddings`
+    shares the word table, `tie_embedding_block` also position, type and
+    LayerNorm (google-research/electra; Model Garden ties the word table only);
+    `num_shared_layers` generator bottom layers are the discriminator's (0 in
+    ELECTRA); `temperature` > 0 of sampling; `disallow_original` never samples
+    the original; `mlm_activation` and `initializer_range` are the heads'.
     """
     super().__init__(**kwargs)
     check_settings(temperature)
@@ -141,11 +134,7 @@ class ElectraPretrainer(tf_keras.Model):
   def generator_logits(
       self, inputs: Dict[str, tf.Tensor], training: Optional[bool] = None
   ) -> Tuple[tf.Tensor, Dict[str, Any]]:
-    """Step 1: the generator's MLM logits at the masked positions.
-
-    Returns:
-      `(mlm_logits [batch, predictions, vocab], generator outputs)`.
-    """
+    """Step 1: `(mlm_logits [B, P, V], generator outputs)`."""
     outputs = self.generator(
         self._encoder_inputs(inputs['input_word_ids'], inputs),
         training=training,
@@ -212,16 +201,11 @@ class ElectraPretrainer(tf_keras.Model):
   ) -> Dict[str, tf.Tensor]:
     """Runs generator, sampling and discriminator.
 
-    Args:
-      inputs: `input_word_ids` (masked), `input_mask`, `input_type_ids`
-        int `[B, T]`; `masked_lm_positions`, `masked_lm_ids` int `[B, P]`,
-        `masked_lm_weights` float `[B, P]`.
-      training: dropout on or off.
-
-    Returns:
-      `mlm_logits` `[B, P, V]`, `sampled_ids` `[B, P]`, `discriminator_ids`
-      and `rtd_labels` (1 = replaced and different) int32 `[B, T]`,
-      `rtd_logits` float `[B, T]`.
+    `inputs`: `input_word_ids` (masked), `input_mask`, `input_type_ids` int
+    `[B, T]`; `masked_lm_positions`, `masked_lm_ids` int and
+    `masked_lm_weights` float `[B, P]`. Returns `mlm_logits` `[B, P, V]`,
+    `sampled_ids` `[B, P]`, `discriminator_ids`, `rtd_labels` (1 = replaced and
+    different) int32 and `rtd_logits` float `[B, T]`.
     """
     mlm_logits, _ = self.generator_logits(inputs, training)
     sampled = self.sample_replacements(mlm_logits, inputs, training)

@@ -124,18 +124,12 @@ class ScriptPretrainer(tf_keras.Model):
       initial_positive_probability: Optional[float] = None,
       **kwargs,
   ):
-    """Builds the encoder and its MLM head.
+    """Builds the encoder (`encoder_config`, `vocab_size` set) and MLM head.
 
-    Args:
-      encoder_config: the `EncoderConfig` (or its dict), `vocab_size` set.
-      temperature: tau > 0 of the Gumbel-softmax; 1.0 unless
-        `straight_through`.
-      straight_through: let L_Disc reach the pass-1 logits.
-      mlm_activation: activation of the MLM transform.
-      mlm_initializer_range: stddev of the MLM head's initializer.
-      initial_positive_probability: the critic's p(t+) at initialization;
-        None: Model Garden's zero bias.
-      **kwargs: other `tf_keras.Model` arguments.
+    `temperature` tau > 0 of the Gumbel-softmax is 1.0 unless
+    `straight_through` (L_Disc reaches the pass-1 logits);
+    `initial_positive_probability`: the critic's p(t+) at initialization (None:
+    Model Garden's zero bias).
     """
     super().__init__(**kwargs)
     check_settings(temperature, straight_through, initial_positive_probability)

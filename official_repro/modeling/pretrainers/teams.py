@@ -135,23 +135,13 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       tie_embedding_block: bool = False,
       **kwargs,
   ):
-    """Builds the networks and heads.
+    """Builds the networks and heads; other arguments as `ElectraPretrainer`.
 
-    Args:
-      discriminator_config: the exported discriminator's `EncoderConfig`.
-      generator_config: the generator's.
-      num_negatives: K, non-original candidates per masked position.
-      negative_sampling: 'sampled' or 'hardest'.
-      task_heads: 'attention', 'attention_on_top' or 'ffn'.
-      exported_representations: 'mws' or 'rtd', the top layer's task.
-      tie_embeddings: one word-embedding table for both networks.
-      num_shared_layers: generator bottom layers that are the
-        discriminator's.
-      temperature: sampling temperature of the replacement and negatives.
-      mlm_activation: activation of the MLM, RTD and MWS transforms.
-      initializer_range: stddev of the heads' initializers.
-      tie_embedding_block: also tie position, type and LayerNorm.
-      **kwargs: other `tf_keras.Model` arguments.
+    `discriminator_config` is the exported discriminator's; `num_negatives` K
+    candidates besides the original per masked position, drawn by
+    `negative_sampling` ('sampled', 'hardest'); `task_heads` 'attention',
+    'attention_on_top' or 'ffn'; `exported_representations` ('mws', 'rtd') the
+    top layer's task.
     """
     check_settings(
         task_heads, exported_representations, negative_sampling, num_negatives
