@@ -1,26 +1,14 @@
 """Activation names with one meaning each.
 
-`'gelu'` means the tanh approximation in Model Garden
-(`tf_utils.get_activation`) and in the BERT, ELECTRA and ALBERT reference
-code, but the exact erf form in Keras and in the ConvBERT reference. Configs
-of this repository therefore name the form: `'gelu_tanh'` or `'gelu_erf'`;
-a bare `'gelu'` is rejected. Other names (`'relu'`, `'tanh'`, ...) are
-Model Garden's.
-
-Both GELUs compute the same formulas as Keras' `gelu`, but as one
-XLA-compiled element-wise kernel forward and one backward with a
-hand-written derivative, inside graphs that are otherwise not compiled
-(`tf.custom_gradient` around two `jit_compile` functions; not on TPUs,
-whose whole step is compiled). Left to
-TensorFlow's kernels, the tanh form is 8 element-wise ops forward and about
-twice that backward, each a pass over the `[B, T, FFN]` activations: 11%
-of the op time of an ELECTRA-small CPU training step
-(`experiments/reports/profile_electra_small.md`).
-Fused, the activation's forward and backward take 0.58x the time at
-`[32, 128, 1024]` (2-core CPU). Graphs frozen for the TF profiler's FLOPs
-count cannot see through the compiled calls (the ops after them lose their
-shapes), so `profiled_forward_flops` traces models inside `unfused()`,
-which makes the GELUs Keras' own ops again.
+`'gelu'` is the tanh approximation in Model Garden and the BERT, ELECTRA and
+ALBERT references but the exact erf form in Keras and ConvBERT, so configs
+name the form (`'gelu_tanh'`, `'gelu_erf'`) and a bare `'gelu'` is rejected;
+other names are Model Garden's. Both GELUs run as one XLA-compiled kernel
+forward and one hand-derived backward (`tf.custom_gradient`; not on TPUs),
+which cut the activation's share of an ELECTRA-small CPU step
+(`experiments/reports/profile_electra_small.md`). The TF profiler cannot see
+through compiled calls, so `profiled_forward_flops` traces inside
+`unfused()`.
 """
 
 import contextlib
@@ -40,22 +28,14 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 @tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_tanh_forward(x):
-  """The tanh approximation of GELU and its `tanh(u)`.
-
-  `0.5 x (1 + tanh(u))`, `u = sqrt(2/pi) (x + 0.044715 x^3)`; also
-  returns `tanh(u)` for the backward pass.
-  """
+  """Tanh GELU `0.5 x (1 + tanh(u))` and `tanh(u)`, u = sqrt(2/pi)(x + cx^3)."""
   tanh_u = tf.tanh(_SQRT_2_OVER_PI * (x + _TANH_CUBIC * x * x * x))
   return 0.5 * x * (1.0 + tanh_u), tanh_u
 
 
 @tf.function(jit_compile=True, reduce_retracing=True)
 def _gelu_tanh_backward(upstream, x, tanh_u):
-  """The derivative of the tanh approximation of GELU.
-
-  `d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx`,
-  `du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)`.
-  """
+  """`0.5 (1 + t) + 0.5 x (1 - t^2) du/dx`, the tanh GELU's derivative."""
   du_dx = _SQRT_2_OVER_PI * (1.0 + 3.0 * _TANH_CUBIC * x * x)
   return upstream * (
       0.5 * (1.0 + tanh_u) + 0.5 * x * (1.0 - tanh_u * tanh_u) * du_dx
@@ -93,22 +73,15 @@ def unfused() -> Iterator[None]:
 def _in_keras_shape_inference() -> bool:
   """Whether Keras is inferring a functional layer's output shape.
 
-  Keras calls the layer once in a throwaway graph named
-  `<layer>_scratch_graph`. A compiled function traced there keeps that graph
-  in its cache, and with it every weight the layer read: a model's size of
-  memory per model built, never freed.
+  A compiled function traced in Keras' `<layer>_scratch_graph` would keep
+  that graph, and every weight read, in its cache forever.
   """
   graph = tf.compat.v1.get_default_graph()
   return getattr(graph, 'name', '').endswith('_scratch_graph')
 
 
 def _use_fused(x) -> bool:
-  """Whether to use the fused op for `x`.
-
-  Fuse a TensorFlow tensor outside `unfused()`, outside Keras' shape
-  inference and outside TPUs (whose step XLA compiles whole); Keras'
-  functional inputs and arrays take Keras' own ops.
-  """
+  """Fuse a TF tensor outside `unfused()`, shape inference and TPUs."""
   return (
       _fused
       and isinstance(x, tf.Tensor)
@@ -155,13 +128,7 @@ _MODEL_GARDEN_NAMES = dict(gelu_tanh='gelu')
 def check_name(name: str, setting: str = 'activation') -> str:
   """Returns `name` if it is a known, unambiguous activation name.
 
-  Args:
-    name: the activation name.
-    setting: how error messages name the setting (e.g.
-      'hidden_activation').
-
-  Raises:
-    ValueError: for 'gelu' (ambiguous) or a name nobody defines.
+  `setting` names the setting in error messages (e.g. 'hidden_activation').
   """
   if name == 'gelu':
     raise ValueError(
@@ -185,11 +152,7 @@ def get(name: str) -> Callable[[tf.Tensor], tf.Tensor]:
 
 
 def model_garden_name(name: str) -> str:
-  """The name Model Garden's configs use for activation `name`.
-
-  Raises:
-    ValueError: for the exact GELU, which Model Garden's configs cannot name.
-  """
+  """The name Model Garden's configs use for `name` (the exact GELU: none)."""
   check_name(name)
   if name == 'gelu_erf':
     raise ValueError(

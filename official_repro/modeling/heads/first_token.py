@@ -1,12 +1,10 @@
 """The original ELECTRA/ConvBERT classification head: first token, one dense.
 
-google-research/electra's `ClassificationTask` and `RegressionTask` read the
-encoder's first output vector (its `get_pooled_output()` is
-`sequence_output[:, 0]`, no pooler), apply dropout in training and one dense
-layer with `tf.layers.dense`'s Glorot-uniform kernel and zero bias. Model
-Garden's `ClassificationHead` with `inner_dim=0` projects its input as given
-instead of taking the first token, hence this layer (as `cls_head` of a
-`BertClassifier` built with `use_encoder_pooler=False`).
+google-research/electra reads `sequence_output[:, 0]` (no pooler), applies
+dropout and one Glorot-uniform dense layer. Model Garden's
+`ClassificationHead` with `inner_dim=0` projects its input as given instead
+of taking the first token, hence this layer (`cls_head` of a
+`BertClassifier` with `use_encoder_pooler=False`).
 """
 
 import tf_keras

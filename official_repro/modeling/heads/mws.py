@@ -1,20 +1,10 @@
 """Multi-word selection head of the TEAMS discriminator (003 Sec. 3.1-3.2).
 
-For each masked position the discriminator picks the original token out of a
-candidate set S (the original and K non-original tokens) with
-
-  P(x | x^R, S) = softmax over x' in S of e(x')^T h^MWS   (003 Eq. 7),
-
-e the word-embedding table shared with the generator. The discriminator's
-hidden width H and the embedding width E differ in the small models
-(256 vs 128), so h^MWS is the masked position's state mapped to width E:
-LayerNorm(activation(dense_{H->E}(h))), the transform of Model Garden's
-TEAMS `MultiWordSelectionHead` and of the MLM head. The logits carry no
-bias (Eq. 7 has none; neither does Model Garden's head).
-
-Model Garden's head keeps the embedding table from its constructor, so it
-cannot be rebuilt from its config; this one takes the table as a call
-argument and serializes on its own.
+Logits e(x')^T h^MWS over each masked position's candidates (003 Eq. 7, no
+bias), e the shared word embeddings and h^MWS the state mapped to width E by
+LayerNorm(activation(dense_{H->E}(h))), as Model Garden's TEAMS head. That
+head keeps the embedding table from its constructor, so it cannot be rebuilt
+from its config; this one takes the table as a call argument.
 """
 
 from typing import Any, Dict
@@ -36,14 +26,7 @@ class MultiWordSelectionHead(tf_keras.layers.Layer):
       initializer_range: float = 0.02,
       **kwargs,
   ):
-    """Builds the transform.
-
-    Args:
-      embedding_width: E, the width of the word-embedding rows.
-      activation: a name of `official_repro.modeling.activations`.
-      initializer_range: stddev of the dense layer's initializer.
-      **kwargs: other `tf_keras.layers.Layer` arguments.
-    """
+    """Builds the transform to width `embedding_width` E."""
     super().__init__(**kwargs)
     self._embedding_width = embedding_width
     self._activation = activation
@@ -67,16 +50,13 @@ class MultiWordSelectionHead(tf_keras.layers.Layer):
       candidate_ids: tf.Tensor,
       embedding_table: tf.Tensor,
   ) -> tf.Tensor:
-    """The logits of each candidate.
+    """Float `[B, P, C]` logits e(candidate)^T h^MWS.
 
     Args:
       sequence_output: float `[B, T, H]`, the MWS representations.
       masked_positions: int `[B, P]`.
       candidate_ids: int `[B, P, C]`, the candidate sets.
       embedding_table: float `[V, E]`, the word embeddings e.
-
-    Returns:
-      float `[B, P, C]`: e(candidate)^T h^MWS.
     """
     states = tf.gather(sequence_output, masked_positions, batch_dims=1)
     states = self.layer_norm(self.dense(states))  # [B, P, E]

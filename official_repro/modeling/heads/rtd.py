@@ -10,10 +10,8 @@ from official_repro.modeling import activations
 class ReplacedTokenDetectionHead(tf_keras.layers.Layer):
   """Per-token logit that the token was replaced by the generator.
 
-  ELECTRA's discriminator head: a dense layer of the hidden width with the
-  encoder's activation (a name of `official_repro.modeling.activations`;
-  the reference's tanh-approximated GELU by default), then a dense layer to
-  one logit.
+  ELECTRA's discriminator head: dense of the hidden width with `activation`
+  (default the reference's tanh GELU), then dense to one logit.
   """
 
   def __init__(

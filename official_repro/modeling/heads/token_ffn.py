@@ -1,11 +1,8 @@
 """A per-token feed-forward task head (003 Fig. 2 left, Table 3 ablation).
 
-The design TEAMS compares its attention-based task heads against: each
-token's task-agnostic state goes through its own feed-forward network, with
-no attention across tokens. Its shape is a transformer block's feed-forward
-sublayer, so that it differs from the attention head only by the missing
-self-attention: dense H -> I with the encoder's activation, dense I -> H,
-dropout, residual connection and LayerNorm.
+The design TEAMS compares its attention task heads against: a transformer
+block's feed-forward sublayer alone (dense H -> I, activation, dense I -> H,
+dropout, residual, LayerNorm), with no attention across tokens.
 """
 
 from typing import Any, Dict
@@ -30,16 +27,7 @@ class TokenFeedForwardHead(tf_keras.layers.Layer):
       initializer_range: float = 0.02,
       **kwargs,
   ):
-    """Builds the sublayer.
-
-    Args:
-      hidden_size: H, input and output width.
-      intermediate_size: I, the inner width.
-      activation: a name of `official_repro.modeling.activations`.
-      dropout_rate: dropout before the residual connection.
-      initializer_range: stddev of the dense layers' initializers.
-      **kwargs: other `tf_keras.layers.Layer` arguments.
-    """
+    """Builds the sublayer: H = `hidden_size`, I = `intermediate_size`."""
     super().__init__(**kwargs)
     self._hidden_size = hidden_size
     self._intermediate_size = intermediate_size

@@ -1,30 +1,13 @@
 """Released checkpoints converted into this repository's export layout.
 
-Every command that reads a pretrained encoder reads the export layout of
-`modeling/networks/pretrained.py` (`encoder-<step>`, `encoder_config.json`,
-`vocab.txt` or `spiece.model`, `tokenizer.json`). A released checkpoint is
-converted into that layout once, and then read like one of ours:
-
-  <dir>/encoder-0.{index,data-*}   tf.train.Checkpoint(encoder=...)
-  <dir>/encoder_config.json        the architecture, from the release's
-                                   config (never from a command's settings)
-  <dir>/vocab.txt, tokenizer.json  the vocabulary (or spiece.model) and its
-                                   casing
-  <dir>/heads/heads-0.*            Checkpoint(mlm_head=..., rtd_head=...),
-  <dir>/heads/heads.json           and each head's activation, where the
-                                   release has them (score and rescore read
-                                   the MLM head)
-  <dir>/conversion.json            what was read: kind, file, model type,
-                                   classes, the task heads left out
-
-Kinds (`KINDS`, detected by `detect`): a Hugging Face folder, an original
-TF1 ELECTRA or ConvBERT checkpoint, a Model Garden TEAMS checkpoint.
-`--init_checkpoint` takes any of them directly (`cached_export`): the
-conversion goes once into a cache folder named by a digest of what was
-read, so a later command reuses it. A conversion is written into a
-temporary folder and renamed when complete (`staging.whole_folder`): a
-failed or interrupted one leaves nothing, and the temporary folder of a
-killed one is removed by the next conversion into the same folder.
+Every command reads a pretrained encoder in the export layout of
+`networks/pretrained.py`; a release (`KINDS`, found by `detect`: a Hugging
+Face folder, a TF1 ELECTRA or ConvBERT checkpoint, a Model Garden TEAMS
+checkpoint) is converted into it once: `encoder-0`, `encoder_config.json`
+(from the release's config, never a command's settings), the vocabulary,
+`heads/` (MLM and RTD heads with their activations) and `conversion.json`
+(what was read). `cached_export` caches conversions by a digest of what was
+read; each is written to a temporary folder and renamed when complete.
 """
 
 import dataclasses
@@ -56,16 +39,11 @@ CACHE_ENVIRONMENT_VARIABLE = 'OFFICIAL_REPRO_CACHE'
 
 @dataclasses.dataclass(frozen=True)
 class Source:
-  """What to convert.
+  """What to convert: `kind` one of `KINDS` or 'auto'.
 
-  Attributes:
-    path: the folder or checkpoint.
-    kind: one of `KINDS`, or 'auto' to detect it.
-    network: TF1 and TEAMS checkpoints hold two networks: 'discriminator'
-      or 'generator'.
-    config_file: a Hugging Face `config.json` for checkpoints that carry
-      none (TF1: replaces what cannot be read off the shapes).
-    lower_case: the casing asked for; None: the release's own.
+  `network` is TF1 and TEAMS checkpoints' 'discriminator' or 'generator';
+  `config_file` a `config.json` for checkpoints without one; `lower_case`
+  None: the release's own.
   """
 
   path: str
@@ -83,12 +61,7 @@ def detect(path: str) -> Optional[str]:
 
 
 def read(source: Source) -> hf_models.Imported:
-  """Reads a release into our terms (`hf_models.Imported`).
-
-  Raises:
-    UserError: an unknown or undetectable kind, or a release that does not
-      match what it says it is, naming the file and the fix.
-  """
+  """Reads a release into our terms (`hf_models.Imported`)."""
   kind = detect(source.path) if source.kind == 'auto' else source.kind
   if kind is None:
     raise cli.UserError(
@@ -161,15 +134,7 @@ def _write_layout(
 
 
 def convert(source: Source, output_dir: str) -> Dict[str, Any]:
-  """Converts a release into `output_dir`, all or nothing.
-
-  Returns:
-    The conversion's record (`conversion.json`).
-
-  Raises:
-    UserError: an `output_dir` that holds files, or a release refused by
-      `read` or `hf_models.build`; nothing is written then.
-  """
+  """Converts a release into an empty `output_dir`; returns its record."""
   if tf.io.gfile.exists(output_dir) and tf.io.gfile.listdir(output_dir):
     raise cli.UserError(
         f'--output_dir {output_dir} is not empty; give a new folder.'

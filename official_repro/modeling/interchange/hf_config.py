@@ -1,17 +1,10 @@
 """Hugging Face `config.json` for BERT, ALBERT, ELECTRA and ConvBERT models.
 
-The architecture of an imported model comes from its `config.json`, never
-from a command's settings: `encoder_config` maps it onto an `EncoderConfig`,
-and `hf_config` writes one for an exported encoder. The two are inverse on
-every setting both sides have. What our encoders cannot be is refused by
-name: another model type or position-embedding type, a LayerNorm epsilon
-other than 1e-12 (Model Garden's layers fix it), ALBERT with several layer
-groups or inner layers, an activation without a counterpart.
-
-Activation names differ: Hugging Face's `"gelu"` is the exact (erf) GELU
-and `"gelu_new"` (also `"gelu_fast"`, `"gelu_pytorch_tanh"`) the tanh
-approximation; ours are `'gelu_erf'` and `'gelu_tanh'`
-(`modeling/activations.py`).
+An imported model's architecture comes from its `config.json`, never from a
+command's settings. `encoder_config` and `hf_config` are inverse on every
+setting both sides have; what our encoders cannot be is refused by name.
+Hugging Face's `"gelu"` is the exact GELU and `"gelu_new"` (and kin) the
+tanh one; ours are `'gelu_erf'` and `'gelu_tanh'`.
 """
 
 import dataclasses
@@ -51,9 +44,7 @@ class HfArchitecture:
   """What a `config.json` describes.
 
   Attributes:
-    model_type: 'bert', 'albert', 'electra' or 'convbert'.
-    architectures: the saved classes (`"architectures"`, e.g.
-      `["ElectraForPreTraining"]`), possibly empty.
+    architectures: the saved classes (e.g. `["ElectraForPreTraining"]`).
     encoder: the encoder, as our config.
     num_labels: the classifier's outputs, if the config names labels.
     id2label: the classifier's label names by output index.
@@ -75,16 +66,8 @@ def _activation(name: str, where: str) -> str:
   return ACTIVATIONS_FROM_HF[name]
 
 
-def encoder_config(config: Dict[str, Any], where: str) -> HfArchitecture:
-  """Our `EncoderConfig` of a Hugging Face config.
-
-  Args:
-    config: the parsed `config.json`.
-    where: the file, for error messages.
-
-  Raises:
-    UserError: naming the setting that our encoders cannot have.
-  """
+def _checked_model_type(config: Dict[str, Any], where: str) -> str:
+  """The model type, or UserError naming a setting our encoders lack."""
   model_type = config.get('model_type')
   if model_type not in MODEL_TYPES:
     raise cli.UserError(
@@ -110,6 +93,12 @@ def encoder_config(config: Dict[str, Any], where: str) -> HfArchitecture:
             f'{where}: {field} = {config[field]}; our ALBERT shares one '
             'block across all layers (1 group of 1 layer).'
         )
+  return model_type
+
+
+def encoder_config(config: Dict[str, Any], where: str) -> HfArchitecture:
+  """Our `EncoderConfig` of a parsed `config.json` (`where`: its file)."""
+  model_type = _checked_model_type(config, where)
   options = {}
   if model_type == 'convbert':
     options = dict(
@@ -164,13 +153,7 @@ def encoder_config(config: Dict[str, Any], where: str) -> HfArchitecture:
 def model_type_for(encoder: encoders.EncoderConfig, electra: bool) -> str:
   """The Hugging Face model type that is exactly `encoder`.
 
-  Args:
-    encoder: our encoder.
-    electra: whether it is an ELECTRA-style network (a discriminator or a
-      generator), which Hugging Face's ELECTRA classes hold.
-
-  Raises:
-    UserError: a backbone or setting Hugging Face's classes lack.
+  `electra`: an ELECTRA-style network, which the ELECTRA classes hold.
   """
   if encoder.backbone == 'albert':
     return 'albert'
@@ -203,14 +186,7 @@ def hf_config(
 ) -> Dict[str, Any]:
   """The `config.json` of `encoder` as a Hugging Face `model_type` model.
 
-  Args:
-    encoder: our encoder (`vocab_size` set).
-    model_type: from `model_type_for`.
-    architecture: the class the weights are for (`"architectures"`).
-    **extra: further fields (`id2label`, ...).
-
-  Raises:
-    UserError: an activation Hugging Face does not name.
+  `architecture` is the class the weights are for; `**extra` further fields.
   """
   if encoder.hidden_activation not in ACTIVATIONS_TO_HF:
     raise cli.UserError(

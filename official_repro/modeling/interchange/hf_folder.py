@@ -1,24 +1,13 @@
 """Hugging Face model folders: weights, config and tokenizer, read and written.
 
-A folder holds `config.json`, the weights as `model.safetensors` (PyTorch
-parameter names and layouts; sharded as `model.safetensors.index.json` plus
-its shards) or `tf_model.h5` (Keras weight names, which are turned into
-PyTorch names and layouts by Hugging Face's rules), and the tokenizer as
-`vocab.txt` or only inside `tokenizer.json` (its WordPiece `model.vocab`),
-with the casing in `tokenizer_config.json` (`do_lower_case`) or in
-`tokenizer.json`'s normalizer (`lowercase`). This repository's WordPiece
-tokenizer is the original BERT one (`data.tokenization`), so a folder whose
-tokenizer files set anything else (another normalizer, pre-tokenizer or
-model, accents stripped other than exactly when lower-casing, no CJK split,
-...) is refused, naming the file and the setting (`check_tokenizer_json`,
-`check_tokenizer_config`). A folder with `spiece.model` (ALBERT's), or only
-a Unigram `tokenizer.json` (the model is rebuilt from it), is read with the
-original ALBERT tokenizer (`data.sentencepiece_tokenization`), and refused
-if its `tokenizer_config.json` keeps accents or spaces, or names another
-tokenizer class (`check_sentencepiece_config`).
-
-Weights are read with the `safetensors` package's numpy API and `h5py`,
-never through PyTorch, and every file goes through `tf.io.gfile`.
+Weights come from `model.safetensors` (sharded or not; PyTorch names and
+layouts) or `tf_model.h5` (Keras names, turned into PyTorch's by Hugging
+Face's rules), read with numpy-level `safetensors` and `h5py`, never
+PyTorch, every file through `tf.io.gfile`. Our tokenizers are the original
+BERT WordPiece and ALBERT SentencePiece ones, so tokenizer files that set
+anything they do not reproduce are refused, naming the file and setting
+(`check_tokenizer_json`, `check_tokenizer_config`,
+`check_sentencepiece_config`).
 """
 
 import dataclasses
@@ -62,16 +51,11 @@ class HfFolder:
   """A Hugging Face model folder, read.
 
   Attributes:
-    path: the folder.
-    config: `config.json`, parsed.
     state: PyTorch name -> numpy array, in PyTorch layout.
-    weights_file: the file the weights came from.
-    vocab_tokens: the vocabulary (WordPiece or SentencePiece), token `i` at
-      index `i`.
+    vocab_tokens: the WordPiece or SentencePiece vocabulary.
     lower_case: the tokenizer's casing, or None if no file says.
     mlm_activation: our name of the MLM head's activation where it is not
-      the Hugging Face class's (checkpoints of the reference code); None:
-      the class's.
+      the Hugging Face class's (reference-code checkpoints); None: the class's.
   """
 
   path: str
@@ -140,16 +124,9 @@ def h5_name_to_pt(
 ) -> Tuple[str, Callable[[np.ndarray], np.ndarray]]:
   """A Keras weight name of a Hugging Face TF model, as its PyTorch name.
 
-  Hugging Face's own rules (`modeling_tf_pytorch_utils`): the outer scope
-  (the model class) is dropped, list items `layer_._3` become `layer.3`,
-  `kernel` / `embeddings` / `gamma` become `weight`, `beta` `bias`. Layouts:
-  a 2-D kernel is transposed; a 3-D one (ConvBERT's grouped feed-forward,
-  Keras `[out/G, in/G, G]`) and a pointwise convolution kernel
-  (`[1, in, out]`) have their axes reversed; a depthwise one
-  (`[k, in, 1]`) becomes `[in, 1, k]`.
-
-  Returns:
-    `(PyTorch name, Keras layout -> PyTorch layout)`.
+  Hugging Face's rules (`modeling_tf_pytorch_utils`); returns the name and the
+  Keras -> PyTorch layout function (2-D kernels transposed, grouped and
+  pointwise kernels reversed, depthwise `[k, in, 1]` -> `[in, 1, k]`).
   """
   name = name.replace(':0', '')
   name = re.sub(r'/[^/]*___([^/]*)/', r'/\1/', name)
@@ -173,12 +150,7 @@ def h5_name_to_pt(
 
 
 def _read_h5(path: str) -> Dict[str, np.ndarray]:
-  """Weights of a Keras h5 file: each layer group lists its weights' names.
-
-  Keras writes one group per top-level layer, whose `weight_names`
-  attribute gives each weight's full name (the model's scope first) and the
-  path of its dataset in the group.
-  """
+  """Weights of a Keras h5 file, by each layer group's `weight_names`."""
   import h5py  # pylint: disable=g-import-not-at-top
 
   state = {}
@@ -251,16 +223,11 @@ def _not_bert(where: str, setting: str, value: Any, ours: str) -> cli.UserError:
 def check_tokenizer_json(tokenizer: Dict[str, Any], where: str) -> None:
   """Refuses a `tokenizer.json` that does not tokenize as BERT's original.
 
-  Ours is `BertNormalizer` (clean text, CJK split, accents stripped exactly
-  when lower-casing: `strip_accents` null follows `lowercase`),
-  `BertPreTokenizer` and WordPiece (`[UNK]`, `##`, 100 characters). Any
-  other normalizer or pre-tokenizer, a `Sequence` of them included, is
-  refused: its equivalence is not checked. A model without `type` (files
-  of older `tokenizers`) is WordPiece when it has
+  Ours is `BertNormalizer` (accents stripped exactly when lower-casing),
+  `BertPreTokenizer` and WordPiece (`[UNK]`, `##`, 100 characters); other
+  normalizers or pre-tokenizers, `Sequence`s included, are refused. A model
+  without `type` (older files) is WordPiece when it has
   `max_input_chars_per_word` and no `merges`.
-
-  Raises:
-    UserError: naming `where`, the setting and its value.
   """
   normalizer = tokenizer.get('normalizer')
   normalizer = normalizer if isinstance(normalizer, dict) else {}
@@ -323,13 +290,8 @@ def check_tokenizer_config(
 ) -> None:
   """Refuses a `tokenizer_config.json` of settings BERT's original lacks.
 
-  `do_basic_tokenize` and `tokenize_chinese_chars` must be true (or
-  absent: Hugging Face's default), and `strip_accents` null (following the
-  casing) or equal to it: `lower_case`, the folder's casing, or when no
-  file says, Hugging Face's default `do_lower_case` true.
-
-  Raises:
-    UserError: naming `where`, the setting and its value.
+  `do_basic_tokenize` and `tokenize_chinese_chars` true or absent, and
+  `strip_accents` null or equal to the casing (`lower_case`, default true).
   """
   for setting, ours in (
       ('do_basic_tokenize', 'ours always splits text before WordPiece'),
@@ -352,11 +314,7 @@ def check_tokenizer_config(
 def check_sentencepiece_config(config: Dict[str, Any], where: str) -> None:
   """Refuses a `tokenizer_config.json` ALBERT's original tokenizer is not.
 
-  The class (if named) must read `spiece.model` as ALBERT does, and
-  `keep_accents` false and `remove_space` true (Hugging Face's defaults).
-
-  Raises:
-    UserError: naming `where`, the setting and its value.
+  An ALBERT class if named, `keep_accents` false, `remove_space` true.
   """
   name = config.get('tokenizer_class')
   if name is not None and name not in _SENTENCEPIECE_CLASSES:
@@ -405,10 +363,8 @@ def _read_unigram_tokenizer(
 ) -> Tuple[vocab.Vocabulary, Optional[bool]]:
   """`read_tokenizer` of a folder with a Unigram `tokenizer.json` alone.
 
-  The SentencePiece model is rebuilt from it
-  (`sentencepiece_tokenization.model_from_tokenizer_json`); its normaliser
-  must strip accents (NFKD, StripAccents) as ALBERT's does, and lower-cases
-  when it has a Lowercase step.
+  The SentencePiece model is rebuilt from it; its normaliser must strip
+  accents as ALBERT's does, and lower-cases with a Lowercase step.
   """
   where = os.path.join(path, TOKENIZER_FILENAME)
   steps = {
@@ -440,13 +396,7 @@ def _read_unigram_tokenizer(
 
 
 def read_tokenizer(path: str) -> Tuple[vocab.Vocabulary, Optional[bool]]:
-  """(vocabulary, lower_case or None) of a folder's tokenizer files.
-
-  Raises:
-    UserError: no vocabulary, or tokenizer settings that BERT's or ALBERT's
-      original tokenizer (ours) does not reproduce (`check_tokenizer_json`,
-      `check_tokenizer_config`, `check_sentencepiece_config`).
-  """
+  """(vocabulary, lower_case or None) of a folder's tokenizer files."""
   if tf.io.gfile.exists(os.path.join(path, SENTENCEPIECE_FILENAME)):
     return _read_sentencepiece_tokenizer(path)
   vocab_path = os.path.join(path, VOCAB_FILENAME)
@@ -489,11 +439,7 @@ def read_tokenizer(path: str) -> Tuple[vocab.Vocabulary, Optional[bool]]:
 
 
 def read_folder(path: str) -> HfFolder:
-  """Reads a Hugging Face model folder.
-
-  Raises:
-    UserError: a missing or unreadable file, naming it.
-  """
+  """Reads a Hugging Face model folder (UserError naming a bad file)."""
   if not is_hf_folder(path):
     raise cli.UserError(
         f'{path}: not a Hugging Face model folder ({CONFIG_FILENAME} and '
@@ -514,8 +460,7 @@ def write_folder(
 ) -> None:
   """Writes `config.json`, `model.safetensors` and the tokenizer files.
 
-  Each file is written under a temporary name and renamed
-  (`json_files`), so a failure leaves no partial file.
+  Each through a temporary name (`json_files`): no partial file on failure.
   """
   tf.io.gfile.makedirs(path)
   weights = safetensors.numpy.save(

@@ -1,30 +1,13 @@
 """Which Hugging Face parameter each of our variables is, and its layout.
 
 One table serves import and export, so the two are inverse by construction:
-each `Parameter` pairs one of our variables with its Hugging Face name (the
-PyTorch `state_dict` key, as in `model.safetensors`) and the two layout
-conversions between them. The conversions:
-
-* dense kernels: ours `[in, out]`, PyTorch's `[out, in]`;
-* attention projections (Model Garden's `MultiHeadAttention`): query, key
-  and value kernels `[H, heads, head_size]` and biases `[heads, head_size]`,
-  the output kernel `[heads, head_size, H]`; PyTorch's are plain
-  `[out, in]` matrices and flat biases;
-* ConvBERT's span convolution: the depthwise kernel `[k, H, 1]` against
-  PyTorch's `Conv1d` `[H, 1, k]`, the pointwise `[1, H, out]` against
-  `[out, H, 1]`, the bias `[out]` against `[out, 1]`; the grouped
-  feed-forward kernels `[G, in/G, out/G]` are PyTorch's `GroupedLinearLayer`
-  layout as they are, or a plain `Linear` when G = 1;
-* embeddings, LayerNorm scales (`weight`) and offsets (`bias`): as they are.
-
-Names per model type, with `prefix` the base model's (`bert.`,
-`electra.`, `albert.`, `convbert.`, or '' for a base model saved alone):
-BERT and ELECTRA share the encoder names (ELECTRA adds `embeddings_project`
-and has no pooler); ALBERT keeps one shared layer under
-`encoder.albert_layer_groups.0.albert_layers.0` and its embedding projection
-as `encoder.embedding_hidden_mapping_in`; ConvBERT's self-attention module
-also holds the convolution (`key_conv_attn_layer`, `conv_kernel_layer`,
-`conv_out_layer`).
+each `Parameter` pairs one of our variables with its Hugging Face
+(`state_dict`) name and the layout conversions between them: dense kernels
+`[in, out]` vs `[out, in]`; Model Garden's per-head attention kernels and
+biases vs flat matrices; ConvBERT's depthwise `[k, H, 1]` vs `Conv1d`
+`[H, 1, k]`, pointwise `[1, H, out]` vs `[out, H, 1]` (grouped feed-forward
+kernels as they are); embeddings and LayerNorms as they are. `prefix` is the
+base model's (`bert.`, `electra.`, `albert.`, `convbert.`, or '').
 """
 
 import dataclasses
@@ -39,13 +22,8 @@ import tf_keras
 class Parameter:
   """One variable of ours and its Hugging Face counterpart.
 
-  Attributes:
-    name: the Hugging Face (PyTorch) parameter name.
-    variable: our variable.
-    to_ours: Hugging Face layout -> ours.
-    to_theirs: ours -> Hugging Face layout.
-    optional: a folder may lack it (the pooler of a `*ForMaskedLM`); the
-      variable then keeps its initialization.
+  `to_ours` / `to_theirs` convert the layout; an `optional` one (the pooler of
+  a `*ForMaskedLM`) may be absent and keeps its initialization.
   """
 
   name: str
@@ -236,15 +214,8 @@ def encoder_parameters(
 ) -> List[Parameter]:
   """Every variable of `encoder` that `model_type` has, with its name.
 
-  Args:
-    encoder: our built encoder (`encoders.build_encoder`).
-    model_type: 'bert', 'albert', 'electra' or 'convbert'.
-    prefix: the base model's prefix ('bert.', ...; '' for a base model).
-
-  Returns:
-    The parameters. The pooler is left out where Hugging Face has none
-    (ELECTRA, ConvBERT) and optional where it has one (its `*ForMaskedLM`
-    classes drop it).
+  The pooler is left out where Hugging Face has none (ELECTRA, ConvBERT) and
+  optional where it has one.
   """
   embeddings = f'{prefix}embeddings'
   params = [
@@ -320,8 +291,7 @@ MLM_HEAD_NAMES = dict(
 def mlm_head_parameters(head, model_type: str) -> List[Parameter]:
   """Model Garden's `MaskedLM` head: transform, LayerNorm, output bias.
 
-  ALBERT stores the output bias twice (`predictions.bias` and the decoder's
-  tied copy); both names are given, the first is read.
+  ALBERT's output bias has two names; the first is read.
   """
   dense, norm, biases = MLM_HEAD_NAMES[model_type]
   return [
@@ -340,10 +310,5 @@ def rtd_head_parameters(head) -> List[Parameter]:
 
 
 def classifier_parameters(classifier) -> List[Parameter]:
-  """Model Garden's `BertClassifier` output layer, on the encoder's pooler.
-
-  Hugging Face's BERT and ALBERT sequence classifiers are the same
-  function: the pooler (dense + tanh on [CLS], `encoder_parameters`), then
-  `classifier`.
-  """
+  """Model Garden's `BertClassifier` output layer, on the encoder's pooler."""
   return _dense('classifier', classifier, 'sentence_prediction/logits')

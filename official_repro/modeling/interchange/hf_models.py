@@ -1,23 +1,14 @@
 """Hugging Face BERT, ALBERT, ELECTRA and ConvBERT models as our networks.
 
-Import (`read` or `from_folder`, then `build`): the architecture comes from
-the folder's `config.json` (`hf_config.encoder_config`), the casing and
-vocabulary from its tokenizer files, and every weight is assigned through
-`hf_layout`'s table. What a folder holds beyond our networks is either a
-head we know and convert (the MLM head of `*ForMaskedLM` /
-`*ForPreTraining`, ELECTRA's discriminator head) or a task head we name and
-leave (`TASK_HEADS`); any other weight, a missing one, a shape that
-differs or a vocabulary of another size is refused with one line naming
-it.
-
-Export (`export`): our encoder, and where given its MLM or RTD head, as the
-Hugging Face class that computes the same function (`hf_config.
-model_type_for`), with the config, the weights in PyTorch names and layouts
-and the tokenizer files.
-
-The MLM heads of Hugging Face's ELECTRA and ConvBERT generators apply the
-exact (erf) GELU whatever the config says; BERT's and ALBERT's apply the
-config's `hidden_act` (`mlm_activation`).
+Import (`read` or `from_folder`, then `build`): architecture from
+`config.json` (`hf_config.encoder_config`), casing and vocabulary from the
+tokenizer files, every weight through `hf_layout`'s table. Heads we know
+(MLM, ELECTRA's RTD) are converted, task heads (`TASK_HEADS`) named and
+left; any other, missing or misshapen weight is refused in one line.
+Export (`export`): our encoder and optionally one head as the Hugging Face
+class computing the same function (`hf_config.model_type_for`). Hugging
+Face's ELECTRA and ConvBERT generator heads apply the exact GELU whatever
+the config says (`mlm_activation`).
 """
 
 import dataclasses
@@ -58,15 +49,9 @@ _RTD_CLASSES = ('ElectraForPreTraining',)
 class Imported:
   """A released model, read and described in our terms.
 
-  Attributes:
-    source: where it was read from.
-    architecture: its config, as ours (`hf_config.HfArchitecture`).
-    state: its weights by Hugging Face (PyTorch) name, PyTorch layout.
-    prefix: the base model's name prefix in `state` ('electra.', or '').
-    vocab_tokens: the vocabulary.
-    lower_case: the tokenizer's casing.
-    heads: the heads it holds that we convert: 'mlm' and/or 'rtd'.
-    mlm_activation: our name of its MLM head's activation.
+  `architecture` is its config as ours, `state` its weights by PyTorch name
+  and layout under `prefix` ('electra.', or ''), `heads` the heads we convert
+  ('mlm', 'rtd').
   """
 
   source: str
@@ -97,13 +82,8 @@ def _mlm_activation(model_type: str, encoder: encoders.EncoderConfig) -> str:
 def read(path: str, lower_case: Optional[bool] = None) -> Imported:
   """Reads a Hugging Face folder and checks it against its config.
 
-  Args:
-    path: the folder.
-    lower_case: the casing asked for (`--lower_case`); refused when the
-      tokenizer files say otherwise; needed when they say nothing.
-
-  Raises:
-    UserError: naming the file or setting at fault and the fix.
+  `lower_case` (`--lower_case`) is refused when the tokenizer files say
+  otherwise and needed when they say nothing.
   """
   return from_folder(hf_folder.read_folder(path), lower_case)
 
@@ -173,11 +153,8 @@ def assign(
 ) -> List[str]:
   """Assigns each parameter from `state`; returns the names read.
 
-  A variable listed under several names (ALBERT's output bias) is read from
-  the first present; an optional parameter may be absent.
-
-  Raises:
-    UserError: a missing name, or a shape that differs, naming it.
+  A variable under several names (ALBERT's output bias) is read from the first
+  present; an optional parameter may be absent.
   """
   read_names, assigned = [], set()
   for param in params:
@@ -270,11 +247,7 @@ def _check_tied_decoders(imported: Imported) -> List[str]:
 
 
 def build(imported: Imported) -> Networks:
-  """Our networks with the released weights; checks every weight is used.
-
-  Raises:
-    UserError: a missing, extra or misshapen weight, naming it.
-  """
+  """Our networks with the released weights; checks every weight is used."""
   model_type = imported.architecture.model_type
   encoder = build_encoder(imported.encoder_config)
   read_names = assign(
@@ -390,40 +363,8 @@ def mlm_head_difference(
   )
 
 
-def export(
-    path: str,
-    encoder: tf_keras.Model,
-    encoder_config: encoders.EncoderConfig,
-    vocab_tokens: Sequence[str],
-    lower_case: bool,
-    electra: bool = False,
-    mlm_head: Optional[layers.MaskedLM] = None,
-    rtd_head: Optional[rtd.ReplacedTokenDetectionHead] = None,
-    classifier: Optional[tf_keras.Model] = None,
-    labels: Optional[Sequence[str]] = None,
-) -> Dict[str, str]:
-  """Writes our networks as a Hugging Face folder.
-
-  Args:
-    path: the folder to write.
-    encoder: the built encoder.
-    encoder_config: its config (`vocab_size` set).
-    vocab_tokens: its vocabulary.
-    lower_case: its tokenizer's casing.
-    electra: an ELECTRA-style network (the ELECTRA classes hold it).
-    mlm_head: its MLM head, written with it (`*ForMaskedLM`).
-    rtd_head: its replaced-token-detection head (`ElectraForPreTraining`).
-    classifier: a fine-tuned Model Garden `BertClassifier` on `encoder`
-      (`*ForSequenceClassification`).
-    labels: the classifier's label names by output index (one output: a
-      regression, as STS-B).
-
-  Returns:
-    `{'model_type', 'class'}` of what was written.
-
-  Raises:
-    UserError: an encoder no Hugging Face class holds, or both heads.
-  """
+def _single_head(mlm_head, rtd_head, classifier) -> Optional[str]:
+  """The one head given ('mlm', 'rtd', 'classifier'), None, or UserError."""
   heads = [
       name
       for name, network in (
@@ -439,21 +380,47 @@ def export(
         'discriminator (RTD head) and the generator (MLM head) to two '
         'folders.'
     )
-  head = heads[0] if heads else None
+  return heads[0] if heads else None
+
+
+def _label_fields(labels: Optional[Sequence[str]]) -> Dict[str, object]:
+  """A classifier's `config.json` label fields."""
+  labels = list(labels or ())
+  return dict(
+      id2label={str(i): label for i, label in enumerate(labels)},
+      label2id={label: i for i, label in enumerate(labels)},
+      problem_type=(
+          'regression' if len(labels) == 1 else 'single_label_classification'
+      ),
+  )
+
+
+def export(
+    path: str,
+    encoder: tf_keras.Model,
+    encoder_config: encoders.EncoderConfig,
+    vocab_tokens: Sequence[str],
+    lower_case: bool,
+    electra: bool = False,
+    mlm_head: Optional[layers.MaskedLM] = None,
+    rtd_head: Optional[rtd.ReplacedTokenDetectionHead] = None,
+    classifier: Optional[tf_keras.Model] = None,
+    labels: Optional[Sequence[str]] = None,
+) -> Dict[str, str]:
+  """Writes our networks as a Hugging Face folder; returns its type and class.
+
+  `encoder_config` has `vocab_size` set; `electra`: an ELECTRA-style network
+  (the ELECTRA classes hold it). At most one head: `mlm_head`
+  (`*ForMaskedLM`), `rtd_head` (`ElectraForPreTraining`) or a fine-tuned
+  `BertClassifier` `classifier` (`*ForSequenceClassification`) with its
+  `labels` (one: a regression, as STS-B).
+  """
+  head = _single_head(mlm_head, rtd_head, classifier)
   model_type = hf_config.model_type_for(
       encoder_config, (electra or bool(rtd_head)) and head != 'classifier'
   )
   architecture = hf_class(model_type, head)
-  extra = {}
-  if classifier is not None:
-    labels = list(labels or ())
-    extra = dict(
-        id2label={str(i): label for i, label in enumerate(labels)},
-        label2id={label: i for i, label in enumerate(labels)},
-        problem_type=(
-            'regression' if len(labels) == 1 else 'single_label_classification'
-        ),
-    )
+  extra = {} if classifier is None else _label_fields(labels)
   if len(vocab_tokens) != encoder_config.vocab_size:
     raise cli.UserError(
         f'The vocabulary has {len(vocab_tokens)} tokens; the encoder '

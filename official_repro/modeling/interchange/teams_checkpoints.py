@@ -1,21 +1,13 @@
 """Model Garden TEAMS checkpoints (`official/projects/teams`) as our networks.
 
-Model Garden's TEAMS trainer writes `tf.train.Checkpoint(model=
-TeamsPretrainer, ...)` and its `params.yaml` beside it; its encoder export
-is `tf.train.Checkpoint(encoder=<the MWS discriminator>)`. Both are read by
-object: Model Garden's own `TeamsPretrainer` is built from the config
-(`task.model` of `params.yaml`, or a given YAML) and restored, and its
-`EncoderScaffold` networks are copied into ours layer by layer (their
-blocks are Model Garden's transformer layers, weight for weight ours). The
-result is returned as a Hugging Face folder would hold it, so that
-conversion goes on as for any release (`hf_models`).
-
-What is converted: the discriminator's MWS side (the network TEAMS
-fine-tunes, 003 footnote 3) or, with `network='generator'`, the generator
-with its MLM head. Not converted, and named in the conversion's record by
-the caller: the RTD side's extra transformer layer and head, and the MWS
-head. Model Garden's embedding projection (E != H) has no bias; ours gets
-zero. Its `'gelu'` is the tanh approximation (`modeling/activations.py`).
+A trainer checkpoint (`Checkpoint(model=TeamsPretrainer)` plus its
+`params.yaml`) or encoder export (`Checkpoint(encoder=...)`) is restored
+into Model Garden's own `TeamsPretrainer` built from the config, and its
+`EncoderScaffold` copied into ours layer by layer; the result is returned
+as a Hugging Face folder would hold it (`hf_models`). Converted: the
+discriminator's MWS side (003 footnote 3) or the generator with its MLM
+head; not the RTD side's extra layer and head or the MWS head. Model
+Garden's projection has no bias (ours gets zero); its `'gelu'` is tanh.
 """
 
 import os
@@ -41,11 +33,10 @@ PARAMS_FILENAME = 'params.yaml'
 
 
 def detect(path: str) -> Optional[str]:
-  """'teams' for a Model Garden TEAMS trainer checkpoint at `path`, else None.
+  """`'teams'` for a Model Garden TEAMS trainer checkpoint at `path`, else None.
 
-  An encoder-only export (`Checkpoint(encoder=...)`) has the object layout of
-  any functional encoder, so it is read when named (`--from=teams`), not
-  detected.
+  An encoder-only export looks like any functional encoder, so it is read when
+  named (`--from=teams`), not detected.
   """
   prefix = tf1_checkpoints.checkpoint_prefix(path)
   if prefix is None:
@@ -134,29 +125,8 @@ def _copy_scaffold(scaffold, encoder) -> None:
   encoder.pooler_layer.set_weights(scaffold._pooler_layer.get_weights())  # pylint: disable=protected-access
 
 
-def read(
-    path: str, network: str = 'discriminator', config_file: Optional[str] = None
-) -> hf_folder.HfFolder:
-  """A TEAMS checkpoint as a Hugging Face folder would hold it.
-
-  Args:
-    path: the checkpoint prefix or its directory.
-    network: 'discriminator' (its MWS side) or 'generator' (with its MLM
-      head; a trainer checkpoint only).
-    config_file: the run's `params.yaml` (default: beside the checkpoint).
-
-  Raises:
-    UserError: no checkpoint, no config, a network the checkpoint lacks, or
-      variables that do not restore, naming the file.
-  """
-  if network not in tf1_checkpoints.NETWORKS:
-    raise cli.UserError(
-        f'--network must be one of {tf1_checkpoints.NETWORKS}, not {network!r}.'
-    )
-  prefix = tf1_checkpoints.checkpoint_prefix(path)
-  if prefix is None:
-    raise cli.UserError(f'--input {path}: no checkpoint (*.index).')
-  model = _model_config(path, config_file)
+def _restore_stock(path: str, prefix: str, model: Dict[str, Any], network: str):
+  """(scaffold, pretrainer or None): Model Garden's TEAMS networks, restored."""
   names = [name for name, _ in tf.train.list_variables(prefix)]
   encoder_only = not any(n.startswith('model/') for n in names)
   if network == 'generator' and (encoder_only or 'generator' not in model):
@@ -203,6 +173,29 @@ def read(
         f'describes: {str(error)[:300]}'
     ) from error
   status.expect_partial()
+  return scaffold, pretrainer
+
+
+def read(
+    path: str, network: str = 'discriminator', config_file: Optional[str] = None
+) -> hf_folder.HfFolder:
+  """A TEAMS checkpoint as a Hugging Face folder would hold it.
+
+  Args:
+    path: the checkpoint prefix or its directory.
+    network: 'discriminator' (its MWS side) or 'generator' (with its MLM
+      head; a trainer checkpoint only).
+    config_file: the run's `params.yaml` (default: beside the checkpoint).
+  """
+  if network not in tf1_checkpoints.NETWORKS:
+    raise cli.UserError(
+        f'--network must be one of {tf1_checkpoints.NETWORKS}, not {network!r}.'
+    )
+  prefix = tf1_checkpoints.checkpoint_prefix(path)
+  if prefix is None:
+    raise cli.UserError(f'--input {path}: no checkpoint (*.index).')
+  model = _model_config(path, config_file)
+  scaffold, pretrainer = _restore_stock(path, prefix, model, network)
   bert = mg_encoders.BertEncoderConfig(**model[network])
   config = _encoder_config(bert)
   encoder = hf_models.build_encoder(config)

@@ -1,35 +1,16 @@
 """The original TF1 checkpoints of ELECTRA and ConvBERT, read by variable name.
 
-google-research/electra and yitu-opensource/ConvBert save both networks of a
-pretraining run in one TF1 checkpoint; their variable names (their
-`model/modeling.py` scopes) map onto Hugging Face's parameter names, the
-table `hf_layout` reads, as Hugging Face's own converters map them
-(`load_tf_weights_in_electra`, `load_tf_weights_in_convbert`):
-
-  electra/embeddings/{word,position,token_type}_embeddings  the shared tables
-  electra/embeddings/LayerNorm/{gamma,beta}
-  electra/embeddings_project/{kernel,bias}   (E != H)
-  electra/encoder/layer_<i>/...              the discriminator's blocks
-  generator/embeddings_project, generator/encoder/layer_<i>/...
-                                             the generator's (ELECTRA)
-  discriminator_predictions/dense{,_1}/...   the RTD head
-  generator_predictions/{dense,LayerNorm,output_bias}   the MLM head
-
-ConvBERT's blocks add `attention/self/conv_attn_key/{depthwise_kernel,
-pointwise_kernel,bias}`, `conv_attn_kernel`, `conv_attn_point`, and name a
-grouped feed-forward `g_dense`. Kernels are transposed to PyTorch's
-`[out, in]`, except the grouped ones, whose layout is PyTorch's already.
-Optimizer slots (`adam_m`, `adam_v`) and counters are skipped.
-
-These checkpoints carry no config: the architecture is read off the
-variables' shapes, with the reference code's head size of 64 (every
-released ELECTRA and ConvBERT size has it); `config_overrides` (a Hugging
-Face `config.json` given with the checkpoint) replaces what cannot be read
-off. The activation is the reference code's exact GELU (its
-`modeling.gelu` is `x * 0.5 * (1 + erf(x / sqrt(2)))`, and `hidden_act` is
-'gelu'), in the encoder and in both heads. The vocabulary is the `vocab.txt`
-beside the checkpoint; a vocabulary without upper-case
-letters outside its special tokens is taken as uncased.
+google-research/electra and yitu-opensource/ConvBert save both networks in
+one TF1 checkpoint (`electra/...` the discriminator and shared embeddings,
+`generator/...`, `discriminator_predictions/...` the RTD head,
+`generator_predictions/...` the MLM head); the names map onto Hugging
+Face's as its own converters map them (`load_tf_weights_in_electra`,
+`load_tf_weights_in_convbert`), kernels transposed except the grouped ones,
+optimizer slots skipped. With no config in them, the architecture is read
+off the shapes with the reference's head size of 64 (`config_overrides`,
+a `config.json` beside them, replaces what cannot be); the activation is the
+reference's exact GELU; a `vocab.txt` without upper-case letters outside
+its special tokens is taken as uncased.
 """
 
 import json
@@ -208,26 +189,8 @@ def _lower_case_of_vocab(tokens: List[str]) -> bool:
   )
 
 
-def read(
-    path: str,
-    kind: str,
-    network: str = 'discriminator',
-    config_file: Optional[str] = None,
-) -> hf_folder.HfFolder:
-  """A TF1 checkpoint as a Hugging Face folder would hold it.
-
-  Args:
-    path: the checkpoint prefix, or its directory.
-    kind: 'electra_tf1' or 'convbert_tf1'.
-    network: 'discriminator' (with its RTD head) or 'generator' (with its
-      MLM head).
-    config_file: a Hugging Face `config.json` whose settings replace those
-      read off the shapes (default: `config.json` beside the checkpoint).
-
-  Raises:
-    UserError: no checkpoint, another kind, a network the checkpoint lacks,
-      or no `vocab.txt` beside it.
-  """
+def _checked_prefix(path: str, kind: str, network: str) -> str:
+  """The checkpoint prefix at `path`, or UserError unless it is a `kind`."""
   if network not in NETWORKS:
     raise cli.UserError(
         f'--network must be one of {NETWORKS}, not {network!r}.'
@@ -246,6 +209,25 @@ def read(
         f'--input {path}: a {found} checkpoint, not {kind}; pass '
         f'--from={found}.'
     )
+  return prefix
+
+
+def read(
+    path: str,
+    kind: str,
+    network: str = 'discriminator',
+    config_file: Optional[str] = None,
+) -> hf_folder.HfFolder:
+  """A TF1 checkpoint as a Hugging Face folder would hold it.
+
+  Args:
+    path: the checkpoint prefix, or its directory.
+    kind: 'electra_tf1' or 'convbert_tf1'.
+    network: 'discriminator' (with its RTD head) or 'generator' (MLM head).
+    config_file: a `config.json` replacing what the shapes say (default:
+      beside the checkpoint).
+  """
+  prefix = _checked_prefix(path, kind, network)
   state, shapes = read_state(prefix, network)
   if network == 'generator' and not any(
       name.startswith('generator/encoder/') for name in shapes

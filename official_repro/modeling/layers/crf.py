@@ -1,37 +1,15 @@
 """Linear-chain conditional random field (CRF) over per-token potentials.
 
-Paper 001 optionally replaces the per-token softmax of its POS tagger with a
-CRF that learns a tag-transition matrix. TensorFlow Addons, which used to
-provide one, is end-of-life, so this module implements the layer on plain
-TensorFlow ops.
-
-For one sequence of length `L >= 1` with unary potentials `x[t, k]` (e.g. the
-tagger's logits) the score of a tag path `y_0 .. y_{L-1}` is
-
-    score(y) = start[y_0] + sum_t x[t, y_t]
-               + sum_{t >= 1} transitions[y_{t-1}, y_t] + end[y_{L-1}]
-
-and its probability is `exp(score(y) - log Z)`, with `log Z` the log-sum-exp
-of the scores of all `num_tags ** L` paths, computed by the forward algorithm.
-
-Conventions shared by every method:
-  * `mask` is `[batch, seq_length]` (bool, int or float; nonzero = part of the
-    sequence) and must be left-aligned and contiguous: a sequence of length `L`
-    occupies positions `0 .. L-1`. This is assumed, not checked. `mask=None`
-    means every position is part of the sequence.
-  * A sequence of length 0 is the empty path with probability 1: its score,
-    `log Z`, log-likelihood and best score are all 0 (never NaN), and all its
-    decoded tags are 0.
-  * Tags at masked-out positions are ignored (they may hold any value, e.g. a
-    padding label or -1).
-  * Computation runs in float32 even under a mixed-precision global policy:
-    the layer's own policy defaults to float32 (so its variables are plain
-    float32 variables, never cast to 16 bits on read) and potentials are cast
-    up, because log-sum-exp over long sequences loses precision in 16-bit
-    floats.
-  * The time recursions use `tf.scan`, so everything works inside
-    `tf.function` with unknown batch size and sequence length, and compiles
-    with XLA. The static sequence length must be at least 1.
+Paper 001's POS tagger may replace its per-token softmax with a CRF. TensorFlow
+Addons, which used to provide one, is end-of-life, so this is plain TF ops.
+A path's score is `start[y_0] + sum_t x[t, y_t] + sum_t transitions[y_{t-1},
+y_t] + end[y_{L-1}]`; `log Z` comes from the forward algorithm.
+Conventions: `mask` `[batch, seq_length]` (nonzero = in the sequence, None =
+all) is left-aligned and contiguous (assumed, not checked); a length-0
+sequence has score, `log Z` and likelihood 0 and tags 0; tags at masked-out
+positions are ignored; everything runs in float32 (the layer's policy and
+its variables too) and in `tf.scan`, so it works in `tf.function` and XLA
+with unknown shapes (static length >= 1).
 """
 
 from typing import Optional, Tuple
@@ -43,14 +21,10 @@ import tf_keras
 def _time_major(
     potentials: tf.Tensor, mask: tf.Tensor
 ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-  """The scan inputs of the CRF.
+  """Scan inputs: `[seq, batch, tags]`, `[seq, batch]` mask, `[seq]` is-first.
 
-  Scan inputs: `[seq, batch, tags]` potentials, `[seq, batch]` mask, and
-  a `[seq]` flag that is True at position 0.
-
-  Scanning over every position (rather than positions 1.. after an explicit
-  first step) keeps the scans non-empty, which graph mode needs to stack
-  their outputs when the batch size is unknown and the length is 1.
+  Scanning every position keeps the scans non-empty, which graph mode needs
+  when the batch size is unknown and the length is 1.
   """
   is_first = tf.equal(tf.range(tf.shape(potentials)[1]), 0)
   return (tf.transpose(potentials, [1, 0, 2]), tf.transpose(mask), is_first)
@@ -60,32 +34,14 @@ def _time_major(
 class CRF(tf_keras.layers.Layer):
   """Linear-chain CRF; calling it Viterbi-decodes `[batch, seq, tags]` logits.
 
-  Attributes:
-    transitions: `[num_tags, num_tags]` variable; `transitions[i, j]` is the
-      score of tag `i` at position `t - 1` followed by tag `j` at position `t`.
-    start_transitions: `[num_tags]` variable; the score of starting a sequence
-      with each tag (added at position 0).
-    end_transitions: `[num_tags]` variable; the score of ending a sequence with
-      each tag (added at position `L - 1`).
-
-  All three are initialised from a truncated normal with standard deviation
-  `initializer_range` (0.02, the BERT initializer range): small enough that
-  at the start of fine-tuning the CRF decodes like the per-token argmax of the
-  logits, while the random values break symmetry between tags.
+  Variables `transitions` `[num_tags, num_tags]` (`[i, j]`: tag i then j),
+  `start_transitions` and `end_transitions` `[num_tags]`, all truncated normal
+  of stddev `initializer_range`, so fine-tuning starts decoding like the
+  per-token argmax.
   """
 
   def __init__(self, num_tags: int, initializer_range: float = 0.02, **kwargs):
-    """Creates the layer and its variables.
-
-    Args:
-      num_tags: size of the tag set, the last dimension of the potentials.
-      initializer_range: stddev of the truncated-normal initializer of the
-        transition scores.
-      **kwargs: passed to `tf_keras.layers.Layer`.
-
-    Raises:
-      ValueError: `num_tags` < 1 or `initializer_range` < 0.
-    """
+    """Creates the layer and its variables (`num_tags` >= 1)."""
     if num_tags < 1:
       raise ValueError(f'num_tags must be >= 1, got {num_tags}.')
     if initializer_range < 0:
@@ -125,16 +81,7 @@ class CRF(tf_keras.layers.Layer):
   def _prepare(
       self, potentials: tf.Tensor, mask: Optional[tf.Tensor]
   ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """Casts potentials, builds a bool mask and per-sequence lengths.
-
-    Args:
-      potentials: `[batch, seq_length, num_tags]` unary scores.
-      mask: `[batch, seq_length]` or None.
-
-    Returns:
-      `potentials` in the layer dtype, bool `mask` `[batch, seq_length]` and
-      int32 `lengths` `[batch]`.
-    """
+    """Potentials in the layer dtype, bool mask `[B, T]`, int32 lengths."""
     potentials = tf.convert_to_tensor(potentials)
     potentials = tf.cast(potentials, self.dtype)
     if mask is None:
@@ -150,17 +97,7 @@ class CRF(tf_keras.layers.Layer):
       tags: tf.Tensor,
       mask: Optional[tf.Tensor] = None,
   ) -> tf.Tensor:
-    """Unnormalized score of given tag paths.
-
-    Args:
-      potentials: float `[batch, seq_length, num_tags]` unary scores.
-      tags: int `[batch, seq_length]` tag of each position; values at
-        masked-out positions are ignored.
-      mask: `[batch, seq_length]`, nonzero inside the sequence, or None.
-
-    Returns:
-      `[batch]` path scores (0 for sequences of length 0).
-    """
+    """Unnormalized `[batch]` scores of int `[batch, seq_length]` tag paths."""
     potentials, mask, lengths = self._prepare(potentials, mask)
     tags = tf.where(mask, tf.cast(tags, tf.int32), 0)
     one_hot = tf.one_hot(tags, self._num_tags, dtype=potentials.dtype)
@@ -183,15 +120,7 @@ class CRF(tf_keras.layers.Layer):
   def log_partition(
       self, potentials: tf.Tensor, mask: Optional[tf.Tensor] = None
   ) -> tf.Tensor:
-    """Log of the sum of `exp(score)` over all tag paths (forward algorithm).
-
-    Args:
-      potentials: float `[batch, seq_length, num_tags]` unary scores.
-      mask: `[batch, seq_length]`, nonzero inside the sequence, or None.
-
-    Returns:
-      `[batch]` log partition values `log Z` (0 for sequences of length 0).
-    """
+    """`[batch]` log Z over all tag paths (forward algorithm)."""
     potentials, mask, lengths = self._prepare(potentials, mask)
     time_major, time_major_mask, is_first = _time_major(potentials, mask)
     transitions = self.transitions
@@ -227,18 +156,10 @@ class CRF(tf_keras.layers.Layer):
       tags: tf.Tensor,
       mask: Optional[tf.Tensor] = None,
   ) -> tf.Tensor:
-    """Log-probability of given tag paths, `score - log Z`.
+    """`[batch]` log-probabilities `score - log Z` of gold tag paths.
 
-    Its negation is the CRF training loss; gradients reach the potentials and
-    all three transition variables.
-
-    Args:
-      potentials: float `[batch, seq_length, num_tags]` unary scores.
-      tags: int `[batch, seq_length]` gold tags; masked-out values ignored.
-      mask: `[batch, seq_length]`, nonzero inside the sequence, or None.
-
-    Returns:
-      `[batch]` log-likelihoods, <= 0 (0 for sequences of length 0).
+    Its negation is the training loss; gradients reach the potentials and all
+    three transition variables.
     """
     return self.sequence_score(potentials, tags, mask) - self.log_partition(
         potentials, mask
@@ -247,17 +168,11 @@ class CRF(tf_keras.layers.Layer):
   def viterbi_decode(
       self, potentials: tf.Tensor, mask: Optional[tf.Tensor] = None
   ) -> Tuple[tf.Tensor, tf.Tensor]:
-    """Highest-scoring tag path of each sequence.
-
-    Ties are broken towards the lower tag id.
-
-    Args:
-      potentials: float `[batch, seq_length, num_tags]` unary scores.
-      mask: `[batch, seq_length]`, nonzero inside the sequence, or None.
+    """Highest-scoring tag path of each sequence (ties: lower tag id).
 
     Returns:
-      A tuple of int32 `[batch, seq_length]` best tags (0 at masked-out
-      positions) and float `[batch]` their scores (0 for length 0).
+      int32 `[batch, seq_length]` best tags (0 where masked out) and float
+      `[batch]` their scores.
     """
     potentials, mask, lengths = self._prepare(potentials, mask)
     time_major, time_major_mask, is_first = _time_major(potentials, mask)

@@ -1,23 +1,11 @@
-"""Grouped linear (GL) layer of ConvBERT's feed-forward module.
+"""Grouped linear (GL) layer of ConvBERT's feed-forward module (002, Eq. 1).
 
-ConvBERT (paper 002, Eq. 1) makes the feed-forward matrices cheaper by
-splitting the features into `G` groups and giving each group its own, smaller
-fully connected map:
-
-    y = concat_g( x[..., g*in/G : (g+1)*in/G] @ W_g ) + b,
-
-with `W_g` of shape `[in/G, units/G]`. The groups never exchange information
-inside the layer (there is no channel shuffle); in the feed-forward module the
-residual connection and LayerNorm mix them again. Parameters and FLOPs are
-`1/G` of a dense layer's (the bias stays `[units]`).
-
-The kernel is stored as one `[G, in/G, units/G]` variable (the layout of the
-TF1 original) and applied with a single einsum, so `G` does not add ops. With
-`groups=1` the layer computes exactly what `tf_keras.layers.Dense` does, with
-the same parameter count.
-
-Model Garden's `block_diag_feedforward` is not this operator: it keeps the
-first matrix full and only block-diagonalises part of the computation.
+`y = concat_g(x_g @ W_g) + b` with `G` groups of `[in/G, units/G]` (no
+channel shuffle; 1/G of a dense layer's parameters and FLOPs), stored as one
+`[G, in/G, units/G]` kernel (the TF1 original's layout) applied by one
+einsum; `groups=1` is exactly `Dense`. Model Garden's
+`block_diag_feedforward` is not this operator: it keeps the first matrix
+full and block-diagonalises only part of the computation.
 """
 
 from typing import Any, Dict, Union
@@ -32,14 +20,8 @@ _Initializer = Union[str, Dict[str, Any], tf_keras.initializers.Initializer]
 class GroupedDense(tf_keras.layers.Layer):
   """A dense layer whose kernel is block diagonal with `groups` blocks.
 
-  Input shape: `[..., in_features]`, `in_features` divisible by `groups`.
-  Output shape: `[..., units]`.
-
-  Attributes:
-    kernel: `[groups, in_features // groups, units // groups]` variable; block
-      `g` maps input features `g*in/G .. (g+1)*in/G - 1` to output features
-      `g*units/G .. (g+1)*units/G - 1`.
-    bias: `[units]` variable, or None when `use_bias=False`.
+  `[..., in_features]` -> `[..., units]`; `kernel` is `[G, in/G, units/G]`
+  (block g maps input group g to output group g), `bias` `[units]` or None.
   """
 
   def __init__(
@@ -51,22 +33,9 @@ class GroupedDense(tf_keras.layers.Layer):
       use_bias: bool = True,
       **kwargs,
   ):
-    """Initializes the layer.
+    """Initializes the layer; `units` divisible by `groups` >= 1.
 
-    Args:
-      units: output width; must be positive and divisible by `groups`.
-      groups: number of independent feature groups `G >= 1`.
-      kernel_initializer: initializer of the `[G, in/G, units/G]` kernel. Note
-        that fan-based initializers (Glorot, He) see `fan_in = in_features`
-        and `fan_out = units` for this shape, i.e. the fans of the full dense
-        matrix, not of one block.
-      bias_initializer: initializer of the `[units]` bias.
-      use_bias: whether to add a bias after the grouped product.
-      **kwargs: other `tf_keras.layers.Layer` arguments (name, dtype, ...).
-
-    Raises:
-      ValueError: if `units` or `groups` is not positive, or `units` is not
-        divisible by `groups`.
+    Fan-based initializers see the fans of the full dense matrix, not a block's.
     """
     super().__init__(**kwargs)
     if groups < 1:
@@ -93,14 +62,7 @@ class GroupedDense(tf_keras.layers.Layer):
     return self._groups
 
   def build(self, input_shape: tf.TensorShape):
-    """Creates the kernel once the input width is known.
-
-    Args:
-      input_shape: `[..., in_features]` with a static last dimension.
-
-    Raises:
-      ValueError: if the input width is unknown or not divisible by `groups`.
-    """
+    """Creates the kernel; the static input width must divide by `groups`."""
     in_features = tf.TensorShape(input_shape)[-1]
     if in_features is None:
       raise ValueError(
@@ -134,14 +96,7 @@ class GroupedDense(tf_keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, inputs: tf.Tensor) -> tf.Tensor:
-    """Applies the per-group matrices.
-
-    Args:
-      inputs: `[..., in_features]` float tensor.
-
-    Returns:
-      `[..., units]` tensor; output group `g` depends only on input group `g`.
-    """
+    """Applies the per-group matrices: `[..., in]` -> `[..., units]`."""
     groups, group_in, _ = self.kernel.shape
     leading_shape = tf.shape(inputs)[:-1]
     # Flattened leading dimensions: with a broadcast '...' instead, the

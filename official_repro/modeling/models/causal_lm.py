@@ -1,36 +1,16 @@
 """Causal (left-to-right) language model over a BERT-style stack (002).
 
-The ConvBERT rebuttal (002, Table 3) compares, on WikiText-103 perplexity, a
-transformer language model "of similar size as small BERT" with a mixed
-attention one "of similar size as small ConvBERT". `CausalLM` builds both
-from one set of sizes:
-
-* embeddings as in Model Garden's `BertEncoder`: word (`OnDeviceEmbedding`,
-  width E) plus learned position embeddings (`PositionEmbedding`), LayerNorm,
-  dropout, then a dense E -> H projection when E != H;
-* L post-LN blocks of width H (as in BERT and ConvBERT), each given a
-  lower-triangular `[B, T, T]` attention mask, so position t sees only
-  positions <= t:
-  - 'transformer': Model Garden's `TransformerEncoderBlock`. It has no causal
-    switch of its own, so the causal mask is the attention mask. Windows of a
-    contiguous token stream have no padding (padding added at the end of an
-    evaluation stream comes after every real token and, under the causal
-    mask, cannot reach it), so `SelfAttentionMask`'s padding mask would be all
-    ones and is left out.
-  - 'mixed': `ConvBertBlock(causal=True)`, which also restricts its span-based
-    dynamic convolution to past positions;
-* the output: a dense H -> E projection when E != H, then logits against the
-  word-embedding table (tied input and output embeddings) plus a bias.
-
-Set the output bias to the training data's log unigram probabilities
-(`output_bias.assign(...)`) before a short training run. From a zero bias,
-Adam fits the unigram distribution much faster through the tied table than
-through the bias: the blocks learn to emit one vector at every position whose
-dot products with the embedding rows are the log frequencies, and the model
-then stays at the unigram perplexity (measured on WikiText-2 for both
-architectures with Adam at 3e-4 to 3e-3 for up to 600 steps, with LAMB, with
-an untied output table and with pre-LN blocks); with the prior in the bias
-both fall below it within 50 steps.
+The ConvBERT rebuttal (002, Table 3) compares on WikiText-103 a transformer
+LM "of similar size as small BERT" with a mixed-attention one "of similar
+size as small ConvBERT"; `CausalLM` builds both from one set of sizes:
+`BertEncoder`-style embeddings (no types), L post-LN blocks under a
+lower-triangular mask ('transformer': Model Garden's
+`TransformerEncoderBlock`, whose padding mask is left out since windows of a
+token stream have none before a real token; 'mixed':
+`ConvBertBlock(causal=True)`), and logits against the tied word table plus a
+bias. Set `output_bias` to the data's log unigram probabilities before a
+short run: from a zero bias both architectures stall at the unigram
+perplexity.
 """
 
 from typing import Any, Dict, Optional
@@ -38,12 +18,23 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 import tf_keras
 
-from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official_repro.modeling import activations
 from official_repro.modeling.layers import mixed_attention
 
 ARCHITECTURES = ('transformer', 'mixed')
+
+
+def _checked_sizes(architecture: str, sizes: Dict[str, int]) -> Dict[str, int]:
+  """`sizes`, or ValueError for an unknown architecture or a size < 1."""
+  if architecture not in ARCHITECTURES:
+    raise ValueError(
+        f'architecture must be one of {ARCHITECTURES}, got {architecture!r}.'
+    )
+  bad = {name: value for name, value in sizes.items() if value < 1}
+  if bad:
+    raise ValueError(f'CausalLM sizes must be >= 1, got {bad}.')
+  return sizes
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
@@ -75,49 +66,26 @@ class CausalLM(tf_keras.Model):
   ):
     """Initializes the model.
 
-    Args:
-      vocab_size: V, the number of token ids.
-      architecture: 'transformer' or 'mixed' (see module docstring).
-      hidden_size: H, width of the blocks.
-      num_layers: L, number of blocks.
-      num_attention_heads: heads N of the transformer; configured heads of
-        the mixed block (max(1, N // head_ratio) attention heads plus as
-        many convolution heads, all of size H / N).
-      intermediate_size: feed-forward width.
-      max_seq_length: longest input (size of the position table).
-      embedding_width: E; None means H.
-      head_ratio: mixed only, see `MixedAttention`.
-      kernel_size: mixed only, odd convolution window.
-      num_groups: mixed only, groups of the feed-forward matrices.
-      activation: feed-forward activation, a name of
-        `official_repro.modeling.activations` (default: exact erf GELU).
-      dropout_rate: dropout on embeddings and block outputs.
-      attention_dropout_rate: dropout on attention probabilities.
-      initializer_range: stddev of the truncated-normal initializers.
-      **kwargs: other `tf_keras.Model` arguments.
-
-    Raises:
-      ValueError: an unknown architecture or a non-positive size; the block
-        layers check their own sizes.
+    `architecture` is 'transformer' or 'mixed'; for 'mixed',
+    `num_attention_heads` N gives max(1, N // head_ratio) attention heads
+    plus as many convolution heads of size H / N, and `head_ratio`,
+    `kernel_size` and `num_groups` apply (see `ConvBertBlock`).
+    `max_seq_length` sizes the position table; `embedding_width` E defaults
+    to `hidden_size` H; `activation` names an `activations` function.
     """
     super().__init__(**kwargs)
-    if architecture not in ARCHITECTURES:
-      raise ValueError(
-          f'architecture must be one of {ARCHITECTURES}, got '
-          f'{architecture!r}.'
-      )
-    sizes = dict(
-        vocab_size=vocab_size,
-        hidden_size=hidden_size,
-        num_layers=num_layers,
-        num_attention_heads=num_attention_heads,
-        intermediate_size=intermediate_size,
-        max_seq_length=max_seq_length,
-        embedding_width=embedding_width or hidden_size,
+    sizes = _checked_sizes(
+        architecture,
+        dict(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+            num_attention_heads=num_attention_heads,
+            intermediate_size=intermediate_size,
+            max_seq_length=max_seq_length,
+            embedding_width=embedding_width or hidden_size,
+        ),
     )
-    bad = {name: value for name, value in sizes.items() if value < 1}
-    if bad:
-      raise ValueError(f'CausalLM sizes must be >= 1, got {bad}.')
     self._config = dict(
         sizes,
         architecture=architecture,
@@ -131,12 +99,7 @@ class CausalLM(tf_keras.Model):
         initializer_range=initializer_range,
     )
     width = sizes['embedding_width']
-    initializer = tf_keras.initializers.TruncatedNormal(
-        stddev=initializer_range
-    )
-
-    def init():
-      return tf_utils.clone_initializer(initializer)
+    init = self._initializer
 
     self._word_embedding = layers.OnDeviceEmbedding(
         vocab_size, width, initializer=init(), name='word_embeddings'
@@ -157,36 +120,42 @@ class CausalLM(tf_keras.Model):
       self._output_projection = tf_keras.layers.Dense(
           width, kernel_initializer=init(), name='output_projection'
       )
-    self._blocks = []
-    for i in range(num_layers):
-      if architecture == 'transformer':
-        block = layers.TransformerEncoderBlock(
-            num_attention_heads=num_attention_heads,
-            inner_dim=intermediate_size,
-            inner_activation=activations.get(activation),
-            output_dropout=dropout_rate,
-            attention_dropout=attention_dropout_rate,
-            kernel_initializer=init(),
-            name=f'transformer/layer_{i}',
-        )
-      else:
-        block = mixed_attention.ConvBertBlock(
-            hidden_size=hidden_size,
-            num_attention_heads=num_attention_heads,
-            intermediate_size=intermediate_size,
-            head_ratio=head_ratio,
-            kernel_size=kernel_size,
-            num_groups=num_groups,
-            causal=True,
-            activation=activations.get(activation),
-            dropout_rate=dropout_rate,
-            attention_dropout_rate=attention_dropout_rate,
-            kernel_initializer=init(),
-            name=f'mixed/layer_{i}',
-        )
-      self._blocks.append(block)
+    self._blocks = [self._new_block(i) for i in range(num_layers)]
     self._output_bias = self.add_weight(
         name='output_bias', shape=[vocab_size], initializer='zeros'
+    )
+
+  def _initializer(self) -> tf_keras.initializers.Initializer:
+    return tf_keras.initializers.TruncatedNormal(
+        stddev=self._config['initializer_range']
+    )
+
+  def _new_block(self, i: int) -> tf_keras.layers.Layer:
+    """Block `i` of the configured architecture."""
+    c = self._config
+    if c['architecture'] == 'transformer':
+      return layers.TransformerEncoderBlock(
+          num_attention_heads=c['num_attention_heads'],
+          inner_dim=c['intermediate_size'],
+          inner_activation=activations.get(c['activation']),
+          output_dropout=c['dropout_rate'],
+          attention_dropout=c['attention_dropout_rate'],
+          kernel_initializer=self._initializer(),
+          name=f'transformer/layer_{i}',
+      )
+    return mixed_attention.ConvBertBlock(
+        hidden_size=c['hidden_size'],
+        num_attention_heads=c['num_attention_heads'],
+        intermediate_size=c['intermediate_size'],
+        head_ratio=c['head_ratio'],
+        kernel_size=c['kernel_size'],
+        num_groups=c['num_groups'],
+        causal=True,
+        activation=activations.get(c['activation']),
+        dropout_rate=c['dropout_rate'],
+        attention_dropout_rate=c['attention_dropout_rate'],
+        kernel_initializer=self._initializer(),
+        name=f'mixed/layer_{i}',
     )
 
   @property
@@ -202,15 +171,7 @@ class CausalLM(tf_keras.Model):
   def call(
       self, token_ids: tf.Tensor, training: Optional[bool] = None
   ) -> tf.Tensor:
-    """Next-token logits.
-
-    Args:
-      token_ids: int32 `[B, T]`, T <= max_seq_length.
-      training: enables dropout.
-
-    Returns:
-      float32 `[B, T, V]`; position t scores the token at t + 1.
-    """
+    """Float32 `[B, T, V]` logits of int32 `[B, T]` ids; t scores t + 1."""
     embeddings = self._word_embedding(token_ids)
     embeddings += self._position_embedding(embeddings)
     hidden = self._embedding_dropout(
@@ -235,11 +196,7 @@ class CausalLM(tf_keras.Model):
   def build_from_config(self, config: Dict[str, Any]) -> None:
     """Creates the weights by a call on zero token ids of the built shape.
 
-    Keras' default would `build` with float inputs, which the embedding
-    lookup rejects, so a called model could not be deserialized.
-
-    Args:
-      config: from `get_build_config`, with the `[B, T]` `input_shape`.
+    Keras' default builds with float inputs, which the lookup rejects.
     """
     shape = [dim or 1 for dim in config['input_shape']]
     self(tf.zeros(shape, tf.int32))

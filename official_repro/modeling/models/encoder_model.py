@@ -1,9 +1,7 @@
 """Base class of the fine-tuning models that wrap an encoder.
 
-Model Garden's heads (`BertClassifier`, `BertSpanLabeler`) serialize their
-encoder as a sub-object; `EncoderModel` does the same for the models of this
-package: `get_config` holds the encoder as a serialized Keras object (its
-class must be registered, as Model Garden's encoders are) and the other
+As Model Garden's heads (`BertClassifier`, ...), `get_config` holds the
+encoder as a serialized (registered) Keras object beside the other
 constructor arguments, and `from_config` rebuilds the encoder first.
 """
 
@@ -14,21 +12,13 @@ import tf_keras
 
 
 class EncoderModel(tf_keras.Model):
-  """A Keras model around an encoder, serializable together with it.
-
-  Attributes:
-    encoder: the encoder.
-  """
+  """A Keras model around an `encoder`, serializable together with it."""
 
   def __init__(self, encoder: tf_keras.Model, config: Dict[str, Any], **kwargs):
     """Keeps the encoder and the subclass's other constructor arguments.
 
-    Args:
-      encoder: the encoder the subclass builds on.
-      config: the subclass's constructor arguments other than `encoder` and
-        `**kwargs`; Keras objects among them (initializers) are serialized
-        by `get_config`.
-      **kwargs: other `tf_keras.Model` arguments, e.g. `name`.
+    `config` holds the subclass's arguments but `encoder` and `**kwargs`
+    (Keras objects among them are serialized by `get_config`).
     """
     super().__init__(**kwargs)
     self.encoder = encoder
@@ -51,12 +41,7 @@ class EncoderModel(tf_keras.Model):
   def build_from_config(self, config: Dict[str, Any]) -> None:
     """Creates the weights by a call on zero ids of the built input shapes.
 
-    Keras' default would `build` with float inputs, which the encoder's
-    embedding lookup rejects, so a called model could not be deserialized.
-
-    Args:
-      config: from `get_build_config`; `input_shape` maps each encoder input
-        name to its shape.
+    Keras' default builds with float inputs, which the embedding lookup rejects.
     """
     self(
         {

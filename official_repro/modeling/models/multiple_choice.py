@@ -1,13 +1,9 @@
 """Multiple-choice scoring over an encoder (RACE, 001 Table III).
 
-Each question comes with C options; option c is encoded as its own sequence
-`[CLS] article [SEP] question [SEP] option_c [SEP]`. The encoder's pooled
-[CLS] output of each sequence goes through dropout and ONE dense layer to a
-scalar shared by all options, and the C scalars are the logits of a softmax
-over options (001: "the output of all [CLS] tokens ... fed through a fully
-connected layer to compute the probabilities of four options"). The pooled
-output (Model Garden's `pooler_transform`, dense + tanh over [CLS]) is what
-BERT's multiple-choice heads use.
+Option c is its own sequence `[CLS] article [SEP] question [SEP] option_c
+[SEP]`; each pooled [CLS] output (as BERT's multiple-choice heads) goes
+through dropout and ONE dense layer to a scalar, and the C scalars are the
+logits of a softmax over options (001).
 """
 
 from typing import Any, Dict, Union
@@ -22,11 +18,7 @@ _INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class MultipleChoiceModel(encoder_model.EncoderModel):
-  """Scores `[batch, num_choices, seq]` inputs as `[batch, num_choices]` logits.
-
-  Attributes:
-    encoder: the encoder, called on `[batch * num_choices, seq]` inputs.
-  """
+  """Scores `[B, num_choices, T]` inputs as `[B, num_choices]` logits."""
 
   def __init__(
       self,
@@ -37,15 +29,7 @@ class MultipleChoiceModel(encoder_model.EncoderModel):
       ],
       **kwargs,
   ):
-    """Builds the option scorer over `encoder`.
-
-    Args:
-      encoder: a Model Garden encoder returning `pooled_output`.
-      dropout_rate: dropout before the scoring layer.
-      initializer: the scoring layer's kernel initializer (anything
-        `tf_keras.initializers.get` accepts).
-      **kwargs: other `tf_keras.Model` arguments, e.g. `name`.
-    """
+    """Builds the option scorer over an `encoder` returning `pooled_output`."""
     initializer = tf_keras.initializers.get(initializer)
     super().__init__(
         encoder,
@@ -58,16 +42,7 @@ class MultipleChoiceModel(encoder_model.EncoderModel):
     )
 
   def call(self, inputs: Dict[str, tf.Tensor], training=None) -> tf.Tensor:
-    """Logits over options.
-
-    Args:
-      inputs: `input_word_ids`, `input_mask`, `input_type_ids`, int32
-        `[batch, num_choices, seq]`.
-      training: dropout on or off.
-
-    Returns:
-      float `[batch, num_choices]` logits.
-    """
+    """Float `[B, C]` logits of int32 `[B, C, T]` inputs (C options)."""
     word_ids = inputs['input_word_ids']
     num_choices = tf.shape(word_ids)[1]
     seq_length = tf.shape(word_ids)[2]

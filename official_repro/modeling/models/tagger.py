@@ -1,11 +1,8 @@
 """Token tagging over an encoder, with an optional CRF (001 Table III).
 
-The per-token scores are Model Garden's `BertTokenClassifier` (dropout and a
-dense layer over every position of the encoder's sequence output). With
-`use_crf`, a linear-chain CRF (`modeling/layers/crf.py`) scores tag
-transitions on top: training maximizes the CRF log-likelihood of the gold
-tag sequence over the real tokens of the input, and prediction is Viterbi
-decoding. Without it, each token's tag is the argmax of its scores.
+Per-token scores are Model Garden's `BertTokenClassifier`; with `use_crf` a
+linear-chain CRF (`layers/crf.py`) is trained on the gold path's
+log-likelihood and decodes by Viterbi, else each tag is the argmax.
 """
 
 from typing import Any, Dict, Union
@@ -20,12 +17,7 @@ from official_repro.modeling.models import encoder_model
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class Tagger(encoder_model.EncoderModel):
-  """Per-token tag scores and predictions.
-
-  Attributes:
-    encoder: the encoder.
-    crf: the CRF layer, or None.
-  """
+  """Per-token tag scores and predictions (`encoder`, `crf` or None)."""
 
   def __init__(
       self,
@@ -38,17 +30,7 @@ class Tagger(encoder_model.EncoderModel):
       use_crf: bool = False,
       **kwargs,
   ):
-    """Builds the token classifier (and CRF) over `encoder`.
-
-    Args:
-      encoder: a Model Garden encoder returning `sequence_output`.
-      num_tags: size of the tag set.
-      dropout_rate: dropout before the per-token dense layer.
-      initializer: the dense layer's kernel initializer (anything
-        `tf_keras.initializers.get` accepts).
-      use_crf: score tag transitions with a CRF and decode with Viterbi.
-      **kwargs: other `tf_keras.Model` arguments, e.g. `name`.
-    """
+    """Builds the token classifier (and CRF) over `encoder`."""
     initializer = tf_keras.initializers.get(initializer)
     super().__init__(
         encoder,
@@ -72,19 +54,12 @@ class Tagger(encoder_model.EncoderModel):
   def call(
       self, inputs: Dict[str, tf.Tensor], training=None
   ) -> Dict[str, tf.Tensor]:
-    """Scores and predicted tags.
-
-    Args:
-      inputs: `input_word_ids`, `input_mask`, `input_type_ids`, int32
-        `[batch, seq]`.
-      training: dropout on or off.
+    """Scores and predicted tags of int32 `[batch, seq]` encoder inputs.
 
     Returns:
-      `logits`: float `[batch, seq, num_tags]` per-token scores (the CRF's
-        unary potentials when it is used);
-      `mask`: int32 `[batch, seq]`, the input mask (the CRF's sequence);
-      `predicted_ids`: int32 `[batch, seq]`, argmax or Viterbi path; only
-        when not training (Viterbi is not needed for the loss).
+      `logits` float `[batch, seq, num_tags]` (the CRF's potentials), `mask`
+      int32 `[batch, seq]`, and when not training `predicted_ids` int32
+      `[batch, seq]` (argmax or Viterbi).
     """
     logits = self._token_classifier(inputs, training=training)['logits']
     outputs = dict(logits=logits, mask=inputs['input_mask'])

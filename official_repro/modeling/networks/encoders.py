@@ -1,22 +1,12 @@
 """Encoder configuration and the backbone registry.
 
-A backbone is one module under `official_repro/modeling/networks/backbones/`
-(or anywhere else) that calls `register_backbone` with a `Backbone`: its name,
-its own options dataclass (`EncoderConfig.options` holds its values), the
-reference's feed-forward activation, and a function that builds its
-transformer blocks. Everything the blocks share is assembled by
-`transformer_encoder.TransformerEncoder` (embeddings, pooler, outputs,
-checkpoint layout), so a backbone is only its block. (The configuration
-files are read outside `modeling/`, where `EncoderConfig` and each
-backbone's options dataclass are made settable, the latter as backbones
-register: `add_registration_hook`.)
-
-`EncoderConfig.backbone` picks the backbone; objectives never name one. They
-receive an `EncoderConfig`, derive others from it (a smaller generator) and
-call `build_encoder`, optionally with `SharedLayers`: a word-embedding layer
-(ELECTRA's tied embeddings) and the bottom transformer blocks of another
-network (TEAMS' partial generator/discriminator sharing). The shared objects
-are used as they are, so their variables are the same variables.
+A backbone (a module under `networks/backbones/` or anywhere) registers a
+`Backbone`: name, options dataclass (`EncoderConfig.options`), reference
+activation and a block builder; `transformer_encoder.TransformerEncoder`
+assembles everything blocks share. Objectives never name a backbone: they
+take an `EncoderConfig` and call `build_encoder`, optionally with
+`SharedLayers` (ELECTRA's tied embeddings, TEAMS' shared bottom blocks),
+which are used as they are, so their variables are the same variables.
 """
 
 import dataclasses
@@ -41,26 +31,13 @@ class EncoderConfig(base_config.Config):
   """Architecture of a transformer text encoder.
 
   Attributes:
-    backbone: a registered backbone name (`backbone_names()`): 'bert',
-      'albert', 'convbert', ...
-    hidden_size: width H of the transformer layers.
-    num_layers: number of transformer layers L (ALBERT: applications of the
-      one shared block).
-    num_attention_heads: attention heads per layer; must divide hidden_size.
-    intermediate_size: feed-forward inner width.
-    embedding_width: token-embedding width E; None means E = H. When E != H a
-      dense projection maps embeddings to H.
-    vocab_size: number of token ids; None until taken from the data.
-    max_position_embeddings: size of the learned position table.
-    type_vocab_size: number of segment (token type) ids.
-    hidden_activation: feed-forward activation ('gelu_tanh', 'gelu_erf',
-      'relu', ...; see `activations`); None means the backbone's reference
+    backbone: a registered backbone name (`backbone_names()`).
+    num_layers: L (ALBERT: applications of the one shared block).
+    embedding_width: E; None means E = H (else projected to H).
+    vocab_size: None until taken from the data.
+    hidden_activation: see `activations`; None: the backbone's reference
       activation, filled in by `validate`.
-    dropout_rate: dropout on embeddings and sublayer outputs.
-    attention_dropout_rate: dropout on attention probabilities.
-    initializer_range: stddev of the truncated-normal initializer.
-    options: the backbone's own settings (its registered options dataclass
-      as a dict), e.g. ConvBERT's kernel size.
+    options: the backbone's options dataclass as a dict.
   """
 
   backbone: str = 'bert'
@@ -108,13 +85,8 @@ class EncoderConfig(base_config.Config):
 class SharedLayers:
   """Layers an encoder takes from another network instead of creating them.
 
-  Attributes:
-    word_embedding_layer: a word-embedding layer of output width E (tied
-      embeddings).
-    blocks: transformer blocks used as the encoder's bottom blocks 0..k-1
-      (same objects, so the same variables).
-    embedding_block: the (position-embedding, type-embedding, LayerNorm)
-      layers of width E (`TransformerEncoder.embedding_block`), or None.
+  `blocks` become its bottom blocks 0..k-1; `embedding_block` is
+  `TransformerEncoder.embedding_block` (position, type, LayerNorm) or None.
   """
 
   word_embedding_layer: Optional[tf_keras.layers.Layer] = None
@@ -128,18 +100,7 @@ def shared_from(
     word_embedding: bool = True,
     embedding_block: bool = False,
 ) -> SharedLayers:
-  """What to take from `network`: its embeddings and bottom blocks.
-
-  Args:
-    network: an encoder built by `build_encoder`.
-    num_blocks: how many of its bottom transformer blocks to share.
-    word_embedding: share its word-embedding layer.
-    embedding_block: share its position and type embeddings and their
-      LayerNorm too.
-
-  Raises:
-    ValueError: if `network` has fewer than `num_blocks` blocks.
-  """
+  """The `SharedLayers` of `network`: embeddings and `num_blocks` blocks."""
   blocks = list(network.transformer_layers)
   if not 0 <= num_blocks <= len(blocks):
     raise cli.UserError(
@@ -163,25 +124,15 @@ class Backbone:
   """A registered backbone.
 
   Attributes:
-    name: the `EncoderConfig.backbone` value.
-    build_block: `(config, options, index, return_attention_scores) -> layer`
-      builds transformer block `index` (0-based). A block is called as
-      `block([hidden_states, attention_mask])` and returns the new hidden
-      states, or `(hidden_states, probabilities [B, heads, T, T])` when built
-      with `return_attention_scores`.
-    options_cls: the dataclass of the backbone's own options (None: none).
-    default_activation: the feed-forward activation of the reference code.
-    shares_blocks_across_layers: one block object is applied at every layer
-      (ALBERT): `build_block` is called once and reused.
-    validate_options: `(config, options)` raises a `config_error` naming
-      the options (`options.<option>`) and fields that do not fit.
-    flops_block: `(config, options) -> metrics.flops.BlockFlops`, the FLOPs
-      terms of the backbone's block (`BlockFlops()`: ELECTRA's BERT block;
-      a block of another shape subclasses it in the backbone's module;
-      None: the backbone's FLOPs are not modelled, and `count_flops` says
-      so).
-    model_garden_config: `config -> official.nlp.configs.encoders.EncoderConfig`
-      of the same network, where Model Garden has one (stock baselines).
+    build_block: `(config, options, index, return_attention_scores) -> layer`;
+      a block is called as `block([hidden_states, attention_mask])` and
+      returns hidden states, or `(hidden_states, probs [B, heads, T, T])`.
+    shares_blocks_across_layers: one block at every layer (ALBERT).
+    validate_options: `(config, options)` raises a `config_error`.
+    flops_block: `(config, options) -> metrics.flops.BlockFlops`; None: the
+      FLOPs are not modelled.
+    model_garden_config: `config -> ` Model Garden's `EncoderConfig` of the
+      same network, where it has one.
   """
 
   name: str
@@ -196,11 +147,7 @@ class Backbone:
   ] = None
 
   def parse_options(self, config: EncoderConfig):
-    """The backbone's options object from `config.options`.
-
-    Raises:
-      ArgumentError: options the backbone does not have.
-    """
+    """The backbone's options object from `config.options`."""
     values = config.options_dict()
     if self.options_cls is None:
       if values:
@@ -222,12 +169,7 @@ class Backbone:
 def config_error(
     message: Callable[[arguments.Namer], str],
 ) -> arguments.ArgumentError:
-  """An `ArgumentError` of `EncoderConfig`.
-
-  Args:
-    message: `name -> message`; a field is named `name(field)`, an option
-      of the backbone `name('options.<option>')`.
-  """
+  """An `ArgumentError` of `EncoderConfig` (options: `name('options.x')`)."""
   return arguments.ArgumentError(EncoderConfig.__name__, message)
 
 
@@ -239,11 +181,7 @@ _REGISTRATION_HOOKS: List[Callable[[Backbone], None]] = []
 
 
 def register_backbone(backbone: Backbone) -> Backbone:
-  """Adds a backbone to the registry (and tells the registration hooks).
-
-  Raises:
-    ValueError: if another backbone has the name.
-  """
+  """Adds a backbone to the registry (and tells the registration hooks)."""
   _BACKBONES.register(backbone.name, backbone)
   for hook in _REGISTRATION_HOOKS:
     hook(backbone)
@@ -253,10 +191,7 @@ def register_backbone(backbone: Backbone) -> Backbone:
 def add_registration_hook(hook: Callable[[Backbone], None]) -> None:
   """Calls `hook(backbone)` for every backbone, registered so far or later.
 
-  For code that keeps something per backbone (the settings of its options
-  where a configuration system resolves them). A backbone's module may be
-  imported twice under one name, which registers it again, so `hook` may
-  see a backbone more than once.
+  `hook` may see a backbone twice (a module imported under two names).
   """
   _REGISTRATION_HOOKS.append(hook)
   for backbone in _BACKBONES.entries():
@@ -271,25 +206,12 @@ def backbone_names() -> List[str]:
 def get_backbone(
     name: str, setting: str = 'EncoderConfig.backbone'
 ) -> Backbone:
-  """The registered backbone `name`.
-
-  Args:
-    name: the backbone's name.
-    setting: how the error message names the setting that gave `name`.
-
-  Raises:
-    UserError: naming the setting and the registered backbones.
-  """
+  """The registered backbone `name`; errors name `setting`."""
   return _BACKBONES.get(name, setting)
 
 
 def validate(config: EncoderConfig) -> EncoderConfig:
-  """Checks a config; returns it with the backbone's default activation.
-
-  Raises:
-    ArgumentError: naming the fields (and options) and the constraint they
-      break (`config_error`).
-  """
+  """Checks a config; returns it with the backbone's default activation."""
   backbone = arguments.checked(
       EncoderConfig.__name__,
       'backbone',
@@ -344,11 +266,8 @@ _LEGACY_GELU = dict(convbert='gelu_erf')
 def upgrade_saved_config(saved: Dict[str, Any]) -> Dict[str, Any]:
   """An `EncoderConfig` dict written by an earlier version, in today's fields.
 
-  Earlier versions had `embedding_size`, ConvBERT's settings as top-level
-  fields (`head_ratio`, `conv_kernel_size`, ...; other backbones had to keep
-  their defaults, which are dropped) and a `'gelu'` activation meaning the
-  tanh form for BERT/ALBERT and the erf form for ConvBERT. Exported BERT
-  encoders (`encoder_config.json`) written then still load for fine-tuning.
+  Old: `embedding_size`, ConvBERT's options as top-level fields, and 'gelu'
+  (tanh for BERT/ALBERT, erf for ConvBERT).
   """
   upgraded = dict(saved)
   backbone = upgraded.get('backbone', 'bert')
@@ -383,16 +302,7 @@ def as_encoder_config(config: EncoderConfigLike) -> EncoderConfig:
 def with_vocab_size(
     config: EncoderConfig, vocab_size: int, source: str
 ) -> EncoderConfig:
-  """Returns the config with `vocab_size` set, checking any explicit value.
-
-  Args:
-    config: the encoder config.
-    vocab_size: the vocabulary size of the data.
-    source: where `vocab_size` comes from, for the error message.
-
-  Raises:
-    ArgumentError: if the config names a different vocabulary size.
-  """
+  """The config with the data's `vocab_size` (from `source`), checked."""
   if config.vocab_size is not None and config.vocab_size != vocab_size:
     raise config_error(
         lambda name: f'{name("vocab_size")}={config.vocab_size} but the data '
@@ -404,11 +314,7 @@ def with_vocab_size(
 
 
 def to_model_garden_config(config: EncoderConfig) -> mg_encoders.EncoderConfig:
-  """The same network as a Model Garden encoder config (stock baselines).
-
-  Raises:
-    ArgumentError: for a backbone Model Garden does not have.
-  """
+  """The same network as a Model Garden encoder config (stock baselines)."""
   backbone = get_backbone(config.backbone)
   if backbone.model_garden_config is None:
     raise config_error(
@@ -429,16 +335,9 @@ def _require_vocab_size(config: EncoderConfig) -> None:
 
 
 def build_block(config: EncoderConfig, index: int) -> tf_keras.layers.Layer:
-  """A new transformer block of the config's backbone, outside any network.
+  """A new block (own variables) of the config's backbone at layer `index`.
 
-  For task layers added beside an encoder (TEAMS' attention-based task
-  head): called as `block([hidden_states, attention_mask])` like the
-  encoder's own blocks, with its own variables (also for ALBERT, whose
-  encoder applies one block at every layer).
-
-  Args:
-    config: the architecture (the block takes its sizes and options).
-    index: the layer index it stands at (names the block).
+  For task layers beside an encoder (TEAMS' attention-based head).
   """
   config = validate(config)
   backbone = get_backbone(config.backbone)
@@ -453,26 +352,11 @@ def build_encoder(
     return_attention_scores: bool = False,
     name: Optional[str] = None,
 ) -> transformer_encoder.TransformerEncoder:
-  """Builds the Keras encoder network a config describes.
+  """Builds the `TransformerEncoder` a config (`vocab_size` set) describes.
 
-  Args:
-    config: the architecture, with `vocab_size` set.
-    shared: layers taken from another network (tied word embedding, bottom
-      blocks).
-    return_attention_scores: add an `attention_scores` output, a list over
-      layers of the self-attention probabilities `[batch, heads, seq, seq]`.
-    name: the network's name (default `<backbone>_encoder`).
-
-  Returns:
-    A `TransformerEncoder` taking `input_word_ids`, `input_mask`,
-    `input_type_ids` (int32 `[batch, seq]`) and returning a dict with
-    `sequence_output` `[batch, seq, hidden]`, `pooled_output`
-    `[batch, hidden]` and `encoder_outputs` (every layer's output).
-
-  Raises:
-    ValueError: an invalid config (see `validate`), no `vocab_size`, more
-      shared blocks than layers, or attention scores from blocks without
-      self-attention (ConvBERT's `conv_only`).
+  `shared` layers come from another network; `return_attention_scores` adds
+  `attention_scores` (per layer `[batch, heads, seq, seq]`); `name` defaults
+  to `<backbone>_encoder`.
   """
   config = validate(config)
   _require_vocab_size(config)

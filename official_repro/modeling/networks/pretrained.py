@@ -1,26 +1,14 @@
 """Finds, rebuilds and restores a pretrained encoder for fine-tuning.
 
-These kinds of `--init_checkpoint` are accepted:
-  * an encoder exported by our pretraining (`training/export.py`): the
-    pretraining `model_dir`, its `encoder/` folder, one `encoder-<step>`
-    prefix in it, or one of the run's training checkpoints
-    (`<model_dir>/ckpt-<step>`, which holds the same encoder under the same
-    name, for learning curves over a run's checkpoints). The architecture
-    comes from `encoder_config.json` and the tokenizer from `vocab.txt` (or
-    `spiece.model`) / `tokenizer.json` in the export folder;
-  * a released model: a Hugging Face folder (BERT, ALBERT, ELECTRA,
-    ConvBERT), an original TF1 ELECTRA or ConvBERT checkpoint, or a Model
-    Garden TEAMS checkpoint. It is converted once into the export layout
-    (`modeling/interchange/converted.py`, cached), and the architecture
-    and tokenizer come from the release, never from the command's
-    settings;
-  * any other `tf.train.Checkpoint(encoder=...)` (Model Garden's BERT
-    checkpoints use this layout): the architecture is then the one the
-    caller gives (`resolve`'s `config`) and the vocabulary the
-    `--vocab_file` flag.
-Restoring checks that every encoder variable was found in the checkpoint, so
-a checkpoint of another architecture fails loudly instead of fine-tuning a
-partly random encoder.
+`--init_checkpoint` is an export of ours (`training/export.py`: the
+`model_dir`, its `encoder/`, an `encoder-<step>` prefix or a training
+`ckpt-<step>`; architecture and tokenizer from the export folder), a
+release (Hugging Face folder, TF1 ELECTRA/ConvBERT, Model Garden TEAMS;
+converted once by `interchange/converted.py`, its own architecture and
+tokenizer), or any other `Checkpoint(encoder=...)` with the caller's config
+and `--vocab_file`. Restoring checks every encoder variable was found, so
+another architecture fails loudly rather than fine-tuning a partly random
+encoder.
 """
 
 import dataclasses
@@ -46,11 +34,7 @@ class NoArchitectureError(cli.UserError):
 class PretrainedEncoder:
   """What fine-tuning needs to rebuild an encoder and its tokenizer.
 
-  Attributes:
-    checkpoint_path: the checkpoint prefix to restore (None: random init).
-    config: the encoder architecture.
-    vocab_file: the WordPiece vocabulary the encoder was trained with.
-    lower_case: whether its tokenizer lower-cases.
+  `checkpoint_path` is the prefix to restore (None: random init).
   """
 
   checkpoint_path: Optional[str]
@@ -107,62 +91,25 @@ def _checkpoint_prefix(init_checkpoint: str, export_dir: Optional[str]) -> str:
   return init_checkpoint
 
 
-def resolve(
-    init_checkpoint: Optional[str],
-    vocab_file: Optional[str] = None,
-    lower_case: Optional[bool] = None,
-    config: Optional[encoders.EncoderConfig] = None,
-) -> PretrainedEncoder:
-  """Describes the encoder to fine-tune.
-
-  Args:
-    init_checkpoint: an export folder, a pretraining model_dir, or a
-      checkpoint prefix; None fine-tunes a randomly initialised encoder.
-    vocab_file: the vocabulary; overrides the exported one.
-    lower_case: the tokenizer's casing; overrides the exported one (default
-      True when nothing says otherwise).
-    config: the architecture, used when the checkpoint carries none.
-
-  Returns:
-    The resolved `PretrainedEncoder`.
-
-  Raises:
-    FileNotFoundError: no checkpoint where `init_checkpoint` points.
-    NoArchitectureError: no architecture can be found.
-    UserError: no vocabulary can be found, or it does not fit.
-  """
-  if init_checkpoint and converted.detect(init_checkpoint):
-    init_checkpoint = converted.cached_export(
-        converted.Source(init_checkpoint, lower_case=lower_case)
+def _read_export(export_dir: str):
+  """(config, tokenizer settings) of an export folder."""
+  with tf.io.gfile.GFile(
+      os.path.join(export_dir, export_layout.ENCODER_CONFIG_FILENAME)
+  ) as f:
+    config = encoders.EncoderConfig.from_args(
+        **encoders.upgrade_saved_config(json.load(f))
     )
-  export_dir = _export_dir(init_checkpoint) if init_checkpoint else None
-  checkpoint_path = (
-      _checkpoint_prefix(init_checkpoint, export_dir)
-      if init_checkpoint
-      else None
-  )
   tokenizer = {}
-  if export_dir:
-    with tf.io.gfile.GFile(
-        os.path.join(export_dir, export_layout.ENCODER_CONFIG_FILENAME)
-    ) as f:
-      config = encoders.EncoderConfig.from_args(
-          **encoders.upgrade_saved_config(json.load(f))
-      )
-    tokenizer_path = os.path.join(export_dir, export_layout.TOKENIZER_FILENAME)
-    if tf.io.gfile.exists(tokenizer_path):
-      with tf.io.gfile.GFile(tokenizer_path) as f:
-        tokenizer = json.load(f)
-      tokenizer['vocab_file'] = os.path.join(
-          export_dir, tokenizer['vocab_file']
-      )
-  if config is None:
-    raise NoArchitectureError(
-        f'--init_checkpoint {init_checkpoint} has no '
-        f'{export_layout.ENCODER_CONFIG_FILENAME}, and no architecture was '
-        'given for it.'
-    )
-  vocab_file = vocab_file or tokenizer.get('vocab_file')
+  tokenizer_path = os.path.join(export_dir, export_layout.TOKENIZER_FILENAME)
+  if tf.io.gfile.exists(tokenizer_path):
+    with tf.io.gfile.GFile(tokenizer_path) as f:
+      tokenizer = json.load(f)
+    tokenizer['vocab_file'] = os.path.join(export_dir, tokenizer['vocab_file'])
+  return config, tokenizer
+
+
+def _checked_tokens(init_checkpoint, vocab_file, tokenizer) -> vocab.Vocabulary:
+  """The vocabulary's tokens; UserError if none or not the exported one."""
   if not vocab_file:
     raise cli.UserError(
         f'--init_checkpoint {init_checkpoint} has no '
@@ -182,6 +129,51 @@ def resolve(
           f'({exported_vocab}: {trained_with.kind}, {len(trained_with)} '
           'tokens); drop --vocab_file.'
       )
+  return tokens
+
+
+def resolve(
+    init_checkpoint: Optional[str],
+    vocab_file: Optional[str] = None,
+    lower_case: Optional[bool] = None,
+    config: Optional[encoders.EncoderConfig] = None,
+) -> PretrainedEncoder:
+  """Describes the encoder to fine-tune.
+
+  Args:
+    init_checkpoint: an export folder, a pretraining model_dir, a checkpoint
+      prefix or a release; None fine-tunes a randomly initialised encoder.
+    vocab_file: the vocabulary; overrides the exported one.
+    lower_case: the tokenizer's casing; overrides the exported one (default
+      True when nothing says otherwise).
+    config: the architecture, used when the checkpoint carries none.
+
+  Raises:
+    FileNotFoundError: no checkpoint where `init_checkpoint` points.
+    NoArchitectureError: no architecture can be found.
+    UserError: no vocabulary can be found, or it does not fit.
+  """
+  if init_checkpoint and converted.detect(init_checkpoint):
+    init_checkpoint = converted.cached_export(
+        converted.Source(init_checkpoint, lower_case=lower_case)
+    )
+  export_dir = _export_dir(init_checkpoint) if init_checkpoint else None
+  checkpoint_path = (
+      _checkpoint_prefix(init_checkpoint, export_dir)
+      if init_checkpoint
+      else None
+  )
+  tokenizer = {}
+  if export_dir:
+    config, tokenizer = _read_export(export_dir)
+  if config is None:
+    raise NoArchitectureError(
+        f'--init_checkpoint {init_checkpoint} has no '
+        f'{export_layout.ENCODER_CONFIG_FILENAME}, and no architecture was '
+        'given for it.'
+    )
+  vocab_file = vocab_file or tokenizer.get('vocab_file')
+  tokens = _checked_tokens(init_checkpoint, vocab_file, tokenizer)
   if lower_case is None:
     lower_case = tokenizer.get('lower_case', True)
   casing = vocab.casing_mismatch(tokens, lower_case)
@@ -218,12 +210,7 @@ _DAMAGED_CHECKPOINT_ERRORS = (
 
 
 def restore(encoder: tf_keras.Model, checkpoint_path: str) -> None:
-  """Loads `Checkpoint(encoder=...)` weights into `encoder`.
-
-  Raises:
-    UserError: the checkpoint's files cannot be read, or an encoder variable
-      has no value in it.
-  """
+  """Loads `Checkpoint(encoder=...)` weights into `encoder`, every one."""
   try:
     status = tf.train.Checkpoint(encoder=encoder).read(checkpoint_path)
   except _DAMAGED_CHECKPOINT_ERRORS as error:

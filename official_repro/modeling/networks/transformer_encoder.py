@@ -1,31 +1,14 @@
 """The encoder network every backbone builds: embeddings, blocks, pooler.
 
-    word (width E) + learned position + type embeddings, LayerNorm, dropout,
-      a dense E -> H projection when E != H;
-    L transformer blocks, each `block([hidden_states, attention_mask])`;
-    pooler: dense H -> H with tanh on the first ([CLS]) token.
-
-This is Model Garden's `BertEncoder` with the blocks given from outside, so
-that backbones differ only in their block (BERT: `TransformerEncoderBlock`;
-ALBERT: one such block applied L times; ConvBERT: `ConvBertBlock`) and so
-that a network can take its bottom blocks and its word-embedding layer from
-another one (ELECTRA's tied embeddings, TEAMS' shared generator layers).
-Model Garden's `BertEncoder` creates its layers inside its constructor and
-cannot take blocks; its `EncoderScaffold` can, but it returns no attention
-scores and tracks its layers under other attribute names, so its checkpoints
-do not restore into `BertEncoder`. Here the embedding, projection, block and
-pooler layers sit under `BertEncoder`'s attribute names and are built with
-its layer classes, names and initialisers, so a checkpoint of this network
-with BERT blocks restores into Model Garden's `BertEncoder` (the encoder of
-its fine-tuning tasks) and the other way round.
-
-One deliberate difference: the E -> H projection's einsum is written
-`abc,cd->abd` where `BertEncoder` writes `...x,xy->...y` (same kernel and
-bias variables). TensorFlow's gradient of the broadcast form computes the
-kernel gradient through a per-position `[B, T, E, H]` product reduced over
-B and T; on CPU this one layer's gradient took 12% of the op time of an
-ELECTRA-small training step, and writing it out cut the step's wall time by
-12% (`experiments/reports/profile_electra_small.md`).
+Model Garden's `BertEncoder` with the blocks given from outside, so backbones
+differ only in their block and a network can take its bottom blocks and word
+embeddings from another (ELECTRA, TEAMS). `BertEncoder` cannot take blocks;
+`EncoderScaffold` can, but returns no attention scores and tracks its layers
+under other names. Here the layers sit under `BertEncoder`'s attribute names,
+classes, names and initialisers, so checkpoints restore both ways. One
+deliberate difference: the E -> H projection's einsum is `abc,cd->abd`, not
+`...x,xy->...y` (same variables), whose gradient was 12% of an ELECTRA-small
+CPU step (`experiments/reports/profile_electra_small.md`).
 """
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -37,19 +20,126 @@ from official.modeling import tf_utils
 from official.nlp.modeling import layers
 
 
+def _embedding_layers(
+    initializer,
+    vocab_size: int,
+    width: int,
+    max_sequence_length: int,
+    type_vocab_size: int,
+    word_embedding_layer: Optional[tf_keras.layers.Layer],
+    embedding_block: Optional[Sequence[tf_keras.layers.Layer]],
+) -> Tuple[tf_keras.layers.Layer, ...]:
+  """(word, position, type, LayerNorm) layers of width E, given or new."""
+  if word_embedding_layer is None:
+    word_embedding_layer = layers.OnDeviceEmbedding(
+        vocab_size=vocab_size,
+        embedding_width=width,
+        initializer=tf_utils.clone_initializer(initializer),
+        name='word_embeddings',
+    )
+  if embedding_block is None:
+    embedding_block = (
+        layers.PositionEmbedding(
+            initializer=tf_utils.clone_initializer(initializer),
+            max_length=max_sequence_length,
+            name='position_embedding',
+        ),
+        layers.OnDeviceEmbedding(
+            vocab_size=type_vocab_size,
+            embedding_width=width,
+            initializer=tf_utils.clone_initializer(initializer),
+            use_one_hot=True,
+            name='type_embeddings',
+        ),
+        tf_keras.layers.LayerNormalization(
+            name='embeddings/layer_norm',
+            axis=-1,
+            epsilon=1e-12,
+            dtype=tf.float32,
+        ),
+    )
+  return (word_embedding_layer, *embedding_block)
+
+
+def _projection(width: int, hidden_size: int, initializer):
+  """The dense E -> H projection, None when E = H."""
+  if width == hidden_size:
+    return None
+  return tf_keras.layers.EinsumDense(
+      'abc,cd->abd',
+      output_shape=(None, hidden_size),
+      bias_axes='d',
+      kernel_initializer=tf_utils.clone_initializer(initializer),
+      name='embedding_projection',
+  )
+
+
+def _embed(word_ids, type_ids, embedding_layers, dropout_rate, projection):
+  """Word + position + type embeddings, LayerNorm, dropout, projection."""
+  word_layer, position_layer, type_layer, norm_layer = embedding_layers
+  word_embeddings = word_layer(word_ids)
+  embeddings = tf_keras.layers.Add()(
+      [word_embeddings, position_layer(word_embeddings), type_layer(type_ids)]
+  )
+  embeddings = norm_layer(embeddings)
+  embeddings = tf_keras.layers.Dropout(rate=dropout_rate)(embeddings)
+  return embeddings if projection is None else projection(embeddings)
+
+
+def _outputs(blocks, embeddings, mask, pooler_layer, return_attention_scores):
+  """The blocks and the pooler on the embeddings: the outputs dict."""
+  hidden_states = embeddings
+  attention_mask = layers.SelfAttentionMask()(embeddings, mask)
+  encoder_outputs, attention_outputs = [], []
+  for block in blocks:
+    output = block([hidden_states, attention_mask])
+    if return_attention_scores:
+      if not isinstance(output, (list, tuple)):
+        raise ValueError(
+            f'Block {block.name!r} returns no attention '
+            'scores; build it with return_attention_scores.'
+        )
+      output, probabilities = output
+      attention_outputs.append(probabilities)
+    hidden_states = output
+    encoder_outputs.append(hidden_states)
+  outputs = dict(
+      sequence_output=hidden_states,
+      pooled_output=pooler_layer(hidden_states[:, 0, :]),
+      encoder_outputs=encoder_outputs,
+  )
+  if return_attention_scores:
+    outputs['attention_scores'] = attention_outputs
+  return outputs
+
+
+def _serialized_blocks(blocks) -> Dict[str, Any]:
+  """`blocks` (each distinct block once) and `block_order` of a config."""
+  unique_blocks: List[tf_keras.layers.Layer] = []
+  for block in blocks:
+    if not any(block is seen for seen in unique_blocks):
+      unique_blocks.append(block)
+  return dict(
+      blocks=[
+          tf_keras.utils.serialize_keras_object(block)
+          for block in unique_blocks
+      ],
+      block_order=[
+          next(i for i, seen in enumerate(unique_blocks) if seen is block)
+          for block in blocks
+      ],
+  )
+
+
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class TransformerEncoder(tf_keras.Model):
   """Functional text encoder with Model Garden `BertEncoder`'s interface.
 
   Inputs: `input_word_ids`, `input_mask`, `input_type_ids`, int32 `[B, T]`
-  (a dict, or a list in that order).
-
-  Outputs (a dict):
-    sequence_output: `[B, T, H]`, the last block's output.
-    pooled_output: `[B, H]`, tanh(dense(sequence_output[:, 0])).
-    encoder_outputs: list of L `[B, T, H]`, every block's output.
-    attention_scores: only with `return_attention_scores=True`: list of L
-      `[B, heads, T, T]` self-attention probabilities.
+  (a dict, or a list in that order). Outputs: `sequence_output` `[B, T, H]`,
+  `pooled_output` `[B, H]` (tanh dense on [CLS]), `encoder_outputs` (L
+  `[B, T, H]`) and, with `return_attention_scores`, `attention_scores` (L
+  `[B, heads, T, T]`).
   """
 
   def __init__(
@@ -69,33 +159,12 @@ class TransformerEncoder(tf_keras.Model):
   ):
     """Builds the network.
 
-    Args:
-      vocab_size: number of token ids (ignored with `word_embedding_layer`).
-      hidden_size: H, the blocks' width.
-      blocks: the L transformer blocks, input side first. The same object may
-        appear several times (ALBERT) or belong to another network too.
-        Each is called as `block([hidden_states, attention_mask])` and must
-        return `(hidden_states, probabilities)` when
-        `return_attention_scores` is set.
-      embedding_width: E; None means E = H.
-      max_sequence_length: rows of the position table.
-      type_vocab_size: number of segment ids.
-      dropout_rate: dropout after the embedding LayerNorm.
-      initializer_range: stddev of the truncated-normal initializer.
-      word_embedding_layer: an existing word-embedding layer of output width
-        E to use (tied embeddings).
-      return_attention_scores: add the `attention_scores` output.
-      embedding_block: existing (position-embedding, type-embedding,
-        LayerNorm) layers of width E to use instead of new ones
-        (google-research/electra's tying of the whole embedding block);
-        their positions and types must be `max_sequence_length` and
-        `type_vocab_size` (`networks.check_embedding_block` checks the
-        configs).
-      **kwargs: other `tf_keras.Model` arguments (e.g. `name`).
-
-    Raises:
-      ValueError: without blocks, or when a block does not return scores
-        although `return_attention_scores` is set.
+    `blocks` are the L blocks, input side first; one object may appear
+    several times (ALBERT) or belong to another network. An existing
+    `word_embedding_layer` (tied embeddings; `vocab_size` is then ignored)
+    or `embedding_block` (position, type, LayerNorm: google-research/
+    electra's tying of the whole embedding block) has width E
+    (`embedding_width`, None: H). `**kwargs` go to `tf_keras.Model`.
     """
     if not blocks:
       raise ValueError('TransformerEncoder needs at least one block.')
@@ -103,126 +172,47 @@ class TransformerEncoder(tf_keras.Model):
     initializer = tf_keras.initializers.TruncatedNormal(
         stddev=initializer_range
     )
-    word_ids = tf_keras.layers.Input(
-        shape=(None,), dtype=tf.int32, name='input_word_ids'
+    word_ids, mask, type_ids = (
+        tf_keras.layers.Input(shape=(None,), dtype=tf.int32, name=name)
+        for name in ('input_word_ids', 'input_mask', 'input_type_ids')
     )
-    mask = tf_keras.layers.Input(
-        shape=(None,), dtype=tf.int32, name='input_mask'
+    embedding_layers = _embedding_layers(
+        initializer,
+        vocab_size,
+        embedding_width,
+        max_sequence_length,
+        type_vocab_size,
+        word_embedding_layer,
+        embedding_block,
     )
-    type_ids = tf_keras.layers.Input(
-        shape=(None,), dtype=tf.int32, name='input_type_ids'
+    embedding_projection = _projection(
+        embedding_width, hidden_size, initializer
     )
-    if word_embedding_layer is None:
-      word_embedding_layer = layers.OnDeviceEmbedding(
-          vocab_size=vocab_size,
-          embedding_width=embedding_width,
-          initializer=tf_utils.clone_initializer(initializer),
-          name='word_embeddings',
-      )
-    word_embeddings = word_embedding_layer(word_ids)
-    if embedding_block is None:
-      embedding_block = (
-          layers.PositionEmbedding(
-              initializer=tf_utils.clone_initializer(initializer),
-              max_length=max_sequence_length,
-              name='position_embedding',
-          ),
-          layers.OnDeviceEmbedding(
-              vocab_size=type_vocab_size,
-              embedding_width=embedding_width,
-              initializer=tf_utils.clone_initializer(initializer),
-              use_one_hot=True,
-              name='type_embeddings',
-          ),
-          tf_keras.layers.LayerNormalization(
-              name='embeddings/layer_norm',
-              axis=-1,
-              epsilon=1e-12,
-              dtype=tf.float32,
-          ),
-      )
-    position_embedding_layer, type_embedding_layer, embedding_norm_layer = (
-        embedding_block
+    embeddings = _embed(
+        word_ids, type_ids, embedding_layers, dropout_rate, embedding_projection
     )
-    embeddings = tf_keras.layers.Add()(
-        [
-            word_embeddings,
-            position_embedding_layer(word_embeddings),
-            type_embedding_layer(type_ids),
-        ]
-    )
-    embeddings = embedding_norm_layer(embeddings)
-    embeddings = tf_keras.layers.Dropout(rate=dropout_rate)(embeddings)
-    embedding_projection = None
-    if embedding_width != hidden_size:
-      embedding_projection = tf_keras.layers.EinsumDense(
-          'abc,cd->abd',
-          output_shape=(None, hidden_size),
-          bias_axes='d',
-          kernel_initializer=tf_utils.clone_initializer(initializer),
-          name='embedding_projection',
-      )
-      embeddings = embedding_projection(embeddings)
-
-    attention_mask = layers.SelfAttentionMask()(embeddings, mask)
-    hidden_states = embeddings
-    encoder_outputs, attention_outputs = [], []
-    for block in blocks:
-      output = block([hidden_states, attention_mask])
-      if return_attention_scores:
-        if not isinstance(output, (list, tuple)):
-          raise ValueError(
-              f'Block {block.name!r} returns no attention '
-              'scores; build it with return_attention_scores.'
-          )
-        output, probabilities = output
-        attention_outputs.append(probabilities)
-      hidden_states = output
-      encoder_outputs.append(hidden_states)
-
     pooler_layer = tf_keras.layers.Dense(
         units=hidden_size,
         activation='tanh',
         kernel_initializer=tf_utils.clone_initializer(initializer),
         name='pooler_transform',
     )
-    outputs = dict(
-        sequence_output=hidden_states,
-        pooled_output=pooler_layer(hidden_states[:, 0, :]),
-        encoder_outputs=encoder_outputs,
+    outputs = _outputs(
+        blocks, embeddings, mask, pooler_layer, return_attention_scores
     )
-    if return_attention_scores:
-      outputs['attention_scores'] = attention_outputs
     super().__init__(
         inputs=[word_ids, mask, type_ids], outputs=outputs, **kwargs
     )
 
-    # Model Garden `BertEncoder`'s attribute names: checkpoint compatibility.
-    self._embedding_layer = word_embedding_layer
-    self._position_embedding_layer = position_embedding_layer
-    self._type_embedding_layer = type_embedding_layer
-    self._embedding_norm_layer = embedding_norm_layer
-    if embedding_projection is not None:
-      self._embedding_projection = embedding_projection
-    self._transformer_layers = list(blocks)
-    self._pooler_layer = pooler_layer
-    unique_blocks: List[tf_keras.layers.Layer] = []
-    for block in blocks:
-      if not any(block is seen for seen in unique_blocks):
-        unique_blocks.append(block)
+    self._track_layers(
+        embedding_layers, embedding_projection, blocks, pooler_layer
+    )
     # Plain attribute, not tracked as a dependency (like BertEncoder's).
     self._setattr_tracking = False
     self._config = dict(
         vocab_size=vocab_size,
         hidden_size=hidden_size,
-        blocks=[
-            tf_keras.utils.serialize_keras_object(block)
-            for block in unique_blocks
-        ],
-        block_order=[
-            next(i for i, seen in enumerate(unique_blocks) if seen is block)
-            for block in blocks
-        ],
+        **_serialized_blocks(blocks),
         embedding_width=embedding_width,
         max_sequence_length=max_sequence_length,
         type_vocab_size=type_vocab_size,
@@ -231,6 +221,19 @@ class TransformerEncoder(tf_keras.Model):
         return_attention_scores=return_attention_scores,
     )
     self._setattr_tracking = True
+
+  def _track_layers(self, embedding_layers, projection, blocks, pooler_layer):
+    """Model Garden `BertEncoder`'s attribute names (checkpoint layout)."""
+    (
+        self._embedding_layer,
+        self._position_embedding_layer,
+        self._type_embedding_layer,
+        self._embedding_norm_layer,
+    ) = embedding_layers
+    if projection is not None:
+      self._embedding_projection = projection
+    self._transformer_layers = list(blocks)
+    self._pooler_layer = pooler_layer
 
   def get_embedding_table(self) -> tf.Variable:
     """The word-embedding table `[vocab_size, E]`."""
@@ -260,11 +263,7 @@ class TransformerEncoder(tf_keras.Model):
     return self._pooler_layer
 
   def get_config(self) -> Dict[str, Any]:
-    """Rebuilds an equal architecture.
-
-    Rebuilds an equal architecture; sharing with other networks is not
-    part of a config (a rebuilt encoder owns all its layers).
-    """
+    """Rebuilds an equal architecture (owning all its layers, sharing none)."""
     return dict(self._config, name=self.name)
 
   @classmethod

@@ -1,32 +1,17 @@
 """ELECTRA: a masked-LM generator and a replaced-token-detection discriminator.
 
-Backbone-agnostic: generator and discriminator are whatever
-`encoders.build_encoder` makes of their configs (BERT for ELECTRA, ALBERT for
-ALE of paper 001, ConvBERT for paper 002). The forward pass is a chain of
-parts that other objectives reuse or override one at a time:
+Backbone-agnostic (BERT, ALBERT for 001, ConvBERT for 002). The forward pass
+is a chain of parts other objectives reuse or override one at a time:
+`generator_logits`, `sample_replacements`, `corrupt` (label 1 where a token
+differs from the original), `discriminate`, `rtd_logits`. The losses are the
+task's (`official_repro.tasks.electra`).
 
-  1. `generator_logits`: generator(masked ids) -> MLM logits at the masked
-     positions, through an MLM head on the generator's word-embedding table;
-  2. `sample_replacements`: one id per masked position from
-     softmax(stop_gradient(logits) / temperature), optionally never the
-     original token;
-  3. `corrupt`: the original sequence with the samples written in, and the
-     RTD label 1 where a token differs from the original ("replaced and
-     different"; a sample equal to the original is labelled 0);
-  4. `discriminate`: the discriminator's outputs on the corrupted sequence;
-  5. `rtd_logits`: ELECTRA's per-token head on them.
-The losses are the task's (`official_repro.tasks.electra`).
-
-Model Garden's `ElectraPretrainer` is not subclassed, for three concrete
-reasons: its `call` always runs a next-sentence `ClassificationHead` on the
-generator output (variables and compute with no loss in ELECTRA); it samples
-through a `[batch, predictions, vocab]` one-hot at a temperature fixed to 1.0
-(001 samples at 0.8) inside its monolithic `call`; and that `call` hard-wires
-one replacement per position, where TEAMS needs K candidates and SCRIPT has
-no second network, so objectives compose the parts above instead. The
-pretrainer is built from encoder configs (not from networks) so that its
-config describes the sharing too and `from_config(get_config())` rebuilds an
-equal model.
+Model Garden's `ElectraPretrainer` is not subclassed: its `call` always runs
+a next-sentence head (variables and compute with no loss here), samples
+through a one-hot at temperature 1.0 (001 uses 0.8), and hard-wires one
+replacement per position (TEAMS needs K candidates, SCRIPT no second
+network). The pretrainer is built from encoder configs so that
+`from_config(get_config())` rebuilds an equal model, sharing included.
 """
 
 from typing import Any, Dict, Optional, Tuple
@@ -44,11 +29,7 @@ from official_repro.modeling.pretrainers import sampling
 
 
 def check_settings(temperature: float) -> None:
-  """Raises `ArgumentError` for a setting `ElectraPretrainer` cannot take.
-
-  The checks of `ElectraPretrainer`'s own arguments, for callers that check
-  them before anything is built.
-  """
+  """Raises `ArgumentError` for a setting `ElectraPretrainer` cannot take."""
   if not temperature > 0:
     raise arguments.ArgumentError(
         'ElectraPretrainer',
@@ -60,11 +41,8 @@ def check_settings(temperature: float) -> None:
 class ElectraPretrainer(tf_keras.Model):
   """Generator + discriminator trained with MLM and replaced-token detection.
 
-  Attributes:
-    generator: the generator encoder.
-    discriminator: the discriminator encoder (the model kept for fine-tuning).
-    mlm_head: the generator's MLM head (Model Garden `MaskedLM`).
-    rtd_head: the discriminator's replaced-token-detection head.
+  Attributes: `generator`, `discriminator` (kept for fine-tuning),
+  `mlm_head` (Model Garden `MaskedLM`) and `rtd_head`.
   """
 
   def __init__(
@@ -82,26 +60,12 @@ class ElectraPretrainer(tf_keras.Model):
   ):
     """Builds the networks and heads.
 
-    Args:
-      discriminator_config: the discriminator's `EncoderConfig` (or its dict).
-      generator_config: the generator's (e.g. `networks.scale_generator`).
-      tie_embeddings: one word-embedding table for both networks.
-      num_shared_layers: the generator's bottom layers that are the
-        discriminator's (0 in ELECTRA).
-      temperature: sampling temperature of the generator's softmax (> 0).
-      disallow_original: never sample the original token.
-      mlm_activation: activation of the MLM and RTD heads' transforms.
-      initializer_range: stddev of the heads' initializers.
-      tie_embedding_block: also one position table, type table and
-        embedding LayerNorm for both (google-research/electra's tying;
-        Model Garden's `ElectraPretrainTask` ties the word table only). At
-        the cpu scale it decides when the discriminator starts calling
-        tokens replaced: experiments/reports/cpu_scale_search.md.
-      **kwargs: other `tf_keras.Model` arguments.
-
-    Raises:
-      ArgumentError: a temperature <= 0 (`check_settings`), or networks
-        that cannot share what they are asked to (`networks.build_networks`).
+    `generator_config` e.g. from `networks.scale_generator`; `tie_embeddings`
+    shares the word table, `tie_embedding_block` also position, type and
+    LayerNorm (google-research/electra; Model Garden ties the word table only);
+    `num_shared_layers` generator bottom layers are the discriminator's (0 in
+    ELECTRA); `temperature` > 0 of sampling; `disallow_original` never samples
+    the original; `mlm_activation` and `initializer_range` are the heads'.
     """
     super().__init__(**kwargs)
     check_settings(temperature)
@@ -170,11 +134,7 @@ class ElectraPretrainer(tf_keras.Model):
   def generator_logits(
       self, inputs: Dict[str, tf.Tensor], training: Optional[bool] = None
   ) -> Tuple[tf.Tensor, Dict[str, Any]]:
-    """Step 1: the generator's MLM logits at the masked positions.
-
-    Returns:
-      `(mlm_logits [batch, predictions, vocab], generator outputs)`.
-    """
+    """Step 1: `(mlm_logits [B, P, V], generator outputs)`."""
     outputs = self.generator(
         self._encoder_inputs(inputs['input_word_ids'], inputs),
         training=training,
@@ -205,16 +165,10 @@ class ElectraPretrainer(tf_keras.Model):
   def corrupt(
       inputs: Dict[str, tf.Tensor], replacements: tf.Tensor
   ) -> Tuple[tf.Tensor, tf.Tensor]:
-    """Step 3: the corrupted sequence and its RTD labels.
+    """Step 3: int32 `[B, T]` corrupted ids and RTD labels.
 
-    Args:
-      inputs: the masked batch (`input_word_ids`, `input_mask`,
-        `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights`).
-      replacements: int `[B, P]` ids for the masked positions.
-
-    Returns:
-      `(corrupted_ids, rtd_labels)`, int32 `[B, T]` each; the label is 1 on
-      real tokens that differ from the original.
+    `replacements` (int `[B, P]`) go to the masked positions; the label is 1
+    on real tokens that differ from the original.
     """
     positions = inputs['masked_lm_positions']
     weights = inputs['masked_lm_weights']
@@ -247,19 +201,11 @@ class ElectraPretrainer(tf_keras.Model):
   ) -> Dict[str, tf.Tensor]:
     """Runs generator, sampling and discriminator.
 
-    Args:
-      inputs: `input_word_ids`, `input_mask`, `input_type_ids` (int
-        `[batch, seq]`, word ids already masked), `masked_lm_positions`,
-        `masked_lm_ids` (int `[batch, predictions]`), `masked_lm_weights`
-        (float `[batch, predictions]`).
-      training: dropout on or off.
-
-    Returns:
-      `mlm_logits` float `[batch, predictions, vocab]`;
-      `sampled_ids` int32 `[batch, predictions]`;
-      `discriminator_ids` int32 `[batch, seq]` (the corrupted sequence);
-      `rtd_labels` int32 `[batch, seq]` (1 = replaced and different);
-      `rtd_logits` float `[batch, seq]`.
+    `inputs`: `input_word_ids` (masked), `input_mask`, `input_type_ids` int
+    `[B, T]`; `masked_lm_positions`, `masked_lm_ids` int and
+    `masked_lm_weights` float `[B, P]`. Returns `mlm_logits` `[B, P, V]`,
+    `sampled_ids` `[B, P]`, `discriminator_ids`, `rtd_labels` (1 = replaced and
+    different) int32 and `rtd_logits` float `[B, T]`.
     """
     mlm_logits, _ = self.generator_logits(inputs, training)
     sampled = self.sample_replacements(mlm_logits, inputs, training)

@@ -1,20 +1,11 @@
 """The networks of a generator/discriminator objective, and how they share.
 
-A generator is derived from the discriminator's config of L layers by
-independent settings:
-  * `generator_size`: the fraction of the discriminator's hidden size,
-    attention heads and feed-forward size (ELECTRA and 001: 1/4);
-  * its depth: `generator_layer_fraction` of L (003's generator has half
-    the layers), or `generator_num_layers`, an explicit count used instead
-    of the fraction (`generator_depth`).
-It may share with the discriminator its word-embedding layer (ELECTRA's
-tied embeddings, one variable), optionally with the rest of the embedding
-block (position and type embeddings and their LayerNorm: how
-google-research/electra and Model Garden's TEAMS tie; Model Garden's
-`ElectraPretrainTask` ties the word table only), and its bottom
-`num_shared_layers` transformer layers (TEAMS' partial sharing: the same
-layer objects, which needs equal widths). The task configs set that count
-by `layer_sharing`, 'none', 'partial' or 'full' (`num_shared_layers_for`).
+A generator is the discriminator's config scaled by `generator_size` (width,
+heads, feed-forward) and `generator_depth` (a fraction of L or a count). It
+may share the word-embedding layer (ELECTRA), the whole embedding block
+(google-research/electra and Model Garden's TEAMS; Model Garden's ELECTRA
+ties the word table only) and its bottom `num_shared_layers` blocks (TEAMS'
+`layer_sharing`: the same objects, so equal widths).
 """
 
 import dataclasses
@@ -39,19 +30,10 @@ def generator_depth(
     generator_layer_fraction: float = 1.0,
     generator_num_layers: Optional[int] = None,
 ) -> int:
-  """The generator's layer count.
+  """The generator's layer count for a discriminator of `num_layers` L.
 
-  Args:
-    num_layers: the discriminator's layer count L.
-    generator_layer_fraction: a fraction of L in (0, 1]; the depth is L
-      times it, rounded, at least one layer.
-    generator_num_layers: an explicit count in [1, L], used instead of the
-      fraction (which must then stay at its default 1.0); None: use the
-      fraction.
-
-  Raises:
-    ArgumentError: for both a count and a fraction other than 1.0, or a
-      value outside those ranges.
+  `generator_layer_fraction` in (0, 1] gives round(L * fraction), at least 1;
+  `generator_num_layers` in [1, L] is used instead (the fraction then 1.0).
   """
   fraction, count = generator_layer_fraction, generator_num_layers
   if not _is_number(fraction) or not 0.0 < fraction <= 1.0:
@@ -89,16 +71,7 @@ def generator_depth(
 
 
 def num_shared_layers_for(layer_sharing: str, generator_num_layers: int) -> int:
-  """The generator's bottom layers that are the discriminator's.
-
-  Args:
-    layer_sharing: 'none' (0), 'partial' (the bottom half of the generator's
-      layers, rounded down) or 'full' (all of them).
-    generator_num_layers: the generator's layer count.
-
-  Raises:
-    ArgumentError: for an unknown `layer_sharing`.
-  """
+  """Shared bottom layers: 'none' 0, 'partial' half (rounded down), 'full'."""
   if layer_sharing not in LAYER_SHARING:
     raise arguments.ArgumentError(
         'num_shared_layers_for',
@@ -117,17 +90,8 @@ def shared_layers_problem(
 ) -> Optional[str]:
   """Why the two networks cannot share `num_shared_layers` layers, or None.
 
-  Shared layers are the same layer objects in both networks, so they need a
-  generator as wide as the discriminator, and no more of them than either
-  network has.
-
-  Args:
-    num_shared_layers: the generator's bottom layers to share.
-    generator_config: the generator's architecture.
-    discriminator_config: the discriminator's.
-
-  Returns:
-    What sharing them needs ('needs a generator as wide as ...'), or None.
+  Shared layers are the same objects, so they need equal widths and no more
+  than either network has.
   """
   if not num_shared_layers:
     return None
@@ -155,17 +119,10 @@ def scale_generator(
 ) -> encoders.EncoderConfig:
   """The generator config: the discriminator's, narrowed and/or shallower.
 
-  Hidden size, attention heads and feed-forward size are multiplied by
-  `generator_size` (rounded; at least one head); the depth is
-  `generator_depth(L, generator_layer_fraction, generator_num_layers)`.
-  Embedding width, backbone and its options stay the discriminator's
-  (ConvBERT keeps `head_ratio`: a generator with fewer heads than the ratio
-  keeps one self-attention head, as in the ConvBERT reference).
-
-  Raises:
-    ArgumentError: for a size outside (0, 1], a bad depth, or a scaled
-      config that is invalid (e.g. a hidden size not divisible by the
-      scaled number of heads).
+  Width, heads and feed-forward size times `generator_size` (rounded, at
+  least 1), depth from `generator_depth`; embedding width and backbone
+  options stay (a ConvBERT generator with fewer heads than the ratio keeps
+  one, as in the reference).
   """
   if not _is_number(generator_size) or not 0.0 < generator_size <= 1.0:
     raise arguments.ArgumentError(
@@ -205,13 +162,7 @@ def check_embedding_block(
     generator: encoders.EncoderConfig,
     discriminator: encoders.EncoderConfig,
 ) -> None:
-  """Raises `ArgumentError` unless the two embedding blocks can be one.
-
-  Args:
-    tie_embeddings: whether the word table is shared too (it must be).
-    generator: the generator's config.
-    discriminator: the discriminator's config.
-  """
+  """Raises `ArgumentError` unless the two embedding blocks can be one."""
   if not tie_embeddings:
 
     def untied(name: arguments.Namer) -> str:
@@ -253,21 +204,8 @@ def build_networks(
 ) -> GeneratorDiscriminator:
   """Builds the discriminator, then the generator sharing what it asks.
 
-  Args:
-    discriminator_config: the discriminator's architecture.
-    generator_config: the generator's (e.g. from `scale_generator`).
-    tie_embeddings: share the word-embedding layer (one variable).
-    num_shared_layers: the generator's bottom layers that are the
-      discriminator's bottom layers (same objects).
-    tie_embedding_block: also share the position and type embeddings and
-      their LayerNorm (needs `tie_embeddings`, and equal embedding widths,
-      positions and types).
-
-  Raises:
-    ArgumentError: sharing layers between networks of different widths, or
-      more layers than either network has (`shared_layers_problem`); tying
-      the embedding block without the word table, or between embedding
-      blocks of different shapes.
+  Sharing is checked first (`shared_layers_problem`,
+  `check_embedding_block`).
   """
   problem = shared_layers_problem(
       num_shared_layers, generator_config, discriminator_config

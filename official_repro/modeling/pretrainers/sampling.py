@@ -1,24 +1,12 @@
 """Drawing tokens from a generator and writing them into sequences.
 
-Three samplers, each a function of logits `[..., vocab]`:
-  * `sample_from_logits`: one id per position from softmax(logits / T)
-    (ELECTRA, ALE; optionally never a given id, e.g. the original token);
-  * `sample_distinct`: K distinct ids per position without replacement
-    (TEAMS' "Sampled" negatives), by Gumbel-top-k: the K largest of
-    logits / T + Gumbel noise are a sample without replacement from the
-    tempered softmax (Kool et al. 2019), in one pass instead of K;
-    `top_k_excluding` gives TEAMS' "Hardest" negatives, the K most likely;
-  * `gumbel_softmax`: the relaxed sample of SCRIPT (004 Eq. 3),
-    softmax((log pi + g) / tau), whose argmax is the discrete sample, with an
-    optional straight-through gradient.
-`sample_from_logits` uses TensorFlow's categorical sampler (one uniform per
-draw against the softmax's cumulative sums: 0.45x the time of Gumbel-max at
-608 positions x 30522 ids on CPU, where the noise alone is 18.5M uniforms
-and two logs); the others add Gumbel noise from one helper. All are
-stateless when a seed is given.
-A pretrainer takes its seeds from a `SeedStream`, so that in deterministic
-runs its draws come from a checkpointed `tf.random.Generator`
-(`training/reproducibility.py`).
+Samplers of logits `[..., vocab]`: `sample_from_logits` (ELECTRA, ALE; TF's
+categorical sampler, faster than Gumbel-max on CPU), `sample_distinct`
+(TEAMS' "Sampled" negatives by Gumbel-top-k, Kool et al. 2019, in one pass),
+`top_k_excluding` (TEAMS' "Hardest") and `gumbel_softmax` (SCRIPT, 004
+Eq. 3, optionally straight-through). All are stateless given a seed; a
+pretrainer's seeds come from a `SeedStream`, whose checkpointed generator
+makes deterministic runs resume the same draws.
 """
 
 from typing import Optional
@@ -33,12 +21,7 @@ _EXCLUDED_LOGIT = -1e9
 def gumbel_noise(
     shape: tf.Tensor, seed: Optional[tf.Tensor] = None
 ) -> tf.Tensor:
-  """I.i.d. standard Gumbel noise, float32; stateless when `seed` is given.
-
-  Args:
-    shape: the output shape.
-    seed: optional int `[2]` seed for `tf.random.stateless_uniform`.
-  """
+  """Standard Gumbel noise, float32; stateless given an int `[2]` seed."""
   if seed is None:
     uniform = tf.random.uniform(shape, minval=1e-9, maxval=1.0)
   else:
@@ -52,15 +35,10 @@ def gumbel_noise(
 class SeedStream(tf_keras.__internal__.layers.BaseRandomLayer):
   """Seeds for a model's stateless draws, from Keras' random generator.
 
-  `next_seed(training=True)` is None in Keras' default mode, where the
-  samplers fall back to stateful random ops (seeded by the global seed, as
-  dropout is); with Keras' `tf.random.Generator` mode on (deterministic
-  runs) it is a fresh int64 `[2]` seed drawn from
-  this layer's generator, whose state the trainer checkpoints, so a resumed
-  run continues the same draws. Outside training it is always None:
-  evaluation must not advance the checkpointed stream, or a run that
-  evaluates between a checkpoint and its next step would draw otherwise
-  than one resumed from that checkpoint.
+  `next_seed(training=True)` is None in Keras' default mode (stateful ops,
+  seeded globally like dropout), or with Keras' `tf.random.Generator` mode a
+  fresh int64 `[2]` seed from this layer's checkpointed generator. Outside
+  training always None, so evaluation does not advance the stream.
   """
 
   def next_seed(self, training: Optional[bool] = True) -> Optional[tf.Tensor]:
@@ -96,22 +74,13 @@ def sample_from_logits(
     disallowed_ids: Optional[tf.Tensor] = None,
     seed: Optional[tf.Tensor] = None,
 ) -> tf.Tensor:
-  """Draws one token per position from softmax(logits / temperature).
-
-  An exact sample of the tempered softmax (`tf.random.categorical`, or its
-  stateless form with a seed). Gradients do not flow through the sample
-  (callers pass logits under `tf.stop_gradient`).
+  """Draws one int32 id per position from softmax(logits / temperature).
 
   Args:
-    logits: float `[..., vocab]`.
-    temperature: T > 0; T < 1 sharpens (001 samples at 0.8), T = 1 is the
-      model's distribution (ELECTRA's reference).
-    disallowed_ids: optional int `[...]` id per position that must not be
-      drawn (ELECTRA's option to never sample the original token).
-    seed: optional int `[2]` stateless seed, for reproducible draws.
-
-  Returns:
-    int32 `[...]` sampled ids.
+    logits: float `[..., vocab]`, under `tf.stop_gradient` (no gradient).
+    temperature: T > 0 (001 samples at 0.8).
+    disallowed_ids: optional int `[...]` id per position never drawn.
+    seed: optional int `[2]` stateless seed.
   """
   _check_temperature(temperature)
   logits = _exclude(tf.cast(logits, tf.float32) / temperature, disallowed_ids)
@@ -130,21 +99,10 @@ def sample_distinct(
     excluded_ids: Optional[tf.Tensor] = None,
     seed: Optional[tf.Tensor] = None,
 ) -> tf.Tensor:
-  """Draws `num_samples` distinct ids per position without replacement.
+  """Draws K = `num_samples` distinct ids per position, int32 `[..., K]`.
 
-  The ids are in draw order: the distribution of the first is the tempered
-  softmax, of the second the softmax renormalised without the first, etc.
-
-  Args:
-    logits: float `[..., vocab]`.
-    num_samples: K, at most the number of ids that are not excluded.
-    temperature: T > 0 of the softmax sampled from.
-    excluded_ids: optional int `[...]` id per position never drawn (TEAMS:
-      the original token).
-    seed: optional int `[2]` stateless seed.
-
-  Returns:
-    int32 `[..., K]`.
+  Without replacement from the tempered softmax, in draw order, never
+  `excluded_ids` (int `[...]`); `seed`: optional int `[2]`.
   """
   _check_temperature(temperature)
   logits = _exclude(tf.cast(logits, tf.float32) / temperature, excluded_ids)
@@ -157,16 +115,7 @@ def sample_distinct(
 def top_k_excluding(
     logits: tf.Tensor, k: int, excluded_ids: Optional[tf.Tensor] = None
 ) -> tf.Tensor:
-  """The `k` most likely ids per position, most likely first.
-
-  Args:
-    logits: float `[..., vocab]`.
-    k: how many.
-    excluded_ids: optional int `[...]` id per position left out.
-
-  Returns:
-    int32 `[..., k]`.
-  """
+  """Int32 `[..., k]`: the k most likely ids but `excluded_ids`, best first."""
   _, ids = tf.math.top_k(
       _exclude(tf.cast(logits, tf.float32), excluded_ids), k=k
   )
@@ -181,19 +130,9 @@ def gumbel_softmax(
 ) -> tf.Tensor:
   """SCRIPT's relaxed sample (004 Eq. 3): softmax((log pi + g) / tau).
 
-  Args:
-    logits: float `[..., vocab]`, unnormalised log-probabilities log pi (a
-      constant shift does not change the result).
-    temperature: tau > 0; as tau -> 0 the result tends to the one-hot of
-      `argmax(log pi + g)`, as tau grows to the uniform distribution.
-    straight_through: return the one-hot of the argmax in the forward pass
-      with the gradient of the relaxed sample (straight-through estimator);
-      otherwise the relaxed sample itself.
-    seed: optional int `[2]` stateless seed.
-
-  Returns:
-    float32 `[..., vocab]`: rows on the probability simplex (one-hot with
-    `straight_through`).
+  float32 `[..., vocab]` from logits log pi `[..., vocab]`; with
+  `straight_through` the one-hot of the argmax forward and the relaxed
+  sample's gradient backward. `seed`: optional int `[2]`.
   """
   _check_temperature(temperature)
   logits = tf.cast(logits, tf.float32)
@@ -217,18 +156,9 @@ def scatter_at_positions(
 ) -> tf.Tensor:
   """Writes `values` into `ids` at the real (`weights > 0`) positions.
 
-  Dense one-hot arithmetic rather than `tensor_scatter_nd_update`, so padded
-  prediction slots (position 0, weight 0) never write and the op compiles
-  unchanged under XLA and on TPU. Real positions within a row are distinct.
-
-  Args:
-    ids: int `[batch, seq_length]`.
-    positions: int `[batch, num_predictions]`.
-    values: int `[batch, num_predictions]`.
-    weights: float `[batch, num_predictions]`, 1 for real slots, 0 for padding.
-
-  Returns:
-    int32 `[batch, seq_length]`.
+  `ids` int `[B, T]`; `positions`, `values`, `weights` `[B, P]`; returns
+  int32 `[B, T]`. One-hot arithmetic, not `tensor_scatter_nd_update`, so
+  padded slots never write and XLA/TPU compile it unchanged.
   """
   ids = tf.cast(ids, tf.int32)
   seq_length = tf.shape(ids)[1]

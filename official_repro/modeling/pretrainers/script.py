@@ -1,69 +1,19 @@
 """SCRIPT (paper 004): one masked-LM model that is its own generator and critic.
 
-The model is a BERT masked LM and nothing more: an encoder (any backbone)
-and Model Garden's `MaskedLM` head tied to the encoder's word-embedding
-table, so its parameters are exactly those of `BertPretrainerV2` on the same
-encoder (no classification heads). A training step runs it twice:
+An encoder and Model Garden's `MaskedLM` head tied to its word embeddings
+(the parameters of `BertPretrainerV2`). A step runs it twice: `mlm_logits`
+at the masked positions, `sample_replacements` (Gumbel-max, 004 Eq. 3),
+`critic_logits` on x-, and `critic_log_probabilities`, the (V+1)-class
+classifier whose extra logit is 0 (004 Eq. 4-5). The losses are the task's
+(`official_repro.tasks.script`); `pseudo_log_likelihood` is 004 Eq. 7.
 
-  1. `mlm_logits`: masked input x^ -> logits s at the masked positions
-     (the MLM loss is the task's, Model Garden `MaskedLMTask`'s);
-  2. `sample_replacements`: at the masked positions only, x-_t = argmax of
-     the Gumbel-softmax over log pi = log_softmax(s) at temperature tau
-     (004 Eq. 3); a sample equal to the original token is a positive token;
-  3. `critic_logits`: x- (original tokens elsewhere) through the same model,
-     logits s_t over the V tokens at every position;
-  4. `critic_log_probabilities`: the (V+1)-class classifier whose extra
-     logit is fixed at 0 (004 Eq. 4-5):
-       log p(t-) = -logsumexp([s_t, 0]) = log sigmoid(-logsumexp(s_t)),
-       log p(t+) = logsumexp(s_t) - logsumexp([s_t, 0])
-                 = log sigmoid(logsumexp(s_t)).
-The critic loss (binary cross-entropy of those over the real tokens) and the
-combination L_MLM + alpha * L_Disc are the task's
-(`official_repro.tasks.script`); one backward pass covers both forward
-passes.
-
-Sampling and the temperature. 004 gives no value for tau (default here
-1.0). The drawn token argmax_v softmax((log pi_v + g_v) / tau) is
-argmax_v (log pi_v + g_v) for every tau > 0, i.e. an exact sample from pi
-(Gumbel-max); tau changes only the relaxed sample, so it has an effect only
-with `straight_through`, and a tau other than 1 without it is rejected
-rather than silently ignored.
-
-Gradients through the sample. By default none: the sample is a discrete
-token id and the critic pass embeds it by a table lookup, so L_Disc trains
-the model as a critic only (through pass 2), as in ELECTRA.
-`straight_through=True` feeds pass 2 at the masked positions with
-`y @ embedding_table`, where `y` is the straight-through Gumbel-softmax
-sample (`sampling.gumbel_softmax(..., straight_through=True)`): its forward
-value is the one-hot of the drawn token, so pass 2 computes exactly what it
-computes on the discrete ids, while the backward pass uses the gradient of
-the relaxed sample softmax((log pi + g) / tau), which reaches the pass-1
-logits (and the embedding table through the product). Since the encoder's
-word-embedding lookup only takes ids, that path uses a second functional
-view of the same encoder (`tf_keras.models.clone_model` with every layer
-reused, the word-embedding lookup replaced by the identity) that takes word
-embeddings; it owns no variables.
-
-The critic's starting point. With Model Garden's zero output bias and
-token scores near 0 at initialization, logsumexp(s_t) is about log V (10.3
-for V = 30522), so p(t+) starts at about 1 - 1/V at every token while about
-15% of the tokens are negative: L_Disc first has to lower every token's
-log-sum-exp by about 8.6 nats before it can tell tokens apart. Adam moves
-each output bias by at most about the learning rate per step (the shared
-embedding table and the transform's layer norm can lower the log-sum-exp
-too). 004 trains 1M steps with 10,000 warmup steps, where this is a short
-transient; a run of a few hundred steps does not get past it (measured,
-tiny scale, 400 steps at 5e-4: critic AUC 0.50).
-`initial_positive_probability = p` instead starts the output bias at the
-constant logit(p) - log V, so that p(t+) is about p at every token from
-the first step. A constant bias shifts all V logits alike, so at
-initialization the masked-LM softmax and the samples are those of the zero
-bias, and the parameters are the same. 004 does not mention it (ELECTRA's
-reference code, which 004 modifies, starts the bias at zero, as here by
-default).
-
-The one-pass pseudo-log-likelihood of 004 Eq. 7, PLL(x) = sum_t log p(t+|x)
-over the scored tokens, is `pseudo_log_likelihood`.
+The temperature changes only the relaxed sample, so tau != 1 without
+`straight_through` is rejected. By default no gradient reaches the sample
+(as in ELECTRA); `straight_through=True` feeds pass 2 with
+`one_hot @ embedding_table` through a variable-free clone of the encoder
+that takes word embeddings. `initial_positive_probability` starts the output
+bias at logit(p) - log V so short runs get past the p(t+) ~ 1 - 1/V start
+(not in 004, whose reference code starts the bias at zero, the default).
 """
 
 import math
@@ -81,22 +31,10 @@ from official_repro.modeling.pretrainers import sampling
 
 
 def critic_log_probabilities(logits: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-  """The self-critic's log p(t+) and log p(t-) (004 Eq. 4-5).
+  """Float32 `[...]` (log p(t+), log p(t-)) from token logits `[..., V]`.
 
-  The V+1 classes are the V tokens (their logits `s_t`) and one "replaced"
-  class whose logit is fixed at 0. With L = logsumexp(s_t),
-  log p(t+) = L - log(1 + e^L) = log sigmoid(L) and
-  log p(t-) = -log(1 + e^L) = log sigmoid(-L): one log-sum-exp over V and
-  `tf.math.log_sigmoid`, so logits of any magnitude give finite values. (A
-  log-sum-exp over the V+1 logits concatenated with 0 gives the same values
-  at about twice the cost, measured in the message of commit 6e815dc.)
-
-  Args:
-    logits: float `[..., V]`, the token logits s_t.
-
-  Returns:
-    `(log_positive, log_negative)`, float32 `[...]` each: log p(t+), the
-    original-token probability mass, and log p(t-) = log(1 - p(t+)).
+  With L = logsumexp(s_t): log sigmoid(L) and log sigmoid(-L) (004 Eq. 4-5),
+  finite for logits of any magnitude.
   """
   log_sum_exp = tf.reduce_logsumexp(tf.cast(logits, tf.float32), axis=-1)
   return (tf.math.log_sigmoid(log_sum_exp), tf.math.log_sigmoid(-log_sum_exp))
@@ -105,21 +43,7 @@ def critic_log_probabilities(logits: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
 def critic_prior_output_bias(
     positive_probability: float, vocab_size: int
 ) -> float:
-  """The constant output bias at which the critic's p(t+) is given.
-
-  With every token score equal to the bias b, logsumexp(s_t) = b + log V and
-  p(t+) = sigmoid(b + log V) (004 Eq. 5), so b = logit(p) - log V.
-
-  Args:
-    positive_probability: p(t+) in (0, 1).
-    vocab_size: V.
-
-  Returns:
-    The bias b.
-
-  Raises:
-    ValueError: p outside (0, 1).
-  """
+  """The output bias b = logit(p) - log V at which the critic's p(t+) = p."""
   if not 0.0 < positive_probability < 1.0:
     raise ValueError(
         f'positive_probability must be in (0, 1), got {positive_probability}.'
@@ -132,11 +56,8 @@ def critic_prior_output_bias(
 class _MaskedLMWithOutputBias(layers.MaskedLM):
   """Model Garden's `MaskedLM` whose output bias starts at a constant.
 
-  Model Garden creates the bias in `build` with a zeros initializer and no
-  argument to change it, so its initializer is replaced where `build` adds
-  the weight (an assignment after `build` would overwrite values restored
-  from a checkpoint before the build); its other weights and the call are
-  unchanged.
+  The initializer is replaced in `add_weight` (Model Garden offers no
+  argument; assigning after `build` would overwrite restored values).
   """
 
   _BIAS_NAME = 'output_bias/bias'
@@ -167,11 +88,7 @@ def check_settings(
     straight_through: bool = False,
     initial_positive_probability: Optional[float] = None,
 ) -> None:
-  """Raises `ArgumentError` for settings `ScriptPretrainer` cannot take.
-
-  The checks of `ScriptPretrainer`'s own arguments, for callers that check
-  them before anything is built.
-  """
+  """Raises `ArgumentError` for settings `ScriptPretrainer` cannot take."""
   if not temperature > 0:
     raise arguments.ArgumentError(
         'ScriptPretrainer',
@@ -195,13 +112,7 @@ def check_settings(
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class ScriptPretrainer(tf_keras.Model):
-  """A masked LM trained as its own generator and critic.
-
-  Attributes:
-    encoder: the encoder network (the model kept for fine-tuning).
-    masked_lm: the MLM head (Model Garden `MaskedLM`, output 'logits') on
-      the encoder's word-embedding table.
-  """
+  """A masked LM (`encoder`, tied `masked_lm` head) that is its own critic."""
 
   def __init__(
       self,
@@ -213,25 +124,12 @@ class ScriptPretrainer(tf_keras.Model):
       initial_positive_probability: Optional[float] = None,
       **kwargs,
   ):
-    """Builds the encoder and its MLM head.
+    """Builds the encoder (`encoder_config`, `vocab_size` set) and MLM head.
 
-    Args:
-      encoder_config: the `EncoderConfig` (or its dict), `vocab_size` set.
-      temperature: tau > 0 of the Gumbel-softmax (004 Eq. 3; the paper gives
-        no value); it changes the relaxed sample only, so it must be 1.0
-        unless `straight_through`.
-      straight_through: let L_Disc reach the pass-1 logits through the
-        straight-through Gumbel-softmax sample (see the module docstring).
-      mlm_activation: activation of the MLM transform.
-      mlm_initializer_range: stddev of the MLM head's initializer.
-      initial_positive_probability: the critic's p(t+) at initialization
-        (the MLM output bias starts at logit(p) - log V; see the module
-        docstring); None: Model Garden's zero bias.
-      **kwargs: other `tf_keras.Model` arguments.
-
-    Raises:
-      ArgumentError: temperature <= 0, or != 1 without straight_through, or
-        initial_positive_probability outside (0, 1) (`check_settings`).
+    `temperature` tau > 0 of the Gumbel-softmax is 1.0 unless
+    `straight_through` (L_Disc reaches the pass-1 logits);
+    `initial_positive_probability`: the critic's p(t+) at initialization (None:
+    Model Garden's zero bias).
     """
     super().__init__(**kwargs)
     check_settings(temperature, straight_through, initial_positive_probability)
@@ -298,11 +196,7 @@ class ScriptPretrainer(tf_keras.Model):
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:
-    """The checkpoint items: the encoder and the MLM head.
-
-    What fine-tuning restores (`encoder`) and the MLM head (as in
-    Model Garden's `BertPretrainerV2`).
-    """
+    """The encoder (what fine-tuning restores) and the MLM head."""
     return dict(encoder=self.encoder, masked_lm=self.masked_lm)
 
   def token_logits(
@@ -313,18 +207,7 @@ class ScriptPretrainer(tf_keras.Model):
       positions: Optional[tf.Tensor] = None,
       training: Optional[bool] = None,
   ) -> tf.Tensor:
-    """The model's token logits at `positions` (default: every position).
-
-    Args:
-      input_word_ids: int `[B, T]` token ids.
-      input_mask: int `[B, T]` padding mask.
-      input_type_ids: int `[B, T]` segment ids.
-      positions: int `[B, P]` positions; None for all T.
-      training: dropout on or off.
-
-    Returns:
-      float `[B, P, V]` (`[B, T, V]` without positions).
-    """
+    """Float `[B, P, V]` logits at int `[B, P]` positions (None: all T)."""
     outputs = self.encoder(
         dict(
             input_word_ids=input_word_ids,
@@ -361,18 +244,12 @@ class ScriptPretrainer(tf_keras.Model):
       seed: Optional[tf.Tensor] = None,
       training: Optional[bool] = None,
   ) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
-    """004 Eq. 3 at the masked positions.
-
-    Args:
-      mlm_logits: float `[B, P, V]` pass-1 logits.
-      seed: optional int `[2]` stateless seed (default: the model's
-        `sampling_seeds`).
-      training: whether this is a training step (`SeedStream.next_seed`).
+    """004 Eq. 3 on float `[B, P, V]` pass-1 logits.
 
     Returns:
       `(ids, one_hot)`: int32 `[B, P]` drawn tokens and, with
       `straight_through`, their float32 `[B, P, V]` straight-through one-hot
-      (None otherwise: no gradient reaches the sample).
+      (else None). `seed` (int `[2]`) defaults to `sampling_seeds`.
     """
     log_pi = tf.nn.log_softmax(tf.cast(mlm_logits, tf.float32), axis=-1)
     if not self._straight_through:
@@ -392,16 +269,10 @@ class ScriptPretrainer(tf_keras.Model):
       replacement_one_hot: Optional[tf.Tensor] = None,
       training: Optional[bool] = None,
   ) -> tf.Tensor:
-    """Pass 2: float `[B, T, V]` token logits on the sampled sequence x-.
+    """Pass 2: float `[B, T, V]` token logits on x- (int `[B, T]`).
 
-    Args:
-      critic_ids: int `[B, T]`, x-.
-      inputs: the batch (`input_mask`, `input_type_ids`,
-        `masked_lm_positions`, `masked_lm_weights`).
-      replacement_one_hot: float `[B, P, V]` straight-through samples at the
-        masked positions (their forward value is the one-hot of
-        `critic_ids` there); None embeds `critic_ids` by lookup.
-      training: dropout on or off.
+    `replacement_one_hot` (float `[B, P, V]`) embeds the masked positions as
+    `one_hot @ table`; None embeds `critic_ids` by lookup.
     """
     if replacement_one_hot is None:
       return self.token_logits(
@@ -449,17 +320,9 @@ class ScriptPretrainer(tf_keras.Model):
       input_type_ids: tf.Tensor,
       scored_mask: tf.Tensor,
   ) -> tf.Tensor:
-    """004 Eq. 7 in one forward pass: sum of log p(t+ | x) over scored tokens.
+    """004 Eq. 7: float32 `[B]` sum of log p(t+ | x) where `scored_mask` = 1.
 
-    Args:
-      input_word_ids: int `[B, T]` token ids of the unmasked sentences.
-      input_mask: int `[B, T]` padding mask of the unmasked sentences.
-      input_type_ids: int `[B, T]` segment ids of the unmasked sentences.
-      scored_mask: `[B, T]`, 1 on the tokens to score (e.g. real tokens
-        other than [CLS] and [SEP]).
-
-    Returns:
-      float32 `[B]` pseudo-log-likelihoods (natural log).
+    The inputs are the unmasked `[B, T]` sentences.
     """
     log_positive, _ = critic_log_probabilities(
         self.token_logits(
@@ -473,22 +336,13 @@ class ScriptPretrainer(tf_keras.Model):
   def call(
       self, inputs: Dict[str, tf.Tensor], training=None
   ) -> Dict[str, tf.Tensor]:
-    """Pass 1, sampling and pass 2.
-
-    Args:
-      inputs: `input_word_ids` (masked), `input_mask`, `input_type_ids`
-        (int `[B, T]`), `masked_lm_positions`, `masked_lm_ids` (int
-        `[B, P]`), `masked_lm_weights` (float `[B, P]`).
-      training: dropout on or off.
+    """Pass 1, sampling and pass 2 on a masked-LM batch.
 
     Returns:
-      `mlm_logits` float `[B, P, V]`; `sampled_ids` int32 `[B, P]`;
-      `critic_ids` int32 `[B, T]` (x-); `rtd_labels` int32 `[B, T]` (1 on
-      real tokens that differ from the original: negatives);
-      `critic_log_positive`, `critic_log_negative` float32 `[B, T]`
-      (log p(t+), log p(t-)); `rtd_logits` float32 `[B, T]`, the critic's
-      log-odds of "replaced", log p(t-) - log p(t+) = -logsumexp(s_t)
-      (ELECTRA's convention, for its metrics).
+      `mlm_logits` `[B, P, V]`; `sampled_ids` `[B, P]`; `critic_ids` and
+      `rtd_labels` (1 on replaced real tokens) `[B, T]`;
+      `critic_log_positive`, `critic_log_negative` and `rtd_logits`
+      (log p(t-) - log p(t+), ELECTRA's convention) float32 `[B, T]`.
     """
     mlm_logits = self.mlm_logits(inputs, training)
     sampled, one_hot = self.sample_replacements(mlm_logits, training=training)

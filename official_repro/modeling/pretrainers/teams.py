@@ -1,71 +1,23 @@
 """TEAMS (paper 003): ELECTRA plus multi-word selection.
 
-The generator and the corruption are ELECTRA's parts (`ElectraPretrainer`:
-`generator_logits`, `sample_replacements`, `corrupt`, `discriminate`);
-TEAMS adds, per masked position, K non-original candidates from the same
-generator softmax (`sample_negatives`), and gives the discriminator two
-task-specific representations (`task_states`), one for replaced-token
-detection (RTD, ELECTRA's head) and one for multi-word selection (MWS,
-`heads/mws.py`: pick the original out of its K + 1 candidates, 003 Eq. 7).
+ELECTRA's generator, sampling and corruption (`ElectraPretrainer`), plus K
+non-original candidates per masked position (`sample_negatives`: 'sampled'
+by Gumbel-top-k or 'hardest'; the original is candidate 0) and two task
+representations (`task_states`) for RTD and MWS (`heads/mws.py`, 003 Eq. 7).
+`task_heads` (003 Table 3): 'attention' (layer L is the exported side's head,
+an extra block on layer L-1 the other's), 'attention_on_top' (both on layer
+L; the discriminator is L + 1 deep) or 'ffn' (per-token heads on layer L).
 
-Task heads (003 Sec. 3.2, Fig. 2, Table 3), `task_heads`:
-  * 'attention' (the paper's): layers 1..L-1 are task-agnostic; layer L is
-    one task's head and a separate transformer layer fed by layer L-1 the
-    other's. The exported side (`exported_representations`, 'mws' by
-    default, 003 footnote 3) is the top of the discriminator, so the encoder
-    kept for fine-tuning is the L-layer discriminator itself;
-  * 'attention_on_top': both task layers on top of layer L ("Add task head
-    on 12th layer"); the discriminator is then L + 1 layers deep, its top
-    layer being the exported side's head, and the other head reads layer L;
-  * 'ffn': L task-agnostic layers and a per-token feed-forward head per task
-    ("Use FFN task heads"); the exported encoder is the L layers.
-With attention heads the other side's extra layer reads the
-discriminator's second-to-last output, so one code path serves both
-attention designs; with 'ffn' both heads read the top layer. On ALBERT the
-discriminator's layers apply its one shared block and the extra layer is a
-block of its own (whatever `encoders.build_block` names it), so the two
-sides are not symmetric as they are on BERT.
-
-Negatives (003 Sec. 4.3, Fig. 5), `negative_sampling`: 'sampled', K draws
-without replacement from the generator's softmax (Gumbel-top-k, one pass),
-or 'hardest', the K most likely non-original tokens. The candidate set is
-[original, negative_1 .. negative_K] (the original at index 0, so the MWS
-label is 0); the replacement written into the sequence is drawn separately,
-as in 003 Sec. 3.2 ("First ... we sample one token ... Second, we draw K
-non-original tokens").
-
-Model Garden's `TeamsPretrainer` is not subclassed: it takes
-`EncoderScaffold` networks (it reads their `embedding_network` and the
-`hidden_cfg` of their config to build its RTD layer), so it cannot run on
-our ALBERT or ConvBERT backbones, and its `call` hard-wires the paper's head
-design and the MWS-side export. What it has that matches the paper is
-reused as parts: ELECTRA's generator, sampling and corruption
-(`ElectraPretrainer`), Model Garden's `MaskedLM` head and transformer
-blocks, and `MaskedLMTask`'s loss and metrics (`tasks/teams.py`); its
-`TeamsPretrainTask` is the benchmark's stock counterpart.
-
-Where Model Garden's `official.projects.teams` (`TeamsPretrainer`) differs:
-  * `candidate_size` counts the original: its default 5 draws 4 negatives,
-    where 003 draws K = 5. Here `num_negatives` is K and the candidate set
-    has K + 1 entries; `model_garden_candidate_size(K) = K + 1`.
-  * Its `ReplacedTokenDetectionHead` feeds each of its extra layers the same
-    input instead of chaining them; with one extra layer (the paper's
-    design) the result is the same. Here there is exactly one extra layer.
-  * It ties the whole embedding network (word, position and type tables,
-    LayerNorm and projection) of generator and discriminator; here
-    `tie_embedding_block` ties the tables and the LayerNorm (the TEAMS
-    objective's default configuration sets it), and without it only the
-    word table is tied. Each network keeps its own E -> H projection, with
-    a bias (Model Garden's `BertEncoder`, whose checkpoints ours restore
-    into, has one; Model Garden's TEAMS projection has none).
-  * It has only the paper's head design and MWS-side export; the Table 3
-    variants, 'hardest' negatives and the layer-sharing variants are ours.
-  * Its negatives come from K argmax passes with a finite penalty (1e4) on
-    the excluded ids; the distribution is that of Gumbel-top-k, which is
-    what `sampling.sample_distinct` computes in one pass.
-With its candidate size set to K + 1 and the same weights, its MWS and RTD
-logits equal these; each difference above is a test in
-`tests/modeling/test_teams.py`.
+Model Garden's `TeamsPretrainer` is not subclassed: it takes only
+`EncoderScaffold` networks (so not our ALBERT or ConvBERT backbones) and
+hard-wires the paper's head design and MWS-side export; its matching parts
+are reused. Differences from it, each tested in `tests/modeling/test_teams.py`:
+`num_negatives` is K where its `candidate_size` counts the original
+(`model_garden_candidate_size`); one extra task layer; `tie_embedding_block`
+ties the tables and LayerNorm but each network keeps its E -> H projection
+(with a bias, as `BertEncoder`); the Table 3 variants, 'hardest' negatives
+and layer sharing are ours; negatives come from one Gumbel-top-k pass
+rather than K penalised argmax passes (the same distribution).
 """
 
 from typing import Any, Dict, Optional
@@ -97,12 +49,7 @@ def check_settings(
     negative_sampling: str,
     num_negatives: int,
 ) -> None:
-  """Raises `ArgumentError` naming the argument for a value TEAMS lacks.
-
-  The checks of `TeamsPretrainer`'s own arguments (beyond
-  `electra.check_settings`), for callers that check them before anything is
-  built.
-  """
+  """Raises `ArgumentError` naming the argument for a value TEAMS lacks."""
   for argument, value, allowed in (
       ('task_heads', task_heads, TASK_HEADS),
       (
@@ -143,15 +90,33 @@ def exported_depth(num_layers: int, task_heads: str) -> int:
   return num_layers + 1 if task_heads == 'attention_on_top' else num_layers
 
 
+def _check_discriminator(
+    config: encoders.EncoderConfig, num_negatives: int, task_heads: str
+) -> None:
+  """Raises `ArgumentError` for K >= V or attention heads on < 2 layers."""
+  vocab_size = config.vocab_size
+  if vocab_size is not None and num_negatives >= vocab_size:
+    raise arguments.ArgumentError(
+        'TeamsPretrainer',
+        lambda name: f'{name("num_negatives")}={num_negatives} needs a '
+        f'vocabulary of more than {num_negatives} tokens (K candidates '
+        f'besides the original); the encoder has {vocab_size}.',
+    )
+  if task_heads != 'ffn' and config.num_layers < 2:
+    raise arguments.ArgumentError(
+        'TeamsPretrainer',
+        lambda name: f'{name("task_heads")}={task_heads!r} needs a '
+        'discriminator of at least 2 layers: its extra task layer reads '
+        'the second-to-last one.',
+    )
+
+
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class TeamsPretrainer(electra.ElectraPretrainer):
   """Generator + discriminator trained with MLM, RTD and MWS.
 
-  Attributes (beyond `ElectraPretrainer`'s):
-    task_layer: the extra transformer block of the non-exported side
-      (attention task heads), or None.
-    ffn_heads: {'mws': ..., 'rtd': ...} per-token heads ('ffn'), or {}.
-    mws_head: the multi-word selection head.
+  Beyond `ElectraPretrainer`'s: `task_layer` (attention heads, else None),
+  `ffn_heads` ({'mws', 'rtd'} with 'ffn', else {}) and `mws_head`.
   """
 
   def __init__(
@@ -170,32 +135,13 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       tie_embedding_block: bool = False,
       **kwargs,
   ):
-    """Builds the networks and heads.
+    """Builds the networks and heads; other arguments as `ElectraPretrainer`.
 
-    Args:
-      discriminator_config: the exported discriminator's `EncoderConfig`
-        (with 'attention_on_top', one layer deeper than the paper's L).
-      generator_config: the generator's.
-      num_negatives: K, non-original candidates per masked position.
-      negative_sampling: 'sampled' or 'hardest'.
-      task_heads: 'attention', 'attention_on_top' or 'ffn'.
-      exported_representations: 'mws' or 'rtd': which task's
-        representations the discriminator's top layer gives (attention heads).
-      tie_embeddings: one word-embedding table for both networks.
-      num_shared_layers: the generator's bottom layers that are the
-        discriminator's.
-      temperature: sampling temperature of the replacement and negatives.
-      mlm_activation: activation of the MLM, RTD and MWS transforms.
-      initializer_range: stddev of the heads' initializers.
-      tie_embedding_block: also one position table, type table and
-        embedding LayerNorm for both (Model Garden's TEAMS ties so).
-      **kwargs: other `tf_keras.Model` arguments.
-
-    Raises:
-      ArgumentError: for unknown settings (`check_settings`,
-        `electra.check_settings`), K negatives from a vocabulary of K or
-        fewer tokens, or attention heads on a discriminator of fewer than 2
-        layers (the extra layer reads the second-to-last one).
+    `discriminator_config` is the exported discriminator's; `num_negatives` K
+    candidates besides the original per masked position, drawn by
+    `negative_sampling` ('sampled', 'hardest'); `task_heads` 'attention',
+    'attention_on_top' or 'ffn'; `exported_representations` ('mws', 'rtd') the
+    top layer's task.
     """
     check_settings(
         task_heads, exported_representations, negative_sampling, num_negatives
@@ -215,51 +161,12 @@ class TeamsPretrainer(electra.ElectraPretrainer):
     discriminator_config = encoders.validate(
         encoders.as_encoder_config(discriminator_config)
     )
-    vocab_size = discriminator_config.vocab_size
-    if vocab_size is not None and num_negatives >= vocab_size:
-      raise arguments.ArgumentError(
-          'TeamsPretrainer',
-          lambda name: f'{name("num_negatives")}={num_negatives} needs a '
-          f'vocabulary of more than {num_negatives} tokens (K candidates '
-          f'besides the original); the encoder has {vocab_size}.',
-      )
-    if task_heads != 'ffn' and discriminator_config.num_layers < 2:
-      raise arguments.ArgumentError(
-          'TeamsPretrainer',
-          lambda name: f'{name("task_heads")}={task_heads!r} needs a '
-          'discriminator of at least 2 layers: its extra task layer reads '
-          'the second-to-last one.',
-      )
+    _check_discriminator(discriminator_config, num_negatives, task_heads)
     self._num_negatives = num_negatives
     self._negative_sampling = negative_sampling
     self._task_heads = task_heads
     self._exported_representations = exported_representations
-    self.task_layer = None
-    self.ffn_heads = {}
-    if task_heads == 'ffn':
-      self.ffn_heads = {
-          task: token_ffn.TokenFeedForwardHead(
-              hidden_size=discriminator_config.hidden_size,
-              intermediate_size=discriminator_config.intermediate_size,
-              activation=discriminator_config.hidden_activation,
-              dropout_rate=discriminator_config.dropout_rate,
-              initializer_range=discriminator_config.initializer_range,
-              name=f'discriminator_{task}_ffn',
-          )
-          for task in EXPORTED_REPRESENTATIONS
-      }
-    else:
-      self.task_layer = encoders.build_block(
-          discriminator_config, discriminator_config.num_layers
-      )
-      # Built now, as the encoders' blocks are, so that its dropout layers
-      # exist when a checkpoint restores their random streams.
-      self.task_layer(
-          [
-              tf_keras.Input((None, discriminator_config.hidden_size)),
-              tf_keras.Input((None, None)),
-          ]
-      )
+    self._build_task_heads(discriminator_config)
     self.mws_head = mws.MultiWordSelectionHead(
         embedding_width=discriminator_config.width,
         activation=mlm_activation,
@@ -279,6 +186,33 @@ class TeamsPretrainer(electra.ElectraPretrainer):
         task_heads=task_heads,
         exported_representations=exported_representations,
     )
+
+  def _build_task_heads(self, config: encoders.EncoderConfig) -> None:
+    """The extra task layer (attention heads) or the two FFN heads."""
+    self.task_layer = None
+    self.ffn_heads = {}
+    if self._task_heads == 'ffn':
+      self.ffn_heads = {
+          task: token_ffn.TokenFeedForwardHead(
+              hidden_size=config.hidden_size,
+              intermediate_size=config.intermediate_size,
+              activation=config.hidden_activation,
+              dropout_rate=config.dropout_rate,
+              initializer_range=config.initializer_range,
+              name=f'discriminator_{task}_ffn',
+          )
+          for task in EXPORTED_REPRESENTATIONS
+      }
+    else:
+      self.task_layer = encoders.build_block(config, config.num_layers)
+      # Built now, as the encoders' blocks are, so that its dropout layers
+      # exist when a checkpoint restores their random streams.
+      self.task_layer(
+          [
+              tf_keras.Input((None, config.hidden_size)),
+              tf_keras.Input((None, None)),
+          ]
+      )
 
   @property
   def checkpoint_items(self) -> Dict[str, tf.Module]:
@@ -332,17 +266,7 @@ class TeamsPretrainer(electra.ElectraPretrainer):
       input_mask: tf.Tensor,
       training: Optional[bool] = None,
   ) -> Dict[str, tf.Tensor]:
-    """The RTD and MWS representations, float `[B, T, H]` each.
-
-    Args:
-      discriminator_outputs: the discriminator's outputs (with
-        `encoder_outputs`, every layer's states).
-      input_mask: int `[B, T]`, 1 = real token.
-      training: dropout on or off.
-
-    Returns:
-      `{'rtd': ..., 'mws': ...}`.
-    """
+    """`{'rtd', 'mws'}` representations, float `[B, T, H]` each."""
     top = discriminator_outputs['encoder_outputs'][-1]
     if self._task_heads == 'ffn':
       return {
@@ -375,15 +299,9 @@ class TeamsPretrainer(electra.ElectraPretrainer):
   ) -> Dict[str, tf.Tensor]:
     """Runs generator, sampling, discriminator and both task heads.
 
-    Args:
-      inputs: as `ElectraPretrainer.call`.
-      training: dropout on or off.
-
     Returns:
-      `ElectraPretrainer`'s outputs (`mlm_logits`, `sampled_ids`,
-      `discriminator_ids`, `rtd_labels`, `rtd_logits`) and
-      `mws_candidates` int32 `[batch, predictions, K + 1]` (the original
-      first) and `mws_logits` float `[batch, predictions, K + 1]`.
+      `ElectraPretrainer.call`'s outputs, `mws_candidates` int32
+      `[B, P, K + 1]` (the original first) and `mws_logits` `[B, P, K + 1]`.
     """
     mlm_logits, _ = self.generator_logits(inputs, training)
     sampled = self.sample_replacements(mlm_logits, inputs, training)

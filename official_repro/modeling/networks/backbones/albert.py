@@ -1,18 +1,12 @@
 """ALBERT backbone (Lan et al. 2020): one block applied at every layer.
 
-The factorized embedding (width E, then a dense E -> H projection) is the
-shared `TransformerEncoder` embedding with `EncoderConfig.embedding_width`;
-cross-layer sharing is ONE `TransformerEncoderBlock` object applied
-`num_layers` times. Model Garden's `AlbertEncoder` builds its embedding
-layer inside its constructor and cannot take a shared one, which ELECTRA's
-tied generator/discriminator embeddings (ALE, paper 001) need, so the
-network is assembled here; variable names differ from `AlbertEncoder`
-checkpoints. Feed-forward activation: GELU, tanh approximation, as in the
-ALBERT reference code.
-
-With shared blocks (`SharedLayers.blocks`, TEAMS-style), the layers below k
-apply the other network's block and the layers from k up apply this
-network's own one block: two block objects, each shared across its layers.
+The factorized embedding is `TransformerEncoder`'s with `embedding_width`;
+cross-layer sharing is ONE `TransformerEncoderBlock` applied `num_layers`
+times (with `SharedLayers.blocks`, the other network's block below k and
+this one's above). Model Garden's `AlbertEncoder` cannot take a shared
+embedding layer, which ALE's (001) tied embeddings need, so the network is
+assembled here (variable names differ from its checkpoints). Activation:
+the reference's tanh GELU.
 """
 
 import tf_keras
@@ -28,11 +22,7 @@ def _build_block(
     index: int,
     return_attention_scores: bool,
 ) -> tf_keras.layers.Layer:
-  """The one block, applied from layer `index` up.
-
-  The one block, applied from layer `index` up (0 unless the layers
-  below are shared with another network).
-  """
+  """The one block, applied from layer `index` up (0 unless shared below)."""
   del options
   name = (
       'shared_transformer'

@@ -1,10 +1,7 @@
 """BERT backbone: Model Garden's post-LN `TransformerEncoderBlock`.
 
-With these blocks `TransformerEncoder` is Model Garden's `BertEncoder`
-(same layers, names and checkpoint layout), so exported checkpoints restore
-into `BertEncoder` for Model Garden's fine-tuning tasks. Feed-forward
-activation: GELU, tanh approximation, as in the BERT and ELECTRA reference
-code.
+With these blocks `TransformerEncoder` is Model Garden's `BertEncoder` (same
+checkpoint layout). Activation: the BERT and ELECTRA references' tanh GELU.
 """
 
 import tf_keras

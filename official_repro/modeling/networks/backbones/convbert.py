@@ -1,70 +1,19 @@
 """ConvBERT backbone (Jiang et al. 2020; paper 002 is its rebuttal).
 
-Every block is a `ConvBertBlock`, post-LN:
-    x1 = LayerNorm(x + Dropout(MixedAttention(x, mask)))
-    x2 = LayerNorm(x1 + Dropout(GL(act(GL(x1)))))
-where mixed attention keeps N' = max(1, N // head_ratio) self-attention
-heads of size H / N ("bottleneck", BNK; the ConvBERT reference's rule) and
-adds N' span-based dynamic convolution heads (kernel k) sharing their query,
-and GL is the grouped linear layer with G groups (a plain dense at G = 1).
-Embeddings and pooler are `TransformerEncoder`'s (Model Garden `BertEncoder`'s).
+Every block is a post-LN `ConvBertBlock` (mixed attention with N' =
+max(1, N // head_ratio) heads, the reference's rule, plus span-based dynamic
+convolution heads; grouped feed-forward). Unlike BERT: attention scores are
+`[B, N', T, T]`; the convolution ignores the padding mask, as the reference
+does; the activation is the exact GELU; the pooler is not the reference's
+(kept for Model Garden's fine-tuning models). Initialisation follows the TF1
+original. Ablations of 002: `conv_only` and `attention_only` (Table 4
+"+BNK,+GL").
 
-How it differs from a BERT encoder besides the block:
-  * the self-attention branch is N'H wide, so attention scores are
-    `[B, N', T, T]`;
-  * the convolution branch ignores the padding mask, as the reference does:
-    the content of padding positions reaches real tokens up to k // 2
-    positions away in each block (`attention_only` has no such leak);
-  * the feed-forward activation is the exact (erf) GELU of the reference;
-  * the pooler is not part of the reference ConvBERT (its classifier reads
-    the [CLS] state directly); it is kept for Model Garden's fine-tuning
-    models and receives no gradient during ELECTRA pretraining.
-
-Initialisation follows the TF1 original (yitu-opensource/ConvBert): embedding
-tables and dense kernels truncated normal with stddev `initializer_range`,
-the depthwise convolution kernel truncated normal with stddev 1/k, biases
-zero. The ablations of 002 are options: `conv_only` (convolution heads only)
-and `attention_only` (the bottleneck self-attention alone, the "+BNK,+GL"
-rows of 002 Table 4).
-
-**FLOPs** (`ConvBertFlops`). ConvBERT's block terms live here, with the
-backbone, rather than in `metrics/flops.py`: backbones own their FLOPs terms,
-so the formula's module keeps only ELECTRA's BERT block, the basis every
-backbone shares, and a new block shape is one backbone module. ELECTRA's
-formula has no convolution; this is our extension in its conventions (2mn per
-matmul, the per-element constants of `metrics.flops`, biases and residuals 1
-per element, the attention LayerNorm charged 5 as ELECTRA does). Per token,
-with hidden h, N configured heads of size H = h / N, N' = max(1, N //
-head_ratio) (the ConvBERT reference's rule; N need not be divisible by
-head_ratio), attention width A = N'H, sequence s, window k, FFN width i and G
-feed-forward groups; the mixed layer has N' attention and N' convolution heads
-(conv width C = A), `conv_only` 2N' convolution heads (C = 2N'H, A = 0),
-`attention_only` none (C = 0); Q is the query width (C when `conv_only`, else
-A):
-
-    query                     2hQ + Q              (bias)
-    key, value                4hA + 2A             (bias)
-    attention scores          2As
-    softmax, dropout, scale   (5 + 4 + 1) s N'
-    attention context         2As
-    depthwise conv            2kh                  (k taps per channel)
-    pointwise conv            2hC + C              (bias)
-    Ks * Q                    C
-    kernel generator          2C(C/H)k + (C/H)k    (C/H conv heads, bias)
-    kernel softmax            5 (C/H) k
-    conv value projection     2hC + C              (bias)
-    k-tap weighted sum        2kC
-    output dense              2(A + C)h + h        (bias; input concat(A, C))
-    dropout, residual, LN     4h + h + 5
-    feed-forward              2hi/G + 8i + i + 2hi/G + h + 4h + h + 5h
-
-Without the convolution terms (C = 0) and at head_ratio 1 (A = Q = h) this
-is exactly ELECTRA's BERT block (`metrics.flops.BlockFlops`). The depthwise
-convolution has no bias (Keras `SeparableConv1D` adds one after the
-pointwise map). In the terms the output dense is split into
-`attention_output` (2Ah) and `conv_output` (2Ch), the columns each branch
-feeds. The compiled block also has the banded contraction that computes the
-k-tap sum (`compiled_extra_flops`), an element-wise term in the formula.
+`ConvBertFlops` lives here because backbones own their FLOPs terms
+(`metrics/flops.py` keeps ELECTRA's BERT block). It extends ELECTRA's
+formula in its conventions (2mn per matmul, its per-element constants) and
+equals `BlockFlops` without convolution heads at head_ratio 1;
+`compiled_extra_flops` adds the banded contraction XLA counts.
 """
 
 import dataclasses
@@ -83,14 +32,12 @@ class ConvBertOptions:
   """ConvBERT's own settings (`EncoderConfig.options` of a ConvBERT encoder).
 
   Attributes:
-    head_ratio: the bottleneck ratio (>= 1); the self-attention branch keeps
-      N' = max(1, num_attention_heads // head_ratio) heads of size
-      hidden_size / num_attention_heads (the reference's rule, so the head
-      count need not be divisible by it, and a 1-head generator keeps one).
+    head_ratio: >= 1; N' = max(1, num_attention_heads // head_ratio)
+      self-attention heads of size hidden_size / num_attention_heads.
     kernel_size: the span-based dynamic convolution window k (odd).
-    num_groups: groups G of the grouped feed-forward matrices; divides
-      hidden_size and intermediate_size.
-    conv_only: convolution heads only (002's convolution-only ablation).
+    num_groups: groups G of the feed-forward matrices; divides hidden_size
+      and intermediate_size.
+    conv_only: convolution heads only (002's ablation).
     attention_only: the bottleneck self-attention without convolution heads.
   """
 
@@ -159,16 +106,7 @@ def _build_block(
 
 @dataclasses.dataclass(frozen=True)
 class ConvBertFlops(flops.BlockFlops):
-  """The FLOPs terms of a ConvBERT block (module docstring).
-
-  Attributes:
-    head_ratio: the bottleneck ratio, N' = max(1, heads // head_ratio)
-      self-attention heads.
-    kernel_size: the convolution window k.
-    groups: the feed-forward groups G.
-    conv_only: convolution heads only.
-    attention_only: the bottleneck attention without convolution heads.
-  """
+  """The FLOPs terms of a ConvBERT block (options as `ConvBertOptions`)."""
 
   head_ratio: int = 2
   kernel_size: int = 9
@@ -211,10 +149,7 @@ class ConvBertFlops(flops.BlockFlops):
       )
 
   def heads(self, net: flops.NetworkShape) -> Tuple[int, int]:
-    """N' attention and N' convolution heads (module docstring).
-
-    `conv_only`: 2N' convolution heads; `attention_only`: none.
-    """
+    """(attention, convolution) heads: N' and N', 0 and 2N', or N' and 0."""
     attention_heads = max(1, net.heads // self.head_ratio)
     if self.conv_only:
       return 0, 2 * attention_heads
@@ -254,10 +189,7 @@ class ConvBertFlops(flops.BlockFlops):
     return terms
 
   def compiled_extra_flops(self, net: flops.NetworkShape) -> float:
-    """The convolution heads' banded k-tap contraction, per sequence.
-
-    See `span_dynamic_conv.window_contraction_flops`.
-    """
+    """The banded k-tap contraction per sequence (see `span_dynamic_conv`)."""
     _, conv_heads = self.heads(net)
     if not conv_heads:
       return 0.0
