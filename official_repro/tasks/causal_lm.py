@@ -1,32 +1,11 @@
 """Causal (next-token) language modelling on word-level text (002 Table 3).
 
-A Model Garden `Task` for `modeling.models.causal_lm.CausalLM`, run by the
-library's experiment runner (`training.experiment.run`: Orbit controller,
-checkpoints, resume, summaries, gin configs in `model_dir`), as the
-pretraining objectives are. It is not a registered objective: it has no
-records and no encoder kept for fine-tuning.
-
-* Data (`CausalLMDataConfig`, gin `causal_lm_data`): a WikiText-format
-  training file with a validation file or a held-out fraction, and an
-  optional test file (`data.wikitext.load_corpus`, read once per process),
-  cut into `[B, T + 1]` windows of stride T (`wikitext.window_dataset`).
-  Training windows are shuffled per pass from `seed`; a resumed run skips the
-  batches of the steps before its checkpoint (`start_step`, set by the
-  runner), so it reads the uninterrupted run's batches. Evaluation reads
-  every named stream (`streams`, e.g. `('valid', 'test')`) once, one after
-  the other.
-* Model (`CausalLMModelConfig`, gin `causal_lm`): the model's arguments; the
-  vocabulary size and window length come from the data. With
-  `unigram_output_bias` a new run starts the output bias at the training
-  stream's log unigram probabilities (`initialize`, skipped on resume).
-* Loss: next-token cross-entropy, the mean over a batch's target tokens.
-  Metrics, per evaluation stream `s`: `s_nll` (mean NLL per target token),
-  `s_perplexity` = exp(`s_nll`) (total over the stream, not a mean of
-  batches) and `s_tokens` (targets scored; padding has weight 0).
-* `experiment_config` (gin `causal_lm_experiment`): the whole experiment
-  from gin, with the optimizer from `optimization.*`; evaluation runs once,
-  after the last step.
-* `train_summaries`: the training scalars Orbit wrote, by step.
+A Model Garden `Task` for `causal_lm.CausalLM`, run by `experiment.run` like
+the pretraining objectives, but not a registered objective (no records, no
+encoder for fine-tuning). Data: WikiText-format files cut into `[B, T + 1]`
+windows; a resumed run skips the batches before its checkpoint. Metrics per
+evaluation stream `s`: `s_nll`, `s_perplexity` (over the whole stream) and
+`s_tokens`.
 """
 
 import dataclasses
@@ -55,18 +34,10 @@ STREAMS = ('train', 'valid', 'test')
 
 @dataclasses.dataclass
 class CausalLMDataConfig(cfg.DataConfig):
-  """Windows of a word-level corpus.
+  """Windows of a word-level corpus (fields: see `data_configs`).
 
-  Attributes:
-    train_file: WikiText-format training file (the vocabulary's source).
-    valid_file: validation file; exclusive with `valid_fraction`.
-    valid_fraction: hold out this tail of `train_file` for validation.
-    test_file: optional test file.
-    max_vocab_size: keep the most frequent words (specials included).
-    seq_length: T, the model's input length.
-    streams: the streams read: ('train',) for training; for evaluation any
-      of 'valid', 'test' (each scored on its own).
-    start_step: training: the global step the stream starts at.
+  `streams`: ('train',) or any of 'valid', 'test'; `start_step`: the global
+  step a training stream starts at.
   """
 
   train_file: str = ''
@@ -81,10 +52,7 @@ class CausalLMDataConfig(cfg.DataConfig):
 
 @dataclasses.dataclass
 class CausalLMModelConfig(base_config.Config):
-  """`causal_lm.CausalLM`'s arguments (see there), and its initial bias.
-
-  `vocab_size` and `max_seq_length` are set from the data.
-  """
+  """`causal_lm.CausalLM`'s arguments; vocab and length set from the data."""
 
   architecture: str = 'transformer'
   hidden_size: int = 128
@@ -155,11 +123,7 @@ def load_corpus(data: CausalLMDataConfig) -> wikitext.Corpus:
 
 
 def stream(corpus: wikitext.Corpus, name: str) -> np.ndarray:
-  """The token ids of stream `name` ('train', 'valid' or 'test').
-
-  Raises:
-    UserError: an unknown stream, or 'test' without a test file.
-  """
+  """The token ids of stream `name` ('train', 'valid' or 'test')."""
   if name not in STREAMS:
     raise cli.UserError(
         f'causal_lm_data streams must be among {STREAMS}, got {name!r}.'
@@ -184,10 +148,7 @@ def data_configs(
     eval_batch_size: Optional[int] = None,
     seed: Optional[int] = None,
 ) -> Tuple[CausalLMDataConfig, CausalLMDataConfig]:
-  """Train and evaluation data configs of one corpus.
-
-  Evaluation reads the validation stream and, with `test_file`, the test
-  stream.
+  """`(train_config, eval_config)` of one corpus (eval: valid and test).
 
   Args:
     train_file: WikiText-format training file.
@@ -199,9 +160,6 @@ def data_configs(
     train_batch_size: windows per training step.
     eval_batch_size: windows per evaluation batch (default: training's).
     seed: seed of the training order (None: the run's seed).
-
-  Returns:
-    `(train_config, eval_config)`.
   """
   common = dict(
       train_file=train_file,
@@ -231,10 +189,7 @@ def data_configs(
 
 
 def task_config_from_gin() -> CausalLMTaskConfig:
-  """The task config from `causal_lm.*` and `causal_lm_data.*`.
-
-  The vocabulary size is the corpus's, the model's length the windows'.
-  """
+  """The task config from `causal_lm.*` and `causal_lm_data.*`."""
   train_data, validation_data = data_configs()
   corpus = load_corpus(train_data)
   model = _model_config_from_gin(
@@ -254,28 +209,10 @@ def experiment_config(
     seed: Optional[int] = None,
     deterministic: bool = False,
 ) -> Tuple[cfg.ExperimentConfig, experiment.RunSettings]:
-  """The causal-LM experiment for `experiment.run` (mode 'train_and_eval').
+  """`(experiment_config, run_settings)` for `experiment.run`.
 
-  As `experiment.experiment_config` for the pretraining objectives; the
-  evaluation runs once, after the last step, on every evaluation stream.
-
-  Args:
-    train_steps: optimizer steps; also the learning-rate decay horizon.
-    steps_per_loop: steps per Orbit loop; the training loss is summarized
-      (its mean over the loop) at every loop's end.
-    checkpoint_interval: steps between checkpoints, a multiple of
-      `steps_per_loop`.
-    max_to_keep: checkpoints kept.
-    seed: seeds initialization, dropout and the data order (None: drawn on
-      the first start and kept in `model_dir`).
-    deterministic: op determinism and checkpointed dropout streams, so that
-      a resumed run ends as the uninterrupted one.
-
-  Returns:
-    `(experiment_config, run_settings)`.
-
-  Raises:
-    UserError: `checkpoint_interval` not a multiple of `steps_per_loop`.
+  Arguments as `experiment.experiment_config`'s; evaluation runs once,
+  after the last step.
   """
   if min(train_steps, steps_per_loop, checkpoint_interval) < 1:
     raise cli.UserError(
@@ -329,10 +266,8 @@ class StreamPerplexity(tf_keras.metrics.Mean):
 class CausalLMTask(base_task.Task):
   """Next-token cross-entropy on windows of a word-level corpus.
 
-  Inputs are `(features, labels)`: features the windows' first T tokens
-  `[B, T]`; labels the windows `tokens` `[B, T + 1]`, the targets' `weights`
-  `[B, T]` and each window's `stream` index `[B]` (into the data config's
-  `streams`). Model Garden's `Task.train_step` and `validation_step` run it.
+  Features `[B, T]`; labels `tokens` `[B, T + 1]`, `weights` `[B, T]` and
+  `stream` `[B]` (index into the data config's `streams`).
   """
 
   def build_model(self) -> causal_lm.CausalLM:
@@ -438,13 +373,7 @@ class CausalLMTask(base_task.Task):
 
 
 def train_summaries(model_dir: str) -> Dict[int, Dict[str, float]]:
-  """{step: {tag: value}} of the training scalars Orbit wrote in a run.
-
-  Orbit writes one set per training loop under `<model_dir>/train`
-  (`training_loss`, the loop's mean; `steps_per_second`, ...). A step
-  written twice (a run killed after a loop's summaries but before its
-  checkpoint repeats the loop) keeps the later values.
-  """
+  """{step: {tag: value}} of Orbit's training scalars (repeated step: last)."""
   pattern = os.path.join(model_dir, 'train', 'events.out.tfevents.*')
   latest: Dict[Tuple[int, str], Tuple[float, float]] = {}
   for path in tf.io.gfile.glob(pattern):

@@ -1,16 +1,9 @@
 """Assembles a Model Garden experiment from gin and runs it with Orbit.
 
-Gin is the single source of hyperparameters: `experiment_config` turns the
-gin-bound task, trainer and optimizer settings into Model Garden's
-`ExperimentConfig`, and `run` drives it with Model Garden's
-`OrbitExperimentRunner` (checkpointing, resume from the latest checkpoint,
-TensorBoard summaries, evaluation). Around that loop `run` adds:
-  * the full gin config (`config.gin`) before training and the operative gin
-    config (`operative_config.gin`) after it, plus Model Garden's
-    `params.yaml`, all in `model_dir`;
-  * a model-compatibility check: `model_config.json` records the architecture
-    a `model_dir`'s checkpoints belong to, and a later run with a different
-    architecture stops with the differing fields instead of a restore error.
+Gin is the single source of hyperparameters; `run` drives Model Garden's
+`OrbitExperimentRunner` and adds the gin configs in `model_dir` and checks
+(`model_config.json`, `records.json`) that stop a resumed run on another
+architecture or other records with the differing fields, not a restore error.
 """
 
 import dataclasses
@@ -56,17 +49,9 @@ class CorruptRecordsError(cli.UserError):
 
 @dataclasses.dataclass(frozen=True)
 class RunSettings:
-  """Settings of a run that are not part of Model Garden's config.
+  """Settings of a run outside Model Garden's config (see `experiment_config`).
 
-  Attributes:
-    jit_compile: compile the training step with XLA.
-    seed: the run's seed (None: drawn on the first start, then kept in
-      `model_dir`; see `reproducibility.run_seed`).
-    deterministic: op determinism and checkpointed random streams.
-    mixed_precision: 'bfloat16' or 'float16' (with loss scaling), or None
-      for float32 (`precision.resolve` of `--mixed_precision`).
-    other_records: resume training on records other than the run's
-      (`check_records`).
+  `mixed_precision`: 'bfloat16', 'float16' or None (`precision.resolve`).
   """
 
   jit_compile: bool = False
@@ -91,32 +76,23 @@ def experiment_config(
     deterministic: bool = False,
     other_records: bool = False,
 ) -> Tuple[cfg.ExperimentConfig, RunSettings]:
-  """Builds Model Garden's experiment config from gin bindings.
+  """`(experiment_config, run_settings)` from gin bindings.
 
   Args:
-    objective: the registered pretraining objective (`objectives.names()`,
-      e.g. 'electra'); its task config is built from the gin bindings.
+    objective: a registered pretraining objective (`objectives.names()`).
     train_steps: optimizer steps; also the learning-rate decay horizon.
     steps_per_loop: steps per Orbit loop (logging, loss check granularity).
     checkpoint_interval: steps between checkpoints.
-    summary_interval: steps between TensorBoard summaries (default:
-      `steps_per_loop`).
-    validation_interval: steps between evaluations in train_and_eval
-      (default: `checkpoint_interval`).
-    validation_steps: evaluation batches; -1 evaluates the whole eval split.
+    summary_interval: default `steps_per_loop`.
+    validation_interval: default `checkpoint_interval`.
+    validation_steps: -1 evaluates the whole eval split.
     max_to_keep: checkpoints kept.
     jit_compile: compile the training step with XLA.
-    seed: seeds initialisation, dropout, sampling, dynamic masking and the
-      data order (`pretrain_data.seed` overrides it for the data); None
-      draws one on the first start and keeps it in `model_dir`.
-    deterministic: TensorFlow op determinism and random streams restored
-      from checkpoints: two runs with the same seed on the same machine end
-      bit-identical, and a resumed run matches an uninterrupted one.
-    other_records: let a run resume on records other than those it started
-      on (`check_records` refuses that otherwise).
-
-  Returns:
-    `(experiment_config, run_settings)`.
+    seed: seeds everything random (`pretrain_data.seed` overrides it for the
+      data); None draws one on the first start and keeps it in `model_dir`.
+    deterministic: op determinism and checkpointed random streams: a resumed
+      run ends bit-identical to an uninterrupted one.
+    other_records: let a run resume on other records than it started on.
   """
   if checkpoint_interval % steps_per_loop:
     raise cli.UserError(
@@ -157,18 +133,8 @@ def check_model_dir(
 ) -> None:
   """Stops if `model_dir` has checkpoints of another architecture.
 
-  Writes `model_config.json` on the first run; later runs compare with it.
-  A field the saved file lacks (written before the field existed) counts as
-  its value in `defaults`, so adding a config field with a default that keeps
-  the old behaviour does not orphan existing model directories.
-
-  Args:
-    model_dir: the run's directory.
-    model_config: the model config as a nested dict.
-    defaults: the same structure holding every field's default value.
-
-  Raises:
-    IncompatibleModelDirError: listing the differing fields.
+  A field the saved `model_config.json` lacks counts as its `defaults` value,
+  so a new field with a compatible default does not orphan old directories.
   """
   path = os.path.join(model_dir, MODEL_CONFIG_FILENAME)
   checkpoint = tf.train.latest_checkpoint(model_dir)
@@ -199,13 +165,10 @@ RECORDS_FILENAME = 'records.json'
 
 
 def records_identity(data_config: Any) -> Optional[Dict[str, Any]]:
-  """What identifies the records a run trains on, wherever they lie.
+  """What identifies a run's records wherever they lie (None: not records).
 
-  The vocabulary (a digest of its tokens), the sequence length, the
-  masking, the example counts of the splits and the settings they were
-  written with (but not the corpus's paths): records rebuilt alike or moved
-  (local to gs://) are the same; another corpus, vocabulary or length is
-  not. None for data that are not our records.
+  Vocabulary digest, length, masking, example counts and writing settings,
+  but no paths: records rebuilt alike or moved are the same.
   """
   if not isinstance(data_config, pretrain_dataloader.PretrainDataConfig):
     return None
@@ -232,11 +195,7 @@ def records_identity(data_config: Any) -> Optional[Dict[str, Any]]:
 
 
 def check_positions(params: cfg.ExperimentConfig) -> None:
-  """Refuses records longer than the encoder's position embeddings.
-
-  Raises:
-    UserError: naming both lengths and the binding to set.
-  """
+  """Refuses records longer than the encoder's position embeddings."""
   data = params.task.train_data
   if not isinstance(data, pretrain_dataloader.PretrainDataConfig):
     return
@@ -255,15 +214,9 @@ def check_positions(params: cfg.ExperimentConfig) -> None:
 def check_records(
     model_dir: str, data_config: Any, other_records: bool
 ) -> None:
-  """Refuses to resume a run on other records than it started on.
+  """Refuses to resume a run on other records than `records.json` names.
 
-  The records' identity (`records_identity`) is written to
-  `records.json` when the run starts; a run with a checkpoint that is
-  given other records stops before anything is written, naming what
-  differs, unless `experiment.other_records = True`.
-
-  Raises:
-    UserError: naming the differing fields and the two fixes.
+  Unless `other_records` (`experiment.other_records`).
   """
   identity = records_identity(data_config)
   if identity is None:
@@ -273,11 +226,12 @@ def check_records(
   if checkpoint and tf.io.gfile.exists(path) and not other_records:
     with tf.io.gfile.GFile(path) as f:
       saved = json.load(f)
-    if saved != json.loads(json.dumps(identity)):
+    current = json.loads(json.dumps(identity))
+    if saved != current:
       differing = sorted(
           key
-          for key in set(saved) | set(identity)
-          if saved.get(key) != json.loads(json.dumps(identity)).get(key)
+          for key in set(saved) | set(current)
+          if saved.get(key) != current.get(key)
       )
       raise IncompatibleModelDirError(
           f'--model_dir {model_dir} holds checkpoint {checkpoint} of a run '
@@ -324,25 +278,15 @@ def run(
     model_dir: str,
     mode: str,
 ) -> Dict[str, Any]:
-  """Trains and/or evaluates; returns a summary of the run.
-
-  Args:
-    params: the experiment config.
-    settings: run settings outside Model Garden's config.
-    strategy: the distribution strategy.
-    model_dir: checkpoints, summaries and configs go here; training resumes
-      from its latest checkpoint.
-    mode: 'train', 'eval' or 'train_and_eval'.
+  """Trains and/or evaluates in `mode` (`MODES`), resuming from `model_dir`.
 
   Returns:
-    A dict with `global_step`, `eval` (final evaluation metrics, if any),
-    `train` (the last training loop's logs, if it trained), `model_dir`,
-    `num_replicas`, `checkpoint`, the operative config's path and the number
-    of trainable parameters.
+    A summary dict: `global_step`, `eval` and `train` logs, `checkpoint`,
+    `operative_config`, `num_params`, ...
 
   Raises:
     preemption.TrainingStopped: Ctrl-C or SIGTERM stopped training after a
-      checkpoint (`preemption.stop_on_signal`, active during the run).
+      checkpoint.
   """
   if mode not in MODES:
     raise cli.UserError(f'--mode must be one of {MODES}, got {mode!r}.')
@@ -375,11 +319,9 @@ def run(
 def _resumable(
     params: cfg.ExperimentConfig, model_dir: str, seed: int, chief: bool
 ) -> cfg.ExperimentConfig:
-  """`params` with the run's seed and resumed training stream.
+  """`params` with the run's seeds and the training stream resumed.
 
-  `params` with the run's seed in the data configs and the training
-  stream starting at the step of the checkpoint the run resumes from
-  (only the chief repoints the directory past an unreadable one).
+  Only the chief repoints the directory past an unreadable checkpoint.
   """
   _, step = reproducibility.latest_readable_checkpoint(model_dir, repoint=chief)
   train_data = params.task.train_data
@@ -436,20 +378,9 @@ def _run_in_policy(
       model_dir=model_dir,
       trainer=trainer,
   )
-  controller = runner.controller
-  eval_logs = None
   try:
     with strategy.scope():
-      if mode == 'train':
-        controller.train(steps=params.trainer.train_steps)
-      elif mode == 'train_and_eval':
-        eval_logs = controller.train_and_evaluate(
-            train_steps=params.trainer.train_steps,
-            eval_steps=params.trainer.validation_steps,
-            eval_interval=params.trainer.validation_interval,
-        )
-      if eval_logs is None and 'eval' in mode:
-        eval_logs = controller.evaluate(steps=params.trainer.validation_steps)
+      eval_logs = _drive(runner.controller, params.trainer, mode)
   except tf.errors.DataLossError as error:
     raise _corrupt_records_error(
         error, params, int(trainer.global_step.numpy()), model_dir
@@ -464,19 +395,7 @@ def _run_in_policy(
   if 'train' in mode and isinstance(
       params.task.train_data, pretrain_dataloader.PretrainDataConfig
   ):
-    metadata = records.load_metadata(params.task.train_data.input_path)
-    exported = export.export_encoder(
-        trainer.model,
-        objectives.for_task_config(params.task)
-        .exported_encoder_config(params.task.model)
-        .as_dict(),
-        model_dir,
-        global_step,
-        vocab_file=os.path.join(
-            params.task.train_data.input_path, metadata['vocab_file']
-        ),
-        lower_case=metadata['lower_case'],
-    )
+    exported = _export(trainer.model, params, model_dir, global_step)
   return dict(
       global_step=global_step,
       exported_encoder=exported,
@@ -489,6 +408,38 @@ def _run_in_policy(
       num_params=int(
           sum(v.shape.num_elements() for v in trainer.model.trainable_variables)
       ),
+  )
+
+
+def _drive(controller, trainer_config, mode: str) -> Optional[Dict[str, Any]]:
+  """Runs Orbit's loop of `mode`; the final evaluation logs, if any."""
+  eval_logs = None
+  if mode == 'train':
+    controller.train(steps=trainer_config.train_steps)
+  elif mode == 'train_and_eval':
+    eval_logs = controller.train_and_evaluate(
+        train_steps=trainer_config.train_steps,
+        eval_steps=trainer_config.validation_steps,
+        eval_interval=trainer_config.validation_interval,
+    )
+  if eval_logs is None and 'eval' in mode:
+    eval_logs = controller.evaluate(steps=trainer_config.validation_steps)
+  return eval_logs
+
+
+def _export(model, params: cfg.ExperimentConfig, model_dir: str, step: int):
+  """Exports the pretrained encoder with its records' vocabulary."""
+  input_path = params.task.train_data.input_path
+  metadata = records.load_metadata(input_path)
+  return export.export_encoder(
+      model,
+      objectives.for_task_config(params.task)
+      .exported_encoder_config(params.task.model)
+      .as_dict(),
+      model_dir,
+      step,
+      vocab_file=os.path.join(input_path, metadata['vocab_file']),
+      lower_case=metadata['lower_case'],
   )
 
 

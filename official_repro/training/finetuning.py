@@ -1,18 +1,11 @@
 """Fine-tunes a pretrained encoder on one task over several seeds.
 
-For every seed `s` in `0 .. run_protocol.num_runs - 1` a run directory
-`<model_dir>/seed_<s>` gets its own Model Garden trainer, Orbit controller and
-checkpoints. The run evaluates on the whole dev split at the end of every
-epoch (and at the last step), appends each evaluation to `history.json`, and
-resumes from its latest checkpoint when restarted; a finished run (one with
-`result.json`) is not repeated. Each run directory keeps the settings it was
-started with (`settings.json`, `seed_settings`); a finished run is reused,
-and an interrupted one resumed, only when they equal this command's;
-otherwise the command stops, naming each differing setting. The protocol
-then selects one evaluation per run (best or last) and aggregates the runs
-(max, median or mean) the way the paper reports; `results.json` and
-`results.md` in `model_dir` hold every run, the aggregate, and the settings
-that produced them.
+Each seed runs in `<model_dir>/seed_<s>` (own trainer, controller and
+checkpoints), evaluates on the whole dev split at every epoch end into
+`history.json`, and resumes when restarted; a finished run is reused and an
+interrupted one resumed only when its `settings.json` equals this command's.
+One evaluation per run (best or last) is selected and the runs aggregated as
+the paper reports, into `results.json` and `results.md`.
 """
 
 import dataclasses
@@ -54,15 +47,17 @@ TABLE_FILENAME = 'results.md'
 TRAIN_SPLIT = 'train'
 DEV_SPLIT = 'dev'
 
-# `RunProtocol` fields that change what one seed's run produces; `num_runs`
-# and `aggregation` only say how many runs there are and how they combine, so
-# adding seeds to a finished set reuses the finished ones.
+# `RunProtocol` fields that change one seed's run (adding seeds reuses runs).
 _SEED_PROTOCOL_FIELDS = ('selection', 'stsb_metric', 'deterministic')
-# Task config fields that are not compared: the data configs are rebuilt for
-# every seed from the schedule and the seed, and `data_dir` only says where the
-# data lies (local or gs://).
+# Task config fields not compared: rebuilt per seed, or only where data lies.
 _UNCHECKED_TASK_FIELDS = ('train_data', 'validation_data', 'data_dir')
 _MISSING = object()
+# `FinetuningSchedule` fields every task config takes under the same name.
+_SCHEDULE_FIELDS = tuple(
+    'task max_seq_length learning_rate layerwise_lr_decay weight_decay_rate '
+    'adam_epsilon adam_bias_correction warmup_times_decay summed_loss '
+    'data_order'.split()
+)
 # Settings added after runs were saved, with the value those runs had.
 _ADDED_SETTINGS = {
     'mixed_precision': 'float32',
@@ -75,8 +70,7 @@ _ADDED_SETTINGS = {
     'task_config.double_unordered': False,
     'task_config.scale_stsb_targets': False,
 }
-# Settings added after runs were saved whose value those runs had is not
-# known: compared only where saved.
+# Settings added after runs were saved, value unknown: compared where saved.
 _COMPARED_WHEN_SAVED = ('data_digest',)
 
 
@@ -90,15 +84,11 @@ def build_task_config(
     encoder: pretrained.PretrainedEncoder,
     data_dir: str,
 ) -> finetuning_base.FinetuneTaskConfig:
-  """The task config of `schedule.task` (task-specific fields from gin).
-
-  The task's `finetuning_registry` entry builds it from the fields every
-  fine-tuning task has and the `RunProtocol` fields the entry names.
+  """The task config of `schedule.task`, built by its registry entry.
 
   Raises:
-    UserError: a sequence length beyond the encoder's position embeddings,
-      naming both and the binding to set; a task of two segments for an
-      encoder with one token type.
+    UserError: a length beyond the encoder's positions, or two segments for
+      an encoder with one token type.
   """
   positions = encoder.config.max_position_embeddings
   if schedule.max_seq_length > positions:
@@ -119,22 +109,13 @@ def build_task_config(
         'two token types.'
     )
   fields = dict(
-      task=schedule.task,
       data_dir=data_dir,
       init_checkpoint=encoder.checkpoint_path or '',
       vocab_file=encoder.vocab_file,
       lower_case=encoder.lower_case,
-      max_seq_length=schedule.max_seq_length,
       encoder=encoder.config,
-      learning_rate=schedule.learning_rate,
-      layerwise_lr_decay=schedule.layerwise_lr_decay,
-      weight_decay_rate=schedule.weight_decay_rate,
-      adam_epsilon=schedule.adam_epsilon,
-      adam_bias_correction=schedule.adam_bias_correction,
-      warmup_times_decay=schedule.warmup_times_decay,
-      summed_loss=schedule.summed_loss,
-      data_order=schedule.data_order,
   )
+  fields.update({name: getattr(schedule, name) for name in _SCHEDULE_FIELDS})
   fields.update(
       {name: getattr(protocol, name) for name in entry.protocol_fields}
   )
@@ -184,17 +165,11 @@ def seed_settings(
     mixed_precision: Optional[str] = None,
     data_digest: str = '',
 ) -> Dict[str, Any]:
-  """The settings that determine one seed's run, as flat `name -> value`.
+  """The settings that determine one seed's run, as flat JSON `name -> value`.
 
-  Names follow gin where there is one: `finetuning.<field>` (the schedule,
-  the task included), `run_protocol.<field>` (`_SEED_PROTOCOL_FIELDS`),
-  `init_checkpoint`, `encoder.<field>` (the architecture), `seed`,
-  `mixed_precision` (the compute type, 'float32' for None; a run saved
-  without it ran in float32), `data_digest` (`data_digest`: the examples
-  read, so that a directory is not reused for other data), and
-  `task_config.<field>` for the task config's other fields (task-specific gin
-  settings such as SQuAD's `doc_stride`, the vocabulary, the head dropout).
-  Values are JSON values (what `settings.json` reads back).
+  Names follow gin: `finetuning.*`, `run_protocol.*`, `encoder.*`,
+  `task_config.*` (the task config's other fields), plus `init_checkpoint`,
+  `seed`, `mixed_precision` and `data_digest`.
   """
   settings = {
       'seed': seed,
@@ -221,11 +196,7 @@ def seed_settings(
 
 
 def data_digest(task_config: finetuning_base.FinetuneTaskConfig) -> str:
-  """SHA-256 (16 hex digits) of the train and dev examples a task reads.
-
-  SHA-256 (16 hex digits) of the train and dev examples a task reads,
-  as features (the task caches them for the run that follows).
-  """
+  """SHA-256 (16 hex digits) of the train and dev features a task reads."""
   task = task_factory.get_task(task_config)
   digest = hashlib.sha256()
   for split in (TRAIN_SPLIT, DEV_SPLIT):
@@ -243,19 +214,12 @@ def _format_setting(settings: Mapping[str, Any], name: str) -> str:
 def check_settings(run_dir: str, settings: Mapping[str, Any]) -> None:
   """Checks that a run directory may be reused or resumed by this command.
 
-  A run counts as started when it has a result, a history or a checkpoint;
-  its `settings.json` must then equal `settings`. A run that is not finished
-  gets `settings` written (the settings it continues or starts with). A
-  started run without `settings.json` (written before settings were saved)
-  cannot be checked: it is reused with a warning.
-
-  Args:
-    run_dir: the seed's run directory.
-    settings: `seed_settings` of this command.
+  A started run (result, history or checkpoint) must have saved `settings`
+  (one saved before settings were is reused with a warning); an unfinished
+  run gets `settings` written.
 
   Raises:
-    SettingsMismatchError: naming every differing setting, the saved and the
-      current value, and the directory.
+    SettingsMismatchError: naming every differing setting and both values.
   """
   path = os.path.join(run_dir, SETTINGS_FILENAME)
   saved = _read_json(path, None)
@@ -276,22 +240,7 @@ def check_settings(run_dir: str, settings: Mapping[str, Any]) -> None:
         and not (name in _COMPARED_WHEN_SAVED and name not in saved)
     )
     if differing:
-      data = (
-          ' (the examples read from --data_dir differ from those it was '
-          'run on)'
-          if 'data_digest' in differing
-          else ''
-      )
-      raise SettingsMismatchError(
-          f'{run_dir} was run with '
-          + '; '.join(
-              f'{name}={_format_setting(saved, name)}, this command has '
-              f'{_format_setting(current, name)}'
-              for name in differing
-          )
-          + f'{data}; use another --model_dir or restore the settings (saved '
-          f'in {path}).'
-      )
+      raise _mismatch(run_dir, path, saved, current, differing)
     return
   if started:
     logging.warning(
@@ -306,6 +255,24 @@ def check_settings(run_dir: str, settings: Mapping[str, Any]) -> None:
     json_files.write_json(path, dict(settings))
 
 
+def _mismatch(run_dir, path, saved, current, differing):
+  data = (
+      ' (the examples read from --data_dir differ from those it was run on)'
+      if 'data_digest' in differing
+      else ''
+  )
+  return SettingsMismatchError(
+      f'{run_dir} was run with '
+      + '; '.join(
+          f'{name}={_format_setting(saved, name)}, this command has '
+          f'{_format_setting(current, name)}'
+          for name in differing
+      )
+      + f'{data}; use another --model_dir or restore the settings (saved '
+      f'in {path}).'
+  )
+
+
 def run_seed(
     task_config: finetuning_base.FinetuneTaskConfig,
     schedule: finetuning_schedule.FinetuningSchedule,
@@ -318,10 +285,9 @@ def run_seed(
   """One fine-tuning run; returns its history and selected evaluation.
 
   Raises:
-    SettingsMismatchError: `run_dir` holds a run started with other settings
-      (`check_settings`).
+    SettingsMismatchError: `run_dir` was started with other settings.
     preemption.TrainingStopped: Ctrl-C or SIGTERM stopped training after a
-      checkpoint in `run_dir` (`preemption.stop_on_signal`).
+      checkpoint.
   """
   check_settings(
       run_dir,
@@ -335,42 +301,21 @@ def run_seed(
       ),
   )
   with preemption.stop_on_signal(), precision.policy(mixed_precision):
-    return _run_seed(
-        task_config,
-        schedule,
-        protocol,
-        seed,
-        run_dir,
-        strategy,
-        mixed_precision,
-    )
-
-
-def _run_seed(
-    task_config: finetuning_base.FinetuneTaskConfig,
-    schedule: finetuning_schedule.FinetuningSchedule,
-    protocol: finetuning_schedule.RunProtocol,
-    seed: int,
-    run_dir: str,
-    strategy: tf.distribute.Strategy,
-    mixed_precision: Optional[str],
-) -> Dict[str, Any]:
-  """`run_seed` under the run's Keras precision policy."""
-  done = _read_json(os.path.join(run_dir, RESULT_FILENAME), None)
-  if done is not None:
-    logging.info('%s already finished; not repeated.', run_dir)
-    return done
-  tf_keras.backend.clear_session()
-  with reproducibility.configure(seed, protocol.deterministic):
-    return _train_and_evaluate(
-        task_config,
-        schedule,
-        protocol,
-        seed,
-        run_dir,
-        strategy,
-        mixed_precision,
-    )
+    done = _read_json(os.path.join(run_dir, RESULT_FILENAME), None)
+    if done is not None:
+      logging.info('%s already finished; not repeated.', run_dir)
+      return done
+    tf_keras.backend.clear_session()
+    with reproducibility.configure(seed, protocol.deterministic):
+      return _train_and_evaluate(
+          task_config,
+          schedule,
+          protocol,
+          seed,
+          run_dir,
+          strategy,
+          mixed_precision,
+      )
 
 
 def _train_and_evaluate(
@@ -382,45 +327,15 @@ def _train_and_evaluate(
     strategy: tf.distribute.Strategy,
     mixed_precision: Optional[str],
 ) -> Dict[str, Any]:
-  """`_run_seed` once its seeds are set; resumes from `run_dir`'s checkpoint."""
+  """`run_seed` once its seeds are set; resumes from `run_dir`'s checkpoint."""
   _, resumed_step = reproducibility.latest_readable_checkpoint(run_dir)
-  task_config = dataclasses.replace(
-      task_config,
-      train_data=finetuning_base.FinetuneDataConfig(
-          split=TRAIN_SPLIT,
-          is_training=True,
-          seed=seed,
-          global_batch_size=schedule.train_batch_size,
-          start_step=resumed_step,
-      ),
-      validation_data=finetuning_base.FinetuneDataConfig(
-          split=DEV_SPLIT,
-          is_training=False,
-          drop_remainder=False,
-          global_batch_size=(
-              schedule.eval_batch_size or schedule.train_batch_size
-          ),
-      ),
-  )
+  task_config = _with_data(task_config, schedule, seed, resumed_step)
   task = task_factory.get_task(task_config, logging_dir=run_dir)
   num_train = task.num_examples(TRAIN_SPLIT)
   train_steps = schedule.train_steps(num_train)
   steps_per_epoch = schedule.steps_per_epoch(num_train)
-  steps_per_loop = min(steps_per_epoch, 100)
-  params = cfg.ExperimentConfig(
-      task=task_config,
-      trainer=cfg.TrainerConfig(
-          train_steps=train_steps,
-          validation_steps=-1,
-          steps_per_loop=steps_per_loop,
-          summary_interval=steps_per_loop,
-          checkpoint_interval=steps_per_loop,
-          max_to_keep=1,
-          optimizer_config=_optimization_config(
-              schedule, train_steps, schedule.warmup_steps(num_train)
-          ),
-      ),
-      runtime=precision.runtime_config(mixed_precision),
+  params = _experiment_params(
+      task_config, schedule, num_train, steps_per_epoch, mixed_precision
   )
   trainer, controller = _controller(params, task, run_dir, strategy)
   history = _train_with_evaluations(
@@ -444,6 +359,51 @@ def _train_and_evaluate(
   )
   json_files.write_json(os.path.join(run_dir, RESULT_FILENAME), result)
   return result
+
+
+def _with_data(task_config, schedule, seed: int, start_step: int):
+  """`task_config` with the seed's train and dev data configs."""
+  return dataclasses.replace(
+      task_config,
+      train_data=finetuning_base.FinetuneDataConfig(
+          split=TRAIN_SPLIT,
+          is_training=True,
+          seed=seed,
+          global_batch_size=schedule.train_batch_size,
+          start_step=start_step,
+      ),
+      validation_data=finetuning_base.FinetuneDataConfig(
+          split=DEV_SPLIT,
+          is_training=False,
+          drop_remainder=False,
+          global_batch_size=(
+              schedule.eval_batch_size or schedule.train_batch_size
+          ),
+      ),
+  )
+
+
+def _experiment_params(
+    task_config, schedule, num_train, steps_per_epoch, mixed_precision
+) -> cfg.ExperimentConfig:
+  """One seed's experiment: checkpoints and summaries every loop."""
+  train_steps = schedule.train_steps(num_train)
+  steps_per_loop = min(steps_per_epoch, 100)
+  return cfg.ExperimentConfig(
+      task=task_config,
+      trainer=cfg.TrainerConfig(
+          train_steps=train_steps,
+          validation_steps=-1,
+          steps_per_loop=steps_per_loop,
+          summary_interval=steps_per_loop,
+          checkpoint_interval=steps_per_loop,
+          max_to_keep=1,
+          optimizer_config=_optimization_config(
+              schedule, train_steps, schedule.warmup_steps(num_train)
+          ),
+      ),
+      runtime=precision.runtime_config(mixed_precision),
+  )
 
 
 def _controller(
@@ -494,8 +454,7 @@ def _train_with_evaluations(
 ) -> List[Dict[str, Any]]:
   """Trains to each of `steps` and evaluates there; returns the history.
 
-  Evaluations already in `history_path` (a resumed seed's) are kept, and
-  each new one is added to it as it is made.
+  Evaluations already in `history_path` are kept; each new one is appended.
   """
   history = _read_json(history_path, [])
   evaluated = {entry['step'] for entry in history}
@@ -529,22 +488,9 @@ def run(
     seeds: Optional[Sequence[int]] = None,
     mixed_precision: Optional[str] = None,
 ) -> Dict[str, Any]:
-  """Fine-tunes over the protocol's seeds and aggregates like the paper.
+  """Fine-tunes over `seeds` (default: the protocol's) and aggregates them.
 
-  Args:
-    schedule: the task's hyperparameters.
-    protocol: seeds, selection and aggregation.
-    encoder: the encoder to fine-tune.
-    data_dir: the task's data folder.
-    model_dir: run folders and results go here.
-    strategy: the distribution strategy.
-    seeds: overrides `range(protocol.num_runs)`.
-    mixed_precision: 'bfloat16' or 'float16' (loss-scaled), or None for
-      float32 (`precision.resolve`).
-
-  Returns:
-    The content of `results.json`: settings, one entry per run, the
-    aggregated score and a summary (n, mean, std, median, max, min).
+  Returns `results.json`'s content: settings, runs, score and summary.
   """
   task_config = build_task_config(schedule, protocol, encoder, data_dir)
   seeds = list(seeds if seeds is not None else range(protocol.num_runs))
