@@ -6,51 +6,18 @@ r"""Rescores speech-recognition N-best lists with second-pass LM scores.
     --dev_set=dev --weights=0:1:0.05 --length_bonuses=-1:2:0.5 \
     --lower_case --output_json=/tmp/rescore.json
 
-The final score of a hypothesis is first_pass + weight * lm_score +
-length_bonus * num_words; the grid point with the fewest word errors on
-`--dev_set` is applied to every set (`rescoring.interpolation`). Printed:
-the dev WER of each grid point, then per set a markdown table of the WER of
-the first-pass output (rank 1), after rescoring, and of the oracle (the
-best hypothesis in each list).
+A hypothesis scores first_pass + weight * lm_score + length_bonus * words;
+the grid point with the fewest word errors on `--dev_set` is applied to every
+set (`rescoring.interpolation`), and each set's table gives the first-pass,
+rescored and oracle WERs (`rescoring.report`). Input formats are in
+`data.nbest`, `rescoring.lm_scores` and `rescoring.grid_spec`; a
+`--references` or `--lm_scores` path without `<set>=` serves every other set,
+and a bare `--nbest` path names its set after its last component.
 
-Inputs (formats in `data.nbest` and `rescoring.lm_scores`):
-
-  * `--nbest=[<set>=]<path>`, repeated per set: an ESPnet decode directory
-    (`1best_recog/`...), an mlm-scoring JSON file or a TSV file
-    `utt_id<TAB>rank<TAB>first_pass_score<TAB>text`. Without `<set>=` the
-    set is named after the path's last component (extension dropped).
-  * `--references=[<set>=]<path>`: a Kaldi `text` or sclite `.trn` file. A
-    path without `<set>=` serves every set not named otherwise; a set given
-    no references uses the "ref" entries of its JSON.
-  * `--lm_scores=[<set>=]<path>`: `utt_id<TAB>rank<TAB>score` from any LM,
-    assigned to sets like `--references`.
-
-Grids (`--weights`, `--length_bonuses`) are comma-separated values
-(`0.1,0.3,0.5`), an inclusive range `start:stop:step` (`0:1:0.1`), or a mix
-(`0:1:0.25,2`; `rescoring.grid_spec`). A one-point grid needs no `--dev_set`.
-
-This module is the command: flags, their checks and the run; the tables it
-prints and the files it writes are `rescoring.report`'s.
-
-Without `--lm_scores` or `--init_checkpoint` nothing is rescored: each
-set's table holds only the WERs of the first pass and of the oracle, which
-tell how much any rescoring of the lists could gain, and a last line says
-how to give LM scores (`--weights`, `--length_bonuses` and `--dev_set` then
-play no part; `--output_text_dir`, which gets rescored hypotheses, is
-refused). Giving both `--lm_scores` and `--init_checkpoint` is an error.
-
-  python -m official_repro.rescore --nbest=dev=exp/decode_dev_clean \
-    --references=data/all/text --lower_case
-
-From Python, any `lm_scores.Scorer` replaces `--lm_scores`:
-`rescore.run(settings, scorer=my_scorer)`; on the command line
-`--init_checkpoint=<SCRIPT pretraining model_dir>` does, with the model's
-one-pass pseudo-log-likelihood (004 Eq. 7, `official_repro.score`); so does
-a released masked LM (a Hugging Face folder with its MLM head, or its
-conversion), with its masked-LM pseudo-log-likelihood (one pass per
-token). While a scorer scores a set, a line every 10 seconds on stderr says
-how many of its distinct hypothesis texts are scored and the time left
-(`common.progress`).
+Without `--lm_scores` or `--init_checkpoint` (not both) only the first-pass
+and oracle WERs are reported. `--init_checkpoint` scores the hypotheses with
+a SCRIPT run's one-pass PLL or a masked LM's PLL (`official_repro.score`);
+from Python any `lm_scores.Scorer` does: `rescore.run(settings, scorer=s)`.
 """
 
 import dataclasses
@@ -83,24 +50,10 @@ NO_LM_SCORES = (
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """What `run` does; the command-line flags of the same names.
+  """What `run` does: the flags of the same names.
 
-  Attributes:
-    nbest: `(set name, path)` of each set's N-best lists, in order.
-    nbest_format: one of `nbest.NBEST_FORMATS`.
-    references: `(set name or '' for every set, path)` pairs.
-    reference_format: one of `nbest.REFERENCE_FORMATS`.
-    lm_scores: `(set name or '' for every set, path)` pairs.
-    lower_case: lower-case hypotheses and references.
-    dev_set: the set the grid search tunes on ('' for a one-point grid).
-    weights: LM weights to try.
-    length_bonuses: per-word bonuses to try.
-    output_json: where to write the results ('' for nowhere).
-    output_text_dir: where to write each set's rescored hypotheses as
-      `<dir>/<set>/text` (Kaldi format; '' for nowhere).
-
-  Whether they fit the source of LM scores (files, a scorer or neither) is
-  checked by `check_lm_source`.
+  `nbest` holds `(set, path)` pairs; `references` and `lm_scores` too, with
+  set '' for every set. `check_lm_source` checks them against the LM source.
   """
 
   nbest: Tuple[Tuple[str, str], ...]
@@ -125,30 +78,11 @@ class Settings:
           f'--nbest names the sets {duplicates} more than once; '
           'give each set a distinct name with <set>=<path>.'
       )
-    for flag, pairs in (
-        ('references', self.references),
-        ('lm_scores', self.lm_scores),
-    ):
-      named = [name for name, _ in pairs]
-      unknown = sorted(set(named) - set(names) - {''})
-      if unknown:
-        raise cli.UserError(
-            f'--{flag} names the sets {unknown}, which no '
-            f'--nbest gives; the sets are {names}.'
-        )
-      repeated = sorted({name for name in named if named.count(name) > 1})
-      if repeated:
-        what = (
-            'more than one path without <set>='
-            if '' in repeated
-            else f'the sets {repeated} more than once'
-        )
-        raise cli.UserError(
-            f'--{flag} gives {what}; expected one path per set.'
-        )
+    _check_set_pairs('references', self.references, names)
+    _check_set_pairs('lm_scores', self.lm_scores, names)
     if not self.weights or not self.length_bonuses:
       raise cli.UserError(
-          '--weights and --length_bonuses must each give at ' 'least one value.'
+          '--weights and --length_bonuses must each give at least one value.'
       )
     if self.dev_set and self.dev_set not in names:
       raise cli.UserError(
@@ -158,19 +92,66 @@ class Settings:
 
   def as_dict(self) -> dict:
     """The settings as JSON-serialisable values."""
+    values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+    pairs = ('references', 'lm_scores')
     return {
+        **values,
         'nbest': dict(self.nbest),
-        'nbest_format': self.nbest_format,
-        'references': [list(pair) for pair in self.references],
-        'reference_format': self.reference_format,
-        'lm_scores': [list(pair) for pair in self.lm_scores],
-        'lower_case': self.lower_case,
-        'dev_set': self.dev_set,
+        **{key: [list(pair) for pair in values[key]] for key in pairs},
         'weights': list(self.weights),
         'length_bonuses': list(self.length_bonuses),
-        'output_json': self.output_json,
-        'output_text_dir': self.output_text_dir,
     }
+
+
+def _check_set_pairs(
+    flag: str, pairs: Sequence[Tuple[str, str]], names: Sequence[str]
+) -> None:
+  """Each set of `--flag` pairs is an --nbest set, given at most once."""
+  named = [name for name, _ in pairs]
+  unknown = sorted(set(named) - set(names) - {''})
+  if unknown:
+    raise cli.UserError(
+        f'--{flag} names the sets {unknown}, which no '
+        f'--nbest gives; the sets are {names}.'
+    )
+  repeated = sorted({name for name in named if named.count(name) > 1})
+  if repeated:
+    what = (
+        'more than one path without <set>='
+        if '' in repeated
+        else f'the sets {repeated} more than once'
+    )
+    raise cli.UserError(f'--{flag} gives {what}; expected one path per set.')
+
+
+_STRING_FLAGS = (
+    (
+        'init_checkpoint',
+        '',
+        'Instead of --lm_scores, score the hypotheses with the one-pass PLL '
+        'of this SCRIPT pretraining run (its model_dir), or with the '
+        'masked-LM PLL of a released masked LM (a Hugging Face folder or a '
+        'conversion by official_repro.convert).',
+    ),
+    ('dev_set', '', 'The set the grid search tunes on.'),
+    (
+        'weights',
+        '0:1:0.1',
+        'LM weights to try: values, '
+        'start:stop:step ranges (inclusive), comma-separated.',
+    ),
+    (
+        'length_bonuses',
+        '0',
+        'Per-word bonuses to try, same syntax as --weights.',
+    ),
+    ('output_json', '', 'Write the grid and the results here.'),
+    (
+        'output_text_dir',
+        '',
+        "Write each set's rescored hypotheses to <dir>/<set>/text.",
+    ),
+)
 
 
 def define_flags():
@@ -208,39 +189,13 @@ def define_flags():
       'Without it or --init_checkpoint, only the first-pass and oracle WERs '
       'are printed.',
   )
-  flags.DEFINE_string(
-      'init_checkpoint',
-      '',
-      'Instead of --lm_scores, score the hypotheses with the one-pass PLL '
-      'of this SCRIPT pretraining run (its model_dir), or with the '
-      'masked-LM PLL of a released masked LM (a Hugging Face folder or a '
-      'conversion by official_repro.convert).',
-  )
   flags.DEFINE_bool(
       'lower_case',
       False,
-      'Lower-case hypotheses and ' 'references (for uncased vocabularies).',
+      'Lower-case hypotheses and references (for uncased vocabularies).',
   )
-  flags.DEFINE_string('dev_set', '', 'The set the grid search tunes on.')
-  flags.DEFINE_string(
-      'weights',
-      '0:1:0.1',
-      'LM weights to try: values, '
-      'start:stop:step ranges (inclusive), comma-separated.',
-  )
-  flags.DEFINE_string(
-      'length_bonuses',
-      '0',
-      'Per-word bonuses to try, ' 'same syntax as --weights.',
-  )
-  flags.DEFINE_string(
-      'output_json', '', 'Write the grid and the results ' 'here.'
-  )
-  flags.DEFINE_string(
-      'output_text_dir',
-      '',
-      "Write each set's rescored " 'hypotheses to <dir>/<set>/text.',
-  )
+  for name, default, help_text in _STRING_FLAGS:
+    flags.DEFINE_string(name, default, help_text)
   flags.mark_flag_as_required('nbest')
 
 
@@ -266,14 +221,8 @@ def settings_from_flags() -> Settings:
 def check_lm_source(settings: Settings, has_scorer: bool) -> None:
   """Checks the settings against where the LM scores come from.
 
-  Args:
-    settings: what to read and try.
-    has_scorer: whether a scorer gives the LM scores.
-
-  Raises:
-    UserError: both a scorer and `settings.lm_scores`; neither, with
-      `output_text_dir` (there is no rescored text to write); or LM scores
-      and a grid of several points without `dev_set`.
+  Refuses both a scorer and `settings.lm_scores`; neither with
+  `output_text_dir`; and a grid of several points without `dev_set`.
   """
   if has_scorer and settings.lm_scores:
     raise cli.UserError(
@@ -303,97 +252,37 @@ def run(
 ) -> dict:
   """Reads every set, tunes on the dev set, rescores and reports.
 
-  Without LM scores (neither `scorer` nor `settings.lm_scores`) it only
-  reports each set's first-pass and oracle WERs.
-
   Args:
     settings: what to read and try.
-    scorer: a language model to score the hypotheses with, instead of
-      `settings.lm_scores` files.
+    scorer: scores the hypotheses instead of `settings.lm_scores` files.
     batch_size: texts per `scorer` call.
 
   Returns:
-    The results (what `--output_json` receives): settings, grid search,
-    chosen weight and length bonus, and per set its read reports and WERs.
-    Without LM scores the grid search, weight and length bonus are None,
-    and so are each set's rescored WER, weight and length bonus.
-
-  Raises:
-    ValueError: inputs that do not fit together (see `data.nbest`,
-      `Settings` and `check_lm_source`).
+    What `--output_json` receives: settings, grid search, chosen weight and
+    length bonus, and per set its read reports and WERs. Without LM scores
+    (no scorer nor files) only first-pass and oracle WERs; the rest is None.
   """
   check_lm_source(settings, scorer is not None)
   interpolating = scorer is not None or bool(settings.lm_scores)
-  reference_files = _CachedReader(
-      lambda path: nbest.read_references(
-          path, settings.reference_format, settings.lower_case
-      )
-  )
-  score_files = _CachedReader(lm_scores.read_lm_scores)
-  scored_sets, nbest_sets, reports = {}, {}, {}
+  reader = _SetReader(settings, scorer, batch_size, interpolating)
   for name, path in settings.nbest:
-    nbest_set = nbest.read_nbest(
-        path, settings.nbest_format, settings.lower_case
-    )
-    read_report = {'nbest': nbest_set.report.as_dict()}
-    references_path = _path_for(name, settings.references)
-    if references_path:
-      references, references_report = reference_files(references_path)
-      read_report['references'] = references_report.as_dict()
-    elif nbest_set.embedded_references:
-      references, references_path = nbest_set.embedded_references, path
-      read_report['references'] = {'path': path, 'format': 'embedded'}
-    else:
-      raise cli.UserError(
-          f'Set {name!r} ({path}) has no references; give '
-          f'--references={name}=<text or trn file>.'
-      )
-    if not interpolating:
-      scores, scores_path = None, ''
-    elif scorer is None:
-      scores_path = _path_for(name, settings.lm_scores)
-      if not scores_path:
-        raise cli.UserError(
-            f'Set {name!r} has no LM scores; give ' f'--lm_scores={name}=<tsv>.'
-        )
-      scores, scores_report = score_files(scores_path)
-      read_report['lm_scores'] = scores_report.as_dict()
-    else:
-      scores_path = f'scorer {type(scorer).__name__}'
-      scores = lm_scores.score_nbest(
-          scorer, nbest_set.lists, batch_size, f'LM scores of {name}'
-      )
-      read_report['lm_scores'] = {'scorer': type(scorer).__name__}
-    matched = nbest.match_references(
-        nbest_set.lists, references, path, references_path
-    )
-    scored_sets[name] = interpolation.build_scored_set(
-        name, nbest_set.lists, matched, scores, scores_path
-    )
-    nbest_sets[name] = nbest_set
-    reports[name] = read_report
-
+    reader.read(name, path)
   if not interpolating:
-    return _first_pass_and_oracle(settings, scored_sets, reports)
+    return _first_pass_and_oracle(settings, reader.scored_sets, reader.reports)
   grid = None
   weight, length_bonus = settings.weights[0], settings.length_bonuses[0]
   if settings.dev_set:
     grid = interpolation.grid_search(
-        scored_sets[settings.dev_set], settings.weights, settings.length_bonuses
+        reader.scored_sets[settings.dev_set],
+        settings.weights,
+        settings.length_bonuses,
     )
     weight, length_bonus = grid.best.weight, grid.best.length_bonus
-
-  results = {
-      'settings': settings.as_dict(),
-      'weight': weight,
-      'length_bonus': length_bonus,
-      'grid_search': report.grid_as_dict(grid) if grid else None,
-      'sets': {},
-  }
-  for name, scored_set in scored_sets.items():
+  results = _results(settings, weight, length_bonus, grid)
+  for name, scored_set in reader.scored_sets.items():
     result = interpolation.evaluate(scored_set, weight, length_bonus)
     results['sets'][name] = {
-        **reports[name],
+        **reader.reports[name],
         'result': result.as_dict(),
         'markdown': report.format_set_table(result, name == settings.dev_set),
     }
@@ -401,7 +290,7 @@ def run(
       report.write_kaldi_text(
           f'{settings.output_text_dir.rstrip("/")}/{name}/text',
           interpolation.selected_texts(
-              nbest_sets[name].lists,
+              reader.nbest_sets[name].lists,
               interpolation.select(scored_set, weight, length_bonus),
           ),
       )
@@ -412,19 +301,88 @@ def run(
   return results
 
 
+class _SetReader:
+  """Reads each set's lists, references and LM scores for `run`."""
+
+  def __init__(self, settings, scorer, batch_size, interpolating):
+    self._settings, self._scorer = settings, scorer
+    self._batch_size, self._interpolating = batch_size, interpolating
+    self._reference_files = _CachedReader(
+        lambda path: nbest.read_references(
+            path, settings.reference_format, settings.lower_case
+        )
+    )
+    self._score_files = _CachedReader(lm_scores.read_lm_scores)
+    self.scored_sets, self.nbest_sets, self.reports = {}, {}, {}
+
+  def read(self, name: str, path: str) -> None:
+    """Reads set `name` of N-best lists at `path` into the three dicts."""
+    settings = self._settings
+    nbest_set = nbest.read_nbest(
+        path, settings.nbest_format, settings.lower_case
+    )
+    read_report = {'nbest': nbest_set.report.as_dict()}
+    references_path = _path_for(name, settings.references)
+    if references_path:
+      references, references_report = self._reference_files(references_path)
+      read_report['references'] = references_report.as_dict()
+    elif nbest_set.embedded_references:
+      references, references_path = nbest_set.embedded_references, path
+      read_report['references'] = {'path': path, 'format': 'embedded'}
+    else:
+      raise cli.UserError(
+          f'Set {name!r} ({path}) has no references; give '
+          f'--references={name}=<text or trn file>.'
+      )
+    scores, scores_path = self._lm_scores(name, nbest_set, read_report)
+    matched = nbest.match_references(
+        nbest_set.lists, references, path, references_path
+    )
+    self.scored_sets[name] = interpolation.build_scored_set(
+        name, nbest_set.lists, matched, scores, scores_path
+    )
+    self.nbest_sets[name] = nbest_set
+    self.reports[name] = read_report
+
+  def _lm_scores(self, name, nbest_set, read_report):
+    """`(scores or None, where they come from)` of a set."""
+    scorer = self._scorer
+    if not self._interpolating:
+      return None, ''
+    if scorer is None:
+      scores_path = _path_for(name, self._settings.lm_scores)
+      if not scores_path:
+        raise cli.UserError(
+            f'Set {name!r} has no LM scores; give --lm_scores={name}=<tsv>.'
+        )
+      scores, scores_report = self._score_files(scores_path)
+      read_report['lm_scores'] = scores_report.as_dict()
+      return scores, scores_path
+    scores = lm_scores.score_nbest(
+        scorer, nbest_set.lists, self._batch_size, f'LM scores of {name}'
+    )
+    read_report['lm_scores'] = {'scorer': type(scorer).__name__}
+    return scores, f'scorer {type(scorer).__name__}'
+
+
+def _results(settings: Settings, weight, length_bonus, grid) -> dict:
+  """`run`'s results before the sets are added."""
+  return {
+      'settings': settings.as_dict(),
+      'weight': weight,
+      'length_bonus': length_bonus,
+      'grid_search': report.grid_as_dict(grid) if grid else None,
+      'sets': {},
+  }
+
+
 def _first_pass_and_oracle(
     settings: Settings,
     scored_sets: Mapping[str, interpolation.ScoredSet],
     reports: Mapping[str, dict],
 ) -> dict:
   """`run`'s results without LM scores: first-pass and oracle WERs."""
-  results = {
-      'settings': settings.as_dict(),
-      'weight': None,
-      'length_bonus': None,
-      'grid_search': None,
-      'sets': {},
-  }
+  results = _results(settings, None, None, None)
   for name, scored_set in scored_sets.items():
     result = interpolation.evaluate_without_lm(scored_set)
     results['sets'][name] = {

@@ -4,37 +4,15 @@ r"""Pseudo-log-likelihoods of sentences from a SCRIPT run or a masked LM.
       --input=sentences.txt [--method=script|mlm|both] [--batch_size=32] \
       [--output=scores.tsv]
 
-`--init_checkpoint` is a SCRIPT pretraining run, or a released masked LM
-with its MLM head (a Hugging Face `*ForMaskedLM` / `*ForPreTraining`
-folder, an ELECTRA generator's TF1 checkpoint, ...), or its conversion by
-`official_repro.convert`. A masked LM that was not trained as its own critic
-has no 004 Eq. 7 score: `mlm` is its only method (and the default).
-
-Methods (natural log, summed over the WordPiece tokens of a sentence,
-[CLS] and [SEP] excluded):
-
-  * `script`: 004 Eq. 7, PLL(x) = sum_t log p(t+ | x), the self-critic's
-    probability that token t is original, from ONE forward pass over the
-    unmasked sentence;
-  * `mlm`: the masked-LM PLL of Salazar et al. (2020), sum_t log
-    softmax(s_t)[x_t] with token t replaced by [MASK]: one forward pass per
-    token (T passes per sentence, batched across sentences);
-  * `both`: the two, and their measured times and ratio.
-
-Each line of `--input` is one sentence (blank lines are skipped). Every
-method's wall-clock time is printed (after one warm-up batch that traces
-the TensorFlow function); `--output` gets `score<TAB>sentence` lines
-(`script<TAB>mlm<TAB>sentence` with `both`), stdout without it. While a
-method scores, a line every 10 seconds on stderr says how many sentences
-(`script`) or masked tokens (`mlm`) it has scored and the time left
-(`common.progress`).
-
-The model is restored from the run's training checkpoint (`ckpt-<step>`,
-Model Garden's `Checkpoint(model=...)`), which holds the MLM head the
-exported encoder lacks; its architecture from the run's
-`model_config.json` and its tokenizer from the exported encoder's folder.
-`PllScorer` is an `official_repro.rescoring.lm_scores.Scorer`:
-`rescore.run(settings, scorer=PllScorer.from_checkpoint(model_dir))`.
+`--init_checkpoint` is a SCRIPT run, or a masked LM with its MLM head (a
+release or its `official_repro.convert` conversion), whose only method is
+`mlm`. Methods (natural log, summed over WordPieces but [CLS]/[SEP]):
+`script` is 004 Eq. 7, sum_t log p(t+ | x), in one pass over the unmasked
+sentence; `mlm` the masked-LM PLL of Salazar et al. (2020), one pass per
+masked token; `both` the two with their time ratio. Times exclude a warm-up
+batch; progress goes to stderr. The SCRIPT model is restored from the run's
+`ckpt-<step>` (which has the MLM head the exported encoder lacks).
+`PllScorer` is a `rescoring.lm_scores.Scorer`.
 """
 
 import dataclasses
@@ -81,12 +59,7 @@ def _checkpoint_and_model_dir(init_checkpoint: str) -> Tuple[str, str]:
 
 
 def read_model_config(model_dir: str) -> script_task.ScriptModelConfig:
-  """The SCRIPT model config a pretraining run saved in `model_dir`.
-
-  Raises:
-    FileNotFoundError: no `model_config.json` in `model_dir`.
-    ValueError: the run was not a SCRIPT run.
-  """
+  """The SCRIPT model config a pretraining run saved in `model_dir`."""
   path = os.path.join(model_dir, experiment.MODEL_CONFIG_FILENAME)
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(
@@ -111,17 +84,18 @@ def read_model_config(model_dir: str) -> script_task.ScriptModelConfig:
   return script_task.ScriptModelConfig(encoder=encoder, **saved)
 
 
+def _build(model: script.ScriptPretrainer) -> None:
+  """Creates the model's variables with one call."""
+  ids = tf.constant([[1, 2]], tf.int32)
+  model.token_logits(ids, tf.ones_like(ids), tf.zeros_like(ids))
+
+
 def _masked_lm_export(
     export_dir: str, given: str
 ) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder]:
-  """A converted masked LM: its encoder and MLM head, as a SCRIPT model.
+  """A converted masked LM as a SCRIPT model (encoder + `MaskedLM` head).
 
-  SCRIPT's model is an encoder and Model Garden's `MaskedLM` head on its
-  word embeddings, which is any BERT-style masked LM.
-
-  Args:
-    export_dir: the conversion (or an exported encoder with its heads).
-    given: `--init_checkpoint` as the user gave it, for messages.
+  `given` is `--init_checkpoint` as the user gave it, for messages.
   """
   heads_dir = os.path.join(export_dir, converted.HEADS_SUBDIR)
   heads_file = os.path.join(heads_dir, converted.HEADS_FILENAME)
@@ -141,8 +115,7 @@ def _masked_lm_export(
   model = script.ScriptPretrainer(
       encoder.config, mlm_activation=heads['mlm']['activation']
   )
-  ids = tf.constant([[1, 2]], tf.int32)
-  model.token_logits(ids, tf.ones_like(ids), tf.zeros_like(ids))
+  _build(model)
   status = tf.train.Checkpoint(
       encoder=model.encoder, mlm_head=model.masked_lm
   ).read(os.path.join(heads_dir, converted.HEADS_PREFIX))
@@ -154,22 +127,11 @@ def _masked_lm_export(
 def load_model(
     init_checkpoint: str,
 ) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder, bool]:
-  """Rebuilds and restores a SCRIPT model or a masked LM.
-
-  Args:
-    init_checkpoint: a SCRIPT run's model_dir (its latest `ckpt-<step>`) or
-      one training checkpoint prefix in it; or a released masked LM or its
-      conversion (`official_repro.convert`).
+  """Restores a SCRIPT run (model_dir or ckpt prefix) or a masked LM.
 
   Returns:
-    The model with every variable restored, the exported encoder's
-    description (vocabulary and casing), and whether it was trained as its
-    own critic (a SCRIPT run).
-
-  Raises:
-    FileNotFoundError: no checkpoint or config where it points.
-    ValueError: not a SCRIPT run or masked LM, or a checkpoint lacking model
-      variables.
+    The restored model, the exported encoder (vocabulary and casing), and
+    whether it was trained as its own critic (a SCRIPT run).
   """
   if converted.detect(init_checkpoint):
     export_dir = converted.cached_export(converted.Source(init_checkpoint))
@@ -187,8 +149,7 @@ def load_model(
   model = script_task.ScriptPretrainTask(
       script_task.ScriptPretrainConfig(model=config)
   ).build_model()
-  ids = tf.constant([[1, 2]], tf.int32)
-  model.token_logits(ids, tf.ones_like(ids), tf.zeros_like(ids))
+  _build(model)
   status = tf.train.Checkpoint(model=model).read(checkpoint_path)
   try:
     status.assert_existing_objects_matched()
@@ -221,20 +182,7 @@ class PllScorer:
       method: str = 'script',
       batch_size: int = 32,
   ):
-    """Wraps a model.
-
-    Args:
-      model: a (restored) SCRIPT model.
-      vocab_tokens: its vocabulary (`vocab.Vocabulary`, or WordPiece
-        tokens), token `i` at index `i`.
-      lower_case: whether its tokenizer lower-cases.
-      method: 'script' (one pass per sentence) or 'mlm' (one per token).
-      batch_size: sentences per forward pass ('script') or masked copies
-        per forward pass ('mlm').
-
-    Raises:
-      ValueError: an unknown method or a batch size < 1.
-    """
+    """Wraps a restored model; `batch_size` sentences or masked copies."""
     if method not in METHODS:
       raise cli.UserError(f'--method must be one of {METHODS}, got {method!r}.')
     if batch_size < 1:
@@ -289,17 +237,8 @@ class PllScorer:
   ) -> np.ndarray:
     """float64 `[len(sentences)]` PLLs by `self.method` (natural log).
 
-    Args:
-      sentences: the texts.
-      progress_label: logs the sentences ('script') or masked tokens
-        ('mlm') scored under this label (`progress.Progress`); '' for no
-        log.
-
-    Returns:
-      The pseudo-log-likelihood of each sentence.
-
-    Raises:
-      UserError: a sentence longer than the model's positions.
+    A `progress_label` logs progress under it ('' for none); a sentence
+    longer than the model's positions raises UserError.
     """
     token_ids = vocab.tokenize_with_vocab(
         list(sentences), self._tokens, self._lower_case
@@ -321,11 +260,8 @@ class PllScorer:
     input_mask = np.zeros_like(word_ids)
     scored = np.zeros_like(word_ids)
     for row, ids in enumerate(token_ids):
-      word_ids[row, : len(ids) + 2] = [
-          self._special.cls,
-          *ids,
-          self._special.sep,
-      ]
+      special = self._special
+      word_ids[row, : len(ids) + 2] = [special.cls, *ids, special.sep]
       input_mask[row, : len(ids) + 2] = 1
       scored[row, 1 : len(ids) + 1] = 1
     return _Batch(word_ids, input_mask, scored)
@@ -346,9 +282,7 @@ class PllScorer:
           ).numpy()
       )
       reporter.advance(len(scores[-1]))
-    return (
-        np.concatenate(scores).astype(np.float64) if scores else (np.zeros([0]))
-    )
+    return np.concatenate(scores).astype(np.float64) if scores else np.zeros(0)
 
   def _masked_token_log_probability(
       self,
@@ -357,14 +291,7 @@ class PllScorer:
       positions: tf.Tensor,
       original_ids: tf.Tensor,
   ) -> tf.Tensor:
-    """float32 `[N]`: log softmax(s_t)[x_t] with token t masked.
-
-    Args:
-      word_ids: int32 `[N, T]`, position t already [MASK].
-      input_mask: int32 `[N, T]` padding mask.
-      positions: int32 `[N, 1]`, t.
-      original_ids: int32 `[N]`, x_t.
-    """
+    """float32 `[N]` log softmax(s_t)[x_t]; `[N, T]` ids masked at `[N, 1]`."""
     logits = self._model.token_logits(
         word_ids, input_mask, tf.zeros_like(word_ids), positions, training=False
     )[:, 0]
@@ -399,12 +326,7 @@ class PllScorer:
 
 
 def read_sentences(path: str) -> List[str]:
-  """The non-blank lines of `path`, stripped.
-
-  Raises:
-    FileNotFoundError: `path` does not exist.
-    ValueError: it holds no sentence.
-  """
+  """The non-blank lines of `path`, stripped (UserError if there are none)."""
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'--input {path} does not exist.')
   with tf.io.gfile.GFile(path, 'rb') as f:
@@ -426,12 +348,7 @@ def read_sentences(path: str) -> List[str]:
 def timed_scores(
     scorer: PllScorer, sentences: Sequence[str]
 ) -> Tuple[np.ndarray, float]:
-  """The scores of `sentences` and the seconds they took.
-
-  The scores of `sentences` and the seconds they took, after a warm-up
-  call on the first batch (which traces the TensorFlow function); the
-  timed call logs its progress under the label '<method> PLL'.
-  """
+  """The scores of `sentences` and their seconds, after a warm-up batch."""
   scorer(sentences[: scorer.batch_size])
   start = time.perf_counter()
   scores = scorer(sentences, progress_label=f'{scorer.method} PLL')
@@ -441,11 +358,7 @@ def timed_scores(
 def check_method(
     method: Optional[str], critic: bool, init_checkpoint: str
 ) -> str:
-  """The method to score with; 'script' needs a model trained as critic.
-
-  Raises:
-    UserError: 'script' for a masked LM that is not a SCRIPT run.
-  """
+  """The method to score with; 'script' needs a model trained as critic."""
   if method is None:
     return 'script' if critic else 'mlm'
   if method == 'script' and not critic:
@@ -463,16 +376,9 @@ def score_file(
     methods: Sequence[Optional[str]],
     batch_size: int = 32,
 ) -> Tuple[List[str], Dict[str, np.ndarray], Dict[str, float]]:
-  """Scores every sentence of `input_path` by each method, timed.
+  """`(sentences, scores by method, seconds by method)` of `input_path`.
 
-  Args:
-    init_checkpoint: the model (`load_model`).
-    input_path: sentences, one per line.
-    methods: 'script' and/or 'mlm'; None: the model's own (`check_method`).
-    batch_size: sentences or masked copies per forward pass.
-
-  Returns:
-    `(sentences, scores by method, seconds by method)`.
+  A method None is the model's own (`check_method`).
   """
   sentences = read_sentences(input_path)
   model, encoder, critic = load_model(init_checkpoint)
@@ -516,10 +422,10 @@ def define_flags():
   flags.DEFINE_integer(
       'batch_size',
       32,
-      'Sentences (script) or masked ' 'copies (mlm) per forward pass.',
+      'Sentences (script) or masked copies (mlm) per forward pass.',
   )
   flags.DEFINE_string(
-      'output', '', 'Write score<TAB>sentence lines here ' '(default: stdout).'
+      'output', '', 'Write score<TAB>sentence lines here (default: stdout).'
   )
   flags.register_validator(
       'batch_size', lambda size: size >= 1, message='--batch_size must be >= 1.'
@@ -557,9 +463,7 @@ def main(argv):
         f'({1e3 * seconds[method] / len(sentences):.2f} ms per sentence)'
     )
   if len(scores) == 2:
-    print(
-        f'time ratio mlm / script: ' f'{seconds["mlm"] / seconds["script"]:.2f}'
-    )
+    print(f'time ratio mlm / script: {seconds["mlm"] / seconds["script"]:.2f}')
 
 
 if __name__ == '__main__':

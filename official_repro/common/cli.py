@@ -1,33 +1,13 @@
 """Entry points: a user's mistake is one line, a bug keeps its traceback.
 
-Every command of the repository starts with `cli.run(main)` instead of
-`absl.app.run(main)`. It differs in what a failure prints:
-
-  * a bad flag (unknown, unparsable, or refused by a validator), an
-    `app.UsageError`, a `UserError` (a mistake in a flag, a file or a
-    setting that the user fixes) or a `FileNotFoundError` (a path the user
-    gave; the project's messages name the flag) prints exactly one line,
-    `<command>: error: <message>`, to stderr and exits with status 2 (the
-    status of a usage error, as argparse's); no traceback;
-  * a storage that refuses a write (full, over quota, read-only, no
-    permission, gs:// without credentials: `storage_failure`) is the
-    machine's doing, not a bug: one line naming the path, status 2;
-  * any other exception is a bug and propagates with its traceback;
-  * a `Stopped` (training that saved a checkpoint on a signal) prints its
-    one line, how to resume, and exits with 128 + the signal's number;
-  * SIGTERM raises `Interrupted` in the main thread, as Ctrl-C raises
-    `KeyboardInterrupt`; both print one line and exit with 128 + the
-    signal's number, after the `finally` blocks and context managers of the
-    interrupted code have run (temporary files removed, checkpoints left as
-    they were), so that the same command resumes. A signal whose exception
-    was swallowed (Python ignores exceptions raised in finalizers, and
-    TensorFlow's iterators run some) still ends the command with that
-    status when `main` returns, and a second Ctrl-C or SIGTERM ends the
-    process at once.
-
-Before TensorFlow is imported the package sets `TF_CPP_MIN_LOG_LEVEL`
-unless it is set (`official_repro/__init__.py`): TensorFlow's C++ start-up
-messages would otherwise surround the one line.
+Every command runs `cli.run(main)` instead of `absl.app.run(main)`: a bad
+flag, `app.UsageError`, `UserError` or `FileNotFoundError`, and a storage
+that refuses a write or a path of the wrong kind (`storage_failure`), print
+one line `<command>: error: <message>` and exit with 2, as argparse; other
+exceptions are bugs and keep their traceback. A `Stopped`, Ctrl-C or SIGTERM
+(raised as `Interrupted` after `finally` blocks ran) prints one line and
+exits with 128 + the signal number, also when the exception was swallowed;
+a second signal ends the process at once.
 """
 
 import errno
@@ -45,20 +25,11 @@ EXIT_USAGE = 2
 
 
 class UserError(ValueError):
-  """A mistake in the command line, an input file or a setting.
-
-  Its message names what is wrong and how to fix it; `cli.run` prints it as
-  one line. A `ValueError`, so that callers catching those still do.
-  """
+  """A mistake in the command line, an input file or a setting (one line)."""
 
 
 class Interrupted(BaseException):
-  """SIGTERM reached the main thread.
-
-  SIGTERM reached the main thread (Ctrl-C raises KeyboardInterrupt); a
-  BaseException, as KeyboardInterrupt, so that `except Exception` does not
-  swallow it.
-  """
+  """SIGTERM reached the main thread (a BaseException, as KeyboardInterrupt)."""
 
   def __init__(self, signal_number: int):
     super().__init__(f'stopped by {signal.Signals(signal_number).name}')
@@ -66,11 +37,7 @@ class Interrupted(BaseException):
 
 
 class Stopped(Exception):
-  """A command stopped on a signal after saving its state.
-
-  `run` prints its message (which says how to resume) as one line and exits
-  with 128 + `signal_number`, as a shell reports a process the signal ended.
-  """
+  """A command stopped on a signal after saving its state (exit 128 + it)."""
 
   def __init__(self, signal_number: int, message: str):
     super().__init__(message)
@@ -105,11 +72,7 @@ _received = []
 
 
 def _on_signal(signal_number, frame):
-  """Handles SIGINT and SIGTERM: an exception first, then the process ends.
-
-  Raises `KeyboardInterrupt` (SIGINT) or `Interrupted` (SIGTERM) the
-  first time; ends the process at once the second time.
-  """
+  """Raises KeyboardInterrupt or Interrupted; a second signal ends at once."""
   del frame
   _received.append(signal_number)
   if len(_received) > 1:
@@ -138,14 +101,10 @@ def _stopped_while_starting(signal_number, frame):
 
 
 def stop_while_starting() -> None:
-  """Ctrl-C or SIGTERM during a command's imports ends it at once.
+  """Ctrl-C or SIGTERM during a `python -m` command's imports ends it at once.
 
-  Importing TensorFlow and Model Garden takes seconds, and code run while
-  importing may catch the `KeyboardInterrupt` that Python's own handler
-  raises, so a Ctrl-C then was lost and the command ran on. The packages
-  call this when they are imported for `python -m <module>` (Python sets
-  `sys.argv[0]` to '-m' while it imports the module's packages), before
-  anything else; `run` installs its own handlers when `main` starts.
+  Code run while importing may swallow KeyboardInterrupt; `run` installs its
+  own handlers when `main` starts.
   """
   if sys.argv[:1] == ['-m']:
     for number in (signal.SIGINT, signal.SIGTERM):
@@ -208,23 +167,14 @@ _STORAGE_ERRORS = (
 
 
 def storage_failure(error: Exception) -> Optional[str]:
-  """One line for a storage that refuses, or a path of the wrong kind, or None.
-
-  A path of the wrong kind is a file where a folder goes, or the reverse.
-  Neither is a bug (the storage is the machine's doing, the path the
-  user's): the command stops with one line naming the path (every writer
-  writes to a temporary name first, so what was finished before stays as it
-  was). Other exceptions get None.
-  """
+  """One line for a refusing storage or a path of the wrong kind, or None."""
   if isinstance(error, OSError) and error.errno in _STORAGE_ERRNOS:
     where = error.filename or ''
     return (
         f'{where}: {error.strerror or error}; free space, or give a '
         'writable location (for gs://, check the credentials).'
     ).lstrip(': ')
-  if type(error).__name__ in _STORAGE_ERRORS and type(
-      error
-  ).__module__.startswith('tensorflow'):
+  if _is_tf_error(error, _STORAGE_ERRORS):
     message = getattr(error, 'message', None) or str(error)
     if type(error).__name__ == 'ResourceExhaustedError' and (
         'No space left' not in message and 'quota' not in message.lower()
@@ -246,18 +196,11 @@ _NOT_A_FILE = re.compile(r'^(\S+?); Is a directory')
 
 
 def _path_kind_failure(error: Exception) -> Optional[str]:
-  """One line for a file given where a folder goes, or a folder for a file.
-
-  Python raises `NotADirectoryError` / `IsADirectoryError`, tf.io.gfile
-  `FailedPreconditionError` ('<path> is not a directory', '<path>; Is a
-  directory'); anything else gets None.
-  """
+  """One line for a file given where a folder goes, or the reverse, or None."""
   if isinstance(error, (NotADirectoryError, IsADirectoryError)):
     folder = isinstance(error, NotADirectoryError)
     path = error.filename or ''
-  elif type(error).__name__ == 'FailedPreconditionError' and type(
-      error
-  ).__module__.startswith('tensorflow'):
+  elif _is_tf_error(error, ('FailedPreconditionError',)):
     message = (getattr(error, 'message', None) or str(error)).strip()
     match = _NOT_A_FOLDER.match(message) or _NOT_A_FILE.match(message)
     if match is None:
@@ -292,15 +235,8 @@ _REMOTE_PATH = re.compile(r'\b(?:gs|s3|hdfs)://\S+')
 
 
 def _remote_storage_failure(error: Exception) -> Optional[str]:
-  """One line for a remote storage that cannot be reached, or None.
-
-  Without credentials or a network, TensorFlow's GCS file system fails with
-  `FailedPreconditionError` or `UnavailableError` ("Error executing an HTTP
-  request ... when reading metadata of gs://...").
-  """
-  if type(error).__name__ not in _REMOTE_ERRORS or not type(
-      error
-  ).__module__.startswith('tensorflow'):
+  """One line for a remote storage that cannot be reached, or None."""
+  if not _is_tf_error(error, _REMOTE_ERRORS):
     return None
   message = getattr(error, 'message', None) or str(error)
   path = _REMOTE_PATH.search(message)
@@ -312,6 +248,12 @@ def _remote_storage_failure(error: Exception) -> Optional[str]:
       'the credentials (GOOGLE_APPLICATION_CREDENTIALS, or `gcloud auth '
       'application-default login`).'
   )
+
+
+def _is_tf_error(error: Exception, names: Sequence[str]) -> bool:
+  """Whether `error` is one of TensorFlow's errors named `names`."""
+  kind = type(error)
+  return kind.__name__ in names and kind.__module__.startswith('tensorflow')
 
 
 _MISSING_BINDINGS = re.compile(

@@ -1,26 +1,12 @@
 """How each reproduced paper turns several fine-tuning runs into one number.
 
-Fine-tuning scores on small GLUE tasks vary a lot with the random seed, and
-the four papers aggregate runs differently, so a reproduction must use the
-same rule before comparing numbers:
-
-* 001 (ALE): the maximum of 10 runs.
-* 002 (ConvBERT rebuttal): the median of 9 runs, plus mean and spread in its
-  Table 6.
-* 003 (TEAMS): the median of 15 runs; within a run, the best GLUE evaluation
-  during fine-tuning, but the SQuAD score at the end of fine-tuning.
-* 004 (SCRIPT): the mean of 8 runs.
-
-Two choices are made per run (`select_eval`: the 'best' or the 'last' of the
-evaluations made during fine-tuning) and across runs (`aggregate`: 'max',
-'median' or 'mean'). A paper that does not say how it picks an evaluation
-within a run gets 'last', the score of the fine-tuned model as trained. The
-papers' choices are gin (`run_protocol` in `gin/finetune/<paper>/protocol.gin`),
-each line citing the paper.
-
-`compare` is the one verdict every experiment and report gives on two sets
-of per-seed values: 'ahead', 'behind' or 'within noise', by whether the gap
-of their means exceeds twice its standard error.
+Seeds vary a lot on small GLUE tasks and the papers aggregate differently:
+001 the max of 10 runs, 002 the median of 9, 003 the median of 15 (best GLUE
+eval within a run, SQuAD at the end), 004 the mean of 8. `select_eval` picks
+a run's 'best' or 'last' eval ('last' where a paper does not say) and
+`aggregate` combines runs; the choices are gin (`run_protocol`). `compare`
+is the one verdict on two sets of per-seed values: 'ahead', 'behind' or
+'within noise' (gap of means beyond twice its standard error).
 """
 
 import math
@@ -38,7 +24,7 @@ def _validate_values(values: Sequence[float]) -> np.ndarray:
   array = np.asarray(values, dtype=np.float64)
   if array.ndim != 1 or array.shape[0] == 0:
     raise ValueError(
-        f'Expected a non-empty list of run scores, got shape ' f'{array.shape}.'
+        f'Expected a non-empty list of run scores, got shape {array.shape}.'
     )
   if not np.isfinite(array).all():
     raise ValueError(f'Run scores must be finite, got {array.tolist()}.')
@@ -46,46 +32,23 @@ def _validate_values(values: Sequence[float]) -> np.ndarray:
 
 
 def aggregate(values: Sequence[float], method: str) -> float:
-  """Combines the scores of several runs into one.
-
-  Args:
-    values: n >= 1 run scores.
-    method: 'max', 'median' or 'mean'. The median is the middle value of the
-      sorted scores for odd n and the mean of the two middle values for even n.
-
-  Returns:
-    The aggregated score.
-
-  Raises:
-    ValueError: unknown method, or empty or non-finite values.
-  """
+  """Combines n >= 1 run scores by 'max', 'median' or 'mean'."""
   if method not in AGGREGATIONS:
     raise ValueError(
-        f'Unknown aggregation {method!r}; expected one of ' f'{AGGREGATIONS}.'
+        f'Unknown aggregation {method!r}; expected one of {AGGREGATIONS}.'
     )
   array = _validate_values(values)
   if method == 'max':
     return float(array.max())
   if method == 'mean':
     return float(array.mean())
-  ordered = np.sort(array)
-  middle = len(ordered) // 2
-  if len(ordered) % 2:
-    return float(ordered[middle])
-  return float((ordered[middle - 1] + ordered[middle]) / 2.0)
+  return float(np.median(array))
 
 
 def summarize(values: Sequence[float]) -> Dict[str, float]:
-  """Summary statistics of run scores.
+  """'n', 'max', 'median', 'mean', 'min', 'std' (ddof=1; 0 for n = 1), 'sem'.
 
-  Args:
-    values: n >= 1 run scores.
-
-  Returns:
-    A dict with 'n', 'max', 'median', 'mean', 'min', 'std' (sample standard
-    deviation, ddof=1; 0 for n = 1) and 'sem' (standard error of the mean,
-    std / sqrt(n)). 002 says "mean and standard error" for its "±" column
-    without saying which of the two it shows, so both are given.
+  002's "±" column does not say whether it is std or sem, so both are given.
   """
   array = _validate_values(values)
   n = array.shape[0]
@@ -114,19 +77,9 @@ class Comparison:
 
 
 def compare(a: Sequence[float], b: Sequence[float]) -> Comparison:
-  """Whether `a`'s mean differs from `b`'s beyond noise.
+  """Whether mean(a) - mean(b) exceeds 2 sqrt(s_a^2/n_a + s_b^2/n_b).
 
-  Args:
-    a: n_a >= 2 per-seed values.
-    b: n_b >= 2 per-seed values.
-
-  Returns:
-    gap = mean(a) - mean(b); noise = twice its standard error,
-    2 sqrt(s_a^2 / n_a + s_b^2 / n_b) (Welch's, sample variances); verdict
-    'ahead' (gap > noise), 'behind' (gap < -noise) or 'within noise'.
-
-  Raises:
-    ValueError: fewer than two values on a side (no spread to judge by).
+  Needs at least two values a side.
   """
   if len(a) < 2 or len(b) < 2:
     raise ValueError(
@@ -153,24 +106,13 @@ def compare_summaries(
 def select_eval(
     history: Sequence[Mapping[str, float]], key: str, selection: str
 ) -> Mapping[str, float]:
-  """Picks the evaluation of one fine-tuning run that is reported.
+  """The reported eval of a run's time-ordered metric dicts.
 
-  Args:
-    history: the metric dicts of the run's evaluations, in time order.
-    key: the metric that decides 'best' (higher is better, as for every GLUE
-      and SQuAD metric); the earliest evaluation wins a tie.
-    selection: 'best' (highest `key`) or 'last' (the final evaluation).
-
-  Returns:
-    The chosen metric dict, unchanged.
-
-  Raises:
-    ValueError: unknown selection, empty history, or an evaluation without
-      `key`.
+  'best' is the highest `key` (the earliest on a tie), 'last' the final one.
   """
   if selection not in SELECTIONS:
     raise ValueError(
-        f'Unknown selection {selection!r}; expected one of ' f'{SELECTIONS}.'
+        f'Unknown selection {selection!r}; expected one of {SELECTIONS}.'
     )
   if not history:
     raise ValueError('The evaluation history is empty.')

@@ -1,59 +1,25 @@
-"""Compute accounting: the FLOPs formulas and independent counts.
+"""Compute accounting: ELECTRA's FLOPs formula and independent counts.
 
-The command that reports a pretraining config's parameters and FLOPs is
-`official_repro.count_flops`; the objectives declare their networks' terms
-(`NetworkCost`) with the functions here. Two independent counts:
+`official_repro.count_flops` reports a config's parameters and FLOPs; the
+objectives declare their networks' terms (`NetworkCost`) with the functions
+here. Counts:
 
-1. **ELECTRA's published formula** (google-research/electra
-   `flops_computation.py`), implemented term by term below: a matmul costs
-   2mn, embeddings are one-hot matmuls, the backward pass costs as much as the
-   forward one, and dropout/LayerNorm/GELU/softmax cost 4/5/8/5 FLOPs per
-   element. Train FLOPs = 2 * batch * steps * seq * (per-token forward FLOPs of
-   every network). It reproduces ELECTRA's own numbers: ELECTRA-small
-   1.294e18, BERT-small 1.419e18, BERT-base 6.428e19, ELECTRA-base 6.425e19
-   (`tests/metrics/test_flops.py`).
-2. **The TF profiler's count** of the model's frozen forward graph
-   (`--profile`), scaled by the same 2 * batch * steps convention, and the
-   ratio of the two.
-   The profiler counts an embedding gather as free where the formula charges a
-   one-hot matmul (2 * E * V per token, which dominates small models), so the
-   tool also prints the formula without those terms.
+1. ELECTRA's published formula (google-research/electra
+   `flops_computation.py`), term by term: a matmul costs 2mn, embeddings are
+   one-hot matmuls, backward costs as much as forward, dropout/LayerNorm/
+   GELU/softmax cost 4/5/8/5 per element; train FLOPs = 2 * batch * steps *
+   seq * per-token forward FLOPs. ALBERT's shared block costs `num_layers`
+   blocks; tied embeddings are computed by each network; no NSP head.
+2. The TF profiler's count of the frozen forward graph (`--profile`); it
+   counts embedding gathers as free, so the formula is also printed without
+   them, and only einsums without an ellipsis (so `GroupedDense` avoids one).
+3. XLA's count (`xla_matmul_flops`): the dots and convolutions of the
+   compiled HLO, which checks `matmul_flops` plus a block's extra dots
+   (`BlockFlops.compiled_extra_flops`).
 
-How sharing is counted: ALBERT's one shared block is applied `num_layers`
-times and costs `num_layers` blocks of compute (it saves parameters, not
-FLOPs); tied generator/discriminator embeddings are one parameter set but each
-network computes its own embedding. The next-sentence head, if any, is not in
-the formula (as in ELECTRA's).
-
-**Per-backbone blocks.** The block terms belong to the backbones, so that a
-backbone with a new block is still one module that does not edit this one: a
-`NetworkShape` holds the sizes every transformer network has and a
-`BlockFlops`, which its backbone provides (`Backbone.flops_block`).
-`BlockFlops` itself is ELECTRA's BERT block, per token, with hidden h, N heads,
-sequence s and FFN width i:
-
-    query, key, value         6h^2 + 3h            (bias)
-    attention scores          2hs
-    softmax, dropout, scale   (5 + 4 + 1) s N
-    attention context         2hs
-    output dense              2h^2 + h             (bias)
-    dropout, residual, LN     4h + h + 5           (ELECTRA charges this LN 5)
-    feed-forward              2hi + 8i + i + 2hi + h + 4h + h + 5h
-
-A block of another shape subclasses it next to its backbone (ConvBERT's in
-`modeling/networks/backbones/convbert.py`), built from the sublayer terms
-here (`query_terms`, `self_attention_terms`, `block_tail_terms`).
-
-**XLA's count** (`xla_matmul_flops`): the dot and convolution instructions
-of the HLO module XLA compiles a function to, 2 FLOPs per multiply-add. It
-checks the formula's matmul terms (`matmul_flops`) independently of how the
-Python code is written, plus the dots a block compiles to beyond them
-(`BlockFlops.compiled_extra_flops`, e.g. ConvBERT's banded contraction that
-computes the k-tap sum; `compiled_matmul_flops`); the ConvBERT tests and
-`experiments/convbert_speed.py` use it. The TF profiler (`--profile`) counts
-a graph's float operations instead, element-wise ones included, and only
-einsum equations without an ellipsis (Model Garden's Einsum statistics);
-`GroupedDense` writes its einsum without one so that the profiler counts it.
+Block terms belong to the backbones (`Backbone.flops_block`), so a new block
+is a `BlockFlops` subclass next to its backbone built from `query_terms`,
+`self_attention_terms` and `block_tail_terms`, without editing this module.
 """
 
 import dataclasses
@@ -81,15 +47,8 @@ ELECTRA_OUTPUT_FRACTION = 0.15625
 # The terms of ELECTRA's block that are matrix products (dense layers,
 # attention einsums): what XLA's dot/convolution count measures.
 MATMUL_TERMS = frozenset(
-    (
-        'query',
-        'key_value',
-        'attention_scores',
-        'attention_context',
-        'attention_output',
-        'ffn_intermediate',
-        'ffn_output',
-    )
+    'query key_value attention_scores attention_context attention_output'
+    ' ffn_intermediate ffn_output'.split()
 )
 
 
@@ -101,12 +60,7 @@ def query_terms(hidden: int, width: int) -> Dict[str, float]:
 def self_attention_terms(
     hidden: int, heads: int, head_size: int, seq_length: int
 ) -> Dict[str, float]:
-  """Self-attention of `heads` heads of `head_size` but its query, per token.
-
-  The key and value projections, scores, softmax, dropout, scaling, context
-  and the output dense from the heads' width A back to `hidden` (its bias is
-  in `block_tail_terms`).
-  """
+  """Self-attention but its query and output bias, per token."""
   h, s, a = hidden, seq_length, heads * head_size
   return dict(
       key_value=2 * 2 * h * a,
@@ -123,11 +77,7 @@ def self_attention_terms(
 def block_tail_terms(
     hidden: int, intermediate: int, groups: int = 1
 ) -> Dict[str, float]:
-  """The block after its attention output dense, per token.
-
-  The output dense's bias, dropout, residual and LayerNorm, then the
-  feed-forward sublayer (its two matrices in `groups` groups).
-  """
+  """The block after its attention output dense (FFN in `groups`), per token."""
   h, i = hidden, intermediate
   return dict(
       attention_output_bias=h,
@@ -148,11 +98,7 @@ def block_tail_terms(
 
 @dataclasses.dataclass(frozen=True)
 class BlockFlops:
-  """ELECTRA's BERT block; a backbone with another block subclasses it.
-
-  Attributes:
-    matmul_terms: the names of `terms` that are matrix products.
-  """
+  """ELECTRA's BERT block; `matmul_terms` name its matrix products."""
 
   matmul_terms: ClassVar[FrozenSet[str]] = MATMUL_TERMS
 
@@ -185,19 +131,7 @@ class BlockFlops:
 
 @dataclasses.dataclass(frozen=True)
 class NetworkShape:
-  """The sizes the formula needs for one transformer network.
-
-  Attributes:
-    hidden: H.
-    layers: L (applications of a block; ALBERT's shared block counts L times).
-    embedding: E.
-    intermediate: feed-forward width.
-    heads: configured attention heads N (they set the head size hidden / N).
-    seq_length: tokens per sequence.
-    vocab_size: V.
-    block: the block's terms, from the network's backbone
-      (`Backbone.flops_block`); ELECTRA's BERT block by default.
-  """
+  """The sizes the formula needs for one network (`layers` = applications)."""
 
   hidden: int
   layers: int
@@ -223,26 +157,12 @@ def block_heads(net: NetworkShape) -> Tuple[int, int]:
 
 
 def block_terms(net: NetworkShape) -> Dict[str, float]:
-  """Forward FLOPs per token of one block, term by term (`net.block`).
-
-  Args:
-    net: the network's sizes.
-
-  Returns:
-    Term name -> FLOPs; terms that a block does not have are absent.
-  """
+  """Forward FLOPs per token of one block, by term name (`net.block`)."""
   return net.block.terms(net)
 
 
 def compiled_matmul_flops(net: NetworkShape) -> float:
-  """FLOPs of the dots one block compiles to, for one sequence.
-
-  FLOPs of the dots one block compiles to, for one sequence of
-  `net.seq_length` tokens: the formula's matmul terms, plus the dots the
-  block has no matmul term for (`BlockFlops.compiled_extra_flops`, e.g.
-  ConvBERT's banded k-tap contraction). What `xla_matmul_flops` counts for
-  the block.
-  """
+  """FLOPs of the dots one block compiles to for one sequence (XLA's count)."""
   return float(
       net.seq_length * matmul_flops(net) + net.block.compiled_extra_flops(net)
   )
@@ -255,13 +175,8 @@ def block_flops(net: NetworkShape) -> float:
 
 def matmul_flops(net: NetworkShape) -> float:
   """Forward FLOPs per token of the block's matrix products only."""
-  return float(
-      sum(
-          value
-          for name, value in block_terms(net).items()
-          if name in net.block.matmul_terms
-      )
-  )
+  terms = block_terms(net).items()
+  return float(sum(v for name, v in terms if name in net.block.matmul_terms))
 
 
 def embedding_flops(net: NetworkShape, one_hot: bool = True) -> float:
@@ -278,20 +193,24 @@ def embedding_flops(net: NetworkShape, one_hot: bool = True) -> float:
   return flops
 
 
+def _output_head_flops(
+    net: NetworkShape, output_fraction: float, outputs: int
+) -> float:
+  """MLM-style head: transform H -> E, then logits, softmax, loss."""
+  e, h = net.embedding, net.hidden
+  return output_fraction * (
+      2 * h * e
+      + e
+      + (ACTIVATION_FLOPS + LAYER_NORM_FLOPS) * e  # transform
+      + (2 * e + SOFTMAX_FLOPS + 2) * outputs  # logits, softmax and loss
+  )
+
+
 def mlm_head_flops(
     net: NetworkShape, output_fraction: float = ELECTRA_OUTPUT_FRACTION
 ) -> float:
   """Forward FLOPs per token of the MLM head (run on a fraction of tokens)."""
-  e, h, v = net.embedding, net.hidden, net.vocab_size
-  return output_fraction * (
-      2 * h * e
-      + e  # transform dense and bias
-      + ACTIVATION_FLOPS * e  # GELU
-      + LAYER_NORM_FLOPS * e  # layer norm
-      + 2 * e * v  # logits against the embedding table
-      + SOFTMAX_FLOPS * v
-      + 2 * v
-  )  # softmax and loss
+  return _output_head_flops(net, output_fraction, net.vocab_size)
 
 
 def rtd_head_flops(net: NetworkShape) -> float:
@@ -303,38 +222,14 @@ def rtd_head_flops(net: NetworkShape) -> float:
 def mws_head_flops(
     net: NetworkShape, output_fraction: float, num_candidates: int
 ) -> float:
-  """Forward FLOPs per token of TEAMS' multi-word selection head.
-
-  Run at the masked fraction of tokens: the MLM head's transform (dense
-  H -> E, GELU, LayerNorm), then C dot products of width E with the
-  candidates' embedding rows and a softmax over the C candidates, instead
-  of the MLM head's V.
-  """
-  e, h = net.embedding, net.hidden
-  return output_fraction * (
-      2 * h * e
-      + e
-      + ACTIVATION_FLOPS * e
-      + LAYER_NORM_FLOPS * e
-      + 2 * e * num_candidates
-      + SOFTMAX_FLOPS * num_candidates
-      + 2 * num_candidates
-  )
+  """Forward FLOPs per token of TEAMS' head: MLM's over C candidates, not V."""
+  return _output_head_flops(net, output_fraction, num_candidates)
 
 
 def feed_forward_flops(net: NetworkShape) -> float:
-  """Forward FLOPs per token of a block's feed-forward sublayer alone.
-
-  Forward FLOPs per token of a block's feed-forward sublayer alone (a
-  per-token task head: `ffn_*` terms of `block_terms`).
-  """
-  return float(
-      sum(
-          value
-          for name, value in block_terms(net).items()
-          if name.startswith('ffn_')
-      )
-  )
+  """Forward FLOPs per token of a block's feed-forward sublayer alone."""
+  terms = block_terms(net).items()
+  return float(sum(v for name, v in terms if name.startswith('ffn_')))
 
 
 def network_flops(
@@ -343,14 +238,9 @@ def network_flops(
     output_fraction: float = ELECTRA_OUTPUT_FRACTION,
     one_hot_embeddings: bool = True,
 ) -> float:
-  """Forward FLOPs per token of embeddings + blocks + one head.
+  """Forward FLOPs per token of embeddings + blocks + head 'mlm' or 'rtd'.
 
-  Args:
-    net: the network's sizes.
-    head: 'mlm' or 'rtd'.
-    output_fraction: share of tokens the MLM head runs on.
-    one_hot_embeddings: count embedding lookups as one-hot matmuls (the
-      formula) or as free gathers (what the profiler sees).
+  `one_hot_embeddings` False counts lookups as free gathers (the profiler).
   """
   heads = dict(
       mlm=lambda: mlm_head_flops(net, output_fraction),
@@ -382,20 +272,10 @@ def steps_for_budget(
 def profiled_forward_flops(
     model: tf.keras.Model, specs: Dict[str, tf.TensorSpec]
 ) -> int:
-  """Float operations of one forward pass, counted by the TF profiler.
+  """Float operations of one frozen forward pass, by the TF profiler.
 
-  The model's forward graph is frozen and `tf.compat.v1.profiler` counts its
-  float operations (2 per multiply-add), with the GELUs traced unfused
-  (`activations.unfused`). Importing `official.core.train_utils`
-  registers Model Garden's Einsum statistics, without which attention
-  einsums would count zero.
-
-  Args:
-    model: a Keras model taking a dict of inputs.
-    specs: the input signature (fix the batch size, e.g. to 1).
-
-  Returns:
-    The float-operation count.
+  GELUs are traced unfused; Model Garden's Einsum statistics (registered by
+  the `train_utils` import) make attention einsums count.
   """
   with activations.unfused():
     concrete = tf.function(
@@ -412,13 +292,8 @@ def profiled_forward_flops(
 
 _HLO_SHAPE = r'\w+\[([\d,]*)\]\S*'
 _HLO_MATMUL = re.compile(
-    r'= '
-    + _HLO_SHAPE
-    + r' (dot|convolution)\('
-    + _HLO_SHAPE
-    + r' %\S+, '
-    + _HLO_SHAPE
-    + r' %[^,)]+\)(.*)'
+    rf'= {_HLO_SHAPE} (dot|convolution)\({_HLO_SHAPE} %\S+, {_HLO_SHAPE}'
+    r' %[^,)]+\)(.*)'
 )
 
 
@@ -427,22 +302,11 @@ def _dims(text: str) -> List[int]:
 
 
 def hlo_matmul_flops(hlo_text: str) -> int:
-  """FLOPs of the dot and convolution instructions of an HLO module's text.
+  """FLOPs of the dots and convolutions of unoptimized HLO text.
 
-  A dot costs 2 * (output elements) * (product of the lhs contracting
-  dimensions); a convolution 2 * (output elements) * (kernel elements /
-  output features), which covers grouped and depthwise convolutions.
-
-  Args:
-    hlo_text: unoptimized HLO text (operand shapes printed inline), as
-      `experimental_get_compiler_ir(...)(stage='hlo')` returns it.
-
-  Returns:
-    The FLOPs of all matrix products in the module.
-
-  Raises:
-    ValueError: on a dot or convolution instruction in a form this parser
-      does not read (e.g. optimized HLO without operand shapes).
+  A dot costs 2 * outputs * lhs contracting sizes; a convolution 2 * outputs
+  * kernel elements / output features (grouped and depthwise too). Raises
+  ValueError on an instruction without inline operand shapes.
   """
   total = 0
   for line in hlo_text.splitlines():
@@ -469,18 +333,7 @@ def hlo_matmul_flops(hlo_text: str) -> int:
 
 
 def xla_matmul_flops(function: Callable[..., Any], *args) -> int:
-  """Matrix-product FLOPs of `function(*args)` as XLA compiles it.
-
-  The function is lowered with `tf.function(jit_compile=True)` (no machine
-  code is generated) and `hlo_matmul_flops` counts its HLO.
-
-  Args:
-    function: a TensorFlow-traceable callable.
-    *args: example tensors (their shapes and dtypes fix the count).
-
-  Returns:
-    The FLOPs of the dot and convolution instructions.
-  """
+  """Matrix-product FLOPs of `function(*args)` in XLA's HLO (not compiled)."""
   compiled = tf.function(function, jit_compile=True)
   hlo_text = compiled.experimental_get_compiler_ir(*args)(stage='hlo')
   return hlo_matmul_flops(hlo_text)
@@ -498,9 +351,7 @@ def pretraining_input_specs(
       input_type_ids=sequence,
       masked_lm_positions=predictions,
       masked_lm_ids=predictions,
-      masked_lm_weights=tf.TensorSpec(
-          [batch_size, max_predictions], tf.float32
-      ),
+      masked_lm_weights=tf.TensorSpec(predictions.shape, tf.float32),
   )
 
 
@@ -514,25 +365,19 @@ def parameter_breakdown(
 ) -> Dict[str, int]:
   """Parameters of a pretraining model's networks, shared ones counted once.
 
-  Args:
-    encoder: the network kept for fine-tuning, counted in full (embeddings
-      included, how 001 reports 13.5M / 4.8M).
-    others: the other networks by name (e.g. ELECTRA's `generator`).
-
-  Returns:
-    `encoder`: the encoder's count; for each other network `<name>_only`
-    (variables the encoder does not have), `<name>_shared` (those it has)
-    and `<name>_total`.
+  Returns `encoder` (in full, embeddings included) and, for each of `others`,
+  `<name>_only`, `<name>_shared` (variables the encoder has) and `_total`.
   """
   encoder_ids = {id(v) for v in encoder.trainable_variables}
   result = dict(encoder=count_parameters(encoder.trainable_variables))
   for name, network in others.items():
     variables = network.trainable_variables
+    shared = [id(v) in encoder_ids for v in variables]
     result[f'{name}_only'] = count_parameters(
-        [v for v in variables if id(v) not in encoder_ids]
+        [v for v, s in zip(variables, shared) if not s]
     )
     result[f'{name}_shared'] = count_parameters(
-        [v for v in variables if id(v) in encoder_ids]
+        [v for v, s in zip(variables, shared) if s]
     )
     result[f'{name}_total'] = count_parameters(variables)
   return result
@@ -540,14 +385,7 @@ def parameter_breakdown(
 
 @dataclasses.dataclass(frozen=True)
 class NetworkCost:
-  """One network of a pretraining model, for the formula.
-
-  Attributes:
-    shape: its sizes (embeddings and blocks).
-    backbone: its backbone name (for reports).
-    heads: per-token forward FLOPs of each head on its output, by name
-      (e.g. `mlm_head_flops(...)`, `rtd_head_flops(...)`).
-  """
+  """One network of a pretraining model: sizes, backbone name, head FLOPs."""
 
   shape: NetworkShape
   backbone: str
@@ -579,12 +417,8 @@ class ComputeReport:
     )
 
   def train_flops_per_step(self, one_hot_embeddings: bool = True) -> float:
-    return train_flops(
-        self.per_token_forward(one_hot_embeddings),
-        self.batch_size,
-        1,
-        self.seq_length,
-    )
+    forward = self.per_token_forward(one_hot_embeddings)
+    return train_flops(forward, self.batch_size, 1, self.seq_length)
 
   def total_train_flops(self) -> float:
     return self.train_flops_per_step() * self.train_steps

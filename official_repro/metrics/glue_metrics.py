@@ -1,15 +1,9 @@
 """GLUE dev-set metrics (scikit-learn and scipy), and the GLUE average.
 
-The metrics are scikit-learn's accuracy, F1 of the positive class
-(`zero_division=0`) and Matthews correlation, and scipy's Pearson and
-Spearman (ties share their mean rank). A constant input has no defined
-correlation; 0 is returned (scipy warns and gives NaN), so that an early
-evaluation of a model that predicts one score does not poison a mean.
-
-Per task (`task_metrics`): CoLA reports MCC, STS-B Pearson/Spearman, MRPC and
-QQP accuracy and F1, the rest accuracy. The GLUE score (`glue_average`) is the
-unweighted mean over the eight tasks with MNLI counted once, by its matched
-dev score, as in TEAMS ("the average of all 8 tasks") and ELECTRA.
+A constant input has no correlation; 0 is returned (scipy gives NaN) so an
+early one-score evaluation does not poison a mean. The GLUE score is the
+unweighted mean over the eight tasks, MNLI once by its matched dev score, as
+in TEAMS and ELECTRA.
 """
 
 from typing import Dict, Mapping, Tuple
@@ -116,17 +110,10 @@ def _correlation(function, x: np.ndarray, y: np.ndarray) -> float:
 
 
 def task_metrics(task: str, predictions, labels) -> Dict[str, float]:
-  """All dev metrics of one GLUE task.
+  """All dev metrics of one GLUE task from `[N]` ids (STS-B: float scores).
 
-  Args:
-    task: a name in `glue.GLUE_TASKS`.
-    predictions: [N] predicted class ids, or float scores for 'stsb'.
-    labels: [N] true class ids, or float scores for 'stsb'.
-
-  Returns:
-    cola: {'mcc', 'accuracy'}; stsb: {'pearson', 'spearman', 'corr'} (corr the
-    mean of both); mrpc, qqp: {'accuracy', 'f1', 'acc_and_f1'} (the mean of
-    both); other tasks: {'accuracy'}.
+  cola: mcc, accuracy; stsb: pearson, spearman, corr (their mean); mrpc, qqp:
+  accuracy, f1, acc_and_f1 (their mean); others: accuracy.
   """
   glue.get_task_spec(task)
   if task == 'stsb':
@@ -151,27 +138,14 @@ def headline_score(
     stsb_metric: str = 'spearman',
     use_f1: bool = False,
 ) -> float:
-  """The single number a paper's GLUE table shows for `task`.
+  """The number a paper's GLUE table shows for `task`, from `task_metrics`.
 
-  Args:
-    task: a name in `glue.GLUE_TASKS`.
-    metrics: the task's metrics, as from `task_metrics`.
-    stsb_metric: which of `STSB_METRICS` stands for STS-B (TEAMS and ELECTRA
-      report Spearman).
-    use_f1: report F1 instead of accuracy for MRPC and QQP.
-
-  Returns:
-    cola: 'mcc'; stsb: `stsb_metric`; mrpc, qqp: 'f1' if `use_f1` else
-    'accuracy'; other tasks: 'accuracy'.
-
-  Raises:
-    ValueError: unknown task or `stsb_metric`, or the metric is not in
-      `metrics`.
+  cola: mcc; stsb: `stsb_metric`; mrpc, qqp: f1 with `use_f1`; else accuracy.
   """
   glue.get_task_spec(task)
   if stsb_metric not in STSB_METRICS:
     raise ValueError(
-        f'stsb_metric must be one of {STSB_METRICS}, got ' f'{stsb_metric!r}.'
+        f'stsb_metric must be one of {STSB_METRICS}, got {stsb_metric!r}.'
     )
   if task == 'cola':
     key = 'mcc'
@@ -189,20 +163,9 @@ def headline_score(
 def glue_average(
     scores: Mapping[str, float], require_all: bool = False
 ) -> float:
-  """The GLUE score: the mean of per-task headline scores.
+  """The unweighted mean of per-task headline scores ('mnli' matched).
 
-  Args:
-    scores: headline score per task name in `glue.GLUE_TASK_NAMES`; 'mnli' is
-      the matched dev score. A 'mnli_mismatched' entry may be present and is
-      not averaged, so MNLI counts once.
-    require_all: demand all eight tasks instead of averaging those present.
-
-  Returns:
-    The unweighted mean, on the scale of the inputs.
-
-  Raises:
-    ValueError: an unknown task name, no task score at all, or (with
-      `require_all`) a missing task.
+  A 'mnli_mismatched' entry is not averaged; `require_all` demands all eight.
   """
   tasks = glue.GLUE_TASK_NAMES
   unknown = sorted(set(scores) - set(tasks) - {MNLI_MISMATCHED})

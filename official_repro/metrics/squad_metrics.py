@@ -1,21 +1,11 @@
-"""SQuAD 1.1 / 2.0 metrics: official answer normalization, EM/F1, evaluators.
+"""SQuAD 1.1 / 2.0 metrics: official normalization, EM/F1 and evaluators.
 
-Reported SQuAD numbers come from the official evaluation scripts, of which
-Model Garden ships copies (`official.nlp.tools.squad_evaluate_v1_1` and
-`squad_evaluate_v2_0`). This module delegates the scoring to them and adds:
-
-* public, documented `normalize_answer`, `exact_match` and `f1` (the official
-  functions are private to those modules);
-* percentages (0-100) for both versions: Model Garden's v1.1 copy returns
-  fractions under the key `final_f1`;
-* a check that every question has a prediction. The v1.1 script scores a
-  missing prediction 0 with only a log line, and Model Garden's v2.0 copy drops
-  the question from the denominator; a partial prediction set means examples
-  were lost upstream, so both evaluators here raise instead;
-* SQuAD 2.0 scores both at a chosen null-score threshold and at the best
-  thresholds found by the official search (`find_best_thresh`), computed from
-  the un-thresholded best non-null predictions and the null score diffs that
-  `official_repro.data.squad.extract_answers` returns.
+Scoring is delegated to the official scripts Model Garden ships
+(`official.nlp.tools.squad_evaluate_v1_1`, `squad_evaluate_v2_0`); this
+module adds public `normalize_answer`/`exact_match`/`f1` (private there),
+percentages for both versions, an error for a question without a prediction
+(the scripts score it 0 or drop it, hiding examples lost upstream), and
+SQuAD 2.0 scores at a chosen null threshold and at the official best ones.
 """
 
 import os
@@ -37,30 +27,18 @@ DatasetLike = Union[str, os.PathLike, Mapping[str, Any], Sequence[Any]]
 
 _MAX_LISTED_IDS = 5
 _IN_MEMORY_SOURCE = '<in-memory SQuAD dataset>'
-_V2_KEYS_AT_THRESHOLD = (
-    'exact',
-    'f1',
-    'total',
-    'HasAns_exact',
-    'HasAns_f1',
-    'HasAns_total',
-    'NoAns_exact',
-    'NoAns_f1',
-    'NoAns_total',
+_V2_KEYS_AT_THRESHOLD = tuple(
+    f'{prefix}{key}'
+    for prefix in ('', 'HasAns_', 'NoAns_')
+    for key in ('exact', 'f1', 'total')
 )
 
 
 def normalize_answer(text: str) -> str:
-  """The official SQuAD normalization.
+  """The official normalization: `'The  Eiffel-Tower!'` -> `'eiffeltower'`.
 
-  Lower-cases, removes ASCII punctuation, removes the articles a/an/the as
-  whole words, and collapses whitespace to single spaces.
-
-  Args:
-    text: an answer string.
-
-  Returns:
-    The normalized string, e.g. `'The  Eiffel-Tower!'` -> `'eiffeltower'`.
+  Lower-cases, drops ASCII punctuation and the articles a/an/the, and
+  collapses whitespace.
   """
   return _official_normalize(text)
 
@@ -80,46 +58,22 @@ def _as_answer_list(ground_truths: Union[str, Sequence[str]]) -> List[str]:
 def exact_match(
     prediction: str, ground_truths: Union[str, Sequence[str]]
 ) -> float:
-  """1.0 if the normalized prediction equals any normalized gold answer.
-
-  Args:
-    prediction: the predicted answer.
-    ground_truths: one gold answer or several; the best match counts.
-
-  Returns:
-    1.0 or 0.0.
-  """
-  return float(
-      max(
-          _official_exact(gold, prediction)
-          for gold in _as_answer_list(ground_truths)
-      )
-  )
+  """1.0 if the normalized prediction equals any normalized gold answer."""
+  return _best(_official_exact, prediction, ground_truths)
 
 
 def f1(prediction: str, ground_truths: Union[str, Sequence[str]]) -> float:
-  """Best bag-of-tokens F1 between the prediction and any gold answer.
+  """Best bag-of-normalized-tokens F1 against any gold answer, in [0, 1].
 
-  Tokens are the whitespace-separated words of the normalized strings.
-  `precision = common / len(prediction tokens)`, `recall = common /
-  len(gold tokens)`, `F1 = 2PR / (P + R)`, 0 without common tokens. As in the
-  v2.0 script, if either side normalizes to no tokens, F1 is 1.0 when both do
-  and 0.0 otherwise (the v1.1 script gives 0.0 to two empty strings; SQuAD 1.1
-  gold answers are never empty, so the two agree there).
-
-  Args:
-    prediction: the predicted answer.
-    ground_truths: one gold answer or several; the maximum counts.
-
-  Returns:
-    F1 in [0, 1].
+  As in the v2.0 script, two token-less sides score 1.0 and one scores 0.0.
   """
-  return float(
-      max(
-          _official_f1(gold, prediction)
-          for gold in _as_answer_list(ground_truths)
-      )
-  )
+  return _best(_official_f1, prediction, ground_truths)
+
+
+def _best(score, prediction: str, ground_truths) -> float:
+  """The best `score(gold, prediction)` over the gold answers."""
+  answers = _as_answer_list(ground_truths)
+  return float(max(score(gold, prediction) for gold in answers))
 
 
 def apply_null_threshold(
@@ -127,19 +81,7 @@ def apply_null_threshold(
     null_score_diffs: Mapping[str, float],
     threshold: float,
 ) -> Dict[str, str]:
-  """Predicts no answer ('') where the null score diff exceeds a threshold.
-
-  Args:
-    predictions: question id -> best non-null answer text.
-    null_score_diffs: question id -> null score minus best span score.
-    threshold: predict '' where `diff > threshold`.
-
-  Returns:
-    Question id -> answer text or ''.
-
-  Raises:
-    ValueError: if a predicted question has no null score diff.
-  """
+  """Predicts '' where null score minus best span score > `threshold`."""
   missing = [qid for qid in predictions if qid not in null_score_diffs]
   if missing:
     raise ValueError(
@@ -216,21 +158,9 @@ def _restrict_to_questions(
 def evaluate_v1(
     dataset_json_or_path: DatasetLike, predictions: Mapping[str, str]
 ) -> Dict[str, float]:
-  """Scores SQuAD 1.1 predictions with the official v1.1 script.
+  """`exact_match`, `f1` (percent) and `total` by the official v1.1 script.
 
-  Args:
-    dataset_json_or_path: the dev file path, its parsed JSON
-      (`{'data': [...]}`), or its `data` list of articles.
-    predictions: question id -> predicted answer text.
-
-  Returns:
-    `exact_match` and `f1`: percentages (0-100) averaged over questions, each
-    question scoring the maximum over its gold answers; `total`: the number
-    of questions.
-
-  Raises:
-    ValueError: if the dataset is malformed (naming the JSON location), a
-      question has no gold answer, or a question has no prediction.
+  The dataset is a path, its parsed JSON or its `data` list of articles.
   """
   articles, source = _load_articles(dataset_json_or_path)
   question_ids = _question_ids(articles, source, require_answers=True)
@@ -251,35 +181,11 @@ def evaluate_v2(
     null_score_diffs: Mapping[str, float],
     null_score_diff_threshold: float = 0.0,
 ) -> Dict[str, float]:
-  """Scores SQuAD 2.0 predictions with the official v2.0 script.
+  """Scores un-thresholded SQuAD 2.0 predictions by the official v2.0 script.
 
-  A question with no gold answer is unanswerable; only '' is right for it.
-
-  Args:
-    dataset_json_or_path: the dev file path, its parsed JSON
-      (`{'data': [...]}`), or its `data` list of articles.
-    predictions: question id -> best non-null answer text, before any null
-      threshold (as returned by `data.squad.extract_answers`).
-    null_score_diffs: question id -> null score minus best span score.
-    null_score_diff_threshold: threshold for the `exact`/`f1`/`HasAns_*`/
-      `NoAns_*` scores: '' is predicted where the diff exceeds it.
-
-  Returns:
-    Percentages (0-100):
-      `exact`, `f1`: over all questions at `null_score_diff_threshold`;
-      `HasAns_exact`, `HasAns_f1`, `NoAns_exact`, `NoAns_f1`: the same over
-        answerable / unanswerable questions (present only if the dataset has
-        such questions);
-      `best_exact`, `best_f1`: the best scores over all thresholds, and
-      `best_exact_thresh`, `best_f1_thresh`: thresholds reaching them (the
-        official search: questions sorted by diff are switched from '' to
-        their prediction one at a time; the diff of the question after which
-        the score is highest, 0.0 when predicting '' everywhere is best);
-    and the counts `total`, `HasAns_total`, `NoAns_total`.
-
-  Raises:
-    ValueError: if the dataset is malformed (naming the JSON location), or a
-      question has no prediction or no null score diff.
+  Returns percentages `exact`, `f1` (and `HasAns_*`/`NoAns_*` where there are
+  such questions) at `null_score_diff_threshold`, `best_exact`/`best_f1` and
+  their thresholds by the official search, and the `*total` counts.
   """
   articles, source = _load_articles(dataset_json_or_path)
   question_ids = _question_ids(articles, source, require_answers=False)

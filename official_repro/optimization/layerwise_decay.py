@@ -1,41 +1,14 @@
 """Layer-wise learning-rate decay for fine-tuning (ELECTRA's recipe).
 
-ELECTRA, SCRIPT (004 Table 5) and ConvBERT fine-tune with a learning rate that
-shrinks geometrically towards the input:
-
-    lr(depth) = lr * decay ** (L + 2 - depth)
-
-with the embeddings (and the E -> H projection) at depth 0, transformer layer
-k (0-based) at depth k + 1, and the task head at depth L + 2 (full rate).
-Model Garden has no such optimizer, so `LayerwiseAdamWeightDecay` extends its
-`AdamWeightDecay` (Adam with decoupled weight decay, as BERT and ELECTRA
-fine-tune) by a per-variable multiplier on the learning rate. The multiplier
-scales the whole update, Adam step and weight decay alike, as ELECTRA's
-optimizer does; scaling the gradient instead would be undone by Adam's
-normalisation.
-
-Depths are assigned from the encoder's layer objects, not from name patterns:
-  * variables of `encoder.transformer_layers[k]` (Model Garden `BertEncoder`)
-    or `encoder.hidden_layers[k]` (`EncoderScaffold`) get depth k + 1. A layer
-    object applied at several depths (ALBERT's one shared block) gets the
-    deepest of them, L, the rate of the layer nearest the head;
-  * the encoder's pooler is never trained by ELECTRA-style pretraining and is
-    part of the classifier, so it gets the head's depth L + 2, as in ELECTRA
-    where only embeddings and encoder layers are decayed;
-  * all other encoder variables (word, position and type embeddings, their
-    LayerNorm, the E -> H projection) get depth 0;
-  * every variable outside the encoder (task heads, CRF transitions) gets
-    depth L + 2.
-The optimizer looks multipliers up by variable name (with a replica suffix
-such as `/replica_1` removed, so MirroredStrategy's per-device copies resolve
-to the same entry); a variable it does not know gets 1.0.
-
-`bias_correction=False` is the update of the original BERT and ELECTRA
-fine-tuning code (`AdamWeightDecayOptimizer`), which has no Adam bias
-correction: its step at step t is `(1 - beta_1^t) / sqrt(1 - beta_2^t)`
-times Keras' (3.2 at t = 1, falling towards 1 over thousands of steps).
-TensorFlow's Adam kernels apply the correction from the `beta_1^t` and
-`beta_2^t` they are given, so the optimizer gives them 0.
+lr(depth) = lr * decay ** (L + 2 - depth): embeddings (and the E -> H
+projection) at depth 0, layer k at k + 1, the pooler and everything outside
+the encoder at L + 2. Model Garden has no such optimizer, so
+`LayerwiseAdamWeightDecay` extends its `AdamWeightDecay` by a per-variable
+factor on the whole update (scaling gradients would be undone by Adam).
+Depths come from the encoder's layer objects, not name patterns (a shared
+ALBERT block gets the deepest, L); multipliers are looked up by name without
+a `/replica_<i>` suffix. `bias_correction=False` is the original BERT/ELECTRA
+update without Adam's bias correction (the kernels get zero beta powers).
 """
 
 import re
@@ -70,19 +43,7 @@ def encoder_layers(encoder: tf_keras.Model) -> Sequence[tf_keras.layers.Layer]:
 def variable_depths(
     model: tf_keras.Model, encoder: tf_keras.Model
 ) -> Dict[str, int]:
-  """Depth of every trainable variable of `model` (see module docstring).
-
-  Args:
-    model: the fine-tuning model (encoder plus task head).
-    encoder: the encoder inside `model`.
-
-  Returns:
-    Canonical variable name -> depth in [0, L + 2].
-
-  Raises:
-    ValueError: two variables share a name but not a depth (the optimizer
-      could not tell them apart).
-  """
+  """Canonical variable name -> depth in [0, L + 2] (see module docstring)."""
   layers = encoder_layers(encoder)
   head_depth = len(layers) + 2
   depth_by_ref = {}
@@ -116,7 +77,7 @@ def layerwise_multipliers(
     return {name: 1.0 for name in depths}
   if not 0.0 < decay <= 1.0:
     raise ValueError(
-        f'finetuning.layerwise_lr_decay must be in (0, 1], got ' f'{decay}.'
+        f'finetuning.layerwise_lr_decay must be in (0, 1], got {decay}.'
     )
   return {
       name: decay ** (num_layers + 2 - depth) for name, depth in depths.items()
@@ -127,13 +88,8 @@ def layerwise_multipliers(
 class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
   """Model Garden's `AdamWeightDecay` with a per-variable learning-rate factor.
 
-  Its config also holds the weight-decay include/exclude patterns and the
-  gradient clip norm, which `AdamWeightDecay.get_config` leaves out, so that
-  `from_config(get_config())` rebuilds the same optimizer.
-
-  Attributes:
-    lr_multipliers: canonical variable name -> multiplier of the learning
-      rate for that variable's update (1.0 when absent).
+  `lr_multipliers` maps canonical names to factors (1.0 when absent); the
+  config also holds what `AdamWeightDecay.get_config` leaves out.
   """
 
   def __init__(
@@ -146,19 +102,7 @@ class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
       bias_correction: bool = True,
       **kwargs,
   ):
-    """Adam with decoupled weight decay and per-variable learning rates.
-
-    Args:
-      lr_multipliers: see the class attribute.
-      name: the optimizer's name.
-      include_in_weight_decay: variable-name patterns always decayed.
-      exclude_from_weight_decay: variable-name patterns never decayed.
-      gradient_clip_norm: clip gradients to this global norm (0: off).
-      bias_correction: Adam's bias correction; False updates as the
-        original BERT/ELECTRA code does (module docstring).
-      **kwargs: other `AdamWeightDecay` arguments (`learning_rate`,
-        `weight_decay_rate`, `beta_1`, `epsilon`, ...).
-    """
+    """Other `AdamWeightDecay` arguments pass through `kwargs`."""
     super().__init__(
         name=name,
         include_in_weight_decay=include_in_weight_decay,

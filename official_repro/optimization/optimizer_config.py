@@ -1,12 +1,8 @@
 """Gin front end to Model Garden's optimizer factory.
 
-Every paper in this repository pretrains with LAMB (or Adam/AdamW for the
-references), linear warmup and linear decay, and fine-tunes with the same
-schedule. Model Garden's `OptimizationConfig` already builds all of these
-(`OptimizerFactory`, type `lamb` is the successor of TF-Addons' LAMB); this
-module only writes the schedule once (`learning_rate_config`) and exposes the
-optimizer's fields as one gin configurable so that each paper's
-hyperparameter table maps to one gin line per cell.
+Model Garden's `OptimizationConfig` already builds LAMB/Adam/AdamW with
+warmup and polynomial decay; this module writes the schedule once and makes
+the optimizer's fields one gin configurable, one line per table cell.
 """
 
 from typing import Any, Dict, Optional, Sequence
@@ -31,31 +27,11 @@ def learning_rate_config(
     end_learning_rate: float = 0.0,
     decay_power: float = 1.0,
 ) -> Dict[str, Any]:
-  """The schedule part of an `OptimizationConfig`: warmup, then decay.
+  """The `learning_rate` and `warmup` entries of an `OptimizationConfig`.
 
-  The schedule decays polynomially (`decay_power` 1 is linear) from
-  `learning_rate` at step 0 to `end_learning_rate` at `train_steps`; during the
-  first `warmup_steps` Model Garden's linear warmup replaces it with a ramp
-  from 0 to the decayed value at `warmup_steps`. BERT's and ELECTRA's TF1
-  code multiply the decay by `min(1, t / warmup_steps)` instead
-  (`warmup_times_decay`, which fine-tuning can select): at step t of the
-  warmup the ramp's rate is `(1 - W/T) / (1 - t/T)` times theirs, lower by up
-  to `warmup_steps / train_steps` (6% for 001's 10k of 163k); both reach the
-  same rate at `warmup_steps`.
-
-  Args:
-    train_steps: total optimizer steps; the decay horizon.
-    learning_rate: peak learning rate.
-    warmup_steps: linear warmup steps.
-    end_learning_rate: learning rate at `train_steps`.
-    decay_power: power of the polynomial decay.
-
-  Returns:
-    The `learning_rate` and `warmup` entries of an `OptimizationConfig`.
-
-  Raises:
-    ValueError: `train_steps` not positive or `warmup_steps` outside
-      `[0, train_steps]`.
+  Polynomial decay to `end_learning_rate` at `train_steps`, replaced during
+  warmup by Model Garden's linear ramp to the decayed value (BERT's TF1 code
+  multiplies instead: `warmup_times_decay`).
   """
   if train_steps <= 0:
     raise cli.UserError(f'train_steps must be positive, got {train_steps}.')
@@ -96,30 +72,10 @@ def optimization_config(
     exclude_from_weight_decay: Sequence[str] = DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
     global_clipnorm: Optional[float] = None,
 ) -> optimization.OptimizationConfig:
-  """Builds the optimizer, schedule and warmup config.
+  """The optimizer ('lamb', 'adamw' or 'adam'), schedule and warmup config.
 
-  The schedule is `learning_rate_config`'s.
-
-  Args:
-    train_steps: total optimizer steps; the decay horizon.
-    optimizer: 'lamb', 'adamw' or 'adam'.
-    learning_rate: peak learning rate.
-    warmup_steps: linear warmup steps.
-    end_learning_rate: learning rate at `train_steps`.
-    decay_power: power of the polynomial decay.
-    beta_1: first-moment decay.
-    beta_2: second-moment decay.
-    epsilon: denominator epsilon.
-    weight_decay_rate: decoupled weight decay (LAMB, AdamW).
-    exclude_from_weight_decay: variable-name substrings without weight decay;
-      also excluded from LAMB's layer adaptation, as in the reference LAMB.
-    global_clipnorm: clip gradients to this global norm, if set.
-
-  Returns:
-    A Model Garden `OptimizationConfig`.
-
-  Raises:
-    ValueError: for an unknown optimizer or inconsistent step counts.
+  `exclude_from_weight_decay` also excludes from LAMB's layer adaptation, as
+  in the reference LAMB; weight decay needs lamb or adamw.
   """
   if optimizer not in _OPTIMIZERS:
     raise cli.UserError(
@@ -133,31 +89,24 @@ def optimization_config(
       epsilon=epsilon,
       global_clipnorm=global_clipnorm,
   )
+  if optimizer in ('lamb', 'adamw'):
+    optimizer_fields.update(
+        weight_decay_rate=weight_decay_rate,
+        exclude_from_weight_decay=exclusions,
+    )
   if optimizer == 'lamb':
-    optimizer_fields.update(
-        weight_decay_rate=weight_decay_rate,
-        exclude_from_weight_decay=exclusions,
-        exclude_from_layer_adaptation=exclusions,
-    )
-  elif optimizer == 'adamw':
-    optimizer_fields.update(
-        weight_decay_rate=weight_decay_rate,
-        exclude_from_weight_decay=exclusions,
-    )
-  elif weight_decay_rate:
+    optimizer_fields.update(exclude_from_layer_adaptation=exclusions)
+  elif optimizer == 'adam' and weight_decay_rate:
     raise cli.UserError(
         'optimization.weight_decay_rate needs optimizer lamb or '
         f'adamw, got {optimizer!r}.'
     )
+  schedule = learning_rate_config(
+      train_steps, learning_rate, warmup_steps, end_learning_rate, decay_power
+  )
   return optimization.OptimizationConfig(
       {
           'optimizer': {'type': optimizer, optimizer: optimizer_fields},
-          **learning_rate_config(
-              train_steps,
-              learning_rate,
-              warmup_steps,
-              end_learning_rate,
-              decay_power,
-          ),
+          **schedule,
       }
   )

@@ -1,25 +1,11 @@
 """N-best rescoring by log-linear interpolation, tuned by grid search.
 
-The final score of hypothesis h is
-
-  first_pass(h) + weight * lm_score(h) + length_bonus * num_words(h)
-
-and each utterance's output is its hypothesis with the highest final score
-(on a tie, the lowest rank). `weight` and `length_bonus` are chosen on a dev
-set by grid search (the fewest word errors; on a tie, the first point in
-grid order: weights outer, length bonuses inner) and applied unchanged to
-the other sets. Each set reports three WERs from the same hypotheses:
-
-  * first pass: the rank-1 (lowest-rank) hypothesis, the first pass's output;
-  * rescored: the hypothesis the interpolated score selects;
-  * oracle: the hypothesis with the fewest word errors (a lower bound for
-    any rescoring of these lists).
-
-The first-pass and oracle WERs need no LM scores (`evaluate_without_lm`).
-
-Word errors are counted once per hypothesis (`metrics.wer`, i.e. jiwer);
-selecting hypotheses then only sums counts, so a grid point costs one
-vectorised argmax.
+A hypothesis scores first_pass + weight * lm_score + length_bonus * words;
+each utterance outputs its best-scoring hypothesis (lowest rank on a tie).
+The grid point with the fewest dev word errors (the first in grid order on a
+tie: weights outer) is applied to every set, which reports the first-pass
+(rank 1), rescored and oracle WERs. Word errors are counted once per
+hypothesis (`metrics.wer`), so a grid point costs one vectorised argmax.
 """
 
 import dataclasses
@@ -36,22 +22,10 @@ from official_repro.rescoring import lm_scores
 
 @dataclasses.dataclass(frozen=True)
 class ScoredSet:
-  """One set's hypotheses as `[utterances, max hypotheses]` arrays.
+  """One set's hypotheses as `[utterances, max hypotheses]` arrays by rank.
 
-  Row u holds utterance u's hypotheses by rank, padded to the longest list;
-  `valid` marks the real entries (padding never wins a selection).
-
-  Attributes:
-    name: the set's name.
-    utterance_ids: the id of each row.
-    valid: bool, a hypothesis (not padding).
-    first_pass: first-pass scores.
-    lm: second-pass LM scores (zeros for a set built without them).
-    num_words: words per hypothesis.
-    substitutions: per-hypothesis word substitutions against the reference.
-    deletions: per-hypothesis deletions.
-    insertions: per-hypothesis insertions.
-    reference_words: `[utterances]`, words of each reference.
+  `valid` marks real entries (padding never wins); `lm` is zero without LM
+  scores; `reference_words` is `[utterances]`.
   """
 
   name: str
@@ -78,20 +52,10 @@ class ScoredSet:
 
 @dataclasses.dataclass(frozen=True)
 class SetResult:
-  """The WERs of one set at one `(weight, length_bonus)`.
+  """The WERs of one set at one `(weight, length_bonus)` (None without LM).
 
-  Attributes:
-    name: the set's name.
-    num_utterances: N-best lists.
-    num_hypotheses: hypotheses in them.
-    weight: the LM weight applied (None without LM scores).
-    length_bonus: the per-word bonus applied (None without LM scores).
-    first_pass: edits of the rank-1 hypotheses.
-    rescored: edits of the rescored selection (None without LM scores).
-    oracle: edits of the best hypothesis of each list.
-    num_rank1_not_best_first_pass: lists whose rank-1 hypothesis does not
-      have the highest first-pass score (more than a few suggest the scores
-      are costs, lower-is-better, rather than log-probabilities).
+  `num_rank1_not_best_first_pass` counts lists whose rank 1 lacks the best
+  first-pass score (many suggest costs rather than log-probabilities).
   """
 
   name: str
@@ -106,15 +70,13 @@ class SetResult:
 
   def as_dict(self) -> dict:
     """The result as JSON-serialisable values."""
+    values = dataclasses.asdict(self)
+    del values['name']
     return {
-        'num_utterances': self.num_utterances,
-        'num_hypotheses': self.num_hypotheses,
-        'weight': self.weight,
-        'length_bonus': self.length_bonus,
+        **values,
         'first_pass': self.first_pass.as_dict(),
         'rescored': self.rescored.as_dict() if self.rescored else None,
         'oracle': self.oracle.as_dict(),
-        'num_rank1_not_best_first_pass': self.num_rank1_not_best_first_pass,
     }
 
 
@@ -129,13 +91,7 @@ class GridPoint:
 
 @dataclasses.dataclass(frozen=True)
 class GridSearchResult:
-  """Every grid point's dev edits and the chosen point.
-
-  Attributes:
-    dev_set: the name of the set searched on.
-    points: one `GridPoint` per `(weight, length_bonus)`, in grid order.
-    best: the point with the fewest errors (the first of equals).
-  """
+  """Every grid point's dev edits, in grid order, and the chosen point."""
 
   dev_set: str
   points: Tuple[GridPoint, ...]
@@ -151,20 +107,8 @@ def build_scored_set(
 ) -> ScoredSet:
   """Counts every hypothesis' word errors and gathers its scores.
 
-  Args:
-    name: the set's name.
-    nbest_lists: its N-best lists (each with at least one hypothesis).
-    references: the reference of each list (`nbest.match_references`).
-    scores: LM scores by `(utterance_id, rank)`; None for a set without
-      them, whose `lm` is zero (for `evaluate_without_lm`).
-    scores_source: where `scores` came from, for error messages.
-
-  Returns:
-    The set as arrays.
-
-  Raises:
-    ValueError: no lists, `references` of another length, or a hypothesis
-      without an LM score.
+  `scores` are by `(utterance_id, rank)`, None for none (`lm` zero);
+  `scores_source` names them in error messages.
   """
   if not nbest_lists:
     raise cli.UserError(f'Set {name!r} has no N-best lists.')
@@ -257,20 +201,7 @@ def grid_search(
     weights: Sequence[float],
     length_bonuses: Sequence[float],
 ) -> GridSearchResult:
-  """Finds the `(weight, length_bonus)` with the fewest dev word errors.
-
-  Args:
-    dev_set: the set to tune on.
-    weights: LM weights to try.
-    length_bonuses: per-word bonuses to try.
-
-  Returns:
-    Every point's errors and the best point (the first of equals, in the
-    order weights outer, length bonuses inner).
-
-  Raises:
-    ValueError: an empty grid.
-  """
+  """Every point's dev errors and the best (first of equals, weights outer)."""
   if not weights or not length_bonuses:
     raise cli.UserError(
         'The grid is empty; expected at least one weight and '
@@ -291,16 +222,7 @@ def grid_search(
 def evaluate(
     scored_set: ScoredSet, weight: float, length_bonus: float
 ) -> SetResult:
-  """First-pass, rescored and oracle edits of one set.
-
-  Args:
-    scored_set: the set.
-    weight: the LM weight.
-    length_bonus: the per-word bonus.
-
-  Returns:
-    The set's result.
-  """
+  """First-pass, rescored and oracle edits of one set."""
   return dataclasses.replace(
       evaluate_without_lm(scored_set),
       weight=float(weight),
@@ -312,35 +234,20 @@ def evaluate(
 
 
 def evaluate_without_lm(scored_set: ScoredSet) -> SetResult:
-  """First-pass and oracle edits of one set (no rescoring, no LM scores).
-
-  Args:
-    scored_set: the set.
-
-  Returns:
-    The set's result, with `weight`, `length_bonus` and `rescored` None.
-  """
-  first_pass_best = np.argmax(
-      np.where(scored_set.valid, scored_set.first_pass, -np.inf), axis=1
-  )
+  """First-pass and oracle edits of one set (no rescoring, no LM scores)."""
+  first_pass = np.where(scored_set.valid, scored_set.first_pass, -np.inf)
+  rows = len(scored_set.utterance_ids)
   return SetResult(
       name=scored_set.name,
       num_utterances=len(scored_set.utterance_ids),
       num_hypotheses=scored_set.num_hypotheses,
       weight=None,
       length_bonus=None,
-      first_pass=selection_errors(
-          scored_set, np.zeros(len(scored_set.utterance_ids), dtype=np.int64)
-      ),
+      first_pass=selection_errors(scored_set, np.zeros(rows, np.int64)),
       rescored=None,
       oracle=selection_errors(scored_set, oracle_columns(scored_set)),
       num_rank1_not_best_first_pass=int(
-          (
-              scored_set.first_pass[:, 0]
-              < scored_set.first_pass[
-                  np.arange(len(first_pass_best)), first_pass_best
-              ]
-          ).sum()
+          (scored_set.first_pass[:, 0] < first_pass.max(axis=1)).sum()
       ),
   )
 

@@ -1,19 +1,8 @@
-r"""Second-pass language-model scores of N-best hypotheses, from any source.
+"""Second-pass LM scores of N-best hypotheses, keyed by `(utterance_id, rank)`.
 
-Rescoring needs one log-score (higher is better) per hypothesis, keyed by
-`(utterance_id, rank)`. Two sources give the same `LmScores` mapping:
-
-  * a file precomputed by any tool, one hypothesis a line,
-    `utt_id<TAB>rank<TAB>score` (`read_lm_scores`; `write_lm_scores` writes
-    one);
-  * a `Scorer` object called on batches of hypothesis texts
-    (`score_nbest`). A masked-LM pseudo-log-likelihood scorer plugs in as
-
-        scores = lm_scores.score_nbest(PllScorer(...), nbest_set.lists)
-
-Malformed lines of a scores file are skipped and reported (file and line);
-a `(utterance_id, rank)` given twice is an error, and so is a hypothesis
-without a score (`check_complete`).
+Two sources give the same `LmScores`: a precomputed `utt_id<TAB>rank<TAB>score`
+file (`read_lm_scores`; malformed lines are skipped and reported, a key given
+twice is an error) or a `Scorer` called on batches of texts (`score_nbest`).
 """
 
 import dataclasses
@@ -40,27 +29,12 @@ class Scorer(Protocol):
   """Scores sentences with a language model (the pluggable second pass)."""
 
   def __call__(self, sentences: Sequence[str]) -> np.ndarray:
-    """The log-score of each sentence.
-
-    Args:
-      sentences: a batch of texts, words separated by single spaces (already
-        lower-cased where the reader was asked to).
-
-    Returns:
-      A float array of shape `[len(sentences)]`: the log-score (e.g. a
-      pseudo-log-likelihood, natural log) of each sentence, higher is better.
-    """
+    """Float `[len(sentences)]` log-scores (higher is better) of texts."""
 
 
 @dataclasses.dataclass(frozen=True)
 class ScoresReport:
-  """What `read_lm_scores` read and skipped.
-
-  Attributes:
-    path: the file read.
-    num_scores: scores returned.
-    malformed: `(location, description)` of each skipped line.
-  """
+  """What `read_lm_scores` read; `malformed` is `(location, description)`s."""
 
   path: str
   num_scores: int
@@ -85,23 +59,9 @@ def score_nbest(
     batch_size: int = 64,
     progress_label: str = '',
 ) -> LmScores:
-  """Scores every hypothesis with `scorer`, `batch_size` texts per call.
+  """Scores each distinct hypothesis text once, `batch_size` per call.
 
-  A text that occurs in several hypotheses is scored once.
-
-  Args:
-    scorer: the language model.
-    nbest_lists: the N-best lists.
-    batch_size: the most texts passed to one `scorer` call.
-    progress_label: logs the texts scored under this label
-      (`progress.Progress`); '' for no log.
-
-  Returns:
-    The score of each `(utterance_id, rank)`.
-
-  Raises:
-    ValueError: `batch_size` < 1, or `scorer` returned a wrong shape or a
-      score that is not finite.
+  A `progress_label` logs progress under it ('' for none).
   """
   if batch_size < 1:
     raise cli.UserError(f'batch_size must be >= 1, got {batch_size}.')
@@ -135,54 +95,21 @@ def score_nbest(
 
 
 def read_lm_scores(path: str) -> Tuple[LmScores, ScoresReport]:
-  """Reads `utt_id<TAB>rank<TAB>score` lines (blank lines are skipped).
-
-  Args:
-    path: the file (anything `tf.io.gfile` opens).
-
-  Returns:
-    The scores by `(utterance_id, rank)` and a report.
-
-  Raises:
-    FileNotFoundError: `path` does not exist.
-    ValueError: a line that is not UTF-8, a `(utt_id, rank)` given twice, or
-      no score at all.
-  """
+  """`(scores by (utterance_id, rank), report)` of a scores file."""
   scores = {}
   first_line = {}
   malformed = []
-  for line_number, line in enumerate(
-      text_files.read_lines(path, 'LM scores file'), start=1
-  ):
+  lines = text_files.read_lines(path, 'LM scores file')
+  for line_number, line in enumerate(lines, start=1):
     if not line.strip():
       continue
     location = f'{path} line {line_number}'
-    fields = line.split('\t')
-    if len(fields) != 3:
-      malformed.append(
-          (
-              location,
-              f'{len(fields)} tab-separated fields; '
-              'expected 3: utt_id, rank, score',
-          )
-      )
+    parsed = _parse_line(line)
+    if isinstance(parsed, str):
+      malformed.append((location, parsed))
       continue
-    utterance_id, rank, score = (field.strip() for field in fields)
-    rank = int(rank) if re.fullmatch(r'[0-9]+', rank) else 0
-    try:
-      score = float(score)
-    except ValueError:
-      score = math.nan
-    if not utterance_id or rank < 1 or not math.isfinite(score):
-      malformed.append(
-          (
-              location,
-              'expected a non-empty utt_id, an integer '
-              'rank >= 1 and a finite score',
-          )
-      )
-      continue
-    key = (utterance_id, rank)
+    key, score = parsed
+    utterance_id, rank = key
     if key in first_line:
       raise cli.UserError(
           f'{location}: rank {rank} of utterance {utterance_id!r} was already '
@@ -208,14 +135,28 @@ def read_lm_scores(path: str) -> Tuple[LmScores, ScoresReport]:
   return scores, report
 
 
-def write_lm_scores(path: str, scores: Mapping[Tuple[str, int], float]):
-  """Writes `utt_id<TAB>rank<TAB>score` lines (what `read_lm_scores` reads).
+def _parse_line(line: str):
+  """`((utterance_id, rank), score)` of a line, or what is wrong with it."""
+  fields = line.split('\t')
+  if len(fields) != 3:
+    return (
+        f'{len(fields)} tab-separated fields; expected 3: utt_id, rank, score'
+    )
+  utterance_id, rank, score = (field.strip() for field in fields)
+  rank = int(rank) if re.fullmatch(r'[0-9]+', rank) else 0
+  try:
+    score = float(score)
+  except ValueError:
+    score = math.nan
+  if not utterance_id or rank < 1 or not math.isfinite(score):
+    return (
+        'expected a non-empty utt_id, an integer rank >= 1 and a finite score'
+    )
+  return (utterance_id, rank), score
 
-  Args:
-    path: the destination (anything `tf.io.gfile` opens); written to
-      a unique temporary name and renamed, so it is never left half-written.
-    scores: the scores by `(utterance_id, rank)`, written in this order.
-  """
+
+def write_lm_scores(path: str, scores: Mapping[Tuple[str, int], float]):
+  """Writes `utt_id<TAB>rank<TAB>score` lines atomically, in `scores` order."""
   json_files.write_text(
       path,
       ''.join(
@@ -230,16 +171,7 @@ def check_complete(
     nbest_lists: Sequence[nbest.NBestList],
     source: str,
 ):
-  """Raises if a hypothesis of `nbest_lists` has no score.
-
-  Args:
-    scores: scores by `(utterance_id, rank)`.
-    nbest_lists: the hypotheses that need scores.
-    source: where the scores came from, for the message.
-
-  Raises:
-    ValueError: naming how many hypotheses lack a score and a few of them.
-  """
+  """Raises UserError if a hypothesis has no score (`source` in the message)."""
   missing = [
       (nbest_list.utterance_id, hypothesis.rank)
       for nbest_list in nbest_lists
