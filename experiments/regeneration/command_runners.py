@@ -1,10 +1,7 @@
 """The runners of the 'command' targets: one experiment module each.
 
-A 'command' target's table is computed by an experiment module of this
-repository (`Target.command`) in its own process; its runner gives it its
-flags, reads its results and writes them as the grids write theirs
-(`write_command_table`). At --scale=paper each writes the run plan instead
-(`target_runners.registered`).
+Each runs its module (`Target.command`) in its own process and writes its
+results as the grids write theirs (`write_command_table`).
 """
 
 import dataclasses

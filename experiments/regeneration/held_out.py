@@ -1,9 +1,7 @@
-"""Held-out pretraining metrics of a run, read from its evaluation summaries.
+"""Held-out pretraining metrics of a run, read from its summaries.
 
-A run in `train_and_eval` mode evaluates its objective's metrics on the
-held-out books at every checkpoint, written by Orbit as scalar summaries
-under `<model_dir>/validation`; learning curves are read from these files,
-not from the run's log.
+Learning curves come from Orbit's `<model_dir>/validation` scalar
+summaries (`train_and_eval` mode), not from the run's log.
 """
 
 import os

@@ -1,11 +1,8 @@
 """--scale=paper: the plan, its launch to the end, its rehearsal, --collect.
 
-`run` writes the plan (`plan.plan`: per run its jobs, FLOPs, hours, VM,
-per-replica batch and memory), refuses a run that cannot fit before
-anything starts, and with --launch --confirm runs it (`launch.launch`) and
-writes the table; --collect prints each run's state and the table of the
-finished ones. --rehearse makes the same launch run here against the fake
-gcloud, with the stand-ins of `rehearsal`.
+`run` writes the plan, refuses a run that cannot fit before anything starts,
+and with --launch --confirm runs it and writes the table; --collect prints
+each run's state; --rehearse runs the launch here against the fake gcloud.
 """
 
 import json

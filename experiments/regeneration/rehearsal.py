@@ -1,14 +1,9 @@
 """The stand-ins of a rehearsed paper-scale launch (--rehearse).
 
-A rehearsal runs the launch's own code path, `run_tpu.sh` and its supervisor
-included, against `fake_gcloud.py`, which runs every VM's commands on this
-machine. What stands in for the cloud is chosen here, in the commands sent,
-never by the fake: a local bucket; the papers' gin files with capped steps
-and batches (`PRETRAIN_BINDINGS`, `FINETUNE_FLAGS`) at the papers' sizes or
-`gin/regenerate/tiny.gin`'s; records built from --corpus at each length and
-masking the runs read; GLUE (and SQuAD) cut to a few examples; and
-`run_tpu.sh --strategy=cpu --mixed_precision=float32 --skip_install`
-(bfloat16 is emulated and slow on CPUs without AMX).
+The launch's own code path runs against `fake_gcloud.py`; what stands in is
+chosen here, in the commands sent, never by the fake: a local bucket, capped
+steps and batches, records from --corpus, cut GLUE and SQuAD, and
+`--strategy=cpu --mixed_precision=float32` (bfloat16 is slow on CPUs).
 """
 
 import dataclasses
