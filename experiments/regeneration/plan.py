@@ -298,7 +298,7 @@ def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
     if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
       return [path]
   raise FileNotFoundError(
-      f'gin/finetune/{paper_dir} has no {task}_{size}.gin ' f'or {size}.gin.'
+      f'gin/finetune/{paper_dir} has no {task}_{size}.gin or {size}.gin.'
   )
 
 

@@ -260,12 +260,9 @@ def _pairs(
       key=_paper_average,
       reverse=True,
   )
+  source = f'{target.paper} Table {target.table}: averages'
   pairs = [
-      (
-          better['run'],
-          worse['run'],
-          f'{target.paper} Table {target.table}: averages',
-      )
+      (better['run'], worse['run'], source)
       for i, better in enumerate(ranked)
       for worse in ranked[i + 1 :]
   ]

@@ -429,18 +429,10 @@ def finetune(
     model_dir = os.path.dirname(results_path)
     if not tf.io.gfile.exists(results_path):
       tf.io.gfile.makedirs(model_dir)
-      _call(
-          _finetune_command(
-              target,
-              settings,
-              checkpoint,
-              model_dir,
-              task,
-              random_init,
-              released,
-          ),
-          os.path.join(model_dir, 'regenerate.log'),
+      command = _finetune_command(
+          target, settings, checkpoint, model_dir, task, random_init, released
       )
+      _call(command, os.path.join(model_dir, 'regenerate.log'))
     results = read_json(results_path)
     scores[task] = dict(
         score=results['scores'][task], summary=results['summaries'][task]
@@ -505,11 +497,6 @@ def _pretrained(model_dir: str, steps: int) -> bool:
   return all(tf.io.gfile.exists(os.path.join(export_dir, n)) for n in names)
 
 
-def _print_line(line: str) -> None:
-  """Prints a progress line where the runner prints its other lines."""
-  print(line, flush=True)
-
-
 def announce(
     index: int, runs: Sequence[registry.Run], run: registry.Run, text: str
 ) -> None:
@@ -527,7 +514,7 @@ def jobs_progress(
       unit='jobs',
       interval_seconds=0,
       clock=clock,
-      log=_print_line,
+      log=functools.partial(print, flush=True),
   )
 
 
@@ -686,11 +673,8 @@ class _Grid:
     )
     per_seed = []
     for seed in settings.seeds():
-      per_seed.append(
-          _run_seed(
-              target, run, settings, self.runs_dir, self.records, steps, seed
-          )
-      )
+      args = (target, run, settings, self.runs_dir, self.records, steps, seed)
+      per_seed.append(_run_seed(*args))
       if per_seed[-1]['run_dir'] in self.to_do:
         self.to_do.remove(per_seed[-1]['run_dir'])
         self.jobs.advance()
@@ -724,14 +708,7 @@ def _merged_result(
     per_seed: List[Dict],
 ) -> Dict:
   """A run's result from its seeds' (`_run_seed`): one's, or their means."""
-  result = dict(
-      run=run.name,
-      row=run.row,
-      gin_files=list(run.gin_files),
-      gin_fingerprint=fingerprint,
-      train_steps=steps,
-      budget_ratio=run.budget_ratio,
-  )
+  result = _result_head(run, fingerprint, steps)
   if len(per_seed) == 1:
     result.update(per_seed[0])
     del result['seed']
@@ -760,18 +737,24 @@ def _released_result(
 ) -> Dict:
   """Fine-tunes a released encoder in `run`'s place (no pretraining)."""
   tf.io.gfile.makedirs(os.path.join(out, run.name))
+  glue = finetune(
+      target, settings, path, os.path.join(out, run.name), released=True
+  )
+  return dict(_result_head(run, fingerprint, 0, path), glue=glue, curve={})
+
+
+def _result_head(
+    run: registry.Run, fingerprint: str, steps: int, released: str = ''
+) -> Dict:
+  """What every result starts with: the run, its row and how it trains."""
   return dict(
       run=run.name,
       row=run.row,
-      released=path,
+      **(dict(released=released) if released else {}),
       gin_files=list(run.gin_files),
       gin_fingerprint=fingerprint,
-      train_steps=0,
+      train_steps=steps,
       budget_ratio=run.budget_ratio,
-      glue=finetune(
-          target, settings, path, os.path.join(out, run.name), released=True
-      ),
-      curve={},
   )
 
 
@@ -828,14 +811,9 @@ def _run_seed(
     seed: Optional[int],
 ) -> Dict:
   """Pretrains and fine-tunes one seed: seed, run_dir, glue, curve, held_out."""
+  curve = target.figure == 'steps'
   pretrain_dir, checkpoints = pretrain_into_store(
-      run,
-      settings,
-      runs_dir,
-      records,
-      steps,
-      curve=target.figure == 'steps',
-      seed=seed,
+      run, settings, runs_dir, records, steps, curve=curve, seed=seed
   )
   evaluated = {}
   for step in checkpoints:
