@@ -57,11 +57,7 @@ class Accelerator:
 
 
 def accelerator(name: str) -> Accelerator:
-  """The accelerator type `name` ('v3-8', 'v4-32', 'v5litepod-16').
-
-  Raises:
-    ValueError: not VERSION-SIZE of a known TPU family.
-  """
+  """The accelerator type `name` ('v3-8', 'v4-32'); ValueError if unknown."""
   family, _, size = name.rpartition('-')
   if family not in _FAMILIES or not size.isdigit() or int(size) < 1:
     raise ValueError(

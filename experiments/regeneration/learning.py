@@ -63,14 +63,8 @@ _WORD_ORDER_BATCHES = 50
 
 def _training_minutes(model_dir: str) -> Optional[float]:
   """Minutes from a run's first to last training summary (pauses count)."""
-  times = []
-  for path in tf.io.gfile.glob(
-      os.path.join(model_dir, 'train', 'events.out.tfevents.*')
-  ):
-    for record in tf.data.TFRecordDataset(path):
-      event = tf.compat.v1.Event.FromString(record.numpy())
-      if event.summary.value:
-        times.append(event.wall_time)
+  pattern = os.path.join(model_dir, 'train', 'events.out.tfevents.*')
+  times = [e.wall_time for e in held_out.events(pattern) if e.summary.value]
   return (max(times) - min(times)) / 60.0 if len(times) > 1 else None
 
 

@@ -124,11 +124,7 @@ def _cloud(target: registry.Target, request):
 
 
 def check_records(planned: Sequence[plan.PlannedRun]) -> None:
-  """Stops unless every run's records are there and of its length/masking.
-
-  Raises:
-    UsageError: naming the run, the records and the fix.
-  """
+  """Stops (UsageError naming the fix) unless every run's records are there."""
   for run in planned:
     length, masking = run.records_key.split('-')
     fix = (
@@ -272,10 +268,7 @@ _SQUAD_METRICS = dict(exact_match='EM', f1='F1')
 
 
 def _squad_scores(run: plan.PlannedRun) -> Dict[str, float]:
-  """{'SQuAD 1.1 EM': percent, ...} of a run's finished SQuAD jobs.
-
-  Each aggregated over the fine-tuning seeds by the protocol, as GLUE's.
-  """
+  """{'SQuAD 1.1 EM': percent, ...} of finished SQuAD jobs, over seeds."""
   scores = {}
   for stage in run.stages:
     if stage.name not in _SQUAD_COLUMNS or not tf.io.gfile.exists(
@@ -295,8 +288,8 @@ def _squad_scores(run: plan.PlannedRun) -> Dict[str, float]:
 def run_results(glue_results: Dict, train_steps, squad) -> Dict:
   """A finished run's results as `report.rows` reads them.
 
-  Its GLUE scores are also its curve's one point (at its trained steps):
-  at paper scale only the final checkpoint is fine-tuned.
+  Its GLUE scores are also its curve's one point: at paper scale only the
+  final checkpoint is fine-tuned.
   """
   glue = {
       task: dict(score=score, summary=glue_results['summaries'].get(task, {}))

@@ -147,10 +147,9 @@ def slice_squad(squad_dir: str, out_dir: str, versions: Sequence[str]) -> str:
 def build_records(
     corpus: str, vocab_file: str, root: str, keys: Iterable[str]
 ) -> Dict[str, str]:
-  """{records key: records} built from `corpus` for each key once.
+  """{records key: records} built from `corpus` once per key.
 
-  Records of an earlier rehearsal are kept unless another tokenizer made
-  them (training would refuse them): those are rebuilt in their place.
+  Records of another tokenizer (training would refuse them) are rebuilt.
   """
   paths = {}
   for key in sorted(set(keys)):
@@ -181,11 +180,7 @@ def _current_records(path: str) -> bool:
 
 
 def gpu_grid(settings, root: str):
-  """The gpu scale's grid settings, rehearsed on this machine.
-
-  Its models and records, capped steps, batches, seeds and GLUE rows (cut
-  into `root`), float16 with loss scaling on `one_device`, as on one GPU.
-  """
+  """The gpu scale's grid settings, rehearsed here: capped, float16."""
   return dataclasses.replace(
       settings,
       glue_dir=slice_glue(
