@@ -370,12 +370,8 @@ def _run_figure(pyplot, run: Dict, scale: str):
     if any(value is None for value in values):
       continue
     by_step.plot(steps, values, marker='o', label=metric)
-    by_flops.plot(
-        [step * run['flops_per_step'] for step in steps],
-        values,
-        marker='o',
-        label=metric,
-    )
+    spent = [step * run['flops_per_step'] for step in steps]
+    by_flops.plot(spent, values, marker='o', label=metric)
   for check in run['targets']:
     for axes in (by_step, by_flops):
       axes.axhline(check['minimum'], color='gray', linestyle=':')
@@ -397,12 +393,9 @@ def _overlay_figure(pyplot, content: Dict):
     for index, run in enumerate(content['runs'].values()):
       steps, values = _curve(run, metric)
       if steps and all(value is not None for value in values):
+        spent = [step * run['flops_per_step'] for step in steps]
         panel.plot(
-            [step * run['flops_per_step'] for step in steps],
-            values,
-            marker='o',
-            color=f'C{index}',
-            label=run['row'],
+            spent, values, marker='o', color=f'C{index}', label=run['row']
         )
     panel.set_xlabel('training FLOPs')
     panel.set_ylabel(f'held-out {metric}')

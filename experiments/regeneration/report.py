@@ -425,14 +425,8 @@ def _held_out_lines(target: registry.Target, entries: List[Dict]) -> List[str]:
   held = [entry for entry in entries if entry.get('held_out')]
   if not held:
     return []
-  names = sorted(
-      {
-          name
-          for entry in held
-          for name in entry['held_out']
-          if name in _HELD_OUT_METRICS
-      }
-  )
+  names = {name for entry in held for name in entry['held_out']}
+  names = sorted(names & set(_HELD_OUT_METRICS))
   lines = [
       '',
       'Pretraining metrics on the held-out books at the last '
@@ -485,16 +479,10 @@ def write(
   name = name or target.key
   text = markdown(target, entries, header)
   json_files.write_text(os.path.join(out, f'{name}.md'), text)
+  content = dict(target=target.key, header=header, rows=entries)
+  content['claims'] = claims(target, entries)
   json_files.write_json(
-      os.path.join(out, f'{name}.json'),
-      dict(
-          target=target.key,
-          header=header,
-          rows=entries,
-          claims=claims(target, entries),
-      ),
-      sort_keys=False,
-      default=float,
+      os.path.join(out, f'{name}.json'), content, sort_keys=False, default=float
   )
   if target.figure:
     plot(target, entries, os.path.join(out, f'{name}.png'))
@@ -532,12 +520,7 @@ def plot(target: registry.Target, entries: List[Dict], path: str) -> None:
   figure, axes = pyplot.subplots(figsize=(6, 4))
   series, references = figure_lines(target, entries)
   for name, points in series.items():
-    axes.plot(
-        [p[0] for p in points],
-        [p[1] for p in points],
-        marker='o',
-        label=f'{name} (ours)',
-    )
+    axes.plot(*zip(*points), marker='o', label=f'{name} (ours)')
   for name, score in references.items():
     axes.axhline(
         score, color='gray', linestyle=':', label=f'{name} (ours, reference)'
