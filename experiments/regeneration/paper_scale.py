@@ -34,11 +34,7 @@ def _tasks(request) -> List[str]:
   return [
       task
       for task in glue_data.GLUE_TASK_NAMES
-      if tf.io.gfile.isdir(
-          os.path.join(
-              request.glue_dir, glue_data.get_task_spec(task).directory
-          )
-      )
+      if tf.io.gfile.isdir(request.glue_folder(task))
   ]
 
 

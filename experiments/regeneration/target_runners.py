@@ -261,9 +261,7 @@ class Request:
         raise app.UsageError(f'--{name} {path}: no such file or directory.')
     if self.glue_dir:
       for task in tasks:
-        folder = os.path.join(
-            self.glue_dir, glue_data.get_task_spec(task).directory
-        )
+        folder = self.glue_folder(task)
         if not tf.io.gfile.isdir(folder):
           raise app.UsageError(
               f'--tasks {task}: --glue_dir has no '
@@ -271,6 +269,10 @@ class Request:
               'drop the task.'
           )
     return tasks
+
+  def glue_folder(self, task: str) -> str:
+    """The --glue_dir folder of a GLUE task."""
+    return os.path.join(self.glue_dir, glue_data.get_task_spec(task).directory)
 
   def released_encoders(self, target: registry.Target) -> Dict[str, str]:
     """--released as {run name: path}, checked against the table's rows.
