@@ -1,10 +1,7 @@
 """The runners of the 'command' targets: one experiment module each.
 
-A 'command' target's table is computed by an experiment module of this
-repository (`Target.command`) in its own process; its runner gives it its
-flags, reads its results and writes them as the grids write theirs
-(`write_command_table`). At --scale=paper each writes the run plan instead
-(`target_runners.registered`).
+Each runs its module (`Target.command`) in its own process and writes its
+results as the grids write theirs (`write_command_table`).
 """
 
 import dataclasses
@@ -35,12 +32,7 @@ def write_command_table(
     results,
     header: Optional[str] = None,
 ) -> str:
-  """Writes a 'command' target's <out>/<key>.md and <key>.json.
-
-  As the grids write theirs: a heading, the header line (scale and runs,
-  where the target pretrains), the experiment's table and results; returns
-  the markdown.
-  """
+  """Writes a 'command' target's <out>/<key>.md and .json; returns the md."""
   lines = f'{header}\n\n' if header else ''
   text = f'## {target.key}: {target.description}\n\n{lines}{body}\n'
   json_files.write_text(os.path.join(out, f'{target.key}.md'), text)
@@ -104,8 +96,7 @@ def speed_comparison(
 ) -> None:
   """004 Sec. 3.3: SCRIPT-small vs ELECTRA-small steps/s, same batch.
 
-  On records of the built-in corpus with --vocab_file's vocabulary (the
-  step time depends on the vocabulary's size, not on the text).
+  On the built-in corpus with --vocab_file (step time depends on its size).
   """
   out = target_runners.output_dir(request)
   request.require('vocab_file')

@@ -1,20 +1,15 @@
 #!/usr/bin/env python3
 """A stand-in for `gcloud compute tpus tpu-vm` that runs VMs on this machine.
 
-`experiments.regenerate --rehearse` puts this on PATH as `gcloud`, so that
-`run_tpu.sh` and its supervisor run unchanged against it: `config get-value
-project` and `compute tpus tpu-vm create | describe | list | start | stop |
-delete | scp | ssh`, as the Cloud SDK documents them. A VM is a folder
-`$FAKE_GCLOUD_ROOT/<project>/<zone>/<name>/` (`vm.json`, one home per
-worker); `ssh --command` runs bash in that home, in this machine's
-environment. The fake rewrites no command. Faults (`$FAKE_GCLOUD_FAULTS`, a
-JSON list), each fired once on the first READY VM matching "vm" (a glob,
-default any) that runs a process with "job" in its command line, if given:
-"preempt" once a file matches "when" (SIGTERM, SIGKILL after a notice,
-PREEMPTED), "crash" likewise (SIGABRT to its non-shell processes), and
-"ssh_drop" on the "call"-th ssh (exit 255). A watcher process checks the
-file conditions while jobs run. Calls are logged to `calls.jsonl`. Standard
-library only, so each call starts fast; it runs only with FAKE_GCLOUD_ROOT.
+`--rehearse` puts it on PATH as `gcloud`, so `run_tpu.sh` runs unchanged:
+`config get-value project` and `compute tpus tpu-vm create | describe | list
+| start | stop | delete | scp | ssh`. A VM is a folder
+`$FAKE_GCLOUD_ROOT/<project>/<zone>/<name>/`; `ssh --command` runs bash in
+its worker's home. Faults (`$FAKE_GCLOUD_FAULTS`, a JSON list), each fired
+once on the first READY VM matching "vm" (glob) running "job": "preempt"
+once a file matches "when", "crash" likewise (SIGABRT), "ssh_drop" on the
+"call"-th ssh (exit 255). Calls go to `calls.jsonl`. Standard library only,
+so each call starts fast.
 """
 
 import contextlib

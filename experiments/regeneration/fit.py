@@ -1,16 +1,11 @@
 """Will a paper-scale run fit its TPU: per-replica batch and memory.
 
-The per-replica batch is the global batch over the replicas (one per
-TensorCore on v2/v3, one per chip on v4 and later); one that does not divide
-is refused. A replica's memory in a training step is an analytic estimate:
-the pretrainer's trainable variables in float32 with their gradients and
-optimizer slots; the activations each transformer layer keeps for the
-backward pass at per-replica batch b, sequence s, hidden h, feed-forward i,
-heads a and A bytes each, (8A + 2)·s·b·h + 2A·s·b·i + (2A + 1)·a·s²·b
-(Korthikanti et al. 2022's 34·s·b·h + 5·a·s²·b for A = 2, i = 4h); and the
-masked-LM logits in float32 with softmax and gradient, 3·4·b·predictions·
-vocabulary per MLM head. XLA's buffers are not modelled, so a run is
-refused only where the estimate exceeds the replica's HBM.
+A batch that does not divide over the replicas (TensorCores on v2/v3, chips
+later) is refused. Memory is an analytic estimate: float32 variables with
+gradients and slots; per layer (8A + 2)·s·b·h + 2A·s·b·i + (2A + 1)·a·s²·b
+activation bytes (Korthikanti et al. 2022 for A = 2, i = 4h); float32 MLM
+logits 3·4·b·predictions·vocabulary. XLA buffers are not modelled, so only
+an estimate over the HBM is refused.
 """
 
 import dataclasses
@@ -62,11 +57,7 @@ class Accelerator:
 
 
 def accelerator(name: str) -> Accelerator:
-  """The accelerator type `name` ('v3-8', 'v4-32', 'v5litepod-16').
-
-  Raises:
-    ValueError: not VERSION-SIZE of a known TPU family.
-  """
+  """The accelerator type `name` ('v3-8', 'v4-32'); ValueError if unknown."""
   family, _, size = name.rpartition('-')
   if family not in _FAMILIES or not size.isdigit() or int(size) < 1:
     raise ValueError(

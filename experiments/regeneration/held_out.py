@@ -1,13 +1,11 @@
-"""Held-out pretraining metrics of a run, read from its evaluation summaries.
+"""Held-out pretraining metrics of a run, read from its summaries.
 
-A run in `train_and_eval` mode evaluates its objective's metrics on the
-held-out books at every checkpoint, written by Orbit as scalar summaries
-under `<model_dir>/validation`; learning curves are read from these files,
-not from the run's log.
+Learning curves come from Orbit's `<model_dir>/validation` scalar
+summaries (`train_and_eval` mode), not from the run's log.
 """
 
 import os
-from typing import Dict
+from typing import Dict, Iterator
 
 import tensorflow as tf
 
@@ -16,24 +14,28 @@ VALIDATION_SUBDIR = 'validation'
 _NOT_METRICS = ('steps_per_second',)
 
 
-def read_curve(model_dir: str) -> Dict[int, Dict[str, float]]:
-  """{step: {metric: value}} of every evaluation of a run, in step order.
+def events(pattern: str) -> Iterator[tf.compat.v1.Event]:
+  """The summary events of the event files matching `pattern`, file by file."""
+  for path in sorted(tf.io.gfile.glob(pattern)):
+    for record in tf.data.TFRecordDataset(path):
+      yield tf.compat.v1.Event.FromString(record.numpy())
 
-  {} if the run never evaluated; a step evaluated twice (a resumed run
-  repeating its last evaluation) keeps the later values.
+
+def read_curve(model_dir: str) -> Dict[int, Dict[str, float]]:
+  """{step: {metric: value}} of a run's evaluations ({} if none), by step.
+
+  A step evaluated twice (a resumed run) keeps the later values.
   """
   pattern = os.path.join(model_dir, VALIDATION_SUBDIR, 'events.out.tfevents.*')
   curve: Dict[int, Dict[str, float]] = {}
-  for path in sorted(tf.io.gfile.glob(pattern)):
-    for record in tf.data.TFRecordDataset(path):
-      event = tf.compat.v1.Event.FromString(record.numpy())
-      for value in event.summary.value:
-        if value.tag in _NOT_METRICS:
-          continue
-        number = (
-            float(tf.make_ndarray(value.tensor))
-            if value.HasField('tensor')
-            else float(value.simple_value)
-        )
-        curve.setdefault(int(event.step), {})[value.tag] = number
+  for event in events(pattern):
+    for value in event.summary.value:
+      if value.tag in _NOT_METRICS:
+        continue
+      number = (
+          float(tf.make_ndarray(value.tensor))
+          if value.HasField('tensor')
+          else float(value.simple_value)
+      )
+      curve.setdefault(int(event.step), {})[value.tag] = number
   return dict(sorted(curve.items()))

@@ -1,13 +1,9 @@
 """Runs a table's paper-scale plan on TPU VMs to the end, resumably.
 
-`launch` gives each planned run to one VM (`vm_names`: always the same one,
-so a second launch finds its job where the first left it), one thread per
-VM working through its runs' stages in order, each started and waited for
-by `run_tpu.sh --wait`, whose supervisor recreates a preempted VM and
-relaunches the job, which resumes from the bucket. A stage whose done file
-exists is skipped and one running on its VM is supervised, not restarted.
-A failed stage is one line naming run, VM and log; that run's later stages
-are skipped, the others go on. Every change of state goes to
+Each planned run always gets the same VM (`vm_names`), one thread per VM
+running its stages in order with `run_tpu.sh --wait`, whose supervisor
+recreates a preempted VM. Done stages are skipped, running ones supervised;
+a failure skips that run's later stages only. States go to
 `<out>/<key>.launch.json`, which `status_lines` reads for --collect.
 """
 
@@ -43,14 +39,11 @@ class Cloud:
     tpu_names: the VMs, one job at a time each.
     project: Cloud project (None: gcloud's configured one).
     supervise_interval: seconds between the supervisor's checks.
-    run_tpu_flags: more `run_tpu.sh` flags for every job (a rehearsal's
-      stand-ins: --strategy=cpu, --skip_install, ...).
+    run_tpu_flags: more `run_tpu.sh` flags for every job (a rehearsal's).
     env: environment of `run_tpu.sh` (None: this process's).
     progress_seconds: seconds between progress lines.
-    pod_runtime_version: `run_tpu.sh --runtime_version` of the jobs on
-      multi-host slices.
-    concurrent_jobs: at most this many stages running at once over all VMs
-      (None: one per VM). A rehearsal's VMs share this machine's memory.
+    pod_runtime_version: `--runtime_version` of jobs on multi-host slices.
+    concurrent_jobs: most stages running at once (None: one per VM).
   """
 
   zone: str
@@ -68,11 +61,9 @@ class Cloud:
 def vm_names(
     planned: Sequence[plan.PlannedRun], cloud: Cloud
 ) -> Dict[str, str]:
-  """{run name: VM}: runs with one model directory share a VM, in turn.
+  """{run name: VM}: model directories dealt out in sorted order, in turn.
 
-  Model directories are dealt out in sorted order, so the assignment does
-  not depend on which runs are finished. With several accelerator types in
-  one plan, a VM name gets the type as suffix (a VM has one type).
+  A VM name gets the accelerator type as suffix when a plan has several.
   """
   types = {run.accelerator_type for run in planned}
   directories = sorted({run.model_dir for run in planned})
@@ -136,11 +127,7 @@ class LaunchState:
 
 
 def _last_error(log_path: str) -> str:
-  """The most telling line of a failed stage's `run_tpu.sh` output.
-
-  The job's own last error line (run_tpu.sh prints its log's tail behind
-  '  | '), else run_tpu.sh's last error.
-  """
+  """A failed stage's most telling line: the job's last error, else any."""
   with tf.io.gfile.GFile(log_path) as f:
     lines = [line.rstrip() for line in f if line.strip()]
   job = [line[4:] for line in lines if line.startswith('  | ')]

@@ -1,14 +1,9 @@
 """Evidence that every objective learns at a scale, not just runs.
 
-The `learning` target pretrains one model per objective (masked LM, ELECTRA,
-TEAMS, SCRIPT, each with its paper's gin files and the scale's includes) for
-the scale's reference steps, evaluating the held-out books at every
-checkpoint, in the run store like a table's (first pretraining seed, so a
-table at the same scale and store reads them back). `learning_<scale>.md` /
-`.json` give each run's held-out metrics beside issue 28's `TARGETS`, its
-cost, the masked LM's accuracy with each segment's words in order and
-shuffled (`word_order`), and its fine-tuning against random initialisation;
-`learning_<scale>_<run>.png` and `_overlay.png` draw the curves.
+The `learning` target pretrains one model per objective with its paper's
+gin files, in the run store like a table's (so tables read them back), and
+reports held-out metrics against `TARGETS`, cost, word-order sensitivity
+and fine-tuning against random initialisation, with curve figures.
 """
 
 import dataclasses
@@ -32,13 +27,7 @@ from official_repro.metrics import aggregation
 
 @dataclasses.dataclass(frozen=True)
 class Threshold:
-  """A held-out metric a run must reach at its last step.
-
-  Attributes:
-    metric: the evaluation's metric name (`held_out.read_curve`).
-    minimum: the value to reach.
-    meaning: what the metric is, for the report.
-  """
+  """A held-out metric (`held_out.read_curve` name) a run must reach."""
 
   metric: str
   minimum: float
@@ -73,18 +62,9 @@ _WORD_ORDER_BATCHES = 50
 
 
 def _training_minutes(model_dir: str) -> Optional[float]:
-  """Minutes from a run's first to its last training summary, or None.
-
-  A run resumed after a pause counts the pause.
-  """
-  times = []
-  for path in tf.io.gfile.glob(
-      os.path.join(model_dir, 'train', 'events.out.tfevents.*')
-  ):
-    for record in tf.data.TFRecordDataset(path):
-      event = tf.compat.v1.Event.FromString(record.numpy())
-      if event.summary.value:
-        times.append(event.wall_time)
+  """Minutes from a run's first to last training summary (pauses count)."""
+  pattern = os.path.join(model_dir, 'train', 'events.out.tfevents.*')
+  times = [e.wall_time for e in held_out.events(pattern) if e.summary.value]
   return (max(times) - min(times)) / 60.0 if len(times) > 1 else None
 
 
@@ -120,9 +100,7 @@ def run_learning(
 ) -> Dict:
   """Pretrains (or reads back) the target's runs and writes the report.
 
-  Fine-tuning keeps the `settings.tasks` of `CONTEXT_TASKS`; `provenance`
-  (the command, date and machine) is printed in the report written into
-  `out`. Returns the report's JSON content.
+  Fine-tunes the `settings.tasks` in `CONTEXT_TASKS`; returns the JSON.
   """
   runner.check_settings(out, settings)
   records = runner.records_dir(runs_dir, settings)
@@ -392,12 +370,8 @@ def _run_figure(pyplot, run: Dict, scale: str):
     if any(value is None for value in values):
       continue
     by_step.plot(steps, values, marker='o', label=metric)
-    by_flops.plot(
-        [step * run['flops_per_step'] for step in steps],
-        values,
-        marker='o',
-        label=metric,
-    )
+    spent = [step * run['flops_per_step'] for step in steps]
+    by_flops.plot(spent, values, marker='o', label=metric)
   for check in run['targets']:
     for axes in (by_step, by_flops):
       axes.axhline(check['minimum'], color='gray', linestyle=':')
@@ -419,12 +393,9 @@ def _overlay_figure(pyplot, content: Dict):
     for index, run in enumerate(content['runs'].values()):
       steps, values = _curve(run, metric)
       if steps and all(value is not None for value in values):
+        spent = [step * run['flops_per_step'] for step in steps]
         panel.plot(
-            [step * run['flops_per_step'] for step in steps],
-            values,
-            marker='o',
-            color=f'C{index}',
-            label=run['row'],
+            spent, values, marker='o', color=f'C{index}', label=run['row']
         )
     panel.set_xlabel('training FLOPs')
     panel.set_ylabel(f'held-out {metric}')

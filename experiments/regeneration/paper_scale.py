@@ -1,11 +1,8 @@
 """--scale=paper: the plan, its launch to the end, its rehearsal, --collect.
 
-`run` writes the plan (`plan.plan`: per run its jobs, FLOPs, hours, VM,
-per-replica batch and memory), refuses a run that cannot fit before
-anything starts, and with --launch --confirm runs it (`launch.launch`) and
-writes the table; --collect prints each run's state and the table of the
-finished ones. --rehearse makes the same launch run here against the fake
-gcloud, with the stand-ins of `rehearsal`.
+`run` writes the plan, refuses a run that cannot fit before anything starts,
+and with --launch --confirm runs it and writes the table; --collect prints
+each run's state; --rehearse runs the launch here against the fake gcloud.
 """
 
 import json
@@ -37,11 +34,7 @@ def _tasks(request) -> List[str]:
   return [
       task
       for task in glue_data.GLUE_TASK_NAMES
-      if tf.io.gfile.isdir(
-          os.path.join(
-              request.glue_dir, glue_data.get_task_spec(task).directory
-          )
-      )
+      if tf.io.gfile.isdir(request.glue_folder(task))
   ]
 
 
@@ -127,11 +120,7 @@ def _cloud(target: registry.Target, request):
 
 
 def check_records(planned: Sequence[plan.PlannedRun]) -> None:
-  """Stops unless every run's records are there and of its length/masking.
-
-  Raises:
-    UsageError: naming the run, the records and the fix.
-  """
+  """Stops (UsageError naming the fix) unless every run's records are there."""
   for run in planned:
     length, masking = run.records_key.split('-')
     fix = (
@@ -275,10 +264,7 @@ _SQUAD_METRICS = dict(exact_match='EM', f1='F1')
 
 
 def _squad_scores(run: plan.PlannedRun) -> Dict[str, float]:
-  """{'SQuAD 1.1 EM': percent, ...} of a run's finished SQuAD jobs.
-
-  Each aggregated over the fine-tuning seeds by the protocol, as GLUE's.
-  """
+  """{'SQuAD 1.1 EM': percent, ...} of finished SQuAD jobs, over seeds."""
   scores = {}
   for stage in run.stages:
     if stage.name not in _SQUAD_COLUMNS or not tf.io.gfile.exists(
@@ -298,8 +284,8 @@ def _squad_scores(run: plan.PlannedRun) -> Dict[str, float]:
 def run_results(glue_results: Dict, train_steps, squad) -> Dict:
   """A finished run's results as `report.rows` reads them.
 
-  Its GLUE scores are also its curve's one point (at its trained steps):
-  at paper scale only the final checkpoint is fine-tuned.
+  Its GLUE scores are also its curve's one point: at paper scale only the
+  final checkpoint is fine-tuned.
   """
   glue = {
       task: dict(score=score, summary=glue_results['summaries'].get(task, {}))

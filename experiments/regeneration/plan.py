@@ -1,13 +1,10 @@
 """The paper-scale run plan of a table: commands, FLOPs and TPU-hours.
 
-Per compared model: its `run_tpu.sh` pretraining command (paper gin files,
-model directory under `--bucket`), its training FLOPs (ELECTRA's formula,
-`official_repro.count_flops`) and an expected TPU v3-8 time, the FLOPs over
-the rate ELECTRA-small reaches in 004 Sec. 3.3 (one measured point: other
-models are assumed to run at its utilisation); then its fine-tuning commands
-(`experiments.glue_suite` with its paper's protocol and size's cells, and
-`official_repro.finetune` per SQuAD version) and the GLUE fine-tuning FLOPs,
-6 x encoder parameters x training tokens (train sizes of 001 Table II).
+Per compared model: its `run_tpu.sh` pretraining command, training FLOPs
+(ELECTRA's formula) and expected TPU v3-8 time at the rate ELECTRA-small
+reaches in 004 Sec. 3.3 (one measured point, assumed for every model); then
+its fine-tuning commands and GLUE fine-tuning FLOPs (6 x parameters x
+tokens, train sizes of 001 Table II).
 """
 
 import copy
@@ -33,17 +30,8 @@ from official_repro.modeling.networks import export_layout
 from official_repro.tasks import finetuning_schedule
 from official_repro.training import gin_utils
 
-# Our GLUE task name -> 001 Table II's row (train sizes).
-_TABLE_II_ROWS = dict(
-    cola='CoLA',
-    sst2='SST-2',
-    mrpc='MRPC',
-    stsb='STS-B',
-    qqp='QQP',
-    mnli='MNLI',
-    qnli='QNLI',
-    rte='RTE',
-)
+# Our GLUE task name -> 001 Table II's row (train sizes): Table IV's names.
+_TABLE_II_ROWS = registry.get('001.IV').columns
 # 002 Table 5's column: TPU v3-8 hours per model.
 _TRAINING_TIME = 'Training time'
 _CALIBRATION_GIN = ('gin/papers/001_ale/electra_small.gin',)
@@ -59,7 +47,7 @@ class Stage:
 
   Attributes:
     name: 'pretrain', 'glue' or a SQuAD version ('squad11').
-    model_dir: the job's output folder (`run_tpu.sh --model_dir`).
+    model_dir: the job's output folder.
     done_file: the file that exists once the job has finished.
     flags: `run_tpu.sh`'s flags for the job, after those of the VM.
   """
@@ -79,11 +67,9 @@ class PaperSettings:
     squad_dir: folder holding squad11/ and squad20/ (None: no SQuAD jobs).
     records: --records items, `LENGTH-MASKING=PATH` or one PATH for all.
     accelerator_types: --accelerator_type items, `TYPE` or `RUN=TYPE`.
-    extra_gin_files: gin files after every run's (a rehearsal's sizes).
-    pretrain_bindings: gin bindings after every run's (a rehearsal's caps).
-    train_steps_cap: a rehearsal's steps for a run of budget ratio 1 (the
-      others train as many times their ratio); None trains the plan's steps.
-    finetune_flags: flags after every fine-tuning job's (a rehearsal's).
+    extra_gin_files, pretrain_bindings, finetune_flags: after every run's
+      (a rehearsal's sizes and caps).
+    train_steps_cap: a rehearsal's steps at budget ratio 1 (None: plan's).
     vocab_size: vocabulary size where the records are not read.
   """
 
@@ -105,17 +91,13 @@ class PlannedRun:
 
   Attributes:
     name, row: the run and the paper row it fills.
-    records: the records its pretraining reads, '<max_seq_length>-<masking>'
-      (`records_key`).
-    train_steps, train_flops: its pretraining steps and FLOPs.
-    tpu_v3_8_hours: expected pretraining time on a TPU v3-8.
-    paper_hours: the time the paper reports for this row, if it does.
-    parameters: encoder parameters.
+    records: its records' `records_key`.
+    train_steps, train_flops, parameters: of its pretraining and encoder.
+    tpu_v3_8_hours, paper_hours: expected, and the paper's if reported.
     glue_dir: its GLUE fine-tuning directory (--collect reads it), if any.
     finetune_flops, finetune_tpu_v3_8_hours: its estimated cost.
-    accelerator_type: the TPU it runs on; hours: its estimated pretraining
-      and fine-tuning hours there; fit: its per-replica batch and memory
-      there (`fit.check`); refusal: why it cannot run there, or None.
+    accelerator_type, hours, fit, refusal: its TPU, estimated hours there,
+      `fit.check` of it there, and why it cannot run there (or None).
     stages: its jobs in order.
   """
 
@@ -162,11 +144,7 @@ class PlannedRun:
 
 
 def _display_quote(word: str) -> str:
-  """A shell word: double-quoted where it can be, else `shlex.quote`.
-
-  Double quotes keep a gin string's single quotes readable and let a
-  placeholder ($RECORDS_128_DYNAMIC) expand.
-  """
+  """A shell word, double-quoted if it can be (a $PLACEHOLDER expands)."""
   if re.fullmatch(r'[A-Za-z0-9_@%+=:,./-]+', word):
     return word
   if not re.search(r'["\\`]', word):
@@ -201,10 +179,7 @@ def _gin_fingerprint(
 
 
 def run_label(gin_files: Sequence[str]) -> str:
-  """A run directory's readable part: '001_ale.electra_small'.
-
-  The first gin file's paper folder and name.
-  """
+  """A run directory's readable part: '001_ale.electra_small'."""
   paper_dir, name = gin_files[0].split('/')[-2:]
   return f'{paper_dir}.{os.path.splitext(name)[0]}'
 
@@ -214,14 +189,10 @@ def shared_label(
     fingerprint: str,
     fingerprint_of: Callable[[registry.Run], str],
 ) -> str:
-  """The label of `run`'s directory (`run_label`).
+  """The `run_label` of the first registry run training `run`'s bindings.
 
-  That of the first run in the registry (in --list order) that trains the
-  same bindings, `fingerprint_of(other) == fingerprint`, else its own. Rows
-  of different gin files can train equal bindings (003 Table 2's "Only
-  MLM" is Table 1's BERT-Small++; Fig. 5's Sampled@5 is TEAMS-Small++; below
-  paper scale the include erases more), and are then one run under one
-  name, whichever table asks first.
+  Rows of different gin files can train equal bindings (003 Table 2's
+  "Only MLM" is Table 1's BERT-Small++) and are then one run.
   """
   for target in registry.TARGETS.values():
     for other in target.runs:
@@ -237,11 +208,7 @@ def flops_report(
     bindings: Sequence[str] = (),
     vocab_size: int = 30522,
 ) -> Tuple[flops.ComputeReport, int]:
-  """(ComputeReport, encoder parameters) of a gin configuration.
-
-  Cached per process (a copy of the report is returned): a plan asks for
-  the same configurations again and again, and each costs a model build.
-  """
+  """(ComputeReport, encoder parameters) of a gin configuration (cached)."""
   facts = config_facts(gin_files, bindings, vocab_size)
   return copy.deepcopy(facts.report), facts.encoder_parameters
 
@@ -294,11 +261,7 @@ def _query(name: str, default: str) -> str:
 
 
 def tpu_v3_8_flops_per_second(vocab_size: int = 30522) -> float:
-  """Training FLOPs per second of a TPU v3-8.
-
-  004 Sec. 3.3's ELECTRA-small iterations per second times our FLOPs per
-  step of that configuration.
-  """
+  """004 Sec. 3.3's ELECTRA-small it/s times our FLOPs per step of it."""
   report, _ = flops_report(_CALIBRATION_GIN, _CALIBRATION_BINDINGS, vocab_size)
   per_step = report.total_train_flops() / report.train_steps
   rate = paper_tables.load('004').stated['ELECTRA-small iterations/s'].value
@@ -317,23 +280,16 @@ def _finetune_flops(paper_dir: str, parameters: int) -> float:
     schedule = finetuning_schedule.FinetuningSchedule()
     runs = finetuning_schedule.RunProtocol().num_runs
     examples = table_ii.cell(_TABLE_II_ROWS[task], 'Train').value
-    total += (
-        6.0
-        * parameters
-        * examples
-        * schedule.num_epochs
-        * schedule.max_seq_length
-        * runs
-    )
+    cost = 6.0 * parameters * examples * schedule.num_epochs
+    total += cost * schedule.max_seq_length * runs
   gin.clear_config()
   return total
 
 
 def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
-  """The fine-tuning gin file of a model size, parsed after the task file.
+  """The fine-tuning gin file of a model size ([] for None), after the task's.
 
-  `task` is 'glue' or a SQuAD version, `size` 'base', 'large' or None (the
-  task files' own size). A FileNotFoundError when `paper_dir` has none.
+  A FileNotFoundError when `paper_dir` has none.
   """
   if size is None:
     return []
@@ -342,7 +298,7 @@ def size_files(paper_dir: str, task: str, size: Optional[str]) -> List[str]:
     if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
       return [path]
   raise FileNotFoundError(
-      f'gin/finetune/{paper_dir} has no {task}_{size}.gin ' f'or {size}.gin.'
+      f'gin/finetune/{paper_dir} has no {task}_{size}.gin or {size}.gin.'
   )
 
 
@@ -352,12 +308,9 @@ def model_directory(
     bindings: Sequence[str] = (),
     extra_gin_files: Sequence[str] = (),
 ) -> str:
-  """A paper-scale pretraining run's model directory under `bucket`.
+  """A paper-scale run's model directory: `shared_label` and a digest.
 
-  Its `shared_label` and a digest of its gin bindings (those of its gin files,
-  `extra_gin_files`, then `bindings`), so that the tables that compare the
-  same model (ELECTRA-small in 001 Table IV and 004 Tables 1 and 2; 003's
-  Small++ rows repeated in Tables 2-4 and Fig. 5) pretrain it once.
+  Equal models of different tables (ELECTRA-small in 001 and 004) are one.
   """
   extra = tuple(extra_gin_files)
   fingerprint = gin_fingerprint(tuple(run.gin_files) + extra, bindings)

@@ -1,16 +1,10 @@
-"""What regenerates each paper table and figure: the registry.
+"""The registry: what regenerates each paper table and figure.
 
-A `Target` names one table or figure (`001.IV`, `003.fig5`), the paper cells
-it is compared with (`experiments.paper_tables`), and the runner that
-regenerates it, by its registered name (`target_runners`: one function per
-way of producing ours, called without knowing the target), so a new target
-is one entry here, plus its runner if none fits. The kinds (`Target.kind`):
-`pretrain_glue`, a grid of pretraining runs fine-tuned on GLUE by their
-paper's protocol, at equal training FLOPs where the paper compares at equal
-compute; `command`, an experiment module that computes the table without
-pretraining; `plan_only`, needing data or hardware no scale below `paper`
-stands in for (the run plan, plus what can be measured here); `learning`,
-the evidence that every objective learns at the scale.
+A `Target` names a table or figure, the paper cells it is compared with and
+its runner's registered name (`target_runners`), so a new target is one entry
+here. Kinds: `pretrain_glue` (pretraining runs fine-tuned on GLUE, at equal
+FLOPs where the paper compares so), `command` (an experiment module),
+`plan_only` (needs data or hardware only paper scale has) and `learning`.
 """
 
 import dataclasses
@@ -37,21 +31,16 @@ class Run:
 
   Attributes:
     name: directory name of the run.
-    row: the paper table's row key, or a figure's series and x
-      ("Sampled@5"); a figure row without "@" is a reference model, drawn
-      as a horizontal line at its score.
-    gin_files: the paper gin files of its pretraining (repository-relative).
-    budget_ratio: its training FLOPs relative to the target's reference run
-      (2.0 for 001's "2x time").
-    scale_bindings: ((scale, gin bindings), ...): bindings after that
-      scale's include, for settings the include would otherwise erase: 003
-      Fig. 4's generator depths, mapped onto the 4-layer tiny model, and
-      002 Table 4's "+Larger" widening, restated for each small scale's
-      hidden size.
+    row: the table's row key, or a figure's "series@x"; a figure row without
+      "@" is a reference model, drawn as a horizontal line.
+    gin_files: its paper gin files (repository-relative).
+    budget_ratio: its training FLOPs relative to the reference run.
+    scale_bindings: ((scale, bindings), ...) after that scale's include, for
+      settings the include would erase (003 Fig. 4's generator depths, 002
+      Table 4's "+Larger" widening).
     finetune_size: 'base' or 'large' when the paper fine-tunes this size
-      with its own cells (003 Table 6, 004 Table 5), else None.
-    paper_row: False for a baseline the paper's table does not print (its
-      claim is against it), which then has no paper value.
+      with its own cells, else None.
+    paper_row: False for a baseline the paper's table does not print.
   """
 
   name: str
@@ -72,38 +61,29 @@ class Target:
   """One table or figure and how it is regenerated.
 
   Attributes:
-    key: '<paper>.<table id>' or '<paper>.fig<id>' ('learning' for the
-      learning evidence).
+    key: '<paper>.<table id>' or '<paper>.fig<id>' ('learning').
     paper: '001' .. '004', or None for the learning evidence.
-    table: the paper_tables table id compared with, or None (figure, prose).
-    kind: 'pretrain_glue', 'command', 'plan_only' or 'learning' (for --list).
+    table: the paper_tables table id compared with, or None.
+    kind: 'pretrain_glue', 'command', 'plan_only' or 'learning'.
     description: one line for --list.
-    runner: the name of the function that regenerates the target at a
-      scale (`target_runners.RUNNERS`: 'grid', 'learning', 'plan_only', or
-      a 'command' target's own, e.g. 'convbert_speed').
-    runs: the compared models (pretrain_glue).
+    runner: its `target_runners.RUNNERS` name.
+    runs: the compared models.
     reference: the run whose steps fix the FLOPs budget; None when the paper
-      compares at its own steps (each run then keeps its ratio of steps).
+      compares at its own steps.
     finetune_paper: folder under gin/finetune/ of the protocol.
     columns: {our GLUE task: the table's column}.
     average_column: the table's GLUE-average column, if any.
     command: the module for kind 'command'.
-    figure: for figures, the x quantity of each run ('steps' for learning
-      curves, else a label).
+    figure: the x quantity of a figure's runs ('steps': learning curves).
     why_plan_only: for kind 'plan_only'.
-    small_scale_runs: the runs made below paper scale when not all (None:
-      all), with `small_scale_note` saying why.
-    scale_runs: ((scale, run names), ...): the runs made at that scale
-      instead of `small_scale_runs`, where its depth allows fewer.
-    squad: the SQuAD versions the table reports, fine-tuned at paper scale.
-    parameters_column: the table's column of parameter counts, if any;
-      ours (at the scale, by the FLOPs tool) are printed beside it.
+    small_scale_runs: the runs made below paper scale (None: all), with
+      `small_scale_note` saying why.
+    scale_runs: ((scale, run names), ...) overriding `small_scale_runs`.
+    squad: the SQuAD versions the table reports (paper scale only).
+    parameters_column: the table's column of parameter counts, if any.
     claims: ((better run, worse run, where the paper says so), ...): orders
-      the paper states besides its table's averages, checked over seeds
-      like the averages' order (`report.claims`).
-    held_out_claims: held-out pretraining metrics (better when higher:
-      `report.HIGHER_IS_BETTER`) the orders are checked on too, where the
-      compared rows' metrics measure the same thing.
+      checked over seeds like the averages' (`report.claims`).
+    held_out_claims: held-out metrics the orders are checked on too.
   """
 
   key: str
@@ -159,34 +139,33 @@ _WIDER_BY_432_OVER_384 = tuple(
 )
 
 
-def _gin(paper_dir: str, *names: str) -> Tuple[str, ...]:
-  return tuple(f'gin/papers/{paper_dir}/{name}.gin' for name in names)
+def _run(name: str, row: str, paper_gin: str, **fields) -> Run:
+  """A `Run` of one paper gin file, `paper_gin` under gin/papers/."""
+  return Run(name, row, (f'gin/papers/{paper_gin}.gin',), **fields)
 
 
 def _003_runs(column: str) -> Tuple[Run, ...]:
   """BERT, ELECTRA and TEAMS rows of one 003 Table 1 column."""
   label = column.replace('_pp', '++').title()  # 'small_pp': 'Small++'
   size = {'base': 'base', 'base_pp': 'base', 'large': 'large'}.get(column)
+  bert_gin = (f'gin/papers/003_teams/table5_{column}.gin',)
   return (
       Run(
           f'bert_{column}',
           f'BERT-{label}',
-          (
-              f'gin/papers/003_teams/table5_{column}.gin',
-              'gin/pretrain/masked_lm.gin',
-          ),
+          bert_gin + ('gin/pretrain/masked_lm.gin',),
           finetune_size=size,
       ),
-      Run(
+      _run(
           f'electra_{column}',
           f'ELECTRA-{label} (Our reimplementation)',
-          (f'gin/papers/003_teams/electra_{column}.gin',),
+          f'003_teams/electra_{column}',
           finetune_size=size,
       ),
-      Run(
+      _run(
           f'teams_{column}',
           f'TEAMS-{label}',
-          (f'gin/papers/003_teams/{column}.gin',),
+          f'003_teams/{column}',
           finetune_size=size,
       ),
   )
@@ -195,28 +174,22 @@ def _003_runs(column: str) -> Tuple[Run, ...]:
 def _003_small_pp_baselines(suffix: str) -> Tuple[Run, ...]:
   """The ELECTRA-Small++ and TEAMS-Small++ rows 003's ablations repeat."""
   return (
-      Run(
-          f'electra{suffix}',
-          'ELECTRA-Small++',
-          _gin('003_teams', 'electra_small_pp'),
-      ),
-      Run(f'teams{suffix}', 'TEAMS-Small++', _gin('003_teams', 'small_pp')),
+      _run(f'electra{suffix}', 'ELECTRA-Small++', '003_teams/electra_small_pp'),
+      _run(f'teams{suffix}', 'TEAMS-Small++', '003_teams/small_pp'),
   )
 
 
-_ELECTRA_SMALL = Run(
-    'electra_small', 'ELECTRA-small', _gin('001_ale', 'electra_small')
+_ELECTRA_SMALL = _run('electra_small', 'ELECTRA-small', '001_ale/electra_small')
+_SCRIPT_SMALL = _run('script_small', 'SCRIPT-small', '004_script/small')
+_MIXED_ATTENTION = (
+    "002 Response 3: mixed attention improves on BERT's self-attention, all "
+    'else equal'
 )
-_SCRIPT_SMALL = Run('script_small', 'SCRIPT-small', _gin('004_script', 'small'))
 _RUNNERS_OF_KINDS = dict(pretrain_glue='grid', plan_only='plan_only')
 
 
 def _entry(key: str, kind: str, description: str, **fields) -> Target:
-  """A paper's `Target`, its paper and table from its key ('001.IV').
-
-  An id that is not a table's number ('003.fig3', '004.sec3.3', '002.mlm')
-  compares with no table; the runner is the kind's unless named.
-  """
+  """A paper's `Target`, its paper and table (if a number) from its key."""
   paper, _, name = key.partition('.')
   table = name if re.fullmatch(r'[0-9]+|[IVX]+', name) else None
   fields.setdefault('runner', _RUNNERS_OF_KINDS.get(kind))
@@ -241,19 +214,15 @@ _TARGETS = (
         'BERT_small, ELECTRA_small (1x, 2x) and ALE_small at equal FLOPs, '
         'GLUE dev',
         runs=(
-            Run('bert_small', 'BERT_small', _gin('001_ale', 'bert_small')),
-            Run(
-                'electra_small',
-                'ELECTRA_small',
-                _gin('001_ale', 'electra_small'),
-            ),
-            Run(
+            _run('bert_small', 'BERT_small', '001_ale/bert_small'),
+            _run('electra_small', 'ELECTRA_small', '001_ale/electra_small'),
+            _run(
                 'electra_small_2x',
                 '2x time',
-                _gin('001_ale', 'electra_small'),
+                '001_ale/electra_small',
                 budget_ratio=2.0,
             ),
-            Run('ale_small', 'ALE_small', _gin('001_ale', 'ale_small')),
+            _run('ale_small', 'ALE_small', '001_ale/ale_small'),
         ),
         reference='electra_small',
         finetune_paper='001_ale',
@@ -272,8 +241,8 @@ _TARGETS = (
         'attention-map diagonal concentration on MRPC, BERT vs ConvBERT',
         runner='attention_concentration',
         runs=(
-            Run('bert_small', 'BERT', _gin('001_ale', 'electra_small')),
-            Run('convbert_small', 'ConvBERT', _gin('002_convbert', 'small')),
+            _run('bert_small', 'BERT', '001_ale/electra_small'),
+            _run('convbert_small', 'ConvBERT', '002_convbert/small'),
         ),
         command='experiments.attention_concentration',
     ),
@@ -297,15 +266,15 @@ _TARGETS = (
         'pretrain_glue',
         'medium-small +BNK,+GL and +Larger: parameters and GLUE',
         runs=(
-            Run(
+            _run(
                 'bnk_gl',
                 'ConvBERTmedium-small / +BNK,+GL',
-                _gin('002_convbert', 'table4_bnk_gl'),
+                '002_convbert/table4_bnk_gl',
             ),
-            Run(
+            _run(
                 'bnk_gl_larger',
                 'ConvBERTmedium-small / +BNK,+GL,+Larger',
-                _gin('002_convbert', 'table4_bnk_gl_larger'),
+                '002_convbert/table4_bnk_gl_larger',
                 scale_bindings=_WIDER_BY_432_OVER_384,
             ),
         ),
@@ -319,17 +288,13 @@ _TARGETS = (
         'pretraining wall-clock on TPU v3-8',
         runs=(
             _ELECTRA_SMALL,
-            Run(
-                'convbert_small',
-                'CONVBERT-small',
-                _gin('002_convbert', 'small'),
-            ),
-            Run(
+            _run('convbert_small', 'CONVBERT-small', '002_convbert/small'),
+            _run(
                 'convbert_medium_small',
                 'CONVBERT-medium-small',
-                _gin('002_convbert', 'medium_small'),
+                '002_convbert/medium_small',
             ),
-            Run('convbert_base', 'CONVBERT-base', _gin('002_convbert', 'base')),
+            _run('convbert_base', 'CONVBERT-base', '002_convbert/base'),
         ),
         why_plan_only='TPU v3-8 wall-clock: the plan, and steps/s measured '
         'here with experiments.benchmark_pretraining',
@@ -340,29 +305,18 @@ _TARGETS = (
         'ConvBERT-small GLUE dev, mean ± standard error over runs, and the '
         'BERT-backbone ELECTRA-small it improves on',
         runs=(
-            Run(
-                'convbert_small',
-                'ConvBERT-small',
-                _gin('002_convbert', 'small'),
-            ),
-            Run(
+            _run('convbert_small', 'ConvBERT-small', '002_convbert/small'),
+            _run(
                 'electra_small',
                 'ELECTRA-small (BERT backbone)',
-                _gin('002_convbert', 'electra_small'),
+                '002_convbert/electra_small',
                 paper_row=False,
             ),
         ),
         finetune_paper='002_convbert',
         columns=_001_COLUMNS,
         average_column='Avg.',
-        claims=(
-            (
-                'convbert_small',
-                'electra_small',
-                "002 Response 3: mixed attention improves on BERT's "
-                'self-attention, all else equal',
-            ),
-        ),
+        claims=(('convbert_small', 'electra_small', _MIXED_ATTENTION),),
     ),
     _entry(
         '002.mlm',
@@ -373,30 +327,23 @@ _TARGETS = (
         '163k steps each); ours: 002 trains ELECTRA, whose discriminator '
         'does not learn at the cpu scale',
         runs=(
-            Run(
+            _run(
                 'bert_small',
                 'BERT backbone, masked LM (001 BERT_small)',
-                _gin('001_ale', 'bert_small'),
+                '001_ale/bert_small',
                 paper_row=False,
             ),
-            Run(
+            _run(
                 'convbert_small',
                 'ConvBERT backbone, masked LM (001 BERT_small recipe)',
-                _gin('002_convbert', 'masked_lm_small'),
+                '002_convbert/masked_lm_small',
                 paper_row=False,
             ),
         ),
         reference='bert_small',
         finetune_paper='002_convbert',
         columns=_001_COLUMNS,
-        claims=(
-            (
-                'convbert_small',
-                'bert_small',
-                "002 Response 3: mixed attention improves on BERT's "
-                'self-attention, all else equal',
-            ),
-        ),
+        claims=(('convbert_small', 'bert_small', _MIXED_ATTENTION),),
         held_out_claims=('masked_lm_accuracy',),
     ),
     _entry(
@@ -421,22 +368,16 @@ _TARGETS = (
         'pretrain_glue',
         'small++ pretraining tasks: MLM, RTD, MWS, RTD + MWS',
         runs=(
-            Run(
-                'only_mlm',
-                'Only MLM (i.e., BERT)',
-                _gin('003_teams', 'table2_only_mlm'),
+            _run(
+                'only_mlm', 'Only MLM (i.e., BERT)', '003_teams/table2_only_mlm'
             ),
-            Run(
+            _run(
                 'only_rtd',
                 'Only RTD (i.e., ELECTRA)',
-                _gin('003_teams', 'table2_only_rtd'),
+                '003_teams/table2_only_rtd',
             ),
-            Run('only_mws', 'Only MWS', _gin('003_teams', 'table2_only_mws')),
-            Run(
-                'teams',
-                'RTD + MWS (i.e., TEAMS)',
-                _gin('003_teams', 'small_pp'),
-            ),
+            _run('only_mws', 'Only MWS', '003_teams/table2_only_mws'),
+            _run('teams', 'RTD + MWS (i.e., TEAMS)', '003_teams/small_pp'),
         ),
         finetune_paper='003_teams',
         average_column='GLUE',
@@ -448,20 +389,18 @@ _TARGETS = (
         'small++ task-head designs and exported representations',
         runs=(
             *_003_small_pp_baselines(''),
-            Run(
-                'ffn_heads',
-                'Use FFN task heads',
-                _gin('003_teams', 'table3_ffn_heads'),
+            _run(
+                'ffn_heads', 'Use FFN task heads', '003_teams/table3_ffn_heads'
             ),
-            Run(
+            _run(
                 'heads_on_top',
                 'Add task head on 12th layer',
-                _gin('003_teams', 'table3_task_heads_on_top'),
+                '003_teams/table3_task_heads_on_top',
             ),
-            Run(
+            _run(
                 'export_rtd',
                 'Use RTD task head outputs',
-                _gin('003_teams', 'table3_export_rtd'),
+                '003_teams/table3_export_rtd',
             ),
         ),
         finetune_paper='003_teams',
@@ -474,26 +413,24 @@ _TARGETS = (
         'generator/discriminator layer sharing, small++ and base++',
         runs=(
             *_003_small_pp_baselines('_small_pp'),
-            Run('full_tie', 'Full Tie', _gin('003_teams', 'table4_full_tie')),
-            Run(
-                'no_tie', 'Small++ / No Tie', _gin('003_teams', 'table4_no_tie')
-            ),
-            Run(
+            _run('full_tie', 'Full Tie', '003_teams/table4_full_tie'),
+            _run('no_tie', 'Small++ / No Tie', '003_teams/table4_no_tie'),
+            _run(
                 'electra_base_pp',
                 'ELECTRA-Base++',
-                _gin('003_teams', 'electra_base_pp'),
+                '003_teams/electra_base_pp',
                 finetune_size='base',
             ),
-            Run(
+            _run(
                 'teams_base_pp',
                 'TEAMS-Base++',
-                _gin('003_teams', 'base_pp'),
+                '003_teams/base_pp',
                 finetune_size='base',
             ),
-            Run(
+            _run(
                 'base_pp_no_tie',
                 'Base++ / No Tie',
-                _gin('003_teams', 'table4_base_pp_no_tie'),
+                '003_teams/table4_base_pp_no_tie',
                 finetune_size='base',
             ),
         ),
@@ -513,12 +450,8 @@ _TARGETS = (
         'pretrain_glue',
         'learning curves: GLUE over pretraining steps, ELECTRA vs TEAMS',
         runs=(
-            Run(
-                'electra_small',
-                'ELECTRA-Small',
-                _gin('003_teams', 'electra_small'),
-            ),
-            Run('teams_small', 'TEAMS-Small', _gin('003_teams', 'small')),
+            _run('electra_small', 'ELECTRA-Small', '003_teams/electra_small'),
+            _run('teams_small', 'TEAMS-Small', '003_teams/small'),
         ),
         finetune_paper='003_teams',
         figure='steps',
@@ -528,10 +461,10 @@ _TARGETS = (
         'pretrain_glue',
         'GLUE against the number of generator layers (TEAMS-small++)',
         runs=tuple(
-            Run(
+            _run(
                 f'generator_num_layers_{n}',
                 f'TEAMS@{n}',
-                _gin('003_teams', f'fig4_generator_num_layers_{n}'),
+                f'003_teams/fig4_generator_num_layers_{n}',
                 scale_bindings=(
                     ('tiny', (f'teams.generator_num_layers = {n // 3}',)),
                     ('cpu', (f'teams.generator_num_layers = {n // 6}',)),
@@ -560,10 +493,10 @@ _TARGETS = (
         'pretrain_glue',
         'GLUE against K, Sampled vs Hardest negatives (TEAMS-small++)',
         runs=tuple(
-            Run(
+            _run(
                 f'{strategy}_k{k}',
                 f'{strategy.title()}@{k}',
-                _gin('003_teams', f'fig5_{strategy}_k{k}'),
+                f'003_teams/fig5_{strategy}_k{k}',
             )
             for strategy in ('sampled', 'hardest')
             for k in (3, 5, 10, 20, 50)
@@ -615,13 +548,9 @@ _TARGETS = (
         'pretrain_glue',
         'BERT, ELECTRA and SCRIPT small, GLUE per task',
         runs=(
-            Run('bert_small', 'BERT-small', _gin('001_ale', 'bert_small')),
+            _run('bert_small', 'BERT-small', '001_ale/bert_small'),
             _ELECTRA_SMALL,
-            Run(
-                'script_small',
-                'SCRIPT-small (ours)',
-                _gin('004_script', 'small'),
-            ),
+            _run('script_small', 'SCRIPT-small (ours)', '004_script/small'),
         ),
         finetune_paper='004_script',
         columns=_004_COLUMNS,
@@ -666,18 +595,10 @@ _LEARNING = Target(
     # Each paper's own recipe of the objective, as the tables train it, so
     # that a table at the same scale and run store reads these runs back.
     runs=(
-        Run(
-            'masked_lm',
-            'masked LM (001 BERT_small)',
-            _gin('001_ale', 'bert_small'),
-        ),
-        Run(
-            'electra',
-            'ELECTRA (001 ELECTRA_small)',
-            _gin('001_ale', 'electra_small'),
-        ),
-        Run('teams', 'TEAMS (003 TEAMS-Small)', _gin('003_teams', 'small')),
-        Run('script', 'SCRIPT (004 SCRIPT-small)', _gin('004_script', 'small')),
+        _run('masked_lm', 'masked LM (001 BERT_small)', '001_ale/bert_small'),
+        _run('electra', 'ELECTRA (001 ELECTRA_small)', '001_ale/electra_small'),
+        _run('teams', 'TEAMS (003 TEAMS-Small)', '003_teams/small'),
+        _run('script', 'SCRIPT (004 SCRIPT-small)', '004_script/small'),
     ),
     # Mean over fine-tuning seeds, the aggregation the comparison needs.
     finetune_paper='004_script',

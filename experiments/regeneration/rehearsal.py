@@ -1,14 +1,9 @@
 """The stand-ins of a rehearsed paper-scale launch (--rehearse).
 
-A rehearsal runs the launch's own code path, `run_tpu.sh` and its supervisor
-included, against `fake_gcloud.py`, which runs every VM's commands on this
-machine. What stands in for the cloud is chosen here, in the commands sent,
-never by the fake: a local bucket; the papers' gin files with capped steps
-and batches (`PRETRAIN_BINDINGS`, `FINETUNE_FLAGS`) at the papers' sizes or
-`gin/regenerate/tiny.gin`'s; records built from --corpus at each length and
-masking the runs read; GLUE (and SQuAD) cut to a few examples; and
-`run_tpu.sh --strategy=cpu --mixed_precision=float32 --skip_install`
-(bfloat16 is emulated and slow on CPUs without AMX).
+The launch's own code path runs against `fake_gcloud.py`; what stands in is
+chosen here, in the commands sent, never by the fake: a local bucket, capped
+steps and batches, records from --corpus, cut GLUE and SQuAD, and
+`--strategy=cpu --mixed_precision=float32` (bfloat16 is slow on CPUs).
 """
 
 import dataclasses
@@ -152,10 +147,9 @@ def slice_squad(squad_dir: str, out_dir: str, versions: Sequence[str]) -> str:
 def build_records(
     corpus: str, vocab_file: str, root: str, keys: Iterable[str]
 ) -> Dict[str, str]:
-  """{records key: records} built from `corpus` for each key once.
+  """{records key: records} built from `corpus` once per key.
 
-  Records of an earlier rehearsal are kept unless another tokenizer made
-  them (training would refuse them): those are rebuilt in their place.
+  Records of another tokenizer (training would refuse them) are rebuilt.
   """
   paths = {}
   for key in sorted(set(keys)):
@@ -186,11 +180,7 @@ def _current_records(path: str) -> bool:
 
 
 def gpu_grid(settings, root: str):
-  """The gpu scale's grid settings, rehearsed on this machine.
-
-  Its models and records, capped steps, batches, seeds and GLUE rows (cut
-  into `root`), float16 with loss scaling on `one_device`, as on one GPU.
-  """
+  """The gpu scale's grid settings, rehearsed here: capped, float16."""
   return dataclasses.replace(
       settings,
       glue_dir=slice_glue(

@@ -1,10 +1,8 @@
 """Ours beside the paper's: a grid's results as markdown, JSON and PNG.
 
-GLUE scores come from `experiments.glue_suite` as fractions, aggregated over
-seeds by the paper's protocol; a paper that prints scores x100 is compared
-on its own scale. Where the table has a column per task the difference is
-per task; where it only has a GLUE average, ours is the mean over the tasks
-run and is marked as such (not the paper's quantity).
+Scores are compared on the paper's scale (fraction or x100), per task where
+the table has task columns; against a GLUE average only, ours is the mean
+over the tasks run, marked as not the paper's quantity.
 """
 
 import os
@@ -19,9 +17,7 @@ from official_repro.common import json_files
 from official_repro.common import markdown as md
 from official_repro.metrics import aggregation
 
-# Held-out pretraining metrics a table prints (`held_out.read_curve` names).
-# Those better when higher are the ones a target's claims can be checked on
-# (`registry.Target.held_out_claims`).
+# Held-out metrics a table prints; claims are checked on the higher-is-better.
 HIGHER_IS_BETTER = ('masked_lm_accuracy', 'discriminator_auc', 'mws_accuracy')
 _HELD_OUT_METRICS = (*HIGHER_IS_BETTER, 'lm_example_loss')
 _GLUE_MEAN = 'GLUE mean over the tasks run'
@@ -63,18 +59,12 @@ def _cell(column, task, ours, paper, seeds=None, std=None) -> Dict:
 def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
   """One entry per finished run, with ours beside the paper's.
 
-  Args:
-    target: the table or figure.
-    results: {run name: result} as `runner.run_grid` returns them.
-
   Returns:
     Entries {run, row, train_steps, cells, average, parameters, curve,
-    held_out, held_out_curve, held_out_seeds, seed_averages}: `cells` one
-    per GLUE task run ({column, task, ours, paper, difference, seeds, std});
-    `average` ours over the tasks run beside the paper's mean over them or
-    else its printed average (`paper_quantity` says which), or None;
-    `parameters` ours beside the paper's count, or None; scores on the
-    paper's scale.
+    held_out, held_out_curve, held_out_seeds, seed_averages}: `cells` per
+    GLUE task ({column, task, ours, paper, difference, seeds, std});
+    `average` and `parameters` ours beside the paper's, or None; scores on
+    the paper's scale.
   """
   table = None
   if target.table:
@@ -180,12 +170,7 @@ def _seed_averages(result: Dict, scale: float) -> Optional[List[float]]:
 
 
 def _held_out_seeds(result: Dict) -> Optional[Dict[str, List[float]]]:
-  """{metric: each pretraining seed's held-out value at the last step}.
-
-  The last step of the seeds' mean curve, so a seed's value and the row's
-  mean are read at one step; None for one seed or no held-out evaluation.
-  A metric is listed only when every seed has it.
-  """
+  """{metric all seeds have: each seed's value at the mean's last step}."""
   seeds = result.get('seeds')
   if not seeds or not result.get('held_out'):
     return None
@@ -215,20 +200,17 @@ def _measures(
 def claims(target: registry.Target, entries: List[Dict]) -> List[Dict]:
   """The paper's orders, checked against ours over pretraining seeds.
 
-  The pairs are every two rows the paper's table ranks by its average and
-  the target's `claims`, each checked on every measure both rows have over
-  several seeds (each seed's mean GLUE score, the `held_out_claims`): the
-  difference of the per-seed means against twice its standard error.
+  Each pair (the table's ranking, then `target.claims`) on every measure
+  both rows have over seeds: per-seed mean gap against twice its standard
+  error.
 
   Returns:
     One {better, worse, source, measure, paper_gap, ours_gap, noise,
-    verdict} per pair and measure: `better` the row the paper ranks higher,
-    `paper_gap` its gap of GLUE averages (or None), `verdict` 'ahead' (the
-    paper's order reproduced), 'behind' (reversed) or 'within noise'.
+    verdict} per pair and measure; `verdict` 'ahead', 'behind' or 'within
+    noise'.
 
   Raises:
-    ValueError: when the target names a held-out metric that is not
-      better when higher.
+    ValueError: a held-out claim metric that is not better when higher.
   """
   unranked = set(target.held_out_claims) - set(HIGHER_IS_BETTER)
   if unranked:
@@ -278,12 +260,9 @@ def _pairs(
       key=_paper_average,
       reverse=True,
   )
+  source = f'{target.paper} Table {target.table}: averages'
   pairs = [
-      (
-          better['run'],
-          worse['run'],
-          f'{target.paper} Table {target.table}: averages',
-      )
+      (better['run'], worse['run'], source)
       for i, better in enumerate(ranked)
       for worse in ranked[i + 1 :]
   ]
@@ -312,11 +291,7 @@ def metric_table(
     names: List[str],
     seeds: Optional[Dict[str, Dict[str, List[float]]]] = None,
 ) -> List[str]:
-  """Markdown lines: one row per `rows` key, one column per metric name.
-
-  `rows` is {row: {metric: value}}; `seeds` {row: {metric: value per
-  seed}}, a cell with several shows their sample standard deviation.
-  """
+  """Markdown lines of {row: {metric: value}}, per-seed std beside a cell."""
   seeds = seeds or {}
 
   def cell(row: str, name: str) -> str:
@@ -333,11 +308,7 @@ def metric_table(
 
 
 def held_out_curve_table(entries: List[Dict], name: str) -> List[str]:
-  """Markdown lines: held-out `name` at every evaluated step of each row.
-
-  Each step also as its share of the row's steps: equal training FLOPs
-  where rows train at equal FLOPs.
-  """
+  """Markdown lines: held-out `name` at each step (and share of steps)."""
   points = [
       [entry['row'], f'{step:,}', f'{step / entry["train_steps"]:.3f}']
       + [_number(value)]
@@ -454,14 +425,8 @@ def _held_out_lines(target: registry.Target, entries: List[Dict]) -> List[str]:
   held = [entry for entry in entries if entry.get('held_out')]
   if not held:
     return []
-  names = sorted(
-      {
-          name
-          for entry in held
-          for name in entry['held_out']
-          if name in _HELD_OUT_METRICS
-      }
-  )
+  names = {name for entry in held for name in entry['held_out']}
+  names = sorted(names & set(_HELD_OUT_METRICS))
   lines = [
       '',
       'Pretraining metrics on the held-out books at the last '
@@ -510,24 +475,14 @@ def write(
     out: str,
     name: Optional[str] = None,
 ) -> str:
-  """Writes <out>/<name>.md and .json (and .png for figures).
-
-  `entries` are `rows(target, ...)`, `header` says how the grid ran, `name`
-  defaults to the target's key. Returns the markdown.
-  """
+  """Writes <out>/<name>.md and .json (and .png for figures); the markdown."""
   name = name or target.key
   text = markdown(target, entries, header)
   json_files.write_text(os.path.join(out, f'{name}.md'), text)
+  content = dict(target=target.key, header=header, rows=entries)
+  content['claims'] = claims(target, entries)
   json_files.write_json(
-      os.path.join(out, f'{name}.json'),
-      dict(
-          target=target.key,
-          header=header,
-          rows=entries,
-          claims=claims(target, entries),
-      ),
-      sort_keys=False,
-      default=float,
+      os.path.join(out, f'{name}.json'), content, sort_keys=False, default=float
   )
   if target.figure:
     plot(target, entries, os.path.join(out, f'{name}.png'))
@@ -537,14 +492,10 @@ def write(
 def figure_lines(
     target: registry.Target, entries: List[Dict]
 ) -> Tuple[Dict[str, List[Tuple[float, float]]], Dict[str, float]]:
-  """What a figure (`target.figure` set) draws of ours, from `rows`.
+  """What a figure draws of ours: ({series: [(x, score), ...]}, {ref: score}).
 
-  Returns:
-    `(series, references)`: {series name: [(x, GLUE score), ...] sorted by
-    x} and {reference row: its GLUE score}. For learning curves ('steps')
-    each run is a series over its checkpoints; otherwise a run's row
-    "<series>@<x>" is its series' point at x (its final checkpoint), and a
-    row without "@" is a reference.
+  Learning curves ('steps') are a series per run; otherwise a row
+  "<series>@<x>" is a point at x and a row without "@" a reference.
   """
   series: Dict[str, List[Tuple[float, float]]] = {}
   references: Dict[str, float] = {}
@@ -569,12 +520,7 @@ def plot(target: registry.Target, entries: List[Dict], path: str) -> None:
   figure, axes = pyplot.subplots(figsize=(6, 4))
   series, references = figure_lines(target, entries)
   for name, points in series.items():
-    axes.plot(
-        [p[0] for p in points],
-        [p[1] for p in points],
-        marker='o',
-        label=f'{name} (ours)',
-    )
+    axes.plot(*zip(*points), marker='o', label=f'{name} (ours)')
   for name, score in references.items():
     axes.axhline(
         score, color='gray', linestyle=':', label=f'{name} (ours, reference)'

@@ -1,17 +1,11 @@
 """Runs a table's grid at a small scale: pretrain, fine-tune, aggregate.
 
-Runs live in a run store, `runs_dir` (any `tf.io.gfile` path), named by
-what decides their numbers (SHA-256 of gin bindings, corpus, vocabulary,
-strategy; `plan.shared_label` for the readable part), so tables comparing
-the same model share one run: `records-<key>/` holds the corpus as records,
-`<label>-<key>/` a resumable `official_repro.train` model_dir and its
-`glue/<paper>/step_<N>/<task>-<key>/` the fine-tuning of checkpoint N. Code
-is not in the key (after a model change, start a new store); one process
-per store. Each pretraining saves `curve_points` checkpoints, so a figure
-can fine-tune a run a table pretrained. The table's `out` holds
-`settings.json` (other settings stop) and each run's `<run>/result.json`
-(read back, never redone). The reference trains `reference_steps`, others
-the steps of its training FLOPs times their `budget_ratio`.
+Runs live in a run store, `runs_dir`, named by a digest of what decides their
+numbers (gin bindings, corpus, vocabulary, strategy; not code), so tables
+comparing the same model share one run: `records-<key>/`, `<label>-<key>/`
+(a resumable model_dir) and its `glue/<paper>/step_<N>/<task>-<key>/`. The
+table's `out` holds `settings.json` and each run's `<run>/result.json`. The
+reference trains `reference_steps`, others its FLOPs times `budget_ratio`.
 """
 
 import dataclasses
@@ -51,28 +45,23 @@ class GridSettings:
 
   Attributes:
     target: the table or figure key.
-    scale: 'tiny', 'cpu' or 'gpu' (`gin/regenerate/<scale>.gin`, `scales`).
+    scale: 'tiny', 'cpu' or 'gpu' (`gin/regenerate/<scale>.gin`).
     corpus: text corpus directory (one document per file).
     vocab_file: WordPiece vocabulary, or None to learn one of
-      `learned_vocab_size` from the training books.
-    tasks: GLUE tasks fine-tuned, with the epochs of each.
+      `learned_vocab_size`.
+    tasks: {GLUE task: epochs}.
     num_runs: fine-tuning seeds per task.
     strategy: distribution strategy of every job.
-    curve_points: checkpoints every pretraining saves (evenly spaced, the
-      last at its final step); learning-curve figures fine-tune each.
-    finetune_fingerprint: SHA-256 of the scale's fine-tuning include's
-      bindings (`finetune_gin`), '' when it has none.
+    curve_points: checkpoints every pretraining saves (evenly spaced).
+    finetune_fingerprint: SHA-256 of `finetune_gin`'s bindings, or ''.
     eval_fraction: share of the books held out from pretraining.
-    pretrain_seeds: pretraining seeds per compared model (1: one run with
-      the seed it draws; more: seeds 1, 2, ... bound in gin, one run each).
-    held_out_steps: batches of held-out books evaluated at every checkpoint
-      (0: pretraining only trains).
-    released: (run name, path) of the runs whose released encoder is
-      fine-tuned instead of pretraining them.
+    pretrain_seeds: pretraining seeds per model (1: unbound; more: 1, 2, ...).
+    held_out_steps: held-out batches evaluated per checkpoint (0: none).
+    released: (run name, path) of runs whose released encoder is fine-tuned
+      instead of pretraining them.
     mixed_precision: every job's --mixed_precision (None: 'auto').
-    pretrain_bindings: gin bindings after every pretraining's (a
-      rehearsal's caps).
-    finetune_flags: flags after every fine-tuning job's (a rehearsal's).
+    pretrain_bindings: gin bindings after every pretraining's.
+    finetune_flags: flags after every fine-tuning job's.
   """
 
   target: str
@@ -109,11 +98,7 @@ class GridSettings:
 
 
 def check_settings(out: str, settings: GridSettings) -> None:
-  """Writes `out/settings.json`, or checks that it holds `settings`.
-
-  Raises:
-    ValueError: naming each setting that differs from the stored one.
-  """
+  """Writes `out/settings.json`, or raises a ValueError if it differs."""
   path = os.path.join(out, SETTINGS_FILENAME)
   current = json.loads(json.dumps(dataclasses.asdict(settings)))
   if not tf.io.gfile.exists(path):
@@ -164,10 +149,8 @@ def _query(gin_files: Tuple[str, ...], name: str, default=_REQUIRED):
 def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
   """The includes that shrink a run to `scale`, after its paper gin files.
 
-  `gin/regenerate/<scale>.gin`, then `<scale>_<optimizer>.gin` where the
-  scale has one for the run's optimizer (LAMB and AdamW want different
-  learning rates), then `<scale>_<objective>.gin` where it has one for the
-  run's objective (a short SCRIPT run starts its critic at its base rate).
+  `gin/regenerate/<scale>.gin`, then `<scale>_<optimizer>.gin` and
+  `<scale>_<objective>.gin` where they exist.
   """
   gin_files = tuple(run.gin_files)
   optimizer = _query(
@@ -202,12 +185,7 @@ def finetune_fingerprint(scale: str) -> str:
 def run_steps(
     target: registry.Target, settings: GridSettings, vocab_size: int
 ) -> Dict[str, int]:
-  """{run name: train steps} at `settings.scale`.
-
-  With a reference run, the steps that give each run the reference's
-  training FLOPs (at `settings.reference_steps`) times its budget ratio;
-  without one, the reference steps times the ratio.
-  """
+  """{run name: train steps}: the reference's FLOPs times each budget ratio."""
   runs = target.runs_at(settings.scale)
   if target.reference is None:
     return {
@@ -226,20 +204,19 @@ def run_steps(
       for run in runs
   }
   budget = reports[target.reference].total_train_flops()
-  steps = {}
-  for run in runs:
-    report = reports[run.name]
-    steps[run.name] = int(
-        round(
-            flops.steps_for_budget(
-                budget * run.budget_ratio,
-                report.per_token_forward(),
-                report.batch_size,
-                report.seq_length,
-            )
-        )
-    )
-  return steps
+  return {
+      run.name: int(
+          round(
+              flops.steps_for_budget(
+                  budget * run.budget_ratio,
+                  reports[run.name].per_token_forward(),
+                  reports[run.name].batch_size,
+                  reports[run.name].seq_length,
+              )
+          )
+      )
+      for run in runs
+  }
 
 
 def _digest(*parts: str) -> str:
@@ -268,8 +245,7 @@ def scale_max_seq_length(scale: str) -> int:
 def records_dir(runs_dir: str, settings: GridSettings) -> str:
   """The run store's records of the settings' corpus and vocabulary.
 
-  Also of the scale's sequence length and eval split, where they are not
-  the 128 tokens and 1% of the books every scale had before the cpu scale.
+  Also of the sequence length and eval split, unless 128 tokens and 1%.
   """
   parts = [_path_key(settings.corpus), _vocabulary_key(settings)]
   max_seq_length = scale_max_seq_length(settings.scale)
@@ -285,13 +261,7 @@ def run_dir(
     steps: int,
     seed: Optional[int] = None,
 ) -> str:
-  """The run store's directory of a pretraining run.
-
-  Named by `plan.shared_label` (003's Small++ rows, equal to its Small ones
-  below paper scale, are one run) and a digest of its gin bindings (its
-  pretraining seed among them), corpus, vocabulary and strategy, so that
-  equal runs of different tables are one.
-  """
+  """A pretraining run's store directory: `plan.shared_label` and a digest."""
   label = plan.shared_label(
       run,
       run_fingerprint(run, settings.scale, steps),
@@ -307,11 +277,7 @@ def run_dir(
 
 
 def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
-  """A fine-tuning job's directory under a checkpoint's `step_dir`.
-
-  Named by the task and a digest of what decides its scores besides the
-  checkpoint: the GLUE directory, epochs, seeds and the fine-tuning include.
-  """
+  """A fine-tuning job's directory: its task and a digest of its settings."""
   key = _digest(
       _path_key(settings.glue_dir),
       repr(settings.tasks[task]),
@@ -357,11 +323,7 @@ def _training_bindings(
 def run_fingerprint(
     run: registry.Run, scale: str, steps: int, seed: Optional[int] = None
 ) -> str:
-  """SHA-256 of the gin bindings a run trains with.
-
-  Its paper files, the scale's includes and `_training_bindings`: a run
-  read back from an earlier call must have been trained with the same.
-  """
+  """SHA-256 of the gin bindings a run trains with."""
   return plan.gin_fingerprint(
       run.gin_files + scale_gin_files(run, scale),
       _training_bindings(run, scale, steps, seed),
@@ -379,10 +341,8 @@ def _pretrain(
 ) -> None:
   """Runs (or resumes) `official_repro.train` for one run.
 
-  One loop per checkpoint interval, so that every checkpoint (saved once
-  `checkpoint_every` steps have passed) is at a multiple of it, also after
-  a resume, besides the last step; with `settings.held_out_steps` the run
-  evaluates that many held-out batches at each.
+  One loop per checkpoint interval, so checkpoints stay at its multiples
+  after a resume; held-out evaluation at each with `held_out_steps`.
   """
   evaluation = ['--mode=train']
   if settings.held_out_steps:
@@ -460,9 +420,8 @@ def finetune(
 ) -> Dict[str, Dict]:
   """{task: glue_suite's summary and score} for one checkpoint.
 
-  Each task is fine-tuned under `step_dir` (or read back from there); with
-  `random_init`, the checkpoint's architecture from random initialisation;
-  a `released` checkpoint brings its own vocabulary.
+  Fine-tunes under `step_dir` (or reads back); `random_init` from random
+  weights; a `released` checkpoint brings its own vocabulary.
   """
   scores = {}
   for task in settings.tasks:
@@ -470,18 +429,10 @@ def finetune(
     model_dir = os.path.dirname(results_path)
     if not tf.io.gfile.exists(results_path):
       tf.io.gfile.makedirs(model_dir)
-      _call(
-          _finetune_command(
-              target,
-              settings,
-              checkpoint,
-              model_dir,
-              task,
-              random_init,
-              released,
-          ),
-          os.path.join(model_dir, 'regenerate.log'),
+      command = _finetune_command(
+          target, settings, checkpoint, model_dir, task, random_init, released
       )
+      _call(command, os.path.join(model_dir, 'regenerate.log'))
     results = read_json(results_path)
     scores[task] = dict(
         score=results['scores'][task], summary=results['summaries'][task]
@@ -510,12 +461,10 @@ def pretrain_into_store(
     curve: bool = False,
     seed: Optional[int] = None,
 ) -> Tuple[str, List[int]]:
-  """Pretrains `run` in the run store (or resumes it, or finds it done).
+  """Pretrains `run` in the run store (or resumes, or finds it done).
 
-  Returns (its model_dir, the steps of the checkpoints needed): all of its
-  `settings.curve_points` with `curve`, else the last. `seed` is bound in
-  gin (None: unbound). A ValueError when a curve needs a checkpoint that a
-  run finished earlier (with other checkpoint settings) lacks.
+  Returns (model_dir, checkpoint steps needed: all with `curve`, else the
+  last); a ValueError when an earlier run lacks a curve's checkpoint.
   """
   model_dir = run_dir(runs_dir, run, settings, steps, seed)
   checkpoints = _checkpoint_steps(steps, settings.curve_points)
@@ -548,11 +497,6 @@ def _pretrained(model_dir: str, steps: int) -> bool:
   return all(tf.io.gfile.exists(os.path.join(export_dir, n)) for n in names)
 
 
-def _print_line(line: str) -> None:
-  """Prints a progress line where the runner prints its other lines."""
-  print(line, flush=True)
-
-
 def announce(
     index: int, runs: Sequence[registry.Run], run: registry.Run, text: str
 ) -> None:
@@ -570,7 +514,7 @@ def jobs_progress(
       unit='jobs',
       interval_seconds=0,
       clock=clock,
-      log=_print_line,
+      log=functools.partial(print, flush=True),
   )
 
 
@@ -590,11 +534,7 @@ def pretrain_only(
     runs_dir: str,
     clock: Callable[[], float] = time.monotonic,
 ) -> Dict[str, str]:
-  """Pretrains (or reads back) every run of `target` at the scale.
-
-  With the reference steps and the first pretraining seed; returns {run
-  name: its exported encoder folder}. `clock` times the jobs.
-  """
+  """{run name: exported encoder folder}, pretrained at the first seed."""
   records, steps = _prepare(target, settings, out, runs_dir)
   encoders = {}
   runs = target.runs_at(settings.scale)
@@ -623,11 +563,7 @@ def pretrain_only(
 
 
 def mean_over_seeds(per_seed: Sequence[Dict[str, Dict]]) -> Dict[str, Dict]:
-  """{task: {score, summary}}: each task's mean over pretraining seeds.
-
-  `per_seed` holds one {task: {score, summary}} per seed; the summary is
-  {n, mean, std, scores}, `std` the sample standard deviation (0 for one).
-  """
+  """{task: {score, summary}} averaged over pretraining seeds' results."""
   merged = {}
   for task in per_seed[0]:
     scores = [glue[task]['score'] for glue in per_seed]
@@ -666,26 +602,16 @@ def run_grid(
     runs_dir: str,
     clock: Callable[[], float] = time.monotonic,
 ) -> Dict[str, Dict]:
-  """Runs (or reads back) every run of `target` at `settings.scale`.
-
-  Args:
-    target: a 'pretrain_glue' target.
-    settings: the grid's settings.
-    out: the table's directory (settings and per-run results).
-    runs_dir: the run store, shared by the tables that pass the same one.
-    clock: seconds, for the time left (a job is one pretraining seed of a
-      run not finished earlier).
+  """Runs (or reads back) every run of a 'pretrain_glue' `target`.
 
   Returns:
-    {run name: its result}: row, gin files and fingerprint, run store
-    directory, train steps, budget ratio, `glue` ({task: score and summary})
-    at the last step, `curve` ({step: glue}) and, with held-out evaluation,
-    `held_out` ({step: {metric: value}}); with several pretraining seeds,
-    means over them (`glue`'s summary describes the seeds) and `seeds`.
+    {run name: result}: row, gin files and fingerprint, run_dir, train
+    steps, budget ratio, `glue` ({task: score and summary}), `curve` ({step:
+    glue}), `held_out` ({step: {metric: value}}) with held-out evaluation;
+    with several pretraining seeds, their means and `seeds`.
 
   Raises:
-    ValueError: when `out` holds a grid of other settings, or a finished
-      run trained with other gin bindings.
+    ValueError: `out` holds other settings, or a run of other bindings.
   """
   if target.kind != 'pretrain_glue':
     raise ValueError(
@@ -747,11 +673,8 @@ class _Grid:
     )
     per_seed = []
     for seed in settings.seeds():
-      per_seed.append(
-          _run_seed(
-              target, run, settings, self.runs_dir, self.records, steps, seed
-          )
-      )
+      args = (target, run, settings, self.runs_dir, self.records, steps, seed)
+      per_seed.append(_run_seed(*args))
       if per_seed[-1]['run_dir'] in self.to_do:
         self.to_do.remove(per_seed[-1]['run_dir'])
         self.jobs.advance()
@@ -785,14 +708,7 @@ def _merged_result(
     per_seed: List[Dict],
 ) -> Dict:
   """A run's result from its seeds' (`_run_seed`): one's, or their means."""
-  result = dict(
-      run=run.name,
-      row=run.row,
-      gin_files=list(run.gin_files),
-      gin_fingerprint=fingerprint,
-      train_steps=steps,
-      budget_ratio=run.budget_ratio,
-  )
+  result = _result_head(run, fingerprint, steps)
   if len(per_seed) == 1:
     result.update(per_seed[0])
     del result['seed']
@@ -819,24 +735,26 @@ def _released_result(
     path: str,
     fingerprint: str,
 ) -> Dict:
-  """Fine-tunes a released encoder in `run`'s place; returns its result.
-
-  The result has no pretraining: `train_steps` 0, an empty `curve`, and
-  `released` (the path), which the report prints in the row.
-  """
+  """Fine-tunes a released encoder in `run`'s place (no pretraining)."""
   tf.io.gfile.makedirs(os.path.join(out, run.name))
+  glue = finetune(
+      target, settings, path, os.path.join(out, run.name), released=True
+  )
+  return dict(_result_head(run, fingerprint, 0, path), glue=glue, curve={})
+
+
+def _result_head(
+    run: registry.Run, fingerprint: str, steps: int, released: str = ''
+) -> Dict:
+  """What every result starts with: the run, its row and how it trains."""
   return dict(
       run=run.name,
       row=run.row,
-      released=path,
+      **(dict(released=released) if released else {}),
       gin_files=list(run.gin_files),
       gin_fingerprint=fingerprint,
-      train_steps=0,
+      train_steps=steps,
       budget_ratio=run.budget_ratio,
-      glue=finetune(
-          target, settings, path, os.path.join(out, run.name), released=True
-      ),
-      curve={},
   )
 
 
@@ -855,13 +773,7 @@ def _jobs_left(
     runs_dir: str,
     steps: Dict[str, int],
 ) -> set:
-  """The run store directories of the grid's jobs left to do.
-
-  A job is one pretraining seed of a run, pretrained and fine-tuned; it is
-  left unless its run is finished in `out` or the seed is pretrained and
-  fine-tuned in the store already (a run killed between its seeds). Runs of
-  equal bindings share a directory, and so one job.
-  """
+  """The store directories of the grid's jobs (run seeds) left to do."""
   to_do = set()
   released = dict(settings.released)
   for run in runs:
@@ -898,19 +810,10 @@ def _run_seed(
     steps: int,
     seed: Optional[int],
 ) -> Dict:
-  """Pretrains and fine-tunes one pretraining seed of `run`.
-
-  Returns its seed, run directory, `glue` at the last step, `curve`
-  ({step: glue}) and, with held-out evaluation, `held_out`.
-  """
+  """Pretrains and fine-tunes one seed: seed, run_dir, glue, curve, held_out."""
+  curve = target.figure == 'steps'
   pretrain_dir, checkpoints = pretrain_into_store(
-      run,
-      settings,
-      runs_dir,
-      records,
-      steps,
-      curve=target.figure == 'steps',
-      seed=seed,
+      run, settings, runs_dir, records, steps, curve=curve, seed=seed
   )
   evaluated = {}
   for step in checkpoints:

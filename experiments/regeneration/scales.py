@@ -1,10 +1,7 @@
 """The scales a table's grid runs at below paper scale.
 
-A scale is a gin include, `gin/regenerate/<name>.gin` (with its variants,
-`runner.scale_gin_files`), plus what the include cannot say: how the corpus
-becomes records, the reference run's steps, the pretraining seeds per model
-and whether held-out text is evaluated while pretraining. The records'
-sequence length is the include's `pretrain_data.max_seq_length`.
+A scale is a gin include, `gin/regenerate/<name>.gin`, plus what it cannot
+say: records, reference steps, pretraining seeds and held-out evaluation.
 """
 
 import dataclasses
@@ -19,14 +16,11 @@ class Scale:
     name: 'tiny', 'cpu' or 'gpu'; the include is gin/regenerate/<name>.gin.
     reference_steps: default steps of a table's reference run.
     strategy: default distribution strategy of every job.
-    learned_vocab_size: without --vocab_file, a WordPiece vocabulary of this
-      size is learned from the training books (None: --vocab_file is
-      required).
-    eval_fraction: share of the books held out for evaluation (whole books).
-    pretrain_seeds: pretraining seeds per compared model; each seed is its
-      own run, fine-tuned alike, and a row reports their mean and spread.
-    held_out_steps: batches of held-out text evaluated at every checkpoint
-      of a pretraining run (0: none), the learning curves' points.
+    learned_vocab_size: vocabulary learned without --vocab_file (None:
+      --vocab_file required).
+    eval_fraction: share of the books held out for evaluation.
+    pretrain_seeds: pretraining seeds (runs) per compared model.
+    held_out_steps: held-out batches evaluated per checkpoint (0: none).
     default_tasks: GLUE tasks fine-tuned, as task:epochs.
   """
 

@@ -1,12 +1,9 @@
 """The functions that regenerate a target, each under the name it has.
 
-Each `registry.Target` names its runner, a function `(target, request)`
-registered in `RUNNERS`; `experiments.regenerate` only builds the `Request`
-from its flags and calls it, so a new way of producing a table is one runner
-(here or in another module of this package), with no dispatch on keys or
-kinds to extend. Here: `grid`, `learning` and `plan_only`; the 'command'
-targets' runners are in `command_runners`. Every runner but `learning`
-writes the paper-scale run plan at --scale=paper (`registered`).
+Each `registry.Target` names its runner, a `(target, request)` function in
+`RUNNERS`; `experiments.regenerate` builds the `Request` from its flags and
+calls it, so there is no dispatch on keys or kinds to extend. Here: `grid`,
+`learning` and `plan_only` (the 'command' runners are in `command_runners`).
 """
 
 import dataclasses
@@ -61,8 +58,7 @@ def _per_scale(text: str, value: Callable, separator: str = ', ') -> str:
 class Request:
   """What a runner is asked for: experiments.regenerate's flags.
 
-  Each field is the flag of its name (`dataclass_flags`); `tasks` is the
-  raw --tasks list (`task_epochs` checks and parses it).
+  Each field is the flag of its name; `tasks` is the raw --tasks list.
   """
 
   table: Optional[str] = dataclass_flags.option(
@@ -208,10 +204,9 @@ class Request:
   )
 
   def absolute_paths(self) -> 'Request':
-    """The request with its local paths absolute.
+    """The request with its local paths absolute (URLs, '$VARS' kept).
 
-    The jobs run from the repository root, so relative paths mean the
-    caller's directory; URLs ('gs://') and unexpanded '$VARIABLES' are kept.
+    The jobs run from the repository root, not the caller's directory.
     """
     return dataclasses.replace(
         self,
@@ -234,11 +229,7 @@ class Request:
       )
 
   def task_epochs(self) -> Dict[str, float]:
-    """--tasks (or the scale's default) as {task: epochs}, checked first.
-
-    Raises:
-      UsageError: an item that is not `<GLUE task>:<epochs > 0>`.
-    """
+    """--tasks (or the scale's default) as {task: epochs}; UsageError if bad."""
     tasks = {}
     for item in self.tasks or scales.get(self.scale).default_tasks:
       task, _, epochs = item.partition(':')
@@ -262,11 +253,7 @@ class Request:
     return tasks
 
   def checked_tasks(self) -> Dict[str, float]:
-    """`task_epochs`, once the input directories they need are there.
-
-    Raises:
-      UsageError: a bad --tasks item, or a missing input (flag and path).
-    """
+    """`task_epochs`, once the inputs they need are there (else UsageError)."""
     tasks = self.task_epochs()
     for name in ('corpus', 'glue_dir', 'vocab_file'):
       path = getattr(self, name)
@@ -274,9 +261,7 @@ class Request:
         raise app.UsageError(f'--{name} {path}: no such file or directory.')
     if self.glue_dir:
       for task in tasks:
-        folder = os.path.join(
-            self.glue_dir, glue_data.get_task_spec(task).directory
-        )
+        folder = self.glue_folder(task)
         if not tf.io.gfile.isdir(folder):
           raise app.UsageError(
               f'--tasks {task}: --glue_dir has no '
@@ -285,13 +270,16 @@ class Request:
           )
     return tasks
 
+  def glue_folder(self, task: str) -> str:
+    """The --glue_dir folder of a GLUE task."""
+    return os.path.join(self.glue_dir, glue_data.get_task_spec(task).directory)
+
   def released_encoders(self, target: registry.Target) -> Dict[str, str]:
     """--released as {run name: path}, checked against the table's rows.
 
     Raises:
-      UsageError: --released for a figure, an item that is not ROW=PATH, a
-        ROW the table does not have at the scale, or a PATH that is not
-        there (a folder, a file or a checkpoint prefix).
+      UsageError: for a figure, an item not ROW=PATH, an unknown ROW or a
+        PATH that is not there (folder, file or checkpoint prefix).
     """
     if self.released and target.figure:
       raise app.UsageError(
@@ -328,11 +316,7 @@ class Request:
   def grid_settings(
       self, target: registry.Target, tasks: Dict[str, float], num_runs: int
   ) -> runner.GridSettings:
-    """`target`'s grid settings: the request's, else the scale's.
-
-    Raises:
-      UsageError: no --vocab_file where the scale learns none.
-    """
+    """`target`'s grid settings: the request's, else the scale's."""
     scale = scales.get(self.scale)
     if not self.vocab_file and not scale.learned_vocab_size:
       raise app.UsageError(
@@ -373,8 +357,7 @@ def registered(
 ) -> Callable[[TargetRunner], TargetRunner]:
   """Decorator: registers the function as the runner `name`.
 
-  With `plans_at_paper_scale` the function runs below paper scale and at
-  --scale=paper the runner writes the run plan; else at every scale.
+  With `plans_at_paper_scale`, --scale=paper writes the run plan instead.
   """
 
   def register(regenerate: TargetRunner) -> TargetRunner:
@@ -386,12 +369,7 @@ def registered(
 
 
 def run(target: registry.Target, request: Request) -> None:
-  """Regenerates `target` by the runner it names, counts and releases first.
-
-  Raises:
-    UsageError: a count below 1; --released other than for a pretraining
-      grid below paper scale, or naming no model.
-  """
+  """Regenerates `target` by its runner, after checking counts and releases."""
   for name in ('num_runs', 'pretrain_seeds'):
     value = getattr(request, name)
     if value is not None and value < 1:
@@ -505,22 +483,13 @@ def grid(target: registry.Target, request: Request) -> None:
   print(report.write(target, entries, header, request.out))
   if request.report_dir:
     tf.io.gfile.makedirs(request.report_dir)
-    report.write(
-        target,
-        entries,
-        header,
-        request.report_dir,
-        name=f'regenerate_{request.scale}_{target.key}',
-    )
+    name = f'regenerate_{request.scale}_{target.key}'
+    report.write(target, entries, header, request.report_dir, name=name)
 
 
 @registered('learning', plans_at_paper_scale=False)
 def learning(target: registry.Target, request: Request) -> None:
-  """Pretrains one model per objective and writes the learning evidence.
-
-  Raises:
-    UsageError: at paper scale, or a missing or bad input.
-  """
+  """Pretrains one model per objective and writes the learning evidence."""
   if request.scale == 'paper':
     raise app.UsageError(f'{target.key} runs below paper scale only.')
   tasks = request.checked_tasks()
