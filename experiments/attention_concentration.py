@@ -6,15 +6,12 @@ r"""002 (ConvBERT rebuttal) Table 1: diagonal concentration of attention.
     --glue_dir=/data/glue [--task=mrpc --split=dev --max_seq_length=128 \
     --batch_size=32 --max_examples=N --window=4 --output_file=table1.json]
 
-The rebuttal reports the "average concentration" C (attention mass within 4
-positions of the diagonal over the mass beyond) on MRPC, counting ConvBERT's
-self-attention heads; `official_repro.metrics.attention_concentration`
-defines C and which tokens and maps count. Each --init_checkpoint is an
-encoder exported by `official_repro.train`, restored as fine-tuning does
-(`pretrained.resolve`, `pretrained.restore`), built with
-`return_attention_scores` and run in inference mode over the split's examples
-tokenized as GLUE fine-tuning. Prints a markdown table, one row per checkpoint
-beside the paper's value for its backbone, and writes it as JSON.
+The rebuttal's "average concentration" C (attention mass within 4 positions
+of the diagonal over the mass beyond; `official_repro.metrics.
+attention_concentration`) on MRPC. Each --init_checkpoint is an encoder
+exported by `official_repro.train`, restored as fine-tuning does and run with
+`return_attention_scores` over the split tokenized as GLUE fine-tuning. Prints
+a markdown table beside the paper's values and writes it as JSON.
 """
 
 import dataclasses
@@ -64,13 +61,8 @@ _INPUT_KEYS = ('input_word_ids', 'input_mask', 'input_type_ids')
 class Settings:
   """Everything one run depends on; mirrors the flags of `define_flags`.
 
-  Attributes:
-    labels: a row name per checkpoint; empty: the checkpoint paths.
-    split: the task's split ('dev'; MNLI: 'dev_matched' or 'dev_mismatched').
-    max_seq_length: tokens per example, padding included.
-    max_examples: use only the first N examples; None: all.
-    window: the largest |i - j| counted as near the diagonal.
-    output_file: where to write the JSON; None: print only.
+  `labels` name the rows (empty: the checkpoint paths); `window` is the
+  largest |i - j| counted as near the diagonal.
   """
 
   init_checkpoints: Tuple[str, ...]
@@ -123,9 +115,8 @@ def load_model(init_checkpoint: str, label: str, max_seq_length: int) -> _Model:
 
   Raises:
     FileNotFoundError: no checkpoint or vocabulary where it points.
-    ValueError: the checkpoint has no exported config, its backbone returns
-      no attention maps (ConvBERT `conv_only`), or its position
-      table is shorter than `max_seq_length`.
+    ValueError: no exported config, no attention maps (ConvBERT `conv_only`)
+      or fewer positions than `max_seq_length`.
   """
   try:
     spec = pretrained.resolve(init_checkpoint)
@@ -175,13 +166,10 @@ def read_examples(
 def measure(
     model: _Model, examples: Sequence[glue.GlueExample], settings: Settings
 ) -> Dict[str, Any]:
-  """Runs the encoder over the examples; returns its table row.
+  """The encoder's table row over the examples.
 
-  Returns:
-    The accumulator's `result()` plus label, checkpoint, backbone, the
-    paper's value for the backbone, the number of truncated examples and
-    `uniform_concentration`, the mean C of uniform maps over the same
-    examples (`attention_concentration.uniform_attention`).
+  The accumulator's `result()` plus label, checkpoint, backbone, paper value,
+  truncations and `uniform_concentration` (C of uniform maps there).
   """
   tokenizer = tokenization.FullTokenizer(
       model.spec.vocab_file, do_lower_case=model.spec.lower_case
@@ -224,13 +212,9 @@ def measure(
 
 
 def run(settings: Settings) -> Dict[str, Any]:
-  """Measures every checkpoint; writes and returns the results.
+  """{settings (with the read report), rows}: every checkpoint measured.
 
   All checkpoints and the data are checked before the first forward pass.
-
-  Returns:
-    {'settings': the settings and the read report, 'rows': one `measure`
-    row per checkpoint, in order}.
   """
   examples, report = read_examples(settings)
   labels = settings.labels or settings.init_checkpoints
@@ -333,14 +317,11 @@ def main(argv):
       Settings(
           init_checkpoints=tuple(flag_values.init_checkpoint),
           labels=tuple(flag_values.label),
-          glue_dir=flag_values.glue_dir,
-          task=flag_values.task,
-          split=flag_values.split,
-          max_seq_length=flag_values.max_seq_length,
-          batch_size=flag_values.batch_size,
-          max_examples=flag_values.max_examples,
-          window=flag_values.window,
-          output_file=flag_values.output_file,
+          **{
+              field.name: getattr(flag_values, field.name)
+              for field in dataclasses.fields(Settings)
+              if field.name not in ('init_checkpoints', 'labels')
+          },
       )
   )
   print(format_table(results))

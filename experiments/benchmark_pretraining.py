@@ -8,17 +8,13 @@ r"""Pretraining throughput of our task against Model Garden's stock task.
     --gin_param=electra.tie_embedding_block=False \
     --output_json=/tmp/sweep.json --output_png=/tmp/sweep.png
 
-Per variant: first-step time, steady-state steps/s, examples/s and tokens/s
-over `--steps`, peak host (and GPU) memory, and model FLOPs utilisation (3 x
-the profiled forward FLOPs against a measured dense-matmul peak). `ours` is
-our task and trainer; `stock` Model Garden's own task for the objective
-(`Objective.stock_task_config`) with its loader and base trainer, on the same
-model config and statically masked records (configs without a counterpart
-are measured as `ours` only). Each variant runs in its own subprocess so
-memory and compilation caches do not leak. `--sweep` measures every variant
-over batch sizes (`--sweep_batch_sizes`) and sequence lengths
-(`--sweep_seq_lengths` at `--sweep_batch_size`), writing `--output_json` and
-a plot to `--output_png`.
+Per variant: first-step time, steps/s, examples/s, tokens/s, peak memory and
+model FLOPs utilisation (3 x profiled forward FLOPs over a measured matmul
+peak). `ours` is our task and trainer; `stock` Model Garden's task for the
+objective (`Objective.stock_task_config`) on the same model and statically
+masked records. Each variant runs in its own subprocess so memory and
+compilation caches do not leak. `--sweep` measures over batch sizes and
+sequence lengths, writing `--output_json` and a plot.
 """
 
 import hashlib
@@ -138,10 +134,9 @@ def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
 def records_text_key(
     corpus: str, vocab_file: Optional[str], vocab_size: int
 ) -> str:
-  """8 hex digits naming the text and vocabulary the records are built from.
+  """8 hex digits naming the records' text and vocabulary.
 
-  Records reused from `--work_dir` are then never those of another corpus or
-  vocabulary (the vocabulary's size sets the cost of the output softmax).
+  Reused records are then never another corpus's or vocabulary's.
   """
   vocab = (
       os.path.abspath(vocab_file)
@@ -196,14 +191,17 @@ def _shared_vocab(dirs: dict) -> str:
 def _record_shape() -> Tuple[int, int]:
   """(sequence length, masked positions per sequence) of the parsed gin."""
   seq_length = gin.query_parameter('pretrain_data.max_seq_length')
-  mask_rate = _query_or(
-      'pretrain_data.mask_rate',
-      pretrain_dataloader.PretrainDataConfig().mask_rate,
-  )
+  mask_rate = _mask_rate()
   max_predictions = _query_or(
       'pretrain_data.max_predictions_per_seq', None
   ) or (masking_lib.default_max_predictions(seq_length, mask_rate))
   return seq_length, max_predictions
+
+
+def _mask_rate() -> float:
+  """The parsed gin's mask rate (the data config's default when unbound)."""
+  default = pretrain_dataloader.PretrainDataConfig().mask_rate
+  return _query_or('pretrain_data.mask_rate', default)
 
 
 def _configure() -> tuple:
@@ -238,19 +236,11 @@ def stock_params(
     seed: Optional[int] = None,
     shuffle_buffer_size: Optional[int] = None,
 ) -> cfg.ExperimentConfig:
-  """Model Garden's own task on the same model, reading static records.
+  """`params` with Model Garden's task reading `static_dir`'s training split.
 
-  `params`' model, trainer and runtime are kept; `max_predictions` are the
-  `static_dir` records' masked positions per sequence; `seed` seeds Model
-  Garden's input pipeline and `shuffle_buffer_size` sets its example shuffle
-  buffer (None: unseeded, Model Garden's default).
-
-  Returns:
-    The experiment with Model Garden's task (`stock_task_config` of the
-    objective) reading `static_dir`'s training split.
-
-  Raises:
-    ValueError: the objective has no Model Garden counterpart.
+  `max_predictions` are the records' masked positions per sequence; `seed`
+  and `shuffle_buffer_size` set Model Garden's input pipeline (None: its
+  defaults). ValueError when the objective has no Model Garden counterpart.
   """
   metadata = records.load_metadata(static_dir)
   ours = params.task.train_data
@@ -281,13 +271,9 @@ def stock_params(
 
 
 def build_trainer(variant: str) -> tuple:
-  """Builds one variant's trainer from the gin flags' configuration.
+  """(trainer, settings, masked positions) of one variant from the gin flags.
 
-  In the precision of --mixed_precision (resolved for this machine),
-  initialised from `experiment.seed` when it is bound.
-
-  Returns:
-    (trainer, its experiment settings, masked positions per sequence).
+  In --mixed_precision's resolved precision, seeded by `experiment.seed`.
   """
   params, settings, dirs, max_predictions = _configure()
   dtype = precision.resolve(FLAGS.mixed_precision, tf.distribute.get_strategy())
@@ -362,11 +348,7 @@ def _seq_length(train_data) -> int:
 
 
 def prepare_records(extra_bindings: Sequence[str] = ()) -> None:
-  """Builds the records a configuration reads, in this process.
-
-  The measured child processes then only read them (their peak memory is
-  the training's, not the record building's).
-  """
+  """Builds the records here, so a child's peak memory is its training's."""
   gin_utils.parse_config(FLAGS.gin_file, [*FLAGS.gin_param, *extra_bindings])
   seq_length, max_predictions = _record_shape()
   gin.clear_config()
@@ -384,10 +366,7 @@ def _run_isolated(variant: str, extra_bindings: Sequence[str] = ()) -> dict:
 
 
 def configuration_args(extra_bindings: Sequence[str] = ()) -> List[str]:
-  """This process's configuration and step flags, for a child process.
-
-  `extra_bindings` come after the gin parameters.
-  """
+  """This process's configuration flags for a child, then `extra_bindings`."""
   args = [
       f'--steps={FLAGS.steps}',
       f'--warmup_steps={FLAGS.warmup_steps}',
@@ -444,10 +423,9 @@ def sweep_points(
     seq_lengths: Sequence[int],
     length_batch_size: int,
 ) -> List[Dict]:
-  """The two sweeps: batch sizes at `seq_length`, then sequence lengths.
+  """`{axis, batch_size, seq_length}`: batches at `seq_length`, then lengths.
 
-  The lengths at `length_batch_size`; each point `{axis, batch_size,
-  seq_length}`.
+  The lengths at `length_batch_size`.
   """
   points = [
       dict(axis='batch_size', batch_size=batch, seq_length=seq_length)
@@ -466,11 +444,7 @@ def point_bindings(
     mask_rate: float,
     max_positions: int,
 ) -> List[str]:
-  """Gin bindings that turn the configuration into one sweep point.
-
-  Its batch and length, the masked positions of its length (the configured
-  ones at the configured length) and enough position embeddings.
-  """
+  """Gin bindings of one sweep point: batch, length, masks, positions."""
   bindings = [
       f'pretrain_data.train_batch_size = {point["batch_size"]}',
       f'pretrain_data.max_seq_length = {point["seq_length"]}',
@@ -496,10 +470,8 @@ def run_sweep(
 ) -> Dict:
   """Measures every variant at every sweep point.
 
-  `batch_sizes` sweep at the configured sequence length, `seq_lengths` at
-  `length_batch_size`. `measure(variant, extra_bindings) -> result` defaults
-  to the variant in its own subprocess (`_run_isolated`), after this process
-  has built the point's records.
+  `measure(variant, extra_bindings) -> result` defaults to a subprocess
+  (`_run_isolated`) after the point's records are built here.
 
   Returns:
     {matmul_peak_flops, points: [point + {variant: result}], variants,
@@ -507,10 +479,7 @@ def run_sweep(
   """
   gin_utils.parse_config(gin_files, gin_params)
   seq_length = gin.query_parameter('pretrain_data.max_seq_length')
-  mask_rate = _query_or(
-      'pretrain_data.mask_rate',
-      pretrain_dataloader.PretrainDataConfig().mask_rate,
-  )
+  mask_rate = _mask_rate()
   max_positions = _query_or('encoder.max_position_embeddings', 512)
   gin.clear_config()
   points = sweep_points(seq_length, batch_sizes, seq_lengths, length_batch_size)
@@ -539,11 +508,7 @@ def run_sweep(
 
 
 def plot_sweep(sweep: Dict, path: str) -> None:
-  """Writes the sweep's four panels as a PNG, one line per variant.
-
-  Examples/s against batch size; tokens/s, training FLOPs per token and peak
-  host memory against sequence length.
-  """
+  """Writes the sweep's four panels as a PNG, one line per variant."""
   import matplotlib  # pylint: disable=g-import-not-at-top
 
   matplotlib.use('Agg')

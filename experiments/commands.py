@@ -1,12 +1,8 @@
 """The one way experiments run a repository command in a subprocess.
 
-`run_module` runs `python -m <module> <args>` from the repository root with
-this interpreter, so a job gets a fresh TensorFlow (its own gin, strategy
-and memory) and can be stopped alone. A job outlives no experiment: if the
-caller is interrupted (Ctrl-C, SIGTERM), the job gets SIGTERM, time to save
-its checkpoint, then a kill. The launch supervisor (`regeneration/launch.py`)
-keeps its own loop: it prints progress between polls of a job whose output
-goes straight to a log file.
+`python -m <module>` from the repository root gets a fresh TensorFlow (own
+gin, strategy, memory) and can be stopped alone; an interrupted caller
+SIGTERMs its job, gives it time to checkpoint, then kills it.
 """
 
 import re
@@ -35,23 +31,18 @@ def run_module(
     show: Optional[re.Pattern] = None,
     stdout_only: bool = False,
 ) -> str:
-  """Runs `python -m module args` to its end.
+  """Runs `python -m module args` to its end; returns its output.
 
   Args:
-    module: the module to run, e.g. 'official_repro.train'.
+    module: e.g. 'official_repro.train'.
     args: its arguments.
-    log_path: where its output (stdout and stderr, interleaved) is written
-      when it ends (any `tf.io.gfile` path); None: not kept.
+    log_path: a `tf.io.gfile` path for stdout and stderr; None: not kept.
     show: lines of its output matching this are printed as they come.
-    stdout_only: return stdout alone (stderr still goes to the log and the
-      error), for commands whose result is their printed output.
-
-  Returns:
-    Its output: stdout and stderr interleaved, or stdout only.
+    stdout_only: return stdout alone (stderr still goes to the log).
 
   Raises:
-    CommandError: it exited non-zero; the message names the log, or holds
-      the last 3,000 characters of its output.
+    CommandError: it exited non-zero, naming the log or ending with its
+      last 3,000 characters of output.
   """
   command = [sys.executable, '-m', module, *args]
   if show is not None:

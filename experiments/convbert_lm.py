@@ -4,21 +4,14 @@ r"""002 rebuttal Table 3: causal LM, transformer vs mixed attention.
     --train_file=wiki.train.tokens --valid_file=wiki.valid.tokens \
     --architectures=transformer,mixed --output_dir=/tmp/convbert_lm
 
-or, with a single file, `--valid_fraction=0.1` instead of `--valid_file`.
-
-The rebuttal reports only the two perplexities, so this trains each
-`--architectures` entry with the same data order, steps, optimizer and schedule
-and scores the whole validation stream (and `--test_file`) with
-non-overlapping windows of `--seq_length`. The output bias starts at the
-training data's log unigram probabilities (`--unigram_output_bias`): from
-zeros a short run stays at the unigram perplexity (see `causal_lm`). The
-default sizes are small BERT/ConvBERT shrunk to finish on a 2-core CPU;
-`--match_parameters` widens the mixed model to the transformer's parameter
-count. Each model is a run of the library's experiment runner on the causal-LM
-task (`official_repro.tasks.causal_lm`), its directory
-`<output_dir>/<architecture>/`. Writes `<output_dir>/results.json` (rewritten
-after each model) and `table.md`. A killed run resumes with the same flags
-(`settings.json` records them; other settings are refused).
+(or `--valid_fraction=0.1` instead of `--valid_file`). Each architecture is a
+run of the library's experiment runner on `official_repro.tasks.causal_lm` in
+`<output_dir>/<architecture>/`, with the same data order, steps and optimizer,
+scored on non-overlapping `--seq_length` windows. The output bias starts at
+the log unigram probabilities (from zeros a short run stays at the unigram
+perplexity). `--match_parameters` widens the mixed model to the transformer's
+parameter count. Writes `results.json` (after each model) and `table.md`; a
+killed run resumes with the same flags (`settings.json`; others are refused).
 """
 
 import contextlib
@@ -133,29 +126,31 @@ class Settings:
       )
 
 
-_ENUM_OPTIMIZER = functools.partial(
+_S, _F, _I, _B = (
+    flags.DEFINE_string,
+    flags.DEFINE_float,
+    flags.DEFINE_integer,
+    flags.DEFINE_bool,
+)
+_OPTIMIZER = functools.partial(
     flags.DEFINE_enum, enum_values=['adam', 'adamw', 'lamb']
 )
 
 # Each flag of `define_flags`: its name (a `Settings` field, whose default it
 # takes), how it is defined and its help.
 _FLAGS = (
-    ('train_file', flags.DEFINE_string, 'WikiText-format training file.'),
-    (
-        'valid_file',
-        flags.DEFINE_string,
-        'Validation file; exclusive with --valid_fraction.',
-    ),
+    ('train_file', _S, 'WikiText-format training file.'),
+    ('valid_file', _S, 'Validation file; exclusive with --valid_fraction.'),
     (
         'valid_fraction',
-        flags.DEFINE_float,
+        _F,
         'Hold out this tail of --train_file for validation (cut at an '
         'article title).',
     ),
-    ('test_file', flags.DEFINE_string, 'Also report perplexity on this.'),
+    ('test_file', _S, 'Also report perplexity on this.'),
     (
         'max_vocab_size',
-        flags.DEFINE_integer,
+        _I,
         'Keep the most frequent words (specials included); the rest become '
         '<unk>.',
     ),
@@ -164,82 +159,62 @@ _FLAGS = (
         flags.DEFINE_list,
         f'Models to train, from {causal_lm.ARCHITECTURES}.',
     ),
-    ('hidden_size', flags.DEFINE_integer, 'Block width H.'),
-    ('num_layers', flags.DEFINE_integer, 'Blocks L.'),
+    ('hidden_size', _I, 'Block width H.'),
+    ('num_layers', _I, 'Blocks L.'),
     (
         'num_attention_heads',
-        flags.DEFINE_integer,
+        _I,
         'Heads N (mixed: max(1, N // head_ratio) attention heads and as many '
         'convolution heads).',
     ),
-    ('intermediate_size', flags.DEFINE_integer, 'Feed-forward width.'),
-    (
-        'embedding_width',
-        flags.DEFINE_integer,
-        'Embedding width E (tied input/output table).',
-    ),
-    (
-        'head_ratio',
-        flags.DEFINE_integer,
-        'Mixed: attention-head reduction (ConvBERT: 2).',
-    ),
-    (
-        'kernel_size',
-        flags.DEFINE_integer,
-        'Mixed: convolution window (ConvBERT: 9).',
-    ),
-    ('num_groups', flags.DEFINE_integer, 'Mixed: grouped feed-forward groups.'),
+    ('intermediate_size', _I, 'Feed-forward width.'),
+    ('embedding_width', _I, 'Embedding width E (tied input/output table).'),
+    ('head_ratio', _I, 'Mixed: attention-head reduction (ConvBERT: 2).'),
+    ('kernel_size', _I, 'Mixed: convolution window (ConvBERT: 9).'),
+    ('num_groups', _I, 'Mixed: grouped feed-forward groups.'),
     (
         'match_parameters',
-        flags.DEFINE_bool,
+        _B,
         "Widen the mixed model to the transformer's parameters.",
     ),
     (
         'unigram_output_bias',
-        flags.DEFINE_bool,
+        _B,
         'Start the output bias at the log unigram probabilities of the '
         'training data (else zeros).',
     ),
-    (
-        'dropout_rate',
-        flags.DEFINE_float,
-        'Dropout on embeddings, block outputs, attention.',
-    ),
-    ('seq_length', flags.DEFINE_integer, 'Window length T.'),
-    ('batch_size', flags.DEFINE_integer, 'Windows per batch.'),
-    ('train_steps', flags.DEFINE_integer, 'Optimizer steps per model.'),
-    ('optimizer', _ENUM_OPTIMIZER, 'Model Garden optimizer.'),
+    ('dropout_rate', _F, 'Dropout on embeddings, block outputs, attention.'),
+    ('seq_length', _I, 'Window length T.'),
+    ('batch_size', _I, 'Windows per batch.'),
+    ('train_steps', _I, 'Optimizer steps per model.'),
+    ('optimizer', _OPTIMIZER, 'Model Garden optimizer.'),
     (
         'learning_rate',
-        flags.DEFINE_float,
+        _F,
         'Peak learning rate (linear warmup, linear decay to 0).',
     ),
-    ('warmup_steps', flags.DEFINE_integer, 'Warmup steps.'),
-    (
-        'weight_decay_rate',
-        flags.DEFINE_float,
-        'Decoupled weight decay (adamw, lamb).',
-    ),
+    ('warmup_steps', _I, 'Warmup steps.'),
+    ('weight_decay_rate', _F, 'Decoupled weight decay (adamw, lamb).'),
     (
         'global_clipnorm',
-        flags.DEFINE_float,
+        _F,
         'Clip gradients to this global norm (0: no clipping).',
     ),
     (
         'log_every',
-        flags.DEFINE_integer,
+        _I,
         'Log and summarize the mean training loss every this many steps '
         '(one Orbit loop).',
     ),
     (
         'checkpoint_every',
-        flags.DEFINE_integer,
+        _I,
         'Save a resumable checkpoint every this many steps (a multiple of '
         '--log_every; the runner also saves after the first loop and the '
         'last step).',
     ),
-    ('seed', flags.DEFINE_integer, 'Seed of initialization and data order.'),
-    ('output_dir', flags.DEFINE_string, 'Where results.json and table.md go.'),
+    ('seed', _I, 'Seed of initialization and data order.'),
+    ('output_dir', _S, 'Where results.json and table.md go.'),
 )
 
 
@@ -264,15 +239,18 @@ def settings_from_flags() -> Settings:
   return Settings(**values)
 
 
+_SIZE_NAMES = (
+    'hidden_size',
+    'num_layers',
+    'num_attention_heads',
+    'intermediate_size',
+    'embedding_width',
+)
+
+
 def model_sizes(settings: Settings) -> Dict[str, int]:
   """`CausalLM` size arguments from the flags (both architectures)."""
-  return dict(
-      hidden_size=settings.hidden_size,
-      num_layers=settings.num_layers,
-      num_attention_heads=settings.num_attention_heads,
-      intermediate_size=settings.intermediate_size,
-      embedding_width=settings.embedding_width,
-  )
+  return {name: getattr(settings, name) for name in _SIZE_NAMES}
 
 
 def model_config(
@@ -313,9 +291,8 @@ def matched_mixed_sizes(
 ) -> Dict[str, int]:
   """Mixed-model sizes whose parameter count is closest to the target.
 
-  The hidden size grows in steps of lcm(heads, groups) (so head size and
-  groups stay valid) with the feed-forward width in proportion; head count
-  and depth stay fixed. Binary search, as the count grows with the width.
+  Binary search on the hidden size in steps of lcm(heads, groups), the
+  feed-forward width in proportion; heads and depth stay fixed.
   """
   step = math.lcm(settings.num_attention_heads, settings.num_groups)
   ratio = settings.intermediate_size / settings.hidden_size
@@ -389,12 +366,10 @@ def gin_bindings(
 
 
 def training_stats(settings: Settings, model_dir: str) -> Dict[str, Any]:
-  """Losses and throughput of a run, from the summaries Orbit wrote.
+  """Losses and throughput of a run, from Orbit's per-loop summaries.
 
-  One summary per Orbit loop (`--log_every` steps, the last loop possibly
-  shorter): `loss_history` is `(step, mean training loss of the loop)`;
-  `train_seconds` adds up the loops (of every process of a resumed run);
-  `train_tokens_per_second` leaves out the first loop (it traces the step).
+  `loss_history` is `(step, mean loss of the loop)`; `train_seconds` adds up
+  the loops of every process; tokens/s leaves out the first (tracing) loop.
   """
   history, loops, previous = [], [], 0
   for step, values in causal_lm_task.train_summaries(model_dir).items():
@@ -422,13 +397,9 @@ def training_stats(settings: Settings, model_dir: str) -> Dict[str, Any]:
 def train_and_evaluate(
     settings: Settings, architecture: str, sizes: Dict[str, int]
 ) -> Dict[str, Any]:
-  """Trains and scores one model with the library's experiment runner.
+  """One model's `results.json` entry but its `sizes`, trained and scored.
 
-  Its run directory `<output_dir>/<architecture>` holds the checkpoints,
-  summaries and configs; a run with a checkpoint there resumes from it.
-
-  Returns:
-    The model's `results.json` entry but its `sizes`.
+  Runs in `<output_dir>/<architecture>`, resuming from a checkpoint there.
   """
   model_dir = os.path.join(settings.output_dir, architecture)
   resumed_from = 0
@@ -643,16 +614,10 @@ def format_table(results: Dict[str, Any]) -> str:
   models = results['models']
   has_test = any('test' in entry for entry in models.values())
   header = (
-      [
-          'model',
-          'H x L (heads)',
-          'params',
-          'non-embedding params',
-          'valid ppl (ours)',
-      ]
-      + (['test ppl (ours)'] if has_test else [])
-      + ['train tokens/s', 'ppl (002 Table 3, WikiText-103)']
-  )
+      'model|H x L (heads)|params|non-embedding params|valid ppl (ours)'
+      + ('|test ppl (ours)' if has_test else '')
+      + '|train tokens/s|ppl (002 Table 3, WikiText-103)'
+  ).split('|')
   rows = [
       _table_row(architecture, entry, results['settings'], has_test)
       for architecture, entry in models.items()

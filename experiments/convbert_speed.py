@@ -4,20 +4,14 @@ r"""002 (ConvBERT rebuttal) Table 2: FLOPs and CPU speed of one base block.
       [--batch_size=1] [--iterations=20] [--warmup=3] [--xla] [--threads=0] \
       [--output_markdown=report.md] [--output_json=report.json]
 
-The rebuttal times its mixed-attention block and the self-attention baseline
-at base size on a CPU without stating the sequence length or batch size, so
-this measures several lengths (batch 1 by default) and prints the length at
-which our FLOPs formula reaches each of the paper's figures. The blocks: Model
-Garden's `TransformerEncoderBlock` and our `ConvBertBlock` (head_ratio 2, k 9,
-1 FFN group), same exact GELU and initializer, no dropout, the same random
-input and all-ones mask, in inference mode. Reported per sample: FLOPs
-(`official_repro.metrics.flops.block_flops`), the formula's matmul FLOPs
-beside XLA's count of the compiled block's dots and convolutions (a check that
-the formula describes the code), the median latency over `--iterations` after
-`--warmup` (the two blocks back to back in alternating order, so background
-load hits both alike) and parameters; then the mixed / self ratios beside the
-paper's. The project's CPU runs do not use XLA. Reports and findings:
-`experiments/reports/convbert_speed_cpu.md` and `convbert_speed_cpu_xla.md`.
+The rebuttal states no sequence length or batch size, so this measures
+several lengths and prints where our FLOPs formula reaches each paper figure.
+Model Garden's `TransformerEncoderBlock` against our `ConvBertBlock`, same
+GELU, initializer and input, in inference mode; the formula's matmul FLOPs
+beside XLA's count of the compiled block's (a check that the formula describes
+the code); median latency, the blocks timed alternately so background load
+hits both alike. Reports: `experiments/reports/convbert_speed_cpu.md` and
+`convbert_speed_cpu_xla.md`.
 """
 
 import dataclasses
@@ -64,13 +58,8 @@ def paper_figures() -> Dict[str, Tuple[float, float]]:
 class BlockSizes:
   """Sizes shared by both blocks; the ConvBERT ones only affect mixed.
 
-  Attributes:
-    hidden_size: width of the hidden states.
-    num_heads: configured attention heads N (head size hidden / N).
-    intermediate_size: feed-forward width.
-    head_ratio: ConvBERT's bottleneck ratio, N' = max(1, N // head_ratio).
-    kernel_size: ConvBERT's convolution window k.
-    num_groups: ConvBERT's feed-forward groups G.
+  `num_heads` N (head size hidden / N); mixed keeps max(1, N // head_ratio)
+  attention heads, convolution window `kernel_size`, `num_groups` FFN groups.
   """
 
   hidden_size: int = 768
@@ -169,21 +158,16 @@ def measure(
     jit_compile: bool,
     seed: int = 0,
 ) -> List[Dict[str, Any]]:
-  """Measures both blocks at every sequence length.
-
-  `iterations` (>= 1) timed calls per block and length follow `warmup`
-  untimed ones; `jit_compile` runs the timed blocks with XLA; `seed` seeds the
-  input and the weights.
+  """Both blocks at every length: `iterations` timed calls after `warmup`.
 
   Returns:
     One dict per (T, block): `seq_length`, `block`, `parameters`, `flops`,
-    `matmul_flops`, `compiled_matmul_flops` (the formula's plus the banded
-    k-tap contraction), `xla_matmul_flops` (all per sample), `ms_per_sample`
-    (median) and `ms_per_sample_all` (every iteration).
+    `matmul_flops`, `compiled_matmul_flops` (plus the banded k-tap
+    contraction), `xla_matmul_flops` (all per sample), `ms_per_sample`
+    (median) and `ms_per_sample_all`.
 
   Raises:
-    ValueError: a non-positive batch size, iteration count or length, or a
-      negative warmup.
+    ValueError: a batch size, iterations or length < 1, or warmup < 0.
   """
   if batch_size < 1 or iterations < 1 or warmup < 0:
     raise ValueError(
@@ -269,15 +253,9 @@ def _ratio(rows: Dict[str, Dict[str, Any]], key: str) -> float:
 def format_table(rows: Sequence[Dict[str, Any]]) -> str:
   """The markdown table: both blocks and their ratio per sequence length."""
   header = (
-      'T',
-      'block',
-      'params',
-      'GFLOPs (formula)',
-      'matmul GFLOPs (formula / compiled / XLA)',
-      'ms/sample (median)',
-      'paper GFLOPs',
-      'paper ms/sample',
-  )
+      'T|block|params|GFLOPs (formula)|matmul GFLOPs (formula / compiled / '
+      'XLA)|ms/sample (median)|paper GFLOPs|paper ms/sample'
+  ).split('|')
   cells = []
   paper_values = paper_figures()
   by_length = {}
@@ -331,11 +309,7 @@ def render_markdown(
     settings: Dict[str, Any],
     header: str,
 ) -> str:
-  """The report: provenance, load, settings, the table and the matches.
-
-  `rows` are `measure`'s, `matches` `paper_matches`', `settings` `main`'s
-  (with the CPU and the load averages), `header` the provenance line.
-  """
+  """The report: provenance `header`, load, settings, table and matches."""
   threads = settings['threads'] or 'TensorFlow default'
   lines = [
       '# 002 Table 2: a self-attention block against a mixed-attention block',
@@ -396,12 +370,10 @@ def main(argv):
     tf.config.threading.set_intra_op_parallelism_threads(flag_values.threads)
     tf.config.threading.set_inter_op_parallelism_threads(flag_values.threads)
   sizes = BlockSizes(
-      hidden_size=flag_values.hidden_size,
-      num_heads=flag_values.num_heads,
-      intermediate_size=flag_values.intermediate_size,
-      head_ratio=flag_values.head_ratio,
-      kernel_size=flag_values.kernel_size,
-      num_groups=flag_values.num_groups,
+      **{
+          field.name: getattr(flag_values, field.name)
+          for field in dataclasses.fields(BlockSizes)
+      }
   )
   seq_lengths = [int(value) for value in flag_values.seq_lengths]
   load_before = provenance.load_average()

@@ -1,10 +1,8 @@
 """The experiments' pretraining records: a book corpus, built once.
 
-`script_nbest` and `regenerate` both pretrain on a directory of books
-(Project Gutenberg boilerplate stripped, one document per file, whole books
-held out for evaluation) as dynamically masked records with a lower-cased
-WordPiece vocabulary, given or learned from the training books, as the
-README's "Your own corpus" command makes them.
+Gutenberg boilerplate stripped, one document per file, whole books held out,
+dynamic masking, a lower-cased WordPiece vocabulary (given or learned), as
+the README's "Your own corpus" command makes them.
 """
 
 import os
@@ -24,14 +22,10 @@ def books_records(
     vocab_size: Optional[int] = None,
     eval_fraction: float = 0.01,
 ) -> Dict[str, Any]:
-  """Builds the records in `output_dir` unless they are there already.
+  """The records' metadata, built in `output_dir` unless already there.
 
-  `corpus` is a directory of text files, one book each; without
-  `vocab_file` a vocabulary of `vocab_size` is learned from the training
-  books; `eval_fraction` of the books are held out as the eval split.
-
-  Returns:
-    The records' metadata (`official_repro.data.records`).
+  `corpus` holds one book per file; without `vocab_file` one of `vocab_size`
+  is learned; `eval_fraction` of the books are the eval split.
   """
   metadata_path = os.path.join(output_dir, records.METADATA_FILENAME)
   if tf.io.gfile.exists(metadata_path):

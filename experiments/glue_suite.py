@@ -5,14 +5,11 @@ Usage:
     --init_checkpoint=/tmp/electra_small --glue_dir=/data/glue \
     --model_dir=/tmp/glue_electra_small --published_row=ELECTRA_small
 
-For every GLUE task under --glue_dir (or those of --tasks) it runs
-`official_repro.finetune` with `gin/finetune/<paper>/<task>.gin` (seeds,
-selection and aggregation from the paper's `run_protocol`), then prints one
-row of aggregated scores, the GLUE average and the seed spread beside the
-paper's --published_row. --gin_file and --gin_param apply to every task. A
-killed suite resumes. Results: <model_dir>/glue_results.json and
-glue_table.md. `--paper=electra` is google-research/electra's recipe for its
-released models, beside their README's dev scores:
+Fine-tunes every GLUE task under --glue_dir (or --tasks) with
+`gin/finetune/<paper>/<task>.gin` (the paper's `run_protocol`) and prints the
+aggregated scores, GLUE average and seed spread beside --published_row. A
+killed suite resumes. Writes <model_dir>/glue_results.json and glue_table.md.
+`--paper=electra` is google-research/electra's recipe for released models:
   python -m experiments.glue_suite --paper=electra \
     --init_checkpoint=/data/electra-small-discriminator --glue_dir=/data/glue \
     --model_dir=/tmp/glue_released_small --published_row=ELECTRA-Small
@@ -87,14 +84,10 @@ PUBLISHED_TABLES = {
         '001',
         'IV',
         dict(
-            mrpc='MRPC',
-            cola='CoLA',
-            mnli='MNLI',
-            sst2='SST-2',
-            qqp='QQP',
-            qnli='QNLI',
-            rte='RTE',
-            stsb='STS-B',
+            zip(
+                'mrpc cola mnli sst2 qqp qnli rte stsb'.split(),
+                'MRPC CoLA MNLI SST-2 QQP QNLI RTE STS-B'.split(),
+            )
         ),
     ),
 }

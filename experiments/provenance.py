@@ -1,11 +1,8 @@
 """The line that heads every generated report: command, date, machine, commit.
 
-A report under `experiments/reports/` is only as good as the knowledge of
-how it was made, so every command that writes one states the exact command
-line, when it finished, the machine (host, CPU cores, TensorFlow) and the
-repository commit. A report of timings also states the load average when
-the measurement started (`load_line`): they mean something only on a quiet
-machine.
+A report is only as good as the knowledge of how it was made; a report of
+timings also states the load average at the start (`load_line`): timings mean
+something only on a quiet machine.
 """
 
 import os
@@ -41,11 +38,9 @@ REPORTS_DIR = 'experiments/reports'
 
 
 def commit() -> str:
-  """The short HEAD commit.
+  """The short HEAD commit ('unknown' outside git), marked when changed.
 
-  The short HEAD commit, marked when tracked files outside `REPORTS_DIR`
-  have local changes (so a report, or a figure written before it, does not
-  mark the commit that wrote it); 'unknown' outside git.
+  Changes under `REPORTS_DIR` (outputs, not code) do not count.
   """
   head = _git('rev-parse', '--short', 'HEAD')
   if not head:
@@ -62,11 +57,7 @@ def commit() -> str:
 
 
 def provenance(module: str) -> str:
-  """The provenance line of a report.
-
-  `Command: ...; finished <date> on <machine>, commit <sha>.` for `module`
-  run with this process's arguments.
-  """
+  """A report's provenance line: command, date, machine and commit."""
   return (
       f'Command: `python -m {module} {shlex.join(sys.argv[1:])}`; finished '
       f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())} on '

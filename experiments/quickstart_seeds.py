@@ -4,12 +4,9 @@ r"""The quickstart over several seeds: does its masked LM use context?
     --work_dir=/tmp/quickstart_seeds \
     --report_file=experiments/reports/quickstart_cpu.md
 
-Runs `official_repro.quickstart` once per seed (`experiment.seed`), each in
-its own work directory (a rerun re-evaluates finished seeds), and reports
-per seed the held-out masked-LM accuracy in order, with each segment's
-words shuffled, and the best a context-free model scores on the same slots,
-then whether in order is ahead of each control beyond noise
-(`aggregation.compare`).
+One `official_repro.quickstart` per seed, in its own work directory (a rerun
+re-evaluates finished seeds); reports held-out masked-LM accuracy in order,
+shuffled and context-free, and whether in order is ahead beyond noise.
 """
 
 import json

@@ -10,26 +10,15 @@ r"""Regenerates one paper table or figure: ours beside the paper's.
     --glue_dir=gs://my-bucket/glue --tpu_names=a,b --zone=europe-west4-a \
     --out=/tmp/001.IV [--launch [--confirm] | --collect] [--rehearse]
 
-Scales:
-  tiny   every compared model of the table, shrunk alike by
-         gin/regenerate/tiny.gin, pretrained on --corpus, fine-tuned on the
-         --tasks of --glue_dir (task:epochs; default SST-2 for a quarter
-         epoch) with gin/regenerate/tiny_finetune.gin, --num_runs seeds
-         aggregated by the paper's protocol; equal training FLOPs where the
-         paper compares at equal compute.
-  gpu    the same grid at the small models' size (gin/regenerate/gpu.gin);
-         --rehearse runs it here with capped steps.
-  paper  the run plan (experiments/regeneration/plan.py); --launch runs it
-         on TPU VMs to the end, resumably (launch.py); --collect prints each
-         run's state and the table so far; --rehearse runs the launch here
-         against a fake gcloud (rehearsal.py).
-
-Writes <out>/<key>.md and .json (ours beside the paper's), <key>.png for
-figures, and the plan as <key>.plan.md / .plan.json. A killed grid resumes
-where it stopped and refuses to mix results of other settings; pretraining
-runs are kept in --runs_dir by a digest of what decides their numbers, so
-tables sharing a model pretrain it once. The table's registry entry names
-the runner (experiments/regeneration/target_runners.py, command_runners.py).
+Scales: `tiny` shrinks every compared model alike (gin/regenerate/tiny.gin,
+fine-tuning `--tasks`, default a quarter epoch of SST-2, `--num_runs` seeds,
+equal FLOPs where the paper compares at equal compute); `gpu` is the same
+grid at small size (`--rehearse`: here, steps capped); `paper` is the run
+plan (regeneration/plan.py), `--launch`ed on TPU VMs resumably, `--collect`ed,
+or rehearsed against a fake gcloud. Writes <out>/<key>.md, .json, .png
+(figures) and .plan.md/.plan.json. A killed grid resumes and refuses other
+settings; pretraining runs in --runs_dir are keyed by a digest of what decides
+their numbers, so tables share them. Runners: regeneration/target_runners.py.
 """
 
 from absl import app
@@ -60,11 +49,7 @@ def list_targets() -> str:
 
 
 def regenerate(request: target_runners.Request) -> None:
-  """Regenerates the table `request.table` by the runner its entry names.
-
-  Raises:
-    UsageError: no such table, or the runner refused the request.
-  """
+  """Regenerates `request.table` by its runner; UsageError if refused."""
   try:
     target = registry.get(request.table)
   except KeyError as error:

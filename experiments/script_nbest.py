@@ -8,23 +8,15 @@ r"""SCRIPT's one-pass pseudo-log-likelihood on synthetic N-best lists.
     --sentences=/data/corpus/wikitext-2.valid.tokens.txt \
     --work_dir=/tmp/script_nbest
 
-Stages, each skipped when its output is already in `--work_dir` (the first two
-also when `--init_checkpoint` names a finished SCRIPT pretraining run):
-1. Records: the books with Gutenberg boilerplate stripped, the given vocabulary,
-   128-token sequences, dynamic masking (`corpus_records.books_records`).
-2. Pretraining: `official_repro.train` on `gin/pretrain/script.gin` with a small
-   encoder and schedule (the size and schedule flags), the critic started at
-   its base rate (`--initial_positive_probability`; a run this short does not
-   leave the zero bias's start); its final held-out evaluation is reported.
-3. N-best lists: WikiText-2 sentences with `--min_words` to `--max_words` words
-   and no `<unk>`, `@` or `=`, `--num_sentences` drawn with `--seed`; each gets
-   `--num_distractors` distinct hypotheses made by `EDITS[k % 3]`. Each is
-   scored by the one-pass PLL (004 Eq. 7, `PllScorer` 'script'), per list and
-   per word (a deletion gains a term's worth by being shorter).
-4. The T-pass masked-LM PLL ('mlm') of every hypothesis, with the Spearman
-   correlation of the two PLLs.
-5. Rescoring: dev/test mlm-scoring JSON with a random first pass, tuned and
-   scored by `official_repro.rescore`.
+Stages, each skipped when its output is in `--work_dir` (1-2 also with
+`--init_checkpoint`, a finished SCRIPT run): 1. records of the books
+(`corpus_records.books_records`); 2. `official_repro.train` on
+`gin/pretrain/script.gin`, small, the critic started at its base rate
+(`--initial_positive_probability`: a run this short does not leave a zero
+bias's start); 3. N-best lists of WikiText-2 sentences, `--num_distractors`
+one-edit hypotheses each (`EDITS[k % 3]`), scored by the one-pass PLL (004
+Eq. 7), per list and per word; 4. the T-pass masked-LM PLL and the Spearman
+correlation of the two; 5. `official_repro.rescore` with a random first pass.
 """
 
 import collections
@@ -69,11 +61,10 @@ class Hypothesis:
 def wikitext_sentences(
     lines: Sequence[str], min_words: int, max_words: int
 ) -> List[str]:
-  """The usable sentences of WikiText lines (see the module docstring).
+  """Sentences of `min_words` to `max_words` words (the final '.' included).
 
-  Returns:
-    The sentences of `min_words` to `max_words` words (the final '.'
-    included), in file order, each ending with ' .'.
+  Headings and sentences with `<unk>`, `@` or `=` are left out; each ends
+  with ' .'.
   """
   sentences = []
   for line in lines:
@@ -120,18 +111,13 @@ def build_nbest(
     rng: random.Random,
     vocabulary: Sequence[str],
 ) -> List[List[Hypothesis]]:
-  """One list per sentence: the true sentence first, then its distractors.
+  """Per sentence, it and `num_distractors` distinct one-edit hypotheses.
 
-  Each sentence has at least 3 words, two of them different; `rng` draws the
-  positions and substituted words, these from `vocabulary` (with repetitions:
-  their frequency is the draw's distribution).
-
-  Returns:
-    Lists of `1 + num_distractors` distinct hypotheses.
+  Substituted words are drawn from `vocabulary` (repetitions weight them).
 
   Raises:
-    ValueError: a sentence too short to edit, a vocabulary of one word, or
-      an edit that finds no new hypothesis in 100 draws.
+    ValueError: a sentence too short to edit (under 3 words or 2 distinct),
+      a vocabulary of one word, or no new hypothesis in 100 draws.
   """
   if len(set(vocabulary)) < 2:
     raise ValueError('The substitution vocabulary needs two different words.')
@@ -163,14 +149,11 @@ def build_nbest(
 def ranking_summary(
     nbest: Sequence[Sequence[Hypothesis]], scores: Sequence[Sequence[float]]
 ) -> Dict[str, float]:
-  """How often the true hypothesis (first of each list) wins.
-
-  `scores` hold one score per hypothesis of `build_nbest`'s lists.
+  """How often the true hypothesis (first of each list) scores highest.
 
   Returns:
-    `top1` (true strictly above every distractor), `chance` (1 / list
-    length) and `<edit>_win_rate` (true strictly above a distractor made by
-    that edit, over all such distractors).
+    `top1` (above every distractor), `chance` (1 / list length) and
+    `<edit>_win_rate` (above a distractor made by that edit).
   """
   top1 = 0
   wins, counts = collections.Counter(), collections.Counter()
@@ -183,13 +166,9 @@ def ranking_summary(
   summary = dict(
       num_lists=len(nbest), top1=top1 / len(nbest), chance=1.0 / len(nbest[0])
   )
-  summary.update(
-      {
-          f'{edit}_win_rate': wins[edit] / counts[edit]
-          for edit in EDITS
-          if counts[edit]
-      }
-  )
+  for edit in EDITS:
+    if counts[edit]:
+      summary[f'{edit}_win_rate'] = wins[edit] / counts[edit]
   return summary
 
 
@@ -216,10 +195,7 @@ def _read_lines(path: str) -> List[str]:
 
 
 def _pretrain(records_dir: str, model_dir: str) -> Dict:
-  """Runs `official_repro.train` (log: `<work_dir>/train.log`); its result.
-
-  It resumes from, or only evaluates, a finished run in `model_dir`.
-  """
+  """`official_repro.train`'s result (resuming in `model_dir`; train.log)."""
   params = [
       f"pretrain_data.input_path = '{records_dir}'",
       'pretrain_data.max_seq_length = 128',
@@ -275,14 +251,11 @@ def spearman(first: Sequence[float], second: Sequence[float]) -> float:
 def first_pass_lists(
     nbest: Sequence[Sequence[Hypothesis]], rng: np.random.Generator, prefix: str
 ) -> Dict:
-  """mlm-scoring JSON of `nbest` with random first-pass scores.
-
-  Each hypothesis gets a standard-normal first-pass score; `hyp_<N>` is
-  the N-th best by it, so the first-pass output is a random member of the
-  list; "ref" is the true sentence (the list's first).
+  """mlm-scoring JSON of `nbest` with standard-normal first-pass scores.
 
   Returns:
-    {'<prefix>-<index>': {'ref': ..., 'hyp_1': {'score', 'text'}, ...}}.
+    {'<prefix>-<index>': {'ref': true text, 'hyp_<N>': {'score', 'text'} of
+    the N-th best first-pass score}}.
   """
   lists = {}
   for index, hypotheses in enumerate(nbest):

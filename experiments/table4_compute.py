@@ -2,15 +2,10 @@ r"""001 Table IV's compute columns, recomputed beside the paper's numbers.
 
   python -m experiments.table4_compute
 
-For BERT_small, ELECTRA_small, its "2x time" run and ALE_small (the Table V
-gin files) it prints the parameters of the discriminator with embeddings
-(what Table IV reports), the training FLOPs ELECTRA's formula gives for the
-Table V steps and batch size, the paper's FLOPs, and the steps each model
-gets for 001's budget (ELECTRA_small's formula FLOPs, doubled for the
-"2x time" run) next to the steps 001 trained.
-
-001 reports 2.3e17 FLOPs for runs that the formula puts at about 1.3e18: the
-table shows both and their ratio rather than reconciling them.
+Per Table V gin file: encoder parameters with embeddings, ELECTRA's formula
+training FLOPs, 001's FLOPs, and the steps at 001's budget (ELECTRA_small's
+formula FLOPs, doubled for "2x time"). 001 reports 2.3e17 FLOPs for runs the
+formula puts near 1.3e18: the table shows both rather than reconciling them.
 """
 
 import os
@@ -53,10 +48,7 @@ BUDGET_CONFIG = 'electra_small'
 
 
 def paper_rows() -> Dict[str, Tuple[str, float, float, int]]:
-  """Per gin file: (label, params, train FLOPs, train steps) as 001 gives.
-
-  Table IV's Params and Train FLOPs, Table V's Train Steps.
-  """
+  """Per gin file: (label, Table IV params and FLOPs, Table V steps)."""
   paper = paper_tables.load('001')
   rows = {}
   for name, (label, row, column, multiple) in ROWS.items():
@@ -72,14 +64,8 @@ def paper_rows() -> Dict[str, Tuple[str, float, float, int]]:
 
 def _report(name: str) -> Tuple[flops.ComputeReport, cfg.TaskConfig]:
   gin.clear_config()
-  gin_utils.parse_config(
-      [
-          os.path.join(
-              gin_utils.REPO_ROOT, 'gin', 'papers', '001_ale', name + '.gin'
-          )
-      ],
-      [],
-  )
+  path = os.path.join(gin_utils.REPO_ROOT, 'gin/papers/001_ale', name + '.gin')
+  gin_utils.parse_config([path], [])
   return count_flops.report_from_gin(FLAGS.vocab_size)
 
 
@@ -88,15 +74,9 @@ def main(argv):
   cli.refuse_positional(argv)
   budget = _report(BUDGET_CONFIG)[0].total_train_flops()
   header = (
-      'model',
-      'params (ours)',
-      'params (001)',
-      'train FLOPs (formula)',
-      'train FLOPs (001)',
-      'formula / 001',
-      'steps at equal budget',
-      'steps (001)',
-  )
+      'model|params (ours)|params (001)|train FLOPs (formula)|train FLOPs '
+      '(001)|formula / 001|steps at equal budget|steps (001)'
+  ).split('|')
   rows = []
   paper = paper_rows()
   for name, (label, paper_params, paper_flops, paper_steps) in paper.items():

@@ -1,55 +1,27 @@
 """The four papers' tables and figures, transcribed once, as data.
 
-One JSON file per paper (`<paper>_<name>.json` beside this module) holds
-every table of that paper as printed; everything that compares against a
-paper number reads it through `load` / `load_all`, and the code keeps no copy
-of a paper cell (except `tests/test_gin_papers.py`'s deliberate second
-transcription, so a mistyped cell and a wrong gin value cannot agree).
+One JSON file per paper (`<paper>_<name>.json` beside this module) holds its
+tables as printed; code reads them through `load` and keeps no copy of a cell
+(except `tests/test_gin_papers.py`'s deliberate second transcription, so a
+mistyped cell and a wrong gin value cannot agree). Keys (`?`: optional):
 
-File layout (the keys each JSON object has; `?` marks optional ones):
+  paper "001".."004", short_name, title, text_file (in ../shared/papers/)
+  sections   {id: title} of every citable place ("IV-B", "3.1", "App. B")
+  tables     [{id, caption, kind ("results" | "hyperparameters" | "data" |
+             "speed"), row_header ("" if none), columns (a two-level header
+             joined by a space), units? {column: unit}, row_units? {row key:
+             unit}, aggregation?, notes?, rows}]
+    rows     [{name, key? (when the name repeats or is not ASCII: gin reads
+             files in the locale's encoding), group?, cells (strings as
+             printed; "", "-" or "/" empty), split? (false when slashes are
+             fractions)}]
+  stated?    numbers stated in prose: [{key, where (a section), printed, unit,
+             quote (verbatim)}]
+  figures    [{id, caption, x, y, series? {name: [[x, y], ...]} of points the
+             text states, notes?}]
 
-  paper           "001" .. "004"
-  short_name      "ALE", "ConvBERT", "TEAMS", "SCRIPT"
-  title           as printed
-  text_file       the paper's text in ../shared/papers/
-  sections        {id: title}: every section, subsection and appendix as
-                  cited ("IV-B", "3.1", "App. B"), so that a citation of
-                  prose can be checked to name a place that exists
-  tables          list of tables, each:
-    id            as printed ("IV", "5")
-    caption       as printed
-    kind          "results" | "hyperparameters" | "data" | "speed"
-    row_header    the header of the name column, as printed ("" if none)
-    columns       column names as printed; a two-level header is joined
-                  with a space ("SQuAD 1.1 EM")
-    units?        {column: unit}; a unit applies to every cell of the column
-    row_units?    {row key: unit}, for tables whose rows are quantities
-    aggregation?  for results: how runs are aggregated, as the paper says
-    notes?        list of strings: what the transcription had to decide
-    rows          list of rows, each:
-      name        as printed
-      key?        the name citations use, when `name` repeats in the table
-                  ("Base++ / No Tie") or is not ASCII ("LAMB beta_1" for
-                  "LAMB β_1": gin reads its files in the locale's encoding);
-                  defaults to `name`
-      group?      the heading the row sits under, as printed
-      cells       list of strings as printed, one per column; "", "-" or
-                  "/" for an empty cell
-      split?      false when the row's slashes are fractions ("1/2"), not
-                  one value per part of a slashed column
-  stated?         numbers the paper states in prose and that experiments
-                  compare with, each: key, where (a section key), printed,
-                  unit, quote (the sentence, verbatim)
-  figures         list of figures, each:
-    id, caption   as printed
-    x, y          axis quantities, as printed or described
-    series?       {series name: [[x, y], ...]} for points the paper states
-                  in its text; empty when it only draws them
-    notes?        list of strings
-
-Cells are kept as printed and parsed on lookup (`parse_cell`); a cell of a
-slashed column ("Small/Small++") holds one part per name, and a single value
-applies to every part.
+Cells are parsed on lookup (`parse_cell`); a cell of a slashed column
+("Small/Small++") holds one part per name, or one value for every part.
 """
 
 import dataclasses
@@ -74,16 +46,10 @@ _PLUS_MINUS = re.compile(rf'^({_NUMBER})\s*(?:\u00b1|\+/-|\+-)\s*({_NUMBER})$')
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
-  """One table cell.
+  """One table cell: as printed (one part of a slashed cell) and parsed.
 
-  Attributes:
-    printed: the cell as the paper prints it (one part of a slashed cell).
-    value: the parsed number, the string itself when it is not a number, or
-      None for an empty cell.
-    plus_minus: the term printed after "±" (a standard deviation or error,
-      as the table's notes say), else None.
-    unit: the unit of the cell's column or row, else None.
-    paper, table, row, column: where the cell is.
+  `value` is a number, the string itself or None (empty); `plus_minus` the
+  term after "±"; `unit` the column's or row's.
   """
 
   printed: str
@@ -142,7 +108,7 @@ class Table:
     self.aggregation: Optional[str] = spec.get('aggregation')
     self.notes: List[str] = list(spec.get('notes', []))
     self.rows: List[Dict] = list(spec['rows'])
-    where = f'{paper} Table {self.id}'
+    where = self._where = f'{paper} Table {self.id}'
     if len(set(self.columns)) != len(self.columns):
       raise ValueError(f'{where}: repeated column names {self.columns}.')
     self._rows: Dict[str, List[str]] = {}
@@ -178,21 +144,19 @@ class Table:
       if len(parts) > 1 and column in parts:
         return name, parts.index(column), len(parts)
     raise KeyError(
-        f'{self.paper} Table {self.id} has no column {column!r}; '
+        f'{self._where} has no column {column!r}; '
         f'its columns are {self.columns}.'
     )
 
   def cell(self, row: str, column: str) -> Cell:
-    """The cell at `row` (a row key) and `column` (a column or slash part).
+    """The cell at `row` (a key) and `column` (a column or slash part).
 
     Raises:
-      KeyError: naming the table and its rows or columns when either does
-        not exist, or the cell is empty.
+      KeyError: no such row or column (naming those there), or an empty cell.
     """
     if row not in self._rows:
       raise KeyError(
-          f'{self.paper} Table {self.id} has no row {row!r}; its '
-          f'rows are {self.row_keys}.'
+          f'{self._where} has no row {row!r}; its rows are {self.row_keys}.'
       )
     printed_column, part, num_parts = self._column(column)
     printed = self._rows[row][self.columns.index(printed_column)]
@@ -201,20 +165,20 @@ class Table:
     if self._split[row] and len(parts) > 1 and len(pieces) > 1:
       if part is None:
         raise ValueError(
-            f'{self.paper} Table {self.id}, row {row!r}: cell {printed!r} '
+            f'{self._where}, row {row!r}: cell {printed!r} '
             f'holds one value per part of column {printed_column!r}; name '
             f'one of {parts}.'
         )
       if len(pieces) != num_parts:
         raise ValueError(
-            f'{self.paper} Table {self.id}, row {row!r}: cell {printed!r} '
+            f'{self._where}, row {row!r}: cell {printed!r} '
             f'does not split into the parts of column {printed_column!r}.'
         )
       printed = pieces[part]
     value, plus_minus = parse_cell(printed)
     if value is None:
       raise KeyError(
-          f'{self.paper} Table {self.id}: the cell at row {row!r}, '
+          f'{self._where}: the cell at row {row!r}, '
           f'column {column!r} is empty.'
       )
     unit = self.row_units.get(row, self.units.get(printed_column))

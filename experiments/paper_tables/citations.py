@@ -1,33 +1,21 @@
 """Machine-readable citations in gin files, resolved against the papers.
 
 Every binding of a paper gin file (`gin/papers/`, `gin/finetune/`) has a
-comment that holds one or more bracketed citations, then free prose. The
-comment is the block of `#` lines directly above the binding (no blank line
-between) followed by the comment that ends the binding's line; either may be
-absent, and a citation may run on from one comment line to the next:
+comment (the `#` lines directly above it, then the comment ending its line)
+holding bracketed citations, which may run across lines, then free prose:
 
-  [001 Table V: Learning Rate | ELECTRA_small]  a cell (row | column): the
-                                                binding's value equals it
-  [003 Table 5: Warmup Steps | Small, Base]     several columns of one row,
-                                                each a cell as above (no
-                                                column name holds a comma)
-  [003 Table 1]                                 a table as a whole (its
-                                                caption or protocol)
-  [003 Fig. 4]                                  a figure
-  [001 Sec. IV-B]  [003 App. B]                 a place in the paper's prose
-                                                (a key of its `sections`)
+  [001 Table V: Learning Rate | ELECTRA_small]  a cell: the value equals it
+  [003 Table 5: Warmup Steps | Small, Base]     one cell per column
+  [003 Table 1]  [003 Fig. 4]                   a table or figure as a whole
+  [001 Sec. IV-B]                               a key of the paper's sections
   [code: google-research/electra configure_pretraining.py]
-                                                a file of a reference
-                                                implementation (listed in
+                                                a reference file (listed in
                                                 reference_sources.json)
   [code: official_repro/tasks/finetuning.py]    a file of this repository
   [ours: <reason>]                              our own choice
 
-`citations_in` expands a bracket of several columns into one cell citation
-per column; `resolve` turns a citation into what it names (or raises naming
-what is missing); `value_matches` decides whether a gin value equals a cited
-cell (numbers within a relative 1e-9, a "%" cell against a fraction, strings
-case-insensitively, `NAMED_VALUES` through their gin spelling).
+Numbers match a cell within a relative 1e-9 (a "%" cell also as a fraction),
+strings case-insensitively, `NAMED_VALUES` through their gin spelling.
 """
 
 import ast
@@ -77,12 +65,9 @@ NAMED_VALUES = {
 class Citation:
   """One bracketed citation.
 
-  Attributes:
-    text: the text between the brackets.
-    kind: 'cell', 'table', 'figure', 'section', 'code' or 'ours'.
-    paper: '001' .. '004' for the first four kinds, else None.
-    target: the table or figure id, section key, source path or reason.
-    row, column: the cell's row key and column, for kind 'cell'.
+  `kind` is 'cell', 'table', 'figure', 'section' (these have a `paper`),
+  'code' or 'ours'; `target` the table or figure id, section key, source or
+  reason; `row` and `column` those of a cell.
   """
 
   text: str
@@ -95,17 +80,10 @@ class Citation:
 
 @dataclasses.dataclass(frozen=True)
 class Binding:
-  """One `name = value  # comment` line of a gin file.
+  """One `name = value  # comment` binding of a gin file (line 1-based).
 
-  Attributes:
-    path: the gin file.
-    line_number: the binding's line (1-based).
-    name: the bound parameter, e.g. 'optimization.learning_rate'.
-    value_text: the value as written.
-    comment: the `#` lines directly above the binding, then the comment
-      ending its line, joined by single spaces ('' without either).
-    comment_lines: how many `#` lines directly above the binding `comment`
-      starts with.
+  `comment` joins the `#` lines directly above (`comment_lines` of them) and
+  the comment ending the line by single spaces.
   """
 
   path: str
@@ -129,12 +107,7 @@ class Binding:
 
 
 def parse_citation(text: str) -> Citation:
-  """Parses one citation (a cell citation names one column).
-
-  Raises:
-    ValueError: when `text` matches none of the forms, or names several
-      columns (`parse_bracket` expands those).
-  """
+  """Parses one citation; ValueError for no form or several columns."""
   text = text.strip()
   match = _CELL.match(text)
   if match and COLUMN_SEPARATOR in match.group('column'):
@@ -180,14 +153,10 @@ def parse_citation(text: str) -> Citation:
 
 
 def parse_bracket(text: str) -> List[Citation]:
-  """The citations between one pair of brackets.
-
-  One, or for a cell citation naming several columns of a row ('003 Table
-  5: Warmup Steps | Small, Base') one cell citation per column, in order.
+  """The citations between one pair of brackets (one per column named).
 
   Raises:
-    ValueError: when `text` is no citation, or a column of its list is
-      empty.
+    ValueError: `text` is no citation, or a column of its list is empty.
   """
   text = ' '.join(text.split())
   match = _CELL.match(text)
@@ -211,12 +180,7 @@ def brackets_in(comment: str) -> List[str]:
 
 
 def citations_in(comment: str) -> List[Citation]:
-  """The citations of a comment, in order.
-
-  A bracket of several columns is expanded into one cell citation per column;
-  brackets holding no citation raise (a comment's brackets are citations
-  only).
-  """
+  """The citations of a comment, in order (a non-citation bracket raises)."""
   return [
       citation
       for text in brackets_in(comment)
@@ -226,24 +190,16 @@ def citations_in(comment: str) -> List[Citation]:
 
 @functools.lru_cache(maxsize=None)
 def reference_sources() -> Dict[str, Dict[str, str]]:
-  """The reference implementations that gin files cite.
-
-  {repository: {path: what it holds}} of the reference implementations
-  that gin files cite.
-  """
+  """{repository: {path: what it holds}} of the cited implementations."""
   with tf.io.gfile.GFile(REFERENCE_SOURCES) as f:
     return json.load(f)['repositories']
 
 
 def resolve(citation: Citation) -> Union[paper_tables.Cell, str]:
-  """What a citation names.
-
-  What a citation names: the cell for a cell citation, else a
-  description of the table, figure, section or source.
+  """The cell a citation names, else a description of what it names.
 
   Raises:
-    KeyError: naming the paper, table, row, column, figure, section or source
-      that does not exist.
+    KeyError: naming the missing paper, table, cell, figure, section or file.
   """
   if citation.kind == 'ours':
     return citation.target
@@ -287,13 +243,7 @@ def resolve(citation: Citation) -> Union[paper_tables.Cell, str]:
 
 
 def value_matches(binding: str, value: Any, cell: paper_tables.Cell) -> bool:
-  """Whether gin `binding = value` is what `cell` prints.
-
-  Args:
-    binding: the gin binding name, e.g. 'optimization.decay_power'.
-    value: its Python value.
-    cell: the cited cell.
-  """
+  """Whether gin `binding = value` (a Python value) is what `cell` prints."""
   if isinstance(cell.value, str):
     named = NAMED_VALUES.get(cell.value.lower(), {})
     if binding in named:
@@ -311,11 +261,7 @@ def value_matches(binding: str, value: Any, cell: paper_tables.Cell) -> bool:
 
 
 def _split_comment(line: str) -> Tuple[str, str]:
-  """Splits a gin line into (code, comment).
-
-  (code, comment) of a gin line: the comment starts at the first '#'
-  outside a string literal.
-  """
+  """(code, comment) of a gin line, split at the first '#' outside a string."""
   position = 0
   while True:
     hash_at = line.find('#', position)
@@ -330,9 +276,7 @@ def _split_comment(line: str) -> Tuple[str, str]:
 def gin_bindings(path: str) -> List[Binding]:
   """The bindings of a gin file (includes and imports skipped), with comments.
 
-  A binding's comment is the `#` lines directly above it, then the comment
-  ending its line. A blank line, an include or an import ends a block of `#`
-  lines that no binding follows (a header, not a binding's comment).
+  A blank line, include or import drops the `#` lines above it (a header).
   """
   with tf.io.gfile.GFile(path) as f:
     lines = f.read().splitlines()
@@ -365,11 +309,7 @@ def gin_bindings(path: str) -> List[Binding]:
 
 
 def check_binding(binding: Binding) -> List[str]:
-  """Problems with one binding's citations (empty when it is sound).
-
-  A binding needs at least one citation; every citation must resolve; every
-  cell citation must equal the binding's value.
-  """
+  """Problems with one binding's citations: none, unresolved or unequal."""
   try:
     citations = citations_in(binding.comment)
   except ValueError as error:

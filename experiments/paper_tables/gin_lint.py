@@ -2,13 +2,10 @@ r"""Keeps gin files readable: lines within a width, each citation written once.
 
   python -m experiments.paper_tables.gin_lint [PATH ...]
 
-Checks every `.gin` file among the given files and under the given
-directories (default: `gin`), prints `<file>:<line>: <reason>` per problem
-and exits 1 if there is any: a line over `MAX_LINE_LENGTH` (a long comment
-goes wrapped in the `#` lines above its binding), a citation written twice in
-one binding's comment or on one line, or cells of one row cited in separate
-brackets (the compact form: [003 Table 5: Warmup Steps | Small, Base]).
-Resolving citations is tests/test_gin_papers.py's check.
+Prints `<file>:<line>: <reason>` for every line over `MAX_LINE_LENGTH`,
+citation written twice in a binding's comment or on one line, or row's cells
+cited in separate brackets, in the `.gin` files under PATHs (default: `gin`),
+and exits 1 if there is any. tests/test_gin_papers.py resolves citations.
 """
 
 import os
@@ -26,11 +23,7 @@ MAX_LINE_LENGTH = 100
 
 
 def gin_files(paths: Sequence[str]) -> Iterator[str]:
-  """The `.gin` files among `paths` and under its directories, sorted.
-
-  Raises:
-    FileNotFoundError: naming a path that does not exist.
-  """
+  """The `.gin` files among `paths` and under its directories, sorted."""
   for path in paths:
     if not tf.io.gfile.exists(path):
       raise FileNotFoundError(f'{path}: no such file or directory.')
@@ -45,10 +38,7 @@ def gin_files(paths: Sequence[str]) -> Iterator[str]:
 
 
 def _repeats(comment: str) -> List[str]:
-  """Why `comment` writes a citation more than once (empty if it does not).
-
-  Brackets that hold no citation are left to the citation test.
-  """
+  """Why `comment` writes a citation more than once (non-citations skipped)."""
   problems = []
   seen: Set[str] = set()
   rows: Dict[Tuple[str, str, str], List[str]] = {}
@@ -88,13 +78,9 @@ def lint_file(path: str) -> List[str]:
   problems: List[Tuple[int, str]] = []
   for number, line in enumerate(lines, start=1):
     if len(line) > MAX_LINE_LENGTH:
-      problems.append(
-          (
-              number,
-              f"{len(line)} columns, over {MAX_LINE_LENGTH} (a binding's "
-              'comment may go in the # lines directly above it)',
-          )
-      )
+      reason = f"{len(line)} columns, over {MAX_LINE_LENGTH} (a binding's "
+      reason += 'comment may go in the # lines directly above it)'
+      problems.append((number, reason))
   try:
     bindings = citations.gin_bindings(path)
   except ValueError as error:
