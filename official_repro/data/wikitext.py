@@ -368,7 +368,7 @@ def _split_parts(
 
 def _log_encoding(name: str, source: str, encoding: EncodeStats) -> None:
   logging.info(
-      '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, ' '%d types).',
+      '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, %d types).',
       name,
       source,
       encoding.tokens,
