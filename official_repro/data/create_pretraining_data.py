@@ -308,7 +308,7 @@ class PretrainingDataConfig:
     for name in ('max_decode_error_rate', 'max_unk_rate'):
       if not 0.0 <= getattr(self, name) <= 1.0:
         raise cli.UserError(
-            f'--{name} must be in [0, 1], got ' f'{getattr(self, name)}.'
+            f'--{name} must be in [0, 1], got {getattr(self, name)}.'
         )
 
   def _options_of(self, options_class):

@@ -33,7 +33,7 @@ class InstanceOptions:
       )
     if not 0.0 <= self.short_seq_prob <= 1.0:
       raise cli.UserError(
-          'short_seq_prob must be in [0, 1], got ' f'{self.short_seq_prob}.'
+          f'short_seq_prob must be in [0, 1], got {self.short_seq_prob}.'
       )
 
   @property

@@ -161,7 +161,7 @@ def remove_leftovers(output_dir: str) -> int:
     else:
       tf.io.gfile.remove(path)
   logging.info(
-      '%s: found %d leftover temporary file(s) of an interrupted ' 'run%s.',
+      '%s: found %d leftover temporary file(s) of an interrupted run%s.',
       output_dir,
       len(leftovers),
       ', removed them' if leftovers else '',
@@ -263,7 +263,7 @@ def load_metadata(path: str) -> Dict[str, Any]:
       metadata = json.load(f)
     except json.JSONDecodeError as e:
       raise cli.UserError(
-          f'Record metadata {metadata_path} is not valid JSON: ' f'{e}'
+          f'Record metadata {metadata_path} is not valid JSON: {e}'
       ) from e
   validate_metadata(metadata, directory, check_files=True, source=metadata_path)
   return metadata
@@ -353,13 +353,10 @@ def validate_metadata(
     )
   for split in SPLITS:
     entry = metadata['splits'].get(split)
-    if (
-        not isinstance(entry, Mapping)
-        or 'files' not in entry
-        or ('num_examples' not in entry)
-    ):
+    keys = set(entry) if isinstance(entry, Mapping) else set()
+    if not {'files', 'num_examples'} <= keys:
       raise cli.UserError(
-          f'{source}: splits.{split} must have "files" and ' '"num_examples".'
+          f'{source}: splits.{split} must have "files" and "num_examples".'
       )
   if check_files:
     _check_listed_files(metadata, directory, source)
@@ -383,7 +380,7 @@ def _check_masking(metadata: Mapping[str, Any], source: str) -> None:
       )
   elif static is not None:
     raise cli.UserError(
-        f'{source}: static_masking must be null when masking is ' 'dynamic.'
+        f'{source}: static_masking must be null when masking is dynamic.'
     )
 
 

@@ -586,7 +586,10 @@ def _rows(flat_ids: np.ndarray, lengths: np.ndarray) -> List[List[int]]:
 
 
 def detokenize(ids: Sequence[int], tokens: Sequence[str]) -> List[str]:
-  """Maps ids to words, joining continuation pieces ('##', no '▁')."""
+  """Maps ids to words, joining continuation pieces onto the word before.
+
+  WordPiece's start with '##'; SentencePiece's lack the '▁' of a word start.
+  """
   if as_vocabulary(tokens).kind == SENTENCEPIECE:
     return _sentencepiece_words([tokens[i] for i in ids])
   words = []

@@ -137,7 +137,11 @@ def split_lines(
 
 @dataclasses.dataclass(frozen=True)
 class EncodeStats:
-  """Encoding one split: `unk_tokens` became `UNK`; `oov_*` not in vocab."""
+  """Encoding one split with a vocabulary.
+
+  `unk_tokens` encode to `UNK` (the text's `<unk>` included); `oov_tokens`
+  (`oov_types` distinct words) are the others not in the vocabulary.
+  """
 
   tokens: int
   unk_tokens: int
@@ -368,7 +372,7 @@ def _split_parts(
 
 def _log_encoding(name: str, source: str, encoding: EncodeStats) -> None:
   logging.info(
-      '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, ' '%d types).',
+      '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, %d types).',
       name,
       source,
       encoding.tokens,
