@@ -52,6 +52,8 @@ class GlueTaskSpec:
 
 _BINARY = ('0', '1')
 _ENTAILMENT = ('entailment', 'not_entailment')
+_THREE_WAY = ('contradiction', 'entailment', 'neutral')
+_MNLI_DEV = ('dev_matched', 'dev_mismatched')
 
 GLUE_TASKS: Dict[str, GlueTaskSpec] = {
     spec.name: spec
@@ -61,14 +63,7 @@ GLUE_TASKS: Dict[str, GlueTaskSpec] = {
         GlueTaskSpec('mrpc', 'MRPC', _BINARY, False, ('dev',), 'accuracy'),
         GlueTaskSpec('stsb', 'STS-B', (), True, ('dev',), 'spearman'),
         GlueTaskSpec('qqp', 'QQP', _BINARY, False, ('dev',), 'accuracy'),
-        GlueTaskSpec(
-            'mnli',
-            'MNLI',
-            ('contradiction', 'entailment', 'neutral'),
-            False,
-            ('dev_matched', 'dev_mismatched'),
-            'accuracy',
-        ),
+        GlueTaskSpec('mnli', 'MNLI', _THREE_WAY, False, _MNLI_DEV, 'accuracy'),
         GlueTaskSpec('qnli', 'QNLI', _ENTAILMENT, False, ('dev',), 'accuracy'),
         GlueTaskSpec('rte', 'RTE', _ENTAILMENT, False, ('dev',), 'accuracy'),
     )

@@ -269,10 +269,8 @@ def convert_to_features(
     `LEVELS`); and a `ConversionReport`.
   """
   _check_lengths(max_seq_length, max_query_length)
-  special_ids = vocab_lib.special_token_ids(
-      tokenizer.vocab,
-      (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),
-  )
+  specials = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN)
+  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, specials)
   features = _unfilled_features(
       examples, special_ids[vocab_lib.PAD_TOKEN], max_seq_length
   )
