@@ -394,11 +394,8 @@ def _read_mlm_scoring_json(
   for utterance_id, entry in _load_json_object(path).items():
     location = f'{path} utterance {utterance_id!r}'
     if not isinstance(entry, dict):
-      collector.skip(
-          location,
-          'expected an object of "ref" and "hyp_<N>" '
-          'entries; utterance skipped',
-      )
+      expected = 'an object of "ref" and "hyp_<N>" entries'
+      collector.skip(location, f'expected {expected}; utterance skipped')
       continue
     for key, value in entry.items():
       key_location = f'{location} key {key!r}'
@@ -455,15 +452,11 @@ def _add_json_hypothesis(
   if not match:
     collector.skip(location, 'expected "ref" or "hyp_<N>" (N >= 1); ignored')
     return
-  score = (
-      _espnet_number(value.get('score')) if isinstance(value, dict) else None
-  )
+  value = value if isinstance(value, dict) else {}
+  score = _espnet_number(value.get('score'))
   if score is None or not isinstance(value.get('text'), str):
-    collector.skip(
-        location,
-        'expected {"score": <finite number>, '
-        '"text": <string>}; hypothesis skipped',
-    )
+    expected = '{"score": <finite number>, "text": <string>}'
+    collector.skip(location, f'expected {expected}; hypothesis skipped')
     return
   collector.add(
       location, utterance_id, int(match.group(1)), value['text'], score
