@@ -110,10 +110,7 @@ class GlueLabelError(cli.UserError):
 
 @dataclasses.dataclass(frozen=True)
 class GlueExample:
-  """One GLUE example; `guid` '<task>-<split>-<data row index>'.
-
-  `label` indexes the task's `label_list`, or is STS-B's float score.
-  """
+  """One example; `label` indexes `label_list` (STS-B: the float score)."""
 
   guid: str
   text_a: str

@@ -166,10 +166,7 @@ def match_references(
     nbest_path: str = '',
     references_path: str = '',
 ) -> List[str]:
-  """The reference of each list: by id, or ending a `<speaker>-<utt-id>` id.
-
-  The paths only name the inputs in error messages.
-  """
+  """Each list's reference: by id, or ending a `<speaker>-<utt-id>` id."""
   by_suffix = _ids_by_suffix(references)
   matched, missing = [], []
   for nbest_list in nbest_lists:

@@ -395,10 +395,7 @@ def _level_names(levels: np.ndarray) -> np.ndarray:
 def accuracy_by_level(
     predictions: np.ndarray, labels: np.ndarray, levels: np.ndarray
 ) -> Dict[str, float]:
-  """{'middle', 'high' (those with examples), 'all'} -> accuracy.
-
-  All `[N]`; `levels` are names or ids indexing `LEVELS`.
-  """
+  """Accuracy by level (those with examples) and 'all'; `levels`: names/ids."""
   predictions, labels, levels = map(np.asarray, (predictions, labels, levels))
   if not (
       predictions.ndim == labels.ndim == levels.ndim == 1

@@ -161,10 +161,7 @@ def _answer_word_span(
     words: List[str],
     char_to_word: List[int],
 ) -> Optional[Tuple[int, int]]:
-  """`(first_word, last_word)` of an answer, or None if not found there.
-
-  Found: within the words covering its characters (Model Garden's criterion).
-  """
+  """`(first_word, last_word)` of the answer (Model Garden's test), or None."""
   end_char = answer_start + len(answer_text) - 1
   if not answer_text.strip() or not 0 <= answer_start <= end_char < len(
       char_to_word
