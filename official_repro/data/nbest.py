@@ -498,8 +498,7 @@ def _detect_nbest_format(path: str) -> str:
   if tf.io.gfile.isdir(path):
     return 'espnet'
   with tf.io.gfile.GFile(path, 'rb') as f:
-    start = f.read(4096)
-  start = start[3:] if start.startswith(b'\xef\xbb\xbf') else start
+    start = f.read(4096).removeprefix(b'\xef\xbb\xbf')
   return 'json' if start.lstrip().startswith(b'{') else 'tsv'
 
 
