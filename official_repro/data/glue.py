@@ -195,14 +195,12 @@ def _read_lines(path: str) -> Iterator[Tuple[int, Optional[str]]]:
   if raw_lines[-1] == b'':  # a final '\n' ends the last line; empty file
     raw_lines.pop()
   for line_number, raw in enumerate(raw_lines, start=1):
-    raw = raw[:-1] if raw.endswith(b'\r') else raw
     try:
-      line = raw.decode('utf-8')
+      line = raw.removesuffix(b'\r').decode('utf-8')
     except UnicodeDecodeError:
-      yield line_number, None
-      continue
-    if line_number == 1 and line.startswith(_BOM):
-      line = line[len(_BOM) :]
+      line = None
+    if line_number == 1 and line is not None:
+      line = line.removeprefix(_BOM)
     yield line_number, line
 
 
