@@ -297,9 +297,7 @@ def convert_examples_to_features(
   features, num_truncated = _input_arrays(
       examples, tokenizer, special_ids, max_seq_length
   )
-  features['label_ids'] = np.array(
-      [example.label for example in examples], label_dtype
-  )
+  features['label_ids'] = np.array([e.label for e in examples], label_dtype)
   report = FeatureReport(len(examples), num_truncated)
   logging.info(
       'Converted %d GLUE examples to length %d; %d truncated.',
