@@ -52,6 +52,8 @@ class GlueTaskSpec:
 
 _BINARY = ('0', '1')
 _ENTAILMENT = ('entailment', 'not_entailment')
+_THREE_WAY = ('contradiction', 'entailment', 'neutral')
+_MNLI_DEV = ('dev_matched', 'dev_mismatched')
 
 GLUE_TASKS: Dict[str, GlueTaskSpec] = {
     spec.name: spec
@@ -61,14 +63,7 @@ GLUE_TASKS: Dict[str, GlueTaskSpec] = {
         GlueTaskSpec('mrpc', 'MRPC', _BINARY, False, ('dev',), 'accuracy'),
         GlueTaskSpec('stsb', 'STS-B', (), True, ('dev',), 'spearman'),
         GlueTaskSpec('qqp', 'QQP', _BINARY, False, ('dev',), 'accuracy'),
-        GlueTaskSpec(
-            'mnli',
-            'MNLI',
-            ('contradiction', 'entailment', 'neutral'),
-            False,
-            ('dev_matched', 'dev_mismatched'),
-            'accuracy',
-        ),
+        GlueTaskSpec('mnli', 'MNLI', _THREE_WAY, False, _MNLI_DEV, 'accuracy'),
         GlueTaskSpec('qnli', 'QNLI', _ENTAILMENT, False, ('dev',), 'accuracy'),
         GlueTaskSpec('rte', 'RTE', _ENTAILMENT, False, ('dev',), 'accuracy'),
     )
@@ -115,10 +110,7 @@ class GlueLabelError(cli.UserError):
 
 @dataclasses.dataclass(frozen=True)
 class GlueExample:
-  """One GLUE example; `guid` '<task>-<split>-<data row index>'.
-
-  `label` indexes the task's `label_list`, or is STS-B's float score.
-  """
+  """One example; `label` indexes `label_list` (STS-B: the float score)."""
 
   guid: str
   text_a: str
@@ -203,14 +195,12 @@ def _read_lines(path: str) -> Iterator[Tuple[int, Optional[str]]]:
   if raw_lines[-1] == b'':  # a final '\n' ends the last line; empty file
     raw_lines.pop()
   for line_number, raw in enumerate(raw_lines, start=1):
-    raw = raw[:-1] if raw.endswith(b'\r') else raw
     try:
-      line = raw.decode('utf-8')
+      line = raw.removesuffix(b'\r').decode('utf-8')
     except UnicodeDecodeError:
-      yield line_number, None
-      continue
-    if line_number == 1 and line.startswith(_BOM):
-      line = line[len(_BOM) :]
+      line = None
+    if line_number == 1 and line is not None:
+      line = line.removeprefix(_BOM)
     yield line_number, line
 
 
@@ -307,9 +297,7 @@ def convert_examples_to_features(
   features, num_truncated = _input_arrays(
       examples, tokenizer, special_ids, max_seq_length
   )
-  features['label_ids'] = np.array(
-      [example.label for example in examples], label_dtype
-  )
+  features['label_ids'] = np.array([e.label for e in examples], label_dtype)
   report = FeatureReport(len(examples), num_truncated)
   logging.info(
       'Converted %d GLUE examples to length %d; %d truncated.',

@@ -166,10 +166,7 @@ def match_references(
     nbest_path: str = '',
     references_path: str = '',
 ) -> List[str]:
-  """The reference of each list: by id, or ending a `<speaker>-<utt-id>` id.
-
-  The paths only name the inputs in error messages.
-  """
+  """Each list's reference: by id, or ending a `<speaker>-<utt-id>` id."""
   by_suffix = _ids_by_suffix(references)
   matched, missing = [], []
   for nbest_list in nbest_lists:
@@ -394,11 +391,8 @@ def _read_mlm_scoring_json(
   for utterance_id, entry in _load_json_object(path).items():
     location = f'{path} utterance {utterance_id!r}'
     if not isinstance(entry, dict):
-      collector.skip(
-          location,
-          'expected an object of "ref" and "hyp_<N>" '
-          'entries; utterance skipped',
-      )
+      expected = 'an object of "ref" and "hyp_<N>" entries'
+      collector.skip(location, f'expected {expected}; utterance skipped')
       continue
     for key, value in entry.items():
       key_location = f'{location} key {key!r}'
@@ -455,15 +449,11 @@ def _add_json_hypothesis(
   if not match:
     collector.skip(location, 'expected "ref" or "hyp_<N>" (N >= 1); ignored')
     return
-  score = (
-      _espnet_number(value.get('score')) if isinstance(value, dict) else None
-  )
+  value = value if isinstance(value, dict) else {}
+  score = _espnet_number(value.get('score'))
   if score is None or not isinstance(value.get('text'), str):
-    collector.skip(
-        location,
-        'expected {"score": <finite number>, '
-        '"text": <string>}; hypothesis skipped',
-    )
+    expected = '{"score": <finite number>, "text": <string>}'
+    collector.skip(location, f'expected {expected}; hypothesis skipped')
     return
   collector.add(
       location, utterance_id, int(match.group(1)), value['text'], score
@@ -508,8 +498,7 @@ def _detect_nbest_format(path: str) -> str:
   if tf.io.gfile.isdir(path):
     return 'espnet'
   with tf.io.gfile.GFile(path, 'rb') as f:
-    start = f.read(4096)
-  start = start[3:] if start.startswith(b'\xef\xbb\xbf') else start
+    start = f.read(4096).removeprefix(b'\xef\xbb\xbf')
   return 'json' if start.lstrip().startswith(b'{') else 'tsv'
 
 

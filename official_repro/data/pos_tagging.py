@@ -63,11 +63,7 @@ class TaggedSentence:
 
 @dataclasses.dataclass(frozen=True)
 class FeatureReport:
-  """What `convert_to_features` produced.
-
-  `num_empty_words` tokenized to no piece and were fed as [UNK];
-  `num_truncated_words` lost continuation pieces that did not fit a feature.
-  """
+  """What `convert_to_features` did; empty words were fed as [UNK]."""
 
   num_sentences: int
   num_words: int

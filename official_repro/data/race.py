@@ -269,10 +269,8 @@ def convert_to_features(
     `LEVELS`); and a `ConversionReport`.
   """
   _check_lengths(max_seq_length, max_query_length)
-  special_ids = vocab_lib.special_token_ids(
-      tokenizer.vocab,
-      (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN),
-  )
+  specials = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN)
+  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, specials)
   features = _unfilled_features(
       examples, special_ids[vocab_lib.PAD_TOKEN], max_seq_length
   )
@@ -286,7 +284,8 @@ def convert_to_features(
         article_text = example.article
         article_tokens = tokenizer.tokenize(article_text)
       for choice, option in enumerate(example.options):
-        segments = _segment_b(example.question, option, tokenizer, fill_blank)
+        texts_b = _segment_b_texts(example.question, option, fill_blank)
+        segments = [tokenizer.tokenize(text) for text in texts_b]
         report.num_filled_blanks += int(len(segments) == 1)
         if max_query_length is not None and len(segments[0]) > max_query_length:
           report.num_truncated_questions += 1
@@ -329,28 +328,20 @@ def _unfilled_features(
 
 
 def _texts(examples: Sequence[RaceExample], fill_blank: bool) -> List[str]:
-  """Every text `convert_to_features` tokenizes (as `_segment_b` forms it)."""
+  """Every text `convert_to_features` tokenizes."""
   texts = []
   for example in examples:
     texts.append(example.article)
     for option in example.options:
-      if fill_blank and '_' in example.question:
-        texts.append(_BLANK.sub(option, example.question))
-      else:
-        texts += [example.question, option]
+      texts += _segment_b_texts(example.question, option, fill_blank)
   return texts
 
 
-def _segment_b(
-    question: str,
-    option: str,
-    tokenizer: Any,
-    fill_blank: bool,
-) -> List[List[str]]:
-  """Segment B as wordpiece lists: [question, option] or [filled question]."""
+def _segment_b_texts(question: str, option: str, fill_blank: bool) -> List[str]:
+  """Segment B: [question, option], or with `fill_blank` [filled question]."""
   if fill_blank and '_' in question:
-    return [tokenizer.tokenize(_BLANK.sub(option, question))]
-  return [tokenizer.tokenize(question), tokenizer.tokenize(option)]
+    return [_BLANK.sub(option, question)]
+  return [question, option]
 
 
 def _pack(
@@ -404,10 +395,7 @@ def _level_names(levels: np.ndarray) -> np.ndarray:
 def accuracy_by_level(
     predictions: np.ndarray, labels: np.ndarray, levels: np.ndarray
 ) -> Dict[str, float]:
-  """{'middle', 'high' (those with examples), 'all'} -> accuracy.
-
-  All `[N]`; `levels` are names or ids indexing `LEVELS`.
-  """
+  """Accuracy by level (those with examples) and 'all'; `levels`: names/ids."""
   predictions, labels, levels = map(np.asarray, (predictions, labels, levels))
   if not (
       predictions.ndim == labels.ndim == levels.ndim == 1

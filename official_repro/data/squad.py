@@ -161,10 +161,7 @@ def _answer_word_span(
     words: List[str],
     char_to_word: List[int],
 ) -> Optional[Tuple[int, int]]:
-  """`(first_word, last_word)` of an answer, or None if not found there.
-
-  Found: within the words covering its characters (Model Garden's criterion).
-  """
+  """`(first_word, last_word)` of the answer (Model Garden's test), or None."""
   end_char = answer_start + len(answer_text) - 1
   if not answer_text.strip() or not 0 <= answer_start <= end_char < len(
       char_to_word
@@ -486,18 +483,14 @@ def _check_logits(
 ) -> None:
   """Refuses logits other than `[N, >= longest window]`."""
   longest_window = max((len(f.tokens) for f in features_metadata), default=0)
-  for name, logits in (
-      ('start_logits', start_logits),
-      ('end_logits', end_logits),
-  ):
-    if (
-        logits.ndim != 2
-        or logits.shape[0] != len(features_metadata)
-        or logits.shape[1] < longest_window
-    ):
+  num = len(features_metadata)
+  named_logits = dict(start_logits=start_logits, end_logits=end_logits)
+  for name, logits in named_logits.items():
+    shape = logits.shape
+    if len(shape) != 2 or shape[0] != num or shape[1] < longest_window:
       raise cli.UserError(
-          f'{name} must be [num_features={len(features_metadata)}, '
-          f'seq_length>={longest_window}], got shape {logits.shape}.'
+          f'{name} must be [num_features={num}, '
+          f'seq_length>={longest_window}], got shape {shape}.'
       )
 
 
