@@ -34,7 +34,7 @@ def _randomise(layer, seed=1, scale=0.3):
 
 
 def _expected_mixed_params(hidden, heads, ratio, k):
-  """Hand count in the TF1 layout (see module docstrings)."""
+  """Hand count of the parameters, in the TF1 layout."""
   head_size = hidden // heads
   attention_heads = max(1, heads // ratio)
   width = attention_heads * head_size

@@ -52,11 +52,8 @@ class MultiWordSelectionHead(tf_keras.layers.Layer):
   ) -> tf.Tensor:
     """Float `[B, P, C]` logits e(candidate)^T h^MWS.
 
-    Args:
-      sequence_output: float `[B, T, H]`, the MWS representations.
-      masked_positions: int `[B, P]`.
-      candidate_ids: int `[B, P, C]`, the candidate sets.
-      embedding_table: float `[V, E]`, the word embeddings e.
+    `sequence_output` `[B, T, H]`, `masked_positions` `[B, P]`,
+    `candidate_ids` `[B, P, C]`, `embedding_table` e `[V, E]`.
     """
     states = tf.gather(sequence_output, masked_positions, batch_dims=1)
     states = self.layer_norm(self.dense(states))  # [B, P, E]

@@ -179,13 +179,11 @@ def _restore_stock(path: str, prefix: str, model: Dict[str, Any], network: str):
 def read(
     path: str, network: str = 'discriminator', config_file: Optional[str] = None
 ) -> hf_folder.HfFolder:
-  """A TEAMS checkpoint as a Hugging Face folder would hold it.
+  """A TEAMS checkpoint (`path`: prefix or directory) as a Hugging Face folder.
 
-  Args:
-    path: the checkpoint prefix or its directory.
-    network: 'discriminator' (its MWS side) or 'generator' (with its MLM
-      head; a trainer checkpoint only).
-    config_file: the run's `params.yaml` (default: beside the checkpoint).
+  `network` 'discriminator' (its MWS side) or 'generator' (with its MLM head;
+  trainer checkpoints only); `config_file` the run's `params.yaml` (default:
+  beside the checkpoint).
   """
   if network not in tf1_checkpoints.NETWORKS:
     raise cli.UserError(

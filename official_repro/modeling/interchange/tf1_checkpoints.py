@@ -218,14 +218,11 @@ def read(
     network: str = 'discriminator',
     config_file: Optional[str] = None,
 ) -> hf_folder.HfFolder:
-  """A TF1 checkpoint as a Hugging Face folder would hold it.
+  """A TF1 checkpoint (`path`: prefix or directory) as a Hugging Face folder.
 
-  Args:
-    path: the checkpoint prefix, or its directory.
-    kind: 'electra_tf1' or 'convbert_tf1'.
-    network: 'discriminator' (with its RTD head) or 'generator' (MLM head).
-    config_file: a `config.json` replacing what the shapes say (default:
-      beside the checkpoint).
+  `kind` 'electra_tf1' or 'convbert_tf1'; `network` 'discriminator' (RTD
+  head) or 'generator' (MLM head); `config_file` replaces what the shapes say
+  (default: `config.json` beside the checkpoint).
   """
   prefix = _checked_prefix(path, kind, network)
   state, shapes = read_state(prefix, network)

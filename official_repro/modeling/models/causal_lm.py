@@ -39,11 +39,7 @@ def _checked_sizes(architecture: str, sizes: Dict[str, int]) -> Dict[str, int]:
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class CausalLM(tf_keras.Model):
-  """Token ids `[B, T]` -> next-token logits `[B, T, vocab_size]`.
-
-  Logit t scores the token at position t + 1 and depends only on the tokens
-  at positions <= t.
-  """
+  """Token ids `[B, T]` -> logits `[B, T, V]`; logit t scores token t + 1."""
 
   def __init__(
       self,
@@ -212,10 +208,8 @@ def sequence_nll(
 ) -> tf.Tensor:
   """Summed next-token negative log-likelihood (nats), a scalar.
 
-  Args:
-    logits: `[B, T, V]` from `CausalLM` on `tokens[:, :-1]`.
-    tokens: int32 `[B, T + 1]` windows; the targets are `tokens[:, 1:]`.
-    weights: float `[B, T]`, 1 on targets to score, 0 on padding.
+  `logits` `[B, T, V]` of `tokens[:, :-1]`, `tokens` int32 `[B, T + 1]`
+  (targets `tokens[:, 1:]`), `weights` float `[B, T]` (0 on padding).
   """
   losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=tokens[:, 1:], logits=tf.cast(logits, tf.float32)

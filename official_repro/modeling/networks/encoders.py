@@ -30,14 +30,10 @@ BACKBONES_PACKAGE = 'official_repro.modeling.networks.backbones'
 class EncoderConfig(base_config.Config):
   """Architecture of a transformer text encoder.
 
-  Attributes:
-    backbone: a registered backbone name (`backbone_names()`).
-    num_layers: L (ALBERT: applications of the one shared block).
-    embedding_width: E; None means E = H (else projected to H).
-    vocab_size: None until taken from the data.
-    hidden_activation: see `activations`; None: the backbone's reference
-      activation, filled in by `validate`.
-    options: the backbone's options dataclass as a dict.
+  `backbone` is a registered name; `num_layers` L (ALBERT: applications of its
+  one block); `embedding_width` E (None: H); `vocab_size` None until taken
+  from the data; `hidden_activation` None: the backbone's, set by `validate`;
+  `options` the backbone's options dataclass as a dict.
   """
 
   backbone: str = 'bert'
@@ -123,16 +119,13 @@ BlockBuilder = Callable[[EncoderConfig, Any, int, bool], tf_keras.layers.Layer]
 class Backbone:
   """A registered backbone.
 
-  Attributes:
-    build_block: `(config, options, index, return_attention_scores) -> layer`;
-      a block is called as `block([hidden_states, attention_mask])` and
-      returns hidden states, or `(hidden_states, probs [B, heads, T, T])`.
-    shares_blocks_across_layers: one block at every layer (ALBERT).
-    validate_options: `(config, options)` raises a `config_error`.
-    flops_block: `(config, options) -> metrics.flops.BlockFlops`; None: the
-      FLOPs are not modelled.
-    model_garden_config: `config -> ` Model Garden's `EncoderConfig` of the
-      same network, where it has one.
+  `build_block(config, options, index, return_attention_scores)` makes a block
+  called as `block([hidden_states, attention_mask])`, returning hidden states
+  or `(hidden_states, probs [B, heads, T, T])`; `shares_blocks_across_layers`:
+  one block at every layer (ALBERT); `validate_options(config, options)`
+  raises a `config_error`; `flops_block(config, options)` gives its
+  `metrics.flops.BlockFlops` (None: not modelled); `model_garden_config`
+  its Model Garden `EncoderConfig`, where there is one.
   """
 
   name: str
@@ -335,10 +328,7 @@ def _require_vocab_size(config: EncoderConfig) -> None:
 
 
 def build_block(config: EncoderConfig, index: int) -> tf_keras.layers.Layer:
-  """A new block (own variables) of the config's backbone at layer `index`.
-
-  For task layers beside an encoder (TEAMS' attention-based head).
-  """
+  """A new block (own variables) at layer `index`, e.g. TEAMS' task layer."""
   config = validate(config)
   backbone = get_backbone(config.backbone)
   return backbone.build_block(

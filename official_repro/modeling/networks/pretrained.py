@@ -140,18 +140,10 @@ def resolve(
 ) -> PretrainedEncoder:
   """Describes the encoder to fine-tune.
 
-  Args:
-    init_checkpoint: an export folder, a pretraining model_dir, a checkpoint
-      prefix or a release; None fine-tunes a randomly initialised encoder.
-    vocab_file: the vocabulary; overrides the exported one.
-    lower_case: the tokenizer's casing; overrides the exported one (default
-      True when nothing says otherwise).
-    config: the architecture, used when the checkpoint carries none.
-
-  Raises:
-    FileNotFoundError: no checkpoint where `init_checkpoint` points.
-    NoArchitectureError: no architecture can be found.
-    UserError: no vocabulary can be found, or it does not fit.
+  `init_checkpoint` is an export folder, model_dir, checkpoint prefix or
+  release (None: random init); `vocab_file` and `lower_case` override the
+  exported ones (casing default True); `config` is used when the checkpoint
+  carries none. Raises FileNotFoundError, NoArchitectureError or UserError.
   """
   if init_checkpoint and converted.detect(init_checkpoint):
     init_checkpoint = converted.cached_export(

@@ -76,11 +76,8 @@ def sample_from_logits(
 ) -> tf.Tensor:
   """Draws one int32 id per position from softmax(logits / temperature).
 
-  Args:
-    logits: float `[..., vocab]`, under `tf.stop_gradient` (no gradient).
-    temperature: T > 0 (001 samples at 0.8).
-    disallowed_ids: optional int `[...]` id per position never drawn.
-    seed: optional int `[2]` stateless seed.
+  `logits` float `[..., vocab]` (under `tf.stop_gradient`); T > 0 (001
+  samples at 0.8); `disallowed_ids` int `[...]` never drawn; `seed` int `[2]`.
   """
   _check_temperature(temperature)
   logits = _exclude(tf.cast(logits, tf.float32) / temperature, disallowed_ids)

@@ -244,12 +244,10 @@ class ScriptPretrainer(tf_keras.Model):
       seed: Optional[tf.Tensor] = None,
       training: Optional[bool] = None,
   ) -> Tuple[tf.Tensor, Optional[tf.Tensor]]:
-    """004 Eq. 3 on float `[B, P, V]` pass-1 logits.
+    """004 Eq. 3 on float `[B, P, V]` pass-1 logits (`seed`: `sampling_seeds`).
 
-    Returns:
-      `(ids, one_hot)`: int32 `[B, P]` drawn tokens and, with
-      `straight_through`, their float32 `[B, P, V]` straight-through one-hot
-      (else None). `seed` (int `[2]`) defaults to `sampling_seeds`.
+    Returns int32 `[B, P]` ids and, with `straight_through`, their float32
+    `[B, P, V]` straight-through one-hot (else None).
     """
     log_pi = tf.nn.log_softmax(tf.cast(mlm_logits, tf.float32), axis=-1)
     if not self._straight_through:
@@ -320,10 +318,7 @@ class ScriptPretrainer(tf_keras.Model):
       input_type_ids: tf.Tensor,
       scored_mask: tf.Tensor,
   ) -> tf.Tensor:
-    """004 Eq. 7: float32 `[B]` sum of log p(t+ | x) where `scored_mask` = 1.
-
-    The inputs are the unmasked `[B, T]` sentences.
-    """
+    """004 Eq. 7: float32 `[B]` sum of log p(t+ | x) where `scored_mask` = 1."""
     log_positive, _ = critic_log_probabilities(
         self.token_logits(
             input_word_ids, input_mask, input_type_ids, training=False

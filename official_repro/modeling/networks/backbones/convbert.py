@@ -31,14 +31,9 @@ from official_repro.modeling.networks import encoders
 class ConvBertOptions:
   """ConvBERT's own settings (`EncoderConfig.options` of a ConvBERT encoder).
 
-  Attributes:
-    head_ratio: >= 1; N' = max(1, num_attention_heads // head_ratio)
-      self-attention heads of size hidden_size / num_attention_heads.
-    kernel_size: the span-based dynamic convolution window k (odd).
-    num_groups: groups G of the feed-forward matrices; divides hidden_size
-      and intermediate_size.
-    conv_only: convolution heads only (002's ablation).
-    attention_only: the bottleneck self-attention without convolution heads.
+  `head_ratio` >= 1 (N' = max(1, N // head_ratio) attention heads of size
+  H / N), odd `kernel_size` k, `num_groups` G of the feed-forward (dividing
+  the widths), `conv_only` and `attention_only` (002's ablations).
   """
 
   head_ratio: int = 2
