@@ -1,12 +1,8 @@
 """ELECTRA / ALE / ConvBERT pretraining (replaced-token detection).
 
-Loss = generator_loss_weight * MLM + rtd_loss_weight * RTD, with
-the MLM loss averaged over masked positions (Model Garden's `MaskedLMTask`
-loss) and the RTD loss (sigmoid cross-entropy) averaged over real,
-non-padding tokens, as in ELECTRA. Which backbone the two networks use
-(BERT: ELECTRA; ALBERT: ALE of 001; ConvBERT: 002) is the encoder config's
-business. gin: `experiment.objective = 'electra'` and `electra.<field>` for
-the fields of `ElectraModelConfig`.
+Loss = generator_loss_weight * MLM (over masked positions) + rtd_loss_weight
+* RTD (over real tokens); the backbone (BERT, ALBERT, ConvBERT) is the
+encoder config's. gin: `electra.<field>`.
 """
 
 import dataclasses
@@ -27,30 +23,16 @@ from official_repro.modeling.pretrainers import electra
 from official_repro.tasks import objectives
 from official_repro.tasks import pretraining
 
-# The objective's name: `experiment.objective` and the gin name of
-# `ElectraModelConfig` (`electra.<field>`).
+# `experiment.objective` and the gin name of `electra.<field>`.
 OBJECTIVE_NAME = 'electra'
 
 
 @dataclasses.dataclass
 class ElectraModelConfig(pretraining.GeneratorShape, base_config.Config):
-  """The ELECTRA pretrainer and its loss weights.
+  """The ELECTRA pretrainer and its loss weights (networks: `GeneratorShape`).
 
-  The discriminator and the generator derived from it are
-  `pretraining.GeneratorShape`'s fields; ELECTRA's keep the depth (fraction
-  1.0) and share no layer; 001 Table V sets the size to 0.25.
-
-  Attributes:
-    temperature: sampling temperature of the generator's softmax.
-    disallow_original: never sample the original token.
-    tie_embeddings: one word-embedding table for both networks.
-    tie_embedding_block: also one position table, type table and embedding
-      LayerNorm (google-research/electra's tying; Model Garden's
-      `ElectraPretrainTask` ties the word table only).
-    generator_loss_weight: weight of the MLM loss.
-    rtd_loss_weight: weight of the RTD loss.
-    mlm_activation: activation of the MLM and RTD heads' transforms.
-    initializer_range: stddev of the heads' initializers.
+  `tie_embeddings` ties the word table; `tie_embedding_block` also the
+  position and type tables and LayerNorm (google-research/electra's).
   """
 
   temperature: float = 1.0
@@ -122,11 +104,7 @@ class ElectraPretrainTask(pretraining.ReplacedTokenTask):
 def _flops(
     task_config: ElectraPretrainConfig, seq_length: int, max_predictions: int
 ) -> Dict[str, flops.NetworkCost]:
-  """ELECTRA's terms: the generator and the discriminator.
-
-  ELECTRA's terms: the generator with its MLM head, the discriminator
-  with its RTD head (each network computes its own embedding).
-  """
+  """ELECTRA's terms: generator + MLM head, discriminator + RTD head."""
   model = task_config.model
   output_fraction = max_predictions / seq_length
   generator = objectives.network_shape(model.generator(), seq_length)
@@ -150,9 +128,7 @@ def _stock_task_config(
   """Model Garden's `ElectraPretrainTask` on the same networks.
 
   Raises:
-    ValueError: for settings Model Garden's pretrainer does not have (a
-      backbone without a Model Garden encoder, tied ALBERT embeddings, a
-      temperature other than 1, shared layers).
+    UserError: for settings Model Garden's pretrainer does not have.
   """
   model = task_config.model
   if model.temperature != 1.0 or model.num_shared_layers():
@@ -192,11 +168,7 @@ def _stock_task_config(
 
 
 def _finalize(task_config: ElectraPretrainConfig) -> ElectraPretrainConfig:
-  """Checks the generator's shape and the pretrainer's settings when read.
-
-  Raises:
-    ArgumentError: naming the model config's fields.
-  """
+  """Checks the generator's shape and the pretrainer's settings when read."""
   electra.check_settings(task_config.model.temperature)
   return pretraining.check_generator_shape(task_config)
 

@@ -1,20 +1,11 @@
 """The encoder's gin settings: `encoder.<field>` and `<backbone>.<option>`.
 
-`modeling/networks/encoders.py` knows nothing of gin; this module makes its
-`EncoderConfig` the gin configurable `encoder` (`encoder.hidden_size = 256`;
-`options` is not bound directly) and the options dataclass of every
-registered backbone the configurable of the backbone's name
-(`convbert.kernel_size = 9`). A backbone registered later, by a module that a
-gin `import` line loads, gets its configurable as it registers (the hook of
-`encoders.add_registration_hook`), so the lines after the import may bind it.
-
-`encoder_config()` is the encoder the gin bindings describe: the selected
-backbone's options filled from its configurable, then checked by
-`encoders.validate`, whose errors name the config's fields
-(`EncoderConfig: hidden_size=30 is not divisible by num_attention_heads=4.`);
-here they name the bindings to change (`encoder.hidden_size=30 is not
-divisible by encoder.num_attention_heads=4.`, `convbert.kernel_size=4 must
-be odd.`), as `bindings` names them for other callers.
+`modeling/networks/encoders.py` knows nothing of gin; this module makes
+`EncoderConfig` the configurable `encoder` and each registered backbone's
+options the configurable of its name (`convbert.kernel_size = 9`), also for
+backbones a gin `import` registers later. `encoder_config()` validates the
+result with errors naming the bindings (`encoder.hidden_size=30 is not
+divisible by encoder.num_attention_heads=4.`).
 """
 
 import dataclasses
@@ -40,11 +31,7 @@ def _register_options(backbone: encoders.Backbone) -> None:
 
 
 def bindings(backbone: str) -> arguments.Namer:
-  """The gin binding of each `EncoderConfig` argument, for `backbone`.
-
-  `<field>` is `encoder.<field>` and `options.<option>` (`encoders.
-  config_error`) is `<backbone>.<option>`.
-  """
+  """Names `EncoderConfig` arguments `encoder.<field>`, `<backbone>.<opt>`."""
 
   def binding(argument: str) -> str:
     option = argument.removeprefix('options.')
@@ -70,10 +57,7 @@ _REQUIRED = (
 def encoder_config() -> encoders.EncoderConfig:
   """The encoder the gin bindings describe, with its backbone's options.
 
-  Raises:
-    RuntimeError: gin's, for a required binding that is missing.
-    UserError: gin binds options of another backbone, or the config is
-      invalid (naming the bindings).
+  Errors name the bindings (gin's RuntimeError for a missing one).
   """
   config = _ENCODER(**{field: gin.REQUIRED for field in _REQUIRED})
   backbone = encoders.get_backbone(config.backbone, 'encoder.backbone')

@@ -1,28 +1,13 @@
 """What every fine-tuning task shares: data in memory, encoder, optimizer.
 
-A fine-tuning task (GLUE, SQuAD, RACE, POS tagging) is a Model Garden
-`base_task.Task` whose subclass supplies four things:
-  * `load_features(split)`: the split's examples read and tokenized into a
-    dict of numpy arrays (`input_word_ids`, `input_mask`, `input_type_ids`
-    plus the task's labels), computed once per process and cached, so that
-    the seeds of one command tokenize each file once;
-  * `build_head(encoder)`: the Keras model on top of the encoder;
-  * `build_losses(labels, model_outputs)`;
-  * `compute_metrics(outputs)`: the paper's metrics from the whole
-    evaluation set's predictions, which `validation_step` returns batch by
-    batch (`eval_outputs`) and `aggregate_logs` concatenates.
-The base class restores the pretrained encoder (`initialize`) and builds the
-optimizer: Model Garden's `AdamWeightDecay` with ELECTRA's layer-wise
-learning-rate decay (`optimization/layerwise_decay.py`), under a linear
-warmup then linear decay schedule from Model Garden's `OptimizerFactory`.
-
-Three options follow google-research/electra's fine-tuning code instead
-(`run_finetuning.py`, `finetune/preprocessing.py`): `summed_loss` trains on
-the sum of the replica's per-example losses, clipped per replica before the
-replicas' gradients are averaged (as `CrossShardOptimizer` averages the
-clipped per-core gradients); `data_order='original'` permutes the training
-examples once and then draws them through a 100-example shuffle buffer;
-the update itself is `adam_bias_correction` and `warmup_times_decay`.
+A subclass (GLUE, SQuAD, RACE, POS) supplies `read_features(split)` (numpy
+arrays, cached per process), `build_head(encoder)`, `build_losses` and
+`compute_metrics` over the whole evaluation set. The base restores the
+pretrained encoder and builds Model Garden's `AdamWeightDecay` with ELECTRA's
+layer-wise decay under a linear warmup and decay. As google-research/electra:
+`summed_loss` (summed per-replica loss, clipped per replica, then averaged),
+`data_order='original'` (one permutation, a 100-example shuffle buffer),
+`adam_bias_correction` and `warmup_times_decay`.
 
 Not reused: Model Garden's sentence-prediction, question-answering and
 tagging tasks read TFRecords its data scripts wrote beforehand, and build
@@ -62,14 +47,7 @@ _FEATURE_CACHE: Dict[Tuple[Any, ...], Tuple[Dict[str, np.ndarray], Any]] = {}
 
 @dataclasses.dataclass
 class FinetuneDataConfig(cfg.DataConfig):
-  """One split of a fine-tuning dataset.
-
-  Attributes:
-    split: the split name the task's reader understands ('train', 'dev',
-      'dev_matched', ...).
-    start_step: the training step a resumed run starts from; the batches of
-      the steps before it are skipped (their order is fixed by `seed`).
-  """
+  """One split ('train', 'dev', ...); a resumed run skips to `start_step`."""
 
   split: str = 'train'
   start_step: int = 0
@@ -81,24 +59,15 @@ class FinetuneTaskConfig(cfg.TaskConfig):
 
   Attributes:
     task: the task name (e.g. 'mrpc', 'squad11', 'race', 'pos').
-    data_dir: the folder holding the task's files.
-    vocab_file: the encoder's WordPiece vocabulary.
-    lower_case: whether the tokenizer lower-cases.
-    max_seq_length: tokens per input sequence.
-    encoder: the encoder architecture.
-    head_dropout_rate: dropout before the task's output layer.
     learning_rate: the peak learning rate (head depth).
     layerwise_lr_decay: decay per layer towards the input; None turns it off.
     weight_decay_rate: decoupled weight decay (not on LayerNorm and biases).
-    adam_epsilon: Adam's epsilon.
-    adam_beta_2: Adam's beta_2.
     gradient_clip_norm: clip gradients to this global norm (0: off).
-    adam_bias_correction: Adam's bias correction (False: the original
-      BERT/ELECTRA update).
+    adam_bias_correction: False: the original BERT/ELECTRA update.
     warmup_times_decay: the original's schedule, decay x min(1, t / W).
-    summed_loss: train on the replica's summed loss, clipped per replica
-      (module docstring); the logged loss stays the mean.
-    data_order: 'reshuffle' or 'original' (module docstring).
+    summed_loss: train on the replica's summed loss, clipped per replica;
+      the logged loss stays the mean.
+    data_order: 'reshuffle' or 'original'.
   """
 
   task: str = ''
@@ -309,12 +278,7 @@ class FinetuneTask(base_task.Task):
       runtime_config=None,
       dp_config=None,
   ):
-    """AdamW with layer-wise learning-rate decay.
-
-    AdamW with layer-wise learning-rate decay (see the module docstring),
-    in a loss-scale optimizer when `runtime_config` asks for one (float16;
-    Model Garden's `Task.train_step` then scales the loss).
-    """
+    """AdamW with layer-wise learning-rate decay (loss-scaled for float16)."""
     del dp_config
     config = self.task_config
     if config.warmup_times_decay:
@@ -408,10 +372,9 @@ class AccuracyMetricMixin:
 def softmax_cross_entropy(
     label_ids: tf.Tensor, logits: tf.Tensor, aux_losses=None
 ) -> tf.Tensor:
-  """Mean cross-entropy of the labels, plus the auxiliary losses.
+  """Mean cross-entropy of `[batch]` labels under `[batch, classes]` logits.
 
-  Mean cross-entropy of int `[batch]` labels under `[batch, classes]` logits,
-  plus the model's auxiliary losses.
+  Plus the model's auxiliary losses.
   """
   loss = tf.reduce_mean(
       tf_keras.losses.sparse_categorical_crossentropy(

@@ -1,12 +1,9 @@
 """Fine-tuning hyperparameters and reporting protocol, as papers state them.
 
-Papers give fine-tuning settings in epochs, batch size and learning rate per
-task (001 Table VI, 003 Table 6, 004 Table 5); training loops need steps.
-`FinetuningSchedule` (gin `finetuning`) holds one task's row and converts it.
-`RunProtocol` (gin `run_protocol`) is how a paper turns several fine-tuning
-runs into the number in its table: how many seeds, which evaluation of a run
-counts (the best during fine-tuning or the last), and how runs are
-aggregated (max, median or mean).
+`FinetuningSchedule` (gin `finetuning`) holds one task's row of a paper's
+table (epochs, batch size, learning rate) and converts it to steps.
+`RunProtocol` (gin `run_protocol`): how many seeds, which evaluation of a run
+counts and how runs aggregate into the reported number.
 """
 
 import dataclasses
@@ -29,26 +26,9 @@ DATA_ORDERS = ('reshuffle', 'original')
 class FinetuningSchedule:
   """One task's fine-tuning hyperparameters.
 
-  Attributes:
-    task: a task name registered in `finetuning_registry`.
-    learning_rate: peak learning rate.
-    train_batch_size: global batch size.
-    num_epochs: passes over the training set.
-    warmup_fraction: share of the steps with linear warmup.
-    layerwise_lr_decay: per-layer learning-rate decay factor (None: off).
-    max_seq_length: tokens per input sequence.
-    weight_decay_rate: decoupled weight decay (not on LayerNorm, biases).
-    adam_epsilon: Adam's epsilon.
-    eval_batch_size: evaluation batch size (None: `train_batch_size`).
-    adam_bias_correction: Adam's bias correction; False updates as the
-      original BERT/ELECTRA code (`layerwise_decay`).
-    warmup_times_decay: the original code's schedule, the decay times
-      min(1, t / warmup steps) (`warmup_times_decay`), instead of Model
-      Garden's ramp to the decayed rate.
-    summed_loss: the original code's summed loss, clipped per replica
-      (`finetuning_base`).
-    data_order: 'reshuffle' every epoch, or the 'original' code's one
-      permutation and 100-example shuffle buffer (`finetuning_base`).
+  `task` is a `finetuning_registry` name; `warmup_fraction` the share of
+  steps warming up; `eval_batch_size` None: `train_batch_size`. The last
+  four follow the original code (see `finetuning_base`).
   """
 
   task: str = gin.REQUIRED
@@ -108,18 +88,12 @@ class RunProtocol:
   """How a paper reports fine-tuning over seeds.
 
   Attributes:
-    num_runs: fine-tuning runs (seeds 0 .. num_runs - 1) per task.
-    aggregation: how the runs' scores become the reported one ('max',
-      'median' or 'mean'; mean and std are always printed beside it).
-    selection: which evaluation of a run counts: 'best' over the evaluations
-      at the end of every epoch, or 'last'.
-    stsb_metric: the correlation reported for STS-B ('spearman', 'pearson'
-      or 'corr', their mean).
-    deterministic: op determinism and dropout drawn from checkpointed
-      `tf.random.Generator`s (`reproducibility.configure`), so that a run
-      resumed inside its training ends bit-identical to an uninterrupted one
-      on the same machine; without it the resumed run restores the weights,
-      optimizer and data order but draws other dropout masks.
+    num_runs: runs (seeds 0 .. num_runs - 1) per task.
+    aggregation: 'max', 'median' or 'mean' of the runs' scores.
+    selection: 'best' evaluation of a run (epoch ends) or 'last'.
+    stsb_metric: 'spearman', 'pearson' or 'corr' (their mean) for STS-B.
+    deterministic: a resumed run ends bit-identical to an uninterrupted one
+      (otherwise it draws other dropout masks).
   """
 
   num_runs: int = 1

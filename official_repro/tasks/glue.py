@@ -1,23 +1,12 @@
 """GLUE fine-tuning: sentence(-pair) classification and STS-B regression.
 
-The model is Model Garden's `BertClassifier` with one of three heads
-(`glue.head` in gin): 'encoder_pooler', the encoder's pooled [CLS] output
-(dense + tanh), dropout and a dense layer to the task's classes;
-'head_pooler', the same with the head's own dense + tanh on the first token
-(Model Garden's sentence-prediction task, `use_encoder_pooler=False`); or
-'first_token', the original ELECTRA/ConvBERT head
-(`modeling/heads/first_token.py`). STS-B has one output, trained with mean
-squared error as BERT and ELECTRA do. The evaluation split 'dev' is every
-labelled dev file of the task (MNLI: matched and mismatched, scored separately
-in one pass); metrics are those the papers report (`metrics/glue_metrics.py`).
-
-Two data rules of google-research/electra's `finetune/classification`
-(`classification_tasks.py`) are options (`glue.*` in gin):
-`double_unordered` adds every MRPC and STS-B training pair again with its
-sentences swapped (after the originals, so an epoch has twice the steps),
-and `scale_stsb_targets` divides STS-B scores by 5 for training and
-evaluation (the reported correlations do not change with the scale; the
-loss is 25 times smaller).
+Model Garden's `BertClassifier` with `glue.head`: 'encoder_pooler' (the
+encoder's pooled [CLS]), 'head_pooler' (the head's own, as Model Garden's
+sentence-prediction task) or 'first_token' (the original ELECTRA/ConvBERT
+head). STS-B is trained with mean squared error; 'dev' is every labelled dev
+file (MNLI's two scored separately). Options of google-research/electra:
+`double_unordered` (MRPC, STS-B pairs again swapped, after the originals) and
+`scale_stsb_targets` (scores / 5).
 """
 
 import dataclasses
@@ -42,8 +31,7 @@ TRAIN_SPLIT = 'train'
 UNORDERED_PAIR_TASKS = ('mrpc', 'stsb')
 # STS-B's score range, [0, 5]; `scale_stsb_targets` maps it to [0, 1].
 STSB_MAX_SCORE = 5.0
-# `glue.head`: the encoder's pooler, a new pooler in the head (Model Garden's
-# sentence-prediction task), or the original's first-token dense layer.
+# `glue.head` (module docstring).
 HEADS = ('encoder_pooler', 'head_pooler', 'first_token')
 # Index of each example's dev file (MNLI: 0 matched, 1 mismatched).
 EVAL_SPLIT_KEY = 'eval_split'
@@ -51,15 +39,7 @@ EVAL_SPLIT_KEY = 'eval_split'
 
 @dataclasses.dataclass
 class GlueTaskConfig(finetuning_base.FinetuneTaskConfig):
-  """GLUE settings beyond the shared ones.
-
-  Attributes:
-    stsb_metric: which correlation stands for STS-B in the headline score;
-      fine-tuning copies gin `run_protocol.stsb_metric` here.
-    double_unordered: MRPC and STS-B train on both sentence orders.
-    scale_stsb_targets: STS-B scores divided by 5 (module docstring).
-    head: one of `HEADS` (module docstring).
-  """
+  """GLUE settings beyond the shared ones (`stsb_metric`: `run_protocol`'s)."""
 
   stsb_metric: str = 'spearman'
   double_unordered: bool = False
@@ -74,11 +54,7 @@ def glue_task_config(
     head: str = 'encoder_pooler',
     **fields,
 ) -> GlueTaskConfig:
-  """The GLUE task config; gin binds the original code's data rules and head.
-
-  Raises:
-    UserError: a head not in `HEADS`.
-  """
+  """The GLUE task config; gin binds the original code's data rules and head."""
   if head not in HEADS:
     raise cli.UserError(f'glue.head must be one of {HEADS}, got {head!r}.')
   return GlueTaskConfig(

@@ -1,11 +1,8 @@
 """BERT masked-LM (optionally + next-sentence) pretraining task.
 
-The BERT baseline of paper 001 (Table V, BERT_small). Losses, metrics and the
-train/validation steps are Model Garden's `MaskedLMTask` (through
-`pretraining.PretrainTask`, which swaps in our input pipeline); the model is
-Model Garden's `BertPretrainerV2` on any registered backbone. gin:
-`experiment.objective = 'masked_lm'` and `masked_lm.<field>` for the fields
-of `MaskedLMModelConfig`.
+Paper 001's BERT baseline: Model Garden's `MaskedLMTask` losses, metrics and
+steps (through `pretraining.PretrainTask`) and its `BertPretrainerV2` on any
+registered backbone. gin: `masked_lm.<field>`.
 """
 
 import dataclasses
@@ -31,16 +28,10 @@ NEXT_SENTENCE_HEAD = 'next_sentence'
 
 @dataclasses.dataclass
 class MaskedLMModelConfig(base_config.Config):
-  """A masked-LM pretrainer on any registered backbone.
+  """A masked-LM pretrainer on any registered backbone (gin `encoder`).
 
-  Attributes:
-    encoder: the backbone (gin: `encoder`).
-    next_sentence_prediction: add BERT's next-sentence head and loss (the
-      records must hold next-sentence labels).
-    cls_heads: classification heads on [CLS]; derived from
-      `next_sentence_prediction` when the task config is built from gin.
-    mlm_activation: activation of the MLM transform layer.
-    mlm_initializer_range: stddev of the MLM head initializer.
+  `cls_heads` derive from `next_sentence_prediction` (records with
+  next-sentence labels) when built from gin.
   """
 
   encoder: encoders.EncoderConfig = dataclasses.field(
@@ -54,11 +45,7 @@ class MaskedLMModelConfig(base_config.Config):
 
 @dataclasses.dataclass
 class MaskedLMPretrainConfig(pretraining.PretrainTaskConfig):
-  """Masked-LM pretraining on our record format.
-
-  Masked-LM pretraining on our record format (Model Garden's
-  `MaskedLMTask` reads `model.cls_heads`, `train_data` and `scale_loss`).
-  """
+  """Masked-LM pretraining on our record format."""
 
   model: MaskedLMModelConfig = dataclasses.field(
       default_factory=MaskedLMModelConfig
@@ -106,11 +93,7 @@ def _finalize(task_config: MaskedLMPretrainConfig) -> MaskedLMPretrainConfig:
 def _flops(
     task_config: MaskedLMPretrainConfig, seq_length: int, max_predictions: int
 ) -> Dict[str, flops.NetworkCost]:
-  """One encoder with its MLM head.
-
-  One encoder with its MLM head (the next-sentence head is not counted,
-  as in ELECTRA's formula).
-  """
+  """One encoder with its MLM head (not the next-sentence head, as ELECTRA)."""
   encoder = task_config.model.encoder
   shape = objectives.network_shape(encoder, seq_length)
   return dict(

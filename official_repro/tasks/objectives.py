@@ -1,21 +1,10 @@
 """The pretraining-objective registry.
 
-An objective is one module (`official_repro/tasks/electra.py`,
-`masked_lm.py`, ..., or a user's own) that declares, next to its Model
-Garden `Task` (registered with `task_factory`), an `Objective`: its gin name,
-its task and model config classes, which model-config field holds the
-encoder kept for fine-tuning, its FLOPs terms and, where Model Garden has
-one, its stock counterpart for the benchmark. `gin/pretrain/<name>.gin`
-selects it with `experiment.objective = '<name>'`. The experiment builder,
-the FLOPs tool and the benchmark look objectives up here and never name one.
-
-The model config class is gin-configurable under the objective's name
-(`electra.temperature = 0.8`), derived from its fields; the encoder field is
-filled from the gin-bound `encoder` with the vocabulary size of the records.
-The objective's `finalize` checks the config with the model's own checks,
-whose errors name the model's arguments (`ElectraPretrainer: temperature
-must be > 0, got 0.0.`); read from gin (`Objective.finalized`) they name the
-bindings (`electra.temperature must be > 0, got 0.0.`).
+An objective module declares, next to its Model Garden `Task`, an `Objective`
+(gin name, config classes, the encoder kept for fine-tuning, FLOPs terms, its
+Model Garden counterpart); the experiment builder, FLOPs tool and benchmark
+look objectives up here and never name one. Its model config is
+gin-configurable under its name, and mistakes read from gin name the bindings.
 """
 
 import dataclasses
@@ -42,30 +31,21 @@ class Objective:
   """A registered pretraining objective.
 
   Attributes:
-    name: the `experiment.objective` value and the gin name of its model
-      config.
-    task_config_cls: its Model Garden task config class (with `model`,
-      `train_data` and `validation_data` fields); the task class is found by
-      `task_factory` from it.
+    name: `experiment.objective` and the gin name of its model config.
+    task_config_cls: its Model Garden task config class.
     model_config_cls: the class of `task_config_cls.model`.
-    encoder_field: the model-config field holding the `EncoderConfig` of the
-      network kept for fine-tuning (filled from gin `encoder`).
+    encoder_field: the model-config field of the encoder kept for
+      fine-tuning (filled from gin `encoder`).
     required: model-config fields gin must bind.
     derived: model-config fields that `finalize` sets, not gin.
-    finalize: `task_config -> task_config` for what derives from several
-      settings (e.g. next-sentence labels in the data configs) or must
-      agree between them (a generator's layer sharing), and the model's
-      checks of its settings; raises `arguments.ArgumentError` naming the
-      model config's fields (see `finalized`).
-    exported_encoder: `model_config -> EncoderConfig` of the network kept
-      for fine-tuning when it is not the encoder field's config as it is
-      (TEAMS' extra task layer on top); None: that field's config.
-    flops: `(task_config, seq_length, max_predictions) ->
-      {network name: flops.NetworkCost}`, per-token forward FLOPs of every
-      network and head in ELECTRA's conventions (None: not modelled).
+    finalize: `task_config -> task_config`: derived settings and checks,
+      raising `arguments.ArgumentError` naming the model config's fields.
+    exported_encoder: `model_config -> EncoderConfig` when the kept encoder
+      is not the encoder field's config as it is (None: it is).
+    flops: `(task_config, seq_length, max_predictions) -> {network:
+      flops.NetworkCost}` in ELECTRA's conventions (None: not modelled).
     stock_task_config: `(task_config, stock_train_data, max_predictions) ->`
-      Model Garden's own task config of the same model, for the benchmark
-      (None: Model Garden has no counterpart).
+      Model Garden's task config of the same model (None: none).
   """
 
   name: str
@@ -84,10 +64,7 @@ class Objective:
   ] = None
 
   def bindings(self) -> arguments.Namer:
-    """The gin binding of each gin-bound model-config field.
-
-    `<field>` is `<name>.<field>`; other arguments are named as given.
-    """
+    """Names gin-bound model-config fields `<name>.<field>`, others as given."""
     bound = {
         field.name for field in dataclasses.fields(self.model_config_cls)
     } - {self.encoder_field, *self.derived}
@@ -96,11 +73,7 @@ class Objective:
     )
 
   def finalized(self, task_config: cfg.TaskConfig) -> cfg.TaskConfig:
-    """`finalize` of a config read from gin: mistakes name the bindings.
-
-    Raises:
-      UserError: `finalize`'s `ArgumentError`, naming `<name>.<field>`.
-    """
+    """`finalize` of a config read from gin: mistakes name the bindings."""
     if self.finalize is None:
       return task_config
     with arguments.renamed(self.bindings()):
@@ -120,11 +93,7 @@ _MODEL_CONFIG_FACTORIES: Dict[str, Callable[..., Any]] = {}
 
 
 def register(objective: Objective) -> Objective:
-  """Adds an objective and makes its model config gin-configurable.
-
-  Raises:
-    ValueError: if another objective has the name.
-  """
+  """Adds an objective (a new name); its model config becomes configurable."""
   _OBJECTIVES.register(objective.name, objective)
   if objective.name not in _MODEL_CONFIG_FACTORIES:
     _MODEL_CONFIG_FACTORIES[objective.name] = (
@@ -148,20 +117,12 @@ def names() -> List[str]:
 
 
 def get(name: str) -> Objective:
-  """The objective `name`.
-
-  Raises:
-    ValueError: naming `experiment.objective` and the registered ones.
-  """
+  """The objective `name` (UserError naming the registered ones)."""
   return _OBJECTIVES.get(name)
 
 
 def for_task_config(task_config: cfg.TaskConfig) -> Objective:
-  """The objective whose task config `task_config` is.
-
-  Raises:
-    ValueError: for a task config no objective registered.
-  """
+  """The objective whose task config `task_config` is."""
   for objective in _OBJECTIVES.entries():
     if type(task_config) is objective.task_config_cls:  # pylint: disable=unidiomatic-typecheck
       return objective
@@ -176,12 +137,7 @@ def resolve_vocab_size(
 ) -> encoders.EncoderConfig:
   """Sets the encoder's vocabulary size from the records, checking it.
 
-  Without records (`data.input_path` empty, e.g. for FLOPs accounting) the
-  config must already have one.
-
-  Raises:
-    UserError: if `encoder.vocab_size` is another vocabulary size than the
-      records' (naming their vocab file), or neither gives one.
+  Without records (e.g. for FLOPs accounting) the config must have one.
   """
   if not data.input_path:
     if config.vocab_size is None:
@@ -199,12 +155,8 @@ def resolve_vocab_size(
 def task_config_from_gin(name: str) -> cfg.TaskConfig:
   """The task config of objective `name` from the parsed gin bindings.
 
-  The model config comes from `<name>.*`, its encoder from `encoder.*` with
-  the records' vocabulary size, the data configs from `pretrain_data.*`.
-
-  Raises:
-    UserError: gin binds the model config of another objective, or a
-      setting the model cannot take (naming the binding).
+  From `<name>.*`, `encoder.*` and `pretrain_data.*`; UserError for another
+  objective's bindings or a setting the model refuses.
   """
   objective = get(name)
   load_builtin_objectives()
@@ -227,11 +179,7 @@ def task_config_from_gin(name: str) -> cfg.TaskConfig:
 def network_shape(
     config: encoders.EncoderConfig, seq_length: int
 ) -> flops_lib.NetworkShape:
-  """The FLOPs formula's shape of an encoder config.
-
-  Raises:
-    ValueError: for a backbone that declares no FLOPs block.
-  """
+  """The FLOPs formula's shape of an encoder config."""
   backbone = encoders.get_backbone(config.backbone)
   if backbone.flops_block is None:
     raise cli.UserError(

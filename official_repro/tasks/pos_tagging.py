@@ -1,12 +1,9 @@
 """Part-of-speech tagging on the Penn Treebank (001 Table III).
 
-`<data_dir>/{train,dev,test}.txt` hold tagged sentences, one `word TAG` per
-line or treebank `word/TAG` tokens (`data/pos_tagging.py` reads both). As in
-001, the first wordpiece of a word carries its tag, the others the extra
-label '##', and [CLS], [SEP] and padding the label 'PAD'; the softmax loss
-and the accuracy count word-initial wordpieces only. The tag set is the
-training file's. With `pos.use_crf = True` a CRF over the real tokens of
-each sequence replaces the independent softmax.
+`<data_dir>/{train,dev,test}.txt` hold `word TAG` lines or treebank
+`word/TAG` tokens. As in 001, a word's first wordpiece carries its tag, the
+others '##', specials and padding 'PAD'; loss and accuracy count
+word-initial pieces only. `pos.use_crf` puts a CRF over each sequence.
 """
 
 import dataclasses
@@ -30,12 +27,8 @@ TRAIN_SPLIT = 'train'
 class TaggingTaskConfig(finetuning_base.FinetuneTaskConfig):
   """POS-tagging settings beyond the shared ones.
 
-  Attributes:
-    use_crf: a CRF over the tag sequence instead of per-token softmax.
-    file_format: 'auto', 'conll' (`word TAG` lines) or 'treebank'
-      (`word/TAG` tokens).
-    conll_tag_column: the field holding the tag in 'conll' lines (-1: the
-      last; 1 for CoNLL-2000/2003 files, `word POS CHUNK [NER]`).
+  `file_format`: 'auto', 'conll' or 'treebank'; `conll_tag_column`: the
+  tag's field in 'conll' lines (-1: the last; 1 for CoNLL-2000/2003).
   """
 
   use_crf: bool = False

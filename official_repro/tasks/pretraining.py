@@ -1,12 +1,9 @@
 """What every pretraining objective's task shares.
 
-`PretrainTask` is Model Garden's `MaskedLMTask` reading our records: its
-train and validation steps (forward, `build_losses`, per-replica loss
-scaling, `process_metrics`) and its masked-LM loss and metrics are
-objective-agnostic, so an objective subclasses it and adds its own losses
-and metrics on top (`super().build_losses` is the generator's or the
-model's MLM loss over the masked positions). Objectives register themselves
-in `official_repro.tasks.objectives`.
+`PretrainTask` is Model Garden's `MaskedLMTask` reading our records; its steps
+and masked-LM loss and metrics are objective-agnostic, so an objective
+subclasses it and adds its own losses and metrics (registered in
+`tasks.objectives`).
 """
 
 import dataclasses
@@ -30,10 +27,8 @@ from official_repro.modeling.pretrainers import networks
 class PretrainTaskConfig(cfg.TaskConfig):
   """The task-config fields every objective has; an objective adds `model`.
 
-  `scale_loss` is on: each replica's loss is divided by the number of
-  replicas so that the summed all-reduce yields the mean gradient, which
-  keeps gradient clipping and the learning rate independent of the replica
-  count.
+  `scale_loss`: each replica's loss is divided by the replica count, so that
+  clipping and the learning rate do not depend on it.
   """
 
   scale_loss: bool = True
@@ -49,22 +44,15 @@ class PretrainTaskConfig(cfg.TaskConfig):
 class GeneratorShape:
   """A model config's generator, derived from its discriminator.
 
-  The base of the model configs of objectives with a generator (ELECTRA,
-  TEAMS). Its mistakes raise `arguments.ArgumentError` naming the fields;
-  read from gin they name the bindings (`objectives.Objective.finalized`).
+  The base of ELECTRA's and TEAMS's model configs (gin `encoder`: the
+  discriminator).
 
   Attributes:
-    discriminator: the discriminator's encoder (gin: `encoder`); the
-      generator is derived from it.
     generator_size: generator hidden/heads/FFN as a fraction of the
       discriminator's.
-    generator_layer_fraction: generator depth as a fraction of the
-      discriminator's layers, in (0, 1].
-    generator_num_layers: generator depth as a count of layers, used instead
-      of the fraction (which must then stay 1.0); None: the fraction.
-    layer_sharing: how many of the generator's bottom layers are the
-      discriminator's: 'none', 'partial' (the bottom half) or 'full' (needs
-      generator_size 1.0; `networks.num_shared_layers_for`).
+    generator_layer_fraction: generator depth as a fraction, in (0, 1].
+    generator_num_layers: depth as a count instead (the fraction stays 1.0).
+    layer_sharing: 'none', 'partial' (the bottom half) or 'full'.
   """
 
   discriminator: encoders.EncoderConfig = dataclasses.field(
@@ -76,11 +64,7 @@ class GeneratorShape:
   layer_sharing: str = 'none'
 
   def generator(self) -> encoders.EncoderConfig:
-    """The generator's encoder config.
-
-    Raises:
-      ArgumentError: a size or depth `networks.scale_generator` refuses.
-    """
+    """The generator's encoder config (ArgumentError: a bad size or depth)."""
     return networks.scale_generator(
         self.discriminator,
         self.generator_size,
@@ -92,9 +76,7 @@ class GeneratorShape:
     """The generator's bottom layers that are the discriminator's.
 
     Raises:
-      ArgumentError: an unknown `layer_sharing`, or one the generator's
-        shape cannot have (a narrower generator shares no layers), naming
-        the fields and the fix.
+      ArgumentError: a `layer_sharing` unknown or impossible for the shape.
     """
     generator = self.generator()
     shared = networks.num_shared_layers_for(
@@ -119,12 +101,7 @@ class GeneratorShape:
 
 
 def check_generator_shape(task_config: cfg.TaskConfig) -> cfg.TaskConfig:
-  """`Objective.finalize` of the objectives with a generator: checks its shape.
-
-  The generator's depth, its layer sharing and its embedding tying with the
-  discriminator are checked when the config is read
-  (`objectives.task_config_from_gin`), so that a command refuses them before
-  it writes anything.
+  """`Objective.finalize` with a generator: checks its shape before writing.
 
   Raises:
     ArgumentError: naming the fields and the fix.
@@ -141,25 +118,15 @@ def check_generator_shape(task_config: cfg.TaskConfig) -> cfg.TaskConfig:
 class PretrainTask(masked_lm.MaskedLMTask):
   """Model Garden's `MaskedLMTask` on `official_repro` records.
 
-  Its config is a `PretrainTaskConfig` with the objective's `model`. Its
-  steps are Model Garden's with two changes for mixed precision, which
-  Model Garden's `MaskedLMTask` leaves to the model and the optimizer:
-  every `*logits` output reaches the losses and metrics in float32
-  (`model_outputs`), and a loss-scale optimizer (float16) gets the scaled
-  loss and returns unscaled gradients, as `official.core.base_task.Task`'s
-  own step does.
+  Its steps add what `MaskedLMTask` leaves out for mixed precision: `*logits`
+  reach losses and metrics in float32, and a loss-scale optimizer gets the
+  scaled loss (as `base_task.Task`'s step does).
   """
 
   def model_outputs(
       self, model: tf_keras.Model, inputs: Dict[str, tf.Tensor], training: bool
   ) -> Dict[str, tf.Tensor]:
-    """The model's outputs with every `*logits` tensor in float32.
-
-    Under mixed precision the heads compute in bfloat16 or float16; the
-    softmaxes, log-sum-exps, losses and metrics that consume their logits
-    work in float32 (the objectives' own float32 terms, such as SCRIPT's
-    critic, are float32 already).
-    """
+    """The model's outputs with every `*logits` tensor in float32."""
     outputs = model(inputs, training=training)
     return {
         name: tf.cast(value, tf.float32)
@@ -176,13 +143,7 @@ class PretrainTask(masked_lm.MaskedLMTask):
       metrics,
   ):
     with tf.GradientTape() as tape:
-      outputs = self.model_outputs(model, inputs, training=True)
-      loss = self.build_losses(
-          labels=inputs,
-          model_outputs=outputs,
-          metrics=metrics,
-          aux_losses=model.losses,
-      )
+      outputs, loss = self._forward(inputs, model, metrics, training=True)
       scaled_loss = loss
       if self.task_config.scale_loss:
         scaled_loss /= tf.distribute.get_strategy().num_replicas_in_sync
@@ -196,25 +157,23 @@ class PretrainTask(masked_lm.MaskedLMTask):
     self.process_metrics(metrics, inputs, outputs)
     return {self.loss: loss}
 
-  def validation_step(self, inputs, model: tf_keras.Model, metrics):
-    outputs = self.model_outputs(model, inputs, training=False)
+  def _forward(self, inputs, model: tf_keras.Model, metrics, training: bool):
+    outputs = self.model_outputs(model, inputs, training=training)
     loss = self.build_losses(
         labels=inputs,
         model_outputs=outputs,
         metrics=metrics,
         aux_losses=model.losses,
     )
+    return outputs, loss
+
+  def validation_step(self, inputs, model: tf_keras.Model, metrics):
+    outputs, loss = self._forward(inputs, model, metrics, training=False)
     self.process_metrics(metrics, inputs, outputs)
     return {self.loss: loss}
 
   def initialize(self, model: tf_keras.Model) -> None:
-    """Starts the kept encoder (and an MLM head on it) from `init_checkpoint`.
-
-    Called only when the run has no checkpoint of its own. The checkpoint
-    is an encoder export, checked against the config before anything was
-    built (`training/warm_start.py`); a converted release's MLM head
-    starts the head the objective trains on that encoder (`masked_lm`).
-    """
+    """Starts the encoder (and a release's MLM head) from `init_checkpoint`."""
     path = self.task_config.init_checkpoint
     if not path:
       return
@@ -238,15 +197,10 @@ class PretrainTask(masked_lm.MaskedLMTask):
 class ReplacedTokenTask(PretrainTask):
   """A `PretrainTask` whose model also tells replaced tokens apart.
 
-  The model outputs `rtd_labels` (int `[B, T]`, 1 = replaced and different)
-  and `rtd_logits` (float `[B, T]`, the log-odds of "replaced"); this adds
-  the discriminator's metrics (ELECTRA's RTD head, SCRIPT's critic) to the
-  masked-LM ones. The subclass's `build_losses` updates the loss metric
-  named `replaced_token_loss_name`.
-
-  Attributes:
-    replaced_token_loss_name: the name of the mean metric of that loss,
-      'rtd_loss' (ELECTRA, TEAMS); SCRIPT's is 'critic_loss'.
+  The model outputs `rtd_labels` (int `[B, T]`, 1 = replaced) and
+  `rtd_logits` (float `[B, T]`); this adds the discriminator's metrics. The
+  subclass's `build_losses` updates the metric `replaced_token_loss_name`
+  ('rtd_loss'; SCRIPT's 'critic_loss').
   """
 
   replaced_token_loss_name = 'rtd_loss'
@@ -288,16 +242,7 @@ class ReplacedTokenTask(PretrainTask):
 def replaced_token_loss(
     labels: tf.Tensor, logits: tf.Tensor, input_mask: tf.Tensor
 ) -> tf.Tensor:
-  """Sigmoid cross-entropy averaged over real (non-padding) tokens.
-
-  Args:
-    labels: int `[B, T]`, 1 = replaced.
-    logits: float `[B, T]`.
-    input_mask: int `[B, T]`, 1 = real token.
-
-  Returns:
-    The scalar loss (0 for a batch without real tokens).
-  """
+  """Sigmoid cross-entropy over real tokens (all `[B, T]`; 0 if none)."""
   real = tf.cast(input_mask, tf.float32)
   losses = tf.nn.sigmoid_cross_entropy_with_logits(
       labels=tf.cast(labels, tf.float32), logits=tf.cast(logits, tf.float32)

@@ -25,11 +25,8 @@ from official_repro.tasks import finetuning_registry
 class RaceTaskConfig(finetuning_base.FinetuneTaskConfig):
   """RACE settings beyond the shared ones.
 
-  Attributes:
-    levels: which of 'middle' and 'high' to train and evaluate on.
-    max_query_length: keep this many question wordpieces (None: all).
-    fill_blank: replace a cloze question's '_' by the option (XLNet's
-      preprocessing) instead of BERT's question-then-option layout.
+  `levels`: of 'middle' and 'high'; `fill_blank`: a cloze question's '_'
+  replaced by the option (XLNet's preprocessing).
   """
 
   levels: Tuple[str, ...] = race_data.LEVELS

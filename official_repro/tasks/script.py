@@ -1,17 +1,10 @@
 """SCRIPT pretraining (paper 004): a masked LM that is its own critic.
 
-Loss = L_MLM + critic_loss_weight * L_Disc (004 Sec. 2). L_MLM is
-Model Garden's `MaskedLMTask` loss on pass 1 (averaged over the masked
-positions); L_Disc is the binary cross-entropy of the model's (V+1)-class
-critic on pass 2, -[1(t+) log p(t+) + 1(t-) log p(t-)] averaged over the
-real (non-padding) tokens, where a token is negative when it was replaced
-by a different one. The model is `modeling/pretrainers/script.py`. The
-critic's loss is logged as `critic_loss`; its other metrics are
-`pretraining.ReplacedTokenTask`'s, shared with ELECTRA (named
-`discriminator_*`: the critic is the discriminator). gin:
-`experiment.objective = 'script'` and `script.<field>` for the fields of
-`ScriptModelConfig`. Model Garden has no SCRIPT, so there is no stock
-counterpart for the benchmark.
+Loss = L_MLM (pass 1, over masked positions) + critic_loss_weight * L_Disc,
+the binary cross-entropy of the (V+1)-class critic on pass 2 over real
+tokens (004 Sec. 2). The critic's metrics are `ReplacedTokenTask`'s
+(`discriminator_*`), its loss `critic_loss`. gin: `script.<field>`. Model
+Garden has no SCRIPT, so there is no stock counterpart for the benchmark.
 """
 
 import dataclasses
@@ -31,23 +24,16 @@ from official_repro.tasks import pretraining
 
 @dataclasses.dataclass
 class ScriptModelConfig(base_config.Config):
-  """The SCRIPT model and its loss weight.
+  """The SCRIPT model (one encoder, gin `encoder`) and its loss weight.
 
   Attributes:
-    encoder: the one encoder (gin: `encoder`).
-    temperature: tau of the Gumbel-softmax (004 Eq. 3; the paper gives no
-      value); only used with `straight_through` (see
-      `modeling/pretrainers/script.py`).
-    straight_through: let the critic loss reach the pass-1 logits through a
-      straight-through Gumbel-softmax sample (004 does not say; off: no
-      gradient through the sample).
-    critic_loss_weight: alpha, the weight of L_Disc (the critic loss).
-    mlm_activation: activation of the MLM transform layer.
-    mlm_initializer_range: stddev of the MLM head initializer.
-    initial_positive_probability: the critic's p(t+) at initialization at
-      every token, set through the MLM output bias (004 does not say; None:
-      Model Garden's zero bias, p(t+) about 1 - 1/V; see
-      `modeling/pretrainers/script.py`).
+    temperature: tau of the Gumbel-softmax (004 Eq. 3), with
+      `straight_through` only.
+    straight_through: the critic loss reaches the pass-1 logits through a
+      straight-through Gumbel-softmax sample (004 does not say).
+    critic_loss_weight: alpha, the weight of L_Disc.
+    initial_positive_probability: the critic's initial p(t+), through the
+      MLM output bias (None: zero bias, p(t+) about 1 - 1/V).
   """
 
   encoder: encoders.EncoderConfig = dataclasses.field(
@@ -83,9 +69,6 @@ def critic_loss(
     log_positive: float `[B, T]`, log p(t+).
     log_negative: float `[B, T]`, log p(t-).
     input_mask: int `[B, T]`, 1 = real token.
-
-  Returns:
-    The scalar loss (0 for a batch without real tokens).
   """
   negative = tf.cast(labels, tf.float32)
   real = tf.cast(input_mask, tf.float32)
@@ -121,10 +104,7 @@ class ScriptPretrainTask(pretraining.ReplacedTokenTask):
       metrics: List[tf_keras.metrics.Metric],
       aux_losses=None,
   ) -> tf.Tensor:
-    """L_MLM + alpha * L_Disc; updates the two loss metrics.
-
-    The MLM loss is `PretrainTask`'s, Model Garden `MaskedLMTask`'s.
-    """
+    """L_MLM + alpha * L_Disc; updates the two loss metrics."""
     mlm_loss = super().build_losses(labels, model_outputs, metrics)
     critic = critic_loss(
         model_outputs['rtd_labels'],
@@ -146,13 +126,9 @@ def _flops(
 ) -> Dict[str, flops.NetworkCost]:
   """Two passes through the one model, counted as two networks.
 
-  `mlm_pass`: embeddings, blocks and the MLM head at the masked fraction
-  (as `masked_lm`). `critic_pass`: embeddings, blocks and the same output
-  layer at every token (`mlm_head_flops` with output fraction 1: transform,
-  logits over V and a softmax-sized term for the log-sum-exps of Eq. 4-5).
-  Sampling (Gumbel noise and an argmax over V at the masked positions) is
-  not counted, as ELECTRA's formula does not count its sampling. Backward
-  is 2x forward of both passes (ELECTRA's formula).
+  `mlm_pass` has the MLM head at the masked fraction, `critic_pass` the same
+  output layer at every token. Sampling is not counted, as ELECTRA's formula
+  does not count its sampling.
   """
   encoder = task_config.model.encoder
   shape = objectives.network_shape(encoder, seq_length)
@@ -171,11 +147,7 @@ def _flops(
 
 
 def _finalize(task_config: ScriptPretrainConfig) -> ScriptPretrainConfig:
-  """Checks the pretrainer's settings when the config is read.
-
-  Raises:
-    ArgumentError: naming the model config's fields.
-  """
+  """Checks the pretrainer's settings when the config is read."""
   model = task_config.model
   script.check_settings(
       model.temperature,

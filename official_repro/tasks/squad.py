@@ -1,15 +1,10 @@
 """SQuAD 1.1 and 2.0 extractive question answering.
 
-`<data_dir>/{train,dev}-v1.1.json` (task 'squad11') or `-v2.0.json`
-('squad20'). Contexts are cut into windows (`squad.doc_stride`,
-`squad.max_query_length`); Model Garden's `BertSpanLabeler` scores every
-token as the answer's start and end, trained with the mean of the two
-cross-entropies ([CLS] for an impossible question or a window without the
-answer). Evaluation extracts the best span per question over its windows
-(`squad.n_best_size`, `squad.max_answer_length`) and scores it with the
-official evaluators: EM/F1 for 1.1; for 2.0 also the null-score threshold
-chosen on dev, whose `best_exact`/`best_f1` are the reported numbers, as in
-the standard evaluation.
+`<data_dir>/{train,dev}-v1.1.json` ('squad11') or `-v2.0.json` ('squad20'),
+cut into windows; Model Garden's `BertSpanLabeler` scores start and end,
+trained with the mean of the two cross-entropies ([CLS] when no answer).
+The best span per question is scored by the official evaluators; for 2.0
+`best_exact`/`best_f1` at the dev-chosen null threshold are reported.
 """
 
 import dataclasses
@@ -33,13 +28,10 @@ FEATURE_INDEX_KEY = 'feature_index'
 
 @dataclasses.dataclass
 class SquadTaskConfig(finetuning_base.FinetuneTaskConfig):
-  """SQuAD settings beyond the shared ones.
+  """SQuAD settings beyond the shared ones (lengths in wordpieces).
 
-  Attributes:
-    doc_stride: wordpieces between the starts of adjacent context windows.
-    max_query_length: questions are cut to this many wordpieces.
-    n_best_size: start and end candidates tried per window.
-    max_answer_length: longest answer, in wordpieces.
+  `doc_stride`: between adjacent context windows; `n_best_size`: start and
+  end candidates tried per window.
   """
 
   doc_stride: int = 128

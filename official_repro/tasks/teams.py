@@ -1,26 +1,11 @@
 """TEAMS pretraining (paper 003): MLM + lambda1 * RTD + lambda2 * MWS.
 
-Loss (003 Eq. 9) = generator_loss_weight * L_MLM + rtd_loss_weight * L_RTD
-+ mws_loss_weight * L_MWS, with L_MLM averaged over the masked positions
-(Model Garden's `MaskedLMTask` loss), L_RTD ELECTRA's sigmoid cross-entropy
-averaged over real tokens, and L_MWS the softmax cross-entropy of the
-original among its K + 1 candidates (003 Eq. 8), averaged over the masked
-positions (as Model Garden's `TeamsPretrainTask`). A weight of 0 drops its
-term (003 Table 2's single-task rows). The model is
-`modeling/pretrainers/teams.py`, on any backbone (`encoder.backbone`).
-
-The generator has the discriminator's width (`generator_size` 1.0) and
-`generator_layer_fraction` of its depth (003 Table 5: 1/2), or
-`generator_num_layers` layers (003 Fig. 4); `layer_sharing` sets how many
-of its bottom layers are the discriminator's (003 Sec. 3.2, Table 4):
-'partial' the bottom half of the generator's layers (rounded down),
-'full' all of them, 'none' none (`networks.num_shared_layers_for`, shared
-with ELECTRA).
-
-gin: `experiment.objective = 'teams'` and `teams.<field>` for the fields of
-`TeamsModelConfig`. The benchmark's stock counterpart is Model Garden's
-`official.projects.teams.teams_task.TeamsPretrainTask` with
-`candidate_size = K + 1`.
+Loss (003 Eq. 9): weighted L_MLM (over masked positions), L_RTD (over real
+tokens) and L_MWS (softmax cross-entropy of the original among K + 1
+candidates, over masked positions, as Model Garden's `TeamsPretrainTask`); a
+weight of 0 drops its term. The generator keeps the width, takes
+`generator_layer_fraction` of the depth (003 Table 5: 1/2) and shares
+`layer_sharing` of its bottom layers. gin: `teams.<field>`.
 """
 
 import dataclasses
@@ -41,35 +26,20 @@ from official_repro.modeling.pretrainers import teams
 from official_repro.tasks import objectives
 from official_repro.tasks import pretraining
 
-# The objective's name: `experiment.objective` and the gin name of
-# `TeamsModelConfig` (`teams.<field>`).
+# `experiment.objective` and the gin name of `teams.<field>`.
 OBJECTIVE_NAME = 'teams'
 
 
 @dataclasses.dataclass
 class TeamsModelConfig(pretraining.GeneratorShape, base_config.Config):
-  """The TEAMS pretrainer and its loss weights.
-
-  The discriminator and the generator derived from it are
-  `pretraining.GeneratorShape`'s fields: TEAMS keeps the width (sharing
-  layers needs size 1.0), takes 1/2 of the layers (003 Table 5) and shares
-  them partially (see the module docstring); 003 Fig. 4 counts layers
-  instead.
+  """The TEAMS pretrainer and its loss weights (networks: `GeneratorShape`).
 
   Attributes:
     num_negatives: K, non-original candidates per masked position.
     negative_sampling: 'sampled' or 'hardest'.
     task_heads: 'attention', 'attention_on_top' or 'ffn'.
     exported_representations: 'mws' or 'rtd': the side kept for fine-tuning.
-    temperature: sampling temperature of the generator's softmax.
-    tie_embeddings: one word-embedding table for both networks.
-    tie_embedding_block: also one position table, type table and embedding
-      LayerNorm (Model Garden's TEAMS ties its whole embedding network).
-    generator_loss_weight: weight of L_MLM.
-    rtd_loss_weight: lambda1, weight of L_RTD.
-    mws_loss_weight: lambda2, weight of L_MWS.
-    mlm_activation: activation of the MLM, RTD and MWS transforms.
-    initializer_range: stddev of the heads' initializers.
+    tie_embedding_block: also tie position, type tables and LayerNorm.
   """
 
   num_negatives: int = 1
@@ -86,11 +56,7 @@ class TeamsModelConfig(pretraining.GeneratorShape, base_config.Config):
   initializer_range: float = 0.02
 
   def exported_discriminator(self) -> encoders.EncoderConfig:
-    """The discriminator network kept for fine-tuning.
-
-    The discriminator network kept for fine-tuning (one layer more than
-    L with 'attention_on_top').
-    """
+    """The discriminator kept for fine-tuning (L + 1: 'attention_on_top')."""
     return self.discriminator.replace(
         num_layers=teams.exported_depth(
             self.discriminator.num_layers, self.task_heads
@@ -111,9 +77,6 @@ def mws_loss(mws_logits: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
   Args:
     mws_logits: float `[B, P, C]`, the original's logit at index 0.
     weights: float `[B, P]`, 1 for real masked slots.
-
-  Returns:
-    The scalar loss (0 for a batch without masked slots).
   """
   logits = tf.cast(mws_logits, tf.float32)
   losses = -tf.nn.log_softmax(logits, axis=-1)[..., 0]
@@ -197,15 +160,10 @@ class TeamsPretrainTask(pretraining.ReplacedTokenTask):
 def _flops(
     task_config: TeamsPretrainConfig, seq_length: int, max_predictions: int
 ) -> Dict[str, flops.NetworkCost]:
-  """TEAMS' terms.
+  """TEAMS' terms: generator + MLM head; discriminator + RTD, MWS, task heads.
 
-  `generator`: its L/2 full-width blocks (shared layers are computed on the
-  generator's input too) with the MLM head. `discriminator`: the exported
-  network, the RTD head on every token, the MWS head at the masked fraction
-  (`flops.mws_head_flops`) and the other side's task layer: one more block
-  on every token ('attention', 'attention_on_top') or two per-token
-  feed-forward heads ('ffn'). Negative sampling is not counted, as
-  ELECTRA's formula does not count its sampling.
+  Negative sampling is not counted, as ELECTRA's formula does not count its
+  sampling.
   """
   model = task_config.model
   output_fraction = max_predictions / seq_length
@@ -238,20 +196,13 @@ def _flops(
 def _stock_task_config(
     task_config: TeamsPretrainConfig, train_data, max_predictions: int
 ) -> stock_teams_task.TeamsPretrainTaskConfig:
-  """Model Garden's `TeamsPretrainTask` on the same networks.
+  """Model Garden's `TeamsPretrainTask` on the same networks (K + 1 candidates).
 
-  Its `candidate_size` counts the original: K + 1. It ties the whole
-  embedding network and has only the paper's head design; its task layer
-  reads layer `num_discriminator_task_agnostic_layers` = L - 1.
+  It always ties the whole embedding block, also for a config that ties the
+  word table only (a difference the parity test names).
 
   Raises:
-    ValueError: for settings Model Garden's TEAMS does not have (a backbone
-      other than BERT, other head designs, RTD-side export, 'hardest'
-      negatives, a temperature other than 1, untied embeddings). Model
-      Garden's TEAMS always ties the whole embedding block; a config that
-      ties the word table only (`tie_embedding_block = False`) is mapped
-      onto it, the difference `tests/tasks/test_model_garden_parity.py`
-      names.
+    UserError: for settings Model Garden's TEAMS does not have.
   """
   del max_predictions  # Model Garden's TEAMS reads it from the data config.
   model = task_config.model
@@ -293,11 +244,7 @@ def _stock_task_config(
 
 
 def _finalize(task_config: TeamsPretrainConfig) -> TeamsPretrainConfig:
-  """Checks the generator's shape and the pretrainer's settings when read.
-
-  Raises:
-    ArgumentError: naming the model config's fields.
-  """
+  """Checks the generator's shape and the pretrainer's settings when read."""
   model = task_config.model
   teams.check_settings(
       model.task_heads,

@@ -1,12 +1,9 @@
 """Distribution strategies for CPU, GPUs, several hosts and Cloud TPU.
 
-Thin layer over `official.common.distribute_utils`, adding what it lacks for
-this repository: splitting the host CPU into logical devices so that
-`MirroredStrategy` (and its all-reduce path) can be exercised without
-accelerators, which is how the multi-replica tests run, and checking
-`TF_CONFIG` before `MultiWorkerMirroredStrategy` reads it, so that a missing
-or malformed cluster description stops with a message instead of silently
-training alone.
+Over `official.common.distribute_utils`, adding what it lacks: splitting the
+host CPU into logical devices so `MirroredStrategy` runs without accelerators
+(the multi-replica tests), and checking `TF_CONFIG` so that a bad cluster
+description stops with a message instead of silently training alone.
 """
 
 import json
@@ -24,13 +21,7 @@ STRATEGIES = ('cpu', 'one_device', 'mirrored', 'multi_worker_mirrored', 'tpu')
 
 
 def split_cpu(num_devices: int) -> None:
-  """Exposes the host CPU as `num_devices` logical devices.
-
-  Must run before TensorFlow initializes its devices (before the first op).
-
-  Raises:
-    RuntimeError: if devices were already initialized with another split.
-  """
+  """Exposes the host CPU as `num_devices` logical devices, before any op."""
   cpus = tf.config.list_physical_devices('CPU')
   try:
     tf.config.set_logical_device_configuration(
@@ -47,18 +38,9 @@ def split_cpu(num_devices: int) -> None:
 
 
 def check_tf_config(environ: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-  """Parses and checks `TF_CONFIG` for `--strategy=multi_worker_mirrored`.
+  """The parsed `TF_CONFIG` of `environ` (default `os.environ`), checked.
 
-  Args:
-    environ: the environment (default `os.environ`).
-
-  Returns:
-    The parsed `TF_CONFIG`.
-
-  Raises:
-    ValueError: naming `TF_CONFIG` and what it lacks: it is unset, not JSON,
-      has no `cluster` with a non-empty `worker` (or `chief`) list, or its
-      `task` is not one of the cluster's members.
+  UserError names what it lacks (JSON, cluster workers, a valid task).
   """
   environ = os.environ if environ is None else environ
   example = (
@@ -105,23 +87,10 @@ def get_strategy(
     num_gpus: int = 0,
     num_cpu_devices: int = 1,
 ) -> tf.distribute.Strategy:
-  """Returns the strategy for a `--strategy` value.
+  """Returns the strategy for a `--strategy` value (see `define_flags`).
 
-  Args:
-    name: 'cpu' (one CPU device), 'one_device' (the first GPU if any, else
-      the CPU), 'mirrored' (all GPUs, or `num_cpu_devices` logical CPUs when
-      there is no GPU), 'multi_worker_mirrored' (all GPUs, else the CPU, of
-      every host listed in `TF_CONFIG`; each host runs the same command with
-      its own `task.index`) or 'tpu'.
-    tpu_address: TPU name or grpc address for 'tpu': 'local' (or '') on a
-      single-host Cloud TPU VM; on a multi-host slice (pod) the TPU's name,
-      from which `TPUClusterResolver` looks up every host of the slice.
-    num_gpus: GPUs for 'mirrored' (0 means all visible).
-    num_cpu_devices: logical CPU devices for 'mirrored' on a CPU-only host.
-
-  Raises:
-    ValueError: for an unknown strategy name, or a missing or malformed
-      `TF_CONFIG` with 'multi_worker_mirrored'.
+  'mirrored' uses `num_gpus` GPUs (0: all), or without GPUs
+  `num_cpu_devices` logical CPUs.
   """
   if name not in STRATEGIES:
     raise cli.UserError(

@@ -1,17 +1,10 @@
 """Exports the encoder a pretraining run produced, for fine-tuning.
 
-The pretrainers expose the network kept for fine-tuning as
-`checkpoint_items['encoder']` (ELECTRA: the discriminator; masked LM: the
-encoder). It is written as `tf.train.Checkpoint(encoder=...)`, the layout
-Model Garden's fine-tuning tasks restore from `init_checkpoint`, together
-with the `EncoderConfig` that rebuilds it and the tokenizer it was trained
-with (`vocab.txt` or `spiece.model`, and `tokenizer.json` holding
-`lower_case`), so that
-fine-tuning needs nothing but this directory
-(`official_repro.modeling.networks.pretrained`). For the BERT backbone the
-checkpoint loads into the `BertEncoder` that Model Garden builds from
-`encoders.to_model_garden_config(config)`. The file layout is defined by
-the reader, `modeling/networks/pretrained.py`.
+`checkpoint_items['encoder']` is written as `tf.train.Checkpoint(encoder=...)`
+(what Model Garden's fine-tuning tasks restore; a BERT one loads into Model
+Garden's `BertEncoder`), with its `EncoderConfig` and tokenizer, so that
+fine-tuning needs only this directory. The layout is the reader's,
+`modeling/networks/pretrained.py`.
 """
 
 import os
@@ -33,19 +26,10 @@ def export_encoder(
     vocab_file: Optional[str] = None,
     lower_case: Optional[bool] = None,
 ) -> str:
-  """Writes `model_dir/encoder/encoder-<step>` and the encoder's config.
+  """Writes `model_dir/encoder/encoder-<step>`, its config and tokenizer.
 
-  Args:
-    model: a pretrainer with `checkpoint_items['encoder']`.
-    encoder_config: `EncoderConfig.as_dict()` of that encoder.
-    model_dir: the run's directory.
-    step: the global step, used in the checkpoint name.
-    vocab_file: the vocabulary the encoder was trained with; copied beside
-      the checkpoint when given.
-    lower_case: whether that vocabulary's tokenizer lower-cases.
-
-  Returns:
-    The checkpoint path (prefix).
+  `encoder_config` is `EncoderConfig.as_dict()`; `vocab_file` is copied
+  beside the checkpoint. Returns the checkpoint prefix.
   """
   export_dir = os.path.join(model_dir, export_layout.ENCODER_SUBDIR)
   tf.io.gfile.makedirs(export_dir)

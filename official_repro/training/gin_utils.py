@@ -18,11 +18,8 @@ REPO_ROOT = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 )
 
-# Modules that define gin configurables outside the registries; with the
-# registered backbones and objectives (every module of their packages) they
-# are imported before parsing, so that an unknown name really is a typo.
-# `encoder_gin` registers `encoder` and each backbone's options, the
-# backbones registered then and those a gin `import` line adds later.
+# Modules defining gin configurables outside the registries, imported (with
+# the registries' packages) before parsing so an unknown name is a typo.
 _CONFIGURABLE_MODULES = (
     'official_repro.data.pretrain_dataloader',
     'official_repro.optimization.optimizer_config',
@@ -60,13 +57,7 @@ def _parameter_names(configurable: str) -> List[str]:
 
 
 def suggestion(message: str) -> str:
-  """A ' Did you mean ...?' hint for a gin error.
-
-  ' Did you mean ...?' for a gin error naming an unknown configurable or
-  parameter that is close to a known one, the parameters a configurable
-  takes for a parameter it does not take or that gin may not set ('' for
-  other errors).
-  """
+  """A ' Did you mean ...?' hint (or the parameters taken) for a gin error."""
   match = _UNKNOWN_CONFIGURABLE.search(message)
   if match:
     names = sorted(
@@ -106,11 +97,7 @@ _UNREADABLE_VALUE = re.compile(
 
 
 def _one_line(error: Exception) -> str:
-  """Gin's message without its 'In file ... line' context lines.
-
-  A value Python cannot read (gin says 'malformed node or string ... <ast
-  object>') is named, with the quotes a string needs.
-  """
+  """Gin's message in one line; an unreadable value is named, with quotes."""
   text = str(error).strip()
   unreadable = _UNREADABLE_VALUE.search(text)
   if unreadable:
@@ -132,23 +119,15 @@ def _is_gfile_file(path: str) -> bool:
   return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
 
 
-# Gin opens files with `open` unless another reader is registered: this one
-# reads gin files (and their includes) on gs:// and other filesystems.
+# Reads gin files (and their includes) on gs:// and other filesystems.
 gin.config.register_file_reader(tf.io.gfile.GFile, _is_gfile_file)
 
 
 def parse_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
-  """Parses gin files then bindings, like `gin.parse_config_files_and_bindings`.
+  """Parses --gin_file files then --gin_param bindings.
 
   `include` paths resolve against the including file's folder and the
-  repository root, so `include 'gin/sizes/small.gin'` works from anywhere.
-
-  Args:
-    gin_files: paths of gin files (--gin_file).
-    gin_params: individual bindings (--gin_param).
-
-  Raises:
-    GinConfigError: naming the file or binding and gin's reason.
+  repository root. GinConfigError names the file or binding and the reason.
   """
   register_configurables()
   gin.add_config_file_search_path(REPO_ROOT)
@@ -177,11 +156,7 @@ def parse_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
 
 
 def _accepts(annotation: Any, value: Any) -> bool:
-  """Whether `value` fits a simple annotation.
-
-  Whether `value` fits a simple annotation (int, float, str, bool, None
-  and their unions); other annotations, gin references and macros pass.
-  """
+  """Whether `value` fits a simple annotation (others and gin refs pass)."""
   if annotation in (inspect.Parameter.empty, Any) or type(
       value
   ).__module__.startswith('gin'):
@@ -204,14 +179,10 @@ def _accepts(annotation: Any, value: Any) -> bool:
 
 
 def check_types() -> None:
-  """Stops at a bound value of the wrong simple type.
+  """Stops at a bound value of the wrong simple type, naming the binding.
 
-  Gin applies `optimization.learning_rate = '1e-3'` as a string, and
-  TensorFlow fails much later with a message that names nothing the user
-  wrote; this names the binding instead.
-
-  Raises:
-    GinConfigError: naming the binding, its value and the type expected.
+  Gin would apply `learning_rate = '1e-3'` as a string and TensorFlow fail
+  much later.
   """
   for (_, selector), bindings in gin.config._CONFIG.items():  # pylint: disable=protected-access
     configurable = gin.config._REGISTRY.get_match(selector)  # pylint: disable=protected-access
@@ -251,21 +222,13 @@ def _is_number(text: str) -> bool:
 
 
 def _location(error: Exception) -> str:
-  """'<file>:<line>: ' of the gin line an error is about, or ''.
-
-  '<file>:<line>: ' of the gin line an error is about (it may be in an
-  included file), or ''.
-  """
+  """'<file>:<line>: ' of the gin line an error is about, or ''."""
   match = re.search(r'In file \"?([^\",\n]+)\"?, line (\d+)', str(error))
   return f'{match.group(1)}:{match.group(2)}: ' if match else ''
 
 
 def save_config(model_dir: str, filename: str, operative: bool) -> str:
-  """Writes the operative (or full) gin config into `model_dir`.
-
-  Returns:
-    The written path.
-  """
+  """Writes the operative (or full) gin config into `model_dir`; its path."""
   text = gin.operative_config_str() if operative else gin.config_str()
   path = os.path.join(model_dir, filename)
   tf.io.gfile.makedirs(model_dir)

@@ -1,10 +1,9 @@
 """The non-finite loss guard: a diverged run stops before its checkpoint.
 
-A NaN or infinite training loss raises `NonFiniteLossError` naming the
-steps and the last good checkpoint. The trainer checks at the end of each
-train loop, before Orbit saves a checkpoint, so the checkpoint on disk is
-never one written after the loss diverged. The error is the settings', not a
-bug (a `cli.UserError`): the commands print it as one line.
+The trainer checks each loop's loss before Orbit saves a checkpoint, so none
+on disk was written after divergence. `NonFiniteLossError` is a
+`cli.UserError` (the settings', not a bug) naming the steps and the last good
+checkpoint.
 """
 
 from typing import Optional
@@ -22,18 +21,7 @@ class NonFiniteLossError(cli.UserError, FloatingPointError):
 def check(
     loss, first_step: int, end_step: int, model_dir: Optional[str]
 ) -> None:
-  """Stops a training loop whose loss is not finite.
-
-  Args:
-    loss: the loop's training loss (a scalar, or a scalar tensor).
-    first_step: the loop's first global step.
-    end_step: its last.
-    model_dir: the run's directory, for the last good checkpoint.
-
-  Raises:
-    NonFiniteLossError: `loss` is NaN or infinite; the message names the
-      steps, the last checkpoint of `model_dir` and the settings to change.
-  """
+  """Raises `NonFiniteLossError` if the loop's (scalar) loss is not finite."""
   loss = float(np.asarray(loss))
   if np.isfinite(loss):
     return

@@ -1,19 +1,9 @@
 """The precision a run computes in: by platform, or as `--mixed_precision`.
 
-`--mixed_precision` (training, fine-tuning, `experiments.glue_suite`,
-`run_tpu.sh`):
-
-  * `auto` (default): what each platform's users run. bfloat16 on TPUs, as
-    Model Garden's TPU experiment configs set
-    (`runtime.mixed_precision_dtype: 'bfloat16'`); float16 with dynamic loss
-    scaling on GPUs, as its GPU configs set; float32 on CPUs.
-  * `float32`, `bfloat16`, `float16`: that, on any platform (float16 always
-    with dynamic loss scaling).
-
-Under `bfloat16` and `float16` Keras' mixed policies compute in the 16-bit
-type and keep every variable in float32; the tasks take the logits, their
-softmaxes and log-sum-exps, the losses and the metrics in float32
-(`tasks/pretraining.py`, the fine-tuning tasks' losses).
+`auto`: bfloat16 on TPUs and float16 with dynamic loss scaling on GPUs (as
+Model Garden's configs set), float32 on CPUs; or `float32`, `bfloat16`,
+`float16` anywhere. Variables stay float32; logits, losses and metrics are
+taken in float32.
 """
 
 import contextlib
@@ -46,9 +36,7 @@ def define_flags() -> None:
 def device_type(strategy: tf.distribute.Strategy) -> str:
   """'TPU', 'GPU' or 'CPU': what the strategy's replicas run on.
 
-  The default strategy (`tf.distribute.get_strategy()` outside any scope)
-  has no worker devices: it runs where TensorFlow places ops, on a GPU if
-  one is visible.
+  The default strategy runs where ops are placed: a GPU if one is visible.
   """
   if isinstance(strategy, tf.distribute.TPUStrategy):
     return 'TPU'
@@ -68,14 +56,7 @@ def device_type(strategy: tf.distribute.Strategy) -> str:
 
 
 def resolve(choice: str, strategy: tf.distribute.Strategy) -> Optional[str]:
-  """The 16-bit compute type of `--mixed_precision=choice`.
-
-  The 16-bit compute type of `--mixed_precision=choice` under `strategy`
-  ('bfloat16' or 'float16'), or None for float32.
-
-  Raises:
-    ValueError: for a choice outside `CHOICES`.
-  """
+  """'bfloat16', 'float16' or None (float32) for `--mixed_precision=choice`."""
   if choice not in CHOICES:
     raise cli.UserError(
         f'--mixed_precision must be one of {CHOICES}, got ' f'{choice!r}.'
@@ -86,12 +67,7 @@ def resolve(choice: str, strategy: tf.distribute.Strategy) -> Optional[str]:
 
 
 def runtime_config(dtype: Optional[str]) -> cfg.RuntimeConfig:
-  """Model Garden's runtime config of a compute type.
-
-  Model Garden's runtime config of a compute type: float16 gets a
-  dynamic loss scale, which makes Model Garden wrap the optimizer in a
-  `LossScaleOptimizer`.
-  """
+  """Model Garden's runtime config of a compute type (float16: loss-scaled)."""
   return cfg.RuntimeConfig(
       mixed_precision_dtype=dtype,
       loss_scale='dynamic' if dtype == 'float16' else None,
@@ -100,11 +76,7 @@ def runtime_config(dtype: Optional[str]) -> cfg.RuntimeConfig:
 
 @contextlib.contextmanager
 def policy(dtype: Optional[str]) -> Iterator[None]:
-  """Sets Keras' global policy for the block.
-
-  Keras' global policy `mixed_<dtype>` (float32 for None) inside the
-  block; the previous policy after it.
-  """
+  """Keras' global policy `mixed_<dtype>` (float32 for None) in the block."""
   previous = tf_keras.mixed_precision.global_policy()
   tf_keras.mixed_precision.set_global_policy(
       f'mixed_{dtype}' if dtype else 'float32'

@@ -1,31 +1,17 @@
 """Stop signals: Ctrl-C or SIGTERM checkpoints a run within a step and stops it.
 
-Inside `stop_on_signal()`, SIGINT (Ctrl-C) and SIGTERM (what Spot VMs and
-most cluster schedulers send before a host goes away) are recorded instead
-of ending the process. Python runs a signal handler only when the main
-thread is back in Python, and during training it is inside one
-`tf.function` call per Orbit loop (`steps_per_loop` steps), so a thread of
-this module reads the signal from Python's wakeup file descriptor at once,
-logs it and sets `step_gate()`, a variable the trainer (`trainer.Trainer`)
-reads before every step: the loop's remaining steps are skipped, the loop
-returns, and its end (`StopCheck`) saves a checkpoint at the step reached
-(`save_checkpoint_now`) and raises `TrainingStopped`. Rerunning the same
-command resumes from that checkpoint.
+Inside `stop_on_signal()` SIGINT and SIGTERM are recorded, not fatal. The
+main thread is inside one `tf.function` per Orbit loop, so a watcher thread
+reads the signal from Python's wakeup descriptor and sets `step_gate()`,
+which the trainer reads before every step: the loop's remaining steps are
+skipped and its end (`StopCheck`) saves a checkpoint and raises
+`TrainingStopped`; rerunning resumes. Under multi-worker and TPU strategies
+steps are not skipped (peers would hang in the all-reduce): the workers
+all-reduce the request at the loop's end and stop at the same step.
 
-Under `MultiWorkerMirroredStrategy` and `TPUStrategy` the steps are not
-skipped (a worker that skipped alone would leave its peers waiting in the
-step's all-reduce; on TPU it was not verified): the stop comes at the loop's
-end, where the workers all-reduce the request, so all of them stop, and
-save, at the same step whichever worker got the signal.
-
-Why not TensorFlow's `PreemptionCheckpointHandler` (which Model Garden
-installs as the `SaveCheckpointIfPreempted` train action when a strategy has
-a cluster resolver): in TF 2.20 it does nothing on Cloud TPU VMs and GCE CPU
-VMs (`failure_handling.py` returns early for `GCE_TPU` and `GCE_CPU`), is
-not installed for one-host strategies, and Model Garden configures it to
-keep training after its save. `official_repro.train` therefore switches it
-off (`preemption_on_demand_checkpoint=False`) and this module handles
-the signals the same way under every strategy.
+Not TensorFlow's `PreemptionCheckpointHandler`: in TF 2.20 it does nothing on
+Cloud TPU and GCE CPU VMs, is not installed for one-host strategies, and Model
+Garden configures it to keep training after its save.
 """
 
 import contextlib
@@ -41,8 +27,7 @@ import tensorflow as tf
 
 from official_repro.common import cli
 
-# Exit status of `official_repro.train` when SIGTERM stopped it after a
-# checkpoint, what a shell reports for a process SIGTERM ended; run_tpu.sh's
+# Exit status after a SIGTERM stop (a shell's for SIGTERM); run_tpu.sh's
 # supervisor relaunches a run that ended with it. Ctrl-C ends with 130.
 EXIT_STOPPED = 128 + signal.SIGTERM
 
@@ -53,13 +38,9 @@ def clear_request() -> None:
 
 
 class TrainingStopped(cli.Stopped):
-  """Training stopped on a signal after saving a checkpoint.
+  """Training stopped on `signal_name` after saving `checkpoint` at `step`.
 
-  Attributes:
-    signal_name: the signal that asked for the stop, e.g. 'SIGTERM'.
-    step: the global step the checkpoint holds.
-    checkpoint: the checkpoint path (on workers other than the chief, a
-      temporary copy; the chief's is in `model_dir`).
+  On workers other than the chief `checkpoint` is a temporary copy.
   """
 
   def __init__(self, signal_name: str, step: int, checkpoint: str):
@@ -108,8 +89,7 @@ _STOP_REQUEST = _StopRequest()
 def step_gate() -> Optional[tf.Variable]:
   """A host boolean variable, True from a stop signal on; None before any.
 
-  Created by the first `stop_on_signal`, on the host's CPU and outside any
-  distribution strategy; a trainer skips its steps while it is True.
+  A trainer skips its steps while it is True.
   """
   return _STOP_REQUEST.gate
 
@@ -137,11 +117,10 @@ def _request(number: int) -> None:
 
 
 def _watch(read_fd: int, signals: Sequence[int], handled: threading.Event):
-  """Acts on signals while the main thread is inside TensorFlow.
+  """Acts on signals read from Python's wakeup descriptor.
 
-  Reads each signal's number from Python's wakeup descriptor: the first
-  requests the stop, a second before the main thread has handled the first
-  ends the process at once (the main thread is stuck in a TensorFlow call).
+  The first requests the stop; a second before the main thread has handled
+  the first ends the process at once.
   """
   received = 0
   while True:
@@ -168,26 +147,11 @@ def stop_on_signal(
 ) -> Iterator[None]:
   """Makes training checkpoint and stop when one of `signals` arrives.
 
-  While the context is active, the first such signal is recorded instead of
-  ending the process, and the trainer stops after its current step (see the
-  module docstring). A second signal ends the process at once while the
-  main thread is still inside TensorFlow; once the main thread has seen the
-  first, the handlers installed before are back and handle the second (the
-  command's: stop without saving). A signal that arrives after training's
-  last step (in evaluation or export) ends the command when the block
-  returns: `KeyboardInterrupt` for SIGINT, `cli.Interrupted` for others. The
-  previous handlers are restored on exit. Nested contexts are the outer
-  one; outside the main thread (where Python handles no signals) the
-  context does nothing. Enter it outside any `strategy.scope()`.
-
-  Args:
-    signals: the signal numbers to handle.
-
-  Yields:
-    Nothing.
-
-  Raises:
-    KeyboardInterrupt, cli.Interrupted: see above.
+  A second signal ends the process at once (or, once the first was handled,
+  goes to the previous handlers). A signal after training's last step ends
+  the block with `KeyboardInterrupt` (SIGINT) or `cli.Interrupted`. Nested
+  contexts are the outer one; off the main thread it does nothing. Enter it
+  outside any `strategy.scope()`.
   """
   if (
       threading.current_thread() is not threading.main_thread()
@@ -250,18 +214,11 @@ class StopCheck:
   """Whether a training loop's end should stop: a signal here or anywhere."""
 
   def __init__(self, strategy: tf.distribute.Strategy):
-    """Makes the check for a trainer under `strategy`.
-
-    Args:
-      strategy: the trainer's strategy; under `MultiWorkerMirroredStrategy`
-        the workers agree by an all-reduce at every loop end.
-    """
     self._strategy = strategy
     self._agree = None
     if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
       self._agree = tf.function(self._count_requests)
-    # Whether the trainer skips the steps after a signal (see the module
-    # docstring) or runs its loop to the end.
+    # Whether the trainer skips the steps after a signal or ends its loop.
     self.skips_steps = not isinstance(
         strategy,
         (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy),
@@ -277,8 +234,7 @@ class StopCheck:
   def signal_name(self) -> Optional[str]:
     """The stop signal's name if this (or, multi-worker, any) worker got one.
 
-    Under `MultiWorkerMirroredStrategy` every worker runs this all-reduce at
-    every loop end, so all of them decide to stop at the same step.
+    Multi-worker, all workers run this all-reduce and stop at the same step.
     """
     name = _STOP_REQUEST.signal_name
     if self._agree is None:
@@ -296,22 +252,10 @@ def save_checkpoint_now(
     model_dir: Optional[str],
     max_to_keep: int,
 ) -> str:
-  """Saves `checkpoint` at `global_step`; returns its path.
+  """Saves `checkpoint` at `global_step` where a rerun restores it; its path.
 
-  Writes where Model Garden's `OrbitExperimentRunner` writes, with the same
-  `tf.train.Checkpoint` and `max_to_keep`, so that a rerun restores it: into
-  `model_dir` on the chief, into a temporary directory on other workers
-  (every worker must take part in saving mirrored variables).
-
-  Args:
-    checkpoint: the trainer's checkpoint.
-    global_step: its step counter (a scalar int64 variable).
-    strategy: the trainer's strategy (which worker is the chief).
-    model_dir: the run's directory.
-    max_to_keep: checkpoints kept in `model_dir`.
-
-  Raises:
-    ValueError: if the chief has no `model_dir`.
+  Into `model_dir` on the chief, a temporary directory on other workers
+  (all must take part in saving mirrored variables).
   """
   if strategy.extended.should_checkpoint:
     if not model_dir:

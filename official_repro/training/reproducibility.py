@@ -1,26 +1,11 @@
 """Seeds, deterministic runs and the state a resumed run must restore.
 
-A pretraining run draws randomness in five places: initialisation, dropout,
-the generator's sampling, dynamic masking and the data order (file and
-example shuffling). `run_seed` fixes one seed per `model_dir` (the one gin
-gives as `experiment.seed`, or one drawn on the first start and saved in
-`seed.json`, so that a resumed run replays the same data order and masks);
-`configure` seeds Python, NumPy and TensorFlow from it and the data configs
-take it as their shuffling and masking seed.
-
-With `experiment.deterministic = True`, `configure` also turns on
-TensorFlow's op determinism and makes Keras draw dropout (and our
-pretrainers draw their samples, `sampling.SeedStream`) from
-`tf.random.Generator`s instead of stateful ops. Keras keeps those
-generators out of checkpoints on purpose (`BaseRandomLayer`);
-`random_generators` collects them so that the trainer checkpoints their
-state with the weights: a run resumed from a checkpoint then continues the
-same random streams, which is what makes its weights equal an
-uninterrupted run's.
-
-`latest_readable_checkpoint` picks the checkpoint a resumed run starts from:
-the newest one whose every tensor reads back; a corrupt or half-written
-newer one is skipped with a message naming it.
+`run_seed` fixes one seed per `model_dir` (`experiment.seed`, or drawn and
+saved in `seed.json`) so a resumed run replays the same data and masks. With
+`experiment.deterministic`, `configure` turns on op determinism and
+`tf.random.Generator`-backed dropout and sampling; Keras keeps those
+generators out of checkpoints, so `random_generators` collects them for the
+trainer to checkpoint, and a resumed run ends as an uninterrupted one.
 """
 
 import contextlib
@@ -44,16 +29,8 @@ _GLOBAL_STEP_KEY = 'global_step/.ATTRIBUTES/VARIABLE_VALUE'
 def run_seed(model_dir: str, seed: Optional[int]) -> int:
   """The seed of the run in `model_dir`, saved there on the first start.
 
-  Args:
-    model_dir: the run's directory.
-    seed: `experiment.seed`; None uses the saved seed, or draws one.
-
-  Returns:
-    The seed.
-
-  Raises:
-    ValueError: `seed` differs from the one the directory's run was started
-      with (both named).
+  `seed` (`experiment.seed`) None uses the saved seed or draws one; another
+  seed than the saved one is refused.
   """
   path = os.path.join(model_dir, SEED_FILENAME)
   if tf.io.gfile.exists(path):
@@ -77,17 +54,8 @@ def run_seed(model_dir: str, seed: Optional[int]) -> int:
 def configure(seed: int, deterministic: bool) -> Iterator[None]:
   """Seeds everything; optionally makes ops and random streams deterministic.
 
-  Python's, NumPy's and TensorFlow's global seeds are set (initialisers and
-  op-level seeds derive from them). With `deterministic`, op determinism and
-  Keras' `tf.random.Generator`-backed random layers are switched on until
-  the context exits (both are process-wide; the previous state is restored).
-
-  Args:
-    seed: the run's seed.
-    deterministic: bit-identical runs for a seed on the same machine.
-
-  Yields:
-    Nothing.
+  With `deterministic`, op determinism and Keras' generator-backed random
+  layers are on until the context exits (the previous state is restored).
   """
   tf_keras.utils.set_random_seed(seed)
   if not deterministic:
@@ -111,12 +79,8 @@ def configure(seed: int, deterministic: bool) -> Iterator[None]:
 def random_generators(model: tf.Module) -> List[tf.random.Generator]:
   """The `tf.random.Generator`s of a model's random layers, in layer order.
 
-  Layers derived from Keras' `BaseRandomLayer` (dropout, our
-  `sampling.SeedStream`) hold one when Keras' tf.random.Generator mode is on
-  (`configure(deterministic=True)`); they are created here if the layer has
-  not been called yet, so that a checkpoint can restore them before the
-  first step. Empty in the default mode (stateful random ops, no state to
-  save).
+  Created if not yet called, so a checkpoint restores them before the first
+  step; empty unless `configure(deterministic=True)`.
   """
   base = tf_keras.__internal__.layers.BaseRandomLayer
   generators = []
@@ -150,15 +114,10 @@ def _readable(path: str) -> Optional[str]:
 def latest_readable_checkpoint(
     model_dir: str, repoint: bool = True
 ) -> Tuple[Optional[str], int]:
-  """The newest checkpoint of `model_dir` that reads back, and its step.
+  """`(path, step)` of the newest checkpoint that reads back, or `(None, 0)`.
 
-  Unreadable newer checkpoints (a kill while writing, a truncated copy) are
-  skipped: each is logged with its error and, with `repoint` (the chief of
-  a training run), the directory's checkpoint state is pointed at the one
-  returned, so that Orbit restores it.
-
-  Returns:
-    `(path, step)`, or `(None, 0)` when there is no readable checkpoint.
+  Unreadable newer ones are logged and skipped; with `repoint` the checkpoint
+  state is pointed at the one returned, so that Orbit restores it.
   """
   state = tf.train.get_checkpoint_state(model_dir)
   if state is None:

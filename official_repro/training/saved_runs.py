@@ -1,17 +1,9 @@
 """A finished pretraining or fine-tuning run, rebuilt and restored.
 
-A pretraining `model_dir` says what it trained: `config.gin` names the
-objective (`experiment.objective`) and `model_config.json` holds the model
-config that was built (`experiment.check_model_dir` writes it), including
-the encoder's vocabulary size. The objective's task rebuilds the model and
-the run's training checkpoint (`ckpt-<step>`, `Checkpoint(model=...)`)
-restores every variable of it, as `word_order.evaluate` evaluates a run; no
-records are needed.
-
-A GLUE fine-tuning run (`<model_dir>/seed_<s>`) says what it fine-tuned in
-its `settings.json` (`training/finetuning.py`: the task, the encoder's
-architecture, the tokenizer); its classifier is Model Garden's
-`BertClassifier` (`tasks/glue.py`), restored from the run's checkpoint.
+A pretraining `model_dir`'s `config.gin` names the objective and
+`model_config.json` the model built; the objective's task rebuilds it and
+`ckpt-<step>` restores every variable, no records needed. A GLUE fine-tuning
+run's `settings.json` describes its Model Garden `BertClassifier`.
 """
 
 import dataclasses
@@ -42,15 +34,7 @@ _OBJECTIVE = re.compile(r"^experiment\.objective\s*=\s*'(\w+)'", re.MULTILINE)
 
 @dataclasses.dataclass
 class SavedRun:
-  """A restored pretraining run.
-
-  Attributes:
-    model_dir: the run.
-    checkpoint: the checkpoint restored.
-    objective: its objective's registry entry.
-    model_config: its model config.
-    model: the pretrainer, every variable restored.
-  """
+  """A restored pretraining run (`model`: the pretrainer, fully restored)."""
 
   model_dir: str
   checkpoint: str
@@ -102,11 +86,7 @@ def _dummy_batch(seq_length: int = 8, predictions: int = 2):
 
 
 def _checkpoint_prefix(model_dir: str, checkpoint: Optional[str]) -> str:
-  """`checkpoint` (a prefix, or a name in `model_dir`), or the latest one.
-
-  Raises:
-    UserError: no such checkpoint (naming the run's), or none at all.
-  """
+  """`checkpoint` (a prefix, or a name in `model_dir`), or the latest one."""
   if checkpoint is None:
     checkpoint = tf.train.latest_checkpoint(model_dir)
     if checkpoint is None:
@@ -132,14 +112,8 @@ def _checkpoint_prefix(model_dir: str, checkpoint: Optional[str]) -> str:
 def load(model_dir: str, checkpoint: Optional[str] = None) -> SavedRun:
   """Rebuilds and restores the pretraining run in `model_dir`.
 
-  Args:
-    model_dir: the run.
-    checkpoint: a `ckpt-<step>` prefix, or its name in `model_dir`
-      (default: the latest).
-
-  Raises:
-    UserError: not a pretraining run, no checkpoint, or a checkpoint that
-      does not hold the model its config describes.
+  `checkpoint`: a `ckpt-<step>` prefix or name in `model_dir` (default: the
+  latest).
   """
   if not is_pretraining_run(model_dir):
     raise cli.UserError(
@@ -160,33 +134,29 @@ def load(model_dir: str, checkpoint: Optional[str] = None) -> SavedRun:
   task = task_factory.get_task(objective.task_config_cls(model=model_config))
   model = task.build_model()
   model(_dummy_batch(), training=False)
+  _restore(model, checkpoint, f'the model of {path}')
+  return SavedRun(model_dir, checkpoint, objective, model_config, model)
+
+
+def _restore(model: tf_keras.Model, checkpoint: str, described: str) -> None:
+  """Reads every variable of `model` from `checkpoint` (UserError if not)."""
   status = tf.train.Checkpoint(model=model).read(checkpoint)
   try:
     status.assert_existing_objects_matched()
   except AssertionError as error:
     raise cli.UserError(
-        f'{checkpoint} does not hold the model of {path}: {str(error)[:300]}'
+        f'{checkpoint} does not hold {described}: {str(error)[:300]}'
     ) from error
   status.expect_partial()
-  return SavedRun(model_dir, checkpoint, objective, model_config, model)
 
 
 def pretraining_task(
     model_dir: str, record_dir: Optional[str] = None
 ) -> Tuple[cfg.ExperimentConfig, base_task.Task]:
-  """A pretraining run's experiment config and task, as its config says.
+  """`(params, task)` of a pretraining run, as its `config.gin` says.
 
-  Args:
-    model_dir: the run (its `config.gin`).
-    record_dir: records to read instead of the run's own (same vocabulary
-      and sequence length).
-
-  Returns:
-    `(params, task)`; `params.task.validation_data` reads the eval split.
-
-  Raises:
-    UserError: `record_dir` has another vocabulary or sequence length than
-      the records the run trained on (its `records.json`).
+  `record_dir`: records to read instead of the run's own (checked for the
+  same vocabulary and sequence length).
   """
   gin.clear_config()
   try:
@@ -205,12 +175,9 @@ def pretraining_task(
 def _check_same_vocabulary(
     model_dir: str, record_dir: str, data_config: Any
 ) -> None:
-  """Refuses records whose token ids or length mean other things to the run.
+  """Refuses records whose vocabulary or length differ from the run's.
 
-  Other corpora and copies elsewhere are fine (the word-order test reads a
-  shuffled copy of the eval split); another vocabulary maps ids to other
-  words, and another length to other position embeddings. Runs from before
-  `records.json` existed are not checked.
+  Other corpora and copies are fine; runs without `records.json` pass.
   """
   path = os.path.join(model_dir, experiment.RECORDS_FILENAME)
   if not tf.io.gfile.exists(path):
@@ -246,17 +213,10 @@ def _check_same_vocabulary(
 
 @dataclasses.dataclass
 class FinetunedRun:
-  """A restored fine-tuning run of a GLUE task (one seed's run directory).
+  """A restored GLUE fine-tuning run (`<model_dir>/seed_<s>`).
 
-  Attributes:
-    run_dir: `<fine-tuning model_dir>/seed_<s>`.
-    checkpoint: the checkpoint restored.
-    task: the GLUE task.
-    encoder_config: the encoder's architecture.
-    classifier: Model Garden's `BertClassifier`, every variable restored.
-    labels: the label names by output index (`['score']` for STS-B).
-    vocab_file: the tokenizer's vocabulary.
-    lower_case: its casing.
+  `classifier` is Model Garden's `BertClassifier`, fully restored; `labels`
+  the label names by output index (`['score']` for STS-B).
   """
 
   run_dir: str
@@ -291,12 +251,7 @@ def _nested(flat: Dict[str, Any], prefix: str) -> Dict[str, Any]:
 
 
 def load_finetuned(run_dir: str) -> FinetunedRun:
-  """Rebuilds and restores a GLUE classifier from its run directory.
-
-  Raises:
-    UserError: a task other than GLUE's, or a checkpoint that does not hold
-      the classifier its settings describe.
-  """
+  """Rebuilds and restores a GLUE classifier from its run directory."""
   with tf.io.gfile.GFile(
       os.path.join(run_dir, finetuning.SETTINGS_FILENAME)
   ) as f:
@@ -324,15 +279,11 @@ def load_finetuned(run_dir: str) -> FinetunedRun:
       )
   )
   checkpoint = tf.train.latest_checkpoint(run_dir)
-  status = tf.train.Checkpoint(model=classifier).read(checkpoint)
-  try:
-    status.assert_existing_objects_matched()
-  except AssertionError as error:
-    raise cli.UserError(
-        f'{checkpoint} does not hold the {task} classifier of '
-        f'{run_dir}/{finetuning.SETTINGS_FILENAME}: {str(error)[:300]}'
-    ) from error
-  status.expect_partial()
+  _restore(
+      classifier,
+      checkpoint,
+      f'the {task} classifier of {run_dir}/{finetuning.SETTINGS_FILENAME}',
+  )
   return FinetunedRun(
       run_dir=run_dir,
       checkpoint=checkpoint,

@@ -1,16 +1,10 @@
 """SavedModel serving of an encoder or a classifier, in Model Garden's way.
 
-`TextServing` is an `official.core.export_base.ExportModule`: its
-`serve` signature maps token ids (`input_word_ids`, `input_mask`,
-`input_type_ids`, int32 `[batch, seq]`) to an encoder's `sequence_output`
-`[batch, seq, hidden]` and `pooled_output` `[batch, hidden]`, or to a
-fine-tuned classifier's `logits` `[batch, classes]`; with a
-vocabulary, `serve_text` maps raw strings `[batch]` through the
-vocabulary's tokenizer (`vocab.make_tokenizer`, the original BERT or ALBERT
-tokenizer in graph, the one the records and the fine-tuning data were made
-with; the vocabulary file is kept as an asset) to `[CLS] tokens [SEP]`, cut and
-padded to `max_seq_length`, and serves them. `export_base.export` writes
-the SavedModel.
+`TextServing` is an `export_base.ExportModule`: `serve` maps int32 ids
+`[batch, seq]` to `sequence_output` `[batch, seq, hidden]` and
+`pooled_output` `[batch, hidden]` (or a classifier's `logits`); with a
+vocabulary, `serve_text` tokenizes raw strings `[batch]` in graph with the
+records' tokenizer (vocabulary kept as an asset) and serves them.
 """
 
 from typing import Dict, Mapping, Optional
@@ -34,15 +28,9 @@ class TextServing(export_base.ExportModule):
       lower_case: bool = True,
       max_seq_length: int = 128,
   ):
-    """Wraps `encoder`.
+    """Wraps a built encoder or classifier; `vocab_file` adds `serve_text`.
 
-    Args:
-      encoder: a built encoder or classifier taking the three id tensors.
-      vocab_file: its vocabulary (WordPiece or SentencePiece); enables
-        `serve_text`.
-      lower_case: the tokenizer's casing.
-      max_seq_length: `serve_text`'s length, [CLS] and [SEP] included (at
-        most the encoder's position embeddings).
+    `max_seq_length`: `serve_text`'s length, [CLS] and [SEP] included.
     """
     super().__init__(
         params=None,
@@ -124,8 +112,7 @@ def export(
 ) -> str:
   """Writes `encoder` (or a classifier) as a SavedModel; returns its dir.
 
-  The default signature is `serve`; `serve_text` is added with a
-  vocabulary.
+  The default signature is `serve`; a vocabulary adds `serve_text`.
   """
   module = TextServing(encoder, vocab_file, lower_case, max_seq_length)
   keys = {'serve': tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY}

@@ -1,39 +1,17 @@
 """Model Garden trainer: XLA on request, composed with the run's guards.
 
-Differences from `official.core.base_trainer.Trainer`, each needed by the
-papers' runs; the trainer composes them, each in its own module:
-  * `jit_compile`: Model Garden compiles the task step with XLA only on GPUs;
-    here it can be requested on any device. On the 2-core CPU it is slower
-    than TensorFlow's own kernels (`experiments/benchmark_pretraining.py`
-    measures both), so configs leave it off. TPU steps are always compiled.
-  * Step logging (`step_logging`): `examples_per_second` (global) is added
-    to every training log, next to Orbit's `steps_per_second`, and each loop
-    is logged as one line; `last_train_logs` keeps the latest loop's.
-  * The non-finite loss guard (`nonfinite_loss`): checked at the end of each
-    train loop, before Orbit saves a checkpoint.
-  * Stop signals (`preemption`): inside `preemption.stop_on_signal()`,
-    Ctrl-C or SIGTERM makes the trainer skip the loop's remaining steps,
-    save a checkpoint at the step reached and raise
-    `preemption.TrainingStopped`.
-  * Deterministic runs (`experiment.deterministic`): the state of the
-    model's random generators (dropout, sampling) is checkpointed with the
-    weights (`reproducibility.random_generators`).
-  * A trainer built with `train=True` creates the training step's variables
-    (the model's lazily built heads; the step counter, hyperparameters and
-    slots of the legacy Keras optimizers Model Garden builds: LAMB, AdamW
-    and the loss-scale wrapper) when it is built, not inside the first
-    training loop, where Keras would create them on the first call of a
-    head and the first `apply_gradients`. A `tf.function` whose trace
-    creates variables is traced a second time before it runs, so the loop
-    was traced twice (`tests/training/test_trainer.py`).
-
-    The heads are built like Keras' `Model.build` builds a model, by calling
-    it in a scratch graph on placeholders of one replica's training batch.
-    The optimizer gets slots for every trainable variable, also those that
-    training gives no gradient (the encoders' poolers in pretraining: their
-    slots stay zero, 2 x (H^2 + H) more floats per pooler of width H).
-    The random generators of deterministic runs are drawn before the heads
-    are built, as they were when the heads were built in the first loop.
+Differences from `base_trainer.Trainer`:
+  * `jit_compile` on any device (Model Garden: GPUs only); off in configs,
+    as it is slower on the 2-core CPU.
+  * `step_logging`: `examples_per_second` and one log line per loop.
+  * `nonfinite_loss`: checked at each loop's end, before Orbit's checkpoint.
+  * `preemption`: a stop signal skips the loop's remaining steps, saves a
+    checkpoint and raises `TrainingStopped`.
+  * Deterministic runs checkpoint the random generators with the weights.
+  * `train=True` creates the heads' and optimizer's variables when built, by
+    calling the model on placeholders in a scratch graph: a `tf.function`
+    whose trace creates variables is traced twice. The optimizer gets slots
+    for every trainable variable, also those without gradients (poolers).
 """
 
 from typing import Optional
@@ -49,11 +27,7 @@ from official_repro.training import step_logging
 
 
 def _placeholder(spec: tf.TypeSpec) -> tf.Tensor:
-  """A graph placeholder for one replica's share of a dataset element.
-
-  Args:
-    spec: a `TensorSpec`, or a distributed dataset's `PerReplicaSpec`.
-  """
+  """A placeholder for one replica's share of a (`PerReplica`) spec."""
   value_specs = getattr(spec, '_value_specs', None)
   if value_specs:
     spec = value_specs[0]

@@ -1,19 +1,11 @@
 """A pretraining run started from a pretrained encoder (`--init_checkpoint`).
 
-`train --init_checkpoint=<...>` takes whatever fine-tuning takes (one of
-our exports, a pretraining run, a release: Hugging Face folder, TF1
-ELECTRA/ConvBERT or TEAMS checkpoint) and starts the network the objective
-keeps for fine-tuning (`checkpoint_items['encoder']`: BERT's encoder,
-ELECTRA's discriminator, ...) from it, and also the MLM head where the
-source has one and the objective trains one on that encoder (masked LM,
-SCRIPT). Every other network (an ELECTRA generator, TEAMS' heads) starts
-from its initialization. A run that resumes from its own checkpoint never
-reads the source again (Model Garden's `Task.initialize` runs only when
-`model_dir` has no checkpoint).
-
-`check` runs before anything is built or written: the source's
-architecture must be the config's encoder (every architecture field;
-dropout may differ), and its vocabulary the records'.
+Takes whatever fine-tuning takes (an export, a run, a release) and starts
+the objective's kept encoder from it, and the MLM head where both have one;
+other networks start from their initialization, and a resumed run never
+reads the source again. `check` runs before anything is built: the
+architecture (but dropout) must be the config's and the vocabulary the
+records'.
 """
 
 import os
@@ -44,19 +36,10 @@ def _architecture(config: encoders.EncoderConfig) -> Dict[str, Any]:
 
 
 def check(params: cfg.ExperimentConfig, init_checkpoint: str) -> str:
-  """The encoder checkpoint to start from, checked against the config.
+  """The encoder checkpoint prefix of `init_checkpoint`, checked.
 
-  Args:
-    params: the run's experiment config (its task's model and records).
-    init_checkpoint: what `--init_checkpoint` names.
-
-  Returns:
-    The encoder checkpoint prefix (in the export layout).
-
-  Raises:
-    UserError: naming each architecture setting that differs, with both
-      values and the binding to set, or a vocabulary other than the
-      records'.
+  UserError names each differing architecture setting, or a vocabulary
+  other than the records'.
   """
   source = pretrained.resolve(init_checkpoint)
   objective = objectives.for_task_config(params.task)

@@ -1,19 +1,10 @@
 """Does a pretrained masked LM use word order? Held-out text, then shuffled.
 
-Evaluates a run's checkpoint on the eval split of a record directory twice,
-with the same dynamic masks: as written, and with the tokens of each segment
-shuffled (`official_repro.data.word_shuffle`: the [CLS]/[SEP] markers,
-padding and segment lengths stay in place, so the masked positions are the
-same). A model that predicts from context loses accuracy on the shuffled
-text; one that has learned only which tokens are frequent (or which occur
-together, whatever their order) scores the same on both. Beside each it
-gives the accuracy on the slots shown as [MASK] alone, and the best a model
-that ignores context scores on those very slots
-(`official_repro.metrics.context_free`: copy the shown token, and behind
-[MASK] the most frequent training token).
-
-The quickstart prints this after training; `experiments/word_order.py` runs
-it on any pretraining run.
+Evaluates a run twice on an eval split with the same masks: as written, and
+with each segment's tokens shuffled (`data.word_shuffle`; markers, padding
+and masked positions stay). A model that predicts from context loses
+accuracy on shuffled text; beside each score is the best a context-free
+model reaches on the same slots (`metrics.context_free`).
 """
 
 import os
@@ -36,17 +27,8 @@ def _special_ids(metadata) -> np.ndarray:
 def shuffled_copy(record_dir: str, output_dir: str, seed: int = 0) -> str:
   """Writes the eval split of `record_dir` with each segment's tokens shuffled.
 
-  Args:
-    record_dir: a dynamically masked record directory.
-    output_dir: where the copy goes (its train split is empty).
-    seed: seeds the permutations.
-
-  Returns:
-    `output_dir`.
-
-  Raises:
-    ValueError: for statically masked records (their stored masks name
-      positions of the original order).
+  Only dynamically masked records (stored masks name positions of the
+  original order); the copy's train split is empty. Returns `output_dir`.
   """
   metadata = records_lib.load_metadata(record_dir)
   if metadata['masking'] != 'dynamic':
@@ -84,19 +66,10 @@ def evaluate(
     checkpoint: Optional[str] = None,
     ceiling_records: Optional[str] = None,
 ) -> Dict[str, float]:
-  """A pretraining run's metrics on an eval split, beside the ceiling.
+  """A run's eval metrics on `steps` batches (-1: all), beside the ceiling.
 
-  Args:
-    model_dir: the run (its `config.gin` says what model it trained).
-    record_dir: records with the run's vocabulary and sequence length.
-    steps: eval batches (-1: the whole split).
-    checkpoint: the checkpoint prefix (default: the run's latest).
-    ceiling_records: the records whose training split fixes the context-free
-      ceiling (default: `record_dir`).
-
-  Returns:
-    {metric: value}: the run's own evaluation metrics, and those of
-    `context_free.masked_lm_report` on the same masked slots.
+  `ceiling_records` (default `record_dir`): whose training split fixes the
+  context-free ceiling (`context_free.masked_lm_report`).
   """
   checkpoint = checkpoint or tf.train.latest_checkpoint(model_dir)
   if checkpoint is None:
@@ -140,10 +113,7 @@ def evaluate(
 def word_order(
     model_dir: str, record_dir: str, steps: int = 50, seed: int = 0
 ) -> Dict[str, object]:
-  """A pretraining run's held-out metrics in order and shuffled.
-
-  Each with the context-free ceiling of its slots (`evaluate`).
-  """
+  """A run's held-out metrics in order and shuffled, each with its ceiling."""
   with tempfile.TemporaryDirectory() as scratch:
     shuffled = shuffled_copy(
         record_dir, os.path.join(scratch, 'shuffled'), seed
