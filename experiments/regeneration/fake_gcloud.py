@@ -205,15 +205,10 @@ def list_vms(options) -> None:
     return
   if not fmt:
     print('NAME\tZONE\tACCELERATOR_TYPE\tSTATUS')
+  zone = options.get('zone')
   for vm in vms:
-    print(
-        _format(vm, fmt)
-        if fmt
-        else (
-            f'{vm["name"]}\t{options.get("zone")}\t'
-            f'{vm["acceleratorType"]}\t{vm["state"]}'
-        )
-    )
+    default = f'{vm["name"]}\t{zone}\t{vm["acceleratorType"]}\t{vm["state"]}'
+    print(_format(vm, fmt) if fmt else default)
 
 
 def start(name, options) -> None:

@@ -102,18 +102,9 @@ def run_learning(
 
   Fine-tunes the `settings.tasks` in `CONTEXT_TASKS`; returns the JSON.
   """
-  runner.check_settings(out, settings)
-  records = runner.records_dir(runs_dir, settings)
-  vocab_size = runner.build_records(settings, records)
-  steps = runner.run_steps(target, settings, vocab_size)
-  tasks = dataclasses.replace(
-      settings,
-      tasks={
-          task: epochs
-          for task, epochs in settings.tasks.items()
-          if task in CONTEXT_TASKS
-      },
-  )
+  records, vocab_size, steps = runner.prepare(target, settings, out, runs_dir)
+  kept = {t: e for t, e in settings.tasks.items() if t in CONTEXT_TASKS}
+  tasks = dataclasses.replace(settings, tasks=kept)
   runs, random_init, started = {}, {}, time.monotonic()
   for index, run in enumerate(target.runs, start=1):
     runner.announce(

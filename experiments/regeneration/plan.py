@@ -437,17 +437,11 @@ def plan(target: registry.Target, settings: PaperSettings) -> List[PlannedRun]:
         f'--accelerator_type names {", ".join(sorted(unknown))}, not a run '
         f'of {target.key}: {", ".join(run.name for run in target.runs)}.'
     )
-  return [
-      _planned_run(
-          target,
-          run,
-          settings,
-          rate,
-          records,
-          run_types.get(run.name, default_type),
-      )
-      for run in target.runs
-  ]
+  planned = []
+  for run in target.runs:
+    kind = run_types.get(run.name, default_type)
+    planned.append(_planned_run(target, run, settings, rate, records, kind))
+  return planned
 
 
 def _steps(

@@ -518,13 +518,14 @@ def jobs_progress(
   )
 
 
-def _prepare(
+def prepare(
     target: registry.Target, settings: GridSettings, out: str, runs_dir: str
-) -> Tuple[str, Dict[str, int]]:
-  """Checks the settings, builds the records: (records, {run: steps})."""
+) -> Tuple[str, int, Dict[str, int]]:
+  """Checks the settings, builds the records: (records, vocab size, steps)."""
   check_settings(out, settings)
   records = records_dir(runs_dir, settings)
-  return records, run_steps(target, settings, build_records(settings, records))
+  vocab_size = build_records(settings, records)
+  return records, vocab_size, run_steps(target, settings, vocab_size)
 
 
 def pretrain_only(
@@ -535,7 +536,7 @@ def pretrain_only(
     clock: Callable[[], float] = time.monotonic,
 ) -> Dict[str, str]:
   """{run name: exported encoder folder}, pretrained at the first seed."""
-  records, steps = _prepare(target, settings, out, runs_dir)
+  records, _, steps = prepare(target, settings, out, runs_dir)
   encoders = {}
   runs = target.runs_at(settings.scale)
   seed = settings.seeds()[0]
@@ -617,7 +618,7 @@ def run_grid(
     raise ValueError(
         f'{target.key} is not a pretraining grid (kind {target.kind!r}).'
     )
-  records, steps = _prepare(target, settings, out, runs_dir)
+  records, _, steps = prepare(target, settings, out, runs_dir)
   runs = target.runs_at(settings.scale)
   to_do = _jobs_left(target, runs, settings, out, runs_dir, steps)
   jobs = jobs_progress(target, len(to_do), clock)
