@@ -408,13 +408,9 @@ def _print_table(results: list, peak: float) -> None:
         + [f'{r["peak_host_memory_mb"]:.0f}']
     )
   print('\n'.join(markdown.table(header, rows)))
-  by_name = {r['variant']: r for r in results}
-  if 'ours' in by_name and 'stock' in by_name:
-    ratio = (
-        by_name['ours']['examples_per_second']
-        / by_name['stock']['examples_per_second']
-    )
-    print(f'ours / stock examples/s: {ratio:.3f}')
+  rate = {r['variant']: r['examples_per_second'] for r in results}
+  if 'ours' in rate and 'stock' in rate:
+    print(f'ours / stock examples/s: {rate["ours"] / rate["stock"]:.3f}')
 
 
 def sweep_points(
@@ -525,23 +521,14 @@ def plot_sweep(sweep: Dict, path: str) -> None:
     points = [p for p in sweep['points'] if p['axis'] == axis]
     xs = [p[axis] for p in points]
     for variant in sweep['variants']:
-      ax.plot(
-          xs,
-          [_sweep_value(p[variant], key) for p in points],
-          marker='o',
-          label=variant,
-      )
+      ys = [_sweep_value(p[variant], key) for p in points]
+      ax.plot(xs, ys, marker='o', label=variant)
     ax.set_xscale('log', base=2)
     ax.set_xticks(xs)
     ax.set_xticklabels([str(x) for x in xs])
-    ax.set_xlabel(
-        axis.replace('_', ' ')
-        + (
-            f' (length {points[0]["seq_length"]})'
-            if axis == 'batch_size'
-            else f' (batch {points[0]["batch_size"]})'
-        )
-    )
+    fixed = 'seq_length' if axis == 'batch_size' else 'batch_size'
+    fixed_name = 'length' if axis == 'batch_size' else 'batch'
+    ax.set_xlabel(f'{axis.replace("_", " ")} ({fixed_name} {points[0][fixed]})')
     ax.set_ylabel(label)
     ax.grid(True, alpha=0.3)
     ax.legend()

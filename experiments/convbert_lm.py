@@ -66,39 +66,111 @@ def published_perplexity(architecture: str) -> float:
   )
 
 
+_S, _F, _I, _B = (
+    flags.DEFINE_string,
+    flags.DEFINE_float,
+    flags.DEFINE_integer,
+    flags.DEFINE_bool,
+)
+_OPTIMIZER = functools.partial(
+    flags.DEFINE_enum, enum_values=['adam', 'adamw', 'lamb']
+)
+
+
+def _flag(default, define, help_text):
+  """A `Settings` field defined as a flag by `define` with `help_text`."""
+  return dataclasses.field(
+      default=default, metadata=dict(define=define, help=help_text)
+  )
+
+
+_REQUIRED = dataclasses.MISSING
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """Everything one run depends on; mirrors the flags of `define_flags`."""
+  """Everything one run depends on; each field is a flag of `define_flags`."""
 
-  train_file: str
-  output_dir: str
-  valid_file: Optional[str] = None
-  valid_fraction: Optional[float] = None
-  test_file: Optional[str] = None
-  max_vocab_size: Optional[int] = None
-  architectures: Tuple[str, ...] = causal_lm.ARCHITECTURES
-  hidden_size: int = 128
-  num_layers: int = 4
-  num_attention_heads: int = 4
-  intermediate_size: int = 512
-  embedding_width: int = 128
-  head_ratio: int = 2
-  kernel_size: int = 9
-  num_groups: int = 1
-  match_parameters: bool = False
-  unigram_output_bias: bool = True
-  dropout_rate: float = 0.1
-  seq_length: int = 64
-  batch_size: int = 32
-  train_steps: int = 300
-  optimizer: str = 'adam'
-  learning_rate: float = 1e-3
-  warmup_steps: int = 30
-  weight_decay_rate: float = 0.0
-  global_clipnorm: Optional[float] = 1.0
-  log_every: int = 50
-  checkpoint_every: int = 100
-  seed: int = 1
+  train_file: str = _flag(_REQUIRED, _S, 'WikiText-format training file.')
+  output_dir: str = _flag(_REQUIRED, _S, 'Where results.json and table.md go.')
+  valid_file: Optional[str] = _flag(
+      None, _S, 'Validation file; exclusive with --valid_fraction.'
+  )
+  valid_fraction: Optional[float] = _flag(
+      None,
+      _F,
+      'Hold out this tail of --train_file for validation (cut at an '
+      'article title).',
+  )
+  test_file: Optional[str] = _flag(None, _S, 'Also report perplexity on this.')
+  max_vocab_size: Optional[int] = _flag(
+      None,
+      _I,
+      'Keep the most frequent words (specials included); the rest become '
+      '<unk>.',
+  )
+  architectures: Tuple[str, ...] = _flag(
+      causal_lm.ARCHITECTURES,
+      flags.DEFINE_list,
+      f'Models to train, from {causal_lm.ARCHITECTURES}.',
+  )
+  hidden_size: int = _flag(128, _I, 'Block width H.')
+  num_layers: int = _flag(4, _I, 'Blocks L.')
+  num_attention_heads: int = _flag(
+      4,
+      _I,
+      'Heads N (mixed: max(1, N // head_ratio) attention heads and as many '
+      'convolution heads).',
+  )
+  intermediate_size: int = _flag(512, _I, 'Feed-forward width.')
+  embedding_width: int = _flag(
+      128, _I, 'Embedding width E (tied input/output table).'
+  )
+  head_ratio: int = _flag(
+      2, _I, 'Mixed: attention-head reduction (ConvBERT: 2).'
+  )
+  kernel_size: int = _flag(9, _I, 'Mixed: convolution window (ConvBERT: 9).')
+  num_groups: int = _flag(1, _I, 'Mixed: grouped feed-forward groups.')
+  match_parameters: bool = _flag(
+      False, _B, "Widen the mixed model to the transformer's parameters."
+  )
+  unigram_output_bias: bool = _flag(
+      True,
+      _B,
+      'Start the output bias at the log unigram probabilities of the '
+      'training data (else zeros).',
+  )
+  dropout_rate: float = _flag(
+      0.1, _F, 'Dropout on embeddings, block outputs, attention.'
+  )
+  seq_length: int = _flag(64, _I, 'Window length T.')
+  batch_size: int = _flag(32, _I, 'Windows per batch.')
+  train_steps: int = _flag(300, _I, 'Optimizer steps per model.')
+  optimizer: str = _flag('adam', _OPTIMIZER, 'Model Garden optimizer.')
+  learning_rate: float = _flag(
+      1e-3, _F, 'Peak learning rate (linear warmup, linear decay to 0).'
+  )
+  warmup_steps: int = _flag(30, _I, 'Warmup steps.')
+  weight_decay_rate: float = _flag(
+      0.0, _F, 'Decoupled weight decay (adamw, lamb).'
+  )
+  global_clipnorm: Optional[float] = _flag(
+      1.0, _F, 'Clip gradients to this global norm (0: no clipping).'
+  )
+  log_every: int = _flag(
+      50,
+      _I,
+      'Log and summarize the mean training loss every this many steps '
+      '(one Orbit loop).',
+  )
+  checkpoint_every: int = _flag(
+      100,
+      _I,
+      'Save a resumable checkpoint every this many steps (a multiple of '
+      '--log_every; the runner also saves after the first loop and the '
+      'last step).',
+  )
+  seed: int = _flag(1, _I, 'Seed of initialization and data order.')
 
   def __post_init__(self):
     unknown = set(self.architectures) - set(causal_lm.ARCHITECTURES)
@@ -126,107 +198,14 @@ class Settings:
       )
 
 
-_S, _F, _I, _B = (
-    flags.DEFINE_string,
-    flags.DEFINE_float,
-    flags.DEFINE_integer,
-    flags.DEFINE_bool,
-)
-_OPTIMIZER = functools.partial(
-    flags.DEFINE_enum, enum_values=['adam', 'adamw', 'lamb']
-)
-
-# Each flag of `define_flags`: its name (a `Settings` field, whose default it
-# takes), how it is defined and its help.
-_FLAGS = (
-    ('train_file', _S, 'WikiText-format training file.'),
-    ('valid_file', _S, 'Validation file; exclusive with --valid_fraction.'),
-    (
-        'valid_fraction',
-        _F,
-        'Hold out this tail of --train_file for validation (cut at an '
-        'article title).',
-    ),
-    ('test_file', _S, 'Also report perplexity on this.'),
-    (
-        'max_vocab_size',
-        _I,
-        'Keep the most frequent words (specials included); the rest become '
-        '<unk>.',
-    ),
-    (
-        'architectures',
-        flags.DEFINE_list,
-        f'Models to train, from {causal_lm.ARCHITECTURES}.',
-    ),
-    ('hidden_size', _I, 'Block width H.'),
-    ('num_layers', _I, 'Blocks L.'),
-    (
-        'num_attention_heads',
-        _I,
-        'Heads N (mixed: max(1, N // head_ratio) attention heads and as many '
-        'convolution heads).',
-    ),
-    ('intermediate_size', _I, 'Feed-forward width.'),
-    ('embedding_width', _I, 'Embedding width E (tied input/output table).'),
-    ('head_ratio', _I, 'Mixed: attention-head reduction (ConvBERT: 2).'),
-    ('kernel_size', _I, 'Mixed: convolution window (ConvBERT: 9).'),
-    ('num_groups', _I, 'Mixed: grouped feed-forward groups.'),
-    (
-        'match_parameters',
-        _B,
-        "Widen the mixed model to the transformer's parameters.",
-    ),
-    (
-        'unigram_output_bias',
-        _B,
-        'Start the output bias at the log unigram probabilities of the '
-        'training data (else zeros).',
-    ),
-    ('dropout_rate', _F, 'Dropout on embeddings, block outputs, attention.'),
-    ('seq_length', _I, 'Window length T.'),
-    ('batch_size', _I, 'Windows per batch.'),
-    ('train_steps', _I, 'Optimizer steps per model.'),
-    ('optimizer', _OPTIMIZER, 'Model Garden optimizer.'),
-    (
-        'learning_rate',
-        _F,
-        'Peak learning rate (linear warmup, linear decay to 0).',
-    ),
-    ('warmup_steps', _I, 'Warmup steps.'),
-    ('weight_decay_rate', _F, 'Decoupled weight decay (adamw, lamb).'),
-    (
-        'global_clipnorm',
-        _F,
-        'Clip gradients to this global norm (0: no clipping).',
-    ),
-    (
-        'log_every',
-        _I,
-        'Log and summarize the mean training loss every this many steps '
-        '(one Orbit loop).',
-    ),
-    (
-        'checkpoint_every',
-        _I,
-        'Save a resumable checkpoint every this many steps (a multiple of '
-        '--log_every; the runner also saves after the first loop and the '
-        'last step).',
-    ),
-    ('seed', _I, 'Seed of initialization and data order.'),
-    ('output_dir', _S, 'Where results.json and table.md go.'),
-)
-
-
 def define_flags():
   """Defines the command-line flags (defaults from `Settings`)."""
-  defaults = Settings(train_file=None, output_dir=None)
-  for name, define, help_text in _FLAGS:
-    default = getattr(defaults, name)
-    define(
-        name,
+  for field in dataclasses.fields(Settings):
+    default = None if field.default is _REQUIRED else field.default
+    field.metadata['define'](
+        field.name,
         list(default) if isinstance(default, tuple) else default,
-        help=help_text,
+        help=field.metadata['help'],
     )
   flags.mark_flags_as_required(['train_file', 'output_dir'])
 

@@ -3,10 +3,8 @@ r"""Does a pretrained masked LM use word order? Held-out text, then shuffled.
   python -m experiments.word_order --model_dir=<pretraining run> \
     --records=<its record directory> [--steps=50] [--output_json=...]
 
-Prints the run's held-out masked-LM accuracy in order and with the words of
-each segment shuffled (the same masks), each beside the best a model that
-ignores context scores on the same slots (`official_repro.training.
-word_order`).
+Held-out masked-LM accuracy in order and with each segment's words shuffled
+(same masks), beside the best a context-free model scores on the same slots.
 """
 
 from absl import app

@@ -71,10 +71,9 @@ class Cell:
 
 
 def parse_cell(printed: str) -> Tuple[Union[float, str, None], Optional[float]]:
-  """Parses a printed cell ("2.3e17", "500K", "1/2", "88.0±0.5", "Linear", "-").
+  """(number, string or None; "±" term or None) of a printed cell.
 
-  Returns:
-    (number or string or None, the "±" term or None).
+  E.g. "2.3e17", "500K", "1/2", "88.0±0.5", "Linear", "-".
   """
   text = printed.strip()
   if text in _EMPTY:

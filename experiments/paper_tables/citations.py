@@ -131,12 +131,10 @@ def parse_citation(text: str) -> Citation:
           row=groups.get('row'),
           column=groups.get('column'),
       )
-  match = _CODE.match(text)
-  if match:
-    return Citation(text=text, kind='code', target=match.group('source'))
-  match = _OURS.match(text)
-  if match:
-    return Citation(text=text, kind='ours', target=match.group('reason'))
+  for pattern, kind in ((_CODE, 'code'), (_OURS, 'ours')):
+    match = pattern.match(text)
+    if match:
+      return Citation(text=text, kind=kind, target=match.group(1))
   match = _SECTION.match(text)
   if match and match.group('paper') in paper_tables.PAPERS:
     return Citation(
