@@ -6,16 +6,13 @@ r"""Where a discriminator leaves the call-everything-original phase.
     [--stop_at_step=6000] [--report_only]
 
 Early in ELECTRA-style pretraining the detector calls almost every token
-original. This continues one cpu-scale run (`RUNS`) on a long schedule,
-evaluating the held-out books every `--eval_every` steps until recall exceeds
-`--recall_target` and AUC reaches `--auc_target`, or the schedule (or
-`--stop_at_step`) ends; rerun to resume. Each checkpoint is probed
-(`discriminator_probe_lib`). Writes `<output_dir>/discriminator_horizon_<run>`
-`.md`, `.json` and `.png` (`<run>_float32` for float32), with the reference
-code's public points (`PUBLIC_POINTS`) to locate the phase. The training job
-is its own `subprocess.Popen`, not `commands.run_module`: this reads its
-evaluations while it runs, and an interrupt waits for the checkpoint at the
-end of its loop (longer than `commands.stop`'s grace).
+original. This trains one cpu-scale run (`RUNS`) on a long schedule, evaluating
+and probing (`discriminator_probe_lib`) each checkpoint, until recall and AUC
+reach their targets or the schedule ends; rerun to resume. Writes
+`discriminator_horizon_<run>.md`, `.json` and `.png`, beside the reference
+code's `PUBLIC_POINTS`. The job is its own `subprocess.Popen`, not
+`commands.run_module`: its evaluations are read while it runs, and an
+interrupt waits for its checkpoint (longer than `commands.stop`'s grace).
 """
 
 import dataclasses
@@ -34,6 +31,7 @@ from experiments.investigations import discriminator_probe as probe_report
 from experiments import provenance
 from experiments.regeneration import held_out
 from experiments.regeneration import registry
+from experiments.regeneration import report as plots
 from experiments.regeneration import runner
 from official_repro.common import cli
 from official_repro.common import json_files
@@ -46,15 +44,7 @@ FLAGS = flags.FLAGS
 
 @dataclasses.dataclass(frozen=True)
 class HorizonRun:
-  """One objective's long cpu-scale run.
-
-  Attributes:
-    name: the run's key (`--run`).
-    description: what it trains, for the report.
-    run: its paper gin files, as a regeneration run.
-    generator_metric: the held-out masked-LM accuracy's metric name.
-    bindings: settings after the scale's, each said in `description`.
-  """
+  """One objective's long cpu-scale run; `bindings` come after the scale's."""
 
   name: str
   description: str
@@ -132,17 +122,7 @@ CURVE_METRICS: Tuple[Tuple[str, str], ...] = (
 
 @dataclasses.dataclass(frozen=True)
 class PublicPoint:
-  """A published discriminator measurement of the reference code.
-
-  Attributes:
-    source: where it was published.
-    model: what was trained, at what size and how long.
-    step: its training step.
-    auc: disc_auc.
-    recall: disc_recall.
-    accuracy: disc_accuracy, if published.
-    masked_lm_accuracy: the generator's masked_lm_accuracy, if published.
-  """
+  """A published discriminator measurement of the reference code."""
 
   source: str
   model: str
@@ -315,12 +295,8 @@ def probe_checkpoints(
 ) -> Dict[int, Dict[str, Any]]:
   """Probes each checkpoint not yet probed on `probe_steps` batches.
 
-  A checkpoint's kept probe is reused when it ran on `probe_steps` batches
-  and redone otherwise. A checkpoint the run deletes while it is probed is
-  skipped (its earlier probe, if any, stays).
-
-  Returns:
-    Every kept probe by step (`read_probes`).
+  A checkpoint the run deletes while probed is skipped. Returns every kept
+  probe by step (`read_probes`).
   """
   kept = read_probes(model_dir)
   state = tf.train.get_checkpoint_state(model_dir)
@@ -345,11 +321,7 @@ def probe_checkpoints(
 
 
 def _probe_without_stopping(model_dir: str, probe_steps: int) -> None:
-  """Probes the new checkpoints; a failed probe is printed, not raised.
-
-  The training job outlives a probe that fails (records moved, memory): the
-  next poll tries again, and `--report_only` probes what is left.
-  """
+  """Probes new checkpoints; a failure is printed (the next poll retries)."""
   try:
     probe_checkpoints(model_dir, probe_steps)
   except Exception as error:  # pylint: disable=broad-except
@@ -368,21 +340,10 @@ def train_until_targets(
 ) -> Dict[int, Dict[str, float]]:
   """Runs `command` until the targets, `stop_at_step` or the schedule's end.
 
-  With `probe_steps` > 0, each new checkpoint is probed as it appears
-  (`probe_checkpoints`). With `stop_at_step` > 0, the run also stops once
-  it has evaluated that step or the first evaluated step after it (the
-  schedule, and so the learning rate, stays `max_steps`'s).
-
-  Each new evaluation is printed as it appears. Once one meets the targets
-  the job gets SIGTERM, saves a checkpoint at the end of its loop and
-  exits. At the stop step the job, already training the next interval, is
-  killed if the evaluated step is its last checkpoint, so that a rerun
-  resumes exactly there (exact resume after SIGKILL:
-  tests/training/test_reproducibility.py), and gets SIGTERM otherwise.
-  Interrupting this process stops the job with SIGTERM.
-
-  Returns:
-    The held-out curve.
+  Meeting the targets sends SIGTERM (the job checkpoints and exits). At
+  `stop_at_step` the job is killed if that step is its last checkpoint, so a
+  rerun resumes exactly there (tests/training/test_reproducibility.py), and
+  gets SIGTERM otherwise. Returns the held-out curve.
   """
   last_step = min(stop_at_step, max_steps) if stop_at_step else max_steps
   curve = held_out.read_curve(model_dir)
@@ -412,11 +373,7 @@ def _run_job(
     probe_steps: int,
     stop_signal: Callable[[Dict[int, Dict[str, float]]], Optional[int]],
 ) -> None:
-  """Runs the training job, logged to `horizon.log`, until `stop_signal`.
-
-  Raises:
-    RuntimeError: the job failed other than by the signal it was sent.
-  """
+  """Runs the job, logged to `horizon.log`; RuntimeError if it fails."""
   tf.io.gfile.makedirs(model_dir)
   log_path = os.path.join(model_dir, 'horizon.log')
   print('  $ ' + ' '.join(command), flush=True)
@@ -453,13 +410,9 @@ def _watch(
     probe_steps: int,
     stop_signal: Callable[[Dict[int, Dict[str, float]]], Optional[int]],
 ) -> int:
-  """Polls the job's evaluations until it ends or `stop_signal` stops it.
+  """Polls, prints and probes until the job ends or `stop_signal` names one.
 
-  Prints each new evaluation and probes each new checkpoint (`probe_steps`
-  > 0); once `stop_signal(curve)` names a signal, sends it and waits.
-
-  Returns:
-    The signal sent (SIGTERM when the job ended by itself).
+  Returns the signal sent (SIGTERM when the job ended by itself).
   """
   while process.poll() is None:
     time.sleep(poll_seconds)
@@ -499,13 +452,7 @@ _PRECISION = {
 
 
 def report_stem(horizon: HorizonRun, mixed_precision: Optional[str]) -> str:
-  """The report's file name without extension.
-
-  The long runs here computed in bfloat16 (see
-  `experiments/reports/mixed_precision_cpu.md`); a float32 run of the same
-  objective gets its own files (`_float32`), so both precisions can sit in
-  one report directory.
-  """
+  """The report's file name; float32 runs get `_float32` (others: bfloat16)."""
   suffix = '_float32' if mixed_precision == 'float32' else ''
   return f'discriminator_horizon_{horizon.name}{suffix}'
 
@@ -555,11 +502,7 @@ def write_report(
     mixed_precision: Optional[str] = None,
     probes: Optional[Dict[int, Dict[str, Any]]] = None,
 ) -> str:
-  """Writes the markdown, JSON and PNG reports; returns the markdown path.
-
-  `mixed_precision` is the run's compute precision (None: not recorded);
-  `probes` are the checkpoints' probes by step (`probe_checkpoints`).
-  """
+  """Writes the markdown, JSON and PNG reports; returns the markdown path."""
   met = first_step_meeting(curve, recall_target, auc_target)
   tf.io.gfile.makedirs(output_dir)
   stem = os.path.join(output_dir, report_stem(horizon, mixed_precision))
@@ -624,15 +567,11 @@ def _curve_and_public_lines(curve: Dict[int, Dict[str, float]]) -> List[str]:
           ).split(' | '),
           [
               [
-                  point.source,
-                  point.model,
-                  f'{point.step:,}',
-                  f'{point.auc:.2f}',
-                  f'{point.recall:.3f}',
-                  _optional(point.accuracy),
-                  _optional(point.masked_lm_accuracy),
+                  *f'{p.source}|{p.model}|{p.step:,}|{p.auc:.2f}'.split('|'),
+                  *(_optional(x) for x in (p.recall, p.accuracy)),
+                  _optional(p.masked_lm_accuracy),
               ]
-              for point in PUBLIC_POINTS
+              for p in PUBLIC_POINTS
           ],
       ),
   ]
@@ -676,16 +615,14 @@ def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
 def _probe_row(step: int, probe: Dict[str, Any]) -> List[str]:
   """A checkpoint's row of the probe table."""
   cell = probe_report.cell
-  generator, unigram = (
-      probe['sources']['generator'],
-      probe['sources']['unigram'],
-  )
+  generator, unigram = (probe['sources'][k] for k in ('generator', 'unigram'))
   return [
       f'{step:,}',
-      cell(generator['auc_on_identity_half']),
-      cell(generator['identity_auc']),
-      cell(unigram['auc_on_identity_half']),
-      cell(unigram['identity_auc']),
+      *(
+          cell(source[key])
+          for source in (generator, unigram)
+          for key in ('auc_on_identity_half', 'identity_auc')
+      ),
       cell(unigram['recall']),
       cell(probe['sources']['uniform']['auc']),
       ' / '.join(cell(band['recall']) for band in probe['plausibility']),
@@ -701,11 +638,7 @@ def plot_curve(
     horizon: HorizonRun, curve: Dict[int, Dict[str, float]], path: str
 ) -> None:
   """The held-out curves, with the public points as markers."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-
-  matplotlib.use('Agg')
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-
+  pyplot = plots.pyplot_module()
   figure, axes = pyplot.subplots(1, 2, figsize=(11, 4))
   steps = list(curve)
   for name, label in CURVE_METRICS:
@@ -733,10 +666,7 @@ def plot_curve(
   axes[1].grid(True, alpha=0.3)
   axes[1].legend(fontsize=7)
   axes[1].set_title('recall against AUC, beside the public points')
-  figure.tight_layout()
-  with tf.io.gfile.GFile(path, 'wb') as f:
-    figure.savefig(f, format='png', dpi=100)
-  pyplot.close(figure)
+  plots.save_png(pyplot, figure, path, dpi=100)
 
 
 RUN_FILENAME = 'horizon_run.json'
@@ -747,13 +677,7 @@ def claim_model_dir(
 ) -> None:
   """Marks `model_dir` as `horizon`'s run; refuses another run's directory.
 
-  `official_repro.train` refuses a directory trained on another model or
-  records, but not under another optimizer, which is what tells the
-  ELECTRA runs apart, nor in another precision, which the report states.
-
-  Raises:
-    cli.UserError: the directory holds another horizon run, or this one in
-      another precision.
+  `official_repro.train` does not tell optimizers or precisions apart.
   """
   path = os.path.join(model_dir, RUN_FILENAME)
   mine = dict(

@@ -5,14 +5,8 @@ r"""What a run's replaced-token detector detects, as a report.
     --name=electra --output_dir=experiments/reports [--records=...] \
     [--checkpoint=<model_dir>/ckpt-<step>] [--steps=20] [--description=...]
 
-Probes an ELECTRA, ALE, TEAMS or SCRIPT run. Writes
-`<output_dir>/discriminator_probe_<name>.md` and `.json`: the detector's
-held-out AUC, recall and accuracy on the generator's replacements, on
-context-free (unigram) and on uniform replacements at the same masked
-positions, each beside the best identity-only scorer; and its recall by the
-generator's probability of the replaced token
-(`experiments.investigations.discriminator_probe_lib`). The horizon runs
-(`experiments/investigations/discriminator_horizon.py`) are probed with it.
+Probes an ELECTRA, ALE, TEAMS or SCRIPT run (`discriminator_probe_lib`) and
+writes `<output_dir>/discriminator_probe_<name>.md` and `.json`.
 """
 
 import math
@@ -105,13 +99,12 @@ def report_lines(result: Dict[str, Any]) -> List[str]:
           ['probability', 'replaced tokens', 'recall', 'AUC'],
           [
               [
-                  f'[{band["low"]:g}, {band["high"]:g}'
-                  + (']' if band is bands[-1] else ')'),
-                  f'{band["replaced"]:,}',
-                  cell(band['recall']),
-                  cell(band['auc']),
+                  f'[{b["low"]:g}, {b["high"]:g}'
+                  + (']' if b is bands[-1] else ')'),
+                  f'{b["replaced"]:,}',
+                  *(cell(b[k]) for k in ('recall', 'auc')),
               ]
-              for band in bands
+              for b in bands
           ],
       ),
   ]

@@ -1,16 +1,11 @@
 """What a replaced-token detector detects: probes of a pretraining checkpoint.
 
-A held-out AUC says little alone: the detector may miss only the generator's
-plausible replacements, or score tokens by their identity alone. This
-evaluates the detector of a run's checkpoint (an `ElectraPretrainer`'s
-discriminator or SCRIPT's self-critic) on its held-out records with the run's
-own dynamic masks, under three replacement sources at the same positions:
-`generator` (sampled as in training), `unigram` (the training split's token
-frequencies) and `uniform` (any non-special token). Per source: AUC, recall
-and accuracy over real tokens, beside the AUC of the best identity-only
-scorer (fit on half the sequences, scored on the other half); the generator's
-replacements also by band of its own probability of the sampled token.
-`discriminator_probe.py` runs it and writes the report.
+A held-out AUC says little alone: the detector may miss only plausible
+replacements, or score tokens by identity alone. This scores a checkpoint's
+detector (ELECTRA's discriminator or SCRIPT's critic) on held-out records under
+three replacement sources at the same slots (`generator`, `unigram`,
+`uniform`), beside the best identity-only scorer, and the generator's
+replacements by band of its probability. `discriminator_probe.py` reports it.
 """
 
 import dataclasses
@@ -38,15 +33,9 @@ PLAUSIBILITY_EDGES = (0.0, 0.01, 0.1, 0.3, 1.0)
 class DetectedTokens:
   """The real tokens of the probed batches under one source, flattened.
 
-  Attributes:
-    sequence: int `[n]`, the held-out sequence each token came from.
-    token_ids: int `[n]`, the token the detector saw.
-    labels: int `[n]`, 1 where it differs from the original.
-    logits: float `[n]`, the detector's replaced-token logit.
-    generator_probability: float `[n]`, the generator's probability of a
-      replaced token (NaN elsewhere; `generator` source only).
-    masked: int, masked slots probed.
-    unchanged: int, masked slots whose replacement equals the original.
+  Arrays `[n]`: each token's sequence, id, label (1: replaced), detector
+  logit and generator probability (NaN but on generator replacements); and
+  counts of masked slots and of those whose draw kept the original.
   """
 
   sequence: np.ndarray
@@ -69,22 +58,8 @@ def _flatten(
 ) -> DetectedTokens:
   """One batch's real tokens under one source.
 
-  Args:
-    first_sequence: the batch's first sequence's index in the probe.
-    batch: the input batch as numpy: `input_mask` `[B, T]`,
-      `masked_lm_positions`, `masked_lm_ids` and `masked_lm_weights`
-      `[B, P]`.
-    corrupted: the detector's input ids, int `[B, T]`.
-    labels: 1 where `corrupted` differs from the original, int `[B, T]`.
-    logits: the detector's log-odds of "replaced", float `[B, T]`.
-    replacements: the ids drawn for the masked slots, int `[B, P]`.
-    probabilities: the generator's probability of each drawn id, float
-      `[B, P]`; None for the context-free sources.
-
-  Returns:
-    The real (non-padding) tokens in order, with the generator's
-    probability on the replaced ones (NaN elsewhere) and the batch's counts
-    of masked slots and of slots whose draw kept the original.
+  `corrupted`, `labels`, `logits` are `[B, T]`; `replacements` and
+  `probabilities` (None for context-free sources) `[B, P]`.
   """
   real = batch['input_mask'] > 0
   weights = batch['masked_lm_weights'] > 0
@@ -109,12 +84,8 @@ def _flatten(
   )
 
 
-_TOKEN_ARRAYS = (
-    'sequence',
-    'token_ids',
-    'labels',
-    'logits',
-    'generator_probability',
+_TOKEN_ARRAYS = tuple(
+    'sequence token_ids labels logits generator_probability'.split()
 )
 
 
@@ -133,13 +104,9 @@ def _concatenate(parts: Sequence[DetectedTokens]) -> DetectedTokens:
 def identity_auc(
     tokens: DetectedTokens, vocab_size: int
 ) -> Tuple[float, float]:
-  """The best identity-only scorer's AUC, beside the detector's, on a half.
+  """`(identity_auc, detector_auc)` on the odd sequences.
 
-  Each token id is scored by its replaced rate (Laplace-smoothed) among the
-  tokens of the even sequences; both AUCs are taken on the odd ones.
-
-  Returns:
-    `(identity_auc, detector_auc)` on the odd sequences.
+  Each id scores its smoothed replaced rate in the even sequences.
   """
   fit = tokens.sequence % 2 == 0
   replaced = np.bincount(
@@ -157,12 +124,7 @@ def identity_auc(
 def detector_metrics(
     labels: np.ndarray, logits: np.ndarray
 ) -> Dict[str, float]:
-  """A detector's AUC, recall and accuracy; logit > 0 calls a token replaced.
-
-  Args:
-    labels: `[n]`, positive where the token was replaced.
-    logits: float `[n]`, the detector's log-odds of "replaced".
-  """
+  """AUC, recall, accuracy of `[n]` logits (> 0: replaced) on `[n]` labels."""
   replaced = labels > 0
   said_replaced = logits > 0
   return dict(
@@ -231,11 +193,7 @@ class _Replacements:
 
 
 def _checkpoint_prefix(model_dir: str, checkpoint: str) -> str:
-  """`checkpoint` as a prefix whose `.index` exists (or one clean error).
-
-  A bare name (`ckpt-4000`) is looked up in `model_dir`; a file of the
-  checkpoint (`.index`, `.data-*`) stands for its prefix.
-  """
+  """`checkpoint` (a prefix, file or bare name in `model_dir`) as a prefix."""
   prefix = re.sub(r'\.(index|data-\d+-of-\d+)$', '', checkpoint)
   if not tf.io.gfile.exists(prefix + '.index'):
     prefix = os.path.join(model_dir, os.path.basename(prefix))
@@ -248,17 +206,11 @@ def _checkpoint_prefix(model_dir: str, checkpoint: str) -> str:
 
 
 def _probed_functions(run: saved_runs.SavedRun):
-  """The run's generator and detector, as `(generate, detect)`.
+  """The run's `(generate, detect)`; UserError for a run with neither.
 
-  `generate(batch)` gives the generator's logits at the masked positions,
-  float `[B, P, V]`, and its sampled ids, int32 `[B, P]`, drawn as in
-  training; `detect(batch, replacements)` gives the corrupted ids and their
-  labels, int32 `[B, T]`, and the detector's log-odds of "replaced", float32
-  `[B, T]`. ELECTRA's family detects with its discriminator, SCRIPT with its
-  own critic (004 Eq. 4-5: log p(t-) - log p(t+)).
-
-  Raises:
-    UserError: a run with neither.
+  `generate(batch)`: logits `[B, P, V]` and sampled ids `[B, P]`;
+  `detect(batch, replacements)`: corrupted ids, labels and log-odds of
+  "replaced", `[B, T]` (SCRIPT's critic: 004 Eq. 4-5).
   """
   model = run.model
   if isinstance(model, electra.ElectraPretrainer):
@@ -301,12 +253,7 @@ def _detect(
     detect: Callable[..., Tuple[tf.Tensor, tf.Tensor, tf.Tensor]],
     draws: _Replacements,
 ) -> Tuple[Dict[str, DetectedTokens], int]:
-  """({source: its tokens over every batch}, batches) through the detector.
-
-  `sample(batch)` gives the generator's draws and their probabilities,
-  `detect(batch, replacements)` corrupted ids, labels and logits, `draws`
-  the context-free sources' draws.
-  """
+  """({source: its tokens over every batch}, batches) through the detector."""
   parts = {source: [] for source in SOURCES}
   batches = sequences = 0
   for batch in dataset:
@@ -343,20 +290,11 @@ def probe(
     checkpoint: Optional[str] = None,
     seed: int = 0,
 ) -> Dict[str, Any]:
-  """Probes a run's detector on held-out batches under each source.
-
-  `model_dir` is an ELECTRA-family or SCRIPT run, `record_dir` its records
-  (default: its `config.gin`'s), `steps` held-out batches (-1: the whole eval
-  split), `checkpoint` a `ckpt-<step>` prefix (default: the latest); `seed`
-  seeds the generator's draws and the context-free ones.
+  """Probes a run's detector on `steps` held-out batches (-1: all).
 
   Returns:
-    `checkpoint`, `step`, `steps` (as given), `batches`, `sources`
-    ({source: metrics of `detection_metrics`}) and `plausibility`
-    (`plausibility_bands` of the generator's replacements).
-
-  Raises:
-    UserError: a run without a replaced-token detector.
+    `checkpoint`, `step`, `steps`, `batches`, `sources` ({source:
+    `detection_metrics`}) and `plausibility` (`plausibility_bands`).
   """
   if checkpoint is not None:
     checkpoint = _checkpoint_prefix(model_dir, checkpoint)

@@ -5,18 +5,13 @@ r"""Training dynamics of ours against Model Garden's stock tasks, by curve.
     --output_dir=experiments/reports [--seeds=1,2,3] [--report_only] \
     [--prior_report=experiments/reports/dynamics_parity_cpu.json]
 
-Masked LM, ELECTRA and TEAMS at the cpu scale: each variant of `OBJECTIVES`
-(`VARIANTS`: ours and Model Garden's own task on the same statically masked
-records, ours on dynamic masking, the masking split apart, the stock task with
-our shuffle buffer, TEAMS tying the word table only) trains on the same text,
-config and schedule for every seed, evaluated here on the same held-out
-batches from each model's outputs (`OUTPUT_NAMES`), beside the context-free
-ceiling. A setting the stock task lacks is made the stock one for every
-variant (`Objective.bindings`); each gap over seeds gets
-`aggregation.compare`'s verdict with Welch's p-value and its chance rate.
-Runs live in `--runs_dir` (`<objective>-<variant>-seed<k>/`); a rerun skips
-finished runs and resumes an interrupted one. Writes `dynamics_parity_cpu.md`,
-`.json` (every run's curve, for `--prior_report`) and a `.png` per objective.
+Masked LM, ELECTRA and TEAMS at the cpu scale: each variant (`VARIANTS`:
+ours and Model Garden's task on the same static records, and diagnostics)
+trains on the same text, config and schedule per seed and is scored here on
+the same held-out batches. A setting the stock task lacks is made the stock
+one for every variant (`Objective.bindings`); gaps get `aggregation.compare`'s
+verdict with Welch's p-value. Runs live in `--runs_dir` and resume. Writes
+`dynamics_parity_cpu.md`, `.json` (for `--prior_report`) and `.png`s.
 """
 
 from concurrent import futures
@@ -42,6 +37,7 @@ from experiments import commands
 from experiments import provenance
 from experiments.investigations import discriminator_probe_lib
 from experiments.regeneration import registry
+from experiments.regeneration import report as plots
 from experiments.regeneration import runner
 from official.core import base_task
 from official.core import base_trainer
@@ -76,13 +72,7 @@ HELD_OUT_BATCH_SIZE = 128
 
 @dataclasses.dataclass(frozen=True)
 class Schedule:
-  """How long every run trains and how it is evaluated.
-
-  Attributes:
-    train_steps: steps of every run (warmup a tenth of them).
-    eval_every: steps between held-out evaluations.
-    eval_batches: held-out batches of 128 sequences per evaluation.
-  """
+  """Steps per run (warmup a tenth), between evaluations; batches per eval."""
 
   train_steps: int = 2000
   eval_every: int = 500
@@ -93,14 +83,9 @@ class Schedule:
 class Variant:
   """One way of training an objective.
 
-  Attributes:
-    name: the variant's key.
-    stock: Model Garden's task instead of ours.
-    records: the key in `RECORDS` of the records it reads.
-    bindings: gin bindings after the objective's.
-    stock_shuffles_as_ours: a stock variant shuffles its examples in a
-      buffer as large as our loader's (`pretrain_data.shuffle_buffer_size`)
-      instead of Model Garden's default (`cfg.DataConfig`, 100).
+  Model Garden's task (`stock`) or ours, on `RECORDS[records]`, with gin
+  `bindings` after the objective's; `stock_shuffles_as_ours`: our loader's
+  shuffle buffer, not `cfg.DataConfig`'s 100.
   """
 
   name: str
@@ -111,6 +96,11 @@ class Variant:
 
 
 _STATIC = "pretrain_data.masking='static'"
+_801010 = (
+    'pretrain_data.mask_token_fraction=0.8',
+    'pretrain_data.random_token_fraction=0.1',
+)
+_WORD_TIED = (_STATIC, 'teams.tie_embedding_block = False')
 
 VARIANTS = {
     v.name: v
@@ -118,45 +108,17 @@ VARIANTS = {
         Variant('ours_static', False, 'static', (_STATIC,)),
         Variant('stock_static', True, 'static', (_STATIC,)),
         Variant('ours_dynamic', False, 'dynamic'),
-        Variant(
-            'ours_dynamic_801010',
-            False,
-            'dynamic',
-            (
-                'pretrain_data.mask_token_fraction=0.8',
-                'pretrain_data.random_token_fraction=0.1',
-            ),
-        ),
+        Variant('ours_dynamic_801010', False, 'dynamic', _801010),
         Variant('ours_static_85015', False, 'static_85015', (_STATIC,)),
-        Variant(
-            'stock_static_our_shuffle',
-            True,
-            'static',
-            (_STATIC,),
-            stock_shuffles_as_ours=True,
-        ),
-        Variant(
-            'ours_static_word_tied',
-            False,
-            'static',
-            (_STATIC, 'teams.tie_embedding_block = False'),
-        ),
+        Variant('stock_static_our_shuffle', True, 'static', (_STATIC,), True),
+        Variant('ours_static_word_tied', False, 'static', _WORD_TIED),
     )
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class Objective:
-  """An objective's runs.
-
-  Attributes:
-    name: the objective.
-    run: its paper gin files.
-    variants: the variants it trains.
-    bindings: settings made the stock task's for every variant, each with
-      the reason in the report.
-    metrics: the held-out metrics it has.
-  """
+  """An objective's gin files, variants, stock settings (why) and metrics."""
 
   name: str
   run: registry.Run
@@ -166,36 +128,37 @@ class Objective:
 
 
 _MLM_METRICS = ('masked_lm_accuracy', 'mask_token_accuracy')
-_DISCRIMINATOR_METRICS = (
-    'discriminator_auc',
-    'discriminator_accuracy',
-    'discriminator_recall',
-    'discriminator_loss',
+_DISCRIMINATOR_METRICS = tuple(
+    f'discriminator_{m}' for m in ('auc', 'accuracy', 'recall', 'loss')
 )
+
+_MAIN_VARIANTS = ('ours_static', 'stock_static', 'ours_dynamic')
+
+
+def _paper_run(key: str, name: str, gin_file: str) -> registry.Run:
+  """The regeneration run of one paper gin file."""
+  return registry.Run(key, name, (gin_file,))
+
 
 OBJECTIVES = {
     o.name: o
     for o in (
         Objective(
             'masked_lm',
-            registry.Run(
-                'bert_small',
-                'BERT_small',
-                ('gin/papers/001_ale/bert_small.gin',),
+            _paper_run(
+                'bert_small', 'BERT_small', 'gin/papers/001_ale/bert_small.gin'
             ),
-            ('ours_static', 'stock_static', 'ours_dynamic'),
+            _MAIN_VARIANTS,
         ),
         Objective(
             'electra',
-            registry.Run(
+            _paper_run(
                 'electra_small',
                 'ELECTRA_small',
-                ('gin/papers/001_ale/electra_small.gin',),
+                'gin/papers/001_ale/electra_small.gin',
             ),
             (
-                'ours_static',
-                'stock_static',
-                'ours_dynamic',
+                *_MAIN_VARIANTS,
                 'ours_dynamic_801010',
                 'ours_static_85015',
                 'stock_static_our_shuffle',
@@ -219,10 +182,8 @@ OBJECTIVES = {
         ),
         Objective(
             'teams',
-            registry.Run(
-                'teams_small',
-                'TEAMS-Small',
-                ('gin/papers/003_teams/small.gin',),
+            _paper_run(
+                'teams_small', 'TEAMS-Small', 'gin/papers/003_teams/small.gin'
             ),
             ('ours_static', 'stock_static', 'ours_static_word_tied'),
             metrics=(*_MLM_METRICS, *_DISCRIMINATOR_METRICS, 'mws_accuracy'),
@@ -236,11 +197,8 @@ OUTPUT_NAMES = {
     'ours': ('mlm_logits', 'rtd_logits', 'rtd_labels', 'mws_logits'),
     'stock': ('lm_outputs', 'disc_logits', 'disc_label', None),
     'stock_masked_lm': ('mlm_logits', None, None, None),
-    'stock_teams': (
-        'lm_outputs',
-        'disc_rtd_logits',
-        'disc_rtd_label',
-        'disc_mws_logits',
+    'stock_teams': tuple(
+        'lm_outputs disc_rtd_logits disc_rtd_label disc_mws_logits'.split()
     ),
 }
 
@@ -293,12 +251,7 @@ def records_dir(runs_dir: str, key: str) -> str:
 
 
 def prepare_records(corpus: Optional[str], runs_dir: str) -> None:
-  """Builds the three record sets from one corpus and one vocabulary.
-
-  The dynamic records learn the cpu scale's vocabulary (4,096 pieces, as
-  `experiments.regenerate --scale=cpu`); the static ones reuse it, so every
-  set holds the same sequences.
-  """
+  """Builds the record sets; the others reuse the dynamic set's vocabulary."""
   for key, (static, mask, random) in RECORDS.items():
     output_dir = records_dir(runs_dir, key)
     if tf.io.gfile.exists(os.path.join(output_dir, records.METADATA_FILENAME)):
@@ -408,10 +361,7 @@ def static_predictor(runs_dir: str) -> context_free.ContextFreePredictor:
 
 
 def held_out_ceiling(runs_dir: str, count: int) -> Dict[str, float]:
-  """The context-free ceiling on the first `count` held-out batches.
-
-  No model: the best prediction from the shown token alone
-  (`static_predictor`), scored on the slots every run is scored on.
+  """The context-free ceiling (`static_predictor`) on the held-out slots.
 
   Returns:
     `context_free`, `mask_token_context_free`, `slots`, `mask_token_slots`.
@@ -453,21 +403,10 @@ def held_out_metrics(
 ) -> Dict[str, float]:
   """The held-out metrics of a model's outputs on the held-out batches.
 
-  Args:
-    outputs: per batch, `mlm_logits` `[B, P, V]` and, where the model has
-      them, `rtd_logits`, `rtd_labels` `[B, T]` and `mws_logits`
-      `[B, P, K + 1]` (the original at index 0).
-    batches: the inputs.
-    predictor: the records' context-free predictor (its [MASK] id says
-      which slots show [MASK]).
-
-  Returns:
-    `masked_lm_accuracy` (every real masked slot) and `mask_token_accuracy`
-    (the slots whose input shows [MASK]), by `context_free.masked_lm_report`;
-    with RTD outputs `discriminator_auc`, `_recall`, `_accuracy`
-    (`discriminator_probe_lib.detector_metrics`) and `_loss` (sigmoid
-    cross-entropy) over real tokens; with MWS outputs `mws_accuracy` (the
-    original's logit largest).
+  `outputs` per batch: `mlm_logits` `[B, P, V]` and, where the model has
+  them, `rtd_logits`, `rtd_labels` `[B, T]` and `mws_logits` `[B, P, K + 1]`
+  (original at 0). Gives `masked_lm_accuracy`, `mask_token_accuracy`, the
+  `discriminator_*` metrics and `mws_accuracy`, over real tokens.
   """
   report = context_free.masked_lm_report(
       lambda batch: np.argmax(batch['mlm_logits'], axis=-1),
@@ -555,14 +494,7 @@ def run_params(
     schedule: Schedule,
     extra_bindings: Sequence[str] = (),
 ) -> Tuple[cfg.ExperimentConfig, cfg.ExperimentConfig]:
-  """Our experiment for a run, and the one it trains (stock: Model Garden's).
-
-  `extra_bindings` come after the run's own gin bindings.
-
-  Returns:
-    (ours, the run's): the same experiment for our variants; for a stock
-    one, Model Garden's task on ours' model, trainer and records.
-  """
+  """(ours, the run's experiment); stock: Model Garden's task on ours'."""
   gin.clear_config()
   variant = VARIANTS[variant_name]
   files, bindings = _gin(
@@ -590,10 +522,7 @@ def train_one(
     schedule: Schedule,
     extra_bindings: Sequence[str] = (),
 ) -> None:
-  """Trains one run in this process (resuming it) and writes its curve.
-
-  `extra_bindings` come after the run's own gin bindings (smaller sizes).
-  """
+  """Trains one run in this process (resuming it) and writes its curve."""
   variant = VARIANTS[variant_name]
   name = run_name(objective_name, variant_name, seed)
   ours, params = run_params(
@@ -645,11 +574,7 @@ def _train_to_end(
     progress: Dict[str, Any],
     schedule: Schedule,
 ) -> None:
-  """Trains from `progress['step']` to the end, evaluating and saving.
-
-  Every `schedule.eval_every` steps the held-out metrics and the training
-  loss join `progress['curve']`, which `state` saves with the checkpoint.
-  """
+  """Trains to the end, saving `progress['curve']` at each evaluation."""
   step = progress['step']
   start = time.time() - progress['seconds']
   while step < schedule.train_steps:
@@ -668,11 +593,10 @@ def _train_to_end(
 
 
 class RunState:
-  """An unfinished run's last evaluation: its checkpoint and curve so far.
+  """An unfinished run's checkpoint and curve so far (`state/`).
 
-  The curve (`state/progress.json`) is written before the checkpoint, so a
-  run killed between the two resumes from the older checkpoint and drops
-  the curve's points after it.
+  The curve is written first, so a run killed between the two resumes from
+  the older checkpoint and drops the curve's later points.
   """
 
   def __init__(self, run_dir: str, checkpoint: tf.train.Checkpoint):
@@ -684,13 +608,7 @@ class RunState:
     )
 
   def restore(self, schedule: Schedule) -> Dict[str, Any]:
-    """Restores the last checkpoint, if any, and the progress up to it.
-
-    `schedule` must be the one the state was saved under.
-
-    Returns:
-      `step` (0 for a new run), `seconds` of training so far, the `curve`
-      up to `step` ({str(step): metrics}) and the steps it `resumed_at`.
+    """The last checkpoint's `step`, `seconds`, `curve` and `resumed_at`.
 
     Raises:
       cli.UserError: the state was saved under another schedule.
@@ -745,11 +663,8 @@ def _data_from_step(
 ) -> tf.distribute.DistributedDataset:
   """The run's training stream from batch `step` on, as an unbroken run's.
 
-  Skipping reads (and masks) the first `step` batches again, so every
-  random choice inside the input pipeline is replayed. One mechanism for
-  both loaders: Model Garden's has no counterpart of our loader's
-  `start_step` (which skips records before decoding them), and a resumed
-  parity run re-reads at most 2,000 batches.
+  Skipping re-reads the first batches, replaying the pipeline's random
+  choices: Model Garden's loader has no `start_step` as ours has.
   """
 
   def dataset_fn(input_context=None):
@@ -761,23 +676,10 @@ def _data_from_step(
 def replay_shares(
     stream: Sequence[str], epoch: int, batch_size: int
 ) -> Dict[str, float]:
-  """Where a training stream's second epoch puts each sequence.
+  """How far the second epoch of `stream` (sequence keys) moves each one.
 
-  A sequence at position p of the second epoch that was at position q of
-  the first has moved |p - q| places (the nearest q if it was there more
-  than once; infinitely far if it was not there).
-
-  Args:
-    stream: the stream's sequence keys in order; its first `epoch` keys are
-      the first epoch and the rest the start of the second.
-    epoch: sequences in an epoch.
-    batch_size: sequences in a batch.
-
-  Returns:
-    `within_one_batch`: the share of the second epoch's sequences that
-    moved fewer than `batch_size` places (each one's batch then shares
-    sequences with its first-epoch batch); `median_batches_moved`: the
-    median move, in batches.
+  Returns the share moved fewer than `batch_size` places from its nearest
+  first-epoch place (`within_one_batch`) and the median move in batches.
   """
   where = {}
   for position, key in enumerate(stream[:epoch]):
@@ -804,14 +706,7 @@ def epoch_replay(
     batches: int = 50,
     extra_bindings: Sequence[str] = (),
 ) -> Dict[str, float]:
-  """`replay_shares` of a run's training stream, as its loader reads it.
-
-  `batches` of the second epoch are measured.
-
-  Returns:
-    `replay_shares`, with the epoch's length in sequences
-    (`epoch_sequences`) and the batch size.
-  """
+  """`replay_shares` over `batches` of a run's second epoch, and its sizes."""
   _, params = run_params(
       runs_dir, objective_name, variant_name, seed, Schedule(), extra_bindings
   )
@@ -859,11 +754,10 @@ def jobs_left(
     variant_names: Optional[Sequence[str]] = None,
     prior_runs: Optional[Dict[str, Dict[str, Any]]] = None,
 ) -> List[Tuple[str, str, int]]:
-  """(objective, variant, seed) of every run without a curve, in run order.
+  """(objective, variant, seed) of every unfinished run, in run order.
 
-  The main variants seed by seed, so that an interrupted grid has whole
-  seeds; then the diagnostic ones (`_DIAGNOSTICS`) variant by variant, every
-  seed of one before the next. A run in `prior_runs` (by name) is finished.
+  The main variants seed by seed (an interrupted grid has whole seeds), then
+  `_DIAGNOSTICS` variant by variant. Runs in `prior_runs` are finished.
   """
   prior_runs = prior_runs or {}
   jobs = [
@@ -892,15 +786,10 @@ def run_all(
     variant_names: Optional[Sequence[str]] = None,
     prior_runs: Optional[Dict[str, Dict[str, Any]]] = None,
 ) -> None:
-  """Trains every run that has no curve yet, one `commands.run_module` each.
+  """Trains every run without a curve, one `commands.run_module` each.
 
-  With `parallel` > 1 that many runs train at once, each on one thread
-  (`--threads=1`): a model this small keeps one core busy better than it
-  splits over two. Each run's output goes to its `train.log` when it ends,
-  its evaluations to this process's output as they come. A failed run
-  starts no further runs; those in flight train on to their end (with
-  `parallel` > 1 an interrupt, too, waits for them: only the thread that
-  started a job can stop it).
+  `parallel` > 1 runs train at once on one thread each (a model this small
+  keeps one core busier than two). A failed run starts no further runs.
   """
   jobs = jobs_left(runs_dir, objective_names, seeds, variant_names, prior_runs)
 
@@ -939,19 +828,10 @@ def run_all(
 def welch(
     a: Sequence[float], b: Sequence[float], comparison: aggregation.Comparison
 ) -> Tuple[float, float]:
-  """Welch's t-test beside `aggregation.compare`'s verdict on `a` and `b`.
+  """`(p, chance_flag)` of Welch's t-test on per-seed `a` and `b`.
 
-  With a few seeds the verdict (the gap against twice its standard error)
-  is loose, so two figures come with it, both from Welch's t distribution
-  (Welch-Satterthwaite degrees of freedom).
-
-  `a` and `b` are per-seed values, `comparison` `aggregation.compare(a, b)`.
-
-  Returns:
-    `(p, chance_flag)`: the gap's two-sided p-value, and the probability
-    that the verdict is 'ahead' or 'behind' when the two means are equal
-    (normal seed-to-seed variation; approximate, as the degrees of freedom
-    are estimated from the observed variances).
+  The gap's two-sided p-value, and the chance that `comparison`'s verdict is
+  'ahead' or 'behind' when the means are equal (P(|t| > 2)).
   """
   if comparison.noise == 0.0:  # Welch's t is undefined without spread
     return (1.0 if comparison.gap == 0.0 else 0.0), 0.0
@@ -1000,15 +880,7 @@ COMPARISONS = (
 
 @dataclasses.dataclass(frozen=True)
 class PriorReport:
-  """The finished runs of an earlier report.
-
-  Attributes:
-    path: its JSON file.
-    runs: {run name: the run's curve file (objective, variant, seed, curve,
-      ...)}.
-    context_free: the held-out context-free ceiling its runs were scored
-      against (`held_out_ceiling`), to check the records are the same.
-  """
+  """An earlier report's `path`, `runs` ({name: curve}) and `context_free`."""
 
   path: str
   runs: Dict[str, Dict[str, Any]]
@@ -1016,15 +888,10 @@ class PriorReport:
 
 
 def read_prior_report(path: str, schedule: Schedule) -> PriorReport:
-  """Reads the runs an earlier report's JSON holds.
-
-  `path` is a `dynamics_parity_cpu.json` written by `write_report` on this
-  grid's `schedule`.
+  """Reads the runs of a `dynamics_parity_cpu.json` on this `schedule`.
 
   Raises:
-    cli.UserError: the file is missing, is not such a report, was trained
-      on another schedule, or holds a run that is not a finished run of a
-      known objective and variant.
+    cli.UserError: no such report, another schedule, or an unknown run.
   """
   if not tf.io.gfile.exists(path):
     raise cli.UserError(f'--prior_report: {path} does not exist.')
@@ -1069,12 +936,7 @@ def read_prior_report(path: str, schedule: Schedule) -> PriorReport:
 
 
 def check_same_records(prior: PriorReport, ceiling: Dict[str, float]) -> None:
-  """Refuses a prior report whose runs were scored on other held-out slots.
-
-  Raises:
-    cli.UserError: its context-free ceiling differs from `ceiling`, that of
-      the records under --runs_dir.
-  """
+  """Refuses a prior report scored on other held-out slots (its `ceiling`)."""
   differ = {
       k: (v, ceiling.get(k))
       for k, v in prior.context_free.items()
@@ -1094,14 +956,9 @@ def finished_runs(
     seeds: Sequence[int],
     prior_runs: Optional[Dict[str, Dict[str, Any]]] = None,
 ) -> Tuple[Dict[str, Dict[str, Any]], List[str]]:
-  """Every finished run of the grid, and those found under `runs_dir`.
+  """({name: curve} in grid order, names found under `runs_dir`).
 
-  A run's curve file under `runs_dir` wins over the same run in
-  `prior_runs`.
-
-  Returns:
-    ({run name: its curve file}, in objective, variant then seed order;
-    the names of those read from `runs_dir`).
+  A curve under `runs_dir` wins over `prior_runs`'.
   """
   runs, found = {}, []
   for o in objective_names:
@@ -1136,11 +993,7 @@ def collect(
 
 
 def comparisons(results) -> List[Dict]:
-  """Every comparison at every checkpoint and metric both sides have.
-
-  Each row holds both sides' means, `aggregation.compare`'s `gap`, `noise`
-  and `verdict`, and `welch`'s `p` and `chance_flag`.
-  """
+  """Every comparison at every checkpoint and metric both sides have."""
   rows = []
   for o, by_variant in results.items():
     for a, b, question in COMPARISONS:
@@ -1176,11 +1029,7 @@ def comparisons(results) -> List[Dict]:
 
 def plot(objective: str, by_variant, metrics: Sequence[str], path: str):
   """The variants' mean curves (and each seed faintly), a panel per metric."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-
-  matplotlib.use('Agg')
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-
+  pyplot = plots.pyplot_module()
   columns = min(3, len(metrics))
   rows = math.ceil(len(metrics) / columns)
   figure, axes = pyplot.subplots(
@@ -1216,18 +1065,11 @@ def plot(objective: str, by_variant, metrics: Sequence[str], path: str):
     ax.axis('off')
   axes.flat[0].legend(fontsize=7)
   figure.suptitle(f'{objective}: held-out curves (mean of seeds, seeds faint)')
-  figure.tight_layout()
-  with tf.io.gfile.GFile(path, 'wb') as f:
-    figure.savefig(f, format='png', dpi=100)
-  pyplot.close(figure)
+  plots.save_png(pyplot, figure, path, dpi=100)
 
 
 def summary(rows: List[Dict]) -> List[str]:
-  """Each comparison of `comparisons` rows at its last checkpoint, as Markdown.
-
-  A heading and one bullet per objective and comparison: its verdicts, and by
-  how much.
-  """
+  """A bullet per comparison: its verdicts at its last checkpoint."""
   by_comparison = {}
   for row in rows:
     key = (row['objective'], row['variant'], row['against'])
@@ -1390,10 +1232,10 @@ def _replay_lines(replay: Dict[str, Dict[str, float]]) -> List[str]:
           [
               [
                   v,
-                  f'{shares["within_one_batch"]:.3f}',
-                  f'{shares["median_batches_moved"]:.1f}',
+                  f'{s["within_one_batch"]:.3f}',
+                  f'{s["median_batches_moved"]:.1f}',
               ]
-              for v, shares in replay.items()
+              for v, s in replay.items()
           ],
       ),
       '',
@@ -1423,18 +1265,13 @@ def _differences_lines(rows: List[Dict]) -> List[str]:
               '| noise | p | verdict'
           ).split(' | '),
           [
-              [
-                  row['objective'],
-                  f'{row["variant"]} vs {row["against"]}',
-                  f'{row["step"]:,}',
-                  row['metric'],
-                  f'{row["mean"]:.4f}',
-                  f'{row["against_mean"]:.4f}',
-                  f'{row["gap"]:+.4f}',
-                  f'{row["noise"]:.4f}',
-                  f'{row["p"]:.2f}',
-                  row['verdict'],
-              ]
+              (
+                  '{objective}|{variant} vs {against}|{step:,}|{metric}|'
+                  '{mean:.4f}|{against_mean:.4f}|{gap:+.4f}|{noise:.4f}|'
+                  '{p:.2f}|{verdict}'
+              )
+              .format(**row)
+              .split('|')
               for row in rows
           ],
       ),
@@ -1515,12 +1352,7 @@ def write_report(
     schedule: Schedule,
     prior: Optional[PriorReport] = None,
 ) -> str:
-  """Writes the markdown, JSON and PNGs from the finished runs.
-
-  The JSON keeps every run's curve file (`runs`: the grid's, and the runs
-  of `prior` outside it, which the report leaves out), so that it can be
-  the `prior` of a later grid.
-  """
+  """Writes the markdown, JSON (a later `prior`) and PNGs of finished runs."""
   prior_runs = prior.runs if prior else {}
   runs, found = finished_runs(runs_dir, objective_names, seeds, prior_runs)
   results = collect(runs)
@@ -1532,14 +1364,9 @@ def write_report(
   if 'stock_static_our_shuffle' in results.get('electra', {}):
     replay = {v: epoch_replay(runs_dir, 'electra', v) for v in REPLAY_VARIANTS}
   tf.io.gfile.makedirs(output_dir)
-  for o, by_variant in results.items():
-    plot(
-        o,
-        by_variant,
-        OBJECTIVES[o].metrics,
-        os.path.join(output_dir, f'dynamics_parity_cpu_{o}.png'),
-    )
   stem = os.path.join(output_dir, 'dynamics_parity_cpu')
+  for o, by_variant in results.items():
+    plot(o, by_variant, OBJECTIVES[o].metrics, f'{stem}_{o}.png')
   json_files.write_json(
       stem + '.json',
       _report_json(

@@ -5,15 +5,11 @@ r"""Linear probes of a frozen encoder on a GLUE task: pretrained vs random.
     --glue_dir=<GLUE root> [--task=sst2] [--max_train_examples=8000] \
     [--random_seeds=3] [--output_json=...] [--output_markdown=...]
 
-Fine-tuning compares whole training runs; this asks a narrower question:
-do the pretrained encoder's features, frozen, carry more of a task's signal
-than the same architecture's at random initialisation? Both encoders run
-over the task's training sample and its dev split; for each, the last
-layer's [CLS] vector and its mean over the real tokens are standardised and
-a multinomial logistic regression (scikit-learn's, its L2 penalty chosen
-on held-out training examples) is fit on the training sample and scored on
-dev. The random encoder is drawn with `--random_seeds` seeds, so its spread is
-known. Regression tasks (STS-B) are refused.
+Do the pretrained encoder's frozen features carry more of a task's signal
+than the same architecture's at random initialisation (`--random_seeds` of
+them)? The last layer's [CLS] vector and mean over real tokens, standardised,
+feed scikit-learn's logistic regression (L2 penalty chosen on held-out
+training examples), scored on dev. Regression tasks (STS-B) are refused.
 """
 
 from typing import Dict, Sequence
@@ -44,16 +40,9 @@ L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 def pooled_features(
     encoder: tf_keras.Model, features: Dict[str, np.ndarray], batch_size: int
 ) -> Dict[str, np.ndarray]:
-  """The last layer's [CLS] vector and its mean over the real tokens.
+  """{'cls': [N, H], 'mean': [N, H]}: last-layer [CLS] and real-token mean.
 
-  Args:
-    encoder: an encoder network taking `input_word_ids`, `input_mask` and
-      `input_type_ids` and returning `sequence_output` [B, L, H].
-    features: int arrays [N, L] under those three names.
-    batch_size: examples per call.
-
-  Returns:
-    {'cls': [N, H], 'mean': [N, H]} float64 arrays.
+  `features` are the encoder's three int inputs, `[N, L]`.
   """
   pooled = {name: [] for name in POOLINGS}
   num_examples = len(features['input_word_ids'])
@@ -72,27 +61,14 @@ def pooled_features(
 def fit_probe(
     inputs: np.ndarray, labels: np.ndarray, l2: float
 ) -> linear_model.LogisticRegression:
-  """An L2-regularised multinomial logistic regression, fit to its optimum.
+  """Multinomial logistic regression on `[N, D]` inputs, penalty 0.5 l2 |W|^2.
 
-  The loss is the mean negative log-likelihood plus 0.5 * l2 * |W|^2 over
-  one weight vector per class (the biases are not penalised). scikit-learn
-  minimises C * (summed log-likelihood) + 0.5 * |W|^2, so C = 1 / (l2 N);
-  for two classes it fits the one vector v = w_1 - w_0 and the penalty, at
-  its minimum w_1 = -w_0 = v / 2, is 0.25 * l2 * |v|^2: C = 2 / (l2 N).
-
-  Args:
-    inputs: [N, D] features.
-    labels: [N] class ids.
-    l2: the penalty's weight (> 0).
-
-  Returns:
-    The fitted model.
+  scikit-learn's C = 1 / (l2 N); two classes fit one v = w_1 - w_0 whose
+  penalty at w_1 = -w_0 is 0.25 l2 |v|^2, so C = 2 / (l2 N).
   """
   binary = len(np.unique(labels)) == 2
   return linear_model.LogisticRegression(
-      C=(2.0 if binary else 1.0) / (l2 * len(inputs)),
-      tol=1e-10,
-      max_iter=10000,
+      C=(2.0 if binary else 1.0) / (l2 * len(inputs)), tol=1e-10, max_iter=10000
   ).fit(inputs, labels)
 
 
@@ -102,11 +78,10 @@ def probe_accuracy(
     dev_inputs: np.ndarray,
     dev_labels: np.ndarray,
 ) -> float:
-  """Dev accuracy of a logistic regression on standardised features.
+  """Dev accuracy of a probe on standardised features.
 
-  The penalty is chosen from `L2_GRID` on a seeded random fifth of the
-  training examples held out (the first-listed wins a tie), then the probe
-  is refit on all of them.
+  The penalty is chosen from `L2_GRID` on a seeded fifth of the training
+  examples (the first wins a tie), then the probe is refit on all.
   """
   mean = train_inputs.mean(axis=0)
   scale = train_inputs.std(axis=0) + 1e-6
@@ -149,13 +124,10 @@ def _probe_row(source, name: str, seed, train, dev, batch_size: int):
   return dict(
       encoder=name,
       **{
-          pooling: probe_accuracy(
-              train_pooled[pooling],
-              train_labels,
-              dev_pooled[pooling],
-              dev_labels,
+          p: probe_accuracy(
+              train_pooled[p], train_labels, dev_pooled[p], dev_labels
           )
-          for pooling in POOLINGS
+          for p in POOLINGS
       },
   )
 
@@ -171,11 +143,8 @@ def feature_probe(
 ) -> Dict[str, object]:
   """Probes the pretrained encoder and `random_seeds` random ones.
 
-  Returns:
-    {'task', 'num_train_examples', 'num_dev_examples', 'majority' (the
-    dev accuracy of the most frequent training label), 'rows': one per
-    encoder with its 'encoder' ('pretrained' or 'random seed <s>') and an
-    accuracy per pooling}.
+  Returns the task, example counts, the `majority` baseline and a row per
+  encoder ('pretrained' or 'random seed <s>') with an accuracy per pooling.
   """
   spec = glue.get_task_spec(task)
   if spec.is_regression:
@@ -186,17 +155,12 @@ def feature_probe(
   tokenizer = tokenization.FullTokenizer(
       source.vocab_file, do_lower_case=source.lower_case
   )
-  train = _features(
-      task,
-      glue_dir,
-      'train',
-      tokenizer,
-      max_seq_length,
-      max_train_examples,
-      seed=0,
-  )
-  dev = _features(
-      task, glue_dir, spec.dev_splits[0], tokenizer, max_seq_length, 0, 0
+  train, dev = (
+      _features(task, glue_dir, split, tokenizer, max_seq_length, limit, 0)
+      for split, limit in (
+          ('train', max_train_examples),
+          (spec.dev_splits[0], 0),
+      )
   )
   train_labels = train['label_ids'].astype(np.int64)
   dev_labels = dev['label_ids'].astype(np.int64)

@@ -8,15 +8,12 @@ r"""Per-op time breakdown of pretraining steps, ours beside Model Garden's.
     --vocab_file=../shared/data/vocab/bert_uncased_vocab.txt \
     --steps=5 --output_dir=/tmp/profile_electra_small
 
-Builds each variant's trainer as `experiments.benchmark_pretraining` does
-(the same flags), each in its own subprocess, runs the first step and
-`--warmup_steps` untraced, then `--steps` under the TensorFlow profiler. The
-XSpace (`*.xplane.pb`) is read directly: each host op execution is an event
-`<op name>:<op type>` with its duration, summed per op type, per category and
-per op, per step. Ops run on two threads at once, so shares are of op time. A
-trace with device planes is refused (GPU host ops are kernel launches; use
-TensorBoard's profiler there). Writes `<output_dir>/<variant>.json` and
-`<output_dir>/profile.md` (the categories and `--top` op types side by side).
+Builds each variant's trainer as `experiments.benchmark_pretraining` does, in
+its own subprocess, and traces `--steps` steps after warm-up. The XSpace is read
+directly: host op events `<op name>:<op type>` are summed per op type, category
+and op, per step (shares are of op time, over threads). A trace with device
+planes is refused (use TensorBoard's profiler there). Writes
+`<output_dir>/<variant>.json` and `<output_dir>/profile.md`.
 """
 
 import collections
@@ -120,11 +117,7 @@ def category(op_name: str, op_type: str) -> str:
 
 
 def op_events(space: xplane_pb2.XSpace) -> Iterable[Tuple[str, str, int]]:
-  """(op name, op type, duration in ps) of each host TensorFlow op execution.
-
-  Those are the events named `<name>:<type>` (executor and Python events,
-  whose names have no such form or contain '::', are skipped).
-  """
+  """(op name, op type, ps) of each host op event named `<name>:<type>`."""
   for plane in space.planes:
     if plane.name.startswith('/device:') and plane.lines:
       raise ValueError(
@@ -145,11 +138,7 @@ def op_events(space: xplane_pb2.XSpace) -> Iterable[Tuple[str, str, int]]:
 
 
 def training_pass(op_name: str) -> str:
-  """The training phase an op belongs to.
-
-  'optimizer' (its name scopes), 'backward' (under the gradient tape),
-  else 'forward' (the loss and everything before it, input included).
-  """
+  """'optimizer' (its scopes), 'backward' (gradient tape) or 'forward'."""
   if _OPTIMIZER_SCOPES.search(op_name):
     return 'optimizer'
   if 'gradient_tape/' in op_name:
@@ -160,18 +149,14 @@ def training_pass(op_name: str) -> str:
 def summarize(events: Iterable[Tuple[str, str, int]], steps: int) -> Dict:
   """Milliseconds per step per op type, category and op name.
 
-  `steps` are the traced steps the `op_events` cover.
-
   Returns:
-    `op_ms_per_step`, and `by_pass` (`training_pass`), `by_category`,
-    `by_type`, `by_op`: lists of
-    `{name, category, ms_per_step, share, calls_per_step}`, largest first
-    (`by_type`'s category is the type's, without the optimizer's scope).
+    `op_ms_per_step`, and `by_pass`, `by_category`, `by_type`, `by_op`:
+    lists of `{name, category, ms_per_step, share, calls_per_step}`, largest
+    first.
   """
-  by_type = collections.defaultdict(lambda: [0, 0])
-  by_op = collections.defaultdict(lambda: [0, 0])
-  by_category = collections.defaultdict(lambda: [0, 0])
-  by_pass = collections.defaultdict(lambda: [0, 0])
+  by_type, by_op, by_category, by_pass, passes = (
+      collections.defaultdict(lambda: [0, 0]) for _ in range(5)
+  )
   for op_name, op_type, duration in events:
     op_category = category(op_name, op_type)
     for table, key in (
@@ -198,7 +183,6 @@ def summarize(events: Iterable[Tuple[str, str, int]], steps: int) -> Dict:
         )
     ]
 
-  passes = collections.defaultdict(lambda: [0, 0])
   for (name, _), (ps, calls) in by_pass.items():
     passes[name, ''][0] += ps
     passes[name, ''][1] += calls

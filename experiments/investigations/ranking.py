@@ -12,16 +12,10 @@ from scipy import stats
 
 
 def auc(labels: np.ndarray, scores: np.ndarray) -> float:
-  """Area under the ROC curve: P(score of a positive > of a negative).
+  """ROC AUC of float `[n]` scores for `[n]` labels (> 0: positive).
 
-  Ties count one half (the Mann-Whitney statistic, by average ranks).
-
-  Args:
-    labels: `[n]`, positive where > 0.
-    scores: float `[n]`.
-
-  Returns:
-    The AUC, or NaN when either class is empty.
+  The Mann-Whitney statistic by average ranks (ties count one half); NaN
+  when either class is empty.
   """
   positives = np.asarray(labels) > 0
   n_positive = int(positives.sum())

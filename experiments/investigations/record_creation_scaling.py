@@ -6,17 +6,12 @@ r"""Measures record creation's memory and speed as the corpus grows.
     --sizes_mb=40,160,1024 --workers=1,2 --beam_python=/path/to/venv/python \
     [--one_file] [--output_markdown=...] [--output_json=...]
 
-Builds corpora of the requested sizes by repeating a directory of books under
-new names (symbolic links, each copy distinct documents with its own seeds),
-runs `create_pretraining_data` on each with each `--workers` count (and, at
-the smallest size, the Beam DirectRunner), and reports wall time, MB/s, the
-peak memory of the largest process (`/usr/bin/time -v`) and of the process
-tree (sampled), and how mixed the shards are; from the one-worker rate it
-estimates the papers' 16 GB corpus on Dataflow. `--one_file` concatenates the
-copies into one file (no `--strip_gutenberg`, one worker). The report states
-the load. Each run is its own `subprocess.Popen`, not `commands.run_module`:
-it runs under `/usr/bin/time -v`, with `--beam_python` too, and its tree's
-memory is polled by pid.
+Repeats a directory of books (symbolic links) up to each size, runs
+`create_pretraining_data` with each `--workers` count (and the Beam
+DirectRunner at the smallest), and reports wall time, MB/s, peak memory and
+shard mixing, with an estimate of the papers' 16 GB corpus on Dataflow. Each
+run is its own `subprocess.Popen`, not `commands.run_module`: it runs under
+`/usr/bin/time -v`, maybe with `--beam_python`, and its memory is polled by pid.
 """
 
 import json
@@ -97,15 +92,10 @@ def define_flags():
 def build_corpus(
     books: str, directory: str, size_mb: float, one_file: bool = False
 ) -> int:
-  """Copies `books` into `directory` until it holds `size_mb` MB.
+  """Links (or with `one_file` concatenates) copies of `books` to `size_mb`.
 
-  The copies are symbolic links (`copy003/<book>.txt`), which only a local
-  file system has, so this benchmark reads a local `books` with `os` (not
-  `tf.io.gfile`) and refuses a remote one. With `one_file` they are instead
-  concatenated into one file, `directory/corpus.txt`.
-
-  Returns:
-    The bytes of text in `directory`.
+  Symbolic links need a local file system, hence `os` and no remote corpus.
+  Returns the bytes of text in `directory`.
   """
   if '://' in books:
     raise cli.UserError(
@@ -178,11 +168,7 @@ class _TreeMemory(threading.Thread):
 
 
 def measure_run(
-    python: str,
-    corpus: str,
-    output_dir: str,
-    engine: str,
-    workers: int,
+    python: str, corpus: str, output_dir: str, engine: str, workers: int
 ) -> Dict[str, Any]:
   """Runs record creation once and measures it."""
   command = [

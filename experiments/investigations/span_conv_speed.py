@@ -5,16 +5,12 @@ r"""Speed of ConvBERT's k-tap span convolution sum: banded blocks vs slices.
       [--num_heads=6] [--head_size=64] [--kernel_size=9] [--iterations=30] \
       [--output_markdown=report.md] [--output_json=report.json]
 
-Times step 5 of `official_repro.modeling.layers.span_dynamic_conv` (each
-position's window of values combined with its own k-tap kernel) in two
-formulations on the same random `values [B, T, N, H]` and softmax kernels
-`[B, T, N, k]`: `banded`, the layer's `apply_dynamic_kernel`, and `slices`,
-the form it replaced (`shifted_slices_sum`). Forward, and forward plus the
-gradients (what training runs), with TensorFlow's kernels and with XLA.
-Each figure is the median of `--iterations` calls of one `tf.function`
-after a tracing call, the formulations alternating so background load hits
-both alike; the outputs' maximum absolute difference is reported as a
-check. It decided the layer's banded form (README of this folder).
+Times step 5 of `span_dynamic_conv` (each position's window combined with its
+own k-tap kernel) on `values [B, T, N, H]` and kernels `[B, T, N, k]`: `banded`
+(the layer's `apply_dynamic_kernel`) against `slices` (the form it replaced),
+forward and with gradients, with and without XLA; medians of alternating
+calls, with the outputs' largest difference as a check. It decided the
+layer's banded form (README of this folder).
 """
 
 import statistics
@@ -37,17 +33,9 @@ FORMULATIONS = ('slices', 'banded')
 def shifted_slices_sum(
     values: tf.Tensor, kernel: tf.Tensor, causal: bool = False
 ) -> tf.Tensor:
-  """The k-tap sum as k shifted slices of the padded values.
+  """The k-tap sum of `[B, T, N, H]` values as k shifted slices.
 
-  The earlier formulation of `span_dynamic_conv.apply_dynamic_kernel`.
-
-  Args:
-    values: `[B, T, N, H]`.
-    kernel: `[B, T, N, k]` with a static k.
-    causal: window `t-k+1 .. t` instead of centred on t.
-
-  Returns:
-    `[B, T, N, H]`.
+  `kernel` is `[B, T, N, k]`; the earlier `apply_dynamic_kernel`.
   """
   kernel_size = kernel.shape[-1]
   left, right = span_dynamic_conv.window_padding(kernel_size, causal)
@@ -109,16 +97,9 @@ def measure(
     iterations: int,
     seed: int = 0,
 ) -> List[Dict]:
-  """One row per (shape, XLA, pass): median ms of each formulation.
+  """One row per ((B, T) shape, XLA, pass): median ms of each formulation.
 
-  `shapes` are (B, T) pairs; `num_heads` convolution heads of `head_size`,
-  `kernel_size` odd; `iterations` timed calls per formulation; `seed` seeds
-  the random inputs.
-
-  Returns:
-    Dicts with `batch_size`, `seq_length`, `jit_compile`, `backward`,
-    `<formulation>_ms` (median) for both formulations, `speedup`
-    (slices / banded) and `max_abs_difference` of the forward outputs.
+  Rows also hold `speedup` (slices / banded) and `max_abs_difference`.
   """
   rows = []
   for batch_size, seq_length in shapes:
@@ -205,17 +186,7 @@ def format_summary(rows: Sequence[Dict]) -> str:
 
 
 def render_markdown(rows: Sequence[Dict], settings: Dict, header: str) -> str:
-  """The report: provenance, load, settings, the table and its summary.
-
-  Args:
-    rows: `measure`'s rows.
-    settings: `num_heads`, `head_size`, `kernel_size`, `iterations` and the
-      load averages before and after the measurement.
-    header: the provenance line (`provenance.provenance`).
-
-  Returns:
-    The markdown text.
-  """
+  """The report: provenance, load, settings, the table and its summary."""
   lines = [
       "# ConvBERT's k-tap span convolution: banded blocks against slices",
       '',
