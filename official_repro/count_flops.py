@@ -39,10 +39,7 @@ def _bind_if_unbound(name: str, value) -> None:
 def report_from_gin(
     vocab_size: int,
 ) -> Tuple[flops.ComputeReport, cfg.TaskConfig]:
-  """The compute report and task config of the parsed gin config.
-
-  `vocab_size` serves when `encoder.vocab_size` is unbound; no record is read.
-  """
+  """The compute report and task config of the parsed gin config."""
   _bind_if_unbound('encoder.vocab_size', vocab_size)
   _bind_if_unbound('pretrain_data.input_path', '')
   try:

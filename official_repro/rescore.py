@@ -50,11 +50,7 @@ NO_LM_SCORES = (
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """What `run` does: the flags of the same names.
-
-  `nbest` holds `(set, path)` pairs; `references` and `lm_scores` too, with
-  set '' for every set. `check_lm_source` checks them against the LM source.
-  """
+  """What `run` does: the flags of the same names (`(set, path)` pairs)."""
 
   nbest: Tuple[Tuple[str, str], ...]
   nbest_format: str = 'auto'
@@ -219,11 +215,7 @@ def settings_from_flags() -> Settings:
 
 
 def check_lm_source(settings: Settings, has_scorer: bool) -> None:
-  """Checks the settings against where the LM scores come from.
-
-  Refuses both a scorer and `settings.lm_scores`; neither with
-  `output_text_dir`; and a grid of several points without `dev_set`.
-  """
+  """Checks the settings against where the LM scores come from."""
   if has_scorer and settings.lm_scores:
     raise cli.UserError(
         'Give the LM scores either as --lm_scores files or as a '

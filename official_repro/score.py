@@ -93,10 +93,7 @@ def _build(model: script.ScriptPretrainer) -> None:
 def _masked_lm_export(
     export_dir: str, given: str
 ) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder]:
-  """A converted masked LM as a SCRIPT model (encoder + `MaskedLM` head).
-
-  `given` is `--init_checkpoint` as the user gave it, for messages.
-  """
+  """A converted masked LM as a SCRIPT model (encoder + `MaskedLM` head)."""
   heads_dir = os.path.join(export_dir, converted.HEADS_SUBDIR)
   heads_file = os.path.join(heads_dir, converted.HEADS_FILENAME)
   heads = {}
@@ -218,10 +215,7 @@ class PllScorer:
       method: Optional[str] = None,
       batch_size: int = 32,
   ) -> 'PllScorer':
-    """The scorer of a SCRIPT run or masked LM (see `load_model`).
-
-    `method` None is 'script' for a SCRIPT run and 'mlm' for a masked LM.
-    """
+    """The scorer of a SCRIPT run ('script') or masked LM ('mlm') by default."""
     model, encoder, critic = load_model(init_checkpoint)
     method = check_method(method, critic, init_checkpoint)
     return cls(
@@ -235,11 +229,7 @@ class PllScorer:
   def __call__(
       self, sentences: Sequence[str], progress_label: str = ''
   ) -> np.ndarray:
-    """float64 `[len(sentences)]` PLLs by `self.method` (natural log).
-
-    A `progress_label` logs progress under it ('' for none); a sentence
-    longer than the model's positions raises UserError.
-    """
+    """float64 `[len(sentences)]` PLLs by `self.method` (natural log)."""
     token_ids = vocab.tokenize_with_vocab(
         list(sentences), self._tokens, self._lower_case
     )
@@ -376,10 +366,7 @@ def score_file(
     methods: Sequence[Optional[str]],
     batch_size: int = 32,
 ) -> Tuple[List[str], Dict[str, np.ndarray], Dict[str, float]]:
-  """`(sentences, scores by method, seconds by method)` of `input_path`.
-
-  A method None is the model's own (`check_method`).
-  """
+  """`(sentences, scores by method, seconds by method)` of `input_path`."""
   sentences = read_sentences(input_path)
   model, encoder, critic = load_model(init_checkpoint)
   methods = [check_method(m, critic, init_checkpoint) for m in methods]

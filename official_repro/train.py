@@ -67,11 +67,7 @@ def run(
     mixed_precision: str = 'auto',
     init_checkpoint: Optional[str] = None,
 ) -> Dict[str, Any]:
-  """Parses the gin config and runs its experiment; `experiment.run`'s summary.
-
-  Build `strategy` before any other TensorFlow op runs. Raises
-  `preemption.TrainingStopped` when a signal stopped training.
-  """
+  """Parses the gin config and runs its experiment (`experiment.run`)."""
   gin_utils.parse_config(gin_files, gin_params)
   with gin.unlock_config():
     params, settings = experiment.experiment_config()

@@ -101,11 +101,7 @@ def _stopped_while_starting(signal_number, frame):
 
 
 def stop_while_starting() -> None:
-  """Ctrl-C or SIGTERM during a `python -m` command's imports ends it at once.
-
-  Code run while importing may swallow KeyboardInterrupt; `run` installs its
-  own handlers when `main` starts.
-  """
+  """Ctrl-C or SIGTERM while a `python -m` command imports ends it at once."""
   if sys.argv[:1] == ['-m']:
     for number in (signal.SIGINT, signal.SIGTERM):
       signal.signal(number, _stopped_while_starting)

@@ -22,11 +22,7 @@ ConfigT = TypeVar('ConfigT')
 def external_configurable(
     config_cls: Type[ConfigT], name: str, exclude: Iterable[str] = ()
 ) -> Type[ConfigT]:
-  """The gin configurable `name` of a dataclass, without the `exclude` fields.
-
-  Calling it builds a `config_cls` from its keyword arguments, then the gin
-  bindings, then the defaults.
-  """
+  """The gin configurable `name` of a dataclass, but its `exclude` fields."""
   exclude = list(exclude)
   fields = {field.name for field in dataclasses.fields(config_cls)}
   unknown = set(exclude) - fields
@@ -43,10 +39,7 @@ def external_configurable(
 
 
 def check_unbound(names: Iterable[str], selected_by: str) -> None:
-  """Refuses bindings of unselected plug-ins `names`, which would be ignored.
-
-  `selected_by` is the selecting binding, e.g. "encoder.backbone='bert'".
-  """
+  """Refuses bindings of the unselected plug-ins `names` (they'd be ignored)."""
   ignored = sorted(
       f'{name}.{field}' for name in names for field in gin.get_bindings(name)
   )

@@ -15,11 +15,7 @@ TEMPORARY_MARKER = '.tmp-'
 
 
 def temporary_path(path: str) -> str:
-  """`path + '.tmp-<host>-<pid>-<random hex>'`, unique to this writer.
-
-  Beside `path`, so the rename stays on one filesystem; unique across workers
-  sharing a gs:// `model_dir` and threads.
-  """
+  """`path + '.tmp-<host>-<pid>-<random hex>'`: beside it, unique per writer."""
   return (
       f'{path}{TEMPORARY_MARKER}{host_name()}-{os.getpid()}-'
       f'{uuid.uuid4().hex[:12]}'
@@ -37,10 +33,7 @@ def host_name() -> str:
 
 
 def check_writable(path: str, flag: str) -> None:
-  """Makes `path`'s folder and checks a file can be written there, up front.
-
-  Raises UserError naming `flag`, so a read-only folder fails before the work.
-  """
+  """Makes `path`'s folder and checks, before the work, that it is writable."""
   directory = os.path.dirname(path) or '.'
   probe = temporary_path(path)
   try:
@@ -57,10 +50,7 @@ def check_writable(path: str, flag: str) -> None:
 
 
 def write_text(path: str, text: str) -> None:
-  """Writes `text` to `path` via a temporary file renamed over it.
-
-  A reader sees the old file or the new one, never a part or a mix.
-  """
+  """Writes `text` to `path` atomically: a temporary file renamed over it."""
   _write(path, text, 'w')
 
 

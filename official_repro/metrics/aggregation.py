@@ -77,10 +77,7 @@ class Comparison:
 
 
 def compare(a: Sequence[float], b: Sequence[float]) -> Comparison:
-  """Whether mean(a) - mean(b) exceeds 2 sqrt(s_a^2/n_a + s_b^2/n_b).
-
-  Needs at least two values a side.
-  """
+  """Whether mean(a) - mean(b) exceeds 2 sqrt(s_a^2/n_a + s_b^2/n_b)."""
   if len(a) < 2 or len(b) < 2:
     raise ValueError(
         f'compare needs at least 2 values a side, got {len(a)} and {len(b)}.'
@@ -106,10 +103,7 @@ def compare_summaries(
 def select_eval(
     history: Sequence[Mapping[str, float]], key: str, selection: str
 ) -> Mapping[str, float]:
-  """The reported eval of a run's time-ordered metric dicts.
-
-  'best' is the highest `key` (the earliest on a tie), 'last' the final one.
-  """
+  """A run's reported eval: 'best' `key` (earliest on a tie) or 'last'."""
   if selection not in SELECTIONS:
     raise ValueError(
         f'Unknown selection {selection!r}; expected one of {SELECTIONS}.'

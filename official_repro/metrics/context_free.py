@@ -30,10 +30,7 @@ def token_counts(
 
 @dataclasses.dataclass(frozen=True)
 class ContextFreePredictor:
-  """The best prediction from the shown token alone, in expectation.
-
-  `num_replacements` is R, the vocabulary less its special tokens.
-  """
+  """The best prediction from the shown token alone, in expectation."""
 
   counts: np.ndarray
   mask_token_id: int
@@ -95,11 +92,7 @@ def masked_lm_report(
     batches: Iterable[Mapping[str, np.ndarray]],
     context_free: ContextFreePredictor,
 ) -> Dict[str, float]:
-  """A model's masked-LM accuracy beside the context-free ceiling.
-
-  `predict` maps a batch to int `[B, P]` ids; the result has both accuracies
-  over all slots and over [MASK] slots (`mask_token_*`), and their counts.
-  """
+  """A model's masked-LM accuracy beside the context-free ceiling."""
   shown_all, original_all, predicted_all = [], [], []
   for batch in batches:
     shown, original = slots(batch)

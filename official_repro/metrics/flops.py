@@ -238,10 +238,7 @@ def network_flops(
     output_fraction: float = ELECTRA_OUTPUT_FRACTION,
     one_hot_embeddings: bool = True,
 ) -> float:
-  """Forward FLOPs per token of embeddings + blocks + head 'mlm' or 'rtd'.
-
-  `one_hot_embeddings` False counts lookups as free gathers (the profiler).
-  """
+  """Forward FLOPs per token of embeddings + blocks + head 'mlm' or 'rtd'."""
   heads = dict(
       mlm=lambda: mlm_head_flops(net, output_fraction),
       rtd=lambda: rtd_head_flops(net),
@@ -272,11 +269,7 @@ def steps_for_budget(
 def profiled_forward_flops(
     model: tf.keras.Model, specs: Dict[str, tf.TensorSpec]
 ) -> int:
-  """Float operations of one frozen forward pass, by the TF profiler.
-
-  GELUs are traced unfused; Model Garden's Einsum statistics (registered by
-  the `train_utils` import) make attention einsums count.
-  """
+  """Float operations of one frozen forward pass, by the TF profiler."""
   with activations.unfused():
     concrete = tf.function(
         lambda inputs: model(inputs, training=False)
@@ -363,11 +356,7 @@ def count_parameters(variables) -> int:
 def parameter_breakdown(
     encoder: tf.keras.Model, others: Dict[str, tf.keras.Model]
 ) -> Dict[str, int]:
-  """Parameters of a pretraining model's networks, shared ones counted once.
-
-  Returns `encoder` (in full, embeddings included) and, for each of `others`,
-  `<name>_only`, `<name>_shared` (variables the encoder has) and `_total`.
-  """
+  """Encoder parameters and each other network's `_only`/`_shared`/`_total`."""
   encoder_ids = {id(v) for v in encoder.trainable_variables}
   result = dict(encoder=count_parameters(encoder.trainable_variables))
   for name, network in others.items():

@@ -70,10 +70,7 @@ def accuracy(predictions, labels) -> float:
 
 
 def f1(predictions, labels, positive: int = 1) -> float:
-  """F1 score of class `positive` of int [N] predictions and labels.
-
-  0.0 when there is no positive prediction or label.
-  """
+  """F1 of class `positive` of int [N] predictions and labels (0 if none)."""
   predictions, labels = _validate_pair(predictions, labels)
   return float(
       sklearn_metrics.f1_score(
@@ -83,10 +80,7 @@ def f1(predictions, labels, positive: int = 1) -> float:
 
 
 def matthews_corrcoef(predictions, labels) -> float:
-  """Matthews correlation of binary (0/1) int [N] predictions and labels.
-
-  In [-1, 1]; 0.0 for a constant prediction or label vector.
-  """
+  """Matthews correlation of binary int [N] predictions and labels."""
   predictions, labels = _validate_binary(predictions, labels)
   return float(sklearn_metrics.matthews_corrcoef(labels, predictions))
 
@@ -138,10 +132,7 @@ def headline_score(
     stsb_metric: str = 'spearman',
     use_f1: bool = False,
 ) -> float:
-  """The number a paper's GLUE table shows for `task`, from `task_metrics`.
-
-  cola: mcc; stsb: `stsb_metric`; mrpc, qqp: f1 with `use_f1`; else accuracy.
-  """
+  """The number a paper's GLUE table shows for `task`, from `task_metrics`."""
   glue.get_task_spec(task)
   if stsb_metric not in STSB_METRICS:
     raise ValueError(
@@ -163,10 +154,7 @@ def headline_score(
 def glue_average(
     scores: Mapping[str, float], require_all: bool = False
 ) -> float:
-  """The unweighted mean of per-task headline scores ('mnli' matched).
-
-  A 'mnli_mismatched' entry is not averaged; `require_all` demands all eight.
-  """
+  """The mean of headline scores (MNLI matched only; `require_all`: all 8)."""
   tasks = glue.GLUE_TASK_NAMES
   unknown = sorted(set(scores) - set(tasks) - {MNLI_MISMATCHED})
   if unknown:

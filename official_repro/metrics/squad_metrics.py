@@ -35,11 +35,7 @@ _V2_KEYS_AT_THRESHOLD = tuple(
 
 
 def normalize_answer(text: str) -> str:
-  """The official normalization: `'The  Eiffel-Tower!'` -> `'eiffeltower'`.
-
-  Lower-cases, drops ASCII punctuation and the articles a/an/the, and
-  collapses whitespace.
-  """
+  """The official normalization: `'The  Eiffel-Tower!'` -> `'eiffeltower'`."""
   return _official_normalize(text)
 
 
@@ -158,10 +154,7 @@ def _restrict_to_questions(
 def evaluate_v1(
     dataset_json_or_path: DatasetLike, predictions: Mapping[str, str]
 ) -> Dict[str, float]:
-  """`exact_match`, `f1` (percent) and `total` by the official v1.1 script.
-
-  The dataset is a path, its parsed JSON or its `data` list of articles.
-  """
+  """`exact_match`, `f1` (percent) and `total` by the official v1.1 script."""
   articles, source = _load_articles(dataset_json_or_path)
   question_ids = _question_ids(articles, source, require_answers=True)
   predictions = _restrict_to_questions(

@@ -86,11 +86,7 @@ def layerwise_multipliers(
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
-  """Model Garden's `AdamWeightDecay` with a per-variable learning-rate factor.
-
-  `lr_multipliers` maps canonical names to factors (1.0 when absent); the
-  config also holds what `AdamWeightDecay.get_config` leaves out.
-  """
+  """Model Garden's `AdamWeightDecay` with per-variable learning rates."""
 
   def __init__(
       self,

@@ -72,11 +72,7 @@ def optimization_config(
     exclude_from_weight_decay: Sequence[str] = DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
     global_clipnorm: Optional[float] = None,
 ) -> optimization.OptimizationConfig:
-  """The optimizer ('lamb', 'adamw' or 'adam'), schedule and warmup config.
-
-  `exclude_from_weight_decay` also excludes from LAMB's layer adaptation, as
-  in the reference LAMB; weight decay needs lamb or adamw.
-  """
+  """The optimizer ('lamb', 'adamw' or 'adam'), schedule and warmup config."""
   if optimizer not in _OPTIMIZERS:
     raise cli.UserError(
         f'optimization.optimizer must be one of {_OPTIMIZERS}, '

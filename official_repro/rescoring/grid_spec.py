@@ -11,10 +11,7 @@ _MAX_GRID_POINTS = 100000
 
 
 def parse_grid(spec: str, flag_name: str) -> Tuple[float, ...]:
-  """The sorted distinct values of numbers and inclusive `start:stop:step`s.
-
-  Range values are rounded to 10 decimals so that 0:1:0.1 ends at 1.
-  """
+  """The sorted distinct values of numbers and inclusive `start:stop:step`s."""
   values = set()
   for item in spec.split(','):
     item = item.strip()

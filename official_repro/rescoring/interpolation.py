@@ -22,11 +22,7 @@ from official_repro.rescoring import lm_scores
 
 @dataclasses.dataclass(frozen=True)
 class ScoredSet:
-  """One set's hypotheses as `[utterances, max hypotheses]` arrays by rank.
-
-  `valid` marks real entries (padding never wins); `lm` is zero without LM
-  scores; `reference_words` is `[utterances]`.
-  """
+  """One set's hypotheses by rank as `[utterances, max hypotheses]` arrays."""
 
   name: str
   utterance_ids: Tuple[str, ...]
@@ -52,11 +48,7 @@ class ScoredSet:
 
 @dataclasses.dataclass(frozen=True)
 class SetResult:
-  """The WERs of one set at one `(weight, length_bonus)` (None without LM).
-
-  `num_rank1_not_best_first_pass` counts lists whose rank 1 lacks the best
-  first-pass score (many suggest costs rather than log-probabilities).
-  """
+  """The WERs of one set at one `(weight, length_bonus)` (None without LM)."""
 
   name: str
   num_utterances: int
@@ -105,11 +97,7 @@ def build_scored_set(
     scores: Optional[Mapping[Tuple[str, int], float]],
     scores_source: str = 'LM scores',
 ) -> ScoredSet:
-  """Counts every hypothesis' word errors and gathers its scores.
-
-  `scores` are by `(utterance_id, rank)`, None for none (`lm` zero);
-  `scores_source` names them in error messages.
-  """
+  """Counts every hypothesis' word errors and gathers its scores."""
   if not nbest_lists:
     raise cli.UserError(f'Set {name!r} has no N-best lists.')
   if len(references) != len(nbest_lists):
