@@ -133,13 +133,9 @@ def load_model(
   if converted.detect(init_checkpoint):
     export_dir = converted.cached_export(converted.Source(init_checkpoint))
     return (*_masked_lm_export(export_dir, init_checkpoint), False)
-  if any(
-      tf.io.gfile.exists(os.path.join(init_checkpoint, name))
-      for name in (
-          os.path.join(converted.HEADS_SUBDIR, converted.HEADS_FILENAME),
-          converted.CONVERSION_FILENAME,
-      )
-  ):
+  heads = os.path.join(converted.HEADS_SUBDIR, converted.HEADS_FILENAME)
+  names = (heads, converted.CONVERSION_FILENAME)
+  if any(tf.io.gfile.exists(os.path.join(init_checkpoint, n)) for n in names):
     return (*_masked_lm_export(init_checkpoint, init_checkpoint), False)
   checkpoint_path, model_dir = _checkpoint_and_model_dir(init_checkpoint)
   config = read_model_config(model_dir)
@@ -188,9 +184,8 @@ class PllScorer:
     self._tokens = vocab.as_vocabulary(vocab_tokens)
     self._lower_case = lower_case
     self._special = vocab.SpecialTokenIds.from_vocab(self._tokens)
-    self._max_length = model.get_config()['encoder_config'][
-        'max_position_embeddings'
-    ]
+    encoder_config = model.get_config()['encoder_config']
+    self._max_length = encoder_config['max_position_embeddings']
     self.method = method
     self.batch_size = batch_size
     # One trace for every batch shape.
@@ -198,14 +193,15 @@ class PllScorer:
     self._script_pll = tf.function(
         model.pseudo_log_likelihood, input_signature=[ids_spec] * 4
     )
+    positions_spec = tf.TensorSpec([None, 1], tf.int32)
+    signature = [
+        ids_spec,
+        ids_spec,
+        positions_spec,
+        tf.TensorSpec([None], tf.int32),
+    ]
     self._masked_log_probability = tf.function(
-        self._masked_token_log_probability,
-        input_signature=[
-            ids_spec,
-            ids_spec,
-            tf.TensorSpec([None, 1], tf.int32),
-            tf.TensorSpec([None], tf.int32),
-        ],
+        self._masked_token_log_probability, input_signature=signature
     )
 
   @classmethod
@@ -218,13 +214,8 @@ class PllScorer:
     """The scorer of a SCRIPT run ('script') or masked LM ('mlm') by default."""
     model, encoder, critic = load_model(init_checkpoint)
     method = check_method(method, critic, init_checkpoint)
-    return cls(
-        model,
-        vocab.load_vocab(encoder.vocab_file),
-        encoder.lower_case,
-        method,
-        batch_size,
-    )
+    tokens = vocab.load_vocab(encoder.vocab_file)
+    return cls(model, tokens, encoder.lower_case, method, batch_size)
 
   def __call__(
       self, sentences: Sequence[str], progress_label: str = ''
@@ -263,14 +254,11 @@ class PllScorer:
     scores = []
     for start in range(0, len(token_ids), self.batch_size):
       batch = self._pad(token_ids[start : start + self.batch_size])
-      scores.append(
-          self._script_pll(
-              batch.word_ids,
-              batch.input_mask,
-              np.zeros_like(batch.word_ids),
-              batch.scored,
-          ).numpy()
+      type_ids = np.zeros_like(batch.word_ids)
+      pll = self._script_pll(
+          batch.word_ids, batch.input_mask, type_ids, batch.scored
       )
+      scores.append(pll.numpy())
       reporter.advance(len(scores[-1]))
     return np.concatenate(scores).astype(np.float64) if scores else np.zeros(0)
 
@@ -407,9 +395,7 @@ def define_flags():
       'pass per token; both: the two, with their time ratio.',
   )
   flags.DEFINE_integer(
-      'batch_size',
-      32,
-      'Sentences (script) or masked copies (mlm) per forward pass.',
+      'batch_size', 32, 'Sentences (script) or masked copies (mlm) per pass.'
   )
   flags.DEFINE_string(
       'output', '', 'Write score<TAB>sentence lines here (default: stdout).'
@@ -426,13 +412,8 @@ def main(argv):
   flag_values = flags.FLAGS
   if flag_values.output:
     json_files.check_writable(flag_values.output, '--output')
-  methods = (
-      METHODS
-      if flag_values.method == 'both'
-      else (flag_values.method,)
-      if flag_values.method
-      else (None,)
-  )
+  method = flag_values.method
+  methods = METHODS if method == 'both' else (method,)
   sentences, scores, seconds = score_file(
       flag_values.init_checkpoint,
       flag_values.input,

@@ -239,16 +239,14 @@ def network_flops(
     one_hot_embeddings: bool = True,
 ) -> float:
   """Forward FLOPs per token of embeddings + blocks + head 'mlm' or 'rtd'."""
-  heads = dict(
-      mlm=lambda: mlm_head_flops(net, output_fraction),
-      rtd=lambda: rtd_head_flops(net),
-  )
-  if head not in heads:
+  if head not in ('mlm', 'rtd'):
     raise ValueError(f'head must be mlm or rtd, got {head!r}.')
-  return (
-      net.layers * block_flops(net)
-      + embedding_flops(net, one_hot_embeddings)
-      + heads[head]()
+  if head == 'mlm':
+    flops = mlm_head_flops(net, output_fraction)
+  else:
+    flops = rtd_head_flops(net)
+  return NetworkCost(net, '', {head: flops}).per_token_forward(
+      one_hot_embeddings
   )
 
 
