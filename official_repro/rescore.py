@@ -6,18 +6,11 @@ r"""Rescores speech-recognition N-best lists with second-pass LM scores.
     --dev_set=dev --weights=0:1:0.05 --length_bonuses=-1:2:0.5 \
     --lower_case --output_json=/tmp/rescore.json
 
-A hypothesis scores first_pass + weight * lm_score + length_bonus * words;
-the grid point with the fewest word errors on `--dev_set` is applied to every
-set (`rescoring.interpolation`), and each set's table gives the first-pass,
-rescored and oracle WERs (`rescoring.report`). Input formats are in
-`data.nbest`, `rescoring.lm_scores` and `rescoring.grid_spec`; a
-`--references` or `--lm_scores` path without `<set>=` serves every other set,
-and a bare `--nbest` path names its set after its last component.
-
-Without `--lm_scores` or `--init_checkpoint` (not both) only the first-pass
-and oracle WERs are reported. `--init_checkpoint` scores the hypotheses with
-a SCRIPT run's one-pass PLL or a masked LM's PLL (`official_repro.score`);
-from Python any `lm_scores.Scorer` does: `rescore.run(settings, scorer=s)`.
+The grid point with the fewest dev word errors is applied to every set
+(`rescoring.interpolation`); tables are `rescoring.report`'s. A path without
+`<set>=` serves every other set. Without `--lm_scores` or `--init_checkpoint`
+(a SCRIPT run or masked LM, `official_repro.score`) only first-pass and
+oracle WERs are reported; from Python any `lm_scores.Scorer` serves.
 """
 
 import dataclasses
@@ -242,17 +235,10 @@ def run(
     scorer: Optional[lm_scores.Scorer] = None,
     batch_size: int = 64,
 ) -> dict:
-  """Reads every set, tunes on the dev set, rescores and reports.
+  """Reads every set, tunes on the dev set, rescores; `--output_json`'s dict.
 
-  Args:
-    settings: what to read and try.
-    scorer: scores the hypotheses instead of `settings.lm_scores` files.
-    batch_size: texts per `scorer` call.
-
-  Returns:
-    What `--output_json` receives: settings, grid search, chosen weight and
-    length bonus, and per set its read reports and WERs. Without LM scores
-    (no scorer nor files) only first-pass and oracle WERs; the rest is None.
+  `scorer` replaces `settings.lm_scores` files. Without LM scores only the
+  first-pass and oracle WERs are reported, and the grid and weights are None.
   """
   check_lm_source(settings, scorer is not None)
   interpolating = scorer is not None or bool(settings.lm_scores)

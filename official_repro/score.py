@@ -4,15 +4,11 @@ r"""Pseudo-log-likelihoods of sentences from a SCRIPT run or a masked LM.
       --input=sentences.txt [--method=script|mlm|both] [--batch_size=32] \
       [--output=scores.tsv]
 
-`--init_checkpoint` is a SCRIPT run, or a masked LM with its MLM head (a
-release or its `official_repro.convert` conversion), whose only method is
-`mlm`. Methods (natural log, summed over WordPieces but [CLS]/[SEP]):
-`script` is 004 Eq. 7, sum_t log p(t+ | x), in one pass over the unmasked
-sentence; `mlm` the masked-LM PLL of Salazar et al. (2020), one pass per
-masked token; `both` the two with their time ratio. Times exclude a warm-up
-batch; progress goes to stderr. The SCRIPT model is restored from the run's
-`ckpt-<step>` (which has the MLM head the exported encoder lacks).
-`PllScorer` is a `rescoring.lm_scores.Scorer`.
+`script` is 004 Eq. 7, sum_t log p(t+ | x), in one pass (SCRIPT runs only);
+`mlm` the masked-LM PLL of Salazar et al. (2020), one pass per token; `both`
+the two with their time ratio (natural log, [CLS]/[SEP] excluded, timed after
+a warm-up batch). A SCRIPT run is restored from its `ckpt-<step>`, which has
+the MLM head its export lacks. `PllScorer` is a `lm_scores.Scorer`.
 """
 
 import dataclasses
@@ -124,12 +120,7 @@ def _masked_lm_export(
 def load_model(
     init_checkpoint: str,
 ) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder, bool]:
-  """Restores a SCRIPT run (model_dir or ckpt prefix) or a masked LM.
-
-  Returns:
-    The restored model, the exported encoder (vocabulary and casing), and
-    whether it was trained as its own critic (a SCRIPT run).
-  """
+  """`(model, exported encoder, is its own critic)` of a run or masked LM."""
   if converted.detect(init_checkpoint):
     export_dir = converted.cached_export(converted.Source(init_checkpoint))
     return (*_masked_lm_export(export_dir, init_checkpoint), False)

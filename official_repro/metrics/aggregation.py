@@ -46,10 +46,7 @@ def aggregate(values: Sequence[float], method: str) -> float:
 
 
 def summarize(values: Sequence[float]) -> Dict[str, float]:
-  """'n', 'max', 'median', 'mean', 'min', 'std' (ddof=1; 0 for n = 1), 'sem'.
-
-  002's "±" column does not say whether it is std or sem, so both are given.
-  """
+  """'n', 'max', 'median', 'mean', 'min', 'std' (ddof=1) and 'sem' (002's ±)."""
   array = _validate_values(values)
   n = array.shape[0]
   std = float(array.std(ddof=1)) if n > 1 else 0.0

@@ -1,25 +1,17 @@
 """Compute accounting: ELECTRA's FLOPs formula and independent counts.
 
-`official_repro.count_flops` reports a config's parameters and FLOPs; the
-objectives declare their networks' terms (`NetworkCost`) with the functions
-here. Counts:
+1. ELECTRA's published formula (`flops_computation.py`), term by term: a
+   matmul costs 2mn, embeddings are one-hot matmuls, backward = forward,
+   dropout/LayerNorm/GELU/softmax cost 4/5/8/5 per element; a shared ALBERT
+   block costs every application; train FLOPs = 2 * batch * steps * seq *
+   forward FLOPs per token.
+2. The TF profiler's count (`--profile`): embedding gathers are free there,
+   and only einsums without an ellipsis count.
+3. XLA's dot and convolution count (`xla_matmul_flops`), checking
+   `matmul_flops` and `BlockFlops.compiled_extra_flops`.
 
-1. ELECTRA's published formula (google-research/electra
-   `flops_computation.py`), term by term: a matmul costs 2mn, embeddings are
-   one-hot matmuls, backward costs as much as forward, dropout/LayerNorm/
-   GELU/softmax cost 4/5/8/5 per element; train FLOPs = 2 * batch * steps *
-   seq * per-token forward FLOPs. ALBERT's shared block costs `num_layers`
-   blocks; tied embeddings are computed by each network; no NSP head.
-2. The TF profiler's count of the frozen forward graph (`--profile`); it
-   counts embedding gathers as free, so the formula is also printed without
-   them, and only einsums without an ellipsis (so `GroupedDense` avoids one).
-3. XLA's count (`xla_matmul_flops`): the dots and convolutions of the
-   compiled HLO, which checks `matmul_flops` plus a block's extra dots
-   (`BlockFlops.compiled_extra_flops`).
-
-Block terms belong to the backbones (`Backbone.flops_block`), so a new block
-is a `BlockFlops` subclass next to its backbone built from `query_terms`,
-`self_attention_terms` and `block_tail_terms`, without editing this module.
+Block terms belong to the backbones (`Backbone.flops_block`): a new block
+subclasses `BlockFlops` beside its backbone, without editing this module.
 """
 
 import dataclasses

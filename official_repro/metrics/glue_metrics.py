@@ -104,11 +104,7 @@ def _correlation(function, x: np.ndarray, y: np.ndarray) -> float:
 
 
 def task_metrics(task: str, predictions, labels) -> Dict[str, float]:
-  """All dev metrics of one GLUE task from `[N]` ids (STS-B: float scores).
-
-  cola: mcc, accuracy; stsb: pearson, spearman, corr (their mean); mrpc, qqp:
-  accuracy, f1, acc_and_f1 (their mean); others: accuracy.
-  """
+  """All dev metrics of a GLUE task (corr, acc_and_f1: means of the pair)."""
   glue.get_task_spec(task)
   if task == 'stsb':
     scores = dict(

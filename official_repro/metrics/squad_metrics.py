@@ -59,10 +59,7 @@ def exact_match(
 
 
 def f1(prediction: str, ground_truths: Union[str, Sequence[str]]) -> float:
-  """Best bag-of-normalized-tokens F1 against any gold answer, in [0, 1].
-
-  As in the v2.0 script, two token-less sides score 1.0 and one scores 0.0.
-  """
+  """Best bag-of-normalized-tokens F1 against any gold answer (v2.0 rules)."""
   return _best(_official_f1, prediction, ground_truths)
 
 
@@ -174,11 +171,9 @@ def evaluate_v2(
     null_score_diffs: Mapping[str, float],
     null_score_diff_threshold: float = 0.0,
 ) -> Dict[str, float]:
-  """Scores un-thresholded SQuAD 2.0 predictions by the official v2.0 script.
+  """SQuAD 2.0 scores at `null_score_diff_threshold` and at the best thresholds.
 
-  Returns percentages `exact`, `f1` (and `HasAns_*`/`NoAns_*` where there are
-  such questions) at `null_score_diff_threshold`, `best_exact`/`best_f1` and
-  their thresholds by the official search, and the `*total` counts.
+  `exact`, `f1`, `HasAns_*`/`NoAns_*`, `best_*` and their `_thresh`, in percent.
   """
   articles, source = _load_articles(dataset_json_or_path)
   question_ids = _question_ids(articles, source, require_answers=False)
