@@ -65,22 +65,16 @@ def _probe_difference(
   )
   if difference is None:
     return None
-  theirs_activation = (
-      'gelu_erf'
-      if model_type in ('electra', 'convbert')
-      else config.hidden_activation
-  )
+  theirs_activation = config.hidden_activation
+  if model_type in ('electra', 'convbert'):
+    theirs_activation = 'gelu_erf'
   theirs_head = hf_models.build_mlm_head(encoder, theirs_activation)
   theirs_head.set_weights(head.get_weights())
   rng = np.random.RandomState(0)
   ids = tf.constant(rng.randint(5, config.vocab_size, (2, 8)), tf.int32)
-  sequence = encoder(
-      dict(
-          input_word_ids=ids,
-          input_mask=tf.ones_like(ids),
-          input_type_ids=tf.zeros_like(ids),
-      )
-  )['sequence_output']
+  inputs = dict(input_word_ids=ids, input_mask=tf.ones_like(ids))
+  inputs['input_type_ids'] = tf.zeros_like(ids)
+  sequence = encoder(inputs)['sequence_output']
   positions = tf.constant(np.tile(np.arange(8, dtype=np.int32), (2, 1)))
   ours = head(sequence, masked_positions=positions).numpy()
   theirs = theirs_head(sequence, masked_positions=positions).numpy()
@@ -123,8 +117,7 @@ def _export_hf(
     note = _probe_difference(
         mlm_head, mlm_activation, encoder, config, model_type
     )
-    if note:
-      lines.append(note)
+    lines += [note] if note else []
   return lines
 
 
@@ -155,6 +148,7 @@ def _export_run(
     return lines
   if name in ('electra', 'teams'):
     discriminator_config = run.objective.exported_encoder_config(config)
+    rtd_head = model.rtd_head if name == 'electra' else None
     lines = _export_hf(
         out,
         model.discriminator,
@@ -162,7 +156,7 @@ def _export_run(
         tokens,
         lower_case,
         electra=True,
-        rtd_head=model.rtd_head if name == 'electra' else None,
+        rtd_head=rtd_head,
     )
     if name == 'teams':
       lines.append(
@@ -181,14 +175,11 @@ def _export_run(
     )
     return lines
   encoder = model.checkpoint_items['encoder']
-  return _export_hf(
-      out,
-      encoder,
-      run.objective.exported_encoder_config(config),
-      tokens,
-      lower_case,
-      electra=False,
-  ) + [f"not exported: the {name} objective's heads"]
+  encoder_config = run.objective.exported_encoder_config(config)
+  lines = _export_hf(
+      out, encoder, encoder_config, tokens, lower_case, electra=False
+  )
+  return lines + [f"not exported: the {name} objective's heads"]
 
 
 def _export_classifier(run: saved_runs.FinetunedRun, out: str) -> List[str]:
@@ -260,9 +251,10 @@ def _export(source: str, out: str) -> List[str]:
     return [f'{out}: SavedModel, signatures serve and serve_text']
   if run is not None:
     return _export_run(run, out, tokens, description.lower_case)
+  encoder = _encoder_of(description)
   return _export_hf(
       out,
-      _encoder_of(description),
+      encoder,
       description.config,
       tokens,
       description.lower_case,
