@@ -14,6 +14,7 @@ oracle WERs are reported; from Python any `lm_scores.Scorer` serves.
 """
 
 import dataclasses
+import functools
 import os
 import re
 from typing import Mapping, Optional, Sequence, Tuple
@@ -285,12 +286,13 @@ class _SetReader:
   def __init__(self, settings, scorer, batch_size, interpolating):
     self._settings, self._scorer = settings, scorer
     self._batch_size, self._interpolating = batch_size, interpolating
-    self._reference_files = _CachedReader(
+    # Each file is read once (a file may serve several sets).
+    self._reference_files = functools.cache(
         lambda path: nbest.read_references(
             path, settings.reference_format, settings.lower_case
         )
     )
-    self._score_files = _CachedReader(lm_scores.read_lm_scores)
+    self._score_files = functools.cache(lm_scores.read_lm_scores)
     self.scored_sets, self.nbest_sets, self.reports = {}, {}, {}
 
   def read(self, name: str, path: str) -> None:
@@ -371,19 +373,6 @@ def _first_pass_and_oracle(
   if settings.output_json:
     json_files.write_json(settings.output_json, results, sort_keys=False)
   return results
-
-
-class _CachedReader:
-  """Reads each path once (a file may serve several sets)."""
-
-  def __init__(self, read):
-    self._read = read
-    self._cache = {}
-
-  def __call__(self, path: str):
-    if path not in self._cache:
-      self._cache[path] = self._read(path)
-    return self._cache[path]
 
 
 def _path_for(name: str, pairs: Sequence[Tuple[str, str]]) -> str:
