@@ -139,12 +139,8 @@ def _restrict_to_questions(
     )
   extra = len(values) - len(question_ids)
   if extra > 0:
-    logging.warning(
-        '%s: ignoring %d %s for questions not in the dataset.',
-        source,
-        extra,
-        what,
-    )
+    message = '%s: ignoring %d %s for questions not in the dataset.'
+    logging.warning(message, source, extra, what)
   return {qid: values[qid] for qid in question_ids}
 
 
@@ -180,12 +176,10 @@ def evaluate_v2(
   predictions = _restrict_to_questions(
       predictions, question_ids, 'prediction', source
   )
-  null_score_diffs = {
-      qid: float(diff)
-      for qid, diff in _restrict_to_questions(
-          null_score_diffs, question_ids, 'null score diff', source
-      ).items()
-  }
+  null_score_diffs = _restrict_to_questions(
+      null_score_diffs, question_ids, 'null score diff', source
+  )
+  null_score_diffs = {qid: float(d) for qid, d in null_score_diffs.items()}
   thresholded = apply_null_threshold(
       predictions, null_score_diffs, null_score_diff_threshold
   )
@@ -195,14 +189,8 @@ def evaluate_v2(
       articles, predictions, na_probs=null_score_diffs
   )
   result = {
-      key: at_threshold[key]
-      for key in _V2_KEYS_AT_THRESHOLD
-      if key in at_threshold
+      k: at_threshold[k] for k in _V2_KEYS_AT_THRESHOLD if k in at_threshold
   }
-  result.update(
-      best_exact=searched['final_exact'],
-      best_exact_thresh=searched['final_exact_thresh'],
-      best_f1=searched['final_f1'],
-      best_f1_thresh=searched['final_f1_thresh'],
-  )
+  for key in ('exact', 'exact_thresh', 'f1', 'f1_thresh'):
+    result[f'best_{key}'] = searched[f'final_{key}']
   return result
