@@ -115,9 +115,8 @@ class ConcentrationAccumulator:
           f'Got {len(attention_scores)} layers of attention '
           f'scores after batches of {len(self._layers)}.'
       )
-    for layer, (totals, probs) in enumerate(
-        zip(self._layers, attention_scores)
-    ):
+    layers = zip(self._layers, attention_scores)
+    for layer, (totals, probs) in enumerate(layers):
       if probs.shape[1] != self._num_heads:
         raise ValueError(
             f'Layer {layer} has {probs.shape[1]} heads, '

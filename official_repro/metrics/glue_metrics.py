@@ -134,14 +134,8 @@ def headline_score(
     raise ValueError(
         f'stsb_metric must be one of {STSB_METRICS}, got {stsb_metric!r}.'
     )
-  if task == 'cola':
-    key = 'mcc'
-  elif task == 'stsb':
-    key = stsb_metric
-  elif task in _F1_TASKS and use_f1:
-    key = 'f1'
-  else:
-    key = 'accuracy'
+  default = 'f1' if task in _F1_TASKS and use_f1 else 'accuracy'
+  key = {'cola': 'mcc', 'stsb': stsb_metric}.get(task, default)
   if key not in metrics:
     raise ValueError(f'Metrics of {task} lack {key!r}; got {sorted(metrics)}.')
   return float(metrics[key])

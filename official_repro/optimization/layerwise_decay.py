@@ -46,9 +46,7 @@ def variable_depths(
   """Canonical variable name -> depth in [0, L + 2] (see module docstring)."""
   layers = encoder_layers(encoder)
   head_depth = len(layers) + 2
-  depth_by_ref = {}
-  for variable in encoder.trainable_variables:
-    depth_by_ref[variable.ref()] = 0
+  depth_by_ref = {v.ref(): 0 for v in encoder.trainable_variables}
   pooler = getattr(encoder, 'pooler_layer', None)
   if pooler is not None:
     for variable in pooler.trainable_variables:

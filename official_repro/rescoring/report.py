@@ -47,13 +47,8 @@ def format_set_table(
   ]
   rows = [('first pass (rank 1)', result.first_pass)]
   if result.rescored is not None:
-    rows.append(
-        (
-            f'rescored (weight {result.weight:g}, length bonus '
-            f'{result.length_bonus:g})',
-            result.rescored,
-        )
-    )
+    weights = f'weight {result.weight:g}, length bonus {result.length_bonus:g}'
+    rows.append((f'rescored ({weights})', result.rescored))
   rows.append(('oracle', result.oracle))
   lines += markdown.table(
       ['hypotheses', 'WER (%)', 'sub', 'del', 'ins'],
