@@ -114,9 +114,7 @@ class Progress:
   def _amounts(self) -> str:
     """'1,234/5,000 sentences', or '12.3/41.0 MB' for bytes."""
     if self._unit == 'bytes':
-      return (
-          f'{self.done / _BYTES_PER_MB:,.1f}/'
-          f'{self.total / _BYTES_PER_MB:,.1f} MB'
-      )
+      done, total = self.done / _BYTES_PER_MB, self.total / _BYTES_PER_MB
+      return f'{done:,.1f}/{total:,.1f} MB'
     unit = f' {self._unit}' if self._unit else ''
     return f'{self.done:,}/{self.total:,}{unit}'

@@ -88,12 +88,9 @@ def compare_summaries(
   """`compare` of two `summarize` results (their 'n', 'mean' and 'std')."""
   gap = a['mean'] - b['mean']
   noise = 2.0 * math.sqrt(a['std'] ** 2 / a['n'] + b['std'] ** 2 / b['n'])
-  if gap > noise:
-    verdict = 'ahead'
-  elif gap < -noise:
-    verdict = 'behind'
-  else:
-    verdict = 'within noise'
+  verdict = 'within noise'
+  if abs(gap) > noise:
+    verdict = 'ahead' if gap > 0 else 'behind'
   return Comparison(gap=gap, noise=noise, verdict=verdict)
 
 
