@@ -5,28 +5,13 @@ r"""Converts a released checkpoint into this repository's export layout.
       [--network=discriminator|generator] [--config_file=<file>] \
       [--lower_case | --nolower_case]
 
-Then every command takes `--init_checkpoint=<dir>` (fine-tuning, the GLUE
-suite, scoring and rescoring with an MLM head, a pretraining warm start);
-they also take the release itself and convert it once into a cache
-(`modeling/interchange/converted.py`).
-
-Kinds (`--from`, detected by default from what is at `--input`):
-  huggingface   a folder with `config.json`, `model.safetensors` (or
-                `tf_model.h5`) and `vocab.txt` or `tokenizer.json`: BERT,
-                ALBERT, ELECTRA (`ElectraForPreTraining` keeps its RTD head,
-                `ElectraForMaskedLM` its MLM head) and ConvBERT;
-  electra_tf1   an original google-research/electra checkpoint, with the
-                `vocab.txt` beside it; `--network` picks the discriminator
-                (and its RTD head) or the generator (and its MLM head);
-  convbert_tf1  an original yitu-opensource/ConvBert checkpoint, likewise;
-  teams         a Model Garden TEAMS checkpoint with its run's
-                `params.yaml` (or `--config_file`) and `vocab.txt` beside it.
-
-The architecture always comes from the release (its config, or for TF1
-checkpoints the shapes of its variables and a `config.json` beside them),
-never from gin. A release that does not match its own config (a missing or
-extra weight, a shape, a vocabulary of another size, a cased tokenizer
-with `--lower_case`) is refused with one line and nothing is written.
+Every command then takes `--init_checkpoint=<dir>` (or the release itself,
+converted once into a cache: `modeling/interchange/converted.py`). Kinds: a
+Hugging Face folder (BERT, ALBERT, ELECTRA with its RTD or MLM head,
+ConvBERT), an original ELECTRA or ConvBERT TF1 checkpoint (`--network`
+picks discriminator or generator), or a Model Garden TEAMS checkpoint with
+its `params.yaml`. The architecture always comes from the release, never
+gin; a release that does not match its own config is refused, unwritten.
 """
 
 import json

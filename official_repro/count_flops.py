@@ -6,15 +6,11 @@ r"""Parameters and training FLOPs of a pretraining config (any objective).
        --budget_gin_file=gin/papers/001_ale/electra_small.gin] \
       [--profile]
 
-Prints each network of the objective (its backbone and sizes, forward FLOPs
-per token), the parameters (the fine-tuned encoder in full; other networks'
-own and shared parameters), and the training FLOPs per step and in total by
-ELECTRA's formula (`official_repro.metrics.flops`). With a budget it prints
-the steps the config gets for it (how 001 chose 125k/162k/163k); with
-`--profile` the TF profiler's count of the model's forward graph beside the
-formula's. The objective's FLOPs terms come from its registry entry
-(`official_repro.tasks.objectives`), so a new objective is counted without
-an edit here.
+Prints each network's sizes and forward FLOPs per token, the parameters and
+the training FLOPs by ELECTRA's formula (`metrics.flops`); with a budget the
+steps it buys (how 001 chose its step counts); with `--profile` the TF
+profiler's count beside the formula's. FLOPs terms come from the objective's
+registry entry, so a new objective needs no edit here.
 """
 
 from typing import Dict, Tuple
@@ -43,16 +39,7 @@ def _bind_if_unbound(name: str, value) -> None:
 def report_from_gin(
     vocab_size: int,
 ) -> Tuple[flops.ComputeReport, cfg.TaskConfig]:
-  """The compute report and task config of the parsed gin config.
-
-  Args:
-    vocab_size: vocabulary size when the config does not bind
-      `encoder.vocab_size`; records are not read (`pretrain_data.input_path`
-      is ignored unless bound).
-
-  Raises:
-    ValueError: for an objective that declares no FLOPs terms.
-  """
+  """The compute report and task config of the parsed gin config."""
   _bind_if_unbound('encoder.vocab_size', vocab_size)
   _bind_if_unbound('pretrain_data.input_path', '')
   try:
@@ -66,7 +53,7 @@ def report_from_gin(
   objective = objectives.get(name)
   if objective.flops is None:
     raise cli.UserError(
-        f'Objective {name!r} declares no FLOPs terms ' '(Objective.flops).'
+        f'Objective {name!r} declares no FLOPs terms (Objective.flops).'
     )
   task_config = objectives.task_config_from_gin(name)
   data = task_config.train_data
@@ -176,10 +163,9 @@ def main(argv):
         report.seq_length, report.max_predictions
     )
     profiled = flops.profiled_forward_flops(model, specs)
-    formula = report.per_token_forward() * report.seq_length
-    gathers = report.per_token_forward(one_hot_embeddings=False) * (
-        report.seq_length
-    )
+    seq = report.seq_length
+    formula = report.per_token_forward() * seq
+    gathers = report.per_token_forward(one_hot_embeddings=False) * seq
     print(
         f'forward FLOPs per sequence: profiler {profiled:.4g}; formula '
         f'{formula:.4g} (profiler/formula {profiled / formula:.3f}); '
@@ -189,11 +175,7 @@ def main(argv):
 
 
 def define_flags():
-  """Defines the CLI's flags.
-
-  Defined on demand because other entry points import this module and
-  define flags of the same names.
-  """
+  """Defines the CLI's flags (on demand: importers define the same names)."""
   flags.DEFINE_multi_string('gin_file', [], 'Gin files of the configuration.')
   flags.DEFINE_multi_string('gin_param', [], 'Extra gin bindings.')
   flags.DEFINE_integer(
@@ -206,7 +188,7 @@ def define_flags():
   flags.DEFINE_float(
       'flops_budget',
       None,
-      'Print the steps this config can train for this many ' 'FLOPs (> 0).',
+      'Print the steps this config can train for this many FLOPs (> 0).',
       lower_bound=0.0,
   )
   flags.DEFINE_string(

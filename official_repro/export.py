@@ -3,49 +3,18 @@ r"""Exports a trained model as a Hugging Face folder or a SavedModel.
   python -m official_repro.export --model_dir=<run or export dir> \
       --format=huggingface|saved_model --output_dir=<dir>
 
-`--model_dir` is a pretraining run (its latest `ckpt-<step>`, or
-`--checkpoint`), one seed's run of a GLUE fine-tuning (`<model_dir>/seed_<s>`),
-an exported encoder (`<run>/encoder`, a conversion by
-`official_repro.convert`) or a release.
-
-`huggingface`: a folder that `transformers` loads with the class that
-computes the same function (`model.safetensors` in PyTorch names,
-`config.json`, `vocab.txt` or `spiece.model`, `tokenizer_config.json` with
-the casing):
-
-  masked LM, SCRIPT          `BertForMaskedLM` (E = H) or
-                             `ElectraForMaskedLM` (E != H), the MLM head
-                             with it; SCRIPT's critic (004 Eq. 4-5) is a
-                             reading of those logits;
-  ELECTRA (BERT backbone)    `ElectraForPreTraining`: the discriminator
-                             with its RTD head; the generator goes to
-                             `<output_dir>/generator` as `*ForMaskedLM`;
-  ALE, ConvBERT-ELECTRA      `AlbertModel` / `ConvBertModel`: their Hugging
-                             Face classes have no RTD head;
-  TEAMS                      the discriminator as `ElectraModel` (its MWS
-                             head and the RTD side's task layer and head
-                             have no class there), the generator as above;
-  a GLUE classifier          `BertForSequenceClassification` (E = H) or
-                             `AlbertForSequenceClassification`, with its
-                             labels; ELECTRA's and ConvBERT's classes put a
-                             GELU layer on [CLS] where ours (BERT's) has
-                             the tanh pooler, so those are refused (a
-                             SavedModel serves them).
-
-What a class cannot hold is printed ("not exported: ..."), and where the
-Hugging Face head computes otherwise (ELECTRA's and ConvBERT's generator
-heads apply the exact GELU) the difference is printed with its largest
-effect on the logits of a probe batch.
-
-`saved_model`: Model Garden's export conventions
-(`official.core.export_base`): `serve` from token ids to
-`sequence_output` and `pooled_output` (a classifier: `logits`), and
-`serve_text` from raw strings through the vocabulary's tokenizer
-(`training/serving.py`).
-
-The folder is written beside `--output_dir` and renamed into place when
-complete (`staging.whole_folder`): a full disk, an error or Ctrl-C leaves no
-`--output_dir`, so the same command can be run again.
+`--model_dir` is a pretraining run (latest `ckpt-<step>` or `--checkpoint`),
+one seed of a GLUE fine-tuning, an exported encoder, a conversion or a
+release. `huggingface` writes the `transformers` class computing the same
+function: masked LM and SCRIPT as `BertForMaskedLM`/`ElectraForMaskedLM`;
+ELECTRA as `ElectraForPreTraining` (generator in `generator/`); ALE,
+ConvBERT-ELECTRA and TEAMS' discriminator as base models (no RTD/MWS class
+there); a GLUE classifier as `*ForSequenceClassification` (ELECTRA's and
+ConvBERT's classes use a GELU layer instead of our tanh pooler, so those are
+refused). What a class cannot hold, and where a Hugging Face head computes
+otherwise (with its effect on probe logits), is printed. `saved_model`
+follows Model Garden's `export_base` (`serve`, `serve_text`). The folder is
+staged and renamed into place when complete (`staging.whole_folder`).
 """
 
 import os
@@ -90,41 +59,26 @@ flags.DEFINE_integer(
 def _probe_difference(
     head, head_activation: str, encoder, config, model_type: str
 ) -> Optional[str]:
-  """How far Hugging Face's MLM head computes from ours, if it does.
-
-  The head is applied with Hugging Face's activation (a copy with the same
-  weights) to the encoder's outputs on a probe batch of random ids.
-  """
+  """How far Hugging Face's MLM head computes from ours on a probe batch."""
   difference = hf_models.mlm_head_difference(
       model_type, config.hidden_activation, head_activation
   )
   if difference is None:
     return None
-  theirs_activation = (
-      'gelu_erf'
-      if model_type in ('electra', 'convbert')
-      else config.hidden_activation
-  )
+  theirs_activation = config.hidden_activation
+  if model_type in ('electra', 'convbert'):
+    theirs_activation = 'gelu_erf'
   theirs_head = hf_models.build_mlm_head(encoder, theirs_activation)
   theirs_head.set_weights(head.get_weights())
   rng = np.random.RandomState(0)
   ids = tf.constant(rng.randint(5, config.vocab_size, (2, 8)), tf.int32)
-  sequence = encoder(
-      dict(
-          input_word_ids=ids,
-          input_mask=tf.ones_like(ids),
-          input_type_ids=tf.zeros_like(ids),
-      )
-  )['sequence_output']
+  inputs = dict(input_word_ids=ids, input_mask=tf.ones_like(ids))
+  inputs['input_type_ids'] = tf.zeros_like(ids)
+  sequence = encoder(inputs)['sequence_output']
   positions = tf.constant(np.tile(np.arange(8, dtype=np.int32), (2, 1)))
-  gap = float(
-      np.max(
-          np.abs(
-              head(sequence, masked_positions=positions).numpy()
-              - theirs_head(sequence, masked_positions=positions).numpy()
-          )
-      )
-  )
+  ours = head(sequence, masked_positions=positions).numpy()
+  theirs = theirs_head(sequence, masked_positions=positions).numpy()
+  gap = float(np.max(np.abs(ours - theirs)))
   return f'{difference}: logits differ by up to {gap:.2e} on a probe batch'
 
 
@@ -163,8 +117,7 @@ def _export_hf(
     note = _probe_difference(
         mlm_head, mlm_activation, encoder, config, model_type
     )
-    if note:
-      lines.append(note)
+    lines += [note] if note else []
   return lines
 
 
@@ -195,6 +148,7 @@ def _export_run(
     return lines
   if name in ('electra', 'teams'):
     discriminator_config = run.objective.exported_encoder_config(config)
+    rtd_head = model.rtd_head if name == 'electra' else None
     lines = _export_hf(
         out,
         model.discriminator,
@@ -202,7 +156,7 @@ def _export_run(
         tokens,
         lower_case,
         electra=True,
-        rtd_head=model.rtd_head if name == 'electra' else None,
+        rtd_head=rtd_head,
     )
     if name == 'teams':
       lines.append(
@@ -221,14 +175,11 @@ def _export_run(
     )
     return lines
   encoder = model.checkpoint_items['encoder']
-  return _export_hf(
-      out,
-      encoder,
-      run.objective.exported_encoder_config(config),
-      tokens,
-      lower_case,
-      electra=False,
-  ) + [f"not exported: the {name} objective's heads"]
+  encoder_config = run.objective.exported_encoder_config(config)
+  lines = _export_hf(
+      out, encoder, encoder_config, tokens, lower_case, electra=False
+  )
+  return lines + [f"not exported: the {name} objective's heads"]
 
 
 def _export_classifier(run: saved_runs.FinetunedRun, out: str) -> List[str]:
@@ -300,9 +251,10 @@ def _export(source: str, out: str) -> List[str]:
     return [f'{out}: SavedModel, signatures serve and serve_text']
   if run is not None:
     return _export_run(run, out, tokens, description.lower_case)
+  encoder = _encoder_of(description)
   return _export_hf(
       out,
-      _encoder_of(description),
+      encoder,
       description.config,
       tokens,
       description.lower_case,

@@ -1,23 +1,15 @@
 r"""Fine-tunes a pretrained encoder on one task, over the paper's seeds.
 
-Usage:
   python -m official_repro.finetune \
     --gin_file=gin/finetune/001_ale/mrpc.gin \
     --init_checkpoint=/tmp/electra_small/encoder \
     --data_dir=/data/glue --model_dir=/tmp/ft/mrpc
 
---init_checkpoint is an encoder exported by `official_repro.train` (the
-pretraining model_dir, its `encoder/` folder or one checkpoint in it: the
-architecture and vocabulary come with it), or any
-`tf.train.Checkpoint(encoder=...)` such as Model Garden's BERT checkpoints,
-whose architecture is then given with gin (`include 'gin/sizes/base.gin'`)
-and vocabulary with --vocab_file. --data_dir is the GLUE root (holding
-CoLA/, MRPC/, ...), the SQuAD folder (train-v1.1.json, dev-v1.1.json or the
-v2.0 pair), the RACE root (train/, dev/, test/) or the POS folder (train.txt,
-dev.txt). Seeds, the evaluation each run contributes and the aggregation
-follow gin `run_protocol`; a killed command resumes where it stopped.
-Results go to --model_dir/results.json and results.md and are printed with
-the operative gin config.
+--init_checkpoint is an exported encoder (or its pretraining run), or any
+`tf.train.Checkpoint(encoder=...)` whose architecture gin gives and
+vocabulary --vocab_file. --data_dir is the GLUE, SQuAD, RACE or POS folder.
+Seeds, per-run evaluation and aggregation follow gin `run_protocol`; a killed
+command resumes. Results go to --model_dir/results.json and results.md.
 """
 
 import json

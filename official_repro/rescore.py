@@ -6,21 +6,15 @@ r"""Rescores speech-recognition N-best lists with second-pass LM scores.
     --dev_set=dev --weights=0:1:0.05 --length_bonuses=-1:2:0.5 \
     --lower_case --output_json=/tmp/rescore.json
 
-A hypothesis scores first_pass + weight * lm_score + length_bonus * words;
-the grid point with the fewest word errors on `--dev_set` is applied to every
-set (`rescoring.interpolation`), and each set's table gives the first-pass,
-rescored and oracle WERs (`rescoring.report`). Input formats are in
-`data.nbest`, `rescoring.lm_scores` and `rescoring.grid_spec`; a
-`--references` or `--lm_scores` path without `<set>=` serves every other set,
-and a bare `--nbest` path names its set after its last component.
-
-Without `--lm_scores` or `--init_checkpoint` (not both) only the first-pass
-and oracle WERs are reported. `--init_checkpoint` scores the hypotheses with
-a SCRIPT run's one-pass PLL or a masked LM's PLL (`official_repro.score`);
-from Python any `lm_scores.Scorer` does: `rescore.run(settings, scorer=s)`.
+The grid point with the fewest dev word errors is applied to every set
+(`rescoring.interpolation`); tables are `rescoring.report`'s. A path without
+`<set>=` serves every other set. Without `--lm_scores` or `--init_checkpoint`
+(a SCRIPT run or masked LM, `official_repro.score`) only first-pass and
+oracle WERs are reported; from Python any `lm_scores.Scorer` serves.
 """
 
 import dataclasses
+import functools
 import os
 import re
 from typing import Mapping, Optional, Sequence, Tuple
@@ -50,11 +44,7 @@ NO_LM_SCORES = (
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """What `run` does: the flags of the same names.
-
-  `nbest` holds `(set, path)` pairs; `references` and `lm_scores` too, with
-  set '' for every set. `check_lm_source` checks them against the LM source.
-  """
+  """What `run` does: the flags of the same names (`(set, path)` pairs)."""
 
   nbest: Tuple[Tuple[str, str], ...]
   nbest_format: str = 'auto'
@@ -219,11 +209,7 @@ def settings_from_flags() -> Settings:
 
 
 def check_lm_source(settings: Settings, has_scorer: bool) -> None:
-  """Checks the settings against where the LM scores come from.
-
-  Refuses both a scorer and `settings.lm_scores`; neither with
-  `output_text_dir`; and a grid of several points without `dev_set`.
-  """
+  """Checks the settings against where the LM scores come from."""
   if has_scorer and settings.lm_scores:
     raise cli.UserError(
         'Give the LM scores either as --lm_scores files or as a '
@@ -250,17 +236,10 @@ def run(
     scorer: Optional[lm_scores.Scorer] = None,
     batch_size: int = 64,
 ) -> dict:
-  """Reads every set, tunes on the dev set, rescores and reports.
+  """Reads every set, tunes on the dev set, rescores; `--output_json`'s dict.
 
-  Args:
-    settings: what to read and try.
-    scorer: scores the hypotheses instead of `settings.lm_scores` files.
-    batch_size: texts per `scorer` call.
-
-  Returns:
-    What `--output_json` receives: settings, grid search, chosen weight and
-    length bonus, and per set its read reports and WERs. Without LM scores
-    (no scorer nor files) only first-pass and oracle WERs; the rest is None.
+  `scorer` replaces `settings.lm_scores` files. Without LM scores only the
+  first-pass and oracle WERs are reported, and the grid and weights are None.
   """
   check_lm_source(settings, scorer is not None)
   interpolating = scorer is not None or bool(settings.lm_scores)
@@ -307,12 +286,13 @@ class _SetReader:
   def __init__(self, settings, scorer, batch_size, interpolating):
     self._settings, self._scorer = settings, scorer
     self._batch_size, self._interpolating = batch_size, interpolating
-    self._reference_files = _CachedReader(
+    # Each file is read once (a file may serve several sets).
+    self._reference_files = functools.cache(
         lambda path: nbest.read_references(
             path, settings.reference_format, settings.lower_case
         )
     )
-    self._score_files = _CachedReader(lm_scores.read_lm_scores)
+    self._score_files = functools.cache(lm_scores.read_lm_scores)
     self.scored_sets, self.nbest_sets, self.reports = {}, {}, {}
 
   def read(self, name: str, path: str) -> None:
@@ -393,19 +373,6 @@ def _first_pass_and_oracle(
   if settings.output_json:
     json_files.write_json(settings.output_json, results, sort_keys=False)
   return results
-
-
-class _CachedReader:
-  """Reads each path once (a file may serve several sets)."""
-
-  def __init__(self, read):
-    self._read = read
-    self._cache = {}
-
-  def __call__(self, path: str):
-    if path not in self._cache:
-      self._cache[path] = self._read(path)
-    return self._cache[path]
 
 
 def _path_for(name: str, pairs: Sequence[Tuple[str, str]]) -> str:

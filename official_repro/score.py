@@ -4,15 +4,11 @@ r"""Pseudo-log-likelihoods of sentences from a SCRIPT run or a masked LM.
       --input=sentences.txt [--method=script|mlm|both] [--batch_size=32] \
       [--output=scores.tsv]
 
-`--init_checkpoint` is a SCRIPT run, or a masked LM with its MLM head (a
-release or its `official_repro.convert` conversion), whose only method is
-`mlm`. Methods (natural log, summed over WordPieces but [CLS]/[SEP]):
-`script` is 004 Eq. 7, sum_t log p(t+ | x), in one pass over the unmasked
-sentence; `mlm` the masked-LM PLL of Salazar et al. (2020), one pass per
-masked token; `both` the two with their time ratio. Times exclude a warm-up
-batch; progress goes to stderr. The SCRIPT model is restored from the run's
-`ckpt-<step>` (which has the MLM head the exported encoder lacks).
-`PllScorer` is a `rescoring.lm_scores.Scorer`.
+`script` is 004 Eq. 7, sum_t log p(t+ | x), in one pass (SCRIPT runs only);
+`mlm` the masked-LM PLL of Salazar et al. (2020), one pass per token; `both`
+the two with their time ratio (natural log, [CLS]/[SEP] excluded, timed after
+a warm-up batch). A SCRIPT run is restored from its `ckpt-<step>`, which has
+the MLM head its export lacks. `PllScorer` is a `lm_scores.Scorer`.
 """
 
 import dataclasses
@@ -93,10 +89,7 @@ def _build(model: script.ScriptPretrainer) -> None:
 def _masked_lm_export(
     export_dir: str, given: str
 ) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder]:
-  """A converted masked LM as a SCRIPT model (encoder + `MaskedLM` head).
-
-  `given` is `--init_checkpoint` as the user gave it, for messages.
-  """
+  """A converted masked LM as a SCRIPT model (encoder + `MaskedLM` head)."""
   heads_dir = os.path.join(export_dir, converted.HEADS_SUBDIR)
   heads_file = os.path.join(heads_dir, converted.HEADS_FILENAME)
   heads = {}
@@ -127,22 +120,13 @@ def _masked_lm_export(
 def load_model(
     init_checkpoint: str,
 ) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder, bool]:
-  """Restores a SCRIPT run (model_dir or ckpt prefix) or a masked LM.
-
-  Returns:
-    The restored model, the exported encoder (vocabulary and casing), and
-    whether it was trained as its own critic (a SCRIPT run).
-  """
+  """`(model, exported encoder, is its own critic)` of a run or masked LM."""
   if converted.detect(init_checkpoint):
     export_dir = converted.cached_export(converted.Source(init_checkpoint))
     return (*_masked_lm_export(export_dir, init_checkpoint), False)
-  if any(
-      tf.io.gfile.exists(os.path.join(init_checkpoint, name))
-      for name in (
-          os.path.join(converted.HEADS_SUBDIR, converted.HEADS_FILENAME),
-          converted.CONVERSION_FILENAME,
-      )
-  ):
+  heads = os.path.join(converted.HEADS_SUBDIR, converted.HEADS_FILENAME)
+  names = (heads, converted.CONVERSION_FILENAME)
+  if any(tf.io.gfile.exists(os.path.join(init_checkpoint, n)) for n in names):
     return (*_masked_lm_export(init_checkpoint, init_checkpoint), False)
   checkpoint_path, model_dir = _checkpoint_and_model_dir(init_checkpoint)
   config = read_model_config(model_dir)
@@ -191,9 +175,8 @@ class PllScorer:
     self._tokens = vocab.as_vocabulary(vocab_tokens)
     self._lower_case = lower_case
     self._special = vocab.SpecialTokenIds.from_vocab(self._tokens)
-    self._max_length = model.get_config()['encoder_config'][
-        'max_position_embeddings'
-    ]
+    encoder_config = model.get_config()['encoder_config']
+    self._max_length = encoder_config['max_position_embeddings']
     self.method = method
     self.batch_size = batch_size
     # One trace for every batch shape.
@@ -201,14 +184,15 @@ class PllScorer:
     self._script_pll = tf.function(
         model.pseudo_log_likelihood, input_signature=[ids_spec] * 4
     )
+    positions_spec = tf.TensorSpec([None, 1], tf.int32)
+    signature = [
+        ids_spec,
+        ids_spec,
+        positions_spec,
+        tf.TensorSpec([None], tf.int32),
+    ]
     self._masked_log_probability = tf.function(
-        self._masked_token_log_probability,
-        input_signature=[
-            ids_spec,
-            ids_spec,
-            tf.TensorSpec([None, 1], tf.int32),
-            tf.TensorSpec([None], tf.int32),
-        ],
+        self._masked_token_log_probability, input_signature=signature
     )
 
   @classmethod
@@ -218,28 +202,16 @@ class PllScorer:
       method: Optional[str] = None,
       batch_size: int = 32,
   ) -> 'PllScorer':
-    """The scorer of a SCRIPT run or masked LM (see `load_model`).
-
-    `method` None is 'script' for a SCRIPT run and 'mlm' for a masked LM.
-    """
+    """The scorer of a SCRIPT run ('script') or masked LM ('mlm') by default."""
     model, encoder, critic = load_model(init_checkpoint)
     method = check_method(method, critic, init_checkpoint)
-    return cls(
-        model,
-        vocab.load_vocab(encoder.vocab_file),
-        encoder.lower_case,
-        method,
-        batch_size,
-    )
+    tokens = vocab.load_vocab(encoder.vocab_file)
+    return cls(model, tokens, encoder.lower_case, method, batch_size)
 
   def __call__(
       self, sentences: Sequence[str], progress_label: str = ''
   ) -> np.ndarray:
-    """float64 `[len(sentences)]` PLLs by `self.method` (natural log).
-
-    A `progress_label` logs progress under it ('' for none); a sentence
-    longer than the model's positions raises UserError.
-    """
+    """float64 `[len(sentences)]` PLLs by `self.method` (natural log)."""
     token_ids = vocab.tokenize_with_vocab(
         list(sentences), self._tokens, self._lower_case
     )
@@ -273,14 +245,11 @@ class PllScorer:
     scores = []
     for start in range(0, len(token_ids), self.batch_size):
       batch = self._pad(token_ids[start : start + self.batch_size])
-      scores.append(
-          self._script_pll(
-              batch.word_ids,
-              batch.input_mask,
-              np.zeros_like(batch.word_ids),
-              batch.scored,
-          ).numpy()
+      type_ids = np.zeros_like(batch.word_ids)
+      pll = self._script_pll(
+          batch.word_ids, batch.input_mask, type_ids, batch.scored
       )
+      scores.append(pll.numpy())
       reporter.advance(len(scores[-1]))
     return np.concatenate(scores).astype(np.float64) if scores else np.zeros(0)
 
@@ -376,10 +345,7 @@ def score_file(
     methods: Sequence[Optional[str]],
     batch_size: int = 32,
 ) -> Tuple[List[str], Dict[str, np.ndarray], Dict[str, float]]:
-  """`(sentences, scores by method, seconds by method)` of `input_path`.
-
-  A method None is the model's own (`check_method`).
-  """
+  """`(sentences, scores by method, seconds by method)` of `input_path`."""
   sentences = read_sentences(input_path)
   model, encoder, critic = load_model(init_checkpoint)
   methods = [check_method(m, critic, init_checkpoint) for m in methods]
@@ -420,9 +386,7 @@ def define_flags():
       'pass per token; both: the two, with their time ratio.',
   )
   flags.DEFINE_integer(
-      'batch_size',
-      32,
-      'Sentences (script) or masked copies (mlm) per forward pass.',
+      'batch_size', 32, 'Sentences (script) or masked copies (mlm) per pass.'
   )
   flags.DEFINE_string(
       'output', '', 'Write score<TAB>sentence lines here (default: stdout).'
@@ -439,13 +403,8 @@ def main(argv):
   flag_values = flags.FLAGS
   if flag_values.output:
     json_files.check_writable(flag_values.output, '--output')
-  methods = (
-      METHODS
-      if flag_values.method == 'both'
-      else (flag_values.method,)
-      if flag_values.method
-      else (None,)
-  )
+  method = flag_values.method
+  methods = METHODS if method == 'both' else (method,)
   sentences, scores, seconds = score_file(
       flag_values.init_checkpoint,
       flag_values.input,

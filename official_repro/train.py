@@ -1,23 +1,15 @@
 r"""Pretrains or evaluates a model described by gin files.
 
-Usage:
   python -m official_repro.train \
     --gin_file=gin/papers/001_ale/bert_small.gin \
     --gin_param="pretrain_data.input_path='/data/records'" \
     --model_dir=/tmp/bert_small --mode=train_and_eval --strategy=one_device
 
-A killed run resumes from the latest checkpoint in --model_dir. On Ctrl-C or
-SIGTERM (a Spot VM or a scheduler taking the host away) the run saves a
-checkpoint after the current step, prints where and exits with status 130 or
-143 (`preemption.EXIT_STOPPED`); rerunning the same command continues from
-that checkpoint.
-The run writes `config.gin`, `operative_config.gin`, `params.yaml` and
-`model_config.json` into --model_dir and prints its results followed by the
-operative gin config.
-
-Several hosts: run the same command on every host with
---strategy=multi_worker_mirrored and each host's `TF_CONFIG`
-(`{"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}}`).
+A run resumes from the latest checkpoint in --model_dir; Ctrl-C or SIGTERM
+saves a checkpoint and exits with 130 or 143 (`preemption.EXIT_STOPPED`).
+The run writes its configs into --model_dir and prints its results and the
+operative gin config. Several hosts: the same command on each with
+--strategy=multi_worker_mirrored and its `TF_CONFIG`.
 """
 
 import dataclasses
@@ -59,9 +51,8 @@ flags.DEFINE_string(
 flags.DEFINE_boolean(
     'check_config',
     False,
-    'Only parse the gin config (names, values, the '
-    'objective) and exit; reads no data (run_tpu.sh runs '
-    'this locally before it creates a VM).',
+    'Only parse the gin config (names, values, the objective) and exit; '
+    'reads no data (run_tpu.sh runs this locally before it creates a VM).',
 )
 distribute.define_flags()
 precision.define_flags()
@@ -76,25 +67,7 @@ def run(
     mixed_precision: str = 'auto',
     init_checkpoint: Optional[str] = None,
 ) -> Dict[str, Any]:
-  """Parses the gin config and runs the experiment it describes.
-
-  Args:
-    strategy: the distribution strategy (build it before any other
-      TensorFlow op runs).
-    gin_files: gin files, in order.
-    gin_params: gin bindings applied after the files.
-    model_dir: checkpoints, summaries and configs.
-    mode: 'train', 'eval' or 'train_and_eval'.
-    mixed_precision: a `precision.CHOICES` value.
-    init_checkpoint: where a new run's encoder starts (`warm_start`).
-
-  Returns:
-    `experiment.run`'s summary of the run.
-
-  Raises:
-    preemption.TrainingStopped: Ctrl-C or SIGTERM stopped training after a
-      checkpoint.
-  """
+  """Parses the gin config and runs its experiment (`experiment.run`)."""
   gin_utils.parse_config(gin_files, gin_params)
   with gin.unlock_config():
     params, settings = experiment.experiment_config()
@@ -103,24 +76,14 @@ def run(
   )
   if init_checkpoint:
     params.task.init_checkpoint = warm_start.check(params, init_checkpoint)
-  # The trainer checkpoints and stops on a signal under every strategy
-  # (preemption.stop_on_signal); Model Garden's on-demand preemption checkpoint
-  # would replace that handler under multi_worker_mirrored and keep training
-  # after its save (see preemption.py's module docstring).
+  # Model Garden's on-demand checkpoint would replace preemption's handler
+  # under multi_worker_mirrored and keep training after its save.
   params.trainer.preemption_on_demand_checkpoint = False
   return experiment.run(params, settings, strategy, model_dir, mode)
 
 
 def check_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> str:
-  """Parses the gin config and returns the objective's name.
-
-  Parses the gin config and checks that it selects a known objective;
-  returns the objective's name.
-
-  Raises:
-    UserError: a gin mistake (`gin_utils.GinConfigError`), or no or an
-      unknown `experiment.objective`.
-  """
+  """Parses the gin config; the name of the known objective it selects."""
   gin_utils.parse_config(gin_files, gin_params)
   try:
     name = gin.query_parameter('experiment.objective')
@@ -139,15 +102,7 @@ def validate(
     model_dir: str,
     mode: str,
 ) -> None:
-  """Checks what `run` would refuse before TensorFlow starts.
-
-  Everything `run` would refuse that can be checked before TensorFlow
-  starts its devices: the gin config, the records it names, and a
-  checkpoint to evaluate.
-
-  Raises:
-    UserError, FileNotFoundError: naming the setting, file or flag.
-  """
+  """Checks the gin config, its records and an eval checkpoint up front."""
   check_config(gin_files, gin_params)
   try:
     with gin.unlock_config():
@@ -186,16 +141,12 @@ def main(argv):
         FLAGS.init_checkpoint,
     )
   except preemption.TrainingStopped as stopped:
-    print(
-        json.dumps(
-            dict(
-                stopped_by=stopped.signal_name,
-                global_step=stopped.step,
-                checkpoint=stopped.checkpoint,
-            ),
-            indent=2,
-        )
+    stop = dict(
+        stopped_by=stopped.signal_name,
+        global_step=stopped.step,
+        checkpoint=stopped.checkpoint,
     )
+    print(json.dumps(stop, indent=2))
     raise
   logging.info('Result: %s', result)
   print(json.dumps(result, indent=2, sort_keys=True))

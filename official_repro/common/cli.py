@@ -60,6 +60,11 @@ def fail(message: str) -> NoReturn:
   sys.exit(EXIT_USAGE)
 
 
+def _say(text) -> None:
+  """Prints `<command>: <text>` to stderr."""
+  print(f'{command_name()}: {text}', file=sys.stderr, flush=True)
+
+
 def _parse_flags(argv: Sequence[str]) -> Sequence[str]:
   try:
     return flags.FLAGS(argv)
@@ -76,11 +81,7 @@ def _on_signal(signal_number, frame):
   del frame
   _received.append(signal_number)
   if len(_received) > 1:
-    print(
-        f'{command_name()}: stopped at once by a second signal.',
-        file=sys.stderr,
-        flush=True,
-    )
+    _say('stopped at once by a second signal.')
     os._exit(128 + signal_number)  # pylint: disable=protected-access
   if signal_number == signal.SIGINT:
     raise KeyboardInterrupt
@@ -91,21 +92,12 @@ def _stopped_while_starting(signal_number, frame):
   """Ends a command stopped before its `main` began: nothing was written."""
   del frame
   name = signal.Signals(signal_number).name
-  print(
-      f'{command_name()}: stopped by {name} while starting; nothing was '
-      'written.',
-      file=sys.stderr,
-      flush=True,
-  )
+  _say(f'stopped by {name} while starting; nothing was written.')
   os._exit(128 + signal_number)  # pylint: disable=protected-access
 
 
 def stop_while_starting() -> None:
-  """Ctrl-C or SIGTERM during a `python -m` command's imports ends it at once.
-
-  Code run while importing may swallow KeyboardInterrupt; `run` installs its
-  own handlers when `main` starts.
-  """
+  """Ctrl-C or SIGTERM while a `python -m` command imports ends it at once."""
   if sys.argv[:1] == ['-m']:
     for number in (signal.SIGINT, signal.SIGTERM):
       signal.signal(number, _stopped_while_starting)
@@ -124,7 +116,7 @@ def run(main: Callable[[Sequence[str]], None]) -> None:
     except (UserError, app.UsageError, FileNotFoundError) as error:
       fail(error)
     except Stopped as stopped:
-      print(f'{command_name()}: {stopped}', file=sys.stderr, flush=True)
+      _say(stopped)
       sys.exit(128 + stopped.signal_number)
     except RuntimeError as error:
       missing = missing_gin_bindings(error)
@@ -158,6 +150,10 @@ _STORAGE_ERRNOS = (
     errno.EACCES,
     errno.EPERM,
 )
+_FREE_SPACE = (
+    'free space, or give a writable location (for gs://, check the '
+    'credentials).'
+)
 # TensorFlow's errors of a file system that refuses (tf.io.gfile, gs://).
 _STORAGE_ERRORS = (
     'ResourceExhaustedError',
@@ -170,20 +166,14 @@ def storage_failure(error: Exception) -> Optional[str]:
   """One line for a refusing storage or a path of the wrong kind, or None."""
   if isinstance(error, OSError) and error.errno in _STORAGE_ERRNOS:
     where = error.filename or ''
-    return (
-        f'{where}: {error.strerror or error}; free space, or give a '
-        'writable location (for gs://, check the credentials).'
-    ).lstrip(': ')
+    return f'{where}: {error.strerror or error}; {_FREE_SPACE}'.lstrip(': ')
   if _is_tf_error(error, _STORAGE_ERRORS):
-    message = getattr(error, 'message', None) or str(error)
+    message = _message(error)
     if type(error).__name__ == 'ResourceExhaustedError' and (
         'No space left' not in message and 'quota' not in message.lower()
     ):
       return None  # memory, not storage
-    return (
-        f'{message.splitlines()[0][:300]}; free space, or give a writable '
-        'location (for gs://, check the credentials).'
-    )
+    return f'{message.splitlines()[0][:300]}; {_FREE_SPACE}'
   remote = _remote_storage_failure(error)
   if remote is not None:
     return remote
@@ -201,7 +191,7 @@ def _path_kind_failure(error: Exception) -> Optional[str]:
     folder = isinstance(error, NotADirectoryError)
     path = error.filename or ''
   elif _is_tf_error(error, ('FailedPreconditionError',)):
-    message = (getattr(error, 'message', None) or str(error)).strip()
+    message = _message(error).strip()
     match = _NOT_A_FOLDER.match(message) or _NOT_A_FILE.match(message)
     if match is None:
       return None
@@ -238,7 +228,7 @@ def _remote_storage_failure(error: Exception) -> Optional[str]:
   """One line for a remote storage that cannot be reached, or None."""
   if not _is_tf_error(error, _REMOTE_ERRORS):
     return None
-  message = getattr(error, 'message', None) or str(error)
+  message = _message(error)
   path = _REMOTE_PATH.search(message)
   if path is None or not _TRANSPORT_FAILURE.search(message):
     return None
@@ -248,6 +238,11 @@ def _remote_storage_failure(error: Exception) -> Optional[str]:
       'the credentials (GOOGLE_APPLICATION_CREDENTIALS, or `gcloud auth '
       'application-default login`).'
   )
+
+
+def _message(error: Exception) -> str:
+  """A TensorFlow error's message, or the error as text."""
+  return getattr(error, 'message', None) or str(error)
 
 
 def _is_tf_error(error: Exception, names: Sequence[str]) -> bool:
@@ -279,12 +274,7 @@ def missing_gin_bindings(error: Exception) -> Optional[str]:
 
 def _stopped(signal_number: int) -> NoReturn:
   name = signal.Signals(signal_number).name
-  print(
-      f'{command_name()}: stopped by {name}; rerun the same command to '
-      'resume.',
-      file=sys.stderr,
-      flush=True,
-  )
+  _say(f'stopped by {name}; rerun the same command to resume.')
   sys.exit(128 + signal_number)
 
 

@@ -1,20 +1,9 @@
 """absl flags defined from a dataclass's fields, defaults and help included.
 
-A command whose options are a dataclass states each default once, on the
-field, and its flags follow:
-
-  @dataclasses.dataclass(frozen=True)
-  class Options:
-    size: int = dataclass_flags.option(3, 'How many.')
-    mode: str = dataclass_flags.option('a', 'Which.', choices=('a', 'b'))
-
-  dataclass_flags.define_flags(Options)        # --size=3, --mode=a
-  options = dataclass_flags.from_flags(Options, flags.FLAGS)
-
-A field made without `option` has no flag. A field's type picks the flag:
-bool, int, float and str the flag of that type (`Optional[X]` that of X),
-`choices` an enum, a tuple a repeatable string flag and a list a
-comma-separated one.
+A field made by `option(default, help)` gets a flag (`define_flags`), read
+back by `from_flags`, so each default is stated once. Its type picks the
+flag: bool/int/float/str (`Optional[X]` as X), `choices` an enum, a tuple a
+repeatable string and a list a comma-separated one.
 """
 
 import dataclasses
@@ -32,17 +21,7 @@ _DEFINERS = {
 
 
 def option(default, help_text: str, flag: str = '', choices: Iterable = ()):
-  """A dataclass field with a flag.
-
-  Args:
-    default: the field's default, and the flag's.
-    help_text: the flag's help.
-    flag: the flag's name when it is not the field's.
-    choices: the allowed values (an enum flag).
-
-  Returns:
-    A `dataclasses.field`.
-  """
+  """A dataclass field with a flag (named `flag` if not the field's name)."""
   return dataclasses.field(
       default=default,
       metadata={'help': help_text, 'flag': flag, 'choices': tuple(choices)},

@@ -15,19 +15,7 @@ TEMPORARY_MARKER = '.tmp-'
 
 
 def temporary_path(path: str) -> str:
-  """A temporary name for writing `path`, unique to this writer.
-
-  It lies in the same directory as `path` (so renaming it into place does not
-  cross filesystems) and holds the host name, the process id and a random
-  suffix, so that workers sharing a directory (a multi-worker `model_dir` on
-  gs://) or threads of one process never write into the same temporary file.
-
-  Args:
-    path: the final path.
-
-  Returns:
-    `path + '.tmp-<host>-<pid>-<random hex>'`.
-  """
+  """`path + '.tmp-<host>-<pid>-<random hex>'`: beside it, unique per writer."""
   return (
       f'{path}{TEMPORARY_MARKER}{host_name()}-{os.getpid()}-'
       f'{uuid.uuid4().hex[:12]}'
@@ -45,19 +33,7 @@ def host_name() -> str:
 
 
 def check_writable(path: str, flag: str) -> None:
-  """Makes `path`'s folder and checks that a file can be written in it.
-
-  For outputs written after long work (scores, reports): called first, so
-  that a folder that is missing or read-only is one line before the work,
-  not a lost result after it.
-
-  Args:
-    path: the output file (any `tf.io.gfile` path).
-    flag: the flag that named it, for the message.
-
-  Raises:
-    UserError: naming the flag, the path and the reason.
-  """
+  """Makes `path`'s folder and checks, before the work, that it is writable."""
   directory = os.path.dirname(path) or '.'
   probe = temporary_path(path)
   try:
@@ -74,18 +50,7 @@ def check_writable(path: str, flag: str) -> None:
 
 
 def write_text(path: str, text: str) -> None:
-  """Writes `text` to `path` (any `tf.io.gfile` path) atomically.
-
-  The text goes to a temporary file of its own (`temporary_path`), which is
-  then renamed over `path`, so a reader (or a resumed run) sees the old file
-  or a new one, never a part or a mix of two writers' output. A temporary
-  file is removed if writing it fails; one left by a killed process is
-  ignored by readers of `path`.
-
-  Args:
-    path: the destination file.
-    text: the whole content.
-  """
+  """Writes `text` to `path` atomically: a temporary file renamed over it."""
   _write(path, text, 'w')
 
 
@@ -112,16 +77,6 @@ def write_json(
     sort_keys: bool = True,
     default: Optional[Callable[[Any], Any]] = None,
 ) -> None:
-  """Writes `content` to `path` as JSON, atomically (`write_text`).
-
-  Args:
-    path: the destination file (any `tf.io.gfile` path).
-    content: a JSON-serialisable value.
-    sort_keys: sort dictionary keys (stable diffs between runs).
-    default: converts values `json` cannot serialise (e.g. `float` for
-      NumPy scalars).
-  """
-  write_text(
-      path,
-      json.dumps(content, indent=2, sort_keys=sort_keys, default=default),
-  )
+  """Writes `content` to `path` as JSON, atomically (`write_text`)."""
+  text = json.dumps(content, indent=2, sort_keys=sort_keys, default=default)
+  write_text(path, text)

@@ -8,18 +8,7 @@ from typing import Any, List, Sequence
 
 
 def table(header: Sequence[Any], rows: Sequence[Sequence[Any]]) -> List[str]:
-  """A GitHub Markdown table: the header line, the rule, one line per row.
-
-  Args:
-    header: the column names.
-    rows: the cells of each row, as many as the header has.
-
-  Returns:
-    The table's lines, e.g. ['| a | b |', '|---|---|', '| 1 | 2 |'].
-
-  Raises:
-    ValueError: a row with another number of cells than the header.
-  """
+  """A Markdown table's lines: ['| a | b |', '|---|---|', '| 1 | 2 |']."""
   for number, row in enumerate(rows, 1):
     if len(row) != len(header):
       raise ValueError(

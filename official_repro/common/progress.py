@@ -1,24 +1,13 @@
 """One-line progress reports of long loops, at most one every few seconds.
 
   reading = progress.Progress(total_bytes, 'read corpus', unit='bytes')
-  for path in paths:
-    ...
-    reading.advance(tf.io.gfile.stat(path).length)
+  reading.advance(size)  # read corpus: 12.3/41.0 MB (30.0%), 1 min 5 s
+                         # elapsed, about 3 min left
 
-logs lines such as
-
-  read corpus: 12.3/41.0 MB (30.0%), 1 min 5 s elapsed, about 3 min left
-  read corpus: 41.0/41.0 MB, done in 3 min 40 s
-
-A progress line is logged once `interval_seconds` have passed since the
-start or the last line, never more often; the completion line is logged once
-when the amount done reaches the total, however soon. The time left is
-elapsed * (total - done) / done, unknown until something is done. Lines go
-to absl's `logging.info` (stderr, beside the commands' other log lines, so
-that a command's stdout holds only its results) unless `log` says
-otherwise. No line is logged for a total of zero, nor with an empty label:
-a function that reports its progress when its caller gives a label passes
-its `progress_label` argument, '' by default, and stays silent without one.
+A line is logged once `interval_seconds` passed since the last, and the
+completion line once, to absl's `logging.info` (stderr: stdout keeps only
+results) unless `log` says otherwise. A total of zero or an empty label logs
+nothing, so a function takes a `progress_label` argument, '' by default.
 """
 
 import time
@@ -49,15 +38,7 @@ def format_duration(seconds: float) -> str:
 
 
 def format_time_left(seconds: Optional[float]) -> str:
-  """'about 40 s left', 'about 3 min left', 'about 2 h 7 min left'.
-
-  Args:
-    seconds: the estimate, or None when there is none yet.
-
-  Returns:
-    The phrase; 'time left unknown' for None. From a minute on, the
-    estimate is rounded to whole minutes.
-  """
+  """'about 40 s left', 'about 3 min left' (whole minutes), or 'unknown'."""
   if seconds is None:
     return 'time left unknown'
   if seconds < 59.5:
@@ -70,13 +51,7 @@ def format_time_left(seconds: Optional[float]) -> str:
 
 
 class Progress:
-  """Counts work done towards a total and logs it, time-throttled.
-
-  Attributes:
-    total: the amount of work (items, or bytes with `unit='bytes'`).
-    label: what the work is, the start of every line ('' for no lines).
-    done: the amount done so far.
-  """
+  """Counts work `done` towards `total` and logs it, time-throttled."""
 
   def __init__(
       self,
@@ -87,17 +62,7 @@ class Progress:
       clock: Callable[[], float] = time.monotonic,
       log: Callable[[str], None] = _log_info,
   ):
-    """Starts counting (the elapsed time starts now).
-
-    Args:
-      total: the amount of work, >= 0.
-      label: what the work is ('tokenize train'); '' logs nothing.
-      unit: what is counted ('sentences'); 'bytes' shows amounts in MB.
-      interval_seconds: the least time between two progress lines; None for
-        `INTERVAL_SECONDS`.
-      clock: seconds (any origin), for the elapsed time.
-      log: takes each line.
-    """
+    """Starts counting now; `unit` 'bytes' shows MB, `label` '' logs nothing."""
     self.total = total
     self.label = label
     self.done = 0
@@ -132,14 +97,7 @@ class Progress:
       self._log(self.line(now))
 
   def time_left(self, now: float) -> Optional[float]:
-    """Seconds left at time `now`: elapsed * (total - done) / done.
-
-    Args:
-      now: a time of `clock`.
-
-    Returns:
-      The estimate, None while nothing is done.
-    """
+    """Seconds left at `now`: elapsed * (total - done) / done, or None."""
     if self.done <= 0:
       return None
     return (now - self._started) * max(0, self.total - self.done) / self.done
@@ -156,9 +114,7 @@ class Progress:
   def _amounts(self) -> str:
     """'1,234/5,000 sentences', or '12.3/41.0 MB' for bytes."""
     if self._unit == 'bytes':
-      return (
-          f'{self.done / _BYTES_PER_MB:,.1f}/'
-          f'{self.total / _BYTES_PER_MB:,.1f} MB'
-      )
+      done, total = self.done / _BYTES_PER_MB, self.total / _BYTES_PER_MB
+      return f'{done:,.1f}/{total:,.1f} MB'
     unit = f' {self._unit}' if self._unit else ''
     return f'{self.done:,}/{self.total:,}{unit}'

@@ -1,10 +1,8 @@
 """Name -> entry registries whose built-in entries are found by package.
 
-Backbones, pretraining objectives and fine-tuning tasks are plug-ins: a module
-registers its entry when it is imported. The built-in ones are the modules of
-one package, imported the first time a name is looked up, so no list of them
-is written anywhere; a module elsewhere is imported by its user (in gin: an
-`import` line).
+Backbones, objectives and tasks are plug-ins registered on import; the
+built-in ones are a package's modules, imported on the first lookup, so no
+list of them is written anywhere (elsewhere: a gin `import` line).
 """
 
 import difflib
@@ -25,22 +23,10 @@ def import_package_modules(package: str) -> None:
 
 
 class Registry(Generic[EntryT]):
-  """Entries by name, in registration order.
-
-  Attributes:
-    kind: what an entry is, for messages ('backbone').
-    setting: the setting that names an entry, for messages
-      ('encoder.backbone').
-  """
+  """Entries by name, in order; `kind` and `setting` name them in messages."""
 
   def __init__(self, kind: str, setting: str, packages: Sequence[str]):
-    """Makes an empty registry.
-
-    Args:
-      kind: what an entry is.
-      setting: the setting that names an entry.
-      packages: packages whose modules hold the built-in entries.
-    """
+    """An empty registry whose built-ins are `packages`' modules."""
     self.kind = kind
     self.setting = setting
     self._packages = tuple(packages)
@@ -48,12 +34,7 @@ class Registry(Generic[EntryT]):
     self._loaded = False
 
   def register(self, name: str, entry: EntryT) -> EntryT:
-    """Adds `entry` under `name`; returns it.
-
-    Raises:
-      ValueError: another entry has the name (the same entry again, as when
-        a module is imported twice under one name, is accepted).
-    """
+    """Adds `entry` under `name` (again is fine, another is not); returns it."""
     existing = self._entries.get(name)
     if existing is not None and existing != entry:
       raise ValueError(f'A {self.kind} named {name!r} is already registered.')
@@ -84,16 +65,7 @@ class Registry(Generic[EntryT]):
     return list(self._entries.values())
 
   def get(self, name: str, setting: Optional[str] = None) -> EntryT:
-    """The entry `name`.
-
-    Args:
-      name: the entry's name.
-      setting: how the error message names the setting (default
-        `self.setting`).
-
-    Raises:
-      UserError: naming the setting, the registered names and the closest.
-    """
+    """The entry `name`; UserError names `setting` and the closest name."""
     if name not in self._entries:
       self.load_builtins()
     if name not in self._entries:

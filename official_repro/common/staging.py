@@ -1,12 +1,8 @@
 """Output folders that appear whole or not at all.
 
-A command that writes a folder of several files (`export`, `convert`)
-writes them into `<folder>.tmp-<host>-<pid>-<random>` beside it and renames
-that into place at the end, so a full disk, an exception or Ctrl-C leaves
-the final name absent (and the same command can simply be run again). A
-process killed outright (SIGKILL, a lost machine) cannot clean up; the next
-writer of the same folder removes what a gone process of this host left and
-says so; another host's temporary folders are left alone (their writer may
+A folder is written as `<folder>.tmp-<host>-<pid>-<random>` and renamed into
+place at the end, so a failure or Ctrl-C leaves no final name. The next
+writer removes what a gone process of this host left (other hosts' may
 still be running).
 """
 
@@ -49,14 +45,7 @@ def _leftovers(folder: str) -> List[str]:
 
 @contextlib.contextmanager
 def whole_folder(folder: str) -> Iterator[str]:
-  """Yields a temporary folder that becomes `folder` when the block ends.
-
-  Args:
-    folder: the final folder; absent or empty (callers refuse other cases).
-
-  Yields:
-    The temporary folder to write into (created).
-  """
+  """Yields a new temporary folder that becomes `folder` (absent or empty)."""
   for path in _leftovers(folder):
     logging.warning(
         '%s: removing the temporary folder of an earlier run that was '

@@ -46,10 +46,7 @@ def aggregate(values: Sequence[float], method: str) -> float:
 
 
 def summarize(values: Sequence[float]) -> Dict[str, float]:
-  """'n', 'max', 'median', 'mean', 'min', 'std' (ddof=1; 0 for n = 1), 'sem'.
-
-  002's "±" column does not say whether it is std or sem, so both are given.
-  """
+  """'n', 'max', 'median', 'mean', 'min', 'std' (ddof=1) and 'sem' (002's ±)."""
   array = _validate_values(values)
   n = array.shape[0]
   std = float(array.std(ddof=1)) if n > 1 else 0.0
@@ -77,10 +74,7 @@ class Comparison:
 
 
 def compare(a: Sequence[float], b: Sequence[float]) -> Comparison:
-  """Whether mean(a) - mean(b) exceeds 2 sqrt(s_a^2/n_a + s_b^2/n_b).
-
-  Needs at least two values a side.
-  """
+  """Whether mean(a) - mean(b) exceeds 2 sqrt(s_a^2/n_a + s_b^2/n_b)."""
   if len(a) < 2 or len(b) < 2:
     raise ValueError(
         f'compare needs at least 2 values a side, got {len(a)} and {len(b)}.'
@@ -94,22 +88,16 @@ def compare_summaries(
   """`compare` of two `summarize` results (their 'n', 'mean' and 'std')."""
   gap = a['mean'] - b['mean']
   noise = 2.0 * math.sqrt(a['std'] ** 2 / a['n'] + b['std'] ** 2 / b['n'])
-  if gap > noise:
-    verdict = 'ahead'
-  elif gap < -noise:
-    verdict = 'behind'
-  else:
-    verdict = 'within noise'
+  verdict = 'within noise'
+  if abs(gap) > noise:
+    verdict = 'ahead' if gap > 0 else 'behind'
   return Comparison(gap=gap, noise=noise, verdict=verdict)
 
 
 def select_eval(
     history: Sequence[Mapping[str, float]], key: str, selection: str
 ) -> Mapping[str, float]:
-  """The reported eval of a run's time-ordered metric dicts.
-
-  'best' is the highest `key` (the earliest on a tie), 'last' the final one.
-  """
+  """A run's reported eval: 'best' `key` (earliest on a tie) or 'last'."""
   if selection not in SELECTIONS:
     raise ValueError(
         f'Unknown selection {selection!r}; expected one of {SELECTIONS}.'

@@ -27,10 +27,7 @@ class MapConcentration(NamedTuple):
 def map_concentration(
     attention_probs: Any, input_mask: Any, window: int = DEFAULT_WINDOW
 ) -> MapConcentration:
-  """Near- and far-diagonal mass of `[batch, heads, T(query), T(key)]` maps.
-
-  `input_mask` is `[batch, T]`; `window` the largest |i - j| that is near.
-  """
+  """Near- and far-diagonal mass of `[batch, heads, T(query), T(key)]` maps."""
   probs = np.asarray(attention_probs, dtype=np.float64)
   mask = np.asarray(input_mask, dtype=np.float64)
   if probs.ndim != 4 or probs.shape[2] != probs.shape[3]:
@@ -118,9 +115,8 @@ class ConcentrationAccumulator:
           f'Got {len(attention_scores)} layers of attention '
           f'scores after batches of {len(self._layers)}.'
       )
-    for layer, (totals, probs) in enumerate(
-        zip(self._layers, attention_scores)
-    ):
+    layers = zip(self._layers, attention_scores)
+    for layer, (totals, probs) in enumerate(layers):
       if probs.shape[1] != self._num_heads:
         raise ValueError(
             f'Layer {layer} has {probs.shape[1]} heads, '

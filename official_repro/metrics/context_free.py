@@ -1,23 +1,11 @@
 """The best masked-LM accuracy without context, and a model's beside it.
 
-A masked slot shows the model a token: [MASK], the original (kept) or a
-random replacement. A model that ignores context can only map the token
-shown to a prediction. `ContextFreePredictor` is the best such map in
-expectation under the masking used, from the training split's token
-frequencies `p`: behind [MASK] the most frequent token; behind any other
-shown token `s` the token itself (copy) when
-`keep * p(s) + random * p(s) / R >= random * max_{o != s} p(o) / R`
-(`R` the number of ids a random replacement is drawn from), else the most
-frequent token. Under 80/10/10 masking it copies every token but those far
-rarer than `1 / R` of the most frequent and scores about
-`0.1 + 0.8 x` the most frequent token's share: the kept tenth copied, the
-[MASK] slots guessed, the random tenth lost. Accuracy above it needs
-context.
-
-The map is fixed by the training split alone and scored on held-out slots,
-so it is a ceiling a context-free model reaches in expectation, not one
-fitted to the scored slots (which, on a few hundred slots, would memorise
-what stood behind each rare replacement).
+A context-free model maps the shown token ([MASK], kept or random) to a
+prediction. `ContextFreePredictor` is the best such map in expectation,
+from training-split frequencies p: behind [MASK] the most frequent token;
+behind s a copy when `keep p(s) + random p(s)/R >= random max_{o!=s} p(o)/R`
+(R ids to draw replacements from), else the most frequent. It is fixed by
+the training split and scored on held-out slots, so it is not fitted to them.
 """
 
 import dataclasses
@@ -31,19 +19,7 @@ from official_repro.data import records
 def token_counts(
     record_dir: str, split: str = 'train'
 ) -> Tuple[np.ndarray, Sequence[int]]:
-  """Occurrences of each token id among a split's real, non-special tokens.
-
-  Masking chooses its positions uniformly among these tokens, so their
-  shares are the probabilities of what stands behind a masked slot.
-
-  Args:
-    record_dir: a record directory.
-    split: 'train' or 'eval'.
-
-  Returns:
-    `(counts, special_ids)`: int `[vocab_size]` counts and the sorted special
-    ids of the records.
-  """
+  """`(int [vocab_size] counts, sorted special ids)` of a split's tokens."""
   metadata = records.load_metadata(record_dir)
   special = sorted(set(metadata['special_token_ids'].values()))
   examples = records.read_split(record_dir, split)
@@ -54,16 +30,7 @@ def token_counts(
 
 @dataclasses.dataclass(frozen=True)
 class ContextFreePredictor:
-  """The best prediction from the shown token alone, in expectation.
-
-  Attributes:
-    counts: int `[vocab_size]`, training occurrences of each token.
-    mask_token_id: the id of [MASK].
-    mask_token_fraction: of the chosen slots, the share shown as [MASK].
-    random_token_fraction: the share shown as a random token.
-    num_replacements: how many ids a random replacement is drawn from
-      (uniformly): the vocabulary less its special tokens.
-  """
+  """The best prediction from the shown token alone, in expectation."""
 
   counts: np.ndarray
   mask_token_id: int
@@ -110,12 +77,7 @@ class ContextFreePredictor:
 
 
 def slots(batch: Mapping[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
-  """`(shown, original)` ids of the real masked slots of a batch, flat.
-
-  Args:
-    batch: `input_word_ids` `[B, T]` (the masked ids), `masked_lm_positions`,
-      `masked_lm_ids`, `masked_lm_weights` `[B, P]`.
-  """
+  """`(shown, original)` ids of a batch's real masked slots, flat."""
   real = np.asarray(batch['masked_lm_weights']) > 0
   shown = np.take_along_axis(
       np.asarray(batch['input_word_ids']),
@@ -130,18 +92,7 @@ def masked_lm_report(
     batches: Iterable[Mapping[str, np.ndarray]],
     context_free: ContextFreePredictor,
 ) -> Dict[str, float]:
-  """A model's masked-LM accuracy beside the context-free ceiling.
-
-  Args:
-    predict: batch -> int `[B, P]` predicted ids at its masked positions.
-    batches: masked batches (`slots`' keys).
-    context_free: the ceiling's predictor.
-
-  Returns:
-    `accuracy` and `context_free` over every real masked slot,
-    `mask_token_accuracy` and `mask_token_context_free` over the slots shown
-    as [MASK], and their counts `slots`, `mask_token_slots`.
-  """
+  """A model's masked-LM accuracy beside the context-free ceiling."""
   shown_all, original_all, predicted_all = [], [], []
   for batch in batches:
     shown, original = slots(batch)

@@ -1,25 +1,17 @@
 """Compute accounting: ELECTRA's FLOPs formula and independent counts.
 
-`official_repro.count_flops` reports a config's parameters and FLOPs; the
-objectives declare their networks' terms (`NetworkCost`) with the functions
-here. Counts:
+1. ELECTRA's published formula (`flops_computation.py`), term by term: a
+   matmul costs 2mn, embeddings are one-hot matmuls, backward = forward,
+   dropout/LayerNorm/GELU/softmax cost 4/5/8/5 per element; a shared ALBERT
+   block costs every application; train FLOPs = 2 * batch * steps * seq *
+   forward FLOPs per token.
+2. The TF profiler's count (`--profile`): embedding gathers are free there,
+   and only einsums without an ellipsis count.
+3. XLA's dot and convolution count (`xla_matmul_flops`), checking
+   `matmul_flops` and `BlockFlops.compiled_extra_flops`.
 
-1. ELECTRA's published formula (google-research/electra
-   `flops_computation.py`), term by term: a matmul costs 2mn, embeddings are
-   one-hot matmuls, backward costs as much as forward, dropout/LayerNorm/
-   GELU/softmax cost 4/5/8/5 per element; train FLOPs = 2 * batch * steps *
-   seq * per-token forward FLOPs. ALBERT's shared block costs `num_layers`
-   blocks; tied embeddings are computed by each network; no NSP head.
-2. The TF profiler's count of the frozen forward graph (`--profile`); it
-   counts embedding gathers as free, so the formula is also printed without
-   them, and only einsums without an ellipsis (so `GroupedDense` avoids one).
-3. XLA's count (`xla_matmul_flops`): the dots and convolutions of the
-   compiled HLO, which checks `matmul_flops` plus a block's extra dots
-   (`BlockFlops.compiled_extra_flops`).
-
-Block terms belong to the backbones (`Backbone.flops_block`), so a new block
-is a `BlockFlops` subclass next to its backbone built from `query_terms`,
-`self_attention_terms` and `block_tail_terms`, without editing this module.
+Block terms belong to the backbones (`Backbone.flops_block`): a new block
+subclasses `BlockFlops` beside its backbone, without editing this module.
 """
 
 import dataclasses
@@ -238,20 +230,15 @@ def network_flops(
     output_fraction: float = ELECTRA_OUTPUT_FRACTION,
     one_hot_embeddings: bool = True,
 ) -> float:
-  """Forward FLOPs per token of embeddings + blocks + head 'mlm' or 'rtd'.
-
-  `one_hot_embeddings` False counts lookups as free gathers (the profiler).
-  """
-  heads = dict(
-      mlm=lambda: mlm_head_flops(net, output_fraction),
-      rtd=lambda: rtd_head_flops(net),
-  )
-  if head not in heads:
+  """Forward FLOPs per token of embeddings + blocks + head 'mlm' or 'rtd'."""
+  if head not in ('mlm', 'rtd'):
     raise ValueError(f'head must be mlm or rtd, got {head!r}.')
-  return (
-      net.layers * block_flops(net)
-      + embedding_flops(net, one_hot_embeddings)
-      + heads[head]()
+  if head == 'mlm':
+    flops = mlm_head_flops(net, output_fraction)
+  else:
+    flops = rtd_head_flops(net)
+  return NetworkCost(net, '', {head: flops}).per_token_forward(
+      one_hot_embeddings
   )
 
 
@@ -272,11 +259,7 @@ def steps_for_budget(
 def profiled_forward_flops(
     model: tf.keras.Model, specs: Dict[str, tf.TensorSpec]
 ) -> int:
-  """Float operations of one frozen forward pass, by the TF profiler.
-
-  GELUs are traced unfused; Model Garden's Einsum statistics (registered by
-  the `train_utils` import) make attention einsums count.
-  """
+  """Float operations of one frozen forward pass, by the TF profiler."""
   with activations.unfused():
     concrete = tf.function(
         lambda inputs: model(inputs, training=False)
@@ -363,11 +346,7 @@ def count_parameters(variables) -> int:
 def parameter_breakdown(
     encoder: tf.keras.Model, others: Dict[str, tf.keras.Model]
 ) -> Dict[str, int]:
-  """Parameters of a pretraining model's networks, shared ones counted once.
-
-  Returns `encoder` (in full, embeddings included) and, for each of `others`,
-  `<name>_only`, `<name>_shared` (variables the encoder has) and `_total`.
-  """
+  """Encoder parameters and each other network's `_only`/`_shared`/`_total`."""
   encoder_ids = {id(v) for v in encoder.trainable_variables}
   result = dict(encoder=count_parameters(encoder.trainable_variables))
   for name, network in others.items():

@@ -70,10 +70,7 @@ def accuracy(predictions, labels) -> float:
 
 
 def f1(predictions, labels, positive: int = 1) -> float:
-  """F1 score of class `positive` of int [N] predictions and labels.
-
-  0.0 when there is no positive prediction or label.
-  """
+  """F1 of class `positive` of int [N] predictions and labels (0 if none)."""
   predictions, labels = _validate_pair(predictions, labels)
   return float(
       sklearn_metrics.f1_score(
@@ -83,10 +80,7 @@ def f1(predictions, labels, positive: int = 1) -> float:
 
 
 def matthews_corrcoef(predictions, labels) -> float:
-  """Matthews correlation of binary (0/1) int [N] predictions and labels.
-
-  In [-1, 1]; 0.0 for a constant prediction or label vector.
-  """
+  """Matthews correlation of binary int [N] predictions and labels."""
   predictions, labels = _validate_binary(predictions, labels)
   return float(sklearn_metrics.matthews_corrcoef(labels, predictions))
 
@@ -110,11 +104,7 @@ def _correlation(function, x: np.ndarray, y: np.ndarray) -> float:
 
 
 def task_metrics(task: str, predictions, labels) -> Dict[str, float]:
-  """All dev metrics of one GLUE task from `[N]` ids (STS-B: float scores).
-
-  cola: mcc, accuracy; stsb: pearson, spearman, corr (their mean); mrpc, qqp:
-  accuracy, f1, acc_and_f1 (their mean); others: accuracy.
-  """
+  """All dev metrics of a GLUE task (corr, acc_and_f1: means of the pair)."""
   glue.get_task_spec(task)
   if task == 'stsb':
     scores = dict(
@@ -138,23 +128,14 @@ def headline_score(
     stsb_metric: str = 'spearman',
     use_f1: bool = False,
 ) -> float:
-  """The number a paper's GLUE table shows for `task`, from `task_metrics`.
-
-  cola: mcc; stsb: `stsb_metric`; mrpc, qqp: f1 with `use_f1`; else accuracy.
-  """
+  """The number a paper's GLUE table shows for `task`, from `task_metrics`."""
   glue.get_task_spec(task)
   if stsb_metric not in STSB_METRICS:
     raise ValueError(
         f'stsb_metric must be one of {STSB_METRICS}, got {stsb_metric!r}.'
     )
-  if task == 'cola':
-    key = 'mcc'
-  elif task == 'stsb':
-    key = stsb_metric
-  elif task in _F1_TASKS and use_f1:
-    key = 'f1'
-  else:
-    key = 'accuracy'
+  default = 'f1' if task in _F1_TASKS and use_f1 else 'accuracy'
+  key = {'cola': 'mcc', 'stsb': stsb_metric}.get(task, default)
   if key not in metrics:
     raise ValueError(f'Metrics of {task} lack {key!r}; got {sorted(metrics)}.')
   return float(metrics[key])
@@ -163,10 +144,7 @@ def headline_score(
 def glue_average(
     scores: Mapping[str, float], require_all: bool = False
 ) -> float:
-  """The unweighted mean of per-task headline scores ('mnli' matched).
-
-  A 'mnli_mismatched' entry is not averaged; `require_all` demands all eight.
-  """
+  """The mean of headline scores (MNLI matched only; `require_all`: all 8)."""
   tasks = glue.GLUE_TASK_NAMES
   unknown = sorted(set(scores) - set(tasks) - {MNLI_MISMATCHED})
   if unknown:

@@ -35,11 +35,7 @@ _V2_KEYS_AT_THRESHOLD = tuple(
 
 
 def normalize_answer(text: str) -> str:
-  """The official normalization: `'The  Eiffel-Tower!'` -> `'eiffeltower'`.
-
-  Lower-cases, drops ASCII punctuation and the articles a/an/the, and
-  collapses whitespace.
-  """
+  """The official normalization: `'The  Eiffel-Tower!'` -> `'eiffeltower'`."""
   return _official_normalize(text)
 
 
@@ -63,10 +59,7 @@ def exact_match(
 
 
 def f1(prediction: str, ground_truths: Union[str, Sequence[str]]) -> float:
-  """Best bag-of-normalized-tokens F1 against any gold answer, in [0, 1].
-
-  As in the v2.0 script, two token-less sides score 1.0 and one scores 0.0.
-  """
+  """Best bag-of-normalized-tokens F1 against any gold answer (v2.0 rules)."""
   return _best(_official_f1, prediction, ground_truths)
 
 
@@ -146,22 +139,15 @@ def _restrict_to_questions(
     )
   extra = len(values) - len(question_ids)
   if extra > 0:
-    logging.warning(
-        '%s: ignoring %d %s for questions not in the dataset.',
-        source,
-        extra,
-        what,
-    )
+    message = '%s: ignoring %d %s for questions not in the dataset.'
+    logging.warning(message, source, extra, what)
   return {qid: values[qid] for qid in question_ids}
 
 
 def evaluate_v1(
     dataset_json_or_path: DatasetLike, predictions: Mapping[str, str]
 ) -> Dict[str, float]:
-  """`exact_match`, `f1` (percent) and `total` by the official v1.1 script.
-
-  The dataset is a path, its parsed JSON or its `data` list of articles.
-  """
+  """`exact_match`, `f1` (percent) and `total` by the official v1.1 script."""
   articles, source = _load_articles(dataset_json_or_path)
   question_ids = _question_ids(articles, source, require_answers=True)
   predictions = _restrict_to_questions(
@@ -181,23 +167,19 @@ def evaluate_v2(
     null_score_diffs: Mapping[str, float],
     null_score_diff_threshold: float = 0.0,
 ) -> Dict[str, float]:
-  """Scores un-thresholded SQuAD 2.0 predictions by the official v2.0 script.
+  """SQuAD 2.0 scores at `null_score_diff_threshold` and at the best thresholds.
 
-  Returns percentages `exact`, `f1` (and `HasAns_*`/`NoAns_*` where there are
-  such questions) at `null_score_diff_threshold`, `best_exact`/`best_f1` and
-  their thresholds by the official search, and the `*total` counts.
+  `exact`, `f1`, `HasAns_*`/`NoAns_*`, `best_*` and their `_thresh`, in percent.
   """
   articles, source = _load_articles(dataset_json_or_path)
   question_ids = _question_ids(articles, source, require_answers=False)
   predictions = _restrict_to_questions(
       predictions, question_ids, 'prediction', source
   )
-  null_score_diffs = {
-      qid: float(diff)
-      for qid, diff in _restrict_to_questions(
-          null_score_diffs, question_ids, 'null score diff', source
-      ).items()
-  }
+  null_score_diffs = _restrict_to_questions(
+      null_score_diffs, question_ids, 'null score diff', source
+  )
+  null_score_diffs = {qid: float(d) for qid, d in null_score_diffs.items()}
   thresholded = apply_null_threshold(
       predictions, null_score_diffs, null_score_diff_threshold
   )
@@ -207,14 +189,8 @@ def evaluate_v2(
       articles, predictions, na_probs=null_score_diffs
   )
   result = {
-      key: at_threshold[key]
-      for key in _V2_KEYS_AT_THRESHOLD
-      if key in at_threshold
+      k: at_threshold[k] for k in _V2_KEYS_AT_THRESHOLD if k in at_threshold
   }
-  result.update(
-      best_exact=searched['final_exact'],
-      best_exact_thresh=searched['final_exact_thresh'],
-      best_f1=searched['final_f1'],
-      best_f1_thresh=searched['final_f1_thresh'],
-  )
+  for key in ('exact', 'exact_thresh', 'f1', 'f1_thresh'):
+    result[f'best_{key}'] = searched[f'final_{key}']
   return result

@@ -1,13 +1,8 @@
 """Word error rate, computed by the `jiwer` library.
 
-Corpus-level WER is the total number of word edits (substitutions, deletions
-and insertions of the minimum-edit alignment) over all utterances of a set
-divided by the total number of reference words; it is not the mean of
-per-utterance rates. Texts are compared word by word after splitting at
-whitespace; any other normalisation (case, punctuation) is the caller's.
-
-An empty reference is allowed: every hypothesis word then counts as an
-insertion. A set whose references are all empty has no WER and is an error.
+Corpus WER is total word edits over total reference words (not a mean of
+per-utterance rates); words split at whitespace, other normalisation is the
+caller's. An empty reference counts every hypothesis word as an insertion.
 """
 
 import dataclasses
@@ -18,14 +13,7 @@ import jiwer
 
 @dataclasses.dataclass(frozen=True)
 class ErrorCounts:
-  """Word edits of a hypothesis (or a set of them) against its reference.
-
-  Attributes:
-    substitutions: reference words replaced by another word.
-    deletions: reference words missing from the hypothesis.
-    insertions: hypothesis words with no reference word.
-    reference_words: words in the reference(s).
-  """
+  """Word edits of a hypothesis (or a set of them) against its reference."""
 
   substitutions: int = 0
   deletions: int = 0
@@ -39,21 +27,17 @@ class ErrorCounts:
 
   @property
   def wer(self) -> float:
-    """The word error rate: errors / reference_words.
-
-    Raises:
-      ValueError: there are no reference words.
-    """
+    """The word error rate, errors / reference_words (needs some words)."""
     if self.reference_words == 0:
       raise ValueError('WER is undefined: the references have no words.')
     return self.errors / self.reference_words
 
   def __add__(self, other: 'ErrorCounts') -> 'ErrorCounts':
     return ErrorCounts(
-        substitutions=self.substitutions + other.substitutions,
-        deletions=self.deletions + other.deletions,
-        insertions=self.insertions + other.insertions,
-        reference_words=self.reference_words + other.reference_words,
+        *(
+            getattr(self, f.name) + getattr(other, f.name)
+            for f in dataclasses.fields(self)
+        )
     )
 
   def as_dict(self) -> dict:
@@ -71,21 +55,7 @@ class ErrorCounts:
 def utterance_error_counts(
     references: Sequence[str], hypotheses: Sequence[str]
 ) -> List[ErrorCounts]:
-  """The edits of each hypothesis against the reference at the same index.
-
-  One `jiwer.process_words` call aligns all pairs; each pair's counts are
-  read from its alignment chunks.
-
-  Args:
-    references: reference texts.
-    hypotheses: hypothesis texts, as many as `references`.
-
-  Returns:
-    One `ErrorCounts` per pair, in order.
-
-  Raises:
-    ValueError: the sequences differ in length.
-  """
+  """The edits of each hypothesis against its reference (one jiwer call)."""
   if len(references) != len(hypotheses):
     raise ValueError(
         f'{len(references)} references but {len(hypotheses)} '
@@ -118,18 +88,7 @@ def utterance_error_counts(
 def corpus_error_counts(
     references: Sequence[str], hypotheses: Sequence[str]
 ) -> ErrorCounts:
-  """Total edits and reference words of a set (its `.wer` is corpus WER).
-
-  Args:
-    references: reference texts.
-    hypotheses: hypothesis texts, as many as `references`.
-
-  Returns:
-    The summed `ErrorCounts` of all pairs.
-
-  Raises:
-    ValueError: the sequences differ in length.
-  """
+  """Total edits and reference words of a set (its `.wer` is corpus WER)."""
   total = ErrorCounts()
   for counts in utterance_error_counts(references, hypotheses):
     total += counts

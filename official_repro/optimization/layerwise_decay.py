@@ -46,9 +46,7 @@ def variable_depths(
   """Canonical variable name -> depth in [0, L + 2] (see module docstring)."""
   layers = encoder_layers(encoder)
   head_depth = len(layers) + 2
-  depth_by_ref = {}
-  for variable in encoder.trainable_variables:
-    depth_by_ref[variable.ref()] = 0
+  depth_by_ref = {v.ref(): 0 for v in encoder.trainable_variables}
   pooler = getattr(encoder, 'pooler_layer', None)
   if pooler is not None:
     for variable in pooler.trainable_variables:
@@ -86,11 +84,7 @@ def layerwise_multipliers(
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class LayerwiseAdamWeightDecay(legacy_adamw.AdamWeightDecay):
-  """Model Garden's `AdamWeightDecay` with a per-variable learning-rate factor.
-
-  `lr_multipliers` maps canonical names to factors (1.0 when absent); the
-  config also holds what `AdamWeightDecay.get_config` leaves out.
-  """
+  """Model Garden's `AdamWeightDecay` with per-variable learning rates."""
 
   def __init__(
       self,

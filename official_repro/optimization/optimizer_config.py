@@ -27,12 +27,7 @@ def learning_rate_config(
     end_learning_rate: float = 0.0,
     decay_power: float = 1.0,
 ) -> Dict[str, Any]:
-  """The `learning_rate` and `warmup` entries of an `OptimizationConfig`.
-
-  Polynomial decay to `end_learning_rate` at `train_steps`, replaced during
-  warmup by Model Garden's linear ramp to the decayed value (BERT's TF1 code
-  multiplies instead: `warmup_times_decay`).
-  """
+  """`OptimizationConfig` schedule: Model Garden's linear warmup, then decay."""
   if train_steps <= 0:
     raise cli.UserError(f'train_steps must be positive, got {train_steps}.')
   if not 0 <= warmup_steps <= train_steps:
@@ -72,11 +67,7 @@ def optimization_config(
     exclude_from_weight_decay: Sequence[str] = DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
     global_clipnorm: Optional[float] = None,
 ) -> optimization.OptimizationConfig:
-  """The optimizer ('lamb', 'adamw' or 'adam'), schedule and warmup config.
-
-  `exclude_from_weight_decay` also excludes from LAMB's layer adaptation, as
-  in the reference LAMB; weight decay needs lamb or adamw.
-  """
+  """The optimizer ('lamb', 'adamw' or 'adam'), schedule and warmup config."""
   if optimizer not in _OPTIMIZERS:
     raise cli.UserError(
         f'optimization.optimizer must be one of {_OPTIMIZERS}, '

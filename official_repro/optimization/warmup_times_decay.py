@@ -1,15 +1,8 @@
 """The learning-rate schedule of the original BERT and ELECTRA code.
 
-google-research/electra's `model/optimization.py` (as BERT's) multiplies
-the polynomial decay from step 0 by a linear warmup factor:
-
-    lr(t) = decay(t) * min(1, t / warmup_steps)
-
-so that the rate at step t < warmup_steps is `(t / W) * decay(t)`. Model
-Garden's linear warmup instead ramps to the decayed rate at `warmup_steps`
-(`optimizer_config.learning_rate_config`), a rate lower during warmup by up
-to `warmup_steps / train_steps` (10% for GLUE's 10% warmup). The decay is
-Keras' `PolynomialDecay`; only the product is new.
+lr(t) = PolynomialDecay(t) * min(1, t / warmup_steps), as google-research/
+electra's `optimization.py`; Model Garden's warmup instead ramps to the
+decayed rate, lower during warmup by up to `warmup_steps / train_steps`.
 """
 
 import tensorflow as tf
@@ -30,18 +23,7 @@ class WarmupTimesPolynomialDecay(
       end_learning_rate: float = 0.0,
       power: float = 1.0,
   ):
-    """The schedule; see the module docstring.
-
-    Args:
-      initial_learning_rate: the rate at step 0 before the warmup factor.
-      decay_steps: steps of the polynomial decay (the run's train steps).
-      warmup_steps: steps of the linear warmup factor; 0 turns it off.
-      end_learning_rate: the decayed rate at `decay_steps`.
-      power: the decay's power (1: linear).
-
-    Raises:
-      ValueError: `decay_steps` not positive or `warmup_steps` negative.
-    """
+    """The schedule; `warmup_steps` 0 turns the warmup factor off."""
     super().__init__()
     if decay_steps <= 0 or warmup_steps < 0:
       raise ValueError(

@@ -1,10 +1,4 @@
-"""The grids of rescoring's flags: '0:1:0.25,2' as the values it names.
-
-`--weights` and `--length_bonuses` (`official_repro.rescore`) are
-comma-separated items, each a number or an inclusive range
-`start:stop:step`; `parse_grid` gives their values, or a one-line
-`cli.UserError` naming the flag and the item.
-"""
+"""The grids of rescoring's flags: '0:1:0.25,2' as the values it names."""
 
 from typing import Tuple
 
@@ -17,21 +11,7 @@ _MAX_GRID_POINTS = 100000
 
 
 def parse_grid(spec: str, flag_name: str) -> Tuple[float, ...]:
-  """The values of a grid spec such as '0:1:0.25,2' (sorted, distinct).
-
-  Args:
-    spec: comma-separated items, each a number or `start:stop:step` (from
-      start up to stop inclusive, step > 0; values are rounded to 10
-      decimals so that 0:1:0.1 ends at exactly 1).
-    flag_name: the flag, for error messages.
-
-  Returns:
-    The values in increasing order.
-
-  Raises:
-    ValueError: an item that is neither, a step <= 0, stop < start, or more
-      than 100000 values.
-  """
+  """The sorted distinct values of numbers and inclusive `start:stop:step`s."""
   values = set()
   for item in spec.split(','):
     item = item.strip()
@@ -51,7 +31,7 @@ def parse_grid(spec: str, flag_name: str) -> Tuple[float, ...]:
     start, stop, step = numbers
     if step <= 0 or stop < start:
       raise cli.UserError(
-          f'--{flag_name}: range {item!r} needs step > 0 and ' 'stop >= start.'
+          f'--{flag_name}: range {item!r} needs step > 0 and stop >= start.'
       )
     count = int(np.floor((stop - start) / step + 1e-9)) + 1
     if count > _MAX_GRID_POINTS:

@@ -22,11 +22,7 @@ from official_repro.rescoring import lm_scores
 
 @dataclasses.dataclass(frozen=True)
 class ScoredSet:
-  """One set's hypotheses as `[utterances, max hypotheses]` arrays by rank.
-
-  `valid` marks real entries (padding never wins); `lm` is zero without LM
-  scores; `reference_words` is `[utterances]`.
-  """
+  """One set's hypotheses by rank as `[utterances, max hypotheses]` arrays."""
 
   name: str
   utterance_ids: Tuple[str, ...]
@@ -52,11 +48,7 @@ class ScoredSet:
 
 @dataclasses.dataclass(frozen=True)
 class SetResult:
-  """The WERs of one set at one `(weight, length_bonus)` (None without LM).
-
-  `num_rank1_not_best_first_pass` counts lists whose rank 1 lacks the best
-  first-pass score (many suggest costs rather than log-probabilities).
-  """
+  """The WERs of one set at one `(weight, length_bonus)` (None without LM)."""
 
   name: str
   num_utterances: int
@@ -105,11 +97,7 @@ def build_scored_set(
     scores: Optional[Mapping[Tuple[str, int], float]],
     scores_source: str = 'LM scores',
 ) -> ScoredSet:
-  """Counts every hypothesis' word errors and gathers its scores.
-
-  `scores` are by `(utterance_id, rank)`, None for none (`lm` zero);
-  `scores_source` names them in error messages.
-  """
+  """Counts every hypothesis' word errors and gathers its scores."""
   if not nbest_lists:
     raise cli.UserError(f'Set {name!r} has no N-best lists.')
   if len(references) != len(nbest_lists):
@@ -121,12 +109,9 @@ def build_scored_set(
     lm_scores.check_complete(scores, nbest_lists, scores_source)
   shape = (len(nbest_lists), max(len(n.hypotheses) for n in nbest_lists))
   arrays = {key: np.zeros(shape) for key in ('first_pass', 'lm')}
-  arrays.update(
-      {
-          key: np.zeros(shape, dtype=np.int64)
-          for key in ('num_words', 'substitutions', 'deletions', 'insertions')
-      }
-  )
+  edits = ('substitutions', 'deletions', 'insertions')
+  for key in ('num_words', *edits):
+    arrays[key] = np.zeros(shape, dtype=np.int64)
   valid = np.zeros(shape, dtype=bool)
   pair_references, pair_hypotheses, positions = [], [], []
   for row, (nbest_list, reference) in enumerate(zip(nbest_lists, references)):
@@ -134,18 +119,16 @@ def build_scored_set(
       valid[row, column] = True
       arrays['first_pass'][row, column] = hypothesis.first_pass_score
       if scores is not None:
-        arrays['lm'][row, column] = scores[
-            (nbest_list.utterance_id, hypothesis.rank)
-        ]
+        key = (nbest_list.utterance_id, hypothesis.rank)
+        arrays['lm'][row, column] = scores[key]
       arrays['num_words'][row, column] = hypothesis.num_words
       pair_references.append(reference)
       pair_hypotheses.append(hypothesis.text)
       positions.append((row, column))
   counts = wer.utterance_error_counts(pair_references, pair_hypotheses)
   for (row, column), count in zip(positions, counts):
-    arrays['substitutions'][row, column] = count.substitutions
-    arrays['deletions'][row, column] = count.deletions
-    arrays['insertions'][row, column] = count.insertions
+    for key in edits:
+      arrays[key][row, column] = getattr(count, key)
   reference_words = np.array(
       [len(reference.split()) for reference in references], dtype=np.int64
   )

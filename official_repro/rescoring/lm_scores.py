@@ -59,10 +59,7 @@ def score_nbest(
     batch_size: int = 64,
     progress_label: str = '',
 ) -> LmScores:
-  """Scores each distinct hypothesis text once, `batch_size` per call.
-
-  A `progress_label` logs progress under it ('' for none).
-  """
+  """Scores each distinct hypothesis text once, `batch_size` per call."""
   if batch_size < 1:
     raise cli.UserError(f'batch_size must be >= 1, got {batch_size}.')
   keys_by_text: Dict[str, List[Tuple[str, int]]] = {}

@@ -1,13 +1,4 @@
-"""What rescoring reports: markdown tables, the JSON grid, Kaldi text.
-
-`official_repro.rescore` prints the grid search as a table of dev WERs
-(`format_grid`: weights down, length bonuses across, the best in bold) and
-each set as a table of its first-pass, rescored and oracle WERs
-(`format_set_table`); its `--output_json` holds the grid search as
-`grid_as_dict` gives it, and `--output_text_dir` each set's rescored
-hypotheses as a Kaldi `text` file (`write_kaldi_text`), which scoring tools
-take as they take the first pass's.
-"""
+"""What rescoring reports: markdown tables, the JSON grid, Kaldi text."""
 
 from typing import List, Tuple
 
@@ -46,16 +37,7 @@ def format_grid(grid: interpolation.GridSearchResult) -> str:
 def format_set_table(
     result: interpolation.SetResult, is_dev_set: bool = False
 ) -> str:
-  """A markdown table of the set's first-pass, rescored and oracle WERs.
-
-  Args:
-    result: the set's result; without a rescored WER (no LM scores), the
-      table has the first-pass and oracle rows only.
-    is_dev_set: whether the grid search tuned on this set.
-
-  Returns:
-    A heading and the table.
-  """
+  """A heading and table of the set's first-pass, rescored and oracle WERs."""
   tuned = ' (tuning set)' if is_dev_set else ''
   lines = [
       f'### {result.name}{tuned}: {result.num_utterances} utterances, '
@@ -65,13 +47,8 @@ def format_set_table(
   ]
   rows = [('first pass (rank 1)', result.first_pass)]
   if result.rescored is not None:
-    rows.append(
-        (
-            f'rescored (weight {result.weight:g}, length bonus '
-            f'{result.length_bonus:g})',
-            result.rescored,
-        )
-    )
+    weights = f'weight {result.weight:g}, length bonus {result.length_bonus:g}'
+    rows.append((f'rescored ({weights})', result.rescored))
   rows.append(('oracle', result.oracle))
   lines += markdown.table(
       ['hypotheses', 'WER (%)', 'sub', 'del', 'ins'],
@@ -95,29 +72,23 @@ def grid_as_dict(grid: interpolation.GridSearchResult) -> dict:
   """The grid search as JSON-serialisable values."""
   return {
       'dev_set': grid.dev_set,
-      'points': [
-          {
-              'weight': point.weight,
-              'length_bonus': point.length_bonus,
-              **point.errors.as_dict(),
-          }
-          for point in grid.points
-      ],
-      'best': {
-          'weight': grid.best.weight,
-          'length_bonus': grid.best.length_bonus,
-          **grid.best.errors.as_dict(),
-      },
+      'points': [_point_as_dict(point) for point in grid.points],
+      'best': _point_as_dict(grid.best),
+  }
+
+
+def _point_as_dict(point: interpolation.GridPoint) -> dict:
+  return {
+      'weight': point.weight,
+      'length_bonus': point.length_bonus,
+      **point.errors.as_dict(),
   }
 
 
 def write_kaldi_text(path: str, texts: List[Tuple[str, str]]) -> None:
   """Writes `<utt-id> <text>` lines (Kaldi `text`) to `path`."""
   tf.io.gfile.makedirs(path.rsplit('/', 1)[0])
-  json_files.write_text(
-      path,
-      ''.join(
-          f'{utterance_id} {text}'.rstrip() + '\n'
-          for utterance_id, text in texts
-      ),
+  lines = (
+      f'{utterance_id} {text}'.rstrip() + '\n' for utterance_id, text in texts
   )
+  json_files.write_text(path, ''.join(lines))
