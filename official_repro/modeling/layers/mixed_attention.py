@@ -56,11 +56,7 @@ def _check_attention_arguments(
     )
   if head_ratio < 1:
     raise ValueError(f'head_ratio must be >= 1, got head_ratio={head_ratio}.')
-  if kernel_size < 1 or kernel_size % 2 == 0:
-    raise ValueError(
-        f'kernel_size must be an odd integer >= 1, got kernel_size='
-        f'{kernel_size}.'
-    )
+  span_dynamic_conv.check_kernel_size(kernel_size)
   if not 0.0 <= attention_dropout < 1.0:
     raise ValueError(
         f'attention_dropout must be in [0, 1), got {attention_dropout}.'

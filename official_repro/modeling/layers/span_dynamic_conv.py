@@ -40,6 +40,15 @@ def window_padding(kernel_size: int, causal: bool) -> Tuple[int, int]:
 WINDOW_BLOCK_SIZE = 32
 
 
+def check_kernel_size(kernel_size: int) -> None:
+  """Raises ValueError unless `kernel_size` is an odd integer >= 1."""
+  if kernel_size < 1 or kernel_size % 2 == 0:
+    raise ValueError(
+        f'kernel_size must be an odd integer >= 1, got kernel_size='
+        f'{kernel_size}.'
+    )
+
+
 def block_size_for(kernel_size: int) -> int:
   """Positions per banded block: `WINDOW_BLOCK_SIZE`, or `k-1` if larger."""
   return max(WINDOW_BLOCK_SIZE, kernel_size - 1)
@@ -172,11 +181,7 @@ class SpanDynamicConv(tf_keras.layers.Layer):
       raise ValueError(f'num_heads must be >= 1, got num_heads={num_heads}.')
     if head_size < 1:
       raise ValueError(f'head_size must be >= 1, got head_size={head_size}.')
-    if kernel_size < 1 or kernel_size % 2 == 0:
-      raise ValueError(
-          f'kernel_size must be an odd integer >= 1, got kernel_size='
-          f'{kernel_size}.'
-      )
+    check_kernel_size(kernel_size)
     self._num_heads = num_heads
     self._head_size = head_size
     self._kernel_size = kernel_size
