@@ -200,10 +200,6 @@ def _against_random_init(
   return random_init
 
 
-def _number(value: Optional[float], digits: int = 3) -> str:
-  return '-' if value is None else f'{value:.{digits}f}'
-
-
 def markdown(content: Dict) -> str:
   """The report's markdown."""
   scale = content['scale']
@@ -249,12 +245,12 @@ def _targets_table(runs: Dict[str, Dict]) -> List[str]:
   for run in runs.values():
     flops_total = run['flops_per_step'] * run['train_steps']
     row = [run['row'], f'{run["train_steps"]:,}', f'{flops_total:.2e}']
-    row.append(_number(run['training_minutes'], 1))
+    row.append(report.number(run['training_minutes'], 1))
     for check in run['targets'] or [None]:
       rows.append(
           row
           + (
-              [check['meaning'], _number(check['value'])]
+              [check['meaning'], report.number(check['value'])]
               + [f'>= {check["minimum"]:.3f}', 'yes' if check['met'] else 'no']
               if check
               else ['-'] * 4
@@ -287,7 +283,7 @@ def _word_order_lines(order: Dict) -> List[str]:
   lines += md.table(
       columns.split(' | '),
       [
-          [label] + [_number(order[name][key]) for key in keys]
+          [label] + [report.number(order[name][key]) for key in keys]
           for name, label in texts
       ],
   )

@@ -281,9 +281,9 @@ def _curve(result: Dict) -> Dict[int, float]:
   }
 
 
-def _number(value: Optional[float]) -> str:
-  """Three decimals, or '-' for a missing value."""
-  return '-' if value is None else f'{value:.3f}'
+def number(value: Optional[float], digits: int = 3) -> str:
+  """`value` to `digits` decimals, or '-' for a missing value."""
+  return '-' if value is None else f'{value:.{digits}f}'
 
 
 def metric_table(
@@ -295,10 +295,10 @@ def metric_table(
   seeds = seeds or {}
 
   def cell(row: str, name: str) -> str:
-    text = _number(rows[row].get(name))
+    text = number(rows[row].get(name))
     values = seeds.get(row, {}).get(name)
     if values and len(values) > 1:
-      text += f' ({_number(statistics.stdev(values))})'
+      text += f' ({number(statistics.stdev(values))})'
     return text
 
   return md.table(
@@ -311,7 +311,7 @@ def held_out_curve_table(entries: List[Dict], name: str) -> List[str]:
   """Markdown lines: held-out `name` at each step (and share of steps)."""
   points = [
       [entry['row'], f'{step:,}', f'{step / entry["train_steps"]:.3f}']
-      + [_number(value)]
+      + [number(value)]
       for entry in entries
       if entry.get('held_out_curve')
       for step, value in sorted(
@@ -374,11 +374,11 @@ def _comparison_rows(entries: List[Dict]) -> List[List[str]]:
     for cell in entry['cells']:
       spread = '-'
       if cell['seeds'] is not None:
-        spread = f'{cell["seeds"]} ({_number(cell["std"])})'
+        spread = f'{cell["seeds"]} ({number(cell["std"])})'
       rows.append(
           row
-          + [cell['column'], _number(cell['ours']), spread]
-          + [_number(cell['paper']), _number(cell['difference'])]
+          + [cell['column'], number(cell['ours']), spread]
+          + [number(cell['paper']), number(cell['difference'])]
       )
     if entry.get('parameters'):
       counts = entry['parameters']
@@ -396,7 +396,7 @@ def _comparison_rows(entries: List[Dict]) -> List[List[str]]:
           f'{average["paper_quantity"]}'
       )
       numbers = (ours, None, paper, ours - paper)
-      rows.append(row + [column] + [_number(number) for number in numbers])
+      rows.append(row + [column] + [number(value) for value in numbers])
   return rows
 
 
@@ -405,12 +405,12 @@ def _figure_points(target: registry.Target, entries: List[Dict]) -> List[str]:
   series, references = figure_lines(target, entries)
   x_label = 'pretraining step' if target.figure == 'steps' else target.figure
   points = [
-      [name, f'{x:g}', _number(y)]
+      [name, f'{x:g}', number(y)]
       for name, points in series.items()
       for x, y in points
   ]
   points += [
-      [f'{name} (reference)', '-', _number(y)] for name, y in references.items()
+      [f'{name} (reference)', '-', number(y)] for name, y in references.items()
   ]
   return [
       '',
@@ -454,7 +454,7 @@ def _claim_lines(checked: List[Dict]) -> List[str]:
   rows = [
       [f'{claim["better"]} > {claim["worse"]}', claim['source']]
       + [claim['measure']]
-      + [_number(claim[key]) for key in ('paper_gap', 'ours_gap', 'noise')]
+      + [number(claim[key]) for key in ('paper_gap', 'ours_gap', 'noise')]
       + [claim['verdict']]
       for claim in checked
   ]
