@@ -12,6 +12,8 @@ from official_repro.common import cli
 
 # Temporary files are `<final name><TEMPORARY_MARKER><host>-<pid>-<random>`.
 TEMPORARY_MARKER = '.tmp-'
+# `read_json`'s default: the file must exist.
+_REQUIRED = object()
 
 
 def temporary_path(path: str) -> str:
@@ -69,6 +71,23 @@ def _write(path: str, content, mode: str) -> None:
     if tf.io.gfile.exists(temporary):
       tf.io.gfile.remove(temporary)
     raise
+
+
+def read_json(path: str, default: Any = _REQUIRED) -> Any:
+  """The JSON value in `path`; `default` if given and `path` does not exist.
+
+  Raises:
+    cli.UserError: `path` is missing (and no `default`) or not valid JSON.
+  """
+  if default is not _REQUIRED and not tf.io.gfile.exists(path):
+    return default
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      return json.load(f)
+  except tf.errors.NotFoundError as error:
+    raise cli.UserError(f'{path} does not exist.') from error
+  except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    raise cli.UserError(f'{path}: not valid JSON ({error}).') from error
 
 
 def write_json(

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.common import cli
 from official_repro.common import json_files
 
 
@@ -132,3 +133,25 @@ def test_check_writable_makes_the_folder_and_leaves_no_file(tmp_path):
   (tmp_path / 'file').write_text('x')
   with pytest.raises(cli.UserError, match='--output .*file/scores.tsv cannot'):
     json_files.check_writable(str(tmp_path / 'file' / 'scores.tsv'), '--output')
+
+
+def test_read_json_returns_what_write_json_wrote(tmp_path):
+  path = str(tmp_path / 'a.json')
+  json_files.write_json(path, {'b': [1, 2.5, None]})
+  assert json_files.read_json(path) == {'b': [1, 2.5, None]}
+
+
+def test_read_json_default_only_for_a_missing_file(tmp_path):
+  path = str(tmp_path / 'missing.json')
+  assert json_files.read_json(path, default={}) == {}
+  with pytest.raises(cli.UserError, match='missing.json does not exist'):
+    json_files.read_json(path)
+
+
+def test_read_json_names_the_file_that_is_not_json(tmp_path):
+  path = tmp_path / 'bad.json'
+  path.write_text('{"a": ')
+  with pytest.raises(cli.UserError, match='bad.json: not valid JSON'):
+    json_files.read_json(str(path))
+  with pytest.raises(cli.UserError, match='bad.json: not valid JSON'):
+    json_files.read_json(str(path), default=None)
