@@ -5,8 +5,8 @@ import os
 import pytest
 import tensorflow as tf
 
-from conftest import write_fixture_files
-from conftest import write_fixture_vocab
+from tests.conftest import write_fixture_files
+from tests.conftest import write_fixture_vocab
 from official_repro.data import create_pretraining_data as cpd
 from official_repro.data import pretrain_dataloader
 

@@ -12,8 +12,8 @@ import psutil
 import pytest
 import tensorflow as tf
 
-from conftest import write_fixture_files
-from conftest import write_fixture_vocab
+from tests.conftest import write_fixture_files
+from tests.conftest import write_fixture_vocab
 from official_repro.data import create_pretraining_data as cpd
 from official_repro.data import local_pipeline
 from official_repro.data import records
@@ -273,7 +273,7 @@ import json, os, resource, sys
 from official_repro.data import create_pretraining_data as cpd
 sys.path.insert(0, os.path.join(sys.argv[1], 'tests'))
 import pathlib
-from conftest import write_fixture_files, write_fixture_vocab
+from tests.conftest import write_fixture_files, write_fixture_vocab
 
 root = pathlib.Path(sys.argv[2])
 vocab = str(write_fixture_vocab(root / 'vocab.txt'))

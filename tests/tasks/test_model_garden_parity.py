@@ -19,7 +19,7 @@ dynamics-parity runs use), and both get:
   is replaced by one that records what it was asked (the generator's
   logits, the ids to exclude) and returns fixed ids. The samplers
   themselves are tested against the distributions they draw from in
-  `tests/modeling/test_sampling.py` and `test_reference_losses.py`;
+  `tests/modeling/pretrainers/test_sampling.py` and `test_reference_losses.py`;
 * no dropout (its masks cannot be shared).
 
 Then every loss term, the total, and the gradient of the total with respect
