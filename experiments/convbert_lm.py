@@ -571,10 +571,9 @@ def main(argv):
   settings = settings_from_flags()
   results = run(settings)
   table = format_table(results)
-  with tf.io.gfile.GFile(
-      os.path.join(settings.output_dir, 'table.md'), 'w'
-  ) as f:
-    f.write(table + '\n')
+  json_files.write_text(
+      os.path.join(settings.output_dir, 'table.md'), table + '\n'
+  )
   print(table)
 
 
