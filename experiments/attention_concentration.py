@@ -15,15 +15,14 @@ a markdown table beside the paper's values and writes it as JSON.
 """
 
 import dataclasses
-import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from absl import app
 from absl import flags
 import tensorflow as tf
 import tf_keras
 
 from official_repro.common import cli
+from official_repro.common import dataclass_flags
 from experiments import paper_tables
 from official.nlp.tools import tokenization
 from official_repro.common import json_files
@@ -57,24 +56,39 @@ def published() -> Dict[str, float]:
 _INPUT_KEYS = ('input_word_ids', 'input_mask', 'input_type_ids')
 
 
+_option = dataclass_flags.option
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """Everything one run depends on; mirrors the flags of `define_flags`.
+  """Everything one run depends on; each field is a flag of `define_flags`."""
 
-  `labels` name the rows (empty: the checkpoint paths); `window` is the
-  largest |i - j| counted as near the diagonal.
-  """
-
-  init_checkpoints: Tuple[str, ...]
-  glue_dir: str
-  labels: Tuple[str, ...] = ()
-  task: str = 'mrpc'
-  split: str = 'dev'
-  max_seq_length: int = 128
-  batch_size: int = 32
-  max_examples: Optional[int] = None
-  window: int = attention_concentration.DEFAULT_WINDOW
-  output_file: Optional[str] = None
+  init_checkpoints: Tuple[str, ...] = _option(
+      dataclasses.MISSING,
+      'Exported encoder (pretraining model_dir, its encoder/ folder or a '
+      'checkpoint prefix); repeat for several rows.',
+      flag='init_checkpoint',
+  )
+  glue_dir: str = _option(
+      dataclasses.MISSING, 'GLUE root (holding MRPC/, ...).'
+  )
+  labels: Tuple[str, ...] = _option(
+      (),
+      'Row name per --init_checkpoint, in order (none: the paths).',
+      flag='label',
+  )
+  task: str = _option('mrpc', 'GLUE task.')
+  split: str = _option('dev', 'Labelled split to read.')
+  max_seq_length: int = _option(128, 'Tokens per example.')
+  batch_size: int = _option(32, 'Examples per forward pass.')
+  max_examples: Optional[int] = _option(
+      None, 'Use only the first N examples (default: all).'
+  )
+  window: int = _option(
+      attention_concentration.DEFAULT_WINDOW,
+      'Largest |i - j| counted as near the diagonal.',
+  )
+  output_file: Optional[str] = _option(None, 'Also write the results as JSON.')
 
   def __post_init__(self):
     if not self.init_checkpoints:
@@ -216,6 +230,8 @@ def run(settings: Settings) -> Dict[str, Any]:
 
   All checkpoints and the data are checked before the first forward pass.
   """
+  if settings.output_file:
+    json_files.check_writable(settings.output_file, '--output_file')
   examples, report = read_examples(settings)
   labels = settings.labels or settings.init_checkpoints
   models = [
@@ -232,9 +248,6 @@ def run(settings: Settings) -> Dict[str, Any]:
       rows=[measure(model, examples, settings) for model in models],
   )
   if settings.output_file:
-    directory = os.path.dirname(settings.output_file)
-    if directory:
-      tf.io.gfile.makedirs(directory)
     json_files.write_json(settings.output_file, results, sort_keys=False)
   return results
 
@@ -279,54 +292,17 @@ def format_table(results: Dict[str, Any]) -> str:
 
 def define_flags():
   """Defines the CLI's flags (on demand: importing this module defines none)."""
-  defaults = Settings(init_checkpoints=('',), glue_dir='')
-  flags.DEFINE_multi_string(
-      'init_checkpoint',
-      [],
-      'Exported encoder (pretraining model_dir, its encoder/ folder or a '
-      'checkpoint prefix); repeat for several rows.',
-  )
-  flags.DEFINE_multi_string(
-      'label', [], 'Row name per --init_checkpoint, in order.'
-  )
-  flags.DEFINE_string('glue_dir', None, 'GLUE root (holding MRPC/, ...).')
-  flags.DEFINE_string('task', defaults.task, 'GLUE task.')
-  flags.DEFINE_string('split', defaults.split, 'Labelled split to read.')
-  flags.DEFINE_integer(
-      'max_seq_length', defaults.max_seq_length, 'Tokens per example.'
-  )
-  flags.DEFINE_integer(
-      'batch_size', defaults.batch_size, 'Examples per forward pass.'
-  )
-  flags.DEFINE_integer(
-      'max_examples', None, 'Use only the first N examples (default: all).'
-  )
-  flags.DEFINE_integer(
-      'window', defaults.window, 'Largest |i - j| counted as near the diagonal.'
-  )
-  flags.DEFINE_string('output_file', None, 'Also write the results as JSON.')
+  dataclass_flags.define_flags(Settings)
+  flags.mark_flags_as_required(['glue_dir'])
 
 
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  flag_values = flags.FLAGS
-  if not flag_values.glue_dir:
-    raise app.UsageError('--glue_dir is required.')
-  results = run(
-      Settings(
-          init_checkpoints=tuple(flag_values.init_checkpoint),
-          labels=tuple(flag_values.label),
-          **{
-              field.name: getattr(flag_values, field.name)
-              for field in dataclasses.fields(Settings)
-              if field.name not in ('init_checkpoints', 'labels')
-          },
-      )
-  )
-  print(format_table(results))
-  if flag_values.output_file:
-    print(f'wrote {flag_values.output_file}')
+  settings = dataclass_flags.from_flags(Settings)
+  print(format_table(run(settings)))
+  if settings.output_file:
+    print(f'wrote {settings.output_file}')
 
 
 if __name__ == '__main__':

@@ -17,6 +17,7 @@ compilation caches do not leak. `--sweep` measures over batch sizes and
 sequence lengths, writing `--output_json` and a plot.
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -37,6 +38,7 @@ from official.core import task_factory
 from official.core import train_utils
 from official.nlp.data import pretrain_dataloader as stock_dataloader
 from experiments import commands
+from experiments.regeneration import report
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.common import markdown
@@ -284,11 +286,9 @@ def build_trainer(variant: str) -> tuple:
     params = stock_params(params, dirs['static'], max_predictions)
     trainer_cls = base_trainer.Trainer
   else:
-
-    def trainer_cls(*args, **kwargs):
-      return trainer_lib.Trainer(
-          *args, jit_compile=settings.jit_compile, **kwargs
-      )
+    trainer_cls = functools.partial(
+        trainer_lib.Trainer, jit_compile=settings.jit_compile
+    )
 
   task = task_factory.get_task(params.task)
   with precision.policy(dtype):
@@ -505,11 +505,7 @@ def run_sweep(
 
 def plot_sweep(sweep: Dict, path: str) -> None:
   """Writes the sweep's four panels as a PNG, one line per variant."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-
-  matplotlib.use('Agg')
-  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-
+  pyplot = report.pyplot_module()
   panels = [
       ('batch_size', 'examples_per_second', 'examples/s'),
       ('batch_size', 'peak_host_memory_mb', 'peak host memory (MB)'),
@@ -533,10 +529,7 @@ def plot_sweep(sweep: Dict, path: str) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend()
   figure.suptitle(' + '.join(os.path.basename(f) for f in sweep['gin_files']))
-  figure.tight_layout()
-  with tf.io.gfile.GFile(path, 'wb') as f:
-    figure.savefig(f, format='png', dpi=100)
-  pyplot.close(figure)
+  report.save_png(pyplot, figure, path, dpi=100)
 
 
 def _sweep_value(result: Dict, key: str) -> float:

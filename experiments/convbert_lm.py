@@ -15,13 +15,14 @@ killed run resumes with the same flags (`settings.json`; others are refused).
 """
 
 import contextlib
+import bisect
 import dataclasses
 import functools
 import json
 import math
 import os
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import flags
 from absl import logging
@@ -29,6 +30,7 @@ import gin
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import dataclass_flags
 from experiments import paper_tables
 from official_repro.common import json_files
 from official_repro.common import markdown
@@ -66,24 +68,7 @@ def published_perplexity(architecture: str) -> float:
   )
 
 
-_S, _F, _I, _B = (
-    flags.DEFINE_string,
-    flags.DEFINE_float,
-    flags.DEFINE_integer,
-    flags.DEFINE_bool,
-)
-_OPTIMIZER = functools.partial(
-    flags.DEFINE_enum, enum_values=['adam', 'adamw', 'lamb']
-)
-
-
-def _flag(default, define, help_text):
-  """A `Settings` field defined as a flag by `define` with `help_text`."""
-  return dataclasses.field(
-      default=default, metadata=dict(define=define, help=help_text)
-  )
-
-
+_flag = dataclass_flags.option
 _REQUIRED = dataclasses.MISSING
 
 
@@ -91,86 +76,78 @@ _REQUIRED = dataclasses.MISSING
 class Settings:
   """Everything one run depends on; each field is a flag of `define_flags`."""
 
-  train_file: str = _flag(_REQUIRED, _S, 'WikiText-format training file.')
-  output_dir: str = _flag(_REQUIRED, _S, 'Where results.json and table.md go.')
+  train_file: str = _flag(_REQUIRED, 'WikiText-format training file.')
+  output_dir: str = _flag(_REQUIRED, 'Where results.json and table.md go.')
   valid_file: Optional[str] = _flag(
-      None, _S, 'Validation file; exclusive with --valid_fraction.'
+      None, 'Validation file; exclusive with --valid_fraction.'
   )
   valid_fraction: Optional[float] = _flag(
       None,
-      _F,
       'Hold out this tail of --train_file for validation (cut at an '
       'article title).',
   )
-  test_file: Optional[str] = _flag(None, _S, 'Also report perplexity on this.')
+  test_file: Optional[str] = _flag(None, 'Also report perplexity on this.')
   max_vocab_size: Optional[int] = _flag(
       None,
-      _I,
       'Keep the most frequent words (specials included); the rest become '
       '<unk>.',
   )
   architectures: Tuple[str, ...] = _flag(
       causal_lm.ARCHITECTURES,
-      flags.DEFINE_list,
       f'Models to train, from {causal_lm.ARCHITECTURES}.',
+      listed=True,
   )
-  hidden_size: int = _flag(128, _I, 'Block width H.')
-  num_layers: int = _flag(4, _I, 'Blocks L.')
+  hidden_size: int = _flag(128, 'Block width H.')
+  num_layers: int = _flag(4, 'Blocks L.')
   num_attention_heads: int = _flag(
       4,
-      _I,
       'Heads N (mixed: max(1, N // head_ratio) attention heads and as many '
       'convolution heads).',
   )
-  intermediate_size: int = _flag(512, _I, 'Feed-forward width.')
+  intermediate_size: int = _flag(512, 'Feed-forward width.')
   embedding_width: int = _flag(
-      128, _I, 'Embedding width E (tied input/output table).'
+      128, 'Embedding width E (tied input/output table).'
   )
-  head_ratio: int = _flag(
-      2, _I, 'Mixed: attention-head reduction (ConvBERT: 2).'
-  )
-  kernel_size: int = _flag(9, _I, 'Mixed: convolution window (ConvBERT: 9).')
-  num_groups: int = _flag(1, _I, 'Mixed: grouped feed-forward groups.')
+  head_ratio: int = _flag(2, 'Mixed: attention-head reduction (ConvBERT: 2).')
+  kernel_size: int = _flag(9, 'Mixed: convolution window (ConvBERT: 9).')
+  num_groups: int = _flag(1, 'Mixed: grouped feed-forward groups.')
   match_parameters: bool = _flag(
-      False, _B, "Widen the mixed model to the transformer's parameters."
+      False, "Widen the mixed model to the transformer's parameters."
   )
   unigram_output_bias: bool = _flag(
       True,
-      _B,
       'Start the output bias at the log unigram probabilities of the '
       'training data (else zeros).',
   )
   dropout_rate: float = _flag(
-      0.1, _F, 'Dropout on embeddings, block outputs, attention.'
+      0.1, 'Dropout on embeddings, block outputs, attention.'
   )
-  seq_length: int = _flag(64, _I, 'Window length T.')
-  batch_size: int = _flag(32, _I, 'Windows per batch.')
-  train_steps: int = _flag(300, _I, 'Optimizer steps per model.')
-  optimizer: str = _flag('adam', _OPTIMIZER, 'Model Garden optimizer.')
+  seq_length: int = _flag(64, 'Window length T.')
+  batch_size: int = _flag(32, 'Windows per batch.')
+  train_steps: int = _flag(300, 'Optimizer steps per model.')
+  optimizer: str = _flag(
+      'adam', 'Model Garden optimizer.', choices=('adam', 'adamw', 'lamb')
+  )
   learning_rate: float = _flag(
-      1e-3, _F, 'Peak learning rate (linear warmup, linear decay to 0).'
+      1e-3, 'Peak learning rate (linear warmup, linear decay to 0).'
   )
-  warmup_steps: int = _flag(30, _I, 'Warmup steps.')
-  weight_decay_rate: float = _flag(
-      0.0, _F, 'Decoupled weight decay (adamw, lamb).'
-  )
+  warmup_steps: int = _flag(30, 'Warmup steps.')
+  weight_decay_rate: float = _flag(0.0, 'Decoupled weight decay (adamw, lamb).')
   global_clipnorm: Optional[float] = _flag(
-      1.0, _F, 'Clip gradients to this global norm (0: no clipping).'
+      1.0, 'Clip gradients to this global norm (0: no clipping).'
   )
   log_every: int = _flag(
       50,
-      _I,
       'Log and summarize the mean training loss every this many steps '
       '(one Orbit loop).',
   )
   checkpoint_every: int = _flag(
       100,
-      _I,
       'Save a resumable checkpoint every this many steps (a multiple of '
       '--log_every; the runner also saves after the first loop and the '
       'last step).',
   )
-  seed: int = _flag(1, _I, 'Seed of initialization and data order.')
+  seed: int = _flag(1, 'Seed of initialization and data order.')
 
   def __post_init__(self):
     unknown = set(self.architectures) - set(causal_lm.ARCHITECTURES)
@@ -200,20 +177,13 @@ class Settings:
 
 def define_flags():
   """Defines the command-line flags (defaults from `Settings`)."""
-  for field in dataclasses.fields(Settings):
-    default = None if field.default is _REQUIRED else field.default
-    field.metadata['define'](
-        field.name,
-        list(default) if isinstance(default, tuple) else default,
-        help=field.metadata['help'],
-    )
+  dataclass_flags.define_flags(Settings)
   flags.mark_flags_as_required(['train_file', 'output_dir'])
 
 
 def settings_from_flags() -> Settings:
   """The run's `Settings` from the command-line flags."""
-  values = {f.name: FLAGS[f.name].value for f in dataclasses.fields(Settings)}
-  values['architectures'] = tuple(values['architectures'])
+  values = dataclass_flags.flag_values_of(Settings)
   values['global_clipnorm'] = values['global_clipnorm'] or None
   return Settings(**values)
 
@@ -225,31 +195,31 @@ _SIZE_NAMES = (
     'intermediate_size',
     'embedding_width',
 )
+_DATA_NAMES = (
+    'train_file',
+    'valid_file',
+    'valid_fraction',
+    'test_file',
+    'max_vocab_size',
+)
 
 
-def model_sizes(settings: Settings) -> Dict[str, int]:
-  """`CausalLM` size arguments from the flags (both architectures)."""
-  return {name: getattr(settings, name) for name in _SIZE_NAMES}
+def _values(settings: Settings, names: Sequence[str]) -> Dict[str, Any]:
+  """{name: the settings' value} of `names`."""
+  return {name: getattr(settings, name) for name in names}
 
 
-def model_config(
-    settings: Settings,
-    architecture: str,
-    vocab_size: int,
-    sizes: Dict[str, int],
-) -> causal_lm_task.CausalLMModelConfig:
-  """The model config of `architecture` at the settings' sizes."""
-  return causal_lm_task.CausalLMModelConfig(
+def _model_fields(
+    settings: Settings, architecture: str, sizes: Dict[str, int]
+) -> Dict[str, Any]:
+  """`CausalLMModelConfig` fields (gin `causal_lm.*`) of `architecture`."""
+  names = ('head_ratio', 'kernel_size', 'num_groups', 'unigram_output_bias')
+  return dict(
+      _values(settings, names),
       architecture=architecture,
-      head_ratio=settings.head_ratio,
-      kernel_size=settings.kernel_size,
-      num_groups=settings.num_groups,
+      **sizes,
       dropout_rate=settings.dropout_rate,
       attention_dropout_rate=settings.dropout_rate,
-      unigram_output_bias=settings.unigram_output_bias,
-      vocab_size=vocab_size,
-      max_seq_length=settings.seq_length,
-      **sizes,
   )
 
 
@@ -260,9 +230,12 @@ def parameter_count(
     sizes: Dict[str, int],
 ) -> int:
   """Weights of the model of `architecture` at `sizes` (built to count)."""
-  return causal_lm_task.build_causal_lm(
-      model_config(settings, architecture, vocab_size, sizes)
-  ).count_params()
+  config = causal_lm_task.CausalLMModelConfig(
+      vocab_size=vocab_size,
+      max_seq_length=settings.seq_length,
+      **_model_fields(settings, architecture, sizes),
+  )
+  return causal_lm_task.build_causal_lm(config).count_params()
 
 
 def matched_mixed_sizes(
@@ -280,31 +253,24 @@ def matched_mixed_sizes(
     hidden = multiple * step
     groups = settings.num_groups
     return dict(
-        model_sizes(settings),
+        _values(settings, _SIZE_NAMES),
         hidden_size=hidden,
         intermediate_size=max(groups, round(hidden * ratio / groups) * groups),
     )
 
-  counts = {}
-
+  @functools.cache
   def count(multiple):
-    if multiple not in counts:
-      counts[multiple] = parameter_count(
-          settings, 'mixed', vocab_size, sizes_at(multiple)
-      )
-    return counts[multiple]
+    return parameter_count(settings, 'mixed', vocab_size, sizes_at(multiple))
 
   low = max(1, settings.hidden_size // step)
   high = 2 * low
   while count(high) < target_parameters:
     low, high = high, 2 * high
-  while high - low > 1:
-    middle = (low + high) // 2
-    if count(middle) < target_parameters:
-      low = middle
-    else:
-      high = middle
-  best = min((low, high), key=lambda m: abs(count(m) - target_parameters))
+  # The first multiple above `low` reaching the target, and the one below it.
+  high = bisect.bisect_left(
+      range(high + 1), target_parameters, lo=low + 1, key=count
+  )
+  best = min((high - 1, high), key=lambda m: abs(count(m) - target_parameters))
   return sizes_at(best)
 
 
@@ -312,36 +278,30 @@ def gin_bindings(
     settings: Settings, architecture: str, sizes: Dict[str, int]
 ) -> List[str]:
   """The gin bindings of one model's run (`causal_lm_task`, `optimization`)."""
-  values = {
-      'causal_lm_data.train_file': settings.train_file,
-      'causal_lm_data.valid_file': settings.valid_file,
-      'causal_lm_data.valid_fraction': settings.valid_fraction,
-      'causal_lm_data.test_file': settings.test_file,
-      'causal_lm_data.max_vocab_size': settings.max_vocab_size,
-      'causal_lm_data.seq_length': settings.seq_length,
-      'causal_lm_data.train_batch_size': settings.batch_size,
-      'causal_lm.architecture': architecture,
-      **{f'causal_lm.{name}': value for name, value in sizes.items()},
-      'causal_lm.head_ratio': settings.head_ratio,
-      'causal_lm.kernel_size': settings.kernel_size,
-      'causal_lm.num_groups': settings.num_groups,
-      'causal_lm.dropout_rate': settings.dropout_rate,
-      'causal_lm.attention_dropout_rate': settings.dropout_rate,
-      'causal_lm.unigram_output_bias': settings.unigram_output_bias,
-      'optimization.optimizer': settings.optimizer,
-      'optimization.learning_rate': settings.learning_rate,
-      'optimization.warmup_steps': settings.warmup_steps,
-      'optimization.weight_decay_rate': settings.weight_decay_rate,
-      'optimization.global_clipnorm': settings.global_clipnorm,
-      'causal_lm_experiment.train_steps': settings.train_steps,
-      'causal_lm_experiment.steps_per_loop': settings.log_every,
-      'causal_lm_experiment.checkpoint_interval': settings.checkpoint_every,
-      'causal_lm_experiment.seed': settings.seed,
-      # Dropout streams are checkpointed, so a resumed run ends as the
-      # uninterrupted one.
-      'causal_lm_experiment.deterministic': True,
-  }
-  return [f'{name} = {value!r}' for name, value in values.items()]
+  optimization = ('optimizer', 'learning_rate', 'warmup_steps')
+  optimization += ('weight_decay_rate', 'global_clipnorm')
+  configurables = dict(
+      causal_lm_data=dict(
+          _values(settings, _DATA_NAMES + ('seq_length',)),
+          train_batch_size=settings.batch_size,
+      ),
+      causal_lm=_model_fields(settings, architecture, sizes),
+      optimization=_values(settings, optimization),
+      causal_lm_experiment=dict(
+          train_steps=settings.train_steps,
+          steps_per_loop=settings.log_every,
+          checkpoint_interval=settings.checkpoint_every,
+          seed=settings.seed,
+          # Dropout streams are checkpointed, so a resumed run ends as the
+          # uninterrupted one.
+          deterministic=True,
+      ),
+  )
+  return [
+      f'{configurable}.{name} = {value!r}'
+      for configurable, values in configurables.items()
+      for name, value in values.items()
+  ]
 
 
 def training_stats(settings: Settings, model_dir: str) -> Dict[str, Any]:
@@ -430,8 +390,7 @@ def _check_output_dir(settings: Settings) -> Dict[str, Any]:
   settings_path = os.path.join(settings.output_dir, 'settings.json')
   current = json.loads(json.dumps(dataclasses.asdict(settings)))
   if tf.io.gfile.exists(settings_path):
-    with tf.io.gfile.GFile(settings_path) as f:
-      saved = json.load(f)
+    saved = json_files.read_json(settings_path)
     differences = sorted(
         k for k in set(saved) | set(current) if saved.get(k) != current.get(k)
     )
@@ -448,10 +407,7 @@ def _check_output_dir(settings: Settings) -> Dict[str, Any]:
   else:
     json_files.write_json(settings_path, current, sort_keys=False)
   results_path = os.path.join(settings.output_dir, 'results.json')
-  if not tf.io.gfile.exists(results_path):
-    return {}
-  with tf.io.gfile.GFile(results_path) as f:
-    return json.load(f)['models']
+  return json_files.read_json(results_path, default=dict(models={}))['models']
 
 
 def _data_stats(settings: Settings, corpus) -> Dict[str, Any]:
@@ -478,7 +434,7 @@ def _train_model(
     transformer_parameters: Optional[int],
 ) -> Dict[str, Any]:
   """One architecture's `results.json` entry, trained and scored now."""
-  sizes = model_sizes(settings)
+  sizes = _values(settings, _SIZE_NAMES)
   if architecture == 'mixed' and settings.match_parameters:
     if transformer_parameters is None:
       transformer_parameters = parameter_count(
@@ -502,13 +458,7 @@ def run(settings: Settings) -> Dict[str, Any]:
   """Trains and scores every architecture; writes results.json as it goes."""
   # The task reads the same corpus (one read per process).
   corpus = causal_lm_task.load_corpus(
-      causal_lm_task.CausalLMDataConfig(
-          train_file=settings.train_file,
-          valid_file=settings.valid_file,
-          valid_fraction=settings.valid_fraction,
-          test_file=settings.test_file,
-          max_vocab_size=settings.max_vocab_size,
-      )
+      causal_lm_task.CausalLMDataConfig(**_values(settings, _DATA_NAMES))
   )
   results = dict(
       settings=dataclasses.asdict(settings),
@@ -621,10 +571,9 @@ def main(argv):
   settings = settings_from_flags()
   results = run(settings)
   table = format_table(results)
-  with tf.io.gfile.GFile(
-      os.path.join(settings.output_dir, 'table.md'), 'w'
-  ) as f:
-    f.write(table + '\n')
+  json_files.write_text(
+      os.path.join(settings.output_dir, 'table.md'), table + '\n'
+  )
   print(table)
 
 

@@ -14,7 +14,9 @@ hits both alike. Reports: `experiments/reports/convbert_speed_cpu.md` and
 `convbert_speed_cpu_xla.md`.
 """
 
+import bisect
 import dataclasses
+import functools
 import os
 import platform
 import statistics
@@ -28,6 +30,7 @@ import tf_keras
 from experiments import paper_tables
 from experiments import provenance
 from official_repro.common import cli
+from official_repro.common import dataclass_flags
 from official.modeling import tf_utils
 from official.nlp.modeling import layers
 from official_repro.common import json_files
@@ -54,20 +57,21 @@ def paper_figures() -> Dict[str, Tuple[float, float]]:
   }
 
 
+_option = dataclass_flags.option
+
+
 @dataclasses.dataclass(frozen=True)
 class BlockSizes:
-  """Sizes shared by both blocks; the ConvBERT ones only affect mixed.
+  """Sizes shared by both blocks (each a flag); the ConvBERT ones mixed's."""
 
-  `num_heads` N (head size hidden / N); mixed keeps max(1, N // head_ratio)
-  attention heads, convolution window `kernel_size`, `num_groups` FFN groups.
-  """
-
-  hidden_size: int = 768
-  num_heads: int = 12
-  intermediate_size: int = 3072
-  head_ratio: int = 2
-  kernel_size: int = 9
-  num_groups: int = 1
+  hidden_size: int = _option(768, 'Hidden width (base: 768).')
+  num_heads: int = _option(12, 'Configured attention heads N.')
+  intermediate_size: int = _option(3072, 'Feed-forward width.')
+  head_ratio: int = _option(
+      2, "Mixed: N' = max(1, N // ratio) attention heads."
+  )
+  kernel_size: int = _option(9, 'Convolution window k.')
+  num_groups: int = _option(1, 'Feed-forward groups G (mixed).')
 
   def shape(self, block: str, seq_length: int) -> flops.NetworkShape:
     """The one-block `NetworkShape` of `block` at `seq_length`."""
@@ -125,13 +129,12 @@ def seq_length_for_flops(sizes: BlockSizes, block: str, target: float) -> int:
   low, high = 1, 1
   while sizes.sequence_flops(block, high) < target:
     low, high = high, 2 * high
-  while low < high:
-    middle = (low + high) // 2
-    if sizes.sequence_flops(block, middle) < target:
-      low = middle + 1
-    else:
-      high = middle
-  return low
+  return bisect.bisect_left(
+      range(high + 1),
+      target,
+      lo=low,
+      key=functools.partial(sizes.sequence_flops, block),
+  )
 
 
 def _forward(layer: tf_keras.layers.Layer):
@@ -258,6 +261,10 @@ def format_table(rows: Sequence[Dict[str, Any]]) -> str:
   ).split('|')
   cells = []
   paper_values = paper_figures()
+  paper = {
+      name: dict(flops=flops_value, ms=ms)
+      for name, (flops_value, ms) in paper_values.items()
+  }
   by_length = {}
   for row in rows:
     by_length.setdefault(row['seq_length'], {})[row['block']] = row
@@ -272,10 +279,6 @@ def format_table(rows: Sequence[Dict[str, Any]]) -> str:
           + [f'{row["ms_per_sample"]:.3f}', f'{paper_flops / 1e9:.1f}']
           + [f'{paper_ms:.2f}']
       )
-    paper = {
-        name: dict(flops=paper_values[name][0], ms=paper_values[name][1])
-        for name in BLOCKS
-    }
     cells.append(
         [seq_length, 'mixed / self']
         + [f'{_ratio(pair, key):.3f}' for key in ('parameters', 'flops')]
@@ -369,12 +372,7 @@ def main(argv):
   if flag_values.threads:
     tf.config.threading.set_intra_op_parallelism_threads(flag_values.threads)
     tf.config.threading.set_inter_op_parallelism_threads(flag_values.threads)
-  sizes = BlockSizes(
-      **{
-          field.name: getattr(flag_values, field.name)
-          for field in dataclasses.fields(BlockSizes)
-      }
-  )
+  sizes = dataclass_flags.from_flags(BlockSizes)
   seq_lengths = [int(value) for value in flag_values.seq_lengths]
   load_before = provenance.load_average()
   rows = measure(
@@ -414,14 +412,7 @@ def main(argv):
 
 def define_flags():
   """Defines the CLI's flags (on demand: importing this module defines none)."""
-  flags.DEFINE_integer('hidden_size', 768, 'Hidden width (base: 768).')
-  flags.DEFINE_integer('num_heads', 12, 'Configured attention heads N.')
-  flags.DEFINE_integer('intermediate_size', 3072, 'Feed-forward width.')
-  flags.DEFINE_integer(
-      'head_ratio', 2, "Mixed attention's ratio: N' = max(1, N // ratio)."
-  )
-  flags.DEFINE_integer('kernel_size', 9, 'Convolution window k.')
-  flags.DEFINE_integer('num_groups', 1, 'Feed-forward groups G (mixed).')
+  dataclass_flags.define_flags(BlockSizes)
   flags.DEFINE_integer('batch_size', 1, 'Sequences per call.')
   flags.DEFINE_list(
       'seq_lengths',

@@ -214,9 +214,6 @@ def _table_rows(ours: Dict[str, float]) -> Dict[str, Dict[str, float]]:
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  for name in ('init_checkpoint', 'glue_dir', 'model_dir'):
-    if not getattr(FLAGS, name):
-      raise app.UsageError(f'--{name} is required.')
   strategy = distribute.strategy_from_flags()
   encoder = pretrained.resolve(
       FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file
@@ -258,4 +255,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  flags.mark_flags_as_required(['init_checkpoint', 'glue_dir', 'model_dir'])
   cli.run(main)

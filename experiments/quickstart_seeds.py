@@ -9,11 +9,9 @@ re-evaluates finished seeds); reports held-out masked-LM accuracy in order,
 shuffled and context-free, and whether in order is ahead beyond noise.
 """
 
-import json
 import os
 
 from absl import flags
-import tensorflow as tf
 
 from experiments import commands
 from experiments import provenance
@@ -51,8 +49,7 @@ def run_seed(seed: int) -> dict:
       log_path=os.path.join(FLAGS.work_dir, f'seed_{seed}.log'),
   )
   path = os.path.join(work_dir, 'model', 'quickstart_summary.json')
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)['word_order']
+  return json_files.read_json(path)['word_order']
 
 
 def report(seeds, results) -> str:

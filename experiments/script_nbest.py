@@ -290,12 +290,11 @@ def _rescore(nbest: Sequence[Sequence[Hypothesis]], model_dir: str) -> Dict:
   printed = commands.run_module(
       'official_repro.rescore', args, stdout_only=True
   )
-  with tf.io.gfile.GFile(output) as f:
-    return dict(
-        json.load(f),
-        command=' '.join(['-m', 'official_repro.rescore', *args]),
-        printed=printed,
-    )
+  return dict(
+      json_files.read_json(output),
+      command=' '.join(['-m', 'official_repro.rescore', *args]),
+      printed=printed,
+  )
 
 
 def format_report(result: Dict, command: str) -> str:

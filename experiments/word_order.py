@@ -7,7 +7,6 @@ Held-out masked-LM accuracy in order and with each segment's words shuffled
 (same masks), beside the best a context-free model scores on the same slots.
 """
 
-from absl import app
 from absl import flags
 
 from official_repro.common import cli
@@ -20,9 +19,6 @@ FLAGS = flags.FLAGS
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  for name in ('model_dir', 'records'):
-    if not getattr(FLAGS, name):
-      raise app.UsageError(f'--{name} is required.')
   if FLAGS.output_json:
     json_files.check_writable(FLAGS.output_json, '--output_json')
   result = word_order.word_order(
@@ -39,4 +35,5 @@ if __name__ == '__main__':
   flags.DEFINE_integer('steps', 50, 'Eval batches (-1: the whole split).')
   flags.DEFINE_integer('seed', 0, 'Seed of the shuffles.')
   flags.DEFINE_string('output_json', None, 'Where to write the results.')
+  flags.mark_flags_as_required(['model_dir', 'records'])
   cli.run(main)

@@ -26,12 +26,13 @@ Cells are parsed on lookup (`parse_cell`); a cell of a slashed column
 
 import dataclasses
 import functools
-import json
 import os
 import re
 from typing import Dict, List, Optional, Tuple, Union
 
 import tensorflow as tf
+
+from official_repro.common import json_files
 
 DATA_DIR = os.path.dirname(os.path.abspath(__file__))
 PAPERS = ('001', '002', '003', '004')
@@ -249,10 +250,7 @@ class Paper:
         )
       value, _ = parse_cell(statement['printed'])
       self.stated[statement['key']] = Statement(
-          paper=self.paper,
-          value=value,
-          **{k: statement[k] for k in ('key', 'where', 'printed', 'unit')},
-          quote=statement['quote'],
+          paper=self.paper, value=value, **statement
       )
     self.figures: Dict[str, Figure] = {}
     for figure in spec.get('figures', []):
@@ -299,16 +297,10 @@ def load(paper: str) -> Paper:
   if paper not in PAPERS:
     raise KeyError(f'Unknown paper {paper!r}; the papers are {PAPERS}.')
   path = _path_of(paper)
-  with tf.io.gfile.GFile(path) as f:
-    spec = json.load(f)
+  spec = json_files.read_json(path)
   if spec.get('paper') != paper:
     raise ValueError(f'{path} says paper {spec.get("paper")!r}, not {paper}.')
   return Paper(spec, path)
-
-
-def load_all() -> Dict[str, Paper]:
-  """Every paper's transcription, by paper id."""
-  return {paper: load(paper) for paper in PAPERS}
 
 
 # Released models' own GLUE dev scores, as their READMEs print them (percent):
@@ -318,10 +310,8 @@ RELEASES = {'electra': 'electra_release.json'}
 
 def release_rows(release: str) -> Dict[str, Dict[str, float]]:
   """{row: {our GLUE task: score as a fraction}} of `RELEASES[release]`."""
-  path = os.path.join(DATA_DIR, RELEASES[release])
-  with tf.io.gfile.GFile(path) as f:
-    rows = json.load(f)['rows']
+  spec = json_files.read_json(os.path.join(DATA_DIR, RELEASES[release]))
   return {
       row: {task: float(cell) / 100 for task, cell in cells.items()}
-      for row, cells in rows.items()
+      for row, cells in spec['rows'].items()
   }

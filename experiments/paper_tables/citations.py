@@ -21,7 +21,6 @@ strings case-insensitively, `NAMED_VALUES` through their gin spelling.
 import ast
 import dataclasses
 import functools
-import json
 import math
 import os
 import re
@@ -30,6 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import tensorflow as tf
 
 from experiments import paper_tables
+from official_repro.common import json_files
 
 REPO_ROOT = os.path.dirname(os.path.dirname(paper_tables.DATA_DIR))
 REFERENCE_SOURCES = os.path.join(
@@ -189,8 +189,7 @@ def citations_in(comment: str) -> List[Citation]:
 @functools.lru_cache(maxsize=None)
 def reference_sources() -> Dict[str, Dict[str, str]]:
   """{repository: {path: what it holds}} of the cited implementations."""
-  with tf.io.gfile.GFile(REFERENCE_SOURCES) as f:
-    return json.load(f)['repositories']
+  return json_files.read_json(REFERENCE_SOURCES)['repositories']
 
 
 def resolve(citation: Citation) -> Union[paper_tables.Cell, str]:
@@ -335,17 +334,3 @@ def check_binding(binding: Binding) -> List[str]:
           + '.'
       )
   return problems
-
-
-def cited_cells(
-    paths: List[str],
-) -> Dict[Tuple[str, str, str, str], List[Binding]]:
-  """{(paper, table, row, column): bindings citing it} over gin files."""
-  cells: Dict[Tuple[str, str, str, str], List[Binding]] = {}
-  for path in paths:
-    for binding in gin_bindings(path):
-      for citation in citations_in(binding.comment):
-        if citation.kind == 'cell':
-          key = (citation.paper, citation.target, citation.row, citation.column)
-          cells.setdefault(key, []).append(binding)
-  return cells

@@ -3,7 +3,8 @@
 A field made by `option(default, help)` gets a flag (`define_flags`), read
 back by `from_flags`, so each default is stated once. Its type picks the
 flag: bool/int/float/str (`Optional[X]` as X), `choices` an enum, a tuple a
-repeatable string and a list a comma-separated one.
+repeatable string (comma-separated with `listed`) and a list a comma-separated
+one. A field without a default gets a flag without one (None).
 """
 
 import dataclasses
@@ -20,11 +21,22 @@ _DEFINERS = {
 }
 
 
-def option(default, help_text: str, flag: str = '', choices: Iterable = ()):
+def option(
+    default,
+    help_text: str,
+    flag: str = '',
+    choices: Iterable = (),
+    listed: bool = False,
+):
   """A dataclass field with a flag (named `flag` if not the field's name)."""
   return dataclasses.field(
       default=default,
-      metadata={'help': help_text, 'flag': flag, 'choices': tuple(choices)},
+      metadata={
+          'help': help_text,
+          'flag': flag,
+          'choices': tuple(choices),
+          'listed': listed,
+      },
   )
 
 
@@ -52,18 +64,19 @@ def define_flags(cls, flag_values=flags.FLAGS) -> None:
   """Defines a flag for each field of the dataclass `cls` made by `option`."""
   for field, name, kind in _flag_fields(cls):
     text, choices = field.metadata['help'], field.metadata['choices']
+    default = None if field.default is dataclasses.MISSING else field.default
     if choices:
       flags.DEFINE_enum(
-          name, field.default, list(choices), text, flag_values=flag_values
+          name, default, list(choices), text, flag_values=flag_values
       )
     elif kind is tuple:
-      flags.DEFINE_multi_string(
-          name, list(field.default), text, flag_values=flag_values
-      )
+      listed = field.metadata['listed']
+      define = flags.DEFINE_list if listed else flags.DEFINE_multi_string
+      define(name, list(default or ()), text, flag_values=flag_values)
     elif kind is list:
-      flags.DEFINE_list(name, field.default, text, flag_values=flag_values)
+      flags.DEFINE_list(name, default, text, flag_values=flag_values)
     elif kind in _DEFINERS:
-      _DEFINERS[kind](name, field.default, text, flag_values=flag_values)
+      _DEFINERS[kind](name, default, text, flag_values=flag_values)
     else:
       raise TypeError(
           f'{cls.__name__}.{field.name}: no flag type for {kind!r} (bool, '

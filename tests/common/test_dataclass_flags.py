@@ -20,6 +20,9 @@ class _Options:
       (), 'Repeatable.', flag='pattern'
   )
   tasks: Optional[List[str]] = dataclass_flags.option(None, 'Listed.')
+  names: Tuple[str, ...] = dataclass_flags.option(
+      ('x', 'y'), 'Comma-separated.', listed=True
+  )
   internal: int = 7  # no flag
 
 
@@ -47,6 +50,7 @@ def test_every_field_type_parses():
       '--pattern=p',
       '--pattern=q',
       '--tasks=sst2,mrpc',
+      '--names=u,v,w',
   )
   assert dataclass_flags.from_flags(_Options, flag_values) == _Options(
       count=5,
@@ -56,6 +60,7 @@ def test_every_field_type_parses():
       mode='b',
       patterns=('p', 'q'),
       tasks=['sst2', 'mrpc'],
+      names=('u', 'v', 'w'),
   )
 
 
@@ -79,3 +84,15 @@ def test_a_field_type_without_a_flag_type_is_named():
 
   with pytest.raises(TypeError, match='Odd.mapping'):
     dataclass_flags.define_flags(Odd, flags.FlagValues())
+
+
+def test_a_field_without_a_default_gets_a_flag_without_one():
+  @dataclasses.dataclass(frozen=True)
+  class Required:
+    path: str = dataclass_flags.option(dataclasses.MISSING, 'Required.')
+
+  flag_values = flags.FlagValues()
+  dataclass_flags.define_flags(Required, flag_values)
+  flag_values(['command', '--path=p'])
+  assert flag_values['path'].default is None
+  assert dataclass_flags.from_flags(Required, flag_values) == Required('p')

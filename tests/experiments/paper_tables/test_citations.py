@@ -216,22 +216,6 @@ def test_unreadable_binding_is_named(tmp_path):
     citations.gin_bindings(_write(tmp_path, '= 3\n'))
 
 
-def test_cited_cells_collects_bindings_per_cell(tmp_path):
-  path = _write(
-      tmp_path,
-      (
-          'optimization.learning_rate = 5e-4  '
-          '# [001 Table V: Learning Rate | ELECTRA_small]\n'
-          'a.b = 1  # [ours: x]\n'
-      ),
-  )
-  cells = citations.cited_cells([path])
-  assert list(cells) == [('001', 'V', 'Learning Rate', 'ELECTRA_small')]
-  assert (
-      cells[('001', 'V', 'Learning Rate', 'ELECTRA_small')][0].line_number == 1
-  )
-
-
 def test_a_bracket_of_several_columns_is_one_citation_per_column():
   assert citations.parse_bracket(
       '003 Table 5: Warmup Steps | Small, Small++,Large'
