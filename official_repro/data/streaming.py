@@ -8,6 +8,7 @@ example goes to shard `key % num_shards`, in key order, so the records depend
 on the corpus and seed alone, whatever the workers, runner or corpus path.
 """
 
+import collections
 import dataclasses
 import fnmatch
 import hashlib
@@ -343,17 +344,10 @@ class Settings:
   group_chars: int
 
 
-class Record(tuple):
-  """An example on its way to a shard: `(split, shard, key, document, data)`.
-
-  `key` orders the shard; `document` (a hash of the source document)
-  measures mixing; `data` is the serialized `tf.train.Example`.
-  """
-
-  __slots__ = ()
-
-  def __new__(cls, split: str, shard: int, key: int, document: int, data):
-    return super().__new__(cls, (split, shard, key, document, data))
+# An example on its way to a shard: `key` orders the shard; `document` (a
+# hash of the source document) measures mixing; `data` is the serialized
+# `tf.train.Example`.
+Record = collections.namedtuple('Record', 'split shard key document data')
 
 
 def letter_words(sentence: str) -> Tuple[int, int]:
@@ -632,6 +626,18 @@ def sample_sentences(
   return sample, population[0], stats
 
 
+def merge_samples(
+    parts: Iterable[Tuple[List[Tuple[int, str]], int, Any]], sample_size: int
+) -> Tuple[List[Tuple[int, str]], int, text_cleaning.CorpusStats]:
+  """`sample_sentences` results of several files merged into one."""
+  sample, population, stats = [], 0, text_cleaning.CorpusStats()
+  for part_sample, part_population, part_stats in parts:
+    sample.extend(part_sample)
+    population += part_population
+    stats.add(part_stats)
+  return heapq.nsmallest(sample_size, sample), population, stats
+
+
 def _make_mask_fn(
     config: masking_lib.MaskingConfig,
     special_ids: vocab_lib.SpecialTokenIds,
@@ -739,17 +745,3 @@ def mixing_stats(summaries: Sequence[ShardSummary]) -> Dict[str, Any]:
       ),
       'shards_measured': len(measured),
   }
-
-
-def sorted_by_key(
-    keyed: Iterable[Tuple[int, int, bytes]],
-) -> List[Tuple[int, int, bytes]]:
-  """Records in shard order: by key, ties (never seen yet) by content."""
-  return sorted(keyed)
-
-
-def merge_sorted(
-    runs: Sequence[Iterator[Tuple[int, int, bytes]]],
-) -> Iterator[Tuple[int, int, bytes]]:
-  """Merges runs, each in key order, into one stream in key order."""
-  return heapq.merge(*runs)
