@@ -288,10 +288,8 @@ class RecordStats:
 
   def add(self, other: 'RecordStats') -> 'RecordStats':
     """Adds `other`'s counters to these; returns self."""
-    self.corpus.add(other.corpus)
-    self.groups += other.groups
+    text_cleaning.add_counts(self, other)
     for split in records.SPLITS:
-      _add_counts(self.splits[split], other.splits[split])
       tokenization = self.splits[split].tokenization
       tokenization.unk_rate = tokenization.unk_tokens / max(
           1, tokenization.tokens
@@ -302,19 +300,9 @@ class RecordStats:
     """The tokenization counters of both splits together."""
     total = TokenizationStats()
     for split in records.SPLITS:
-      _add_counts(total, self.splits[split].tokenization)
+      text_cleaning.add_counts(total, self.splits[split].tokenization)
     total.unk_rate = total.unk_tokens / max(1, total.tokens)
     return total
-
-
-def _add_counts(mine: Any, theirs: Any) -> None:
-  """Adds the int fields of dataclass `theirs` to `mine`, recursively."""
-  for field in dataclasses.fields(mine):
-    value = getattr(mine, field.name)
-    if dataclasses.is_dataclass(value):
-      _add_counts(value, getattr(theirs, field.name))
-    elif isinstance(value, int):
-      setattr(mine, field.name, value + getattr(theirs, field.name))
 
 
 def merge_stats(parts: Iterable[RecordStats]) -> RecordStats:
@@ -501,7 +489,6 @@ class FileProcessor:
         self._settings.instances,
         self._special_ids.cls,
         self._special_ids.sep,
-        random.Random(0),
     )
     packed = [(i, maker.cut_long_sentences(kept)) for i, kept in packed]
     packed = [(index, document) for index, document in packed if document]
@@ -512,7 +499,7 @@ class FileProcessor:
       made = maker.from_document(pool, position, rng)
       instances.extend(made)
       sources.extend((index, number) for number in range(len(made)))
-    _add_counts(split_stats.instances, maker.stats)
+    text_cleaning.add_counts(split_stats.instances, maker.stats)
     return instances, sources
 
   def _serialize(
@@ -634,7 +621,7 @@ def merge_samples(
   for part_sample, part_population, part_stats in parts:
     sample.extend(part_sample)
     population += part_population
-    stats.add(part_stats)
+    text_cleaning.add_counts(stats, part_stats)
   return heapq.nsmallest(sample_size, sample), population, stats
 
 
@@ -716,7 +703,7 @@ def write_shard(
   summary = ShardSummary(os.path.basename(path))
   documents = set()
   # A failure leaves the temporary file, as a kill would; the next run
-  # removes it (`records.prepare_output_dir`).
+  # removes it (`records.remove_leftovers`).
   temporary = json_files.temporary_path(path)
   with tf.io.TFRecordWriter(temporary) as writer:
     for _, document, data in keyed:
