@@ -172,12 +172,6 @@ class SampleJob:
     return None
 
 
-def _limit_threads() -> None:
-  """One TensorFlow thread per worker: the workers are the parallelism."""
-  tf.config.threading.set_intra_op_parallelism_threads(1)
-  tf.config.threading.set_inter_op_parallelism_threads(1)
-
-
 def _work(job, worker: int, tasks, send, between=None) -> None:
   """Runs `job` on files from `tasks` until a None, `send`ing its messages.
 
@@ -207,7 +201,9 @@ def _work(job, worker: int, tasks, send, between=None) -> None:
 def _worker_main(job, worker: int, tasks, results) -> None:
   """A helper process: `_work` with its messages and errors to `results`."""
   try:
-    _limit_threads()
+    # One TensorFlow thread per worker: the workers are the parallelism.
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
     _work(job, worker, tasks, results.put)
   except FileNotFoundError as error:
     results.put(('not_found', worker, str(error)))

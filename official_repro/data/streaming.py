@@ -359,15 +359,27 @@ class FileProcessor:
     self._eval_split = eval_split
     self._reader = text_cleaning.CorpusReader(settings.cleaning)
     self._tokenizer = vocab_lib.SentenceTokenizer(tokens, settings.lower_case)
-    self._special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
-    self._vocab_size = len(tokens)
+    special_ids = vocab_lib.SpecialTokenIds.from_vocab(tokens)
+    self._special_ids, vocab_size = special_ids, len(tokens)
     self._mask_fn = None
     if settings.masking is not None:
-      self._mask_fn = _make_mask_fn(
-          settings.masking,
-          self._special_ids,
-          self._vocab_size,
-          settings.instances.max_seq_length,
+      # `masking.mask_batch`, traced once for batches of `[None, T]`.
+      seq_length = settings.instances.max_seq_length
+      self._mask_fn = tf.function(
+          lambda ids, mask, batch_seed: masking_lib.mask_batch(
+              ids,
+              mask,
+              config=settings.masking,
+              mask_token_id=special_ids.mask,
+              special_token_ids=special_ids.all_ids(),
+              vocab_size=vocab_size,
+              seed=batch_seed,
+          ),
+          input_signature=[
+              tf.TensorSpec([None, seq_length], tf.int32),
+              tf.TensorSpec([None, seq_length], tf.int32),
+              tf.TensorSpec([2], tf.int64),
+          ],
       )
 
   def process(
@@ -613,41 +625,18 @@ def sample_sentences(
   return sample, population[0], stats
 
 
-def merge_samples(
-    parts: Iterable[Tuple[List[Tuple[int, str]], int, Any]], sample_size: int
-) -> Tuple[List[Tuple[int, str]], int, text_cleaning.CorpusStats]:
-  """`sample_sentences` results of several files merged into one."""
+def merge_samples(parts: Iterable[Any], sample_size: int) -> Any:
+  """`sample_sentences` results of several files merged into one.
+
+  Not annotated further: Beam would code a hinted `int` as a signed 64-bit
+  one, which the unsigned hashes overflow.
+  """
   sample, population, stats = [], 0, text_cleaning.CorpusStats()
   for part_sample, part_population, part_stats in parts:
     sample.extend(part_sample)
     population += part_population
     text_cleaning.add_counts(stats, part_stats)
   return heapq.nsmallest(sample_size, sample), population, stats
-
-
-def _make_mask_fn(
-    config: masking_lib.MaskingConfig,
-    special_ids: vocab_lib.SpecialTokenIds,
-    vocab_size: int,
-    seq_length: int,
-):
-  """`masking.mask_batch` traced once for batches of `[None, seq_length]`."""
-  return tf.function(
-      lambda ids, mask, batch_seed: masking_lib.mask_batch(
-          ids,
-          mask,
-          config=config,
-          mask_token_id=special_ids.mask,
-          special_token_ids=special_ids.all_ids(),
-          vocab_size=vocab_size,
-          seed=batch_seed,
-      ),
-      input_signature=[
-          tf.TensorSpec([None, seq_length], tf.int32),
-          tf.TensorSpec([None, seq_length], tf.int32),
-          tf.TensorSpec([2], tf.int64),
-      ],
-  )
 
 
 def instances_to_features(
