@@ -400,7 +400,32 @@ def _sample_and_learn_vocab(
   files = streaming.files_to_sample(
       run.files, config.seed, config.vocab_sample_mb * 10**6
   )
-  sentences, population = _draw_vocab_sample(run, files, scratch_dir)
+  args = (
+      files,
+      config.streaming_settings(),
+      run.eval_split,
+      config.vocab_sample_sentences,
+  )
+  if config.engine == 'beam':
+    from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
+
+    sentences, population, corpus_stats = beam_pipeline.sample_with_beam(
+        *args, scratch_dir, config.beam_options
+    )
+  else:
+    sentences, population, corpus_stats = local_pipeline.sample_corpus(
+        *args, run.num_workers
+    )
+  if not corpus_stats.documents:
+    raise cli.UserError(
+        text_cleaning.empty_corpus_message(run.inputs, corpus_stats)
+    )
+  if not sentences:
+    raise cli.UserError(
+        f'corpus {", ".join(run.inputs)}: no text found in the train split to '
+        'learn a vocabulary from (every document is held out for eval); '
+        'lower --eval_fraction or give --vocab_file.'
+    )
   sample = {
       'sentences': len(sentences),
       'characters': sum(len(s) for s in sentences),
@@ -430,40 +455,6 @@ def _sample_and_learn_vocab(
       learn_params=config.vocab_learn_params,
   )
   return vocab_lib.as_vocabulary(tokens), sample
-
-
-def _draw_vocab_sample(
-    run: '_Run', files: Sequence[streaming.InputFile], scratch_dir: str
-) -> Tuple[List[str], int]:
-  """The sampled train sentences and their count (none: UserError)."""
-  config = run.config
-  args = (
-      files,
-      config.streaming_settings(),
-      run.eval_split,
-      config.vocab_sample_sentences,
-  )
-  if config.engine == 'beam':
-    from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
-
-    sentences, population, corpus_stats = beam_pipeline.sample_with_beam(
-        *args, scratch_dir, config.beam_options
-    )
-  else:
-    sentences, population, corpus_stats = local_pipeline.sample_corpus(
-        *args, run.num_workers
-    )
-  if not corpus_stats.documents:
-    raise cli.UserError(
-        text_cleaning.empty_corpus_message(run.inputs, corpus_stats)
-    )
-  if not sentences:
-    raise cli.UserError(
-        f'corpus {", ".join(run.inputs)}: no text found in the train split to '
-        'learn a vocabulary from (every document is held out for eval); '
-        'lower --eval_fraction or give --vocab_file.'
-    )
-  return sentences, population
 
 
 def _check_corpus(

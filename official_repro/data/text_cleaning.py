@@ -717,7 +717,9 @@ class CorpusReader:
   ) -> List[str]:
     """A block's sentences past the length cut; a paragraph if it has any."""
     if self._options.strip_gutenberg:
-      block = [self._remove_italics(line, stats) for line in block]
+      removed = [_GUTENBERG_ITALICS.subn('', line) for line in block]
+      block = [line for line, _ in removed]
+      stats.italics_underscores_removed += sum(count for _, count in removed)
     if self._options.sentence_per_line:
       candidates = [_WHITESPACE.sub(' ', line).strip() for line in block]
     else:
@@ -730,12 +732,6 @@ class CorpusReader:
     stats.sentences += len(sentences)
     stats.characters += sum(len(s) for s in sentences)
     return sentences
-
-  @staticmethod
-  def _remove_italics(line: str, stats: CorpusStats) -> str:
-    line, count = _GUTENBERG_ITALICS.subn('', line)
-    stats.italics_underscores_removed += count
-    return line
 
 
 def empty_corpus_message(inputs: Sequence[str], stats: CorpusStats) -> str:
