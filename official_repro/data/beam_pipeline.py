@@ -10,7 +10,6 @@ memory, so choose `--num_shards` for it to fit. Paths go through
 Apache Beam.
 """
 
-import heapq
 import os
 import pickle
 import shlex
@@ -20,6 +19,7 @@ import apache_beam as beam
 from apache_beam.options import pipeline_options
 import tensorflow as tf
 
+from official_repro.common import json_files
 from official_repro.common import progress
 from official_repro.data import records
 from official_repro.data import streaming
@@ -60,14 +60,13 @@ def _write_shard(item, scratch_dir: str, num_shards: Dict[str, int]):
   (split, shard), keyed = item
   name = records.shard_file_names(split, num_shards[split])[shard]
   summary = streaming.write_shard(
-      streaming.sorted_by_key(keyed), os.path.join(scratch_dir, name)
+      sorted(keyed), os.path.join(scratch_dir, name)
   )
   return split, summary
 
 
 def _write_pickle(value: Any, path: str) -> None:
-  with tf.io.gfile.GFile(path, 'wb') as f:
-    f.write(pickle.dumps(value))
+  json_files.write_bytes(path, pickle.dumps(value))
 
 
 def _read_pickle(path: str) -> Any:
@@ -162,31 +161,6 @@ def run_beam(
   )
 
 
-class _SmallestSentences(beam.CombineFn):
-  """Keeps the `size` sentences with the smallest hash, and counts them all."""
-
-  def __init__(self, size: int):
-    super().__init__()
-    self._size = size
-
-  def create_accumulator(self):
-    return [], 0, text_cleaning.CorpusStats()
-
-  def add_input(self, accumulator, element):
-    return self.merge_accumulators([accumulator, element])
-
-  def merge_accumulators(self, accumulators):
-    sample, count, stats = [], 0, text_cleaning.CorpusStats()
-    for part_sample, part_count, part_stats in accumulators:
-      sample.extend(part_sample)
-      count += part_count
-      stats.add(part_stats)
-    return heapq.nsmallest(self._size, sample), count, stats
-
-  def extract_output(self, accumulator):
-    return accumulator
-
-
 def sample_with_beam(
     files: Sequence[streaming.InputFile],
     settings: streaming.Settings,
@@ -206,7 +180,8 @@ def sample_with_beam(
                 settings, eval_split, f, sample_size
             )
         )
-        | 'Smallest' >> beam.CombineGlobally(_SmallestSentences(sample_size))
+        | 'Smallest'
+        >> beam.CombineGlobally(streaming.merge_samples, sample_size)
         | 'Save' >> beam.Map(_write_pickle, path=path)
     )
   sample, count, stats = _read_pickle(path)

@@ -59,7 +59,8 @@ def write_builtin_corpus(
       kept.append(document)
     if kept:
       path = os.path.join(output_dir, filename)
-      _write_documents(path, kept)
+      text = '\n\n'.join('\n'.join(document) for document in kept)
+      json_files.write_text(path, text + '\n')
       paths.append(path)
   if not paths:
     raise ValueError(
@@ -163,9 +164,3 @@ def _definition_docstrings(body: Sequence[ast.stmt]) -> Iterator[str]:
       yield docstring
     if isinstance(node, ast.ClassDef):
       yield from _definition_docstrings(node.body)
-
-
-def _write_documents(path: str, documents: Sequence[Sequence[str]]):
-  json_files.write_text(
-      path, '\n\n'.join('\n'.join(document) for document in documents) + '\n'
-  )

@@ -50,6 +50,19 @@ MAX_SEQ_LENGTH = 8192
 # other scripts are not counted).
 _MIN_WORDS_FOR_LETTER_CHECK = 1000
 _MAX_SINGLE_LETTER_SHARE = 0.5
+# `(least, most or None)` of the numeric options (`eval_fraction`, `group_mb`
+# and `vocab_size` are checked apart).
+_RANGES = {
+    'dupe_factor': (1, None),
+    'num_shards': (1, None),
+    'num_eval_shards': (1, None),
+    'num_workers': (0, None),
+    'buffer_mb': (1, None),
+    'vocab_sample_sentences': (1, None),
+    'vocab_sample_mb': (1, None),
+    'max_decode_error_rate': (0, 1),
+    'max_unk_rate': (0, 1),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,18 +258,12 @@ class PretrainingDataConfig:
           f'--vocab_file ({self.vocab_file}) is read as its name says (a '
           'SentencePiece model ends in .model): drop --vocab_type.'
       )
-    for name, choices in (
-        ('masking', records.MASKING_MODES),
-        ('engine', ENGINES),
-    ):
-      if getattr(self, name) not in choices:
+    for field in dataclasses.fields(self):
+      choices, value = field.metadata.get('choices'), getattr(self, field.name)
+      if choices and value not in choices:
         raise cli.UserError(
-            f'--{name} must be one of {choices}, got {getattr(self, name)!r}.'
+            f'--{field.name} must be one of {choices}, got {value!r}.'
         )
-    if self.dupe_factor < 1:
-      raise cli.UserError(
-          f'--dupe_factor must be >= 1, got {self.dupe_factor}.'
-      )
     if self.max_seq_length > MAX_SEQ_LENGTH and not self.allow_long_sequences:
       raise cli.UserError(
           f'--max_seq_length={self.max_seq_length} is above '
@@ -273,6 +280,11 @@ class PretrainingDataConfig:
 
   def _check_ranges(self):
     """Refuses fractions, sizes and counts out of their ranges."""
+    for name, (least, most) in _RANGES.items():
+      value = getattr(self, name)
+      if value < least or (most is not None and value > most):
+        bounds = f'>= {least}' if most is None else f'in [{least}, {most}]'
+        raise cli.UserError(f'--{name} must be {bounds}, got {value}.')
     if not 0.0 <= self.eval_fraction < 1.0:
       raise cli.UserError(
           f'--eval_fraction must be in [0, 1), got {self.eval_fraction}.'
@@ -282,22 +294,6 @@ class PretrainingDataConfig:
           f'--group_mb must be positive (at least one character), got '
           f'{self.group_mb}.'
       )
-    if self.num_shards < 1 or self.num_eval_shards < 1:
-      raise cli.UserError(
-          '--num_shards and --num_eval_shards must be >= 1, got '
-          f'{self.num_shards} and {self.num_eval_shards}.'
-      )
-    for name in (
-        'num_workers',
-        'buffer_mb',
-        'vocab_sample_sentences',
-        'vocab_sample_mb',
-    ):
-      least = 0 if name == 'num_workers' else 1
-      if getattr(self, name) < least:
-        raise cli.UserError(
-            f'--{name} must be >= {least}, got {getattr(self, name)}.'
-        )
     if self.vocab_size is not None and (
         self.vocab_size <= len(vocab_lib.SPECIAL_TOKENS)
     ):
@@ -305,11 +301,6 @@ class PretrainingDataConfig:
           f'--vocab_size must exceed {len(vocab_lib.SPECIAL_TOKENS)} (the '
           f'special tokens), got {self.vocab_size}.'
       )
-    for name in ('max_decode_error_rate', 'max_unk_rate'):
-      if not 0.0 <= getattr(self, name) <= 1.0:
-        raise cli.UserError(
-            f'--{name} must be in [0, 1], got {getattr(self, name)}.'
-        )
 
   def _options_of(self, options_class):
     """An `options_class` from the fields of this config of the same names."""
@@ -352,21 +343,12 @@ class PretrainingDataConfig:
     )
 
 
-class _Timer:
-  """Accumulates wall-clock seconds per named step."""
-
-  def __init__(self):
-    self.seconds = {}
-    self._start = time.time()
-
-  def measure(self, name: str, fn, *args, **kwargs):
-    tick = time.time()
-    result = fn(*args, **kwargs)
-    self.seconds[name] = round(time.time() - tick, 2)
-    return result
-
-  def total(self) -> float:
-    return round(time.time() - self._start, 2)
+def _measure(run: '_Run', name: str, fn, *args):
+  """`fn(*args)`; its wall-clock seconds go to `run.seconds[name]`."""
+  tick = time.time()
+  result = fn(*args)
+  run.seconds[name] = round(time.time() - tick, 2)
+  return result
 
 
 def _load_given_vocab(
@@ -405,34 +387,6 @@ def _tokenizer_name(config: PretrainingDataConfig) -> str:
   return vocab_lib.Vocabulary.tokenizer_name_of(kind)
 
 
-def _check_decode_error_rate(
-    stats: text_cleaning.CorpusStats, config: PretrainingDataConfig
-) -> None:
-  """Raises UserError when too much of the corpus was undecodable."""
-  rate = stats.decode_errors / max(1, stats.characters)
-  if rate > config.max_decode_error_rate:
-    raise cli.UserError(
-        f'{stats.decode_errors:,} undecodable byte sequences in '
-        f'{stats.files_with_decode_errors} file(s), {rate:.3%} of the '
-        f'corpus, exceed --max_decode_error_rate='
-        f'{config.max_decode_error_rate}: convert the files to UTF-8, or '
-        'raise --max_decode_error_rate to write the records anyway.'
-    )
-
-
-def _static_masking_metadata(
-    config: PretrainingDataConfig,
-) -> Optional[Dict[str, Any]]:
-  masking_config = config.masking_config()
-  if masking_config is None:
-    return None
-  return dict(
-      dataclasses.asdict(masking_config),
-      dupe_factor=config.dupe_factor,
-      seed=config.seed,
-  )
-
-
 def _absolute(path: str) -> str:
   """A local path made absolute; a URL-like path (`gs://...`) as given."""
   return path if '://' in path else os.path.abspath(path)
@@ -446,7 +400,32 @@ def _sample_and_learn_vocab(
   files = streaming.files_to_sample(
       run.files, config.seed, config.vocab_sample_mb * 10**6
   )
-  sentences, population = _draw_vocab_sample(run, files, scratch_dir)
+  args = (
+      files,
+      config.streaming_settings(),
+      run.eval_split,
+      config.vocab_sample_sentences,
+  )
+  if config.engine == 'beam':
+    from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
+
+    sentences, population, corpus_stats = beam_pipeline.sample_with_beam(
+        *args, scratch_dir, config.beam_options
+    )
+  else:
+    sentences, population, corpus_stats = local_pipeline.sample_corpus(
+        *args, run.num_workers
+    )
+  if not corpus_stats.documents:
+    raise cli.UserError(
+        text_cleaning.empty_corpus_message(run.inputs, corpus_stats)
+    )
+  if not sentences:
+    raise cli.UserError(
+        f'corpus {", ".join(run.inputs)}: no text found in the train split to '
+        'learn a vocabulary from (every document is held out for eval); '
+        'lower --eval_fraction or give --vocab_file.'
+    )
   sample = {
       'sentences': len(sentences),
       'characters': sum(len(s) for s in sentences),
@@ -478,40 +457,6 @@ def _sample_and_learn_vocab(
   return vocab_lib.as_vocabulary(tokens), sample
 
 
-def _draw_vocab_sample(
-    run: '_Run', files: Sequence[streaming.InputFile], scratch_dir: str
-) -> Tuple[List[str], int]:
-  """The sampled train sentences and their count (none: UserError)."""
-  config = run.config
-  args = (
-      files,
-      config.streaming_settings(),
-      run.eval_split,
-      config.vocab_sample_sentences,
-  )
-  if config.engine == 'beam':
-    from official_repro.data import beam_pipeline  # pylint: disable=g-import-not-at-top
-
-    sentences, population, corpus_stats = beam_pipeline.sample_with_beam(
-        *args, scratch_dir, config.beam_options
-    )
-  else:
-    sentences, population, corpus_stats = local_pipeline.sample_corpus(
-        *args, run.num_workers
-    )
-  if not corpus_stats.documents:
-    raise cli.UserError(
-        text_cleaning.empty_corpus_message(run.inputs, corpus_stats)
-    )
-  if not sentences:
-    raise cli.UserError(
-        f'corpus {", ".join(run.inputs)}: no text found in the train split to '
-        'learn a vocabulary from (every document is held out for eval); '
-        'lower --eval_fraction or give --vocab_file.'
-    )
-  return sentences, population
-
-
 def _check_corpus(
     inputs: Sequence[str],
     stats: streaming.RecordStats,
@@ -525,7 +470,16 @@ def _check_corpus(
     raise cli.UserError(
         text_cleaning.empty_corpus_message(inputs, stats.corpus)
     )
-  _check_decode_error_rate(stats.corpus, config)
+  corpus = stats.corpus
+  rate = corpus.decode_errors / max(1, corpus.characters)
+  if rate > config.max_decode_error_rate:
+    raise cli.UserError(
+        f'{corpus.decode_errors:,} undecodable byte sequences in '
+        f'{corpus.files_with_decode_errors} file(s), {rate:.3%} of the '
+        f'corpus, exceed --max_decode_error_rate='
+        f'{config.max_decode_error_rate}: convert the files to UTF-8, or '
+        'raise --max_decode_error_rate to write the records anyway.'
+    )
   total = stats.total_tokenization()
   letters = total.single_letter_words / max(1, total.letter_words)
   if total.letter_words >= _MIN_WORDS_FOR_LETTER_CHECK and letters > (
@@ -607,13 +561,6 @@ def _warnings(
   return warnings
 
 
-def _make_scratch_dir(output_dir: str) -> str:
-  """A new temporary directory in `output_dir` (removed by a rerun if left)."""
-  path = json_files.temporary_path(os.path.join(output_dir, 'scratch'))
-  tf.io.gfile.makedirs(path)
-  return path
-
-
 def _run_engine(run: '_Run', tokens: Sequence[str], scratch_dir: str):
   """Processes the corpus with the configured engine; returns its shards."""
   config = run.config
@@ -625,25 +572,6 @@ def _run_engine(run: '_Run', tokens: Sequence[str], scratch_dir: str):
   return local_pipeline.run_local(
       *args, scratch_dir, run.num_workers, config.buffer_mb << 20
   )
-
-
-def _split_stats(
-    split_stats: streaming.SplitStats,
-    summaries: Sequence[streaming.ShardSummary],
-    static: bool,
-) -> Dict[str, Any]:
-  """The `metadata['stats']['splits'][split]` entry."""
-  entry = {
-      'documents': split_stats.documents,
-      'sentences': split_stats.sentences,
-      'tokenization': dataclasses.asdict(split_stats.tokenization),
-      'instances': dataclasses.asdict(split_stats.instances),
-      'examples': split_stats.examples,
-      'mixing': streaming.mixing_stats(summaries),
-  }
-  if static:
-    entry['masked_lm_predictions'] = split_stats.masked_lm_predictions
-  return entry
 
 
 def _source_metadata(
@@ -686,7 +614,7 @@ def prepare_pretraining_data(
         f'--output_dir {output_dir} is a file; expected a '
         'directory (new or holding records).'
     )
-  timer = _Timer()
+  started = time.time()
   given_tokens = _load_given_vocab(config)
   try:
     files = streaming.list_input_files(inputs, config.file_pattern, output_dir)
@@ -702,8 +630,8 @@ def prepare_pretraining_data(
       num_workers=local_pipeline.effective_workers(
           config.num_workers, len(files)
       ),
-      timer=timer,
       input_bytes=sum(f.size for f in files),
+      started=started,
   )
   logging.info(
       'Processing %d files (%.1f MB) with the %s engine%s.',
@@ -725,8 +653,10 @@ class _Run:
   files: Sequence[streaming.InputFile]
   eval_split: streaming.EvalSplit
   num_workers: int
-  timer: _Timer
   input_bytes: int
+  started: float
+  # Wall-clock seconds per step (`_measure`).
+  seconds: Dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def _write_records(
@@ -744,16 +674,16 @@ def _write_records(
   config, staging_dir = run.config, _staging_dir(output_dir)
   write_dir = staging_dir or output_dir
   try:
-    scratch_dir = _make_scratch_dir(write_dir)
+    # Removed by a rerun if left.
+    scratch_dir = json_files.temporary_path(os.path.join(write_dir, 'scratch'))
+    tf.io.gfile.makedirs(scratch_dir)
     try:
       tokens, vocab_sample = given_tokens, None
       if tokens is None:
-        tokens, vocab_sample = run.timer.measure(
-            'vocab', _sample_and_learn_vocab, run, scratch_dir
+        tokens, vocab_sample = _measure(
+            run, 'vocab', _sample_and_learn_vocab, run, scratch_dir
         )
-      shards = run.timer.measure(
-          'process', _run_engine, run, tokens, scratch_dir
-      )
+      shards = _measure(run, 'process', _run_engine, run, tokens, scratch_dir)
       total_tokenization = _check_corpus(run.inputs, shards.stats, config)
       if write_dir == output_dir:
         records.remove_metadata(output_dir)
@@ -763,13 +693,12 @@ def _write_records(
       if tf.io.gfile.exists(scratch_dir):
         tf.io.gfile.rmtree(scratch_dir)
     warnings = _warnings(config, tokens, shards.stats, total_tokenization)
-    run.timer.seconds['total'] = run.timer.total()
+    run.seconds['total'] = round(time.time() - run.started, 2)
     metadata = _metadata(run, tokens, splits)
     metadata['stats'] = _stats_metadata(
         run, shards.stats, total_tokenization, split_stats, vocab_sample
     )
-    metadata['stats']['warnings'] = warnings
-    metadata['stats']['seconds'] = run.timer.seconds
+    metadata['stats'].update(warnings=warnings, seconds=run.seconds)
     metadata['source'] = _source_metadata(run.inputs, config)
     records.write_metadata(write_dir, metadata)
     if staging_dir is not None:
@@ -805,13 +734,21 @@ def _write_splits(
     num_shards = config.streaming_settings().num_shards[split]
     names = records.shard_file_names(split, num_shards) if num_examples else []
     label = f'write {split}'
-    summaries = run.timer.measure(
-        f'write_{split}', shards.write, write_dir, split, names, label
+    summaries = _measure(
+        run, f'write_{split}', shards.write, write_dir, split, names, label
     )
     splits[split] = {'files': names, 'num_examples': num_examples}
-    split_stats[split] = _split_stats(
-        stats.splits[split], summaries, config.masking == 'static'
-    )
+    counts = stats.splits[split]
+    split_stats[split] = {
+        'documents': counts.documents,
+        'sentences': counts.sentences,
+        'tokenization': dataclasses.asdict(counts.tokenization),
+        'instances': dataclasses.asdict(counts.instances),
+        'examples': counts.examples,
+        'mixing': streaming.mixing_stats(summaries),
+    }
+    if config.masking == 'static':
+      split_stats[split]['masked_lm_predictions'] = counts.masked_lm_predictions
     logging.info(
         '%s: %d examples written to %d files.', split, num_examples, len(names)
     )
@@ -822,7 +759,7 @@ def _metadata(
     run: _Run, tokens: vocab_lib.Vocabulary, splits: Dict[str, Any]
 ) -> Dict[str, Any]:
   """`metadata.json` but its `stats` and `source`."""
-  config = run.config
+  config, masking_config = run.config, run.config.masking_config()
   return {
       'format_version': records.FORMAT_VERSION,
       'max_seq_length': config.max_seq_length,
@@ -838,7 +775,12 @@ def _metadata(
       ),
       'next_sentence_labels': config.next_sentence_prediction,
       'masking': config.masking,
-      'static_masking': _static_masking_metadata(config),
+      'static_masking': masking_config
+      and dict(
+          dataclasses.asdict(masking_config),
+          dupe_factor=config.dupe_factor,
+          seed=config.seed,
+      ),
       'splits': splits,
   }
 
@@ -979,16 +921,13 @@ def define_flags():
   flags.mark_flags_as_required(['input', 'output_dir'])
 
 
-def config_from_flags() -> PretrainingDataConfig:
-  """A `PretrainingDataConfig` from the parsed flags."""
-  return dataclass_flags.from_flags(PretrainingDataConfig, FLAGS)
-
-
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   metadata = prepare_pretraining_data(
-      FLAGS.input, FLAGS.output_dir, config_from_flags()
+      FLAGS.input,
+      FLAGS.output_dir,
+      dataclass_flags.from_flags(PretrainingDataConfig, FLAGS),
   )
   logging.info(
       'Wrote %d train and %d eval examples to %s.',

@@ -71,44 +71,12 @@ def read_run(path: str) -> Iterator[Tuple[int, int, bytes]]:
         return
 
 
-class RunBuffer:
-  """Collects records and writes them out as sorted runs when full."""
-
-  def __init__(self, directory: str, buffer_bytes: int, tag: str):
-    """An empty buffer spilling into `directory`; `tag` names its runs."""
-    self._directory = directory
-    self._buffer_bytes = buffer_bytes
-    self._tag = tag
-    self._buffered: Dict[RunKey, List[Tuple[int, int, bytes]]] = {}
-    self._size = 0
-    self._spills = 0
-    self.runs: Dict[RunKey, List[str]] = {}
-
-  def add(self, records: Sequence[streaming.Record]) -> None:
-    for split, shard, key, document, data in records:
-      self._buffered.setdefault((split, shard), []).append(
-          (key, document, data)
-      )
-      self._size += len(data) + 100
-    if self._size >= self._buffer_bytes:
-      self.flush()
-
-  def flush(self) -> None:
-    """Writes the buffered records as runs (one per shard) and empties it."""
-    for (split, shard), keyed in sorted(self._buffered.items()):
-      path = os.path.join(
-          self._directory,
-          f'{split}-{shard:05d}-{self._tag}-{self._spills:05d}.run',
-      )
-      write_run(path, streaming.sorted_by_key(keyed))
-      self.runs.setdefault((split, shard), []).append(path)
-    self._buffered.clear()
-    self._size = 0
-    self._spills += 1
-
-
 class RecordJob:
-  """A worker's part of record creation: files in, runs and counters out."""
+  """A worker's part of record creation: files in, runs and counters out.
+
+  Records are buffered up to `buffer_bytes`, then written out as key-sorted
+  runs, one per shard, into `run_dir`.
+  """
 
   def __init__(
       self,
@@ -122,11 +90,15 @@ class RecordJob:
     self._run_dir = run_dir
     self._buffer_bytes = buffer_bytes
     self._processor = None
-    self._buffer = None
+    self._tag = None
+    self._buffered: Dict[RunKey, List[Tuple[int, int, bytes]]] = {}
+    self._size = 0
+    self._spills = 0
+    self.runs: Dict[RunKey, List[str]] = {}
 
   def start(self, worker: int) -> None:
     self._processor = streaming.FileProcessor(*self._args)
-    self._buffer = RunBuffer(self._run_dir, self._buffer_bytes, f'w{worker}')
+    self._tag = f'w{worker}'
 
   def process(
       self, input_file: streaming.InputFile, report: Callable[[int], None]
@@ -138,7 +110,13 @@ class RecordJob:
     stats = streaming.RecordStats()
     reported = 0
     for group in self._processor.process(input_file, stats):
-      self._buffer.add(group)
+      for split, shard, key, document, data in group:
+        self._buffered.setdefault((split, shard), []).append(
+            (key, document, data)
+        )
+        self._size += len(data) + 100
+      if self._size >= self._buffer_bytes:
+        self._flush()
       # At most the listed size: a file may grow after it is listed.
       done = min(stats.corpus.bytes_read, input_file.size)
       report(done - reported)
@@ -146,9 +124,23 @@ class RecordJob:
     report(input_file.size - reported)
     return stats
 
+  def _flush(self) -> None:
+    """Writes the buffered records as runs (one per shard) and empties it."""
+    for (split, shard), keyed in sorted(self._buffered.items()):
+      path = os.path.join(
+          self._run_dir,
+          f'{split}-{shard:05d}-{self._tag}-{self._spills:05d}.run',
+      )
+      # By key; ties (never seen yet) by content.
+      write_run(path, sorted(keyed))
+      self.runs.setdefault((split, shard), []).append(path)
+    self._buffered.clear()
+    self._size = 0
+    self._spills += 1
+
   def finish(self) -> Dict[RunKey, List[str]]:
-    self._buffer.flush()
-    return self._buffer.runs
+    self._flush()
+    return self.runs
 
 
 class SampleJob:
@@ -180,32 +172,39 @@ class SampleJob:
     return None
 
 
-def _limit_threads() -> None:
-  """One TensorFlow thread per worker: the workers are the parallelism."""
-  tf.config.threading.set_intra_op_parallelism_threads(1)
-  tf.config.threading.set_inter_op_parallelism_threads(1)
+def _work(job, worker: int, tasks, send, between=None) -> None:
+  """Runs `job` on files from `tasks` until a None, `send`ing its messages.
+
+  `between` (or None) is called after each file. A helper (`worker` > 0)
+  stops when the coordinating process is gone.
+  """
+  job.start(worker)
+  parent = multiprocessing.parent_process() if worker else None
+  while True:
+    try:
+      input_file = tasks.get(timeout=_POLL_SECONDS)
+    except queue.Empty:
+      if parent is not None and not parent.is_alive():
+        return  # The coordinating process was killed: stop too.
+      continue
+    if input_file is None:
+      break
+    processed = job.process(
+        input_file, lambda done: send(('bytes', done, None))
+    )
+    send(('file', input_file.size, processed))
+    if between is not None:
+      between()
+  send(('finished', worker, job.finish()))
 
 
 def _worker_main(job, worker: int, tasks, results) -> None:
-  """A worker process: runs `job` on files from `tasks` until a None."""
+  """A helper process: `_work` with its messages and errors to `results`."""
   try:
-    _limit_threads()
-    job.start(worker)
-    parent = multiprocessing.parent_process()
-    while True:
-      try:
-        input_file = tasks.get(timeout=_POLL_SECONDS)
-      except queue.Empty:
-        if parent is not None and not parent.is_alive():
-          return  # The coordinating process was killed: stop too.
-        continue
-      if input_file is None:
-        break
-      processed = job.process(
-          input_file, lambda done: results.put(('bytes', done, None))
-      )
-      results.put(('file', input_file.size, processed))
-    results.put(('finished', worker, job.finish()))
+    # One TensorFlow thread per worker: the workers are the parallelism.
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    _work(job, worker, tasks, results.put)
   except FileNotFoundError as error:
     results.put(('not_found', worker, str(error)))
   except cli.UserError as error:
@@ -317,22 +316,14 @@ class _Coordinator:
 
   def work(self, job, tasks) -> None:
     """Processes files from `tasks` here, handling messages between files."""
-    job.start(0)
-    while 0 not in self.finished:
+    _work(job, 0, tasks, self._handle, self._handle_waiting)
+
+  def _handle_waiting(self) -> None:
+    while True:
       try:
-        input_file = tasks.get(timeout=_POLL_SECONDS)
+        self._handle(self._results.get_nowait())
       except queue.Empty:
-        continue
-      if input_file is None:
-        self.finished[0] = job.finish()
-        break
-      processed = job.process(input_file, self._reporter.advance)
-      self._handle(('file', input_file.size, processed))
-      while True:
-        try:
-          self._handle(self._results.get_nowait())
-        except queue.Empty:
-          break
+        return
 
   def wait(self, helpers, num_workers: int) -> None:
     """Handles messages until every worker has finished."""
@@ -369,11 +360,11 @@ def merge_runs(
           scratch_dir, f'{os.path.basename(path)}-{level}-{group}.run'
       )
       group_runs = [read_run(r) for r in runs[group : group + _MAX_FAN_IN]]
-      write_run(output, streaming.merge_sorted(group_runs))
+      write_run(output, heapq.merge(*group_runs))
       merged.append(output)
     runs, level = merged, level + 1
   return streaming.write_shard(
-      streaming.merge_sorted([read_run(r) for r in runs]), path, reporter
+      heapq.merge(*[read_run(r) for r in runs]), path, reporter
   )
 
 
@@ -441,17 +432,12 @@ def sample_corpus(
 
   A seeded sample (see `streaming.sample_sentences`).
   """
-  sample: List[Tuple[int, str]] = []
-  total = [0]
-  stats = text_cleaning.CorpusStats()
+  parts = []
 
   def on_file(result):
-    file_sample, count, file_stats = result
-    sample.extend(file_sample)
-    if len(sample) > 2 * sample_size:
-      sample[:] = heapq.nsmallest(sample_size, sample)
-    total[0] += count
-    stats.add(file_stats)
+    parts.append(result)
+    if sum(len(part[0]) for part in parts) > 2 * sample_size:
+      parts[:] = [streaming.merge_samples(parts, sample_size)]
 
   run_jobs(
       SampleJob(settings, eval_split, sample_size),
@@ -460,7 +446,8 @@ def sample_corpus(
       on_file,
       'sample corpus for the vocabulary',
   )
-  return [s for _, s in heapq.nsmallest(sample_size, sample)], total[0], stats
+  sample, population, stats = streaming.merge_samples(parts, sample_size)
+  return [sentence for _, sentence in sample], population, stats
 
 
 def effective_workers(requested: Optional[int], num_files: int) -> int:

@@ -12,7 +12,6 @@ import random
 from typing import List, Optional, Sequence, Tuple
 
 from official_repro.common import cli
-from official_repro.common import progress
 
 Document = Sequence[Sequence[int]]
 
@@ -85,27 +84,13 @@ class InstanceMaker:
       options: InstanceOptions,
       cls_id: int,
       sep_id: int,
-      rng: random.Random,
   ):
-    """A maker with ids `cls_id`, `sep_id`; `rng` draws every choice."""
+    """A maker with ids `cls_id`, `sep_id`."""
     self._options = options
     self._cls_id = cls_id
     self._sep_id = sep_id
-    self._rng = rng
+    self._rng = None
     self.stats = InstanceStats()
-
-  def from_documents(
-      self, documents: Sequence[Document], progress_label: str = ''
-  ) -> List[Instance]:
-    """Makes instances from every document (lists of token-id sentences)."""
-    documents = [self.cut_long_sentences(doc) for doc in documents]
-    documents = [doc for doc in documents if doc]
-    instances = []
-    reporter = progress.Progress(len(documents), progress_label, 'documents')
-    for index in range(len(documents)):
-      instances.extend(self.from_document(documents, index))
-      reporter.advance()
-    return instances
 
   def cut_long_sentences(self, document: Document) -> List[List[int]]:
     """Copies a document, dropping empty sentences and cutting long ones."""
@@ -123,15 +108,13 @@ class InstanceMaker:
       self,
       documents: List[List[List[int]]],
       index: int,
-      rng: Optional[random.Random] = None,
+      rng: random.Random,
   ) -> List[Instance]:
     """Makes the instances of `documents[index]` (from `cut_long_sentences`).
 
-    Other documents supply random next segments; `rng`, if given, is the source
-    of randomness from now on.
+    Other documents supply random next segments; `rng` draws every choice.
     """
-    if rng is not None:
-      self._rng = rng
+    self._rng = rng
     document = documents[index]
     self.stats.documents += 1
     target_length = self._draw_target_length()
@@ -239,24 +222,3 @@ class InstanceMaker:
 
 def _concat(sentences: Sequence[Sequence[int]]) -> List[int]:
   return [token for sentence in sentences for token in sentence]
-
-
-def create_instances(
-    documents: Sequence[Document],
-    options: InstanceOptions,
-    cls_id: int,
-    sep_id: int,
-    rng: random.Random,
-    shuffle: bool = True,
-    progress_label: str = '',
-) -> Tuple[List[Instance], InstanceStats]:
-  """`(instances, stats)` from documents of token-id sentences.
-
-  `rng` is the source of all randomness; `shuffle` shuffles the result;
-  `progress_label` ('' none) logs progress.
-  """
-  maker = InstanceMaker(options, cls_id, sep_id, rng)
-  instances = maker.from_documents(documents, progress_label)
-  if shuffle:
-    rng.shuffle(instances)
-  return instances, maker.stats

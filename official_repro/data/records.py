@@ -110,7 +110,7 @@ def write_split(
     end = (shard + 1) * num_examples // num_shards
     path = os.path.join(output_dir, name)
     # Written under a temporary name and renamed when complete: a killed
-    # process leaves `<name>.tmp-...` (removed by `prepare_output_dir`), never
+    # process leaves `<name>.tmp-...` (removed by `remove_leftovers`), never
     # a partial shard under its final name.
     temporary = json_files.temporary_path(path)
     with tf.io.TFRecordWriter(temporary) as writer:
@@ -120,13 +120,6 @@ def write_split(
         reporter.advance()
     tf.io.gfile.rename(temporary, path, overwrite=True)
   return names
-
-
-def prepare_output_dir(output_dir: str) -> int:
-  """Readies `output_dir` for a rewrite; returns the leftovers removed."""
-  found = remove_leftovers(output_dir)
-  remove_metadata(output_dir)
-  return found
 
 
 def remove_metadata(output_dir: str) -> None:
@@ -236,7 +229,7 @@ def replace_with(staging_dir: str, output_dir: str) -> None:
 
 def write_metadata(output_dir: str, metadata: Mapping[str, Any]) -> str:
   """Validates and writes `metadata.json`; returns its path."""
-  validate_metadata(metadata, output_dir, check_files=True)
+  validate_metadata(metadata, output_dir)
   path = os.path.join(output_dir, METADATA_FILENAME)
   json_files.write_json(path, metadata, sort_keys=False)
   return path
@@ -258,14 +251,8 @@ def load_metadata(path: str) -> Dict[str, Any]:
         f'Record metadata {metadata_path} does not exist; expected a '
         'directory written by official_repro.data.create_pretraining_data.'
     )
-  with tf.io.gfile.GFile(metadata_path, 'r') as f:
-    try:
-      metadata = json.load(f)
-    except json.JSONDecodeError as e:
-      raise cli.UserError(
-          f'Record metadata {metadata_path} is not valid JSON: {e}'
-      ) from e
-  validate_metadata(metadata, directory, check_files=True, source=metadata_path)
+  metadata = json_files.read_json(metadata_path)
+  validate_metadata(metadata, directory, source=metadata_path)
   return metadata
 
 
@@ -316,10 +303,9 @@ def find_corrupt_file(paths: List[str]) -> Optional[Tuple[str, str]]:
 def validate_metadata(
     metadata: Mapping[str, Any],
     directory: str,
-    check_files: bool = True,
     source: str = METADATA_FILENAME,
 ):
-  """Checks the structure of a metadata dict (and, if asked, its files).
+  """Checks the structure of a metadata dict and that its files exist.
 
   Raises:
     FileNotFoundError: a listed file is missing.
@@ -358,8 +344,7 @@ def validate_metadata(
       raise cli.UserError(
           f'{source}: splits.{split} must have "files" and "num_examples".'
       )
-  if check_files:
-    _check_listed_files(metadata, directory, source)
+  _check_listed_files(metadata, directory, source)
 
 
 def _check_masking(metadata: Mapping[str, Any], source: str) -> None:

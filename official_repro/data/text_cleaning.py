@@ -13,13 +13,12 @@ import dataclasses
 import fnmatch
 import os
 import re
-from typing import Callable, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 from typing import Sequence, Tuple
 
 import tensorflow as tf
 
 from official_repro.common import cli
-from official_repro.common import progress
 
 DOCUMENT_MODES = ('blank_line', 'file')
 # How many unreadable files `CorpusStats` names (all are counted).
@@ -167,18 +166,6 @@ class CorpusStats:
     if len(self.unreadable_files) < MAX_NAMED_FILES:
       self.unreadable_files.append(f'{path}: {error}')
 
-  def add(self, other: 'CorpusStats') -> None:
-    """Adds the counters of `other` to these."""
-    for field in dataclasses.fields(self):
-      mine, theirs = getattr(self, field.name), getattr(other, field.name)
-      if isinstance(mine, dict):
-        for key, count in theirs.items():
-          mine[key] = mine.get(key, 0) + count
-      elif isinstance(mine, list):
-        mine.extend(theirs[: max(0, MAX_NAMED_FILES - len(mine))])
-      else:
-        setattr(self, field.name, mine + theirs)
-
   @property
   def lines_skipped(self) -> int:
     return sum(self.lines_skipped_by_reason.values())
@@ -227,6 +214,28 @@ class CorpusStats:
     lines = [f'{name:<{width}}  {value:>12,}' for name, value in rows]
     lines += [f'  unreadable: {entry}' for entry in self.unreadable_files]
     return '\n'.join(lines)
+
+
+def add_counts(mine: Any, theirs: Any) -> None:
+  """Adds the counters of dataclass `theirs` to `mine`, recursively.
+
+  Ints are summed, dicts merged, lists (of named files) extended up to
+  `MAX_NAMED_FILES`; other fields (rates) are left as they are.
+  """
+  for field in dataclasses.fields(mine):
+    value, other = getattr(mine, field.name), getattr(theirs, field.name)
+    if dataclasses.is_dataclass(value):
+      add_counts(value, other)
+    elif isinstance(value, dict):
+      for key, count in other.items():
+        if dataclasses.is_dataclass(count):
+          add_counts(value[key], count)
+        else:
+          value[key] = value.get(key, 0) + count
+    elif isinstance(value, list):
+      value.extend(other[: max(0, MAX_NAMED_FILES - len(value))])
+    elif isinstance(value, int):
+      setattr(mine, field.name, value + other)
 
 
 def split_sentences(text: str) -> List[str]:
@@ -608,27 +617,6 @@ class CorpusReader:
         (pattern, re.compile(pattern)) for pattern in options.drop_line_regexes
     ]
 
-  def read(
-      self, inputs: Sequence[str], progress_label: str = ''
-  ) -> Tuple[List[List[str]], CorpusStats]:
-    """Reads all inputs into `(documents, stats)`, logging progress."""
-    stats = CorpusStats()
-    documents = []
-    paths = find_files(inputs, self._options.file_pattern)
-    reporter = progress.Progress(
-        sum(tf.io.gfile.stat(path).length for path in paths)
-        if progress_label
-        else 0,
-        progress_label,
-        'bytes',
-    )
-    for path in paths:
-      documents.extend(self.iter_documents(path, stats))
-      reporter.update(stats.bytes_read)
-    if not documents:
-      raise cli.UserError(empty_corpus_message(inputs, stats))
-    return documents, stats
-
   def iter_documents(
       self, path: str, stats: CorpusStats, max_chars: Optional[int] = None
   ) -> Iterator[List[str]]:
@@ -729,7 +717,9 @@ class CorpusReader:
   ) -> List[str]:
     """A block's sentences past the length cut; a paragraph if it has any."""
     if self._options.strip_gutenberg:
-      block = [self._remove_italics(line, stats) for line in block]
+      removed = [_GUTENBERG_ITALICS.subn('', line) for line in block]
+      block = [line for line, _ in removed]
+      stats.italics_underscores_removed += sum(count for _, count in removed)
     if self._options.sentence_per_line:
       candidates = [_WHITESPACE.sub(' ', line).strip() for line in block]
     else:
@@ -742,12 +732,6 @@ class CorpusReader:
     stats.sentences += len(sentences)
     stats.characters += sum(len(s) for s in sentences)
     return sentences
-
-  @staticmethod
-  def _remove_italics(line: str, stats: CorpusStats) -> str:
-    line, count = _GUTENBERG_ITALICS.subn('', line)
-    stats.italics_underscores_removed += count
-    return line
 
 
 def empty_corpus_message(inputs: Sequence[str], stats: CorpusStats) -> str:
@@ -765,12 +749,3 @@ def empty_corpus_message(inputs: Sequence[str], stats: CorpusStats) -> str:
       f'sentences dropped as too short: {stats.sentences_dropped_short}'
       f'{unreadable}).'
   )
-
-
-def read_corpus(
-    inputs: Sequence[str],
-    options: CleaningOptions = CleaningOptions(),
-    progress_label: str = '',
-) -> Tuple[List[List[str]], CorpusStats]:
-  """`CorpusReader(options).read(inputs, progress_label)`."""
-  return CorpusReader(options).read(inputs, progress_label)

@@ -617,7 +617,8 @@ def test_shards_and_metadata_are_renamed_into_place(ram_dir):
     f.write('partial')
   with tf.io.gfile.GFile(os.path.join(ram_dir, 'metadata.json'), 'w') as f:
     f.write('{}')
-  assert records.prepare_output_dir(ram_dir) == 1
+  assert records.remove_leftovers(ram_dir) == 1
+  records.remove_metadata(ram_dir)
   assert tf.io.gfile.listdir(ram_dir) == []
   names = records.write_split(ram_dir, 'train', features, 3)
   assert sorted(tf.io.gfile.listdir(ram_dir)) == names

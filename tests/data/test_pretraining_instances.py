@@ -26,9 +26,16 @@ def _make_documents(num_documents=12, seed=0):
 
 
 def _create(documents, seed=1, **options):
-  return pi.create_instances(
-      documents, pi.InstanceOptions(**options), CLS, SEP, random.Random(seed)
-  )
+  """`(instances, stats)` of every document, shuffled by one seeded rng."""
+  rng = random.Random(seed)
+  maker = pi.InstanceMaker(pi.InstanceOptions(**options), CLS, SEP)
+  documents = [maker.cut_long_sentences(document) for document in documents]
+  documents = [document for document in documents if document]
+  instances = []
+  for index in range(len(documents)):
+    instances.extend(maker.from_document(documents, index, rng))
+  rng.shuffle(instances)
+  return instances, maker.stats
 
 
 def _segments(instance):

@@ -120,6 +120,16 @@ class TestIsHeading:
     assert not tc.is_heading(block)
 
 
+def _read_corpus(inputs, options=tc.CleaningOptions()):
+  """`(documents, stats)` of every file of `inputs`, read as records read it."""
+  reader, stats, documents = tc.CorpusReader(options), tc.CorpusStats(), []
+  for path in tc.find_files(inputs, options.file_pattern):
+    documents.extend(reader.iter_documents(path, stats))
+  if not documents:
+    raise cli.UserError(tc.empty_corpus_message(inputs, stats))
+  return documents, stats
+
+
 class TestReadCorpus:
 
   def test_blank_line_documents_join_wrapped_lines(self, tmp_path):
@@ -127,7 +137,7 @@ class TestReadCorpus:
         tmp_path / 'a.txt',
         'The cat sat on\nthe mat. It slept.\n\nA dog barked.\n',
     )
-    documents, stats = tc.read_corpus([path])
+    documents, stats = _read_corpus([path])
     assert documents == [
         ['The cat sat on the mat.', 'It slept.'],
         ['A dog barked.'],
@@ -144,7 +154,7 @@ class TestReadCorpus:
   def test_file_mode_and_sentence_per_line(self, tmp_path):
     _write(tmp_path / 'b.txt', 'First line here\nSecond one\n\nThird. Four.\n')
     _write(tmp_path / 'a.txt', 'Alpha is first.\n')
-    documents, stats = tc.read_corpus(
+    documents, stats = _read_corpus(
         [str(tmp_path)],
         tc.CleaningOptions(
             document_mode='file', sentence_per_line=True, drop_headings=False
@@ -160,9 +170,9 @@ class TestReadCorpus:
     _write(tmp_path / 'x' / 'y' / 'deep.txt', 'Deep text here.\n')
     _write(tmp_path / 'skip.md', 'Not read.\n')
     _write(tmp_path / 'x' / 'notes.text', 'Other pattern.\n')
-    documents, _ = tc.read_corpus([str(tmp_path)])
+    documents, _ = _read_corpus([str(tmp_path)])
     assert documents == [['Deep text here.']]
-    documents, _ = tc.read_corpus(
+    documents, _ = _read_corpus(
         [str(tmp_path)], tc.CleaningOptions(file_pattern='*.text')
     )
     assert documents == [['Other pattern.']]
@@ -174,8 +184,8 @@ class TestReadCorpus:
         tmp_path / 'crlf' / 'a.txt',
         b'\xef\xbb\xbf' + text.replace('\n', '\r\n').encode(),
     )
-    expected, _ = tc.read_corpus([plain])
-    documents, stats = tc.read_corpus([crlf])
+    expected, _ = _read_corpus([plain])
+    documents, stats = _read_corpus([crlf])
     assert documents == expected
     assert documents[0][0] == 'One line wrapped here.'
     assert stats.files_with_bom == 1
@@ -186,7 +196,7 @@ class TestReadCorpus:
         tmp_path / 'a.txt',
         b'Bad \xff byte and \xfe here. Real \xef\xbf\xbd ok.\n',
     )
-    documents, stats = tc.read_corpus(
+    documents, stats = _read_corpus(
         [path], tc.CleaningOptions(encoding_errors='replace')
     )
     assert stats.decode_errors == 2
@@ -201,7 +211,7 @@ class TestReadCorpus:
     with pytest.raises(
         ValueError, match=r'bad.txt is not UTF-8: byte 6 ' r'\(0xe9\)'
     ):
-      tc.read_corpus([str(tmp_path)])
+      _read_corpus([str(tmp_path)])
 
   def test_gutenberg_stripping(self, tmp_path):
     lines = [
@@ -220,7 +230,7 @@ class TestReadCorpus:
     ] + ['footer line'] * 5
     book = _write(tmp_path / 'book.txt', '\n'.join(lines) + '\n')
     plain = _write(tmp_path / 'plain.txt', 'No markers at all here.\n')
-    documents, stats = tc.read_corpus(
+    documents, stats = _read_corpus(
         [book, plain],
         tc.CleaningOptions(document_mode='file', strip_gutenberg=True),
     )
@@ -239,7 +249,7 @@ class TestReadCorpus:
 
   def test_headings_kept_when_disabled(self, tmp_path):
     path = _write(tmp_path / 'a.txt', 'CHAPTER I\n\nText follows.\n')
-    documents, _ = tc.read_corpus(
+    documents, _ = _read_corpus(
         [path], tc.CleaningOptions(document_mode='file', drop_headings=False)
     )
     assert documents == [['CHAPTER I', 'Text follows.']]
@@ -251,7 +261,7 @@ class TestReadCorpus:
         'Page 12\nAlso kept.\n',
     )
     page = r'^Page \d+$'
-    documents, stats = tc.read_corpus(
+    documents, stats = _read_corpus(
         [path], tc.CleaningOptions(drop_line_regexes=['^#', page])
     )
     assert documents == [['Keep this line.', 'Also kept.']]
@@ -263,7 +273,7 @@ class TestReadCorpus:
 
   def test_min_sentence_chars(self, tmp_path):
     path = _write(tmp_path / 'a.txt', 'Ok. This one is long enough.\n\nNo.\n')
-    documents, stats = tc.read_corpus(
+    documents, stats = _read_corpus(
         [path], tc.CleaningOptions(min_sentence_chars=5)
     )
     assert documents == [['This one is long enough.']]
@@ -273,12 +283,12 @@ class TestReadCorpus:
   def test_missing_path_names_it(self, tmp_path):
     missing = str(tmp_path / 'nope.txt')
     with pytest.raises(FileNotFoundError, match='nope.txt'):
-      tc.read_corpus([missing])
+      _read_corpus([missing])
 
   def test_directory_without_matching_files(self, tmp_path):
     _write(tmp_path / 'a.md', 'Text.\n')
     with pytest.raises(ValueError, match=r"no files matching '\*\.txt'"):
-      tc.read_corpus([str(tmp_path)])
+      _read_corpus([str(tmp_path)])
 
   def test_empty_corpus_raises_no_text(self, tmp_path):
     path = _write(tmp_path / 'a.txt', '\n\n   \n# only a comment\n')
@@ -287,7 +297,7 @@ class TestReadCorpus:
         match=r'a\.txt: 1 files read, 0 non-empty '
         r'documents.*no text.*drop_line_regex',
     ):
-      tc.read_corpus([path], tc.CleaningOptions(drop_line_regexes=['^#']))
+      _read_corpus([path], tc.CleaningOptions(drop_line_regexes=['^#']))
 
   def test_ram_filesystem_reads_like_local(self, tmp_path, to_ram):
     local = tmp_path / 'corpus'
@@ -299,9 +309,9 @@ class TestReadCorpus:
     _write(local / 'x' / 'skip.md', 'Not read.\n')
     single = _write(tmp_path / 'single.txt', 'Alone here.\n')
     replace = tc.CleaningOptions(encoding_errors='replace')
-    expected, expected_stats = tc.read_corpus([str(local), single], replace)
+    expected, expected_stats = _read_corpus([str(local), single], replace)
     remote = [to_ram(local), to_ram(single)]
-    documents, stats = tc.read_corpus(remote, replace)
+    documents, stats = _read_corpus(remote, replace)
     assert (
         documents
         == expected
@@ -321,9 +331,9 @@ class TestReadCorpus:
     ) == (expected_stats.files, expected_stats.bytes_read, 1, 1, 1)
     missing = os.path.join(remote[0], 'nope.txt')
     with pytest.raises(FileNotFoundError, match=missing):
-      tc.read_corpus([missing])
+      _read_corpus([missing])
     with pytest.raises(ValueError, match='no files matching'):
-      tc.read_corpus([remote[0]], tc.CleaningOptions(file_pattern='*.text'))
+      _read_corpus([remote[0]], tc.CleaningOptions(file_pattern='*.text'))
 
   def test_invalid_options(self):
     with pytest.raises(ValueError, match='document_mode'):
@@ -344,7 +354,7 @@ class TestBuiltinCorpus:
     contents = [open(p, encoding='utf-8').read() for p in first]
     assert contents == [open(p, encoding='utf-8').read() for p in second]
     assert sum(len(c) for c in contents) <= 60_000
-    documents, stats = tc.read_corpus([str(tmp_path / 'a')])
+    documents, stats = _read_corpus([str(tmp_path / 'a')])
     assert stats.documents == stats.paragraphs >= 5
     assert all(len(doc) >= 1 for doc in documents)
     assert not any('>>>' in s for doc in documents for s in doc)
