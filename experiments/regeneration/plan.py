@@ -246,18 +246,28 @@ def _config_facts(
       trainable_parameters=int(
           sum(v.shape.num_elements() for v in model.trainable_variables)
       ),
-      optimizer=_query('optimization.optimizer', 'lamb'),
-      masking=_query('pretrain_data.masking', 'dynamic'),
+      optimizer=query(gin_files, 'optimization.optimizer', 'lamb'),
+      masking=query(gin_files, 'pretrain_data.masking', 'dynamic'),
   )
   gin.clear_config()
   return facts
 
 
-def _query(name: str, default: str) -> str:
+_REQUIRED = object()
+
+
+@functools.lru_cache(maxsize=None)
+def query(gin_files: Tuple[str, ...], name: str, default=_REQUIRED):
+  """What `gin_files` bind `name` to, else `default` (else a ValueError)."""
+  parse_gin(gin_files)
   try:
     return gin.query_parameter(name)
   except ValueError:
+    if default is _REQUIRED:
+      raise
     return default
+  finally:
+    gin.clear_config()
 
 
 def tpu_v3_8_flops_per_second(vocab_size: int = 30522) -> float:
