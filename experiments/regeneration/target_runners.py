@@ -318,10 +318,8 @@ class Request:
   ) -> runner.GridSettings:
     """`target`'s grid settings: the request's, else the scale's."""
     scale = scales.get(self.scale)
-    if not self.vocab_file and not scale.learned_vocab_size:
-      raise app.UsageError(
-          f'{self.table} at --scale={self.scale} needs --vocab_file.'
-      )
+    if not scale.learned_vocab_size:
+      self.require('vocab_file')
     return runner.GridSettings(
         target=target.key,
         scale=scale.name,
@@ -361,9 +359,14 @@ def registered(
   """
 
   def register(regenerate: TargetRunner) -> TargetRunner:
-    if plans_at_paper_scale:
-      regenerate = _planned_at_paper_scale(regenerate)
-    return RUNNERS.register(name, regenerate)
+    @functools.wraps(regenerate)
+    def regenerate_or_plan(target: registry.Target, request: Request) -> None:
+      if plans_at_paper_scale and request.scale == 'paper':
+        paper_scale.run(target, request)
+      else:
+        regenerate(target, request)
+
+    return RUNNERS.register(name, regenerate_or_plan)
 
   return register
 
@@ -382,19 +385,6 @@ def run(target: registry.Target, request: Request) -> None:
     )
   request.released_encoders(target)
   RUNNERS.get(target.runner)(target, request)
-
-
-def _planned_at_paper_scale(regenerate: TargetRunner) -> TargetRunner:
-  """The runner that is `regenerate` below paper scale and plans at it."""
-
-  @functools.wraps(regenerate)
-  def regenerate_or_plan(target: registry.Target, request: Request) -> None:
-    if request.scale == 'paper':
-      paper_scale.run(target, request)
-    else:
-      regenerate(target, request)
-
-  return regenerate_or_plan
 
 
 @registered('plan_only')
