@@ -121,16 +121,6 @@ class PlannedRun:
   refusal: Optional[str]
   stages: Tuple[Stage, ...]
 
-  @property
-  def pretrain_command(self) -> str:
-    """The pretraining job's `run_tpu.sh` command line."""
-    return self.commands()[0]
-
-  @property
-  def finetune_command(self) -> str:
-    """The fine-tuning jobs' command lines, one a line ('' for none)."""
-    return '\n'.join(self.commands()[1:])
-
   def commands(self, tpu_name: str = '$TPU_NAME', zone: str = '$ZONE'):
     """Its jobs as `run_tpu.sh` command lines on VM `tpu_name`."""
     return [

@@ -13,7 +13,6 @@ import os
 from typing import Callable, Dict, List, Optional
 
 from absl import app
-import gin
 import tensorflow as tf
 
 from experiments import provenance
@@ -396,14 +395,6 @@ def plan_only(target: registry.Target, request: Request) -> None:
   )
 
 
-def _aggregation(paper_dir: str) -> str:
-  """The aggregation of the paper's fine-tuning protocol ('max', ...)."""
-  plan.parse_gin([f'gin/finetune/{paper_dir}/protocol.gin'])
-  aggregation = finetuning_schedule.RunProtocol().aggregation
-  gin.clear_config()
-  return aggregation
-
-
 def _grid_header(target: registry.Target, settings: runner.GridSettings) -> str:
   """The header line of a grid's table: scale, steps, tasks, seeds, runs."""
   scale = settings.scale
@@ -427,13 +418,18 @@ def _grid_header(target: registry.Target, settings: runner.GridSettings) -> str:
         'rows their mean and std'
     )
   note = f' Runs: {target.small_scale_note}.' if target.small_scale_note else ''
+  protocol = f'gin/finetune/{target.finetune_paper}/protocol.gin'
+  aggregation = plan.query(
+      (protocol,),
+      'run_protocol.aggregation',
+      finetuning_schedule.RunProtocol.aggregation,
+  )
   return (
       f'Scale: {scale} ({", ".join(includes)}); '
       f'reference steps {settings.reference_steps}{reference}'
       f'; tasks {settings.tasks}; {settings.num_runs} '
       f'seed{"s" if settings.num_runs != 1 else ""} per task, '
-      f'{_aggregation(target.finetune_paper)} over them (gin/finetune/'
-      f'{target.finetune_paper}/protocol.gin){seeds}'
+      f'{aggregation} over them ({protocol}){seeds}'
       f'; vocabulary {vocabulary}; {settings.strategy}.{note}\n\n'
       + provenance.provenance('experiments.regenerate')
   )
