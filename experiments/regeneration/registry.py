@@ -188,10 +188,19 @@ _MIXED_ATTENTION = (
 _RUNNERS_OF_KINDS = dict(pretrain_glue='grid', plan_only='plan_only')
 
 
-def _entry(key: str, kind: str, description: str, **fields) -> Target:
-  """A paper's `Target`, its paper and table (if a number) from its key."""
+def _entry(key: str, description: str, **fields) -> Target:
+  """A paper's `Target`, its paper and table (if a number) from its key.
+
+  Its kind is 'command' with a `command`, 'plan_only' with `why_plan_only`,
+  else 'pretrain_glue'.
+  """
   paper, _, name = key.partition('.')
   table = name if re.fullmatch(r'[0-9]+|[IVX]+', name) else None
+  kind = 'pretrain_glue'
+  if 'command' in fields:
+    kind = 'command'
+  elif 'why_plan_only' in fields:
+    kind = 'plan_only'
   fields.setdefault('runner', _RUNNERS_OF_KINDS.get(kind))
   return Target(key, paper, table, kind, description, **fields)
 
@@ -199,7 +208,6 @@ def _entry(key: str, kind: str, description: str, **fields) -> Target:
 _TARGETS = (
     _entry(
         '001.III',
-        'plan_only',
         'BERT/XLNet fine-tuned on RACE-middle and Penn Treebank POS',
         finetune_paper='001_ale',
         why_plan_only=(
@@ -210,7 +218,6 @@ _TARGETS = (
     ),
     _entry(
         '001.IV',
-        'pretrain_glue',
         'BERT_small, ELECTRA_small (1x, 2x) and ALE_small at equal FLOPs, '
         'GLUE dev',
         runs=(
@@ -237,7 +244,6 @@ _TARGETS = (
     ),
     _entry(
         '002.1',
-        'command',
         'attention-map diagonal concentration on MRPC, BERT vs ConvBERT',
         runner='attention_concentration',
         runs=(
@@ -248,7 +254,6 @@ _TARGETS = (
     ),
     _entry(
         '002.2',
-        'command',
         'FLOPs and CPU time of a base self-attention vs mixed-attention '
         'block',
         runner='convbert_speed',
@@ -256,14 +261,12 @@ _TARGETS = (
     ),
     _entry(
         '002.3',
-        'command',
         'language-model perplexity, Transformer vs mixed attention',
         runner='convbert_lm',
         command='experiments.convbert_lm',
     ),
     _entry(
         '002.4',
-        'pretrain_glue',
         'medium-small +BNK,+GL and +Larger: parameters and GLUE',
         runs=(
             _run(
@@ -284,7 +287,6 @@ _TARGETS = (
     ),
     _entry(
         '002.5',
-        'plan_only',
         'pretraining wall-clock on TPU v3-8',
         runs=(
             _ELECTRA_SMALL,
@@ -301,7 +303,6 @@ _TARGETS = (
     ),
     _entry(
         '002.6',
-        'pretrain_glue',
         'ConvBERT-small GLUE dev, mean ± standard error over runs, and the '
         'BERT-backbone ELECTRA-small it improves on',
         runs=(
@@ -320,7 +321,6 @@ _TARGETS = (
     ),
     _entry(
         '002.mlm',
-        'pretrain_glue',
         "002's mixed attention against BERT's self-attention under 001's "
         'masked-LM recipe: held-out masked-LM accuracy and GLUE dev, at '
         "equal training FLOPs below paper scale (at paper scale 001's "
@@ -348,7 +348,6 @@ _TARGETS = (
     ),
     _entry(
         '003.1',
-        'pretrain_glue',
         'BERT, ELECTRA and TEAMS, GLUE (SQuAD at paper scale)',
         runs=sum(
             (
@@ -365,7 +364,6 @@ _TARGETS = (
     ),
     _entry(
         '003.2',
-        'pretrain_glue',
         'small++ pretraining tasks: MLM, RTD, MWS, RTD + MWS',
         runs=(
             _run(
@@ -385,7 +383,6 @@ _TARGETS = (
     ),
     _entry(
         '003.3',
-        'pretrain_glue',
         'small++ task-head designs and exported representations',
         runs=(
             *_003_small_pp_baselines(''),
@@ -409,7 +406,6 @@ _TARGETS = (
     ),
     _entry(
         '003.4',
-        'pretrain_glue',
         'generator/discriminator layer sharing, small++ and base++',
         runs=(
             *_003_small_pp_baselines('_small_pp'),
@@ -447,7 +443,6 @@ _TARGETS = (
     ),
     _entry(
         '003.fig3',
-        'pretrain_glue',
         'learning curves: GLUE over pretraining steps, ELECTRA vs TEAMS',
         runs=(
             _run('electra_small', 'ELECTRA-Small', '003_teams/electra_small'),
@@ -458,7 +453,6 @@ _TARGETS = (
     ),
     _entry(
         '003.fig4',
-        'pretrain_glue',
         'GLUE against the number of generator layers (TEAMS-small++)',
         runs=tuple(
             _run(
@@ -490,7 +484,6 @@ _TARGETS = (
     ),
     _entry(
         '003.fig5',
-        'pretrain_glue',
         'GLUE against K, Sampled vs Hardest negatives (TEAMS-small++)',
         runs=tuple(
             _run(
@@ -536,7 +529,6 @@ _TARGETS = (
     ),
     _entry(
         '004.1',
-        'pretrain_glue',
         'ELECTRA vs SCRIPT, GLUE mean (SQuAD at paper scale)',
         runs=(_ELECTRA_SMALL, _SCRIPT_SMALL),
         finetune_paper='004_script',
@@ -545,7 +537,6 @@ _TARGETS = (
     ),
     _entry(
         '004.2',
-        'pretrain_glue',
         'BERT, ELECTRA and SCRIPT small, GLUE per task',
         runs=(
             _run('bert_small', 'BERT-small', '001_ale/bert_small'),
@@ -558,7 +549,6 @@ _TARGETS = (
     ),
     _entry(
         '004.3',
-        'plan_only',
         'LibriSpeech N-best rescoring WER with the PLL',
         why_plan_only=(
             'needs LibriSpeech N-best lists from a first-pass recogniser; '
@@ -568,7 +558,6 @@ _TARGETS = (
     ),
     _entry(
         '004.fig2',
-        'pretrain_glue',
         'GLUE mean over pretraining steps, ELECTRA-small vs SCRIPT-small',
         runs=(_ELECTRA_SMALL, _SCRIPT_SMALL),
         finetune_paper='004_script',
@@ -576,7 +565,6 @@ _TARGETS = (
     ),
     _entry(
         '004.sec3.3',
-        'command',
         'training speed, ELECTRA-small vs SCRIPT-small (it/s)',
         runner='speed_comparison',
         runs=(_ELECTRA_SMALL, _SCRIPT_SMALL),

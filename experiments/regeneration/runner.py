@@ -627,11 +627,8 @@ def run_grid(
       )
       per_seed = []
       for seed in settings.seeds():
-        per_seed.append(
-            _run_seed(
-                target, run, settings, runs_dir, records, train_steps, seed
-            )
-        )
+        args = (target, run, settings, runs_dir, records, train_steps, seed)
+        per_seed.append(_run_seed(*args))
         done(per_seed[-1]['run_dir'])
       result = _merged_result(run, settings, fingerprint, train_steps, per_seed)
     results[run.name] = result
