@@ -106,9 +106,8 @@ class LaunchState:
   def __init__(self, path: str):
     self.path = path
     self._lock = threading.Lock()
-    self.stages: Dict[str, Dict] = json_files.read_json(path, dict(stages={}))[
-        'stages'
-    ]
+    stored = json_files.read_json(path, dict(stages={}))
+    self.stages: Dict[str, Dict] = stored['stages']
 
   def set(self, run: str, stage: str, **fields) -> None:
     with self._lock:
