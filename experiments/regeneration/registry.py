@@ -144,6 +144,13 @@ def _run(name: str, row: str, paper_gin: str, **fields) -> Run:
   return Run(name, row, (f'gin/papers/{paper_gin}.gin',), **fields)
 
 
+def _runs(paper_dir: str, *rows: Tuple[str, str, str], **fields):
+  """The `_run`s of (name, row, gin file in `paper_dir`), alike in `fields`."""
+  return tuple(
+      _run(name, row, f'{paper_dir}/{gin}', **fields) for name, row, gin in rows
+  )
+
+
 def _003_runs(column: str) -> Tuple[Run, ...]:
   """BERT, ELECTRA and TEAMS rows of one 003 Table 1 column."""
   label = column.replace('_pp', '++').title()  # 'small_pp': 'Small++'
@@ -365,17 +372,12 @@ _TARGETS = (
     _entry(
         '003.2',
         'small++ pretraining tasks: MLM, RTD, MWS, RTD + MWS',
-        runs=(
-            _run(
-                'only_mlm', 'Only MLM (i.e., BERT)', '003_teams/table2_only_mlm'
-            ),
-            _run(
-                'only_rtd',
-                'Only RTD (i.e., ELECTRA)',
-                '003_teams/table2_only_rtd',
-            ),
-            _run('only_mws', 'Only MWS', '003_teams/table2_only_mws'),
-            _run('teams', 'RTD + MWS (i.e., TEAMS)', '003_teams/small_pp'),
+        runs=_runs(
+            '003_teams',
+            ('only_mlm', 'Only MLM (i.e., BERT)', 'table2_only_mlm'),
+            ('only_rtd', 'Only RTD (i.e., ELECTRA)', 'table2_only_rtd'),
+            ('only_mws', 'Only MWS', 'table2_only_mws'),
+            ('teams', 'RTD + MWS (i.e., TEAMS)', 'small_pp'),
         ),
         finetune_paper='003_teams',
         average_column='GLUE',
@@ -411,22 +413,11 @@ _TARGETS = (
             *_003_small_pp_baselines('_small_pp'),
             _run('full_tie', 'Full Tie', '003_teams/table4_full_tie'),
             _run('no_tie', 'Small++ / No Tie', '003_teams/table4_no_tie'),
-            _run(
-                'electra_base_pp',
-                'ELECTRA-Base++',
-                '003_teams/electra_base_pp',
-                finetune_size='base',
-            ),
-            _run(
-                'teams_base_pp',
-                'TEAMS-Base++',
-                '003_teams/base_pp',
-                finetune_size='base',
-            ),
-            _run(
-                'base_pp_no_tie',
-                'Base++ / No Tie',
-                '003_teams/table4_base_pp_no_tie',
+            *_runs(
+                '003_teams',
+                ('electra_base_pp', 'ELECTRA-Base++', 'electra_base_pp'),
+                ('teams_base_pp', 'TEAMS-Base++', 'base_pp'),
+                ('base_pp_no_tie', 'Base++ / No Tie', 'table4_base_pp_no_tie'),
                 finetune_size='base',
             ),
         ),
