@@ -75,7 +75,7 @@ def attention_concentration(
   for run in target.runs:
     args += [f'--init_checkpoint={encoders[run.name]}', f'--label={run.row}']
   _run_module(target.command, *args)
-  results = runner.read_json(results_file)
+  results = json_files.read_json(results_file)
   runs = '; '.join(f'{run.row}: {encoders[run.name]}' for run in target.runs)
   write_command_table(
       target,
@@ -112,12 +112,11 @@ def speed_comparison(
         f'--output_json={path}',
         f'--vocab_file={request.vocab_file}',
     )
-    results[run.row] = runner.read_json(path)['results'][0]['steps_per_second']
+    results[run.row] = json_files.read_json(path)['results'][0][
+        'steps_per_second'
+    ]
   stated = paper_tables.load('004').stated
-  paper = {
-      'ELECTRA-small': stated['ELECTRA-small iterations/s'].value,
-      'SCRIPT-small': stated['SCRIPT-small iterations/s'].value,
-  }
+  paper = {row: stated[f'{row} iterations/s'].value for row in results}
   ours_ratio = results['SCRIPT-small'] / results['ELECTRA-small']
   paper_ratio = paper['SCRIPT-small'] / paper['ELECTRA-small']
   table = markdown.table(
@@ -153,7 +152,7 @@ def convbert_speed(
   out = target_runners.output_dir(request)
   path = os.path.join(out, 'convbert_speed.json')
   _run_module(target.command, '--seq_lengths=128,512', f'--output_json={path}')
-  results = runner.read_json(path)
+  results = json_files.read_json(path)
   body = (
       speed_experiment.format_table(results['rows'])
       + '\n\n'
@@ -175,5 +174,5 @@ def convbert_lm(
       '--valid_fraction=0.1',
       f'--output_dir={out}',
   )
-  results = runner.read_json(os.path.join(out, 'results.json'))
+  results = json_files.read_json(os.path.join(out, 'results.json'))
   write_command_table(target, out, lm_experiment.format_table(results), results)

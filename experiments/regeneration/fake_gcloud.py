@@ -93,13 +93,19 @@ def _hosts(accelerator_type: str) -> int:
   return max(1, (size + 7) // 8)
 
 
-def _vm(vm_dir: str, name: str):
+def _vm(name: str, options, ready: bool = False):
+  """(folder, vm.json) of the VM `name`, which must exist (and be READY)."""
+  vm_dir = _vm_dir(name, options)
   vm = _read_json(os.path.join(vm_dir, 'vm.json'), None)
   if vm is None:
     raise GcloudError(
         f'NOT_FOUND: Resource projects/.../nodes/{name} was not found.'
     )
-  return vm
+  if ready and vm['state'] != 'READY':
+    raise GcloudError(
+        f'FAILED_PRECONDITION: {name} is {vm["state"]}, not READY.'
+    )
+  return vm_dir, vm
 
 
 def _set_state(vm_dir: str, state: str) -> None:
@@ -110,8 +116,11 @@ def _set_state(vm_dir: str, state: str) -> None:
     _write_json(path, vm)
 
 
-def _vm_processes(vm_dir: str, shells: bool = True):
-  """Pids of the VM's processes (by environment); `shells=False`: jobs only."""
+def _vm_processes(vm_dir: str, shells: bool = True, job: str = ''):
+  """Pids of the VM's processes (by environment); `shells=False`: jobs only.
+
+  With `job`, those whose command line (words joined by spaces) has it.
+  """
   mark = f'{_VM_MARK}={vm_dir}'.encode()
   pids = []
   for entry in os.listdir('/proc'):
@@ -123,6 +132,9 @@ def _vm_processes(vm_dir: str, shells: bool = True):
           continue
       with open(f'/proc/{entry}/comm') as f:
         if not shells and f.read().strip() in ('sh', 'bash', 'dash'):
+          continue
+      with open(f'/proc/{entry}/cmdline', 'rb') as f:
+        if job.encode() not in f.read().replace(b'\0', b' '):
           continue
       pids.append(int(entry))
     except OSError:
@@ -188,7 +200,7 @@ def _format(vm, fmt) -> str:
 
 def describe(name, options) -> None:
   """`tpu-vm describe`, in the --format asked for."""
-  vm = _vm(_vm_dir(name, options), name)
+  _, vm = _vm(name, options)
   print(_format(vm, options.get('format')))
 
 
@@ -213,8 +225,7 @@ def list_vms(options) -> None:
 
 def start(name, options) -> None:
   """`tpu-vm start`: a STOPPED VM READY again."""
-  vm_dir = _vm_dir(name, options)
-  vm = _vm(vm_dir, name)
+  vm_dir, vm = _vm(name, options)
   if vm['state'] not in ('STOPPED', 'READY'):
     raise GcloudError(f'FAILED_PRECONDITION: {name} is {vm["state"]}.')
   _set_state(vm_dir, 'READY')
@@ -222,16 +233,14 @@ def start(name, options) -> None:
 
 def stop(name, options) -> None:
   """`tpu-vm stop`: its processes ended, the VM STOPPED."""
-  vm_dir = _vm_dir(name, options)
-  _vm(vm_dir, name)
+  vm_dir, _ = _vm(name, options)
   _halt(vm_dir)
   _set_state(vm_dir, 'STOPPED')
 
 
 def delete(name, options) -> None:
   """`tpu-vm delete`: its processes killed and its folders removed."""
-  vm_dir = _vm_dir(name, options)
-  _vm(vm_dir, name)
+  vm_dir, _ = _vm(name, options)
   _halt(vm_dir, notice_seconds=0.0)
   shutil.rmtree(vm_dir)
   sys.stderr.write(f'Deleted [{name}].\n')
@@ -250,21 +259,11 @@ def _workers(vm, options):
   return [index]
 
 
-def _ready(vm_dir, name):
-  vm = _vm(vm_dir, name)
-  if vm['state'] != 'READY':
-    raise GcloudError(
-        f'FAILED_PRECONDITION: {name} is {vm["state"]}, not READY.'
-    )
-  return vm
-
-
 def scp(words, options) -> None:
   """`tpu-vm scp SRC NAME:DST`: a file into the workers' homes."""
   source, destination = words
   name, _, remote = destination.partition(':')
-  vm_dir = _vm_dir(name, options)
-  vm = _ready(vm_dir, name)
+  vm_dir, vm = _vm(name, options, ready=True)
   for worker in _workers(vm, options):
     home = os.path.join(vm_dir, f'worker-{worker}', 'home')
     target = os.path.join(home, remote.replace('~/', '', 1) or '.')
@@ -300,8 +299,7 @@ def _ssh_dropped(name) -> bool:
 
 def ssh(name, options) -> int:
   """`tpu-vm ssh --command`: the command's status (255: dropped)."""
-  vm_dir = _vm_dir(name, options)
-  vm = _ready(vm_dir, name)
+  vm_dir, vm = _vm(name, options, ready=True)
   command = options.get('command')
   if not isinstance(command, str):
     raise GcloudError('--command is required here (no interactive shell).')
@@ -329,18 +327,6 @@ def _faults():
   return _read_json(path, []) if path else []
 
 
-def _runs_job(vm_dir: str, job: str) -> bool:
-  """Whether a VM process's command line (words joined by spaces) has `job`."""
-  for pid in _vm_processes(vm_dir):
-    try:
-      with open(f'/proc/{pid}/cmdline', 'rb') as f:
-        if job.encode() in f.read().replace(b'\0', b' '):
-          return True
-    except OSError:
-      continue
-  return False
-
-
 def _target_vm(fault):
   """The first READY VM the fault names (and whose job it names), or None."""
   for vm_json in sorted(
@@ -351,7 +337,7 @@ def _target_vm(fault):
     if (
         vm.get('state') == 'READY'
         and fnmatch.fnmatch(vm.get('name', ''), fault.get('vm', '*'))
-        and (not fault.get('job') or _runs_job(vm_dir, fault['job']))
+        and (not fault.get('job') or _vm_processes(vm_dir, job=fault['job']))
     ):
       return vm_dir, vm['name']
   return None
@@ -432,24 +418,22 @@ def main(args) -> int:
   if words[:3] != ['compute', 'tpus', 'tpu-vm'] or len(words) < 4:
     raise GcloudError(f'(fake gcloud) unsupported command: {" ".join(args)}')
   verb, rest = words[3], words[4:]
-  if verb == 'list':
-    list_vms(options)
-    return 0
-  if verb == 'scp':
-    scp(rest, options)
-    return 0
-  if len(rest) != 1:
-    raise GcloudError(f'{verb}: expected one TPU name, got {rest}')
-  name = rest[0]
   verbs = dict(
       create=create, describe=describe, start=start, stop=stop, delete=delete
   )
-  if verb == 'ssh':
-    return ssh(name, options)
-  if verb not in verbs:
+  if verb == 'list':
+    list_vms(options)
+  elif verb == 'scp':
+    scp(rest, options)
+  elif len(rest) != 1:
+    raise GcloudError(f'{verb}: expected one TPU name, got {rest}')
+  elif verb == 'ssh':
+    return ssh(rest[0], options)
+  elif verb not in verbs:
     raise GcloudError(f'(fake gcloud) unsupported verb: {verb}')
-  _check_faults()
-  verbs[verb](name, options)
+  else:
+    _check_faults()
+    verbs[verb](rest[0], options)
   return 0
 
 

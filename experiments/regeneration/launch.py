@@ -9,7 +9,7 @@ a failure skips that run's later stages only. States go to
 
 import dataclasses
 import datetime
-import json
+import functools
 import os
 import re
 import subprocess
@@ -106,10 +106,8 @@ class LaunchState:
   def __init__(self, path: str):
     self.path = path
     self._lock = threading.Lock()
-    self.stages: Dict[str, Dict] = {}
-    if tf.io.gfile.exists(path):
-      with tf.io.gfile.GFile(path) as f:
-        self.stages = json.load(f)['stages']
+    stored = json_files.read_json(path, dict(stages={}))
+    self.stages: Dict[str, Dict] = stored['stages']
 
   def set(self, run: str, stage: str, **fields) -> None:
     with self._lock:
@@ -185,7 +183,8 @@ def _run_stage(
 ) -> bool:
   """Runs one stage through `run_tpu.sh --wait`; whether it finished."""
   log_path = os.path.join(log_dir, f'{run.name}.{stage.name}.log')
-  state.set(run.name, stage.name, state='running', vm=vm, log=log_path)
+  mark = functools.partial(state.set, run.name, stage.name, vm=vm, log=log_path)
+  mark(state='running')
   say(f'{run.name}: {stage.name} on {vm} (log {log_path})')
   progress = _Progress(run, stage, vm, trained_steps(run), clock)
   last_line = clock()
@@ -205,15 +204,13 @@ def _run_stage(
         say(progress.line())
         last_line = clock()
   if process.returncode == 0 and tf.io.gfile.exists(stage.done_file):
-    state.set(run.name, stage.name, state='finished', vm=vm, log=log_path)
+    mark(state='finished')
     say(f'{run.name}: {stage.name} finished on {vm}')
     return True
   error = _last_error(log_path)
   if process.returncode == 0:
     error = f'it ended without writing {stage.done_file}'
-  state.set(
-      run.name, stage.name, state='failed', vm=vm, log=log_path, error=error
-  )
+  mark(state='failed', error=error)
   say(f'FAILED {run.name}: {stage.name} on VM {vm}: {error} (log {log_path})')
   return False
 

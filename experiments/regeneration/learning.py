@@ -333,8 +333,8 @@ def _curve(run: Dict, metric: str):
   return steps, [run['held_out'][str(step)].get(metric) for step in steps]
 
 
-def _plot_runs(content: Dict, out: str) -> List[str]:
-  """The per-run and overlay figures; returns their paths."""
+def _plot_runs(content: Dict, out: str) -> None:
+  """Writes the per-run and overlay figures."""
   pyplot = report.pyplot_module()
   scale = content['scale']
   figures = {
@@ -342,11 +342,9 @@ def _plot_runs(content: Dict, out: str) -> List[str]:
       for name, run in content['runs'].items()
   }
   figures['overlay'] = _overlay_figure(pyplot, content)
-  paths = []
   for name, figure in figures.items():
-    paths.append(os.path.join(out, f'learning_{scale}_{name}.png'))
-    report.save_png(pyplot, figure, paths[-1], dpi=110)
-  return paths
+    path = os.path.join(out, f'learning_{scale}_{name}.png')
+    report.save_png(pyplot, figure, path, dpi=110)
 
 
 def _run_figure(pyplot, run: Dict, scale: str):

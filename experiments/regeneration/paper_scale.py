@@ -5,7 +5,6 @@ and with --launch --confirm runs it and writes the table; --collect prints
 each run's state; --rehearse runs the launch here against the fake gcloud.
 """
 
-import json
 import os
 from typing import Dict, List, Sequence, Tuple
 
@@ -271,8 +270,7 @@ def _squad_scores(run: plan.PlannedRun) -> Dict[str, float]:
         stage.done_file
     ):
       continue
-    with tf.io.gfile.GFile(stage.done_file) as f:
-      results = json.load(f)
+    results = json_files.read_json(stage.done_file)
     for metric, label in _SQUAD_METRICS.items():
       values = [seed['selected'][metric] for seed in results['runs']]
       scores[f'{_SQUAD_COLUMNS[stage.name]} {label}'] = aggregation.aggregate(
@@ -312,10 +310,11 @@ def collect(
     path = f'{run.glue_dir}/glue_results.json'
     if not tf.io.gfile.exists(path):
       continue
-    with tf.io.gfile.GFile(path) as f:
-      results[run.name] = run_results(
-          json.load(f), launch_lib.trained_steps(run), _squad_scores(run)
-      )
+    results[run.name] = run_results(
+        json_files.read_json(path),
+        launch_lib.trained_steps(run),
+        _squad_scores(run),
+    )
   header = (
       f'Scale: paper (collected from {bucket}); {len(results)} of '
       f'{len(planned)} runs finished.'

@@ -121,16 +121,6 @@ class PlannedRun:
   refusal: Optional[str]
   stages: Tuple[Stage, ...]
 
-  @property
-  def pretrain_command(self) -> str:
-    """The pretraining job's `run_tpu.sh` command line."""
-    return self.commands()[0]
-
-  @property
-  def finetune_command(self) -> str:
-    """The fine-tuning jobs' command lines, one a line ('' for none)."""
-    return '\n'.join(self.commands()[1:])
-
   def commands(self, tpu_name: str = '$TPU_NAME', zone: str = '$ZONE'):
     """Its jobs as `run_tpu.sh` command lines on VM `tpu_name`."""
     return [
@@ -204,8 +194,8 @@ def shared_label(
 
 
 def flops_report(
-    gin_files: Sequence[str],
-    bindings: Sequence[str] = (),
+    gin_files: Tuple[str, ...],
+    bindings: Tuple[str, ...] = (),
     vocab_size: int = 30522,
 ) -> Tuple[flops.ComputeReport, int]:
   """(ComputeReport, encoder parameters) of a gin configuration (cached)."""
@@ -224,19 +214,13 @@ class ConfigFacts:
   masking: str
 
 
+@functools.lru_cache(maxsize=None)
 def config_facts(
-    gin_files: Sequence[str],
-    bindings: Sequence[str] = (),
+    gin_files: Tuple[str, ...],
+    bindings: Tuple[str, ...] = (),
     vocab_size: int = 30522,
 ) -> ConfigFacts:
   """The `ConfigFacts` of a gin configuration (cached per process)."""
-  return _config_facts(tuple(gin_files), tuple(bindings), vocab_size)
-
-
-@functools.lru_cache(maxsize=None)
-def _config_facts(
-    gin_files: Tuple[str, ...], bindings: Tuple[str, ...], vocab_size: int
-) -> ConfigFacts:
   parse_gin(gin_files, bindings)
   report, task_config = count_flops.report_from_gin(vocab_size)
   model = count_flops.build_pretrainer(task_config)
@@ -246,18 +230,28 @@ def _config_facts(
       trainable_parameters=int(
           sum(v.shape.num_elements() for v in model.trainable_variables)
       ),
-      optimizer=_query('optimization.optimizer', 'lamb'),
-      masking=_query('pretrain_data.masking', 'dynamic'),
+      optimizer=query(gin_files, 'optimization.optimizer', 'lamb'),
+      masking=query(gin_files, 'pretrain_data.masking', 'dynamic'),
   )
   gin.clear_config()
   return facts
 
 
-def _query(name: str, default: str) -> str:
+_REQUIRED = object()
+
+
+@functools.lru_cache(maxsize=None)
+def query(gin_files: Tuple[str, ...], name: str, default=_REQUIRED):
+  """What `gin_files` bind `name` to, else `default` (else a ValueError)."""
+  parse_gin(gin_files)
   try:
     return gin.query_parameter(name)
   except ValueError:
+    if default is _REQUIRED:
+      raise
     return default
+  finally:
+    gin.clear_config()
 
 
 def tpu_v3_8_flops_per_second(vocab_size: int = 30522) -> float:
@@ -322,15 +316,6 @@ def model_directory(
   return f'{bucket.rstrip("/")}/{label}-{fingerprint[:12]}'
 
 
-def glue_directory(
-    model_dir: str, target: registry.Target, run: registry.Run
-) -> str:
-  """A run's GLUE fine-tuning directory under a protocol (and size's cells)."""
-  return f'{model_dir}/glue_{target.finetune_paper}' + (
-      f'_{run.finetune_size}' if run.finetune_size else ''
-  )
-
-
 def records_key(facts: ConfigFacts) -> str:
   """'<max_seq_length>-<masking>': which records a run reads."""
   return f'{facts.report.seq_length}-{facts.masking}'
@@ -364,8 +349,13 @@ def _finetune_stages(
     model_dir: str,
     settings: PaperSettings,
 ) -> List[Stage]:
-  """The GLUE suite (and SQuAD) jobs of one pretrained run."""
-  glue_dir = glue_directory(model_dir, target, run)
+  """The GLUE suite (and SQuAD) jobs of one pretrained run.
+
+  GLUE's directory is named by the protocol (and by the size's cells).
+  """
+  glue_dir = f'{model_dir}/glue_{target.finetune_paper}' + (
+      f'_{run.finetune_size}' if run.finetune_size else ''
+  )
   sized = tuple(
       f'--gin_file={path}'
       for path in size_files(target.finetune_paper, 'glue', run.finetune_size)
@@ -459,42 +449,6 @@ def _steps(
   return steps, trained_steps, bindings + list(settings.pretrain_bindings)
 
 
-def _pretrain_flags(
-    gin_files: Sequence[str],
-    records: str,
-    bindings: Sequence[str],
-    model_dir: str,
-) -> Tuple[str, ...]:
-  """`run_tpu.sh`'s flags of a pretraining job."""
-  return (
-      *(f'--gin_file={path}' for path in gin_files),
-      f"--gin_param=pretrain_data.input_path='{records}'",
-      *(f'--gin_param={binding}' for binding in bindings),
-      f'--model_dir={model_dir}',
-  )
-
-
-def _placeholder(key: str) -> str:
-  """The shell variable a command names for records not given."""
-  return f'$RECORDS_{key.replace("-", "_").upper()}'
-
-
-def _finetune_plan(
-    target: registry.Target,
-    run: registry.Run,
-    model_dir: str,
-    settings: PaperSettings,
-    parameters: int,
-    rate: float,
-) -> Tuple[List[Stage], Optional[float], Optional[float]]:
-  """A run's fine-tuning stages, FLOPs and v3-8 hours (None: no protocol)."""
-  if not target.finetune_paper:
-    return [], None, None
-  total = _finetune_flops(target.finetune_paper, parameters)
-  stages = _finetune_stages(target, run, model_dir, settings)
-  return stages, total, total / rate / 3600.0
-
-
 def _planned_run(
     target: registry.Target,
     run: registry.Run,
@@ -512,7 +466,9 @@ def _planned_run(
       settings.bucket, run, bindings, settings.extra_gin_files
   )
   key = records_key(facts)
-  run_records = records.get(key, records.get('', _placeholder(key)))
+  # Records not given: the shell variable the command names instead.
+  placeholder = f'$RECORDS_{key.replace("-", "_").upper()}'
+  run_records = records.get(key, records.get('', placeholder))
   train_flops = report.total_train_flops() * steps / report.train_steps
   stages = [
       Stage(
@@ -520,13 +476,21 @@ def _planned_run(
           model_dir,
           f'{model_dir}/{export_layout.ENCODER_SUBDIR}/encoder-'
           f'{trained_steps}.index',
-          _pretrain_flags(gin_files, run_records, bindings, model_dir),
+          (
+              *(f'--gin_file={path}' for path in gin_files),
+              f"--gin_param=pretrain_data.input_path='{run_records}'",
+              *(f'--gin_param={binding}' for binding in bindings),
+              f'--model_dir={model_dir}',
+          ),
       )
   ]
-  finetune_stages, finetune_flops, finetune_hours = _finetune_plan(
-      target, run, model_dir, settings, facts.encoder_parameters, rate
-  )
-  stages += finetune_stages
+  finetune_flops = finetune_hours = None
+  if target.finetune_paper:
+    stages += _finetune_stages(target, run, model_dir, settings)
+    finetune_flops = _finetune_flops(
+        target.finetune_paper, facts.encoder_parameters
+    )
+    finetune_hours = finetune_flops / rate / 3600.0
   device = fit_lib.accelerator(accelerator_type)
   what = f'{run.name} on a {device.name}'
   run_fit = fit_lib.check(

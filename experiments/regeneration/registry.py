@@ -144,6 +144,13 @@ def _run(name: str, row: str, paper_gin: str, **fields) -> Run:
   return Run(name, row, (f'gin/papers/{paper_gin}.gin',), **fields)
 
 
+def _runs(paper_dir: str, *rows: Tuple[str, str, str], **fields):
+  """The `_run`s of (name, row, gin file in `paper_dir`), alike in `fields`."""
+  return tuple(
+      _run(name, row, f'{paper_dir}/{gin}', **fields) for name, row, gin in rows
+  )
+
+
 def _003_runs(column: str) -> Tuple[Run, ...]:
   """BERT, ELECTRA and TEAMS rows of one 003 Table 1 column."""
   label = column.replace('_pp', '++').title()  # 'small_pp': 'Small++'
@@ -188,10 +195,19 @@ _MIXED_ATTENTION = (
 _RUNNERS_OF_KINDS = dict(pretrain_glue='grid', plan_only='plan_only')
 
 
-def _entry(key: str, kind: str, description: str, **fields) -> Target:
-  """A paper's `Target`, its paper and table (if a number) from its key."""
+def _entry(key: str, description: str, **fields) -> Target:
+  """A paper's `Target`, its paper and table (if a number) from its key.
+
+  Its kind is 'command' with a `command`, 'plan_only' with `why_plan_only`,
+  else 'pretrain_glue'.
+  """
   paper, _, name = key.partition('.')
   table = name if re.fullmatch(r'[0-9]+|[IVX]+', name) else None
+  kind = 'pretrain_glue'
+  if 'command' in fields:
+    kind = 'command'
+  elif 'why_plan_only' in fields:
+    kind = 'plan_only'
   fields.setdefault('runner', _RUNNERS_OF_KINDS.get(kind))
   return Target(key, paper, table, kind, description, **fields)
 
@@ -199,7 +215,6 @@ def _entry(key: str, kind: str, description: str, **fields) -> Target:
 _TARGETS = (
     _entry(
         '001.III',
-        'plan_only',
         'BERT/XLNet fine-tuned on RACE-middle and Penn Treebank POS',
         finetune_paper='001_ale',
         why_plan_only=(
@@ -210,7 +225,6 @@ _TARGETS = (
     ),
     _entry(
         '001.IV',
-        'pretrain_glue',
         'BERT_small, ELECTRA_small (1x, 2x) and ALE_small at equal FLOPs, '
         'GLUE dev',
         runs=(
@@ -237,7 +251,6 @@ _TARGETS = (
     ),
     _entry(
         '002.1',
-        'command',
         'attention-map diagonal concentration on MRPC, BERT vs ConvBERT',
         runner='attention_concentration',
         runs=(
@@ -248,7 +261,6 @@ _TARGETS = (
     ),
     _entry(
         '002.2',
-        'command',
         'FLOPs and CPU time of a base self-attention vs mixed-attention '
         'block',
         runner='convbert_speed',
@@ -256,14 +268,12 @@ _TARGETS = (
     ),
     _entry(
         '002.3',
-        'command',
         'language-model perplexity, Transformer vs mixed attention',
         runner='convbert_lm',
         command='experiments.convbert_lm',
     ),
     _entry(
         '002.4',
-        'pretrain_glue',
         'medium-small +BNK,+GL and +Larger: parameters and GLUE',
         runs=(
             _run(
@@ -284,7 +294,6 @@ _TARGETS = (
     ),
     _entry(
         '002.5',
-        'plan_only',
         'pretraining wall-clock on TPU v3-8',
         runs=(
             _ELECTRA_SMALL,
@@ -301,7 +310,6 @@ _TARGETS = (
     ),
     _entry(
         '002.6',
-        'pretrain_glue',
         'ConvBERT-small GLUE dev, mean ± standard error over runs, and the '
         'BERT-backbone ELECTRA-small it improves on',
         runs=(
@@ -320,7 +328,6 @@ _TARGETS = (
     ),
     _entry(
         '002.mlm',
-        'pretrain_glue',
         "002's mixed attention against BERT's self-attention under 001's "
         'masked-LM recipe: held-out masked-LM accuracy and GLUE dev, at '
         "equal training FLOPs below paper scale (at paper scale 001's "
@@ -348,7 +355,6 @@ _TARGETS = (
     ),
     _entry(
         '003.1',
-        'pretrain_glue',
         'BERT, ELECTRA and TEAMS, GLUE (SQuAD at paper scale)',
         runs=sum(
             (
@@ -365,19 +371,13 @@ _TARGETS = (
     ),
     _entry(
         '003.2',
-        'pretrain_glue',
         'small++ pretraining tasks: MLM, RTD, MWS, RTD + MWS',
-        runs=(
-            _run(
-                'only_mlm', 'Only MLM (i.e., BERT)', '003_teams/table2_only_mlm'
-            ),
-            _run(
-                'only_rtd',
-                'Only RTD (i.e., ELECTRA)',
-                '003_teams/table2_only_rtd',
-            ),
-            _run('only_mws', 'Only MWS', '003_teams/table2_only_mws'),
-            _run('teams', 'RTD + MWS (i.e., TEAMS)', '003_teams/small_pp'),
+        runs=_runs(
+            '003_teams',
+            ('only_mlm', 'Only MLM (i.e., BERT)', 'table2_only_mlm'),
+            ('only_rtd', 'Only RTD (i.e., ELECTRA)', 'table2_only_rtd'),
+            ('only_mws', 'Only MWS', 'table2_only_mws'),
+            ('teams', 'RTD + MWS (i.e., TEAMS)', 'small_pp'),
         ),
         finetune_paper='003_teams',
         average_column='GLUE',
@@ -385,7 +385,6 @@ _TARGETS = (
     ),
     _entry(
         '003.3',
-        'pretrain_glue',
         'small++ task-head designs and exported representations',
         runs=(
             *_003_small_pp_baselines(''),
@@ -409,28 +408,16 @@ _TARGETS = (
     ),
     _entry(
         '003.4',
-        'pretrain_glue',
         'generator/discriminator layer sharing, small++ and base++',
         runs=(
             *_003_small_pp_baselines('_small_pp'),
             _run('full_tie', 'Full Tie', '003_teams/table4_full_tie'),
             _run('no_tie', 'Small++ / No Tie', '003_teams/table4_no_tie'),
-            _run(
-                'electra_base_pp',
-                'ELECTRA-Base++',
-                '003_teams/electra_base_pp',
-                finetune_size='base',
-            ),
-            _run(
-                'teams_base_pp',
-                'TEAMS-Base++',
-                '003_teams/base_pp',
-                finetune_size='base',
-            ),
-            _run(
-                'base_pp_no_tie',
-                'Base++ / No Tie',
-                '003_teams/table4_base_pp_no_tie',
+            *_runs(
+                '003_teams',
+                ('electra_base_pp', 'ELECTRA-Base++', 'electra_base_pp'),
+                ('teams_base_pp', 'TEAMS-Base++', 'base_pp'),
+                ('base_pp_no_tie', 'Base++ / No Tie', 'table4_base_pp_no_tie'),
                 finetune_size='base',
             ),
         ),
@@ -447,7 +434,6 @@ _TARGETS = (
     ),
     _entry(
         '003.fig3',
-        'pretrain_glue',
         'learning curves: GLUE over pretraining steps, ELECTRA vs TEAMS',
         runs=(
             _run('electra_small', 'ELECTRA-Small', '003_teams/electra_small'),
@@ -458,7 +444,6 @@ _TARGETS = (
     ),
     _entry(
         '003.fig4',
-        'pretrain_glue',
         'GLUE against the number of generator layers (TEAMS-small++)',
         runs=tuple(
             _run(
@@ -490,7 +475,6 @@ _TARGETS = (
     ),
     _entry(
         '003.fig5',
-        'pretrain_glue',
         'GLUE against K, Sampled vs Hardest negatives (TEAMS-small++)',
         runs=tuple(
             _run(
@@ -536,7 +520,6 @@ _TARGETS = (
     ),
     _entry(
         '004.1',
-        'pretrain_glue',
         'ELECTRA vs SCRIPT, GLUE mean (SQuAD at paper scale)',
         runs=(_ELECTRA_SMALL, _SCRIPT_SMALL),
         finetune_paper='004_script',
@@ -545,7 +528,6 @@ _TARGETS = (
     ),
     _entry(
         '004.2',
-        'pretrain_glue',
         'BERT, ELECTRA and SCRIPT small, GLUE per task',
         runs=(
             _run('bert_small', 'BERT-small', '001_ale/bert_small'),
@@ -558,7 +540,6 @@ _TARGETS = (
     ),
     _entry(
         '004.3',
-        'plan_only',
         'LibriSpeech N-best rescoring WER with the PLL',
         why_plan_only=(
             'needs LibriSpeech N-best lists from a first-pass recogniser; '
@@ -568,7 +549,6 @@ _TARGETS = (
     ),
     _entry(
         '004.fig2',
-        'pretrain_glue',
         'GLUE mean over pretraining steps, ELECTRA-small vs SCRIPT-small',
         runs=(_ELECTRA_SMALL, _SCRIPT_SMALL),
         finetune_paper='004_script',
@@ -576,7 +556,6 @@ _TARGETS = (
     ),
     _entry(
         '004.sec3.3',
-        'command',
         'training speed, ELECTRA-small vs SCRIPT-small (it/s)',
         runner='speed_comparison',
         runs=(_ELECTRA_SMALL, _SCRIPT_SMALL),

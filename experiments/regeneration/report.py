@@ -93,6 +93,7 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
     row = run.row
     if result.get('released'):
       row = f'{run.row} (released: {result["released"]})'
+    held_out = result.get('held_out')
     entries.append(
         dict(
             run=run.name,
@@ -102,8 +103,9 @@ def rows(target: registry.Target, results: Dict[str, Dict]) -> List[Dict]:
             average=average,
             parameters=parameters,
             curve=_curve(result),
-            held_out=_final(result.get('held_out')),
-            held_out_curve=result.get('held_out'),
+            # The held-out metrics of the last evaluation.
+            held_out=held_out[max(held_out, key=int)] if held_out else None,
+            held_out_curve=held_out,
             held_out_seeds=_held_out_seeds(result),
             seed_averages=_seed_averages(result, scale),
         )
@@ -148,15 +150,6 @@ def _average(target, table, run, cells, tasks) -> Optional[Dict]:
       paper_quantity=quantity,
       tasks=tasks,
   )
-
-
-def _final(
-    curve: Optional[Dict[str, Dict[str, float]]],
-) -> Optional[Dict[str, float]]:
-  """The held-out metrics of a run's last evaluation, or None."""
-  if not curve:
-    return None
-  return curve[max(curve, key=int)]
 
 
 def _seed_averages(result: Dict, scale: float) -> Optional[List[float]]:

@@ -20,7 +20,6 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-import gin
 import tensorflow as tf
 
 from experiments import commands
@@ -105,7 +104,7 @@ def check_settings(out: str, settings: GridSettings) -> None:
     tf.io.gfile.makedirs(out)
     json_files.write_json(path, current)
     return
-  stored = read_json(path)
+  stored = json_files.read_json(path)
   # A setting added since the file was written reads as its default.
   for field in dataclasses.fields(GridSettings):
     if field.name not in stored and field.default is not dataclasses.MISSING:
@@ -123,27 +122,10 @@ def check_settings(out: str, settings: GridSettings) -> None:
     )
 
 
-def read_json(path: str):
-  """The JSON value in `path` (any `tf.io.gfile` path)."""
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
-
-
-_REQUIRED = object()
-
-
-@functools.lru_cache(maxsize=None)
-def _query(gin_files: Tuple[str, ...], name: str, default=_REQUIRED):
-  """What `gin_files` bind `name` to, else `default` (else a ValueError)."""
-  plan.parse_gin(gin_files)
-  try:
-    return gin.query_parameter(name)
-  except ValueError:
-    if default is _REQUIRED:
-      raise
-    return default
-  finally:
-    gin.clear_config()
+def _existing(path: str) -> str:
+  """`path` (repository-relative) if that file exists, else ''."""
+  exists = tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path))
+  return path if exists else ''
 
 
 def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
@@ -153,27 +135,21 @@ def scale_gin_files(run: registry.Run, scale: str) -> Tuple[str, ...]:
   `<scale>_<objective>.gin` where they exist.
   """
   gin_files = tuple(run.gin_files)
-  optimizer = _query(
+  optimizer = plan.query(
       gin_files,
       'optimization.optimizer',
       inspect.signature(optimizer_config.optimization_config)
       .parameters['optimizer']
       .default,
   )
-  includes = [f'gin/regenerate/{scale}.gin']
-  for variant in (optimizer, _query(gin_files, 'experiment.objective')):
-    path = f'gin/regenerate/{scale}_{variant}.gin'
-    if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
-      includes.append(path)
-  return tuple(includes)
+  variants = (optimizer, plan.query(gin_files, 'experiment.objective'))
+  includes = [_existing(f'gin/regenerate/{scale}_{v}.gin') for v in variants]
+  return (f'gin/regenerate/{scale}.gin', *filter(None, includes))
 
 
 def finetune_gin(scale: str) -> str:
   """The scale's fine-tuning include (repository-relative), or ''."""
-  path = f'gin/regenerate/{scale}_finetune.gin'
-  if tf.io.gfile.exists(os.path.join(gin_utils.REPO_ROOT, path)):
-    return path
-  return ''
+  return _existing(f'gin/regenerate/{scale}_finetune.gin')
 
 
 def finetune_fingerprint(scale: str) -> str:
@@ -237,7 +213,7 @@ def _vocabulary_key(settings: GridSettings) -> str:
 
 def scale_max_seq_length(scale: str) -> int:
   """The records' sequence length: the include's `max_seq_length`."""
-  return _query(
+  return plan.query(
       (f'gin/regenerate/{scale}.gin',), 'pretrain_data.max_seq_length'
   )
 
@@ -276,20 +252,15 @@ def run_dir(
   return os.path.join(runs_dir, f'{label}-{key}')
 
 
-def _task_dir(step_dir: str, task: str, settings: GridSettings) -> str:
-  """A fine-tuning job's directory: its task and a digest of its settings."""
+def _glue_results_path(step_dir: str, task: str, settings: GridSettings) -> str:
+  """glue_suite's results file of a job, in `<task>-<settings' digest>/`."""
   key = _digest(
       _path_key(settings.glue_dir),
       repr(settings.tasks[task]),
       str(settings.num_runs),
       finetune_fingerprint(settings.scale),
   )
-  return os.path.join(step_dir, f'{task}-{key}')
-
-
-def _glue_results_path(step_dir: str, task: str, settings: GridSettings) -> str:
-  """glue_suite's results file of a fine-tuning job (`_task_dir`)."""
-  return os.path.join(_task_dir(step_dir, task, settings), 'glue_results.json')
+  return os.path.join(step_dir, f'{task}-{key}', 'glue_results.json')
 
 
 def _checkpoint_steps(train_steps: int, points: int) -> List[int]:
@@ -375,41 +346,6 @@ def _pretrain(
   _call(command, os.path.join(model_dir, 'regenerate.log'))
 
 
-def _finetune_command(
-    target: registry.Target,
-    settings: GridSettings,
-    checkpoint: str,
-    model_dir: str,
-    task: str,
-    random_init: bool,
-    released: bool,
-) -> List[str]:
-  """The `experiments.glue_suite` job that fine-tunes `task`."""
-  include = finetune_gin(settings.scale)
-  return [
-      sys.executable,
-      '-m',
-      'experiments.glue_suite',
-      f'--paper={target.finetune_paper}',
-      f'--init_checkpoint={checkpoint}',
-      *(['--random_init'] if random_init else []),
-      *(
-          [f'--vocab_file={settings.vocab_file}']
-          if settings.vocab_file and not released
-          else []
-      ),
-      f'--glue_dir={settings.glue_dir}',
-      f'--model_dir={model_dir}',
-      f'--tasks={task}',
-      f'--gin_param=run_protocol.num_runs={settings.num_runs}',
-      f'--gin_param=finetuning.num_epochs={settings.tasks[task]}',
-      *([f'--gin_file={include}'] if include else []),
-      *settings.finetune_flags,
-      f'--strategy={settings.strategy}',
-      *settings.precision_flags(),
-  ]
-
-
 def finetune(
     target: registry.Target,
     settings: GridSettings,
@@ -423,17 +359,37 @@ def finetune(
   Fine-tunes under `step_dir` (or reads back); `random_init` from random
   weights; a `released` checkpoint brings its own vocabulary.
   """
+  include = finetune_gin(settings.scale)
   scores = {}
   for task in settings.tasks:
     results_path = _glue_results_path(step_dir, task, settings)
     model_dir = os.path.dirname(results_path)
     if not tf.io.gfile.exists(results_path):
       tf.io.gfile.makedirs(model_dir)
-      command = _finetune_command(
-          target, settings, checkpoint, model_dir, task, random_init, released
-      )
+      command = [
+          sys.executable,
+          '-m',
+          'experiments.glue_suite',
+          f'--paper={target.finetune_paper}',
+          f'--init_checkpoint={checkpoint}',
+          *(['--random_init'] if random_init else []),
+          *(
+              [f'--vocab_file={settings.vocab_file}']
+              if settings.vocab_file and not released
+              else []
+          ),
+          f'--glue_dir={settings.glue_dir}',
+          f'--model_dir={model_dir}',
+          f'--tasks={task}',
+          f'--gin_param=run_protocol.num_runs={settings.num_runs}',
+          f'--gin_param=finetuning.num_epochs={settings.tasks[task]}',
+          *([f'--gin_file={include}'] if include else []),
+          *settings.finetune_flags,
+          f'--strategy={settings.strategy}',
+          *settings.precision_flags(),
+      ]
       _call(command, os.path.join(model_dir, 'regenerate.log'))
-    results = read_json(results_path)
+    results = json_files.read_json(results_path)
     scores[task] = dict(
         score=results['scores'][task], summary=results['summaries'][task]
     )
@@ -504,18 +460,28 @@ def announce(
   print(f'[{index}/{len(runs)}] {run.name} ({run.row}): {text}', flush=True)
 
 
-def jobs_progress(
-    target: registry.Target, total: int, clock: Callable[[], float]
-) -> progress.Progress:
-  """Counts `target`'s jobs; a line after each (they take minutes)."""
-  return progress.Progress(
-      total,
+def _job_counter(
+    target: registry.Target, to_do: set, clock: Callable[[], float]
+) -> Callable[[str], None]:
+  """Counts the jobs of `to_do`'s store directories; a line after each.
+
+  Runs of equal bindings share a directory, so one job; jobs take minutes.
+  """
+  jobs = progress.Progress(
+      len(to_do),
       target.key,
       unit='jobs',
       interval_seconds=0,
       clock=clock,
       log=functools.partial(print, flush=True),
   )
+
+  def done(model_dir: str) -> None:
+    if model_dir in to_do:
+      to_do.remove(model_dir)
+      jobs.advance()
+
+  return done
 
 
 def prepare(
@@ -544,22 +510,22 @@ def pretrain_only(
       run.name: run_dir(runs_dir, run, settings, steps[run.name], seed)
       for run in runs
   }
-  # A job per directory left to pretrain: runs of equal bindings share one.
-  to_pretrain = {
-      dirs[run.name]
-      for run in runs
-      if not _pretrained(dirs[run.name], steps[run.name])
-  }
-  jobs = jobs_progress(target, len(to_pretrain), clock)
+  done = _job_counter(
+      target,
+      {
+          dirs[r.name]
+          for r in runs
+          if not _pretrained(dirs[r.name], steps[r.name])
+      },
+      clock,
+  )
   for index, run in enumerate(runs, start=1):
     announce(index, runs, run, f'{steps[run.name]:,} pretraining steps')
     model_dir, _ = pretrain_into_store(
         run, settings, runs_dir, records, steps[run.name], seed=seed
     )
     encoders[run.name] = os.path.join(model_dir, export_layout.ENCODER_SUBDIR)
-    if model_dir in to_pretrain:
-      to_pretrain.remove(model_dir)
-      jobs.advance()
+    done(model_dir)
   return encoders
 
 
@@ -620,66 +586,54 @@ def run_grid(
     )
   records, _, steps = prepare(target, settings, out, runs_dir)
   runs = target.runs_at(settings.scale)
-  to_do = _jobs_left(target, runs, settings, out, runs_dir, steps)
-  jobs = jobs_progress(target, len(to_do), clock)
-  grid = _Grid(target, settings, out, runs_dir, records, steps, to_do, jobs)
+  done = _job_counter(
+      target, _jobs_left(target, runs, settings, out, runs_dir, steps), clock
+  )
+  released = dict(settings.released)
   results = {}
   for index, run in enumerate(runs, start=1):
     result_path = os.path.join(out, run.name, RESULT_FILENAME)
-    fingerprint = run_fingerprint(run, settings.scale, steps[run.name])
+    train_steps = steps[run.name]
+    fingerprint = run_fingerprint(run, settings.scale, train_steps)
     if tf.io.gfile.exists(result_path):
       results[run.name] = _read_back(
-          run, settings, result_path, fingerprint, steps[run.name]
+          run, settings, result_path, fingerprint, train_steps
       )
       print(
           f'[{index}/{len(runs)}] {run.name}: finished earlier, read back.',
           flush=True,
       )
       continue
-    say = functools.partial(announce, index, runs, run)
-    results[run.name] = grid.result(run, fingerprint, say)
     tf.io.gfile.makedirs(os.path.dirname(result_path))
-    json_files.write_json(result_path, results[run.name])
-  return results
-
-
-@dataclasses.dataclass(frozen=True)
-class _Grid:
-  """What the jobs of a grid's runs share."""
-
-  target: registry.Target
-  settings: GridSettings
-  out: str
-  runs_dir: str
-  records: str
-  steps: Dict[str, int]
-  to_do: set
-  jobs: progress.Progress
-
-  def result(
-      self, run: registry.Run, fingerprint: str, say: Callable[[str], None]
-  ) -> Dict:
-    """A run not finished earlier: its release fine-tuned, or its seeds run."""
-    target, settings, steps = self.target, self.settings, self.steps[run.name]
-    released = dict(settings.released)
     if run.name in released:
-      say(f'the released encoder {released[run.name]}, fine-tuned only')
-      return _released_result(
-          target, run, settings, self.out, released[run.name], fingerprint
+      path = released[run.name]
+      announce(
+          index, runs, run, f'the released encoder {path}, fine-tuned only'
       )
-    seeds = settings.pretrain_seeds
-    say(
-        f'{steps:,} pretraining steps'
-        + (f', {seeds} pretraining seeds' if seeds > 1 else '')
-    )
-    per_seed = []
-    for seed in settings.seeds():
-      args = (target, run, settings, self.runs_dir, self.records, steps, seed)
-      per_seed.append(_run_seed(*args))
-      if per_seed[-1]['run_dir'] in self.to_do:
-        self.to_do.remove(per_seed[-1]['run_dir'])
-        self.jobs.advance()
-    return _merged_result(run, settings, fingerprint, steps, per_seed)
+      glue = finetune(
+          target, settings, path, os.path.dirname(result_path), released=True
+      )
+      result = dict(
+          _result_head(run, fingerprint, 0, path), glue=glue, curve={}
+      )
+    else:
+      seeds = settings.pretrain_seeds
+      announce(
+          index,
+          runs,
+          run,
+          f'{train_steps:,} pretraining steps'
+          + (f', {seeds} pretraining seeds' if seeds > 1 else ''),
+      )
+      per_seed = []
+      for seed in settings.seeds():
+        args = (target, run, settings, runs_dir, records, train_steps, seed)
+        per_seed.append(_run_seed(*args))
+        done(per_seed[-1]['run_dir'])
+      result = _merged_result(run, settings, fingerprint, train_steps, per_seed)
+    results[run.name] = result
+    json_files.write_json(result_path, result)
+  return results
 
 
 def _read_back(
@@ -690,7 +644,7 @@ def _read_back(
     steps: int,
 ) -> Dict:
   """A finished run's result, checked to have been trained as `run` is now."""
-  result = read_json(result_path)
+  result = json_files.read_json(result_path)
   if result.get('gin_fingerprint') != fingerprint:
     raise ValueError(
         f'{result_path} was trained with other gin bindings than '
@@ -726,22 +680,6 @@ def _merged_result(
   if settings.held_out_steps:
     result['held_out'] = _mean_curve([seed['held_out'] for seed in per_seed])
   return result
-
-
-def _released_result(
-    target: registry.Target,
-    run: registry.Run,
-    settings: GridSettings,
-    out: str,
-    path: str,
-    fingerprint: str,
-) -> Dict:
-  """Fine-tunes a released encoder in `run`'s place (no pretraining)."""
-  tf.io.gfile.makedirs(os.path.join(out, run.name))
-  glue = finetune(
-      target, settings, path, os.path.join(out, run.name), released=True
-  )
-  return dict(_result_head(run, fingerprint, 0, path), glue=glue, curve={})
 
 
 def _result_head(

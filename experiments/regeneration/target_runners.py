@@ -13,7 +13,6 @@ import os
 from typing import Callable, Dict, List, Optional
 
 from absl import app
-import gin
 import tensorflow as tf
 
 from experiments import provenance
@@ -318,10 +317,8 @@ class Request:
   ) -> runner.GridSettings:
     """`target`'s grid settings: the request's, else the scale's."""
     scale = scales.get(self.scale)
-    if not self.vocab_file and not scale.learned_vocab_size:
-      raise app.UsageError(
-          f'{self.table} at --scale={self.scale} needs --vocab_file.'
-      )
+    if not scale.learned_vocab_size:
+      self.require('vocab_file')
     return runner.GridSettings(
         target=target.key,
         scale=scale.name,
@@ -361,9 +358,14 @@ def registered(
   """
 
   def register(regenerate: TargetRunner) -> TargetRunner:
-    if plans_at_paper_scale:
-      regenerate = _planned_at_paper_scale(regenerate)
-    return RUNNERS.register(name, regenerate)
+    @functools.wraps(regenerate)
+    def regenerate_or_plan(target: registry.Target, request: Request) -> None:
+      if plans_at_paper_scale and request.scale == 'paper':
+        paper_scale.run(target, request)
+      else:
+        regenerate(target, request)
+
+    return RUNNERS.register(name, regenerate_or_plan)
 
   return register
 
@@ -384,19 +386,6 @@ def run(target: registry.Target, request: Request) -> None:
   RUNNERS.get(target.runner)(target, request)
 
 
-def _planned_at_paper_scale(regenerate: TargetRunner) -> TargetRunner:
-  """The runner that is `regenerate` below paper scale and plans at it."""
-
-  @functools.wraps(regenerate)
-  def regenerate_or_plan(target: registry.Target, request: Request) -> None:
-    if request.scale == 'paper':
-      paper_scale.run(target, request)
-    else:
-      regenerate(target, request)
-
-  return regenerate_or_plan
-
-
 @registered('plan_only')
 def plan_only(target: registry.Target, request: Request) -> None:
   """Refuses below paper scale a target that only paper scale can run."""
@@ -404,14 +393,6 @@ def plan_only(target: registry.Target, request: Request) -> None:
   raise app.UsageError(
       f'{target.key} runs only at --scale=paper: {target.why_plan_only}.'
   )
-
-
-def _aggregation(paper_dir: str) -> str:
-  """The aggregation of the paper's fine-tuning protocol ('max', ...)."""
-  plan.parse_gin([f'gin/finetune/{paper_dir}/protocol.gin'])
-  aggregation = finetuning_schedule.RunProtocol().aggregation
-  gin.clear_config()
-  return aggregation
 
 
 def _grid_header(target: registry.Target, settings: runner.GridSettings) -> str:
@@ -437,13 +418,18 @@ def _grid_header(target: registry.Target, settings: runner.GridSettings) -> str:
         'rows their mean and std'
     )
   note = f' Runs: {target.small_scale_note}.' if target.small_scale_note else ''
+  protocol = f'gin/finetune/{target.finetune_paper}/protocol.gin'
+  aggregation = plan.query(
+      (protocol,),
+      'run_protocol.aggregation',
+      finetuning_schedule.RunProtocol.aggregation,
+  )
   return (
       f'Scale: {scale} ({", ".join(includes)}); '
       f'reference steps {settings.reference_steps}{reference}'
       f'; tasks {settings.tasks}; {settings.num_runs} '
       f'seed{"s" if settings.num_runs != 1 else ""} per task, '
-      f'{_aggregation(target.finetune_paper)} over them (gin/finetune/'
-      f'{target.finetune_paper}/protocol.gin){seeds}'
+      f'{aggregation} over them ({protocol}){seeds}'
       f'; vocabulary {vocabulary}; {settings.strategy}.{note}\n\n'
       + provenance.provenance('experiments.regenerate')
   )

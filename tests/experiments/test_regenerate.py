@@ -328,7 +328,7 @@ def test_plan_fine_tunes_base_models_with_their_size_and_squad():
   [planned] = plan.plan(
       target, plan.PaperSettings('gs://b', 'gs://glue', squad_dir='gs://sq')
   )
-  glue, squad11, squad20 = planned.finetune_command.splitlines()
+  glue, squad11, squad20 = planned.commands()[1:]
   assert '--gin_file=gin/finetune/003_teams/glue_base.gin' in glue
   assert (
       '-- --gin_file=gin/finetune/003_teams/squad11.gin '
@@ -395,10 +395,10 @@ def test_plan_doubles_the_steps_and_hours_of_a_doubled_budget():
   assert twice.tpu_v3_8_hours == pytest.approx(2 * once.tpu_v3_8_hours)
   assert once.model_dir.startswith('gs://bucket/001_ale.electra_small-')
   assert twice.model_dir != once.model_dir
-  assert '--gin_param=experiment.train_steps=250000' in twice.pretrain_command
+  assert '--gin_param=experiment.train_steps=250000' in twice.commands()[0]
   assert (
       f'--init_checkpoint={twice.model_dir} --glue_dir=gs://glue'
-      in twice.finetune_command
+      in '\n'.join(twice.commands()[1:])
   )
   assert once.finetune_flops == twice.finetune_flops > 0
   assert once.finetune_tpu_v3_8_hours == pytest.approx(
