@@ -152,10 +152,6 @@ class AlbertSentencePieceTokenizer(tf.Module):
     pieces = self.tokenize_to_pieces(text)
     return pieces.with_flat_values(self._model.string_to_id(pieces.flat_values))
 
-  def id_to_piece(self, ids: tf.Tensor) -> tf.Tensor:
-    """Piece strings of `ids` (any shape)."""
-    return self._model.id_to_string(ids)
-
 
 def read_model(model: bytes) -> Tuple[List[str], Dict[str, str]]:
   """(pieces, {'[PAD]': pad piece, '[UNK]': unknown piece} of those it has).
