@@ -23,11 +23,6 @@ from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
 
 _BOM = '\ufeff'
-_SPECIAL_TOKENS = (
-    vocab_lib.CLS_TOKEN,
-    vocab_lib.SEP_TOKEN,
-    vocab_lib.PAD_TOKEN,
-)
 
 ColumnKey = Union[str, int]
 Label = Union[int, float]
@@ -293,7 +288,7 @@ def convert_examples_to_features(
         f'[SEP], got {max_seq_length}.'
     )
   label_dtype = _label_dtype(examples)
-  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
+  special_ids = vocab_lib.finetuning_token_ids(tokenizer)
   features, num_truncated = _input_arrays(
       examples, tokenizer, special_ids, max_seq_length
   )

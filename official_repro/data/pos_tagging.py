@@ -27,12 +27,6 @@ DOCSTART = '-DOCSTART-'
 FILE_FORMATS = ('auto', 'conll', 'treebank')
 
 _CHUNK_BRACKETS = ('[', ']')
-_SPECIAL_TOKENS = (
-    vocab_lib.CLS_TOKEN,
-    vocab_lib.SEP_TOKEN,
-    vocab_lib.PAD_TOKEN,
-    vocab_lib.UNK_TOKEN,
-)
 # The word is everything up to the last '/' that is not escaped as '\/'.
 _TREEBANK_TOKEN = re.compile(r'^(.*[^\\])/([^/]+)$')
 _MAX_LINES_TO_DETECT_FORMAT = 100
@@ -165,7 +159,7 @@ def convert_to_features(
         f'{max_seq_length}.'
     )
   label_ids = _label_ids(label_list)
-  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
+  special_ids = vocab_lib.finetuning_token_ids(tokenizer, vocab_lib.UNK_TOKEN)
   encoder = _RowEncoder(tokenizer, special_ids, label_ids, max_seq_length)
   all_words = (word for sentence in sentences for word in sentence.words)
   with vocab_lib.prefetched(tokenizer, all_words):

@@ -9,7 +9,6 @@ broken dataset should fail, not shrink.
 """
 
 import dataclasses
-import json
 import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -20,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
 
@@ -133,15 +133,9 @@ def _list_json_files(directory: str) -> List[str]:
 
 def _load_json(path: str) -> Mapping[str, Any]:
   try:
-    with tf.io.gfile.GFile(path, 'rb') as f:
-      record = json.loads(f.read().decode('utf-8'))
-  except UnicodeDecodeError as e:
-    raise RaceFormatError(f'{path}: not UTF-8 text ({e}).') from e
-  except json.JSONDecodeError as e:
-    raise RaceFormatError(
-        f'{path}, line {e.lineno}, column {e.colno}: not valid JSON '
-        f'({e.msg}); expected one JSON object per file.'
-    ) from e
+    record = json_files.read_json(path)
+  except cli.UserError as e:
+    raise RaceFormatError(f'{e} Expected one JSON object per file.') from e
   if not isinstance(record, dict):
     raise RaceFormatError(
         f'{path}: expected a JSON object, got {type(record).__name__}.'
@@ -269,11 +263,8 @@ def convert_to_features(
     `LEVELS`); and a `ConversionReport`.
   """
   _check_lengths(max_seq_length, max_query_length)
-  specials = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN)
-  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, specials)
-  features = _unfilled_features(
-      examples, special_ids[vocab_lib.PAD_TOKEN], max_seq_length
-  )
+  pad_id = vocab_lib.finetuning_token_ids(tokenizer)[vocab_lib.PAD_TOKEN]
+  features = _unfilled_features(examples, pad_id, max_seq_length)
   report = ConversionReport(
       num_examples=len(examples), num_sequences=len(examples) * NUM_CHOICES
   )

@@ -10,7 +10,6 @@ applies the SQuAD 2.0 null threshold, which is left to the caller here.
 """
 
 import dataclasses
-import json
 import math
 from typing import AbstractSet, Any, Dict, Iterator, List, Mapping, NamedTuple
 from typing import Optional, Sequence, Tuple, Type, Union
@@ -22,6 +21,7 @@ import tensorflow as tf
 from official.nlp.data import squad_lib
 from official.nlp.tools import tokenization
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
 
@@ -97,14 +97,7 @@ def load_articles(path: str) -> List[Dict[str, Any]]:
   """The `data` list of a SQuAD JSON file (any `tf.io.gfile` path)."""
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'SQuAD file not found: {path}')
-  try:
-    with tf.io.gfile.GFile(path, 'r') as f:
-      dataset = json.loads(f.read())
-  except json.JSONDecodeError as e:
-    raise cli.UserError(
-        f'{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}.'
-    ) from e
-  return articles_of(dataset, source=path)
+  return articles_of(json_files.read_json(path), source=path)
 
 
 def articles_of(dataset: Any, source: str) -> List[Dict[str, Any]]:
@@ -356,9 +349,7 @@ def _wordpiece_pad_id(tokenizer: Any) -> int:
         "aligned with the text through WordPiece's pieces; give a model "
         'with a vocab.txt.'
     )
-  specials = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN)
-  ids = vocab_lib.special_token_ids(tokenizer.vocab, specials)
-  return ids[vocab_lib.PAD_TOKEN]
+  return vocab_lib.finetuning_token_ids(tokenizer)[vocab_lib.PAD_TOKEN]
 
 
 def _refuse_examples_without(

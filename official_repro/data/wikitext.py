@@ -208,9 +208,6 @@ class Vocabulary:
   def words(self) -> List[str]:
     return list(self._words)
 
-  def id(self, word: str) -> int:
-    return self._ids.get(word, self._ids[UNK])
-
   def encode(self, tokens: Sequence[str]) -> Tuple[np.ndarray, EncodeStats]:
     """Token ids `[len(tokens)]` int32 and the counts of `UNK` mappings."""
     unk = self._ids[UNK]
@@ -370,19 +367,6 @@ def _split_parts(
   return parts, split.describe(train_file, valid_fraction)
 
 
-def _log_encoding(name: str, source: str, encoding: EncodeStats) -> None:
-  logging.info(
-      '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, %d types).',
-      name,
-      source,
-      encoding.tokens,
-      encoding.unk_tokens,
-      UNK,
-      encoding.oov_tokens,
-      encoding.oov_types,
-  )
-
-
 def load_corpus(
     train_file: str,
     valid_file: Optional[str] = None,
@@ -417,7 +401,16 @@ def load_corpus(
         text=dataclasses.asdict(TextStats.of(source, part_lines)),
         encoding=dataclasses.asdict(encoding),
     )
-    _log_encoding(name, source, encoding)
+    logging.info(
+        '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, %d types).',
+        name,
+        source,
+        encoding.tokens,
+        encoding.unk_tokens,
+        UNK,
+        encoding.oov_tokens,
+        encoding.oov_types,
+    )
   return Corpus(
       vocab=vocab,
       train=ids['train'],
