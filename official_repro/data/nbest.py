@@ -103,8 +103,12 @@ def read_nbest(
     )
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'N-best path not found: {path}')
-  if nbest_format == 'auto':
-    nbest_format = _detect_nbest_format(path)
+  if nbest_format == 'auto' and tf.io.gfile.isdir(path):
+    nbest_format = 'espnet'
+  elif nbest_format == 'auto':  # 'json' if the file starts with '{'.
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      start = f.read(4096).removeprefix(b'\xef\xbb\xbf')
+    nbest_format = 'json' if start.lstrip().startswith(b'{') else 'tsv'
   collector = _NBestCollector(path, lower_case)
   read = {'espnet': _read_espnet, 'json': _read_mlm_scoring_json}.get(
       nbest_format, _read_tsv
@@ -167,7 +171,12 @@ def match_references(
     references_path: str = '',
 ) -> List[str]:
   """Each list's reference: by id, or ending a `<speaker>-<utt-id>` id."""
-  by_suffix = _ids_by_suffix(references)
+  by_suffix = {}  # Reference ids by each of their ends after a '-'.
+  for reference_id in references:
+    for position, character in enumerate(reference_id[:-1]):
+      if character == '-':
+        suffix = reference_id[position + 1 :]
+        by_suffix.setdefault(suffix, []).append(reference_id)
   matched, missing = [], []
   for nbest_list in nbest_lists:
     utterance_id = nbest_list.utterance_id
@@ -194,17 +203,6 @@ def match_references(
         'utterances out changes the WER.'
     )
   return matched
-
-
-def _ids_by_suffix(references: Mapping[str, str]) -> Dict[str, List[str]]:
-  """Reference ids by each of their ends after a '-'."""
-  by_suffix = {}
-  for reference_id in references:
-    for position, character in enumerate(reference_id[:-1]):
-      if character == '-':
-        suffix = reference_id[position + 1 :]
-        by_suffix.setdefault(suffix, []).append(reference_id)
-  return by_suffix
 
 
 class _NBestCollector:
@@ -491,15 +489,6 @@ def _read_tsv(path: str, collector: _NBestCollector):
           'finite number.'
       )
     collector.add(location, utterance_id.strip(), int(rank_text), text, score)
-
-
-def _detect_nbest_format(path: str) -> str:
-  """'espnet' for a directory, 'json' if the file starts with '{', or 'tsv'."""
-  if tf.io.gfile.isdir(path):
-    return 'espnet'
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    start = f.read(4096).removeprefix(b'\xef\xbb\xbf')
-  return 'json' if start.lstrip().startswith(b'{') else 'tsv'
 
 
 def _detect_reference_format(path: str, lines: Sequence[str]) -> str:

@@ -105,21 +105,17 @@ def read_tagged_sentences(
   report.file_format = file_format
   report.num_records = sum(1 for line in lines if line.strip())
   report.num_examples = len(parser.sentences)
-  if not parser.sentences:
-    _raise_nothing_read(path, file_format, report)
-  report.log('POS tagging')
-  return parser.sentences, report
-
-
-def _raise_nothing_read(path, file_format, report) -> None:
-  if report.malformed:
+  if not parser.sentences and report.malformed:
     first = report.malformed[0]
     raise cli.UserError(
         f'{path}: no tagged sentence could be read as {file_format}; all '
         f'{report.num_malformed} tagged lines/tokens are malformed, the '
         f'first at line {first.line_number}: {first.reason}'
     )
-  raise cli.UserError(f'{path}: no tagged sentence found; the file is empty.')
+  if not parser.sentences:
+    raise cli.UserError(f'{path}: no tagged sentence found; the file is empty.')
+  report.log('POS tagging')
+  return parser.sentences, report
 
 
 def build_label_list(sentences: Iterable[TaggedSentence]) -> Tuple[str, ...]:
@@ -168,7 +164,28 @@ def convert_to_features(
   report = FeatureReport(
       num_sentences=len(sentences), num_features=len(rows), **encoder.counts
   )
-  _log_feature_report(report)
+  logging.info(
+      'Converted %d sentences (%d words) into %d features.',
+      report.num_sentences,
+      report.num_words,
+      report.num_features,
+  )
+  if report.num_split_sentences:
+    logging.info(
+        '%d sentences were longer than one feature and continue in the next.',
+        report.num_split_sentences,
+    )
+  if report.num_empty_words:
+    logging.warning(
+        '%d words tokenized to no piece and were fed as [UNK].',
+        report.num_empty_words,
+    )
+  if report.num_truncated_words:
+    logging.warning(
+        '%d words had more pieces than fit in a feature; their '
+        'extra continuation pieces were dropped.',
+        report.num_truncated_words,
+    )
   return features, report
 
 
@@ -307,23 +324,6 @@ def _label_ids(label_list: Sequence[str]) -> Dict[str, int]:
   return label_ids
 
 
-def _tag_id(
-    label_ids: Mapping[str, int],
-    sentence: TaggedSentence,
-    word_index: int,
-    tag: str,
-) -> int:
-  """The label id of a word's tag; unknown and reserved tags are errors."""
-  if tag in label_ids and tag not in (PAD_LABEL, CONTINUATION_LABEL):
-    return label_ids[tag]
-  raise cli.UserError(
-      f'{sentence.location} (sentence starting there), word '
-      f'{word_index + 1} {sentence.words[word_index]!r}: tag {tag!r} is not '
-      f'a POS tag of label_list ({len(label_ids) - 2} tags from the training '
-      'data); rebuild the label list from all splits or fix the file.'
-  )
-
-
 def _chunk_words(
     piece_counts: Sequence[int], capacity: int
 ) -> List[Tuple[int, int]]:
@@ -372,8 +372,15 @@ class _RowEncoder:
       if len(pieces) > self._capacity:
         pieces = pieces[: self._capacity]
         self.counts['num_truncated_words'] += 1
-      tag_id = _tag_id(self._label_ids, sentence, index, tag)
-      words.append((self._tokenizer.convert_tokens_to_ids(pieces), tag_id))
+      if tag not in self._label_ids or tag in (PAD_LABEL, CONTINUATION_LABEL):
+        raise cli.UserError(
+            f'{sentence.location} (sentence starting there), word '
+            f'{index + 1} {word!r}: tag {tag!r} is not a POS tag of '
+            f'label_list ({len(self._label_ids) - 2} tags from the training '
+            'data); rebuild the label list from all splits or fix the file.'
+        )
+      ids = self._tokenizer.convert_tokens_to_ids(pieces)
+      words.append((ids, self._label_ids[tag]))
     return words
 
   def _encode_row(self, words: Sequence[Tuple[List[int], int]]):
@@ -411,28 +418,3 @@ def _stack_rows(
     features['label_ids'][row, :length] = labels
     features['label_weights'][row, :length] = weights
   return features
-
-
-def _log_feature_report(report: FeatureReport):
-  logging.info(
-      'Converted %d sentences (%d words) into %d features.',
-      report.num_sentences,
-      report.num_words,
-      report.num_features,
-  )
-  if report.num_split_sentences:
-    logging.info(
-        '%d sentences were longer than one feature and continue in the next.',
-        report.num_split_sentences,
-    )
-  if report.num_empty_words:
-    logging.warning(
-        '%d words tokenized to no piece and were fed as [UNK].',
-        report.num_empty_words,
-    )
-  if report.num_truncated_words:
-    logging.warning(
-        '%d words had more pieces than fit in a feature; their '
-        'extra continuation pieces were dropped.',
-        report.num_truncated_words,
-    )

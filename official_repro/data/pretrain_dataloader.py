@@ -91,14 +91,6 @@ def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
         f'{where}: records have no next_sentence_labels, but the config '
         'enables next-sentence prediction.'
     )
-  _check_split(params, metadata, where)
-  return metadata
-
-
-def _check_split(
-    params: PretrainDataConfig, metadata: Mapping[str, Any], where: str
-) -> None:
-  """Refuses a split the directory lacks or has no files of."""
   if params.split not in metadata['splits']:
     raise RecordMismatchError(
         f'{where}: no split {params.split!r}; available: '
@@ -108,6 +100,7 @@ def _check_split(
     raise RecordMismatchError(
         f'{where}: split {params.split!r} has no record files.'
     )
+  return metadata
 
 
 def _check_tokenizer(

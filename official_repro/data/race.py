@@ -262,9 +262,24 @@ def convert_to_features(
     from the question on), `[N]` `label_ids` and `level_ids` (into
     `LEVELS`); and a `ConversionReport`.
   """
-  _check_lengths(max_seq_length, max_query_length)
+  if max_seq_length < 7:
+    raise cli.UserError(
+        'max_seq_length must be >= 7 ([CLS] article [SEP] '
+        f'question [SEP] option [SEP]), got {max_seq_length}.'
+    )
+  if max_query_length is not None and max_query_length < 1:
+    raise cli.UserError(
+        f'max_query_length must be >= 1 or None, got {max_query_length}.'
+    )
   pad_id = vocab_lib.finetuning_token_ids(tokenizer)[vocab_lib.PAD_TOKEN]
-  features = _unfilled_features(examples, pad_id, max_seq_length)
+  shape = (len(examples), NUM_CHOICES, max_seq_length)
+  features = dict(
+      input_word_ids=np.full(shape, pad_id, np.int32),
+      input_mask=np.zeros(shape, np.int32),
+      input_type_ids=np.zeros(shape, np.int32),
+      label_ids=np.array([e.label for e in examples], np.int32),
+      level_ids=np.array([LEVELS.index(e.level) for e in examples], np.int32),
+  )
   report = ConversionReport(
       num_examples=len(examples), num_sequences=len(examples) * NUM_CHOICES
   )
@@ -290,32 +305,6 @@ def convert_to_features(
         features['input_type_ids'][row, choice, : len(ids)] = type_ids
   logging.info('RACE features: %s', report.as_dict())
   return features, report
-
-
-def _check_lengths(max_seq_length: int, max_query_length: Optional[int]):
-  if max_seq_length < 7:
-    raise cli.UserError(
-        'max_seq_length must be >= 7 ([CLS] article [SEP] '
-        f'question [SEP] option [SEP]), got {max_seq_length}.'
-    )
-  if max_query_length is not None and max_query_length < 1:
-    raise cli.UserError(
-        f'max_query_length must be >= 1 or None, got {max_query_length}.'
-    )
-
-
-def _unfilled_features(
-    examples: Sequence[RaceExample], pad_id: int, max_seq_length: int
-) -> Dict[str, np.ndarray]:
-  """`[N, 4, S]` padding and zeros, and the `[N]` labels and levels."""
-  shape = (len(examples), NUM_CHOICES, max_seq_length)
-  return dict(
-      input_word_ids=np.full(shape, pad_id, np.int32),
-      input_mask=np.zeros(shape, np.int32),
-      input_type_ids=np.zeros(shape, np.int32),
-      label_ids=np.array([e.label for e in examples], np.int32),
-      level_ids=np.array([LEVELS.index(e.level) for e in examples], np.int32),
-  )
 
 
 def _texts(examples: Sequence[RaceExample], fill_blank: bool) -> List[str]:

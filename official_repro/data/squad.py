@@ -263,22 +263,6 @@ def _answered_example(
   return SquadExample(entry.qid, question, words, answer_text, *span)
 
 
-def _check_window_sizes(
-    max_seq_length: int, doc_stride: int, max_query_length: int
-) -> None:
-  if doc_stride < 1 or max_query_length < 1:
-    raise cli.UserError(
-        'doc_stride and max_query_length must be >= 1, got '
-        f'{doc_stride} and {max_query_length}.'
-    )
-  if max_seq_length < max_query_length + 4:
-    raise cli.UserError(
-        f'max_seq_length {max_seq_length} leaves no room for context: it must '
-        'hold [CLS], the question (up to max_query_length = '
-        f'{max_query_length}), two [SEP] and at least one context WordPiece.'
-    )
-
-
 def convert_to_features(
     examples: Sequence[SquadExample],
     tokenizer: Any,
@@ -298,8 +282,26 @@ def convert_to_features(
     `end_positions` (0, [CLS], without the whole answer); one
     `FeatureMetadata` per window for `extract_answers`.
   """
-  _check_window_sizes(max_seq_length, doc_stride, max_query_length)
-  pad_id = _wordpiece_pad_id(tokenizer)
+  if doc_stride < 1 or max_query_length < 1:
+    raise cli.UserError(
+        'doc_stride and max_query_length must be >= 1, got '
+        f'{doc_stride} and {max_query_length}.'
+    )
+  if max_seq_length < max_query_length + 4:
+    raise cli.UserError(
+        f'max_seq_length {max_seq_length} leaves no room for context: it must '
+        'hold [CLS], the question (up to max_query_length = '
+        f'{max_query_length}), two [SEP] and at least one context WordPiece.'
+    )
+  if getattr(tokenizer, 'kind', vocab_lib.WORDPIECE) != vocab_lib.WORDPIECE:
+    # Answers are mapped back to text through WordPiece's '##' pieces and
+    # BERT's BasicTokenizer (Model Garden's squad_lib).
+    raise cli.UserError(
+        'SQuAD here reads WordPiece vocabularies only: its answers are '
+        "aligned with the text through WordPiece's pieces; give a model "
+        'with a vocab.txt.'
+    )
+  pad_id = vocab_lib.finetuning_token_ids(tokenizer)[vocab_lib.PAD_TOKEN]
   mg_features = []
   # Model Garden tokenizes the question, each context word and the answer.
   texts = []
@@ -330,26 +332,12 @@ def convert_to_features(
       len(examples),
       len(mg_features),
   )
-  return arrays, [_metadata(feature) for feature in mg_features]
-
-
-def _metadata(feature: squad_lib.InputFeatures) -> FeatureMetadata:
-  """The `FeatureMetadata` fields of Model Garden's feature (same names)."""
-  names = (field.name for field in dataclasses.fields(FeatureMetadata))
-  return FeatureMetadata(**{name: getattr(feature, name) for name in names})
-
-
-def _wordpiece_pad_id(tokenizer: Any) -> int:
-  """[PAD]'s id, refusing a SentencePiece tokenizer or missing specials."""
-  if getattr(tokenizer, 'kind', vocab_lib.WORDPIECE) != vocab_lib.WORDPIECE:
-    # Answers are mapped back to text through WordPiece's '##' pieces and
-    # BERT's BasicTokenizer (Model Garden's squad_lib).
-    raise cli.UserError(
-        'SQuAD here reads WordPiece vocabularies only: its answers are '
-        "aligned with the text through WordPiece's pieces; give a model "
-        'with a vocab.txt.'
-    )
-  return vocab_lib.finetuning_token_ids(tokenizer)[vocab_lib.PAD_TOKEN]
+  # Model Garden's features hold the `FeatureMetadata` fields by name.
+  names = [field.name for field in dataclasses.fields(FeatureMetadata)]
+  return arrays, [
+      FeatureMetadata(**{name: getattr(feature, name) for name in names})
+      for feature in mg_features
+  ]
 
 
 def _refuse_examples_without(

@@ -269,18 +269,6 @@ def window_stats(
   )
 
 
-def _padded_stream(
-    stream: np.ndarray, seq_length: int, stats: WindowStats
-) -> Tuple[tf.Tensor, tf.Tensor]:
-  """`[W * T + 1]` tokens (zero-padded) and `[W * T]` target weights."""
-  length = stats.windows * seq_length + 1
-  padded = np.zeros([length], np.int32)
-  padded[: min(length, len(stream))] = stream[:length]
-  weights = np.zeros([length - 1], np.float32)
-  weights[: stats.target_tokens] = 1.0
-  return tf.constant(padded), tf.constant(weights)
-
-
 def window_dataset(
     stream: np.ndarray,
     seq_length: int,
@@ -309,7 +297,13 @@ def window_dataset(
         f'{"training" if training else "evaluation"} with seq_length='
         f'{seq_length} and batch_size={batch_size} needs at least {need}.'
     )
-  tokens_t, weights_t = _padded_stream(stream, seq_length, stats)
+  # `[W * T + 1]` tokens (zero-padded) and `[W * T]` target weights.
+  length = stats.windows * seq_length + 1
+  padded = np.zeros([length], np.int32)
+  padded[: min(length, len(stream))] = stream[:length]
+  weights = np.zeros([length - 1], np.float32)
+  weights[: stats.target_tokens] = 1.0
+  tokens_t, weights_t = tf.constant(padded), tf.constant(weights)
 
   def window(index):
     start = tf.cast(index, tf.int32) * seq_length
