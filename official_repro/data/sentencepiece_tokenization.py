@@ -267,7 +267,8 @@ def _add_pieces(proto, model: Dict[str, Any], special: Set[int]) -> None:
   """The Unigram model's pieces and scores, typed, into `proto.pieces`."""
   piece_type = sentencepiece_model_pb2.ModelProto.SentencePiece
   for index, (piece, score) in enumerate(model['vocab']):
-    if score <= _DIGIT_COMMA_PENALTY and _ends_in_digit_comma(piece):
+    ends_in_digit_comma = piece[-2:-1].isdigit() and piece.endswith(',')
+    if score <= _DIGIT_COMMA_PENALTY and ends_in_digit_comma:
       score -= _DIGIT_COMMA_PENALTY  # Hugging Face's AlbertConverter's
     entry = proto.pieces.add(piece=piece, score=score)
     if index == model['unk_id']:
@@ -299,10 +300,6 @@ def _set_trainer_spec(proto, model: Dict[str, Any]) -> None:
 # every piece ending in a digit and a comma by 100, so that its Unigram model
 # avoids what the original's digit-comma rule splits.
 _DIGIT_COMMA_PENALTY = -100.0
-
-
-def _ends_in_digit_comma(piece: str) -> bool:
-  return len(piece) >= 2 and piece[-1] == ',' and piece[-2].isdigit()
 
 
 def normalizer_steps(normalizer: Optional[Dict[str, Any]]):

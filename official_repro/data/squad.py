@@ -31,8 +31,9 @@ SquadExample = squad_lib.SquadExample
 # plus the narrow no-break space U+202F).
 _WHITESPACE = frozenset(' \t\r\n\u202f')
 _MAX_LOGGED_IDS = 10
-# What Model Garden's `postprocess_output` returns when no span is valid.
-_NO_SPAN_PLACEHOLDER = 'empty'
+# (text, start_logit, end_logit) of the n-best list Model Garden's
+# `postprocess_output` makes when no span is valid (SQuAD 1.1).
+_NO_SPAN_ENTRIES = [('empty', 0.0, 0.0)]
 _Types = Union[Type[Any], Tuple[Type[Any], ...]]
 
 
@@ -442,7 +443,10 @@ def _predict_empty_without_span(
 ) -> None:
   """'' for the questions Model Garden found no valid span for."""
   no_span_ids = [
-      qid for qid, entries in nbest.items() if _is_no_span_placeholder(entries)
+      qid
+      for qid, entries in nbest.items()
+      if [(e['text'], e['start_logit'], e['end_logit']) for e in entries]
+      == _NO_SPAN_ENTRIES
   ]
   for qid in no_span_ids:
     predictions[qid] = ''
@@ -486,14 +490,4 @@ def _check_features_cover(
     )
   _refuse_examples_without(
       examples, example_indices, 'no feature (were features dropped?)'
-  )
-
-
-def _is_no_span_placeholder(nbest_entries: Sequence[Mapping[str, Any]]) -> bool:
-  """Whether Model Garden filled an empty SQuAD 1.1 n-best list with 'empty'."""
-  return (
-      len(nbest_entries) == 1
-      and nbest_entries[0]['text'] == _NO_SPAN_PLACEHOLDER
-      and nbest_entries[0]['start_logit'] == 0.0
-      and nbest_entries[0]['end_logit'] == 0.0
   )

@@ -341,7 +341,19 @@ def build_wordpiece_vocab(
       .map(splitter.split)
   )
   word_counts = learner.count_words(words)
-  _check_room_for_characters(word_counts, vocab_size, learn_params or {})
+  # Refused before learning: a size below the specials plus one piece per
+  # character.
+  characters = set().union(*map(set, word_counts)) if word_counts else set()
+  limit = dict(learn_params or {}).get(
+      'max_unique_chars', _LEARNER_MAX_UNIQUE_CHARS
+  )
+  smallest = len(SPECIAL_TOKENS) + min(len(characters), limit)
+  if vocab_size < smallest:
+    raise cli.UserError(
+        f'--vocab_size={vocab_size} cannot hold the special tokens and the '
+        f'{len(characters)} characters of the corpus: ask for at least '
+        f'{smallest}.'
+    )
   tokens = learner.learn(
       word_counts, vocab_size, list(SPECIAL_TOKENS), **dict(learn_params or {})
   )
@@ -393,19 +405,6 @@ def build_sentencepiece_vocab(
   if output_path:
     vocabulary.write(output_path)
   return vocabulary
-
-
-def _check_room_for_characters(word_counts, vocab_size, learn_params):
-  """Refuses a size below the special tokens plus one piece per character."""
-  characters = set().union(*map(set, word_counts)) if word_counts else set()
-  limit = learn_params.get('max_unique_chars', _LEARNER_MAX_UNIQUE_CHARS)
-  smallest = len(SPECIAL_TOKENS) + min(len(characters), limit)
-  if vocab_size < smallest:
-    raise cli.UserError(
-        f'--vocab_size={vocab_size} cannot hold the special tokens and the '
-        f'{len(characters)} characters of the corpus: ask for at least '
-        f'{smallest}.'
-    )
 
 
 def make_tokenizer(tokens: Sequence[str], lower_case: bool) -> tf.Module:
