@@ -12,7 +12,7 @@ applies the SQuAD 2.0 null threshold, which is left to the caller here.
 import dataclasses
 import math
 from typing import AbstractSet, Any, Dict, Iterator, List, Mapping, NamedTuple
-from typing import Optional, Sequence, Tuple, Type, Union
+from typing import Sequence, Tuple, Type, Union
 
 from absl import logging
 import numpy as np
@@ -133,41 +133,6 @@ def iterate_questions(
         yield QuestionEntry(qid, source, json_path, paragraph, qa)
 
 
-def _split_words(context: str) -> Tuple[List[str], List[int]]:
-  """`(words, char_to_word)`; whitespace is of the preceding word (or -1)."""
-  words, char_to_word = [], []
-  after_whitespace = True
-  for char in context:
-    if char in _WHITESPACE:
-      after_whitespace = True
-    elif after_whitespace:
-      words.append(char)
-      after_whitespace = False
-    else:
-      words[-1] += char
-    char_to_word.append(len(words) - 1)
-  return words, char_to_word
-
-
-def _answer_word_span(
-    answer_text: str,
-    answer_start: int,
-    words: List[str],
-    char_to_word: List[int],
-) -> Optional[Tuple[int, int]]:
-  """`(first_word, last_word)` of the answer (Model Garden's test), or None."""
-  end_char = answer_start + len(answer_text) - 1
-  if not answer_text.strip() or not 0 <= answer_start <= end_char < len(
-      char_to_word
-  ):
-    return None
-  first_word = max(char_to_word[answer_start], 0)
-  last_word = char_to_word[end_char]
-  covered = ' '.join(words[first_word : last_word + 1])
-  wanted = ' '.join(tokenization.whitespace_tokenize(answer_text))
-  return (first_word, last_word) if wanted in covered else None
-
-
 def read_examples(
     path: str, version_2_with_negative: bool, is_training: bool
 ) -> Tuple[List[SquadExample], read_report.ReadReport]:
@@ -211,10 +176,23 @@ def read_examples(
 def _paragraph_words(
     entry: QuestionEntry, path: str
 ) -> Tuple[List[str], List[int]]:
-  """`_split_words` of the entry's context, refusing an empty one."""
+  """`(words, char_to_word)` of the entry's context, refusing an empty one.
+
+  A whitespace character belongs to the word before it (-1 before any).
+  """
   paragraph_location = f'{path}: {entry.json_path.rsplit(".", 1)[0]}'
   context = required_field(entry.paragraph, 'context', str, paragraph_location)
-  words, char_to_word = _split_words(context)
+  words, char_to_word = [], []
+  after_whitespace = True
+  for char in context:
+    if char in _WHITESPACE:
+      after_whitespace = True
+    elif after_whitespace:
+      words.append(char)
+      after_whitespace = False
+    else:
+      words[-1] += char
+    char_to_word.append(len(words) - 1)
   if not words:
     raise cli.UserError(f'{paragraph_location}: context is empty.')
   return words, char_to_word
@@ -254,7 +232,14 @@ def _answered_example(
   answer_start = required_field(
       answers[0], 'answer_start', int, answer_location
   )
-  span = _answer_word_span(answer_text, answer_start, words, char_to_word)
+  # The answer's words must hold its text (Model Garden's test).
+  end_char = answer_start + len(answer_text) - 1
+  span = None
+  if answer_text.strip() and 0 <= answer_start <= end_char < len(char_to_word):
+    span = max(char_to_word[answer_start], 0), char_to_word[end_char]
+    covered = ' '.join(words[span[0] : span[1] + 1])
+    if ' '.join(tokenization.whitespace_tokenize(answer_text)) not in covered:
+      span = None
   if span is None:
     return (
         f'{entry.json_path} (question id {entry.qid!r}): answer '
