@@ -98,7 +98,16 @@ def read_examples(
   for directory, directory_level in directories:
     for path in _list_json_files(directory):
       record = _load_json(path)
-      level = directory_level or _level_from_id(record, path)
+      file_id = record.get('id')  # e.g. "high123.txt"
+      level = directory_level or next(
+          (lv for lv in LEVELS if str(file_id).startswith(lv)), None
+      )
+      if level is None:
+        raise RaceFormatError(
+            f'{path}: cannot tell the level: the directory is not named '
+            f'{" or ".join(LEVELS)} and "id" ({file_id!r}) does not start '
+            'with one.'
+        )
       if level not in levels:
         report.counts['skipped_files_of_other_levels'] += 1
         continue
@@ -143,18 +152,6 @@ def _load_json(path: str) -> Mapping[str, Any]:
   return record
 
 
-def _level_from_id(record: Mapping[str, Any], path: str) -> str:
-  """'middle' or 'high' from an id such as "high123.txt"."""
-  file_id = record.get('id')
-  for level in LEVELS:
-    if isinstance(file_id, str) and file_id.startswith(level):
-      return level
-  raise RaceFormatError(
-      f'{path}: cannot tell the level: the directory is not named '
-      f'{" or ".join(LEVELS)} and "id" ({file_id!r}) does not start with one.'
-  )
-
-
 def _examples_from_record(
     record: Mapping[str, Any],
     path: str,
@@ -162,29 +159,6 @@ def _examples_from_record(
     report: read_report.ReadReport,
 ) -> List[RaceExample]:
   """Validates one file's JSON object and makes one example per question."""
-  article, questions, options, answers = _checked_lists(record, path)
-  file_id = record.get('id', os.path.basename(path))
-  report.num_records += 1
-  report.counts[f'files/{level}'] += 1
-  report.counts[f'questions/{level}'] += len(questions)
-  if not questions:
-    report.add_malformed(None, 'holds an article but no question', path=path)
-  examples = []
-  rows = enumerate(zip(questions, options, answers))
-  for index, (question, choices, answer) in rows:
-    where = f'{path}, question index {index}'
-    _check_question(where, question, choices, answer)
-    label = ANSWER_LETTERS.index(answer)
-    example = RaceExample(
-        f'{file_id}-{index}', level, article, question, tuple(choices), label
-    )
-    report.counts[f'cloze_questions/{level}'] += int(example.is_cloze)
-    examples.append(example)
-  return examples
-
-
-def _checked_lists(record: Mapping[str, Any], path: str) -> Tuple[Any, ...]:
-  """(article, questions, options, answers), checked for type and length."""
   missing = [key for key in REQUIRED_KEYS if key not in record]
   if missing:
     raise RaceFormatError(
@@ -204,7 +178,24 @@ def _checked_lists(record: Mapping[str, Any], path: str) -> Tuple[Any, ...]:
         f'{len(answers)} answers; expected one option list and one answer per '
         'question.'
     )
-  return article, questions, options, answers
+  file_id = record.get('id', os.path.basename(path))
+  report.num_records += 1
+  report.counts[f'files/{level}'] += 1
+  report.counts[f'questions/{level}'] += len(questions)
+  if not questions:
+    report.add_malformed(None, 'holds an article but no question', path=path)
+  examples = []
+  rows = enumerate(zip(questions, options, answers))
+  for index, (question, choices, answer) in rows:
+    where = f'{path}, question index {index}'
+    _check_question(where, question, choices, answer)
+    label = ANSWER_LETTERS.index(answer)
+    example = RaceExample(
+        f'{file_id}-{index}', level, article, question, tuple(choices), label
+    )
+    report.counts[f'cloze_questions/{level}'] += int(example.is_cloze)
+    examples.append(example)
+  return examples
 
 
 def _check_question(where: str, question: Any, choices: Any, answer: Any):
