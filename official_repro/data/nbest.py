@@ -285,39 +285,37 @@ def _read_espnet(path: str, collector: _NBestCollector):
         f"{path}: no N-best directories; expected ESPnet's 1best_recog/, "
         '2best_recog/, ... each holding `text` and `score`.'
     )
-  for rank in sorted(ranks):
-    _read_espnet_rank(ranks[rank], rank, collector)
-
-
-def _read_espnet_rank(directory: str, rank: int, collector: _NBestCollector):
-  """Reads one `<rank>best_recog/` directory's hypotheses and scores."""
-  score_path, text_path = _join(directory, 'score'), _join(directory, 'text')
-  scores = _read_espnet_scores(score_path, collector)
-  components_path = _join(directory, 'scores')
-  components = {}
-  if tf.io.gfile.exists(components_path):
-    components = _read_espnet_components(components_path, collector)
-  texts = {}
-  hypothesis_lines = _id_lines(text_path, 'ESPnet hypothesis file')
-  for line_number, location, [utterance_id, *text] in hypothesis_lines:
-    if utterance_id in texts:
-      raise cli.UserError(
-          f'{location}: utterance {utterance_id!r} was already given at '
-          f'line {texts[utterance_id]}; expected each utterance once per '
-          'rank.'
-      )
-    texts[utterance_id] = line_number
-    if utterance_id not in scores:
-      problem = f'no score for {utterance_id!r} in {score_path}'
-      collector.skip(location, problem + '; hypothesis skipped')
-      continue
-    score, _ = scores[utterance_id]
-    hypothesis = (rank, ''.join(text), score, components.get(utterance_id))
-    collector.add(location, utterance_id, *hypothesis)
-  for utterance_id, (_, line_number) in scores.items():
-    if utterance_id not in texts:
-      problem = f'score of {utterance_id!r} has no hypothesis in {text_path}'
-      collector.skip(f'{score_path} line {line_number}', problem + '; ignored')
+  for rank in sorted(ranks):  # Each `<rank>best_recog/` directory.
+    directory = ranks[rank]
+    score_path, text_path = _join(directory, 'score'), _join(directory, 'text')
+    scores = _read_espnet_scores(score_path, collector)
+    components_path = _join(directory, 'scores')
+    components = {}
+    if tf.io.gfile.exists(components_path):
+      components = _read_espnet_components(components_path, collector)
+    texts = {}
+    hypothesis_lines = _id_lines(text_path, 'ESPnet hypothesis file')
+    for line_number, location, [utterance_id, *text] in hypothesis_lines:
+      if utterance_id in texts:
+        raise cli.UserError(
+            f'{location}: utterance {utterance_id!r} was already given at '
+            f'line {texts[utterance_id]}; expected each utterance once per '
+            'rank.'
+        )
+      texts[utterance_id] = line_number
+      if utterance_id not in scores:
+        problem = f'no score for {utterance_id!r} in {score_path}'
+        collector.skip(location, problem + '; hypothesis skipped')
+        continue
+      score, _ = scores[utterance_id]
+      hypothesis = (rank, ''.join(text), score, components.get(utterance_id))
+      collector.add(location, utterance_id, *hypothesis)
+    for utterance_id, (_, line_number) in scores.items():
+      if utterance_id not in texts:
+        problem = f'score of {utterance_id!r} has no hypothesis in {text_path}'
+        collector.skip(
+            f'{score_path} line {line_number}', problem + '; ignored'
+        )
 
 
 def _id_lines(
@@ -394,13 +392,22 @@ def _read_mlm_scoring_json(
       continue
     for key, value in entry.items():
       key_location = f'{location} key {key!r}'
-      if key == 'ref':
-        if isinstance(value, str):
-          references[utterance_id] = value
-        else:
-          collector.skip(key_location, 'expected a string; reference ignored')
+      rank = _JSON_HYPOTHESIS_KEY.match(key)
+      fields = value if isinstance(value, dict) else {}
+      score = _espnet_number(fields.get('score'))
+      if key == 'ref' and isinstance(value, str):
+        references[utterance_id] = value
+      elif key == 'ref':
+        collector.skip(key_location, 'expected a string; reference ignored')
+      elif not rank:
+        problem = 'expected "ref" or "hyp_<N>" (N >= 1); ignored'
+        collector.skip(key_location, problem)
+      elif score is None or not isinstance(fields.get('text'), str):
+        expected = '{"score": <finite number>, "text": <string>}'
+        collector.skip(key_location, f'expected {expected}; hypothesis skipped')
       else:
-        _add_json_hypothesis(key_location, utterance_id, key, value, collector)
+        hypothesis = (int(rank.group(1)), fields['text'], score)
+        collector.add(key_location, utterance_id, *hypothesis)
   return references
 
 
@@ -433,29 +440,6 @@ def _load_json_object(path: str) -> Dict[str, Any]:
         f'"text": ...}}}}, got a {type(content).__name__}.'
     )
   return content
-
-
-def _add_json_hypothesis(
-    location: str,
-    utterance_id: str,
-    key: str,
-    value: Any,
-    collector: _NBestCollector,
-):
-  """Adds a `hyp_<N>` entry, or skips one that is not."""
-  match = _JSON_HYPOTHESIS_KEY.match(key)
-  if not match:
-    collector.skip(location, 'expected "ref" or "hyp_<N>" (N >= 1); ignored')
-    return
-  value = value if isinstance(value, dict) else {}
-  score = _espnet_number(value.get('score'))
-  if score is None or not isinstance(value.get('text'), str):
-    expected = '{"score": <finite number>, "text": <string>}'
-    collector.skip(location, f'expected {expected}; hypothesis skipped')
-    return
-  collector.add(
-      location, utterance_id, int(match.group(1)), value['text'], score
-  )
 
 
 def _read_tsv(path: str, collector: _NBestCollector):

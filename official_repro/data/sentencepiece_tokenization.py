@@ -258,7 +258,19 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
       if token.get('special')
   }
   _add_pieces(proto, model, special)
-  _set_trainer_spec(proto, model)
+  # Model type, size and special piece ids, for the Unigram model.
+  proto.trainer_spec.model_type = sentencepiece_model_pb2.TrainerSpec.UNIGRAM
+  proto.trainer_spec.vocab_size = len(model['vocab'])
+  proto.trainer_spec.unk_id = model['unk_id']
+  pieces = [piece for piece, _ in model['vocab']]
+  for name, piece in (
+      ('pad_id', '<pad>'),
+      ('bos_id', '<s>'),
+      ('eos_id', '</s>'),
+  ):
+    setattr(
+        proto.trainer_spec, name, pieces.index(piece) if piece in pieces else -1
+    )
   proto.normalizer_spec.precompiled_charsmap = base64.b64decode(charsmap[0])
   return proto.SerializeToString()
 
@@ -278,22 +290,6 @@ def _add_pieces(proto, model: Dict[str, Any], special: Set[int]) -> None:
     elif score == 0.0:
       # The trainer scores user-defined pieces 0, learned ones below.
       entry.type = piece_type.USER_DEFINED
-
-
-def _set_trainer_spec(proto, model: Dict[str, Any]) -> None:
-  """Model type, size and special piece ids, for the Unigram model."""
-  proto.trainer_spec.model_type = sentencepiece_model_pb2.TrainerSpec.UNIGRAM
-  proto.trainer_spec.vocab_size = len(model['vocab'])
-  proto.trainer_spec.unk_id = model['unk_id']
-  pieces = [piece for piece, _ in model['vocab']]
-  for name, piece in (
-      ('pad_id', '<pad>'),
-      ('bos_id', '<s>'),
-      ('eos_id', '</s>'),
-  ):
-    setattr(
-        proto.trainer_spec, name, pieces.index(piece) if piece in pieces else -1
-    )
 
 
 # Hugging Face's `AlbertConverter` (and `XLNetConverter`) lower the score of

@@ -338,29 +338,6 @@ class Corpus:
   stats: Dict[str, Mapping[str, object]]
 
 
-def _split_parts(
-    train_file: str, valid_file: Optional[str], valid_fraction: Optional[float]
-) -> Tuple[Dict[str, Tuple[str, List[str]]], str]:
-  """{'train', 'valid': (source, lines)} and the split's note."""
-  lines = read_lines(train_file)
-  if valid_file is not None:
-    parts = {
-        'train': (train_file, lines),
-        'valid': (valid_file, read_lines(valid_file)),
-    }
-    return parts, f'validation file {valid_file!r}.'
-  split = split_lines(lines, valid_fraction, train_file)
-  name = os.path.basename(train_file)
-  parts = {
-      'train': (f'{name}[lines 1:{split.cut}]', split.train_lines),
-      'valid': (
-          f'{name}[lines {split.cut + 1}:{len(lines)}]',
-          split.heldout_lines,
-      ),
-  }
-  return parts, split.describe(train_file, valid_fraction)
-
-
 def load_corpus(
     train_file: str,
     valid_file: Optional[str] = None,
@@ -379,7 +356,24 @@ def load_corpus(
         f'valid_file={valid_file!r}, valid_fraction='
         f'{valid_fraction!r}.'
     )
-  parts, split_note = _split_parts(train_file, valid_file, valid_fraction)
+  lines = read_lines(train_file)
+  if valid_file is not None:
+    parts = {
+        'train': (train_file, lines),
+        'valid': (valid_file, read_lines(valid_file)),
+    }
+    split_note = f'validation file {valid_file!r}.'
+  else:
+    split = split_lines(lines, valid_fraction, train_file)
+    name = os.path.basename(train_file)
+    parts = {
+        'train': (f'{name}[lines 1:{split.cut}]', split.train_lines),
+        'valid': (
+            f'{name}[lines {split.cut + 1}:{len(lines)}]',
+            split.heldout_lines,
+        ),
+    }
+    split_note = split.describe(train_file, valid_fraction)
   logging.info('WikiText split: %s', split_note)
   if test_file is not None:
     parts['test'] = (test_file, read_lines(test_file))
