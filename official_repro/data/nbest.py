@@ -129,8 +129,11 @@ def read_references(
         f'got {reference_format!r}.'
     )
   lines = text_files.read_lines(path, 'References file')
-  if reference_format == 'auto':
-    reference_format = _detect_reference_format(path, lines)
+  if reference_format == 'auto':  # 'trn' if named so or all trn at first.
+    content = [line for line in lines if line.strip()]
+    content = content[:_MAX_LINES_TO_DETECT_FORMAT]
+    is_trn = content and all(_TRN_LINE.match(line) for line in content)
+    reference_format = 'trn' if path.endswith('.trn') or is_trn else 'kaldi'
   references, first_line, malformed = {}, {}, []
   for line_number, line in enumerate(lines, start=1):
     if not line.strip():
@@ -473,17 +476,6 @@ def _read_tsv(path: str, collector: _NBestCollector):
           'finite number.'
       )
     collector.add(location, utterance_id.strip(), int(rank_text), text, score)
-
-
-def _detect_reference_format(path: str, lines: Sequence[str]) -> str:
-  """'trn' for a '.trn' name or all-trn first 100 lines, else 'kaldi'."""
-  content = [line for line in lines if line.strip()]
-  content = content[:_MAX_LINES_TO_DETECT_FORMAT]
-  if path.endswith('.trn') or (
-      content and all(_TRN_LINE.match(line) for line in content)
-  ):
-    return 'trn'
-  return 'kaldi'
 
 
 def _finite_float(text: str) -> Optional[float]:

@@ -11,7 +11,7 @@ truncated, so every word is scored once. Not reused: Model Garden's
 
 import dataclasses
 import re
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
@@ -160,7 +160,20 @@ def convert_to_features(
   all_words = (word for sentence in sentences for word in sentence.words)
   with vocab_lib.prefetched(tokenizer, all_words):
     rows = [row for sentence in sentences for row in encoder.rows(sentence)]
-  features = _stack_rows(rows, max_seq_length, special_ids, label_ids)
+  shape = (len(rows), max_seq_length)
+  features = dict(
+      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
+      input_mask=np.zeros(shape, np.int32),
+      input_type_ids=np.zeros(shape, np.int32),
+      label_ids=np.full(shape, label_ids[PAD_LABEL], np.int32),
+      label_weights=np.zeros(shape, np.float32),
+  )
+  for row, (token_ids, labels, weights) in enumerate(rows):
+    length = len(token_ids)
+    features['input_word_ids'][row, :length] = token_ids
+    features['input_mask'][row, :length] = 1
+    features['label_ids'][row, :length] = labels
+    features['label_weights'][row, :length] = weights
   report = FeatureReport(
       num_sentences=len(sentences), num_features=len(rows), **encoder.counts
   )
@@ -394,27 +407,3 @@ class _RowEncoder:
       weights += [1.0] + [0.0] * (len(piece_ids) - 1)
     token_ids.append(self._special_ids[vocab_lib.SEP_TOKEN])
     return token_ids, labels + [pad_label], weights + [0.0]
-
-
-def _stack_rows(
-    rows: Sequence[Tuple[List[int], List[int], List[float]]],
-    max_seq_length: int,
-    special_ids: Mapping[str, int],
-    label_ids: Mapping[str, int],
-) -> Dict[str, np.ndarray]:
-  """`[num_features, max_seq_length]` arrays of `_RowEncoder` rows, padded."""
-  shape = (len(rows), max_seq_length)
-  features = dict(
-      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
-      input_mask=np.zeros(shape, np.int32),
-      input_type_ids=np.zeros(shape, np.int32),
-      label_ids=np.full(shape, label_ids[PAD_LABEL], np.int32),
-      label_weights=np.zeros(shape, np.float32),
-  )
-  for row, (token_ids, labels, weights) in enumerate(rows):
-    length = len(token_ids)
-    features['input_word_ids'][row, :length] = token_ids
-    features['input_mask'][row, :length] = 1
-    features['label_ids'][row, :length] = labels
-    features['label_weights'][row, :length] = weights
-  return features

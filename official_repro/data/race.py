@@ -188,7 +188,25 @@ def _examples_from_record(
   rows = enumerate(zip(questions, options, answers))
   for index, (question, choices, answer) in rows:
     where = f'{path}, question index {index}'
-    _check_question(where, question, choices, answer)
+    if not isinstance(question, str):
+      raise RaceFormatError(
+          f'{where}: question must be a string, got '
+          f'{type(question).__name__}.'
+      )
+    if (
+        not isinstance(choices, list)
+        or len(choices) != NUM_CHOICES
+        or not all(isinstance(choice, str) for choice in choices)
+    ):
+      raise RaceFormatError(
+          f'{where}: expected a list of {NUM_CHOICES} option '
+          f'strings, got {choices!r}.'
+      )
+    if not isinstance(answer, str) or answer not in tuple(ANSWER_LETTERS):
+      raise RaceFormatError(
+          f'{where}: answer must be one letter of '
+          f'{ANSWER_LETTERS}, got {answer!r}.'
+      )
     label = ANSWER_LETTERS.index(answer)
     example = RaceExample(
         f'{file_id}-{index}', level, article, question, tuple(choices), label
@@ -196,29 +214,6 @@ def _examples_from_record(
     report.counts[f'cloze_questions/{level}'] += int(example.is_cloze)
     examples.append(example)
   return examples
-
-
-def _check_question(where: str, question: Any, choices: Any, answer: Any):
-  """Refuses a question that is not a string with 4 options and a letter."""
-  if not isinstance(question, str):
-    raise RaceFormatError(
-        f'{where}: question must be a string, got '
-        f'{type(question).__name__}.'
-    )
-  if (
-      not isinstance(choices, list)
-      or len(choices) != NUM_CHOICES
-      or not all(isinstance(choice, str) for choice in choices)
-  ):
-    raise RaceFormatError(
-        f'{where}: expected a list of {NUM_CHOICES} option '
-        f'strings, got {choices!r}.'
-    )
-  if not isinstance(answer, str) or answer not in tuple(ANSWER_LETTERS):
-    raise RaceFormatError(
-        f'{where}: answer must be one letter of '
-        f'{ANSWER_LETTERS}, got {answer!r}.'
-    )
 
 
 @dataclasses.dataclass
@@ -347,22 +342,6 @@ def _pack(
   return tokens, type_ids
 
 
-def _level_names(levels: np.ndarray) -> np.ndarray:
-  """`[N]` level names of names or ids, refusing unknown ones."""
-  if np.issubdtype(levels.dtype, np.integer):
-    if levels.min() < 0 or levels.max() >= len(LEVELS):
-      raise cli.UserError(
-          f'level ids must be in [0, {len(LEVELS)}), got '
-          f'{sorted(set(levels.tolist()))}.'
-      )
-    return np.asarray(LEVELS)[levels]
-  level_names = levels.astype(str)
-  unknown = sorted(set(level_names.tolist()) - set(LEVELS))
-  if unknown:
-    raise cli.UserError(f'Unknown levels {unknown}; expected {LEVELS}.')
-  return level_names
-
-
 def accuracy_by_level(
     predictions: np.ndarray, labels: np.ndarray, levels: np.ndarray
 ) -> Dict[str, float]:
@@ -379,7 +358,19 @@ def accuracy_by_level(
     )
   if not predictions.size:
     raise cli.UserError('accuracy_by_level needs at least one example.')
-  level_names = _level_names(levels)
+  # `levels` are names or ids; unknown ones are refused.
+  if np.issubdtype(levels.dtype, np.integer):
+    if levels.min() < 0 or levels.max() >= len(LEVELS):
+      raise cli.UserError(
+          f'level ids must be in [0, {len(LEVELS)}), got '
+          f'{sorted(set(levels.tolist()))}.'
+      )
+    level_names = np.asarray(LEVELS)[levels]
+  else:
+    level_names = levels.astype(str)
+  unknown = sorted(set(level_names.tolist()) - set(LEVELS))
+  if unknown:
+    raise cli.UserError(f'Unknown levels {unknown}; expected {LEVELS}.')
   correct = predictions == labels
   accuracy = {}
   for level in LEVELS:

@@ -398,8 +398,7 @@ def extract_answers(
         f'{n_best_size} and {max_answer_length}.'
     )
   start_logits, end_logits = np.asarray(start_logits), np.asarray(end_logits)
-  _check_logits(features_metadata, start_logits, end_logits)
-  _check_features_cover(examples, features_metadata)
+  _check_outputs(examples, features_metadata, start_logits, end_logits)
   results = [
       _RawResult(feature.unique_id, start.tolist(), end.tolist())
       for feature, start, end in zip(
@@ -444,12 +443,13 @@ def _predict_empty_without_span(
     )
 
 
-def _check_logits(
+def _check_outputs(
+    examples: Sequence[SquadExample],
     features_metadata: Sequence[FeatureMetadata],
     start_logits: np.ndarray,
     end_logits: np.ndarray,
 ) -> None:
-  """Refuses logits other than `[N, >= longest window]`."""
+  """Refuses logits not `[N, >= longest window]`, unknown or unfed examples."""
   longest_window = max((len(f.tokens) for f in features_metadata), default=0)
   num = len(features_metadata)
   named_logits = dict(start_logits=start_logits, end_logits=end_logits)
@@ -460,13 +460,6 @@ def _check_logits(
           f'{name} must be [num_features={num}, '
           f'seq_length>={longest_window}], got shape {shape}.'
       )
-
-
-def _check_features_cover(
-    examples: Sequence[SquadExample],
-    features_metadata: Sequence[FeatureMetadata],
-) -> None:
-  """Refuses features of unknown examples, and examples without features."""
   example_indices = {f.example_index for f in features_metadata}
   if any(index < 0 or index >= len(examples) for index in example_indices):
     raise cli.UserError(
