@@ -154,7 +154,20 @@ def convert_to_features(
         f'max_seq_length must be >= 3 ([CLS] word [SEP]), got '
         f'{max_seq_length}.'
     )
-  label_ids = _label_ids(label_list)
+  label_ids = {}
+  for index, label in enumerate(label_list):
+    if label in label_ids:
+      raise cli.UserError(
+          f'label_list has {label!r} twice (at '
+          f'{label_ids[label]} and {index}).'
+      )
+    label_ids[label] = index
+  for label in (PAD_LABEL, CONTINUATION_LABEL):
+    if label not in label_ids:
+      raise cli.UserError(
+          f'label_list lacks the extra label {label!r}; build it '
+          'with build_label_list.'
+      )
   special_ids = vocab_lib.finetuning_token_ids(tokenizer, vocab_lib.UNK_TOKEN)
   encoder = _RowEncoder(tokenizer, special_ids, label_ids, max_seq_length)
   all_words = (word for sentence in sentences for word in sentence.words)
@@ -318,40 +331,6 @@ def _split_treebank_token(token: str) -> Optional[Tuple[str, str]]:
   return match and (match.group(1).replace('\\/', '/'), match.group(2))
 
 
-def _label_ids(label_list: Sequence[str]) -> Dict[str, int]:
-  """Maps label -> index, checking the extra labels are there, no duplicates."""
-  label_ids = {}
-  for index, label in enumerate(label_list):
-    if label in label_ids:
-      raise cli.UserError(
-          f'label_list has {label!r} twice (at '
-          f'{label_ids[label]} and {index}).'
-      )
-    label_ids[label] = index
-  for label in (PAD_LABEL, CONTINUATION_LABEL):
-    if label not in label_ids:
-      raise cli.UserError(
-          f'label_list lacks the extra label {label!r}; build it '
-          'with build_label_list.'
-      )
-  return label_ids
-
-
-def _chunk_words(
-    piece_counts: Sequence[int], capacity: int
-) -> List[Tuple[int, int]]:
-  """Greedy `[start, end)` word ranges whose pieces fit (one for no words)."""
-  chunks = []
-  start, used = 0, 0
-  for index, count in enumerate(piece_counts):
-    if used + count > capacity:
-      chunks.append((start, index))
-      start, used = index, 0
-    used += count
-  chunks.append((start, len(piece_counts)))
-  return chunks
-
-
 class _RowEncoder:
   """Encodes sentences into unpadded `[CLS] pieces [SEP]` rows, counting."""
 
@@ -368,7 +347,15 @@ class _RowEncoder:
     """(token ids, label ids, weights) rows of a sentence, cut between words."""
     words = self._encode_words(sentence)
     self.counts['num_words'] += len(words)
-    chunks = _chunk_words([len(ids) for ids, _ in words], self._capacity)
+    # Greedy `[start, end)` word ranges whose pieces fit (one for no words).
+    chunks = []
+    start, used = 0, 0
+    for index, count in enumerate(len(ids) for ids, _ in words):
+      if used + count > self._capacity:
+        chunks.append((start, index))
+        start, used = index, 0
+      used += count
+    chunks.append((start, len(words)))
     self.counts['num_split_sentences'] += int(len(chunks) > 1)
     return [self._encode_row(words[start:end]) for start, end in chunks]
 

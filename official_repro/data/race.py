@@ -270,7 +270,13 @@ def convert_to_features(
       num_examples=len(examples), num_sequences=len(examples) * NUM_CHOICES
   )
   article_text, article_tokens = None, []
-  with vocab_lib.prefetched(tokenizer, _texts(examples, fill_blank)):
+  texts = [example.article for example in examples] + [
+      text
+      for example in examples
+      for option in example.options
+      for text in _segment_b_texts(example.question, option, fill_blank)
+  ]
+  with vocab_lib.prefetched(tokenizer, texts):
     for row, example in enumerate(examples):
       if example.article != article_text:  # Questions of a file share it.
         article_text = example.article
@@ -291,16 +297,6 @@ def convert_to_features(
         features['input_type_ids'][row, choice, : len(ids)] = type_ids
   logging.info('RACE features: %s', report.as_dict())
   return features, report
-
-
-def _texts(examples: Sequence[RaceExample], fill_blank: bool) -> List[str]:
-  """Every text `convert_to_features` tokenizes."""
-  texts = []
-  for example in examples:
-    texts.append(example.article)
-    for option in example.options:
-      texts += _segment_b_texts(example.question, option, fill_blank)
-  return texts
 
 
 def _segment_b_texts(question: str, option: str, fill_blank: bool) -> List[str]:

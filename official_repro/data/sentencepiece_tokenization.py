@@ -15,7 +15,7 @@ import base64
 import functools
 import io
 import unicodedata
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import sentencepiece
 from sentencepiece import sentencepiece_model_pb2
@@ -257,7 +257,20 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
       for token in tokenizer.get('added_tokens', [])
       if token.get('special')
   }
-  _add_pieces(proto, model, special)
+  # The Unigram model's pieces and scores, typed.
+  piece_type = sentencepiece_model_pb2.ModelProto.SentencePiece
+  for index, (piece, score) in enumerate(model['vocab']):
+    ends_in_digit_comma = piece[-2:-1].isdigit() and piece.endswith(',')
+    if score <= _DIGIT_COMMA_PENALTY and ends_in_digit_comma:
+      score -= _DIGIT_COMMA_PENALTY  # Hugging Face's AlbertConverter's
+    entry = proto.pieces.add(piece=piece, score=score)
+    if index == model['unk_id']:
+      entry.type = piece_type.UNKNOWN
+    elif index in special:
+      entry.type = piece_type.CONTROL
+    elif score == 0.0:
+      # The trainer scores user-defined pieces 0, learned ones below.
+      entry.type = piece_type.USER_DEFINED
   # Model type, size and special piece ids, for the Unigram model.
   proto.trainer_spec.model_type = sentencepiece_model_pb2.TrainerSpec.UNIGRAM
   proto.trainer_spec.vocab_size = len(model['vocab'])
@@ -273,23 +286,6 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
     )
   proto.normalizer_spec.precompiled_charsmap = base64.b64decode(charsmap[0])
   return proto.SerializeToString()
-
-
-def _add_pieces(proto, model: Dict[str, Any], special: Set[int]) -> None:
-  """The Unigram model's pieces and scores, typed, into `proto.pieces`."""
-  piece_type = sentencepiece_model_pb2.ModelProto.SentencePiece
-  for index, (piece, score) in enumerate(model['vocab']):
-    ends_in_digit_comma = piece[-2:-1].isdigit() and piece.endswith(',')
-    if score <= _DIGIT_COMMA_PENALTY and ends_in_digit_comma:
-      score -= _DIGIT_COMMA_PENALTY  # Hugging Face's AlbertConverter's
-    entry = proto.pieces.add(piece=piece, score=score)
-    if index == model['unk_id']:
-      entry.type = piece_type.UNKNOWN
-    elif index in special:
-      entry.type = piece_type.CONTROL
-    elif score == 0.0:
-      # The trainer scores user-defined pieces 0, learned ones below.
-      entry.type = piece_type.USER_DEFINED
 
 
 # Hugging Face's `AlbertConverter` (and `XLNetConverter`) lower the score of
