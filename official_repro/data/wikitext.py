@@ -153,16 +153,9 @@ class Vocabulary:
   """Word <-> id map: `EOS` = 0, `UNK` = 1, then by count (ties by word)."""
 
   def __init__(self, words: Sequence[str]):
-    """`words` start with `EOS`, `UNK` and do not repeat (else ValueError)."""
-    if tuple(words[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
-      raise cli.UserError(
-          f'A vocabulary must start with {SPECIAL_TOKENS}, got '
-          f'{tuple(words[:len(SPECIAL_TOKENS)])}.'
-      )
+    """`words`: `SPECIAL_TOKENS`, then distinct words (as `build` makes)."""
     self._words = list(words)
     self._ids = {word: i for i, word in enumerate(self._words)}
-    if len(self._ids) != len(self._words):
-      raise cli.UserError('A vocabulary must not repeat words.')
     self.build_stats: Dict[str, int] = {}
 
   @classmethod
