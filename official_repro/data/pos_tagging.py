@@ -357,7 +357,19 @@ class _RowEncoder:
       used += count
     chunks.append((start, len(words)))
     self.counts['num_split_sentences'] += int(len(chunks) > 1)
-    return [self._encode_row(words[start:end]) for start, end in chunks]
+    pad_label = self._label_ids[PAD_LABEL]
+    continuation_label = self._label_ids[CONTINUATION_LABEL]
+    rows = []
+    for start, end in chunks:
+      token_ids = [self._special_ids[vocab_lib.CLS_TOKEN]]
+      labels, weights = [pad_label], [0.0]
+      for piece_ids, tag_id in words[start:end]:
+        token_ids.extend(piece_ids)
+        labels += [tag_id] + [continuation_label] * (len(piece_ids) - 1)
+        weights += [1.0] + [0.0] * (len(piece_ids) - 1)
+      token_ids.append(self._special_ids[vocab_lib.SEP_TOKEN])
+      rows.append((token_ids, labels + [pad_label], weights + [0.0]))
+    return rows
 
   def _encode_words(
       self, sentence: TaggedSentence
@@ -382,15 +394,3 @@ class _RowEncoder:
       ids = self._tokenizer.convert_tokens_to_ids(pieces)
       words.append((ids, self._label_ids[tag]))
     return words
-
-  def _encode_row(self, words: Sequence[Tuple[List[int], int]]):
-    pad_label = self._label_ids[PAD_LABEL]
-    continuation_label = self._label_ids[CONTINUATION_LABEL]
-    token_ids = [self._special_ids[vocab_lib.CLS_TOKEN]]
-    labels, weights = [pad_label], [0.0]
-    for piece_ids, tag_id in words:
-      token_ids.extend(piece_ids)
-      labels += [tag_id] + [continuation_label] * (len(piece_ids) - 1)
-      weights += [1.0] + [0.0] * (len(piece_ids) - 1)
-    token_ids.append(self._special_ids[vocab_lib.SEP_TOKEN])
-    return token_ids, labels + [pad_label], weights + [0.0]

@@ -11,7 +11,7 @@ applies the SQuAD 2.0 null threshold, which is left to the caller here.
 
 import dataclasses
 import math
-from typing import AbstractSet, Any, Dict, Iterator, List, Mapping, NamedTuple
+from typing import AbstractSet, Any, Dict, Iterator, List, NamedTuple
 from typing import Sequence, Tuple, Type, Union
 
 from absl import logging
@@ -415,17 +415,7 @@ def extract_answers(
       version_2_with_negative,
       null_score_diff_threshold=math.inf,
   )
-  _predict_empty_without_span(predictions, nbest)
-  return (
-      dict(predictions),
-      {qid: float(diff) for qid, diff in null_score_diffs.items()},
-  )
-
-
-def _predict_empty_without_span(
-    predictions: Dict[str, str], nbest: Mapping[str, Any]
-) -> None:
-  """'' for the questions Model Garden found no valid span for."""
+  # '' for the questions Model Garden found no valid span for.
   no_span_ids = [
       qid
       for qid, entries in nbest.items()
@@ -441,6 +431,10 @@ def _predict_empty_without_span(
         len(no_span_ids),
         ', '.join(no_span_ids[:_MAX_LOGGED_IDS]),
     )
+  return (
+      dict(predictions),
+      {qid: float(diff) for qid, diff in null_score_diffs.items()},
+  )
 
 
 def _check_outputs(
