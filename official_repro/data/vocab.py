@@ -459,24 +459,17 @@ class SentenceTokenizer:
   ) -> List[List[int]]:
     """One list of ids per sentence (empty for one with no tokens).
 
-    Batches of `batch_size` go through `tf.data`; `progress_label` ('' none)
-    logs progress.
+    Batches of `batch_size` go through the traced tokenizer in turn (a
+    `tf.data` pipeline would cost more to build than a short list takes);
+    `progress_label` ('' none) logs progress.
     """
     reporter = progress.Progress(len(sentences), progress_label, 'sentences')
-    dataset = (
-        tf.data.Dataset.from_tensor_slices(
-            tf.constant(list(sentences), tf.string)
-        )
-        .batch(self._batch_size)
-        .map(
-            self._tokenize,
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,
-        )
-        .prefetch(tf.data.AUTOTUNE)
-    )
     ids = []
-    for flat_ids, lengths in dataset.as_numpy_iterator():
+    for begin in range(0, len(sentences), self._batch_size):
+      batch = tf.constant(
+          list(sentences[begin : begin + self._batch_size]), tf.string
+      )
+      flat_ids, lengths = (t.numpy() for t in self._tokenize(batch))
       rows = np.split(flat_ids, np.cumsum(lengths)[:-1])
       ids.extend(row.tolist() for row in rows)
       reporter.advance(len(lengths))
