@@ -23,11 +23,6 @@ from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
 
 _BOM = '\ufeff'
-_SPECIAL_TOKENS = (
-    vocab_lib.CLS_TOKEN,
-    vocab_lib.SEP_TOKEN,
-    vocab_lib.PAD_TOKEN,
-)
 
 ColumnKey = Union[str, int]
 Label = Union[int, float]
@@ -292,11 +287,16 @@ def convert_examples_to_features(
         f'max_seq_length must be >= 3 to hold [CLS] and two '
         f'[SEP], got {max_seq_length}.'
     )
-  label_dtype = _label_dtype(examples)
-  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
+  kinds = {isinstance(example.label, float) for example in examples}
+  if len(kinds) > 1:
+    raise cli.UserError(
+        'Examples mix int (classification) and float (regression) labels.'
+    )
+  special_ids = vocab_lib.finetuning_token_ids(tokenizer)
   features, num_truncated = _input_arrays(
       examples, tokenizer, special_ids, max_seq_length
   )
+  label_dtype = np.float32 if kinds.pop() else np.int32
   features['label_ids'] = np.array([e.label for e in examples], label_dtype)
   report = FeatureReport(len(examples), num_truncated)
   logging.info(
@@ -342,16 +342,6 @@ def _input_arrays(
       features['input_mask'][row, : len(ids)] = 1
       features['input_type_ids'][row, : len(ids)] = type_ids
   return features, num_truncated
-
-
-def _label_dtype(examples: Sequence[GlueExample]) -> type:
-  """int32 for class ids, float32 for scores; ValueError when mixed."""
-  kinds = {isinstance(example.label, float) for example in examples}
-  if len(kinds) > 1:
-    raise cli.UserError(
-        'Examples mix int (classification) and float (regression) labels.'
-    )
-  return np.float32 if kinds.pop() else np.int32
 
 
 def _truncate(

@@ -103,8 +103,12 @@ def read_nbest(
     )
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'N-best path not found: {path}')
-  if nbest_format == 'auto':
-    nbest_format = _detect_nbest_format(path)
+  if nbest_format == 'auto' and tf.io.gfile.isdir(path):
+    nbest_format = 'espnet'
+  elif nbest_format == 'auto':  # 'json' if the file starts with '{'.
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      start = f.read(4096).removeprefix(b'\xef\xbb\xbf')
+    nbest_format = 'json' if start.lstrip().startswith(b'{') else 'tsv'
   collector = _NBestCollector(path, lower_case)
   read = {'espnet': _read_espnet, 'json': _read_mlm_scoring_json}.get(
       nbest_format, _read_tsv
@@ -125,8 +129,11 @@ def read_references(
         f'got {reference_format!r}.'
     )
   lines = text_files.read_lines(path, 'References file')
-  if reference_format == 'auto':
-    reference_format = _detect_reference_format(path, lines)
+  if reference_format == 'auto':  # 'trn' if named so or all trn at first.
+    content = [line for line in lines if line.strip()]
+    content = content[:_MAX_LINES_TO_DETECT_FORMAT]
+    is_trn = content and all(_TRN_LINE.match(line) for line in content)
+    reference_format = 'trn' if path.endswith('.trn') or is_trn else 'kaldi'
   references, first_line, malformed = {}, {}, []
   for line_number, line in enumerate(lines, start=1):
     if not line.strip():
@@ -167,7 +174,12 @@ def match_references(
     references_path: str = '',
 ) -> List[str]:
   """Each list's reference: by id, or ending a `<speaker>-<utt-id>` id."""
-  by_suffix = _ids_by_suffix(references)
+  by_suffix = {}  # Reference ids by each of their ends after a '-'.
+  for reference_id in references:
+    for position, character in enumerate(reference_id[:-1]):
+      if character == '-':
+        suffix = reference_id[position + 1 :]
+        by_suffix.setdefault(suffix, []).append(reference_id)
   matched, missing = [], []
   for nbest_list in nbest_lists:
     utterance_id = nbest_list.utterance_id
@@ -194,17 +206,6 @@ def match_references(
         'utterances out changes the WER.'
     )
   return matched
-
-
-def _ids_by_suffix(references: Mapping[str, str]) -> Dict[str, List[str]]:
-  """Reference ids by each of their ends after a '-'."""
-  by_suffix = {}
-  for reference_id in references:
-    for position, character in enumerate(reference_id[:-1]):
-      if character == '-':
-        suffix = reference_id[position + 1 :]
-        by_suffix.setdefault(suffix, []).append(reference_id)
-  return by_suffix
 
 
 class _NBestCollector:
@@ -287,39 +288,37 @@ def _read_espnet(path: str, collector: _NBestCollector):
         f"{path}: no N-best directories; expected ESPnet's 1best_recog/, "
         '2best_recog/, ... each holding `text` and `score`.'
     )
-  for rank in sorted(ranks):
-    _read_espnet_rank(ranks[rank], rank, collector)
-
-
-def _read_espnet_rank(directory: str, rank: int, collector: _NBestCollector):
-  """Reads one `<rank>best_recog/` directory's hypotheses and scores."""
-  score_path, text_path = _join(directory, 'score'), _join(directory, 'text')
-  scores = _read_espnet_scores(score_path, collector)
-  components_path = _join(directory, 'scores')
-  components = {}
-  if tf.io.gfile.exists(components_path):
-    components = _read_espnet_components(components_path, collector)
-  texts = {}
-  hypothesis_lines = _id_lines(text_path, 'ESPnet hypothesis file')
-  for line_number, location, [utterance_id, *text] in hypothesis_lines:
-    if utterance_id in texts:
-      raise cli.UserError(
-          f'{location}: utterance {utterance_id!r} was already given at '
-          f'line {texts[utterance_id]}; expected each utterance once per '
-          'rank.'
-      )
-    texts[utterance_id] = line_number
-    if utterance_id not in scores:
-      problem = f'no score for {utterance_id!r} in {score_path}'
-      collector.skip(location, problem + '; hypothesis skipped')
-      continue
-    score, _ = scores[utterance_id]
-    hypothesis = (rank, ''.join(text), score, components.get(utterance_id))
-    collector.add(location, utterance_id, *hypothesis)
-  for utterance_id, (_, line_number) in scores.items():
-    if utterance_id not in texts:
-      problem = f'score of {utterance_id!r} has no hypothesis in {text_path}'
-      collector.skip(f'{score_path} line {line_number}', problem + '; ignored')
+  for rank in sorted(ranks):  # Each `<rank>best_recog/` directory.
+    directory = ranks[rank]
+    score_path, text_path = _join(directory, 'score'), _join(directory, 'text')
+    scores = _read_espnet_scores(score_path, collector)
+    components_path = _join(directory, 'scores')
+    components = {}
+    if tf.io.gfile.exists(components_path):
+      components = _read_espnet_components(components_path, collector)
+    texts = {}
+    hypothesis_lines = _id_lines(text_path, 'ESPnet hypothesis file')
+    for line_number, location, [utterance_id, *text] in hypothesis_lines:
+      if utterance_id in texts:
+        raise cli.UserError(
+            f'{location}: utterance {utterance_id!r} was already given at '
+            f'line {texts[utterance_id]}; expected each utterance once per '
+            'rank.'
+        )
+      texts[utterance_id] = line_number
+      if utterance_id not in scores:
+        problem = f'no score for {utterance_id!r} in {score_path}'
+        collector.skip(location, problem + '; hypothesis skipped')
+        continue
+      score, _ = scores[utterance_id]
+      hypothesis = (rank, ''.join(text), score, components.get(utterance_id))
+      collector.add(location, utterance_id, *hypothesis)
+    for utterance_id, (_, line_number) in scores.items():
+      if utterance_id not in texts:
+        problem = f'score of {utterance_id!r} has no hypothesis in {text_path}'
+        collector.skip(
+            f'{score_path} line {line_number}', problem + '; ignored'
+        )
 
 
 def _id_lines(
@@ -396,13 +395,22 @@ def _read_mlm_scoring_json(
       continue
     for key, value in entry.items():
       key_location = f'{location} key {key!r}'
-      if key == 'ref':
-        if isinstance(value, str):
-          references[utterance_id] = value
-        else:
-          collector.skip(key_location, 'expected a string; reference ignored')
+      rank = _JSON_HYPOTHESIS_KEY.match(key)
+      fields = value if isinstance(value, dict) else {}
+      score = _espnet_number(fields.get('score'))
+      if key == 'ref' and isinstance(value, str):
+        references[utterance_id] = value
+      elif key == 'ref':
+        collector.skip(key_location, 'expected a string; reference ignored')
+      elif not rank:
+        problem = 'expected "ref" or "hyp_<N>" (N >= 1); ignored'
+        collector.skip(key_location, problem)
+      elif score is None or not isinstance(fields.get('text'), str):
+        expected = '{"score": <finite number>, "text": <string>}'
+        collector.skip(key_location, f'expected {expected}; hypothesis skipped')
       else:
-        _add_json_hypothesis(key_location, utterance_id, key, value, collector)
+        hypothesis = (int(rank.group(1)), fields['text'], score)
+        collector.add(key_location, utterance_id, *hypothesis)
   return references
 
 
@@ -437,29 +445,6 @@ def _load_json_object(path: str) -> Dict[str, Any]:
   return content
 
 
-def _add_json_hypothesis(
-    location: str,
-    utterance_id: str,
-    key: str,
-    value: Any,
-    collector: _NBestCollector,
-):
-  """Adds a `hyp_<N>` entry, or skips one that is not."""
-  match = _JSON_HYPOTHESIS_KEY.match(key)
-  if not match:
-    collector.skip(location, 'expected "ref" or "hyp_<N>" (N >= 1); ignored')
-    return
-  value = value if isinstance(value, dict) else {}
-  score = _espnet_number(value.get('score'))
-  if score is None or not isinstance(value.get('text'), str):
-    expected = '{"score": <finite number>, "text": <string>}'
-    collector.skip(location, f'expected {expected}; hypothesis skipped')
-    return
-  collector.add(
-      location, utterance_id, int(match.group(1)), value['text'], score
-  )
-
-
 def _read_tsv(path: str, collector: _NBestCollector):
   """Reads `utt_id<TAB>rank<TAB>first_pass_score<TAB>text` lines."""
   lines = text_files.read_lines(path, 'N-best TSV file')
@@ -491,26 +476,6 @@ def _read_tsv(path: str, collector: _NBestCollector):
           'finite number.'
       )
     collector.add(location, utterance_id.strip(), int(rank_text), text, score)
-
-
-def _detect_nbest_format(path: str) -> str:
-  """'espnet' for a directory, 'json' if the file starts with '{', or 'tsv'."""
-  if tf.io.gfile.isdir(path):
-    return 'espnet'
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    start = f.read(4096).removeprefix(b'\xef\xbb\xbf')
-  return 'json' if start.lstrip().startswith(b'{') else 'tsv'
-
-
-def _detect_reference_format(path: str, lines: Sequence[str]) -> str:
-  """'trn' for a '.trn' name or all-trn first 100 lines, else 'kaldi'."""
-  content = [line for line in lines if line.strip()]
-  content = content[:_MAX_LINES_TO_DETECT_FORMAT]
-  if path.endswith('.trn') or (
-      content and all(_TRN_LINE.match(line) for line in content)
-  ):
-    return 'trn'
-  return 'kaldi'
 
 
 def _finite_float(text: str) -> Optional[float]:

@@ -11,7 +11,7 @@ truncated, so every word is scored once. Not reused: Model Garden's
 
 import dataclasses
 import re
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
@@ -27,12 +27,6 @@ DOCSTART = '-DOCSTART-'
 FILE_FORMATS = ('auto', 'conll', 'treebank')
 
 _CHUNK_BRACKETS = ('[', ']')
-_SPECIAL_TOKENS = (
-    vocab_lib.CLS_TOKEN,
-    vocab_lib.SEP_TOKEN,
-    vocab_lib.PAD_TOKEN,
-    vocab_lib.UNK_TOKEN,
-)
 # The word is everything up to the last '/' that is not escaped as '\/'.
 _TREEBANK_TOKEN = re.compile(r'^(.*[^\\])/([^/]+)$')
 _MAX_LINES_TO_DETECT_FORMAT = 100
@@ -111,21 +105,17 @@ def read_tagged_sentences(
   report.file_format = file_format
   report.num_records = sum(1 for line in lines if line.strip())
   report.num_examples = len(parser.sentences)
-  if not parser.sentences:
-    _raise_nothing_read(path, file_format, report)
-  report.log('POS tagging')
-  return parser.sentences, report
-
-
-def _raise_nothing_read(path, file_format, report) -> None:
-  if report.malformed:
+  if not parser.sentences and report.malformed:
     first = report.malformed[0]
     raise cli.UserError(
         f'{path}: no tagged sentence could be read as {file_format}; all '
         f'{report.num_malformed} tagged lines/tokens are malformed, the '
         f'first at line {first.line_number}: {first.reason}'
     )
-  raise cli.UserError(f'{path}: no tagged sentence found; the file is empty.')
+  if not parser.sentences:
+    raise cli.UserError(f'{path}: no tagged sentence found; the file is empty.')
+  report.log('POS tagging')
+  return parser.sentences, report
 
 
 def build_label_list(sentences: Iterable[TaggedSentence]) -> Tuple[str, ...]:
@@ -164,17 +154,64 @@ def convert_to_features(
         f'max_seq_length must be >= 3 ([CLS] word [SEP]), got '
         f'{max_seq_length}.'
     )
-  label_ids = _label_ids(label_list)
-  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, _SPECIAL_TOKENS)
+  label_ids = {}
+  for index, label in enumerate(label_list):
+    if label in label_ids:
+      raise cli.UserError(
+          f'label_list has {label!r} twice (at '
+          f'{label_ids[label]} and {index}).'
+      )
+    label_ids[label] = index
+  for label in (PAD_LABEL, CONTINUATION_LABEL):
+    if label not in label_ids:
+      raise cli.UserError(
+          f'label_list lacks the extra label {label!r}; build it '
+          'with build_label_list.'
+      )
+  special_ids = vocab_lib.finetuning_token_ids(tokenizer, vocab_lib.UNK_TOKEN)
   encoder = _RowEncoder(tokenizer, special_ids, label_ids, max_seq_length)
   all_words = (word for sentence in sentences for word in sentence.words)
   with vocab_lib.prefetched(tokenizer, all_words):
     rows = [row for sentence in sentences for row in encoder.rows(sentence)]
-  features = _stack_rows(rows, max_seq_length, special_ids, label_ids)
+  shape = (len(rows), max_seq_length)
+  features = dict(
+      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
+      input_mask=np.zeros(shape, np.int32),
+      input_type_ids=np.zeros(shape, np.int32),
+      label_ids=np.full(shape, label_ids[PAD_LABEL], np.int32),
+      label_weights=np.zeros(shape, np.float32),
+  )
+  for row, (token_ids, labels, weights) in enumerate(rows):
+    length = len(token_ids)
+    features['input_word_ids'][row, :length] = token_ids
+    features['input_mask'][row, :length] = 1
+    features['label_ids'][row, :length] = labels
+    features['label_weights'][row, :length] = weights
   report = FeatureReport(
       num_sentences=len(sentences), num_features=len(rows), **encoder.counts
   )
-  _log_feature_report(report)
+  logging.info(
+      'Converted %d sentences (%d words) into %d features.',
+      report.num_sentences,
+      report.num_words,
+      report.num_features,
+  )
+  if report.num_split_sentences:
+    logging.info(
+        '%d sentences were longer than one feature and continue in the next.',
+        report.num_split_sentences,
+    )
+  if report.num_empty_words:
+    logging.warning(
+        '%d words tokenized to no piece and were fed as [UNK].',
+        report.num_empty_words,
+    )
+  if report.num_truncated_words:
+    logging.warning(
+        '%d words had more pieces than fit in a feature; their '
+        'extra continuation pieces were dropped.',
+        report.num_truncated_words,
+    )
   return features, report
 
 
@@ -294,57 +331,6 @@ def _split_treebank_token(token: str) -> Optional[Tuple[str, str]]:
   return match and (match.group(1).replace('\\/', '/'), match.group(2))
 
 
-def _label_ids(label_list: Sequence[str]) -> Dict[str, int]:
-  """Maps label -> index, checking the extra labels are there, no duplicates."""
-  label_ids = {}
-  for index, label in enumerate(label_list):
-    if label in label_ids:
-      raise cli.UserError(
-          f'label_list has {label!r} twice (at '
-          f'{label_ids[label]} and {index}).'
-      )
-    label_ids[label] = index
-  for label in (PAD_LABEL, CONTINUATION_LABEL):
-    if label not in label_ids:
-      raise cli.UserError(
-          f'label_list lacks the extra label {label!r}; build it '
-          'with build_label_list.'
-      )
-  return label_ids
-
-
-def _tag_id(
-    label_ids: Mapping[str, int],
-    sentence: TaggedSentence,
-    word_index: int,
-    tag: str,
-) -> int:
-  """The label id of a word's tag; unknown and reserved tags are errors."""
-  if tag in label_ids and tag not in (PAD_LABEL, CONTINUATION_LABEL):
-    return label_ids[tag]
-  raise cli.UserError(
-      f'{sentence.location} (sentence starting there), word '
-      f'{word_index + 1} {sentence.words[word_index]!r}: tag {tag!r} is not '
-      f'a POS tag of label_list ({len(label_ids) - 2} tags from the training '
-      'data); rebuild the label list from all splits or fix the file.'
-  )
-
-
-def _chunk_words(
-    piece_counts: Sequence[int], capacity: int
-) -> List[Tuple[int, int]]:
-  """Greedy `[start, end)` word ranges whose pieces fit (one for no words)."""
-  chunks = []
-  start, used = 0, 0
-  for index, count in enumerate(piece_counts):
-    if used + count > capacity:
-      chunks.append((start, index))
-      start, used = index, 0
-    used += count
-  chunks.append((start, len(piece_counts)))
-  return chunks
-
-
 class _RowEncoder:
   """Encodes sentences into unpadded `[CLS] pieces [SEP]` rows, counting."""
 
@@ -361,9 +347,29 @@ class _RowEncoder:
     """(token ids, label ids, weights) rows of a sentence, cut between words."""
     words = self._encode_words(sentence)
     self.counts['num_words'] += len(words)
-    chunks = _chunk_words([len(ids) for ids, _ in words], self._capacity)
+    # Greedy `[start, end)` word ranges whose pieces fit (one for no words).
+    chunks = []
+    start, used = 0, 0
+    for index, count in enumerate(len(ids) for ids, _ in words):
+      if used + count > self._capacity:
+        chunks.append((start, index))
+        start, used = index, 0
+      used += count
+    chunks.append((start, len(words)))
     self.counts['num_split_sentences'] += int(len(chunks) > 1)
-    return [self._encode_row(words[start:end]) for start, end in chunks]
+    pad_label = self._label_ids[PAD_LABEL]
+    continuation_label = self._label_ids[CONTINUATION_LABEL]
+    rows = []
+    for start, end in chunks:
+      token_ids = [self._special_ids[vocab_lib.CLS_TOKEN]]
+      labels, weights = [pad_label], [0.0]
+      for piece_ids, tag_id in words[start:end]:
+        token_ids.extend(piece_ids)
+        labels += [tag_id] + [continuation_label] * (len(piece_ids) - 1)
+        weights += [1.0] + [0.0] * (len(piece_ids) - 1)
+      token_ids.append(self._special_ids[vocab_lib.SEP_TOKEN])
+      rows.append((token_ids, labels + [pad_label], weights + [0.0]))
+    return rows
 
   def _encode_words(
       self, sentence: TaggedSentence
@@ -378,67 +384,13 @@ class _RowEncoder:
       if len(pieces) > self._capacity:
         pieces = pieces[: self._capacity]
         self.counts['num_truncated_words'] += 1
-      tag_id = _tag_id(self._label_ids, sentence, index, tag)
-      words.append((self._tokenizer.convert_tokens_to_ids(pieces), tag_id))
+      if tag not in self._label_ids or tag in (PAD_LABEL, CONTINUATION_LABEL):
+        raise cli.UserError(
+            f'{sentence.location} (sentence starting there), word '
+            f'{index + 1} {word!r}: tag {tag!r} is not a POS tag of '
+            f'label_list ({len(self._label_ids) - 2} tags from the training '
+            'data); rebuild the label list from all splits or fix the file.'
+        )
+      ids = self._tokenizer.convert_tokens_to_ids(pieces)
+      words.append((ids, self._label_ids[tag]))
     return words
-
-  def _encode_row(self, words: Sequence[Tuple[List[int], int]]):
-    pad_label = self._label_ids[PAD_LABEL]
-    continuation_label = self._label_ids[CONTINUATION_LABEL]
-    token_ids = [self._special_ids[vocab_lib.CLS_TOKEN]]
-    labels, weights = [pad_label], [0.0]
-    for piece_ids, tag_id in words:
-      token_ids.extend(piece_ids)
-      labels += [tag_id] + [continuation_label] * (len(piece_ids) - 1)
-      weights += [1.0] + [0.0] * (len(piece_ids) - 1)
-    token_ids.append(self._special_ids[vocab_lib.SEP_TOKEN])
-    return token_ids, labels + [pad_label], weights + [0.0]
-
-
-def _stack_rows(
-    rows: Sequence[Tuple[List[int], List[int], List[float]]],
-    max_seq_length: int,
-    special_ids: Mapping[str, int],
-    label_ids: Mapping[str, int],
-) -> Dict[str, np.ndarray]:
-  """`[num_features, max_seq_length]` arrays of `_RowEncoder` rows, padded."""
-  shape = (len(rows), max_seq_length)
-  features = dict(
-      input_word_ids=np.full(shape, special_ids[vocab_lib.PAD_TOKEN], np.int32),
-      input_mask=np.zeros(shape, np.int32),
-      input_type_ids=np.zeros(shape, np.int32),
-      label_ids=np.full(shape, label_ids[PAD_LABEL], np.int32),
-      label_weights=np.zeros(shape, np.float32),
-  )
-  for row, (token_ids, labels, weights) in enumerate(rows):
-    length = len(token_ids)
-    features['input_word_ids'][row, :length] = token_ids
-    features['input_mask'][row, :length] = 1
-    features['label_ids'][row, :length] = labels
-    features['label_weights'][row, :length] = weights
-  return features
-
-
-def _log_feature_report(report: FeatureReport):
-  logging.info(
-      'Converted %d sentences (%d words) into %d features.',
-      report.num_sentences,
-      report.num_words,
-      report.num_features,
-  )
-  if report.num_split_sentences:
-    logging.info(
-        '%d sentences were longer than one feature and continue in the next.',
-        report.num_split_sentences,
-    )
-  if report.num_empty_words:
-    logging.warning(
-        '%d words tokenized to no piece and were fed as [UNK].',
-        report.num_empty_words,
-    )
-  if report.num_truncated_words:
-    logging.warning(
-        '%d words had more pieces than fit in a feature; their '
-        'extra continuation pieces were dropped.',
-        report.num_truncated_words,
-    )

@@ -9,7 +9,7 @@ first, so a mismatch names both sides. Not reused: Model Garden's
 
 import dataclasses
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from absl import logging
 import gin
@@ -91,14 +91,6 @@ def check_records(params: PretrainDataConfig) -> Dict[str, Any]:
         f'{where}: records have no next_sentence_labels, but the config '
         'enables next-sentence prediction.'
     )
-  _check_split(params, metadata, where)
-  return metadata
-
-
-def _check_split(
-    params: PretrainDataConfig, metadata: Mapping[str, Any], where: str
-) -> None:
-  """Refuses a split the directory lacks or has no files of."""
   if params.split not in metadata['splits']:
     raise RecordMismatchError(
         f'{where}: no split {params.split!r}; available: '
@@ -108,6 +100,7 @@ def _check_split(
     raise RecordMismatchError(
         f'{where}: split {params.split!r} has no record files.'
     )
+  return metadata
 
 
 def _check_tokenizer(
@@ -168,33 +161,18 @@ class PretrainDataLoader(data_loader.DataLoader):
 
   def __init__(self, params: PretrainDataConfig):
     self._params = params
-    self._metadata = check_records(params)
-    self._masking = masking_config(params, self._metadata)
-    self._special_ids = sorted(self._metadata['special_token_ids'].values())
-    self._name_to_features = records.feature_spec(self._metadata)
-
-  @property
-  def metadata(self) -> Dict[str, Any]:
-    return self._metadata
-
-  @property
-  def masking(self) -> masking.MaskingConfig:
-    return self._masking
-
-  def files(self) -> List[str]:
-    params = self._params
-    return records.split_files(self._metadata, params.input_path, params.split)
+    self.metadata = check_records(params)
+    self.masking = masking_config(params, self.metadata)
+    self._special_ids = sorted(self.metadata['special_token_ids'].values())
+    self._name_to_features = records.feature_spec(self.metadata)
 
   def _decode(self, record: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """A serialized record's model inputs, int64 features as int32."""
     example = tf.io.parse_single_example(record, self._name_to_features)
-    return {
+    example = {
         name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
         for name, value in example.items()
     }
-
-  def _to_model_inputs(
-      self, example: Dict[str, tf.Tensor]
-  ) -> Dict[str, tf.Tensor]:
     inputs = dict(
         input_word_ids=example['input_ids'],
         input_mask=example['input_mask'],
@@ -210,14 +188,14 @@ class PretrainDataLoader(data_loader.DataLoader):
   def _mask_dynamically(
       self, seed: tf.Tensor, batch: Dict[str, tf.Tensor]
   ) -> Dict[str, tf.Tensor]:
-    special = self._metadata['special_token_ids']
+    special = self.metadata['special_token_ids']
     masked = masking.mask_batch(
         batch['input_word_ids'],
         batch['input_mask'],
-        config=self._masking,
+        config=self.masking,
         mask_token_id=special['mask'],
         special_token_ids=self._special_ids,
-        vocab_size=self._metadata['vocab_size'],
+        vocab_size=self.metadata['vocab_size'],
         seed=seed,
     )
     return dict(batch, **masked)
@@ -254,9 +232,6 @@ class PretrainDataLoader(data_loader.DataLoader):
       )
       dataset = dataset.skip(consumed_batches * batch_size)
     dataset = dataset.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.map(
-        self._to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE
-    )
     dataset = dataset.batch(batch_size, drop_remainder=params.drop_remainder)
     if params.masking == 'dynamic':
       dataset = tf.data.Dataset.zip(self._mask_seeds(consumed_batches), dataset)
@@ -290,7 +265,7 @@ class PretrainDataLoader(data_loader.DataLoader):
     deterministic = params.deterministic
     if deterministic is None:
       deterministic = params.seed is not None or not params.is_training
-    files = self.files()
+    files = records.split_files(self.metadata, params.input_path, params.split)
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     # Whole files per pipeline when there are at least as many files as

@@ -9,7 +9,6 @@ broken dataset should fail, not shrink.
 """
 
 import dataclasses
-import json
 import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -20,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
 
@@ -98,7 +98,16 @@ def read_examples(
   for directory, directory_level in directories:
     for path in _list_json_files(directory):
       record = _load_json(path)
-      level = directory_level or _level_from_id(record, path)
+      file_id = record.get('id')  # e.g. "high123.txt"
+      level = directory_level or next(
+          (lv for lv in LEVELS if str(file_id).startswith(lv)), None
+      )
+      if level is None:
+        raise RaceFormatError(
+            f'{path}: cannot tell the level: the directory is not named '
+            f'{" or ".join(LEVELS)} and "id" ({file_id!r}) does not start '
+            'with one.'
+        )
       if level not in levels:
         report.counts['skipped_files_of_other_levels'] += 1
         continue
@@ -133,32 +142,14 @@ def _list_json_files(directory: str) -> List[str]:
 
 def _load_json(path: str) -> Mapping[str, Any]:
   try:
-    with tf.io.gfile.GFile(path, 'rb') as f:
-      record = json.loads(f.read().decode('utf-8'))
-  except UnicodeDecodeError as e:
-    raise RaceFormatError(f'{path}: not UTF-8 text ({e}).') from e
-  except json.JSONDecodeError as e:
-    raise RaceFormatError(
-        f'{path}, line {e.lineno}, column {e.colno}: not valid JSON '
-        f'({e.msg}); expected one JSON object per file.'
-    ) from e
+    record = json_files.read_json(path)
+  except cli.UserError as e:
+    raise RaceFormatError(f'{e} Expected one JSON object per file.') from e
   if not isinstance(record, dict):
     raise RaceFormatError(
         f'{path}: expected a JSON object, got {type(record).__name__}.'
     )
   return record
-
-
-def _level_from_id(record: Mapping[str, Any], path: str) -> str:
-  """'middle' or 'high' from an id such as "high123.txt"."""
-  file_id = record.get('id')
-  for level in LEVELS:
-    if isinstance(file_id, str) and file_id.startswith(level):
-      return level
-  raise RaceFormatError(
-      f'{path}: cannot tell the level: the directory is not named '
-      f'{" or ".join(LEVELS)} and "id" ({file_id!r}) does not start with one.'
-  )
 
 
 def _examples_from_record(
@@ -168,29 +159,6 @@ def _examples_from_record(
     report: read_report.ReadReport,
 ) -> List[RaceExample]:
   """Validates one file's JSON object and makes one example per question."""
-  article, questions, options, answers = _checked_lists(record, path)
-  file_id = record.get('id', os.path.basename(path))
-  report.num_records += 1
-  report.counts[f'files/{level}'] += 1
-  report.counts[f'questions/{level}'] += len(questions)
-  if not questions:
-    report.add_malformed(None, 'holds an article but no question', path=path)
-  examples = []
-  rows = enumerate(zip(questions, options, answers))
-  for index, (question, choices, answer) in rows:
-    where = f'{path}, question index {index}'
-    _check_question(where, question, choices, answer)
-    label = ANSWER_LETTERS.index(answer)
-    example = RaceExample(
-        f'{file_id}-{index}', level, article, question, tuple(choices), label
-    )
-    report.counts[f'cloze_questions/{level}'] += int(example.is_cloze)
-    examples.append(example)
-  return examples
-
-
-def _checked_lists(record: Mapping[str, Any], path: str) -> Tuple[Any, ...]:
-  """(article, questions, options, answers), checked for type and length."""
   missing = [key for key in REQUIRED_KEYS if key not in record]
   if missing:
     raise RaceFormatError(
@@ -210,30 +178,42 @@ def _checked_lists(record: Mapping[str, Any], path: str) -> Tuple[Any, ...]:
         f'{len(answers)} answers; expected one option list and one answer per '
         'question.'
     )
-  return article, questions, options, answers
-
-
-def _check_question(where: str, question: Any, choices: Any, answer: Any):
-  """Refuses a question that is not a string with 4 options and a letter."""
-  if not isinstance(question, str):
-    raise RaceFormatError(
-        f'{where}: question must be a string, got '
-        f'{type(question).__name__}.'
+  file_id = record.get('id', os.path.basename(path))
+  report.num_records += 1
+  report.counts[f'files/{level}'] += 1
+  report.counts[f'questions/{level}'] += len(questions)
+  if not questions:
+    report.add_malformed(None, 'holds an article but no question', path=path)
+  examples = []
+  rows = enumerate(zip(questions, options, answers))
+  for index, (question, choices, answer) in rows:
+    where = f'{path}, question index {index}'
+    if not isinstance(question, str):
+      raise RaceFormatError(
+          f'{where}: question must be a string, got '
+          f'{type(question).__name__}.'
+      )
+    if (
+        not isinstance(choices, list)
+        or len(choices) != NUM_CHOICES
+        or not all(isinstance(choice, str) for choice in choices)
+    ):
+      raise RaceFormatError(
+          f'{where}: expected a list of {NUM_CHOICES} option '
+          f'strings, got {choices!r}.'
+      )
+    if not isinstance(answer, str) or answer not in tuple(ANSWER_LETTERS):
+      raise RaceFormatError(
+          f'{where}: answer must be one letter of '
+          f'{ANSWER_LETTERS}, got {answer!r}.'
+      )
+    label = ANSWER_LETTERS.index(answer)
+    example = RaceExample(
+        f'{file_id}-{index}', level, article, question, tuple(choices), label
     )
-  if (
-      not isinstance(choices, list)
-      or len(choices) != NUM_CHOICES
-      or not all(isinstance(choice, str) for choice in choices)
-  ):
-    raise RaceFormatError(
-        f'{where}: expected a list of {NUM_CHOICES} option '
-        f'strings, got {choices!r}.'
-    )
-  if not isinstance(answer, str) or answer not in tuple(ANSWER_LETTERS):
-    raise RaceFormatError(
-        f'{where}: answer must be one letter of '
-        f'{ANSWER_LETTERS}, got {answer!r}.'
-    )
+    report.counts[f'cloze_questions/{level}'] += int(example.is_cloze)
+    examples.append(example)
+  return examples
 
 
 @dataclasses.dataclass
@@ -268,17 +248,35 @@ def convert_to_features(
     from the question on), `[N]` `label_ids` and `level_ids` (into
     `LEVELS`); and a `ConversionReport`.
   """
-  _check_lengths(max_seq_length, max_query_length)
-  specials = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN)
-  special_ids = vocab_lib.special_token_ids(tokenizer.vocab, specials)
-  features = _unfilled_features(
-      examples, special_ids[vocab_lib.PAD_TOKEN], max_seq_length
+  if max_seq_length < 7:
+    raise cli.UserError(
+        'max_seq_length must be >= 7 ([CLS] article [SEP] '
+        f'question [SEP] option [SEP]), got {max_seq_length}.'
+    )
+  if max_query_length is not None and max_query_length < 1:
+    raise cli.UserError(
+        f'max_query_length must be >= 1 or None, got {max_query_length}.'
+    )
+  pad_id = vocab_lib.finetuning_token_ids(tokenizer)[vocab_lib.PAD_TOKEN]
+  shape = (len(examples), NUM_CHOICES, max_seq_length)
+  features = dict(
+      input_word_ids=np.full(shape, pad_id, np.int32),
+      input_mask=np.zeros(shape, np.int32),
+      input_type_ids=np.zeros(shape, np.int32),
+      label_ids=np.array([e.label for e in examples], np.int32),
+      level_ids=np.array([LEVELS.index(e.level) for e in examples], np.int32),
   )
   report = ConversionReport(
       num_examples=len(examples), num_sequences=len(examples) * NUM_CHOICES
   )
   article_text, article_tokens = None, []
-  with vocab_lib.prefetched(tokenizer, _texts(examples, fill_blank)):
+  texts = [example.article for example in examples] + [
+      text
+      for example in examples
+      for option in example.options
+      for text in _segment_b_texts(example.question, option, fill_blank)
+  ]
+  with vocab_lib.prefetched(tokenizer, texts):
     for row, example in enumerate(examples):
       if example.article != article_text:  # Questions of a file share it.
         article_text = example.article
@@ -299,42 +297,6 @@ def convert_to_features(
         features['input_type_ids'][row, choice, : len(ids)] = type_ids
   logging.info('RACE features: %s', report.as_dict())
   return features, report
-
-
-def _check_lengths(max_seq_length: int, max_query_length: Optional[int]):
-  if max_seq_length < 7:
-    raise cli.UserError(
-        'max_seq_length must be >= 7 ([CLS] article [SEP] '
-        f'question [SEP] option [SEP]), got {max_seq_length}.'
-    )
-  if max_query_length is not None and max_query_length < 1:
-    raise cli.UserError(
-        f'max_query_length must be >= 1 or None, got {max_query_length}.'
-    )
-
-
-def _unfilled_features(
-    examples: Sequence[RaceExample], pad_id: int, max_seq_length: int
-) -> Dict[str, np.ndarray]:
-  """`[N, 4, S]` padding and zeros, and the `[N]` labels and levels."""
-  shape = (len(examples), NUM_CHOICES, max_seq_length)
-  return dict(
-      input_word_ids=np.full(shape, pad_id, np.int32),
-      input_mask=np.zeros(shape, np.int32),
-      input_type_ids=np.zeros(shape, np.int32),
-      label_ids=np.array([e.label for e in examples], np.int32),
-      level_ids=np.array([LEVELS.index(e.level) for e in examples], np.int32),
-  )
-
-
-def _texts(examples: Sequence[RaceExample], fill_blank: bool) -> List[str]:
-  """Every text `convert_to_features` tokenizes."""
-  texts = []
-  for example in examples:
-    texts.append(example.article)
-    for option in example.options:
-      texts += _segment_b_texts(example.question, option, fill_blank)
-  return texts
 
 
 def _segment_b_texts(question: str, option: str, fill_blank: bool) -> List[str]:
@@ -376,22 +338,6 @@ def _pack(
   return tokens, type_ids
 
 
-def _level_names(levels: np.ndarray) -> np.ndarray:
-  """`[N]` level names of names or ids, refusing unknown ones."""
-  if np.issubdtype(levels.dtype, np.integer):
-    if levels.min() < 0 or levels.max() >= len(LEVELS):
-      raise cli.UserError(
-          f'level ids must be in [0, {len(LEVELS)}), got '
-          f'{sorted(set(levels.tolist()))}.'
-      )
-    return np.asarray(LEVELS)[levels]
-  level_names = levels.astype(str)
-  unknown = sorted(set(level_names.tolist()) - set(LEVELS))
-  if unknown:
-    raise cli.UserError(f'Unknown levels {unknown}; expected {LEVELS}.')
-  return level_names
-
-
 def accuracy_by_level(
     predictions: np.ndarray, labels: np.ndarray, levels: np.ndarray
 ) -> Dict[str, float]:
@@ -408,7 +354,19 @@ def accuracy_by_level(
     )
   if not predictions.size:
     raise cli.UserError('accuracy_by_level needs at least one example.')
-  level_names = _level_names(levels)
+  # `levels` are names or ids; unknown ones are refused.
+  if np.issubdtype(levels.dtype, np.integer):
+    if levels.min() < 0 or levels.max() >= len(LEVELS):
+      raise cli.UserError(
+          f'level ids must be in [0, {len(LEVELS)}), got '
+          f'{sorted(set(levels.tolist()))}.'
+      )
+    level_names = np.asarray(LEVELS)[levels]
+  else:
+    level_names = levels.astype(str)
+  unknown = sorted(set(level_names.tolist()) - set(LEVELS))
+  if unknown:
+    raise cli.UserError(f'Unknown levels {unknown}; expected {LEVELS}.')
   correct = predictions == labels
   accuracy = {}
   for level in LEVELS:

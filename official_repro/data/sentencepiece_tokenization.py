@@ -15,7 +15,7 @@ import base64
 import functools
 import io
 import unicodedata
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import sentencepiece
 from sentencepiece import sentencepiece_model_pb2
@@ -152,10 +152,6 @@ class AlbertSentencePieceTokenizer(tf.Module):
     pieces = self.tokenize_to_pieces(text)
     return pieces.with_flat_values(self._model.string_to_id(pieces.flat_values))
 
-  def id_to_piece(self, ids: tf.Tensor) -> tf.Tensor:
-    """Piece strings of `ids` (any shape)."""
-    return self._model.id_to_string(ids)
-
 
 def read_model(model: bytes) -> Tuple[List[str], Dict[str, str]]:
   """(pieces, {'[PAD]': pad piece, '[UNK]': unknown piece} of those it has).
@@ -261,17 +257,11 @@ def model_from_tokenizer_json(tokenizer: Dict[str, Any]) -> bytes:
       for token in tokenizer.get('added_tokens', [])
       if token.get('special')
   }
-  _add_pieces(proto, model, special)
-  _set_trainer_spec(proto, model)
-  proto.normalizer_spec.precompiled_charsmap = base64.b64decode(charsmap[0])
-  return proto.SerializeToString()
-
-
-def _add_pieces(proto, model: Dict[str, Any], special: Set[int]) -> None:
-  """The Unigram model's pieces and scores, typed, into `proto.pieces`."""
+  # The Unigram model's pieces and scores, typed.
   piece_type = sentencepiece_model_pb2.ModelProto.SentencePiece
   for index, (piece, score) in enumerate(model['vocab']):
-    if score <= _DIGIT_COMMA_PENALTY and _ends_in_digit_comma(piece):
+    ends_in_digit_comma = piece[-2:-1].isdigit() and piece.endswith(',')
+    if score <= _DIGIT_COMMA_PENALTY and ends_in_digit_comma:
       score -= _DIGIT_COMMA_PENALTY  # Hugging Face's AlbertConverter's
     entry = proto.pieces.add(piece=piece, score=score)
     if index == model['unk_id']:
@@ -281,10 +271,7 @@ def _add_pieces(proto, model: Dict[str, Any], special: Set[int]) -> None:
     elif score == 0.0:
       # The trainer scores user-defined pieces 0, learned ones below.
       entry.type = piece_type.USER_DEFINED
-
-
-def _set_trainer_spec(proto, model: Dict[str, Any]) -> None:
-  """Model type, size and special piece ids, for the Unigram model."""
+  # Model type, size and special piece ids, for the Unigram model.
   proto.trainer_spec.model_type = sentencepiece_model_pb2.TrainerSpec.UNIGRAM
   proto.trainer_spec.vocab_size = len(model['vocab'])
   proto.trainer_spec.unk_id = model['unk_id']
@@ -297,16 +284,14 @@ def _set_trainer_spec(proto, model: Dict[str, Any]) -> None:
     setattr(
         proto.trainer_spec, name, pieces.index(piece) if piece in pieces else -1
     )
+  proto.normalizer_spec.precompiled_charsmap = base64.b64decode(charsmap[0])
+  return proto.SerializeToString()
 
 
 # Hugging Face's `AlbertConverter` (and `XLNetConverter`) lower the score of
 # every piece ending in a digit and a comma by 100, so that its Unigram model
 # avoids what the original's digit-comma rule splits.
 _DIGIT_COMMA_PENALTY = -100.0
-
-
-def _ends_in_digit_comma(piece: str) -> bool:
-  return len(piece) >= 2 and piece[-1] == ',' and piece[-2].isdigit()
 
 
 def normalizer_steps(normalizer: Optional[Dict[str, Any]]):

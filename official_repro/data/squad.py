@@ -10,10 +10,9 @@ applies the SQuAD 2.0 null threshold, which is left to the caller here.
 """
 
 import dataclasses
-import json
 import math
-from typing import AbstractSet, Any, Dict, Iterator, List, Mapping, NamedTuple
-from typing import Optional, Sequence, Tuple, Type, Union
+from typing import AbstractSet, Any, Dict, Iterator, List, NamedTuple
+from typing import Sequence, Tuple, Type, Union
 
 from absl import logging
 import numpy as np
@@ -22,6 +21,7 @@ import tensorflow as tf
 from official.nlp.data import squad_lib
 from official.nlp.tools import tokenization
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.data import read_report
 from official_repro.data import vocab as vocab_lib
 
@@ -31,8 +31,9 @@ SquadExample = squad_lib.SquadExample
 # plus the narrow no-break space U+202F).
 _WHITESPACE = frozenset(' \t\r\n\u202f')
 _MAX_LOGGED_IDS = 10
-# What Model Garden's `postprocess_output` returns when no span is valid.
-_NO_SPAN_PLACEHOLDER = 'empty'
+# (text, start_logit, end_logit) of the n-best list Model Garden's
+# `postprocess_output` makes when no span is valid (SQuAD 1.1).
+_NO_SPAN_ENTRIES = [('empty', 0.0, 0.0)]
 _Types = Union[Type[Any], Tuple[Type[Any], ...]]
 
 
@@ -97,14 +98,7 @@ def load_articles(path: str) -> List[Dict[str, Any]]:
   """The `data` list of a SQuAD JSON file (any `tf.io.gfile` path)."""
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f'SQuAD file not found: {path}')
-  try:
-    with tf.io.gfile.GFile(path, 'r') as f:
-      dataset = json.loads(f.read())
-  except json.JSONDecodeError as e:
-    raise cli.UserError(
-        f'{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}.'
-    ) from e
-  return articles_of(dataset, source=path)
+  return articles_of(json_files.read_json(path), source=path)
 
 
 def articles_of(dataset: Any, source: str) -> List[Dict[str, Any]]:
@@ -137,41 +131,6 @@ def iterate_questions(
           )
         first_seen[qid] = json_path
         yield QuestionEntry(qid, source, json_path, paragraph, qa)
-
-
-def _split_words(context: str) -> Tuple[List[str], List[int]]:
-  """`(words, char_to_word)`; whitespace is of the preceding word (or -1)."""
-  words, char_to_word = [], []
-  after_whitespace = True
-  for char in context:
-    if char in _WHITESPACE:
-      after_whitespace = True
-    elif after_whitespace:
-      words.append(char)
-      after_whitespace = False
-    else:
-      words[-1] += char
-    char_to_word.append(len(words) - 1)
-  return words, char_to_word
-
-
-def _answer_word_span(
-    answer_text: str,
-    answer_start: int,
-    words: List[str],
-    char_to_word: List[int],
-) -> Optional[Tuple[int, int]]:
-  """`(first_word, last_word)` of the answer (Model Garden's test), or None."""
-  end_char = answer_start + len(answer_text) - 1
-  if not answer_text.strip() or not 0 <= answer_start <= end_char < len(
-      char_to_word
-  ):
-    return None
-  first_word = max(char_to_word[answer_start], 0)
-  last_word = char_to_word[end_char]
-  covered = ' '.join(words[first_word : last_word + 1])
-  wanted = ' '.join(tokenization.whitespace_tokenize(answer_text))
-  return (first_word, last_word) if wanted in covered else None
 
 
 def read_examples(
@@ -217,10 +176,23 @@ def read_examples(
 def _paragraph_words(
     entry: QuestionEntry, path: str
 ) -> Tuple[List[str], List[int]]:
-  """`_split_words` of the entry's context, refusing an empty one."""
+  """`(words, char_to_word)` of the entry's context, refusing an empty one.
+
+  A whitespace character belongs to the word before it (-1 before any).
+  """
   paragraph_location = f'{path}: {entry.json_path.rsplit(".", 1)[0]}'
   context = required_field(entry.paragraph, 'context', str, paragraph_location)
-  words, char_to_word = _split_words(context)
+  words, char_to_word = [], []
+  after_whitespace = True
+  for char in context:
+    if char in _WHITESPACE:
+      after_whitespace = True
+    elif after_whitespace:
+      words.append(char)
+      after_whitespace = False
+    else:
+      words[-1] += char
+    char_to_word.append(len(words) - 1)
   if not words:
     raise cli.UserError(f'{paragraph_location}: context is empty.')
   return words, char_to_word
@@ -260,7 +232,14 @@ def _answered_example(
   answer_start = required_field(
       answers[0], 'answer_start', int, answer_location
   )
-  span = _answer_word_span(answer_text, answer_start, words, char_to_word)
+  # The answer's words must hold its text (Model Garden's test).
+  end_char = answer_start + len(answer_text) - 1
+  span = None
+  if answer_text.strip() and 0 <= answer_start <= end_char < len(char_to_word):
+    span = max(char_to_word[answer_start], 0), char_to_word[end_char]
+    covered = ' '.join(words[span[0] : span[1] + 1])
+    if ' '.join(tokenization.whitespace_tokenize(answer_text)) not in covered:
+      span = None
   if span is None:
     return (
         f'{entry.json_path} (question id {entry.qid!r}): answer '
@@ -268,22 +247,6 @@ def _answered_example(
         f'{answer_start}'
     )
   return SquadExample(entry.qid, question, words, answer_text, *span)
-
-
-def _check_window_sizes(
-    max_seq_length: int, doc_stride: int, max_query_length: int
-) -> None:
-  if doc_stride < 1 or max_query_length < 1:
-    raise cli.UserError(
-        'doc_stride and max_query_length must be >= 1, got '
-        f'{doc_stride} and {max_query_length}.'
-    )
-  if max_seq_length < max_query_length + 4:
-    raise cli.UserError(
-        f'max_seq_length {max_seq_length} leaves no room for context: it must '
-        'hold [CLS], the question (up to max_query_length = '
-        f'{max_query_length}), two [SEP] and at least one context WordPiece.'
-    )
 
 
 def convert_to_features(
@@ -305,8 +268,26 @@ def convert_to_features(
     `end_positions` (0, [CLS], without the whole answer); one
     `FeatureMetadata` per window for `extract_answers`.
   """
-  _check_window_sizes(max_seq_length, doc_stride, max_query_length)
-  pad_id = _wordpiece_pad_id(tokenizer)
+  if doc_stride < 1 or max_query_length < 1:
+    raise cli.UserError(
+        'doc_stride and max_query_length must be >= 1, got '
+        f'{doc_stride} and {max_query_length}.'
+    )
+  if max_seq_length < max_query_length + 4:
+    raise cli.UserError(
+        f'max_seq_length {max_seq_length} leaves no room for context: it must '
+        'hold [CLS], the question (up to max_query_length = '
+        f'{max_query_length}), two [SEP] and at least one context WordPiece.'
+    )
+  if getattr(tokenizer, 'kind', vocab_lib.WORDPIECE) != vocab_lib.WORDPIECE:
+    # Answers are mapped back to text through WordPiece's '##' pieces and
+    # BERT's BasicTokenizer (Model Garden's squad_lib).
+    raise cli.UserError(
+        'SQuAD here reads WordPiece vocabularies only: its answers are '
+        "aligned with the text through WordPiece's pieces; give a model "
+        'with a vocab.txt.'
+    )
+  pad_id = vocab_lib.finetuning_token_ids(tokenizer)[vocab_lib.PAD_TOKEN]
   mg_features = []
   # Model Garden tokenizes the question, each context word and the answer.
   texts = []
@@ -337,28 +318,12 @@ def convert_to_features(
       len(examples),
       len(mg_features),
   )
-  return arrays, [_metadata(feature) for feature in mg_features]
-
-
-def _metadata(feature: squad_lib.InputFeatures) -> FeatureMetadata:
-  """The `FeatureMetadata` fields of Model Garden's feature (same names)."""
-  names = (field.name for field in dataclasses.fields(FeatureMetadata))
-  return FeatureMetadata(**{name: getattr(feature, name) for name in names})
-
-
-def _wordpiece_pad_id(tokenizer: Any) -> int:
-  """[PAD]'s id, refusing a SentencePiece tokenizer or missing specials."""
-  if getattr(tokenizer, 'kind', vocab_lib.WORDPIECE) != vocab_lib.WORDPIECE:
-    # Answers are mapped back to text through WordPiece's '##' pieces and
-    # BERT's BasicTokenizer (Model Garden's squad_lib).
-    raise cli.UserError(
-        'SQuAD here reads WordPiece vocabularies only: its answers are '
-        "aligned with the text through WordPiece's pieces; give a model "
-        'with a vocab.txt.'
-    )
-  specials = (vocab_lib.CLS_TOKEN, vocab_lib.SEP_TOKEN, vocab_lib.PAD_TOKEN)
-  ids = vocab_lib.special_token_ids(tokenizer.vocab, specials)
-  return ids[vocab_lib.PAD_TOKEN]
+  # Model Garden's features hold the `FeatureMetadata` fields by name.
+  names = [field.name for field in dataclasses.fields(FeatureMetadata)]
+  return arrays, [
+      FeatureMetadata(**{name: getattr(feature, name) for name in names})
+      for feature in mg_features
+  ]
 
 
 def _refuse_examples_without(
@@ -433,8 +398,7 @@ def extract_answers(
         f'{n_best_size} and {max_answer_length}.'
     )
   start_logits, end_logits = np.asarray(start_logits), np.asarray(end_logits)
-  _check_logits(features_metadata, start_logits, end_logits)
-  _check_features_cover(examples, features_metadata)
+  _check_outputs(examples, features_metadata, start_logits, end_logits)
   results = [
       _RawResult(feature.unique_id, start.tolist(), end.tolist())
       for feature, start, end in zip(
@@ -451,19 +415,12 @@ def extract_answers(
       version_2_with_negative,
       null_score_diff_threshold=math.inf,
   )
-  _predict_empty_without_span(predictions, nbest)
-  return (
-      dict(predictions),
-      {qid: float(diff) for qid, diff in null_score_diffs.items()},
-  )
-
-
-def _predict_empty_without_span(
-    predictions: Dict[str, str], nbest: Mapping[str, Any]
-) -> None:
-  """'' for the questions Model Garden found no valid span for."""
+  # '' for the questions Model Garden found no valid span for.
   no_span_ids = [
-      qid for qid, entries in nbest.items() if _is_no_span_placeholder(entries)
+      qid
+      for qid, entries in nbest.items()
+      if [(e['text'], e['start_logit'], e['end_logit']) for e in entries]
+      == _NO_SPAN_ENTRIES
   ]
   for qid in no_span_ids:
     predictions[qid] = ''
@@ -474,14 +431,19 @@ def _predict_empty_without_span(
         len(no_span_ids),
         ', '.join(no_span_ids[:_MAX_LOGGED_IDS]),
     )
+  return (
+      dict(predictions),
+      {qid: float(diff) for qid, diff in null_score_diffs.items()},
+  )
 
 
-def _check_logits(
+def _check_outputs(
+    examples: Sequence[SquadExample],
     features_metadata: Sequence[FeatureMetadata],
     start_logits: np.ndarray,
     end_logits: np.ndarray,
 ) -> None:
-  """Refuses logits other than `[N, >= longest window]`."""
+  """Refuses logits not `[N, >= longest window]`, unknown or unfed examples."""
   longest_window = max((len(f.tokens) for f in features_metadata), default=0)
   num = len(features_metadata)
   named_logits = dict(start_logits=start_logits, end_logits=end_logits)
@@ -492,13 +454,6 @@ def _check_logits(
           f'{name} must be [num_features={num}, '
           f'seq_length>={longest_window}], got shape {shape}.'
       )
-
-
-def _check_features_cover(
-    examples: Sequence[SquadExample],
-    features_metadata: Sequence[FeatureMetadata],
-) -> None:
-  """Refuses features of unknown examples, and examples without features."""
   example_indices = {f.example_index for f in features_metadata}
   if any(index < 0 or index >= len(examples) for index in example_indices):
     raise cli.UserError(
@@ -507,14 +462,4 @@ def _check_features_cover(
     )
   _refuse_examples_without(
       examples, example_indices, 'no feature (were features dropped?)'
-  )
-
-
-def _is_no_span_placeholder(nbest_entries: Sequence[Mapping[str, Any]]) -> bool:
-  """Whether Model Garden filled an empty SQuAD 1.1 n-best list with 'empty'."""
-  return (
-      len(nbest_entries) == 1
-      and nbest_entries[0]['text'] == _NO_SPAN_PLACEHOLDER
-      and nbest_entries[0]['start_logit'] == 0.0
-      and nbest_entries[0]['end_logit'] == 0.0
   )

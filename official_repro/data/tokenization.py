@@ -84,12 +84,6 @@ class _CharacterTables(NamedTuple):
   lower_case: Tuple[Tuple[str, str], ...]  # (char, str.lower), none of Σ
 
 
-def _is_punctuation(code_point: int, category: str) -> bool:
-  return category.startswith('P') or any(
-      first <= code_point <= last for first, last in _ASCII_PUNCTUATION
-  )
-
-
 def _kind(code_point: int, char: str, category: str) -> int:
   """The `_character_tables` kind of one code point (0: none)."""
   if char in '\t\n\r':
@@ -100,7 +94,9 @@ def _kind(code_point: int, char: str, category: str) -> int:
     return 0
   if category == 'Zs' or char.isspace():
     return _SPACE
-  if _is_punctuation(code_point, category):
+  if category.startswith('P') or any(
+      first <= code_point <= last for first, last in _ASCII_PUNCTUATION
+  ):
     return _PUNCTUATION
   return _NONSPACING_MARK if category == 'Mn' else 0
 

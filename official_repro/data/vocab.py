@@ -60,6 +60,12 @@ class Vocabulary(collections.abc.Sequence):
     for name, token in (aliases or {}).items():
       self.token_to_id.setdefault(name, self.token_to_id[token])
 
+  @classmethod
+  def from_model(cls, model: bytes) -> 'Vocabulary':
+    """A serialized SentencePiece model's (ValueError if it is not one)."""
+    pieces, aliases = sentencepiece_tokenization.read_model(model)
+    return cls(pieces, model, aliases)
+
   @functools.cached_property
   def canonical_model(self) -> Optional[bytes]:
     """What of the SentencePiece model decides ids (None for WordPiece)."""
@@ -168,6 +174,12 @@ def special_token_ids(
   return {token: token_to_id[token] for token in tokens}
 
 
+def finetuning_token_ids(tokenizer: Any, *extra: str) -> Dict[str, int]:
+  """The ids of [CLS], [SEP], [PAD] and `extra` in `tokenizer.vocab`."""
+  tokens = (CLS_TOKEN, SEP_TOKEN, PAD_TOKEN, *extra)
+  return special_token_ids(tokenizer.vocab, tokens)
+
+
 # A vocabulary is cased when at least this share of its word pieces with
 # letters has a capital (BERT's cased vocabulary: about a fifth), uncased
 # below the second (BERT's uncased one: 2 of 28,160, 'ℝ' and '##ℝ').
@@ -176,8 +188,6 @@ _UNCASED_SHARE = 0.001
 # Fewer word pieces with cased letters than this say nothing about casing.
 _MIN_PIECES_FOR_CASING = 50
 _SPECIAL_PIECE = re.compile(r'^\[[^\]]*\]$')
-# SentencePiece's own special pieces: <pad>, <unk>, <s>.
-_ANGLE_PIECE = re.compile(r'^<[^>]*>$')
 # How many distinct characters the WordPiece learner keeps by default.
 _LEARNER_MAX_UNIQUE_CHARS = (
     inspect.signature(learner.learn).parameters['max_unique_chars'].default
@@ -238,21 +248,30 @@ def load_vocab(
         f'Vocabulary file {path} is a folder; give the vocabulary file in '
         'it (vocab.txt, one token per line, or a SentencePiece spiece.model).'
     )
-  if kind_of_file(path) == SENTENCEPIECE:
-    return _load_sentencepiece(path, required_tokens)
-  first_line = _first_lines(path, _read_text(path))
-  missing = [token for token in required_tokens if token not in first_line]
-  if missing:
-    raise cli.UserError(
-        f'Vocabulary file {path} lacks required tokens {missing}.'
-    )
-  return Vocabulary(list(first_line))
-
-
-def _read_text(path: str) -> str:
-  """The UTF-8 text of a WordPiece vocabulary file, without a BOM."""
   with tf.io.gfile.GFile(path, 'rb') as f:
     data = f.read()
+  fix = ''
+  if kind_of_file(path) == SENTENCEPIECE:
+    try:
+      vocabulary = Vocabulary.from_model(data)
+    except ValueError as e:
+      raise cli.UserError(f'Vocabulary file {path}: {e}') from None
+    fix = (
+        '; train it with them as control symbols (--vocab_type=sentencepiece'
+        ' does)'
+    )
+  else:
+    vocabulary = Vocabulary(_wordpiece_tokens(path, data))
+  missing = [t for t in required_tokens if t not in vocabulary.token_to_id]
+  if missing:
+    raise cli.UserError(
+        f'Vocabulary file {path} lacks required tokens {missing}{fix}.'
+    )
+  return vocabulary
+
+
+def _wordpiece_tokens(path: str, data: bytes) -> List[str]:
+  """A WordPiece file's tokens (UTF-8, no BOM, nothing empty or repeated)."""
   try:
     text = data.decode('utf-8')
   except UnicodeDecodeError as e:
@@ -266,11 +285,6 @@ def _read_text(path: str) -> str:
         f'Vocabulary file {path} starts with a UTF-8 byte-order mark, which '
         'would be part of its first token; save it as UTF-8 without one.'
     )
-  return text
-
-
-def _first_lines(path: str, text: str) -> Dict[str, int]:
-  """Each token's line number, refusing empty files, lines and repeats."""
   lines = text.splitlines()
   if not lines:
     raise cli.UserError(
@@ -290,27 +304,7 @@ def _first_lines(path: str, text: str) -> Dict[str, int]:
           f'{token!r} (first on line {first_line[token]}).'
       )
     first_line[token] = line_number
-  return first_line
-
-
-def _load_sentencepiece(
-    path: str, required_tokens: Sequence[str]
-) -> Vocabulary:
-  """A SentencePiece model file as a `Vocabulary` (see `load_vocab`)."""
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    model = f.read()
-  try:
-    pieces, aliases = sentencepiece_tokenization.read_model(model)
-  except ValueError as e:
-    raise cli.UserError(f'Vocabulary file {path}: {e}') from None
-  vocabulary = Vocabulary(pieces, model, aliases)
-  missing = [t for t in required_tokens if t not in vocabulary.token_to_id]
-  if missing:
-    raise cli.UserError(
-        f'SentencePiece model {path} lacks required pieces {missing}; train '
-        'it with them as control symbols (--vocab_type=sentencepiece does).'
-    )
-  return vocabulary
+  return list(first_line)
 
 
 def write_vocab(tokens: Sequence[str], path: str):
@@ -347,7 +341,19 @@ def build_wordpiece_vocab(
       .map(splitter.split)
   )
   word_counts = learner.count_words(words)
-  _check_room_for_characters(word_counts, vocab_size, learn_params or {})
+  # Refused before learning: a size below the specials plus one piece per
+  # character.
+  characters = set().union(*map(set, word_counts)) if word_counts else set()
+  limit = dict(learn_params or {}).get(
+      'max_unique_chars', _LEARNER_MAX_UNIQUE_CHARS
+  )
+  smallest = len(SPECIAL_TOKENS) + min(len(characters), limit)
+  if vocab_size < smallest:
+    raise cli.UserError(
+        f'--vocab_size={vocab_size} cannot hold the special tokens and the '
+        f'{len(characters)} characters of the corpus: ask for at least '
+        f'{smallest}.'
+    )
   tokens = learner.learn(
       word_counts, vocab_size, list(SPECIAL_TOKENS), **dict(learn_params or {})
   )
@@ -395,24 +401,10 @@ def build_sentencepiece_vocab(
         f'--vocab_size={vocab_size}: SentencePiece cannot learn it from '
         f'this text ({e}).'
     ) from None
-  pieces, aliases = sentencepiece_tokenization.read_model(model)
-  vocabulary = Vocabulary(pieces, model, aliases)
+  vocabulary = Vocabulary.from_model(model)
   if output_path:
     vocabulary.write(output_path)
   return vocabulary
-
-
-def _check_room_for_characters(word_counts, vocab_size, learn_params):
-  """Refuses a size below the special tokens plus one piece per character."""
-  characters = set().union(*map(set, word_counts)) if word_counts else set()
-  limit = learn_params.get('max_unique_chars', _LEARNER_MAX_UNIQUE_CHARS)
-  smallest = len(SPECIAL_TOKENS) + min(len(characters), limit)
-  if vocab_size < smallest:
-    raise cli.UserError(
-        f'--vocab_size={vocab_size} cannot hold the special tokens and the '
-        f'{len(characters)} characters of the corpus: ask for at least '
-        f'{smallest}.'
-    )
 
 
 def make_tokenizer(tokens: Sequence[str], lower_case: bool) -> tf.Module:
@@ -430,18 +422,6 @@ def make_tokenizer(tokens: Sequence[str], lower_case: bool) -> tf.Module:
   )
 
 
-def tokenize_sentences(
-    sentences: Sequence[str],
-    vocab_path: str,
-    lower_case: bool,
-    batch_size: int = 4096,
-) -> List[List[int]]:
-  """One list of ids per sentence, by `tokenize_with_vocab`."""
-  return tokenize_with_vocab(
-      sentences, load_vocab(vocab_path), lower_case, batch_size
-  )
-
-
 def tokenize_with_vocab(
     sentences: Sequence[str],
     tokens: Sequence[str],
@@ -449,32 +429,10 @@ def tokenize_with_vocab(
     batch_size: int = 4096,
     progress_label: str = '',
 ) -> List[List[int]]:
-  """One list of ids per sentence (empty for one with no tokens).
-
-  Batches of `batch_size` go through `tf.data`; `progress_label` ('' none)
-  logs progress.
-  """
-  if not sentences:
-    return []
-  reporter = progress.Progress(len(sentences), progress_label, 'sentences')
-  tokenizer = make_tokenizer(tokens, lower_case)
-  dataset = (
-      tf.data.Dataset.from_tensor_slices(
-          tf.constant(list(sentences), tf.string)
-      )
-      .batch(batch_size)
-      .map(
-          lambda batch: _flat_ids_and_lengths(tokenizer.tokenize(batch)),
-          num_parallel_calls=tf.data.AUTOTUNE,
-          deterministic=True,
-      )
-      .prefetch(tf.data.AUTOTUNE)
+  """One list of ids per sentence, by a `SentenceTokenizer` used once."""
+  return SentenceTokenizer(tokens, lower_case, batch_size)(
+      sentences, progress_label
   )
-  ids = []
-  for flat_ids, lengths in dataset.as_numpy_iterator():
-    ids.extend(_rows(flat_ids, lengths))
-    reporter.advance(len(lengths))
-  return ids
 
 
 class SentenceTokenizer:
@@ -485,21 +443,36 @@ class SentenceTokenizer:
   ):
     tokenizer = make_tokenizer(tokens, lower_case)
     self._batch_size = batch_size
+
+    def flat_ids_and_lengths(batch):
+      ids = tokenizer.tokenize(batch)
+      return ids.flat_values, ids.row_lengths()
+
     self._tokenize = tf.function(
-        lambda batch: _flat_ids_and_lengths(tokenizer.tokenize(batch)),
+        flat_ids_and_lengths,
         input_signature=[tf.TensorSpec([None], tf.string)],
         autograph=False,
     )
 
-  def __call__(self, sentences: Sequence[str]) -> List[List[int]]:
-    """One list of ids per sentence (empty for a sentence without tokens)."""
+  def __call__(
+      self, sentences: Sequence[str], progress_label: str = ''
+  ) -> List[List[int]]:
+    """One list of ids per sentence (empty for one with no tokens).
+
+    Batches of `batch_size` go through the traced tokenizer in turn (a
+    `tf.data` pipeline would cost more to build than a short list takes);
+    `progress_label` ('' none) logs progress.
+    """
+    reporter = progress.Progress(len(sentences), progress_label, 'sentences')
     ids = []
     for begin in range(0, len(sentences), self._batch_size):
       batch = tf.constant(
           list(sentences[begin : begin + self._batch_size]), tf.string
       )
       flat_ids, lengths = (t.numpy() for t in self._tokenize(batch))
-      ids.extend(_rows(flat_ids, lengths))
+      rows = np.split(flat_ids, np.cumsum(lengths)[:-1])
+      ids.extend(row.tolist() for row in rows)
+      reporter.advance(len(lengths))
     return ids
 
 
@@ -507,8 +480,8 @@ class FullTokenizer:
   """Model Garden's `FullTokenizer` interface over `make_tokenizer`.
 
   For the fine-tuning readers. A graph call per text is slow, so readers hand a
-  whole split to `prefetch` (`prefetched`), tokenized in batches and remembered
-  for the `tokenize` calls that follow; other texts are tokenized alone.
+  whole split to `prefetched`, tokenized in batches and remembered for the
+  `tokenize` calls that follow; other texts are tokenized alone.
   """
 
   def __init__(
@@ -518,7 +491,6 @@ class FullTokenizer:
     self._tokens = load_vocab(vocab_file)
     self.kind = self._tokens.kind
     self.vocab = self._tokens.token_to_id
-    self.inv_vocab = dict(enumerate(self._tokens))
     self.lower_case = do_lower_case
     self._tokenize_ids = SentenceTokenizer(
         self._tokens, do_lower_case, batch_size
@@ -530,18 +502,6 @@ class FullTokenizer:
     tokens = self._tokens
     return [[tokens[i] for i in ids] for ids in self._tokenize_ids(texts)]
 
-  def prefetch(self, texts: Iterable[str]) -> None:
-    """Tokenizes the texts not yet remembered, for later `tokenize` calls."""
-    new = [
-        text for text in dict.fromkeys(texts) if text not in self._remembered
-    ]
-    for text, pieces in zip(new, self.tokenize_many(new)):
-      self._remembered[text] = tuple(pieces)
-
-  def forget(self) -> None:
-    """Drops the remembered texts."""
-    self._remembered.clear()
-
   def tokenize(self, text: str) -> List[str]:
     """The pieces of `text` (WordPiece or SentencePiece strings)."""
     pieces = self._remembered.get(text)
@@ -551,9 +511,6 @@ class FullTokenizer:
 
   def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
     return [self.vocab[token] for token in tokens]
-
-  def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
-    return [self.inv_vocab[i] for i in ids]
 
 
 @contextlib.contextmanager
@@ -565,53 +522,10 @@ def prefetched(tokenizer: Any, texts: Iterable[str]) -> Iterator[None]:
   if not isinstance(tokenizer, FullTokenizer):
     yield
     return
-  tokenizer.prefetch(texts)
+  remembered = tokenizer._remembered  # pylint: disable=protected-access
+  new = [text for text in dict.fromkeys(texts) if text not in remembered]
+  remembered.update(zip(new, map(tuple, tokenizer.tokenize_many(new))))
   try:
     yield
   finally:
-    tokenizer.forget()
-
-
-def _flat_ids_and_lengths(
-    ragged_ids: tf.RaggedTensor,
-) -> Tuple[tf.Tensor, tf.Tensor]:
-  """Splits ragged `[batch, (tokens)]` ids into flat ids and row lengths."""
-  return ragged_ids.flat_values, ragged_ids.row_lengths()
-
-
-def _rows(flat_ids: np.ndarray, lengths: np.ndarray) -> List[List[int]]:
-  """`[n]` flat ids and `[batch]` row lengths as one id list per row."""
-  offsets = np.cumsum(lengths)[:-1]
-  return [row.tolist() for row in np.split(flat_ids, offsets)]
-
-
-def detokenize(ids: Sequence[int], tokens: Sequence[str]) -> List[str]:
-  """Maps ids to words, joining continuation pieces onto the word before.
-
-  WordPiece's start with '##'; SentencePiece's lack the '▁' of a word start.
-  """
-  if as_vocabulary(tokens).kind == SENTENCEPIECE:
-    return _sentencepiece_words([tokens[i] for i in ids])
-  words = []
-  for token in (tokens[i] for i in ids):
-    if token.startswith('##') and words:
-      words[-1] += token[2:]
-    else:
-      words.append(token)
-  return words
-
-
-def _sentencepiece_words(pieces: Sequence[str]) -> List[str]:
-  """Words of SentencePiece pieces; special pieces are words of their own."""
-  boundary = sentencepiece_tokenization.WORD_BOUNDARY
-  words, joinable = [], False
-  for piece in pieces:
-    if _SPECIAL_PIECE.match(piece) or _ANGLE_PIECE.match(piece):
-      words.append(piece)
-      joinable = False
-    elif piece.startswith(boundary) or not joinable:
-      words.append(piece.removeprefix(boundary))
-      joinable = True
-    else:
-      words[-1] += piece
-  return [word for word in words if word]
+    remembered.clear()

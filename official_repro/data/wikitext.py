@@ -153,16 +153,9 @@ class Vocabulary:
   """Word <-> id map: `EOS` = 0, `UNK` = 1, then by count (ties by word)."""
 
   def __init__(self, words: Sequence[str]):
-    """`words` start with `EOS`, `UNK` and do not repeat (else ValueError)."""
-    if tuple(words[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
-      raise cli.UserError(
-          f'A vocabulary must start with {SPECIAL_TOKENS}, got '
-          f'{tuple(words[:len(SPECIAL_TOKENS)])}.'
-      )
+    """`words`: `SPECIAL_TOKENS`, then distinct words (as `build` makes)."""
     self._words = list(words)
     self._ids = {word: i for i, word in enumerate(self._words)}
-    if len(self._ids) != len(self._words):
-      raise cli.UserError('A vocabulary must not repeat words.')
     self.build_stats: Dict[str, int] = {}
 
   @classmethod
@@ -207,9 +200,6 @@ class Vocabulary:
   @property
   def words(self) -> List[str]:
     return list(self._words)
-
-  def id(self, word: str) -> int:
-    return self._ids.get(word, self._ids[UNK])
 
   def encode(self, tokens: Sequence[str]) -> Tuple[np.ndarray, EncodeStats]:
     """Token ids `[len(tokens)]` int32 and the counts of `UNK` mappings."""
@@ -272,18 +262,6 @@ def window_stats(
   )
 
 
-def _padded_stream(
-    stream: np.ndarray, seq_length: int, stats: WindowStats
-) -> Tuple[tf.Tensor, tf.Tensor]:
-  """`[W * T + 1]` tokens (zero-padded) and `[W * T]` target weights."""
-  length = stats.windows * seq_length + 1
-  padded = np.zeros([length], np.int32)
-  padded[: min(length, len(stream))] = stream[:length]
-  weights = np.zeros([length - 1], np.float32)
-  weights[: stats.target_tokens] = 1.0
-  return tf.constant(padded), tf.constant(weights)
-
-
 def window_dataset(
     stream: np.ndarray,
     seq_length: int,
@@ -312,7 +290,13 @@ def window_dataset(
         f'{"training" if training else "evaluation"} with seq_length='
         f'{seq_length} and batch_size={batch_size} needs at least {need}.'
     )
-  tokens_t, weights_t = _padded_stream(stream, seq_length, stats)
+  # `[W * T + 1]` tokens (zero-padded) and `[W * T]` target weights.
+  length = stats.windows * seq_length + 1
+  padded = np.zeros([length], np.int32)
+  padded[: min(length, len(stream))] = stream[:length]
+  weights = np.zeros([length - 1], np.float32)
+  weights[: stats.target_tokens] = 1.0
+  tokens_t, weights_t = tf.constant(padded), tf.constant(weights)
 
   def window(index):
     start = tf.cast(index, tf.int32) * seq_length
@@ -347,42 +331,6 @@ class Corpus:
   stats: Dict[str, Mapping[str, object]]
 
 
-def _split_parts(
-    train_file: str, valid_file: Optional[str], valid_fraction: Optional[float]
-) -> Tuple[Dict[str, Tuple[str, List[str]]], str]:
-  """{'train', 'valid': (source, lines)} and the split's note."""
-  lines = read_lines(train_file)
-  if valid_file is not None:
-    parts = {
-        'train': (train_file, lines),
-        'valid': (valid_file, read_lines(valid_file)),
-    }
-    return parts, f'validation file {valid_file!r}.'
-  split = split_lines(lines, valid_fraction, train_file)
-  name = os.path.basename(train_file)
-  parts = {
-      'train': (f'{name}[lines 1:{split.cut}]', split.train_lines),
-      'valid': (
-          f'{name}[lines {split.cut + 1}:{len(lines)}]',
-          split.heldout_lines,
-      ),
-  }
-  return parts, split.describe(train_file, valid_fraction)
-
-
-def _log_encoding(name: str, source: str, encoding: EncodeStats) -> None:
-  logging.info(
-      '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, %d types).',
-      name,
-      source,
-      encoding.tokens,
-      encoding.unk_tokens,
-      UNK,
-      encoding.oov_tokens,
-      encoding.oov_types,
-  )
-
-
 def load_corpus(
     train_file: str,
     valid_file: Optional[str] = None,
@@ -401,7 +349,24 @@ def load_corpus(
         f'valid_file={valid_file!r}, valid_fraction='
         f'{valid_fraction!r}.'
     )
-  parts, split_note = _split_parts(train_file, valid_file, valid_fraction)
+  lines = read_lines(train_file)
+  if valid_file is not None:
+    parts = {
+        'train': (train_file, lines),
+        'valid': (valid_file, read_lines(valid_file)),
+    }
+    split_note = f'validation file {valid_file!r}.'
+  else:
+    split = split_lines(lines, valid_fraction, train_file)
+    name = os.path.basename(train_file)
+    parts = {
+        'train': (f'{name}[lines 1:{split.cut}]', split.train_lines),
+        'valid': (
+            f'{name}[lines {split.cut + 1}:{len(lines)}]',
+            split.heldout_lines,
+        ),
+    }
+    split_note = split.describe(train_file, valid_fraction)
   logging.info('WikiText split: %s', split_note)
   if test_file is not None:
     parts['test'] = (test_file, read_lines(test_file))
@@ -417,7 +382,16 @@ def load_corpus(
         text=dataclasses.asdict(TextStats.of(source, part_lines)),
         encoding=dataclasses.asdict(encoding),
     )
-    _log_encoding(name, source, encoding)
+    logging.info(
+        '%s (%s): %d tokens, %d -> %s (%d not in the vocabulary, %d types).',
+        name,
+        source,
+        encoding.tokens,
+        encoding.unk_tokens,
+        UNK,
+        encoding.oov_tokens,
+        encoding.oov_types,
+    )
   return Corpus(
       vocab=vocab,
       train=ids['train'],

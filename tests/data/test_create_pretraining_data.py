@@ -17,6 +17,7 @@ from official_repro.data import records
 from official_repro.data import streaming
 from official_repro.data import vocab
 from tests.conftest import write_fixture_corpus
+from tests.data.tokenizer_texts import detokenize
 
 _SUBJECTS = [
     'The old man',
@@ -282,7 +283,7 @@ class TestDynamicRecords:
       sep = ids.index(3)
       for segment in (ids[1:sep], ids[sep + 1 : -1]):
         # Truncation may cut a word into pieces at either end.
-        words = vocab.detokenize(segment, tokens)[1:-1]
+        words = detokenize(segment, tokens)[1:-1]
         assert ' '.join(words) in corpus_text
       segments = example['segment_ids'][: len(ids)].tolist()
       assert segments == [0] * (sep + 1) + [1] * (len(ids) - sep - 1)

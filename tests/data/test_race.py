@@ -433,6 +433,8 @@ def test_read_examples_from_ram_filesystem(tmp_path, to_ram):
   bad = os.path.join(remote, 'train', 'middle', '3.txt')
   with tf.io.gfile.GFile(bad, 'wb') as f:
     f.write(b'{"article": "\xff"}')
-  with pytest.raises(race.RaceFormatError, match='not UTF-8') as error:
+  with pytest.raises(
+      race.RaceFormatError, match="not valid JSON \\('utf-8' codec"
+  ) as error:
     race.read_examples(remote, 'train')
   assert bad in str(error.value)

@@ -25,6 +25,7 @@ import tensorflow as tf
 from official_repro.data import sentencepiece_tokenization
 from official_repro.data import vocab
 from tests.data.tokenizer_texts import corpus_lines
+from tests.data.tokenizer_texts import detokenize
 from tests.data.tokenizer_texts import differences
 from tests.data.tokenizer_texts import ALBERT_USER_DEFINED_SYMBOLS
 from tests.data.tokenizer_texts import RULE_TEXT
@@ -283,7 +284,7 @@ def test_a_model_is_a_vocabulary_with_bert_names_for_its_special_pieces(
   assert tokens[:5] == ('<pad>', '<unk>', '[CLS]', '[SEP]', '[MASK]')
   assert vocab.SpecialTokenIds.from_vocab(tokens).all_ids() == (0, 1, 2, 3, 4)
   ids = vocab.tokenize_with_vocab(['The river, in 1990, ran.'], tokens, True)
-  assert vocab.detokenize([2] + ids[0] + [3], tokens) == [
+  assert detokenize([2] + ids[0] + [3], tokens) == [
       '[CLS]',
       'the',
       'river,',

@@ -5,6 +5,7 @@ import re
 import pytest
 
 from official_repro.data import vocab
+from tests.data.tokenizer_texts import detokenize
 
 _SENTENCES = [
     'The old man saw a small boat near the river.',
@@ -119,26 +120,26 @@ class TestBuildAndTokenize:
 
   def test_tokenize_round_trip(self, built):
     path, tokens = built
-    ids = vocab.tokenize_sentences(
-        _SENTENCES[:8], path, lower_case=True, batch_size=3
+    ids = vocab.tokenize_with_vocab(
+        _SENTENCES[:8], vocab.load_vocab(path), lower_case=True, batch_size=3
     )
     unk = tokens.index('[UNK]')
     for sentence, sentence_ids in zip(_SENTENCES, ids):
       assert unk not in sentence_ids
-      assert vocab.detokenize(sentence_ids, tokens) == _basic_words(sentence)
+      assert detokenize(sentence_ids, tokens) == _basic_words(sentence)
 
   def test_batch_size_does_not_change_result(self, built):
-    path, _ = built
+    _, tokens = built
     sentences = _SENTENCES[:7] + ['', '   ']
-    assert vocab.tokenize_sentences(sentences, path, True, batch_size=2) == (
-        vocab.tokenize_sentences(sentences, path, True, batch_size=100)
+    assert vocab.tokenize_with_vocab(sentences, tokens, True, batch_size=2) == (
+        vocab.tokenize_with_vocab(sentences, tokens, True, batch_size=100)
     )
-    assert vocab.tokenize_sentences(sentences, path, True)[-2:] == [[], []]
+    assert vocab.tokenize_with_vocab(sentences, tokens, True)[-2:] == [[], []]
 
   def test_lower_case_strips_accents_and_unknown_is_unk(self, built):
-    path, tokens = built
-    (ids,) = vocab.tokenize_sentences(['THE Rivér \u4e2d'], path, True)
-    assert vocab.detokenize(ids, tokens) == ['the', 'river', '[UNK]']
+    _, tokens = built
+    (ids,) = vocab.tokenize_with_vocab(['THE Rivér \u4e2d'], tokens, True)
+    assert detokenize(ids, tokens) == ['the', 'river', '[UNK]']
 
   def test_build_rejects_tiny_size(self, tmp_path):
     with pytest.raises(ValueError, match='vocab_size must exceed 5'):

@@ -3,13 +3,18 @@
 `RULE_TEXT` hits each rule of the original BERT and ALBERT tokenizers;
 `corpus_lines` is text that ships with Python (pydoc's help topics), with
 marks that text from the web carries; `train_sentencepiece` a model of
-them as ALBERT's was trained.
+them as ALBERT's was trained; `detokenize` maps ids back to words.
 """
 
 import io
+import re
+from typing import List, Sequence
 
 from pydoc_data import topics
 import sentencepiece
+
+from official_repro.data import sentencepiece_tokenization
+from official_repro.data import vocab
 
 # Every rule of the original, one line per rule or so. The lines hold
 # nothing Hugging Face's BERT tokenizer tokenizes otherwise.
@@ -114,3 +119,39 @@ def differences(texts, ours, reference, tokens):
       for text, a, b in zip(texts, ours, reference)
       if a != b
   ]
+
+
+# Bracketed ([CLS]) and SentencePiece's own (<pad>, <unk>, <s>) pieces.
+_SPECIAL_PIECE = re.compile(r'^(\[[^\]]*\]|<[^>]*>)$')
+
+
+def detokenize(ids: Sequence[int], tokens: Sequence[str]) -> List[str]:
+  """Maps ids to words, joining continuation pieces onto the word before.
+
+  WordPiece's start with '##'; SentencePiece's lack the '▁' of a word start.
+  """
+  if vocab.as_vocabulary(tokens).kind == vocab.SENTENCEPIECE:
+    return _sentencepiece_words([tokens[i] for i in ids])
+  words = []
+  for token in (tokens[i] for i in ids):
+    if token.startswith('##') and words:
+      words[-1] += token[2:]
+    else:
+      words.append(token)
+  return words
+
+
+def _sentencepiece_words(pieces: Sequence[str]) -> List[str]:
+  """Words of SentencePiece pieces; special pieces are words of their own."""
+  boundary = sentencepiece_tokenization.WORD_BOUNDARY
+  words, joinable = [], False
+  for piece in pieces:
+    if _SPECIAL_PIECE.match(piece):
+      words.append(piece)
+      joinable = False
+    elif piece.startswith(boundary) or not joinable:
+      words.append(piece.removeprefix(boundary))
+      joinable = True
+    else:
+      words[-1] += piece
+  return [word for word in words if word]
