@@ -16,7 +16,6 @@ faster differs between CPUs, so the report names the CPU and its vector
 extensions (`cpu_line`) and the load at the start.
 """
 
-import json
 import os
 import platform
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -139,15 +138,9 @@ def measure(gin_files: Sequence[str], mixed_precision: str) -> Dict:
       *(f'--gin_param={p}' for p in FLAGS.gin_param),
   ]
   commands.run_module('experiments.benchmark_pretraining', args)
-  with tf.io.gfile.GFile(output_json) as f:
-    (result,) = json.load(f)['results']
+  (result,) = json_files.read_json(output_json)['results']
   tf.io.gfile.remove(output_json)
   return result
-
-
-def relative_difference(loss: float, reference: float) -> float:
-  """|loss - reference| / |reference|."""
-  return abs(loss - reference) / abs(reference)
 
 
 def format_table(points: List[Dict], header: str) -> str:
@@ -155,9 +148,8 @@ def format_table(points: List[Dict], header: str) -> str:
   reference, rows = {}, []
   for point in points:
     base = reference.setdefault(point['config'], point)
-    difference = relative_difference(
-        point['first_step_loss'], base['first_step_loss']
-    )
+    loss, reference_loss = point['first_step_loss'], base['first_step_loss']
+    difference = abs(loss - reference_loss) / abs(reference_loss)
     rows.append(
         [
             point['config'],

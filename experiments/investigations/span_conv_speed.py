@@ -164,17 +164,14 @@ def format_rows(rows: Sequence[Dict]) -> str:
   )
 
 
-def _mode(row: Dict) -> str:
-  return ('XLA ' if row['jit_compile'] else '') + (
-      'fwd+bwd' if row['backward'] else 'fwd'
-  )
-
-
 def format_summary(rows: Sequence[Dict]) -> str:
   """The range of slices / banded over the shapes, per mode and pass."""
   speedups = {}
   for row in rows:
-    speedups.setdefault(_mode(row), []).append(row['speedup'])
+    mode = ('XLA ' if row['jit_compile'] else '') + (
+        'fwd+bwd' if row['backward'] else 'fwd'
+    )
+    speedups.setdefault(mode, []).append(row['speedup'])
   ranges = '; '.join(
       f'{mode} {min(values):.2f}-{max(values):.2f}'
       for mode, values in speedups.items()
