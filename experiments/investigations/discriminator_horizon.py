@@ -265,11 +265,6 @@ def read_probes(model_dir: str) -> Dict[int, Dict[str, Any]]:
   return dict(sorted((int(p['step']), p) for p in probes))
 
 
-def _probed_steps(probe: Dict[str, Any]) -> int:
-  """The `probe_steps` a kept probe ran with (older probes: its batches)."""
-  return probe.get('steps', probe['batches'])
-
-
 def probe_checkpoints(
     model_dir: str, probe_steps: int
 ) -> Dict[int, Dict[str, Any]]:
@@ -284,7 +279,9 @@ def probe_checkpoints(
     checkpoint = os.path.join(model_dir, os.path.basename(checkpoint))
     step = _checkpoint_step(checkpoint)
     path = os.path.join(model_dir, PROBES_SUBDIR, f'step_{step}.json')
-    if step in kept and _probed_steps(kept[step]) == probe_steps:
+    probe = kept.get(step)
+    # The `steps` a kept probe ran with (older probes: its batches).
+    if probe and probe.get('steps', probe['batches']) == probe_steps:
       continue
     try:
       result = discriminator_probe_lib.probe(

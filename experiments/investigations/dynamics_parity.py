@@ -851,21 +851,6 @@ def read_prior_report(path: str, schedule: Schedule) -> PriorReport:
   return PriorReport(path, report['runs'], report.get('context_free') or {})
 
 
-def check_same_records(prior: PriorReport, ceiling: Dict[str, float]) -> None:
-  """Refuses a prior report scored on other held-out slots (its `ceiling`)."""
-  differ = {
-      k: (v, ceiling.get(k))
-      for k, v in prior.context_free.items()
-      if ceiling.get(k) is None or not math.isclose(v, ceiling[k])
-  }
-  if differ:
-    raise cli.UserError(
-        f'--prior_report: {prior.path} was scored on other held-out records '
-        f'than those under --runs_dir (context-free ceiling, theirs against '
-        f'these: {differ}); build the records from the same books.'
-    )
-
-
 def finished_runs(
     runs_dir: str,
     objective_names: Sequence[str],
@@ -1023,13 +1008,6 @@ def summary(rows: List[Dict]) -> List[str]:
   return lines + ['']
 
 
-def _share_range(shares: Sequence[float]) -> str:
-  """'a-b%' over the nonzero shares (one figure when they round alike)."""
-  shares = [x for x in shares if x > 0.0] or [0.0]
-  low, high = round(100 * min(shares)), round(100 * max(shares))
-  return f'{low}%' if low == high else f'{low}-{high}%'
-
-
 def _mean_and_spread(values: Sequence[float]) -> str:
   """'mean ± seed standard deviation' ('-' without values)."""
   if not values:
@@ -1141,6 +1119,10 @@ def _replay_lines(replay: Dict[str, Dict[str, float]]) -> List[str]:
 
 def _differences_lines(rows: List[Dict]) -> List[str]:
   """Every comparison's verdict at every checkpoint, and how it is made."""
+  # The nonzero chance flags as 'a-b%' (one figure when they round alike).
+  shares = [r['chance_flag'] for r in rows if r['chance_flag'] > 0.0] or [0.0]
+  low, high = round(100 * min(shares)), round(100 * max(shares))
+  share_range = f'{low}%' if low == high else f'{low}-{high}%'
   return [
       '## Differences at each checkpoint',
       '',
@@ -1152,7 +1134,7 @@ def _differences_lines(rows: List[Dict]) -> List[str]:
       'side the criterion is loose: when the means are equal, it calls a '
       'check ahead or behind with probability P(|t| > 2) at the Welch '
       'degrees of freedom '
-      f'({_share_range([row["chance_flag"] for row in rows])} here; the '
+      f'({share_range} here; the '
       'summary above adds these up), so a lone *ahead* or *behind* is no '
       'finding; a gap that holds across checkpoints and seeds is.',
       '',
@@ -1192,8 +1174,17 @@ def write_report(
   results = collect(runs)
   rows = comparisons(results)
   ceiling = held_out_ceiling(runs_dir, schedule.eval_batches)
-  if prior:
-    check_same_records(prior, ceiling)
+  differ = {  # a prior report scored on other held-out slots is refused
+      k: (v, ceiling.get(k))
+      for k, v in (prior.context_free if prior else {}).items()
+      if ceiling.get(k) is None or not math.isclose(v, ceiling[k])
+  }
+  if differ:
+    raise cli.UserError(
+        f'--prior_report: {prior.path} was scored on other held-out records '
+        f'than those under --runs_dir (context-free ceiling, theirs against '
+        f'these: {differ}); build the records from the same books.'
+    )
   replay = None
   if 'stock_static_our_shuffle' in results.get('electra', {}):
     replay = {v: epoch_replay(runs_dir, 'electra', v) for v in REPLAY_VARIANTS}

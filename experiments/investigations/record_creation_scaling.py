@@ -161,7 +161,7 @@ class _TreeMemory(threading.Thread):
 def measure_run(
     python: str, corpus: str, output_dir: str, engine: str, workers: int
 ) -> Dict[str, Any]:
-  """Runs record creation once and measures it."""
+  """Runs record creation once; its stats from `time -v` and the metadata."""
   command = [
       '/usr/bin/time',
       '-v',
@@ -196,11 +196,6 @@ def measure_run(
   wall = time.time() - started
   if process.returncode != 0:
     raise RuntimeError(f'{" ".join(command)} failed:\n{stderr[-3000:]}')
-  return _run_stats(engine, workers, output_dir, wall, stderr, sampler)
-
-
-def _run_stats(engine, workers, output_dir, wall, stderr, sampler):
-  """`measure_run`'s result, from `time -v`'s report and the metadata."""
   largest_kb = int(
       re.search(r'Maximum resident set size \(kbytes\): (\d+)', stderr).group(1)
   )
