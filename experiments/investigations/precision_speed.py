@@ -62,13 +62,10 @@ def cpu_line(cpuinfo: Optional[str] = None) -> str:
   present = [e for e in SPEED_EXTENSIONS if e in cpu_flags]
   absent = [e for e in SPEED_EXTENSIONS if e not in cpu_flags]
   model = fields.get('model name') or platform.processor() or 'unknown'
-  if not present:
-    return f'CPU: {model}; extensions: none of {", ".join(absent)}.'
-  return (
-      f'CPU: {model}; extensions: {", ".join(present)}'
-      + (f' (none of {", ".join(absent)})' if absent else '')
-      + '.'
-  )
+  listed = ', '.join(present) or f'none of {", ".join(absent)}'
+  if present and absent:
+    listed += f' (none of {", ".join(absent)})'
+  return f'CPU: {model}; extensions: {listed}.'
 
 
 def define_flags() -> None:
