@@ -52,6 +52,10 @@ class HorizonRun:
 
 
 _ELECTRA_SMALL = 'gin/papers/001_ale/electra_small.gin'
+_ADAMW = (
+    "optimization.optimizer = 'adamw'",
+    'optimization.learning_rate = 2e-3',
+)
 
 RUNS: Dict[str, HorizonRun] = {
     h.name: h
@@ -66,10 +70,7 @@ RUNS: Dict[str, HorizonRun] = {
             "of this schedule lost its generator's accuracy once the rate "
             'neared its peak (`discriminator_horizon_electra_lamb.md`)',
             _ELECTRA_SMALL,
-            bindings=(
-                "optimization.optimizer = 'adamw'",
-                'optimization.learning_rate = 2e-3',
-            ),
+            bindings=_ADAMW,
         ),
         HorizonRun(
             'electra_word_tied',
@@ -78,11 +79,7 @@ RUNS: Dict[str, HorizonRun] = {
             "ties them (001's gin file ties the whole embedding block, as "
             'google-research/electra does)',
             _ELECTRA_SMALL,
-            bindings=(
-                "optimization.optimizer = 'adamw'",
-                'optimization.learning_rate = 2e-3',
-                'electra.tie_embedding_block = False',
-            ),
+            bindings=(*_ADAMW, 'electra.tie_embedding_block = False'),
         ),
         HorizonRun(
             'electra_lamb',
