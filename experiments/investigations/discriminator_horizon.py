@@ -16,7 +16,6 @@ interrupt waits for its checkpoint (longer than `commands.stop`'s grace).
 """
 
 import dataclasses
-import json
 import os
 import signal
 import subprocess
@@ -48,13 +47,14 @@ class HorizonRun:
 
   name: str
   description: str
-  run: registry.Run
-  generator_metric: str = 'masked_lm_accuracy'
+  gin_file: str
   bindings: Tuple[str, ...] = ()
 
 
-_ELECTRA_SMALL = registry.Run(
-    'electra_small', 'ELECTRA_small', ('gin/papers/001_ale/electra_small.gin',)
+_ELECTRA_SMALL = 'gin/papers/001_ale/electra_small.gin'
+_ADAMW = (
+    "optimization.optimizer = 'adamw'",
+    'optimization.learning_rate = 2e-3',
 )
 
 RUNS: Dict[str, HorizonRun] = {
@@ -70,10 +70,7 @@ RUNS: Dict[str, HorizonRun] = {
             "of this schedule lost its generator's accuracy once the rate "
             'neared its peak (`discriminator_horizon_electra_lamb.md`)',
             _ELECTRA_SMALL,
-            bindings=(
-                "optimization.optimizer = 'adamw'",
-                'optimization.learning_rate = 2e-3',
-            ),
+            bindings=_ADAMW,
         ),
         HorizonRun(
             'electra_word_tied',
@@ -82,11 +79,7 @@ RUNS: Dict[str, HorizonRun] = {
             "ties them (001's gin file ties the whole embedding block, as "
             'google-research/electra does)',
             _ELECTRA_SMALL,
-            bindings=(
-                "optimization.optimizer = 'adamw'",
-                'optimization.learning_rate = 2e-3',
-                'electra.tie_embedding_block = False',
-            ),
+            bindings=(*_ADAMW, 'electra.tie_embedding_block = False'),
         ),
         HorizonRun(
             'electra_lamb',
@@ -102,11 +95,7 @@ RUNS: Dict[str, HorizonRun] = {
             'script',
             "004's SCRIPT-small recipe (AdamW; one network is generator and "
             'critic)',
-            registry.Run(
-                'script_small',
-                'SCRIPT-small',
-                ('gin/papers/004_script/small.gin',),
-            ),
+            'gin/papers/004_script/small.gin',
         ),
     )
 }
@@ -208,26 +197,6 @@ def define_flags() -> None:
   flags.mark_flags_as_required(['run', 'model_dir'])
 
 
-def gin_files(horizon: HorizonRun) -> Tuple[str, ...]:
-  """The run's paper gin files, then the cpu scale's includes."""
-  return tuple(horizon.run.gin_files) + runner.scale_gin_files(
-      horizon.run, 'cpu'
-  )
-
-
-def bindings(max_steps: int, eval_every: int, held_out_steps: int) -> List[str]:
-  """The schedule of the long run: warmup over a tenth, as regenerate's."""
-  return [
-      f'experiment.train_steps = {max_steps}',
-      f'optimization.warmup_steps = {max_steps // 10}',
-      f'experiment.checkpoint_interval = {eval_every}',
-      f'experiment.steps_per_loop = {eval_every}',
-      f'experiment.validation_interval = {eval_every}',
-      f'experiment.validation_steps = {held_out_steps}',
-      'experiment.max_to_keep = 5',
-  ]
-
-
 def train_command(
     horizon: HorizonRun,
     records: str,
@@ -237,18 +206,30 @@ def train_command(
     held_out_steps: int,
     mixed_precision: str,
 ) -> List[str]:
-  """The `official_repro.train` command that trains (or resumes) the run."""
+  """The `official_repro.train` command that trains (or resumes) the run.
+
+  The paper gin file, the cpu scale's includes, then the long schedule
+  (warmup over a tenth, as regenerate's) and the run's bindings.
+  """
+  run = registry.Run(horizon.name, horizon.name, (horizon.gin_file,))
+  gin_files = (horizon.gin_file,) + runner.scale_gin_files(run, 'cpu')
+  bindings = (
+      f"pretrain_data.input_path='{records}'",
+      f'experiment.train_steps = {max_steps}',
+      f'optimization.warmup_steps = {max_steps // 10}',
+      f'experiment.checkpoint_interval = {eval_every}',
+      f'experiment.steps_per_loop = {eval_every}',
+      f'experiment.validation_interval = {eval_every}',
+      f'experiment.validation_steps = {held_out_steps}',
+      'experiment.max_to_keep = 5',
+      *horizon.bindings,
+  )
   return [
       sys.executable,
       '-m',
       'official_repro.train',
-      *(f'--gin_file={path}' for path in gin_files(horizon)),
-      f"--gin_param=pretrain_data.input_path='{records}'",
-      *(
-          f'--gin_param={b}'
-          for b in bindings(max_steps, eval_every, held_out_steps)
-      ),
-      *(f'--gin_param={b}' for b in horizon.bindings),
+      *(f'--gin_file={path}' for path in gin_files),
+      *(f'--gin_param={b}' for b in bindings),
       f'--model_dir={model_dir}',
       '--mode=train_and_eval',
       '--strategy=cpu',
@@ -276,18 +257,9 @@ PROBES_SUBDIR = 'probes'
 
 def read_probes(model_dir: str) -> Dict[int, Dict[str, Any]]:
   """{step: probe result} of every checkpoint probed so far, in step order."""
-  probes = {}
   pattern = os.path.join(model_dir, PROBES_SUBDIR, 'step_*.json')
-  for path in tf.io.gfile.glob(pattern):
-    with tf.io.gfile.GFile(path) as f:
-      result = json.load(f)
-    probes[int(result['step'])] = result
-  return dict(sorted(probes.items()))
-
-
-def _probed_steps(probe: Dict[str, Any]) -> int:
-  """The `probe_steps` a kept probe ran with (older probes: its batches)."""
-  return probe.get('steps', probe['batches'])
+  probes = [json_files.read_json(p) for p in tf.io.gfile.glob(pattern)]
+  return dict(sorted((int(p['step']), p) for p in probes))
 
 
 def probe_checkpoints(
@@ -304,7 +276,9 @@ def probe_checkpoints(
     checkpoint = os.path.join(model_dir, os.path.basename(checkpoint))
     step = _checkpoint_step(checkpoint)
     path = os.path.join(model_dir, PROBES_SUBDIR, f'step_{step}.json')
-    if step in kept and _probed_steps(kept[step]) == probe_steps:
+    probe = kept.get(step)
+    # The `steps` a kept probe ran with (older probes: its batches).
+    if probe and probe.get('steps', probe['batches']) == probe_steps:
       continue
     try:
       result = discriminator_probe_lib.probe(
@@ -318,14 +292,6 @@ def probe_checkpoints(
     json_files.write_json(path, result)
     print(f'probed step {step}', flush=True)
   return read_probes(model_dir)
-
-
-def _probe_without_stopping(model_dir: str, probe_steps: int) -> None:
-  """Probes new checkpoints; a failure is printed (the next poll retries)."""
-  try:
-    probe_checkpoints(model_dir, probe_steps)
-  except Exception as error:  # pylint: disable=broad-except
-    print(f'probe failed, training continues: {error}', flush=True)
 
 
 def train_until_targets(
@@ -343,7 +309,8 @@ def train_until_targets(
   Meeting the targets sends SIGTERM (the job checkpoints and exits). At
   `stop_at_step` the job is killed if that step is its last checkpoint, so a
   rerun resumes exactly there (tests/training/test_reproducibility.py), and
-  gets SIGTERM otherwise. Returns the held-out curve.
+  gets SIGTERM otherwise. The job logs to `horizon.log`; RuntimeError if it
+  fails. Returns the held-out curve.
   """
   last_step = min(stop_at_step, max_steps) if stop_at_step else max_steps
   curve = held_out.read_curve(model_dir)
@@ -361,19 +328,6 @@ def train_until_targets(
       return signal.SIGKILL if at_checkpoint else signal.SIGTERM
     return None
 
-  _run_job(command, model_dir, curve, poll_seconds, probe_steps, stop_signal)
-  return held_out.read_curve(model_dir)
-
-
-def _run_job(
-    command: Sequence[str],
-    model_dir: str,
-    curve: Dict[int, Dict[str, float]],
-    poll_seconds: float,
-    probe_steps: int,
-    stop_signal: Callable[[Dict[int, Dict[str, float]]], Optional[int]],
-) -> None:
-  """Runs the job, logged to `horizon.log`; RuntimeError if it fails."""
   tf.io.gfile.makedirs(model_dir)
   log_path = os.path.join(model_dir, 'horizon.log')
   print('  $ ' + ' '.join(command), flush=True)
@@ -400,6 +354,7 @@ def _run_job(
     raise RuntimeError(
         f'training failed (exit {process.returncode}); see {log_path}.'
     )
+  return held_out.read_curve(model_dir)
 
 
 def _watch(
@@ -412,20 +367,29 @@ def _watch(
 ) -> int:
   """Polls, prints and probes until the job ends or `stop_signal` names one.
 
-  Returns the signal sent (SIGTERM when the job ended by itself).
+  A failed probe is printed (the next poll retries). Returns the signal sent
+  (SIGTERM when the job ended by itself).
   """
   while process.poll() is None:
     time.sleep(poll_seconds)
     curve = held_out.read_curve(model_dir)
     for step in sorted(set(curve) - seen):
-      print(_curve_line(step, curve[step]), flush=True)
+      values = ', '.join(
+          f'{label} {curve[step][name]:.3f}'
+          for name, label in CURVE_METRICS
+          if name in curve[step]
+      )
+      print(f'step {step}: {values}', flush=True)
     sent = stop_signal(curve)
     if sent is not None:
       process.send_signal(sent)
       process.wait()
       return sent
     if probe_steps and set(curve) - seen:
-      _probe_without_stopping(model_dir, probe_steps)
+      try:
+        probe_checkpoints(model_dir, probe_steps)
+      except Exception as error:  # pylint: disable=broad-except
+        print(f'probe failed, training continues: {error}', flush=True)
     seen = set(curve)
   return signal.SIGTERM
 
@@ -435,60 +399,10 @@ def _checkpoint_step(prefix: str) -> int:
   return int(prefix.rsplit('-', 1)[-1])
 
 
-def _curve_line(step: int, metrics: Dict[str, float]) -> str:
-  """One evaluation as printed while the job runs."""
-  values = ', '.join(
-      f'{label} {metrics[name]:.3f}'
-      for name, label in CURVE_METRICS
-      if name in metrics
-  )
-  return f'step {step}: {values}'
-
-
 _PRECISION = {
     'float32': 'float32',
     'bfloat16': 'mixed bfloat16 (float32 variables)',
 }
-
-
-def report_stem(horizon: HorizonRun, mixed_precision: Optional[str]) -> str:
-  """The report's file name; float32 runs get `_float32` (others: bfloat16)."""
-  suffix = '_float32' if mixed_precision == 'float32' else ''
-  return f'discriminator_horizon_{horizon.name}{suffix}'
-
-
-def _report_lines(
-    horizon: HorizonRun,
-    curve: Dict[int, Dict[str, float]],
-    max_steps: int,
-    mixed_precision: Optional[str],
-    verdict: str,
-    png: str,
-    probes: Optional[Dict[int, Dict[str, Any]]],
-) -> List[str]:
-  """The markdown report's lines, its `verdict` sentence among them."""
-  return [
-      f'# Where the discriminator leaves the all-original phase: '
-      f'{horizon.name}',
-      '',
-      f'{horizon.description}, at the cpu scale (`gin/regenerate/cpu.gin`: '
-      'hidden 128, 2 layers, length 64, batch 128), on a schedule of '
-      f'{max_steps:,} steps (warmup a tenth), computed in '
-      f'{_PRECISION.get(mixed_precision, "a precision not recorded")}, '
-      'evaluated on held-out books at every checkpoint.',
-      '',
-      provenance.provenance('experiments.investigations.discriminator_horizon'),
-      '',
-      '## Verdict',
-      '',
-      verdict,
-      '',
-      *_curve_and_public_lines(curve),
-      '',
-      f'![curve]({os.path.basename(png)})',
-      '',
-      *(probe_lines(probes) if probes else []),
-  ]
 
 
 def write_report(
@@ -502,43 +416,37 @@ def write_report(
     mixed_precision: Optional[str] = None,
     probes: Optional[Dict[int, Dict[str, Any]]] = None,
 ) -> str:
-  """Writes the markdown, JSON and PNG reports; returns the markdown path."""
+  """Writes the markdown, JSON and PNG reports; returns the markdown path.
+
+  Float32 runs' files end in `_float32` (others are bfloat16's).
+  """
   met = first_step_meeting(curve, recall_target, auc_target)
   tf.io.gfile.makedirs(output_dir)
-  stem = os.path.join(output_dir, report_stem(horizon, mixed_precision))
-  png = stem + '.png'
-  plot_curve(horizon, curve, png)
-  verdict = (
+  suffix = '_float32' if mixed_precision == 'float32' else ''
+  stem = os.path.join(
+      output_dir, f'discriminator_horizon_{horizon.name}{suffix}'
+  )
+  plot_curve(horizon, curve, stem + '.png')
+  lines = [
+      f'# Where the discriminator leaves the all-original phase: '
+      f'{horizon.name}',
+      '',
+      f'{horizon.description}, at the cpu scale (`gin/regenerate/cpu.gin`: '
+      'hidden 128, 2 layers, length 64, batch 128), on a schedule of '
+      f'{max_steps:,} steps (warmup a tenth), computed in '
+      f'{_PRECISION.get(mixed_precision, "a precision not recorded")}, '
+      'evaluated on held-out books at every checkpoint.',
+      '',
+      provenance.provenance('experiments.investigations.discriminator_horizon'),
+      '',
+      '## Verdict',
+      '',
       f'Held-out recall > {recall_target} and AUC >= {auc_target} first '
       f'at step {met:,}.'
       if met is not None
       else f'Not met by step {max(curve) if curve else 0:,}: recall > '
-      f'{recall_target} and AUC >= {auc_target}.'
-  )
-  lines = _report_lines(
-      horizon, curve, max_steps, mixed_precision, verdict, png, probes
-  )
-  json_files.write_json(
-      stem + '.json',
-      dict(
-          run=horizon.name,
-          command=list(command),
-          max_steps=max_steps,
-          mixed_precision=mixed_precision,
-          recall_target=recall_target,
-          auc_target=auc_target,
-          first_step_meeting_targets=met,
-          curve={str(step): metrics for step, metrics in curve.items()},
-          probes={str(step): probe for step, probe in (probes or {}).items()},
-      ),
-  )
-  json_files.write_text(stem + '.md', '\n'.join(lines))
-  return stem + '.md'
-
-
-def _curve_and_public_lines(curve: Dict[int, Dict[str, float]]) -> List[str]:
-  """The held-out curve's table, then the public points'."""
-  return [
+      f'{recall_target} and AUC >= {auc_target}.',
+      '',
       '## Held-out curve',
       '',
       *markdown.table(
@@ -547,7 +455,7 @@ def _curve_and_public_lines(curve: Dict[int, Dict[str, float]]) -> List[str]:
               [
                   f'{step:,}',
                   *(
-                      f'{metrics[name]:.3f}' if name in metrics else '-'
+                      plots.number(metrics.get(name))
                       for name, _ in CURVE_METRICS
                   ),
               ]
@@ -568,13 +476,35 @@ def _curve_and_public_lines(curve: Dict[int, Dict[str, float]]) -> List[str]:
           [
               [
                   *f'{p.source}|{p.model}|{p.step:,}|{p.auc:.2f}'.split('|'),
-                  *(_optional(x) for x in (p.recall, p.accuracy)),
-                  _optional(p.masked_lm_accuracy),
+                  *(
+                      plots.number(x)
+                      for x in (p.recall, p.accuracy, p.masked_lm_accuracy)
+                  ),
               ]
               for p in PUBLIC_POINTS
           ],
       ),
+      '',
+      f'![curve]({os.path.basename(stem)}.png)',
+      '',
+      *(probe_lines(probes) if probes else []),
   ]
+  json_files.write_json(
+      stem + '.json',
+      dict(
+          run=horizon.name,
+          command=list(command),
+          max_steps=max_steps,
+          mixed_precision=mixed_precision,
+          recall_target=recall_target,
+          auc_target=auc_target,
+          first_step_meeting_targets=met,
+          curve={str(step): metrics for step, metrics in curve.items()},
+          probes={str(step): probe for step, probe in (probes or {}).items()},
+      ),
+  )
+  json_files.write_text(stem + '.md', '\n'.join(lines))
+  return stem + '.md'
 
 
 def probe_lines(probes: Dict[int, Dict[str, Any]]) -> List[str]:
@@ -628,10 +558,6 @@ def _probe_row(step: int, probe: Dict[str, Any]) -> List[str]:
       ' / '.join(cell(band['recall']) for band in probe['plausibility']),
       probe['batches'],
   ]
-
-
-def _optional(value: Optional[float]) -> str:
-  return '-' if value is None else f'{value:.3f}'
 
 
 def plot_curve(
@@ -704,11 +630,7 @@ def claim_model_dir(
 
 def read_claim(model_dir: str) -> Optional[Dict[str, Any]]:
   """The run `model_dir` holds (`claim_model_dir`), or None."""
-  path = os.path.join(model_dir, RUN_FILENAME)
-  if not tf.io.gfile.exists(path):
-    return None
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
+  return json_files.read_json(os.path.join(model_dir, RUN_FILENAME), None)
 
 
 def main(argv: Sequence[str]) -> None:

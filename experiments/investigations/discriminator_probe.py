@@ -59,6 +59,7 @@ def define_flags() -> None:
   flags.DEFINE_string(
       'description', None, 'What the run is, for the report (optional).'
   )
+  flags.mark_flags_as_required(['model_dir', 'name', 'output_dir'])
 
 
 def cell(value: float) -> str:
@@ -136,9 +137,6 @@ def write_report(
 def main(argv: Sequence[str]) -> None:
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  for name in ('model_dir', 'name', 'output_dir'):
-    if not getattr(FLAGS, name):
-      raise cli.UserError(f'--{name} is required.')
   if FLAGS.steps == 0 or FLAGS.steps < -1:
     raise cli.UserError(f'--steps={FLAGS.steps}: give a positive count or -1.')
   stem = os.path.join(FLAGS.output_dir, f'discriminator_probe_{FLAGS.name}')

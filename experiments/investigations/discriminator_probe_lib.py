@@ -14,9 +14,9 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+from sklearn import metrics
 import tensorflow as tf
 
-from experiments.investigations import ranking
 from official_repro.common import cli
 from official_repro.metrics import context_free
 from official_repro.modeling.pretrainers import electra
@@ -84,21 +84,27 @@ def _flatten(
   )
 
 
-_TOKEN_ARRAYS = tuple(
-    'sequence token_ids labels logits generator_probability'.split()
-)
-
-
 def _concatenate(parts: Sequence[DetectedTokens]) -> DetectedTokens:
-  """The tokens of several batches as one `DetectedTokens`."""
-  return DetectedTokens(
-      **{
-          name: np.concatenate([getattr(p, name) for p in parts])
-          for name in _TOKEN_ARRAYS
-      },
-      masked=sum(p.masked for p in parts),
-      unchanged=sum(p.unchanged for p in parts),
-  )
+  """Several batches' tokens as one: arrays joined, counts summed."""
+  merged = {}
+  for field in dataclasses.fields(DetectedTokens):
+    values = [getattr(p, field.name) for p in parts]
+    is_array = field.type is np.ndarray
+    merged[field.name] = np.concatenate(values) if is_array else sum(values)
+  return DetectedTokens(**merged)
+
+
+def auc(labels: np.ndarray, scores: np.ndarray) -> float:
+  """Exact ROC AUC of float `[n]` scores for `[n]` labels (> 0: positive).
+
+  As google-research/electra's `disc_auc` judges the detector; not Model
+  Garden's streaming `tf_keras.metrics.AUC`, which approximates it on 200
+  thresholds. Ties count one half; NaN when either class is empty.
+  """
+  positives = np.asarray(labels) > 0
+  if positives.all() or not positives.any():
+    return float('nan')
+  return float(metrics.roc_auc_score(positives, np.asarray(scores, np.float64)))
 
 
 def identity_auc(
@@ -116,8 +122,8 @@ def identity_auc(
   rate = (replaced + 1.0) / (seen + 2.0)
   scored = ~fit
   return (
-      ranking.auc(tokens.labels[scored], rate[tokens.token_ids[scored]]),
-      ranking.auc(tokens.labels[scored], tokens.logits[scored]),
+      auc(tokens.labels[scored], rate[tokens.token_ids[scored]]),
+      auc(tokens.labels[scored], tokens.logits[scored]),
   )
 
 
@@ -128,7 +134,7 @@ def detector_metrics(
   replaced = labels > 0
   said_replaced = logits > 0
   return dict(
-      auc=ranking.auc(labels, logits),
+      auc=auc(labels, logits),
       recall=float(said_replaced[replaced].mean()),
       accuracy=float((said_replaced == replaced).mean()),
   )
@@ -166,7 +172,7 @@ def plausibility_bands(tokens: DetectedTokens) -> List[Dict[str, float]]:
             recall=float((tokens.logits[band] > 0).mean())
             if band.any()
             else float('nan'),
-            auc=ranking.auc(
+            auc=auc(
                 np.concatenate([np.ones(band.sum()), np.zeros(original.sum())]),
                 np.concatenate([tokens.logits[band], tokens.logits[original]]),
             ),
@@ -175,33 +181,27 @@ def plausibility_bands(tokens: DetectedTokens) -> List[Dict[str, float]]:
   return bands
 
 
-class _Replacements:
-  """Context-free replacement draws for the masked slots of a batch."""
-
-  def __init__(self, counts: np.ndarray, special_ids: Sequence[int], seed: int):
-    self._rng = np.random.default_rng(seed)
-    self._unigram = counts / counts.sum()
-    self._ordinary = np.setdiff1d(np.arange(len(counts)), special_ids)
-
-  def draw(self, source: str, shape: Tuple[int, ...]) -> np.ndarray:
-    """Draws int ids of `shape`: by training frequency or uniformly."""
-    if source == 'unigram':
-      return self._rng.choice(len(self._unigram), shape, p=self._unigram)
-    if source == 'uniform':
-      return self._rng.choice(self._ordinary, shape)
-    raise ValueError(f'{source!r} is not a context-free source.')
+def _context_free_draws(
+    counts: np.ndarray, special_ids: Sequence[int], seed: int
+) -> Dict[str, Callable[[Tuple[int, ...]], np.ndarray]]:
+  """{source: draw(shape)}: int ids by training frequency or uniformly."""
+  rng = np.random.default_rng(seed)
+  unigram = counts / counts.sum()
+  ordinary = np.setdiff1d(np.arange(len(counts)), special_ids)
+  return dict(
+      unigram=lambda shape: rng.choice(len(unigram), shape, p=unigram),
+      uniform=lambda shape: rng.choice(ordinary, shape),
+  )
 
 
 def _checkpoint_prefix(model_dir: str, checkpoint: str) -> str:
-  """`checkpoint` (a prefix, file or bare name in `model_dir`) as a prefix."""
+  """`checkpoint` (a prefix, file or bare name in `model_dir`) as a prefix.
+
+  One found nowhere is refused by `saved_runs.load`, naming those there are.
+  """
   prefix = re.sub(r'\.(index|data-\d+-of-\d+)$', '', checkpoint)
   if not tf.io.gfile.exists(prefix + '.index'):
     prefix = os.path.join(model_dir, os.path.basename(prefix))
-  if not tf.io.gfile.exists(prefix + '.index'):
-    raise cli.UserError(
-        f'--checkpoint {checkpoint}: no {prefix}.index; give a ckpt-<step> '
-        f'of {model_dir}.'
-    )
   return prefix
 
 
@@ -251,7 +251,7 @@ def _detect(
     dataset: tf.data.Dataset,
     sample: Callable[[Dict[str, tf.Tensor]], Tuple[tf.Tensor, tf.Tensor]],
     detect: Callable[..., Tuple[tf.Tensor, tf.Tensor, tf.Tensor]],
-    draws: _Replacements,
+    draws: Dict[str, Callable[[Tuple[int, ...]], np.ndarray]],
 ) -> Tuple[Dict[str, DetectedTokens], int]:
   """({source: its tokens over every batch}, batches) through the detector."""
   parts = {source: [] for source in SOURCES}
@@ -263,7 +263,7 @@ def _detect(
     by_source = dict(generator=(sampled.numpy(), probabilities.numpy()))
     shape = numpy_batch['masked_lm_ids'].shape
     for source in SOURCES[1:]:
-      by_source[source] = (draws.draw(source, shape).astype(np.int32), None)
+      by_source[source] = (draws[source](shape).astype(np.int32), None)
     for source, (replacements, probability) in by_source.items():
       corrupted, labels, logits = detect(batch, tf.constant(replacements))
       parts[source].append(
@@ -303,7 +303,7 @@ def probe(
   params, task = saved_runs.pretraining_task(model_dir, record_dir)
   record_dir = params.task.validation_data.input_path
   counts, special_ids = context_free.token_counts(record_dir, 'train')
-  draws = _Replacements(counts, special_ids, seed)
+  draws = _context_free_draws(counts, special_ids, seed)
   tf.random.set_seed(seed)
 
   @tf.function

@@ -17,7 +17,6 @@ verdict with Welch's p-value. Runs live in `--runs_dir` and resume. Writes
 from concurrent import futures
 import dataclasses
 import hashlib
-import json
 import math
 import os
 import re
@@ -39,7 +38,6 @@ from experiments.investigations import discriminator_probe_lib
 from experiments.regeneration import registry
 from experiments.regeneration import report as plots
 from experiments.regeneration import runner
-from official.core import base_task
 from official.core import base_trainer
 from official.core import config_definitions as cfg
 from official.core import task_factory
@@ -116,53 +114,48 @@ VARIANTS = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Objective:
-  """An objective's gin files, variants, stock settings (why) and metrics."""
-
-  name: str
-  run: registry.Run
-  variants: Tuple[str, ...]
-  bindings: Tuple[Tuple[str, str], ...] = ()
-  metrics: Tuple[str, ...] = ('masked_lm_accuracy', 'mask_token_accuracy')
-
-
 _MLM_METRICS = ('masked_lm_accuracy', 'mask_token_accuracy')
 _DISCRIMINATOR_METRICS = tuple(
     f'discriminator_{m}' for m in ('auc', 'accuracy', 'recall', 'loss')
 )
+# Our models' output names for (MLM logits, RTD logits, RTD labels, MWS
+# logits); `Objective.stock_outputs` are Model Garden's.
+OUR_OUTPUTS = ('mlm_logits', 'rtd_logits', 'rtd_labels', 'mws_logits')
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+  """An objective's gin file, variants, stock settings (why) and metrics."""
+
+  name: str
+  gin_file: str
+  variants: Tuple[str, ...]
+  stock_outputs: Tuple[Optional[str], ...]
+  bindings: Tuple[Tuple[str, str], ...] = ()
+  metrics: Tuple[str, ...] = _MLM_METRICS
+
 
 _MAIN_VARIANTS = ('ours_static', 'stock_static', 'ours_dynamic')
-
-
-def _paper_run(key: str, name: str, gin_file: str) -> registry.Run:
-  """The regeneration run of one paper gin file."""
-  return registry.Run(key, name, (gin_file,))
-
 
 OBJECTIVES = {
     o.name: o
     for o in (
         Objective(
             'masked_lm',
-            _paper_run(
-                'bert_small', 'BERT_small', 'gin/papers/001_ale/bert_small.gin'
-            ),
+            'gin/papers/001_ale/bert_small.gin',
             _MAIN_VARIANTS,
+            ('mlm_logits', None, None, None),
         ),
         Objective(
             'electra',
-            _paper_run(
-                'electra_small',
-                'ELECTRA_small',
-                'gin/papers/001_ale/electra_small.gin',
-            ),
+            'gin/papers/001_ale/electra_small.gin',
             (
                 *_MAIN_VARIANTS,
                 'ours_dynamic_801010',
                 'ours_static_85015',
                 'stock_static_our_shuffle',
             ),
+            ('lm_outputs', 'disc_logits', 'disc_label', None),
             bindings=(
                 (
                     'electra.temperature = 1.0',
@@ -182,24 +175,17 @@ OBJECTIVES = {
         ),
         Objective(
             'teams',
-            _paper_run(
-                'teams_small', 'TEAMS-Small', 'gin/papers/003_teams/small.gin'
-            ),
+            'gin/papers/003_teams/small.gin',
             ('ours_static', 'stock_static', 'ours_static_word_tied'),
+            (
+                'lm_outputs',
+                'disc_rtd_logits',
+                'disc_rtd_label',
+                'disc_mws_logits',
+            ),
             metrics=(*_MLM_METRICS, *_DISCRIMINATOR_METRICS, 'mws_accuracy'),
         ),
     )
-}
-
-# Each variant's output names for (MLM logits, RTD logits, RTD labels, MWS
-# logits): ours, and Model Garden's models.
-OUTPUT_NAMES = {
-    'ours': ('mlm_logits', 'rtd_logits', 'rtd_labels', 'mws_logits'),
-    'stock': ('lm_outputs', 'disc_logits', 'disc_label', None),
-    'stock_masked_lm': ('mlm_logits', None, None, None),
-    'stock_teams': tuple(
-        'lm_outputs disc_rtd_logits disc_rtd_label disc_mws_logits'.split()
-    ),
 }
 
 
@@ -220,8 +206,12 @@ def define_flags() -> None:
       'Variants to train (default: every variant of each objective); the '
       'report covers every finished run.',
   )
-  flags.DEFINE_integer('train_steps', 2000, 'Steps of every run.')
-  flags.DEFINE_integer('eval_every', 500, 'Steps between evaluations.')
+  flags.DEFINE_integer(
+      'train_steps', 2000, 'Steps of every run.', lower_bound=1
+  )
+  flags.DEFINE_integer(
+      'eval_every', 500, 'Steps between evaluations.', lower_bound=1
+  )
   flags.DEFINE_integer('eval_batches', 20, 'Held-out batches per evaluation.')
   flags.DEFINE_integer(
       'parallel', 1, 'Runs trained at once, one thread each when > 1.'
@@ -261,15 +251,12 @@ def prepare_records(corpus: Optional[str], runs_dir: str) -> None:
           f'--corpus: {output_dir} holds no records; give the books to '
           'build them from.'
       )
-    vocabulary = (
-        dict(vocab_size=4096)
-        if key == 'dynamic'
-        else dict(
-            vocab_file=os.path.join(
-                records_dir(runs_dir, 'dynamic'), records.VOCAB_FILENAME
-            )
-        )
-    )
+    vocabulary = dict(vocab_size=4096)
+    if key != 'dynamic':
+      vocab = os.path.join(
+          records_dir(runs_dir, 'dynamic'), records.VOCAB_FILENAME
+      )
+      vocabulary = dict(vocab_file=vocab)
     create_pretraining_data.prepare_pretraining_data(
         [corpus],
         output_dir,
@@ -290,63 +277,22 @@ def run_name(objective: str, variant: str, seed: int) -> str:
   return f'{objective}-{variant}-seed{seed}'
 
 
-def _gin(
-    objective: Objective,
-    variant: Variant,
-    runs_dir: str,
-    seed: int,
-    schedule: Schedule,
-):
-  """A run's gin files and bindings."""
-  files = tuple(objective.run.gin_files) + runner.scale_gin_files(
-      objective.run, 'cpu'
-  )
-  bindings = [
-      f'experiment.train_steps = {schedule.train_steps}',
-      f'optimization.warmup_steps = {schedule.train_steps // 10}',
-      f'experiment.seed = {seed}',
-      f"pretrain_data.input_path = '{records_dir(runs_dir, variant.records)}'",
-      *(binding for binding, _ in objective.bindings),
-      *variant.bindings,
-  ]
-  return files, bindings
-
-
-def _stock_params(
-    params: cfg.ExperimentConfig,
-    static_dir: str,
-    seed: int,
-    stock_shuffles_as_ours: bool = False,
-) -> cfg.ExperimentConfig:
-  """Model Garden's own task on the same model, reading the static records."""
-  metadata = records.load_metadata(static_dir)
-  return benchmark_pretraining.stock_params(
-      params,
-      static_dir,
-      metadata['static_masking']['max_predictions_per_seq'],
-      seed=seed,
-      shuffle_buffer_size=(
-          params.task.train_data.shuffle_buffer_size
-          if stock_shuffles_as_ours
-          else None
-      ),
-  )
-
-
-def _held_out_batches(runs_dir: str, params, count: int) -> List[Dict]:
+def _held_out(
+    runs_dir: str, count: int, batch_size: int = HELD_OUT_BATCH_SIZE
+) -> List[Dict[str, tf.Tensor]]:
   """The first `count` batches of the static records' eval split, in order."""
-  validation = params.task.validation_data.replace(
-      input_path=records_dir(runs_dir, 'static'),
+  directory = records_dir(runs_dir, 'static')
+  config = pretrain_dataloader.PretrainDataConfig(
+      input_path=directory,
       split='eval',
       masking='static',
       is_training=False,
-      max_predictions_per_seq=None,
+      global_batch_size=batch_size,
+      max_seq_length=records.load_metadata(directory)['max_seq_length'],
+      drop_remainder=False,
   )
-  dataset = pretrain_dataloader.PretrainDataLoader(validation).load()
-  return [
-      {name: value for name, value in batch.items()}
-      for batch in dataset.take(count)
-  ]
+  dataset = pretrain_dataloader.PretrainDataLoader(config).load()
+  return list(dataset.take(count))
 
 
 def static_predictor(runs_dir: str) -> context_free.ContextFreePredictor:
@@ -366,34 +312,22 @@ def held_out_ceiling(runs_dir: str, count: int) -> Dict[str, float]:
   Returns:
     `context_free`, `mask_token_context_free`, `slots`, `mask_token_slots`.
   """
-  directory = records_dir(runs_dir, 'static')
   predictor = static_predictor(runs_dir)
-  config = pretrain_dataloader.PretrainDataConfig(
-      input_path=directory,
-      split='eval',
-      masking='static',
-      is_training=False,
-      global_batch_size=HELD_OUT_BATCH_SIZE,
-      max_seq_length=records.load_metadata(directory)['max_seq_length'],
-      drop_remainder=False,
-  )
-  batches = [
-      {name: value.numpy() for name, value in batch.items()}
-      for batch in pretrain_dataloader.PretrainDataLoader(config)
-      .load()
-      .take(count)
-  ]
   report = context_free.masked_lm_report(
       lambda batch: predictor.predict(
           np.take_along_axis(
               batch['input_word_ids'], batch['masked_lm_positions'], axis=1
           )
       ),
-      batches,
+      [_numpy(batch) for batch in _held_out(runs_dir, count)],
       predictor,
   )
   keys = ('context_free', 'mask_token_context_free', 'slots')
   return {name: report[name] for name in (*keys, 'mask_token_slots')}
+
+
+def _numpy(tensors: Dict[str, tf.Tensor]) -> Dict[str, np.ndarray]:
+  return {name: value.numpy() for name, value in tensors.items()}
 
 
 def held_out_metrics(
@@ -443,24 +377,13 @@ def held_out_metrics(
   return metrics
 
 
-def _output_names(variant: Variant, objective: str) -> Tuple:
-  """The `OUTPUT_NAMES` entry of a variant of `objective`."""
-  if not variant.stock:
-    return OUTPUT_NAMES['ours']
-  if objective == 'masked_lm':
-    return OUTPUT_NAMES['stock_masked_lm']
-  if objective == 'teams':
-    return OUTPUT_NAMES['stock_teams']
-  return OUTPUT_NAMES['stock']
-
-
 def _evaluator(
     model: tf_keras.Model,
     names: Tuple[Optional[str], ...],
     batches: Sequence[Dict[str, tf.Tensor]],
     predictor: context_free.ContextFreePredictor,
 ) -> Callable[[], Dict[str, float]]:
-  """`held_out_metrics` of `model` (its `OUTPUT_NAMES` `names`) on `batches`."""
+  """`held_out_metrics` of `model` (outputs `names`, as `OUR_OUTPUTS`)."""
 
   @tf.function
   def forward(batch):
@@ -469,18 +392,14 @@ def _evaluator(
         key: tf.cast(outputs[name], tf.float32)
         if 'logits' in key or 'outputs' in name
         else outputs[name]
-        for key, name in zip(
-            ('mlm_logits', 'rtd_logits', 'rtd_labels', 'mws_logits'), names
-        )
+        for key, name in zip(OUR_OUTPUTS, names)
         if name is not None and name in outputs
     }
 
-  numpy_batches = [{k: v.numpy() for k, v in b.items()} for b in batches]
+  numpy_batches = [_numpy(b) for b in batches]
 
   def evaluate():
-    outputs = [
-        {k: v.numpy() for k, v in forward(batch).items()} for batch in batches
-    ]
+    outputs = [_numpy(forward(batch)) for batch in batches]
     return held_out_metrics(outputs, numpy_batches, predictor)
 
   return evaluate
@@ -496,21 +415,40 @@ def run_params(
 ) -> Tuple[cfg.ExperimentConfig, cfg.ExperimentConfig]:
   """(ours, the run's experiment); stock: Model Garden's task on ours'."""
   gin.clear_config()
-  variant = VARIANTS[variant_name]
-  files, bindings = _gin(
-      OBJECTIVES[objective_name], variant, runs_dir, seed, schedule
+  objective, variant = OBJECTIVES[objective_name], VARIANTS[variant_name]
+  files = (objective.gin_file,) + runner.scale_gin_files(
+      registry.Run(objective.name, objective.name, (objective.gin_file,)), 'cpu'
   )
-  gin_utils.parse_config(files, [*bindings, *extra_bindings])
+  gin_utils.parse_config(
+      files,
+      [
+          f'experiment.train_steps = {schedule.train_steps}',
+          f'optimization.warmup_steps = {schedule.train_steps // 10}',
+          f'experiment.seed = {seed}',
+          'pretrain_data.input_path = '
+          f"'{records_dir(runs_dir, variant.records)}'",
+          *(binding for binding, _ in objective.bindings),
+          *variant.bindings,
+          *extra_bindings,
+      ],
+  )
   ours, _ = experiment.experiment_config()
   train_data = ours.task.train_data
   ours.task.train_data = train_data.replace(seed=seed, masking_seed=seed)
   if not variant.stock:
     return ours, ours
-  return ours, _stock_params(
+  static_dir = records_dir(runs_dir, 'static')
+  metadata = records.load_metadata(static_dir)
+  return ours, benchmark_pretraining.stock_params(
       ours,
-      records_dir(runs_dir, 'static'),
-      seed,
-      variant.stock_shuffles_as_ours,
+      static_dir,
+      metadata['static_masking']['max_predictions_per_seq'],
+      seed=seed,
+      shuffle_buffer_size=(
+          ours.task.train_data.shuffle_buffer_size
+          if variant.stock_shuffles_as_ours
+          else None
+      ),
   )
 
 
@@ -522,7 +460,10 @@ def train_one(
     schedule: Schedule,
     extra_bindings: Sequence[str] = (),
 ) -> None:
-  """Trains one run in this process (resuming it) and writes its curve."""
+  """Trains one run in this process (resuming it) and writes its curve.
+
+  `progress['curve']` is saved at each evaluation (`RunState`).
+  """
   variant = VARIANTS[variant_name]
   name = run_name(objective_name, variant_name, seed)
   ours, params = run_params(
@@ -530,7 +471,11 @@ def train_one(
   )
   operative = gin.config_str()
   tf_keras.utils.set_random_seed(seed)
-  batches = _held_out_batches(runs_dir, ours, schedule.eval_batches)
+  batches = _held_out(
+      runs_dir,
+      schedule.eval_batches,
+      ours.task.validation_data.global_batch_size,
+  )
   trainer_cls = base_trainer.Trainer if variant.stock else trainer_lib.Trainer
   task = task_factory.get_task(params.task)
   trainer = train_utils.create_trainer(
@@ -538,44 +483,26 @@ def train_one(
   )
   evaluate = _evaluator(
       trainer.model,
-      _output_names(variant, objective_name),
+      OBJECTIVES[objective_name].stock_outputs
+      if variant.stock
+      else OUR_OUTPUTS,
       batches,
       static_predictor(runs_dir),
   )
   out_dir = os.path.join(runs_dir, name)
   state = RunState(out_dir, trainer.checkpoint)
   progress = state.restore(schedule)
-  step = progress['step']
-  if step:
-    trainer.train_dataset = _data_from_step(trainer, task, params, step)
-    print(f'{name} resumed at step {step}', flush=True)
-  _train_to_end(name, trainer, evaluate, state, progress, schedule)
-  json_files.write_text(
-      os.path.join(out_dir, 'operative_config.gin'), operative
-  )
-  json_files.write_json(
-      os.path.join(out_dir, 'curve.json'),
-      dict(
-          objective=objective_name,
-          variant=variant_name,
-          seed=seed,
-          train_steps=schedule.train_steps,
-          **{k: progress[k] for k in ('seconds', 'resumed_at', 'curve')},
-      ),
-  )
-  state.remove()
-
-
-def _train_to_end(
-    name: str,
-    trainer: base_trainer.Trainer,
-    evaluate: Callable[[], Dict[str, float]],
-    state: 'RunState',
-    progress: Dict[str, Any],
-    schedule: Schedule,
-) -> None:
-  """Trains to the end, saving `progress['curve']` at each evaluation."""
-  step = progress['step']
+  step = resumed = progress['step']
+  if resumed:
+    # The stream from batch `resumed` on, as an unbroken run's: skipping
+    # re-reads the first batches, replaying the pipeline's random choices
+    # (Model Garden's loader has no `start_step` as ours has).
+    trainer.train_dataset = trainer.strategy.distribute_datasets_from_function(
+        lambda context=None: task.build_inputs(
+            params.task.train_data, context
+        ).skip(resumed)
+    )
+    print(f'{name} resumed at step {resumed}', flush=True)
   start = time.time() - progress['seconds']
   while step < schedule.train_steps:
     steps = min(schedule.eval_every, schedule.train_steps - step)
@@ -590,6 +517,20 @@ def _train_to_end(
         + ', '.join(f'{k} {v:.4f}' for k, v in metrics.items()),
         flush=True,
     )
+  json_files.write_text(
+      os.path.join(out_dir, 'operative_config.gin'), operative
+  )
+  json_files.write_json(
+      os.path.join(out_dir, 'curve.json'),
+      dict(
+          objective=objective_name,
+          variant=variant_name,
+          seed=seed,
+          train_steps=schedule.train_steps,
+          **{k: progress[k] for k in ('seconds', 'resumed_at', 'curve')},
+      ),
+  )
+  state.remove()
 
 
 class RunState:
@@ -622,8 +563,7 @@ class RunState:
     )
     if self._manager.latest_checkpoint is None:
       return progress
-    with tf.io.gfile.GFile(self._progress_path) as f:
-      saved = json.load(f)
+    saved = json_files.read_json(self._progress_path)
     if saved['schedule'] != progress['schedule']:
       raise cli.UserError(
           f'{self._dir}: this run was started with {saved["schedule"]}, not '
@@ -653,24 +593,6 @@ class RunState:
     """Deletes the state of a finished run (its curve.json is written)."""
     if tf.io.gfile.exists(self._dir):
       tf.io.gfile.rmtree(self._dir)
-
-
-def _data_from_step(
-    trainer: base_trainer.Trainer,
-    task: base_task.Task,
-    params: cfg.ExperimentConfig,
-    step: int,
-) -> tf.distribute.DistributedDataset:
-  """The run's training stream from batch `step` on, as an unbroken run's.
-
-  Skipping re-reads the first batches, replaying the pipeline's random
-  choices: Model Garden's loader has no `start_step` as ours has.
-  """
-
-  def dataset_fn(input_context=None):
-    return task.build_inputs(params.task.train_data, input_context).skip(step)
-
-  return trainer.strategy.distribute_datasets_from_function(dataset_fn)
 
 
 def replay_shares(
@@ -893,13 +815,7 @@ def read_prior_report(path: str, schedule: Schedule) -> PriorReport:
   Raises:
     cli.UserError: no such report, another schedule, or an unknown run.
   """
-  if not tf.io.gfile.exists(path):
-    raise cli.UserError(f'--prior_report: {path} does not exist.')
-  with tf.io.gfile.GFile(path) as f:
-    try:
-      report = json.load(f)
-    except json.JSONDecodeError as e:
-      raise cli.UserError(f'--prior_report: {path} is not JSON ({e}).') from e
+  report = json_files.read_json(path)
   if not isinstance(report, dict) or not isinstance(report.get('runs'), dict):
     raise cli.UserError(
         f'--prior_report: {path} holds no `runs`; give a report written by '
@@ -935,21 +851,6 @@ def read_prior_report(path: str, schedule: Schedule) -> PriorReport:
   return PriorReport(path, report['runs'], report.get('context_free') or {})
 
 
-def check_same_records(prior: PriorReport, ceiling: Dict[str, float]) -> None:
-  """Refuses a prior report scored on other held-out slots (its `ceiling`)."""
-  differ = {
-      k: (v, ceiling.get(k))
-      for k, v in prior.context_free.items()
-      if ceiling.get(k) is None or not math.isclose(v, ceiling[k])
-  }
-  if differ:
-    raise cli.UserError(
-        f'--prior_report: {prior.path} was scored on other held-out records '
-        f'than those under --runs_dir (context-free ceiling, theirs against '
-        f'these: {differ}); build the records from the same books.'
-    )
-
-
 def finished_runs(
     runs_dir: str,
     objective_names: Sequence[str],
@@ -967,8 +868,8 @@ def finished_runs(
         name = run_name(o, v, s)
         path = _curve_path(runs_dir, name)
         if tf.io.gfile.exists(path):
-          with tf.io.gfile.GFile(path) as f:
-            runs[name] = dict(json.load(f), objective=o, variant=v, seed=s)
+          curve = json_files.read_json(path)
+          runs[name] = dict(curve, objective=o, variant=v, seed=s)
           found.append(name)
         elif prior_runs and name in prior_runs:
           runs[name] = prior_runs[name]
@@ -1107,23 +1008,6 @@ def summary(rows: List[Dict]) -> List[str]:
   return lines + ['']
 
 
-def _by_seed(by_variant, metric: str) -> List[str]:
-  """Each variant's `metric` at its last checkpoint, seed by seed."""
-  lines = [f'`{metric}` at the last checkpoint, in seed order:', '']
-  for variant, curve in by_variant.items():
-    step = max(curve)
-    values = ', '.join(f'{x:.4f}' for x in curve[step].get(metric, []))
-    lines.append(f'- {variant} (step {step:,}): {values}')
-  return lines
-
-
-def _share_range(shares: Sequence[float]) -> str:
-  """'a-b%' over the nonzero shares (one figure when they round alike)."""
-  shares = [x for x in shares if x > 0.0] or [0.0]
-  low, high = round(100 * min(shares)), round(100 * max(shares))
-  return f'{low}%' if low == high else f'{low}-{high}%'
-
-
 def _mean_and_spread(values: Sequence[float]) -> str:
   """'mean ± seed standard deviation' ('-' without values)."""
   if not values:
@@ -1156,7 +1040,13 @@ def _curve_lines(objective: str, by_variant) -> List[str]:
       '',
       *md.table(['variant', 'step', 'seeds', *metrics], rows),
       '',
-      *_by_seed(by_variant, metrics[0]),
+      f'`{metrics[0]}` at the last checkpoint, in seed order:',
+      '',
+      *(
+          f'- {variant} (step {max(curve):,}): '
+          + ', '.join(f'{x:.4f}' for x in curve[max(curve)].get(metrics[0], []))
+          for variant, curve in by_variant.items()
+      ),
       '',
   ]
 
@@ -1185,21 +1075,6 @@ def _settings_lines(results, schedule: Schedule) -> List[str]:
           for v in VARIANTS.values()
       )
       + '.',
-      '',
-  ]
-
-
-def _ceiling_lines(ceiling: Dict[str, float]) -> List[str]:
-  """The context-free ceiling on the held-out slots, in words."""
-  return [
-      'Without context (copy the shown token; behind [MASK], the most '
-      'frequent training token: `official_repro.metrics.context_free`) '
-      f'a masked LM scores {ceiling["context_free"]:.4f} on these '
-      f'{ceiling["slots"]:,} held-out slots and '
-      f'{ceiling["mask_token_context_free"]:.4f} on the '
-      f'{ceiling["mask_token_slots"]:,} shown as [MASK] '
-      '(`masked_lm_accuracy` and `mask_token_accuracy` above it need '
-      'context).',
       '',
   ]
 
@@ -1244,6 +1119,10 @@ def _replay_lines(replay: Dict[str, Dict[str, float]]) -> List[str]:
 
 def _differences_lines(rows: List[Dict]) -> List[str]:
   """Every comparison's verdict at every checkpoint, and how it is made."""
+  # The nonzero chance flags as 'a-b%' (one figure when they round alike).
+  shares = [r['chance_flag'] for r in rows if r['chance_flag'] > 0.0] or [0.0]
+  low, high = round(100 * min(shares)), round(100 * max(shares))
+  share_range = f'{low}%' if low == high else f'{low}-{high}%'
   return [
       '## Differences at each checkpoint',
       '',
@@ -1255,7 +1134,7 @@ def _differences_lines(rows: List[Dict]) -> List[str]:
       'side the criterion is loose: when the means are equal, it calls a '
       'check ahead or behind with probability P(|t| > 2) at the Welch '
       'degrees of freedom '
-      f'({_share_range([row["chance_flag"] for row in rows])} here; the '
+      f'({share_range} here; the '
       'summary above adds these up), so a lone *ahead* or *behind* is no '
       'finding; a gap that holds across checkpoints and seeds is.',
       '',
@@ -1278,72 +1157,6 @@ def _differences_lines(rows: List[Dict]) -> List[str]:
   ]
 
 
-def markdown(
-    results,
-    rows: List[Dict],
-    header: str,
-    schedule: Schedule,
-    ceiling: Optional[Dict[str, float]] = None,
-    replay: Optional[Dict[str, Dict[str, float]]] = None,
-    found: Sequence[str] = (),
-    prior_report: Optional[str] = None,
-    prior_count: int = 0,
-) -> str:
-  """The report: settings, mean curves, the summary and the verdicts."""
-  lines = [
-      '# Training dynamics: ours against Model Garden, and the masking',
-      '',
-      header,
-      '',
-  ]
-  if prior_count:
-    lines += [
-        f'Runs: {prior_count} read from `{prior_report}` (trained by earlier '
-        'invocations), '
-        f'{len(found)} found under --runs_dir'
-        + (f': {", ".join(found)}' if found else '')
-        + '.',
-        '',
-    ]
-  lines += _settings_lines(results, schedule)
-  lines += ['## Mean held-out curves (± seed standard deviation)', '']
-  lines += _ceiling_lines(ceiling) if ceiling else []
-  for o, by_variant in results.items():
-    lines += _curve_lines(o, by_variant)
-  lines += summary(rows)
-  lines += _replay_lines(replay) if replay else []
-  lines += _differences_lines(rows)
-  return '\n'.join(lines) + '\n'
-
-
-def _report_json(
-    schedule: Schedule,
-    seeds: Sequence[int],
-    results,
-    rows: List[Dict],
-    ceiling: Dict[str, float],
-    replay: Optional[Dict[str, Dict[str, float]]],
-    runs: Dict[str, Dict[str, Any]],
-    prior_runs: Dict[str, Dict[str, Any]],
-) -> Dict[str, Any]:
-  """The report's JSON: the grid's figures and every run's curve file."""
-  return dict(
-      **dataclasses.asdict(schedule),
-      seeds=list(seeds),
-      curves={
-          o: {
-              v: {str(step): m for step, m in curve.items()}
-              for v, curve in by_variant.items()
-          }
-          for o, by_variant in results.items()
-      },
-      comparisons=rows,
-      context_free=ceiling,
-      epoch_replay=replay,
-      runs=dict(runs, **{k: v for k, v in prior_runs.items() if k not in runs}),
-  )
-
-
 def write_report(
     runs_dir: str,
     output_dir: str,
@@ -1352,14 +1165,26 @@ def write_report(
     schedule: Schedule,
     prior: Optional[PriorReport] = None,
 ) -> str:
-  """Writes the markdown, JSON (a later `prior`) and PNGs of finished runs."""
+  """Writes the markdown, JSON (a later `prior`) and PNGs of finished runs.
+
+  The markdown: settings, mean curves, the summary and the verdicts.
+  """
   prior_runs = prior.runs if prior else {}
   runs, found = finished_runs(runs_dir, objective_names, seeds, prior_runs)
   results = collect(runs)
   rows = comparisons(results)
   ceiling = held_out_ceiling(runs_dir, schedule.eval_batches)
-  if prior:
-    check_same_records(prior, ceiling)
+  differ = {  # a prior report scored on other held-out slots is refused
+      k: (v, ceiling.get(k))
+      for k, v in (prior.context_free if prior else {}).items()
+      if ceiling.get(k) is None or not math.isclose(v, ceiling[k])
+  }
+  if differ:
+    raise cli.UserError(
+        f'--prior_report: {prior.path} was scored on other held-out records '
+        f'than those under --runs_dir (context-free ceiling, theirs against '
+        f'these: {differ}); build the records from the same books.'
+    )
   replay = None
   if 'stock_static_our_shuffle' in results.get('electra', {}):
     replay = {v: epoch_replay(runs_dir, 'electra', v) for v in REPLAY_VARIANTS}
@@ -1369,24 +1194,56 @@ def write_report(
     plot(o, by_variant, OBJECTIVES[o].metrics, f'{stem}_{o}.png')
   json_files.write_json(
       stem + '.json',
-      _report_json(
-          schedule, seeds, results, rows, ceiling, replay, runs, prior_runs
+      dict(
+          **dataclasses.asdict(schedule),
+          seeds=list(seeds),
+          curves={
+              o: {
+                  v: {str(step): m for step, m in curve.items()}
+                  for v, curve in by_variant.items()
+              }
+              for o, by_variant in results.items()
+          },
+          comparisons=rows,
+          context_free=ceiling,
+          epoch_replay=replay,
+          runs=dict(prior_runs, **runs),
       ),
   )
-  json_files.write_text(
-      stem + '.md',
-      markdown(
-          results,
-          rows,
-          provenance.provenance('experiments.investigations.dynamics_parity'),
-          schedule,
-          ceiling,
-          replay,
-          found=found,
-          prior_report=prior.path if prior else None,
-          prior_count=len(runs) - len(found),
-      ),
-  )
+  lines = [
+      '# Training dynamics: ours against Model Garden, and the masking',
+      '',
+      provenance.provenance('experiments.investigations.dynamics_parity'),
+      '',
+  ]
+  if len(runs) > len(found):
+    lines += [
+        f'Runs: {len(runs) - len(found)} read from `{prior.path}` (trained '
+        f'by earlier invocations), {len(found)} found under --runs_dir'
+        + (f': {", ".join(found)}' if found else '')
+        + '.',
+        '',
+    ]
+  lines += _settings_lines(results, schedule)
+  lines += [
+      '## Mean held-out curves (± seed standard deviation)',
+      '',
+      'Without context (copy the shown token; behind [MASK], the most '
+      'frequent training token: `official_repro.metrics.context_free`) '
+      f'a masked LM scores {ceiling["context_free"]:.4f} on these '
+      f'{ceiling["slots"]:,} held-out slots and '
+      f'{ceiling["mask_token_context_free"]:.4f} on the '
+      f'{ceiling["mask_token_slots"]:,} shown as [MASK] '
+      '(`masked_lm_accuracy` and `mask_token_accuracy` above it need '
+      'context).',
+      '',
+  ]
+  for o, by_variant in results.items():
+    lines += _curve_lines(o, by_variant)
+  lines += summary(rows)
+  lines += _replay_lines(replay) if replay else []
+  lines += _differences_lines(rows)
+  json_files.write_text(stem + '.md', '\n'.join(lines) + '\n')
   return stem + '.md'
 
 
@@ -1411,11 +1268,6 @@ def main(argv: Sequence[str]) -> None:
           f'variants of --objectives={",".join(FLAGS.objectives)}: '
           f'{sorted(trained)}.'
       )
-  if FLAGS.train_steps < 1 or FLAGS.eval_every < 1:
-    raise cli.UserError(
-        f'--train_steps={FLAGS.train_steps} and --eval_every='
-        f'{FLAGS.eval_every} must be at least 1.'
-    )
   schedule = Schedule(FLAGS.train_steps, FLAGS.eval_every, FLAGS.eval_batches)
   if FLAGS.run:
     if FLAGS.threads:

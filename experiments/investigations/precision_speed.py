@@ -16,7 +16,6 @@ faster differs between CPUs, so the report names the CPU and its vector
 extensions (`cpu_line`) and the load at the start.
 """
 
-import json
 import os
 import platform
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -63,13 +62,10 @@ def cpu_line(cpuinfo: Optional[str] = None) -> str:
   present = [e for e in SPEED_EXTENSIONS if e in cpu_flags]
   absent = [e for e in SPEED_EXTENSIONS if e not in cpu_flags]
   model = fields.get('model name') or platform.processor() or 'unknown'
-  if not present:
-    return f'CPU: {model}; extensions: none of {", ".join(absent)}.'
-  return (
-      f'CPU: {model}; extensions: {", ".join(present)}'
-      + (f' (none of {", ".join(absent)})' if absent else '')
-      + '.'
-  )
+  listed = ', '.join(present) or f'none of {", ".join(absent)}'
+  if present and absent:
+    listed += f' (none of {", ".join(absent)})'
+  return f'CPU: {model}; extensions: {listed}.'
 
 
 def define_flags() -> None:
@@ -139,15 +135,9 @@ def measure(gin_files: Sequence[str], mixed_precision: str) -> Dict:
       *(f'--gin_param={p}' for p in FLAGS.gin_param),
   ]
   commands.run_module('experiments.benchmark_pretraining', args)
-  with tf.io.gfile.GFile(output_json) as f:
-    (result,) = json.load(f)['results']
+  (result,) = json_files.read_json(output_json)['results']
   tf.io.gfile.remove(output_json)
   return result
-
-
-def relative_difference(loss: float, reference: float) -> float:
-  """|loss - reference| / |reference|."""
-  return abs(loss - reference) / abs(reference)
 
 
 def format_table(points: List[Dict], header: str) -> str:
@@ -155,9 +145,8 @@ def format_table(points: List[Dict], header: str) -> str:
   reference, rows = {}, []
   for point in points:
     base = reference.setdefault(point['config'], point)
-    difference = relative_difference(
-        point['first_step_loss'], base['first_step_loss']
-    )
+    loss, reference_loss = point['first_step_loss'], base['first_step_loss']
+    difference = abs(loss - reference_loss) / abs(reference_loss)
     rows.append(
         [
             point['config'],

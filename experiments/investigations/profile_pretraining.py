@@ -17,14 +17,12 @@ planes is refused (use TensorBoard's profiler there). Writes
 """
 
 import collections
-import json
 import os
 import re
 import tempfile
 import time
 from typing import Dict, Iterable, Sequence, Tuple
 
-from absl import app
 from absl import flags
 from absl import logging
 import tensorflow as tf
@@ -154,8 +152,8 @@ def summarize(events: Iterable[Tuple[str, str, int]], steps: int) -> Dict:
     lists of `{name, category, ms_per_step, share, calls_per_step}`, largest
     first.
   """
-  by_type, by_op, by_category, by_pass, passes = (
-      collections.defaultdict(lambda: [0, 0]) for _ in range(5)
+  by_type, by_op, by_category, by_pass = (
+      collections.defaultdict(lambda: [0, 0]) for _ in range(4)
   )
   for op_name, op_type, duration in events:
     op_category = category(op_name, op_type)
@@ -163,7 +161,7 @@ def summarize(events: Iterable[Tuple[str, str, int]], steps: int) -> Dict:
         (by_type, (base_op_type(op_type), type_category(op_type))),
         (by_op, (op_name, op_category)),
         (by_category, (op_category, op_category)),
-        (by_pass, (training_pass(op_name), op_category)),
+        (by_pass, (training_pass(op_name), '')),
     ):
       table[key][0] += duration
       table[key][1] += 1
@@ -183,12 +181,9 @@ def summarize(events: Iterable[Tuple[str, str, int]], steps: int) -> Dict:
         )
     ]
 
-  for (name, _), (ps, calls) in by_pass.items():
-    passes[name, ''][0] += ps
-    passes[name, ''][1] += calls
   return dict(
       op_ms_per_step=total_ps / 1e9 / steps,
-      by_pass=rows(passes),
+      by_pass=rows(by_pass),
       by_category=rows(by_category),
       by_type=rows(by_type),
       by_op=rows(by_op),
@@ -243,8 +238,7 @@ def _run_isolated(variant: str, output_dir: str) -> Dict:
           *benchmark_pretraining.configuration_args(),
       ],
   )
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
+  return json_files.read_json(path)
 
 
 def format_report(summaries: Sequence[Dict], top: int) -> str:
@@ -309,8 +303,6 @@ def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   logging.set_verbosity(logging.WARNING)
-  if not FLAGS.output_dir:
-    raise app.UsageError('--output_dir is required.')
   tf.io.gfile.makedirs(FLAGS.output_dir)
   if FLAGS.profile_variant:
     with tempfile.TemporaryDirectory() as logdir:
@@ -346,4 +338,5 @@ if __name__ == '__main__':
       'Profile this one variant in this process (used by '
       'the parent process for isolation).',
   )
+  flags.mark_flag_as_required('output_dir')
   cli.run(main)

@@ -14,7 +14,6 @@ run is its own `subprocess.Popen`, not `commands.run_module`: it runs under
 `/usr/bin/time -v`, maybe with `--beam_python`, and its memory is polled by pid.
 """
 
-import json
 import math
 import os
 import re
@@ -107,9 +106,15 @@ def build_corpus(
     raise cli.UserError(f'--corpus {books}: no *.txt files.')
   sources = [os.path.abspath(os.path.join(books, name)) for name in names]
   os.makedirs(directory)
-  if one_file:
-    return _concatenate_copies(sources, directory, size_mb)
   total, copy = 0, 0
+  if one_file:
+    with open(os.path.join(directory, 'corpus.txt'), 'wb') as output:
+      while total < size_mb * 1e6:
+        for source in sources:
+          with open(source, 'rb') as f:
+            shutil.copyfileobj(f, output)
+          total += os.path.getsize(source)
+    return total
   while total < size_mb * 1e6:
     target = os.path.join(directory, f'copy{copy:03d}')
     os.makedirs(target)
@@ -117,20 +122,6 @@ def build_corpus(
       os.symlink(source, os.path.join(target, os.path.basename(source)))
       total += os.path.getsize(source)
     copy += 1
-  return total
-
-
-def _concatenate_copies(
-    sources: List[str], directory: str, size_mb: float
-) -> int:
-  """Writes copies of `sources`, one after another, into one file."""
-  total = 0
-  with open(os.path.join(directory, 'corpus.txt'), 'wb') as output:
-    while total < size_mb * 1e6:
-      for source in sources:
-        with open(source, 'rb') as f:
-          shutil.copyfileobj(f, output)
-        total += os.path.getsize(source)
   return total
 
 
@@ -170,7 +161,7 @@ class _TreeMemory(threading.Thread):
 def measure_run(
     python: str, corpus: str, output_dir: str, engine: str, workers: int
 ) -> Dict[str, Any]:
-  """Runs record creation once and measures it."""
+  """Runs record creation once; its stats from `time -v` and the metadata."""
   command = [
       '/usr/bin/time',
       '-v',
@@ -205,16 +196,10 @@ def measure_run(
   wall = time.time() - started
   if process.returncode != 0:
     raise RuntimeError(f'{" ".join(command)} failed:\n{stderr[-3000:]}')
-  return _run_stats(engine, workers, output_dir, wall, stderr, sampler)
-
-
-def _run_stats(engine, workers, output_dir, wall, stderr, sampler):
-  """`measure_run`'s result, from `time -v`'s report and the metadata."""
   largest_kb = int(
       re.search(r'Maximum resident set size \(kbytes\): (\d+)', stderr).group(1)
   )
-  with open(os.path.join(output_dir, 'metadata.json')) as f:
-    metadata = json.load(f)
+  metadata = json_files.read_json(os.path.join(output_dir, 'metadata.json'))
   stats = metadata['stats']
   input_bytes = stats['execution']['input_bytes']
   mixing = stats['splits']['train'].get('mixing', {})
@@ -263,7 +248,7 @@ def render_markdown(
     load: float,
     header: str,
 ) -> str:
-  """The report."""
+  """The report, with 2 local workers' throughput over 1 size by size."""
   lines = [
       '# Record creation: memory and speed by corpus size',
       '',
@@ -281,29 +266,18 @@ def render_markdown(
               'examples (min over shards)'
           ).split(' | '),
           [
-              [
-                  r['engine'],
-                  r['workers'] or '-',
-                  f'{r["input_mb"]:,}',
-                  f'{r["input_files"]:,}',
-                  f'{r["examples"]:,}',
-                  f'{r["wall_seconds"]:,}',
-                  r['mb_per_second'],
-                  r['mb_per_second_after_start_up'],
-                  f'{r["largest_process_peak_mb"]:,}',
-                  f'{r["process_tree_peak_mb"]:,}',
-                  r['distinct_books_in_first_1000_min'],
-              ]
+              (
+                  '{engine}|{workers}|{input_mb:,}|{input_files:,}|'
+                  '{examples:,}|{wall_seconds:,}|{mb_per_second}|'
+                  '{mb_per_second_after_start_up}|{largest_process_peak_mb:,}|'
+                  '{process_tree_peak_mb:,}|{distinct_books_in_first_1000_min}'
+              )
+              .format(**dict(r, workers=r['workers'] or '-'))
+              .split('|')
               for r in runs
           ],
       ),
   ]
-  lines += _speedup_lines(runs) + _estimate_lines(estimate)
-  return '\n'.join(lines) + '\n'
-
-
-def _speedup_lines(runs: List[Dict[str, Any]]) -> List[str]:
-  """The throughput of 2 local workers over 1, size by size."""
   by_size = {}
   for r in runs:
     if r['engine'] == 'local':
@@ -317,32 +291,27 @@ def _speedup_lines(runs: List[Dict[str, Any]]) -> List[str]:
           f'{size:,} MB: {two["mb_per_second"] / one["mb_per_second"]:.2f}x '
           f'({two[late] / one[late]:.2f}x after imports)'
       )
-  if not speedups:
-    return []
-  return [
-      '',
-      'Throughput of 2 workers over 1: ' + '; '.join(speedups) + '. "After '
-      'imports" leaves out the main process\'s imports but not the helper '
-      "workers' start (a TensorFlow import each), which small corpora do "
-      'not amortize.',
-  ]
-
-
-def _estimate_lines(estimate: Optional[Dict[str, Any]]) -> List[str]:
-  """The Dataflow estimate, in words (none without one)."""
-  if not estimate:
-    return []
-  return [
-      '',
-      f'On paper: the papers\' {estimate["corpus_gb"]} GB corpus at the '
-      f'measured {estimate["mb_per_second_per_core"]} MB/s per core is '
-      f'{estimate["core_hours"]} core-hours: about '
-      f'{estimate["minutes_on_64_vcpus"]} min on 64 Dataflow vCPUs (16 '
-      f'n2-standard-4 workers), {estimate["minutes_on_256_vcpus"]} min on '
-      '256, plus start-up (a few minutes) and the shuffle of the examples '
-      '(about 2.5 bytes of records per byte of text), assuming a Dataflow '
-      'vCPU processes text as fast as one core here.',
-  ]
+  if speedups:
+    lines += [
+        '',
+        'Throughput of 2 workers over 1: ' + '; '.join(speedups) + '. "After '
+        'imports" leaves out the main process\'s imports but not the helper '
+        "workers' start (a TensorFlow import each), which small corpora do "
+        'not amortize.',
+    ]
+  if estimate:
+    lines += [
+        '',
+        f'On paper: the papers\' {estimate["corpus_gb"]} GB corpus at the '
+        f'measured {estimate["mb_per_second_per_core"]} MB/s per core is '
+        f'{estimate["core_hours"]} core-hours: about '
+        f'{estimate["minutes_on_64_vcpus"]} min on 64 Dataflow vCPUs (16 '
+        f'n2-standard-4 workers), {estimate["minutes_on_256_vcpus"]} min on '
+        '256, plus start-up (a few minutes) and the shuffle of the examples '
+        '(about 2.5 bytes of records per byte of text), assuming a Dataflow '
+        'vCPU processes text as fast as one core here.',
+    ]
+  return '\n'.join(lines) + '\n'
 
 
 def main(argv):

@@ -111,14 +111,9 @@ def measure(
             [batch_size, seq_length, num_heads, kernel_size], [seed, 1]
         )
     )
-    difference = float(
-        tf.reduce_max(
-            tf.abs(
-                shifted_slices_sum(values, kernel)
-                - span_dynamic_conv.apply_dynamic_kernel(values, kernel)
-            )
-        )
-    )
+    slices = shifted_slices_sum(values, kernel)
+    banded = span_dynamic_conv.apply_dynamic_kernel(values, kernel)
+    difference = float(tf.reduce_max(tf.abs(slices - banded)))
     for jit_compile in (False, True):
       for backward in (False, True):
         functions = {
@@ -164,17 +159,14 @@ def format_rows(rows: Sequence[Dict]) -> str:
   )
 
 
-def _mode(row: Dict) -> str:
-  return ('XLA ' if row['jit_compile'] else '') + (
-      'fwd+bwd' if row['backward'] else 'fwd'
-  )
-
-
 def format_summary(rows: Sequence[Dict]) -> str:
   """The range of slices / banded over the shapes, per mode and pass."""
   speedups = {}
   for row in rows:
-    speedups.setdefault(_mode(row), []).append(row['speedup'])
+    mode = ('XLA ' if row['jit_compile'] else '') + (
+        'fwd+bwd' if row['backward'] else 'fwd'
+    )
+    speedups.setdefault(mode, []).append(row['speedup'])
   ranges = '; '.join(
       f'{mode} {min(values):.2f}-{max(values):.2f}'
       for mode, values in speedups.items()

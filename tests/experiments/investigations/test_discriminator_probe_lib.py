@@ -1,5 +1,6 @@
 """Probes of a replaced-token detector, against naive re-computations."""
 
+import itertools
 import json
 import os
 import shutil
@@ -14,9 +15,39 @@ from experiments.investigations import discriminator_probe as probe_command
 from experiments.investigations import discriminator_probe_lib
 from official_repro.common import cli
 from official_repro.training import saved_runs
-from tests.experiments.investigations.test_ranking import pairwise_auc
 
 pytestmark = pytest.mark.slow
+
+
+def pairwise_auc(labels, scores):
+  """P(positive scores above negative), ties one half, by every pair."""
+  wins = 0.0
+  positives = [s for y, s in zip(labels, scores) if y]
+  negatives = [s for y, s in zip(labels, scores) if not y]
+  for p, n in itertools.product(positives, negatives):
+    wins += 1.0 if p > n else 0.5 if p == n else 0.0
+  return wins / (len(positives) * len(negatives))
+
+
+def test_auc_is_the_pairwise_win_rate_with_ties_halved():
+  rng = np.random.RandomState(0)
+  labels = rng.rand(200) < 0.3
+  scores = np.round(rng.normal(size=200) + labels, 1)  # many ties
+  assert discriminator_probe_lib.auc(labels, scores) == pytest.approx(
+      pairwise_auc(labels, scores), abs=1e-12
+  )
+
+
+def test_auc_of_a_perfect_reversed_and_constant_scorer():
+  labels = np.array([0, 1, 0, 1, 1])
+  assert discriminator_probe_lib.auc(labels, labels * 2.0) == 1.0
+  assert discriminator_probe_lib.auc(labels, -labels * 2.0) == 0.0
+  assert discriminator_probe_lib.auc(labels, np.ones(5)) == 0.5
+
+
+def test_auc_is_nan_without_both_classes():
+  assert np.isnan(discriminator_probe_lib.auc(np.zeros(3), np.arange(3.0)))
+  assert np.isnan(discriminator_probe_lib.auc(np.ones(3), np.arange(3.0)))
 
 
 def _tokens(seed=0, n=400, vocab=7):
@@ -183,7 +214,9 @@ def test_a_checkpoint_is_named_by_prefix_file_or_name_else_refused(
         discriminator_probe_lib._checkpoint_prefix(tiny_electra_run, given)
         == prefix
     )
-  with pytest.raises(cli.UserError, match='ckpt-9: no .*ckpt-9.index') as error:
+  with pytest.raises(
+      cli.UserError, match='ckpt-9: no such checkpoint in .*; it has ckpt-1'
+  ) as error:
     discriminator_probe_lib.probe(
         tiny_electra_run, steps=1, checkpoint='ckpt-9'
     )

@@ -16,7 +16,7 @@ from official_repro.common import cli
 from official_repro.data import records
 from official_repro.metrics import aggregation
 from official_repro.metrics import context_free
-from tests.experiments.investigations.test_ranking import pairwise_auc
+from tests.experiments.investigations import test_discriminator_probe_lib
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def test_held_out_metrics_by_hand():
   assert metrics['discriminator_accuracy'] == pytest.approx(5 / 8)
   assert metrics['discriminator_recall'] == pytest.approx(2 / 3)
   assert metrics['discriminator_auc'] == pytest.approx(
-      pairwise_auc(real_labels, real_logits)
+      test_discriminator_probe_lib.pairwise_auc(real_labels, real_logits)
   )
   expected_loss = np.mean(
       [
