@@ -37,8 +37,14 @@ def _same(array: np.ndarray) -> np.ndarray:
   return array
 
 
-def _transposed(array: np.ndarray) -> np.ndarray:
+def transposed(array: np.ndarray) -> np.ndarray:
+  """All axes reversed (a dense kernel `[in, out]` <-> `[out, in]`)."""
   return np.ascontiguousarray(array.T)
+
+
+def depthwise_to_torch(array: np.ndarray) -> np.ndarray:
+  """Keras depthwise `[k, in, 1]` -> PyTorch `Conv1d` `[in, 1, k]`."""
+  return np.ascontiguousarray(np.transpose(array, (1, 2, 0)))
 
 
 def _variable(layer: tf_keras.layers.Layer, suffix: str) -> tf.Variable:
@@ -67,8 +73,8 @@ def _dense(name: str, layer, suffix: str) -> List[Parameter]:
       Parameter(
           f'{name}.weight',
           _variable(layer, f'{suffix}/kernel'),
-          _transposed,
-          _transposed,
+          transposed,
+          transposed,
       ),
       _plain(f'{name}.bias', _variable(layer, f'{suffix}/bias')),
   ]
@@ -179,13 +185,13 @@ def _convbert_block(name: str, block) -> List[Parameter]:
           f'{conv}.depthwise.weight',
           _variable(block, 'span_key/depthwise_kernel'),
           lambda w: np.ascontiguousarray(np.transpose(w, (2, 0, 1))),
-          lambda k: np.ascontiguousarray(np.transpose(k, (1, 2, 0))),
+          depthwise_to_torch,
       ),
       Parameter(
           f'{conv}.pointwise.weight',
           _variable(block, 'span_key/pointwise_kernel'),
-          lambda w: np.ascontiguousarray(np.transpose(w, (2, 1, 0))),
-          lambda k: np.ascontiguousarray(np.transpose(k, (2, 1, 0))),
+          transposed,
+          transposed,
       ),
       Parameter(
           f'{conv}.bias',

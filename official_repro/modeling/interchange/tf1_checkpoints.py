@@ -13,7 +13,6 @@ reference's exact GELU; a `vocab.txt` without upper-case letters outside
 its special tokens is taken as uncased.
 """
 
-import json
 import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
@@ -22,7 +21,9 @@ import numpy as np
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.modeling.interchange import hf_folder
+from official_repro.modeling.interchange import hf_layout
 
 KINDS = ('electra_tf1', 'convbert_tf1')
 NETWORKS = ('discriminator', 'generator')
@@ -97,11 +98,11 @@ def _hf_name(name: str, network: str) -> Optional[str]:
 
 def _pt_layout(tf1_name: str, array: np.ndarray) -> np.ndarray:
   if tf1_name.endswith('/depthwise_kernel'):
-    return np.ascontiguousarray(np.transpose(array, (1, 2, 0)))
-  if tf1_name.endswith('/pointwise_kernel'):
-    return np.ascontiguousarray(np.transpose(array, (2, 1, 0)))
-  if tf1_name.endswith('/kernel') and '/g_dense/' not in tf1_name:
-    return np.ascontiguousarray(array.T)
+    return hf_layout.depthwise_to_torch(array)
+  if tf1_name.endswith('/pointwise_kernel') or (
+      tf1_name.endswith('/kernel') and '/g_dense/' not in tf1_name
+  ):
+    return hf_layout.transposed(array)
   return array
 
 
@@ -189,15 +190,21 @@ def _lower_case_of_vocab(tokens: List[str]) -> bool:
   )
 
 
-def _checked_prefix(path: str, kind: str, network: str) -> str:
-  """The checkpoint prefix at `path`, or UserError unless it is a `kind`."""
+def checked_prefix(path: str, network: str, what: str = 'checkpoint') -> str:
+  """The checkpoint prefix at `path`; UserError for a bad `network` or none."""
   if network not in NETWORKS:
     raise cli.UserError(
         f'--network must be one of {NETWORKS}, not {network!r}.'
     )
   prefix = checkpoint_prefix(path)
   if prefix is None:
-    raise cli.UserError(f'--input {path}: no TF1 checkpoint (*.index).')
+    raise cli.UserError(f'--input {path}: no {what} (*.index).')
+  return prefix
+
+
+def _checked_prefix(path: str, kind: str, network: str) -> str:
+  """The checkpoint prefix at `path`, or UserError unless it is a `kind`."""
+  prefix = checked_prefix(path, network, 'TF1 checkpoint')
   found = detect(prefix)
   if found is None:
     raise cli.UserError(
@@ -239,10 +246,7 @@ def read(
   config_file = config_file or os.path.join(
       directory, hf_folder.CONFIG_FILENAME
   )
-  overrides = {}
-  if tf.io.gfile.exists(config_file):
-    with tf.io.gfile.GFile(config_file) as f:
-      overrides = json.load(f)
+  overrides = json_files.read_json(config_file, default={})
   tokens, _ = hf_folder.read_tokenizer(directory)
   config = _architecture(kind, network, state, overrides)
   if kind == 'convbert_tf1':  # ConvBERT's base model is `convbert.`

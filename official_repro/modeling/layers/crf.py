@@ -17,6 +17,8 @@ from typing import Optional, Tuple
 import tensorflow as tf
 import tf_keras
 
+from official_repro.modeling import arguments
+
 
 def _time_major(
     potentials: tf.Tensor, mask: tf.Tensor
@@ -31,7 +33,7 @@ def _time_major(
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class CRF(tf_keras.layers.Layer):
+class CRF(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Linear-chain CRF; calling it Viterbi-decodes `[batch, seq, tags]` logits.
 
   Variables `transitions` `[num_tags, num_tags]` (`[i, j]`: tag i then j),
@@ -237,10 +239,3 @@ class CRF(tf_keras.layers.Layer):
   ) -> tf.Tensor:
     """Viterbi-decodes `[batch, seq, num_tags]` potentials to int32 tags."""
     return self.viterbi_decode(potentials, mask)[0]
-
-  def get_config(self):
-    config = super().get_config()
-    config.update(
-        num_tags=self._num_tags, initializer_range=self._initializer_range
-    )
-    return config

@@ -13,11 +13,13 @@ from typing import Any, Dict, Union
 import tensorflow as tf
 import tf_keras
 
+from official_repro.modeling import arguments
+
 _Initializer = Union[str, Dict[str, Any], tf_keras.initializers.Initializer]
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class GroupedDense(tf_keras.layers.Layer):
+class GroupedDense(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """A dense layer whose kernel is block diagonal with `groups` blocks.
 
   `[..., in_features]` -> `[..., units]`; `kernel` is `[G, in/G, units/G]`
@@ -116,20 +118,3 @@ class GroupedDense(tf_keras.layers.Layer):
 
   def compute_output_shape(self, input_shape: tf.TensorShape) -> tf.TensorShape:
     return tf.TensorShape(input_shape)[:-1].concatenate([self._units])
-
-  def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(
-        {
-            'units': self._units,
-            'groups': self._groups,
-            'kernel_initializer': tf_keras.initializers.serialize(
-                self._kernel_initializer
-            ),
-            'bias_initializer': tf_keras.initializers.serialize(
-                self._bias_initializer
-            ),
-            'use_bias': self._use_bias,
-        }
-    )
-    return config

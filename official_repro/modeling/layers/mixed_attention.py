@@ -20,6 +20,7 @@ import tf_keras
 from official.modeling import tf_utils
 from official.nlp.modeling.layers import masked_softmax
 from official_repro.modeling import activations
+from official_repro.modeling import arguments
 from official_repro.modeling.layers import grouped_dense
 from official_repro.modeling.layers import span_dynamic_conv
 
@@ -69,7 +70,7 @@ def _check_attention_arguments(
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class MixedAttention(tf_keras.layers.Layer):
+class MixedAttention(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Self-attention heads plus span-based dynamic convolution heads.
 
   Mixed (default): `N'` attention heads and `N'` convolution heads sharing
@@ -261,15 +262,6 @@ class MixedAttention(tf_keras.layers.Layer):
       return output, probabilities
     return output
 
-  def get_config(self) -> Dict[str, Any]:
-    return span_dynamic_conv.layer_config(
-        self,
-        super().get_config(),
-        'hidden_size num_attention_heads head_ratio kernel_size conv_only '
-        'attention_only causal conv_mask_values attention_dropout '
-        'kernel_initializer bias_initializer',
-    )
-
 
 def _check_block_arguments(
     hidden_size: int, intermediate_size: int, num_groups: int, dropout_rate
@@ -295,7 +287,7 @@ def _check_block_arguments(
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class ConvBertBlock(tf_keras.layers.Layer):
+class ConvBertBlock(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Post-LN transformer block with mixed attention and grouped FFN.
 
   `x1 = LayerNorm(x + Dropout(MixedAttention(x, mask)))`,
@@ -444,14 +436,3 @@ class ConvBertBlock(tf_keras.layers.Layer):
     if return_attention_scores:
       return output, probabilities
     return output
-
-  def get_config(self) -> Dict[str, Any]:
-    return span_dynamic_conv.layer_config(
-        self,
-        super().get_config(),
-        'hidden_size num_attention_heads intermediate_size head_ratio '
-        'kernel_size num_groups conv_only attention_only causal '
-        'conv_mask_values activation dropout_rate attention_dropout_rate '
-        'layer_norm_epsilon kernel_initializer bias_initializer '
-        'return_attention_scores',
-    )

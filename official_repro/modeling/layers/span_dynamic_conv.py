@@ -22,6 +22,7 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
+from official_repro.modeling import arguments
 
 _Initializer = Union[str, Dict[str, Any], tf_keras.initializers.Initializer]
 
@@ -129,20 +130,6 @@ def apply_dynamic_kernel(
   return output[:, :seq_length]
 
 
-def layer_config(
-    layer: tf_keras.layers.Layer, config: Dict[str, Any], names: str
-) -> Dict[str, Any]:
-  """`config` plus each argument in `names` from `layer._<name>`, serialized."""
-  for name in names.split():
-    value = getattr(layer, f'_{name}')
-    if name.endswith('initializer'):
-      value = tf_keras.initializers.serialize(value)
-    elif name == 'activation':
-      value = tf_keras.activations.serialize(value)
-    config[name] = value
-  return config
-
-
 def split_heads(tensor: tf.Tensor, num_heads: int, width: int) -> tf.Tensor:
   """`[B, T, num_heads * width]` -> `[B, T, num_heads, width]`."""
   shape = tf.shape(tensor)
@@ -150,7 +137,7 @@ def split_heads(tensor: tf.Tensor, num_heads: int, width: int) -> tf.Tensor:
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class SpanDynamicConv(tf_keras.layers.Layer):
+class SpanDynamicConv(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Span-based dynamic convolution over `num_heads` heads (see module doc).
 
   Call: `hidden_states` `[B, T, D]`, `query` `[B, T, num_heads * head_size]`,
@@ -283,11 +270,3 @@ class SpanDynamicConv(tf_keras.layers.Layer):
         )
     )
     return output
-
-  def get_config(self) -> Dict[str, Any]:
-    return layer_config(
-        self,
-        super().get_config(),
-        'num_heads head_size kernel_size causal mask_values '
-        'kernel_initializer depthwise_initializer bias_initializer',
-    )

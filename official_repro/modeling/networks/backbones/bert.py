@@ -30,22 +30,28 @@ def transformer_block(
   )
 
 
+# The fields Model Garden's BERT and ALBERT encoder configs name as ours.
+MODEL_GARDEN_FIELDS = (
+    'vocab_size',
+    'hidden_size',
+    'num_layers',
+    'num_attention_heads',
+    'intermediate_size',
+    'dropout_rate',
+    'attention_dropout_rate',
+    'max_position_embeddings',
+    'type_vocab_size',
+    'initializer_range',
+)
+
+
 def model_garden_bert_config(
     config: encoders.EncoderConfig, model_type: str = 'bert'
 ) -> mg_encoders.EncoderConfig:
   """Model Garden's config of the same BERT (or ALBERT) network."""
-  common = dict(
-      vocab_size=config.vocab_size,
-      hidden_size=config.hidden_size,
-      num_layers=config.num_layers,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      hidden_activation=activations.model_garden_name(config.hidden_activation),
-      dropout_rate=config.dropout_rate,
-      attention_dropout_rate=config.attention_dropout_rate,
-      max_position_embeddings=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size,
-      initializer_range=config.initializer_range,
+  common = {field: getattr(config, field) for field in MODEL_GARDEN_FIELDS}
+  common['hidden_activation'] = activations.model_garden_name(
+      config.hidden_activation
   )
   if model_type == 'albert':
     return mg_encoders.EncoderConfig(
