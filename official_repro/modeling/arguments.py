@@ -80,6 +80,27 @@ def checked(owner: str, argument: str, check: Callable[[str], Any]) -> Any:
   raise ArgumentError(owner, message)
 
 
+def check_sizes(**sizes: int) -> None:
+  """Raises ValueError naming the first of `sizes` below 1."""
+  for name, size in sizes.items():
+    if size < 1:
+      raise ValueError(f'{name} must be >= 1, got {name}={size}.')
+
+
+def check_rates(**rates: float) -> None:
+  """Raises ValueError naming the first of `rates` (dropout) outside [0, 1)."""
+  for name, rate in rates.items():
+    if not 0.0 <= rate < 1.0:
+      raise ValueError(f'{name} must be in [0, 1), got {name}={rate}.')
+
+
+def check_divisible(divisor: str, value: int, **sizes: int) -> None:
+  """Raises ValueError naming the first of `sizes` `value` does not divide."""
+  for name, size in sizes.items():
+    if size % value:
+      raise ValueError(f'{name}={size} must be divisible by {divisor}={value}.')
+
+
 class ConfigFromArguments:
   """Keras layer mixin: `get_config` is every constructor argument.
 

@@ -24,10 +24,8 @@ class FirstTokenHead(arguments.ConfigFromArguments, tf_keras.layers.Layer):
       **kwargs,
   ):
     super().__init__(**kwargs)
-    if num_classes < 1:
-      raise ValueError(f'num_classes must be >= 1, got {num_classes}.')
-    if not 0.0 <= dropout_rate < 1.0:
-      raise ValueError(f'dropout_rate must be in [0, 1), got {dropout_rate}.')
+    arguments.check_sizes(num_classes=num_classes)
+    arguments.check_rates(dropout_rate=dropout_rate)
     self._num_classes = num_classes
     self._dropout_rate = dropout_rate
     self._initializer = tf_keras.initializers.get(initializer)

@@ -44,8 +44,7 @@ class CRF(arguments.ConfigFromArguments, tf_keras.layers.Layer):
 
   def __init__(self, num_tags: int, initializer_range: float = 0.02, **kwargs):
     """Creates the layer and its variables (`num_tags` >= 1)."""
-    if num_tags < 1:
-      raise ValueError(f'num_tags must be >= 1, got {num_tags}.')
+    arguments.check_sizes(num_tags=num_tags)
     if initializer_range < 0:
       raise ValueError(
           f'initializer_range must be >= 0, got {initializer_range}.'

@@ -40,15 +40,8 @@ class GroupedDense(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     Fan-based initializers see the fans of the full dense matrix, not a block's.
     """
     super().__init__(**kwargs)
-    if groups < 1:
-      raise ValueError(f'groups must be >= 1, got groups={groups}.')
-    if units < 1:
-      raise ValueError(f'units must be >= 1, got units={units}.')
-    if units % groups:
-      raise ValueError(
-          f'units={units} must be divisible by groups={groups} (each group '
-          'gets units // groups outputs).'
-      )
+    arguments.check_sizes(groups=groups, units=units)
+    arguments.check_divisible('groups', groups, units=units)
     self._units = units
     self._groups = groups
     self._kernel_initializer = tf_keras.initializers.get(kernel_initializer)

@@ -35,40 +35,6 @@ def causal_attention_mask(
   return tf.linalg.band_part(ones, -1, 0)[tf.newaxis]
 
 
-def _check_attention_arguments(
-    hidden_size: int,
-    num_attention_heads: int,
-    head_ratio: int,
-    kernel_size: int,
-    attention_dropout: float,
-    conv_only: bool,
-    attention_only: bool,
-) -> None:
-  """Raises ValueError naming an invalid `MixedAttention` argument."""
-  if hidden_size < 1 or num_attention_heads < 1:
-    raise ValueError(
-        'hidden_size and num_attention_heads must be >= 1, got hidden_size='
-        f'{hidden_size}, num_attention_heads={num_attention_heads}.'
-    )
-  if hidden_size % num_attention_heads:
-    raise ValueError(
-        f'hidden_size={hidden_size} must be divisible by '
-        f'num_attention_heads={num_attention_heads}.'
-    )
-  if head_ratio < 1:
-    raise ValueError(f'head_ratio must be >= 1, got head_ratio={head_ratio}.')
-  span_dynamic_conv.check_kernel_size(kernel_size)
-  if not 0.0 <= attention_dropout < 1.0:
-    raise ValueError(
-        f'attention_dropout must be in [0, 1), got {attention_dropout}.'
-    )
-  if conv_only and attention_only:
-    raise ValueError(
-        'conv_only and attention_only exclude each other; '
-        'at most one may be True.'
-    )
-
-
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class MixedAttention(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Self-attention heads plus span-based dynamic convolution heads.
@@ -108,15 +74,21 @@ class MixedAttention(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     over queries; `kernel_initializer` defaults to truncated normal 0.02.
     """
     super().__init__(**kwargs)
-    _check_attention_arguments(
-        hidden_size,
-        num_attention_heads,
-        head_ratio,
-        kernel_size,
-        attention_dropout,
-        conv_only,
-        attention_only,
+    arguments.check_sizes(
+        hidden_size=hidden_size,
+        num_attention_heads=num_attention_heads,
+        head_ratio=head_ratio,
     )
+    arguments.check_divisible(
+        'num_attention_heads', num_attention_heads, hidden_size=hidden_size
+    )
+    span_dynamic_conv.check_kernel_size(kernel_size)
+    arguments.check_rates(attention_dropout=attention_dropout)
+    if conv_only and attention_only:
+      raise ValueError(
+          'conv_only and attention_only exclude each other; '
+          'at most one may be True.'
+      )
     self._hidden_size = hidden_size
     self._num_attention_heads = num_attention_heads
     self._head_ratio = head_ratio
@@ -263,29 +235,6 @@ class MixedAttention(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     return output
 
 
-def _check_block_arguments(
-    hidden_size: int, intermediate_size: int, num_groups: int, dropout_rate
-) -> None:
-  """Raises ValueError naming an invalid `ConvBertBlock` argument."""
-  if num_groups < 1:
-    raise ValueError(f'num_groups must be >= 1, got num_groups={num_groups}.')
-  if intermediate_size < 1:
-    raise ValueError(
-        f'intermediate_size must be >= 1, got {intermediate_size}.'
-    )
-  for name, size in (
-      ('hidden_size', hidden_size),
-      ('intermediate_size', intermediate_size),
-  ):
-    if size % num_groups:
-      raise ValueError(
-          f'{name}={size} must be divisible by num_groups={num_groups} '
-          '(grouped feed-forward).'
-      )
-  if not 0.0 <= dropout_rate < 1.0:
-    raise ValueError(f'dropout_rate must be in [0, 1), got {dropout_rate}.')
-
-
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class ConvBertBlock(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Post-LN transformer block with mixed attention and grouped FFN.
@@ -327,9 +276,16 @@ class ConvBertBlock(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     default.
     """
     super().__init__(**kwargs)
-    _check_block_arguments(
-        hidden_size, intermediate_size, num_groups, dropout_rate
+    arguments.check_sizes(
+        num_groups=num_groups, intermediate_size=intermediate_size
     )
+    arguments.check_divisible(  # The grouped feed-forward's widths.
+        'num_groups',
+        num_groups,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+    )
+    arguments.check_rates(dropout_rate=dropout_rate)
     self._hidden_size = hidden_size
     self._num_attention_heads = num_attention_heads
     self._intermediate_size = intermediate_size

@@ -164,10 +164,7 @@ class SpanDynamicConv(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     `1 / kernel_size`.
     """
     super().__init__(**kwargs)
-    if num_heads < 1:
-      raise ValueError(f'num_heads must be >= 1, got num_heads={num_heads}.')
-    if head_size < 1:
-      raise ValueError(f'head_size must be >= 1, got head_size={head_size}.')
+    arguments.check_sizes(num_heads=num_heads, head_size=head_size)
     check_kernel_size(kernel_size)
     self._num_heads = num_heads
     self._head_size = head_size
