@@ -48,14 +48,6 @@ class GroupedDense(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
     self._use_bias = use_bias
 
-  @property
-  def units(self) -> int:
-    return self._units
-
-  @property
-  def groups(self) -> int:
-    return self._groups
-
   def build(self, input_shape: tf.TensorShape):
     """Creates the kernel; the static input width must divide by `groups`."""
     in_features = tf.TensorShape(input_shape)[-1]

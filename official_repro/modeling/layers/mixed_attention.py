@@ -17,7 +17,6 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import tensorflow as tf
 import tf_keras
 
-from official.modeling import tf_utils
 from official.nlp.modeling.layers import masked_softmax
 from official_repro.modeling import activations
 from official_repro.modeling import arguments
@@ -98,8 +97,8 @@ class MixedAttention(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     self._causal = causal
     self._conv_mask_values = conv_mask_values
     self._attention_dropout = attention_dropout
-    self._kernel_initializer = tf_keras.initializers.get(
-        kernel_initializer or tf_keras.initializers.TruncatedNormal(stddev=0.02)
+    self._kernel_initializer = span_dynamic_conv.dense_initializer(
+        kernel_initializer
     )
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
 
@@ -140,20 +139,14 @@ class MixedAttention(arguments.ConfigFromArguments, tf_keras.layers.Layer):
           kernel_size=self._kernel_size,
           causal=self._causal,
           mask_values=self._conv_mask_values,
-          kernel_initializer=tf_utils.clone_initializer(
-              self._kernel_initializer
-          ),
-          bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
           name='span_dynamic_conv',
+          **span_dynamic_conv.cloned_initializers(self),
       )
     self._output_dense = self._dense(self._hidden_size, 'attention_output')
 
   def _dense(self, units: int, name: str) -> tf_keras.layers.Dense:
     return tf_keras.layers.Dense(
-        units,
-        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
-        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-        name=name,
+        units, name=name, **span_dynamic_conv.cloned_initializers(self)
     )
 
   @property
@@ -304,8 +297,8 @@ class ConvBertBlock(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     self._dropout_rate = dropout_rate
     self._attention_dropout_rate = attention_dropout_rate
     self._layer_norm_epsilon = layer_norm_epsilon
-    self._kernel_initializer = tf_keras.initializers.get(
-        kernel_initializer or tf_keras.initializers.TruncatedNormal(stddev=0.02)
+    self._kernel_initializer = span_dynamic_conv.dense_initializer(
+        kernel_initializer
     )
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
     self._return_attention_scores = return_attention_scores
@@ -320,9 +313,8 @@ class ConvBertBlock(arguments.ConfigFromArguments, tf_keras.layers.Layer):
         causal=causal,
         conv_mask_values=conv_mask_values,
         attention_dropout=attention_dropout_rate,
-        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
-        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
         name='mixed_attention',
+        **span_dynamic_conv.cloned_initializers(self),
     )
     self._attention_dropout = tf_keras.layers.Dropout(dropout_rate)
     self._attention_layer_norm = self._layer_norm('attention_layer_norm')
@@ -340,9 +332,8 @@ class ConvBertBlock(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     return grouped_dense.GroupedDense(
         units,
         groups=self._num_groups,
-        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
-        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
         name=name,
+        **span_dynamic_conv.cloned_initializers(self),
     )
 
   @property

@@ -27,8 +27,21 @@ from official_repro.modeling import arguments
 _Initializer = Union[str, Dict[str, Any], tf_keras.initializers.Initializer]
 
 
-def _default_dense_initializer() -> tf_keras.initializers.Initializer:
-  return tf_keras.initializers.TruncatedNormal(stddev=0.02)
+def dense_initializer(
+    initializer: Optional[_Initializer],
+) -> tf_keras.initializers.Initializer:
+  """`initializer`, or for None the TF1 original's truncated normal 0.02."""
+  return tf_keras.initializers.get(
+      initializer or tf_keras.initializers.TruncatedNormal(stddev=0.02)
+  )
+
+
+def cloned_initializers(layer) -> Dict[str, tf_keras.initializers.Initializer]:
+  """`layer`'s kernel and bias initializers, copied, as keyword arguments."""
+  return dict(
+      kernel_initializer=tf_utils.clone_initializer(layer._kernel_initializer),  # pylint: disable=protected-access
+      bias_initializer=tf_utils.clone_initializer(layer._bias_initializer),  # pylint: disable=protected-access
+  )
 
 
 def window_padding(kernel_size: int, causal: bool) -> Tuple[int, int]:
@@ -171,9 +184,7 @@ class SpanDynamicConv(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     self._kernel_size = kernel_size
     self._causal = causal
     self._mask_values = mask_values
-    self._kernel_initializer = tf_keras.initializers.get(
-        kernel_initializer or _default_dense_initializer()
-    )
+    self._kernel_initializer = dense_initializer(kernel_initializer)
     self._depthwise_initializer = tf_keras.initializers.get(
         depthwise_initializer
         or tf_keras.initializers.TruncatedNormal(stddev=1.0 / kernel_size)
@@ -200,15 +211,11 @@ class SpanDynamicConv(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     )
     self._kernel_generator = tf_keras.layers.Dense(
         self._num_heads * self._kernel_size,
-        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
-        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
         name='kernel_generator',
+        **cloned_initializers(self),
     )
     self._value_projection = tf_keras.layers.Dense(
-        width,
-        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
-        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-        name='conv_value',
+        width, name='conv_value', **cloned_initializers(self)
     )
 
   @property
