@@ -71,15 +71,13 @@ class ElectraPretrainer(tf_keras.Model):
     check_settings(temperature)
     discriminator_config = encoders.as_encoder_config(discriminator_config)
     generator_config = encoders.as_encoder_config(generator_config)
-    built = networks_lib.build_networks(
+    self.generator, self.discriminator = networks_lib.build_networks(
         discriminator_config,
         generator_config,
         tie_embeddings,
         num_shared_layers,
         tie_embedding_block,
     )
-    self.generator = built.generator
-    self.discriminator = built.discriminator
     self._temperature = temperature
     self._disallow_original = disallow_original
     self.sampling_seeds = sampling.SeedStream(name='sampling_seeds')
