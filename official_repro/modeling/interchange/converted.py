@@ -104,14 +104,15 @@ def _write_layout(
       os.path.join(directory, export_layout.TOKENIZER_FILENAME),
       dict(vocab_file=vocabulary.filename, lower_case=imported.lower_case),
   )
-  heads = {}
-  items = {}
-  if networks.mlm_head is not None:
-    heads['mlm'] = dict(activation=imported.mlm_activation)
-    items['mlm_head'] = networks.mlm_head
-  if networks.rtd_head is not None:
-    heads['rtd'] = dict(activation=imported.encoder_config.hidden_activation)
-    items['rtd_head'] = networks.rtd_head
+  converted_heads = (
+      ('mlm', networks.mlm_head, imported.mlm_activation),
+      ('rtd', networks.rtd_head, imported.encoder_config.hidden_activation),
+  )
+  heads, items = {}, {}
+  for name, head, activation in converted_heads:
+    if head is not None:
+      heads[name] = dict(activation=activation)
+      items[f'{name}_head'] = head
   if items:
     heads_dir = os.path.join(directory, HEADS_SUBDIR)
     tf.io.gfile.makedirs(heads_dir)

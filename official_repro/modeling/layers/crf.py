@@ -20,18 +20,6 @@ import tf_keras
 from official_repro.modeling import arguments
 
 
-def _time_major(
-    potentials: tf.Tensor, mask: tf.Tensor
-) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-  """Scan inputs: `[seq, batch, tags]`, `[seq, batch]` mask, `[seq]` is-first.
-
-  Scanning every position keeps the scans non-empty, which graph mode needs
-  when the batch size is unknown and the length is 1.
-  """
-  is_first = tf.equal(tf.range(tf.shape(potentials)[1]), 0)
-  return (tf.transpose(potentials, [1, 0, 2]), tf.transpose(mask), is_first)
-
-
 @tf_keras.utils.register_keras_serializable(package='official_repro')
 class CRF(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Linear-chain CRF; calling it Viterbi-decodes `[batch, seq, tags]` logits.
@@ -92,6 +80,20 @@ class CRF(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
     return potentials, mask, lengths
 
+  def _scan_inputs(
+      self, potentials: tf.Tensor, mask: Optional[tf.Tensor]
+  ) -> Tuple[Tuple[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor, tf.Tensor]:
+    """The time-major scan inputs, and `_prepare`'s mask and lengths.
+
+    Inputs: `[seq, batch, tags]` potentials, `[seq, batch]` mask, `[seq]`
+    is-first. Scanning every position keeps the scans non-empty, which graph
+    mode needs when the batch size is unknown and the length is 1.
+    """
+    potentials, mask, lengths = self._prepare(potentials, mask)
+    is_first = tf.equal(tf.range(tf.shape(potentials)[1]), 0)
+    steps = (tf.transpose(potentials, [1, 0, 2]), tf.transpose(mask), is_first)
+    return steps, mask, lengths
+
   def sequence_score(
       self,
       potentials: tf.Tensor,
@@ -122,27 +124,22 @@ class CRF(arguments.ConfigFromArguments, tf_keras.layers.Layer):
       self, potentials: tf.Tensor, mask: Optional[tf.Tensor] = None
   ) -> tf.Tensor:
     """`[batch]` log Z over all tag paths (forward algorithm)."""
-    potentials, mask, lengths = self._prepare(potentials, mask)
-    time_major, time_major_mask, is_first = _time_major(potentials, mask)
-    transitions = self.transitions
-    start_transitions = self.start_transitions
+    steps, _, lengths = self._scan_inputs(potentials, mask)
 
     def forward_step(alpha, step_inputs):
       """alpha[b, j]: log-sum-exp of the scores of paths ending in tag j."""
       step_potentials, step_mask, step_is_first = step_inputs
-      scores = alpha[:, :, None] + transitions[None, :, :]
+      scores = alpha[:, :, None] + self.transitions[None, :, :]
       new_alpha = tf.where(
           step_is_first,
-          start_transitions[None, :],
+          self.start_transitions[None, :],
           tf.reduce_logsumexp(scores, axis=1),
       )
       new_alpha += step_potentials
       return tf.where(step_mask[:, None], new_alpha, alpha)
 
     alphas = tf.scan(
-        forward_step,
-        (time_major, time_major_mask, is_first),
-        initializer=tf.zeros_like(time_major[0]),
+        forward_step, steps, initializer=tf.zeros_like(steps[0][0])
     )
     # Masked-out steps carry alpha unchanged, so the last one is final.
     final_alpha = alphas[-1]
@@ -175,11 +172,7 @@ class CRF(arguments.ConfigFromArguments, tf_keras.layers.Layer):
       int32 `[batch, seq_length]` best tags (0 where masked out) and float
       `[batch]` their scores.
     """
-    potentials, mask, lengths = self._prepare(potentials, mask)
-    time_major, time_major_mask, is_first = _time_major(potentials, mask)
-    transitions = self.transitions
-    start_transitions = self.start_transitions
-    num_tags = self._num_tags
+    steps, mask, lengths = self._scan_inputs(potentials, mask)
 
     def max_step(carry, step_inputs):
       """Max-product step; masked-out steps keep delta, point to themselves.
@@ -189,16 +182,16 @@ class CRF(arguments.ConfigFromArguments, tf_keras.layers.Layer):
       """
       delta, _ = carry
       step_potentials, step_mask, step_is_first = step_inputs
-      scores = delta[:, :, None] + transitions[None, :, :]
+      scores = delta[:, :, None] + self.transitions[None, :, :]
       best_previous = tf.argmax(scores, axis=1, output_type=tf.int32)
       new_delta = tf.where(
           step_is_first,
-          start_transitions[None, :],
+          self.start_transitions[None, :],
           tf.reduce_max(scores, axis=1),
       )
       new_delta += step_potentials
       identity = tf.broadcast_to(
-          tf.range(num_tags)[None, :], tf.shape(best_previous)
+          tf.range(self._num_tags)[None, :], tf.shape(best_previous)
       )
       step_mask = step_mask[:, None]
       return (
@@ -206,10 +199,10 @@ class CRF(arguments.ConfigFromArguments, tf_keras.layers.Layer):
           tf.where(step_mask, best_previous, identity),
       )
 
-    initial_delta = tf.zeros_like(time_major[0])
+    initial_delta = tf.zeros_like(steps[0][0])
     deltas, backpointers = tf.scan(
         max_step,
-        (time_major, time_major_mask, is_first),
+        steps,
         initializer=(initial_delta, tf.zeros_like(initial_delta, tf.int32)),
     )
     final_delta = deltas[-1]

@@ -264,13 +264,9 @@ class SpanDynamicConv(arguments.ConfigFromArguments, tf_keras.layers.Layer):
         self._head_size,
     )
     output = apply_dynamic_kernel(values, kernel, causal=self._causal)
-    shape = tf.shape(hidden_states)
+    width = self._num_heads * self._head_size
     output = tf.reshape(
-        output, [shape[0], shape[1], self._num_heads * self._head_size]
+        output, tf.concat([tf.shape(hidden_states)[:-1], [width]], axis=0)
     )
-    output.set_shape(
-        hidden_states.shape[:-1].concatenate(
-            [self._num_heads * self._head_size]
-        )
-    )
+    output.set_shape(hidden_states.shape[:-1].concatenate([width]))
     return output

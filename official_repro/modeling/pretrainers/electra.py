@@ -28,11 +28,13 @@ from official_repro.modeling.pretrainers import networks as networks_lib
 from official_repro.modeling.pretrainers import sampling
 
 
-def check_settings(temperature: float) -> None:
-  """Raises `ArgumentError` for a setting `ElectraPretrainer` cannot take."""
+def check_settings(
+    temperature: float, owner: str = 'ElectraPretrainer'
+) -> None:
+  """Raises `ArgumentError` for a setting `owner` (a pretrainer) cannot take."""
   if not temperature > 0:
     raise arguments.ArgumentError(
-        'ElectraPretrainer',
+        owner,
         lambda name: f'{name("temperature")} must be > 0, got {temperature}.',
     )
 

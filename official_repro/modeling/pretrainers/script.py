@@ -89,11 +89,7 @@ def check_settings(
     initial_positive_probability: Optional[float] = None,
 ) -> None:
   """Raises `ArgumentError` for settings `ScriptPretrainer` cannot take."""
-  if not temperature > 0:
-    raise arguments.ArgumentError(
-        'ScriptPretrainer',
-        lambda name: f'{name("temperature")} must be > 0, got {temperature}.',
-    )
+  electra.check_settings(temperature, 'ScriptPretrainer')
   if temperature != 1.0 and not straight_through:
     raise arguments.ArgumentError(
         'ScriptPretrainer',
