@@ -1,4 +1,4 @@
-"""Errors about the arguments a layer, model or config was given, and configs.
+"""Arguments of layers, models and configs: checks, errors, layer configs.
 
 Modeling code names an argument as its caller wrote it
 (`ElectraPretrainer: temperature must be > 0, got 0.0.`); code passing on

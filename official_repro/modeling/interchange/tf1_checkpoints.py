@@ -29,6 +29,15 @@ KINDS = ('electra_tf1', 'convbert_tf1')
 NETWORKS = ('discriminator', 'generator')
 # The head size of every released ELECTRA and ConvBERT model.
 HEAD_SIZE = 64
+# The Hugging Face class of each checkpoint network.
+_CLASSES = dict(
+    electra_tf1=dict(
+        discriminator='ElectraForPreTraining', generator='ElectraForMaskedLM'
+    ),
+    convbert_tf1=dict(
+        discriminator='ConvBertModel', generator='ConvBertForMaskedLM'
+    ),
+)
 _SKIPPED = re.compile(r'(^|/)(global_step|adam_m|adam_v|temperature)($|/)')
 
 
@@ -136,13 +145,15 @@ def _architecture(
       for m in (re.match(r'electra\.encoder\.layer\.(\d+)\.', n) for n in state)
       if m
   )
+  grouped = intermediate.ndim == 3  # ConvBERT's [G, in/G, out/G]
   config = dict(
       model_type='convbert' if kind == 'convbert_tf1' else 'electra',
-      architectures=[
-          'ElectraForPreTraining'
-          if network == 'discriminator'
-          else 'ElectraForMaskedLM'
-      ],
+      architectures=[_CLASSES[kind][network]],
+      intermediate_size=(
+          intermediate.shape[0] * intermediate.shape[2]
+          if grouped
+          else intermediate.shape[0]
+      ),
       vocab_size=word.shape[0],
       embedding_size=word.shape[1],
       hidden_size=hidden,
@@ -157,18 +168,7 @@ def _architecture(
       hidden_act='gelu',
   )
   if kind == 'convbert_tf1':
-    grouped = intermediate.ndim == 3
     config.update(
-        architectures=[
-            'ConvBertModel'
-            if network == 'discriminator'
-            else 'ConvBertForMaskedLM'
-        ],
-        intermediate_size=(
-            intermediate.shape[0] * intermediate.shape[2]
-            if grouped
-            else intermediate.shape[0]
-        ),
         num_groups=intermediate.shape[0] if grouped else 1,
         conv_kernel_size=state[
             'electra.encoder.layer.0.attention.self.key_conv_attn_layer'
@@ -176,8 +176,6 @@ def _architecture(
         ].shape[2],
         head_ratio=max(1, hidden // query.shape[0]),
     )
-  else:
-    config['intermediate_size'] = intermediate.shape[0]
   config.update(overrides)
   return config
 
