@@ -4,7 +4,7 @@ With these blocks `TransformerEncoder` is Model Garden's `BertEncoder` (same
 checkpoint layout). Activation: the BERT and ELECTRA references' tanh GELU.
 """
 
-import tf_keras
+from typing import Callable
 
 from official.modeling import tf_utils
 from official.nlp.configs import encoders as mg_encoders
@@ -68,22 +68,20 @@ def model_garden_bert_config(
   )
 
 
-def _build_block(
-    config: encoders.EncoderConfig,
-    options,
-    index: int,
-    return_attention_scores: bool,
-) -> tf_keras.layers.Layer:
-  del options
-  return transformer_block(
-      config, f'transformer/layer_{index}', return_attention_scores
-  )
+def block_builder(name: Callable[[int], str]) -> encoders.BlockBuilder:
+  """A `Backbone.build_block` of `transformer_block`s, named `name(index)`."""
+
+  def build_block(config, options, index, return_attention_scores):
+    del options
+    return transformer_block(config, name(index), return_attention_scores)
+
+  return build_block
 
 
 BACKBONE = encoders.register_backbone(
     encoders.Backbone(
         name='bert',
-        build_block=_build_block,
+        build_block=block_builder(lambda index: f'transformer/layer_{index}'),
         default_activation='gelu_tanh',
         flops_block=lambda config, options: flops.BlockFlops(),
         model_garden_config=model_garden_bert_config,
