@@ -1,4 +1,4 @@
-"""Errors about the arguments a layer, model or config was given.
+"""Arguments of layers, models and configs: checks, errors, layer configs.
 
 Modeling code names an argument as its caller wrote it
 (`ElectraPretrainer: temperature must be > 0, got 0.0.`); code passing on
@@ -8,7 +8,10 @@ of the namer: `lambda name: f'{name("temperature")} must be > 0, ...'`.
 """
 
 import contextlib
-from typing import Any, Callable, Iterator
+import inspect
+from typing import Any, Callable, Dict, Iterator
+
+import tf_keras
 
 from official_repro.common import cli
 
@@ -75,3 +78,46 @@ def checked(owner: str, argument: str, check: Callable[[str], Any]) -> Any:
     raise AssertionError(f'{check} passed the second time.')
 
   raise ArgumentError(owner, message)
+
+
+def check_sizes(**sizes: int) -> None:
+  """Raises ValueError naming the first of `sizes` below 1."""
+  for name, size in sizes.items():
+    if size < 1:
+      raise ValueError(f'{name} must be >= 1, got {name}={size}.')
+
+
+def check_rates(**rates: float) -> None:
+  """Raises ValueError naming the first of `rates` (dropout) outside [0, 1)."""
+  for name, rate in rates.items():
+    if not 0.0 <= rate < 1.0:
+      raise ValueError(f'{name} must be in [0, 1), got {name}={rate}.')
+
+
+def check_divisible(divisor: str, value: int, **sizes: int) -> None:
+  """Raises ValueError naming the first of `sizes` `value` does not divide."""
+  for name, size in sizes.items():
+    if size % value:
+      raise ValueError(f'{name}={size} must be divisible by {divisor}={value}.')
+
+
+class ConfigFromArguments:
+  """Keras layer mixin: `get_config` is every constructor argument.
+
+  Each argument is read back from `self._<name>`; initializers and callables
+  (activations) are serialized.
+  """
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    parameters = inspect.signature(type(self).__init__).parameters
+    for name, parameter in list(parameters.items())[1:]:  # After `self`.
+      if parameter.kind == parameter.VAR_KEYWORD:
+        continue
+      value = getattr(self, f'_{name}')
+      if isinstance(value, tf_keras.initializers.Initializer):
+        value = tf_keras.initializers.serialize(value)
+      elif callable(value):
+        value = tf_keras.activations.serialize(value)
+      config[name] = value
+    return config

@@ -9,9 +9,11 @@ of taking the first token, hence this layer (`cls_head` of a
 
 import tf_keras
 
+from official_repro.modeling import arguments
+
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class FirstTokenHead(tf_keras.layers.Layer):
+class FirstTokenHead(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """`[batch, seq, hidden]` -> `[batch, num_classes]`: dropout, then dense."""
 
   def __init__(
@@ -22,10 +24,8 @@ class FirstTokenHead(tf_keras.layers.Layer):
       **kwargs,
   ):
     super().__init__(**kwargs)
-    if num_classes < 1:
-      raise ValueError(f'num_classes must be >= 1, got {num_classes}.')
-    if not 0.0 <= dropout_rate < 1.0:
-      raise ValueError(f'dropout_rate must be in [0, 1), got {dropout_rate}.')
+    arguments.check_sizes(num_classes=num_classes)
+    arguments.check_rates(dropout_rate=dropout_rate)
     self._num_classes = num_classes
     self._dropout_rate = dropout_rate
     self._initializer = tf_keras.initializers.get(initializer)
@@ -37,12 +37,3 @@ class FirstTokenHead(tf_keras.layers.Layer):
   def call(self, sequence_output, training=None):
     first_token = sequence_output[:, 0, :]
     return self.out_proj(self.dropout(first_token, training=training))
-
-  def get_config(self):
-    config = super().get_config()
-    config.update(
-        num_classes=self._num_classes,
-        dropout_rate=self._dropout_rate,
-        initializer=tf_keras.initializers.serialize(self._initializer),
-    )
-    return config

@@ -7,16 +7,17 @@ head keeps the embedding table from its constructor, so it cannot be rebuilt
 from its config; this one takes the table as a call argument.
 """
 
-from typing import Any, Dict
-
 import tensorflow as tf
 import tf_keras
 
 from official_repro.modeling import activations
+from official_repro.modeling import arguments
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class MultiWordSelectionHead(tf_keras.layers.Layer):
+class MultiWordSelectionHead(
+    arguments.ConfigFromArguments, tf_keras.layers.Layer
+):
   """Candidate-set logits at the masked positions."""
 
   def __init__(
@@ -59,12 +60,3 @@ class MultiWordSelectionHead(tf_keras.layers.Layer):
     states = self.layer_norm(self.dense(states))  # [B, P, E]
     candidates = tf.gather(embedding_table, candidate_ids)  # [B, P, C, E]
     return tf.einsum('bpe,bpce->bpc', states, tf.cast(candidates, states.dtype))
-
-  def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(
-        embedding_width=self._embedding_width,
-        activation=self._activation,
-        initializer_range=self._initializer_range,
-    )
-    return config

@@ -4,10 +4,13 @@ import tf_keras
 
 from official.modeling import tf_utils
 from official_repro.modeling import activations
+from official_repro.modeling import arguments
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class ReplacedTokenDetectionHead(tf_keras.layers.Layer):
+class ReplacedTokenDetectionHead(
+    arguments.ConfigFromArguments, tf_keras.layers.Layer
+):
   """Per-token logit that the token was replaced by the generator.
 
   ELECTRA's discriminator head: dense of the hidden width with `activation`
@@ -43,12 +46,3 @@ class ReplacedTokenDetectionHead(tf_keras.layers.Layer):
   def call(self, sequence_output):
     """Maps `[batch, seq, hidden]` encoder outputs to `[batch, seq]` logits."""
     return self.logit(self.dense(sequence_output))[..., 0]
-
-  def get_config(self):
-    config = super().get_config()
-    config.update(
-        hidden_size=self._hidden_size,
-        activation=self._activation,
-        initializer_range=self._initializer_range,
-    )
-    return config

@@ -5,17 +5,18 @@ block's feed-forward sublayer alone (dense H -> I, activation, dense I -> H,
 dropout, residual, LayerNorm), with no attention across tokens.
 """
 
-from typing import Any, Dict
-
 import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
 from official_repro.modeling import activations
+from official_repro.modeling import arguments
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class TokenFeedForwardHead(tf_keras.layers.Layer):
+class TokenFeedForwardHead(
+    arguments.ConfigFromArguments, tf_keras.layers.Layer
+):
   """Maps `[B, T, H]` states to `[B, T, H]` task states, token by token."""
 
   def __init__(
@@ -58,14 +59,3 @@ class TokenFeedForwardHead(tf_keras.layers.Layer):
         self.output_dense(self.intermediate(states)), training=training
     )
     return self.layer_norm(states + outputs)
-
-  def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(
-        hidden_size=self._hidden_size,
-        intermediate_size=self._intermediate_size,
-        activation=self._activation,
-        dropout_rate=self._dropout_rate,
-        initializer_range=self._initializer_range,
-    )
-    return config

@@ -12,7 +12,6 @@ read; each is written to a temporary folder and renamed when complete.
 
 import dataclasses
 import hashlib
-import json
 import os
 from typing import Any, Dict, Optional
 
@@ -105,14 +104,15 @@ def _write_layout(
       os.path.join(directory, export_layout.TOKENIZER_FILENAME),
       dict(vocab_file=vocabulary.filename, lower_case=imported.lower_case),
   )
-  heads = {}
-  items = {}
-  if networks.mlm_head is not None:
-    heads['mlm'] = dict(activation=imported.mlm_activation)
-    items['mlm_head'] = networks.mlm_head
-  if networks.rtd_head is not None:
-    heads['rtd'] = dict(activation=imported.encoder_config.hidden_activation)
-    items['rtd_head'] = networks.rtd_head
+  converted_heads = (
+      ('mlm', networks.mlm_head, imported.mlm_activation),
+      ('rtd', networks.rtd_head, imported.encoder_config.hidden_activation),
+  )
+  heads, items = {}, {}
+  for name, head, activation in converted_heads:
+    if head is not None:
+      heads[name] = dict(activation=activation)
+      items[f'{name}_head'] = head
   if items:
     heads_dir = os.path.join(directory, HEADS_SUBDIR)
     tf.io.gfile.makedirs(heads_dir)
@@ -149,20 +149,14 @@ def convert(source: Source, output_dir: str) -> Dict[str, Any]:
 
 def read_conversion(directory: str) -> Dict[str, Any]:
   """The record a conversion wrote (`conversion.json`)."""
-  with tf.io.gfile.GFile(os.path.join(directory, CONVERSION_FILENAME)) as f:
-    return json.load(f)
+  return json_files.read_json(os.path.join(directory, CONVERSION_FILENAME))
 
 
 def mlm_head_checkpoint(encoder_checkpoint: str) -> Optional[str]:
   """The MLM head checkpoint of a conversion, beside its encoder, or None."""
   heads_dir = os.path.join(os.path.dirname(encoder_checkpoint), HEADS_SUBDIR)
-  heads_file = os.path.join(heads_dir, HEADS_FILENAME)
-  if not tf.io.gfile.exists(heads_file):
-    return None
-  with tf.io.gfile.GFile(heads_file) as f:
-    if 'mlm' not in json.load(f):
-      return None
-  return os.path.join(heads_dir, HEADS_PREFIX)
+  heads = json_files.read_json(os.path.join(heads_dir, HEADS_FILENAME), {})
+  return os.path.join(heads_dir, HEADS_PREFIX) if 'mlm' in heads else None
 
 
 def _digest(source: Source, kind: str) -> str:

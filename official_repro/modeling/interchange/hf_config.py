@@ -38,6 +38,35 @@ ACTIVATIONS_TO_HF = {
 # The LayerNorm epsilon of Model Garden's transformer layers and heads.
 LAYER_NORM_EPSILON = 1e-12
 
+# (our `EncoderConfig` field, its `config.json` key, Hugging Face's default;
+# None: required).
+_FIELDS = (
+    ('hidden_size', 'hidden_size', None),
+    ('num_layers', 'num_hidden_layers', None),
+    ('num_attention_heads', 'num_attention_heads', None),
+    ('intermediate_size', 'intermediate_size', None),
+    ('vocab_size', 'vocab_size', None),
+    ('max_position_embeddings', 'max_position_embeddings', 512),
+    ('type_vocab_size', 'type_vocab_size', 2),
+    ('dropout_rate', 'hidden_dropout_prob', 0.1),
+    ('attention_dropout_rate', 'attention_probs_dropout_prob', 0.1),
+    ('initializer_range', 'initializer_range', 0.02),
+)
+# The same for ConvBERT's options.
+_CONVBERT_OPTIONS = (
+    ('head_ratio', 'head_ratio', 2),
+    ('kernel_size', 'conv_kernel_size', 9),
+    ('num_groups', 'num_groups', 1),
+)
+
+
+def _read_fields(config: Dict[str, Any], fields) -> Dict[str, Any]:
+  """Our names -> the `config.json` values (or defaults) of `fields`."""
+  return {
+      ours: config[theirs] if default is None else config.get(theirs, default)
+      for ours, theirs, default in fields
+  }
+
 
 @dataclasses.dataclass(frozen=True)
 class HfArchitecture:
@@ -101,11 +130,7 @@ def encoder_config(config: Dict[str, Any], where: str) -> HfArchitecture:
   model_type = _checked_model_type(config, where)
   options = {}
   if model_type == 'convbert':
-    options = dict(
-        head_ratio=config.get('head_ratio', 2),
-        kernel_size=config.get('conv_kernel_size', 9),
-        num_groups=config.get('num_groups', 1),
-    )
+    options = _read_fields(config, _CONVBERT_OPTIONS)
   default_act = 'gelu_new' if model_type == 'albert' else 'gelu'
   embedding = config.get('embedding_size')
   if model_type == 'bert':
@@ -113,27 +138,16 @@ def encoder_config(config: Dict[str, Any], where: str) -> HfArchitecture:
   encoder = encoders.validate(
       encoders.EncoderConfig(
           backbone=BACKBONES[model_type],
-          hidden_size=config['hidden_size'],
-          num_layers=config['num_hidden_layers'],
-          num_attention_heads=config['num_attention_heads'],
-          intermediate_size=config['intermediate_size'],
           embedding_width=(
               None
               if embedding is None or embedding == config['hidden_size']
               else embedding
           ),
-          vocab_size=config['vocab_size'],
-          max_position_embeddings=config.get('max_position_embeddings', 512),
-          type_vocab_size=config.get('type_vocab_size', 2),
           hidden_activation=_activation(
               config.get('hidden_act', default_act), where
           ),
-          dropout_rate=config.get('hidden_dropout_prob', 0.1),
-          attention_dropout_rate=config.get(
-              'attention_probs_dropout_prob', 0.1
-          ),
-          initializer_range=config.get('initializer_range', 0.02),
           options=options,
+          **_read_fields(config, _FIELDS),
       )
   )
   id2label = config.get('id2label')
@@ -196,17 +210,8 @@ def hf_config(
   config = dict(
       model_type=model_type,
       architectures=[architecture],
-      vocab_size=encoder.vocab_size,
-      hidden_size=encoder.hidden_size,
-      num_hidden_layers=encoder.num_layers,
-      num_attention_heads=encoder.num_attention_heads,
-      intermediate_size=encoder.intermediate_size,
+      **{theirs: getattr(encoder, ours) for ours, theirs, _ in _FIELDS},
       hidden_act=ACTIVATIONS_TO_HF[encoder.hidden_activation],
-      hidden_dropout_prob=encoder.dropout_rate,
-      attention_probs_dropout_prob=encoder.attention_dropout_rate,
-      max_position_embeddings=encoder.max_position_embeddings,
-      type_vocab_size=encoder.type_vocab_size,
-      initializer_range=encoder.initializer_range,
       layer_norm_eps=LAYER_NORM_EPSILON,
       position_embedding_type='absolute',
   )
@@ -216,10 +221,6 @@ def hf_config(
     config.update(num_hidden_groups=1, inner_group_num=1)
   if model_type == 'convbert':
     options = encoder.options_dict()
-    config.update(
-        head_ratio=options['head_ratio'],
-        conv_kernel_size=options['kernel_size'],
-        num_groups=options['num_groups'],
-    )
+    config.update({key: options[ours] for ours, key, _ in _CONVBERT_OPTIONS})
   config.update(extra)
   return config

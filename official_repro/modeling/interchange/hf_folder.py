@@ -26,6 +26,7 @@ from official_repro.common import json_files
 from official_repro.data import sentencepiece_tokenization
 from official_repro.data import tokenization
 from official_repro.data import vocab
+from official_repro.modeling.interchange import hf_layout
 
 CONFIG_FILENAME = 'config.json'
 SAFETENSORS_FILENAME = 'model.safetensors'
@@ -77,14 +78,6 @@ def is_hf_folder(path: str) -> bool:
   )
 
 
-def _read_json(path: str) -> Dict[str, Any]:
-  try:
-    with tf.io.gfile.GFile(path) as f:
-      return json.load(f)
-  except json.JSONDecodeError as error:
-    raise cli.UserError(f'{path}: not valid JSON ({error}).') from error
-
-
 def _read_bytes(path: str) -> bytes:
   with tf.io.gfile.GFile(path, 'rb') as f:
     return f.read()
@@ -106,19 +99,6 @@ def _read_safetensors(path: str) -> Dict[str, np.ndarray]:
     raise cli.UserError(f'{path}: not a safetensors file ({error}).') from error
 
 
-def _reversed_axes(array: np.ndarray) -> np.ndarray:
-  return np.ascontiguousarray(np.transpose(array))
-
-
-def _depthwise(array: np.ndarray) -> np.ndarray:
-  """Keras `[k, in, 1]` -> PyTorch `Conv1d` `[in, 1, k]`."""
-  return np.ascontiguousarray(np.transpose(array, (1, 2, 0)))
-
-
-def _unchanged(array: np.ndarray) -> np.ndarray:
-  return array
-
-
 def h5_name_to_pt(
     name: str, shape: Tuple[int, ...]
 ) -> Tuple[str, Callable[[np.ndarray], np.ndarray]]:
@@ -135,11 +115,11 @@ def h5_name_to_pt(
   if len(parts) > 1:
     parts = parts[1:]
   last = parts[-1]
-  layout = _unchanged
+  layout = np.asarray
   if last == 'depthwise_kernel':
-    layout = _depthwise
+    layout = hf_layout.depthwise_to_torch
   elif last == 'pointwise_kernel' or (last == 'kernel' and len(shape) >= 2):
-    layout = _reversed_axes
+    layout = hf_layout.transposed
   if last in ('kernel', 'embeddings', 'gamma'):
     parts[-1] = 'weight'
   elif last == 'beta':
@@ -180,7 +160,7 @@ def read_weights(path: str) -> Tuple[Dict[str, np.ndarray], str]:
   if tf.io.gfile.exists(single):
     state, source = _read_safetensors(single), single
   elif tf.io.gfile.exists(index):
-    shards = sorted(set(_read_json(index)['weight_map'].values()))
+    shards = sorted(set(json_files.read_json(index)['weight_map'].values()))
     state = {}
     for shard in shards:
       state.update(_read_safetensors(os.path.join(path, shard)))
@@ -339,23 +319,17 @@ def _read_sentencepiece_tokenizer(
   model_path = os.path.join(path, SENTENCEPIECE_FILENAME)
   tokens = vocab.load_vocab(model_path)
   tokenizer_path = os.path.join(path, TOKENIZER_FILENAME)
-  if tf.io.gfile.exists(tokenizer_path):
-    pieces = [
-        entry[0]
-        for entry in (_read_json(tokenizer_path).get('model') or {}).get(
-            'vocab', []
-        )
-    ]
-    if pieces and pieces != list(tokens):
-      raise cli.UserError(
-          f'{tokenizer_path}: its {len(pieces)} pieces are not those of '
-          f'{model_path} ({len(tokens)}); the folder mixes two tokenizers.'
-      )
-  config_path = os.path.join(path, TOKENIZER_CONFIG_FILENAME)
-  config = _read_json(config_path) if tf.io.gfile.exists(config_path) else {}
-  check_sentencepiece_config(config, config_path)
+  tokenizer = json_files.read_json(tokenizer_path, default={})
+  pieces = [
+      entry[0] for entry in (tokenizer.get('model') or {}).get('vocab', [])
+  ]
+  if pieces and pieces != list(tokens):
+    raise cli.UserError(
+        f'{tokenizer_path}: its {len(pieces)} pieces are not those of '
+        f'{model_path} ({len(tokens)}); the folder mixes two tokenizers.'
+    )
   # AlbertTokenizer's default is uncased.
-  return tokens, config.get('do_lower_case', True)
+  return tokens, _sentencepiece_casing(path, True)
 
 
 def _read_unigram_tokenizer(
@@ -389,10 +363,15 @@ def _read_unigram_tokenizer(
   missing = [t for t in vocab.SPECIAL_TOKENS if t not in tokens.token_to_id]
   if missing:
     raise cli.UserError(f'{where}: no pieces {missing} among its vocab.')
+  return tokens, _sentencepiece_casing(path, 'Lowercase' in steps)
+
+
+def _sentencepiece_casing(path: str, default: bool) -> bool:
+  """`do_lower_case` of a checked SentencePiece `tokenizer_config.json`."""
   config_path = os.path.join(path, TOKENIZER_CONFIG_FILENAME)
-  config = _read_json(config_path) if tf.io.gfile.exists(config_path) else {}
+  config = json_files.read_json(config_path, default={})
   check_sentencepiece_config(config, config_path)
-  return tokens, config.get('do_lower_case', 'Lowercase' in steps)
+  return config.get('do_lower_case', default)
 
 
 def read_tokenizer(path: str) -> Tuple[vocab.Vocabulary, Optional[bool]]:
@@ -401,9 +380,7 @@ def read_tokenizer(path: str) -> Tuple[vocab.Vocabulary, Optional[bool]]:
     return _read_sentencepiece_tokenizer(path)
   vocab_path = os.path.join(path, VOCAB_FILENAME)
   tokenizer_path = os.path.join(path, TOKENIZER_FILENAME)
-  tokenizer = (
-      _read_json(tokenizer_path) if tf.io.gfile.exists(tokenizer_path) else {}
-  )
+  tokenizer = json_files.read_json(tokenizer_path, default={})
   model_type = (tokenizer.get('model') or {}).get('type')
   if model_type == 'Unigram' and not tf.io.gfile.exists(vocab_path):
     return _read_unigram_tokenizer(path, tokenizer)
@@ -429,7 +406,7 @@ def read_tokenizer(path: str) -> Tuple[vocab.Vocabulary, Optional[bool]]:
         'model needs its vocabulary.'
     )
   config_path = os.path.join(path, TOKENIZER_CONFIG_FILENAME)
-  config = _read_json(config_path) if tf.io.gfile.exists(config_path) else {}
+  config = json_files.read_json(config_path, default={})
   lower_case = config.get('do_lower_case')
   if lower_case is None and 'lowercase' in tokenizer.get('normalizer', {}):
     lower_case = bool(tokenizer['normalizer']['lowercase'])
@@ -445,7 +422,7 @@ def read_folder(path: str) -> HfFolder:
         f'{path}: not a Hugging Face model folder ({CONFIG_FILENAME} and '
         f'{SAFETENSORS_FILENAME} or {H5_FILENAME}).'
     )
-  config = _read_json(os.path.join(path, CONFIG_FILENAME))
+  config = json_files.read_json(os.path.join(path, CONFIG_FILENAME))
   state, source = read_weights(path)
   tokens, lower_case = read_tokenizer(path)
   return HfFolder(path, config, state, source, tokens, lower_case)

@@ -37,8 +37,14 @@ def _same(array: np.ndarray) -> np.ndarray:
   return array
 
 
-def _transposed(array: np.ndarray) -> np.ndarray:
+def transposed(array: np.ndarray) -> np.ndarray:
+  """All axes reversed (a dense kernel `[in, out]` <-> `[out, in]`)."""
   return np.ascontiguousarray(array.T)
+
+
+def depthwise_to_torch(array: np.ndarray) -> np.ndarray:
+  """Keras depthwise `[k, in, 1]` -> PyTorch `Conv1d` `[in, 1, k]`."""
+  return np.ascontiguousarray(np.transpose(array, (1, 2, 0)))
 
 
 def _variable(layer: tf_keras.layers.Layer, suffix: str) -> tf.Variable:
@@ -61,16 +67,32 @@ def _plain(name: str, variable: tf.Variable) -> Parameter:
   return Parameter(name, variable, _same, _same)
 
 
-def _dense(name: str, layer, suffix: str) -> List[Parameter]:
-  """A dense layer: kernel `[in, out]` <-> weight `[out, in]`, and bias."""
+def _dense(
+    name: str, layer, suffix: str, input_axes: int = 1
+) -> List[Parameter]:
+  """A kernel whose first `input_axes` axes are its input, and its bias.
+
+  Hugging Face's weight is the `[out, in]` matrix of the kernel flattened to
+  `[in, out]`: a dense kernel transposed, Model Garden's per-head attention
+  kernels `[H, heads, size]` and `[heads, size, H]` reshaped too.
+  """
+  kernel = _variable(layer, f'{suffix}/kernel')
+  bias = _variable(layer, f'{suffix}/bias')
+  shape, bias_shape = tuple(kernel.shape), tuple(bias.shape)
+  rows = int(np.prod(shape[:input_axes]))
   return [
       Parameter(
           f'{name}.weight',
-          _variable(layer, f'{suffix}/kernel'),
-          _transposed,
-          _transposed,
+          kernel,
+          lambda w: w.T.reshape(shape),
+          lambda k: np.ascontiguousarray(k.reshape(rows, -1).T),
       ),
-      _plain(f'{name}.bias', _variable(layer, f'{suffix}/bias')),
+      Parameter(
+          f'{name}.bias',
+          bias,
+          lambda b: b.reshape(bias_shape),
+          lambda b: b.reshape(-1),
+      ),
   ]
 
 
@@ -81,51 +103,12 @@ def _layer_norm(name: str, layer, suffix: str) -> List[Parameter]:
   ]
 
 
-def _heads_in(name: str, layer, suffix: str) -> List[Parameter]:
-  """A query, key or value projection `[H, heads, size]`, `[heads, size]`."""
-  kernel = _variable(layer, f'{suffix}/kernel')
-  rows, heads, size = kernel.shape
-  return [
-      Parameter(
-          f'{name}.weight',
-          kernel,
-          lambda w: w.T.reshape(rows, heads, size),
-          lambda k: np.ascontiguousarray(k.reshape(rows, heads * size).T),
-      ),
-      Parameter(
-          f'{name}.bias',
-          _variable(layer, f'{suffix}/bias'),
-          lambda b: b.reshape(heads, size),
-          lambda b: b.reshape(-1),
-      ),
-  ]
-
-
-def _heads_out(name: str, layer, suffix: str) -> List[Parameter]:
-  """The attention output projection `[heads, size, H]`, and its bias."""
-  kernel = _variable(layer, f'{suffix}/kernel')
-  heads, size, columns = kernel.shape
-  return [
-      Parameter(
-          f'{name}.weight',
-          kernel,
-          lambda w: w.T.reshape(heads, size, columns),
-          lambda k: np.ascontiguousarray(k.reshape(heads * size, columns).T),
-      ),
-      _plain(f'{name}.bias', _variable(layer, f'{suffix}/bias')),
-  ]
-
-
 def _grouped(name: str, layer, suffix: str) -> List[Parameter]:
-  """A grouped feed-forward kernel `[G, in/G, out/G]` and its bias."""
-  kernel = _variable(layer, f'{suffix}/kernel')
-  if kernel.shape[0] == 1:
-    to_ours = lambda w: np.ascontiguousarray(w.T)[None]  # noqa: E731
-    to_theirs = lambda k: np.ascontiguousarray(k[0].T)  # noqa: E731
-  else:
-    to_ours = to_theirs = _same
+  """A grouped feed-forward kernel `[G, in/G, out/G]` (as is for G > 1)."""
+  if _variable(layer, f'{suffix}/kernel').shape[0] == 1:
+    return _dense(name, layer, suffix, input_axes=2)
   return [
-      Parameter(f'{name}.weight', kernel, to_ours, to_theirs),
+      _plain(f'{name}.weight', _variable(layer, f'{suffix}/kernel')),
       _plain(f'{name}.bias', _variable(layer, f'{suffix}/bias')),
   ]
 
@@ -134,11 +117,14 @@ def _bert_block(name: str, block) -> List[Parameter]:
   """BERT and ELECTRA's `encoder.layer.<i>` (Model Garden's block)."""
   attention = f'{name}.attention'
   return [
-      *_heads_in(f'{attention}.self.query', block, 'self_attention/query'),
-      *_heads_in(f'{attention}.self.key', block, 'self_attention/key'),
-      *_heads_in(f'{attention}.self.value', block, 'self_attention/value'),
-      *_heads_out(
-          f'{attention}.output.dense', block, 'self_attention/attention_output'
+      *_dense(f'{attention}.self.query', block, 'self_attention/query'),
+      *_dense(f'{attention}.self.key', block, 'self_attention/key'),
+      *_dense(f'{attention}.self.value', block, 'self_attention/value'),
+      *_dense(
+          f'{attention}.output.dense',
+          block,
+          'self_attention/attention_output',
+          2,
       ),
       *_layer_norm(
           f'{attention}.output.LayerNorm', block, 'self_attention_layer_norm'
@@ -152,11 +138,11 @@ def _bert_block(name: str, block) -> List[Parameter]:
 def _albert_block(name: str, block) -> List[Parameter]:
   """ALBERT's one shared layer."""
   return [
-      *_heads_in(f'{name}.attention.query', block, 'self_attention/query'),
-      *_heads_in(f'{name}.attention.key', block, 'self_attention/key'),
-      *_heads_in(f'{name}.attention.value', block, 'self_attention/value'),
-      *_heads_out(
-          f'{name}.attention.dense', block, 'self_attention/attention_output'
+      *_dense(f'{name}.attention.query', block, 'self_attention/query'),
+      *_dense(f'{name}.attention.key', block, 'self_attention/key'),
+      *_dense(f'{name}.attention.value', block, 'self_attention/value'),
+      *_dense(
+          f'{name}.attention.dense', block, 'self_attention/attention_output', 2
       ),
       *_layer_norm(
           f'{name}.attention.LayerNorm', block, 'self_attention_layer_norm'
@@ -179,13 +165,13 @@ def _convbert_block(name: str, block) -> List[Parameter]:
           f'{conv}.depthwise.weight',
           _variable(block, 'span_key/depthwise_kernel'),
           lambda w: np.ascontiguousarray(np.transpose(w, (2, 0, 1))),
-          lambda k: np.ascontiguousarray(np.transpose(k, (1, 2, 0))),
+          depthwise_to_torch,
       ),
       Parameter(
           f'{conv}.pointwise.weight',
           _variable(block, 'span_key/pointwise_kernel'),
-          lambda w: np.ascontiguousarray(np.transpose(w, (2, 1, 0))),
-          lambda k: np.ascontiguousarray(np.transpose(k, (2, 1, 0))),
+          transposed,
+          transposed,
       ),
       Parameter(
           f'{conv}.bias',

@@ -42,7 +42,6 @@ TIED_DECODERS = (
 )
 # The classes whose checkpoints hold each head.
 _MLM_CLASSES = ('ForMaskedLM', 'ForPreTraining')
-_RTD_CLASSES = ('ElectraForPreTraining',)
 
 
 @dataclasses.dataclass
@@ -73,10 +72,11 @@ class Imported:
     return sorted(name for name in self.state if TASK_HEADS.match(name))
 
 
-def _mlm_activation(model_type: str, encoder: encoders.EncoderConfig) -> str:
+def _mlm_activation(model_type: str, encoder_activation: str) -> str:
+  """What Hugging Face's MLM head of `model_type` applies."""
   if model_type in ('electra', 'convbert'):
     return 'gelu_erf'
-  return encoder.hidden_activation
+  return encoder_activation
 
 
 def read(path: str, lower_case: Optional[bool] = None) -> Imported:
@@ -142,7 +142,7 @@ def from_folder(
       lower_case=bool(casing),
       heads=tuple(heads),
       mlm_activation=folder.mlm_activation
-      or _mlm_activation(model_type, architecture.encoder),
+      or _mlm_activation(model_type, architecture.encoder.hidden_activation),
   )
 
 
@@ -250,30 +250,19 @@ def build(imported: Imported) -> Networks:
   """Our networks with the released weights; checks every weight is used."""
   model_type = imported.architecture.model_type
   encoder = build_encoder(imported.encoder_config)
-  read_names = assign(
-      hf_layout.encoder_parameters(encoder, model_type, imported.prefix),
-      imported.state,
-      imported.source,
-  )
+  params = hf_layout.encoder_parameters(encoder, model_type, imported.prefix)
   networks = Networks(encoder)
   if 'mlm' in imported.heads:
     networks.mlm_head = build_mlm_head(encoder, imported.mlm_activation)
-    read_names += assign(
-        hf_layout.mlm_head_parameters(networks.mlm_head, model_type),
-        imported.state,
-        imported.source,
-    )
+    params += hf_layout.mlm_head_parameters(networks.mlm_head, model_type)
   if 'rtd' in imported.heads:
     networks.rtd_head = build_rtd_head(
         imported.encoder_config.hidden_size,
         imported.encoder_config.hidden_activation,
     )
-    read_names += assign(
-        hf_layout.rtd_head_parameters(networks.rtd_head),
-        imported.state,
-        imported.source,
-    )
-  used = set(read_names) | set(_check_tied_decoders(imported))
+    params += hf_layout.rtd_head_parameters(networks.rtd_head)
+  used = set(assign(params, imported.state, imported.source))
+  used |= set(_check_tied_decoders(imported))
   used |= set(imported.task_heads)
   extra = sorted(set(imported.state) - used)
   if extra:
@@ -350,11 +339,7 @@ def mlm_head_difference(
   ELECTRA's and ConvBERT's generator heads apply the exact GELU; BERT's and
   ALBERT's the config's `hidden_act`, which is the encoder's.
   """
-  theirs = (
-      'gelu_erf'
-      if model_type in ('electra', 'convbert')
-      else encoder_activation
-  )
+  theirs = _mlm_activation(model_type, encoder_activation)
   if theirs == head_activation:
     return None
   return (

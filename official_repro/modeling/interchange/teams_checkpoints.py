@@ -27,6 +27,7 @@ from official_repro.modeling.interchange import hf_folder
 from official_repro.modeling.interchange import hf_models
 from official_repro.modeling.interchange import tf1_checkpoints
 from official_repro.modeling.networks import encoders
+from official_repro.modeling.networks.backbones import bert as bert_backbone
 
 KIND = 'teams'
 PARAMS_FILENAME = 'params.yaml'
@@ -85,23 +86,17 @@ def _encoder_config(
   )
   return encoders.validate(
       encoders.EncoderConfig(
-          hidden_size=bert.hidden_size,
-          num_layers=bert.num_layers,
-          num_attention_heads=bert.num_attention_heads,
-          intermediate_size=bert.intermediate_size,
           embedding_width=(
               None
               if not bert.embedding_size
               or bert.embedding_size == bert.hidden_size
               else bert.embedding_size
           ),
-          vocab_size=bert.vocab_size,
-          max_position_embeddings=bert.max_position_embeddings,
-          type_vocab_size=bert.type_vocab_size,
           hidden_activation=activation,
-          dropout_rate=bert.dropout_rate,
-          attention_dropout_rate=bert.attention_dropout_rate,
-          initializer_range=bert.initializer_range,
+          **{
+              field: getattr(bert, field)
+              for field in bert_backbone.MODEL_GARDEN_FIELDS
+          },
       )
   )
 
@@ -185,13 +180,7 @@ def read(
   trainer checkpoints only); `config_file` the run's `params.yaml` (default:
   beside the checkpoint).
   """
-  if network not in tf1_checkpoints.NETWORKS:
-    raise cli.UserError(
-        f'--network must be one of {tf1_checkpoints.NETWORKS}, not {network!r}.'
-    )
-  prefix = tf1_checkpoints.checkpoint_prefix(path)
-  if prefix is None:
-    raise cli.UserError(f'--input {path}: no checkpoint (*.index).')
+  prefix = tf1_checkpoints.checked_prefix(path, network)
   model = _model_config(path, config_file)
   scaffold, pretrainer = _restore_stock(path, prefix, model, network)
   bert = mg_encoders.BertEncoderConfig(**model[network])

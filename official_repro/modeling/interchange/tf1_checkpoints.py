@@ -13,7 +13,6 @@ reference's exact GELU; a `vocab.txt` without upper-case letters outside
 its special tokens is taken as uncased.
 """
 
-import json
 import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
@@ -22,12 +21,23 @@ import numpy as np
 import tensorflow as tf
 
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.modeling.interchange import hf_folder
+from official_repro.modeling.interchange import hf_layout
 
 KINDS = ('electra_tf1', 'convbert_tf1')
 NETWORKS = ('discriminator', 'generator')
 # The head size of every released ELECTRA and ConvBERT model.
 HEAD_SIZE = 64
+# The Hugging Face class of each checkpoint network.
+_CLASSES = dict(
+    electra_tf1=dict(
+        discriminator='ElectraForPreTraining', generator='ElectraForMaskedLM'
+    ),
+    convbert_tf1=dict(
+        discriminator='ConvBertModel', generator='ConvBertForMaskedLM'
+    ),
+)
 _SKIPPED = re.compile(r'(^|/)(global_step|adam_m|adam_v|temperature)($|/)')
 
 
@@ -97,11 +107,11 @@ def _hf_name(name: str, network: str) -> Optional[str]:
 
 def _pt_layout(tf1_name: str, array: np.ndarray) -> np.ndarray:
   if tf1_name.endswith('/depthwise_kernel'):
-    return np.ascontiguousarray(np.transpose(array, (1, 2, 0)))
-  if tf1_name.endswith('/pointwise_kernel'):
-    return np.ascontiguousarray(np.transpose(array, (2, 1, 0)))
-  if tf1_name.endswith('/kernel') and '/g_dense/' not in tf1_name:
-    return np.ascontiguousarray(array.T)
+    return hf_layout.depthwise_to_torch(array)
+  if tf1_name.endswith('/pointwise_kernel') or (
+      tf1_name.endswith('/kernel') and '/g_dense/' not in tf1_name
+  ):
+    return hf_layout.transposed(array)
   return array
 
 
@@ -135,13 +145,15 @@ def _architecture(
       for m in (re.match(r'electra\.encoder\.layer\.(\d+)\.', n) for n in state)
       if m
   )
+  grouped = intermediate.ndim == 3  # ConvBERT's [G, in/G, out/G]
   config = dict(
       model_type='convbert' if kind == 'convbert_tf1' else 'electra',
-      architectures=[
-          'ElectraForPreTraining'
-          if network == 'discriminator'
-          else 'ElectraForMaskedLM'
-      ],
+      architectures=[_CLASSES[kind][network]],
+      intermediate_size=(
+          intermediate.shape[0] * intermediate.shape[2]
+          if grouped
+          else intermediate.shape[0]
+      ),
       vocab_size=word.shape[0],
       embedding_size=word.shape[1],
       hidden_size=hidden,
@@ -156,18 +168,7 @@ def _architecture(
       hidden_act='gelu',
   )
   if kind == 'convbert_tf1':
-    grouped = intermediate.ndim == 3
     config.update(
-        architectures=[
-            'ConvBertModel'
-            if network == 'discriminator'
-            else 'ConvBertForMaskedLM'
-        ],
-        intermediate_size=(
-            intermediate.shape[0] * intermediate.shape[2]
-            if grouped
-            else intermediate.shape[0]
-        ),
         num_groups=intermediate.shape[0] if grouped else 1,
         conv_kernel_size=state[
             'electra.encoder.layer.0.attention.self.key_conv_attn_layer'
@@ -175,8 +176,6 @@ def _architecture(
         ].shape[2],
         head_ratio=max(1, hidden // query.shape[0]),
     )
-  else:
-    config['intermediate_size'] = intermediate.shape[0]
   config.update(overrides)
   return config
 
@@ -189,15 +188,21 @@ def _lower_case_of_vocab(tokens: List[str]) -> bool:
   )
 
 
-def _checked_prefix(path: str, kind: str, network: str) -> str:
-  """The checkpoint prefix at `path`, or UserError unless it is a `kind`."""
+def checked_prefix(path: str, network: str, what: str = 'checkpoint') -> str:
+  """The checkpoint prefix at `path`; UserError for a bad `network` or none."""
   if network not in NETWORKS:
     raise cli.UserError(
         f'--network must be one of {NETWORKS}, not {network!r}.'
     )
   prefix = checkpoint_prefix(path)
   if prefix is None:
-    raise cli.UserError(f'--input {path}: no TF1 checkpoint (*.index).')
+    raise cli.UserError(f'--input {path}: no {what} (*.index).')
+  return prefix
+
+
+def _checked_prefix(path: str, kind: str, network: str) -> str:
+  """The checkpoint prefix at `path`, or UserError unless it is a `kind`."""
+  prefix = checked_prefix(path, network, 'TF1 checkpoint')
   found = detect(prefix)
   if found is None:
     raise cli.UserError(
@@ -239,10 +244,7 @@ def read(
   config_file = config_file or os.path.join(
       directory, hf_folder.CONFIG_FILENAME
   )
-  overrides = {}
-  if tf.io.gfile.exists(config_file):
-    with tf.io.gfile.GFile(config_file) as f:
-      overrides = json.load(f)
+  overrides = json_files.read_json(config_file, default={})
   tokens, _ = hf_folder.read_tokenizer(directory)
   config = _architecture(kind, network, state, overrides)
   if kind == 'convbert_tf1':  # ConvBERT's base model is `convbert.`

@@ -17,21 +17,11 @@ from typing import Optional, Tuple
 import tensorflow as tf
 import tf_keras
 
-
-def _time_major(
-    potentials: tf.Tensor, mask: tf.Tensor
-) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-  """Scan inputs: `[seq, batch, tags]`, `[seq, batch]` mask, `[seq]` is-first.
-
-  Scanning every position keeps the scans non-empty, which graph mode needs
-  when the batch size is unknown and the length is 1.
-  """
-  is_first = tf.equal(tf.range(tf.shape(potentials)[1]), 0)
-  return (tf.transpose(potentials, [1, 0, 2]), tf.transpose(mask), is_first)
+from official_repro.modeling import arguments
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class CRF(tf_keras.layers.Layer):
+class CRF(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Linear-chain CRF; calling it Viterbi-decodes `[batch, seq, tags]` logits.
 
   Variables `transitions` `[num_tags, num_tags]` (`[i, j]`: tag i then j),
@@ -42,8 +32,7 @@ class CRF(tf_keras.layers.Layer):
 
   def __init__(self, num_tags: int, initializer_range: float = 0.02, **kwargs):
     """Creates the layer and its variables (`num_tags` >= 1)."""
-    if num_tags < 1:
-      raise ValueError(f'num_tags must be >= 1, got {num_tags}.')
+    arguments.check_sizes(num_tags=num_tags)
     if initializer_range < 0:
       raise ValueError(
           f'initializer_range must be >= 0, got {initializer_range}.'
@@ -91,6 +80,20 @@ class CRF(tf_keras.layers.Layer):
     lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
     return potentials, mask, lengths
 
+  def _scan_inputs(
+      self, potentials: tf.Tensor, mask: Optional[tf.Tensor]
+  ) -> Tuple[Tuple[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor, tf.Tensor]:
+    """The time-major scan inputs, and `_prepare`'s mask and lengths.
+
+    Inputs: `[seq, batch, tags]` potentials, `[seq, batch]` mask, `[seq]`
+    is-first. Scanning every position keeps the scans non-empty, which graph
+    mode needs when the batch size is unknown and the length is 1.
+    """
+    potentials, mask, lengths = self._prepare(potentials, mask)
+    is_first = tf.equal(tf.range(tf.shape(potentials)[1]), 0)
+    steps = (tf.transpose(potentials, [1, 0, 2]), tf.transpose(mask), is_first)
+    return steps, mask, lengths
+
   def sequence_score(
       self,
       potentials: tf.Tensor,
@@ -121,27 +124,22 @@ class CRF(tf_keras.layers.Layer):
       self, potentials: tf.Tensor, mask: Optional[tf.Tensor] = None
   ) -> tf.Tensor:
     """`[batch]` log Z over all tag paths (forward algorithm)."""
-    potentials, mask, lengths = self._prepare(potentials, mask)
-    time_major, time_major_mask, is_first = _time_major(potentials, mask)
-    transitions = self.transitions
-    start_transitions = self.start_transitions
+    steps, _, lengths = self._scan_inputs(potentials, mask)
 
     def forward_step(alpha, step_inputs):
       """alpha[b, j]: log-sum-exp of the scores of paths ending in tag j."""
       step_potentials, step_mask, step_is_first = step_inputs
-      scores = alpha[:, :, None] + transitions[None, :, :]
+      scores = alpha[:, :, None] + self.transitions[None, :, :]
       new_alpha = tf.where(
           step_is_first,
-          start_transitions[None, :],
+          self.start_transitions[None, :],
           tf.reduce_logsumexp(scores, axis=1),
       )
       new_alpha += step_potentials
       return tf.where(step_mask[:, None], new_alpha, alpha)
 
     alphas = tf.scan(
-        forward_step,
-        (time_major, time_major_mask, is_first),
-        initializer=tf.zeros_like(time_major[0]),
+        forward_step, steps, initializer=tf.zeros_like(steps[0][0])
     )
     # Masked-out steps carry alpha unchanged, so the last one is final.
     final_alpha = alphas[-1]
@@ -174,11 +172,7 @@ class CRF(tf_keras.layers.Layer):
       int32 `[batch, seq_length]` best tags (0 where masked out) and float
       `[batch]` their scores.
     """
-    potentials, mask, lengths = self._prepare(potentials, mask)
-    time_major, time_major_mask, is_first = _time_major(potentials, mask)
-    transitions = self.transitions
-    start_transitions = self.start_transitions
-    num_tags = self._num_tags
+    steps, mask, lengths = self._scan_inputs(potentials, mask)
 
     def max_step(carry, step_inputs):
       """Max-product step; masked-out steps keep delta, point to themselves.
@@ -188,16 +182,16 @@ class CRF(tf_keras.layers.Layer):
       """
       delta, _ = carry
       step_potentials, step_mask, step_is_first = step_inputs
-      scores = delta[:, :, None] + transitions[None, :, :]
+      scores = delta[:, :, None] + self.transitions[None, :, :]
       best_previous = tf.argmax(scores, axis=1, output_type=tf.int32)
       new_delta = tf.where(
           step_is_first,
-          start_transitions[None, :],
+          self.start_transitions[None, :],
           tf.reduce_max(scores, axis=1),
       )
       new_delta += step_potentials
       identity = tf.broadcast_to(
-          tf.range(num_tags)[None, :], tf.shape(best_previous)
+          tf.range(self._num_tags)[None, :], tf.shape(best_previous)
       )
       step_mask = step_mask[:, None]
       return (
@@ -205,10 +199,10 @@ class CRF(tf_keras.layers.Layer):
           tf.where(step_mask, best_previous, identity),
       )
 
-    initial_delta = tf.zeros_like(time_major[0])
+    initial_delta = tf.zeros_like(steps[0][0])
     deltas, backpointers = tf.scan(
         max_step,
-        (time_major, time_major_mask, is_first),
+        steps,
         initializer=(initial_delta, tf.zeros_like(initial_delta, tf.int32)),
     )
     final_delta = deltas[-1]
@@ -237,10 +231,3 @@ class CRF(tf_keras.layers.Layer):
   ) -> tf.Tensor:
     """Viterbi-decodes `[batch, seq, num_tags]` potentials to int32 tags."""
     return self.viterbi_decode(potentials, mask)[0]
-
-  def get_config(self):
-    config = super().get_config()
-    config.update(
-        num_tags=self._num_tags, initializer_range=self._initializer_range
-    )
-    return config

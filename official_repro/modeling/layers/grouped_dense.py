@@ -13,11 +13,13 @@ from typing import Any, Dict, Union
 import tensorflow as tf
 import tf_keras
 
+from official_repro.modeling import arguments
+
 _Initializer = Union[str, Dict[str, Any], tf_keras.initializers.Initializer]
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class GroupedDense(tf_keras.layers.Layer):
+class GroupedDense(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """A dense layer whose kernel is block diagonal with `groups` blocks.
 
   `[..., in_features]` -> `[..., units]`; `kernel` is `[G, in/G, units/G]`
@@ -38,28 +40,13 @@ class GroupedDense(tf_keras.layers.Layer):
     Fan-based initializers see the fans of the full dense matrix, not a block's.
     """
     super().__init__(**kwargs)
-    if groups < 1:
-      raise ValueError(f'groups must be >= 1, got groups={groups}.')
-    if units < 1:
-      raise ValueError(f'units must be >= 1, got units={units}.')
-    if units % groups:
-      raise ValueError(
-          f'units={units} must be divisible by groups={groups} (each group '
-          'gets units // groups outputs).'
-      )
+    arguments.check_sizes(groups=groups, units=units)
+    arguments.check_divisible('groups', groups, units=units)
     self._units = units
     self._groups = groups
     self._kernel_initializer = tf_keras.initializers.get(kernel_initializer)
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
     self._use_bias = use_bias
-
-  @property
-  def units(self) -> int:
-    return self._units
-
-  @property
-  def groups(self) -> int:
-    return self._groups
 
   def build(self, input_shape: tf.TensorShape):
     """Creates the kernel; the static input width must divide by `groups`."""
@@ -116,20 +103,3 @@ class GroupedDense(tf_keras.layers.Layer):
 
   def compute_output_shape(self, input_shape: tf.TensorShape) -> tf.TensorShape:
     return tf.TensorShape(input_shape)[:-1].concatenate([self._units])
-
-  def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(
-        {
-            'units': self._units,
-            'groups': self._groups,
-            'kernel_initializer': tf_keras.initializers.serialize(
-                self._kernel_initializer
-            ),
-            'bias_initializer': tf_keras.initializers.serialize(
-                self._bias_initializer
-            ),
-            'use_bias': self._use_bias,
-        }
-    )
-    return config

@@ -17,9 +17,9 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import tensorflow as tf
 import tf_keras
 
-from official.modeling import tf_utils
 from official.nlp.modeling.layers import masked_softmax
 from official_repro.modeling import activations
+from official_repro.modeling import arguments
 from official_repro.modeling.layers import grouped_dense
 from official_repro.modeling.layers import span_dynamic_conv
 
@@ -34,42 +34,8 @@ def causal_attention_mask(
   return tf.linalg.band_part(ones, -1, 0)[tf.newaxis]
 
 
-def _check_attention_arguments(
-    hidden_size: int,
-    num_attention_heads: int,
-    head_ratio: int,
-    kernel_size: int,
-    attention_dropout: float,
-    conv_only: bool,
-    attention_only: bool,
-) -> None:
-  """Raises ValueError naming an invalid `MixedAttention` argument."""
-  if hidden_size < 1 or num_attention_heads < 1:
-    raise ValueError(
-        'hidden_size and num_attention_heads must be >= 1, got hidden_size='
-        f'{hidden_size}, num_attention_heads={num_attention_heads}.'
-    )
-  if hidden_size % num_attention_heads:
-    raise ValueError(
-        f'hidden_size={hidden_size} must be divisible by '
-        f'num_attention_heads={num_attention_heads}.'
-    )
-  if head_ratio < 1:
-    raise ValueError(f'head_ratio must be >= 1, got head_ratio={head_ratio}.')
-  span_dynamic_conv.check_kernel_size(kernel_size)
-  if not 0.0 <= attention_dropout < 1.0:
-    raise ValueError(
-        f'attention_dropout must be in [0, 1), got {attention_dropout}.'
-    )
-  if conv_only and attention_only:
-    raise ValueError(
-        'conv_only and attention_only exclude each other; '
-        'at most one may be True.'
-    )
-
-
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class MixedAttention(tf_keras.layers.Layer):
+class MixedAttention(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Self-attention heads plus span-based dynamic convolution heads.
 
   Mixed (default): `N'` attention heads and `N'` convolution heads sharing
@@ -107,15 +73,21 @@ class MixedAttention(tf_keras.layers.Layer):
     over queries; `kernel_initializer` defaults to truncated normal 0.02.
     """
     super().__init__(**kwargs)
-    _check_attention_arguments(
-        hidden_size,
-        num_attention_heads,
-        head_ratio,
-        kernel_size,
-        attention_dropout,
-        conv_only,
-        attention_only,
+    arguments.check_sizes(
+        hidden_size=hidden_size,
+        num_attention_heads=num_attention_heads,
+        head_ratio=head_ratio,
     )
+    arguments.check_divisible(
+        'num_attention_heads', num_attention_heads, hidden_size=hidden_size
+    )
+    span_dynamic_conv.check_kernel_size(kernel_size)
+    arguments.check_rates(attention_dropout=attention_dropout)
+    if conv_only and attention_only:
+      raise ValueError(
+          'conv_only and attention_only exclude each other; '
+          'at most one may be True.'
+      )
     self._hidden_size = hidden_size
     self._num_attention_heads = num_attention_heads
     self._head_ratio = head_ratio
@@ -125,8 +97,8 @@ class MixedAttention(tf_keras.layers.Layer):
     self._causal = causal
     self._conv_mask_values = conv_mask_values
     self._attention_dropout = attention_dropout
-    self._kernel_initializer = tf_keras.initializers.get(
-        kernel_initializer or tf_keras.initializers.TruncatedNormal(stddev=0.02)
+    self._kernel_initializer = span_dynamic_conv.dense_initializer(
+        kernel_initializer
     )
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
 
@@ -167,20 +139,14 @@ class MixedAttention(tf_keras.layers.Layer):
           kernel_size=self._kernel_size,
           causal=self._causal,
           mask_values=self._conv_mask_values,
-          kernel_initializer=tf_utils.clone_initializer(
-              self._kernel_initializer
-          ),
-          bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
           name='span_dynamic_conv',
+          **span_dynamic_conv.cloned_initializers(self),
       )
     self._output_dense = self._dense(self._hidden_size, 'attention_output')
 
   def _dense(self, units: int, name: str) -> tf_keras.layers.Dense:
     return tf_keras.layers.Dense(
-        units,
-        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
-        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-        name=name,
+        units, name=name, **span_dynamic_conv.cloned_initializers(self)
     )
 
   @property
@@ -261,41 +227,9 @@ class MixedAttention(tf_keras.layers.Layer):
       return output, probabilities
     return output
 
-  def get_config(self) -> Dict[str, Any]:
-    return span_dynamic_conv.layer_config(
-        self,
-        super().get_config(),
-        'hidden_size num_attention_heads head_ratio kernel_size conv_only '
-        'attention_only causal conv_mask_values attention_dropout '
-        'kernel_initializer bias_initializer',
-    )
-
-
-def _check_block_arguments(
-    hidden_size: int, intermediate_size: int, num_groups: int, dropout_rate
-) -> None:
-  """Raises ValueError naming an invalid `ConvBertBlock` argument."""
-  if num_groups < 1:
-    raise ValueError(f'num_groups must be >= 1, got num_groups={num_groups}.')
-  if intermediate_size < 1:
-    raise ValueError(
-        f'intermediate_size must be >= 1, got {intermediate_size}.'
-    )
-  for name, size in (
-      ('hidden_size', hidden_size),
-      ('intermediate_size', intermediate_size),
-  ):
-    if size % num_groups:
-      raise ValueError(
-          f'{name}={size} must be divisible by num_groups={num_groups} '
-          '(grouped feed-forward).'
-      )
-  if not 0.0 <= dropout_rate < 1.0:
-    raise ValueError(f'dropout_rate must be in [0, 1), got {dropout_rate}.')
-
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class ConvBertBlock(tf_keras.layers.Layer):
+class ConvBertBlock(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Post-LN transformer block with mixed attention and grouped FFN.
 
   `x1 = LayerNorm(x + Dropout(MixedAttention(x, mask)))`,
@@ -335,9 +269,16 @@ class ConvBertBlock(tf_keras.layers.Layer):
     default.
     """
     super().__init__(**kwargs)
-    _check_block_arguments(
-        hidden_size, intermediate_size, num_groups, dropout_rate
+    arguments.check_sizes(
+        num_groups=num_groups, intermediate_size=intermediate_size
     )
+    arguments.check_divisible(  # The grouped feed-forward's widths.
+        'num_groups',
+        num_groups,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+    )
+    arguments.check_rates(dropout_rate=dropout_rate)
     self._hidden_size = hidden_size
     self._num_attention_heads = num_attention_heads
     self._intermediate_size = intermediate_size
@@ -356,8 +297,8 @@ class ConvBertBlock(tf_keras.layers.Layer):
     self._dropout_rate = dropout_rate
     self._attention_dropout_rate = attention_dropout_rate
     self._layer_norm_epsilon = layer_norm_epsilon
-    self._kernel_initializer = tf_keras.initializers.get(
-        kernel_initializer or tf_keras.initializers.TruncatedNormal(stddev=0.02)
+    self._kernel_initializer = span_dynamic_conv.dense_initializer(
+        kernel_initializer
     )
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
     self._return_attention_scores = return_attention_scores
@@ -372,9 +313,8 @@ class ConvBertBlock(tf_keras.layers.Layer):
         causal=causal,
         conv_mask_values=conv_mask_values,
         attention_dropout=attention_dropout_rate,
-        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
-        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
         name='mixed_attention',
+        **span_dynamic_conv.cloned_initializers(self),
     )
     self._attention_dropout = tf_keras.layers.Dropout(dropout_rate)
     self._attention_layer_norm = self._layer_norm('attention_layer_norm')
@@ -392,9 +332,8 @@ class ConvBertBlock(tf_keras.layers.Layer):
     return grouped_dense.GroupedDense(
         units,
         groups=self._num_groups,
-        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
-        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
         name=name,
+        **span_dynamic_conv.cloned_initializers(self),
     )
 
   @property
@@ -444,14 +383,3 @@ class ConvBertBlock(tf_keras.layers.Layer):
     if return_attention_scores:
       return output, probabilities
     return output
-
-  def get_config(self) -> Dict[str, Any]:
-    return span_dynamic_conv.layer_config(
-        self,
-        super().get_config(),
-        'hidden_size num_attention_heads intermediate_size head_ratio '
-        'kernel_size num_groups conv_only attention_only causal '
-        'conv_mask_values activation dropout_rate attention_dropout_rate '
-        'layer_norm_epsilon kernel_initializer bias_initializer '
-        'return_attention_scores',
-    )

@@ -22,12 +22,26 @@ import tensorflow as tf
 import tf_keras
 
 from official.modeling import tf_utils
+from official_repro.modeling import arguments
 
 _Initializer = Union[str, Dict[str, Any], tf_keras.initializers.Initializer]
 
 
-def _default_dense_initializer() -> tf_keras.initializers.Initializer:
-  return tf_keras.initializers.TruncatedNormal(stddev=0.02)
+def dense_initializer(
+    initializer: Optional[_Initializer],
+) -> tf_keras.initializers.Initializer:
+  """`initializer`, or for None the TF1 original's truncated normal 0.02."""
+  return tf_keras.initializers.get(
+      initializer or tf_keras.initializers.TruncatedNormal(stddev=0.02)
+  )
+
+
+def cloned_initializers(layer) -> Dict[str, tf_keras.initializers.Initializer]:
+  """`layer`'s kernel and bias initializers, copied, as keyword arguments."""
+  return dict(
+      kernel_initializer=tf_utils.clone_initializer(layer._kernel_initializer),  # pylint: disable=protected-access
+      bias_initializer=tf_utils.clone_initializer(layer._bias_initializer),  # pylint: disable=protected-access
+  )
 
 
 def window_padding(kernel_size: int, causal: bool) -> Tuple[int, int]:
@@ -129,20 +143,6 @@ def apply_dynamic_kernel(
   return output[:, :seq_length]
 
 
-def layer_config(
-    layer: tf_keras.layers.Layer, config: Dict[str, Any], names: str
-) -> Dict[str, Any]:
-  """`config` plus each argument in `names` from `layer._<name>`, serialized."""
-  for name in names.split():
-    value = getattr(layer, f'_{name}')
-    if name.endswith('initializer'):
-      value = tf_keras.initializers.serialize(value)
-    elif name == 'activation':
-      value = tf_keras.activations.serialize(value)
-    config[name] = value
-  return config
-
-
 def split_heads(tensor: tf.Tensor, num_heads: int, width: int) -> tf.Tensor:
   """`[B, T, num_heads * width]` -> `[B, T, num_heads, width]`."""
   shape = tf.shape(tensor)
@@ -150,7 +150,7 @@ def split_heads(tensor: tf.Tensor, num_heads: int, width: int) -> tf.Tensor:
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
-class SpanDynamicConv(tf_keras.layers.Layer):
+class SpanDynamicConv(arguments.ConfigFromArguments, tf_keras.layers.Layer):
   """Span-based dynamic convolution over `num_heads` heads (see module doc).
 
   Call: `hidden_states` `[B, T, D]`, `query` `[B, T, num_heads * head_size]`,
@@ -177,19 +177,14 @@ class SpanDynamicConv(tf_keras.layers.Layer):
     `1 / kernel_size`.
     """
     super().__init__(**kwargs)
-    if num_heads < 1:
-      raise ValueError(f'num_heads must be >= 1, got num_heads={num_heads}.')
-    if head_size < 1:
-      raise ValueError(f'head_size must be >= 1, got head_size={head_size}.')
+    arguments.check_sizes(num_heads=num_heads, head_size=head_size)
     check_kernel_size(kernel_size)
     self._num_heads = num_heads
     self._head_size = head_size
     self._kernel_size = kernel_size
     self._causal = causal
     self._mask_values = mask_values
-    self._kernel_initializer = tf_keras.initializers.get(
-        kernel_initializer or _default_dense_initializer()
-    )
+    self._kernel_initializer = dense_initializer(kernel_initializer)
     self._depthwise_initializer = tf_keras.initializers.get(
         depthwise_initializer
         or tf_keras.initializers.TruncatedNormal(stddev=1.0 / kernel_size)
@@ -216,15 +211,11 @@ class SpanDynamicConv(tf_keras.layers.Layer):
     )
     self._kernel_generator = tf_keras.layers.Dense(
         self._num_heads * self._kernel_size,
-        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
-        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
         name='kernel_generator',
+        **cloned_initializers(self),
     )
     self._value_projection = tf_keras.layers.Dense(
-        width,
-        kernel_initializer=tf_utils.clone_initializer(self._kernel_initializer),
-        bias_initializer=tf_utils.clone_initializer(self._bias_initializer),
-        name='conv_value',
+        width, name='conv_value', **cloned_initializers(self)
     )
 
   @property
@@ -273,21 +264,9 @@ class SpanDynamicConv(tf_keras.layers.Layer):
         self._head_size,
     )
     output = apply_dynamic_kernel(values, kernel, causal=self._causal)
-    shape = tf.shape(hidden_states)
+    width = self._num_heads * self._head_size
     output = tf.reshape(
-        output, [shape[0], shape[1], self._num_heads * self._head_size]
+        output, tf.concat([tf.shape(hidden_states)[:-1], [width]], axis=0)
     )
-    output.set_shape(
-        hidden_states.shape[:-1].concatenate(
-            [self._num_heads * self._head_size]
-        )
-    )
+    output.set_shape(hidden_states.shape[:-1].concatenate([width]))
     return output
-
-  def get_config(self) -> Dict[str, Any]:
-    return layer_config(
-        self,
-        super().get_config(),
-        'num_heads head_size kernel_size causal mask_values '
-        'kernel_initializer depthwise_initializer bias_initializer',
-    )

@@ -20,21 +20,10 @@ import tf_keras
 
 from official.nlp.modeling import layers
 from official_repro.modeling import activations
+from official_repro.modeling import arguments
 from official_repro.modeling.layers import mixed_attention
 
 ARCHITECTURES = ('transformer', 'mixed')
-
-
-def _checked_sizes(architecture: str, sizes: Dict[str, int]) -> Dict[str, int]:
-  """`sizes`, or ValueError for an unknown architecture or a size < 1."""
-  if architecture not in ARCHITECTURES:
-    raise ValueError(
-        f'architecture must be one of {ARCHITECTURES}, got {architecture!r}.'
-    )
-  bad = {name: value for name, value in sizes.items() if value < 1}
-  if bad:
-    raise ValueError(f'CausalLM sizes must be >= 1, got {bad}.')
-  return sizes
 
 
 @tf_keras.utils.register_keras_serializable(package='official_repro')
@@ -70,18 +59,20 @@ class CausalLM(tf_keras.Model):
     to `hidden_size` H; `activation` names an `activations` function.
     """
     super().__init__(**kwargs)
-    sizes = _checked_sizes(
-        architecture,
-        dict(
-            vocab_size=vocab_size,
-            hidden_size=hidden_size,
-            num_layers=num_layers,
-            num_attention_heads=num_attention_heads,
-            intermediate_size=intermediate_size,
-            max_seq_length=max_seq_length,
-            embedding_width=embedding_width or hidden_size,
-        ),
+    if architecture not in ARCHITECTURES:
+      raise ValueError(
+          f'architecture must be one of {ARCHITECTURES}, got {architecture!r}.'
+      )
+    sizes = dict(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_attention_heads=num_attention_heads,
+        intermediate_size=intermediate_size,
+        max_seq_length=max_seq_length,
+        embedding_width=embedding_width or hidden_size,
     )
+    arguments.check_sizes(**sizes)
     self._config = dict(
         sizes,
         architecture=architecture,
@@ -196,11 +187,6 @@ class CausalLM(tf_keras.Model):
     """
     shape = [dim or 1 for dim in config['input_shape']]
     self(tf.zeros(shape, tf.int32))
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    del custom_objects
-    return cls(**config)
 
 
 def sequence_nll(

@@ -166,6 +166,19 @@ def config_error(
   return arguments.ArgumentError(EncoderConfig.__name__, message)
 
 
+def check_positive_ints(
+    settings: Any, fields: Sequence[str], prefix: str = ''
+) -> None:
+  """Raises a `config_error` for the first of `fields` not a positive int."""
+  for field in fields:
+    value = getattr(settings, field)
+    if not isinstance(value, int) or value <= 0:
+      raise config_error(
+          lambda name: f'{name(prefix + field)} must be a positive int, got '
+          f'{value!r}.'
+      )
+
+
 _BACKBONES = registry.Registry[Backbone](
     'backbone', 'EncoderConfig.backbone', [BACKBONES_PACKAGE]
 )
@@ -210,17 +223,10 @@ def validate(config: EncoderConfig) -> EncoderConfig:
       'backbone',
       lambda setting: get_backbone(config.backbone, setting),
   )
-  for field in (
-      'hidden_size',
-      'num_layers',
-      'num_attention_heads',
-      'intermediate_size',
-  ):
-    value = getattr(config, field)
-    if not isinstance(value, int) or value <= 0:
-      raise config_error(
-          lambda name: f'{name(field)} must be a positive int, got {value!r}.'
-      )
+  check_positive_ints(
+      config,
+      ('hidden_size', 'num_layers', 'num_attention_heads', 'intermediate_size'),
+  )
   if config.hidden_size % config.num_attention_heads:
     raise config_error(
         lambda name: f'{name("hidden_size")}={config.hidden_size} is not '

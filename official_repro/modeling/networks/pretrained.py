@@ -12,7 +12,6 @@ encoder.
 """
 
 import dataclasses
-import json
 import os
 from typing import Optional
 
@@ -20,6 +19,7 @@ import tensorflow as tf
 import tf_keras
 
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.data import vocab
 from official_repro.modeling.interchange import converted
 from official_repro.modeling.networks import encoders
@@ -93,17 +93,16 @@ def _checkpoint_prefix(init_checkpoint: str, export_dir: Optional[str]) -> str:
 
 def _read_export(export_dir: str):
   """(config, tokenizer settings) of an export folder."""
-  with tf.io.gfile.GFile(
+  saved = json_files.read_json(
       os.path.join(export_dir, export_layout.ENCODER_CONFIG_FILENAME)
-  ) as f:
-    config = encoders.EncoderConfig.from_args(
-        **encoders.upgrade_saved_config(json.load(f))
-    )
-  tokenizer = {}
-  tokenizer_path = os.path.join(export_dir, export_layout.TOKENIZER_FILENAME)
-  if tf.io.gfile.exists(tokenizer_path):
-    with tf.io.gfile.GFile(tokenizer_path) as f:
-      tokenizer = json.load(f)
+  )
+  config = encoders.EncoderConfig.from_args(
+      **encoders.upgrade_saved_config(saved)
+  )
+  tokenizer = json_files.read_json(
+      os.path.join(export_dir, export_layout.TOKENIZER_FILENAME), default={}
+  )
+  if tokenizer:
     tokenizer['vocab_file'] = os.path.join(export_dir, tokenizer['vocab_file'])
   return config, tokenizer
 

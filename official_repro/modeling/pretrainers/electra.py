@@ -28,11 +28,13 @@ from official_repro.modeling.pretrainers import networks as networks_lib
 from official_repro.modeling.pretrainers import sampling
 
 
-def check_settings(temperature: float) -> None:
-  """Raises `ArgumentError` for a setting `ElectraPretrainer` cannot take."""
+def check_settings(
+    temperature: float, owner: str = 'ElectraPretrainer'
+) -> None:
+  """Raises `ArgumentError` for a setting `owner` (a pretrainer) cannot take."""
   if not temperature > 0:
     raise arguments.ArgumentError(
-        'ElectraPretrainer',
+        owner,
         lambda name: f'{name("temperature")} must be > 0, got {temperature}.',
     )
 
@@ -71,15 +73,13 @@ class ElectraPretrainer(tf_keras.Model):
     check_settings(temperature)
     discriminator_config = encoders.as_encoder_config(discriminator_config)
     generator_config = encoders.as_encoder_config(generator_config)
-    built = networks_lib.build_networks(
+    self.generator, self.discriminator = networks_lib.build_networks(
         discriminator_config,
         generator_config,
         tie_embeddings,
         num_shared_layers,
         tie_embedding_block,
     )
-    self.generator = built.generator
-    self.discriminator = built.discriminator
     self._temperature = temperature
     self._disallow_original = disallow_original
     self.sampling_seeds = sampling.SeedStream(name='sampling_seeds')

@@ -8,8 +8,7 @@ ties the word table only) and its bottom `num_shared_layers` blocks (TEAMS'
 `layer_sharing`: the same objects, so equal widths).
 """
 
-import dataclasses
-from typing import Optional
+from typing import Optional, Tuple
 
 import tf_keras
 
@@ -185,27 +184,17 @@ def check_embedding_block(
       )
 
 
-@dataclasses.dataclass(frozen=True)
-class GeneratorDiscriminator:
-  """The two encoders of a generator/discriminator model and their configs."""
-
-  generator: tf_keras.Model
-  discriminator: tf_keras.Model
-  generator_config: encoders.EncoderConfig
-  discriminator_config: encoders.EncoderConfig
-
-
 def build_networks(
     discriminator_config: encoders.EncoderConfig,
     generator_config: encoders.EncoderConfig,
     tie_embeddings: bool = True,
     num_shared_layers: int = 0,
     tie_embedding_block: bool = False,
-) -> GeneratorDiscriminator:
+) -> Tuple[tf_keras.Model, tf_keras.Model]:
   """Builds the discriminator, then the generator sharing what it asks.
 
-  Sharing is checked first (`shared_layers_problem`,
-  `check_embedding_block`).
+  Returns (generator, discriminator). Sharing is checked first
+  (`shared_layers_problem`, `check_embedding_block`).
   """
   problem = shared_layers_problem(
       num_shared_layers, generator_config, discriminator_config
@@ -234,6 +223,4 @@ def build_networks(
       ),
       name='generator',
   )
-  return GeneratorDiscriminator(
-      generator, discriminator, generator_config, discriminator_config
-  )
+  return generator, discriminator

@@ -143,11 +143,6 @@ def gumbel_softmax(
   return relaxed + tf.stop_gradient(hard - relaxed)
 
 
-def gather_at_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
-  """`sequence[b, positions[b, p]]`: `[B, T, ...]` -> `[B, P, ...]`."""
-  return tf.gather(sequence, positions, batch_dims=1)
-
-
 def scatter_at_positions(
     ids: tf.Tensor, positions: tf.Tensor, values: tf.Tensor, weights: tf.Tensor
 ) -> tf.Tensor:

@@ -43,11 +43,10 @@ def critic_log_probabilities(logits: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
 def critic_prior_output_bias(
     positive_probability: float, vocab_size: int
 ) -> float:
-  """The output bias b = logit(p) - log V at which the critic's p(t+) = p."""
-  if not 0.0 < positive_probability < 1.0:
-    raise ValueError(
-        f'positive_probability must be in (0, 1), got {positive_probability}.'
-    )
+  """The output bias b = logit(p) - log V at which the critic's p(t+) = p.
+
+  `positive_probability` in (0, 1), as `check_settings` requires.
+  """
   return math.log(
       positive_probability / (1.0 - positive_probability)
   ) - math.log(vocab_size)
@@ -89,11 +88,7 @@ def check_settings(
     initial_positive_probability: Optional[float] = None,
 ) -> None:
   """Raises `ArgumentError` for settings `ScriptPretrainer` cannot take."""
-  if not temperature > 0:
-    raise arguments.ArgumentError(
-        'ScriptPretrainer',
-        lambda name: f'{name("temperature")} must be > 0, got {temperature}.',
-    )
+  electra.check_settings(temperature, 'ScriptPretrainer')
   if temperature != 1.0 and not straight_through:
     raise arguments.ArgumentError(
         'ScriptPretrainer',

@@ -173,13 +173,8 @@ class TeamsPretrainer(electra.ElectraPretrainer):
         initializer_range=initializer_range,
         name='discriminator_mws',
     )
-    config = {
-        name: value
-        for name, value in self._config.items()
-        if name != 'disallow_original'
-    }
-    self._config = dict(
-        config,
+    del self._config['disallow_original']
+    self._config.update(
         discriminator_config=discriminator_config.as_dict(),
         num_negatives=num_negatives,
         negative_sampling=negative_sampling,

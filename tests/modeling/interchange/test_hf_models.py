@@ -114,7 +114,8 @@ def _random_networks(model_type, head=None, seed=3):
   networks = hf_models.Networks(encoder)
   if head == 'mlm':
     networks.mlm_head = hf_models.build_mlm_head(
-        encoder, hf_models._mlm_activation(model_type, config.encoder)
+        encoder,
+        hf_models._mlm_activation(model_type, config.encoder.hidden_activation),
     )
   if head == 'rtd':
     networks.rtd_head = hf_models.build_rtd_head(

@@ -9,33 +9,19 @@ assembled here (variable names differ from its checkpoints). Activation:
 the reference's tanh GELU.
 """
 
-import tf_keras
-
 from official_repro.metrics import flops
 from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks.backbones import bert
 
-
-def _build_block(
-    config: encoders.EncoderConfig,
-    options,
-    index: int,
-    return_attention_scores: bool,
-) -> tf_keras.layers.Layer:
-  """The one block, applied from layer `index` up (0 unless shared below)."""
-  del options
-  name = (
-      'shared_transformer'
-      if index == 0
-      else f'shared_transformer_from_layer_{index}'
-  )
-  return bert.transformer_block(config, name, return_attention_scores)
-
-
 BACKBONE = encoders.register_backbone(
     encoders.Backbone(
         name='albert',
-        build_block=_build_block,
+        # The one block, applied from layer `index` up (0 unless shared below).
+        build_block=bert.block_builder(
+            lambda index: 'shared_transformer'
+            if index == 0
+            else f'shared_transformer_from_layer_{index}'
+        ),
         default_activation='gelu_tanh',
         flops_block=lambda config, options: flops.BlockFlops(),
         shares_blocks_across_layers=True,

@@ -4,7 +4,7 @@ With these blocks `TransformerEncoder` is Model Garden's `BertEncoder` (same
 checkpoint layout). Activation: the BERT and ELECTRA references' tanh GELU.
 """
 
-import tf_keras
+from typing import Callable
 
 from official.modeling import tf_utils
 from official.nlp.configs import encoders as mg_encoders
@@ -30,22 +30,28 @@ def transformer_block(
   )
 
 
+# The fields Model Garden's BERT and ALBERT encoder configs name as ours.
+MODEL_GARDEN_FIELDS = (
+    'vocab_size',
+    'hidden_size',
+    'num_layers',
+    'num_attention_heads',
+    'intermediate_size',
+    'dropout_rate',
+    'attention_dropout_rate',
+    'max_position_embeddings',
+    'type_vocab_size',
+    'initializer_range',
+)
+
+
 def model_garden_bert_config(
     config: encoders.EncoderConfig, model_type: str = 'bert'
 ) -> mg_encoders.EncoderConfig:
   """Model Garden's config of the same BERT (or ALBERT) network."""
-  common = dict(
-      vocab_size=config.vocab_size,
-      hidden_size=config.hidden_size,
-      num_layers=config.num_layers,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      hidden_activation=activations.model_garden_name(config.hidden_activation),
-      dropout_rate=config.dropout_rate,
-      attention_dropout_rate=config.attention_dropout_rate,
-      max_position_embeddings=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size,
-      initializer_range=config.initializer_range,
+  common = {field: getattr(config, field) for field in MODEL_GARDEN_FIELDS}
+  common['hidden_activation'] = activations.model_garden_name(
+      config.hidden_activation
   )
   if model_type == 'albert':
     return mg_encoders.EncoderConfig(
@@ -62,22 +68,20 @@ def model_garden_bert_config(
   )
 
 
-def _build_block(
-    config: encoders.EncoderConfig,
-    options,
-    index: int,
-    return_attention_scores: bool,
-) -> tf_keras.layers.Layer:
-  del options
-  return transformer_block(
-      config, f'transformer/layer_{index}', return_attention_scores
-  )
+def block_builder(name: Callable[[int], str]) -> encoders.BlockBuilder:
+  """A `Backbone.build_block` of `transformer_block`s, named `name(index)`."""
+
+  def build_block(config, options, index, return_attention_scores):
+    del options
+    return transformer_block(config, name(index), return_attention_scores)
+
+  return build_block
 
 
 BACKBONE = encoders.register_backbone(
     encoders.Backbone(
         name='bert',
-        build_block=_build_block,
+        build_block=block_builder(lambda index: f'transformer/layer_{index}'),
         default_activation='gelu_tanh',
         flops_block=lambda config, options: flops.BlockFlops(),
         model_garden_config=model_garden_bert_config,

@@ -44,13 +44,9 @@ class ConvBertOptions:
 
 
 def _validate(config: encoders.EncoderConfig, options: ConvBertOptions) -> None:
-  for field in ('head_ratio', 'kernel_size', 'num_groups'):
-    value = getattr(options, field)
-    if not isinstance(value, int) or value <= 0:
-      raise encoders.config_error(
-          lambda name: f'{name("options." + field)} must be a positive int, '
-          f'got {value!r}.'
-      )
+  encoders.check_positive_ints(
+      options, ('head_ratio', 'kernel_size', 'num_groups'), 'options.'
+  )
   if options.kernel_size % 2 == 0:
     raise encoders.config_error(
         lambda name: f'{name("options.kernel_size")}={options.kernel_size} '
