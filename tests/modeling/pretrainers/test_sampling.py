@@ -25,10 +25,11 @@ def _softmax(logits):
   return e / e.sum()
 
 
+@pytest.mark.parametrize('temperature', [0.8, 1.0, 2.0])
 @pytest.mark.parametrize('seed', [None, tf.constant([5, 6], tf.int64)])
-def test_sample_from_logits_follows_the_tempered_softmax(seed):
+def test_sample_from_logits_follows_the_tempered_softmax(seed, temperature):
   tf.random.set_seed(0)  # the stateful case, so that the test cannot flake
-  n, temperature = 30000, 0.8
+  n = 30000
   draws = sampling.sample_from_logits(
       tf.tile(_LOGITS[None, None], [n // 10, 10, 1]), temperature, seed=seed
   ).numpy()
@@ -160,3 +161,14 @@ def test_straight_through_is_one_hot_forward_relaxed_backward():
 def test_temperature_must_be_positive(sampler):
   with pytest.raises(ValueError, match='temperature must be > 0'):
     sampler(tf.zeros([2, 4]))
+
+
+def test_scatter_ignores_padded_slots():
+  ids = tf.constant([[10, 11, 12, 13]])
+  out = sampling.scatter_at_positions(
+      ids,
+      positions=tf.constant([[2, 0, 0]]),
+      values=tf.constant([[7, 8, 9]]),
+      weights=tf.constant([[1.0, 0.0, 0.0]]),
+  )
+  np.testing.assert_array_equal(out.numpy(), [[10, 11, 7, 13]])
