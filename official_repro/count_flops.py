@@ -110,23 +110,17 @@ def format_report(
         f'{variant}V={net.vocab_size}; heads {"+".join(network.heads)}; '
         f'forward FLOPs/token {network.per_token_forward():.4g}'
     )
-  lines.append(
-      'parameters (encoders, embeddings included): '
-      + ', '.join(
-          f'{name} {count / 1e6:.2f}M' for name, count in parameters.items()
-      )
-  )
-  lines.append(
+  counts = (f'{name} {n / 1e6:.2f}M' for name, n in parameters.items())
+  lines += [
+      f'parameters (encoders, embeddings included): {", ".join(counts)}',
       f'train FLOPs (ELECTRA formula): '
       f'{report.train_flops_per_step():.4g} per step, '
-      f'{report.total_train_flops():.4g} in total'
-  )
-  lines.append(
+      f'{report.total_train_flops():.4g} in total',
       'shared blocks (ALBERT; generator blocks taken from the '
       'discriminator) are counted once per application: they cost '
       'compute, not parameters; tied embeddings are one parameter '
-      'set but each network computes its own embedding.'
-  )
+      'set but each network computes its own embedding.',
+  ]
   return '\n'.join(lines)
 
 
@@ -134,11 +128,6 @@ def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
   flag_values = flags.FLAGS
-  if not flag_values.gin_file:
-    raise cli.UserError(
-        '--gin_file is required (a pretraining config, e.g. '
-        'gin/papers/001_ale/electra_small.gin).'
-    )
   if flag_values.flops_budget == 0:
     raise cli.UserError('--flops_budget must be > 0.')
   gin_utils.parse_config(flag_values.gin_file, flag_values.gin_param)
@@ -203,4 +192,5 @@ def define_flags():
 
 if __name__ == '__main__':
   define_flags()
+  cli.require_flags('gin_file')
   cli.run(main)

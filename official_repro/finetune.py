@@ -14,7 +14,6 @@ command resumes. Results go to --model_dir/results.json and results.md.
 
 import json
 
-from absl import app
 from absl import flags
 import gin
 
@@ -87,9 +86,6 @@ def configured_encoder() -> pretrained.PretrainedEncoder:
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  for name in ('gin_file', 'data_dir', 'model_dir'):
-    if not getattr(FLAGS, name):
-      raise app.UsageError(f'--{name} is required.')
   strategy = distribute.strategy_from_flags()
   gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
   with gin.unlock_config():
@@ -124,4 +120,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  cli.require_flags('gin_file', 'data_dir', 'model_dir')
   cli.run(main)
