@@ -27,6 +27,8 @@ from official_repro.metrics import flops
 from official_repro.tasks import objectives
 from official_repro.training import gin_utils
 
+FLAGS = flags.FLAGS
+
 
 def _bind_if_unbound(name: str, value) -> None:
   try:
@@ -127,18 +129,17 @@ def format_report(
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  flag_values = flags.FLAGS
-  if flag_values.flops_budget == 0:
+  if FLAGS.flops_budget == 0:
     raise cli.UserError('--flops_budget must be > 0.')
-  gin_utils.parse_config(flag_values.gin_file, flag_values.gin_param)
-  report, task_config = report_from_gin(flag_values.vocab_size)
+  gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
+  report, task_config = report_from_gin(FLAGS.vocab_size)
   model = build_pretrainer(task_config)
   print(format_report(report, model_parameters(model)))
-  budget = flag_values.flops_budget
-  if flag_values.budget_gin_file:
+  budget = FLAGS.flops_budget
+  if FLAGS.budget_gin_file:
     gin.clear_config()
-    gin_utils.parse_config([flag_values.budget_gin_file], [])
-    budget = report_from_gin(flag_values.vocab_size)[0].total_train_flops()
+    gin_utils.parse_config([FLAGS.budget_gin_file], [])
+    budget = report_from_gin(FLAGS.vocab_size)[0].total_train_flops()
   if budget:
     steps = flops.steps_for_budget(
         budget, report.per_token_forward(), report.batch_size, report.seq_length
@@ -147,7 +148,7 @@ def main(argv):
         f'steps for a budget of {budget:.4g} FLOPs: {steps:,.0f} '
         f'(config: {report.train_steps:,})'
     )
-  if flag_values.profile:
+  if FLAGS.profile:
     specs = flops.pretraining_input_specs(
         report.seq_length, report.max_predictions
     )

@@ -105,16 +105,9 @@ def main(argv):
   )
   gin_utils.save_config(FLAGS.model_dir, 'operative_config.gin', operative=True)
   print(finetuning.results_table(results))
-  print(
-      json.dumps(
-          {
-              key: results[key]
-              for key in ('task', 'score', 'summary', 'init_checkpoint')
-          },
-          indent=2,
-          sort_keys=True,
-      )
-  )
+  keys = ('task', 'score', 'summary', 'init_checkpoint')
+  summary = {key: results[key] for key in keys}
+  print(json.dumps(summary, indent=2, sort_keys=True))
   print('Operative gin config:')
   print(gin.operative_config_str())
 

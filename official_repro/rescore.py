@@ -15,6 +15,7 @@ oracle WERs are reported; from Python any `lm_scores.Scorer` serves.
 
 import dataclasses
 import functools
+import json
 import os
 import re
 from typing import Mapping, Optional, Sequence, Tuple
@@ -77,15 +78,9 @@ class Settings:
 
   def as_dict(self) -> dict:
     """The settings as JSON-serialisable values."""
-    values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-    pairs = ('references', 'lm_scores')
-    return {
-        **values,
-        'nbest': dict(self.nbest),
-        **{key: [list(pair) for pair in values[key]] for key in pairs},
-        'weights': list(self.weights),
-        'length_bonuses': list(self.length_bonuses),
-    }
+    # Through JSON: tuples become lists, as they read back.
+    values = json.loads(json.dumps(dataclasses.asdict(self)))
+    return {**values, 'nbest': dict(self.nbest)}
 
 
 def _check_set_pairs(

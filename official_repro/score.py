@@ -11,6 +11,7 @@ a warm-up batch). A SCRIPT run is restored from its `ckpt-<step>`, which has
 the MLM head its export lacks. `PllScorer` is a `lm_scores.Scorer`.
 """
 
+import dataclasses
 import os
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -27,9 +28,11 @@ from official_repro.data import vocab
 from official_repro.modeling.interchange import converted
 from official_repro.modeling.networks import pretrained
 from official_repro.modeling.pretrainers import script
+from official_repro.tasks import script as script_task
 from official_repro.training import experiment
 from official_repro.training import saved_runs
 
+FLAGS = flags.FLAGS
 METHODS = ('script', 'mlm')
 
 
@@ -99,13 +102,18 @@ def load_model(
         f'{experiment.MODEL_CONFIG_FILENAME}; expected the model_dir of a '
         'pretraining run.'
     )
-  run = saved_runs.load(model_dir, checkpoint_path)
-  if run.objective.name != 'script':
+  # Refused before building: another objective's model warns as it builds.
+  path = os.path.join(model_dir, experiment.MODEL_CONFIG_FILENAME)
+  saved = json_files.read_json(path)
+  fields = {f.name for f in dataclasses.fields(script_task.ScriptModelConfig)}
+  unknown = sorted(set(saved) - fields)
+  if unknown or 'encoder' not in saved:
     raise cli.UserError(
-        f'--init_checkpoint {init_checkpoint} holds a {run.objective.name} '
-        'run, no SCRIPT model; give a run with experiment.objective = '
-        "'script', or a masked LM with its MLM head."
+        f'{path} holds no SCRIPT model (fields {unknown} are not '
+        'script.*); --init_checkpoint must be a run with experiment.objective '
+        "= 'script'."
     )
+  run = saved_runs.load(model_dir, checkpoint_path)
   return run.model, pretrained.resolve(model_dir), True
 
 
@@ -339,20 +347,16 @@ def define_flags():
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  flag_values = flags.FLAGS
-  if flag_values.output:
-    json_files.check_writable(flag_values.output, '--output')
-  method = flag_values.method
+  if FLAGS.output:
+    json_files.check_writable(FLAGS.output, '--output')
+  method = FLAGS.method
   methods = METHODS if method == 'both' else (method,)
   sentences, scores, seconds = score_file(
-      flag_values.init_checkpoint,
-      flag_values.input,
-      methods,
-      flag_values.batch_size,
+      FLAGS.init_checkpoint, FLAGS.input, methods, FLAGS.batch_size
   )
   lines = format_lines(sentences, scores)
-  if flag_values.output:
-    json_files.write_text(flag_values.output, '\n'.join(lines) + '\n')
+  if FLAGS.output:
+    json_files.write_text(FLAGS.output, '\n'.join(lines) + '\n')
   else:
     print('\n'.join(lines))
   for method in scores:

@@ -55,8 +55,7 @@ def command_name(argv0: Optional[str] = None) -> str:
 
 def fail(message: str) -> NoReturn:
   """Prints `<command>: error: <message>` (one line) and exits with 2."""
-  line = ' '.join(str(message).split())
-  print(f'{command_name()}: error: {line}', file=sys.stderr, flush=True)
+  _say('error: ' + ' '.join(str(message).split()))
   sys.exit(EXIT_USAGE)
 
 
