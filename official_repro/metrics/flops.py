@@ -215,22 +215,6 @@ def feed_forward_flops(net: NetworkShape) -> float:
   return float(sum(v for name, v in terms if name.startswith('ffn_')))
 
 
-def network_flops(
-    net: NetworkShape,
-    head: str,
-    output_fraction: float = ELECTRA_OUTPUT_FRACTION,
-    one_hot_embeddings: bool = True,
-) -> float:
-  """Forward FLOPs per token of embeddings + blocks + head 'mlm' or 'rtd'."""
-  heads = dict(
-      mlm=mlm_head_flops(net, output_fraction), rtd=rtd_head_flops(net)
-  )
-  if head not in heads:
-    raise ValueError(f'head must be mlm or rtd, got {head!r}.')
-  cost = NetworkCost(net, '', {head: heads[head]})
-  return cost.per_token_forward(one_hot_embeddings)
-
-
 def train_flops(
     per_token_forward: float, batch_size: int, steps: float, seq_length: int
 ) -> float:
