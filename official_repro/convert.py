@@ -17,7 +17,6 @@ gin; a release that does not match its own config is refused, unwritten.
 import json
 import sys
 
-from absl import app
 from absl import flags
 
 from official_repro.common import cli
@@ -52,9 +51,6 @@ flags.DEFINE_boolean(
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  for name in ('input', 'output_dir'):
-    if not getattr(FLAGS, name):
-      raise app.UsageError(f'--{name} is required.')
   record = converted.convert(
       converted.Source(
           path=FLAGS.input,
@@ -80,4 +76,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  cli.require_flags('input', 'output_dir')
   cli.run(main)

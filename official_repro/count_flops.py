@@ -27,6 +27,8 @@ from official_repro.metrics import flops
 from official_repro.tasks import objectives
 from official_repro.training import gin_utils
 
+FLAGS = flags.FLAGS
+
 
 def _bind_if_unbound(name: str, value) -> None:
   try:
@@ -110,46 +112,34 @@ def format_report(
         f'{variant}V={net.vocab_size}; heads {"+".join(network.heads)}; '
         f'forward FLOPs/token {network.per_token_forward():.4g}'
     )
-  lines.append(
-      'parameters (encoders, embeddings included): '
-      + ', '.join(
-          f'{name} {count / 1e6:.2f}M' for name, count in parameters.items()
-      )
-  )
-  lines.append(
+  counts = (f'{name} {n / 1e6:.2f}M' for name, n in parameters.items())
+  lines += [
+      f'parameters (encoders, embeddings included): {", ".join(counts)}',
       f'train FLOPs (ELECTRA formula): '
       f'{report.train_flops_per_step():.4g} per step, '
-      f'{report.total_train_flops():.4g} in total'
-  )
-  lines.append(
+      f'{report.total_train_flops():.4g} in total',
       'shared blocks (ALBERT; generator blocks taken from the '
       'discriminator) are counted once per application: they cost '
       'compute, not parameters; tied embeddings are one parameter '
-      'set but each network computes its own embedding.'
-  )
+      'set but each network computes its own embedding.',
+  ]
   return '\n'.join(lines)
 
 
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  flag_values = flags.FLAGS
-  if not flag_values.gin_file:
-    raise cli.UserError(
-        '--gin_file is required (a pretraining config, e.g. '
-        'gin/papers/001_ale/electra_small.gin).'
-    )
-  if flag_values.flops_budget == 0:
+  if FLAGS.flops_budget == 0:
     raise cli.UserError('--flops_budget must be > 0.')
-  gin_utils.parse_config(flag_values.gin_file, flag_values.gin_param)
-  report, task_config = report_from_gin(flag_values.vocab_size)
+  gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
+  report, task_config = report_from_gin(FLAGS.vocab_size)
   model = build_pretrainer(task_config)
   print(format_report(report, model_parameters(model)))
-  budget = flag_values.flops_budget
-  if flag_values.budget_gin_file:
+  budget = FLAGS.flops_budget
+  if FLAGS.budget_gin_file:
     gin.clear_config()
-    gin_utils.parse_config([flag_values.budget_gin_file], [])
-    budget = report_from_gin(flag_values.vocab_size)[0].total_train_flops()
+    gin_utils.parse_config([FLAGS.budget_gin_file], [])
+    budget = report_from_gin(FLAGS.vocab_size)[0].total_train_flops()
   if budget:
     steps = flops.steps_for_budget(
         budget, report.per_token_forward(), report.batch_size, report.seq_length
@@ -158,7 +148,7 @@ def main(argv):
         f'steps for a budget of {budget:.4g} FLOPs: {steps:,.0f} '
         f'(config: {report.train_steps:,})'
     )
-  if flag_values.profile:
+  if FLAGS.profile:
     specs = flops.pretraining_input_specs(
         report.seq_length, report.max_predictions
     )
@@ -203,4 +193,5 @@ def define_flags():
 
 if __name__ == '__main__':
   define_flags()
+  cli.require_flags('gin_file')
   cli.run(main)

@@ -19,9 +19,8 @@ staged and renamed into place when complete (`staging.whole_folder`).
 
 import os
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional, Tuple
 
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
@@ -86,14 +85,15 @@ def _export_hf(
     path: str,
     encoder,
     config: encoders.EncoderConfig,
-    tokens: List[str],
-    lower_case: bool,
-    electra: bool,
-    mlm_head=None,
-    mlm_activation: Optional[str] = None,
+    vocab: Tuple[List[str], bool],
+    electra: bool = False,
+    mlm: Optional[Tuple[Any, str]] = None,
     rtd_head=None,
 ) -> List[str]:
-  """Writes one folder; returns the lines to print about it."""
+  """Writes one folder; returns the lines to print about it.
+
+  `vocab` is `(tokens, lower_case)`, `mlm` `(MLM head, its activation)`.
+  """
   model_type = hf_config.model_type_for(config, electra or rtd_head is not None)
   lines = []
   if rtd_head is not None and model_type != 'electra':
@@ -106,39 +106,26 @@ def _export_hf(
       path,
       encoder,
       config,
-      tokens,
-      lower_case,
+      *vocab,
       electra=electra,
-      mlm_head=mlm_head,
+      mlm_head=mlm[0] if mlm else None,
       rtd_head=rtd_head,
   )
   lines.insert(0, f'{path}: {written["class"]} ({written["model_type"]})')
-  if mlm_head is not None:
-    note = _probe_difference(
-        mlm_head, mlm_activation, encoder, config, model_type
-    )
+  if mlm is not None:
+    note = _probe_difference(*mlm, encoder, config, model_type)
     lines += [note] if note else []
   return lines
 
 
-def _export_run(
-    run: saved_runs.SavedRun, out: str, tokens, lower_case
-) -> List[str]:
+def _export_run(run: saved_runs.SavedRun, out: str, vocab) -> List[str]:
   """The networks of a pretraining run, by objective, into `out`."""
   model, config = run.model, run.model_config
   name = run.objective.name
   if name in ('masked_lm', 'script'):
     encoder = model.encoder_network if name == 'masked_lm' else model.encoder
-    lines = _export_hf(
-        out,
-        encoder,
-        config.encoder,
-        tokens,
-        lower_case,
-        electra=False,
-        mlm_head=model.masked_lm,
-        mlm_activation=config.mlm_activation,
-    )
+    mlm = (model.masked_lm, config.mlm_activation)
+    lines = _export_hf(out, encoder, config.encoder, vocab, mlm=mlm)
     if name == 'script':
       lines.append(
           'the critic (004 Eq. 4-5) is a reading of these MLM logits, '
@@ -146,15 +133,14 @@ def _export_run(
           'logits'
       )
     return lines
+  encoder_config = run.objective.exported_encoder_config(config)
   if name in ('electra', 'teams'):
-    discriminator_config = run.objective.exported_encoder_config(config)
     rtd_head = model.rtd_head if name == 'electra' else None
     lines = _export_hf(
         out,
         model.discriminator,
-        discriminator_config,
-        tokens,
-        lower_case,
+        encoder_config,
+        vocab,
         electra=True,
         rtd_head=rtd_head,
     )
@@ -163,22 +149,16 @@ def _export_run(
           'not exported: the MWS head and the RTD side (its task layer and '
           'head); the encoder is the MWS side TEAMS fine-tunes'
       )
-    lines += _export_hf(
+    return lines + _export_hf(
         os.path.join(out, GENERATOR_SUBDIR),
         model.generator,
         config.generator(),
-        tokens,
-        lower_case,
+        vocab,
         electra=True,
-        mlm_head=model.mlm_head,
-        mlm_activation=config.mlm_activation,
+        mlm=(model.mlm_head, config.mlm_activation),
     )
-    return lines
   encoder = model.checkpoint_items['encoder']
-  encoder_config = run.objective.exported_encoder_config(config)
-  lines = _export_hf(
-      out, encoder, encoder_config, tokens, lower_case, electra=False
-  )
+  lines = _export_hf(out, encoder, encoder_config, vocab)
   return lines + [f"not exported: the {name} objective's heads"]
 
 
@@ -234,7 +214,7 @@ def _export(source: str, out: str) -> List[str]:
       if run is not None
       else source
   )
-  tokens = vocab_lib.load_vocab(description.vocab_file)
+  vocab = (vocab_lib.load_vocab(description.vocab_file), description.lower_case)
   if FLAGS.format == 'saved_model':
     encoder = (
         run.model.checkpoint_items['encoder']
@@ -250,24 +230,13 @@ def _export(source: str, out: str) -> List[str]:
     )
     return [f'{out}: SavedModel, signatures serve and serve_text']
   if run is not None:
-    return _export_run(run, out, tokens, description.lower_case)
-  encoder = _encoder_of(description)
-  return _export_hf(
-      out,
-      encoder,
-      description.config,
-      tokens,
-      description.lower_case,
-      electra=False,
-  )
+    return _export_run(run, out, vocab)
+  return _export_hf(out, _encoder_of(description), description.config, vocab)
 
 
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  for name in ('model_dir', 'format', 'output_dir'):
-    if not getattr(FLAGS, name):
-      raise app.UsageError(f'--{name} is required.')
   out = FLAGS.output_dir.rstrip('/')
   if tf.io.gfile.exists(out) and tf.io.gfile.listdir(out):
     raise cli.UserError(f'--output_dir {out} is not empty; give a new folder.')
@@ -282,4 +251,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  cli.require_flags('model_dir', 'format', 'output_dir')
   cli.run(main)

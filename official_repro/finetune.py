@@ -14,7 +14,6 @@ command resumes. Results go to --model_dir/results.json and results.md.
 
 import json
 
-from absl import app
 from absl import flags
 import gin
 
@@ -87,9 +86,6 @@ def configured_encoder() -> pretrained.PretrainedEncoder:
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  for name in ('gin_file', 'data_dir', 'model_dir'):
-    if not getattr(FLAGS, name):
-      raise app.UsageError(f'--{name} is required.')
   strategy = distribute.strategy_from_flags()
   gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
   with gin.unlock_config():
@@ -109,19 +105,13 @@ def main(argv):
   )
   gin_utils.save_config(FLAGS.model_dir, 'operative_config.gin', operative=True)
   print(finetuning.results_table(results))
-  print(
-      json.dumps(
-          {
-              key: results[key]
-              for key in ('task', 'score', 'summary', 'init_checkpoint')
-          },
-          indent=2,
-          sort_keys=True,
-      )
-  )
+  keys = ('task', 'score', 'summary', 'init_checkpoint')
+  summary = {key: results[key] for key in keys}
+  print(json.dumps(summary, indent=2, sort_keys=True))
   print('Operative gin config:')
   print(gin.operative_config_str())
 
 
 if __name__ == '__main__':
+  cli.require_flags('gin_file', 'data_dir', 'model_dir')
   cli.run(main)

@@ -32,12 +32,11 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string(
     'work_dir', 'runs/quickstart', 'Corpus, records and model go here.'
 )
-flags.DEFINE_integer('vocab_size', 2000, 'WordPiece vocabulary size.')
-flags.register_validator(
+flags.DEFINE_integer(
     'vocab_size',
-    lambda size: size > len(vocab_lib.SPECIAL_TOKENS),
-    message=f'--vocab_size must exceed {len(vocab_lib.SPECIAL_TOKENS)}, the '
-    'special tokens.',
+    2000,
+    'WordPiece vocabulary size, more than the special tokens.',
+    lower_bound=len(vocab_lib.SPECIAL_TOKENS) + 1,
 )
 flags.DEFINE_multi_string(
     'gin_param', [], 'Extra gin bindings on top of gin/quickstart.gin.'

@@ -15,17 +15,18 @@ oracle WERs are reported; from Python any `lm_scores.Scorer` serves.
 
 import dataclasses
 import functools
+import json
 import os
 import re
 from typing import Mapping, Optional, Sequence, Tuple
 
 from absl import flags
+import numpy as np
 
 from official_repro.common import cli
 from official_repro import score
 from official_repro.common import json_files
 from official_repro.data import nbest
-from official_repro.rescoring import grid_spec
 from official_repro.rescoring import interpolation
 from official_repro.rescoring import lm_scores
 from official_repro.rescoring import report
@@ -62,12 +63,7 @@ class Settings:
     names = [name for name, _ in self.nbest]
     if not names:
       raise cli.UserError('No N-best lists; give --nbest=[<set>=]<path>.')
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-      raise cli.UserError(
-          f'--nbest names the sets {duplicates} more than once; '
-          'give each set a distinct name with <set>=<path>.'
-      )
+    _check_set_pairs('nbest', self.nbest, names)
     _check_set_pairs('references', self.references, names)
     _check_set_pairs('lm_scores', self.lm_scores, names)
     if not self.weights or not self.length_bonuses:
@@ -82,15 +78,9 @@ class Settings:
 
   def as_dict(self) -> dict:
     """The settings as JSON-serialisable values."""
-    values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-    pairs = ('references', 'lm_scores')
-    return {
-        **values,
-        'nbest': dict(self.nbest),
-        **{key: [list(pair) for pair in values[key]] for key in pairs},
-        'weights': list(self.weights),
-        'length_bonuses': list(self.length_bonuses),
-    }
+    # Through JSON: tuples become lists, as they read back.
+    values = json.loads(json.dumps(dataclasses.asdict(self)))
+    return {**values, 'nbest': dict(self.nbest)}
 
 
 def _check_set_pairs(
@@ -112,6 +102,43 @@ def _check_set_pairs(
         else f'the sets {repeated} more than once'
     )
     raise cli.UserError(f'--{flag} gives {what}; expected one path per set.')
+
+
+# More points than any sensible grid: a typo such as a step of 1e-9.
+_MAX_GRID_POINTS = 100000
+
+
+def parse_grid(spec: str, flag_name: str) -> Tuple[float, ...]:
+  """The sorted distinct values of numbers and inclusive `start:stop:step`s."""
+  values = set()
+  for item in spec.split(','):
+    item = item.strip()
+    parts = item.split(':')
+    try:
+      numbers = [float(part) for part in parts]
+    except ValueError:
+      numbers = []
+    if len(numbers) == 1:
+      values.add(numbers[0])
+      continue
+    if len(numbers) != 3 or not all(np.isfinite(numbers)):
+      raise cli.UserError(
+          f'--{flag_name}: {item!r} is not a number or a '
+          'start:stop:step range.'
+      )
+    start, stop, step = numbers
+    if step <= 0 or stop < start:
+      raise cli.UserError(
+          f'--{flag_name}: range {item!r} needs step > 0 and stop >= start.'
+      )
+    count = int(np.floor((stop - start) / step + 1e-9)) + 1
+    if count > _MAX_GRID_POINTS:
+      raise cli.UserError(
+          f'--{flag_name}: range {item!r} has {count} values; '
+          f'at most {_MAX_GRID_POINTS}.'
+      )
+    values.update(round(start + i * step, 10) for i in range(count))
+  return tuple(sorted(values))
 
 
 _STRING_FLAGS = (
@@ -199,10 +226,8 @@ def settings_from_flags() -> Settings:
       lm_scores=tuple(_set_and_path(v) for v in FLAGS.lm_scores),
       lower_case=FLAGS.lower_case,
       dev_set=FLAGS.dev_set,
-      weights=grid_spec.parse_grid(FLAGS.weights, 'weights'),
-      length_bonuses=grid_spec.parse_grid(
-          FLAGS.length_bonuses, 'length_bonuses'
-      ),
+      weights=parse_grid(FLAGS.weights, 'weights'),
+      length_bonuses=parse_grid(FLAGS.length_bonuses, 'length_bonuses'),
       output_json=FLAGS.output_json,
       output_text_dir=FLAGS.output_text_dir,
   )
@@ -246,24 +271,30 @@ def run(
   reader = _SetReader(settings, scorer, batch_size, interpolating)
   for name, path in settings.nbest:
     reader.read(name, path)
-  if not interpolating:
-    return _first_pass_and_oracle(settings, reader.scored_sets, reader.reports)
-  grid = None
-  weight, length_bonus = settings.weights[0], settings.length_bonuses[0]
-  if settings.dev_set:
+  grid = weight = length_bonus = None
+  if interpolating:
+    weight, length_bonus = settings.weights[0], settings.length_bonuses[0]
+  if interpolating and settings.dev_set:
     grid = interpolation.grid_search(
         reader.scored_sets[settings.dev_set],
         settings.weights,
         settings.length_bonuses,
     )
     weight, length_bonus = grid.best.weight, grid.best.length_bonus
-  results = _results(settings, weight, length_bonus, grid)
+  results = {
+      'settings': settings.as_dict(),
+      'weight': weight,
+      'length_bonus': length_bonus,
+      'grid_search': report.grid_as_dict(grid) if grid else None,
+      'sets': {},
+  }
   for name, scored_set in reader.scored_sets.items():
     result = interpolation.evaluate(scored_set, weight, length_bonus)
+    is_dev_set = interpolating and name == settings.dev_set
     results['sets'][name] = {
         **reader.reports[name],
         'result': result.as_dict(),
-        'markdown': report.format_set_table(result, name == settings.dev_set),
+        'markdown': report.format_set_table(result, is_dev_set),
     }
     if settings.output_text_dir:
       report.write_kaldi_text(
@@ -343,36 +374,6 @@ class _SetReader:
     )
     read_report['lm_scores'] = {'scorer': type(scorer).__name__}
     return scores, f'scorer {type(scorer).__name__}'
-
-
-def _results(settings: Settings, weight, length_bonus, grid) -> dict:
-  """`run`'s results before the sets are added."""
-  return {
-      'settings': settings.as_dict(),
-      'weight': weight,
-      'length_bonus': length_bonus,
-      'grid_search': report.grid_as_dict(grid) if grid else None,
-      'sets': {},
-  }
-
-
-def _first_pass_and_oracle(
-    settings: Settings,
-    scored_sets: Mapping[str, interpolation.ScoredSet],
-    reports: Mapping[str, dict],
-) -> dict:
-  """`run`'s results without LM scores: first-pass and oracle WERs."""
-  results = _results(settings, None, None, None)
-  for name, scored_set in scored_sets.items():
-    result = interpolation.evaluate_without_lm(scored_set)
-    results['sets'][name] = {
-        **reports[name],
-        'result': result.as_dict(),
-        'markdown': report.format_set_table(result),
-    }
-  if settings.output_json:
-    json_files.write_json(settings.output_json, results, sort_keys=False)
-  return results
 
 
 def _path_for(name: str, pairs: Sequence[Tuple[str, str]]) -> str:

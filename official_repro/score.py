@@ -12,7 +12,6 @@ the MLM head its export lacks. `PllScorer` is a `lm_scores.Scorer`.
 """
 
 import dataclasses
-import json
 import os
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -24,14 +23,16 @@ import tensorflow as tf
 from official_repro.common import cli
 from official_repro.common import json_files
 from official_repro.common import progress
+from official_repro.data import text_files
 from official_repro.data import vocab
 from official_repro.modeling.interchange import converted
-from official_repro.modeling.networks import encoders
 from official_repro.modeling.networks import pretrained
 from official_repro.modeling.pretrainers import script
 from official_repro.tasks import script as script_task
 from official_repro.training import experiment
+from official_repro.training import saved_runs
 
+FLAGS = flags.FLAGS
 METHODS = ('script', 'mlm')
 
 
@@ -54,48 +55,13 @@ def _checkpoint_and_model_dir(init_checkpoint: str) -> Tuple[str, str]:
   return init_checkpoint, os.path.dirname(init_checkpoint)
 
 
-def read_model_config(model_dir: str) -> script_task.ScriptModelConfig:
-  """The SCRIPT model config a pretraining run saved in `model_dir`."""
-  path = os.path.join(model_dir, experiment.MODEL_CONFIG_FILENAME)
-  if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(
-        f'--init_checkpoint: {path} does not exist; '
-        'expected the model_dir of a pretraining run.'
-    )
-  with tf.io.gfile.GFile(path) as f:
-    saved = json.load(f)
-  fields = {
-      field.name for field in dataclasses.fields(script_task.ScriptModelConfig)
-  }
-  unknown = sorted(set(saved) - fields)
-  if unknown or 'encoder' not in saved:
-    raise cli.UserError(
-        f'{path} holds no SCRIPT model (fields {unknown} are not '
-        'script.*); --init_checkpoint must be a run with experiment.objective '
-        "= 'script'."
-    )
-  encoder = encoders.EncoderConfig.from_args(
-      **encoders.upgrade_saved_config(saved.pop('encoder'))
-  )
-  return script_task.ScriptModelConfig(encoder=encoder, **saved)
-
-
-def _build(model: script.ScriptPretrainer) -> None:
-  """Creates the model's variables with one call."""
-  ids = tf.constant([[1, 2]], tf.int32)
-  model.token_logits(ids, tf.ones_like(ids), tf.zeros_like(ids))
-
-
 def _masked_lm_export(
     export_dir: str, given: str
 ) -> Tuple[script.ScriptPretrainer, pretrained.PretrainedEncoder]:
   """A converted masked LM as a SCRIPT model (encoder + `MaskedLM` head)."""
   heads_dir = os.path.join(export_dir, converted.HEADS_SUBDIR)
   heads_file = os.path.join(heads_dir, converted.HEADS_FILENAME)
-  heads = {}
-  if tf.io.gfile.exists(heads_file):
-    with tf.io.gfile.GFile(heads_file) as f:
-      heads = json.load(f)
+  heads = json_files.read_json(heads_file, default={})
   if 'mlm' not in heads:
     held = f'only {", ".join(heads)}' if heads else 'no task head'
     raise cli.UserError(
@@ -108,7 +74,8 @@ def _masked_lm_export(
   model = script.ScriptPretrainer(
       encoder.config, mlm_activation=heads['mlm']['activation']
   )
-  _build(model)
+  ids = tf.constant([[1, 2]], tf.int32)  # Creates the variables.
+  model.token_logits(ids, tf.ones_like(ids), tf.zeros_like(ids))
   status = tf.train.Checkpoint(
       encoder=model.encoder, mlm_head=model.masked_lm
   ).read(os.path.join(heads_dir, converted.HEADS_PREFIX))
@@ -129,30 +96,25 @@ def load_model(
   if any(tf.io.gfile.exists(os.path.join(init_checkpoint, n)) for n in names):
     return (*_masked_lm_export(init_checkpoint, init_checkpoint), False)
   checkpoint_path, model_dir = _checkpoint_and_model_dir(init_checkpoint)
-  config = read_model_config(model_dir)
-  model = script_task.ScriptPretrainTask(
-      script_task.ScriptPretrainConfig(model=config)
-  ).build_model()
-  _build(model)
-  status = tf.train.Checkpoint(model=model).read(checkpoint_path)
-  try:
-    status.assert_existing_objects_matched()
-  except AssertionError as error:
+  if not saved_runs.is_pretraining_run(model_dir):
+    raise FileNotFoundError(
+        f'--init_checkpoint: {model_dir} holds no config.gin and '
+        f'{experiment.MODEL_CONFIG_FILENAME}; expected the model_dir of a '
+        'pretraining run.'
+    )
+  # Refused before building: another objective's model warns as it builds.
+  path = os.path.join(model_dir, experiment.MODEL_CONFIG_FILENAME)
+  saved = json_files.read_json(path)
+  fields = {f.name for f in dataclasses.fields(script_task.ScriptModelConfig)}
+  unknown = sorted(set(saved) - fields)
+  if unknown or 'encoder' not in saved:
     raise cli.UserError(
-        f'--init_checkpoint {checkpoint_path} does not hold '
-        f'this SCRIPT model: {str(error)[:500]}'
-    ) from error
-  status.expect_partial()
-  return model, pretrained.resolve(model_dir), True
-
-
-@dataclasses.dataclass
-class _Batch:
-  """Padded sentences: int32 `[B, T]` ids, mask, and 1 on scored tokens."""
-
-  word_ids: np.ndarray
-  input_mask: np.ndarray
-  scored: np.ndarray
+        f'{path} holds no SCRIPT model (fields {unknown} are not '
+        'script.*); --init_checkpoint must be a run with experiment.objective '
+        "= 'script'."
+    )
+  run = saved_runs.load(model_dir, checkpoint_path)
+  return run.model, pretrained.resolve(model_dir), True
 
 
 class PllScorer:
@@ -184,15 +146,10 @@ class PllScorer:
     self._script_pll = tf.function(
         model.pseudo_log_likelihood, input_signature=[ids_spec] * 4
     )
-    positions_spec = tf.TensorSpec([None, 1], tf.int32)
-    signature = [
-        ids_spec,
-        ids_spec,
-        positions_spec,
-        tf.TensorSpec([None], tf.int32),
-    ]
+    masked_signature = [ids_spec, ids_spec, tf.TensorSpec([None, 1], tf.int32)]
     self._masked_log_probability = tf.function(
-        self._masked_token_log_probability, input_signature=signature
+        self._masked_token_log_probability,
+        input_signature=[*masked_signature, tf.TensorSpec([None], tf.int32)],
     )
 
   @classmethod
@@ -226,7 +183,8 @@ class PllScorer:
       return self._script_scores(token_ids, progress_label)
     return self._mlm_scores(token_ids, progress_label)
 
-  def _pad(self, token_ids: Sequence[List[int]]) -> _Batch:
+  def _pad(self, token_ids: Sequence[List[int]]) -> Tuple[np.ndarray, ...]:
+    """int32 `[B, T]` padded ids, their mask, and 1 on the scored tokens."""
     length = max(len(ids) for ids in token_ids) + 2
     word_ids = np.full((len(token_ids), length), self._special.pad, np.int32)
     input_mask = np.zeros_like(word_ids)
@@ -236,7 +194,7 @@ class PllScorer:
       word_ids[row, : len(ids) + 2] = [special.cls, *ids, special.sep]
       input_mask[row, : len(ids) + 2] = 1
       scored[row, 1 : len(ids) + 1] = 1
-    return _Batch(word_ids, input_mask, scored)
+    return word_ids, input_mask, scored
 
   def _script_scores(
       self, token_ids: Sequence[List[int]], progress_label: str
@@ -244,11 +202,11 @@ class PllScorer:
     reporter = progress.Progress(len(token_ids), progress_label, 'sentences')
     scores = []
     for start in range(0, len(token_ids), self.batch_size):
-      batch = self._pad(token_ids[start : start + self.batch_size])
-      type_ids = np.zeros_like(batch.word_ids)
-      pll = self._script_pll(
-          batch.word_ids, batch.input_mask, type_ids, batch.scored
+      word_ids, input_mask, scored = self._pad(
+          token_ids[start : start + self.batch_size]
       )
+      type_ids = np.zeros_like(word_ids)
+      pll = self._script_pll(word_ids, input_mask, type_ids, scored)
       scores.append(pll.numpy())
       reporter.advance(len(scores[-1]))
     return np.concatenate(scores).astype(np.float64) if scores else np.zeros(0)
@@ -281,13 +239,13 @@ class PllScorer:
     for start in range(0, len(copies), self.batch_size):
       chunk = copies[start : start + self.batch_size]
       sentences = [sentence for sentence, _ in chunk]
-      batch = self._pad([token_ids[sentence] for sentence in sentences])
+      word_ids, input_mask, _ = self._pad([token_ids[s] for s in sentences])
       rows = np.arange(len(chunk))
       positions = np.array([position for _, position in chunk], np.int32)
-      original = batch.word_ids[rows, positions].copy()
-      batch.word_ids[rows, positions] = self._special.mask
+      original = word_ids[rows, positions].copy()
+      word_ids[rows, positions] = self._special.mask
       values = self._masked_log_probability(
-          batch.word_ids, batch.input_mask, positions[:, None], original
+          word_ids, input_mask, positions[:, None], original
       ).numpy()
       np.add.at(scores, sentences, values)
       reporter.advance(len(chunk))
@@ -296,19 +254,8 @@ class PllScorer:
 
 def read_sentences(path: str) -> List[str]:
   """The non-blank lines of `path`, stripped (UserError if there are none)."""
-  if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(f'--input {path} does not exist.')
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    data = f.read()
-  try:
-    text = data.decode('utf-8')
-  except UnicodeDecodeError as error:
-    line = data[: error.start].count(b'\n') + 1
-    raise cli.UserError(
-        f'--input {path} is not UTF-8: byte {error.start} (line {line}); '
-        're-encode it as UTF-8.'
-    ) from error
-  sentences = [line.strip() for line in text.splitlines() if line.strip()]
+  lines = text_files.read_lines(path, '--input')
+  sentences = [line.strip() for line in lines if line.strip()]
   if not sentences:
     raise cli.UserError(f'--input {path} holds no sentence (one per line).')
   return sentences
@@ -386,13 +333,13 @@ def define_flags():
       'pass per token; both: the two, with their time ratio.',
   )
   flags.DEFINE_integer(
-      'batch_size', 32, 'Sentences (script) or masked copies (mlm) per pass.'
+      'batch_size',
+      32,
+      'Sentences (script) or masked copies (mlm) per pass.',
+      lower_bound=1,
   )
   flags.DEFINE_string(
       'output', '', 'Write score<TAB>sentence lines here (default: stdout).'
-  )
-  flags.register_validator(
-      'batch_size', lambda size: size >= 1, message='--batch_size must be >= 1.'
   )
   flags.mark_flags_as_required(['init_checkpoint', 'input'])
 
@@ -400,20 +347,16 @@ def define_flags():
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  flag_values = flags.FLAGS
-  if flag_values.output:
-    json_files.check_writable(flag_values.output, '--output')
-  method = flag_values.method
+  if FLAGS.output:
+    json_files.check_writable(FLAGS.output, '--output')
+  method = FLAGS.method
   methods = METHODS if method == 'both' else (method,)
   sentences, scores, seconds = score_file(
-      flag_values.init_checkpoint,
-      flag_values.input,
-      methods,
-      flag_values.batch_size,
+      FLAGS.init_checkpoint, FLAGS.input, methods, FLAGS.batch_size
   )
   lines = format_lines(sentences, scores)
-  if flag_values.output:
-    json_files.write_text(flag_values.output, '\n'.join(lines) + '\n')
+  if FLAGS.output:
+    json_files.write_text(FLAGS.output, '\n'.join(lines) + '\n')
   else:
     print('\n'.join(lines))
   for method in scores:

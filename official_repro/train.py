@@ -120,8 +120,6 @@ def validate(
 def main(argv):
   """Runs the command with the parsed flags (the absl entry point)."""
   cli.refuse_positional(argv)
-  if not FLAGS.gin_file:
-    raise app.UsageError('--gin_file is required (see gin/).')
   if FLAGS.check_config:
     objective = check_config(FLAGS.gin_file, FLAGS.gin_param)
     print(f'gin config parses; objective {objective!r}.')
@@ -155,4 +153,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  cli.require_flags('gin_file')
   cli.run(main)

@@ -687,7 +687,8 @@ def test_score_refuses_latin1_and_an_unwritable_output_before_scoring(
           f'--init_checkpoint={encoder}',
           f'--input={latin1}',
       ],
-      'latin1.txt is not UTF-8: byte 6',
+      'latin1.txt line 1: not valid UTF-8',
+      'at byte 6',
   )
   sentences = tmp_path / 'sentences.txt'
   sentences.write_text('the cat sat\n')

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from official_repro import rescore
-from official_repro.rescoring import grid_spec
 from tests.rescoring.nbest_lists import DEV
 from tests.rescoring.nbest_lists import TEST
 
@@ -74,7 +73,7 @@ def _settings(root, **overrides):
       lm_scores=(('', str(root / 'lm.tsv')),),
       lower_case=True,
       dev_set='dev',
-      weights=grid_spec.parse_grid('0:1:0.1', 'weights'),
+      weights=rescore.parse_grid('0:1:0.1', 'weights'),
   )
   values.update(overrides)
   return rescore.Settings(**values)
@@ -305,7 +304,7 @@ def test_without_lm_scores_only_first_pass_and_oracle(tmp_path):
       rescore.Settings(
           nbest=(('eval', str(tmp_path / 'eval.tsv')),),
           references=(('', str(tmp_path / 'text')),),
-          weights=grid_spec.parse_grid('0:1:0.1', 'weights'),
+          weights=rescore.parse_grid('0:1:0.1', 'weights'),
           output_json=str(tmp_path / 'out.json'),
       )
   )
@@ -338,3 +337,25 @@ def test_command_without_lm_scores_prints_first_pass_and_oracle(tmp_path):
       'give --lm_scores=[<set>=]<path> (utt_id<TAB>rank<TAB>score lines from '
       'any LM) or --init_checkpoint=<SCRIPT pretraining model_dir>.'
   )
+
+
+def test_parse_grid():
+  assert rescore.parse_grid('0:1:0.25', 'w') == (0.0, 0.25, 0.5, 0.75, 1.0)
+  assert rescore.parse_grid('0:0.3:0.1', 'w') == (0.0, 0.1, 0.2, 0.3)
+  assert rescore.parse_grid('2, -1,0:1:0.5,2', 'w') == (
+      -1.0,
+      0.0,
+      0.5,
+      1.0,
+      2.0,
+  )
+  assert rescore.parse_grid('0:0.25:0.1', 'w') == (0.0, 0.1, 0.2)
+  for spec, message in (
+      ('a', 'not a number'),
+      ('0:1', 'not a number'),
+      ('1:0:0.1', 'stop >= start'),
+      ('0:1:0', 'step > 0'),
+      ('0:1e9:1e-3', 'at most'),
+  ):
+    with pytest.raises(ValueError, match=message):
+      rescore.parse_grid(spec, 'weights')

@@ -127,11 +127,11 @@ def test_scorer_errors(tiny_model):
     score.PllScorer(tiny_model, _TOKENS, True)([' '.join(['cat'] * 15)])
 
 
-def test_model_config_of_another_objective_is_rejected(tmp_path):
+def test_a_run_of_another_objective_is_rejected(exported_encoder, tmp_path):
+  with pytest.raises(ValueError, match="experiment.objective = 'script'"):
+    score.load_model(exported_encoder)  # a masked_lm run
   with open(tmp_path / 'model_config.json', 'w') as f:
     json.dump(dict(encoder={}, next_sentence_prediction=False), f)
-  with pytest.raises(ValueError, match="experiment.objective = 'script'"):
-    score.read_model_config(str(tmp_path))
   with pytest.raises(FileNotFoundError, match='no training checkpoint'):
     score.load_model(str(tmp_path))
 

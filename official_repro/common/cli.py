@@ -55,8 +55,7 @@ def command_name(argv0: Optional[str] = None) -> str:
 
 def fail(message: str) -> NoReturn:
   """Prints `<command>: error: <message>` (one line) and exits with 2."""
-  line = ' '.join(str(message).split())
-  print(f'{command_name()}: error: {line}', file=sys.stderr, flush=True)
+  _say('error: ' + ' '.join(str(message).split()))
   sys.exit(EXIT_USAGE)
 
 
@@ -82,6 +81,8 @@ def _on_signal(signal_number, frame):
   _received.append(signal_number)
   if len(_received) > 1:
     _say('stopped at once by a second signal.')
+    # No public call ends a process without running cleanup (sys.exit
+    # raises into the interrupted code); os._exit is the documented one.
     os._exit(128 + signal_number)  # pylint: disable=protected-access
   if signal_number == signal.SIGINT:
     raise KeyboardInterrupt
@@ -93,6 +94,7 @@ def _stopped_while_starting(signal_number, frame):
   del frame
   name = signal.Signals(signal_number).name
   _say(f'stopped by {name} while starting; nothing was written.')
+  # At once, as `_on_signal`'s second signal (imports must not go on).
   os._exit(128 + signal_number)  # pylint: disable=protected-access
 
 
@@ -118,16 +120,11 @@ def run(main: Callable[[Sequence[str]], None]) -> None:
     except Stopped as stopped:
       _say(stopped)
       sys.exit(128 + stopped.signal_number)
-    except RuntimeError as error:
-      missing = missing_gin_bindings(error)
-      if missing is None:
-        raise
-      fail(missing)
     except Exception as error:  # pylint: disable=broad-except
-      failure = storage_failure(error)
-      if failure is None:
+      line = missing_gin_bindings(error) or storage_failure(error)
+      if line is None:
         raise
-      fail(failure)
+      fail(line)
     except KeyboardInterrupt:
       _stopped(signal.SIGINT)
     except Interrupted as stopped:
@@ -276,6 +273,12 @@ def _stopped(signal_number: int) -> NoReturn:
   name = signal.Signals(signal_number).name
   _say(f'stopped by {name}; rerun the same command to resume.')
   sys.exit(128 + signal_number)
+
+
+def require_flags(*names: str) -> None:
+  """Refuses, when the flags are parsed, each of `names` not given or empty."""
+  for name in names:
+    flags.register_validator(name, bool, message=f'--{name} is required.')
 
 
 def refuse_positional(argv: Sequence[str]) -> None:

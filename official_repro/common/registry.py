@@ -43,10 +43,9 @@ class Registry(Generic[EntryT]):
 
   def copy(self) -> 'Registry[EntryT]':
     """A registry with the same entries (e.g. to register test entries)."""
-    self.load_builtins()
-    clone = Registry[EntryT](self.kind, self.setting, self._packages)
-    clone._entries = dict(self._entries)  # pylint: disable=protected-access
-    clone._loaded = True  # pylint: disable=protected-access
+    clone = Registry[EntryT](self.kind, self.setting, packages=())
+    for name, entry in zip(self.names(), self.entries()):
+      clone.register(name, entry)
     return clone
 
   def load_builtins(self) -> None:

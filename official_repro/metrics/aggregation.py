@@ -15,7 +15,8 @@ from typing import Dict, Mapping, Sequence
 
 import numpy as np
 
-AGGREGATIONS = ('max', 'median', 'mean')
+_AGGREGATORS = {'max': np.max, 'median': np.median, 'mean': np.mean}
+AGGREGATIONS = tuple(_AGGREGATORS)
 SELECTIONS = ('best', 'last')
 
 
@@ -37,12 +38,7 @@ def aggregate(values: Sequence[float], method: str) -> float:
     raise ValueError(
         f'Unknown aggregation {method!r}; expected one of {AGGREGATIONS}.'
     )
-  array = _validate_values(values)
-  if method == 'max':
-    return float(array.max())
-  if method == 'mean':
-    return float(array.mean())
-  return float(np.median(array))
+  return float(_AGGREGATORS[method](_validate_values(values)))
 
 
 def summarize(values: Sequence[float]) -> Dict[str, float]:
@@ -59,9 +55,6 @@ def summarize(values: Sequence[float]) -> Dict[str, float]:
       std=std,
       sem=std / math.sqrt(n),
   )
-
-
-VERDICTS = ('ahead', 'behind', 'within noise')
 
 
 @dataclasses.dataclass(frozen=True)

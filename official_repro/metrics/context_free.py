@@ -93,16 +93,12 @@ def masked_lm_report(
     context_free: ContextFreePredictor,
 ) -> Dict[str, float]:
   """A model's masked-LM accuracy beside the context-free ceiling."""
-  shown_all, original_all, predicted_all = [], [], []
+  parts = []
   for batch in batches:
-    shown, original = slots(batch)
     real = np.asarray(batch['masked_lm_weights']) > 0
-    predicted_all.append(np.asarray(predict(batch))[real])
-    shown_all.append(shown)
-    original_all.append(original)
-  shown = np.concatenate(shown_all)
-  original = np.concatenate(original_all)
-  correct = np.concatenate(predicted_all) == original
+    parts.append((*slots(batch), np.asarray(predict(batch))[real]))
+  shown, original, predicted = (np.concatenate(part) for part in zip(*parts))
+  correct = predicted == original
   guessed = context_free.predict(shown) == original
   masked = shown == context_free.mask_token_id
   return dict(

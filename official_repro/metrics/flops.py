@@ -17,7 +17,7 @@ subclasses `BlockFlops` beside its backbone, without editing this module.
 import dataclasses
 import math
 import re
-from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Tuple
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, List
 
 import tensorflow as tf
 
@@ -98,10 +98,6 @@ class BlockFlops:
     """Raises `ValueError` when the block does not fit `net`'s sizes."""
     del net  # ELECTRA's block fits every shape NetworkShape accepts.
 
-  def heads(self, net: 'NetworkShape') -> Tuple[int, int]:
-    """(attention heads, convolution heads) of one block."""
-    return net.heads, 0
-
   def terms(self, net: 'NetworkShape') -> Dict[str, float]:
     """Forward FLOPs per token of one block, term by term."""
     h = net.hidden
@@ -141,11 +137,6 @@ class NetworkShape:
           f'by heads={self.heads}.'
       )
     self.block.validate(self)
-
-
-def block_heads(net: NetworkShape) -> Tuple[int, int]:
-  """(attention heads, convolution heads) of one block of `net`."""
-  return net.block.heads(net)
 
 
 def block_terms(net: NetworkShape) -> Dict[str, float]:
@@ -222,24 +213,6 @@ def feed_forward_flops(net: NetworkShape) -> float:
   """Forward FLOPs per token of a block's feed-forward sublayer alone."""
   terms = block_terms(net).items()
   return float(sum(v for name, v in terms if name.startswith('ffn_')))
-
-
-def network_flops(
-    net: NetworkShape,
-    head: str,
-    output_fraction: float = ELECTRA_OUTPUT_FRACTION,
-    one_hot_embeddings: bool = True,
-) -> float:
-  """Forward FLOPs per token of embeddings + blocks + head 'mlm' or 'rtd'."""
-  if head not in ('mlm', 'rtd'):
-    raise ValueError(f'head must be mlm or rtd, got {head!r}.')
-  if head == 'mlm':
-    flops = mlm_head_flops(net, output_fraction)
-  else:
-    flops = rtd_head_flops(net)
-  return NetworkCost(net, '', {head: flops}).per_token_forward(
-      one_hot_embeddings
-  )
 
 
 def train_flops(
@@ -350,15 +323,13 @@ def parameter_breakdown(
   encoder_ids = {id(v) for v in encoder.trainable_variables}
   result = dict(encoder=count_parameters(encoder.trainable_variables))
   for name, network in others.items():
-    variables = network.trainable_variables
-    shared = [id(v) in encoder_ids for v in variables]
-    result[f'{name}_only'] = count_parameters(
-        [v for v, s in zip(variables, shared) if not s]
+    total = count_parameters(network.trainable_variables)
+    shared = count_parameters(
+        [v for v in network.trainable_variables if id(v) in encoder_ids]
     )
-    result[f'{name}_shared'] = count_parameters(
-        [v for v, s in zip(variables, shared) if s]
-    )
-    result[f'{name}_total'] = count_parameters(variables)
+    result[f'{name}_only'] = total - shared
+    result[f'{name}_shared'] = shared
+    result[f'{name}_total'] = total
   return result
 
 

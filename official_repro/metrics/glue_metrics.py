@@ -87,17 +87,16 @@ def matthews_corrcoef(predictions, labels) -> float:
 
 def pearson(x, y) -> float:
   """Pearson correlation of float [N] `x` and `y` (0.0 if one is constant)."""
-  x, y = _validate_real(x, y)
   return _correlation(stats.pearsonr, x, y)
 
 
 def spearman(x, y) -> float:
   """Spearman rank correlation of float [N] `x` and `y` (ties: mean ranks)."""
-  x, y = _validate_real(x, y)
   return _correlation(stats.spearmanr, x, y)
 
 
-def _correlation(function, x: np.ndarray, y: np.ndarray) -> float:
+def _correlation(function, x, y) -> float:
+  x, y = _validate_real(x, y)
   if np.ptp(x) == 0 or np.ptp(y) == 0:
     return 0.0
   return float(function(x, y).statistic)

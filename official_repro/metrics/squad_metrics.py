@@ -17,6 +17,7 @@ from official.nlp.tools import squad_evaluate_v1_1
 from official.nlp.tools import squad_evaluate_v2_0
 from official_repro.data import squad
 
+# The scripts export only `evaluate`; their per-answer scorers are private.
 # pylint: disable=protected-access
 _official_normalize = squad_evaluate_v2_0._normalize_answer
 _official_exact = squad_evaluate_v2_0._compute_exact
@@ -39,18 +40,6 @@ def normalize_answer(text: str) -> str:
   return _official_normalize(text)
 
 
-def _as_answer_list(ground_truths: Union[str, Sequence[str]]) -> List[str]:
-  answers = (
-      [ground_truths] if isinstance(ground_truths, str) else list(ground_truths)
-  )
-  if not answers:
-    raise ValueError(
-        'ground_truths is empty; give at least one answer '
-        "(the empty string '' for an unanswerable question)."
-    )
-  return answers
-
-
 def exact_match(
     prediction: str, ground_truths: Union[str, Sequence[str]]
 ) -> float:
@@ -65,7 +54,14 @@ def f1(prediction: str, ground_truths: Union[str, Sequence[str]]) -> float:
 
 def _best(score, prediction: str, ground_truths) -> float:
   """The best `score(gold, prediction)` over the gold answers."""
-  answers = _as_answer_list(ground_truths)
+  answers = (
+      [ground_truths] if isinstance(ground_truths, str) else list(ground_truths)
+  )
+  if not answers:
+    raise ValueError(
+        'ground_truths is empty; give at least one answer '
+        "(the empty string '' for an unanswerable question)."
+    )
   return float(max(score(gold, prediction) for gold in answers))
 
 

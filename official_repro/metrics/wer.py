@@ -89,10 +89,7 @@ def corpus_error_counts(
     references: Sequence[str], hypotheses: Sequence[str]
 ) -> ErrorCounts:
   """Total edits and reference words of a set (its `.wer` is corpus WER)."""
-  total = ErrorCounts()
-  for counts in utterance_error_counts(references, hypotheses):
-    total += counts
-  return total
+  return sum(utterance_error_counts(references, hypotheses), ErrorCounts())
 
 
 def _normalize_spaces(text: str) -> str:

@@ -19,6 +19,9 @@ from official_repro.data import nbest
 from official_repro.metrics import wer
 from official_repro.rescoring import lm_scores
 
+# The word edits of `wer.ErrorCounts`, arrays of `ScoredSet`.
+_EDITS = ('substitutions', 'deletions', 'insertions')
+
 
 @dataclasses.dataclass(frozen=True)
 class ScoredSet:
@@ -109,8 +112,7 @@ def build_scored_set(
     lm_scores.check_complete(scores, nbest_lists, scores_source)
   shape = (len(nbest_lists), max(len(n.hypotheses) for n in nbest_lists))
   arrays = {key: np.zeros(shape) for key in ('first_pass', 'lm')}
-  edits = ('substitutions', 'deletions', 'insertions')
-  for key in ('num_words', *edits):
+  for key in ('num_words', *_EDITS):
     arrays[key] = np.zeros(shape, dtype=np.int64)
   valid = np.zeros(shape, dtype=bool)
   pair_references, pair_hypotheses, positions = [], [], []
@@ -127,7 +129,7 @@ def build_scored_set(
       positions.append((row, column))
   counts = wer.utterance_error_counts(pair_references, pair_hypotheses)
   for (row, column), count in zip(positions, counts):
-    for key in edits:
+    for key in _EDITS:
       arrays[key][row, column] = getattr(count, key)
   reference_words = np.array(
       [len(reference.split()) for reference in references], dtype=np.int64
@@ -160,21 +162,16 @@ def select(
   return np.argmax(final_scores(scored_set, weight, length_bonus), axis=1)
 
 
-def oracle_columns(scored_set: ScoredSet) -> np.ndarray:
-  """The column of each row's fewest errors (lowest rank on a tie)."""
-  errors = np.where(scored_set.valid, scored_set.errors, np.iinfo(np.int64).max)
-  return np.argmin(errors, axis=1)
-
-
 def selection_errors(
     scored_set: ScoredSet, columns: np.ndarray
 ) -> wer.ErrorCounts:
   """The summed edits of the hypotheses at `columns` (one per row)."""
   rows = np.arange(len(columns))
   return wer.ErrorCounts(
-      substitutions=int(scored_set.substitutions[rows, columns].sum()),
-      deletions=int(scored_set.deletions[rows, columns].sum()),
-      insertions=int(scored_set.insertions[rows, columns].sum()),
+      **{
+          key: int(getattr(scored_set, key)[rows, columns].sum())
+          for key in _EDITS
+      },
       reference_words=int(scored_set.reference_words.sum()),
   )
 
@@ -203,32 +200,28 @@ def grid_search(
 
 
 def evaluate(
-    scored_set: ScoredSet, weight: float, length_bonus: float
+    scored_set: ScoredSet,
+    weight: Optional[float] = None,
+    length_bonus: float = 0.0,
 ) -> SetResult:
-  """First-pass, rescored and oracle edits of one set."""
-  return dataclasses.replace(
-      evaluate_without_lm(scored_set),
-      weight=float(weight),
-      length_bonus=float(length_bonus),
-      rescored=selection_errors(
-          scored_set, select(scored_set, weight, length_bonus)
-      ),
-  )
-
-
-def evaluate_without_lm(scored_set: ScoredSet) -> SetResult:
-  """First-pass and oracle edits of one set (no rescoring, no LM scores)."""
-  first_pass = np.where(scored_set.valid, scored_set.first_pass, -np.inf)
+  """First-pass and oracle edits of one set; rescored ones given a `weight`."""
   rows = len(scored_set.utterance_ids)
+  rescored = None
+  if weight is not None:
+    columns = select(scored_set, weight, length_bonus)
+    rescored = selection_errors(scored_set, columns)
+  # The fewest errors, lowest rank on a tie.
+  errors = np.where(scored_set.valid, scored_set.errors, np.iinfo(np.int64).max)
+  first_pass = np.where(scored_set.valid, scored_set.first_pass, -np.inf)
   return SetResult(
       name=scored_set.name,
-      num_utterances=len(scored_set.utterance_ids),
+      num_utterances=rows,
       num_hypotheses=scored_set.num_hypotheses,
-      weight=None,
-      length_bonus=None,
+      weight=None if rescored is None else float(weight),
+      length_bonus=None if rescored is None else float(length_bonus),
       first_pass=selection_errors(scored_set, np.zeros(rows, np.int64)),
-      rescored=None,
-      oracle=selection_errors(scored_set, oracle_columns(scored_set)),
+      rescored=rescored,
+      oracle=selection_errors(scored_set, np.argmin(errors, axis=1)),
       num_rank1_not_best_first_pass=int(
           (scored_set.first_pass[:, 0] < first_pass.max(axis=1)).sum()
       ),

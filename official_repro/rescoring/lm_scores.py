@@ -15,7 +15,6 @@ import numpy as np
 
 from official_repro.common import cli
 from official_repro.common import progress
-from official_repro.common import json_files
 from official_repro.data import nbest
 from official_repro.data import text_files
 
@@ -150,17 +149,6 @@ def _parse_line(line: str):
         'expected a non-empty utt_id, an integer rank >= 1 and a finite score'
     )
   return (utterance_id, rank), score
-
-
-def write_lm_scores(path: str, scores: Mapping[Tuple[str, int], float]):
-  """Writes `utt_id<TAB>rank<TAB>score` lines atomically, in `scores` order."""
-  json_files.write_text(
-      path,
-      ''.join(
-          f'{utterance_id}\t{rank}\t{score!r}\n'
-          for (utterance_id, rank), score in scores.items()
-      ),
-  )
 
 
 def check_complete(

@@ -28,16 +28,23 @@ def _net(hidden, layers, embedding, seq_length):
   )
 
 
+def _network_flops(net, head):
+  """Forward FLOPs per token of embeddings + blocks + an 'mlm' or 'rtd' head."""
+  if head == 'mlm':
+    head_flops = flops.mlm_head_flops(net)
+  else:
+    head_flops = flops.rtd_head_flops(net)
+  return flops.NetworkCost(net, '', {head: head_flops}).per_token_forward()
+
+
 def _electra(hidden, generator_hidden, embedding, seq_length):
-  return flops.network_flops(
+  return _network_flops(
       _net(hidden, 12, embedding, seq_length), 'rtd'
-  ) + flops.network_flops(
-      _net(generator_hidden, 12, embedding, seq_length), 'mlm'
-  )
+  ) + _network_flops(_net(generator_hidden, 12, embedding, seq_length), 'mlm')
 
 
 def _bert(hidden, embedding, seq_length):
-  return flops.network_flops(_net(hidden, 12, embedding, seq_length), 'mlm')
+  return _network_flops(_net(hidden, 12, embedding, seq_length), 'mlm')
 
 
 # ELECTRA's flops_computation.py outputs (as quoted in its README/paper).
@@ -65,7 +72,7 @@ def test_steps_for_budget_inverts_train_flops():
 
 def test_albert_shared_block_costs_compute_like_bert():
   bert = _net(256, 12, 128, 128)
-  assert flops.network_flops(bert, 'rtd') > 12 * flops.block_flops(bert)
+  assert _network_flops(bert, 'rtd') > 12 * flops.block_flops(bert)
 
 
 # ConvBERT blocks (paper 002): our extension of the formula, declared by the

