@@ -296,9 +296,8 @@ def define_flags():
   flags.mark_flags_as_required(['glue_dir'])
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   settings = dataclass_flags.from_flags(Settings)
   print(format_table(run(settings)))
   if settings.output_file:

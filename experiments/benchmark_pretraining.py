@@ -560,9 +560,8 @@ def _print_sweep(sweep: Dict) -> None:
       )
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   logging.set_verbosity(logging.WARNING)
   if FLAGS.run_variant:
     print(json.dumps(measure_variant(FLAGS.run_variant)))

@@ -565,9 +565,8 @@ def format_table(results: Dict[str, Any]) -> str:
   return '\n'.join(lines + _table_notes(results))
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   settings = settings_from_flags()
   results = run(settings)
   table = format_table(results)

@@ -365,9 +365,8 @@ def _settings(flag_values, sizes: BlockSizes, load_before, load_after):
   )
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   flag_values = flags.FLAGS
   if flag_values.threads:
     tf.config.threading.set_intra_op_parallelism_threads(flag_values.threads)

@@ -211,9 +211,8 @@ def _table_rows(ours: Dict[str, float]) -> Dict[str, Dict[str, float]]:
   return rows
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   strategy = distribute.strategy_from_flags()
   encoder = pretrained.resolve(
       FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file

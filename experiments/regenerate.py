@@ -57,9 +57,8 @@ def regenerate(request: target_runners.Request) -> None:
   target_runners.run(target, request.absolute_paths())
 
 
-def main(argv):
+def main(_):
   """Lists, plans, runs or collects the table named by --table."""
-  cli.refuse_positional(argv)
   if FLAGS.list:
     print(list_targets())
     return

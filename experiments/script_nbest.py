@@ -390,9 +390,8 @@ def _scored_lists(nbest, scores) -> List[List[Dict[str, Any]]]:
   ]
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   tf.io.gfile.makedirs(FLAGS.work_dir)
   result = {}
   model_dir = _model_dir(result)

@@ -69,9 +69,8 @@ def _report(name: str) -> Tuple[flops.ComputeReport, cfg.TaskConfig]:
   return count_flops.report_from_gin(FLAGS.vocab_size)
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   budget = _report(BUDGET_CONFIG)[0].total_train_flops()
   header = (
       'model|params (ours)|params (001)|train FLOPs (formula)|train FLOPs '

@@ -16,9 +16,8 @@ from official_repro.training import word_order
 FLAGS = flags.FLAGS
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   if FLAGS.output_json:
     json_files.check_writable(FLAGS.output_json, '--output_json')
   result = word_order.word_order(

@@ -48,9 +48,8 @@ flags.DEFINE_boolean(
 )
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   record = converted.convert(
       converted.Source(
           path=FLAGS.input,

@@ -126,9 +126,8 @@ def format_report(
   return '\n'.join(lines)
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   if FLAGS.flops_budget == 0:
     raise cli.UserError('--flops_budget must be > 0.')
   gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)

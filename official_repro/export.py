@@ -234,9 +234,8 @@ def _export(source: str, out: str) -> List[str]:
   return _export_hf(out, _encoder_of(description), description.config, vocab)
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   out = FLAGS.output_dir.rstrip('/')
   if tf.io.gfile.exists(out) and tf.io.gfile.listdir(out):
     raise cli.UserError(f'--output_dir {out} is not empty; give a new folder.')

@@ -83,9 +83,8 @@ def configured_encoder() -> pretrained.PretrainedEncoder:
     ) from error
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   strategy = distribute.strategy_from_flags()
   gin_utils.parse_config(FLAGS.gin_file, FLAGS.gin_param)
   with gin.unlock_config():

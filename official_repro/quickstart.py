@@ -73,9 +73,8 @@ def prepare_records(work_dir: str, vocab_size: int, max_seq_length: int) -> str:
   return record_dir
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   started = time.perf_counter()
   record_dir = os.path.join(FLAGS.work_dir, 'records')
   gin_utils.parse_config(

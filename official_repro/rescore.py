@@ -396,9 +396,8 @@ def _named_nbest_path(value: str) -> Tuple[str, str]:
   return name, path
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   settings = settings_from_flags()
   # Checked before a model is loaded, which takes a while.
   check_lm_source(settings, bool(FLAGS.init_checkpoint))

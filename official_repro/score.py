@@ -344,9 +344,8 @@ def define_flags():
   flags.mark_flags_as_required(['init_checkpoint', 'input'])
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   if FLAGS.output:
     json_files.check_writable(FLAGS.output, '--output')
   method = FLAGS.method

@@ -117,9 +117,8 @@ def validate(
     )
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   if FLAGS.check_config:
     objective = check_config(FLAGS.gin_file, FLAGS.gin_param)
     print(f'gin config parses; objective {objective!r}.')

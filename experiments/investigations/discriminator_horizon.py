@@ -633,9 +633,8 @@ def read_claim(model_dir: str) -> Optional[Dict[str, Any]]:
   return json_files.read_json(os.path.join(model_dir, RUN_FILENAME), None)
 
 
-def main(argv: Sequence[str]) -> None:
+def main(_) -> None:
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   horizon = RUNS[FLAGS.run]
   if not FLAGS.report_only and not FLAGS.records:
     raise cli.UserError("--records: give the cpu scale's record directory.")

@@ -11,7 +11,7 @@ writes `<output_dir>/discriminator_probe_<name>.md` and `.json`.
 
 import math
 import os
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 from absl import flags
 import tensorflow as tf
@@ -134,9 +134,8 @@ def write_report(
   return stem + '.md'
 
 
-def main(argv: Sequence[str]) -> None:
+def main(_) -> None:
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   if FLAGS.steps == 0 or FLAGS.steps < -1:
     raise cli.UserError(f'--steps={FLAGS.steps}: give a positive count or -1.')
   stem = os.path.join(FLAGS.output_dir, f'discriminator_probe_{FLAGS.name}')

@@ -1247,9 +1247,8 @@ def write_report(
   return stem + '.md'
 
 
-def main(argv: Sequence[str]) -> None:
+def main(_) -> None:
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   try:
     seeds = [int(s) for s in FLAGS.seeds]
   except ValueError as e:

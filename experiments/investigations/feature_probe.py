@@ -12,7 +12,7 @@ feed scikit-learn's logistic regression (L2 penalty chosen on held-out
 training examples), scored on dev. Regression tasks (STS-B) are refused.
 """
 
-from typing import Dict, Sequence
+from typing import Dict
 
 from absl import flags
 import numpy as np
@@ -208,9 +208,8 @@ def format_result(result: Dict[str, object], header: str = '') -> str:
   return '\n'.join(lines) + '\n'
 
 
-def main(argv: Sequence[str]) -> None:
+def main(_) -> None:
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   result = feature_probe(
       FLAGS.init_checkpoint,
       FLAGS.glue_dir,

@@ -171,9 +171,8 @@ def format_table(points: List[Dict], header: str) -> str:
   return '\n'.join(lines) + '\n'
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   configs = parse_configs(FLAGS.configs)
   unknown = sorted(set(FLAGS.precisions) - set(precision.CHOICES))
   if unknown:

@@ -299,9 +299,8 @@ def format_report(summaries: Sequence[Dict], top: int) -> str:
   return '\n'.join(lines)
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   logging.set_verbosity(logging.WARNING)
   tf.io.gfile.makedirs(FLAGS.output_dir)
   if FLAGS.profile_variant:

@@ -314,9 +314,8 @@ def render_markdown(
   return '\n'.join(lines) + '\n'
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   load = provenance.load_average()
   if load > provenance.BUSY_LOAD:
     logging.warning('Load average %.2f: the timings will not be clean.', load)

@@ -212,9 +212,8 @@ def _parse_shapes(items: Sequence[str]) -> List[Tuple[int, int]]:
   return shapes
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   load_before = provenance.load_average()
   rows = measure(
       _parse_shapes(FLAGS.shapes),

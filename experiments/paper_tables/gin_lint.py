@@ -113,4 +113,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == '__main__':
-  cli.run(main)
+  cli.run(main, positional=True)

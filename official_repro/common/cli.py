@@ -105,8 +105,14 @@ def stop_while_starting() -> None:
       signal.signal(number, _stopped_while_starting)
 
 
-def run(main: Callable[[Sequence[str]], None]) -> None:
-  """`absl.app.run(main)` with the failure handling of the module doc."""
+def run(
+    main: Callable[[Sequence[str]], None], positional: bool = False
+) -> None:
+  """`absl.app.run(main)` with the failure handling of the module doc.
+
+  Arguments besides the flags are refused (`refuse_positional`) unless
+  `positional`.
+  """
 
   def guarded(argv: Sequence[str]) -> None:
     previous = {
@@ -114,6 +120,8 @@ def run(main: Callable[[Sequence[str]], None]) -> None:
         for number in (signal.SIGINT, signal.SIGTERM)
     }
     try:
+      if not positional:
+        refuse_positional(argv)
       main(argv)
     except (UserError, app.UsageError, FileNotFoundError) as error:
       fail(error)

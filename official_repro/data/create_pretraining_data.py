@@ -921,9 +921,8 @@ def define_flags():
   flags.mark_flags_as_required(['input', 'output_dir'])
 
 
-def main(argv):
+def main(_):
   """Runs the command with the parsed flags (the absl entry point)."""
-  cli.refuse_positional(argv)
   metadata = prepare_pretraining_data(
       FLAGS.input,
       FLAGS.output_dir,

@@ -16,8 +16,7 @@ _SCRIPT = textwrap.dedent("""
     flags.DEFINE_integer('count', 1, 'A count.', lower_bound=1)
     flags.DEFINE_string('action', 'ok', 'What main does.')
 
-    def main(argv):
-      cli.refuse_positional(argv)
+    def main(_):
       action = flags.FLAGS.action
       if action == 'user':
         raise cli.UserError('--input a.txt: no such file; give an existing '

@@ -11,9 +11,10 @@ L; the discriminator is L + 1 deep) or 'ffn' (per-token heads on layer L).
 Model Garden's `TeamsPretrainer` is not subclassed: it takes only
 `EncoderScaffold` networks (so not our ALBERT or ConvBERT backbones) and
 hard-wires the paper's head design and MWS-side export; its matching parts
-are reused. Differences from it, each tested in `tests/modeling/pretrainers/test_teams.py`:
-`num_negatives` is K where its `candidate_size` counts the original
-(`model_garden_candidate_size`); one extra task layer; `tie_embedding_block`
+are reused. Differences from it, each tested in
+`tests/modeling/pretrainers/test_teams.py`: `num_negatives` is K where its
+`candidate_size` counts the original (`model_garden_candidate_size`); one
+extra task layer; `tie_embedding_block`
 ties the tables and LayerNorm but each network keeps its E -> H projection
 (with a bias, as `BertEncoder`); the Table 3 variants, 'hardest' negatives
 and layer sharing are ours; negatives come from one Gumbel-top-k pass
