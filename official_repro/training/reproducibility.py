@@ -9,7 +9,6 @@ trainer to checkpoint, and a resumed run ends as an uninterrupted one.
 """
 
 import contextlib
-import json
 import os
 import random
 from typing import Iterator, List, Optional, Tuple
@@ -34,8 +33,7 @@ def run_seed(model_dir: str, seed: Optional[int]) -> int:
   """
   path = os.path.join(model_dir, SEED_FILENAME)
   if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      saved = json.load(f)['seed']
+    saved = json_files.read_json(path)['seed']
     if seed is not None and seed != saved:
       raise ValueError(
           f'experiment.seed={seed}, but the run in {model_dir} was started '
