@@ -12,7 +12,6 @@ file (MNLI's two scored separately). Options of google-research/electra:
 import dataclasses
 from typing import Dict, Mapping, Tuple
 
-import gin
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -46,29 +45,18 @@ class GlueTaskConfig(finetuning_base.FinetuneTaskConfig):
   scale_stsb_targets: bool = False
   head: str = 'encoder_pooler'
 
-
-@gin.configurable('glue')
-def glue_task_config(
-    double_unordered: bool = False,
-    scale_stsb_targets: bool = False,
-    head: str = 'encoder_pooler',
-    **fields,
-) -> GlueTaskConfig:
-  """The GLUE task config; gin binds the original code's data rules and head."""
-  if head not in HEADS:
-    raise cli.UserError(f'glue.head must be one of {HEADS}, got {head!r}.')
-  return GlueTaskConfig(
-      double_unordered=double_unordered,
-      scale_stsb_targets=scale_stsb_targets,
-      head=head,
-      **fields,
-  )
+  def __post_init__(self, *args):
+    super().__post_init__(*args)
+    if self.head not in HEADS:
+      raise cli.UserError(
+          f'glue.head must be one of {HEADS}, got {self.head!r}.'
+      )
 
 
 @finetuning_registry.register(
     glue_data.GLUE_TASK_NAMES,
     GlueTaskConfig,
-    glue_task_config,
+    'glue',
     protocol_fields=('stsb_metric',),
     group='glue',
     single_segment=glue_data.SINGLE_SENTENCE_TASK_NAMES,

@@ -10,7 +10,6 @@ import dataclasses
 import os
 from typing import Dict, Mapping, Tuple
 
-import gin
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -36,24 +35,8 @@ class TaggingTaskConfig(finetuning_base.FinetuneTaskConfig):
   conll_tag_column: int = -1
 
 
-@gin.configurable('pos')
-def tagging_task_config(
-    use_crf: bool = False,
-    file_format: str = 'auto',
-    conll_tag_column: int = -1,
-    **fields,
-) -> TaggingTaskConfig:
-  """The POS task config; gin binds the tagging-specific arguments."""
-  return TaggingTaskConfig(
-      use_crf=use_crf,
-      file_format=file_format,
-      conll_tag_column=conll_tag_column,
-      **fields,
-  )
-
-
 @finetuning_registry.register(
-    ('pos',), TaggingTaskConfig, tagging_task_config, single_segment=('pos',)
+    ('pos',), TaggingTaskConfig, 'pos', single_segment=('pos',)
 )
 class TaggingTask(finetuning_base.FinetuneTask):
   """POS tagging (see module docstring)."""

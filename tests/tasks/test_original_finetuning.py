@@ -68,7 +68,7 @@ def _encoder_config():
 
 def _task(tmp_path, rows=8, **options):
   data_dir, vocab = _mrpc_dir(tmp_path, rows)
-  config = glue.glue_task_config(
+  config = glue.GlueTaskConfig(
       task='mrpc',
       data_dir=data_dir,
       vocab_file=vocab,
