@@ -92,13 +92,7 @@ _model_config_from_gin = gin_dataclass.external_configurable(
 )
 
 
-@functools.lru_cache(maxsize=2)
-def _load_corpus(
-    train_file, valid_file, valid_fraction, max_vocab_size, test_file
-) -> wikitext.Corpus:
-  return wikitext.load_corpus(
-      train_file, valid_file, valid_fraction, max_vocab_size, test_file
-  )
+_load_corpus = functools.lru_cache(maxsize=2)(wikitext.load_corpus)
 
 
 def load_corpus(data: CausalLMDataConfig) -> wikitext.Corpus:

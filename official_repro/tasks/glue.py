@@ -10,7 +10,7 @@ file (MNLI's two scored separately). Options of google-research/electra:
 """
 
 import dataclasses
-from typing import Dict, Mapping, Tuple
+from typing import Dict, Mapping
 
 import numpy as np
 import tensorflow as tf
@@ -72,9 +72,6 @@ class GlueTask(
   @property
   def spec(self) -> glue_data.GlueTaskSpec:
     return glue_data.get_task_spec(self.task_config.task)
-
-  def label_keys(self) -> Tuple[str, ...]:
-    return ('label_ids', EVAL_SPLIT_KEY)
 
   def feature_options(self):
     config = self.task_config
@@ -142,9 +139,7 @@ class GlueTask(
             - tf.cast(labels['label_ids'], tf.float32)
         )
     )
-    if aux_losses:
-      loss += tf.add_n(aux_losses)
-    return loss
+    return finetuning_base.plus_aux_losses(loss, aux_losses)
 
   def build_metrics(self, training=None):
     return [] if self.spec.is_regression else super().build_metrics(training)

@@ -47,9 +47,6 @@ class TaggingTask(finetuning_base.FinetuneTask):
   def feature_options(self):
     return (self.task_config.file_format, self.task_config.conll_tag_column)
 
-  def label_keys(self) -> Tuple[str, ...]:
-    return ('label_ids', 'label_weights')
-
   def _sentences(self, split: str):
     path = os.path.join(self.task_config.data_dir, f'{split}.txt')
     sentences, _ = pos_data.read_tagged_sentences(
@@ -103,9 +100,7 @@ class TaggingTask(finetuning_base.FinetuneTask):
           labels['label_ids'], logits, from_logits=True
       )
       loss = finetuning_base.masked_mean(losses, labels['label_weights'])
-    if aux_losses:
-      loss += tf.add_n(aux_losses)
-    return loss
+    return finetuning_base.plus_aux_losses(loss, aux_losses)
 
   def loss_terms(self, labels) -> tf.Tensor:
     """Sentences (CRF) or labelled pieces (softmax) `build_losses` averages."""

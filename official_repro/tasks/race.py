@@ -46,9 +46,6 @@ class RaceTask(
     config = self.task_config
     return (tuple(config.levels), config.max_query_length, config.fill_blank)
 
-  def label_keys(self) -> Tuple[str, ...]:
-    return ('label_ids', 'level_ids')
-
   def read_features(self, split: str):
     config = self.task_config
     examples, _ = race_data.read_examples(

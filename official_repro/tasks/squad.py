@@ -107,9 +107,7 @@ class SquadTask(finetuning_base.FinetuneTask):
           )
       )
     loss = (losses[0] + losses[1]) / 2.0
-    if aux_losses:
-      loss += tf.add_n(aux_losses)
-    return loss
+    return finetuning_base.plus_aux_losses(loss, aux_losses)
 
   def compute_metrics(
       self, outputs: Mapping[str, np.ndarray]
