@@ -10,7 +10,6 @@ evaluation stream `s`: `s_nll`, `s_perplexity` (over the whole stream) and
 
 import dataclasses
 import functools
-import inspect
 import os
 from typing import Dict, List, Optional, Tuple
 
@@ -24,9 +23,9 @@ from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.modeling.hyperparams import base_config
 from official_repro.common import cli
+from official_repro.common import gin_dataclass
 from official_repro.data import wikitext
 from official_repro.modeling.models import causal_lm
-from official_repro.optimization import optimizer_config
 from official_repro.training import experiment
 
 STREAMS = ('train', 'valid', 'test')
@@ -87,28 +86,13 @@ class CausalLMTaskConfig(cfg.TaskConfig):
   )
 
 
-_DERIVED_MODEL_FIELDS = ('vocab_size', 'max_seq_length')
-# gin `causal_lm.<field>`: the model config's fields but the derived ones and
-# Model Garden `Config`'s constructor arguments that are not fields.
-_model_config_from_gin = gin.external_configurable(
-    CausalLMModelConfig,
-    'causal_lm',
-    denylist=list(_DERIVED_MODEL_FIELDS)
-    + [
-        name
-        for name in inspect.signature(CausalLMModelConfig).parameters
-        if name not in {f.name for f in dataclasses.fields(CausalLMModelConfig)}
-    ],
+# gin `causal_lm.<field>`: the model config's fields but the derived ones.
+_model_config_from_gin = gin_dataclass.external_configurable(
+    CausalLMModelConfig, 'causal_lm', exclude=('vocab_size', 'max_seq_length')
 )
 
 
-@functools.lru_cache(maxsize=2)
-def _load_corpus(
-    train_file, valid_file, valid_fraction, max_vocab_size, test_file
-) -> wikitext.Corpus:
-  return wikitext.load_corpus(
-      train_file, valid_file, valid_fraction, max_vocab_size, test_file
-  )
+_load_corpus = functools.lru_cache(maxsize=2)(wikitext.load_corpus)
 
 
 def load_corpus(data: CausalLMDataConfig) -> wikitext.Corpus:
@@ -214,33 +198,15 @@ def experiment_config(
   Arguments as `experiment.experiment_config`'s; evaluation runs once,
   after the last step.
   """
-  if min(train_steps, steps_per_loop, checkpoint_interval) < 1:
-    raise cli.UserError(
-        f'causal_lm_experiment.train_steps={train_steps}, steps_per_loop='
-        f'{steps_per_loop} and checkpoint_interval={checkpoint_interval} '
-        'must be >= 1.'
-    )
-  if checkpoint_interval % steps_per_loop:
-    raise cli.UserError(
-        f'causal_lm_experiment.checkpoint_interval={checkpoint_interval} '
-        f'must be a multiple of causal_lm_experiment.steps_per_loop='
-        f'{steps_per_loop}: checkpoints are saved at loop ends.'
-    )
   params = cfg.ExperimentConfig(
       task=task_config_from_gin(),
-      trainer=cfg.TrainerConfig(
-          optimizer_config=optimizer_config.optimization_config(
-              train_steps=train_steps
-          ),
-          train_steps=train_steps,
-          steps_per_loop=steps_per_loop,
-          summary_interval=steps_per_loop,
-          checkpoint_interval=checkpoint_interval,
+      trainer=experiment.trainer_config(
+          'causal_lm_experiment',
+          train_steps,
+          steps_per_loop,
+          checkpoint_interval,
+          max_to_keep,
           validation_interval=train_steps,
-          validation_steps=-1,
-          max_to_keep=max_to_keep,
-          # The trainer raises on a non-finite loss (see experiment.py).
-          recovery_max_trials=-1,
       ),
   )
   return params, experiment.RunSettings(seed=seed, deterministic=deterministic)

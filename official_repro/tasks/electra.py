@@ -6,10 +6,8 @@ encoder config's. gin: `electra.<field>`.
 """
 
 import dataclasses
-from typing import Dict, List
+from typing import Dict
 
-import tensorflow as tf
-import tf_keras
 
 from official.core import config_definitions as cfg
 from official.core import task_factory
@@ -74,31 +72,12 @@ class ElectraPretrainTask(pretraining.ReplacedTokenTask):
         tie_embedding_block=config.tie_embedding_block,
     )
 
-  def build_losses(
-      self,
-      labels: Dict[str, tf.Tensor],
-      model_outputs: Dict[str, tf.Tensor],
-      metrics: List[tf_keras.metrics.Metric],
-      aux_losses=None,
-  ) -> tf.Tensor:
-    """Weighted MLM + RTD loss; updates the two loss metrics."""
-    mlm_loss = super().build_losses(labels, model_outputs, metrics)
-    rtd_loss = pretraining.replaced_token_loss(
-        model_outputs['rtd_labels'],
-        model_outputs['rtd_logits'],
-        labels['input_mask'],
-    )
-    {metric.name: metric for metric in metrics}[
-        self.replaced_token_loss_name
-    ].update_state(rtd_loss)
+  def total_loss(self, mlm_loss, rtd_loss, labels, model_outputs, metrics):
     model = self.task_config.model
-    total = (
+    return (
         model.generator_loss_weight * mlm_loss
         + model.rtd_loss_weight * rtd_loss
     )
-    if aux_losses:
-      total += tf.add_n(aux_losses)
-    return total
 
 
 def _flops(
@@ -106,18 +85,15 @@ def _flops(
 ) -> Dict[str, flops.NetworkCost]:
   """ELECTRA's terms: generator + MLM head, discriminator + RTD head."""
   model = task_config.model
-  output_fraction = max_predictions / seq_length
-  generator = objectives.network_shape(model.generator(), seq_length)
   discriminator = objectives.network_shape(model.discriminator, seq_length)
-  backbone = model.discriminator.backbone
   return dict(
-      generator=flops.NetworkCost(
-          generator,
-          backbone,
-          dict(mlm=flops.mlm_head_flops(generator, output_fraction)),
+      generator=objectives.masked_lm_cost(
+          model.generator(), seq_length, max_predictions / seq_length
       ),
       discriminator=flops.NetworkCost(
-          discriminator, backbone, dict(rtd=flops.rtd_head_flops(discriminator))
+          discriminator,
+          model.discriminator.backbone,
+          dict(rtd=flops.rtd_head_flops(discriminator)),
       ),
   )
 

@@ -17,6 +17,7 @@ files and share the papers' optimizer.
 
 import abc
 import dataclasses
+import functools
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from absl import logging
@@ -35,7 +36,6 @@ from official_repro.optimization import layerwise_decay
 from official_repro.optimization import optimizer_config as optimizer_config_lib
 from official_repro.optimization import warmup_times_decay
 
-ENCODER_INPUTS = ('input_word_ids', 'input_mask', 'input_type_ids')
 # `data_order='original'`: one permutation, then the original's
 # `d.repeat().shuffle(buffer_size=100)` (finetune/preprocessing.py).
 ORIGINAL_SHUFFLE_BUFFER = 100
@@ -95,23 +95,20 @@ class FinetuneTask(base_task.Task):
   """Base class of the fine-tuning tasks (see module docstring)."""
 
   # Keys of `model_outputs` and `labels` that `validation_step` returns for
-  # `compute_metrics`; subclasses set them.
+  # `compute_metrics` (the labels: also `label_keys()`'s default).
   eval_output_keys: Tuple[str, ...] = ()
   eval_label_keys: Tuple[str, ...] = ()
 
   def __init__(self, params: FinetuneTaskConfig, logging_dir=None, name=None):
     super().__init__(params, logging_dir=logging_dir, name=name)
-    self._tokenizer = None
     self._encoder = None
     self._lr_multipliers = {}
 
-  @property
+  @functools.cached_property
   def tokenizer(self) -> vocab_lib.FullTokenizer:
-    if self._tokenizer is None:
-      self._tokenizer = vocab_lib.FullTokenizer(
-          self.task_config.vocab_file, do_lower_case=self.task_config.lower_case
-      )
-    return self._tokenizer
+    return vocab_lib.FullTokenizer(
+        self.task_config.vocab_file, do_lower_case=self.task_config.lower_case
+    )
 
   # Data.
   def feature_options(self) -> Tuple[Any, ...]:
@@ -150,9 +147,9 @@ class FinetuneTask(base_task.Task):
     """Rows of the `split` arrays (one optimizer example each)."""
     return len(self.load_features(split)[0]['input_word_ids'])
 
-  @abc.abstractmethod
   def label_keys(self) -> Tuple[str, ...]:
     """Keys of the feature dict that are labels, not model inputs."""
+    return self.eval_label_keys
 
   def build_inputs(
       self,
@@ -331,13 +328,11 @@ class FinetuneTask(base_task.Task):
     return logs
 
   def aggregate_logs(self, state=None, step_outputs=None):
-    state = state or {key: [] for key in self.eval_keys()}
-    for key in self.eval_keys():
+    keys = self.eval_output_keys + self.eval_label_keys
+    state = state or {key: [] for key in keys}
+    for key in keys:
       state[key].extend(np.asarray(value) for value in step_outputs[key])
     return state
-
-  def eval_keys(self) -> Tuple[str, ...]:
-    return self.eval_output_keys + self.eval_label_keys
 
   def reduce_aggregated_logs(self, aggregated_logs, global_step=None):
     outputs = {
@@ -381,9 +376,12 @@ def softmax_cross_entropy(
           label_ids, tf.cast(logits, tf.float32), from_logits=True
       )
   )
-  if aux_losses:
-    loss += tf.add_n(aux_losses)
-  return loss
+  return plus_aux_losses(loss, aux_losses)
+
+
+def plus_aux_losses(loss: tf.Tensor, aux_losses=None) -> tf.Tensor:
+  """`loss` plus the model's auxiliary losses (`model.losses`), if any."""
+  return loss + tf.add_n(aux_losses) if aux_losses else loss
 
 
 def _deduplicated(gradient):

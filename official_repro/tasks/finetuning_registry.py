@@ -1,7 +1,7 @@
 """The one registry of fine-tuning tasks: names, Task classes, config builders.
 
 A task module decorates its Task class with `register(names, config_cls,
-build_config)`, which registers it with Model Garden's `task_factory` and maps
+gin_name)`, which registers it with Model Garden's `task_factory` and maps
 each name (gin `finetuning.task`) to a `FinetuningTaskEntry`. The built-in
 tasks (modules of `official_repro.tasks`) are imported on the first look-up;
 adding a task is one new module.
@@ -13,7 +13,9 @@ from typing import Callable, Optional, Sequence, Tuple, Type
 from official.core import base_task
 from official.core import config_definitions as cfg
 from official.core import task_factory
+from official_repro.common import gin_dataclass
 from official_repro.common import registry
+from official_repro.tasks import finetuning_base
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,7 +24,7 @@ class FinetuningTaskEntry:
 
   Attributes:
     build_config: builds the config from `FinetuneTaskConfig`'s fields as
-      keyword arguments; gin may bind the task-specific ones.
+      keyword arguments; gin `<gin_name>.*` binds the task-specific ones.
     protocol_fields: `RunProtocol` attributes copied into the config.
     group: the benchmark the task belongs to ('glue'), or ''.
     segments: 2 for pairs (question and passage), 1 for one sentence.
@@ -45,14 +47,16 @@ _TASKS = registry.Registry[FinetuningTaskEntry](
 def register(
     names: Sequence[str],
     config_cls: Type[cfg.TaskConfig],
-    build_config: Optional[Callable[..., cfg.TaskConfig]] = None,
+    gin_name: str = '',
     protocol_fields: Sequence[str] = (),
     group: str = '',
     single_segment: Sequence[str] = (),
 ) -> Callable[[Type[base_task.Task]], Type[base_task.Task]]:
   """A class decorator registering a Task class under `names` (see the entry).
 
-  `single_segment`: the names among `names` whose inputs hold one segment.
+  `gin_name`: the gin configurable of the fields `config_cls` adds (but
+  `protocol_fields`); `single_segment`: the names whose inputs hold one
+  segment.
   """
   unknown = set(single_segment) - set(names)
   if unknown:
@@ -60,6 +64,10 @@ def register(
         f'single_segment names {sorted(unknown)} that are not among the '
         f'names registered, {list(names)}.'
     )
+
+  build_config = config_cls
+  if gin_name:
+    build_config = _gin_builder(config_cls, gin_name, protocol_fields)
 
   def decorator(task_cls: Type[base_task.Task]) -> Type[base_task.Task]:
     for name in names:
@@ -69,7 +77,7 @@ def register(
               name=name,
               task_cls=task_cls,
               config_cls=config_cls,
-              build_config=build_config or config_cls,
+              build_config=build_config,
               protocol_fields=tuple(protocol_fields),
               group=group,
               segments=1 if name in single_segment else 2,
@@ -79,6 +87,33 @@ def register(
     return task_cls
 
   return decorator
+
+
+def _gin_builder(
+    config_cls: Type[cfg.TaskConfig],
+    gin_name: str,
+    protocol_fields: Sequence[str],
+) -> Callable[..., cfg.TaskConfig]:
+  """`config_cls` from the shared fields and the bindings of `gin_name`."""
+  shared = dataclasses.fields(finetuning_base.FinetuneTaskConfig)
+  configurable = gin_dataclass.external_configurable(
+      config_cls,
+      gin_name,
+      exclude=[field.name for field in shared] + list(protocol_fields),
+  )
+
+  def build_config(**fields) -> cfg.TaskConfig:
+    # Gin's configurable is a subclass; Model Garden's task factory looks
+    # tasks up by the exact config class.
+    bound = configurable(**fields)
+    return config_cls(
+        **{
+            field.name: getattr(bound, field.name)
+            for field in dataclasses.fields(config_cls)
+        }
+    )
+
+  return build_config
 
 
 def task_names(group: Optional[str] = None) -> Tuple[str, ...]:

@@ -16,8 +16,6 @@ from official_repro.common import cli
 from official_repro.metrics import aggregation
 from official_repro.tasks import finetuning_registry
 
-SELECTIONS = aggregation.SELECTIONS
-AGGREGATIONS = aggregation.AGGREGATIONS
 DATA_ORDERS = ('reshuffle', 'original')
 
 
@@ -107,13 +105,13 @@ class RunProtocol:
       raise cli.UserError(
           f'run_protocol.num_runs must be >= 1, got ' f'{self.num_runs}.'
       )
-    if self.aggregation not in AGGREGATIONS:
+    if self.aggregation not in aggregation.AGGREGATIONS:
       raise cli.UserError(
           f'run_protocol.aggregation must be one of '
-          f'{AGGREGATIONS}, got {self.aggregation!r}.'
+          f'{aggregation.AGGREGATIONS}, got {self.aggregation!r}.'
       )
-    if self.selection not in SELECTIONS:
+    if self.selection not in aggregation.SELECTIONS:
       raise cli.UserError(
-          f'run_protocol.selection must be one of {SELECTIONS}, '
+          f'run_protocol.selection must be one of {aggregation.SELECTIONS}, '
           f'got {self.selection!r}.'
       )

@@ -10,9 +10,8 @@ file (MNLI's two scored separately). Options of google-research/electra:
 """
 
 import dataclasses
-from typing import Dict, Mapping, Tuple
+from typing import Dict, Mapping
 
-import gin
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -46,29 +45,18 @@ class GlueTaskConfig(finetuning_base.FinetuneTaskConfig):
   scale_stsb_targets: bool = False
   head: str = 'encoder_pooler'
 
-
-@gin.configurable('glue')
-def glue_task_config(
-    double_unordered: bool = False,
-    scale_stsb_targets: bool = False,
-    head: str = 'encoder_pooler',
-    **fields,
-) -> GlueTaskConfig:
-  """The GLUE task config; gin binds the original code's data rules and head."""
-  if head not in HEADS:
-    raise cli.UserError(f'glue.head must be one of {HEADS}, got {head!r}.')
-  return GlueTaskConfig(
-      double_unordered=double_unordered,
-      scale_stsb_targets=scale_stsb_targets,
-      head=head,
-      **fields,
-  )
+  def __post_init__(self, *args):
+    super().__post_init__(*args)
+    if self.head not in HEADS:
+      raise cli.UserError(
+          f'glue.head must be one of {HEADS}, got {self.head!r}.'
+      )
 
 
 @finetuning_registry.register(
     glue_data.GLUE_TASK_NAMES,
     GlueTaskConfig,
-    glue_task_config,
+    'glue',
     protocol_fields=('stsb_metric',),
     group='glue',
     single_segment=glue_data.SINGLE_SENTENCE_TASK_NAMES,
@@ -84,9 +72,6 @@ class GlueTask(
   @property
   def spec(self) -> glue_data.GlueTaskSpec:
     return glue_data.get_task_spec(self.task_config.task)
-
-  def label_keys(self) -> Tuple[str, ...]:
-    return ('label_ids', EVAL_SPLIT_KEY)
 
   def feature_options(self):
     config = self.task_config
@@ -154,9 +139,7 @@ class GlueTask(
             - tf.cast(labels['label_ids'], tf.float32)
         )
     )
-    if aux_losses:
-      loss += tf.add_n(aux_losses)
-    return loss
+    return finetuning_base.plus_aux_losses(loss, aux_losses)
 
   def build_metrics(self, training=None):
     return [] if self.spec.is_regression else super().build_metrics(training)

@@ -94,13 +94,9 @@ def _flops(
     task_config: MaskedLMPretrainConfig, seq_length: int, max_predictions: int
 ) -> Dict[str, flops.NetworkCost]:
   """One encoder with its MLM head (not the next-sentence head, as ELECTRA)."""
-  encoder = task_config.model.encoder
-  shape = objectives.network_shape(encoder, seq_length)
   return dict(
-      encoder=flops.NetworkCost(
-          shape,
-          encoder.backbone,
-          dict(mlm=flops.mlm_head_flops(shape, max_predictions / seq_length)),
+      encoder=objectives.masked_lm_cost(
+          task_config.model.encoder, seq_length, max_predictions / seq_length
       )
   )
 

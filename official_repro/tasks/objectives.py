@@ -197,3 +197,18 @@ def network_shape(
       vocab_size=config.vocab_size,
       block=backbone.flops_block(config, backbone.parse_options(config)),
   )
+
+
+def masked_lm_cost(
+    config: encoders.EncoderConfig,
+    seq_length: int,
+    output_fraction: float,
+    head: str = 'mlm',
+) -> flops_lib.NetworkCost:
+  """An encoder with its MLM-shaped `head` on `output_fraction` of tokens."""
+  shape = network_shape(config, seq_length)
+  return flops_lib.NetworkCost(
+      shape,
+      config.backbone,
+      {head: flops_lib.mlm_head_flops(shape, output_fraction)},
+  )

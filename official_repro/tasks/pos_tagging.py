@@ -10,7 +10,6 @@ import dataclasses
 import os
 from typing import Dict, Mapping, Tuple
 
-import gin
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -36,24 +35,8 @@ class TaggingTaskConfig(finetuning_base.FinetuneTaskConfig):
   conll_tag_column: int = -1
 
 
-@gin.configurable('pos')
-def tagging_task_config(
-    use_crf: bool = False,
-    file_format: str = 'auto',
-    conll_tag_column: int = -1,
-    **fields,
-) -> TaggingTaskConfig:
-  """The POS task config; gin binds the tagging-specific arguments."""
-  return TaggingTaskConfig(
-      use_crf=use_crf,
-      file_format=file_format,
-      conll_tag_column=conll_tag_column,
-      **fields,
-  )
-
-
 @finetuning_registry.register(
-    ('pos',), TaggingTaskConfig, tagging_task_config, single_segment=('pos',)
+    ('pos',), TaggingTaskConfig, 'pos', single_segment=('pos',)
 )
 class TaggingTask(finetuning_base.FinetuneTask):
   """POS tagging (see module docstring)."""
@@ -63,9 +46,6 @@ class TaggingTask(finetuning_base.FinetuneTask):
 
   def feature_options(self):
     return (self.task_config.file_format, self.task_config.conll_tag_column)
-
-  def label_keys(self) -> Tuple[str, ...]:
-    return ('label_ids', 'label_weights')
 
   def _sentences(self, split: str):
     path = os.path.join(self.task_config.data_dir, f'{split}.txt')
@@ -120,9 +100,7 @@ class TaggingTask(finetuning_base.FinetuneTask):
           labels['label_ids'], logits, from_logits=True
       )
       loss = finetuning_base.masked_mean(losses, labels['label_weights'])
-    if aux_losses:
-      loss += tf.add_n(aux_losses)
-    return loss
+    return finetuning_base.plus_aux_losses(loss, aux_losses)
 
   def loss_terms(self, labels) -> tf.Tensor:
     """Sentences (CRF) or labelled pieces (softmax) `build_losses` averages."""

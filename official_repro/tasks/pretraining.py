@@ -6,6 +6,7 @@ subclasses it and adds its own losses and metrics (registered in
 `tasks.objectives`).
 """
 
+import abc
 import dataclasses
 from typing import Dict, List, Optional
 
@@ -199,11 +200,35 @@ class ReplacedTokenTask(PretrainTask):
 
   The model outputs `rtd_labels` (int `[B, T]`, 1 = replaced) and
   `rtd_logits` (float `[B, T]`); this adds the discriminator's metrics. The
-  subclass's `build_losses` updates the metric `replaced_token_loss_name`
-  ('rtd_loss'; SCRIPT's 'critic_loss').
+  loss is the subclass's `total_loss` of the MLM loss and
+  `replaced_token_loss` (metric `replaced_token_loss_name`: 'rtd_loss';
+  SCRIPT's 'critic_loss'), plus the model's auxiliary losses.
   """
 
   replaced_token_loss_name = 'rtd_loss'
+
+  def build_losses(self, labels, model_outputs, metrics, aux_losses=None):
+    mlm_loss = super().build_losses(labels, model_outputs, metrics)
+    rtd_loss = self.replaced_token_loss(labels, model_outputs)
+    by_name = {metric.name: metric for metric in metrics}
+    by_name[self.replaced_token_loss_name].update_state(rtd_loss)
+    total = self.total_loss(mlm_loss, rtd_loss, labels, model_outputs, by_name)
+    if aux_losses:
+      total += tf.add_n(aux_losses)
+    return total
+
+  def replaced_token_loss(self, labels, model_outputs) -> tf.Tensor:
+    return replaced_token_loss(
+        model_outputs['rtd_labels'],
+        model_outputs['rtd_logits'],
+        labels['input_mask'],
+    )
+
+  @abc.abstractmethod
+  def total_loss(
+      self, mlm_loss, rtd_loss, labels, model_outputs, metrics
+  ) -> tf.Tensor:
+    """The weighted loss; `metrics` by name, for the subclass's own terms."""
 
   def build_metrics(self, training=None) -> List[tf_keras.metrics.Metric]:
     return super().build_metrics(training) + [

@@ -10,7 +10,6 @@ import dataclasses
 from typing import Dict, Mapping, Optional, Tuple
 
 from absl import logging
-import gin
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -34,23 +33,7 @@ class RaceTaskConfig(finetuning_base.FinetuneTaskConfig):
   fill_blank: bool = False
 
 
-@gin.configurable('race')
-def race_task_config(
-    levels: Tuple[str, ...] = race_data.LEVELS,
-    max_query_length: Optional[int] = None,
-    fill_blank: bool = False,
-    **fields,
-) -> RaceTaskConfig:
-  """The RACE task config; gin binds the RACE-specific arguments."""
-  return RaceTaskConfig(
-      levels=tuple(levels),
-      max_query_length=max_query_length,
-      fill_blank=fill_blank,
-      **fields,
-  )
-
-
-@finetuning_registry.register(('race',), RaceTaskConfig, race_task_config)
+@finetuning_registry.register(('race',), RaceTaskConfig, 'race')
 class RaceTask(
     finetuning_base.AccuracyMetricMixin, finetuning_base.FinetuneTask
 ):
@@ -62,9 +45,6 @@ class RaceTask(
   def feature_options(self):
     config = self.task_config
     return (tuple(config.levels), config.max_query_length, config.fill_blank)
-
-  def label_keys(self) -> Tuple[str, ...]:
-    return ('label_ids', 'level_ids')
 
   def read_features(self, split: str):
     config = self.task_config

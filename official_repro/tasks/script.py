@@ -8,10 +8,9 @@ Garden has no SCRIPT, so there is no stock counterpart for the benchmark.
 """
 
 import dataclasses
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import tensorflow as tf
-import tf_keras
 
 from official.core import task_factory
 from official.modeling.hyperparams import base_config
@@ -97,28 +96,18 @@ class ScriptPretrainTask(pretraining.ReplacedTokenTask):
         initial_positive_probability=config.initial_positive_probability,
     )
 
-  def build_losses(
-      self,
-      labels: Dict[str, tf.Tensor],
-      model_outputs: Dict[str, tf.Tensor],
-      metrics: List[tf_keras.metrics.Metric],
-      aux_losses=None,
-  ) -> tf.Tensor:
-    """L_MLM + alpha * L_Disc; updates the two loss metrics."""
-    mlm_loss = super().build_losses(labels, model_outputs, metrics)
-    critic = critic_loss(
+  def replaced_token_loss(self, labels, model_outputs) -> tf.Tensor:
+    """L_Disc: the critic's loss on pass 2."""
+    return critic_loss(
         model_outputs['rtd_labels'],
         model_outputs['critic_log_positive'],
         model_outputs['critic_log_negative'],
         labels['input_mask'],
     )
-    {metric.name: metric for metric in metrics}[
-        self.replaced_token_loss_name
-    ].update_state(critic)
-    total = mlm_loss + self.task_config.model.critic_loss_weight * critic
-    if aux_losses:
-      total += tf.add_n(aux_losses)
-    return total
+
+  def total_loss(self, mlm_loss, rtd_loss, labels, model_outputs, metrics):
+    """L_MLM + alpha * L_Disc."""
+    return mlm_loss + self.task_config.model.critic_loss_weight * rtd_loss
 
 
 def _flops(
@@ -131,17 +120,12 @@ def _flops(
   does not count its sampling.
   """
   encoder = task_config.model.encoder
-  shape = objectives.network_shape(encoder, seq_length)
   return dict(
-      mlm_pass=flops.NetworkCost(
-          shape,
-          encoder.backbone,
-          dict(mlm=flops.mlm_head_flops(shape, max_predictions / seq_length)),
+      mlm_pass=objectives.masked_lm_cost(
+          encoder, seq_length, max_predictions / seq_length
       ),
-      critic_pass=flops.NetworkCost(
-          shape,
-          encoder.backbone,
-          dict(critic=flops.mlm_head_flops(shape, output_fraction=1.0)),
+      critic_pass=objectives.masked_lm_cost(
+          encoder, seq_length, output_fraction=1.0, head='critic'
       ),
   )
 

@@ -11,7 +11,6 @@ import dataclasses
 import os
 from typing import Dict, Mapping, Tuple
 
-import gin
 import numpy as np
 import tensorflow as tf
 import tf_keras
@@ -40,27 +39,7 @@ class SquadTaskConfig(finetuning_base.FinetuneTaskConfig):
   max_answer_length: int = 30
 
 
-@gin.configurable('squad')
-def squad_task_config(
-    doc_stride: int = 128,
-    max_query_length: int = 64,
-    n_best_size: int = 20,
-    max_answer_length: int = 30,
-    **fields,
-) -> SquadTaskConfig:
-  """The SQuAD task config; gin binds the SQuAD-specific arguments."""
-  return SquadTaskConfig(
-      doc_stride=doc_stride,
-      max_query_length=max_query_length,
-      n_best_size=n_best_size,
-      max_answer_length=max_answer_length,
-      **fields,
-  )
-
-
-@finetuning_registry.register(
-    tuple(VERSIONS), SquadTaskConfig, squad_task_config
-)
+@finetuning_registry.register(tuple(VERSIONS), SquadTaskConfig, 'squad')
 class SquadTask(finetuning_base.FinetuneTask):
   """SQuAD fine-tuning (see module docstring)."""
 
@@ -128,9 +107,7 @@ class SquadTask(finetuning_base.FinetuneTask):
           )
       )
     loss = (losses[0] + losses[1]) / 2.0
-    if aux_losses:
-      loss += tf.add_n(aux_losses)
-    return loss
+    return finetuning_base.plus_aux_losses(loss, aux_losses)
 
   def compute_metrics(
       self, outputs: Mapping[str, np.ndarray]

@@ -126,34 +126,18 @@ class TeamsPretrainTask(pretraining.ReplacedTokenTask):
         correct, tf.cast(labels['masked_lm_weights'], tf.float32)
     )
 
-  def build_losses(
-      self,
-      labels: Dict[str, tf.Tensor],
-      model_outputs: Dict[str, tf.Tensor],
-      metrics: List[tf_keras.metrics.Metric],
-      aux_losses=None,
-  ) -> tf.Tensor:
-    """003 Eq. 9; updates the three loss metrics."""
-    mlm_loss = super().build_losses(labels, model_outputs, metrics)
-    rtd_loss = pretraining.replaced_token_loss(
-        model_outputs['rtd_labels'],
-        model_outputs['rtd_logits'],
-        labels['input_mask'],
-    )
+  def total_loss(self, mlm_loss, rtd_loss, labels, model_outputs, metrics):
+    """003 Eq. 9; updates the MWS loss metric."""
     selection_loss = mws_loss(
         model_outputs['mws_logits'], labels['masked_lm_weights']
     )
-    by_name = {metric.name: metric for metric in metrics}
-    by_name[self.replaced_token_loss_name].update_state(rtd_loss)
-    by_name['mws_loss'].update_state(selection_loss)
+    metrics['mws_loss'].update_state(selection_loss)
     model = self.task_config.model
     total = model.generator_loss_weight * mlm_loss
     if model.rtd_loss_weight:
       total += model.rtd_loss_weight * rtd_loss
     if model.mws_loss_weight:
       total += model.mws_loss_weight * selection_loss
-    if aux_losses:
-      total += tf.add_n(aux_losses)
     return total
 
 
@@ -167,7 +151,6 @@ def _flops(
   """
   model = task_config.model
   output_fraction = max_predictions / seq_length
-  generator = objectives.network_shape(model.generator(), seq_length)
   discriminator = objectives.network_shape(
       model.exported_discriminator(), seq_length
   )
@@ -182,10 +165,8 @@ def _flops(
   else:
     heads['task_layer'] = flops.block_flops(discriminator)
   return dict(
-      generator=flops.NetworkCost(
-          generator,
-          model.discriminator.backbone,
-          dict(mlm=flops.mlm_head_flops(generator, output_fraction)),
+      generator=objectives.masked_lm_cost(
+          model.generator(), seq_length, output_fraction
       ),
       discriminator=flops.NetworkCost(
           discriminator, model.discriminator.backbone, heads

@@ -94,28 +94,17 @@ def experiment_config(
       run ends bit-identical to an uninterrupted one.
     other_records: let a run resume on other records than it started on.
   """
-  if checkpoint_interval % steps_per_loop:
-    raise cli.UserError(
-        f'experiment.checkpoint_interval={checkpoint_interval} must be a '
-        f'multiple of experiment.steps_per_loop={steps_per_loop}: checkpoints '
-        'are saved at loop ends.'
-    )
   params = cfg.ExperimentConfig(
       task=objectives.task_config_from_gin(objective),
-      trainer=cfg.TrainerConfig(
-          optimizer_config=optimizer_config.optimization_config(
-              train_steps=train_steps
-          ),
-          train_steps=train_steps,
-          steps_per_loop=steps_per_loop,
-          summary_interval=summary_interval or steps_per_loop,
-          checkpoint_interval=checkpoint_interval,
-          validation_interval=validation_interval or checkpoint_interval,
+      trainer=trainer_config(
+          'experiment',
+          train_steps,
+          steps_per_loop,
+          checkpoint_interval,
+          max_to_keep,
+          summary_interval=summary_interval,
+          validation_interval=validation_interval,
           validation_steps=validation_steps,
-          max_to_keep=max_to_keep,
-          # Our trainer raises on a non-finite loss with the step and the last
-          # good checkpoint; Model Garden's recovery action is switched off.
-          recovery_max_trials=-1,
       ),
   )
   return params, RunSettings(
@@ -123,6 +112,50 @@ def experiment_config(
       seed=seed,
       deterministic=deterministic,
       other_records=other_records,
+  )
+
+
+def trainer_config(
+    configurable: str,
+    train_steps: int,
+    steps_per_loop: int,
+    checkpoint_interval: int,
+    max_to_keep: int,
+    summary_interval: Optional[int] = None,
+    validation_interval: Optional[int] = None,
+    validation_steps: int = -1,
+) -> cfg.TrainerConfig:
+  """Model Garden's trainer config of gin `configurable`'s step arguments.
+
+  Raises:
+    UserError: a count below 1, or checkpoints not at loop ends.
+  """
+  if min(train_steps, steps_per_loop, checkpoint_interval) < 1:
+    raise cli.UserError(
+        f'{configurable}.train_steps={train_steps}, steps_per_loop='
+        f'{steps_per_loop} and checkpoint_interval={checkpoint_interval} '
+        'must be >= 1.'
+    )
+  if checkpoint_interval % steps_per_loop:
+    raise cli.UserError(
+        f'{configurable}.checkpoint_interval={checkpoint_interval} must be a '
+        f'multiple of {configurable}.steps_per_loop={steps_per_loop}: '
+        'checkpoints are saved at loop ends.'
+    )
+  return cfg.TrainerConfig(
+      optimizer_config=optimizer_config.optimization_config(
+          train_steps=train_steps
+      ),
+      train_steps=train_steps,
+      steps_per_loop=steps_per_loop,
+      summary_interval=summary_interval or steps_per_loop,
+      checkpoint_interval=checkpoint_interval,
+      validation_interval=validation_interval or checkpoint_interval,
+      validation_steps=validation_steps,
+      max_to_keep=max_to_keep,
+      # Our trainer raises on a non-finite loss with the step and the last
+      # good checkpoint; Model Garden's recovery action is switched off.
+      recovery_max_trials=-1,
   )
 
 
@@ -139,8 +172,7 @@ def check_model_dir(
   path = os.path.join(model_dir, MODEL_CONFIG_FILENAME)
   checkpoint = tf.train.latest_checkpoint(model_dir)
   if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      saved = _fill_missing(json.load(f), defaults or {})
+    saved = _fill_missing(json_files.read_json(path), defaults or {})
     current = json.loads(json.dumps(model_config))
     if checkpoint and saved != current:
       differences = _diff(saved, current)
@@ -224,8 +256,7 @@ def check_records(
   path = os.path.join(model_dir, RECORDS_FILENAME)
   checkpoint = tf.train.latest_checkpoint(model_dir)
   if checkpoint and tf.io.gfile.exists(path) and not other_records:
-    with tf.io.gfile.GFile(path) as f:
-      saved = json.load(f)
+    saved = json_files.read_json(path)
     current = json.loads(json.dumps(identity))
     if saved != current:
       differing = sorted(
@@ -308,12 +339,16 @@ def run(
   with (
       preemption.stop_on_signal(),
       reproducibility.configure(seed, settings.deterministic),
+      precision.policy(settings.mixed_precision),
   ):
     if 'train' in mode:
       params = _resumable(
           params, model_dir, seed, chief=strategy.extended.should_checkpoint
       )
-    return _run(params, settings, strategy, model_dir, mode)
+    params.runtime = precision.runtime_config(settings.mixed_precision)
+    train_utils.serialize_config(params, model_dir)
+    gin_utils.save_config(model_dir, 'config.gin', operative=False)
+    return _run_in_policy(params, settings, strategy, model_dir, mode)
 
 
 def _resumable(
@@ -334,21 +369,6 @@ def _resumable(
   return params
 
 
-def _run(
-    params: cfg.ExperimentConfig,
-    settings: RunSettings,
-    strategy: tf.distribute.Strategy,
-    model_dir: str,
-    mode: str,
-) -> Dict[str, Any]:
-  """`run` once the seeds are set."""
-  params.runtime = precision.runtime_config(settings.mixed_precision)
-  train_utils.serialize_config(params, model_dir)
-  gin_utils.save_config(model_dir, 'config.gin', operative=False)
-  with precision.policy(settings.mixed_precision):
-    return _run_in_policy(params, settings, strategy, model_dir, mode)
-
-
 def _run_in_policy(
     params: cfg.ExperimentConfig,
     settings: RunSettings,
@@ -356,7 +376,7 @@ def _run_in_policy(
     model_dir: str,
     mode: str,
 ) -> Dict[str, Any]:
-  """`_run` under the run's Keras precision policy."""
+  """`run` once the seeds and the Keras precision policy are set."""
   task = task_factory.get_task(params.task, logging_dir=model_dir)
   with strategy.scope():
     trainer = train_utils.create_trainer(

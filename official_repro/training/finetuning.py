@@ -141,13 +141,6 @@ def evaluation_steps(steps_per_epoch: int, train_steps: int) -> List[int]:
   return sorted(points)
 
 
-def _read_json(path: str, default):
-  if not tf.io.gfile.exists(path):
-    return default
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
-
-
 def _flatten(prefix: str, value: Any) -> Dict[str, Any]:
   if isinstance(value, Mapping):
     flat = {}
@@ -222,7 +215,7 @@ def check_settings(run_dir: str, settings: Mapping[str, Any]) -> None:
     SettingsMismatchError: naming every differing setting and both values.
   """
   path = os.path.join(run_dir, SETTINGS_FILENAME)
-  saved = _read_json(path, None)
+  saved = json_files.read_json(path, None)
   if saved is not None:
     saved = {**_ADDED_SETTINGS, **saved}
   current = {**_ADDED_SETTINGS, **settings}
@@ -300,65 +293,47 @@ def run_seed(
           data_digest(task_config),
       ),
   )
-  with preemption.stop_on_signal(), precision.policy(mixed_precision):
-    done = _read_json(os.path.join(run_dir, RESULT_FILENAME), None)
-    if done is not None:
-      logging.info('%s already finished; not repeated.', run_dir)
-      return done
-    tf_keras.backend.clear_session()
-    with reproducibility.configure(seed, protocol.deterministic):
-      return _train_and_evaluate(
-          task_config,
-          schedule,
-          protocol,
-          seed,
-          run_dir,
-          strategy,
-          mixed_precision,
-      )
-
-
-def _train_and_evaluate(
-    task_config: finetuning_base.FinetuneTaskConfig,
-    schedule: finetuning_schedule.FinetuningSchedule,
-    protocol: finetuning_schedule.RunProtocol,
-    seed: int,
-    run_dir: str,
-    strategy: tf.distribute.Strategy,
-    mixed_precision: Optional[str],
-) -> Dict[str, Any]:
-  """`run_seed` once its seeds are set; resumes from `run_dir`'s checkpoint."""
-  _, resumed_step = reproducibility.latest_readable_checkpoint(run_dir)
-  task_config = _with_data(task_config, schedule, seed, resumed_step)
-  task = task_factory.get_task(task_config, logging_dir=run_dir)
-  num_train = task.num_examples(TRAIN_SPLIT)
-  train_steps = schedule.train_steps(num_train)
-  steps_per_epoch = schedule.steps_per_epoch(num_train)
-  params = _experiment_params(
-      task_config, schedule, num_train, steps_per_epoch, mixed_precision
-  )
-  trainer, controller = _controller(params, task, run_dir, strategy)
-  history = _train_with_evaluations(
-      controller,
-      strategy,
-      os.path.join(run_dir, HISTORY_FILENAME),
-      evaluation_steps(steps_per_epoch, train_steps),
-      steps_per_epoch,
-      seed,
-  )
-  key = task.headline_metric()
-  selected = aggregation.select_eval(history, key, protocol.selection)
-  result = dict(
-      seed=seed,
-      train_steps=train_steps,
-      num_train_examples=num_train,
-      selected=dict(selected),
-      score=float(selected[key]),
-      history=history,
-      last_train_logs=trainer.last_train_logs,
-  )
-  json_files.write_json(os.path.join(run_dir, RESULT_FILENAME), result)
-  return result
+  done = json_files.read_json(os.path.join(run_dir, RESULT_FILENAME), None)
+  if done is not None:
+    logging.info('%s already finished; not repeated.', run_dir)
+    return done
+  tf_keras.backend.clear_session()
+  with (
+      preemption.stop_on_signal(),
+      precision.policy(mixed_precision),
+      reproducibility.configure(seed, protocol.deterministic),
+  ):
+    _, resumed_step = reproducibility.latest_readable_checkpoint(run_dir)
+    task_config = _with_data(task_config, schedule, seed, resumed_step)
+    task = task_factory.get_task(task_config, logging_dir=run_dir)
+    num_train = task.num_examples(TRAIN_SPLIT)
+    train_steps = schedule.train_steps(num_train)
+    steps_per_epoch = schedule.steps_per_epoch(num_train)
+    params = _experiment_params(
+        task_config, schedule, num_train, steps_per_epoch, mixed_precision
+    )
+    trainer, controller = _controller(params, task, run_dir, strategy)
+    history = _train_with_evaluations(
+        controller,
+        strategy,
+        os.path.join(run_dir, HISTORY_FILENAME),
+        evaluation_steps(steps_per_epoch, train_steps),
+        steps_per_epoch,
+        seed,
+    )
+    key = task.headline_metric()
+    selected = aggregation.select_eval(history, key, protocol.selection)
+    result = dict(
+        seed=seed,
+        train_steps=train_steps,
+        num_train_examples=num_train,
+        selected=dict(selected),
+        score=float(selected[key]),
+        history=history,
+        last_train_logs=trainer.last_train_logs,
+    )
+    json_files.write_json(os.path.join(run_dir, RESULT_FILENAME), result)
+    return result
 
 
 def _with_data(task_config, schedule, seed: int, start_step: int):
@@ -456,7 +431,7 @@ def _train_with_evaluations(
 
   Evaluations already in `history_path` are kept; each new one is appended.
   """
-  history = _read_json(history_path, [])
+  history = json_files.read_json(history_path, [])
   evaluated = {entry['step'] for entry in history}
   for step in steps:
     if step in evaluated:

@@ -45,6 +45,7 @@ _DENIED_PARAMETER = re.compile(
 def _parameter_names(configurable: str) -> List[str]:
   """The parameters gin binds of a configurable (signature less denylist)."""
   try:
+    # Private: `gin.get_configurable` returns the wrapper, not the denylist.
     info = gin.config._REGISTRY.get_match(configurable)  # pylint: disable=protected-access
     denied = set(info.denylist or ())
     return [
@@ -60,12 +61,11 @@ def suggestion(message: str) -> str:
   """A ' Did you mean ...?' hint (or the parameters taken) for a gin error."""
   match = _UNKNOWN_CONFIGURABLE.search(message)
   if match:
+    # Private: gin has no public list of the configurables' names.
+    registry = gin.config._REGISTRY  # pylint: disable=protected-access
     names = sorted(
-        {
-            selector.split('.')[-1]
-            for selector, _ in gin.config._REGISTRY.items()
-        }
-    )  # pylint: disable=protected-access
+        {selector.split('.')[-1] for selector, _ in registry.items()}
+    )
     close = difflib.get_close_matches(match.group(1), names, n=1)
     return f' Did you mean {close[0]!r}?' if close else ''
   match = _UNKNOWN_PARAMETER.search(message)
@@ -184,6 +184,8 @@ def check_types() -> None:
   Gin would apply `learning_rate = '1e-3'` as a string and TensorFlow fail
   much later.
   """
+  # Private: gin has no public list of the bound selectors, nor (see
+  # `_parameter_names`) of a configurable's wrapped function.
   for (_, selector), bindings in gin.config._CONFIG.items():  # pylint: disable=protected-access
     configurable = gin.config._REGISTRY.get_match(selector)  # pylint: disable=protected-access
     if configurable is None:

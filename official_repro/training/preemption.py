@@ -138,6 +138,7 @@ def _watch(read_fd: int, signals: Sequence[int], handled: threading.Event):
           file=sys.stderr,
           flush=True,
       )
+      # os._exit is public (no cleanup, which may wait on the main thread).
       os._exit(128 + data[0])  # pylint: disable=protected-access
 
 

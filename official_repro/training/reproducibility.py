@@ -9,7 +9,6 @@ trainer to checkpoint, and a resumed run ends as an uninterrupted one.
 """
 
 import contextlib
-import json
 import os
 import random
 from typing import Iterator, List, Optional, Tuple
@@ -18,6 +17,8 @@ from absl import logging
 import tensorflow as tf
 import tf_keras
 
+# Private module: TF exports only `enable_op_determinism`; reading and undoing
+# it (`configure` restores the previous state) have no public API.
 from tensorflow.python.framework import config as tf_config  # pylint: disable=g-direct-tensorflow-import
 from official_repro.common import cli
 from official_repro.common import json_files
@@ -34,8 +35,7 @@ def run_seed(model_dir: str, seed: Optional[int]) -> int:
   """
   path = os.path.join(model_dir, SEED_FILENAME)
   if tf.io.gfile.exists(path):
-    with tf.io.gfile.GFile(path) as f:
-      saved = json.load(f)['seed']
+    saved = json_files.read_json(path)['seed']
     if seed is not None and seed != saved:
       raise ValueError(
           f'experiment.seed={seed}, but the run in {model_dir} was started '
@@ -65,7 +65,7 @@ def configure(seed: int, deterministic: bool) -> Iterator[None]:
   generator_was_on = (
       tf_keras.backend.experimental.is_tf_random_generator_enabled()
   )
-  tf_config.enable_op_determinism()
+  tf.config.experimental.enable_op_determinism()
   tf_keras.backend.experimental.enable_tf_random_generator()
   try:
     yield
@@ -87,6 +87,8 @@ def random_generators(model: tf.Module) -> List[tf.random.Generator]:
   for module in [model, *model.submodules]:
     if not isinstance(module, base):
       continue
+    # Private: tf_keras has no public access to a layer's RandomGenerator,
+    # its lazy creation or the tf.random.Generator it wraps.
     rng = module._random_generator  # pylint: disable=protected-access
     rng._maybe_init()  # pylint: disable=protected-access
     generator = getattr(rng, '_generator', None)

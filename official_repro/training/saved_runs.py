@@ -22,6 +22,7 @@ from official.core import config_definitions as cfg
 from official.core import task_factory
 from official.nlp.modeling import models
 from official_repro.common import cli
+from official_repro.common import json_files
 from official_repro.data import glue as glue_data
 from official_repro.modeling.networks import encoders
 from official_repro.tasks import objectives
@@ -129,8 +130,7 @@ def load(model_dir: str, checkpoint: Optional[str] = None) -> SavedRun:
     )
   objective = objectives.get(match.group(1))
   path = os.path.join(model_dir, experiment.MODEL_CONFIG_FILENAME)
-  with tf.io.gfile.GFile(path) as f:
-    model_config = _model_config(objective, json.load(f))
+  model_config = _model_config(objective, json_files.read_json(path))
   task = task_factory.get_task(objective.task_config_cls(model=model_config))
   model = task.build_model()
   model(_dummy_batch(), training=False)
@@ -252,10 +252,9 @@ def _nested(flat: Dict[str, Any], prefix: str) -> Dict[str, Any]:
 
 def load_finetuned(run_dir: str) -> FinetunedRun:
   """Rebuilds and restores a GLUE classifier from its run directory."""
-  with tf.io.gfile.GFile(
+  settings = json_files.read_json(
       os.path.join(run_dir, finetuning.SETTINGS_FILENAME)
-  ) as f:
-    settings = json.load(f)
+  )
   task = settings['finetuning.task']
   if task not in glue_data.GLUE_TASK_NAMES:
     raise cli.UserError(

@@ -28,6 +28,7 @@ from official_repro.training import step_logging
 
 def _placeholder(spec: tf.TypeSpec) -> tf.Tensor:
   """A placeholder for one replica's share of a (`PerReplica`) spec."""
+  # Private: a `PerReplicaSpec` has no public accessor of its replicas' specs.
   value_specs = getattr(spec, '_value_specs', None)
   if value_specs:
     spec = value_specs[0]
@@ -70,12 +71,13 @@ class Trainer(base_trainer.Trainer):
     if isinstance(spec, tuple) and len(spec) == 2:
       spec = spec[0]  # (features, labels), as `base_task.Task.train_step`
     with self.strategy.scope():
+      # Internal: no public graph lifts the variables out as tracing does.
       with tf.__internal__.FuncGraph('build_graph').as_default():
         features = tf.nest.map_structure(_placeholder, spec)
         self.model(features, training=True)
       if isinstance(self.optimizer, tf_keras.optimizers.legacy.Optimizer):
-        # pylint: disable=protected-access
-        self.optimizer._create_all_weights(self.model.trainable_variables)
+        # Private: legacy optimizers have no public `build(var_list)`.
+        self.optimizer._create_all_weights(self.model.trainable_variables)  # pylint: disable=protected-access
 
   def train_loop_begin(self):
     super().train_loop_begin()

@@ -112,7 +112,7 @@ def _pair_dir(tmp_path):
 
 
 def _features(data_dir, vocab, task, split, **options):
-  config = glue.glue_task_config(
+  config = glue.GlueTaskConfig(
       task=task,
       data_dir=data_dir,
       vocab_file=vocab,

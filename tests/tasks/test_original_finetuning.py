@@ -68,7 +68,7 @@ def _encoder_config():
 
 def _task(tmp_path, rows=8, **options):
   data_dir, vocab = _mrpc_dir(tmp_path, rows)
-  config = glue.glue_task_config(
+  config = glue.GlueTaskConfig(
       task='mrpc',
       data_dir=data_dir,
       vocab_file=vocab,
@@ -87,7 +87,8 @@ def _task(tmp_path, rows=8, **options):
 def _batch(task):
   arrays, _ = task.load_features('train')
   features = {
-      key: tf.constant(arrays[key]) for key in finetuning_base.ENCODER_INPUTS
+      key: tf.constant(arrays[key])
+      for key in ('input_word_ids', 'input_mask', 'input_type_ids')
   }
   return features, {'label_ids': tf.constant(arrays['label_ids'])}
 
