@@ -142,7 +142,7 @@ def resolve_vocab_size(
   if not data.input_path:
     if config.vocab_size is None:
       raise cli.UserError(
-          'Set pretrain_data.input_path (records) or ' 'encoder.vocab_size.'
+          'Set pretrain_data.input_path (records) or encoder.vocab_size.'
       )
     return config
   vocab_size, vocab_file = pretrain_dataloader.records_vocabulary(

@@ -150,7 +150,7 @@ def define_flags() -> None:
   flags.DEFINE_integer(
       'num_cpu_devices',
       1,
-      'Logical CPU devices for --strategy=mirrored on a host ' 'without GPUs.',
+      'Logical CPU devices for --strategy=mirrored on a host without GPUs.',
   )
 
 
