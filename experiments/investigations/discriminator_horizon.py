@@ -405,6 +405,40 @@ _PRECISION = {
 }
 
 
+def _curve_table(curve: Dict[int, Dict[str, float]]) -> List[str]:
+  """The held-out curve as markdown lines: a row per evaluated step."""
+  return markdown.table(
+      ['step', *(label for _, label in CURVE_METRICS)],
+      [
+          [
+              f'{step:,}',
+              *(plots.number(metrics.get(name)) for name, _ in CURVE_METRICS),
+          ]
+          for step, metrics in curve.items()
+      ],
+  )
+
+
+def _public_points_table() -> List[str]:
+  """`PUBLIC_POINTS` as markdown lines."""
+  return markdown.table(
+      (
+          'source | model | step | AUC | recall | accuracy | masked-LM '
+          'accuracy'
+      ).split(' | '),
+      [
+          [
+              *f'{p.source}|{p.model}|{p.step:,}|{p.auc:.2f}'.split('|'),
+              *(
+                  plots.number(x)
+                  for x in (p.recall, p.accuracy, p.masked_lm_accuracy)
+              ),
+          ]
+          for p in PUBLIC_POINTS
+      ],
+  )
+
+
 def write_report(
     horizon: HorizonRun,
     curve: Dict[int, Dict[str, float]],
@@ -449,41 +483,14 @@ def write_report(
       '',
       '## Held-out curve',
       '',
-      *markdown.table(
-          ['step', *(label for _, label in CURVE_METRICS)],
-          [
-              [
-                  f'{step:,}',
-                  *(
-                      plots.number(metrics.get(name))
-                      for name, _ in CURVE_METRICS
-                  ),
-              ]
-              for step, metrics in curve.items()
-          ],
-      ),
+      *_curve_table(curve),
       '',
       '## Public points of the reference code',
       '',
       'At other sizes, batches and corpora: they say where the phase '
       'ends for the reference code, not a value to match.',
       '',
-      *markdown.table(
-          (
-              'source | model | step | AUC | recall | accuracy | masked-LM '
-              'accuracy'
-          ).split(' | '),
-          [
-              [
-                  *f'{p.source}|{p.model}|{p.step:,}|{p.auc:.2f}'.split('|'),
-                  *(
-                      plots.number(x)
-                      for x in (p.recall, p.accuracy, p.masked_lm_accuracy)
-                  ),
-              ]
-              for p in PUBLIC_POINTS
-          ],
-      ),
+      *_public_points_table(),
       '',
       f'![curve]({os.path.basename(stem)}.png)',
       '',

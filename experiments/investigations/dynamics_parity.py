@@ -1157,6 +1157,38 @@ def _differences_lines(rows: List[Dict]) -> List[str]:
   ]
 
 
+def _check_same_held_out(prior: PriorReport, ceiling: Dict[str, Any]):
+  """Refuses a prior report scored on other held-out slots than these."""
+  differ = {
+      k: (v, ceiling.get(k))
+      for k, v in prior.context_free.items()
+      if ceiling.get(k) is None or not math.isclose(v, ceiling[k])
+  }
+  if differ:
+    raise cli.UserError(
+        f'--prior_report: {prior.path} was scored on other held-out records '
+        f'than those under --runs_dir (context-free ceiling, theirs against '
+        f'these: {differ}); build the records from the same books.'
+    )
+
+
+def _ceiling_lines(ceiling: Dict[str, Any]) -> List[str]:
+  """The curves' heading and what a model without context scores."""
+  return [
+      '## Mean held-out curves (± seed standard deviation)',
+      '',
+      'Without context (copy the shown token; behind [MASK], the most '
+      'frequent training token: `official_repro.metrics.context_free`) '
+      f'a masked LM scores {ceiling["context_free"]:.4f} on these '
+      f'{ceiling["slots"]:,} held-out slots and '
+      f'{ceiling["mask_token_context_free"]:.4f} on the '
+      f'{ceiling["mask_token_slots"]:,} shown as [MASK] '
+      '(`masked_lm_accuracy` and `mask_token_accuracy` above it need '
+      'context).',
+      '',
+  ]
+
+
 def write_report(
     runs_dir: str,
     output_dir: str,
@@ -1174,17 +1206,8 @@ def write_report(
   results = collect(runs)
   rows = comparisons(results)
   ceiling = held_out_ceiling(runs_dir, schedule.eval_batches)
-  differ = {  # a prior report scored on other held-out slots is refused
-      k: (v, ceiling.get(k))
-      for k, v in (prior.context_free if prior else {}).items()
-      if ceiling.get(k) is None or not math.isclose(v, ceiling[k])
-  }
-  if differ:
-    raise cli.UserError(
-        f'--prior_report: {prior.path} was scored on other held-out records '
-        f'than those under --runs_dir (context-free ceiling, theirs against '
-        f'these: {differ}); build the records from the same books.'
-    )
+  if prior:
+    _check_same_held_out(prior, ceiling)
   replay = None
   if 'stock_static_our_shuffle' in results.get('electra', {}):
     replay = {v: epoch_replay(runs_dir, 'electra', v) for v in REPLAY_VARIANTS}
@@ -1225,19 +1248,7 @@ def write_report(
         '',
     ]
   lines += _settings_lines(results, schedule)
-  lines += [
-      '## Mean held-out curves (± seed standard deviation)',
-      '',
-      'Without context (copy the shown token; behind [MASK], the most '
-      'frequent training token: `official_repro.metrics.context_free`) '
-      f'a masked LM scores {ceiling["context_free"]:.4f} on these '
-      f'{ceiling["slots"]:,} held-out slots and '
-      f'{ceiling["mask_token_context_free"]:.4f} on the '
-      f'{ceiling["mask_token_slots"]:,} shown as [MASK] '
-      '(`masked_lm_accuracy` and `mask_token_accuracy` above it need '
-      'context).',
-      '',
-  ]
+  lines += _ceiling_lines(ceiling)
   for o, by_variant in results.items():
     lines += _curve_lines(o, by_variant)
   lines += summary(rows)

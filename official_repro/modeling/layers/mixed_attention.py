@@ -302,25 +302,30 @@ class ConvBertBlock(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     )
     self._bias_initializer = tf_keras.initializers.get(bias_initializer)
     self._return_attention_scores = return_attention_scores
+    self._build_sublayers()
 
+  def _build_sublayers(self) -> None:
+    """The mixed attention, the grouped feed-forward, dropouts and norms."""
     self._attention = MixedAttention(
-        hidden_size=hidden_size,
-        num_attention_heads=num_attention_heads,
-        head_ratio=head_ratio,
-        kernel_size=kernel_size,
-        conv_only=conv_only,
-        attention_only=attention_only,
-        causal=causal,
-        conv_mask_values=conv_mask_values,
-        attention_dropout=attention_dropout_rate,
+        hidden_size=self._hidden_size,
+        num_attention_heads=self._num_attention_heads,
+        head_ratio=self._head_ratio,
+        kernel_size=self._kernel_size,
+        conv_only=self._conv_only,
+        attention_only=self._attention_only,
+        causal=self._causal,
+        conv_mask_values=self._conv_mask_values,
+        attention_dropout=self._attention_dropout_rate,
         name='mixed_attention',
         **span_dynamic_conv.cloned_initializers(self),
     )
-    self._attention_dropout = tf_keras.layers.Dropout(dropout_rate)
+    self._attention_dropout = tf_keras.layers.Dropout(self._dropout_rate)
     self._attention_layer_norm = self._layer_norm('attention_layer_norm')
-    self._intermediate = self._grouped_dense(intermediate_size, 'intermediate')
-    self._output = self._grouped_dense(hidden_size, 'output')
-    self._output_dropout = tf_keras.layers.Dropout(dropout_rate)
+    self._intermediate = self._grouped_dense(
+        self._intermediate_size, 'intermediate'
+    )
+    self._output = self._grouped_dense(self._hidden_size, 'output')
+    self._output_dropout = tf_keras.layers.Dropout(self._dropout_rate)
     self._output_layer_norm = self._layer_norm('output_layer_norm')
 
   def _layer_norm(self, name: str) -> tf_keras.layers.LayerNormalization:

@@ -85,32 +85,38 @@ class CausalLM(tf_keras.Model):
         attention_dropout_rate=attention_dropout_rate,
         initializer_range=initializer_range,
     )
-    width = sizes['embedding_width']
-    init = self._initializer
-
-    self._word_embedding = layers.OnDeviceEmbedding(
-        vocab_size, width, initializer=init(), name='word_embeddings'
-    )
-    self._position_embedding = layers.PositionEmbedding(
-        max_length=max_seq_length, initializer=init(), name='position_embedding'
-    )
-    self._embedding_norm = tf_keras.layers.LayerNormalization(
-        axis=-1, epsilon=1e-12, dtype=tf.float32, name='embeddings/layer_norm'
-    )
-    self._embedding_dropout = tf_keras.layers.Dropout(dropout_rate)
-    self._input_projection = None
-    self._output_projection = None
-    if width != hidden_size:
-      self._input_projection = tf_keras.layers.Dense(
-          hidden_size, kernel_initializer=init(), name='embedding_projection'
-      )
-      self._output_projection = tf_keras.layers.Dense(
-          width, kernel_initializer=init(), name='output_projection'
-      )
+    self._build_embeddings(sizes['embedding_width'])
     self._blocks = [self._new_block(i) for i in range(num_layers)]
     self._output_bias = self.add_weight(
         name='output_bias', shape=[vocab_size], initializer='zeros'
     )
+
+  def _build_embeddings(self, width: int) -> None:
+    """Word and position tables of `width` E, with projections if E != H."""
+    config, init = self._config, self._initializer
+    self._word_embedding = layers.OnDeviceEmbedding(
+        config['vocab_size'], width, initializer=init(), name='word_embeddings'
+    )
+    self._position_embedding = layers.PositionEmbedding(
+        max_length=config['max_seq_length'],
+        initializer=init(),
+        name='position_embedding',
+    )
+    self._embedding_norm = tf_keras.layers.LayerNormalization(
+        axis=-1, epsilon=1e-12, dtype=tf.float32, name='embeddings/layer_norm'
+    )
+    self._embedding_dropout = tf_keras.layers.Dropout(config['dropout_rate'])
+    self._input_projection = None
+    self._output_projection = None
+    if width != config['hidden_size']:
+      self._input_projection = tf_keras.layers.Dense(
+          config['hidden_size'],
+          kernel_initializer=init(),
+          name='embedding_projection',
+      )
+      self._output_projection = tf_keras.layers.Dense(
+          width, kernel_initializer=init(), name='output_projection'
+      )
 
   def _initializer(self) -> tf_keras.initializers.Initializer:
     return tf_keras.initializers.TruncatedNormal(
