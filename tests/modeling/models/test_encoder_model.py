@@ -58,4 +58,3 @@ def test_the_checkpoint_items_are_the_encoder(tiny_bert_encoder, tmp_path):
   np.testing.assert_allclose(
       other(_inputs()).numpy(), model(_inputs()).numpy(), rtol=1e-6
   )
-
