@@ -815,7 +815,10 @@ def read_prior_report(path: str, schedule: Schedule) -> PriorReport:
   Raises:
     cli.UserError: no such report, another schedule, or an unknown run.
   """
-  report = json_files.read_json(path)
+  try:
+    report = json_files.read_json(path)
+  except cli.UserError as error:
+    raise cli.UserError(f'--prior_report: {error}') from None
   if not isinstance(report, dict) or not isinstance(report.get('runs'), dict):
     raise cli.UserError(
         f'--prior_report: {path} holds no `runs`; give a report written by '

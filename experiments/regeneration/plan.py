@@ -230,8 +230,8 @@ def config_facts(
       trainable_parameters=int(
           sum(v.shape.num_elements() for v in model.trainable_variables)
       ),
-      optimizer=query(gin_files, 'optimization.optimizer', 'lamb'),
-      masking=query(gin_files, 'pretrain_data.masking', 'dynamic'),
+      optimizer=query(gin_files, 'optimization.optimizer', 'lamb', bindings),
+      masking=query(gin_files, 'pretrain_data.masking', 'dynamic', bindings),
   )
   gin.clear_config()
   return facts
@@ -241,9 +241,17 @@ _REQUIRED = object()
 
 
 @functools.lru_cache(maxsize=None)
-def query(gin_files: Tuple[str, ...], name: str, default=_REQUIRED):
-  """What `gin_files` bind `name` to, else `default` (else a ValueError)."""
-  parse_gin(gin_files)
+def query(
+    gin_files: Tuple[str, ...],
+    name: str,
+    default=_REQUIRED,
+    bindings: Tuple[str, ...] = (),
+):
+  """What `gin_files`, then `bindings`, bind `name` to, else `default`.
+
+  Without a `default`, an unbound `name` raises a ValueError.
+  """
+  parse_gin(gin_files, bindings)
   try:
     return gin.query_parameter(name)
   except ValueError:

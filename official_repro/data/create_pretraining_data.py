@@ -282,7 +282,8 @@ class PretrainingDataConfig:
     """Refuses fractions, sizes and counts out of their ranges."""
     for name, (least, most) in _RANGES.items():
       value = getattr(self, name)
-      if value < least or (most is not None and value > most):
+      # Written as a range that holds, so NaN (which compares False) fails.
+      if not (least <= value and (most is None or value <= most)):
         bounds = f'>= {least}' if most is None else f'in [{least}, {most}]'
         raise cli.UserError(f'--{name} must be {bounds}, got {value}.')
     if not 0.0 <= self.eval_fraction < 1.0:

@@ -354,6 +354,22 @@ class TestErrors:
     with pytest.raises(ValueError, match='--group_mb must be positive'):
       cpd.PretrainingDataConfig(vocab_size=100, group_mb=0.0)
 
+  @pytest.mark.parametrize(
+      'name, value, message',
+      [
+          ('dupe_factor', 0, r'--dupe_factor must be >= 1, got 0'),
+          ('num_eval_shards', 0, r'--num_eval_shards must be >= 1'),
+          ('num_workers', -1, r'--num_workers must be >= 0'),
+          ('max_unk_rate', 1.5, r'--max_unk_rate must be in \[0, 1\]'),
+          ('max_decode_error_rate', float('nan'), 'must be in .*got nan'),
+          ('max_unk_rate', float('nan'), r'--max_unk_rate must be in'),
+      ],
+  )
+  def test_numeric_options_out_of_range(self, name, value, message):
+    options = dict(vocab_size=100, masking='static', **{name: value})
+    with pytest.raises(ValueError, match=message):
+      cpd.PretrainingDataConfig(**options)
+
   def test_vocab_file_xor_vocab_size(self, corpus, tmp_path):
     with pytest.raises(ValueError, match='exactly one of --vocab_file'):
       cpd.prepare_pretraining_data([corpus[0]], str(tmp_path))

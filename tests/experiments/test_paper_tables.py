@@ -150,7 +150,9 @@ def test_repeated_names_are_told_apart_by_key():
 
 def test_every_paper_loads():
   papers = {paper: paper_tables.load(paper) for paper in paper_tables.PAPERS}
-  assert sorted(papers) == list(paper_tables.PAPERS)
+  assert {key: paper.paper for key, paper in papers.items()} == {
+      key: key for key in paper_tables.PAPERS
+  }
   for paper in papers.values():
     assert paper.tables and paper.sections
 

@@ -379,10 +379,21 @@ def test_a_prior_report_that_is_not_one_is_refused(tmp_path, report, message):
 
 
 def test_a_missing_prior_report_is_refused(tmp_path):
-  with pytest.raises(cli.UserError, match='does not exist'):
+  with pytest.raises(
+      cli.UserError, match='^--prior_report: .*missing.json does not exist'
+  ):
     dynamics_parity.read_prior_report(
         str(tmp_path / 'missing.json'), dynamics_parity.Schedule()
     )
+
+
+def test_a_prior_report_that_is_not_json_is_refused_by_flag(tmp_path):
+  path = tmp_path / 'report.json'
+  path.write_text('{"runs": ')
+  with pytest.raises(
+      cli.UserError, match='^--prior_report: .*report.json: not valid JSON'
+  ):
+    dynamics_parity.read_prior_report(str(path), dynamics_parity.Schedule())
 
 
 # A one-layer model on the fixture's records (vocabulary 120, length 32).

@@ -192,3 +192,17 @@ def test_gin_fingerprint_is_of_the_bindings_not_the_text(tmp_path):
   assert plan.gin_fingerprint([os.path.join(tmp_path, 'changed.gin')]) != (
       fingerprint
   )
+
+
+def test_config_facts_read_the_bindings_after_the_files():
+  files = ('gin/papers/001_ale/electra_small.gin', 'gin/regenerate/tiny.gin')
+  assert (
+      plan.config_facts(files).optimizer,
+      plan.config_facts(files).masking,
+  ) == ('lamb', 'dynamic')
+  bindings = (
+      "optimization.optimizer = 'adamw'",
+      "pretrain_data.masking = 'static'",
+  )
+  facts = plan.config_facts(files, bindings)
+  assert (facts.optimizer, facts.masking) == ('adamw', 'static')
