@@ -17,7 +17,6 @@ a markdown table beside the paper's values and writes it as JSON.
 import dataclasses
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from absl import flags
 import tensorflow as tf
 import tf_keras
 
@@ -293,7 +292,7 @@ def format_table(results: Dict[str, Any]) -> str:
 def define_flags():
   """Defines the CLI's flags (on demand: importing this module defines none)."""
   dataclass_flags.define_flags(Settings)
-  flags.mark_flags_as_required(['glue_dir'])
+  cli.require_flags('glue_dir')
 
 
 def main(_):

@@ -178,7 +178,7 @@ class Settings:
 def define_flags():
   """Defines the command-line flags (defaults from `Settings`)."""
   dataclass_flags.define_flags(Settings)
-  flags.mark_flags_as_required(['train_file', 'output_dir'])
+  cli.require_flags('train_file', 'output_dir')
 
 
 def settings_from_flags() -> Settings:

@@ -62,7 +62,7 @@ _option = dataclass_flags.option
 
 @dataclasses.dataclass(frozen=True)
 class BlockSizes:
-  """Sizes shared by both blocks (each a flag); the ConvBERT ones mixed's."""
+  """Sizes both blocks share, each a flag; N heads of size hidden / N."""
 
   hidden_size: int = _option(768, 'Hidden width (base: 768).')
   num_heads: int = _option(12, 'Configured attention heads N.')

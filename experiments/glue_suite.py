@@ -254,5 +254,5 @@ def main(_):
 
 
 if __name__ == '__main__':
-  flags.mark_flags_as_required(['init_checkpoint', 'glue_dir', 'model_dir'])
+  cli.require_flags('init_checkpoint', 'glue_dir', 'model_dir')
   cli.run(main)

@@ -37,7 +37,7 @@ def define_flags():
   flags.DEFINE_list('seeds', ['1', '2', '3'], 'experiment.seed of each run.')
   flags.DEFINE_string('work_dir', None, 'A quickstart work_dir per seed here.')
   flags.DEFINE_string('report_file', None, 'The Markdown report (and .json).')
-  flags.mark_flags_as_required(['work_dir', 'report_file'])
+  cli.require_flags('work_dir', 'report_file')
 
 
 def run_seed(seed: int) -> dict:

@@ -494,7 +494,7 @@ def define_flags():
       None,
       'Also write the summary as a markdown report here.',
   )
-  flags.mark_flags_as_required(['sentences'])
+  cli.require_flags('sentences')
 
 
 if __name__ == '__main__':

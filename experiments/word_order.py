@@ -34,5 +34,5 @@ if __name__ == '__main__':
   flags.DEFINE_integer('steps', 50, 'Eval batches (-1: the whole split).')
   flags.DEFINE_integer('seed', 0, 'Seed of the shuffles.')
   flags.DEFINE_string('output_json', None, 'Where to write the results.')
-  flags.mark_flags_as_required(['model_dir', 'records'])
+  cli.require_flags('model_dir', 'records')
   cli.run(main)

@@ -213,7 +213,7 @@ def define_flags():
   )
   for name, default, help_text in _STRING_FLAGS:
     flags.DEFINE_string(name, default, help_text)
-  flags.mark_flag_as_required('nbest')
+  cli.require_flags('nbest')
 
 
 def settings_from_flags() -> Settings:

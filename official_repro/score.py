@@ -341,7 +341,7 @@ def define_flags():
   flags.DEFINE_string(
       'output', '', 'Write score<TAB>sentence lines here (default: stdout).'
   )
-  flags.mark_flags_as_required(['init_checkpoint', 'input'])
+  cli.require_flags('init_checkpoint', 'input')
 
 
 def main(_):

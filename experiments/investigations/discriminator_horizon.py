@@ -194,7 +194,7 @@ def define_flags() -> None:
       'Held-out batches of each checkpoint probe (0: no probes; -1: the '
       'whole eval split).',
   )
-  flags.mark_flags_as_required(['run', 'model_dir'])
+  cli.require_flags('run', 'model_dir')
 
 
 def train_command(

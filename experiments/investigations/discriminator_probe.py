@@ -59,7 +59,7 @@ def define_flags() -> None:
   flags.DEFINE_string(
       'description', None, 'What the run is, for the report (optional).'
   )
-  flags.mark_flags_as_required(['model_dir', 'name', 'output_dir'])
+  cli.require_flags('model_dir', 'name', 'output_dir')
 
 
 def cell(value: float) -> str:

@@ -232,7 +232,7 @@ def define_flags() -> None:
   flags.DEFINE_integer(
       'threads', 0, 'With --run: TensorFlow threads (0: its default).'
   )
-  flags.mark_flag_as_required('runs_dir')
+  cli.require_flags('runs_dir')
 
 
 def records_dir(runs_dir: str, key: str) -> str:

@@ -249,7 +249,7 @@ def define_flags() -> None:
   )
   flags.DEFINE_string('output_json', None, 'Where to write the results.')
   flags.DEFINE_string('output_markdown', None, 'Where to write the table.')
-  flags.mark_flags_as_required(['init_checkpoint', 'glue_dir'])
+  cli.require_flags('init_checkpoint', 'glue_dir')
 
 
 if __name__ == '__main__':

@@ -337,5 +337,5 @@ if __name__ == '__main__':
       'Profile this one variant in this process (used by '
       'the parent process for isolation).',
   )
-  flags.mark_flag_as_required('output_dir')
+  cli.require_flags('output_dir')
   cli.run(main)

@@ -85,7 +85,7 @@ def define_flags():
       os.path.join(_REPORTS, 'record_creation_scaling.json'),
       'Write the measurements here.',
   )
-  flags.mark_flags_as_required(['corpus', 'vocab_file'])
+  cli.require_flags('corpus', 'vocab_file')
 
 
 def build_corpus(

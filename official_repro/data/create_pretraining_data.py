@@ -919,7 +919,7 @@ def define_flags():
   )
   flags.DEFINE_string('output_dir', None, 'Record directory to write.')
   dataclass_flags.define_flags(PretrainingDataConfig)
-  flags.mark_flags_as_required(['input', 'output_dir'])
+  cli.require_flags('input', 'output_dir')
 
 
 def main(_):

@@ -271,7 +271,7 @@ class TestBadInput:
 _MEMORY_SCRIPT = r"""
 import json, os, resource, sys
 from official_repro.data import create_pretraining_data as cpd
-sys.path.insert(0, os.path.join(sys.argv[1], 'tests'))
+sys.path.insert(0, sys.argv[1])
 import pathlib
 from tests.conftest import write_fixture_files, write_fixture_vocab
 
