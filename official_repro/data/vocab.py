@@ -495,7 +495,8 @@ class FullTokenizer:
     self._tokenize_ids = SentenceTokenizer(
         self._tokens, do_lower_case, batch_size
     )
-    self._remembered: Dict[str, Tuple[str, ...]] = {}
+    # The pieces of texts `prefetched` tokenized ahead, by text.
+    self.remembered: Dict[str, Tuple[str, ...]] = {}
 
   def tokenize_many(self, texts: Sequence[str]) -> List[List[str]]:
     """The pieces of each text, tokenized in batches."""
@@ -504,7 +505,7 @@ class FullTokenizer:
 
   def tokenize(self, text: str) -> List[str]:
     """The pieces of `text` (WordPiece or SentencePiece strings)."""
-    pieces = self._remembered.get(text)
+    pieces = self.remembered.get(text)
     if pieces is None:
       return self.tokenize_many([text])[0]
     return list(pieces)
@@ -522,7 +523,7 @@ def prefetched(tokenizer: Any, texts: Iterable[str]) -> Iterator[None]:
   if not isinstance(tokenizer, FullTokenizer):
     yield
     return
-  remembered = tokenizer._remembered  # pylint: disable=protected-access
+  remembered = tokenizer.remembered
   new = [text for text in dict.fromkeys(texts) if text not in remembered]
   remembered.update(zip(new, map(tuple, tokenizer.tokenize_many(new))))
   try:

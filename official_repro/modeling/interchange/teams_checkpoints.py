@@ -104,20 +104,21 @@ def _encoder_config(
 def _copy_scaffold(scaffold, encoder) -> None:
   """An `EncoderScaffold` into our encoder, layer by layer."""
   embedding = scaffold.embedding_network
-  for ours, name in (
-      (encoder.get_embedding_layer(), 'word_embeddings'),
-      (encoder._position_embedding_layer, 'position_embedding'),  # pylint: disable=protected-access
-      (encoder._type_embedding_layer, 'type_embeddings'),  # pylint: disable=protected-access
-      (encoder._embedding_norm_layer, 'embeddings/layer_norm'),  # pylint: disable=protected-access
-  ):
+  names = (
+      'word_embeddings',
+      'position_embedding',
+      'type_embeddings',
+      'embeddings/layer_norm',
+  )
+  for ours, name in zip(encoder.embedding_layers, names):
     ours.set_weights(embedding.get_layer(name).get_weights())
-  projection = getattr(encoder, '_embedding_projection', None)
+  projection = encoder.embedding_projection
   if projection is not None:
     (kernel,) = embedding.get_layer('embedding_projection').get_weights()
     projection.set_weights([kernel, np.zeros(kernel.shape[-1], kernel.dtype)])
   for ours, theirs in zip(encoder.transformer_layers, scaffold.hidden_layers):
     ours.set_weights(theirs.get_weights())
-  encoder.pooler_layer.set_weights(scaffold._pooler_layer.get_weights())  # pylint: disable=protected-access
+  encoder.pooler_layer.set_weights(scaffold.pooler_layer.get_weights())
 
 
 def _restore_stock(path: str, prefix: str, model: Dict[str, Any], network: str):
@@ -136,6 +137,8 @@ def _restore_stock(path: str, prefix: str, model: Dict[str, Any], network: str):
     checkpoint = tf.train.Checkpoint(encoder=scaffold)
     pretrainer = None
   else:
+    # Model Garden builds a TEAMS pretrainer from its config only in the task
+    # module's private `_build_pretrainer` (its task needs a whole config).
     pretrainer = stock_teams_task._build_pretrainer(  # pylint: disable=protected-access
         stock_teams.TeamsPretrainerConfig(**model)
     )

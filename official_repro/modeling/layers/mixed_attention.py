@@ -140,13 +140,19 @@ class MixedAttention(arguments.ConfigFromArguments, tf_keras.layers.Layer):
           causal=self._causal,
           mask_values=self._conv_mask_values,
           name='span_dynamic_conv',
-          **span_dynamic_conv.cloned_initializers(self),
+          **span_dynamic_conv.cloned_initializers(
+              self._kernel_initializer, self._bias_initializer
+          ),
       )
     self._output_dense = self._dense(self._hidden_size, 'attention_output')
 
   def _dense(self, units: int, name: str) -> tf_keras.layers.Dense:
     return tf_keras.layers.Dense(
-        units, name=name, **span_dynamic_conv.cloned_initializers(self)
+        units,
+        name=name,
+        **span_dynamic_conv.cloned_initializers(
+            self._kernel_initializer, self._bias_initializer
+        ),
     )
 
   @property
@@ -317,7 +323,9 @@ class ConvBertBlock(arguments.ConfigFromArguments, tf_keras.layers.Layer):
         conv_mask_values=self._conv_mask_values,
         attention_dropout=self._attention_dropout_rate,
         name='mixed_attention',
-        **span_dynamic_conv.cloned_initializers(self),
+        **span_dynamic_conv.cloned_initializers(
+            self._kernel_initializer, self._bias_initializer
+        ),
     )
     self._attention_dropout = tf_keras.layers.Dropout(self._dropout_rate)
     self._attention_layer_norm = self._layer_norm('attention_layer_norm')
@@ -338,7 +346,9 @@ class ConvBertBlock(arguments.ConfigFromArguments, tf_keras.layers.Layer):
         units,
         groups=self._num_groups,
         name=name,
-        **span_dynamic_conv.cloned_initializers(self),
+        **span_dynamic_conv.cloned_initializers(
+            self._kernel_initializer, self._bias_initializer
+        ),
     )
 
   @property

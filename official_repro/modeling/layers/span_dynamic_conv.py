@@ -36,11 +36,16 @@ def dense_initializer(
   )
 
 
-def cloned_initializers(layer) -> Dict[str, tf_keras.initializers.Initializer]:
-  """`layer`'s kernel and bias initializers, copied, as keyword arguments."""
+def cloned_initializers(
+    kernel: _Initializer, bias: _Initializer
+) -> Dict[str, tf_keras.initializers.Initializer]:
+  """Copies of a layer's kernel and bias initializers, as keyword arguments.
+
+  A sublayer gets copies, so that no two draw the same values.
+  """
   return dict(
-      kernel_initializer=tf_utils.clone_initializer(layer._kernel_initializer),  # pylint: disable=protected-access
-      bias_initializer=tf_utils.clone_initializer(layer._bias_initializer),  # pylint: disable=protected-access
+      kernel_initializer=tf_utils.clone_initializer(kernel),
+      bias_initializer=tf_utils.clone_initializer(bias),
   )
 
 
@@ -212,10 +217,12 @@ class SpanDynamicConv(arguments.ConfigFromArguments, tf_keras.layers.Layer):
     self._kernel_generator = tf_keras.layers.Dense(
         self._num_heads * self._kernel_size,
         name='kernel_generator',
-        **cloned_initializers(self),
+        **cloned_initializers(self._kernel_initializer, self._bias_initializer),
     )
     self._value_projection = tf_keras.layers.Dense(
-        width, name='conv_value', **cloned_initializers(self)
+        width,
+        name='conv_value',
+        **cloned_initializers(self._kernel_initializer, self._bias_initializer),
     )
 
   @property

@@ -235,6 +235,21 @@ class TransformerEncoder(tf_keras.Model):
     self._transformer_layers = list(blocks)
     self._pooler_layer = pooler_layer
 
+  @property
+  def embedding_layers(self) -> Tuple[tf_keras.layers.Layer, ...]:
+    """The word, position and type embeddings and their LayerNorm."""
+    return (
+        self._embedding_layer,
+        self._position_embedding_layer,
+        self._type_embedding_layer,
+        self._embedding_norm_layer,
+    )
+
+  @property
+  def embedding_projection(self) -> Optional[tf_keras.layers.Layer]:
+    """The E -> H projection of the embeddings; None when E = H."""
+    return getattr(self, '_embedding_projection', None)
+
   def get_embedding_table(self) -> tf.Variable:
     """The word-embedding table `[vocab_size, E]`."""
     return self._embedding_layer.embeddings
