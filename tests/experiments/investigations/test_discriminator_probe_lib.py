@@ -11,7 +11,6 @@ from scipy import special
 import tensorflow as tf
 
 from experiments.investigations import discriminator_horizon
-from experiments.investigations import discriminator_probe as probe_command
 from experiments.investigations import discriminator_probe_lib
 from official_repro.common import cli
 from official_repro.training import saved_runs
@@ -160,40 +159,6 @@ def test_each_slots_probability_lands_on_its_position_of_the_real_tokens():
   np.testing.assert_array_equal(tokens.sequence, [3, 3, 3, 3, 4, 4, 4])
   # Slot (0, 1) sampled its original (8); the unweighted slot is not counted.
   assert (tokens.masked, tokens.unchanged) == (3, 1)
-
-
-def test_every_source_is_probed_and_reported(tiny_electra_run, tmp_path):
-  result = discriminator_probe_lib.probe(tiny_electra_run, steps=3)
-  probe_command.write_report(result, 'tiny', str(tmp_path), 'A tiny run.')
-  with open(tmp_path / 'discriminator_probe_tiny.json') as f:
-    result = json.load(f)
-  assert result['step'] == 2 and result['batches'] >= 1
-  sources = result['sources']
-  assert set(sources) == set(discriminator_probe_lib.SOURCES)
-  for metrics in sources.values():
-    assert metrics['tokens'] == sources['generator']['tokens']
-  # Context-free draws over a vocabulary of dozens rarely hit the original.
-  assert sources['uniform']['unchanged_share_of_masked'] < 0.2
-  assert (
-      sources['uniform']['replaced_share']
-      > sources['generator']['replaced_share'] * 0.5
-  )
-  replaced = round(
-      sources['generator']['replaced_share'] * sources['generator']['tokens']
-  )
-  assert sum(b['replaced'] for b in result['plausibility']) == replaced
-  report = (tmp_path / 'discriminator_probe_tiny.md').read_text()
-  assert (
-      'Command: `python -m experiments.investigations.discriminator_probe'
-      in report
-  )
-  assert report.startswith(
-      '# What the replaced-token detector detects: tiny\n\nA tiny run.\n'
-  )
-  assert (
-      report.count('\n| [')
-      == len(discriminator_probe_lib.PLAUSIBILITY_EDGES) - 1
-  )
 
 
 def test_a_run_without_a_detector_is_refused_in_one_line(exported_encoder):
