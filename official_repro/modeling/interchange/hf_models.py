@@ -169,12 +169,17 @@ def assign(
     read_names.append(param.name)
     if id(param.variable) in assigned:
       continue
-    value = param.to_ours(np.asarray(state[param.name]))
-    if tuple(value.shape) != tuple(param.variable.shape):
+    weight = np.asarray(state[param.name])
+    try:
+      value = param.to_ours(weight)
+    except ValueError:  # Our layout's reshape fails on a weight of other size.
+      value = None
+    if value is None or tuple(value.shape) != tuple(param.variable.shape):
+      ours = 'cannot be' if value is None else f'is {tuple(value.shape)}'
       raise cli.UserError(
-          f'{source}: {param.name} has shape {tuple(state[param.name].shape)}, '
-          f'which as our {param.variable.name} is {tuple(value.shape)}; '
-          f'expected {tuple(param.variable.shape)}.'
+          f'{source}: {param.name} has shape {tuple(weight.shape)}, which as '
+          f'our {param.variable.name} {ours}; expected '
+          f'{tuple(param.variable.shape)}.'
       )
     param.variable.assign(value.astype(param.variable.dtype.as_numpy_dtype))
     assigned.add(id(param.variable))

@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_repro.common import cli
+from official_repro.modeling.interchange import hf_layout
 from official_repro.modeling.interchange import hf_models
+from official_repro.modeling.networks import encoders
 from tests.modeling.interchange import hf_reference
 
 _ATOL = 1e-5
@@ -210,3 +213,25 @@ def test_a_tf_model_h5_folder_imports_like_its_safetensors(tmp_path):
     if name.endswith('key_conv_attn_layer.bias'):  # [out] there, [out, 1] here
       array = array.reshape(-1)
     np.testing.assert_array_equal(folder.state[name], array, name)
+
+
+@pytest.mark.parametrize('model_type', ['bert', 'convbert'])
+def test_a_weight_of_another_size_is_named_in_one_line(model_type):
+  config = encoders.EncoderConfig(
+      backbone=model_type,
+      hidden_size=16,
+      num_layers=1,
+      num_attention_heads=2,
+      intermediate_size=32,
+      vocab_size=20,
+      max_position_embeddings=8,
+  )
+  encoder = hf_models.build_encoder(config)
+  params = hf_layout.encoder_parameters(encoder, model_type, '')
+  state = {p.name: p.to_theirs(p.variable.numpy()) for p in params}
+  hf_models.assign(params, dict(state), 'model.safetensors')  # As written.
+  name = next(p.name for p in params if 'intermediate.dense.weight' in p.name)
+  rows, columns = state[name].shape
+  state[name] = np.zeros((rows, columns + 1), np.float32)
+  with pytest.raises(cli.UserError, match=f'{name} has shape'):
+    hf_models.assign(params, state, 'model.safetensors')
