@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from official_repro.tasks import finetuning_base
-from tests.tasks.test_squad import _cross_entropy
+from tests.tasks import numpy_losses
 
 
 def test_masked_mean_is_the_weighted_mean_and_zero_without_weights():
@@ -19,7 +19,7 @@ def test_masked_mean_is_the_weighted_mean_and_zero_without_weights():
 def test_softmax_cross_entropy_adds_the_auxiliary_losses():
   logits = np.random.default_rng(3).normal(size=(4, 3)).astype(np.float32)
   labels = np.array([2, 0, 1, 1])
-  expected = _cross_entropy(logits, labels)
+  expected = numpy_losses.cross_entropy(logits, labels)
   loss = finetuning_base.softmax_cross_entropy(labels, tf.constant(logits))
   assert float(loss) == pytest.approx(expected, rel=1e-5)
   aux = [tf.constant(0.5), tf.constant(0.25)]

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from official_repro.tasks import pos_tagging
-from tests.tasks.test_squad import _cross_entropy
+from tests.tasks import numpy_losses
 
 
 def test_softmax_loss_averages_over_the_labelled_pieces_only():
@@ -17,7 +17,7 @@ def test_softmax_loss_averages_over_the_labelled_pieces_only():
   task = pos_tagging.TaggingTask(pos_tagging.TaggingTaskConfig())
   loss = task.build_losses(labels, dict(logits=tf.constant(logits)))
   kept = weights.astype(bool)
-  expected = _cross_entropy(logits[kept], label_ids[kept])
+  expected = numpy_losses.cross_entropy(logits[kept], label_ids[kept])
   assert float(loss) == pytest.approx(expected, rel=1e-5)
   assert float(task.loss_terms(labels)) == kept.sum()
 

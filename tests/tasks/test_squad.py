@@ -5,13 +5,7 @@ import pytest
 import tensorflow as tf
 
 from official_repro.tasks import squad
-
-
-def _cross_entropy(logits, labels):
-  """Mean -log softmax(logits)[label] over the batch, in numpy."""
-  shifted = logits - logits.max(axis=-1, keepdims=True)
-  log_softmax = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-  return -log_softmax[np.arange(len(labels)), labels].mean()
+from tests.tasks import numpy_losses
 
 
 def test_loss_is_the_mean_of_start_and_end_cross_entropy_plus_aux():
@@ -21,8 +15,8 @@ def test_loss_is_the_mean_of_start_and_end_cross_entropy_plus_aux():
   task = squad.SquadTask(squad.SquadTaskConfig())
   outputs = dict(start_logits=tf.constant(start), end_logits=tf.constant(end))
   expected = (
-      _cross_entropy(start, labels['start_positions'])
-      + _cross_entropy(end, np.array(labels['end_positions']))
+      numpy_losses.cross_entropy(start, labels['start_positions'])
+      + numpy_losses.cross_entropy(end, labels['end_positions'])
   ) / 2
   loss = task.build_losses(labels, outputs)
   assert float(loss) == pytest.approx(expected, rel=1e-5)
