@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from absl import flags
 import gin
 import numpy as np
+import orbit
 from scipy import stats as scipy_stats
 import tensorflow as tf
 import tf_keras
@@ -462,7 +463,8 @@ def train_one(
 ) -> None:
   """Trains one run in this process (resuming it) and writes its curve.
 
-  `progress['curve']` is saved at each evaluation (`RunState`).
+  Orbit's controller trains, checkpoints at each evaluation and resumes;
+  `progress` (the curve so far) is written just before each checkpoint.
   """
   variant = VARIANTS[variant_name]
   name = run_name(objective_name, variant_name, seed)
@@ -490,9 +492,21 @@ def train_one(
       static_predictor(runs_dir),
   )
   out_dir = os.path.join(runs_dir, name)
-  state = RunState(out_dir, trainer.checkpoint)
-  progress = state.restore(schedule)
-  step = resumed = progress['step']
+  state_dir = os.path.join(out_dir, 'state')
+  controller = orbit.Controller(
+      trainer=trainer,
+      global_step=trainer.global_step,
+      steps_per_loop=schedule.eval_every,
+      checkpoint_manager=tf.train.CheckpointManager(
+          trainer.checkpoint,
+          state_dir,
+          max_to_keep=1,
+          step_counter=trainer.global_step,
+          checkpoint_interval=schedule.eval_every,
+      ),
+  )
+  resumed = int(trainer.global_step.numpy())
+  progress = resumed_progress(state_dir, schedule, resumed)
   if resumed:
     # The stream from batch `resumed` on, as an unbroken run's: skipping
     # re-reads the first batches, replaying the pipeline's random choices
@@ -504,19 +518,21 @@ def train_one(
     )
     print(f'{name} resumed at step {resumed}', flush=True)
   start = time.time() - progress['seconds']
-  while step < schedule.train_steps:
-    steps = min(schedule.eval_every, schedule.train_steps - step)
-    logs = trainer.train(tf.constant(steps, tf.int32))
-    step += steps
+
+  def record(logs):
+    step = int(trainer.global_step.numpy())
     metrics = dict(evaluate(), training_loss=float(logs['training_loss']))
     progress['curve'][str(step)] = metrics
     progress.update(step=step, seconds=time.time() - start)
-    state.save(progress)
+    write_progress(state_dir, progress)
     print(
         f'{name} step {step}: '
         + ', '.join(f'{k} {v:.4f}' for k, v in metrics.items()),
         flush=True,
     )
+
+  controller.train_actions = (record,)
+  controller.train(steps=schedule.train_steps)
   json_files.write_text(
       os.path.join(out_dir, 'operative_config.gin'), operative
   )
@@ -530,69 +546,52 @@ def train_one(
           **{k: progress[k] for k in ('seconds', 'resumed_at', 'curve')},
       ),
   )
-  state.remove()
+  tf.io.gfile.rmtree(state_dir)
 
 
-class RunState:
-  """An unfinished run's checkpoint and curve so far (`state/`).
+def resumed_progress(
+    state_dir: str, schedule: Schedule, step: int
+) -> Dict[str, Any]:
+  """The curve so far of a run resumed at checkpoint `step` (0: a new run).
 
-  The curve is written first, so a run killed between the two resumes from
-  the older checkpoint and drops the curve's later points.
+  A curve written after the checkpoint it resumes from (killed between the
+  two) loses its later points.
+
+  Returns:
+    `step`, `seconds`, `curve`, `resumed_at` and `schedule`.
+
+  Raises:
+    cli.UserError: the run was started under another schedule.
   """
-
-  def __init__(self, run_dir: str, checkpoint: tf.train.Checkpoint):
-    """Keeps `checkpoint`'s state (with a `global_step`) in `run_dir`/state."""
-    self._dir = os.path.join(run_dir, 'state')
-    self._progress_path = os.path.join(self._dir, 'progress.json')
-    self._manager = tf.train.CheckpointManager(
-        checkpoint, self._dir, max_to_keep=1
-    )
-
-  def restore(self, schedule: Schedule) -> Dict[str, Any]:
-    """The last checkpoint's `step`, `seconds`, `curve` and `resumed_at`.
-
-    Raises:
-      cli.UserError: the state was saved under another schedule.
-    """
-    progress = dict(
-        step=0,
-        seconds=0.0,
-        curve={},
-        resumed_at=[],
-        schedule=dataclasses.asdict(schedule),
-    )
-    if self._manager.latest_checkpoint is None:
-      return progress
-    saved = json_files.read_json(self._progress_path)
-    if saved['schedule'] != progress['schedule']:
-      raise cli.UserError(
-          f'{self._dir}: this run was started with {saved["schedule"]}, not '
-          f'{progress["schedule"]}; rerun with those flags, or delete '
-          f'{os.path.dirname(self._dir)} to start it again.'
-      )
-    self._manager.checkpoint.restore(
-        self._manager.latest_checkpoint
-    ).assert_existing_objects_matched()
-    step = int(self._manager.checkpoint.global_step.numpy())
-    progress.update(
-        step=step,
-        seconds=saved['seconds'],
-        curve={k: v for k, v in saved['curve'].items() if int(k) <= step},
-        resumed_at=saved['resumed_at']
-        + ([step] if step < schedule.train_steps else []),
-    )
+  progress = dict(
+      step=step,
+      seconds=0.0,
+      curve={},
+      resumed_at=[],
+      schedule=dataclasses.asdict(schedule),
+  )
+  if not step:
     return progress
+  saved = json_files.read_json(os.path.join(state_dir, 'progress.json'))
+  if saved['schedule'] != progress['schedule']:
+    raise cli.UserError(
+        f'{state_dir}: this run was started with {saved["schedule"]}, not '
+        f'{progress["schedule"]}; rerun with those flags, or delete '
+        f'{os.path.dirname(state_dir)} to start it again.'
+    )
+  progress.update(
+      seconds=saved['seconds'],
+      curve={k: v for k, v in saved['curve'].items() if int(k) <= step},
+      resumed_at=saved['resumed_at']
+      + ([step] if step < schedule.train_steps else []),
+  )
+  return progress
 
-  def save(self, progress: Dict[str, Any]) -> None:
-    """Saves the curve so far, then the weights, optimizer and step."""
-    tf.io.gfile.makedirs(self._dir)
-    json_files.write_json(self._progress_path, progress)
-    self._manager.save(checkpoint_number=progress['step'])
 
-  def remove(self) -> None:
-    """Deletes the state of a finished run (its curve.json is written)."""
-    if tf.io.gfile.exists(self._dir):
-      tf.io.gfile.rmtree(self._dir)
+def write_progress(state_dir: str, progress: Dict[str, Any]) -> None:
+  """Writes the curve so far (before the checkpoint of its last step)."""
+  tf.io.gfile.makedirs(state_dir)
+  json_files.write_json(os.path.join(state_dir, 'progress.json'), progress)
 
 
 def replay_shares(

@@ -448,16 +448,17 @@ def test_a_killed_run_resumes_where_it_stopped(
   (ours', or Model Garden's loader) would change the second evaluation.
   """
   unbroken, _ = _train(tmp_path / 'unbroken', static_records, variant)
-  save = dynamics_parity.RunState.save
+  write = dynamics_parity.write_progress
 
-  def save_then_die(state, progress):
-    save(state, progress)
-    raise _Killed()
+  def write_then_die(state_dir, progress):
+    write(state_dir, progress)
+    if progress['step'] == 6:  # the curve is written, its checkpoint not
+      raise _Killed()
 
-  monkeypatch.setattr(dynamics_parity.RunState, 'save', save_then_die)
+  monkeypatch.setattr(dynamics_parity, 'write_progress', write_then_die)
   with pytest.raises(_Killed):
     _train(tmp_path / 'killed', static_records, variant)
-  monkeypatch.setattr(dynamics_parity.RunState, 'save', save)
+  monkeypatch.setattr(dynamics_parity, 'write_progress', write)
   resumed, run = _train(tmp_path / 'killed', static_records, variant)
   assert resumed['resumed_at'] == [3]
   assert unbroken['resumed_at'] == []
@@ -480,41 +481,26 @@ def test_replay_shares_by_hand():
   assert shares['median_batches_moved'] == 1.0  # median of 0,1,1,2,2,2,inf
 
 
-def test_a_state_saved_half_way_resumes_from_its_checkpoint(tmp_path):
-  """Killed between the curve and the checkpoint: the older checkpoint wins.
+def test_a_curve_written_past_its_checkpoint_loses_its_later_points(tmp_path):
+  """Killed between the curve and the checkpoint: the checkpoint's step wins.
 
   And a run is not resumed under another schedule.
   """
   schedule = dynamics_parity.Schedule(train_steps=9, eval_every=3)
-  step = tf.Variable(3, dtype=tf.int64)
-  state = dynamics_parity.RunState(
-      str(tmp_path), tf.train.Checkpoint(global_step=step)
-  )
-  progress = state.restore(schedule)
-  assert progress['step'] == 0
-  progress.update(step=3, seconds=1.0, curve={'3': dict(loss=1.0)})
-  state.save(progress)
-  step.assign(6)
+  state_dir = str(tmp_path / 'state')
+  progress = dynamics_parity.resumed_progress(state_dir, schedule, 0)
+  assert progress['step'] == 0 and progress['curve'] == {}
   progress.update(step=6, seconds=2.0, curve={'3': {}, '6': {}})
-
-  def killed(*unused_args, **unused_kwargs):
-    raise KeyboardInterrupt
-
-  state._manager.save = killed  # pylint: disable=protected-access
-  with pytest.raises(KeyboardInterrupt):
-    state.save(progress)
-  restored_step = tf.Variable(0, dtype=tf.int64)
-  resumed = dynamics_parity.RunState(
-      str(tmp_path), tf.train.Checkpoint(global_step=restored_step)
-  ).restore(schedule)
-  assert int(restored_step.numpy()) == 3
+  dynamics_parity.write_progress(state_dir, progress)
+  resumed = dynamics_parity.resumed_progress(state_dir, schedule, 3)
   assert resumed['step'] == 3
+  assert resumed['seconds'] == 2.0
   assert resumed['curve'] == {'3': {}}
   assert resumed['resumed_at'] == [3]
   with pytest.raises(cli.UserError, match='train_steps.: 9'):
-    dynamics_parity.RunState(
-        str(tmp_path), tf.train.Checkpoint(global_step=restored_step)
-    ).restore(dynamics_parity.Schedule(train_steps=12, eval_every=3))
+    dynamics_parity.resumed_progress(
+        state_dir, dynamics_parity.Schedule(train_steps=12, eval_every=3), 3
+    )
 
 
 def test_jobs_run_main_variants_by_seed_then_diagnostics_by_variant(
