@@ -123,6 +123,16 @@ def _is_gfile_file(path: str) -> bool:
 gin.config.register_file_reader(tf.io.gfile.GFile, _is_gfile_file)
 
 
+def _no_gin_hint() -> str:
+  """Why a gin file is missing when the package was installed without gin/."""
+  if tf.io.gfile.isdir(os.path.join(REPO_ROOT, 'gin')):
+    return ''
+  return (
+      f'; {REPO_ROOT} has no gin/ folder (a `pip install .` leaves it out): '
+      'run from a checkout installed with `pip install -r requirements.txt`'
+  )
+
+
 def parse_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
   """Parses --gin_file files then --gin_param bindings.
 
@@ -133,7 +143,7 @@ def parse_config(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
   gin.add_config_file_search_path(REPO_ROOT)
   for path in gin_files:
     if not tf.io.gfile.exists(path):
-      raise GinConfigError(f'--gin_file {path}: no such file.')
+      raise GinConfigError(f'--gin_file {path}: no such file{_no_gin_hint()}.')
     gin.add_config_file_search_path(
         os.path.dirname(path if '://' in path else os.path.abspath(path))
     )

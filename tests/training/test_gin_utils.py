@@ -35,5 +35,18 @@ def test_a_quoted_number_is_named_as_a_string(tmp_path):
 
 
 def test_a_gin_file_that_is_not_there_is_named():
-  with pytest.raises(gin_utils.GinConfigError, match='/no/such.gin: no such'):
+  with pytest.raises(gin_utils.GinConfigError) as caught:
     gin_utils.parse_config(['/no/such.gin'], [])
+  assert str(caught.value) == '--gin_file /no/such.gin: no such file.'
+
+
+def test_an_install_without_gin_files_says_to_run_from_a_checkout(
+    tmp_path, monkeypatch
+):
+  monkeypatch.setattr(gin_utils, 'REPO_ROOT', str(tmp_path))
+  missing = str(tmp_path / 'gin' / 'quickstart.gin')
+  with pytest.raises(gin_utils.GinConfigError) as caught:
+    gin_utils.parse_config([missing], [])
+  message = str(caught.value)
+  assert message.startswith(f'--gin_file {missing}: no such file; ')
+  assert 'run from a checkout installed with `pip install -r' in message
