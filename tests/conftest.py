@@ -430,3 +430,83 @@ def export_encoder_with_vocab():
     return model_dir
 
   return write
+
+
+# The fixtures of the command-line tests (tests/test_cli_errors.py,
+# tests/test_train.py, tests/test_finetune.py). They are session-scoped so
+# that the three modules share one of each, as their tests did when they were
+# one module: the modules name one xdist group (`cli_support.XDIST_GROUP`),
+# so under -n 2 one worker builds each once.
+
+
+@pytest.fixture(scope='session')
+def cli(python_m):
+  """A `tests.cli_support.Cli`: Python command lines in the warm interpreter."""
+  from tests import cli_support
+
+  return cli_support.Cli(python_m)
+
+
+@pytest.fixture(scope='session')
+def workspace(tmp_path_factory, tiny_records):
+  """Inputs that the CLIs must refuse.
+
+  A folder with complete records (an earlier run's output), a tiny
+  trained masked-LM run, a vocabulary with a duplicate token and corpora
+  that are not UTF-8.
+  """
+  import shutil
+
+  root = tmp_path_factory.mktemp('workspace')
+  records = root / 'records'
+  shutil.copytree(tiny_records, records)
+  (root / 'corpus').mkdir()
+  (root / 'corpus' / 'a.txt').write_text(
+      'The cat sat on the mat. The dog ran in the park.\n\n' * 20
+  )
+  (root / 'latin1').mkdir()
+  (root / 'latin1' / 'book.txt').write_bytes(
+      'Un caf\u00e9 tr\u00e8s cr\u00e8me.\n'.encode('latin-1')
+  )
+  (root / 'binary').mkdir()
+  (root / 'binary' / 'noise.txt').write_bytes(bytes(range(256)) * 4)
+  (root / 'spaced').mkdir()
+  (root / 'spaced' / 'book.txt').write_text(
+      ' '.join('The cat sat on the mat and the dog ran in the park.') * 40
+      + '\n'
+  )
+  for name, encoding in (('utf16', 'utf-16-le'), ('utf16_bom', 'utf-16')):
+    (root / name).mkdir()
+    (root / name / 'book.txt').write_bytes(
+        ('The cat sat on the mat.\n' * 20).encode(encoding)
+    )
+  tokens = (records / 'vocab.txt').read_text().split('\n')
+  (root / 'duplicate_vocab.txt').write_text(
+      '\n'.join(tokens[:12] + [tokens[8]] + tokens[12:])
+  )
+  return root
+
+
+@pytest.fixture(scope='session')
+def finetuned(cli, workspace, exported_encoder):
+  """A finished fine-tuning run on MRPC data A; its (masked-LM) encoder."""
+  from tests import cli_support
+
+  encoder = exported_encoder
+  data = cli_support.glue(workspace / 'data_a')
+  model_dir = workspace / 'ft'
+  completed = cli.run(
+      [
+          'official_repro.finetune',
+          '--gin_file=gin/finetune/001_ale/mrpc.gin',
+          f'--init_checkpoint={encoder}',
+          f'--data_dir={data}',
+          f'--model_dir={model_dir}',
+          '--seeds=0',
+          '--gin_param=finetuning.num_epochs=1',
+          '--gin_param=finetuning.train_batch_size=4',
+          '--gin_param=finetuning.max_seq_length=32',
+      ]
+  )
+  assert completed.returncode == 0, completed.stderr[-3000:]
+  return encoder, model_dir

@@ -24,6 +24,8 @@ import tensorflow as tf
 # Registers Model Garden's Einsum statistics (see profiled_forward_flops).
 from official.core import train_utils  # noqa: F401
 from official_repro.modeling import activations
+
+# Private module: TF has no public convert_variables_to_constants_v2.
 from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-direct-tensorflow-import
 
 # ELECTRA's per-element costs of the non-matmul operations.
@@ -237,6 +239,7 @@ def profiled_forward_flops(
     concrete = tf.function(
         lambda inputs: model(inputs, training=False)
     ).get_concrete_function(specs)
+  # Freezing inlines nested function calls, whose ops the profiler misses.
   frozen = convert_to_constants.convert_variables_to_constants_v2(concrete)
   options = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
   options['output'] = 'none'
