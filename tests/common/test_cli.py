@@ -1,10 +1,12 @@
 """cli.run: one line for a user's mistake, a traceback for a bug, signals."""
 
+import os
 import re
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -196,9 +198,6 @@ def test_a_signal_while_tensorflow_imports_ends_the_command_at_once(
   (`-X importtime`), not after a guessed delay; the timeouts only turn a
   hang into a failure. A command that ran on would print its counts.
   """
-  import os  # pylint: disable=g-import-not-at-top
-  import threading  # pylint: disable=g-import-not-at-top
-
   from official_repro.training import gin_utils  # pylint: disable=g-import-not-at-top
 
   env = dict(os.environ)
