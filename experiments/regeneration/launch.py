@@ -5,6 +5,10 @@ running its stages in order with `run_tpu.sh --wait`, whose supervisor
 recreates a preempted VM. Done stages are skipped, running ones supervised;
 a failure skips that run's later stages only. States go to
 `<out>/<key>.launch.json`, which `status_lines` reads for --collect.
+`run_tpu.sh` is started by `subprocess.Popen`, not `commands.run_module`:
+that runs only `python -m`, takes no `env`, keeps the output in memory until
+the job ends and cannot act while it waits, whereas a stage runs for days
+with `cloud.env`, appending to a log file and printing progress lines.
 """
 
 import dataclasses

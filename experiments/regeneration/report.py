@@ -6,7 +6,6 @@ over the tasks run, marked as not the paper's quantity.
 """
 
 import os
-import statistics
 from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
@@ -291,7 +290,7 @@ def metric_table(
     text = number(rows[row].get(name))
     values = seeds.get(row, {}).get(name)
     if values and len(values) > 1:
-      text += f' ({number(statistics.stdev(values))})'
+      text += f' ({number(aggregation.summarize(values)["std"])})'
     return text
 
   return md.table(

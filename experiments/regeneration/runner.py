@@ -15,7 +15,6 @@ import inspect
 import json
 import os
 import re
-import statistics
 import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -29,6 +28,7 @@ from experiments.regeneration import plan
 from experiments.regeneration import registry
 from official_repro.common import json_files
 from official_repro.common import progress
+from official_repro.metrics import aggregation
 from official_repro.metrics import flops
 from official_repro.modeling.networks import export_layout
 from official_repro.optimization import optimizer_config
@@ -534,14 +534,14 @@ def mean_over_seeds(per_seed: Sequence[Dict[str, Dict]]) -> Dict[str, Dict]:
   merged = {}
   for task in per_seed[0]:
     scores = [glue[task]['score'] for glue in per_seed]
-    mean = statistics.fmean(scores)
+    spread = aggregation.summarize(scores)
     merged[task] = dict(
-        score=mean,
+        score=spread['mean'],
         summary=dict(
-            n=len(scores),
-            mean=mean,
+            n=spread['n'],
+            mean=spread['mean'],
             scores=scores,
-            std=statistics.stdev(scores) if len(scores) > 1 else 0.0,
+            std=spread['std'],
             over='pretraining seeds',
         ),
     )
@@ -555,7 +555,7 @@ def _mean_curve(
   steps = set.intersection(*(set(curve) for curve in curves))
   return {
       step: {
-          name: statistics.fmean(curve[step][name] for curve in curves)
+          name: aggregation.summarize([c[step][name] for c in curves])['mean']
           for name in curves[0][step]
       }
       for step in sorted(steps)

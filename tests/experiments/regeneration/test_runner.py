@@ -4,6 +4,7 @@ import dataclasses
 import json
 import os
 import shutil
+import statistics
 
 from absl import app
 import orbit
@@ -862,3 +863,34 @@ def test_pretraining_seeds_are_runs_of_their_own_and_rows_their_mean(
   assert entries[0]['seed_averages'] == pytest.approx([50.0, 70.0, 60.0])
   text = report.markdown(target, entries, 'h')
   assert '3 (10.000)' in text
+
+
+@pytest.mark.parametrize(
+    'scores', [[0.5], [0.5, 0.7], [0.5, 0.7, 0.6, 0.4, 0.9]]
+)
+def test_seed_merges_are_sample_means_and_stds(scores):
+  merged = runner.mean_over_seeds([{'sst2': dict(score=s)} for s in scores])
+  std = statistics.stdev(scores) if len(scores) > 1 else 0.0
+  assert merged == {
+      'sst2': dict(
+          score=pytest.approx(statistics.fmean(scores), abs=1e-15),
+          summary=dict(
+              n=len(scores),
+              mean=pytest.approx(statistics.fmean(scores), abs=1e-15),
+              scores=scores,
+              std=pytest.approx(std, abs=1e-15),
+              over='pretraining seeds',
+          ),
+      )
+  }
+  keys = ('n', 'mean', 'scores', 'std', 'over')
+  assert tuple(merged['sst2']['summary']) == keys
+
+
+def test_held_out_curves_are_averaged_at_the_steps_every_seed_has():
+  curves = [
+      {1: dict(loss=4.0), 2: dict(loss=3.0)},
+      {1: dict(loss=5.0), 2: dict(loss=2.0), 3: dict(loss=1.0)},
+  ]
+  assert runner._mean_curve(curves) == {1: dict(loss=4.5), 2: dict(loss=2.5)}
+  assert runner._mean_curve(curves[1:]) == curves[1]
