@@ -493,30 +493,11 @@ def train_one(
   )
   out_dir = os.path.join(runs_dir, name)
   state_dir = os.path.join(out_dir, 'state')
-  controller = orbit.Controller(
-      trainer=trainer,
-      global_step=trainer.global_step,
-      steps_per_loop=schedule.eval_every,
-      checkpoint_manager=tf.train.CheckpointManager(
-          trainer.checkpoint,
-          state_dir,
-          max_to_keep=1,
-          step_counter=trainer.global_step,
-          checkpoint_interval=schedule.eval_every,
-      ),
+  controller, progress = _resumed_controller(
+      trainer, state_dir, schedule, params, task
   )
-  resumed = int(trainer.global_step.numpy())
-  progress = resumed_progress(state_dir, schedule, resumed)
-  if resumed:
-    # The stream from batch `resumed` on, as an unbroken run's: skipping
-    # re-reads the first batches, replaying the pipeline's random choices
-    # (Model Garden's loader has no `start_step` as ours has).
-    trainer.train_dataset = trainer.strategy.distribute_datasets_from_function(
-        lambda context=None: task.build_inputs(
-            params.task.train_data, context
-        ).skip(resumed)
-    )
-    print(f'{name} resumed at step {resumed}', flush=True)
+  if progress['step']:
+    print(f'{name} resumed at step {progress["step"]}', flush=True)
   start = time.time() - progress['seconds']
 
   def record(logs):
@@ -547,6 +528,43 @@ def train_one(
       ),
   )
   tf.io.gfile.rmtree(state_dir)
+
+
+def _resumed_controller(
+    trainer: base_trainer.Trainer,
+    state_dir: str,
+    schedule: Schedule,
+    params: cfg.ExperimentConfig,
+    task: Any,
+) -> Tuple[orbit.Controller, Dict[str, Any]]:
+  """Orbit's controller of a run, restored from `state_dir`, and its progress.
+
+  A run resumed at step k reads its training stream from batch k on.
+  """
+  controller = orbit.Controller(
+      trainer=trainer,
+      global_step=trainer.global_step,
+      steps_per_loop=schedule.eval_every,
+      checkpoint_manager=tf.train.CheckpointManager(
+          trainer.checkpoint,
+          state_dir,
+          max_to_keep=1,
+          step_counter=trainer.global_step,
+          checkpoint_interval=schedule.eval_every,
+      ),
+  )
+  resumed = int(trainer.global_step.numpy())
+  progress = resumed_progress(state_dir, schedule, resumed)
+  if resumed:
+    # The stream from batch `resumed` on, as an unbroken run's: skipping
+    # re-reads the first batches, replaying the pipeline's random choices
+    # (Model Garden's loader has no `start_step` as ours has).
+    trainer.train_dataset = trainer.strategy.distribute_datasets_from_function(
+        lambda context=None: task.build_inputs(
+            params.task.train_data, context
+        ).skip(resumed)
+    )
+  return controller, progress
 
 
 def resumed_progress(
