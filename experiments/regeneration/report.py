@@ -6,6 +6,7 @@ over the tasks run, marked as not the paper's quantity.
 """
 
 import os
+import statistics
 from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
@@ -290,7 +291,7 @@ def metric_table(
     text = number(rows[row].get(name))
     values = seeds.get(row, {}).get(name)
     if values and len(values) > 1:
-      text += f' ({number(aggregation.summarize(values)["std"])})'
+      text += f' ({number(statistics.stdev(values))})'
     return text
 
   return md.table(
