@@ -15,6 +15,7 @@ import inspect
 import json
 import os
 import re
+import statistics
 import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -555,7 +556,7 @@ def _mean_curve(
   steps = set.intersection(*(set(curve) for curve in curves))
   return {
       step: {
-          name: aggregation.summarize([c[step][name] for c in curves])['mean']
+          name: statistics.fmean(c[step][name] for c in curves)
           for name in curves[0][step]
       }
       for step in sorted(steps)

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import math
 import os
 import shutil
 import statistics
@@ -894,3 +895,8 @@ def test_held_out_curves_are_averaged_at_the_steps_every_seed_has():
   ]
   assert runner._mean_curve(curves) == {1: dict(loss=4.5), 2: dict(loss=2.5)}
   assert runner._mean_curve(curves[1:]) == curves[1]
+
+
+def test_a_non_finite_held_out_point_averages_to_nan_not_an_error():
+  curves = [{1: dict(loss=float('nan'))}, {1: dict(loss=2.0)}]
+  assert math.isnan(runner._mean_curve(curves)[1]['loss'])
