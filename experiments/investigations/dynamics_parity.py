@@ -556,6 +556,10 @@ def _resumed_controller(
   resumed = int(trainer.global_step.numpy())
   progress = resumed_progress(state_dir, schedule, resumed)
   if resumed:
+    # Orbit restores without this check: a state of another model is refused.
+    trainer.checkpoint.restore(
+        controller.checkpoint_manager.latest_checkpoint
+    ).assert_existing_objects_matched()
     # The stream from batch `resumed` on, as an unbroken run's: skipping
     # re-reads the first batches, replaying the pipeline's random choices
     # (Model Garden's loader has no `start_step` as ours has).

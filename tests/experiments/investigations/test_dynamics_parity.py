@@ -414,7 +414,7 @@ class _Killed(Exception):
   """Stands in for a kill after the run's first evaluation was saved."""
 
 
-def _train(runs_dir, static_records, variant):
+def _train(runs_dir, static_records, variant, bindings=_TINY):
   if not os.path.exists(runs_dir / 'records_static'):
     runs_dir.mkdir(exist_ok=True)
     os.symlink(static_records, runs_dir / 'records_static')
@@ -425,7 +425,7 @@ def _train(runs_dir, static_records, variant):
         variant,
         1,
         dynamics_parity.Schedule(train_steps=6, eval_every=3, eval_batches=1),
-        _TINY,
+        bindings,
     )
   finally:
     gin.clear_config()
@@ -470,6 +470,29 @@ def test_a_killed_run_resumes_where_it_stopped(
           name,
       )
   assert not (run / 'state').exists()
+
+
+def test_a_state_of_another_model_is_not_resumed(
+    tmp_path, static_records, monkeypatch
+):
+  write = dynamics_parity.write_progress
+
+  def write_then_die(state_dir, progress):
+    write(state_dir, progress)
+    if progress['step'] == 6:  # after the checkpoint at step 3
+      raise _Killed()
+
+  monkeypatch.setattr(dynamics_parity, 'write_progress', write_then_die)
+  with pytest.raises(_Killed):
+    _train(tmp_path, static_records, 'ours_static')
+  monkeypatch.setattr(dynamics_parity, 'write_progress', write)
+  with pytest.raises(AssertionError, match='not bound to checkpointed values'):
+    _train(
+        tmp_path,
+        static_records,
+        'ours_static',
+        _TINY + ('encoder.num_layers = 2',),
+    )
 
 
 def test_replay_shares_by_hand():
